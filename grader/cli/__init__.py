@@ -1,0 +1,1 @@
+"""The command line: the top floor, the only place that prints and picks exit codes."""

@@ -1,0 +1,17 @@
+"""`relgrade sample` (being built; see the issue tracker)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from grader.errors import RelgradeError
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("sample", help="(not built yet)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    raise RelgradeError("relgrade sample is not built yet")

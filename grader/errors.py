@@ -1,0 +1,58 @@
+"""The error hierarchy. Library code raises these; only the CLI prints them and picks exit codes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class RelgradeError(Exception):
+    """Base class of every error relgrade raises on purpose."""
+
+    exit_code: int = 1
+
+
+class InputError(RelgradeError):
+    """A user-supplied file or argument is wrong; the message names the file, line and fix."""
+
+    exit_code = 2
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | Path | None = None,
+        line: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.path = str(path) if path is not None else None
+        self.line = line
+        self.hint = hint
+        self.reason = message
+        where = ""
+        if self.path is not None:
+            where = self.path if line is None else f"{self.path}:{line}"
+            where += ": "
+        text = where + message
+        if hint:
+            text += f" ({hint})"
+        super().__init__(text)
+
+
+class PromptError(RelgradeError):
+    """A prompt file is missing, malformed or cannot be rendered."""
+
+    exit_code = 2
+
+
+class JudgeError(RelgradeError):
+    """A judge could not produce a valid grade (after its retries)."""
+
+
+class StoreError(RelgradeError):
+    """The judgment store is unreadable, from a newer version, or locked."""
+
+
+class BudgetError(RelgradeError):
+    """Going on would spend more than `--max-cost` allows."""
+
+    exit_code = 3

@@ -1,0 +1,121 @@
+"""The data model shared by every part: queries, documents, judgments.
+
+A failure is never a grade: `Judgment.grade` is None unless `status` is "ok", and the model
+refuses any other combination, so no code path can turn an error into 0 by accident.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Grade = Annotated[int, Field(ge=0, le=3)]
+"""A relevance grade, 0..3. What each value means belongs to the prompt file."""
+
+GRADES: tuple[int, ...] = (0, 1, 2, 3)
+
+JudgmentStatus = Literal["ok", "failed"]
+
+
+class Query(BaseModel):
+    """A query to grade against."""
+
+    model_config = ConfigDict(frozen=True)
+
+    query_id: str
+    text: str
+
+
+class Doc(BaseModel):
+    """A document (passage, code chunk, ...); fields besides id, text, title go in metadata."""
+
+    model_config = ConfigDict(frozen=True)
+
+    doc_id: str
+    text: str
+    title: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Usage(BaseModel):
+    """Tokens of one judgment, summed over its attempts."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+        )
+
+
+class JudgmentError(BaseModel):
+    """Why a judgment failed: the exception class, its message, and the last raw reply if any."""
+
+    type: str
+    message: str
+    raw_reply: str | None = None
+
+
+class PromptRef(BaseModel):
+    """Which prompt file produced a judgment: `name@version` and the sha256 of the file."""
+
+    name: str
+    version: str
+    sha256: str
+
+    def __str__(self) -> str:
+        return f"{self.name}@{self.version}"
+
+
+class Judgment(BaseModel):
+    """One graded (query, document) pair, or one failure to grade it.
+
+    `distribution` is P(grade = 0..3) from the grade token's logprobs when the server gives them;
+    `expected_grade` is its mean. `judges` holds each member's grade when an ensemble produced it.
+    """
+
+    query_id: str
+    doc_id: str
+    grade: Grade | None = None
+    status: JudgmentStatus
+    reason: str | None = None
+    distribution: list[float] | None = None
+    expected_grade: float | None = None
+    judge: str
+    prompt: PromptRef | None = None
+    key: str
+    attempts: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    cost: float | None = None
+    latency_ms: float | None = None
+    truncated: bool = False
+    error: JudgmentError | None = None
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    judges: dict[str, int | None] | None = None
+    disagreement: float | None = None
+    verification: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _failure_is_never_a_grade(self) -> Judgment:
+        if self.status == "ok" and self.grade is None:
+            raise ValueError("an ok judgment must carry a grade")
+        if self.status == "failed" and self.grade is not None:
+            raise ValueError("a failed judgment must not carry a grade")
+        if self.status == "failed" and self.error is None:
+            raise ValueError("a failed judgment must say why (error)")
+        if self.distribution is not None and len(self.distribution) != len(GRADES):
+            raise ValueError("distribution must hold P(grade) for 0..3")
+        return self
+
+    @property
+    def confidence(self) -> float | None:
+        """The probability of the chosen grade, when a distribution is known."""
+        if self.distribution is None or self.grade is None:
+            return None
+        return self.distribution[self.grade]
