@@ -1,0 +1,2 @@
+"""Regrading through the OpenAI Batch API: request files, the API client, state kept in the store,
+and collecting output files with the same validation as live grading."""

@@ -1,0 +1,176 @@
+"""The Batch API through the official `openai` SDK: upload an input file, create a batch with the
+24h window, look a batch up, find one made from a given file, and download output and error files.
+
+The SDK's own retries are off (`max_retries=0`); transient transport errors (429, 5xx, timeouts,
+dropped connections) are retried here with tenacity's jittered exponential backoff, the project's
+one policy. Polling waits grow by a factor up to a cap (`poll_delays`), so a batch that takes hours
+costs a few hundred status calls, not thousands.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import openai
+from openai import AsyncOpenAI
+from tenacity import (
+    AsyncRetrying,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_exponential_jitter,
+)
+
+from grader.errors import JudgeError
+
+T = TypeVar("T")
+
+TERMINAL_STATUSES = frozenset({"completed", "failed", "expired", "cancelled"})
+"""Batch statuses after which the server does no more work on the batch."""
+
+def poll_delays(initial: float = 5.0, factor: float = 1.5, cap: float = 120.0) -> Iterator[float]:
+    """Seconds to wait before each successive status check: initial, x factor, ..., never > cap."""
+    delay = initial
+    while True:
+        yield min(delay, cap)
+        delay = min(delay * factor, cap)
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Errors worth retrying: rate limits, server errors, timeouts, dropped connections."""
+    if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code == 429 or exc.status_code >= 500
+    return False
+
+
+@dataclass(frozen=True)
+class BatchInfo:
+    """What relgrade needs from a Batch object."""
+
+    id: str
+    status: str
+    input_file_id: str
+    output_file_id: str | None
+    error_file_id: str | None
+    total: int
+    completed: int
+    failed: int
+    metadata: dict[str, str]
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+
+def _info(batch: Any) -> BatchInfo:
+    counts = getattr(batch, "request_counts", None)
+    return BatchInfo(
+        id=batch.id,
+        status=batch.status,
+        input_file_id=batch.input_file_id,
+        output_file_id=batch.output_file_id,
+        error_file_id=batch.error_file_id,
+        total=int(getattr(counts, "total", 0) or 0),
+        completed=int(getattr(counts, "completed", 0) or 0),
+        failed=int(getattr(counts, "failed", 0) or 0),
+        metadata=dict(batch.metadata or {}),
+    )
+
+
+class BatchClient:
+    """A thin, retrying wrapper over `client.files` and `client.batches`."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        client: AsyncOpenAI | None = None,
+        timeout: float = 120.0,
+        max_attempts: int = 5,
+        retry_wait_max: float = 30.0,
+    ) -> None:
+        if client is None:
+            key = api_key or os.environ.get("OPENAI_API_KEY")
+            if not key and (base_url or os.environ.get("OPENAI_BASE_URL")):
+                key = "not-needed"  # local OpenAI-compatible servers ignore the key
+            if not key:
+                raise JudgeError("no API key: set OPENAI_API_KEY (or give --base-url)")
+            client = AsyncOpenAI(base_url=base_url, api_key=key, max_retries=0, timeout=timeout)
+        self.client = client
+        self.max_attempts = max_attempts
+        self.retry_wait_max = retry_wait_max
+
+    async def _call(self, what: str, fn: Callable[[], Awaitable[T]]) -> T:
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.max_attempts),
+            wait=wait_exponential_jitter(initial=0.5, max=self.retry_wait_max),
+            retry=retry_if_exception(is_transient),
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    return await fn()
+        except openai.OpenAIError as exc:
+            raise JudgeError(f"Batch API {what} failed: {type(exc).__name__}: {exc}") from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def upload(self, content: bytes, *, filename: str) -> str:
+        """Upload one JSONL input file with purpose "batch"; return its file id."""
+        created = await self._call(
+            "upload",
+            lambda: self.client.files.create(
+                file=(filename, content, "application/jsonl"), purpose="batch"
+            ),
+        )
+        return str(created.id)
+
+    async def create(self, input_file_id: str, *, metadata: dict[str, str]) -> BatchInfo:
+        """Create a chat.completions batch over an uploaded file with the 24h window."""
+        batch = await self._call(
+            "create",
+            lambda: self.client.batches.create(
+                completion_window="24h",
+                endpoint="/v1/chat/completions",
+                input_file_id=input_file_id,
+                metadata=metadata,
+            ),
+        )
+        return _info(batch)
+
+    async def retrieve(self, batch_id: str) -> BatchInfo:
+        """The batch's current status and counts."""
+        return _info(await self._call("status", lambda: self.client.batches.retrieve(batch_id)))
+
+    async def find_by_input_file(self, input_file_id: str) -> BatchInfo | None:
+        """A batch already created from `input_file_id`, if any (resume after a crash between
+        creating the batch and recording its id)."""
+
+        async def scan() -> BatchInfo | None:
+            async for batch in self.client.batches.list(limit=100):
+                if batch.input_file_id == input_file_id:
+                    return _info(batch)
+            return None
+
+        return await self._call("list", scan)
+
+    async def cancel(self, batch_id: str) -> BatchInfo:
+        """Ask the server to stop a batch."""
+        return _info(await self._call("cancel", lambda: self.client.batches.cancel(batch_id)))
+
+    async def download(self, file_id: str) -> bytes:
+        """The content of an output or error file."""
+
+        async def fetch() -> bytes:
+            response = await self.client.files.content(file_id)
+            return bytes(response.content)
+
+        return await self._call("download", fetch)
+
+    async def close(self) -> None:
+        await self.client.close()

@@ -1,0 +1,85 @@
+"""Batch API request files: one JSONL line per chat.completions request, split into files that
+stay under the API's limits.
+
+The `custom_id` of each line is the judgment's content key, so an output line maps back to exactly
+one key whatever order the server answers in. The limits are arguments so tests can use small ones.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from grader.errors import InputError
+
+MAX_REQUESTS_PER_FILE = 50_000
+"""The Batch API's limit on requests in one input file."""
+
+MAX_BYTES_PER_FILE = 200 * 1024 * 1024
+"""The Batch API's limit on the size of one input file (200 MB)."""
+
+CHAT_ENDPOINT = "/v1/chat/completions"
+
+
+def request_line(key: str, body: Mapping[str, Any], *, url: str = CHAT_ENDPOINT) -> bytes:
+    """One input line (UTF-8, newline included) asking `url` with `body`, tagged with `key`."""
+    record = {"custom_id": key, "method": "POST", "url": url, "body": body}
+    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+    return (text + "\n").encode("utf-8")
+
+
+@dataclass
+class RequestFile:
+    """The bytes of one input file and the content keys it asks for, in order."""
+
+    keys: list[str] = field(default_factory=list)
+    chunks: list[bytes] = field(default_factory=list)
+    size: int = 0
+
+    def add(self, key: str, line: bytes) -> None:
+        self.keys.append(key)
+        self.chunks.append(line)
+        self.size += len(line)
+
+    def content(self) -> bytes:
+        """The whole JSONL file."""
+        return b"".join(self.chunks)
+
+
+def split_requests(
+    requests: Iterable[tuple[str, Mapping[str, Any]]],
+    *,
+    max_requests: int = MAX_REQUESTS_PER_FILE,
+    max_bytes: int = MAX_BYTES_PER_FILE,
+) -> Iterator[RequestFile]:
+    """Group (key, body) requests into files of at most `max_requests` lines and `max_bytes` bytes.
+
+    Keys must be unique (the API rejects a file with a repeated custom_id, and a repeated key would
+    be graded twice). A single request larger than `max_bytes` can never be sent: InputError.
+    """
+    if max_requests < 1 or max_bytes < 1:
+        raise InputError("batch limits must be positive", hint="check --batch-max-requests/bytes")
+    seen: set[str] = set()
+    current = RequestFile()
+    for key, body in requests:
+        if key in seen:
+            raise InputError(
+                f"request {key} appears twice", hint="deduplicate keys before batching"
+            )
+        seen.add(key)
+        line = request_line(key, body)
+        if len(line) > max_bytes:
+            raise InputError(
+                f"request {key} is {len(line)} bytes, over the {max_bytes}-byte file limit",
+                hint="lower the prompt's document budget",
+            )
+        if current.keys and (
+            len(current.keys) >= max_requests or current.size + len(line) > max_bytes
+        ):
+            yield current
+            current = RequestFile()
+        current.add(key, line)
+    if current.keys:
+        yield current
