@@ -1,0 +1,67 @@
+"""Judgments files: JSONL, one `Judgment` per line, read strictly and written atomically.
+
+Each line is validated by the pydantic model, so a line that would let a failure pass as a grade
+(status ok without a grade, a failed judgment with one, a grade outside 0..3) is refused with the
+file, the line and pydantic's reason. Blank lines are ignored; an empty file is an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from grader.errors import InputError
+from grader.io._records import content_lines, empty_file_error, parse_json_object
+from grader.io.files import atomic_write
+from grader.models import Judgment
+
+_EXAMPLE = "one Judgment JSON object per line (as written by `relgrade grade --out`)"
+
+
+def validation_reason(exc: ValidationError) -> str:
+    """pydantic's errors in one line: `field.path: message; ...` (at most three)."""
+    parts = []
+    for err in exc.errors()[:3]:
+        loc = ".".join(str(p) for p in err["loc"]) or "(line)"
+        parts.append(f"{loc}: {err['msg']}")
+    more = len(exc.errors()) - 3
+    if more > 0:
+        parts.append(f"and {more} more")
+    return "; ".join(parts)
+
+
+def iter_judgments(path: str | Path, *, clamp: bool = False) -> Iterator[tuple[int, Judgment]]:
+    """(line number, Judgment) of every non-blank line; with `clamp`, grades are cut into 0..3."""
+    for n, line in content_lines(path):
+        record = parse_json_object(path, n, line)
+        grade = record.get("grade")
+        if clamp and isinstance(grade, int) and not isinstance(grade, bool):
+            record["grade"] = min(3, max(0, grade))
+        try:
+            judgment = Judgment.model_validate(record)
+        except ValidationError as exc:
+            raise InputError(
+                f"not a valid judgment: {validation_reason(exc)}", path=path, line=n
+            ) from None
+        yield n, judgment
+
+
+def read_judgments(path: str | Path, *, clamp: bool = False) -> list[Judgment]:
+    """Every judgment of a JSONL file, in file order; an empty file is an error."""
+    judgments = [j for _, j in iter_judgments(path, clamp=clamp)]
+    if not judgments:
+        raise empty_file_error(path, "judgments", _EXAMPLE)
+    return judgments
+
+
+def write_judgments(path: str | Path, judgments: Iterable[Judgment]) -> int:
+    """Write judgments as JSONL atomically (`.gz` when the name says so); returns the count."""
+    count = 0
+    with atomic_write(path) as out:
+        for judgment in judgments:
+            out.write(judgment.model_dump_json())
+            out.write("\n")
+            count += 1
+    return count
