@@ -1,0 +1,114 @@
+"""Which (query, document) pairs to grade: the top `depth` of each run, merged and filtered.
+
+From each TREC run, the top `depth` documents per query in trec_eval's order (score descending,
+ties by doc id descending; the file's rank column is not trusted). Pairs are deduplicated across
+runs (the first run that names a pair decides its place in the order), pairs already graded by
+people (`skip_judged` qrels) are left out, and ids absent from the queries or documents are
+either one `InputError` listing the count and the first few, or skipped and counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.errors import InputError
+from grader.io.trec import Precision, read_qrels, read_run
+from grader.models import Doc, Query
+
+SHOW_IDS = 5  # how many missing ids an error names
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One (query, document) pair to grade."""
+
+    query: Query
+    doc: Doc
+
+
+@dataclass
+class PairSelection:
+    """The pairs to grade, in order, and what was dropped on the way (for the summary)."""
+
+    pairs: list[Pair] = field(default_factory=list)
+    candidates: int = 0  # pairs within depth, summed over runs (before deduplication)
+    duplicates: int = 0  # pairs named by more than one run, counted once
+    judged: int = 0  # left out because people already graded them
+    missing: int = 0  # left out because the query or doc id is unknown (--skip-missing)
+    missing_query_ids: list[str] = field(default_factory=list)
+    missing_doc_ids: list[str] = field(default_factory=list)
+
+
+def _first(ids: list[str]) -> str:
+    shown = ", ".join(ids[:SHOW_IDS])
+    return shown + (", ..." if len(ids) > SHOW_IDS else "")
+
+
+def pairs_to_grade(
+    runs: Sequence[str | Path],
+    queries: Mapping[str, Query],
+    docs: Mapping[str, Doc],
+    *,
+    depth: int = 10,
+    skip_judged: Sequence[str | Path] = (),
+    skip_missing: bool = False,
+    precision: Precision = "float32",
+) -> PairSelection:
+    """The pairs to grade from `runs` (see the module docstring); raises InputError on unknown
+    ids unless `skip_missing`."""
+    if depth < 1:
+        raise InputError(f"--depth must be at least 1, not {depth}")
+    if not runs:
+        raise InputError("no run given", hint="pass at least one --run RUN")
+    judged: set[tuple[str, str]] = set()
+    for qrels_path in skip_judged:
+        frame = read_qrels(qrels_path)
+        judged.update(zip(frame["query_id"], frame["doc_id"], strict=True))
+
+    selection = PairSelection()
+    seen: set[tuple[str, str]] = set()
+    missing_q: dict[str, None] = {}
+    missing_d: dict[str, None] = {}
+    first_missing_run: Path | None = None
+    for run_path in runs:
+        frame = read_run(run_path, precision=precision)
+        top = frame[frame["rank"] <= depth]
+        for qid, did in zip(top["query_id"], top["doc_id"], strict=True):
+            selection.candidates += 1
+            pair_id = (qid, did)
+            if pair_id in seen:
+                selection.duplicates += 1
+                continue
+            seen.add(pair_id)
+            if pair_id in judged:
+                selection.judged += 1
+                continue
+            query = queries.get(qid)
+            doc = docs.get(did)
+            if query is None or doc is None:
+                selection.missing += 1
+                if query is None:
+                    missing_q[qid] = None
+                if doc is None:
+                    missing_d[did] = None
+                if first_missing_run is None:
+                    first_missing_run = Path(run_path)
+                continue
+            selection.pairs.append(Pair(query, doc))
+    selection.missing_query_ids = list(missing_q)
+    selection.missing_doc_ids = list(missing_d)
+    if selection.missing and not skip_missing:
+        parts = []
+        if missing_q:
+            parts.append(f"{len(missing_q)} unknown query id(s) ({_first(list(missing_q))})")
+        if missing_d:
+            parts.append(f"{len(missing_d)} unknown doc id(s) ({_first(list(missing_d))})")
+        raise InputError(
+            f"{selection.missing} pair(s) to grade name ids absent from the queries or docs: "
+            + " and ".join(parts),
+            path=first_missing_run,
+            hint="add them to --queries / --docs, or pass --skip-missing to leave those pairs out",
+        )
+    return selection
