@@ -12,6 +12,8 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from grader.batch.schema import BATCH_STATEMENTS
+
 
 @dataclass(frozen=True)
 class Migration:
@@ -82,6 +84,9 @@ MIGRATIONS: list[Migration] = [
             )""",
         ),
     ),
+    # Batch API jobs and which keys each holds (owner: grader.batch), so a later process can
+    # check on and collect batches that an earlier one submitted.
+    Migration(2, "batch jobs", BATCH_STATEMENTS),
 ]
 
 
