@@ -1,0 +1,322 @@
+"""Spot-check sampling of LLM judgments, with the exact inclusion probability of every pair.
+
+Every strategy is one design: give each eligible pair an inclusion probability pi (summing to the
+sample size n, each at most 1), then draw by systematic sampling over a list ordered by stratum
+with a random order inside each stratum and a random start. Systematic sampling gives each pair
+exactly its pi (a pair's interval of length pi holds one of the points u, u+1, ..., u+n-1 with
+probability pi), draws exactly n pairs, and spreads them over the strata in proportion to pi.
+Because every pair's pi is known and > 0, calibration can weight a sample back to the whole set
+(Horvitz-Thompson, weight 1/pi).
+
+Strategies:
+
+- uniform: pi = n / N for every pair.
+- stratified: strata are the LLM grades; `equal` allocation gives each grade the same expected
+  count (capped by its size; the rest flows to the other grades), `proportional` gives each grade
+  its share of N.
+- low: two strata, grades 0-1 and grades 2-3; `low_share` of the sample goes to the low stratum
+  (capped by its size). The high stratum keeps pi > 0 so the sample still stands for the whole set.
+- uncertainty: probability proportional to uncertainty plus a floor, pi_i = n (u_i + floor) /
+  sum(u + floor), capped at 1 (a capped pair is taken for sure and the rest re-shared). u is
+  1 - confidence from the logprob distribution, else the ensemble disagreement. Top-k selection
+  would give pi in {0, 1}, which no weighting can undo; the floor keeps every pair's pi > 0.
+- query-balanced: strata are the queries, equal allocation, so a query with 300 graded documents
+  does not drown one with 5.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from grader.errors import InputError
+from grader.models import Judgment
+
+Strategy = Literal["uniform", "stratified", "uncertainty", "low", "query-balanced"]
+Allocation = Literal["equal", "proportional"]
+STRATEGIES: tuple[str, ...] = ("uniform", "stratified", "uncertainty", "low", "query-balanced")
+ALLOCATIONS: tuple[str, ...] = ("equal", "proportional")
+
+
+@dataclass(frozen=True)
+class SampledPair:
+    """One drawn pair, its exact inclusion probability and the stratum it was drawn from."""
+
+    query_id: str
+    doc_id: str
+    inclusion_probability: float
+    stratum: str
+    uncertainty: float | None = None
+
+
+@dataclass
+class SampleDraw:
+    """The result of a draw: pairs in a seeded random order, and what the design was."""
+
+    pairs: list[SampledPair]
+    strategy: str
+    allocation: str | None
+    seed: int
+    population: int
+    strata: dict[str, dict[str, float]] = field(default_factory=dict)
+    uncertainty_source: str | None = None
+    uncertainty_imputed: int = 0
+
+
+def sample_size(population: int, *, n: int | None = None, fraction: float | None = None) -> int:
+    """The number of pairs to draw from `n` or `fraction` (rounded, at least 1)."""
+    if (n is None) == (fraction is None):
+        raise InputError("give exactly one of --n and --fraction")
+    if fraction is not None:
+        if not 0 < fraction <= 1:
+            raise InputError(f"--fraction must be in (0, 1], got {fraction}")
+        size = max(1, round(fraction * population))
+    else:
+        assert n is not None
+        size = n
+    if size < 1:
+        raise InputError(f"--n must be at least 1, got {size}")
+    if size > population:
+        raise InputError(
+            f"asked for {size} pairs but only {population} eligible judgments exist",
+            hint="lower --n or --fraction",
+        )
+    return size
+
+
+def allocate(shares: np.ndarray, caps: np.ndarray, n: float) -> np.ndarray:
+    """Water-filling: split `n` in proportion to `shares`, no part above its cap.
+
+    A part that would pass its cap gets the cap, and what it cannot take is re-shared among
+    the others. Parts with share 0 get 0. Returns real (not rounded) expected counts.
+    """
+    shares = np.asarray(shares, dtype=np.float64)
+    caps = np.asarray(caps, dtype=np.float64)
+    if n > caps[shares > 0].sum() + 1e-9:
+        raise InputError("the sample is larger than the strata it may be drawn from")
+    out = np.zeros_like(shares)
+    capped = np.zeros(shares.shape, dtype=bool)
+    free = shares > 0
+    while True:
+        remaining = n - caps[capped].sum()
+        total = shares[free & ~capped].sum()
+        if total <= 0:
+            break
+        level = remaining / total
+        want = level * shares
+        newly = free & ~capped & (want >= caps)
+        if not newly.any():
+            out[free & ~capped] = want[free & ~capped]
+            break
+        capped |= newly
+    out[capped] = caps[capped]
+    return out
+
+
+def _integer_counts(expected: np.ndarray) -> np.ndarray:
+    """Round expected counts to integers (largest remainder), keeping their sum.
+
+    Used for grade strata so each grade gets a fixed count; returns the input unchanged when
+    rounding would leave a non-empty stratum with no draw (its pairs would get pi = 0).
+    """
+    total = round(expected.sum())
+    floors = np.floor(expected + 1e-9)
+    rest = total - int(floors.sum())
+    order = np.argsort(-(expected - floors), kind="stable")
+    counts = floors.copy()
+    counts[order[:rest]] += 1
+    if np.any((expected > 0) & (counts == 0)):
+        return expected
+    return counts
+
+
+def systematic_draw(pi: np.ndarray, order: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Indices drawn systematically along `order`; unit i is drawn with probability pi[i]."""
+    cum = np.cumsum(pi[order])
+    n = round(float(cum[-1]))
+    points = rng.uniform(0.0, 1.0) + np.arange(n)
+    hits = np.searchsorted(cum, points, side="right")
+    hits = np.minimum(hits, len(order) - 1)
+    return np.asarray(order[np.unique(hits)])
+
+
+def _uncertainties(judgments: Sequence[Judgment]) -> tuple[np.ndarray, str, int]:
+    """Per-pair uncertainty, its source, and how many pairs lacked it (given the maximum)."""
+    conf = [j.confidence for j in judgments]
+    dis = [j.disagreement for j in judgments]
+    if any(c is not None for c in conf):
+        values, source = [None if c is None else 1.0 - c for c in conf], "1 - confidence"
+    elif any(d is not None for d in dis):
+        values, source = list(dis), "disagreement"
+    else:
+        raise InputError(
+            "uncertainty sampling needs a logprob distribution (confidence) or an ensemble "
+            "disagreement, and none of the judgments has either",
+            hint="grade with logprobs or several --model, or use --strategy stratified",
+        )
+    known = [v for v in values if v is not None]
+    top = max(known)
+    missing = sum(v is None for v in values)
+    return np.array([top if v is None else v for v in values], dtype=np.float64), source, missing
+
+
+@dataclass
+class Design:
+    """Every eligible pair's stratum and inclusion probability under one strategy."""
+
+    judgments: list[Judgment]
+    labels: list[str]
+    pi: np.ndarray
+    strata: dict[str, dict[str, float]]
+    strategy: str
+    allocation: str | None
+    uncertainty: np.ndarray | None = None
+    uncertainty_source: str | None = None
+    uncertainty_imputed: int = 0
+
+
+def _check_population(pop: list[Judgment]) -> None:
+    if not pop:
+        raise InputError("no eligible judgments to sample from")
+    seen: set[tuple[str, str]] = set()
+    for j in pop:
+        if j.status != "ok" or j.grade is None:
+            raise InputError(
+                f"judgment ({j.query_id}, {j.doc_id}) is not ok: a failed judgment is no grade"
+            )
+        pair = (j.query_id, j.doc_id)
+        if pair in seen:
+            raise InputError(
+                f"pair ({j.query_id}, {j.doc_id}) is graded twice in the judgments",
+                hint="sample from one judge's output, one judgment per pair",
+            )
+        seen.add(pair)
+
+
+def _labels(pop: list[Judgment], strategy: str, low_share: float) -> list[str]:
+    if strategy == "uniform":
+        return ["all"] * len(pop)
+    if strategy in ("stratified", "uncertainty"):
+        return [f"grade={j.grade}" for j in pop]
+    if strategy == "low":
+        if not 0 < low_share < 1:
+            raise InputError(f"--low-share must be in (0, 1), got {low_share}")
+        return ["grades 0-1" if (j.grade or 0) <= 1 else "grades 2-3" for j in pop]
+    return [j.query_id for j in pop]
+
+
+def plan_design(
+    judgments: Iterable[Judgment],
+    *,
+    strategy: str,
+    size: int,
+    allocation: str = "equal",
+    low_share: float = 0.8,
+    floor: float = 0.05,
+) -> Design:
+    """Strata and exact inclusion probabilities (summing to `size`) of every eligible pair."""
+    if strategy not in STRATEGIES:
+        raise InputError(f"unknown strategy {strategy!r}", hint=f"one of {', '.join(STRATEGIES)}")
+    if allocation not in ALLOCATIONS:
+        raise InputError(f"unknown allocation {allocation!r}", hint="equal or proportional")
+    pop = list(judgments)
+    _check_population(pop)
+    labels = _labels(pop, strategy, low_share)
+    keys = sorted(set(labels))
+    index = {k: i for i, k in enumerate(keys)}
+    stratum_of = np.array([index[k] for k in labels], dtype=np.int64)
+    sizes = np.bincount(stratum_of, minlength=len(keys)).astype(np.float64)
+    unc: np.ndarray | None = None
+    source: str | None = None
+    imputed = 0
+    if strategy == "uncertainty":
+        if floor <= 0:
+            raise InputError(f"--floor must be > 0 so every pair can be drawn, got {floor}")
+        unc, source, imputed = _uncertainties(pop)
+        pi = allocate(unc + floor, np.ones(len(pop)), size)
+        expected = np.bincount(stratum_of, weights=pi, minlength=len(keys))
+    else:
+        if strategy == "uniform" or (strategy == "stratified" and allocation == "proportional"):
+            shares = sizes
+        elif strategy == "low":
+            shares = np.array([low_share if k == "grades 0-1" else 1 - low_share for k in keys])
+        else:
+            shares = np.ones(len(keys))
+        expected = allocate(shares, sizes, size)
+        if strategy == "stratified":
+            expected = _integer_counts(expected)
+        pi = (expected / sizes)[stratum_of]
+    strata = {
+        k: {"size": int(sizes[i]), "expected": float(expected[i])} for i, k in enumerate(keys)
+    }
+    return Design(
+        judgments=pop,
+        labels=labels,
+        pi=np.clip(pi, 0.0, 1.0),
+        strata=strata,
+        strategy=strategy,
+        allocation=allocation if strategy == "stratified" else None,
+        uncertainty=unc,
+        uncertainty_source=source,
+        uncertainty_imputed=imputed,
+    )
+
+
+def draw_from(design: Design, seed: int) -> SampleDraw:
+    """Draw one sample from a design; the pairs come back in a seeded random order."""
+    rng = np.random.default_rng(seed)
+    keys = sorted(design.strata)
+    index = {k: i for i, k in enumerate(keys)}
+    stratum_of = np.array([index[k] for k in design.labels], dtype=np.int64)
+    order = np.concatenate(
+        [rng.permutation(np.flatnonzero(stratum_of == s)) for s in range(len(keys))]
+    )
+    chosen = rng.permutation(systematic_draw(design.pi, order, rng))
+    pop, unc = design.judgments, design.uncertainty
+    pairs = [
+        SampledPair(
+            query_id=pop[i].query_id,
+            doc_id=pop[i].doc_id,
+            inclusion_probability=float(design.pi[i]),
+            stratum=design.labels[i],
+            uncertainty=None if unc is None else float(unc[i]),
+        )
+        for i in chosen
+    ]
+    return SampleDraw(
+        pairs=pairs,
+        strategy=design.strategy,
+        allocation=design.allocation,
+        seed=seed,
+        population=len(pop),
+        strata=design.strata,
+        uncertainty_source=design.uncertainty_source,
+        uncertainty_imputed=design.uncertainty_imputed,
+    )
+
+
+def draw_sample(
+    judgments: Iterable[Judgment],
+    *,
+    strategy: str,
+    n: int | None = None,
+    fraction: float | None = None,
+    allocation: str = "equal",
+    seed: int = 0,
+    low_share: float = 0.8,
+    floor: float = 0.05,
+) -> SampleDraw:
+    """Draw a spot-check sample from ok judgments (one per pair) with exact inclusion probabilities.
+
+    The caller removes failed judgments and pairs people already graded: what remains is the
+    population the sample stands for.
+    """
+    pop = list(judgments)
+    size = sample_size(len(pop), n=n, fraction=fraction)
+    design = plan_design(
+        pop, strategy=strategy, size=size, allocation=allocation, low_share=low_share, floor=floor
+    )
+    return draw_from(design, seed)
