@@ -30,6 +30,7 @@ T = TypeVar("T")
 TERMINAL_STATUSES = frozenset({"completed", "failed", "expired", "cancelled"})
 """Batch statuses after which the server does no more work on the batch."""
 
+
 def poll_delays(initial: float = 5.0, factor: float = 1.5, cap: float = 120.0) -> Iterator[float]:
     """Seconds to wait before each successive status check: initial, x factor, ..., never > cap."""
     delay = initial
@@ -108,7 +109,9 @@ class BatchClient:
     async def _call(self, what: str, fn: Callable[[], Awaitable[T]]) -> T:
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.max_attempts),
-            wait=wait_exponential_jitter(initial=0.5, max=self.retry_wait_max),
+            wait=wait_exponential_jitter(
+                multiplier=0.5, max=self.retry_wait_max, jitter=self.retry_wait_max / 10
+            ),
             retry=retry_if_exception(is_transient),
             reraise=True,
         )
