@@ -1,0 +1,69 @@
+"""Join LLM and human grades on (query_id, doc_id): the pairs both sides graded, and the rest."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from grader.errors import InputError
+
+
+@dataclass(frozen=True)
+class PairedGrades:
+    """Grades of the pairs graded on both sides, plus what only one side graded.
+
+    `frame` has columns query_id, doc_id, human, llm (ints), sorted by query then doc;
+    `llm_only` / `human_only` count the pairs graded on one side only.
+    """
+
+    frame: pd.DataFrame
+    llm: pd.DataFrame
+    human: pd.DataFrame
+    llm_only: int
+    human_only: int
+
+    @property
+    def n(self) -> int:
+        return len(self.frame)
+
+    def query_index(self) -> tuple[list[str], npt.NDArray[np.int64]]:
+        """The distinct query ids (sorted) and each paired row's index into them."""
+        codes, uniques = pd.factorize(self.frame["query_id"], sort=True)
+        return [str(q) for q in uniques], np.asarray(codes, dtype=np.int64)
+
+
+def _keyed(frame: pd.DataFrame, side: str) -> pd.DataFrame:
+    missing = {"query_id", "doc_id", "grade"} - set(frame.columns)
+    if missing:
+        raise InputError(f"{side} grades lack columns {sorted(missing)}")
+    out = frame[["query_id", "doc_id", "grade"]].copy()
+    out["query_id"] = out["query_id"].astype(str)
+    out["doc_id"] = out["doc_id"].astype(str)
+    out["grade"] = out["grade"].astype(np.int64)
+    return out
+
+
+def pair_grades(llm: pd.DataFrame, human: pd.DataFrame) -> PairedGrades:
+    """Inner-join the two sides; raises InputError when no pair is graded on both."""
+    left = _keyed(llm, "LLM")
+    right = _keyed(human, "human")
+    both = right.merge(
+        left, on=["query_id", "doc_id"], how="inner", suffixes=("_human", "_llm"), validate="1:1"
+    )
+    both = both.rename(columns={"grade_human": "human", "grade_llm": "llm"})
+    both = both.sort_values(["query_id", "doc_id"], kind="stable").reset_index(drop=True)
+    if both.empty:
+        raise InputError(
+            "no (query_id, doc_id) pair is graded on both sides",
+            hint="check that the LLM and human files cover the same queries and doc ids",
+        )
+    return PairedGrades(
+        frame=both[["query_id", "doc_id", "human", "llm"]],
+        llm=left,
+        human=right,
+        llm_only=len(left) - len(both),
+        human_only=len(right) - len(both),
+    )
