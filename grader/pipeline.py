@@ -1,0 +1,487 @@
+"""The grading pipeline: store lookup, bounded concurrent judging, immediate storage.
+
+For each pair and each judge the content key is looked up in the store first: an ok judgment is
+reused and costs nothing (a rerun with nothing changed sends zero requests); a stored failure is
+retried. The rest is judged by `concurrency` worker tasks pulling from one queue (not one task
+per pair), and every finished judgment goes to the store at once (small batches committed every
+`flush_interval` seconds), so a killed process loses at most the calls in flight and a rerun
+finishes the work with every pair graded exactly once.
+
+- Ensembles and `--verify-low`: see `grader.ensemble` for how answers combine.
+- `max_cost`: before each request its estimated cost (the judge's upper estimate) is reserved;
+  a request that would take spent + reserved past the budget is not sent, so the run stops
+  before spending more than the budget (retries of a request are part of its estimate only as
+  far as the judge's estimate covers them). The budget is per run: cached pairs cost nothing.
+- Ctrl-C (SIGINT): stop taking new work and let the calls in flight finish and be stored; a
+  second Ctrl-C abandons them. The store is consistent either way; rerunning resumes.
+- `dry_run`: look up the store and estimate, send nothing, write nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import signal
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from grader.ensemble import apply_verification, combine_members, needs_verification
+from grader.errors import JudgeError
+from grader.judges.base import Judge
+from grader.keys import content_key
+from grader.models import Judgment, JudgmentError, Usage
+from grader.pairs import Pair, PairSelection, pairs_to_grade
+from grader.progress import GradingProgress
+from grader.store import Store
+
+__all__ = [
+    "Estimate",
+    "GradingReport",
+    "StoreWriter",
+    "grade_pairs",
+    "pairs_to_grade",
+    "run_grading",
+]
+
+FLUSH_INTERVAL_S = 0.1
+FLUSH_SIZE = 64
+
+
+class StoreWriter:
+    """Buffers judgments and call records and commits them in small batches.
+
+    `flush()` is called by the pipeline at least every `FLUSH_INTERVAL_S` seconds and whenever
+    `FLUSH_SIZE` items wait, so a crash loses at most that much. Pass `log_call` as the judge's
+    `on_call` so every HTTP attempt lands in the store's call log.
+    """
+
+    def __init__(self, store: Store | None, *, flush_size: int = FLUSH_SIZE) -> None:
+        self.store = store
+        self.flush_size = flush_size
+        self._judgments: list[tuple[Judgment, Mapping[str, Any] | None]] = []
+        self._calls: list[Any] = []
+        self._lock = threading.Lock()
+        self.written = 0
+
+    def add(self, judgment: Judgment, fingerprint: Mapping[str, Any] | None) -> None:
+        """Queue one judgment for the store."""
+        with self._lock:
+            self._judgments.append((judgment, fingerprint))
+            full = len(self._judgments) >= self.flush_size
+        if full:
+            self.flush()
+
+    def log_call(self, record: Any) -> None:
+        """Queue one HTTP attempt for the call log (the judge's `on_call`)."""
+        with self._lock:
+            self._calls.append(record)
+
+    def flush(self) -> None:
+        """Commit everything queued, in one transaction each for judgments and calls."""
+        with self._lock:
+            judgments, self._judgments = self._judgments, []
+            calls, self._calls = self._calls, []
+        if self.store is None:
+            return
+        if judgments:
+            self.store.put_many(judgments)
+            self.written += len(judgments)
+        if calls:
+            self.store.log_calls(calls)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Estimated size of the requests still to send (dry run, budget)."""
+
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None
+
+
+@dataclass
+class GradingReport:
+    """What a grading run did; `judgments` holds one output judgment per finished pair."""
+
+    pairs: int = 0
+    judgments: list[Judgment] = field(default_factory=list)
+    cached: int = 0  # pairs answered wholly from the store
+    graded: int = 0  # pairs that needed requests and ended ok
+    failed: int = 0  # pairs that ended failed (a rerun retries them)
+    pending: int = 0  # pairs not finished (interrupted, budget reached, fatal error)
+    requests: int = 0  # judge calls made (each may be several HTTP attempts)
+    usage: Usage = field(default_factory=Usage)
+    cost: float = 0.0
+    interrupted: bool = False
+    budget_reached: bool = False
+    stored_ok: int = 0  # judge answers found ok in the store before starting
+    stored_failed: int = 0  # judge answers found failed in the store (to retry)
+    estimate: Estimate | None = None  # dry run: what the remaining requests would take
+    to_send: list[tuple[str, str, str]] = field(default_factory=list)  # dry run: (qid, did, judge)
+
+
+@dataclass
+class _Unit:
+    state: _PairState
+    slot: int  # member index, or -1 for the verifier
+    judge: Judge
+    key: str
+
+
+@dataclass
+class _PairState:
+    index: int
+    pair: Pair
+    keys: list[str]
+    members: list[Judgment | None]
+    missing: int
+    requested: bool = False
+    primary: Judgment | None = None
+    verify_key: str | None = None
+
+
+def _mask(judgment: Judgment, secrets: Sequence[str]) -> Judgment:
+    """The judgment with any secret masked in its free text (defence in depth)."""
+    if not secrets:
+        return judgment
+    text = judgment.model_dump_json()
+    if not any(s in text for s in secrets):
+        return judgment
+    for s in secrets:
+        text = text.replace(s, "***")
+    return Judgment.model_validate_json(text)
+
+
+def _failure(unit: _Unit, exc: BaseException) -> Judgment:
+    pair = unit.state.pair
+    return Judgment(
+        query_id=pair.query.query_id,
+        doc_id=pair.doc.doc_id,
+        status="failed",
+        judge=unit.judge.judge_id,
+        key=unit.key,
+        error=JudgmentError(type=type(exc).__name__, message=str(exc) or repr(exc)),
+    )
+
+
+def estimate_request(judge: Judge, pair: Pair) -> Estimate:
+    """The judge's estimate of one request (zero for judges that cost nothing, e.g. lexical).
+
+    A judge may offer `estimate(query, doc)` returning an object with `prompt_tokens`,
+    `completion_tokens` and `cost` (None when no price is known).
+    """
+    estimate = getattr(judge, "estimate", None)
+    if estimate is None:
+        return Estimate(requests=1, cost=0.0)
+    value = estimate(pair.query, pair.doc)
+    return Estimate(
+        requests=1,
+        prompt_tokens=int(getattr(value, "prompt_tokens", 0) or 0),
+        completion_tokens=int(getattr(value, "completion_tokens", 0) or 0),
+        cost=getattr(value, "cost", None),
+    )
+
+
+class _Run:
+    """The state of one `grade_pairs` call."""
+
+    def __init__(
+        self,
+        pairs: Sequence[Pair],
+        judges: Sequence[Judge],
+        *,
+        store: Store | None,
+        writer: StoreWriter,
+        verify_judge: Judge | None,
+        max_cost: float | None,
+        secrets: Sequence[str],
+    ) -> None:
+        self.pairs = pairs
+        self.judges = list(judges)
+        self.store = store
+        self.writer = writer
+        self.verify_judge = verify_judge
+        self.max_cost = max_cost
+        self.secrets = tuple(s for s in secrets if s)
+        self.fingerprints = [j.fingerprint() for j in self.judges]
+        self.verify_fingerprint = verify_judge.fingerprint() if verify_judge else None
+        self.ensemble_fingerprint = {
+            "ensemble": self.fingerprints,
+            "aggregate": "lower-median",
+        }
+        self.ensemble_id = "ensemble(" + ",".join(j.judge_id for j in self.judges) + ")"
+        self.report = GradingReport(pairs=len(pairs))
+        self.outputs: list[Judgment | None] = [None] * len(pairs)
+        self.queue: collections.deque[_Unit] = collections.deque()
+        self.verified: dict[str, Judgment] = {}
+        self.reserved = 0.0
+        self.stopping = False
+        self.fatal: BaseException | None = None
+        self.progress: GradingProgress | None = None
+        self.outstanding = 0
+
+    # -- planning --------------------------------------------------------------------------
+
+    def plan(self) -> list[_PairState]:
+        """Keys for every pair and judge, store lookup, and the queue of units to judge."""
+        states: list[_PairState] = []
+        for i, pair in enumerate(self.pairs):
+            keys = [content_key(fp, pair.query.text, pair.doc.text) for fp in self.fingerprints]
+            state = _PairState(i, pair, keys, [None] * len(keys), len(keys))
+            if self.verify_fingerprint is not None:
+                state.verify_key = content_key(
+                    self.verify_fingerprint, pair.query.text, pair.doc.text
+                )
+            states.append(state)
+        wanted = [k for s in states for k in s.keys]
+        wanted += [s.verify_key for s in states if s.verify_key]
+        found = self.store.get_many(wanted) if self.store is not None else {}
+        for key in set(wanted):
+            stored = found.get(key)
+            if stored is None:
+                continue
+            if stored.status == "ok":
+                self.report.stored_ok += 1
+            else:
+                self.report.stored_failed += 1
+        self.verified = {
+            s.verify_key: found[s.verify_key]
+            for s in states
+            if s.verify_key in found and found[s.verify_key].status == "ok"
+        }
+        for state in states:
+            for slot, key in enumerate(state.keys):
+                stored = found.get(key)
+                if stored is not None and stored.status == "ok":
+                    state.members[slot] = stored
+                    state.missing -= 1
+                else:
+                    self.queue.append(_Unit(state, slot, self.judges[slot], key))
+            if state.missing == 0:
+                self._members_done(state)
+        return states
+
+    # -- combining -------------------------------------------------------------------------
+
+    def _members_done(self, state: _PairState) -> None:
+        members = [m for m in state.members if m is not None]
+        if len(self.judges) == 1:
+            primary = members[0]
+        else:
+            key = content_key(self.ensemble_fingerprint, state.pair.query.text, state.pair.doc.text)
+            primary = combine_members(members, key=key, judge_id=self.ensemble_id)
+        state.primary = primary
+        if self.verify_judge is not None and state.verify_key and needs_verification(primary):
+            cached = self.verified.get(state.verify_key)
+            if cached is None:
+                state.requested = True
+                self.queue.append(_Unit(state, -1, self.verify_judge, state.verify_key))
+                return
+            primary = apply_verification(primary, cached)
+        self._finish(state, primary)
+
+    def _finish(self, state: _PairState, judgment: Judgment) -> None:
+        self.outputs[state.index] = judgment
+        failed = judgment.status != "ok"
+        if not state.requested:
+            self.report.cached += 1
+        elif failed:
+            self.report.failed += 1
+        else:
+            self.report.graded += 1
+        if state.requested and self.progress is not None:
+            self.progress.advance(failed=failed)
+
+    # -- judging ---------------------------------------------------------------------------
+
+    def _reserve(self, unit: _Unit) -> float | None:
+        """Reserve the unit's estimated cost; None when the budget does not allow it."""
+        if self.max_cost is None:
+            return 0.0
+        cost = estimate_request(unit.judge, unit.state.pair).cost or 0.0
+        if self.report.cost + self.reserved + cost > self.max_cost:
+            return None
+        self.reserved += cost
+        return cost
+
+    async def worker(self) -> None:
+        while not self.stopping and self.queue:
+            unit = self.queue.popleft()
+            reserved = self._reserve(unit)
+            if reserved is None:
+                self.queue.appendleft(unit)
+                self.report.budget_reached = True
+                self.stopping = True
+                return
+            try:
+                await self._judge(unit)
+            finally:
+                self.reserved -= reserved
+
+    async def _judge(self, unit: _Unit) -> None:
+        pair = unit.state.pair
+        unit.state.requested = True
+        self.report.requests += 1
+        try:
+            judgment = await unit.judge.judge(pair.query, pair.doc, key=unit.key)
+        except JudgeError as exc:
+            self.fatal = exc
+            self.stopping = True
+            return
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # a judge bug must not lose the pair or invent a grade
+            judgment = _failure(unit, exc)
+        judgment = _mask(judgment, self.secrets)
+        self.report.usage = self.report.usage + judgment.usage
+        self.report.cost += judgment.cost or 0.0
+        if self.progress is not None:
+            self.progress.add_spend(judgment.cost or 0.0)
+        fingerprint = self.verify_fingerprint if unit.slot < 0 else self.fingerprints[unit.slot]
+        self.writer.add(judgment, fingerprint)
+        state = unit.state
+        if unit.slot < 0:
+            assert state.primary is not None
+            self._finish(state, apply_verification(state.primary, judgment))
+            return
+        state.members[unit.slot] = judgment
+        state.missing -= 1
+        if state.missing == 0:
+            self._members_done(state)
+
+    def pending_units(self) -> list[_Unit]:
+        return list(self.queue)
+
+
+async def grade_pairs(
+    pairs: Sequence[Pair],
+    judges: Sequence[Judge],
+    *,
+    store: Store | None,
+    writer: StoreWriter | None = None,
+    verify_judge: Judge | None = None,
+    concurrency: int = 8,
+    max_cost: float | None = None,
+    dry_run: bool = False,
+    progress: bool | None = None,
+    handle_sigint: bool = True,
+    secrets: Sequence[str] = (),
+    flush_interval: float = FLUSH_INTERVAL_S,
+) -> GradingReport:
+    """Grade `pairs` with `judges` (several = an ensemble), reusing the store (module docstring).
+
+    Raises JudgeError when a judge reports a problem that dooms the whole run (bad credentials,
+    unknown model), after storing everything finished so far.
+    """
+    if not judges:
+        raise ValueError("at least one judge is needed")
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
+    writer = writer if writer is not None else StoreWriter(store)
+    run = _Run(
+        pairs,
+        judges,
+        store=store,
+        writer=writer,
+        verify_judge=verify_judge,
+        max_cost=max_cost,
+        secrets=secrets,
+    )
+    run.plan()
+    if dry_run:
+        _fill_dry_run(run)
+        return run.report
+    if store is not None:
+        store.put_texts(
+            {p.query.query_id: p.query for p in pairs}.values(),
+            {p.doc.doc_id: p.doc for p in pairs}.values(),
+        )
+    to_grade = len(pairs) - run.report.cached
+    loop = asyncio.get_running_loop()
+    workers: list[asyncio.Task[None]] = []
+    presses = 0
+
+    def on_sigint() -> None:
+        nonlocal presses
+        presses += 1
+        run.report.interrupted = True
+        run.stopping = True
+        if presses > 1:
+            for task in workers:
+                task.cancel()
+
+    installed = False
+    if handle_sigint and threading.current_thread() is threading.main_thread():
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signal.SIGINT, on_sigint)
+            installed = True
+
+    async def flusher() -> None:
+        while True:
+            await asyncio.sleep(flush_interval)
+            writer.flush()
+
+    flush_task = asyncio.create_task(flusher())
+    try:
+        with GradingProgress(to_grade, cached=run.report.cached, enabled=progress) as bar:
+            run.progress = bar
+            workers = [asyncio.create_task(run.worker()) for _ in range(concurrency)]
+            await asyncio.wait(workers)
+    finally:
+        flush_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await flush_task
+        if installed:
+            loop.remove_signal_handler(signal.SIGINT)
+        writer.flush()
+    run.report.judgments = [j for j in run.outputs if j is not None]
+    run.report.pending = len(pairs) - len(run.report.judgments)
+    if run.fatal is not None:
+        raise run.fatal
+    return run.report
+
+
+def _fill_dry_run(run: _Run) -> None:
+    report = run.report
+    prompt_tokens = completion_tokens = 0
+    cost: float | None = 0.0
+    for unit in run.pending_units():
+        pair = unit.state.pair
+        estimate = estimate_request(unit.judge, pair)
+        prompt_tokens += estimate.prompt_tokens
+        completion_tokens += estimate.completion_tokens
+        cost = None if cost is None or estimate.cost is None else cost + estimate.cost
+        report.to_send.append((pair.query.query_id, pair.doc.doc_id, unit.judge.judge_id))
+    report.estimate = Estimate(len(report.to_send), prompt_tokens, completion_tokens, cost)
+    report.judgments = [j for j in run.outputs if j is not None]
+    report.pending = len(run.pairs) - len(report.judgments)
+
+
+def run_grading(
+    pairs: Sequence[Pair],
+    judges: Sequence[Judge],
+    **options: Any,
+) -> GradingReport:
+    """`grade_pairs` from synchronous code (the CLI); same arguments."""
+    return asyncio.run(grade_pairs(pairs, judges, **options))
+
+
+def selection_summary(selection: PairSelection) -> str:
+    """One line about how the pairs were chosen (for the CLI's summary)."""
+    parts = [f"{len(selection.pairs)} pairs"]
+    if selection.duplicates:
+        parts.append(f"{selection.duplicates} duplicates across runs merged")
+    if selection.judged:
+        parts.append(f"{selection.judged} already graded by people skipped")
+    if selection.missing:
+        parts.append(f"{selection.missing} with unknown ids skipped")
+    return ", ".join(parts)
+
+
+def iter_ok(judgments: Iterable[Judgment]) -> Iterable[Judgment]:
+    """The ok judgments (what goes to qrels)."""
+    return (j for j in judgments if j.status == "ok")
