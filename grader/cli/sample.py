@@ -1,17 +1,273 @@
-"""`relgrade sample` (being built; see the issue tracker)."""
+"""`relgrade sample`: draw a blind spot-check sample of LLM judgments, or import its grades back.
+
+Draw: `relgrade sample --judgments J (--n N | --fraction F) --strategy S --queries Q --docs D
+--out SAMPLE.csv` writes the blind CSV (no LLM grade, shuffled rows), `SAMPLE.manifest.json`
+beside it (design and every pair's inclusion probability), and with `--labelstudio T.json`
+Label Studio tasks. Only ok judgments are sampled; pairs in `--exclude` human grades are left out.
+
+Import: `relgrade sample --import FILLED.csv|LABELSTUDIO.json --out HUMAN.csv` checks the grades
+against the sample's manifest and writes `HUMAN.csv` with `HUMAN.manifest.json` beside it, which
+`relgrade calibrate` uses to weight the grades back to the whole set of judgments.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from collections import Counter
+from pathlib import Path
 from typing import Any
 
-from grader.errors import RelgradeError
+from calibration.blind import blind_items, read_filled_csv, write_blind_csv, write_human_csv
+from calibration.labelstudio import read_labelstudio_export, write_labelstudio_tasks
+from calibration.manifest import (
+    Manifest,
+    build_manifest,
+    copy_manifest_beside,
+    find_manifest,
+    manifest_path_for,
+    read_manifest,
+    write_manifest,
+)
+from calibration.sampling import ALLOCATIONS, STRATEGIES, draw_sample
+from grader.annotate.scale import prompt_scale
+from grader.errors import InputError, RelgradeError
+from grader.models import Doc, Judgment, Query
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser("sample", help="(not built yet)")
+    parser = sub.add_parser(
+        "sample",
+        help="draw a blind spot-check sample for people to grade, or import their grades",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--judgments", metavar="J", help="judgments JSONL to sample from")
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--n", type=int, help="number of pairs to draw")
+    size.add_argument("--fraction", type=float, help="share of eligible pairs to draw (0..1]")
+    parser.add_argument("--strategy", choices=STRATEGIES, default="stratified")
+    parser.add_argument(
+        "--allocation",
+        choices=ALLOCATIONS,
+        default="equal",
+        help="stratified: same count per LLM grade (equal) or by grade share (proportional)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument(
+        "--low-share",
+        type=float,
+        default=0.8,
+        help="low: share of the sample drawn from LLM grades 0-1 (default 0.8)",
+    )
+    parser.add_argument(
+        "--floor",
+        type=float,
+        default=0.05,
+        help="uncertainty: added to every pair's uncertainty so each can be drawn (default 0.05)",
+    )
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="HUMAN",
+        help="human grades (CSV or qrels) whose pairs are left out; repeatable",
+    )
+    parser.add_argument("--queries", metavar="Q", help="queries file (texts for the sample)")
+    parser.add_argument("--docs", metavar="D", help="docs file (texts for the sample)")
+    parser.add_argument("--store", metavar="DB", help="take query and doc texts from the store")
+    parser.add_argument(
+        "--labelstudio", metavar="TASKS.json", help="also write Label Studio tasks (and config)"
+    )
+    parser.add_argument(
+        "--prompt", help="prompt whose scale goes into the Label Studio config (default: judged)"
+    )
+    parser.add_argument(
+        "--import",
+        dest="import_file",
+        metavar="FILE",
+        help="import a filled sample CSV or a Label Studio JSON export as human grades",
+    )
+    parser.add_argument("--manifest", help="import: the sample's manifest (default: beside FILE)")
+    parser.add_argument("--allow-missing", action="store_true", help="import: skip ungraded rows")
+    parser.add_argument("--annotator", help="import from Label Studio: keep this person's grades")
+    parser.add_argument("--out", required=True, help="SAMPLE.csv to write (import: HUMAN.csv)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    raise RelgradeError("relgrade sample is not built yet")
+    if args.import_file:
+        return _import(args)
+    if not args.judgments:
+        raise InputError("--judgments is required to draw a sample", hint="or use --import FILE")
+    if args.n is None and args.fraction is None:
+        raise InputError("give --n N or --fraction F")
+    return _draw(args)
+
+
+def _excluded_pairs(paths: list[str]) -> set[tuple[str, str]]:
+    pairs: set[tuple[str, str]] = set()
+    for path in paths:
+        frame = _read_human(path)
+        pairs.update(zip(frame["query_id"].astype(str), frame["doc_id"].astype(str), strict=True))
+    return pairs
+
+
+def _read_human(path: str) -> Any:
+    try:
+        from grader.io.grades import read_human_grades
+    except ImportError:
+        return _read_human_fallback(path)
+    return read_human_grades(path, clamp=True)
+
+
+def _read_human_fallback(path: str) -> Any:
+    """Human grades without grader.io.grades: a query_id,doc_id,grade CSV or TREC qrels."""
+    import pandas as pd
+
+    from grader.io.trec import read_qrels
+
+    if Path(path).name.removesuffix(".gz").endswith(".csv"):
+        rows = read_filled_csv(path, None, allow_missing=True)
+        return pd.DataFrame(
+            {"query_id": [r.query_id for r in rows], "doc_id": [r.doc_id for r in rows]}
+        )
+    return read_qrels(path, clamp=True)
+
+
+def _texts(
+    args: argparse.Namespace, pairs: list[tuple[str, str]]
+) -> tuple[dict[str, Query], dict[str, Doc]]:
+    qids = {q for q, _ in pairs}
+    dids = {d for _, d in pairs}
+    if args.store:
+        from grader.store import Store
+
+        if not Path(args.store).is_file():
+            raise InputError("store not found", path=args.store)
+        store = Store(args.store)
+        try:
+            return store.queries(qids), store.docs(dids)
+        finally:
+            store.close()
+    if not (args.queries and args.docs):
+        raise InputError(
+            "the blind sample shows people the query and document text",
+            hint="pass --queries Q and --docs D (or --store DB)",
+        )
+    from grader.io.docs import read_docs
+    from grader.io.queries import read_queries
+
+    return read_queries(args.queries), read_docs(args.docs, ids=dids)
+
+
+def _single(values: list[str | None]) -> str | None:
+    distinct = {v for v in values if v is not None}
+    return distinct.pop() if len(distinct) == 1 else None
+
+
+def _draw(args: argparse.Namespace) -> int:
+    from grader.io.judgments import read_judgments
+
+    judgments = read_judgments(args.judgments)
+    ok = [j for j in judgments if j.status == "ok"]
+    failed = len(judgments) - len(ok)
+    graded = _excluded_pairs(args.exclude)
+    eligible: list[Judgment] = [j for j in ok if (j.query_id, j.doc_id) not in graded]
+    human = len(ok) - len(eligible)
+    draw = draw_sample(
+        eligible,
+        strategy=args.strategy,
+        n=args.n,
+        fraction=args.fraction,
+        allocation=args.allocation,
+        seed=args.seed,
+        low_share=args.low_share,
+        floor=args.floor,
+    )
+    pairs = [(p.query_id, p.doc_id) for p in draw.pairs]
+    queries, docs = _texts(args, pairs)
+    items = blind_items(pairs, queries, docs)
+    prompt = _single([str(j.prompt) if j.prompt else None for j in eligible])
+    manifest = build_manifest(
+        draw,
+        source=args.judgments,
+        prompt=prompt,
+        judge=_single([j.judge for j in eligible]),
+        excluded={"failed": failed, "human_graded": human},
+    )
+    write_blind_csv(args.out, items)
+    manifest_path = manifest_path_for(args.out)
+    write_manifest(manifest_path, manifest)
+    print(
+        f"sampled {len(pairs)} of {draw.population} eligible judgments "
+        f"(strategy {draw.strategy}"
+        + (f", {draw.allocation} allocation" if draw.allocation else "")
+        + f", seed {draw.seed}); left out {failed} failed judgment(s) (no grade) and "
+        f"{human} pair(s) people already graded"
+    )
+    counts = Counter(p.stratum for p in draw.pairs)
+    for name, info in draw.strata.items():
+        if counts.get(name) or len(draw.strata) <= 8:
+            print(
+                f"  {name}: {counts.get(name, 0)} drawn of {int(info['size'])} "
+                f"(inclusion probability {info['expected'] / info['size']:.4g})"
+                if draw.strategy != "uncertainty"
+                else f"  {name}: {counts.get(name, 0)} drawn of {int(info['size'])}"
+            )
+    if draw.uncertainty_source:
+        print(f"  uncertainty from {draw.uncertainty_source}", end="")
+        if draw.uncertainty_imputed:
+            print(f"; {draw.uncertainty_imputed} pair(s) lacked it and got the maximum", end="")
+        print()
+    print(f"wrote {args.out} (blind: grade it with `relgrade annotate {args.out}`)")
+    print(f"wrote {manifest_path} (for calibration; do not show it to graders)")
+    if args.labelstudio:
+        config = write_labelstudio_tasks(args.labelstudio, items, _scale(args.prompt or prompt))
+        print(f"wrote {args.labelstudio} and its labeling config {config}")
+    return 0
+
+
+def _scale(prompt: str | None) -> list[tuple[int, str]] | None:
+    if not prompt:
+        return None
+    try:
+        return prompt_scale(prompt)
+    except RelgradeError as exc:
+        print(f"note: no scale meanings in the labeling config: {exc}", file=sys.stderr)
+        return None
+
+
+def _import_manifest(args: argparse.Namespace) -> Manifest:
+    if args.manifest:
+        return read_manifest(args.manifest)
+    found = find_manifest(args.import_file)
+    if found is None:
+        raise InputError(
+            f"no manifest beside the file ({manifest_path_for(args.import_file).name})",
+            path=args.import_file,
+            hint="pass --manifest SAMPLE.manifest.json of the sample these grades came from",
+        )
+    return read_manifest(found)
+
+
+def _import(args: argparse.Namespace) -> int:
+    manifest = _import_manifest(args)
+    path = args.import_file
+    if Path(path).name.removesuffix(".gz").endswith(".json"):
+        grades = read_labelstudio_export(
+            path, manifest, annotator=args.annotator, allow_missing=args.allow_missing
+        )
+    else:
+        grades = read_filled_csv(path, manifest, allow_missing=args.allow_missing)
+    if not grades:
+        raise InputError("no graded pair to import", path=path)
+    if Path(args.out).resolve() == Path(path).resolve():
+        raise InputError("--out must differ from the imported file", path=args.out)
+    write_human_csv(args.out, grades)
+    beside = copy_manifest_beside(manifest, args.out)
+    print(
+        f"imported {len(grades)} of {len(manifest.pairs)} sampled pairs -> {args.out} "
+        f"(manifest {beside.name} beside it, so calibrate weights by the sample design)"
+    )
+    return 0

@@ -1,0 +1,150 @@
+"""Label Studio round trip: blind tasks out, annotation exports (JSON and JSON-MIN) back in."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from calibration.blind import BlindItem
+from calibration.labelstudio import read_labelstudio_export, write_labelstudio_tasks
+from calibration.manifest import Manifest, ManifestPair
+from grader.errors import InputError
+
+ITEMS = [
+    BlindItem("q1", "d1", "what is x", "x is <b>y</b>", title="X"),
+    BlindItem("q1", "d2", "what is x", "nothing here"),
+]
+MANIFEST = Manifest(
+    strategy="uniform",
+    seed=1,
+    population=10,
+    pairs=[
+        ManifestPair(query_id=i.query_id, doc_id=i.doc_id, inclusion_probability=0.2) for i in ITEMS
+    ],
+)
+
+
+def test_tasks_hold_the_texts_and_no_grade_and_the_config_carries_the_scale(tmp_path: Path) -> None:
+    tasks_path = tmp_path / "tasks.json"
+    config = write_labelstudio_tasks(
+        tasks_path, ITEMS, [(0, "Irrelevant"), (1, "Related"), (2, "High"), (3, "Perfect")]
+    )
+    tasks = json.loads(tasks_path.read_text())
+    assert tasks[0] == {
+        "data": {
+            "query_id": "q1",
+            "doc_id": "d1",
+            "query": "what is x",
+            "document": "x is <b>y</b>",
+            "title": "X",
+        }
+    }
+    assert "grade" not in json.dumps(tasks)
+    root = ET.fromstring(config.read_text())
+    choices = root.find("Choices")
+    assert choices is not None and choices.get("name") == "grade"
+    assert [(c.get("value"), c.get("hint")) for c in choices] == [
+        ("0", "Irrelevant"),
+        ("1", "Related"),
+        ("2", "High"),
+        ("3", "Perfect"),
+    ]
+
+
+def _annotation(choice: str, who: Any, *, cancelled: bool = False) -> dict[str, Any]:
+    return {
+        "completed_by": who,
+        "was_cancelled": cancelled,
+        "result": [
+            {
+                "from_name": "grade",
+                "to_name": "document",
+                "type": "choices",
+                "value": {"choices": [choice]},
+            }
+        ],
+    }
+
+
+def _export(tmp_path: Path, records: list[dict[str, Any]]) -> Path:
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(records))
+    return path
+
+
+def test_full_json_export_with_two_people_and_a_cancelled_annotation(tmp_path: Path) -> None:
+    path = _export(
+        tmp_path,
+        [
+            {
+                "id": 1,
+                "data": {"query_id": "q1", "doc_id": "d1"},
+                "annotations": [
+                    _annotation("3", {"id": 7, "email": "ann@example.org"}),
+                    _annotation("0", {"id": 8, "email": "bob@example.org"}),
+                ],
+            },
+            {
+                "id": 2,
+                "data": {"query_id": "q1", "doc_id": "d2"},
+                "annotations": [
+                    _annotation("1", 7),
+                    _annotation("2", 7, cancelled=True),
+                ],
+            },
+        ],
+    )
+    with pytest.raises(InputError, match="have no grade"):
+        read_labelstudio_export(path, MANIFEST, annotator="ann@example.org")
+    ann = read_labelstudio_export(path, MANIFEST, annotator="ann@example.org", allow_missing=True)
+    assert [(g.doc_id, g.grade) for g in ann] == [("d1", 3)]  # d2 was graded by id 7, not the email
+    ann = read_labelstudio_export(path, MANIFEST, annotator="7")
+    assert [(g.doc_id, g.grade) for g in ann] == [("d1", 3), ("d2", 1)]
+    last = read_labelstudio_export(path, MANIFEST)
+    assert [(g.doc_id, g.grade) for g in last] == [("d1", 0), ("d2", 1)]
+
+
+def test_json_min_export(tmp_path: Path) -> None:
+    path = _export(
+        tmp_path,
+        [
+            {"query_id": "q1", "doc_id": "d1", "grade": "2"},
+            {"query_id": "q1", "doc_id": "d2", "grade": "0"},
+        ],
+    )
+    assert [g.grade for g in read_labelstudio_export(path, MANIFEST)] == [2, 0]
+
+
+@pytest.mark.parametrize(
+    ("records", "message"),
+    [
+        (
+            [{"query_id": "q1", "doc_id": "d9", "grade": "2"}],
+            r"task 1: pair \(q1, d9\) is not in the sample",
+        ),
+        (
+            [{"query_id": "q1", "doc_id": "d1", "grade": "5"}],
+            r"export\.json \(task 1\): grade '5' is not one of",
+        ),
+        ([{"query_id": "q1", "doc_id": "d1"}], r"1 task\(s\) have no grade, e.g. q1/d1"),
+        ({"not": "a list"}, "expected a JSON list"),
+    ],
+)
+def test_bad_exports_are_clear_errors(tmp_path: Path, records: Any, message: str) -> None:
+    path = _export(tmp_path, records)
+    with pytest.raises(InputError, match=message):
+        read_labelstudio_export(path, MANIFEST)
+
+
+def test_allow_missing_imports_only_graded_tasks(tmp_path: Path) -> None:
+    path = _export(
+        tmp_path,
+        [{"query_id": "q1", "doc_id": "d1"}, {"query_id": "q1", "doc_id": "d2", "grade": "1"}],
+    )
+    assert [
+        (g.doc_id, g.grade) for g in read_labelstudio_export(path, MANIFEST, allow_missing=True)
+    ] == [("d2", 1)]

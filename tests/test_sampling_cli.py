@@ -1,0 +1,160 @@
+"""`relgrade sample`: blind CSV + manifest from judgments, exclusions, import back with checks."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from calibration.manifest import read_manifest
+from grader.cli.main import main
+from grader.io.judgments import write_judgments
+from tests.sampling_helpers import make_judgment, population
+
+
+def _inputs(tmp_path: Path) -> tuple[Path, Path, Path]:
+    pop = population({0: 40, 1: 20, 2: 10, 3: 6}, queries=4)
+    pop += [make_judgment("q0", "dfail", None)]
+    judgments = tmp_path / "j.jsonl"
+    write_judgments(judgments, pop)
+    queries = tmp_path / "q.tsv"
+    queries.write_text("".join(f"q{i}\tquery text {i}\n" for i in range(4)))
+    docs = tmp_path / "d.jsonl"
+    lines = [
+        json.dumps({"doc_id": j.doc_id, "text": f"body of {j.doc_id}", "title": f"T {j.doc_id}"})
+        for j in pop
+    ]
+    docs.write_text("\n".join(lines) + "\n")
+    return judgments, queries, docs
+
+
+def _sample(tmp_path: Path, *extra: str) -> tuple[int, Path]:
+    judgments, queries, docs = _inputs(tmp_path)
+    out = tmp_path / "sample.csv"
+    argv = ["sample", "--judgments", str(judgments), "--queries", str(queries)]
+    argv += ["--docs", str(docs), "--n", "12", "--strategy", "stratified", "--seed", "4"]
+    argv += ["--out", str(out), *extra]
+    return main(argv), out
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_sample_writes_a_blind_csv_and_its_manifest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = _sample(tmp_path)
+    assert code == 0
+    said = capsys.readouterr().out
+    assert "1 failed judgment(s)" in said and "sampled 12 of 76" in said
+    rows = _rows(out)
+    assert list(rows[0]) == ["query_id", "doc_id", "query", "title", "document", "grade", "notes"]
+    assert len(rows) == 12
+    assert all(r["grade"] == "" and r["notes"] == "" for r in rows)
+    assert rows[0]["document"] == f"body of {rows[0]['doc_id']}"
+    text = out.read_text()
+    assert "grade=" not in text and "stratum" not in text
+    manifest = read_manifest(tmp_path / "sample.manifest.json")
+    assert manifest.population == 76 and manifest.strategy == "stratified"
+    assert manifest.excluded == {"failed": 1, "human_graded": 0}
+    assert manifest.source is not None and manifest.source.sha256.startswith("sha256:")
+    assert [(r["query_id"], r["doc_id"]) for r in rows] == [
+        (p.query_id, p.doc_id) for p in manifest.pairs
+    ]
+    # doc ids are numbered by LLM grade; the row order must not follow them
+    numbers = [int(r["doc_id"][1:]) for r in rows]
+    assert numbers != sorted(numbers)
+
+
+def test_same_seed_gives_the_same_file(tmp_path: Path) -> None:
+    _, out = _sample(tmp_path)
+    first = out.read_text()
+    _, out = _sample(tmp_path)
+    assert out.read_text() == first
+
+
+def test_pairs_people_graded_are_left_out(tmp_path: Path) -> None:
+    human = tmp_path / "human.csv"
+    human.write_text("query_id,doc_id,grade\n" + "".join(f"q{i % 4},d{i},1\n" for i in range(60)))
+    code, out = _sample(tmp_path, "--exclude", str(human))
+    assert code == 0
+    assert all(int(r["doc_id"][1:]) >= 60 for r in _rows(out))
+    assert read_manifest(tmp_path / "sample.manifest.json").population == 16
+
+
+def test_missing_texts_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    judgments, _, _ = _inputs(tmp_path)
+    argv = ["sample", "--judgments", str(judgments), "--n", "3", "--out", str(tmp_path / "s.csv")]
+    assert main(argv) == 2
+    assert "--queries Q and --docs D" in capsys.readouterr().err
+
+
+def test_uncertainty_without_logprobs_suggests_another_strategy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _ = _sample(tmp_path, "--strategy", "uncertainty")
+    assert code == 2
+    assert "use --strategy stratified" in capsys.readouterr().err
+
+
+def _fill(path: Path, grade_of: dict[int, str] | None = None) -> Path:
+    rows = _rows(path)
+    for i, r in enumerate(rows):
+        r["grade"] = (grade_of or {}).get(i, str(i % 4))
+    filled = path.with_name("filled.csv")
+    with filled.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return filled
+
+
+def test_import_filled_csv_writes_human_grades_with_the_manifest_beside(tmp_path: Path) -> None:
+    _, out = _sample(tmp_path)
+    filled = _fill(out)
+    human = tmp_path / "human.csv"
+    manifest = tmp_path / "sample.manifest.json"
+    argv = ["sample", "--import", str(filled), "--manifest", str(manifest), "--out", str(human)]
+    assert main(argv) == 0
+    rows = _rows(human)
+    assert len(rows) == 12 and {r["grade"] for r in rows} == {"0", "1", "2", "3"}
+    assert (tmp_path / "human.manifest.json").read_text() == manifest.read_text()
+
+
+@pytest.mark.parametrize(
+    ("grade_of", "message"),
+    [({3: "4"}, "filled.csv:5: grade '4' is not one of 0, 1, 2, 3"), ({2: ""}, "no grade")],
+)
+def test_import_refuses_bad_grades_naming_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], grade_of: dict[int, str], message: str
+) -> None:
+    _, out = _sample(tmp_path)
+    filled = _fill(out, grade_of)
+    argv = ["sample", "--import", str(filled), "--manifest", str(tmp_path / "sample.manifest.json")]
+    assert main([*argv, "--out", str(tmp_path / "h.csv")]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "h.csv").exists()
+
+
+def test_import_refuses_a_pair_not_in_the_sample(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, out = _sample(tmp_path)
+    filled = _fill(out)
+    filled.write_text(filled.read_text() + "q9,dzz,query,T,doc,2,\n")
+    argv = ["sample", "--import", str(filled), "--manifest", str(tmp_path / "sample.manifest.json")]
+    assert main([*argv, "--out", str(tmp_path / "h.csv")]) == 2
+    assert "filled.csv:14: pair (q9, dzz) is not in the sample" in capsys.readouterr().err
+
+
+def test_import_without_any_manifest_says_how_to_give_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, out = _sample(tmp_path)
+    filled = _fill(out)
+    assert main(["sample", "--import", str(filled), "--out", str(tmp_path / "h.csv")]) == 2
+    assert "--manifest" in capsys.readouterr().err
