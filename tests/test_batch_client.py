@@ -10,6 +10,7 @@ import pytest
 from grader.batch.client import BatchClient
 from grader.batch.requests import split_requests
 from grader.errors import JudgeError
+from grader.judges.retry import RetryPolicy
 from tests.fake_batch import BatchPlan, FakeBatchAPI
 from tests.fakeserver import FakeServer
 
@@ -51,7 +52,11 @@ async def test_upload_create_poll_download(batch_api: FakeBatchAPI) -> None:
 
 
 async def test_transient_errors_are_retried_and_others_raise(batch_api: FakeBatchAPI) -> None:
-    client = BatchClient(base_url=batch_api.server.base_url, api_key="sk-test", retry_wait_max=0.01)
+    client = BatchClient(
+        base_url=batch_api.server.base_url,
+        api_key="sk-test",
+        policy=RetryPolicy(base_delay=0.001, max_delay=0.01),
+    )
     batch_api.fail_next.extend([503, 429])
     file_id = await client.upload(b'{"custom_id":"k"}\n', filename="x.jsonl")
     assert file_id in batch_api.files and batch_api.counts["faults"] == 2

@@ -2,9 +2,9 @@
 24h window, look a batch up, find one made from a given file, and download output and error files.
 
 The SDK's own retries are off (`max_retries=0`); transient transport errors (429, 5xx, timeouts,
-dropped connections) are retried here with tenacity's jittered exponential backoff, the project's
-one policy. Polling waits grow by a factor up to a cap (`poll_delays`), so a batch that takes hours
-costs a few hundred status calls, not thousands.
+dropped connections) are retried by tenacity with the project's one policy (`grader.judges.retry`:
+its should-retry decision, Retry-After and jittered backoff). Polling waits grow by a factor up
+to a cap (`poll_delays`), so a batch that takes hours costs a few hundred status calls.
 """
 
 from __future__ import annotations
@@ -16,14 +16,10 @@ from typing import Any, TypeVar
 
 import openai
 from openai import AsyncOpenAI
-from tenacity import (
-    AsyncRetrying,
-    retry_if_exception,
-    stop_after_attempt,
-    wait_exponential_jitter,
-)
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from grader.errors import JudgeError
+from grader.judges.retry import RetryPolicy, retry_delay, should_retry
 
 T = TypeVar("T")
 
@@ -37,15 +33,6 @@ def poll_delays(initial: float = 5.0, factor: float = 1.5, cap: float = 120.0) -
     while True:
         yield min(delay, cap)
         delay = min(delay * factor, cap)
-
-
-def is_transient(exc: BaseException) -> bool:
-    """Errors worth retrying: rate limits, server errors, timeouts, dropped connections."""
-    if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
-        return True
-    if isinstance(exc, openai.APIStatusError):
-        return exc.status_code == 429 or exc.status_code >= 500
-    return False
 
 
 @dataclass(frozen=True)
@@ -92,8 +79,7 @@ class BatchClient:
         api_key: str | None = None,
         client: AsyncOpenAI | None = None,
         timeout: float = 120.0,
-        max_attempts: int = 5,
-        retry_wait_max: float = 30.0,
+        policy: RetryPolicy | None = None,
     ) -> None:
         if client is None:
             key = api_key or os.environ.get("OPENAI_API_KEY")
@@ -103,16 +89,19 @@ class BatchClient:
                 raise JudgeError("no API key: set OPENAI_API_KEY (or give --base-url)")
             client = AsyncOpenAI(base_url=base_url, api_key=key, max_retries=0, timeout=timeout)
         self.client = client
-        self.max_attempts = max_attempts
-        self.retry_wait_max = retry_wait_max
+        self.policy = policy or RetryPolicy()
 
     async def _call(self, what: str, fn: Callable[[], Awaitable[T]]) -> T:
+        policy = self.policy
+
+        def wait(state: RetryCallState) -> float:
+            exc = state.outcome.exception() if state.outcome else None
+            return 0.0 if exc is None else retry_delay(exc, state.attempt_number, policy)
+
         retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.max_attempts),
-            wait=wait_exponential_jitter(
-                multiplier=0.5, max=self.retry_wait_max, jitter=self.retry_wait_max / 10
-            ),
-            retry=retry_if_exception(is_transient),
+            stop=stop_after_attempt(policy.max_attempts),
+            wait=wait,
+            retry=retry_if_exception(should_retry),
             reraise=True,
         )
         try:

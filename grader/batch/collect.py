@@ -1,0 +1,171 @@
+"""Turning Batch API output and error files into judgments.
+
+Every output line is validated exactly as a live reply is (the judge's reply validator, given as
+`parse`). A line that fails validation, a line in the error file, a line missing from both files
+(the batch expired, failed or was cancelled) is never a grade: it is re-asked live through the
+judge, concurrently, or, with live retries off, stored as failed with its reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from grader.models import Doc, Judgment, JudgmentError, Query
+
+ParseReply = Callable[[Mapping[str, Any], Query, Doc, str], Judgment]
+"""(chat.completion body, query, doc, key) -> an ok Judgment; raises when the reply is invalid."""
+
+JudgeLive = Callable[[Query, Doc, str], Awaitable[Judgment]]
+"""(query, doc, key) -> the live judge's Judgment (ok or failed, never raises per pair)."""
+
+
+@dataclass(frozen=True)
+class LineProblem:
+    """Why a key got no usable answer from the batch."""
+
+    type: str
+    message: str
+    raw_reply: str | None = None
+
+
+@dataclass
+class ParsedFiles:
+    """The answers of one batch: an ok judgment per graded key, a problem per other key."""
+
+    judgments: dict[str, Judgment] = field(default_factory=dict)
+    problems: dict[str, LineProblem] = field(default_factory=dict)
+
+
+def _error_text(record: Mapping[str, Any]) -> tuple[str, str]:
+    error = record.get("error")
+    if isinstance(error, Mapping):
+        return str(error.get("code") or "batch_error"), str(error.get("message") or "")
+    response = record.get("response")
+    if isinstance(response, Mapping):
+        body = response.get("body")
+        status = response.get("status_code")
+        if isinstance(body, Mapping) and isinstance(body.get("error"), Mapping):
+            err = body["error"]
+            code = err.get("code") or err.get("type") or f"http_{status}"
+            return str(code), f"HTTP {status}: {err.get('message') or ''}".strip()
+        return f"http_{status}", f"HTTP {status}"
+    return "batch_error", "the batch gave no response for this request"
+
+
+def _raw_content(body: Any) -> str | None:
+    try:
+        content = body["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError):
+        return None if body is None else json.dumps(body)[:2000]
+    return None if content is None else str(content)
+
+
+def parse_result_files(
+    output: bytes,
+    errors: bytes,
+    *,
+    items: Mapping[str, tuple[Query, Doc]],
+    parse: ParseReply,
+) -> ParsedFiles:
+    """Validate the lines of an output file and read an error file, for the keys in `items`.
+
+    Lines whose custom_id is not one of `items` are ignored (they were not asked for).
+    """
+    result = ParsedFiles()
+    for number, raw in enumerate(errors.splitlines(), start=1):
+        record = _load(raw)
+        if record is None:
+            continue
+        key = str(record.get("custom_id"))
+        if key in items:
+            code, message = _error_text(record)
+            result.problems[key] = LineProblem(f"Batch:{code}", message or f"error line {number}")
+    for number, raw in enumerate(output.splitlines(), start=1):
+        record = _load(raw)
+        if record is None:
+            continue
+        key = str(record.get("custom_id"))
+        if key not in items or key in result.judgments:
+            continue
+        response = record.get("response")
+        status = response.get("status_code") if isinstance(response, Mapping) else None
+        body = response.get("body") if isinstance(response, Mapping) else None
+        if record.get("error") or status != 200 or not isinstance(body, Mapping):
+            code, message = _error_text(record)
+            result.problems[key] = LineProblem(f"Batch:{code}", message)
+            continue
+        query, doc = items[key]
+        try:
+            judgment = parse(body, query, doc, key)
+        except Exception as exc:  # the validator's InvalidReply, or any malformed body
+            result.problems[key] = LineProblem(
+                type(exc).__name__, f"output line {number}: {exc}", _raw_content(body)
+            )
+            continue
+        if judgment.status != "ok":
+            error = judgment.error
+            result.problems[key] = LineProblem(
+                error.type if error else "InvalidReply",
+                error.message if error else "not ok",
+                error.raw_reply if error else None,
+            )
+            continue
+        result.problems.pop(key, None)
+        result.judgments[key] = judgment
+    for key in items:
+        if key not in result.judgments and key not in result.problems:
+            result.problems[key] = LineProblem(
+                "Batch:missing", "no output or error line for this request"
+            )
+    return result
+
+
+def _load(raw: bytes) -> dict[str, Any] | None:
+    if not raw.strip():
+        return None
+    try:
+        record = json.loads(raw)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def failed_judgment(
+    key: str, query: Query, doc: Doc, problem: LineProblem, *, judge_id: str, prompt: Any
+) -> Judgment:
+    """The failed judgment recorded when a batch line is not retried live."""
+    return Judgment(
+        query_id=query.query_id,
+        doc_id=doc.doc_id,
+        status="failed",
+        judge=judge_id,
+        prompt=prompt,
+        key=key,
+        attempts=1,
+        error=JudgmentError(
+            type=problem.type, message=problem.message, raw_reply=problem.raw_reply
+        ),
+    )
+
+
+async def retry_live(
+    problems: Mapping[str, LineProblem],
+    items: Mapping[str, tuple[Query, Doc]],
+    judge_live: JudgeLive,
+    *,
+    concurrency: int = 8,
+) -> dict[str, Judgment]:
+    """Ask the live judge for every key with a problem, at most `concurrency` at a time."""
+    gate = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(key: str) -> tuple[str, Judgment]:
+        query, doc = items[key]
+        async with gate:
+            return key, await judge_live(query, doc, key)
+
+    done = await asyncio.gather(*(one(k) for k in problems))
+    return dict(done)

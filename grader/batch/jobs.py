@@ -1,0 +1,275 @@
+"""Submitting, following and collecting Batch API jobs, resumable at every step.
+
+Each step is recorded in the store before the next begins (see `grader.batch.schema`): a job is
+`prepared` (items recorded), then `uploaded` (input file id), then `submitted` (batch id), then
+`collected`. Any process can pick up any open job: a prepared job is rebuilt from the texts in
+the store and uploaded; an uploaded job first looks for a batch already made from its file (a
+crash right after `batches.create`) before creating one; a submitted job is polled and, once
+the server is done with it, collected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from grader.batch.client import BatchClient, BatchInfo, poll_delays
+from grader.batch.collect import (
+    LineProblem,
+    ParsedFiles,
+    failed_judgment,
+    parse_result_files,
+    retry_live,
+)
+from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE, split_requests
+from grader.batch.state import BatchState, Item, Job
+from grader.errors import InputError
+from grader.models import Doc, Judgment, PromptRef, Query
+from grader.store import Store
+
+
+class BatchJudge(Protocol):
+    """What the batch path needs from a judge: the same request body and the same reply
+    validation as live grading, plus the live judge itself for retries."""
+
+    @property
+    def judge_id(self) -> str: ...
+
+    @property
+    def prompt_ref(self) -> PromptRef | None: ...
+
+    def fingerprint(self) -> dict[str, Any]: ...
+
+    def build_request(self, query: Query, doc: Doc) -> dict[str, Any]: ...
+
+    def parse_reply(self, body: Mapping[str, Any], query: Query, doc: Doc, key: str) -> Judgment:
+        """An ok Judgment at the batch price, or raise when the reply fails validation."""
+        ...
+
+    async def judge(self, query: Query, doc: Doc, *, key: str) -> Judgment: ...
+
+
+JudgeFor = Callable[[dict[str, Any]], BatchJudge]
+"""Rebuild the judge of a job from its stored config (for jobs another process submitted)."""
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    """Limits and timing; the defaults are the Batch API's limits and a gentle polling pace."""
+
+    max_requests: int = MAX_REQUESTS_PER_FILE
+    max_bytes: int = MAX_BYTES_PER_FILE
+    poll_initial: float = 5.0
+    poll_factor: float = 1.5
+    poll_cap: float = 120.0
+    live_retry: bool = True
+    concurrency: int = 8
+
+
+@dataclass
+class CollectSummary:
+    """What collecting produced, per outcome."""
+
+    jobs: int = 0
+    batch: int = 0
+    live: int = 0
+    failed: int = 0
+    problems: dict[str, LineProblem] = field(default_factory=dict)
+
+    def add(self, other: CollectSummary) -> None:
+        self.jobs += other.jobs
+        self.batch += other.batch
+        self.live += other.live
+        self.failed += other.failed
+        self.problems.update(other.problems)
+
+
+Progress = Callable[[Sequence[Job]], None]
+Sleep = Callable[[float], Awaitable[None]]
+
+
+class BatchRunner:
+    """Submit pairs as batches, and drive open jobs to `collected`."""
+
+    def __init__(
+        self,
+        store: Store,
+        client: BatchClient,
+        *,
+        options: BatchOptions | None = None,
+        state: BatchState | None = None,
+    ) -> None:
+        self.store = store
+        self.client = client
+        self.options = options or BatchOptions()
+        self.state = state or BatchState(store)
+
+    # ---- submitting ----------------------------------------------------------------------
+
+    async def submit(
+        self,
+        judge: BatchJudge,
+        pairs: Sequence[tuple[Query, Doc, str]],
+        *,
+        config: dict[str, Any],
+    ) -> list[int]:
+        """Record, upload and create batches for (query, doc, key) pairs; returns the job ids.
+
+        Pairs sharing a key (same texts) are one request. Splits under the options' limits.
+        """
+        first: dict[str, tuple[Query, Doc]] = {}
+        items: dict[str, list[Item]] = {}
+        for query, doc, key in pairs:
+            first.setdefault(key, (query, doc))
+            items.setdefault(key, []).append(Item(key, query.query_id, doc.doc_id))
+        requests = ((k, judge.build_request(*first[k])) for k in first)
+        job_ids: list[int] = []
+        for request_file in split_requests(
+            requests, max_requests=self.options.max_requests, max_bytes=self.options.max_bytes
+        ):
+            job_items = [item for key in request_file.keys for item in items[key]]
+            job_id = self.state.add_job(config, job_items)
+            job_ids.append(job_id)
+            await self._upload(job_id, request_file.content())
+            await self._create(self.state.job(job_id))
+        return job_ids
+
+    async def _upload(self, job_id: int, content: bytes) -> None:
+        file_id = await self.client.upload(content, filename=f"relgrade-job-{job_id}.jsonl")
+        self.state.set_uploaded(job_id, file_id)
+
+    async def _create(self, job: Job) -> BatchInfo:
+        assert job.input_file_id is not None
+        info = await self.client.find_by_input_file(job.input_file_id)
+        if info is None:
+            info = await self.client.create(
+                job.input_file_id, metadata={"relgrade_job": str(job.job_id)}
+            )
+        self.state.set_remote(job.job_id, info)
+        return info
+
+    def _texts(self, items: Sequence[Item]) -> dict[str, tuple[Query, Doc]]:
+        queries = self.store.queries({i.query_id for i in items})
+        docs = self.store.docs({i.doc_id for i in items})
+        found: dict[str, tuple[Query, Doc]] = {}
+        for item in items:
+            if item.query_id not in queries or item.doc_id not in docs:
+                raise InputError(
+                    f"the store has no text for ({item.query_id}, {item.doc_id})",
+                    path=self.store.path,
+                    hint="the pair was recorded without its texts; regrade it again",
+                )
+            found.setdefault(item.key, (queries[item.query_id], docs[item.doc_id]))
+        return found
+
+    # ---- following -----------------------------------------------------------------------
+
+    async def advance(self, job: Job, judge_for: JudgeFor) -> Job:
+        """Take one step on an open job: upload, create, or check its status."""
+        if job.phase == "prepared":
+            items = self._texts(self.state.items(job.job_id))
+            judge = judge_for(job.judge_config)
+            requests = [(k, judge.build_request(q, d)) for k, (q, d) in items.items()]
+            (request_file,) = split_requests(requests, max_requests=len(requests) or 1)
+            await self._upload(job.job_id, request_file.content())
+            await self._create(self.state.job(job.job_id))
+        elif job.phase == "uploaded":
+            await self._create(job)
+        elif job.phase == "submitted" and job.remote_status not in _TERMINAL:
+            assert job.batch_id is not None
+            self.state.set_remote(job.job_id, await self.client.retrieve(job.batch_id))
+        return self.state.job(job.job_id)
+
+    async def run(
+        self,
+        judge_for: JudgeFor,
+        *,
+        job_ids: Sequence[int] | None = None,
+        wait: bool = True,
+        progress: Progress | None = None,
+        sleep: Sleep = asyncio.sleep,
+    ) -> CollectSummary:
+        """Drive open jobs (all, or `job_ids`): advance each, collect the finished ones; with
+        `wait`, poll with growing delays until all are collected."""
+        summary = CollectSummary()
+        delays = poll_delays(
+            self.options.poll_initial, self.options.poll_factor, self.options.poll_cap
+        )
+        while True:
+            open_jobs = [
+                j for j in self.state.jobs(open_only=True) if job_ids is None or j.job_id in job_ids
+            ]
+            if not open_jobs:
+                break
+            current = [await self.advance(job, judge_for) for job in open_jobs]
+            if progress is not None:
+                progress(current)
+            for job in current:
+                if job.phase == "submitted" and job.remote_status in _TERMINAL:
+                    summary.add(await self.collect(job, judge_for(job.judge_config)))
+            if not wait:
+                break
+            if any(self.state.job(j.job_id).phase != "collected" for j in current):
+                await sleep(next(delays))
+        return summary
+
+    # ---- collecting ----------------------------------------------------------------------
+
+    async def collect(self, job: Job, judge: BatchJudge) -> CollectSummary:
+        """Download a finished batch's files, validate every line, re-ask or fail the rest, and
+        store a judgment for every item."""
+        items = self.state.items(job.job_id)
+        texts = self._texts(items)
+        output = await self.client.download(job.output_file_id) if job.output_file_id else b""
+        errors = await self.client.download(job.error_file_id) if job.error_file_id else b""
+        parsed: ParsedFiles = parse_result_files(
+            output, errors, items=texts, parse=judge.parse_reply
+        )
+        if job.remote_status in ("failed", "cancelled"):
+            for key in texts:
+                if key not in parsed.judgments:
+                    parsed.problems[key] = LineProblem(
+                        f"Batch:{job.remote_status}", f"batch {job.batch_id} {job.remote_status}"
+                    )
+        outcomes = {key: "batch" for key in parsed.judgments}
+        final: dict[str, Judgment] = dict(parsed.judgments)
+        if parsed.problems and self.options.live_retry:
+
+            async def live(query: Query, doc: Doc, key: str) -> Judgment:
+                return await judge.judge(query, doc, key=key)
+
+            retried = await retry_live(
+                parsed.problems, texts, live, concurrency=self.options.concurrency
+            )
+            for key, judgment in retried.items():
+                final[key] = judgment
+                outcomes[key] = "live" if judgment.status == "ok" else "failed"
+        else:
+            for key, problem in parsed.problems.items():
+                query, doc = texts[key]
+                final[key] = failed_judgment(
+                    key, query, doc, problem, judge_id=judge.judge_id, prompt=judge.prompt_ref
+                )
+                outcomes[key] = "failed"
+        fingerprint = judge.fingerprint()
+        self.store.put_many((_for_pair(final[item.key], item), fingerprint) for item in items)
+        self.state.set_outcomes(job.job_id, outcomes)
+        self.state.set_collected(job.job_id)
+        return CollectSummary(
+            jobs=1,
+            batch=sum(1 for o in outcomes.values() if o == "batch"),
+            live=sum(1 for o in outcomes.values() if o == "live"),
+            failed=sum(1 for o in outcomes.values() if o == "failed"),
+            problems=dict(parsed.problems),
+        )
+
+
+_TERMINAL = frozenset({"completed", "failed", "expired", "cancelled"})
+
+
+def _for_pair(judgment: Judgment, item: Item) -> Judgment:
+    if (judgment.query_id, judgment.doc_id) == (item.query_id, item.doc_id):
+        return judgment
+    return judgment.model_copy(update={"query_id": item.query_id, "doc_id": item.doc_id})
