@@ -145,6 +145,10 @@ class Store:
 
     # ---- writing -------------------------------------------------------------------------
 
+    def add_secrets(self, secrets: Sequence[str]) -> None:
+        """Also mask these strings (e.g. an API key known only after opening) in what is written."""
+        self._secrets = tuple(dict.fromkeys([*self._secrets, *(s for s in secrets if s)]))
+
     def _mask(self, text: str) -> str:
         for secret in self._secrets:
             text = text.replace(secret, "***")

@@ -1,17 +1,328 @@
-"""`relgrade grade` (being built; see the issue tracker)."""
+"""`relgrade grade`: grade the top results of runs with an LLM (or the offline lexical judge).
+
+Pairs come from the runs (`grader.pairs`), answers from the store when it has them, the rest
+from the judge (`grader.pipeline`); outputs are written atomically once every pair is done.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
+import shlex
+import sys
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
-from grader.errors import RelgradeError
+import pandas as pd
+
+from grader.errors import BudgetError, InputError
+from grader.judges.base import Judge
+from grader.pairs import pairs_to_grade
+from grader.pipeline import GradingReport, StoreWriter, run_grading
+from grader.store import Store
+
+DEFAULT_MODEL = "gpt-4o-mini"
+DEFAULT_PROMPT = "passage"
+LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "0.0.0.0"})
+NO_KEY = "no-key-needed-for-a-local-server"
+
+EPILOG = """\
+Models and endpoints: --model defaults to $RELGRADE_MODEL, else gpt-4o-mini. The endpoint is
+--base-url, else $OPENAI_BASE_URL, else OpenAI; the key is read from $OPENAI_API_KEY only (never
+a flag) and is written nowhere. A local server (127.0.0.1 / localhost) needs no key.
+
+Several --model: an ensemble. Each model's answer is stored under its own key; the output
+records every model's grade, their disagreement (max - min) and the aggregate, the lower median
+(with an even count the lower middle grade, so never an invented grade). Models that failed on
+a pair are left out of its aggregate; the pair fails only when all of them failed.
+
+--verify-low: pairs graded 0 or 1 are graded again by --verify-prompt and/or --verify-model
+(at least one must differ from the first judge). Both answers are kept in `verification`; the
+verifier's grade is final when it answered, else the first grade stands.
+
+Store: answers are kept in --store (SQLite) by content key; a rerun reuses every ok answer
+(zero requests when nothing changed) and retries the failed ones. Kill the run at any moment
+and rerun the same command to finish it.
+
+Exit status: 0 every pair graded; 1 some pairs failed (the summary says how many; they are left
+out of the qrels, and rerunning the same command retries them); 2 bad input; 3 --max-cost
+reached before the end; 130 interrupted by Ctrl-C. Outputs are written only when every pair
+is done (ok or failed); after 3 or 130, rerun the same command to finish and write them.
+"""
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser("grade", help="(not built yet)")
-    parser.set_defaults(func=run)
+    p = sub.add_parser(
+        "grade",
+        help="grade run results 0-3 with an LLM or the lexical baseline",
+        description="Grade the top --depth results of each run, reusing the store.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--queries", required=True, metavar="Q", help="queries (TSV or JSONL)")
+    p.add_argument("--docs", required=True, metavar="D", help="documents (JSONL or TSV)")
+    p.add_argument("--run", required=True, action="append", metavar="RUN", help="TREC run")
+    p.add_argument("--depth", type=int, default=10, metavar="K", help="top K per query (10)")
+    p.add_argument(
+        "--skip-judged",
+        action="append",
+        default=[],
+        metavar="QRELS",
+        help="leave out pairs these qrels already grade",
+    )
+    p.add_argument(
+        "--skip-missing", action="store_true", help="skip pairs with unknown ids (else an error)"
+    )
+    p.add_argument("--prompt", default=DEFAULT_PROMPT, help="prompt name or file (passage)")
+    p.add_argument("--model", action="append", default=[], metavar="M", help="repeat: ensemble")
+    p.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint")
+    p.add_argument(
+        "--judge", choices=["llm", "lexical"], default="llm", help="lexical: offline baseline"
+    )
+    p.add_argument("--lexical-config", metavar="TOML", help="lexical settings and thresholds")
+    p.add_argument("--concurrency", type=int, default=8, metavar="N", help="requests at once (8)")
+    p.add_argument("--rpm", type=float, help="requests per minute limit")
+    p.add_argument("--tpm", type=float, help="tokens per minute limit")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds per request (60)")
+    p.add_argument("--max-attempts", type=int, default=4, help="attempts per pair (4)")
+    p.add_argument("--prices", metavar="TOML", help="price table (USD per 1M tokens)")
+    p.add_argument("--store", default="relgrade.db", metavar="DB", help="relgrade.db")
+    p.add_argument("--out", metavar="JUDGMENTS.jsonl", help="write judgments JSONL")
+    p.add_argument("--qrels-out", metavar="QRELS", help="write TREC qrels (ok grades only)")
+    p.add_argument("--dry-run", action="store_true", help="estimate only; send nothing")
+    p.add_argument("--max-cost", type=float, metavar="USD", help="stop before spending more")
+    p.add_argument("--verify-low", action="store_true", help="regrade 0-1 grades a second time")
+    p.add_argument("--verify-prompt", metavar="NAME", help="prompt of the verifier")
+    p.add_argument("--verify-model", metavar="M", help="model of the verifier")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def _is_local(base_url: str | None) -> bool:
+    return base_url is not None and (urlparse(base_url).hostname or "") in LOCAL_HOSTS
+
+
+def _api_key(base_url: str | None) -> str:
+    key = os.environ.get("OPENAI_API_KEY", "")
+    if key:
+        return key
+    if _is_local(base_url):
+        return NO_KEY
+    where = base_url or "https://api.openai.com/v1"
+    raise InputError(
+        f"no API key for {where}",
+        hint="set the OPENAI_API_KEY environment variable, point --base-url at a local server, "
+        "or use --judge lexical (offline)",
+    )
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    if args.concurrency < 1:
+        raise InputError("--concurrency must be at least 1")
+    if args.max_attempts < 1:
+        raise InputError("--max-attempts must be at least 1")
+    if args.max_cost is not None and args.max_cost < 0:
+        raise InputError("--max-cost must not be negative")
+    if args.judge == "lexical" and args.model:
+        raise InputError("--model is for LLM judges", hint="drop --model or --judge lexical")
+    if (args.verify_prompt or args.verify_model) and not args.verify_low:
+        raise InputError("--verify-prompt/--verify-model need --verify-low")
+
+
+class _Judges:
+    """The judges of one run, built from the flags."""
+
+    def __init__(self, args: argparse.Namespace, docs: dict[str, Any], writer: StoreWriter):
+        self.args = args
+        self.secrets: list[str] = []
+        self.limiters: dict[str, Any] = {}
+        self.prices: Any = None
+        self.writer = writer
+        self.base_url = args.base_url or os.environ.get("OPENAI_BASE_URL") or None
+        self.members: list[Judge] = []
+        self.verifier: Judge | None = None
+        if args.judge == "lexical":
+            from grader.judges.lexical import LexicalJudge
+            from grader.judges.lexical_config import load_lexical_config
+
+            self.members = [LexicalJudge.from_docs(docs, load_lexical_config(args.lexical_config))]
+        else:
+            models = args.model or [os.environ.get("RELGRADE_MODEL") or DEFAULT_MODEL]
+            self.members = [self.llm(model, args.prompt) for model in models]
+        if args.verify_low:
+            first_model = (args.model or [None])[0]
+            model = args.verify_model or first_model or os.environ.get("RELGRADE_MODEL")
+            model = model or DEFAULT_MODEL
+            prompt = args.verify_prompt or args.prompt
+            verifier = self.llm(model, prompt)
+            if any(verifier.fingerprint() == m.fingerprint() for m in self.members):
+                raise InputError(
+                    "--verify-low would ask the same judge twice",
+                    hint="give --verify-prompt or --verify-model different from the first judge",
+                )
+            self.verifier = verifier
+
+    def llm(self, model: str, prompt_name: str) -> Judge:
+        key = _api_key(self.base_url)
+        from grader.judges.llm import LLMJudge
+        from grader.judges.ratelimit import RateLimiter
+        from grader.prompts import load_prompt
+
+        if key != NO_KEY:
+            self.secrets.append(key)
+        if model not in self.limiters:
+            self.limiters[model] = (
+                RateLimiter(self.args.rpm, self.args.tpm)
+                if self.args.rpm or self.args.tpm
+                else None
+            )
+        judge: Judge = LLMJudge(
+            model=model,
+            prompt=load_prompt(prompt_name),
+            base_url=self.base_url,
+            api_key=key,
+            timeout=self.args.timeout,
+            max_attempts=self.args.max_attempts,
+            limiter=self.limiters[model],
+            prices=self._prices(),
+            on_call=self.writer.log_call,
+        )
+        return judge
+
+    def _prices(self) -> Any:
+        if self.prices is None:
+            from grader.cost import PriceTable
+
+            self.prices = PriceTable.load(self.args.prices)
+        return self.prices
+
+
+def _fmt_tokens(report: GradingReport) -> str:
+    u = report.usage
+    total = u.prompt_tokens + u.completion_tokens
+    return (
+        f"tokens {total:,} (prompt {u.prompt_tokens:,}, completion {u.completion_tokens:,}, "
+        f"cached {u.cached_tokens:,})"
+    )
+
+
+def summary_line(report: GradingReport) -> str:
+    """The one-line summary: graded, cached, failed, tokens, cost."""
+    line = (
+        f"graded {report.graded}, cached {report.cached}, failed {report.failed}, "
+        f"{_fmt_tokens(report)}, cost ${report.cost:.4f}"
+    )
+    if report.pending:
+        line += f", not done {report.pending}"
+    return line
+
+
+def _resume_hint() -> str:
+    return "relgrade " + shlex.join(sys.argv[1:])
+
+
+def _write_outputs(args: argparse.Namespace, report: GradingReport) -> None:
+    if args.out:
+        from grader.io.judgments import write_judgments
+
+        write_judgments(args.out, report.judgments)
+    if args.qrels_out:
+        from grader.io.trec import write_qrels
+
+        ok = [j for j in report.judgments if j.status == "ok"]
+        frame = pd.DataFrame(
+            {
+                "query_id": [j.query_id for j in ok],
+                "doc_id": [j.doc_id for j in ok],
+                "grade": [j.grade for j in ok],
+            }
+        )
+        write_qrels(args.qrels_out, frame)
+
+
+def _print_dry_run(report: GradingReport, verify: bool) -> None:
+    for qid, did, judge in report.to_send:
+        print(f"{qid}\t{did}\t{judge}")
+    est = report.estimate
+    assert est is not None
+    cost = "unknown (no price for this model)" if est.cost is None else f"${est.cost:.4f}"
+    lines = [
+        f"dry run: {report.pairs} pairs; answers already stored: {report.stored_ok} ok, "
+        f"{report.stored_failed} failed (to retry); {report.cached} pairs need no request",
+        f"would send {est.requests} requests: about {est.prompt_tokens:,} prompt + "
+        f"{est.completion_tokens:,} completion tokens, estimated cost {cost}",
+    ]
+    if verify:
+        lines.append("plus one verification request per pair graded 0-1 (not known in advance)")
+    lines.append("nothing was sent")
+    print("\n".join(lines), file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
-    raise RelgradeError("relgrade grade is not built yet")
+    from grader.io.docs import read_docs
+    from grader.io.queries import read_queries
+
+    _check_args(args)
+    queries = read_queries(args.queries)
+    docs = read_docs(args.docs)
+    selection = pairs_to_grade(
+        args.run,
+        queries,
+        docs,
+        depth=args.depth,
+        skip_judged=args.skip_judged,
+        skip_missing=args.skip_missing,
+    )
+    if selection.missing and not args.quiet:
+        print(f"skipped {selection.missing} pairs with unknown ids", file=sys.stderr)
+    store_path = Path(args.store)
+    # A dry run never creates a store; it reads one if it exists.
+    store = None if args.dry_run and not store_path.exists() else Store(store_path)
+    try:
+        writer = StoreWriter(store)
+        judges = _Judges(args, docs, writer)
+        if store is not None:
+            store.add_secrets(judges.secrets)
+        report = run_grading(
+            selection.pairs,
+            judges.members,
+            store=store,
+            writer=writer,
+            verify_judge=judges.verifier,
+            concurrency=args.concurrency,
+            max_cost=args.max_cost,
+            dry_run=args.dry_run,
+            progress=False if args.quiet else None,
+            secrets=judges.secrets,
+        )
+    finally:
+        if store is not None:
+            store.close()
+    if args.dry_run:
+        _print_dry_run(report, judges.verifier is not None)
+        return 0
+    print(summary_line(report), file=sys.stderr)
+    if report.interrupted:
+        print(
+            f"interrupted: {len(report.judgments)} of {report.pairs} pairs done and stored; "
+            f"to resume, rerun the same command: {_resume_hint()}",
+            file=sys.stderr,
+        )
+        return 130
+    if report.budget_reached:
+        raise BudgetError(
+            f"stopped before exceeding --max-cost ${args.max_cost:g}: spent ${report.cost:.4f}, "
+            f"{len(report.judgments)} of {report.pairs} pairs done and stored, "
+            f"{report.pending} left; outputs not written. Rerun the same command with a higher "
+            "--max-cost to finish (stored answers cost nothing)"
+        )
+    _write_outputs(args, report)
+    if report.failed:
+        print(
+            f"{report.failed} pairs failed and are left out of the qrels; rerunning the same "
+            "command retries them",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
