@@ -58,6 +58,8 @@ class FakeBatchAPI:
         self._batch_plans: dict[str, BatchPlan] = {}
         self.fail_next: collections.deque[int] = collections.deque()
         """HTTP statuses answered, one each, to the next /v1/files or /v1/batches requests."""
+        self.fail_on: dict[str, collections.deque[int]] = collections.defaultdict(collections.deque)
+        """Per operation (upload, create, list, retrieve, download): statuses for its next calls."""
         server.add_route("/v1/files", self._create_file, ["POST"])
         server.add_route("/v1/files/{file_id}/content", self._file_content, ["GET"])
         server.add_route("/v1/files/{file_id}", self._file, ["GET"])
@@ -77,6 +79,7 @@ class FakeBatchAPI:
         self._plans.clear()
         self._batch_plans.clear()
         self.fail_next.clear()
+        self.fail_on.clear()
 
     def input_lines(self, batch_id: str) -> list[dict[str, Any]]:
         """The parsed input lines of a batch."""
@@ -100,14 +103,15 @@ class FakeBatchAPI:
         self.contents[file_id] = data
         return obj
 
-    def _fault(self) -> Response | None:
-        if self.fail_next:
+    def _fault(self, operation: str) -> Response | None:
+        queue = self.fail_on[operation] if self.fail_on[operation] else self.fail_next
+        if queue:
             self.counts["faults"] += 1
-            return _error(self.fail_next.popleft(), "scripted failure")
+            return _error(queue.popleft(), f"scripted failure of {operation}")
         return None
 
     async def _create_file(self, request: Request) -> Response:
-        if fault := self._fault():
+        if fault := self._fault("upload"):
             return fault
         self.counts["upload"] += 1
         raw = await request.body()
@@ -130,7 +134,7 @@ class FakeBatchAPI:
         return JSONResponse(obj) if obj else _error(404, "No such file")
 
     async def _file_content(self, request: Request) -> Response:
-        if fault := self._fault():
+        if fault := self._fault("download"):
             return fault
         self.counts["download"] += 1
         data = self.contents.get(request.path_params["file_id"])
@@ -141,7 +145,7 @@ class FakeBatchAPI:
     # -- batches ---------------------------------------------------------------------------
 
     async def _batches(self, request: Request) -> Response:
-        if fault := self._fault():
+        if fault := self._fault("list" if request.method == "GET" else "create"):
             return fault
         if request.method == "GET":
             self.counts["list"] += 1
@@ -179,7 +183,7 @@ class FakeBatchAPI:
         return JSONResponse(self.batches[batch_id])
 
     async def _retrieve(self, request: Request) -> Response:
-        if fault := self._fault():
+        if fault := self._fault("retrieve"):
             return fault
         self.counts["retrieve"] += 1
         batch = self.batches.get(request.path_params["batch_id"])

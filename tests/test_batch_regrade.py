@@ -1,0 +1,252 @@
+"""Regrading through the Batch API against the fake /v1/files and /v1/batches: round trip,
+partial failures, expiry, a crash at every step, overflow into a second batch, invalid output
+lines, and a rerun that sends nothing."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from grader.batch.adapter import LLMBatchJudge
+from grader.batch.client import BatchClient
+from grader.batch.jobs import BatchOptions, BatchRunner
+from grader.batch.state import BatchState
+from grader.cost import PriceTable
+from grader.errors import JudgeError
+from grader.judges.retry import RetryPolicy
+from grader.regrade import parse_selection
+from grader.regrade_run import RegradeOutcome, regrade
+from grader.store import Store
+from tests.batch_helpers import MiniJudge, new_prompt, seed_store
+from tests.fake_batch import BatchPlan, FakeBatchAPI
+from tests.fakeserver import FakeServer
+
+
+@pytest.fixture(scope="module")
+def _server() -> Iterator[tuple[FakeServer, FakeBatchAPI]]:
+    with FakeServer() as server:
+        yield server, FakeBatchAPI(server)
+
+
+@pytest.fixture
+def api(_server: tuple[FakeServer, FakeBatchAPI]) -> FakeBatchAPI:
+    server, batch_api = _server
+    server.reset()
+    batch_api.reset()
+    return batch_api
+
+
+class Setup:
+    def __init__(self, api: FakeBatchAPI, tmp_path: Path, n: int = 6) -> None:
+        self.api = api
+        self.db = tmp_path / "store.db"
+        self.olds = seed_store(self.db, n)
+        self.prompt = new_prompt(tmp_path)
+        self.judge = MiniJudge(api.server.base_url, self.prompt)
+        self.prices = PriceTable(models={}, batch_discount=0.5)
+
+    def runner(self, store: Store, **options: Any) -> BatchRunner:
+        client = BatchClient(
+            base_url=self.api.server.base_url,
+            api_key="sk-test",
+            policy=RetryPolicy(max_attempts=2, base_delay=0.001, max_delay=0.01),
+        )
+        return BatchRunner(store, client, options=BatchOptions(poll_initial=0.0, **options))
+
+    async def run(
+        self, store: Store, select: tuple[str, ...] = ("all",), wait: bool = True, **options: Any
+    ) -> RegradeOutcome:
+        batch_judge = LLMBatchJudge(self.judge)
+        return await regrade(
+            store,
+            self.judge,
+            parse_selection(select),
+            runner=self.runner(store, **options),
+            batch_judge=batch_judge,
+            judge_for=lambda config: batch_judge,
+            job_config={"prompt": str(self.prompt.source), "model": self.judge.model},
+            wait=wait,
+        )
+
+
+@pytest.fixture
+def setup(api: FakeBatchAPI, tmp_path: Path) -> Setup:
+    return Setup(api, tmp_path)
+
+
+async def test_round_trip_keeps_both_versions(setup: Setup) -> None:
+    with Store(setup.db) as store:
+        outcome = await setup.run(store)
+        assert outcome.sent == 6 and len(outcome.job_ids) == 1
+        (batch_id,) = setup.api.batches
+        lines = setup.api.input_lines(batch_id)
+        assert {line["custom_id"] for line in lines} == {c.new_key for c in outcome.candidates}
+        assert all(line["url"] == "/v1/chat/completions" for line in lines)
+        assert lines[0]["body"] == setup.judge.build_request(
+            outcome.candidates[0].query, outcome.candidates[0].doc
+        )
+        assert setup.api.server.counts["requests"] == 0  # nothing went live
+        assert store.count() == 12  # old six + new six
+        assert {p.new.status for p in outcome.pairs if p.new} == {"ok"}
+        for pair in outcome.pairs:
+            assert pair.new is not None and pair.new.prompt == setup.prompt.ref()
+            assert pair.old is not None and pair.old.prompt is not None
+            assert pair.old.prompt.version == "1"
+        diff = outcome.diff
+        assert (diff.n, diff.failed, diff.pending, diff.batch_graded) == (6, 0, 0, 6)
+        assert sum(map(sum, diff.transition)) == 6
+        assert diff.changed == sum(
+            1 for p in outcome.pairs if p.old and p.new and p.old.grade != p.new.grade
+        )
+        jobs = BatchState(store).jobs()
+        assert [j.phase for j in jobs] == ["collected"]
+        assert jobs[0].remote_status == "completed"
+
+
+async def test_rerun_after_completion_sends_nothing(setup: Setup) -> None:
+    with Store(setup.db) as store:
+        first = await setup.run(store)
+        uploads = setup.api.counts["upload"]
+        second = await setup.run(store)
+    assert second.sent == 0 and second.already_done == 6 and second.job_ids == []
+    assert setup.api.counts["upload"] == uploads and len(setup.api.batches) == 1
+    assert setup.api.server.counts["requests"] == 0
+    assert second.diff.transition == first.diff.transition
+
+
+async def test_partial_failures_and_invalid_lines_are_reasked_live(setup: Setup) -> None:
+    setup.api.plan(
+        BatchPlan(
+            errors={1: (500, "server_error")},
+            contents={2: json.dumps({"reason": "x", "grade": 7}), 3: "not json at all"},
+        )
+    )
+    with Store(setup.db) as store:
+        outcome = await setup.run(store)
+        assert setup.api.server.counts["requests"] == 3  # the three bad lines, live
+        assert outcome.collected is not None
+        assert (outcome.collected.batch, outcome.collected.live) == (3, 3)
+        assert outcome.collected.problems[outcome.candidates[2].new_key].type == "InvalidReply"
+        assert outcome.diff.failed == 0 and outcome.diff.batch_graded == 3
+        assert all(p.new is not None and p.new.status == "ok" for p in outcome.pairs)
+
+
+async def test_invalid_lines_without_live_retry_fail_never_grade(setup: Setup) -> None:
+    setup.api.plan(
+        BatchPlan(
+            errors={1: (500, "server_error")},
+            contents={2: json.dumps({"reason": "x", "grade": 7})},
+        )
+    )
+    with Store(setup.db) as store:
+        outcome = await setup.run(store, live_retry=False)
+        assert setup.api.server.counts["requests"] == 0
+        failed = {p.doc_id: p.new for p in outcome.pairs if p.new and p.new.status == "failed"}
+        assert sorted(failed) == ["d1", "d2"]
+        for judgment in failed.values():
+            assert judgment.grade is None and judgment.error is not None
+        assert failed["d1"].error.type == "Batch:server_error"  # type: ignore[union-attr]
+        assert "outside 0..3" in failed["d2"].error.message  # type: ignore[union-attr]
+        assert failed["d2"].error.raw_reply is not None  # type: ignore[union-attr]
+        assert outcome.diff.failed == 2
+        assert sum(map(sum, outcome.diff.transition)) == 4
+        # a rerun retries the failed ones (and only them)
+        again = await setup.run(store)
+        assert again.sent == 2 and again.diff.failed == 0
+
+
+async def test_expired_batch_rest_is_graded_live(setup: Setup) -> None:
+    setup.api.plan(BatchPlan(polls_in_progress=2, expire_after=2))
+    with Store(setup.db) as store:
+        outcome = await setup.run(store)
+        assert BatchState(store).jobs()[0].remote_status == "expired"
+        assert outcome.collected is not None
+        assert (outcome.collected.batch, outcome.collected.live) == (2, 4)
+        assert setup.api.server.counts["requests"] == 4
+        assert {p.type for p in outcome.collected.problems.values()} == {"Batch:batch_expired"}
+        assert outcome.diff.batch_graded == 2 and outcome.diff.failed == 0
+
+
+async def test_overflow_goes_to_a_second_batch(setup: Setup) -> None:
+    with Store(setup.db) as store:
+        outcome = await setup.run(store, max_requests=4)
+    assert len(outcome.job_ids) == 2 and len(setup.api.batches) == 2
+    sizes = sorted(len(setup.api.input_lines(b)) for b in setup.api.batches)
+    assert sizes == [2, 4]
+    assert outcome.diff.batch_graded == 6
+
+
+async def test_no_wait_then_a_fresh_process_collects(setup: Setup) -> None:
+    setup.api.plan(BatchPlan(polls_in_progress=3))
+    with Store(setup.db) as store:
+        outcome = await setup.run(store, wait=False)
+        assert outcome.diff.pending == 6
+        assert [j.phase for j in BatchState(store).jobs()] == ["submitted"]
+        # a rerun meanwhile neither resubmits nor waits
+        again = await setup.run(store, wait=False)
+        assert again.sent == 0 and again.waiting_in_batches == 6
+    assert setup.api.counts["create"] == 1
+    with Store(setup.db) as store:  # "another process"
+        runner = setup.runner(store)
+        judge = LLMBatchJudge(setup.judge)
+        summary = await runner.run(lambda config: judge)
+        assert summary.batch == 6 and summary.jobs == 1
+        assert store.count(status="ok") == 12
+        assert [j.phase for j in runner.state.jobs()] == ["collected"]
+
+
+async def test_crash_between_upload_and_create_resumes(setup: Setup) -> None:
+    setup.api.fail_on["create"].append(400)  # batches.create fails: the process stops there
+    with Store(setup.db) as store, pytest.raises(JudgeError):
+        await setup.run(store)
+    assert setup.api.counts["upload"] == 1 and setup.api.counts["create"] == 0
+    with Store(setup.db) as store:
+        state = BatchState(store)
+        assert [j.phase for j in state.jobs()] == ["uploaded"]
+        judge = LLMBatchJudge(setup.judge)
+        summary = await setup.runner(store).run(lambda config: judge)
+        assert summary.batch == 6
+    assert setup.api.counts["upload"] == 1 and setup.api.counts["create"] == 1
+
+
+async def test_crash_after_create_before_recording_adopts_the_batch(
+    setup: Setup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def die(self: BatchState, job_id: int, info: object) -> None:
+        raise KeyboardInterrupt  # the process is killed right after batches.create
+
+    with Store(setup.db) as store:
+        monkeypatch.setattr(BatchState, "set_remote", die)
+        with pytest.raises(KeyboardInterrupt):
+            await setup.run(store)
+        monkeypatch.undo()
+    assert setup.api.counts["create"] == 1
+    with Store(setup.db) as store:
+        judge = LLMBatchJudge(setup.judge)
+        summary = await setup.runner(store).run(lambda config: judge)
+        assert summary.batch == 6
+    assert setup.api.counts["create"] == 1  # found by its input file, not created twice
+
+
+async def test_prepared_job_is_rebuilt_from_stored_texts(setup: Setup) -> None:
+    setup.api.fail_on["upload"].append(400)  # the upload fails: the job stays "prepared"
+    with Store(setup.db) as store, pytest.raises(JudgeError):
+        await setup.run(store)
+    with Store(setup.db) as store:
+        assert [j.phase for j in BatchState(store).jobs()] == ["prepared"]
+        judge = LLMBatchJudge(setup.judge)
+        summary = await setup.runner(store).run(lambda config: judge)
+        assert summary.batch == 6
+        assert store.count(status="ok") == 12
+
+
+async def test_failed_batch_is_graded_live(setup: Setup) -> None:
+    setup.api.plan(BatchPlan(status="failed"))
+    with Store(setup.db) as store:
+        outcome = await setup.run(store)
+    assert outcome.collected is not None and outcome.collected.live == 6
+    assert {p.type for p in outcome.collected.problems.values()} == {"Batch:failed"}
