@@ -29,6 +29,7 @@ import collections
 import contextlib
 import hashlib
 import json
+import logging
 import math
 import re
 import socket
@@ -370,6 +371,8 @@ class FakeServer:
         return f"http://{self.host}:{self.port}/v1"
 
     def _config(self) -> uvicorn.Config:
+        # A dropped connection is the point of the `drop` fault, not an error worth a log line.
+        logging.getLogger("uvicorn.error").setLevel(logging.CRITICAL)
         return uvicorn.Config(
             self._asgi,
             log_config=None,

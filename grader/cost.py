@@ -1,0 +1,138 @@
+"""What grading costs: an editable price table, the cost of a Usage, and the --dry-run estimate.
+
+Prices live in TOML (`grader/prices.toml`, shipped in the package), overridden and extended by a
+user file given as an argument or by `RELGRADE_PRICES`. A model without a price gets cost None and
+a note saying how to add it: a made-up price would be worse than none.
+
+The dry-run estimate cannot call a tokenizer for every model and server, so it counts about
+4 characters per token (`CHARS_PER_TOKEN`, the usual rule of thumb for English text with OpenAI
+tokenizers; code and non-English text run higher) over the rendered messages, and assumes every
+reply uses the prompt's whole `max_tokens`, so the estimate errs high.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import math
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from grader.errors import InputError
+from grader.models import Usage
+
+CHARS_PER_TOKEN = 4
+PRICES_ENV = "RELGRADE_PRICES"
+PER_TOKENS = 1_000_000
+
+
+@dataclass(frozen=True)
+class ModelPrice:
+    """USD per 1M tokens."""
+
+    input: float
+    cached_input: float
+    output: float
+
+
+@dataclass(frozen=True)
+class PriceTable:
+    """Prices per model and the Batch API discount (a fraction of the live price)."""
+
+    models: dict[str, ModelPrice]
+    batch_discount: float = 0.5
+    sources: tuple[str, ...] = ()
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> PriceTable:
+        """The shipped table, then `RELGRADE_PRICES`, then `path` (later entries win)."""
+        shipped = importlib.resources.files("grader") / "prices.toml"
+        data = tomllib.loads(shipped.read_text(encoding="utf-8"))
+        models, discount = _parse(data, "grader/prices.toml")
+        table = cls(models=models, batch_discount=discount or 0.5, sources=("grader/prices.toml",))
+        for extra in (os.environ.get(PRICES_ENV), path):
+            if extra:
+                models, discount = _parse(_read(Path(extra)), str(extra))
+                table = PriceTable(
+                    models={**table.models, **models},
+                    batch_discount=table.batch_discount if discount is None else discount,
+                    sources=(*table.sources, str(extra)),
+                )
+        return table
+
+    def price(self, model: str) -> ModelPrice | None:
+        """The entry for `model`: exact, else the longest listed prefix followed by `-`."""
+        if model in self.models:
+            return self.models[model]
+        prefixes = [name for name in self.models if model.startswith(name + "-")]
+        return self.models[max(prefixes, key=len)] if prefixes else None
+
+    def cost(self, model: str, usage: Usage, *, batch: bool = False) -> float | None:
+        """USD for `usage` on `model` (None when the model has no price)."""
+        price = self.price(model)
+        if price is None:
+            return None
+        cached = min(usage.cached_tokens, usage.prompt_tokens)
+        total = (
+            (usage.prompt_tokens - cached) * price.input
+            + cached * price.cached_input
+            + usage.completion_tokens * price.output
+        ) / PER_TOKENS
+        return total * self.batch_discount if batch else total
+
+    def note(self, model: str) -> str | None:
+        """A sentence for the summary when `model` has no price; None when it has one."""
+        if self.price(model) is not None:
+            return None
+        return (
+            f'no price for model {model!r}: cost unknown (add [models."{model}"] with input, '
+            f"cached_input and output USD per 1M tokens to a TOML file passed by --prices or "
+            f"{PRICES_ENV})"
+        )
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"cannot read price table ({exc.strerror})", path=path) from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"not valid TOML: {exc}", path=path) from exc
+
+
+def _parse(data: dict[str, Any], source: str) -> tuple[dict[str, ModelPrice], float | None]:
+    """The models of one price file and its batch discount (None when the file has none)."""
+    models: dict[str, ModelPrice] = {}
+    for name, entry in (data.get("models") or {}).items():
+        try:
+            models[name] = ModelPrice(
+                input=float(entry["input"]),
+                cached_input=float(entry.get("cached_input", entry["input"])),
+                output=float(entry["output"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(
+                f"price of model {name!r} needs numbers `input` and `output` "
+                f"(and optionally `cached_input`), USD per 1M tokens",
+                path=source,
+            ) from exc
+    discount = data.get("batch_discount")
+    if discount is None:
+        return models, None
+    if not isinstance(discount, int | float) or not 0 < discount <= 1:
+        raise InputError("`batch_discount` must be a number in (0, 1]", path=source)
+    return models, float(discount)
+
+
+def estimate_tokens(text: str) -> int:
+    """About how many tokens `text` is (CHARS_PER_TOKEN characters per token, rounded up)."""
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def estimate_usage(messages: list[dict[str, str]], max_tokens: int) -> Usage:
+    """The dry-run estimate of one request: its rendered messages' tokens (plus a few per message
+    for the chat format) and a reply of the full `max_tokens`."""
+    prompt = sum(estimate_tokens(m.get("content") or "") + 4 for m in messages)
+    return Usage(prompt_tokens=prompt, completion_tokens=max_tokens, cached_tokens=0)

@@ -1,0 +1,519 @@
+"""The LLM judge: one validated 0..3 grade per (query, document) from any OpenAI-compatible server.
+
+Through the official SDK (`AsyncOpenAI`, its own retries off). One retry policy, in one place:
+tenacity resends on transient transport errors (429, 5xx, timeouts, dropped connections; jittered
+exponential backoff honouring Retry-After, see `grader.judges.retry`) and re-asks on invalid
+content (the bad reply and the validation error go back to the model as the next messages).
+Every HTTP attempt is reported to `on_call` as a `CallRecord` (the store logs them).
+
+Output mode: structured output by JSON schema; when the server rejects that (a 400 naming
+response_format / json_schema, as vLLM or Ollama builds may), JSON mode, then the prompt's strict
+final line. The switch happens once per run: the first rejection moves the judge (shared by all
+workers) to the next mode, under a lock, and is recorded in `mode_switches`.
+
+After the last attempt the judgment is `failed` with the error, the raw last reply, the attempts
+and the tokens of every attempt; never a grade. Bad credentials, missing permission or an unknown
+model (401/403/404) raise `JudgeError` at once, since every other pair would fail the same way.
+The API key is redacted from every message this module produces.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import openai
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
+
+from grader.cost import PriceTable, estimate_usage
+from grader.errors import JudgeError
+from grader.judges.ratelimit import RateLimiter
+from grader.judges.replies import GradeReply, InvalidReply, parse_body, parse_completion
+from grader.judges.retry import RetryPolicy, is_fatal, retry_delay, should_retry, status_of
+from grader.models import Doc, Judgment, JudgmentError, Query, Usage
+from grader.prompts import (
+    OUTPUT_MODES,
+    OutputMode,
+    PromptSpec,
+    load_prompt,
+    render_messages,
+    render_reask,
+)
+
+# Invalid replies that are the server's fault, not the model's: resent as they were, after a
+# backoff, rather than re-asked.
+_RESEND_KINDS = frozenset({"not_json_body", "no_choice"})
+_FORMAT_WORDS = ("response_format", "json_schema", "json_object", "structured output", "guided")
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One HTTP attempt. `outcome`: ok | invalid (re-asked or final) | retry (transient error)
+    | error (not retried) | mode_rejected (output mode switched) | fatal."""
+
+    key: str
+    query_id: str
+    doc_id: str
+    judge: str
+    model: str
+    attempt: int
+    outcome: str
+    output_mode: str
+    latency_ms: float
+    usage: Usage
+    http_status: int | None = None
+    error_type: str | None = None
+    error_message: str | None = None
+    created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+
+@dataclass(frozen=True)
+class ModeSwitch:
+    """A recorded output-mode fallback: from which mode to which, and the server's words."""
+
+    from_mode: str
+    to_mode: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class RenderedRequest:
+    """A chat.completions request body and whether its document was truncated."""
+
+    body: dict[str, Any]
+    truncated: bool
+    mode: OutputMode
+
+
+class _ModeRejected(Exception):
+    """The server refused this request's output mode (or logprobs); resend in the new one."""
+
+
+@dataclass
+class _CallState:
+    """What one judgment's attempts share: history, counters, the last reply."""
+
+    query: Query
+    doc: Doc
+    key: str
+    mode: OutputMode
+    messages: list[dict[str, Any]]
+    truncated: bool
+    attempts: int = 0
+    counted: int = 0
+    reasks: int = 0
+    transient: int = 0
+    usage: Usage = field(default_factory=Usage)
+    last_raw: str | None = None
+
+
+class LLMJudge:
+    """A Judge backed by a chat model on an OpenAI-compatible server (see module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        prompt: PromptSpec | str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        client: openai.AsyncOpenAI | None = None,
+        timeout: float = 60.0,
+        max_attempts: int | None = None,
+        policy: RetryPolicy | None = None,
+        limiter: RateLimiter | None = None,
+        prices: PriceTable | None = None,
+        on_call: Callable[[CallRecord], None] | None = None,
+        output_mode: OutputMode = "json_schema",
+        sleep: Callable[[float], Any] = asyncio.sleep,
+    ) -> None:
+        self.model = model
+        self.prompt = load_prompt(prompt) if isinstance(prompt, str) else prompt
+        policy = policy or RetryPolicy()
+        if max_attempts is not None:
+            policy = RetryPolicy(**{**policy.__dict__, "max_attempts": max_attempts})
+        self.policy = policy
+        self.limiter = limiter
+        self.prices = prices
+        self.on_call = on_call
+        self.timeout = timeout
+        self.mode_switches: list[ModeSwitch] = []
+        self.logprobs = self.prompt.logprobs
+        self._mode: OutputMode = output_mode
+        self._mode_lock = asyncio.Lock()
+        self._sleep = sleep
+        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        if client is None:
+            if not key:
+                if url is None:
+                    raise JudgeError(
+                        "no API key: set OPENAI_API_KEY, or give --base-url for a local "
+                        "OpenAI-compatible server that needs none"
+                    )
+                key = "EMPTY"  # local servers (vLLM, Ollama, llama.cpp) accept any key
+            client = openai.AsyncOpenAI(api_key=key, base_url=url, timeout=timeout, max_retries=0)
+        else:
+            client = client.with_options(max_retries=0, timeout=timeout)
+            key = key or getattr(client, "api_key", None)
+        self._secrets = [s for s in (key, getattr(client, "api_key", None)) if s and len(s) >= 4]
+        self.client = client
+        self.base_url = str(client.base_url)
+
+    def __repr__(self) -> str:
+        return f"LLMJudge(model={self.model!r}, prompt={self.prompt.id!r}, mode={self._mode!r})"
+
+    # -- Judge protocol ------------------------------------------------------------------------
+
+    @property
+    def judge_id(self) -> str:
+        return f"openai:{self.model}"
+
+    @property
+    def output_mode(self) -> OutputMode:
+        """The output mode this run uses now (after any fallback)."""
+        return self._mode
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {
+            "judge": self.judge_id,
+            "model": self.model,
+            "prompt": self.prompt.sha256,
+            "sampling": self.prompt.sampling(),
+        }
+
+    def render(self, query: Query, doc: Doc, *, mode: OutputMode | None = None) -> RenderedRequest:
+        """The request body for one pair (in `mode`, default the run's current mode)."""
+        mode = mode or self._mode
+        messages, truncated = render_messages(self.prompt, query, doc, mode=mode)
+        return RenderedRequest(self._body(messages, mode), truncated, mode)
+
+    def build_request(
+        self, query: Query, doc: Doc, *, mode: OutputMode | None = None
+    ) -> dict[str, Any]:
+        """The chat.completions body for one pair (also what a Batch API line carries)."""
+        return self.render(query, doc, mode=mode).body
+
+    def estimate(self, query: Query, doc: Doc) -> Usage:
+        """Estimated tokens of grading this pair once (for --dry-run and the tpm limiter)."""
+        rendered = self.render(query, doc)
+        return estimate_usage(rendered.body["messages"], self.prompt.max_tokens)
+
+    def estimate_cost(self, query: Query, doc: Doc, *, batch: bool = False) -> float | None:
+        """Estimated USD of grading this pair (None when the model has no price)."""
+        if self.prices is None:
+            return None
+        return self.prices.cost(self.model, self.estimate(query, doc), batch=batch)
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
+    def _body(self, messages: list[dict[str, Any]], mode: OutputMode) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": self.prompt.temperature,
+            "max_tokens": self.prompt.max_tokens,
+        }
+        if self.logprobs:
+            body["logprobs"] = True
+            if self.prompt.top_logprobs:
+                body["top_logprobs"] = self.prompt.top_logprobs
+        response_format = self.prompt.response_format(mode)
+        if response_format is not None:
+            body["response_format"] = response_format
+        return body
+
+    # -- grading -------------------------------------------------------------------------------
+
+    async def judge(self, query: Query, doc: Doc, *, key: str) -> Judgment:
+        """Grade one pair: ok, or failed with the reason; raises JudgeError only when fatal."""
+        started = time.perf_counter()
+        messages, truncated = render_messages(self.prompt, query, doc, mode=self._mode)
+        state = _CallState(query, doc, key, self._mode, messages, truncated)
+        retrying = AsyncRetrying(
+            retry=retry_if_exception(self._retryable),
+            stop=lambda rs: self._stop(state, rs),
+            wait=lambda rs: self._wait(state, rs),
+            sleep=self._sleep,
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    reply = await self._attempt(state)
+        except JudgeError:
+            raise
+        except InvalidReply as exc:
+            return self._failed(state, "InvalidReply", f"{exc.kind}: {exc.message}", started)
+        except openai.APIStatusError as exc:
+            body = self._redact(exc.response.text[:2000]) if exc.response is not None else None
+            state.last_raw = body or state.last_raw
+            return self._failed(state, type(exc).__name__, self._message(exc), started)
+        except (openai.APIError, _ModeRejected) as exc:
+            return self._failed(state, type(exc).__name__, self._message(exc), started)
+        return self._ok(state, reply, started)
+
+    def judgment_from_body(
+        self,
+        body: dict[str, Any],
+        query: Query,
+        doc: Doc,
+        *,
+        key: str,
+        mode: OutputMode,
+        truncated: bool,
+        batch: bool = True,
+    ) -> Judgment:
+        """A Judgment from one reply body obtained elsewhere (a Batch API output line): the same
+        validation as live grading, but no re-ask is possible, so an invalid reply fails."""
+        state = _CallState(query, doc, key, mode, [], truncated, attempts=1)
+        try:
+            reply = parse_completion(body, mode=mode, spec=self.prompt)
+        except InvalidReply as exc:
+            state.usage = exc.usage
+            state.last_raw = exc.raw
+            return self._failed(
+                state, "InvalidReply", f"{exc.kind}: {exc.message}", None, batch=batch
+            )
+        return self._ok(state, reply, None, batch=batch)
+
+    async def _attempt(self, state: _CallState) -> GradeReply:
+        if state.mode != self._mode:  # another worker switched the run's mode: start over in it
+            state.mode = self._mode
+            state.messages, state.truncated = render_messages(
+                self.prompt, state.query, state.doc, mode=state.mode
+            )
+        mode = state.mode
+        body = self._body(state.messages, mode)
+        state.attempts += 1
+        estimated = 0
+        if self.limiter is not None:
+            estimated = estimate_usage(body["messages"], self.prompt.max_tokens).prompt_tokens
+            estimated += self.prompt.max_tokens
+            await self.limiter.acquire(estimated)
+        t0 = time.perf_counter()
+        try:
+            raw = await self.client.chat.completions.with_raw_response.create(**body)
+            text = raw.http_response.text
+        except openai.APIStatusError as exc:
+            await self._on_status_error(state, exc, body, t0)
+            raise
+        except openai.APIError as exc:
+            self._record(state, "retry", t0, Usage(), exc=exc)
+            raise
+        try:
+            reply = parse_completion(parse_body(text), mode=mode, spec=self.prompt)
+        except InvalidReply as exc:
+            state.usage = state.usage + exc.usage
+            state.last_raw = exc.raw
+            self._record(state, "invalid", t0, exc.usage, exc=exc, status=200)
+            if self.limiter is not None:
+                self.limiter.settle(
+                    estimated, exc.usage.prompt_tokens + exc.usage.completion_tokens
+                )
+            if exc.kind not in _RESEND_KINDS:
+                state.reasks += 1
+                state.messages = [
+                    *state.messages,
+                    {"role": "assistant", "content": exc.raw or ""},
+                    {"role": "user", "content": _reask_text(self.prompt, exc)},
+                ]
+            raise
+        state.usage = state.usage + reply.usage
+        state.last_raw = reply.raw
+        if self.limiter is not None:
+            self.limiter.settle(
+                estimated, reply.usage.prompt_tokens + reply.usage.completion_tokens
+            )
+        self._record(state, "ok", t0, reply.usage, status=200)
+        return reply
+
+    async def _on_status_error(
+        self, state: _CallState, exc: openai.APIStatusError, body: dict[str, Any], t0: float
+    ) -> None:
+        if is_fatal(exc):
+            self._record(state, "fatal", t0, Usage(), exc=exc)
+            raise JudgeError(
+                f"{self.base_url} answered {exc.status_code} for model {self.model!r}: "
+                f"{self._message(exc)} (check OPENAI_API_KEY, --model and --base-url)"
+            ) from None
+        if exc.status_code in (400, 422) and await self._fall_back(state, exc, body):
+            self._record(state, "mode_rejected", t0, Usage(), exc=exc)
+            raise _ModeRejected(self._message(exc)) from None
+        if should_retry(exc):
+            self._record(state, "retry", t0, Usage(), exc=exc)
+            if exc.status_code == 429 and self.limiter is not None:
+                self.limiter.pause(retry_delay(exc, state.transient + 1, self.policy))
+        else:
+            self._record(state, "error", t0, Usage(), exc=exc)
+
+    async def _fall_back(
+        self, state: _CallState, exc: openai.APIStatusError, body: dict[str, Any]
+    ) -> bool:
+        """Switch the run's output mode (or drop logprobs) once, if this 400 rejected it."""
+        message = self._message(exc)
+        said = message.lower()
+        async with self._mode_lock:
+            if "response_format" in body and any(w in said for w in _FORMAT_WORDS):
+                if self._mode == state.mode:
+                    position = OUTPUT_MODES.index(state.mode)
+                    following = OUTPUT_MODES[position + 1]
+                    self.mode_switches.append(ModeSwitch(state.mode, following, message[:500]))
+                    self._mode = following
+                return True
+            if body.get("logprobs") and "logprob" in said:
+                if self.logprobs:
+                    self.logprobs = False
+                    self.mode_switches.append(ModeSwitch("logprobs", "no-logprobs", message[:500]))
+                return True
+        return False
+
+    # -- tenacity hooks --------------------------------------------------------------------------
+
+    @staticmethod
+    def _retryable(exc: BaseException) -> bool:
+        if isinstance(exc, InvalidReply | _ModeRejected):
+            return True
+        return should_retry(exc)
+
+    def _stop(self, state: _CallState, rs: RetryCallState) -> bool:
+        exc = rs.outcome.exception() if rs.outcome is not None else None
+        if not isinstance(exc, _ModeRejected):
+            state.counted += 1
+        if state.counted >= self.policy.max_attempts:
+            return True
+        return isinstance(exc, InvalidReply) and state.reasks > self.policy.max_reasks
+
+    def _wait(self, state: _CallState, rs: RetryCallState) -> float:
+        exc = rs.outcome.exception() if rs.outcome is not None else None
+        if isinstance(exc, _ModeRejected):
+            return 0.0
+        if isinstance(exc, InvalidReply) and exc.kind not in _RESEND_KINDS:
+            return 0.0
+        state.transient += 1
+        if exc is None:  # pragma: no cover - tenacity waits only after a failure
+            return 0.0
+        return retry_delay(exc, state.transient, self.policy)
+
+    # -- results ---------------------------------------------------------------------------------
+
+    def _ok(
+        self, state: _CallState, reply: GradeReply, started: float | None, *, batch: bool = False
+    ) -> Judgment:
+        return Judgment(
+            query_id=state.query.query_id,
+            doc_id=state.doc.doc_id,
+            grade=reply.grade,
+            status="ok",
+            reason=reply.reason,
+            distribution=reply.distribution,
+            expected_grade=reply.expected_grade,
+            judge=self.judge_id,
+            prompt=self.prompt.ref(),
+            key=state.key,
+            attempts=state.attempts,
+            usage=state.usage if started is not None else reply.usage,
+            cost=self._cost(state.usage if started is not None else reply.usage, batch),
+            latency_ms=_elapsed_ms(started),
+            truncated=state.truncated,
+        )
+
+    def _failed(
+        self,
+        state: _CallState,
+        kind: str,
+        message: str,
+        started: float | None,
+        *,
+        batch: bool = False,
+    ) -> Judgment:
+        raw = self._redact(state.last_raw) if state.last_raw is not None else None
+        return Judgment(
+            query_id=state.query.query_id,
+            doc_id=state.doc.doc_id,
+            status="failed",
+            judge=self.judge_id,
+            prompt=self.prompt.ref(),
+            key=state.key,
+            attempts=state.attempts,
+            usage=state.usage,
+            cost=self._cost(state.usage, batch),
+            latency_ms=_elapsed_ms(started),
+            truncated=state.truncated,
+            error=JudgmentError(type=kind, message=self._redact(message), raw_reply=raw),
+        )
+
+    def _cost(self, usage: Usage, batch: bool) -> float | None:
+        return self.prices.cost(self.model, usage, batch=batch) if self.prices else None
+
+    def _record(
+        self,
+        state: _CallState,
+        outcome: str,
+        t0: float,
+        usage: Usage,
+        *,
+        exc: BaseException | None = None,
+        status: int | None = None,
+    ) -> None:
+        if self.on_call is None:
+            return
+        self.on_call(
+            CallRecord(
+                key=state.key,
+                query_id=state.query.query_id,
+                doc_id=state.doc.doc_id,
+                judge=self.judge_id,
+                model=self.model,
+                attempt=state.attempts,
+                outcome=outcome,
+                output_mode=state.mode,
+                latency_ms=(time.perf_counter() - t0) * 1000.0,
+                usage=usage,
+                http_status=status if status is not None else (status_of(exc) if exc else None),
+                error_type=_error_type(exc),
+                error_message=self._message(exc) if exc is not None else None,
+            )
+        )
+
+    def _message(self, exc: BaseException) -> str:
+        if isinstance(exc, InvalidReply):
+            return self._redact(f"{exc.kind}: {exc.message}")
+        text = str(exc)
+        if isinstance(exc, openai.APIStatusError):
+            body = exc.body
+            if isinstance(body, dict):
+                inner = body.get("error", body)
+                if isinstance(inner, dict) and inner.get("message"):
+                    text = str(inner["message"])
+            text = (
+                f"{exc.status_code} {text}" if not text.startswith(str(exc.status_code)) else text
+            )
+        return self._redact(text)
+
+    def _redact(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, "[redacted]")
+        return text
+
+
+def _reask_text(spec: PromptSpec, exc: InvalidReply) -> str:
+    return render_reask(spec, exc.message)
+
+
+def _error_type(exc: BaseException | None) -> str | None:
+    if exc is None:
+        return None
+    if isinstance(exc, InvalidReply):
+        return f"InvalidReply.{exc.kind}"
+    return type(exc).__name__
+
+
+def _elapsed_ms(started: float | None) -> float | None:
+    return None if started is None else (time.perf_counter() - started) * 1000.0

@@ -1,0 +1,259 @@
+"""Turn one chat.completion response body into a validated grade, or say exactly why not.
+
+This is the one validator of LLM replies: the live judge and the Batch API collector both call
+`parse_completion`, so a reply is accepted or refused the same way however it arrived. A refusal,
+a reply cut by `max_tokens`, a body that is not JSON, content that breaks the schema, and a grade
+outside 0..3 all raise `InvalidReply` (the judge re-asks, then records a failure). Nothing here
+ever guesses a grade: in text mode only the strict final line counts, never a digit found
+elsewhere.
+
+With logprobs, the grade token's top alternatives give P(grade = 0..3), renormalised over the four
+grade tokens (other tokens among the alternatives are ignored), the expected grade and the
+confidence (the probability of the grade given).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from grader.models import GRADES, Usage
+from grader.prompts import OutputMode, PromptSpec
+
+_JSON_GRADE = re.compile(r'"grade"\s*:\s*"?(-?\d)')
+
+
+class InvalidReply(Exception):
+    """A reply that cannot be a grade. `kind` is one of: not_json_body, no_choice, refusal,
+    length, content_filter, empty, malformed_json, schema, out_of_range, no_final_line."""
+
+    def __init__(self, kind: str, message: str, *, raw: str | None, usage: Usage | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.raw = raw
+        self.usage = usage or Usage()
+
+
+@dataclass(frozen=True)
+class GradeReply:
+    """A validated reply: the grade, the model's reason, what logprobs say, tokens used."""
+
+    grade: int
+    reason: str | None
+    distribution: list[float] | None
+    expected_grade: float | None
+    confidence: float | None
+    usage: Usage
+    raw: str
+    finish_reason: str | None
+
+
+class _ReplyModel(BaseModel):
+    """The JSON reply: a grade (an integer 0..3; a lone digit string is accepted) and a reason."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    grade: int
+    reason: str | None = None
+
+    @field_validator("grade", mode="before")
+    @classmethod
+    def _strict_grade(cls, value: Any) -> Any:
+        if isinstance(value, (bool, float)):
+            raise ValueError(f"grade must be an integer 0..3, got {value!r}")
+        if isinstance(value, str):
+            if not re.fullmatch(r"\s*-?\d+\s*", value):
+                raise ValueError(f"grade must be an integer 0..3, got {value!r}")
+            return int(value)
+        return value
+
+
+def usage_of(body: dict[str, Any]) -> Usage:
+    """Prompt, completion and cached tokens of a response body (zeros when absent)."""
+    usage = body.get("usage") if isinstance(body, dict) else None
+    if not isinstance(usage, dict):
+        return Usage()
+    details = usage.get("prompt_tokens_details") or {}
+    cached = details.get("cached_tokens") if isinstance(details, dict) else 0
+    return Usage(
+        prompt_tokens=int(usage.get("prompt_tokens") or 0),
+        completion_tokens=int(usage.get("completion_tokens") or 0),
+        cached_tokens=int(cached or 0),
+    )
+
+
+def parse_body(text: str) -> dict[str, Any]:
+    """The JSON body of a 200 reply, or InvalidReply("not_json_body") with the text kept."""
+    try:
+        body = json.loads(text)
+    except ValueError:
+        raise InvalidReply(
+            "not_json_body", "the server's 200 reply is not JSON", raw=text[:4000]
+        ) from None
+    if not isinstance(body, dict):
+        raise InvalidReply("not_json_body", "the server's reply is not a JSON object", raw=text)
+    return body
+
+
+def parse_completion(body: dict[str, Any], *, mode: OutputMode, spec: PromptSpec) -> GradeReply:
+    """Validate one chat.completion body (as a dict) into a grade, or raise InvalidReply."""
+    usage = usage_of(body)
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise InvalidReply("no_choice", "the reply has no choices", raw=_dump(body), usage=usage)
+    choice = choices[0]
+    message = choice.get("message") or {}
+    content = message.get("content")
+    finish = choice.get("finish_reason")
+    refusal = message.get("refusal")
+    if refusal:
+        raise InvalidReply("refusal", f"the model refused: {refusal}", raw=refusal, usage=usage)
+    if finish == "length":
+        raise InvalidReply(
+            "length",
+            "the reply was cut off at max_tokens before it was complete; keep the reason short",
+            raw=content,
+            usage=usage,
+        )
+    if finish == "content_filter":
+        raise InvalidReply(
+            "content_filter", "the reply was blocked by a content filter", raw=content, usage=usage
+        )
+    if not isinstance(content, str) or not content.strip():
+        raise InvalidReply("empty", "the reply has no content", raw=content, usage=usage)
+    if mode == "text":
+        grade, reason, offset = _parse_final_line(content, spec, usage)
+    else:
+        grade, reason, offset = _parse_json(content, usage)
+    distribution = grade_distribution(choice.get("logprobs"), content, offset)
+    expected = confidence = None
+    if distribution is not None:
+        expected = sum(g * p for g, p in zip(GRADES, distribution, strict=True))
+        confidence = distribution[grade]
+    return GradeReply(
+        grade=grade,
+        reason=reason,
+        distribution=distribution,
+        expected_grade=expected,
+        confidence=confidence,
+        usage=usage,
+        raw=content,
+        finish_reason=finish,
+    )
+
+
+def _dump(body: Any) -> str:
+    return json.dumps(body, ensure_ascii=False)[:4000]
+
+
+def _check_range(grade: int, raw: str, usage: Usage) -> None:
+    if grade not in GRADES:
+        raise InvalidReply(
+            "out_of_range", f"grade {grade} is outside 0..3; use 0, 1, 2 or 3", raw=raw, usage=usage
+        )
+
+
+def _parse_json(content: str, usage: Usage) -> tuple[int, str | None, int | None]:
+    try:
+        data = json.loads(content)
+    except ValueError as exc:
+        raise InvalidReply(
+            "malformed_json", f"the reply is not valid JSON ({exc})", raw=content, usage=usage
+        ) from None
+    if not isinstance(data, dict):
+        raise InvalidReply(
+            "schema",
+            'the reply must be a JSON object {"reason": ..., "grade": ...}',
+            raw=content,
+            usage=usage,
+        )
+    try:
+        reply = _ReplyModel.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'reply'}: {e['msg']}" for e in exc.errors()
+        )
+        raise InvalidReply(
+            "schema", f"the reply does not match the schema ({problems})", raw=content, usage=usage
+        ) from None
+    _check_range(reply.grade, content, usage)
+    found = list(_JSON_GRADE.finditer(content))
+    offset = found[-1].start(1) if found else None
+    return reply.grade, (reply.reason or None), offset
+
+
+def _parse_final_line(
+    content: str, spec: PromptSpec, usage: Usage
+) -> tuple[int, str | None, int | None]:
+    lines = content.rstrip().splitlines()
+    last = lines[-1] if lines else ""
+    match = spec.final_line_pattern().match(last.strip().strip("*`").strip())
+    expected = spec.final_line.replace("$grade", "N")
+    if match is None:
+        raise InvalidReply(
+            "no_final_line",
+            f"the reply must end with a final line `{expected}` (N = 0, 1, 2 or 3)",
+            raw=content,
+            usage=usage,
+        )
+    written = match.group(1)
+    if not re.fullmatch(r"-?\d+", written):
+        raise InvalidReply(
+            "out_of_range", f"grade {written} is not one of 0, 1, 2, 3", raw=content, usage=usage
+        )
+    grade = int(written)
+    _check_range(grade, content, usage)
+    line_start = len(content.rstrip()) - len(last)
+    offset = line_start + last.rfind(written)
+    reason = "\n".join(lines[:-1]).strip() or None
+    return grade, reason, offset
+
+
+def grade_distribution(logprobs: Any, content: str, offset: int | None) -> list[float] | None:
+    """P(grade = 0..3) from the logprobs of the token holding the grade digit at `offset`.
+
+    The token is found by walking the tokens' text up to the digit's character offset; its top
+    alternatives that are grade digits (surrounding spaces or quotes ignored) are summed per grade
+    and renormalised. None when there are no logprobs or the token holds more than the digit.
+    """
+    if offset is None or not isinstance(logprobs, dict):
+        return None
+    tokens = logprobs.get("content")
+    if not isinstance(tokens, list) or not tokens:
+        return None
+    position = 0
+    hit: dict[str, Any] | None = None
+    for token in tokens:
+        text = token.get("token", "") if isinstance(token, dict) else ""
+        if position <= offset < position + len(text):
+            hit = token
+            break
+        position += len(text)
+    if hit is None or _grade_of(hit.get("token", "")) is None:
+        return None
+    mass = [0.0] * len(GRADES)
+    seen_self = False
+    for alt in hit.get("top_logprobs") or []:
+        grade = _grade_of(alt.get("token", ""))
+        if grade is None or not isinstance(alt.get("logprob"), int | float):
+            continue
+        mass[grade] += math.exp(alt["logprob"])
+        seen_self = seen_self or alt.get("token") == hit.get("token")
+    chosen = _grade_of(hit["token"])
+    if not seen_self and chosen is not None and isinstance(hit.get("logprob"), int | float):
+        mass[chosen] += math.exp(hit["logprob"])
+    total = sum(mass)
+    if total <= 0:
+        return None
+    return [m / total for m in mass]
+
+
+def _grade_of(token: str) -> int | None:
+    core = token.strip().strip('"').strip()
+    return int(core) if core in {"0", "1", "2", "3"} else None
