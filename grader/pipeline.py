@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grader.ensemble import apply_verification, combine_members, needs_verification
-from grader.errors import JudgeError
+from grader.errors import InputError, JudgeError
 from grader.judges.base import Judge
 from grader.keys import content_key
 from grader.models import Judgment, JudgmentError, Usage
@@ -171,8 +171,8 @@ def _failure(unit: _Unit, exc: BaseException) -> Judgment:
 def estimate_request(judge: Judge, pair: Pair) -> Estimate:
     """The judge's estimate of one request (zero for judges that cost nothing, e.g. lexical).
 
-    A judge may offer `estimate(query, doc)` returning an object with `prompt_tokens`,
-    `completion_tokens` and `cost` (None when no price is known).
+    A judge may offer `estimate(query, doc)` (a Usage: prompt and completion tokens) and
+    `estimate_cost(query, doc)` (USD, None when no price is known), as `LLMJudge` does.
     """
     estimate = getattr(judge, "estimate", None)
     if estimate is None:
@@ -182,8 +182,21 @@ def estimate_request(judge: Judge, pair: Pair) -> Estimate:
         requests=1,
         prompt_tokens=int(getattr(value, "prompt_tokens", 0) or 0),
         completion_tokens=int(getattr(value, "completion_tokens", 0) or 0),
-        cost=getattr(value, "cost", None),
+        cost=estimate_cost(judge, pair),
     )
+
+
+def estimate_cost(judge: Judge, pair: Pair) -> float | None:
+    """The judge's estimated USD for one request: 0 for free judges, None when unpriced."""
+    cost_fn = getattr(judge, "estimate_cost", None)
+    if cost_fn is not None:
+        value: float | None = cost_fn(pair.query, pair.doc)
+        return value
+    estimate = getattr(judge, "estimate", None)
+    if estimate is None:
+        return 0.0
+    cost = getattr(estimate(pair.query, pair.doc), "cost", None)
+    return None if cost is None else float(cost)
 
 
 class _Run:
@@ -302,7 +315,7 @@ class _Run:
         """Reserve the unit's estimated cost; None when the budget does not allow it."""
         if self.max_cost is None:
             return 0.0
-        cost = estimate_request(unit.judge, unit.state.pair).cost or 0.0
+        cost = estimate_cost(unit.judge, unit.state.pair) or 0.0
         if self.report.cost + self.reserved + cost > self.max_cost:
             return None
         self.reserved += cost
@@ -392,6 +405,8 @@ async def grade_pairs(
         secrets=secrets,
     )
     run.plan()
+    if max_cost is not None:
+        _check_priced(run)
     if dry_run:
         _fill_dry_run(run)
         return run.report
@@ -443,6 +458,31 @@ async def grade_pairs(
     if run.fatal is not None:
         raise run.fatal
     return run.report
+
+
+def _check_priced(run: _Run) -> None:
+    """--max-cost can only be kept when every judge that will be asked has a price."""
+    checked: set[int] = set()
+    for unit in run.queue:
+        if id(unit.judge) in checked:
+            continue
+        checked.add(id(unit.judge))
+        if estimate_cost(unit.judge, unit.state.pair) is None:
+            raise InputError(
+                f"--max-cost needs a price for {unit.judge.judge_id}, and none is known",
+                hint="add the model to a price table passed by --prices",
+            )
+    verifier = run.verify_judge
+    if (
+        verifier is not None
+        and run.pairs
+        and id(verifier) not in checked
+        and estimate_cost(verifier, run.pairs[0]) is None
+    ):
+        raise InputError(
+            f"--max-cost needs a price for {verifier.judge_id}, and none is known",
+            hint="add the model to a price table passed by --prices",
+        )
 
 
 def _fill_dry_run(run: _Run) -> None:
