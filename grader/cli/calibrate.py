@@ -1,17 +1,174 @@
-"""`relgrade calibrate` (being built; see the issue tracker)."""
+"""`relgrade calibrate`: how far to trust LLM grades, measured against human grades.
+
+Prints agreement (kappas, alpha, confusion, bias, per-query figures with query-bootstrap
+intervals), bias by length and rank, system-ranking agreement with `--run`, PPI++ estimates when
+people graded only part of the LLM-graded pairs, and an HTML report with `--report`.
+`--fit-lexical` instead fits the offline judge's thresholds on the human grades.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+from pathlib import Path
 from typing import Any
 
-from grader.errors import RelgradeError
+import numpy as np
+import numpy.typing as npt
+
+from grader.errors import InputError
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser("calibrate", help="(not built yet)")
-    parser.set_defaults(func=run)
+    p = sub.add_parser(
+        "calibrate",
+        help="agreement of LLM grades with human grades, bias, system ranking, estimates",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--llm", help="LLM grades: judgments JSONL or TREC qrels")
+    p.add_argument("--human", required=True, help="human grades: CSV or TREC qrels")
+    p.add_argument("--run", action="append", default=[], help="a TREC run (repeat for systems)")
+    p.add_argument("-m", "--measure", default="nDCG@10", help="measure for systems and estimates")
+    p.add_argument("--clamp", action="store_true", help="move grades outside 0..3 to 0 or 3")
+    p.add_argument("--report", type=Path, help="write a self-contained HTML report here")
+    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.add_argument("--docs", type=Path, help="document texts (for bias by length; --fit-lexical)")
+    p.add_argument("--queries", type=Path, help="query texts (for --fit-lexical)")
+    p.add_argument(
+        "--manifest",
+        type=Path,
+        help="sample manifest to weight by (default: <human stem>.manifest.json if present)",
+    )
+    p.add_argument("--no-manifest", action="store_true", help="ignore a manifest beside --human")
+    p.add_argument("--judge", help="with a judgments file holding several judges, use this one")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (0: none)")
+    p.add_argument(
+        "--threshold", type=int, default=2, choices=(1, 2, 3), help="relevant = grade >= this"
+    )
+    p.add_argument(
+        "--fit-lexical",
+        action="store_true",
+        help="fit the lexical judge's thresholds on --human (needs --queries and --docs)",
+    )
+    p.add_argument(
+        "--lexical-out", type=Path, help="where --fit-lexical writes (default: the judge's file)"
+    )
+    p.set_defaults(func=run)
+
+
+def _run_name(path: str) -> str:
+    name = Path(path).name.removesuffix(".gz")
+    return name.rsplit(".", 1)[0] if "." in name else name
+
+
+def _weights(args: argparse.Namespace, frame: Any) -> tuple[npt.NDArray[np.float64] | None, str]:
+    from calibration.manifest import find_manifest, read_manifest, sample_weights
+
+    path = args.manifest
+    if path is None and not args.no_manifest:
+        path = find_manifest(args.human)
+    if path is None:
+        return None, ""
+    return np.asarray(sample_weights(read_manifest(path), frame), dtype=np.float64), str(path)
 
 
 def run(args: argparse.Namespace) -> int:
-    raise RelgradeError("relgrade calibrate is not built yet")
+    if args.fit_lexical:
+        return _fit_lexical(args)
+    if not args.llm:
+        raise InputError("--llm is required", hint="give the LLM grades (judgments or qrels)")
+    if args.bootstrap < 0:
+        raise InputError("--bootstrap must be 0 or more")
+    from calibration.pairs import pair_grades
+    from calibration.summary import summarize
+    from grader.io.grades import read_human_grades, read_llm_grades
+
+    llm = read_llm_grades(args.llm, clamp=args.clamp, judge=args.judge)
+    human = read_human_grades(args.human, clamp=args.clamp)
+    paired = pair_grades(llm, human)
+    weights, manifest = _weights(args, paired.frame)
+    runs = _read_runs(args.run)
+    lengths = _doc_lengths(args.docs, set(paired.frame["doc_id"])) if args.docs else None
+    if runs:
+        from grader.metrics import parse_measure
+
+        args.measure = str(parse_measure(args.measure))
+    summary = summarize(
+        llm,
+        human,
+        runs=runs,
+        measure=args.measure,
+        doc_lengths=lengths,
+        weights=weights,
+        seed=args.seed,
+        n_bootstrap=args.bootstrap,
+        threshold=args.threshold,
+        paired=paired,
+    )
+    summary["manifest"] = manifest or None
+    summary["inputs"] = {"llm": str(args.llm), "human": str(args.human), "runs": list(runs)}
+    failed = llm.attrs.get("failed", 0)
+    if failed:
+        summary["notes"].append(f"{failed} failed judgments in --llm were left out (never a grade)")
+    if manifest:
+        summary["notes"].insert(0, f"every figure is weighted by 1/pi from {manifest}")
+    if args.report:
+        from calibration.report import write_report
+
+        write_report(args.report, summary)
+    if args.format == "json":
+        json.dump(summary, sys.stdout, indent=2, allow_nan=False)
+        sys.stdout.write("\n")
+    else:
+        from rich.console import Console
+
+        from calibration.tables import render
+
+        console = Console()
+        console.print(render(summary))
+        if args.report:
+            console.print(f"report written to {args.report}")
+    return 0
+
+
+def _read_runs(paths: list[str]) -> dict[str, Any]:
+    from grader.io.trec import read_run
+
+    runs: dict[str, Any] = {}
+    for path in paths:
+        name = _run_name(path)
+        if name in runs:
+            raise InputError(
+                f"two runs are named {name!r}", path=path, hint="runs are named by file stem"
+            )
+        runs[name] = read_run(path)
+    return runs
+
+
+def _doc_lengths(path: Path, ids: set[str]) -> dict[str, int]:
+    from grader.io.docs import read_docs
+
+    docs = read_docs(path, ids=ids)
+    return {doc_id: len(doc.text) for doc_id, doc in docs.items()}
+
+
+def _fit_lexical(args: argparse.Namespace) -> int:
+    if args.queries is None or args.docs is None:
+        raise InputError(
+            "--fit-lexical needs --queries and --docs", hint="the texts the lexical judge scores"
+        )
+    from calibration.lexical_fit import fit_and_write
+
+    result = fit_and_write(args.human, args.queries, args.docs, args.lexical_out, clamp=args.clamp)
+    if args.format == "json":
+        json.dump(result, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print(f"lexical thresholds fitted on {result['n']} human-graded pairs:")
+        for grade, value in zip((1, 2, 3), result["thresholds"], strict=True):
+            print(f"  grade >= {grade} when score >= {value:.4f}")
+        print(f"written to {result['path']}")
+    return 0

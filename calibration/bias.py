@@ -1,0 +1,173 @@
+"""Where and how the LLM's grades lean: distributions, bias by document length and by rank,
+and a verdict in plain words.
+
+Bias is always LLM grade minus human grade, so positive means lenient. LLM judges are known to
+favour long text, hence the length quintiles; by rank position shows whether the judge is kinder
+to what rankers put on top. All figures take optional per-pair `weights`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from calibration.agreement import to_float
+from grader.models import GRADES
+
+LENIENCY_MARGIN = 0.1
+"""|mean bias| below this many grade points is called balanced."""
+
+RANK_BUCKETS: tuple[tuple[int, int], ...] = ((1, 1), (2, 3), (4, 10), (11, 20), (21, 100))
+
+
+def _w(weights: npt.ArrayLike | None, n: int) -> npt.NDArray[np.float64]:
+    return np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
+
+
+def grade_distributions(
+    human: npt.ArrayLike, llm: npt.ArrayLike, weights: npt.ArrayLike | None = None
+) -> dict[str, Any]:
+    """Share of each grade 0..3 on each side (weighted), side by side, with the counts."""
+    h = np.asarray(human, dtype=np.int64)
+    m = np.asarray(llm, dtype=np.int64)
+    w = _w(weights, h.size)
+    total = float(w.sum())
+    out: dict[str, Any] = {"grades": list(GRADES)}
+    for side, values in (("human", h), ("llm", m)):
+        mass = np.bincount(values, weights=w, minlength=len(GRADES))
+        out[side] = [to_float(x / total) if total > 0 else None for x in mass]
+        out[f"{side}_counts"] = [int(x) for x in np.bincount(values, minlength=len(GRADES))]
+    return out
+
+
+def _group_bias(
+    frame: pd.DataFrame, key: str, labels: list[tuple[str, Any, Any]]
+) -> list[dict[str, Any]]:
+    rows = []
+    for label, lo, hi in labels:
+        part = frame[frame[key] == label]
+        if part.empty:
+            continue
+        w = part["weight"].to_numpy()
+        rows.append(
+            {
+                "bucket": label,
+                "low": lo,
+                "high": hi,
+                "n": len(part),
+                "human_mean": to_float(np.average(part["human"], weights=w)),
+                "llm_mean": to_float(np.average(part["llm"], weights=w)),
+                "mean_bias": to_float(np.average(part["llm"] - part["human"], weights=w)),
+            }
+        )
+    return rows
+
+
+def bias_by_length(
+    human: npt.ArrayLike,
+    llm: npt.ArrayLike,
+    lengths: npt.ArrayLike,
+    weights: npt.ArrayLike | None = None,
+    *,
+    bins: int = 5,
+) -> list[dict[str, Any]]:
+    """Mean bias per document-length quantile (quintiles by default), shortest first.
+
+    Lengths are in characters; pairs whose length is unknown (NaN) are left out. Each bucket is
+    (low - 1, high] as pd.qcut cuts; buckets with equal edges are merged, so fewer than `bins`
+    rows can come back.
+    """
+    h = np.asarray(human, dtype=np.float64)
+    frame = pd.DataFrame(
+        {
+            "human": h,
+            "llm": np.asarray(llm, dtype=np.float64),
+            "length": np.asarray(lengths, dtype=np.float64),
+            "weight": _w(weights, h.size),
+        }
+    ).dropna(subset=["length"])
+    if frame.empty:
+        return []
+    codes, edges = pd.qcut(frame["length"], bins, labels=False, retbins=True, duplicates="drop")
+    frame["bucket"] = [f"Q{int(c) + 1}" for c in codes]
+    labels = [
+        (f"Q{i + 1}", int(np.floor(edges[i])) + 1 if i else int(edges[0]), int(edges[i + 1]))
+        for i in range(len(edges) - 1)
+    ]
+    return _group_bias(frame, "bucket", labels)
+
+
+def bias_by_rank(
+    human: npt.ArrayLike,
+    llm: npt.ArrayLike,
+    ranks: npt.ArrayLike,
+    weights: npt.ArrayLike | None = None,
+) -> list[dict[str, Any]]:
+    """Mean bias per rank bucket (1, 2-3, 4-10, 11-20, 21-100, >100), best rank first.
+
+    A pair's rank is the best (smallest) rank any given run put it at; NaN means no run
+    retrieved it, and such pairs are left out.
+    """
+    h = np.asarray(human, dtype=np.float64)
+    frame = pd.DataFrame(
+        {
+            "human": h,
+            "llm": np.asarray(llm, dtype=np.float64),
+            "rank": np.asarray(ranks, dtype=np.float64),
+            "weight": _w(weights, h.size),
+        }
+    ).dropna(subset=["rank"])
+    if frame.empty:
+        return []
+    buckets = [*RANK_BUCKETS, (RANK_BUCKETS[-1][1] + 1, None)]
+    names = [f"{lo}" if lo == hi else (f"{lo}-{hi}" if hi else f">{lo - 1}") for lo, hi in buckets]
+
+    def bucket(rank: float) -> str:
+        for name, (lo, hi) in zip(names, buckets, strict=True):
+            if rank >= lo and (hi is None or rank <= hi):
+                return name
+        return names[-1]
+
+    frame["bucket"] = [bucket(r) for r in frame["rank"]]
+    return _group_bias(
+        frame, "bucket", [(n, lo, hi) for n, (lo, hi) in zip(names, buckets, strict=True)]
+    )
+
+
+def verdict(
+    mean_bias: float | None,
+    interval: list[float | None] | None,
+    human_relevant: float | None,
+    llm_relevant: float | None,
+    threshold: int = 2,
+) -> dict[str, Any]:
+    """lenient / strict / balanced, with a sentence that gives the numbers.
+
+    Lenient (strict) when the mean bias is at least LENIENCY_MARGIN above (below) zero and its
+    95% interval, when known, excludes zero; balanced otherwise.
+    """
+    if mean_bias is None:
+        return {"label": "unknown", "text": "No pair is graded on both sides."}
+    lo, hi = (interval or [None, None])[:2]
+    excludes_zero = lo is None or hi is None or lo > 0 or hi < 0
+    if mean_bias >= LENIENCY_MARGIN and excludes_zero:
+        label = "lenient"
+    elif mean_bias <= -LENIENCY_MARGIN and excludes_zero:
+        label = "strict"
+    else:
+        label = "balanced"
+    ci = f" (95% CI {lo:+.2f} to {hi:+.2f})" if lo is not None and hi is not None else ""
+    direction = "higher" if mean_bias >= 0 else "lower"
+    text = (
+        f"The LLM judge is {label}: its grades are on average {abs(mean_bias):.2f} points "
+        f"{direction} than people's{ci}."
+    )
+    if human_relevant is not None and llm_relevant is not None:
+        text += (
+            f" It calls {llm_relevant:.0%} of pairs relevant (grade >= {threshold}), "
+            f"people {human_relevant:.0%}."
+        )
+    return {"label": label, "text": text, "margin": LENIENCY_MARGIN}

@@ -1,0 +1,159 @@
+"""The calibration summary as rich tables, for people reading a terminal (the CLI prints them)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+AGREEMENT_ROWS: tuple[tuple[str, str], ...] = (
+    ("exact_agreement", "exact agreement"),
+    ("within_one", "within one grade"),
+    ("cohen_kappa", "Cohen's kappa"),
+    ("weighted_kappa_linear", "kappa, linear weights"),
+    ("weighted_kappa_quadratic", "kappa, quadratic weights"),
+    ("krippendorff_alpha_ordinal", "Krippendorff's alpha, ordinal"),
+    ("krippendorff_alpha_interval", "Krippendorff's alpha, interval"),
+    ("mean_bias", "mean bias (LLM - human)"),
+)
+
+
+def fmt(value: Any, digits: int = 4) -> str:
+    """A number for a table cell; None prints as n/a."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _ci(ci: list[float | None] | None) -> str:
+    if not ci or ci[0] is None or ci[1] is None:
+        return ""
+    return f"[{ci[0]:.4f}, {ci[1]:.4f}]"
+
+
+def agreement_table(s: dict[str, Any]) -> Table:
+    """The headline figures with their 95% query-bootstrap intervals."""
+    weighted = " (weighted by the sample manifest)" if s.get("weighted") else ""
+    c = s["counts"]
+    title = (
+        f"Agreement on {s['n']} pairs over {c['queries']} queries{weighted}; "
+        f"{c['llm_only']} pairs LLM-only, {c['human_only']} human-only"
+    )
+    table = Table(title=title, title_justify="left")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    table.add_column("95% CI (queries resampled)", justify="right")
+    intervals = s.get("intervals", {})
+    for key, label in AGREEMENT_ROWS:
+        table.add_row(label, fmt(s.get(key)), _ci(intervals.get(key)))
+    for t, value in s["binary_kappa"].items():
+        split = f"{'|'.join(['0123'[: int(t)], '0123'[int(t) :]])}"
+        table.add_row(f"binary kappa {split}", fmt(value), _ci(intervals.get(f"binary_kappa_{t}")))
+    return table
+
+
+def confusion_table(s: dict[str, Any]) -> Table:
+    """Rows human grade, columns LLM grade, with per-grade precision and recall."""
+    table = Table(title="Confusion (rows human, columns LLM)", title_justify="left")
+    table.add_column("human \\ LLM")
+    for g in range(4):
+        table.add_column(str(g), justify="right")
+    table.add_column("recall", justify="right")
+    for g, row in enumerate(s["confusion"]):
+        recall = s["per_grade"][str(g)]["recall"]
+        table.add_row(str(g), *[fmt(v, 1) for v in row], fmt(recall, 3))
+    table.add_row("precision", *[fmt(s["per_grade"][str(g)]["precision"], 3) for g in range(4)], "")
+    return table
+
+
+def distribution_table(s: dict[str, Any]) -> Table:
+    """The two grade distributions side by side."""
+    d = s["distributions"]
+    table = Table(title="Grade distributions", title_justify="left")
+    table.add_column("grade")
+    table.add_column("human", justify="right")
+    table.add_column("LLM", justify="right")
+    for g in d["grades"]:
+        table.add_row(str(g), f"{d['human'][g]:.1%}", f"{d['llm'][g]:.1%}")
+    return table
+
+
+def bias_table(rows: list[dict[str, Any]], title: str, what: str) -> Table:
+    """Mean bias per bucket (length quintile or rank range)."""
+    table = Table(title=title, title_justify="left")
+    for name in (what, "n", "human mean", "LLM mean", "bias"):
+        table.add_column(name, justify="right" if name != what else "left")
+    for r in rows:
+        span = f"{r['bucket']} ({r['low']}-{r['high']})" if what == "length" else r["bucket"]
+        table.add_row(
+            span,
+            str(r["n"]),
+            fmt(r["human_mean"], 3),
+            fmt(r["llm_mean"], 3),
+            fmt(r["mean_bias"], 3),
+        )
+    return table
+
+
+def systems_table(sy: dict[str, Any]) -> Table:
+    """Each run's score under both label sets and its ranks."""
+    title = (
+        f"Systems by {sy['measure']}: Kendall tau {fmt(sy['kendall_tau'])}, "
+        f"Spearman rho {fmt(sy['spearman_rho'])}, tau_AP {fmt(sy['tau_ap'])}"
+    )
+    table = Table(title=title, title_justify="left")
+    for name in ("run", "human", "LLM", "human rank", "LLM rank", "change"):
+        table.add_column(name, justify="left" if name == "run" else "right")
+    for r in sy["per_system"]:
+        table.add_row(
+            r["run"],
+            fmt(r["human"]),
+            fmt(r["llm"]),
+            str(r["human_rank"]),
+            str(r["llm_rank"]),
+            f"{r['rank_change']:+d}",
+        )
+    return table
+
+
+def estimates_table(est: dict[str, Any]) -> Table:
+    """LLM-only, human-only and PPI++ estimates with the PPI++ 95% interval."""
+    table = Table(title="Estimates (PPI++, 95% CI)", title_justify="left")
+    for name in ("quantity", "LLM only", "human only", "PPI++", "95% CI", "labelled"):
+        table.add_column(name, justify="left" if name == "quantity" else "right")
+
+    def row(label: str, e: dict[str, Any]) -> None:
+        table.add_row(
+            label,
+            fmt(e["llm_only"]),
+            fmt(e["human_only"]),
+            fmt(e["ppi"]),
+            _ci(e["ppi_ci"]),
+            f"{e['n_labelled']} / {e['n_labelled'] + e['n_unlabelled']}",
+        )
+
+    row(f"relevant share (grade >= {est['threshold']})", est["relevant_share"])
+    for name, e in est.get("runs", {}).items():
+        row(f"{name} {e['measure']}", e)
+    return table
+
+
+def render(s: dict[str, Any]) -> RenderableType:
+    """Every table of a summary, in reading order, then the verdict and notes."""
+    parts: list[RenderableType] = [agreement_table(s), confusion_table(s), distribution_table(s)]
+    if s.get("bias_by_length"):
+        parts.append(bias_table(s["bias_by_length"], "Mean bias by document length", "length"))
+    if s.get("bias_by_rank"):
+        parts.append(bias_table(s["bias_by_rank"], "Mean bias by best rank in the runs", "rank"))
+    if s.get("systems"):
+        parts.append(systems_table(s["systems"]))
+    if s.get("estimates"):
+        parts.append(estimates_table(s["estimates"]))
+    parts.append(Text(f"Verdict: {s['verdict']['text']}", style="bold"))
+    for note in s.get("notes", []):
+        parts.append(Text(f"note: {note}", style="dim"))
+    return Group(*parts)

@@ -1,0 +1,242 @@
+"""`relgrade calibrate` end to end: JSON keys of DESIGN.md, tables, manifest weighting,
+estimates when people graded part of the pairs, systems with runs, errors, the real data."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.metrics import cohen_kappa_score
+
+from grader.cli.main import main
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"
+REQUIRED = {
+    "n",
+    "exact_agreement",
+    "within_one",
+    "cohen_kappa",
+    "weighted_kappa_linear",
+    "weighted_kappa_quadratic",
+    "krippendorff_alpha_ordinal",
+    "binary_kappa",
+    "confusion",
+    "mean_bias",
+}
+
+
+def _grades(seed: int, n_queries: int = 12, per_query: int = 15) -> tuple[list, list]:
+    rng = np.random.default_rng(seed)
+    human, llm = [], []
+    for q in range(n_queries):
+        for d in range(per_query):
+            h = int(rng.integers(0, 4))
+            m = int(np.clip(h + rng.integers(0, 3) - (1 if rng.random() < 0.3 else 0), 0, 3))
+            human.append((f"q{q}", f"d{q}_{d}", h))
+            llm.append((f"q{q}", f"d{q}_{d}", m))
+    return human, llm
+
+
+def _write_qrels(path: Path, rows: list) -> Path:
+    path.write_text("".join(f"{q} 0 {d} {g}\n" for q, d, g in rows))
+    return path
+
+
+def _write_csv(path: Path, rows: list) -> Path:
+    path.write_text("query_id,doc_id,grade\n" + "".join(f"{q},{d},{g}\n" for q, d, g in rows))
+    return path
+
+
+def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> dict:
+    assert main(["calibrate", *argv, "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_json_has_the_design_keys_and_reference_values(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    human, llm = _grades(1)
+    hp = _write_csv(tmp_path / "human.csv", human)
+    lp = _write_qrels(tmp_path / "llm.qrels", llm)
+    out = _json(capsys, ["--llm", str(lp), "--human", str(hp), "--bootstrap", "200"])
+    assert set(out) >= REQUIRED
+    h = [g for *_, g in human]
+    m = [g for *_, g in llm]
+    assert out["n"] == len(h)
+    assert out["cohen_kappa"] == pytest.approx(cohen_kappa_score(h, m))
+    assert out["weighted_kappa_quadratic"] == pytest.approx(
+        cohen_kappa_score(h, m, weights="quadratic", labels=[0, 1, 2, 3])
+    )
+    assert set(out["binary_kappa"]) == {"1", "2", "3"}
+    assert np.array(out["confusion"]).shape == (4, 4)
+    assert out["mean_bias"] == pytest.approx(np.mean(np.array(m) - np.array(h)))
+    assert out["weighted"] is False and out["manifest"] is None
+    lo, hi = out["intervals"]["cohen_kappa"]
+    assert lo < out["cohen_kappa"] < hi
+    assert len(out["per_query"]) == 12
+    assert "estimates" not in out  # people graded every LLM-graded pair
+    assert out["verdict"]["label"] in {"lenient", "strict", "balanced"}
+    assert any("--docs" in note for note in out["notes"])
+
+
+def test_same_seed_same_intervals_other_seed_other_intervals(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    human, llm = _grades(2)
+    args = ["--llm", str(_write_qrels(tmp_path / "l.txt", llm))]
+    args += ["--human", str(_write_qrels(tmp_path / "h.txt", human)), "--bootstrap", "300"]
+    a = _json(capsys, [*args, "--seed", "4"])["intervals"]
+    b = _json(capsys, [*args, "--seed", "4"])["intervals"]
+    c = _json(capsys, [*args, "--seed", "5"])["intervals"]
+    assert a == b
+    assert a != c
+
+
+def test_partial_human_grades_give_estimates_and_one_side_counts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    human, llm = _grades(3, n_queries=20)
+    part = [row for row in human if int(row[0][1:]) < 8] + [("q99", "extra", 1)]
+    out = _json(
+        capsys,
+        [
+            "--llm",
+            str(_write_qrels(tmp_path / "l.txt", llm)),
+            "--human",
+            str(_write_csv(tmp_path / "h.csv", part)),
+            "--bootstrap",
+            "100",
+        ],
+    )
+    assert out["counts"] == {
+        "paired": 8 * 15,
+        "llm_only": 12 * 15,
+        "human_only": 1,
+        "queries": 8,
+    }
+    share = out["estimates"]["relevant_share"]
+    assert set(share) >= {"llm_only", "human_only", "ppi", "ppi_ci"}
+    assert share["ppi_ci"][0] <= share["ppi"] <= share["ppi_ci"][1]
+    llm_grades = np.array([g for *_, g in llm])
+    assert share["llm_only"] == pytest.approx(np.mean(llm_grades >= 2))
+
+
+def test_manifest_beside_the_human_file_weights_every_figure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    human, llm = _grades(4)
+    hp = _write_csv(tmp_path / "sample.csv", human)
+    lp = _write_qrels(tmp_path / "llm.txt", llm)
+    plain = _json(capsys, ["--llm", str(lp), "--human", str(hp), "--bootstrap", "0"])
+    probs = [0.1 if g >= 2 else 0.5 for *_, g in human]
+    manifest = {
+        "strategy": "stratified",
+        "seed": 1,
+        "population": 1000,
+        "pairs": [
+            {"query_id": q, "doc_id": d, "inclusion_probability": p}
+            for (q, d, _), p in zip(human, probs, strict=True)
+        ],
+    }
+    (tmp_path / "sample.manifest.json").write_text(json.dumps(manifest))
+    weighted = _json(capsys, ["--llm", str(lp), "--human", str(hp), "--bootstrap", "0"])
+    assert weighted["weighted"] is True
+    assert weighted["manifest"].endswith("sample.manifest.json")
+    h = [g for *_, g in human]
+    m = [g for *_, g in llm]
+    w = 1 / np.array(probs)
+    assert weighted["cohen_kappa"] == pytest.approx(cohen_kappa_score(h, m, sample_weight=w))
+    assert weighted["cohen_kappa"] != pytest.approx(plain["cohen_kappa"])
+    ignored = _json(
+        capsys, ["--llm", str(lp), "--human", str(hp), "--bootstrap", "0", "--no-manifest"]
+    )
+    assert ignored["cohen_kappa"] == pytest.approx(plain["cohen_kappa"])
+
+
+def test_table_output_is_readable(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    human, llm = _grades(5)
+    code = main(
+        [
+            "calibrate",
+            "--llm",
+            str(_write_qrels(tmp_path / "l.txt", llm)),
+            "--human",
+            str(_write_qrels(tmp_path / "h.txt", human)),
+            "--bootstrap",
+            "50",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "Cohen's kappa" in out and "Confusion" in out and "Verdict:" in out
+
+
+def test_out_of_range_grade_is_an_error_unless_clamped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    human, llm = _grades(6)
+    llm[3] = (llm[3][0], llm[3][1], 5)
+    lp = _write_qrels(tmp_path / "l.txt", llm)
+    hp = _write_qrels(tmp_path / "h.txt", human)
+    assert main(["calibrate", "--llm", str(lp), "--human", str(hp)]) == 2
+    err = capsys.readouterr().err
+    assert "l.txt:4" in err
+    out = _json(capsys, ["--llm", str(lp), "--human", str(hp), "--clamp", "--bootstrap", "0"])
+    assert out["n"] == len(human)
+
+
+def test_no_common_pair_is_an_input_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lp = _write_qrels(tmp_path / "l.txt", [("q1", "a", 1)])
+    hp = _write_qrels(tmp_path / "h.txt", [("q2", "b", 1)])
+    assert main(["calibrate", "--llm", str(lp), "--human", str(hp)]) == 2
+    assert "no (query_id, doc_id) pair" in capsys.readouterr().err
+
+
+def test_docs_give_bias_by_length(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    human, llm = _grades(7)
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text(
+        "".join(
+            json.dumps({"doc_id": d, "text": "word " * (i % 50 + 1)}) + "\n"
+            for i, (_, d, _) in enumerate(human)
+        )
+    )
+    out = _json(
+        capsys,
+        [
+            "--llm",
+            str(_write_qrels(tmp_path / "l.txt", llm)),
+            "--human",
+            str(_write_qrels(tmp_path / "h.txt", human)),
+            "--docs",
+            str(docs),
+            "--bootstrap",
+            "0",
+        ],
+    )
+    rows = out["bias_by_length"]
+    assert len(rows) == 5
+    assert sum(r["n"] for r in rows) == len(human)
+    assert rows[0]["high"] < rows[-1]["low"]
+
+
+@pytest.mark.skipif(not DATA.exists(), reason="TREC DL 2019 data absent")
+def test_real_data_prints_the_reference_kappas(capsys: pytest.CaptureFixture[str]) -> None:
+    out = _json(
+        capsys,
+        [
+            "--llm",
+            str(DATA / "llm-labels" / "dl2019_test_4prompts_llama70b.txt"),
+            "--human",
+            str(DATA / "2019qrels-pass.txt"),
+            "--bootstrap",
+            "100",
+        ],
+    )
+    assert out["n"] == 9260
+    assert round(out["cohen_kappa"], 4) == 0.1666
+    assert round(out["weighted_kappa_quadratic"], 4) == 0.4611

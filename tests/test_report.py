@@ -1,0 +1,107 @@
+"""The HTML report: self-contained, with its pictures and numbers; opened in headless Chromium."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from calibration.report import render_report, write_report
+from calibration.summary import summarize
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def _summary(with_systems: bool = True) -> dict[str, Any]:
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for q in range(10):
+        for d in range(20):
+            h = int(rng.integers(0, 4))
+            rows.append((f"q{q}", f"d{q}_{d}", h, int(np.clip(h + rng.integers(-1, 2), 0, 3))))
+    frame = pd.DataFrame(rows, columns=["query_id", "doc_id", "human", "llm"])
+    human = frame.rename(columns={"human": "grade"})[["query_id", "doc_id", "grade"]]
+    llm = frame.rename(columns={"llm": "grade"})[["query_id", "doc_id", "grade"]]
+    lengths = {d: 50 + 10 * i for i, d in enumerate(frame["doc_id"])}
+    s = summarize(llm, human, doc_lengths=lengths, n_bootstrap=200)
+    if with_systems:
+        # the systems section as summarize() builds it from runs (see test_calibrate_cli)
+        from calibration.systems import compare_systems
+
+        s["systems"] = {
+            "measure": "nDCG(rel=2)@10",
+            "pool": "pairs graded on both sides",
+            **compare_systems(
+                {"bm25": 0.5, "dense": 0.6, "rand": 0.1}, {"bm25": 0.55, "dense": 0.5, "rand": 0.2}
+            ),
+        }
+    return s
+
+
+def test_report_is_self_contained_with_pictures_and_numbers(tmp_path: Path) -> None:
+    s = _summary()
+    path = tmp_path / "report.html"
+    write_report(path, s)
+    text = path.read_text()
+    assert text.count("<svg") == 4  # confusion, distributions, length bias, systems
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", text)
+    assert "<link" not in text and "@import" not in text
+    assert f'<span id="cohen_kappa">{s["cohen_kappa"]:.4f}</span>' in text
+    assert "Kendall tau" in text
+
+
+def test_report_escapes_names() -> None:
+    s = _summary()
+    s["systems"]["per_system"][0]["run"] = "<script>alert(1)</script>"
+    text = render_report(s)
+    assert "<script>alert(1)</script>" not in text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not CHROMIUM.exists() and shutil.which("chromium") is None, reason="chromium absent"
+)
+def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
+    playwright = pytest.importorskip("playwright.sync_api")
+    s = _summary()
+    path = tmp_path / "report.html"
+    write_report(path, s)
+    requests: list[str] = []
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            page = browser.new_page()
+            page.on("request", lambda r: requests.append(r.url))
+            page.goto(path.as_uri())
+            charts = page.locator("figure svg")
+            assert charts.count() == 4
+            for i in range(charts.count()):
+                box = charts.nth(i).bounding_box()
+                assert box is not None and box["width"] > 100 and box["height"] > 100
+            assert page.locator("#confusion-chart svg text").count() >= 16  # counts in cells
+            assert page.locator("#cohen_kappa").inner_text() == f"{s['cohen_kappa']:.4f}"
+            assert page.locator("#kendall_tau").inner_text() == f"{s['systems']['kendall_tau']:.4f}"
+            assert page.locator("#systems tbody tr").count() == 3
+            assert "LLM judge is" in page.locator("#verdict").inner_text()
+            confusion_cells = page.locator("#confusion tbody tr").first.locator("td")
+            assert confusion_cells.nth(1).inner_text() == str(s["confusion"][0][0])
+        finally:
+            browser.close()
+    assert requests == [path.as_uri()]  # nothing fetched from anywhere else
