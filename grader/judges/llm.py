@@ -214,20 +214,7 @@ class LLMJudge:
         await self.client.close()
 
     def _body(self, messages: list[dict[str, Any]], mode: OutputMode) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": messages,
-            "temperature": self.prompt.temperature,
-            "max_tokens": self.prompt.max_tokens,
-        }
-        if self.logprobs:
-            body["logprobs"] = True
-            if self.prompt.top_logprobs:
-                body["top_logprobs"] = self.prompt.top_logprobs
-        response_format = self.prompt.response_format(mode)
-        if response_format is not None:
-            body["response_format"] = response_format
-        return body
+        return request_body(self.prompt, self.model, messages, mode, logprobs=self.logprobs)
 
     # -- grading -------------------------------------------------------------------------------
 
@@ -501,6 +488,31 @@ class LLMJudge:
         for secret in self._secrets:
             text = text.replace(secret, "[redacted]")
         return text
+
+
+def request_body(
+    spec: PromptSpec,
+    model: str,
+    messages: list[dict[str, Any]],
+    mode: OutputMode,
+    *,
+    logprobs: bool | None = None,
+) -> dict[str, Any]:
+    """The chat.completions body: messages plus the prompt file's sampling and output format."""
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": messages,
+        "temperature": spec.temperature,
+        "max_tokens": spec.max_tokens,
+    }
+    if spec.logprobs if logprobs is None else logprobs:
+        body["logprobs"] = True
+        if spec.top_logprobs:
+            body["top_logprobs"] = spec.top_logprobs
+    response_format = spec.response_format(mode)
+    if response_format is not None:
+        body["response_format"] = response_format
+    return body
 
 
 def _reask_text(spec: PromptSpec, exc: InvalidReply) -> str:
