@@ -3,19 +3,21 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
-from typing import Any
 
-from openai import AsyncOpenAI
-
-from grader.judges.replies import InvalidReply, parse_completion
+from grader.cost import ModelPrice, PriceTable
+from grader.judges.llm import LLMJudge
+from grader.judges.retry import RetryPolicy
 from grader.keys import content_key
 from grader.models import Doc, Judgment, JudgmentError, PromptRef, Query
-from grader.prompts import PromptSpec, load_prompt, render_messages
+from grader.prompts import PromptSpec, load_prompt
 from grader.store import Store
 
 OLD_REF = PromptRef(name="passage", version="1", sha256="0" * 64)
+PRICES = PriceTable(
+    models={"fake-model": ModelPrice(input=1.0, cached_input=0.5, output=2.0)},
+    batch_discount=0.5,
+)
 OLD_FINGERPRINT = {"judge": "openai:old-model", "prompt_sha": OLD_REF.sha256}
 
 
@@ -67,65 +69,13 @@ def seed_store(path: Path, n: int = 6, *, failed: tuple[int, ...] = ()) -> list[
     return olds
 
 
-class MiniJudge:
-    """A small live LLM judge for these tests (json_schema mode, one re-ask-free attempt), built on
-    the project's prompt rendering and reply validator, like the real LLMJudge."""
-
-    def __init__(self, base_url: str, prompt: PromptSpec, model: str = "fake-model") -> None:
-        self.model = model
-        self.prompt = prompt
-        self.client = AsyncOpenAI(base_url=base_url, api_key="sk-test", max_retries=0)
-        self.calls = 0
-
-    @property
-    def judge_id(self) -> str:
-        return f"openai:{self.model}"
-
-    def fingerprint(self) -> dict[str, Any]:
-        return {
-            "judge": self.judge_id,
-            "model": self.model,
-            "prompt_sha": self.prompt.sha256,
-            **self.prompt.sampling(),
-        }
-
-    def build_request(self, query: Query, doc: Doc) -> dict[str, Any]:
-        messages, _ = render_messages(self.prompt, query, doc, mode="json_schema")
-        return {
-            "model": self.model,
-            "messages": messages,
-            "response_format": self.prompt.response_format("json_schema"),
-            "temperature": self.prompt.temperature,
-            "max_tokens": self.prompt.max_tokens,
-        }
-
-    async def judge(self, query: Query, doc: Doc, *, key: str) -> Judgment:
-        self.calls += 1
-        start = time.perf_counter()
-        response = await self.client.chat.completions.create(**self.build_request(query, doc))
-        body = response.model_dump()
-        common: dict[str, Any] = {
-            "query_id": query.query_id,
-            "doc_id": doc.doc_id,
-            "judge": self.judge_id,
-            "prompt": self.prompt.ref(),
-            "key": key,
-            "attempts": 1,
-            "latency_ms": (time.perf_counter() - start) * 1000,
-        }
-        try:
-            reply = parse_completion(body, mode="json_schema", spec=self.prompt)
-        except InvalidReply as exc:
-            return Judgment(
-                status="failed",
-                error=JudgmentError(type="InvalidReply", message=str(exc), raw_reply=exc.raw),
-                **common,
-            )
-        return Judgment(
-            status="ok",
-            grade=reply.grade,
-            reason=reply.reason,
-            usage=reply.usage,
-            cost=0.002,
-            **common,
-        )
+def live_judge(base_url: str, prompt: PromptSpec, model: str = "fake-model") -> LLMJudge:
+    """The real LLM judge against the fake server, with a price and near-instant retries."""
+    return LLMJudge(
+        model=model,
+        prompt=prompt,
+        base_url=base_url,
+        api_key="sk-test",
+        policy=RetryPolicy(max_attempts=3, base_delay=0.001, max_delay=0.01),
+        prices=PRICES,
+    )

@@ -15,13 +15,12 @@ from grader.batch.adapter import LLMBatchJudge
 from grader.batch.client import BatchClient
 from grader.batch.jobs import BatchOptions, BatchRunner
 from grader.batch.state import BatchState
-from grader.cost import PriceTable
 from grader.errors import JudgeError
 from grader.judges.retry import RetryPolicy
 from grader.regrade import parse_selection
 from grader.regrade_run import RegradeOutcome, regrade
 from grader.store import Store
-from tests.batch_helpers import MiniJudge, new_prompt, seed_store
+from tests.batch_helpers import PRICES, live_judge, new_prompt, seed_store
 from tests.fake_batch import BatchPlan, FakeBatchAPI
 from tests.fakeserver import FakeServer
 
@@ -46,8 +45,7 @@ class Setup:
         self.db = tmp_path / "store.db"
         self.olds = seed_store(self.db, n)
         self.prompt = new_prompt(tmp_path)
-        self.judge = MiniJudge(api.server.base_url, self.prompt)
-        self.prices = PriceTable(models={}, batch_discount=0.5)
+        self.judge = live_judge(api.server.base_url, self.prompt)
 
     def runner(self, store: Store, **options: Any) -> BatchRunner:
         client = BatchClient(
@@ -70,6 +68,7 @@ class Setup:
             judge_for=lambda config: batch_judge,
             job_config={"prompt": str(self.prompt.source), "model": self.judge.model},
             wait=wait,
+            batch_discount=PRICES.batch_discount,
         )
 
 
@@ -99,6 +98,7 @@ async def test_round_trip_keeps_both_versions(setup: Setup) -> None:
         diff = outcome.diff
         assert (diff.n, diff.failed, diff.pending, diff.batch_graded) == (6, 0, 0, 6)
         assert sum(map(sum, diff.transition)) == 6
+        assert diff.cost > 0 and diff.cost_without_batch == pytest.approx(2 * diff.cost)
         assert diff.changed == sum(
             1 for p in outcome.pairs if p.old and p.new and p.old.grade != p.new.grade
         )

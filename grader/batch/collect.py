@@ -25,11 +25,13 @@ JudgeLive = Callable[[Query, Doc, str], Awaitable[Judgment]]
 
 @dataclass(frozen=True)
 class LineProblem:
-    """Why a key got no usable answer from the batch."""
+    """Why a key got no usable answer from the batch (`judgment`: the failed judgment the
+    validator made of its output line, with that line's tokens, when there was one)."""
 
     type: str
     message: str
     raw_reply: str | None = None
+    judgment: Judgment | None = None
 
 
 @dataclass
@@ -110,8 +112,9 @@ def parse_result_files(
             error = judgment.error
             result.problems[key] = LineProblem(
                 error.type if error else "InvalidReply",
-                error.message if error else "not ok",
+                f"output line {number}: {error.message if error else 'not ok'}",
                 error.raw_reply if error else None,
+                judgment,
             )
             continue
         result.problems.pop(key, None)
@@ -138,6 +141,8 @@ def failed_judgment(
     key: str, query: Query, doc: Doc, problem: LineProblem, *, judge_id: str, prompt: Any
 ) -> Judgment:
     """The failed judgment recorded when a batch line is not retried live."""
+    if problem.judgment is not None:
+        return problem.judgment
     return Judgment(
         query_id=query.query_id,
         doc_id=doc.doc_id,
