@@ -17,7 +17,6 @@ import gzip
 import re
 import warnings
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -27,8 +26,7 @@ import pyarrow.csv as pacsv
 
 from grader.errors import InputError
 from grader.io.files import _open_binary, atomic_write, iter_lines
-
-Precision = Literal["float32", "float64"]
+from grader.metrics.ranking import Precision, rank_order, ranks_within
 
 RUN_COLUMNS = ("query_id", "q0", "doc_id", "file_rank", "score", "tag")
 QRELS_COLUMNS = ("query_id", "iteration", "doc_id", "grade")
@@ -275,48 +273,6 @@ def _numeric_scores(path: Path, frame: pd.DataFrame) -> np.ndarray:
     return scores
 
 
-def _sort_by_query_score(q: np.ndarray, key: np.ndarray) -> np.ndarray:
-    """Stable order by query code ascending, then score descending."""
-    if key.dtype == np.float32:
-        # One uint64 sort instead of a two-key lexsort: query code in the high 32 bits and the
-        # float32 mapped to an order-preserving uint32 (inverted, for descending) in the low.
-        bits = (key + np.float32(0.0)).view(np.uint32).astype(np.uint64)  # -0.0 becomes +0.0
-        sign = bits >> np.uint64(31)
-        mono = np.where(sign == 1, ~bits & np.uint64(0xFFFFFFFF), bits | np.uint64(0x80000000))
-        packed = (q.astype(np.uint64) << np.uint64(32)) | (np.uint64(0xFFFFFFFF) - mono)
-        return np.argsort(packed, kind="stable")
-    return np.lexsort((-key, q))
-
-
-def rank_order(
-    query_codes: np.ndarray, scores: np.ndarray, doc_ids: pd.Series, precision: Precision
-) -> np.ndarray:
-    """Row order of trec_eval: by query, score descending (in `precision`), doc id descending."""
-    key = scores.astype(np.float32 if precision == "float32" else np.float64)
-    n = len(key)
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    q = query_codes
-    same_query = q[1:] == q[:-1]
-    in_order = bool(np.all((q[1:] > q[:-1]) | (same_query & np.less_equal(key[1:], key[:-1]))))
-    order = np.arange(n) if in_order else _sort_by_query_score(q, key)
-    qs, ks = q[order], key[order]
-    tied = (qs[1:] == qs[:-1]) & (ks[1:] == ks[:-1])
-    if not tied.any():
-        return order
-    # Only rows that share (query, score) with a neighbour need the doc id tie-break.
-    in_tie = np.zeros(n, dtype=bool)
-    in_tie[1:] |= tied
-    in_tie[:-1] |= tied
-    pos = np.flatnonzero(in_tie)
-    group = np.cumsum(np.concatenate(([True], ~tied)))[pos]
-    dcodes, _ = pd.factorize(doc_ids.take(order[pos]), sort=True)
-    within = np.lexsort((-dcodes, group))
-    order = order.copy()
-    order[pos] = order[pos][within]
-    return order
-
-
 def read_run(path: str | Path, *, precision: Precision = "float32") -> pd.DataFrame:
     """Read a TREC run into [query_id, doc_id, score, rank], sorted by query then rank.
 
@@ -353,16 +309,6 @@ def _take(column: pd.Series, order: np.ndarray) -> pd.Series:
     if len(order) == len(values) and bool(np.all(order[1:] > order[:-1])):
         return values.reset_index(drop=True)
     return values.take(order).reset_index(drop=True)
-
-
-def ranks_within(query_codes: np.ndarray) -> np.ndarray:
-    """1-based position of each row within its run of equal query codes (rows grouped)."""
-    n = len(query_codes)
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    starts = np.flatnonzero(np.concatenate(([True], query_codes[1:] != query_codes[:-1])))
-    sizes = np.diff(np.append(starts, n))
-    return np.arange(n, dtype=np.int64) - np.repeat(starts, sizes) + 1
 
 
 def read_qrels(path: str | Path, *, clamp: bool = False) -> pd.DataFrame:

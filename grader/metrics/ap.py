@@ -1,0 +1,49 @@
+"""Average precision (AP, AP@k): mean of the precision at each relevant result's rank.
+
+    AP@k = (1 / n_relevant) * sum_{i <= k, rel_i >= threshold} P@i
+
+- n_relevant: documents judged relevant (grade >= threshold) in the qrels for the query,
+  returned or not, so relevant documents the run missed count as precision 0 (trec_eval's
+  map; AP@k is trec_eval's map_cut_k, which keeps the same denominator).
+- k: only relevant results within the top k add; without k the whole ranking counts.
+- threshold: binary relevance level, default 2; unjudged documents are not relevant.
+- Edge cases: a query with no relevant judged documents scores 0; so does an empty ranking.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from grader.metrics._lists import Grades, is_relevant, top
+from grader.metrics.measures import DEFAULT_THRESHOLD, Measure
+from grader.metrics.ranked import Ranked
+from grader.metrics.ranking import ranks_within
+
+
+def average_precision(
+    rels: Grades, n_relevant: int, threshold: int = DEFAULT_THRESHOLD, k: int | None = None
+) -> float:
+    """AP (AP@k) of one graded list, given the query's number of relevant judged documents."""
+    total, found = 0.0, 0
+    for i, grade in enumerate(top(rels, k), start=1):
+        if is_relevant(grade, threshold):
+            found += 1
+            total += found / i
+    if n_relevant < found:
+        raise ValueError(f"n_relevant={n_relevant} is less than the {found} relevant found")
+    return total / n_relevant if n_relevant else 0.0
+
+
+def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
+    """AP per qrels query (vectorised)."""
+    sel = ranked.grade >= measure.threshold
+    if measure.cutoff is not None:
+        sel &= ranked.rank <= measure.cutoff
+    query = ranked.query[sel]
+    # rows are sorted by query then rank, so the running count is the position among hits
+    found = ranks_within(query).astype(np.float64)
+    precisions = found / ranked.rank[sel]
+    total = np.bincount(query, weights=precisions, minlength=ranked.n_queries)
+    n_rel = ranked.n_relevant(measure.threshold)
+    return np.divide(total, n_rel, out=np.zeros_like(total), where=n_rel > 0)

@@ -1,0 +1,94 @@
+"""The vectorised qrels x run evaluator: per-query and mean tables (pandas).
+
+Which queries count (the denominator of every mean):
+
+- `missing="zero"` (default, like `trec_eval -c`): every query in the qrels counts; a query the
+  run does not answer scores 0 on every measure. A run cannot look better by skipping hard
+  queries.
+- `missing="skip"` (trec_eval's default): only queries that are both in the qrels and in the run.
+
+Queries of the run that the qrels do not know are ignored in both modes (no judgments, no
+score), as trec_eval does. Queries in the qrels with no relevant document count (and score 0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from grader.metrics import ap, judged, ndcg, precision, recall, rprec, rr, success
+from grader.metrics.measures import Measure, parse_measure
+from grader.metrics.ranked import Ranked, join
+from grader.metrics.ranking import Precision
+
+Missing = Literal["zero", "skip"]
+Kernel = Callable[[Measure, Ranked], npt.NDArray[np.float64]]
+
+KERNELS: dict[str, Kernel] = {
+    "nDCG": ndcg.compute,
+    "RR": rr.compute,
+    "P": precision.compute,
+    "R": recall.compute,
+    "AP": ap.compute,
+    "Rprec": rprec.compute,
+    "Success": success.compute,
+    "Judged": judged.compute,
+}
+
+
+def evaluate(
+    qrels: pd.DataFrame,
+    run: pd.DataFrame,
+    measures: Sequence[str | Measure],
+    *,
+    missing: Missing = "zero",
+    precision: Precision = "float32",
+) -> pd.DataFrame:
+    """Score `run` against `qrels`: a long frame [query_id, measure, value], one row per pair.
+
+    `qrels` has [query_id, doc_id, grade]; `run` has [query_id, doc_id] and `rank` (as read_run
+    gives, in trec_eval order) or `score` (ranked here, compared in `precision`). Measure names
+    in the output are canonical, with the threshold explicit (`RR(rel=2)@10`).
+    attrs: `missing` = qrels queries absent from the run (scored 0, or left out with
+    missing="skip"), `n_queries` = queries in the mean.
+    """
+    if missing not in ("zero", "skip"):
+        raise ValueError(f"missing must be 'zero' or 'skip', not {missing!r}")
+    parsed = [parse_measure(m) for m in measures]
+    ranked = join(qrels, run, precision=precision)
+    answered = ranked.returned > 0
+    keep = answered if missing == "skip" else np.ones(ranked.n_queries, dtype=bool)
+    qids = np.asarray(ranked.query_ids, dtype=object)[keep]
+    columns: dict[str, npt.NDArray[np.float64]] = {}
+    for measure in parsed:
+        values = KERNELS[measure.name](measure, ranked)
+        columns[str(measure)] = np.where(answered, values, 0.0)[keep]
+    n = len(qids)
+    frame = pd.DataFrame(
+        {
+            "query_id": pd.Series(np.tile(qids, len(columns)), dtype=str),
+            "measure": pd.Series(np.repeat(list(columns), n), dtype=str),
+            "value": np.concatenate(list(columns.values())) if columns else np.zeros(0),
+        }
+    )
+    frame.attrs["missing"] = [q for q, a in zip(ranked.query_ids, answered, strict=True) if not a]
+    frame.attrs["n_queries"] = n
+    return frame
+
+
+def mean_scores(per_query: pd.DataFrame) -> pd.DataFrame:
+    """The mean of each measure over the queries of an `evaluate` frame: [measure, value].
+
+    Measures keep their order. A mean over no queries (an empty run with missing="skip") is NaN.
+    """
+    order = list(dict.fromkeys(per_query["measure"]))
+    means = per_query.groupby("measure", sort=False)["value"].mean()
+    frame = pd.DataFrame(
+        {"measure": pd.Series(order, dtype=str), "value": [float(means[m]) for m in order]}
+    )
+    frame.attrs.update(per_query.attrs)
+    return frame

@@ -1,0 +1,40 @@
+"""Judged@k: the share of the top k results that carry any grade (0 included).
+
+    Judged@k = |{ i <= k : doc_i has a grade }| / k
+
+It shows where labels are still missing: a run scored with LLM labels that are absent for a
+third of its top 10 has Judged@10 = 0.67, and its other measures treat those documents as
+non-relevant.
+
+- k: the denominator is always k (as ir_measures), also when fewer than k documents were
+  returned. Without k, the share of the whole returned list (0 for an empty list).
+- No threshold: a grade of 0 is a judgment too.
+- Edge cases: an empty ranking scores 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from grader.metrics._lists import Grades, top
+from grader.metrics.measures import Measure
+from grader.metrics.ranked import Ranked
+
+
+def judged_at_k(rels: Grades, k: int | None = None) -> float:
+    """Judged@k of one list whose unjudged documents are None."""
+    shown = top(rels, k)
+    judged = sum(1 for g in shown if g is not None)
+    denominator = k if k is not None else len(rels)
+    return judged / denominator if denominator else 0.0
+
+
+def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
+    """Judged@k per qrels query (vectorised; every row of `ranked` has a grade)."""
+    k = measure.cutoff
+    if k is not None:
+        return ranked.per_query(ranked.rank <= k) / k
+    found = ranked.per_query(np.ones(len(ranked.rank), dtype=bool))
+    returned = ranked.returned.astype(np.float64)
+    return np.divide(found, returned, out=np.zeros_like(found), where=returned > 0)

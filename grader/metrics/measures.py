@@ -1,0 +1,171 @@
+"""Measure names as small immutable values that parse from and print back to the same string.
+
+Names follow ir_measures: `nDCG@10`, `nDCG`, `RR`, `RR@10`, `P@10`, `R@100`, `AP`, `AP@100`,
+`Rprec`, `Success@10`, `Judged@10`; a binary threshold is written `(rel=N)` and exponential gain
+`(gain=exp)`, e.g. `P(rel=3)@10`, `nDCG(gain=exp)@10`.
+
+The binary threshold defaults to 2 (grades 0..3: TREC DL's and the specification's convention)
+and is always printed, so `RR` prints as `RR(rel=2)`: a number never travels without the
+threshold that produced it. nDCG uses the grades themselves as gains and Judged counts any
+grade, so neither takes a threshold.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from grader.errors import InputError
+
+DEFAULT_THRESHOLD = 2
+MIN_THRESHOLD = 1
+MAX_THRESHOLD = 3
+
+#: Canonical family names; the value says whether the family takes a threshold and a cutoff.
+FAMILIES: dict[str, tuple[bool, bool]] = {
+    # name: (takes rel=, takes @k)
+    "nDCG": (False, True),
+    "RR": (True, True),
+    "P": (True, True),
+    "R": (True, True),
+    "AP": (True, True),
+    "Rprec": (True, False),
+    "Success": (True, True),
+    "Judged": (False, True),
+}
+
+#: Other spellings people type (matched case-insensitively) and the family they mean.
+ALIASES: dict[str, str] = {
+    "ndcg": "nDCG",
+    "rr": "RR",
+    "mrr": "RR",
+    "recip_rank": "RR",
+    "p": "P",
+    "precision": "P",
+    "r": "R",
+    "recall": "R",
+    "ap": "AP",
+    "map": "AP",
+    "rprec": "Rprec",
+    "success": "Success",
+    "judged": "Judged",
+}
+
+GAINS = ("linear", "exp")
+
+_NAME_RE = re.compile(r"^\s*([A-Za-z_]+)\s*(?:\(([^)]*)\))?\s*(?:@\s*(\S+))?\s*$")
+
+MEASURE_HELP = (
+    "nDCG@k (linear gain, or nDCG(gain=exp)@k), RR(rel=N)@k, P(rel=N)@k, R(rel=N)@k, "
+    "AP(rel=N)[@k], Rprec(rel=N), Success(rel=N)@k, Judged@k; the @k part is optional except "
+    "for P, R and Success"
+)
+
+
+@dataclass(frozen=True, order=True)
+class Measure:
+    """One measure: family name, cutoff k (None = whole ranking), threshold and gain.
+
+    `rel` is the binary threshold (a document is relevant when grade >= rel); it is None for
+    nDCG and Judged. `gain` is "linear" or "exp" for nDCG and None otherwise.
+    """
+
+    name: str
+    cutoff: int | None = None
+    rel: int | None = None
+    gain: str | None = None
+
+    def __str__(self) -> str:
+        params = []
+        if self.rel is not None:
+            params.append(f"rel={self.rel}")
+        if self.gain == "exp":
+            params.append("gain=exp")
+        text = self.name + (f"({','.join(params)})" if params else "")
+        return text + (f"@{self.cutoff}" if self.cutoff is not None else "")
+
+    @property
+    def threshold(self) -> int:
+        """The binary threshold; only for measures that take one."""
+        if self.rel is None:
+            raise ValueError(f"{self} has no binary threshold")
+        return self.rel
+
+
+def _bad(name: str, why: str, hint: str = MEASURE_HELP) -> InputError:
+    return InputError(f"measure {name!r}: {why}", hint=hint)
+
+
+def parse_measure(name: str | Measure, *, default_rel: int = DEFAULT_THRESHOLD) -> Measure:
+    """Parse `nDCG@10`, `RR(rel=3)@10`, `nDCG(gain=exp)` ... into a Measure.
+
+    The family is matched case-insensitively (`MRR` and `map` are accepted as RR and AP);
+    `str(parse_measure(x))` is the canonical spelling, with the threshold explicit.
+    Raises InputError naming what is wrong and listing the valid names.
+    """
+    if isinstance(name, Measure):
+        return name
+    match = _NAME_RE.match(name)
+    if not match:
+        raise _bad(name, "not a measure name")
+    family_text, params_text, cutoff_text = match.groups()
+    family = ALIASES.get(family_text.lower())
+    if family is None:
+        raise _bad(name, f"unknown measure {family_text!r}")
+    takes_rel, takes_cutoff = FAMILIES[family]
+    cutoff: int | None = None
+    if cutoff_text is not None:
+        if not takes_cutoff:
+            raise _bad(name, f"{family} takes no @k cutoff")
+        if not cutoff_text.isdigit() or int(cutoff_text) < 1:
+            raise _bad(name, f"the cutoff {cutoff_text!r} must be a positive integer")
+        cutoff = int(cutoff_text)
+    elif family in ("P", "Success"):
+        raise _bad(name, f"{family} needs a cutoff, e.g. {family}@10")
+    rel: int | None = default_rel if takes_rel else None
+    gain: str | None = "linear" if family == "nDCG" else None
+    for part in (params_text or "").split(","):
+        if not part.strip():
+            continue
+        key, sep, value = (s.strip() for s in part.partition("="))
+        if not sep:
+            raise _bad(name, f"parameter {part.strip()!r} must be key=value")
+        if key == "rel":
+            if not takes_rel:
+                raise _bad(
+                    name,
+                    f"{family} takes no threshold",
+                    "nDCG uses the grades as gains and Judged counts any grade",
+                )
+            if not value.isdigit() or not MIN_THRESHOLD <= int(value) <= MAX_THRESHOLD:
+                raise _bad(
+                    name, f"rel={value} is not a grade threshold", "use rel=1, rel=2 or rel=3"
+                )
+            rel = int(value)
+        elif key == "gain":
+            if family != "nDCG":
+                raise _bad(name, f"{family} takes no gain")
+            if value not in GAINS:
+                raise _bad(name, f"unknown gain {value!r}", "use gain=linear or gain=exp")
+            gain = value
+        else:
+            raise _bad(name, f"unknown parameter {key!r}", "parameters are rel=N and gain=exp")
+    return Measure(family, cutoff, rel, gain)
+
+
+def parse_measures(names: list[str] | tuple[str, ...]) -> list[Measure]:
+    """Parse several names, dropping repeats while keeping the given order."""
+    seen: dict[Measure, None] = {}
+    for name in names:
+        seen.setdefault(parse_measure(name), None)
+    return list(seen)
+
+
+DEFAULT_MEASURES: tuple[str, ...] = (
+    "nDCG@10",
+    "RR(rel=2)@10",
+    "P(rel=2)@10",
+    "R(rel=2)@100",
+    "AP(rel=2)",
+    "Judged@10",
+)

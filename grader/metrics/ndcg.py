@@ -1,0 +1,70 @@
+"""Normalised discounted cumulative gain (nDCG, nDCG@k), trec_eval's ndcg and ndcg_cut.
+
+    DCG@k  = sum_{i <= k} gain(rel_i) / log2(i + 1)
+    nDCG@k = DCG@k / IDCG@k
+
+- gain: linear, gain(g) = g (trec_eval's default), or exponential, gain(g) = 2^g - 1
+  (`nDCG(gain=exp)`, Burges et al.); unjudged documents gain 0.
+- IDCG@k is the DCG@k of the *ideal* ranking built from ALL judged grades of the query, sorted
+  descending, whether the run returned those documents or not. Building the ideal from the
+  returned list instead is a common misuse: a run that returns 3 of 5 relevant documents at
+  the top then gets nDCG = 1.0 beside Recall = 0.6, hiding exactly what the run missed.
+- k: both DCG and IDCG are cut at k; without k, DCG covers the whole ranking and IDCG every
+  judged document. k past the end of the list adds nothing more.
+- No threshold: the grades themselves are the gains.
+- Edge cases: a query with no judged grade above 0 (IDCG = 0) scores 0, as in trec_eval;
+  an empty ranking scores 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from grader.metrics._lists import Grades, top
+from grader.metrics.measures import Measure
+from grader.metrics.ranked import Ranked
+
+Gain = str
+
+
+def _gain(grade: int | None, gain: Gain) -> float:
+    if grade is None or grade <= 0:
+        return 0.0
+    if gain == "exp":
+        return float(2**grade - 1)
+    if gain == "linear":
+        return float(grade)
+    raise ValueError(f"unknown gain {gain!r}; use 'linear' or 'exp'")
+
+
+def dcg(rels: Grades, k: int | None = None, gain: Gain = "linear") -> float:
+    """DCG of one graded list (the first k results when k is given)."""
+    return sum(_gain(g, gain) / float(np.log2(i + 1)) for i, g in enumerate(top(rels, k), 1))
+
+
+def ndcg(rels: Grades, ideal: Sequence[int], k: int | None = None, gain: Gain = "linear") -> float:
+    """nDCG of one graded list against `ideal`, all the judged grades of the query (any order)."""
+    best = dcg(sorted(ideal, reverse=True), k, gain)
+    return dcg(rels, k, gain) / best if best > 0 else 0.0
+
+
+def _gains(grades: npt.NDArray[np.int64], gain: str | None) -> npt.NDArray[np.float64]:
+    positive = np.maximum(grades, 0).astype(np.float64)
+    return np.exp2(positive) - 1.0 if gain == "exp" else positive
+
+
+def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
+    """nDCG per qrels query (vectorised)."""
+    k = measure.cutoff
+    sel = ranked.rank <= k if k is not None else np.ones(len(ranked.rank), dtype=bool)
+    weights = _gains(ranked.grade, measure.gain) / np.log2(ranked.rank + 1.0)
+    actual = ranked.per_query(sel, weights)
+    isel = ranked.ideal_pos <= k if k is not None else np.ones(len(ranked.ideal_pos), dtype=bool)
+    iweights = _gains(ranked.ideal_grade[isel], measure.gain) / np.log2(
+        ranked.ideal_pos[isel] + 1.0
+    )
+    best = np.bincount(ranked.ideal_query[isel], weights=iweights, minlength=ranked.n_queries)
+    return np.divide(actual, best, out=np.zeros_like(actual), where=best > 0)

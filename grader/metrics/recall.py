@@ -1,0 +1,41 @@
+"""Recall at k (R@k): the share of the query's relevant judged documents found in the top k.
+
+    R@k = |{ i <= k : rel_i >= threshold }| / n_relevant
+
+- n_relevant: the number of documents *judged* relevant for the query (grade >= threshold) in
+  the qrels, returned or not: never the number returned.
+- k: only the first k results count; without k the whole ranking counts (trec_eval's
+  set_recall). k past the end of the list looks at all of it.
+- threshold: binary relevance level, default 2; unjudged documents are not relevant.
+- Edge cases: a query with no relevant judged documents scores 0 (as trec_eval), as does an
+  empty ranking.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from grader.metrics._lists import Grades, hits, top
+from grader.metrics.measures import DEFAULT_THRESHOLD, Measure
+from grader.metrics.ranked import Ranked
+
+
+def recall_at_k(
+    rels: Grades, k: int | None, n_relevant: int, threshold: int = DEFAULT_THRESHOLD
+) -> float:
+    """R@k of one graded list, given the query's number of relevant judged documents."""
+    found = hits(top(rels, k), threshold)
+    if n_relevant < found:
+        raise ValueError(f"n_relevant={n_relevant} is less than the {found} relevant found")
+    return found / n_relevant if n_relevant else 0.0
+
+
+def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
+    """R@k per qrels query (vectorised)."""
+    sel = ranked.grade >= measure.threshold
+    if measure.cutoff is not None:
+        sel &= ranked.rank <= measure.cutoff
+    found = ranked.per_query(sel)
+    n_rel = ranked.n_relevant(measure.threshold)
+    return np.divide(found, n_rel, out=np.zeros_like(found), where=n_rel > 0)

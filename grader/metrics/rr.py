@@ -1,0 +1,54 @@
+"""Reciprocal rank (RR, RR@k) and its mean over queries (MRR).
+
+Definition: 1 / the rank of the first relevant document (grade >= threshold) in the ranking,
+or 0 when no relevant document is returned (within the top k for RR@k).
+
+    RR@k = 1 / min{ i <= k : rel_i >= threshold }      (0 if the set is empty)
+
+- k: only the first k results are looked at; k past the end of the list looks at all of it.
+  Without k the whole ranking counts (trec_eval's recip_rank). RR@k equals trec_eval's
+  recip_rank on the run cut to its top k.
+- threshold: the binary relevance level, default 2 for 0..3 grades (trec_eval's
+  -l/relevance_level). Unjudged documents are not relevant.
+- Edge cases: an empty ranking or a query with no relevant documents scores 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import numpy.typing as npt
+
+from grader.metrics._lists import Grades, is_relevant, top
+from grader.metrics.measures import DEFAULT_THRESHOLD, Measure
+from grader.metrics.ranked import Ranked
+
+
+def reciprocal_rank(
+    rels: Grades, threshold: int = DEFAULT_THRESHOLD, k: int | None = None
+) -> float:
+    """RR of one graded list: 1/rank of the first grade >= threshold, 0 when none."""
+    for i, grade in enumerate(top(rels, k), start=1):
+        if is_relevant(grade, threshold):
+            return 1.0 / i
+    return 0.0
+
+
+def mrr(lists: Iterable[Grades], threshold: int = DEFAULT_THRESHOLD, k: int | None = None) -> float:
+    """Mean reciprocal rank over the queries' graded lists (each query counts once)."""
+    values = [reciprocal_rank(rels, threshold, k) for rels in lists]
+    if not values:
+        raise ValueError("MRR of no queries is undefined")
+    return sum(values) / len(values)
+
+
+def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
+    """RR per qrels query (vectorised)."""
+    sel = ranked.grade >= measure.threshold
+    if measure.cutoff is not None:
+        sel &= ranked.rank <= measure.cutoff
+    out = np.zeros(ranked.n_queries, dtype=np.float64)
+    queries, first = np.unique(ranked.query[sel], return_index=True)
+    out[queries] = 1.0 / ranked.rank[sel][first]
+    return out

@@ -1,0 +1,32 @@
+"""Success at k (Success@k): 1 when any of the top k results is relevant, else 0.
+
+    Success@k = 1 if |{ i <= k : rel_i >= threshold }| > 0 else 0
+
+- k: required; k past the end of the list looks at all of it (trec_eval's success_k).
+- threshold: binary relevance level, default 2; unjudged documents are not relevant.
+- Edge cases: an empty ranking or a query with no relevant documents scores 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from grader.metrics._lists import Grades, check_k, hits, top
+from grader.metrics.measures import DEFAULT_THRESHOLD, Measure
+from grader.metrics.ranked import Ranked
+
+
+def success_at_k(rels: Grades, k: int, threshold: int = DEFAULT_THRESHOLD) -> float:
+    """Success@k of one graded list (1.0 or 0.0)."""
+    check_k(k)
+    return 1.0 if hits(top(rels, k), threshold) else 0.0
+
+
+def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
+    """Success@k per qrels query (vectorised)."""
+    k = measure.cutoff
+    if k is None:
+        raise ValueError("Success needs a cutoff")
+    sel = (ranked.grade >= measure.threshold) & (ranked.rank <= k)
+    return (ranked.per_query(sel) > 0).astype(np.float64)
