@@ -1,0 +1,250 @@
+"""Grade tables for calibration: human grades (CSV or qrels) and LLM grades (judgments or qrels).
+
+Both readers return a DataFrame `[query_id, doc_id, grade, ...]` (ids as text, grade an int in
+0..3), told apart by content, not by file name:
+
+- Human grades: a CSV whose header holds `query_id,doc_id,grade` (`qid`/`docid` accepted, any case)
+  with more columns kept as they are (numbers when every value is a number), or TREC qrels. A CSV
+  row with an empty grade is a pair nobody has graded yet (e.g. a sample still being annotated): it
+  is left out and counted in `attrs["ungraded"]`, never read as 0.
+- LLM grades: a judgments JSONL (only `ok` judgments give rows; `attrs["failed"]` counts the
+  failed ones, which are never turned into grades) or TREC qrels. From judgments the frame also
+  holds `judge`, and `expected_grade` and `confidence` when at least one judgment has them.
+
+A grade outside 0..3 is an error naming file and line unless `clamp=True` (then it moves to the
+nearest of 0 and 3, counted in `attrs["clamped"]`); the same (query, doc) twice is an error naming
+both lines.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from grader.errors import InputError
+from grader.io._records import content_lines, empty_file_error
+from grader.io.files import iter_lines
+from grader.io.judgments import iter_judgments
+from grader.io.trec import read_qrels
+
+MIN_GRADE = 0
+MAX_GRADE = 3
+_HEADER_ALIASES = {"qid": "query_id", "docid": "doc_id"}
+_REQUIRED = ("query_id", "doc_id", "grade")
+_HUMAN_EXAMPLE = "a CSV with the header query_id,doc_id,grade, or TREC qrels (qid 0 docid grade)"
+
+
+def _first_line(path: str | Path) -> str | None:
+    for _, line in content_lines(path):
+        return line
+    return None
+
+
+def _looks_like_qrels(line: str) -> bool:
+    cells = line.split()
+    return len(cells) == 4 and "," not in line and cells[3].lstrip("-").isdigit()
+
+
+def read_human_grades(path: str | Path, *, clamp: bool = False) -> pd.DataFrame:
+    """Human grades from a CSV (`query_id,doc_id,grade`, more columns kept) or TREC qrels."""
+    first = _first_line(path)
+    if first is None:
+        raise empty_file_error(path, "grades", _HUMAN_EXAMPLE)
+    frame = _qrels_frame(path, clamp) if _looks_like_qrels(first) else _read_csv(path, clamp)
+    frame.attrs["path"] = str(path)
+    return frame
+
+
+def _qrels_frame(path: str | Path, clamp: bool) -> pd.DataFrame:
+    frame = read_qrels(path, clamp=clamp)
+    if frame.empty:
+        raise empty_file_error(path, "grades", _HUMAN_EXAMPLE)
+    frame.attrs["source"] = "qrels"
+    frame.attrs.setdefault("clamped", 0)
+    frame.attrs["ungraded"] = 0
+    return frame
+
+
+def _csv_rows(path: str | Path) -> Iterator[tuple[int, list[str]]]:
+    """(line number, cells) of every non-blank CSV record; quoted fields may span lines."""
+    lines = (line + "\n" for _, line in iter_lines(path))
+    reader = csv.reader(lines, strict=True)
+    try:
+        for row in reader:
+            if row and any(cell.strip() for cell in row):
+                yield reader.line_num, row
+    except csv.Error as exc:
+        raise InputError(f"malformed CSV ({exc})", path=path, line=reader.line_num) from None
+
+
+def _header(path: str | Path, lineno: int, row: list[str]) -> list[str]:
+    names = [_HEADER_ALIASES.get(c.strip().lower(), c.strip().lower()) for c in row]
+    missing = [c for c in _REQUIRED if c not in names]
+    if missing:
+        raise InputError(
+            f"the CSV header lacks {', '.join(missing)} (found: {', '.join(row)})",
+            path=path,
+            line=lineno,
+            hint="the first line must name the columns, e.g. query_id,doc_id,grade",
+        )
+    for name in names:
+        if names.count(name) > 1:
+            raise InputError(f"the CSV header names {name!r} twice", path=path, line=lineno)
+    return names
+
+
+def parse_grade(text: str, *, clamp: bool, path: str | Path, lineno: int) -> tuple[int, bool]:
+    """A grade cell as an int in 0..3 and whether it was clamped; anything else is an error."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value != round(value):
+        raise InputError(
+            f"grade {text!r} is not an integer",
+            path=path,
+            line=lineno,
+            hint="grades are integers 0..3",
+        )
+    grade = int(value)
+    if MIN_GRADE <= grade <= MAX_GRADE:
+        return grade, False
+    if not clamp:
+        raise InputError(
+            f"grade {grade} is outside {MIN_GRADE}..{MAX_GRADE}",
+            path=path,
+            line=lineno,
+            hint="fix the grade, or pass --clamp to move it to the nearest of 0 and 3",
+        )
+    return min(MAX_GRADE, max(MIN_GRADE, grade)), True
+
+
+def _read_csv(path: str | Path, clamp: bool) -> pd.DataFrame:
+    rows = _csv_rows(path)
+    first = next(rows, None)
+    if first is None:
+        raise empty_file_error(path, "grades", _HUMAN_EXAMPLE)
+    header_line, header_row = first
+    names = _header(path, header_line, header_row)
+    columns: dict[str, list[Any]] = {name: [] for name in names}
+    seen: dict[tuple[str, str], int] = {}
+    clamped = ungraded = 0
+    for n, row in rows:
+        if len(row) != len(names):
+            raise InputError(
+                f"expected {len(names)} columns like the header, found {len(row)}",
+                path=path,
+                line=n,
+                hint="quote a field that holds a comma",
+            )
+        cells = dict(zip(names, row, strict=True))
+        qid, did = cells["query_id"].strip(), cells["doc_id"].strip()
+        if not qid or not did:
+            raise InputError("query_id and doc_id must not be empty", path=path, line=n)
+        pair = (qid, did)
+        if pair in seen:
+            raise InputError(
+                f"the pair ({qid}, {did}) appears twice, on lines {seen[pair]} and {n}",
+                path=path,
+                line=n,
+                hint="keep one grade per pair",
+            )
+        seen[pair] = n
+        if not cells["grade"].strip():
+            ungraded += 1
+            continue
+        grade, was_clamped = parse_grade(cells["grade"].strip(), clamp=clamp, path=path, lineno=n)
+        clamped += was_clamped
+        cells["query_id"], cells["doc_id"] = qid, did
+        for name in names:
+            columns[name].append(grade if name == "grade" else cells[name])
+    if not columns["grade"]:
+        what = f"all {ungraded} rows have an empty grade" if ungraded else "no grades"
+        raise InputError(f"{what} in the file", path=path, hint=f"expected {_HUMAN_EXAMPLE}")
+    frame = pd.DataFrame(columns)
+    frame["grade"] = frame["grade"].astype("int64")
+    for name in names:
+        if name not in _REQUIRED:
+            frame[name] = _maybe_numeric(frame[name])
+    ordered = list(_REQUIRED) + [c for c in names if c not in _REQUIRED]
+    frame = frame[ordered]
+    frame.attrs.update(source="csv", clamped=clamped, ungraded=ungraded)
+    return frame
+
+
+def _maybe_numeric(column: pd.Series) -> pd.Series:
+    """The column as numbers when every non-empty value is one (empty -> NaN), else as text."""
+    stripped = column.astype(str).str.strip()
+    numbers = pd.to_numeric(stripped.where(stripped != "", None), errors="coerce")
+    if numbers.notna().sum() == (stripped != "").sum() and (stripped != "").any():
+        return numbers
+    return column.astype(str)
+
+
+def read_llm_grades(
+    path: str | Path, *, clamp: bool = False, judge: str | None = None
+) -> pd.DataFrame:
+    """LLM grades from a judgments JSONL (ok judgments only) or TREC qrels.
+
+    `judge` keeps only the judgments of that judge id (a file holding several judges' lines for
+    the same pair needs it). `attrs["failed"]` counts failed judgments left out.
+    """
+    first = _first_line(path)
+    if first is None:
+        raise empty_file_error(path, "grades", "a judgments JSONL or TREC qrels")
+    if not first.lstrip().startswith("{"):
+        frame = _qrels_frame(path, clamp)
+        frame.attrs["failed"] = 0
+        frame.attrs["path"] = str(path)
+        return frame
+    rows: list[dict[str, Any]] = []
+    seen: dict[tuple[str, str], tuple[int, str]] = {}
+    failed = 0
+    for n, j in iter_judgments(path, clamp=clamp):
+        if judge is not None and j.judge != judge:
+            continue
+        pair = (j.query_id, j.doc_id)
+        if pair in seen:
+            first_line, first_judge = seen[pair]
+            hint = "keep one judgment per pair"
+            if first_judge != j.judge:
+                hint = f"the file mixes judges {first_judge!r} and {j.judge!r}; pick one"
+            raise InputError(
+                f"the pair ({j.query_id}, {j.doc_id}) appears twice, on lines {first_line} and {n}",
+                path=path,
+                line=n,
+                hint=hint,
+            )
+        seen[pair] = (n, j.judge)
+        if j.status != "ok":
+            failed += 1
+            continue
+        rows.append(
+            {
+                "query_id": j.query_id,
+                "doc_id": j.doc_id,
+                "grade": j.grade,
+                "judge": j.judge,
+                "expected_grade": j.expected_grade,
+                "confidence": j.confidence,
+            }
+        )
+    if not rows:
+        what = f"all {failed} judgments failed" if failed else "no judgments"
+        if judge is not None and not failed:
+            what += f" by judge {judge!r}"
+        raise InputError(f"{what}; there are no grades to use", path=path)
+    frame = pd.DataFrame(rows)
+    frame["grade"] = frame["grade"].astype("int64")
+    for optional in ("expected_grade", "confidence"):
+        if frame[optional].isna().all():
+            frame = frame.drop(columns=optional)
+        else:
+            frame[optional] = frame[optional].astype("float64")
+    frame.attrs.update(source="judgments", failed=failed, path=str(path))
+    return frame
