@@ -1,17 +1,149 @@
-"""`relgrade annotate` (being built; see the issue tracker)."""
+"""`relgrade annotate SAMPLE.csv`: grade a blind sample in a local web page, or export the grades.
+
+Serve: opens a page on 127.0.0.1 (a free port unless `--port`) showing one query and document at
+a time; keys 0-3 grade, ← / k back, → / j skip. Every grade is appended (fsynced) to
+`SAMPLE.<annotator>.grades.jsonl` beside the sample; reopening resumes at the first ungraded item.
+A second person uses another `--annotator` and gets their own file.
+
+Export: `relgrade annotate SAMPLE.csv --export human.csv [--annotator NAME]` writes that
+person's latest grades as `query_id,doc_id,grade,annotator` with the sample's manifest copied
+beside (`human.manifest.json`), ready for `relgrade calibrate --human human.csv`.
+
+The scale's meanings come from the prompt named by `--prompt`, else the one the sample's
+judgments were graded with (from its manifest); without either, plain 0..3 labels are shown.
+"""
 
 from __future__ import annotations
 
 import argparse
+import getpass
+import re
+import sys
+import time
+import webbrowser
+from pathlib import Path
 from typing import Any
 
-from grader.errors import RelgradeError
+from calibration.blind import HumanGrade, read_blind_csv, write_human_csv
+from calibration.manifest import (
+    Manifest,
+    copy_manifest_beside,
+    find_manifest,
+    read_manifest,
+)
+from grader.annotate.gradelog import GradeLog, grade_log_path
+from grader.annotate.scale import neutral_scale, prompt_scale
+from grader.annotate.server import AnnotateItem, AnnotateServer
+from grader.errors import InputError, RelgradeError
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser("annotate", help="(not built yet)")
+    parser = sub.add_parser(
+        "annotate",
+        help="grade a blind sample in a local web page (keys 0-3), or export the grades",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("sample", metavar="SAMPLE.csv", help="blind sample from `relgrade sample`")
+    parser.add_argument(
+        "--annotator", help="who is grading (names the grades file; default: your login name)"
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=0, help="port (default 0: a free one)")
+    parser.add_argument("--no-browser", action="store_true", help="only print the URL")
+    parser.add_argument("--prompt", help="prompt whose scale meanings to show")
+    parser.add_argument("--export", metavar="HUMAN.csv", help="write this annotator's grades")
     parser.set_defaults(func=run)
 
 
+def default_annotator() -> str:
+    """The login name made safe for a file name, or `annotator`."""
+    try:
+        name = getpass.getuser()
+    except (OSError, KeyError):
+        name = ""
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", name).strip("._-")[:64]
+    return name or "annotator"
+
+
+def _manifest(sample: str) -> Manifest | None:
+    found = find_manifest(sample)
+    return read_manifest(found) if found else None
+
+
+def _scale(args: argparse.Namespace, manifest: Manifest | None) -> list[tuple[int, str]]:
+    name = args.prompt or (manifest.prompt if manifest else None)
+    if not name:
+        print("scale: no prompt named (--prompt), showing plain 0..3", file=sys.stderr)
+        return neutral_scale()
+    try:
+        return prompt_scale(name)
+    except RelgradeError as exc:
+        if args.prompt:
+            raise
+        print(f"scale: {exc}; showing plain 0..3", file=sys.stderr)
+        return neutral_scale()
+
+
 def run(args: argparse.Namespace) -> int:
-    raise RelgradeError("relgrade annotate is not built yet")
+    annotator = args.annotator or default_annotator()
+    log = GradeLog(grade_log_path(args.sample, annotator), annotator)
+    items, _ = read_blind_csv(args.sample)
+    manifest = _manifest(args.sample)
+    if args.export:
+        return _export(args, items, log, manifest)
+    page_items = [
+        AnnotateItem(i.query_id, i.doc_id, i.query, i.document, i.title, i.path) for i in items
+    ]
+    server = AnnotateServer(
+        page_items,
+        log,
+        _scale(args, manifest),
+        host=args.host,
+        port=args.port,
+        title=f"relgrade annotate: {Path(args.sample).name}",
+    )
+    url = server.start()
+    done = len({(i.query_id, i.doc_id) for i in items}.intersection(log.read()))
+    print(f"grading {args.sample} as {annotator}: {done} of {len(items)} graded so far")
+    print(f"grades are saved to {log.path}")
+    print(f"open {url}  (Ctrl-C to stop)", flush=True)
+    if not args.no_browser:
+        webbrowser.open(url)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        print(f"stopped; grades are in {log.path}")
+    finally:
+        server.stop()
+    return 0
+
+
+def _export(
+    args: argparse.Namespace, items: list[Any], log: GradeLog, manifest: Manifest | None
+) -> int:
+    if not log.path.exists():
+        raise InputError(
+            f"no grades by {log.annotator} yet ({log.path.name} is missing)",
+            path=args.sample,
+            hint="grade with `relgrade annotate SAMPLE.csv` first, or pick --annotator",
+        )
+    latest = log.read()
+    grades = [
+        HumanGrade(i.query_id, i.doc_id, latest[(i.query_id, i.doc_id)], log.annotator)
+        for i in items
+        if (i.query_id, i.doc_id) in latest
+    ]
+    if not grades:
+        raise InputError(f"{log.annotator} has graded none of the sample", path=log.path)
+    write_human_csv(args.export, grades)
+    print(f"wrote {len(grades)} of {len(items)} grades by {log.annotator} to {args.export}")
+    if len(grades) < len(items):
+        print(f"note: {len(items) - len(grades)} item(s) are not graded yet", file=sys.stderr)
+    if manifest is not None:
+        beside = copy_manifest_beside(manifest, args.export)
+        print(f"copied the sample manifest to {beside} (calibrate weights by it)")
+    else:
+        print("note: no manifest beside the sample; calibrate will not weight", file=sys.stderr)
+    return 0
