@@ -170,5 +170,8 @@ def _fit_lexical(args: argparse.Namespace) -> int:
         print(f"lexical thresholds fitted on {result['n']} human-graded pairs:")
         for grade, value in zip((1, 2, 3), result["thresholds"], strict=True):
             print(f"  grade >= {grade} when score >= {value:.4f}")
+        kappa = result["weighted_kappa_quadratic"]
+        shown = "n/a" if kappa is None else f"{kappa:.4f}"
+        print(f"quadratic-weighted kappa of the fitted grades with the human ones: {shown}")
         print(f"written to {result['path']}")
     return 0

@@ -1,0 +1,72 @@
+"""`calibrate --fit-lexical`: fit the offline lexical judge's thresholds on human grades.
+
+Scores every human-graded pair with the lexical judge (collection statistics from all of
+`--docs`, as when grading), fits the three thresholds (`grader.judges.lexical_fit`, which
+maximises quadratic-weighted kappa), and writes a complete settings file. By default that is the
+file the grading engine reads when no `--lexical-config` is given
+(`grader.judges.lexical_config.default_config_path()`), so the next `relgrade grade --judge
+lexical` uses the fitted thresholds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from calibration.agreement import agreement
+from grader.errors import InputError
+from grader.io.docs import read_docs
+from grader.io.grades import read_human_grades
+from grader.io.queries import read_queries
+from grader.judges.lexical import lexical_scores
+from grader.judges.lexical_config import default_config_path, load_lexical_config, write_thresholds
+from grader.judges.lexical_fit import fit_lexical_thresholds, grades_for
+
+
+def fit_and_write(
+    human_path: str | Path,
+    queries_path: str | Path,
+    docs_path: str | Path,
+    out_path: str | Path | None = None,
+    *,
+    clamp: bool = False,
+) -> dict[str, Any]:
+    """Fit thresholds on the human grades, write the settings file, and say how well they fit.
+
+    Returns n (pairs used), dropped (pairs whose query has no scorable terms), thresholds,
+    path, and the agreement of the fitted grades with the human ones (kappa, quadratic kappa).
+    """
+    human = read_human_grades(human_path, clamp=clamp)
+    queries = read_queries(queries_path)
+    docs = read_docs(docs_path)
+    pairs = list(zip(human["query_id"].astype(str), human["doc_id"].astype(str), strict=True))
+    scores = lexical_scores(queries, docs, pairs)
+    keep = np.isfinite(scores)
+    if not keep.any():
+        raise InputError(
+            "no human-graded pair has a query with scorable terms",
+            path=queries_path,
+            hint="check that the queries file matches the grades",
+        )
+    grades = human["grade"].to_numpy(dtype=np.int64)[keep]
+    thresholds = fit_lexical_thresholds(scores[keep], grades)
+    fitted = agreement(grades, grades_for(scores[keep], thresholds))
+    target = Path(out_path) if out_path is not None else default_config_path()
+    provenance = {
+        "fitted_on": str(human_path),
+        "pairs": int(keep.sum()),
+        "weighted_kappa_quadratic": fitted["weighted_kappa_quadratic"] or 0.0,
+    }
+    base = load_lexical_config(target) if target.is_file() else None
+    write_thresholds(target, thresholds, provenance, config=base)
+    return {
+        "n": int(keep.sum()),
+        "dropped": int((~keep).sum()),
+        "thresholds": list(thresholds),
+        "path": str(target),
+        "cohen_kappa": fitted["cohen_kappa"],
+        "weighted_kappa_quadratic": fitted["weighted_kappa_quadratic"],
+        "exact_agreement": fitted["exact_agreement"],
+    }
