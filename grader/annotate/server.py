@@ -91,7 +91,9 @@ class AnnotateServer:
 
     def start(self) -> str:
         """Start serving in a background thread; returns the page's URL."""
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
         return self.url
 

@@ -67,6 +67,7 @@ async function grade_(grade) {
   if (state.busy || state.items.length === 0) return;
   const item = state.items[state.index];
   state.busy = true;
+  document.body.dataset.busy = "true";
   try {
     const response = await fetch("/api/grade", {
       method: "POST",
@@ -84,6 +85,7 @@ async function grade_(grade) {
   } finally {
     state.busy = false;
     render();
+    delete document.body.dataset.busy;
   }
 }
 

@@ -1,0 +1,155 @@
+"""The grading page in a real headless Chromium (Debian's /usr/bin/chromium driven by Playwright).
+
+Skipped when Chromium or Playwright is missing (`.ci/run` installs Chromium).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from calibration.blind import read_blind_csv
+from grader.annotate.gradelog import GradeLog, grade_log_path
+from grader.annotate.scale import prompt_scale
+from grader.annotate.server import AnnotateItem, AnnotateServer
+from tests.annotate_helpers import SCRIPT_DOC, write_sample
+
+CHROMIUM = "/usr/bin/chromium"
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason="Debian's chromium is not installed"),
+]
+sync_api = pytest.importorskip("playwright.sync_api")
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+class Page:
+    """A grading server for one annotator plus a browser tab on it."""
+
+    def __init__(self, browser: Any, sample: Path, annotator: str) -> None:
+        items, _ = read_blind_csv(sample)
+        self.log = GradeLog(grade_log_path(sample, annotator), annotator)
+        self.server = AnnotateServer(
+            [AnnotateItem(i.query_id, i.doc_id, i.query, i.document, i.title) for i in items],
+            self.log,
+            prompt_scale("passage"),
+        )
+        self.url = self.server.start()
+        self.context = browser.new_context()
+        self.page = self.context.new_page()
+        self.errors: list[str] = []
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.open()
+
+    def open(self) -> None:
+        self.page.goto(self.url)
+        self.page.wait_for_selector("body[data-ready=true]")
+
+    def doc_id(self) -> str:
+        return str(self.page.text_content("#doc-id"))
+
+    def press(self, key: str, *, saves: bool = False) -> None:
+        if saves:
+            with self.page.expect_response("**/api/grade") as reply:
+                self.page.keyboard.press(key)
+            assert reply.value.ok
+            self.page.wait_for_selector("body:not([data-busy])", state="attached")
+        else:
+            self.page.keyboard.press(key)
+
+    def close(self) -> None:
+        self.context.close()
+        self.server.stop()
+
+
+@pytest.fixture
+def sample(tmp_path: Path) -> Path:
+    return write_sample(tmp_path, n=4)
+
+
+def test_grade_by_keyboard_reload_and_resume(browser: Any, sample: Path) -> None:
+    ui = Page(browser, sample, "ann")
+    try:
+        assert ui.page.text_content("#progress") == "0 of 4 graded"
+        assert "Perfectly relevant" in str(ui.page.text_content("#grade-3"))
+        first = ui.doc_id()
+        ui.press("2", saves=True)
+        second = ui.doc_id()
+        assert second != first
+        ui.press("j")  # skip the second item
+        third = ui.doc_id()
+        ui.press("0", saves=True)
+        ui.press("ArrowLeft")
+        ui.press("ArrowLeft")
+        assert ui.doc_id() == second
+        ui.press("k")
+        assert ui.doc_id() == first
+        assert ui.page.get_attribute("#grade-2", "class") == "chosen"
+        assert ui.page.text_content("#progress") == "2 of 4 graded"
+
+        ui.open()  # reload: grades kept, resumes at the first ungraded item
+        assert ui.page.text_content("#progress") == "2 of 4 graded"
+        assert ui.doc_id() == second
+        ui.press("3", saves=True)
+        assert ui.log.read() == {
+            ("q1", first): 2,
+            ("q2", second): 3,
+            ("q1", third): 0,
+        }
+        assert ui.errors == []
+    finally:
+        ui.close()
+
+
+def test_a_second_annotator_grades_the_same_sample_separately(browser: Any, sample: Path) -> None:
+    ann = Page(browser, sample, "ann")
+    try:
+        ann.press("1", saves=True)
+    finally:
+        ann.close()
+    bob = Page(browser, sample, "bob")
+    try:
+        assert bob.page.text_content("#progress") == "0 of 4 graded"
+        assert "bob" in str(bob.page.text_content("#annotator"))
+        bob.press("3", saves=True)
+        assert list(bob.log.read().values()) == [3]
+    finally:
+        bob.close()
+    assert list(ann.log.read().values()) == [1]
+    assert ann.log.path != bob.log.path
+
+
+def test_a_document_holding_script_is_shown_as_text_and_never_runs(
+    browser: Any, sample: Path
+) -> None:
+    ui = Page(browser, sample, "ann")
+    try:
+        ui.press("j")
+        assert ui.doc_id() == "d1"
+        assert ui.page.text_content("#document") == SCRIPT_DOC
+        assert ui.page.eval_on_selector("#document", "el => el.children.length") == 0
+        assert ui.page.evaluate("window.pwned === undefined")
+        assert ui.page.query_selector("#document script") is None
+        assert ui.errors == []
+    finally:
+        ui.close()
