@@ -192,3 +192,20 @@ def test_llm_grades_bad_line_and_empty(tmp_path: Path) -> None:
         read_llm_grades(p)
     with pytest.raises(InputError, match=r"e\.jsonl: no grades in the file"):
         read_llm_grades(write(tmp_path / "e.jsonl", "\n"))
+
+
+DL2019 = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"
+
+
+@pytest.mark.skipif(not DL2019.is_dir(), reason="TREC DL 2019 data not present")
+def test_real_qrels_and_llm_labels_reproduce_the_reference_kappa() -> None:
+    from sklearn.metrics import cohen_kappa_score
+
+    human = read_human_grades(DL2019 / "2019qrels-pass.txt")
+    assert len(human) == 9260
+    assert human["grade"].value_counts().to_dict() == {0: 5158, 1: 1601, 2: 1804, 3: 697}
+    llm = read_llm_grades(DL2019 / "llm-labels" / "dl2019_test_4prompts_llama70b.txt")
+    both = human.merge(llm, on=["query_id", "doc_id"], suffixes=("_h", "_l"))
+    assert len(both) == 9260
+    kappa = cohen_kappa_score(both["grade_h"], both["grade_l"], weights="quadratic")
+    assert kappa == pytest.approx(0.4611, abs=5e-5)

@@ -181,3 +181,16 @@ def test_docs_gz_empty_and_non_utf8(tmp_path: Path) -> None:
     bad.write_bytes(b"a\t\xff\xfe\n")
     with pytest.raises(InputError, match=r"bad\.tsv:1: not valid UTF-8"):
         read_docs(bad)
+
+
+DL2019 = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"
+
+
+@pytest.mark.skipif(not DL2019.is_dir(), reason="TREC DL 2019 data not present")
+def test_real_queries_and_passages_load() -> None:
+    queries = read_queries(DL2019 / "msmarco-test2019-queries.tsv")
+    assert len(queries) == 200
+    assert all(q.text for q in queries.values())
+    docs = read_docs(DL2019 / "dl2019_document.jsonl")  # {"docid", "doc"} aliases
+    assert len(docs) == 10818
+    assert all(d.text and not d.metadata for d in docs.values())
