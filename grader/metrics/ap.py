@@ -44,6 +44,6 @@ def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
     # rows are sorted by query then rank, so the running count is the position among hits
     found = ranks_within(query).astype(np.float64)
     precisions = found / ranked.rank[sel]
-    total = np.bincount(query, weights=precisions, minlength=ranked.n_queries)
+    total = np.bincount(query, weights=precisions, minlength=ranked.n_queries).astype(np.float64)
     n_rel = ranked.n_relevant(measure.threshold)
     return np.divide(total, n_rel, out=np.zeros_like(total), where=n_rel > 0)

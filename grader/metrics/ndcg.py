@@ -66,5 +66,7 @@ def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
     iweights = _gains(ranked.ideal_grade[isel], measure.gain) / np.log2(
         ranked.ideal_pos[isel] + 1.0
     )
-    best = np.bincount(ranked.ideal_query[isel], weights=iweights, minlength=ranked.n_queries)
+    best = np.bincount(
+        ranked.ideal_query[isel], weights=iweights, minlength=ranked.n_queries
+    ).astype(np.float64)
     return np.divide(actual, best, out=np.zeros_like(actual), where=best > 0)
