@@ -10,7 +10,9 @@ import pytest
 from grader.cli.main import main
 from grader.io.judgments import read_judgments
 from grader.io.trec import read_qrels
+from grader.models import Doc, Query
 from grader.store import Store
+from tests.fakeserver import FakeServer, faults
 from tests.grade_data import GradeFiles, write_grade_files
 
 
@@ -81,3 +83,154 @@ def test_missing_key_for_a_remote_endpoint_names_the_variable(
 
 def test_lexical_refuses_a_model_flag(files: GradeFiles, tmp_path: Path) -> None:
     assert main(files.args("--judge", "lexical", "--model", "x", "--store", tmp_path / "s")) == 2
+
+
+# ---- LLM judges through the real SDK against the fake server -------------------------------
+
+
+@pytest.fixture
+def llm_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-cli")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("RELGRADE_MODEL", raising=False)
+    monkeypatch.delenv("RELGRADE_PRICES", raising=False)
+
+
+def llm_args(files: GradeFiles, server: FakeServer, store: Path, *extra: str | Path) -> list[str]:
+    return files.args("--base-url", server.base_url, "--store", store, "--quiet", *extra)
+
+
+@pytest.mark.usefixtures("llm_env")
+def test_rerun_sends_zero_requests(
+    fake_server: FakeServer, files: GradeFiles, tmp_path: Path
+) -> None:
+    out1, out2 = tmp_path / "1.jsonl", tmp_path / "2.jsonl"
+    assert main(llm_args(files, fake_server, tmp_path / "s.db", "--out", out1)) == 0
+    assert fake_server.counts["requests"] == files.n_pairs
+    assert main(llm_args(files, fake_server, tmp_path / "s.db", "--out", out2)) == 0
+    assert fake_server.counts["requests"] == files.n_pairs
+    assert read_judgments(out1) == read_judgments(out2)
+
+
+@pytest.mark.usefixtures("llm_env")
+def test_changing_model_or_prompt_regrades_exactly_the_affected_pairs(
+    fake_server: FakeServer, files: GradeFiles, tmp_path: Path
+) -> None:
+    store = tmp_path / "s.db"
+    n = files.n_pairs
+    assert main(llm_args(files, fake_server, store, "--model", "gpt-4o-mini", "--depth", "2")) == 0
+    assert fake_server.counts["requests"] == 6
+    # Deeper: only the new pairs are sent.
+    assert main(llm_args(files, fake_server, store, "--model", "gpt-4o-mini")) == 0
+    assert fake_server.counts["requests"] == n
+    # A second model: every pair once more, for that model only.
+    out = tmp_path / "ens.jsonl"
+    args = llm_args(files, fake_server, store, "--model", "gpt-4o-mini", "--model", "gpt-4o")
+    assert main([*args, "--out", str(out)]) == 0
+    assert fake_server.counts["requests"] == 2 * n
+    assert {r["model"] for r in fake_server.requests[n:]} == {"gpt-4o"}
+    ensemble = read_judgments(out)
+    assert all(j.judges is not None and len(j.judges) == 2 for j in ensemble)
+    # Another prompt: every pair again.
+    assert main(llm_args(files, fake_server, store, "--model", "gpt-4o", "--prompt", "code")) == 0
+    assert fake_server.counts["requests"] == 3 * n
+    with Store(store) as s:
+        assert s.count() == 3 * n
+
+
+@pytest.mark.usefixtures("llm_env")
+def test_failed_pairs_exit_1_stay_out_of_qrels_and_are_retried(
+    fake_server: FakeServer, files: GradeFiles, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store, qrels = tmp_path / "s.db", tmp_path / "q.txt"
+    fake_server.enqueue(faults.bad_grade(7), faults.refusal())
+    args = llm_args(
+        files, fake_server, store, "--max-attempts", "1", "--concurrency", "1", "--qrels-out", qrels
+    )
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert "failed 2" in err and "rerunning the same command retries them" in err
+    assert len(read_qrels(qrels)) == files.n_pairs - 2
+    with Store(store) as s:
+        failed = list(s.iter_judgments(status="failed"))
+        assert len(failed) == 2 and all(j.grade is None for j in failed)
+    assert main(args) == 0
+    assert fake_server.counts["requests"] == files.n_pairs + 2
+    assert len(read_qrels(qrels)) == files.n_pairs
+
+
+@pytest.mark.usefixtures("llm_env")
+def test_max_cost_stops_before_spending_more(
+    fake_server: FakeServer, files: GradeFiles, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from grader.cost import PriceTable
+    from grader.judges.llm import LLMJudge
+    from grader.prompts import load_prompt
+
+    judge = LLMJudge(
+        model="gpt-4o-mini",
+        prompt=load_prompt("passage"),
+        base_url=fake_server.base_url,
+        api_key="sk-test-cli",
+        prices=PriceTable.load(),
+    )
+    per_pair = max(
+        judge.estimate_cost(
+            Query(query_id="q", text=f"cache eviction {i}"), Doc(doc_id="d", text="x" * 60)
+        )
+        or 0.0
+        for i in range(3)
+    )
+    budget = 3.5 * per_pair
+    store = tmp_path / "s.db"
+    args = llm_args(files, fake_server, store, "--model", "gpt-4o-mini", "--max-cost", f"{budget}")
+    assert main([*args, "--concurrency", "2"]) == 3
+    err = capsys.readouterr().err
+    assert "--max-cost" in err and "left" in err
+    sent = fake_server.counts["requests"]
+    assert 1 <= sent < files.n_pairs
+    with Store(store) as s:
+        spent = sum(j.cost or 0.0 for j in s.iter_judgments())
+        assert s.count() == sent
+    assert spent <= budget
+
+
+@pytest.mark.usefixtures("llm_env")
+def test_dry_run_sends_nothing_and_estimates(
+    fake_server: FakeServer, files: GradeFiles, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "s.db"
+    assert main(llm_args(files, fake_server, store, "--depth", "1")) == 0
+    capsys.readouterr()
+    assert main(llm_args(files, fake_server, store, "--dry-run")) == 0
+    assert fake_server.counts["requests"] == 3
+    captured = capsys.readouterr()
+    assert len(captured.out.splitlines()) == files.n_pairs - 3
+    assert "answers already stored: 3 ok" in captured.err
+    assert f"would send {files.n_pairs - 3} requests" in captured.err
+    assert "estimated cost $" in captured.err
+
+
+@pytest.mark.usefixtures("llm_env")
+def test_verify_low_needs_a_different_judge(
+    fake_server: FakeServer, files: GradeFiles, tmp_path: Path
+) -> None:
+    assert main(llm_args(files, fake_server, tmp_path / "s.db", "--verify-low")) == 2
+    assert fake_server.counts["requests"] == 0
+
+
+@pytest.mark.usefixtures("llm_env")
+def test_verify_low_regrades_only_low_pairs(
+    fake_server: FakeServer, files: GradeFiles, tmp_path: Path
+) -> None:
+    out = tmp_path / "v.jsonl"
+    args = llm_args(
+        files, fake_server, tmp_path / "s.db", "--verify-low", "--verify-model", "gpt-4o"
+    )
+    assert main([*args, "--out", str(out)]) == 0
+    judgments = read_judgments(out)
+    verified = [j for j in judgments if j.verification is not None]
+    low = [j for j in judgments if j.verification is None and j.grade is not None and j.grade <= 1]
+    assert low == []
+    assert fake_server.counts["requests"] == files.n_pairs + len(verified)
+    assert all(j.verification["primary"]["grade"] <= 1 for j in verified)  # type: ignore[index]
