@@ -209,3 +209,11 @@ def test_real_qrels_and_llm_labels_reproduce_the_reference_kappa() -> None:
     assert len(both) == 9260
     kappa = cohen_kappa_score(both["grade_h"], both["grade_l"], weights="quadratic")
     assert kappa == pytest.approx(0.4611, abs=5e-5)
+
+
+def test_tab_separated_grades_with_header(tmp_path: Path) -> None:
+    p = write(tmp_path / "h.tsv", "query_id\tdoc_id\tgrade\tnote\n1\ta\t2\tfine, mostly\n")
+    frame = read_human_grades(p)
+    assert frame[["query_id", "doc_id", "grade", "note"]].values.tolist() == [
+        ["1", "a", 2, "fine, mostly"]
+    ]

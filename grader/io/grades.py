@@ -4,7 +4,8 @@ Both readers return a DataFrame `[query_id, doc_id, grade, ...]` (ids as text, g
 0..3), told apart by content, not by file name:
 
 - Human grades: a CSV whose header holds `query_id,doc_id,grade` (`qid`/`docid` accepted, any case)
-  with more columns kept as they are (numbers when every value is a number), or TREC qrels. A CSV
+  with more columns kept as they are (numbers when every value is a number), or TREC qrels. A
+  header with TABs and no comma makes it a TSV, read the same way. A CSV
   row with an empty grade is a pair nobody has graded yet (e.g. a sample still being annotated): it
   is left out and counted in `attrs["ungraded"]`, never read as 0.
 - LLM grades: a judgments JSONL (only `ok` judgments give rows; `attrs["failed"]` counts the
@@ -55,7 +56,11 @@ def read_human_grades(path: str | Path, *, clamp: bool = False) -> pd.DataFrame:
     first = _first_line(path)
     if first is None:
         raise empty_file_error(path, "grades", _HUMAN_EXAMPLE)
-    frame = _qrels_frame(path, clamp) if _looks_like_qrels(first) else _read_csv(path, clamp)
+    if _looks_like_qrels(first):
+        frame = _qrels_frame(path, clamp)
+    else:
+        delimiter = "\t" if "\t" in first and "," not in first else ","
+        frame = _read_csv(path, clamp, delimiter)
     frame.attrs["path"] = str(path)
     return frame
 
@@ -70,10 +75,10 @@ def _qrels_frame(path: str | Path, clamp: bool) -> pd.DataFrame:
     return frame
 
 
-def _csv_rows(path: str | Path) -> Iterator[tuple[int, list[str]]]:
+def _csv_rows(path: str | Path, delimiter: str) -> Iterator[tuple[int, list[str]]]:
     """(line number, cells) of every non-blank CSV record; quoted fields may span lines."""
     lines = (line + "\n" for _, line in iter_lines(path))
-    reader = csv.reader(lines, strict=True)
+    reader = csv.reader(lines, delimiter=delimiter, strict=True)
     try:
         for row in reader:
             if row and any(cell.strip() for cell in row):
@@ -124,8 +129,8 @@ def parse_grade(text: str, *, clamp: bool, path: str | Path, lineno: int) -> tup
     return min(MAX_GRADE, max(MIN_GRADE, grade)), True
 
 
-def _read_csv(path: str | Path, clamp: bool) -> pd.DataFrame:
-    rows = _csv_rows(path)
+def _read_csv(path: str | Path, clamp: bool, delimiter: str) -> pd.DataFrame:
+    rows = _csv_rows(path, delimiter)
     first = next(rows, None)
     if first is None:
         raise empty_file_error(path, "grades", _HUMAN_EXAMPLE)
