@@ -88,3 +88,20 @@ def test_default_lexical_thresholds_are_a_fit_on_this_set(code_set) -> None:  # 
     assert np.isfinite(scores).all()
     fitted = fit_lexical_thresholds(scores, human["grade"].to_numpy())
     assert read_thresholds() == pytest.approx(fitted, abs=0.01)
+
+
+PASSAGES = Path(__file__).resolve().parents[1] / "examples" / "passages"
+
+
+def test_passage_set_loads_and_is_consistent() -> None:
+    queries = read_queries(PASSAGES / "queries.tsv")
+    docs = read_docs(PASSAGES / "docs.tsv")
+    run = read_run(PASSAGES / "run.txt")
+    human = read_human_grades(PASSAGES / "human.qrels")
+    assert len(queries) == 4 and len(docs) == 20
+    assert all(d.title and d.text for d in docs.values())  # the 3-column TSV: title and text
+    assert set(run["query_id"]) == set(queries) == set(human["query_id"])
+    assert set(run["doc_id"]) | set(human["doc_id"]) <= set(docs)
+    judged = set(zip(human["query_id"], human["doc_id"], strict=True))
+    assert set(zip(run["query_id"], run["doc_id"], strict=True)) <= judged
+    assert (human.groupby("query_id")["grade"].max() == 3).all()
