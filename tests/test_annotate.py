@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import csv
 import json
+import signal
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -154,3 +157,31 @@ def test_export_writes_one_annotators_grades_with_the_manifest_beside(
     assert main(["annotate", str(sample), "--annotator", "bob", "--export", str(out_b)]) == 0
     assert "q1,d0,0,bob" in out_b.read_text()
     assert main(["annotate", str(sample), "--annotator", "cid", "--export", str(out_b)]) == 2
+
+
+@pytest.mark.slow  # a fresh interpreter imports the whole CLI
+def test_the_command_prints_a_loopback_url_serves_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+    sample = write_sample(tmp_path)
+    argv = [sys.executable, "-m", "grader.cli.main", "annotate", str(sample)]
+    argv += ["--annotator", "ann", "--no-browser"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        lines = []
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith("open "):
+                break
+        url = lines[-1].split()[1]
+        assert url.startswith("http://127.0.0.1:")
+        assert "0 of 4 graded so far" in "".join(lines)
+        status, state = _call(url + "api/state")
+        assert status == 200 and state["annotator"] == "ann"
+        assert state["scale"][0]["meaning"].startswith("Irrelevant")  # from the manifest's prompt
+        proc.send_signal(signal.SIGINT)
+        rest, _ = proc.communicate(timeout=10)
+        assert proc.returncode == 0 and "stopped" in rest
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

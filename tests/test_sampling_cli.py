@@ -158,3 +158,23 @@ def test_import_without_any_manifest_says_how_to_give_one(
     filled = _fill(out)
     assert main(["sample", "--import", str(filled), "--out", str(tmp_path / "h.csv")]) == 2
     assert "--manifest" in capsys.readouterr().err
+
+
+def test_the_loop_sample_grade_import_calibrate_is_weighted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = _sample(tmp_path)
+    assert code == 0
+    filled = _fill(out)
+    human = tmp_path / "human.csv"
+    manifest = tmp_path / "sample.manifest.json"
+    argv = ["sample", "--import", str(filled), "--manifest", str(manifest), "--out", str(human)]
+    assert main(argv) == 0
+    capsys.readouterr()
+    judgments = tmp_path / "j.jsonl"
+    argv = ["calibrate", "--llm", str(judgments), "--human", str(human), "--format", "json"]
+    assert main([*argv, "--bootstrap", "0"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["n"] == 12
+    assert report["manifest"].endswith("human.manifest.json")
+    assert report["weighted_n"] == pytest.approx(76)  # weights sum back to the population

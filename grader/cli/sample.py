@@ -106,33 +106,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _excluded_pairs(paths: list[str]) -> set[tuple[str, str]]:
+    from grader.io.grades import read_human_grades
+
     pairs: set[tuple[str, str]] = set()
     for path in paths:
-        frame = _read_human(path)
+        frame = read_human_grades(path, clamp=True)
         pairs.update(zip(frame["query_id"].astype(str), frame["doc_id"].astype(str), strict=True))
     return pairs
-
-
-def _read_human(path: str) -> Any:
-    try:
-        from grader.io.grades import read_human_grades
-    except ImportError:
-        return _read_human_fallback(path)
-    return read_human_grades(path, clamp=True)
-
-
-def _read_human_fallback(path: str) -> Any:
-    """Human grades without grader.io.grades: a query_id,doc_id,grade CSV or TREC qrels."""
-    import pandas as pd
-
-    from grader.io.trec import read_qrels
-
-    if Path(path).name.removesuffix(".gz").endswith(".csv"):
-        rows = read_filled_csv(path, None, allow_missing=True)
-        return pd.DataFrame(
-            {"query_id": [r.query_id for r in rows], "doc_id": [r.doc_id for r in rows]}
-        )
-    return read_qrels(path, clamp=True)
 
 
 def _texts(
