@@ -12,17 +12,22 @@ to [0, 1] (0 is the classical human-only mean; 1 is plain PPI). The 95% interval
 theta +- z_0.975 * sqrt(var) with the tuned lambda. The estimate is unbiased whatever the LLM's
 errors, and never much wider than the human-only interval; the better the LLM, the narrower.
 
-It assumes the labelled units are a uniform random sample of all units. When a sampling manifest
-gives inclusion probabilities (weights w = 1/pi), the labelled part becomes the Hajek-weighted
+Variances of means are the linearised (sandwich) ones, var(mean) = G/(G-1) * sum_c (sum_{i in c}
+p_i (x_i - mean))^2 over clusters c, which is s^2/n for equal weights and one unit per cluster.
+`groups` make the units of one cluster (e.g. the pairs of one query, which people grade together
+and which share the query's difficulty) count as one draw, so the interval does not pretend that
+pairs are independent.
+
+It assumes the labelled units (or clusters) are a uniform random sample. When a sampling manifest
+gives inclusion probabilities (`weights` w = 1/pi), the labelled part becomes the Hajek-weighted
 mean and the unlabelled part the mean of f over ALL units (the population, known exactly): the
-classical difference estimator, theta = lambda * mean_all(f) + sum w (Y - lambda f) / sum w, with
-variance var_w(Y - lambda f) / n_eff (Kish's effective n = (sum w)^2 / sum w^2), an approximation
-that treats the sample as drawn with replacement.
+difference estimator theta = lambda * mean_all(f) + sum w (Y - lambda f) / sum w, lambda tuned
+as the weighted regression slope, variance linearised as above (sampling with replacement).
 
 `relevant_share` is a per-pair estimand (share of pairs with grade >= threshold; labelled unit:
-a pair graded by both). Per-run mean measures are per-query estimands; the labelled unit is a
-query whose LLM-graded pairs were ALL graded by people, because a per-query measure such as nDCG
-needs every judged grade of the query (its ideal ranking) and cannot be computed from part of it.
+a pair graded by both, clustered by query). Per-run mean measures are per-query estimands; the
+labelled unit is a query whose LLM-graded pairs were ALL graded by people, because a per-query
+measure such as nDCG needs every judged grade of the query (its ideal ranking).
 """
 
 from __future__ import annotations
@@ -33,10 +38,12 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import pandas as pd
 
 from calibration.agreement import to_float
 
 LEVEL = 0.95
+FloatArray = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,7 @@ class MeanEstimate:
     n_labelled: int
     n_unlabelled: int
     weighted: bool = False
+    clusters: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object DESIGN.md fixes (llm_only, human_only, ppi, ppi_ci) and a few more."""
@@ -64,6 +72,7 @@ class MeanEstimate:
             "lambda": to_float(self.lam),
             "n_labelled": self.n_labelled,
             "n_unlabelled": self.n_unlabelled,
+            "labelled_clusters": self.clusters,
             "weighted": self.weighted,
         }
 
@@ -72,8 +81,33 @@ def _z(level: float) -> float:
     return NormalDist().inv_cdf(0.5 + level / 2.0)
 
 
-def _var(x: npt.NDArray[np.float64]) -> float:
-    return float(np.var(x, ddof=1)) if x.size > 1 else float("nan")
+def mean_and_variance(
+    x: FloatArray, p: FloatArray, groups: npt.ArrayLike | None = None
+) -> tuple[float, float]:
+    """The p-weighted mean of x (p sums to 1) and the linearised variance of that mean.
+
+    With `groups`, units of one group are one cluster (cluster-robust); NaN with < 2 clusters.
+    """
+    mean = float(np.sum(p * x))
+    per_unit = p * (x - mean)
+    if groups is None:
+        contrib = per_unit
+    else:
+        codes, _ = pd.factorize(np.asarray(groups), sort=False)
+        contrib = np.bincount(codes, weights=per_unit).astype(np.float64)
+    g = contrib.size
+    if g < 2:
+        return mean, float("nan")
+    return mean, float(np.sum(contrib**2)) * g / (g - 1)
+
+
+def _uniform(n: int) -> FloatArray:
+    return np.full(n, 1.0 / n) if n else np.zeros(0)
+
+
+def _interval(centre: float, variance: float, z: float) -> tuple[float, float]:
+    half = z * float(np.sqrt(variance)) if np.isfinite(variance) else float("nan")
+    return centre - half, centre + half
 
 
 def ppi_mean(
@@ -82,13 +116,16 @@ def ppi_mean(
     f_unlabelled: npt.ArrayLike,
     *,
     weights: npt.ArrayLike | None = None,
+    groups: npt.ArrayLike | None = None,
+    groups_unlabelled: npt.ArrayLike | None = None,
     lam: float | None = None,
     level: float = LEVEL,
 ) -> MeanEstimate:
     """PPI++ estimate of E[Y] from labelled (y, f) and unlabelled f (see the module docstring).
 
     `weights` (one per labelled unit, 1/inclusion probability) switch to the weighted difference
-    estimator; `lam` fixes lambda instead of tuning it. Raises ValueError with no labelled unit.
+    estimator; `groups` / `groups_unlabelled` cluster units for the variance; `lam` fixes lambda
+    instead of tuning it. Raises ValueError when there is no labelled unit.
     """
     yl = np.asarray(y, dtype=np.float64)
     fl = np.asarray(f, dtype=np.float64)
@@ -97,81 +134,66 @@ def ppi_mean(
     if n == 0 or fl.size != n:
         raise ValueError("PPI needs at least one labelled unit with both values")
     z = _z(level)
-    if weights is not None:
-        return _weighted(yl, fl, fu, np.asarray(weights, dtype=np.float64), lam, z)
-    human = float(yl.mean())
-    h_half = z * np.sqrt(_var(yl) / n)
+    weighted = weights is not None
+    if weighted:
+        w = np.asarray(weights, dtype=np.float64)
+        if w.shape != yl.shape or np.any(w < 0) or w.sum() <= 0:
+            raise ValueError("weights must be one non-negative value per labelled unit, not all 0")
+        p = w / w.sum()
+    else:
+        p = _uniform(n)
+    clusters = None if groups is None else int(pd.unique(np.asarray(groups)).size)
+    human, human_var = mean_and_variance(yl, p, groups)
+    human_ci = _interval(human, human_var, z)
     f_all = np.concatenate([fl, fu])
     llm_only = float(f_all.mean())
     if big_n == 0:
         return MeanEstimate(
-            llm_only,
-            human,
-            human,
-            (human - h_half, human + h_half),
-            (human - h_half, human + h_half),
-            0.0,
-            n,
-            0,
+            llm_only, human, human, human_ci, human_ci, 0.0, n, 0, weighted, clusters
         )
     if lam is None:
-        var_f = _var(f_all)
-        cov = float(np.cov(yl, fl, ddof=1)[0, 1]) if n > 1 else float("nan")
-        lam = cov / ((1.0 + n / big_n) * var_f) if var_f > 0 and np.isfinite(cov) else 0.0
-        lam = float(np.clip(lam, 0.0, 1.0))
-    est = float(np.mean(yl - lam * fl) + lam * fu.mean())
-    var_u = _var(fu) if big_n > 1 else 0.0
-    variance = _var(yl - lam * fl) / n + lam**2 * var_u / big_n
-    half = z * float(np.sqrt(variance))
+        lam = _tuned_lambda(yl, fl, f_all, p, n, big_n, weighted)
+    if weighted:
+        # the population's f mean is known exactly: only the labelled part varies
+        centre, var_lab = mean_and_variance(yl - lam * fl, p, groups)
+        est = lam * llm_only + centre
+        variance = var_lab
+    else:
+        centre, var_lab = mean_and_variance(yl - lam * fl, p, groups)
+        f_mean, var_unl = mean_and_variance(fu, _uniform(big_n), groups_unlabelled)
+        est = centre + lam * f_mean
+        variance = var_lab + lam**2 * (0.0 if np.isnan(var_unl) else var_unl)
     return MeanEstimate(
         llm_only,
         human,
         est,
-        (est - half, est + half),
-        (human - h_half, human + h_half),
+        _interval(est, variance, z),
+        human_ci,
         lam,
         n,
         big_n,
+        weighted,
+        clusters,
     )
 
 
-def _weighted(
-    yl: npt.NDArray[np.float64],
-    fl: npt.NDArray[np.float64],
-    fu: npt.NDArray[np.float64],
-    w: npt.NDArray[np.float64],
-    lam: float | None,
-    z: float,
-) -> MeanEstimate:
-    if w.shape != yl.shape or np.any(w < 0) or w.sum() <= 0:
-        raise ValueError("weights must be one non-negative value per labelled unit, not all 0")
-    p = w / w.sum()
-    n_eff = 1.0 / float(np.sum(p * p))
-    f_pop = float(np.concatenate([fl, fu]).mean())
-
-    def wvar(x: npt.NDArray[np.float64]) -> float:
-        mu = float(np.sum(p * x))
-        return float(np.sum(p * (x - mu) ** 2)) * n_eff / max(n_eff - 1.0, 1.0)
-
-    human = float(np.sum(p * yl))
-    h_half = z * np.sqrt(wvar(yl) / n_eff)
-    if lam is None:
-        vf = wvar(fl)
-        mf, my = float(np.sum(p * fl)), float(np.sum(p * yl))
-        cov = float(np.sum(p * (fl - mf) * (yl - my))) * n_eff / max(n_eff - 1.0, 1.0)
-        lam = float(np.clip(cov / vf, 0.0, 1.0)) if vf > 0 else 0.0
-    if fu.size == 0:
-        lam = 0.0
-    est = lam * f_pop + float(np.sum(p * (yl - lam * fl)))
-    half = z * float(np.sqrt(wvar(yl - lam * fl) / n_eff))
-    return MeanEstimate(
-        f_pop,
-        human,
-        est,
-        (est - half, est + half),
-        (human - h_half, human + h_half),
-        lam,
-        yl.size,
-        fu.size,
-        weighted=True,
-    )
+def _tuned_lambda(
+    yl: FloatArray,
+    fl: FloatArray,
+    f_all: FloatArray,
+    p: FloatArray,
+    n: int,
+    big_n: int,
+    weighted: bool,
+) -> float:
+    my, mf = float(np.sum(p * yl)), float(np.sum(p * fl))
+    cov = float(np.sum(p * (yl - my) * (fl - mf)))
+    if weighted:
+        var_f = float(np.sum(p * (fl - mf) ** 2))
+        shrink = 1.0
+    else:
+        var_f = float(np.var(f_all))
+        shrink = 1.0 + n / big_n
+    if not var_f > 0 or not np.isfinite(cov):
+        return 0.0
+    return float(np.clip(cov / (shrink * var_f), 0.0, 1.0))

@@ -74,7 +74,15 @@ def _relevant_share(
     y = (both["human"].to_numpy() >= threshold).astype(np.float64)
     f = (both["llm"].to_numpy() >= threshold).astype(np.float64)
     fu = (llm.loc[only, "grade"].to_numpy() >= threshold).astype(np.float64)
-    return ppi_mean(y, f, fu, weights=weights).to_json()
+    est = ppi_mean(
+        y,
+        f,
+        fu,
+        weights=weights,
+        groups=both["query_id"].to_numpy(),
+        groups_unlabelled=llm.loc[only, "query_id"].to_numpy(),
+    )
+    return {**est.to_json(), "unit": "pair", "clustered_by": "query"}
 
 
 def _run_estimates(

@@ -240,3 +240,87 @@ def test_real_data_prints_the_reference_kappas(capsys: pytest.CaptureFixture[str
     assert out["n"] == 9260
     assert round(out["cohen_kappa"], 4) == 0.1666
     assert round(out["weighted_kappa_quadratic"], 4) == 0.4611
+
+
+def _runs(tmp_path: Path, human: list, noises: list[float]) -> list[str]:
+    """Runs that rank each query's docs by the human grade plus noise: better runs, less noise."""
+    rng = np.random.default_rng(0)
+    paths = []
+    for i, noise in enumerate(noises):
+        path = tmp_path / f"sys{i}.run"
+        path.write_text(
+            "".join(f"{q} Q0 {d} 0 {g + rng.normal(0, noise):.6f} sys{i}\n" for q, d, g in human)
+        )
+        paths.append(str(path))
+    return paths
+
+
+def test_runs_give_system_ranking_under_both_label_sets(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from scipy.stats import kendalltau, spearmanr
+
+    from calibration.systems import tau_ap
+    from grader.io.trec import read_qrels, read_run
+    from grader.metrics import evaluate, mean_scores
+
+    human, llm = _grades(8, n_queries=15, per_query=20)
+    hp = _write_qrels(tmp_path / "h.txt", human)
+    lp = _write_qrels(tmp_path / "l.txt", llm)
+    runs = _runs(tmp_path, human, [0.2, 0.8, 1.5, 3.0, 6.0])
+    args = ["--llm", str(lp), "--human", str(hp), "--bootstrap", "0"]
+    out = _json(capsys, [*args, *[x for r in runs for x in ("--run", r)], "-m", "P@5"])
+    sy = out["systems"]
+    assert sy["measure"] == "P(rel=2)@5"
+    assert sy["n_systems"] == 5
+    h_scores, l_scores = [], []
+    for r in runs:
+        run = read_run(r)
+        for qrels, into in ((read_qrels(hp), h_scores), (read_qrels(lp), l_scores)):
+            means = mean_scores(evaluate(qrels, run, ["P(rel=2)@5"]))
+            into.append(float(means["value"].iloc[0]))
+    by_run = {row["run"]: row for row in sy["per_system"]}
+    assert [by_run[f"sys{i}"]["human"] for i in range(5)] == pytest.approx(h_scores)
+    assert [by_run[f"sys{i}"]["llm"] for i in range(5)] == pytest.approx(l_scores)
+    assert sy["kendall_tau"] == pytest.approx(kendalltau(h_scores, l_scores).statistic)
+    assert sy["spearman_rho"] == pytest.approx(spearmanr(h_scores, l_scores).statistic)
+    assert sy["tau_ap"] == pytest.approx(tau_ap(h_scores, l_scores, [f"sys{i}" for i in range(5)]))
+    assert out["bias_by_rank"][0]["bucket"] == "1"
+    assert sum(row["n"] for row in out["bias_by_rank"]) == len(human)
+
+
+def test_runs_with_partial_human_grades_give_per_run_estimates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    human, llm = _grades(9, n_queries=24, per_query=12)
+    graded_queries = {f"q{i}" for i in range(10)}
+    part = [row for row in human if row[0] in graded_queries]
+    part.append(("q11", "d11_0", human[11 * 12][2]))  # one pair of q11: not a whole query
+    hp = _write_qrels(tmp_path / "h.txt", part)
+    lp = _write_qrels(tmp_path / "l.txt", llm)
+    runs = _runs(tmp_path, human, [0.5, 2.0])
+    args = ["--llm", str(lp), "--human", str(hp), "--bootstrap", "0", "-m", "nDCG@10"]
+    out = _json(capsys, [*args, "--run", runs[0], "--run", runs[1]])
+    est = out["estimates"]
+    assert est["relevant_share"]["labelled_clusters"] == 11
+    assert set(est["runs"]) == {"sys0", "sys1"}
+    for name in ("sys0", "sys1"):
+        e = est["runs"][name]
+        assert set(e) >= {"llm_only", "human_only", "ppi", "ppi_ci"}
+        assert e["n_labelled"] == 10  # q11 is only partly graded: not a labelled query
+        assert e["n_unlabelled"] == 14
+        assert e["ppi_ci"][0] <= e["ppi"] <= e["ppi_ci"][1]
+    assert est["runs"]["sys0"]["ppi"] > est["runs"]["sys1"]["ppi"]
+
+
+def test_runs_without_any_whole_query_say_why_there_is_no_run_estimate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    human, llm = _grades(10, n_queries=6, per_query=10)
+    part = human[::3]  # a third of each query's pairs
+    args = ["--llm", str(_write_qrels(tmp_path / "l.txt", llm))]
+    args += ["--human", str(_write_qrels(tmp_path / "h.txt", part)), "--bootstrap", "0"]
+    out = _json(capsys, [*args, "--run", _runs(tmp_path, human, [1.0])[0]])
+    assert "relevant_share" in out["estimates"]
+    assert out["estimates"]["runs"] == {}
+    assert any("whole query" in note for note in out["notes"])

@@ -106,3 +106,36 @@ def test_json_shape_and_no_labelled_units() -> None:
     assert len(data["ppi_ci"]) == 2
     with pytest.raises(ValueError, match="labelled"):
         ppi_mean([], [], [1.0])
+
+
+def _clustered(rng: np.random.Generator, n_queries: int) -> tuple[np.ndarray, ...]:
+    """Pairs in queries that differ in how many relevant results they have (shared effect)."""
+    per_query = rng.integers(20, 60, n_queries)
+    base = rng.beta(1.0, 2.5, n_queries)  # each query's share of relevant pairs
+    q = np.repeat(np.arange(n_queries), per_query)
+    y = (rng.random(q.size) < base[q]).astype(float)
+    f = np.where(rng.random(q.size) < 0.75, y, (rng.random(q.size) < 0.5).astype(float))
+    return q, y, f
+
+
+def test_query_clustered_intervals_cover_when_whole_queries_are_labelled() -> None:
+    # people grade whole queries: pairs of one query are not independent draws
+    rng = np.random.default_rng(99)
+    truth = 1.0 / 3.5  # mean of Beta(1, 2.5)
+    trials, covered, covered_naive = 500, 0, 0
+    for _ in range(trials):
+        q, y, f = _clustered(rng, 120)
+        labelled = q < 40
+        est = ppi_mean(
+            y[labelled],
+            f[labelled],
+            f[~labelled],
+            groups=q[labelled],
+            groups_unlabelled=q[~labelled],
+        )
+        naive = ppi_mean(y[labelled], f[labelled], f[~labelled])
+        covered += est.ppi_ci[0] <= truth <= est.ppi_ci[1]
+        covered_naive += naive.ppi_ci[0] <= truth <= naive.ppi_ci[1]
+    assert est.clusters == 40
+    assert 0.92 <= covered / trials <= 0.98
+    assert covered_naive / trials < 0.8  # treating pairs as independent is overconfident
