@@ -1,0 +1,178 @@
+"""The reply validator (shared by live grading and the Batch API) and logprobs -> P(grade)."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from grader.judges.replies import InvalidReply, grade_distribution, parse_body, parse_completion
+from grader.models import Usage
+from grader.prompts import load_prompt
+
+SPEC = load_prompt("passage-v1")
+
+
+def body(content: Any, *, finish: str = "stop", refusal: str | None = None, **extra: Any) -> dict:
+    return {
+        "choices": [
+            {
+                "message": {"role": "assistant", "content": content, "refusal": refusal},
+                "finish_reason": finish,
+                **extra,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": 100,
+            "completion_tokens": 12,
+            "prompt_tokens_details": {"cached_tokens": 40},
+        },
+    }
+
+
+def kind_of(reply: dict, mode: str = "json_schema") -> str:
+    with pytest.raises(InvalidReply) as caught:
+        parse_completion(reply, mode=mode, spec=SPEC)  # type: ignore[arg-type]
+    assert caught.value.usage == Usage(prompt_tokens=100, completion_tokens=12, cached_tokens=40)
+    return caught.value.kind
+
+
+def test_valid_json_reply() -> None:
+    reply = parse_completion(
+        body('{"reason": "answers it", "grade": 3}'), mode="json_schema", spec=SPEC
+    )
+    assert (reply.grade, reply.reason, reply.distribution) == (3, "answers it", None)
+    assert reply.usage == Usage(prompt_tokens=100, completion_tokens=12, cached_tokens=40)
+
+
+@pytest.mark.parametrize(
+    ("content", "kind"),
+    [
+        ('{"reason": "x", "grade": 4}', "out_of_range"),
+        ('{"reason": "x", "grade": -1}', "out_of_range"),
+        ('{"reason": "x", "grade": 2.5}', "schema"),
+        ('{"reason": "x", "grade": true}', "schema"),
+        ('{"reason": "x", "grade": "two"}', "schema"),
+        ('{"reason": "x"}', "schema"),
+        ("[2]", "schema"),
+        ("3", "schema"),
+        ("{'grade': 2}", "malformed_json"),
+        ("Grade: 2", "malformed_json"),
+        ("", "empty"),
+        (None, "empty"),
+    ],
+)
+def test_invalid_json_replies_are_refused_never_graded(content: Any, kind: str) -> None:
+    assert kind_of(body(content)) == kind
+
+
+def test_a_lone_digit_string_is_accepted_as_the_grade() -> None:
+    reply = parse_completion(body('{"reason": "r", "grade": "2"}'), mode="json_object", spec=SPEC)
+    assert reply.grade == 2
+
+
+def test_refusal_length_filter_and_missing_choices() -> None:
+    assert kind_of(body(None, refusal="I can't.")) == "refusal"
+    assert kind_of(body('{"reason": "cut', finish="length")) == "length"
+    assert kind_of(body('{"reason": "x", "grade": 1}', finish="content_filter")) == "content_filter"
+    no_choice = {"choices": [], "usage": body("")["usage"]}
+    assert kind_of(no_choice) == "no_choice"
+
+
+@pytest.mark.parametrize(
+    ("content", "grade", "reason"),
+    [
+        ("It answers the question.\nGrade: 3", 3, "It answers the question."),
+        ("Partly.\n\nGrade:1\n", 1, "Partly."),
+        ("**Grade: 2**", 2, None),
+        ("Reason with a 3 in it.\n  Grade:   0  ", 0, "Reason with a 3 in it."),
+    ],
+)
+def test_final_line_mode(content: str, grade: int, reason: str | None) -> None:
+    reply = parse_completion(body(content), mode="text", spec=SPEC)
+    assert (reply.grade, reply.reason) == (grade, reason)
+
+
+@pytest.mark.parametrize(
+    ("content", "kind"),
+    [
+        ("Grade: 3\nbut then more text", "no_final_line"),
+        ("I would say 2.", "no_final_line"),
+        ("Grade: two", "no_final_line"),
+        ("Grade: 5", "out_of_range"),
+        ("Grade: 2.5", "out_of_range"),
+        ("Grade: 2 or 3", "no_final_line"),
+    ],
+)
+def test_final_line_mode_takes_no_stray_digit(content: str, kind: str) -> None:
+    assert kind_of(body(content), mode="text") == kind
+
+
+def test_parse_body_keeps_a_non_json_body() -> None:
+    with pytest.raises(InvalidReply) as caught:
+        parse_body("<html>oops</html>")
+    assert (caught.value.kind, caught.value.raw) == ("not_json_body", "<html>oops</html>")
+    assert parse_body('{"choices": []}') == {"choices": []}
+
+
+def tok(text: str, p: float, top: dict[str, float] | None = None) -> dict:
+    return {
+        "token": text,
+        "logprob": math.log(p),
+        "top_logprobs": [{"token": t, "logprob": math.log(q)} for t, q in (top or {}).items()],
+    }
+
+
+def test_distribution_sums_spellings_and_ignores_other_tokens() -> None:
+    content = '{"reason": "r", "grade": 2}'
+    offset = content.index("2}")
+    tokens = [
+        tok(content[:offset], 0.9),
+        tok("2", 0.5, {"2": 0.5, " 2": 0.1, "1": 0.2, "x": 0.1, "3": 0.1}),
+        tok("}", 0.99),
+    ]
+    dist = grade_distribution({"content": tokens}, content, offset)
+    assert dist == pytest.approx([0.0, 0.2 / 0.9, 0.6 / 0.9, 0.1 / 0.9])
+    reply = parse_completion(
+        body(content, logprobs={"content": tokens}), mode="json_schema", spec=SPEC
+    )
+    assert reply.expected_grade == pytest.approx((0.2 + 1.2 + 0.3) / 0.9)
+    assert reply.confidence == pytest.approx(0.6 / 0.9)
+
+
+def test_distribution_adds_the_chosen_token_when_not_among_the_top() -> None:
+    content = "Grade: 1"
+    tokens = [tok("Grade:", 0.9), tok(" 1", 0.5, {" 2": 0.3})]
+    dist = grade_distribution({"content": tokens}, content, 7)
+    assert dist == pytest.approx([0.0, 0.5 / 0.8, 0.3 / 0.8, 0.0])
+
+
+def test_no_distribution_when_logprobs_are_absent_or_the_token_is_merged() -> None:
+    content = '{"grade":2}'
+    assert grade_distribution(None, content, 9) is None
+    assert grade_distribution({"content": []}, content, 9) is None
+    merged = [tok('{"grade":', 0.9), tok("2}", 0.9, {"2}": 0.9, "3}": 0.1})]
+    assert grade_distribution({"content": merged}, content, 9) is None
+
+
+@given(st.lists(st.floats(min_value=1e-6, max_value=1.0), min_size=4, max_size=4))
+def test_distribution_is_a_probability_vector(weights: list[float]) -> None:
+    content = "Grade: 0"
+    top = {str(g): w / (sum(weights) * 1.01) for g, w in enumerate(weights)}
+    dist = grade_distribution(
+        {"content": [tok("Grade: ", 0.9), tok("0", top["0"], top)]}, content, 7
+    )
+    assert dist is not None and sum(dist) == pytest.approx(1.0)
+    assert all(0.0 <= p <= 1.0 for p in dist)
+
+
+def test_usage_without_details() -> None:
+    reply = body('{"reason": "r", "grade": 0}')
+    reply["usage"] = {"prompt_tokens": 5, "completion_tokens": 2}
+    parsed = parse_completion(reply, mode="json_schema", spec=SPEC)
+    assert parsed.usage == Usage(prompt_tokens=5, completion_tokens=2, cached_tokens=0)
+    assert json.loads(parsed.raw)["grade"] == 0
