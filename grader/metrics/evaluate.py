@@ -54,7 +54,8 @@ def evaluate(
     gives, in trec_eval order) or `score` (ranked here, compared in `precision`). Measure names
     in the output are canonical, with the threshold explicit (`RR(rel=2)@10`).
     attrs: `missing` = qrels queries absent from the run (scored 0, or left out with
-    missing="skip"), `n_queries` = queries in the mean.
+    missing="skip"), `n_queries` = queries in the mean, `qrels_queries` = queries in the qrels,
+    `unjudged_queries` = run queries the qrels lack (ignored).
     """
     if missing not in ("zero", "skip"):
         raise ValueError(f"missing must be 'zero' or 'skip', not {missing!r}")
@@ -77,6 +78,8 @@ def evaluate(
     )
     frame.attrs["missing"] = [q for q, a in zip(ranked.query_ids, answered, strict=True) if not a]
     frame.attrs["n_queries"] = n
+    frame.attrs["qrels_queries"] = ranked.n_queries
+    frame.attrs["unjudged_queries"] = list(ranked.unjudged_queries)
     return frame
 
 

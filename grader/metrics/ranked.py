@@ -38,6 +38,7 @@ class Ranked:
     ideal_query: Int
     ideal_grade: Int
     ideal_pos: Int
+    unjudged_queries: tuple[str, ...] = ()
 
     @property
     def n_queries(self) -> int:
@@ -117,6 +118,10 @@ def join(qrels: pd.DataFrame, run: pd.DataFrame, *, precision: Precision = "floa
     run_q = _index_in(_strings(run["query_id"]), q_unique)
     ranks = _grouped_ranks(run, precision)
     known = run_q >= 0
+    unjudged: tuple[str, ...] = ()
+    if not known.all():
+        strays = pc.unique(_strings(run["query_id"]).filter(pa.array(~known)))
+        unjudged = tuple(str(q) for q in strays.to_pylist())
     returned = np.bincount(run_q[known], minlength=len(q_unique)).astype(np.int64)
     run_docs = _strings(run["doc_id"])
     if known.all():
@@ -146,4 +151,5 @@ def join(qrels: pd.DataFrame, run: pd.DataFrame, *, precision: Precision = "floa
         ideal_query=ideal_query,
         ideal_grade=grades[ideal],
         ideal_pos=ranks_within(ideal_query),
+        unjudged_queries=unjudged,
     )
