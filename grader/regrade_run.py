@@ -13,7 +13,7 @@ from typing import Any
 from grader.batch.jobs import BatchJudge, BatchRunner, CollectSummary, JudgeFor, Progress, Sleep
 from grader.judges.base import Judge
 from grader.pairs import Pair
-from grader.pipeline import GradingReport, grade_pairs
+from grader.pipeline import GradingReport, StoreWriter, grade_pairs
 from grader.regrade import Candidate, Criterion, select_candidates, to_grade, version_pairs
 from grader.regrade_diff import RegradeDiff, VersionPair, diff_versions
 from grader.store import Store
@@ -49,6 +49,7 @@ async def regrade(
     batch_progress: Progress | None = None,
     batch_discount: float = 0.5,
     sleep: Sleep | None = None,
+    writer: StoreWriter | None = None,
 ) -> RegradeOutcome:
     """Regrade the selected stored pairs with `judge` (through `runner` when given).
 
@@ -94,6 +95,7 @@ async def regrade(
                 store=store,
                 concurrency=concurrency,
                 progress=progress,
+                writer=writer,
             )
         outcome_fields.update(
             sent=len(todo), already_done=len(candidates) - len(todo), report=report

@@ -1,17 +1,168 @@
-"""`relgrade batch` (being built; see the issue tracker)."""
+"""`relgrade batch status|collect`: the Batch API jobs recorded in a store.
+
+`status` lists every job (refreshing open ones from the server when it can reach it); `collect`
+finishes what a stopped `regrade --batch` left: uploads and creates what was not, polls until
+the server is done, validates every output line as live grading does, re-asks the rest live
+(or marks them failed with `--no-live-retry`) and stores the judgments.
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
-from grader.errors import RelgradeError
+from grader.batch.client import TERMINAL_STATUSES, BatchClient
+from grader.batch.state import BatchState, Job
+from grader.cli.batch_common import (
+    JudgeFactory,
+    add_batch_options,
+    add_llm_options,
+    base_url,
+    make_runner,
+    progress_printer,
+)
+from grader.cli.grade import _api_key
+from grader.errors import InputError
+from grader.pipeline import StoreWriter
+from grader.store import Store
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser("batch", help="(not built yet)")
-    parser.set_defaults(func=run)
+    p = sub.add_parser(
+        "batch",
+        help="status and collection of Batch API jobs kept in a store",
+        description="Check on, and finish, the Batch API jobs that regrade --batch recorded.",
+    )
+    actions = p.add_subparsers(dest="action", metavar="ACTION")
+    actions.required = True
+    status = actions.add_parser("status", help="list the batch jobs of a store")
+    status.add_argument("--store", required=True, metavar="DB")
+    status.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint")
+    status.add_argument(
+        "--no-refresh", action="store_true", help="show the stored state; ask no server"
+    )
+    status.add_argument("--format", choices=["table", "json"], default="table")
+    status.set_defaults(func=run_status)
+    collect = actions.add_parser("collect", help="finish the open batch jobs of a store")
+    collect.add_argument("--store", required=True, metavar="DB")
+    collect.add_argument(
+        "--no-wait", action="store_true", help="one round of checks; collect what is done"
+    )
+    add_llm_options(collect)
+    add_batch_options(collect)
+    collect.set_defaults(func=run_collect)
+    p.set_defaults(func=run_status)
 
 
-def run(args: argparse.Namespace) -> int:
-    raise RelgradeError("relgrade batch is not built yet")
+def _open_store(path: str) -> Store:
+    if not Path(path).is_file():
+        raise InputError("no store here", path=path, hint="give the --store regrade used")
+    return Store(path)
+
+
+def run_status(args: argparse.Namespace) -> int:
+    with _open_store(args.store) as store, BatchState(store) as state:
+        note = None
+        if not args.no_refresh:
+            note = asyncio.run(_refresh(state, base_url(args)))
+        jobs = state.jobs()
+    if args.format == "json":
+        print(json.dumps([_job_json(j) for j in jobs], indent=2))
+    else:
+        print(render_jobs(jobs))
+    if note:
+        print(note, file=sys.stderr)
+    return 0
+
+
+async def _refresh(state: BatchState, url: str | None) -> str | None:
+    stale = [
+        j
+        for j in state.jobs(open_only=True)
+        if j.batch_id and j.remote_status not in TERMINAL_STATUSES
+    ]
+    if not stale:
+        return None
+    try:
+        key = _api_key(url)
+    except InputError as exc:
+        return f"not refreshed from the server: {exc}"
+    client = BatchClient(base_url=url, api_key=key)
+    try:
+        for job in stale:
+            assert job.batch_id is not None
+            state.set_remote(job.job_id, await client.retrieve(job.batch_id))
+    finally:
+        await client.close()
+    return None
+
+
+def _job_json(job: Job) -> dict[str, Any]:
+    data = asdict(job)
+    config = data.pop("judge_config")
+    data["model"] = config.get("model")
+    data["prompt"] = config.get("prompt_id")
+    return data
+
+
+def render_jobs(jobs: list[Job]) -> str:
+    if not jobs:
+        return "no batch jobs in this store"
+    header = f"{'job':>4}  {'phase':<10} {'status':<11} {'done':>13}  {'prompt':<16} batch"
+    lines = [header]
+    for j in jobs:
+        done = f"{j.n_completed + j.n_failed}/{j.n_requests}"
+        if j.n_failed:
+            done += f" ({j.n_failed} err)"
+        lines.append(
+            f"{j.job_id:>4}  {j.phase:<10} {j.remote_status or '-':<11} {done:>13}  "
+            f"{j.judge_config.get('prompt_id', '-'):<16} {j.batch_id or '-'}"
+        )
+    open_jobs = sum(1 for j in jobs if j.phase != "collected")
+    if open_jobs:
+        lines.append(f"{open_jobs} open; `relgrade batch collect --store DB` finishes them")
+    return "\n".join(lines)
+
+
+def run_collect(args: argparse.Namespace) -> int:
+    with _open_store(args.store) as store:
+        writer = StoreWriter(store)
+        summary = asyncio.run(_collect(args, store, writer))
+        writer.flush()
+        with BatchState(store) as state:
+            left = state.jobs(open_only=True)
+    print(
+        f"collected {summary.jobs} batches: {summary.batch} graded from the batch, "
+        f"{summary.live} re-asked live, {summary.failed} failed",
+        file=sys.stderr,
+    )
+    if left:
+        print(
+            f"{len(left)} jobs still open (the server is not done); run this again later",
+            file=sys.stderr,
+        )
+    return 1 if summary.failed else 0
+
+
+async def _collect(args: argparse.Namespace, store: Store, writer: StoreWriter) -> Any:
+    with BatchState(store) as probe:
+        if not probe.jobs(open_only=True):
+            from grader.batch.jobs import CollectSummary
+
+            return CollectSummary()
+    factory = JudgeFactory(args, writer)
+    store.add_secrets(factory.secrets)
+    runner = make_runner(store, args, factory)
+    try:
+        return await runner.run(
+            factory.for_job, wait=not args.no_wait, progress=progress_printer(args.quiet)
+        )
+    finally:
+        await runner.client.close()
+        runner.state.close()
+        await factory.aclose()

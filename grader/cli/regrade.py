@@ -1,17 +1,268 @@
-"""`relgrade regrade` (being built; see the issue tracker)."""
+"""`relgrade regrade`: grade stored pairs again under a new prompt or model, and show what changed.
+
+The old judgments stay in the store (the new version has its own content keys), so both versions
+remain queryable. With `--batch` the requests go through the OpenAI Batch API (half price); the
+batches are recorded in the store, so `relgrade batch status|collect` or rerunning this command
+continues them after the process exits.
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
 from typing import Any
 
-from grader.errors import RelgradeError
+import pandas as pd
+
+from grader.batch.adapter import LLMBatchJudge
+from grader.cli.batch_common import (
+    JudgeFactory,
+    add_batch_options,
+    add_llm_options,
+    default_model,
+    job_config,
+    make_runner,
+    progress_printer,
+)
+from grader.errors import InputError
+from grader.pipeline import StoreWriter
+from grader.prompts import load_prompt
+from grader.regrade import Criterion, parse_selection
+from grader.regrade_diff import RegradeDiff
+from grader.regrade_run import RegradeOutcome, regrade
+from grader.store import Store
+
+EPILOG = """\
+--select (criteria combine; all must hold): all (default) | failed | grade<=N | sample FILE
+(a sample CSV with query_id,doc_id, TREC qrels or run, or `qid docid` lines) | disagreement
+(an ensemble's judges or a verification disagreed) | prompt=OLD (judgments of that prompt:
+name, name@version or file stem). The old version of a pair is its latest stored judgment that
+is not the new version.
+
+A rerun sends nothing for pairs already regraded; pairs waiting in open batches are not sent
+again. Exit status: 0 done (or batches left waiting with --no-wait), 1 some pairs failed
+(rerun to retry them), 2 bad input.
+"""
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser("regrade", help="(not built yet)")
-    parser.set_defaults(func=run)
+    p = sub.add_parser(
+        "regrade",
+        help="regrade stored judgments with a new prompt or model; diff old vs new",
+        description="Regrade the selected stored pairs and report what changed.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--store", required=True, metavar="DB", help="the judgment store")
+    p.add_argument("--prompt", required=True, metavar="NAME", help="new prompt name or file")
+    p.add_argument("--model", metavar="M", help="model ($RELGRADE_MODEL, else gpt-4o-mini)")
+    p.add_argument(
+        "--select",
+        nargs="+",
+        default=["all"],
+        metavar="CRITERION",
+        help="all | failed | grade<=N | sample FILE | disagreement | prompt=OLD",
+    )
+    p.add_argument("--batch", action="store_true", help="through the Batch API (half price)")
+    p.add_argument(
+        "--no-wait", action="store_true", help="with --batch: submit and exit; collect later"
+    )
+    p.add_argument("--out", metavar="J.jsonl", help="write the new judgments (JSONL)")
+    p.add_argument("--qrels-out", metavar="QRELS", help="write the new grades as TREC qrels")
+    p.add_argument("--format", choices=["table", "json"], default="table", help="diff format")
+    p.add_argument("--run", action="append", default=[], metavar="RUN", help="metric deltas")
+    p.add_argument(
+        "-m", "--measure", action="append", default=[], metavar="MEASURE", help="for --run"
+    )
+    p.add_argument("--show", type=int, default=20, metavar="N", help="changed pairs shown (20)")
+    add_llm_options(p)
+    add_batch_options(p)
+    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    raise RelgradeError("relgrade regrade is not built yet")
+    if args.no_wait and not args.batch:
+        raise InputError("--no-wait goes with --batch", hint="add --batch or drop --no-wait")
+    if args.concurrency < 1:
+        raise InputError("--concurrency must be at least 1")
+    criteria = parse_selection(args.select)
+    if not Path(args.store).is_file():
+        raise InputError("no store here", path=args.store, hint="grade into it first")
+    spec = load_prompt(args.prompt)
+    runs = _read_runs(args.run)
+    with Store(args.store) as store:
+        writer = StoreWriter(store)
+        outcome = asyncio.run(_regrade(args, store, writer, spec, criteria))
+        writer.flush()
+    if runs:
+        from grader.metrics import DEFAULT_MEASURES
+        from grader.regrade_metrics import metric_deltas
+
+        measures = args.measure or list(DEFAULT_MEASURES)
+        outcome.diff.metric_deltas = metric_deltas(outcome.pairs, runs, measures)
+    _write_outputs(args, outcome)
+    if args.format == "json":
+        print(json.dumps(_json(outcome), indent=2))
+    else:
+        print(render_table(outcome.diff, show=args.show))
+    if not args.quiet:
+        print(_summary(outcome), file=sys.stderr)
+    if outcome.diff.pending:
+        print(
+            f"{outcome.diff.pending} pairs are waiting in batches; `relgrade batch status "
+            f"--store {args.store}` shows them, `relgrade batch collect --store {args.store}` "
+            "(or this command again) collects them",
+            file=sys.stderr,
+        )
+        return 0
+    return 1 if outcome.diff.failed else 0
+
+
+async def _regrade(
+    args: argparse.Namespace,
+    store: Store,
+    writer: StoreWriter,
+    spec: Any,
+    criteria: list[Criterion],
+) -> RegradeOutcome:
+    factory = JudgeFactory(args, writer)
+    store.add_secrets(factory.secrets)
+    live = factory.llm(args.model or default_model(), spec)
+    try:
+        if not args.batch:
+            return await regrade(
+                store,
+                live,
+                criteria,
+                concurrency=args.concurrency,
+                progress=False if args.quiet else None,
+                writer=writer,
+            )
+        batch_judge = LLMBatchJudge(live)
+        config = job_config(batch_judge, args.prompt)
+        factory.remember(config, batch_judge)
+        runner = make_runner(store, args, factory)
+        try:
+            return await regrade(
+                store,
+                live,
+                criteria,
+                runner=runner,
+                batch_judge=batch_judge,
+                judge_for=factory.for_job,
+                job_config=config,
+                wait=not args.no_wait,
+                batch_progress=progress_printer(args.quiet),
+                batch_discount=factory.prices.batch_discount,
+                writer=writer,
+            )
+        finally:
+            await runner.client.close()
+            runner.state.close()
+    finally:
+        await factory.aclose()
+
+
+def _read_runs(paths: list[str]) -> dict[str, pd.DataFrame]:
+    if not paths:
+        return {}
+    from grader.io.trec import read_run
+
+    return {Path(p).name.split(".")[0]: read_run(p) for p in paths}
+
+
+def _write_outputs(args: argparse.Namespace, outcome: RegradeOutcome) -> None:
+    new = [p.new for p in outcome.pairs if p.new is not None]
+    if args.out:
+        from grader.io.judgments import write_judgments
+
+        write_judgments(args.out, new)
+    if args.qrels_out:
+        from grader.io.trec import write_qrels
+
+        ok = [j for j in new if j.status == "ok"]
+        frame = pd.DataFrame(
+            {
+                "query_id": [j.query_id for j in ok],
+                "doc_id": [j.doc_id for j in ok],
+                "grade": [j.grade for j in ok],
+            }
+        )
+        write_qrels(args.qrels_out, frame)
+
+
+def _json(outcome: RegradeOutcome) -> dict[str, Any]:
+    data = outcome.diff.to_json()
+    data.update(
+        selected=len(outcome.candidates),
+        sent=outcome.sent,
+        already_done=outcome.already_done,
+        waiting_in_batches=outcome.waiting_in_batches,
+        jobs=outcome.job_ids,
+    )
+    return data
+
+
+def _summary(outcome: RegradeOutcome) -> str:
+    how = "batch" if outcome.collected is not None or outcome.job_ids else "live"
+    line = (
+        f"regrade: {len(outcome.candidates)} pairs selected, {outcome.sent} sent ({how}), "
+        f"{outcome.already_done} already regraded"
+    )
+    if outcome.waiting_in_batches:
+        line += f", {outcome.waiting_in_batches} waiting in earlier batches"
+    collected = outcome.collected
+    if collected is not None and collected.jobs:
+        line += (
+            f"; collected {collected.jobs} batches: {collected.batch} from the batch, "
+            f"{collected.live} re-asked live, {collected.failed} failed"
+        )
+    return line
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def render_table(diff: RegradeDiff, *, show: int = 20) -> str:
+    """The diff as plain text: summary, transition matrix, changed pairs, metric deltas."""
+    lines = [
+        f"pairs {diff.n}, compared {diff.compared}, changed {diff.changed}, "
+        f"failed {diff.failed}, pending {diff.pending}",
+        f"kappa between versions (Cohen's) {_fmt(diff.kappa_between_versions)}",
+        f"cost ${diff.cost:.4f} (without the batch discount ${diff.cost_without_batch:.4f}; "
+        f"{diff.batch_graded} graded by batch)",
+        "",
+        "transition (rows: old grade, columns: new grade)",
+        "        " + "".join(f"{'new ' + str(g):>8}" for g in range(4)),
+    ]
+    for g, row in enumerate(diff.transition):
+        lines.append(f"{'old ' + str(g):>8}" + "".join(f"{c:>8}" for c in row))
+    if diff.changed_pairs:
+        lines += ["", f"changed pairs ({min(show, diff.changed)} of {diff.changed} shown)"]
+        for c in diff.changed_pairs[:show]:
+            lines.append(f"  {c.query_id}  {c.doc_id}  {c.old_grade} -> {c.new_grade}")
+            lines.append(f"      old: {_one_line(c.old_reason)}")
+            lines.append(f"      new: {_one_line(c.new_reason)}")
+    if diff.failed_pairs:
+        lines += ["", "failed (rerun to retry)"]
+        for f in diff.failed_pairs[:show]:
+            lines.append(f"  {f['query_id']}  {f['doc_id']}  {f['error']}")
+    if diff.metric_deltas:
+        lines += ["", f"{'run':<20}{'measure':<18}{'old':>8}{'new':>8}{'delta':>9}"]
+        for d in diff.metric_deltas:
+            lines.append(
+                f"{d['run']:<20}{d['measure']:<18}{d['old']:>8.4f}{d['new']:>8.4f}"
+                f"{d['delta']:>+9.4f}"
+            )
+    return "\n".join(lines)
+
+
+def _one_line(text: str | None, width: int = 100) -> str:
+    if not text:
+        return "-"
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 3] + "..."

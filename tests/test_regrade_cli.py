@@ -1,0 +1,172 @@
+"""`relgrade regrade` and `relgrade batch status|collect` end to end against the fake server:
+the concurrent path (no --batch), the Batch API path across processes, selections, outputs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from grader.cli.main import main
+from grader.io.judgments import read_judgments
+from grader.io.trec import read_qrels
+from grader.store import Store
+from tests.batch_helpers import new_prompt, seed_store
+from tests.fake_batch import BatchPlan, FakeBatchAPI
+from tests.fakeserver import FakeServer
+
+
+@pytest.fixture(scope="module")
+def _server() -> Iterator[tuple[FakeServer, FakeBatchAPI]]:
+    with FakeServer() as server:
+        yield server, FakeBatchAPI(server)
+
+
+@pytest.fixture
+def api(_server: tuple[FakeServer, FakeBatchAPI], monkeypatch: pytest.MonkeyPatch) -> FakeBatchAPI:
+    server, batch_api = _server
+    server.reset()
+    batch_api.reset()
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RELGRADE_MODEL", "RELGRADE_PRICES"):
+        monkeypatch.delenv(name, raising=False)
+    return batch_api
+
+
+def _prices(folder: Path) -> str:
+    path = folder / "prices.toml"
+    path.write_text(
+        '[models."fake-model"]\ninput = 1.0\ncached_input = 0.5\noutput = 2.0\n',
+        encoding="utf-8",
+    )
+    return str(path)
+
+
+def _regrade(
+    capsys: pytest.CaptureFixture[str], db: Path, prompt: Path, url: str, *extra: str
+) -> tuple[int, dict]:  # type: ignore[type-arg]
+    code = main(
+        [
+            "regrade",
+            "--store", str(db),
+            "--prompt", str(prompt),
+            "--model", "fake-model",
+            "--base-url", url,
+            "--format", "json",
+            "--poll-interval", "0",
+            "--quiet",
+            "--prices", _prices(db.parent),
+            *extra,
+        ]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    return code, json.loads(out)
+
+
+def test_concurrent_regrade_keeps_old_and_rerun_sends_nothing(
+    api: FakeBatchAPI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "s.db"
+    seed_store(db, 6)
+    prompt = Path(new_prompt(tmp_path).source)
+    url = api.server.base_url
+    out, qrels = tmp_path / "new.jsonl", tmp_path / "new.qrels"
+    code, diff = _regrade(capsys, db, prompt, url, "--out", str(out), "--qrels-out", str(qrels))
+    assert code == 0
+    assert api.server.counts["requests"] == 6 and api.counts["upload"] == 0
+    assert diff["n"] == 6 and diff["failed"] == 0 and diff["sent"] == 6
+    assert sum(map(sum, diff["transition"])) == 6
+    assert diff["cost_without_batch"] == diff["cost"] > 0
+    for key in ("changed", "kappa_between_versions", "cost"):
+        assert key in diff
+    new = read_judgments(out)
+    assert len(new) == 6 and all(j.prompt and j.prompt.version == "2" for j in new)
+    assert len(read_qrels(qrels)) == 6
+    with Store(db) as store:
+        versions = {j.prompt.version for j in store.iter_judgments() if j.prompt}
+        assert versions == {"1", "2"} and store.count() == 12
+    code, again = _regrade(capsys, db, prompt, url)
+    assert code == 0 and again["sent"] == 0 and api.server.counts["requests"] == 6
+    assert again["transition"] == diff["transition"]
+
+
+def test_batch_no_wait_then_status_and_collect_in_later_processes(
+    api: FakeBatchAPI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "s.db"
+    seed_store(db, 6)
+    prompt = Path(new_prompt(tmp_path).source)
+    url = api.server.base_url
+    api.plan(BatchPlan(polls_in_progress=2, errors={0: (500, "server_error")}))
+    code, first = _regrade(capsys, db, prompt, url, "--batch", "--no-wait")
+    assert code == 0 and first["pending"] == 6 and len(first["jobs"]) == 1
+    assert main(["batch", "status", "--store", str(db), "--base-url", url, "--format", "json"]) == 0
+    (job,) = json.loads(capsys.readouterr().out)
+    assert job["phase"] == "submitted" and job["remote_status"] == "in_progress"
+    assert job["n_requests"] == 6 and job["prompt"] == "passage@2"
+    collect = ["batch", "collect", "--store", str(db), "--base-url", url]
+    code = main([*collect, "--poll-interval", "0", "--prices", _prices(tmp_path)])
+    assert code == 0
+    assert api.server.counts["requests"] == 1  # the error line, re-asked live
+    main(["batch", "status", "--store", str(db), "--no-refresh", "--format", "json"])
+    (job,) = json.loads(capsys.readouterr().out)
+    assert job["phase"] == "collected"
+    code, diff = _regrade(capsys, db, prompt, url, "--batch")
+    assert code == 0 and diff["sent"] == 0 and diff["pending"] == 0
+    assert diff["batch_graded"] == 5 and diff["failed"] == 0
+    assert diff["cost_without_batch"] > diff["cost"] > 0
+    assert api.counts["upload"] == 1
+
+
+def test_selections(api: FakeBatchAPI, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "s.db"
+    seed_store(db, 8, failed=(5,))  # old grades 0,1,2,3,0,(failed),2,3
+    prompt = Path(new_prompt(tmp_path).source)
+    url = api.server.base_url
+    code, low = _regrade(capsys, db, prompt, url, "--select", "grade<=1")
+    assert low["n"] == 3 and code == 0  # d0, d1, d4
+    code, failed = _regrade(capsys, db, prompt, url, "--select", "failed")
+    assert failed["n"] == 1 and failed["compared"] == 0
+    sample = tmp_path / "sample.csv"
+    sample.write_text("query_id,doc_id,grade\nq0,d2,\nq2,d7,\n", encoding="utf-8")
+    code, picked = _regrade(capsys, db, prompt, url, "--select", "sample", str(sample))
+    assert picked["n"] == 2
+    code, by_prompt = _regrade(capsys, db, prompt, url, "--select", "prompt=passage@1", "grade<=2")
+    assert by_prompt["n"] == 5 and by_prompt["selected"] == 5
+    assert main(["regrade", "--store", str(db), "--prompt", str(prompt), "--select", "bogus"]) == 2
+
+
+def test_metric_deltas_for_a_run(
+    api: FakeBatchAPI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "s.db"
+    seed_store(db, 6)
+    prompt = Path(new_prompt(tmp_path).source)
+    run = tmp_path / "bm25.run"
+    run.write_text(
+        "".join(f"q{i // 3} Q0 d{i} {i % 3 + 1} {10 - i} bm25\n" for i in range(6)),
+        encoding="utf-8",
+    )
+    code, diff = _regrade(
+        capsys, db, prompt, api.server.base_url, "--run", str(run), "-m", "nDCG@10"
+    )
+    assert code == 0
+    (delta,) = diff["metric_deltas"]
+    assert delta["run"] == "bm25" and delta["measure"] == "nDCG@10"
+    assert delta["delta"] == pytest.approx(delta["new"] - delta["old"])
+    if diff["changed"] == 0:
+        assert delta["delta"] == 0
+
+
+def test_table_output(
+    api: FakeBatchAPI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "s.db"
+    seed_store(db, 4)
+    prompt = Path(new_prompt(tmp_path).source)
+    args = ["regrade", "--store", str(db), "--prompt", str(prompt), "--model", "fake-model"]
+    assert main([*args, "--base-url", api.server.base_url, "--quiet"]) == 0
+    text = capsys.readouterr().out
+    assert "transition (rows: old grade, columns: new grade)" in text
+    assert "kappa between versions" in text and "cost $" in text
