@@ -137,6 +137,7 @@ def systematic_draw(pi: np.ndarray, order: np.ndarray, rng: np.random.Generator)
     """Indices drawn systematically along `order`; unit i is drawn with probability pi[i]."""
     cum = np.cumsum(pi[order])
     n = round(float(cum[-1]))
+    cum *= n / cum[-1]  # rounding error must not push the last point past the end
     points = rng.uniform(0.0, 1.0) + np.arange(n)
     hits = np.searchsorted(cum, points, side="right")
     hits = np.minimum(hits, len(order) - 1)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from calibration.sampling import allocate, draw_sample, plan_design, sample_size
 from grader.errors import InputError
@@ -133,3 +135,23 @@ def test_sample_order_is_not_sorted_by_grade() -> None:
 def test_allocate_water_fills_under_caps() -> None:
     out = allocate(np.ones(3), np.array([1.0, 100.0, 100.0]), 21)
     assert out.tolist() == pytest.approx([1.0, 10.0, 10.0])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    counts=st.lists(st.integers(0, 30), min_size=4, max_size=4).filter(lambda c: sum(c) > 0),
+    share=st.floats(0.01, 1.0),
+    strategy=st.sampled_from(STRATEGY_CASES),
+    allocation=st.sampled_from(["equal", "proportional"]),
+    seed=st.integers(0, 10_000),
+)
+def test_any_design_has_pi_in_range_summing_to_n_and_draws_exactly_n(
+    counts: list[int], share: float, strategy: str, allocation: str, seed: int
+) -> None:
+    pop = population(dict(enumerate(counts)), queries=3, seed=seed, with_distribution=True)
+    size = max(1, round(share * len(pop)))
+    design = plan_design(pop, strategy=strategy, size=size, allocation=allocation)
+    assert ((design.pi > 0) & (design.pi <= 1)).all()
+    assert design.pi.sum() == pytest.approx(size)
+    draw = draw_sample(pop, strategy=strategy, n=size, allocation=allocation, seed=seed)
+    assert len({(p.query_id, p.doc_id) for p in draw.pairs}) == size

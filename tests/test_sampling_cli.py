@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -178,3 +179,24 @@ def test_the_loop_sample_grade_import_calibrate_is_weighted(
     assert report["n"] == 12
     assert report["manifest"].endswith("human.manifest.json")
     assert report["weighted_n"] == pytest.approx(76)  # weights sum back to the population
+
+
+def test_labelstudio_tasks_and_config_carry_the_prompt_scale(tmp_path: Path) -> None:
+    tasks = tmp_path / "tasks.json"
+    code, out = _sample(tmp_path, "--labelstudio", str(tasks), "--prompt", "passage")
+    assert code == 0
+    data = json.loads(tasks.read_text())
+    assert [(t["data"]["query_id"], t["data"]["doc_id"]) for t in data] == [
+        (r["query_id"], r["doc_id"]) for r in _rows(out)
+    ]
+    assert "Perfectly relevant" in (tmp_path / "tasks.config.xml").read_text()
+
+
+def test_query_balanced_on_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = _sample(tmp_path, "--strategy", "query-balanced")
+    assert code == 0
+    per_query = Counter(r["query_id"] for r in _rows(out))
+    assert sorted(per_query.values()) == [3, 3, 3, 3]
+    assert "q0: 3 drawn of 19" in capsys.readouterr().out

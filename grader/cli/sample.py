@@ -187,14 +187,18 @@ def _draw(args: argparse.Namespace) -> int:
         f"{human} pair(s) people already graded"
     )
     counts = Counter(p.stratum for p in draw.pairs)
-    for name, info in draw.strata.items():
-        if counts.get(name) or len(draw.strata) <= 8:
-            print(
-                f"  {name}: {counts.get(name, 0)} drawn of {int(info['size'])} "
-                f"(inclusion probability {info['expected'] / info['size']:.4g})"
-                if draw.strategy != "uncertainty"
-                else f"  {name}: {counts.get(name, 0)} drawn of {int(info['size'])}"
-            )
+    if len(draw.strata) > 8:
+        sizes = [int(info["size"]) for info in draw.strata.values()]
+        print(
+            f"  {len(draw.strata)} strata of {min(sizes)} to {max(sizes)} pairs; "
+            f"{len(counts)} of them drawn from"
+        )
+    else:
+        for name, info in draw.strata.items():
+            line = f"  {name}: {counts.get(name, 0)} drawn of {int(info['size'])}"
+            if draw.strategy != "uncertainty":
+                line += f" (inclusion probability {info['expected'] / info['size']:.4g})"
+            print(line)
     if draw.uncertainty_source:
         print(f"  uncertainty from {draw.uncertainty_source}", end="")
         if draw.uncertainty_imputed:
