@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import UTC, datetime
 from email.utils import format_datetime
 
@@ -143,14 +144,18 @@ def test_pause_holds_everyone_and_keeps_the_longest() -> None:
     assert limiter.delay() == 0.0
 
 
-async def test_acquire_waits_out_a_pause() -> None:
+async def test_acquire_holds_every_worker_until_the_pause_ends() -> None:
     limiter = RateLimiter(rpm=1000)
     limiter.pause(0.05)
-    loop = asyncio.get_running_loop()
-    start = loop.time()
-    await asyncio.gather(limiter.acquire(), limiter.acquire())
-    assert limiter.delay() == 0.0
-    assert loop.time() >= start  # both returned once the pause was over (no wall-time bound)
+    resume_at = limiter._paused_until
+    released: list[float] = []
+
+    async def worker() -> None:
+        await limiter.acquire()
+        released.append(time.monotonic())
+
+    await asyncio.gather(worker(), worker(), worker())
+    assert len(released) == 3 and min(released) >= resume_at
 
 
 def test_bad_limits_are_refused() -> None:
