@@ -1,0 +1,86 @@
+"""Regrade selection over stored versions: criteria parsing, pair lists, which judgment is old."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grader.errors import InputError
+from grader.keys import content_key
+from grader.models import Doc, Judgment, PromptRef, Query
+from grader.regrade import Criterion, parse_selection, read_pair_list, select_candidates, to_grade
+from grader.store import Store
+
+NEW_FP = {"judge": "openai:new", "prompt_sha": "n" * 64}
+
+
+def _put(store: Store, doc: str, grade: int, version: str, **extra: object) -> Judgment:
+    q = Query(query_id="q1", text="query one")
+    d = Doc(doc_id=doc, text=f"text of {doc}")
+    fp = {"judge": "openai:m", "v": version}
+    j = Judgment(
+        query_id="q1", doc_id=doc, grade=grade, status="ok", judge="openai:m",
+        prompt=PromptRef(name="passage", version=version, sha256=version * 64),
+        key=content_key(fp, q.text, d.text), **extra,  # type: ignore[arg-type]
+    )  # fmt: skip
+    store.put(j, query=q, doc=d, fingerprint=fp)
+    return j
+
+
+def test_parse_selection_forms(tmp_path: Path) -> None:
+    sample = tmp_path / "s.qrels"
+    sample.write_text("q1 0 d1 2\nq2 0 d9 0\n", encoding="utf-8")
+    parsed = parse_selection(["prompt=passage@1", "grade<=1", "sample", str(sample)])
+    assert [c.kind for c in parsed] == ["prompt", "grade<=", "sample"]
+    assert parsed[1].value == 1
+    assert parsed[2].value == {("q1", "d1"), ("q2", "d9")}
+    assert parse_selection([]) == [Criterion("all")]
+    for bad in (["grade<=7"], ["sample"], ["prompt="], ["everything"]):
+        with pytest.raises(InputError):
+            parse_selection(bad)
+
+
+def test_pair_lists_from_csv_run_and_two_columns(tmp_path: Path) -> None:
+    csv = tmp_path / "s.csv"
+    csv.write_text("qid,docid,grade\nq1,d1,\n", encoding="utf-8")
+    run = tmp_path / "r.run"
+    run.write_text("q1 Q0 d2 1 9.5 bm25\n", encoding="utf-8")
+    two = tmp_path / "p.txt"
+    two.write_text("q1 d3\n", encoding="utf-8")
+    assert read_pair_list(csv) == {("q1", "d1")}
+    assert read_pair_list(run) == {("q1", "d2")}
+    assert read_pair_list(two) == {("q1", "d3")}
+    bad = tmp_path / "bad.txt"
+    bad.write_text("q1 d3 x\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"bad.txt:1"):
+        read_pair_list(bad)
+
+
+def test_old_is_latest_non_new_version_and_prompt_filter_picks_it(tmp_path: Path) -> None:
+    with Store(tmp_path / "s.db") as store:
+        _put(store, "d1", 0, "1")
+        _put(store, "d1", 2, "2")  # later: the default old side
+        picked = select_candidates(store, parse_selection(["all"]), NEW_FP)
+        assert [(c.doc.doc_id, c.old.grade) for c in picked] == [("d1", 2)]
+        picked = select_candidates(store, parse_selection(["prompt=passage@1"]), NEW_FP)
+        assert [(c.doc.doc_id, c.old.grade) for c in picked] == [("d1", 0)]
+        assert select_candidates(store, parse_selection(["grade<=1"]), NEW_FP) == []
+        # the new version itself is never an old side
+        same = {"judge": "openai:m", "v": "2"}
+        picked = select_candidates(store, parse_selection(["all"]), same)
+        assert [c.old.grade for c in picked] == [0]
+        assert to_grade(store, picked) == []  # its new key is already ok in the store
+
+
+def test_disagreement_selects_ensembles_and_verifications_that_disagree(tmp_path: Path) -> None:
+    with Store(tmp_path / "s.db") as store:
+        _put(store, "d1", 1, "1", disagreement=2.0, judges={"a": 1, "b": 3})
+        _put(store, "d2", 1, "1", disagreement=0.0, judges={"a": 1, "b": 1})
+        _put(
+            store, "d3", 2, "1",
+            verification={"primary": {"grade": 0}, "verifier": {"grade": 2}},
+        )  # fmt: skip
+        _put(store, "d4", 3, "1")
+        picked = select_candidates(store, parse_selection(["disagreement"]), NEW_FP)
+        assert [c.doc.doc_id for c in picked] == ["d1", "d3"]
