@@ -95,8 +95,11 @@ def make_judge(base_url: str, writer: StoreWriter | None, concurrency: int) -> L
     )
 
 
-async def bare_loop(base_url: str, bodies: list[dict[str, Any]], concurrency: int) -> float:
-    """Seconds for the bare SDK loop to send every body (semaphore `concurrency`)."""
+async def bare_loop(
+    base_url: str, bodies: list[dict[str, Any]], concurrency: int
+) -> tuple[float, float]:
+    """(seconds, CPU seconds) for the bare SDK loop to send every body (semaphore
+    `concurrency`)."""
     client = AsyncOpenAI(base_url=base_url, api_key=API_KEY, max_retries=0, timeout=30.0)
     sem = asyncio.Semaphore(concurrency)
 
@@ -104,11 +107,11 @@ async def bare_loop(base_url: str, bodies: list[dict[str, Any]], concurrency: in
         async with sem:
             await client.chat.completions.create(**body)
 
-    start = time.perf_counter()
+    cpu0, start = time.process_time(), time.perf_counter()
     await asyncio.gather(*(one(b) for b in bodies))
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu0
     await client.close()
-    return elapsed
+    return elapsed, cpu
 
 
 async def relgrade_run(
@@ -142,7 +145,7 @@ async def main_async(args: argparse.Namespace) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             await relgrade_run(base_url, make_pairs(64)[:64], Path(tmp) / "warm.db", 32)
 
-            bare_s = await bare_loop(base_url, bodies, args.concurrency)
+            bare_s, bare_cpu = await bare_loop(base_url, bodies, args.concurrency)
             store_path = Path(tmp) / "bench.db"
             rel_s, rel_cpu, sent, attempts = await relgrade_run(
                 base_url, pairs, store_path, args.concurrency
@@ -163,6 +166,7 @@ async def main_async(args: argparse.Namespace) -> None:
     print(f"ratio to bare loop:       {rel_rate / bare_rate:8.3f} (goal >= 0.9)")
     print(f"ratio to {bound:.0f}/s bound:    {rel_rate / bound:8.3f}")
     print(f"relgrade CPU / judgment:  {1000 * rel_cpu / n:8.2f} ms (this process)")
+    print(f"bare loop CPU / request:  {1000 * bare_cpu / n:8.2f} ms")
     print(
         f"requests sent: {sent} (HTTP attempts {attempts}); unchanged rerun: {rerun_sent} "
         f"(HTTP attempts {rerun_attempts})"
