@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.resources
 import math
 import os
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ from grader.models import Usage
 CHARS_PER_TOKEN = 4
 PRICES_ENV = "RELGRADE_PRICES"
 PER_TOKENS = 1_000_000
+_SNAPSHOT = re.compile(r"(.+?)-(\d{4}-\d{2}-\d{2}|\d{4}|latest)")
 
 
 @dataclass(frozen=True)
@@ -63,11 +65,13 @@ class PriceTable:
         return table
 
     def price(self, model: str) -> ModelPrice | None:
-        """The entry for `model`: exact, else the longest listed prefix followed by `-`."""
+        """The entry for `model`: exact, else the listed name of which `model` is a dated
+        snapshot (`gpt-4o-mini-2024-07-18`, `gpt-4-0613`, `...-latest`); nothing else, since
+        `gpt-4o-audio-preview` is not priced like `gpt-4o`."""
         if model in self.models:
             return self.models[model]
-        prefixes = [name for name in self.models if model.startswith(name + "-")]
-        return self.models[max(prefixes, key=len)] if prefixes else None
+        match = _SNAPSHOT.fullmatch(model)
+        return self.models.get(match.group(1)) if match else None
 
     def cost(self, model: str, usage: Usage, *, batch: bool = False) -> float | None:
         """USD for `usage` on `model` (None when the model has no price)."""

@@ -1,0 +1,106 @@
+"""The price table, the cost of a Usage, and the dry-run estimate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grader.cost import CHARS_PER_TOKEN, PRICES_ENV, PriceTable, estimate_tokens, estimate_usage
+from grader.errors import InputError
+from grader.judges.llm import LLMJudge
+from grader.models import Doc, Query, Usage
+
+
+@pytest.fixture(autouse=True)
+def _no_user_prices(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(PRICES_ENV, raising=False)
+
+
+def test_cost_by_hand() -> None:
+    table = PriceTable.load()
+    usage = Usage(prompt_tokens=1_000_000, completion_tokens=500_000, cached_tokens=400_000)
+    # gpt-4o-mini: 0.15 input, 0.075 cached input, 0.60 output per 1M tokens.
+    live = 0.6 * 0.15 + 0.4 * 0.075 + 0.5 * 0.60
+    assert table.cost("gpt-4o-mini", usage) == pytest.approx(live)
+    assert table.cost("gpt-4o-mini", usage, batch=True) == pytest.approx(live * 0.5)
+    assert table.batch_discount == 0.5
+
+
+def test_dated_snapshots_use_their_model_price_and_nothing_else_does() -> None:
+    table = PriceTable.load()
+    assert table.price("gpt-4o-mini-2024-07-18") == table.price("gpt-4o-mini")
+    assert table.price("gpt-4o-2024-08-06") == table.price("gpt-4o")
+    assert table.price("gpt-4.1-mini-latest") == table.price("gpt-4.1-mini")
+    assert table.price("gpt-4o-minimal") is None
+    assert table.price("gpt-4o-audio-preview") is None
+
+
+def test_unknown_model_costs_none_with_a_note() -> None:
+    table = PriceTable.load()
+    assert table.cost("llama3.1:8b", Usage(prompt_tokens=10)) is None
+    note = table.note("llama3.1:8b")
+    assert note is not None and "--prices" in note and PRICES_ENV in note
+    assert table.note("gpt-4o") is None
+
+
+def test_user_file_and_env_override_and_extend(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env_file = tmp_path / "env.toml"
+    env_file.write_text('[models."llama3"]\ninput = 0.0\noutput = 0.0\n')
+    arg_file = tmp_path / "mine.toml"
+    arg_file.write_text('batch_discount = 0.4\n[models."gpt-4o-mini"]\ninput = 1.0\noutput = 2.0\n')
+    monkeypatch.setenv(PRICES_ENV, str(env_file))
+    table = PriceTable.load(arg_file)
+    assert table.cost("llama3", Usage(prompt_tokens=99)) == 0.0
+    mini = table.price("gpt-4o-mini")
+    assert mini is not None and (mini.input, mini.cached_input, mini.output) == (1.0, 1.0, 2.0)
+    assert table.batch_discount == 0.4
+    assert table.price("gpt-4o") == PriceTable.load().price("gpt-4o")
+    assert table.sources == ("grader/prices.toml", str(env_file), str(arg_file))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[models."m"]\ninput = "cheap"\noutput = 1\n', "needs numbers `input` and `output`"),
+        ('[models."m"]\ninput = 1\n', "needs numbers"),
+        ("batch_discount = 2\n", "must be a number in"),
+        ("models = [", "not valid TOML"),
+    ],
+)
+def test_bad_price_files_name_the_file(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "prices.toml"
+    path.write_text(text)
+    with pytest.raises(InputError, match=message) as caught:
+        PriceTable.load(path)
+    assert str(path) in str(caught.value)
+
+
+def test_estimate_counts_four_characters_per_token() -> None:
+    assert CHARS_PER_TOKEN == 4
+    assert [estimate_tokens("x" * n) for n in (0, 1, 4, 5)] == [0, 1, 1, 2]
+    messages = [{"role": "system", "content": "x" * 40}, {"role": "user", "content": "y" * 8}]
+    assert estimate_usage(messages, 300) == Usage(
+        prompt_tokens=10 + 4 + 2 + 4, completion_tokens=300
+    )
+
+
+def test_judge_estimate_prices_the_rendered_request() -> None:
+    table = PriceTable.load()
+    judge = LLMJudge(
+        model="gpt-4o",
+        prompt="passage-v1",
+        base_url="http://127.0.0.1:9/v1",
+        api_key="x",
+        prices=table,
+    )
+    query, doc = Query(query_id="q", text="cats"), Doc(doc_id="d", text="Cats purr. " * 50)
+    usage = judge.estimate(query, doc)
+    rendered = judge.build_request(query, doc)["messages"]
+    assert usage == estimate_usage(rendered, 300)
+    assert judge.estimate_cost(query, doc) == pytest.approx(table.cost("gpt-4o", usage))
+    assert judge.estimate_cost(query, doc, batch=True) == pytest.approx(
+        0.5 * (table.cost("gpt-4o", usage) or 0)
+    )
