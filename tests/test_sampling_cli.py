@@ -200,3 +200,48 @@ def test_query_balanced_on_the_command_line(
     per_query = Counter(r["query_id"] for r in _rows(out))
     assert sorted(per_query.values()) == [3, 3, 3, 3]
     assert "q0: 3 drawn of 19" in capsys.readouterr().out
+
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not DATA.is_dir(), reason="TREC DL 2019 data is not present")
+def test_the_loop_on_trec_dl_2019(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Real LLM labels as judgments -> blind sample with real passages -> NIST grades typed in
+    -> import -> calibrate, weighted back to all 9,260 pairs."""
+    from grader.io.trec import read_qrels
+
+    llm = read_qrels(DATA / "llm-labels" / "dl2019_test_4prompts_llama70b.txt")
+    human = read_qrels(DATA / "2019qrels-pass.txt")
+    nist = {(q, d): int(g) for q, d, g in human[["query_id", "doc_id", "grade"]].itertuples(False)}
+    judgments = tmp_path / "judgments.jsonl"
+    write_judgments(
+        judgments, (make_judgment(q, d, int(g)) for q, d, g in llm.itertuples(index=False))
+    )
+    out = tmp_path / "sample.csv"
+    argv = ["sample", "--judgments", str(judgments), "--n", "120", "--strategy", "stratified"]
+    argv += ["--queries", str(DATA / "msmarco-test2019-queries.tsv")]
+    argv += ["--docs", str(DATA / "dl2019_document.jsonl"), "--seed", "11", "--out", str(out)]
+    assert main(argv) == 0
+    rows = _rows(out)
+    assert len(rows) == 120 and all(r["query"] and r["document"] for r in rows)
+    for r in rows:
+        r["grade"] = str(nist[(r["query_id"], r["doc_id"])])
+    filled = tmp_path / "filled.csv"
+    with filled.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    manifest = str(tmp_path / "sample.manifest.json")
+    human_csv = tmp_path / "human.csv"
+    assert (
+        main(["sample", "--import", str(filled), "--manifest", manifest, "--out", str(human_csv)])
+        == 0
+    )
+    capsys.readouterr()
+    argv = ["calibrate", "--llm", str(judgments), "--human", str(human_csv), "--format", "json"]
+    assert main([*argv, "--bootstrap", "0"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["n"] == 120
+    assert report["weighted_n"] == pytest.approx(len(llm))
