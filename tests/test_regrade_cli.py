@@ -166,7 +166,12 @@ def test_table_output(
     seed_store(db, 4)
     prompt = Path(new_prompt(tmp_path).source)
     args = ["regrade", "--store", str(db), "--prompt", str(prompt), "--model", "fake-model"]
-    assert main([*args, "--base-url", api.server.base_url, "--quiet"]) == 0
+    report = tmp_path / "diff.html"
+    assert main([*args, "--base-url", api.server.base_url, "--quiet", "--report", str(report)]) == 0
     text = capsys.readouterr().out
     assert "transition (rows: old grade, columns: new grade)" in text
     assert "kappa between versions" in text and "cost $" in text
+    page = report.read_text(encoding="utf-8")
+    assert '<span id="n">4</span>' in page and 'id="transition"' in page
+    assert "passage@1 &rarr; passage@2 (fake-model)" in page
+    assert "http" not in page.split("<body>")[0]  # self-contained: nothing fetched

@@ -77,6 +77,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "-m", "--measure", action="append", default=[], metavar="MEASURE", help="for --run"
     )
+    p.add_argument("--report", metavar="DIFF.html", help="write the diff as an HTML report")
     p.add_argument("--show", type=int, default=20, metavar="N", help="changed pairs shown (20)")
     add_llm_options(p)
     add_batch_options(p)
@@ -104,6 +105,17 @@ def run(args: argparse.Namespace) -> int:
         measures = args.measure or list(DEFAULT_MEASURES)
         outcome.diff.metric_deltas = metric_deltas(outcome.pairs, runs, measures)
     _write_outputs(args, outcome)
+    if args.report:
+        from grader.cli.regrade_report import write_diff_html
+
+        olds = sorted({str(p.old.prompt) for p in outcome.pairs if p.old and p.old.prompt})
+        write_diff_html(
+            args.report,
+            outcome.diff,
+            title="relgrade regrade: what changed",
+            old_label=", ".join(olds) or "stored judgments",
+            new_label=f"{spec.id} ({args.model or default_model()})",
+        )
     if args.format == "json":
         print(json.dumps(_json(outcome), indent=2))
     else:
