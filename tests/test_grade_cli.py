@@ -234,3 +234,19 @@ def test_verify_low_regrades_only_low_pairs(
     assert low == []
     assert fake_server.counts["requests"] == files.n_pairs + len(verified)
     assert all(j.verification["primary"]["grade"] <= 1 for j in verified)  # type: ignore[index]
+
+
+def test_dry_run_needs_no_key(
+    files: GradeFiles,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    code = main(
+        files.args("--store", tmp_path / "s.db", "--model", "gpt-4o-mini", "gpt-4o", "--dry-run")
+    )
+    assert code == 0
+    err = capsys.readouterr().err
+    assert f"would send {2 * files.n_pairs} requests" in err and "estimated cost $" in err

@@ -75,7 +75,14 @@ def register(sub: Any) -> None:
         "--skip-missing", action="store_true", help="skip pairs with unknown ids (else an error)"
     )
     p.add_argument("--prompt", default=DEFAULT_PROMPT, help="prompt name or file (passage)")
-    p.add_argument("--model", action="append", default=[], metavar="M", help="repeat: ensemble")
+    p.add_argument(
+        "--model",
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="M",
+        help="model; several (--model A --model B, or --model A B) make an ensemble",
+    )
     p.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint")
     p.add_argument(
         "--judge", choices=["llm", "lexical"], default="llm", help="lexical: offline baseline"
@@ -103,11 +110,11 @@ def _is_local(base_url: str | None) -> bool:
     return base_url is not None and (urlparse(base_url).hostname or "") in LOCAL_HOSTS
 
 
-def _api_key(base_url: str | None) -> str:
+def _api_key(base_url: str | None, *, dry_run: bool = False) -> str:
     key = os.environ.get("OPENAI_API_KEY", "")
     if key:
         return key
-    if _is_local(base_url):
+    if _is_local(base_url) or dry_run:  # a dry run sends nothing, so it needs no key
         return NO_KEY
     where = base_url or "https://api.openai.com/v1"
     raise InputError(
@@ -164,7 +171,7 @@ class _Judges:
             self.verifier = verifier
 
     def llm(self, model: str, prompt_name: str) -> Judge:
-        key = _api_key(self.base_url)
+        key = _api_key(self.base_url, dry_run=self.args.dry_run)
         from grader.judges.llm import LLMJudge
         from grader.judges.ratelimit import RateLimiter
         from grader.prompts import load_prompt
