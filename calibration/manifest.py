@@ -63,7 +63,7 @@ class Manifest(BaseModel):
     prompt: str | None = None
     judge: str | None = None
     excluded: dict[str, int] = Field(default_factory=dict)
-    strata: dict[str, dict[str, float]] = Field(default_factory=dict)
+    strata: dict[str, dict[str, int | float]] = Field(default_factory=dict)
     uncertainty_source: str | None = None
     created_at: str | None = None
     pairs: list[ManifestPair]

@@ -61,7 +61,7 @@ class SampleDraw:
     allocation: str | None
     seed: int
     population: int
-    strata: dict[str, dict[str, float]] = field(default_factory=dict)
+    strata: dict[str, dict[str, int | float]] = field(default_factory=dict)
     uncertainty_source: str | None = None
     uncertainty_imputed: int = 0
 
@@ -171,7 +171,7 @@ class Design:
     judgments: list[Judgment]
     labels: list[str]
     pi: np.ndarray
-    strata: dict[str, dict[str, float]]
+    strata: dict[str, dict[str, int | float]]
     strategy: str
     allocation: str | None
     uncertainty: np.ndarray | None = None

@@ -74,14 +74,14 @@ def _manifest(sample: str) -> Manifest | None:
 def _scale(args: argparse.Namespace, manifest: Manifest | None) -> list[tuple[int, str]]:
     name = args.prompt or (manifest.prompt if manifest else None)
     if not name:
-        print("scale: no prompt named (--prompt), showing plain 0..3", file=sys.stderr)
+        print("scale: no prompt named; showing plain 0..3 (pass --prompt NAME)", file=sys.stderr)
         return neutral_scale()
     try:
         return prompt_scale(name)
     except RelgradeError as exc:
         if args.prompt:
             raise
-        print(f"scale: {exc}; showing plain 0..3", file=sys.stderr)
+        print(f"scale: {exc}; showing plain 0..3 (pass --prompt NAME)", file=sys.stderr)
         return neutral_scale()
 
 
