@@ -23,7 +23,7 @@ LLM_COLOUR = "#DD8452"
 
 def _svg(fig: Figure) -> str:
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    fig.savefig(buf, format="svg", metadata={"Date": None})
     text = buf.getvalue()
     text = text[text.index("<svg") :]
     # matplotlib's RDF metadata names web vocabularies; the picture needs none of it
@@ -35,7 +35,7 @@ def confusion_svg(confusion: list[list[float]]) -> str:
     c = np.asarray(confusion, dtype=np.float64)
     share = c / c.sum(axis=1, keepdims=True).clip(min=1e-12)
     with rc_context(STYLE):
-        fig = Figure(figsize=(4.2, 3.6))
+        fig = Figure(figsize=(4.2, 3.6), layout="constrained")
         ax = fig.subplots()
         im = ax.imshow(share, cmap="Blues", vmin=0, vmax=1)
         for h in range(c.shape[0]):
@@ -58,7 +58,7 @@ def distributions_svg(dist: dict[str, Any]) -> str:
     human = np.asarray([x or 0.0 for x in dist["human"]])
     llm = np.asarray([x or 0.0 for x in dist["llm"]])
     with rc_context(STYLE):
-        fig = Figure(figsize=(4.6, 3.2))
+        fig = Figure(figsize=(4.6, 3.2), layout="constrained")
         ax = fig.subplots()
         ax.bar(grades - 0.2, human, width=0.4, label="human", color=HUMAN_COLOUR)
         ax.bar(grades + 0.2, llm, width=0.4, label="LLM", color=LLM_COLOUR)
@@ -75,7 +75,7 @@ def bias_svg(rows: list[dict[str, Any]], xlabel: str, title: str) -> str:
     labels = [str(r["bucket"]) for r in rows]
     values = np.asarray([r["mean_bias"] or 0.0 for r in rows])
     with rc_context(STYLE):
-        fig = Figure(figsize=(4.6, 3.2))
+        fig = Figure(figsize=(4.6, 3.2), layout="constrained")
         ax = fig.subplots()
         colours = [LLM_COLOUR if v >= 0 else HUMAN_COLOUR for v in values]
         ax.bar(range(len(values)), values, color=colours)
@@ -92,7 +92,7 @@ def systems_svg(per_system: list[dict[str, Any]], measure: str) -> str:
     x = np.asarray([r["human"] or 0.0 for r in per_system])
     y = np.asarray([r["llm"] or 0.0 for r in per_system])
     with rc_context(STYLE):
-        fig = Figure(figsize=(4.6, 4.0))
+        fig = Figure(figsize=(4.6, 4.0), layout="constrained")
         ax = fig.subplots()
         ax.scatter(x, y, color=LLM_COLOUR, zorder=3)
         for r, xi, yi in zip(per_system, x, y, strict=True):

@@ -26,6 +26,7 @@ th:first-child, td:first-child { text-align: left; }
 figure { margin: 0; } figure svg { max-width: 100%; height: auto; }
 .verdict { font-size: 1.1em; padding: 0.6em; background: #f4f4f4; border-left: 4px solid #888; }
 .note { color: #666; }
+caption { text-align: left; font-weight: bold; padding: 0.3em 0; }
 """
 
 
@@ -39,10 +40,13 @@ def _ci(ci: list[float | None] | None) -> str:
     return f"[{ci[0]:.4f}, {ci[1]:.4f}]"
 
 
-def _table(headers: list[str], rows: list[list[str]], table_id: str) -> str:
+def _table(headers: list[str], rows: list[list[str]], table_id: str, caption: str = "") -> str:
     head = "".join(f"<th>{_e(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    cap = f"<caption>{_e(caption)}</caption>" if caption else ""
+    return (
+        f'<table id="{table_id}">{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    )
 
 
 def _figure(svg: str, figure_id: str, caption: str) -> str:
@@ -73,7 +77,8 @@ def _confusion(s: dict[str, Any]) -> str:
         recall = s["per_grade"][str(g)]["recall"]
         rows.append([str(g), *[fmt(v, 1) for v in row], fmt(recall, 3)])
     rows.append(["precision", *[fmt(s["per_grade"][str(g)]["precision"], 3) for g in range(4)], ""])
-    return _table(["human \\ LLM", "0", "1", "2", "3", "recall"], rows, "confusion")
+    headers = ["human \\ LLM", "0", "1", "2", "3", "recall"]
+    return _table(headers, rows, "confusion", "Confusion: rows human grade, columns LLM grade")
 
 
 def _bias_rows(rows: list[dict[str, Any]], with_span: bool) -> list[list[str]]:
@@ -173,9 +178,23 @@ def render_report(s: dict[str, Any], title: str = "relgrade calibration") -> str
         parts += ['<div class="charts">', *charts, "</div>"]
     headers = ["bucket", "n", "human mean", "LLM mean", "bias"]
     if s.get("bias_by_length"):
-        parts.append(_table(headers, _bias_rows(s["bias_by_length"], True), "bias-length"))
+        parts.append(
+            _table(
+                headers,
+                _bias_rows(s["bias_by_length"], True),
+                "bias-length",
+                "Mean bias by document length quintile (characters)",
+            )
+        )
     if s.get("bias_by_rank"):
-        parts.append(_table(headers, _bias_rows(s["bias_by_rank"], False), "bias-rank"))
+        parts.append(
+            _table(
+                headers,
+                _bias_rows(s["bias_by_rank"], False),
+                "bias-rank",
+                "Mean bias by best rank any run gave the pair",
+            )
+        )
     if s.get("systems"):
         sy = s["systems"]
         parts += [

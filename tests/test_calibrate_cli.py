@@ -224,22 +224,30 @@ def test_docs_give_bias_by_length(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert rows[0]["high"] < rows[-1]["low"]
 
 
+REFERENCE = [  # from the data's README
+    ("dl2019_test_4prompts_flant5large", 0.2272, 0.4477),
+    ("dl2019_test_4prompts_llama70b", 0.1666, 0.4611),
+    ("dl2019_test_baseline_relavance_qrel_prompt_order_3210", 0.1284, 0.3221),
+    ("dl2019_sun_then_decomposed_relavance_qrel", 0.1688, 0.3759),
+    ("dl2019_test_sun_then_decomposed_flant5large", 0.1867, 0.4416),
+]
+
+
 @pytest.mark.skipif(not DATA.exists(), reason="TREC DL 2019 data absent")
-def test_real_data_prints_the_reference_kappas(capsys: pytest.CaptureFixture[str]) -> None:
-    out = _json(
-        capsys,
-        [
-            "--llm",
-            str(DATA / "llm-labels" / "dl2019_test_4prompts_llama70b.txt"),
-            "--human",
-            str(DATA / "2019qrels-pass.txt"),
-            "--bootstrap",
-            "100",
-        ],
-    )
+@pytest.mark.parametrize(("name", "kappa", "qwk"), REFERENCE)
+def test_real_data_prints_the_reference_kappas(
+    name: str, kappa: float, qwk: float, capsys: pytest.CaptureFixture[str]
+) -> None:
+    llm = DATA / "llm-labels" / f"{name}.txt"
+    human = DATA / "2019qrels-pass.txt"
+    out = _json(capsys, ["--llm", str(llm), "--human", str(human), "--bootstrap", "0"])
     assert out["n"] == 9260
-    assert round(out["cohen_kappa"], 4) == 0.1666
-    assert round(out["weighted_kappa_quadratic"], 4) == 0.4611
+    assert out["counts"]["llm_only"] == out["counts"]["human_only"] == 0
+    assert round(out["cohen_kappa"], 4) == kappa
+    assert round(out["weighted_kappa_quadratic"], 4) == qwk
+    assert main(["calibrate", "--llm", str(llm), "--human", str(human), "--bootstrap", "0"]) == 0
+    table = capsys.readouterr().out
+    assert f"{kappa:.4f}" in table and f"{qwk:.4f}" in table
 
 
 def _runs(tmp_path: Path, human: list, noises: list[float]) -> list[str]:

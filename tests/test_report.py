@@ -38,27 +38,31 @@ def _summary(with_systems: bool = True) -> dict[str, Any]:
     human = frame.rename(columns={"human": "grade"})[["query_id", "doc_id", "grade"]]
     llm = frame.rename(columns={"llm": "grade"})[["query_id", "doc_id", "grade"]]
     lengths = {d: 50 + 10 * i for i, d in enumerate(frame["doc_id"])}
-    s = summarize(llm, human, doc_lengths=lengths, n_bootstrap=200)
+    runs = {}
     if with_systems:
-        # the systems section as summarize() builds it from runs (see test_calibrate_cli)
-        from calibration.systems import compare_systems
-
-        s["systems"] = {
-            "measure": "nDCG(rel=2)@10",
-            "pool": "pairs graded on both sides",
-            **compare_systems(
-                {"bm25": 0.5, "dense": 0.6, "rand": 0.1}, {"bm25": 0.55, "dense": 0.5, "rand": 0.2}
-            ),
-        }
-    return s
+        for name, noise in (("bm25", 1.0), ("dense", 0.5), ("rand", 5.0)):
+            run = frame[["query_id", "doc_id"]].copy()
+            run["score"] = frame["human"] + rng.normal(0, noise, len(frame))
+            run["rank"] = run.groupby("query_id")["score"].rank(ascending=False, method="first")
+            runs[name] = run.astype({"rank": int})
+    return summarize(llm, human, runs=runs, doc_lengths=lengths, n_bootstrap=200)
 
 
-def test_report_is_self_contained_with_pictures_and_numbers(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
+    """One summary and its report file, shared by the tests of this module (drawing is slow)."""
     s = _summary()
-    path = tmp_path / "report.html"
+    path = tmp_path_factory.mktemp("report") / "report.html"
     write_report(path, s)
+    return s, path
+
+
+def test_report_is_self_contained_with_pictures_and_numbers(
+    written: tuple[dict[str, Any], Path],
+) -> None:
+    s, path = written
     text = path.read_text()
-    assert text.count("<svg") == 4  # confusion, distributions, length bias, systems
+    assert text.count("<svg") == 5  # confusion, distributions, length bias, rank bias, systems
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", text)
     assert "<link" not in text and "@import" not in text
     assert f'<span id="cohen_kappa">{s["cohen_kappa"]:.4f}</span>' in text
@@ -66,8 +70,8 @@ def test_report_is_self_contained_with_pictures_and_numbers(tmp_path: Path) -> N
 
 
 def test_report_escapes_names() -> None:
-    s = _summary()
-    s["systems"]["per_system"][0]["run"] = "<script>alert(1)</script>"
+    s = _summary(with_systems=False)
+    s["per_query"][0]["query_id"] = "<script>alert(1)</script>"
     text = render_report(s)
     assert "<script>alert(1)</script>" not in text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
@@ -78,11 +82,9 @@ def test_report_escapes_names() -> None:
 @pytest.mark.skipif(
     not CHROMIUM.exists() and shutil.which("chromium") is None, reason="chromium absent"
 )
-def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
+def test_report_renders_in_headless_chromium(written: tuple[dict[str, Any], Path]) -> None:
     playwright = pytest.importorskip("playwright.sync_api")
-    s = _summary()
-    path = tmp_path / "report.html"
-    write_report(path, s)
+    s, path = written
     requests: list[str] = []
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
@@ -91,7 +93,7 @@ def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
             page.on("request", lambda r: requests.append(r.url))
             page.goto(path.as_uri())
             charts = page.locator("figure svg")
-            assert charts.count() == 4
+            assert charts.count() == 5
             for i in range(charts.count()):
                 box = charts.nth(i).bounding_box()
                 assert box is not None and box["width"] > 100 and box["height"] > 100
