@@ -262,3 +262,21 @@ def _error_line(custom_id: str, status: int | None, code: str, message: str) -> 
 
 def _error(status: int, message: str) -> Response:
     return JSONResponse({"error": {"message": message, "type": "invalid_request_error"}}, status)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve the fake chat endpoint with the fake Batch API (for trying `regrade --batch`)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Fake OpenAI-compatible server with Batch API.")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--polls", type=int, default=1, help="status checks before done (1)")
+    args = parser.parse_args(argv)
+    server = FakeServer(port=args.port)
+    api = FakeBatchAPI(server)
+    api.plan(*(BatchPlan(polls_in_progress=args.polls) for _ in range(1000)))
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -183,7 +183,10 @@ def _read_runs(paths: list[str]) -> dict[str, pd.DataFrame]:
         return {}
     from grader.io.trec import read_run
 
-    return {Path(p).name.split(".")[0]: read_run(p) for p in paths}
+    names = [Path(p.removesuffix(".gz")).stem for p in paths]
+    if len(set(names)) != len(names):
+        raise InputError("two --run files have the same name", hint="rename one of them")
+    return {name: read_run(p) for name, p in zip(names, paths, strict=True)}
 
 
 def _write_outputs(args: argparse.Namespace, outcome: RegradeOutcome) -> None:
