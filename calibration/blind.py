@@ -16,9 +16,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
+
 from calibration.manifest import Manifest
 from grader.errors import InputError
 from grader.io.files import atomic_write, read_text
+from grader.io.trec import write_qrels
 from grader.models import Doc, Query
 
 BLIND_COLUMNS = ("query_id", "doc_id", "query", "document", "grade", "notes")
@@ -204,6 +207,26 @@ def write_human_csv(path: str | Path, grades: Sequence[HumanGrade]) -> None:
             if with_annotator:
                 row.append(g.annotator or "")
             writer.writerow(row)
+
+
+def write_human_grades(path: str | Path, grades: Sequence[HumanGrade]) -> None:
+    """Write human grades as TREC qrels when the name ends in .qrels or .txt, else as CSV.
+
+    Qrels let one person's grades stand in the `--llm` slot of `relgrade calibrate`, which is
+    how two people grading the same sample are compared (human vs human).
+    """
+    name = Path(path).name.removesuffix(".gz")
+    if name.endswith((".qrels", ".txt")):
+        frame = pd.DataFrame(
+            {
+                "query_id": [g.query_id for g in grades],
+                "doc_id": [g.doc_id for g in grades],
+                "grade": [g.grade for g in grades],
+            }
+        )
+        write_qrels(path, frame)
+    else:
+        write_human_csv(path, grades)
 
 
 def _csv_rows(path: str | Path) -> list[tuple[int, list[str]]]:

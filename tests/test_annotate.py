@@ -185,3 +185,24 @@ def test_the_command_prints_a_loopback_url_serves_and_stops_on_ctrl_c(tmp_path: 
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_two_annotators_compared_by_calibrate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sample = write_sample(tmp_path)
+    items, _ = read_blind_csv(sample)
+    for name, grades in (("ann", [0, 1, 2, 3]), ("bob", [0, 1, 2, 2])):
+        log = GradeLog(grade_log_path(sample, name), name)
+        for item, g in zip(items, grades, strict=True):
+            log.append(item.query_id, item.doc_id, g)
+    ann, bob = tmp_path / "ann.csv", tmp_path / "bob.qrels"
+    assert main(["annotate", str(sample), "--annotator", "ann", "--export", str(ann)]) == 0
+    assert main(["annotate", str(sample), "--annotator", "bob", "--export", str(bob)]) == 0
+    assert bob.read_text().splitlines()[0] == f"{items[0].query_id} 0 {items[0].doc_id} 0"
+    capsys.readouterr()
+    argv = ["calibrate", "--llm", str(bob), "--human", str(ann), "--format", "json"]
+    assert main([*argv, "--bootstrap", "0"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["n"] == 4 and report["exact_agreement"] == pytest.approx(0.75)
+    assert report["manifest"].endswith("ann.manifest.json")

@@ -6,8 +6,10 @@ a time; keys 0-3 grade, ← / k back, → / j skip. Every grade is appended (fsy
 A second person uses another `--annotator` and gets their own file.
 
 Export: `relgrade annotate SAMPLE.csv --export human.csv [--annotator NAME]` writes that
-person's latest grades as `query_id,doc_id,grade,annotator` with the sample's manifest copied
-beside (`human.manifest.json`), ready for `relgrade calibrate --human human.csv`.
+person's latest grades as `query_id,doc_id,grade,annotator` (or TREC qrels when the name ends
+in .qrels or .txt) with the sample's manifest copied beside (`human.manifest.json`), ready for
+`relgrade calibrate --human human.csv`. Human vs human: export person B as qrels and run
+`relgrade calibrate --llm b.qrels --human a.csv` (B takes the LLM's place).
 
 The scale's meanings come from the prompt named by `--prompt`, else the one the sample's
 judgments were graded with (from its manifest); without either, plain 0..3 labels are shown.
@@ -24,7 +26,7 @@ import webbrowser
 from pathlib import Path
 from typing import Any
 
-from calibration.blind import HumanGrade, read_blind_csv, write_human_csv
+from calibration.blind import HumanGrade, read_blind_csv, write_human_grades
 from calibration.manifest import (
     Manifest,
     copy_manifest_beside,
@@ -52,7 +54,11 @@ def register(sub: Any) -> None:
     parser.add_argument("--port", type=int, default=0, help="port (default 0: a free one)")
     parser.add_argument("--no-browser", action="store_true", help="only print the URL")
     parser.add_argument("--prompt", help="prompt whose scale meanings to show")
-    parser.add_argument("--export", metavar="HUMAN.csv", help="write this annotator's grades")
+    parser.add_argument(
+        "--export",
+        metavar="HUMAN.csv",
+        help="write this annotator's grades (CSV, or qrels for .qrels/.txt)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -137,7 +143,7 @@ def _export(
     ]
     if not grades:
         raise InputError(f"{log.annotator} has graded none of the sample", path=log.path)
-    write_human_csv(args.export, grades)
+    write_human_grades(args.export, grades)
     print(f"wrote {len(grades)} of {len(items)} grades by {log.annotator} to {args.export}")
     if len(grades) < len(items):
         print(f"note: {len(items) - len(grades)} item(s) are not graded yet", file=sys.stderr)

@@ -18,7 +18,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from calibration.blind import blind_items, read_filled_csv, write_blind_csv, write_human_csv
+from calibration.blind import blind_items, read_filled_csv, write_blind_csv, write_human_grades
 from calibration.labelstudio import read_labelstudio_export, write_labelstudio_tasks
 from calibration.manifest import (
     Manifest,
@@ -248,7 +248,7 @@ def _import(args: argparse.Namespace) -> int:
         raise InputError("no graded pair to import", path=path)
     if Path(args.out).resolve() == Path(path).resolve():
         raise InputError("--out must differ from the imported file", path=args.out)
-    write_human_csv(args.out, grades)
+    write_human_grades(args.out, grades)
     beside = copy_manifest_beside(manifest, args.out)
     print(
         f"imported {len(grades)} of {len(manifest.pairs)} sampled pairs -> {args.out} "
