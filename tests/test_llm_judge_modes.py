@@ -201,3 +201,41 @@ def test_no_key_and_no_base_url_is_a_clear_error(monkeypatch: pytest.MonkeyPatch
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     with pytest.raises(JudgeError, match="OPENAI_API_KEY"):
         LLMJudge(model="m", prompt="passage-v1")
+
+
+async def test_reasoning_model_parameters_are_adapted_once(fake_server: FakeServer) -> None:
+    fake_server.enqueue(
+        faults.error(
+            400,
+            "Unsupported parameter: 'max_tokens' is not supported with this model. "
+            "Use 'max_completion_tokens' instead.",
+        ),
+        faults.error(
+            400,
+            "Unsupported value: 'temperature' does not support 0.0 with this model. "
+            "Only the default (1) value is supported.",
+        ),
+    )
+    judge = make_judge(fake_server)
+    a = await judge.judge(*pairs(1)[0], key="k0")
+    b = await judge.judge(*pairs(2)[1], key="k1")
+    assert (a.status, a.attempts, b.status, b.attempts) == ("ok", 3, "ok", 1)
+    last = fake_server.requests[-1]
+    assert "max_tokens" not in last and last["max_completion_tokens"] == 300
+    assert "temperature" not in last
+    assert [s.to_mode for s in judge.mode_switches] == [
+        "max_completion_tokens",
+        "server-default temperature",
+    ]
+
+
+async def test_cancelling_a_judgment_propagates(fake_server: FakeServer) -> None:
+    fake_server.enqueue(faults.slow(5.0))
+    judge = make_judge(fake_server)
+    task = asyncio.create_task(judge.judge(*pairs(1)[0], key="k"))
+    while fake_server.counts["requests"] == 0:
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert fake_server.counts["requests"] == 1  # not retried after the cancel

@@ -91,7 +91,7 @@ class RenderedRequest:
 
 
 class _ModeRejected(Exception):
-    """The server refused this request's output mode (or logprobs); resend in the new one."""
+    """The server refused this request's output mode or a parameter; resend without it."""
 
 
 @dataclass
@@ -144,6 +144,8 @@ class LLMJudge:
         self.timeout = timeout
         self.mode_switches: list[ModeSwitch] = []
         self.logprobs = self.prompt.logprobs
+        self.token_param = "max_tokens"
+        self.send_temperature = True
         self._mode: OutputMode = output_mode
         self._mode_lock = asyncio.Lock()
         self._sleep = sleep
@@ -214,7 +216,15 @@ class LLMJudge:
         await self.client.close()
 
     def _body(self, messages: list[dict[str, Any]], mode: OutputMode) -> dict[str, Any]:
-        return request_body(self.prompt, self.model, messages, mode, logprobs=self.logprobs)
+        return request_body(
+            self.prompt,
+            self.model,
+            messages,
+            mode,
+            logprobs=self.logprobs,
+            token_param=self.token_param,
+            temperature=self.send_temperature,
+        )
 
     # -- grading -------------------------------------------------------------------------------
 
@@ -343,7 +353,9 @@ class LLMJudge:
     async def _fall_back(
         self, state: _CallState, exc: openai.APIStatusError, body: dict[str, Any]
     ) -> bool:
-        """Switch the run's output mode (or drop logprobs) once, if this 400 rejected it."""
+        """Switch the run's output mode, or drop a request parameter the server refuses
+        (logprobs, max_tokens for max_completion_tokens, temperature), once per run, when this
+        400 says so. Each switch is recorded in `mode_switches`."""
         message = self._message(exc)
         said = message.lower()
         async with self._mode_lock:
@@ -358,6 +370,20 @@ class LLMJudge:
                 if self.logprobs:
                     self.logprobs = False
                     self.mode_switches.append(ModeSwitch("logprobs", "no-logprobs", message[:500]))
+                return True
+            if "max_tokens" in body and "max_completion_tokens" in said:
+                if self.token_param == "max_tokens":  # newer OpenAI reasoning models
+                    self.token_param = "max_completion_tokens"
+                    self.mode_switches.append(
+                        ModeSwitch("max_tokens", "max_completion_tokens", message[:500])
+                    )
+                return True
+            if "temperature" in body and "temperature" in said and "support" in said:
+                if self.send_temperature:
+                    self.send_temperature = False
+                    self.mode_switches.append(
+                        ModeSwitch("temperature", "server-default temperature", message[:500])
+                    )
                 return True
         return False
 
@@ -497,14 +523,15 @@ def request_body(
     mode: OutputMode,
     *,
     logprobs: bool | None = None,
+    token_param: str = "max_tokens",
+    temperature: bool = True,
 ) -> dict[str, Any]:
-    """The chat.completions body: messages plus the prompt file's sampling and output format."""
-    body: dict[str, Any] = {
-        "model": model,
-        "messages": messages,
-        "temperature": spec.temperature,
-        "max_tokens": spec.max_tokens,
-    }
+    """The chat.completions body: messages plus the prompt file's sampling and output format.
+    `logprobs`, `token_param` and `temperature` let a run drop what its server refuses."""
+    body: dict[str, Any] = {"model": model, "messages": messages}
+    if temperature:
+        body["temperature"] = spec.temperature
+    body[token_param] = spec.max_tokens
     if spec.logprobs if logprobs is None else logprobs:
         body["logprobs"] = True
         if spec.top_logprobs:
