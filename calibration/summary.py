@@ -165,6 +165,11 @@ def summarize(
     else:
         out["bias_by_length"] = None
         notes.append("bias by document length needs --docs (document texts); skipped")
+    if runs and weights is not None:
+        notes.append(
+            "system scores and per-run estimates are per-query measures over whole queries; "
+            "the pair weights of the manifest do not apply to them"
+        )
     if runs:
         out["bias_by_rank"] = bias_by_rank(h, m, _best_ranks(paired, runs), weights)
         human_q, llm_q = _qrels(f, "human"), _qrels(f, "llm")
