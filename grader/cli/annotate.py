@@ -110,6 +110,12 @@ def run(args: argparse.Namespace) -> int:
         title=f"relgrade annotate: {Path(args.sample).name}",
     )
     url = server.start()
+    if server.address[0] not in ("127.0.0.1", "::1"):
+        print(
+            f"warning: listening on {server.address[0]}: anyone who can reach this machine "
+            "can read the sample and grade it",
+            file=sys.stderr,
+        )
     done = len({(i.query_id, i.doc_id) for i in items}.intersection(log.read()))
     print(f"grading {args.sample} as {annotator}: {done} of {len(items)} graded so far")
     print(f"grades are saved to {log.path}")
