@@ -139,14 +139,20 @@ class BatchClient:
         """The batch's current status and counts."""
         return _info(await self._call("status", lambda: self.client.batches.retrieve(batch_id)))
 
-    async def find_by_input_file(self, input_file_id: str) -> BatchInfo | None:
-        """A batch already created from `input_file_id`, if any (resume after a crash between
-        creating the batch and recording its id)."""
+    async def find_by_input_file(
+        self, input_file_id: str, *, max_scan: int = 1000
+    ) -> BatchInfo | None:
+        """A batch already created from `input_file_id`, if any, among the newest `max_scan`
+        (resume after a crash between creating the batch and recording its id)."""
 
         async def scan() -> BatchInfo | None:
+            seen = 0
             async for batch in self.client.batches.list(limit=100):
                 if batch.input_file_id == input_file_id:
                     return _info(batch)
+                seen += 1
+                if seen >= max_scan:  # the batch sought would be among the newest
+                    break
             return None
 
         return await self._call("list", scan)

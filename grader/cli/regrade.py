@@ -96,8 +96,19 @@ def run(args: argparse.Namespace) -> int:
     runs = _read_runs(args.run)
     with Store(args.store) as store:
         writer = StoreWriter(store)
-        outcome = asyncio.run(_regrade(args, store, writer, spec, criteria))
-        writer.flush()
+        try:
+            outcome = asyncio.run(_regrade(args, store, writer, spec, criteria))
+        except KeyboardInterrupt:
+            if args.batch:
+                print(
+                    "submitted batches keep running on the server and are recorded in the "
+                    f"store: `relgrade batch collect --store {args.store}` (or this command "
+                    "again) collects them",
+                    file=sys.stderr,
+                )
+            raise
+        finally:
+            writer.flush()
     if runs:
         from grader.metrics import DEFAULT_MEASURES
         from grader.regrade_metrics import metric_deltas
