@@ -70,13 +70,9 @@ def sample_size(population: int, *, n: int | None = None, fraction: float | None
     """The number of pairs to draw from `n` or `fraction` (rounded, at least 1)."""
     if (n is None) == (fraction is None):
         raise InputError("give exactly one of --n and --fraction")
-    if fraction is not None:
-        if not 0 < fraction <= 1:
-            raise InputError(f"--fraction must be in (0, 1], got {fraction}")
-        size = max(1, round(fraction * population))
-    else:
-        assert n is not None
-        size = n
+    if fraction is not None and not 0 < fraction <= 1:
+        raise InputError(f"--fraction must be in (0, 1], got {fraction}")
+    size = n if n is not None else max(1, round((fraction or 0) * population))
     if size < 1:
         raise InputError(f"--n must be at least 1, got {size}")
     if size > population:
