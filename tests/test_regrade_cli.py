@@ -175,3 +175,20 @@ def test_table_output(
     assert '<span id="n">4</span>' in page and 'id="transition"' in page
     assert "passage@1 &rarr; passage@2 (fake-model)" in page
     assert "http" not in page.split("<body>")[0]  # self-contained: nothing fetched
+
+
+def test_dry_run_sends_nothing(
+    api: FakeBatchAPI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "s.db"
+    seed_store(db, 6)
+    prompt = Path(new_prompt(tmp_path).source)
+    args = ["regrade", "--store", str(db), "--prompt", str(prompt), "--model", "fake-model"]
+    prices = ["--prices", _prices(tmp_path)]
+    assert main([*args, "--base-url", api.server.base_url, "--dry-run", *prices]) == 0
+    err = capsys.readouterr().err
+    assert "6 pairs selected" in err and "would send 6 requests" in err
+    assert "by batch" in err and "nothing was sent" in err
+    assert api.server.counts["requests"] == 0 and api.counts["upload"] == 0
+    with Store(db) as store:
+        assert store.count() == 6

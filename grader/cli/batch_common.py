@@ -75,7 +75,7 @@ class JudgeFactory:
         self.args = args
         self.writer = writer
         self.base_url = base_url(args)
-        self.key = _api_key(self.base_url)
+        self.key = _api_key(self.base_url, dry_run=bool(getattr(args, "dry_run", False)))
         self.secrets = [] if self.key == NO_KEY else [self.key]
         self.prices = PriceTable.load(getattr(args, "prices", None))
         self._jobs: dict[str, LLMBatchJudge] = {}

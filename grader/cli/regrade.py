@@ -78,6 +78,9 @@ def register(sub: Any) -> None:
         "-m", "--measure", action="append", default=[], metavar="MEASURE", help="for --run"
     )
     p.add_argument("--report", metavar="DIFF.html", help="write the diff as an HTML report")
+    p.add_argument(
+        "--dry-run", action="store_true", help="what would be sent and its cost; send nothing"
+    )
     p.add_argument("--show", type=int, default=20, metavar="N", help="changed pairs shown (20)")
     add_llm_options(p)
     add_batch_options(p)
@@ -94,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("no store here", path=args.store, hint="grade into it first")
     spec = load_prompt(args.prompt)
     runs = _read_runs(args.run)
+    if args.dry_run:
+        return _dry_run(args, spec, criteria)
     with Store(args.store) as store:
         writer = StoreWriter(store)
         try:
@@ -187,6 +192,39 @@ async def _regrade(
             runner.state.close()
     finally:
         await factory.aclose()
+
+
+def _dry_run(args: argparse.Namespace, spec: Any, criteria: list[Criterion]) -> int:
+    """Print what a regrade would send and what it would cost, live and by batch."""
+    from grader.batch.state import BatchState
+    from grader.regrade import select_candidates, to_grade
+
+    with Store(args.store) as store:
+        factory = JudgeFactory(args, StoreWriter(None))
+        judge = factory.llm(args.model or default_model(), spec)
+        candidates = select_candidates(store, criteria, judge.fingerprint())
+        with BatchState(store) as state:
+            waiting = state.open_keys()
+        todo = to_grade(store, candidates, exclude=waiting)
+    live: float | None = 0.0
+    batch: float | None = 0.0
+    for c in todo:
+        one_live = judge.estimate_cost(c.query, c.doc)
+        one_batch = judge.estimate_cost(c.query, c.doc, batch=True)
+        live = None if live is None or one_live is None else live + one_live
+        batch = None if batch is None or one_batch is None else batch + one_batch
+    in_batches = sum(1 for c in candidates if c.new_key in waiting)
+
+    def money(value: float | None) -> str:
+        return "unknown (no price for this model)" if value is None else f"${value:.4f}"
+
+    print(
+        f"dry run: {len(candidates)} pairs selected; {len(candidates) - len(todo) - in_batches} "
+        f"already regraded, {in_batches} waiting in open batches; would send {len(todo)} "
+        f"requests: estimated {money(live)} live, {money(batch)} by batch; nothing was sent",
+        file=sys.stderr,
+    )
+    return 0
 
 
 def _read_runs(paths: list[str]) -> dict[str, pd.DataFrame]:
