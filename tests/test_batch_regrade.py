@@ -232,10 +232,26 @@ async def test_crash_after_create_before_recording_adopts_the_batch(
     assert setup.api.counts["create"] == 1  # found by its input file, not created twice
 
 
-async def test_prepared_job_is_rebuilt_from_stored_texts(setup: Setup) -> None:
-    setup.api.fail_on["upload"].append(400)  # the upload fails: the job stays "prepared"
-    with Store(setup.db) as store, pytest.raises(JudgeError):
+async def test_refused_upload_leaves_no_open_job(setup: Setup) -> None:
+    setup.api.fail_on["upload"].append(404)  # e.g. a server with no /v1/files
+    with Store(setup.db) as store:
+        with pytest.raises(JudgeError, match="without --batch"):
+            await setup.run(store)
+        assert BatchState(store).jobs() == []
+        outcome = await setup.run(store)  # the keys are not held back
+        assert outcome.sent == 6 and outcome.diff.batch_graded == 6
+
+
+async def test_prepared_job_is_rebuilt_from_stored_texts(
+    setup: Setup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def killed(self: BatchClient, content: bytes, *, filename: str) -> str:
+        raise KeyboardInterrupt  # the process dies before the upload
+
+    monkeypatch.setattr(BatchClient, "upload", killed)
+    with Store(setup.db) as store, pytest.raises(KeyboardInterrupt):
         await setup.run(store)
+    monkeypatch.undo()
     with Store(setup.db) as store:
         assert [j.phase for j in BatchState(store).jobs()] == ["prepared"]
         judge = LLMBatchJudge(setup.judge)

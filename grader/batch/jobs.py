@@ -25,7 +25,7 @@ from grader.batch.collect import (
 )
 from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE, split_requests
 from grader.batch.state import BatchState, Item, Job
-from grader.errors import InputError
+from grader.errors import InputError, JudgeError
 from grader.models import Doc, Judgment, PromptRef, Query
 from grader.store import Store
 
@@ -131,8 +131,17 @@ class BatchRunner:
         ):
             job_items = [item for key in request_file.keys for item in items[key]]
             job_id = self.state.add_job(config, job_items)
+            try:
+                await self._upload(job_id, request_file.content())
+            except JudgeError as exc:
+                # Refused (not a crash): nothing reached the server, so keep no open job that
+                # would hold these keys back.
+                self.state.drop_prepared(job_id)
+                raise JudgeError(
+                    f"{exc} (a server without the Batch API, such as vLLM, Ollama or llama.cpp, "
+                    "regrades without --batch)"
+                ) from exc
             job_ids.append(job_id)
-            await self._upload(job_id, request_file.content())
             await self._create(self.state.job(job_id))
         return job_ids
 

@@ -144,6 +144,21 @@ class BatchState:
             self._conn.execute("ROLLBACK")
             raise
 
+    def drop_prepared(self, job_id: int) -> bool:
+        """Forget a job that never reached the server (its upload was refused); True if gone."""
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            gone = self._conn.execute(
+                "DELETE FROM batch_jobs WHERE job_id = ? AND phase = 'prepared'", (job_id,)
+            ).rowcount
+            if gone:
+                self._conn.execute("DELETE FROM batch_items WHERE job_id = ?", (job_id,))
+            self._conn.execute("COMMIT")
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        return bool(gone)
+
     def set_collected(self, job_id: int) -> None:
         self._write(
             "UPDATE batch_jobs SET phase = 'collected', updated_at = ? WHERE job_id = ?",
