@@ -24,7 +24,6 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import openai
@@ -32,12 +31,13 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
 from grader.cost import PriceTable, estimate_usage
 from grader.errors import JudgeError
+from grader.judges.llm_types import CallRecord, ModeSwitch, RenderedRequest, request_body
 from grader.judges.ratelimit import RateLimiter
 from grader.judges.replies import GradeReply, InvalidReply, parse_body, parse_completion
 from grader.judges.retry import RetryPolicy, is_fatal, retry_delay, should_retry, status_of
+from grader.judges.server_settings import ServerSettings
 from grader.models import Doc, Judgment, JudgmentError, Query, Usage
 from grader.prompts import (
-    OUTPUT_MODES,
     OutputMode,
     PromptSpec,
     load_prompt,
@@ -48,46 +48,8 @@ from grader.prompts import (
 # Invalid replies that are the server's fault, not the model's: resent as they were, after a
 # backoff, rather than re-asked.
 _RESEND_KINDS = frozenset({"not_json_body", "no_choice"})
-_FORMAT_WORDS = ("response_format", "json_schema", "json_object", "structured output", "guided")
 
-
-@dataclass(frozen=True)
-class CallRecord:
-    """One HTTP attempt. `outcome`: ok | invalid (re-asked or final) | retry (transient error)
-    | error (not retried) | mode_rejected (output mode switched) | fatal."""
-
-    key: str
-    query_id: str
-    doc_id: str
-    judge: str
-    model: str
-    attempt: int
-    outcome: str
-    output_mode: str
-    latency_ms: float
-    usage: Usage
-    http_status: int | None = None
-    error_type: str | None = None
-    error_message: str | None = None
-    created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
-
-
-@dataclass(frozen=True)
-class ModeSwitch:
-    """A recorded output-mode fallback: from which mode to which, and the server's words."""
-
-    from_mode: str
-    to_mode: str
-    reason: str
-
-
-@dataclass(frozen=True)
-class RenderedRequest:
-    """A chat.completions request body and whether its document was truncated."""
-
-    body: dict[str, Any]
-    truncated: bool
-    mode: OutputMode
+__all__ = ["CallRecord", "LLMJudge", "ModeSwitch", "RenderedRequest", "request_body"]
 
 
 class _ModeRejected(Exception):
@@ -142,12 +104,7 @@ class LLMJudge:
         self.prices = prices
         self.on_call = on_call
         self.timeout = timeout
-        self.mode_switches: list[ModeSwitch] = []
-        self.logprobs = self.prompt.logprobs
-        self.token_param = "max_tokens"
-        self.send_temperature = True
-        self._mode: OutputMode = output_mode
-        self._mode_lock = asyncio.Lock()
+        self.server = ServerSettings(output_mode, logprobs=self.prompt.logprobs)
         self._sleep = sleep
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         url = base_url or os.environ.get("OPENAI_BASE_URL") or None
@@ -168,7 +125,9 @@ class LLMJudge:
         self.base_url = str(client.base_url)
 
     def __repr__(self) -> str:
-        return f"LLMJudge(model={self.model!r}, prompt={self.prompt.id!r}, mode={self._mode!r})"
+        return (
+            f"LLMJudge(model={self.model!r}, prompt={self.prompt.id!r}, mode={self.server.mode!r})"
+        )
 
     # -- Judge protocol ------------------------------------------------------------------------
 
@@ -179,7 +138,12 @@ class LLMJudge:
     @property
     def output_mode(self) -> OutputMode:
         """The output mode this run uses now (after any fallback)."""
-        return self._mode
+        return self.server.mode
+
+    @property
+    def mode_switches(self) -> list[ModeSwitch]:
+        """Every once-per-run fallback so far (output mode or request parameter)."""
+        return self.server.switches
 
     def fingerprint(self) -> dict[str, Any]:
         return {
@@ -191,7 +155,7 @@ class LLMJudge:
 
     def render(self, query: Query, doc: Doc, *, mode: OutputMode | None = None) -> RenderedRequest:
         """The request body for one pair (in `mode`, default the run's current mode)."""
-        mode = mode or self._mode
+        mode = mode or self.server.mode
         messages, truncated = render_messages(self.prompt, query, doc, mode=mode)
         return RenderedRequest(self._body(messages, mode), truncated, mode)
 
@@ -216,23 +180,15 @@ class LLMJudge:
         await self.client.close()
 
     def _body(self, messages: list[dict[str, Any]], mode: OutputMode) -> dict[str, Any]:
-        return request_body(
-            self.prompt,
-            self.model,
-            messages,
-            mode,
-            logprobs=self.logprobs,
-            token_param=self.token_param,
-            temperature=self.send_temperature,
-        )
+        return self.server.body(self.prompt, self.model, messages, mode)
 
     # -- grading -------------------------------------------------------------------------------
 
     async def judge(self, query: Query, doc: Doc, *, key: str) -> Judgment:
         """Grade one pair: ok, or failed with the reason; raises JudgeError only when fatal."""
         started = time.perf_counter()
-        messages, truncated = render_messages(self.prompt, query, doc, mode=self._mode)
-        state = _CallState(query, doc, key, self._mode, messages, truncated)
+        messages, truncated = render_messages(self.prompt, query, doc, mode=self.server.mode)
+        state = _CallState(query, doc, key, self.server.mode, messages, truncated)
         retrying = AsyncRetrying(
             retry=retry_if_exception(self._retryable),
             stop=lambda rs: self._stop(state, rs),
@@ -281,8 +237,8 @@ class LLMJudge:
         return self._ok(state, reply, None, batch=batch)
 
     async def _attempt(self, state: _CallState) -> GradeReply:
-        if state.mode != self._mode:  # another worker switched the run's mode: start over in it
-            state.mode = self._mode
+        if state.mode != self.server.mode:  # another worker switched the mode: start over in it
+            state.mode = self.server.mode
             state.messages, state.truncated = render_messages(
                 self.prompt, state.query, state.doc, mode=state.mode
             )
@@ -340,7 +296,9 @@ class LLMJudge:
                 f"{self.base_url} answered {exc.status_code} for model {self.model!r}: "
                 f"{self._message(exc)} (check OPENAI_API_KEY, --model and --base-url)"
             ) from None
-        if exc.status_code in (400, 422) and await self._fall_back(state, exc, body):
+        if exc.status_code in (400, 422) and await self.server.adapt(
+            state.mode, body, self._message(exc)
+        ):
             self._record(state, "mode_rejected", t0, Usage(), exc=exc)
             raise _ModeRejected(self._message(exc)) from None
         if should_retry(exc):
@@ -349,43 +307,6 @@ class LLMJudge:
                 self.limiter.pause(retry_delay(exc, state.transient + 1, self.policy))
         else:
             self._record(state, "error", t0, Usage(), exc=exc)
-
-    async def _fall_back(
-        self, state: _CallState, exc: openai.APIStatusError, body: dict[str, Any]
-    ) -> bool:
-        """Switch the run's output mode, or drop a request parameter the server refuses
-        (logprobs, max_tokens for max_completion_tokens, temperature), once per run, when this
-        400 says so. Each switch is recorded in `mode_switches`."""
-        message = self._message(exc)
-        said = message.lower()
-        async with self._mode_lock:
-            if "response_format" in body and any(w in said for w in _FORMAT_WORDS):
-                if self._mode == state.mode:
-                    position = OUTPUT_MODES.index(state.mode)
-                    following = OUTPUT_MODES[position + 1]
-                    self.mode_switches.append(ModeSwitch(state.mode, following, message[:500]))
-                    self._mode = following
-                return True
-            if body.get("logprobs") and "logprob" in said:
-                if self.logprobs:
-                    self.logprobs = False
-                    self.mode_switches.append(ModeSwitch("logprobs", "no-logprobs", message[:500]))
-                return True
-            if "max_tokens" in body and "max_completion_tokens" in said:
-                if self.token_param == "max_tokens":  # newer OpenAI reasoning models
-                    self.token_param = "max_completion_tokens"
-                    self.mode_switches.append(
-                        ModeSwitch("max_tokens", "max_completion_tokens", message[:500])
-                    )
-                return True
-            if "temperature" in body and "temperature" in said and "support" in said:
-                if self.send_temperature:
-                    self.send_temperature = False
-                    self.mode_switches.append(
-                        ModeSwitch("temperature", "server-default temperature", message[:500])
-                    )
-                return True
-        return False
 
     # -- tenacity hooks --------------------------------------------------------------------------
 
@@ -514,32 +435,6 @@ class LLMJudge:
         for secret in self._secrets:
             text = text.replace(secret, "[redacted]")
         return text
-
-
-def request_body(
-    spec: PromptSpec,
-    model: str,
-    messages: list[dict[str, Any]],
-    mode: OutputMode,
-    *,
-    logprobs: bool | None = None,
-    token_param: str = "max_tokens",
-    temperature: bool = True,
-) -> dict[str, Any]:
-    """The chat.completions body: messages plus the prompt file's sampling and output format.
-    `logprobs`, `token_param` and `temperature` let a run drop what its server refuses."""
-    body: dict[str, Any] = {"model": model, "messages": messages}
-    if temperature:
-        body["temperature"] = spec.temperature
-    body[token_param] = spec.max_tokens
-    if spec.logprobs if logprobs is None else logprobs:
-        body["logprobs"] = True
-        if spec.top_logprobs:
-            body["top_logprobs"] = spec.top_logprobs
-    response_format = spec.response_format(mode)
-    if response_format is not None:
-        body["response_format"] = response_format
-    return body
 
 
 def _reask_text(spec: PromptSpec, exc: InvalidReply) -> str:

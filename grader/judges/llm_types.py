@@ -1,0 +1,80 @@
+"""What the LLM judge sends and reports: the request body, and the records of its calls.
+
+`request_body` builds the chat.completions body from a prompt file (the live judge, `relgrade
+prompts render` and the Batch API all send exactly this); `CallRecord` is one HTTP attempt (the
+store's call log); `ModeSwitch` records a once-per-run fallback (output mode or parameter).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from grader.models import Usage
+from grader.prompts import OutputMode, PromptSpec
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One HTTP attempt. `outcome`: ok | invalid (re-asked or final) | retry (transient error)
+    | error (not retried) | mode_rejected (output mode switched) | fatal."""
+
+    key: str
+    query_id: str
+    doc_id: str
+    judge: str
+    model: str
+    attempt: int
+    outcome: str
+    output_mode: str
+    latency_ms: float
+    usage: Usage
+    http_status: int | None = None
+    error_type: str | None = None
+    error_message: str | None = None
+    created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+
+@dataclass(frozen=True)
+class ModeSwitch:
+    """A recorded output-mode fallback: from which mode to which, and the server's words."""
+
+    from_mode: str
+    to_mode: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class RenderedRequest:
+    """A chat.completions request body and whether its document was truncated."""
+
+    body: dict[str, Any]
+    truncated: bool
+    mode: OutputMode
+
+
+def request_body(
+    spec: PromptSpec,
+    model: str,
+    messages: list[dict[str, Any]],
+    mode: OutputMode,
+    *,
+    logprobs: bool | None = None,
+    token_param: str = "max_tokens",
+    temperature: bool = True,
+) -> dict[str, Any]:
+    """The chat.completions body: messages plus the prompt file's sampling and output format.
+    `logprobs`, `token_param` and `temperature` let a run drop what its server refuses."""
+    body: dict[str, Any] = {"model": model, "messages": messages}
+    if temperature:
+        body["temperature"] = spec.temperature
+    body[token_param] = spec.max_tokens
+    if spec.logprobs if logprobs is None else logprobs:
+        body["logprobs"] = True
+        if spec.top_logprobs:
+            body["top_logprobs"] = spec.top_logprobs
+    response_format = spec.response_format(mode)
+    if response_format is not None:
+        body["response_format"] = response_format
+    return body
