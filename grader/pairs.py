@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.errors import InputError
-from grader.io.trec import Precision, read_qrels, read_run
+from grader.io.trec import read_qrels, read_run
+from grader.metrics.ranking import Precision
 from grader.models import Doc, Query
 
 SHOW_IDS = 5  # how many missing ids an error names
