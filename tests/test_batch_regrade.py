@@ -133,6 +133,12 @@ async def test_partial_failures_and_invalid_lines_are_reasked_live(setup: Setup)
         assert outcome.collected.problems[outcome.candidates[2].new_key].type == "InvalidReply"
         assert outcome.diff.failed == 0 and outcome.diff.batch_graded == 3
         assert all(p.new is not None and p.new.status == "ok" for p in outcome.pairs)
+        # only the lines graded by the batch were discounted; live re-asks paid full price
+        by_batch = BatchState(store).keys_with_outcome("batch")
+        assert len(by_batch) == 3
+        batch_cost = sum(p.new.cost or 0 for p in outcome.pairs if p.new and p.new.key in by_batch)
+        assert batch_cost > 0
+        assert outcome.diff.cost_without_batch == pytest.approx(outcome.diff.cost + batch_cost)
 
 
 async def test_invalid_lines_without_live_retry_fail_never_grade(setup: Setup) -> None:
