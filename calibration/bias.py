@@ -171,3 +171,22 @@ def verdict(
             f"people {human_relevant:.0%}."
         )
     return {"label": label, "text": text, "margin": LENIENCY_MARGIN}
+
+
+def spread_sentence(rows: list[dict[str, Any]], what: str, prefix: str = "") -> str | None:
+    """One sentence on how the bias moves across buckets, or None when it barely moves.
+
+    Says nothing when the spread between the least and most biased bucket is under
+    LENIENCY_MARGIN, so the verdict only grows when there is something to see.
+    """
+    known = [r for r in rows if r["mean_bias"] is not None]
+    if len(known) < 2:
+        return None
+    lo = min(known, key=lambda r: r["mean_bias"])
+    hi = max(known, key=lambda r: r["mean_bias"])
+    if hi["mean_bias"] - lo["mean_bias"] < LENIENCY_MARGIN:
+        return None
+    return (
+        f"By {what}, the bias ranges from {lo['mean_bias']:+.2f} ({prefix}{lo['bucket']}) "
+        f"to {hi['mean_bias']:+.2f} ({prefix}{hi['bucket']})."
+    )

@@ -113,7 +113,11 @@ def _systems(sy: dict[str, Any]) -> str:
         f"over {sy['n_systems']} runs ({_e(sy['measure'])}; pool: {_e(sy['pool'])}).</p>"
     )
     headers = ["run", "human", "LLM", "human rank", "LLM rank", "change"]
-    return summary + _table(headers, rows, "systems")
+    moves = "; ".join(
+        f"{_e(r['run'])} {r['human_rank']} &rarr; {r['llm_rank']}" for r in sy["largest_swaps"]
+    )
+    swaps = f"<p>Largest rank swaps (human &rarr; LLM): {moves or 'none'}.</p>"
+    return summary + _table(headers, rows, "systems") + swaps
 
 
 def _estimates(est: dict[str, Any]) -> str:

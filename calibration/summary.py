@@ -20,7 +20,13 @@ import numpy.typing as npt
 import pandas as pd
 
 from calibration.agreement import agreement, grouped_confusion, scalar_figures, to_float
-from calibration.bias import bias_by_length, bias_by_rank, grade_distributions, verdict
+from calibration.bias import (
+    bias_by_length,
+    bias_by_rank,
+    grade_distributions,
+    spread_sentence,
+    verdict,
+)
 from calibration.bootstrap import DEFAULT_RESAMPLES, agreement_intervals
 from calibration.estimates import ppi_mean
 from calibration.pairs import PairedGrades, pair_grades
@@ -182,6 +188,14 @@ def summarize(
             "pool": "pairs graded on both sides",
             **compare_systems(human_scores, llm_scores),
         }
+    spreads = (
+        ("bias_by_length", "document length", ""),
+        ("bias_by_rank", "rank", "rank "),
+    )
+    for key, what, prefix in spreads:
+        sentence = spread_sentence(out.get(key) or [], what, prefix)
+        if sentence:
+            out["verdict"]["text"] += " " + sentence
     if paired.llm_only > 0:
         estimates: dict[str, Any] = {
             "threshold": threshold,

@@ -46,7 +46,7 @@ def agreement_table(s: dict[str, Any]) -> Table:
     table = Table(title=title, title_justify="left")
     table.add_column("figure")
     table.add_column("value", justify="right")
-    table.add_column("95% CI (queries resampled)", justify="right")
+    table.add_column("95% CI (queries resampled)", justify="right", no_wrap=True)
     intervals = s.get("intervals", {})
     for key, label in AGREEMENT_ROWS:
         table.add_row(label, fmt(s.get(key)), _ci(intervals.get(key)))
@@ -124,7 +124,10 @@ def estimates_table(est: dict[str, Any]) -> Table:
     """LLM-only, human-only and PPI++ estimates with the PPI++ 95% interval."""
     table = Table(title="Estimates (PPI++, 95% CI)", title_justify="left")
     for name in ("quantity", "LLM only", "human only", "PPI++", "95% CI", "labelled"):
-        table.add_column(name, justify="left" if name == "quantity" else "right")
+        if name == "quantity":
+            table.add_column(name, ratio=1)
+        else:
+            table.add_column(name, justify="right", no_wrap=True)
 
     def row(label: str, e: dict[str, Any]) -> None:
         table.add_row(
@@ -136,21 +139,53 @@ def estimates_table(est: dict[str, Any]) -> Table:
             f"{e['n_labelled']} / {e['n_labelled'] + e['n_unlabelled']}",
         )
 
-    row(f"relevant share (grade >= {est['threshold']})", est["relevant_share"])
+    row(f"relevant share (>={est['threshold']})", est["relevant_share"])
     for name, e in est.get("runs", {}).items():
         row(f"{name} {e['measure']}", e)
     return table
 
 
+def worst_queries_table(per_query: list[dict[str, Any]], k: int = 5) -> Table:
+    """The k queries with the lowest exact agreement (most pairs first on ties)."""
+    rows = sorted(
+        (q for q in per_query if q["exact_agreement"] is not None),
+        key=lambda q: (q["exact_agreement"], -q["n"], q["query_id"]),
+    )[:k]
+    table = Table(title=f"The {len(rows)} queries with the lowest agreement", title_justify="left")
+    for name in ("query", "n", "exact", "kappa", "quadratic kappa", "bias"):
+        table.add_column(name, justify="left" if name == "query" else "right")
+    for q in rows:
+        table.add_row(
+            str(q["query_id"]),
+            str(q["n"]),
+            fmt(q["exact_agreement"], 3),
+            fmt(q["cohen_kappa"], 3),
+            fmt(q["weighted_kappa_quadratic"], 3),
+            fmt(q["mean_bias"], 3),
+        )
+    return table
+
+
+def swaps_text(sy: dict[str, Any]) -> Text:
+    """The largest rank swaps in words."""
+    if not sy["largest_swaps"]:
+        return Text("No run changes rank between human and LLM labels.")
+    moves = [f"{r['run']} {r['human_rank']} -> {r['llm_rank']}" for r in sy["largest_swaps"]]
+    return Text("Largest rank swaps (human rank -> LLM rank): " + "; ".join(moves))
+
+
 def render(s: dict[str, Any]) -> RenderableType:
     """Every table of a summary, in reading order, then the verdict and notes."""
     parts: list[RenderableType] = [agreement_table(s), confusion_table(s), distribution_table(s)]
+    if len(s.get("per_query", [])) > 1:
+        parts.append(worst_queries_table(s["per_query"]))
     if s.get("bias_by_length"):
         parts.append(bias_table(s["bias_by_length"], "Mean bias by document length", "length"))
     if s.get("bias_by_rank"):
         parts.append(bias_table(s["bias_by_rank"], "Mean bias by best rank in the runs", "rank"))
     if s.get("systems"):
         parts.append(systems_table(s["systems"]))
+        parts.append(swaps_text(s["systems"]))
     if s.get("estimates"):
         parts.append(estimates_table(s["estimates"]))
     parts.append(Text(f"Verdict: {s['verdict']['text']}", style="bold"))

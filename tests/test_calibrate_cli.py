@@ -332,3 +332,33 @@ def test_runs_without_any_whole_query_say_why_there_is_no_run_estimate(
     assert "relevant_share" in out["estimates"]
     assert out["estimates"]["runs"] == {}
     assert any("whole query" in note for note in out["notes"])
+
+
+def test_report_flag_writes_the_html_and_tables_show_systems(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    human, llm = _grades(11, n_queries=8, per_query=12)
+    report = tmp_path / "out" / "report.html"
+    report.parent.mkdir()
+    runs = _runs(tmp_path, human, [0.3, 4.0])
+    argv = ["calibrate", "--llm", str(_write_qrels(tmp_path / "l.txt", llm))]
+    argv += ["--human", str(_write_qrels(tmp_path / "h.txt", human)), "--bootstrap", "50"]
+    argv += ["--run", runs[0], "--run", runs[1], "--report", str(report)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "Systems by nDCG@10" in out and "sys0" in out and "sys1" in out
+    assert "lowest agreement" in out
+    assert f"report written to {report}" in out
+    html = report.read_text()
+    assert html.count("<svg") == 4  # confusion, distributions, rank bias, systems
+    assert 'id="kendall_tau"' in html
+
+
+def test_missing_report_folder_is_an_input_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    human, llm = _grades(12, n_queries=3, per_query=5)
+    argv = ["calibrate", "--llm", str(_write_qrels(tmp_path / "l.txt", llm))]
+    argv += ["--human", str(_write_qrels(tmp_path / "h.txt", human))]
+    assert main([*argv, "--report", str(tmp_path / "nope" / "r.html")]) == 2
+    assert "does not exist" in capsys.readouterr().err

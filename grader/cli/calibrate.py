@@ -130,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
         console = Console()
         console.print(render(summary))
         if args.report:
-            console.print(f"report written to {args.report}")
+            console.print(f"report written to {args.report}", soft_wrap=True, highlight=False)
     return 0
 
 
