@@ -10,12 +10,16 @@ import pandas as pd
 
 from grader.errors import InputError
 
+LLM_EXTRAS: tuple[str, ...] = ("confidence", "expected_grade")
+"""Columns of the LLM side carried into the paired frame when the judge gave them."""
+
 
 @dataclass(frozen=True)
 class PairedGrades:
     """Grades of the pairs graded on both sides, plus what only one side graded.
 
-    `frame` has columns query_id, doc_id, human, llm (ints), sorted by query then doc;
+    `frame` has columns query_id, doc_id, human, llm (ints), sorted by query then doc, plus
+    confidence and expected_grade (floats, NaN when unknown) when the LLM side has them;
     `llm_only` / `human_only` count the pairs graded on one side only.
     """
 
@@ -50,8 +54,14 @@ def pair_grades(llm: pd.DataFrame, human: pd.DataFrame) -> PairedGrades:
     """Inner-join the two sides; raises InputError when no pair is graded on both."""
     left = _keyed(llm, "LLM")
     right = _keyed(human, "human")
+    extras = [c for c in LLM_EXTRAS if c in llm.columns]
+    left_full = left.join(llm[extras].astype(np.float64)) if extras else left
     both = right.merge(
-        left, on=["query_id", "doc_id"], how="inner", suffixes=("_human", "_llm"), validate="1:1"
+        left_full,
+        on=["query_id", "doc_id"],
+        how="inner",
+        suffixes=("_human", "_llm"),
+        validate="1:1",
     )
     both = both.rename(columns={"grade_human": "human", "grade_llm": "llm"})
     both = both.sort_values(["query_id", "doc_id"], kind="stable").reset_index(drop=True)
@@ -61,7 +71,7 @@ def pair_grades(llm: pd.DataFrame, human: pd.DataFrame) -> PairedGrades:
             hint="check that the LLM and human files cover the same queries and doc ids",
         )
     return PairedGrades(
-        frame=both[["query_id", "doc_id", "human", "llm"]],
+        frame=both[["query_id", "doc_id", "human", "llm", *extras]],
         llm=left,
         human=right,
         llm_only=len(left) - len(both),

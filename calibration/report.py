@@ -199,6 +199,22 @@ def render_report(s: dict[str, Any], title: str = "relgrade calibration") -> str
                 "Mean bias by best rank any run gave the pair",
             )
         )
+    conf = s.get("confidence") or {}
+    if conf.get("by_confidence"):
+        rows = [
+            [str(r["bin"]), str(r["n"]), fmt(r["mean_confidence"], 3), fmt(r["exact_agreement"], 3)]
+            for r in conf["by_confidence"]
+        ]
+        ece = fmt(conf.get("expected_calibration_error"), 3)
+        parts += [
+            "<h2>Judge confidence</h2>",
+            _table(
+                ["quintile", "n", "mean confidence", "exact agreement"],
+                rows,
+                "confidence",
+                f"Agreement by the judge's confidence (expected calibration error {ece})",
+            ),
+        ]
     if s.get("systems"):
         sy = s["systems"]
         parts += [

@@ -28,6 +28,7 @@ from calibration.bias import (
     verdict,
 )
 from calibration.bootstrap import DEFAULT_RESAMPLES, agreement_intervals
+from calibration.confidence import confidence_report
 from calibration.estimates import ppi_mean
 from calibration.pairs import PairedGrades, pair_grades
 from calibration.systems import compare_systems
@@ -162,6 +163,13 @@ def summarize(
     out["verdict"] = verdict(
         out["mean_bias"], out["intervals"].get("mean_bias"), human_rel, llm_rel, threshold
     )
+    if "confidence" in f.columns or "expected_grade" in f.columns:
+        out["confidence"] = confidence_report(
+            h,
+            m,
+            f["confidence"].to_numpy() if "confidence" in f.columns else None,
+            f["expected_grade"].to_numpy() if "expected_grade" in f.columns else None,
+        )
     if doc_lengths is not None:
         lengths = [doc_lengths.get(d, np.nan) for d in f["doc_id"]]
         out["bias_by_length"] = bias_by_length(h, m, lengths, weights)

@@ -174,11 +174,29 @@ def swaps_text(sy: dict[str, Any]) -> Text:
     return Text("Largest rank swaps (human rank -> LLM rank): " + "; ".join(moves))
 
 
+def confidence_table(conf: dict[str, Any]) -> Table:
+    """Exact agreement per quintile of the judge's own confidence."""
+    ece = fmt(conf.get("expected_calibration_error"), 3)
+    table = Table(
+        title=f"Judge confidence vs agreement (expected calibration error {ece})",
+        title_justify="left",
+    )
+    for name in ("quintile", "n", "mean confidence", "exact agreement"):
+        table.add_column(name, justify="right")
+    for r in conf.get("by_confidence", []):
+        table.add_row(
+            str(r["bin"]), str(r["n"]), fmt(r["mean_confidence"], 3), fmt(r["exact_agreement"], 3)
+        )
+    return table
+
+
 def render(s: dict[str, Any]) -> RenderableType:
     """Every table of a summary, in reading order, then the verdict and notes."""
     parts: list[RenderableType] = [agreement_table(s), confusion_table(s), distribution_table(s)]
     if len(s.get("per_query", [])) > 1:
         parts.append(worst_queries_table(s["per_query"]))
+    if s.get("confidence") and s["confidence"].get("by_confidence"):
+        parts.append(confidence_table(s["confidence"]))
     if s.get("bias_by_length"):
         parts.append(bias_table(s["bias_by_length"], "Mean bias by document length", "length"))
     if s.get("bias_by_rank"):

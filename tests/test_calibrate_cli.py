@@ -362,3 +362,56 @@ def test_missing_report_folder_is_an_input_error(
     argv += ["--human", str(_write_qrels(tmp_path / "h.txt", human))]
     assert main([*argv, "--report", str(tmp_path / "nope" / "r.html")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_judgments_jsonl_with_logprobs_and_a_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from grader.io.judgments import write_judgments
+    from grader.models import Judgment, JudgmentError
+
+    rng = np.random.default_rng(13)
+    human, judgments = [], []
+    for i in range(60):
+        h = int(rng.integers(0, 4))
+        sure = rng.random() < 0.5
+        g = h if sure or rng.random() < 0.3 else (h + 1) % 4
+        dist = np.full(4, 0.02 if sure else 0.15)
+        dist[g] = 0.94 if sure else 0.55
+        human.append((f"q{i % 6}", f"d{i}", h))
+        judgments.append(
+            Judgment(
+                query_id=f"q{i % 6}",
+                doc_id=f"d{i}",
+                grade=g,
+                status="ok",
+                judge="m",
+                key=f"k{i}",
+                distribution=list(dist / dist.sum()),
+                expected_grade=float(np.dot(np.arange(4), dist / dist.sum())),
+            )
+        )
+    judgments.append(
+        Judgment(
+            query_id="q0",
+            doc_id="d999",
+            status="failed",
+            judge="m",
+            key="kf",
+            error=JudgmentError(type="InvalidReply", message="no grade"),
+        )
+    )
+    jp = tmp_path / "judgments.jsonl"
+    write_judgments(jp, judgments)
+    hp = _write_csv(tmp_path / "h.csv", [*human, ("q0", "d999", 2)])
+    out = _json(capsys, ["--llm", str(jp), "--human", str(hp), "--bootstrap", "0"])
+    assert out["n"] == 60  # the failed judgment is never a grade
+    assert out["counts"]["human_only"] == 1
+    assert any("1 failed judgments" in note for note in out["notes"])
+    conf = out["confidence"]
+    bins = conf["by_confidence"]
+    assert sum(b["n"] for b in bins) == 60
+    # the judge is right more often when it is sure
+    assert bins[-1]["exact_agreement"] > bins[0]["exact_agreement"]
+    assert conf["expected_calibration_error"] >= 0
+    assert conf["expected_grade_mae"] is not None
