@@ -112,3 +112,29 @@ def test_subprocess_mode_prints_its_url() -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+async def test_extra_routes_can_be_mounted(fake_server: FakeServer) -> None:
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, Response
+
+    async def batches(request: Request) -> Response:
+        fake_server.state["seen"] = await request.json()
+        return JSONResponse({"id": "batch_1", "object": "batch"})
+
+    fake_server.add_route("/v1/test-batches", batches, methods=["POST"])
+    sync = openai.OpenAI(base_url=fake_server.base_url, api_key="sk-test", max_retries=0)
+    reply = sync.post("/test-batches", body={"x": 1}, cast_to=object)
+    assert reply == {"id": "batch_1", "object": "batch"}
+    assert fake_server.state["seen"] == {"x": 1}
+    assert fake_server.counts["requests"] == 0  # chat history is only chat
+
+
+async def test_error_and_non_json_faults(fake_server: FakeServer) -> None:
+    fake_server.enqueue(faults.error(401, "bad key", "invalid_api_key"), faults.not_json_body())
+    with pytest.raises(openai.AuthenticationError) as caught:
+        await client(fake_server).chat.completions.create(**BODY)
+    assert caught.value.code == "invalid_api_key"
+    raw = await client(fake_server).chat.completions.with_raw_response.create(**BODY)
+    assert raw.http_response.text.startswith("<html>")
+    assert fake_server.counts["status:401"] == 1 and fake_server.counts["not_json_body"] == 1

@@ -259,14 +259,18 @@ async def test_bad_request_is_not_retried(harness: Callable[..., Harness]) -> No
 
 
 @pytest.mark.parametrize(
-    ("status", "message"),
-    [(401, f"Incorrect API key provided: {KEY}"), (404, "The model `gpt-x` does not exist")],
+    ("status", "message", "code"),
+    [
+        (401, f"Incorrect API key provided: {KEY}", "invalid_api_key"),
+        (404, "The model `gpt-x` does not exist", "model_not_found"),
+        (429, "You exceeded your current quota", "insufficient_quota"),
+    ],
 )
-async def test_bad_key_or_unknown_model_is_fatal_and_never_shows_the_key(
-    harness: Callable[..., Harness], status: int, message: str
+async def test_bad_key_unknown_model_or_no_quota_is_fatal_and_never_shows_the_key(
+    harness: Callable[..., Harness], status: int, message: str, code: str
 ) -> None:
     h = harness()
-    h.server.enqueue(faults.error(status, message))
+    h.server.enqueue(faults.error(status, message, code))
     with pytest.raises(JudgeError) as caught:
         await h.grade()
     assert str(status) in str(caught.value)

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from grader.judges.base import Judge
 from grader.judges.llm import LLMJudge
 from grader.judges.retry import RetryPolicy
 from grader.models import Doc, Query
@@ -159,6 +160,7 @@ async def test_long_document_is_truncated_and_flagged(fake_server: FakeServer) -
 
 def test_build_request_is_the_body_sent_live() -> None:
     judge = LLMJudge(model="m", prompt="passage-v1", base_url="http://127.0.0.1:9/v1", api_key="x")
+    assert isinstance(judge, Judge)
     q, d = pairs(1)[0]
     body = judge.build_request(q, d)
     assert set(body) == {

@@ -25,13 +25,16 @@ URL = "http://127.0.0.1:1/v1/chat/completions"
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC).timestamp()
 
 
-def status_error(status: int, headers: dict[str, str] | None = None) -> openai.APIStatusError:
+def status_error(
+    status: int, headers: dict[str, str] | None = None, code: str | None = None
+) -> openai.APIStatusError:
     request = httpx2.Request("POST", URL)
     response = httpx2.Response(status, headers=headers or {}, request=request)
     cls = {429: openai.RateLimitError, 401: openai.AuthenticationError}.get(
         status, openai.APIStatusError
     )
-    return cls(f"error {status}", response=response, body=None)
+    body = {"message": f"error {status}", "code": code} if code else None
+    return cls(f"error {status}", response=response, body=body)
 
 
 @pytest.mark.parametrize(
@@ -55,6 +58,12 @@ def test_transport_errors_are_retried_and_other_errors_not() -> None:
 def test_the_server_can_override_with_x_should_retry() -> None:
     assert not should_retry(status_error(503, {"x-should-retry": "false"}))
     assert should_retry(status_error(400, {"x-should-retry": "true"}))
+
+
+def test_an_exhausted_quota_is_fatal_not_a_rate_limit() -> None:
+    quota = status_error(429, code="insufficient_quota")
+    assert is_fatal(quota) and not should_retry(quota)
+    assert not is_fatal(status_error(429, code="rate_limit_exceeded"))
 
 
 def test_fatal_statuses() -> None:

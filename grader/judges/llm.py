@@ -292,9 +292,14 @@ class LLMJudge:
     ) -> None:
         if is_fatal(exc):
             self._record(state, "fatal", t0, Usage(), exc=exc)
+            hint = (
+                "the account's quota is used up: check its billing"
+                if exc.status_code == 429
+                else "check OPENAI_API_KEY, --model and --base-url"
+            )
             raise JudgeError(
                 f"{self.base_url} answered {exc.status_code} for model {self.model!r}: "
-                f"{self._message(exc)} (check OPENAI_API_KEY, --model and --base-url)"
+                f"{self._message(exc)} ({hint})"
             ) from None
         if exc.status_code in (400, 422) and await self.server.adapt(
             state.mode, body, self._message(exc)

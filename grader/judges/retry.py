@@ -46,9 +46,12 @@ def headers_of(exc: BaseException) -> Mapping[str, str]:
 
 def should_retry(exc: BaseException) -> bool:
     """Timeouts, connection errors, 408/409/429 and 5xx are transient; the server may override
-    with `x-should-retry: true|false`. Everything else (400, 401, 403, 404, 422, ...) is not."""
+    with `x-should-retry: true|false`. Everything else (400, 401, 403, 404, 422, an exhausted
+    quota) is not."""
     if isinstance(exc, openai.APITimeoutError | openai.APIConnectionError):
         return True
+    if is_fatal(exc):
+        return False
     status = status_of(exc)
     if status is None:
         return False
@@ -59,7 +62,10 @@ def should_retry(exc: BaseException) -> bool:
 
 
 def is_fatal(exc: BaseException) -> bool:
-    """Errors that doom every request of the run: bad key, no permission, unknown model/URL."""
+    """Errors that doom every request of the run: bad key, no permission, unknown model/URL,
+    and a 429 that is not a rate limit but an exhausted quota (`insufficient_quota`)."""
+    if status_of(exc) == 429:
+        return getattr(exc, "code", None) == "insufficient_quota"
     return status_of(exc) in FATAL_STATUSES
 
 
