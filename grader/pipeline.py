@@ -12,8 +12,9 @@ finishes the work with every pair graded exactly once.
   a request that would take spent + reserved past the budget is not sent, so the run stops
   before spending more than the budget (retries of a request are part of its estimate only as
   far as the judge's estimate covers them). The budget is per run: cached pairs cost nothing.
-- Ctrl-C (SIGINT): stop taking new work and let the calls in flight finish and be stored; a
-  second Ctrl-C abandons them. The store is consistent either way; rerunning resumes.
+- Ctrl-C (SIGINT): stop taking new work and let the calls in flight finish and be stored (for
+  at most `grace_s` seconds); a second Ctrl-C abandons them at once. Abandoned calls store
+  nothing, so the store is consistent either way; rerunning resumes.
 - `dry_run`: look up the store and estimate, send nothing, write nothing.
 """
 
@@ -48,6 +49,7 @@ __all__ = [
 
 FLUSH_INTERVAL_S = 0.1
 FLUSH_SIZE = 64
+GRACE_S = 15.0  # after Ctrl-C, how long calls in flight may take to finish
 
 
 class StoreWriter:
@@ -384,6 +386,7 @@ async def grade_pairs(
     handle_sigint: bool = True,
     secrets: Sequence[str] = (),
     flush_interval: float = FLUSH_INTERVAL_S,
+    grace_s: float = GRACE_S,
 ) -> GradingReport:
     """Grade `pairs` with `judges` (several = an ensemble), reusing the store (module docstring).
 
@@ -420,14 +423,19 @@ async def grade_pairs(
     workers: list[asyncio.Task[None]] = []
     presses = 0
 
+    def abandon() -> None:
+        for task in workers:
+            task.cancel()
+
     def on_sigint() -> None:
         nonlocal presses
         presses += 1
         run.report.interrupted = True
         run.stopping = True
         if presses > 1:
-            for task in workers:
-                task.cancel()
+            abandon()
+        else:
+            loop.call_later(grace_s, abandon)
 
     installed = False
     if handle_sigint and threading.current_thread() is threading.main_thread():
