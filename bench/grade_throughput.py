@@ -14,6 +14,7 @@ Prints judgments/s, the ratio to the bare loop (goal >= 0.9), the ratio to the 3
 and the requests of the rerun.
 
     python bench/grade_throughput.py [--pairs 4000] [--concurrency 32] [--latency-ms 100]
+                                     [--rounds 1]
 """
 
 from __future__ import annotations
@@ -145,11 +146,20 @@ async def main_async(args: argparse.Namespace) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             await relgrade_run(base_url, make_pairs(64)[:64], Path(tmp) / "warm.db", 32)
 
-            bare_s, bare_cpu = await bare_loop(base_url, bodies, args.concurrency)
-            store_path = Path(tmp) / "bench.db"
-            rel_s, rel_cpu, sent, attempts = await relgrade_run(
-                base_url, pairs, store_path, args.concurrency
-            )
+            # Rounds alternate the order (bare first, then relgrade first, ...) so that a
+            # change in the machine's load does not favour one side.
+            bare_s = bare_cpu = rel_s = rel_cpu = 0.0
+            for r in range(args.rounds):
+                store_path = Path(tmp) / f"bench{r}.db"
+                for side in ("bare", "relgrade") if r % 2 == 0 else ("relgrade", "bare"):
+                    if side == "bare":
+                        seconds, cpu = await bare_loop(base_url, bodies, args.concurrency)
+                        bare_s, bare_cpu = bare_s + seconds, bare_cpu + cpu
+                    else:
+                        seconds, cpu, sent, attempts = await relgrade_run(
+                            base_url, pairs, store_path, args.concurrency
+                        )
+                        rel_s, rel_cpu = rel_s + seconds, rel_cpu + cpu
             _, _, rerun_sent, rerun_attempts = await relgrade_run(
                 base_url, pairs, store_path, args.concurrency
             )
@@ -157,10 +167,13 @@ async def main_async(args: argparse.Namespace) -> None:
         proc.terminate()
         proc.wait(timeout=10)
 
-    n = args.pairs
+    n = args.pairs * args.rounds
     bound = args.concurrency / (args.latency_ms / 1000)
     bare_rate, rel_rate = n / bare_s, n / rel_s
-    print(f"pairs {n}, concurrency {args.concurrency}, server latency {args.latency_ms:g} ms")
+    print(
+        f"pairs {args.pairs} x {args.rounds} round(s), concurrency {args.concurrency}, "
+        f"server latency {args.latency_ms:g} ms"
+    )
     print(f"bare AsyncOpenAI loop:    {bare_rate:8.1f} req/s ({bare_s:.2f} s)")
     print(f"relgrade grade_pairs:     {rel_rate:8.1f} judgments/s ({rel_s:.2f} s)")
     print(f"ratio to bare loop:       {rel_rate / bare_rate:8.3f} (goal >= 0.9)")
@@ -182,6 +195,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=4000)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--latency-ms", type=float, default=100.0)
+    parser.add_argument("--rounds", type=int, default=1, help="alternating rounds (ABBA...)")
     args = parser.parse_args()
     os.environ.pop("OPENAI_BASE_URL", None)
     asyncio.run(main_async(args))
