@@ -17,6 +17,7 @@ cannot close its tag and talk as the instructions. The document is cut to the fi
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.resources
 import re
@@ -273,16 +274,21 @@ def _validate(spec: PromptSpec, path: Path) -> None:
 # Rendering
 
 
-def _delimiter_tags(spec: PromptSpec) -> list[str]:
-    return sorted({m.group(1) for m in _TAG.finditer(spec.user + spec.system)})
+@functools.lru_cache(maxsize=64)
+def _delimiter_tags(template_text: str) -> tuple[str, ...]:
+    return tuple(sorted({m.group(1) for m in _TAG.finditer(template_text)}))
 
 
-def neutralise(text: str, tags: list[str]) -> str:
+@functools.lru_cache(maxsize=64)
+def _tag_pattern(tags: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile(r"<(\s*/?\s*)(" + "|".join(map(re.escape, tags)) + r")\b", re.IGNORECASE)
+
+
+def neutralise(text: str, tags: list[str] | tuple[str, ...]) -> str:
     """Escape anything in untrusted text that looks like one of the prompt's delimiter tags."""
     if not tags:
         return text
-    pattern = re.compile(r"<(\s*/?\s*)(" + "|".join(map(re.escape, tags)) + r")\b", re.IGNORECASE)
-    return pattern.sub(lambda m: "&lt;" + m.group(1) + m.group(2), text)
+    return _tag_pattern(tuple(tags)).sub(lambda m: "&lt;" + m.group(1) + m.group(2), text)
 
 
 def truncate(text: str, budget: int, marker: str = "") -> tuple[str, bool]:
@@ -299,15 +305,25 @@ def truncate(text: str, budget: int, marker: str = "") -> tuple[str, bool]:
     return cut.rstrip() + marker, True
 
 
+@functools.lru_cache(maxsize=64)
+def _template_lines(template: str) -> tuple[tuple[string.Template, tuple[str, ...]], ...]:
+    """Each line's template and, when every placeholder on it is optional, their names."""
+    compiled = []
+    for line in template.splitlines():
+        names = _placeholders(line)
+        optional = tuple(sorted(n for n in names if n in OPTIONAL_FIELDS))
+        droppable = optional if optional and len(optional) == len(names) else ()
+        compiled.append((string.Template(line), droppable))
+    return tuple(compiled)
+
+
 def _render_template(template: str, values: dict[str, str]) -> str:
     """Substitute line by line, leaving out lines whose optional fields are all absent."""
     lines = []
-    for line in template.splitlines():
-        names = _placeholders(line)
-        optional = [n for n in names if n in OPTIONAL_FIELDS]
-        if optional and len(optional) == len(names) and not any(values.get(n) for n in optional):
+    for line, droppable in _template_lines(template):
+        if droppable and not any(values.get(n) for n in droppable):
             continue
-        lines.append(string.Template(line).substitute(values))
+        lines.append(line.substitute(values))
     return "\n".join(lines).strip()
 
 
@@ -319,7 +335,7 @@ def render_messages(
     spec: PromptSpec, query: Query, doc: Doc, *, mode: OutputMode = "json_schema"
 ) -> tuple[list[dict[str, str]], bool]:
     """The chat messages for one pair in one output mode, and whether the document was cut."""
-    tags = _delimiter_tags(spec)
+    tags = _delimiter_tags(spec.user + spec.system)
     body, truncated = truncate(doc.text.strip("\n"), spec.doc_budget_chars, spec.truncation_marker)
     values = {
         "query": neutralise(query.text.strip(), tags),
