@@ -1,0 +1,74 @@
+"""Many concurrent judgments under a random mix of every fault: each ends ok with the grade the
+server meant, or failed with a reason. None is lost, none is silently 0, attempts add up."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+
+from grader.judges.llm import CallRecord, LLMJudge
+from grader.judges.ratelimit import RateLimiter
+from grader.judges.retry import RetryPolicy
+from grader.models import Doc, Query
+from tests.fakeserver import FakeServer, Fault, default_grade, faults
+
+FAULTS: list[Fault] = [
+    faults.rate_limited("0"),
+    faults.server_error(500),
+    faults.server_error(503),
+    faults.slow(2.0),
+    faults.drop(),
+    faults.malformed_json(),
+    faults.bad_grade(7),
+    faults.truncated(),
+    faults.refusal(),
+    faults.not_json_body(),
+]
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+async def test_every_pair_ends_ok_or_failed_never_lost_never_zero(
+    fake_server: FakeServer, seed: int
+) -> None:
+    rng = random.Random(seed)
+    fake_server.enqueue(*(rng.choice(FAULTS) for _ in range(60)))
+    calls: list[CallRecord] = []
+    judge = LLMJudge(
+        model="fake-model",
+        prompt="passage-v1",
+        base_url=fake_server.base_url,
+        api_key="sk-test",
+        timeout=0.5,
+        policy=RetryPolicy(max_attempts=4, max_reasks=2, base_delay=0.001, max_delay=0.004),
+        limiter=RateLimiter(rpm=100_000, tpm=10_000_000),
+        on_call=calls.append,
+    )
+    pairs = [
+        (Query(query_id=f"q{i % 5}", text=f"query {i % 5}"), Doc(doc_id=f"d{i}", text=f"doc {i}"))
+        for i in range(40)
+    ]
+    semaphore = asyncio.Semaphore(8)
+
+    async def one(i: int, query: Query, doc: Doc) -> tuple[int, object]:
+        async with semaphore:
+            return i, await judge.judge(query, doc, key=f"k{i}")
+
+    results = await asyncio.gather(*(one(i, q, d) for i, (q, d) in enumerate(pairs)))
+    judgments = [j for _, j in sorted(results, key=lambda r: r[0])]
+    assert [j.doc_id for j in judgments] == [d.doc_id for _, d in pairs]  # none lost
+    first_bodies = {}
+    for body in fake_server.requests:
+        first_bodies.setdefault(body["messages"][1]["content"], body)
+    for (_, doc), j in zip(pairs, judgments, strict=True):
+        if j.status == "ok":
+            body = next(b for u, b in first_bodies.items() if f"\n{doc.text}\n" in u)
+            assert j.grade == default_grade(body)  # the grade the server meant, not a default
+            assert j.error is None
+        else:
+            assert j.grade is None and j.error is not None and j.error.message
+        assert 1 <= j.attempts <= 4
+        assert j.attempts == sum(1 for c in calls if c.key == j.key)
+    assert sum(j.attempts for j in judgments) == fake_server.counts["requests"]
+    assert any(j.status == "ok" for j in judgments)
