@@ -15,6 +15,12 @@ After the last attempt the judgment is `failed` with the error, the raw last rep
 and the tokens of every attempt; never a grade. Bad credentials, missing permission or an unknown
 model (401/403/404) raise `JudgeError` at once, since every other pair would fail the same way.
 The API key is redacted from every message this module produces.
+
+Endpoints: OpenAI by default; any OpenAI-compatible server by `base_url` / `OPENAI_BASE_URL`
+(vLLM `http://host:8000/v1`, Ollama `http://localhost:11434/v1`, llama.cpp server, Azure
+OpenAI's v1 endpoint `https://RESOURCE.openai.azure.com/openai/v1/`); a local server without a
+key gets a placeholder one. `Judgment.latency_ms` is the wall time of the whole judgment, retries
+and waits included; each `CallRecord` has the latency of its own request.
 """
 
 from __future__ import annotations
