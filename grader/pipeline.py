@@ -158,6 +158,14 @@ def _mask(judgment: Judgment, secrets: Sequence[str]) -> Judgment:
     return Judgment.model_validate_json(text)
 
 
+def _for_pair(judgment: Judgment, pair: Pair) -> Judgment:
+    """`judgment` as the answer for `pair`: a stored answer may have been given to another pair
+    with the same texts (same content key) under other ids."""
+    if judgment.query_id == pair.query.query_id and judgment.doc_id == pair.doc.doc_id:
+        return judgment
+    return judgment.model_copy(update={"query_id": pair.query.query_id, "doc_id": pair.doc.doc_id})
+
+
 def _failure(unit: _Unit, exc: BaseException) -> Judgment:
     pair = unit.state.pair
     return Judgment(
@@ -237,7 +245,10 @@ class _Run:
         self.stopping = False
         self.fatal: BaseException | None = None
         self.progress: GradingProgress | None = None
-        self.outstanding = 0
+        # Pairs with equal texts (e.g. duplicate passages under two ids) share a content key:
+        # the key is requested once per run and its answer given to every pair that needs it.
+        self.followers: dict[str, list[_Unit]] = {}
+        self.results: dict[str, Judgment] = {}
 
     # -- planning --------------------------------------------------------------------------
 
@@ -272,13 +283,24 @@ class _Run:
             for slot, key in enumerate(state.keys):
                 stored = found.get(key)
                 if stored is not None and stored.status == "ok":
-                    state.members[slot] = stored
+                    state.members[slot] = _for_pair(stored, state.pair)
                     state.missing -= 1
                 else:
-                    self.queue.append(_Unit(state, slot, self.judges[slot], key))
+                    self._enqueue(_Unit(state, slot, self.judges[slot], key))
             if state.missing == 0:
                 self._members_done(state)
         return states
+
+    def _enqueue(self, unit: _Unit) -> None:
+        """Queue a unit, unless its key is already queued, in flight or answered this run."""
+        done = self.results.get(unit.key)
+        if done is not None:
+            self._deliver(unit, done)
+        elif unit.key in self.followers:
+            self.followers[unit.key].append(unit)
+        else:
+            self.followers[unit.key] = []
+            self.queue.append(unit)
 
     # -- combining -------------------------------------------------------------------------
 
@@ -294,9 +316,9 @@ class _Run:
             cached = self.verified.get(state.verify_key)
             if cached is None:
                 state.requested = True
-                self.queue.append(_Unit(state, -1, self.verify_judge, state.verify_key))
+                self._enqueue(_Unit(state, -1, self.verify_judge, state.verify_key))
                 return
-            primary = apply_verification(primary, cached)
+            primary = apply_verification(primary, _for_pair(cached, state.pair))
         self._finish(state, primary)
 
     def _finish(self, state: _PairState, judgment: Judgment) -> None:
@@ -358,12 +380,20 @@ class _Run:
             self.progress.add_spend(judgment.cost or 0.0)
         fingerprint = self.verify_fingerprint if unit.slot < 0 else self.fingerprints[unit.slot]
         self.writer.add(judgment, fingerprint)
+        self.results[unit.key] = judgment
+        for follower in [unit, *self.followers.pop(unit.key, [])]:
+            self._deliver(follower, judgment)
+
+    def _deliver(self, unit: _Unit, judgment: Judgment) -> None:
+        """Give a judge's answer to the pair of `unit` (ids rebound to that pair)."""
         state = unit.state
+        state.requested = True
+        answer = _for_pair(judgment, state.pair)
         if unit.slot < 0:
             assert state.primary is not None
-            self._finish(state, apply_verification(state.primary, judgment))
+            self._finish(state, apply_verification(state.primary, answer))
             return
-        state.members[unit.slot] = judgment
+        state.members[unit.slot] = answer
         state.missing -= 1
         if state.missing == 0:
             self._members_done(state)

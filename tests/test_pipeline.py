@@ -281,3 +281,28 @@ async def test_ctrl_c_abandons_slow_calls_after_the_grace_period(tmp_path: Path)
         report = await grade(make_pairs(5), [judge], store, concurrency=2, grace_s=0.2)
         assert report.interrupted and report.pending == 5
         assert store.count() == 0  # abandoned calls store nothing
+
+
+async def test_pairs_with_equal_texts_share_one_request_and_keep_their_ids(tmp_path: Path) -> None:
+    query = Query(query_id="q1", text="same query")
+    pairs = [
+        Pair(query, Doc(doc_id="a", text="duplicate passage")),
+        Pair(query, Doc(doc_id="b", text="duplicate passage")),
+        Pair(Query(query_id="q2", text="same query"), Doc(doc_id="c", text="duplicate passage")),
+    ]
+    judge = ScriptedJudge("m", by_doc({}))
+    with Store(tmp_path / "s.db") as store:
+        first = await grade(pairs, [judge], store, concurrency=3)
+        assert len(judge.calls) == 1
+        assert [(j.query_id, j.doc_id) for j in first.judgments] == [
+            ("q1", "a"),
+            ("q1", "b"),
+            ("q2", "c"),
+        ]
+        second = await grade(pairs, [judge], store)
+        assert len(judge.calls) == 1 and second.cached == 3
+        assert [(j.query_id, j.doc_id) for j in second.judgments] == [
+            ("q1", "a"),
+            ("q1", "b"),
+            ("q2", "c"),
+        ]
