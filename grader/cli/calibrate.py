@@ -30,10 +30,14 @@ def register(sub: Any) -> None:
     p.add_argument("--llm", help="LLM grades: judgments JSONL or TREC qrels")
     p.add_argument("--human", required=True, help="human grades: CSV or TREC qrels")
     p.add_argument("--run", action="append", default=[], help="a TREC run (repeat for systems)")
-    p.add_argument("-m", "--measure", default="nDCG@10", help="measure for systems and estimates")
+    p.add_argument(
+        "-m", "--measure", default="nDCG@10", help="measure for systems and estimates (nDCG@10)"
+    )
     p.add_argument("--clamp", action="store_true", help="move grades outside 0..3 to 0 or 3")
     p.add_argument("--report", type=Path, help="write a self-contained HTML report here")
-    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.add_argument(
+        "--format", choices=("table", "json"), default="table", help="table (default) or json"
+    )
     p.add_argument("--docs", type=Path, help="document texts (for bias by length; --fit-lexical)")
     p.add_argument("--queries", type=Path, help="query texts (for --fit-lexical)")
     p.add_argument(
@@ -44,9 +48,11 @@ def register(sub: Any) -> None:
     p.add_argument("--no-manifest", action="store_true", help="ignore a manifest beside --human")
     p.add_argument("--judge", help="with a judgments file holding several judges, use this one")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (0: none)")
     p.add_argument(
-        "--threshold", type=int, default=2, choices=(1, 2, 3), help="relevant = grade >= this"
+        "--bootstrap", type=int, default=1000, help="bootstrap resamples (1000; 0: none)"
+    )
+    p.add_argument(
+        "--threshold", type=int, default=2, choices=(1, 2, 3), help="relevant = grade >= this (2)"
     )
     p.add_argument(
         "--fit-lexical",
