@@ -170,6 +170,12 @@ def test_random_qrels_and_runs_match_trec_eval(seed: int) -> None:
     # the same queries as trec_eval: judged and run, never run-only queries
     assert {k[0] for k in ref} == set(skip["query_id"])
     assert_close(ours, ref)
+    # measures that all have a cutoff take the top-k path of the evaluator: same numbers
+    cut_only = [m for m in ALL_MEASURES if "@" in m and int(m.split("@")[1]) <= 5]
+    assert_close(
+        relgrade_values(evaluate(q, r, cut_only, missing="skip")),
+        {key: v for key, v in ref.items() if key[1] in cut_only},
+    )
     # the list functions agree with trec_eval and with the vectorised kernels
     lists = list_values(qrels, run)
     assert_close(lists, ref)

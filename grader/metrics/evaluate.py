@@ -60,7 +60,10 @@ def evaluate(
     if missing not in ("zero", "skip"):
         raise ValueError(f"missing must be 'zero' or 'skip', not {missing!r}")
     parsed = [parse_measure(m) for m in measures]
-    ranked = join(qrels, run, precision=precision)
+    cutoffs = [m.cutoff for m in parsed]
+    # measures that all stop at a cutoff never look below the deepest one
+    depth = max(c for c in cutoffs if c is not None) if all(cutoffs) and cutoffs else None
+    ranked = join(qrels, run, precision=precision, depth=depth)
     answered = ranked.returned > 0
     keep = answered if missing == "skip" else np.ones(ranked.n_queries, dtype=bool)
     qids = np.asarray(ranked.query_ids, dtype=object)[keep]
@@ -88,7 +91,7 @@ def mean_scores(per_query: pd.DataFrame) -> pd.DataFrame:
 
     Measures keep their order. A mean over no queries (an empty run with missing="skip") is NaN.
     """
-    order = list(dict.fromkeys(per_query["measure"]))
+    order = [str(m) for m in pd.unique(per_query["measure"])]
     means = per_query.groupby("measure", sort=False)["value"].mean()
     frame = pd.DataFrame(
         {"measure": pd.Series(order, dtype=str), "value": [float(means[m]) for m in order]}

@@ -70,7 +70,7 @@ def _strings(series: pd.Series) -> pa.Array:
     if out is None:
         out = pa.array(series.astype(str).to_numpy(dtype=object), pa.string())
     if isinstance(out, pa.ChunkedArray):
-        out = out.combine_chunks() if out.num_chunks != 1 else out.chunk(0)
+        out = out.chunk(0) if out.num_chunks == 1 else out.combine_chunks()
     if not pa.types.is_string(out.type) and not pa.types.is_large_string(out.type):
         out = pc.cast(out, pa.string())
     return out
@@ -97,12 +97,20 @@ def _grouped_ranks(run: pd.DataFrame, precision: Precision) -> Int:
     return ranks
 
 
-def join(qrels: pd.DataFrame, run: pd.DataFrame, *, precision: Precision = "float32") -> Ranked:
+def join(
+    qrels: pd.DataFrame,
+    run: pd.DataFrame,
+    *,
+    precision: Precision = "float32",
+    depth: int | None = None,
+) -> Ranked:
     """Join a qrels frame [query_id, doc_id, grade] with a run [query_id, doc_id, rank|score].
 
     Queries are those of the qrels, in order of first appearance; run queries the qrels do not
     know are ignored (trec_eval does the same). Run rows keep their `rank` column if present
     (read_run computes it in trec_eval order); otherwise ranks come from `score`.
+    With `depth`, only the top `depth` results of each query are looked up (enough for
+    measures that all have a cutoff <= depth) and `returned` counts up to `depth`.
     """
     q_all = _strings(qrels["query_id"])
     q_unique = pc.unique(q_all)
@@ -115,15 +123,19 @@ def join(qrels: pd.DataFrame, run: pd.DataFrame, *, precision: Precision = "floa
     by_key = np.argsort(judged_key, kind="stable")
     sorted_keys = judged_key[by_key]
 
-    run_q = _index_in(_strings(run["query_id"]), q_unique)
     ranks = _grouped_ranks(run, precision)
+    run_queries, run_docs = _strings(run["query_id"]), _strings(run["doc_id"])
+    if depth is not None and len(ranks) and int(ranks.max()) > depth:
+        top = pa.array(np.flatnonzero(ranks <= depth))
+        run_queries, run_docs = run_queries.take(top), run_docs.take(top)
+        ranks = ranks[top.to_numpy()]
+    run_q = _index_in(run_queries, q_unique)
     known = run_q >= 0
     unjudged: tuple[str, ...] = ()
     if not known.all():
-        strays = pc.unique(_strings(run["query_id"]).filter(pa.array(~known)))
+        strays = pc.unique(run_queries.filter(pa.array(~known)))
         unjudged = tuple(str(q) for q in strays.to_pylist())
     returned = np.bincount(run_q[known], minlength=len(q_unique)).astype(np.int64)
-    run_docs = _strings(run["doc_id"])
     if known.all():
         rows = np.arange(len(run_q), dtype=np.int64)
     else:

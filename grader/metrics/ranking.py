@@ -11,6 +11,8 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 Precision = Literal["float32", "float64"]
 
@@ -28,10 +30,24 @@ def _sort_by_query_score(q: np.ndarray, key: np.ndarray) -> np.ndarray:
     return np.lexsort((-key, q))
 
 
+def _strings_at(doc_ids: pd.Series | pa.ChunkedArray | pa.Array, rows: np.ndarray) -> pa.Array:
+    """The doc ids of the given rows as an Arrow string array."""
+    if isinstance(doc_ids, pd.Series):
+        return pa.array(doc_ids.take(rows).astype(str).to_numpy(dtype=object), pa.large_string())
+    taken = doc_ids.take(pa.array(rows))
+    return taken.combine_chunks() if isinstance(taken, pa.ChunkedArray) else taken
+
+
 def rank_order(
-    query_codes: np.ndarray, scores: np.ndarray, doc_ids: pd.Series, precision: Precision
+    query_codes: np.ndarray,
+    scores: np.ndarray,
+    doc_ids: pd.Series | pa.ChunkedArray | pa.Array,
+    precision: Precision,
 ) -> np.ndarray:
-    """Row order of trec_eval: by query, score descending (in `precision`), doc id descending."""
+    """Row order of trec_eval: by query, score descending (in `precision`), doc id descending.
+
+    Doc ids compare bytewise in UTF-8, i.e. by code point, as trec_eval's strcmp does.
+    """
     key = scores.astype(np.float32 if precision == "float32" else np.float64)
     n = len(key)
     if n == 0:
@@ -50,8 +66,10 @@ def rank_order(
     in_tie[:-1] |= tied
     pos = np.flatnonzero(in_tie)
     group = np.cumsum(np.concatenate(([True], ~tied)))[pos]
-    dcodes, _ = pd.factorize(doc_ids.take(order[pos]), sort=True)
-    within = np.lexsort((-dcodes, group))
+    tied_docs = pa.table({"group": pa.array(group), "doc": _strings_at(doc_ids, order[pos])})
+    within = pc.sort_indices(
+        tied_docs, sort_keys=[("group", "ascending"), ("doc", "descending")]
+    ).to_numpy()
     order = order.copy()
     order[pos] = order[pos][within]
     return order
