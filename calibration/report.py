@@ -106,11 +106,15 @@ def _systems(sy: dict[str, Any]) -> str:
         ]
         for r in sy["per_system"]
     ]
+    iv = sy.get("intervals", {})
     summary = (
-        f'<p>Kendall tau <span id="kendall_tau">{fmt(sy["kendall_tau"])}</span>, '
-        f'Spearman rho <span id="spearman_rho">{fmt(sy["spearman_rho"])}</span>, '
-        f'tau_AP <span id="tau_ap">{fmt(sy["tau_ap"])}</span> '
-        f"over {sy['n_systems']} runs ({_e(sy['measure'])}; pool: {_e(sy['pool'])}).</p>"
+        f'<p>Kendall tau <span id="kendall_tau">{fmt(sy["kendall_tau"])}</span> '
+        f"{_ci(iv.get('kendall_tau'))}, "
+        f'Spearman rho <span id="spearman_rho">{fmt(sy["spearman_rho"])}</span> '
+        f"{_ci(iv.get('spearman_rho'))}, "
+        f'tau_AP <span id="tau_ap">{fmt(sy["tau_ap"])}</span> {_ci(iv.get("tau_ap"))} '
+        f"over {sy['n_systems']} runs ({_e(sy['measure'])}; pool: {_e(sy['pool'])}; "
+        "95% intervals resample queries).</p>"
     )
     headers = ["run", "human", "LLM", "human rank", "LLM rank", "change"]
     moves = "; ".join(

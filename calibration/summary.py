@@ -31,7 +31,7 @@ from calibration.bootstrap import DEFAULT_RESAMPLES, agreement_intervals
 from calibration.confidence import confidence_report
 from calibration.estimates import ppi_mean
 from calibration.pairs import PairedGrades, pair_grades
-from calibration.systems import compare_systems
+from calibration.systems import compare_systems, rank_agreement_intervals
 
 DEFAULT_MEASURE = "nDCG@10"
 DEFAULT_THRESHOLD = 2
@@ -69,6 +69,23 @@ def _best_ranks(paired: PairedGrades, runs: Mapping[str, pd.DataFrame]) -> npt.N
     best = stacked.groupby(["query_id", "doc_id"])["rank"].min()
     keys = pd.MultiIndex.from_frame(paired.frame[["query_id", "doc_id"]])
     return best.reindex(keys).to_numpy(dtype=np.float64)
+
+
+def _systems(
+    f: pd.DataFrame, runs: Mapping[str, pd.DataFrame], measure: str, n_bootstrap: int, seed: int
+) -> dict[str, Any]:
+    """Every run scored on the paired pool under both label sets, compared, with intervals."""
+    human_q, llm_q = _qrels(f, "human"), _qrels(f, "llm")
+    names = list(runs)
+    h = pd.DataFrame({n: per_query_scores(human_q, runs[n], measure) for n in names})
+    m = pd.DataFrame({n: per_query_scores(llm_q, runs[n], measure) for n in names})
+    m = m.reindex(h.index)
+    h_means = {n: float(h[n].mean()) for n in names}
+    table = compare_systems(h_means, {n: float(m[n].mean()) for n in names})
+    table["intervals"] = rank_agreement_intervals(
+        h.to_numpy(), m.to_numpy(), names, n_bootstrap, seed
+    )
+    return {"measure": measure, "pool": "pairs graded on both sides", **table}
 
 
 def _relevant_share(
@@ -186,16 +203,7 @@ def summarize(
         )
     if runs:
         out["bias_by_rank"] = bias_by_rank(h, m, _best_ranks(paired, runs), weights)
-        human_q, llm_q = _qrels(f, "human"), _qrels(f, "llm")
-        human_scores = {
-            n: float(per_query_scores(human_q, r, measure).mean()) for n, r in runs.items()
-        }
-        llm_scores = {n: float(per_query_scores(llm_q, r, measure).mean()) for n, r in runs.items()}
-        out["systems"] = {
-            "measure": measure,
-            "pool": "pairs graded on both sides",
-            **compare_systems(human_scores, llm_scores),
-        }
+        out["systems"] = _systems(f, runs, measure, n_bootstrap, seed)
     spreads = (
         ("bias_by_length", "document length", ""),
         ("bias_by_rank", "rank", "rank "),

@@ -120,3 +120,46 @@ def compare_systems(
         "per_system": table,
         "largest_swaps": swaps[:top_swaps],
     }
+
+
+def rank_agreement_intervals(
+    human: npt.ArrayLike,
+    llm: npt.ArrayLike,
+    names: list[str],
+    n_resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> dict[str, list[float | None]]:
+    """95% intervals of Kendall's tau, Spearman's rho and tau_AP, resampling queries.
+
+    `human` and `llm` are [queries, systems] per-query scores (same query order). Each resample
+    draws the queries with replacement, averages each system's scores, and recomputes the three
+    figures; the interval is the percentile one. Seeded.
+    """
+    h = np.asarray(human, dtype=np.float64)
+    m = np.asarray(llm, dtype=np.float64)
+    q = h.shape[0]
+    if q == 0 or n_resamples <= 0 or h.shape[1] < 2:
+        return {}
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, q, size=(n_resamples, q))
+    cells = (np.arange(n_resamples)[:, None] * q + picks).ravel()
+    counts = np.bincount(cells, minlength=n_resamples * q).reshape(n_resamples, q) / q
+    h_means = counts @ h
+    m_means = counts @ m
+    values: dict[str, list[float]] = {"kendall_tau": [], "spearman_rho": [], "tau_ap": []}
+    for hb, mb in zip(h_means, m_means, strict=True):
+        values["kendall_tau"].append(kendall_tau(hb, mb))
+        values["spearman_rho"].append(spearman_rho(hb, mb))
+        values["tau_ap"].append(tau_ap(hb, mb, names))
+    tail = (1.0 - level) / 2.0 * 100.0
+    out: dict[str, list[float | None]] = {}
+    for key, vals in values.items():
+        arr = np.asarray(vals)
+        arr = arr[np.isfinite(arr)]
+        if arr.size == 0:
+            out[key] = [None, None]
+        else:
+            lo, hi = np.percentile(arr, [tail, 100.0 - tail])
+            out[key] = [to_float(lo), to_float(hi)]
+    return out

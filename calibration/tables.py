@@ -101,9 +101,11 @@ def bias_table(rows: list[dict[str, Any]], title: str, what: str) -> Table:
 
 def systems_table(sy: dict[str, Any]) -> Table:
     """Each run's score under both label sets and its ranks."""
+    iv = sy.get("intervals", {})
     title = (
-        f"Systems by {sy['measure']}: Kendall tau {fmt(sy['kendall_tau'])}, "
-        f"Spearman rho {fmt(sy['spearman_rho'])}, tau_AP {fmt(sy['tau_ap'])}"
+        f"Systems by {sy['measure']}: Kendall tau {fmt(sy['kendall_tau'])} "
+        f"{_ci(iv.get('kendall_tau'))}, Spearman rho {fmt(sy['spearman_rho'])} "
+        f"{_ci(iv.get('spearman_rho'))}, tau_AP {fmt(sy['tau_ap'])} {_ci(iv.get('tau_ap'))}"
     )
     table = Table(title=title, title_justify="left")
     for name in ("run", "human", "LLM", "human rank", "LLM rank", "change"):

@@ -54,3 +54,26 @@ def test_compare_systems_table_and_swaps() -> None:
 def test_too_few_systems_give_none() -> None:
     out = compare_systems({"a": 0.5}, {"a": 0.4})
     assert out["kendall_tau"] is None and out["tau_ap"] is None
+
+
+def test_rank_agreement_intervals_resample_queries() -> None:
+    from calibration.systems import rank_agreement_intervals
+
+    rng = np.random.default_rng(4)
+    quality = np.array([0.7, 0.6, 0.5, 0.4, 0.3])
+    human = np.clip(quality + rng.normal(0, 0.2, (40, 5)), 0, 1)
+    llm = np.clip(human + rng.normal(0, 0.15, (40, 5)), 0, 1)
+    names = [f"r{i}" for i in range(5)]
+    a = rank_agreement_intervals(human, llm, names, 400, seed=3)
+    assert a == rank_agreement_intervals(human, llm, names, 400, seed=3)
+    point = compare_systems(
+        dict(zip(names, human.mean(axis=0), strict=True)),
+        dict(zip(names, llm.mean(axis=0), strict=True)),
+    )
+    for key in ("kendall_tau", "spearman_rho", "tau_ap"):
+        lo, hi = a[key]
+        assert lo is not None and hi is not None
+        assert -1.0 <= lo <= point[key] <= hi <= 1.0
+    # with the same scores on both sides every resample agrees perfectly
+    same = rank_agreement_intervals(human, human, names, 100, seed=0)
+    assert same["kendall_tau"] == [1.0, 1.0]
