@@ -415,3 +415,22 @@ def test_judgments_jsonl_with_logprobs_and_a_failure(
     assert bins[-1]["exact_agreement"] > bins[0]["exact_agreement"]
     assert conf["expected_calibration_error"] >= 0
     assert conf["expected_grade_mae"] is not None
+
+
+def test_grader_library_never_imports_calibration() -> None:
+    # DESIGN.md: only the command line ties grader and calibration together
+    import ast
+
+    root = Path(__file__).resolve().parents[1] / "grader"
+    offenders = []
+    for path in root.rglob("*.py"):
+        if "cli" in path.relative_to(root).parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            offenders += [f"{path}: {n}" for n in names if n.split(".")[0] == "calibration"]
+    assert offenders == []
