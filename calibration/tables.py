@@ -25,7 +25,8 @@ def fmt(value: Any, digits: int = 4) -> str:
     if value is None:
         return "n/a"
     if isinstance(value, float):
-        return f"{value:.{digits}f}"
+        text = f"{value:.{digits}f}"
+        return text[1:] if text.startswith("-") and float(text) == 0 else text  # no "-0.000"
     return str(value)
 
 
