@@ -123,6 +123,16 @@ async def test_429_waits_retry_after_and_pauses_the_shared_limiter(
     assert [(c.outcome, c.http_status) for c in h.calls] == [("retry", 429), ("ok", 200)]
 
 
+async def test_without_limits_a_429_still_pauses_every_worker_of_the_judge(
+    harness: Callable[..., Harness],
+) -> None:
+    h = harness()
+    h.server.enqueue(faults.rate_limited(retry_after=None, retry_after_ms="20"))
+    j = await h.grade()
+    assert (j.status, j.attempts) == ("ok", 2)
+    assert (h.judge.limiter.rpm, h.judge.limiter.tpm, h.judge.limiter.pauses) == (None, None, 1)
+
+
 async def test_5xx_are_retried_with_growing_backoff(harness: Callable[..., Harness]) -> None:
     h = harness()
     h.server.enqueue(faults.server_error(500), faults.server_error(503))

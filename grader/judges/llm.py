@@ -106,7 +106,8 @@ class LLMJudge:
         if max_attempts is not None:
             policy = RetryPolicy(**{**policy.__dict__, "max_attempts": max_attempts})
         self.policy = policy
-        self.limiter = limiter
+        # Without limits, still one shared limiter: a 429 then pauses every worker of this judge.
+        self.limiter = limiter if limiter is not None else RateLimiter()
         self.prices = prices
         self.on_call = on_call
         self.timeout = timeout
@@ -252,10 +253,10 @@ class LLMJudge:
         body = self._body(state.messages, mode)
         state.attempts += 1
         estimated = 0
-        if self.limiter is not None:
+        if self.limiter.tpm:
             estimated = estimate_usage(body["messages"], self.prompt.max_tokens).prompt_tokens
             estimated += self.prompt.max_tokens
-            await self.limiter.acquire(estimated)
+        await self.limiter.acquire(estimated)
         t0 = time.perf_counter()
         try:
             raw = await self.client.chat.completions.with_raw_response.create(**body)
@@ -272,10 +273,7 @@ class LLMJudge:
             state.usage = state.usage + exc.usage
             state.last_raw = exc.raw
             self._record(state, "invalid", t0, exc.usage, exc=exc, status=200)
-            if self.limiter is not None:
-                self.limiter.settle(
-                    estimated, exc.usage.prompt_tokens + exc.usage.completion_tokens
-                )
+            self.limiter.settle(estimated, exc.usage.prompt_tokens + exc.usage.completion_tokens)
             if exc.kind not in _RESEND_KINDS:
                 state.reasks += 1
                 state.messages = [
@@ -286,10 +284,7 @@ class LLMJudge:
             raise
         state.usage = state.usage + reply.usage
         state.last_raw = reply.raw
-        if self.limiter is not None:
-            self.limiter.settle(
-                estimated, reply.usage.prompt_tokens + reply.usage.completion_tokens
-            )
+        self.limiter.settle(estimated, reply.usage.prompt_tokens + reply.usage.completion_tokens)
         self._record(state, "ok", t0, reply.usage, status=200)
         return reply
 
@@ -314,7 +309,7 @@ class LLMJudge:
             raise _ModeRejected(self._message(exc)) from None
         if should_retry(exc):
             self._record(state, "retry", t0, Usage(), exc=exc)
-            if exc.status_code == 429 and self.limiter is not None:
+            if exc.status_code == 429:
                 self.limiter.pause(retry_delay(exc, state.transient + 1, self.policy))
         else:
             self._record(state, "error", t0, Usage(), exc=exc)

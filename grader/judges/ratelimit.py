@@ -91,5 +91,5 @@ class RateLimiter:
 
     def settle(self, estimated: int, actual: int) -> None:
         """Correct the token bucket once a reply says how many tokens the request really used."""
-        if self._tokens is not None:
+        if self._tokens is not None and estimated:
             self._tokens.level = min(self._tokens.capacity, self._tokens.level + estimated - actual)
