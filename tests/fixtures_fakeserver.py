@@ -25,5 +25,6 @@ def fake_server(_fake_server_session: FakeServer) -> Iterator[FakeServer]:
     server.cached_tokens = 0
     server.latency_ms = 0.0
     server.grade_fn = default_grade
+    server.reason = "Scripted by the fake server."
     yield server
     server.reset()
