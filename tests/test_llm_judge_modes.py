@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from grader.judges.base import Judge
-from grader.judges.llm import LLMJudge
+from grader.judges.llm import CallRecord, LLMJudge
 from grader.judges.retry import RetryPolicy
 from grader.models import Doc, Query
 from grader.prompts import load_prompt
@@ -61,9 +61,17 @@ async def test_both_json_modes_rejected_fall_back_to_the_final_line(
     fake_server: FakeServer,
 ) -> None:
     fake_server.reject_formats = {"json_schema", "json_object"}
-    judge = make_judge(fake_server)
+    calls: list[CallRecord] = []
+    judge = make_judge(fake_server, on_call=calls.append)
     results = [await judge.judge(q, d, key=f"k{i}") for i, (q, d) in enumerate(pairs(3))]
     assert [(j.status, j.attempts) for j in results] == [("ok", 3), ("ok", 1), ("ok", 1)]
+    assert [(c.outcome, c.output_mode) for c in calls] == [
+        ("mode_rejected", "json_schema"),
+        ("mode_rejected", "json_object"),
+        ("ok", "text"),
+        ("ok", "text"),
+        ("ok", "text"),
+    ]
     assert formats(fake_server) == ["json_schema", "json_object", "text", "text", "text"]
     text_request = fake_server.requests[-1]
     assert "response_format" not in text_request
