@@ -72,6 +72,13 @@ def read_text(path: str | Path) -> str:
     return text.removeprefix("\ufeff")
 
 
+def _default_file_mode() -> int:
+    """The mode a plain `open(path, "w")` would give (0o666 less the umask); mkstemp gives 0o600."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 @contextlib.contextmanager
 def atomic_write(path: str | Path) -> Iterator[IO[str]]:
     """Open `path` for writing text; it appears only when the block ends without an exception.
@@ -98,6 +105,7 @@ def atomic_write(path: str | Path) -> Iterator[IO[str]]:
                 binary.close()
             raw.flush()
             os.fsync(raw.fileno())
+        os.chmod(tmp, _default_file_mode())
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
