@@ -17,7 +17,6 @@ from rich.progress import (
     Progress,
     TaskID,
     TextColumn,
-    TimeElapsedColumn,
     TimeRemainingColumn,
 )
 
@@ -39,13 +38,12 @@ class GradingProgress:
         if enabled:
             self._progress = Progress(
                 TextColumn("grading"),
-                BarColumn(),
+                BarColumn(bar_width=24),
                 MofNCompleteColumn(),
                 TextColumn(
                     "cached {task.fields[cached]} · failed {task.fields[failed]} · "
                     "{task.fields[rate]}/s · ${task.fields[spend]}"
                 ),
-                TimeElapsedColumn(),
                 TextColumn("ETA"),
                 TimeRemainingColumn(),
                 console=Console(stderr=True),
