@@ -161,3 +161,20 @@ def test_atomic_write_leaves_no_partial_file(
         write_qrels(target, good)
     assert target.read_text() == "old 0 d 1\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.qrels"]
+
+
+@pytest.mark.parametrize(
+    "ids",
+    [
+        ["d1", "d2", "d10", "D1", "d1 ".strip(), "é", "e"],  # even lengths: by-position hash
+        ["a", "b" * 40, "a" * 39 + "b", "b" * 39 + "a", "c", "ab"],  # uneven: polynomial hash
+    ],
+)
+def test_duplicate_detection_on_both_hash_paths(tmp_path: Path, ids: list[str]) -> None:
+    unique = list(dict.fromkeys(ids))
+    lines = [f"q Q0 {d} {i} {10 - i} t" for i, d in enumerate(unique, 1)]
+    path = _write(tmp_path / "ok.run", "\n".join(lines) + "\n")
+    assert sorted(read_run(path)["doc_id"]) == sorted(unique)
+    clash = _write(tmp_path / "dup.run", "\n".join([*lines, f"q Q0 {unique[-1]} 99 0 t"]) + "\n")
+    with pytest.raises(InputError, match=f"lines {len(unique)} and {len(unique) + 1}"):
+        read_run(clash)

@@ -115,6 +115,7 @@ def read_run(path: str | Path, *, precision: Precision = "float32") -> pd.DataFr
         raise InputError(f"unknown precision {precision!r}", hint="use float32 or float64")
     table = parse_columns(p, RUN_COLUMNS, "score", "run", "qid Q0 docid rank score tag")
     scores = _finite_scores(p, table)
+    table = table.select(["query_id", "doc_id", "tag"])  # free the other columns early
     qcodes = _query_codes(table["query_id"])
     _check_duplicates(p, table, qcodes, "run")
     order = rank_order(qcodes, scores, table["doc_id"], precision)

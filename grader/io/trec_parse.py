@@ -205,9 +205,17 @@ def _hash_chunk(arr: pa.Array) -> npt.NDArray[np.uint64]:
     offsets = np.frombuffer(
         buffers[1], dtype=np.int64 if wide else np.int32, count=n + 1, offset=arr.offset * width
     ).astype(np.int64)
-    data = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None else np.zeros(0)
+    data = (
+        np.frombuffer(buffers[2], dtype=np.uint8)
+        if buffers[2] is not None
+        else np.zeros(0, dtype=np.uint8)
+    )
     lengths = np.diff(offsets)
     longest = int(lengths.max())
+    if longest == 0:
+        return out
+    if longest * n <= 2 * int(lengths.sum()):
+        return _hash_by_position(data, offsets[:-1], lengths, longest)
     powers = np.ones(max(longest, 1), dtype=np.uint64)
     if longest > 1:
         powers[1:] = np.cumprod(np.full(longest - 1, _HASH_BASE, dtype=np.uint64))
@@ -223,3 +231,26 @@ def _hash_chunk(arr: pa.Array) -> npt.NDArray[np.uint64]:
         sums = np.add.reduceat(terms, np.minimum(firsts, hi - lo - 1))
         out[start:stop] = np.where(lens > 0, sums + lens.astype(np.uint64), 0)
     return out
+
+
+def _hash_by_position(
+    data: npt.NDArray[np.uint8],
+    starts: npt.NDArray[np.int64],
+    lengths: npt.NDArray[np.int64],
+    longest: int,
+) -> npt.NDArray[np.uint64]:
+    """Hash of ids of similar length: byte j of every id at once, packed 8 to a word.
+
+    Costs n x longest cheap operations, about half the per-byte polynomial when lengths are
+    even (MS MARCO ids, hashes); exact for ids of up to 8 bytes before the length is mixed in.
+    """
+    h = lengths.astype(np.uint64)
+    word = np.zeros(len(starts), dtype=np.uint64)
+    last = len(data) - 1
+    for j in range(longest):
+        byte = data[np.minimum(starts + j, last)]
+        word |= np.where(lengths > j, byte, 0).astype(np.uint64) << np.uint64(8 * (j % 8))
+        if j % 8 == 7 or j == longest - 1:
+            h = h * _HASH_BASE ^ word
+            word[:] = 0
+    return h

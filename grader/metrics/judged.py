@@ -6,8 +6,11 @@ It shows where labels are still missing: a run scored with LLM labels that are a
 third of its top 10 has Judged@10 = 0.67, and its other measures treat those documents as
 non-relevant.
 
-- k: the denominator is always k (as ir_measures), also when fewer than k documents were
-  returned. Without k, the share of the whole returned list (0 for an empty list).
+- k: the denominator is always k, like P@k and ir_measures' original Judged@k, also when fewer
+  than k documents were returned (a 3-result list fully graded has Judged@10 = 0.3). Recent
+  ir_measures releases divide by min(k, returned) instead; relgrade keeps k so that Judged@k
+  and P@k share a denominator (P(rel=N)@k <= Judged@k always holds). Without k: the share of
+  the whole returned list (0 for an empty list), which is the "min" reading.
 - No threshold: a grade of 0 is a judgment too.
 - Edge cases: an empty ranking scores 0.
 """
