@@ -97,12 +97,17 @@ def test_rag_example_through_the_vectorised_evaluator() -> None:
         ("nDCG(gain=linear)@10", "nDCG@10"),
         ("MRR@10", "RR(rel=2)@10"),
         ("map", "AP(rel=2)"),
+        ("ndcg_cut_10", "nDCG@10"),
+        ("P.5", "P(rel=2)@5"),
+        ("recall_100", "R(rel=2)@100"),
+        ("recip_rank", "RR(rel=2)"),
     ],
 )
 def test_names_parse_and_print_back_with_the_threshold_explicit(text: str, printed: str) -> None:
     measure = parse_measure(text)
     assert str(measure) == printed
     assert parse_measure(str(measure)) == measure
+    assert str(parse_measure(printed)) == printed
 
 
 @pytest.mark.parametrize(

@@ -53,6 +53,15 @@ ALIASES: dict[str, str] = {
 
 GAINS = ("linear", "exp")
 
+#: trec_eval's names with a cutoff (`ndcg_cut_10`, `P.10`, `recall_100`, ...), accepted too.
+TREC_EVAL_CUT: dict[str, str] = {
+    "ndcg_cut": "nDCG",
+    "p": "P",
+    "recall": "R",
+    "map_cut": "AP",
+    "success": "Success",
+}
+_TREC_EVAL_RE = re.compile(r"^\s*(ndcg_cut|P|recall|map_cut|success)[._](\d+)\s*$", re.IGNORECASE)
 _NAME_RE = re.compile(r"^\s*([A-Za-z_]+)\s*(?:\(([^)]*)\))?\s*(?:@\s*(\S+))?\s*$")
 
 MEASURE_HELP = (
@@ -99,12 +108,17 @@ def _bad(name: str, why: str, hint: str = MEASURE_HELP) -> InputError:
 def parse_measure(name: str | Measure, *, default_rel: int = DEFAULT_THRESHOLD) -> Measure:
     """Parse `nDCG@10`, `RR(rel=3)@10`, `nDCG(gain=exp)` ... into a Measure.
 
-    The family is matched case-insensitively (`MRR` and `map` are accepted as RR and AP);
+    The family is matched case-insensitively (`MRR` and `map` are accepted as RR and AP, and
+    trec_eval's `ndcg_cut_10`, `P_10`, `recall_100`, `map_cut_10`, `success_10` too; note that
+    they get relgrade's default threshold, shown in the printed name, not trec_eval's 1);
     `str(parse_measure(x))` is the canonical spelling, with the threshold explicit.
     Raises InputError naming what is wrong and listing the valid names.
     """
     if isinstance(name, Measure):
         return name
+    trec = _TREC_EVAL_RE.match(name)
+    if trec:
+        name = f"{TREC_EVAL_CUT[trec.group(1).lower()]}@{trec.group(2)}"
     match = _NAME_RE.match(name)
     if not match:
         raise _bad(name, "not a measure name")
