@@ -113,3 +113,17 @@ def test_help_explains_measures_and_thresholds(capsys: pytest.CaptureFixture[str
     out = capsys.readouterr().out
     for text in ("rel=N", "grade >= N", "RR(rel=2)@10", "ideal ranking", "trec_eval -c"):
         assert text in out
+
+
+def test_a_run_answering_no_qrels_query_prints_n_a_or_null(
+    files: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stray = tmp_path / "stray.txt"
+    stray.write_text("q9 Q0 z 1 1.0 x\n")
+    args = ["evaluate", files["qrels.txt"], str(stray), "-m", "RR", "--trec-eval-missing"]
+    assert main(args) == 0
+    assert "n/a" in capsys.readouterr().out
+    assert main([*args, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["value"] is None
+    assert main([*args[:-1], "--format", "json"]) == 0  # default: missing queries score 0
+    assert json.loads(capsys.readouterr().out)[0]["value"] == 0.0

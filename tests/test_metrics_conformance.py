@@ -198,7 +198,7 @@ def test_empty_run_scores_zero_or_nothing() -> None:
     assert sorted(zero.attrs["missing"]) == sorted(qrels)
     skip = evaluate(q, empty, ["nDCG@10"], missing="skip")
     assert skip.empty
-    assert np.isnan(mean_scores(skip).set_index("measure")["value"].get("nDCG@10", np.nan))
+    assert np.isnan(mean_scores(skip).set_index("measure")["value"]["nDCG@10"])
     assert pytrec_eval.RelevanceEvaluator(qrels, {"ndcg"}).evaluate({}) == {}
 
 

@@ -81,6 +81,7 @@ def evaluate(
     )
     frame.attrs["missing"] = [q for q, a in zip(ranked.query_ids, answered, strict=True) if not a]
     frame.attrs["n_queries"] = n
+    frame.attrs["measures"] = list(columns)
     frame.attrs["qrels_queries"] = ranked.n_queries
     frame.attrs["unjudged_queries"] = list(ranked.unjudged_queries)
     return frame
@@ -91,10 +92,9 @@ def mean_scores(per_query: pd.DataFrame) -> pd.DataFrame:
 
     Measures keep their order. A mean over no queries (an empty run with missing="skip") is NaN.
     """
-    order = [str(m) for m in pd.unique(per_query["measure"])]
+    order = per_query.attrs.get("measures") or [str(m) for m in pd.unique(per_query["measure"])]
     means = per_query.groupby("measure", sort=False)["value"].mean()
-    frame = pd.DataFrame(
-        {"measure": pd.Series(order, dtype=str), "value": [float(means[m]) for m in order]}
-    )
+    values = [float(means[m]) if m in means.index else float("nan") for m in order]
+    frame = pd.DataFrame({"measure": pd.Series(order, dtype=str), "value": values})
     frame.attrs.update(per_query.attrs)
     return frame
