@@ -147,6 +147,8 @@ def test_atomic_write_leaves_no_partial_file(
     with pytest.raises(InputError):
         write_qrels(target, bad)
     assert target.read_text() == "old 0 d 1\n"
+    with pytest.raises(InputError, match=r"in 0\.\.3"):
+        write_qrels(target, pd.DataFrame({"query_id": ["q"], "doc_id": ["a"], "grade": [4]}))
     spaced = pd.DataFrame({"query_id": ["q 1"], "doc_id": ["a"], "grade": [1]})
     with pytest.raises(InputError, match="whitespace"):
         write_qrels(target, spaced)

@@ -199,6 +199,10 @@ def write_qrels(path: str | Path, frame: pd.DataFrame) -> None:
     grades = pd.to_numeric(frame["grade"], errors="coerce")
     if grades.isna().any() or (grades != grades.round()).any():
         raise InputError("grades must be integers", path=p, hint="drop or fix missing grades")
+    if ((grades < MIN_GRADE) | (grades > MAX_GRADE)).any():
+        raise InputError(
+            f"grades must be in {MIN_GRADE}..{MAX_GRADE}", path=p, hint="fix or clamp them first"
+        )
     out = pd.DataFrame(
         {
             "query_id": frame["query_id"].astype(str),
