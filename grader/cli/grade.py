@@ -94,7 +94,9 @@ def register(sub: Any) -> None:
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per request (60)")
     p.add_argument("--max-attempts", type=int, default=4, help="attempts per pair (4)")
     p.add_argument("--prices", metavar="TOML", help="price table (USD per 1M tokens)")
-    p.add_argument("--store", default="relgrade.db", metavar="DB", help="judgment store, SQLite (relgrade.db)")
+    p.add_argument(
+        "--store", default="relgrade.db", metavar="DB", help="judgment store, SQLite (relgrade.db)"
+    )
     p.add_argument("--out", metavar="JUDGMENTS.jsonl", help="write judgments JSONL")
     p.add_argument("--qrels-out", metavar="QRELS", help="write TREC qrels (ok grades only)")
     p.add_argument("--dry-run", action="store_true", help="estimate only; send nothing")
