@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, settings
@@ -18,6 +19,7 @@ from grader.metrics import (
     reciprocal_rank,
     success_at_k,
 )
+from grader.metrics.ranking import Precision, rank_order
 
 grades = st.integers(min_value=0, max_value=3)
 graded_lists = st.lists(st.one_of(grades, st.none()), max_size=30)
@@ -120,3 +122,35 @@ def test_the_evaluator_keeps_every_measure_between_0_and_1(
     per_query = evaluate(qrels, run, MEASURES)
     assert per_query["value"].between(0.0, 1.0 + 1e-12).all()
     assert len(per_query) == qrels["query_id"].nunique() * len(MEASURES)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["q1", "q2", "q3"]),
+            st.text(alphabet="aAzZ09_é€\U0001f600", min_size=1, max_size=4),
+            st.sampled_from([0.0, -0.0, 1.0, 1.0 + 1e-9, 2.5, -3.0, 1e30]),
+        ),
+        max_size=40,
+        unique_by=lambda row: (row[0], row[1]),
+    ),
+    st.sampled_from(["float32", "float64"]),
+)
+def test_rank_order_is_trec_evals_order(
+    rows: list[tuple[str, str, float]], precision: Precision
+) -> None:
+    """Score descending in the given precision, then doc id descending by code point."""
+    qids = pd.Series([r[0] for r in rows], dtype=str)
+    docs = pd.Series([r[1] for r in rows], dtype=str)
+    scores = np.array([r[2] for r in rows], dtype=np.float64)
+    codes, _ = pd.factorize(qids)
+    order = rank_order(codes, scores, docs, precision)
+    cast = np.float32 if precision == "float32" else np.float64
+    expected = sorted(range(len(rows)), key=lambda i: (codes[i], -cast(scores[i]), _neg(docs[i])))
+    assert [(codes[i], docs[i]) for i in order] == [(codes[i], docs[i]) for i in expected]
+
+
+def _neg(text: str) -> tuple[int, ...]:
+    """A key that sorts strings in descending code-point order (shorter prefix last)."""
+    return (*(-ord(c) for c in text), 1)
