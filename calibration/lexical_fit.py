@@ -2,10 +2,10 @@
 
 Scores every human-graded pair with the lexical judge (collection statistics from all of
 `--docs`, as when grading), fits the three thresholds (`grader.judges.lexical_fit`, which
-maximises quadratic-weighted kappa), and writes a complete settings file. By default that is the
-file the grading engine reads when no `--lexical-config` is given
-(`grader.judges.lexical_config.default_config_path()`), so the next `relgrade grade --judge
-lexical` uses the fitted thresholds.
+maximises quadratic-weighted kappa), and writes a complete settings file. By default that is
+`./relgrade-lexical.toml` (or $RELGRADE_LEXICAL_CONFIG), which `relgrade grade --judge lexical`
+reads when no `--lexical-config` is given, so the next grading run uses the fitted thresholds.
+The shipped default is never overwritten.
 """
 
 from __future__ import annotations
@@ -21,7 +21,12 @@ from grader.io.docs import read_docs
 from grader.io.grades import read_human_grades
 from grader.io.queries import read_queries
 from grader.judges.lexical import lexical_scores
-from grader.judges.lexical_config import default_config_path, load_lexical_config, write_thresholds
+from grader.judges.lexical_config import (
+    default_config_path,
+    fitted_config_path,
+    load_lexical_config,
+    write_thresholds,
+)
 from grader.judges.lexical_fit import fit_lexical_thresholds, grades_for
 
 
@@ -53,13 +58,13 @@ def fit_and_write(
     grades = human["grade"].to_numpy(dtype=np.int64)[keep]
     thresholds = fit_lexical_thresholds(scores[keep], grades)
     fitted = agreement(grades, grades_for(scores[keep], thresholds))
-    target = Path(out_path) if out_path is not None else default_config_path()
+    target = Path(out_path) if out_path is not None else fitted_config_path()
     provenance = {
         "fitted_on": str(human_path),
         "pairs": int(keep.sum()),
         "weighted_kappa_quadratic": fitted["weighted_kappa_quadratic"] or 0.0,
     }
-    base = load_lexical_config(target) if target.is_file() else None
+    base = load_lexical_config(target if target.is_file() else default_config_path())
     write_thresholds(target, thresholds, provenance, config=base)
     return {
         "n": int(keep.sum()),

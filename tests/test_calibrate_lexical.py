@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-import calibration.lexical_fit as lexical_fit
 from grader.cli.main import main
-from grader.judges.lexical_config import load_lexical_config
+from grader.judges.lexical_config import default_config_path, load_lexical_config
 
 
 def _inputs(tmp_path: Path) -> tuple[Path, Path, Path]:
@@ -54,14 +53,20 @@ def test_fit_lexical_defaults_to_the_file_the_grading_engine_reads(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     human, queries, docs = _inputs(tmp_path)
-    default = tmp_path / "default-lexical.toml"
-    monkeypatch.setattr(lexical_fit, "default_config_path", lambda: default)
+    shipped = default_config_path()
+    shipped_before = shipped.read_bytes()
+    monkeypatch.delenv("RELGRADE_LEXICAL_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)
     argv = ["calibrate", "--fit-lexical", "--human", str(human), "--queries", str(queries)]
     assert main([*argv, "--docs", str(docs)]) == 0
     printed = capsys.readouterr().out
-    assert f"written to {default}" in printed
+    assert "written to relgrade-lexical.toml" in printed
     assert "grade >= 3 when score >=" in printed
-    assert load_lexical_config(default).thresholds[2] > 0
+    fitted = load_lexical_config(tmp_path / "relgrade-lexical.toml")
+    # The grading engine, given no --lexical-config, now reads the fitted file ...
+    assert load_lexical_config().thresholds == fitted.thresholds
+    # ... and the shipped default is untouched.
+    assert shipped.read_bytes() == shipped_before
 
 
 def test_fit_lexical_needs_queries_and_docs(

@@ -60,7 +60,9 @@ def register(sub: Any) -> None:
         help="fit the lexical judge's thresholds on --human (needs --queries and --docs)",
     )
     p.add_argument(
-        "--lexical-out", type=Path, help="where --fit-lexical writes (default: the judge's file)"
+        "--lexical-out",
+        type=Path,
+        help="where --fit-lexical writes (default ./relgrade-lexical.toml, which grade reads)",
     )
     p.set_defaults(func=run)
 

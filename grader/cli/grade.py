@@ -87,7 +87,12 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--judge", choices=["llm", "lexical"], default="llm", help="lexical: offline baseline"
     )
-    p.add_argument("--lexical-config", metavar="TOML", help="lexical settings and thresholds")
+    p.add_argument(
+        "--lexical-config",
+        metavar="TOML",
+        help="lexical settings and thresholds (default: ./relgrade-lexical.toml as written by "
+        "calibrate --fit-lexical, if present, else the shipped prompts/lexical-v1.toml)",
+    )
     p.add_argument("--concurrency", type=int, default=8, metavar="N", help="requests at once (8)")
     p.add_argument("--rpm", type=float, help="requests per minute limit")
     p.add_argument("--tpm", type=float, help="tokens per minute limit")

@@ -1,8 +1,11 @@
 """The settings file of the `lexical` judge (TOML): scoring settings, three thresholds, provenance.
 
-The default is `prompts/lexical-v1.toml` (shipped in the wheel as `grader/_prompts/`). Fitting
-thresholds on human grades writes a complete file (settings copied, new thresholds, provenance),
-atomically, that `relgrade grade --judge lexical` can be pointed at.
+Which file the judge reads, first match wins: `--lexical-config PATH`; the file named by the
+environment variable RELGRADE_LEXICAL_CONFIG, else `relgrade-lexical.toml` in the working folder,
+when it exists (that is where `relgrade calibrate --fit-lexical` writes by default); the shipped
+default `prompts/lexical-v1.toml` (in the wheel as `grader/_prompts/`). Fitting never overwrites
+the shipped default: it writes a complete file (settings copied, new thresholds, provenance),
+atomically.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
 import tomllib
 from collections.abc import Mapping
@@ -21,6 +25,8 @@ from grader.errors import InputError
 from grader.io.files import atomic_write, read_text
 
 DEFAULT_NAME = "lexical-v1.toml"
+FITTED_NAME = "relgrade-lexical.toml"
+FITTED_ENV = "RELGRADE_LEXICAL_CONFIG"
 KIND = "lexical-thresholds"
 STEMMERS = ("light", "none")
 
@@ -94,9 +100,22 @@ def check_thresholds(values: Any, *, path: str | Path | None = None) -> Threshol
     return out[0], out[1], out[2]
 
 
+def fitted_config_path() -> Path:
+    """Where fitting writes by default: $RELGRADE_LEXICAL_CONFIG, else ./relgrade-lexical.toml."""
+    return Path(os.environ.get(FITTED_ENV) or FITTED_NAME)
+
+
+def resolve_config_path(path: str | Path | None = None) -> Path:
+    """The file the judge reads: `path`, else a fitted file if present, else the default."""
+    if path is not None:
+        return Path(path)
+    fitted = fitted_config_path()
+    return fitted if fitted.is_file() else default_config_path()
+
+
 def load_lexical_config(path: str | Path | None = None) -> LexicalConfig:
-    """Read a lexical settings file (the shipped default when `path` is None)."""
-    p = Path(path) if path is not None else default_config_path()
+    """Read a lexical settings file (see the module docstring for which one when `path` is None)."""
+    p = resolve_config_path(path)
     text = read_text(p)
     try:
         data = tomllib.loads(text)
