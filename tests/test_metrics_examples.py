@@ -187,3 +187,13 @@ def test_float32_ties_break_by_doc_id_descending_unless_float64() -> None:
     run = pd.DataFrame({"query_id": ["q", "q"], "doc_id": ["a", "b"], "score": [1.0 + 1e-9, 1.0]})
     assert evaluate(qrels, run, ["RR"])["value"].iat[0] == 0.5
     assert evaluate(qrels, run, ["RR"], precision="float64")["value"].iat[0] == 1.0
+
+
+def test_qrels_frames_with_missing_grades_or_repeats_are_refused() -> None:
+    run = pd.DataFrame({"query_id": ["q"], "doc_id": ["a"], "score": [1.0]})
+    failed = pd.DataFrame({"query_id": ["q", "q"], "doc_id": ["a", "b"], "grade": [3, None]})
+    with pytest.raises(InputError, match="not an integer"):
+        evaluate(failed, run, ["RR"])
+    twice = pd.DataFrame({"query_id": ["q", "q"], "doc_id": ["a", "a"], "grade": [3, 0]})
+    with pytest.raises(InputError, match="twice"):
+        evaluate(twice, run, ["RR"])

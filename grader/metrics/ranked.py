@@ -16,6 +16,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from grader.errors import InputError
 from grader.metrics.ranking import Precision, rank_order, ranks_within
 
 Int = npt.NDArray[np.int64]
@@ -76,6 +77,19 @@ def _strings(series: pd.Series) -> pa.Array:
     return out
 
 
+def _grades(column: pd.Series) -> Int:
+    """Integer grades; a missing or fractional grade is an error, never a 0."""
+    values = np.asarray(pd.to_numeric(column, errors="coerce"), dtype=np.float64)
+    bad = ~np.isfinite(values) | (values != np.round(values))
+    if bad.any():
+        raise InputError(
+            f"the qrels hold a grade that is not an integer: {column.iloc[int(np.argmax(bad))]!r}",
+            hint="drop failed judgments (no grade) before evaluating",
+        )
+    out: Int = values.astype(np.int64)
+    return out
+
+
 def _index_in(values: pa.Array, value_set: pa.Array) -> Int:
     """Position of each value in `value_set`, -1 when absent."""
     found = pc.index_in(values, value_set=value_set).fill_null(-1)
@@ -119,9 +133,17 @@ def join(
     d_unique = pc.unique(d_all)
     n_docs = max(len(d_unique), 1)
     judged_key = q_of_judgment * n_docs + _index_in(d_all, d_unique)
-    grades = np.asarray(qrels["grade"].to_numpy(), dtype=np.int64)
+    grades = _grades(qrels["grade"])
     by_key = np.argsort(judged_key, kind="stable")
     sorted_keys = judged_key[by_key]
+    twice = np.flatnonzero(sorted_keys[1:] == sorted_keys[:-1])
+    if twice.size:
+        row = int(by_key[twice[0]])
+        raise InputError(
+            f"the qrels grade doc {qrels['doc_id'].iat[row]!r} twice for query "
+            f"{qrels['query_id'].iat[row]!r}",
+            hint="keep one grade per (query, doc), e.g. drop_duplicates or aggregate first",
+        )
 
     ranks = _grouped_ranks(run, precision)
     run_queries, run_docs = _strings(run["query_id"]), _strings(run["doc_id"])
