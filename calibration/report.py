@@ -71,6 +71,18 @@ def _agreement(s: dict[str, Any]) -> str:
     return _table(["figure", "value", "95% CI (queries resampled)"], rows, "agreement")
 
 
+def _human_vs_human(hh: dict[str, Any] | None) -> str:
+    if not hh:
+        return ""
+    rows = [
+        [_e(label), fmt(hh["humans"][key]), fmt(hh["llm"][key])]
+        for key, label in AGREEMENT_ROWS
+        if key in hh["humans"]
+    ]
+    caption = f"Human vs human beside LLM vs human, on the {hh['n']} pairs all three graded"
+    return _table(["figure", "human B vs A", "LLM vs A"], rows, "human-vs-human", caption)
+
+
 def _confusion(s: dict[str, Any]) -> str:
     rows = []
     for g, row in enumerate(s["confusion"]):
@@ -163,6 +175,7 @@ def render_report(s: dict[str, Any], title: str = "relgrade calibration") -> str
         "</div>",
         _agreement(s),
         _confusion(s),
+        _human_vs_human(s.get("human_vs_human")),
         "<h2>Bias</h2>",
     ]
     charts = []

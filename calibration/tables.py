@@ -193,9 +193,26 @@ def confidence_table(conf: dict[str, Any]) -> Table:
     return table
 
 
+def human_vs_human_table(hh: dict[str, Any]) -> Table:
+    """Two people against each other, and the LLM against the first person, on the same pairs."""
+    table = Table(
+        title=f"Human vs human beside LLM vs human, on the {hh['n']} pairs all three graded",
+        title_justify="left",
+    )
+    table.add_column("figure")
+    table.add_column("human B vs human A", justify="right")
+    table.add_column("LLM vs human A", justify="right")
+    for key, label in AGREEMENT_ROWS:
+        if key in hh["humans"]:
+            table.add_row(label, fmt(hh["humans"][key]), fmt(hh["llm"][key]))
+    return table
+
+
 def render(s: dict[str, Any]) -> RenderableType:
     """Every table of a summary, in reading order, then the verdict and notes."""
     parts: list[RenderableType] = [agreement_table(s), confusion_table(s), distribution_table(s)]
+    if s.get("human_vs_human"):
+        parts.append(human_vs_human_table(s["human_vs_human"]))
     if len(s.get("per_query", [])) > 1:
         parts.append(worst_queries_table(s["per_query"]))
     if s.get("confidence") and s["confidence"].get("by_confidence"):

@@ -29,6 +29,12 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--llm", help="LLM grades: judgments JSONL or TREC qrels")
     p.add_argument("--human", required=True, help="human grades: CSV or TREC qrels")
+    p.add_argument(
+        "--second-human",
+        metavar="HUMAN2",
+        help="a second person's grades of the same sample: human-vs-human agreement is shown "
+        "beside LLM-vs-human, on the pairs all three graded",
+    )
     p.add_argument("--run", action="append", default=[], help="a TREC run (repeat for systems)")
     p.add_argument(
         "-m", "--measure", default="nDCG@10", help="measure for systems and estimates (nDCG@10)"
@@ -116,8 +122,18 @@ def run(args: argparse.Namespace) -> int:
         threshold=args.threshold,
         paired=paired,
     )
+    if args.second_human:
+        from calibration.interrater import human_vs_human
+
+        second = read_human_grades(args.second_human, clamp=args.clamp)
+        summary["human_vs_human"] = human_vs_human(human, second, llm)
     summary["manifest"] = manifest or None
-    summary["inputs"] = {"llm": str(args.llm), "human": str(args.human), "runs": list(runs)}
+    summary["inputs"] = {
+        "llm": str(args.llm),
+        "human": str(args.human),
+        "second_human": args.second_human,
+        "runs": list(runs),
+    }
     failed = llm.attrs.get("failed", 0)
     if failed:
         summary["notes"].append(f"{failed} failed judgments in --llm were left out (never a grade)")
