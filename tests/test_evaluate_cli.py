@@ -127,3 +127,32 @@ def test_a_run_answering_no_qrels_query_prints_n_a_or_null(
     assert json.loads(capsys.readouterr().out)[0]["value"] is None
     assert main([*args[:-1], "--format", "json"]) == 0  # default: missing queries score 0
     assert json.loads(capsys.readouterr().out)[0]["value"] == 0.0
+
+
+def test_judgments_jsonl_as_qrels_leaves_failed_pairs_unjudged(
+    files: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from grader.io.judgments import write_judgments
+    from grader.models import Judgment, JudgmentError
+
+    judgments = [
+        Judgment(query_id="q1", doc_id="a", grade=3, status="ok", judge="j", key="k1"),
+        Judgment(
+            query_id="q1",
+            doc_id="b",
+            status="failed",
+            judge="j",
+            key="k2",
+            error=JudgmentError(type="InvalidReply", message="no grade"),
+        ),
+    ]
+    path = tmp_path / "judgments.jsonl"
+    write_judgments(path, judgments)
+    argv = ["evaluate", str(path), files["bm25.run"], "-m", "RR", "Judged@2", "--format", "json"]
+    assert main([*argv, "--per-query"]) == 0
+    captured = capsys.readouterr()
+    values = {(r["query_id"], r["measure"]): r["value"] for r in json.loads(captured.out)}
+    # bm25 ranks b (failed: unjudged, not relevant) above a (grade 3)
+    assert values["q1", "RR(rel=2)"] == 0.5
+    assert values["q1", "Judged@2"] == 0.5
+    assert "1 failed judgments left unjudged" in captured.err

@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from grader.io.files import iter_lines
 from grader.io.trec import read_qrels, read_run
 from grader.metrics import DEFAULT_MEASURES, evaluate, mean_scores, parse_measures
 from grader.metrics.evaluate import Missing
@@ -60,7 +61,12 @@ def register(sub: Any) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("qrels", metavar="QRELS", help="TREC qrels (qid iter docid grade), .gz ok")
+    parser.add_argument(
+        "qrels",
+        metavar="QRELS",
+        help="TREC qrels (qid iter docid grade), or a judgments JSONL from `relgrade grade` "
+        "(ok judgments; failed ones stay unjudged); .gz ok",
+    )
     parser.add_argument(
         "runs", metavar="RUN", nargs="+", help="TREC run(s) (qid Q0 docid rank score tag)"
     )
@@ -144,10 +150,22 @@ def _clean(value: float) -> float | None:
     return None if math.isnan(value) else value
 
 
+def read_grades(path: str, *, clamp: bool) -> pd.DataFrame:
+    """TREC qrels (the fast reader) or a judgments JSONL (told apart by the first line)."""
+    for _, line in iter_lines(path):
+        if line.strip():
+            if line.lstrip().startswith("{"):
+                from grader.io.grades import read_llm_grades
+
+                return read_llm_grades(path, clamp=clamp)
+            break
+    return read_qrels(path, clamp=clamp)
+
+
 def run(args: argparse.Namespace) -> int:
     measures = parse_measures(args.measures or list(DEFAULT_MEASURES))
     names = [str(m) for m in measures]
-    qrels = read_qrels(args.qrels, clamp=args.clamp)
+    qrels = read_grades(args.qrels, clamp=args.clamp)
     missing: Missing = "skip" if args.skip_missing else "zero"
     results: list[tuple[str, pd.DataFrame]] = []
     for name, path in zip(run_names(args.runs), args.runs, strict=True):
@@ -156,6 +174,11 @@ def run(args: argparse.Namespace) -> int:
     notes = [_note(name, pq, args.skip_missing) for name, pq in results]
     if qrels.attrs.get("clamped"):
         notes.append(f"{qrels.attrs['clamped']} qrels grades outside 0..3 were clamped")
+    if qrels.attrs.get("failed"):
+        notes.append(
+            f"{qrels.attrs['failed']} failed judgments left unjudged (not relevant, no gain; "
+            "Judged@k shows where)"
+        )
     records = [r for name, pq in results for r in _records(name, pq, args.per_query)]
     if args.format == "json":
         for r in records:
