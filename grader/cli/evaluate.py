@@ -40,7 +40,8 @@ thresholds:
   A result is relevant when its grade >= N. N defaults to {DEFAULT_THRESHOLD} for 0..3 grades
   (TREC DL convention: 2 = highly relevant); write (rel=1) or (rel=3) to change it. Output names
   always show the threshold: RR@10 is printed RR(rel={DEFAULT_THRESHOLD})@10. Unjudged results
-  are not relevant.
+  are not relevant. Plain trec_eval uses -l 1: write (rel=1) to reproduce its numbers
+  (nDCG ignores the threshold in both).
 
 queries:
   Every query in QRELS counts; one a run does not answer scores 0 on every measure
