@@ -103,7 +103,12 @@ def _grouped_ranks(run: pd.DataFrame, precision: Precision) -> Int:
         ranks: Int = np.asarray(run["rank"].to_numpy(), dtype=np.int64)
         return ranks
     qcodes, _ = pd.factorize(run["query_id"])
-    scores = np.asarray(pd.to_numeric(run["score"]).to_numpy(), dtype=np.float64)
+    scores = np.asarray(pd.to_numeric(run["score"], errors="coerce"), dtype=np.float64)
+    if not np.all(np.isfinite(scores)):
+        raise InputError(
+            "the run holds a score that is not a finite number",
+            hint="give every row a numeric score, or a rank column",
+        )
     docs = run["doc_id"].astype(str).reset_index(drop=True)
     order = rank_order(qcodes, scores, docs, precision)
     ranks = np.empty(len(order), dtype=np.int64)
