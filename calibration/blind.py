@@ -41,9 +41,16 @@ class BlindItem:
 
 
 def blind_items(
-    pairs: Sequence[tuple[str, str]], queries: Mapping[str, Query], docs: Mapping[str, Doc]
+    pairs: Sequence[tuple[str, str]],
+    queries: Mapping[str, Query],
+    docs: Mapping[str, Doc],
+    *,
+    allow_missing_text: bool = False,
 ) -> list[BlindItem]:
-    """The items of a sample, in the order given; a pair whose text is unknown is an error."""
+    """The items of a sample, in the order given; a pair whose text is unknown is an error,
+    unless `allow_missing_text` (no text source at all: the rows then carry ids only)."""
+    if allow_missing_text:
+        return [BlindItem(query_id=q, doc_id=d, query="", document="") for q, d in pairs]
     out: list[BlindItem] = []
     missing_q = sorted({q for q, _ in pairs if q not in queries})
     missing_d = sorted({d for _, d in pairs if d not in docs})

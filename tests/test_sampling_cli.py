@@ -87,11 +87,43 @@ def test_pairs_people_graded_are_left_out(tmp_path: Path) -> None:
     assert read_manifest(tmp_path / "sample.manifest.json").population == 16
 
 
-def test_missing_texts_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_without_texts_the_sample_is_drawn_with_ids_and_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     judgments, _, _ = _inputs(tmp_path)
+    monkeypatch.chdir(tmp_path)  # no relgrade.db here
     argv = ["sample", "--judgments", str(judgments), "--n", "3", "--out", str(tmp_path / "s.csv")]
-    assert main(argv) == 2
-    assert "--queries Q and --docs D" in capsys.readouterr().err
+    assert main(argv) == 0
+    assert "--queries Q --docs D or --store DB" in capsys.readouterr().err
+    rows = _rows(tmp_path / "s.csv")
+    assert len(rows) == 3 and all(r["doc_id"] and r["document"] == "" for r in rows)
+
+
+def test_texts_come_from_the_default_store_when_present(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from grader.io.docs import read_docs
+    from grader.io.queries import read_queries
+    from grader.store import Store
+
+    judgments, queries, docs = _inputs(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    with Store(tmp_path / "relgrade.db") as store:
+        store.put_texts(read_queries(queries).values(), read_docs(docs).values())
+    argv = ["sample", "--judgments", str(judgments), "--n", "3", "--out", str(tmp_path / "s.csv")]
+    assert main(argv) == 0
+    assert "texts taken from the store relgrade.db" in capsys.readouterr().err
+    rows = _rows(tmp_path / "s.csv")
+    assert all(r["document"] == f"body of {r['doc_id']}" for r in rows)
+
+
+def test_queries_without_docs_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    judgments, queries, _ = _inputs(tmp_path)
+    argv = ["sample", "--judgments", str(judgments), "--queries", str(queries), "--n", "3"]
+    assert main([*argv, "--out", str(tmp_path / "s.csv")]) == 2
+    assert "--queries and --docs go together" in capsys.readouterr().err
 
 
 def test_uncertainty_without_logprobs_suggests_another_strategy(

@@ -115,30 +115,47 @@ def _excluded_pairs(paths: list[str]) -> set[tuple[str, str]]:
     return pairs
 
 
+DEFAULT_STORE = "relgrade.db"  # where `relgrade grade` keeps judgments and texts by default
+
+
 def _texts(
     args: argparse.Namespace, pairs: list[tuple[str, str]]
 ) -> tuple[dict[str, Query], dict[str, Doc]]:
+    """Query and document texts for the sample: --queries/--docs, else --store, else the default
+    store of `relgrade grade` (./relgrade.db) when present. With none of them the sample is still
+    drawn (ids only) and a warning says how to add the texts."""
     qids = {q for q, _ in pairs}
     dids = {d for _, d in pairs}
-    if args.store:
-        from grader.store import Store
+    if args.queries or args.docs:
+        if not (args.queries and args.docs):
+            raise InputError(
+                "--queries and --docs go together",
+                hint="pass both (or --store DB, which keeps the texts graded)",
+            )
+        from grader.io.docs import read_docs
+        from grader.io.queries import read_queries
 
-        if not Path(args.store).is_file():
-            raise InputError("store not found", path=args.store)
-        store = Store(args.store)
-        try:
-            return store.queries(qids), store.docs(dids)
-        finally:
-            store.close()
-    if not (args.queries and args.docs):
-        raise InputError(
-            "the blind sample shows people the query and document text",
-            hint="pass --queries Q and --docs D (or --store DB)",
+        return read_queries(args.queries), read_docs(args.docs, ids=dids)
+    store_path = args.store
+    if store_path is None and Path(DEFAULT_STORE).is_file():
+        store_path = DEFAULT_STORE
+        print(f"texts taken from the store {DEFAULT_STORE}", file=sys.stderr)
+    if store_path is None:
+        print(
+            "warning: no texts for the sample (ids only): pass --queries Q --docs D or --store DB "
+            "so that people see the query and document",
+            file=sys.stderr,
         )
-    from grader.io.docs import read_docs
-    from grader.io.queries import read_queries
+        return {}, {}
+    from grader.store import Store
 
-    return read_queries(args.queries), read_docs(args.docs, ids=dids)
+    if not Path(store_path).is_file():
+        raise InputError("store not found", path=store_path, hint="the --store given to grade")
+    store = Store(store_path)
+    try:
+        return store.queries(qids), store.docs(dids)
+    finally:
+        store.close()
 
 
 def _single(values: list[str | None]) -> str | None:
@@ -167,7 +184,7 @@ def _draw(args: argparse.Namespace) -> int:
     )
     pairs = [(p.query_id, p.doc_id) for p in draw.pairs]
     queries, docs = _texts(args, pairs)
-    items = blind_items(pairs, queries, docs)
+    items = blind_items(pairs, queries, docs, allow_missing_text=not (queries or docs))
     prompt = _single([str(j.prompt) if j.prompt else None for j in eligible])
     manifest = build_manifest(
         draw,
