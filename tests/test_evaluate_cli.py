@@ -156,3 +156,17 @@ def test_judgments_jsonl_as_qrels_leaves_failed_pairs_unjudged(
     assert values["q1", "RR(rel=2)"] == 0.5
     assert values["q1", "Judged@2"] == 0.5
     assert "1 failed judgments left unjudged" in captured.err
+
+
+def test_human_grades_csv_as_qrels_gives_the_same_numbers(
+    files: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = ["query_id,doc_id,grade,annotator"]
+    rows += [f"{q},{d},{g},ann" for q, _, d, g in (line.split() for line in QRELS.splitlines())]
+    csv_path = tmp_path / "human.csv"
+    csv_path.write_text("\n".join(rows) + "\n")
+    measures = ["-m", "nDCG@10", "RR", "AP", "--per-query"]
+    from_qrels = _json(capsys, files["qrels.txt"], files["bm25.run"], *measures)
+    from_csv = _json(capsys, str(csv_path), files["bm25.run"], *measures)
+    assert from_csv == from_qrels
+    assert any(r["value"] not in (0.0, None) for r in from_csv)

@@ -65,8 +65,8 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "qrels",
         metavar="QRELS",
-        help="TREC qrels (qid iter docid grade), or a judgments JSONL from `relgrade grade` "
-        "(ok judgments; failed ones stay unjudged); .gz ok",
+        help="TREC qrels (qid iter docid grade), a grades CSV (query_id,doc_id,grade), or a "
+        "judgments JSONL from `relgrade grade` (ok judgments; failed ones stay unjudged); .gz ok",
     )
     parser.add_argument(
         "runs", metavar="RUN", nargs="+", help="TREC run(s) (qid Q0 docid rank score tag)"
@@ -152,13 +152,18 @@ def _clean(value: float) -> float | None:
 
 
 def read_grades(path: str, *, clamp: bool) -> pd.DataFrame:
-    """TREC qrels (the fast reader) or a judgments JSONL (told apart by the first line)."""
+    """TREC qrels (the fast reader), a judgments JSONL, or a human-grades CSV, told apart by the
+    first line."""
     for _, line in iter_lines(path):
         if line.strip():
             if line.lstrip().startswith("{"):
                 from grader.io.grades import read_llm_grades
 
                 return read_llm_grades(path, clamp=clamp)
+            from grader.io.grades import looks_like_qrels, read_human_grades
+
+            if not looks_like_qrels(line):
+                return read_human_grades(path, clamp=clamp)
             break
     return read_qrels(path, clamp=clamp)
 

@@ -46,7 +46,8 @@ def _first_line(path: str | Path) -> str | None:
     return None
 
 
-def _looks_like_qrels(line: str) -> bool:
+def looks_like_qrels(line: str) -> bool:
+    """Whether a first line reads as TREC qrels (`qid iter docid grade`) rather than CSV."""
     cells = line.split()
     return len(cells) == 4 and "," not in line and cells[3].lstrip("-").isdigit()
 
@@ -56,7 +57,7 @@ def read_human_grades(path: str | Path, *, clamp: bool = False) -> pd.DataFrame:
     first = _first_line(path)
     if first is None:
         raise empty_file_error(path, "grades", _HUMAN_EXAMPLE)
-    if _looks_like_qrels(first):
+    if looks_like_qrels(first):
         frame = _qrels_frame(path, clamp)
     else:
         delimiter = "\t" if "\t" in first and "," not in first else ","
