@@ -25,18 +25,20 @@ import collections
 import contextlib
 import signal
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from grader.ensemble import apply_verification, combine_members, needs_verification
 from grader.errors import InputError, JudgeError
+from grader.estimates import Estimate, estimate_cost, estimate_request
 from grader.judges.base import Judge
 from grader.keys import content_key
 from grader.models import Judgment, JudgmentError, Usage
 from grader.pairs import Pair, PairSelection, pairs_to_grade
 from grader.progress import GradingProgress
 from grader.store import Store
+from grader.store_writer import StoreWriter
 
 __all__ = [
     "Estimate",
@@ -48,61 +50,7 @@ __all__ = [
 ]
 
 FLUSH_INTERVAL_S = 0.1
-FLUSH_SIZE = 64
 GRACE_S = 15.0  # after Ctrl-C, how long calls in flight may take to finish
-
-
-class StoreWriter:
-    """Buffers judgments and call records and commits them in small batches.
-
-    `flush()` is called by the pipeline at least every `FLUSH_INTERVAL_S` seconds and whenever
-    `FLUSH_SIZE` items wait, so a crash loses at most that much. Pass `log_call` as the judge's
-    `on_call` so every HTTP attempt lands in the store's call log.
-    """
-
-    def __init__(self, store: Store | None, *, flush_size: int = FLUSH_SIZE) -> None:
-        self.store = store
-        self.flush_size = flush_size
-        self._judgments: list[tuple[Judgment, Mapping[str, Any] | None]] = []
-        self._calls: list[Any] = []
-        self._lock = threading.Lock()
-        self.written = 0
-
-    def add(self, judgment: Judgment, fingerprint: Mapping[str, Any] | None) -> None:
-        """Queue one judgment for the store."""
-        with self._lock:
-            self._judgments.append((judgment, fingerprint))
-            full = len(self._judgments) >= self.flush_size
-        if full:
-            self.flush()
-
-    def log_call(self, record: Any) -> None:
-        """Queue one HTTP attempt for the call log (the judge's `on_call`)."""
-        with self._lock:
-            self._calls.append(record)
-
-    def flush(self) -> None:
-        """Commit everything queued, in one transaction each for judgments and calls."""
-        with self._lock:
-            judgments, self._judgments = self._judgments, []
-            calls, self._calls = self._calls, []
-        if self.store is None:
-            return
-        if judgments:
-            self.store.put_many(judgments)
-            self.written += len(judgments)
-        if calls:
-            self.store.log_calls(calls)
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """Estimated size of the requests still to send (dry run, budget)."""
-
-    requests: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float | None = None
 
 
 @dataclass
@@ -176,37 +124,6 @@ def _failure(unit: _Unit, exc: BaseException) -> Judgment:
         key=unit.key,
         error=JudgmentError(type=type(exc).__name__, message=str(exc) or repr(exc)),
     )
-
-
-def estimate_request(judge: Judge, pair: Pair) -> Estimate:
-    """The judge's estimate of one request (zero for judges that cost nothing, e.g. lexical).
-
-    A judge may offer `estimate(query, doc)` (a Usage: prompt and completion tokens) and
-    `estimate_cost(query, doc)` (USD, None when no price is known), as `LLMJudge` does.
-    """
-    estimate = getattr(judge, "estimate", None)
-    if estimate is None:
-        return Estimate(requests=1, cost=0.0)
-    value = estimate(pair.query, pair.doc)
-    return Estimate(
-        requests=1,
-        prompt_tokens=int(getattr(value, "prompt_tokens", 0) or 0),
-        completion_tokens=int(getattr(value, "completion_tokens", 0) or 0),
-        cost=estimate_cost(judge, pair),
-    )
-
-
-def estimate_cost(judge: Judge, pair: Pair) -> float | None:
-    """The judge's estimated USD for one request: 0 for free judges, None when unpriced."""
-    cost_fn = getattr(judge, "estimate_cost", None)
-    if cost_fn is not None:
-        value: float | None = cost_fn(pair.query, pair.doc)
-        return value
-    estimate = getattr(judge, "estimate", None)
-    if estimate is None:
-        return 0.0
-    cost = getattr(estimate(pair.query, pair.doc), "cost", None)
-    return None if cost is None else float(cost)
 
 
 class _Run:

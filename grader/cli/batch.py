@@ -28,8 +28,8 @@ from grader.cli.batch_common import (
 )
 from grader.cli.grade import _api_key
 from grader.errors import InputError
-from grader.pipeline import StoreWriter
 from grader.store import Store
+from grader.store_writer import StoreWriter
 
 
 def register(sub: Any) -> None:

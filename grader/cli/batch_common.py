@@ -20,9 +20,9 @@ from grader.cli.grade import DEFAULT_MODEL, NO_KEY, _api_key
 from grader.cost import PriceTable
 from grader.errors import InputError
 from grader.judges.llm import LLMJudge
-from grader.pipeline import StoreWriter
 from grader.prompts import OUTPUT_MODES, PromptSpec, load_prompt
 from grader.store import Store
+from grader.store_writer import StoreWriter
 
 
 def add_llm_options(p: argparse.ArgumentParser) -> None:

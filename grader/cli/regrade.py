@@ -28,12 +28,12 @@ from grader.cli.batch_common import (
     progress_printer,
 )
 from grader.errors import InputError
-from grader.pipeline import StoreWriter
 from grader.prompts import load_prompt
 from grader.regrade import Criterion, parse_selection
 from grader.regrade_diff import RegradeDiff
 from grader.regrade_run import RegradeOutcome, regrade
 from grader.store import Store
+from grader.store_writer import StoreWriter
 
 EPILOG = """\
 --select (criteria combine; all must hold): all (default) | failed | grade<=N | sample FILE
