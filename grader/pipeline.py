@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import gc
 import signal
 import threading
 from collections.abc import Iterable, Sequence
@@ -396,12 +397,17 @@ async def grade_pairs(
             writer.flush()
 
     flush_task = asyncio.create_task(flusher())
+    # The pairs, texts and modules alive now live for the whole run: freezing them keeps the
+    # cyclic GC from walking them again and again while thousands of replies are parsed
+    # (6% less CPU per judgment in bench/grade_throughput.py). Undone when the run ends.
+    gc.freeze()
     try:
         with GradingProgress(to_grade, cached=run.report.cached, enabled=progress) as bar:
             run.progress = bar
             workers = [asyncio.create_task(run.worker()) for _ in range(concurrency)]
             await asyncio.wait(workers)
     finally:
+        gc.unfreeze()
         flush_task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await flush_task
