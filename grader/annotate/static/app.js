@@ -36,6 +36,8 @@ function render() {
   setText("title", item.title);
   setText("path", item.path);
   $("document").textContent = item.document;
+  // Code chunks (they carry a path) read best in a fixed-width font.
+  $("document").classList.toggle("code", Boolean(item.path));
   const chosen = state.grades[String(state.index)];
   for (const button of $("grades").children) {
     button.classList.toggle("chosen", Number(button.dataset.grade) === chosen);
