@@ -5,7 +5,6 @@ Skipped when Chromium or Playwright is missing (`.ci/run` installs Chromium).
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,30 +16,16 @@ from grader.annotate.gradelog import GradeLog, grade_log_path
 from grader.annotate.scale import prompt_scale
 from grader.annotate.server import AnnotateItem, AnnotateServer
 from tests.annotate_helpers import SCRIPT_DOC, write_sample
+from tests.chromium import chromium, needs_chromium
 
-CHROMIUM = "/usr/bin/chromium"
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason="Debian's chromium is not installed"),
-]
-sync_api = pytest.importorskip("playwright.sync_api")
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+pytestmark = [pytest.mark.browser, needs_chromium]
+pytest.importorskip("playwright.sync_api")
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+    with chromium() as b:
         yield b
-        b.close()
 
 
 class Page:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -12,17 +11,7 @@ import pytest
 
 from calibration.report import render_report, write_report
 from calibration.summary import summarize
-
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+from tests.chromium import chromium, needs_chromium
 
 
 def _summary(with_systems: bool = True) -> dict[str, Any]:
@@ -79,31 +68,24 @@ def test_report_escapes_names() -> None:
 
 @pytest.mark.browser
 @pytest.mark.slow
-@pytest.mark.skipif(
-    not CHROMIUM.exists() and shutil.which("chromium") is None, reason="chromium absent"
-)
+@needs_chromium
 def test_report_renders_in_headless_chromium(written: tuple[dict[str, Any], Path]) -> None:
-    playwright = pytest.importorskip("playwright.sync_api")
     s, path = written
     requests: list[str] = []
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        try:
-            page = browser.new_page()
-            page.on("request", lambda r: requests.append(r.url))
-            page.goto(path.as_uri())
-            charts = page.locator("figure svg")
-            assert charts.count() == 5
-            for i in range(charts.count()):
-                box = charts.nth(i).bounding_box()
-                assert box is not None and box["width"] > 100 and box["height"] > 100
-            assert page.locator("#confusion-chart svg text").count() >= 16  # counts in cells
-            assert page.locator("#cohen_kappa").inner_text() == f"{s['cohen_kappa']:.4f}"
-            assert page.locator("#kendall_tau").inner_text() == f"{s['systems']['kendall_tau']:.4f}"
-            assert page.locator("#systems tbody tr").count() == 3
-            assert "LLM judge is" in page.locator("#verdict").inner_text()
-            confusion_cells = page.locator("#confusion tbody tr").first.locator("td")
-            assert confusion_cells.nth(1).inner_text() == str(s["confusion"][0][0])
-        finally:
-            browser.close()
+    with chromium() as browser:
+        page = browser.new_page()
+        page.on("request", lambda r: requests.append(r.url))
+        page.goto(path.as_uri())
+        charts = page.locator("figure svg")
+        assert charts.count() == 5
+        for i in range(charts.count()):
+            box = charts.nth(i).bounding_box()
+            assert box is not None and box["width"] > 100 and box["height"] > 100
+        assert page.locator("#confusion-chart svg text").count() >= 16  # counts in cells
+        assert page.locator("#cohen_kappa").inner_text() == f"{s['cohen_kappa']:.4f}"
+        assert page.locator("#kendall_tau").inner_text() == f"{s['systems']['kendall_tau']:.4f}"
+        assert page.locator("#systems tbody tr").count() == 3
+        assert "LLM judge is" in page.locator("#verdict").inner_text()
+        confusion_cells = page.locator("#confusion tbody tr").first.locator("td")
+        assert confusion_cells.nth(1).inner_text() == str(s["confusion"][0][0])
     assert requests == [path.as_uri()]  # nothing fetched from anywhere else
