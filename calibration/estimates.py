@@ -105,9 +105,16 @@ def _uniform(n: int) -> FloatArray:
     return np.full(n, 1.0 / n) if n else np.zeros(0)
 
 
-def _interval(centre: float, variance: float, z: float) -> tuple[float, float]:
+def _interval(
+    centre: float, variance: float, z: float, bounds: tuple[float, float] | None = None
+) -> tuple[float, float]:
+    """The CLT interval, intersected with `bounds` (the estimand's range, e.g. [0, 1] for a share
+    or an nDCG): the true value lies inside them, so clipping never costs coverage."""
     half = z * float(np.sqrt(variance)) if np.isfinite(variance) else float("nan")
-    return centre - half, centre + half
+    low, high = centre - half, centre + half
+    if bounds is not None and np.isfinite(half):
+        low, high = max(low, bounds[0]), min(high, bounds[1])
+    return low, high
 
 
 def ppi_mean(
@@ -120,12 +127,14 @@ def ppi_mean(
     groups_unlabelled: npt.ArrayLike | None = None,
     lam: float | None = None,
     level: float = LEVEL,
+    bounds: tuple[float, float] | None = None,
 ) -> MeanEstimate:
     """PPI++ estimate of E[Y] from labelled (y, f) and unlabelled f (see the module docstring).
 
     `weights` (one per labelled unit, 1/inclusion probability) switch to the weighted difference
     estimator; `groups` / `groups_unlabelled` cluster units for the variance; `lam` fixes lambda
-    instead of tuning it. Raises ValueError when there is no labelled unit.
+    instead of tuning it; `bounds` (the estimand's range) clip the intervals, not the estimate.
+    Raises ValueError when there is no labelled unit.
     """
     yl = np.asarray(y, dtype=np.float64)
     fl = np.asarray(f, dtype=np.float64)
@@ -144,7 +153,7 @@ def ppi_mean(
         p = _uniform(n)
     clusters = None if groups is None else int(pd.unique(np.asarray(groups)).size)
     human, human_var = mean_and_variance(yl, p, groups)
-    human_ci = _interval(human, human_var, z)
+    human_ci = _interval(human, human_var, z, bounds)
     f_all = np.concatenate([fl, fu])
     llm_only = float(f_all.mean())
     if big_n == 0:
@@ -167,7 +176,7 @@ def ppi_mean(
         llm_only,
         human,
         est,
-        _interval(est, variance, z),
+        _interval(est, variance, z, bounds),
         human_ci,
         lam,
         n,

@@ -105,6 +105,7 @@ def _relevant_share(
         weights=weights,
         groups=both["query_id"].to_numpy(),
         groups_unlabelled=llm.loc[only, "query_id"].to_numpy(),
+        bounds=(0.0, 1.0),
     )
     return {**est.to_json(), "unit": "pair", "clustered_by": "query"}
 
@@ -131,7 +132,9 @@ def _run_estimates(
         y = per_query_scores(human_qrels, run, measure).reindex(labelled)
         f_lab = f_all.reindex(labelled)
         f_unl = f_all.drop(index=labelled, errors="ignore")
-        est = ppi_mean(y.to_numpy(), f_lab.to_numpy(), f_unl.to_numpy()).to_json()
+        est = ppi_mean(
+            y.to_numpy(), f_lab.to_numpy(), f_unl.to_numpy(), bounds=(0.0, 1.0)
+        ).to_json()  # every measure lies in [0, 1]
         est["measure"] = measure
         est["unit"] = "query"
         out[name] = est

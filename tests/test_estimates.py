@@ -139,3 +139,16 @@ def test_query_clustered_intervals_cover_when_whole_queries_are_labelled() -> No
     assert est.clusters == 40
     assert 0.92 <= covered / trials <= 0.98
     assert covered_naive / trials < 0.8  # treating pairs as independent is overconfident
+
+
+def test_intervals_stay_inside_the_estimands_range() -> None:
+    # Three labelled queries near 1.0 with a wide spread: the raw CLT interval passes 1.
+    y = np.array([1.0, 0.98, 0.4])
+    f = np.array([0.9, 1.0, 0.5])
+    fu = np.array([0.95, 0.99, 0.97, 0.6])
+    raw = ppi_mean(y, f, fu)
+    assert raw.human_ci[1] > 1.0
+    clipped = ppi_mean(y, f, fu, bounds=(0.0, 1.0))
+    assert clipped.ppi == raw.ppi and clipped.human_only == raw.human_only  # estimates untouched
+    assert clipped.human_ci == (raw.human_ci[0], 1.0)
+    assert 0.0 <= clipped.ppi_ci[0] <= clipped.ppi_ci[1] <= 1.0
