@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -115,6 +116,20 @@ def test_grades_outside_0_to_3_fail_unless_clamped(tmp_path: Path) -> None:
     assert info.value.line == 2 and "--clamp" in str(info.value)
     clamped = read_qrels(path, clamp=True)
     assert clamped["grade"].tolist() == [3, 3, 0]
+    assert clamped.attrs["clamped"] == 2
+
+
+def test_huge_grade_is_checked_and_clamped_as_written(tmp_path: Path) -> None:
+    """A grade past int64 is never wrapped around to INT64_MIN (error shows it as written)."""
+    huge = "99999999999999999999"
+    path = _write(tmp_path / "q.txt", f"q1 0 a 1\nq1 0 b {huge}\nq1 0 c -{huge}\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(InputError, match=rf"grade {huge} is outside 0\.\.3") as info:
+            read_qrels(path)
+        assert info.value.line == 2
+        clamped = read_qrels(path, clamp=True)
+    assert clamped["grade"].tolist() == [1, 3, 0]
     assert clamped.attrs["clamped"] == 2
 
 

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from grader.errors import InputError
-from grader.io.files import atomic_write
+from grader.io.files import atomic_write, iter_lines
 from grader.io.trec_parse import float_column, line_numbers, line_of, parse_columns, string_hashes
 from grader.metrics.ranking import Precision, rank_order, ranks_within
 
@@ -154,23 +154,33 @@ def read_qrels(path: str | Path, *, clamp: bool = False) -> pd.DataFrame:
             line=line_of(p, row),
             hint="the 4th column of a qrels line is an integer grade 0..3",
         )
-    ints = grades.astype(np.int64)
-    outside = np.flatnonzero((ints < MIN_GRADE) | (ints > MAX_GRADE))
+    # Range check and clip on the floats: a huge grade cast to int64 first would wrap around.
+    outside = np.flatnonzero((grades < MIN_GRADE) | (grades > MAX_GRADE))
     if outside.size and not clamp:
         row = int(outside[0])
+        line = line_of(p, row)
         raise InputError(
-            f"grade {int(ints[row])} is outside {MIN_GRADE}..{MAX_GRADE}",
+            f"grade {_written_cell(p, line, 3, text[row].as_py())} is outside "
+            f"{MIN_GRADE}..{MAX_GRADE}",
             path=p,
-            line=line_of(p, row),
+            line=line,
             hint="fix the grade, or pass --clamp to move it to the nearest of 0 and 3",
         )
-    if outside.size:
-        ints = np.clip(ints, MIN_GRADE, MAX_GRADE)
+    ints = np.clip(grades, MIN_GRADE, MAX_GRADE).astype(np.int64)
     _check_duplicates(p, table, _query_codes(table["query_id"]), "qrels")
     frame = _frame({"query_id": table["query_id"], "doc_id": table["doc_id"], "grade": ints})
     frame.attrs["path"] = str(p)
     frame.attrs["clamped"] = int(outside.size) if clamp else 0
     return frame
+
+
+def _written_cell(path: Path, line: int, index: int, fallback: object) -> str:
+    """Cell `index` of file line `line` as written (re-reads the file: for error messages only)."""
+    for n, text in iter_lines(path):
+        if n == line:
+            cells = re.split(r"[\s]+", text.strip())
+            return cells[index] if index < len(cells) else str(fallback)
+    return str(fallback)
 
 
 def _check_ids(frame: pd.DataFrame, columns: tuple[str, ...], path: Path) -> None:
