@@ -2,11 +2,13 @@
 
 Ensemble (`--model A --model B ...`): every member's judgment is stored under its own key; the
 pair's output judgment records each member's grade (`judges`), the aggregate and the
-disagreement (max - min of the members' grades). The aggregate is the LOWER median of the ok
-members' grades: with an odd count it is the median; with an even count it is the lower of the
-two middle grades, so it is always a grade some judge gave (never an invented 1.5 rounded either
-way) and it leans conservative. Failed members are left out of the aggregate (and recorded as
-None); when every member failed, the pair is failed.
+disagreement (max - min of the ok members' grades; None when fewer than two members answered
+ok, because one answer cannot show agreement: a failed member is not a vote for the others, and
+uncertainty sampling gives None the highest uncertainty). The aggregate is the LOWER median of
+the ok members' grades: with an odd count it is the median; with an even count it is the lower
+of the two middle grades, so it is always a grade some judge gave (never an invented 1.5
+rounded either way) and it leans conservative. Failed members are left out of the aggregate
+(and recorded as None); when every member failed, the pair is failed.
 
 Verification (`--verify-low`): a pair whose grade is 0 or 1 is sent to a second prompt or model.
 Both answers are kept in `verification`. The final grade is the verifier's when the verifier
@@ -98,7 +100,7 @@ def combine_members(members: list[Judgment], *, key: str, judge_id: str) -> Judg
         reason=reason,
         distribution=distribution,
         expected_grade=expected,
-        disagreement=float(max(grades) - min(grades)),
+        disagreement=float(max(grades) - min(grades)) if len(grades) >= 2 else None,
         **common,
     )
 

@@ -159,10 +159,27 @@ async def test_ensemble_records_members_lower_median_and_disagreement(tmp_path: 
             "scripted:b": 1,
             "scripted:c": None,
         }
+        # One ok answer cannot show agreement: the disagreement is unknown, not 0.
+        assert out["d1"].disagreement == 1.0
         assert out["d2"].status == "failed" and out["d2"].grade is None
+        assert out["d2"].disagreement is None
         assert out["d2"].error is not None and out["d2"].error.type == "EnsembleFailed"
         assert store.count() == 9  # every member's judgment under its own key
         assert out["d0"].cost == pytest.approx(0.03)
+
+
+async def test_ensemble_with_one_ok_member_has_unknown_disagreement(tmp_path: Path) -> None:
+    pairs = make_pairs(2)
+    a = ScriptedJudge("a", by_doc({"d0": 2, "d1": 1}))
+    b = ScriptedJudge("b", by_doc({"d0": None, "d1": None}))
+    c = ScriptedJudge("c", by_doc({"d0": None, "d1": 1}))
+    with Store(tmp_path / "s.db") as store:
+        report = await grade(pairs, [a, b, c], store)
+    out = {j.doc_id: j for j in report.judgments}
+    # 1 ok + 2 failed: the grade is the one answer, but nothing says the judges agree.
+    assert out["d0"].grade == 2 and out["d0"].disagreement is None
+    # 2 ok (agreeing) + 1 failed: the ok members agree.
+    assert out["d1"].grade == 1 and out["d1"].disagreement == 0.0
 
 
 def test_lower_median_never_invents_a_grade() -> None:
