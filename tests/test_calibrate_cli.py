@@ -187,6 +187,25 @@ def test_out_of_range_grade_is_an_error_unless_clamped(
     assert out["n"] == len(human)
 
 
+def test_clamped_and_ungraded_rows_are_reported_as_notes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    human, llm = _grades(6)
+    llm[3] = (llm[3][0], llm[3][1], 5)
+    human[0] = (human[0][0], human[0][1], -1)
+    lp = _write_qrels(tmp_path / "l.txt", llm)
+    hp = _write_csv(tmp_path / "h.csv", human)
+    hp.write_text(hp.read_text() + "q0,extra1,\nq0,extra2,\n")
+    argv = ["--llm", str(lp), "--human", str(hp), "--clamp", "--bootstrap", "0"]
+    out = _json(capsys, argv)
+    assert "1 grades outside 0..3 in --llm were clamped (--clamp)" in out["notes"]
+    assert "1 grades outside 0..3 in --human were clamped (--clamp)" in out["notes"]
+    assert "2 rows in --human have an empty grade and were left out" in out["notes"]
+    assert main(["calibrate", *argv]) == 0
+    table = capsys.readouterr().out
+    assert "in --llm were clamped" in table and "have an empty grade" in " ".join(table.split())
+
+
 def test_no_common_pair_is_an_input_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

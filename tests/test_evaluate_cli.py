@@ -170,3 +170,23 @@ def test_human_grades_csv_as_qrels_gives_the_same_numbers(
     from_csv = _json(capsys, str(csv_path), files["bm25.run"], *measures)
     assert from_csv == from_qrels
     assert any(r["value"] not in (0.0, None) for r in from_csv)
+
+
+def test_clamped_and_ungraded_grades_are_noted_on_stderr(
+    files: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from grader.io.judgments import write_judgments
+    from grader.models import Judgment
+
+    path = tmp_path / "judgments.jsonl"
+    write_judgments(
+        path, [Judgment(query_id="q1", doc_id="a", grade=3, status="ok", judge="j", key="k")]
+    )
+    path.write_text(path.read_text().replace('"grade":3', '"grade":9'))
+    argv = ["evaluate", str(path), files["bm25.run"], "-m", "RR", "--format", "json"]
+    assert main([*argv, "--clamp"]) == 0
+    assert "1 grades outside 0..3 were clamped" in capsys.readouterr().err
+    csv_path = tmp_path / "human.csv"
+    csv_path.write_text("query_id,doc_id,grade\nq1,a,3\nq1,b,\nq2,x,\n")
+    assert main(["evaluate", str(csv_path), files["bm25.run"], "-m", "RR"]) == 0
+    assert "2 rows with an empty grade were left out" in capsys.readouterr().out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 from pathlib import Path
 
 import pytest
@@ -178,6 +179,21 @@ def test_llm_grades_duplicate_pair_and_judge_filter(tmp_path: Path) -> None:
     assert read_llm_grades(p, judge="B")["grade"].tolist() == [3]
     with pytest.raises(InputError, match="no judgments by judge 'C'"):
         read_llm_grades(p, judge="C")
+
+
+def test_llm_grades_count_clamped_judgments_of_the_kept_judge(tmp_path: Path) -> None:
+    p = tmp_path / "j.jsonl"
+    records = [
+        judgment("1", "a", 3, judge="A").model_dump(mode="json") | {"grade": 7},
+        judgment("1", "b", 1, judge="A").model_dump(mode="json") | {"grade": -2},
+        judgment("1", "a", 3, judge="B").model_dump(mode="json") | {"grade": 9},
+        judgment("1", "c", 2, judge="A").model_dump(mode="json"),
+    ]
+    p.write_text("".join(json.dumps(r) + "\n" for r in records))
+    frame = read_llm_grades(p, clamp=True, judge="A")
+    assert frame["grade"].tolist() == [3, 0, 2]
+    assert frame.attrs["clamped"] == 2 and frame.attrs["ungraded"] == 0
+    assert read_llm_grades(p, clamp=True, judge="B").attrs["clamped"] == 1
 
 
 def test_llm_grades_from_qrels(tmp_path: Path) -> None:

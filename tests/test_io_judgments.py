@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from grader.errors import InputError
-from grader.io.judgments import read_judgments, write_judgments
+from grader.io.judgments import ReadCounts, read_judgments, write_judgments
 from grader.models import Judgment, JudgmentError, PromptRef, Usage
 
 
@@ -92,6 +92,23 @@ def test_out_of_range_grade_refused_unless_clamped(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"j\.jsonl:1: not a valid judgment: grade: .*less than"):
         read_judgments(path)
     assert read_judgments(path, clamp=True)[0].grade == 3
+
+
+def test_clamped_grades_are_counted(tmp_path: Path) -> None:
+    lines = [
+        json.loads(ok("1", "a", 2).model_dump_json()) | {"grade": 5},
+        json.loads(ok("1", "b", 2).model_dump_json()),
+        json.loads(ok("1", "c", 2).model_dump_json()) | {"grade": -1},
+    ]
+    path = tmp_path / "j.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    counts = ReadCounts()
+    grades = [j.grade for j in read_judgments(path, clamp=True, counts=counts)]
+    assert grades == [3, 2, 0] and counts.clamped == 2
+    counts = ReadCounts()
+    path.write_text(json.dumps(lines[1]) + "\n")
+    read_judgments(path, clamp=True, counts=counts)
+    assert counts.clamped == 0
 
 
 def test_missing_field_bad_json_empty_and_non_utf8(tmp_path: Path) -> None:

@@ -122,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
         threshold=args.threshold,
         paired=paired,
     )
+    second = None
     if args.second_human:
         from calibration.interrater import human_vs_human
 
@@ -134,9 +135,7 @@ def run(args: argparse.Namespace) -> int:
         "second_human": args.second_human,
         "runs": list(runs),
     }
-    failed = llm.attrs.get("failed", 0)
-    if failed:
-        summary["notes"].append(f"{failed} failed judgments in --llm were left out (never a grade)")
+    summary["notes"].extend(_input_notes(llm, human, second))
     if manifest:
         summary["notes"].insert(0, f"every figure is weighted by 1/pi from {manifest}")
     if args.report:
@@ -156,6 +155,27 @@ def run(args: argparse.Namespace) -> int:
         if args.report:
             console.print(f"report written to {args.report}", soft_wrap=True, highlight=False)
     return 0
+
+
+def _input_notes(llm: Any, human: Any, second: Any | None) -> list[str]:
+    """Notes on what reading the grades left out or changed: failed judgments, clamped grades,
+    rows with an empty grade (never read as 0)."""
+    notes: list[str] = []
+    failed = llm.attrs.get("failed", 0)
+    if failed:
+        notes.append(f"{failed} failed judgments in --llm were left out (never a grade)")
+    inputs = [("--llm", llm), ("--human", human)]
+    if second is not None:
+        inputs.append(("--second-human", second))
+    for flag, frame in inputs:
+        clamped = frame.attrs.get("clamped", 0)
+        if clamped:
+            notes.append(f"{clamped} grades outside 0..3 in {flag} were clamped (--clamp)")
+    for flag, frame in inputs[1:]:
+        ungraded = frame.attrs.get("ungraded", 0)
+        if ungraded:
+            notes.append(f"{ungraded} rows in {flag} have an empty grade and were left out")
+    return notes
 
 
 def _read_runs(paths: list[str]) -> dict[str, Any]:

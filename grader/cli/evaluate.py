@@ -179,7 +179,11 @@ def run(args: argparse.Namespace) -> int:
         results.append((name, evaluate(qrels, frame, measures, missing=missing)))
     notes = [_note(name, pq, args.skip_missing) for name, pq in results]
     if qrels.attrs.get("clamped"):
-        notes.append(f"{qrels.attrs['clamped']} qrels grades outside 0..3 were clamped")
+        notes.append(f"{qrels.attrs['clamped']} grades outside 0..3 were clamped (--clamp)")
+    if qrels.attrs.get("ungraded"):
+        notes.append(
+            f"{qrels.attrs['ungraded']} rows with an empty grade were left out (unjudged, not 0)"
+        )
     if qrels.attrs.get("failed"):
         notes.append(
             f"{qrels.attrs['failed']} failed judgments left unjudged (not relevant, no gain; "

@@ -30,7 +30,7 @@ import pandas as pd
 from grader.errors import InputError
 from grader.io._records import content_lines, empty_file_error
 from grader.io.files import iter_lines
-from grader.io.judgments import iter_judgments
+from grader.io.judgments import ReadCounts, iter_judgments
 from grader.io.trec import read_qrels
 
 MIN_GRADE = 0
@@ -198,7 +198,8 @@ def read_llm_grades(
     """LLM grades from a judgments JSONL (ok judgments only) or TREC qrels.
 
     `judge` keeps only the judgments of that judge id (a file holding several judges' lines for
-    the same pair needs it). `attrs["failed"]` counts failed judgments left out.
+    the same pair needs it). `attrs["failed"]` counts failed judgments left out, and
+    `attrs["clamped"]` the grades moved into 0..3 (with `clamp`); `attrs["ungraded"]` is 0.
     """
     first = _first_line(path)
     if first is None:
@@ -211,9 +212,13 @@ def read_llm_grades(
     rows: list[dict[str, Any]] = []
     seen: dict[tuple[str, str], tuple[int, str]] = {}
     failed = 0
-    for n, j in iter_judgments(path, clamp=clamp):
+    counts = ReadCounts()
+    clamped = seen_clamps = 0
+    for n, j in iter_judgments(path, clamp=clamp, counts=counts):
+        moved, seen_clamps = counts.clamped - seen_clamps, counts.clamped
         if judge is not None and j.judge != judge:
             continue
+        clamped += moved
         pair = (j.query_id, j.doc_id)
         if pair in seen:
             first_line, first_judge = seen[pair]
@@ -252,5 +257,7 @@ def read_llm_grades(
             frame = frame.drop(columns=optional)
         else:
             frame[optional] = frame[optional].astype("float64")
-    frame.attrs.update(source="judgments", failed=failed, path=str(path))
+    frame.attrs.update(
+        source="judgments", failed=failed, clamped=clamped, ungraded=0, path=str(path)
+    )
     return frame
