@@ -250,3 +250,23 @@ def test_dry_run_needs_no_key(
     assert code == 0
     err = capsys.readouterr().err
     assert f"would send {2 * files.n_pairs} requests" in err and "estimated cost $" in err
+
+
+@pytest.mark.usefixtures("llm_env")
+@pytest.mark.parametrize("flag", ["--out", "--qrels-out", "--store"])
+def test_missing_output_folder_is_refused_before_grading(
+    fake_server: FakeServer,
+    files: GradeFiles,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    flag: str,
+) -> None:
+    store = tmp_path / "s.db"
+    args = files.args("--base-url", fake_server.base_url, "--quiet")
+    if flag != "--store":
+        args = [*args, "--store", str(store)]
+    code = main([*args, flag, str(tmp_path / "nonexistent" / "x.txt")])
+    assert code == 2
+    assert fake_server.counts["requests"] == 0  # nothing graded, nothing paid
+    assert not store.exists()
+    assert "nonexistent" in capsys.readouterr().err

@@ -142,6 +142,25 @@ def _check_args(args: argparse.Namespace) -> None:
         raise InputError("--model is for LLM judges", hint="drop --model or --judge lexical")
     if (args.verify_prompt or args.verify_model) and not args.verify_low:
         raise InputError("--verify-prompt/--verify-model need --verify-low")
+    _check_folders(args)
+
+
+def _check_folders(args: argparse.Namespace) -> None:
+    """Fail before grading (and paying) when an output or the store could not be written."""
+    paths = [("--out", args.out), ("--qrels-out", args.qrels_out)]
+    if not args.dry_run:  # a dry run never creates a store
+        paths.append(("--store", args.store))
+    for flag, value in paths:
+        if value is None:
+            continue
+        path = Path(value)
+        folder = path.parent if str(path.parent) else Path(".")
+        if not folder.is_dir():
+            raise InputError(
+                f"{flag}: the folder does not exist", path=path, hint="create it first"
+            )
+        if path.is_dir():
+            raise InputError(f"{flag}: is a folder, not a file", path=path)
 
 
 class _Judges:
