@@ -119,6 +119,38 @@ def test_batch_no_wait_then_status_and_collect_in_later_processes(
     assert api.counts["upload"] == 1
 
 
+def test_no_wait_writes_no_outputs_until_the_batches_are_collected(
+    api: FakeBatchAPI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "s.db"
+    seed_store(db, 6)
+    prompt = Path(new_prompt(tmp_path).source)
+    url = api.server.base_url
+    out, qrels = tmp_path / "new.jsonl", tmp_path / "new.qrels"
+    out.write_text("earlier\n", encoding="utf-8")
+    api.plan(BatchPlan(polls_in_progress=2))
+    code = main(
+        [
+            "regrade", "--store", str(db), "--prompt", str(prompt), "--model", "fake-model",
+            "--base-url", url, "--poll-interval", "0", "--quiet", "--prices", _prices(tmp_path),
+            "--batch", "--no-wait", "--out", str(out), "--qrels-out", str(qrels),
+        ]
+    )  # fmt: skip
+    assert code == 0
+    err = capsys.readouterr().err
+    assert "not written while pairs are pending" in err and "rerun" in err
+    assert out.read_text(encoding="utf-8") == "earlier\n"  # left as it was, not emptied
+    assert not qrels.exists()
+    collect = ["batch", "collect", "--store", str(db), "--base-url", url]
+    assert main([*collect, "--poll-interval", "0", "--prices", _prices(tmp_path)]) == 0
+    capsys.readouterr()
+    code, diff = _regrade(
+        capsys, db, prompt, url, "--batch", "--out", str(out), "--qrels-out", str(qrels)
+    )
+    assert code == 0 and diff["sent"] == 0 and diff["pending"] == 0
+    assert len(read_judgments(out)) == 6 and len(read_qrels(qrels)) == 6
+
+
 def test_selections(api: FakeBatchAPI, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "s.db"
     seed_store(db, 8, failed=(5,))  # old grades 0,1,2,3,0,(failed),2,3

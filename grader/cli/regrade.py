@@ -43,7 +43,9 @@ name, name@version or file stem). The old version of a pair is its latest stored
 is not the new version.
 
 A rerun sends nothing for pairs already regraded; pairs waiting in open batches are not sent
-again. Exit status: 0 done (or batches left waiting with --no-wait), 1 some pairs failed
+again. --out and --qrels-out are written only when no selected pair is pending: after
+--batch --no-wait (or while batches are still open) rerun this command once they are collected
+to write them. Exit status: 0 done (or batches left waiting with --no-wait), 1 some pairs failed
 (rerun to retry them), 2 bad input.
 """
 
@@ -120,7 +122,8 @@ def run(args: argparse.Namespace) -> int:
 
         measures = args.measure or list(DEFAULT_MEASURES)
         outcome.diff.metric_deltas = metric_deltas(outcome.pairs, runs, measures)
-    _write_outputs(args, outcome)
+    if not outcome.diff.pending:
+        _write_outputs(args, outcome)
     if args.report:
         from grader.cli.regrade_report import write_diff_html
 
@@ -145,6 +148,13 @@ def run(args: argparse.Namespace) -> int:
             "(or this command again) collects them",
             file=sys.stderr,
         )
+        if args.out or args.qrels_out:
+            print(
+                "--out/--qrels-out not written while pairs are pending (earlier files are left "
+                "as they were); rerun this same command once the batches are collected to "
+                "write them (it sends nothing for pairs already regraded)",
+                file=sys.stderr,
+            )
         return 0
     return 1 if outcome.diff.failed else 0
 
