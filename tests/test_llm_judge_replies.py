@@ -60,6 +60,11 @@ def test_valid_json_reply() -> None:
         ('{"reason": "x"}', "schema"),
         ("[2]", "schema"),
         ("3", "schema"),
+        ('{"grade": 3, "grade": 0}', "schema"),
+        ('{"reason": "a", "grade": 1, "reason": "b"}', "schema"),
+        ('{"reason": "x", "grade": "\u0663"}', "schema"),
+        ('{"reason": "x", "grade": "\uff13"}', "schema"),
+        ('{"reason": "x", "grade": "٣"}', "schema"),
         ("{'grade': 2}", "malformed_json"),
         ("Grade: 2", "malformed_json"),
         ("", "empty"),
@@ -106,6 +111,8 @@ def test_final_line_mode(content: str, grade: int, reason: str | None) -> None:
         ("Grade: 5", "out_of_range"),
         ("Grade: 2.5", "out_of_range"),
         ("Grade: 2 or 3", "no_final_line"),
+        ("Grade: ٢", "out_of_range"),
+        ("Grade: ３", "out_of_range"),
     ],
 )
 def test_final_line_mode_takes_no_stray_digit(content: str, kind: str) -> None:
@@ -149,6 +156,56 @@ def test_distribution_adds_the_chosen_token_when_not_among_the_top() -> None:
     tokens = [tok("Grade:", 0.9), tok(" 1", 0.5, {" 2": 0.3})]
     dist = grade_distribution({"content": tokens}, content, 7)
     assert dist == pytest.approx([0.0, 0.5 / 0.8, 0.3 / 0.8, 0.0])
+
+
+def _split_at(content: str, offset: int, top: dict[str, float]) -> list[dict]:
+    """Tokens: everything before `offset`, the one digit there (with `top`), the rest."""
+    digit = content[offset]
+    return [
+        tok(content[:offset], 0.9),
+        tok(digit, top[digit], top),
+        tok(content[offset + 1 :], 0.9),
+    ]
+
+
+def test_distribution_is_read_from_the_top_level_grade_token() -> None:
+    """A nested `"grade"` (after or before the real one) never lends its logprobs."""
+    top_one = {"1": 0.8, "0": 0.1, "2": 0.1}
+    for content in ('{"grade": 1, "alt": {"grade": 3}}', '{"alt": {"grade": 3}, "grade": "1"}'):
+        real = content.rindex("1")
+        nested = content.index("3")
+        first, second = sorted((real, nested))
+        tokens = [
+            tok(content[:first], 0.9),
+            tok(content[first], 0.8, top_one if first == real else {"3": 0.97, "2": 0.03}),
+            tok(content[first + 1 : second], 0.9),
+            tok(content[second], 0.8, top_one if second == real else {"3": 0.97, "2": 0.03}),
+            tok(content[second + 1 :], 0.9),
+        ]
+        reply = parse_completion(
+            body(content, logprobs={"content": tokens}), mode="json_object", spec=SPEC
+        )
+        assert reply.grade == 1
+        assert reply.distribution == pytest.approx([0.1, 0.8, 0.1, 0.0])
+        assert reply.expected_grade == pytest.approx(1.0)
+
+
+def test_no_distribution_when_the_grade_token_disagrees_with_the_grade() -> None:
+    content = '{"reason": "r", "grade": 1}'
+    offset = content.index("1}")
+    tokens = _split_at(content, offset, {"1": 0.6, "2": 0.4})
+    tokens[1] = tok("2", 0.4, {"1": 0.6, "2": 0.4})  # logprobs of some other reply
+    reply = parse_completion(
+        body(content, logprobs={"content": tokens}), mode="json_schema", spec=SPEC
+    )
+    assert reply.grade == 1
+    assert (reply.distribution, reply.expected_grade, reply.confidence) == (None, None, None)
+    agreeing = parse_completion(
+        body(content, logprobs={"content": _split_at(content, offset, {"1": 0.6, "2": 0.4})}),
+        mode="json_schema",
+        spec=SPEC,
+    )
+    assert agreeing.distribution == pytest.approx([0.0, 0.6, 0.4, 0.0])
 
 
 def test_no_distribution_when_logprobs_are_absent_or_the_token_is_merged() -> None:

@@ -5,9 +5,11 @@ This is the one validator of LLM replies: the live judge and the Batch API colle
 a reply cut by `max_tokens`, a body that is not JSON, content that breaks the schema, and a grade
 outside 0..3 all raise `InvalidReply` (the judge re-asks, then records a failure). Nothing here
 ever guesses a grade: in text mode only the strict final line counts, never a digit found
-elsewhere.
+elsewhere. A JSON reply naming a key twice (`{"grade": 3, "grade": 0}`) is refused, not
+resolved by "last key wins", and only ASCII digits are grades ("٣" or "３" are not).
 
-With logprobs, the grade token's top alternatives give P(grade = 0..3), renormalised over the four
+With logprobs, the top-level grade value's token (never a nested `"grade"`) must hold the grade
+given; its top alternatives give P(grade = 0..3), renormalised over the four
 grade tokens (other tokens among the alternatives are ignored), the expected grade and the
 confidence (the probability of the grade given).
 """
@@ -25,7 +27,26 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from grader.models import GRADES, Usage
 from grader.prompts import OutputMode, PromptSpec
 
-_JSON_GRADE = re.compile(r'"grade"\s*:\s*"?(-?\d)')
+_ASCII_INT = re.compile(r"\s*-?[0-9]+\s*")
+"""An integer as a person types it in ASCII: `\\d` and int() would also take "٣" or "３"."""
+
+
+class _DuplicateKey(Exception):
+    """A JSON object names the same key twice (which one counts would be a guess)."""
+
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """json `object_pairs_hook`: the object as a dict, or _DuplicateKey if a key repeats."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
 
 
 class InvalidReply(Exception):
@@ -68,7 +89,7 @@ class _ReplyModel(BaseModel):
         if isinstance(value, (bool, float)):
             raise ValueError(f"grade must be an integer 0..3, got {value!r}")
         if isinstance(value, str):
-            if not re.fullmatch(r"\s*-?\d+\s*", value):
+            if not _ASCII_INT.fullmatch(value):
                 raise ValueError(f"grade must be an integer 0..3, got {value!r}")
             return int(value)
         return value
@@ -131,7 +152,7 @@ def parse_completion(body: dict[str, Any], *, mode: OutputMode, spec: PromptSpec
         grade, reason, offset = _parse_final_line(content, spec, usage)
     else:
         grade, reason, offset = _parse_json(content, usage)
-    distribution = grade_distribution(choice.get("logprobs"), content, offset)
+    distribution = grade_distribution(choice.get("logprobs"), content, offset, grade=grade)
     expected = confidence = None
     if distribution is not None:
         expected = sum(g * p for g, p in zip(GRADES, distribution, strict=True))
@@ -161,7 +182,14 @@ def _check_range(grade: int, raw: str, usage: Usage) -> None:
 
 def _parse_json(content: str, usage: Usage) -> tuple[int, str | None, int | None]:
     try:
-        data = json.loads(content)
+        data = json.loads(content, object_pairs_hook=_no_duplicate_keys)
+    except _DuplicateKey as dup:
+        raise InvalidReply(
+            "schema",
+            f"the reply names {dup.key!r} more than once; give each field once",
+            raw=content,
+            usage=usage,
+        ) from None
     except ValueError as exc:
         raise InvalidReply(
             "malformed_json", f"the reply is not valid JSON ({exc})", raw=content, usage=usage
@@ -183,9 +211,40 @@ def _parse_json(content: str, usage: Usage) -> tuple[int, str | None, int | None
             "schema", f"the reply does not match the schema ({problems})", raw=content, usage=usage
         ) from None
     _check_range(reply.grade, content, usage)
-    found = list(_JSON_GRADE.finditer(content))
-    offset = found[-1].start(1) if found else None
-    return reply.grade, (reply.reason or None), offset
+    return reply.grade, (reply.reason or None), _top_level_grade_offset(content)
+
+
+def _top_level_grade_offset(content: str) -> int | None:
+    """Character offset of the top-level `grade` value's first digit (inside quotes for a
+    string), found by walking the object's members; None when it cannot be located."""
+    decoder = json.JSONDecoder()
+    ws = re.compile(r"\s*")
+
+    def skip(i: int) -> int:
+        match = ws.match(content, i)
+        return match.end() if match else i
+
+    try:
+        i = skip(0)
+        if content[i] != "{":
+            return None
+        i = skip(i + 1)
+        while content[i] == '"':
+            key, i = decoder.raw_decode(content, i)
+            i = skip(i)
+            if content[i] != ":":
+                return None
+            start = skip(i + 1)
+            _, i = decoder.raw_decode(content, start)
+            if key == "grade":
+                return start + 1 if content[start] == '"' else start
+            i = skip(i)
+            if content[i] != ",":
+                return None
+            i = skip(i + 1)
+    except (ValueError, IndexError):
+        return None
+    return None
 
 
 def _parse_final_line(
@@ -203,7 +262,7 @@ def _parse_final_line(
             usage=usage,
         )
     written = match.group(1)
-    if not re.fullmatch(r"-?\d+", written):
+    if not re.fullmatch(r"-?[0-9]+", written):
         raise InvalidReply(
             "out_of_range", f"grade {written} is not one of 0, 1, 2, 3", raw=content, usage=usage
         )
@@ -215,12 +274,17 @@ def _parse_final_line(
     return grade, reason, offset
 
 
-def grade_distribution(logprobs: Any, content: str, offset: int | None) -> list[float] | None:
+def grade_distribution(
+    logprobs: Any, content: str, offset: int | None, *, grade: int | None = None
+) -> list[float] | None:
     """P(grade = 0..3) from the logprobs of the token holding the grade digit at `offset`.
 
     The token is found by walking the tokens' text up to the digit's character offset; its top
     alternatives that are grade digits (surrounding spaces or quotes ignored) are summed per grade
-    and renormalised. None when there are no logprobs or the token holds more than the digit.
+    and renormalised. None when there are no logprobs, the token holds more than the digit, or
+    (with `grade`, the grade parsed from the reply) the token is not that grade: a distribution
+    read from another token would be about something else. The token, not the argmax, must agree:
+    a sampled grade need not be the most likely one.
     """
     if offset is None or not isinstance(logprobs, dict):
         return None
@@ -236,6 +300,8 @@ def grade_distribution(logprobs: Any, content: str, offset: int | None) -> list[
             break
         position += len(text)
     if hit is None or _grade_of(hit.get("token", "")) is None:
+        return None
+    if grade is not None and _grade_of(hit.get("token", "")) != grade:
         return None
     mass = [0.0] * len(GRADES)
     seen_self = False
