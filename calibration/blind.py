@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -149,7 +150,8 @@ def parse_grade(text: str, *, path: str | Path, line: int | None) -> int:
         number = float(value)
     except ValueError:
         number = float("nan")
-    if number != number or number != int(number) or not 0 <= number <= 3:
+    # isfinite first: int() of inf (e.g. "1e999") raises OverflowError, not a clear error.
+    if not math.isfinite(number) or number != int(number) or not 0 <= number <= 3:
         raise InputError(f"grade {value!r} is not one of 0, 1, 2, 3", path=path, line=line)
     return int(number)
 

@@ -130,6 +130,14 @@ def test_json_min_export(tmp_path: Path) -> None:
             [{"query_id": "q1", "doc_id": "d1", "grade": "5"}],
             r"export\.json \(task 1\): grade '5' is not one of",
         ),
+        (
+            [{"query_id": "q1", "doc_id": "d1", "grade": "1e999"}],
+            r"export\.json \(task 1\): grade '1e999' is not one of",
+        ),
+        (
+            [{"query_id": "q1", "doc_id": "d1", "grade": "-inf"}],
+            r"export\.json \(task 1\): grade '-inf' is not one of",
+        ),
         ([{"query_id": "q1", "doc_id": "d1"}], r"1 task\(s\) have no grade, e.g. q1/d1"),
         ({"not": "a list"}, "expected a JSON list"),
     ],

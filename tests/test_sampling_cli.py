@@ -160,7 +160,12 @@ def test_import_filled_csv_writes_human_grades_with_the_manifest_beside(tmp_path
 
 @pytest.mark.parametrize(
     ("grade_of", "message"),
-    [({3: "4"}, "filled.csv:5: grade '4' is not one of 0, 1, 2, 3"), ({2: ""}, "no grade")],
+    [
+        ({3: "4"}, "filled.csv:5: grade '4' is not one of 0, 1, 2, 3"),
+        ({3: "inf"}, "filled.csv:5: grade 'inf' is not one of 0, 1, 2, 3"),
+        ({3: "1e999"}, "filled.csv:5: grade '1e999' is not one of 0, 1, 2, 3"),
+        ({2: ""}, "no grade"),
+    ],
 )
 def test_import_refuses_bad_grades_naming_file_and_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], grade_of: dict[int, str], message: str
