@@ -190,3 +190,13 @@ def test_clamped_and_ungraded_grades_are_noted_on_stderr(
     csv_path.write_text("query_id,doc_id,grade\nq1,a,3\nq1,b,\nq2,x,\n")
     assert main(["evaluate", str(csv_path), files["bm25.run"], "-m", "RR"]) == 0
     assert "2 rows with an empty grade were left out" in capsys.readouterr().out
+
+
+def test_qrels_with_a_bad_first_grade_names_the_grade_not_a_csv_header(
+    files: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    qrels = tmp_path / "bad.qrels"
+    qrels.write_text("q1 0 a nan\n" + QRELS)
+    assert main(["evaluate", str(qrels), files["bm25.run"]]) == 2
+    err = capsys.readouterr().err
+    assert "bad.qrels:1" in err and "'nan' is not an integer" in err and "header" not in err

@@ -123,6 +123,24 @@ def test_qrels_detected_by_content_and_gz(tmp_path: Path) -> None:
     assert frame.attrs["source"] == "qrels"
 
 
+@pytest.mark.parametrize("grade", ["2.0", "2.5", "nan", "0x2", "two"])
+def test_qrels_with_a_bad_first_grade_is_read_as_qrels(tmp_path: Path, grade: str) -> None:
+    """The qrels reader names the bad grade; no misleading "CSV header lacks ..."."""
+    p = write(tmp_path / "h.qrels", f"1 0 a {grade}\n1 0 b 1\n")
+    if grade == "2.0":
+        assert read_human_grades(p)["grade"].tolist() == [2, 1]
+        return
+    with pytest.raises(InputError, match=r"h\.qrels:1: grade .* is not an integer"):
+        read_human_grades(p)
+
+
+def test_tsv_header_with_four_columns_is_not_qrels(tmp_path: Path) -> None:
+    p = write(tmp_path / "h.tsv", "qid\tdocid\tgrade\tannotator\n1\ta\t2\tann\n")
+    frame = read_human_grades(p)
+    assert frame[["query_id", "doc_id", "grade"]].values.tolist() == [["1", "a", 2]]
+    assert frame["annotator"].tolist() == ["ann"]
+
+
 def test_qrels_out_of_range_and_duplicate(tmp_path: Path) -> None:
     p = write(tmp_path / "q.qrels", "1 0 a 3\n1 0 b 5\n")
     with pytest.raises(InputError, match=r"q\.qrels:2: grade 5 is outside 0\.\.3"):

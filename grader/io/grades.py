@@ -47,9 +47,18 @@ def _first_line(path: str | Path) -> str | None:
 
 
 def looks_like_qrels(line: str) -> bool:
-    """Whether a first line reads as TREC qrels (`qid iter docid grade`) rather than CSV."""
+    """Whether a first line reads as TREC qrels (`qid iter docid grade`) rather than CSV.
+
+    Four whitespace-separated cells and no comma make qrels, whatever the grade cell holds
+    (`2.0`, `nan`, `0x2`): the qrels reader then names the bad grade with file and line, instead
+    of a CSV reader complaining about a header. A TSV header naming query_id, doc_id and grade is
+    not qrels.
+    """
     cells = line.split()
-    return len(cells) == 4 and "," not in line and cells[3].lstrip("-").isdigit()
+    if len(cells) != 4 or "," in line:
+        return False
+    names = {_HEADER_ALIASES.get(c.lower(), c.lower()) for c in cells}
+    return not set(_REQUIRED) <= names
 
 
 def read_human_grades(path: str | Path, *, clamp: bool = False) -> pd.DataFrame:
