@@ -10,6 +10,7 @@ The shipped default is never overwritten.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -59,11 +60,11 @@ def fit_and_write(
     thresholds = fit_lexical_thresholds(scores[keep], grades)
     fitted = agreement(grades, grades_for(scores[keep], thresholds))
     target = Path(out_path) if out_path is not None else fitted_config_path()
-    provenance = {
-        "fitted_on": str(human_path),
-        "pairs": int(keep.sum()),
-        "weighted_kappa_quadratic": fitted["weighted_kappa_quadratic"] or 0.0,
-    }
+    provenance: dict[str, Any] = {"fitted_on": str(human_path), "pairs": int(keep.sum())}
+    kappa = fitted["weighted_kappa_quadratic"]
+    if kappa is not None and math.isfinite(kappa):
+        # An undefined kappa (e.g. one grade only) is left out: TOML has no null, and 0 would lie.
+        provenance["weighted_kappa_quadratic"] = kappa
     base = load_lexical_config(target if target.is_file() else default_config_path())
     write_thresholds(target, thresholds, provenance, config=base)
     return {

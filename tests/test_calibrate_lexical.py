@@ -75,3 +75,22 @@ def test_fit_lexical_needs_queries_and_docs(
     human, _, _ = _inputs(tmp_path)
     assert main(["calibrate", "--fit-lexical", "--human", str(human)]) == 2
     assert "--queries and --docs" in capsys.readouterr().err
+
+
+def test_an_undefined_kappa_is_left_out_of_the_provenance_not_written_as_0(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every person gave the same grade: kappa is undefined, shown n/a, never saved as 0.0."""
+    _, queries, docs = _inputs(tmp_path)
+    human = tmp_path / "same.csv"
+    human.write_text("query_id,doc_id,grade\nq1,a,2\nq1,b,2\nq2,d,2\nq2,e,2\n")
+    out = tmp_path / "lexical.toml"
+    argv = ["calibrate", "--fit-lexical", "--human", str(human), "--queries", str(queries)]
+    argv += ["--docs", str(docs), "--lexical-out", str(out)]
+    assert main([*argv, "--format", "json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["weighted_kappa_quadratic"] is None
+    provenance = load_lexical_config(out).provenance
+    assert "weighted_kappa_quadratic" not in provenance and provenance["pairs"] == 4
+    assert main(argv) == 0
+    assert "human ones: n/a" in capsys.readouterr().out
