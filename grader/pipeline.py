@@ -7,7 +7,15 @@ per pair), and every finished judgment goes to the store at once (small batches 
 `flush_interval` seconds), so a killed process loses at most the calls in flight and a rerun
 finishes the work with every pair graded exactly once.
 
-- Ensembles and `--verify-low`: see `grader.ensemble` for how answers combine.
+- Ensembles and `--verify-low`: see `grader.ensemble` for how answers combine. Each judge's
+  answer is stored under its own key, and so is the pair's OUTPUT judgment when it combines
+  answers: the ensemble's combined judgment under the key of the members' fingerprints and the
+  aggregation rule, the verified judgment under the key of the first judgment's fingerprint,
+  the verifier's and the verification rule. A combined judgment is committed in the same
+  transaction as the answer that completed it (so it never exists without its members); a
+  rerun rebuilds it from the stored answers (no request) and stores it again only if it is
+  missing or differs, so the output and the store agree. `grader.regrade` takes a pair's old
+  version from these output judgments.
 - `max_cost`: before each request its estimated cost (the judge's upper estimate) is reserved;
   a request that would take spent + reserved past the budget is not sent, so the run stops
   before spending more than the budget (retries of a request are part of its estimate only as
@@ -30,7 +38,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from grader.ensemble import apply_verification, combine_members, needs_verification
+from grader.ensemble import (
+    AGGREGATE_RULE,
+    VERIFY_RULE,
+    apply_verification,
+    combine_members,
+    needs_verification,
+)
 from grader.errors import InputError, JudgeError
 from grader.estimates import Estimate, estimate_cost, estimate_request
 from grader.judges.base import Judge
@@ -93,6 +107,8 @@ class _PairState:
     requested: bool = False
     primary: Judgment | None = None
     verify_key: str | None = None
+    ensemble_key: str | None = None  # key of the combined judgment (ensembles only)
+    final_key: str | None = None  # key of the verified judgment (--verify-low only)
 
 
 def _mask(judgment: Judgment, secrets: Sequence[str]) -> Judgment:
@@ -113,6 +129,12 @@ def _for_pair(judgment: Judgment, pair: Pair) -> Judgment:
     if judgment.query_id == pair.query.query_id and judgment.doc_id == pair.doc.doc_id:
         return judgment
     return judgment.model_copy(update={"query_id": pair.query.query_id, "doc_id": pair.doc.doc_id})
+
+
+def _same(stored: Judgment, rebuilt: Judgment) -> bool:
+    """Whether a stored output judgment says what the rebuilt one says (times and ids aside)."""
+    skip = {"created_at", "query_id", "doc_id"}
+    return stored.model_dump(exclude=skip) == rebuilt.model_dump(exclude=skip)
 
 
 def _failure(unit: _Unit, exc: BaseException) -> Judgment:
@@ -140,6 +162,7 @@ class _Run:
         verify_judge: Judge | None,
         max_cost: float | None,
         secrets: Sequence[str],
+        dry_run: bool = False,
     ) -> None:
         self.pairs = pairs
         self.judges = list(judges)
@@ -150,10 +173,21 @@ class _Run:
         self.secrets = tuple(s for s in secrets if s)
         self.fingerprints = [j.fingerprint() for j in self.judges]
         self.verify_fingerprint = verify_judge.fingerprint() if verify_judge else None
-        self.ensemble_fingerprint = {
+        self.ensemble_fingerprint: dict[str, Any] = {
             "ensemble": self.fingerprints,
-            "aggregate": "lower-median",
+            "aggregate": AGGREGATE_RULE,
         }
+        primary_fp = self.fingerprints[0] if len(self.judges) == 1 else self.ensemble_fingerprint
+        self.final_fingerprint: dict[str, Any] | None = (
+            None
+            if self.verify_fingerprint is None
+            else {"verified": primary_fp, "verifier": self.verify_fingerprint, "rule": VERIFY_RULE}
+        )
+        self.dry_run = dry_run
+        # Output judgments stored by earlier runs (combined / verified), by key.
+        self.composites: dict[str, Judgment] = {}
+        # What one step (a judge's answer, or planning one pair) stores together.
+        self.group: list[tuple[Judgment, dict[str, Any] | None]] = []
         self.ensemble_id = "ensemble(" + ",".join(j.judge_id for j in self.judges) + ")"
         self.report = GradingReport(pairs=len(pairs))
         self.outputs: list[Judgment | None] = [None] * len(pairs)
@@ -180,10 +214,21 @@ class _Run:
                 state.verify_key = content_key(
                     self.verify_fingerprint, pair.query.text, pair.doc.text
                 )
+            if len(self.judges) > 1:
+                state.ensemble_key = content_key(
+                    self.ensemble_fingerprint, pair.query.text, pair.doc.text
+                )
+            if self.final_fingerprint is not None:
+                state.final_key = content_key(
+                    self.final_fingerprint, pair.query.text, pair.doc.text
+                )
             states.append(state)
         wanted = [k for s in states for k in s.keys]
         wanted += [s.verify_key for s in states if s.verify_key]
         found = self.store.get_many(wanted) if self.store is not None else {}
+        outputs = [k for s in states for k in (s.ensemble_key, s.final_key) if k]
+        if self.store is not None and outputs:
+            self.composites = self.store.get_many(outputs)
         for key in set(wanted):
             stored = found.get(key)
             if stored is None:
@@ -207,7 +252,36 @@ class _Run:
                     self._enqueue(_Unit(state, slot, self.judges[slot], key))
             if state.missing == 0:
                 self._members_done(state)
+            self._store_group()
         return states
+
+    def _store_group(self, answer: tuple[Judgment, dict[str, Any] | None] | None = None) -> None:
+        """Queue a judge's `answer` and the output judgments it completed for the store, so one
+        commit holds them all (the writer flushes what it holds first, so no size-triggered flush
+        splits the group unless the group alone exceeds the writer's batch size)."""
+        items = ([answer] if answer is not None else []) + self.group
+        self.group = []
+        if not items:
+            return
+        if len(items) > 1:
+            self.writer.flush()
+        for judgment, fingerprint in {j.key: (j, fp) for j, fp in items}.values():
+            self.writer.add(judgment, fingerprint)
+
+    def _output(self, judgment: Judgment, fingerprint: dict[str, Any], pair: Pair) -> Judgment:
+        """A combined output judgment: the stored one when identical (a rerun changes nothing),
+        else `judgment`, queued for the store."""
+        stored = self.composites.get(judgment.key)
+        if stored is not None and _same(stored, judgment):
+            return _for_pair(stored, pair)
+        if not self.dry_run:
+            self.group.append((judgment, fingerprint))
+        return judgment
+
+    def _verified(self, state: _PairState, primary: Judgment, answer: Judgment) -> Judgment:
+        assert self.final_fingerprint is not None
+        final = apply_verification(primary, answer, key=state.final_key)
+        return self._output(final, self.final_fingerprint, state.pair)
 
     def _enqueue(self, unit: _Unit) -> None:
         """Queue a unit, unless its key is already queued, in flight or answered this run."""
@@ -227,8 +301,9 @@ class _Run:
         if len(self.judges) == 1:
             primary = members[0]
         else:
-            key = content_key(self.ensemble_fingerprint, state.pair.query.text, state.pair.doc.text)
-            primary = combine_members(members, key=key, judge_id=self.ensemble_id)
+            assert state.ensemble_key is not None
+            combined = combine_members(members, key=state.ensemble_key, judge_id=self.ensemble_id)
+            primary = self._output(combined, self.ensemble_fingerprint, state.pair)
         state.primary = primary
         if self.verify_judge is not None and state.verify_key and needs_verification(primary):
             cached = self.verified.get(state.verify_key)
@@ -236,7 +311,7 @@ class _Run:
                 state.requested = True
                 self._enqueue(_Unit(state, -1, self.verify_judge, state.verify_key))
                 return
-            primary = apply_verification(primary, _for_pair(cached, state.pair))
+            primary = self._verified(state, primary, _for_pair(cached, state.pair))
         self._finish(state, primary)
 
     def _finish(self, state: _PairState, judgment: Judgment) -> None:
@@ -297,10 +372,10 @@ class _Run:
         if self.progress is not None:
             self.progress.add_spend(judgment.cost or 0.0)
         fingerprint = self.verify_fingerprint if unit.slot < 0 else self.fingerprints[unit.slot]
-        self.writer.add(judgment, fingerprint)
         self.results[unit.key] = judgment
         for follower in [unit, *self.followers.pop(unit.key, [])]:
             self._deliver(follower, judgment)
+        self._store_group((judgment, fingerprint))
 
     def _deliver(self, unit: _Unit, judgment: Judgment) -> None:
         """Give a judge's answer to the pair of `unit` (ids rebound to that pair)."""
@@ -309,7 +384,7 @@ class _Run:
         answer = _for_pair(judgment, state.pair)
         if unit.slot < 0:
             assert state.primary is not None
-            self._finish(state, apply_verification(state.primary, answer))
+            self._finish(state, self._verified(state, state.primary, answer))
             return
         state.members[unit.slot] = answer
         state.missing -= 1
@@ -354,6 +429,7 @@ async def grade_pairs(
         verify_judge=verify_judge,
         max_cost=max_cost,
         secrets=secrets,
+        dry_run=dry_run,
     )
     run.plan()
     if max_cost is not None:

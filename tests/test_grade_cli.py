@@ -135,7 +135,10 @@ def test_changing_model_or_prompt_regrades_exactly_the_affected_pairs(
     assert main(llm_args(files, fake_server, store, "--model", "gpt-4o", "--prompt", "code")) == 0
     assert fake_server.counts["requests"] == 3 * n
     with Store(store) as s:
-        assert s.count() == 3 * n
+        # Three judges' answers per pair, and the ensemble's combined judgment per pair.
+        assert s.count() == 4 * n
+        stored = {j.key: j for j in s.iter_judgments()}
+        assert all(stored[j.key] == j for j in ensemble)
 
 
 @pytest.mark.usefixtures("llm_env")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -164,7 +165,10 @@ async def test_ensemble_records_members_lower_median_and_disagreement(tmp_path: 
         assert out["d2"].status == "failed" and out["d2"].grade is None
         assert out["d2"].disagreement is None
         assert out["d2"].error is not None and out["d2"].error.type == "EnsembleFailed"
-        assert store.count() == 9  # every member's judgment under its own key
+        # Every member's judgment under its own key, and each pair's combined judgment.
+        assert store.count() == 12
+        stored = store.get_many(j.key for j in report.judgments)
+        assert [stored[j.key] for j in report.judgments] == report.judgments
         assert out["d0"].cost == pytest.approx(0.03)
 
 
@@ -208,6 +212,69 @@ async def test_verify_low_sends_only_low_grades_and_keeps_both(tmp_path: Path) -
         again_v = ScriptedJudge("v", by_doc({}))
         report = await grade(pairs, [again_p], store, verify_judge=again_v)
         assert again_p.calls == [] and again_v.calls == [("q1", "d1")]  # failed one retried
+
+
+async def test_output_judgments_are_stored_under_their_own_keys_and_reused(
+    tmp_path: Path,
+) -> None:
+    pairs = make_pairs(4)
+    grades = {"d0": 0, "d1": 1, "d2": 2, "d3": 3}
+    a, b = ScriptedJudge("a", by_doc(grades)), ScriptedJudge("b", by_doc(grades))
+    verifier = ScriptedJudge("v", by_doc({"d0": 3, "d1": 1}))
+    with Store(tmp_path / "s.db") as store:
+        report = await grade(pairs, [a, b], store, verify_judge=verifier)
+        out = {j.doc_id: j for j in report.judgments}
+        member_keys = {j.key for j in store.iter_judgments() if j.judges is None}
+        assert all(j.key not in member_keys for j in report.judgments)
+        verified = out["d0"]
+        assert verified.grade == 3 and verified.verification is not None
+        combined_key = verified.verification["primary"]["key"]
+        assert combined_key != verified.key
+        (combined,) = store.get_many([combined_key]).values()
+        assert combined.judges is not None and combined.grade == 0
+        assert combined.verification is None
+        # Stored: 4 pairs x (a, b, combined) + 2 low pairs x (verifier, verified).
+        assert store.count() == 16
+        stored = store.get_many(j.key for j in report.judgments)
+        assert [stored[j.key] for j in report.judgments] == report.judgments
+        # A rerun sends nothing, writes nothing and gives the stored outputs back.
+        before = {j.key: j.created_at for j in store.iter_judgments()}
+        again = [ScriptedJudge(n, by_doc({})) for n in ("a", "b", "v")]
+        rerun = await grade(pairs, again[:2], store, verify_judge=again[2])
+        assert all(j.calls == [] for j in again)
+        assert rerun.judgments == report.judgments
+        assert {j.key: j.created_at for j in store.iter_judgments()} == before
+
+
+async def test_a_missing_output_judgment_is_rebuilt_without_requests(tmp_path: Path) -> None:
+    pairs = make_pairs(3)
+    a, b = ScriptedJudge("a", by_doc({"d0": 0})), ScriptedJudge("b", by_doc({"d0": 2}))
+    with Store(tmp_path / "s.db") as store:
+        report = await grade(pairs, [a, b], store)
+    # As a store from before output judgments were stored (or a lost commit) would look.
+    with sqlite3.connect(tmp_path / "s.db") as conn:
+        conn.execute("DELETE FROM judgments WHERE judgment LIKE '%\"judges\":{%'")
+    with Store(tmp_path / "s.db") as store:
+        assert store.count() == 6
+        again = [ScriptedJudge("a", by_doc({})), ScriptedJudge("b", by_doc({}))]
+        rerun = await grade(pairs, again, store)
+        assert all(j.calls == [] for j in again)
+        assert store.count() == 9
+        stored = store.get_many(j.key for j in rerun.judgments)
+        assert [stored[j.key].grade for j in rerun.judgments] == [j.grade for j in report.judgments]
+
+
+async def test_dry_run_stores_no_output_judgment(tmp_path: Path) -> None:
+    pairs = make_pairs(2)
+    with Store(tmp_path / "s.db") as store:
+        await grade(pairs, [ScriptedJudge("a", by_doc({}))], store)
+        b = ScriptedJudge("b", by_doc({}))
+        await grade(pairs, [ScriptedJudge("a", by_doc({})), b], store)
+        assert store.count() == 6
+        with sqlite3.connect(tmp_path / "s.db") as conn:
+            conn.execute("DELETE FROM judgments WHERE judgment LIKE '%\"judges\":{%'")
+        report = await grade(pairs, [ScriptedJudge("a", by_doc({})), b], store, dry_run=True)
+        assert report.cached == 2 and store.count() == 4
 
 
 async def test_max_cost_stops_before_overspending(tmp_path: Path) -> None:
