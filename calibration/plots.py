@@ -52,17 +52,43 @@ def confusion_svg(confusion: list[list[float]]) -> str:
         return _svg(fig)
 
 
+def _defined(value: Any) -> bool:
+    """A number that can be drawn: not None and not NaN (a missing value is never drawn as 0)."""
+    return value is not None and value == value
+
+
+def _na_labels(ax: Any, xs: list[float]) -> None:
+    """Write "n/a" on the axis line at each x whose value is undefined (no bar drawn there)."""
+    for x in xs:
+        ax.annotate(
+            "n/a",
+            (x, 0),
+            xycoords=("data", "axes fraction"),
+            xytext=(0, 3),
+            textcoords="offset points",
+            ha="center",
+            va="bottom",
+            color="grey",
+        )
+
+
 def distributions_svg(dist: dict[str, Any]) -> str:
-    """Grouped bars: share of each grade, human beside LLM."""
-    grades = np.asarray(dist["grades"])
-    human = np.asarray([x or 0.0 for x in dist["human"]])
-    llm = np.asarray([x or 0.0 for x in dist["llm"]])
+    """Grouped bars: share of each grade, human beside LLM; an undefined share is labelled n/a."""
+    grades = [float(g) for g in dist["grades"]]
     with rc_context(STYLE):
         fig = Figure(figsize=(4.6, 3.2), layout="constrained")
         ax = fig.subplots()
-        ax.bar(grades - 0.2, human, width=0.4, label="human", color=HUMAN_COLOUR)
-        ax.bar(grades + 0.2, llm, width=0.4, label="LLM", color=LLM_COLOUR)
-        ax.set_xticks(grades, [str(g) for g in grades])
+        missing: list[float] = []
+        for shift, values, label, colour in (
+            (-0.2, dist["human"], "human", HUMAN_COLOUR),
+            (0.2, dist["llm"], "LLM", LLM_COLOUR),
+        ):
+            xs = [g + shift for g, v in zip(grades, values, strict=True) if _defined(v)]
+            ys = [float(v) for v in values if _defined(v)]
+            ax.bar(xs, ys, width=0.4, label=label, color=colour)
+            missing += [g + shift for g, v in zip(grades, values, strict=True) if not _defined(v)]
+        _na_labels(ax, missing)
+        ax.set_xticks(grades, [str(int(g)) for g in grades])
         ax.set_xlabel("grade")
         ax.set_ylabel("share of pairs")
         ax.set_title("Grade distributions")
@@ -71,16 +97,19 @@ def distributions_svg(dist: dict[str, Any]) -> str:
 
 
 def bias_svg(rows: list[dict[str, Any]], xlabel: str, title: str) -> str:
-    """Bars of mean bias (LLM - human) per bucket; above zero is lenient."""
+    """Bars of mean bias (LLM - human) per bucket; above zero is lenient. A bucket whose bias is
+    undefined gets no bar and an n/a label."""
     labels = [str(r["bucket"]) for r in rows]
-    values = np.asarray([r["mean_bias"] or 0.0 for r in rows])
+    shown = [i for i, r in enumerate(rows) if _defined(r["mean_bias"])]
+    values = [float(rows[i]["mean_bias"]) for i in shown]
     with rc_context(STYLE):
         fig = Figure(figsize=(4.6, 3.2), layout="constrained")
         ax = fig.subplots()
         colours = [LLM_COLOUR if v >= 0 else HUMAN_COLOUR for v in values]
-        ax.bar(range(len(values)), values, color=colours)
+        ax.bar(shown, values, color=colours)
         ax.axhline(0, color="black", linewidth=0.8)
-        ax.set_xticks(range(len(values)), labels)
+        _na_labels(ax, [float(i) for i in range(len(rows)) if i not in shown])
+        ax.set_xticks(range(len(rows)), labels)
         ax.set_xlabel(xlabel)
         ax.set_ylabel("mean bias (LLM - human)")
         ax.set_title(title)
@@ -88,14 +117,17 @@ def bias_svg(rows: list[dict[str, Any]], xlabel: str, title: str) -> str:
 
 
 def systems_svg(per_system: list[dict[str, Any]], measure: str) -> str:
-    """Scatter of each run's score under human (x) and LLM (y) labels, with the diagonal."""
-    x = np.asarray([r["human"] or 0.0 for r in per_system])
-    y = np.asarray([r["llm"] or 0.0 for r in per_system])
+    """Scatter of each run's score under human (x) and LLM (y) labels, with the diagonal. A run
+    with an undefined score is not plotted; it is listed as n/a under the picture."""
+    drawn = [r for r in per_system if _defined(r["human"]) and _defined(r["llm"])]
+    undefined = [str(r["run"]) for r in per_system if r not in drawn]
+    x = np.asarray([float(r["human"]) for r in drawn], dtype=np.float64)
+    y = np.asarray([float(r["llm"]) for r in drawn], dtype=np.float64)
     with rc_context(STYLE):
         fig = Figure(figsize=(4.6, 4.0), layout="constrained")
         ax = fig.subplots()
         ax.scatter(x, y, color=LLM_COLOUR, zorder=3)
-        for r, xi, yi in zip(per_system, x, y, strict=True):
+        for r, xi, yi in zip(drawn, x, y, strict=True):
             ax.annotate(str(r["run"]), (xi, yi), textcoords="offset points", xytext=(4, 4))
         lo = float(min(x.min(), y.min())) if x.size else 0.0
         hi = float(max(x.max(), y.max())) if x.size else 1.0
@@ -104,4 +136,14 @@ def systems_svg(per_system: list[dict[str, Any]], measure: str) -> str:
         ax.set_xlabel(f"{measure}, human labels")
         ax.set_ylabel(f"{measure}, LLM labels")
         ax.set_title("Systems: human vs LLM labels")
+        if undefined:
+            ax.text(
+                0.02,
+                0.98,
+                "n/a (not plotted): " + ", ".join(undefined),
+                transform=ax.transAxes,
+                ha="left",
+                va="top",
+                color="grey",
+            )
         return _svg(fig)

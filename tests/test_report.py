@@ -89,3 +89,37 @@ def test_report_renders_in_headless_chromium(written: tuple[dict[str, Any], Path
         confusion_cells = page.locator("#confusion tbody tr").first.locator("td")
         assert confusion_cells.nth(1).inner_text() == str(s["confusion"][0][0])
     assert requests == [path.as_uri()]  # nothing fetched from anywhere else
+
+
+def _patches(svg: str) -> int:
+    return len(re.findall(r'<g id="patch_\d+"', svg))
+
+
+def test_an_undefined_bias_or_share_gets_no_bar_and_an_n_a_label() -> None:
+    from calibration.plots import bias_svg, distributions_svg
+
+    rows = [{"bucket": "Q1", "mean_bias": 0.5}, {"bucket": "Q2", "mean_bias": -0.25}]
+    zero = bias_svg([*rows, {"bucket": "Q3", "mean_bias": 0.0}], "x", "t")
+    undefined = bias_svg([*rows, {"bucket": "Q3", "mean_bias": None}], "x", "t")
+    assert _patches(undefined) == _patches(zero) - 1
+    assert "n/a" in undefined and "n/a" not in zero
+    shares = {"grades": [0, 1, 2, 3], "human": [0.1, 0.2, 0.3, 0.4], "llm": [0.25] * 4}
+    full = distributions_svg(shares)
+    partial = distributions_svg({**shares, "llm": [0.5, 0.5, None, 0.0]})
+    assert _patches(partial) == _patches(full) - 1
+    assert "n/a" in partial and "n/a" not in full
+
+
+def _points(svg: str) -> int:
+    group = re.search(r'<g id="PathCollection_1">(.*?)</g>', svg, flags=re.DOTALL)
+    return group.group(1).count("<use ") if group else 0
+
+
+def test_a_run_with_an_undefined_score_is_not_plotted_at_0() -> None:
+    from calibration.plots import systems_svg
+
+    runs = [{"run": "bm25", "human": 0.4, "llm": 0.5}, {"run": "dense", "human": 0.6, "llm": 0.7}]
+    full = systems_svg([*runs, {"run": "rand", "human": 0.0, "llm": 0.0}], "nDCG@10")
+    missing = systems_svg([*runs, {"run": "rand", "human": None, "llm": 0.1}], "nDCG@10")
+    assert _points(full) == 3 and _points(missing) == 2
+    assert "n/a (not plotted): rand" in missing and "n/a" not in full
