@@ -3,7 +3,9 @@ against the fake server on a real socket."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,7 +14,7 @@ from grader.io.judgments import read_judgments
 from grader.io.trec import read_qrels
 from grader.models import Doc, Query
 from grader.store import Store
-from tests.fakeserver import FakeServer, faults
+from tests.fakeserver import FakeServer, default_grade, faults
 from tests.grade_data import GradeFiles, write_grade_files
 
 
@@ -222,10 +224,20 @@ def test_verify_low_needs_a_different_judge(
     assert fake_server.counts["requests"] == 0
 
 
+def _verifier_answers(grade: int) -> Callable[[dict[str, Any]], int]:
+    """A grade function: the verifier (gpt-4o) always says `grade`; the first judge hashes."""
+
+    def grade_fn(body: dict[str, Any]) -> int:
+        return grade if body.get("model") == "gpt-4o" else default_grade(body)
+
+    return grade_fn
+
+
 @pytest.mark.usefixtures("llm_env")
-def test_verify_low_regrades_only_low_pairs(
+def test_verify_low_regrades_only_low_pairs_and_the_verifier_grade_is_final(
     fake_server: FakeServer, files: GradeFiles, tmp_path: Path
 ) -> None:
+    fake_server.grade_fn = _verifier_answers(3)
     out = tmp_path / "v.jsonl"
     args = llm_args(
         files, fake_server, tmp_path / "s.db", "--verify-low", "--verify-model", "gpt-4o"
@@ -233,10 +245,51 @@ def test_verify_low_regrades_only_low_pairs(
     assert main([*args, "--out", str(out)]) == 0
     judgments = read_judgments(out)
     verified = [j for j in judgments if j.verification is not None]
-    low = [j for j in judgments if j.verification is None and j.grade is not None and j.grade <= 1]
-    assert low == []
+    unverified = [j for j in judgments if j.verification is None]
+    assert verified and unverified
+    assert all(j.grade is not None and j.grade >= 2 for j in unverified)
     assert fake_server.counts["requests"] == files.n_pairs + len(verified)
-    assert all(j.verification["primary"]["grade"] <= 1 for j in verified)  # type: ignore[index]
+    verifier_models = [r["model"] for r in fake_server.requests[files.n_pairs :]]
+    assert verifier_models == ["gpt-4o"] * len(verified)
+    for j in verified:
+        assert j.verification is not None
+        assert j.verification["primary"]["grade"] <= 1
+        assert j.verification["verifier"]["grade"] == 3
+        assert j.grade == 3  # the verifier answered: its grade is final
+    # The final judgments are stored under their own keys; a rerun sends nothing.
+    with Store(tmp_path / "s.db") as store:
+        stored = store.get_many(j.key for j in judgments)
+    assert [stored[j.key] for j in judgments] == judgments
+    again = tmp_path / "again.jsonl"
+    assert main([*args, "--out", str(again)]) == 0
+    assert fake_server.counts["requests"] == files.n_pairs + len(verified)
+    assert read_judgments(again) == judgments
+
+
+@pytest.mark.usefixtures("llm_env")
+def test_verify_low_with_a_failing_verifier_keeps_the_first_grade(
+    fake_server: FakeServer, files: GradeFiles, tmp_path: Path
+) -> None:
+    fake_server.grade_fn = _verifier_answers(7)  # out of range: re-asked, then failed
+    out, qrels = tmp_path / "v.jsonl", tmp_path / "q.txt"
+    args = llm_args(
+        files, fake_server, tmp_path / "s.db", "--verify-low", "--verify-model", "gpt-4o",
+        "--max-attempts", "2", "--out", out, "--qrels-out", qrels,
+    )  # fmt: skip
+    assert main(args) == 0  # every pair has a grade: the first one stands
+    judgments = read_judgments(out)
+    verified = [j for j in judgments if j.verification is not None]
+    assert verified
+    for j in verified:
+        assert j.verification is not None
+        first, second = j.verification["primary"], j.verification["verifier"]
+        assert j.status == "ok" and j.grade == first["grade"] <= 1
+        assert second["status"] == "failed" and second["grade"] is None
+        assert second["error"] is not None and second["error"]["type"]
+    assert len(read_qrels(qrels)) == files.n_pairs
+    with Store(tmp_path / "s.db") as store:
+        failed = list(store.iter_judgments(status="failed"))
+    assert len(failed) == len(verified) and all(f.judge.endswith("gpt-4o") for f in failed)
 
 
 def test_dry_run_needs_no_key(
