@@ -3,8 +3,14 @@
 The store holds every version of a pair under its own content key. A regrade:
 
 1. picks the pairs (`Selection`) over the stored judgments that are NOT the new version; the
-   pair's "old" judgment is its most recent such judgment (after the `prompt=OLD` filter, when
-   given, so the old side is exactly that prompt's answer);
+   pair's "old" judgment is its latest OUTPUT judgment: what `grade` gave for the pair. When a
+   run combined several answers (an ensemble, `--verify-low`), the pipeline stores the combined
+   (or verified) judgment under its own key, and the answers it was built from (the members,
+   the first judgment, the verifier's answer) are never the old side of that pair: only output
+   judgments compete, and the most recent wins (after the `prompt=OLD` filter, when given, so
+   the old side is exactly that prompt's output). A store written before output judgments were
+   stored holds only the answers: rerunning the same `grade` command stores the outputs without
+   sending a request;
 2. computes each pair's new key from the new judge's fingerprint and the stored texts, and skips
    the keys already ok in the store (a rerun sends nothing) and the keys waiting in open batches;
 3. grades the rest through the Batch API (`grader.batch`) or concurrently through the grading
@@ -12,8 +18,9 @@ The store holds every version of a pair under its own content key. A regrade:
 
 Selection criteria (`--select`, all must hold): `all`, `failed`, `grade<=N`, `sample FILE` (the
 pairs in a CSV with query_id,doc_id columns, a TREC qrels or run file, or `qid docid` lines),
-`disagreement` (an ensemble's judges or a verification disagreed), `prompt=OLD` (OLD is a prompt
-name, `name@version`, or a prompt file stem `name-vN`).
+`disagreement` (an ensemble's judges or a verification disagreed; a pair where a member or the
+verifier FAILED counts as disagreeing too, since nothing shows the judges agree there), `prompt=OLD`
+(OLD is a prompt name, `name@version`, or a prompt file stem `name-vN`).
 """
 
 from __future__ import annotations
@@ -126,12 +133,35 @@ def _prompt_matches(judgment: Judgment, name: str) -> bool:
 
 
 def _disagrees(judgment: Judgment) -> bool:
+    """Whether the judges of a combined judgment disagreed, or one of them failed."""
     if judgment.disagreement is not None and judgment.disagreement > 0:
         return True
+    if judgment.judges is not None and any(g is None for g in judgment.judges.values()):
+        return True  # a failed member: agreement is unknown
     verification = judgment.verification or {}
     first = (verification.get("primary") or {}).get("grade")
-    second = (verification.get("verifier") or {}).get("grade")
-    return first is not None and second is not None and first != second
+    second = verification.get("verifier") or {}
+    if second and second.get("status") != "ok":
+        return True  # the verifier failed: the second look did not happen
+    return first is not None and second.get("grade") is not None and first != second["grade"]
+
+
+def _parts(store: Store, output: Judgment, query: Query, doc: Doc) -> set[str]:
+    """The keys of the answers an output judgment was combined from (members, first judgment,
+    verifier), found from its `verification` and its stored fingerprint."""
+    keys: set[str] = set()
+    verification = output.verification or {}
+    for side in ("primary", "verifier"):
+        key = (verification.get(side) or {}).get("key")
+        if isinstance(key, str):
+            keys.add(key)
+    fingerprint: Any = store.fingerprint(output.key) or {}
+    first = fingerprint.get("verified", fingerprint) if isinstance(fingerprint, dict) else {}
+    members = first.get("ensemble") if isinstance(first, dict) else None
+    for member in members or []:
+        keys.add(content_key(member, query.text, doc.text))
+    keys.discard(output.key)
+    return keys
 
 
 def _keeps(judgment: Judgment, criterion: Criterion) -> bool:
@@ -164,7 +194,7 @@ def select_candidates(
     queries = store.queries()
     docs = store.docs()
     new_keys: dict[tuple[str, str], str] = {}
-    latest: dict[tuple[str, str], Judgment] = {}
+    rows: dict[tuple[str, str], list[Judgment]] = {}
     for judgment in store.iter_judgments():
         pair = (judgment.query_id, judgment.doc_id)
         query, doc = queries.get(pair[0]), docs.get(pair[1])
@@ -172,13 +202,22 @@ def select_candidates(
             continue  # graded before texts were kept: cannot be regraded from the store
         if pair not in new_keys:
             new_keys[pair] = content_key(fingerprint, query.text, doc.text)
-        if judgment.key == new_keys[pair]:
-            continue
-        if any(not _prompt_matches(judgment, name) for name in prompts):
-            continue
-        current = latest.get(pair)
-        if current is None or judgment.created_at > current.created_at:
-            latest[pair] = judgment
+        rows.setdefault(pair, []).append(judgment)
+    latest: dict[tuple[str, str], Judgment] = {}
+    for pair, judgments in rows.items():
+        query, doc = queries[pair[0]], docs[pair[1]]
+        parts: set[str] = set()
+        for judgment in judgments:
+            if judgment.judges is not None or judgment.verification is not None:
+                parts |= _parts(store, judgment, query, doc)
+        for judgment in judgments:
+            if judgment.key == new_keys[pair] or judgment.key in parts:
+                continue
+            if any(not _prompt_matches(judgment, name) for name in prompts):
+                continue
+            current = latest.get(pair)
+            if current is None or judgment.created_at > current.created_at:
+                latest[pair] = judgment
     chosen: list[Candidate] = []
     for pair in sorted(latest):
         old = latest[pair]

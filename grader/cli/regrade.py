@@ -38,9 +38,10 @@ from grader.store_writer import StoreWriter
 EPILOG = """\
 --select (criteria combine; all must hold): all (default) | failed | grade<=N | sample FILE
 (a sample CSV with query_id,doc_id, TREC qrels or run, or `qid docid` lines) | disagreement
-(an ensemble's judges or a verification disagreed) | prompt=OLD (judgments of that prompt:
-name, name@version or file stem). The old version of a pair is its latest stored judgment that
-is not the new version.
+(an ensemble's judges or a verification disagreed, or one of them failed) | prompt=OLD
+(judgments of that prompt: name, name@version or file stem). The old version of a pair is its
+latest stored OUTPUT judgment that is not the new version: an ensemble's combined judgment or a
+verified one when `grade` made one, never a member's or the verifier's answer alone.
 
 A rerun sends nothing for pairs already regraded; pairs waiting in open batches are not sent
 again. --out and --qrels-out are written only when no selected pair is pending: after
