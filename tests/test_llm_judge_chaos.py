@@ -1,5 +1,11 @@
 """Many concurrent judgments under a random mix of every fault: each ends ok with the grade the
-server meant, or failed with a reason. None is lost, none is silently 0, attempts add up."""
+server meant, or failed with a reason. None is lost, none is silently 0, attempts add up.
+
+The fake server hands its queued faults to requests in arrival order (one event loop, no await
+between taking a fault and logging the request), so request i got queue slot i: the test knows
+which requests of which pair were faulted. A pass-through slot (`slow(0)`: a valid reply, at
+once) mixes ok replies in, so some pairs exhaust their attempts and some get a grade.
+"""
 
 from __future__ import annotations
 
@@ -25,7 +31,13 @@ FAULTS: list[Fault] = [
     faults.truncated(),
     faults.refusal(),
     faults.not_json_body(),
+    faults.content("I think 2"),
+    faults.content('{"reason": "r", "grade": null}'),
+    faults.content(""),
+    faults.content('{"reason": "r", "grade": 3, "grade": 0}'),
 ]
+PASS = faults.slow(0.0)
+"""A queue slot that is no fault: the valid reply the server means, sent at once."""
 
 
 @pytest.mark.parametrize("seed", [1, 2])
@@ -33,7 +45,8 @@ async def test_every_pair_ends_ok_or_failed_never_lost_never_zero(
     fake_server: FakeServer, seed: int
 ) -> None:
     rng = random.Random(seed)
-    fake_server.enqueue(*(rng.choice(FAULTS) for _ in range(60)))
+    queue = [rng.choice(FAULTS) if rng.random() < 0.7 else PASS for _ in range(200)]
+    fake_server.enqueue(*queue)
     calls: list[CallRecord] = []
     judge = LLMJudge(
         model="fake-model",
@@ -58,17 +71,30 @@ async def test_every_pair_ends_ok_or_failed_never_lost_never_zero(
     results = await asyncio.gather(*(one(i, q, d) for i, (q, d) in enumerate(pairs)))
     judgments = [j for _, j in sorted(results, key=lambda r: r[0])]
     assert [j.doc_id for j in judgments] == [d.doc_id for _, d in pairs]  # none lost
-    first_bodies = {}
-    for body in fake_server.requests:
+    per_doc: dict[str, list[Fault]] = {d.doc_id: [] for _, d in pairs}
+    first_bodies: dict[str, dict] = {}
+    for n, body in enumerate(fake_server.requests):
         first_bodies.setdefault(body["messages"][1]["content"], body)
+        doc = next(d for _, d in pairs if f"\n{d.text}\n" in body["messages"][1]["content"])
+        per_doc[doc.doc_id].append(queue[n] if n < len(queue) else PASS)
     for (_, doc), j in zip(pairs, judgments, strict=True):
+        served = per_doc[doc.doc_id]
+        assert len(served) == j.attempts
         if j.status == "ok":
             body = next(b for u, b in first_bodies.items() if f"\n{doc.text}\n" in u)
             assert j.grade == default_grade(body)  # the grade the server meant, not a default
             assert j.error is None
+            assert served[-1] is PASS  # the grade came from a valid reply, never from a fault
         else:
             assert j.grade is None and j.error is not None and j.error.message
+            assert j.distribution is None and j.expected_grade is None
+        if all(f is not PASS for f in served):
+            assert j.status == "failed", (doc.doc_id, served)  # every request faulted: no grade
         assert 1 <= j.attempts <= 4
         assert j.attempts == sum(1 for c in calls if c.key == j.key)
     assert sum(j.attempts for j in judgments) == fake_server.counts["requests"]
+    failed = [j for j in judgments if j.status == "failed"]
+    assert failed, "with 70% of replies faulted some pair must exhaust its attempts"
     assert any(j.status == "ok" for j in judgments)
+    content_faults = {"content"} & {f.kind for fs in per_doc.values() for f in fs}
+    assert content_faults, "the bad-content faults were served"
