@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import pytrec_eval  # a dev dependency: missing, this suite must fail, never skip
 
 from grader.io.trec import read_qrels, read_run, write_run
 from grader.metrics import (
@@ -27,8 +28,6 @@ from grader.metrics import (
     reciprocal_rank,
     success_at_k,
 )
-
-pytrec_eval = pytest.importorskip("pytrec_eval")
 
 CUTOFFS = (1, 3, 5, 10, 20)
 THRESHOLDS = (1, 2, 3)
