@@ -82,6 +82,10 @@ def test_csv_out_of_range_names_line_unless_clamped(tmp_path: Path) -> None:
     frame = read_human_grades(p, clamp=True)
     assert frame["grade"].tolist() == [2, 3, 0]
     assert frame.attrs["clamped"] == 2
+    huge = write(tmp_path / "huge.csv", "query_id,doc_id,grade\n1,a,99999999999999999999\n")
+    with pytest.raises(InputError, match=r"huge\.csv:2: grade 99999999999999999999 is outside"):
+        read_human_grades(huge)
+    assert read_human_grades(huge, clamp=True)["grade"].tolist() == [3]
 
 
 def test_csv_failures_name_file_and_line(tmp_path: Path) -> None:

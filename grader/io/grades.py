@@ -131,7 +131,7 @@ def parse_grade(text: str, *, clamp: bool, path: str | Path, lineno: int) -> tup
         return grade, False
     if not clamp:
         raise InputError(
-            f"grade {grade} is outside {MIN_GRADE}..{MAX_GRADE}",
+            f"grade {text} is outside {MIN_GRADE}..{MAX_GRADE}",
             path=path,
             line=lineno,
             hint="fix the grade, or pass --clamp to move it to the nearest of 0 and 3",
