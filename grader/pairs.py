@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.errors import InputError
-from grader.io.trec import read_qrels, read_run
+from grader.io.grades import read_human_grades
+from grader.io.trec import read_run
 from grader.metrics.ranking import Precision
 from grader.models import Doc, Query
 
@@ -65,7 +66,7 @@ def pairs_to_grade(
         raise InputError("no run given", hint="pass at least one --run RUN")
     judged: set[tuple[str, str]] = set()
     for qrels_path in skip_judged:
-        frame = read_qrels(qrels_path)
+        frame = read_human_grades(qrels_path, clamp=True)  # qrels or CSV; any grade counts
         judged.update(zip(frame["query_id"], frame["doc_id"], strict=True))
 
     selection = PairSelection()

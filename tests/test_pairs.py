@@ -69,3 +69,14 @@ def test_depth_must_be_positive(tmp_path: Path) -> None:
     run = write(tmp_path / "r1", ["q1 Q0 a 1 3 t"])
     with pytest.raises(InputError, match="--depth"):
         pairs_to_grade([run], QUERIES, DOCS, depth=0)
+
+
+def test_skip_judged_takes_human_grades_csv_and_ungraded_rows_do_not_count(tmp_path: Path) -> None:
+    run = write(tmp_path / "r1", ["q1 Q0 a 1 3 t", "q1 Q0 b 2 2 t", "q1 Q0 c 3 1 t"])
+    human = write(
+        tmp_path / "human.csv", ["query_id,doc_id,grade,annotator", "q1,a,0,ann", "q1,b,,ann"]
+    )
+    selection = pairs_to_grade([run], QUERIES, DOCS, depth=10, skip_judged=[human])
+    # a was graded (even as 0) and is skipped; b's grade is still empty, so it is graded.
+    assert ids(selection) == [("q1", "b"), ("q1", "c")]
+    assert selection.judged == 1
