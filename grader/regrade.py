@@ -10,7 +10,8 @@ The store holds every version of a pair under its own content key. A regrade:
    judgments compete, and the most recent wins (after the `prompt=OLD` filter, when given, so
    the old side is exactly that prompt's output). A store written before output judgments were
    stored holds only the answers: rerunning the same `grade` command stores the outputs without
-   sending a request;
+   sending a request. A pair whose only stored judgment is a FAILED one of the new version
+   itself (same prompt and model) is retried, with that failure as its old side;
 2. computes each pair's new key from the new judge's fingerprint and the stored texts, and skips
    the keys already ok in the store (a rerun sends nothing) and the keys waiting in open batches;
 3. grades the rest through the Batch API (`grader.batch`) or concurrently through the grading
@@ -218,6 +219,16 @@ def select_candidates(
             current = latest.get(pair)
             if current is None or judgment.created_at > current.created_at:
                 latest[pair] = judgment
+        if pair not in latest:
+            # Only the new version is stored. When it failed, regrading is a retry of that very
+            # judgment (same prompt and model), so it is its own old side.
+            retry = next((j for j in judgments if j.key == new_keys[pair]), None)
+            if (
+                retry is not None
+                and retry.status == "failed"
+                and all(_prompt_matches(retry, name) for name in prompts)
+            ):
+                latest[pair] = retry
     chosen: list[Candidate] = []
     for pair in sorted(latest):
         old = latest[pair]

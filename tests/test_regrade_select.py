@@ -84,3 +84,30 @@ def test_disagreement_selects_ensembles_and_verifications_that_disagree(tmp_path
         _put(store, "d4", 3, "1")
         picked = select_candidates(store, parse_selection(["disagreement"]), NEW_FP)
         assert [c.doc.doc_id for c in picked] == ["d1", "d3"]
+
+
+def test_a_failed_judgment_of_the_same_version_is_retried(tmp_path: Path) -> None:
+    from grader.models import JudgmentError
+
+    q = Query(query_id="q1", text="query one")
+    d = Doc(doc_id="d1", text="text of d1")
+    fp = {"judge": "openai:m", "v": "1"}
+    failed = Judgment(
+        query_id="q1",
+        doc_id="d1",
+        status="failed",
+        judge="openai:m",
+        key=content_key(fp, q.text, d.text),
+        error=JudgmentError(type="InvalidReply", message="malformed JSON"),
+    )
+    with Store(tmp_path / "s.db") as store:
+        store.put(failed, query=q, doc=d, fingerprint=fp)
+        _put(store, "d2", 1, "1")  # an ok pair of the same version: nothing to retry
+        picked = select_candidates(store, parse_selection(["failed"]), fp)
+        assert [(c.doc.doc_id, c.old.status, c.new_key) for c in picked] == [
+            ("d1", "failed", failed.key)
+        ]
+        assert [c.doc.doc_id for c in to_grade(store, picked)] == ["d1"]
+        assert [c.doc.doc_id for c in select_candidates(store, parse_selection(["all"]), fp)] == [
+            "d1"
+        ]
