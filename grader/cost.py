@@ -140,3 +140,8 @@ def estimate_usage(messages: list[dict[str, str]], max_tokens: int) -> Usage:
     for the chat format) and a reply of the full `max_tokens`."""
     prompt = sum(estimate_tokens(m.get("content") or "") + 4 for m in messages)
     return Usage(prompt_tokens=prompt, completion_tokens=max_tokens, cached_tokens=0)
+
+
+def usd_or_unknown(value: float | None) -> str:
+    """Dollars for people, or "unknown" when a model has no price (an unknown cost is never $0)."""
+    return "unknown (no price for the model)" if value is None else f"${value:.4f}"

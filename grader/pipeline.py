@@ -80,7 +80,8 @@ class GradingReport:
     pending: int = 0  # pairs not finished (interrupted, budget reached, fatal error)
     requests: int = 0  # judge calls made (each may be several HTTP attempts)
     usage: Usage = field(default_factory=Usage)
-    cost: float = 0.0
+    cost: float = 0.0  # USD of the priced judgments
+    unpriced: int = 0  # judgments that used tokens but have no price (cost unknown, not 0)
     interrupted: bool = False
     budget_reached: bool = False
     stored_ok: int = 0  # judge answers found ok in the store before starting
@@ -369,6 +370,10 @@ class _Run:
         judgment = _mask(judgment, self.secrets)
         self.report.usage = self.report.usage + judgment.usage
         self.report.cost += judgment.cost or 0.0
+        if judgment.cost is None and (
+            judgment.usage.prompt_tokens or judgment.usage.completion_tokens
+        ):
+            self.report.unpriced += 1
         if self.progress is not None:
             self.progress.add_spend(judgment.cost or 0.0)
         fingerprint = self.verify_fingerprint if unit.slot < 0 else self.fingerprints[unit.slot]

@@ -49,8 +49,8 @@ class RegradeDiff:
     transition: list[list[int]]
     failed: int
     pending: int
-    cost: float
-    cost_without_batch: float
+    cost: float | None  # None when some new judgment used tokens but has no price
+    cost_without_batch: float | None
     batch_graded: int
     changed_pairs: list[ChangedPair] = field(default_factory=list)
     metric_deltas: list[dict[str, Any]] = field(default_factory=list)
@@ -107,12 +107,15 @@ def diff_versions(
     pending = 0
     cost = 0.0
     cost_without = 0.0
+    unpriced = 0
     batch_graded = 0
     for pair in pairs:
         new = pair.new
         if new is None:
             pending += 1
             continue
+        if new.cost is None and (new.usage.prompt_tokens or new.usage.completion_tokens):
+            unpriced += 1
         if new.cost is not None:
             cost += new.cost
             in_batch = new.key in batch_keys
@@ -153,8 +156,8 @@ def diff_versions(
         transition=transition_matrix(old_grades, new_grades),
         failed=len(failed),
         pending=pending,
-        cost=round(cost, 10),
-        cost_without_batch=round(cost_without, 10),
+        cost=None if unpriced else round(cost, 10),
+        cost_without_batch=None if unpriced else round(cost_without, 10),
         batch_graded=batch_graded,
         changed_pairs=changed,
         failed_pairs=failed,

@@ -326,3 +326,16 @@ def test_missing_output_folder_is_refused_before_grading(
     assert fake_server.counts["requests"] == 0  # nothing graded, nothing paid
     assert not store.exists()
     assert "nonexistent" in capsys.readouterr().err
+
+
+@pytest.mark.usefixtures("llm_env")
+def test_a_model_without_a_price_reports_cost_unknown_not_zero(
+    fake_server: FakeServer, files: GradeFiles, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "s.db"
+    assert main(llm_args(files, fake_server, store, "--model", "llama3-zz")) == 0
+    summary = capsys.readouterr().err
+    assert f"unknown for {files.n_pairs} judgment(s)" in summary
+    assert "cost $0.0000" not in summary
+    assert main(llm_args(files, fake_server, store, "--model", "gpt-4o-mini", "--depth", "1")) == 0
+    assert "unknown" not in capsys.readouterr().err  # a priced model shows dollars

@@ -244,7 +244,7 @@ def summary_line(report: GradingReport) -> str:
     """The one-line summary: graded, cached, failed, tokens, cost."""
     line = (
         f"graded {report.graded}, cached {report.cached}, failed {report.failed}, "
-        f"{_fmt_tokens(report)}, cost ${report.cost:.4f}"
+        f"{_fmt_tokens(report)}, cost {spend_text(report.cost, report.unpriced)}"
     )
     if report.pending:
         line += f", not done {report.pending}"
@@ -359,3 +359,11 @@ def run(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def spend_text(cost: float, unpriced: int) -> str:
+    """`$0.0123`, or what is unknown: a model without a price costs "unknown", never $0."""
+    if not unpriced:
+        return f"${cost:.4f}"
+    known = f"${cost:.4f} + " if cost else ""
+    return f"{known}unknown for {unpriced} judgment(s) (no price for the model; see --prices)"

@@ -27,6 +27,7 @@ from grader.cli.batch_common import (
     make_runner,
     progress_printer,
 )
+from grader.cost import usd_or_unknown
 from grader.errors import InputError
 from grader.prompts import load_prompt
 from grader.regrade import Criterion, parse_selection
@@ -308,7 +309,8 @@ def render_table(diff: RegradeDiff, *, show: int = 20) -> str:
         f"pairs {diff.n}, compared {diff.compared}, changed {diff.changed}, "
         f"failed {diff.failed}, pending {diff.pending}",
         f"kappa between versions (Cohen's) {_fmt(diff.kappa_between_versions)}",
-        f"cost ${diff.cost:.4f} (without the batch discount ${diff.cost_without_batch:.4f}; "
+        f"cost {usd_or_unknown(diff.cost)} "
+        f"(without the batch discount {usd_or_unknown(diff.cost_without_batch)}; "
         f"{diff.batch_graded} graded by batch)",
         "",
         "transition (rows: old grade, columns: new grade)",

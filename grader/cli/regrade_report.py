@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from calibration.report import CSS
+from grader.cost import usd_or_unknown
 from grader.io.files import atomic_write
 from grader.regrade_diff import RegradeDiff
 
@@ -49,8 +50,8 @@ def render_diff_html(diff: RegradeDiff, *, title: str, old_label: str, new_label
         f'<span id="failed">{diff.failed}</span> failed, {diff.pending} pending.</p>',
         '<p class="verdict">Cohen\'s kappa between versions: <span id="kappa_between_versions">'
         f"{'n/a' if kappa is None else f'{kappa:.3f}'}</span></p>",
-        f'<p>Cost <span id="cost">${diff.cost:.4f}</span> (without the batch discount '
-        f'<span id="cost_without_batch">${diff.cost_without_batch:.4f}</span>; '
+        f'<p>Cost <span id="cost">{usd_or_unknown(diff.cost)}</span> (without the batch discount '
+        f'<span id="cost_without_batch">{usd_or_unknown(diff.cost_without_batch)}</span>; '
         f"{diff.batch_graded} graded by batch).</p>",
         "<h2>Transition</h2>",
         '<table id="transition"><caption>Rows: old grade; columns: new grade (colour: share of '
