@@ -200,3 +200,13 @@ def test_qrels_with_a_bad_first_grade_names_the_grade_not_a_csv_header(
     assert main(["evaluate", str(qrels), files["bm25.run"]]) == 2
     err = capsys.readouterr().err
     assert "bad.qrels:1" in err and "'nan' is not an integer" in err and "header" not in err
+
+
+def test_run_names_from_stems_folders_and_file_names() -> None:
+    from grader.cli.evaluate import run_names
+
+    assert run_names(["x/bm25.txt", "y/dense.run.gz"]) == ["bm25", "dense"]
+    assert run_names(["a/run.txt", "b/run.txt"]) == ["a/run", "b/run"]
+    assert run_names(["r.txt", "r.txt.gz"]) == ["r.txt", "r.txt.gz"]
+    assert run_names(["d/r.txt", "d/r.txt.gz"]) == ["r.txt", "r.txt.gz"]
+    assert run_names(["r.txt", "r.txt"]) == ["r.txt", "r.txt'"]

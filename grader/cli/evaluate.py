@@ -105,7 +105,9 @@ def register(sub: Any) -> None:
 
 
 def run_names(paths: list[str]) -> list[str]:
-    """Each run's name: the file stem (without .gz); repeats get their folder prepended."""
+    """Each run's name: the file stem (without .gz). Stems that repeat get their folder
+    prepended (`a/run`, `b/run`), or, in the same folder, the whole file name (`r.txt`,
+    `r.txt.gz`); the very same file twice gets a prime."""
     stems = []
     for text in paths:
         p = Path(text)
@@ -113,7 +115,13 @@ def run_names(paths: list[str]) -> list[str]:
         stems.append(Path(name).stem or name)
     names = []
     for text, stem in zip(paths, stems, strict=True):
-        name = stem if stems.count(stem) == 1 else f"{Path(text).parent.name}/{stem}"
+        parent = Path(text).parent.name
+        if stems.count(stem) == 1:
+            name = stem
+        elif parent and [Path(t).parent.name for t in paths].count(parent) == 1:
+            name = f"{parent}/{stem}"
+        else:
+            name = Path(text).name
         while name in names:
             name += "'"
         names.append(name)
