@@ -22,6 +22,11 @@ Strategies:
   would give pi in {0, 1}, which no weighting can undo; the floor keeps every pair's pi > 0.
 - query-balanced: strata are the queries, equal allocation, so a query with 300 graded documents
   does not drown one with 5.
+- whole-queries: cluster sampling. m of the Q queries are drawn uniformly without replacement
+  and every eligible pair of a drawn query is in the sample, so pi = m / Q for every pair and
+  the sample size is only about n (m = round(n Q / N), at least 1). Per-query measures (nDCG,
+  RR, ...) need every judged grade of a query, so this is the design that lets calibration
+  estimate each run's mean measure (PPI++ over queries), not only pair-level figures.
 """
 
 from __future__ import annotations
@@ -35,9 +40,16 @@ import numpy as np
 from grader.errors import InputError
 from grader.models import Judgment
 
-Strategy = Literal["uniform", "stratified", "uncertainty", "low", "query-balanced"]
+Strategy = Literal["uniform", "stratified", "uncertainty", "low", "query-balanced", "whole-queries"]
 Allocation = Literal["equal", "proportional"]
-STRATEGIES: tuple[str, ...] = ("uniform", "stratified", "uncertainty", "low", "query-balanced")
+STRATEGIES: tuple[str, ...] = (
+    "uniform",
+    "stratified",
+    "uncertainty",
+    "low",
+    "query-balanced",
+    "whole-queries",
+)
 ALLOCATIONS: tuple[str, ...] = ("equal", "proportional")
 
 
@@ -141,7 +153,7 @@ def systematic_draw(pi: np.ndarray, order: np.ndarray, rng: np.random.Generator)
 
 
 def _uncertainties(judgments: Sequence[Judgment]) -> tuple[np.ndarray, str, int]:
-    """Per-pair uncertainty, its source, and how many pairs lacked it (given the maximum)."""
+    """Per-pair uncertainty, its source, and how many pairs lacked it (scale's maximum given)."""
     conf = [j.confidence for j in judgments]
     dis = [j.disagreement for j in judgments]
     if any(c is not None for c in conf):
@@ -154,8 +166,9 @@ def _uncertainties(judgments: Sequence[Judgment]) -> tuple[np.ndarray, str, int]
             "disagreement, and none of the judgments has either",
             hint="grade with logprobs or several --model, or use --strategy stratified",
         )
-    known = [v for v in values if v is not None]
-    top = max(known)
+    # A pair without the measure (no logprobs; a failed ensemble member) is as uncertain as can
+    # be: the scale's maximum, 1 for 1 - confidence and 3 for a disagreement of grades 0..3.
+    top = 1.0 if source == "1 - confidence" else 3.0
     missing = sum(v is None for v in values)
     return np.array([top if v is None else v for v in values], dtype=np.float64), source, missing
 
@@ -173,6 +186,7 @@ class Design:
     uncertainty: np.ndarray | None = None
     uncertainty_source: str | None = None
     uncertainty_imputed: int = 0
+    queries_drawn: int | None = None  # whole-queries: how many queries are drawn
 
 
 def _check_population(pop: list[Judgment]) -> None:
@@ -229,7 +243,13 @@ def plan_design(
     unc: np.ndarray | None = None
     source: str | None = None
     imputed = 0
-    if strategy == "uncertainty":
+    queries_drawn: int | None = None
+    if strategy == "whole-queries":
+        n_queries = len(keys)
+        queries_drawn = min(n_queries, max(1, round(size * n_queries / len(pop))))
+        pi = np.full(len(pop), queries_drawn / n_queries)
+        expected: np.ndarray = sizes * queries_drawn / n_queries
+    elif strategy == "uncertainty":
         if floor <= 0:
             raise InputError(f"--floor must be > 0 so every pair can be drawn, got {floor}")
         unc, source, imputed = _uncertainties(pop)
@@ -259,6 +279,7 @@ def plan_design(
         uncertainty=unc,
         uncertainty_source=source,
         uncertainty_imputed=imputed,
+        queries_drawn=queries_drawn,
     )
 
 
@@ -268,10 +289,14 @@ def draw_from(design: Design, seed: int) -> SampleDraw:
     keys = sorted(design.strata)
     index = {k: i for i, k in enumerate(keys)}
     stratum_of = np.array([index[k] for k in design.labels], dtype=np.int64)
-    order = np.concatenate(
-        [rng.permutation(np.flatnonzero(stratum_of == s)) for s in range(len(keys))]
-    )
-    chosen = rng.permutation(systematic_draw(design.pi, order, rng))
+    if design.queries_drawn is not None:  # whole-queries: every pair of m random queries
+        picked = rng.choice(len(keys), size=design.queries_drawn, replace=False)
+        chosen = rng.permutation(np.flatnonzero(np.isin(stratum_of, picked)))
+    else:
+        order = np.concatenate(
+            [rng.permutation(np.flatnonzero(stratum_of == s)) for s in range(len(keys))]
+        )
+        chosen = rng.permutation(systematic_draw(design.pi, order, rng))
     pop, unc = design.judgments, design.uncertainty
     pairs = [
         SampledPair(

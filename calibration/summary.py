@@ -121,10 +121,25 @@ def _run_estimates(
     notes: list[str] = []
     if not labelled:
         notes.append(
-            "no per-run estimates: no query has all its LLM-graded pairs graded by people "
-            "(a per-query measure needs the whole query)"
+            "per-run estimates are LLM-only: no query has all its LLM-graded pairs graded by "
+            "people, and a per-query measure needs the whole query (draw the sample with "
+            "`relgrade sample --strategy whole-queries`)"
         )
-        return {}, notes
+        unlabelled = {name: per_query_scores(llm, run, measure) for name, run in runs.items()}
+        return {
+            name: {
+                "llm_only": float(f.mean()) if len(f) else None,
+                "human_only": None,
+                "ppi": None,
+                "ppi_ci": None,
+                "human_only_ci": None,
+                "n_labelled": 0,
+                "n_unlabelled": len(f),
+                "measure": measure,
+                "unit": "query",
+            }
+            for name, f in unlabelled.items()
+        }, notes
     human_qrels = _qrels(paired.frame[paired.frame["query_id"].isin(labelled)], "human")
     out: dict[str, Any] = {}
     for name, run in runs.items():

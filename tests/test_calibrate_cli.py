@@ -349,8 +349,12 @@ def test_runs_without_any_whole_query_say_why_there_is_no_run_estimate(
     args += ["--human", str(_write_qrels(tmp_path / "h.txt", part)), "--bootstrap", "0"]
     out = _json(capsys, [*args, "--run", _runs(tmp_path, human, [1.0])[0]])
     assert "relevant_share" in out["estimates"]
-    assert out["estimates"]["runs"] == {}
-    assert any("whole query" in note for note in out["notes"])
+    [est] = out["estimates"]["runs"].values()
+    # Listed with the LLM-only figure; no human-based number is invented for it.
+    assert 0.0 <= est["llm_only"] <= 1.0
+    assert est["human_only"] is None and est["ppi"] is None and est["ppi_ci"] is None
+    assert est["n_labelled"] == 0 and est["n_unlabelled"] == 6
+    assert any("whole query" in note and "whole-queries" in note for note in out["notes"])
 
 
 def test_report_flag_writes_the_html_and_tables_show_systems(

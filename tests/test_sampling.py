@@ -155,3 +155,28 @@ def test_any_design_has_pi_in_range_summing_to_n_and_draws_exactly_n(
     assert design.pi.sum() == pytest.approx(size)
     draw = draw_sample(pop, strategy=strategy, n=size, allocation=allocation, seed=seed)
     assert len({(p.query_id, p.doc_id) for p in draw.pairs}) == size
+
+
+def test_whole_queries_takes_every_pair_of_m_random_queries_with_pi_m_over_q() -> None:
+    pop = population({0: 30, 1: 20, 2: 10, 3: 4}, queries=8, with_distribution=True)
+    design = plan_design(pop, strategy="whole-queries", size=16)
+    assert design.queries_drawn == 2  # round(16 * 8 / 64)
+    assert np.allclose(design.pi, 2 / 8)
+    by_query: dict[str, int] = {}
+    for j in pop:
+        by_query[j.query_id] = by_query.get(j.query_id, 0) + 1
+    hits = dict.fromkeys(by_query, 0)
+    runs = 2000
+    for seed in range(runs):
+        draw = draw_sample(pop, strategy="whole-queries", n=16, seed=seed)
+        drawn: dict[str, int] = {}
+        for p in draw.pairs:
+            drawn[p.query_id] = drawn.get(p.query_id, 0) + 1
+            assert p.inclusion_probability == pytest.approx(0.25)
+        assert len(drawn) == 2
+        assert all(drawn[q] == by_query[q] for q in drawn)  # whole queries, nothing partial
+        for q in drawn:
+            hits[q] += 1
+    for q, count in hits.items():
+        se = np.sqrt(0.25 * 0.75 / runs)
+        assert abs(count / runs - 0.25) <= 4 * se, q

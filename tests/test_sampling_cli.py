@@ -11,7 +11,7 @@ import pytest
 
 from calibration.manifest import read_manifest
 from grader.cli.main import main
-from grader.io.judgments import write_judgments
+from grader.io.judgments import read_judgments, write_judgments
 from tests.sampling_helpers import make_judgment, population
 
 
@@ -216,6 +216,33 @@ def test_the_loop_sample_grade_import_calibrate_is_weighted(
     assert report["n"] == 12
     assert report["manifest"].endswith("human.manifest.json")
     assert report["weighted_n"] == pytest.approx(76)  # weights sum back to the population
+
+
+def test_a_whole_queries_sample_gives_per_run_estimates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = _sample(tmp_path, "--strategy", "whole-queries", "--n", "40")
+    assert code == 0
+    rows = _rows(out)
+    assert len({r["query_id"] for r in rows}) == 2  # round(40 * 4 / 76) whole queries
+    human = tmp_path / "human.csv"
+    manifest = tmp_path / "sample.manifest.json"
+    argv = ["sample", "--import", str(_fill(out)), "--manifest", str(manifest)]
+    assert main([*argv, "--out", str(human)]) == 0
+    judgments = read_judgments(tmp_path / "j.jsonl")
+    run = tmp_path / "sys.run"
+    run.write_text(
+        "".join(
+            f"{j.query_id} Q0 {j.doc_id} {i + 1} {100 - i} sys\n" for i, j in enumerate(judgments)
+        )
+    )
+    capsys.readouterr()
+    argv = ["calibrate", "--llm", str(tmp_path / "j.jsonl"), "--human", str(human)]
+    assert main([*argv, "--run", str(run), "--format", "json", "--bootstrap", "0"]) == 0
+    est = json.loads(capsys.readouterr().out)["estimates"]["runs"]["sys"]
+    assert est["n_labelled"] == 2 and est["n_unlabelled"] == 2
+    assert est["ppi"] is not None and est["human_only"] is not None
+    assert est["ppi_ci"][0] <= est["ppi"] <= est["ppi_ci"][1]
 
 
 def test_labelstudio_tasks_and_config_carry_the_prompt_scale(tmp_path: Path) -> None:
