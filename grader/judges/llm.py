@@ -14,7 +14,8 @@ workers) to the next mode, under a lock, and is recorded in `mode_switches`.
 After the last attempt the judgment is `failed` with the error, the raw last reply, the attempts
 and the tokens of every attempt; never a grade. Bad credentials, missing permission or an unknown
 model (401/403/404) raise `JudgeError` at once, since every other pair would fail the same way.
-The API key is redacted from every message this module produces.
+The API key is redacted from every message this judge produces (judgments and call records are
+built in `grader.judges.llm_results`).
 
 Endpoints: OpenAI by default; any OpenAI-compatible server by `base_url` / `OPENAI_BASE_URL`
 (vLLM `http://host:8000/v1`, Ollama `http://localhost:11434/v1`, llama.cpp server, Azure
@@ -29,7 +30,6 @@ import asyncio
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import openai
@@ -37,12 +37,13 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
 from grader.cost import PriceTable, estimate_usage
 from grader.errors import JudgeError
+from grader.judges.llm_results import CallState, JudgmentRecorder
 from grader.judges.llm_types import CallRecord, ModeSwitch, RenderedRequest, request_body
 from grader.judges.ratelimit import RateLimiter
 from grader.judges.replies import GradeReply, InvalidReply, parse_body, parse_completion
-from grader.judges.retry import RetryPolicy, is_fatal, retry_delay, should_retry, status_of
+from grader.judges.retry import RetryPolicy, is_fatal, retry_delay, should_retry
 from grader.judges.server_settings import ServerSettings
-from grader.models import Doc, Judgment, JudgmentError, Query, Usage
+from grader.models import Doc, Judgment, Query, Usage
 from grader.prompts import (
     OutputMode,
     PromptSpec,
@@ -60,24 +61,6 @@ __all__ = ["CallRecord", "LLMJudge", "ModeSwitch", "RenderedRequest", "request_b
 
 class _ModeRejected(Exception):
     """The server refused this request's output mode or a parameter; resend without it."""
-
-
-@dataclass
-class _CallState:
-    """What one judgment's attempts share: history, counters, the last reply."""
-
-    query: Query
-    doc: Doc
-    key: str
-    mode: OutputMode
-    messages: list[dict[str, Any]]
-    truncated: bool
-    attempts: int = 0
-    counted: int = 0
-    reasks: int = 0
-    transient: int = 0
-    usage: Usage = field(default_factory=Usage)
-    last_raw: str | None = None
 
 
 class LLMJudge:
@@ -127,7 +110,8 @@ class LLMJudge:
         else:
             client = client.with_options(max_retries=0, timeout=timeout)
             key = key or getattr(client, "api_key", None)
-        self._secrets = [s for s in (key, getattr(client, "api_key", None)) if s and len(s) >= 4]
+        secrets = [s for s in (key, getattr(client, "api_key", None)) if s and len(s) >= 4]
+        self._recorder = JudgmentRecorder(self, secrets)
         self.client = client
         self.base_url = str(client.base_url)
 
@@ -195,7 +179,7 @@ class LLMJudge:
         """Grade one pair: ok, or failed with the reason; raises JudgeError only when fatal."""
         started = time.perf_counter()
         messages, truncated = render_messages(self.prompt, query, doc, mode=self.server.mode)
-        state = _CallState(query, doc, key, self.server.mode, messages, truncated)
+        state = CallState(query, doc, key, self.server.mode, messages, truncated)
         retrying = AsyncRetrying(
             retry=retry_if_exception(self._retryable),
             stop=lambda rs: self._stop(state, rs),
@@ -210,14 +194,24 @@ class LLMJudge:
         except JudgeError:
             raise
         except InvalidReply as exc:
-            return self._failed(state, "InvalidReply", f"{exc.kind}: {exc.message}", started)
+            return self._recorder.failed(
+                state, "InvalidReply", f"{exc.kind}: {exc.message}", started
+            )
         except openai.APIStatusError as exc:
-            body = self._redact(exc.response.text[:2000]) if exc.response is not None else None
+            body = (
+                self._recorder.redact(exc.response.text[:2000])
+                if exc.response is not None
+                else None
+            )
             state.last_raw = body or state.last_raw
-            return self._failed(state, type(exc).__name__, self._message(exc), started)
+            return self._recorder.failed(
+                state, type(exc).__name__, self._recorder.message(exc), started
+            )
         except (openai.APIError, _ModeRejected) as exc:
-            return self._failed(state, type(exc).__name__, self._message(exc), started)
-        return self._ok(state, reply, started)
+            return self._recorder.failed(
+                state, type(exc).__name__, self._recorder.message(exc), started
+            )
+        return self._recorder.ok(state, reply, started)
 
     def judgment_from_body(
         self,
@@ -232,18 +226,18 @@ class LLMJudge:
     ) -> Judgment:
         """A Judgment from one reply body obtained elsewhere (a Batch API output line): the same
         validation as live grading, but no re-ask is possible, so an invalid reply fails."""
-        state = _CallState(query, doc, key, mode, [], truncated, attempts=1)
+        state = CallState(query, doc, key, mode, [], truncated, attempts=1)
         try:
             reply = parse_completion(body, mode=mode, spec=self.prompt)
         except InvalidReply as exc:
             state.usage = exc.usage
             state.last_raw = exc.raw
-            return self._failed(
+            return self._recorder.failed(
                 state, "InvalidReply", f"{exc.kind}: {exc.message}", None, batch=batch
             )
-        return self._ok(state, reply, None, batch=batch)
+        return self._recorder.ok(state, reply, None, batch=batch)
 
-    async def _attempt(self, state: _CallState) -> GradeReply:
+    async def _attempt(self, state: CallState) -> GradeReply:
         if state.mode != self.server.mode:  # another worker switched the mode: start over in it
             state.mode = self.server.mode
             state.messages, state.truncated = render_messages(
@@ -265,14 +259,14 @@ class LLMJudge:
             await self._on_status_error(state, exc, body, t0)
             raise
         except openai.APIError as exc:
-            self._record(state, "retry", t0, Usage(), exc=exc)
+            self._recorder.record(state, "retry", t0, Usage(), exc=exc)
             raise
         try:
             reply = parse_completion(parse_body(text), mode=mode, spec=self.prompt)
         except InvalidReply as exc:
             state.usage = state.usage + exc.usage
             state.last_raw = exc.raw
-            self._record(state, "invalid", t0, exc.usage, exc=exc, status=200)
+            self._recorder.record(state, "invalid", t0, exc.usage, exc=exc, status=200)
             self.limiter.settle(estimated, exc.usage.prompt_tokens + exc.usage.completion_tokens)
             if exc.kind not in _RESEND_KINDS:
                 state.reasks += 1
@@ -285,14 +279,14 @@ class LLMJudge:
         state.usage = state.usage + reply.usage
         state.last_raw = reply.raw
         self.limiter.settle(estimated, reply.usage.prompt_tokens + reply.usage.completion_tokens)
-        self._record(state, "ok", t0, reply.usage, status=200)
+        self._recorder.record(state, "ok", t0, reply.usage, status=200)
         return reply
 
     async def _on_status_error(
-        self, state: _CallState, exc: openai.APIStatusError, body: dict[str, Any], t0: float
+        self, state: CallState, exc: openai.APIStatusError, body: dict[str, Any], t0: float
     ) -> None:
         if is_fatal(exc):
-            self._record(state, "fatal", t0, Usage(), exc=exc)
+            self._recorder.record(state, "fatal", t0, Usage(), exc=exc)
             hint = (
                 "the account's quota is used up: check its billing"
                 if exc.status_code == 429
@@ -300,19 +294,19 @@ class LLMJudge:
             )
             raise JudgeError(
                 f"{self.base_url} answered {exc.status_code} for model {self.model!r}: "
-                f"{self._message(exc)} ({hint})"
+                f"{self._recorder.message(exc)} ({hint})"
             ) from None
         if exc.status_code in (400, 422) and await self.server.adapt(
-            state.mode, body, self._message(exc)
+            state.mode, body, self._recorder.message(exc)
         ):
-            self._record(state, "mode_rejected", t0, Usage(), exc=exc)
-            raise _ModeRejected(self._message(exc)) from None
+            self._recorder.record(state, "mode_rejected", t0, Usage(), exc=exc)
+            raise _ModeRejected(self._recorder.message(exc)) from None
         if should_retry(exc):
-            self._record(state, "retry", t0, Usage(), exc=exc)
+            self._recorder.record(state, "retry", t0, Usage(), exc=exc)
             if exc.status_code == 429:
                 self.limiter.pause(retry_delay(exc, state.transient + 1, self.policy))
         else:
-            self._record(state, "error", t0, Usage(), exc=exc)
+            self._recorder.record(state, "error", t0, Usage(), exc=exc)
 
     # -- tenacity hooks --------------------------------------------------------------------------
 
@@ -322,7 +316,7 @@ class LLMJudge:
             return True
         return should_retry(exc)
 
-    def _stop(self, state: _CallState, rs: RetryCallState) -> bool:
+    def _stop(self, state: CallState, rs: RetryCallState) -> bool:
         exc = rs.outcome.exception() if rs.outcome is not None else None
         if not isinstance(exc, _ModeRejected):
             state.counted += 1
@@ -330,7 +324,7 @@ class LLMJudge:
             return True
         return isinstance(exc, InvalidReply) and state.reasks > self.policy.max_reasks
 
-    def _wait(self, state: _CallState, rs: RetryCallState) -> float:
+    def _wait(self, state: CallState, rs: RetryCallState) -> float:
         exc = rs.outcome.exception() if rs.outcome is not None else None
         if isinstance(exc, _ModeRejected):
             return 0.0
@@ -341,119 +335,6 @@ class LLMJudge:
             return 0.0
         return retry_delay(exc, state.transient, self.policy)
 
-    # -- results ---------------------------------------------------------------------------------
-
-    def _ok(
-        self, state: _CallState, reply: GradeReply, started: float | None, *, batch: bool = False
-    ) -> Judgment:
-        return Judgment(
-            query_id=state.query.query_id,
-            doc_id=state.doc.doc_id,
-            grade=reply.grade,
-            status="ok",
-            reason=reply.reason,
-            distribution=reply.distribution,
-            expected_grade=reply.expected_grade,
-            judge=self.judge_id,
-            prompt=self.prompt.ref(),
-            key=state.key,
-            attempts=state.attempts,
-            usage=state.usage if started is not None else reply.usage,
-            cost=self._cost(state.usage if started is not None else reply.usage, batch),
-            latency_ms=_elapsed_ms(started),
-            truncated=state.truncated,
-        )
-
-    def _failed(
-        self,
-        state: _CallState,
-        kind: str,
-        message: str,
-        started: float | None,
-        *,
-        batch: bool = False,
-    ) -> Judgment:
-        raw = self._redact(state.last_raw) if state.last_raw is not None else None
-        return Judgment(
-            query_id=state.query.query_id,
-            doc_id=state.doc.doc_id,
-            status="failed",
-            judge=self.judge_id,
-            prompt=self.prompt.ref(),
-            key=state.key,
-            attempts=state.attempts,
-            usage=state.usage,
-            cost=self._cost(state.usage, batch),
-            latency_ms=_elapsed_ms(started),
-            truncated=state.truncated,
-            error=JudgmentError(type=kind, message=self._redact(message), raw_reply=raw),
-        )
-
-    def _cost(self, usage: Usage, batch: bool) -> float | None:
-        return self.prices.cost(self.model, usage, batch=batch) if self.prices else None
-
-    def _record(
-        self,
-        state: _CallState,
-        outcome: str,
-        t0: float,
-        usage: Usage,
-        *,
-        exc: BaseException | None = None,
-        status: int | None = None,
-    ) -> None:
-        if self.on_call is None:
-            return
-        self.on_call(
-            CallRecord(
-                key=state.key,
-                query_id=state.query.query_id,
-                doc_id=state.doc.doc_id,
-                judge=self.judge_id,
-                model=self.model,
-                attempt=state.attempts,
-                outcome=outcome,
-                output_mode=state.mode,
-                latency_ms=(time.perf_counter() - t0) * 1000.0,
-                usage=usage,
-                http_status=status if status is not None else (status_of(exc) if exc else None),
-                error_type=_error_type(exc),
-                error_message=self._message(exc) if exc is not None else None,
-            )
-        )
-
-    def _message(self, exc: BaseException) -> str:
-        if isinstance(exc, InvalidReply):
-            return self._redact(f"{exc.kind}: {exc.message}")
-        text = str(exc)
-        if isinstance(exc, openai.APIStatusError):
-            body = exc.body
-            if isinstance(body, dict):
-                inner = body.get("error", body)
-                if isinstance(inner, dict) and inner.get("message"):
-                    text = str(inner["message"])
-            text = (
-                f"{exc.status_code} {text}" if not text.startswith(str(exc.status_code)) else text
-            )
-        return self._redact(text)
-
-    def _redact(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, "[redacted]")
-        return text
-
 
 def _reask_text(spec: PromptSpec, exc: InvalidReply) -> str:
     return render_reask(spec, exc.message)
-
-
-def _error_type(exc: BaseException | None) -> str | None:
-    if exc is None:
-        return None
-    if isinstance(exc, InvalidReply):
-        return f"InvalidReply.{exc.kind}"
-    return type(exc).__name__
-
-
-def _elapsed_ms(started: float | None) -> float | None:
-    return None if started is None else (time.perf_counter() - started) * 1000.0
