@@ -66,6 +66,25 @@ def _group_bias(
     return rows
 
 
+def _pairs_with(
+    human: npt.ArrayLike,
+    llm: npt.ArrayLike,
+    weights: npt.ArrayLike | None,
+    column: str,
+    values: npt.ArrayLike,
+) -> pd.DataFrame:
+    """Paired grades, weights and one more per-pair value; pairs lacking the value are dropped."""
+    h = np.asarray(human, dtype=np.float64)
+    return pd.DataFrame(
+        {
+            "human": h,
+            "llm": np.asarray(llm, dtype=np.float64),
+            column: np.asarray(values, dtype=np.float64),
+            "weight": _w(weights, h.size),
+        }
+    ).dropna(subset=[column])
+
+
 def bias_by_length(
     human: npt.ArrayLike,
     llm: npt.ArrayLike,
@@ -80,15 +99,7 @@ def bias_by_length(
     (low - 1, high] as pd.qcut cuts; buckets with equal edges are merged, so fewer than `bins`
     rows can come back.
     """
-    h = np.asarray(human, dtype=np.float64)
-    frame = pd.DataFrame(
-        {
-            "human": h,
-            "llm": np.asarray(llm, dtype=np.float64),
-            "length": np.asarray(lengths, dtype=np.float64),
-            "weight": _w(weights, h.size),
-        }
-    ).dropna(subset=["length"])
+    frame = _pairs_with(human, llm, weights, "length", lengths)
     if frame.empty:
         return []
     codes, edges = pd.qcut(frame["length"], bins, labels=False, retbins=True, duplicates="drop")
@@ -111,15 +122,7 @@ def bias_by_rank(
     A pair's rank is the best (smallest) rank any given run put it at; NaN means no run
     retrieved it, and such pairs are left out.
     """
-    h = np.asarray(human, dtype=np.float64)
-    frame = pd.DataFrame(
-        {
-            "human": h,
-            "llm": np.asarray(llm, dtype=np.float64),
-            "rank": np.asarray(ranks, dtype=np.float64),
-            "weight": _w(weights, h.size),
-        }
-    ).dropna(subset=["rank"])
+    frame = _pairs_with(human, llm, weights, "rank", ranks)
     if frame.empty:
         return []
     buckets = [*RANK_BUCKETS, (RANK_BUCKETS[-1][1] + 1, None)]
