@@ -36,13 +36,14 @@ from calibration.manifest import (
 from grader.annotate.gradelog import GradeLog, grade_log_path
 from grader.annotate.scale import neutral_scale, prompt_scale
 from grader.annotate.server import AnnotateItem, AnnotateServer
+from grader.cli.commands import COMMANDS
 from grader.errors import InputError, RelgradeError
 
 
 def register(sub: Any) -> None:
     parser = sub.add_parser(
         "annotate",
-        help="grade a blind sample in a local web page (keys 0-3), or export the grades",
+        help=COMMANDS["annotate"],
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -26,6 +26,7 @@ from grader.cli.batch_common import (
     make_runner,
     progress_printer,
 )
+from grader.cli.commands import COMMANDS
 from grader.cli.grade import _api_key
 from grader.errors import InputError
 from grader.store import Store
@@ -35,7 +36,7 @@ from grader.store_writer import StoreWriter
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "batch",
-        help="status and collection of Batch API jobs kept in a store",
+        help=COMMANDS["batch"],
         description="Check on, and finish, the Batch API jobs that regrade --batch recorded.",
     )
     actions = p.add_subparsers(dest="action", metavar="ACTION")

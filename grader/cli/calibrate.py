@@ -17,13 +17,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from grader.cli.commands import COMMANDS
 from grader.errors import InputError
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "calibrate",
-        help="agreement of LLM grades with human grades, bias, system ranking, estimates",
+        help=COMMANDS["calibrate"],
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from grader.cli.commands import COMMANDS
 from grader.io.files import iter_lines
 from grader.io.trec import read_qrels, read_run
 from grader.metrics import DEFAULT_MEASURES, evaluate, mean_scores, parse_measures
@@ -57,7 +58,7 @@ default measures: {" ".join(DEFAULT_MEASURES)}
 def register(sub: Any) -> None:
     parser = sub.add_parser(
         "evaluate",
-        help="score runs against qrels (nDCG, RR, P, R, AP, ...), identical to trec_eval",
+        help=COMMANDS["evaluate"],
         description=__doc__,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -16,6 +16,7 @@ from urllib.parse import urlparse
 
 import pandas as pd
 
+from grader.cli.commands import COMMANDS
 from grader.errors import BudgetError, InputError
 from grader.judges.base import Judge
 from grader.pairs import pairs_to_grade
@@ -55,7 +56,7 @@ is done (ok or failed); after 3 or 130, rerun the same command to finish and wri
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "grade",
-        help="grade run results 0-3 with an LLM or the lexical baseline",
+        help=COMMANDS["grade"],
         description="Grade the top --depth results of each run, reusing the store.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -12,22 +12,13 @@ import sys
 from collections.abc import Sequence
 
 from grader import __version__
+from grader.cli.commands import COMMANDS
 from grader.errors import RelgradeError
 
 # Each module defines `register(subparsers)`, which adds its parser and sets `func(args) -> int`.
 # Only the module of the command being run is imported (the others pull in the openai SDK,
 # pandas, matplotlib...), so `relgrade evaluate` and `relgrade --help` start fast; the one-line
-# summaries below are what `relgrade --help` lists.
-COMMANDS: dict[str, str] = {
-    "evaluate": "score runs against qrels (nDCG, RR, P, R, AP, ...), identical to trec_eval",
-    "grade": "grade run results 0-3 with an LLM or the lexical baseline",
-    "prompts": "list, show or render prompt files",
-    "calibrate": "agreement of LLM grades with human grades, bias, system ranking, estimates",
-    "sample": "draw a blind spot-check sample for people to grade, or import their grades",
-    "annotate": "grade a blind sample in a local web page (keys 0-3), or export the grades",
-    "regrade": "regrade stored judgments with a new prompt or model; diff old vs new",
-    "batch": "status and collection of Batch API jobs kept in a store",
-}
+# summaries in grader.cli.commands are what `relgrade --help` lists.
 
 
 def _command_in(argv: Sequence[str]) -> str | None:

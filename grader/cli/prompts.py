@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from grader.cli.commands import COMMANDS
 from grader.errors import PromptError
 from grader.models import Doc, Query
 from grader.prompts import OUTPUT_MODES, load_prompt, render_messages, shipped_prompt_files
@@ -20,7 +21,7 @@ from grader.prompts import OUTPUT_MODES, load_prompt, render_messages, shipped_p
 def register(sub: Any) -> None:
     parser = sub.add_parser(
         "prompts",
-        help="list, show or render prompt files",
+        help=COMMANDS["prompts"],
         description="List the shipped prompts, show one file, or render the exact request.",
     )
     actions = parser.add_subparsers(dest="action", metavar="ACTION")

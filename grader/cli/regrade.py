@@ -27,6 +27,7 @@ from grader.cli.batch_common import (
     make_runner,
     progress_printer,
 )
+from grader.cli.commands import COMMANDS
 from grader.cost import usd_or_unknown
 from grader.errors import InputError
 from grader.prompts import load_prompt
@@ -55,7 +56,7 @@ to write them. Exit status: 0 done (or batches left waiting with --no-wait), 1 s
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "regrade",
-        help="regrade stored judgments with a new prompt or model; diff old vs new",
+        help=COMMANDS["regrade"],
         description="Regrade the selected stored pairs and report what changed.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,

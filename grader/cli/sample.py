@@ -31,6 +31,7 @@ from calibration.manifest import (
 )
 from calibration.sampling import ALLOCATIONS, STRATEGIES, draw_sample
 from grader.annotate.scale import prompt_scale
+from grader.cli.commands import COMMANDS
 from grader.errors import InputError, RelgradeError
 from grader.models import Doc, Judgment, Query
 
@@ -38,7 +39,7 @@ from grader.models import Doc, Judgment, Query
 def register(sub: Any) -> None:
     parser = sub.add_parser(
         "sample",
-        help="draw a blind spot-check sample for people to grade, or import their grades",
+        help=COMMANDS["sample"],
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
