@@ -18,7 +18,8 @@ from calibration.agreement import to_float
 from grader.models import GRADES
 
 LENIENCY_MARGIN = 0.1
-"""|mean bias| below this many grade points is called balanced."""
+"""A mean bias of this many grade points or more is sizeable: lenient, strict or inconclusive
+(see `verdict`); below it, balanced unless its interval says otherwise."""
 
 RANK_BUCKETS: tuple[tuple[int, int], ...] = ((1, 1), (2, 3), (4, 10), (11, 20), (21, 100))
 
@@ -147,27 +148,46 @@ def verdict(
     llm_relevant: float | None,
     threshold: int = 2,
 ) -> dict[str, Any]:
-    """lenient / strict / balanced, with a sentence that gives the numbers.
+    """lenient / strict / balanced / inconclusive, with a sentence that gives the numbers.
 
-    Lenient (strict) when the mean bias is at least LENIENCY_MARGIN above (below) zero and its
-    95% interval, when known, excludes zero; balanced otherwise.
+    With m = LENIENCY_MARGIN and the 95% interval [lo, hi] of the mean bias:
+    - lenient (strict): the bias is at least m above (below) zero and the interval excludes zero;
+    - inconclusive: the interval contains zero and either reaches a sizeable bias of both signs
+      (lo <= -m and hi >= m) or the bias itself is sizeable (|bias| >= m): the data cannot
+      tell a lenient judge from a balanced or strict one (too few queries, or queries that
+      disagree), so no direction is claimed;
+    - balanced: otherwise (|bias| < m and the interval does not hold sizeable biases of both
+      signs).
+    Without an interval (no bootstrap) the bias alone decides between lenient, strict, balanced.
     """
     if mean_bias is None:
         return {"label": "unknown", "text": "No pair is graded on both sides."}
     lo, hi = (interval or [None, None])[:2]
-    excludes_zero = lo is None or hi is None or lo > 0 or hi < 0
-    if mean_bias >= LENIENCY_MARGIN and excludes_zero:
+    m = LENIENCY_MARGIN
+    ci = ""
+    excludes_zero, both_signs = True, False
+    if lo is not None and hi is not None:
+        ci = f" (95% CI {lo:+.2f} to {hi:+.2f})"
+        excludes_zero = lo > 0 or hi < 0
+        both_signs = lo <= -m and hi >= m
+    if mean_bias >= m and excludes_zero:
         label = "lenient"
-    elif mean_bias <= -LENIENCY_MARGIN and excludes_zero:
+    elif mean_bias <= -m and excludes_zero:
         label = "strict"
+    elif not excludes_zero and (abs(mean_bias) >= m or both_signs):
+        label = "inconclusive"
     else:
         label = "balanced"
-    ci = f" (95% CI {lo:+.2f} to {hi:+.2f})" if lo is not None and hi is not None else ""
     direction = "higher" if mean_bias >= 0 else "lower"
-    text = (
-        f"The LLM judge is {label}: its grades are on average {abs(mean_bias):.2f} points "
-        f"{direction} than people's{ci}."
-    )
+    average = f"on average {abs(mean_bias):.2f} points {direction} than people's{ci}"
+    if label == "inconclusive":
+        text = (
+            f"Whether the LLM judge is lenient or strict is inconclusive: its grades are "
+            f"{average}; the interval holds both 0 and biases of {m:.1f} points or more, "
+            "so these data cannot say whether, or which way, the judge leans."
+        )
+    else:
+        text = f"The LLM judge is {label}: its grades are {average}."
     if human_relevant is not None and llm_relevant is not None:
         text += (
             f" It calls {llm_relevant:.0%} of pairs relevant (grade >= {threshold}), "

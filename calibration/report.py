@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from calibration.plots import bias_svg, confusion_svg, distributions_svg, systems_svg
-from calibration.tables import AGREEMENT_ROWS, fmt
+from calibration.tables import AGREEMENT_ROWS, fmt, human_vs_human_rows, human_vs_human_title
 from grader.io.files import atomic_write
 
 CSS = """
@@ -74,12 +74,8 @@ def _agreement(s: dict[str, Any]) -> str:
 def _human_vs_human(hh: dict[str, Any] | None) -> str:
     if not hh:
         return ""
-    rows = [
-        [_e(label), fmt(hh["humans"][key]), fmt(hh["llm"][key])]
-        for key, label in AGREEMENT_ROWS
-        if key in hh["humans"]
-    ]
-    caption = f"Human vs human beside LLM vs human, on the {hh['n']} pairs all three graded"
+    rows = [[_e(cell) for cell in row] for row in human_vs_human_rows(hh)]
+    caption = human_vs_human_title(hh)
     return _table(["figure", "human B vs A", "LLM vs A"], rows, "human-vs-human", caption)
 
 

@@ -193,18 +193,33 @@ def confidence_table(conf: dict[str, Any]) -> Table:
     return table
 
 
+def human_vs_human_rows(hh: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(figure, human B vs human A, LLM vs human A) cells; each mean bias sits in its own
+    column under a label that names its direction (B - A; LLM - A)."""
+    rows = [
+        (label, fmt(hh["humans"][key]), fmt(hh["llm"][key]))
+        for key, label in AGREEMENT_ROWS
+        if key in hh["humans"] and key != "mean_bias"
+    ]
+    rows.append(("mean bias (human B - human A)", fmt(hh["humans"]["mean_bias"]), ""))
+    rows.append(("mean bias (LLM - human A)", "", fmt(hh["llm"]["mean_bias"])))
+    return rows
+
+
+def human_vs_human_title(hh: dict[str, Any]) -> str:
+    """What the human-vs-human table compares, and whether it is weighted."""
+    weighted = " (weighted by the sample manifest, as above)" if hh.get("weighted") else ""
+    return f"Human vs human beside LLM vs human, on the {hh['n']} pairs all three graded{weighted}"
+
+
 def human_vs_human_table(hh: dict[str, Any]) -> Table:
     """Two people against each other, and the LLM against the first person, on the same pairs."""
-    table = Table(
-        title=f"Human vs human beside LLM vs human, on the {hh['n']} pairs all three graded",
-        title_justify="left",
-    )
+    table = Table(title=human_vs_human_title(hh), title_justify="left")
     table.add_column("figure")
     table.add_column("human B vs human A", justify="right")
     table.add_column("LLM vs human A", justify="right")
-    for key, label in AGREEMENT_ROWS:
-        if key in hh["humans"]:
-            table.add_row(label, fmt(hh["humans"][key]), fmt(hh["llm"][key]))
+    for row in human_vs_human_rows(hh):
+        table.add_row(*row)
     return table
 
 

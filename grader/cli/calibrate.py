@@ -128,7 +128,10 @@ def run(args: argparse.Namespace) -> int:
         from calibration.interrater import human_vs_human
 
         second = read_human_grades(args.second_human, clamp=args.clamp)
-        summary["human_vs_human"] = human_vs_human(human, second, llm)
+        pair_weights = None
+        if weights is not None:
+            pair_weights = paired.frame[["query_id", "doc_id"]].assign(weight=weights)
+        summary["human_vs_human"] = human_vs_human(human, second, llm, pair_weights)
     summary["manifest"] = manifest or None
     summary["inputs"] = {
         "llm": str(args.llm),

@@ -1,0 +1,135 @@
+"""Issue 9, trustworthy numbers on inputs we did not write: `calibrate` on binary human grades,
+a weighted human-vs-human table, one prompt-sha format, one query order, an honest bias verdict.
+Every case runs the real CLI (`grader.cli.main`) and checks against scikit-learn where it can."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.metrics import cohen_kappa_score
+
+from calibration.bias import LENIENCY_MARGIN, verdict
+from grader.cli.main import main
+
+Rows = list[tuple[str, str, int]]
+
+
+def _write_qrels(path: Path, rows: Rows) -> Path:
+    path.write_text("".join(f"{q} 0 {d} {g}\n" for q, d, g in rows))
+    return path
+
+
+def _write_csv(path: Path, rows: Rows) -> Path:
+    path.write_text("query_id,doc_id,grade\n" + "".join(f"{q},{d},{g}\n" for q, d, g in rows))
+    return path
+
+
+def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> dict:
+    assert main(["calibrate", *argv, "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+# 5. A sizeable bias whose interval spans both signs is inconclusive, not balanced.
+
+
+def test_a_bias_whose_interval_spans_both_signs_is_inconclusive(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Four queries: the LLM grades two of them 2-3 points up, one 1 point down, one as people do,
+    # so the query bootstrap's interval of the mean bias runs from below 0 to far above.
+    human: Rows = []
+    llm: Rows = []
+    shift = {"q0": 3, "q1": 2, "q2": -1, "q3": 0}
+    for q, s in shift.items():
+        for d in range(5):
+            h = 0 if s > 0 else (1 if s < 0 else d % 4)
+            human.append((q, f"{q}d{d}", h))
+            llm.append((q, f"{q}d{d}", h + s))
+    hp = _write_csv(tmp_path / "human.csv", human)
+    lp = _write_qrels(tmp_path / "llm.qrels", llm)
+    argv = ["--llm", str(lp), "--human", str(hp), "--bootstrap", "500"]
+    out = _json(capsys, argv)
+    bias = out["mean_bias"]
+    lo, hi = out["intervals"]["mean_bias"]
+    assert bias == pytest.approx(
+        np.mean([m - h for (_, _, h), (_, _, m) in zip(human, llm, strict=True)])
+    )
+    assert bias >= LENIENCY_MARGIN and lo < 0 < hi  # sizeable, yet the sign is not known
+    assert out["verdict"]["label"] == "inconclusive"
+    assert "inconclusive" in out["verdict"]["text"] and "balanced" not in out["verdict"]["text"]
+    assert main(["calibrate", *argv]) == 0
+    assert "Verdict: Whether the LLM judge is lenient or strict is inconclusive" in (
+        " ".join(capsys.readouterr().out.split())
+    )
+
+
+def test_verdict_labels_at_the_documented_bounds() -> None:
+    m = LENIENCY_MARGIN
+    assert verdict(0.57, [-0.42, 1.58], None, None)["label"] == "inconclusive"  # the issue's case
+    assert verdict(0.3, [-0.05, 0.6], None, None)["label"] == "inconclusive"  # sizeable, 0 inside
+    assert verdict(0.02, [-2 * m, 2 * m], None, None)["label"] == "inconclusive"  # both signs
+    assert verdict(0.02, [-0.05, 0.3], None, None)["label"] == "balanced"
+    assert verdict(0.02, [-0.05, 0.05], None, None)["label"] == "balanced"
+    assert verdict(0.57, [0.2, 0.9], None, None)["label"] == "lenient"
+    assert verdict(-0.57, [-0.9, -0.2], None, None)["label"] == "strict"
+    assert verdict(0.57, None, None, None)["label"] == "lenient"  # no bootstrap: bias decides
+
+
+# 2. --second-human: weighted like the main table, mean bias labelled per column.
+
+
+def test_human_vs_human_is_weighted_like_the_main_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rng = np.random.default_rng(3)
+    a: Rows = []
+    b: Rows = []
+    llm: Rows = []
+    probs = []
+    for i in range(120):
+        q, d = f"q{i % 8}", f"d{i}"
+        g = int(rng.integers(0, 4))
+        a.append((q, d, g))
+        b.append((q, d, g if rng.random() < 0.6 else int(rng.integers(0, 4))))
+        m = min(3, g + int(rng.integers(0, 2))) if g < 2 else int(rng.integers(0, 4))
+        llm.append((q, d, m))
+        probs.append(0.05 if g >= 2 else 0.5)  # a stratified sample: rare grades drawn more
+    hp = _write_csv(tmp_path / "alice.csv", a)
+    bp = _write_csv(tmp_path / "bob.csv", b)
+    lp = _write_qrels(tmp_path / "llm.qrels", llm)
+    manifest = {
+        "strategy": "stratified",
+        "seed": 1,
+        "population": 5000,
+        "pairs": [
+            {"query_id": q, "doc_id": d, "inclusion_probability": p}
+            for (q, d, _), p in zip(a, probs, strict=True)
+        ],
+    }
+    (tmp_path / "alice.manifest.json").write_text(json.dumps(manifest))
+    argv = ["--llm", str(lp), "--human", str(hp), "--second-human", str(bp), "--bootstrap", "0"]
+    out = _json(capsys, argv)
+    hh = out["human_vs_human"]
+    assert out["weighted"] is True and hh["weighted"] is True and hh["n"] == 120
+    # The same pairs as the main table, so the LLM column must equal it figure for figure.
+    for key in ("exact_agreement", "cohen_kappa", "weighted_kappa_quadratic", "mean_bias"):
+        assert hh["llm"][key] == pytest.approx(out[key], abs=1e-12)
+    w = 1 / np.array(probs)
+    ga, gb = np.array([g for *_, g in a]), np.array([g for *_, g in b])
+    assert hh["humans"]["cohen_kappa"] == pytest.approx(
+        cohen_kappa_score(ga, gb, sample_weight=w), abs=1e-12
+    )
+    assert hh["humans"]["exact_agreement"] == pytest.approx(np.average(ga == gb, weights=w))
+    assert hh["humans"]["exact_agreement"] != pytest.approx(np.mean(ga == gb))
+    assert hh["humans"]["mean_bias"] == pytest.approx(np.average(gb - ga, weights=w))
+    assert main(["calibrate", *argv]) == 0
+    table = capsys.readouterr().out
+    assert "(weighted by the sample manifest, as above)" in " ".join(table.split())
+    lines = {line.split("│")[1].strip(): line for line in table.splitlines() if "│" in line}
+    cells = [c.strip() for c in lines["mean bias (LLM - human A)"].split("│")[1:-1]]
+    assert cells == ["mean bias (LLM - human A)", "", f"{hh['llm']['mean_bias']:.4f}"]
+    cells = [c.strip() for c in lines["mean bias (human B - human A)"].split("│")[1:-1]]
+    assert cells == ["mean bias (human B - human A)", f"{hh['humans']['mean_bias']:.4f}", ""]
