@@ -32,6 +32,7 @@ from calibration.confidence import confidence_report
 from calibration.estimates import ppi_mean
 from calibration.pairs import PairedGrades, pair_grades
 from calibration.systems import compare_systems, rank_agreement_intervals
+from grader.metrics.query_order import query_order
 
 DEFAULT_MEASURE = "nDCG@10"
 DEFAULT_THRESHOLD = 2
@@ -58,9 +59,9 @@ def _per_query(paired: PairedGrades, weights: npt.NDArray[np.float64] | None) ->
     figs = scalar_figures(mats)
     keys = ("exact_agreement", "cohen_kappa", "weighted_kappa_quadratic", "mean_bias")
     counts = np.bincount(codes, minlength=len(queries))
-    return [
-        {"query_id": q, "n": int(counts[i]), **{k: to_float(figs[k][i]) for k in keys}}
-        for i, q in enumerate(queries)
+    return [  # listed in the order evaluate lists queries (numeric ids by number)
+        {"query_id": queries[i], "n": int(counts[i]), **{k: to_float(figs[k][i]) for k in keys}}
+        for i in query_order(queries)
     ]
 
 

@@ -149,10 +149,11 @@ def estimates_table(est: dict[str, Any]) -> Table:
 
 
 def worst_queries_table(per_query: list[dict[str, Any]], k: int = 5) -> Table:
-    """The k queries with the lowest exact agreement (most pairs first on ties)."""
+    """The k queries with the lowest exact agreement (most pairs first on ties, then in the
+    per-query list's order)."""
     rows = sorted(
         (q for q in per_query if q["exact_agreement"] is not None),
-        key=lambda q: (q["exact_agreement"], -q["n"], q["query_id"]),
+        key=lambda q: (q["exact_agreement"], -q["n"]),
     )[:k]
     table = Table(title=f"The {len(rows)} queries with the lowest agreement", title_justify="left")
     for name in ("query", "n", "exact", "kappa", "quadratic kappa", "bias"):

@@ -20,8 +20,25 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from grader.metrics import ap, judged, ndcg, precision, recall, rprec, rr, success
-from grader.metrics.measures import Measure, parse_measure
+from grader.metrics import (
+    ap,
+    bpref,
+    err,
+    judged,
+    judged_only,
+    ndcg,
+    ndcg_gains,
+    numrel,
+    numrelret,
+    numret,
+    precision,
+    recall,
+    rprec,
+    rr,
+    success,
+)
+from grader.metrics.measures import SUMMED, Measure, parse_measure
+from grader.metrics.query_order import query_order
 from grader.metrics.ranked import Ranked, join
 from grader.metrics.ranking import Precision
 
@@ -37,7 +54,17 @@ KERNELS: dict[str, Kernel] = {
     "Rprec": rprec.compute,
     "Success": success.compute,
     "Judged": judged.compute,
+    "ERR": err.compute,
+    "Bpref": bpref.compute,
+    "NumRet": numret.compute,
+    "NumRel": numrel.compute,
+    "NumRelRet": numrelret.compute,
 }
+
+
+def _kernel(measure: Measure) -> Kernel:
+    """The kernel of a measure (nDCG with a gain map has its own)."""
+    return ndcg_gains.compute if measure.gains else KERNELS[measure.name]
 
 
 def evaluate(
@@ -52,7 +79,8 @@ def evaluate(
 
     `qrels` has [query_id, doc_id, grade]; `run` has [query_id, doc_id] and `rank` (as read_run
     gives, in trec_eval order) or `score` (ranked here, compared in `precision`). Measure names
-    in the output are canonical, with the threshold explicit (`RR(rel=2)@10`).
+    in the output are canonical, with the threshold explicit (`RR(rel=2)@10`). Queries are listed
+    in `query_order` (by number when every id is a whole number, else as text).
     attrs: `missing` = qrels queries absent from the run (scored 0, or left out with
     missing="skip"), `n_queries` = queries in the mean, `qrels_queries` = queries in the qrels,
     `unjudged_queries` = run queries the qrels lack (ignored).
@@ -63,14 +91,19 @@ def evaluate(
     cutoffs = [m.cutoff for m in parsed]
     # measures that all stop at a cutoff never look below the deepest one
     depth = max(c for c in cutoffs if c is not None) if all(cutoffs) and cutoffs else None
+    if any(m.judged_only for m in parsed):
+        depth = None  # the condensed top k may reach below rank k
     ranked = join(qrels, run, precision=precision, depth=depth)
     answered = ranked.returned > 0
     keep = answered if missing == "skip" else np.ones(ranked.n_queries, dtype=bool)
     qids = np.asarray(ranked.query_ids, dtype=object)[keep]
+    listed = query_order(list(qids))  # numeric ids by number, like calibrate's per-query lists
+    qids = qids[listed]
     columns: dict[str, npt.NDArray[np.float64]] = {}
+    condensed = judged_only.condense(ranked) if any(m.judged_only for m in parsed) else ranked
     for measure in parsed:
-        values = KERNELS[measure.name](measure, ranked)
-        columns[str(measure)] = np.where(answered, values, 0.0)[keep]
+        values = _kernel(measure)(measure, condensed if measure.judged_only else ranked)
+        columns[str(measure)] = np.where(answered, values, 0.0)[keep][listed]
     n = len(qids)
     frame = pd.DataFrame(
         {
@@ -90,11 +123,21 @@ def evaluate(
 def mean_scores(per_query: pd.DataFrame) -> pd.DataFrame:
     """The mean of each measure over the queries of an `evaluate` frame: [measure, value].
 
-    Measures keep their order. A mean over no queries (an empty run with missing="skip") is NaN.
+    Counts (NumRet, NumRel, NumRelRet) are summed instead, as trec_eval and ir_measures do.
+    Measures keep their order. A mean over no queries (an empty run with missing="skip") is
+    NaN; a sum over no queries is 0.
     """
     order = per_query.attrs.get("measures") or [str(m) for m in pd.unique(per_query["measure"])]
-    means = per_query.groupby("measure", sort=False)["value"].mean()
-    values = [float(means[m]) if m in means.index else float("nan") for m in order]
+    groups = per_query.groupby("measure", sort=False)["value"]
+    means = groups.mean()
+    summed = {m for m in order if parse_measure(m).name in SUMMED}
+    sums = groups.sum() if summed else means
+    values = [
+        (float(sums[m]) if m in sums.index else 0.0)
+        if m in summed
+        else (float(means[m]) if m in means.index else float("nan"))
+        for m in order
+    ]
     frame = pd.DataFrame({"measure": pd.Series(order, dtype=str), "value": values})
     frame.attrs.update(per_query.attrs)
     return frame

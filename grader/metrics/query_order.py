@@ -1,0 +1,33 @@
+"""The one order in which query ids are listed (evaluate's per-query output, calibrate's
+per-query figures and HTML report): by number when every id is a whole number (2, 10, 100),
+as text otherwise (q10 before q2). Mixed ids sort as text, so the order never depends on which
+ids happen to look numeric; ids equal as numbers (1, 01) fall back to text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+
+def _whole_number(text: str) -> bool:
+    return text.isascii() and text.isdigit()
+
+
+def query_order(query_ids: Sequence[str]) -> npt.NDArray[np.intp]:
+    """Positions that list `query_ids` in the one order (a stable permutation)."""
+    ids = [str(q) for q in query_ids]
+    if ids and all(_whole_number(q) for q in ids):
+        keyed: list[tuple[int, str]] = [(int(q), q) for q in ids]
+        order = sorted(range(len(ids)), key=keyed.__getitem__)
+    else:
+        order = sorted(range(len(ids)), key=ids.__getitem__)
+    return np.asarray(order, dtype=np.intp)
+
+
+def sort_query_ids(query_ids: Iterable[str]) -> list[str]:
+    """`query_ids` in the one order: numeric when all are whole numbers, else text."""
+    ids = [str(q) for q in query_ids]
+    return [ids[i] for i in query_order(ids)]
