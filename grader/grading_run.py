@@ -69,6 +69,13 @@ class _PairState:
     ensemble_key: str | None = None  # key of the combined judgment (ensembles only)
     final_key: str | None = None  # key of the verified judgment (--verify-low only)
 
+    def id_keys(self) -> list[tuple[str, str, str]]:
+        """(key, query_id, doc_id) for each content key of this pair (for the store's list of
+        the id pairs of each key)."""
+        qid, did = self.pair.query.query_id, self.pair.doc.doc_id
+        keys = [*self.keys, self.verify_key, self.ensemble_key, self.final_key]
+        return [(k, qid, did) for k in keys if k is not None]
+
 
 def _mask(judgment: Judgment, secrets: Sequence[str]) -> Judgment:
     """The judgment with any secret masked in its free text (defence in depth)."""

@@ -98,7 +98,7 @@ async def grade_pairs(
         secrets=secrets,
         dry_run=dry_run,
     )
-    run.plan()
+    states = run.plan()
     if max_cost is not None:
         _check_priced(run)
     if dry_run:
@@ -109,6 +109,8 @@ async def grade_pairs(
             {p.query.query_id: p.query for p in pairs}.values(),
             {p.doc.doc_id: p.doc for p in pairs}.values(),
         )
+        # Every id pair, also those answered under another pair's ids (same texts).
+        store.put_pairs(k for state in states for k in state.id_keys())
     to_grade = len(pairs) - run.report.cached
     loop = asyncio.get_running_loop()
     workers: list[asyncio.Task[None]] = []

@@ -17,6 +17,10 @@ The store holds every version of a pair under its own content key. A regrade:
 3. grades the rest through the Batch API (`grader.batch`) or concurrently through the grading
    pipeline, then pairs old and new judgments for the diff (`grader.regrade_diff`).
 
+Pairs are id pairs: pairs whose texts repeat under other ids share one content key (one
+judgment, one request), and every one of them is selected, graded, written and counted in the
+diff on its own, with the shared judgment rebound to its ids (`grader.outputs.for_pair`).
+
 Selection criteria (`--select`, all must hold): `all`, `failed`, `grade<=N`, `sample FILE` (the
 pairs in a CSV with query_id,doc_id columns, a TREC qrels or run file, or `qid docid` lines),
 `disagreement` (an ensemble's judges or a verification disagreed; a pair where a member or the
@@ -37,6 +41,8 @@ from grader.errors import InputError
 from grader.io.files import read_text
 from grader.keys import content_key
 from grader.models import Doc, Judgment, Query
+from grader.outputs import for_pair
+from grader.pairs import Pair
 from grader.regrade_diff import VersionPair
 from grader.store import Store
 
@@ -196,14 +202,14 @@ def select_candidates(
     docs = store.docs()
     new_keys: dict[tuple[str, str], str] = {}
     rows: dict[tuple[str, str], list[Judgment]] = {}
-    for judgment in store.iter_judgments():
-        pair = (judgment.query_id, judgment.doc_id)
-        query, doc = queries.get(pair[0]), docs.get(pair[1])
+    for qid, did, stored in store.iter_pair_judgments():
+        pair = (qid, did)
+        query, doc = queries.get(qid), docs.get(did)
         if query is None or doc is None:
             continue  # graded before texts were kept: cannot be regraded from the store
         if pair not in new_keys:
             new_keys[pair] = content_key(fingerprint, query.text, doc.text)
-        rows.setdefault(pair, []).append(judgment)
+        rows.setdefault(pair, []).append(for_pair(stored, Pair(query, doc)))
     latest: dict[tuple[str, str], Judgment] = {}
     for pair, judgments in rows.items():
         query, doc = queries[pair[0]], docs[pair[1]]
@@ -238,12 +244,31 @@ def select_candidates(
 
 
 def version_pairs(store: Store, candidates: Iterable[Candidate]) -> list[VersionPair]:
-    """Each candidate with its old judgment and its new one as stored now (None if not yet)."""
+    """Each candidate with its old judgment and its new one as stored now (None if not yet),
+    both under the candidate's ids (a new judgment is shared by the pairs of its texts)."""
     listed = list(candidates)
     stored = store.get_many(c.new_key for c in listed)
-    return [
-        VersionPair(c.query.query_id, c.doc.doc_id, c.old, stored.get(c.new_key)) for c in listed
-    ]
+    out: list[VersionPair] = []
+    for c in listed:
+        new = stored.get(c.new_key)
+        if new is not None:
+            new = for_pair(new, Pair(c.query, c.doc))
+        out.append(VersionPair(c.query.query_id, c.doc.doc_id, c.old, new))
+    return out
+
+
+def record_pairs(store: Store, candidates: Iterable[Candidate]) -> None:
+    """List each candidate's id pair under its new key in the store, so a later regrade of the
+    new version finds every pair, also those whose new judgment another pair's request gave."""
+    store.put_pairs((c.new_key, c.query.query_id, c.doc.doc_id) for c in candidates)
+
+
+def distinct_keys(candidates: Iterable[Candidate]) -> list[Candidate]:
+    """The first candidate of each new key: what is sent (one request per content)."""
+    first: dict[str, Candidate] = {}
+    for c in candidates:
+        first.setdefault(c.new_key, c)
+    return list(first.values())
 
 
 def to_grade(

@@ -99,6 +99,9 @@ def diff_versions(
     `batch_keys` are the new keys graded through the Batch API; their stored cost already carries
     `batch_discount`, so the cost without it is cost / discount. A failed new judgment is counted
     in `failed`, never compared as a grade; a pair with no new judgment yet is `pending`.
+
+    Every count is of id pairs (`pairs`); id pairs with equal texts share one new judgment (one
+    content key, one request), whose cost is counted once.
     """
     old_grades: list[int] = []
     new_grades: list[int] = []
@@ -109,17 +112,20 @@ def diff_versions(
     cost_without = 0.0
     unpriced = 0
     batch_graded = 0
+    paid: set[str] = set()
     for pair in pairs:
         new = pair.new
         if new is None:
             pending += 1
             continue
-        if new.cost is None and (new.usage.prompt_tokens or new.usage.completion_tokens):
-            unpriced += 1
-        if new.cost is not None:
-            cost += new.cost
-            in_batch = new.key in batch_keys
-            cost_without += new.cost / batch_discount if in_batch else new.cost
+        if new.key not in paid:
+            paid.add(new.key)
+            if new.cost is None and (new.usage.prompt_tokens or new.usage.completion_tokens):
+                unpriced += 1
+            if new.cost is not None:
+                cost += new.cost
+                in_batch = new.key in batch_keys
+                cost_without += new.cost / batch_discount if in_batch else new.cost
         if new.key in batch_keys:
             batch_graded += 1
         if new.status != "ok" or new.grade is None:

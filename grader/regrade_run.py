@@ -2,6 +2,9 @@
 
 See `grader.regrade` for the selection and `grader.batch` for the Batch API path. The old
 judgments are never touched: the new version is stored under its own content keys.
+
+Every selected id pair is in the outcome and the diff, also pairs whose texts repeat under other
+ids; such pairs share one content key, so each content is sent (and paid) once.
 """
 
 from __future__ import annotations
@@ -14,19 +17,29 @@ from grader.batch.jobs import BatchJudge, BatchRunner, CollectSummary, JudgeFor,
 from grader.judges.base import Judge
 from grader.pairs import Pair
 from grader.pipeline import GradingReport, StoreWriter, grade_pairs
-from grader.regrade import Candidate, Criterion, select_candidates, to_grade, version_pairs
+from grader.regrade import (
+    Candidate,
+    Criterion,
+    distinct_keys,
+    record_pairs,
+    select_candidates,
+    to_grade,
+    version_pairs,
+)
 from grader.regrade_diff import RegradeDiff, VersionPair, diff_versions
 from grader.store import Store
 
 
 @dataclass
 class RegradeOutcome:
-    """What a regrade selected, sent and found, and the diff between versions."""
+    """What a regrade selected, sent and found, and the diff between versions. Counts are of
+    id pairs, except `requests`: the distinct contents sent (pairs with equal texts share one)."""
 
     candidates: list[Candidate]
     pairs: list[VersionPair]
     diff: RegradeDiff
     sent: int = 0
+    requests: int = 0
     already_done: int = 0
     waiting_in_batches: int = 0
     job_ids: list[int] = field(default_factory=list)
@@ -59,6 +72,7 @@ async def regrade(
     """
     fingerprint = judge.fingerprint()
     candidates = select_candidates(store, criteria, fingerprint)
+    record_pairs(store, candidates)
     outcome_fields: dict[str, Any] = {}
     if runner is not None:
         if batch_judge is None or judge_for is None:
@@ -67,7 +81,7 @@ async def regrade(
         todo = to_grade(store, candidates, exclude=waiting)
         in_batches = sum(1 for c in candidates if c.new_key in waiting)
         job_ids: list[int] = []
-        if todo:
+        if todo:  # every id pair is an item; pairs sharing a key are one request
             job_ids = await runner.submit(
                 batch_judge,
                 [(c.query, c.doc, c.new_key) for c in todo],
@@ -79,6 +93,7 @@ async def regrade(
         collected = await runner.run(judge_for, **run_options)
         outcome_fields.update(
             sent=len(todo),
+            requests=len(distinct_keys(todo)),
             already_done=len(candidates) - len(todo) - in_batches,
             waiting_in_batches=in_batches,
             job_ids=job_ids,
@@ -98,7 +113,10 @@ async def regrade(
                 writer=writer,
             )
         outcome_fields.update(
-            sent=len(todo), already_done=len(candidates) - len(todo), report=report
+            sent=len(todo),
+            requests=len(distinct_keys(todo)),
+            already_done=len(candidates) - len(todo),
+            report=report,
         )
         batch_keys = set()
     pairs = version_pairs(store, candidates)

@@ -4,6 +4,9 @@
   paid for. Failed judgments are stored too (with their error) so they can be inspected, but a
   later ok judgment replaces them, and an ok judgment is never replaced by a failure.
 - Query and document texts (title, metadata) are kept so regrading needs only the store.
+- Every (query_id, doc_id) pair of a content key is kept (`judgment_pairs`): pairs whose texts
+  repeat under other ids share one key and one judgment row, but each id pair is listed, so
+  `iter_pair_judgments` gives every id pair its judgments.
 - The call log has one row per HTTP attempt (status, latency, tokens, error); never credentials.
   Text given in `secrets` is masked in everything the store writes, as a second line of defence.
 - WAL with synchronous=NORMAL: a commit survives a killed process (not a power cut, which may lose
@@ -51,6 +54,10 @@ ON CONFLICT (doc_id) DO UPDATE SET text = excluded.text, title = excluded.title,
     metadata = excluded.metadata
 WHERE docs.text != excluded.text OR docs.title IS NOT excluded.title
     OR docs.metadata != excluded.metadata
+"""
+
+_INSERT_PAIR = """
+INSERT OR IGNORE INTO judgment_pairs (key, query_id, doc_id) VALUES (?, ?, ?)
 """
 
 _INSERT_CALL = """
@@ -203,7 +210,14 @@ class Store:
             self._put_texts(queries, docs)
             for row in rows:
                 written += self._conn.execute(_UPSERT_JUDGMENT, row).rowcount
+            self._conn.executemany(_INSERT_PAIR, (row[:3] for row in rows))
         return written
+
+    def put_pairs(self, pairs: Iterable[tuple[str, str, str]]) -> None:
+        """Record (key, query_id, doc_id): the id pair's texts give that content key. A pair
+        whose key has no judgment yet is listed once one is stored (see `iter_pair_judgments`)."""
+        with self._transaction():
+            self._conn.executemany(_INSERT_PAIR, pairs)
 
     def put_texts(self, queries: Iterable[Query | None], docs: Iterable[Doc | None]) -> None:
         """Keep the query and document texts so the store alone can regrade them later."""
@@ -352,6 +366,21 @@ class Store:
         sql += " ORDER BY query_id, doc_id, judge, key"
         for (text,) in self._conn.execute(sql, params):
             yield Judgment.model_validate_json(text)
+
+    def iter_pair_judgments(self) -> Iterator[tuple[str, str, Judgment]]:
+        """(query_id, doc_id, judgment) for every id pair and every judgment stored under one of
+        its content keys, ordered by (query_id, doc_id, judge). The judgment is as stored: its
+        own ids may be those of another pair with the same texts (rebind it for this pair)."""
+        sql = (
+            "SELECT p.query_id, p.doc_id, j.key, j.judgment FROM judgment_pairs p"
+            " JOIN judgments j ON j.key = p.key ORDER BY p.query_id, p.doc_id, j.judge, j.key"
+        )
+        parsed: dict[str, Judgment] = {}
+        for qid, did, key, text in self._conn.execute(sql):
+            judgment = parsed.get(key)
+            if judgment is None:
+                judgment = parsed[key] = Judgment.model_validate_json(text)
+            yield qid, did, judgment
 
     def fingerprint(self, key: str) -> dict[str, Any] | None:
         """The judge fingerprint stored with `key`, if any."""

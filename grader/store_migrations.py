@@ -87,6 +87,25 @@ MIGRATIONS: list[Migration] = [
     # Batch API jobs and which keys each holds (owner: grader.batch), so a later process can
     # check on and collect batches that an earlier one submitted.
     Migration(2, "batch jobs", BATCH_STATEMENTS),
+    # Every (query_id, doc_id) pair of each content key. Pairs whose texts repeat under other
+    # ids share one key (graded once), and a judgments row names only one of them; this table
+    # names them all, so regrade and its outputs cover every id pair. An older store knows only
+    # the pair each row names: rerunning its `grade` command records the others (no request).
+    Migration(
+        3,
+        "id pairs of each content key",
+        (
+            """CREATE TABLE judgment_pairs (
+                key TEXT NOT NULL,
+                query_id TEXT NOT NULL,
+                doc_id TEXT NOT NULL,
+                PRIMARY KEY (key, query_id, doc_id)
+            )""",
+            "CREATE INDEX judgment_pairs_pair ON judgment_pairs (query_id, doc_id)",
+            "INSERT OR IGNORE INTO judgment_pairs (key, query_id, doc_id)"
+            " SELECT key, query_id, doc_id FROM judgments",
+        ),
+    ),
 ]
 
 

@@ -70,16 +70,19 @@ class BatchOptions:
 
 @dataclass
 class CollectSummary:
-    """What collecting produced, per outcome."""
+    """What collecting produced, per outcome (counted in requests: one per content key), and
+    how many id pairs got a judgment (`pairs`: pairs with equal texts share a request)."""
 
     jobs: int = 0
     batch: int = 0
     live: int = 0
     failed: int = 0
+    pairs: int = 0
     problems: dict[str, LineProblem] = field(default_factory=dict)
 
     def add(self, other: CollectSummary) -> None:
         self.jobs += other.jobs
+        self.pairs += other.pairs
         self.batch += other.batch
         self.live += other.live
         self.failed += other.failed
@@ -228,7 +231,8 @@ class BatchRunner:
 
     async def collect(self, job: Job, judge: BatchJudge) -> CollectSummary:
         """Download a finished batch's files, validate every line, re-ask or fail the rest, and
-        store a judgment for every item."""
+        store a judgment for every item: every id pair, under its own ids in the store's list
+        of the pairs of each key (items sharing a key share its one request)."""
         items = self.state.items(job.job_id)
         texts = self._texts(items)
         output = await self.client.download(job.output_file_id) if job.output_file_id else b""
@@ -271,6 +275,7 @@ class BatchRunner:
             batch=sum(1 for o in outcomes.values() if o == "batch"),
             live=sum(1 for o in outcomes.values() if o == "live"),
             failed=sum(1 for o in outcomes.values() if o == "failed"),
+            pairs=len({(item.query_id, item.doc_id) for item in items}),
             problems=dict(parsed.problems),
         )
 

@@ -210,7 +210,7 @@ async def _regrade(
 def _dry_run(args: argparse.Namespace, spec: Any, criteria: list[Criterion]) -> int:
     """Print what a regrade would send and what it would cost, live and by batch."""
     from grader.batch.state import BatchState
-    from grader.regrade import select_candidates, to_grade
+    from grader.regrade import distinct_keys, select_candidates, to_grade
 
     with Store(args.store) as store:
         factory = JudgeFactory(args, StoreWriter(None))
@@ -219,9 +219,10 @@ def _dry_run(args: argparse.Namespace, spec: Any, criteria: list[Criterion]) -> 
         with BatchState(store) as state:
             waiting = state.open_keys()
         todo = to_grade(store, candidates, exclude=waiting)
+    requests = distinct_keys(todo)  # id pairs with equal texts are one request
     live: float | None = 0.0
     batch: float | None = 0.0
-    for c in todo:
+    for c in requests:
         one_live = judge.estimate_cost(c.query, c.doc)
         one_batch = judge.estimate_cost(c.query, c.doc, batch=True)
         live = None if live is None or one_live is None else live + one_live
@@ -233,8 +234,9 @@ def _dry_run(args: argparse.Namespace, spec: Any, criteria: list[Criterion]) -> 
 
     print(
         f"dry run: {len(candidates)} pairs selected; {len(candidates) - len(todo) - in_batches} "
-        f"already regraded, {in_batches} waiting in open batches; would send {len(todo)} "
-        f"requests: estimated {money(live)} live, {money(batch)} by batch; nothing was sent",
+        f"already regraded, {in_batches} waiting in open batches; would send {len(requests)} "
+        f"requests for {len(todo)} pairs: estimated {money(live)} live, {money(batch)} by "
+        "batch; nothing was sent",
         file=sys.stderr,
     )
     return 0
@@ -276,6 +278,7 @@ def _json(outcome: RegradeOutcome) -> dict[str, Any]:
     data.update(
         selected=len(outcome.candidates),
         sent=outcome.sent,
+        requests=outcome.requests,
         already_done=outcome.already_done,
         waiting_in_batches=outcome.waiting_in_batches,
         jobs=outcome.job_ids,
@@ -286,8 +289,8 @@ def _json(outcome: RegradeOutcome) -> dict[str, Any]:
 def _summary(outcome: RegradeOutcome) -> str:
     how = "batch" if outcome.collected is not None or outcome.job_ids else "live"
     line = (
-        f"regrade: {len(outcome.candidates)} pairs selected, {outcome.sent} sent ({how}), "
-        f"{outcome.already_done} already regraded"
+        f"regrade: {len(outcome.candidates)} pairs selected, {outcome.sent} sent as "
+        f"{outcome.requests} requests ({how}), {outcome.already_done} already regraded"
     )
     if outcome.waiting_in_batches:
         line += f", {outcome.waiting_in_batches} waiting in earlier batches"
