@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Grade = Annotated[int, Field(ge=0, le=3)]
 """A relevance grade, 0..3. What each value means belongs to the prompt file."""
@@ -62,12 +62,31 @@ class JudgmentError(BaseModel):
     raw_reply: str | None = None
 
 
+def bare_sha256(digest: str) -> str:
+    """A sha256 digest as 64 bare hex digits: `sha256:<hex>` loses its tag, anything else is
+    returned as given (it is not a sha256 digest this function can vouch for)."""
+    hexpart = digest.removeprefix("sha256:")
+    if len(hexpart) == 64 and all(c in "0123456789abcdef" for c in hexpart.lower()):
+        return hexpart.lower()
+    return digest
+
+
 class PromptRef(BaseModel):
-    """Which prompt file produced a judgment: `name@version` and the sha256 of the file."""
+    """Which prompt file produced a judgment: `name@version` and the sha256 of the file.
+
+    `sha256` is always bare hex (what `sha256sum` and `relgrade prompts list` print; the field
+    name says the algorithm). Judgments written before this was one format (the lexical judge
+    wrote `sha256:<hex>`) read back in the same form.
+    """
 
     name: str
     version: str
     sha256: str
+
+    @field_validator("sha256")
+    @classmethod
+    def _one_format(cls, value: str) -> str:
+        return bare_sha256(value)
 
     def __str__(self) -> str:
         return f"{self.name}@{self.version}"

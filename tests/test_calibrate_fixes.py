@@ -13,6 +13,8 @@ from sklearn.metrics import cohen_kappa_score
 
 from calibration.bias import LENIENCY_MARGIN, verdict
 from grader.cli.main import main
+from tests.fakeserver import FakeServer
+from tests.grade_data import write_grade_files
 
 Rows = list[tuple[str, str, int]]
 
@@ -203,3 +205,98 @@ def test_query_order_is_numeric_only_when_every_id_is_a_whole_number() -> None:
     assert sort_query_ids(["100", "2", "10", "x"]) == ["10", "100", "2", "x"]
     assert sort_query_ids(["01", "1", "002"]) == ["01", "1", "002"]  # equal numbers: by text
     assert sort_query_ids(["-1", "2"]) == ["-1", "2"]  # a sign is not a whole number: text
+
+
+# 3. One prompt-sha format (bare hex) for every judge; content keys and the cache unchanged.
+
+HEX64 = r"[0-9a-f]{64}"
+
+
+@pytest.fixture
+def llm_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-fixes")
+    for name in ("OPENAI_BASE_URL", "RELGRADE_MODEL", "RELGRADE_PRICES"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def _store_rows(db: Path) -> dict[str, tuple[str | None, str]]:
+    import sqlite3
+
+    with sqlite3.connect(db) as con:
+        rows = con.execute("SELECT key, prompt_sha, judgment FROM judgments").fetchall()
+    return {key: (sha, judgment) for key, sha, judgment in rows}
+
+
+@pytest.mark.usefixtures("llm_env")
+def test_llm_and_lexical_judgments_record_the_prompt_sha_alike(
+    tmp_path: Path, fake_server: FakeServer
+) -> None:
+    import hashlib
+    import re
+
+    from grader.io.judgments import read_judgments
+    from grader.keys import content_key
+    from grader.prompts import load_prompt
+
+    files = write_grade_files(tmp_path)
+    lexical, llm = tmp_path / "lexical.jsonl", tmp_path / "llm.jsonl"
+    store = str(tmp_path / "s.db")
+    assert (
+        main(files.args("--judge", "lexical", "--store", store, "--out", lexical, "--quiet")) == 0
+    )
+    argv = ["--base-url", fake_server.base_url, "--model", "m", "--prompt", "passage-v1"]
+    assert main(files.args(*argv, "--store", store, "--out", llm, "--quiet")) == 0
+    shas = {
+        j.judge: j.prompt.sha256
+        for path in (lexical, llm)
+        for j in read_judgments(path)
+        if j.prompt is not None
+    }
+    assert len(shas) == 2 and all(re.fullmatch(HEX64, sha) for sha in shas.values())
+    assert {sha for sha, _ in _store_rows(Path(store)).values()} == set(shas.values())
+    # The LLM judgment's key is the one stores have always held: the fingerprint hashes the
+    # prompt file's bare hex digest (computed here from the file's bytes).
+    spec = load_prompt("passage-v1")
+    file_hex = hashlib.sha256(Path(spec.source).read_bytes()).hexdigest()
+    j = read_judgments(llm)[0]
+    fingerprint = {
+        "judge": j.judge,
+        "model": "m",
+        "prompt": file_hex,
+        "sampling": spec.sampling(),
+    }
+    texts = {
+        line.split("\t")[0]: line.split("\t")[1] for line in files.queries.read_text().splitlines()
+    }
+    docs = {json.loads(x)["doc_id"]: json.loads(x) for x in files.docs.read_text().splitlines()}
+    assert shas[j.judge] == file_hex
+    assert j.key == content_key(fingerprint, texts[j.query_id], docs[j.doc_id]["text"])
+
+
+def test_a_store_with_the_old_tagged_lexical_sha_is_still_all_cached(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sqlite3
+
+    from grader.io.judgments import read_judgments
+
+    files = write_grade_files(tmp_path)
+    db = tmp_path / "s.db"
+    out = tmp_path / "j.jsonl"
+    assert main(files.args("--judge", "lexical", "--store", db, "--quiet")) == 0
+    before = _store_rows(db)
+    # Rewrite the store as the lexical judge wrote it before: `sha256:<hex>` in both places.
+    with sqlite3.connect(db) as con:
+        for key, (sha, judgment) in before.items():
+            old = json.loads(judgment)
+            old["prompt"]["sha256"] = f"sha256:{sha}"
+            con.execute(
+                "UPDATE judgments SET prompt_sha = ?, judgment = ? WHERE key = ?",
+                (f"sha256:{sha}", json.dumps(old), key),
+            )
+    capsys.readouterr()
+    assert main(files.args("--judge", "lexical", "--store", db, "--out", out, "--quiet")) == 0
+    assert f"graded 0, cached {files.n_pairs}, failed 0" in capsys.readouterr().err
+    assert set(_store_rows(db)) == set(before)  # same content keys, no new rows
+    fresh = {j.key: j.prompt.sha256 for j in read_judgments(out) if j.prompt is not None}
+    assert fresh == {key: sha for key, (sha, _) in before.items()}  # read back as bare hex

@@ -81,9 +81,11 @@ class LexicalConfig:
 
     @property
     def sha256(self) -> str:
-        """`sha256:` of the canonical settings, so the same settings give the same id anywhere."""
+        """sha256 (bare hex, like an LLM prompt file's) of the canonical settings, so the same
+        settings give the same id anywhere. Provenance only: the content key hashes the settings
+        themselves (`LexicalJudge.fingerprint`), so this format never moved a key."""
         text = json.dumps(self.settings(), sort_keys=True, separators=(",", ":"))
-        return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+        return hashlib.sha256(text.encode()).hexdigest()
 
 
 def check_thresholds(values: Any, *, path: str | Path | None = None) -> Thresholds:
