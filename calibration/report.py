@@ -71,6 +71,50 @@ def _agreement(s: dict[str, Any]) -> str:
     return _table(["figure", "value", "95% CI (queries resampled)"], rows, "agreement")
 
 
+def _binary_scale(s: dict[str, Any]) -> str:
+    """People graded 0/1, the LLM 0..3: the warning and the comparison at the matching split."""
+    b = s.get("binary_scale")
+    if not b:
+        return ""
+    iv = b.get("intervals", {})
+    t = b["threshold"]
+    warnings = "".join(f'<p class="note warning">{_e(w)}</p>' for w in s.get("warnings", []))
+    rows = [
+        [_e(label), *[fmt(v, 1) for v in row]]
+        for label, row in zip(("0 (not relevant)", "1 (relevant)"), b["confusion"], strict=True)
+    ]
+    figures = [
+        [
+            "exact agreement",
+            f'<span id="binary_exact_agreement">{fmt(b["exact_agreement"])}</span>',
+            _ci(iv.get("exact_agreement")),
+        ],
+        [
+            "Cohen's kappa",
+            f'<span id="binary_cohen_kappa">{fmt(b["cohen_kappa"])}</span>',
+            _ci(iv.get("cohen_kappa")),
+        ],
+        [
+            "relevant share, human / LLM",
+            f"{fmt(b['human_relevant'], 3)} / {fmt(b['llm_relevant'], 3)}",
+            "",
+        ],
+    ]
+    return "\n".join(
+        [
+            "<h2>Binary comparison (the scales differ)</h2>",
+            warnings,
+            _table(["figure", "value", "95% CI (queries resampled)"], figures, "binary-figures"),
+            _table(
+                ["human \\ LLM", f"not relevant (< {t})", f"relevant (>= {t})"],
+                rows,
+                "binary-confusion",
+                f"Binary comparison: {b['split']}",
+            ),
+        ]
+    )
+
+
 def _human_vs_human(hh: dict[str, Any] | None) -> str:
     if not hh:
         return ""
@@ -164,6 +208,7 @@ def render_report(s: dict[str, Any], title: str = "relgrade calibration") -> str
         f"{c['llm_only']} pairs graded by the LLM only, {c['human_only']} by people only."
         f"{weighted}</p>",
         f'<p class="verdict" id="verdict">{_e(s["verdict"]["text"])}</p>',
+        _binary_scale(s),
         "<h2>Agreement</h2>",
         '<div class="charts">',
         _figure(confusion_svg(s["confusion"]), "confusion-chart", "Confusion matrix"),

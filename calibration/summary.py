@@ -7,7 +7,7 @@ under both label sets -> PPI++ estimates when people graded only part of the LLM
 Two choices worth knowing:
 - System scores (the `systems` section) are computed on the same pool for both sides: the pairs
   graded by both. Only the labels differ, so a change in ranking is the labels' doing.
-- The per-run estimates use whole queries as the labelled unit (see `calibration.estimates`).
+- PPI++ estimates follow how the human sample was drawn (`calibration.estimates_section`).
 """
 
 from __future__ import annotations
@@ -29,8 +29,15 @@ from calibration.bias import (
 )
 from calibration.bootstrap import DEFAULT_RESAMPLES, agreement_intervals
 from calibration.confidence import confidence_report
-from calibration.estimates import ppi_mean
+from calibration.design import SampleDesign, infer_design
+from calibration.estimates_section import estimates_section
 from calibration.pairs import PairedGrades, pair_grades
+from calibration.scales import (
+    binary_comparison,
+    is_binary_against_graded,
+    scale_warning,
+    scales_verdict,
+)
 from calibration.systems import compare_systems, rank_agreement_intervals
 from grader.metrics.query_order import query_order
 
@@ -89,74 +96,6 @@ def _systems(
     return {"measure": measure, "pool": "pairs graded on both sides", **table}
 
 
-def _relevant_share(
-    paired: PairedGrades, weights: npt.NDArray[np.float64] | None, threshold: int
-) -> dict[str, Any]:
-    both = paired.frame
-    keys = set(zip(both["query_id"], both["doc_id"], strict=True))
-    llm = paired.llm
-    only = [k not in keys for k in zip(llm["query_id"], llm["doc_id"], strict=True)]
-    y = (both["human"].to_numpy() >= threshold).astype(np.float64)
-    f = (both["llm"].to_numpy() >= threshold).astype(np.float64)
-    fu = (llm.loc[only, "grade"].to_numpy() >= threshold).astype(np.float64)
-    est = ppi_mean(
-        y,
-        f,
-        fu,
-        weights=weights,
-        groups=both["query_id"].to_numpy(),
-        groups_unlabelled=llm.loc[only, "query_id"].to_numpy(),
-        bounds=(0.0, 1.0),
-    )
-    return {**est.to_json(), "unit": "pair", "clustered_by": "query"}
-
-
-def _run_estimates(
-    paired: PairedGrades, runs: Mapping[str, pd.DataFrame], measure: str
-) -> tuple[dict[str, Any], list[str]]:
-    llm = paired.llm
-    llm_per_query = llm.groupby("query_id").size()
-    both_per_query = paired.frame.groupby("query_id").size()
-    full = both_per_query.reindex(llm_per_query.index, fill_value=0) == llm_per_query
-    labelled = sorted(str(q) for q in full[full].index)
-    notes: list[str] = []
-    if not labelled:
-        notes.append(
-            "per-run estimates are LLM-only: no query has all its LLM-graded pairs graded by "
-            "people, and a per-query measure needs the whole query (draw the sample with "
-            "`relgrade sample --strategy whole-queries`)"
-        )
-        unlabelled = {name: per_query_scores(llm, run, measure) for name, run in runs.items()}
-        return {
-            name: {
-                "llm_only": float(f.mean()) if len(f) else None,
-                "human_only": None,
-                "ppi": None,
-                "ppi_ci": None,
-                "human_only_ci": None,
-                "n_labelled": 0,
-                "n_unlabelled": len(f),
-                "measure": measure,
-                "unit": "query",
-            }
-            for name, f in unlabelled.items()
-        }, notes
-    human_qrels = _qrels(paired.frame[paired.frame["query_id"].isin(labelled)], "human")
-    out: dict[str, Any] = {}
-    for name, run in runs.items():
-        f_all = per_query_scores(llm, run, measure)
-        y = per_query_scores(human_qrels, run, measure).reindex(labelled)
-        f_lab = f_all.reindex(labelled)
-        f_unl = f_all.drop(index=labelled, errors="ignore")
-        est = ppi_mean(
-            y.to_numpy(), f_lab.to_numpy(), f_unl.to_numpy(), bounds=(0.0, 1.0)
-        ).to_json()  # every measure lies in [0, 1]
-        est["measure"] = measure
-        est["unit"] = "query"
-        out[name] = est
-    return out, notes
-
-
 def summarize(
     llm: pd.DataFrame,
     human: pd.DataFrame,
@@ -169,11 +108,13 @@ def summarize(
     n_bootstrap: int = DEFAULT_RESAMPLES,
     threshold: int = DEFAULT_THRESHOLD,
     paired: PairedGrades | None = None,
+    design: SampleDesign | None = None,
 ) -> dict[str, Any]:
     """The calibration of `llm` grades against `human` grades (frames query_id, doc_id, grade).
 
     `weights` are per paired pair, in the order of `pair_grades(llm, human).frame`
     (pass `paired` to reuse that join). `runs` maps run names to `read_run` frames.
+    `design` is how the human sample was drawn (from its manifest); None: inferred.
     """
     paired = paired if paired is not None else pair_grades(llm, human)
     f = paired.frame
@@ -199,6 +140,20 @@ def summarize(
     out["verdict"] = verdict(
         out["mean_bias"], out["intervals"].get("mean_bias"), human_rel, llm_rel, threshold
     )
+    out["binary_scale"], out["warnings"] = None, []
+    if is_binary_against_graded(paired.human["grade"], m):  # people 0/1, the LLM 0..3
+        out["binary_scale"] = binary_comparison(
+            h,
+            m,
+            threshold,
+            weights=weights,
+            query_codes=codes,
+            n_queries=len(queries),
+            n_bootstrap=n_bootstrap,
+            seed=seed,
+        )
+        out["warnings"].append(scale_warning(threshold, bool(runs)))
+        out["verdict"] = scales_verdict(out["binary_scale"])
     if "confidence" in f.columns or "expected_grade" in f.columns:
         out["confidence"] = confidence_report(
             h,
@@ -217,7 +172,7 @@ def summarize(
         notes.append("bias by document length needs --docs (document texts); skipped")
     if runs and weights is not None:
         notes.append(
-            "system scores and per-run estimates are per-query measures over whole queries; "
+            "system scores are per-query measures over whole queries; "
             "the pair weights of the manifest do not apply to them"
         )
     if runs:
@@ -229,16 +184,18 @@ def summarize(
     )
     for key, what, prefix in spreads:
         sentence = spread_sentence(out.get(key) or [], what, prefix)
-        if sentence:
+        if sentence and out["binary_scale"] is None:  # a bias across scales says nothing
             out["verdict"]["text"] += " " + sentence
     if paired.llm_only > 0:
-        estimates: dict[str, Any] = {
-            "threshold": threshold,
-            "relevant_share": _relevant_share(paired, weights, threshold),
-        }
-        if runs:
-            estimates["runs"], run_notes = _run_estimates(paired, runs, measure)
-            notes.extend(run_notes)
-        out["estimates"] = estimates
+        out["estimates"], run_notes = estimates_section(
+            paired,
+            design=design if design is not None else infer_design(paired),
+            weights=weights,
+            threshold=threshold,
+            runs=runs,
+            measure=measure,
+            scorer=per_query_scores,
+        )
+        notes.extend(run_notes)
     out["notes"] = notes
     return out

@@ -59,7 +59,12 @@ def agreement_table(s: dict[str, Any]) -> Table:
 
 def confusion_table(s: dict[str, Any]) -> Table:
     """Rows human grade, columns LLM grade, with per-grade precision and recall."""
-    table = Table(title="Confusion (rows human, columns LLM)", title_justify="left")
+    ref = (
+        " on the 0..3 scale, for reference only: human grades are 0/1"
+        if s.get("binary_scale")
+        else ""
+    )
+    table = Table(title=f"Confusion (rows human, columns LLM){ref}", title_justify="left")
     table.add_column("human \\ LLM")
     for g in range(4):
         table.add_column(str(g), justify="right")
@@ -224,9 +229,42 @@ def human_vs_human_table(hh: dict[str, Any]) -> Table:
     return table
 
 
+def binary_scale_table(s: dict[str, Any]) -> Table:
+    """Binary human grades against the LLM's at the matching split: the 2x2 table and figures."""
+    b = s["binary_scale"]
+    iv = b.get("intervals", {})
+    t = b["threshold"]
+    table = Table(
+        title=f"Binary comparison ({b['split']}): exact agreement "
+        f"{fmt(b['exact_agreement'])} {_ci(iv.get('exact_agreement'))}, Cohen's kappa "
+        f"{fmt(b['cohen_kappa'])} {_ci(iv.get('cohen_kappa'))}",
+        title_justify="left",
+    )
+    table.add_column("human \\ LLM")
+    table.add_column(f"not relevant (< {t})", justify="right")
+    table.add_column(f"relevant (>= {t})", justify="right")
+    for label, row in zip(("0 (not relevant)", "1 (relevant)"), b["confusion"], strict=True):
+        table.add_row(label, *[fmt(v, 1) for v in row])
+    shares = f"{fmt(b['human_relevant'], 3)} / {fmt(b['llm_relevant'], 3)}"
+    table.add_row("relevant share (human / LLM)", shares, "")
+    return table
+
+
 def render(s: dict[str, Any]) -> RenderableType:
-    """Every table of a summary, in reading order, then the verdict and notes."""
-    parts: list[RenderableType] = [agreement_table(s), confusion_table(s), distribution_table(s)]
+    """Every table of a summary, in reading order, then the verdict and notes. When people
+    graded 0/1 against the LLM's 0..3, the binary comparison comes first, with the reason."""
+    parts: list[RenderableType] = []
+    if s.get("binary_scale"):
+        parts.append(binary_scale_table(s))
+        parts.append(
+            Text(
+                "First because the scales differ: people graded 0/1, the LLM 0..3. The 0..3 "
+                "tables below set a human 1 (relevant) beside an LLM 1 (related); they are kept "
+                "for reference only.",
+                style="bold",
+            )
+        )
+    parts += [agreement_table(s), confusion_table(s), distribution_table(s)]
     if s.get("human_vs_human"):
         parts.append(human_vs_human_table(s["human_vs_human"]))
     if len(s.get("per_query", [])) > 1:

@@ -142,6 +142,8 @@ def run(args: argparse.Namespace) -> int:
     summary["notes"].extend(_input_notes(llm, human, second))
     if manifest:
         summary["notes"].insert(0, f"every figure is weighted by 1/pi from {manifest}")
+    for warning in summary.get("warnings", []):
+        print(f"warning: {warning}", file=sys.stderr)
     if args.report:
         from calibration.report import write_report
 
