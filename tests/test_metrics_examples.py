@@ -121,7 +121,7 @@ def test_names_parse_and_print_back_with_the_threshold_explicit(text: str, print
         ("RR(gain=exp)", "takes no gain"),
         ("nDCG(gain=square)", "unknown gain"),
         ("Rprec@10", "no @k cutoff"),
-        ("BPREF", "unknown measure"),
+        ("infAP", "unknown measure"),
         ("P(foo=1)@5", "unknown parameter"),
     ],
 )

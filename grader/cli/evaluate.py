@@ -21,7 +21,7 @@ from grader.io.files import iter_lines
 from grader.io.trec import read_qrels, read_run
 from grader.metrics import DEFAULT_MEASURES, evaluate, mean_scores, parse_measures
 from grader.metrics.evaluate import Missing
-from grader.metrics.measures import DEFAULT_THRESHOLD
+from grader.metrics.measures import DEFAULT_THRESHOLD, SUMMED, parse_measure
 
 EPILOG = f"""\
 measures (ir_measures names; -m takes several, e.g. -m nDCG@10 "RR(rel=3)@10" AP):
@@ -35,7 +35,22 @@ measures (ir_measures names; -m takes several, e.g. -m nDCG@10 "RR(rel=3)@10" AP
   Rprec(rel=N)      precision at rank R = number of relevant judged documents
   Success(rel=N)@k  1 if any of the top k is relevant
   Judged@k          share of the top k that has any grade (where labels are still missing)
-  Without @k, RR, R, AP, nDCG and Judged look at the whole ranking.
+  ERR@k             expected reciprocal rank, gdeval's (ir_measures'): stop probability
+                    (2^grade-1)/16 per result; not normalised. No threshold.
+  Bpref(rel=N)      judged relevant before judged non-relevant; unjudged results are skipped
+  NumRet            results returned; NumRel(rel=N) relevant judged documents of the query;
+  NumRelRet(rel=N)  relevant results returned (ir_measures' NumRet(rel=N)). These three counts
+                    are SUMMED over queries in the "all" row (trec_eval, ir_measures).
+  Without @k, RR, R, AP, nDCG, ERR and Judged look at the whole ranking.
+
+ir_measures spellings (same meaning as there):
+  nDCG(dcg='exp-log2')@k          = nDCG(gain=exp)@k, and printed that way
+  nDCG(gains={{0:0,1:1,2:3,3:7}})@k custom gain per grade; a grade left out keeps its grade as
+                                  gain; printed without the g:g entries, nDCG(gains={{2:3,3:7}})@k
+  judged_only=True                on nDCG, RR, P, R, AP, Rprec, Success: score the condensed
+                                  list (unjudged results removed first; trec_eval -J), e.g.
+                                  "P(rel=2,judged_only=True)@10". For incomplete (LLM) labels,
+                                  beside Judged@k.
 
 thresholds:
   A result is relevant when its grade >= N. N defaults to {DEFAULT_THRESHOLD} for 0..3 grades
@@ -137,7 +152,16 @@ def _records(name: str, per_query: pd.DataFrame, with_queries: bool) -> list[dic
             rows.append({"run": name, "query_id": qid, "measure": measure, "value": value})
     for measure, value in means.itertuples(index=False):
         rows.append({"run": name, "query_id": "all", "measure": measure, "value": value})
+    counts = {m for m in means["measure"] if _is_count(m)}
+    for row in rows:
+        if row["measure"] in counts and not math.isnan(row["value"]):
+            row["value"] = int(row["value"])  # counts print as trec_eval prints them
     return rows
+
+
+def _is_count(measure: str) -> bool:
+    """NumRet, NumRel, NumRelRet: whole numbers, summed (not averaged) in the "all" row."""
+    return parse_measure(measure).name in SUMMED
 
 
 def _note(name: str, per_query: pd.DataFrame, skip: bool) -> str:
@@ -223,8 +247,8 @@ def _print_notes(notes: list[str], stream: Any) -> None:
         print(note, file=stream)
 
 
-def _fmt(value: float) -> str:
-    return "n/a" if math.isnan(value) else f"{value:.4f}"
+def _fmt(value: float, count: bool = False) -> str:
+    return "n/a" if math.isnan(value) else f"{value:.0f}" if count else f"{value:.4f}"
 
 
 def _print_tables(
@@ -234,6 +258,7 @@ def _print_tables(
     from rich.table import Table
 
     console = Console(highlight=False)
+    counts = {m for m in names if _is_count(m)}
     if per_query:
         for name, pq in results:
             table = Table(title=f"{name}: per query", title_justify="left")
@@ -243,7 +268,7 @@ def _print_tables(
             wide = pq.pivot(index="query_id", columns="measure", values="value")
             wide = wide.reindex(index=list(dict.fromkeys(pq["query_id"])), columns=names)
             for qid, row in wide.iterrows():
-                table.add_row(str(qid), *(_fmt(float(v)) for v in row))
+                table.add_row(str(qid), *(_fmt(float(v), m in counts) for m, v in row.items()))
             console.print(table)
     table = Table(title="mean over queries", title_justify="left")
     table.add_column("measure")
@@ -251,7 +276,10 @@ def _print_tables(
         table.add_column(name, justify="right")
     means = [mean_scores(pq).set_index("measure")["value"] for _, pq in results]
     for m in names:
-        table.add_row(m, *(_fmt(float(col[m])) for col in means))
+        table.add_row(m, *(_fmt(float(col[m]), m in counts) for col in means))
     console.print(table)
+    if counts:
+        listed = ", ".join(m for m in names if m in counts)
+        console.print(f"{listed}: summed over queries, not averaged (as trec_eval)", soft_wrap=True)
     for note in notes:
         console.print(note, soft_wrap=True)

@@ -8,6 +8,12 @@ The binary threshold defaults to 2 (grades 0..3: TREC DL's and the specification
 and is always printed, so `RR` prints as `RR(rel=2)`: a number never travels without the
 threshold that produced it. nDCG uses the grades themselves as gains and Judged counts any
 grade, so neither takes a threshold.
+
+ir_measures' own spellings mean what they mean there (see `spellings`): `nDCG(dcg='exp-log2')`
+is `nDCG(gain=exp)` and prints so; `nDCG(gains={0:0,1:1,2:3,3:7})` is a custom gain map;
+`judged_only=True` scores the condensed list on P, RR, R, AP, Rprec, Success and nDCG.
+The counts NumRet, NumRel(rel=N) and NumRelRet(rel=N) (ir_measures' NumRet(rel=N)) are summed
+over queries, not averaged, as trec_eval and ir_measures do.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import re
 from dataclasses import dataclass
 
 from grader.errors import InputError
+from grader.metrics import spellings
 
 DEFAULT_THRESHOLD = 2
 MIN_THRESHOLD = 1
@@ -32,7 +39,18 @@ FAMILIES: dict[str, tuple[bool, bool]] = {
     "Rprec": (True, False),
     "Success": (True, True),
     "Judged": (False, True),
+    "ERR": (False, True),
+    "Bpref": (True, False),
+    "NumRet": (False, False),
+    "NumRel": (True, False),
+    "NumRelRet": (True, False),
 }
+
+#: Families whose "all" row is the sum over queries (trec_eval's and ir_measures' counts).
+SUMMED = frozenset({"NumRet", "NumRel", "NumRelRet"})
+
+#: Families that take `judged_only=True` (those ir_measures defines it on).
+JUDGED_ONLY = frozenset({"nDCG", "RR", "P", "R", "AP", "Rprec", "Success"})
 
 #: Other spellings people type (matched case-insensitively) and the family they mean.
 ALIASES: dict[str, str] = {
@@ -49,6 +67,14 @@ ALIASES: dict[str, str] = {
     "rprec": "Rprec",
     "success": "Success",
     "judged": "Judged",
+    "err": "ERR",
+    "bpref": "Bpref",
+    "numret": "NumRet",
+    "num_ret": "NumRet",
+    "numrel": "NumRel",
+    "num_rel": "NumRel",
+    "numrelret": "NumRelRet",
+    "num_rel_ret": "NumRelRet",
 }
 
 GAINS = ("linear", "exp")
@@ -66,8 +92,10 @@ _NAME_RE = re.compile(r"^\s*([A-Za-z_]+)\s*(?:\(([^)]*)\))?\s*(?:@\s*(\S+))?\s*$
 
 MEASURE_HELP = (
     "nDCG@k (linear gain, or nDCG(gain=exp)@k), RR(rel=N)@k, P(rel=N)@k, R(rel=N)@k, "
-    "AP(rel=N)[@k], Rprec(rel=N), Success(rel=N)@k, Judged@k; the @k part is optional except "
-    "for P, R and Success"
+    "AP(rel=N)[@k], Rprec(rel=N), Success(rel=N)@k, Judged@k, ERR@k, Bpref(rel=N), NumRet, "
+    "NumRel(rel=N), NumRelRet(rel=N); the @k part is optional except for P, R and Success; "
+    "ir_measures' nDCG(dcg='exp-log2'), nDCG(gains={0:0,1:1,2:3,3:7}) and judged_only=True "
+    "(on nDCG, RR, P, R, AP, Rprec, Success) are accepted"
 )
 
 
@@ -76,13 +104,17 @@ class Measure:
     """One measure: family name, cutoff k (None = whole ranking), threshold and gain.
 
     `rel` is the binary threshold (a document is relevant when grade >= rel); it is None for
-    nDCG and Judged. `gain` is "linear" or "exp" for nDCG and None otherwise.
+    nDCG and Judged. `gain` is "linear" or "exp" for nDCG and None otherwise. `gains` is
+    nDCG's custom grade -> gain map (sorted, identity entries dropped; empty = none) and
+    `judged_only` scores the condensed list (unjudged results removed).
     """
 
     name: str
     cutoff: int | None = None
     rel: int | None = None
     gain: str | None = None
+    gains: spellings.Gains = ()
+    judged_only: bool = False
 
     def __str__(self) -> str:
         params = []
@@ -90,6 +122,10 @@ class Measure:
             params.append(f"rel={self.rel}")
         if self.gain == "exp":
             params.append("gain=exp")
+        if self.gains:
+            params.append(f"gains={spellings.format_gains(self.gains)}")
+        if self.judged_only:
+            params.append("judged_only=True")
         text = self.name + (f"({','.join(params)})" if params else "")
         return text + (f"@{self.cutoff}" if self.cutoff is not None else "")
 
@@ -126,6 +162,9 @@ def parse_measure(name: str | Measure, *, default_rel: int = DEFAULT_THRESHOLD) 
     family = ALIASES.get(family_text.lower())
     if family is None:
         raise _bad(name, f"unknown measure {family_text!r}")
+    parts = spellings.split_params(params_text)
+    if family == "NumRet" and any(p.partition("=")[0].strip() == "rel" for p in parts):
+        family = "NumRelRet"  # ir_measures' NumRet(rel=N) is trec_eval's num_rel_ret
     takes_rel, takes_cutoff = FAMILIES[family]
     cutoff: int | None = None
     if cutoff_text is not None:
@@ -138,9 +177,9 @@ def parse_measure(name: str | Measure, *, default_rel: int = DEFAULT_THRESHOLD) 
         raise _bad(name, f"{family} needs a cutoff, e.g. {family}@10")
     rel: int | None = default_rel if takes_rel else None
     gain: str | None = "linear" if family == "nDCG" else None
-    for part in (params_text or "").split(","):
-        if not part.strip():
-            continue
+    gains: spellings.Gains = ()
+    judged_only = False
+    for part in parts:
         key, sep, value = (s.strip() for s in part.partition("="))
         if not sep:
             raise _bad(name, f"parameter {part.strip()!r} must be key=value")
@@ -162,9 +201,43 @@ def parse_measure(name: str | Measure, *, default_rel: int = DEFAULT_THRESHOLD) 
             if value not in GAINS:
                 raise _bad(name, f"unknown gain {value!r}", "use gain=linear or gain=exp")
             gain = value
+        elif key in ("dcg", "gains", "judged_only"):
+            gain, gains, judged_only = _ir_measures_param(
+                name, family, key, value, (gain, gains, judged_only)
+            )
         else:
-            raise _bad(name, f"unknown parameter {key!r}", "parameters are rel=N and gain=exp")
-    return Measure(family, cutoff, rel, gain)
+            raise _bad(
+                name,
+                f"unknown parameter {key!r}",
+                "parameters are rel=N, gain=exp (or dcg='exp-log2'), gains={grade:gain,...} "
+                "and judged_only=True",
+            )
+    if gains and gain == "exp":
+        raise _bad(name, "exponential gain and a gains map contradict", "give one of them")
+    return Measure(family, cutoff, rel, gain, gains, judged_only)
+
+
+def _ir_measures_param(
+    name: str, family: str, key: str, value: str, current: tuple[str | None, spellings.Gains, bool]
+) -> tuple[str | None, spellings.Gains, bool]:
+    """Apply one of ir_measures' `dcg=`, `gains=`, `judged_only=` to (gain, gains, judged_only)."""
+    gain, gains, judged_only = current
+    if key == "judged_only" and family not in JUDGED_ONLY:
+        raise _bad(
+            name,
+            f"{family} takes no judged_only",
+            "judged_only=True is for " + ", ".join(sorted(JUDGED_ONLY)),
+        )
+    if key != "judged_only" and family != "nDCG":
+        raise _bad(name, f"{family} takes no {key}", f"{key}= is for nDCG")
+    try:
+        if key == "judged_only":
+            return gain, gains, spellings.parse_flag(value)
+        if key == "dcg":
+            return spellings.parse_dcg(value), gains, judged_only
+        return gain, spellings.parse_gains(value), judged_only
+    except ValueError as error:
+        raise _bad(name, str(error)) from None
 
 
 def parse_measures(names: list[str] | tuple[str, ...]) -> list[Measure]:

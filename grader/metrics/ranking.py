@@ -83,3 +83,13 @@ def ranks_within(query_codes: np.ndarray) -> np.ndarray:
     starts = np.flatnonzero(np.concatenate(([True], query_codes[1:] != query_codes[:-1])))
     sizes = np.diff(np.append(starts, n))
     return np.arange(n, dtype=np.int64) - np.repeat(starts, sizes) + 1
+
+
+def sum_before_within(values: np.ndarray, query_codes: np.ndarray) -> np.ndarray:
+    """For each row, the sum of `values` over the earlier rows of its query (rows grouped)."""
+    before: np.ndarray = np.cumsum(values) - values
+    if len(before):
+        starts = np.flatnonzero(np.concatenate(([True], query_codes[1:] != query_codes[:-1])))
+        sizes = np.diff(np.append(starts, len(before)))
+        before = before - np.repeat(before[starts], sizes)
+    return before

@@ -1,0 +1,68 @@
+"""Binary preference (Bpref): how often judged relevant results come before judged
+non-relevant ones, looking at judged documents only (trec_eval's bpref, ir_measures' Bpref).
+
+    Bpref = (1 / R) * sum_{relevant retrieved r} (1 - min(n_r, R) / min(N, R))
+
+- R: documents judged relevant (grade >= threshold) for the query, returned or not.
+- N: documents judged non-relevant (0 <= grade < threshold) for the query.
+- n_r: judged non-relevant documents returned above r. When n_r = 0 the term is 1 (so a
+  query with N = 0 scores the share of its relevant documents returned).
+- Unjudged documents are skipped, not counted as non-relevant: that is the point of Bpref
+  for incomplete labels. A negative grade is neither relevant nor non-relevant (trec_eval).
+- No k: the whole ranking counts. threshold: binary relevance level, default 2.
+- Edge cases: a query with no relevant judged documents scores 0; so does an empty ranking.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from grader.metrics._lists import Grades
+from grader.metrics.measures import DEFAULT_THRESHOLD, Measure
+from grader.metrics.ranked import Ranked
+from grader.metrics.ranking import sum_before_within
+
+
+def bpref(
+    rels: Grades, n_relevant: int, n_nonrelevant: int, threshold: int = DEFAULT_THRESHOLD
+) -> float:
+    """Bpref of one graded list, given the query's judged relevant and non-relevant counts."""
+    if n_relevant == 0:
+        return 0.0
+    total, nonrel_above = 0.0, 0
+    for grade in rels:
+        if grade is None or grade < 0:
+            continue
+        if grade < threshold:
+            nonrel_above += 1
+        elif nonrel_above:
+            total += 1.0 - min(nonrel_above, n_relevant) / min(n_nonrelevant, n_relevant)
+        else:
+            total += 1.0
+    return total / n_relevant
+
+
+def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
+    """Bpref per qrels query (vectorised)."""
+    t = measure.threshold
+    n_rel = ranked.n_relevant(t)
+    judged_nonrel = (ranked.ideal_grade >= 0) & (ranked.ideal_grade < t)
+    n_nonrel = np.bincount(ranked.ideal_query[judged_nonrel], minlength=ranked.n_queries).astype(
+        np.float64
+    )
+    nonrel = (ranked.grade >= 0) & (ranked.grade < t)
+    relevant = ranked.grade >= t
+    # non-relevant rows above each row of its query (rows are sorted by query then rank)
+    above = sum_before_within(nonrel.astype(np.int64), ranked.query)
+    query = ranked.query[relevant]
+    seen = above[relevant].astype(np.float64)
+    r, n = n_rel[query], n_nonrel[query]
+    denominator = np.minimum(n, r)
+    terms = np.where(
+        seen > 0,
+        1.0 - np.minimum(seen, r) / np.where(denominator > 0, denominator, 1.0),
+        1.0,
+    )
+    total = np.bincount(query, weights=terms, minlength=ranked.n_queries).astype(np.float64)
+    return np.divide(total, n_rel, out=np.zeros_like(total), where=n_rel > 0)

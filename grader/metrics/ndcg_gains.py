@@ -1,0 +1,72 @@
+"""nDCG with a custom gain map: ir_measures' `nDCG(gains={0:0,1:1,2:3,3:7})@k`.
+
+    DCG@k  = sum_{i <= k} gain(g_i) / log2(i + 1),  gain(g) = gains[g] if g in gains else g
+    nDCG@k = DCG@k / IDCG@k
+
+- The map takes grades >= 0 to gains >= 0. A grade it does not name keeps its grade as gain
+  (ir_measures maps `gains.get(grade, grade)`, and trec_eval's ndcg gain parameters do the
+  same); negative grades and unjudged documents gain 0.
+- IDCG@k is the DCG@k of all the query's judgments sorted by *gain* (a map need not keep the
+  grades' order), whether the run returned them or not, as in plain nDCG.
+- k: both DCG and IDCG are cut at k; without k, the whole ranking and every judgment.
+- No threshold. Edge cases: a query whose judgments all gain 0 (IDCG = 0) scores 0; an empty
+  ranking scores 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from grader.metrics._lists import Grades, check_k
+from grader.metrics.measures import Measure
+from grader.metrics.ranked import Ranked
+from grader.metrics.ranking import ranks_within
+from grader.metrics.spellings import Gains
+
+
+def mapped_gain(grade: int | None, gains: Gains) -> float:
+    """The gain of one grade under the map (None, unjudged, gains 0)."""
+    if grade is None or grade < 0:
+        return 0.0
+    return float(dict(gains).get(grade, grade))
+
+
+def ndcg_with_gains(
+    rels: Grades, ideal: Sequence[int], gains: Gains, k: int | None = None
+) -> float:
+    """nDCG of one graded list under a gain map; `ideal` is every judged grade of the query."""
+
+    def dcg(values: list[float]) -> float:
+        shown = values if k is None else values[:k]
+        return sum(v / float(np.log2(i + 1)) for i, v in enumerate(shown, 1))
+
+    check_k(k)
+    best = dcg(sorted((mapped_gain(g, gains) for g in ideal), reverse=True))
+    return dcg([mapped_gain(g, gains) for g in rels]) / best if best > 0 else 0.0
+
+
+def _gains(grades: npt.NDArray[np.int64], gains: Gains) -> npt.NDArray[np.float64]:
+    out = np.maximum(grades, 0).astype(np.float64)
+    for grade, gain in gains:
+        out[grades == grade] = gain
+    return out
+
+
+def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
+    """nDCG under `measure.gains` per qrels query (vectorised)."""
+    k = measure.cutoff
+    sel = ranked.rank <= k if k is not None else np.ones(len(ranked.rank), dtype=bool)
+    weights = _gains(ranked.grade, measure.gains) / np.log2(ranked.rank + 1.0)
+    actual = ranked.per_query(sel, weights)
+    ideal_gain = _gains(ranked.ideal_grade, measure.gains)
+    order = np.lexsort((-ideal_gain, ranked.ideal_query))
+    query, gain = ranked.ideal_query[order], ideal_gain[order]
+    pos = ranks_within(query)
+    keep = pos <= k if k is not None else np.ones(len(pos), dtype=bool)
+    best = np.bincount(
+        query[keep], weights=gain[keep] / np.log2(pos[keep] + 1.0), minlength=ranked.n_queries
+    ).astype(np.float64)
+    return np.divide(actual, best, out=np.zeros_like(actual), where=best > 0)

@@ -1,0 +1,30 @@
+"""NumRelRet(rel=N): the number of relevant results the run returned (trec_eval's num_rel_ret).
+
+    NumRelRet = |{ i : rel_i >= threshold }|
+
+- ir_measures spells it `NumRet(rel=N)` (and `NumRelRet` is its NumRet(rel=1)); relgrade
+  accepts both and prints `NumRelRet(rel=N)`.
+- A count: the "all" row is the sum over queries, not the mean (trec_eval, ir_measures).
+- threshold: binary relevance level, default 2; unjudged documents are not relevant.
+- No k: the whole ranking counts (P(rel=N)@k * k is the count within the top k).
+- Edge cases: an empty ranking counts 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from grader.metrics._lists import Grades, hits
+from grader.metrics.measures import DEFAULT_THRESHOLD, Measure
+from grader.metrics.ranked import Ranked
+
+
+def num_rel_ret(rels: Grades, threshold: int = DEFAULT_THRESHOLD) -> int:
+    """How many results of one graded list reach the threshold."""
+    return hits(rels, threshold)
+
+
+def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
+    """NumRelRet per qrels query (vectorised)."""
+    return ranked.per_query(ranked.grade >= measure.threshold)

@@ -1,0 +1,29 @@
+"""NumRet: the number of results a run returned for the query (trec_eval's num_ret).
+
+    NumRet = |ranking|
+
+- A count: the "all" row is the sum over queries, not the mean (trec_eval, ir_measures).
+- No threshold and no k: every returned document counts, judged or not. ir_measures'
+  `NumRet(rel=N)` is a different measure, relgrade's NumRelRet(rel=N).
+- Edge cases: a query the run does not answer counts 0 (trec_eval -c and ir_measures too).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from grader.metrics._lists import Grades
+from grader.metrics.measures import Measure
+from grader.metrics.ranked import Ranked
+
+
+def num_ret(rels: Grades) -> int:
+    """How many results one graded list holds."""
+    return len(rels)
+
+
+def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
+    """NumRet per qrels query (vectorised)."""
+    out: npt.NDArray[np.float64] = ranked.returned.astype(np.float64)
+    return out

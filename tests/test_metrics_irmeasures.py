@@ -1,0 +1,478 @@
+"""ir_measures' names mean what ir_measures means: the new measures and spellings cross-checked.
+
+Every name below is handed to ir_measures 0.4.3 as relgrade prints it (only `gain=exp` is
+written `dcg='exp-log2'`), and per-query values and means must agree to 1e-9 with relgrade
+scoring every qrels query (ir_measures fills unanswered ones with 0, like missing="zero"):
+judged_only=True on nDCG, RR, P, R, AP, Rprec and Success, nDCG(gains={...}), Bpref(rel=N),
+NumRet, NumRelRet(rel=N) (ir_measures' NumRet(rel=N)) and NumRel, with counts summed.
+
+ERR and nDCG(dcg='exp-log2') are computed by ir_measures through gdeval.pl, which prints 5
+decimals: they agree with ir_measures to 5e-6 and, to 1e-9, with the same gdeval.pl run here
+with its print format widened. What ir_measures cannot compute (RR with judged_only and a
+cutoff, NumRel above rel=1, ERR and exp-log2 nDCG without a cutoff) is checked against
+pytrec_eval or gdeval directly.
+"""
+
+from __future__ import annotations
+
+import json
+import pkgutil
+import subprocess
+from pathlib import Path
+
+import ir_measures
+import numpy as np
+import pandas as pd
+import pytest
+import pytrec_eval
+from ir_measures.providers.base import NOT_PROVIDED
+
+from grader.cli.main import main
+from grader.errors import InputError
+from grader.io.trec import read_qrels, read_run, write_run
+from grader.metrics import evaluate, mean_scores, parse_measure
+from grader.metrics.bpref import bpref
+from grader.metrics.err import err
+from grader.metrics.judged_only import condensed
+from grader.metrics.ndcg import ndcg
+from grader.metrics.ndcg_gains import ndcg_with_gains
+from grader.metrics.precision import precision_at_k
+from grader.metrics.rr import reciprocal_rank
+from tests.test_metrics_conformance import DL2019, trec_order
+
+TOL = 1e-9
+GDEVAL_TOL = 5e-6 + 1e-12  # gdeval prints %.5f
+CUTOFFS = (1, 5, 10)
+THRESHOLDS = (1, 2, 3)
+GAINS = "{0:0,1:1,2:3,3:7}"
+NO_CUTOFF = 10**6  # gdeval always cuts; deeper than any test ranking is "no cutoff"
+
+Qrels = dict[str, dict[str, int]]
+Run = dict[str, dict[str, float]]
+Values = dict[tuple[str, str], float]
+
+
+def irm_names() -> list[str]:
+    """relgrade names that ir_measures computes through pytrec_eval (threshold explicit)."""
+    names = ["NumRet", "NumRel(rel=1)", f"nDCG(gains={GAINS})", "nDCG(gains={1:5,2:3})"]
+    names += [f"nDCG(gains={GAINS},judged_only=True)", "nDCG(judged_only=True)"]
+    for t in THRESHOLDS:
+        names += [f"Bpref(rel={t})", f"NumRelRet(rel={t})"]
+        names += [f"RR(rel={t},judged_only=True)", f"AP(rel={t},judged_only=True)"]
+        names += [f"Rprec(rel={t},judged_only=True)"]
+        for k in CUTOFFS:
+            names += [f"P(rel={t},judged_only=True)@{k}", f"R(rel={t},judged_only=True)@{k}"]
+            names += [f"AP(rel={t},judged_only=True)@{k}"]
+            names += [f"Success(rel={t},judged_only=True)@{k}"]
+    for k in CUTOFFS:
+        names += [f"nDCG(judged_only=True)@{k}", f"nDCG(gains={GAINS},judged_only=True)@{k}"]
+        names += [f"nDCG(gains={GAINS})@{k}"]
+    return names
+
+
+GDEVAL_NAMES = [f"ERR@{k}" for k in CUTOFFS] + [f"nDCG(gain=exp)@{k}" for k in CUTOFFS]
+
+
+def random_case(rng: np.random.Generator, n_queries: int) -> tuple[Qrels, Run]:
+    """Numeric query ids (gdeval needs them), ties, unjudged results, queries without relevant
+    documents, judged queries without results and run queries without judgments."""
+    qrels: Qrels = {}
+    run: Run = {}
+    for q in range(n_queries):
+        qid = str(100 + q)
+        n_judged = int(rng.integers(1, 15))
+        grades = rng.integers(0, 4, n_judged) * (rng.random() >= 0.1)  # some: no relevant doc
+        docs = [f"d{q}_{i}" for i in range(n_judged)]
+        qrels[qid] = {d: int(g) for d, g in zip(docs, grades, strict=True)}
+        if rng.random() < 0.1:
+            continue
+        pool = docs + [f"u{q}_{i}" for i in range(int(rng.integers(0, 15)))]
+        picked = rng.choice(pool, size=int(rng.integers(1, len(pool) + 1)), replace=False)
+        if rng.random() < 0.3:
+            scores = rng.integers(0, 3, size=len(picked)).astype(float)  # exact ties
+        else:
+            scores = np.round(rng.normal(size=len(picked)), 3)
+        run[qid] = {str(d): float(s) for d, s in zip(picked, scores, strict=True)}
+    run["99999"] = {"d0_0": 1.0, "zz": 0.5}  # not in the qrels: ignored by everyone
+    return qrels, run
+
+
+def frames(qrels: Qrels, run: Run) -> tuple[pd.DataFrame, pd.DataFrame]:
+    q = pd.DataFrame(
+        [(qid, d, g) for qid, docs in qrels.items() for d, g in docs.items()],
+        columns=["query_id", "doc_id", "grade"],
+    )
+    r = pd.DataFrame(
+        [(qid, d, s) for qid, docs in run.items() for d, s in docs.items()],
+        columns=["query_id", "doc_id", "score"],
+    )
+    return q, r
+
+
+def irm_name(name: str) -> str:
+    """relgrade's printed name in ir_measures' spelling (only exponential gain differs)."""
+    return name.replace("gain=exp", "dcg='exp-log2'")
+
+
+def ir_measures_values(qrels: Qrels, run: Run, names: list[str]) -> tuple[Values, Values]:
+    """Per-query values and aggregates from ir_measures for relgrade's printed names.
+
+    One call per measure: ir_measures 0.4.3 puts NumRet and plain nDCG into whichever
+    pytrec_eval invocation comes first, so beside a judged_only measure or a gain map they
+    would be computed on the condensed list or the mapped gains (its bug, not a definition)."""
+    irm_qrels = [ir_measures.Qrel(q, d, g) for q, docs in qrels.items() for d, g in docs.items()]
+    irm_run = [ir_measures.ScoredDoc(q, d, s) for q, docs in run.items() for d, s in docs.items()]
+    per_query: Values = {}
+    means: Values = {}
+    for name in names:
+        # ir_measures gets the name as written, relgrade's values are keyed by its printed one
+        measure, printed = ir_measures.parse_measure(irm_name(name)), str(parse_measure(name))
+        result = ir_measures.calc([measure], irm_qrels, irm_run)
+        means["all", printed] = float(result.aggregated[measure])
+        for m in result.per_query:
+            per_query[m.query_id, printed] = float(m.value)
+    return per_query, means
+
+
+def relgrade_values(per_query: pd.DataFrame) -> Values:
+    out = {(str(q), str(m)): float(v) for q, m, v in per_query.itertuples(index=False)}
+    for m, v in mean_scores(per_query).itertuples(index=False):
+        out["all", str(m)] = float(v)
+    return out
+
+
+def assert_close(ours: Values, ref: Values, tol: float = TOL) -> None:
+    assert ref, "no reference values"
+    for key, expected in ref.items():
+        assert key in ours, f"relgrade has no value for {key}"
+        assert abs(ours[key] - expected) <= tol, f"{key}: relgrade {ours[key]} != {expected}"
+
+
+def write_trec(folder: Path, qrels: Qrels, run: Run) -> tuple[Path, Path]:
+    q, r = frames(qrels, run)
+    (folder / "qrels.txt").write_text(
+        "".join(f"{a} 0 {b} {c}\n" for a, b, c in q.itertuples(index=False))
+    )
+    write_run(folder / "run.txt", r, "test")
+    return folder / "qrels.txt", folder / "run.txt"
+
+
+def gdeval_full_precision(folder: Path, qrels: Qrels, run: Run, k: int) -> Values:
+    """ERR@k and exp-gain nDCG@k per query from ir_measures' own gdeval.pl, printed in full."""
+    script = pkgutil.get_data("ir_measures", "bin/gdeval.pl")
+    assert script is not None
+    text = script.decode()
+    assert text.count("%.5f,%.5f") == 1
+    (folder / "gdeval.pl").write_text(text.replace("%.5f,%.5f", "%.17g,%.17g"))
+    # gdeval reads the score column only: full float64 precision, as ir_measures writes it
+    lines = [
+        f"{q} Q0 {d} 0 {float(s)!r} test\n" for q, docs in run.items() for d, s in docs.items()
+    ]
+    (folder / "gd.run").write_text("".join(lines))
+    qrels_path, _ = write_trec(folder, qrels, {})
+    out = subprocess.run(
+        ["perl", str(folder / "gdeval.pl"), str(qrels_path), str(folder / "gd.run"), str(k)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    suffix = "" if k == NO_CUTOFF else f"@{k}"
+    values: Values = {}
+    for line in out.splitlines()[1:]:
+        _, qid, ndcg_value, err_value = line.split(",")
+        values[qid, f"nDCG(gain=exp){suffix}"] = float(ndcg_value)
+        values[qid, f"ERR{suffix}"] = float(err_value)
+    return values
+
+
+def pytrec_eval_values(qrels: Qrels, run: Run) -> Values:
+    """What ir_measures cannot compute: NumRel(rel>1), and RR with judged_only and a cutoff
+    (trec_eval's recip_rank -J on each run cut to the top k of its condensed list)."""
+    out: Values = {}
+    for t in THRESHOLDS:
+        res = pytrec_eval.RelevanceEvaluator(qrels, {"num_rel"}, relevance_level=t).evaluate(run)
+        out.update({(q, f"NumRel(rel={t})"): v["num_rel"] for q, v in res.items()})
+        for k in CUTOFFS:
+            top_k = {
+                q: {d: docs[d] for d in trec_order(docs) if qrels.get(q, {}).get(d, -1) >= 0}
+                for q, docs in run.items()
+            }
+            top_k = {q: {d: docs[d] for d in trec_order(docs)[:k]} for q, docs in top_k.items()}
+            ev = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank"}, relevance_level=t)
+            for q, v in ev.evaluate(top_k).items():
+                out[q, f"RR(rel={t},judged_only=True)@{k}"] = v["recip_rank"]
+    return out
+
+
+def list_values(qrels: Qrels, run: Run) -> Values:
+    """The list functions on each answered query's graded list."""
+    out: Values = {}
+    for qid, judged in qrels.items():
+        if qid not in run:
+            continue
+        rels: list[int | None] = [judged.get(d) for d in trec_order(run[qid])]
+        ideal = list(judged.values())
+        short = condensed(rels)
+        gains = parse_measure(f"nDCG(gains={GAINS})").gains
+        out[qid, "nDCG(judged_only=True)"] = ndcg(short, ideal)
+        out[qid, str(parse_measure(f"nDCG(gains={GAINS})"))] = ndcg_with_gains(rels, ideal, gains)
+        for k in CUTOFFS:
+            out[qid, f"ERR@{k}"] = err(rels, k)
+            out[qid, f"nDCG(judged_only=True)@{k}"] = ndcg(short, ideal, k)
+        for t in THRESHOLDS:
+            n_rel = sum(1 for g in ideal if g >= t)
+            n_nonrel = sum(1 for g in ideal if 0 <= g < t)
+            out[qid, f"Bpref(rel={t})"] = bpref(rels, n_rel, n_nonrel, t)
+            out[qid, f"RR(rel={t},judged_only=True)"] = reciprocal_rank(short, t)
+            for k in CUTOFFS:
+                out[qid, f"P(rel={t},judged_only=True)@{k}"] = precision_at_k(short, k, t)
+                out[qid, f"RR(rel={t},judged_only=True)@{k}"] = reciprocal_rank(short, t, k)
+    return out
+
+
+def check_against_references(tmp_path: Path, qrels: Qrels, run: Run) -> None:
+    """relgrade vs ir_measures, pytrec_eval, gdeval.pl and its own list functions."""
+    q, r = frames(qrels, run)
+    extra = [f"NumRel(rel={t})" for t in (2, 3)]
+    extra += [f"RR(rel={t},judged_only=True)@{k}" for t in THRESHOLDS for k in CUTOFFS]
+    extra += ["ERR", "nDCG(gain=exp)"]
+    names = irm_names() + GDEVAL_NAMES + extra
+    zero = evaluate(q, r, names)
+    ours = relgrade_values(zero)
+    per_query, means = ir_measures_values(qrels, run, irm_names())
+    assert {key[0] for key in per_query} == set(qrels)  # every qrels query, filled with 0
+    assert_close(ours, per_query)
+    assert_close(ours, means)
+    gd_query, gd_means = ir_measures_values(qrels, run, GDEVAL_NAMES)
+    assert_close(ours, gd_query, GDEVAL_TOL)
+    assert_close(ours, gd_means, GDEVAL_TOL)
+    exact: Values = {}
+    for k in (*CUTOFFS, NO_CUTOFF):
+        exact.update(gdeval_full_precision(tmp_path, qrels, run, k))
+    assert_close(ours, exact)
+    # pytrec_eval scores answered queries only: relgrade's missing="skip"
+    skip = relgrade_values(evaluate(q, r, names, missing="skip"))
+    assert_close(skip, pytrec_eval_values(qrels, run))
+    lists = list_values(qrels, run)
+    assert_close(skip, lists)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_qrels_and_runs_match_ir_measures(tmp_path: Path, seed: int) -> None:
+    qrels, run = random_case(np.random.default_rng(seed), n_queries=100)
+    check_against_references(tmp_path, qrels, run)
+
+
+def test_counts_are_summed_in_the_mean_row() -> None:
+    qrels, run = random_case(np.random.default_rng(11), n_queries=60)
+    q, r = frames(qrels, run)
+    names = ["NumRet", "NumRel(rel=2)", "NumRelRet(rel=1)"]
+    means = mean_scores(evaluate(q, r, names)).set_index("measure")["value"]
+    answered = [qid for qid in qrels if qid in run]
+    assert means["NumRet"] == sum(len(run[qid]) for qid in answered)
+    # trec_eval -c and ir_measures count unanswered queries 0, so the sum covers answered ones
+    assert means["NumRel(rel=2)"] == sum(
+        sum(1 for g in qrels[qid].values() if g >= 2) for qid in answered
+    )
+    assert means["NumRelRet(rel=1)"] == sum(
+        sum(1 for d in run[qid] if qrels[qid].get(d, 0) >= 1) for qid in answered
+    )
+    empty = pd.DataFrame({"query_id": [], "doc_id": [], "score": []})
+    skipped = mean_scores(evaluate(q, empty, ["NumRet", "P@5"], missing="skip"))
+    assert skipped["value"].iloc[0] == 0.0 and np.isnan(skipped["value"].iloc[1])
+
+
+def test_negative_grades_and_grade_four_match_trec_eval_and_gdeval(tmp_path: Path) -> None:
+    """trec_eval reads a negative grade as unjudged (judged_only drops it, Bpref skips it);
+    gdeval drops it and takes grades up to 4."""
+    qrels: Qrels = {
+        "1": {"a": 3, "b": 1, "c": 0, "d": 2, "e": -1, "f": 4, "g": -2},
+        "2": {"h": 0, "i": -1, "j": 2},
+    }
+    run: Run = {
+        "1": {"a": 0.1, "x": 0.9, "b": 0.8, "c": 0.7, "e": 0.6, "d": 0.05, "g": 0.5, "f": 0.2},
+        "2": {"i": 3.0, "y": 2.0, "h": 1.0, "j": 0.5},
+    }
+    check_against_references(tmp_path, qrels, run)
+
+
+def test_ranking_ties_in_double_precision_match_gdeval(tmp_path: Path) -> None:
+    """gdeval compares scores in float64: precision="float64" gives its order exactly."""
+    qrels: Qrels = {"1": {"a": 3, "b": 1, "c": 2}}
+    run: Run = {"1": {"a": 1.0 + 2e-12, "b": 1.0 + 1e-12, "c": 1.0}}
+    q, r = frames(qrels, run)
+    names = ["ERR@10", "nDCG(gain=exp)@10"]
+    ours = relgrade_values(evaluate(q, r, names, precision="float64"))
+    assert_close(ours, gdeval_full_precision(tmp_path, qrels, run, 10))
+    float32 = relgrade_values(evaluate(q, r, names))
+    assert float32["1", "ERR@10"] != ours["1", "ERR@10"]  # float32: a 3-way tie, by doc id
+
+
+@pytest.mark.skipif(not (DL2019 / "2019qrels-pass.txt").exists(), reason="TREC DL 2019 absent")
+def test_trec_dl_2019_with_a_run_ranked_by_llm_labels(tmp_path: Path) -> None:
+    """Human qrels; a run ranking each query's pool by an LLM label set's grade (ties broken by
+    noise rounded to make some exact ties) with unjudged passages mixed in."""
+    human = read_qrels(DL2019 / "2019qrels-pass.txt")
+    llm_path = sorted((DL2019 / "llm-labels").glob("*.txt"))[0]
+    llm = read_qrels(llm_path)
+    qrels: Qrels = {}
+    for qid, did, grade in human.itertuples(index=False):
+        qrels.setdefault(str(qid), {})[str(did)] = int(grade)
+    rng = np.random.default_rng(2019)
+    others = human["doc_id"].astype(str).unique()
+    run: Run = {}
+    for i, (qid, group) in enumerate(llm.groupby("query_id", sort=False)):
+        if i % 9 == 0:
+            continue  # some judged queries unanswered
+        top = group.sample(n=min(len(group), 120), random_state=i)
+        scores = top["grade"].to_numpy() + np.round(rng.random(len(top)), 1)
+        docs = {str(d): float(s) for d, s in zip(top["doc_id"], scores, strict=True)}
+        for did in rng.choice(others, size=40, replace=False):  # judged for other queries only
+            if str(did) not in qrels[str(qid)]:
+                docs[str(did)] = float(np.round(rng.random() * 4, 1))
+        run[str(qid)] = docs
+    check_against_references(tmp_path, qrels, run)
+    # the same through the TREC readers
+    qrels_path, run_path = write_trec(tmp_path, qrels, run)
+    from_files = evaluate(read_qrels(qrels_path), read_run(run_path), irm_names())
+    per_query, means = ir_measures_values(qrels, run, irm_names())
+    assert_close(relgrade_values(from_files), {**per_query, **means})
+
+
+def irm_meaning(measure: ir_measures.Measure) -> tuple[object, ...]:
+    """An ir_measures measure with every parameter filled in (defaults too), gain maps without
+    their g:g entries: two spellings mean the same measure when these are equal."""
+    params = []
+    for key in sorted(measure.SUPPORTED_PARAMS):
+        value = measure[key]
+        if value is NOT_PROVIDED:
+            value = None
+        elif isinstance(value, dict):
+            value = tuple((g, v) for g, v in sorted(value.items()) if g != v) or None
+        params.append((key, value))
+    return (measure.NAME, *params)
+
+
+@pytest.mark.parametrize(
+    ("written", "printed", "ir_measures_spelling"),
+    [
+        ("nDCG(dcg='exp-log2')@10", "nDCG(gain=exp)@10", "nDCG(dcg='exp-log2')@10"),
+        ('nDCG(dcg="exp-log2")@10', "nDCG(gain=exp)@10", "nDCG(dcg='exp-log2')@10"),
+        ("nDCG(dcg=log2)@10", "nDCG@10", "nDCG(dcg='log2')@10"),
+        (f"nDCG(gains={GAINS})@10", "nDCG(gains={2:3,3:7})@10", f"nDCG(gains={GAINS})@10"),
+        ("nDCG(gains={3: 7, 0: 0})", "nDCG(gains={3:7})", "nDCG(gains={3:7,0:0})"),
+        ("nDCG(gains={0:0,1:1})@5", "nDCG@5", "nDCG(gains={0:0,1:1})@5"),
+        (
+            "nDCG(judged_only=True,gains={3:7})@5",
+            "nDCG(gains={3:7},judged_only=True)@5",
+            "nDCG(judged_only=True,gains={3:7})@5",
+        ),
+        (
+            "P(judged_only=True,rel=3)@10",
+            "P(rel=3,judged_only=True)@10",
+            "P(judged_only=True,rel=3)@10",
+        ),
+        ("RR(judged_only=False)@10", "RR(rel=2)@10", "RR(rel=2,judged_only=False)@10"),
+        (
+            "Success(judged_only=true)@1",
+            "Success(rel=2,judged_only=True)@1",
+            "Success(rel=2,judged_only=True)@1",
+        ),
+        ("ERR@20", "ERR@20", "ERR@20"),
+        ("err", "ERR", "ERR"),
+        ("BPref", "Bpref(rel=2)", "BPref(rel=2)"),
+        ("Bpref(rel=1)", "Bpref(rel=1)", "Bpref"),
+        ("NumRet", "NumRet", "NumRet"),
+        ("num_ret", "NumRet", "NumRet"),
+        ("NumRet(rel=1)", "NumRelRet(rel=1)", "NumRelRet"),
+        ("NumRelRet", "NumRelRet(rel=2)", "NumRet(rel=2)"),
+        ("NumRel(rel=3)", "NumRel(rel=3)", "NumRel(rel=3)"),
+    ],
+)
+def test_names_parse_and_print_back_with_the_threshold_explicit(
+    written: str, printed: str, ir_measures_spelling: str
+) -> None:
+    measure = parse_measure(written)
+    assert str(measure) == printed
+    assert parse_measure(printed) == measure
+    # ir_measures reads relgrade's printed name as the measure it means by its own spelling
+    ours = ir_measures.parse_measure(irm_name(printed))
+    assert irm_meaning(ours) == irm_meaning(ir_measures.parse_measure(ir_measures_spelling))
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        ("Judged(judged_only=True)@10", "Judged takes no judged_only"),
+        ("ERR(judged_only=True)@10", "ERR takes no judged_only"),
+        ("Bpref(judged_only=True)", "Bpref takes no judged_only"),
+        ("ERR(rel=2)@10", "ERR takes no threshold"),
+        ("Bpref@10", "Bpref takes no @k cutoff"),
+        ("NumRet@10", "NumRet takes no @k cutoff"),
+        ("P(gains={3:7})@10", "P takes no gains"),
+        ("P(dcg='exp-log2')@10", "P takes no dcg"),
+        ("nDCG(dcg='exp')@10", "unknown dcg"),
+        ("nDCG(gains={a:1})@10", "must be grade:gain"),
+        ("nDCG(gains={3:-1})@10", "negative"),
+        ("nDCG(gains={-2:1})@10", "negative grades always gain 0"),
+        ("nDCG(gains={3:7,3:5})@10", "twice"),
+        ("nDCG(gains=3)@10", "must be a map in braces"),
+        ("nDCG(gain=exp,gains={3:9})@10", "contradict"),
+        ("nDCG(judged_only=yes)@10", "not True or False"),
+        ("nDCG(foo=1)@10", "unknown parameter 'foo'"),
+    ],
+)
+def test_refused_spellings_say_why(name: str, says: str) -> None:
+    with pytest.raises(InputError) as caught:
+        parse_measure(name)
+    assert says in str(caught.value)
+    assert name in str(caught.value)
+
+
+def test_err_refuses_grades_above_four_like_gdeval() -> None:
+    q = pd.DataFrame({"query_id": ["1", "1"], "doc_id": ["a", "b"], "grade": [5, 1]})
+    r = pd.DataFrame({"query_id": ["1"], "doc_id": ["a"], "score": [1.0]})
+    with pytest.raises(InputError, match="up to 4"):
+        evaluate(q, r, ["ERR@10"])
+    with pytest.raises(ValueError, match="up to 4"):
+        err([5, 1])
+
+
+def test_cli_sums_counts_in_table_csv_and_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    qrels: Qrels = {"1": {"a": 3, "b": 0, "c": 2}, "2": {"d": 1, "e": 2}, "3": {"f": 2}}
+    run: Run = {"1": {"a": 2.0, "x": 1.0, "b": 0.5}, "2": {"e": 1.0, "d": 0.5}}
+    qrels_path, run_path = write_trec(tmp_path, qrels, run)
+    args = ["evaluate", str(qrels_path), str(run_path), "-m", "NumRet", "NumRelRet", "ERR@10"]
+    assert main([*args, "--format", "json", "--per-query"]) == 0
+    records = json.loads(capsys.readouterr().out)
+    by = {(r["query_id"], r["measure"]): r["value"] for r in records}
+    assert by["all", "NumRet"] == 5 and by["all", "NumRelRet(rel=2)"] == 2
+    assert by["3", "NumRet"] == 0
+    # 1: a (grade 3) first; 2: e (2) then d (1); 3: unanswered
+    assert by["all", "ERR@10"] == pytest.approx((7 / 16 + 3 / 16 + 13 / 16 * 1 / 16 / 2) / 3)
+    assert main([*args, "--format", "csv"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert "run,all,NumRet,5" in rows and "run,all,NumRelRet(rel=2),2" in rows
+    assert main(args) == 0
+    table = capsys.readouterr().out
+    assert "NumRet, NumRelRet(rel=2): summed over queries, not averaged" in table
+    rows = {
+        line.split("│")[1].strip(): line.split("│")[2].strip()
+        for line in table.splitlines()
+        if line.count("│") == 3
+    }
+    assert rows == {"NumRet": "5", "NumRelRet(rel=2)": "2", "ERR@10": f"{by['all', 'ERR@10']:.4f}"}
+
+
+def test_evaluate_help_lists_the_new_measures_and_spellings(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--help"])
+    text = capsys.readouterr().out
+    for part in ("ERR@k", "Bpref(rel=N)", "NumRet", "NumRel(rel=N)", "NumRelRet(rel=N)"):
+        assert part in text
+    for part in ("judged_only=True", "dcg='exp-log2'", "gains={0:0,1:1,2:3,3:7}"):
+        assert part in text
