@@ -316,28 +316,75 @@ def test_runs_give_system_ranking_under_both_label_sets(
     assert sum(row["n"] for row in out["bias_by_rank"]) == len(human)
 
 
-def test_runs_with_partial_human_grades_give_per_run_estimates(
+def test_whole_queries_graded_give_per_run_estimates_under_the_cluster_design(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from ppi_py import ppi_mean_pointestimate
+
+    from grader.io.trec import read_qrels, read_run
+    from grader.metrics import evaluate
+
     human, llm = _grades(9, n_queries=24, per_query=12)
     graded_queries = {f"q{i}" for i in range(10)}
     part = [row for row in human if row[0] in graded_queries]
-    part.append(("q11", "d11_0", human[11 * 12][2]))  # one pair of q11: not a whole query
     hp = _write_qrels(tmp_path / "h.txt", part)
     lp = _write_qrels(tmp_path / "l.txt", llm)
     runs = _runs(tmp_path, human, [0.5, 2.0])
     args = ["--llm", str(lp), "--human", str(hp), "--bootstrap", "0", "-m", "nDCG@10"]
     out = _json(capsys, [*args, "--run", runs[0], "--run", runs[1]])
     est = out["estimates"]
-    assert est["relevant_share"]["labelled_clusters"] == 11
+    # No manifest: every graded query was graded whole, so the design is inferred as a cluster one
+    assert est["design"]["kind"] == "whole-queries" and est["design"]["source"] == "inferred"
+    share = est["relevant_share"]
+    assert share["labelled_clusters"] == 10 and share["interval"] == "t, 9 df"
+    assert (
+        share["estimand"] == "share of relevant pairs (grade >= 2) among these 288 LLM-graded pairs"
+    )
     assert set(est["runs"]) == {"sys0", "sys1"}
-    for name in ("sys0", "sys1"):
+
+    def per_query(qrels_path: Path, run: str) -> dict[str, float]:
+        long = evaluate(read_qrels(qrels_path), read_run(run), ["nDCG@10"])
+        long = long[long["query_id"] != "all"]
+        return dict(zip(long["query_id"].astype(str), long["value"], strict=True))
+
+    for name, run in zip(("sys0", "sys1"), runs, strict=True):
         e = est["runs"][name]
-        assert set(e) >= {"llm_only", "human_only", "ppi", "ppi_ci"}
-        assert e["n_labelled"] == 10  # q11 is only partly graded: not a labelled query
-        assert e["n_unlabelled"] == 14
+        assert set(e) >= {"llm_only", "human_only", "ppi", "ppi_ci", "design", "estimand"}
+        assert e["n_labelled"] == 10 and e["n_unlabelled"] == 14
+        assert (
+            e["interval"] == "t, 9 df"
+            and e["estimand"] == "mean nDCG@10 over these 24 queries with LLM grades"
+        )
         assert e["ppi_ci"][0] <= e["ppi"] <= e["ppi_ci"][1]
+        # PPI++ point estimate, recomputed by ppi_py from independently scored queries
+        h, m = per_query(hp, run), per_query(lp, run)
+        lab = sorted(graded_queries)
+        y = np.array([h[q] for q in lab])
+        f = np.array([m[q] for q in lab])
+        f_all = np.array(list(m.values()))
+        ref = ppi_mean_pointestimate(y, f, f_all, lam=e["lambda"])
+        assert e["ppi"] == pytest.approx(float(np.ravel(ref)[0]), abs=1e-12)
+        assert e["llm_only"] == pytest.approx(f_all.mean())
     assert est["runs"]["sys0"]["ppi"] > est["runs"]["sys1"]["ppi"]
+
+
+def test_a_query_graded_in_part_makes_it_a_pair_design_without_run_estimates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    human, llm = _grades(9, n_queries=24, per_query=12)
+    part = [row for row in human if int(row[0][1:]) < 10]
+    part.append(("q11", "d11_0", human[11 * 12][2]))  # one pair of q11: not a whole query
+    args = ["--llm", str(_write_qrels(tmp_path / "l.txt", llm)), "--bootstrap", "0"]
+    args += ["--human", str(_write_qrels(tmp_path / "h.txt", part))]
+    out = _json(capsys, [*args, "--run", _runs(tmp_path, human, [0.5])[0]])
+    est = out["estimates"]
+    assert est["design"]["kind"] == "pairs" and est["design"]["source"] == "inferred"
+    share = est["relevant_share"]
+    assert share["clustered_by"] is None and share["interval"] == "normal"
+    # Fully graded queries of a pair sample are not a random sample of queries: no run estimate
+    [run] = est["runs"].values()
+    assert run["ppi"] is None and run["ppi_ci"] is None and run["human_only"] is None
+    assert any("pairs drawn uniformly at random" in note for note in out["notes"])
 
 
 def test_runs_without_any_whole_query_say_why_there_is_no_run_estimate(

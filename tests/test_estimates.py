@@ -23,7 +23,7 @@ def test_interval_coverage_is_close_to_95_percent() -> None:
     for _ in range(trials):
         y, f = _draw(rng, 200, accuracy=0.8)
         _, f_unlabelled = _draw(rng, 2000, accuracy=0.8)
-        est = ppi_mean(y, f, f_unlabelled)
+        est = ppi_mean(y, f, f_unlabelled, population="infinite")
         covered_ppi += est.ppi_ci[0] <= 0.3 <= est.ppi_ci[1]
         covered_human += est.human_ci[0] <= 0.3 <= est.human_ci[1]
         widths_ppi.append(est.ppi_ci[1] - est.ppi_ci[0])
@@ -44,7 +44,7 @@ def test_continuous_per_query_measure_coverage() -> None:
         f = np.clip(y + 0.15 + rng.normal(0, 0.1, 60), 0, 1)
         yu = rng.beta(2, 3, 400)
         fu = np.clip(yu + 0.15 + rng.normal(0, 0.1, 400), 0, 1)
-        est = ppi_mean(y, f, fu)
+        est = ppi_mean(y, f, fu, population="infinite")
         covered += est.ppi_ci[0] <= 0.4 <= est.ppi_ci[1]
         assert est.llm_only > 0.45  # the LLM-only estimate carries the judge's bias
     assert 0.92 <= covered / trials <= 0.98
@@ -65,7 +65,7 @@ def test_perfect_llm_gives_lambda_near_one_and_a_tight_interval() -> None:
     rng = np.random.default_rng(3)
     y = (rng.random(100) < 0.3).astype(float)
     fu = (rng.random(10000) < 0.3).astype(float)
-    est = ppi_mean(y, y, fu)
+    est = ppi_mean(y, y, fu, population="infinite")
     assert est.lam > 0.9
     assert est.ppi == pytest.approx(est.lam * fu.mean() + (1 - est.lam) * y.mean())
     assert est.ppi_ci[1] - est.ppi_ci[0] < 0.5 * (est.human_ci[1] - est.human_ci[0])
@@ -132,8 +132,9 @@ def test_query_clustered_intervals_cover_when_whole_queries_are_labelled() -> No
             f[~labelled],
             groups=q[labelled],
             groups_unlabelled=q[~labelled],
+            population="infinite",
         )
-        naive = ppi_mean(y[labelled], f[labelled], f[~labelled])
+        naive = ppi_mean(y[labelled], f[labelled], f[~labelled], population="infinite")
         covered += est.ppi_ci[0] <= truth <= est.ppi_ci[1]
         covered_naive += naive.ppi_ci[0] <= truth <= naive.ppi_ci[1]
     assert est.clusters == 40

@@ -79,15 +79,27 @@ def _run_name(path: str) -> str:
     return name.rsplit(".", 1)[0] if "." in name else name
 
 
-def _weights(args: argparse.Namespace, frame: Any) -> tuple[npt.NDArray[np.float64] | None, str]:
+def _weights(
+    args: argparse.Namespace, frame: Any
+) -> tuple[npt.NDArray[np.float64] | None, str, Any]:
+    """1/pi per paired pair, the manifest's path and the sample design it records (or None)."""
+    from calibration.design import design_of_strategy
     from calibration.manifest import find_manifest, read_manifest, sample_weights
 
     path = args.manifest
     if path is None and not args.no_manifest:
         path = find_manifest(args.human)
     if path is None:
-        return None, ""
-    return np.asarray(sample_weights(read_manifest(path), frame), dtype=np.float64), str(path)
+        return None, "", None
+    manifest = read_manifest(path)
+    try:
+        design = design_of_strategy(manifest.strategy)
+    except ValueError as exc:
+        raise InputError(
+            str(exc), path=path, hint="it is written by `relgrade sample`; redraw the sample"
+        ) from None
+    weights = np.asarray(sample_weights(manifest, frame), dtype=np.float64)
+    return weights, str(path), design
 
 
 def run(args: argparse.Namespace) -> int:
@@ -104,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     llm = read_llm_grades(args.llm, clamp=args.clamp, judge=args.judge)
     human = read_human_grades(args.human, clamp=args.clamp)
     paired = pair_grades(llm, human)
-    weights, manifest = _weights(args, paired.frame)
+    weights, manifest, design = _weights(args, paired.frame)
     runs = _read_runs(args.run)
     lengths = _doc_lengths(args.docs, set(paired.frame["doc_id"])) if args.docs else None
     if runs:
@@ -122,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
         n_bootstrap=args.bootstrap,
         threshold=args.threshold,
         paired=paired,
+        design=design,
     )
     second = None
     if args.second_human:

@@ -1,0 +1,155 @@
+"""The `estimates` section of `relgrade calibrate`: PPI++ estimates that follow the sample design.
+
+- `relevant_share`: the share of relevant pairs (grade >= threshold) among the N LLM-graded
+  pairs at hand (a finite population: labelled pairs are part of it). Pair designs: pair-level
+  PPI++ weighted by 1/pi, normal quantile. Whole-queries design: query-clustered, t quantile.
+- `runs`: each run's mean measure over the Q queries with LLM grades, under the whole-queries
+  design only (the labelled unit is a query people graded whole); under a pair design the
+  human-based figures are left out with the reason, never invented.
+
+Every estimate names its design and estimand, and carries a `caution` when its interval could
+mislead (too wide to conclude, or too few whole queries for the t interval to be trusted).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from calibration.design import SampleDesign, caution
+from calibration.estimates import ppi_mean
+from calibration.pairs import PairedGrades
+
+# (qrels frame query_id/doc_id/grade, run frame, measure) -> one value per judged query
+Scorer = Callable[[pd.DataFrame, pd.DataFrame, str], pd.Series]
+
+
+def estimates_section(
+    paired: PairedGrades,
+    *,
+    design: SampleDesign,
+    weights: npt.NDArray[np.float64] | None,
+    threshold: int,
+    runs: Mapping[str, pd.DataFrame] | None,
+    measure: str,
+    scorer: Scorer,
+) -> tuple[dict[str, Any], list[str]]:
+    """The `estimates` object (threshold, design, relevant_share, runs) and notes for people."""
+    out: dict[str, Any] = {
+        "threshold": threshold,
+        "design": design.to_json(),
+        "relevant_share": relevant_share(paired, design, weights, threshold),
+    }
+    notes: list[str] = []
+    if runs:
+        out["runs"], notes = run_estimates(paired, design, weights, runs, measure, scorer)
+    return out, notes
+
+
+def relevant_share(
+    paired: PairedGrades,
+    design: SampleDesign,
+    weights: npt.NDArray[np.float64] | None,
+    threshold: int,
+) -> dict[str, Any]:
+    """PPI++ estimate of the share of relevant pairs among all LLM-graded pairs."""
+    both, llm = paired.frame, paired.llm
+    keys = set(zip(both["query_id"], both["doc_id"], strict=True))
+    only = np.array([k not in keys for k in zip(llm["query_id"], llm["doc_id"], strict=True)])
+    whole = design.kind == "whole-queries"
+    est = ppi_mean(
+        (both["human"].to_numpy() >= threshold).astype(np.float64),
+        (both["llm"].to_numpy() >= threshold).astype(np.float64),
+        (llm.loc[only, "grade"].to_numpy() >= threshold).astype(np.float64),
+        weights=weights,
+        groups=both["query_id"].to_numpy() if whole else None,
+        groups_unlabelled=llm.loc[only, "query_id"].to_numpy() if whole else None,
+        bounds=(0.0, 1.0),
+        quantile="t" if whole else "normal",
+    )
+    data = {
+        **est.to_json(),
+        "unit": "pair",
+        "clustered_by": "query" if whole else None,
+        "design": design.kind,
+        "population": "finite",
+        "estimand": f"share of relevant pairs (grade >= {threshold}) among these "
+        f"{len(llm)} LLM-graded pairs",
+    }
+    data["caution"] = caution(data, design, "queries" if whole else "pairs")
+    return data
+
+
+def run_estimates(
+    paired: PairedGrades,
+    design: SampleDesign,
+    weights: npt.NDArray[np.float64] | None,
+    runs: Mapping[str, pd.DataFrame],
+    measure: str,
+    scorer: Scorer,
+) -> tuple[dict[str, Any], list[str]]:
+    """Each run's mean measure: PPI++ over whole queries, or LLM-only with the reason."""
+    llm = paired.llm
+    llm_per_query = llm.groupby("query_id").size()
+    both_per_query = paired.frame.groupby("query_id").size()
+    full = both_per_query.reindex(llm_per_query.index, fill_value=0) == llm_per_query
+    labelled = sorted(str(q) for q in full[full].index)
+    partly = int((both_per_query.reindex(llm_per_query.index, fill_value=0) > 0).sum())
+    partly -= len(labelled)
+    common = {
+        "measure": measure,
+        "unit": "query",
+        "design": design.kind,
+        "population": "finite",
+        "estimand": f"mean {measure} over these {len(llm_per_query)} queries with LLM grades",
+    }
+    notes: list[str] = []
+    if design.kind != "whole-queries" or not labelled:
+        notes.append(
+            "per-run estimates are LLM-only: a per-query measure needs the whole query graded "
+            f"by people, and the human grades are {design.text} (draw the sample with "
+            "`relgrade sample --strategy whole-queries`)"
+        )
+        return {
+            name: {
+                "llm_only": float(f.mean()) if len(f) else None,
+                "human_only": None,
+                "ppi": None,
+                "ppi_ci": None,
+                "human_only_ci": None,
+                "n_labelled": 0,
+                "n_unlabelled": len(f),
+                "caution": None,
+                **common,
+            }
+            for name, f in ((n, scorer(llm, r, measure)) for n, r in runs.items())
+        }, notes
+    if partly:
+        notes.append(
+            f"{partly} queries of the sample are only partly graded by people: they are left "
+            "out of the per-run estimates (grade the rest of their pairs to count them)"
+        )
+    query_weights = None
+    if weights is not None:  # 1/pi of a query is that of any of its pairs
+        per_pair = pd.Series(weights, index=paired.frame["query_id"].astype(str).to_numpy())
+        query_weights = per_pair.groupby(level=0).first().reindex(labelled).to_numpy()
+    frame = paired.frame[paired.frame["query_id"].isin(labelled)]
+    human_qrels = frame[["query_id", "doc_id", "human"]].rename(columns={"human": "grade"})
+    out: dict[str, Any] = {}
+    for name, run in runs.items():
+        f_all = scorer(llm, run, measure)
+        est = ppi_mean(
+            scorer(human_qrels, run, measure).reindex(labelled).to_numpy(),
+            f_all.reindex(labelled).to_numpy(),
+            f_all.drop(index=labelled, errors="ignore").to_numpy(),
+            weights=query_weights,
+            bounds=(0.0, 1.0),  # every measure lies in [0, 1]
+            quantile="t",
+        ).to_json()
+        out[name] = {**est, "labelled_clusters": len(labelled), **common}
+        out[name]["caution"] = caution(out[name], design, "queries")
+    return out, notes
