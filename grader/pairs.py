@@ -99,6 +99,14 @@ def pairs_to_grade(
                     first_missing_run = Path(run_path)
                 continue
             selection.pairs.append(Pair(query, doc))
+    if not selection.candidates:
+        raise InputError(
+            "found no pairs to grade: "
+            + ("the run holds" if len(runs) == 1 else "none of the runs holds")
+            + " a result (empty, or only comments)",
+            path=runs[0] if len(runs) == 1 else ", ".join(str(r) for r in runs),
+            hint="give runs with lines `qid Q0 docid rank score tag`",
+        )
     selection.missing_query_ids = list(missing_q)
     selection.missing_doc_ids = list(missing_d)
     if selection.missing and not skip_missing:

@@ -84,8 +84,8 @@ def test_written_run_reads_back_identically(tmp_path: Path) -> None:
         ("q1 Q0 a 1 1.0 t\nq1 Q0 b 2 high t\n", 2, "not a finite number"),
         ("q1 Q0 a 1 1.0 t\nq1 Q0 b 2 nan t\n", 2, "not a finite number"),
         ("q1 Q0 a 1 1.0 t\nq1 Q0 b 2 1.0\n", 2, "expected 6 columns"),
-        ("q1 Q0 a 1 1.0 t extra\n", 1, "expected 6 columns"),
-        ("q1 Q0 a 1 1.0 t\n\nq1 Q0 b 1 1.0 t x\n", 3, "expected 6 columns"),
+        ("q1 Q0 a 1 1.0\n", 1, "expected 6 columns"),
+        ("q1 Q0 a 1 1.0 t x\n\nq1 Q0 b 1.0 t\n", 3, "expected 6 columns"),
     ],
 )
 def test_malformed_run_lines_name_file_and_line(

@@ -1,9 +1,10 @@
 """TREC run and qrels files: fast, strict readers and atomic writers.
 
 Runs are `qid Q0 docid rank score tag`; qrels are `qid iter docid grade`, whitespace separated,
-`.gz` transparent. Tokenising is Arrow's (see trec_parse) and every check is vectorised, so a
-10-million-line run reads in seconds; the slow path (re-reading the file line by line) runs only
-to name the exact line of an error.
+`.gz` transparent. As trec_eval 10 reads them, `#` comment lines are skipped and run columns
+after the sixth are ignored. Tokenising is Arrow's (see trec_parse) and every check is
+vectorised, so a 10-million-line run reads in seconds; the slow path (re-reading the file line
+by line) runs only to name the exact line of an error.
 
 The rank column of a run is never trusted: `rank` is recomputed the way trec_eval orders a
 ranking, by score descending with ties broken by doc id descending. Scores are compared in
@@ -106,14 +107,17 @@ def read_run(path: str | Path, *, precision: Precision = "float32") -> pd.DataFr
     """Read a TREC run into [query_id, doc_id, score, rank], sorted by query then rank.
 
     `rank` is 1-based and recomputed in trec_eval's order (score descending compared in
-    `precision`, ties by doc id descending); the file's rank column is ignored. Raises
-    InputError (file, line, fix) on a malformed line, a non-numeric score, a duplicate
+    `precision`, ties by doc id descending); the file's rank column is ignored, and so are
+    columns after the sixth and `#` comment lines (as trec_eval). Raises InputError (file,
+    line, fix) on a line with fewer than six columns, a non-numeric score, a duplicate
     (query, doc) (naming both lines) or bytes that are not UTF-8.
     """
     p = Path(path)
     if precision not in ("float32", "float64"):
         raise InputError(f"unknown precision {precision!r}", hint="use float32 or float64")
-    table = parse_columns(p, RUN_COLUMNS, "score", "run", "qid Q0 docid rank score tag")
+    table = parse_columns(
+        p, RUN_COLUMNS, "score", "run", "qid Q0 docid rank score tag", extra_columns=True
+    )
     scores = _finite_scores(p, table)
     table = table.select(["query_id", "doc_id", "tag"])  # free the other columns early
     qcodes = _query_codes(table["query_id"])
@@ -135,12 +139,15 @@ def read_run(path: str | Path, *, precision: Precision = "float32") -> pd.DataFr
     return frame
 
 
-def read_qrels(path: str | Path, *, clamp: bool = False) -> pd.DataFrame:
+def read_qrels(path: str | Path, *, clamp: bool = False, any_grade: bool = False) -> pd.DataFrame:
     """Read TREC qrels into [query_id, doc_id, grade] (grade an int in 0..3).
 
     A grade outside 0..3 is an InputError unless `clamp=True`, which moves it to the nearest end
-    (e.g. -1 -> 0, 4 -> 3). A non-integer grade, a malformed line, a duplicate (query, doc)
-    (naming both lines) or non-UTF-8 bytes raise InputError naming the file and line.
+    (e.g. -1 -> 0, 4 -> 3). With `any_grade=True` every integer is kept as written, as trec_eval
+    takes qrels (TREC Web's -2..4, MS MARCO's 0/1) and `clamp` is not used: that is how
+    `evaluate` reads qrels; the 0..3 scale is for LLM and human grades. A non-integer grade, a
+    malformed line, a duplicate (query, doc) (naming both lines) or non-UTF-8 bytes raise
+    InputError naming the file and line. `#` comment lines are skipped.
     """
     p = Path(path)
     table = parse_columns(p, QRELS_COLUMNS, "grade", "qrels", "qid 0 docid grade")
@@ -152,8 +159,11 @@ def read_qrels(path: str | Path, *, clamp: bool = False) -> pd.DataFrame:
             f"grade {text[row].as_py()!r} is not an integer",
             path=p,
             line=line_of(p, row),
-            hint="the 4th column of a qrels line is an integer grade 0..3",
+            hint="the 4th column of a qrels line is an integer grade "
+            + ("(e.g. -2..4)" if any_grade else "0..3"),
         )
+    if any_grade:
+        return _qrels_frame(p, table, _int_grades(p, grades, text), clamped=0)
     # Range check and clip on the floats: a huge grade cast to int64 first would wrap around.
     outside = np.flatnonzero((grades < MIN_GRADE) | (grades > MAX_GRADE))
     if outside.size and not clamp:
@@ -167,10 +177,33 @@ def read_qrels(path: str | Path, *, clamp: bool = False) -> pd.DataFrame:
             hint="fix the grade, or pass --clamp to move it to the nearest of 0 and 3",
         )
     ints = np.clip(grades, MIN_GRADE, MAX_GRADE).astype(np.int64)
-    _check_duplicates(p, table, _query_codes(table["query_id"]), "qrels")
-    frame = _frame({"query_id": table["query_id"], "doc_id": table["doc_id"], "grade": ints})
-    frame.attrs["path"] = str(p)
-    frame.attrs["clamped"] = int(outside.size) if clamp else 0
+    return _qrels_frame(p, table, ints, clamped=int(outside.size) if clamp else 0)
+
+
+def _int_grades(
+    path: Path, grades: npt.NDArray[np.float64], text: pa.ChunkedArray
+) -> npt.NDArray[np.int64]:
+    """Integer grades as written; one too large to hold exactly is an error, not a wrap-around."""
+    huge = np.flatnonzero(np.abs(grades) > 2.0**53)
+    if huge.size:
+        row = int(huge[0])
+        line = line_of(path, row)
+        raise InputError(
+            f"grade {_written_cell(path, line, 3, text[row].as_py())} is too large",
+            path=path,
+            line=line,
+            hint="qrels grades are small integers such as -2..4",
+        )
+    return grades.astype(np.int64)
+
+
+def _qrels_frame(
+    path: Path, table: pa.Table, grades: npt.NDArray[np.int64], *, clamped: int
+) -> pd.DataFrame:
+    _check_duplicates(path, table, _query_codes(table["query_id"]), "qrels")
+    frame = _frame({"query_id": table["query_id"], "doc_id": table["doc_id"], "grade": grades})
+    frame.attrs["path"] = str(path)
+    frame.attrs["clamped"] = clamped
     return frame
 
 

@@ -6,14 +6,20 @@ large strings and the numeric column parsed to float64 in C++. Any file it canno
 goes through pandas' C tokenizer, which splits on any whitespace and names the bad line. So
 regular files are read at Arrow speed and irregular ones still read, or fail with file, line
 and fix.
+
+Both paths read files as trec_eval 10 does: a line whose first non-blank character is `#` is a
+comment and skipped, and (for runs, `extra_columns=True`) the columns after the expected ones
+are ignored. A line with fewer columns stays an error naming file and line.
 """
 
 from __future__ import annotations
 
 import gzip
+import io
 import re
 import warnings
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 import numpy.typing as npt
@@ -27,59 +33,96 @@ from grader.io.files import _open_binary, iter_lines
 
 _FIELDS_RE = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
 _ID_COLUMNS = ("query_id", "doc_id")
+_COMMENT_LINES = re.compile(rb"^(?:\xef\xbb\xbf)?[ \t]*#[^\r\n]*", re.MULTILINE)
+
+
+def is_comment(line: str) -> bool:
+    """Whether a line is a `#` comment (its first non-blank character is `#`), as trec_eval 10."""
+    return line.lstrip().startswith("#")
 
 
 def parse_columns(
-    path: Path, names: tuple[str, ...], numeric: str, kind: str, example: str
+    path: Path,
+    names: tuple[str, ...],
+    numeric: str,
+    kind: str,
+    example: str,
+    *,
+    extra_columns: bool = False,
 ) -> pa.Table:
     """The file as an Arrow table: ids as large strings, `numeric` as float64 when parseable.
 
     On the careful path `numeric` stays a string column (so the caller can name a bad value);
-    every other column is a string column in both paths.
+    every other column is a string column in both paths. `#` comment lines are skipped; with
+    `extra_columns`, columns after `names` are ignored (else they are an error).
     """
-    table = _parse_arrow(path, names, numeric)
+    table = _parse_arrow(path, names, numeric, extra_columns)
     if table is None:
-        frame = _parse_pandas(path, names, kind, example)
+        frame = _parse_pandas(path, names, kind, example, extra_columns)
         table = pa.table(
             {n: pa.array(frame[n].to_numpy(dtype=object), pa.large_string()) for n in names}
         )
     return table
 
 
-def _sniff_delimiter(path: Path) -> str | None:
-    """The single delimiter of the file's first line, or None when it is not that simple."""
+_HEAD = 4096
+
+
+def _sniff_delimiter(path: Path) -> tuple[str, int] | None:
+    """(the single delimiter, the number of cells) of the file's first line that is neither blank
+    nor a comment, or None when it is not that simple."""
     with _open_binary(path) as fh:
         try:
-            head = fh.read(4096)
+            head = fh.read(_HEAD)
         except (OSError, EOFError, gzip.BadGzipFile):
             return None
     if not head or head.startswith(b"\xef\xbb\xbf"):
         return None
-    first = head.split(b"\n", 1)[0].rstrip(b"\r")
+    lines = head.split(b"\n")
+    if len(head) == _HEAD:
+        lines.pop()  # may be cut short
+    first = next((s for s in lines if s.strip() and not s.lstrip().startswith(b"#")), b"")
+    first = first.rstrip(b"\r")
     for delim, other in ((b" ", b"\t"), (b"\t", b" ")):
         if delim in first and other not in first and delim + delim not in first:
             if first.startswith(delim) or first.endswith(delim):
                 return None
-            return delim.decode()
+            return delim.decode(), len(first.split(delim))
     return None
 
 
-def _parse_arrow(path: Path, names: tuple[str, ...], numeric: str) -> pa.Table | None:
+def _skip_comment(row: pacsv.InvalidRow) -> str:
+    """pyarrow's verdict on a row with the wrong number of columns: a comment is skipped."""
+    return "skip" if is_comment(row.text) else "error"
+
+
+def _parse_arrow(
+    path: Path, names: tuple[str, ...], numeric: str, extra_columns: bool
+) -> pa.Table | None:
     """Read with pyarrow when the file is regular; None means: use the careful path."""
-    delimiter = _sniff_delimiter(path)
-    if delimiter is None:
+    sniffed = _sniff_delimiter(path)
+    if sniffed is None:
         return None
+    delimiter, width = sniffed
+    columns = list(names)
+    if extra_columns and width > len(names):
+        columns += [f"extra_{i}" for i in range(width - len(names))]  # read, then dropped
     types = {n: pa.large_string() if n in _ID_COLUMNS else pa.string() for n in names}
     types[numeric] = pa.float64()
     try:
         table = pacsv.read_csv(
             path,
-            read_options=pacsv.ReadOptions(column_names=list(names), block_size=1 << 24),
+            read_options=pacsv.ReadOptions(column_names=columns, block_size=1 << 24),
             parse_options=pacsv.ParseOptions(
-                delimiter=delimiter, quote_char=False, escape_char=False, ignore_empty_lines=True
+                delimiter=delimiter,
+                quote_char=False,
+                escape_char=False,
+                ignore_empty_lines=True,
+                invalid_row_handler=_skip_comment,
             ),
             convert_options=pacsv.ConvertOptions(
                 column_types=types,
+                include_columns=list(names),
                 strings_can_be_null=False,
                 quoted_strings_can_be_null=False,
                 check_utf8=True,
@@ -87,6 +130,9 @@ def _parse_arrow(path: Path, names: tuple[str, ...], numeric: str) -> pa.Table |
         )
     except (pa.ArrowException, OSError, EOFError, gzip.BadGzipFile):
         return None
+    comments = pc.starts_with(table[names[0]], "#")  # comments that have the right width
+    if table.num_rows and pc.any(comments).as_py():
+        table = table.filter(pc.invert(comments))
     if table[numeric].null_count:
         return None  # an empty numeric field
     for name in names:
@@ -95,7 +141,15 @@ def _parse_arrow(path: Path, names: tuple[str, ...], numeric: str) -> pa.Table |
     return table
 
 
-def _parse_pandas(path: Path, names: tuple[str, ...], kind: str, example: str) -> pd.DataFrame:
+def _without_comments(fh: IO[bytes]) -> IO[bytes]:
+    """The file's bytes with every comment line emptied (line numbers stay those of the file)."""
+    data = fh.read()
+    return io.BytesIO(_COMMENT_LINES.sub(b"", data) if b"#" in data else data)
+
+
+def _parse_pandas(
+    path: Path, names: tuple[str, ...], kind: str, example: str, extra_columns: bool
+) -> pd.DataFrame:
     """The careful reader: any whitespace, exact line numbers for every structural error."""
     hint = f"each line must be `{example}`, separated by spaces or tabs"
     try:
@@ -103,7 +157,7 @@ def _parse_pandas(path: Path, names: tuple[str, ...], kind: str, example: str) -
             # pandas only warns when the first line has extra columns: make that an error too
             warnings.simplefilter("error", pd.errors.ParserWarning)
             frame = pd.read_csv(
-                fh,
+                _without_comments(fh),
                 sep=r"\s+",
                 header=None,
                 names=list(names),
@@ -113,6 +167,7 @@ def _parse_pandas(path: Path, names: tuple[str, ...], kind: str, example: str) -
                 encoding="utf-8",
                 skip_blank_lines=True,
                 index_col=False,
+                usecols=list(names) if extra_columns else None,  # later columns ignored
             )
     except pd.errors.EmptyDataError:
         return pd.DataFrame({name: pd.Series([], dtype=str) for name in names})
@@ -125,11 +180,21 @@ def _parse_pandas(path: Path, names: tuple[str, ...], kind: str, example: str) -
                 line=int(match.group(2)),
                 hint=hint,
             ) from None
+        for lineno, text in iter_lines(path):  # e.g. a short first line under `usecols`
+            found = len(text.split())
+            too_few = 0 < found < len(names)
+            if (too_few or (found > len(names) and not extra_columns)) and not is_comment(text):
+                raise InputError(
+                    f"expected {len(names)} columns in a {kind} line, found {found}",
+                    path=path,
+                    line=lineno,
+                    hint=hint,
+                ) from None
         raise InputError(f"cannot parse {kind} file: {exc}", path=path) from None
     except pd.errors.ParserWarning:
         for lineno, text in iter_lines(path):
             found = len(text.split())
-            if found > len(names):
+            if found > len(names) and not is_comment(text):
                 raise InputError(
                     f"expected {len(names)} columns in a {kind} line, found {found}",
                     path=path,
@@ -157,8 +222,8 @@ def _parse_pandas(path: Path, names: tuple[str, ...], kind: str, example: str) -
 
 
 def line_numbers(path: Path) -> list[int]:
-    """File line number of each parsed row (blank lines are skipped by both parsers)."""
-    return [lineno for lineno, text in iter_lines(path) if text.strip()]
+    """File line number of each parsed row (both parsers skip blank and comment lines)."""
+    return [lineno for lineno, text in iter_lines(path) if text.strip() and not is_comment(text)]
 
 
 def line_of(path: Path, row: int) -> int:
