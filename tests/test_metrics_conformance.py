@@ -8,6 +8,7 @@ graded lists, so both layers of the core are held to trec_eval.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -38,17 +39,22 @@ Qrels = dict[str, dict[str, int]]
 Run = dict[str, dict[str, float]]
 
 
-def random_case(rng: np.random.Generator, n_queries: int) -> tuple[Qrels, Run]:
-    """Qrels and a run with the awkward cases trec_eval users meet."""
+def random_case(
+    rng: np.random.Generator, n_queries: int, grades: tuple[int, int] = (0, 3)
+) -> tuple[Qrels, Run]:
+    """Qrels (grades drawn from `grades`, both ends included) and a run with the awkward cases
+    trec_eval users meet."""
+    low, high = grades
     qrels: Qrels = {}
     run: Run = {}
     for q in range(n_queries):
         qid = f"q{q}"
         n_judged = int(rng.integers(1, 12))
         no_relevant = rng.random() < 0.15
-        grades = np.zeros(n_judged, dtype=int) if no_relevant else rng.integers(0, 4, n_judged)
+        drawn = rng.integers(low, high + 1, n_judged)
+        judged = np.minimum(drawn, 0) if no_relevant else drawn
         docs = [f"d{q}_{i}" for i in range(n_judged)]
-        qrels[qid] = {d: int(g) for d, g in zip(docs, grades, strict=True)}
+        qrels[qid] = {d: int(g) for d, g in zip(docs, judged, strict=True)}
         if rng.random() < 0.15:
             continue  # judged, not run
         pool = docs + [f"u{q}_{i}" for i in range(int(rng.integers(0, 10)))]
@@ -85,11 +91,13 @@ def trec_order(docs: dict[str, float]) -> list[str]:
     return sorted(docs, key=lambda d: (np.float32(docs[d]), d), reverse=True)
 
 
-def trec_eval_values(qrels: Qrels, run: Run) -> dict[tuple[str, str], float]:
+def trec_eval_values(
+    qrels: Qrels, run: Run, thresholds: tuple[int, ...] = THRESHOLDS
+) -> dict[tuple[str, str], float]:
     """{(query, measure name as relgrade prints it): value} computed by pytrec_eval."""
     cut = ",".join(str(k) for k in CUTOFFS)
     out: dict[tuple[str, str], float] = {}
-    for t in THRESHOLDS:
+    for t in thresholds:
         names = {f"P.{cut}", f"recall.{cut}", f"success.{cut}", f"map_cut.{cut}"}
         names |= {"recip_rank", "map", "Rprec", f"ndcg_cut.{cut}", "ndcg"}
         res = pytrec_eval.RelevanceEvaluator(qrels, names, relevance_level=t).evaluate(run)
@@ -238,3 +246,106 @@ def test_trec_dl_2019_qrels_with_synthesised_runs(tmp_path: Path) -> None:
     write_run(tmp_path / "dl.run", r, "synth")
     per_query = evaluate(qrels_frame, read_run(tmp_path / "dl.run"), ALL_MEASURES, missing="skip")
     assert_close(relgrade_values(per_query), trec_eval_values(qrels, run))
+
+
+def as_trec_eval_reads(qrels: Qrels) -> Qrels:
+    """The qrels with negative grades written as 0, for pytrec_eval.
+
+    trec_eval (form_res_rels.c) reads a negative grade as "in the pool, unjudged": never
+    relevant, not counted in any relevance level, and no nDCG gain (its default gain table holds
+    levels 0..max only). For every measure compared here that is exactly grade 0. pytrec_eval
+    itself must not see negative grades: on a few hundred of them it crashes (segfault).
+    """
+    return {q: {d: max(g, 0) for d, g in docs.items()} for q, docs in qrels.items()}
+
+
+def exp_gain_values(qrels: Qrels, run: Run) -> dict[tuple[str, str], float]:
+    """nDCG(gain=exp) from pytrec_eval: linear nDCG over grades mapped to 2^g - 1.
+
+    A grade <= 0 gains 0, as trec_eval gives a negative grade no gain, rather than the negative
+    2^g - 1: that is what relgrade's exp gain does.
+    """
+    mapped = {q: {d: 2 ** max(g, 0) - 1 for d, g in docs.items()} for q, docs in qrels.items()}
+    cut = ",".join(str(k) for k in CUTOFFS)
+    res = pytrec_eval.RelevanceEvaluator(mapped, {"ndcg", f"ndcg_cut.{cut}"}).evaluate(run)
+    out: dict[tuple[str, str], float] = {}
+    for qid, vals in res.items():
+        out[qid, "nDCG(gain=exp)"] = vals["ndcg"]
+        for k in CUTOFFS:
+            out[qid, f"nDCG(gain=exp)@{k}"] = vals[f"ndcg_cut_{k}"]
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_trec_web_grades_minus_2_to_4_match_trec_eval(seed: int) -> None:
+    """Any integer grade, as trec_eval takes it: relevant when grade >= rel, nDCG gain = grade
+    (a negative grade gains 0, never less), thresholds 1, 2 and 3."""
+    qrels, run = random_case(np.random.default_rng(100 + seed), n_queries=40, grades=(-2, 4))
+    assert {g for docs in qrels.values() for g in docs.values()} == set(range(-2, 5))
+    q, r = frames(qrels, run)
+    skip = evaluate(q, r, ALL_MEASURES, missing="skip")
+    ours = relgrade_values(skip)
+    ref = trec_eval_values(as_trec_eval_reads(qrels), run)
+    assert_close(ours, ref)
+    assert_close(ours, exp_gain_values(qrels, run))
+    assert_close(list_values(qrels, run), ref)
+    means = mean_scores(skip).set_index("measure")["value"]
+    for measure in {m for (_, m) in ref}:
+        vals = [v for (_, m), v in ref.items() if m == measure]
+        assert abs(means[measure] - np.mean(vals)) <= TOL
+
+
+@pytest.mark.parametrize("sep", [" ", " \t"], ids=["fast-path", "careful-path"])
+def test_files_with_extra_columns_and_comments_match_trec_eval(tmp_path: Path, sep: str) -> None:
+    """Run lines with columns after the sixth and `#` comment lines in runs and qrels read as
+    trec_eval 10 reads them; pytrec_eval cannot take comments, so it scores the same data
+    without them."""
+    qrels, run = random_case(np.random.default_rng(2024), n_queries=30, grades=(-2, 4))
+    q, r = frames(qrels, run)
+    write_run(tmp_path / "clean.run", r, "test")
+    lines = (tmp_path / "clean.run").read_text().splitlines()
+    noisy = ["# run: test, k1=0.9 b=0.4", "#q0 Q0 d0_0 1 99.0 test"]
+    for i, line in enumerate(lines):
+        noisy.append(sep.join(line.split()) + f"{sep}extra{sep}{i}")
+        if i % 7 == 3:
+            noisy.append("# a comment between lines")
+    (tmp_path / "noisy.run").write_text("\n".join(noisy) + "\n")
+    qrel_lines = [f"{a} 0 {b} {c}" for a, b, c in q.itertuples(index=False)]
+    qrel_lines.insert(len(qrel_lines) // 2, "# judged by people")
+    (tmp_path / "noisy.qrels").write_text("# TREC Web style\n" + "\n".join(qrel_lines) + "\n")
+    per_query = evaluate(
+        read_qrels(tmp_path / "noisy.qrels", any_grade=True),
+        read_run(tmp_path / "noisy.run"),
+        ALL_MEASURES,
+        missing="skip",
+    )
+    assert_close(relgrade_values(per_query), trec_eval_values(as_trec_eval_reads(qrels), run))
+
+
+def test_binary_qrels_with_the_inferred_threshold_match_trec_eval_defaults(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Binary qrels and names without (rel=N), end to end through `relgrade evaluate`: the
+    threshold is inferred as 1, so the numbers are trec_eval's with its default -l 1."""
+    from grader.cli.main import main
+
+    qrels, run = random_case(np.random.default_rng(11), n_queries=40, grades=(0, 1))
+    q, r = frames(qrels, run)
+    write_run(tmp_path / "bin.run", r, "test")
+    (tmp_path / "bin.qrels").write_text(
+        "".join(f"{a} 0 {b} {c}\n" for a, b, c in q.itertuples(index=False))
+    )
+    ref = trec_eval_values(qrels, run, thresholds=(1,))
+    bare = sorted({m.replace("(rel=1)", "") for (_, m) in ref})
+    argv = ["evaluate", str(tmp_path / "bin.qrels"), str(tmp_path / "bin.run"), "-m", *bare]
+    assert main([*argv, "--per-query", "--trec-eval-missing", "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    records = json.loads(captured.out)
+    ours = {(r["query_id"], r["measure"]): r["value"] for r in records if r["query_id"] != "all"}
+    assert {m for (_, m) in ours} == {m for (_, m) in ref}  # every name printed with rel=1
+    assert_close(ours, ref)
+    means = {r["measure"]: r["value"] for r in records if r["query_id"] == "all"}
+    for measure, mean in means.items():
+        vals = [v for (_, m), v in ref.items() if m == measure]
+        assert abs(mean - np.mean(vals)) <= TOL
+    assert "binary qrels" in captured.err

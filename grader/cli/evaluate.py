@@ -10,18 +10,29 @@ import argparse
 import csv
 import json
 import math
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from grader.cli.commands import COMMANDS
+from grader.errors import InputError
 from grader.io.files import iter_lines
 from grader.io.trec import read_qrels, read_run
 from grader.metrics import DEFAULT_MEASURES, evaluate, mean_scores, parse_measures
 from grader.metrics.evaluate import Missing
-from grader.metrics.measures import DEFAULT_THRESHOLD, SUMMED, parse_measure
+from grader.metrics.measures import (
+    BINARY_THRESHOLD,
+    SUMMED,
+    Measure,
+    default_threshold,
+    parse_measure,
+    uses_default_threshold,
+)
+from grader.metrics.ranking import Precision
 
 EPILOG = f"""\
 measures (ir_measures names; -m takes several, e.g. -m nDCG@10 "RR(rel=3)@10" AP):
@@ -53,11 +64,25 @@ ir_measures spellings (same meaning as there):
                                   beside Judged@k.
 
 thresholds:
-  A result is relevant when its grade >= N. N defaults to {DEFAULT_THRESHOLD} for 0..3 grades
-  (TREC DL convention: 2 = highly relevant); write (rel=1) or (rel=3) to change it. Output names
-  always show the threshold: RR@10 is printed RR(rel={DEFAULT_THRESHOLD})@10. Unjudged results
-  are not relevant. Plain trec_eval uses -l 1: write (rel=1) to reproduce its numbers
-  (nDCG ignores the threshold in both).
+  A result is relevant when its grade >= N. Without (rel=N), N comes from QRELS: 2 when a
+  grade reaches 2 (TREC DL convention: 2 = highly relevant), 1 when the qrels are binary (0/1,
+  as MS MARCO and BEIR; said on stderr). Output names always show the threshold: RR@10 is
+  printed RR(rel=2)@10 or RR(rel=1)@10. ir_measures and plain trec_eval (-l 1) read a bare
+  RR@10 as rel=1 whatever the grades: on graded qrels write (rel=1) to reproduce their numbers
+  (stderr reminds you). A threshold above every grade of QRELS is said on stderr (no query has
+  a relevant document then). Unjudged results are not relevant; nDCG ignores the threshold.
+
+grades:
+  A TREC qrels grade is any integer, as trec_eval takes it (TREC Web's -2..4, MS MARCO's 0/1):
+  relevant when grade >= N; nDCG's gain is the grade, and a grade <= 0 gains 0 (trec_eval's
+  default gains; gain=exp too, where 2^grade-1 would be negative). A judgments JSONL or a grades
+  CSV holds LLM or human grades: 0..3, or --clamp.
+
+files:
+  Run lines may have more than six columns (the rest is ignored) and `#` lines are comments in
+  runs and qrels, as trec_eval 10 reads them; a line with fewer columns is an error naming file
+  and line. RUN `-` reads a run from stdin (named "stdin"). QRELS without judgments is an
+  error; an empty run, or one answering no qrels query, is a warning on stderr.
 
 queries:
   Every query in QRELS counts; one a run does not answer scores 0 on every measure
@@ -66,7 +91,7 @@ queries:
   descending, ties by doc id descending, scores compared in float32 (--precision float64 for
   trec_eval 10); the file's rank column is ignored.
 
-default measures: {" ".join(DEFAULT_MEASURES)}
+default measures: {" ".join(DEFAULT_MEASURES)} (thresholds from QRELS, as above)
 """
 
 
@@ -81,11 +106,15 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "qrels",
         metavar="QRELS",
-        help="TREC qrels (qid iter docid grade), a grades CSV (query_id,doc_id,grade), or a "
-        "judgments JSONL from `relgrade grade` (ok judgments; failed ones stay unjudged); .gz ok",
+        help="TREC qrels (qid iter docid grade, any integer grade), a grades CSV "
+        "(query_id,doc_id,grade), or a judgments JSONL from `relgrade grade` (ok judgments; "
+        "failed ones stay unjudged); .gz ok",
     )
     parser.add_argument(
-        "runs", metavar="RUN", nargs="+", help="TREC run(s) (qid Q0 docid rank score tag)"
+        "runs",
+        metavar="RUN",
+        nargs="+",
+        help="TREC run(s) (qid Q0 docid rank score tag; later columns ignored); - reads stdin",
     )
     parser.add_argument(
         "-m",
@@ -115,7 +144,8 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--clamp",
         action="store_true",
-        help="move qrels grades outside 0..3 to the nearest of 0 and 3 instead of failing",
+        help="move judgments or grades-CSV grades outside 0..3 to the nearest of 0 and 3 "
+        "instead of failing (TREC qrels keep any integer grade, as trec_eval)",
     )
     parser.set_defaults(func=run)
 
@@ -127,7 +157,7 @@ def run_names(paths: list[str]) -> list[str]:
     stems = []
     for text in paths:
         p = Path(text)
-        name = p.name.removesuffix(".gz")
+        name = "stdin" if text == "-" else p.name.removesuffix(".gz")
         stems.append(Path(name).stem or name)
     names = []
     for text, stem in zip(paths, stems, strict=True):
@@ -185,10 +215,11 @@ def _clean(value: float) -> float | None:
 
 
 def read_grades(path: str, *, clamp: bool) -> pd.DataFrame:
-    """TREC qrels (the fast reader), a judgments JSONL, or a human-grades CSV, told apart by the
-    first line."""
+    """TREC qrels (the fast reader; any integer grade), a judgments JSONL, or a human-grades CSV
+    (LLM and human grades: 0..3, or `clamp`), told apart by the first line that is not a `#`
+    comment. Qrels without a judgment are an InputError."""
     for _, line in iter_lines(path):
-        if line.strip():
+        if line.strip() and not line.lstrip().startswith("#"):
             if line.lstrip().startswith("{"):
                 from grader.io.grades import read_llm_grades
 
@@ -198,18 +229,98 @@ def read_grades(path: str, *, clamp: bool) -> pd.DataFrame:
             if not looks_like_qrels(line):
                 return read_human_grades(path, clamp=clamp)
             break
-    return read_qrels(path, clamp=clamp)
+    qrels = read_qrels(path, any_grade=True)
+    qrels.attrs["source"] = "trec"
+    if qrels.empty:
+        raise InputError(
+            "no judgments in the qrels (the file is empty or holds only comments)",
+            path=path,
+            hint="give TREC qrels lines `qid 0 docid grade`, a grades CSV or a judgments JSONL",
+        )
+    return qrels
+
+
+def resolve_thresholds(
+    names: list[str], qrels: pd.DataFrame, *, typed: bool
+) -> tuple[list[Measure], list[str]]:
+    """The measures with the threshold these qrels call for where a name writes none (1 for
+    binary qrels, else 2), and the stderr lines that say what was decided: the inferred 1, a
+    threshold above every grade, and (for `typed` names) the 2 that ir_measures reads as 1."""
+    top = int(qrels["grade"].max()) if len(qrels) else None
+    default = default_threshold(top)
+    measures = list(dict.fromkeys(parse_measure(n, default_rel=default) for n in names))
+    bare = [n for n in names if uses_default_threshold(n)]
+    lines = []
+    if bare and default == BINARY_THRESHOLD:
+        shown = str(parse_measure(bare[0], default_rel=default))
+        lines.append(
+            f"binary qrels (no grade above {top}): measures without (rel=N) use "
+            f"rel={default}, e.g. {shown}"
+        )
+    elif bare and typed:
+        lines.append(
+            f"{', '.join(bare)}: rel={default} here (graded qrels); ir_measures and trec_eval "
+            "read a name without (rel=N) as rel=1 (write (rel=1) for their numbers)"
+        )
+    above = [str(m) for m in measures if m.rel is not None and top is not None and m.rel > top]
+    if above:
+        lines.append(
+            f"no qrels grade reaches the threshold of {', '.join(above)} (highest grade {top}): "
+            "no query has a relevant document, so they score 0"
+        )
+    return measures, lines
+
+
+def _read_run(path: str, precision: Precision) -> pd.DataFrame:
+    """A run file, or with `-` the run on stdin (errors then name "stdin")."""
+    if path != "-":
+        return read_run(path, precision=precision)
+    with tempfile.TemporaryDirectory(prefix="relgrade-") as folder:
+        copy = Path(folder) / "stdin"
+        with open(copy, "wb") as fh:
+            shutil.copyfileobj(sys.stdin.buffer, fh)
+        try:
+            frame = read_run(copy, precision=precision)
+        except InputError as exc:
+            raise InputError(exc.reason, path="stdin", line=exc.line, hint=exc.hint) from None
+    frame.attrs["path"] = "-"
+    return frame
+
+
+def _run_warning(name: str, run: pd.DataFrame, per_query: pd.DataFrame) -> str | None:
+    """A line for stderr when a run cannot score: it is empty, or answers no qrels query."""
+    total = per_query.attrs["qrels_queries"]
+    if run.empty:
+        return f"warning: run {name} is empty: it answers none of the {total} qrels queries"
+    if len(per_query.attrs["missing"]) == total:
+        strays = per_query.attrs["unjudged_queries"]
+        example = f" (its queries, e.g. {strays[0]!r}, are not in the qrels)" if strays else ""
+        return (
+            f"warning: run {name} answers none of the {total} qrels queries{example}: are the "
+            "run and the qrels for the same topics?"
+        )
+    return None
 
 
 def run(args: argparse.Namespace) -> int:
-    measures = parse_measures(args.measures or list(DEFAULT_MEASURES))
-    names = [str(m) for m in measures]
+    given = args.measures or list(DEFAULT_MEASURES)
+    parse_measures(given)  # a bad name fails before any file is read
+    if args.runs.count("-") > 1:
+        raise InputError("RUN `-` (stdin) is given twice", hint="stdin holds one run")
     qrels = read_grades(args.qrels, clamp=args.clamp)
+    measures, warnings = resolve_thresholds(given, qrels, typed=bool(args.measures))
+    names = [str(m) for m in measures]
+    if args.clamp and qrels.attrs["source"] == "trec":
+        warnings.append("--clamp is for judgments and grades CSV: TREC qrels keep every grade")
     missing: Missing = "skip" if args.skip_missing else "zero"
     results: list[tuple[str, pd.DataFrame]] = []
     for name, path in zip(run_names(args.runs), args.runs, strict=True):
-        frame = read_run(path, precision=args.precision)
-        results.append((name, evaluate(qrels, frame, measures, missing=missing)))
+        frame = _read_run(path, args.precision)
+        per_query = evaluate(qrels, frame, measures, missing=missing)
+        results.append((name, per_query))
+        warning = _run_warning(name, frame, per_query)
+        if warning:
+            warnings.append(warning)
     notes = [_note(name, pq, args.skip_missing) for name, pq in results]
     if qrels.attrs.get("clamped"):
         notes.append(f"{qrels.attrs['clamped']} grades outside 0..3 were clamped (--clamp)")
@@ -239,6 +350,7 @@ def run(args: argparse.Namespace) -> int:
         _print_notes(notes, sys.stderr)
     else:
         _print_tables(results, names, notes, args.per_query)
+    _print_notes(warnings, sys.stderr)
     return 0
 
 

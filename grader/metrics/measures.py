@@ -6,8 +6,9 @@ Names follow ir_measures: `nDCG@10`, `nDCG`, `RR`, `RR@10`, `P@10`, `R@100`, `AP
 
 The binary threshold defaults to 2 (grades 0..3: TREC DL's and the specification's convention)
 and is always printed, so `RR` prints as `RR(rel=2)`: a number never travels without the
-threshold that produced it. nDCG uses the grades themselves as gains and Judged counts any
-grade, so neither takes a threshold.
+threshold that produced it. `relgrade evaluate` parses names with the default its qrels call
+for (`default_threshold`: 1 for binary qrels, else 2). nDCG uses the grades themselves as gains
+and Judged counts any grade, so neither takes a threshold.
 
 ir_measures' own spellings mean what they mean there (see `spellings`): `nDCG(dcg='exp-log2')`
 is `nDCG(gain=exp)` and prints so; `nDCG(gains={0:0,1:1,2:3,3:7})` is a custom gain map;
@@ -248,11 +249,35 @@ def parse_measures(names: list[str] | tuple[str, ...]) -> list[Measure]:
     return list(seen)
 
 
+#: Without a threshold written, so that `evaluate` gives them the one the qrels call for.
 DEFAULT_MEASURES: tuple[str, ...] = (
     "nDCG@10",
-    "RR(rel=2)@10",
-    "P(rel=2)@10",
-    "R(rel=2)@100",
-    "AP(rel=2)",
+    "RR@10",
+    "P@10",
+    "R@100",
+    "AP",
     "Judged@10",
 )
+
+BINARY_THRESHOLD = 1
+
+
+def default_threshold(max_grade: int | None) -> int:
+    """The threshold a name without `(rel=N)` gets for qrels whose highest grade is `max_grade`.
+
+    1 for binary qrels (no grade above 1: MS MARCO's and BEIR's 0/1), where 2 would leave every
+    query without a relevant document; DEFAULT_THRESHOLD (2) for graded qrels (TREC DL's 0..3,
+    TREC Web's -2..4) and when there are no grades (None).
+    """
+    if max_grade is not None and max_grade <= BINARY_THRESHOLD:
+        return BINARY_THRESHOLD
+    return DEFAULT_THRESHOLD
+
+
+def uses_default_threshold(name: str | Measure) -> bool:
+    """Whether a name takes a threshold but does not write one (`RR@10`, `P_10`, `map`)."""
+    if isinstance(name, Measure):
+        return False
+    return parse_measure(name, default_rel=BINARY_THRESHOLD) != parse_measure(
+        name, default_rel=DEFAULT_THRESHOLD
+    )

@@ -5,6 +5,10 @@
 
 - gain: linear, gain(g) = g (trec_eval's default), or exponential, gain(g) = 2^g - 1
   (`nDCG(gain=exp)`, Burges et al.); unjudged documents gain 0.
+- Negative grades (TREC Web's -2 junk, -1): gain 0 under both gains, never less. trec_eval reads
+  a negative qrels grade as "in the pool, unjudged" and its default gain table holds levels
+  0..max only, so such a document gains nothing; exp gain follows (2^g - 1 would be negative).
+  A negative grade is also never in the ideal ranking's gain.
 - IDCG@k is the DCG@k of the *ideal* ranking built from ALL judged grades of the query, sorted
   descending, whether the run returned those documents or not. Building the ideal from the
   returned list instead is a common misuse: a run that returns 3 of 5 relevant documents at
