@@ -13,7 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from calibration.plots import bias_svg, confusion_svg, distributions_svg, systems_svg
-from calibration.tables import AGREEMENT_ROWS, fmt, human_vs_human_rows, human_vs_human_title
+from calibration.tables import (
+    AGREEMENT_ROWS,
+    estimate_rows,
+    estimates_caption,
+    fmt,
+    human_vs_human_rows,
+    human_vs_human_title,
+)
 from grader.io.files import atomic_write
 
 CSS = """
@@ -177,20 +184,21 @@ def _systems(sy: dict[str, Any]) -> str:
 
 
 def _estimates(est: dict[str, Any]) -> str:
-    def row(label: str, e: dict[str, Any]) -> list[str]:
-        return [
+    rows = [
+        [
             _e(label),
             fmt(e["llm_only"]),
             fmt(e["human_only"]),
             fmt(e["ppi"]),
             _ci(e["ppi_ci"]),
             f"{e['n_labelled']} / {e['n_labelled'] + e['n_unlabelled']}",
+            _e(e.get("caution") or ""),
         ]
-
-    rows = [row(f"relevant share (grade >= {est['threshold']})", est["relevant_share"])]
-    rows += [row(f"{name} {e['measure']}", e) for name, e in est.get("runs", {}).items()]
-    headers = ["quantity", "LLM only", "human only", "PPI++", "95% CI", "labelled / all"]
-    return _table(headers, rows, "estimates")
+        for label, e in estimate_rows(est)
+    ]
+    headers = ["quantity", "LLM only", "human only", "PPI++", "95% CI", "labelled / all", "note"]
+    caption = f'<p class="design">{_e(estimates_caption(est))}</p>'
+    return caption + _table(headers, rows, "estimates")
 
 
 def render_report(s: dict[str, Any], title: str = "relgrade calibration") -> str:

@@ -129,28 +129,57 @@ def systems_table(sy: dict[str, Any]) -> Table:
 
 
 def estimates_table(est: dict[str, Any]) -> Table:
-    """LLM-only, human-only and PPI++ estimates with the PPI++ 95% interval."""
-    table = Table(title="Estimates (PPI++, 95% CI)", title_justify="left")
+    """LLM-only, human-only and PPI++ estimates with the PPI++ 95% interval; the caption names
+    the sample design and each estimand, and a mark next to an interval that could mislead
+    points to its caution."""
+    rows = estimate_rows(est, short=True)
+    cautions = [(label, e["caution"]) for label, e in rows if e.get("caution")]
+    caption = estimates_caption(est) + "".join(
+        f" ({i}) {label}: {text}." for i, (label, text) in enumerate(cautions, 1)
+    )
+    table = Table(
+        title="Estimates (PPI++, 95% CI)",
+        title_justify="left",
+        caption=caption,
+        caption_justify="left",
+    )
     for name in ("quantity", "LLM only", "human only", "PPI++", "95% CI", "labelled"):
         if name == "quantity":
             table.add_column(name, ratio=1)
         else:
             table.add_column(name, justify="right", no_wrap=True)
-
-    def row(label: str, e: dict[str, Any]) -> None:
+    marks = {label: f"({i})" for i, (label, _) in enumerate(cautions, 1)}
+    for label, e in rows:
         table.add_row(
             label,
             fmt(e["llm_only"]),
             fmt(e["human_only"]),
             fmt(e["ppi"]),
-            _ci(e["ppi_ci"]),
+            " ".join(filter(None, (_ci(e["ppi_ci"]), marks.get(label)))),
             f"{e['n_labelled']} / {e['n_labelled'] + e['n_unlabelled']}",
         )
-
-    row(f"relevant share (>={est['threshold']})", est["relevant_share"])
-    for name, e in est.get("runs", {}).items():
-        row(f"{name} {e['measure']}", e)
     return table
+
+
+def estimate_rows(est: dict[str, Any], short: bool = False) -> list[tuple[str, dict[str, Any]]]:
+    """(label, estimate) for the relevant share and each run, in the order shown."""
+    share = f"(>={est['threshold']})" if short else f"(grade >= {est['threshold']})"
+    rows = [(f"relevant share {share}", est["relevant_share"])]
+    rows += [(f"{name} {e['measure']}", e) for name, e in est.get("runs", {}).items()]
+    return rows
+
+
+def estimates_caption(est: dict[str, Any]) -> str:
+    """One paragraph: the sample design, what each estimate estimates, and the quantile."""
+    design = est.get("design") or {}
+    share = est["relevant_share"]
+    parts = [f"Design: {design.get('text', 'unknown')}."]
+    parts.append(f"Relevant share: the {share.get('estimand', 'share of relevant pairs')}")
+    parts[-1] += f" ({share.get('interval', 'normal')} interval)."
+    runs = list(est.get("runs", {}).values())
+    if runs and runs[0].get("estimand"):
+        parts.append(f"Runs: the {runs[0]['estimand']}.")
+    return " ".join(parts)
 
 
 def worst_queries_table(per_query: list[dict[str, Any]], k: int = 5) -> Table:
