@@ -254,7 +254,7 @@ def resolve_thresholds(
     if bare and default == BINARY_THRESHOLD:
         shown = str(parse_measure(bare[0], default_rel=default))
         lines.append(
-            f"binary qrels (no grade above {top}): measures without (rel=N) use "
+            f"binary qrels (highest grade {top}): measures without (rel=N) use "
             f"rel={default}, e.g. {shown}"
         )
     elif bare and typed:
@@ -264,9 +264,10 @@ def resolve_thresholds(
         )
     above = [str(m) for m in measures if m.rel is not None and top is not None and m.rel > top]
     if above:
+        verb = "it scores" if len(above) == 1 else "they score"
         lines.append(
             f"no qrels grade reaches the threshold of {', '.join(above)} (highest grade {top}): "
-            "no query has a relevant document, so they score 0"
+            f"no query has a relevant document, so {verb} 0"
         )
     return measures, lines
 

@@ -79,7 +79,9 @@ def evaluate(
 
     `qrels` has [query_id, doc_id, grade]; `run` has [query_id, doc_id] and `rank` (as read_run
     gives, in trec_eval order) or `score` (ranked here, compared in `precision`). Measure names
-    in the output are canonical, with the threshold explicit (`RR(rel=2)@10`). Queries are listed
+    in the output are canonical, with the threshold explicit (`RR(rel=2)@10`); a name given as a
+    string without `(rel=N)` gets 2 here, whatever the grades (pass Measures parsed with
+    `default_threshold(max grade)` for what `relgrade evaluate` infers). Queries are listed
     in `query_order` (by number when every id is a whole number, else as text).
     attrs: `missing` = qrels queries absent from the run (scored 0, or left out with
     missing="skip"), `n_queries` = queries in the mean, `qrels_queries` = queries in the qrels,
