@@ -109,9 +109,7 @@ def _shared_codes(
     """One coding of the labelled and unlabelled units' clusters (a cluster may hold both);
     a side without groups has one cluster per unit, shared with nothing."""
     if groups is not None and groups_unlabelled is not None:
-        both = np.concatenate(
-            [np.asarray(groups, dtype=object), np.asarray(groups_unlabelled, dtype=object)]
-        )
+        both = np.concatenate([np.asarray(groups), np.asarray(groups_unlabelled)])
         codes = _codes(both, n + n_u)
         return codes[:n], codes[n:]
     labelled = _codes(groups, n)
@@ -146,6 +144,11 @@ def _clustered_variance(
 
 def _sum_by(codes: npt.NDArray[np.int64], values: FloatArray) -> FloatArray:
     return np.asarray(np.bincount(codes, weights=values), dtype=np.float64)
+
+
+def _count(codes: npt.NDArray[np.int64]) -> int:
+    """How many distinct clusters the (non-negative) codes name."""
+    return int(np.count_nonzero(np.bincount(codes))) if codes.size else 0
 
 
 def _interval(
@@ -197,7 +200,7 @@ def ppi_mean(
     if population not in ("finite", "infinite"):
         raise ValueError(f"population must be 'finite' or 'infinite', got {population!r}")
     codes_l, codes_u = _shared_codes(groups, groups_unlabelled, n, n_u)
-    labelled_units = int(np.unique(codes_l).size)
+    labelled_units = _count(codes_l)
     clusters = None if groups is None else labelled_units
     q, df = _multiplier(level, quantile, labelled_units)
     f_all = np.concatenate([fl, fu])
@@ -211,7 +214,7 @@ def ppi_mean(
         return _infinite(yl, fl, fu, codes_l, codes_u, lam, q, df, bounds, llm_only, clusters)
     if weights is None:  # a uniform draw of units (or of whole clusters): pi = drawn / all
         w = np.ones(n)
-        all_units = np.unique(np.concatenate([codes_l, codes_u])).size
+        all_units = int(max(codes_l.max(), codes_u.max(initial=-1))) + 1  # codes are 0..G-1
         pi = np.full(n, labelled_units / all_units)
     else:
         w = np.asarray(weights, dtype=np.float64)
@@ -273,7 +276,7 @@ def _infinite(
     est = float(e.mean() + lam * fu.mean())
     # Each part gets its own small-sample factor G/(G-1); then a cluster's labelled and
     # unlabelled terms are summed before squaring, so their covariance counts.
-    g_l, g_u = np.unique(codes_l).size, np.unique(codes_u).size
+    g_l, g_u = _count(codes_l), _count(codes_u)
     t_l = (e - e.mean()) / n * (np.sqrt(g_l / (g_l - 1)) if g_l > 1 else np.nan)
     t_u = lam * (fu - fu.mean()) / n_u * (np.sqrt(g_u / (g_u - 1)) if g_u > 1 else 0.0)
     sums = _sum_by(np.concatenate([codes_l, codes_u]), np.concatenate([t_l, t_u]))

@@ -8,6 +8,7 @@ scipy.stats.t in the tests to 1e-12.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 
 def two_sided_mass(t: float, df: int) -> float:
@@ -29,6 +30,7 @@ def two_sided_mass(t: float, df: int) -> float:
     return s * total
 
 
+@lru_cache(maxsize=256)
 def t_quantile(level: float, df: int) -> float:
     """The t with P(|T| < t) = level (0 < level < 1): the multiplier of a two-sided interval."""
     if not 0.0 < level < 1.0:
