@@ -74,7 +74,8 @@ def binary_comparison(
     if query_codes is not None and n_bootstrap > 0 and n_queries > 0:
         codes = np.asarray(query_codes, dtype=np.int64)
         per_query = np.bincount(codes * 4 + cell, weights=w, minlength=n_queries * 4)
-        stacked = resampled_confusions(per_query.reshape(n_queries, 2, 2), n_bootstrap, seed)
+        cells = np.asarray(per_query, dtype=np.float64).reshape(n_queries, 2, 2)
+        stacked = resampled_confusions(cells, n_bootstrap, seed)
         out["intervals"] = {
             key: percentile_interval(values) for key, values in _binary_figures(stacked).items()
         }

@@ -39,6 +39,7 @@ from calibration.scales import (
     scales_verdict,
 )
 from calibration.systems import compare_systems, rank_agreement_intervals
+from grader.metrics.evaluate import exact_mean
 from grader.metrics.query_order import query_order
 
 DEFAULT_MEASURE = "nDCG@10"
@@ -88,8 +89,8 @@ def _systems(
     h = pd.DataFrame({n: per_query_scores(human_q, runs[n], measure) for n in names})
     m = pd.DataFrame({n: per_query_scores(llm_q, runs[n], measure) for n in names})
     m = m.reindex(h.index)
-    h_means = {n: float(h[n].mean()) for n in names}
-    table = compare_systems(h_means, {n: float(m[n].mean()) for n in names})
+    h_means = {n: exact_mean(h[n]) for n in names}
+    table = compare_systems(h_means, {n: exact_mean(m[n]) for n in names})
     table["intervals"] = rank_agreement_intervals(
         h.to_numpy(), m.to_numpy(), names, n_bootstrap, seed
     )

@@ -59,6 +59,25 @@ def test_trec_web_grades_minus_2_to_4_are_read_as_written(
     assert "outside" not in err
 
 
+def test_a_threshold_of_4_on_trec_web_grades_equals_trec_eval(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import pytrec_eval
+
+    qrels = _write(tmp_path / "web.qrels", "q1 0 a 4\nq1 0 b 3\nq1 0 c 4\nq1 0 d 0\n")
+    run = _write(tmp_path / "r.run", "q1 Q0 b 1 4 t\nq1 Q0 a 2 3 t\nq1 Q0 d 3 2 t\n")
+    means, err = _evaluate(capsys, qrels, run, "-m", "RR(rel=4)", "P(rel=4)@3", "AP(rel=4)")
+    ref = pytrec_eval.RelevanceEvaluator(
+        {"q1": {"a": 4, "b": 3, "c": 4, "d": 0}},
+        {"recip_rank", "P_3", "map"},
+        relevance_level=4,
+    ).evaluate({"q1": {"b": 4.0, "a": 3.0, "d": 2.0}})["q1"]
+    assert means["RR(rel=4)"] == pytest.approx(ref["recip_rank"], abs=1e-9) == 0.5
+    assert means["P(rel=4)@3"] == pytest.approx(ref["P_3"], abs=1e-9)
+    assert means["AP(rel=4)"] == pytest.approx(ref["map"], abs=1e-9) == 0.25
+    assert "above every grade" not in err
+
+
 def test_qrels_grade_4_no_longer_refused_but_llm_and_human_grades_keep_0_to_3(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -13,6 +13,7 @@ score), as trec_eval does. Queries in the qrels with no relevant document count 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Literal
 
@@ -127,13 +128,14 @@ def mean_scores(per_query: pd.DataFrame) -> pd.DataFrame:
 
     Counts (NumRet, NumRel, NumRelRet) are summed instead, as trec_eval and ir_measures do.
     Measures keep their order. A mean over no queries (an empty run with missing="skip") is
-    NaN; a sum over no queries is 0.
+    NaN; a sum over no queries is 0. Sums are exact (`math.fsum`), so they do not depend on the
+    order queries are listed in: two runs with the same per-query values tie exactly.
     """
     order = per_query.attrs.get("measures") or [str(m) for m in pd.unique(per_query["measure"])]
     groups = per_query.groupby("measure", sort=False)["value"]
-    means = groups.mean()
+    sums = groups.agg(math.fsum)
+    means = sums / groups.size()
     summed = {m for m in order if parse_measure(m).name in SUMMED}
-    sums = groups.sum() if summed else means
     values = [
         (float(sums[m]) if m in sums.index else 0.0)
         if m in summed
@@ -143,3 +145,10 @@ def mean_scores(per_query: pd.DataFrame) -> pd.DataFrame:
     frame = pd.DataFrame({"measure": pd.Series(order, dtype=str), "value": values})
     frame.attrs.update(per_query.attrs)
     return frame
+
+
+def exact_mean(values: npt.ArrayLike) -> float:
+    """The mean of `values` from an exact sum (`math.fsum`): independent of their order, so
+    equal multisets of per-query scores give equal means (ties between systems stay ties)."""
+    flat = np.asarray(values, dtype=np.float64).ravel()
+    return math.fsum(flat.tolist()) / flat.size if flat.size else float("nan")

@@ -27,7 +27,6 @@ from grader.metrics import spellings
 
 DEFAULT_THRESHOLD = 2
 MIN_THRESHOLD = 1
-MAX_THRESHOLD = 3
 
 #: Canonical family names; the value says whether the family takes a threshold and a cutoff.
 FAMILIES: dict[str, tuple[bool, bool]] = {
@@ -191,9 +190,11 @@ def parse_measure(name: str | Measure, *, default_rel: int = DEFAULT_THRESHOLD) 
                     f"{family} takes no threshold",
                     "nDCG uses the grades as gains and Judged counts any grade",
                 )
-            if not value.isdigit() or not MIN_THRESHOLD <= int(value) <= MAX_THRESHOLD:
+            if not value.isdigit() or int(value) < MIN_THRESHOLD:
                 raise _bad(
-                    name, f"rel={value} is not a grade threshold", "use rel=1, rel=2 or rel=3"
+                    name,
+                    f"rel={value} is not a grade threshold",
+                    "use a whole number from 1 up: rel=2 for 0..3 grades, rel=1 for binary qrels",
                 )
             rel = int(value)
         elif key == "gain":
