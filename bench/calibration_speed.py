@@ -1,17 +1,18 @@
 """Calibration speed: every agreement figure from one confusion matrix vs the reference libraries.
 
-On the five TREC DL 2019 LLM label sets (9,260 pairs each; skipped when the data is absent) and
-on a synthetic set of 200,000 pairs over 10,000 queries, times in this one process:
+On the five TREC DL 2019 LLM label sets (9,260 pairs each; skipped when the data is absent) and on a
+synthetic set of 200,000 pairs over 10,000 queries, times in this one process:
 
-- relgrade: `calibration.agreement.agreement` (kappa x3, alpha x2, binary kappas x3, confusion,
-  per-grade precision/recall, bias) and the query bootstrap of all figures (1,000 resamples);
+- relgrade: `calibration.stats.agreement.agreement` (kappa x3, alpha x2, binary kappas x3,
+  confusion, per-grade precision/recall, bias) and the query bootstrap of all figures (1,000
+  resamples);
 - the peers: scikit-learn's `cohen_kappa_score` (three weightings, three binary splits) plus the
   krippendorff package's `alpha` (ordinal and interval): the same figures, one call each.
 
-A bootstrap through the peers would call them 8 x 1,000 times; the script times 20 resamples
-of that and scales it, and says so. Before timing it checks both sides agree to 1e-9.
+A bootstrap through the peers would call them 8 x 1,000 times; the script times 20 resamples of that
+and scales it, and says so. Before timing it checks both sides agree to 1e-9.
 
-    python bench/calibration_speed.py
+python bench/calibration_speed.py
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ import krippendorff
 import numpy as np
 from sklearn.metrics import cohen_kappa_score
 
-from calibration.agreement import agreement, grouped_confusion
-from calibration.bootstrap import agreement_intervals
+from calibration.stats.agreement import agreement, grouped_confusion
+from calibration.stats.bootstrap import agreement_intervals
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"
 

@@ -34,12 +34,12 @@ sys.path.insert(0, str(ROOT))
 
 from openai import AsyncOpenAI  # noqa: E402
 
-from grader.judges.llm import LLMJudge  # noqa: E402
+from grader.grading.pairs import Pair  # noqa: E402
+from grader.grading.pipeline import StoreWriter, grade_pairs  # noqa: E402
+from grader.judges.llm.judge import LLMJudge  # noqa: E402
 from grader.models import Doc, Query  # noqa: E402
-from grader.pairs import Pair  # noqa: E402
-from grader.pipeline import StoreWriter, grade_pairs  # noqa: E402
 from grader.prompts import load_prompt  # noqa: E402
-from grader.store import Store  # noqa: E402
+from grader.store.store import Store  # noqa: E402
 
 API_KEY = "sk-bench-not-a-real-key"
 MODEL = "gpt-4o-mini"

@@ -20,9 +20,9 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from calibration.design import SampleDesign, caution
-from calibration.estimates import ppi_mean
-from calibration.pairs import PairedGrades
+from calibration.join import PairedGrades
+from calibration.stats.ppi import ppi_mean
+from calibration.stats.ppi_design import SampleDesign, caution
 
 # (qrels frame query_id/doc_id/grade, run frame, measure) -> one value per judged query
 Scorer = Callable[[pd.DataFrame, pd.DataFrame, str], pd.Series]

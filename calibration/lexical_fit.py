@@ -1,7 +1,7 @@
 """`calibrate --fit-lexical`: fit the offline lexical judge's thresholds on human grades.
 
 Scores every human-graded pair with the lexical judge (collection statistics from all of
-`--docs`, as when grading), fits the three thresholds (`grader.judges.lexical_fit`, which
+`--docs`, as when grading), fits the three thresholds (`grader.judges.lexical.fit`, which
 maximises quadratic-weighted kappa), and writes a complete settings file. By default that is
 `./relgrade-lexical.toml` (or $RELGRADE_LEXICAL_CONFIG), which `relgrade grade --judge lexical`
 reads when no `--lexical-config` is given, so the next grading run uses the fitted thresholds.
@@ -16,19 +16,19 @@ from typing import Any
 
 import numpy as np
 
-from calibration.agreement import agreement
+from calibration.stats.agreement import agreement
 from grader.errors import InputError
 from grader.io.docs import read_docs
 from grader.io.grades import read_human_grades
 from grader.io.queries import read_queries
-from grader.judges.lexical import lexical_scores
-from grader.judges.lexical_config import (
+from grader.judges.lexical.config import (
     default_config_path,
     fitted_config_path,
     load_lexical_config,
     write_thresholds,
 )
-from grader.judges.lexical_fit import fit_lexical_thresholds, grades_for
+from grader.judges.lexical.fit import fit_lexical_thresholds, grades_for
+from grader.judges.lexical.judge import lexical_scores
 
 
 def fit_and_write(

@@ -19,26 +19,26 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from calibration.agreement import agreement, grouped_confusion, scalar_figures, to_float
-from calibration.bias import (
+from calibration.estimates_section import estimates_section
+from calibration.join import PairedGrades, pair_grades
+from calibration.stats.agreement import agreement, grouped_confusion, scalar_figures, to_float
+from calibration.stats.bias import (
     bias_by_length,
     bias_by_rank,
     grade_distributions,
     spread_sentence,
     verdict,
 )
-from calibration.bootstrap import DEFAULT_RESAMPLES, agreement_intervals
-from calibration.confidence import confidence_report
-from calibration.design import SampleDesign, infer_design
-from calibration.estimates_section import estimates_section
-from calibration.pairs import PairedGrades, pair_grades
-from calibration.scales import (
+from calibration.stats.bootstrap import DEFAULT_RESAMPLES, agreement_intervals
+from calibration.stats.confidence import confidence_report
+from calibration.stats.ppi_design import SampleDesign, infer_design
+from calibration.stats.scales import (
     binary_comparison,
     is_binary_against_graded,
     scale_warning,
     scales_verdict,
 )
-from calibration.systems import compare_systems, rank_agreement_intervals
+from calibration.stats.systems import compare_systems, rank_agreement_intervals
 from grader.metrics.evaluate import exact_mean
 from grader.metrics.query_order import query_order
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from calibration.blind import BlindItem, write_blind_csv
-from calibration.manifest import Manifest, ManifestPair, manifest_path_for, write_manifest
+from calibration.spotcheck.blind import BlindItem, write_blind_csv
+from calibration.spotcheck.manifest import Manifest, ManifestPair, manifest_path_for, write_manifest
 
 SCRIPT_DOC = '<script>window.pwned = true</script><img src=x onerror="window.pwned=true">bold?'
 

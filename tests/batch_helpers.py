@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from grader.cost import ModelPrice, PriceTable
-from grader.judges.llm import LLMJudge
-from grader.judges.retry import RetryPolicy
+from grader.judges.llm.judge import LLMJudge
+from grader.judges.llm.retry import RetryPolicy
 from grader.keys import content_key
 from grader.models import Doc, Judgment, JudgmentError, PromptRef, Query
 from grader.prompts import PromptSpec, load_prompt
-from grader.store import Store
+from grader.store.store import Store
 
 OLD_REF = PromptRef(name="passage", version="1", sha256="0" * 64)
 PRICES = PriceTable(

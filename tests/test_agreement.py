@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from calibration.agreement import (
+from calibration.stats.agreement import (
     agreement,
     alpha,
     cohen_kappa,
@@ -19,7 +19,7 @@ from calibration.agreement import (
     mean_bias,
     scalar_figures,
 )
-from calibration.bootstrap import agreement_intervals
+from calibration.stats.bootstrap import agreement_intervals
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"
 SK_WEIGHTS = {"none": None, "linear": "linear", "quadratic": "quadratic"}

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from calibration.blind import read_blind_csv
-from grader.annotate.gradelog import GradeLog, grade_log_path
-from grader.annotate.scale import prompt_scale
-from grader.annotate.server import AnnotateItem, AnnotateServer
+from calibration.spotcheck.annotate.gradelog import GradeLog, grade_log_path
+from calibration.spotcheck.annotate.scale import prompt_scale
+from calibration.spotcheck.annotate.server import AnnotateItem, AnnotateServer
+from calibration.spotcheck.blind import read_blind_csv
 from tests.annotate_helpers import SCRIPT_DOC, write_sample
 from tests.chromium import chromium, needs_chromium
 

@@ -10,7 +10,7 @@ import pytest
 from grader.batch.client import BatchClient
 from grader.batch.requests import split_requests
 from grader.errors import JudgeError
-from grader.judges.retry import RetryPolicy
+from grader.judges.llm.retry import RetryPolicy
 from tests.fake_batch import BatchPlan, FakeBatchAPI
 from tests.fakeserver import FakeServer
 

@@ -16,10 +16,10 @@ from grader.batch.client import BatchClient
 from grader.batch.jobs import BatchOptions, BatchRunner
 from grader.batch.state import BatchState
 from grader.errors import JudgeError
-from grader.judges.retry import RetryPolicy
-from grader.regrade import parse_selection
-from grader.regrade_run import RegradeOutcome, regrade
-from grader.store import Store
+from grader.judges.llm.retry import RetryPolicy
+from grader.regrade.run import RegradeOutcome, regrade
+from grader.regrade.selection import parse_selection
+from grader.store.store import Store
 from tests.batch_helpers import PRICES, live_judge, new_prompt, seed_store
 from tests.fake_batch import BatchPlan, FakeBatchAPI
 from tests.fakeserver import FakeServer

@@ -287,7 +287,7 @@ def test_runs_give_system_ranking_under_both_label_sets(
 ) -> None:
     from scipy.stats import kendalltau, spearmanr
 
-    from calibration.systems import tau_ap
+    from calibration.stats.systems import tau_ap
     from grader.io.trec import read_qrels, read_run
     from grader.metrics import evaluate, mean_scores
 

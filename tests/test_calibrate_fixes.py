@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from calibration.bias import LENIENCY_MARGIN, verdict
+from calibration.stats.bias import LENIENCY_MARGIN, verdict
 from grader.cli.main import main
 from tests.fakeserver import FakeServer
 from tests.grade_data import write_grade_files

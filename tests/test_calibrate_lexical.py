@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from grader.cli.main import main
-from grader.judges.lexical_config import default_config_path, load_lexical_config
+from grader.judges.lexical.config import default_config_path, load_lexical_config
 
 
 def _inputs(tmp_path: Path) -> tuple[Path, Path, Path]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from calibration.estimates import ppi_mean
+from calibration.stats.ppi import ppi_mean
 
 
 def _draw(rng: np.random.Generator, k: int, accuracy: float) -> tuple[np.ndarray, np.ndarray]:

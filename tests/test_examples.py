@@ -11,7 +11,7 @@ from grader.io.docs import read_docs
 from grader.io.grades import read_human_grades
 from grader.io.queries import read_queries
 from grader.io.trec import read_run
-from grader.judges.lexical import fit_lexical_thresholds, lexical_scores, read_thresholds
+from grader.judges.lexical.judge import fit_lexical_thresholds, lexical_scores, read_thresholds
 from grader.metrics.evaluate import evaluate, mean_scores
 
 CODE = Path(__file__).resolve().parents[1] / "examples" / "code-search"

@@ -13,7 +13,7 @@ from grader.cli.main import main
 from grader.io.judgments import read_judgments
 from grader.io.trec import read_qrels
 from grader.models import Doc, Query
-from grader.store import Store
+from grader.store.store import Store
 from tests.fakeserver import FakeServer, default_grade, faults
 from tests.grade_data import GradeFiles, write_grade_files
 
@@ -169,7 +169,7 @@ def test_max_cost_stops_before_spending_more(
     fake_server: FakeServer, files: GradeFiles, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from grader.cost import PriceTable
-    from grader.judges.llm import LLMJudge
+    from grader.judges.llm.judge import LLMJudge
     from grader.prompts import load_prompt
 
     judge = LLMJudge(

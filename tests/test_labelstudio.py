@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from calibration.blind import BlindItem
-from calibration.labelstudio import read_labelstudio_export, write_labelstudio_tasks
-from calibration.manifest import Manifest, ManifestPair
+from calibration.spotcheck.blind import BlindItem
+from calibration.spotcheck.labelstudio import read_labelstudio_export, write_labelstudio_tasks
+from calibration.spotcheck.manifest import Manifest, ManifestPair
 from grader.errors import InputError
 
 ITEMS = [

@@ -12,7 +12,8 @@ from sklearn.metrics import cohen_kappa_score
 
 from grader.errors import InputError
 from grader.judges.base import Judge
-from grader.judges.lexical import (
+from grader.judges.lexical.config import default_config_path
+from grader.judges.lexical.judge import (
     LexicalJudge,
     fit_lexical_thresholds,
     grades_for,
@@ -23,7 +24,6 @@ from grader.judges.lexical import (
     tokenize,
     write_thresholds,
 )
-from grader.judges.lexical_config import default_config_path
 from grader.keys import content_key
 from grader.models import Doc, Query
 

@@ -12,7 +12,7 @@ import os
 import pytest
 
 from grader.cost import PriceTable
-from grader.judges.llm import LLMJudge
+from grader.judges.llm.judge import LLMJudge
 from grader.models import Doc, Query
 
 pytestmark = pytest.mark.live

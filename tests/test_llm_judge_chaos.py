@@ -14,9 +14,9 @@ import random
 
 import pytest
 
-from grader.judges.llm import CallRecord, LLMJudge
-from grader.judges.ratelimit import RateLimiter
-from grader.judges.retry import RetryPolicy
+from grader.judges.llm.judge import CallRecord, LLMJudge
+from grader.judges.llm.ratelimit import RateLimiter
+from grader.judges.llm.retry import RetryPolicy
 from grader.models import Doc, Query
 from tests.fakeserver import FakeServer, Fault, default_grade, faults
 

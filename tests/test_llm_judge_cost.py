@@ -8,7 +8,7 @@ import pytest
 
 from grader.cost import CHARS_PER_TOKEN, PRICES_ENV, PriceTable, estimate_tokens, estimate_usage
 from grader.errors import InputError
-from grader.judges.llm import LLMJudge
+from grader.judges.llm.judge import LLMJudge
 from grader.models import Doc, Query, Usage
 
 

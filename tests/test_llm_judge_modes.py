@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from grader.judges.base import Judge
-from grader.judges.llm import CallRecord, LLMJudge
-from grader.judges.retry import RetryPolicy
+from grader.judges.llm.judge import CallRecord, LLMJudge
+from grader.judges.llm.retry import RetryPolicy
 from grader.models import Doc, Query
 from grader.prompts import load_prompt
 from tests.fakeserver import FakeServer, completion, faults

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader.judges.replies import InvalidReply, grade_distribution, parse_body, parse_completion
+from grader.judges.llm.replies import InvalidReply, grade_distribution, parse_body, parse_completion
 from grader.models import Usage
 from grader.prompts import load_prompt
 

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibration.manifest import (
+from calibration.spotcheck.manifest import (
     Manifest,
     build_manifest,
     copy_manifest_beside,
@@ -19,7 +19,7 @@ from calibration.manifest import (
     sample_weights,
     write_manifest,
 )
-from calibration.sampling import SampleDraw, draw_sample
+from calibration.spotcheck.sampling import SampleDraw, draw_sample
 from grader.errors import InputError
 from tests.sampling_helpers import population
 

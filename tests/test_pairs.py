@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from grader.errors import InputError
+from grader.grading.pairs import pairs_to_grade
 from grader.models import Doc, Query
-from grader.pairs import pairs_to_grade
 
 QUERIES = {q: Query(query_id=q, text=f"text of {q}") for q in ("q1", "q2")}
 DOCS = {d: Doc(doc_id=d, text=f"text of {d}") for d in ("a", "b", "c", "d", "e")}

@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from grader.ensemble import lower_median
 from grader.errors import JudgeError
+from grader.grading.pairs import Pair
+from grader.grading.pipeline import grade_pairs
+from grader.judges.ensemble import lower_median
 from grader.models import Doc, Judgment, JudgmentError, Query, Usage
-from grader.pairs import Pair
-from grader.pipeline import grade_pairs
-from grader.store import Store
+from grader.store.store import Store
 
 GradeFn = Callable[[Query, Doc], int | None]
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from calibration.estimates import ppi_mean
-from calibration.sampling import plan_design, systematic_draw
+from calibration.spotcheck.sampling import plan_design, systematic_draw
+from calibration.stats.ppi import ppi_mean
 from tests.sampling_helpers import make_judgment
 
 TRIALS = 2000

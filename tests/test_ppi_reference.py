@@ -22,8 +22,8 @@ import pytest
 from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 from scipy import stats
 
-from calibration.estimates import ppi_mean
-from calibration.student_t import t_quantile
+from calibration.stats.ppi import ppi_mean
+from calibration.stats.student_t import t_quantile
 from grader.cli.main import main
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"
@@ -135,7 +135,7 @@ def _dl2019() -> pd.DataFrame:
 
 @pytest.mark.skipif(not DATA.exists(), reason="TREC DL 2019 data absent")
 def test_dl2019_uniform_and_stratified_samples_against_ppi_py() -> None:
-    from calibration.sampling import plan_design, systematic_draw
+    from calibration.spotcheck.sampling import plan_design, systematic_draw
     from tests.sampling_helpers import make_judgment
 
     both = _dl2019()
@@ -172,8 +172,8 @@ def test_dl2019_uniform_and_stratified_samples_against_ppi_py() -> None:
 def test_dl2019_calibrate_names_the_design_and_matches_ppi_py(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from calibration.manifest import build_manifest, write_manifest
-    from calibration.sampling import draw_sample
+    from calibration.spotcheck.manifest import build_manifest, write_manifest
+    from calibration.spotcheck.sampling import draw_sample
     from tests.sampling_helpers import make_judgment
 
     both = _dl2019()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from grader.progress import GradingProgress
+from grader.grading.progress import GradingProgress
 
 
 def test_progress_shows_counts_and_spend() -> None:

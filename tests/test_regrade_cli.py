@@ -12,7 +12,7 @@ import pytest
 from grader.cli.main import main
 from grader.io.judgments import read_judgments
 from grader.io.trec import read_qrels
-from grader.store import Store
+from grader.store.store import Store
 from tests.batch_helpers import new_prompt, seed_store
 from tests.fake_batch import BatchPlan, FakeBatchAPI
 from tests.fakeserver import FakeServer

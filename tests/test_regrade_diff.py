@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score
 
 from grader.models import Judgment, JudgmentError
-from grader.regrade_diff import VersionPair, cohen_kappa, diff_versions
+from grader.regrade.diff import VersionPair, cohen_kappa, diff_versions
 
 
 def _j(key: str, grade: int | None, reason: str = "r", cost: float | None = 0.01) -> Judgment:

@@ -15,8 +15,8 @@ from grader.cli.main import main
 from grader.io.judgments import read_judgments
 from grader.keys import content_key
 from grader.models import Doc, Judgment, Query
-from grader.regrade import parse_selection, select_candidates
-from grader.store import Store
+from grader.regrade.selection import parse_selection, select_candidates
+from grader.store.store import Store
 from tests.fakeserver import FakeServer, default_grade
 from tests.grade_data import GradeFiles, write_grade_files
 

@@ -9,8 +9,14 @@ import pytest
 from grader.errors import InputError
 from grader.keys import content_key
 from grader.models import Doc, Judgment, PromptRef, Query
-from grader.regrade import Criterion, parse_selection, read_pair_list, select_candidates, to_grade
-from grader.store import Store
+from grader.regrade.selection import (
+    Criterion,
+    parse_selection,
+    read_pair_list,
+    select_candidates,
+    to_grade,
+)
+from grader.store.store import Store
 
 NEW_FP = {"judge": "openai:new", "prompt_sha": "n" * 64}
 

@@ -20,14 +20,14 @@ from typing import Any
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from calibration.sampling import draw_sample
+from calibration.spotcheck.sampling import draw_sample
 from grader.cli.main import main
 from grader.io.judgments import read_judgments
 from grader.io.trec import read_qrels
 from grader.keys import content_key
 from grader.models import Doc, Query
-from grader.regrade import select_candidates
-from grader.store import Store
+from grader.regrade.selection import select_candidates
+from grader.store.store import Store
 from tests.batch_helpers import new_prompt
 from tests.fake_batch import BatchPlan, FakeBatchAPI
 from tests.fakeserver import FakeServer, request_text

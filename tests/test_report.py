@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from calibration.report import render_report, write_report
+from calibration.report.html import render_report, write_report
 from calibration.summary import summarize
 from tests.chromium import chromium, needs_chromium
 
@@ -96,7 +96,7 @@ def _patches(svg: str) -> int:
 
 
 def test_an_undefined_bias_or_share_gets_no_bar_and_an_n_a_label() -> None:
-    from calibration.plots import bias_svg, distributions_svg
+    from calibration.report.plots import bias_svg, distributions_svg
 
     rows = [{"bucket": "Q1", "mean_bias": 0.5}, {"bucket": "Q2", "mean_bias": -0.25}]
     zero = bias_svg([*rows, {"bucket": "Q3", "mean_bias": 0.0}], "x", "t")
@@ -116,7 +116,7 @@ def _points(svg: str) -> int:
 
 
 def test_a_run_with_an_undefined_score_is_not_plotted_at_0() -> None:
-    from calibration.plots import systems_svg
+    from calibration.report.plots import systems_svg
 
     runs = [{"run": "bm25", "human": 0.4, "llm": 0.5}, {"run": "dense", "human": 0.6, "llm": 0.7}]
     full = systems_svg([*runs, {"run": "rand", "human": 0.0, "llm": 0.0}], "nDCG@10")

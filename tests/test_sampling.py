@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from calibration.sampling import allocate, draw_sample, plan_design, sample_size
+from calibration.spotcheck.sampling import allocate, draw_sample, plan_design, sample_size
 from grader.errors import InputError
 from tests.sampling_helpers import make_judgment, population
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from calibration.manifest import read_manifest
+from calibration.spotcheck.manifest import read_manifest
 from grader.cli.main import main
 from grader.io.judgments import read_judgments, write_judgments
 from tests.sampling_helpers import make_judgment, population
@@ -104,7 +104,7 @@ def test_texts_come_from_the_default_store_when_present(
 ) -> None:
     from grader.io.docs import read_docs
     from grader.io.queries import read_queries
-    from grader.store import Store
+    from grader.store.store import Store
 
     judgments, queries, docs = _inputs(tmp_path)
     monkeypatch.chdir(tmp_path)

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from grader import store_migrations
 from grader.errors import StoreError
 from grader.models import Doc, Judgment, JudgmentError, PromptRef, Query, Usage
-from grader.store import Store
+from grader.store import migrations as store_migrations
+from grader.store.store import Store
 
 PROMPT = PromptRef(name="passage", version="1", sha256="sha256:abc")
 FP = {"judge": "openai:m", "model": "m", "prompt_sha": "sha256:abc"}
@@ -134,7 +134,7 @@ def test_appended_migration_upgrades_an_old_store(
         ("ALTER TABLE judgments ADD COLUMN note TEXT",),
     )
     monkeypatch.setattr(store_migrations, "MIGRATIONS", [*store_migrations.MIGRATIONS, extra])
-    monkeypatch.setattr("grader.store.MIGRATIONS", store_migrations.MIGRATIONS)
+    monkeypatch.setattr("grader.store.store.MIGRATIONS", store_migrations.MIGRATIONS)
     with Store(tmp_path / "s.db") as store:
         assert store.schema_version == extra.version
         assert store.get_many(["k1"])["k1"].grade == 2
@@ -146,8 +146,8 @@ def test_failing_migration_rolls_back(tmp_path: Path, monkeypatch: pytest.Monkey
     bad = store_migrations.Migration(
         before + 1, "broken", ("CREATE TABLE t (x)", "THIS IS NOT SQL")
     )
-    monkeypatch.setattr("grader.store.MIGRATIONS", [*store_migrations.MIGRATIONS, bad])
-    monkeypatch.setattr("grader.store.latest_version", lambda: bad.version)
+    monkeypatch.setattr("grader.store.store.MIGRATIONS", [*store_migrations.MIGRATIONS, bad])
+    monkeypatch.setattr("grader.store.store.latest_version", lambda: bad.version)
     with pytest.raises(StoreError, match=r"migration .* rolled back"):
         Store(tmp_path / "s.db")
     conn = sqlite3.connect(tmp_path / "s.db")

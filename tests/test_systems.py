@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.stats import kendalltau, spearmanr
 
-from calibration.systems import compare_systems, kendall_tau, spearman_rho, tau_ap
+from calibration.stats.systems import compare_systems, kendall_tau, spearman_rho, tau_ap
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -57,7 +57,7 @@ def test_too_few_systems_give_none() -> None:
 
 
 def test_rank_agreement_intervals_resample_queries() -> None:
-    from calibration.systems import rank_agreement_intervals
+    from calibration.stats.systems import rank_agreement_intervals
 
     rng = np.random.default_rng(4)
     quality = np.array([0.7, 0.6, 0.5, 0.4, 0.3])

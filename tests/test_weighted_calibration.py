@@ -14,9 +14,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibration.agreement import agreement
-from calibration.manifest import build_manifest, read_manifest, sample_weights, write_manifest
-from calibration.sampling import draw_sample
+from calibration.spotcheck.manifest import (
+    build_manifest,
+    read_manifest,
+    sample_weights,
+    write_manifest,
+)
+from calibration.spotcheck.sampling import draw_sample
+from calibration.stats.agreement import agreement
 from grader.models import Judgment
 from tests.sampling_helpers import make_judgment
 

@@ -1,10 +1,10 @@
 """The LLM judge seen from the Batch API: the same request body and the same reply validation as
 live grading, at the batch price.
 
-`LLMBatchJudge` wraps `grader.judges.llm.LLMJudge`. Requests are built by the judge's
+`LLMBatchJudge` wraps `grader.judges.llm.judge.LLMJudge`. Requests are built by the judge's
 `build_request` in one fixed output mode (recorded with the job, so whichever process collects
 parses in the mode the requests asked for), and each output line goes through the judge's
-`judgment_from_body`, which calls the one reply validator (`grader.judges.replies`) live grading
+`judgment_from_body`, which calls the one reply validator (`grader.judges.llm.replies`) live grading
 uses: a reply is accepted or refused the same way however it arrived.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from grader.judges.llm import LLMJudge
+from grader.judges.llm.judge import LLMJudge
 from grader.models import Doc, Judgment, PromptRef, Query
 from grader.prompts import OutputMode, render_messages
 

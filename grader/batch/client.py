@@ -2,9 +2,10 @@
 24h window, look a batch up, find one made from a given file, and download output and error files.
 
 The SDK's own retries are off (`max_retries=0`); transient transport errors (429, 5xx, timeouts,
-dropped connections) are retried by tenacity with the project's one policy (`grader.judges.retry`:
-its should-retry decision, Retry-After and jittered backoff). Polling waits grow by a factor up
-to a cap (`poll_delays`), so a batch that takes hours costs a few hundred status calls.
+dropped connections) are retried by tenacity with the project's one policy
+(`grader.judges.llm.retry`: its should-retry decision, Retry-After and jittered backoff). Polling
+waits grow by a factor up to a cap (`poll_delays`), so a batch that takes hours costs a few hundred
+status calls.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from openai import AsyncOpenAI
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from grader.errors import JudgeError
-from grader.judges.retry import RetryPolicy, retry_delay, should_retry
+from grader.judges.llm.retry import RetryPolicy, retry_delay, should_retry
 
 T = TypeVar("T")
 

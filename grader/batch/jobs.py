@@ -1,11 +1,11 @@
 """Submitting, following and collecting Batch API jobs, resumable at every step.
 
-Each step is recorded in the store before the next begins (see `grader.batch.schema`): a job is
-`prepared` (items recorded), then `uploaded` (input file id), then `submitted` (batch id), then
-`collected`. Any process can pick up any open job: a prepared job is rebuilt from the texts in
-the store and uploaded; an uploaded job first looks for a batch already made from its file (a
-crash right after `batches.create`) before creating one; a submitted job is polled and, once
-the server is done with it, collected.
+Each step is recorded in the store before the next begins (see `grader.store.batch_tables`): a job
+is `prepared` (items recorded), then `uploaded` (input file id), then `submitted` (batch id), then
+`collected`. Any process can pick up any open job: a prepared job is rebuilt from the texts in the
+store and uploaded; an uploaded job first looks for a batch already made from its file (a crash
+right after `batches.create`) before creating one; a submitted job is polled and, once the server is
+done with it, collected.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE, spl
 from grader.batch.state import BatchState, Item, Job
 from grader.errors import InputError, JudgeError
 from grader.models import Doc, Judgment, PromptRef, Query
-from grader.store import Store
+from grader.store.store import Store
 
 
 class BatchJudge(Protocol):

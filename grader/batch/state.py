@@ -1,8 +1,8 @@
-"""Batch jobs kept in the store (tables from `grader.batch.schema`), so any later process can see
-and continue them: `relgrade batch status`, `relgrade batch collect`, or rerunning regrade.
+"""Batch jobs kept in the store (tables from `grader.store.batch_tables`), so any later process
+can see and continue them: `relgrade batch status`, `relgrade batch collect`, or rerunning regrade.
 
-Uses its own SQLite connection to the store file (WAL lets it sit beside the Store's); every
-phase change is one committed transaction, written right after the server call it records.
+Uses its own SQLite connection to the store file (WAL lets it sit beside the Store's); every phase
+change is one committed transaction, written right after the server call it records.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 from grader.batch.client import BatchInfo
 from grader.errors import StoreError
-from grader.store import BUSY_TIMEOUT_MS, Store
+from grader.store.store import BUSY_TIMEOUT_MS, Store
 
 PHASES = ("prepared", "uploaded", "submitted", "collected")
 

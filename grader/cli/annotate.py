@@ -26,16 +26,16 @@ import webbrowser
 from pathlib import Path
 from typing import Any
 
-from calibration.blind import HumanGrade, read_blind_csv, write_human_grades
-from calibration.manifest import (
+from calibration.spotcheck.annotate.gradelog import GradeLog, grade_log_path
+from calibration.spotcheck.annotate.scale import neutral_scale, prompt_scale
+from calibration.spotcheck.annotate.server import AnnotateItem, AnnotateServer
+from calibration.spotcheck.blind import HumanGrade, read_blind_csv, write_human_grades
+from calibration.spotcheck.manifest import (
     Manifest,
     copy_manifest_beside,
     find_manifest,
     read_manifest,
 )
-from grader.annotate.gradelog import GradeLog, grade_log_path
-from grader.annotate.scale import neutral_scale, prompt_scale
-from grader.annotate.server import AnnotateItem, AnnotateServer
 from grader.cli.commands import COMMANDS
 from grader.errors import InputError, RelgradeError
 

@@ -29,8 +29,8 @@ from grader.cli.batch_common import (
 from grader.cli.commands import COMMANDS
 from grader.cli.grade import _api_key
 from grader.errors import InputError
-from grader.store import Store
-from grader.store_writer import StoreWriter
+from grader.store.store import Store
+from grader.store.writer import StoreWriter
 
 
 def register(sub: Any) -> None:

@@ -19,10 +19,10 @@ from grader.batch.state import Job
 from grader.cli.grade import DEFAULT_MODEL, NO_KEY, _api_key
 from grader.cost import PriceTable
 from grader.errors import InputError
-from grader.judges.llm import LLMJudge
+from grader.judges.llm.judge import LLMJudge
 from grader.prompts import OUTPUT_MODES, PromptSpec, load_prompt
-from grader.store import Store
-from grader.store_writer import StoreWriter
+from grader.store.store import Store
+from grader.store.writer import StoreWriter
 
 
 def add_llm_options(p: argparse.ArgumentParser) -> None:
@@ -84,7 +84,7 @@ class JudgeFactory:
     def llm(self, model: str, prompt: PromptSpec) -> LLMJudge:
         limiter = None
         if self.args.rpm or self.args.tpm:
-            from grader.judges.ratelimit import RateLimiter
+            from grader.judges.llm.ratelimit import RateLimiter
 
             limiter = RateLimiter(self.args.rpm, self.args.tpm)
         judge = LLMJudge(

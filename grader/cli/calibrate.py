@@ -83,8 +83,8 @@ def _weights(
     args: argparse.Namespace, frame: Any
 ) -> tuple[npt.NDArray[np.float64] | None, str, Any]:
     """1/pi per paired pair, the manifest's path and the sample design it records (or None)."""
-    from calibration.design import design_of_strategy
-    from calibration.manifest import find_manifest, read_manifest, sample_weights
+    from calibration.spotcheck.manifest import find_manifest, read_manifest, sample_weights
+    from calibration.stats.ppi_design import design_of_strategy
 
     path = args.manifest
     if path is None and not args.no_manifest:
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--llm is required", hint="give the LLM grades (judgments or qrels)")
     if args.bootstrap < 0:
         raise InputError("--bootstrap must be 0 or more")
-    from calibration.pairs import pair_grades
+    from calibration.join import pair_grades
     from calibration.summary import summarize
     from grader.io.grades import read_human_grades, read_llm_grades
 
@@ -138,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
     )
     second = None
     if args.second_human:
-        from calibration.interrater import human_vs_human
+        from calibration.stats.interrater import human_vs_human
 
         second = read_human_grades(args.second_human, clamp=args.clamp)
         pair_weights = None
@@ -158,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
     for warning in summary.get("warnings", []):
         print(f"warning: {warning}", file=sys.stderr)
     if args.report:
-        from calibration.report import write_report
+        from calibration.report.html import write_report
 
         write_report(args.report, summary)
     if args.format == "json":
@@ -167,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         from rich.console import Console
 
-        from calibration.tables import render
+        from calibration.report.tables import render
 
         console = Console()
         console.print(render(summary))

@@ -1,7 +1,7 @@
 """`relgrade grade`: grade the top results of runs with an LLM (or the offline lexical judge).
 
-Pairs come from the runs (`grader.pairs`), answers from the store when it has them, the rest
-from the judge (`grader.pipeline`); outputs are written atomically once every pair is done.
+Pairs come from the runs (`grader.grading.pairs`), answers from the store when it has them, the rest
+from the judge (`grader.grading.pipeline`); outputs are written atomically once every pair is done.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import pandas as pd
 
 from grader.cli.commands import COMMANDS
 from grader.errors import BudgetError, InputError
+from grader.grading.pairs import pairs_to_grade
+from grader.grading.pipeline import GradingReport, StoreWriter, run_grading
 from grader.judges.base import Judge
-from grader.pairs import pairs_to_grade
-from grader.pipeline import GradingReport, StoreWriter, run_grading
-from grader.store import Store
+from grader.store.store import Store
 
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_PROMPT = "passage"
@@ -177,8 +177,8 @@ class _Judges:
         self.members: list[Judge] = []
         self.verifier: Judge | None = None
         if args.judge == "lexical":
-            from grader.judges.lexical import LexicalJudge
-            from grader.judges.lexical_config import load_lexical_config
+            from grader.judges.lexical.config import load_lexical_config
+            from grader.judges.lexical.judge import LexicalJudge
 
             self.members = [LexicalJudge.from_docs(docs, load_lexical_config(args.lexical_config))]
         else:
@@ -199,8 +199,8 @@ class _Judges:
 
     def llm(self, model: str, prompt_name: str) -> Judge:
         key = _api_key(self.base_url, dry_run=self.args.dry_run)
-        from grader.judges.llm import LLMJudge
-        from grader.judges.ratelimit import RateLimiter
+        from grader.judges.llm.judge import LLMJudge
+        from grader.judges.llm.ratelimit import RateLimiter
         from grader.prompts import load_prompt
 
         if key != NO_KEY:

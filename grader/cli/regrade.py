@@ -31,11 +31,11 @@ from grader.cli.commands import COMMANDS
 from grader.cost import usd_or_unknown
 from grader.errors import InputError
 from grader.prompts import load_prompt
-from grader.regrade import Criterion, parse_selection
-from grader.regrade_diff import RegradeDiff
-from grader.regrade_run import RegradeOutcome, regrade
-from grader.store import Store
-from grader.store_writer import StoreWriter
+from grader.regrade.diff import RegradeDiff
+from grader.regrade.run import RegradeOutcome, regrade
+from grader.regrade.selection import Criterion, parse_selection
+from grader.store.store import Store
+from grader.store.writer import StoreWriter
 
 EPILOG = """\
 --select (criteria combine; all must hold): all (default) | failed | grade<=N | sample FILE
@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
             writer.flush()
     if runs:
         from grader.metrics import DEFAULT_MEASURES
-        from grader.regrade_metrics import metric_deltas
+        from grader.regrade.metric_deltas import metric_deltas
 
         measures = args.measure or list(DEFAULT_MEASURES)
         outcome.diff.metric_deltas = metric_deltas(outcome.pairs, runs, measures)
@@ -210,7 +210,7 @@ async def _regrade(
 def _dry_run(args: argparse.Namespace, spec: Any, criteria: list[Criterion]) -> int:
     """Print what a regrade would send and what it would cost, live and by batch."""
     from grader.batch.state import BatchState
-    from grader.regrade import distinct_keys, select_candidates, to_grade
+    from grader.regrade.selection import distinct_keys, select_candidates, to_grade
 
     with Store(args.store) as store:
         factory = JudgeFactory(args, StoreWriter(None))

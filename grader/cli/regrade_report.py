@@ -11,10 +11,10 @@ import html
 from pathlib import Path
 from typing import Any
 
-from calibration.report import CSS
+from calibration.report.html import CSS
 from grader.cost import usd_or_unknown
 from grader.io.files import atomic_write
-from grader.regrade_diff import RegradeDiff
+from grader.regrade.diff import RegradeDiff
 
 _EXTRA_CSS = "td.heat { text-align: center; min-width: 3em; }"
 

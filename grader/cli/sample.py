@@ -18,9 +18,15 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from calibration.blind import blind_items, read_filled_csv, write_blind_csv, write_human_grades
-from calibration.labelstudio import read_labelstudio_export, write_labelstudio_tasks
-from calibration.manifest import (
+from calibration.spotcheck.annotate.scale import prompt_scale
+from calibration.spotcheck.blind import (
+    blind_items,
+    read_filled_csv,
+    write_blind_csv,
+    write_human_grades,
+)
+from calibration.spotcheck.labelstudio import read_labelstudio_export, write_labelstudio_tasks
+from calibration.spotcheck.manifest import (
     Manifest,
     build_manifest,
     copy_manifest_beside,
@@ -29,8 +35,7 @@ from calibration.manifest import (
     read_manifest,
     write_manifest,
 )
-from calibration.sampling import ALLOCATIONS, STRATEGIES, draw_sample
-from grader.annotate.scale import prompt_scale
+from calibration.spotcheck.sampling import ALLOCATIONS, STRATEGIES, draw_sample
 from grader.cli.commands import COMMANDS
 from grader.errors import InputError, RelgradeError
 from grader.models import Doc, Judgment, Query
@@ -148,7 +153,7 @@ def _texts(
             file=sys.stderr,
         )
         return {}, {}
-    from grader.store import Store
+    from grader.store.store import Store
 
     if not Path(store_path).is_file():
         raise InputError("store not found", path=store_path, hint="the --store given to grade")

@@ -1,0 +1,276 @@
+"""Blind sample files for people: the CSV they grade, and reading it back as human grades.
+
+The blind CSV holds the query and document text and empty `grade` and `notes` columns, nothing
+that reveals the LLM's grade: no grade, no confidence, no stratum, and rows in the sample's seeded
+random order (never sorted by grade or stratum). The manifest beside it keeps the design.
+
+Reading a filled CSV back checks it against the sample's manifest: a pair the sample does not
+hold, a missing grade, or a grade outside 0..3 is an error naming the file and line.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from calibration.spotcheck.manifest import Manifest
+from grader.errors import InputError
+from grader.io.files import atomic_write, read_text
+from grader.io.trec import write_qrels
+from grader.models import Doc, Query
+
+BLIND_COLUMNS = ("query_id", "doc_id", "query", "document", "grade", "notes")
+OPTIONAL_DOC_COLUMNS = ("title", "path")
+
+
+@dataclass(frozen=True)
+class BlindItem:
+    """One row of a blind sample: ids and the texts a person needs to grade."""
+
+    query_id: str
+    doc_id: str
+    query: str
+    document: str
+    title: str | None = None
+    path: str | None = None
+
+
+def blind_items(
+    pairs: Sequence[tuple[str, str]],
+    queries: Mapping[str, Query],
+    docs: Mapping[str, Doc],
+    *,
+    allow_missing_text: bool = False,
+) -> list[BlindItem]:
+    """The items of a sample, in the order given; a pair whose text is unknown is an error,
+    unless `allow_missing_text` (no text source at all: the rows then carry ids only)."""
+    if allow_missing_text:
+        return [BlindItem(query_id=q, doc_id=d, query="", document="") for q, d in pairs]
+    out: list[BlindItem] = []
+    missing_q = sorted({q for q, _ in pairs if q not in queries})
+    missing_d = sorted({d for _, d in pairs if d not in docs})
+    if missing_q or missing_d:
+        parts = []
+        if missing_q:
+            parts.append(f"{len(missing_q)} query id(s) such as {missing_q[0]!r}")
+        if missing_d:
+            parts.append(f"{len(missing_d)} doc id(s) such as {missing_d[0]!r}")
+        raise InputError(
+            "no text for " + " and ".join(parts),
+            hint="pass the queries and docs files (or the store) the judgments were graded from",
+        )
+    for qid, did in pairs:
+        doc = docs[did]
+        path = doc.metadata.get("path")
+        out.append(
+            BlindItem(
+                query_id=qid,
+                doc_id=did,
+                query=queries[qid].text,
+                document=doc.text,
+                title=doc.title,
+                path=None if path is None else str(path),
+            )
+        )
+    return out
+
+
+def write_blind_csv(path: str | Path, items: Sequence[BlindItem]) -> None:
+    """Write the blind CSV (atomically): ids, query, [title, path,] document, empty grade, notes."""
+    extra = [c for c in OPTIONAL_DOC_COLUMNS if any(getattr(i, c) for i in items)]
+    columns = ["query_id", "doc_id", "query", *extra, "document", "grade", "notes"]
+    with atomic_write(path) as fh:
+        writer = csv.writer(fh, lineterminator="\n")
+        writer.writerow(columns)
+        for item in items:
+            row = {
+                "query_id": item.query_id,
+                "doc_id": item.doc_id,
+                "query": item.query,
+                "title": item.title or "",
+                "path": item.path or "",
+                "document": item.document,
+                "grade": "",
+                "notes": "",
+            }
+            writer.writerow([row[c] for c in columns])
+
+
+def read_blind_csv(path: str | Path) -> tuple[list[BlindItem], dict[tuple[str, str], str]]:
+    """The items of a blind CSV and any grades already typed into it ((qid, did) -> text)."""
+    rows = _csv_rows(path)
+    header, body = rows[0][1], rows[1:]
+    col = _columns(path, header, ("query_id", "doc_id", "query", "document"))
+    items: list[BlindItem] = []
+    filled: dict[tuple[str, str], str] = {}
+    seen: dict[tuple[str, str], int] = {}
+    for line, row in body:
+        get = _getter(row, col)
+        key = (get("query_id"), get("doc_id"))
+        if key in seen:
+            raise InputError(
+                f"pair {key} is listed twice (first on line {seen[key]})", path=path, line=line
+            )
+        seen[key] = line
+        items.append(
+            BlindItem(
+                query_id=key[0],
+                doc_id=key[1],
+                query=get("query"),
+                document=get("document"),
+                title=get("title") or None,
+                path=get("path") or None,
+            )
+        )
+        if get("grade").strip():
+            filled[key] = get("grade").strip()
+    return items, filled
+
+
+@dataclass(frozen=True)
+class HumanGrade:
+    """One grade a person gave, with where it came from (for error messages)."""
+
+    query_id: str
+    doc_id: str
+    grade: int
+    annotator: str | None = None
+
+
+def parse_grade(text: str, *, path: str | Path, line: int | None) -> int:
+    """A grade typed by a person: an integer 0..3 (\"2\" or \"2.0\"); anything else is an error."""
+    value = text.strip()
+    try:
+        number = float(value)
+    except ValueError:
+        number = float("nan")
+    # isfinite first: int() of inf (e.g. "1e999") raises OverflowError, not a clear error.
+    if not math.isfinite(number) or number != int(number) or not 0 <= number <= 3:
+        raise InputError(f"grade {value!r} is not one of 0, 1, 2, 3", path=path, line=line)
+    return int(number)
+
+
+def read_filled_csv(
+    path: str | Path, manifest: Manifest | None, *, allow_missing: bool = False
+) -> list[HumanGrade]:
+    """Grades from a filled blind CSV (or any query_id,doc_id,grade CSV), checked vs the sample.
+
+    Unknown pairs (not in the manifest), missing grades (unless `allow_missing`, which drops
+    them) and grades outside 0..3 are errors naming the file and line.
+    """
+    rows = _csv_rows(path)
+    header, body = rows[0][1], rows[1:]
+    col = _columns(path, header, ("query_id", "doc_id", "grade"))
+    known = manifest.probabilities() if manifest is not None else None
+    out: list[HumanGrade] = []
+    seen: dict[tuple[str, str], int] = {}
+    missing: list[int] = []
+    for line, row in body:
+        get = _getter(row, col)
+        key = (get("query_id"), get("doc_id"))
+        if known is not None and key not in known:
+            raise InputError(
+                f"pair ({key[0]}, {key[1]}) is not in the sample",
+                path=path,
+                line=line,
+                hint="grade only the rows of the sample; do not add or edit ids",
+            )
+        if key in seen:
+            raise InputError(
+                f"pair ({key[0]}, {key[1]}) is graded twice (first on line {seen[key]})",
+                path=path,
+                line=line,
+            )
+        seen[key] = line
+        if not get("grade").strip():
+            missing.append(line)
+            continue
+        grade = parse_grade(get("grade"), path=path, line=line)
+        out.append(HumanGrade(key[0], key[1], grade, get("annotator") or None))
+    if missing and not allow_missing:
+        shown = ", ".join(str(n) for n in missing[:10])
+        raise InputError(
+            f"{len(missing)} row(s) have no grade (lines {shown}"
+            + (" ...)" if len(missing) > 10 else ")"),
+            path=path,
+            line=missing[0],
+            hint="fill them in, or pass --allow-missing to import only the graded rows",
+        )
+    return out
+
+
+def write_human_csv(path: str | Path, grades: Sequence[HumanGrade]) -> None:
+    """Write human grades as `query_id,doc_id,grade[,annotator]` CSV (atomically)."""
+    with_annotator = any(g.annotator for g in grades)
+    with atomic_write(path) as fh:
+        writer = csv.writer(fh, lineterminator="\n")
+        writer.writerow(["query_id", "doc_id", "grade", *(["annotator"] if with_annotator else [])])
+        for g in grades:
+            row: list[object] = [g.query_id, g.doc_id, g.grade]
+            if with_annotator:
+                row.append(g.annotator or "")
+            writer.writerow(row)
+
+
+def write_human_grades(path: str | Path, grades: Sequence[HumanGrade]) -> None:
+    """Write human grades as TREC qrels when the name ends in .qrels or .txt, else as CSV.
+
+    Qrels let one person's grades stand in the `--llm` slot of `relgrade calibrate`, which is
+    how two people grading the same sample are compared (human vs human).
+    """
+    name = Path(path).name.removesuffix(".gz")
+    if name.endswith((".qrels", ".txt")):
+        frame = pd.DataFrame(
+            {
+                "query_id": [g.query_id for g in grades],
+                "doc_id": [g.doc_id for g in grades],
+                "grade": [g.grade for g in grades],
+            }
+        )
+        write_qrels(path, frame)
+    else:
+        write_human_csv(path, grades)
+
+
+def _csv_rows(path: str | Path) -> list[tuple[int, list[str]]]:
+    """(starting line, cells) of each non-blank CSV record; the first is the header."""
+    reader = csv.reader(io.StringIO(read_text(path), newline=""))
+    rows: list[tuple[int, list[str]]] = []
+    start = 1
+    try:
+        for cells in reader:
+            if any(c.strip() for c in cells):
+                rows.append((start, cells))
+            start = reader.line_num + 1
+    except csv.Error as exc:
+        raise InputError(f"not valid CSV: {exc}", path=path, line=start) from None
+    if not rows:
+        raise InputError("empty file", path=path, hint="expected a header query_id,doc_id,...")
+    return rows
+
+
+def _columns(path: str | Path, header: list[str], needed: Sequence[str]) -> dict[str, int]:
+    col = {name.strip(): i for i, name in enumerate(header)}
+    lacking = [n for n in needed if n not in col]
+    if lacking:
+        raise InputError(
+            f"missing column(s) {', '.join(lacking)}",
+            path=path,
+            line=1,
+            hint="the first line must name the columns, e.g. " + ",".join(needed),
+        )
+    return col
+
+
+def _getter(row: list[str], col: dict[str, int]) -> Callable[[str], str]:
+    def get(name: str) -> str:
+        i = col.get(name)
+        return row[i] if i is not None and i < len(row) else ""
+
+    return get

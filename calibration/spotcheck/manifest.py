@@ -1,0 +1,204 @@
+"""The manifest beside a spot-check sample: how it was drawn and each pair's inclusion probability.
+
+`SAMPLE.csv` gets `SAMPLE.manifest.json` beside it (same stem). Human grades exported or
+imported from that sample (`human.csv`) get a copy as `human.manifest.json`, which is where
+`relgrade calibrate` looks; `--manifest FILE` overrides. Calibration weights each graded pair by
+1/pi (Horvitz-Thompson), so figures from a stratified or uncertainty sample stand for the whole
+set of judgments the sample was drawn from, not for the sample.
+
+The manifest names the stratum of each pair (for stratified samples: the LLM grade). It is for
+calibration, not for graders: hand people the CSV or the annotate page, never the manifest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from calibration.spotcheck.sampling import SampleDraw
+from grader.errors import InputError
+from grader.io.files import atomic_write, read_text
+
+MANIFEST_SUFFIX = ".manifest.json"
+
+
+class SourceFile(BaseModel):
+    """The judgments file a sample was drawn from, and its sha256 at drawing time."""
+
+    path: str
+    sha256: str
+
+
+class ManifestPair(BaseModel):
+    """One sampled pair with its inclusion probability (> 0, so 1/pi is its weight)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    query_id: str
+    doc_id: str
+    inclusion_probability: float = Field(gt=0, le=1)
+    stratum: str | None = None
+    uncertainty: float | None = None
+
+
+class Manifest(BaseModel):
+    """How a sample was drawn: strategy, seed, population size, source, and its pairs."""
+
+    model_config = ConfigDict(extra="allow")
+
+    version: int = 1
+    strategy: str
+    allocation: str | None = None
+    seed: int
+    population: int = Field(gt=0)
+    n: int | None = None
+    source: SourceFile | None = None
+    prompt: str | None = None
+    judge: str | None = None
+    excluded: dict[str, int] = Field(default_factory=dict)
+    strata: dict[str, dict[str, int | float]] = Field(default_factory=dict)
+    uncertainty_source: str | None = None
+    created_at: str | None = None
+    pairs: list[ManifestPair]
+
+    def probabilities(self) -> dict[tuple[str, str], float]:
+        """(query_id, doc_id) -> inclusion probability."""
+        return {(p.query_id, p.doc_id): p.inclusion_probability for p in self.pairs}
+
+
+def manifest_path_for(path: str | Path) -> Path:
+    """`<folder>/<stem>.manifest.json` for a sample or grades file (`.gz` is looked through)."""
+    p = Path(path)
+    name = p.name.removesuffix(".gz")
+    stem = name.rsplit(".", 1)[0] if "." in name else name
+    return p.with_name(stem + MANIFEST_SUFFIX)
+
+
+def find_manifest(grades_path: str | Path) -> Path | None:
+    """The manifest beside a grades file, or None when there is none."""
+    candidate = manifest_path_for(grades_path)
+    return candidate if candidate.is_file() else None
+
+
+def file_sha256(path: str | Path) -> str:
+    """`sha256:<hex>` of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return "sha256:" + digest.hexdigest()
+
+
+def build_manifest(
+    draw: SampleDraw,
+    *,
+    source: str | Path | None = None,
+    prompt: str | None = None,
+    judge: str | None = None,
+    excluded: dict[str, int] | None = None,
+) -> Manifest:
+    """The manifest of a draw; `source` (the judgments file) is recorded with its sha256."""
+    src = None
+    if source is not None:
+        src = SourceFile(path=str(Path(source).resolve()), sha256=file_sha256(source))
+    return Manifest(
+        strategy=draw.strategy,
+        allocation=draw.allocation,
+        seed=draw.seed,
+        population=draw.population,
+        n=len(draw.pairs),
+        source=src,
+        prompt=prompt,
+        judge=judge,
+        excluded=dict(excluded or {}),
+        strata=draw.strata,
+        uncertainty_source=draw.uncertainty_source,
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        pairs=[
+            ManifestPair(
+                query_id=p.query_id,
+                doc_id=p.doc_id,
+                inclusion_probability=p.inclusion_probability,
+                stratum=p.stratum,
+                uncertainty=p.uncertainty,
+            )
+            for p in draw.pairs
+        ],
+    )
+
+
+def write_manifest(path: str | Path, manifest: Manifest) -> None:
+    """Write a manifest as indented JSON, atomically."""
+    payload: dict[str, Any] = manifest.model_dump(mode="json", exclude_none=True)
+    with atomic_write(path) as fh:
+        json.dump(payload, fh, indent=1, ensure_ascii=False)
+        fh.write("\n")
+
+
+def read_manifest(path: str | Path) -> Manifest:
+    """Read and validate a manifest; errors name the file and what is wrong."""
+    text = read_text(path)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"not valid JSON: {exc.msg}", path=path, line=exc.lineno, hint="is it a manifest?"
+        ) from None
+    try:
+        manifest = Manifest.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first["loc"])
+        raise InputError(
+            f"not a valid sample manifest: {where}: {first['msg']}",
+            path=path,
+            hint="it is written by `relgrade sample`",
+        ) from None
+    seen: set[tuple[str, str]] = set()
+    for p in manifest.pairs:
+        key = (p.query_id, p.doc_id)
+        if key in seen:
+            raise InputError(f"pair ({p.query_id}, {p.doc_id}) is listed twice", path=path)
+        seen.add(key)
+    return manifest
+
+
+def sample_weights(manifest: Manifest, frame: pd.DataFrame) -> np.ndarray:
+    """1/pi for each row of `frame` (columns query_id, doc_id), in row order.
+
+    A row whose pair the manifest does not hold is an error: its inclusion probability is
+    unknown, so it cannot be weighted (it was not drawn by this sample).
+    """
+    probs = manifest.probabilities()
+    qids = frame["query_id"].astype(str).tolist()
+    dids = frame["doc_id"].astype(str).tolist()
+    out = np.empty(len(qids), dtype=np.float64)
+    missing: list[tuple[str, str]] = []
+    for i, key in enumerate(zip(qids, dids, strict=True)):
+        pi = probs.get(key)
+        if pi is None:
+            missing.append(key)
+        else:
+            out[i] = 1.0 / pi
+    if missing:
+        shown = ", ".join(f"({q}, {d})" for q, d in missing[:5])
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        raise InputError(
+            f"{len(missing)} graded pair(s) are not in the sample manifest: {shown}{more}",
+            hint="grade only pairs of the sample, or pass the manifest of their sample",
+        )
+    return out
+
+
+def copy_manifest_beside(manifest: Manifest, grades_path: str | Path) -> Path:
+    """Write the sample's manifest beside a grades file so calibrate finds it; returns its path."""
+    target = manifest_path_for(grades_path)
+    write_manifest(target, manifest)
+    return target

@@ -1,0 +1,1 @@
+"""Agreement statistics: kappa and alpha, inter-rater, bootstrap, system ranking, bias, PPI++."""

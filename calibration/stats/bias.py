@@ -1,0 +1,215 @@
+"""Where and how the LLM's grades lean: distributions, bias by document length and by rank,
+and a verdict in plain words.
+
+Bias is always LLM grade minus human grade, so positive means lenient. LLM judges are known to
+favour long text, hence the length quintiles; by rank position shows whether the judge is kinder
+to what rankers put on top. All figures take optional per-pair `weights`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from calibration.stats.agreement import to_float
+from grader.models import GRADES
+
+LENIENCY_MARGIN = 0.1
+"""A mean bias of this many grade points or more is sizeable: lenient, strict or inconclusive
+(see `verdict`); below it, balanced unless its interval says otherwise."""
+
+RANK_BUCKETS: tuple[tuple[int, int], ...] = ((1, 1), (2, 3), (4, 10), (11, 20), (21, 100))
+
+
+def _w(weights: npt.ArrayLike | None, n: int) -> npt.NDArray[np.float64]:
+    return np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
+
+
+def grade_distributions(
+    human: npt.ArrayLike, llm: npt.ArrayLike, weights: npt.ArrayLike | None = None
+) -> dict[str, Any]:
+    """Share of each grade 0..3 on each side (weighted), side by side, with the counts."""
+    h = np.asarray(human, dtype=np.int64)
+    m = np.asarray(llm, dtype=np.int64)
+    w = _w(weights, h.size)
+    total = float(w.sum())
+    out: dict[str, Any] = {"grades": list(GRADES)}
+    for side, values in (("human", h), ("llm", m)):
+        mass = np.bincount(values, weights=w, minlength=len(GRADES))
+        out[side] = [to_float(x / total) if total > 0 else None for x in mass]
+        out[f"{side}_counts"] = [int(x) for x in np.bincount(values, minlength=len(GRADES))]
+    return out
+
+
+def _group_bias(
+    frame: pd.DataFrame, key: str, labels: list[tuple[str, Any, Any]]
+) -> list[dict[str, Any]]:
+    rows = []
+    for label, lo, hi in labels:
+        part = frame[frame[key] == label]
+        if part.empty:
+            continue
+        w = part["weight"].to_numpy()
+        rows.append(
+            {
+                "bucket": label,
+                "low": lo,
+                "high": hi,
+                "n": len(part),
+                "human_mean": to_float(np.average(part["human"], weights=w)),
+                "llm_mean": to_float(np.average(part["llm"], weights=w)),
+                "mean_bias": to_float(np.average(part["llm"] - part["human"], weights=w)),
+            }
+        )
+    return rows
+
+
+def _pairs_with(
+    human: npt.ArrayLike,
+    llm: npt.ArrayLike,
+    weights: npt.ArrayLike | None,
+    column: str,
+    values: npt.ArrayLike,
+) -> pd.DataFrame:
+    """Paired grades, weights and one more per-pair value; pairs lacking the value are dropped."""
+    h = np.asarray(human, dtype=np.float64)
+    return pd.DataFrame(
+        {
+            "human": h,
+            "llm": np.asarray(llm, dtype=np.float64),
+            column: np.asarray(values, dtype=np.float64),
+            "weight": _w(weights, h.size),
+        }
+    ).dropna(subset=[column])
+
+
+def bias_by_length(
+    human: npt.ArrayLike,
+    llm: npt.ArrayLike,
+    lengths: npt.ArrayLike,
+    weights: npt.ArrayLike | None = None,
+    *,
+    bins: int = 5,
+) -> list[dict[str, Any]]:
+    """Mean bias per document-length quantile (quintiles by default), shortest first.
+
+    Lengths are in characters; pairs whose length is unknown (NaN) are left out. Each bucket is
+    (low - 1, high] as pd.qcut cuts; buckets with equal edges are merged, so fewer than `bins`
+    rows can come back.
+    """
+    frame = _pairs_with(human, llm, weights, "length", lengths)
+    if frame.empty:
+        return []
+    codes, edges = pd.qcut(frame["length"], bins, labels=False, retbins=True, duplicates="drop")
+    frame["bucket"] = [f"Q{int(c) + 1}" for c in codes]
+    labels = [
+        (f"Q{i + 1}", int(np.floor(edges[i])) + 1 if i else int(edges[0]), int(edges[i + 1]))
+        for i in range(len(edges) - 1)
+    ]
+    return _group_bias(frame, "bucket", labels)
+
+
+def bias_by_rank(
+    human: npt.ArrayLike,
+    llm: npt.ArrayLike,
+    ranks: npt.ArrayLike,
+    weights: npt.ArrayLike | None = None,
+) -> list[dict[str, Any]]:
+    """Mean bias per rank bucket (1, 2-3, 4-10, 11-20, 21-100, >100), best rank first.
+
+    A pair's rank is the best (smallest) rank any given run put it at; NaN means no run
+    retrieved it, and such pairs are left out.
+    """
+    frame = _pairs_with(human, llm, weights, "rank", ranks)
+    if frame.empty:
+        return []
+    buckets = [*RANK_BUCKETS, (RANK_BUCKETS[-1][1] + 1, None)]
+    names = [f"{lo}" if lo == hi else (f"{lo}-{hi}" if hi else f">{lo - 1}") for lo, hi in buckets]
+
+    def bucket(rank: float) -> str:
+        for name, (lo, hi) in zip(names, buckets, strict=True):
+            if rank >= lo and (hi is None or rank <= hi):
+                return name
+        return names[-1]
+
+    frame["bucket"] = [bucket(r) for r in frame["rank"]]
+    return _group_bias(
+        frame, "bucket", [(n, lo, hi) for n, (lo, hi) in zip(names, buckets, strict=True)]
+    )
+
+
+def verdict(
+    mean_bias: float | None,
+    interval: list[float | None] | None,
+    human_relevant: float | None,
+    llm_relevant: float | None,
+    threshold: int = 2,
+) -> dict[str, Any]:
+    """lenient / strict / balanced / inconclusive, with a sentence that gives the numbers.
+
+    With m = LENIENCY_MARGIN and the 95% interval [lo, hi] of the mean bias:
+    - lenient (strict): the bias is at least m above (below) zero and the interval excludes zero;
+    - inconclusive: the interval contains zero and either reaches a sizeable bias of both signs
+      (lo <= -m and hi >= m) or the bias itself is sizeable (|bias| >= m): the data cannot
+      tell a lenient judge from a balanced or strict one (too few queries, or queries that
+      disagree), so no direction is claimed;
+    - balanced: otherwise (|bias| < m and the interval does not hold sizeable biases of both
+      signs).
+    Without an interval (no bootstrap) the bias alone decides between lenient, strict, balanced.
+    """
+    if mean_bias is None:
+        return {"label": "unknown", "text": "No pair is graded on both sides."}
+    lo, hi = (interval or [None, None])[:2]
+    m = LENIENCY_MARGIN
+    ci = ""
+    excludes_zero, both_signs = True, False
+    if lo is not None and hi is not None:
+        ci = f" (95% CI {lo:+.2f} to {hi:+.2f})"
+        excludes_zero = lo > 0 or hi < 0
+        both_signs = lo <= -m and hi >= m
+    if mean_bias >= m and excludes_zero:
+        label = "lenient"
+    elif mean_bias <= -m and excludes_zero:
+        label = "strict"
+    elif not excludes_zero and (abs(mean_bias) >= m or both_signs):
+        label = "inconclusive"
+    else:
+        label = "balanced"
+    direction = "higher" if mean_bias >= 0 else "lower"
+    average = f"on average {abs(mean_bias):.2f} points {direction} than people's{ci}"
+    if label == "inconclusive":
+        text = (
+            f"Whether the LLM judge is lenient or strict is inconclusive: its grades are "
+            f"{average}; the interval holds both 0 and biases of {m:.1f} points or more, "
+            "so these data cannot say whether, or which way, the judge leans."
+        )
+    else:
+        text = f"The LLM judge is {label}: its grades are {average}."
+    if human_relevant is not None and llm_relevant is not None:
+        text += (
+            f" It calls {llm_relevant:.0%} of pairs relevant (grade >= {threshold}), "
+            f"people {human_relevant:.0%}."
+        )
+    return {"label": label, "text": text, "margin": LENIENCY_MARGIN}
+
+
+def spread_sentence(rows: list[dict[str, Any]], what: str, prefix: str = "") -> str | None:
+    """One sentence on how the bias moves across buckets, or None when it barely moves.
+
+    Says nothing when the spread between the least and most biased bucket is under
+    LENIENCY_MARGIN, so the verdict only grows when there is something to see.
+    """
+    known = [r for r in rows if r["mean_bias"] is not None]
+    if len(known) < 2:
+        return None
+    lo = min(known, key=lambda r: r["mean_bias"])
+    hi = max(known, key=lambda r: r["mean_bias"])
+    if hi["mean_bias"] - lo["mean_bias"] < LENIENCY_MARGIN:
+        return None
+    return (
+        f"By {what}, the bias ranges from {lo['mean_bias']:+.2f} ({prefix}{lo['bucket']}) "
+        f"to {hi['mean_bias']:+.2f} ({prefix}{hi['bucket']})."
+    )

@@ -1,0 +1,74 @@
+"""Human-vs-human agreement beside LLM-vs-human, on the same pairs.
+
+When a second person grades the same sample, the fair question is not "how well does the LLM
+agree with one person" but "does it agree with a person about as well as two people agree with
+each other". Both figures are computed on the pairs all three graded, with the same per-pair
+weights (1/pi from the sample manifest) as the main agreement table, so they are comparable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from calibration.join import pair_grades
+from calibration.stats.agreement import agreement
+from grader.errors import InputError
+
+HEADLINE = (
+    "exact_agreement",
+    "within_one",
+    "cohen_kappa",
+    "weighted_kappa_linear",
+    "weighted_kappa_quadratic",
+    "krippendorff_alpha_ordinal",
+)
+
+
+def human_vs_human(
+    human: pd.DataFrame,
+    second: pd.DataFrame,
+    llm: pd.DataFrame,
+    weights: pd.DataFrame | None = None,
+) -> dict[str, Any]:
+    """Agreement of `second` with `human`, and of the LLM with `human`, on pairs all three graded.
+
+    `weights` (columns query_id, doc_id, weight; e.g. 1/pi of the sample manifest for every pair
+    graded by `human` and the LLM) weight both comparisons alike. Returns {"n", "second_only",
+    "weighted", "humans": {figures}, "llm": {figures}} where figures are the
+    `calibration.stats.agreement.agreement` keys in HEADLINE plus `confusion` and `mean_bias` (the
+    column's grade minus `human`'s: second person minus first, LLM minus first).
+    """
+    humans = pair_grades(second, human).frame  # "llm" column holds the second person's grades
+    llm_side = llm[["query_id", "doc_id", "grade"]].astype({"query_id": str, "doc_id": str})
+    three = humans.merge(llm_side, on=["query_id", "doc_id"], how="inner")
+    if three.empty:
+        raise InputError(
+            "no pair is graded by both people and the LLM",
+            hint="the second person's file must cover the same sample as --human",
+        )
+    w: npt.NDArray[np.float64] | None = None
+    if weights is not None:
+        keyed = weights[["query_id", "doc_id", "weight"]].astype({"query_id": str, "doc_id": str})
+        joined = three[["query_id", "doc_id"]].merge(keyed, on=["query_id", "doc_id"], how="left")
+        if joined["weight"].isna().any():
+            row = joined[joined["weight"].isna()].iloc[0]
+            raise InputError(
+                f"pair ({row['query_id']}, {row['doc_id']}) graded by both people has no weight",
+                hint="weights must cover every pair graded by --human and the LLM",
+            )
+        w = joined["weight"].to_numpy(dtype=np.float64)
+    first = three["human"].to_numpy(dtype=np.int64)
+    between = agreement(first, three["llm"].to_numpy(dtype=np.int64), w)
+    with_llm = agreement(first, three["grade"].to_numpy(dtype=np.int64), w)
+    keep = (*HEADLINE, "mean_bias", "confusion")
+    return {
+        "n": len(three),
+        "second_only": int(len(second) - len(humans)),
+        "weighted": w is not None,
+        "humans": {k: between[k] for k in keep},
+        "llm": {k: with_llm[k] for k in keep},
+    }

@@ -1,0 +1,309 @@
+"""Prediction-powered estimates (PPI++) of a mean from a few human labels and many LLM labels.
+
+PPI++ (Angelopoulos, Duchi and Zrnic, "PPI++: Efficient Prediction-Powered Inference", 2023):
+with n labelled units (human value Y_i, LLM value f_i) among N units that all have an LLM value,
+
+    theta_lambda = lambda * mean_all(f) + mean_labelled(Y - lambda * f)
+
+unbiased whatever the LLM's errors; lambda (clipped to [0, 1]; 0 is the human-only mean, 1 plain
+PPI) is tuned to make the interval short, so it is never much wider than the human-only one.
+
+Two estimands (`population`):
+
+- "finite" (what `relgrade calibrate` reports): the mean over THESE N units, e.g. the share of
+  relevant pairs among the N LLM-graded pairs. The LLM value of every unit is known, so the only
+  randomness is which units people graded (labelled is a subset of all). With inclusion
+  probabilities pi (weights w = 1/pi; without weights pi = n / N, or m / M for whole clusters),
+  the labelled mean is the Hajek mean sum w e / sum w of e = Y - lambda f, lambda is the
+  (weighted) regression slope of Y on f, and the variance is the design-based one:
+
+      var = G / (G - 1) * sum_c (1 - pi_c) * (sum_{i in c} p_i (e_i - mean_e))^2,  p = w / sum w
+
+  over labelled units or, with `groups`, labelled clusters c (a cluster is drawn whole, so its
+  pairs' terms are summed before squaring). For n pairs drawn at random this is the textbook
+  (1 - n/N) s_e^2 / n; it is 0 when everything is graded. Stratification is ignored (slightly
+  conservative) and unequal-probability draws use Hajek's (1 - pi) approximation.
+- "infinite": the mean of the process the units come from, as `ppi_py` (the PPI++ authors'
+  package) takes it: labelled and unlabelled units are independent draws, the estimate is
+  mean_labelled(Y - lambda f) + lambda mean_unlabelled(f) with lambda = cov(Y, f) / ((1 + n/N_u)
+  var(f)), and each cluster's labelled and unlabelled contributions are summed before squaring
+  (the parts share queries: their covariance counts). Unweighted only.
+
+`quantile="t"` uses Student's t with (labelled clusters - 1) degrees of freedom instead of the
+normal quantile: with a handful of whole queries graded, the normal one under-covers.
+
+`relevant_share` is a per-pair estimand (labelled unit: a pair graded by both). Per-run mean
+measures are per-query estimands; the labelled unit is a query whose LLM-graded pairs were ALL
+graded by people, because a per-query measure such as nDCG needs every judged grade of the query.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from statistics import NormalDist
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from calibration.stats.agreement import to_float
+from calibration.stats.student_t import t_quantile
+
+LEVEL = 0.95
+FloatArray = npt.NDArray[np.float64]
+Population = Literal["finite", "infinite"]
+Quantile = Literal["normal", "t"]
+
+
+@dataclass(frozen=True)
+class MeanEstimate:
+    """LLM-only, human-only and PPI++ estimates of one mean, with the PPI++ interval."""
+
+    llm_only: float
+    human_only: float
+    ppi: float
+    ppi_ci: tuple[float, float]
+    human_ci: tuple[float, float]
+    lam: float
+    n_labelled: int
+    n_unlabelled: int
+    weighted: bool = False
+    clusters: int | None = None
+    population: str = "finite"
+    df: int | None = None  # degrees of freedom of the t quantile; None: normal quantile
+
+    @property
+    def width(self) -> float:
+        """Width of the PPI++ interval (NaN when there is none)."""
+        return float(self.ppi_ci[1] - self.ppi_ci[0])
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object DESIGN.md fixes (llm_only, human_only, ppi, ppi_ci) and a few more."""
+        return {
+            "llm_only": to_float(self.llm_only),
+            "human_only": to_float(self.human_only),
+            "ppi": to_float(self.ppi),
+            "ppi_ci": [to_float(self.ppi_ci[0]), to_float(self.ppi_ci[1])],
+            "human_only_ci": [to_float(self.human_ci[0]), to_float(self.human_ci[1])],
+            "lambda": to_float(self.lam),
+            "n_labelled": self.n_labelled,
+            "n_unlabelled": self.n_unlabelled,
+            "labelled_clusters": self.clusters,
+            "weighted": self.weighted,
+            "interval": "normal" if self.df is None else f"t, {self.df} df",
+        }
+
+
+def _codes(groups: npt.ArrayLike | None, n: int) -> npt.NDArray[np.int64]:
+    """Cluster codes 0..G-1 of n units; without groups every unit is its own cluster."""
+    if groups is None:
+        return np.arange(n, dtype=np.int64)
+    codes, _ = pd.factorize(np.asarray(groups), sort=False)
+    return np.asarray(codes, dtype=np.int64)
+
+
+def _shared_codes(
+    groups: npt.ArrayLike | None, groups_unlabelled: npt.ArrayLike | None, n: int, n_u: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """One coding of the labelled and unlabelled units' clusters (a cluster may hold both);
+    a side without groups has one cluster per unit, shared with nothing."""
+    if groups is not None and groups_unlabelled is not None:
+        both = np.concatenate([np.asarray(groups), np.asarray(groups_unlabelled)])
+        codes = _codes(both, n + n_u)
+        return codes[:n], codes[n:]
+    labelled = _codes(groups, n)
+    return labelled, _codes(groups_unlabelled, n_u) + (int(labelled.max()) + 1 if n else 0)
+
+
+def _clustered_variance(
+    terms: FloatArray,
+    codes: npt.NDArray[np.int64],
+    keep: FloatArray | None,
+    p: FloatArray | None = None,
+) -> float:
+    """The variance of a linearised mean from its per-unit terms p_i (x_i - mean).
+
+    Each cluster's terms are summed before squaring, times keep_c = 1 - pi_c (the finite
+    population correction; None: 1, a draw with replacement). The small-sample factor is
+    1 / (1 - h_c), h_c = the cluster's share of p (CR2: exact for equal variances, and n/(n-1)
+    for n equal units), or G/(G-1) without p. NaN with fewer than 2 clusters.
+    """
+    counts = _sum_by(codes, np.ones(codes.size))
+    present = counts > 0
+    g = int(present.sum())
+    if g < 2:
+        return float("nan")
+    squares = _sum_by(codes, terms)[present] ** 2
+    if keep is not None:
+        squares = squares * _sum_by(codes, keep)[present] / counts[present]
+    if p is None:
+        return float(np.sum(squares)) * g / (g - 1)
+    return float(np.sum(squares / (1.0 - _sum_by(codes, p)[present])))
+
+
+def _sum_by(codes: npt.NDArray[np.int64], values: FloatArray) -> FloatArray:
+    return np.asarray(np.bincount(codes, weights=values), dtype=np.float64)
+
+
+def _count(codes: npt.NDArray[np.int64]) -> int:
+    """How many distinct clusters the (non-negative) codes name."""
+    return int(np.count_nonzero(np.bincount(codes))) if codes.size else 0
+
+
+def _interval(
+    centre: float, variance: float, q: float, bounds: tuple[float, float] | None = None
+) -> tuple[float, float]:
+    """centre +- q sqrt(variance), intersected with `bounds` (the estimand's range, e.g. [0, 1]
+    for a share or an nDCG): the true value lies inside them, so clipping never costs coverage."""
+    half = q * float(np.sqrt(variance)) if np.isfinite(variance) else float("nan")
+    low, high = centre - half, centre + half
+    if bounds is not None and np.isfinite(half):
+        low, high = max(low, bounds[0]), min(high, bounds[1])
+    return low, high
+
+
+def _multiplier(level: float, quantile: Quantile, clusters: int) -> tuple[float, int | None]:
+    if quantile == "normal":
+        return NormalDist().inv_cdf(0.5 + level / 2.0), None
+    df = clusters - 1
+    return (t_quantile(level, df), df) if df >= 1 else (float("nan"), df)
+
+
+def ppi_mean(
+    y: npt.ArrayLike,
+    f: npt.ArrayLike,
+    f_unlabelled: npt.ArrayLike,
+    *,
+    weights: npt.ArrayLike | None = None,
+    groups: npt.ArrayLike | None = None,
+    groups_unlabelled: npt.ArrayLike | None = None,
+    lam: float | None = None,
+    level: float = LEVEL,
+    bounds: tuple[float, float] | None = None,
+    population: Population = "finite",
+    quantile: Quantile = "normal",
+) -> MeanEstimate:
+    """PPI++ estimate of the mean of Y from labelled (y, f) and unlabelled f (module docstring).
+
+    `weights` (one per labelled unit, 1/inclusion probability, so each >= 1) weight the
+    labelled units and give their inclusion probabilities; `groups` / `groups_unlabelled` make
+    clusters the sampled units; `lam` fixes lambda instead of tuning it; `bounds` (the
+    estimand's range) clip the intervals, not the estimate. Raises ValueError on bad input.
+    """
+    yl = np.asarray(y, dtype=np.float64)
+    fl = np.asarray(f, dtype=np.float64)
+    fu = np.asarray(f_unlabelled, dtype=np.float64)
+    n, n_u = yl.size, fu.size
+    if n == 0 or fl.size != n:
+        raise ValueError("PPI needs at least one labelled unit with both values")
+    if population not in ("finite", "infinite"):
+        raise ValueError(f"population must be 'finite' or 'infinite', got {population!r}")
+    codes_l, codes_u = _shared_codes(groups, groups_unlabelled, n, n_u)
+    labelled_units = _count(codes_l)
+    clusters = None if groups is None else labelled_units
+    q, df = _multiplier(level, quantile, labelled_units)
+    f_all = np.concatenate([fl, fu])
+    llm_only = float(f_all.mean())
+    if population == "infinite":
+        if weights is not None:
+            raise ValueError(
+                "weights need population='finite': the unlabelled part is not a "
+                "uniform sample when inclusion probabilities differ"
+            )
+        return _infinite(yl, fl, fu, codes_l, codes_u, lam, q, df, bounds, llm_only, clusters)
+    if weights is None:  # a uniform draw of units (or of whole clusters): pi = drawn / all
+        w = np.ones(n)
+        all_units = int(max(codes_l.max(), codes_u.max(initial=-1))) + 1  # codes are 0..G-1
+        pi = np.full(n, labelled_units / all_units)
+    else:
+        w = np.asarray(weights, dtype=np.float64)
+        if w.shape != yl.shape or not np.all(np.isfinite(w)) or np.any(w < 1.0 - 1e-9):
+            raise ValueError("weights must be one 1/inclusion-probability (>= 1) per labelled unit")
+        pi = np.minimum(1.0 / w, 1.0)
+    p = w / w.sum()
+    keep = 1.0 - pi
+    human = float(np.sum(p * yl))
+    human_var = _clustered_variance(p * (yl - human), codes_l, keep, p)
+    if lam is None:
+        lam = _slope(yl, fl, p, f_all)
+    e = yl - lam * fl
+    e_mean = float(np.sum(p * e))
+    est = lam * llm_only + e_mean
+    variance = _clustered_variance(p * (e - e_mean), codes_l, keep, p)
+    return MeanEstimate(
+        llm_only,
+        human,
+        est,
+        _interval(est, variance, q, bounds),
+        _interval(human, human_var, q, bounds),
+        lam,
+        n,
+        n_u,
+        weights is not None,
+        clusters,
+        "finite",
+        df,
+    )
+
+
+def _infinite(
+    yl: FloatArray,
+    fl: FloatArray,
+    fu: FloatArray,
+    codes_l: npt.NDArray[np.int64],
+    codes_u: npt.NDArray[np.int64],
+    lam: float | None,
+    q: float,
+    df: int | None,
+    bounds: tuple[float, float] | None,
+    llm_only: float,
+    clusters: int | None,
+) -> MeanEstimate:
+    """ppi_py's PPI++ (independent labelled and unlabelled draws), one clustered variance."""
+    n, n_u = yl.size, fu.size
+    human = float(yl.mean())
+    human_ci = _interval(human, _clustered_variance((yl - human) / n, codes_l, None), q, bounds)
+    if n_u == 0:
+        return MeanEstimate(
+            llm_only, human, human, human_ci, human_ci, 0.0, n, 0, False, clusters, "infinite", df
+        )
+    if lam is None:  # ppi_py's tuning: cov(Y, f) / ((1 + n / N_u) var(f))
+        cov = float(np.mean((yl - yl.mean()) * (fl - fl.mean())))
+        var_f = float(np.var(np.concatenate([fl, fu]), ddof=1))
+        lam = float(np.clip(cov / ((1 + n / n_u) * var_f), 0.0, 1.0)) if var_f > 0 else 0.0
+    e = yl - lam * fl
+    est = float(e.mean() + lam * fu.mean())
+    # Each part gets its own small-sample factor G/(G-1); then a cluster's labelled and
+    # unlabelled terms are summed before squaring, so their covariance counts.
+    g_l, g_u = _count(codes_l), _count(codes_u)
+    t_l = (e - e.mean()) / n * (np.sqrt(g_l / (g_l - 1)) if g_l > 1 else np.nan)
+    t_u = lam * (fu - fu.mean()) / n_u * (np.sqrt(g_u / (g_u - 1)) if g_u > 1 else 0.0)
+    sums = _sum_by(np.concatenate([codes_l, codes_u]), np.concatenate([t_l, t_u]))
+    variance = float(np.sum(sums**2))
+    return MeanEstimate(
+        llm_only,
+        human,
+        est,
+        _interval(est, variance, q, bounds),
+        human_ci,
+        lam,
+        n,
+        n_u,
+        False,
+        clusters,
+        "infinite",
+        df,
+    )
+
+
+def _slope(yl: FloatArray, fl: FloatArray, p: FloatArray, f_all: FloatArray) -> float:
+    """The slope of Y on f: the labelled units' p-weighted cov(Y, f) over var(f) of ALL units
+    (known exactly), clipped to [0, 1]; 0 when f is constant. Unweighted, this makes the
+    estimate equal ppi_py's PPI++ point estimate (whose lambda is this slope * N_u / N)."""
+    my, mf = float(np.sum(p * yl)), float(np.sum(p * fl))
+    cov = float(np.sum(p * (yl - my) * (fl - mf)))
+    var_f = float(np.var(f_all, ddof=1)) if f_all.size > 1 else 0.0
+    if not var_f > 0 or not np.isfinite(cov):
+        return 0.0
+    return float(np.clip(cov / var_f, 0.0, 1.0))

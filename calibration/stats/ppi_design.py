@@ -1,0 +1,103 @@
+"""How the human-graded sample was drawn: it decides the variance of the PPI++ estimates.
+
+Two designs (see `calibration.stats.ppi` for the formulas):
+
+- pairs: pairs were drawn one by one (`relgrade sample` strategies uniform, stratified,
+  uncertainty, low, query-balanced). Pair-level PPI++ weighted by 1/pi, with the finite
+  population correction; pairs of one query are not clustered (the pairs were drawn, not the
+  queries), and the normal quantile.
+- whole-queries: queries were drawn and every LLM-graded pair of a drawn query was graded. The
+  query is the sampled unit: one query-clustered variance and Student's t with (queries - 1)
+  degrees of freedom. Per-run measure estimates exist only under this design, since a
+  per-query measure needs every judged pair of the query.
+
+The sample manifest records the strategy. Without one the design is inferred from the grades:
+when every graded query has all its LLM-graded pairs graded, whole queries; otherwise pairs
+drawn uniformly at random. Either way the output says which, and how it was known.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from calibration.join import PairedGrades
+
+PAIR_STRATEGIES = ("uniform", "stratified", "uncertainty", "low", "query-balanced")
+CLUSTER_STRATEGIES = ("whole-queries",)
+# An interval wider than this (on a [0, 1] scale: a share, an nDCG) tells little.
+WIDE_INTERVAL = 0.2
+# Below this many whole queries the t interval is rough (tests/test_ppi_coverage.py).
+FEW_QUERIES = 10
+
+
+@dataclass(frozen=True)
+class SampleDesign:
+    """The design of the human sample: its kind, how it is known, and the manifest's strategy."""
+
+    kind: Literal["pairs", "whole-queries"]
+    source: Literal["manifest", "inferred"]
+    strategy: str | None = None
+
+    @property
+    def text(self) -> str:
+        """One line for people: what was drawn, and how relgrade knows."""
+        if self.kind == "whole-queries":
+            what = "whole queries drawn at random"
+            why = "people graded every LLM-graded pair of each query they graded"
+        else:
+            what = "pairs drawn at random" if self.strategy else "pairs drawn uniformly at random"
+            why = "some graded query has LLM-graded pairs people did not grade"
+        if self.source == "manifest":
+            return f"{what} ({self.strategy} sample, from the sample manifest)"
+        return f"{what} (inferred, no sample manifest: {why})"
+
+    def to_json(self) -> dict[str, Any]:
+        """The `estimates.design` object of `calibrate --format json`."""
+        return {
+            "kind": self.kind,
+            "source": self.source,
+            "strategy": self.strategy,
+            "text": self.text,
+        }
+
+
+def design_of_strategy(strategy: str) -> SampleDesign:
+    """The design a manifest's strategy stands for; an unknown strategy is a ValueError."""
+    if strategy in CLUSTER_STRATEGIES:
+        return SampleDesign("whole-queries", "manifest", strategy)
+    if strategy in PAIR_STRATEGIES:
+        return SampleDesign("pairs", "manifest", strategy)
+    known = ", ".join(PAIR_STRATEGIES + CLUSTER_STRATEGIES)
+    raise ValueError(f"unknown sampling strategy {strategy!r} (known: {known})")
+
+
+def infer_design(paired: PairedGrades) -> SampleDesign:
+    """Whole queries when every graded query has all its LLM-graded pairs graded, else pairs."""
+    graded = paired.frame.groupby("query_id").size()  # pairs graded by both, per graded query
+    by_llm = paired.llm.groupby("query_id").size().reindex(graded.index, fill_value=0)
+    whole = bool(len(graded)) and bool((by_llm == graded).all())
+    return SampleDesign("whole-queries" if whole else "pairs", "inferred")
+
+
+def caution(estimate: dict[str, Any], design: SampleDesign, units: str) -> str | None:
+    """A warning to show next to an estimate whose interval could mislead, or None.
+
+    `units` names what people graded ("pairs" or "queries").
+    """
+    ci = estimate.get("ppi_ci")
+    if estimate.get("ppi") is None:
+        return None
+    if not ci or ci[0] is None or ci[1] is None:
+        return f"no interval: it needs at least 2 graded {units}"
+    notes = []
+    width = float(ci[1]) - float(ci[0])
+    if width > WIDE_INTERVAL:
+        notes.append(f"the interval is {width:.2f} wide: too wide to conclude much; grade more")
+    clusters = estimate.get("labelled_clusters") or estimate.get("n_labelled")
+    if design.kind == "whole-queries" and clusters is not None and clusters < FEW_QUERIES:
+        notes.append(
+            f"only {clusters} whole queries graded: the interval is rough (about 90% coverage "
+            "with 6 queries in simulations, less with fewer)"
+        )
+    return "; ".join(notes) or None

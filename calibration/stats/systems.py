@@ -1,0 +1,165 @@
+"""System-ranking agreement: do systems rank the same under LLM labels as under human labels?
+
+Kendall's tau-b and Spearman's rho are the textbook rank correlations (scipy's `kendalltau` and
+`spearmanr` give the same; the tests check it). They are written out here, a dozen lines for a
+handful of systems, so that the library needs no scipy at runtime.
+
+tau_AP (Yilmaz, Aslam and Robertson, "A new rank correlation coefficient for information
+retrieval", SIGIR 2008) is in no common library. It weights a swap near the top of the ranking
+more than one near the bottom, which is what matters when the question is "which system is best":
+
+    tau_AP = 2 / (N - 1) * sum_{i=2..N} C(i) / (i - 1) - 1
+
+where systems are ordered by the *estimated* (LLM) score, best first, and C(i) counts the systems
+above position i that the *reference* (human) scores also put above the system at i. It is
+asymmetric by design: the human ranking is the truth. Two choices the paper leaves open: a tie in
+the reference scores counts as half a correct pair, and a tie in the estimated order is broken by
+run name so that the figure is deterministic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from calibration.stats.agreement import to_float
+
+
+def kendall_tau(x: npt.ArrayLike, y: npt.ArrayLike) -> float:
+    """Kendall's tau-b (tie-corrected); NaN when either side is constant or has < 2 items."""
+    a = np.asarray(x, dtype=np.float64)
+    b = np.asarray(y, dtype=np.float64)
+    if a.size < 2:
+        return float("nan")
+    iu = np.triu_indices(a.size, k=1)
+    da = np.sign(a[:, None] - a[None, :])[iu]
+    db = np.sign(b[:, None] - b[None, :])[iu]
+    s = float(np.sum(da * db))
+    n_a = float(np.sum(da != 0))
+    n_b = float(np.sum(db != 0))
+    if n_a == 0 or n_b == 0:
+        return float("nan")
+    return s / float(np.sqrt(n_a * n_b))
+
+
+def spearman_rho(x: npt.ArrayLike, y: npt.ArrayLike) -> float:
+    """Spearman's rho: Pearson correlation of average ranks; NaN when a side is constant."""
+    a = pd.Series(np.asarray(x, dtype=np.float64)).rank(method="average").to_numpy()
+    b = pd.Series(np.asarray(y, dtype=np.float64)).rank(method="average").to_numpy()
+    if a.size < 2:
+        return float("nan")
+    a = a - a.mean()
+    b = b - b.mean()
+    den = float(np.sqrt(np.sum(a * a) * np.sum(b * b)))
+    return float("nan") if den == 0 else float(np.sum(a * b)) / den
+
+
+def tau_ap(
+    reference: npt.ArrayLike, estimate: npt.ArrayLike, names: list[str] | None = None
+) -> float:
+    """tau_AP of the estimated ranking against the reference one (see the module docstring)."""
+    ref = np.asarray(reference, dtype=np.float64)
+    est = np.asarray(estimate, dtype=np.float64)
+    n = ref.size
+    if n < 2:
+        return float("nan")
+    labels = names if names is not None else [f"{i:09d}" for i in range(n)]
+    order = sorted(range(n), key=lambda i: (-est[i], labels[i]))
+    ranked = ref[order]
+    total = 0.0
+    for i in range(1, n):
+        above = ranked[:i]
+        correct = float(np.sum(above > ranked[i]) + 0.5 * np.sum(above == ranked[i]))
+        total += correct / i
+    return 2.0 / (n - 1) * total - 1.0
+
+
+def _ranks(scores: Mapping[str, float]) -> dict[str, int]:
+    order = sorted(scores, key=lambda name: (-scores[name], name))
+    return {name: i + 1 for i, name in enumerate(order)}
+
+
+def compare_systems(
+    human: Mapping[str, float], llm: Mapping[str, float], *, top_swaps: int = 5
+) -> dict[str, Any]:
+    """Rank agreement of systems scored under human and LLM labels.
+
+    Returns kendall_tau, spearman_rho, tau_ap (human ranking as the reference), `per_system`
+    (run, human, llm, ranks, rank_change = human rank - LLM rank; positive means the LLM labels
+    promote the run) and `largest_swaps` (the runs whose rank moves most, biggest first).
+    """
+    names = sorted(set(human) & set(llm))
+    h = np.array([human[n] for n in names], dtype=np.float64)
+    m = np.array([llm[n] for n in names], dtype=np.float64)
+    hr = _ranks({n: human[n] for n in names})
+    lr = _ranks({n: llm[n] for n in names})
+    table = [
+        {
+            "run": n,
+            "human": to_float(human[n]),
+            "llm": to_float(llm[n]),
+            "human_rank": hr[n],
+            "llm_rank": lr[n],
+            "rank_change": hr[n] - lr[n],
+        }
+        for n in sorted(names, key=lambda x: hr[x])
+    ]
+    moved = [n for n in names if hr[n] != lr[n]]
+    moved.sort(key=lambda n: (-abs(hr[n] - lr[n]), hr[n]))
+    by_run = {str(row["run"]): row for row in table}
+    swaps = [by_run[n] for n in moved]
+    return {
+        "n_systems": len(names),
+        "kendall_tau": to_float(kendall_tau(h, m)),
+        "spearman_rho": to_float(spearman_rho(h, m)),
+        "tau_ap": to_float(tau_ap(h, m, names)),
+        "per_system": table,
+        "largest_swaps": swaps[:top_swaps],
+    }
+
+
+def rank_agreement_intervals(
+    human: npt.ArrayLike,
+    llm: npt.ArrayLike,
+    names: list[str],
+    n_resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> dict[str, list[float | None]]:
+    """95% intervals of Kendall's tau, Spearman's rho and tau_AP, resampling queries.
+
+    `human` and `llm` are [queries, systems] per-query scores (same query order). Each resample
+    draws the queries with replacement, averages each system's scores, and recomputes the three
+    figures; the interval is the percentile one. Seeded.
+    """
+    h = np.asarray(human, dtype=np.float64)
+    m = np.asarray(llm, dtype=np.float64)
+    q = h.shape[0]
+    if q == 0 or n_resamples <= 0 or h.shape[1] < 2:
+        return {}
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, q, size=(n_resamples, q))
+    cells = (np.arange(n_resamples)[:, None] * q + picks).ravel()
+    counts = np.bincount(cells, minlength=n_resamples * q).reshape(n_resamples, q) / q
+    h_means = counts @ h
+    m_means = counts @ m
+    values: dict[str, list[float]] = {"kendall_tau": [], "spearman_rho": [], "tau_ap": []}
+    for hb, mb in zip(h_means, m_means, strict=True):
+        values["kendall_tau"].append(kendall_tau(hb, mb))
+        values["spearman_rho"].append(spearman_rho(hb, mb))
+        values["tau_ap"].append(tau_ap(hb, mb, names))
+    tail = (1.0 - level) / 2.0 * 100.0
+    out: dict[str, list[float | None]] = {}
+    for key, vals in values.items():
+        arr = np.asarray(vals)
+        arr = arr[np.isfinite(arr)]
+        if arr.size == 0:
+            out[key] = [None, None]
+        else:
+            lo, hi = np.percentile(arr, [tail, 100.0 - tail])
+            out[key] = [to_float(lo), to_float(hi)]
+    return out

@@ -1,0 +1,107 @@
+"""A grading run's OUTPUT judgments when it combines answers: building, keying and storing them.
+
+An ensemble's combined judgment is keyed by the members' fingerprints and the aggregation rule; a
+verified judgment (`--verify-low`) by the first judgment's fingerprint, the verifier's and the
+verification rule (`grader.judges.ensemble` says how answers combine). An output judgment identical
+to the stored one is reused as stored (a rerun changes nothing); any other is queued for the store
+with the answer that completed it (see `grader.grading.pipeline`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from grader.grading.pairs import Pair
+from grader.judges.base import Judge
+from grader.judges.ensemble import AGGREGATE_RULE, VERIFY_RULE, apply_verification, combine_members
+from grader.keys import content_key
+from grader.models import Judgment
+from grader.store.store import Store
+
+
+def for_pair(judgment: Judgment, pair: Pair) -> Judgment:
+    """`judgment` as the answer for `pair`: a stored answer may have been given to another pair
+    with the same texts (same content key) under other ids."""
+    if judgment.query_id == pair.query.query_id and judgment.doc_id == pair.doc.doc_id:
+        return judgment
+    return judgment.model_copy(update={"query_id": pair.query.query_id, "doc_id": pair.doc.doc_id})
+
+
+def _same(stored: Judgment, rebuilt: Judgment) -> bool:
+    """Whether a stored output judgment says what the rebuilt one says (times and ids aside)."""
+    skip = {"created_at", "query_id", "doc_id"}
+    return stored.model_dump(exclude=skip) == rebuilt.model_dump(exclude=skip)
+
+
+class OutputJudgments:
+    """The combined / verified output judgments of one run: their keys, the stored ones, and
+    the new or changed ones waiting to be stored with the answer that completed them."""
+
+    def __init__(
+        self,
+        judges: Sequence[Judge],
+        fingerprints: list[dict[str, Any]],
+        verify_fingerprint: dict[str, Any] | None,
+        *,
+        dry_run: bool = False,
+    ) -> None:
+        self.ensemble = len(judges) > 1
+        self.ensemble_fingerprint: dict[str, Any] = {
+            "ensemble": fingerprints,
+            "aggregate": AGGREGATE_RULE,
+        }
+        primary_fp = fingerprints[0] if not self.ensemble else self.ensemble_fingerprint
+        self.final_fingerprint: dict[str, Any] | None = (
+            None
+            if verify_fingerprint is None
+            else {"verified": primary_fp, "verifier": verify_fingerprint, "rule": VERIFY_RULE}
+        )
+        self.ensemble_id = "ensemble(" + ",".join(j.judge_id for j in judges) + ")"
+        self.dry_run = dry_run
+        # Output judgments stored by earlier runs (combined / verified), by key.
+        self.stored: dict[str, Judgment] = {}
+        # Output judgments to store with the current step's answer (see `take_group`).
+        self.group: list[tuple[Judgment, dict[str, Any] | None]] = []
+
+    def keys(self, pair: Pair) -> tuple[str | None, str | None]:
+        """The pair's (combined key, verified key); None where the run has no such output."""
+        ensemble_key = final_key = None
+        if self.ensemble:
+            ensemble_key = content_key(self.ensemble_fingerprint, pair.query.text, pair.doc.text)
+        if self.final_fingerprint is not None:
+            final_key = content_key(self.final_fingerprint, pair.query.text, pair.doc.text)
+        return ensemble_key, final_key
+
+    def load(self, store: Store | None, keys: list[str]) -> None:
+        """Look up the output judgments earlier runs stored under `keys`."""
+        if store is not None and keys:
+            self.stored = store.get_many(keys)
+
+    def take_group(self) -> list[tuple[Judgment, dict[str, Any] | None]]:
+        """The output judgments queued since the last call (with their fingerprints)."""
+        group, self.group = self.group, []
+        return group
+
+    def _output(self, judgment: Judgment, fingerprint: dict[str, Any], pair: Pair) -> Judgment:
+        """A combined output judgment: the stored one when identical (a rerun changes nothing),
+        else `judgment`, queued for the store."""
+        stored = self.stored.get(judgment.key)
+        if stored is not None and _same(stored, judgment):
+            return for_pair(stored, pair)
+        if not self.dry_run:
+            self.group.append((judgment, fingerprint))
+        return judgment
+
+    def combined(self, members: list[Judgment], key: str, pair: Pair) -> Judgment:
+        """The ensemble's output judgment for `pair` from its members' answers."""
+        combined = combine_members(members, key=key, judge_id=self.ensemble_id)
+        return self._output(combined, self.ensemble_fingerprint, pair)
+
+    def verified(
+        self, primary: Judgment, answer: Judgment, key: str | None, pair: Pair
+    ) -> Judgment:
+        """The verified output judgment for `pair` from the first judgment and the verifier's."""
+        assert self.final_fingerprint is not None
+        final = apply_verification(primary, answer, key=key)
+        return self._output(final, self.final_fingerprint, pair)

@@ -1,0 +1,318 @@
+"""The state machine of one grading run: planning from the store, the queue of judge calls,
+delivering answers to pairs (shared content keys included) and the run's report.
+
+`grader.grading.pipeline.grade_pairs` drives it (workers, Ctrl-C, flushing); the output judgments of
+ensembles and `--verify-low` are built in `grader.grading.outputs`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from grader.errors import JudgeError
+from grader.grading.budget import Estimate, estimate_cost
+from grader.grading.outputs import OutputJudgments, for_pair
+from grader.grading.pairs import Pair
+from grader.grading.progress import GradingProgress
+from grader.judges.base import Judge
+from grader.judges.ensemble import needs_verification
+from grader.keys import content_key
+from grader.models import Judgment, JudgmentError, Usage
+from grader.store.store import Store
+from grader.store.writer import StoreWriter
+
+
+@dataclass
+class GradingReport:
+    """What a grading run did; `judgments` holds one output judgment per finished pair."""
+
+    pairs: int = 0
+    judgments: list[Judgment] = field(default_factory=list)
+    cached: int = 0  # pairs answered wholly from the store
+    graded: int = 0  # pairs that needed requests and ended ok
+    failed: int = 0  # pairs that ended failed (a rerun retries them)
+    pending: int = 0  # pairs not finished (interrupted, budget reached, fatal error)
+    requests: int = 0  # judge calls made (each may be several HTTP attempts)
+    usage: Usage = field(default_factory=Usage)
+    cost: float = 0.0  # USD of the priced judgments
+    unpriced: int = 0  # judgments that used tokens but have no price (cost unknown, not 0)
+    interrupted: bool = False
+    budget_reached: bool = False
+    stored_ok: int = 0  # judge answers found ok in the store before starting
+    stored_failed: int = 0  # judge answers found failed in the store (to retry)
+    estimate: Estimate | None = None  # dry run: what the remaining requests would take
+    to_send: list[tuple[str, str, str]] = field(default_factory=list)  # dry run: (qid, did, judge)
+
+
+@dataclass
+class _Unit:
+    state: _PairState
+    slot: int  # member index, or -1 for the verifier
+    judge: Judge
+    key: str
+
+
+@dataclass
+class _PairState:
+    index: int
+    pair: Pair
+    keys: list[str]
+    members: list[Judgment | None]
+    missing: int
+    requested: bool = False
+    primary: Judgment | None = None
+    verify_key: str | None = None
+    ensemble_key: str | None = None  # key of the combined judgment (ensembles only)
+    final_key: str | None = None  # key of the verified judgment (--verify-low only)
+
+    def id_keys(self) -> list[tuple[str, str, str]]:
+        """(key, query_id, doc_id) for each content key of this pair (for the store's list of
+        the id pairs of each key)."""
+        qid, did = self.pair.query.query_id, self.pair.doc.doc_id
+        keys = [*self.keys, self.verify_key, self.ensemble_key, self.final_key]
+        return [(k, qid, did) for k in keys if k is not None]
+
+
+def _mask(judgment: Judgment, secrets: Sequence[str]) -> Judgment:
+    """The judgment with any secret masked in its free text (defence in depth)."""
+    if not secrets:
+        return judgment
+    text = judgment.model_dump_json()
+    if not any(s in text for s in secrets):
+        return judgment
+    for s in secrets:
+        text = text.replace(s, "***")
+    return Judgment.model_validate_json(text)
+
+
+def _failure(unit: _Unit, exc: BaseException) -> Judgment:
+    pair = unit.state.pair
+    return Judgment(
+        query_id=pair.query.query_id,
+        doc_id=pair.doc.doc_id,
+        status="failed",
+        judge=unit.judge.judge_id,
+        key=unit.key,
+        error=JudgmentError(type=type(exc).__name__, message=str(exc) or repr(exc)),
+    )
+
+
+class GradingRun:
+    """The state of one `grade_pairs` call."""
+
+    def __init__(
+        self,
+        pairs: Sequence[Pair],
+        judges: Sequence[Judge],
+        *,
+        store: Store | None,
+        writer: StoreWriter,
+        verify_judge: Judge | None,
+        max_cost: float | None,
+        secrets: Sequence[str],
+        dry_run: bool = False,
+    ) -> None:
+        self.pairs = pairs
+        self.judges = list(judges)
+        self.store = store
+        self.writer = writer
+        self.verify_judge = verify_judge
+        self.max_cost = max_cost
+        self.secrets = tuple(s for s in secrets if s)
+        self.fingerprints = [j.fingerprint() for j in self.judges]
+        self.verify_fingerprint = verify_judge.fingerprint() if verify_judge else None
+        self.dry_run = dry_run
+        # Combined / verified output judgments: built, reused or queued for the store; what
+        # one step (a judge's answer, or planning one pair) stores together is taken from here.
+        self.composite = OutputJudgments(
+            self.judges, self.fingerprints, self.verify_fingerprint, dry_run=dry_run
+        )
+        self.report = GradingReport(pairs=len(pairs))
+        self.outputs: list[Judgment | None] = [None] * len(pairs)
+        self.queue: collections.deque[_Unit] = collections.deque()
+        self.verified: dict[str, Judgment] = {}
+        self.reserved = 0.0
+        self.stopping = False
+        self.fatal: BaseException | None = None
+        self.progress: GradingProgress | None = None
+        # Pairs with equal texts (e.g. duplicate passages under two ids) share a content key:
+        # the key is requested once per run and its answer given to every pair that needs it.
+        self.followers: dict[str, list[_Unit]] = {}
+        self.results: dict[str, Judgment] = {}
+
+    # -- planning --------------------------------------------------------------------------
+
+    def plan(self) -> list[_PairState]:
+        """Keys for every pair and judge, store lookup, and the queue of units to judge."""
+        states: list[_PairState] = []
+        for i, pair in enumerate(self.pairs):
+            keys = [content_key(fp, pair.query.text, pair.doc.text) for fp in self.fingerprints]
+            state = _PairState(i, pair, keys, [None] * len(keys), len(keys))
+            if self.verify_fingerprint is not None:
+                state.verify_key = content_key(
+                    self.verify_fingerprint, pair.query.text, pair.doc.text
+                )
+            state.ensemble_key, state.final_key = self.composite.keys(pair)
+            states.append(state)
+        wanted = [k for s in states for k in s.keys]
+        wanted += [s.verify_key for s in states if s.verify_key]
+        found = self.store.get_many(wanted) if self.store is not None else {}
+        outputs = [k for s in states for k in (s.ensemble_key, s.final_key) if k]
+        self.composite.load(self.store, outputs)
+        for key in set(wanted):
+            stored = found.get(key)
+            if stored is None:
+                continue
+            if stored.status == "ok":
+                self.report.stored_ok += 1
+            else:
+                self.report.stored_failed += 1
+        self.verified = {
+            s.verify_key: found[s.verify_key]
+            for s in states
+            if s.verify_key in found and found[s.verify_key].status == "ok"
+        }
+        for state in states:
+            for slot, key in enumerate(state.keys):
+                stored = found.get(key)
+                if stored is not None and stored.status == "ok":
+                    state.members[slot] = for_pair(stored, state.pair)
+                    state.missing -= 1
+                else:
+                    self._enqueue(_Unit(state, slot, self.judges[slot], key))
+            if state.missing == 0:
+                self._members_done(state)
+            self._store_group()
+        return states
+
+    def _store_group(self, answer: tuple[Judgment, dict[str, Any] | None] | None = None) -> None:
+        """Queue a judge's `answer` and the output judgments it completed for the store, so one
+        commit holds them all (the writer flushes what it holds first, so no size-triggered flush
+        splits the group unless the group alone exceeds the writer's batch size)."""
+        items = ([answer] if answer is not None else []) + self.composite.take_group()
+        if not items:
+            return
+        if len(items) > 1:
+            self.writer.flush()
+        for judgment, fingerprint in {j.key: (j, fp) for j, fp in items}.values():
+            self.writer.add(judgment, fingerprint)
+
+    def _enqueue(self, unit: _Unit) -> None:
+        """Queue a unit, unless its key is already queued, in flight or answered this run."""
+        done = self.results.get(unit.key)
+        if done is not None:
+            self._deliver(unit, done)
+        elif unit.key in self.followers:
+            self.followers[unit.key].append(unit)
+        else:
+            self.followers[unit.key] = []
+            self.queue.append(unit)
+
+    # -- combining -------------------------------------------------------------------------
+
+    def _members_done(self, state: _PairState) -> None:
+        members = [m for m in state.members if m is not None]
+        if len(self.judges) == 1:
+            primary = members[0]
+        else:
+            assert state.ensemble_key is not None
+            primary = self.composite.combined(members, state.ensemble_key, state.pair)
+        state.primary = primary
+        if self.verify_judge is not None and state.verify_key and needs_verification(primary):
+            cached = self.verified.get(state.verify_key)
+            if cached is None:
+                state.requested = True
+                self._enqueue(_Unit(state, -1, self.verify_judge, state.verify_key))
+                return
+            answer = for_pair(cached, state.pair)
+            primary = self.composite.verified(primary, answer, state.final_key, state.pair)
+        self._finish(state, primary)
+
+    def _finish(self, state: _PairState, judgment: Judgment) -> None:
+        self.outputs[state.index] = judgment
+        failed = judgment.status != "ok"
+        if not state.requested:
+            self.report.cached += 1
+        elif failed:
+            self.report.failed += 1
+        else:
+            self.report.graded += 1
+        if state.requested and self.progress is not None:
+            self.progress.advance(failed=failed)
+
+    # -- judging ---------------------------------------------------------------------------
+
+    def _reserve(self, unit: _Unit) -> float | None:
+        """Reserve the unit's estimated cost; None when the budget does not allow it."""
+        if self.max_cost is None:
+            return 0.0
+        cost = estimate_cost(unit.judge, unit.state.pair) or 0.0
+        if self.report.cost + self.reserved + cost > self.max_cost:
+            return None
+        self.reserved += cost
+        return cost
+
+    async def worker(self) -> None:
+        while not self.stopping and self.queue:
+            unit = self.queue.popleft()
+            reserved = self._reserve(unit)
+            if reserved is None:
+                self.queue.appendleft(unit)
+                self.report.budget_reached = True
+                self.stopping = True
+                return
+            try:
+                await self._judge(unit)
+            finally:
+                self.reserved -= reserved
+
+    async def _judge(self, unit: _Unit) -> None:
+        pair = unit.state.pair
+        unit.state.requested = True
+        self.report.requests += 1
+        try:
+            judgment = await unit.judge.judge(pair.query, pair.doc, key=unit.key)
+        except JudgeError as exc:
+            self.fatal = exc
+            self.stopping = True
+            return
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # a judge bug must not lose the pair or invent a grade
+            judgment = _failure(unit, exc)
+        judgment = _mask(judgment, self.secrets)
+        self.report.usage = self.report.usage + judgment.usage
+        self.report.cost += judgment.cost or 0.0
+        if judgment.cost is None and (
+            judgment.usage.prompt_tokens or judgment.usage.completion_tokens
+        ):
+            self.report.unpriced += 1
+        if self.progress is not None:
+            self.progress.add_spend(judgment.cost or 0.0)
+        fingerprint = self.verify_fingerprint if unit.slot < 0 else self.fingerprints[unit.slot]
+        self.results[unit.key] = judgment
+        for follower in [unit, *self.followers.pop(unit.key, [])]:
+            self._deliver(follower, judgment)
+        self._store_group((judgment, fingerprint))
+
+    def _deliver(self, unit: _Unit, judgment: Judgment) -> None:
+        """Give a judge's answer to the pair of `unit` (ids rebound to that pair)."""
+        state = unit.state
+        state.requested = True
+        answer = for_pair(judgment, state.pair)
+        if unit.slot < 0:
+            assert state.primary is not None
+            final = self.composite.verified(state.primary, answer, state.final_key, state.pair)
+            self._finish(state, final)
+            return
+        state.members[unit.slot] = answer
+        state.missing -= 1
+        if state.missing == 0:
+            self._members_done(state)
+
+    def pending_units(self) -> list[_Unit]:
+        return list(self.queue)

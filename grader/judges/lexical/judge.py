@@ -1,0 +1,308 @@
+"""The offline judge `lexical`: a deterministic BM25-style term-overlap BASELINE, not an LLM.
+
+It needs no network and no model, so it is what the quickstart runs on a machine with no LLM
+configured, and a floor any LLM judge should beat. How it grades one (query, document) pair:
+
+1. Tokenise both (lowercase; split on anything not a letter or digit, so paths, dots and
+   snake_case split, then split camelCase; drop stopwords and short tokens; light stemming).
+2. BM25 over the query's distinct terms, with document frequencies and average length taken from
+   the documents the judge was built from (`LexicalJudge.from_docs`): pass the same documents when
+   fitting thresholds and when grading.
+3. Divide by the largest score those terms could reach (each term saturated: idf * (k1 + 1)), so
+   the score lies in [0, 1) for every query and one set of thresholds serves all queries.
+4. grade = how many of the three ascending thresholds the score reaches.
+
+Every setting (k1, b, stopwords, stemmer, fields, thresholds) lives in a TOML file
+(`prompts/lexical-v1.toml` by default); fitting thresholds on human grades writes a new file
+(`grader.judges.lexical.fit`). The fingerprint holds all settings, the algorithm version and a
+digest of the collection, so a refitted file or another collection gives new content keys.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import time
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from grader.errors import InputError
+from grader.judges.lexical.config import (
+    LexicalConfig,
+    Thresholds,
+    default_config_path,
+    load_lexical_config,
+    read_thresholds,
+    write_thresholds,
+)
+from grader.judges.lexical.fit import fit_lexical_thresholds, grades_for
+from grader.models import Doc, Judgment, JudgmentError, PromptRef, Query, Usage
+
+__all__ = [
+    "ALGORITHM_VERSION",
+    "LexicalConfig",
+    "LexicalJudge",
+    "LexicalScore",
+    "Thresholds",
+    "default_config_path",
+    "fit_lexical_thresholds",
+    "grades_for",
+    "lexical_scores",
+    "light_stem",
+    "load_lexical_config",
+    "read_thresholds",
+    "tokenize",
+    "write_thresholds",
+]
+
+ALGORITHM_VERSION = "bm25-max-normalised/1"
+JUDGE_ID = "lexical"
+
+_WORD = re.compile(r"[^\W_]+")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+_VOWELS = frozenset("aeiouy")
+
+
+def light_stem(token: str) -> str:
+    """Fold plurals, -ing, -ed and a final -e so `caches`, `caching`, `cached` meet at `cach`."""
+    t = token
+    if len(t) > 4 and t.endswith(("ies", "ied")):
+        t = t[:-3] + "y"
+    elif t.endswith("sses"):
+        t = t[:-2]
+    elif len(t) > 3 and t.endswith("s") and not t.endswith(("ss", "us", "is")):
+        t = t[:-1]
+    for suffix in ("ing", "ed"):
+        stem = t[: -len(suffix)]
+        if t.endswith(suffix) and len(stem) >= 3 and _VOWELS & set(stem):
+            t = stem
+            if len(t) > 3 and t[-1] == t[-2] and t[-1] not in "lsz" and t[-1] not in _VOWELS:
+                t = t[:-1]
+            break
+    if len(t) > 3 and t.endswith("e"):
+        t = t[:-1]
+    return t
+
+
+def tokenize(text: str, config: LexicalConfig) -> list[str]:
+    """The scored terms of `text` under `config` (identifiers split, stopwords out, stemmed)."""
+    stopwords = config.stopword_set
+    stem = config.stemmer == "light"
+    out: list[str] = []
+    for word in _WORD.findall(text):
+        parts = _CAMEL.findall(word) if word.isascii() else [word]
+        for part in parts:
+            token = part.lower()
+            if len(token) < config.min_token_length or token in stopwords:
+                continue
+            out.append(light_stem(token) if stem else token)
+    return out
+
+
+def scored_text(doc: Doc, fields: Iterable[str]) -> str:
+    """The document fields the judge scores, joined by newlines (missing ones skipped)."""
+    parts: list[str] = []
+    for field in fields:
+        if field == "text":
+            value: Any = doc.text
+        elif field == "title":
+            value = doc.title
+        else:
+            value = doc.metadata.get(field)
+        if isinstance(value, str) and value:
+            parts.append(value)
+    return "\n".join(parts)
+
+
+@dataclass(frozen=True)
+class LexicalScore:
+    """A normalised score in [0, 1) and the query terms the document matched."""
+
+    score: float
+    matched: tuple[str, ...]
+    terms: tuple[str, ...]
+
+
+class LexicalJudge:
+    """The `lexical` judge (see the module docstring): offline, deterministic, free."""
+
+    def __init__(
+        self,
+        config: LexicalConfig,
+        *,
+        n_docs: int,
+        avg_length: float,
+        doc_freq: Mapping[str, int],
+        collection_digest: str,
+    ) -> None:
+        self.config = config
+        self.n_docs = n_docs
+        self.avg_length = avg_length
+        self.doc_freq = dict(doc_freq)
+        self.collection_digest = collection_digest
+        self._doc_cache: dict[str, tuple[str, Counter[str], int]] = {}
+        self._query_terms = lru_cache(maxsize=4096)(self._terms_of)
+
+    @classmethod
+    def from_docs(
+        cls, docs: Iterable[Doc] | Mapping[str, Doc], config: LexicalConfig | None = None
+    ) -> LexicalJudge:
+        """A judge whose collection statistics come from `docs` (the documents being graded)."""
+        cfg = config if config is not None else load_lexical_config()
+        items = list(docs.values()) if isinstance(docs, Mapping) else list(docs)
+        doc_freq: Counter[str] = Counter()
+        digest = hashlib.sha256()
+        total = 0
+        cache: dict[str, tuple[str, Counter[str], int]] = {}
+        for doc in sorted(items, key=lambda d: d.doc_id):
+            text = scored_text(doc, cfg.doc_fields)
+            counts = Counter(tokenize(text, cfg))
+            length = sum(counts.values())
+            doc_freq.update(counts.keys())
+            total += length
+            cache[doc.doc_id] = (text, counts, length)
+            digest.update(doc.doc_id.encode() + b"\0" + text.encode() + b"\0")
+        n = len(cache)
+        judge = cls(
+            cfg,
+            n_docs=n,
+            avg_length=total / n if n else 0.0,
+            doc_freq=doc_freq,
+            collection_digest="sha256:" + digest.hexdigest(),
+        )
+        judge._doc_cache = cache
+        return judge
+
+    @property
+    def judge_id(self) -> str:
+        return JUDGE_ID
+
+    def fingerprint(self) -> dict[str, Any]:
+        """Settings, thresholds, algorithm version and collection digest: all that moves a grade."""
+        return {
+            "judge": JUDGE_ID,
+            "algorithm": ALGORITHM_VERSION,
+            "settings": self.config.settings(),
+            "collection": self.collection_digest,
+        }
+
+    def idf(self, term: str) -> float:
+        """BM25's idf, always positive: ln(1 + (N - df + 0.5) / (df + 0.5))."""
+        df = self.doc_freq.get(term, 0)
+        return math.log(1.0 + (self.n_docs - df + 0.5) / (df + 0.5))
+
+    def _terms_of(self, text: str) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(tokenize(text, self.config)))
+
+    def _doc_counts(self, doc: Doc) -> tuple[Counter[str], int]:
+        text = scored_text(doc, self.config.doc_fields)
+        cached = self._doc_cache.get(doc.doc_id)
+        if cached is not None and cached[0] == text:
+            return cached[1], cached[2]
+        counts = Counter(tokenize(text, self.config))
+        return counts, sum(counts.values())
+
+    def score(self, query_text: str, doc: Doc) -> LexicalScore:
+        """The normalised BM25 score of `doc` for the query; NaN when the query has no terms."""
+        terms = self._query_terms(query_text)
+        if not terms:
+            return LexicalScore(math.nan, (), ())
+        counts, length = self._doc_counts(doc)
+        k1, b = self.config.k1, self.config.b
+        norm = 1.0 - b + b * (length / self.avg_length) if self.avg_length > 0 else 1.0
+        top = got = 0.0
+        matched: list[str] = []
+        for term in terms:
+            w = self.idf(term)
+            top += w * (k1 + 1.0)
+            tf = counts.get(term, 0)
+            if tf:
+                got += w * tf * (k1 + 1.0) / (tf + k1 * norm)
+                matched.append(term)
+        return LexicalScore(got / top, tuple(matched), terms)
+
+    def grade_of(self, score: float) -> int:
+        """How many thresholds `score` reaches: 0..3."""
+        return sum(score >= t for t in self.config.thresholds)
+
+    async def judge(self, query: Query, doc: Doc, *, key: str) -> Judgment:
+        """Grade one pair; a query with no scorable terms gives a failed judgment, never a 0."""
+        started = time.perf_counter()
+        result = self.score(query.text, doc)
+        common: dict[str, Any] = {
+            "query_id": query.query_id,
+            "doc_id": doc.doc_id,
+            "judge": JUDGE_ID,
+            "prompt": self.prompt_ref(),
+            "key": key,
+            "attempts": 1,
+            "usage": Usage(),
+            "cost": 0.0,
+        }
+        if math.isnan(result.score):
+            return Judgment(
+                status="failed",
+                error=JudgmentError(
+                    type="NoQueryTerms",
+                    message="the lexical baseline found no scorable terms in the query "
+                    f"{query.text!r} (all stopwords or too short); it cannot grade it",
+                ),
+                latency_ms=(time.perf_counter() - started) * 1000.0,
+                **common,
+            )
+        grade = self.grade_of(result.score)
+        return Judgment(
+            status="ok",
+            grade=grade,
+            reason=self.reason(result, grade),
+            latency_ms=(time.perf_counter() - started) * 1000.0,
+            **common,
+        )
+
+    def reason(self, result: LexicalScore, grade: int) -> str:
+        """The plain statement of how the grade came about (and that it is only a baseline)."""
+        t1, t2, t3 = self.config.thresholds
+        matched = ", ".join(result.matched) if result.matched else "none"
+        return (
+            "lexical baseline (BM25-style term overlap, not an LLM): "
+            f"score {result.score:.3f} against thresholds {t1:.3f}/{t2:.3f}/{t3:.3f} "
+            f"-> grade {grade}; matched {len(result.matched)} of {len(result.terms)} query "
+            f"terms: {matched}"
+        )
+
+    def prompt_ref(self) -> PromptRef:
+        """The settings file as the judgment's provenance (`lexical@1`, sha of the settings)."""
+        cfg = self.config
+        return PromptRef(name=cfg.name, version=cfg.version, sha256=cfg.sha256)
+
+
+def lexical_scores(
+    queries: Mapping[str, Query],
+    docs: Mapping[str, Doc],
+    pairs: Iterable[tuple[str, str]],
+    *,
+    config: LexicalConfig | None = None,
+) -> np.ndarray:
+    """Normalised lexical scores of (query_id, doc_id) pairs, for fitting thresholds.
+
+    Collection statistics come from all of `docs` (pass the documents you grade with). A pair
+    whose query has no scorable terms scores NaN: drop it (np.isfinite) before fitting.
+    """
+    wanted = list(pairs)
+    missing = [p for p in wanted if p[0] not in queries or p[1] not in docs]
+    if missing:
+        first = ", ".join(f"({q}, {d})" for q, d in missing[:3])
+        raise InputError(
+            f"{len(missing)} pair(s) name a query or document that is not loaded, e.g. {first}",
+            hint="pass the queries and docs files the grades were made on",
+        )
+    judge = LexicalJudge.from_docs(docs, config)
+    return np.array(
+        [judge.score(queries[q].text, docs[d]).score for q, d in wanted], dtype=np.float64
+    )

@@ -1,0 +1,340 @@
+"""The LLM judge: one validated 0..3 grade per (query, document) from any OpenAI-compatible server.
+
+Through the official SDK (`AsyncOpenAI`, its own retries off). One retry policy, in one place:
+tenacity resends on transient transport errors (429, 5xx, timeouts, dropped connections; jittered
+exponential backoff honouring Retry-After, see `grader.judges.llm.retry`) and re-asks on invalid
+content (the bad reply and the validation error go back to the model as the next messages).
+Every HTTP attempt is reported to `on_call` as a `CallRecord` (the store logs them).
+
+Output mode: structured output by JSON schema; when the server rejects that (a 400 naming
+response_format / json_schema, as vLLM or Ollama builds may), JSON mode, then the prompt's strict
+final line. The switch happens once per run: the first rejection moves the judge (shared by all
+workers) to the next mode, under a lock, and is recorded in `mode_switches`.
+
+After the last attempt the judgment is `failed` with the error, the raw last reply, the attempts
+and the tokens of every attempt; never a grade. Bad credentials, missing permission or an unknown
+model (401/403/404) raise `JudgeError` at once, since every other pair would fail the same way.
+The API key is redacted from every message this judge produces (judgments and call records are
+built in `grader.judges.llm.results`).
+
+Endpoints: OpenAI by default; any OpenAI-compatible server by `base_url` / `OPENAI_BASE_URL`
+(vLLM `http://host:8000/v1`, Ollama `http://localhost:11434/v1`, llama.cpp server, Azure
+OpenAI's v1 endpoint `https://RESOURCE.openai.azure.com/openai/v1/`); a local server without a
+key gets a placeholder one. `Judgment.latency_ms` is the wall time of the whole judgment, retries
+and waits included; each `CallRecord` has the latency of its own request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import openai
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
+
+from grader.cost import PriceTable, estimate_usage
+from grader.errors import JudgeError
+from grader.judges.llm.ratelimit import RateLimiter
+from grader.judges.llm.replies import GradeReply, InvalidReply, parse_body, parse_completion
+from grader.judges.llm.results import CallState, JudgmentRecorder
+from grader.judges.llm.retry import RetryPolicy, is_fatal, retry_delay, should_retry
+from grader.judges.llm.server_settings import ServerSettings
+from grader.judges.llm.types import CallRecord, ModeSwitch, RenderedRequest, request_body
+from grader.models import Doc, Judgment, Query, Usage
+from grader.prompts import (
+    OutputMode,
+    PromptSpec,
+    load_prompt,
+    render_messages,
+    render_reask,
+)
+
+# Invalid replies that are the server's fault, not the model's: resent as they were, after a
+# backoff, rather than re-asked.
+_RESEND_KINDS = frozenset({"not_json_body", "no_choice"})
+
+__all__ = ["CallRecord", "LLMJudge", "ModeSwitch", "RenderedRequest", "request_body"]
+
+
+class _ModeRejected(Exception):
+    """The server refused this request's output mode or a parameter; resend without it."""
+
+
+class LLMJudge:
+    """A Judge backed by a chat model on an OpenAI-compatible server (see module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        prompt: PromptSpec | str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        client: openai.AsyncOpenAI | None = None,
+        timeout: float = 60.0,
+        max_attempts: int | None = None,
+        policy: RetryPolicy | None = None,
+        limiter: RateLimiter | None = None,
+        prices: PriceTable | None = None,
+        on_call: Callable[[CallRecord], None] | None = None,
+        output_mode: OutputMode = "json_schema",
+        sleep: Callable[[float], Any] = asyncio.sleep,
+    ) -> None:
+        self.model = model
+        self.prompt = load_prompt(prompt) if isinstance(prompt, str) else prompt
+        policy = policy or RetryPolicy()
+        if max_attempts is not None:
+            policy = RetryPolicy(**{**policy.__dict__, "max_attempts": max_attempts})
+        self.policy = policy
+        # Without limits, still one shared limiter: a 429 then pauses every worker of this judge.
+        self.limiter = limiter if limiter is not None else RateLimiter()
+        self.prices = prices
+        self.on_call = on_call
+        self.timeout = timeout
+        self.server = ServerSettings(output_mode, logprobs=self.prompt.logprobs)
+        self._sleep = sleep
+        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        if client is None:
+            if not key:
+                if url is None:
+                    raise JudgeError(
+                        "no API key: set OPENAI_API_KEY, or give --base-url for a local "
+                        "OpenAI-compatible server that needs none"
+                    )
+                key = "EMPTY"  # local servers (vLLM, Ollama, llama.cpp) accept any key
+            client = openai.AsyncOpenAI(api_key=key, base_url=url, timeout=timeout, max_retries=0)
+        else:
+            client = client.with_options(max_retries=0, timeout=timeout)
+            key = key or getattr(client, "api_key", None)
+        secrets = [s for s in (key, getattr(client, "api_key", None)) if s and len(s) >= 4]
+        self._recorder = JudgmentRecorder(self, secrets)
+        self.client = client
+        self.base_url = str(client.base_url)
+
+    def __repr__(self) -> str:
+        return (
+            f"LLMJudge(model={self.model!r}, prompt={self.prompt.id!r}, mode={self.server.mode!r})"
+        )
+
+    # -- Judge protocol ------------------------------------------------------------------------
+
+    @property
+    def judge_id(self) -> str:
+        return f"openai:{self.model}"
+
+    @property
+    def output_mode(self) -> OutputMode:
+        """The output mode this run uses now (after any fallback)."""
+        return self.server.mode
+
+    @property
+    def mode_switches(self) -> list[ModeSwitch]:
+        """Every once-per-run fallback so far (output mode or request parameter)."""
+        return self.server.switches
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {
+            "judge": self.judge_id,
+            "model": self.model,
+            "prompt": self.prompt.sha256,
+            "sampling": self.prompt.sampling(),
+        }
+
+    def render(self, query: Query, doc: Doc, *, mode: OutputMode | None = None) -> RenderedRequest:
+        """The request body for one pair (in `mode`, default the run's current mode)."""
+        mode = mode or self.server.mode
+        messages, truncated = render_messages(self.prompt, query, doc, mode=mode)
+        return RenderedRequest(self._body(messages, mode), truncated, mode)
+
+    def build_request(
+        self, query: Query, doc: Doc, *, mode: OutputMode | None = None
+    ) -> dict[str, Any]:
+        """The chat.completions body for one pair (also what a Batch API line carries)."""
+        return self.render(query, doc, mode=mode).body
+
+    def estimate(self, query: Query, doc: Doc) -> Usage:
+        """Estimated tokens of grading this pair once (for --dry-run and the tpm limiter)."""
+        rendered = self.render(query, doc)
+        return estimate_usage(rendered.body["messages"], self.prompt.max_tokens)
+
+    def estimate_cost(self, query: Query, doc: Doc, *, batch: bool = False) -> float | None:
+        """Estimated USD of grading this pair (None when the model has no price)."""
+        if self.prices is None:
+            return None
+        return self.prices.cost(self.model, self.estimate(query, doc), batch=batch)
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
+    def _body(self, messages: list[dict[str, Any]], mode: OutputMode) -> dict[str, Any]:
+        return self.server.body(self.prompt, self.model, messages, mode)
+
+    # -- grading -------------------------------------------------------------------------------
+
+    async def judge(self, query: Query, doc: Doc, *, key: str) -> Judgment:
+        """Grade one pair: ok, or failed with the reason; raises JudgeError only when fatal."""
+        started = time.perf_counter()
+        messages, truncated = render_messages(self.prompt, query, doc, mode=self.server.mode)
+        state = CallState(query, doc, key, self.server.mode, messages, truncated)
+        retrying = AsyncRetrying(
+            retry=retry_if_exception(self._retryable),
+            stop=lambda rs: self._stop(state, rs),
+            wait=lambda rs: self._wait(state, rs),
+            sleep=self._sleep,
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    reply = await self._attempt(state)
+        except JudgeError:
+            raise
+        except InvalidReply as exc:
+            return self._recorder.failed(
+                state, "InvalidReply", f"{exc.kind}: {exc.message}", started
+            )
+        except openai.APIStatusError as exc:
+            body = (
+                self._recorder.redact(exc.response.text[:2000])
+                if exc.response is not None
+                else None
+            )
+            state.last_raw = body or state.last_raw
+            return self._recorder.failed(
+                state, type(exc).__name__, self._recorder.message(exc), started
+            )
+        except (openai.APIError, _ModeRejected) as exc:
+            return self._recorder.failed(
+                state, type(exc).__name__, self._recorder.message(exc), started
+            )
+        return self._recorder.ok(state, reply, started)
+
+    def judgment_from_body(
+        self,
+        body: dict[str, Any],
+        query: Query,
+        doc: Doc,
+        *,
+        key: str,
+        mode: OutputMode,
+        truncated: bool,
+        batch: bool = True,
+    ) -> Judgment:
+        """A Judgment from one reply body obtained elsewhere (a Batch API output line): the same
+        validation as live grading, but no re-ask is possible, so an invalid reply fails."""
+        state = CallState(query, doc, key, mode, [], truncated, attempts=1)
+        try:
+            reply = parse_completion(body, mode=mode, spec=self.prompt)
+        except InvalidReply as exc:
+            state.usage = exc.usage
+            state.last_raw = exc.raw
+            return self._recorder.failed(
+                state, "InvalidReply", f"{exc.kind}: {exc.message}", None, batch=batch
+            )
+        return self._recorder.ok(state, reply, None, batch=batch)
+
+    async def _attempt(self, state: CallState) -> GradeReply:
+        if state.mode != self.server.mode:  # another worker switched the mode: start over in it
+            state.mode = self.server.mode
+            state.messages, state.truncated = render_messages(
+                self.prompt, state.query, state.doc, mode=state.mode
+            )
+        mode = state.mode
+        body = self._body(state.messages, mode)
+        state.attempts += 1
+        estimated = 0
+        if self.limiter.tpm:
+            estimated = estimate_usage(body["messages"], self.prompt.max_tokens).prompt_tokens
+            estimated += self.prompt.max_tokens
+        await self.limiter.acquire(estimated)
+        t0 = time.perf_counter()
+        try:
+            raw = await self.client.chat.completions.with_raw_response.create(**body)
+            text = raw.http_response.text
+        except openai.APIStatusError as exc:
+            await self._on_status_error(state, exc, body, t0)
+            raise
+        except openai.APIError as exc:
+            self._recorder.record(state, "retry", t0, Usage(), exc=exc)
+            raise
+        try:
+            reply = parse_completion(parse_body(text), mode=mode, spec=self.prompt)
+        except InvalidReply as exc:
+            state.usage = state.usage + exc.usage
+            state.last_raw = exc.raw
+            self._recorder.record(state, "invalid", t0, exc.usage, exc=exc, status=200)
+            self.limiter.settle(estimated, exc.usage.prompt_tokens + exc.usage.completion_tokens)
+            if exc.kind not in _RESEND_KINDS:
+                state.reasks += 1
+                state.messages = [
+                    *state.messages,
+                    {"role": "assistant", "content": exc.raw or ""},
+                    {"role": "user", "content": _reask_text(self.prompt, exc)},
+                ]
+            raise
+        state.usage = state.usage + reply.usage
+        state.last_raw = reply.raw
+        self.limiter.settle(estimated, reply.usage.prompt_tokens + reply.usage.completion_tokens)
+        self._recorder.record(state, "ok", t0, reply.usage, status=200)
+        return reply
+
+    async def _on_status_error(
+        self, state: CallState, exc: openai.APIStatusError, body: dict[str, Any], t0: float
+    ) -> None:
+        if is_fatal(exc):
+            self._recorder.record(state, "fatal", t0, Usage(), exc=exc)
+            hint = (
+                "the account's quota is used up: check its billing"
+                if exc.status_code == 429
+                else "check OPENAI_API_KEY, --model and --base-url"
+            )
+            raise JudgeError(
+                f"{self.base_url} answered {exc.status_code} for model {self.model!r}: "
+                f"{self._recorder.message(exc)} ({hint})"
+            ) from None
+        if exc.status_code in (400, 422) and await self.server.adapt(
+            state.mode, body, self._recorder.message(exc)
+        ):
+            self._recorder.record(state, "mode_rejected", t0, Usage(), exc=exc)
+            raise _ModeRejected(self._recorder.message(exc)) from None
+        if should_retry(exc):
+            self._recorder.record(state, "retry", t0, Usage(), exc=exc)
+            if exc.status_code == 429:
+                self.limiter.pause(retry_delay(exc, state.transient + 1, self.policy))
+        else:
+            self._recorder.record(state, "error", t0, Usage(), exc=exc)
+
+    # -- tenacity hooks --------------------------------------------------------------------------
+
+    @staticmethod
+    def _retryable(exc: BaseException) -> bool:
+        if isinstance(exc, InvalidReply | _ModeRejected):
+            return True
+        return should_retry(exc)
+
+    def _stop(self, state: CallState, rs: RetryCallState) -> bool:
+        exc = rs.outcome.exception() if rs.outcome is not None else None
+        if not isinstance(exc, _ModeRejected):
+            state.counted += 1
+        if state.counted >= self.policy.max_attempts:
+            return True
+        return isinstance(exc, InvalidReply) and state.reasks > self.policy.max_reasks
+
+    def _wait(self, state: CallState, rs: RetryCallState) -> float:
+        exc = rs.outcome.exception() if rs.outcome is not None else None
+        if isinstance(exc, _ModeRejected):
+            return 0.0
+        if isinstance(exc, InvalidReply) and exc.kind not in _RESEND_KINDS:
+            return 0.0
+        state.transient += 1
+        if exc is None:  # pragma: no cover - tenacity waits only after a failure
+            return 0.0
+        return retry_delay(exc, state.transient, self.policy)
+
+
+def _reask_text(spec: PromptSpec, exc: InvalidReply) -> str:
+    return render_reask(spec, exc.message)

@@ -1,0 +1,167 @@
+"""What the LLM judge makes of its attempts: the Judgment (ok, or failed with the reason), the
+`CallRecord` of every HTTP attempt, and the API key redacted from every message and reply."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import openai
+
+from grader.judges.llm.replies import GradeReply, InvalidReply
+from grader.judges.llm.retry import status_of
+from grader.judges.llm.types import CallRecord
+from grader.models import Doc, Judgment, JudgmentError, Query, Usage
+from grader.prompts import OutputMode
+
+if TYPE_CHECKING:
+    from grader.judges.llm.judge import LLMJudge
+
+
+@dataclass
+class CallState:
+    """What one judgment's attempts share: history, counters, the last reply."""
+
+    query: Query
+    doc: Doc
+    key: str
+    mode: OutputMode
+    messages: list[dict[str, Any]]
+    truncated: bool
+    attempts: int = 0
+    counted: int = 0
+    reasks: int = 0
+    transient: int = 0
+    usage: Usage = field(default_factory=Usage)
+    last_raw: str | None = None
+
+
+class JudgmentRecorder:
+    """Builds the judgments and call records of one `LLMJudge` (its model, prompt, prices and
+    `on_call` are read from the judge at each use) and redacts its `secrets` from their text."""
+
+    def __init__(self, judge: LLMJudge, secrets: list[str]) -> None:
+        self.judge = judge
+        self.secrets = secrets
+
+    def ok(
+        self, state: CallState, reply: GradeReply, started: float | None, *, batch: bool = False
+    ) -> Judgment:
+        """The ok judgment from a valid `reply` (`started` None: a batch line, no latency)."""
+        return Judgment(
+            query_id=state.query.query_id,
+            doc_id=state.doc.doc_id,
+            grade=reply.grade,
+            status="ok",
+            reason=reply.reason,
+            distribution=reply.distribution,
+            expected_grade=reply.expected_grade,
+            judge=self.judge.judge_id,
+            prompt=self.judge.prompt.ref(),
+            key=state.key,
+            attempts=state.attempts,
+            usage=state.usage if started is not None else reply.usage,
+            cost=self.cost(state.usage if started is not None else reply.usage, batch),
+            latency_ms=_elapsed_ms(started),
+            truncated=state.truncated,
+        )
+
+    def failed(
+        self,
+        state: CallState,
+        kind: str,
+        message: str,
+        started: float | None,
+        *,
+        batch: bool = False,
+    ) -> Judgment:
+        """The failed judgment: error `kind` and `message`, the last raw reply, redacted."""
+        raw = self.redact(state.last_raw) if state.last_raw is not None else None
+        return Judgment(
+            query_id=state.query.query_id,
+            doc_id=state.doc.doc_id,
+            status="failed",
+            judge=self.judge.judge_id,
+            prompt=self.judge.prompt.ref(),
+            key=state.key,
+            attempts=state.attempts,
+            usage=state.usage,
+            cost=self.cost(state.usage, batch),
+            latency_ms=_elapsed_ms(started),
+            truncated=state.truncated,
+            error=JudgmentError(type=kind, message=self.redact(message), raw_reply=raw),
+        )
+
+    def cost(self, usage: Usage, batch: bool) -> float | None:
+        """USD of `usage` at the judge's price (None when it has no price table)."""
+        return (
+            self.judge.prices.cost(self.judge.model, usage, batch=batch)
+            if self.judge.prices
+            else None
+        )
+
+    def record(
+        self,
+        state: CallState,
+        outcome: str,
+        t0: float,
+        usage: Usage,
+        *,
+        exc: BaseException | None = None,
+        status: int | None = None,
+    ) -> None:
+        """Report one HTTP attempt to the judge's `on_call`, if any."""
+        if self.judge.on_call is None:
+            return
+        self.judge.on_call(
+            CallRecord(
+                key=state.key,
+                query_id=state.query.query_id,
+                doc_id=state.doc.doc_id,
+                judge=self.judge.judge_id,
+                model=self.judge.model,
+                attempt=state.attempts,
+                outcome=outcome,
+                output_mode=state.mode,
+                latency_ms=(time.perf_counter() - t0) * 1000.0,
+                usage=usage,
+                http_status=status if status is not None else (status_of(exc) if exc else None),
+                error_type=_error_type(exc),
+                error_message=self.message(exc) if exc is not None else None,
+            )
+        )
+
+    def message(self, exc: BaseException) -> str:
+        """The message for `exc`, redacted (the server's own message for a status error)."""
+        if isinstance(exc, InvalidReply):
+            return self.redact(f"{exc.kind}: {exc.message}")
+        text = str(exc)
+        if isinstance(exc, openai.APIStatusError):
+            body = exc.body
+            if isinstance(body, dict):
+                inner = body.get("error", body)
+                if isinstance(inner, dict) and inner.get("message"):
+                    text = str(inner["message"])
+            text = (
+                f"{exc.status_code} {text}" if not text.startswith(str(exc.status_code)) else text
+            )
+        return self.redact(text)
+
+    def redact(self, text: str) -> str:
+        """`text` with every secret replaced by `[redacted]`."""
+        for secret in self.secrets:
+            text = text.replace(secret, "[redacted]")
+        return text
+
+
+def _error_type(exc: BaseException | None) -> str | None:
+    if exc is None:
+        return None
+    if isinstance(exc, InvalidReply):
+        return f"InvalidReply.{exc.kind}"
+    return type(exc).__name__
+
+
+def _elapsed_ms(started: float | None) -> float | None:
+    return None if started is None else (time.perf_counter() - started) * 1000.0

@@ -1,0 +1,121 @@
+"""The retry policy's decisions, as small pure functions (openai-python style).
+
+The SDK's own retries are off (`max_retries=0`); tenacity (in `grader.judges.llm.judge`) drives the
+loop and asks these functions what to do: whether an exception is worth another request
+(`should_retry`), how long the server asked us to wait (`parse_retry_after`), and how long to wait
+otherwise (`backoff`: exponential with jitter). Time and randomness are parameters, so the tests
+freeze them.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import openai
+
+RETRY_STATUSES = frozenset({408, 409, 429})
+FATAL_STATUSES = frozenset({401, 403, 404})
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How hard to try: attempts are HTTP requests per judgment (transport retries and re-asks
+    share them); `max_reasks` bounds the re-asks on invalid content among them."""
+
+    max_attempts: int = 6
+    max_reasks: int = 2
+    base_delay: float = 0.5
+    max_delay: float = 8.0
+    max_retry_after: float = 60.0
+    jitter: float = 0.25
+
+
+def status_of(exc: BaseException) -> int | None:
+    return exc.status_code if isinstance(exc, openai.APIStatusError) else None
+
+
+def headers_of(exc: BaseException) -> Mapping[str, str]:
+    if isinstance(exc, openai.APIStatusError):
+        return exc.response.headers
+    return {}
+
+
+def should_retry(exc: BaseException) -> bool:
+    """Timeouts, connection errors, 408/409/429 and 5xx are transient; the server may override
+    with `x-should-retry: true|false`. Everything else (400, 401, 403, 404, 422, an exhausted
+    quota) is not."""
+    if isinstance(exc, openai.APITimeoutError | openai.APIConnectionError):
+        return True
+    if is_fatal(exc):
+        return False
+    status = status_of(exc)
+    if status is None:
+        return False
+    hint = headers_of(exc).get("x-should-retry", "").lower()
+    if hint in ("true", "false"):
+        return hint == "true"
+    return status in RETRY_STATUSES or status >= 500
+
+
+def is_fatal(exc: BaseException) -> bool:
+    """Errors that doom every request of the run: bad key, no permission, unknown model/URL,
+    and a 429 that is not a rate limit but an exhausted quota (`insufficient_quota`)."""
+    if status_of(exc) == 429:
+        return getattr(exc, "code", None) == "insufficient_quota"
+    return status_of(exc) in FATAL_STATUSES
+
+
+def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
+    """Seconds the server asked us to wait: `retry-after-ms`, then `retry-after` as seconds or
+    as an HTTP date (relative to `now`, epoch seconds). None when absent or unreadable;
+    never negative."""
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms is not None:
+        try:
+            return max(0.0, float(raw_ms) / 1000.0)
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    current = time.time() if now is None else now
+    return max(0.0, when.timestamp() - current)
+
+
+def backoff(
+    attempt: int, policy: RetryPolicy, *, rand: Callable[[], float] = random.random
+) -> float:
+    """Exponential backoff for the retry after `attempt` (1-based) failed requests:
+    min(max_delay, base_delay * 2**(attempt-1)), less up to `jitter` of it at random."""
+    delay: float = min(policy.max_delay, policy.base_delay * 2.0 ** max(0, attempt - 1))
+    return delay * (1.0 - policy.jitter * rand())
+
+
+def retry_delay(
+    exc: BaseException,
+    attempt: int,
+    policy: RetryPolicy,
+    *,
+    now: float | None = None,
+    rand: Callable[[], float] = random.random,
+) -> float:
+    """How long to wait before the next request: the server's Retry-After when it gave one
+    (capped at `max_retry_after`), else the jittered backoff."""
+    asked = parse_retry_after(headers_of(exc), now=now)
+    if asked is not None:
+        return min(asked, policy.max_retry_after)
+    return backoff(attempt, policy, rand=rand)

@@ -1,0 +1,1 @@
+"""Regrading stored pairs under a new prompt or model: selection, run, diff and metric deltas."""

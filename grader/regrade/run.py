@@ -1,0 +1,124 @@
+"""Running a regrade: select, skip what is done, grade the rest by batch or concurrently, diff.
+
+See `grader.regrade.selection` for the selection and `grader.batch` for the Batch API path. The old
+judgments are never touched: the new version is stored under its own content keys.
+
+Every selected id pair is in the outcome and the diff, also pairs whose texts repeat under other
+ids; such pairs share one content key, so each content is sent (and paid) once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from grader.batch.jobs import BatchJudge, BatchRunner, CollectSummary, JudgeFor, Progress, Sleep
+from grader.grading.pairs import Pair
+from grader.grading.pipeline import GradingReport, StoreWriter, grade_pairs
+from grader.judges.base import Judge
+from grader.regrade.diff import RegradeDiff, VersionPair, diff_versions
+from grader.regrade.selection import (
+    Candidate,
+    Criterion,
+    distinct_keys,
+    record_pairs,
+    select_candidates,
+    to_grade,
+    version_pairs,
+)
+from grader.store.store import Store
+
+
+@dataclass
+class RegradeOutcome:
+    """What a regrade selected, sent and found, and the diff between versions. Counts are of
+    id pairs, except `requests`: the distinct contents sent (pairs with equal texts share one)."""
+
+    candidates: list[Candidate]
+    pairs: list[VersionPair]
+    diff: RegradeDiff
+    sent: int = 0
+    requests: int = 0
+    already_done: int = 0
+    waiting_in_batches: int = 0
+    job_ids: list[int] = field(default_factory=list)
+    collected: CollectSummary | None = None
+    report: GradingReport | None = None
+
+
+async def regrade(
+    store: Store,
+    judge: Judge,
+    criteria: Sequence[Criterion],
+    *,
+    runner: BatchRunner | None = None,
+    batch_judge: BatchJudge | None = None,
+    judge_for: JudgeFor | None = None,
+    job_config: dict[str, Any] | None = None,
+    wait: bool = True,
+    concurrency: int = 8,
+    progress: bool | None = None,
+    batch_progress: Progress | None = None,
+    batch_discount: float = 0.5,
+    sleep: Sleep | None = None,
+    writer: StoreWriter | None = None,
+) -> RegradeOutcome:
+    """Regrade the selected stored pairs with `judge` (through `runner` when given).
+
+    With a runner, `batch_judge` is `judge` seen by the Batch API, `judge_for` rebuilds the judge
+    of any open job from its config (jobs of earlier, stopped runs are continued too), and
+    `job_config` is recorded with the new jobs so that can be done.
+    """
+    fingerprint = judge.fingerprint()
+    candidates = select_candidates(store, criteria, fingerprint)
+    record_pairs(store, candidates)
+    outcome_fields: dict[str, Any] = {}
+    if runner is not None:
+        if batch_judge is None or judge_for is None:
+            raise ValueError("the batch path needs batch_judge and judge_for")
+        waiting = runner.state.open_keys()
+        todo = to_grade(store, candidates, exclude=waiting)
+        in_batches = sum(1 for c in candidates if c.new_key in waiting)
+        job_ids: list[int] = []
+        if todo:  # every id pair is an item; pairs sharing a key are one request
+            job_ids = await runner.submit(
+                batch_judge,
+                [(c.query, c.doc, c.new_key) for c in todo],
+                config=job_config or {},
+            )
+        run_options: dict[str, Any] = {"wait": wait, "progress": batch_progress}
+        if sleep is not None:
+            run_options["sleep"] = sleep
+        collected = await runner.run(judge_for, **run_options)
+        outcome_fields.update(
+            sent=len(todo),
+            requests=len(distinct_keys(todo)),
+            already_done=len(candidates) - len(todo) - in_batches,
+            waiting_in_batches=in_batches,
+            job_ids=job_ids,
+            collected=collected,
+        )
+        batch_keys = runner.state.keys_with_outcome("batch")
+    else:
+        todo = to_grade(store, candidates)
+        report = None
+        if todo:
+            report = await grade_pairs(
+                [Pair(c.query, c.doc) for c in todo],
+                [judge],
+                store=store,
+                concurrency=concurrency,
+                progress=progress,
+                writer=writer,
+            )
+        outcome_fields.update(
+            sent=len(todo),
+            requests=len(distinct_keys(todo)),
+            already_done=len(candidates) - len(todo),
+            report=report,
+        )
+        batch_keys = set()
+    pairs = version_pairs(store, candidates)
+    diff = diff_versions(pairs, batch_keys=batch_keys, batch_discount=batch_discount)
+    return RegradeOutcome(candidates=candidates, pairs=pairs, diff=diff, **outcome_fields)

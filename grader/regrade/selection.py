@@ -1,0 +1,281 @@
+"""Regrading stored pairs under a new prompt or model, keeping the old judgments.
+
+The store holds every version of a pair under its own content key. A regrade:
+
+1. picks the pairs (`Selection`) over the stored judgments that are NOT the new version; the
+   pair's "old" judgment is its latest OUTPUT judgment: what `grade` gave for the pair. When a
+   run combined several answers (an ensemble, `--verify-low`), the pipeline stores the combined
+   (or verified) judgment under its own key, and the answers it was built from (the members,
+   the first judgment, the verifier's answer) are never the old side of that pair: only output
+   judgments compete, and the most recent wins (after the `prompt=OLD` filter, when given, so
+   the old side is exactly that prompt's output). A store written before output judgments were
+   stored holds only the answers: rerunning the same `grade` command stores the outputs without
+   sending a request. A pair whose only stored judgment is a FAILED one of the new version
+   itself (same prompt and model) is retried, with that failure as its old side;
+2. computes each pair's new key from the new judge's fingerprint and the stored texts, and skips
+   the keys already ok in the store (a rerun sends nothing) and the keys waiting in open batches;
+3. grades the rest through the Batch API (`grader.batch`) or concurrently through the grading
+   pipeline, then pairs old and new judgments for the diff (`grader.regrade.diff`).
+
+Pairs are id pairs: pairs whose texts repeat under other ids share one content key (one
+judgment, one request), and every one of them is selected, graded, written and counted in the
+diff on its own, with the shared judgment rebound to its ids (`grader.grading.outputs.for_pair`).
+
+Selection criteria (`--select`, all must hold): `all`, `failed`, `grade<=N`, `sample FILE` (the
+pairs in a CSV with query_id,doc_id columns, a TREC qrels or run file, or `qid docid` lines),
+`disagreement` (an ensemble's judges or a verification disagreed; a pair where a member or the
+verifier FAILED counts as disagreeing too, since nothing shows the judges agree there), `prompt=OLD`
+(OLD is a prompt name, `name@version`, or a prompt file stem `name-vN`).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from grader.errors import InputError
+from grader.grading.outputs import for_pair
+from grader.grading.pairs import Pair
+from grader.io.files import read_text
+from grader.keys import content_key
+from grader.models import Doc, Judgment, Query
+from grader.regrade.diff import VersionPair
+from grader.store.store import Store
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """One selection criterion: kind in all|failed|grade<=|sample|disagreement|prompt."""
+
+    kind: str
+    value: Any = None
+
+
+def parse_selection(tokens: Sequence[str]) -> list[Criterion]:
+    """`["prompt=passage-v1", "grade<=1"]` or `["sample", "FILE"]` -> criteria (all must hold)."""
+    criteria: list[Criterion] = []
+    items = list(tokens) or ["all"]
+    i = 0
+    while i < len(items):
+        token = items[i].strip()
+        i += 1
+        if token == "all":
+            criteria.append(Criterion("all"))
+        elif token == "failed":
+            criteria.append(Criterion("failed"))
+        elif token == "disagreement":
+            criteria.append(Criterion("disagreement"))
+        elif token.startswith("grade<="):
+            text = token[len("grade<=") :]
+            if text not in ("0", "1", "2", "3"):
+                raise InputError(f"--select {token}: N must be 0, 1, 2 or 3", hint="grade<=1")
+            criteria.append(Criterion("grade<=", int(text)))
+        elif token.startswith("prompt="):
+            name = token[len("prompt=") :]
+            if not name:
+                raise InputError("--select prompt=OLD needs a prompt name", hint="prompt=passage")
+            criteria.append(Criterion("prompt", name))
+        elif token in ("sample",) or token.startswith(("sample=", "sample:")):
+            path = token[len("sample") + 1 :] if token != "sample" else None
+            if path is None:
+                if i >= len(items):
+                    raise InputError("--select sample needs a FILE", hint="--select sample s.csv")
+                path = items[i]
+                i += 1
+            criteria.append(Criterion("sample", read_pair_list(path)))
+        else:
+            raise InputError(
+                f"--select: unknown criterion {token!r}",
+                hint="use all, failed, grade<=N, sample FILE, disagreement or prompt=OLD",
+            )
+    return criteria
+
+
+def read_pair_list(path: str | Path) -> frozenset[tuple[str, str]]:
+    """(query_id, doc_id) pairs of a sample CSV, TREC qrels/run, or `qid docid` file."""
+    text = read_text(path)
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        raise InputError("no pairs in the file", path=path, hint="a sample CSV or qrels")
+    pairs: set[tuple[str, str]] = set()
+    if "," in lines[0]:
+        reader = csv.DictReader(io.StringIO(text))
+        fields = reader.fieldnames or []
+        qcol = next((c for c in ("query_id", "qid") if c in fields), None)
+        dcol = next((c for c in ("doc_id", "docid") if c in fields), None)
+        if qcol is None or dcol is None:
+            raise InputError("a CSV of pairs needs query_id and doc_id columns", path=path, line=1)
+        for row in reader:
+            pairs.add((str(row[qcol]).strip(), str(row[dcol]).strip()))
+        return frozenset(pairs)
+    for number, line in enumerate(lines, start=1):
+        parts = line.split()
+        if len(parts) == 2:
+            pairs.add((parts[0], parts[1]))
+        elif len(parts) in (4, 6):  # qrels: qid iter docid grade; run: qid Q0 docid rank score tag
+            pairs.add((parts[0], parts[2]))
+        else:
+            raise InputError(
+                f"expected `qid docid`, qrels or run columns, got {len(parts)} fields",
+                path=path,
+                line=number,
+            )
+    return frozenset(pairs)
+
+
+def _prompt_matches(judgment: Judgment, name: str) -> bool:
+    prompt = judgment.prompt
+    if prompt is None:
+        return judgment.judge == name
+    return name in (
+        prompt.name,
+        f"{prompt.name}@{prompt.version}",
+        f"{prompt.name}-v{prompt.version}",
+        prompt.sha256,
+    )
+
+
+def _disagrees(judgment: Judgment) -> bool:
+    """Whether the judges of a combined judgment disagreed, or one of them failed."""
+    if judgment.disagreement is not None and judgment.disagreement > 0:
+        return True
+    if judgment.judges is not None and any(g is None for g in judgment.judges.values()):
+        return True  # a failed member: agreement is unknown
+    verification = judgment.verification or {}
+    first = (verification.get("primary") or {}).get("grade")
+    second = verification.get("verifier") or {}
+    if second and second.get("status") != "ok":
+        return True  # the verifier failed: the second look did not happen
+    return first is not None and second.get("grade") is not None and first != second["grade"]
+
+
+def _parts(store: Store, output: Judgment, query: Query, doc: Doc) -> set[str]:
+    """The keys of the answers an output judgment was combined from (members, first judgment,
+    verifier), found from its `verification` and its stored fingerprint."""
+    keys: set[str] = set()
+    verification = output.verification or {}
+    for side in ("primary", "verifier"):
+        key = (verification.get(side) or {}).get("key")
+        if isinstance(key, str):
+            keys.add(key)
+    fingerprint: Any = store.fingerprint(output.key) or {}
+    first = fingerprint.get("verified", fingerprint) if isinstance(fingerprint, dict) else {}
+    members = first.get("ensemble") if isinstance(first, dict) else None
+    for member in members or []:
+        keys.add(content_key(member, query.text, doc.text))
+    keys.discard(output.key)
+    return keys
+
+
+def _keeps(judgment: Judgment, criterion: Criterion) -> bool:
+    if criterion.kind == "failed":
+        return judgment.status == "failed"
+    if criterion.kind == "grade<=":
+        return judgment.grade is not None and judgment.grade <= int(criterion.value)
+    if criterion.kind == "sample":
+        return (judgment.query_id, judgment.doc_id) in criterion.value
+    if criterion.kind == "disagreement":
+        return _disagrees(judgment)
+    return True  # all, prompt (applied before choosing the old judgment)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A selected pair with its texts, its old judgment and its key under the new judge."""
+
+    query: Query
+    doc: Doc
+    old: Judgment
+    new_key: str
+
+
+def select_candidates(
+    store: Store, criteria: Sequence[Criterion], fingerprint: dict[str, Any]
+) -> list[Candidate]:
+    """The pairs to regrade, in (query_id, doc_id) order (see the module docstring)."""
+    prompts = [c.value for c in criteria if c.kind == "prompt"]
+    queries = store.queries()
+    docs = store.docs()
+    new_keys: dict[tuple[str, str], str] = {}
+    rows: dict[tuple[str, str], list[Judgment]] = {}
+    for qid, did, stored in store.iter_pair_judgments():
+        pair = (qid, did)
+        query, doc = queries.get(qid), docs.get(did)
+        if query is None or doc is None:
+            continue  # graded before texts were kept: cannot be regraded from the store
+        if pair not in new_keys:
+            new_keys[pair] = content_key(fingerprint, query.text, doc.text)
+        rows.setdefault(pair, []).append(for_pair(stored, Pair(query, doc)))
+    latest: dict[tuple[str, str], Judgment] = {}
+    for pair, judgments in rows.items():
+        query, doc = queries[pair[0]], docs[pair[1]]
+        parts: set[str] = set()
+        for judgment in judgments:
+            if judgment.judges is not None or judgment.verification is not None:
+                parts |= _parts(store, judgment, query, doc)
+        for judgment in judgments:
+            if judgment.key == new_keys[pair] or judgment.key in parts:
+                continue
+            if any(not _prompt_matches(judgment, name) for name in prompts):
+                continue
+            current = latest.get(pair)
+            if current is None or judgment.created_at > current.created_at:
+                latest[pair] = judgment
+        if pair not in latest:
+            # Only the new version is stored. When it failed, regrading is a retry of that very
+            # judgment (same prompt and model), so it is its own old side.
+            retry = next((j for j in judgments if j.key == new_keys[pair]), None)
+            if (
+                retry is not None
+                and retry.status == "failed"
+                and all(_prompt_matches(retry, name) for name in prompts)
+            ):
+                latest[pair] = retry
+    chosen: list[Candidate] = []
+    for pair in sorted(latest):
+        old = latest[pair]
+        if all(_keeps(old, c) for c in criteria):
+            chosen.append(Candidate(queries[pair[0]], docs[pair[1]], old, new_keys[pair]))
+    return chosen
+
+
+def version_pairs(store: Store, candidates: Iterable[Candidate]) -> list[VersionPair]:
+    """Each candidate with its old judgment and its new one as stored now (None if not yet),
+    both under the candidate's ids (a new judgment is shared by the pairs of its texts)."""
+    listed = list(candidates)
+    stored = store.get_many(c.new_key for c in listed)
+    out: list[VersionPair] = []
+    for c in listed:
+        new = stored.get(c.new_key)
+        if new is not None:
+            new = for_pair(new, Pair(c.query, c.doc))
+        out.append(VersionPair(c.query.query_id, c.doc.doc_id, c.old, new))
+    return out
+
+
+def record_pairs(store: Store, candidates: Iterable[Candidate]) -> None:
+    """List each candidate's id pair under its new key in the store, so a later regrade of the
+    new version finds every pair, also those whose new judgment another pair's request gave."""
+    store.put_pairs((c.new_key, c.query.query_id, c.doc.doc_id) for c in candidates)
+
+
+def distinct_keys(candidates: Iterable[Candidate]) -> list[Candidate]:
+    """The first candidate of each new key: what is sent (one request per content)."""
+    first: dict[str, Candidate] = {}
+    for c in candidates:
+        first.setdefault(c.new_key, c)
+    return list(first.values())
+
+
+def to_grade(
+    store: Store, candidates: Sequence[Candidate], *, exclude: Iterable[str] = ()
+) -> list[Candidate]:
+    """Candidates whose new key is not ok in the store (nor among `exclude`, e.g. keys waiting
+    in open batches)."""
+    statuses = store.statuses(c.new_key for c in candidates)
+    skip = set(exclude)
+    return [c for c in candidates if statuses.get(c.new_key) != "ok" and c.new_key not in skip]

@@ -1,0 +1,114 @@
+"""The store's schema, as a numbered list of migrations applied in order.
+
+Each migration runs in its own transaction and bumps `PRAGMA user_version` to its number, so a
+store is always at exactly one known version. To change the schema, APPEND a `Migration` with the
+next number (never edit a released one): stores written by older relgrade versions then upgrade
+on open, and a store from a newer relgrade is refused instead of misread.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from grader.store.batch_tables import BATCH_STATEMENTS
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One schema step: SQL statements run in order, or a function given the connection."""
+
+    version: int
+    name: str
+    statements: tuple[str, ...] = ()
+    apply: Callable[[sqlite3.Connection], None] | None = None
+
+
+MIGRATIONS: list[Migration] = [
+    Migration(
+        1,
+        "judgments, texts and call log",
+        (
+            # One row per judgment, keyed by the content key (grader.keys.content_key). The full
+            # Judgment is kept as JSON; the other columns are there to select and count quickly.
+            """CREATE TABLE judgments (
+                key TEXT PRIMARY KEY,
+                query_id TEXT NOT NULL,
+                doc_id TEXT NOT NULL,
+                judge TEXT NOT NULL,
+                model TEXT,
+                prompt_name TEXT,
+                prompt_version TEXT,
+                prompt_sha TEXT,
+                status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
+                grade INTEGER CHECK (grade IS NULL OR grade BETWEEN 0 AND 3),
+                created_at TEXT NOT NULL,
+                fingerprint TEXT,
+                judgment TEXT NOT NULL,
+                CHECK ((status = 'ok') = (grade IS NOT NULL))
+            )""",
+            "CREATE INDEX judgments_pair ON judgments (query_id, doc_id)",
+            "CREATE INDEX judgments_judge ON judgments (judge, prompt_name, status)",
+            # The texts, so `regrade --store DB` needs no other file.
+            """CREATE TABLE queries (
+                query_id TEXT PRIMARY KEY,
+                text TEXT NOT NULL
+            )""",
+            """CREATE TABLE docs (
+                doc_id TEXT PRIMARY KEY,
+                text TEXT NOT NULL,
+                title TEXT,
+                metadata TEXT NOT NULL DEFAULT '{}'
+            )""",
+            # One row per HTTP attempt. Never holds credentials.
+            """CREATE TABLE calls (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                key TEXT,
+                attempt INTEGER,
+                status TEXT,
+                http_status INTEGER,
+                latency_ms REAL,
+                prompt_tokens INTEGER,
+                completion_tokens INTEGER,
+                cached_tokens INTEGER,
+                error_type TEXT,
+                error_message TEXT,
+                created_at TEXT NOT NULL
+            )""",
+            "CREATE INDEX calls_key ON calls (key)",
+            """CREATE TABLE schema_migrations (
+                version INTEGER PRIMARY KEY,
+                name TEXT NOT NULL,
+                applied_at TEXT NOT NULL
+            )""",
+        ),
+    ),
+    # Batch API jobs and which keys each holds (owner: grader.batch), so a later process can
+    # check on and collect batches that an earlier one submitted.
+    Migration(2, "batch jobs", BATCH_STATEMENTS),
+    # Every (query_id, doc_id) pair of each content key. Pairs whose texts repeat under other
+    # ids share one key (graded once), and a judgments row names only one of them; this table
+    # names them all, so regrade and its outputs cover every id pair. An older store knows only
+    # the pair each row names: rerunning its `grade` command records the others (no request).
+    Migration(
+        3,
+        "id pairs of each content key",
+        (
+            """CREATE TABLE judgment_pairs (
+                key TEXT NOT NULL,
+                query_id TEXT NOT NULL,
+                doc_id TEXT NOT NULL,
+                PRIMARY KEY (key, query_id, doc_id)
+            )""",
+            "CREATE INDEX judgment_pairs_pair ON judgment_pairs (query_id, doc_id)",
+            "INSERT OR IGNORE INTO judgment_pairs (key, query_id, doc_id)"
+            " SELECT key, query_id, doc_id FROM judgments",
+        ),
+    ),
+]
+
+
+def latest_version() -> int:
+    """The schema version this relgrade writes."""
+    return MIGRATIONS[-1].version if MIGRATIONS else 0

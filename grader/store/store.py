@@ -1,0 +1,438 @@
+"""The judgment store: SQLite (WAL) keyed by content key, with the texts and a call log.
+
+- One row per judgment, keyed by `grader.keys.content_key`; a rerun finds every key it already
+  paid for. Failed judgments are stored too (with their error) so they can be inspected, but a
+  later ok judgment replaces them, and an ok judgment is never replaced by a failure.
+- Query and document texts (title, metadata) are kept so regrading needs only the store.
+- Every (query_id, doc_id) pair of a content key is kept (`judgment_pairs`): pairs whose texts
+  repeat under other ids share one key and one judgment row, but each id pair is listed, so
+  `iter_pair_judgments` gives every id pair its judgments.
+- The call log has one row per HTTP attempt (status, latency, tokens, error); never credentials.
+  Text given in `secrets` is masked in everything the store writes, as a second line of defence.
+- WAL with synchronous=NORMAL: a commit survives a killed process (not a power cut, which may lose
+  the last commits but never corrupts the file). A busy timeout lets two runs share one store.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from grader.errors import StoreError
+from grader.models import Doc, Judgment, Query
+from grader.store.migrations import MIGRATIONS, latest_version
+
+BUSY_TIMEOUT_MS = 30_000
+_CHUNK = 500  # keys per `IN (...)` query, below SQLite's variable limit
+
+_UPSERT_JUDGMENT = """
+INSERT INTO judgments (key, query_id, doc_id, judge, model, prompt_name, prompt_version,
+                       prompt_sha, status, grade, created_at, fingerprint, judgment)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (key) DO UPDATE SET
+    query_id = excluded.query_id, doc_id = excluded.doc_id, judge = excluded.judge,
+    model = excluded.model, prompt_name = excluded.prompt_name,
+    prompt_version = excluded.prompt_version, prompt_sha = excluded.prompt_sha,
+    status = excluded.status, grade = excluded.grade, created_at = excluded.created_at,
+    fingerprint = COALESCE(excluded.fingerprint, judgments.fingerprint),
+    judgment = excluded.judgment
+WHERE judgments.status != 'ok' OR excluded.status = 'ok'
+"""
+
+_UPSERT_QUERY = """
+INSERT INTO queries (query_id, text) VALUES (?, ?)
+ON CONFLICT (query_id) DO UPDATE SET text = excluded.text WHERE queries.text != excluded.text
+"""
+
+_UPSERT_DOC = """
+INSERT INTO docs (doc_id, text, title, metadata) VALUES (?, ?, ?, ?)
+ON CONFLICT (doc_id) DO UPDATE SET text = excluded.text, title = excluded.title,
+    metadata = excluded.metadata
+WHERE docs.text != excluded.text OR docs.title IS NOT excluded.title
+    OR docs.metadata != excluded.metadata
+"""
+
+_INSERT_PAIR = """
+INSERT OR IGNORE INTO judgment_pairs (key, query_id, doc_id) VALUES (?, ?, ?)
+"""
+
+_INSERT_CALL = """
+INSERT INTO calls (key, attempt, status, http_status, latency_ms, prompt_tokens,
+                   completion_tokens, cached_tokens, error_type, error_message, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+class Store:
+    """A judgment store at `path` (created and migrated on open). Use from one thread."""
+
+    def __init__(self, path: str | Path, *, secrets: Sequence[str] = ()) -> None:
+        self.path = Path(path)
+        self._secrets = tuple(s for s in secrets if s)
+        if self.path.exists() and self.path.is_dir():
+            raise StoreError(f"{self.path}: is a folder, not a store file")
+        if not self.path.parent.exists():
+            raise StoreError(f"{self.path}: the folder does not exist (create it first)")
+        try:
+            self._conn = sqlite3.connect(
+                self.path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000
+            )
+            self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(
+                f"{self.path}: not a usable relgrade store ({exc}); "
+                "point --store at a relgrade store or a new file"
+            ) from None
+
+    # ---- lifecycle -----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the connection (all writes are already committed)."""
+        self._conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def schema_version(self) -> int:
+        """The schema version of the open store (`PRAGMA user_version`)."""
+        row = self._conn.execute("PRAGMA user_version").fetchone()
+        return int(row[0])
+
+    def _migrate(self) -> None:
+        current = self.schema_version
+        newest = latest_version()
+        if current > newest:
+            raise StoreError(
+                f"{self.path}: written by a newer relgrade (store schema {current}, this relgrade "
+                f"knows up to {newest}); upgrade relgrade or use another --store"
+            )
+        for migration in MIGRATIONS:
+            if migration.version <= current:
+                continue
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                # Another process may have migrated while we waited for the lock.
+                if self.schema_version >= migration.version:
+                    self._conn.execute("COMMIT")
+                    continue
+                for statement in migration.statements:
+                    self._conn.execute(statement)
+                if migration.apply is not None:
+                    migration.apply(self._conn)
+                self._conn.execute(
+                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                    (migration.version, migration.name, _now()),
+                )
+                self._conn.execute(f"PRAGMA user_version = {int(migration.version)}")
+                self._conn.execute("COMMIT")
+            except sqlite3.DatabaseError as exc:
+                self._conn.execute("ROLLBACK")
+                raise StoreError(
+                    f"{self.path}: schema migration {migration.version} ({migration.name}) "
+                    f"failed and was rolled back: {exc}"
+                ) from None
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+
+    # ---- writing -------------------------------------------------------------------------
+
+    def add_secrets(self, secrets: Sequence[str]) -> None:
+        """Also mask these strings (e.g. an API key known only after opening) in what is written."""
+        self._secrets = tuple(dict.fromkeys([*self._secrets, *(s for s in secrets if s)]))
+
+    def _mask(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
+
+    def _judgment_row(
+        self, judgment: Judgment, fingerprint: Mapping[str, Any] | None
+    ) -> tuple[Any, ...]:
+        prompt = judgment.prompt
+        model = None
+        if fingerprint is not None:
+            model = fingerprint.get("model")
+        return (
+            judgment.key,
+            judgment.query_id,
+            judgment.doc_id,
+            judgment.judge,
+            None if model is None else str(model),
+            prompt.name if prompt else None,
+            prompt.version if prompt else None,
+            prompt.sha256 if prompt else None,
+            judgment.status,
+            judgment.grade,
+            judgment.created_at.isoformat(),
+            None if fingerprint is None else self._mask(json.dumps(fingerprint, sort_keys=True)),
+            self._mask(judgment.model_dump_json()),
+        )
+
+    def put(
+        self,
+        judgment: Judgment,
+        *,
+        query: Query | None = None,
+        doc: Doc | None = None,
+        fingerprint: Mapping[str, Any] | None = None,
+    ) -> bool:
+        """Store one judgment (and its texts); False when an ok judgment kept its place."""
+        return self.put_many([(judgment, fingerprint)], queries=[query], docs=[doc]) == 1
+
+    def put_many(
+        self,
+        items: Iterable[tuple[Judgment, Mapping[str, Any] | None]],
+        *,
+        queries: Iterable[Query | None] = (),
+        docs: Iterable[Doc | None] = (),
+    ) -> int:
+        """Store judgments with their fingerprints in one transaction; returns how many were
+        written (an ok judgment is never replaced by a failed one)."""
+        rows = [self._judgment_row(j, fp) for j, fp in items]
+        written = 0
+        with self._transaction():
+            self._put_texts(queries, docs)
+            for row in rows:
+                written += self._conn.execute(_UPSERT_JUDGMENT, row).rowcount
+            self._conn.executemany(_INSERT_PAIR, (row[:3] for row in rows))
+        return written
+
+    def put_pairs(self, pairs: Iterable[tuple[str, str, str]]) -> None:
+        """Record (key, query_id, doc_id): the id pair's texts give that content key. A pair
+        whose key has no judgment yet is listed once one is stored (see `iter_pair_judgments`)."""
+        with self._transaction():
+            self._conn.executemany(_INSERT_PAIR, pairs)
+
+    def put_texts(self, queries: Iterable[Query | None], docs: Iterable[Doc | None]) -> None:
+        """Keep the query and document texts so the store alone can regrade them later."""
+        with self._transaction():
+            self._put_texts(queries, docs)
+
+    def _put_texts(self, queries: Iterable[Query | None], docs: Iterable[Doc | None]) -> None:
+        self._conn.executemany(
+            _UPSERT_QUERY, ((q.query_id, q.text) for q in queries if q is not None)
+        )
+        self._conn.executemany(
+            _UPSERT_DOC,
+            (
+                (d.doc_id, d.text, d.title, json.dumps(d.metadata, sort_keys=True, default=str))
+                for d in docs
+                if d is not None
+            ),
+        )
+
+    def log_call(self, record: Any) -> None:
+        """Append one HTTP attempt to the call log (see `log_calls`)."""
+        self.log_calls([record])
+
+    def log_calls(self, records: Iterable[Any]) -> None:
+        """Append HTTP attempts to the call log. A record is any object (or dict) with some of:
+        key, attempt, status, http_status, latency_ms, usage or prompt/completion/cached tokens,
+        error_type, error_message. Secrets are masked."""
+        rows = [self._call_row(r) for r in records]
+        if not rows:
+            return
+        with self._transaction():
+            self._conn.executemany(_INSERT_CALL, rows)
+
+    def _call_row(self, record: Any) -> tuple[Any, ...]:
+        def get(*names: str) -> Any:
+            for name in names:
+                value = record.get(name) if isinstance(record, Mapping) else None
+                if value is None and not isinstance(record, Mapping):
+                    value = getattr(record, name, None)
+                if value is not None:
+                    return value
+            return None
+
+        usage = get("usage")
+
+        def tokens(name: str) -> int | None:
+            direct = get(name)
+            if direct is not None:
+                return int(direct)
+            if usage is None:
+                return None
+            value = usage.get(name) if isinstance(usage, Mapping) else getattr(usage, name, None)
+            return None if value is None else int(value)
+
+        error_message = get("error_message", "error")
+        if error_message is not None and not isinstance(error_message, str):
+            error_message = str(getattr(error_message, "message", error_message))
+        error_type = get("error_type", "error_class")
+        status = get("status", "outcome")
+        return (
+            get("key"),
+            get("attempt"),
+            None if status is None else str(status),
+            get("http_status", "status_code"),
+            get("latency_ms"),
+            tokens("prompt_tokens"),
+            tokens("completion_tokens"),
+            tokens("cached_tokens"),
+            None if error_type is None else str(error_type),
+            None if error_message is None else self._mask(error_message),
+            _now(),
+        )
+
+    class _Tx:
+        def __init__(self, conn: sqlite3.Connection) -> None:
+            self.conn = conn
+
+        def __enter__(self) -> None:
+            self.conn.execute("BEGIN IMMEDIATE")
+
+        def __exit__(self, exc_type: object, *rest: object) -> None:
+            self.conn.execute("COMMIT" if exc_type is None else "ROLLBACK")
+
+    def _transaction(self) -> Store._Tx:
+        return Store._Tx(self._conn)
+
+    # ---- reading -------------------------------------------------------------------------
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, Judgment]:
+        """The stored judgments (ok and failed) among `keys`, by key."""
+        found: dict[str, Judgment] = {}
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), _CHUNK):
+            chunk = unique[start : start + _CHUNK]
+            marks = ",".join("?" * len(chunk))
+            for key, text in self._conn.execute(
+                f"SELECT key, judgment FROM judgments WHERE key IN ({marks})", chunk
+            ):
+                found[key] = Judgment.model_validate_json(text)
+        return found
+
+    def statuses(self, keys: Iterable[str]) -> dict[str, str]:
+        """The stored status ("ok" / "failed") of each key among `keys` that is stored."""
+        found: dict[str, str] = {}
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), _CHUNK):
+            chunk = unique[start : start + _CHUNK]
+            marks = ",".join("?" * len(chunk))
+            found.update(
+                self._conn.execute(
+                    f"SELECT key, status FROM judgments WHERE key IN ({marks})", chunk
+                ).fetchall()
+            )
+        return found
+
+    def iter_judgments(
+        self,
+        *,
+        status: str | None = None,
+        judge: str | None = None,
+        model: str | None = None,
+        prompt_name: str | None = None,
+        prompt_sha: str | None = None,
+        query_ids: Iterable[str] | None = None,
+    ) -> Iterator[Judgment]:
+        """Stored judgments matching every filter given, ordered by (query_id, doc_id, judge)."""
+        where: list[str] = []
+        params: list[Any] = []
+        for column, value in (
+            ("status", status),
+            ("judge", judge),
+            ("model", model),
+            ("prompt_name", prompt_name),
+            ("prompt_sha", prompt_sha),
+        ):
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        if query_ids is not None:
+            ids = list(query_ids)
+            where.append(f"query_id IN ({','.join('?' * len(ids))})")
+            params.extend(ids)
+        sql = "SELECT judgment FROM judgments"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY query_id, doc_id, judge, key"
+        for (text,) in self._conn.execute(sql, params):
+            yield Judgment.model_validate_json(text)
+
+    def iter_pair_judgments(self) -> Iterator[tuple[str, str, Judgment]]:
+        """(query_id, doc_id, judgment) for every id pair and every judgment stored under one of
+        its content keys, ordered by (query_id, doc_id, judge). The judgment is as stored: its
+        own ids may be those of another pair with the same texts (rebind it for this pair)."""
+        sql = (
+            "SELECT p.query_id, p.doc_id, j.key, j.judgment FROM judgment_pairs p"
+            " JOIN judgments j ON j.key = p.key ORDER BY p.query_id, p.doc_id, j.judge, j.key"
+        )
+        parsed: dict[str, Judgment] = {}
+        for qid, did, key, text in self._conn.execute(sql):
+            judgment = parsed.get(key)
+            if judgment is None:
+                judgment = parsed[key] = Judgment.model_validate_json(text)
+            yield qid, did, judgment
+
+    def fingerprint(self, key: str) -> dict[str, Any] | None:
+        """The judge fingerprint stored with `key`, if any."""
+        row = self._conn.execute(
+            "SELECT fingerprint FROM judgments WHERE key = ?", (key,)
+        ).fetchone()
+        if row is None or row[0] is None:
+            return None
+        value: dict[str, Any] = json.loads(row[0])
+        return value
+
+    def count(self, *, status: str | None = None) -> int:
+        """How many judgments are stored (with `status`, when given)."""
+        if status is None:
+            row = self._conn.execute("SELECT COUNT(*) FROM judgments").fetchone()
+        else:
+            row = self._conn.execute(
+                "SELECT COUNT(*) FROM judgments WHERE status = ?", (status,)
+            ).fetchone()
+        return int(row[0])
+
+    def queries(self, ids: Iterable[str] | None = None) -> dict[str, Query]:
+        """Stored query texts (all, or those among `ids`)."""
+        rows = self._select_by_ids("SELECT query_id, text FROM queries", "query_id", ids)
+        return {qid: Query(query_id=qid, text=text) for qid, text in rows}
+
+    def docs(self, ids: Iterable[str] | None = None) -> dict[str, Doc]:
+        """Stored documents (all, or those among `ids`) with title and metadata."""
+        rows = self._select_by_ids("SELECT doc_id, text, title, metadata FROM docs", "doc_id", ids)
+        return {
+            did: Doc(doc_id=did, text=text, title=title, metadata=json.loads(meta))
+            for did, text, title, meta in rows
+        }
+
+    def _select_by_ids(
+        self, sql: str, column: str, ids: Iterable[str] | None
+    ) -> list[tuple[Any, ...]]:
+        if ids is None:
+            return self._conn.execute(sql).fetchall()
+        unique = list(dict.fromkeys(ids))
+        rows: list[tuple[Any, ...]] = []
+        for start in range(0, len(unique), _CHUNK):
+            chunk = unique[start : start + _CHUNK]
+            marks = ",".join("?" * len(chunk))
+            rows.extend(self._conn.execute(f"{sql} WHERE {column} IN ({marks})", chunk))
+        return rows
+
+    def calls(self, key: str | None = None) -> list[dict[str, Any]]:
+        """The call log (for one key, when given), oldest first."""
+        cursor = self._conn.execute(
+            "SELECT * FROM calls" + (" WHERE key = ?" if key else "") + " ORDER BY id",
+            (key,) if key else (),
+        )
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor]
