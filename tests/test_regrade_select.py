@@ -71,6 +71,9 @@ def test_old_is_latest_non_new_version_and_prompt_filter_picks_it(tmp_path: Path
         assert [(c.doc.doc_id, c.old.grade) for c in picked] == [("d1", 2)]
         picked = select_candidates(store, parse_selection(["prompt=passage@1"]), NEW_FP)
         assert [(c.doc.doc_id, c.old.grade) for c in picked] == [("d1", 0)]
+        for sha in ("1" * 64, "sha256:" + "1" * 64):  # the prompt's sha, bare or tagged
+            picked = select_candidates(store, parse_selection([f"prompt={sha}"]), NEW_FP)
+            assert [(c.doc.doc_id, c.old.grade) for c in picked] == [("d1", 0)]
         assert select_candidates(store, parse_selection(["grade<=1"]), NEW_FP) == []
         # the new version itself is never an old side
         same = {"judge": "openai:m", "v": "2"}

@@ -128,9 +128,11 @@ def read_pair_list(path: str | Path) -> frozenset[tuple[str, str]]:
 
 
 def _prompt_matches(judgment: Judgment, name: str) -> bool:
+    """`name`: the prompt's name, name@version, name-vN, or sha256 (bare or `sha256:` tagged)."""
     prompt = judgment.prompt
     if prompt is None:
         return judgment.judge == name
+    name = name.removeprefix("sha256:")
     return name in (
         prompt.name,
         f"{prompt.name}@{prompt.version}",
