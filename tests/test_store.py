@@ -111,7 +111,7 @@ def test_call_log_masks_secrets(tmp_path: Path) -> None:
         (call,) = store.calls("k1")
         assert call["attempt"] == 2 and call["http_status"] == 401
         assert call["prompt_tokens"] == 5
-        assert call["error_message"] == "bad key ***"
+        assert call["error_message"] == "bad key [redacted]"
 
 
 def test_new_store_is_at_the_latest_schema(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from grader.judges.base import Judge
 from grader.judges.ensemble import needs_verification
 from grader.keys import content_key
 from grader.models import Judgment, JudgmentError, Usage
+from grader.redact import redact
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
 
@@ -84,9 +85,7 @@ def _mask(judgment: Judgment, secrets: Sequence[str]) -> Judgment:
     text = judgment.model_dump_json()
     if not any(s in text for s in secrets):
         return judgment
-    for s in secrets:
-        text = text.replace(s, "***")
-    return Judgment.model_validate_json(text)
+    return Judgment.model_validate_json(redact(text, secrets))
 
 
 def _failure(unit: _Unit, exc: BaseException) -> Judgment:

@@ -24,6 +24,7 @@ from typing import Any
 
 from grader.errors import StoreError
 from grader.models import Doc, Judgment, Query
+from grader.redact import redact
 from grader.store.migrations import MIGRATIONS, latest_version
 
 BUSY_TIMEOUT_MS = 30_000
@@ -157,9 +158,7 @@ class Store:
         self._secrets = tuple(dict.fromkeys([*self._secrets, *(s for s in secrets if s)]))
 
     def _mask(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return text
+        return redact(text, self._secrets)
 
     def _judgment_row(
         self, judgment: Judgment, fingerprint: Mapping[str, Any] | None

@@ -39,7 +39,7 @@ from grader.cost import PriceTable, estimate_usage
 from grader.errors import JudgeError
 from grader.judges.llm.ratelimit import RateLimiter
 from grader.judges.llm.replies import GradeReply, InvalidReply, parse_body, parse_completion
-from grader.judges.llm.results import CallState, JudgmentRecorder
+from grader.judges.llm.results import CallState, JudgmentRecorder, RecorderConfig
 from grader.judges.llm.retry import RetryPolicy, is_fatal, retry_delay, should_retry
 from grader.judges.llm.server_settings import ServerSettings
 from grader.judges.llm.types import CallRecord, ModeSwitch, RenderedRequest, request_body
@@ -110,8 +110,17 @@ class LLMJudge:
         else:
             client = client.with_options(max_retries=0, timeout=timeout)
             key = key or getattr(client, "api_key", None)
-        secrets = [s for s in (key, getattr(client, "api_key", None)) if s and len(s) >= 4]
-        self._recorder = JudgmentRecorder(self, secrets)
+        secrets = tuple(s for s in (key, getattr(client, "api_key", None)) if s and len(s) >= 4)
+        self._recorder = JudgmentRecorder(
+            RecorderConfig(
+                judge_id=self.judge_id,
+                model=model,
+                prompt=self.prompt.ref(),
+                prices=prices,
+                on_call=on_call,
+                secrets=secrets,
+            )
+        )
         self.client = client
         self.base_url = str(client.base_url)
 

@@ -14,6 +14,7 @@ from grader.judges.llm.retry import status_of
 from grader.judges.llm.types import CallRecord
 from grader.models import Doc, Judgment, JudgmentError, Query, Usage
 from grader.prompts import OutputMode
+from grader.redact import redact
 
 if TYPE_CHECKING:
     from grader.judges.llm.judge import LLMJudge
@@ -149,10 +150,8 @@ class JudgmentRecorder:
         return self.redact(text)
 
     def redact(self, text: str) -> str:
-        """`text` with every secret replaced by `[redacted]`."""
-        for secret in self.secrets:
-            text = text.replace(secret, "[redacted]")
-        return text
+        """`text` with every secret masked (`grader.redact`)."""
+        return redact(text, self.secrets)
 
 
 def _error_type(exc: BaseException | None) -> str | None:
