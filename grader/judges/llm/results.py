@@ -4,20 +4,33 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import openai
 
+from grader.cost import PriceTable
 from grader.judges.llm.replies import GradeReply, InvalidReply
 from grader.judges.llm.retry import status_of
 from grader.judges.llm.types import CallRecord
-from grader.models import Doc, Judgment, JudgmentError, Query, Usage
+from grader.models import Doc, Judgment, JudgmentError, PromptRef, Query, Usage
 from grader.prompts import OutputMode
 from grader.redact import redact
 
-if TYPE_CHECKING:
-    from grader.judges.llm.judge import LLMJudge
+
+@dataclass(frozen=True)
+class RecorderConfig:
+    """What the recorder stamps on every judgment and call record of one judge, fixed when the
+    judge is built: its id, model, prompt, prices (None: cost unknown), where each HTTP attempt
+    is reported, and the secrets to redact."""
+
+    judge_id: str
+    model: str
+    prompt: PromptRef
+    prices: PriceTable | None = None
+    on_call: Callable[[CallRecord], None] | None = None
+    secrets: tuple[str, ...] = ()
 
 
 @dataclass
@@ -39,12 +52,11 @@ class CallState:
 
 
 class JudgmentRecorder:
-    """Builds the judgments and call records of one `LLMJudge` (its model, prompt, prices and
-    `on_call` are read from the judge at each use) and redacts its `secrets` from their text."""
+    """Builds the judgments and call records of one judge (as `config` describes it) and
+    redacts the config's secrets from their text."""
 
-    def __init__(self, judge: LLMJudge, secrets: list[str]) -> None:
-        self.judge = judge
-        self.secrets = secrets
+    def __init__(self, config: RecorderConfig) -> None:
+        self.config = config
 
     def ok(
         self, state: CallState, reply: GradeReply, started: float | None, *, batch: bool = False
@@ -58,8 +70,8 @@ class JudgmentRecorder:
             reason=reply.reason,
             distribution=reply.distribution,
             expected_grade=reply.expected_grade,
-            judge=self.judge.judge_id,
-            prompt=self.judge.prompt.ref(),
+            judge=self.config.judge_id,
+            prompt=self.config.prompt.model_copy(),
             key=state.key,
             attempts=state.attempts,
             usage=state.usage if started is not None else reply.usage,
@@ -83,8 +95,8 @@ class JudgmentRecorder:
             query_id=state.query.query_id,
             doc_id=state.doc.doc_id,
             status="failed",
-            judge=self.judge.judge_id,
-            prompt=self.judge.prompt.ref(),
+            judge=self.config.judge_id,
+            prompt=self.config.prompt.model_copy(),
             key=state.key,
             attempts=state.attempts,
             usage=state.usage,
@@ -96,11 +108,8 @@ class JudgmentRecorder:
 
     def cost(self, usage: Usage, batch: bool) -> float | None:
         """USD of `usage` at the judge's price (None when it has no price table)."""
-        return (
-            self.judge.prices.cost(self.judge.model, usage, batch=batch)
-            if self.judge.prices
-            else None
-        )
+        prices = self.config.prices
+        return prices.cost(self.config.model, usage, batch=batch) if prices else None
 
     def record(
         self,
@@ -112,16 +121,17 @@ class JudgmentRecorder:
         exc: BaseException | None = None,
         status: int | None = None,
     ) -> None:
-        """Report one HTTP attempt to the judge's `on_call`, if any."""
-        if self.judge.on_call is None:
+        """Report one HTTP attempt to the config's `on_call`, if any."""
+        on_call = self.config.on_call
+        if on_call is None:
             return
-        self.judge.on_call(
+        on_call(
             CallRecord(
                 key=state.key,
                 query_id=state.query.query_id,
                 doc_id=state.doc.doc_id,
-                judge=self.judge.judge_id,
-                model=self.judge.model,
+                judge=self.config.judge_id,
+                model=self.config.model,
                 attempt=state.attempts,
                 outcome=outcome,
                 output_mode=state.mode,
@@ -151,7 +161,7 @@ class JudgmentRecorder:
 
     def redact(self, text: str) -> str:
         """`text` with every secret masked (`grader.redact`)."""
-        return redact(text, self.secrets)
+        return redact(text, self.config.secrets)
 
 
 def _error_type(exc: BaseException | None) -> str | None:
