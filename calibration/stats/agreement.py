@@ -14,6 +14,9 @@ of calling scikit-learn and the krippendorff package pays three times:
   scikit-learn's `cohen_kappa_score` (all three weightings, with `sample_weight`), the krippendorff
   package and the TREC DL 2019 reference kappas.
 
+Kappa itself is `grader.metrics.agreement.kappa` (the one implementation, which `regrade`'s diff and
+the lexical fit use too); this module adds the 0..3 scale and every other figure.
+
 Conventions: kappa weights use grade distance (|h - l| or (h - l)^2) on the fixed scale 0..3, which
 equals scikit-learn with `labels=[0, 1, 2, 3]`. A figure that is undefined (e.g. kappa when both
 sides use one grade only, so chance agreement is 1) is NaN, printed as null in JSON.
@@ -28,10 +31,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from grader.metrics import agreement as _kappa
+from grader.metrics.agreement import FloatArray, kappa
+from grader.metrics.agreement import check_weights as _weights
+from grader.metrics.agreement import ratio as _ratio
 from grader.models import GRADES
 
 K = len(GRADES)
-FloatArray = npt.NDArray[np.float64]
 BINARY_THRESHOLDS: tuple[int, ...] = (1, 2, 3)
 
 
@@ -39,15 +45,7 @@ def confusion_matrix(
     human: npt.ArrayLike, llm: npt.ArrayLike, weights: npt.ArrayLike | None = None
 ) -> FloatArray:
     """The 4x4 matrix C[h, l]: (weighted) count of pairs graded h by people and l by the LLM."""
-    h = np.asarray(human, dtype=np.int64)
-    m = np.asarray(llm, dtype=np.int64)
-    if h.shape != m.shape:
-        raise ValueError("human and llm grades must have the same length")
-    _check_grades(h)
-    _check_grades(m)
-    w = _weights(weights, h.shape[0])
-    flat = np.bincount(h * K + m, weights=w, minlength=K * K)
-    return flat.reshape(K, K).astype(np.float64)
+    return _kappa.confusion_matrix(human, llm, K, weights)
 
 
 def grouped_confusion(
@@ -61,71 +59,7 @@ def grouped_confusion(
 
     `groups` holds each pair's group index in 0..n_groups-1.
     """
-    g = np.asarray(groups, dtype=np.int64)
-    h = np.asarray(human, dtype=np.int64)
-    m = np.asarray(llm, dtype=np.int64)
-    _check_grades(h)
-    _check_grades(m)
-    w = _weights(weights, h.shape[0])
-    flat = np.bincount(g * K * K + h * K + m, weights=w, minlength=n_groups * K * K)
-    return flat.reshape(n_groups, K, K).astype(np.float64)
-
-
-def _check_grades(values: npt.NDArray[np.int64]) -> None:
-    if values.size and (values.min() < 0 or values.max() >= K):
-        raise ValueError(f"grades must lie in 0..{K - 1}")
-
-
-def _weights(weights: npt.ArrayLike | None, n: int) -> FloatArray | None:
-    if weights is None:
-        return None
-    w = np.asarray(weights, dtype=np.float64)
-    if w.shape != (n,):
-        raise ValueError(f"weights must hold one value per pair ({n}), got shape {w.shape}")
-    if not np.all(np.isfinite(w)) or np.any(w < 0):
-        raise ValueError("weights must be finite and non-negative")
-    return w
-
-
-def _ratio(num: FloatArray, den: FloatArray) -> FloatArray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
-    return np.asarray(out, dtype=np.float64)
-
-
-def _distance(kind: str) -> FloatArray:
-    i = np.arange(K, dtype=np.float64)
-    d = i[:, None] - i[None, :]
-    if kind == "none":
-        return np.asarray(d != 0, dtype=np.float64)
-    if kind == "linear":
-        return np.asarray(np.abs(d), dtype=np.float64)
-    if kind == "quadratic":
-        return np.asarray(d**2, dtype=np.float64)
-    raise ValueError(f"unknown kappa weighting {kind!r} (none, linear, quadratic)")
-
-
-def kappa(c: FloatArray, weighting: str = "none") -> FloatArray:
-    """Cohen's kappa of confusion matrices [..., k, k]: 1 - sum(W*C) / sum(W*E).
-
-    E is the table expected by chance (outer product of the margins over the total). With
-    weighting "none" this is the classic (p_o - p_e) / (1 - p_e). NaN when the expected
-    disagreement is 0 (both sides use a single grade).
-    """
-    c = np.asarray(c, dtype=np.float64)
-    k = c.shape[-1]
-    w = _distance(weighting)[:k, :k] if k == K else _binary_distance(k)
-    total = c.sum(axis=(-2, -1))
-    rows = c.sum(axis=-1)
-    cols = c.sum(axis=-2)
-    expected = _ratio(rows[..., :, None] * cols[..., None, :], total[..., None, None])
-    observed = (w * c).sum(axis=(-2, -1))
-    chance = (w * expected).sum(axis=(-2, -1))
-    return np.asarray(1.0 - _ratio(observed, chance), dtype=np.float64)
-
-
-def _binary_distance(k: int) -> FloatArray:
-    return 1.0 - np.eye(k)
+    return _kappa.grouped_confusion(groups, n_groups, human, llm, K, weights)
 
 
 def binarise(c: FloatArray, threshold: int) -> FloatArray:
@@ -251,7 +185,7 @@ def cohen_kappa(
     weighting: str = "none",
 ) -> float:
     """Cohen's kappa of two grade vectors (weighting: none, linear, quadratic); NaN if undefined."""
-    return float(kappa(confusion_matrix(human, llm, weights), weighting))
+    return _kappa.cohen_kappa(human, llm, K, weights, weighting)
 
 
 def alpha(

@@ -2,16 +2,18 @@
 Cohen's kappa between the versions, the pairs whose grade moved (with both reasons), failures and
 the cost of the regrade with and without the Batch API discount.
 
-Pure functions over `Judgment`s; no I/O. Kappa is computed here (not imported from calibration:
-grader's library never imports calibration).
+Pure functions over `Judgment`s; no I/O. Kappa is the metrics core's (`grader.metrics.agreement`),
+the same one calibration uses.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from grader.metrics.agreement import kappa
 from grader.models import GRADES, Judgment
 
 
@@ -69,15 +71,8 @@ def cohen_kappa(old: Sequence[int], new: Sequence[int]) -> float | None:
     """
     if len(old) != len(new):
         raise ValueError("old and new must have the same length")
-    n = len(old)
-    if n == 0:
-        return None
-    matrix = transition_matrix(old, new)
-    p_o = sum(matrix[g][g] for g in GRADES) / n
-    p_e = sum((sum(matrix[g]) / n) * (sum(row[g] for row in matrix) / n) for g in GRADES)
-    if p_e >= 1.0:
-        return None
-    return (p_o - p_e) / (1.0 - p_e)
+    value = float(kappa(transition_matrix(old, new), "none"))
+    return None if math.isnan(value) else value
 
 
 def transition_matrix(old: Iterable[int], new: Iterable[int]) -> list[list[int]]:

@@ -16,9 +16,9 @@ from __future__ import annotations
 import numpy as np
 
 from grader.errors import InputError
+from grader.metrics.agreement import kappa as cohen_kappa
 
 _UNDEFINED = -10.0  # below any kappa: an undefined kappa never wins over a defined one
-_W = np.subtract.outer(np.arange(4), np.arange(4)).astype(np.float64) ** 2
 
 
 def _candidates(scores: np.ndarray, max_candidates: int) -> np.ndarray:
@@ -83,12 +83,7 @@ def fit_lexical_thresholds(
             ],
             axis=2,
         )  # (pairs, human h, predicted p)
-        observed = np.einsum("xhp,hp->x", cols, _W)
-        rows = cols.sum(axis=2)
-        preds = cols.sum(axis=1)
-        expected = np.einsum("xh,xp,hp->x", rows, preds, _W) / n
-        with np.errstate(divide="ignore", invalid="ignore"):
-            kappa = np.where(expected > 0, 1.0 - observed / expected, _UNDEFINED)
+        kappa = np.nan_to_num(cohen_kappa(cols, "quadratic"), nan=_UNDEFINED)
         exact = np.einsum("xhh->x", cols) / n
         if single_grade:
             kappa = np.zeros_like(exact)  # kappa means nothing here: exact agreement decides
