@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibration.stats.agreement import FloatArray, scalar_figures, to_float
+from calibration.stats.agreement import scalar_figures, to_float
+from grader.metrics.agreement import FloatArray
 
 DEFAULT_RESAMPLES = 1000
 CHUNK = 200

@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from calibration.stats.agreement import kappa, to_float
+from calibration.stats.agreement import to_float
 from calibration.stats.bootstrap import percentile_interval, resampled_confusions
+from grader.metrics.agreement import kappa
 
 FloatArray = npt.NDArray[np.float64]
 
