@@ -6,15 +6,19 @@ refuses any other combination, so no code path can turn an error into 0 by accid
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-Grade = Annotated[int, Field(ge=0, le=3)]
-"""A relevance grade, 0..3. What each value means belongs to the prompt file."""
-
 GRADES: tuple[int, ...] = (0, 1, 2, 3)
+"""The grade scale, the one place it is written: readers, checks and tables take it from here."""
+MIN_GRADE = GRADES[0]
+MAX_GRADE = GRADES[-1]
+
+Grade = Annotated[int, Field(ge=MIN_GRADE, le=MAX_GRADE)]
+"""A relevance grade, 0..3. What each value means belongs to the prompt file."""
 
 JudgmentStatus = Literal["ok", "failed"]
 
@@ -52,6 +56,28 @@ class Usage(BaseModel):
             completion_tokens=self.completion_tokens + other.completion_tokens,
             cached_tokens=self.cached_tokens + other.cached_tokens,
         )
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One HTTP attempt, the one type the store's call log takes. `outcome`: ok | invalid
+    (re-asked or final) | retry (transient error) | error (not retried) | mode_rejected (output
+    mode switched) | fatal. A plain frozen dataclass: one is made per attempt, on the hot path."""
+
+    key: str
+    query_id: str
+    doc_id: str
+    judge: str
+    model: str
+    attempt: int
+    outcome: str
+    output_mode: str
+    latency_ms: float
+    usage: Usage
+    http_status: int | None = None
+    error_type: str | None = None
+    error_message: str | None = None
+    created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
 
 class JudgmentError(BaseModel):

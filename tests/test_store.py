@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from grader.errors import StoreError
-from grader.models import Doc, Judgment, JudgmentError, PromptRef, Query, Usage
+from grader.models import CallRecord, Doc, Judgment, JudgmentError, PromptRef, Query, Usage
 from grader.store import migrations as store_migrations
 from grader.store.store import Store
 
@@ -97,16 +97,21 @@ def test_call_log_masks_secrets(tmp_path: Path) -> None:
     secret = "sk-test-SECRET-123"
     with Store(tmp_path / "s.db", secrets=[secret]) as store:
         store.log_call(
-            {
-                "key": "k1",
-                "attempt": 2,
-                "status": "error",
-                "http_status": 401,
-                "latency_ms": 12.5,
-                "usage": Usage(prompt_tokens=5),
-                "error_type": "AuthenticationError",
-                "error_message": f"bad key {secret}",
-            }
+            CallRecord(
+                key="k1",
+                query_id="q1",
+                doc_id="d1",
+                judge="m",
+                model="m",
+                attempt=2,
+                outcome="error",
+                output_mode="json_schema",
+                http_status=401,
+                latency_ms=12.5,
+                usage=Usage(prompt_tokens=5),
+                error_type="AuthenticationError",
+                error_message=f"bad key {secret}",
+            )
         )
         (call,) = store.calls("k1")
         assert call["attempt"] == 2 and call["http_status"] == 401

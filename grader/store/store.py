@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.errors import StoreError
-from grader.models import Doc, Judgment, Query
+from grader.models import CallRecord, Doc, Judgment, Query
 from grader.redact import redact
 from grader.store.migrations import MIGRATIONS, latest_version
 
@@ -236,57 +236,31 @@ class Store:
             ),
         )
 
-    def log_call(self, record: Any) -> None:
+    def log_call(self, record: CallRecord) -> None:
         """Append one HTTP attempt to the call log (see `log_calls`)."""
         self.log_calls([record])
 
-    def log_calls(self, records: Iterable[Any]) -> None:
-        """Append HTTP attempts to the call log. A record is any object (or dict) with some of:
-        key, attempt, status, http_status, latency_ms, usage or prompt/completion/cached tokens,
-        error_type, error_message. Secrets are masked."""
+    def log_calls(self, records: Iterable[CallRecord]) -> None:
+        """Append HTTP attempts to the call log. Secrets in the error message are masked."""
         rows = [self._call_row(r) for r in records]
         if not rows:
             return
         with self._transaction():
             self._conn.executemany(_INSERT_CALL, rows)
 
-    def _call_row(self, record: Any) -> tuple[Any, ...]:
-        def get(*names: str) -> Any:
-            for name in names:
-                value = record.get(name) if isinstance(record, Mapping) else None
-                if value is None and not isinstance(record, Mapping):
-                    value = getattr(record, name, None)
-                if value is not None:
-                    return value
-            return None
-
-        usage = get("usage")
-
-        def tokens(name: str) -> int | None:
-            direct = get(name)
-            if direct is not None:
-                return int(direct)
-            if usage is None:
-                return None
-            value = usage.get(name) if isinstance(usage, Mapping) else getattr(usage, name, None)
-            return None if value is None else int(value)
-
-        error_message = get("error_message", "error")
-        if error_message is not None and not isinstance(error_message, str):
-            error_message = str(getattr(error_message, "message", error_message))
-        error_type = get("error_type", "error_class")
-        status = get("status", "outcome")
+    def _call_row(self, record: CallRecord) -> tuple[Any, ...]:
+        message = record.error_message
         return (
-            get("key"),
-            get("attempt"),
-            None if status is None else str(status),
-            get("http_status", "status_code"),
-            get("latency_ms"),
-            tokens("prompt_tokens"),
-            tokens("completion_tokens"),
-            tokens("cached_tokens"),
-            None if error_type is None else str(error_type),
-            None if error_message is None else self._mask(error_message),
+            record.key,
+            record.attempt,
+            record.outcome,
+            record.http_status,
+            record.latency_ms,
+            record.usage.prompt_tokens,
+            record.usage.completion_tokens,
+            record.usage.cached_tokens,
+            record.error_type,
+            None if message is None else self._mask(message),
             _now(),
         )
 

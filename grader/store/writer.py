@@ -6,7 +6,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from grader.models import Judgment
+from grader.models import CallRecord, Judgment
 from grader.store.store import Store
 
 FLUSH_SIZE = 64
@@ -24,7 +24,7 @@ class StoreWriter:
         self.store = store
         self.flush_size = flush_size
         self._judgments: list[tuple[Judgment, Mapping[str, Any] | None]] = []
-        self._calls: list[Any] = []
+        self._calls: list[CallRecord] = []
         self._lock = threading.Lock()
         self.written = 0
 
@@ -36,7 +36,7 @@ class StoreWriter:
         if full:
             self.flush()
 
-    def log_call(self, record: Any) -> None:
+    def log_call(self, record: CallRecord) -> None:
         """Queue one HTTP attempt for the call log (the judge's `on_call`)."""
         with self._lock:
             self._calls.append(record)

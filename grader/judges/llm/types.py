@@ -1,39 +1,20 @@
 """What the LLM judge sends and reports: the request body, and the records of its calls.
 
 `request_body` builds the chat.completions body from a prompt file (the live judge, `relgrade
-prompts render` and the Batch API all send exactly this); `CallRecord` is one HTTP attempt (the
-store's call log); `ModeSwitch` records a once-per-run fallback (output mode or parameter).
+prompts render` and the Batch API all send exactly this); `CallRecord` (defined in
+`grader.models`, below both the judges and the store) is one HTTP attempt of the store's call log;
+`ModeSwitch` records a once-per-run fallback (output mode or parameter).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
 from typing import Any
 
-from grader.models import Usage
+from grader.models import CallRecord
 from grader.prompts import OutputMode, PromptSpec
 
-
-@dataclass(frozen=True)
-class CallRecord:
-    """One HTTP attempt. `outcome`: ok | invalid (re-asked or final) | retry (transient error)
-    | error (not retried) | mode_rejected (output mode switched) | fatal."""
-
-    key: str
-    query_id: str
-    doc_id: str
-    judge: str
-    model: str
-    attempt: int
-    outcome: str
-    output_mode: str
-    latency_ms: float
-    usage: Usage
-    http_status: int | None = None
-    error_type: str | None = None
-    error_message: str | None = None
-    created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+__all__ = ["CallRecord", "ModeSwitch", "RenderedRequest", "request_body"]
 
 
 @dataclass(frozen=True)
