@@ -9,15 +9,26 @@ runtime dependency. Routes:
 - `POST /api/grade` `{"query_id", "doc_id", "grade"}`: appended to the grade log (fsynced)
   before the reply, so a saved grade is on disk.
 
-Documents are untrusted: the page puts them in the DOM with textContent only, and every
-response carries a Content-Security-Policy that allows no inline script. POSTs must be JSON and
-carry this server's Host, so another web page in the browser cannot post grades to it.
+A careless or hostile client gets an answer and never holds a thread forever: a malformed
+request (Content-Length missing, not a number, negative or over 4 KB, chunked, a body that is not
+a JSON object or nests too deep) is answered 400 or 413 and the connection closed; every socket
+read and write has a timeout (`timeout`, 10 s), so a client that sends less than it announced, or
+nothing, is dropped, and a connection lasts at most `deadline` (60 s) however slowly it trickles.
+At most `max_connections` (32) connections are handled at once, a thread each; one more is
+answered `503 Service Unavailable` with `Retry-After: 1` at once and closed (the page says
+"NOT saved" and the grade can be given again), so idle connections cannot pile up threads. A
+browser opens about 6 connections per host, so one annotator never meets the limit.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
+import socket
+import sys
 import threading
+import time
 from dataclasses import asdict, dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -26,6 +37,7 @@ from typing import Any
 
 from calibration.spotcheck.annotate.gradelog import GradeLog
 from grader.errors import RelgradeError
+from grader.models import GRADES
 
 STATIC_FILES = {"index.html": "text/html", "app.js": "text/javascript", "app.css": "text/css"}
 CSP = (
@@ -33,6 +45,13 @@ CSP = (
     "img-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
 MAX_BODY = 4096
+_LENGTH = re.compile(r"[0-9]{1,12}")
+_BUSY_BODY = b'{"error": "server busy: too many open connections, try again"}'
+_BUSY = (
+    b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: application/json; charset=utf-8\r\n"
+    b"Retry-After: 1\r\nConnection: close\r\nCache-Control: no-store\r\n"
+    b"Content-Length: " + str(len(_BUSY_BODY)).encode() + b"\r\n\r\n" + _BUSY_BODY
+)
 
 
 @dataclass(frozen=True)
@@ -63,18 +82,23 @@ class AnnotateServer:
         host: str = "127.0.0.1",
         port: int = 0,
         title: str = "relgrade annotate",
+        timeout: float = 10.0,
+        max_connections: int = 32,
+        deadline: float = 60.0,
     ) -> None:
         self.items = items
         self.log = log
         self.scale = scale
         self.title = title
+        self.timeout = timeout
         self._known = {(i.query_id, i.doc_id) for i in items}
+        self._graded = self._known.intersection(log.read())
+        self._graded_lock = threading.Lock()
         handler = _make_handler(self)
         try:
-            self._httpd = ThreadingHTTPServer((host, port), handler)
+            self._httpd = _BoundedHTTPServer((host, port), handler, max_connections, deadline)
         except OSError as exc:
             raise RelgradeError(f"cannot listen on {host}:{port}: {exc}") from None
-        self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 
     @property
@@ -105,7 +129,10 @@ class AnnotateServer:
             self._thread.join(timeout=5)
 
     def state(self) -> dict[str, Any]:
+        """The page's data: items, this annotator's latest grades, the scale."""
         grades = self.log.read()
+        with self._graded_lock:
+            self._graded = self._known.intersection(grades)
         return {
             "title": self.title,
             "annotator": self.log.annotator,
@@ -119,22 +146,108 @@ class AnnotateServer:
         }
 
     def grade(self, body: Any) -> dict[str, Any]:
+        """Validate and save one grade; O(1) in the size of the sample and of the log."""
         if not isinstance(body, dict):
             raise ValueError("expected a JSON object")
-        key = (str(body.get("query_id")), str(body.get("doc_id")))
+        query_id, doc_id = body.get("query_id"), body.get("doc_id")
+        if not isinstance(query_id, str) or not isinstance(doc_id, str):
+            raise ValueError("query_id and doc_id must be strings")
+        key = (query_id, doc_id)
         grade = body.get("grade")
         if key not in self._known:
             raise ValueError(f"pair {key} is not in this sample")
-        if not isinstance(grade, int) or isinstance(grade, bool) or not 0 <= grade <= 3:
+        if not isinstance(grade, int) or isinstance(grade, bool) or grade not in GRADES:
             raise ValueError("grade must be one of 0, 1, 2, 3")
         self.log.append(key[0], key[1], grade)
-        graded = len(self._known.intersection(self.log.read()))
+        with self._graded_lock:
+            self._graded.add(key)
+            graded = len(self._graded)
         return {"saved": True, "graded": graded, "total": len(self.items)}
+
+
+class _BoundedHTTPServer(ThreadingHTTPServer):
+    """A thread per connection, at most `limit` at once; one more is answered 503 and closed."""
+
+    daemon_threads = True
+    request_queue_size = 64
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        handler: type[BaseHTTPRequestHandler],
+        limit: int,
+        deadline: float,
+    ) -> None:
+        if limit < 1:
+            raise ValueError("max_connections must be at least 1")
+        self._slots = threading.BoundedSemaphore(limit)
+        self._deadline = deadline
+        self._open: dict[socket.socket, float] = {}  # connection -> when it must be over
+        self._open_lock = threading.Lock()
+        super().__init__(address, handler)
+
+    def track(self, conn: socket.socket) -> None:
+        """Give a connection being handled its deadline."""
+        with self._open_lock:
+            self._open[conn] = time.monotonic() + self._deadline
+
+    def untrack(self, conn: socket.socket) -> None:
+        with self._open_lock:
+            self._open.pop(conn, None)
+
+    def service_actions(self) -> None:
+        """Between accepts (every poll interval): cut connections past their deadline."""
+        now = time.monotonic()
+        with self._open_lock:
+            late = [c for c, end in self._open.items() if end < now]
+            for conn in late:
+                del self._open[conn]
+        for conn in late:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)  # the blocked read returns; the thread ends
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            try:
+                request.settimeout(1.0)
+                request.sendall(_BUSY)
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away or timed out is no error of ours; anything else is shown."""
+        if isinstance(sys.exc_info()[1], OSError):
+            return
+        super().handle_error(request, client_address)
 
 
 def _make_handler(app: AnnotateServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "relgrade-annotate"
+        default_request_version = "HTTP/1.0"  # errors before the version is read get a status line
+        timeout = app.timeout  # every read and write of this connection
+        server: _BoundedHTTPServer
+
+        def setup(self) -> None:
+            super().setup()
+            self.server.track(self.connection)
+
+        def finish(self) -> None:
+            self.server.untrack(self.connection)
+            super().finish()
 
         def log_message(self, format: str, *args: Any) -> None:
             return  # the terminal shows the URL, not a line per request
@@ -181,18 +294,29 @@ def _make_handler(app: AnnotateServer) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             if self.path != "/api/grade":
-                self._json(HTTPStatus.NOT_FOUND, {"error": "not found"})
+                self._refuse(HTTPStatus.NOT_FOUND, "not found")
                 return
             ctype = self.headers.get("Content-Type", "").split(";")[0].strip()
             if not self._host_ok() or ctype != "application/json":
-                self._json(HTTPStatus.FORBIDDEN, {"error": "JSON from this page only"})
+                self._refuse(HTTPStatus.FORBIDDEN, "JSON from this page only")
                 return
-            length = int(self.headers.get("Content-Length") or 0)
-            if not 0 < length <= MAX_BODY:
-                self._json(HTTPStatus.BAD_REQUEST, {"error": "bad body length"})
+            length = self._body_length()
+            if length is None:
                 return
             try:
-                body = json.loads(self.rfile.read(length))
+                raw = self.rfile.read(length)
+            except TimeoutError:
+                self._refuse(HTTPStatus.REQUEST_TIMEOUT, "the body did not come in time")
+                return
+            if len(raw) < length:
+                self.close_connection = True
+                return  # the client closed before sending its body: nobody to answer
+            try:
+                body = json.loads(raw)
+            except (ValueError, RecursionError):
+                self._json(HTTPStatus.BAD_REQUEST, {"error": "the body is not valid JSON"})
+                return
+            try:
                 reply = app.grade(body)
             except (ValueError, RelgradeError) as exc:
                 self._json(HTTPStatus.BAD_REQUEST, {"error": str(exc)})
@@ -201,5 +325,43 @@ def _make_handler(app: AnnotateServer) -> type[BaseHTTPRequestHandler]:
                 self._json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"not saved: {exc}"})
                 return
             self._json(HTTPStatus.OK, reply)
+
+        def _body_length(self) -> int | None:
+            """The body's length from Content-Length, or None once a refusal was sent."""
+            if self.headers.get("Transfer-Encoding") is not None:
+                self._refuse(HTTPStatus.BAD_REQUEST, "send the body with a Content-Length")
+                return None
+            values = {v.strip() for v in self.headers.get_all("Content-Length") or []}
+            if len(values) != 1:
+                self._refuse(HTTPStatus.BAD_REQUEST, "expected one Content-Length")
+                return None
+            value = values.pop()
+            if not _LENGTH.fullmatch(value) or int(value) == 0:
+                self._refuse(HTTPStatus.BAD_REQUEST, "Content-Length must be a positive number")
+                return None
+            if int(value) > MAX_BODY:
+                self._refuse(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body over {MAX_BODY} bytes")
+                return None
+            return int(value)
+
+        def _refuse(self, status: int, error: str) -> None:
+            """Answer a request whose body was not read, then close without resetting it."""
+            self.close_connection = True
+            try:
+                self._json(status, {"error": error})
+                self.wfile.flush()
+                self.connection.shutdown(socket.SHUT_WR)
+                # Read what the client still sends (bounded) so that closing does not reset the
+                # connection and destroy the reply before the client reads it.
+                self.connection.settimeout(0.2)
+                deadline = time.monotonic() + 1.0
+                left = 1 << 16
+                while left > 0 and time.monotonic() < deadline:
+                    chunk = self.connection.recv(min(left, 4096))
+                    if not chunk:
+                        break
+                    left -= len(chunk)
+            except OSError:
+                pass
 
     return Handler
