@@ -16,6 +16,8 @@ import numpy as np
 from matplotlib import rc_context
 from matplotlib.figure import Figure
 
+from grader.models import GRADES
+
 STYLE: dict[Any, Any] = {"svg.fonttype": "none", "svg.hashsalt": "relgrade", "font.size": 10}
 HUMAN_COLOUR = "#4C72B0"
 LLM_COLOUR = "#DD8452"
@@ -43,8 +45,8 @@ def confusion_svg(confusion: list[list[float]]) -> str:
                 colour = "white" if share[h, m] > 0.6 else "black"
                 label = f"{c[h, m]:.0f}" if float(c[h, m]).is_integer() else f"{c[h, m]:.1f}"
                 ax.text(m, h, label, ha="center", va="center", color=colour)
-        ax.set_xticks(range(4), [str(g) for g in range(4)])
-        ax.set_yticks(range(4), [str(g) for g in range(4)])
+        ax.set_xticks(GRADES, [str(g) for g in GRADES])
+        ax.set_yticks(GRADES, [str(g) for g in GRADES])
         ax.set_xlabel("LLM grade")
         ax.set_ylabel("human grade")
         ax.set_title("Confusion (colour: share of the human row)")

@@ -8,6 +8,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from grader.models import GRADES
+
 AGREEMENT_ROWS: tuple[tuple[str, str], ...] = (
     ("exact_agreement", "exact agreement"),
     ("within_one", "within one grade"),
@@ -66,13 +68,13 @@ def confusion_table(s: dict[str, Any]) -> Table:
     )
     table = Table(title=f"Confusion (rows human, columns LLM){ref}", title_justify="left")
     table.add_column("human \\ LLM")
-    for g in range(4):
+    for g in GRADES:
         table.add_column(str(g), justify="right")
     table.add_column("recall", justify="right")
     for g, row in enumerate(s["confusion"]):
         recall = s["per_grade"][str(g)]["recall"]
         table.add_row(str(g), *[fmt(v, 1) for v in row], fmt(recall, 3))
-    table.add_row("precision", *[fmt(s["per_grade"][str(g)]["precision"], 3) for g in range(4)], "")
+    table.add_row("precision", *[fmt(s["per_grade"][str(g)]["precision"], 3) for g in GRADES], "")
     return table
 
 

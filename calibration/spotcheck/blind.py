@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,8 +21,9 @@ import pandas as pd
 from calibration.spotcheck.manifest import Manifest
 from grader.errors import InputError
 from grader.io.files import atomic_write, read_text
+from grader.io.grades import parse_grade as parse_grade_cell
 from grader.io.trec import write_qrels
-from grader.models import Doc, Query
+from grader.models import GRADES, Doc, Query
 
 BLIND_COLUMNS = ("query_id", "doc_id", "query", "document", "grade", "notes")
 OPTIONAL_DOC_COLUMNS = ("title", "path")
@@ -144,16 +144,19 @@ class HumanGrade:
 
 
 def parse_grade(text: str, *, path: str | Path, line: int | None) -> int:
-    """A grade typed by a person: an integer 0..3 (\"2\" or \"2.0\"); anything else is an error."""
-    value = text.strip()
+    """A grade typed by a person: an integer 0..3 (\"2\" or \"2.0\"); anything else is an error.
+
+    `grader.io.grades.parse_grade` decides (the one parser); the message lists the grades a person
+    may type, since these imports take no --clamp.
+    """
     try:
-        number = float(value)
-    except ValueError:
-        number = float("nan")
-    # isfinite first: int() of inf (e.g. "1e999") raises OverflowError, not a clear error.
-    if not math.isfinite(number) or number != int(number) or not 0 <= number <= 3:
-        raise InputError(f"grade {value!r} is not one of 0, 1, 2, 3", path=path, line=line)
-    return int(number)
+        grade, _ = parse_grade_cell(text, path=path, lineno=line)
+    except InputError:
+        allowed = ", ".join(str(g) for g in GRADES)
+        raise InputError(
+            f"grade {text.strip()!r} is not one of {allowed}", path=path, line=line
+        ) from None
+    return grade
 
 
 def read_filled_csv(

@@ -14,6 +14,7 @@ from typing import Any
 from calibration.report.html import CSS
 from grader.cost import usd_or_unknown
 from grader.io.files import atomic_write
+from grader.models import GRADES
 from grader.regrade.diff import RegradeDiff
 
 _EXTRA_CSS = "td.heat { text-align: center; min-width: 3em; }"
@@ -34,7 +35,7 @@ def _heat(count: int, row_total: int) -> str:
 def render_diff_html(diff: RegradeDiff, *, title: str, old_label: str, new_label: str) -> str:
     """The report as an HTML string."""
     kappa = diff.kappa_between_versions
-    head = "".join(f"<th>new {g}</th>" for g in range(4))
+    head = "".join(f"<th>new {g}</th>" for g in GRADES)
     rows = "".join(
         f"<tr><th>old {g}</th>" + "".join(_heat(c, sum(row)) for c in row) + "</tr>"
         for g, row in enumerate(diff.transition)

@@ -32,9 +32,8 @@ from grader.io._records import content_lines, empty_file_error
 from grader.io.files import iter_lines
 from grader.io.judgments import ReadCounts, iter_judgments
 from grader.io.trec import read_qrels
+from grader.models import MAX_GRADE, MIN_GRADE
 
-MIN_GRADE = 0
-MAX_GRADE = 3
 _HEADER_ALIASES = {"qid": "query_id", "docid": "doc_id"}
 _REQUIRED = ("query_id", "doc_id", "grade")
 _HUMAN_EXAMPLE = "a CSV with the header query_id,doc_id,grade, or TREC qrels (qid 0 docid grade)"
@@ -113,8 +112,15 @@ def _header(path: str | Path, lineno: int, row: list[str]) -> list[str]:
     return names
 
 
-def parse_grade(text: str, *, clamp: bool, path: str | Path, lineno: int) -> tuple[int, bool]:
-    """A grade cell as an int in 0..3 and whether it was clamped; anything else is an error."""
+def parse_grade(
+    text: str, *, clamp: bool = False, path: str | Path, lineno: int | None
+) -> tuple[int, bool]:
+    """A grade cell as an int in 0..3 and whether it was clamped; anything else is an error.
+
+    The one grade parser: "2", " 2 " and "2.0" are 2; NaN, infinities, fractions and words are
+    not integers; with `clamp`, an integer outside 0..3 moves to the nearest end.
+    """
+    text = text.strip()
     try:
         value = float(text)
     except ValueError:
@@ -124,7 +130,7 @@ def parse_grade(text: str, *, clamp: bool, path: str | Path, lineno: int) -> tup
             f"grade {text!r} is not an integer",
             path=path,
             line=lineno,
-            hint="grades are integers 0..3",
+            hint=f"grades are integers {MIN_GRADE}..{MAX_GRADE}",
         )
     grade = int(value)
     if MIN_GRADE <= grade <= MAX_GRADE:
@@ -134,7 +140,8 @@ def parse_grade(text: str, *, clamp: bool, path: str | Path, lineno: int) -> tup
             f"grade {text} is outside {MIN_GRADE}..{MAX_GRADE}",
             path=path,
             line=lineno,
-            hint="fix the grade, or pass --clamp to move it to the nearest of 0 and 3",
+            hint=f"fix the grade, or pass --clamp to move it to the nearest of {MIN_GRADE} and "
+            f"{MAX_GRADE}",
         )
     return min(MAX_GRADE, max(MIN_GRADE, grade)), True
 

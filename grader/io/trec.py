@@ -25,13 +25,13 @@ import pyarrow.compute as pc
 
 from grader.errors import InputError
 from grader.io.files import atomic_write, iter_lines
-from grader.io.trec_parse import float_column, line_numbers, line_of, parse_columns, string_hashes
+from grader.io.trec_parse import float_column, line_of, lines_of, parse_columns, string_hashes
+from grader.io.trec_scan import NumberCheck, finite_number, parses_as_number
 from grader.metrics.ranking import Precision, rank_order, ranks_within
+from grader.models import MAX_GRADE, MIN_GRADE
 
 RUN_COLUMNS = ("query_id", "q0", "doc_id", "file_rank", "score", "tag")
 QRELS_COLUMNS = ("query_id", "iteration", "doc_id", "grade")
-MIN_GRADE = 0
-MAX_GRADE = 3
 
 
 def _query_codes(column: pa.ChunkedArray) -> npt.NDArray[np.int64]:
@@ -73,8 +73,7 @@ def _check_duplicates(
         return  # only hash collisions between different ids
     qid, did = sub["query_id"].iat[0], sub["doc_id"].iat[0]
     pair = sub.loc[(sub["query_id"] == qid) & (sub["doc_id"] == did), "row"].to_numpy()[:2]
-    lines = line_numbers(path)
-    first, second = lines[int(pair[0])], lines[int(pair[1])]
+    first, second = lines_of(path, [int(pair[0]), int(pair[1])])
     raise InputError(
         f"query {qid!r} lists doc {did!r} twice, on lines {first} and {second}",
         path=path,
@@ -83,17 +82,26 @@ def _check_duplicates(
     )
 
 
+def _bad_score(path: Path, cell: object, line: int) -> InputError:
+    return InputError(
+        f"score {cell!r} is not a finite number",
+        path=path,
+        line=line,
+        hint="the 5th column of a run line is the score, e.g. `q1 Q0 d7 1 12.5 myrun`",
+    )
+
+
+def _score_check(path: Path) -> NumberCheck:
+    """The score check of a run line, for the bounded-memory search of a bad line."""
+    return lambda cell, line: None if finite_number(cell) else _bad_score(path, cell, line)
+
+
 def _finite_scores(path: Path, table: pa.Table) -> npt.NDArray[np.float64]:
     scores, text = float_column(table["score"])
     bad = np.flatnonzero(~np.isfinite(scores))
     if bad.size:
         row = int(bad[0])
-        raise InputError(
-            f"score {text[row].as_py()!r} is not a finite number",
-            path=path,
-            line=line_of(path, row),
-            hint="the 5th column of a run line is the score, e.g. `q1 Q0 d7 1 12.5 myrun`",
-        )
+        raise _bad_score(path, text[row].as_py(), line_of(path, row))
     return scores
 
 
@@ -116,7 +124,13 @@ def read_run(path: str | Path, *, precision: Precision = "float32") -> pd.DataFr
     if precision not in ("float32", "float64"):
         raise InputError(f"unknown precision {precision!r}", hint="use float32 or float64")
     table = parse_columns(
-        p, RUN_COLUMNS, "score", "run", "qid Q0 docid rank score tag", extra_columns=True
+        p,
+        RUN_COLUMNS,
+        "score",
+        "run",
+        "qid Q0 docid rank score tag",
+        extra_columns=True,
+        number_error=_score_check(p),
     )
     scores = _finite_scores(p, table)
     table = table.select(["query_id", "doc_id", "tag"])  # free the other columns early
@@ -150,7 +164,18 @@ def read_qrels(path: str | Path, *, clamp: bool = False, any_grade: bool = False
     InputError naming the file and line. `#` comment lines are skipped.
     """
     p = Path(path)
-    table = parse_columns(p, QRELS_COLUMNS, "grade", "qrels", "qid 0 docid grade")
+    hint = "the 4th column of a qrels line is an integer grade " + (
+        "(e.g. -2..4)" if any_grade else "0..3"
+    )
+
+    def grade_check(cell: str, line: int) -> InputError | None:
+        if parses_as_number(cell) and float(cell).is_integer():
+            return None
+        return InputError(f"grade {cell!r} is not an integer", path=p, line=line, hint=hint)
+
+    table = parse_columns(
+        p, QRELS_COLUMNS, "grade", "qrels", "qid 0 docid grade", number_error=grade_check
+    )
     grades, text = float_column(table["grade"])
     bad = np.flatnonzero(~np.isfinite(grades) | (grades != np.round(grades)))
     if bad.size:
@@ -159,8 +184,7 @@ def read_qrels(path: str | Path, *, clamp: bool = False, any_grade: bool = False
             f"grade {text[row].as_py()!r} is not an integer",
             path=p,
             line=line_of(p, row),
-            hint="the 4th column of a qrels line is an integer grade "
-            + ("(e.g. -2..4)" if any_grade else "0..3"),
+            hint=hint,
         )
     if any_grade:
         return _qrels_frame(p, table, _int_grades(p, grades, text), clamped=0)

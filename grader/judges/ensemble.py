@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from grader.models import Judgment, JudgmentError, Usage
+from grader.models import GRADES, Judgment, JudgmentError, Usage
 
 LOW_GRADES = (0, 1)
 AGGREGATE_RULE = "lower-median"
@@ -91,7 +91,7 @@ def combine_members(members: list[Judgment], *, key: str, judge_id: str) -> Judg
     expected = None
     dists = [m.distribution for m in ok if m.distribution is not None]
     if len(dists) == len(ok):
-        distribution = [sum(d[g] for d in dists) / len(dists) for g in range(4)]
+        distribution = [sum(d[g] for d in dists) / len(dists) for g in GRADES]
         expected = sum(g * p for g, p in enumerate(distribution))
     reason = next((m.reason for m in ok if m.grade == grade), None)
     return Judgment(

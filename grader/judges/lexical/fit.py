@@ -17,6 +17,7 @@ import numpy as np
 
 from grader.errors import InputError
 from grader.metrics.agreement import kappa as cohen_kappa
+from grader.models import GRADES, MAX_GRADE, MIN_GRADE
 
 _UNDEFINED = -10.0  # below any kappa: an undefined kappa never wins over a defined one
 
@@ -44,10 +45,10 @@ def _check(scores: np.ndarray, grades: np.ndarray) -> tuple[np.ndarray, np.ndarr
         )
     if not np.issubdtype(g.dtype, np.integer):
         if not np.all(np.equal(np.mod(g, 1), 0)):
-            raise InputError("grades must be integers 0..3")
+            raise InputError(f"grades must be integers {MIN_GRADE}..{MAX_GRADE}")
         g = g.astype(np.int64)
-    if g.min() < 0 or g.max() > 3:
-        raise InputError("grades must lie in 0..3")
+    if g.min() < MIN_GRADE or g.max() > MAX_GRADE:
+        raise InputError(f"grades must lie in {MIN_GRADE}..{MAX_GRADE}")
     return s, g.astype(np.int64)
 
 
@@ -61,7 +62,7 @@ def fit_lexical_thresholds(
     order = np.argsort(s, kind="stable")
     s_sorted, g_sorted = s[order], g[order]
     positions = np.searchsorted(s_sorted, cuts, side="left")
-    onehot = np.zeros((s.size + 1, 4))
+    onehot = np.zeros((s.size + 1, len(GRADES)))
     onehot[1:][np.arange(s.size), g_sorted] = 1.0
     below = np.cumsum(onehot, axis=0)[positions]  # (m, 4)
     total = onehot.sum(axis=0)
@@ -76,7 +77,7 @@ def fit_lexical_thresholds(
         j, k = jj[keep], kk[keep]
         cols = np.stack(
             [
-                np.broadcast_to(below[i], (j.size, 4)),
+                np.broadcast_to(below[i], (j.size, len(GRADES))),
                 below[j] - below[i],
                 below[k] - below[j],
                 total - below[k],
