@@ -50,11 +50,16 @@ class PriceTable:
     @classmethod
     def load(cls, path: str | Path | None = None) -> PriceTable:
         """The shipped table, then `RELGRADE_PRICES`, then `path` (later entries win)."""
+        return cls.from_files(os.environ.get(PRICES_ENV), path)
+
+    @classmethod
+    def from_files(cls, *paths: str | Path | None) -> PriceTable:
+        """The shipped table, then each of `paths` given (later entries win)."""
         shipped = importlib.resources.files("grader") / "prices.toml"
         data = tomllib.loads(shipped.read_text(encoding="utf-8"))
         models, discount = _parse(data, "grader/prices.toml")
         table = cls(models=models, batch_discount=discount or 0.5, sources=("grader/prices.toml",))
-        for extra in (os.environ.get(PRICES_ENV), path):
+        for extra in paths:
             if extra:
                 models, discount = _parse(_read(Path(extra)), str(extra))
                 table = PriceTable(

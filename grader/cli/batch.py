@@ -16,18 +16,17 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from grader.batch.client import TERMINAL_STATUSES, BatchClient
+from grader.batch.client import TERMINAL_STATUSES
 from grader.batch.state import BatchState, Job
 from grader.cli.batch_common import (
     JudgeFactory,
     add_batch_options,
     add_llm_options,
-    base_url,
     make_runner,
     progress_printer,
 )
 from grader.cli.commands import COMMANDS
-from grader.cli.grade import _api_key
+from grader.cli.settings import Settings
 from grader.errors import InputError
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
@@ -70,7 +69,7 @@ def run_status(args: argparse.Namespace) -> int:
     with _open_store(args.store) as store, BatchState(store) as state:
         note = None
         if not args.no_refresh:
-            note = asyncio.run(_refresh(state, base_url(args)))
+            note = asyncio.run(_refresh(state, Settings.from_args(args)))
         jobs = state.jobs()
     if args.format == "json":
         print(json.dumps([_job_json(j) for j in jobs], indent=2))
@@ -81,7 +80,7 @@ def run_status(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _refresh(state: BatchState, url: str | None) -> str | None:
+async def _refresh(state: BatchState, settings: Settings) -> str | None:
     stale = [
         j
         for j in state.jobs(open_only=True)
@@ -90,10 +89,9 @@ async def _refresh(state: BatchState, url: str | None) -> str | None:
     if not stale:
         return None
     try:
-        key = _api_key(url)
+        client = settings.batch_client(timeout=120.0)  # status has no --timeout
     except InputError as exc:
         return f"not refreshed from the server: {exc}"
-    client = BatchClient(base_url=url, api_key=key)
     try:
         for job in stale:
             assert job.batch_id is not None

@@ -1,26 +1,22 @@
-"""What `relgrade regrade` and `relgrade batch` share: LLM and Batch API flags, building the
-judge of a stored batch job again, and the batch progress line."""
+"""What `relgrade regrade` and `relgrade batch` share: LLM and Batch API flags, the judges built
+from the command's `Settings` (and rebuilt for stored batch jobs), and the batch progress line."""
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from grader.batch.adapter import LLMBatchJudge
-from grader.batch.client import BatchClient
+from grader.batch.job_config import JobJudges
 from grader.batch.jobs import BatchOptions, BatchRunner
 from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE
 from grader.batch.state import Job
-from grader.cli.grade import DEFAULT_MODEL, NO_KEY, _api_key
-from grader.cost import PriceTable
+from grader.cli.settings import Settings
 from grader.errors import InputError
 from grader.judges.llm.judge import LLMJudge
-from grader.prompts import OUTPUT_MODES, PromptSpec, load_prompt
+from grader.prompts import PromptSpec
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
 
@@ -64,103 +60,41 @@ def add_batch_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def base_url(args: argparse.Namespace) -> str | None:
-    return args.base_url or os.environ.get("OPENAI_BASE_URL") or None
-
-
 class JudgeFactory:
-    """Builds LLM judges from the flags, and the judge of a stored job from its config."""
+    """Builds LLM judges from the command's `Settings`, and the judge of a stored job from its
+    configuration (`grader.batch.job_config`)."""
 
     def __init__(self, args: argparse.Namespace, writer: StoreWriter) -> None:
         self.args = args
         self.writer = writer
-        self.base_url = base_url(args)
-        self.key = _api_key(self.base_url, dry_run=bool(getattr(args, "dry_run", False)))
-        self.secrets = [] if self.key == NO_KEY else [self.key]
-        self.prices = PriceTable.load(getattr(args, "prices", None))
-        self._jobs: dict[str, LLMBatchJudge] = {}
+        self.settings = Settings.from_args(args)
+        self.key = self.settings.key
+        self.secrets = self.settings.secrets
+        self.prices = self.settings.prices
+        self.jobs = JobJudges(self.llm)
         self.made: list[LLMJudge] = []
 
     def llm(self, model: str, prompt: PromptSpec) -> LLMJudge:
-        limiter = None
-        if self.args.rpm or self.args.tpm:
-            from grader.judges.llm.ratelimit import RateLimiter
-
-            limiter = RateLimiter(self.args.rpm, self.args.tpm)
-        judge = LLMJudge(
-            model=model,
-            prompt=prompt,
-            base_url=self.base_url,
-            api_key=self.key,
-            timeout=self.args.timeout,
-            max_attempts=self.args.max_attempts,
-            limiter=limiter,
-            prices=self.prices,
-            on_call=self.writer.log_call,
-        )
+        judge = self.settings.llm_judge(model, prompt, on_call=self.writer.log_call)
         self.made.append(judge)
         return judge
 
     def remember(self, config: dict[str, Any], judge: LLMBatchJudge) -> None:
-        self._jobs[json.dumps(config, sort_keys=True)] = judge
+        self.jobs.remember(config, judge)
 
     def for_job(self, config: dict[str, Any]) -> LLMBatchJudge:
         """The judge a stored job was submitted with, checked against its fingerprint."""
-        cache_key = json.dumps(config, sort_keys=True)
-        if cache_key in self._jobs:
-            return self._jobs[cache_key]
-        path = config.get("prompt_path")
-        source = path if path and Path(path).is_file() else config.get("prompt")
-        if not source or "model" not in config:
-            raise InputError("a batch job in the store has no judge settings; regrade again")
-        spec = load_prompt(str(source))
-        if spec.sha256 != config.get("prompt_sha"):
-            raise InputError(
-                f"the batch job was sent with prompt {config.get('prompt_id')} "
-                f"(sha256 {config.get('prompt_sha')}), but {source} now has sha256 {spec.sha256}",
-                hint="restore that prompt file to collect the batch",
-            )
-        mode = config.get("mode")
-        judge = LLMBatchJudge(
-            self.llm(str(config["model"]), spec),
-            mode=mode if mode in OUTPUT_MODES else None,
-        )
-        if judge.fingerprint() != config.get("fingerprint"):
-            raise InputError(
-                "the judge rebuilt for a stored batch job does not match the one that sent it",
-                hint="use the relgrade version that submitted the batch",
-            )
-        self._jobs[cache_key] = judge
-        return judge
+        return self.jobs.for_job(config)
 
     async def aclose(self) -> None:
         for judge in self.made:
             await judge.aclose()
 
 
-def job_config(judge: LLMBatchJudge, prompt_arg: str) -> dict[str, Any]:
-    """What a job records to rebuild its judge in another process."""
-    spec = judge.live.prompt
-    return {
-        "judge_id": judge.judge_id,
-        "model": judge.live.model,
-        "prompt": prompt_arg,
-        "prompt_path": str(Path(spec.source).resolve()),
-        "prompt_id": spec.id,
-        "prompt_sha": spec.sha256,
-        "mode": judge.mode,
-        "fingerprint": judge.fingerprint(),
-    }
-
-
-def default_model() -> str:
-    return os.environ.get("RELGRADE_MODEL") or DEFAULT_MODEL
-
-
 def make_runner(store: Store, args: argparse.Namespace, factory: JudgeFactory) -> BatchRunner:
     if args.batch_max_requests < 1 or args.batch_max_bytes < 1:
         raise InputError("--batch-max-requests and --batch-max-bytes must be positive")
-    client = BatchClient(base_url=factory.base_url, api_key=factory.key, timeout=args.timeout)
+    client = factory.settings.batch_client()
     options = BatchOptions(
         max_requests=args.batch_max_requests,
         max_bytes=args.batch_max_bytes,

@@ -19,8 +19,9 @@ built in `grader.judges.llm.results`).
 
 Endpoints: OpenAI by default; any OpenAI-compatible server by `base_url` / `OPENAI_BASE_URL`
 (vLLM `http://host:8000/v1`, Ollama `http://localhost:11434/v1`, llama.cpp server, Azure
-OpenAI's v1 endpoint `https://RESOURCE.openai.azure.com/openai/v1/`); a local server without a
-key gets a placeholder one. `Judgment.latency_ms` is the wall time of the whole judgment, retries
+OpenAI's v1 endpoint `https://RESOURCE.openai.azure.com/openai/v1/`); which key goes where is
+`grader.judges.llm.endpoint`'s rule (a server other than OpenAI's without a key gets the one
+placeholder). `Judgment.latency_ms` is the wall time of the whole judgment, retries
 and waits included; each `CallRecord` has the latency of its own request.
 """
 
@@ -37,6 +38,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
 from grader.cost import PriceTable, estimate_usage
 from grader.errors import JudgeError
+from grader.judges.llm.endpoint import PLACEHOLDER_KEY, api_key_for
 from grader.judges.llm.ratelimit import RateLimiter
 from grader.judges.llm.replies import GradeReply, InvalidReply, parse_body, parse_completion
 from grader.judges.llm.results import CallState, JudgmentRecorder, RecorderConfig
@@ -99,18 +101,16 @@ class LLMJudge:
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         if client is None:
-            if not key:
-                if url is None:
-                    raise JudgeError(
-                        "no API key: set OPENAI_API_KEY, or give --base-url for a local "
-                        "OpenAI-compatible server that needs none"
-                    )
-                key = "EMPTY"  # local servers (vLLM, Ollama, llama.cpp) accept any key
+            key = api_key_for(url, key)  # a server other than OpenAI's may need no key
             client = openai.AsyncOpenAI(api_key=key, base_url=url, timeout=timeout, max_retries=0)
         else:
             client = client.with_options(max_retries=0, timeout=timeout)
             key = key or getattr(client, "api_key", None)
-        secrets = tuple(s for s in (key, getattr(client, "api_key", None)) if s and len(s) >= 4)
+        secrets = tuple(
+            s
+            for s in (key, getattr(client, "api_key", None))
+            if s and len(s) >= 4 and s != PLACEHOLDER_KEY
+        )
         self._recorder = JudgmentRecorder(
             RecorderConfig(
                 judge_id=self.judge_id,

@@ -1,0 +1,183 @@
+"""What `grade`, `regrade` and `batch` resolve once from their flags and the environment: the
+endpoint, the API key, the default model, the price table and the rate limiters; and the LLM
+judges and Batch API client built from them.
+
+The environment part is one typed model (`Environment`, pydantic-settings): `OPENAI_API_KEY`,
+`OPENAI_BASE_URL`, `RELGRADE_MODEL`, `RELGRADE_PRICES`, read and checked in one place (the key as
+a `SecretStr`, so it never shows in a repr). Which key goes to which server is the library's one
+rule (`grader.judges.llm.endpoint`): the CLI accepts exactly what the library accepts.
+
+Rate limiters are shared per model and base URL: a server's limits (and its 429 pauses) apply
+to a model, so every judge of one model on one server — ensemble members, a verifier, the live
+judge of a regrade and the judges rebuilt for its batch jobs — waits on the same limiter.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
+
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from grader.batch.client import BatchClient
+from grader.cost import PriceTable
+from grader.errors import InputError, JudgeError
+from grader.judges.llm.endpoint import KEY_ENV, PLACEHOLDER_KEY, api_key_for
+from grader.judges.llm.judge import LLMJudge
+from grader.judges.llm.ratelimit import RateLimiter
+from grader.judges.llm.types import CallRecord
+from grader.prompts import PromptSpec
+
+DEFAULT_MODEL = "gpt-4o-mini"
+
+
+class Environment(BaseSettings):
+    """The environment variables relgrade reads (empty ones count as unset)."""
+
+    model_config = SettingsConfigDict(case_sensitive=True, env_ignore_empty=True, extra="ignore")
+
+    openai_api_key: SecretStr | None = Field(default=None, alias="OPENAI_API_KEY")
+    openai_base_url: str | None = Field(default=None, alias="OPENAI_BASE_URL")
+    relgrade_model: str | None = Field(default=None, alias="RELGRADE_MODEL")
+    relgrade_prices: Path | None = Field(default=None, alias="RELGRADE_PRICES")
+
+    @field_validator("openai_base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None:
+            check_base_url(value, "OPENAI_BASE_URL")
+        return value
+
+
+def check_base_url(url: str, where: str) -> None:
+    """Raise ValueError unless `url` is an http(s) URL with a host."""
+    parsed = urlparse(url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise ValueError(f"{where} must be an http(s) URL such as http://localhost:8000/v1")
+
+
+def read_environment() -> Environment:
+    """The environment, validated; a bad value is an InputError naming the variable."""
+    try:
+        return Environment()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = ".".join(str(p) for p in first["loc"]) or "environment"
+        raise InputError(f"{name}: {first['msg']}", hint=f"fix or unset {name}") from None
+
+
+@dataclass
+class Settings:
+    """One command's resolved endpoint, key, model, prices and limits (see module docstring)."""
+
+    base_url: str | None
+    env: Environment
+    model_default: str = DEFAULT_MODEL
+    prices_path: str | None = None
+    rpm: float | None = None
+    tpm: float | None = None
+    timeout: float = 60.0
+    max_attempts: int = 4
+    sending: bool = True
+    """False for a dry run: nothing is sent, so no key is needed."""
+    _key: str | None = field(default=None, repr=False)
+    _prices: PriceTable | None = field(default=None, repr=False)
+    _limiters: dict[tuple[str, str | None], RateLimiter] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace, env: Environment | None = None) -> Settings:
+        """The settings of a command from its flags (those it lacks keep their defaults)."""
+        env = env if env is not None else read_environment()
+        flag_url = getattr(args, "base_url", None)
+        if flag_url:
+            try:
+                check_base_url(flag_url, "--base-url")
+            except ValueError as exc:
+                raise InputError(str(exc)) from None
+        rpm, tpm = getattr(args, "rpm", None), getattr(args, "tpm", None)
+        for flag, value in (("--rpm", rpm), ("--tpm", tpm)):
+            if value is not None and value < 0:
+                raise InputError(f"{flag} must not be negative")
+        return cls(
+            base_url=flag_url or env.openai_base_url or None,
+            env=env,
+            model_default=env.relgrade_model or DEFAULT_MODEL,
+            prices_path=getattr(args, "prices", None),
+            rpm=rpm or None,  # 0 means no limit, as before
+            tpm=tpm or None,
+            timeout=getattr(args, "timeout", 60.0),
+            max_attempts=getattr(args, "max_attempts", 4),
+            sending=not getattr(args, "dry_run", False),
+        )
+
+    def model(self, flag: str | None = None) -> str:
+        """`flag`, else $RELGRADE_MODEL, else gpt-4o-mini."""
+        return flag or self.model_default
+
+    @property
+    def key(self) -> str:
+        """The key to send to `base_url` (resolved on first use, so the offline lexical judge
+        needs none); an InputError naming OPENAI_API_KEY when OpenAI's API gets no key."""
+        if self._key is None:
+            given = self.env.openai_api_key
+            try:
+                self._key = api_key_for(
+                    self.base_url,
+                    given.get_secret_value() if given is not None else None,
+                    sending=self.sending,
+                )
+            except JudgeError as exc:
+                raise InputError(
+                    str(exc),
+                    hint=f"set {KEY_ENV}, point --base-url at an OpenAI-compatible server, or "
+                    "use --judge lexical (offline)",
+                ) from None
+        return self._key
+
+    @property
+    def secrets(self) -> list[str]:
+        """What must be masked in everything written: the key, unless it is the placeholder."""
+        return [] if self.key == PLACEHOLDER_KEY else [self.key]
+
+    @property
+    def prices(self) -> PriceTable:
+        """The shipped price table, then $RELGRADE_PRICES, then --prices."""
+        if self._prices is None:
+            self._prices = PriceTable.from_files(self.env.relgrade_prices, self.prices_path)
+        return self._prices
+
+    def limiter(self, model: str) -> RateLimiter:
+        """The one limiter of `model` on this base URL (its --rpm/--tpm and 429 pauses)."""
+        slot = (model, self.base_url)
+        if slot not in self._limiters:
+            self._limiters[slot] = RateLimiter(self.rpm, self.tpm)
+        return self._limiters[slot]
+
+    def llm_judge(
+        self,
+        model: str,
+        prompt: PromptSpec | str,
+        on_call: Callable[[CallRecord], None] | None = None,
+    ) -> LLMJudge:
+        """An LLM judge of `model` and `prompt` with these settings."""
+        return LLMJudge(
+            model=model,
+            prompt=prompt,
+            base_url=self.base_url,
+            api_key=self.key,
+            timeout=self.timeout,
+            max_attempts=self.max_attempts,
+            limiter=self.limiter(model),
+            prices=self.prices,
+            on_call=on_call,
+        )
+
+    def batch_client(self, timeout: float | None = None) -> BatchClient:
+        """A Batch API client for this endpoint and key (`timeout`: else --timeout's)."""
+        return BatchClient(
+            base_url=self.base_url, api_key=self.key, timeout=timeout or self.timeout
+        )

@@ -1,0 +1,61 @@
+"""Which API key goes to which server: the one rule, for the library and the command line.
+
+- A key given (explicitly, or from `OPENAI_API_KEY` where that applies) is sent as it is.
+- No key, and the endpoint is OpenAI's own (no base URL, or host `api.openai.com`): an error
+  naming `OPENAI_API_KEY`, since every request would be refused.
+- No key, and any other OpenAI-compatible server (vLLM, Ollama, llama.cpp server on this machine
+  or another, e.g. `http://gpu-box:8000/v1`): `PLACEHOLDER_KEY`, because the SDK needs some key
+  and such servers accept any.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from urllib.parse import urlparse
+
+from grader.errors import JudgeError
+
+KEY_ENV = "OPENAI_API_KEY"
+"""The environment variable that holds the API key by default."""
+
+BASE_URL_ENV = "OPENAI_BASE_URL"
+"""The environment variable that names the endpoint when no base URL is given."""
+
+PLACEHOLDER_KEY = "no-key-needed"
+"""The one key sent to a server that needs none (the SDK insists on some key)."""
+
+OPENAI_HOST = "api.openai.com"
+
+
+def host_of(base_url: str | None) -> str:
+    """The host name of `base_url`, lower case ("" when there is none)."""
+    return (urlparse(base_url).hostname or "").lower() if base_url else ""
+
+
+def is_openai(base_url: str | None) -> bool:
+    """Whether requests to `base_url` go to OpenAI's own API (None: the SDK's default, OpenAI)."""
+    return base_url is None or host_of(base_url) == OPENAI_HOST
+
+
+def is_loopback(base_url: str | None) -> bool:
+    """Whether `base_url` is a server on this machine: localhost, 127.0.0.0/8, ::1 (or 0.0.0.0)."""
+    host = host_of(base_url)
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_unspecified
+
+
+def api_key_for(base_url: str | None, key: str | None, *, sending: bool = True) -> str:
+    """The key to send to `base_url` (see module docstring); `sending=False` (a dry run, which
+    sends nothing) never needs one. Raises JudgeError naming OPENAI_API_KEY for OpenAI without a
+    key."""
+    if key:
+        return key
+    if sending and is_openai(base_url):
+        where = base_url or "https://api.openai.com/v1"
+        raise JudgeError(f"no API key for {where}: set the {KEY_ENV} environment variable")
+    return PLACEHOLDER_KEY

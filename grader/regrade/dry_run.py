@@ -1,0 +1,58 @@
+"""What a regrade would send and what it would cost, live and by batch, without sending anything.
+
+Id pairs with equal texts are one request (one content key), as in the regrade itself; pairs
+already regraded and pairs waiting in open batch jobs are not counted again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from grader.batch.state import BatchState
+from grader.judges.llm.judge import LLMJudge
+from grader.regrade.selection import Criterion, distinct_keys, select_candidates, to_grade
+from grader.store.store import Store
+
+
+@dataclass(frozen=True)
+class RegradeEstimate:
+    """The counts and estimated costs of a regrade (a cost is None when the model has no price)."""
+
+    selected: int
+    already_done: int
+    in_batches: int
+    pairs: int
+    """Pairs that would be graded."""
+    requests: int
+    """Requests that would be sent for them (one per distinct content)."""
+    live_cost: float | None
+    batch_cost: float | None
+
+
+def estimate_regrade(
+    store: Store, judge: LLMJudge, criteria: Sequence[Criterion]
+) -> RegradeEstimate:
+    """The estimate of regrading the pairs `criteria` select in `store` with `judge`."""
+    candidates = select_candidates(store, criteria, judge.fingerprint())
+    with BatchState(store) as state:
+        waiting = state.open_keys()
+    todo = to_grade(store, candidates, exclude=waiting)
+    requests = distinct_keys(todo)
+    live: float | None = 0.0
+    batch: float | None = 0.0
+    for c in requests:
+        one_live = judge.estimate_cost(c.query, c.doc)
+        one_batch = judge.estimate_cost(c.query, c.doc, batch=True)
+        live = None if live is None or one_live is None else live + one_live
+        batch = None if batch is None or one_batch is None else batch + one_batch
+    in_batches = sum(1 for c in candidates if c.new_key in waiting)
+    return RegradeEstimate(
+        selected=len(candidates),
+        already_done=len(candidates) - len(todo) - in_batches,
+        in_batches=in_batches,
+        pairs=len(todo),
+        requests=len(requests),
+        live_cost=live,
+        batch_cost=batch,
+    )
