@@ -125,7 +125,7 @@ async def relgrade_run(
     calls_before = len(store.calls())
     cpu0, t0 = time.process_time(), time.perf_counter()
     report = await grade_pairs(
-        pairs, [judge], store=store, writer=writer, concurrency=concurrency, progress=False
+        pairs, [judge], store=store, writer=writer, concurrency=concurrency, freeze_gc=True
     )
     elapsed, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     if report.failed or report.pending:

@@ -97,7 +97,7 @@ def by_doc(grades: dict[str, int | None]) -> GradeFn:
 async def grade(
     pairs: list[Pair], judges: list[ScriptedJudge], store: Store | None, **kw: Any
 ) -> Any:
-    return await grade_pairs(pairs, judges, store=store, progress=False, **kw)  # type: ignore[arg-type]
+    return await grade_pairs(pairs, judges, store=store, **kw)  # type: ignore[arg-type]
 
 
 async def test_rerun_sends_nothing_and_returns_the_same_judgments(tmp_path: Path) -> None:
@@ -350,7 +350,7 @@ async def test_ctrl_c_finishes_calls_in_flight_and_takes_no_new_work(tmp_path: P
     judge = ScriptedJudge("m", by_doc({}), delay=0.3)
     loop.call_later(0.1, os.kill, os.getpid(), signal.SIGINT)
     with Store(tmp_path / "s.db") as store:
-        report = await grade(make_pairs(20), [judge], store, concurrency=2)
+        report = await grade(make_pairs(20), [judge], store, concurrency=2, handle_sigint=True)
         assert report.interrupted
         assert len(judge.calls) == 2  # the two in flight; nothing new after Ctrl-C
         assert report.graded == 2 and report.pending == 18
@@ -362,7 +362,9 @@ async def test_ctrl_c_abandons_slow_calls_after_the_grace_period(tmp_path: Path)
     judge = ScriptedJudge("m", by_doc({}), delay=30)
     loop.call_later(0.1, os.kill, os.getpid(), signal.SIGINT)
     with Store(tmp_path / "s.db") as store:
-        report = await grade(make_pairs(5), [judge], store, concurrency=2, grace_s=0.2)
+        report = await grade(
+            make_pairs(5), [judge], store, concurrency=2, grace_s=0.2, handle_sigint=True
+        )
         assert report.interrupted and report.pending == 5
         assert store.count() == 0  # abandoned calls store nothing
 

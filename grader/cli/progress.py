@@ -1,14 +1,16 @@
 """The grading progress bar on stderr: done / cached / failed, rate, ETA and spend.
 
-Shown only when stderr is a terminal and not `--quiet`; otherwise every call is a no-op, so the
-pipeline calls it unconditionally. Rich redraws on its own thread at a few frames per second,
-so updating per judgment stays cheap.
+The library only reports `ProgressEvent`s (`grader.grading.events`); this bar is the callback the
+CLI gives it. Shown only when its stream is a terminal and not `--quiet`; otherwise every call is a
+no-op. The bar starts with the first event (after the store lookup, so a dry run draws nothing).
+Rich redraws on its own thread at a few frames per second, so an update per judgment stays cheap.
 """
 
 from __future__ import annotations
 
 import sys
 from types import TracebackType
+from typing import TextIO
 
 from rich.console import Console
 from rich.progress import (
@@ -20,22 +22,28 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from grader.grading.events import ProgressEvent
+
 
 class GradingProgress:
-    """Progress of one grading run: the bar counts the pairs that need requests; pairs found in
-    the store are shown as `cached` (they would otherwise inflate the rate and ETA)."""
+    """Progress of one grading run, drawn on `file` (default: stderr): the bar counts the pairs
+    that need requests; pairs found in the store are shown as `cached` (they would otherwise
+    inflate the rate and ETA). `enabled` None: draw only when `file` is a terminal."""
 
-    def __init__(self, total: int, *, cached: int = 0, enabled: bool | None = None) -> None:
+    def __init__(self, *, enabled: bool | None = None, file: TextIO | None = None) -> None:
+        stream = file if file is not None else sys.stderr
         if enabled is None:
-            enabled = sys.stderr.isatty()
+            enabled = stream.isatty()
         self.enabled = enabled
+        self.last: ProgressEvent | None = None
+        self._entered = False
         self._progress: Progress | None = None
         self._task: TaskID | None = None
-        self.total = total
-        self.cached = cached
-        self.failed = 0
-        self.spend = 0.0
         if enabled:
+            # An explicit file: the caller decided to draw, so draw as on a terminal.
+            console = (
+                Console(stderr=True) if file is None else Console(file=file, force_terminal=True)
+            )
             self._progress = Progress(
                 TextColumn("grading"),
                 BarColumn(bar_width=24),
@@ -46,17 +54,13 @@ class GradingProgress:
                 ),
                 TextColumn("ETA"),
                 TimeRemainingColumn(),
-                console=Console(stderr=True),
+                console=console,
                 refresh_per_second=4,
                 transient=False,
             )
-            self._task = self._progress.add_task(
-                "grading", total=total, cached=cached, failed=0, rate="-", spend="0.0000"
-            )
 
     def __enter__(self) -> GradingProgress:
-        if self._progress is not None:
-            self._progress.start()
+        self._entered = True
         return self
 
     def __exit__(
@@ -65,28 +69,41 @@ class GradingProgress:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self._progress is not None:
+        self._entered = False
+        if self._progress is not None and self._task is not None:
             self._progress.stop()
 
-    def advance(self, *, failed: bool = False, cost: float = 0.0) -> None:
-        """One pair that needed requests finished (ok or `failed`), costing `cost`."""
-        self.failed += failed
-        self.spend += cost
-        if self._progress is None or self._task is None:
+    def __call__(self, event: ProgressEvent) -> None:
+        """Show `event` (the `ProgressCallback` the grading run calls)."""
+        self.last = event
+        progress = self._progress
+        if progress is None or not self._entered:
             return
-        task = self._progress.tasks[0]
-        speed = task.speed
-        self._progress.update(
+        spend = f"{event.spend:.4f}"
+        if self._task is None:
+            self._task = progress.add_task(
+                "grading",
+                total=event.total,
+                completed=event.done,
+                cached=event.cached,
+                failed=event.failed,
+                rate="-",
+                spend=spend,
+            )
+            progress.start()
+            return
+        speed = progress.tasks[0].speed
+        progress.update(
             self._task,
-            advance=1,
-            cached=self.cached,
-            failed=self.failed,
+            total=event.total,
+            completed=event.done,
+            cached=event.cached,
+            failed=event.failed,
             rate="-" if not speed else f"{speed:.1f}",
-            spend=f"{self.spend:.4f}",
+            spend=spend,
         )
 
-    def add_spend(self, cost: float) -> None:
-        """Money spent on a call that did not finish a pair (e.g. one ensemble member)."""
-        self.spend += cost
+    def refresh(self) -> None:
+        """Draw the bar now (rich otherwise redraws on its own thread)."""
         if self._progress is not None and self._task is not None:
-            self._progress.update(self._task, spend=f"{self.spend:.4f}")
+            self._progress.refresh()

@@ -23,9 +23,13 @@ the dry-run and budget estimates `grader.grading.budget`.
   request that would take spent + reserved past the budget is not sent, so the run stops before
   spending more than the budget (retries of a request are part of its estimate only as far as the
   judge's estimate covers them). The budget is per run: cached pairs cost nothing.
-- Ctrl-C (SIGINT): stop taking new work and let the calls in flight finish and be stored (for at
-  most `grace_s` seconds); a second Ctrl-C abandons them at once. Abandoned calls store nothing, so
-  the store is consistent either way; rerunning resumes.
+- Ctrl-C (SIGINT), with `handle_sigint` (the CLI opts in): stop taking new work and let the calls
+  in flight finish and be stored (for at most `grace_s` seconds); a second Ctrl-C abandons them at
+  once. Abandoned calls store nothing, so the store is consistent either way; rerunning resumes.
+- No process-wide side effects by default: progress goes to the caller's `progress` callback
+  (`grader.grading.events`; the CLI draws a bar), no SIGINT handler is installed and the garbage
+  collector is left alone unless asked (`handle_sigint`, `freeze_gc`), so several gradings can run
+  in one process, even in one event loop.
 - `dry_run`: look up the store and estimate, send nothing, write nothing.
 """
 
@@ -40,8 +44,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from grader.grading.budget import Estimate, check_priced, estimate_requests
+from grader.grading.events import ProgressCallback, ProgressEvent
 from grader.grading.pairs import Pair, PairSelection, pairs_to_grade
-from grader.grading.progress import GradingProgress
 from grader.grading.run import GradingReport, GradingRun
 from grader.judges.base import Judge
 from grader.models import Judgment
@@ -51,6 +55,8 @@ from grader.store.writer import StoreWriter
 __all__ = [
     "Estimate",
     "GradingReport",
+    "ProgressCallback",
+    "ProgressEvent",
     "StoreWriter",
     "grade_pairs",
     "pairs_to_grade",
@@ -71,13 +77,19 @@ async def grade_pairs(
     concurrency: int = 8,
     max_cost: float | None = None,
     dry_run: bool = False,
-    progress: bool | None = None,
-    handle_sigint: bool = True,
+    progress: ProgressCallback | None = None,
+    handle_sigint: bool = False,
+    freeze_gc: bool = False,
     secrets: Sequence[str] = (),
     flush_interval: float = FLUSH_INTERVAL_S,
     grace_s: float = GRACE_S,
 ) -> GradingReport:
     """Grade `pairs` with `judges` (several = an ensemble), reusing the store (module docstring).
+
+    `progress` gets a `ProgressEvent` when sending starts and after every judge call.
+    `handle_sigint` installs the Ctrl-C handler for the run (main thread only); `freeze_gc`
+    freezes the objects alive at the start out of the cyclic GC for the run (for a process that
+    runs one grading at a time, as the CLI does: the first run to end unfreezes them all).
 
     Raises JudgeError when a judge reports a problem that dooms the whole run (bad credentials,
     unknown model), after storing everything finished so far.
@@ -110,7 +122,6 @@ async def grade_pairs(
         )
         # Every id pair, also those answered under another pair's ids (same texts).
         store.put_pairs(k for state in states for k in state.id_keys())
-    to_grade = len(pairs) - run.report.cached
     loop = asyncio.get_running_loop()
     workers: list[asyncio.Task[None]] = []
     presses = 0
@@ -130,6 +141,7 @@ async def grade_pairs(
             loop.call_later(grace_s, abandon)
 
     installed = False
+    previous = signal.getsignal(signal.SIGINT)
     if handle_sigint and threading.current_thread() is threading.main_thread():
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signal.SIGINT, on_sigint)
@@ -144,19 +156,24 @@ async def grade_pairs(
     # The pairs, texts and modules alive now live for the whole run: freezing them keeps the
     # cyclic GC from walking them again and again while thousands of replies are parsed
     # (6% less CPU per judgment in bench/grade_throughput.py). Undone when the run ends.
-    gc.freeze()
+    if freeze_gc:
+        gc.freeze()
     try:
-        with GradingProgress(to_grade, cached=run.report.cached, enabled=progress) as bar:
-            run.progress = bar
-            workers = [asyncio.create_task(run.worker()) for _ in range(concurrency)]
-            await asyncio.wait(workers)
+        run.on_progress = progress
+        if progress is not None:
+            progress(run.progress())
+        workers = [asyncio.create_task(run.worker()) for _ in range(concurrency)]
+        await asyncio.wait(workers)
     finally:
-        gc.unfreeze()
+        if freeze_gc:
+            gc.unfreeze()
         flush_task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await flush_task
         if installed:
             loop.remove_signal_handler(signal.SIGINT)
+            if previous is not None:  # asyncio would leave Python's default, not the one before
+                signal.signal(signal.SIGINT, previous)
         writer.flush()
     run.report.judgments = [j for j in run.outputs if j is not None]
     run.report.pending = len(pairs) - len(run.report.judgments)

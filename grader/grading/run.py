@@ -15,9 +15,9 @@ from typing import Any
 
 from grader.errors import JudgeError
 from grader.grading.budget import Estimate, estimate_cost
+from grader.grading.events import ProgressCallback, ProgressEvent
 from grader.grading.outputs import OutputJudgments, for_pair
 from grader.grading.pairs import Pair
-from grader.grading.progress import GradingProgress
 from grader.judges.base import Judge
 from grader.judges.ensemble import needs_verification
 from grader.keys import content_key
@@ -137,7 +137,7 @@ class GradingRun:
         self.reserved = 0.0
         self.stopping = False
         self.fatal: BaseException | None = None
-        self.progress: GradingProgress | None = None
+        self.on_progress: ProgressCallback | None = None
         # Pairs with equal texts (e.g. duplicate passages under two ids) share a content key:
         # the key is requested once per run and its answer given to every pair that needs it.
         self.followers: dict[str, list[_Unit]] = {}
@@ -240,8 +240,21 @@ class GradingRun:
             self.report.failed += 1
         else:
             self.report.graded += 1
-        if state.requested and self.progress is not None:
-            self.progress.advance(failed=failed)
+
+    def progress(self) -> ProgressEvent:
+        """Where the run stands (for the caller's progress callback)."""
+        report = self.report
+        return ProgressEvent(
+            total=report.pairs - report.cached,
+            cached=report.cached,
+            done=report.graded + report.failed,
+            failed=report.failed,
+            spend=report.cost,
+        )
+
+    def _report_progress(self) -> None:
+        if self.on_progress is not None:
+            self.on_progress(self.progress())
 
     # -- judging ---------------------------------------------------------------------------
 
@@ -290,13 +303,12 @@ class GradingRun:
             judgment.usage.prompt_tokens or judgment.usage.completion_tokens
         ):
             self.report.unpriced += 1
-        if self.progress is not None:
-            self.progress.add_spend(judgment.cost or 0.0)
         fingerprint = self.verify_fingerprint if unit.slot < 0 else self.fingerprints[unit.slot]
         self.results[unit.key] = judgment
         for follower in [unit, *self.followers.pop(unit.key, [])]:
             self._deliver(follower, judgment)
         self._store_group((judgment, fingerprint))
+        self._report_progress()
 
     def _deliver(self, unit: _Unit, judgment: Judgment) -> None:
         """Give a judge's answer to the pair of `unit` (ids rebound to that pair)."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grader.batch.jobs import BatchJudge, BatchRunner, CollectSummary, JudgeFor, Progress, Sleep
+from grader.grading.events import ProgressCallback
 from grader.grading.pairs import Pair
 from grader.grading.pipeline import GradingReport, StoreWriter, grade_pairs
 from grader.judges.base import Judge
@@ -58,7 +59,9 @@ async def regrade(
     job_config: dict[str, Any] | None = None,
     wait: bool = True,
     concurrency: int = 8,
-    progress: bool | None = None,
+    progress: ProgressCallback | None = None,
+    handle_sigint: bool = False,
+    freeze_gc: bool = False,
     batch_progress: Progress | None = None,
     batch_discount: float = 0.5,
     sleep: Sleep | None = None,
@@ -68,7 +71,8 @@ async def regrade(
 
     With a runner, `batch_judge` is `judge` seen by the Batch API, `judge_for` rebuilds the judge
     of any open job from its config (jobs of earlier, stopped runs are continued too), and
-    `job_config` is recorded with the new jobs so that can be done.
+    `job_config` is recorded with the new jobs so that can be done. Without a runner,
+    `progress`, `handle_sigint` and `freeze_gc` go to `grade_pairs` (all off by default).
     """
     fingerprint = judge.fingerprint()
     candidates = select_candidates(store, criteria, fingerprint)
@@ -110,6 +114,8 @@ async def regrade(
                 store=store,
                 concurrency=concurrency,
                 progress=progress,
+                handle_sigint=handle_sigint,
+                freeze_gc=freeze_gc,
                 writer=writer,
             )
         outcome_fields.update(
