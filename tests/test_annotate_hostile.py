@@ -19,6 +19,7 @@ import pytest
 
 from calibration.spotcheck.annotate.gradelog import GradeLog
 from calibration.spotcheck.annotate.server import MAX_BODY, AnnotateItem, AnnotateServer
+from grader.errors import InputError
 
 ITEMS = [AnnotateItem("q1", f"d{i}", "a query", f"document {i}") for i in range(4)]
 SCALE = [(0, ""), (1, ""), (2, ""), (3, "")]
@@ -31,7 +32,7 @@ def server(tmp_path: Path) -> Iterator[AnnotateServer]:
         GradeLog(tmp_path / "s.ann.grades.jsonl", "ann"),
         SCALE,
         timeout=0.5,
-        deadline=2.0,
+        deadline=1.5,
         max_connections=8,
     )
     app.start()
@@ -171,7 +172,7 @@ def test_headers_that_never_end_are_dropped_by_timeout(server: AnnotateServer) -
 
 
 def test_a_trickling_client_is_cut_at_the_connection_deadline(server: AnnotateServer) -> None:
-    """One header byte every 0.2 s never trips the 0.5 s read timeout; the 2 s deadline ends it."""
+    """One header byte every 0.2 s never trips the 0.5 s read timeout; the 1.5 s deadline ends it."""
     closed = threading.Event()
     with _connect(server) as sock:
 
@@ -193,3 +194,116 @@ def test_a_trickling_client_is_cut_at_the_connection_deadline(server: AnnotateSe
             time.sleep(0.2)
         watcher.join(timeout=10)
     assert closed.is_set() and sent < 200
+
+
+def test_300_idle_connections_hold_at_most_max_connections_threads(tmp_path: Path) -> None:
+    app = AnnotateServer(
+        ITEMS,
+        GradeLog(tmp_path / "s.ann.grades.jsonl", "ann"),
+        SCALE,
+        timeout=30,
+        max_connections=8,
+    )
+    app.start()
+    before = threading.active_count()
+    socks: list[socket.socket] = []
+    try:
+        for _ in range(300):
+            socks.append(_connect(app))  # connect and say nothing
+        # Connections are accepted in order; the first 8 get a thread each and wait for their
+        # request, every later one is answered 503 at once and closed.
+        busy = [_read_all(s) for s in socks[8:]]
+        assert all(b.startswith(b"HTTP/1.0 503") and b"Retry-After: 1" in b for b in busy)
+        assert threading.active_count() - before <= 8
+        for s in socks[:8]:
+            s.settimeout(0.05)
+            with pytest.raises(TimeoutError):
+                s.recv(1)  # still held open, not refused
+    finally:
+        for s in socks:
+            s.close()
+    try:
+        status = None
+        for _ in range(100):  # the 8 threads see the closes and end; a slot frees quickly
+            status = _get_state(app)[0]
+            if status == 200:
+                break
+            time.sleep(0.05)
+        assert status == 200
+    finally:
+        app.stop()
+
+
+def _fill_log(path: Path, n: int) -> None:
+    """A grade log of n grades written at once (as `n` appends would leave it)."""
+    with path.open("w", encoding="utf-8") as fh:
+        for i in range(n):
+            rec = {"query_id": f"q{i % 997}", "doc_id": f"d{i}", "grade": i % 4, "annotator": "ann"}
+            fh.write(json.dumps(rec) + "\n")
+
+
+def _rchar() -> int:
+    """Bytes this process has read through read(2)-like calls (files and sockets alike)."""
+    for line in Path("/proc/self/io").read_text().splitlines():
+        if line.startswith("rchar:"):
+            return int(line.split()[1])
+    raise AssertionError("no rchar in /proc/self/io")
+
+
+@pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="needs Linux /proc/self/io")
+def test_a_grade_post_does_not_reread_a_20k_grade_log(tmp_path: Path) -> None:
+    path = tmp_path / "s.ann.grades.jsonl"
+    _fill_log(path, 20_000)
+    size = path.stat().st_size
+    log = GradeLog(path, "ann")
+    app = AnnotateServer(ITEMS, log, SCALE)  # reads the log once, here
+    assert log.bytes_read == size
+    app.start()
+    try:
+        before_log, before_io = log.bytes_read, _rchar()
+        graded = []
+        for g in range(5):
+            body = json.dumps({"query_id": "q1", "doc_id": f"d{g % 4}", "grade": g % 4})
+            status, reply = _exchange(app, _post(app, body.encode()))
+            assert status == 200 and json.loads(reply)["saved"] is True
+            graded.append(json.loads(reply)["graded"])
+        assert graded == [2, 2, 3, 4, 4]  # (q1, d1) was in the log already
+        assert log.bytes_read == before_log  # nothing re-read
+        assert _rchar() - before_io < 64 * 1024  # the process read far less than the 1.5 MB log
+    finally:
+        app.stop()
+    assert size > 1_000_000
+    assert len(path.read_text().splitlines()) == 20_005
+    reopened = GradeLog(path, "ann").read()  # reopening resumes with every grade
+    assert len(reopened) == 20_003 and reopened[("q1", "d0")] == 0  # 3 new pairs, d0 twice
+    assert reopened == log.read()
+
+
+def test_the_log_follows_appends_by_another_writer_reading_only_them(tmp_path: Path) -> None:
+    path = tmp_path / "s.ann.grades.jsonl"
+    mine, other = GradeLog(path, "ann"), GradeLog(path, "ann")
+    mine.append("q1", "d0", 1)
+    other.append("q1", "d1", 2)
+    read_before = mine.bytes_read
+    mine.append("q1", "d0", 3)  # catches up with the other writer's line first
+    assert mine.bytes_read - read_before == len(path.read_bytes().splitlines(keepends=True)[1])
+    assert mine.read() == {("q1", "d0"): 3, ("q1", "d1"): 2} == other.read()
+    path.write_text("")  # the file replaced by a shorter one: read again from the start
+    assert mine.read() == {}
+
+
+def test_a_whole_unterminated_record_is_kept_and_a_corrupt_last_line_stops_appends(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "s.ann.grades.jsonl"
+    path.write_text('{"query_id": "q", "doc_id": "d1", "grade": 3}')  # saved but for its newline
+    log = GradeLog(path, "ann")
+    assert log.read() == {("q", "d1"): 3}
+    log.append("q", "d2", 1)
+    assert GradeLog(path, "ann").read() == {("q", "d1"): 3, ("q", "d2"): 1}
+    with path.open("a") as fh:
+        fh.write("edited by hand\n")
+    assert log.read() == {("q", "d1"): 3, ("q", "d2"): 1}  # a bad last line is read as torn
+    with pytest.raises(InputError, match=r"s\.ann\.grades\.jsonl:3: not a grade record"):
+        log.append("q", "d3", 0)  # but nothing is written after it
+    assert len(path.read_text().splitlines()) == 3

@@ -169,7 +169,7 @@ class _BoundedHTTPServer(ThreadingHTTPServer):
     """A thread per connection, at most `limit` at once; one more is answered 503 and closed."""
 
     daemon_threads = True
-    request_queue_size = 64
+    request_queue_size = 1024  # a burst of connects waits to be accepted (or refused) at once
 
     def __init__(
         self,
