@@ -16,12 +16,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import pandas as pd
-
 from calibration.spotcheck.manifest import Manifest
 from grader.errors import InputError
 from grader.io.files import atomic_write, read_text
 from grader.io.grades import parse_grade as parse_grade_cell
+from grader.io.judgments import qrels_frame
 from grader.io.trec import write_qrels
 from grader.models import GRADES, Doc, Query
 
@@ -229,14 +228,7 @@ def write_human_grades(path: str | Path, grades: Sequence[HumanGrade]) -> None:
     """
     name = Path(path).name.removesuffix(".gz")
     if name.endswith((".qrels", ".txt")):
-        frame = pd.DataFrame(
-            {
-                "query_id": [g.query_id for g in grades],
-                "doc_id": [g.doc_id for g in grades],
-                "grade": [g.grade for g in grades],
-            }
-        )
-        write_qrels(path, frame)
+        write_qrels(path, qrels_frame(grades))
     else:
         write_human_csv(path, grades)
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
+import pandas as pd
 from pydantic import ValidationError
 
 from grader.errors import InputError
@@ -19,6 +21,28 @@ from grader.io.files import atomic_write
 from grader.models import Judgment
 
 _EXAMPLE = "one Judgment JSON object per line (as written by `relgrade grade --out`)"
+
+
+class Graded(Protocol):
+    """Anything with ids and a grade (None when there is none): a `Judgment`, a person's grade."""
+
+    @property
+    def query_id(self) -> str: ...
+    @property
+    def doc_id(self) -> str: ...
+    @property
+    def grade(self) -> int | None: ...
+
+
+def qrels_frame(graded: Iterable[Graded]) -> pd.DataFrame:
+    """The qrels frame `[query_id, doc_id, grade]` (grade int64) of the items that have a grade.
+
+    The one way judgments become qrels: a failed judgment carries no grade, so it is left out
+    (unjudged), never turned into 0. Order is kept.
+    """
+    rows = [(g.query_id, g.doc_id, g.grade) for g in graded if g.grade is not None]
+    frame = pd.DataFrame(rows, columns=["query_id", "doc_id", "grade"])
+    return frame.astype({"query_id": str, "doc_id": str, "grade": "int64"})
 
 
 def validation_reason(exc: ValidationError) -> str:

@@ -11,24 +11,19 @@ from typing import Any
 
 import pandas as pd
 
+from grader.io.judgments import qrels_frame
 from grader.metrics import evaluate, mean_scores
 from grader.regrade.diff import VersionPair
 
 
 def version_qrels(pairs: Sequence[VersionPair]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(old qrels, new qrels) over the pairs graded ok in both versions."""
-    rows_old: list[tuple[str, str, int]] = []
-    rows_new: list[tuple[str, str, int]] = []
-    for pair in pairs:
-        old, new = pair.old, pair.new
-        if old is None or new is None or old.grade is None or new.grade is None:
-            continue
-        if old.status != "ok" or new.status != "ok":
-            continue
-        rows_old.append((pair.query_id, pair.doc_id, old.grade))
-        rows_new.append((pair.query_id, pair.doc_id, new.grade))
-    columns = ["query_id", "doc_id", "grade"]
-    return pd.DataFrame(rows_old, columns=columns), pd.DataFrame(rows_new, columns=columns)
+    both = [
+        (p.old, p.new)
+        for p in pairs
+        if p.old is not None and p.new is not None and p.old.status == p.new.status == "ok"
+    ]
+    return qrels_frame(old for old, _ in both), qrels_frame(new for _, new in both)
 
 
 def metric_deltas(
