@@ -7,32 +7,29 @@ from the judge (`grader.grading.pipeline`); outputs are written atomically once 
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 import sys
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 import pandas as pd
 
 from grader.cli.commands import COMMANDS
 from grader.cli.progress import GradingProgress
+from grader.cli.settings import Settings
 from grader.errors import BudgetError, InputError
 from grader.grading.pairs import pairs_to_grade
 from grader.grading.pipeline import GradingReport, StoreWriter, run_grading
 from grader.judges.base import Judge
 from grader.store.store import Store
 
-DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_PROMPT = "passage"
-LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "0.0.0.0"})
-NO_KEY = "no-key-needed-for-a-local-server"
 
 EPILOG = """\
 Models and endpoints: --model defaults to $RELGRADE_MODEL, else gpt-4o-mini. The endpoint is
 --base-url, else $OPENAI_BASE_URL, else OpenAI; the key is read from $OPENAI_API_KEY only (never
-a flag) and is written nowhere. A local server (127.0.0.1 / localhost) needs no key.
+a flag) and is written nowhere. A server other than api.openai.com needs no key (vLLM,
+Ollama, llama.cpp server, here or on another host): without one it gets a placeholder.
 
 Several --model: an ensemble. Each model's answer is stored under its own key; the output
 records every model's grade, their disagreement (max - min) and the aggregate, the lower median
@@ -115,24 +112,6 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _is_local(base_url: str | None) -> bool:
-    return base_url is not None and (urlparse(base_url).hostname or "") in LOCAL_HOSTS
-
-
-def _api_key(base_url: str | None, *, dry_run: bool = False) -> str:
-    key = os.environ.get("OPENAI_API_KEY", "")
-    if key:
-        return key
-    if _is_local(base_url) or dry_run:  # a dry run sends nothing, so it needs no key
-        return NO_KEY
-    where = base_url or "https://api.openai.com/v1"
-    raise InputError(
-        f"no API key for {where}",
-        hint="set the OPENAI_API_KEY environment variable, point --base-url at a local server, "
-        "or use --judge lexical (offline)",
-    )
-
-
 def _check_args(args: argparse.Namespace) -> None:
     if args.concurrency < 1:
         raise InputError("--concurrency must be at least 1")
@@ -166,15 +145,13 @@ def _check_folders(args: argparse.Namespace) -> None:
 
 
 class _Judges:
-    """The judges of one run, built from the flags."""
+    """The judges of one run, built from the flags and the one `Settings`."""
 
     def __init__(self, args: argparse.Namespace, docs: dict[str, Any], writer: StoreWriter):
         self.args = args
+        self.settings = Settings.from_args(args)
         self.secrets: list[str] = []
-        self.limiters: dict[str, Any] = {}
-        self.prices: Any = None
         self.writer = writer
-        self.base_url = args.base_url or os.environ.get("OPENAI_BASE_URL") or None
         self.members: list[Judge] = []
         self.verifier: Judge | None = None
         if args.judge == "lexical":
@@ -183,12 +160,11 @@ class _Judges:
 
             self.members = [LexicalJudge.from_docs(docs, load_lexical_config(args.lexical_config))]
         else:
-            models = args.model or [os.environ.get("RELGRADE_MODEL") or DEFAULT_MODEL]
+            models = args.model or [self.settings.model()]
             self.members = [self.llm(model, args.prompt) for model in models]
         if args.verify_low:
             first_model = (args.model or [None])[0]
-            model = args.verify_model or first_model or os.environ.get("RELGRADE_MODEL")
-            model = model or DEFAULT_MODEL
+            model = self.settings.model(args.verify_model or first_model)
             prompt = args.verify_prompt or args.prompt
             verifier = self.llm(model, prompt)
             if any(verifier.fingerprint() == m.fingerprint() for m in self.members):
@@ -199,38 +175,13 @@ class _Judges:
             self.verifier = verifier
 
     def llm(self, model: str, prompt_name: str) -> Judge:
-        key = _api_key(self.base_url, dry_run=self.args.dry_run)
-        from grader.judges.llm.judge import LLMJudge
-        from grader.judges.llm.ratelimit import RateLimiter
         from grader.prompts import load_prompt
 
-        if key != NO_KEY:
-            self.secrets.append(key)
-        if model not in self.limiters:
-            self.limiters[model] = (
-                RateLimiter(self.args.rpm, self.args.tpm)
-                if self.args.rpm or self.args.tpm
-                else None
-            )
-        judge: Judge = LLMJudge(
-            model=model,
-            prompt=load_prompt(prompt_name),
-            base_url=self.base_url,
-            api_key=key,
-            timeout=self.args.timeout,
-            max_attempts=self.args.max_attempts,
-            limiter=self.limiters[model],
-            prices=self._prices(),
-            on_call=self.writer.log_call,
+        judge: Judge = self.settings.llm_judge(
+            model, load_prompt(prompt_name), on_call=self.writer.log_call
         )
+        self.secrets = self.settings.secrets
         return judge
-
-    def _prices(self) -> Any:
-        if self.prices is None:
-            from grader.cost import PriceTable
-
-            self.prices = PriceTable.load(self.args.prices)
-        return self.prices
 
 
 def _fmt_tokens(report: GradingReport) -> str:
@@ -263,10 +214,17 @@ def _write_outputs(args: argparse.Namespace, report: GradingReport) -> None:
 
         write_judgments(args.out, report.judgments)
     if args.qrels_out:
-        from grader.io.judgments import qrels_frame
         from grader.io.trec import write_qrels
 
-        write_qrels(args.qrels_out, qrels_frame(report.judgments))
+        ok = [j for j in report.judgments if j.status == "ok"]
+        frame = pd.DataFrame(
+            {
+                "query_id": [j.query_id for j in ok],
+                "doc_id": [j.doc_id for j in ok],
+                "grade": [j.grade for j in ok],
+            }
+        )
+        write_qrels(args.qrels_out, frame)
 
 
 def _print_dry_run(report: GradingReport, verify: bool) -> None:

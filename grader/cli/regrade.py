@@ -18,17 +18,17 @@ from typing import Any
 import pandas as pd
 
 from grader.batch.adapter import LLMBatchJudge
+from grader.batch.job_config import job_config
 from grader.cli.batch_common import (
     JudgeFactory,
     add_batch_options,
     add_llm_options,
-    default_model,
-    job_config,
     make_runner,
     progress_printer,
 )
 from grader.cli.commands import COMMANDS
 from grader.cli.progress import GradingProgress
+from grader.cli.settings import Settings
 from grader.cost import usd_or_unknown
 from grader.errors import InputError
 from grader.prompts import load_prompt
@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
             outcome.diff,
             title="relgrade regrade: what changed",
             old_label=", ".join(olds) or "stored judgments",
-            new_label=f"{spec.id} ({args.model or default_model()})",
+            new_label=f"{spec.id} ({Settings.from_args(args).model(args.model)})",
         )
     if args.format == "json":
         print(json.dumps(_json(outcome), indent=2))
@@ -172,7 +172,7 @@ async def _regrade(
 ) -> RegradeOutcome:
     factory = JudgeFactory(args, writer)
     store.add_secrets(factory.secrets)
-    live = factory.llm(args.model or default_model(), spec)
+    live = factory.llm(factory.settings.model(args.model), spec)
     try:
         if not args.batch:
             with GradingProgress(enabled=False if args.quiet else None) as bar:
@@ -213,33 +213,20 @@ async def _regrade(
 
 def _dry_run(args: argparse.Namespace, spec: Any, criteria: list[Criterion]) -> int:
     """Print what a regrade would send and what it would cost, live and by batch."""
-    from grader.batch.state import BatchState
-    from grader.regrade.selection import distinct_keys, select_candidates, to_grade
+    from grader.regrade.dry_run import estimate_regrade
 
+    settings = Settings.from_args(args)
+    judge = settings.llm_judge(settings.model(args.model), spec)
     with Store(args.store) as store:
-        factory = JudgeFactory(args, StoreWriter(None))
-        judge = factory.llm(args.model or default_model(), spec)
-        candidates = select_candidates(store, criteria, judge.fingerprint())
-        with BatchState(store) as state:
-            waiting = state.open_keys()
-        todo = to_grade(store, candidates, exclude=waiting)
-    requests = distinct_keys(todo)  # id pairs with equal texts are one request
-    live: float | None = 0.0
-    batch: float | None = 0.0
-    for c in requests:
-        one_live = judge.estimate_cost(c.query, c.doc)
-        one_batch = judge.estimate_cost(c.query, c.doc, batch=True)
-        live = None if live is None or one_live is None else live + one_live
-        batch = None if batch is None or one_batch is None else batch + one_batch
-    in_batches = sum(1 for c in candidates if c.new_key in waiting)
+        est = estimate_regrade(store, judge, criteria)
 
     def money(value: float | None) -> str:
         return "unknown (no price for this model)" if value is None else f"${value:.4f}"
 
     print(
-        f"dry run: {len(candidates)} pairs selected; {len(candidates) - len(todo) - in_batches} "
-        f"already regraded, {in_batches} waiting in open batches; would send {len(requests)} "
-        f"requests for {len(todo)} pairs: estimated {money(live)} live, {money(batch)} by "
+        f"dry run: {est.selected} pairs selected; {est.already_done} already regraded, "
+        f"{est.in_batches} waiting in open batches; would send {est.requests} requests for "
+        f"{est.pairs} pairs: estimated {money(est.live_cost)} live, {money(est.batch_cost)} by "
         "batch; nothing was sent",
         file=sys.stderr,
     )
@@ -264,10 +251,17 @@ def _write_outputs(args: argparse.Namespace, outcome: RegradeOutcome) -> None:
 
         write_judgments(args.out, new)
     if args.qrels_out:
-        from grader.io.judgments import qrels_frame
         from grader.io.trec import write_qrels
 
-        write_qrels(args.qrels_out, qrels_frame(new))
+        ok = [j for j in new if j.status == "ok"]
+        frame = pd.DataFrame(
+            {
+                "query_id": [j.query_id for j in ok],
+                "doc_id": [j.doc_id for j in ok],
+                "grade": [j.grade for j in ok],
+            }
+        )
+        write_qrels(args.qrels_out, frame)
 
 
 def _json(outcome: RegradeOutcome) -> dict[str, Any]:
