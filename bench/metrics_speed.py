@@ -34,6 +34,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -232,7 +233,7 @@ def main() -> int:
         results: dict[str, dict[str, float]] = {}
         for _ in range(max(args.repeat, 1)):
             for name, side in sides.items():
-                elapsed, results[name], mem = time_it(lambda s=side: s(qrels_path, run_path))
+                elapsed, results[name], mem = time_it(partial(side, qrels_path, run_path))
                 times[name].append(elapsed)
                 growth[name] = max(growth[name], mem.peak - mem.start)
         ours, theirs = results["relgrade"], results["pytrec_eval"]

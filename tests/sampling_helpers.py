@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.models import Judgment
+from grader.models import Judgment, JudgmentError
 
 
 def make_judgment(
@@ -23,7 +23,7 @@ def make_judgment(
             status="failed",
             judge="test",
             key=f"k-{qid}-{did}",
-            error={"type": "InvalidReply", "message": "no grade"},
+            error=JudgmentError(type="InvalidReply", message="no grade"),
         )
     return Judgment(
         query_id=qid,

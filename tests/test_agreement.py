@@ -4,6 +4,7 @@ scikit-learn, the krippendorff package and the TREC DL 2019 reference kappas."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import krippendorff
 import numpy as np
@@ -69,7 +70,9 @@ def test_kappa_matches_scikit_learn(seed: int, weighting: str) -> None:
 
 @pytest.mark.parametrize("seed", range(8))
 @pytest.mark.parametrize("level", ["ordinal", "interval"])
-def test_alpha_matches_krippendorff_package(seed: int, level: str) -> None:
+def test_alpha_matches_krippendorff_package(
+    seed: int, level: Literal["ordinal", "interval"]
+) -> None:
     human, llm, _ = _random_grades(seed)
     expected = krippendorff.alpha(np.vstack([human, llm]), level_of_measurement=level)
     assert alpha(human, llm, level=level) == pytest.approx(expected, abs=1e-12)

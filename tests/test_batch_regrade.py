@@ -98,7 +98,8 @@ async def test_round_trip_keeps_both_versions(setup: Setup) -> None:
         diff = outcome.diff
         assert (diff.n, diff.failed, diff.pending, diff.batch_graded) == (6, 0, 0, 6)
         assert sum(map(sum, diff.transition)) == 6
-        assert diff.cost > 0 and diff.cost_without_batch == pytest.approx(2 * diff.cost)
+        assert diff.cost is not None and diff.cost > 0
+        assert diff.cost_without_batch == pytest.approx(2 * diff.cost)
         assert diff.changed == sum(
             1 for p in outcome.pairs if p.old and p.new and p.old.grade != p.new.grade
         )
@@ -137,7 +138,7 @@ async def test_partial_failures_and_invalid_lines_are_reasked_live(setup: Setup)
         by_batch = BatchState(store).keys_with_outcome("batch")
         assert len(by_batch) == 3
         batch_cost = sum(p.new.cost or 0 for p in outcome.pairs if p.new and p.new.key in by_batch)
-        assert batch_cost > 0
+        assert batch_cost > 0 and outcome.diff.cost is not None
         assert outcome.diff.cost_without_batch == pytest.approx(outcome.diff.cost + batch_cost)
 
 

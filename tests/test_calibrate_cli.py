@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from grader.cli.main import main
+
+Rows = list[tuple[str, str, int]]
+"""(query_id, doc_id, grade) rows."""
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"
 REQUIRED = {
@@ -27,9 +31,10 @@ REQUIRED = {
 }
 
 
-def _grades(seed: int, n_queries: int = 12, per_query: int = 15) -> tuple[list, list]:
+def _grades(seed: int, n_queries: int = 12, per_query: int = 15) -> tuple[Rows, Rows]:
     rng = np.random.default_rng(seed)
-    human, llm = [], []
+    human: Rows = []
+    llm: Rows = []
     for q in range(n_queries):
         for d in range(per_query):
             h = int(rng.integers(0, 4))
@@ -39,19 +44,20 @@ def _grades(seed: int, n_queries: int = 12, per_query: int = 15) -> tuple[list, 
     return human, llm
 
 
-def _write_qrels(path: Path, rows: list) -> Path:
+def _write_qrels(path: Path, rows: Rows) -> Path:
     path.write_text("".join(f"{q} 0 {d} {g}\n" for q, d, g in rows))
     return path
 
 
-def _write_csv(path: Path, rows: list) -> Path:
+def _write_csv(path: Path, rows: Rows) -> Path:
     path.write_text("query_id,doc_id,grade\n" + "".join(f"{q},{d},{g}\n" for q, d, g in rows))
     return path
 
 
-def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> dict:
+def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> dict[str, Any]:
     assert main(["calibrate", *argv, "--format", "json"]) == 0
-    return json.loads(capsys.readouterr().out)
+    out: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return out
 
 
 def test_json_has_the_design_keys_and_reference_values(
@@ -269,7 +275,7 @@ def test_real_data_prints_the_reference_kappas(
     assert f"{kappa:.4f}" in table and f"{qwk:.4f}" in table
 
 
-def _runs(tmp_path: Path, human: list, noises: list[float]) -> list[str]:
+def _runs(tmp_path: Path, human: Rows, noises: list[float]) -> list[str]:
     """Runs that rank each query's docs by the human grade plus noise: better runs, less noise."""
     rng = np.random.default_rng(0)
     paths = []
@@ -300,7 +306,8 @@ def test_runs_give_system_ranking_under_both_label_sets(
     sy = out["systems"]
     assert sy["measure"] == "P(rel=2)@5"
     assert sy["n_systems"] == 5
-    h_scores, l_scores = [], []
+    h_scores: list[float] = []
+    l_scores: list[float] = []
     for r in runs:
         run = read_run(r)
         for qrels, into in ((read_qrels(hp), h_scores), (read_qrels(lp), l_scores)):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -29,9 +30,10 @@ def _write_csv(path: Path, rows: Rows) -> Path:
     return path
 
 
-def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> dict:
+def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> dict[str, Any]:
     assert main(["calibrate", *argv, "--format", "json"]) == 0
-    return json.loads(capsys.readouterr().out)
+    out: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return out
 
 
 # 5. A sizeable bias whose interval spans both signs is inconclusive, not balanced.

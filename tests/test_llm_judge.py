@@ -89,6 +89,7 @@ async def test_valid_reply_gives_an_ok_judgment(harness: Callable[..., Harness])
     assert j.key == "sha256:k1" and not j.truncated
     assert j.usage == h.calls[0].usage and j.usage.cached_tokens == 64
     assert j.cost == PriceTable.load().cost("gpt-4o-mini", j.usage)
+    assert j.grade is not None and j.distribution is not None
     sent = grade_probabilities(j.grade)  # what the fake put in top_logprobs, '"' among them
     in_grades = sum(sent[str(g)] for g in range(4))
     assert j.distribution == pytest.approx([sent[str(g)] / in_grades for g in range(4)])

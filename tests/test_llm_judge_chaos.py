@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import random
+from typing import Any
 
 import pytest
 
 from grader.judges.llm.judge import CallRecord, LLMJudge
 from grader.judges.llm.ratelimit import RateLimiter
 from grader.judges.llm.retry import RetryPolicy
-from grader.models import Doc, Query
+from grader.models import Doc, Judgment, Query
 from tests.fakeserver import FakeServer, Fault, default_grade, faults
 
 FAULTS: list[Fault] = [
@@ -64,7 +65,7 @@ async def test_every_pair_ends_ok_or_failed_never_lost_never_zero(
     ]
     semaphore = asyncio.Semaphore(8)
 
-    async def one(i: int, query: Query, doc: Doc) -> tuple[int, object]:
+    async def one(i: int, query: Query, doc: Doc) -> tuple[int, Judgment]:
         async with semaphore:
             return i, await judge.judge(query, doc, key=f"k{i}")
 
@@ -72,7 +73,7 @@ async def test_every_pair_ends_ok_or_failed_never_lost_never_zero(
     judgments = [j for _, j in sorted(results, key=lambda r: r[0])]
     assert [j.doc_id for j in judgments] == [d.doc_id for _, d in pairs]  # none lost
     per_doc: dict[str, list[Fault]] = {d.doc_id: [] for _, d in pairs}
-    first_bodies: dict[str, dict] = {}
+    first_bodies: dict[str, dict[str, Any]] = {}
     for n, body in enumerate(fake_server.requests):
         first_bodies.setdefault(body["messages"][1]["content"], body)
         doc = next(d for _, d in pairs if f"\n{d.text}\n" in body["messages"][1]["content"])

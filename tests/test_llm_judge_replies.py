@@ -17,7 +17,9 @@ from grader.prompts import load_prompt
 SPEC = load_prompt("passage-v1")
 
 
-def body(content: Any, *, finish: str = "stop", refusal: str | None = None, **extra: Any) -> dict:
+def body(
+    content: Any, *, finish: str = "stop", refusal: str | None = None, **extra: Any
+) -> dict[str, Any]:
     return {
         "choices": [
             {
@@ -34,7 +36,7 @@ def body(content: Any, *, finish: str = "stop", refusal: str | None = None, **ex
     }
 
 
-def kind_of(reply: dict, mode: str = "json_schema") -> str:
+def kind_of(reply: dict[str, Any], mode: str = "json_schema") -> str:
     with pytest.raises(InvalidReply) as caught:
         parse_completion(reply, mode=mode, spec=SPEC)  # type: ignore[arg-type]
     assert caught.value.usage == Usage(prompt_tokens=100, completion_tokens=12, cached_tokens=40)
@@ -126,7 +128,7 @@ def test_parse_body_keeps_a_non_json_body() -> None:
     assert parse_body('{"choices": []}') == {"choices": []}
 
 
-def tok(text: str, p: float, top: dict[str, float] | None = None) -> dict:
+def tok(text: str, p: float, top: dict[str, float] | None = None) -> dict[str, Any]:
     return {
         "token": text,
         "logprob": math.log(p),
@@ -158,7 +160,7 @@ def test_distribution_adds_the_chosen_token_when_not_among_the_top() -> None:
     assert dist == pytest.approx([0.0, 0.5 / 0.8, 0.3 / 0.8, 0.0])
 
 
-def _split_at(content: str, offset: int, top: dict[str, float]) -> list[dict]:
+def _split_at(content: str, offset: int, top: dict[str, float]) -> list[dict[str, Any]]:
     """Tokens: everything before `offset`, the one digit there (with `top`), the rest."""
     digit = content[offset]
     return [

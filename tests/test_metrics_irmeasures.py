@@ -128,6 +128,7 @@ def ir_measures_values(qrels: Qrels, run: Run, names: list[str]) -> tuple[Values
         # ir_measures gets the name as written, relgrade's values are keyed by its printed one
         measure, printed = ir_measures.parse_measure(irm_name(name)), str(parse_measure(name))
         result = ir_measures.calc([measure], irm_qrels, irm_run)
+        assert isinstance(result.aggregated, dict)  # one per measure asked: a dict, not a number
         means["all", printed] = float(result.aggregated[measure])
         for m in result.per_query:
             per_query[m.query_id, printed] = float(m.value)
@@ -458,12 +459,12 @@ def test_cli_sums_counts_in_table_csv_and_json(
     assert main(args) == 0
     table = capsys.readouterr().out
     assert "NumRet, NumRelRet(rel=2): summed over queries, not averaged" in table
-    rows = {
+    cells = {
         line.split("│")[1].strip(): line.split("│")[2].strip()
         for line in table.splitlines()
         if line.count("│") == 3
     }
-    assert rows == {"NumRet": "5", "NumRelRet(rel=2)": "2", "ERR@10": f"{by['all', 'ERR@10']:.4f}"}
+    assert cells == {"NumRet": "5", "NumRelRet(rel=2)": "2", "ERR@10": f"{by['all', 'ERR@10']:.4f}"}
 
 
 def test_evaluate_help_lists_the_new_measures_and_spellings(

@@ -110,7 +110,7 @@ def _whole_queries(m: int, seed: int) -> tuple[float, float]:
                 groups=Q[s],
                 groups_unlabelled=Q[~s],
                 bounds=(0.0, 1.0),
-                quantile=quantile,  # type: ignore[arg-type]
+                quantile=quantile,
             )
             covered[quantile] += _covered(est.ppi_ci)
     return covered["t"] / TRIALS, covered["normal"] / TRIALS

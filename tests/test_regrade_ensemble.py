@@ -91,7 +91,8 @@ def test_regrade_after_an_ensemble_selects_disagreements_against_the_combined_gr
         pair = (c.old.query_id, c.old.doc_id)
         if pair in disagreeing:
             assert c.old.judges is None and c.old.prompt is not None
-            assert c.old.grade == 3 - (combined[pair].judges or {})["openai:model-a"]
+            model_a = (combined[pair].judges or {})["openai:model-a"]
+            assert model_a is not None and c.old.grade == 3 - model_a
         else:
             assert c.old == combined[pair]
 

@@ -265,7 +265,7 @@ def test_live_regrade_outputs_and_diff_cover_every_id_pair(
     assert all(j.prompt is not None and j.prompt.version == "2" for j in new)
     assert _qrels(qrels) == {(q, d): _new(q, d) for q, d in ID_PAIRS}
     # Each content is paid once: the cost is that of the 6 distinct judgments.
-    per_key = {j.key: j.cost for j in new}
+    per_key = {j.key: j.cost for j in new if j.cost is not None}
     assert len(per_key) == 6 and diff["cost"] == pytest.approx(sum(per_key.values()))
     assert diff["cost"] < sum(j.cost or 0.0 for j in new)
     assert _store_pairs(files.db, "2") == {(q, d): _new(q, d) for q, d in ID_PAIRS}

@@ -34,9 +34,9 @@ def test_empirical_inclusion_frequency_matches_the_recorded_pi(strategy: str) ->
     hits = dict.fromkeys(pi, 0)
     runs = 2000
     for seed in range(runs):
-        for p in draw_sample(pop, strategy=strategy, n=7, seed=seed).pairs:
-            hits[(p.query_id, p.doc_id)] += 1
-            assert p.inclusion_probability == pytest.approx(pi[(p.query_id, p.doc_id)])
+        for pair in draw_sample(pop, strategy=strategy, n=7, seed=seed).pairs:
+            hits[(pair.query_id, pair.doc_id)] += 1
+            assert pair.inclusion_probability == pytest.approx(pi[(pair.query_id, pair.doc_id)])
     for key, p in pi.items():
         se = np.sqrt(p * (1 - p) / runs)
         assert abs(hits[key] / runs - p) <= 4 * se + 1e-9, key

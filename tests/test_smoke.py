@@ -5,7 +5,8 @@ import sys
 
 import pytest
 
-from grader.cli.main import COMMANDS, build_parser, main
+from grader.cli.commands import COMMANDS
+from grader.cli.main import build_parser, main
 
 
 def test_cli_lists_every_command() -> None:
