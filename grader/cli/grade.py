@@ -214,17 +214,10 @@ def _write_outputs(args: argparse.Namespace, report: GradingReport) -> None:
 
         write_judgments(args.out, report.judgments)
     if args.qrels_out:
+        from grader.io.judgments import qrels_frame
         from grader.io.trec import write_qrels
 
-        ok = [j for j in report.judgments if j.status == "ok"]
-        frame = pd.DataFrame(
-            {
-                "query_id": [j.query_id for j in ok],
-                "doc_id": [j.doc_id for j in ok],
-                "grade": [j.grade for j in ok],
-            }
-        )
-        write_qrels(args.qrels_out, frame)
+        write_qrels(args.qrels_out, qrels_frame(report.judgments))
 
 
 def _print_dry_run(report: GradingReport, verify: bool) -> None:

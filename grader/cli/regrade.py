@@ -251,17 +251,10 @@ def _write_outputs(args: argparse.Namespace, outcome: RegradeOutcome) -> None:
 
         write_judgments(args.out, new)
     if args.qrels_out:
+        from grader.io.judgments import qrels_frame
         from grader.io.trec import write_qrels
 
-        ok = [j for j in new if j.status == "ok"]
-        frame = pd.DataFrame(
-            {
-                "query_id": [j.query_id for j in ok],
-                "doc_id": [j.doc_id for j in ok],
-                "grade": [j.grade for j in ok],
-            }
-        )
-        write_qrels(args.qrels_out, frame)
+        write_qrels(args.qrels_out, qrels_frame(new))
 
 
 def _json(outcome: RegradeOutcome) -> dict[str, Any]:
