@@ -45,6 +45,8 @@ def test_key_is_nowhere_on_disk(fake_server: FakeServer, tmp_path: Path) -> None
     args = files.args(
         "--base-url",
         fake_server.base_url,
+        "--api-key-env",  # a loopback server gets the key only when asked for
+        "OPENAI_API_KEY",
         "--store",
         tmp_path / "s.db",
         "--out",

@@ -28,7 +28,7 @@ from grader.redact import MASK, redact
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
 from tests.fakeserver import FakeServer, faults
-from tests.grade_data import write_grade_files
+from tests.grade_data import GradeFiles, write_grade_files
 
 REMOTE = "http://gpu-box:8000/v1"
 SECRET = "sk-test-SETTINGS-9d8c7b6a"
@@ -231,3 +231,109 @@ def test_masking_is_identical_everywhere(fake_server: FakeServer, tmp_path: Path
         (stored,) = store.get_many(["k2"]).values()
     assert stored.error is not None and stored.error.message == expected
     assert SECRET.encode() not in (tmp_path / "s.db").read_bytes()
+
+
+# ---- which key goes where: none to loopback unless asked for (--api-key-env) -------------------
+
+
+def _auth(server: FakeServer) -> set[str | None]:
+    return {h.get("authorization") for h in server.headers}
+
+
+def _grade(files: GradeFiles, server_url: str, store: Path, *extra: str) -> int:
+    return main(files.args("--base-url", server_url, "--store", store, "--quiet", *extra))
+
+
+def test_grade_sends_no_key_to_a_loopback_server_unless_asked(
+    fake_server: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    files = write_grade_files(tmp_path)
+    assert _grade(files, fake_server.base_url, tmp_path / "a.db") == 0
+    assert fake_server.counts["requests"] == files.n_pairs
+    assert _auth(fake_server) == {f"Bearer {PLACEHOLDER_KEY}"}  # OPENAI_API_KEY stayed home
+
+    fake_server.reset()
+    code = _grade(files, fake_server.base_url, tmp_path / "b.db", "--api-key-env", "OPENAI_API_KEY")
+    assert code == 0
+    assert _auth(fake_server) == {f"Bearer {SECRET}"}
+
+    fake_server.reset()
+    monkeypatch.setenv("LOCAL_VLLM_KEY", "local-token-5e4d")
+    code = _grade(files, fake_server.base_url, tmp_path / "c.db", "--api-key-env", "LOCAL_VLLM_KEY")
+    assert code == 0
+    assert _auth(fake_server) == {"Bearer local-token-5e4d"}
+    assert b"local-token-5e4d" not in (tmp_path / "c.db").read_bytes()
+
+
+def test_grade_sends_the_key_to_a_server_on_another_host_name(
+    fake_server: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = _own_name_on_loopback()
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    files = write_grade_files(tmp_path)
+    url = fake_server.base_url.replace(fake_server.host, name)
+    assert _grade(files, url, tmp_path / "s.db") == 0
+    assert _auth(fake_server) == {f"Bearer {SECRET}"}
+
+
+def test_an_unset_api_key_env_is_an_error_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
+    files = write_grade_files(tmp_path)
+    url = "http://127.0.0.1:9/v1"
+    code = _grade(files, url, tmp_path / "s.db", "--api-key-env", "NO_SUCH_KEY_VAR")
+    assert code == 2
+    assert "NO_SUCH_KEY_VAR" in capsys.readouterr().err
+
+
+def test_regrade_sends_no_key_to_a_loopback_server_unless_asked(
+    fake_server: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    for name in ("OPENAI_BASE_URL", "RELGRADE_MODEL", "RELGRADE_PRICES"):
+        monkeypatch.delenv(name, raising=False)
+    files = write_grade_files(tmp_path)
+    store = tmp_path / "s.db"
+    assert _grade(files, fake_server.base_url, store) == 0
+    regrade = ["regrade", "--store", str(store), "--base-url", fake_server.base_url, "--quiet"]
+    fake_server.reset()
+    assert main([*regrade, "--prompt", "code"]) == 0
+    assert fake_server.counts["requests"] == files.n_pairs
+    assert _auth(fake_server) == {f"Bearer {PLACEHOLDER_KEY}"}
+    fake_server.reset()
+    assert (
+        main(
+            [*regrade, "--prompt", "passage-v1", "--model", "m2", "--api-key-env", "OPENAI_API_KEY"]
+        )
+        == 0
+    )
+    assert fake_server.counts["requests"] == files.n_pairs
+    assert _auth(fake_server) == {f"Bearer {SECRET}"}
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["batch", "collect", "--store", "s"],
+        ["batch", "status", "--store", "s"],
+        ["regrade", "--store", "s", "--prompt", "p"],
+    ],
+)
+def test_batch_and_regrade_read_the_key_the_same_way(
+    words: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("OTHER_KEY", "other-9f8e")
+    local = Settings.from_args(_args(*words, "--base-url", "http://localhost:8000/v1"))
+    assert local.key == PLACEHOLDER_KEY and local.secrets == []
+    asked = _args(*words, "--base-url", "http://localhost:8000/v1", "--api-key-env", "OTHER_KEY")
+    assert Settings.from_args(asked).key == "other-9f8e"
+    remote = Settings.from_args(_args(*words, "--base-url", REMOTE))
+    assert remote.key == SECRET and remote.secrets == [SECRET]
+    assert Settings.from_args(_args(*words)).key == SECRET  # OpenAI itself
+    batch = Settings.from_args(_args(*words, "--base-url", "http://[::1]:8000/v1")).batch_client()
+    assert batch.client.api_key == PLACEHOLDER_KEY

@@ -20,7 +20,7 @@ from openai import AsyncOpenAI
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from grader.errors import JudgeError
-from grader.judges.llm.endpoint import BASE_URL_ENV, KEY_ENV, api_key_for
+from grader.judges.llm.endpoint import BASE_URL_ENV, KEY_ENV, api_key_for, env_key_for
 from grader.judges.llm.retry import RetryPolicy, retry_delay, should_retry
 
 T = TypeVar("T")
@@ -85,7 +85,7 @@ class BatchClient:
     ) -> None:
         if client is None:
             url = base_url or os.environ.get(BASE_URL_ENV) or None
-            key = api_key_for(url, api_key or os.environ.get(KEY_ENV))
+            key = api_key_for(url, api_key or env_key_for(url, os.environ.get(KEY_ENV)))
             client = AsyncOpenAI(base_url=base_url, api_key=key, max_retries=0, timeout=timeout)
         self.client = client
         self.policy = policy or RetryPolicy()

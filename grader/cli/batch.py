@@ -26,7 +26,7 @@ from grader.cli.batch_common import (
     progress_printer,
 )
 from grader.cli.commands import COMMANDS
-from grader.cli.settings import Settings
+from grader.cli.settings import Settings, add_api_key_env
 from grader.errors import InputError
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
@@ -43,6 +43,7 @@ def register(sub: Any) -> None:
     status = actions.add_parser("status", help="list the batch jobs of a store")
     status.add_argument("--store", required=True, metavar="DB")
     status.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint")
+    add_api_key_env(status)
     status.add_argument(
         "--no-refresh", action="store_true", help="show the stored state; ask no server"
     )

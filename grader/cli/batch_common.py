@@ -13,7 +13,7 @@ from grader.batch.job_config import JobJudges
 from grader.batch.jobs import BatchOptions, BatchRunner
 from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE
 from grader.batch.state import Job
-from grader.cli.settings import Settings
+from grader.cli.settings import Settings, add_api_key_env
 from grader.errors import InputError
 from grader.judges.llm.judge import LLMJudge
 from grader.prompts import PromptSpec
@@ -23,6 +23,7 @@ from grader.store.writer import StoreWriter
 
 def add_llm_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint")
+    add_api_key_env(p)
     p.add_argument("--concurrency", type=int, default=8, metavar="N", help="requests at once (8)")
     p.add_argument("--rpm", type=float, help="requests per minute limit (live requests)")
     p.add_argument("--tpm", type=float, help="tokens per minute limit (live requests)")

@@ -16,7 +16,7 @@ import pandas as pd
 
 from grader.cli.commands import COMMANDS
 from grader.cli.progress import GradingProgress
-from grader.cli.settings import Settings
+from grader.cli.settings import Settings, add_api_key_env
 from grader.errors import BudgetError, InputError
 from grader.grading.pairs import pairs_to_grade
 from grader.grading.pipeline import GradingReport, StoreWriter, run_grading
@@ -27,9 +27,11 @@ DEFAULT_PROMPT = "passage"
 
 EPILOG = """\
 Models and endpoints: --model defaults to $RELGRADE_MODEL, else gpt-4o-mini. The endpoint is
---base-url, else $OPENAI_BASE_URL, else OpenAI; the key is read from $OPENAI_API_KEY only (never
-a flag) and is written nowhere. A server other than api.openai.com needs no key (vLLM,
-Ollama, llama.cpp server, here or on another host): without one it gets a placeholder.
+--base-url, else $OPENAI_BASE_URL, else OpenAI. The key is never a flag and is written nowhere:
+$OPENAI_API_KEY goes to OpenAI and to any other server not on this machine; a loopback server
+(localhost, 127.0.0.0/8, ::1) gets no key unless --api-key-env NAME asks for the key in $NAME
+(sent to any server). A server other than api.openai.com needs no key (vLLM, Ollama, llama.cpp
+server, here or on another host): without one it gets a placeholder.
 
 Several --model: an ensemble. Each model's answer is stored under its own key; the output
 records every model's grade, their disagreement (max - min) and the aggregate, the lower median
@@ -83,6 +85,7 @@ def register(sub: Any) -> None:
         help="model; several (--model A --model B, or --model A B) make an ensemble",
     )
     p.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint")
+    add_api_key_env(p)
     p.add_argument(
         "--judge", choices=["llm", "lexical"], default="llm", help="lexical: offline baseline"
     )

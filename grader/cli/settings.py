@@ -6,6 +6,8 @@ The environment part is one typed model (`Environment`, pydantic-settings): `OPE
 `OPENAI_BASE_URL`, `RELGRADE_MODEL`, `RELGRADE_PRICES`, read and checked in one place (the key as
 a `SecretStr`, so it never shows in a repr). Which key goes to which server is the library's one
 rule (`grader.judges.llm.endpoint`): the CLI accepts exactly what the library accepts.
+`OPENAI_API_KEY` goes to any server but a loopback one (localhost, 127.0.0.0/8, ::1), which gets
+no key unless `--api-key-env NAME` asks for the key in the variable NAME (sent to any server).
 
 Rate limiters are shared per model and base URL: a server's limits (and its 429 pauses) apply
 to a model, so every judge of one model on one server — ensemble members, a verifier, the live
@@ -15,6 +17,7 @@ judge of a regrade and the judges rebuilt for its batch jobs — waits on the sa
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,13 +29,24 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from grader.batch.client import BatchClient
 from grader.cost import PriceTable
 from grader.errors import InputError, JudgeError
-from grader.judges.llm.endpoint import KEY_ENV, PLACEHOLDER_KEY, api_key_for
+from grader.judges.llm.endpoint import KEY_ENV, PLACEHOLDER_KEY, api_key_for, env_key_for
 from grader.judges.llm.judge import LLMJudge
 from grader.judges.llm.ratelimit import RateLimiter
 from grader.judges.llm.types import CallRecord
 from grader.prompts import PromptSpec
 
 DEFAULT_MODEL = "gpt-4o-mini"
+
+API_KEY_ENV_HELP = (
+    "send the key held in environment variable NAME, to any server (a local one included); "
+    "without this flag $OPENAI_API_KEY goes to OpenAI and any other server not on this machine, "
+    "and a loopback one (localhost, 127.0.0.0/8, ::1) gets no key (only a placeholder)"
+)
+
+
+def add_api_key_env(p: argparse.ArgumentParser) -> None:
+    """The --api-key-env flag, with the help text saying which key goes where."""
+    p.add_argument("--api-key-env", metavar="NAME", help=API_KEY_ENV_HELP)
 
 
 class Environment(BaseSettings):
@@ -84,6 +98,8 @@ class Settings:
     max_attempts: int = 4
     sending: bool = True
     """False for a dry run: nothing is sent, so no key is needed."""
+    api_key_env: str | None = None
+    """--api-key-env: the variable holding the key to send, to any server."""
     _key: str | None = field(default=None, repr=False)
     _prices: PriceTable | None = field(default=None, repr=False)
     _limiters: dict[tuple[str, str | None], RateLimiter] = field(default_factory=dict, repr=False)
@@ -112,6 +128,7 @@ class Settings:
             timeout=getattr(args, "timeout", 60.0),
             max_attempts=getattr(args, "max_attempts", 4),
             sending=not getattr(args, "dry_run", False),
+            api_key_env=getattr(args, "api_key_env", None),
         )
 
     def model(self, flag: str | None = None) -> str:
@@ -123,13 +140,8 @@ class Settings:
         """The key to send to `base_url` (resolved on first use, so the offline lexical judge
         needs none); an InputError naming OPENAI_API_KEY when OpenAI's API gets no key."""
         if self._key is None:
-            given = self.env.openai_api_key
             try:
-                self._key = api_key_for(
-                    self.base_url,
-                    given.get_secret_value() if given is not None else None,
-                    sending=self.sending,
-                )
+                self._key = api_key_for(self.base_url, self._given_key(), sending=self.sending)
             except JudgeError as exc:
                 raise InputError(
                     str(exc),
@@ -137,6 +149,18 @@ class Settings:
                     "use --judge lexical (offline)",
                 ) from None
         return self._key
+
+    def _given_key(self) -> str | None:
+        if self.api_key_env:
+            value = os.environ.get(self.api_key_env)
+            if not value and self.sending:
+                raise InputError(
+                    f"--api-key-env {self.api_key_env}: that environment variable is not set",
+                    hint=f"export {self.api_key_env}=... or drop --api-key-env",
+                )
+            return value or None
+        given = self.env.openai_api_key
+        return env_key_for(self.base_url, given.get_secret_value() if given else None)
 
     @property
     def secrets(self) -> list[str]:

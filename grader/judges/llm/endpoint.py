@@ -1,6 +1,9 @@
 """Which API key goes to which server: the one rule, for the library and the command line.
 
-- A key given (explicitly, or from `OPENAI_API_KEY` where that applies) is sent as it is.
+- A key given explicitly is sent as it is, to any server.
+- `OPENAI_API_KEY` is the key for any server except one on this machine (localhost, 127.0.0.0/8,
+  ::1): a local server needs no key, and the OpenAI key is not handed to whatever listens on a
+  local port. Ask for a key there explicitly (`api_key=`, or the CLI's `--api-key-env NAME`).
 - No key, and the endpoint is OpenAI's own (no base URL, or host `api.openai.com`): an error
   naming `OPENAI_API_KEY`, since every request would be refused.
 - No key, and any other OpenAI-compatible server (vLLM, Ollama, llama.cpp server on this machine
@@ -47,6 +50,11 @@ def is_loopback(base_url: str | None) -> bool:
     except ValueError:
         return False
     return address.is_loopback or address.is_unspecified
+
+
+def env_key_for(base_url: str | None, environ_key: str | None) -> str | None:
+    """`environ_key` (the value of OPENAI_API_KEY) if it may go to `base_url`: not to loopback."""
+    return None if is_loopback(base_url) else (environ_key or None)
 
 
 def api_key_for(base_url: str | None, key: str | None, *, sending: bool = True) -> str:

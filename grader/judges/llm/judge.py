@@ -38,7 +38,13 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
 from grader.cost import PriceTable, estimate_usage
 from grader.errors import JudgeError
-from grader.judges.llm.endpoint import PLACEHOLDER_KEY, api_key_for
+from grader.judges.llm.endpoint import (
+    BASE_URL_ENV,
+    KEY_ENV,
+    PLACEHOLDER_KEY,
+    api_key_for,
+    env_key_for,
+)
 from grader.judges.llm.ratelimit import RateLimiter
 from grader.judges.llm.replies import GradeReply, InvalidReply, parse_body, parse_completion
 from grader.judges.llm.results import CallState, JudgmentRecorder, RecorderConfig
@@ -98,8 +104,8 @@ class LLMJudge:
         self.timeout = timeout
         self.server = ServerSettings(output_mode, logprobs=self.prompt.logprobs)
         self._sleep = sleep
-        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        url = base_url or os.environ.get(BASE_URL_ENV) or None
+        key = api_key if api_key is not None else env_key_for(url, os.environ.get(KEY_ENV))
         if client is None:
             key = api_key_for(url, key)  # a server other than OpenAI's may need no key
             client = openai.AsyncOpenAI(api_key=key, base_url=url, timeout=timeout, max_retries=0)
