@@ -172,7 +172,7 @@ def test_headers_that_never_end_are_dropped_by_timeout(server: AnnotateServer) -
 
 
 def test_a_trickling_client_is_cut_at_the_connection_deadline(server: AnnotateServer) -> None:
-    """One header byte every 0.2 s never trips the 0.5 s read timeout; the 1.5 s deadline ends it."""
+    """A header byte every 0.2 s never trips the 0.5 s read timeout; the 1.5 s deadline ends it."""
     closed = threading.Event()
     with _connect(server) as sock:
 
