@@ -74,11 +74,6 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _run_name(path: str) -> str:
-    name = Path(path).name.removesuffix(".gz")
-    return name.rsplit(".", 1)[0] if "." in name else name
-
-
 def _weights(
     args: argparse.Namespace, frame: Any
 ) -> tuple[npt.NDArray[np.float64] | None, str, Any]:
@@ -117,7 +112,9 @@ def run(args: argparse.Namespace) -> int:
     human = read_human_grades(args.human, clamp=args.clamp)
     paired = pair_grades(llm, human)
     weights, manifest, design = _weights(args, paired.frame)
-    runs = _read_runs(args.run)
+    from grader.io.runs import read_runs
+
+    runs = read_runs(args.run)
     lengths = _doc_lengths(args.docs, set(paired.frame["doc_id"])) if args.docs else None
     if runs:
         from grader.metrics import parse_measure
@@ -195,20 +192,6 @@ def _input_notes(llm: Any, human: Any, second: Any | None) -> list[str]:
         if ungraded:
             notes.append(f"{ungraded} rows in {flag} have an empty grade and were left out")
     return notes
-
-
-def _read_runs(paths: list[str]) -> dict[str, Any]:
-    from grader.io.trec import read_run
-
-    runs: dict[str, Any] = {}
-    for path in paths:
-        name = _run_name(path)
-        if name in runs:
-            raise InputError(
-                f"two runs are named {name!r}", path=path, hint="runs are named by file stem"
-            )
-        runs[name] = read_run(path)
-    return runs
 
 
 def _doc_lengths(path: Path, ids: set[str]) -> dict[str, int]:

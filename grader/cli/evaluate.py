@@ -10,10 +10,7 @@ import argparse
 import csv
 import json
 import math
-import shutil
 import sys
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -21,7 +18,8 @@ import pandas as pd
 from grader.cli.commands import COMMANDS
 from grader.errors import InputError
 from grader.io.files import iter_lines
-from grader.io.trec import read_qrels, read_run
+from grader.io.runs import read_run_file, run_names
+from grader.io.trec import read_qrels
 from grader.metrics import DEFAULT_MEASURES, evaluate, mean_scores, parse_measures
 from grader.metrics.evaluate import Missing
 from grader.metrics.measures import (
@@ -32,7 +30,6 @@ from grader.metrics.measures import (
     parse_measure,
     uses_default_threshold,
 )
-from grader.metrics.ranking import Precision
 
 EPILOG = f"""\
 measures (ir_measures names; -m takes several, e.g. -m nDCG@10 "RR(rel=3)@10" AP):
@@ -150,30 +147,6 @@ def register(sub: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def run_names(paths: list[str]) -> list[str]:
-    """Each run's name: the file stem (without .gz). Stems that repeat get their folder
-    prepended (`a/run`, `b/run`), or, in the same folder, the whole file name (`r.txt`,
-    `r.txt.gz`); the very same file twice gets a prime."""
-    stems = []
-    for text in paths:
-        p = Path(text)
-        name = "stdin" if text == "-" else p.name.removesuffix(".gz")
-        stems.append(Path(name).stem or name)
-    names = []
-    for text, stem in zip(paths, stems, strict=True):
-        parent = Path(text).parent.name
-        if stems.count(stem) == 1:
-            name = stem
-        elif parent and [Path(t).parent.name for t in paths].count(parent) == 1:
-            name = f"{parent}/{stem}"
-        else:
-            name = Path(text).name
-        while name in names:
-            name += "'"
-        names.append(name)
-    return names
-
-
 def _records(name: str, per_query: pd.DataFrame, with_queries: bool) -> list[dict[str, Any]]:
     means = mean_scores(per_query)
     rows: list[dict[str, Any]] = []
@@ -272,22 +245,6 @@ def resolve_thresholds(
     return measures, lines
 
 
-def _read_run(path: str, precision: Precision) -> pd.DataFrame:
-    """A run file, or with `-` the run on stdin (errors then name "stdin")."""
-    if path != "-":
-        return read_run(path, precision=precision)
-    with tempfile.TemporaryDirectory(prefix="relgrade-") as folder:
-        copy = Path(folder) / "stdin"
-        with open(copy, "wb") as fh:
-            shutil.copyfileobj(sys.stdin.buffer, fh)
-        try:
-            frame = read_run(copy, precision=precision)
-        except InputError as exc:
-            raise InputError(exc.reason, path="stdin", line=exc.line, hint=exc.hint) from None
-    frame.attrs["path"] = "-"
-    return frame
-
-
 def _run_warning(name: str, run: pd.DataFrame, per_query: pd.DataFrame) -> str | None:
     """A line for stderr when a run cannot score: it is empty, or answers no qrels query."""
     total = per_query.attrs["qrels_queries"]
@@ -316,7 +273,7 @@ def run(args: argparse.Namespace) -> int:
     missing: Missing = "skip" if args.skip_missing else "zero"
     results: list[tuple[str, pd.DataFrame]] = []
     for name, path in zip(run_names(args.runs), args.runs, strict=True):
-        frame = _read_run(path, args.precision)
+        frame = read_run_file(path, precision=args.precision)
         per_query = evaluate(qrels, frame, measures, missing=missing)
         results.append((name, per_query))
         warning = _run_warning(name, frame, per_query)

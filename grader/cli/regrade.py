@@ -15,8 +15,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from grader.batch.adapter import LLMBatchJudge
 from grader.batch.job_config import job_config
 from grader.cli.batch_common import (
@@ -102,7 +100,9 @@ def run(args: argparse.Namespace) -> int:
     if not Path(args.store).is_file():
         raise InputError("no store here", path=args.store, hint="grade into it first")
     spec = load_prompt(args.prompt)
-    runs = _read_runs(args.run)
+    from grader.io.runs import read_runs
+
+    runs = read_runs(args.run)
     if args.dry_run:
         return _dry_run(args, spec, criteria)
     with Store(args.store) as store:
@@ -231,17 +231,6 @@ def _dry_run(args: argparse.Namespace, spec: Any, criteria: list[Criterion]) -> 
         file=sys.stderr,
     )
     return 0
-
-
-def _read_runs(paths: list[str]) -> dict[str, pd.DataFrame]:
-    if not paths:
-        return {}
-    from grader.io.trec import read_run
-
-    names = [Path(p.removesuffix(".gz")).stem for p in paths]
-    if len(set(names)) != len(names):
-        raise InputError("two --run files have the same name", hint="rename one of them")
-    return {name: read_run(p) for name, p in zip(names, paths, strict=True)}
 
 
 def _write_outputs(args: argparse.Namespace, outcome: RegradeOutcome) -> None:

@@ -1,0 +1,73 @@
+"""Reading runs, and the one rule for naming them (`evaluate`, `calibrate` and `regrade` alike).
+
+A run is named by its file stem (`bm25.txt.gz` -> `bm25`). Stems that repeat get their folder
+prepended (`a/run`, `b/run`), or, in the same folder, the whole file name (`r.txt`, `r.txt.gz`);
+the very same file given twice gets a prime (`r.txt'`). `-` reads the run from stdin, named
+`stdin`. Two runs never share a name, so no command has to refuse them.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import BinaryIO
+
+import pandas as pd
+
+from grader.errors import InputError
+from grader.io.trec import read_run
+from grader.metrics.ranking import Precision
+
+STDIN = "-"
+
+
+def run_names(paths: Sequence[str]) -> list[str]:
+    """Each run's name, in order: the file stem, disambiguated as the module docstring says."""
+    stems = []
+    for text in paths:
+        name = "stdin" if text == STDIN else Path(text).name.removesuffix(".gz")
+        stems.append(Path(name).stem or name)
+    parents = [Path(t).parent.name for t in paths]
+    names: list[str] = []
+    for text, stem, parent in zip(paths, stems, parents, strict=True):
+        if stems.count(stem) == 1:
+            name = stem
+        elif parent and parents.count(parent) == 1:
+            name = f"{parent}/{stem}"
+        else:
+            name = Path(text).name
+        while name in names:
+            name += "'"
+        names.append(name)
+    return names
+
+
+def read_run_file(
+    path: str, *, precision: Precision = "float32", stdin: BinaryIO | None = None
+) -> pd.DataFrame:
+    """A run file, or with `-` the run on `stdin` (default: the process's); errors then name
+    "stdin". `attrs["path"]` is the path as given."""
+    if path != STDIN:
+        return read_run(path, precision=precision)
+    source = sys.stdin.buffer if stdin is None else stdin
+    with tempfile.TemporaryDirectory(prefix="relgrade-") as folder:
+        copy = Path(folder) / "stdin"
+        with open(copy, "wb") as fh:
+            shutil.copyfileobj(source, fh)
+        try:
+            frame = read_run(copy, precision=precision)
+        except InputError as exc:
+            raise InputError(exc.reason, path="stdin", line=exc.line, hint=exc.hint) from None
+    frame.attrs["path"] = STDIN
+    return frame
+
+
+def read_runs(paths: Sequence[str], *, precision: Precision = "float32") -> dict[str, pd.DataFrame]:
+    """Every run by its name (`run_names`), in the order given."""
+    return {
+        name: read_run_file(path, precision=precision)
+        for name, path in zip(run_names(paths), paths, strict=True)
+    }
