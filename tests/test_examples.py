@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from grader.io.docs import read_docs
@@ -13,13 +14,17 @@ from grader.io.queries import read_queries
 from grader.io.trec import read_run
 from grader.judges.lexical.judge import fit_lexical_thresholds, lexical_scores, read_thresholds
 from grader.metrics.evaluate import evaluate, mean_scores
+from grader.models import Doc, Query
 
 CODE = Path(__file__).resolve().parents[1] / "examples" / "code-search"
 RUNS = ("run.bm25.txt", "run.weak.txt")
 
+CodeSet = tuple[dict[str, Query], dict[str, Doc], dict[str, pd.DataFrame], pd.DataFrame]
+"""The code-search set: queries, docs, runs by file name, human grades."""
+
 
 @pytest.fixture(scope="module")
-def code_set():  # type: ignore[no-untyped-def]
+def code_set() -> CodeSet:
     return (
         read_queries(CODE / "queries.tsv"),
         read_docs(CODE / "docs.jsonl"),
@@ -28,7 +33,7 @@ def code_set():  # type: ignore[no-untyped-def]
     )
 
 
-def test_docs_are_code_chunks_with_stable_ids(code_set) -> None:  # type: ignore[no-untyped-def]
+def test_docs_are_code_chunks_with_stable_ids(code_set: CodeSet) -> None:
     _, docs, _, _ = code_set
     assert 35 <= len(docs) <= 50
     for doc_id, doc in docs.items():
@@ -39,7 +44,7 @@ def test_docs_are_code_chunks_with_stable_ids(code_set) -> None:  # type: ignore
         assert symbol.split(".")[-1] in doc.text  # the chunk defines or names its symbol
 
 
-def test_runs_and_grades_name_only_known_queries_and_docs(code_set) -> None:  # type: ignore[no-untyped-def]
+def test_runs_and_grades_name_only_known_queries_and_docs(code_set: CodeSet) -> None:
     queries, docs, runs, human = code_set
     assert len(queries) == 12
     for name, run in runs.items():
@@ -50,7 +55,7 @@ def test_runs_and_grades_name_only_known_queries_and_docs(code_set) -> None:  # 
     assert set(human["doc_id"]) <= set(docs)
 
 
-def test_grades_cover_the_top_ten_of_both_runs(code_set) -> None:  # type: ignore[no-untyped-def]
+def test_grades_cover_the_top_ten_of_both_runs(code_set: CodeSet) -> None:
     _, _, runs, human = code_set
     graded = set(zip(human["query_id"], human["doc_id"], strict=True))
     for run in runs.values():
@@ -72,7 +77,7 @@ def test_file_rank_column_is_already_in_trec_eval_order() -> None:
         assert computed == file_ranks
 
 
-def test_the_bm25_run_beats_the_weak_run(code_set) -> None:  # type: ignore[no-untyped-def]
+def test_the_bm25_run_beats_the_weak_run(code_set: CodeSet) -> None:
     _, _, runs, human = code_set
     ndcg = {
         name: mean_scores(evaluate(human, run, ["nDCG@10"]))["value"].iloc[0]
@@ -81,7 +86,7 @@ def test_the_bm25_run_beats_the_weak_run(code_set) -> None:  # type: ignore[no-u
     assert ndcg["run.bm25.txt"] > ndcg["run.weak.txt"] + 0.1
 
 
-def test_default_lexical_thresholds_are_a_fit_on_this_set(code_set) -> None:  # type: ignore[no-untyped-def]
+def test_default_lexical_thresholds_are_a_fit_on_this_set(code_set: CodeSet) -> None:
     queries, docs, _, human = code_set
     pairs = list(zip(human["query_id"], human["doc_id"], strict=True))
     scores = lexical_scores(queries, docs, pairs)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,9 +20,7 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-def judgment(
-    qid: str, did: str, grade: int | None, judge: str = "openai:m", **kw: object
-) -> Judgment:
+def judgment(qid: str, did: str, grade: int | None, judge: str = "openai:m", **kw: Any) -> Judgment:
     if grade is None:
         return Judgment(
             query_id=qid,
@@ -38,7 +37,7 @@ def judgment(
         status="ok",
         judge=judge,
         key="sha256:k",
-        **kw,  # type: ignore[arg-type]
+        **kw,
     )
 
 

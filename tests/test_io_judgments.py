@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,7 +15,7 @@ from grader.io.judgments import ReadCounts, read_judgments, write_judgments
 from grader.models import Judgment, JudgmentError, PromptRef, Usage
 
 
-def ok(qid: str, did: str, grade: int, **extra: object) -> Judgment:
+def ok(qid: str, did: str, grade: int, **extra: Any) -> Judgment:
     return Judgment(
         query_id=qid,
         doc_id=did,
@@ -21,7 +23,7 @@ def ok(qid: str, did: str, grade: int, **extra: object) -> Judgment:
         status="ok",
         judge="lexical",
         key=f"sha256:{qid}-{did}",
-        **extra,  # type: ignore[arg-type]
+        **extra,
     )
 
 
@@ -64,12 +66,12 @@ def test_failed_write_leaves_the_old_file(tmp_path: Path) -> None:
     path = tmp_path / "j.jsonl"
     write_judgments(path, [ok("1", "a", 2)])
 
-    def broken() -> object:
+    def broken() -> Iterator[Judgment]:
         yield ok("2", "b", 1)
         raise RuntimeError("crash mid-way")
 
     with pytest.raises(RuntimeError):
-        write_judgments(path, broken())  # type: ignore[arg-type]
+        write_judgments(path, broken())
     assert [j.query_id for j in read_judgments(path)] == ["1"]
 
 

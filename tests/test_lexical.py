@@ -12,7 +12,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from grader.errors import InputError
 from grader.judges.base import Judge
-from grader.judges.lexical.config import default_config_path
+from grader.judges.lexical.config import LexicalConfig, default_config_path
 from grader.judges.lexical.judge import (
     LexicalJudge,
     fit_lexical_thresholds,
@@ -43,7 +43,7 @@ DOCS = [
 ]
 
 
-def config_with(thresholds: tuple[float, float, float]):  # type: ignore[no-untyped-def]
+def config_with(thresholds: tuple[float, float, float]) -> LexicalConfig:
     return dataclasses.replace(load_lexical_config(), thresholds=thresholds)
 
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from grader.judges.llm.replies import InvalidReply, grade_distribution, parse_body, parse_completion
 from grader.models import Usage
-from grader.prompts import load_prompt
+from grader.prompts import OutputMode, load_prompt
 
 SPEC = load_prompt("passage-v1")
 
@@ -36,9 +36,9 @@ def body(
     }
 
 
-def kind_of(reply: dict[str, Any], mode: str = "json_schema") -> str:
+def kind_of(reply: dict[str, Any], mode: OutputMode = "json_schema") -> str:
     with pytest.raises(InvalidReply) as caught:
-        parse_completion(reply, mode=mode, spec=SPEC)  # type: ignore[arg-type]
+        parse_completion(reply, mode=mode, spec=SPEC)
     assert caught.value.usage == Usage(prompt_tokens=100, completion_tokens=12, cached_tokens=40)
     return caught.value.kind
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from grader.errors import InputError
-from grader.grading.pairs import pairs_to_grade
+from grader.grading.pairs import PairSelection, pairs_to_grade
 from grader.models import Doc, Query
 
 QUERIES = {q: Query(query_id=q, text=f"text of {q}") for q in ("q1", "q2")}
@@ -19,8 +19,8 @@ def write(path: Path, lines: list[str]) -> Path:
     return path
 
 
-def ids(selection: object) -> list[tuple[str, str]]:
-    return [(p.query.query_id, p.doc.doc_id) for p in selection.pairs]  # type: ignore[attr-defined]
+def ids(selection: PairSelection) -> list[tuple[str, str]]:
+    return [(p.query.query_id, p.doc.doc_id) for p in selection.pairs]
 
 
 def test_top_depth_in_trec_eval_order_not_the_rank_column(tmp_path: Path) -> None:

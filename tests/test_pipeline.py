@@ -8,7 +8,7 @@ import asyncio
 import os
 import signal
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ import pytest
 
 from grader.errors import JudgeError
 from grader.grading.pairs import Pair
-from grader.grading.pipeline import grade_pairs
+from grader.grading.pipeline import GradingReport, grade_pairs
 from grader.judges.ensemble import lower_median
 from grader.models import Doc, Judgment, JudgmentError, Query, Usage
 from grader.store.store import Store
@@ -78,9 +78,11 @@ class _Estimate:
         self.cost = cost
 
 
-def _with_estimate(judge: ScriptedJudge) -> ScriptedJudge:
-    judge.estimate = lambda q, d: _Estimate(judge.cost)  # type: ignore[method-assign]
-    return judge
+class EstimatingJudge(ScriptedJudge):
+    """A scripted judge that also estimates a request's tokens and cost, as LLMJudge does."""
+
+    def estimate(self, query: Query, doc: Doc) -> _Estimate:
+        return _Estimate(self.cost)
 
 
 def make_pairs(n: int) -> list[Pair]:
@@ -90,14 +92,14 @@ def make_pairs(n: int) -> list[Pair]:
     ]
 
 
-def by_doc(grades: dict[str, int | None]) -> GradeFn:
+def by_doc(grades: Mapping[str, int | None]) -> GradeFn:
     return lambda q, d: grades.get(d.doc_id, 2)
 
 
 async def grade(
     pairs: list[Pair], judges: list[ScriptedJudge], store: Store | None, **kw: Any
-) -> Any:
-    return await grade_pairs(pairs, judges, store=store, **kw)  # type: ignore[arg-type]
+) -> GradingReport:
+    return await grade_pairs(pairs, judges, store=store, **kw)
 
 
 async def test_rerun_sends_nothing_and_returns_the_same_judgments(tmp_path: Path) -> None:
@@ -206,7 +208,8 @@ async def test_verify_low_sends_only_low_grades_and_keeps_both(tmp_path: Path) -
         assert out["d0"].verification["primary"]["grade"] == 0
         assert out["d0"].verification["verifier"]["grade"] == 2
         assert out["d1"].grade == 1  # the verifier failed: the first grade stands
-        assert out["d1"].verification["verifier"]["status"] == "failed"  # type: ignore[index]
+        assert out["d1"].verification is not None
+        assert out["d1"].verification["verifier"]["status"] == "failed"
         assert out["d2"].verification is None and out["d2"].grade == 2
         again_p = ScriptedJudge("m", by_doc({}))
         again_v = ScriptedJudge("v", by_doc({}))
@@ -279,7 +282,7 @@ async def test_dry_run_stores_no_output_judgment(tmp_path: Path) -> None:
 
 async def test_max_cost_stops_before_overspending(tmp_path: Path) -> None:
     pairs = make_pairs(10)
-    judge = _with_estimate(ScriptedJudge("m", by_doc({}), cost=0.1))
+    judge = EstimatingJudge("m", by_doc({}), cost=0.1)
     with Store(tmp_path / "s.db") as store:
         report = await grade(pairs, [judge], store, max_cost=0.35, concurrency=4)
         assert report.budget_reached
@@ -292,7 +295,7 @@ async def test_dry_run_sends_and_writes_nothing(tmp_path: Path) -> None:
     pairs = make_pairs(6)
     with Store(tmp_path / "s.db") as store:
         await grade(pairs[:2], [ScriptedJudge("m", by_doc({}))], store)
-        judge = _with_estimate(ScriptedJudge("m", by_doc({}), cost=0.5))
+        judge = EstimatingJudge("m", by_doc({}), cost=0.5)
         report = await grade(pairs, [judge], store, dry_run=True)
         assert judge.calls == []
         assert report.stored_ok == 2

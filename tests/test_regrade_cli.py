@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,7 +46,7 @@ def _prices(folder: Path) -> str:
 
 def _regrade(
     capsys: pytest.CaptureFixture[str], db: Path, prompt: Path, url: str, *extra: str
-) -> tuple[int, dict]:  # type: ignore[type-arg]
+) -> tuple[int, dict[str, Any]]:
     code = main(
         [
             "regrade",

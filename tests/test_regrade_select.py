@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,14 +22,14 @@ from grader.store.store import Store
 NEW_FP = {"judge": "openai:new", "prompt_sha": "n" * 64}
 
 
-def _put(store: Store, doc: str, grade: int, version: str, **extra: object) -> Judgment:
+def _put(store: Store, doc: str, grade: int, version: str, **extra: Any) -> Judgment:
     q = Query(query_id="q1", text="query one")
     d = Doc(doc_id=doc, text=f"text of {doc}")
     fp = {"judge": "openai:m", "v": version}
     j = Judgment(
         query_id="q1", doc_id=doc, grade=grade, status="ok", judge="openai:m",
         prompt=PromptRef(name="passage", version=version, sha256=version * 64),
-        key=content_key(fp, q.text, d.text), **extra,  # type: ignore[arg-type]
+        key=content_key(fp, q.text, d.text), **extra,
     )  # fmt: skip
     store.put(j, query=q, doc=d, fingerprint=fp)
     return j

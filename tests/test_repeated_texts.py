@@ -14,6 +14,7 @@ import json
 import re
 import sqlite3
 from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
 
@@ -154,7 +155,9 @@ class Files:
             ]
         )  # fmt: skip
 
-    def regrade(self, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, dict]:  # type: ignore[type-arg]
+    def regrade(
+        self, capsys: pytest.CaptureFixture[str], *extra: str
+    ) -> tuple[int, dict[str, Any]]:
         capsys.readouterr()
         code = main(
             [
@@ -200,7 +203,7 @@ def _store_pairs(db: Path, version: str) -> dict[tuple[str, str], int | None]:
         }
 
 
-def _hand_diff(failed: set[tuple[str, str]] = frozenset()) -> dict[str, Any]:  # type: ignore[assignment]
+def _hand_diff(failed: AbstractSet[tuple[str, str]] = frozenset()) -> dict[str, Any]:
     """n, changed, transition and kappa over the id pairs, computed here from the tables."""
     pairs = sorted(ID_PAIRS - failed)
     transition = [[0] * 4 for _ in range(4)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import warnings
 from pathlib import Path
+from typing import IO
 
 import pandas as pd
 import pytest
@@ -168,8 +169,8 @@ def test_atomic_write_leaves_no_partial_file(
     with pytest.raises(InputError, match="whitespace"):
         write_qrels(target, spaced)
 
-    def crash(self: pd.DataFrame, fh: object, *args: object, **kwargs: object) -> None:
-        fh.write("q1 0 half")  # type: ignore[attr-defined]
+    def crash(self: pd.DataFrame, fh: IO[str], *args: object, **kwargs: object) -> None:
+        fh.write("q1 0 half")
         raise OSError("disk full")
 
     monkeypatch.setattr(pd.DataFrame, "to_csv", crash)
