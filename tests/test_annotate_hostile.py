@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
+import struct
 import threading
 import time
 from collections.abc import Iterator
@@ -307,3 +308,23 @@ def test_a_whole_unterminated_record_is_kept_and_a_corrupt_last_line_stops_appen
     with pytest.raises(InputError, match=r"s\.ann\.grades\.jsonl:3: not a grade record"):
         log.append("q", "d3", 0)  # but nothing is written after it
     assert len(path.read_text().splitlines()) == 3
+
+
+def test_a_client_that_resets_mid_reply_leaves_no_traceback(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    big = [AnnotateItem("q1", f"d{i}", "a query", "word " * 20_000) for i in range(50)]
+    app = AnnotateServer(big, GradeLog(tmp_path / "s.ann.grades.jsonl", "ann"), SCALE)
+    app.start()
+    host = f"127.0.0.1:{app.address[1]}"
+    try:
+        for _ in range(10):
+            sock = _connect(app)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.sendall(f"GET /api/state HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+            time.sleep(0.02)  # the server starts writing its 5 MB reply
+            sock.close()  # a reset, not a clean close
+        assert _get_state(app)[0] == 200
+    finally:
+        app.stop()
+    assert "Traceback" not in capfd.readouterr().err
