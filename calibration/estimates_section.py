@@ -14,7 +14,6 @@ mislead (too wide to conclude, or too few whole queries for the t interval to be
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -23,6 +22,7 @@ import pandas as pd
 from calibration.join import PairedGrades
 from calibration.stats.ppi import ppi_mean
 from calibration.stats.ppi_design import SampleDesign, caution
+from calibration.summary_model import Design, Estimate, Estimates
 
 # (qrels frame query_id/doc_id/grade, run frame, measure) -> one value per judged query
 Scorer = Callable[[pd.DataFrame, pd.DataFrame, str], pd.Series]
@@ -37,16 +37,16 @@ def estimates_section(
     runs: Mapping[str, pd.DataFrame] | None,
     measure: str,
     scorer: Scorer,
-) -> tuple[dict[str, Any], list[str]]:
-    """The `estimates` object (threshold, design, relevant_share, runs) and notes for people."""
-    out: dict[str, Any] = {
-        "threshold": threshold,
-        "design": design.to_json(),
-        "relevant_share": relevant_share(paired, design, weights, threshold),
-    }
+) -> tuple[Estimates, list[str]]:
+    """The `estimates` section (threshold, design, relevant_share, runs) and notes for people."""
+    out = Estimates(
+        threshold=threshold,
+        design=Design.model_validate(design.to_json()),
+        relevant_share=relevant_share(paired, design, weights, threshold),
+    )
     notes: list[str] = []
     if runs:
-        out["runs"], notes = run_estimates(paired, design, weights, runs, measure, scorer)
+        out.runs, notes = run_estimates(paired, design, weights, runs, measure, scorer)
     return out, notes
 
 
@@ -55,7 +55,7 @@ def relevant_share(
     design: SampleDesign,
     weights: npt.NDArray[np.float64] | None,
     threshold: int,
-) -> dict[str, Any]:
+) -> Estimate:
     """PPI++ estimate of the share of relevant pairs among all LLM-graded pairs."""
     both, llm = paired.frame, paired.llm
     keys = set(zip(both["query_id"], both["doc_id"], strict=True))
@@ -81,7 +81,7 @@ def relevant_share(
         f"{len(llm)} LLM-graded pairs",
     }
     data["caution"] = caution(data, design, "queries" if whole else "pairs")
-    return data
+    return Estimate.model_validate(data)
 
 
 def run_estimates(
@@ -91,7 +91,7 @@ def run_estimates(
     runs: Mapping[str, pd.DataFrame],
     measure: str,
     scorer: Scorer,
-) -> tuple[dict[str, Any], list[str]]:
+) -> tuple[dict[str, Estimate], list[str]]:
     """Each run's mean measure: PPI++ over whole queries, or LLM-only with the reason."""
     llm = paired.llm
     llm_per_query = llm.groupby("query_id").size()
@@ -115,17 +115,19 @@ def run_estimates(
             "`relgrade sample --strategy whole-queries`)"
         )
         return {
-            name: {
-                "llm_only": float(f.mean()) if len(f) else None,
-                "human_only": None,
-                "ppi": None,
-                "ppi_ci": None,
-                "human_only_ci": None,
-                "n_labelled": 0,
-                "n_unlabelled": len(f),
-                "caution": None,
-                **common,
-            }
+            name: Estimate.model_validate(
+                {
+                    "llm_only": float(f.mean()) if len(f) else None,
+                    "human_only": None,
+                    "ppi": None,
+                    "ppi_ci": None,
+                    "human_only_ci": None,
+                    "n_labelled": 0,
+                    "n_unlabelled": len(f),
+                    "caution": None,
+                    **common,
+                }
+            )
             for name, f in ((n, scorer(llm, r, measure)) for n, r in runs.items())
         }, notes
     if partly:
@@ -139,7 +141,7 @@ def run_estimates(
         query_weights = per_pair.groupby(level=0).first().reindex(labelled).to_numpy()
     frame = paired.frame[paired.frame["query_id"].isin(labelled)]
     human_qrels = frame[["query_id", "doc_id", "human"]].rename(columns={"human": "grade"})
-    out: dict[str, Any] = {}
+    out: dict[str, Estimate] = {}
     for name, run in runs.items():
         f_all = scorer(llm, run, measure)
         est = ppi_mean(
@@ -150,6 +152,7 @@ def run_estimates(
             bounds=(0.0, 1.0),  # every measure lies in [0, 1]
             quantile="t",
         ).to_json()
-        out[name] = {**est, "labelled_clusters": len(labelled), **common}
-        out[name]["caution"] = caution(out[name], design, "queries")
+        data = {**est, "labelled_clusters": len(labelled), **common}
+        data["caution"] = caution(data, design, "queries")
+        out[name] = Estimate.model_validate(data)
     return out, notes

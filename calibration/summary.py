@@ -1,4 +1,4 @@
-"""Everything `relgrade calibrate` reports, as one JSON-ready dict.
+"""Everything `relgrade calibrate` reports, as one `CalibrationSummary` (calibration.summary_model).
 
 Ties the parts together: pairs graded on both sides -> agreement figures with query-bootstrap
 intervals -> per-query agreement -> bias (distributions, length, rank, verdict) -> system ranking
@@ -39,6 +39,7 @@ from calibration.stats.scales import (
     scales_verdict,
 )
 from calibration.stats.systems import compare_systems, rank_agreement_intervals
+from calibration.summary_model import BinaryScale, CalibrationSummary, Verdict
 from grader.metrics.evaluate import exact_mean
 from grader.metrics.query_order import query_order
 
@@ -110,7 +111,7 @@ def summarize(
     threshold: int = DEFAULT_THRESHOLD,
     paired: PairedGrades | None = None,
     design: SampleDesign | None = None,
-) -> dict[str, Any]:
+) -> CalibrationSummary:
     """The calibration of `llm` grades against `human` grades (frames query_id, doc_id, grade).
 
     `weights` are per paired pair, in the order of `pair_grades(llm, human).frame`
@@ -120,30 +121,21 @@ def summarize(
     paired = paired if paired is not None else pair_grades(llm, human)
     f = paired.frame
     h, m = f["human"].to_numpy(), f["llm"].to_numpy()
-    out: dict[str, Any] = agreement(h, m, weights)
+    figures = agreement(h, m, weights)
     notes: list[str] = []
     queries, codes = paired.query_index()
     per_query_mats = grouped_confusion(codes, len(queries), h, m, weights)
-    out["intervals"] = agreement_intervals(per_query_mats, n_bootstrap, seed)
-    out["bootstrap"] = {"resamples": n_bootstrap, "seed": seed, "unit": "query"}
-    out["counts"] = {
-        "paired": paired.n,
-        "llm_only": paired.llm_only,
-        "human_only": paired.human_only,
-        "queries": len(queries),
-    }
-    out["threshold"] = threshold
-    out["per_query"] = _per_query(paired, weights)
-    out["distributions"] = grade_distributions(h, m, weights)
+    intervals = agreement_intervals(per_query_mats, n_bootstrap, seed)
     w = np.ones(len(h)) if weights is None else weights
     human_rel = float(np.average(h >= threshold, weights=w))
     llm_rel = float(np.average(m >= threshold, weights=w))
-    out["verdict"] = verdict(
-        out["mean_bias"], out["intervals"].get("mean_bias"), human_rel, llm_rel, threshold
+    judged = Verdict.model_validate(
+        verdict(figures["mean_bias"], intervals.get("mean_bias"), human_rel, llm_rel, threshold)
     )
-    out["binary_scale"], out["warnings"] = None, []
+    binary_scale: BinaryScale | None = None
+    warnings: list[str] = []
     if is_binary_against_graded(paired.human["grade"], m):  # people 0/1, the LLM 0..3
-        out["binary_scale"] = binary_comparison(
+        binary = binary_comparison(
             h,
             m,
             threshold,
@@ -153,42 +145,43 @@ def summarize(
             n_bootstrap=n_bootstrap,
             seed=seed,
         )
-        out["warnings"].append(scale_warning(threshold, bool(runs)))
-        out["verdict"] = scales_verdict(out["binary_scale"])
+        binary_scale = BinaryScale.model_validate(binary)
+        warnings.append(scale_warning(threshold, bool(runs)))
+        judged = Verdict.model_validate(scales_verdict(binary))
+    optional: dict[str, Any] = {}  # the sections that exist only with their inputs
     if "confidence" in f.columns or "expected_grade" in f.columns:
-        out["confidence"] = confidence_report(
+        optional["confidence"] = confidence_report(
             h,
             m,
             f["confidence"].to_numpy() if "confidence" in f.columns else None,
             f["expected_grade"].to_numpy() if "expected_grade" in f.columns else None,
         )
+    by_length: list[dict[str, Any]] | None = None
     if doc_lengths is not None:
         lengths = [doc_lengths.get(d, np.nan) for d in f["doc_id"]]
-        out["bias_by_length"] = bias_by_length(h, m, lengths, weights)
+        by_length = bias_by_length(h, m, lengths, weights)
         unknown = int(np.sum(np.isnan(np.asarray(lengths, dtype=np.float64))))
         if unknown:
             notes.append(f"{unknown} graded documents are not in --docs; left out of length bias")
     else:
-        out["bias_by_length"] = None
         notes.append("bias by document length needs --docs (document texts); skipped")
     if runs and weights is not None:
         notes.append(
             "system scores are per-query measures over whole queries; "
             "the pair weights of the manifest do not apply to them"
         )
+    by_rank: list[dict[str, Any]] = []
     if runs:
-        out["bias_by_rank"] = bias_by_rank(h, m, _best_ranks(paired, runs), weights)
-        out["systems"] = _systems(f, runs, measure, n_bootstrap, seed)
-    spreads = (
-        ("bias_by_length", "document length", ""),
-        ("bias_by_rank", "rank", "rank "),
-    )
-    for key, what, prefix in spreads:
-        sentence = spread_sentence(out.get(key) or [], what, prefix)
-        if sentence and out["binary_scale"] is None:  # a bias across scales says nothing
-            out["verdict"]["text"] += " " + sentence
+        by_rank = bias_by_rank(h, m, _best_ranks(paired, runs), weights)
+        optional["bias_by_rank"] = by_rank
+        optional["systems"] = _systems(f, runs, measure, n_bootstrap, seed)
+    if binary_scale is None:  # a bias across scales says nothing
+        for rows, what, prefix in ((by_length, "document length", ""), (by_rank, "rank", "rank ")):
+            sentence = spread_sentence(rows or [], what, prefix)
+            if sentence:
+                judged.text += " " + sentence
     if paired.llm_only > 0:
-        out["estimates"], run_notes = estimates_section(
+        optional["estimates"], run_notes = estimates_section(
             paired,
             design=design if design is not None else infer_design(paired),
             weights=weights,
@@ -198,5 +191,25 @@ def summarize(
             scorer=per_query_scores,
         )
         notes.extend(run_notes)
-    out["notes"] = notes
-    return out
+    return CalibrationSummary.model_validate(
+        {
+            **figures,
+            "intervals": intervals,
+            "bootstrap": {"resamples": n_bootstrap, "seed": seed, "unit": "query"},
+            "counts": {
+                "paired": paired.n,
+                "llm_only": paired.llm_only,
+                "human_only": paired.human_only,
+                "queries": len(queries),
+            },
+            "threshold": threshold,
+            "per_query": _per_query(paired, weights),
+            "distributions": grade_distributions(h, m, weights),
+            "verdict": judged,
+            "binary_scale": binary_scale,
+            "warnings": warnings,
+            "bias_by_length": by_length,
+            "notes": notes,
+            **optional,
+        }
+    )

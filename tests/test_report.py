@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 
 from calibration.report.html import render_report, write_report
 from calibration.summary import summarize
+from calibration.summary_model import CalibrationSummary
 from tests.chromium import chromium, needs_chromium
 
 
-def _summary(with_systems: bool = True) -> dict[str, Any]:
+def _summary(with_systems: bool = True) -> CalibrationSummary:
     import pandas as pd
 
     rng = np.random.default_rng(0)
@@ -38,7 +38,7 @@ def _summary(with_systems: bool = True) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
+def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[CalibrationSummary, Path]:
     """One summary and its report file, shared by the tests of this module (drawing is slow)."""
     s = _summary()
     path = tmp_path_factory.mktemp("report") / "report.html"
@@ -47,7 +47,7 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], P
 
 
 def test_report_is_self_contained_with_pictures_and_numbers(
-    written: tuple[dict[str, Any], Path],
+    written: tuple[CalibrationSummary, Path],
 ) -> None:
     s, path = written
     text = path.read_text()
@@ -69,7 +69,7 @@ def test_report_escapes_names() -> None:
 @pytest.mark.browser
 @pytest.mark.slow
 @needs_chromium
-def test_report_renders_in_headless_chromium(written: tuple[dict[str, Any], Path]) -> None:
+def test_report_renders_in_headless_chromium(written: tuple[CalibrationSummary, Path]) -> None:
     s, path = written
     requests: list[str] = []
     with chromium() as browser:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,7 +33,7 @@ def _svg(fig: Figure) -> str:
     return re.sub(r"<metadata>.*?</metadata>\s*", "", text, flags=re.DOTALL)
 
 
-def confusion_svg(confusion: list[list[float]]) -> str:
+def confusion_svg(confusion: Sequence[Sequence[float]]) -> str:
     """Heatmap of the confusion matrix: rows human grade, columns LLM grade, counts written in."""
     c = np.asarray(confusion, dtype=np.float64)
     share = c / c.sum(axis=1, keepdims=True).clip(min=1e-12)
@@ -74,7 +75,7 @@ def _na_labels(ax: Any, xs: list[float]) -> None:
         )
 
 
-def distributions_svg(dist: dict[str, Any]) -> str:
+def distributions_svg(dist: Mapping[str, Any]) -> str:
     """Grouped bars: share of each grade, human beside LLM; an undefined share is labelled n/a."""
     grades = [float(g) for g in dist["grades"]]
     with rc_context(STYLE):
@@ -98,7 +99,7 @@ def distributions_svg(dist: dict[str, Any]) -> str:
         return _svg(fig)
 
 
-def bias_svg(rows: list[dict[str, Any]], xlabel: str, title: str) -> str:
+def bias_svg(rows: Sequence[Mapping[str, Any]], xlabel: str, title: str) -> str:
     """Bars of mean bias (LLM - human) per bucket; above zero is lenient. A bucket whose bias is
     undefined gets no bar and an n/a label."""
     labels = [str(r["bucket"]) for r in rows]
@@ -118,7 +119,7 @@ def bias_svg(rows: list[dict[str, Any]], xlabel: str, title: str) -> str:
         return _svg(fig)
 
 
-def systems_svg(per_system: list[dict[str, Any]], measure: str) -> str:
+def systems_svg(per_system: Sequence[Mapping[str, Any]], measure: str) -> str:
     """Scatter of each run's score under human (x) and LLM (y) labels, with the diagonal. A run
     with an undefined score is not plotted; it is listed as n/a under the picture."""
     drawn = [r for r in per_system if _defined(r["human"]) and _defined(r["llm"])]

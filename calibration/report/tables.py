@@ -8,6 +8,16 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from calibration.summary_model import (
+    BiasRow,
+    CalibrationSummary,
+    Confidence,
+    Estimate,
+    Estimates,
+    HumanVsHuman,
+    QueryFigures,
+    Systems,
+)
 from grader.models import GRADES
 
 AGREEMENT_ROWS: tuple[tuple[str, str], ...] = (
@@ -38,49 +48,45 @@ def _ci(ci: list[float | None] | None) -> str:
     return f"[{ci[0]:.4f}, {ci[1]:.4f}]"
 
 
-def agreement_table(s: dict[str, Any]) -> Table:
+def agreement_table(s: CalibrationSummary) -> Table:
     """The headline figures with their 95% query-bootstrap intervals."""
-    weighted = " (weighted by the sample manifest)" if s.get("weighted") else ""
-    c = s["counts"]
+    weighted = " (weighted by the sample manifest)" if s.weighted else ""
+    c = s.counts
     title = (
-        f"Agreement on {s['n']} pairs over {c['queries']} queries{weighted}; "
-        f"{c['llm_only']} pairs LLM-only, {c['human_only']} human-only"
+        f"Agreement on {s.n} pairs over {c.queries} queries{weighted}; "
+        f"{c.llm_only} pairs LLM-only, {c.human_only} human-only"
     )
     table = Table(title=title, title_justify="left")
     table.add_column("figure")
     table.add_column("value", justify="right")
     table.add_column("95% CI (queries resampled)", justify="right", no_wrap=True)
-    intervals = s.get("intervals", {})
+    intervals = s.intervals
     for key, label in AGREEMENT_ROWS:
-        table.add_row(label, fmt(s.get(key)), _ci(intervals.get(key)))
-    for t, value in s["binary_kappa"].items():
-        split = f"{'|'.join(['0123'[: int(t)], '0123'[int(t) :]])}"
+        table.add_row(label, fmt(s.figure(key)), _ci(intervals.get(key)))
+    for t, value in s.binary_kappa.by_threshold():
+        split = f"{'|'.join(['0123'[:t], '0123'[t:]])}"
         table.add_row(f"binary kappa {split}", fmt(value), _ci(intervals.get(f"binary_kappa_{t}")))
     return table
 
 
-def confusion_table(s: dict[str, Any]) -> Table:
+def confusion_table(s: CalibrationSummary) -> Table:
     """Rows human grade, columns LLM grade, with per-grade precision and recall."""
-    ref = (
-        " on the 0..3 scale, for reference only: human grades are 0/1"
-        if s.get("binary_scale")
-        else ""
-    )
+    ref = " on the 0..3 scale, for reference only: human grades are 0/1" if s.binary_scale else ""
     table = Table(title=f"Confusion (rows human, columns LLM){ref}", title_justify="left")
     table.add_column("human \\ LLM")
     for g in GRADES:
         table.add_column(str(g), justify="right")
     table.add_column("recall", justify="right")
-    for g, row in enumerate(s["confusion"]):
-        recall = s["per_grade"][str(g)]["recall"]
+    for g, row in enumerate(s.confusion):
+        recall = s.per_grade[str(g)].recall
         table.add_row(str(g), *[fmt(v, 1) for v in row], fmt(recall, 3))
-    table.add_row("precision", *[fmt(s["per_grade"][str(g)]["precision"], 3) for g in GRADES], "")
+    table.add_row("precision", *[fmt(s.per_grade[str(g)].precision, 3) for g in GRADES], "")
     return table
 
 
-def distribution_table(s: dict[str, Any]) -> Table:
+def distribution_table(s: CalibrationSummary) -> Table:
     """The two grade distributions side by side."""
-    d = s["distributions"]
+    d = s.distributions
     table = Table(title="Grade distributions", title_justify="left")
     table.add_column("grade")
     table.add_column("human", justify="right")
@@ -90,7 +96,7 @@ def distribution_table(s: dict[str, Any]) -> Table:
     return table
 
 
-def bias_table(rows: list[dict[str, Any]], title: str, what: str) -> Table:
+def bias_table(rows: list[BiasRow], title: str, what: str) -> Table:
     """Mean bias per bucket (length quintile or rank range)."""
     table = Table(title=title, title_justify="left")
     for name in (what, "n", "human mean", "LLM mean", "bias"):
@@ -107,18 +113,18 @@ def bias_table(rows: list[dict[str, Any]], title: str, what: str) -> Table:
     return table
 
 
-def systems_table(sy: dict[str, Any]) -> Table:
+def systems_table(sy: Systems) -> Table:
     """Each run's score under both label sets and its ranks."""
-    iv = sy.get("intervals", {})
+    iv = sy.intervals
     title = (
-        f"Systems by {sy['measure']}: Kendall tau {fmt(sy['kendall_tau'])} "
-        f"{_ci(iv.get('kendall_tau'))}, Spearman rho {fmt(sy['spearman_rho'])} "
-        f"{_ci(iv.get('spearman_rho'))}, tau_AP {fmt(sy['tau_ap'])} {_ci(iv.get('tau_ap'))}"
+        f"Systems by {sy.measure}: Kendall tau {fmt(sy.kendall_tau)} "
+        f"{_ci(iv.get('kendall_tau'))}, Spearman rho {fmt(sy.spearman_rho)} "
+        f"{_ci(iv.get('spearman_rho'))}, tau_AP {fmt(sy.tau_ap)} {_ci(iv.get('tau_ap'))}"
     )
     table = Table(title=title, title_justify="left")
     for name in ("run", "human", "LLM", "human rank", "LLM rank", "change"):
         table.add_column(name, justify="left" if name == "run" else "right")
-    for r in sy["per_system"]:
+    for r in sy.per_system:
         table.add_row(
             r["run"],
             fmt(r["human"]),
@@ -130,12 +136,12 @@ def systems_table(sy: dict[str, Any]) -> Table:
     return table
 
 
-def estimates_table(est: dict[str, Any]) -> Table:
+def estimates_table(est: Estimates) -> Table:
     """LLM-only, human-only and PPI++ estimates with the PPI++ 95% interval; the caption names
     the sample design and each estimand, and a mark next to an interval that could mislead
     points to its caution."""
     rows = estimate_rows(est, short=True)
-    cautions = [(label, e["caution"]) for label, e in rows if e.get("caution")]
+    cautions = [(label, e.caution) for label, e in rows if e.caution]
     caption = estimates_caption(est) + "".join(
         f" ({i}) {label}: {text}." for i, (label, text) in enumerate(cautions, 1)
     )
@@ -154,42 +160,41 @@ def estimates_table(est: dict[str, Any]) -> Table:
     for label, e in rows:
         table.add_row(
             label,
-            fmt(e["llm_only"]),
-            fmt(e["human_only"]),
-            fmt(e["ppi"]),
-            " ".join(filter(None, (_ci(e["ppi_ci"]), marks.get(label)))),
-            f"{e['n_labelled']} / {e['n_labelled'] + e['n_unlabelled']}",
+            fmt(e.llm_only),
+            fmt(e.human_only),
+            fmt(e.ppi),
+            " ".join(filter(None, (_ci(e.ppi_ci), marks.get(label)))),
+            f"{e.n_labelled} / {e.n_labelled + e.n_unlabelled}",
         )
     return table
 
 
-def estimate_rows(est: dict[str, Any], short: bool = False) -> list[tuple[str, dict[str, Any]]]:
+def estimate_rows(est: Estimates, short: bool = False) -> list[tuple[str, Estimate]]:
     """(label, estimate) for the relevant share and each run, in the order shown."""
-    share = f"(>={est['threshold']})" if short else f"(grade >= {est['threshold']})"
-    rows = [(f"relevant share {share}", est["relevant_share"])]
-    rows += [(f"{name} {e['measure']}", e) for name, e in est.get("runs", {}).items()]
+    share = f"(>={est.threshold})" if short else f"(grade >= {est.threshold})"
+    rows = [(f"relevant share {share}", est.relevant_share)]
+    rows += [(f"{name} {e.measure}", e) for name, e in (est.runs or {}).items()]
     return rows
 
 
-def estimates_caption(est: dict[str, Any]) -> str:
+def estimates_caption(est: Estimates) -> str:
     """One paragraph: the sample design, what each estimate estimates, and the quantile."""
-    design = est.get("design") or {}
-    share = est["relevant_share"]
-    parts = [f"Design: {design.get('text', 'unknown')}."]
-    parts.append(f"Relevant share: the {share.get('estimand', 'share of relevant pairs')}")
-    parts[-1] += f" ({share.get('interval', 'normal')} interval)."
-    runs = list(est.get("runs", {}).values())
-    if runs and runs[0].get("estimand"):
-        parts.append(f"Runs: the {runs[0]['estimand']}.")
+    share = est.relevant_share
+    parts = [f"Design: {est.design.text}."]
+    parts.append(f"Relevant share: the {share.estimand}")
+    parts[-1] += f" ({share.interval or 'normal'} interval)."
+    runs = list((est.runs or {}).values())
+    if runs and runs[0].estimand:
+        parts.append(f"Runs: the {runs[0].estimand}.")
     return " ".join(parts)
 
 
-def worst_queries_table(per_query: list[dict[str, Any]], k: int = 5) -> Table:
+def worst_queries_table(per_query: list[QueryFigures], k: int = 5) -> Table:
     """The k queries with the lowest exact agreement (most pairs first on ties, then in the
     per-query list's order)."""
     rows = sorted(
         (q for q in per_query if q["exact_agreement"] is not None),
-        key=lambda q: (q["exact_agreement"], -q["n"]),
+        key=lambda q: (q["exact_agreement"] or 0.0, -q["n"]),
     )[:k]
     table = Table(title=f"The {len(rows)} queries with the lowest agreement", title_justify="left")
     for name in ("query", "n", "exact", "kappa", "quadratic kappa", "bias"):
@@ -206,50 +211,50 @@ def worst_queries_table(per_query: list[dict[str, Any]], k: int = 5) -> Table:
     return table
 
 
-def swaps_text(sy: dict[str, Any]) -> Text:
+def swaps_text(sy: Systems) -> Text:
     """The largest rank swaps in words."""
-    if not sy["largest_swaps"]:
+    if not sy.largest_swaps:
         return Text("No run changes rank between human and LLM labels.")
-    moves = [f"{r['run']} {r['human_rank']} -> {r['llm_rank']}" for r in sy["largest_swaps"]]
+    moves = [f"{r['run']} {r['human_rank']} -> {r['llm_rank']}" for r in sy.largest_swaps]
     return Text("Largest rank swaps (human rank -> LLM rank): " + "; ".join(moves))
 
 
-def confidence_table(conf: dict[str, Any]) -> Table:
+def confidence_table(conf: Confidence) -> Table:
     """Exact agreement per quintile of the judge's own confidence."""
-    ece = fmt(conf.get("expected_calibration_error"), 3)
+    ece = fmt(conf.expected_calibration_error, 3)
     table = Table(
         title=f"Judge confidence vs agreement (expected calibration error {ece})",
         title_justify="left",
     )
     for name in ("quintile", "n", "mean confidence", "exact agreement"):
         table.add_column(name, justify="right")
-    for r in conf.get("by_confidence", []):
+    for r in conf.by_confidence or []:
         table.add_row(
             str(r["bin"]), str(r["n"]), fmt(r["mean_confidence"], 3), fmt(r["exact_agreement"], 3)
         )
     return table
 
 
-def human_vs_human_rows(hh: dict[str, Any]) -> list[tuple[str, str, str]]:
+def human_vs_human_rows(hh: HumanVsHuman) -> list[tuple[str, str, str]]:
     """(figure, human B vs human A, LLM vs human A) cells; each mean bias sits in its own
     column under a label that names its direction (B - A; LLM - A)."""
     rows = [
-        (label, fmt(hh["humans"][key]), fmt(hh["llm"][key]))
+        (label, fmt(hh.humans[key]), fmt(hh.llm[key]))
         for key, label in AGREEMENT_ROWS
-        if key in hh["humans"] and key != "mean_bias"
+        if key in type(hh.humans).model_fields and key != "mean_bias"
     ]
-    rows.append(("mean bias (human B - human A)", fmt(hh["humans"]["mean_bias"]), ""))
-    rows.append(("mean bias (LLM - human A)", "", fmt(hh["llm"]["mean_bias"])))
+    rows.append(("mean bias (human B - human A)", fmt(hh.humans.mean_bias), ""))
+    rows.append(("mean bias (LLM - human A)", "", fmt(hh.llm.mean_bias)))
     return rows
 
 
-def human_vs_human_title(hh: dict[str, Any]) -> str:
+def human_vs_human_title(hh: HumanVsHuman) -> str:
     """What the human-vs-human table compares, and whether it is weighted."""
-    weighted = " (weighted by the sample manifest, as above)" if hh.get("weighted") else ""
-    return f"Human vs human beside LLM vs human, on the {hh['n']} pairs all three graded{weighted}"
+    weighted = " (weighted by the sample manifest, as above)" if hh.weighted else ""
+    return f"Human vs human beside LLM vs human, on the {hh.n} pairs all three graded{weighted}"
 
 
-def human_vs_human_table(hh: dict[str, Any]) -> Table:
+def human_vs_human_table(hh: HumanVsHuman) -> Table:
     """Two people against each other, and the LLM against the first person, on the same pairs."""
     table = Table(title=human_vs_human_title(hh), title_justify="left")
     table.add_column("figure")
@@ -260,32 +265,34 @@ def human_vs_human_table(hh: dict[str, Any]) -> Table:
     return table
 
 
-def binary_scale_table(s: dict[str, Any]) -> Table:
+def binary_scale_table(s: CalibrationSummary) -> Table:
     """Binary human grades against the LLM's at the matching split: the 2x2 table and figures."""
-    b = s["binary_scale"]
-    iv = b.get("intervals", {})
-    t = b["threshold"]
+    b = s.binary_scale
+    if b is None:
+        raise ValueError("the summary has no binary comparison (people did not grade 0/1)")
+    iv = b.intervals
+    t = b.threshold
     table = Table(
-        title=f"Binary comparison ({b['split']}): exact agreement "
-        f"{fmt(b['exact_agreement'])} {_ci(iv.get('exact_agreement'))}, Cohen's kappa "
-        f"{fmt(b['cohen_kappa'])} {_ci(iv.get('cohen_kappa'))}",
+        title=f"Binary comparison ({b.split}): exact agreement "
+        f"{fmt(b.exact_agreement)} {_ci(iv.get('exact_agreement'))}, Cohen's kappa "
+        f"{fmt(b.cohen_kappa)} {_ci(iv.get('cohen_kappa'))}",
         title_justify="left",
     )
     table.add_column("human \\ LLM")
     table.add_column(f"not relevant (< {t})", justify="right")
     table.add_column(f"relevant (>= {t})", justify="right")
-    for label, row in zip(("0 (not relevant)", "1 (relevant)"), b["confusion"], strict=True):
+    for label, row in zip(("0 (not relevant)", "1 (relevant)"), b.confusion, strict=True):
         table.add_row(label, *[fmt(v, 1) for v in row])
-    shares = f"{fmt(b['human_relevant'], 3)} / {fmt(b['llm_relevant'], 3)}"
+    shares = f"{fmt(b.human_relevant, 3)} / {fmt(b.llm_relevant, 3)}"
     table.add_row("relevant share (human / LLM)", shares, "")
     return table
 
 
-def render(s: dict[str, Any]) -> RenderableType:
+def render(s: CalibrationSummary) -> RenderableType:
     """Every table of a summary, in reading order, then the verdict and notes. When people
     graded 0/1 against the LLM's 0..3, the binary comparison comes first, with the reason."""
     parts: list[RenderableType] = []
-    if s.get("binary_scale"):
+    if s.binary_scale:
         parts.append(binary_scale_table(s))
         parts.append(
             Text(
@@ -296,22 +303,22 @@ def render(s: dict[str, Any]) -> RenderableType:
             )
         )
     parts += [agreement_table(s), confusion_table(s), distribution_table(s)]
-    if s.get("human_vs_human"):
-        parts.append(human_vs_human_table(s["human_vs_human"]))
-    if len(s.get("per_query", [])) > 1:
-        parts.append(worst_queries_table(s["per_query"]))
-    if s.get("confidence") and s["confidence"].get("by_confidence"):
-        parts.append(confidence_table(s["confidence"]))
-    if s.get("bias_by_length"):
-        parts.append(bias_table(s["bias_by_length"], "Mean bias by document length", "length"))
-    if s.get("bias_by_rank"):
-        parts.append(bias_table(s["bias_by_rank"], "Mean bias by best rank in the runs", "rank"))
-    if s.get("systems"):
-        parts.append(systems_table(s["systems"]))
-        parts.append(swaps_text(s["systems"]))
-    if s.get("estimates"):
-        parts.append(estimates_table(s["estimates"]))
-    parts.append(Text(f"Verdict: {s['verdict']['text']}", style="bold"))
-    for note in s.get("notes", []):
+    if s.human_vs_human:
+        parts.append(human_vs_human_table(s.human_vs_human))
+    if len(s.per_query) > 1:
+        parts.append(worst_queries_table(s.per_query))
+    if s.confidence and s.confidence.by_confidence:
+        parts.append(confidence_table(s.confidence))
+    if s.bias_by_length:
+        parts.append(bias_table(s.bias_by_length, "Mean bias by document length", "length"))
+    if s.bias_by_rank:
+        parts.append(bias_table(s.bias_by_rank, "Mean bias by best rank in the runs", "rank"))
+    if s.systems:
+        parts.append(systems_table(s.systems))
+        parts.append(swaps_text(s.systems))
+    if s.estimates:
+        parts.append(estimates_table(s.estimates))
+    parts.append(Text(f"Verdict: {s.verdict.text}", style="bold"))
+    for note in s.notes:
         parts.append(Text(f"note: {note}", style="dim"))
     return Group(*parts)

@@ -106,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--bootstrap must be 0 or more")
     from calibration.join import pair_grades
     from calibration.summary import summarize
+    from calibration.summary_model import HumanVsHuman, Inputs
     from grader.io.grades import read_human_grades, read_llm_grades
 
     llm = read_llm_grades(args.llm, clamp=args.clamp, judge=args.judge)
@@ -141,25 +142,24 @@ def run(args: argparse.Namespace) -> int:
         pair_weights = None
         if weights is not None:
             pair_weights = paired.frame[["query_id", "doc_id"]].assign(weight=weights)
-        summary["human_vs_human"] = human_vs_human(human, second, llm, pair_weights)
-    summary["manifest"] = manifest or None
-    summary["inputs"] = {
-        "llm": str(args.llm),
-        "human": str(args.human),
-        "second_human": args.second_human,
-        "runs": list(runs),
-    }
-    summary["notes"].extend(_input_notes(llm, human, second))
+        summary.human_vs_human = HumanVsHuman.model_validate(
+            human_vs_human(human, second, llm, pair_weights)
+        )
+    summary.manifest = manifest or None
+    summary.inputs = Inputs(
+        llm=str(args.llm), human=str(args.human), second_human=args.second_human, runs=list(runs)
+    )
+    summary.notes.extend(_input_notes(llm, human, second))
     if manifest:
-        summary["notes"].insert(0, f"every figure is weighted by 1/pi from {manifest}")
-    for warning in summary.get("warnings", []):
+        summary.notes.insert(0, f"every figure is weighted by 1/pi from {manifest}")
+    for warning in summary.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     if args.report:
         from calibration.report.html import write_report
 
         write_report(args.report, summary)
     if args.format == "json":
-        json.dump(summary, sys.stdout, indent=2, allow_nan=False)
+        json.dump(summary.to_json(), sys.stdout, indent=2, allow_nan=False)
         sys.stdout.write("\n")
     else:
         from rich.console import Console

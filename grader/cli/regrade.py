@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     if not outcome.diff.pending:
         _write_outputs(args, outcome)
     if args.report:
-        from grader.cli.regrade_report import write_diff_html
+        from calibration.report.regrade_diff import write_diff_html
 
         olds = sorted({str(p.old.prompt) for p in outcome.pairs if p.old and p.old.prompt})
         write_diff_html(

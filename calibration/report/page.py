@@ -1,0 +1,52 @@
+"""Pages from template files. The HTML page skeletons live in `templates/` as `string.Template`
+files (`$name` slots, which don't clash with CSS braces); the stylesheet is
+`templates/report.css`, shared by every page.
+
+Filling is escape-by-default: a value is HTML-escaped unless it is `Markup`, HTML that this
+package built from escaped parts. Documents, query ids and run names are untrusted, so no
+dynamic text reaches a page unescaped by accident.
+"""
+
+from __future__ import annotations
+
+import html
+from functools import cache
+from importlib.resources import files
+from string import Template
+
+
+class Markup(str):
+    """HTML built by the report code from escaped parts: goes into a template as is."""
+
+    __slots__ = ()
+
+
+def escape(value: object) -> Markup:
+    """`value` as HTML text (quotes escaped too)."""
+    return Markup(html.escape(str(value)))
+
+
+@cache
+def _text(name: str) -> str:
+    return (files("calibration.report") / "templates" / name).read_text(encoding="utf-8")
+
+
+def template(name: str) -> Template:
+    """The page skeleton `templates/<name>` (its final newline dropped: pages end at the tag)."""
+    return Template(_text(name).removesuffix("\n"))
+
+
+def stylesheet() -> str:
+    """The reports' shared stylesheet."""
+    return _text("report.css")
+
+
+def fill(page: Template, **values: object) -> str:
+    """`page` with every slot filled: `Markup` as is, anything else HTML-escaped. A missing or
+    unknown slot is an error, never a silently empty spot."""
+    names = set(page.get_identifiers())
+    if names != set(values):
+        missing, unknown = sorted(names - set(values)), sorted(set(values) - names)
+        raise KeyError(f"template slots: missing {missing}, unknown {unknown}")
+    safe = {k: v if isinstance(v, Markup) else escape(v) for k, v in values.items()}
+    return page.substitute(safe)
