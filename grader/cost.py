@@ -147,6 +147,18 @@ def estimate_usage(messages: list[dict[str, str]], max_tokens: int) -> Usage:
     return Usage(prompt_tokens=prompt, completion_tokens=max_tokens, cached_tokens=0)
 
 
+NO_PRICE = "no price for the model"
+"""Why a cost is unknown: the one wording every command prints."""
+
+
 def usd_or_unknown(value: float | None) -> str:
     """Dollars for people, or "unknown" when a model has no price (an unknown cost is never $0)."""
-    return "unknown (no price for the model)" if value is None else f"${value:.4f}"
+    return f"unknown ({NO_PRICE})" if value is None else f"${value:.4f}"
+
+
+def spend_text(cost: float, unpriced: int) -> str:
+    """`$0.0123` spent, or what is unknown: judgments without a price cost "unknown", never $0."""
+    if not unpriced:
+        return f"${cost:.4f}"
+    known = f"${cost:.4f} + " if cost else ""
+    return f"{known}unknown for {unpriced} judgment(s) ({NO_PRICE}; see --prices)"

@@ -17,6 +17,7 @@ import pandas as pd
 from grader.cli.commands import COMMANDS
 from grader.cli.progress import GradingProgress
 from grader.cli.settings import Settings, add_api_key_env
+from grader.cost import spend_text, usd_or_unknown
 from grader.errors import BudgetError, InputError
 from grader.grading.pairs import pairs_to_grade
 from grader.grading.pipeline import GradingReport, StoreWriter, run_grading
@@ -228,7 +229,7 @@ def _print_dry_run(report: GradingReport, verify: bool) -> None:
         print(f"{qid}\t{did}\t{judge}")
     est = report.estimate
     assert est is not None
-    cost = "unknown (no price for this model)" if est.cost is None else f"${est.cost:.4f}"
+    cost = usd_or_unknown(est.cost)
     lines = [
         f"dry run: {report.pairs} pairs; answers already stored: {report.stored_ok} ok, "
         f"{report.stored_failed} failed (to retry); {report.cached} pairs need no request",
@@ -313,9 +314,3 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def spend_text(cost: float, unpriced: int) -> str:
-    """`$0.0123`, or what is unknown: a model without a price costs "unknown", never $0."""
-    if not unpriced:
-        return f"${cost:.4f}"
-    known = f"${cost:.4f} + " if cost else ""
-    return f"{known}unknown for {unpriced} judgment(s) (no price for the model; see --prices)"

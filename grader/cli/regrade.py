@@ -220,14 +220,11 @@ def _dry_run(args: argparse.Namespace, spec: Any, criteria: list[Criterion]) -> 
     with Store(args.store) as store:
         est = estimate_regrade(store, judge, criteria)
 
-    def money(value: float | None) -> str:
-        return "unknown (no price for this model)" if value is None else f"${value:.4f}"
-
     print(
         f"dry run: {est.selected} pairs selected; {est.already_done} already regraded, "
         f"{est.in_batches} waiting in open batches; would send {est.requests} requests for "
-        f"{est.pairs} pairs: estimated {money(est.live_cost)} live, {money(est.batch_cost)} by "
-        "batch; nothing was sent",
+        f"{est.pairs} pairs: estimated {usd_or_unknown(est.live_cost)} live, "
+        f"{usd_or_unknown(est.batch_cost)} by batch; nothing was sent",
         file=sys.stderr,
     )
     return 0
