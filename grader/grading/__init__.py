@@ -1,1 +1,2 @@
-"""One grading run: which pairs, the run's state machine, combined outputs, the dry-run budget."""
+"""One grading run: which pairs, the pipeline and the run's state machine, its progress events,
+combined and verified outputs, the dry-run budget."""

@@ -1,1 +1,2 @@
-"""Regrading stored pairs under a new prompt or model: selection, run, diff and metric deltas."""
+"""Regrading stored pairs under a new prompt or model: selection, dry run, run, diff and metric
+deltas."""
