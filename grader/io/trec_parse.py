@@ -18,6 +18,7 @@ import gzip
 import io
 import re
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
@@ -30,6 +31,7 @@ import pyarrow.csv as pacsv
 
 from grader.errors import InputError
 from grader.io.files import _open_binary, iter_lines
+from grader.io.trec_scan import NumberCheck, first_bad_line, parses_as_number
 
 _FIELDS_RE = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
 _ID_COLUMNS = ("query_id", "doc_id")
@@ -49,14 +51,31 @@ def parse_columns(
     example: str,
     *,
     extra_columns: bool = False,
+    number_error: NumberCheck | None = None,
 ) -> pa.Table:
     """The file as an Arrow table: ids as large strings, `numeric` as float64 when parseable.
 
     On the careful path `numeric` stays a string column (so the caller can name a bad value);
     every other column is a string column in both paths. `#` comment lines are skipped; with
     `extra_columns`, columns after `names` are ignored (else they are an error).
+
+    When the fast path rejects a file, its first bad line is looked for in bounded memory
+    (`trec_scan`): a wrong column count, bad UTF-8, or a `numeric` cell `number_error` refuses
+    (default: not a number) raises there; only a file with no bad line is read by pandas.
     """
-    table = _parse_arrow(path, names, numeric, extra_columns)
+    sniffed = _sniff_delimiter(path)
+    table = None if sniffed is None else _arrow_table(path, names, numeric, extra_columns, sniffed)
+    if table is None and sniffed is not None:
+        first_bad_line(
+            path,
+            lambda block: _arrow_table(block, names, numeric, extra_columns, sniffed) is not None,
+            names,
+            numeric,
+            kind,
+            example,
+            extra_columns=extra_columns,
+            number_error=number_error or _not_a_number(path, numeric),
+        )
     if table is None:
         frame = _parse_pandas(path, names, kind, example, extra_columns)
         table = pa.table(
@@ -96,13 +115,24 @@ def _skip_comment(row: pacsv.InvalidRow) -> str:
     return "skip" if is_comment(row.text) else "error"
 
 
-def _parse_arrow(
-    path: Path, names: tuple[str, ...], numeric: str, extra_columns: bool
+def _not_a_number(path: Path, numeric: str) -> NumberCheck:
+    def check(cell: str, line: int) -> InputError | None:
+        if parses_as_number(cell):
+            return None
+        return InputError(f"{numeric} {cell!r} is not a number", path=path, line=line)
+
+    return check
+
+
+def _arrow_table(
+    source: Path | bytes,
+    names: tuple[str, ...],
+    numeric: str,
+    extra_columns: bool,
+    sniffed: tuple[str, int],
 ) -> pa.Table | None:
-    """Read with pyarrow when the file is regular; None means: use the careful path."""
-    sniffed = _sniff_delimiter(path)
-    if sniffed is None:
-        return None
+    """A file (or a block of its whole lines) read by pyarrow when it is regular; None means: use
+    the careful path."""
     delimiter, width = sniffed
     columns = list(names)
     if extra_columns and width > len(names):
@@ -111,7 +141,7 @@ def _parse_arrow(
     types[numeric] = pa.float64()
     try:
         table = pacsv.read_csv(
-            path,
+            pa.BufferReader(source) if isinstance(source, bytes) else source,
             read_options=pacsv.ReadOptions(column_names=columns, block_size=1 << 24),
             parse_options=pacsv.ParseOptions(
                 delimiter=delimiter,
@@ -228,7 +258,23 @@ def line_numbers(path: Path) -> list[int]:
 
 def line_of(path: Path, row: int) -> int:
     """File line number of parsed row `row` (re-reads the file: for error messages only)."""
-    return line_numbers(path)[row]
+    return lines_of(path, [row])[0]
+
+
+def lines_of(path: Path, rows: Sequence[int]) -> list[int]:
+    """File line numbers of parsed rows `rows`, streaming the file up to the last of them (for
+    error messages: nothing is kept but the answers)."""
+    wanted = set(rows)
+    found: dict[int, int] = {}
+    row = -1
+    for lineno, text in iter_lines(path):
+        if text.strip() and not is_comment(text):
+            row += 1
+            if row in wanted:
+                found[row] = lineno
+                if len(found) == len(wanted):
+                    break
+    return [found[r] for r in rows]
 
 
 def float_column(column: pa.ChunkedArray) -> tuple[npt.NDArray[np.float64], pa.ChunkedArray]:

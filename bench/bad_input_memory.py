@@ -1,0 +1,129 @@
+"""Large inputs fail fast and small: wall time and peak memory of reading a big run, valid and
+with one bad score (on line 2, and on the last line), each in a fresh child process.
+
+    python bench/bad_input_memory.py [--lines 5000000] [--docs 1000000] [--src DIR]
+
+Each case runs `read_run` in its own interpreter; peak RSS is the child's ru_maxrss (os.wait4),
+so the cases do not share an allocator. The error cases must name the right line and must not
+peak above the valid read (the careful pandas reader used to hold the whole file twice).
+With `--docs N`, the same for a docs JSONL of N documents read whole vs. only the 645 a
+selection needs (what `relgrade grade` with an LLM judge reads now). `--src` runs the readers of
+another checkout (e.g. the previous commit, for before/after numbers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WORK = Path("/tmp/relgrade-bench-bad-input")
+
+READ_RUN = """
+import sys
+from grader.errors import InputError
+from grader.io.trec import read_run
+try:
+    frame = read_run(sys.argv[1])
+    print(f"read {len(frame)} rows")
+except InputError as exc:
+    print(f"error: {exc}"[:160])
+"""
+
+READ_DOCS = """
+import sys
+from grader.io.docs import read_docs
+ids = None if sys.argv[2] == "all" else set(sys.argv[2].split(","))
+docs = read_docs(sys.argv[1], ids=ids)
+print(f"kept {len(docs)} docs")
+"""
+
+
+def write_run(path: Path, lines: int, bad: set[int]) -> None:
+    """A run of `lines` lines (1,000 per query); a line number in `bad` gets the score `abc`."""
+    with path.open("w") as fh:
+        chunk: list[str] = []
+        for i in range(lines):
+            score = "abc" if i + 1 in bad else f"{1000 - i % 1000}.25"
+            chunk.append(f"{i // 1000} Q0 doc{i} {i % 1000 + 1} {score} bench\n")
+            if len(chunk) == 100_000:
+                fh.write("".join(chunk))
+                chunk = []
+        fh.write("".join(chunk))
+
+
+def write_docs(path: Path, n: int) -> None:
+    text = " ".join(["a passage of ordinary length about retrieval and grading"] * 8)
+    with path.open("w") as fh:
+        for i in range(n):
+            fh.write(json.dumps({"doc_id": f"d{i}", "text": f"{text} {i}"}) + "\n")
+
+
+def measure(script: str, args: list[str], src: Path) -> tuple[float, float, str]:
+    """(wall seconds, peak RSS in MB, what the child printed) of one child process."""
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, *args],
+        env=env,
+        cwd=WORK,  # not this checkout: `-c` puts the working folder first on sys.path
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    out = proc.stdout.read().strip()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - start
+    if proc.returncode:
+        raise SystemExit(f"child failed ({proc.returncode}): {out}")
+    return wall, usage.ru_maxrss / 1024, out  # ru_maxrss is in KiB on Linux
+
+
+def bench_runs(lines: int, src: Path) -> None:
+    cases = {"valid": set(), "bad line 2": {2}, "bad last line": {lines}}
+    print(f"run of {lines:,} lines ({src}):")
+    base: tuple[float, float] | None = None
+    for name, bad in cases.items():
+        path = WORK / f"run-{lines}-{'-'.join(map(str, sorted(bad))) or 'ok'}.txt"
+        if not path.exists():
+            write_run(path, lines, bad)
+        wall, rss, out = measure(READ_RUN, [str(path)], src)
+        base = base or (wall, rss)
+        print(
+            f"  {name:14s} {wall:6.2f} s  peak {rss:7.0f} MB  "
+            f"(x{wall / base[0]:.2f} time, x{rss / base[1]:.2f} memory)  {out[:90]}"
+        )
+
+
+def bench_docs(n: int, src: Path) -> None:
+    path = WORK / f"docs-{n}.jsonl"
+    if not path.exists():
+        write_docs(path, n)
+    needed = ",".join(f"d{i}" for i in range(0, n, max(1, n // 645)))
+    print(f"docs JSONL of {n:,} docs, {path.stat().st_size / 1e6:.0f} MB ({src}):")
+    for name, ids in (("all docs", "all"), ("needed 645", needed)):
+        wall, rss, out = measure(READ_DOCS, [str(path), ids], src)
+        print(f"  {name:14s} {wall:6.2f} s  peak {rss:7.0f} MB  {out}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--lines", type=int, default=5_000_000)
+    parser.add_argument("--docs", type=int, default=0, help="also bench a docs file of N docs")
+    parser.add_argument("--src", type=Path, default=ROOT, help="checkout whose readers to run")
+    args = parser.parse_args()
+    WORK.mkdir(exist_ok=True)
+    bench_runs(args.lines, args.src.resolve())
+    if args.docs:
+        bench_docs(args.docs, args.src.resolve())
+    print(f"(inputs kept in {WORK}; remove it when done)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,131 @@
+"""Finding the first bad line of a large TREC file in bounded memory.
+
+When Arrow's whole-file reader rejects a file, the file is read again block by block (16 MiB,
+cut at line ends): a block Arrow accepts is passed over at Arrow speed, and only the lines of a
+block it rejects are checked one by one in Python. So a bad score on line 2 of a 1 GB run is
+named after one block, a bad score on its last line after one streaming pass, and neither
+holds more than a block in memory (the careful pandas reader would hold the whole file twice).
+
+The line checks are those the careful path applies, never stricter: a line with too few columns
+(or too many, unless extra columns are allowed), bytes that are not UTF-8, or a number cell the
+caller's check refuses. A block rejected for something these checks accept (irregular
+whitespace, say) yields no error, and the caller then reads the file with the careful path.
+"""
+
+from __future__ import annotations
+
+import gzip
+import math
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from grader.errors import InputError
+from grader.io.files import _open_binary
+
+BLOCK = 1 << 24
+_CELL_SEPARATORS = re.compile(rb"[ \t]+")  # what pandas' whitespace tokenizer splits on
+
+NumberCheck = Callable[[str, int], InputError | None]
+"""(cell text, file line) -> the error for a number cell the caller refuses, else None."""
+
+
+def parses_as_number(cell: str) -> bool:
+    """Whether every reader of the careful path could take `cell` as a number.
+
+    Python's float() accepts a superset of what Arrow and pandas parse, except for `_` digit
+    separators and non-ASCII digits, which neither takes.
+    """
+    if not cell.isascii() or "_" in cell:
+        return False
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def finite_number(cell: str) -> bool:
+    """Whether `cell` is a number (see `parses_as_number`) and finite."""
+    return parses_as_number(cell) and math.isfinite(float(cell))
+
+
+def first_bad_line(
+    path: Path,
+    accepts: Callable[[bytes], bool],
+    names: tuple[str, ...],
+    numeric: str,
+    kind: str,
+    example: str,
+    *,
+    extra_columns: bool,
+    number_error: NumberCheck,
+) -> None:
+    """Raise InputError at the first bad line of `path`; return when no line is bad.
+
+    `accepts(block)` says whether Arrow reads a block of whole lines as the fast path would.
+    """
+    before = 0  # lines in the blocks already checked
+    carry = b""
+    try:
+        with _open_binary(path) as fh:
+            while True:
+                data = fh.read(BLOCK)
+                block = carry + data
+                if data:
+                    cut = block.rfind(b"\n") + 1
+                    if cut == 0:  # one line longer than a block: read on
+                        carry = block
+                        continue
+                    block, carry = block[:cut], block[cut:]
+                if block and not accepts(block):
+                    _check_lines(
+                        path, block, before, names, numeric, kind, example,
+                        extra_columns=extra_columns, number_error=number_error,
+                    )  # fmt: skip
+                before += block.count(b"\n")
+                if not data:
+                    return
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise InputError(f"cannot read: {exc}", path=path) from None
+
+
+def _check_lines(
+    path: Path,
+    block: bytes,
+    before: int,
+    names: tuple[str, ...],
+    numeric: str,
+    kind: str,
+    example: str,
+    *,
+    extra_columns: bool,
+    number_error: NumberCheck,
+) -> None:
+    """Raise at the first bad line of `block`, whose first line is file line `before + 1`."""
+    index = names.index(numeric)
+    hint = f"each line must be `{example}`, separated by spaces or tabs"
+    for offset, raw in enumerate(block.split(b"\n")):
+        lineno = before + offset + 1
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(
+                f"not valid UTF-8 (byte {exc.start} of the line)",
+                path=path,
+                line=lineno,
+                hint="re-encode the file as UTF-8",
+            ) from None
+        cells = [c for c in _CELL_SEPARATORS.split(raw.rstrip(b"\r")) if c]
+        if not cells or cells[0].startswith(b"#"):
+            continue  # blank or a comment
+        if len(cells) < len(names) or (len(cells) > len(names) and not extra_columns):
+            raise InputError(
+                f"expected {len(names)} columns in a {kind} line, found {len(cells)}",
+                path=path,
+                line=lineno,
+                hint=hint,
+            )
+        error = number_error(cells[index].decode(), lineno)
+        if error is not None:
+            raise error
