@@ -26,19 +26,20 @@ import time
 from pathlib import Path
 
 from calibration.spotcheck.annotate.gradelog import GradeLog
-from calibration.spotcheck.annotate.server import AnnotateItem, AnnotateServer
+from calibration.spotcheck.annotate.server import AnnotateServer
+from calibration.spotcheck.blind import BlindItem
 
 SCALE = [(0, ""), (1, ""), (2, ""), (3, "")]
 WARM_UP = 50  # POSTs to each server not timed: the disk is still writing the filled log back
 
 
-def items(rows: int) -> list[AnnotateItem]:
+def items(rows: int) -> list[BlindItem]:
     """`rows` pairs over rows/20 queries, each document a few hundred characters."""
     text = "a passage of ordinary length about the query's subject, " * 5
-    return [AnnotateItem(f"q{i // 20}", f"d{i}", f"query {i // 20}", text) for i in range(rows)]
+    return [BlindItem(f"q{i // 20}", f"d{i}", f"query {i // 20}", text) for i in range(rows)]
 
 
-def fill(path: Path, pairs: list[AnnotateItem], n: int) -> None:
+def fill(path: Path, pairs: list[BlindItem], n: int) -> None:
     """The log that n appends of grades for the first n pairs would leave."""
     with path.open("w", encoding="utf-8") as fh:
         for i, item in enumerate(pairs[:n]):
@@ -54,7 +55,7 @@ def fill(path: Path, pairs: list[AnnotateItem], n: int) -> None:
         os.fsync(fh.fileno())  # so that the first POST's fsync does not write the whole file
 
 
-def post(server: AnnotateServer, item: AnnotateItem, grade: int) -> float:
+def post(server: AnnotateServer, item: BlindItem, grade: int) -> float:
     """Seconds for one grade POST over a new connection."""
     host, port = server.address
     body = json.dumps({"query_id": item.query_id, "doc_id": item.doc_id, "grade": grade})

@@ -17,7 +17,7 @@ import pytest
 
 from calibration.spotcheck.annotate.gradelog import GradeLog, grade_log_path
 from calibration.spotcheck.annotate.scale import neutral_scale, prompt_scale
-from calibration.spotcheck.annotate.server import AnnotateItem, AnnotateServer
+from calibration.spotcheck.annotate.server import AnnotateServer
 from calibration.spotcheck.blind import read_blind_csv
 from grader.cli.main import main
 from grader.errors import InputError
@@ -30,7 +30,7 @@ def served(tmp_path: Path) -> Iterator[tuple[AnnotateServer, str, Path]]:
     items, _ = read_blind_csv(sample)
     log = GradeLog(grade_log_path(sample, "ann"), "ann")
     server = AnnotateServer(
-        [AnnotateItem(i.query_id, i.doc_id, i.query, i.document, i.title) for i in items],
+        list(items),
         log,
         prompt_scale("passage"),
     )

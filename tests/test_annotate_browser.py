@@ -13,7 +13,7 @@ import pytest
 
 from calibration.spotcheck.annotate.gradelog import GradeLog, grade_log_path
 from calibration.spotcheck.annotate.scale import prompt_scale
-from calibration.spotcheck.annotate.server import AnnotateItem, AnnotateServer
+from calibration.spotcheck.annotate.server import AnnotateServer
 from calibration.spotcheck.blind import read_blind_csv
 from tests.annotate_helpers import SCRIPT_DOC, write_sample
 from tests.chromium import chromium, needs_chromium
@@ -35,7 +35,7 @@ class Page:
         items, _ = read_blind_csv(sample)
         self.log = GradeLog(grade_log_path(sample, annotator), annotator)
         self.server = AnnotateServer(
-            [AnnotateItem(i.query_id, i.doc_id, i.query, i.document, i.title) for i in items],
+            list(items),
             self.log,
             prompt_scale("passage"),
         )

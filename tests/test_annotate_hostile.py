@@ -19,10 +19,11 @@ from pathlib import Path
 import pytest
 
 from calibration.spotcheck.annotate.gradelog import GradeLog
-from calibration.spotcheck.annotate.server import MAX_BODY, AnnotateItem, AnnotateServer
+from calibration.spotcheck.annotate.server import MAX_BODY, AnnotateServer
+from calibration.spotcheck.blind import BlindItem
 from grader.errors import InputError
 
-ITEMS = [AnnotateItem("q1", f"d{i}", "a query", f"document {i}") for i in range(4)]
+ITEMS = [BlindItem("q1", f"d{i}", "a query", f"document {i}") for i in range(4)]
 SCALE = [(0, ""), (1, ""), (2, ""), (3, "")]
 
 
@@ -313,7 +314,7 @@ def test_a_whole_unterminated_record_is_kept_and_a_corrupt_last_line_stops_appen
 def test_a_client_that_resets_mid_reply_leaves_no_traceback(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    big = [AnnotateItem("q1", f"d{i}", "a query", "word " * 20_000) for i in range(50)]
+    big = [BlindItem("q1", f"d{i}", "a query", "word " * 20_000) for i in range(50)]
     app = AnnotateServer(big, GradeLog(tmp_path / "s.ann.grades.jsonl", "ann"), SCALE)
     app.start()
     host = f"127.0.0.1:{app.address[1]}"

@@ -28,7 +28,7 @@ from typing import Any
 
 from calibration.spotcheck.annotate.gradelog import GradeLog, grade_log_path
 from calibration.spotcheck.annotate.scale import neutral_scale, prompt_scale
-from calibration.spotcheck.annotate.server import AnnotateItem, AnnotateServer
+from calibration.spotcheck.annotate.server import AnnotateServer
 from calibration.spotcheck.blind import HumanGrade, read_blind_csv, write_human_grades
 from calibration.spotcheck.manifest import (
     Manifest,
@@ -99,11 +99,8 @@ def run(args: argparse.Namespace) -> int:
     manifest = _manifest(args.sample)
     if args.export:
         return _export(args, items, log, manifest)
-    page_items = [
-        AnnotateItem(i.query_id, i.doc_id, i.query, i.document, i.title, i.path) for i in items
-    ]
     server = AnnotateServer(
-        page_items,
+        items,
         log,
         _scale(args, manifest),
         host=args.host,

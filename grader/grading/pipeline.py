@@ -40,7 +40,7 @@ import contextlib
 import gc
 import signal
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from grader.grading.budget import Estimate, check_priced, estimate_requests
@@ -48,7 +48,6 @@ from grader.grading.events import ProgressCallback, ProgressEvent
 from grader.grading.pairs import Pair, PairSelection, pairs_to_grade
 from grader.grading.run import GradingReport, GradingRun
 from grader.judges.base import Judge
-from grader.models import Judgment
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
 
@@ -218,8 +217,3 @@ def selection_summary(selection: PairSelection) -> str:
     if selection.missing:
         parts.append(f"{selection.missing} with unknown ids skipped")
     return ", ".join(parts)
-
-
-def iter_ok(judgments: Iterable[Judgment]) -> Iterable[Judgment]:
-    """The ok judgments (what goes to qrels)."""
-    return (j for j in judgments if j.status == "ok")

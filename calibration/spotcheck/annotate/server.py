@@ -29,13 +29,14 @@ import socket
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any
 
 from calibration.spotcheck.annotate.gradelog import GradeLog
+from calibration.spotcheck.blind import BlindItem
 from grader.errors import RelgradeError
 from grader.models import GRADES
 
@@ -54,18 +55,6 @@ _BUSY = (
 )
 
 
-@dataclass(frozen=True)
-class AnnotateItem:
-    """One pair to grade, as the page shows it."""
-
-    query_id: str
-    doc_id: str
-    query: str
-    document: str
-    title: str | None = None
-    path: str | None = None
-
-
 def _static(name: str) -> bytes:
     return resources.files("calibration.spotcheck.annotate").joinpath("static", name).read_bytes()
 
@@ -75,7 +64,7 @@ class AnnotateServer:
 
     def __init__(
         self,
-        items: list[AnnotateItem],
+        items: list[BlindItem],
         log: GradeLog,
         scale: list[tuple[int, str]],
         *,
