@@ -201,7 +201,7 @@ def test_qrels_with_a_bad_first_grade_names_the_grade_not_a_csv_header(
 
 
 def test_run_names_from_stems_folders_and_file_names() -> None:
-    from grader.cli.evaluate import run_names
+    from grader.io.runs import run_names
 
     assert run_names(["x/bm25.txt", "y/dense.run.gz"]) == ["bm25", "dense"]
     assert run_names(["a/run.txt", "b/run.txt"]) == ["a/run", "b/run"]

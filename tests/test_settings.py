@@ -53,8 +53,8 @@ def test_host_classes() -> None:
     for url in ("http://localhost:8000/v1", "http://127.0.0.1:1/v1", "http://127.3.4.5/v1"):
         assert is_loopback(url), url
     assert is_loopback("http://[::1]:8000/v1")
-    for url in (REMOTE, "http://192.0.2.7:8000/v1", "https://api.openai.com/v1", None):
-        assert not is_loopback(url), url
+    for other in (REMOTE, "http://192.0.2.7:8000/v1", "https://api.openai.com/v1", None):
+        assert not is_loopback(other), other
 
 
 @pytest.mark.usefixtures("no_env")
