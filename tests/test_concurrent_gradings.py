@@ -52,6 +52,7 @@ class _Run:
             on_call=self.writer.log_call,
         )
         self.events: list[ProgressEvent] = []
+        self.during: list[tuple[Any, int]] = []  # (SIGINT handler, gc freeze count) per event
 
     def expected_grades(self) -> dict[tuple[str, str], int]:
         """What the fake server answers for each of this run's own requests."""
@@ -68,7 +69,6 @@ class _Run:
             order.append(self.name)
             self.during.append((signal.getsignal(signal.SIGINT), gc.get_freeze_count()))
 
-        self.during: list[tuple[Any, int]] = []
         return await grade_pairs(
             self.pairs,
             [self.judge],
