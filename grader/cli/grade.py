@@ -248,11 +248,14 @@ def run(args: argparse.Namespace) -> int:
 
     _check_args(args)
     queries = read_queries(args.queries)
-    docs = read_docs(args.docs)
+    # The lexical judge's collection statistics need every document; an LLM judge needs only
+    # those of the selected pairs, so a large docs file is streamed and the rest not kept.
+    lexical = args.judge == "lexical"
+    docs = read_docs(args.docs) if lexical else {}
     selection = pairs_to_grade(
         args.run,
         queries,
-        docs,
+        docs if lexical else (lambda ids: read_docs(args.docs, ids=ids)),
         depth=args.depth,
         skip_judged=args.skip_judged,
         skip_missing=args.skip_missing,

@@ -5,11 +5,15 @@ ties by doc id descending; the file's rank column is not trusted). Pairs are ded
 runs (the first run that names a pair decides its place in the order), pairs already graded by
 people (`skip_judged` qrels) are left out, and ids absent from the queries or documents are
 either one `InputError` listing the count and the first few, or skipped and counted.
+
+`docs` may be a loader, called once with the doc ids the selection needs (after depth,
+deduplication and `skip_judged`): `relgrade grade` streams a large docs file through it and
+keeps only those documents.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +24,9 @@ from grader.metrics.ranking import Precision
 from grader.models import Doc, Query
 
 SHOW_IDS = 5  # how many missing ids an error names
+
+DocLoader = Callable[[set[str]], Mapping[str, Doc]]
+"""The documents of the given ids (those it has), e.g. `lambda ids: read_docs(path, ids=ids)`."""
 
 
 @dataclass(frozen=True)
@@ -51,7 +58,7 @@ def _first(ids: list[str]) -> str:
 def pairs_to_grade(
     runs: Sequence[str | Path],
     queries: Mapping[str, Query],
-    docs: Mapping[str, Doc],
+    docs: Mapping[str, Doc] | DocLoader,
     *,
     depth: int = 10,
     skip_judged: Sequence[str | Path] = (),
@@ -74,6 +81,7 @@ def pairs_to_grade(
     missing_q: dict[str, None] = {}
     missing_d: dict[str, None] = {}
     first_missing_run: Path | None = None
+    wanted: list[tuple[str, str, Path]] = []
     for run_path in runs:
         frame = read_run(run_path, precision=precision)
         top = frame[frame["rank"] <= depth]
@@ -87,18 +95,22 @@ def pairs_to_grade(
             if pair_id in judged:
                 selection.judged += 1
                 continue
-            query = queries.get(qid)
-            doc = docs.get(did)
-            if query is None or doc is None:
-                selection.missing += 1
-                if query is None:
-                    missing_q[qid] = None
-                if doc is None:
-                    missing_d[did] = None
-                if first_missing_run is None:
-                    first_missing_run = Path(run_path)
-                continue
-            selection.pairs.append(Pair(query, doc))
+            wanted.append((qid, did, Path(run_path)))
+    if selection.candidates and callable(docs):
+        docs = docs({did for _, did, _ in wanted})
+    for qid, did, run_path in wanted:
+        query = queries.get(qid)
+        doc = docs.get(did) if isinstance(docs, Mapping) else None
+        if query is None or doc is None:
+            selection.missing += 1
+            if query is None:
+                missing_q[qid] = None
+            if doc is None:
+                missing_d[did] = None
+            if first_missing_run is None:
+                first_missing_run = run_path
+            continue
+        selection.pairs.append(Pair(query, doc))
     if not selection.candidates:
         raise InputError(
             "found no pairs to grade: "
