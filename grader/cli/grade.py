@@ -12,8 +12,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from grader.cli.commands import COMMANDS
 from grader.cli.progress import GradingProgress
 from grader.cli.settings import Settings, add_api_key_env
