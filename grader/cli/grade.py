@@ -211,15 +211,21 @@ def _resume_hint() -> str:
 
 
 def _write_outputs(args: argparse.Namespace, report: GradingReport) -> None:
+    from grader.io.output_set import OutputSet
+
+    outputs = OutputSet([p for p in (args.out, args.qrels_out) if p])
+    outputs.begin()  # a kill between the two files is told to the next run
     if args.out:
         from grader.io.judgments import write_judgments
 
         write_judgments(args.out, report.judgments)
+        outputs.done(args.out)
     if args.qrels_out:
         from grader.io.judgments import qrels_frame
         from grader.io.trec import write_qrels
 
         write_qrels(args.qrels_out, qrels_frame(report.judgments))
+    outputs.finish()
 
 
 def _print_dry_run(report: GradingReport, verify: bool) -> None:
@@ -241,10 +247,13 @@ def _print_dry_run(report: GradingReport, verify: bool) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from grader.cli.output_files import clean_outputs
     from grader.io.docs import read_docs
     from grader.io.queries import read_queries
 
     _check_args(args)
+    if not args.dry_run:
+        clean_outputs([args.out, args.qrels_out])
     queries = read_queries(args.queries)
     # The lexical judge's collection statistics need every document; an LLM judge needs only
     # those of the selected pairs, so a large docs file is streamed and the rest not kept.
@@ -313,5 +322,3 @@ def run(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
-
-

@@ -3,7 +3,9 @@
 - `.gz` files are read and written transparently.
 - Text must be UTF-8; anything else is an `InputError` naming the file and line, never a crash.
 - Outputs are written atomically (temp file in the same folder, fsync, rename), so a crash never
-  leaves half a file behind.
+  leaves half a file behind. The temp file is `.NAME.relgrade-HOST-PID-XXXXXXXX.tmp` beside the
+  target: a kill (SIGKILL, power loss) before the rename leaves it there, and the next write of
+  the same target (or `remove_stale_temp_files`) removes it once its process is gone.
 """
 
 from __future__ import annotations
@@ -12,12 +14,19 @@ import contextlib
 import gzip
 import io
 import os
+import re
+import socket
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
 from grader.errors import InputError
+
+STALE_AFTER_HOURS = 24.0  # a temp file of a live process (or another host's) this old is stale
+PAUSE_ENV = "RELGRADE_TEST_WRITE_PAUSE"  # tests only: `NAME:SECONDS`, wait before renaming NAME
+_TEMP_RE = re.compile(r"\.relgrade-(?P<host>[A-Za-z0-9]*)-(?P<pid>\d+)-[a-z0-9_]+\.tmp")
 
 
 def _open_binary(path: Path) -> IO[bytes]:
@@ -79,18 +88,88 @@ def _default_file_mode() -> int:
     return 0o666 & ~umask
 
 
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9]", "", socket.gethostname())[:32]
+
+
+def host_tag() -> str:
+    """This host's name, letters and digits only (part of temp file and marker names)."""
+    return _host()
+
+
+def writer_gone(host: str, pid: int) -> bool:
+    """Whether process `pid` of `host` is known to be gone (only this host's can be checked)."""
+    if host != _host() or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False  # someone else's live process
+    return False
+
+
+def stale_temp_files(path: str | Path, *, max_age_hours: float = STALE_AFTER_HOURS) -> list[Path]:
+    """Temp files `atomic_write` left beside `path` whose writer is gone: its process is dead
+    (same host), or the file is older than `max_age_hours`. Never another program's files."""
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    prefix = f".{target.name}"
+    stale: list[Path] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return stale
+    for entry in entries:
+        if not entry.name.startswith(prefix):
+            continue
+        match = _TEMP_RE.fullmatch(entry.name, len(prefix))
+        if match is None or not entry.is_file(follow_symlinks=False):
+            continue
+        pid = int(match["pid"])
+        try:
+            age = time.time() - entry.stat(follow_symlinks=False).st_mtime
+        except FileNotFoundError:
+            continue
+        if age > max_age_hours * 3600 or writer_gone(match["host"], pid):
+            stale.append(Path(entry.path))
+    return sorted(stale)
+
+
+def remove_stale_temp_files(path: str | Path) -> list[Path]:
+    """Remove `stale_temp_files(path)`; the ones removed (for the caller to report)."""
+    removed = []
+    for stale in stale_temp_files(path):
+        with contextlib.suppress(FileNotFoundError):
+            stale.unlink()
+            removed.append(stale)
+    return removed
+
+
+def _pause_for_tests(target: Path) -> None:
+    """Lets a crash test kill the process while the temp file of `target` exists."""
+    name, _, seconds = os.environ.get(PAUSE_ENV, "").rpartition(":")
+    if name and name == target.name:
+        time.sleep(float(seconds))
+
+
 @contextlib.contextmanager
 def atomic_write(path: str | Path) -> Iterator[IO[str]]:
     """Open `path` for writing text; it appears only when the block ends without an exception.
 
     Writes gzip when the name ends in `.gz`. On error the temp file is removed and any existing
-    file at `path` is left untouched.
+    file at `path` is left untouched. Stale temp files of earlier, killed writes of `path` are
+    removed first.
     """
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
     if not folder.exists():
         raise InputError("the output folder does not exist", path=target, hint="create it first")
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    remove_stale_temp_files(target)
+    fd, tmp_name = tempfile.mkstemp(
+        prefix=f".{target.name}.relgrade-{_host()}-{os.getpid()}-", suffix=".tmp", dir=folder
+    )
     tmp = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as raw:
@@ -105,6 +184,7 @@ def atomic_write(path: str | Path) -> Iterator[IO[str]]:
                 binary.close()
             raw.flush()
             os.fsync(raw.fileno())
+        _pause_for_tests(target)
         os.chmod(tmp, _default_file_mode())
         os.replace(tmp, target)
     except BaseException:
