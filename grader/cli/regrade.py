@@ -105,6 +105,9 @@ def run(args: argparse.Namespace) -> int:
     runs = read_runs(args.run)
     if args.dry_run:
         return _dry_run(args, spec, criteria)
+    from grader.cli.output_files import clean_outputs
+
+    clean_outputs([args.out, args.qrels_out])
     with Store(args.store) as store:
         writer = StoreWriter(store)
         try:
@@ -231,16 +234,22 @@ def _dry_run(args: argparse.Namespace, spec: Any, criteria: list[Criterion]) -> 
 
 
 def _write_outputs(args: argparse.Namespace, outcome: RegradeOutcome) -> None:
+    from grader.io.output_set import OutputSet
+
     new = [p.new for p in outcome.pairs if p.new is not None]
+    outputs = OutputSet([p for p in (args.out, args.qrels_out) if p])
+    outputs.begin()  # a kill between the two files is told to the next run
     if args.out:
         from grader.io.judgments import write_judgments
 
         write_judgments(args.out, new)
+        outputs.done(args.out)
     if args.qrels_out:
         from grader.io.judgments import qrels_frame
         from grader.io.trec import write_qrels
 
         write_qrels(args.qrels_out, qrels_frame(new))
+    outputs.finish()
 
 
 def _json(outcome: RegradeOutcome) -> dict[str, Any]:
