@@ -48,6 +48,13 @@ class JudgeError(RelgradeError):
     """A judge could not produce a valid grade (after its retries)."""
 
 
+class ServerNotAnswering(JudgeError):
+    """The LLM server stopped answering: requests in a row timed out or could not connect, with
+    no answer in between. The run stops; what was answered is stored, the rest is left to do."""
+
+    exit_code = 2
+
+
 class StoreError(RelgradeError):
     """The judgment store is unreadable, from a newer version, or locked."""
 

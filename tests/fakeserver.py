@@ -14,9 +14,11 @@ then the default reply resumes.
         server.requests[-1]                           # the JSON body of the last request
 
 Persistent behaviour (like a vLLM or Ollama server that never supports json_schema) is set with
-`server.reject_formats = {"json_schema"}`. Other routes (e.g. /v1/files, /v1/batches) are added
-with `server.add_route(path, endpoint, methods)` (Starlette endpoints). For benchmarks it runs as
-its own process so it does not share the client's GIL:
+`server.reject_formats = {"json_schema"}`; `server.default_fault = faults.hang()` (or
+`faults.trickle()`) applies a fault to every request the queue leaves without one. Other routes
+(e.g. /v1/files, /v1/batches) are added with `server.add_route(path, endpoint, methods)`
+(Starlette endpoints). For benchmarks it runs as its own process so it does not share the
+client's GIL:
 
     python -m tests.fakeserver --port 0 --latency-ms 100     # prints: FAKESERVER <base_url>
 """
@@ -96,6 +98,8 @@ class FakeServer:
         self.port = port
         self.reject_formats: set[str] = set()
         """response_format types answered with a 400 on every request (e.g. {"json_schema"})."""
+        self.default_fault: Fault | None = None
+        """The fault of every request that finds the queue empty (None: the valid reply)."""
         self.logprobs = True
         """Whether logprobs are returned when a request asks for them."""
         self.cached_tokens = 0
@@ -237,6 +241,29 @@ class FakeServer:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stopping.wait(), seconds)
 
+    async def _until_stopped(self) -> None:
+        await self._sleep(0)  # makes the stopping event
+        assert self._stopping is not None
+        await self._stopping.wait()
+
+    async def _trickle(self, send: Any, payload: Any, interval_s: float) -> None:
+        """A 200 with `payload`, its body sent one byte every `interval_s`; stops when the client
+        hangs up or the server stops."""
+        data = json.dumps(payload).encode()
+        transport = getattr(getattr(send, "__self__", None), "transport", None)
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(data)).encode()),
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        for i in range(len(data)):
+            await self._sleep(interval_s)
+            gone = transport is not None and transport.is_closing()
+            if gone or (self._stopping is not None and self._stopping.is_set()):
+                return
+            more = i < len(data) - 1
+            await send({"type": "http.response.body", "body": data[i : i + 1], "more_body": more})
+
     async def _chat(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         raw = b""
         while True:
@@ -250,7 +277,7 @@ class FakeServer:
             await _send(send, 400, {"error": {"message": "request body is not JSON"}})
             return
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-        fault = self._faults.popleft() if self._faults else None
+        fault = self._faults.popleft() if self._faults else self.default_fault
         with self._lock:
             self.requests.append(body)
             self.headers.append(headers)
@@ -279,6 +306,10 @@ class FakeServer:
             if transport is None:
                 raise RuntimeError("cannot reach the socket to drop it")
             transport.close()
+        elif fault.kind == "hang":
+            await self._until_stopped()
+        elif fault.kind == "trickle":
+            await self._trickle(send, self.completion_for(body), fault.delay_s)
         elif fault.kind == "slow":
             await self._sleep(fault.delay_s)
             await _send(send, 200, self.completion_for(body))

@@ -76,6 +76,17 @@ class faults:
         return Fault("slow", delay_s=seconds)
 
     @staticmethod
+    def trickle(interval_s: float = 0.2) -> Fault:
+        """A valid reply whose body comes one byte every `interval_s` (each read is quick, the
+        whole reply is not)."""
+        return Fault("trickle", delay_s=interval_s)
+
+    @staticmethod
+    def hang() -> Fault:
+        """Accept the request and never answer (until the server stops)."""
+        return Fault("hang")
+
+    @staticmethod
     def drop() -> Fault:
         """Close the socket without any reply."""
         return Fault("drop")

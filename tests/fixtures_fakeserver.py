@@ -21,6 +21,7 @@ def fake_server(_fake_server_session: FakeServer) -> Iterator[FakeServer]:
     server = _fake_server_session
     server.reset()
     server.reject_formats = set()
+    server.default_fault = None
     server.logprobs = True
     server.cached_tokens = 0
     server.latency_ms = 0.0

@@ -6,6 +6,12 @@ dropped connections) are retried by tenacity with the project's one policy
 (`grader.judges.llm.retry`: its should-retry decision, Retry-After and jittered backoff). Polling
 waits grow by a factor up to a cap (`poll_delays`), so a batch that takes hours costs a few hundred
 status calls.
+
+`timeout` is the deadline of each whole call that exchanges small bodies (create, status, cancel;
+a list scan gets it once per page), not only of each socket read, so a server trickling its reply
+cannot hold a call open; an overrun is a timeout, retried as one. Uploads get the deadline plus
+one second per MiB (`upload_deadline`); downloads, whose size is unknown in advance, are bounded
+per read only.
 """
 
 from __future__ import annotations
@@ -22,11 +28,21 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 from grader.errors import JudgeError
 from grader.judges.llm.endpoint import BASE_URL_ENV, KEY_ENV, api_key_for, env_key_for
 from grader.judges.llm.retry import RetryPolicy, retry_delay, should_retry
+from grader.judges.llm.transport import deadline
 
 T = TypeVar("T")
 
 TERMINAL_STATUSES = frozenset({"completed", "failed", "expired", "cancelled"})
 """Batch statuses after which the server does no more work on the batch."""
+
+
+UPLOAD_BYTES_PER_S = 1 << 20
+"""The slowest upload rate an upload's deadline allows for (1 MiB/s)."""
+
+
+def upload_deadline(timeout: float, size: int) -> float:
+    """Seconds an upload of `size` bytes may take: `timeout` plus one second per MiB."""
+    return timeout + size / UPLOAD_BYTES_PER_S
 
 
 def poll_delays(initial: float = 5.0, factor: float = 1.5, cap: float = 120.0) -> Iterator[float]:
@@ -89,9 +105,19 @@ class BatchClient:
             client = AsyncOpenAI(base_url=base_url, api_key=key, max_retries=0, timeout=timeout)
         self.client = client
         self.policy = policy or RetryPolicy()
+        self.timeout = timeout
 
-    async def _call(self, what: str, fn: Callable[[], Awaitable[T]]) -> T:
+    async def _call(
+        self, what: str, fn: Callable[[], Awaitable[T]], *, seconds: float | None, method: str
+    ) -> T:
+        """`fn` with the retry policy, each attempt bounded by `seconds` as a whole (None: by
+        the SDK's per-read timeout only)."""
         policy = self.policy
+        url = str(self.client.base_url)
+
+        async def bounded() -> T:
+            async with deadline(seconds, method, url):
+                return await fn()
 
         def wait(state: RetryCallState) -> float:
             exc = state.outcome.exception() if state.outcome else None
@@ -106,7 +132,7 @@ class BatchClient:
         try:
             async for attempt in retrying:
                 with attempt:
-                    return await fn()
+                    return await bounded()
         except openai.OpenAIError as exc:
             raise JudgeError(f"Batch API {what} failed: {type(exc).__name__}: {exc}") from exc
         raise AssertionError("unreachable")  # pragma: no cover
@@ -118,6 +144,8 @@ class BatchClient:
             lambda: self.client.files.create(
                 file=(filename, content, "application/jsonl"), purpose="batch"
             ),
+            seconds=upload_deadline(self.timeout, len(content)),
+            method="POST",
         )
         return str(created.id)
 
@@ -131,12 +159,21 @@ class BatchClient:
                 input_file_id=input_file_id,
                 metadata=metadata,
             ),
+            seconds=self.timeout,
+            method="POST",
         )
         return _info(batch)
 
     async def retrieve(self, batch_id: str) -> BatchInfo:
         """The batch's current status and counts."""
-        return _info(await self._call("status", lambda: self.client.batches.retrieve(batch_id)))
+        return _info(
+            await self._call(
+                "status",
+                lambda: self.client.batches.retrieve(batch_id),
+                seconds=self.timeout,
+                method="GET",
+            )
+        )
 
     async def find_by_input_file(
         self, input_file_id: str, *, max_scan: int = 1000
@@ -154,11 +191,19 @@ class BatchClient:
                     break
             return None
 
-        return await self._call("list", scan)
+        pages = -(-max_scan // 100)  # the scan may read up to this many pages of 100
+        return await self._call("list", scan, seconds=self.timeout * pages, method="GET")
 
     async def cancel(self, batch_id: str) -> BatchInfo:
         """Ask the server to stop a batch."""
-        return _info(await self._call("cancel", lambda: self.client.batches.cancel(batch_id)))
+        return _info(
+            await self._call(
+                "cancel",
+                lambda: self.client.batches.cancel(batch_id),
+                seconds=self.timeout,
+                method="POST",
+            )
+        )
 
     async def download(self, file_id: str) -> bytes:
         """The content of an output or error file."""
@@ -167,7 +212,7 @@ class BatchClient:
             response = await self.client.files.content(file_id)
             return bytes(response.content)
 
-        return await self._call("download", fetch)
+        return await self._call("download", fetch, seconds=None, method="GET")
 
     async def close(self) -> None:
         await self.client.close()

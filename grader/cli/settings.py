@@ -32,6 +32,7 @@ from grader.errors import InputError, JudgeError
 from grader.judges.llm.endpoint import KEY_ENV, PLACEHOLDER_KEY, api_key_for, env_key_for
 from grader.judges.llm.judge import LLMJudge
 from grader.judges.llm.ratelimit import RateLimiter
+from grader.judges.llm.transport import dead_after_for
 from grader.judges.llm.types import CallRecord
 from grader.prompts import PromptSpec
 
@@ -96,6 +97,8 @@ class Settings:
     tpm: float | None = None
     timeout: float = 60.0
     max_attempts: int = 4
+    concurrency: int = 8
+    """Workers at once; sets how many transport failures in a row stop a run (`dead_after_for`)."""
     sending: bool = True
     """False for a dry run: nothing is sent, so no key is needed."""
     api_key_env: str | None = None
@@ -127,6 +130,7 @@ class Settings:
             tpm=tpm or None,
             timeout=getattr(args, "timeout", 60.0),
             max_attempts=getattr(args, "max_attempts", 4),
+            concurrency=getattr(args, "concurrency", 8),
             sending=not getattr(args, "dry_run", False),
             api_key_env=getattr(args, "api_key_env", None),
         )
@@ -198,6 +202,7 @@ class Settings:
             limiter=self.limiter(model),
             prices=self.prices,
             on_call=on_call,
+            dead_after=dead_after_for(self.concurrency),
         )
 
     def batch_client(self, timeout: float | None = None) -> BatchClient:

@@ -14,6 +14,12 @@ workers) to the next mode, under a lock, and is recorded in `mode_switches`.
 After the last attempt the judgment is `failed` with the error, the raw last reply, the attempts
 and the tokens of every attempt; never a grade. Bad credentials, missing permission or an unknown
 model (401/403/404) raise `JudgeError` at once, since every other pair would fail the same way.
+
+`timeout` is the deadline of each whole request (a server trickling its reply byte by byte is cut
+off at it, as a timeout, and retried). Transport failures in a row with no answer in between
+(`dead_after`, shared by every worker; `grader.judges.llm.transport`) mean the server is not
+answering: the judge raises `ServerNotAnswering` for the pair that saw the last of them and for
+every pair that would send again, so the run stops without storing those pairs as failed.
 The API key is redacted from every message this judge produces (judgments and call records are
 built in `grader.judges.llm.results`).
 
@@ -37,7 +43,7 @@ import openai
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
 from grader.cost import PriceTable, estimate_usage
-from grader.errors import JudgeError
+from grader.errors import JudgeError, ServerNotAnswering
 from grader.judges.llm.endpoint import (
     BASE_URL_ENV,
     KEY_ENV,
@@ -50,6 +56,7 @@ from grader.judges.llm.replies import GradeReply, InvalidReply, parse_body, pars
 from grader.judges.llm.results import CallState, JudgmentRecorder, RecorderConfig
 from grader.judges.llm.retry import RetryPolicy, is_fatal, retry_delay, should_retry
 from grader.judges.llm.server_settings import ServerSettings
+from grader.judges.llm.transport import DEAD_AFTER, ServerHealth, deadline
 from grader.judges.llm.types import CallRecord, ModeSwitch, RenderedRequest, request_body
 from grader.models import Doc, Judgment, Query, Usage
 from grader.prompts import (
@@ -90,6 +97,7 @@ class LLMJudge:
         on_call: Callable[[CallRecord], None] | None = None,
         output_mode: OutputMode = "json_schema",
         sleep: Callable[[float], Any] = asyncio.sleep,
+        dead_after: int = DEAD_AFTER,
     ) -> None:
         self.model = model
         self.prompt = load_prompt(prompt) if isinstance(prompt, str) else prompt
@@ -102,6 +110,7 @@ class LLMJudge:
         self.prices = prices
         self.on_call = on_call
         self.timeout = timeout
+        self.health = ServerHealth(dead_after)
         self.server = ServerSettings(output_mode, logprobs=self.prompt.logprobs)
         self._sleep = sleep
         url = base_url or os.environ.get(BASE_URL_ENV) or None
@@ -223,6 +232,8 @@ class LLMJudge:
                 state, type(exc).__name__, self._recorder.message(exc), started
             )
         except (openai.APIError, _ModeRejected) as exc:
+            if self.health.dead and isinstance(exc, openai.APIConnectionError):
+                raise self._not_answering() from exc  # stopped, not failed: a rerun does it
             return self._recorder.failed(
                 state, type(exc).__name__, self._recorder.message(exc), started
             )
@@ -266,16 +277,24 @@ class LLMJudge:
             estimated = estimate_usage(body["messages"], self.prompt.max_tokens).prompt_tokens
             estimated += self.prompt.max_tokens
         await self.limiter.acquire(estimated)
+        if self.health.dead:  # another worker found the server not answering: send nothing
+            raise self._not_answering()
         t0 = time.perf_counter()
         try:
-            raw = await self.client.chat.completions.with_raw_response.create(**body)
-            text = raw.http_response.text
+            # --timeout bounds the whole request, not each socket read (grader.judges.llm.transport)
+            async with deadline(self.timeout, "POST", self._chat_url):
+                raw = await self.client.chat.completions.with_raw_response.create(**body)
+                text = raw.http_response.text
         except openai.APIStatusError as exc:
+            self.health.answered()
             await self._on_status_error(state, exc, body, t0)
             raise
         except openai.APIError as exc:
             self._recorder.record(state, "retry", t0, Usage(), exc=exc)
+            if isinstance(exc, openai.APIConnectionError) and self.health.failed():
+                raise self._not_answering() from exc
             raise
+        self.health.answered()
         try:
             reply = parse_completion(parse_body(text), mode=mode, spec=self.prompt)
         except InvalidReply as exc:
@@ -296,6 +315,19 @@ class LLMJudge:
         self.limiter.settle(estimated, reply.usage.prompt_tokens + reply.usage.completion_tokens)
         self._recorder.record(state, "ok", t0, reply.usage, status=200)
         return reply
+
+    @property
+    def _chat_url(self) -> str:
+        return self.base_url.rstrip("/") + "/chat/completions"
+
+    def _not_answering(self) -> ServerNotAnswering:
+        return ServerNotAnswering(
+            f"{self.base_url.rstrip('/')} is not answering: {self.health.threshold} requests in "
+            f"a row timed out (no complete reply within {self.timeout:g} s) or could not "
+            "connect, with no answer in between, so the run stopped. Every answer received is "
+            "stored; the pairs cut short are not marked failed. Check that the server is up at "
+            "that address (--base-url, --timeout), then rerun the same command to do the rest"
+        )
 
     async def _on_status_error(
         self, state: CallState, exc: openai.APIStatusError, body: dict[str, Any], t0: float
@@ -333,6 +365,8 @@ class LLMJudge:
 
     def _stop(self, state: CallState, rs: RetryCallState) -> bool:
         exc = rs.outcome.exception() if rs.outcome is not None else None
+        if self.health.dead and isinstance(exc, openai.APIConnectionError):
+            return True  # judge() raises ServerNotAnswering: no backoff, no more requests
         if not isinstance(exc, _ModeRejected):
             state.counted += 1
         if state.counted >= self.policy.max_attempts:
