@@ -27,6 +27,7 @@ from grader.cli.batch_common import (
 )
 from grader.cli.commands import COMMANDS
 from grader.cli.settings import Settings, add_api_key_env
+from grader.cli.store_busy import print_store_busy
 from grader.errors import InputError
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
@@ -63,7 +64,7 @@ def register(sub: Any) -> None:
 def _open_store(path: str) -> Store:
     if not Path(path).is_file():
         raise InputError("no store here", path=path, hint="give the --store regrade used")
-    return Store(path)
+    return Store(path, on_busy=print_store_busy)
 
 
 def run_status(args: argparse.Namespace) -> int:

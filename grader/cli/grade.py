@@ -15,6 +15,7 @@ from typing import Any
 from grader.cli.commands import COMMANDS
 from grader.cli.progress import GradingProgress
 from grader.cli.settings import Settings, add_api_key_env
+from grader.cli.store_busy import print_store_busy
 from grader.cost import spend_text, usd_or_unknown
 from grader.errors import BudgetError, InputError
 from grader.grading.pairs import pairs_to_grade
@@ -271,7 +272,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"skipped {selection.missing} pairs with unknown ids", file=sys.stderr)
     store_path = Path(args.store)
     # A dry run never creates a store; it reads one if it exists.
-    store = None if args.dry_run and not store_path.exists() else Store(store_path)
+    store = (
+        None
+        if args.dry_run and not store_path.exists()
+        else Store(store_path, on_busy=print_store_busy)
+    )
     try:
         writer = StoreWriter(store)
         judges = _Judges(args, docs, writer)

@@ -27,6 +27,7 @@ from grader.cli.batch_common import (
 from grader.cli.commands import COMMANDS
 from grader.cli.progress import GradingProgress
 from grader.cli.settings import Settings
+from grader.cli.store_busy import print_store_busy
 from grader.cost import usd_or_unknown
 from grader.errors import InputError
 from grader.prompts import load_prompt
@@ -108,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     from grader.cli.output_files import clean_outputs
 
     clean_outputs([args.out, args.qrels_out])
-    with Store(args.store) as store:
+    with Store(args.store, on_busy=print_store_busy) as store:
         writer = StoreWriter(store)
         try:
             outcome = asyncio.run(_regrade(args, store, writer, spec, criteria))
@@ -220,7 +221,7 @@ def _dry_run(args: argparse.Namespace, spec: Any, criteria: list[Criterion]) -> 
 
     settings = Settings.from_args(args)
     judge = settings.llm_judge(settings.model(args.model), spec)
-    with Store(args.store) as store:
+    with Store(args.store, on_busy=print_store_busy) as store:
         est = estimate_regrade(store, judge, criteria)
 
     print(

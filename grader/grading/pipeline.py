@@ -115,12 +115,14 @@ async def grade_pairs(
         _fill_dry_run(run)
         return run.report
     if store is not None:
-        store.put_texts(
+        # Off the event loop: a busy store makes these wait (grader.store.busy).
+        await asyncio.to_thread(
+            store.put_texts,
             {p.query.query_id: p.query for p in pairs}.values(),
             {p.doc.doc_id: p.doc for p in pairs}.values(),
         )
         # Every id pair, also those answered under another pair's ids (same texts).
-        store.put_pairs(k for state in states for k in state.id_keys())
+        await asyncio.to_thread(store.put_pairs, [k for state in states for k in state.id_keys()])
     loop = asyncio.get_running_loop()
     workers: list[asyncio.Task[None]] = []
     presses = 0
@@ -149,7 +151,7 @@ async def grade_pairs(
     async def flusher() -> None:
         while True:
             await asyncio.sleep(flush_interval)
-            writer.flush()
+            await asyncio.to_thread(writer.flush)  # a busy store waits there, not in the loop
 
     flush_task = asyncio.create_task(flusher())
     # The pairs, texts and modules alive now live for the whole run: freezing them keeps the
@@ -173,12 +175,22 @@ async def grade_pairs(
             loop.remove_signal_handler(signal.SIGINT)
             if previous is not None:  # asyncio would leave Python's default, not the one before
                 signal.signal(signal.SIGINT, previous)
-        writer.flush()
+        await _flush(writer)
     run.report.judgments = [j for j in run.outputs if j is not None]
     run.report.pending = len(pairs) - len(run.report.judgments)
     if run.fatal is not None:
         raise run.fatal
     return run.report
+
+
+async def _flush(writer: StoreWriter) -> None:
+    """The run's last flush, off the event loop; if this task is cancelled meanwhile, finish it
+    here (a paid answer is never dropped)."""
+    try:
+        await asyncio.to_thread(writer.flush)
+    except asyncio.CancelledError:
+        writer.flush()
+        raise
 
 
 def _check_priced(run: GradingRun) -> None:

@@ -190,15 +190,12 @@ class GradingRun:
 
     def _store_group(self, answer: tuple[Judgment, dict[str, Any] | None] | None = None) -> None:
         """Queue a judge's `answer` and the output judgments it completed for the store, so one
-        commit holds them all (the writer flushes what it holds first, so no size-triggered flush
-        splits the group unless the group alone exceeds the writer's batch size)."""
+        commit holds them all (the writer queues a group at once and commits all it holds in one
+        transaction)."""
         items = ([answer] if answer is not None else []) + self.composite.take_group()
         if not items:
             return
-        if len(items) > 1:
-            self.writer.flush()
-        for judgment, fingerprint in {j.key: (j, fp) for j, fp in items}.values():
-            self.writer.add(judgment, fingerprint)
+        self.writer.add_group({j.key: (j, fp) for j, fp in items}.values())
 
     def _enqueue(self, unit: _Unit) -> None:
         """Queue a unit, unless its key is already queued, in flight or answered this run."""

@@ -10,14 +10,21 @@
 - The call log has one row per HTTP attempt (status, latency, tokens, error); never credentials.
   Text given in `secrets` is masked in everything the store writes, as a second line of defence.
 - WAL with synchronous=NORMAL: a commit survives a killed process (not a power cut, which may lose
-  the last commits but never corrupts the file). A busy timeout lets two runs share one store.
+  the last commits but never corrupts the file).
+- A store whose write lock another process holds makes every write (migrations included) wait, as
+  long as it takes, reported through `on_busy` (`grader.store.busy`); the writer keeps its answers
+  meanwhile, in a journal beside the store once the wait grows (`grader.store.journal`), and a
+  journal left behind is replayed into the store when it is next opened.
+- One connection per thread, so the writer can commit on its own thread while others read.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -25,9 +32,11 @@ from typing import Any
 from grader.errors import StoreError
 from grader.models import CallRecord, Doc, Judgment, Query
 from grader.redact import redact
+from grader.store.busy import BusyCallback, BusyWait, StoreBusyError, busy_timeout_s, is_busy
+from grader.store.journal import Journal, Rows
 from grader.store.migrations import MIGRATIONS, latest_version
 
-BUSY_TIMEOUT_MS = 30_000
+BUSY_TIMEOUT_MS = 30_000  # for other tables' own connections (grader.batch.state)
 _CHUNK = 500  # keys per `IN (...)` query, below SQLite's variable limit
 
 _UPSERT_JUDGMENT = """
@@ -67,40 +76,83 @@ INSERT INTO calls (key, attempt, status, http_status, latency_ms, prompt_tokens,
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 
+# A journaled call row, unless it is already there (the journal may be replayed twice).
+_INSERT_CALL_ONCE = """
+INSERT INTO calls (key, attempt, status, http_status, latency_ms, prompt_tokens,
+                   completion_tokens, cached_tokens, error_type, error_message, created_at)
+SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+WHERE NOT EXISTS (SELECT 1 FROM calls WHERE key IS ?1 AND attempt IS ?2 AND status IS ?3
+                  AND created_at = ?11)
+"""
+
 
 def _now() -> str:
     return datetime.now(UTC).isoformat()
 
 
 class Store:
-    """A judgment store at `path` (created and migrated on open). Use from one thread."""
+    """A judgment store at `path` (created and migrated on open; a journal left beside it is
+    replayed). Waits for the write lock while another process holds it, telling `on_busy`."""
 
-    def __init__(self, path: str | Path, *, secrets: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        secrets: Sequence[str] = (),
+        on_busy: BusyCallback | None = None,
+    ) -> None:
         self.path = Path(path)
         self._secrets = tuple(s for s in secrets if s)
+        self.on_busy = on_busy
+        self.journal = Journal(self.path)
+        self._busy_timeout_s = busy_timeout_s()
+        self._local = threading.local()
+        self._conns: list[sqlite3.Connection] = []
+        self._conns_lock = threading.Lock()
         if self.path.exists() and self.path.is_dir():
             raise StoreError(f"{self.path}: is a folder, not a store file")
         if not self.path.parent.exists():
             raise StoreError(f"{self.path}: the folder does not exist (create it first)")
         try:
-            self._conn = sqlite3.connect(
-                self.path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000
-            )
-            self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            self._conn.execute("PRAGMA journal_mode = WAL")
-            self._conn.execute("PRAGMA synchronous = NORMAL")
+            self._wait(lambda: self._conn.execute("PRAGMA journal_mode = WAL"), "opening the store")
             self._migrate()
+        except StoreError:
+            self.close()
+            raise
         except sqlite3.DatabaseError as exc:
+            self.close()
             raise StoreError(
                 f"{self.path}: not a usable relgrade store ({exc}); "
                 "point --store at a relgrade store or a new file"
             ) from None
+        if self.journal.pending():
+            self.replay_journal()
+
+    @property
+    def _conn(self) -> sqlite3.Connection:
+        """This thread's connection (opened on first use)."""
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            timeout = self._busy_timeout_s
+            conn = sqlite3.connect(
+                self.path, isolation_level=None, timeout=timeout, check_same_thread=False
+            )
+            conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            with self._conns_lock:
+                self._conns.append(conn)
+            self._local.conn = conn
+        return conn
 
     # ---- lifecycle -----------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the connection (all writes are already committed)."""
-        self._conn.close()
+        """Close the connections (all writes are already committed)."""
+        with self._conns_lock:
+            conns, self._conns = self._conns, []
+        for conn in conns:
+            conn.close()
+        self._local = threading.local()
 
     def __enter__(self) -> Store:
         return self
@@ -125,7 +177,7 @@ class Store:
         for migration in MIGRATIONS:
             if migration.version <= current:
                 continue
-            self._conn.execute("BEGIN IMMEDIATE")
+            self._begin(f"schema migration {migration.version} ({migration.name})")
             try:
                 # Another process may have migrated while we waited for the lock.
                 if self.schema_version >= migration.version:
@@ -265,17 +317,99 @@ class Store:
         )
 
     class _Tx:
-        def __init__(self, conn: sqlite3.Connection) -> None:
-            self.conn = conn
+        def __init__(self, store: Store, what: str) -> None:
+            self.store = store
+            self.what = what
 
         def __enter__(self) -> None:
-            self.conn.execute("BEGIN IMMEDIATE")
+            self.store._begin(self.what)
 
         def __exit__(self, exc_type: object, *rest: object) -> None:
-            self.conn.execute("COMMIT" if exc_type is None else "ROLLBACK")
+            conn = self.store._conn
+            if exc_type is not None:
+                conn.execute("ROLLBACK")
+                return
+            try:
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
 
-    def _transaction(self) -> Store._Tx:
-        return Store._Tx(self._conn)
+    def _transaction(self, what: str = "writing to the store") -> Store._Tx:
+        return Store._Tx(self, what)
+
+    # ---- waiting for the lock ------------------------------------------------------------
+
+    def _wait(self, op: Callable[[], object], what: str) -> None:
+        """Run `op` until no other connection's lock stops it (module docstring); in a
+        `no_wait()` block, raise StoreBusyError after one attempt instead."""
+        wait: BusyWait | None = None
+        while True:
+            try:
+                op()
+            except (sqlite3.OperationalError, StoreBusyError) as exc:
+                if isinstance(exc, sqlite3.OperationalError) and not is_busy(exc):
+                    raise
+                if getattr(self._local, "no_wait", False):
+                    raise StoreBusyError(
+                        f"{self.path}: store busy (held by another process)"
+                    ) from None
+                if wait is None:
+                    wait = BusyWait(self.path, what, self.on_busy)
+                wait.failed()
+                continue
+            if wait is not None:
+                wait.done()
+            return
+
+    def _begin(self, what: str) -> None:
+        self._wait(lambda: self._conn.execute("BEGIN IMMEDIATE"), what)
+
+    @contextlib.contextmanager
+    def no_wait(self) -> Iterator[None]:
+        """In this block (on this thread) a write whose lock is held raises StoreBusyError after
+        one attempt instead of waiting; for a caller that waits its own way (the writer)."""
+        before = getattr(self._local, "no_wait", False)
+        self._local.no_wait = True
+        try:
+            yield
+        finally:
+            self._local.no_wait = before
+
+    # ---- rows kept while the store is busy ------------------------------------------------
+
+    def rows(
+        self,
+        judgments: Iterable[tuple[Judgment, Mapping[str, Any] | None]],
+        calls: Iterable[CallRecord] = (),
+    ) -> Rows:
+        """The rows the store would write for these judgments and calls (secrets masked), to
+        keep in the journal until `write_rows` stores them."""
+        return Rows(
+            [self._judgment_row(j, fp) for j, fp in judgments], [self._call_row(c) for c in calls]
+        )
+
+    def write_rows(self, rows: Rows) -> None:
+        """Store rows from `rows()` in one transaction; writing them twice changes nothing."""
+        with self._transaction("writing journaled answers"):
+            for row in rows.judgments:
+                self._conn.execute(_UPSERT_JUDGMENT, row)
+            self._conn.executemany(_INSERT_PAIR, (row[:3] for row in rows.judgments))
+            self._conn.executemany(_INSERT_CALL_ONCE, rows.calls)
+
+    def replay_journal(self) -> int:
+        """Store every row of the journal beside the store and remove it; how many rows."""
+        count = 0
+
+        def drain() -> None:
+            nonlocal count
+            # One attempt per lock of the journal, so other processes can append between them.
+            with self.no_wait():
+                count = self.journal.drain(self.write_rows)
+
+        self._wait(drain, "replaying the journal")
+        return count
 
     # ---- reading -------------------------------------------------------------------------
 

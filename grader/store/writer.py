@@ -1,40 +1,102 @@
-"""Batched writes of judgments and call records to the store, for the grading pipeline."""
+"""Batched writes of judgments and call records to the store, for the grading pipeline.
+
+A paid answer is never lost to a busy store: while another process holds the write lock, `flush`
+keeps what it holds and tries again with backoff, as long as it takes; once the wait passes
+`journal_after_s` the answers go to the fsync'd journal beside the store (`grader.store.journal`),
+so even a killed process loses none. Waits are reported to the store's `on_busy`.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from grader.models import CallRecord, Judgment
+from grader.store.busy import BusyWait, StoreBusyError
+from grader.store.busy import journal_after_s as journal_after_s_env
 from grader.store.store import Store
 
 FLUSH_SIZE = 64
+
+Item = tuple[Judgment, Mapping[str, Any] | None]
+
+
+@dataclass
+class _Held:
+    judgments: list[Item] = field(default_factory=list)
+    calls: list[CallRecord] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.judgments or self.calls)
+
+    def extend(self, other: _Held) -> None:
+        self.judgments.extend(other.judgments)
+        self.calls.extend(other.calls)
 
 
 class StoreWriter:
     """Buffers judgments and call records and commits them in small batches.
 
     `flush()` is called by the pipeline at least every `FLUSH_INTERVAL_S` seconds and whenever
-    `FLUSH_SIZE` items wait, so a crash loses at most that much. Pass `log_call` as the judge's
-    `on_call` so every HTTP attempt lands in the store's call log.
+    `FLUSH_SIZE` items wait (on a worker thread when called from an event loop), so a crash loses
+    at most that much. Pass `log_call` as the judge's `on_call` so every HTTP attempt lands in the
+    store's call log. Thread-safe; one flush runs at a time. `journal_after_s` defaults to
+    $RELGRADE_STORE_BUSY_JOURNAL_AFTER (10 s).
     """
 
-    def __init__(self, store: Store | None, *, flush_size: int = FLUSH_SIZE) -> None:
+    def __init__(
+        self,
+        store: Store | None,
+        *,
+        flush_size: int = FLUSH_SIZE,
+        journal_after_s: float | None = None,
+    ) -> None:
         self.store = store
         self.flush_size = flush_size
-        self._judgments: list[tuple[Judgment, Mapping[str, Any] | None]] = []
+        self.journal_after_s = journal_after_s_env() if journal_after_s is None else journal_after_s
+        self._judgments: list[Item] = []
         self._calls: list[CallRecord] = []
         self._lock = threading.Lock()
-        self.written = 0
+        self._flushing = threading.Lock()
+        self._background: set[asyncio.Future[None]] = set()
+        self.written = 0  # judgments committed by this writer
+        self.journaled = 0  # judgments this writer put in the journal (stored later)
 
     def add(self, judgment: Judgment, fingerprint: Mapping[str, Any] | None) -> None:
         """Queue one judgment for the store."""
+        self.add_group([(judgment, fingerprint)])
+
+    def add_group(self, items: Iterable[Item]) -> None:
+        """Queue judgments that must be committed together (an answer and the output judgments
+        it completed): one flush takes them all."""
         with self._lock:
-            self._judgments.append((judgment, fingerprint))
+            self._judgments.extend(items)
             full = len(self._judgments) >= self.flush_size
         if full:
+            self._flush_soon()
+
+    def _flush_soon(self) -> None:
+        """Flush now: on a worker thread when called from an event loop (a busy store must not
+        freeze it), else here. Skipped while a flush runs (the next one takes these)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
             self.flush()
+            return
+        if self._flushing.locked():
+            return
+        future = loop.run_in_executor(None, self.flush)
+        self._background.add(future)
+        # Its error, if any, is met again by the next flush (the items went back to the queue).
+        future.add_done_callback(self._flushed)
+
+    def _flushed(self, future: asyncio.Future[None]) -> None:
+        self._background.discard(future)
+        if not future.cancelled():
+            future.exception()  # retrieved: the next flush meets the error again and raises it
 
     def log_call(self, record: CallRecord) -> None:
         """Queue one HTTP attempt for the call log (the judge's `on_call`)."""
@@ -42,14 +104,68 @@ class StoreWriter:
             self._calls.append(record)
 
     def flush(self) -> None:
-        """Commit everything queued, in one transaction each for judgments and calls."""
+        """Commit everything queued, in one transaction each for judgments and calls, and any
+        journaled rows; while the store is busy, wait (module docstring). Blocks: call it off the
+        event loop. On another error the items go back to the queue and the error is raised."""
+        with self._flushing:
+            held = self._take()
+            store = self.store
+            if store is None or not (held or store.journal.pending()):
+                return
+            wait: BusyWait | None = None
+            journaled = 0
+            while True:
+                try:
+                    with store.no_wait():
+                        self._write(store, held)
+                    break
+                except StoreBusyError:
+                    if wait is None:
+                        wait = BusyWait(store.path, "writing answers", store.on_busy)
+                    held.extend(self._take())
+                    if held and wait.waited_s >= self.journal_after_s:
+                        journaled += self._journal(store, held)
+                        held = _Held()
+                        wait.tell(journaled=journaled, journal=store.journal.path)
+                    wait.failed(
+                        held=len(held.judgments), journaled=journaled, journal=store.journal.path
+                    )
+                except KeyboardInterrupt:
+                    if wait is not None and held:  # still busy: keep them safe before leaving
+                        self._journal(store, held)
+                    else:
+                        self._put_back(held)
+                    raise
+                except BaseException:
+                    self._put_back(held)
+                    raise
+            if wait is not None:
+                wait.done(journaled=journaled, journal=store.journal.path)
+
+    def _take(self) -> _Held:
         with self._lock:
-            judgments, self._judgments = self._judgments, []
-            calls, self._calls = self._calls, []
-        if self.store is None:
-            return
-        if judgments:
-            self.store.put_many(judgments)
-            self.written += len(judgments)
-        if calls:
-            self.store.log_calls(calls)
+            held = _Held(self._judgments, self._calls)
+            self._judgments, self._calls = [], []
+        return held
+
+    def _put_back(self, held: _Held) -> None:
+        with self._lock:
+            self._judgments[:0] = held.judgments
+            self._calls[:0] = held.calls
+
+    def _write(self, store: Store, held: _Held) -> None:
+        """One attempt; what is committed leaves `held`, so a retry never repeats it."""
+        if held.judgments:
+            store.put_many(held.judgments)
+            self.written += len(held.judgments)
+            held.judgments = []
+        if held.calls:
+            store.log_calls(held.calls)
+            held.calls = []
+        if store.journal.pending():
+            store.replay_journal()
+
+    def _journal(self, store: Store, held: _Held) -> int:
+        store.journal.append(store.rows(held.judgments, held.calls))
+        self.journaled += len(held.judgments)
+        return len(held.judgments)

@@ -1,0 +1,136 @@
+"""Waiting for a store whose write lock another process holds: settings, event and backoff.
+
+SQLite's own busy timeout is kept short (`busy_timeout_s`, 2 s) so a wait is noticed and reported
+soon; after it our own loop tries again with backoff, as long as it takes (a paid answer is never
+given up). The library reports each wait through a `BusyCallback` (`StoreBusyEvent`: started, now
+and then while it lasts, and when it is over); the CLI prints it. Both thresholds can be set from
+the environment, mostly for tests: `RELGRADE_STORE_BUSY_TIMEOUT` and
+`RELGRADE_STORE_BUSY_JOURNAL_AFTER` (seconds, e.g. `2`, `1.5s` or `500ms`).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.errors import StoreError
+
+BUSY_TIMEOUT_S = 2.0  # one attempt waits this long inside SQLite before we report and back off
+JOURNAL_AFTER_S = 10.0  # answers held longer than this go to the journal beside the store
+REPORT_EVERY_S = 30.0  # while a wait lasts, report it again this often
+BACKOFF_S = (0.05, 1.0)  # first and longest pause between attempts
+
+_SQLITE_BUSY = 5
+_SQLITE_LOCKED = 6
+
+
+@dataclass(frozen=True)
+class StoreBusyEvent:
+    """A wait for the store's write lock: `what` waits (e.g. "writing answers"), for `waited_s`
+    so far; `held` answers are kept in memory and `journaled` in the journal meanwhile; `over`
+    when the lock was obtained and the wait ended."""
+
+    path: Path
+    what: str
+    waited_s: float
+    held: int = 0
+    journaled: int = 0
+    journal: Path | None = None
+    over: bool = False
+
+
+BusyCallback = Callable[[StoreBusyEvent], None]
+"""Told about waits for the store's lock; may be called from the writer's thread."""
+
+
+class StoreBusyError(StoreError):
+    """The store's write lock was not free within one attempt (raised only where the caller
+    asked not to wait, e.g. the writer, which keeps its answers and tries again)."""
+
+
+def is_busy(exc: sqlite3.OperationalError) -> bool:
+    """Whether `exc` says another connection holds a lock (SQLITE_BUSY / SQLITE_LOCKED)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED)
+    text = str(exc)
+    return "database is locked" in text or "database table is locked" in text
+
+
+def seconds_from_env(name: str, default: float) -> float:
+    """A duration from environment variable `name` (`2`, `1.5s`, `500ms`), else `default`."""
+    raw = os.environ.get(name, "").strip().lower()
+    if not raw:
+        return default
+    scale = 1.0
+    if raw.endswith("ms"):
+        raw, scale = raw[:-2], 0.001
+    elif raw.endswith("s"):
+        raw = raw[:-1]
+    try:
+        value = float(raw) * scale
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise StoreError(
+            f"${name}={os.environ[name]!r} is not a duration; give seconds, e.g. {name}=2 or 500ms"
+        )
+    return value
+
+
+def busy_timeout_s() -> float:
+    """How long one attempt waits inside SQLite ($RELGRADE_STORE_BUSY_TIMEOUT, default 2 s)."""
+    return seconds_from_env("RELGRADE_STORE_BUSY_TIMEOUT", BUSY_TIMEOUT_S)
+
+
+def journal_after_s() -> float:
+    """How long the writer holds answers in memory before journaling them
+    ($RELGRADE_STORE_BUSY_JOURNAL_AFTER, default 10 s)."""
+    return seconds_from_env("RELGRADE_STORE_BUSY_JOURNAL_AFTER", JOURNAL_AFTER_S)
+
+
+class BusyWait:
+    """One wait for the lock: backoff between attempts and the events to report (start, every
+    `REPORT_EVERY_S`, over). Call `failed()` after each busy attempt and `done()` at the end."""
+
+    def __init__(self, path: Path, what: str, report: BusyCallback | None) -> None:
+        self.path = path
+        self.what = what
+        self.report = report
+        self.started = time.monotonic()
+        self.reported_at: float | None = None
+        self.pause = BACKOFF_S[0]
+
+    @property
+    def waited_s(self) -> float:
+        """Seconds since the first attempt."""
+        return time.monotonic() - self.started
+
+    def failed(self, *, held: int = 0, journaled: int = 0, journal: Path | None = None) -> None:
+        """An attempt found the lock held: report when due, then pause (doubling each time)."""
+        now = time.monotonic()
+        if self.reported_at is None or now - self.reported_at >= REPORT_EVERY_S:
+            self.reported_at = now
+            self.tell(held=held, journaled=journaled, journal=journal)
+        time.sleep(self.pause)
+        self.pause = min(self.pause * 2, BACKOFF_S[1])
+
+    def tell(self, *, held: int = 0, journaled: int = 0, journal: Path | None = None) -> None:
+        """Report the wait as it stands now."""
+        if self.report is not None:
+            self.report(
+                StoreBusyEvent(self.path, self.what, self.waited_s, held, journaled, journal)
+            )
+
+    def done(self, *, journaled: int = 0, journal: Path | None = None) -> None:
+        """The lock was obtained: report that the wait is over (if it was reported at all)."""
+        if self.reported_at is not None and self.report is not None:
+            self.report(
+                StoreBusyEvent(
+                    self.path, self.what, self.waited_s, 0, journaled, journal, over=True
+                )
+            )

@@ -1,0 +1,167 @@
+"""An append-only journal beside the store for answers that could not be stored yet.
+
+When another process holds the store's write lock for long, the writer appends the rows it holds
+(already masked, exactly as the store would write them) to `<store>.journal.jsonl` and fsyncs, so
+a killed process still loses no paid answer. The rows are drained into the store by the next write
+that gets the lock, or when the store is next opened; replaying is idempotent (judgments by content
+key, calls by their recorded time), so a crash between the commit and the journal's removal only
+replays what is already there.
+
+Several processes may share one journal: every access holds an exclusive `flock` on the file and
+checks that the path still names the locked file (the drainer unlinks it), so no line appended by
+one process is removed before it reached the store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grader.errors import StoreError
+
+Row = tuple[Any, ...]
+
+
+@dataclass
+class Rows:
+    """Rows for the store's tables, ready to insert: judgments (with their id pairs) and calls."""
+
+    judgments: list[Row] = field(default_factory=list)
+    calls: list[Row] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.judgments) + len(self.calls)
+
+    def extend(self, other: Rows) -> None:
+        """Append `other`'s rows to these."""
+        self.judgments.extend(other.judgments)
+        self.calls.extend(other.calls)
+
+
+def journal_path(store_path: Path) -> Path:
+    """Where the journal of the store at `store_path` lives."""
+    return store_path.with_name(store_path.name + ".journal.jsonl")
+
+
+class Journal:
+    """The journal of one store (module docstring)."""
+
+    def __init__(self, store_path: Path) -> None:
+        self.path = journal_path(store_path)
+
+    def pending(self) -> bool:
+        """Whether the journal holds rows (a cheap check, no lock)."""
+        try:
+            return self.path.stat().st_size > 0
+        except FileNotFoundError:
+            return False
+
+    def append(self, rows: Rows) -> None:
+        """Append `rows` and fsync them (and the folder, when the file is new)."""
+        lines = [json.dumps({"judgment": list(r)}) + "\n" for r in rows.judgments]
+        lines += [json.dumps({"call": list(r)}) + "\n" for r in rows.calls]
+        if not lines:
+            return
+        data = "".join(lines).encode()
+        with self._locked(create=True) as fd:
+            assert fd is not None
+            size = os.fstat(fd).st_size
+            if size:
+                # A line cut short by a killed appender (we hold the lock, so it is dead): drop it.
+                os.ftruncate(fd, _complete_length(fd, size))
+            os.lseek(fd, 0, os.SEEK_END)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+            if not size:
+                _fsync_dir(self.path.parent)
+
+    def drain(self, write: Callable[[Rows], object]) -> int:
+        """Give every journaled row to `write` (one store transaction) and, once it returned,
+        remove the journal; returns how many rows were drained. If `write` raises, the journal
+        stays as it was."""
+        with self._locked(create=False) as fd:
+            if fd is None:
+                return 0
+            rows = self._read(fd)
+            if len(rows):
+                write(rows)
+            self.path.unlink()
+            _fsync_dir(self.path.parent)
+            return len(rows)
+
+    def _read(self, fd: int) -> Rows:
+        os.lseek(fd, 0, os.SEEK_SET)
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        lines = b"".join(chunks).split(b"\n")
+        rows = Rows()
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                entry = json.loads(line)
+                if "judgment" in entry:
+                    rows.judgments.append(tuple(entry["judgment"]))
+                else:
+                    rows.calls.append(tuple(entry["call"]))
+            except (ValueError, TypeError, KeyError) as exc:
+                if number == len(lines):  # a line cut short by a killed process: never fsync'd
+                    continue
+                raise StoreError(
+                    f"{self.path}, line {number}: not a journal line ({exc}); move the file "
+                    "aside to open the store (its rows are answers not yet stored)"
+                ) from None
+        return rows
+
+    @contextlib.contextmanager
+    def _locked(self, *, create: bool) -> Iterator[int | None]:
+        """An exclusive lock on the journal file (None when it does not exist and `create` is
+        false). Retries when the drainer unlinked the file between our open and our lock."""
+        flags = os.O_RDWR | (os.O_CREAT if create else 0)
+        while True:
+            try:
+                fd = os.open(self.path, flags, 0o600)
+            except FileNotFoundError:
+                yield None
+                return
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                try:
+                    same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+                except FileNotFoundError:
+                    same = False
+                if same:
+                    yield fd
+                    return
+            finally:
+                os.close(fd)  # also releases the lock
+
+
+def _complete_length(fd: int, size: int) -> int:
+    """The length of the file up to and including its last newline."""
+    end = size
+    while end > 0:
+        start = max(0, end - 4096)
+        block = os.pread(fd, end - start, start)
+        cut = block.rfind(b"\n")
+        if cut >= 0:
+            return start + cut + 1
+        end = start
+    return 0
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
