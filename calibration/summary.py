@@ -12,14 +12,14 @@ Two choices worth knowing:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from calibration.estimates_section import estimates_section
+from calibration.estimates_section import estimates_section, run_estimates
 from calibration.join import PairedGrades, pair_grades
 from calibration.stats.agreement import agreement, grouped_confusion, scalar_figures, to_float
 from calibration.stats.bias import (
@@ -104,6 +104,7 @@ def summarize(
     *,
     runs: Mapping[str, pd.DataFrame] | None = None,
     measure: str = DEFAULT_MEASURE,
+    measures: Sequence[str] = (),
     doc_lengths: Mapping[str, int] | None = None,
     weights: npt.NDArray[np.float64] | None = None,
     seed: int = 0,
@@ -117,7 +118,12 @@ def summarize(
     `weights` are per paired pair, in the order of `pair_grades(llm, human).frame`
     (pass `paired` to reuse that join). `runs` maps run names to `read_run` frames.
     `design` is how the human sample was drawn (from its manifest); None: inferred.
+    `measures`: every measure for the systems and run estimates (`systems_by_measure`,
+    `estimates.runs_by_measure`); when given, `measure` is ignored and the first of them is the
+    one of `systems` and `estimates.runs`.
     """
+    asked = list(dict.fromkeys(measures)) or [measure]
+    measure = asked[0]
     paired = paired if paired is not None else pair_grades(llm, human)
     f = paired.frame
     h, m = f["human"].to_numpy(), f["llm"].to_numpy()
@@ -174,16 +180,19 @@ def summarize(
     if runs:
         by_rank = bias_by_rank(h, m, _best_ranks(paired, runs), weights)
         optional["bias_by_rank"] = by_rank
-        optional["systems"] = _systems(f, runs, measure, n_bootstrap, seed)
+        by_measure = {m: _systems(f, runs, m, n_bootstrap, seed) for m in asked}
+        optional["systems"] = by_measure[measure]
+        optional["systems_by_measure"] = by_measure
     if binary_scale is None:  # a bias across scales says nothing
         for rows, what, prefix in ((by_length, "document length", ""), (by_rank, "rank", "rank ")):
             sentence = spread_sentence(rows or [], what, prefix)
             if sentence:
                 judged.text += " " + sentence
     if paired.llm_only > 0:
+        sample_design = design if design is not None else infer_design(paired)
         optional["estimates"], run_notes = estimates_section(
             paired,
-            design=design if design is not None else infer_design(paired),
+            design=sample_design,
             weights=weights,
             threshold=threshold,
             runs=runs,
@@ -191,6 +200,18 @@ def summarize(
             scorer=per_query_scores,
         )
         notes.extend(run_notes)
+        if runs:
+            by_run = {measure: optional["estimates"].runs}
+            for other in asked[1:]:
+                by_run[other], _ = run_estimates(
+                    paired,
+                    sample_design,
+                    weights,
+                    runs,
+                    other,
+                    per_query_scores,
+                )
+            optional["estimates"].runs_by_measure = by_run
     return CalibrationSummary.model_validate(
         {
             **figures,

@@ -225,6 +225,9 @@ class Estimates(SummaryPart):
     design: Design
     relevant_share: Estimate
     runs: dict[str, Estimate] | None = None
+    """Each run's estimate of the first (or only) measure."""
+    runs_by_measure: dict[str, dict[str, Estimate]] | None = None
+    """With runs: each run's estimate of every asked measure, by measure name, then run."""
 
 
 class PairFigures(SummaryPart):
@@ -289,6 +292,10 @@ class CalibrationSummary(SummaryPart):
     bias_by_length: list[BiasRow] | None
     bias_by_rank: list[BiasRow] | None = None
     systems: Systems | None = None
+    """The first (or only) measure's systems section."""
+    systems_by_measure: dict[str, Systems] | None = None
+    """With runs: every asked measure's systems section, by measure name (`systems` is the
+    first of them)."""
     estimates: Estimates | None = None
     notes: list[str]
     human_vs_human: HumanVsHuman | None = None

@@ -323,7 +323,12 @@ def render_report(s: CalibrationSummary, title: str = "relgrade calibration") ->
         human_vs_human=_human_vs_human(s.human_vs_human),
         bias=_bias(s),
         confidence=_confidence(s.confidence),
-        systems=_systems_section(s.systems),
+        systems=Markup(
+            "".join(
+                _systems_section(sy)
+                for sy in ((s.systems_by_measure or {}).values() or [s.systems])
+            )
+        ),
         estimates=_lines(["<h2>Estimates (PPI++)</h2>", _estimates(estimates)])
         if estimates
         else Markup(""),

@@ -173,7 +173,8 @@ def estimate_rows(est: Estimates, short: bool = False) -> list[tuple[str, Estima
     """(label, estimate) for the relevant share and each run, in the order shown."""
     share = f"(>={est.threshold})" if short else f"(grade >= {est.threshold})"
     rows = [(f"relevant share {share}", est.relevant_share)]
-    rows += [(f"{name} {e.measure}", e) for name, e in (est.runs or {}).items()]
+    by_measure = est.runs_by_measure or {"": est.runs or {}}
+    rows += [(f"{name} {e.measure}", e) for runs in by_measure.values() for name, e in runs.items()]
     return rows
 
 
@@ -313,9 +314,9 @@ def render(s: CalibrationSummary) -> RenderableType:
         parts.append(bias_table(s.bias_by_length, "Mean bias by document length", "length"))
     if s.bias_by_rank:
         parts.append(bias_table(s.bias_by_rank, "Mean bias by best rank in the runs", "rank"))
-    if s.systems:
-        parts.append(systems_table(s.systems))
-        parts.append(swaps_text(s.systems))
+    for sy in (s.systems_by_measure or {}).values() or ([s.systems] if s.systems else []):
+        parts.append(systems_table(sy))
+        parts.append(swaps_text(sy))
     if s.estimates:
         parts.append(estimates_table(s.estimates))
     parts.append(Text(f"Verdict: {s.verdict.text}", style="bold"))

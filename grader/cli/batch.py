@@ -26,6 +26,7 @@ from grader.cli.batch_common import (
     progress_printer,
 )
 from grader.cli.commands import COMMANDS
+from grader.cli.flags import add_store
 from grader.cli.settings import Settings, add_api_key_env
 from grader.cli.store_busy import print_store_busy
 from grader.errors import InputError
@@ -41,8 +42,14 @@ def register(sub: Any) -> None:
     )
     actions = p.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
-    status = actions.add_parser("status", help="list the batch jobs of a store")
-    status.add_argument("--store", required=True, metavar="DB")
+    status = actions.add_parser(
+        "status",
+        help="list the batch jobs of a store",
+        description="List the Batch API jobs recorded in the store: phase, server status, "
+        "requests done of all, prompt and batch id. Open jobs are refreshed from the server "
+        "first (--no-refresh: the stored state only).",
+    )
+    add_store(status, "the store regrade --batch recorded its jobs in")
     status.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint")
     add_api_key_env(status)
     status.add_argument(
@@ -50,8 +57,15 @@ def register(sub: Any) -> None:
     )
     status.add_argument("--format", choices=["table", "json"], default="table")
     status.set_defaults(func=run_status)
-    collect = actions.add_parser("collect", help="finish the open batch jobs of a store")
-    collect.add_argument("--store", required=True, metavar="DB")
+    collect = actions.add_parser(
+        "collect",
+        help="finish the open batch jobs of a store",
+        description="Finish the open Batch API jobs of the store: upload and create what was "
+        "not, wait for the server (--no-wait: one round of checks), validate every output line "
+        "as live grading does, re-ask the rest live (or mark them failed with --no-live-retry) "
+        "and store the judgments.",
+    )
+    add_store(collect, "the store regrade --batch recorded its jobs in")
     collect.add_argument(
         "--no-wait", action="store_true", help="one round of checks; collect what is done"
     )

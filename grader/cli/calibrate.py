@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from grader.cli.commands import COMMANDS
+from grader.cli.flags import add_measures, add_runs
 from grader.errors import InputError
 
 
@@ -36,9 +37,11 @@ def register(sub: Any) -> None:
         help="a second person's grades of the same sample: human-vs-human agreement is shown "
         "beside LLM-vs-human, on the pairs all three graded",
     )
-    p.add_argument("--run", action="append", default=[], help="a TREC run (repeat for systems)")
-    p.add_argument(
-        "-m", "--measure", default="nDCG@10", help="measure for systems and estimates (nDCG@10)"
+    add_runs(p, "TREC runs, to compare the systems they rank under both label sets")
+    add_measures(
+        p,
+        "measures for systems and estimates (default nDCG@10); with several, the table shows "
+        "each, and JSON keeps `systems` for the first and adds `systems_by_measure`",
     )
     p.add_argument("--clamp", action="store_true", help="move grades outside 0..3 to 0 or 3")
     p.add_argument("--report", type=Path, help="write a self-contained HTML report here")
@@ -105,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
     if args.bootstrap < 0:
         raise InputError("--bootstrap must be 0 or more")
     from calibration.join import pair_grades
-    from calibration.summary import summarize
+    from calibration.summary import DEFAULT_MEASURE, summarize
     from calibration.summary_model import HumanVsHuman, Inputs
     from grader.io.grades import read_human_grades, read_llm_grades
 
@@ -117,15 +120,16 @@ def run(args: argparse.Namespace) -> int:
 
     runs = read_runs(args.run)
     lengths = _doc_lengths(args.docs, set(paired.frame["doc_id"])) if args.docs else None
+    measures = args.measures or [DEFAULT_MEASURE]
     if runs:
         from grader.metrics import parse_measure
 
-        args.measure = str(parse_measure(args.measure))
+        measures = [str(parse_measure(m)) for m in measures]
     summary = summarize(
         llm,
         human,
         runs=runs,
-        measure=args.measure,
+        measures=measures,
         doc_lengths=lengths,
         weights=weights,
         seed=args.seed,

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from grader.cli.commands import COMMANDS
+from grader.cli.flags import add_measures
 from grader.errors import InputError
 from grader.io.files import iter_lines
 from grader.io.runs import read_run_file, run_names
@@ -32,7 +33,8 @@ from grader.metrics.measures import (
 )
 
 EPILOG = f"""\
-measures (ir_measures names; -m takes several, e.g. -m nDCG@10 "RR(rel=3)@10" AP):
+measures (ir_measures names; -m takes several: -m nDCG@10 "RR(rel=3)@10" AP, or -m A -m B;
+put -m after QRELS RUN..., or end its list with --, since it takes every word that follows):
   nDCG@k            normalised DCG, linear gain (the grade); nDCG(gain=exp)@k uses 2^grade-1.
                     The ideal ranking is built from ALL judged grades of the query, not from the
                     returned list, so missing relevant documents lower it. No threshold.
@@ -92,6 +94,12 @@ default measures: {" ".join(DEFAULT_MEASURES)} (thresholds from QRELS, as above)
 """
 
 
+DEPRECATED_SKIP_MISSING = (
+    "note: evaluate --skip-missing is deprecated, use --trec-eval-missing (leave queries a run "
+    "does not answer out of its mean); --skip-missing belongs to grade (skip unknown ids)"
+)
+
+
 def register(sub: Any) -> None:
     parser = sub.add_parser(
         "evaluate",
@@ -113,24 +121,20 @@ def register(sub: Any) -> None:
         nargs="+",
         help="TREC run(s) (qid Q0 docid rank score tag; later columns ignored); - reads stdin",
     )
-    parser.add_argument(
-        "-m",
-        "--measure",
-        dest="measures",
-        metavar="MEASURE",
-        nargs="+",
-        action="extend",
-        help="measures to compute (see below; default: the list at the end)",
-    )
+    add_measures(parser, "measures to compute (see below; default: the list at the end)")
     parser.add_argument("--per-query", action="store_true", help="also print each query's values")
     parser.add_argument("--format", choices=("table", "csv", "json"), default="table")
     parser.add_argument(
         "--trec-eval-missing",
-        "--skip-missing",
         dest="skip_missing",
         action="store_true",
         help="leave queries a run does not answer out of its mean (trec_eval's default) "
         "instead of scoring them 0",
+    )
+    # The old spelling: `--skip-missing` means "skip unknown ids" in `grade`, so here it is
+    # only a deprecated alias of --trec-eval-missing, said on stderr and hidden from --help.
+    parser.add_argument(
+        "--skip-missing", dest="old_skip_missing", action="store_true", help=argparse.SUPPRESS
     )
     parser.add_argument(
         "--precision",
@@ -261,6 +265,9 @@ def _run_warning(name: str, run: pd.DataFrame, per_query: pd.DataFrame) -> str |
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.old_skip_missing:
+        print(DEPRECATED_SKIP_MISSING, file=sys.stderr)
+        args.skip_missing = True
     given = args.measures or list(DEFAULT_MEASURES)
     parse_measures(given)  # a bad name fails before any file is read
     if args.runs.count("-") > 1:

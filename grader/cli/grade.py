@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.cli.commands import COMMANDS
+from grader.cli.flags import add_runs, add_store
 from grader.cli.progress import GradingProgress
 from grader.cli.settings import Settings, add_api_key_env
 from grader.cli.store_busy import print_store_busy
@@ -63,7 +64,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--queries", required=True, metavar="Q", help="queries (TSV or JSONL)")
     p.add_argument("--docs", required=True, metavar="D", help="documents (JSONL or TSV)")
-    p.add_argument("--run", required=True, action="append", metavar="RUN", help="TREC run")
+    add_runs(p, "TREC run(s) whose top --depth results are graded", required=True)
     p.add_argument("--depth", type=int, default=10, metavar="K", help="top K per query (10)")
     p.add_argument(
         "--skip-judged",
@@ -73,7 +74,9 @@ def register(sub: Any) -> None:
         help="leave out pairs these qrels already grade",
     )
     p.add_argument(
-        "--skip-missing", action="store_true", help="skip pairs with unknown ids (else an error)"
+        "--skip-missing",
+        action="store_true",
+        help="skip pairs whose query or doc id is not in --queries/--docs (else an error)",
     )
     p.add_argument("--prompt", default=DEFAULT_PROMPT, help="prompt name or file (passage)")
     p.add_argument(
@@ -101,9 +104,7 @@ def register(sub: Any) -> None:
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per request (60)")
     p.add_argument("--max-attempts", type=int, default=4, help="attempts per pair (4)")
     p.add_argument("--prices", metavar="TOML", help="price table (USD per 1M tokens)")
-    p.add_argument(
-        "--store", default="relgrade.db", metavar="DB", help="judgment store, SQLite (relgrade.db)"
-    )
+    add_store(p)
     p.add_argument("--out", metavar="JUDGMENTS.jsonl", help="write judgments JSONL")
     p.add_argument("--qrels-out", metavar="QRELS", help="write TREC qrels (ok grades only)")
     p.add_argument("--dry-run", action="store_true", help="estimate only; send nothing")

@@ -27,14 +27,30 @@ def register(sub: Any) -> None:
     actions = parser.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
 
-    listing = actions.add_parser("list", help="the shipped prompts: name@version, sha256, path")
+    listing = actions.add_parser(
+        "list",
+        help="the shipped prompts: name@version, sha256, path",
+        description="List the shipped prompt files, one per line: file stem, name@version, "
+        "the first 12 hex digits of the file's sha256, and its description.",
+    )
     listing.set_defaults(func=run_list)
 
-    show = actions.add_parser("show", help="print a prompt file as it is on disk")
+    show = actions.add_parser(
+        "show",
+        help="print a prompt file as it is on disk",
+        description="Print a prompt file exactly as it is on disk, after a comment line with "
+        "its name@version, sha256 and path.",
+    )
     show.add_argument("name", help="passage-v1, passage@1, passage (latest) or a .toml path")
     show.set_defaults(func=run_show)
 
-    render = actions.add_parser("render", help="print the request body one pair would send")
+    render = actions.add_parser(
+        "render",
+        help="print the request body one pair would send",
+        description="Print the chat.completions request body (JSON) that grading one pair "
+        "with this prompt would send, in any output mode; --messages-only prints the "
+        "messages as plain text. Sends nothing.",
+    )
     render.add_argument("name", help="passage-v1, passage@1, passage (latest) or a .toml path")
     render.add_argument("--query", required=True, help="the query text")
     render.add_argument("--document", required=True, help="the document text")

@@ -25,12 +25,13 @@ from grader.cli.batch_common import (
     progress_printer,
 )
 from grader.cli.commands import COMMANDS
+from grader.cli.flags import add_measures, add_runs, add_store
 from grader.cli.progress import GradingProgress
 from grader.cli.settings import Settings
 from grader.cli.store_busy import print_store_busy
 from grader.cost import usd_or_unknown
-from grader.errors import InputError
-from grader.prompts import load_prompt
+from grader.errors import InputError, PromptError
+from grader.prompts import PromptSpec, load_prompt
 from grader.regrade.diff import RegradeDiff
 from grader.regrade.run import RegradeOutcome, regrade
 from grader.regrade.selection import Criterion, parse_selection
@@ -61,9 +62,22 @@ def register(sub: Any) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--store", required=True, metavar="DB", help="the judgment store")
-    p.add_argument("--prompt", required=True, metavar="NAME", help="new prompt name or file")
-    p.add_argument("--model", metavar="M", help="model ($RELGRADE_MODEL, else gpt-4o-mini)")
+    add_store(p)
+    p.add_argument(
+        "--prompt",
+        metavar="NAME",
+        help="new prompt name or file (default: the prompt of the selected judgments, when "
+        "they have one; to change only the model)",
+    )
+    p.add_argument(
+        "--model",
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="M",
+        help="model ($RELGRADE_MODEL, else gpt-4o-mini); several (--model A B or --model A "
+        "--model B) make an ensemble, as in grade (live only, not with --batch)",
+    )
     p.add_argument(
         "--select",
         nargs="+",
@@ -78,10 +92,8 @@ def register(sub: Any) -> None:
     p.add_argument("--out", metavar="J.jsonl", help="write the new judgments (JSONL)")
     p.add_argument("--qrels-out", metavar="QRELS", help="write the new grades as TREC qrels")
     p.add_argument("--format", choices=["table", "json"], default="table", help="diff format")
-    p.add_argument("--run", action="append", default=[], metavar="RUN", help="metric deltas")
-    p.add_argument(
-        "-m", "--measure", action="append", default=[], metavar="MEASURE", help="for --run"
-    )
+    add_runs(p, "TREC runs whose metrics are compared old vs new")
+    add_measures(p, "measures for --run (default: evaluate's)")
     p.add_argument("--report", metavar="DIFF.html", help="write the diff as an HTML report")
     p.add_argument(
         "--dry-run", action="store_true", help="what would be sent and its cost; send nothing"
@@ -100,7 +112,13 @@ def run(args: argparse.Namespace) -> int:
     criteria = parse_selection(args.select)
     if not Path(args.store).is_file():
         raise InputError("no store here", path=args.store, hint="grade into it first")
-    spec = load_prompt(args.prompt)
+    if args.batch and len(args.model) > 1:
+        raise InputError(
+            "an ensemble (several --model) regrades live, not through the Batch API",
+            hint="drop --batch, or give one --model",
+        )
+    spec = load_prompt(args.prompt) if args.prompt else _stored_prompt(args.store, criteria)
+    args.prompt = args.prompt or spec.source  # what batch jobs record to rebuild the judge
     from grader.io.runs import read_runs
 
     runs = read_runs(args.run)
@@ -128,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
         from grader.metrics import DEFAULT_MEASURES
         from grader.regrade.metric_deltas import metric_deltas
 
-        measures = args.measure or list(DEFAULT_MEASURES)
+        measures = args.measures or list(DEFAULT_MEASURES)
         outcome.diff.metric_deltas = metric_deltas(outcome.pairs, runs, measures)
     if not outcome.diff.pending:
         _write_outputs(args, outcome)
@@ -141,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
             outcome.diff,
             title="relgrade regrade: what changed",
             old_label=", ".join(olds) or "stored judgments",
-            new_label=f"{spec.id} ({Settings.from_args(args).model(args.model)})",
+            new_label=f"{spec.id} ({', '.join(_models(args))})",
         )
     if args.format == "json":
         print(json.dumps(_json(outcome), indent=2))
@@ -176,13 +194,14 @@ async def _regrade(
 ) -> RegradeOutcome:
     factory = JudgeFactory(args, writer)
     store.add_secrets(factory.secrets)
-    live = factory.llm(factory.settings.model(args.model), spec)
+    judges = [factory.llm(model, spec) for model in _models(args)]
+    live = judges[0]
     try:
         if not args.batch:
             with GradingProgress(enabled=False if args.quiet else None) as bar:
                 return await regrade(
                     store,
-                    live,
+                    judges,
                     criteria,
                     concurrency=args.concurrency,
                     progress=bar,
@@ -220,9 +239,9 @@ def _dry_run(args: argparse.Namespace, spec: Any, criteria: list[Criterion]) -> 
     from grader.regrade.dry_run import estimate_regrade
 
     settings = Settings.from_args(args)
-    judge = settings.llm_judge(settings.model(args.model), spec)
+    judges = [settings.llm_judge(model, spec) for model in _models(args)]
     with Store(args.store, on_busy=print_store_busy) as store:
-        est = estimate_regrade(store, judge, criteria)
+        est = estimate_regrade(store, judges, criteria)
 
     print(
         f"dry run: {est.selected} pairs selected; {est.already_done} already regraded, "
@@ -232,6 +251,48 @@ def _dry_run(args: argparse.Namespace, spec: Any, criteria: list[Criterion]) -> 
         file=sys.stderr,
     )
     return 0
+
+
+def _models(args: argparse.Namespace) -> list[str]:
+    """The --model values, else the default model ($RELGRADE_MODEL, else gpt-4o-mini)."""
+    return list(dict.fromkeys(args.model)) or [Settings.from_args(args).model()]
+
+
+def _stored_prompt(store_path: str, criteria: list[Criterion]) -> PromptSpec:
+    """The prompt of the selected judgments, when they share one and its file is at hand (a
+    shipped prompt of that name@version and sha256); else an InputError asking for --prompt."""
+    from grader.regrade.selection import old_prompts
+
+    with Store(store_path, on_busy=print_store_busy) as store:
+        found = old_prompts(store, criteria)
+    if not found:
+        raise InputError(
+            "no prompt to default to: the selected judgments record none (or nothing is selected)",
+            path=store_path,
+            hint="give --prompt NAME or FILE",
+        )
+    if len(found) > 1:
+        listed = ", ".join(f"{p} (sha256 {p.sha256[:12]})" for p in found)
+        raise InputError(
+            f"the selected judgments were graded with {len(found)} prompts: {listed}",
+            path=store_path,
+            hint="give --prompt NAME or FILE, or narrow the selection with --select prompt=OLD",
+        )
+    ref = found[0]
+    try:
+        spec = load_prompt(f"{ref.name}@{ref.version}")
+    except PromptError:
+        spec = None
+    if spec is None or spec.sha256 != ref.sha256:
+        where = "is not a shipped prompt" if spec is None else f"differs from {spec.source}"
+        raise InputError(
+            f"the selected judgments were graded with prompt {ref} (sha256 {ref.sha256[:12]}), "
+            f"which {where}",
+            path=store_path,
+            hint="give --prompt FILE with that prompt's file",
+        )
+    print(f"prompt {ref} (from the selected judgments; --prompt to change it)", file=sys.stderr)
+    return spec
 
 
 def _write_outputs(args: argparse.Namespace, outcome: RegradeOutcome) -> None:

@@ -5,13 +5,9 @@ Draw: `relgrade sample --judgments J (--n N | --fraction F) --strategy S --queri
 beside it (design and every pair's inclusion probability), and with `--labelstudio T.json`
 Label Studio tasks. Only ok judgments are sampled; pairs in `--exclude` human grades are left out.
 
-Import: `relgrade sample --import FILLED.csv|EXPORT.json|EXPORT.csv|EXPORT.tsv --out HUMAN.csv`
-checks the grades against the sample's manifest and writes `HUMAN.csv` with `HUMAN.manifest.json`
-beside it, which `relgrade calibrate` uses to weight the grades back to the whole set of judgments.
-Label Studio exports are read in its JSON, JSON-MIN, CSV and TSV formats, the same way: a pair
-graded by two people needs `--annotator` (one person's grades; import each person on their own),
-one person's latest annotation of a pair counts, and the import says how many sampled pairs came
-back graded, skipped (JSON only) and missing.
+Import: `relgrade sample --import FILLED.csv|LABELSTUDIO.json --out HUMAN.csv` checks the grades
+against the sample's manifest and writes `HUMAN.csv` with `HUMAN.manifest.json` beside it, which
+`relgrade calibrate` uses to weight the grades back to the whole set of judgments.
 """
 
 from __future__ import annotations
@@ -29,11 +25,7 @@ from calibration.spotcheck.blind import (
     write_blind_csv,
     write_human_grades,
 )
-from calibration.spotcheck.labelstudio import write_labelstudio_tasks
-from calibration.spotcheck.labelstudio_import import (
-    is_labelstudio_table,
-    read_labelstudio_export,
-)
+from calibration.spotcheck.labelstudio import read_labelstudio_export, write_labelstudio_tasks
 from calibration.spotcheck.manifest import (
     Manifest,
     build_manifest,
@@ -45,6 +37,7 @@ from calibration.spotcheck.manifest import (
 )
 from calibration.spotcheck.sampling import ALLOCATIONS, STRATEGIES, draw_sample
 from grader.cli.commands import COMMANDS
+from grader.cli.flags import DEFAULT_STORE, add_store
 from grader.errors import InputError, RelgradeError
 from grader.models import Doc, Judgment, Query
 
@@ -56,7 +49,12 @@ def register(sub: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--judgments", metavar="J", help="judgments JSONL to sample from")
+    parser.add_argument(
+        "--judgments",
+        metavar="J",
+        help="LLM grades to sample from: judgments JSONL or TREC qrels (qrels carry no "
+        "confidence, so --strategy uncertainty needs judgments)",
+    )
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--n", type=int, help="number of pairs to draw")
     size.add_argument("--fraction", type=float, help="share of eligible pairs to draw (0..1]")
@@ -89,7 +87,7 @@ def register(sub: Any) -> None:
     )
     parser.add_argument("--queries", metavar="Q", help="queries file (texts for the sample)")
     parser.add_argument("--docs", metavar="D", help="docs file (texts for the sample)")
-    parser.add_argument("--store", metavar="DB", help="take query and doc texts from the store")
+    add_store(parser, "store to take query and doc texts from, without --queries/--docs")
     parser.add_argument(
         "--labelstudio", metavar="TASKS.json", help="also write Label Studio tasks (and config)"
     )
@@ -100,22 +98,11 @@ def register(sub: Any) -> None:
         "--import",
         dest="import_file",
         metavar="FILE",
-        help="import a filled sample CSV, or a Label Studio export (JSON, JSON-MIN, CSV or TSV), "
-        "as human grades",
+        help="import a filled sample CSV or a Label Studio JSON export as human grades",
     )
     parser.add_argument("--manifest", help="import: the sample's manifest (default: beside FILE)")
-    parser.add_argument(
-        "--allow-missing",
-        action="store_true",
-        help="import: import the graded pairs when some are not graded (skipped or missing)",
-    )
-    parser.add_argument(
-        "--annotator",
-        metavar="ID|EMAIL",
-        help="import from Label Studio: keep this person's grades; matches the user id (a number: "
-        "Label Studio 1.2x exports completed_by as one) or the email (when the export holds it). "
-        "Needed when two people graded the same pair",
-    )
+    parser.add_argument("--allow-missing", action="store_true", help="import: skip ungraded rows")
+    parser.add_argument("--annotator", help="import from Label Studio: keep this person's grades")
     parser.add_argument("--out", required=True, help="SAMPLE.csv to write (import: HUMAN.csv)")
     parser.set_defaults(func=run)
 
@@ -140,9 +127,6 @@ def _excluded_pairs(paths: list[str]) -> set[tuple[str, str]]:
     return pairs
 
 
-DEFAULT_STORE = "relgrade.db"  # where `relgrade grade` keeps judgments and texts by default
-
-
 def _texts(
     args: argparse.Namespace, pairs: list[tuple[str, str]]
 ) -> tuple[dict[str, Query], dict[str, Doc]]:
@@ -162,10 +146,10 @@ def _texts(
 
         return read_queries(args.queries), read_docs(args.docs, ids=dids)
     store_path = args.store
-    if store_path is None and Path(DEFAULT_STORE).is_file():
-        store_path = DEFAULT_STORE
+    default = store_path == DEFAULT_STORE
+    if default and Path(store_path).is_file():
         print(f"texts taken from the store {DEFAULT_STORE}", file=sys.stderr)
-    if store_path is None:
+    if default and not Path(store_path).is_file():
         print(
             "warning: no texts for the sample (ids only): pass --queries Q --docs D or --store DB "
             "so that people see the query and document",
@@ -188,10 +172,39 @@ def _single(values: list[str | None]) -> str | None:
     return distinct.pop() if len(distinct) == 1 else None
 
 
-def _draw(args: argparse.Namespace) -> int:
-    from grader.io.judgments import read_judgments
+def _population(path: str, strategy: str) -> list[Judgment]:
+    """The judgments to sample from: a judgments JSONL as it is, or TREC qrels (as
+    `calibrate --llm` takes them) read as ok judgments with a grade and nothing more."""
+    from grader.io.files import iter_lines
+    from grader.io.grades import looks_like_qrels
 
-    judgments = read_judgments(args.judgments)
+    first = next((line for _, line in iter_lines(path) if line.strip()), "")
+    if not looks_like_qrels(first):
+        from grader.io.judgments import read_judgments
+
+        return read_judgments(path)
+    if strategy == "uncertainty":
+        raise InputError(
+            "--strategy uncertainty needs each pair's uncertainty (logprob confidence or an "
+            "ensemble's disagreement), and TREC qrels hold grades only",
+            path=path,
+            hint="give the judgments JSONL that `relgrade grade --out` wrote, or another "
+            "--strategy (stratified, uniform, low, query-balanced, whole-queries)",
+        )
+    from grader.io.grades import read_llm_grades
+
+    frame = read_llm_grades(path)
+    judge = f"qrels:{Path(path).name}"
+    return [
+        Judgment(
+            query_id=qid, doc_id=did, grade=int(grade), status="ok", judge=judge, key=f"{qid} {did}"
+        )
+        for qid, did, grade in zip(frame["query_id"], frame["doc_id"], frame["grade"], strict=True)
+    ]
+
+
+def _draw(args: argparse.Namespace) -> int:
+    judgments = _population(args.judgments, args.strategy)
     ok = [j for j in judgments if j.status == "ok"]
     failed = len(judgments) - len(ok)
     graded = _excluded_pairs(args.exclude)
@@ -280,45 +293,12 @@ def _import_manifest(args: argparse.Namespace) -> Manifest:
 def _import(args: argparse.Namespace) -> int:
     manifest = _import_manifest(args)
     path = args.import_file
-    name = Path(path).name.removesuffix(".gz").lower()
-    source = "the filled sample"
-    if name.endswith(".json") or is_labelstudio_table(path):
-        result = read_labelstudio_export(
+    if Path(path).name.removesuffix(".gz").endswith(".json"):
+        grades = read_labelstudio_export(
             path, manifest, annotator=args.annotator, allow_missing=args.allow_missing
         )
-        grades = result.grades
-        counts = result.counts()
-        source = f"Label Studio's {result.format} export"
-        if args.annotator:
-            source += f", annotator {args.annotator} (of {len(result.annotators)} in it)"
-        if result.regraded:
-            print(
-                f"note: {result.regraded} pair(s) were graded more than once by the same person; "
-                "the latest annotation counts",
-                file=sys.stderr,
-            )
-        if not result.skips_visible and result.missing:
-            print(
-                f"note: {result.format} exports leave skipped tasks out, so the "
-                f"{result.missing} pair(s) not graded are missing or skipped (the JSON export "
-                "tells them apart)",
-                file=sys.stderr,
-            )
     else:
-        if args.annotator:
-            raise InputError(
-                "--annotator is for Label Studio exports; this file is not one",
-                path=path,
-                hint="a Label Studio CSV or TSV export has the columns annotation_id and annotator",
-            )
-        delimiter = "\t" if name.endswith(".tsv") else ","
-        grades = read_filled_csv(
-            path, manifest, allow_missing=args.allow_missing, delimiter=delimiter
-        )
-        counts = (
-            f"graded {len(grades)}, missing {len(manifest.pairs) - len(grades)} "
-            f"of the {len(manifest.pairs)} sampled pairs"
-        )
+        grades = read_filled_csv(path, manifest, allow_missing=args.allow_missing)
     if not grades:
         raise InputError("no graded pair to import", path=path)
     if Path(args.out).resolve() == Path(path).resolve():
@@ -326,8 +306,7 @@ def _import(args: argparse.Namespace) -> int:
     write_human_grades(args.out, grades)
     beside = copy_manifest_beside(manifest, args.out)
     print(
-        f"imported {len(grades)} of {len(manifest.pairs)} sampled pairs from {source} -> "
-        f"{args.out} (manifest {beside.name} beside it, so calibrate weights by the sample design)"
+        f"imported {len(grades)} of {len(manifest.pairs)} sampled pairs -> {args.out} "
+        f"(manifest {beside.name} beside it, so calibrate weights by the sample design)"
     )
-    print(f"  {counts}")
     return 0

@@ -28,6 +28,12 @@ def for_pair(judgment: Judgment, pair: Pair) -> Judgment:
     return judgment.model_copy(update={"query_id": pair.query.query_id, "doc_id": pair.doc.doc_id})
 
 
+def ensemble_fingerprint(fingerprints: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The fingerprint an ensemble's combined judgment is keyed by: its members' fingerprints
+    and the aggregation rule."""
+    return {"ensemble": list(fingerprints), "aggregate": AGGREGATE_RULE}
+
+
 def _same(stored: Judgment, rebuilt: Judgment) -> bool:
     """Whether a stored output judgment says what the rebuilt one says (times and ids aside)."""
     skip = {"created_at", "query_id", "doc_id"}
@@ -47,10 +53,7 @@ class OutputJudgments:
         dry_run: bool = False,
     ) -> None:
         self.ensemble = len(judges) > 1
-        self.ensemble_fingerprint: dict[str, Any] = {
-            "ensemble": fingerprints,
-            "aggregate": AGGREGATE_RULE,
-        }
+        self.ensemble_fingerprint = ensemble_fingerprint(fingerprints)
         primary_fp = fingerprints[0] if not self.ensemble else self.ensemble_fingerprint
         self.final_fingerprint: dict[str, Any] | None = (
             None

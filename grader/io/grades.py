@@ -230,8 +230,10 @@ def read_llm_grades(
     failed = 0
     counts = ReadCounts()
     clamped = seen_clamps = 0
+    judges: dict[str, int] = {}  # every judge id in the file, with its count of lines
     for n, j in iter_judgments(path, clamp=clamp, counts=counts):
         moved, seen_clamps = counts.clamped - seen_clamps, counts.clamped
+        judges[j.judge] = judges.get(j.judge, 0) + 1
         if judge is not None and j.judge != judge:
             continue
         clamped += moved
@@ -261,10 +263,15 @@ def read_llm_grades(
                 "confidence": j.confidence,
             }
         )
+    if judge is not None and judge not in judges:
+        present = ", ".join(f"{name!r} ({count} lines)" for name, count in sorted(judges.items()))
+        raise InputError(
+            f"no judgments by judge {judge!r}; the judges in the file are: {present or 'none'}",
+            path=path,
+            hint="give --judge one of these ids",
+        )
     if not rows:
         what = f"all {failed} judgments failed" if failed else "no judgments"
-        if judge is not None and not failed:
-            what += f" by judge {judge!r}"
         raise InputError(f"{what}; there are no grades to use", path=path)
     frame = pd.DataFrame(rows)
     frame["grade"] = frame["grade"].astype("int64")

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 from grader.batch.state import BatchState
 from grader.judges.llm.judge import LLMJudge
+from grader.keys import content_key
+from grader.regrade.run import new_fingerprint
 from grader.regrade.selection import Criterion, distinct_keys, select_candidates, to_grade
 from grader.store.store import Store
 
@@ -25,34 +27,45 @@ class RegradeEstimate:
     pairs: int
     """Pairs that would be graded."""
     requests: int
-    """Requests that would be sent for them (one per distinct content)."""
+    """Requests that would be sent for them (one per distinct content and judge; an ensemble
+    member's stored answers are not asked again)."""
     live_cost: float | None
     batch_cost: float | None
 
 
 def estimate_regrade(
-    store: Store, judge: LLMJudge, criteria: Sequence[Criterion]
+    store: Store, judge: LLMJudge | Sequence[LLMJudge], criteria: Sequence[Criterion]
 ) -> RegradeEstimate:
-    """The estimate of regrading the pairs `criteria` select in `store` with `judge`."""
-    candidates = select_candidates(store, criteria, judge.fingerprint())
+    """The estimate of regrading the pairs `criteria` select in `store` with `judge` (several:
+    an ensemble, one request per member and content, members' stored answers not counted)."""
+    judges = list(judge) if isinstance(judge, Sequence) else [judge]
+    candidates = select_candidates(store, criteria, new_fingerprint(judges))
     with BatchState(store) as state:
         waiting = state.open_keys()
     todo = to_grade(store, candidates, exclude=waiting)
     requests = distinct_keys(todo)
     live: float | None = 0.0
     batch: float | None = 0.0
-    for c in requests:
-        one_live = judge.estimate_cost(c.query, c.doc)
-        one_batch = judge.estimate_cost(c.query, c.doc, batch=True)
-        live = None if live is None or one_live is None else live + one_live
-        batch = None if batch is None or one_batch is None else batch + one_batch
+    count = 0
+    for member in judges:
+        fingerprint = member.fingerprint()
+        keys = {c.new_key: content_key(fingerprint, c.query.text, c.doc.text) for c in requests}
+        stored = store.statuses(keys.values()) if len(judges) > 1 else {}
+        for c in requests:
+            if stored.get(keys[c.new_key]) == "ok":
+                continue  # an ensemble member's answer already stored is reused
+            count += 1
+            one_live = member.estimate_cost(c.query, c.doc)
+            one_batch = member.estimate_cost(c.query, c.doc, batch=True)
+            live = None if live is None or one_live is None else live + one_live
+            batch = None if batch is None or one_batch is None else batch + one_batch
     in_batches = sum(1 for c in candidates if c.new_key in waiting)
     return RegradeEstimate(
         selected=len(candidates),
         already_done=len(candidates) - len(todo) - in_batches,
         in_batches=in_batches,
         pairs=len(todo),
-        requests=len(requests),
+        requests=count,
         live_cost=live,
         batch_cost=batch,
     )

@@ -15,6 +15,7 @@ from typing import Any
 
 from grader.batch.jobs import BatchJudge, BatchRunner, CollectSummary, JudgeFor, Progress, Sleep
 from grader.grading.events import ProgressCallback
+from grader.grading.outputs import ensemble_fingerprint
 from grader.grading.pairs import Pair
 from grader.grading.pipeline import GradingReport, StoreWriter, grade_pairs
 from grader.judges.base import Judge
@@ -48,9 +49,17 @@ class RegradeOutcome:
     report: GradingReport | None = None
 
 
+def new_fingerprint(judges: Sequence[Judge]) -> dict[str, Any]:
+    """The fingerprint the new version is keyed by: the judge's, or for several judges (an
+    ensemble, as `grade --model A --model B` builds) that of their combined judgment."""
+    if len(judges) == 1:
+        return judges[0].fingerprint()
+    return ensemble_fingerprint([j.fingerprint() for j in judges])
+
+
 async def regrade(
     store: Store,
-    judge: Judge,
+    judge: Judge | Sequence[Judge],
     criteria: Sequence[Criterion],
     *,
     runner: BatchRunner | None = None,
@@ -67,14 +76,20 @@ async def regrade(
     sleep: Sleep | None = None,
     writer: StoreWriter | None = None,
 ) -> RegradeOutcome:
-    """Regrade the selected stored pairs with `judge` (through `runner` when given).
+    """Regrade the selected stored pairs with `judge` (through `runner` when given); several
+    judges make an ensemble (live only), whose combined judgment is the new version.
 
     With a runner, `batch_judge` is `judge` seen by the Batch API, `judge_for` rebuilds the judge
     of any open job from its config (jobs of earlier, stopped runs are continued too), and
     `job_config` is recorded with the new jobs so that can be done. Without a runner,
     `progress`, `handle_sigint` and `freeze_gc` go to `grade_pairs` (all off by default).
     """
-    fingerprint = judge.fingerprint()
+    judges = list(judge) if isinstance(judge, Sequence) else [judge]
+    if not judges:
+        raise ValueError("at least one judge is needed")
+    if runner is not None and len(judges) > 1:
+        raise ValueError("an ensemble regrades live: the batch path takes one judge")
+    fingerprint = new_fingerprint(judges)
     candidates = select_candidates(store, criteria, fingerprint)
     record_pairs(store, candidates)
     outcome_fields: dict[str, Any] = {}
@@ -110,7 +125,7 @@ async def regrade(
         if todo:
             report = await grade_pairs(
                 [Pair(c.query, c.doc) for c in todo],
-                [judge],
+                judges,
                 store=store,
                 concurrency=concurrency,
                 progress=progress,

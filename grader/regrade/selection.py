@@ -42,7 +42,7 @@ from grader.grading.outputs import for_pair
 from grader.grading.pairs import Pair
 from grader.io.files import read_text
 from grader.keys import content_key
-from grader.models import Doc, Judgment, Query
+from grader.models import Doc, Judgment, PromptRef, Query
 from grader.regrade.diff import VersionPair
 from grader.store.store import Store
 
@@ -173,6 +173,17 @@ def _parts(store: Store, output: Judgment, query: Query, doc: Doc) -> set[str]:
     return keys
 
 
+def _kept_member(judgments: Sequence[Judgment], members: set[str]) -> set[str]:
+    """The member of the NEW version (an ensemble regrade) that was an answer before it: the
+    one strictly older than the other members, e.g. the old judge kept in the new ensemble,
+    whose stored answers the regrade reused. It stays the old side on a rerun, as it was on the
+    first run; the members the regrade asked stay hidden."""
+    ordered = sorted((j for j in judgments if j.key in members), key=lambda j: j.created_at)
+    if len(ordered) > 1 and ordered[0].created_at < ordered[1].created_at:
+        return {ordered[0].key}
+    return set()
+
+
 def _keeps(judgment: Judgment, criterion: Criterion) -> bool:
     if criterion.kind == "failed":
         return judgment.status == "failed"
@@ -218,7 +229,10 @@ def select_candidates(
         parts: set[str] = set()
         for judgment in judgments:
             if judgment.judges is not None or judgment.verification is not None:
-                parts |= _parts(store, judgment, query, doc)
+                found = _parts(store, judgment, query, doc)
+                if judgment.key == new_keys[pair]:
+                    found -= _kept_member(judgments, found)
+                parts |= found
         for judgment in judgments:
             if judgment.key == new_keys[pair] or judgment.key in parts:
                 continue
@@ -243,6 +257,18 @@ def select_candidates(
         if all(_keeps(old, c) for c in criteria):
             chosen.append(Candidate(queries[pair[0]], docs[pair[1]], old, new_keys[pair]))
     return chosen
+
+
+def old_prompts(store: Store, criteria: Sequence[Criterion]) -> list[PromptRef]:
+    """The distinct prompts (name@version and sha256) of the judgments `criteria` select as the
+    old side, judgments of any version included: what `regrade` defaults its prompt to."""
+    probe = {"old prompts": True}  # no judgment has this key: nothing counts as the new version
+    found = {
+        (str(c.old.prompt), c.old.prompt.sha256): c.old.prompt
+        for c in select_candidates(store, criteria, probe)
+        if c.old.prompt is not None
+    }
+    return [found[key] for key in sorted(found)]
 
 
 def version_pairs(store: Store, candidates: Iterable[Candidate]) -> list[VersionPair]:
