@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.cli.commands import COMMANDS
+from grader.cli.failed_pairs import failed_pairs_text
 from grader.cli.flags import add_runs, add_store
 from grader.cli.progress import GradingProgress
 from grader.cli.settings import Settings, add_api_key_env
@@ -47,10 +48,17 @@ Store: answers are kept in --store (SQLite) by content key; a rerun reuses every
 (zero requests when nothing changed) and retries the failed ones. Kill the run at any moment
 and rerun the same command to finish it.
 
-Exit status: 0 every pair graded; 1 some pairs failed (the summary says how many; they are left
-out of the qrels, and rerunning the same command retries them); 2 bad input; 3 --max-cost
-reached before the end; 130 interrupted by Ctrl-C. Outputs are written only when every pair
-is done (ok or failed); after 3 or 130, rerun the same command to finish and write them.
+Deadlines: --timeout bounds each whole request (a server trickling its reply is cut off there
+and the request retried as a timeout). After max(16, 2 x --concurrency) timeouts or failed
+connections in a row with no answer in between, the server counts as not answering: the run
+stops (exit 2) naming its URL; every answer received is stored, unfinished pairs are not marked
+failed, and rerunning the same command does them.
+
+Exit status: 0 every pair graded; 1 some pairs failed (the summary says how many and whether a
+rerun can help; they are left out of the qrels, and rerunning the same command retries them);
+2 bad input, or the server stopped answering; 3 --max-cost reached before the end; 130
+interrupted by Ctrl-C. Outputs are written only when every pair is done (ok or failed); after
+2, 3 or 130, rerun the same command to finish and write them.
 """
 
 
@@ -101,7 +109,9 @@ def register(sub: Any) -> None:
     p.add_argument("--concurrency", type=int, default=8, metavar="N", help="requests at once (8)")
     p.add_argument("--rpm", type=float, help="requests per minute limit")
     p.add_argument("--tpm", type=float, help="tokens per minute limit")
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds per request (60)")
+    p.add_argument(
+        "--timeout", type=float, default=60.0, help="seconds per whole request, retries apart (60)"
+    )
     p.add_argument("--max-attempts", type=int, default=4, help="attempts per pair (4)")
     p.add_argument("--prices", metavar="TOML", help="price table (USD per 1M tokens)")
     add_store(p)
@@ -321,10 +331,6 @@ def run(args: argparse.Namespace) -> int:
         )
     _write_outputs(args, report)
     if report.failed:
-        print(
-            f"{report.failed} pairs failed and are left out of the qrels; rerunning the same "
-            "command retries them",
-            file=sys.stderr,
-        )
+        print(failed_pairs_text(report.judgments), file=sys.stderr)
         return 1
     return 0
