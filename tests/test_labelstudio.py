@@ -1,4 +1,6 @@
-"""Label Studio round trip: blind tasks out, annotation exports (JSON and JSON-MIN) back in."""
+"""Label Studio round trip: blind tasks out, annotation exports (JSON and JSON-MIN) back in.
+
+The shapes of a real server's exports, through the command line: test_labelstudio_exports.py."""
 
 from __future__ import annotations
 
@@ -10,7 +12,8 @@ from typing import Any
 import pytest
 
 from calibration.spotcheck.blind import BlindItem
-from calibration.spotcheck.labelstudio import read_labelstudio_export, write_labelstudio_tasks
+from calibration.spotcheck.labelstudio import write_labelstudio_tasks
+from calibration.spotcheck.labelstudio_import import read_labelstudio_export
 from calibration.spotcheck.manifest import Manifest, ManifestPair
 from grader.errors import InputError
 
@@ -98,14 +101,18 @@ def test_full_json_export_with_two_people_and_a_cancelled_annotation(tmp_path: P
             },
         ],
     )
-    with pytest.raises(InputError, match="have no grade"):
-        read_labelstudio_export(path, MANIFEST, annotator="ann@example.org")
-    ann = read_labelstudio_export(path, MANIFEST, annotator="ann@example.org", allow_missing=True)
-    assert [(g.doc_id, g.grade) for g in ann] == [("d1", 3)]  # d2 was graded by id 7, not the email
-    ann = read_labelstudio_export(path, MANIFEST, annotator="7")
-    assert [(g.doc_id, g.grade) for g in ann] == [("d1", 3), ("d2", 1)]
-    last = read_labelstudio_export(path, MANIFEST)
-    assert [(g.doc_id, g.grade) for g in last] == [("d1", 0), ("d2", 1)]
+    # id 7 is ann@example.org (task 1 says so), so her email finds her grade of d2 too
+    ann = read_labelstudio_export(path, MANIFEST, annotator="ann@example.org")
+    assert [(g.doc_id, g.grade, g.annotator) for g in ann.grades] == [
+        ("d1", 3, "ann@example.org"),
+        ("d2", 1, "ann@example.org"),
+    ]
+    assert read_labelstudio_export(path, MANIFEST, annotator="7").grades == ann.grades
+    bob = read_labelstudio_export(path, MANIFEST, annotator="8", allow_missing=True)
+    assert [(g.doc_id, g.grade) for g in bob.grades] == [("d1", 0)]
+    assert (bob.format, bob.sample, bob.skipped, bob.missing) == ("JSON", 2, 0, 1)
+    with pytest.raises(InputError, match=r"\(q1, d1\) by ann@example.org, bob@example.org"):
+        read_labelstudio_export(path, MANIFEST)
 
 
 def test_json_min_export(tmp_path: Path) -> None:
@@ -116,7 +123,8 @@ def test_json_min_export(tmp_path: Path) -> None:
             {"query_id": "q1", "doc_id": "d2", "grade": "0"},
         ],
     )
-    assert [g.grade for g in read_labelstudio_export(path, MANIFEST)] == [2, 0]
+    result = read_labelstudio_export(path, MANIFEST)
+    assert [g.grade for g in result.grades] == [2, 0] and result.format == "JSON-MIN"
 
 
 @pytest.mark.parametrize(
@@ -138,7 +146,10 @@ def test_json_min_export(tmp_path: Path) -> None:
             [{"query_id": "q1", "doc_id": "d1", "grade": "-inf"}],
             r"export\.json \(task 1\): grade '-inf' is not one of",
         ),
-        ([{"query_id": "q1", "doc_id": "d1"}], r"1 task\(s\) have no grade, e.g. q1/d1"),
+        (
+            [{"query_id": "q1", "doc_id": "d1"}],
+            r"2 sampled pair\(s\) have no grade: graded 0, missing or skipped 2",
+        ),
         ({"not": "a list"}, "expected a JSON list"),
     ],
 )
@@ -153,6 +164,6 @@ def test_allow_missing_imports_only_graded_tasks(tmp_path: Path) -> None:
         tmp_path,
         [{"query_id": "q1", "doc_id": "d1"}, {"query_id": "q1", "doc_id": "d2", "grade": "1"}],
     )
-    assert [
-        (g.doc_id, g.grade) for g in read_labelstudio_export(path, MANIFEST, allow_missing=True)
-    ] == [("d2", 1)]
+    result = read_labelstudio_export(path, MANIFEST, allow_missing=True)
+    assert [(g.doc_id, g.grade) for g in result.grades] == [("d2", 1)]
+    assert result.counts() == "graded 1, missing or skipped 1 of the 2 sampled pairs"

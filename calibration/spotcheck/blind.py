@@ -159,14 +159,19 @@ def parse_grade(text: str, *, path: str | Path, line: int | None) -> int:
 
 
 def read_filled_csv(
-    path: str | Path, manifest: Manifest | None, *, allow_missing: bool = False
+    path: str | Path,
+    manifest: Manifest | None,
+    *,
+    allow_missing: bool = False,
+    delimiter: str = ",",
 ) -> list[HumanGrade]:
-    """Grades from a filled blind CSV (or any query_id,doc_id,grade CSV), checked vs the sample.
+    """Grades from a filled blind CSV (or any query_id,doc_id,grade CSV or TSV), checked vs the
+    sample.
 
     Unknown pairs (not in the manifest), missing grades (unless `allow_missing`, which drops
     them) and grades outside 0..3 are errors naming the file and line.
     """
-    rows = _csv_rows(path)
+    rows = _csv_rows(path, delimiter)
     header, body = rows[0][1], rows[1:]
     col = _columns(path, header, ("query_id", "doc_id", "grade"))
     known = manifest.probabilities() if manifest is not None else None
@@ -233,9 +238,9 @@ def write_human_grades(path: str | Path, grades: Sequence[HumanGrade]) -> None:
         write_human_csv(path, grades)
 
 
-def _csv_rows(path: str | Path) -> list[tuple[int, list[str]]]:
-    """(starting line, cells) of each non-blank CSV record; the first is the header."""
-    reader = csv.reader(io.StringIO(read_text(path), newline=""))
+def _csv_rows(path: str | Path, delimiter: str = ",") -> list[tuple[int, list[str]]]:
+    """(starting line, cells) of each non-blank CSV (or TSV) record; the first is the header."""
+    reader = csv.reader(io.StringIO(read_text(path), newline=""), delimiter=delimiter)
     rows: list[tuple[int, list[str]]] = []
     start = 1
     try:

@@ -5,9 +5,13 @@ Draw: `relgrade sample --judgments J (--n N | --fraction F) --strategy S --queri
 beside it (design and every pair's inclusion probability), and with `--labelstudio T.json`
 Label Studio tasks. Only ok judgments are sampled; pairs in `--exclude` human grades are left out.
 
-Import: `relgrade sample --import FILLED.csv|LABELSTUDIO.json --out HUMAN.csv` checks the grades
-against the sample's manifest and writes `HUMAN.csv` with `HUMAN.manifest.json` beside it, which
-`relgrade calibrate` uses to weight the grades back to the whole set of judgments.
+Import: `relgrade sample --import FILLED.csv|EXPORT.json|EXPORT.csv|EXPORT.tsv --out HUMAN.csv`
+checks the grades against the sample's manifest and writes `HUMAN.csv` with `HUMAN.manifest.json`
+beside it, which `relgrade calibrate` uses to weight the grades back to the whole set of judgments.
+Label Studio exports are read in its JSON, JSON-MIN, CSV and TSV formats, the same way: a pair
+graded by two people needs `--annotator` (one person's grades; import each person on their own),
+one person's latest annotation of a pair counts, and the import says how many sampled pairs came
+back graded, skipped (JSON only) and missing.
 """
 
 from __future__ import annotations
@@ -25,7 +29,11 @@ from calibration.spotcheck.blind import (
     write_blind_csv,
     write_human_grades,
 )
-from calibration.spotcheck.labelstudio import read_labelstudio_export, write_labelstudio_tasks
+from calibration.spotcheck.labelstudio import write_labelstudio_tasks
+from calibration.spotcheck.labelstudio_import import (
+    is_labelstudio_table,
+    read_labelstudio_export,
+)
 from calibration.spotcheck.manifest import (
     Manifest,
     build_manifest,
@@ -98,11 +106,22 @@ def register(sub: Any) -> None:
         "--import",
         dest="import_file",
         metavar="FILE",
-        help="import a filled sample CSV or a Label Studio JSON export as human grades",
+        help="import a filled sample CSV, or a Label Studio export (JSON, JSON-MIN, CSV or TSV), "
+        "as human grades",
     )
     parser.add_argument("--manifest", help="import: the sample's manifest (default: beside FILE)")
-    parser.add_argument("--allow-missing", action="store_true", help="import: skip ungraded rows")
-    parser.add_argument("--annotator", help="import from Label Studio: keep this person's grades")
+    parser.add_argument(
+        "--allow-missing",
+        action="store_true",
+        help="import: import the graded pairs when some are not graded (skipped or missing)",
+    )
+    parser.add_argument(
+        "--annotator",
+        metavar="ID|EMAIL",
+        help="import from Label Studio: keep this person's grades; matches the user id (a number: "
+        "Label Studio 1.2x exports completed_by as one) or the email (when the export holds it). "
+        "Needed when two people graded the same pair",
+    )
     parser.add_argument("--out", required=True, help="SAMPLE.csv to write (import: HUMAN.csv)")
     parser.set_defaults(func=run)
 
@@ -293,12 +312,45 @@ def _import_manifest(args: argparse.Namespace) -> Manifest:
 def _import(args: argparse.Namespace) -> int:
     manifest = _import_manifest(args)
     path = args.import_file
-    if Path(path).name.removesuffix(".gz").endswith(".json"):
-        grades = read_labelstudio_export(
+    name = Path(path).name.removesuffix(".gz").lower()
+    source = "the filled sample"
+    if name.endswith(".json") or is_labelstudio_table(path):
+        result = read_labelstudio_export(
             path, manifest, annotator=args.annotator, allow_missing=args.allow_missing
         )
+        grades = result.grades
+        counts = result.counts()
+        source = f"Label Studio's {result.format} export"
+        if args.annotator:
+            source += f", annotator {args.annotator} (of {len(result.annotators)} in it)"
+        if result.regraded:
+            print(
+                f"note: {result.regraded} pair(s) were graded more than once by the same person; "
+                "the latest annotation counts",
+                file=sys.stderr,
+            )
+        if not result.skips_visible and result.missing:
+            print(
+                f"note: {result.format} exports leave skipped tasks out, so the "
+                f"{result.missing} pair(s) not graded are missing or skipped (the JSON export "
+                "tells them apart)",
+                file=sys.stderr,
+            )
     else:
-        grades = read_filled_csv(path, manifest, allow_missing=args.allow_missing)
+        if args.annotator:
+            raise InputError(
+                "--annotator is for Label Studio exports; this file is not one",
+                path=path,
+                hint="a Label Studio CSV or TSV export has the columns annotation_id and annotator",
+            )
+        delimiter = "\t" if name.endswith(".tsv") else ","
+        grades = read_filled_csv(
+            path, manifest, allow_missing=args.allow_missing, delimiter=delimiter
+        )
+        counts = (
+            f"graded {len(grades)}, missing {len(manifest.pairs) - len(grades)} "
+            f"of the {len(manifest.pairs)} sampled pairs"
+        )
     if not grades:
         raise InputError("no graded pair to import", path=path)
     if Path(args.out).resolve() == Path(path).resolve():
@@ -306,7 +358,8 @@ def _import(args: argparse.Namespace) -> int:
     write_human_grades(args.out, grades)
     beside = copy_manifest_beside(manifest, args.out)
     print(
-        f"imported {len(grades)} of {len(manifest.pairs)} sampled pairs -> {args.out} "
-        f"(manifest {beside.name} beside it, so calibrate weights by the sample design)"
+        f"imported {len(grades)} of {len(manifest.pairs)} sampled pairs from {source} -> "
+        f"{args.out} (manifest {beside.name} beside it, so calibrate weights by the sample design)"
     )
+    print(f"  {counts}")
     return 0
