@@ -156,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
     summary.notes.extend(_input_notes(llm, human, second))
     if manifest:
         summary.notes.insert(0, f"every figure is weighted by 1/pi from {manifest}")
+    summary.warnings.extend(_coverage_warnings(args, llm, human, manifest))
     for warning in summary.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     if args.report:
@@ -196,6 +197,20 @@ def _input_notes(llm: Any, human: Any, second: Any | None) -> list[str]:
         if ungraded:
             notes.append(f"{ungraded} rows in {flag} have an empty grade and were left out")
     return notes
+
+
+def _coverage_warnings(args: argparse.Namespace, llm: Any, human: Any, manifest: str) -> list[str]:
+    """Human grades that look like a sample but have no manifest; sampled pairs never graded."""
+    from calibration.spotcheck.coverage import ungraded_sample_warning, unweighted_sample_warning
+    from calibration.spotcheck.manifest import read_manifest
+
+    if manifest:
+        found = ungraded_sample_warning(read_manifest(manifest), human)
+    elif not args.no_manifest:
+        found = unweighted_sample_warning(llm, human, args.human)
+    else:
+        found = None
+    return [found] if found else []
 
 
 def _doc_lengths(path: Path, ids: set[str]) -> dict[str, int]:
