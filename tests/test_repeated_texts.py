@@ -386,6 +386,7 @@ def _as_old_store(db: Path) -> None:
     it: one id pair per content key (the one its judgments row names)."""
     conn = sqlite3.connect(db)
     conn.execute("DROP TABLE judgment_pairs")
+    conn.execute("DROP TABLE claims")  # schema 4
     conn.execute("DELETE FROM schema_migrations WHERE version >= 3")
     conn.execute("PRAGMA user_version = 2")
     conn.commit()

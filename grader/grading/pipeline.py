@@ -31,6 +31,11 @@ the dry-run and budget estimates `grader.grading.budget`.
   collector is left alone unless asked (`handle_sigint`, `freeze_gc`), so several gradings can run
   in one process, even in one event loop.
 - `dry_run`: look up the store and estimate, send nothing, write nothing.
+- Several processes on one store (`grader.store.claims`): a key is leased in the store before
+  its request is sent and the lease renewed while it is in flight; a key another live process
+  holds waits for that process's answer (or is taken over when its process dies), so each key is
+  paid once. The first ok answer stored for a key is final, and the output judgments are read
+  back from the store at the end, so every process's outputs equal the store.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ from grader.grading.events import ProgressCallback, ProgressEvent
 from grader.grading.pairs import Pair, PairSelection, pairs_to_grade
 from grader.grading.run import GradingReport, GradingRun
 from grader.judges.base import Judge
+from grader.store.claims import RENEW_S, ClaimBook
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
 
@@ -123,6 +129,7 @@ async def grade_pairs(
         )
         # Every id pair, also those answered under another pair's ids (same texts).
         await asyncio.to_thread(store.put_pairs, [k for state in states for k in state.id_keys()])
+        run.claims = ClaimBook(store.path)
     loop = asyncio.get_running_loop()
     workers: list[asyncio.Task[None]] = []
     presses = 0
@@ -153,7 +160,13 @@ async def grade_pairs(
             await asyncio.sleep(flush_interval)
             await asyncio.to_thread(writer.flush)  # a busy store waits there, not in the loop
 
+    async def renewer() -> None:
+        while run.claims is not None:
+            await asyncio.sleep(RENEW_S)
+            await run.claims.renew_async()
+
     flush_task = asyncio.create_task(flusher())
+    renew_task = asyncio.create_task(renewer())
     # The pairs, texts and modules alive now live for the whole run: freezing them keeps the
     # cyclic GC from walking them again and again while thousands of replies are parsed
     # (6% less CPU per judgment in bench/grade_throughput.py). Undone when the run ends.
@@ -169,13 +182,23 @@ async def grade_pairs(
         if freeze_gc:
             gc.unfreeze()
         flush_task.cancel()
+        renew_task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await flush_task
+        with contextlib.suppress(asyncio.CancelledError):
+            await renew_task
         if installed:
             loop.remove_signal_handler(signal.SIGINT)
             if previous is not None:  # asyncio would leave Python's default, not the one before
                 signal.signal(signal.SIGINT, previous)
-        await _flush(writer)
+        try:
+            await _flush(writer)
+        finally:
+            # Answers are stored (storing released their leases): let go of the rest.
+            if run.claims is not None:
+                run.claims.release_all()
+                run.claims.close()
+    run.read_back()
     run.report.judgments = [j for j in run.outputs if j is not None]
     run.report.pending = len(pairs) - len(run.report.judgments)
     if run.fatal is not None:

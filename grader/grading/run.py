@@ -23,6 +23,7 @@ from grader.judges.ensemble import needs_verification
 from grader.keys import content_key
 from grader.models import Judgment, JudgmentError, Usage
 from grader.redact import redact
+from grader.store.claims import POLL_S, ClaimBook, Outcome
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
 
@@ -45,6 +46,7 @@ class GradingReport:
     budget_reached: bool = False
     stored_ok: int = 0  # judge answers found ok in the store before starting
     stored_failed: int = 0  # judge answers found failed in the store (to retry)
+    adopted: int = 0  # answers another process sharing the store paid for during this run
     estimate: Estimate | None = None  # dry run: what the remaining requests would take
     to_send: list[tuple[str, str, str]] = field(default_factory=list)  # dry run: (qid, did, judge)
 
@@ -142,6 +144,12 @@ class GradingRun:
         # the key is requested once per run and its answer given to every pair that needs it.
         self.followers: dict[str, list[_Unit]] = {}
         self.results: dict[str, Judgment] = {}
+        # Leases on keys in flight, when processes may share the store (grader.store.claims):
+        # a unit whose key another process holds waits in `waiting` for its answer.
+        self.claims: ClaimBook | None = None
+        self.waiting: list[_Unit] = []
+        self.polling = False
+        self.poll_s = POLL_S
 
     # -- planning --------------------------------------------------------------------------
 
@@ -266,7 +274,12 @@ class GradingRun:
         return cost
 
     async def worker(self) -> None:
-        while not self.stopping and self.queue:
+        while not self.stopping:
+            if not self.queue:
+                if not self.waiting and not self.polling:
+                    return
+                await self._poll_waiting()
+                continue
             unit = self.queue.popleft()
             reserved = self._reserve(unit)
             if reserved is None:
@@ -275,9 +288,60 @@ class GradingRun:
                 self.stopping = True
                 return
             try:
-                await self._judge(unit)
+                if await self._claimed(unit):
+                    await self._judge(unit)
             finally:
                 self.reserved -= reserved
+
+    async def _claimed(self, unit: _Unit) -> bool:
+        """Lease the unit's key before paying for it: False when another process holds it (the
+        unit waits) or has stored its answer (the unit takes it)."""
+        if self.claims is None:
+            return True
+        claim = (await self.claims.claim([unit.key]))[unit.key]
+        if claim.outcome is Outcome.CLAIMED:
+            return True
+        if claim.outcome is Outcome.STORED:
+            assert claim.judgment is not None
+            self._adopt(unit, claim.judgment)
+        else:
+            self.waiting.append(unit)
+        return False
+
+    async def _poll_waiting(self) -> None:
+        """Wait a little, then look again at the keys other processes hold: take the answers
+        they stored, queue the keys whose lease ended (their process died or let go)."""
+        if self.polling or self.claims is None:
+            await asyncio.sleep(self.poll_s)
+            return
+        self.polling = True
+        try:
+            await asyncio.sleep(self.poll_s)
+            units, self.waiting = self.waiting, []
+            if self.stopping or not units:
+                self.waiting = units + self.waiting
+                return
+            claims = await self.claims.claim(u.key for u in units)
+            for unit in units:
+                claim = claims[unit.key]
+                if claim.outcome is Outcome.STORED:
+                    assert claim.judgment is not None
+                    self._adopt(unit, claim.judgment)
+                elif claim.outcome is Outcome.CLAIMED:
+                    self.queue.append(unit)  # leased to this run now
+                else:
+                    self.waiting.append(unit)
+        finally:
+            self.polling = False
+
+    def _adopt(self, unit: _Unit, judgment: Judgment) -> None:
+        """Take the answer another process stored for the unit's key (this run pays nothing)."""
+        self.report.adopted += 1
+        self.results[unit.key] = judgment
+        for follower in [unit, *self.followers.pop(unit.key, [])]:
+            self._deliver(follower, judgment, paid=False)
+        self._store_group()
+        self._report_progress()
 
     async def _judge(self, unit: _Unit) -> None:
         pair = unit.state.pair
@@ -307,10 +371,12 @@ class GradingRun:
         self._store_group((judgment, fingerprint))
         self._report_progress()
 
-    def _deliver(self, unit: _Unit, judgment: Judgment) -> None:
-        """Give a judge's answer to the pair of `unit` (ids rebound to that pair)."""
+    def _deliver(self, unit: _Unit, judgment: Judgment, *, paid: bool = True) -> None:
+        """Give a judge's answer to the pair of `unit` (ids rebound to that pair); `paid` when
+        this run requested it."""
         state = unit.state
-        state.requested = True
+        if paid:
+            state.requested = True
         answer = for_pair(judgment, state.pair)
         if unit.slot < 0:
             assert state.primary is not None
@@ -321,6 +387,32 @@ class GradingRun:
         state.missing -= 1
         if state.missing == 0:
             self._members_done(state)
+
+    def read_back(self) -> None:
+        """Make each output judgment the one the store holds: when another process sharing the
+        store stored its answer for a key first, that answer is final and this run adopts it, so
+        every process's outputs equal the store. Reads only the rows that differ."""
+        if self.store is None or self.dry_run:
+            return
+        held = [(i, j) for i, j in enumerate(self.outputs) if j is not None]
+        stamps = self.store.stamps(j.key for _, j in held)
+        differ = [
+            (i, j)
+            for i, j in held
+            if stamps.get(j.key, (j.status, j.created_at.isoformat()))
+            != (j.status, j.created_at.isoformat())
+        ]
+        if not differ:
+            return
+        stored = self.store.get_many(j.key for _, j in differ)
+        for i, ours in differ:
+            theirs = stored.get(ours.key)
+            if theirs is None:
+                continue
+            if ours.status != "ok" and theirs.status == "ok":
+                self.report.failed -= 1
+                self.report.graded += 1
+            self.outputs[i] = for_pair(theirs, self.pairs[i])
 
     def pending_units(self) -> list[_Unit]:
         return list(self.queue)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from grader.store.batch_tables import BATCH_STATEMENTS
+from grader.store.claims import CLAIMS_TABLE
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,9 @@ MIGRATIONS: list[Migration] = [
             " SELECT key, query_id, doc_id FROM judgments",
         ),
     ),
+    # Leases on content keys in flight (owner: grader.store.claims), so several processes on
+    # one store send each request once; a lease dies with its process or at its expiry.
+    Migration(4, "claims on keys in flight", (CLAIMS_TABLE,)),
 ]
 
 

@@ -2,7 +2,13 @@
 
 - One row per judgment, keyed by `grader.keys.content_key`; a rerun finds every key it already
   paid for. Failed judgments are stored too (with their error) so they can be inspected, but a
-  later ok judgment replaces them, and an ok judgment is never replaced by a failure.
+  later ok judgment replaces them, and an ok judgment is never replaced by a failure. The first
+  ok answer of a judge is final: a later answer for the same key (another process's) is not
+  written (a regrade is a new key). Only an output judgment built from answers (an ensemble's
+  or a verified one: `judges` / `verification`) is replaced by a newer ok one, rebuilt from more
+  answers.
+- Storing a judgment releases this process's lease on its key (`grader.store.claims`) in the
+  same transaction.
 - Query and document texts (title, metadata) are kept so regrading needs only the store.
 - Every (query_id, doc_id) pair of a content key is kept (`judgment_pairs`): pairs whose texts
   repeat under other ids share one key and one judgment row, but each id pair is listed, so
@@ -33,6 +39,7 @@ from grader.errors import StoreError
 from grader.models import CallRecord, Doc, Judgment, Query
 from grader.redact import redact
 from grader.store.busy import BusyCallback, BusyWait, StoreBusyError, busy_timeout_s, is_busy
+from grader.store.claims import release_stored
 from grader.store.journal import Journal, Rows
 from grader.store.migrations import MIGRATIONS, latest_version
 
@@ -50,7 +57,7 @@ ON CONFLICT (key) DO UPDATE SET
     status = excluded.status, grade = excluded.grade, created_at = excluded.created_at,
     fingerprint = COALESCE(excluded.fingerprint, judgments.fingerprint),
     judgment = excluded.judgment
-WHERE judgments.status != 'ok' OR excluded.status = 'ok'
+WHERE judgments.status != 'ok' OR (excluded.status = 'ok' AND ? = 1)
 """
 
 _UPSERT_QUERY = """
@@ -233,6 +240,8 @@ class Store:
             judgment.created_at.isoformat(),
             None if fingerprint is None else self._mask(json.dumps(fingerprint, sort_keys=True)),
             self._mask(judgment.model_dump_json()),
+            # An output built from answers may be replaced by a newer ok one (see _UPSERT).
+            int(judgment.judges is not None or judgment.verification is not None),
         )
 
     def put(
@@ -254,7 +263,8 @@ class Store:
         docs: Iterable[Doc | None] = (),
     ) -> int:
         """Store judgments with their fingerprints in one transaction; returns how many were
-        written (an ok judgment is never replaced by a failed one)."""
+        written (an ok judgment is never replaced by a failed one, and a judge's ok answer by
+        nothing: see the module docstring). Releases this process's leases on their keys."""
         rows = [self._judgment_row(j, fp) for j, fp in items]
         written = 0
         with self._transaction():
@@ -262,6 +272,7 @@ class Store:
             for row in rows:
                 written += self._conn.execute(_UPSERT_JUDGMENT, row).rowcount
             self._conn.executemany(_INSERT_PAIR, (row[:3] for row in rows))
+            release_stored(self._conn, (row[0] for row in rows))
         return written
 
     def put_pairs(self, pairs: Iterable[tuple[str, str, str]]) -> None:
@@ -397,6 +408,7 @@ class Store:
                 self._conn.execute(_UPSERT_JUDGMENT, row)
             self._conn.executemany(_INSERT_PAIR, (row[:3] for row in rows.judgments))
             self._conn.executemany(_INSERT_CALL_ONCE, rows.calls)
+            release_stored(self._conn, (row[0] for row in rows.judgments))
 
     def replay_journal(self) -> int:
         """Store every row of the journal beside the store and remove it; how many rows."""
@@ -424,6 +436,20 @@ class Store:
                 f"SELECT key, judgment FROM judgments WHERE key IN ({marks})", chunk
             ):
                 found[key] = Judgment.model_validate_json(text)
+        return found
+
+    def stamps(self, keys: Iterable[str]) -> dict[str, tuple[str, str]]:
+        """(status, created_at) of each key among `keys` that is stored: tells cheaply whether
+        the stored row is the judgment a run holds, without parsing it."""
+        found: dict[str, tuple[str, str]] = {}
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), _CHUNK):
+            chunk = unique[start : start + _CHUNK]
+            marks = ",".join("?" * len(chunk))
+            for key, status, created in self._conn.execute(
+                f"SELECT key, status, created_at FROM judgments WHERE key IN ({marks})", chunk
+            ):
+                found[key] = (status, created)
         return found
 
     def statuses(self, keys: Iterable[str]) -> dict[str, str]:

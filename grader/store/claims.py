@@ -1,0 +1,214 @@
+"""Leases on content keys in flight, so processes sharing one store pay for each key once.
+
+Before a grading run sends a request it claims the key in the store's `claims` table, in one
+short IMMEDIATE transaction that also looks at the judgments: a key already answered ok is
+`STORED` (take that answer, pay nothing), a key leased by another live owner is `HELD` (wait and
+look again), anything else is `CLAIMED` by this owner. A lease names its owner (a random token
+per run), the process (pid, its start time, host) and an expiry; the run renews its leases while
+calls are in flight. Storing a judgment releases this process's lease on its key in the same
+transaction (`release_stored`, called by `Store.put_many`), so no other process ever sees a key
+neither leased nor answered while its answer waits to be committed. A lease whose process is
+gone (same host: no such pid, a zombie, or another process under that pid) or whose expiry has
+passed is taken over, so a SIGKILL never strands a key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import os
+import secrets
+import socket
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.models import Judgment
+
+LEASE_S = 60.0  # a lease not renewed for this long is taken over (owner on another host, hung)
+RENEW_S = 15.0  # how often a run renews its leases
+POLL_S = 0.2  # how often a run looks again at keys another process holds
+BUSY_TIMEOUT_S = 30.0
+
+CLAIMS_TABLE = """CREATE TABLE claims (
+    key TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    pid_start TEXT,
+    host TEXT NOT NULL,
+    claimed_at REAL NOT NULL,
+    expires_at REAL NOT NULL
+)"""
+
+
+class Outcome(enum.Enum):
+    """What claiming a key found."""
+
+    CLAIMED = "claimed"  # this owner holds the lease: send the request
+    HELD = "held"  # another live owner holds it: wait for its answer
+    STORED = "stored"  # an ok answer is stored: use it, send nothing
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The outcome for one key, with the stored answer when it is `STORED`."""
+
+    outcome: Outcome
+    judgment: Judgment | None = None
+
+
+def _process_start(pid: int) -> str | None:
+    """The start time of process `pid` (Linux /proc, clock ticks since boot); None if unknown."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[-1].split()
+    # After the ")" ending the command name: state is field 3, starttime field 22.
+    if len(fields) < 20 or fields[0] == "Z":
+        return None
+    return fields[19]
+
+
+def pid_alive(pid: int, start: str | None) -> bool:
+    """Whether process `pid` on this host is running and is the one that started at `start`."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    now_start = _process_start(pid)
+    if now_start is None:
+        # A zombie (killed, not yet reaped) has a /proc entry in state Z: it holds nothing.
+        return not os.path.exists(f"/proc/{pid}/stat")
+    return start is None or now_start == start
+
+
+_HOST = socket.gethostname()
+
+
+def release_stored(conn: sqlite3.Connection, keys: Iterable[str]) -> None:
+    """Release this process's leases on `keys` (call inside the transaction storing them)."""
+    pid = os.getpid()
+    conn.executemany(
+        "DELETE FROM claims WHERE key = ? AND pid = ? AND host = ?",
+        ((key, pid, _HOST) for key in keys),
+    )
+
+
+class ClaimBook:
+    """One run's leases in the store at `path`, through its own connection (thread-safe, so
+    the async methods run off the event loop)."""
+
+    def __init__(self, path: str | Path, *, lease_s: float = LEASE_S) -> None:
+        self.path = Path(path)
+        self.lease_s = lease_s
+        self.owner = secrets.token_hex(8)
+        self.pid = os.getpid()
+        self.pid_start = _process_start(self.pid)
+        self.host = _HOST
+        self.taken_over = 0  # leases of dead or expired owners this run took
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(
+            self.path, isolation_level=None, timeout=BUSY_TIMEOUT_S, check_same_thread=False
+        )
+        self._conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+
+    def close(self) -> None:
+        """Close the connection (release the leases first: `release_all`)."""
+        with self._lock:
+            self._conn.close()
+
+    def _live(self, owner: str, pid: int, pid_start: str | None, host: str, expires: float) -> bool:
+        if owner == self.owner:
+            return False
+        if expires <= time.time():
+            return False
+        # On this host a dead owner is known at once; on another, only by its expiry.
+        return host != self.host or pid_alive(pid, pid_start)
+
+    def claim_many(self, keys: Iterable[str]) -> dict[str, Claim]:
+        """Claim each key not answered ok and not leased by another live owner (one
+        transaction); see `Outcome`. Waits while another process holds the write lock."""
+        keys = list(dict.fromkeys(keys))
+        while True:
+            try:
+                return self._claim_many(keys)
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+                time.sleep(POLL_S)
+
+    def _claim_many(self, keys: list[str]) -> dict[str, Claim]:
+        found: dict[str, Claim] = {}
+        with self._lock:
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                now, expiry = time.time(), time.time() + self.lease_s
+                for key in keys:
+                    row = conn.execute(
+                        "SELECT judgment FROM judgments WHERE key = ? AND status = 'ok'", (key,)
+                    ).fetchone()
+                    if row is not None:
+                        found[key] = Claim(Outcome.STORED, Judgment.model_validate_json(row[0]))
+                        continue
+                    lease = conn.execute(
+                        "SELECT owner, pid, pid_start, host, expires_at FROM claims WHERE key = ?",
+                        (key,),
+                    ).fetchone()
+                    if lease is not None and self._live(*lease):
+                        found[key] = Claim(Outcome.HELD)
+                        continue
+                    if lease is not None and lease[0] != self.owner:
+                        self.taken_over += 1
+                    conn.execute(
+                        "INSERT OR REPLACE INTO claims (key, owner, pid, pid_start, host,"
+                        " claimed_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (key, self.owner, self.pid, self.pid_start, self.host, now, expiry),
+                    )
+                    found[key] = Claim(Outcome.CLAIMED)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return found
+
+    def renew(self) -> int:
+        """Push the expiry of every lease this owner holds; how many it holds."""
+        with self._lock:
+            cursor = self._conn.execute(
+                "UPDATE claims SET expires_at = ? WHERE owner = ?",
+                (time.time() + self.lease_s, self.owner),
+            )
+            return cursor.rowcount
+
+    def release_all(self) -> None:
+        """Release every lease this owner still holds (calls abandoned, or answers not stored)."""
+        with self._lock:
+            self._conn.execute("DELETE FROM claims WHERE owner = ?", (self.owner,))
+
+    def held(self) -> list[str]:
+        """The keys this owner holds a lease on."""
+        with self._lock:
+            rows = self._conn.execute("SELECT key FROM claims WHERE owner = ?", (self.owner,))
+            return [key for (key,) in rows]
+
+    async def claim(self, keys: Iterable[str]) -> dict[str, Claim]:
+        """`claim_many` off the event loop."""
+        return await asyncio.to_thread(self.claim_many, list(keys))
+
+    async def renew_async(self) -> int:
+        """`renew` off the event loop."""
+        return await asyncio.to_thread(self.renew)
+
+    async def release_all_async(self) -> None:
+        """`release_all` off the event loop."""
+        await asyncio.to_thread(self.release_all)
