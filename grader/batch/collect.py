@@ -46,6 +46,10 @@ def _error_text(record: Mapping[str, Any]) -> tuple[str, str]:
     error = record.get("error")
     if isinstance(error, Mapping):
         return str(error.get("code") or "batch_error"), str(error.get("message") or "")
+    if isinstance(error, str) and error:  # vLLM's run-batch writes the error as a string
+        status = record.get("response", {}) if isinstance(record.get("response"), Mapping) else {}
+        code = status.get("status_code")
+        return (f"http_{code}" if code else "batch_error"), error
     response = record.get("response")
     if isinstance(response, Mapping):
         body = response.get("body")
@@ -93,38 +97,47 @@ def parse_result_files(
         key = str(record.get("custom_id"))
         if key not in items or key in result.judgments:
             continue
-        response = record.get("response")
-        status = response.get("status_code") if isinstance(response, Mapping) else None
-        body = response.get("body") if isinstance(response, Mapping) else None
-        if record.get("error") or status != 200 or not isinstance(body, Mapping):
-            code, message = _error_text(record)
-            result.problems[key] = LineProblem(f"Batch:{code}", message)
-            continue
         query, doc = items[key]
-        try:
-            judgment = parse(body, query, doc, key)
-        except Exception as exc:  # the validator's InvalidReply, or any malformed body
-            result.problems[key] = LineProblem(
-                type(exc).__name__, f"output line {number}: {exc}", _raw_content(body)
-            )
-            continue
-        if judgment.status != "ok":
-            error = judgment.error
-            result.problems[key] = LineProblem(
-                error.type if error else "InvalidReply",
-                f"output line {number}: {error.message if error else 'not ok'}",
-                error.raw_reply if error else None,
-                judgment,
-            )
+        outcome = parse_output_record(record, query, doc, key, parse, where=f"output line {number}")
+        if isinstance(outcome, LineProblem):
+            result.problems[key] = outcome
             continue
         result.problems.pop(key, None)
-        result.judgments[key] = judgment
+        result.judgments[key] = outcome
     for key in items:
         if key not in result.judgments and key not in result.problems:
             result.problems[key] = LineProblem(
                 "Batch:missing", "no output or error line for this request"
             )
     return result
+
+
+def parse_output_record(
+    record: Mapping[str, Any], query: Query, doc: Doc, key: str, parse: ParseReply, *, where: str
+) -> Judgment | LineProblem:
+    """One output line (`{"custom_id", "response": {"status_code", "body"}, "error"}`, as the
+    Batch API and vLLM's run-batch write it) validated exactly as a live reply: an ok Judgment,
+    or the problem (an error line, a refused reply) with `where` (file and line) in its message.
+    """
+    response = record.get("response")
+    status = response.get("status_code") if isinstance(response, Mapping) else None
+    body = response.get("body") if isinstance(response, Mapping) else None
+    if record.get("error") or status != 200 or not isinstance(body, Mapping):
+        code, message = _error_text(record)
+        return LineProblem(f"Batch:{code}", f"{where}: {message}" if message else where)
+    try:
+        judgment = parse(body, query, doc, key)
+    except Exception as exc:  # the validator's InvalidReply, or any malformed body
+        return LineProblem(type(exc).__name__, f"{where}: {exc}", _raw_content(body))
+    if judgment.status != "ok":
+        error = judgment.error
+        return LineProblem(
+            error.type if error else "InvalidReply",
+            f"{where}: {error.message if error else 'not ok'}",
+            error.raw_reply if error else None,
+            judgment,
+        )
+    return judgment
 
 
 def _load(raw: bytes) -> dict[str, Any] | None:

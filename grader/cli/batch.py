@@ -38,7 +38,8 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "batch",
         help=COMMANDS["batch"],
-        description="Check on, and finish, the Batch API jobs that regrade --batch recorded.",
+        description="Check on, and finish, the Batch API jobs that regrade --batch recorded; "
+        "export request files for any inference engine and import its results.",
     )
     actions = p.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
@@ -56,6 +57,11 @@ def register(sub: Any) -> None:
         "--no-refresh", action="store_true", help="show the stored state; ask no server"
     )
     status.add_argument("--format", choices=["table", "json"], default="table")
+    status.add_argument(
+        "--exports",
+        action="store_true",
+        help="list only the batch file exports (batch export) and how many lines came back",
+    )
     status.set_defaults(func=run_status)
     collect = actions.add_parser(
         "collect",
@@ -72,6 +78,9 @@ def register(sub: Any) -> None:
     add_llm_options(collect)
     add_batch_options(collect)
     collect.set_defaults(func=run_collect)
+    from grader.cli.batch_files import register as register_files
+
+    register_files(actions)
     p.set_defaults(func=run_status)
 
 
@@ -82,7 +91,18 @@ def _open_store(path: str) -> Store:
 
 
 def run_status(args: argparse.Namespace) -> int:
+    from grader.batch.exports import ExportState
+    from grader.cli.batch_files import export_json, exports_table
+
     with _open_store(args.store) as store, BatchState(store) as state:
+        with ExportState(store) as export_state:
+            exports = export_state.exports()
+        if getattr(args, "exports", False):
+            if args.format == "json":
+                print(json.dumps([export_json(e) for e in exports], indent=2))
+            else:
+                print(exports_table(exports))
+            return 0
         note = None
         if not args.no_refresh:
             note = asyncio.run(_refresh(state, Settings.from_args(args)))
@@ -91,6 +111,9 @@ def run_status(args: argparse.Namespace) -> int:
         print(json.dumps([_job_json(j) for j in jobs], indent=2))
     else:
         print(render_jobs(jobs))
+        if exports:
+            print("\nbatch file exports (batch export / batch import):")
+            print(exports_table(exports))
     if note:
         print(note, file=sys.stderr)
     return 0

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from grader.store.batch_tables import BATCH_STATEMENTS
 from grader.store.claims import CLAIMS_TABLE
+from grader.store.export_tables import EXPORT_STATEMENTS
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,9 @@ MIGRATIONS: list[Migration] = [
     # Leases on content keys in flight (owner: grader.store.claims), so several processes on
     # one store send each request once; a lease dies with its process or at its expiry.
     Migration(4, "claims on keys in flight", (CLAIMS_TABLE,)),
+    # Batch file exports for any inference engine (owner: grader.batch.exports): the request
+    # files, their lines and how each came back, so any process can import the results.
+    Migration(5, "batch file exports", EXPORT_STATEMENTS),
 ]
 
 

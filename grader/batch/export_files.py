@@ -1,0 +1,223 @@
+"""`relgrade batch export`: request files in the OpenAI batch format for any inference engine
+(vLLM run-batch, Ray Data, ...), recorded in the store so any process can import the results.
+
+Each line is `{"custom_id", "method", "url", "body"}`; the body is exactly what live grading
+sends for the pair (the judge's `build_request`: same prompt rendering, schema and sampling) and
+`custom_id` is `relgrade:EXPORT_ID:KEY` (`grader.batch.exports`). Pairs whose key is already ok
+in the store are not exported; pairs sharing a key (same texts) are one line, and every id pair
+is listed under its key in the store, so outputs cover them all. Files are split under a line
+and a byte limit (`grader.batch.requests.split_requests`'s limits), written to a temporary name
+and renamed once complete; each one's lines, bytes and sha256 are recorded.
+
+The work streams in chunks: memory does not grow with the number of lines (the pairs given may
+be a generator); which keys the export already holds is asked of the store, not kept in memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+from typing import IO, Any
+
+from grader.batch.adapter import LLMBatchJudge
+from grader.batch.exports import ExportState, Line, custom_id
+from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE, request_line
+from grader.errors import InputError
+from grader.keys import content_key
+from grader.models import Doc, Query
+from grader.store.store import Store
+
+CHUNK = 2000  # pairs per store round trip
+
+
+@dataclass(frozen=True)
+class LineProgress:
+    """How far an export or import is: `lines` done of `total` (None: unknown) after
+    `elapsed` seconds; `fraction` done when the total is known another way (bytes read)."""
+
+    lines: int
+    total: int | None
+    elapsed: float
+    fraction: float | None = None
+
+    @property
+    def per_second(self) -> float:
+        return self.lines / self.elapsed if self.elapsed > 0 else 0.0
+
+    @property
+    def eta(self) -> float | None:
+        """Seconds left, when it can be told."""
+        if self.elapsed <= 0 or self.lines == 0:
+            return None
+        if self.total is not None:
+            return max(0.0, (self.total - self.lines) / self.per_second)
+        if self.fraction:
+            return max(0.0, self.elapsed * (1.0 - self.fraction) / self.fraction)
+        return None
+
+
+Progress = Callable[[LineProgress], None]
+
+
+@dataclass
+class ExportSummary:
+    """What an export wrote: its id, request files, lines (one per content key) and the id
+    pairs they cover; pairs left out because the store already holds their answer."""
+
+    export_id: str
+    files: list[Path]
+    lines: int = 0
+    pairs: int = 0
+    stored: int = 0
+
+
+class _FileWriter:
+    """Request files under the limits: temporary name, sha256 as written, rename when full."""
+
+    def __init__(
+        self, out_dir: Path, export_id: str, state: ExportState, max_lines: int, max_bytes: int
+    ) -> None:
+        self.out_dir = out_dir
+        self.export_id = export_id
+        self.state = state
+        self.max_lines = max_lines
+        self.max_bytes = max_bytes
+        self.file_no = 0
+        self.files: list[Path] = []
+        self._fh: IO[bytes] | None = None
+        self._tmp: Path | None = None
+        self._lines = 0
+        self._size = 0
+        self._hash = hashlib.sha256()
+
+    def name(self, file_no: int) -> Path:
+        return self.out_dir / f"requests-{self.export_id}-{file_no:05d}.jsonl"
+
+    def add(self, line: bytes) -> int:
+        """Write one line; returns the number of the file it went into."""
+        if len(line) > self.max_bytes:
+            raise InputError(
+                f"a request is {len(line)} bytes, over the {self.max_bytes}-byte file limit",
+                hint="lower the prompt's document budget or raise --batch-max-bytes",
+            )
+        if self._fh is not None and (
+            self._lines >= self.max_lines or self._size + len(line) > self.max_bytes
+        ):
+            self.close()
+        if self._fh is None:
+            self.file_no += 1
+            final = self.name(self.file_no)
+            self._tmp = final.with_name(f".{final.name}.tmp")
+            self._fh = self._tmp.open("wb")
+            self._lines, self._size, self._hash = 0, 0, hashlib.sha256()
+        self._fh.write(line)
+        self._hash.update(line)
+        self._lines += 1
+        self._size += len(line)
+        return self.file_no
+
+    def close(self) -> None:
+        """Finish the current file: flush, fsync, rename, record it in the store."""
+        if self._fh is None or self._tmp is None:
+            return
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        self._fh.close()
+        final = self.name(self.file_no)
+        os.replace(self._tmp, final)
+        self.state.add_file(
+            self.export_id,
+            self.file_no,
+            str(final.resolve()),
+            self._lines,
+            self._size,
+            self._hash.hexdigest(),
+        )
+        self.files.append(final)
+        self._fh, self._tmp = None, None
+
+    def abandon(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+        if self._tmp is not None:
+            self._tmp.unlink(missing_ok=True)
+        self._fh, self._tmp = None, None
+
+
+def _chunks(pairs: Iterable[tuple[Query, Doc]], size: int) -> Iterator[list[tuple[Query, Doc]]]:
+    it = iter(pairs)
+    while chunk := list(islice(it, size)):
+        yield chunk
+
+
+def export_requests(
+    store: Store,
+    judge: LLMBatchJudge,
+    config: dict[str, Any],
+    pairs: Iterable[tuple[Query, Doc]],
+    out_dir: str | Path,
+    *,
+    max_requests: int = MAX_REQUESTS_PER_FILE,
+    max_bytes: int = MAX_BYTES_PER_FILE,
+    total: int | None = None,
+    progress: Progress | None = None,
+    chunk: int = CHUNK,
+) -> ExportSummary:
+    """Write request files for `pairs` into `out_dir` and record the export (see the module
+    docstring); `config` is the judge's `job_config`, what import rebuilds the judge from."""
+    if max_requests < 1 or max_bytes < 1:
+        raise InputError("--batch-max-requests and --batch-max-bytes must be positive")
+    folder = Path(out_dir)
+    if not folder.parent.is_dir():
+        raise InputError("--out-dir: its parent folder does not exist", path=folder)
+    folder.mkdir(exist_ok=True)
+    export_id = secrets.token_hex(6)
+    fingerprint = judge.fingerprint()
+    started = time.perf_counter()
+    with ExportState(store) as state:
+        state.add_export(export_id, config, str(folder.resolve()))
+        writer = _FileWriter(folder, export_id, state, max_requests, max_bytes)
+        summary = ExportSummary(export_id, writer.files)
+        done = 0
+        try:
+            for part in _chunks(pairs, chunk):
+                keyed = [(content_key(fingerprint, q.text, d.text), q, d) for q, d in part]
+                statuses = store.statuses(k for k, _, _ in keyed)
+                known = state.lines(export_id, (k for k, _, _ in keyed))
+                store.put_texts(
+                    {q.query_id: q for _, q, _ in keyed}.values(),
+                    {d.doc_id: d for _, _, d in keyed}.values(),
+                )
+                store.put_pairs((k, q.query_id, d.doc_id) for k, q, d in keyed)
+                lines: list[Line] = []
+                pairs_here = 0
+                for key, query, doc in keyed:
+                    if statuses.get(key) == "ok":
+                        summary.stored += 1
+                        continue
+                    pairs_here += 1
+                    if key in known:
+                        continue
+                    body = judge.build_request(query, doc)
+                    file_no = writer.add(request_line(custom_id(export_id, key), body))
+                    line = Line(key, file_no, query.query_id, doc.doc_id, None)
+                    known[key] = line
+                    lines.append(line)
+                state.add_lines(export_id, lines, pairs_here)
+                summary.lines += len(lines)
+                summary.pairs += pairs_here
+                done += len(part)
+                if progress is not None:
+                    progress(LineProgress(done, total, time.perf_counter() - started))
+            writer.close()
+        except BaseException:
+            writer.abandon()
+            raise
+        state.finish(export_id)
+    return summary

@@ -1,0 +1,271 @@
+"""Batch file exports kept in the store (tables from `grader.store.export_tables`), so any later
+process can import an engine's results: `relgrade batch import`, `relgrade batch status`.
+
+Uses its own SQLite connection to the store file (WAL lets it sit beside the Store's), like
+`grader.batch.state`; every write is one committed transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from grader.errors import StoreError
+from grader.store.store import BUSY_TIMEOUT_MS, Store
+
+CUSTOM_ID_PREFIX = "relgrade"
+
+
+def custom_id(export_id: str, key: str) -> str:
+    """The `custom_id` of a request line: its export and its content key."""
+    return f"{CUSTOM_ID_PREFIX}:{export_id}:{key}"
+
+
+def split_custom_id(value: object) -> tuple[str, str] | None:
+    """(export id, content key) of a `custom_id` written by `custom_id`, else None."""
+    if not isinstance(value, str):
+        return None
+    parts = value.split(":", 2)
+    if len(parts) != 3 or parts[0] != CUSTOM_ID_PREFIX or not parts[1] or not parts[2]:
+        return None
+    return parts[1], parts[2]
+
+
+@dataclass(frozen=True)
+class Line:
+    """One exported request: its content key, request file and the id pair it is stored under."""
+
+    key: str
+    file_no: int
+    query_id: str
+    doc_id: str
+    outcome: str | None
+
+
+@dataclass(frozen=True)
+class ExportInfo:
+    """One export and how much of it came back."""
+
+    export_id: str
+    judge_config: dict[str, Any]
+    out_dir: str
+    n_lines: int
+    n_pairs: int
+    complete: bool
+    files: int
+    returned_ok: int
+    returned_failed: int
+    created_at: str
+
+    @property
+    def returned(self) -> int:
+        return self.returned_ok + self.returned_failed
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+class ExportState:
+    """Read and write the export tables of a store."""
+
+    def __init__(self, store: Store) -> None:
+        self.path = store.path
+        try:
+            self._conn = sqlite3.connect(
+                self.path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000
+            )
+            self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+            self._conn.execute("SELECT 1 FROM exports LIMIT 1")
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: cannot read the export tables ({exc})") from None
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> ExportState:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _tx(self, statements: Sequence[tuple[str, Iterable[Sequence[Any]]]]) -> None:
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            for sql, rows in statements:
+                self._conn.executemany(sql, rows)
+            self._conn.execute("COMMIT")
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+
+    # ---- writing -------------------------------------------------------------------------
+
+    def add_export(self, export_id: str, judge_config: dict[str, Any], out_dir: str) -> None:
+        now = _now()
+        self._tx(
+            [
+                (
+                    "INSERT INTO exports (export_id, judge_config, out_dir, created_at,"
+                    " updated_at) VALUES (?, ?, ?, ?, ?)",
+                    [(export_id, json.dumps(judge_config, sort_keys=True), out_dir, now, now)],
+                )
+            ]
+        )
+
+    def add_lines(self, export_id: str, lines: Sequence[Line], n_pairs: int) -> None:
+        """Record lines written (one transaction) and count `n_pairs` more id pairs."""
+        self._tx(
+            [
+                (
+                    "INSERT INTO export_lines (export_id, key, file_no, query_id, doc_id)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    [(export_id, x.key, x.file_no, x.query_id, x.doc_id) for x in lines],
+                ),
+                (
+                    "UPDATE exports SET n_lines = n_lines + ?, n_pairs = n_pairs + ?,"
+                    " updated_at = ? WHERE export_id = ?",
+                    [(len(lines), n_pairs, _now(), export_id)],
+                ),
+            ]
+        )
+
+    def add_file(
+        self, export_id: str, file_no: int, path: str, lines: int, size: int, sha256: str
+    ) -> None:
+        self._tx(
+            [
+                (
+                    "INSERT INTO export_files (export_id, file_no, path, lines, bytes, sha256)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    [(export_id, file_no, path, lines, size, sha256)],
+                )
+            ]
+        )
+
+    def finish(self, export_id: str) -> None:
+        self._tx(
+            [
+                (
+                    "UPDATE exports SET complete = 1, updated_at = ? WHERE export_id = ?",
+                    [(_now(), export_id)],
+                )
+            ]
+        )
+
+    def set_outcomes(self, export_id: str, outcomes: dict[str, str]) -> None:
+        """Record how each key's result came back: 'ok' or 'failed'."""
+        if outcomes:
+            self._tx(
+                [
+                    (
+                        "UPDATE export_lines SET outcome = ? WHERE export_id = ? AND key = ?",
+                        [(o, export_id, k) for k, o in outcomes.items()],
+                    )
+                ]
+            )
+
+    # ---- reading -------------------------------------------------------------------------
+
+    def config(self, export_id: str) -> dict[str, Any] | None:
+        """The judge configuration of an export of this store (None: not one of its exports)."""
+        row = self._conn.execute(
+            "SELECT judge_config FROM exports WHERE export_id = ?", (export_id,)
+        ).fetchone()
+        if row is None:
+            return None
+        value: dict[str, Any] = json.loads(row[0])
+        return value
+
+    def lines(self, export_id: str, keys: Iterable[str]) -> dict[str, Line]:
+        """The lines of `export_id` among `keys`, by key."""
+        unique = list(dict.fromkeys(keys))
+        found: dict[str, Line] = {}
+        for start in range(0, len(unique), 500):
+            chunk = unique[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for key, file_no, qid, did, outcome in self._conn.execute(
+                "SELECT key, file_no, query_id, doc_id, outcome FROM export_lines"
+                f" WHERE export_id = ? AND key IN ({marks})",
+                [export_id, *chunk],
+            ):
+                found[key] = Line(key, file_no, qid, did, outcome)
+        return found
+
+    def lines_without_outcome(
+        self, export_id: str, file_no: int, *, after: str = "", limit: int = 2000
+    ) -> list[Line]:
+        """Lines of one request file no result has come back for, by key after `after`."""
+        return [
+            Line(k, file_no, q, d, None)
+            for k, q, d in self._conn.execute(
+                "SELECT key, query_id, doc_id FROM export_lines WHERE export_id = ?"
+                " AND file_no = ? AND outcome IS NULL AND key > ? ORDER BY key LIMIT ?",
+                (export_id, file_no, after, limit),
+            )
+        ]
+
+    def failed_lines(
+        self, export_id: str, file_no: int, *, after: str = "", limit: int = 2000
+    ) -> list[Line]:
+        """Lines of one request file whose result came back failed, by key after `after`."""
+        return [
+            Line(k, file_no, q, d, "failed")
+            for k, q, d in self._conn.execute(
+                "SELECT key, query_id, doc_id FROM export_lines WHERE export_id = ?"
+                " AND file_no = ? AND outcome = 'failed' AND key > ? ORDER BY key LIMIT ?",
+                (export_id, file_no, after, limit),
+            )
+        ]
+
+    def count_failed(self, export_id: str, file_no: int) -> int:
+        """How many lines of one request file came back failed."""
+        row = self._conn.execute(
+            "SELECT COUNT(*) FROM export_lines WHERE export_id = ? AND file_no = ?"
+            " AND outcome = 'failed'",
+            (export_id, file_no),
+        ).fetchone()
+        return int(row[0])
+
+    def files(self, export_id: str) -> list[tuple[int, str, int, int, str]]:
+        """(file_no, path, lines, bytes, sha256) of each request file of an export."""
+        return list(
+            self._conn.execute(
+                "SELECT file_no, path, lines, bytes, sha256 FROM export_files"
+                " WHERE export_id = ? ORDER BY file_no",
+                (export_id,),
+            )
+        )
+
+    def exports(self) -> list[ExportInfo]:
+        """Every export, oldest first, with how many lines came back."""
+        rows = self._conn.execute(
+            "SELECT e.export_id, e.judge_config, e.out_dir, e.n_lines, e.n_pairs, e.complete,"
+            " e.created_at,"
+            " (SELECT COUNT(*) FROM export_files f WHERE f.export_id = e.export_id),"
+            " (SELECT COUNT(*) FROM export_lines l WHERE l.export_id = e.export_id"
+            "  AND l.outcome = 'ok'),"
+            " (SELECT COUNT(*) FROM export_lines l WHERE l.export_id = e.export_id"
+            "  AND l.outcome = 'failed')"
+            " FROM exports e ORDER BY e.created_at, e.export_id"
+        ).fetchall()
+        return [
+            ExportInfo(
+                export_id=r[0],
+                judge_config=json.loads(r[1]),
+                out_dir=r[2],
+                n_lines=r[3],
+                n_pairs=r[4],
+                complete=bool(r[5]),
+                created_at=r[6],
+                files=r[7],
+                returned_ok=r[8],
+                returned_failed=r[9],
+            )
+            for r in rows
+        ]

@@ -1,0 +1,328 @@
+"""`relgrade batch export|import`: request files for any inference engine (vLLM run-batch, Ray
+Data, ...) and its results, with the guarantees of live grading (`grader.batch.export_files`,
+`grader.batch.import_files`)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from grader.batch.adapter import LLMBatchJudge
+from grader.batch.export_files import LineProgress, export_requests
+from grader.batch.exports import ExportInfo
+from grader.batch.import_files import Importer, ImportSummary
+from grader.batch.job_config import job_config
+from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE
+from grader.cli.batch_common import JudgeFactory, add_llm_options
+from grader.cli.flags import add_runs, add_store
+from grader.cli.settings import Settings, add_api_key_env
+from grader.cli.store_busy import print_store_busy
+from grader.errors import InputError
+from grader.models import Doc, Query
+from grader.prompts import load_prompt
+from grader.store.store import Store
+from grader.store.writer import StoreWriter
+
+EXPORT_EPILOG = """\
+Pairs: the top --depth of --run files (as grade picks them: --queries, --docs, --skip-judged,
+--skip-missing), or --select over the pairs in the store (as regrade: all | failed | grade<=N |
+sample FILE | disagreement | prompt=OLD). Pairs whose answer is already ok in the store are not
+exported, so after a partial import the same command exports only what is missing.
+
+Each line is {"custom_id", "method", "url", "body"}: the body is exactly what live grading
+sends; custom_id is relgrade:EXPORT_ID:KEY. Files are split under --batch-max-requests lines
+and --batch-max-bytes bytes; each file's lines, size and sha256 are kept in the store, so any
+process can `relgrade batch import` the results. Nothing is sent anywhere.
+"""
+
+IMPORT_EPILOG = """\
+RESULTS: files in the shape vLLM run-batch and the Batch API write ({"id", "custom_id",
+"response": {"status_code", "request_id", "body"}, "error"}), or folders of *.jsonl files.
+Each line is validated exactly as a live reply; error lines, refused replies and requests of a
+touched request file that no line answers are stored as failed with the reason (never a grade).
+--reask asks those live (needs the endpoint flags). A last line cut short (the engine was
+killed) is reported and its request counts as missing. Importing a file twice changes nothing;
+a killed import loses nothing: import again. Results of another store's export, or lines its
+export never asked for, are refused. Then grade/regrade write --out and --qrels-out from the
+store as usual.
+
+Exit status: 0 every line imported ok; 1 some requests failed or are missing (export again to
+get only those, or --reask); 2 bad input.
+"""
+
+
+def register(actions: Any) -> None:
+    """Add `export` and `import` to `relgrade batch`."""
+    ex = actions.add_parser(
+        "export",
+        help="write request files in the OpenAI batch format for any inference engine",
+        description="Write the requests of the selected pairs as OpenAI batch files (for vLLM "
+        "run-batch, Ray Data or any engine that reads them), recorded in the store.",
+        epilog=EXPORT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_store(ex)
+    ex.add_argument("--queries", metavar="Q", help="queries (TSV or JSONL), with --run")
+    ex.add_argument("--docs", metavar="D", help="documents (JSONL or TSV), with --run")
+    add_runs(ex, "TREC run(s) whose top --depth results are exported")
+    ex.add_argument("--depth", type=int, default=10, metavar="K", help="top K per query (10)")
+    ex.add_argument("--skip-judged", action="append", default=[], metavar="QRELS")
+    ex.add_argument("--skip-missing", action="store_true", help="skip pairs with unknown ids")
+    ex.add_argument(
+        "--select",
+        nargs="+",
+        metavar="CRITERION",
+        help="stored pairs instead of --run: all | failed | grade<=N | sample FILE | "
+        "disagreement | prompt=OLD",
+    )
+    ex.add_argument("--prompt", default="passage", help="prompt name or file (passage)")
+    ex.add_argument("--model", metavar="M", help="model ($RELGRADE_MODEL, else gpt-4o-mini)")
+    ex.add_argument("--out-dir", required=True, metavar="DIR", help="folder for request files")
+    ex.add_argument(
+        "--batch-max-requests",
+        type=int,
+        default=MAX_REQUESTS_PER_FILE,
+        metavar="N",
+        help=f"lines per request file ({MAX_REQUESTS_PER_FILE:,})",
+    )
+    ex.add_argument(
+        "--batch-max-bytes",
+        type=int,
+        default=MAX_BYTES_PER_FILE,
+        metavar="BYTES",
+        help="bytes per request file (200 MB)",
+    )
+    ex.add_argument("--base-url", metavar="URL", help="recorded only: nothing is sent")
+    add_api_key_env(ex)
+    ex.add_argument("--quiet", action="store_true", help="no progress output")
+    ex.set_defaults(func=run_export)
+
+    im = actions.add_parser(
+        "import",
+        help="import an engine's results files, validated as live replies",
+        description="Import the results of `relgrade batch export` request files into the store, "
+        "every line validated exactly as a live reply.",
+        epilog=IMPORT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_store(im)
+    im.add_argument("results", nargs="+", metavar="RESULTS", help="results files or folders")
+    im.add_argument(
+        "--reask", action="store_true", help="ask failed and missing requests live afterwards"
+    )
+    add_llm_options(im)
+    im.set_defaults(func=run_import)
+
+
+PAUSE_ENV = "RELGRADE_TEST_IMPORT_PAUSE"
+"""Tests only: seconds to wait after each stored chunk, so a test can kill a real import."""
+
+
+class _Printer:
+    """Progress on stderr, at most one line a second: lines/s and ETA."""
+
+    def __init__(self, what: str, quiet: bool, *, pause: float = 0.0) -> None:
+        self.what = what
+        self.quiet = quiet
+        self.pause = pause
+        self.last = 0.0
+
+    def __call__(self, p: LineProgress) -> None:
+        if self.pause > 0:
+            time.sleep(self.pause)
+        now = time.monotonic()
+        if self.quiet or now - self.last < 1.0:
+            return
+        self.last = now
+        of = f" of {p.total:,}" if p.total is not None else ""
+        if p.fraction is not None:
+            of += f" ({p.fraction:.0%})"
+        eta = p.eta
+        eta_text = f", ETA {eta:,.0f} s" if eta is not None else ""
+        print(
+            f"{self.what}: {p.lines:,}{of} lines, {p.per_second:,.0f} lines/s{eta_text}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def _open_store(path: str, *, create: bool) -> Store:
+    if not create and not Path(path).is_file():
+        raise InputError("no store here", path=path, hint="give the --store batch export used")
+    return Store(path, on_busy=print_store_busy)
+
+
+def _export_pairs(args: argparse.Namespace, store: Store, fingerprint: dict[str, Any]) -> Any:
+    """(pairs as (query, doc), how many) from --run or --select."""
+    if args.select:
+        from grader.regrade.selection import parse_selection, select_candidates
+
+        chosen = select_candidates(store, parse_selection(args.select), fingerprint)
+        return [(c.query, c.doc) for c in chosen], len(chosen)
+    from grader.grading.pairs import pairs_to_grade
+    from grader.io.docs import read_docs
+    from grader.io.queries import read_queries
+
+    selection = pairs_to_grade(
+        args.run,
+        read_queries(args.queries),
+        lambda ids: read_docs(args.docs, ids=ids),
+        depth=args.depth,
+        skip_judged=args.skip_judged,
+        skip_missing=args.skip_missing,
+    )
+    if selection.missing and not args.quiet:
+        print(f"skipped {selection.missing} pairs with unknown ids", file=sys.stderr)
+
+    def pairs() -> Iterator[tuple[Query, Doc]]:
+        for pair in selection.pairs:
+            yield pair.query, pair.doc
+
+    return pairs(), len(selection.pairs)
+
+
+def run_export(args: argparse.Namespace) -> int:
+    if bool(args.run) == bool(args.select):
+        raise InputError(
+            "give either --run (with --queries and --docs) or --select",
+            hint="--run RUN --queries Q --docs D, or --select all",
+        )
+    if args.run and not (args.queries and args.docs):
+        raise InputError("--run needs --queries and --docs")
+    settings = dataclasses.replace(Settings.from_args(args), sending=False)  # sends nothing
+    spec = load_prompt(args.prompt)
+    live = settings.llm_judge(settings.model(args.model), spec)
+    try:
+        judge = LLMBatchJudge(live)
+        config = job_config(judge, args.prompt)
+        with _open_store(args.store, create=not args.select) as store:
+            pairs, total = _export_pairs(args, store, judge.fingerprint())
+            summary = export_requests(
+                store,
+                judge,
+                config,
+                pairs,
+                args.out_dir,
+                max_requests=args.batch_max_requests,
+                max_bytes=args.batch_max_bytes,
+                total=total,
+                progress=_Printer("export", args.quiet),
+            )
+    finally:
+        asyncio.run(live.aclose())
+    print(
+        f"exported {summary.lines:,} requests ({summary.pairs:,} pairs) in "
+        f"{len(summary.files)} files to {args.out_dir} (export {summary.export_id}); "
+        f"{summary.stored:,} pairs already graded in the store were left out",
+        file=sys.stderr,
+    )
+    for path in summary.files:
+        print(path)
+    return 0
+
+
+def import_text(summary: ImportSummary) -> str:
+    """The summary of an import, for stderr."""
+    kinds = ", ".join(f"{k} {n:,}" for k, n in sorted(summary.problems.items()))
+    lines = [
+        f"imported {summary.lines:,} lines of {summary.files} files: {summary.ok:,} ok, "
+        f"{summary.failed:,} failed{f' ({kinds})' if kinds else ''}, "
+        f"{summary.missing:,} missing (no results line), {summary.already:,} already imported"
+    ]
+    for where in summary.truncated:
+        lines.append(f"{where}: last line cut short (the engine stopped while writing)")
+    if summary.n_malformed:
+        shown = ", ".join(summary.malformed)
+        lines.append(f"{summary.n_malformed:,} lines are not JSON ({shown})")
+    if summary.reasked_ok or summary.reasked_failed:
+        lines.append(
+            f"asked live: {summary.reasked_ok:,} ok, {summary.reasked_failed:,} failed again"
+        )
+    return "\n".join(lines)
+
+
+def run_import(args: argparse.Namespace) -> int:
+    if args.concurrency < 1:
+        raise InputError("--concurrency must be at least 1")
+    args.dry_run = not args.reask  # Settings: without --reask nothing is sent, no key needed
+    with _open_store(args.store, create=False) as store:
+        writer = StoreWriter(store)
+        factory = JudgeFactory(args, writer)
+        store.add_secrets(factory.secrets)
+        closed = False
+        try:
+            with Importer(
+                store,
+                factory.for_job,
+                progress=_Printer(
+                    "import", args.quiet, pause=float(os.environ.get(PAUSE_ENV) or 0)
+                ),
+            ) as importer:
+                summary = importer.run(args.results)
+                if args.reask:
+                    closed = True  # the clients close in the loop that used them
+                    asyncio.run(_reask(importer, summary, args.concurrency, factory))
+                left = importer.unresolved(summary)
+        finally:
+            writer.flush()
+            if not closed:
+                asyncio.run(factory.aclose())
+    print(import_text(summary), file=sys.stderr)
+    if left:
+        print(
+            f"{left:,} requests have no grade (stored as failed with the reason): run "
+            "`relgrade batch export` again with the same selection (it exports only those), "
+            "or import again with --reask",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+async def _reask(
+    importer: Importer, summary: ImportSummary, concurrency: int, factory: JudgeFactory
+) -> None:
+    try:
+        await importer.reask_failed(summary, concurrency=concurrency)
+    finally:
+        await factory.aclose()
+
+
+def exports_table(exports: list[ExportInfo]) -> str:
+    """The exports of a store: lines, how many came back ok or failed, files and folder."""
+    if not exports:
+        return "no batch file exports in this store"
+    header = f"{'export':<12}  {'back':>17}  {'failed':>7}  {'files':>5}  {'prompt':<16} folder"
+    rows = [header]
+    for e in exports:
+        back = f"{e.returned:,}/{e.n_lines:,}"
+        note = "" if e.complete else "  (export stopped before the end)"
+        rows.append(
+            f"{e.export_id:<12}  {back:>17}  {e.returned_failed:>7,}  {e.files:>5}  "
+            f"{e.judge_config.get('prompt_id', '-'):<16} {e.out_dir}{note}"
+        )
+    return "\n".join(rows)
+
+
+def export_json(e: ExportInfo) -> dict[str, Any]:
+    return {
+        "export_id": e.export_id,
+        "model": e.judge_config.get("model"),
+        "prompt": e.judge_config.get("prompt_id"),
+        "out_dir": e.out_dir,
+        "lines": e.n_lines,
+        "pairs": e.n_pairs,
+        "files": e.files,
+        "returned": e.returned,
+        "returned_ok": e.returned_ok,
+        "returned_failed": e.returned_failed,
+        "complete": e.complete,
+        "created_at": e.created_at,
+    }
