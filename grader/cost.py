@@ -6,17 +6,23 @@ a note saying how to add it: a made-up price would be worse than none.
 
 The dry-run estimate cannot call a tokenizer for every model and server, so it counts about
 4 characters per token (`CHARS_PER_TOKEN`, the usual rule of thumb for English text with OpenAI
-tokenizers; code and non-English text run higher) over the rendered messages, and assumes every
-reply uses the prompt's whole `max_tokens`, so the estimate errs high.
+tokenizers; code and non-English text run higher) over the rendered messages. A reply is
+estimated twice: its ceiling, the prompt's whole `max_tokens` (what `--max-cost` reserves, so a
+budget is never overrun), and its expected size (`expected_reply_tokens`: the reply the schema
+asks for, a grade and a short reason; the grading layer prefers the median of the replies already
+stored for that prompt and model). Real replies are far below the ceiling: a grade and one or two
+sentences use a few dozen tokens of a 300-token `max_tokens`.
 """
 
 from __future__ import annotations
 
 import importlib.resources
+import json
 import math
 import os
 import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -147,6 +153,29 @@ def estimate_usage(messages: list[dict[str, str]], max_tokens: int) -> Usage:
     return Usage(prompt_tokens=prompt, completion_tokens=max_tokens, cached_tokens=0)
 
 
+REASON_CHARS = 200
+"""The expected length of a reply's reason when nothing is stored yet: "one or two sentences",
+as the shipped prompts ask, about 50 tokens."""
+
+
+def expected_reply_tokens(schema: Mapping[str, Any], max_tokens: int) -> int:
+    """The expected completion tokens of one reply before any is stored: the JSON reply that
+    `schema` asks for written out (each string, such as the reason, REASON_CHARS long; each enum
+    at its longest value), at most `max_tokens`."""
+    example: dict[str, Any] = {}
+    for name, prop in (schema.get("properties") or {}).items():
+        if not isinstance(prop, Mapping):
+            continue
+        if prop.get("enum"):
+            example[name] = max(prop["enum"], key=lambda v: len(json.dumps(v)))
+        elif prop.get("type") == "string":
+            example[name] = "x" * REASON_CHARS
+        else:
+            example[name] = 0
+    text = json.dumps(example) if example else "x" * REASON_CHARS + "\nGrade: 3"
+    return max(1, min(max_tokens, estimate_tokens(text)))
+
+
 NO_PRICE = "no price for the model"
 """Why a cost is unknown: the one wording every command prints."""
 
@@ -154,6 +183,14 @@ NO_PRICE = "no price for the model"
 def usd_or_unknown(value: float | None) -> str:
     """Dollars for people, or "unknown" when a model has no price (an unknown cost is never $0)."""
     return f"unknown ({NO_PRICE})" if value is None else f"${value:.4f}"
+
+
+def cost_range(expected: float | None, ceiling: float | None) -> str:
+    """An estimated cost for people: the expected figure and the ceiling, labelled, or
+    "unknown" when a model has no price."""
+    if expected is None or ceiling is None:
+        return usd_or_unknown(None)
+    return f"${expected:.4f} expected (at most ${ceiling:.4f})"
 
 
 def spend_text(cost: float, unpriced: int) -> str:

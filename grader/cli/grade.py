@@ -18,7 +18,7 @@ from grader.cli.flags import add_runs, add_store
 from grader.cli.progress import GradingProgress
 from grader.cli.settings import Settings, add_api_key_env
 from grader.cli.store_busy import print_store_busy
-from grader.cost import spend_text, usd_or_unknown
+from grader.cost import cost_range, spend_text
 from grader.errors import BudgetError, InputError
 from grader.grading.pairs import pairs_to_grade
 from grader.grading.pipeline import GradingReport, StoreWriter, run_grading
@@ -118,7 +118,14 @@ def register(sub: Any) -> None:
     p.add_argument("--out", metavar="JUDGMENTS.jsonl", help="write judgments JSONL")
     p.add_argument("--qrels-out", metavar="QRELS", help="write TREC qrels (ok grades only)")
     p.add_argument("--dry-run", action="store_true", help="estimate only; send nothing")
-    p.add_argument("--max-cost", type=float, metavar="USD", help="stop before this run spends more")
+    p.add_argument(
+        "--max-cost",
+        type=float,
+        metavar="USD",
+        help="stop before this run spends more: each request's ceiling (its reply at the "
+        "prompt's max_tokens) is reserved before it is sent, so a budget near --dry-run's "
+        "expected cost stops early",
+    )
     p.add_argument("--verify-low", action="store_true", help="regrade 0-1 grades a second time")
     p.add_argument("--verify-prompt", metavar="NAME", help="prompt of the verifier")
     p.add_argument("--verify-model", metavar="M", help="model of the verifier")
@@ -207,10 +214,24 @@ def _fmt_tokens(report: GradingReport) -> str:
     )
 
 
+def _by_judge(label: str, counts: dict[str, int]) -> str:
+    """` (LABEL: judge-a 200, judge-b 0)`, judges in order, or "" when there are none."""
+    listed = ", ".join(f"{judge} {n}" for judge, n in counts.items())
+    return f" ({label}: {listed})" if listed else ""
+
+
 def summary_line(report: GradingReport) -> str:
-    """The one-line summary: graded, cached, failed, tokens, cost."""
+    """The one-line summary: graded, cached, failed (pairs), tokens, cost. With several judges
+    (an ensemble, --verify-low) each pair count is followed by the answers per judge: those asked
+    this run after "graded", those reused from the store after "cached"."""
+    judges = sorted({*report.stored_by_judge, *report.asked_by_judge})
+    asked = stored = ""
+    if len(judges) > 1:
+        asked = _by_judge("answers asked", {j: report.asked_by_judge.get(j, 0) for j in judges})
+        stored = _by_judge("answers stored", {j: report.stored_by_judge.get(j, 0) for j in judges})
     line = (
-        f"graded {report.graded}, cached {report.cached}, failed {report.failed}, "
+        f"graded {report.graded}{asked}, cached {report.cached}{stored}, "
+        f"failed {report.failed}, "
         f"{_fmt_tokens(report)}, cost {spend_text(report.cost, report.unpriced)}"
     )
     if report.pending:
@@ -245,13 +266,16 @@ def _print_dry_run(report: GradingReport, verify: bool) -> None:
         print(f"{qid}\t{did}\t{judge}")
     est = report.estimate
     assert est is not None
-    cost = usd_or_unknown(est.cost)
     lines = [
         f"dry run: {report.pairs} pairs; answers already stored: {report.stored_ok} ok, "
         f"{report.stored_failed} failed (to retry); {report.cached} pairs need no request",
-        f"would send {est.requests} requests: about {est.prompt_tokens:,} prompt + "
-        f"{est.completion_tokens:,} completion tokens, estimated cost {cost}",
+        f"would send {est.requests} requests: about {est.prompt_tokens:,} prompt tokens; "
+        f"completion tokens about {est.expected_completion_tokens:,} expected, at most "
+        f"{est.completion_tokens:,} (the ceiling: every reply at the prompt's max_tokens)",
+        f"estimated cost {cost_range(est.expected_cost, est.cost)}; --max-cost reserves the "
+        "ceiling before each request",
     ]
+    lines += [f"expected completion of {basis}" for basis in est.basis]
     if verify:
         lines.append("plus one verification request per pair graded 0-1 (not known in advance)")
     lines.append("nothing was sent")

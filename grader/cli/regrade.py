@@ -29,7 +29,7 @@ from grader.cli.flags import add_measures, add_runs, add_store
 from grader.cli.progress import GradingProgress
 from grader.cli.settings import Settings
 from grader.cli.store_busy import print_store_busy
-from grader.cost import usd_or_unknown
+from grader.cost import cost_range, usd_or_unknown
 from grader.errors import InputError, PromptError
 from grader.prompts import PromptSpec, load_prompt
 from grader.regrade.diff import RegradeDiff
@@ -243,13 +243,17 @@ def _dry_run(args: argparse.Namespace, spec: Any, criteria: list[Criterion]) -> 
     with Store(args.store, on_busy=print_store_busy) as store:
         est = estimate_regrade(store, judges, criteria)
 
-    print(
+    live = cost_range(est.expected_live_cost, est.live_cost)
+    batch = cost_range(est.expected_batch_cost, est.batch_cost)
+    lines = [
         f"dry run: {est.selected} pairs selected; {est.already_done} already regraded, "
         f"{est.in_batches} waiting in open batches; would send {est.requests} requests for "
-        f"{est.pairs} pairs: estimated {usd_or_unknown(est.live_cost)} live, "
-        f"{usd_or_unknown(est.batch_cost)} by batch; nothing was sent",
-        file=sys.stderr,
-    )
+        f"{est.pairs} pairs: estimated {live} live, {batch} by batch; nothing was sent",
+    ]
+    if est.live_cost is not None:
+        lines.append("at most: every reply at the prompt's max_tokens (the ceiling)")
+    lines += [f"expected completion of {basis}" for basis in est.basis]
+    print("\n".join(lines), file=sys.stderr)
     return 0
 
 

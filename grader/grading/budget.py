@@ -2,22 +2,67 @@
 
 from __future__ import annotations
 
+import math
+import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from grader.errors import InputError
 from grader.grading.pairs import Pair
 from grader.judges.base import Judge
+from grader.prompts import PromptSpec
+from grader.store.store import Store
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """Estimated size of the requests still to send (dry run, budget)."""
+    """Estimated size of the requests still to send (dry run, budget).
+
+    `completion_tokens` and `cost` are the ceiling (every reply at its `max_tokens`, what
+    --max-cost reserves); the `expected_` figures use each judge's expected reply, and `basis`
+    says where each judge's expectation comes from."""
 
     requests: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float | None = None
+    expected_completion_tokens: int = 0
+    expected_cost: float | None = None
+    basis: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ExpectedReply:
+    """The completion tokens one reply of a judge is expected to use, and why."""
+
+    tokens: int
+    basis: str
+
+
+def expected_reply(judge: Judge, store: Store | None) -> ExpectedReply | None:
+    """The expected completion of one reply of `judge`: the median of the replies stored for its
+    judge id (model) and prompt sha when there are some, else the judge's reply-schema guess
+    (`expected_completion_tokens`). None for judges that send no request (lexical)."""
+    guess = getattr(judge, "expected_completion_tokens", None)
+    prompt = getattr(judge, "prompt", None)
+    if guess is None or not isinstance(prompt, PromptSpec):
+        return None
+    stored = []
+    if store is not None:
+        stored = store.completion_tokens(judge=judge.judge_id, prompt_sha=prompt.sha256)
+    if stored:
+        tokens = math.ceil(statistics.median(stored))
+        return ExpectedReply(
+            tokens,
+            f"{judge.judge_id}: {tokens:,} tokens per reply, the median of {len(stored):,} stored "
+            f"replies of {prompt.id}",
+        )
+    tokens = int(guess())
+    return ExpectedReply(
+        tokens,
+        f"{judge.judge_id}: about {tokens:,} tokens per reply, a grade and a short reason as the "
+        f"reply schema of {prompt.id} asks (no stored replies of it yet)",
+    )
 
 
 def estimate_request(judge: Judge, pair: Pair) -> Estimate:
@@ -51,17 +96,39 @@ def estimate_cost(judge: Judge, pair: Pair) -> float | None:
     return None if cost is None else float(cost)
 
 
-def estimate_requests(requests: Iterable[tuple[Judge, Pair]]) -> Estimate:
-    """The summed estimate of `requests` (judge, pair); cost None when any one is unpriced."""
-    count = prompt_tokens = completion_tokens = 0
+def estimate_requests(
+    requests: Iterable[tuple[Judge, Pair]], store: Store | None = None
+) -> Estimate:
+    """The summed estimate of `requests` (judge, pair), at the ceiling and as expected (from the
+    replies `store` holds, when given); a cost is None when any one request is unpriced."""
+    count = prompt_tokens = completion_tokens = expected_tokens = 0
     cost: float | None = 0.0
+    expected_cost: float | None = 0.0
+    expected: dict[int, ExpectedReply | None] = {}
     for judge, pair in requests:
         estimate = estimate_request(judge, pair)
         count += 1
         prompt_tokens += estimate.prompt_tokens
         completion_tokens += estimate.completion_tokens
         cost = None if cost is None or estimate.cost is None else cost + estimate.cost
-    return Estimate(count, prompt_tokens, completion_tokens, cost)
+        if id(judge) not in expected:
+            expected[id(judge)] = expected_reply(judge, store)
+        reply = expected[id(judge)]
+        if reply is None:  # a free judge: nothing to expect beyond its estimate
+            one_tokens, one_cost = estimate.completion_tokens, estimate.cost
+        else:
+            one_tokens = reply.tokens
+            cost_fn = getattr(judge, "estimate_cost", None)
+            one_cost = None
+            if cost_fn is not None:
+                one_cost = cost_fn(pair.query, pair.doc, completion_tokens=reply.tokens)
+        expected_tokens += one_tokens
+        if expected_cost is not None:
+            expected_cost = None if one_cost is None else expected_cost + one_cost
+    basis = tuple(r.basis for r in expected.values() if r is not None)
+    return Estimate(
+        count, prompt_tokens, completion_tokens, cost, expected_tokens, expected_cost, basis
+    )
 
 
 def check_priced(

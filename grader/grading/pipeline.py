@@ -225,7 +225,7 @@ def _check_priced(run: GradingRun) -> None:
 def _fill_dry_run(run: GradingRun) -> None:
     report = run.report
     units = run.pending_units()
-    report.estimate = estimate_requests((unit.judge, unit.state.pair) for unit in units)
+    report.estimate = estimate_requests(((u.judge, u.state.pair) for u in units), run.store)
     for unit in units:
         pair = unit.state.pair
         report.to_send.append((pair.query.query_id, pair.doc.doc_id, unit.judge.judge_id))

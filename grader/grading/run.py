@@ -48,6 +48,10 @@ class GradingReport:
     stored_failed: int = 0  # judge answers found failed in the store (to retry)
     adopted: int = 0  # answers another process sharing the store paid for during this run
     estimate: Estimate | None = None  # dry run: what the remaining requests would take
+    # Judge answers given to pairs, by judge id: asked this run (ok or failed), and reused
+    # from the store (or stored meanwhile by another process sharing it).
+    asked_by_judge: dict[str, int] = field(default_factory=dict)
+    stored_by_judge: dict[str, int] = field(default_factory=dict)
     to_send: list[tuple[str, str, str]] = field(default_factory=list)  # dry run: (qid, did, judge)
 
 
@@ -189,6 +193,7 @@ class GradingRun:
                 if stored is not None and stored.status == "ok":
                     state.members[slot] = for_pair(stored, state.pair)
                     state.missing -= 1
+                    self._count(self.judges[slot], paid=False)
                 else:
                     self._enqueue(_Unit(state, slot, self.judges[slot], key))
             if state.missing == 0:
@@ -233,6 +238,7 @@ class GradingRun:
                 self._enqueue(_Unit(state, -1, self.verify_judge, state.verify_key))
                 return
             answer = for_pair(cached, state.pair)
+            self._count(self.verify_judge, paid=False)
             primary = self.composite.verified(primary, answer, state.final_key, state.pair)
         self._finish(state, primary)
 
@@ -377,6 +383,7 @@ class GradingRun:
         state = unit.state
         if paid:
             state.requested = True
+        self._count(unit.judge, paid=paid)
         answer = for_pair(judgment, state.pair)
         if unit.slot < 0:
             assert state.primary is not None
@@ -387,6 +394,11 @@ class GradingRun:
         state.missing -= 1
         if state.missing == 0:
             self._members_done(state)
+
+    def _count(self, judge: Judge, *, paid: bool) -> None:
+        """Count one judge answer given to a pair: asked this run (`paid`) or reused."""
+        counts = self.report.asked_by_judge if paid else self.report.stored_by_judge
+        counts[judge.judge_id] = counts.get(judge.judge_id, 0) + 1
 
     def read_back(self) -> None:
         """Make each output judgment the one the store holds: when another process sharing the

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from grader.batch.state import BatchState
+from grader.grading.budget import expected_reply
 from grader.judges.llm.judge import LLMJudge
 from grader.keys import content_key
 from grader.regrade.run import new_fingerprint
@@ -30,7 +31,14 @@ class RegradeEstimate:
     """Requests that would be sent for them (one per distinct content and judge; an ensemble
     member's stored answers are not asked again)."""
     live_cost: float | None
+    """Live cost at the ceiling (every reply at max_tokens; what a budget must reserve)."""
     batch_cost: float | None
+    """Batch API cost at the ceiling."""
+    expected_live_cost: float | None = None
+    """Live cost with the expected replies (`grader.grading.budget.expected_reply`)."""
+    expected_batch_cost: float | None = None
+    basis: tuple[str, ...] = ()
+    """Where each judge's expected reply size comes from."""
 
 
 def estimate_regrade(
@@ -44,21 +52,29 @@ def estimate_regrade(
         waiting = state.open_keys()
     todo = to_grade(store, candidates, exclude=waiting)
     requests = distinct_keys(todo)
-    live: float | None = 0.0
-    batch: float | None = 0.0
+    # live and batch, each at the ceiling and as expected: None once any request is unpriced
+    costs: dict[tuple[bool, bool], float | None] = {
+        (b, e): 0.0 for b in (False, True) for e in (False, True)
+    }
     count = 0
+    basis: list[str] = []
     for member in judges:
         fingerprint = member.fingerprint()
         keys = {c.new_key: content_key(fingerprint, c.query.text, c.doc.text) for c in requests}
         stored = store.statuses(keys.values()) if len(judges) > 1 else {}
+        expected = expected_reply(member, store)
+        tokens = None if expected is None else expected.tokens
+        if expected is not None:
+            basis.append(expected.basis)
         for c in requests:
             if stored.get(keys[c.new_key]) == "ok":
                 continue  # an ensemble member's answer already stored is reused
             count += 1
-            one_live = member.estimate_cost(c.query, c.doc)
-            one_batch = member.estimate_cost(c.query, c.doc, batch=True)
-            live = None if live is None or one_live is None else live + one_live
-            batch = None if batch is None or one_batch is None else batch + one_batch
+            for (batch, is_expected), total in costs.items():
+                one = member.estimate_cost(
+                    c.query, c.doc, batch=batch, completion_tokens=tokens if is_expected else None
+                )
+                costs[batch, is_expected] = None if total is None or one is None else total + one
     in_batches = sum(1 for c in candidates if c.new_key in waiting)
     return RegradeEstimate(
         selected=len(candidates),
@@ -66,6 +82,9 @@ def estimate_regrade(
         in_batches=in_batches,
         pairs=len(todo),
         requests=count,
-        live_cost=live,
-        batch_cost=batch,
+        live_cost=costs[False, False],
+        batch_cost=costs[True, False],
+        expected_live_cost=costs[False, True],
+        expected_batch_cost=costs[True, True],
+        basis=tuple(basis),
     )

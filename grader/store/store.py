@@ -525,6 +525,16 @@ class Store:
         value: dict[str, Any] = json.loads(row[0])
         return value
 
+    def completion_tokens(self, *, judge: str, prompt_sha: str) -> list[int]:
+        """The completion tokens of each stored ok judgment of `judge` and prompt `prompt_sha`
+        whose usage was reported (more than 0), for the expected size of the next replies."""
+        rows = self._conn.execute(
+            "SELECT json_extract(judgment, '$.usage.completion_tokens') FROM judgments"
+            " WHERE judge = ? AND prompt_sha = ? AND status = 'ok'",
+            (judge, prompt_sha),
+        )
+        return [int(n) for (n,) in rows if n]
+
     def count(self, *, status: str | None = None) -> int:
         """How many judgments are stored (with `status`, when given)."""
         if status is None:

@@ -42,7 +42,7 @@ from typing import Any
 import openai
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
-from grader.cost import PriceTable, estimate_usage
+from grader.cost import PriceTable, estimate_usage, expected_reply_tokens
 from grader.errors import JudgeError, ServerNotAnswering
 from grader.judges.llm.endpoint import (
     BASE_URL_ENV,
@@ -180,16 +180,29 @@ class LLMJudge:
         """The chat.completions body for one pair (also what a Batch API line carries)."""
         return self.render(query, doc, mode=mode).body
 
-    def estimate(self, query: Query, doc: Doc) -> Usage:
-        """Estimated tokens of grading this pair once (for --dry-run and the tpm limiter)."""
+    def estimate(self, query: Query, doc: Doc, *, completion_tokens: int | None = None) -> Usage:
+        """Estimated tokens of grading this pair once (for --dry-run and --max-cost): the reply
+        at its ceiling, the prompt's `max_tokens`, unless `completion_tokens` is given."""
         rendered = self.render(query, doc)
-        return estimate_usage(rendered.body["messages"], self.prompt.max_tokens)
+        usage = estimate_usage(rendered.body["messages"], self.prompt.max_tokens)
+        if completion_tokens is None:
+            return usage
+        return usage.model_copy(update={"completion_tokens": completion_tokens})
 
-    def estimate_cost(self, query: Query, doc: Doc, *, batch: bool = False) -> float | None:
-        """Estimated USD of grading this pair (None when the model has no price)."""
+    def estimate_cost(
+        self, query: Query, doc: Doc, *, batch: bool = False, completion_tokens: int | None = None
+    ) -> float | None:
+        """Estimated USD of grading this pair (None when the model has no price): at the reply's
+        ceiling unless `completion_tokens` is given."""
         if self.prices is None:
             return None
-        return self.prices.cost(self.model, self.estimate(query, doc), batch=batch)
+        usage = self.estimate(query, doc, completion_tokens=completion_tokens)
+        return self.prices.cost(self.model, usage, batch=batch)
+
+    def expected_completion_tokens(self) -> int:
+        """The completion tokens one reply is expected to use before any is stored: the reply
+        the prompt's schema asks for (grader.cost.expected_reply_tokens)."""
+        return expected_reply_tokens(self.prompt.schema, self.prompt.max_tokens)
 
     async def aclose(self) -> None:
         await self.client.close()
