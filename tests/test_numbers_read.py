@@ -4,6 +4,7 @@ the weighted confusion matrix labelled, and the small wordings."""
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 import statistics
@@ -12,10 +13,12 @@ from pathlib import Path
 import pytest
 
 from grader.cli.main import main
+from grader.io.judgments import write_judgments
 from grader.prompts import load_prompt
 from grader.store.store import Store
 from tests.fakeserver import FakeServer
 from tests.grade_data import GradeFiles, write_grade_files
+from tests.sampling_helpers import population
 
 PRICES = """\
 [models."judge-a"]
@@ -201,3 +204,80 @@ def _first_query(files: GradeFiles, folder: Path) -> Path:
     rows = [f"{qid},{did}" for qid, _, did, *_ in lines if qid == "q0"]
     sample.write_text("query_id,doc_id\n" + "\n".join(rows) + "\n")
     return sample
+
+
+# The calibration report -----------------------------------------------------------------------
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "code-search"
+
+
+def _weighted_sample(tmp_path: Path) -> tuple[Path, Path]:
+    """A stratified sample of 12 of 76 judgments, graded and imported with its manifest;
+    returns (judgments, human grades)."""
+    judgments = tmp_path / "j.jsonl"
+    write_judgments(judgments, population({0: 40, 1: 20, 2: 10, 3: 6}, queries=4))
+    out = tmp_path / "sample.csv"
+    argv = ["sample", "--judgments", str(judgments), "--n", "12", "--strategy", "stratified"]
+    assert main([*argv, "--seed", "4", "--out", str(out)]) == 0
+    with out.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    filled = tmp_path / "filled.csv"
+    with filled.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows([{**row, "grade": str(i % 4)} for i, row in enumerate(rows)])
+    human = tmp_path / "human.csv"
+    manifest = str(tmp_path / "sample.manifest.json")
+    assert (
+        main(["sample", "--import", str(filled), "--manifest", manifest, "--out", str(human)]) == 0
+    )
+    return judgments, human
+
+
+def test_a_weighted_confusion_matrix_says_its_cells_are_estimated_pairs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    judgments, human = _weighted_sample(tmp_path)
+    base = ["calibrate", "--llm", str(judgments), "--human", str(human), "--bootstrap", "0"]
+    capsys.readouterr()
+    assert main([*base, "--format", "json"]) == 0
+    confusion = json.loads(capsys.readouterr().out)["confusion"]
+    # 12 pairs were graded, but the weighted cells add up to the 76 pairs they stand for.
+    assert sum(map(sum, confusion)) == pytest.approx(76)
+
+    report = tmp_path / "report.html"
+    assert main([*base, "--format", "table", "--report", str(report)]) == 0
+    table = " ".join(capsys.readouterr().out.split())  # rich wraps titles
+    label = "cells: estimated pairs (weighted by the sample manifest, 1/pi)"
+    assert f"Confusion (rows human, columns LLM; {label})" in table
+    page = report.read_text(encoding="utf-8")
+    assert f"Confusion: rows human grade, columns LLM grade; {label}</caption>" in page
+    assert f"Confusion matrix; {label}</figcaption>" in page
+
+    assert main([*base, "--no-manifest", "--format", "table", "--report", str(report)]) == 0
+    assert "estimated pairs" not in capsys.readouterr().out + report.read_text(encoding="utf-8")
+
+
+def test_several_measures_get_their_own_system_ranking_sections(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = [str(EXAMPLES / "run.bm25.txt"), str(EXAMPLES / "run.weak.txt")]
+    llm = tmp_path / "llm.jsonl"
+    argv = ["grade", "--queries", str(EXAMPLES / "queries.tsv"), "--docs"]
+    argv += [str(EXAMPLES / "docs.jsonl"), "--run", *runs, "--judge", "lexical"]
+    assert main([*argv, "--store", str(tmp_path / "s.db"), "--out", str(llm), "--quiet"]) == 0
+    report = tmp_path / "report.html"
+    argv = ["calibrate", "--llm", str(llm), "--human", str(EXAMPLES / "human.csv")]
+    argv += ["--run", *runs, "-m", "nDCG@10", "P(rel=2)@10", "--bootstrap", "0"]
+    assert main([*argv, "--report", str(report), "--format", "json"]) == 0
+    capsys.readouterr()
+    page = report.read_text(encoding="utf-8")
+    assert page.count("<h2>System ranking (") == 2
+    assert "<h2>System ranking (nDCG@10)</h2>" in page
+    assert "<h2>System ranking (P(rel=2)@10)</h2>" in page
+    outside_charts = re.sub(r"<svg.*?</svg>", "", page, flags=re.S)  # matplotlib's own ids
+    ids = re.findall(r'id="([^"]+)"', outside_charts)
+    assert len(ids) == len(set(ids)), sorted(i for i in ids if ids.count(i) > 1)
+    # The first measure keeps the plain ids; the second's name its measure.
+    assert {"systems", "systems-chart", "kendall_tau"} <= set(ids)
+    assert {"systems-P-rel-2-10", "systems-chart-P-rel-2-10", "kendall_tau-P-rel-2-10"} <= set(ids)

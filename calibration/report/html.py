@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from calibration.report.page import Markup, fill, stylesheet, template
 from calibration.report.plots import bias_svg, confusion_svg, distributions_svg, systems_svg
 from calibration.report.tables import (
     AGREEMENT_ROWS,
+    cells_note,
     estimate_rows,
     estimates_caption,
     fmt,
@@ -118,7 +120,7 @@ def _binary_scale(s: CalibrationSummary) -> Markup:
                 ["human \\ LLM", f"not relevant (< {t})", f"relevant (>= {t})"],
                 rows,
                 "binary-confusion",
-                f"Binary comparison: {b.split}",
+                f"Binary comparison: {b.split}{cells_note(s)}",
             ),
         ]
     )
@@ -139,7 +141,8 @@ def _confusion(s: CalibrationSummary) -> Markup:
         rows.append([str(g), *[fmt(v, 1) for v in row], fmt(recall, 3)])
     rows.append(["precision", *[fmt(s.per_grade[str(g)].precision, 3) for g in range(4)], ""])
     headers = ["human \\ LLM", "0", "1", "2", "3", "recall"]
-    return _table(headers, rows, "confusion", "Confusion: rows human grade, columns LLM grade")
+    caption = f"Confusion: rows human grade, columns LLM grade{cells_note(s)}"
+    return _table(headers, rows, "confusion", caption)
 
 
 def _bias_rows(rows: list[BiasRow], with_span: bool) -> list[list[str]]:
@@ -155,7 +158,7 @@ def _bias_rows(rows: list[BiasRow], with_span: bool) -> list[list[str]]:
     ]
 
 
-def _systems(sy: Systems) -> Markup:
+def _systems(sy: Systems, suffix: str = "") -> Markup:
     rows = [
         [
             _e(r["run"]),
@@ -169,11 +172,11 @@ def _systems(sy: Systems) -> Markup:
     ]
     iv = sy.intervals
     summary = (
-        f'<p>Kendall tau <span id="kendall_tau">{fmt(sy.kendall_tau)}</span> '
+        f'<p>Kendall tau <span id="kendall_tau{suffix}">{fmt(sy.kendall_tau)}</span> '
         f"{_ci(iv.get('kendall_tau'))}, "
-        f'Spearman rho <span id="spearman_rho">{fmt(sy.spearman_rho)}</span> '
+        f'Spearman rho <span id="spearman_rho{suffix}">{fmt(sy.spearman_rho)}</span> '
         f"{_ci(iv.get('spearman_rho'))}, "
-        f'tau_AP <span id="tau_ap">{fmt(sy.tau_ap)}</span> {_ci(iv.get("tau_ap"))} '
+        f'tau_AP <span id="tau_ap{suffix}">{fmt(sy.tau_ap)}</span> {_ci(iv.get("tau_ap"))} '
         f"over {sy.n_systems} runs ({_e(sy.measure)}; pool: {_e(sy.pool)}; "
         "95% intervals resample queries).</p>"
     )
@@ -182,7 +185,7 @@ def _systems(sy: Systems) -> Markup:
         f"{_e(r['run'])} {r['human_rank']} &rarr; {r['llm_rank']}" for r in sy.largest_swaps
     )
     swaps = f"<p>Largest rank swaps (human &rarr; LLM): {moves or 'none'}.</p>"
-    return Markup(summary + _table(headers, rows, "systems") + swaps)
+    return Markup(summary + _table(headers, rows, f"systems{suffix}") + swaps)
 
 
 def _estimates(est: Estimates) -> Markup:
@@ -264,11 +267,24 @@ def _confidence(conf: Confidence | None) -> Markup:
     return _lines(["<h2>Judge confidence</h2>", table])
 
 
-def _systems_section(sy: Systems | None) -> Markup:
-    if not sy:
-        return Markup("")
-    chart = _figure(systems_svg(sy.per_system, sy.measure), "systems-chart", "Systems")
-    return _lines(["<h2>System ranking</h2>", chart, _systems(sy)])
+def _systems_sections(systems: list[Systems | None]) -> Markup:
+    """A "System ranking (MEASURE)" section per measure. The first keeps the plain ids
+    (`systems`, `systems-chart`, `kendall_tau`, ...); each further one adds `-MEASURE` to them
+    (`systems-P-rel-2-10`), so every id on the page is unique."""
+    parts: list[str] = []
+    used: set[str] = set()
+    for i, sy in enumerate(systems):
+        if not sy:
+            continue
+        suffix = "" if i == 0 else "-" + (re.sub(r"[^A-Za-z0-9]+", "-", sy.measure).strip("-"))
+        while suffix in used:
+            suffix += f"-{i}"
+        used.add(suffix)
+        svg = systems_svg(sy.per_system, sy.measure)
+        chart = _figure(svg, f"systems-chart{suffix}", f"Systems: {sy.measure}")
+        heading = f"<h2>System ranking ({_e(sy.measure)})</h2>"
+        parts += [heading, chart, _systems(sy, suffix)]
+    return _lines(parts)
 
 
 def _per_query(s: CalibrationSummary) -> Markup:
@@ -314,7 +330,9 @@ def render_report(s: CalibrationSummary, title: str = "relgrade calibration") ->
         weighted=weighted,
         verdict=s.verdict.text,
         binary_scale=_binary_scale(s),
-        confusion_chart=_figure(confusion_svg(s.confusion), "confusion-chart", "Confusion matrix"),
+        confusion_chart=_figure(
+            confusion_svg(s.confusion), "confusion-chart", f"Confusion matrix{cells_note(s)}"
+        ),
         distribution_chart=_figure(
             distributions_svg(s.distributions), "distribution-chart", "Grade shares"
         ),
@@ -323,12 +341,7 @@ def render_report(s: CalibrationSummary, title: str = "relgrade calibration") ->
         human_vs_human=_human_vs_human(s.human_vs_human),
         bias=_bias(s),
         confidence=_confidence(s.confidence),
-        systems=Markup(
-            "".join(
-                _systems_section(sy)
-                for sy in ((s.systems_by_measure or {}).values() or [s.systems])
-            )
-        ),
+        systems=_systems_sections(list((s.systems_by_measure or {}).values()) or [s.systems]),
         estimates=_lines(["<h2>Estimates (PPI++)</h2>", _estimates(estimates)])
         if estimates
         else Markup(""),

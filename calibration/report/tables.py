@@ -69,10 +69,20 @@ def agreement_table(s: CalibrationSummary) -> Table:
     return table
 
 
+WEIGHTED_CELLS = "cells: estimated pairs (weighted by the sample manifest, 1/pi)"
+"""What a weighted confusion matrix's cells are: scaled counts, not pairs graded."""
+
+
+def cells_note(s: CalibrationSummary) -> str:
+    """`; cells: estimated pairs (weighted ...)` for a weighted summary, else ""."""
+    return f"; {WEIGHTED_CELLS}" if s.weighted else ""
+
+
 def confusion_table(s: CalibrationSummary) -> Table:
     """Rows human grade, columns LLM grade, with per-grade precision and recall."""
     ref = " on the 0..3 scale, for reference only: human grades are 0/1" if s.binary_scale else ""
-    table = Table(title=f"Confusion (rows human, columns LLM){ref}", title_justify="left")
+    title = f"Confusion (rows human, columns LLM{cells_note(s)}){ref}"
+    table = Table(title=title, title_justify="left")
     table.add_column("human \\ LLM")
     for g in GRADES:
         table.add_column(str(g), justify="right")
@@ -274,7 +284,7 @@ def binary_scale_table(s: CalibrationSummary) -> Table:
     iv = b.intervals
     t = b.threshold
     table = Table(
-        title=f"Binary comparison ({b.split}): exact agreement "
+        title=f"Binary comparison ({b.split}{cells_note(s)}): exact agreement "
         f"{fmt(b.exact_agreement)} {_ci(iv.get('exact_agreement'))}, Cohen's kappa "
         f"{fmt(b.cohen_kappa)} {_ci(iv.get('cohen_kappa'))}",
         title_justify="left",
