@@ -1,0 +1,158 @@
+"""Batch files for any engine at scale: `batch export` and `batch import` of --pairs pairs
+(default 1,000,000; lexical-size documents, 10 per query), lines per second each way and memory.
+
+Export goes through `export_requests` (the library `relgrade batch export` calls) into a fresh
+store; the results file is then written as vLLM run-batch would (each body answered by the fake
+server's reply function, no HTTP, not timed); import goes through `Importer` (what `relgrade
+batch import` runs). Memory: resident set size sampled at each chunk; flat means the size at 10%
+of the lines equals the size at the end. Goal: both ways >= 20,000 lines/s, memory flat.
+
+    python bench/batch_files.py                 # 1,000,000 pairs (several minutes)
+    python bench/batch_files.py --pairs 50000   # quick
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from grader.batch.adapter import LLMBatchJudge
+from grader.batch.export_files import LineProgress, export_requests
+from grader.batch.import_files import Importer
+from grader.batch.job_config import JobJudges, job_config
+from grader.judges.llm.judge import LLMJudge
+from grader.models import Doc, Query
+from grader.prompts import PromptSpec, load_prompt
+from grader.store.store import Store
+from tests import fake_engine
+from tests.fakeserver import FakeServer
+
+WORDS = [
+    "cache",
+    "eviction",
+    "json",
+    "config",
+    "parser",
+    "retry",
+    "backoff",
+    "sqlite",
+    "wal",
+    "mode",
+    "index",
+    "token",
+    "query",
+    "document",
+    "passage",
+    "ranking",
+    "score",
+    "batch",
+    "engine",
+    "request",
+    "result",
+    "store",
+    "lease",
+    "journal",
+]
+
+
+def rss_mb() -> float:
+    """Resident set size of this process now, in MB."""
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+
+
+class Memory:
+    """RSS at each progress call: at 10% of the work and at the end."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.at_tenth: float | None = None
+        self.last = 0.0
+        self.peak = 0.0
+
+    def __call__(self, p: LineProgress) -> None:
+        now = rss_mb()
+        self.peak = max(self.peak, now)
+        self.last = now
+        done = p.fraction if p.fraction is not None else p.lines / self.total
+        if self.at_tenth is None and done >= 0.1:
+            self.at_tenth = now
+
+
+def pairs(n: int, seed: int = 1) -> Iterator[tuple[Query, Doc]]:
+    rng = random.Random(seed)
+    for i in range(n):
+        q = i // 10
+        query = Query(query_id=f"q{q}", text=" ".join(rng.choices(WORDS, k=5)) + f" {q}")
+        text = " ".join(rng.choices(WORDS, k=60)) + f" {i}"  # ~420 characters
+        yield query, Doc(doc_id=f"d{i}", text=text, title=f"doc {i}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--pairs", type=int, default=1_000_000)
+    parser.add_argument("--dir", help="work folder (default: a temporary one)")
+    args = parser.parse_args()
+    work = Path(args.dir or tempfile.mkdtemp(prefix="relgrade-batch-files-"))
+    work.mkdir(exist_ok=True)
+    spec = load_prompt("passage")
+
+    def make_judge(model: str, prompt: PromptSpec) -> LLMJudge:
+        return LLMJudge(model=model, prompt=prompt, base_url="http://127.0.0.1:9/v1")
+
+    judge = LLMBatchJudge(make_judge("fake-model", spec))
+    start_rss = rss_mb()
+    mem = Memory(args.pairs)
+    with Store(work / "bench.db") as store:
+        t0 = time.perf_counter()
+        summary = export_requests(
+            store,
+            judge,
+            job_config(judge, "passage"),
+            pairs(args.pairs),
+            work / "requests",
+            total=args.pairs,
+            progress=mem,
+        )
+        export_s = time.perf_counter() - t0
+    size = sum(p.stat().st_size for p in summary.files) / 1e6
+    print(
+        f"export: {summary.lines:,} lines in {len(summary.files)} files ({size:,.0f} MB) in "
+        f"{export_s:.1f} s: {summary.lines / export_s:,.0f} lines/s; RSS {start_rss:.0f} MB "
+        f"at start, {mem.at_tenth or 0:.0f} MB at 10%, {mem.last:.0f} MB at the end, "
+        f"peak {mem.peak:.0f} MB"
+    )
+    server = FakeServer()
+    results = []
+    for path in summary.files:
+        target = work / f"{path.stem}.results.jsonl"
+        fake_engine.run_batch(path, target, lambda body: (200, server.completion_for(body), None))
+        results.append(target)
+    before = rss_mb()
+    mem = Memory(summary.lines)
+    with Store(work / "bench.db") as store:
+        judges = JobJudges(make_judge)
+        with Importer(store, judges.for_job, progress=mem) as importer:
+            t0 = time.perf_counter()
+            done = importer.run(results)
+            import_s = time.perf_counter() - t0
+        ok = store.count(status="ok")
+    print(
+        f"import: {done.lines:,} lines ({done.ok:,} ok, {done.failed:,} failed) in "
+        f"{import_s:.1f} s: {done.lines / import_s:,.0f} lines/s; RSS {before:.0f} MB at "
+        f"start, {mem.at_tenth or 0:.0f} MB at 10%, {mem.last:.0f} MB at the end, peak "
+        f"{mem.peak:.0f} MB; store holds {ok:,} ok"
+    )
+    print(f"work folder: {work}")
+
+
+if __name__ == "__main__":
+    main()
