@@ -15,7 +15,7 @@ from typing import Any
 from grader.grading.pairs import Pair
 from grader.judges.base import Judge
 from grader.judges.ensemble import AGGREGATE_RULE, VERIFY_RULE, apply_verification, combine_members
-from grader.keys import content_key
+from grader.keys import ContentKeys
 from grader.models import Judgment
 from grader.store.store import Store
 
@@ -60,6 +60,10 @@ class OutputJudgments:
             if verify_fingerprint is None
             else {"verified": primary_fp, "verifier": verify_fingerprint, "rule": VERIFY_RULE}
         )
+        self._ensemble_keys = ContentKeys(self.ensemble_fingerprint)
+        self._final_keys = (
+            ContentKeys(self.final_fingerprint) if self.final_fingerprint is not None else None
+        )
         self.ensemble_id = "ensemble(" + ",".join(j.judge_id for j in judges) + ")"
         self.dry_run = dry_run
         # Output judgments stored by earlier runs (combined / verified), by key.
@@ -71,9 +75,9 @@ class OutputJudgments:
         """The pair's (combined key, verified key); None where the run has no such output."""
         ensemble_key = final_key = None
         if self.ensemble:
-            ensemble_key = content_key(self.ensemble_fingerprint, pair.query.text, pair.doc.text)
-        if self.final_fingerprint is not None:
-            final_key = content_key(self.final_fingerprint, pair.query.text, pair.doc.text)
+            ensemble_key = self._ensemble_keys.key(pair.query.text, pair.doc.text)
+        if self._final_keys is not None:
+            final_key = self._final_keys.key(pair.query.text, pair.doc.text)
         return ensemble_key, final_key
 
     def load(self, store: Store | None, keys: list[str]) -> None:

@@ -20,7 +20,7 @@ from grader.grading.outputs import OutputJudgments, for_pair
 from grader.grading.pairs import Pair
 from grader.judges.base import Judge
 from grader.judges.ensemble import needs_verification
-from grader.keys import content_key
+from grader.keys import ContentKeys
 from grader.models import Judgment, JudgmentError, Usage
 from grader.redact import redact
 from grader.store.claims import POLL_S, ClaimBook, Outcome
@@ -130,6 +130,11 @@ class GradingRun:
         self.secrets = tuple(s for s in secrets if s)
         self.fingerprints = [j.fingerprint() for j in self.judges]
         self.verify_fingerprint = verify_judge.fingerprint() if verify_judge else None
+        # Each distinct text's JSON is encoded once per run, not once per pair (grader.keys).
+        self.key_makers = [ContentKeys(fp) for fp in self.fingerprints]
+        self.verify_keys = (
+            ContentKeys(self.verify_fingerprint) if self.verify_fingerprint is not None else None
+        )
         self.dry_run = dry_run
         # Combined / verified output judgments: built, reused or queued for the store; what
         # one step (a judge's answer, or planning one pair) stores together is taken from here.
@@ -161,12 +166,11 @@ class GradingRun:
         """Keys for every pair and judge, store lookup, and the queue of units to judge."""
         states: list[_PairState] = []
         for i, pair in enumerate(self.pairs):
-            keys = [content_key(fp, pair.query.text, pair.doc.text) for fp in self.fingerprints]
+            qtext, dtext = pair.query.text, pair.doc.text
+            keys = [maker.key(qtext, dtext) for maker in self.key_makers]
             state = _PairState(i, pair, keys, [None] * len(keys), len(keys))
-            if self.verify_fingerprint is not None:
-                state.verify_key = content_key(
-                    self.verify_fingerprint, pair.query.text, pair.doc.text
-                )
+            if self.verify_keys is not None:
+                state.verify_key = self.verify_keys.key(qtext, dtext)
             state.ensemble_key, state.final_key = self.composite.keys(pair)
             states.append(state)
         wanted = [k for s in states for k in s.keys]

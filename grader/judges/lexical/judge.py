@@ -37,6 +37,7 @@ from grader.judges.lexical.config import (
     LexicalConfig,
     Thresholds,
     default_config_path,
+    default_settings_sha256,
     load_lexical_config,
     read_thresholds,
     write_thresholds,
@@ -142,51 +143,92 @@ class LexicalJudge:
         collection_digest: str,
     ) -> None:
         self.config = config
-        self.n_docs = n_docs
-        self.avg_length = avg_length
-        self.doc_freq = dict(doc_freq)
+        self._n_docs = n_docs
+        self._avg_length = avg_length
+        self._doc_freq = dict(doc_freq)
         self.collection_digest = collection_digest
         self._doc_cache: dict[str, tuple[str, Counter[str], int]] = {}
         self._query_terms = lru_cache(maxsize=4096)(self._terms_of)
+        # Scored texts whose statistics are not counted yet (`from_docs`): counted on first use.
+        self._pending: list[tuple[str, str]] | None = None
 
     @classmethod
     def from_docs(
         cls, docs: Iterable[Doc] | Mapping[str, Doc], config: LexicalConfig | None = None
     ) -> LexicalJudge:
-        """A judge whose collection statistics come from `docs` (the documents being graded)."""
+        """A judge whose collection statistics come from `docs` (the documents being graded).
+
+        The collection digest (part of the fingerprint, so of every content key) is computed
+        here; the statistics (tokenising every document) only when a pair is first scored, so
+        a run whose pairs are all stored pays nothing for them. Grades are the same either way:
+        the statistics always come from all of `docs`."""
         cfg = config if config is not None else load_lexical_config()
         items = list(docs.values()) if isinstance(docs, Mapping) else list(docs)
-        doc_freq: Counter[str] = Counter()
         digest = hashlib.sha256()
-        total = 0
-        cache: dict[str, tuple[str, Counter[str], int]] = {}
+        texts: list[tuple[str, str]] = []
         for doc in sorted(items, key=lambda d: d.doc_id):
             text = scored_text(doc, cfg.doc_fields)
-            counts = Counter(tokenize(text, cfg))
+            texts.append((doc.doc_id, text))
+            digest.update(doc.doc_id.encode() + b"\0" + text.encode() + b"\0")
+        judge = cls(
+            cfg,
+            n_docs=len({doc_id for doc_id, _ in texts}),
+            avg_length=0.0,
+            doc_freq={},
+            collection_digest="sha256:" + digest.hexdigest(),
+        )
+        judge._pending = texts
+        return judge
+
+    def _count(self) -> None:
+        """Count the collection statistics of the documents given to `from_docs` (once)."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        doc_freq: Counter[str] = Counter()
+        total = 0
+        cache: dict[str, tuple[str, Counter[str], int]] = {}
+        for doc_id, text in pending:
+            counts = Counter(tokenize(text, self.config))
             length = sum(counts.values())
             doc_freq.update(counts.keys())
             total += length
-            cache[doc.doc_id] = (text, counts, length)
-            digest.update(doc.doc_id.encode() + b"\0" + text.encode() + b"\0")
+            cache[doc_id] = (text, counts, length)
         n = len(cache)
-        judge = cls(
-            cfg,
-            n_docs=n,
-            avg_length=total / n if n else 0.0,
-            doc_freq=doc_freq,
-            collection_digest="sha256:" + digest.hexdigest(),
-        )
-        judge._doc_cache = cache
-        return judge
+        self._n_docs, self._avg_length = n, total / n if n else 0.0
+        self._doc_freq, self._doc_cache = dict(doc_freq), cache
+
+    @property
+    def n_docs(self) -> int:
+        """Documents in the collection."""
+        self._count()
+        return self._n_docs
+
+    @property
+    def avg_length(self) -> float:
+        """Mean scored length (tokens) of the collection's documents."""
+        self._count()
+        return self._avg_length
+
+    @property
+    def doc_freq(self) -> dict[str, int]:
+        """Document frequency of each term in the collection."""
+        self._count()
+        return self._doc_freq
 
     @property
     def judge_id(self) -> str:
-        return JUDGE_ID
+        """`lexical` with the shipped default settings; `lexical+<sha8>` (the first 8 hex of the
+        settings' sha256) with any other, e.g. thresholds fitted by `calibrate --fit-lexical`,
+        so judgments say which settings graded them and default and fitted grades never share
+        a content key (the default's id, and so its keys, are as before)."""
+        sha = self.config.sha256
+        return JUDGE_ID if sha == default_settings_sha256() else f"{JUDGE_ID}+{sha[:8]}"
 
     def fingerprint(self) -> dict[str, Any]:
         """Settings, thresholds, algorithm version and collection digest: all that moves a grade."""
         return {
-            "judge": JUDGE_ID,
+            "judge": self.judge_id,
             "algorithm": ALGORITHM_VERSION,
             "settings": self.config.settings(),
             "collection": self.collection_digest,
@@ -201,6 +243,7 @@ class LexicalJudge:
         return tuple(dict.fromkeys(tokenize(text, self.config)))
 
     def _doc_counts(self, doc: Doc) -> tuple[Counter[str], int]:
+        self._count()
         text = scored_text(doc, self.config.doc_fields)
         cached = self._doc_cache.get(doc.doc_id)
         if cached is not None and cached[0] == text:
@@ -238,7 +281,7 @@ class LexicalJudge:
         common: dict[str, Any] = {
             "query_id": query.query_id,
             "doc_id": doc.doc_id,
-            "judge": JUDGE_ID,
+            "judge": self.judge_id,
             "prompt": self.prompt_ref(),
             "key": key,
             "attempts": 1,

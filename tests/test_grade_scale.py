@@ -1,0 +1,80 @@
+"""Grading at scale (issue 12): faster content keys, a lexical index built only when something is
+graded, and reruns that decide "already stored" without loading judgments; all give the same
+keys, grades and outputs as before."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import random
+from collections import Counter
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from grader.judges.lexical.config import load_lexical_config
+from grader.judges.lexical.judge import LexicalJudge, scored_text, tokenize
+from grader.keys import ContentKeys, content_key
+from grader.models import Doc, Query
+
+FINGERPRINTS = [
+    {"judge": "lexical", "settings": {"k1": 1.2, "stopwords": ["a", "é"]}, "collection": None},
+    {"judge": "openai:m", "model": "m", "prompt": "ab" * 32, "sampling": {"temperature": 0}},
+]
+
+
+@given(
+    st.sampled_from(FINGERPRINTS),
+    st.lists(st.tuples(st.text(max_size=40), st.text(max_size=200)), min_size=1, max_size=8),
+)
+def test_content_keys_equal_content_key_for_any_texts(
+    fingerprint: dict[str, object], texts: list[tuple[str, str]]
+) -> None:
+    maker = ContentKeys(fingerprint)
+    for _ in range(2):  # the second pass reads the cached encodings
+        for query, doc in texts:
+            assert maker.key(query, doc) == content_key(fingerprint, query, doc)
+
+
+def _docs(n: int, seed: int = 3) -> list[Doc]:
+    rng = random.Random(seed)
+    words = ["cache", "caching", "eviction", "policies", "retry", "sqlite", "the", "index", "wal"]
+    return [
+        Doc(doc_id=f"d{i}", text=" ".join(rng.choices(words, k=rng.randint(3, 30))))
+        for i in range(n)
+    ]
+
+
+def test_lexical_statistics_are_counted_when_first_needed_and_equal_an_eager_count() -> None:
+    config = load_lexical_config()
+    docs = _docs(200)
+    judge = LexicalJudge.from_docs(docs, config)
+    # Nothing tokenised yet: a run whose pairs are all stored never pays for the index.
+    assert judge._pending is not None
+    # The fingerprint (so every key) needs only the digest of the collection.
+    digest = hashlib.sha256()
+    for doc in sorted(docs, key=lambda d: d.doc_id):
+        text = scored_text(doc, config.doc_fields)
+        digest.update(doc.doc_id.encode() + b"\0" + text.encode() + b"\0")
+    assert judge.fingerprint()["collection"] == "sha256:" + digest.hexdigest()
+    assert judge._pending is not None
+    # Counted on first use, from every document, as an eager count gives.
+    counts = [Counter(tokenize(scored_text(d, config.doc_fields), config)) for d in docs]
+    doc_freq: Counter[str] = Counter()
+    for c in counts:
+        doc_freq.update(c.keys())
+    eager = LexicalJudge(
+        config,
+        n_docs=len(docs),
+        avg_length=sum(sum(c.values()) for c in counts) / len(docs),
+        doc_freq=doc_freq,
+        collection_digest=judge.collection_digest,
+    )
+    query = Query(query_id="q", text="cache eviction policy")
+    lazy_grades = [asyncio.run(judge.judge(query, d, key="k")).grade for d in docs]
+    eager_grades = [asyncio.run(eager.judge(query, d, key="k")).grade for d in docs]
+    assert judge._pending is None
+    assert judge.doc_freq == dict(doc_freq) and judge.n_docs == len(docs)
+    assert judge.avg_length == eager.avg_length
+    assert lazy_grades == eager_grades
+    assert len(set(lazy_grades)) > 1  # the pairs span several grades
