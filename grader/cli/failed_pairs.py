@@ -3,14 +3,15 @@
 A rerun retries every failed pair, but only a transient failure (timeouts, connections, 429, 5xx)
 is likely to go away; a permanent one (the lexical judge on a query without scorable terms, a
 request the server rejects) fails the same way every time, and saying "rerun" would send the user
-round in circles. The kinds are `grader.judges.failures`'.
+round in circles. The kinds are `grader.judges.failures`'. `failure_causes_text` adds what
+happened, grouped by cause: "failed 10: connection refused ×10".
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from grader.judges.failures import FailureKind, failure_kind
+from grader.judges.failures import FailureKind, failure_cause, failure_kind
 from grader.models import Judgment
 
 _EXAMPLE_CHARS = 200
@@ -62,3 +63,17 @@ def failed_pairs_text(judgments: Sequence[Judgment]) -> str:
     lines = [f"{sum(len(g) for g in groups.values())} pairs failed and are left out of the qrels:"]
     lines += [f"  {len(groups[k])} {_LABELS[k]}: {_advice(k, groups[k])}" for k in kinds]
     return "\n".join(lines) if kinds else ""
+
+
+def failure_causes_text(judgments: Sequence[Judgment]) -> str:
+    """The text "failed N: CAUSE ×n, CAUSE ×m" over the failed judgments among `judgments`, the most
+    frequent cause first (empty when none failed)."""
+    counts: dict[str, int] = {}
+    for judgment in judgments:
+        if judgment.status == "failed":
+            cause = failure_cause(judgment.error)
+            counts[cause] = counts.get(cause, 0) + 1
+    if not counts:
+        return ""
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return f"failed {sum(counts.values())}: " + ", ".join(f"{c} ×{n}" for c, n in ranked)

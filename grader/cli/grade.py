@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from grader.cli.commands import COMMANDS
-from grader.cli.failed_pairs import failed_pairs_text
+from grader.cli.failed_pairs import failed_pairs_text, failure_causes_text
 from grader.cli.flags import add_runs, add_store
 from grader.cli.progress import GradingProgress
+from grader.cli.prompt_check import add_allow_changed_prompt, check_prompts
 from grader.cli.settings import Settings, add_api_key_env
 from grader.cli.store_busy import print_store_busy
 from grader.cost import cost_range, spend_text
@@ -23,6 +24,7 @@ from grader.errors import BudgetError, InputError
 from grader.grading.pairs import pairs_to_grade
 from grader.grading.pipeline import GradingReport, StoreWriter, run_grading
 from grader.judges.base import Judge
+from grader.prompts import PromptSpec
 from grader.store.store import Store
 
 DEFAULT_PROMPT = "passage"
@@ -87,6 +89,7 @@ def register(sub: Any) -> None:
         help="skip pairs whose query or doc id is not in --queries/--docs (else an error)",
     )
     p.add_argument("--prompt", default=DEFAULT_PROMPT, help="prompt name or file (passage)")
+    add_allow_changed_prompt(p)
     p.add_argument(
         "--model",
         action="extend",
@@ -179,7 +182,10 @@ class _Judges:
             from grader.judges.lexical.config import load_lexical_config
             from grader.judges.lexical.judge import LexicalJudge
 
-            self.members = [LexicalJudge.from_docs(docs, load_lexical_config(args.lexical_config))]
+            config = load_lexical_config(args.lexical_config)
+            judge = LexicalJudge.from_docs(docs, config)
+            self.members = [judge]
+            print(lexical_settings_note(config.path, judge.judge_id), file=sys.stderr)
         else:
             models = args.model or [self.settings.model()]
             self.members = [self.llm(model, args.prompt) for model in models]
@@ -203,6 +209,22 @@ class _Judges:
         )
         self.secrets = self.settings.secrets
         return judge
+
+
+def _prompts_of(judges: _Judges) -> list[PromptSpec]:
+    """The prompt files of the LLM judges (members and verifier)."""
+    from grader.judges.llm.judge import LLMJudge
+
+    found = [*judges.members, *([judges.verifier] if judges.verifier else [])]
+    return [j.prompt for j in found if isinstance(j, LLMJudge)]
+
+
+def lexical_settings_note(path: str | None, judge_id: str) -> str:
+    """Which settings file the lexical judge reads, and the judge id it stamps."""
+    from grader.judges.lexical.judge import JUDGE_ID
+
+    which = "the shipped default" if judge_id == JUDGE_ID else "not the shipped default"
+    return f"lexical judge settings: {path} ({which}; judgments say judge {judge_id})"
 
 
 def _fmt_tokens(report: GradingReport) -> str:
@@ -317,6 +339,7 @@ def run(args: argparse.Namespace) -> int:
         judges = _Judges(args, docs, writer)
         if store is not None:
             store.add_secrets(judges.secrets)
+            check_prompts(store, _prompts_of(judges), allow_changed=args.allow_changed_prompt)
         with GradingProgress(enabled=False if args.quiet else None) as bar:
             report = run_grading(
                 selection.pairs,
@@ -339,6 +362,8 @@ def run(args: argparse.Namespace) -> int:
         _print_dry_run(report, judges.verifier is not None)
         return 0
     print(summary_line(report), file=sys.stderr)
+    if report.failed:
+        print(failure_causes_text(report.judgments), file=sys.stderr)
     if report.interrupted:
         print(
             f"interrupted: {len(report.judgments)} of {report.pairs} pairs done and stored; "

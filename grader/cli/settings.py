@@ -32,7 +32,7 @@ from grader.errors import InputError, JudgeError
 from grader.judges.llm.endpoint import KEY_ENV, PLACEHOLDER_KEY, api_key_for, env_key_for
 from grader.judges.llm.judge import LLMJudge
 from grader.judges.llm.ratelimit import RateLimiter
-from grader.judges.llm.transport import dead_after_for
+from grader.judges.llm.transport import dead_after_for, unreachable_after_for
 from grader.judges.llm.types import CallRecord
 from grader.prompts import PromptSpec
 
@@ -203,6 +203,7 @@ class Settings:
             prices=self.prices,
             on_call=on_call,
             dead_after=dead_after_for(self.concurrency),
+            unreachable_after=unreachable_after_for(self.concurrency),
         )
 
     def batch_client(self, timeout: float | None = None) -> BatchClient:

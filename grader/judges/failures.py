@@ -10,12 +10,16 @@
 
 The kind is read from `Judgment.error.type` (the exception class or the judge's failure name)
 and, for a bare HTTP status error, the status at the start of its message.
+
+`failure_cause` names what happened in a few words ("connection refused", "timeout", "HTTP 503",
+"invalid reply (bad_grade)"), so that a summary can group failures by cause.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
+from grader.judges.llm.connect_errors import CONNECT_CAUSES
 from grader.judges.llm.retry import RETRY_STATUSES
 from grader.models import JudgmentError
 
@@ -47,3 +51,24 @@ def failure_kind(error: JudgmentError | None) -> FailureKind:
             if status not in RETRY_STATUSES and 400 <= status < 500:
                 return "permanent"
     return "transient"
+
+
+def failure_cause(error: JudgmentError | None) -> str:
+    """What a failed judgment's `error` was, in a few words (module docstring)."""
+    if error is None:
+        return "no error recorded"
+    message = error.message
+    if error.type == "APITimeoutError":
+        return "timeout"
+    if error.type == "APIConnectionError":
+        for label in (*CONNECT_CAUSES, "connection dropped"):
+            if f"({label}:" in message:
+                return label
+        return "connection error"
+    if error.type == "InvalidReply":
+        kind = message.split(":", 1)[0].strip()
+        return f"invalid reply ({kind})" if kind and " " not in kind else "invalid reply"
+    head = message.split(" ", 1)[0]
+    if head.isdigit() and len(head) == 3:
+        return f"HTTP {head}"
+    return error.type

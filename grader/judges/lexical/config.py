@@ -18,6 +18,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,12 @@ class LexicalConfig:
         themselves (`LexicalJudge.fingerprint`), so this format never moved a key."""
         text = json.dumps(self.settings(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
+
+
+@lru_cache(maxsize=1)
+def default_settings_sha256() -> str:
+    """The `sha256` of the shipped default settings (read once per process)."""
+    return load_lexical_config(default_config_path()).sha256
 
 
 def check_thresholds(values: Any, *, path: str | Path | None = None) -> Thresholds:

@@ -20,6 +20,8 @@ off at it, as a timeout, and retried). Transport failures in a row with no answe
 (`dead_after`, shared by every worker; `grader.judges.llm.transport`) mean the server is not
 answering: the judge raises `ServerNotAnswering` for the pair that saw the last of them and for
 every pair that would send again, so the run stops without storing those pairs as failed.
+When the first `unreachable_after` requests all fail to connect (refused, DNS, TLS) and nothing
+ever answered, the same stop comes at once, naming the cause (`ServerHealth.could_not_connect`).
 The API key is redacted from every message this judge produces (judgments and call records are
 built in `grader.judges.llm.results`).
 
@@ -44,6 +46,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
 from grader.cost import PriceTable, estimate_usage, expected_reply_tokens
 from grader.errors import JudgeError, ServerNotAnswering
+from grader.judges.llm.connect_errors import connect_failure
 from grader.judges.llm.endpoint import (
     BASE_URL_ENV,
     KEY_ENV,
@@ -98,6 +101,7 @@ class LLMJudge:
         output_mode: OutputMode = "json_schema",
         sleep: Callable[[float], Any] = asyncio.sleep,
         dead_after: int = DEAD_AFTER,
+        unreachable_after: int | None = 2,
     ) -> None:
         self.model = model
         self.prompt = load_prompt(prompt) if isinstance(prompt, str) else prompt
@@ -110,7 +114,7 @@ class LLMJudge:
         self.prices = prices
         self.on_call = on_call
         self.timeout = timeout
-        self.health = ServerHealth(dead_after)
+        self.health = ServerHealth(dead_after, unreachable_after)
         self.server = ServerSettings(output_mode, logprobs=self.prompt.logprobs)
         self._sleep = sleep
         url = base_url or os.environ.get(BASE_URL_ENV) or None
@@ -304,8 +308,13 @@ class LLMJudge:
             raise
         except openai.APIError as exc:
             self._recorder.record(state, "retry", t0, Usage(), exc=exc)
-            if isinstance(exc, openai.APIConnectionError) and self.health.failed():
-                raise self._not_answering() from exc
+            if isinstance(exc, openai.APIConnectionError):
+                dead = self.health.failed()
+                cause = connect_failure(exc)
+                if cause is not None:
+                    dead = self.health.could_not_connect(cause) or dead
+                if dead:
+                    raise self._not_answering() from exc
             raise
         self.health.answered()
         try:
@@ -334,6 +343,15 @@ class LLMJudge:
         return self.base_url.rstrip("/") + "/chat/completions"
 
     def _not_answering(self) -> ServerNotAnswering:
+        if self.health.unreachable is not None:
+            return ServerNotAnswering(
+                f"{self.base_url.rstrip('/')} is not answering: the first "
+                f"{self.health.unreachable_after} requests could not connect "
+                f"({self._recorder.redact(self.health.unreachable)}) and nothing has answered, so "
+                "the run stopped at once. Nothing is stored as failed. Check the address "
+                "(--base-url or OPENAI_BASE_URL) and that the server is up there, then rerun the "
+                "same command"
+            )
         return ServerNotAnswering(
             f"{self.base_url.rstrip('/')} is not answering: {self.health.threshold} requests in "
             f"a row timed out (no complete reply within {self.timeout:g} s) or could not "

@@ -11,6 +11,7 @@ from typing import Any
 import openai
 
 from grader.cost import PriceTable
+from grader.judges.llm.connect_errors import connection_message
 from grader.judges.llm.replies import GradeReply, InvalidReply
 from grader.judges.llm.retry import status_of
 from grader.judges.llm.types import CallRecord
@@ -148,6 +149,8 @@ class JudgmentRecorder:
         if isinstance(exc, InvalidReply):
             return self.redact(f"{exc.kind}: {exc.message}")
         text = str(exc)
+        if isinstance(exc, openai.APIConnectionError):
+            text = connection_message(exc)  # "Connection error. (connection refused: ...)"
         if isinstance(exc, openai.APIStatusError):
             body = exc.body
             if isinstance(body, dict):

@@ -12,6 +12,12 @@ instead of paying `attempts x timeout` for every remaining pair. The threshold i
 `dead_after_for(concurrency)`: at least 16, and two full rounds of every worker (2 x
 concurrency), so that a burst of timeouts on a busy but working server, where all workers wait at
 once, does not stop the run.
+
+A server never reached is told sooner: when the first `unreachable_after` requests all fail to
+connect (refused, a DNS lookup or TLS handshake that failed: `connect_failure`) and nothing has
+ever answered, the address is wrong or the server is down, and waiting for the threshold (with
+backoff) would only delay the same stop. `unreachable_after_for(concurrency)` is one request per
+worker (at least 2): the first round.
 """
 
 from __future__ import annotations
@@ -33,6 +39,12 @@ def dead_after_for(concurrency: int) -> int:
     return max(DEAD_AFTER, 2 * concurrency)
 
 
+def unreachable_after_for(concurrency: int) -> int:
+    """Failures to connect, with nothing ever answered, that stop a run at its start (module
+    docstring): one per worker, at least 2."""
+    return max(2, concurrency)
+
+
 @asynccontextmanager
 async def deadline(seconds: float | None, method: str, url: str) -> AsyncIterator[None]:
     """Bound the whole request inside the block to `seconds` (None: no bound); an overrun raises
@@ -48,17 +60,36 @@ class ServerHealth:
     """Transport failures in a row with no answer in between (module docstring). Shared by every
     worker of one judge; used from one event loop, so no lock is needed."""
 
-    def __init__(self, threshold: int = DEAD_AFTER) -> None:
+    def __init__(self, threshold: int = DEAD_AFTER, unreachable_after: int | None = None) -> None:
         if threshold < 1:
             raise ValueError("the not-answering threshold must be at least 1")
+        if unreachable_after is not None and unreachable_after < 1:
+            raise ValueError("the unreachable threshold must be at least 1")
         self.threshold = threshold
+        self.unreachable_after = unreachable_after
         self.in_a_row = 0
         self.dead = False
+        self.ever_answered = False
+        self.connect_failures = 0
+        self.unreachable: str | None = None
+        """The cause (`connect_failure`'s text) when the server was never reached; else None."""
 
     def answered(self) -> None:
         """The server sent an HTTP answer (any status): it is there."""
+        self.ever_answered = True
         if not self.dead:
             self.in_a_row = 0
+
+    def could_not_connect(self, cause: str) -> bool:
+        """One more failure to connect (`cause`: `connect_failure`'s text), also counted by
+        `failed`; True once the server counts as never reached (module docstring), and dead."""
+        if self.ever_answered or self.unreachable_after is None:
+            return self.dead
+        self.connect_failures += 1
+        if self.connect_failures >= self.unreachable_after and not self.dead:
+            self.unreachable = cause
+            self.dead = True
+        return self.dead
 
     def failed(self) -> bool:
         """One more timeout or connection failure; True once the server counts as not answering

@@ -1,0 +1,66 @@
+"""What a failed connection was: refused, a DNS lookup that failed, a TLS handshake that failed.
+
+The SDK raises one `openai.APIConnectionError` ("Connection error.") for all of them; the cause is
+further down the exception chain (httpx's `ConnectError`, then the `OSError` of the socket).
+`connect_failure` reads it, so that a message can say "connection refused" instead of
+"Connection error.", and so that a run whose first requests all fail to connect can stop at once
+(`grader.judges.llm.transport.ServerHealth`): nothing at that address will answer the next one.
+
+A timeout (`openai.APITimeoutError`) or a connection dropped after it was made is not a failure
+to connect: the server was reached.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+
+import openai
+
+CONNECT_CAUSES = ("connection refused", "DNS lookup failed", "TLS failed", "could not connect")
+"""The labels `connect_failure` starts its text with; the part before the colon."""
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not s for s in seen) and len(seen) < 16:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
+
+
+def connect_failure(exc: BaseException) -> str | None:
+    """`label: detail` when `exc` is a failure to connect (label one of `CONNECT_CAUSES`), else
+    None (a timeout, a dropped connection, an HTTP answer, anything else)."""
+    if not isinstance(exc, openai.APIConnectionError) or isinstance(exc, openai.APITimeoutError):
+        return None
+    chain = _chain(exc)
+    if not any(type(e).__name__ == "ConnectError" for e in chain):
+        return None  # reached the server, then lost it (a dropped connection)
+    root = chain[-1]
+    detail = str(root) or type(root).__name__
+    for e in chain:
+        if isinstance(e, ConnectionRefusedError):
+            return f"connection refused: {e}"
+        if isinstance(e, socket.gaierror):
+            return f"DNS lookup failed: {e}"
+        if isinstance(e, ssl.SSLError):
+            return f"TLS failed: {e}"
+    return f"could not connect: {detail}"
+
+
+def connection_message(exc: openai.APIConnectionError) -> str:
+    """The SDK's message with the cause the chain holds: "Connection error. (connection refused:
+    ...)", or "Connection error. (connection dropped: ...)" once connected; a timeout as is."""
+    text = str(exc)
+    if isinstance(exc, openai.APITimeoutError):
+        return text
+    cause = connect_failure(exc)
+    if cause is None:
+        chain = _chain(exc)
+        if len(chain) < 2:
+            return text
+        root = chain[-1]
+        cause = f"connection dropped: {str(root) or type(root).__name__}"
+    return f"{text} ({cause})"

@@ -1,0 +1,84 @@
+"""A prompt's `name@version` means one text: checked against the judgments in the store.
+
+A copy of a prompt whose text was edited but whose `version` was not would be stored as the same
+name@version with another sha256: two different prompts under one name, which `--select
+prompt=code@1`, the diff and every report would then mix. So when the store already holds
+judgments of that name@version with another sha256, `check_prompt_version` refuses (unless
+allowed: `--allow-changed-prompt`). The other way round, a version bump whose requests are
+identical to a stored version's (only `version` changed) is legal but regrades for nothing: the
+note says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from grader.errors import PromptError
+from grader.prompts import PromptSpec, load_prompt
+from grader.store.store import Store
+
+_NOT_REQUEST = ("name", "version", "sha256", "source", "description")
+"""PromptSpec fields that do not change what is sent (the rest makes the request)."""
+
+
+def stored_prompt_versions(store: Store, name: str) -> dict[str, set[str]]:
+    """The versions of prompt `name` the store's judgments record, each with its sha256s."""
+    rows = store._conn.execute(  # read-only query on the store's own connection
+        "SELECT DISTINCT prompt_version, prompt_sha FROM judgments WHERE prompt_name = ?",
+        (name,),
+    )
+    found: dict[str, set[str]] = {}
+    for version, sha in rows:
+        if version is not None and sha:
+            found.setdefault(str(version), set()).add(str(sha))
+    return found
+
+
+def _request_fields(spec: PromptSpec) -> dict[str, Any]:
+    data = dataclasses.asdict(spec)
+    return {k: v for k, v in data.items() if k not in _NOT_REQUEST}
+
+
+def _same_request_as(spec: PromptSpec, version: str, shas: set[str]) -> bool:
+    """Whether a loadable prompt `spec.name@version` with one of `shas` asks what `spec` asks."""
+    try:
+        other = load_prompt(f"{spec.name}@{version}")
+    except PromptError:
+        return False  # not a shipped prompt: its text is not at hand to compare
+    return other.sha256 in shas and _request_fields(other) == _request_fields(spec)
+
+
+def check_prompt_version(
+    store: Store, spec: PromptSpec, *, allow_changed: bool = False
+) -> str | None:
+    """Refuse `spec` (PromptError) when the store holds its name@version with another sha256,
+    unless `allow_changed`; return a note for stderr when it is allowed anyway, or when `spec`
+    only bumps the version of a stored prompt with the same requests; else None."""
+    versions = stored_prompt_versions(store, spec.name)
+    stored = versions.get(spec.version, set())
+    if stored and spec.sha256 not in stored:
+        olds = ", ".join(sorted(s[:12] for s in stored))
+        detail = (
+            f"{spec.source} has sha256 {spec.sha256[:12]}, the judgments of {spec.id} in "
+            f"{store.path} have {olds}"
+        )
+        if not allow_changed:
+            raise PromptError(
+                f"prompt {spec.id} changed since it was used: bump its version ({detail}; set "
+                f"version in the file to a new value, or pass --allow-changed-prompt to store "
+                "both texts under one name@version)"
+            )
+        return (
+            f"prompt {spec.id} changed since it was used ({detail}); kept by --allow-changed-prompt"
+        )
+    if stored:
+        return None
+    for version, shas in sorted(versions.items()):
+        if _same_request_as(spec, version, shas):
+            return (
+                f"prompt {spec.id} asks exactly what {spec.name}@{version} (in the store) asked: "
+                "only its version changed, so nothing changed in what is sent; its grades will be "
+                "requested (and paid) again under the new version"
+            )
+    return None
