@@ -55,6 +55,13 @@ class ServerNotAnswering(JudgeError):
     exit_code = 2
 
 
+class NoBatchAPI(JudgeError):
+    """The server has no Batch API (its /files or /batches answered 404): a batch regrade cannot
+    start there, but a live one can."""
+
+    exit_code = 2
+
+
 class StoreError(RelgradeError):
     """The judgment store is unreadable, from a newer version, or locked."""
 

@@ -12,6 +12,9 @@ a list scan gets it once per page), not only of each socket read, so a server tr
 cannot hold a call open; an overrun is a timeout, retried as one. Uploads get the deadline plus
 one second per MiB (`upload_deadline`); downloads, whose size is unknown in advance, are bounded
 per read only.
+
+An upload or create answered 404, 405 or 501 means the server has no Batch API (vLLM, Ollama,
+llama.cpp): `NoBatchAPI`, which says to drop --batch.
 """
 
 from __future__ import annotations
@@ -25,9 +28,9 @@ import openai
 from openai import AsyncOpenAI
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
-from grader.errors import JudgeError
+from grader.errors import JudgeError, NoBatchAPI
 from grader.judges.llm.endpoint import BASE_URL_ENV, KEY_ENV, api_key_for, env_key_for
-from grader.judges.llm.retry import RetryPolicy, retry_delay, should_retry
+from grader.judges.llm.retry import RetryPolicy, retry_delay, should_retry, status_of
 from grader.judges.llm.transport import deadline
 
 T = TypeVar("T")
@@ -35,6 +38,9 @@ T = TypeVar("T")
 TERMINAL_STATUSES = frozenset({"completed", "failed", "expired", "cancelled"})
 """Batch statuses after which the server does no more work on the batch."""
 
+
+NO_BATCH_API_STATUSES = frozenset({404, 405, 501})
+"""What an upload or create answers on a server without the Batch API."""
 
 UPLOAD_BYTES_PER_S = 1 << 20
 """The slowest upload rate an upload's deadline allows for (1 MiB/s)."""
@@ -107,6 +113,11 @@ class BatchClient:
         self.policy = policy or RetryPolicy()
         self.timeout = timeout
 
+    @property
+    def base_url(self) -> str:
+        """The endpoint this client talks to."""
+        return str(self.client.base_url)
+
     async def _call(
         self, what: str, fn: Callable[[], Awaitable[T]], *, seconds: float | None, method: str
     ) -> T:
@@ -134,6 +145,12 @@ class BatchClient:
                 with attempt:
                     return await bounded()
         except openai.OpenAIError as exc:
+            status = status_of(exc)
+            if what in ("upload", "create") and status in NO_BATCH_API_STATUSES:
+                raise NoBatchAPI(
+                    f"{url.rstrip('/')}: this server has no Batch API; drop --batch to regrade "
+                    f"concurrently (its {what} answered {status})"
+                ) from exc
             raise JudgeError(f"Batch API {what} failed: {type(exc).__name__}: {exc}") from exc
         raise AssertionError("unreachable")  # pragma: no cover
 

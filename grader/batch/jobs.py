@@ -25,7 +25,7 @@ from grader.batch.collect import (
 )
 from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE, split_requests
 from grader.batch.state import BatchState, Item, Job
-from grader.errors import InputError, JudgeError
+from grader.errors import InputError, JudgeError, NoBatchAPI
 from grader.models import Doc, Judgment, PromptRef, Query
 from grader.store.store import Store
 
@@ -133,9 +133,12 @@ class BatchRunner:
             requests, max_requests=self.options.max_requests, max_bytes=self.options.max_bytes
         ):
             job_items = [item for key in request_file.keys for item in items[key]]
-            job_id = self.state.add_job(config, job_items)
+            job_id = self.state.add_job(config, job_items, base_url=self.client.base_url)
             try:
                 await self._upload(job_id, request_file.content())
+            except NoBatchAPI:
+                self.state.drop_prepared(job_id)  # nothing reached the server
+                raise
             except JudgeError as exc:
                 # Refused (not a crash): nothing reached the server, so keep no open job that
                 # would hold these keys back.

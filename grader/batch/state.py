@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from grader.batch.client import BatchInfo
 from grader.errors import StoreError
@@ -47,6 +48,18 @@ class Job:
     n_failed: int
     created_at: str
     updated_at: str
+    base_url: str | None = None
+    """The endpoint the job was sent to (None: a job from before relgrade stored it)."""
+
+
+def public_base_url(url: str) -> str:
+    """`url` without user, password, query or fragment: what may be stored and printed."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host + (f":{parts.port}" if parts.port is not None else "")
+    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
 
 
 def _now() -> str:
@@ -82,15 +95,25 @@ class BatchState:
 
     # ---- writing -------------------------------------------------------------------------
 
-    def add_job(self, judge_config: dict[str, Any], items: Sequence[Item]) -> int:
-        """Record a new job in phase `prepared` with its items; returns the job id."""
+    def add_job(
+        self, judge_config: dict[str, Any], items: Sequence[Item], *, base_url: str | None = None
+    ) -> int:
+        """Record a new job in phase `prepared` with its items and the endpoint it goes to
+        (`base_url`, stored without credentials: `public_base_url`); returns the job id."""
         now = _now()
+        url = public_base_url(base_url) if base_url else None
         self._conn.execute("BEGIN IMMEDIATE")
         try:
             cursor = self._conn.execute(
-                "INSERT INTO batch_jobs (phase, judge_config, n_requests, created_at, updated_at)"
-                " VALUES ('prepared', ?, ?, ?, ?)",
-                (json.dumps(judge_config, sort_keys=True), len({i.key for i in items}), now, now),
+                "INSERT INTO batch_jobs (phase, judge_config, n_requests, created_at, updated_at,"
+                " base_url) VALUES ('prepared', ?, ?, ?, ?, ?)",
+                (
+                    json.dumps(judge_config, sort_keys=True),
+                    len({i.key for i in items}),
+                    now,
+                    now,
+                    url,
+                ),
             )
             job_id = int(cursor.lastrowid or 0)
             self._conn.executemany(
@@ -172,7 +195,7 @@ class BatchState:
         sql = (
             "SELECT job_id, phase, batch_id, input_file_id, output_file_id, error_file_id,"
             " remote_status, judge_config, n_requests, n_completed, n_failed, created_at,"
-            " updated_at FROM batch_jobs"
+            " updated_at, base_url FROM batch_jobs"
         )
         if open_only:
             sql += " WHERE phase != 'collected'"
@@ -192,6 +215,7 @@ class BatchState:
                 n_failed=row[10],
                 created_at=row[11],
                 updated_at=row[12],
+                base_url=row[13],
             )
             for row in self._conn.execute(sql)
         ]

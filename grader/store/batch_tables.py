@@ -10,9 +10,14 @@ stops anywhere can be continued by another (`relgrade batch collect` or rerunnin
 
 An item's `outcome` says how it ended: graded from the batch output (`batch`, at the discounted
 price), re-asked live (`live`), or `failed`.
+
+A job also records the endpoint it was sent to (`base_url`, added later: NULL on older jobs),
+never the key, so `relgrade batch status|collect` reach the same server without --base-url.
 """
 
 from __future__ import annotations
+
+import sqlite3
 
 BATCH_STATEMENTS: tuple[str, ...] = (
     """CREATE TABLE batch_jobs (
@@ -41,3 +46,11 @@ BATCH_STATEMENTS: tuple[str, ...] = (
     "CREATE INDEX batch_items_key ON batch_items (key)",
     "CREATE INDEX batch_jobs_phase ON batch_jobs (phase)",
 )
+
+
+def add_base_url_column(conn: sqlite3.Connection) -> None:
+    """Add `batch_jobs.base_url` (the endpoint of each job, without credentials or query; never
+    the key), unless a store migrated by hand already has it."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(batch_jobs)")}
+    if "base_url" not in columns:
+        conn.execute("ALTER TABLE batch_jobs ADD COLUMN base_url TEXT")

@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from grader.store.batch_tables import BATCH_STATEMENTS
+from grader.store.batch_tables import BATCH_STATEMENTS, add_base_url_column
 from grader.store.claims import CLAIMS_TABLE
 from grader.store.export_tables import EXPORT_STATEMENTS
 
@@ -114,6 +114,9 @@ MIGRATIONS: list[Migration] = [
     # Batch file exports for any inference engine (owner: grader.batch.exports): the request
     # files, their lines and how each came back, so any process can import the results.
     Migration(5, "batch file exports", EXPORT_STATEMENTS),
+    # The endpoint each Batch API job was sent to (owner: grader.batch), never the key, so a
+    # later `batch status|collect` reaches that server without being told it again.
+    Migration(6, "batch job endpoint", apply=add_base_url_column),
 ]
 
 

@@ -1,0 +1,48 @@
+"""Which server `relgrade batch status|collect` talk to, and the commands printed to follow a
+batch: both work as pasted.
+
+Each Batch API job is stored with the endpoint it was sent to (its base URL without credentials;
+never the key). Without `--base-url`, `batch status|collect` use that one, so the hint `regrade
+--batch --no-wait` prints needs no flag the user must remember.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+
+from grader.batch.state import BatchState
+from grader.errors import InputError
+
+
+def use_stored_base_url(args: argparse.Namespace, state: BatchState) -> None:
+    """Without --base-url, set `args.base_url` to the endpoint stored with the open jobs (said on
+    stderr); open jobs sent to several endpoints need --base-url (an InputError listing them)."""
+    if getattr(args, "base_url", None):
+        return
+    urls: dict[str, list[int]] = {}
+    for job in state.jobs(open_only=True):
+        if job.base_url:
+            urls.setdefault(job.base_url, []).append(job.job_id)
+    if not urls:
+        return
+    if len(urls) > 1:
+        listed = "; ".join(f"{url} (jobs {', '.join(map(str, ids))})" for url, ids in urls.items())
+        raise InputError(
+            f"the open batch jobs were sent to {len(urls)} endpoints: {listed}",
+            path=state.path,
+            hint="give --base-url to follow the jobs of one of them",
+        )
+    (url,) = urls
+    args.base_url = url
+    print(f"endpoint {url} (stored with the batch jobs; --base-url to change)", file=sys.stderr)
+
+
+def batch_command(action: str, store: str, api_key_env: str | None = None) -> str:
+    """`relgrade batch ACTION --store STORE`, quoted to paste; the key's variable is named when
+    it is not the default one (the endpoint is in the store)."""
+    words = ["relgrade", "batch", action, "--store", store]
+    if api_key_env:
+        words += ["--api-key-env", api_key_env]
+    return shlex.join(words)
