@@ -16,6 +16,8 @@ from grader.cli.main import main
 from grader.io.judgments import write_judgments
 from grader.prompts import load_prompt
 from grader.store.store import Store
+from tests.batch_helpers import new_prompt, seed_store
+from tests.fake_batch import BatchPlan, FakeBatchAPI
 from tests.fakeserver import FakeServer
 from tests.grade_data import GradeFiles, write_grade_files
 from tests.sampling_helpers import population
@@ -281,3 +283,65 @@ def test_several_measures_get_their_own_system_ranking_sections(
     # The first measure keeps the plain ids; the second's name its measure.
     assert {"systems", "systems-chart", "kendall_tau"} <= set(ids)
     assert {"systems-P-rel-2-10", "systems-chart-P-rel-2-10", "kendall_tau-P-rel-2-10"} <= set(ids)
+
+
+# Small things ---------------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("llm_env")
+def test_diff_html_with_nothing_changed_says_so_and_has_a_page_margin(
+    fake_server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = write_grade_files(tmp_path)
+    assert main(_grade_args(files, fake_server, tmp_path, "--model", "judge-a")) == 0
+    report = tmp_path / "diff.html"
+    argv = ["regrade", "--store", str(tmp_path / "s.db"), "--base-url", fake_server.base_url]
+    # The fake server's grade depends on the prompt's text only: another model changes nothing.
+    argv += ["--model", "judge-b", "--report", str(report), "--quiet"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    page = report.read_text(encoding="utf-8")
+    n = files.n_pairs
+    assert '<span id="changed">0</span> changed' in page
+    assert f"No pair of the {n} graded ok in both versions changed its grade." in page
+    assert "<tbody></tbody>" not in page  # no empty table under "Changed pairs"
+    body_rule = re.search(r"body \{([^}]*)\}", page)
+    assert body_rule and "padding: 0 1.5em" in body_rule[1]  # a margin in a narrow window
+
+
+def test_many_strata_of_one_size_are_worded_as_such(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    judgments = tmp_path / "j.jsonl"
+    write_judgments(judgments, population({0: 100, 1: 60, 2: 30, 3: 10}, queries=20))
+    argv = ["sample", "--judgments", str(judgments), "--n", "50", "--strategy", "whole-queries"]
+    assert main([*argv, "--seed", "1", "--out", str(tmp_path / "s.csv")]) == 0
+    assert "  20 strata of 10 pairs each; pairs drawn from 5 of them" in capsys.readouterr().out
+
+
+def test_one_collected_batch_is_one_batch(
+    llm_env: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "s.db"
+    seed_store(db, 6)
+    prompt = new_prompt(tmp_path).source
+    with FakeServer() as server:
+        api = FakeBatchAPI(server)
+        url = server.base_url
+        argv = ["regrade", "--store", str(db), "--prompt", str(prompt), "--model", "fake-model"]
+        argv += ["--base-url", url, "--poll-interval", "0", "--quiet", "--batch"]
+        api.plan(BatchPlan(polls_in_progress=2))  # still running when --no-wait returns
+        assert main([*argv, "--no-wait"]) == 0
+        capsys.readouterr()
+        collect = ["batch", "collect", "--store", str(db), "--base-url", url]
+        assert main([*collect, "--poll-interval", "0"]) == 0
+        err = capsys.readouterr().err
+        assert "collected 1 batch (6 pairs)" in err and "batches" not in err
+
+        db2 = tmp_path / "s2.db"
+        seed_store(db2, 6)
+        argv[2] = str(db2)
+        argv.remove("--quiet")
+        assert main(argv) == 0  # waits for its batch, then says what it collected
+        said = capsys.readouterr()
+        assert "; collected 1 batch: 6 from the batch" in said.out + said.err

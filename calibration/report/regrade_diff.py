@@ -44,13 +44,21 @@ def _metric_deltas(diff: RegradeDiff) -> Markup:
 
 
 def _changed_pairs(diff: RegradeDiff) -> Markup:
-    return Markup(
-        "".join(
-            f"<tr><td>{escape(c.query_id)}</td><td>{escape(c.doc_id)}</td><td>{c.old_grade}</td>"
-            f"<td>{c.new_grade}</td><td>{escape(c.old_reason or '')}</td>"
-            f"<td>{escape(c.new_reason or '')}</td></tr>"
-            for c in diff.changed_pairs
+    """The table of changed pairs, or a sentence saying none changed (never an empty table)."""
+    if not diff.changed_pairs:
+        compared = f"of the {diff.compared} graded ok in both versions " if diff.compared else ""
+        return Markup(
+            f'<p id="changed-pairs" class="note">No pair {compared}changed its grade.</p>'
         )
+    body = "".join(
+        f"<tr><td>{escape(c.query_id)}</td><td>{escape(c.doc_id)}</td><td>{c.old_grade}</td>"
+        f"<td>{c.new_grade}</td><td>{escape(c.old_reason or '')}</td>"
+        f"<td>{escape(c.new_reason or '')}</td></tr>"
+        for c in diff.changed_pairs
+    )
+    return Markup(
+        '<table id="changed-pairs"><thead><tr><th>query</th><th>doc</th><th>old</th><th>new</th>'
+        f"<th>old reason</th><th>new reason</th></tr></thead><tbody>{body}</tbody></table>"
     )
 
 

@@ -175,7 +175,8 @@ def run_collect(args: argparse.Namespace) -> int:
         with BatchState(store) as state:
             left = state.jobs(open_only=True)
     print(
-        f"collected {summary.jobs} batches ({summary.pairs} pairs): "
+        f"collected {summary.jobs} batch{'' if summary.jobs == 1 else 'es'} "
+        f"({summary.pairs} pairs): "
         f"{summary.batch} graded from the batch, "
         f"{summary.live} re-asked live, {summary.failed} failed",
         file=sys.stderr,

@@ -342,7 +342,8 @@ def _summary(outcome: RegradeOutcome) -> str:
     collected = outcome.collected
     if collected is not None and collected.jobs:
         line += (
-            f"; collected {collected.jobs} batches: {collected.batch} from the batch, "
+            f"; collected {collected.jobs} batch{'' if collected.jobs == 1 else 'es'}: "
+            f"{collected.batch} from the batch, "
             f"{collected.live} re-asked live, {collected.failed} failed"
         )
     return line

@@ -263,10 +263,12 @@ def _draw(args: argparse.Namespace) -> int:
     counts = Counter(p.stratum for p in draw.pairs)
     if len(draw.strata) > 8:
         sizes = [int(info["size"]) for info in draw.strata.values()]
-        print(
-            f"  {len(draw.strata)} strata of {min(sizes)} to {max(sizes)} pairs; "
-            f"{len(counts)} of them drawn from"
+        each = (
+            f"{min(sizes)} pairs each"
+            if min(sizes) == max(sizes)
+            else (f"{min(sizes)} to {max(sizes)} pairs")
         )
+        print(f"  {len(draw.strata)} strata of {each}; pairs drawn from {len(counts)} of them")
     else:
         for name, info in draw.strata.items():
             line = f"  {name}: {counts.get(name, 0)} drawn of {int(info['size'])}"
