@@ -13,16 +13,15 @@ import math
 import sys
 from typing import Any
 
-import pandas as pd
-
 from grader.cli.commands import COMMANDS
 from grader.cli.flags import add_measures
 from grader.errors import InputError
 from grader.io.files import iter_lines
-from grader.io.runs import read_run_file, run_names
-from grader.io.trec import read_qrels
-from grader.metrics import DEFAULT_MEASURES, evaluate, mean_scores, parse_measures
-from grader.metrics.evaluate import Missing
+from grader.io.run_stream import judged_run_file
+from grader.io.runs import run_names
+from grader.io.trec import read_qrels_columns
+from grader.metrics import DEFAULT_MEASURES, parse_measures
+from grader.metrics.evaluate import Missing, Scores, depth_needed, score
 from grader.metrics.measures import (
     BINARY_THRESHOLD,
     SUMMED,
@@ -31,6 +30,10 @@ from grader.metrics.measures import (
     parse_measure,
     uses_default_threshold,
 )
+from grader.metrics.ranked import Judgments, judgments, judgments_of
+
+# pandas, rich and pydantic are imported only where a path needs them (a judgments JSONL or a
+# grades CSV, the table): `relgrade evaluate` of TREC files starts in a fraction of a second.
 
 EPILOG = f"""\
 measures (ir_measures names; -m takes several: -m nDCG@10 "RR(rel=3)@10" AP, or -m A -m B;
@@ -151,15 +154,15 @@ def register(sub: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def _records(name: str, per_query: pd.DataFrame, with_queries: bool) -> list[dict[str, Any]]:
-    means = mean_scores(per_query)
+def _records(name: str, scores: Scores, with_queries: bool) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     if with_queries:
-        for qid, measure, value in per_query.itertuples(index=False):
-            rows.append({"run": name, "query_id": qid, "measure": measure, "value": value})
-    for measure, value in means.itertuples(index=False):
+        for measure, values in zip(scores.measures, scores.values.tolist(), strict=True):
+            for qid, value in zip(scores.query_ids, values, strict=True):
+                rows.append({"run": name, "query_id": qid, "measure": measure, "value": value})
+    for measure, value in scores.means():
         rows.append({"run": name, "query_id": "all", "measure": measure, "value": value})
-    counts = {m for m in means["measure"] if _is_count(m)}
+    counts = {m for m in scores.measures if _is_count(m)}
     for row in rows:
         if row["measure"] in counts and not math.isnan(row["value"]):
             row["value"] = int(row["value"])  # counts print as trec_eval prints them
@@ -171,9 +174,9 @@ def _is_count(measure: str) -> bool:
     return parse_measure(measure).name in SUMMED
 
 
-def _note(name: str, per_query: pd.DataFrame, skip: bool) -> str:
-    missing = len(per_query.attrs["missing"])
-    total = per_query.attrs["qrels_queries"]
+def _note(name: str, scores: Scores, skip: bool) -> str:
+    missing = len(scores.missing)
+    total = scores.qrels_queries
     text = f"{name}: answers {total - missing} of {total} qrels queries"
     if missing:
         text += (
@@ -181,7 +184,7 @@ def _note(name: str, per_query: pd.DataFrame, skip: bool) -> str:
             if skip
             else f"; {missing} missing scored 0 and counted in the mean"
         )
-    strays = len(per_query.attrs["unjudged_queries"])
+    strays = len(scores.unjudged_queries)
     if strays:
         text += f"; {strays} run {'query' if strays == 1 else 'queries'} not in the qrels ignored"
     return text
@@ -191,39 +194,48 @@ def _clean(value: float) -> float | None:
     return None if math.isnan(value) else value
 
 
-def read_grades(path: str, *, clamp: bool) -> pd.DataFrame:
+def read_grades(path: str, *, clamp: bool) -> tuple[Judgments, dict[str, Any]]:
     """TREC qrels (the fast reader; any integer grade), a judgments JSONL, or a human-grades CSV
     (LLM and human grades: 0..3, or `clamp`), told apart by the first line that is not a `#`
-    comment. Qrels without a judgment are an InputError."""
+    comment, indexed for the join; and what was read: `source`, `top` (the highest grade, None
+    without judgments), `clamped`, `ungraded`, `failed`. Qrels without a judgment are an
+    InputError."""
     for _, line in iter_lines(path):
         if line.strip() and not line.lstrip().startswith("#"):
             if line.lstrip().startswith("{"):
                 from grader.io.grades import read_llm_grades
 
-                return read_llm_grades(path, clamp=clamp)
+                return _indexed(read_llm_grades(path, clamp=clamp))
             from grader.io.grades import looks_like_qrels, read_human_grades
 
             if not looks_like_qrels(line):
-                return read_human_grades(path, clamp=clamp)
+                return _indexed(read_human_grades(path, clamp=clamp))
             break
-    qrels = read_qrels(path, any_grade=True)
-    qrels.attrs["source"] = "trec"
-    if qrels.empty:
+    qrels = read_qrels_columns(path, any_grade=True)
+    if not len(qrels):
         raise InputError(
             "no judgments in the qrels (the file is empty or holds only comments)",
             path=path,
             hint="give TREC qrels lines `qid 0 docid grade`, a grades CSV or a judgments JSONL",
         )
-    return qrels
+    facts = {"source": "trec", "top": int(qrels.grade.max()), "clamped": qrels.clamped}
+    return judgments(qrels.query_id, qrels.doc_id, qrels.grade), facts
+
+
+def _indexed(frame: Any) -> tuple[Judgments, dict[str, Any]]:
+    """A grades frame (judgments JSONL, grades CSV) indexed, with its attrs as facts."""
+    facts = dict(frame.attrs)
+    facts["top"] = int(frame["grade"].max()) if len(frame) else None
+    return judgments_of(frame), facts
 
 
 def resolve_thresholds(
-    names: list[str], qrels: pd.DataFrame, *, typed: bool
+    names: list[str], top: int | None, *, typed: bool
 ) -> tuple[list[Measure], list[str]]:
-    """The measures with the threshold these qrels call for where a name writes none (1 for
-    binary qrels, else 2), and the stderr lines that say what was decided: the inferred 1, a
-    threshold above every grade, and (for `typed` names) the 2 that ir_measures reads as 1."""
-    top = int(qrels["grade"].max()) if len(qrels) else None
+    """The measures with the threshold qrels whose highest grade is `top` call for where a name
+    writes none (1 for binary qrels, else 2), and the stderr lines that say what was decided:
+    the inferred 1, a threshold above every grade, and (for `typed` names) the 2 that
+    ir_measures reads as 1."""
     default = default_threshold(top)
     measures = list(dict.fromkeys(parse_measure(n, default_rel=default) for n in names))
     bare = [n for n in names if uses_default_threshold(n)]
@@ -249,13 +261,13 @@ def resolve_thresholds(
     return measures, lines
 
 
-def _run_warning(name: str, run: pd.DataFrame, per_query: pd.DataFrame) -> str | None:
+def _run_warning(name: str, rows: int, scores: Scores) -> str | None:
     """A line for stderr when a run cannot score: it is empty, or answers no qrels query."""
-    total = per_query.attrs["qrels_queries"]
-    if run.empty:
+    total = scores.qrels_queries
+    if not rows:
         return f"warning: run {name} is empty: it answers none of the {total} qrels queries"
-    if len(per_query.attrs["missing"]) == total:
-        strays = per_query.attrs["unjudged_queries"]
+    if len(scores.missing) == total:
+        strays = scores.unjudged_queries
         example = f" (its queries, e.g. {strays[0]!r}, are not in the qrels)" if strays else ""
         return (
             f"warning: run {name} answers none of the {total} qrels queries{example}: are the "
@@ -272,30 +284,31 @@ def run(args: argparse.Namespace) -> int:
     parse_measures(given)  # a bad name fails before any file is read
     if args.runs.count("-") > 1:
         raise InputError("RUN `-` (stdin) is given twice", hint="stdin holds one run")
-    qrels = read_grades(args.qrels, clamp=args.clamp)
-    measures, warnings = resolve_thresholds(given, qrels, typed=bool(args.measures))
+    judged, facts = read_grades(args.qrels, clamp=args.clamp)
+    measures, warnings = resolve_thresholds(given, facts["top"], typed=bool(args.measures))
     names = [str(m) for m in measures]
-    if args.clamp and qrels.attrs["source"] == "trec":
+    if args.clamp and facts.get("source") == "trec":
         warnings.append("--clamp is for judgments and grades CSV: TREC qrels keep every grade")
     missing: Missing = "skip" if args.skip_missing else "zero"
-    results: list[tuple[str, pd.DataFrame]] = []
+    depth = depth_needed(measures)
+    results: list[tuple[str, Scores]] = []
     for name, path in zip(run_names(args.runs), args.runs, strict=True):
-        frame = read_run_file(path, precision=args.precision)
-        per_query = evaluate(qrels, frame, measures, missing=missing)
-        results.append((name, per_query))
-        warning = _run_warning(name, frame, per_query)
+        run = judged_run_file(path, judged, precision=args.precision, depth=depth)
+        scores = score(run.ranked, measures, missing=missing)
+        results.append((name, scores))
+        warning = _run_warning(name, run.rows, scores)
         if warning:
             warnings.append(warning)
-    notes = [_note(name, pq, args.skip_missing) for name, pq in results]
-    if qrels.attrs.get("clamped"):
-        notes.append(f"{qrels.attrs['clamped']} grades outside 0..3 were clamped (--clamp)")
-    if qrels.attrs.get("ungraded"):
+    notes = [_note(name, scores, args.skip_missing) for name, scores in results]
+    if facts.get("clamped"):
+        notes.append(f"{facts['clamped']} grades outside 0..3 were clamped (--clamp)")
+    if facts.get("ungraded"):
         notes.append(
-            f"{qrels.attrs['ungraded']} rows with an empty grade were left out (unjudged, not 0)"
+            f"{facts['ungraded']} rows with an empty grade were left out (unjudged, not 0)"
         )
-    if qrels.attrs.get("failed"):
+    if facts.get("failed"):
         notes.append(
-            f"{qrels.attrs['failed']} failed judgments left unjudged (not relevant, no gain; "
+            f"{facts['failed']} failed judgments left unjudged (not relevant, no gain; "
             "Judged@k shows where)"
         )
     records = [r for name, pq in results for r in _records(name, pq, args.per_query)]
@@ -329,7 +342,7 @@ def _fmt(value: float, count: bool = False) -> str:
 
 
 def _print_tables(
-    results: list[tuple[str, pd.DataFrame]], names: list[str], notes: list[str], per_query: bool
+    results: list[tuple[str, Scores]], names: list[str], notes: list[str], per_query: bool
 ) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -337,21 +350,20 @@ def _print_tables(
     console = Console(highlight=False)
     counts = {m for m in names if _is_count(m)}
     if per_query:
-        for name, pq in results:
+        for name, scores in results:
             table = Table(title=f"{name}: per query", title_justify="left")
             table.add_column("query")
             for m in names:
                 table.add_column(m, justify="right")
-            wide = pq.pivot(index="query_id", columns="measure", values="value")
-            wide = wide.reindex(index=list(dict.fromkeys(pq["query_id"])), columns=names)
-            for qid, row in wide.iterrows():
-                table.add_row(str(qid), *(_fmt(float(v), m in counts) for m, v in row.items()))
+            rows = scores.values[[scores.measures.index(m) for m in names]].T.tolist()
+            for qid, row in zip(scores.query_ids, rows, strict=True):
+                table.add_row(qid, *(_fmt(v, m in counts) for m, v in zip(names, row, strict=True)))
             console.print(table)
     table = Table(title="mean over queries", title_justify="left")
     table.add_column("measure")
     for name, _ in results:
         table.add_column(name, justify="right")
-    means = [mean_scores(pq).set_index("measure")["value"] for _, pq in results]
+    means = [dict(scores.means()) for _, scores in results]
     for m in names:
         table.add_row(m, *(_fmt(float(col[m]), m in counts) for col in means))
     console.print(table)

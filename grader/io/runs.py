@@ -13,13 +13,14 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import BinaryIO
-
-import pandas as pd
+from typing import TYPE_CHECKING, BinaryIO
 
 from grader.errors import InputError
 from grader.io.trec import read_run
 from grader.metrics.ranking import Precision
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 STDIN = "-"
 

@@ -15,11 +15,12 @@ float32 are ties); `precision="float64"` compares in double precision (trec_eval
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -28,7 +29,9 @@ from grader.io.files import atomic_write, iter_lines
 from grader.io.trec_parse import float_column, line_of, lines_of, parse_columns, string_hashes
 from grader.io.trec_scan import NumberCheck, finite_number, parses_as_number
 from grader.metrics.ranking import Precision, rank_order, ranks_within
-from grader.models import MAX_GRADE, MIN_GRADE
+
+if TYPE_CHECKING:  # pandas (and pydantic, through grader.models) load only where used, so
+    import pandas as pd  # `relgrade evaluate` of a small run starts fast
 
 RUN_COLUMNS = ("query_id", "q0", "doc_id", "file_rank", "score", "tag")
 QRELS_COLUMNS = ("query_id", "iteration", "doc_id", "grade")
@@ -60,6 +63,8 @@ def _check_duplicates(
     ordered = np.sort(key)
     if not bool(np.any(ordered[1:] == ordered[:-1])):
         return
+    import pandas as pd
+
     rows = np.flatnonzero(pd.Series(key).duplicated(keep=False).to_numpy())
     sub = pd.DataFrame(
         {
@@ -153,6 +158,20 @@ def read_run(path: str | Path, *, precision: Precision = "float32") -> pd.DataFr
     return frame
 
 
+@dataclass(frozen=True)
+class QrelsColumns:
+    """TREC qrels as columns (Arrow ids, int64 grades): `read_qrels` without a DataFrame."""
+
+    query_id: pa.ChunkedArray
+    doc_id: pa.ChunkedArray
+    grade: npt.NDArray[np.int64]
+    clamped: int
+    path: str
+
+    def __len__(self) -> int:
+        return len(self.grade)
+
+
 def read_qrels(path: str | Path, *, clamp: bool = False, any_grade: bool = False) -> pd.DataFrame:
     """Read TREC qrels into [query_id, doc_id, grade] (grade an int in 0..3).
 
@@ -163,6 +182,17 @@ def read_qrels(path: str | Path, *, clamp: bool = False, any_grade: bool = False
     malformed line, a duplicate (query, doc) (naming both lines) or non-UTF-8 bytes raise
     InputError naming the file and line. `#` comment lines are skipped.
     """
+    columns = read_qrels_columns(path, clamp=clamp, any_grade=any_grade)
+    frame = _frame({"query_id": columns.query_id, "doc_id": columns.doc_id, "grade": columns.grade})
+    frame.attrs["path"] = columns.path
+    frame.attrs["clamped"] = columns.clamped
+    return frame
+
+
+def read_qrels_columns(
+    path: str | Path, *, clamp: bool = False, any_grade: bool = False
+) -> QrelsColumns:
+    """`read_qrels` as columns, with the same checks and errors (no pandas)."""
     p = Path(path)
     hint = "the 4th column of a qrels line is an integer grade " + (
         "(e.g. -2..4)" if any_grade else "0..3"
@@ -187,7 +217,9 @@ def read_qrels(path: str | Path, *, clamp: bool = False, any_grade: bool = False
             hint=hint,
         )
     if any_grade:
-        return _qrels_frame(p, table, _int_grades(p, grades, text), clamped=0)
+        return _qrels_columns(p, table, _int_grades(p, grades, text), clamped=0)
+    from grader.models import MAX_GRADE, MIN_GRADE
+
     # Range check and clip on the floats: a huge grade cast to int64 first would wrap around.
     outside = np.flatnonzero((grades < MIN_GRADE) | (grades > MAX_GRADE))
     if outside.size and not clamp:
@@ -201,7 +233,7 @@ def read_qrels(path: str | Path, *, clamp: bool = False, any_grade: bool = False
             hint="fix the grade, or pass --clamp to move it to the nearest of 0 and 3",
         )
     ints = np.clip(grades, MIN_GRADE, MAX_GRADE).astype(np.int64)
-    return _qrels_frame(p, table, ints, clamped=int(outside.size) if clamp else 0)
+    return _qrels_columns(p, table, ints, clamped=int(outside.size) if clamp else 0)
 
 
 def _int_grades(
@@ -221,14 +253,11 @@ def _int_grades(
     return grades.astype(np.int64)
 
 
-def _qrels_frame(
+def _qrels_columns(
     path: Path, table: pa.Table, grades: npt.NDArray[np.int64], *, clamped: int
-) -> pd.DataFrame:
+) -> QrelsColumns:
     _check_duplicates(path, table, _query_codes(table["query_id"]), "qrels")
-    frame = _frame({"query_id": table["query_id"], "doc_id": table["doc_id"], "grade": grades})
-    frame.attrs["path"] = str(path)
-    frame.attrs["clamped"] = clamped
-    return frame
+    return QrelsColumns(table["query_id"], table["doc_id"], grades, clamped, str(path))
 
 
 def _written_cell(path: Path, line: int, index: int, fallback: object) -> str:
@@ -241,6 +270,8 @@ def _written_cell(path: Path, line: int, index: int, fallback: object) -> str:
 
 
 def _check_ids(frame: pd.DataFrame, columns: tuple[str, ...], path: Path) -> None:
+    import pandas as pd
+
     missing = [c for c in columns if c not in frame.columns]
     if missing:
         raise InputError(
@@ -261,6 +292,10 @@ def _check_ids(frame: pd.DataFrame, columns: tuple[str, ...], path: Path) -> Non
 
 def write_qrels(path: str | Path, frame: pd.DataFrame) -> None:
     """Write [query_id, doc_id, grade] as TREC qrels (`qid 0 docid grade`), atomically."""
+    import pandas as pd
+
+    from grader.models import MAX_GRADE, MIN_GRADE
+
     p = Path(path)
     _check_ids(frame, ("query_id", "doc_id", "grade"), p)
     grades = pd.to_numeric(frame["grade"], errors="coerce")
@@ -288,6 +323,8 @@ def write_run(path: str | Path, frame: pd.DataFrame, tag: str) -> None:
     Rows are written per query in trec_eval's order (score descending, ties by doc id
     descending) with ranks 1..n, so the file's rank column agrees with what readers recompute.
     """
+    import pandas as pd
+
     p = Path(path)
     if not tag or re.search(r"\s", tag):
         raise InputError(f"run tag {tag!r} must be one non-empty word", path=p)

@@ -20,11 +20,10 @@ import re
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
@@ -32,6 +31,9 @@ import pyarrow.csv as pacsv
 from grader.errors import InputError
 from grader.io.files import _open_binary, iter_lines
 from grader.io.trec_scan import NumberCheck, first_bad_line, parses_as_number
+
+if TYPE_CHECKING:  # the careful reader's pandas loads only when a file needs it
+    import pandas as pd
 
 _FIELDS_RE = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
 _ID_COLUMNS = ("query_id", "doc_id")
@@ -181,6 +183,8 @@ def _parse_pandas(
     path: Path, names: tuple[str, ...], kind: str, example: str, extra_columns: bool
 ) -> pd.DataFrame:
     """The careful reader: any whitespace, exact line numbers for every structural error."""
+    import pandas as pd
+
     hint = f"each line must be `{example}`, separated by spaces or tabs"
     try:
         with _open_binary(path) as fh, warnings.catch_warnings():
@@ -284,6 +288,8 @@ def float_column(column: pa.ChunkedArray) -> tuple[npt.NDArray[np.float64], pa.C
     try:
         values = pc.cast(column, pa.float64()).to_numpy()
     except pa.ArrowException:
+        import pandas as pd
+
         series = pd.Series(column.to_numpy(zero_copy_only=False), dtype=object)
         values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64)
     return np.asarray(values, dtype=np.float64), column

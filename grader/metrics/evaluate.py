@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
 from grader.metrics import (
     ap,
@@ -42,6 +42,9 @@ from grader.metrics.measures import SUMMED, Measure, parse_measure
 from grader.metrics.query_order import query_order
 from grader.metrics.ranked import Ranked, join
 from grader.metrics.ranking import Precision
+
+if TYPE_CHECKING:  # pandas only where a frame is asked for: `relgrade evaluate` never imports it
+    import pandas as pd
 
 Missing = Literal["zero", "skip"]
 Kernel = Callable[[Measure, Ranked], npt.NDArray[np.float64]]
@@ -88,39 +91,98 @@ def evaluate(
     missing="skip"), `n_queries` = queries in the mean, `qrels_queries` = queries in the qrels,
     `unjudged_queries` = run queries the qrels lack (ignored).
     """
+    parsed = [parse_measure(m) for m in measures]
+    ranked = join(qrels, run, precision=precision, depth=depth_needed(parsed))
+    return score(ranked, parsed, missing=missing).frame()
+
+
+def depth_needed(measures: Sequence[Measure]) -> int | None:
+    """How deep into each ranking the measures look: the deepest cutoff when every measure has
+    one, else None (the whole ranking)."""
+    cutoffs = [m.cutoff for m in measures]
+    if not cutoffs or not all(cutoffs) or any(m.judged_only for m in measures):
+        return None  # no cutoff somewhere, or a condensed top k that may reach below rank k
+    return max(c for c in cutoffs if c is not None)
+
+
+@dataclass(frozen=True)
+class Scores:
+    """Per-query values of one run: `values[i, j]` is measure i on query `query_ids[j]`.
+
+    The same content as `evaluate`'s frame, as plain arrays (no pandas): `missing`, `n_queries`,
+    `qrels_queries` and `unjudged_queries` mean what the frame's attrs mean.
+    """
+
+    query_ids: list[str]
+    measures: list[str]
+    values: npt.NDArray[np.float64]
+    missing: list[str]
+    qrels_queries: int
+    unjudged_queries: list[str]
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.query_ids)
+
+    def means(self) -> list[tuple[str, float]]:
+        """(measure, mean over the queries) in measure order, as `mean_scores` gives them."""
+        return [(m, _aggregate(m, row)) for m, row in zip(self.measures, self.values, strict=True)]
+
+    def frame(self) -> pd.DataFrame:
+        """The long frame [query_id, measure, value] of `evaluate`, with its attrs."""
+        import pandas as pd
+
+        n = self.n_queries
+        frame = pd.DataFrame(
+            {
+                "query_id": pd.Series(
+                    np.tile(np.asarray(self.query_ids, dtype=object), len(self.measures)), dtype=str
+                ),
+                "measure": pd.Series(np.repeat(self.measures, n), dtype=str),
+                "value": self.values.ravel(),
+            }
+        )
+        frame.attrs["missing"] = list(self.missing)
+        frame.attrs["n_queries"] = n
+        frame.attrs["measures"] = list(self.measures)
+        frame.attrs["qrels_queries"] = self.qrels_queries
+        frame.attrs["unjudged_queries"] = list(self.unjudged_queries)
+        return frame
+
+
+def _aggregate(measure: str, values: npt.NDArray[np.float64]) -> float:
+    """A count's exact sum, any other measure's exact mean (NaN over no queries)."""
+    total = math.fsum(values.tolist())
+    if parse_measure(measure).name in SUMMED:
+        return total
+    return total / len(values) if len(values) else float("nan")
+
+
+def score(ranked: Ranked, measures: Sequence[Measure], *, missing: Missing = "zero") -> Scores:
+    """Every measure on every query of a joined run (see `evaluate` for `missing`)."""
     if missing not in ("zero", "skip"):
         raise ValueError(f"missing must be 'zero' or 'skip', not {missing!r}")
-    parsed = [parse_measure(m) for m in measures]
-    cutoffs = [m.cutoff for m in parsed]
-    # measures that all stop at a cutoff never look below the deepest one
-    depth = max(c for c in cutoffs if c is not None) if all(cutoffs) and cutoffs else None
-    if any(m.judged_only for m in parsed):
-        depth = None  # the condensed top k may reach below rank k
-    ranked = join(qrels, run, precision=precision, depth=depth)
     answered = ranked.returned > 0
     keep = answered if missing == "skip" else np.ones(ranked.n_queries, dtype=bool)
     qids = np.asarray(ranked.query_ids, dtype=object)[keep]
     listed = query_order(list(qids))  # numeric ids by number, like calibrate's per-query lists
     qids = qids[listed]
     columns: dict[str, npt.NDArray[np.float64]] = {}
-    condensed = judged_only.condense(ranked) if any(m.judged_only for m in parsed) else ranked
-    for measure in parsed:
+    condensed = judged_only.condense(ranked) if any(m.judged_only for m in measures) else ranked
+    for measure in measures:
         values = _kernel(measure)(measure, condensed if measure.judged_only else ranked)
         columns[str(measure)] = np.where(answered, values, 0.0)[keep][listed]
-    n = len(qids)
-    frame = pd.DataFrame(
-        {
-            "query_id": pd.Series(np.tile(qids, len(columns)), dtype=str),
-            "measure": pd.Series(np.repeat(list(columns), n), dtype=str),
-            "value": np.concatenate(list(columns.values())) if columns else np.zeros(0),
-        }
+    values = (
+        np.stack(list(columns.values())) if columns else np.zeros((0, len(qids)), dtype=np.float64)
     )
-    frame.attrs["missing"] = [q for q, a in zip(ranked.query_ids, answered, strict=True) if not a]
-    frame.attrs["n_queries"] = n
-    frame.attrs["measures"] = list(columns)
-    frame.attrs["qrels_queries"] = ranked.n_queries
-    frame.attrs["unjudged_queries"] = list(ranked.unjudged_queries)
-    return frame
+    return Scores(
+        query_ids=[str(q) for q in qids],
+        measures=list(columns),
+        values=np.asarray(values, dtype=np.float64),
+        missing=[q for q, a in zip(ranked.query_ids, answered, strict=True) if not a],
+        qrels_queries=ranked.n_queries,
+        unjudged_queries=list(ranked.unjudged_queries),
+    )
 
 
 def mean_scores(per_query: pd.DataFrame) -> pd.DataFrame:
@@ -131,6 +193,8 @@ def mean_scores(per_query: pd.DataFrame) -> pd.DataFrame:
     NaN; a sum over no queries is 0. Sums are exact (`math.fsum`), so they do not depend on the
     order queries are listed in: two runs with the same per-query values tie exactly.
     """
+    import pandas as pd
+
     order = per_query.attrs.get("measures") or [str(m) for m in pd.unique(per_query["measure"])]
     groups = per_query.groupby("measure", sort=False)["value"]
     sums = groups.agg(math.fsum)

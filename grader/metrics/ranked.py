@@ -9,15 +9,18 @@ documents the run returned, how many documents it returned, and the query's judg
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from grader.errors import InputError
 from grader.metrics.ranking import Precision, rank_order, ranks_within
+
+if TYPE_CHECKING:  # pandas is imported where a frame is read: `relgrade evaluate` never needs it
+    import pandas as pd
 
 Int = npt.NDArray[np.int64]
 
@@ -79,6 +82,8 @@ def _strings(series: pd.Series) -> pa.Array:
 
 def _grades(column: pd.Series) -> Int:
     """Integer grades; a missing or fractional grade is an error, never a 0."""
+    import pandas as pd
+
     values = np.asarray(pd.to_numeric(column, errors="coerce"), dtype=np.float64)
     bad = ~np.isfinite(values) | (values != np.round(values))
     if bad.any():
@@ -102,6 +107,8 @@ def _grouped_ranks(run: pd.DataFrame, precision: Precision) -> Int:
     if "rank" in run.columns:
         ranks: Int = np.asarray(run["rank"].to_numpy(), dtype=np.int64)
         return ranks
+    import pandas as pd
+
     qcodes, _ = pd.factorize(run["query_id"])
     scores = np.asarray(pd.to_numeric(run["score"], errors="coerce"), dtype=np.float64)
     if not np.all(np.isfinite(scores)):
@@ -114,6 +121,117 @@ def _grouped_ranks(run: pd.DataFrame, precision: Precision) -> Int:
     ranks = np.empty(len(order), dtype=np.int64)
     ranks[order] = ranks_within(qcodes[order])
     return ranks
+
+
+@dataclass(frozen=True)
+class Judgments:
+    """The judgments of a qrels as the join looks them up: ids as categorical codes.
+
+    `query_ids` and `doc_ids` are the distinct ids (Arrow strings; queries in order of first
+    appearance); a judgment's key is `query code * len(doc_ids) + doc code`, and `sorted_keys`
+    holds every key in order with `sorted_grades` beside it. `ideal_*` are as in `Ranked`.
+    """
+
+    query_ids: pa.Array
+    doc_ids: pa.Array
+    sorted_keys: Int
+    sorted_grades: Int
+    ideal_query: Int
+    ideal_grade: Int
+    ideal_pos: Int
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.query_ids)
+
+    def query_codes(self, queries: pa.Array) -> Int:
+        """The qrels code of each query id, -1 for a query the qrels do not know."""
+        return _index_in(queries, self.query_ids)
+
+    def grades_of(self, query_codes: Int, docs: pa.Array) -> tuple[Int, Int]:
+        """(positions, grades) of the judged (query, doc) pairs among rows of known queries.
+
+        Doc ids are looked up among the judged docs of these queries only: a block of a large
+        run then hashes a few thousand ids, not every judged doc of the qrels again.
+        """
+        n_docs = max(len(self.doc_ids), 1)
+        queries = np.unique(query_codes)
+        if len(queries) == self.n_queries:
+            doc_codes = _index_in(docs, self.doc_ids)
+        else:
+            lo = np.searchsorted(self.sorted_keys, queries * n_docs)
+            hi = np.searchsorted(self.sorted_keys, (queries + 1) * n_docs)
+            sizes = hi - lo
+            own = np.arange(int(sizes.sum())) + np.repeat(lo - (np.cumsum(sizes) - sizes), sizes)
+            local = np.unique(self.sorted_keys[own] % n_docs)
+            found = _index_in(docs, self.doc_ids.take(pa.array(local)))
+            doc_codes = np.where(found >= 0, local[np.maximum(found, 0)], -1)
+        rows = np.flatnonzero(doc_codes >= 0)
+        keys = query_codes[rows] * max(len(self.doc_ids), 1) + doc_codes[rows]
+        if not len(self.sorted_keys):
+            return rows[:0], rows[:0]
+        at = np.minimum(np.searchsorted(self.sorted_keys, keys), len(self.sorted_keys) - 1)
+        hit = self.sorted_keys[at] == keys
+        return rows[hit], self.sorted_grades[at[hit]]
+
+    def ranked(
+        self,
+        query: Int,
+        rank: Int,
+        grade: Int,
+        returned: Int,
+        unjudged_queries: tuple[str, ...] = (),
+    ) -> Ranked:
+        """The `Ranked` of judged run rows given in any order (sorted here by query, rank)."""
+        order = np.lexsort((rank, query))
+        return Ranked(
+            query_ids=[str(q) for q in self.query_ids.to_pylist()],
+            query=np.asarray(query[order], dtype=np.int64),
+            rank=np.asarray(rank[order], dtype=np.int64),
+            grade=np.asarray(grade[order], dtype=np.int64),
+            returned=returned,
+            ideal_query=self.ideal_query,
+            ideal_grade=self.ideal_grade,
+            ideal_pos=self.ideal_pos,
+            unjudged_queries=unjudged_queries,
+        )
+
+
+def judgments(query_ids: pa.Array, doc_ids: pa.Array, grades: Int) -> Judgments:
+    """Index a qrels given as columns (one row per judgment). A (query, doc) graded twice is an
+    InputError naming both ids."""
+    q_unique = pc.unique(query_ids)
+    q_of_judgment = _index_in(query_ids, q_unique)
+    d_unique = pc.unique(doc_ids)
+    judged_key = q_of_judgment * max(len(d_unique), 1) + _index_in(doc_ids, d_unique)
+    by_key = np.argsort(judged_key, kind="stable")
+    sorted_keys = judged_key[by_key]
+    twice = np.flatnonzero(sorted_keys[1:] == sorted_keys[:-1])
+    if twice.size:
+        row = int(by_key[twice[0]])
+        raise InputError(
+            f"the qrels grade doc {doc_ids[row].as_py()!r} twice for query "
+            f"{query_ids[row].as_py()!r}",
+            hint="keep one grade per (query, doc), e.g. drop_duplicates or aggregate first",
+        )
+    ideal = np.lexsort((-grades, q_of_judgment))
+    ideal_query = q_of_judgment[ideal]
+    return Judgments(
+        query_ids=q_unique,
+        doc_ids=d_unique,
+        sorted_keys=sorted_keys,
+        sorted_grades=grades[by_key],
+        ideal_query=ideal_query,
+        ideal_grade=grades[ideal],
+        ideal_pos=ranks_within(ideal_query),
+    )
+
+
+def judgments_of(qrels: pd.DataFrame) -> Judgments:
+    """`judgments` of a qrels frame [query_id, doc_id, grade]."""
+    return judgments(
+        _strings(qrels["query_id"]), _strings(qrels["doc_id"]), _grades(qrels["grade"])
+    )
 
 
 def join(
@@ -131,64 +249,35 @@ def join(
     With `depth`, only the top `depth` results of each query are looked up (enough for
     measures that all have a cutoff <= depth) and `returned` counts up to `depth`.
     """
-    q_all = _strings(qrels["query_id"])
-    q_unique = pc.unique(q_all)
-    q_of_judgment = _index_in(q_all, q_unique)
-    d_all = _strings(qrels["doc_id"])
-    d_unique = pc.unique(d_all)
-    n_docs = max(len(d_unique), 1)
-    judged_key = q_of_judgment * n_docs + _index_in(d_all, d_unique)
-    grades = _grades(qrels["grade"])
-    by_key = np.argsort(judged_key, kind="stable")
-    sorted_keys = judged_key[by_key]
-    twice = np.flatnonzero(sorted_keys[1:] == sorted_keys[:-1])
-    if twice.size:
-        row = int(by_key[twice[0]])
-        raise InputError(
-            f"the qrels grade doc {qrels['doc_id'].iat[row]!r} twice for query "
-            f"{qrels['query_id'].iat[row]!r}",
-            hint="keep one grade per (query, doc), e.g. drop_duplicates or aggregate first",
-        )
+    return join_run(judgments_of(qrels), run, precision=precision, depth=depth)
 
+
+def join_run(
+    judged: Judgments,
+    run: pd.DataFrame,
+    *,
+    precision: Precision = "float32",
+    depth: int | None = None,
+) -> Ranked:
+    """`join` with the qrels already indexed (see `judgments`)."""
     ranks = _grouped_ranks(run, precision)
     run_queries, run_docs = _strings(run["query_id"]), _strings(run["doc_id"])
     if depth is not None and len(ranks) and int(ranks.max()) > depth:
         top = pa.array(np.flatnonzero(ranks <= depth))
         run_queries, run_docs = run_queries.take(top), run_docs.take(top)
         ranks = ranks[top.to_numpy()]
-    run_q = _index_in(run_queries, q_unique)
+    run_q = judged.query_codes(run_queries)
     known = run_q >= 0
     unjudged: tuple[str, ...] = ()
     if not known.all():
         strays = pc.unique(run_queries.filter(pa.array(~known)))
         unjudged = tuple(str(q) for q in strays.to_pylist())
-    returned = np.bincount(run_q[known], minlength=len(q_unique)).astype(np.int64)
+    returned = np.bincount(run_q[known], minlength=judged.n_queries).astype(np.int64)
     if known.all():
         rows = np.arange(len(run_q), dtype=np.int64)
     else:
         rows = np.flatnonzero(known)
         run_docs = run_docs.take(pa.array(rows))
-    run_d = _index_in(run_docs, d_unique)
-    judged = run_d >= 0
-    rows, keys = rows[judged], run_q[rows[judged]] * n_docs + run_d[judged]
-    at = np.searchsorted(sorted_keys, keys)
-    at = np.minimum(at, max(len(sorted_keys) - 1, 0))
-    hit = sorted_keys[at] == keys if len(sorted_keys) else np.zeros(len(keys), dtype=bool)
-    rows, at = rows[hit], at[hit]
-    row_query, row_rank = run_q[rows], ranks[rows]
-    row_grade = grades[by_key[at]]
-    order = np.lexsort((row_rank, row_query))
-
-    ideal = np.lexsort((-grades, q_of_judgment))
-    ideal_query = q_of_judgment[ideal]
-    return Ranked(
-        query_ids=[str(q) for q in q_unique.to_pylist()],
-        query=row_query[order],
-        rank=row_rank[order],
-        grade=row_grade[order],
-        returned=returned,
-        ideal_query=ideal_query,
-        ideal_grade=grades[ideal],
-        ideal_pos=ranks_within(ideal_query),
-        unjudged_queries=unjudged,
-    )
+    at, grade = judged.grades_of(run_q[rows], run_docs)
+    rows = rows[at]
+    return judged.ranked(run_q[rows], ranks[rows], grade, returned, unjudged)

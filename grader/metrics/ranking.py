@@ -7,12 +7,14 @@ like trec_eval 10. Pure functions on arrays: no I/O.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Precision = Literal["float32", "float64"]
 
@@ -32,7 +34,7 @@ def _sort_by_query_score(q: np.ndarray, key: np.ndarray) -> np.ndarray:
 
 def _strings_at(doc_ids: pd.Series | pa.ChunkedArray | pa.Array, rows: np.ndarray) -> pa.Array:
     """The doc ids of the given rows as an Arrow string array."""
-    if isinstance(doc_ids, pd.Series):
+    if not isinstance(doc_ids, pa.Array | pa.ChunkedArray):  # a pandas Series
         return pa.array(doc_ids.take(rows).astype(str).to_numpy(dtype=object), pa.large_string())
     taken = doc_ids.take(pa.array(rows))
     return taken.combine_chunks() if isinstance(taken, pa.ChunkedArray) else taken
