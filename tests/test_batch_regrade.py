@@ -243,7 +243,7 @@ async def test_crash_after_create_before_recording_adopts_the_batch(
 async def test_refused_upload_leaves_no_open_job(setup: Setup) -> None:
     setup.api.fail_on["upload"].append(404)  # e.g. a server with no /v1/files
     with Store(setup.db) as store:
-        with pytest.raises(JudgeError, match="without --batch"):
+        with pytest.raises(JudgeError, match="drop --batch to regrade concurrently"):
             await setup.run(store)
         assert BatchState(store).jobs() == []
         outcome = await setup.run(store)  # the keys are not held back

@@ -25,6 +25,7 @@ from grader.cli.batch_common import (
     make_runner,
     progress_printer,
 )
+from grader.cli.batch_endpoint import batch_command, use_stored_base_url
 from grader.cli.commands import COMMANDS
 from grader.cli.flags import add_store
 from grader.cli.settings import Settings, add_api_key_env
@@ -51,7 +52,11 @@ def register(sub: Any) -> None:
         "first (--no-refresh: the stored state only).",
     )
     add_store(status, "the store regrade --batch recorded its jobs in")
-    status.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint")
+    status.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="OpenAI-compatible endpoint (default: the one stored with the open jobs)",
+    )
     add_api_key_env(status)
     status.add_argument(
         "--no-refresh", action="store_true", help="show the stored state; ask no server"
@@ -105,12 +110,13 @@ def run_status(args: argparse.Namespace) -> int:
             return 0
         note = None
         if not args.no_refresh:
+            use_stored_base_url(args, state)  # the endpoint the jobs were sent to
             note = asyncio.run(_refresh(state, Settings.from_args(args)))
         jobs = state.jobs()
     if args.format == "json":
         print(json.dumps([_job_json(j) for j in jobs], indent=2))
     else:
-        print(render_jobs(jobs))
+        print(render_jobs(jobs, args.store))
         if exports:
             print("\nbatch file exports (batch export / batch import):")
             print(exports_table(exports))
@@ -148,7 +154,7 @@ def _job_json(job: Job) -> dict[str, Any]:
     return data
 
 
-def render_jobs(jobs: list[Job]) -> str:
+def render_jobs(jobs: list[Job], store: str = "relgrade.db") -> str:
     if not jobs:
         return "no batch jobs in this store"
     header = f"{'job':>4}  {'phase':<10} {'status':<11} {'done':>13}  {'prompt':<16} batch"
@@ -163,7 +169,7 @@ def render_jobs(jobs: list[Job]) -> str:
         )
     open_jobs = sum(1 for j in jobs if j.phase != "collected")
     if open_jobs:
-        lines.append(f"{open_jobs} open; `relgrade batch collect --store DB` finishes them")
+        lines.append(f"{open_jobs} open; `{batch_command('collect', store)}` finishes them")
     return "\n".join(lines)
 
 
@@ -195,6 +201,7 @@ async def _collect(args: argparse.Namespace, store: Store, writer: StoreWriter) 
             from grader.batch.jobs import CollectSummary
 
             return CollectSummary()
+        use_stored_base_url(args, probe)  # the endpoint the jobs were sent to
     factory = JudgeFactory(args, writer)
     store.add_secrets(factory.secrets)
     runner = make_runner(store, args, factory)

@@ -24,9 +24,12 @@ from grader.cli.batch_common import (
     make_runner,
     progress_printer,
 )
+from grader.cli.batch_endpoint import batch_command
 from grader.cli.commands import COMMANDS
+from grader.cli.failed_pairs import failure_causes_text
 from grader.cli.flags import add_measures, add_runs, add_store
 from grader.cli.progress import GradingProgress
+from grader.cli.prompt_check import add_allow_changed_prompt, check_prompts
 from grader.cli.settings import Settings
 from grader.cli.store_busy import print_store_busy
 from grader.cost import cost_range, usd_or_unknown
@@ -92,6 +95,7 @@ def register(sub: Any) -> None:
     p.add_argument("--out", metavar="J.jsonl", help="write the new judgments (JSONL)")
     p.add_argument("--qrels-out", metavar="QRELS", help="write the new grades as TREC qrels")
     p.add_argument("--format", choices=["table", "json"], default="table", help="diff format")
+    add_allow_changed_prompt(p)
     add_runs(p, "TREC runs whose metrics are compared old vs new")
     add_measures(p, "measures for --run (default: evaluate's)")
     p.add_argument("--report", metavar="DIFF.html", help="write the diff as an HTML report")
@@ -118,6 +122,9 @@ def run(args: argparse.Namespace) -> int:
             hint="drop --batch, or give one --model",
         )
     spec = load_prompt(args.prompt) if args.prompt else _stored_prompt(args.store, criteria)
+    if args.prompt:  # a prompt from the store is the text it was graded with
+        with Store(args.store, on_busy=print_store_busy) as store:
+            check_prompts(store, [spec], allow_changed=args.allow_changed_prompt)
     args.prompt = args.prompt or spec.source  # what batch jobs record to rebuild the judge
     from grader.io.runs import read_runs
 
@@ -142,6 +149,8 @@ def run(args: argparse.Namespace) -> int:
             raise
         finally:
             writer.flush()
+    if args.no_wait and outcome.diff.pending:
+        return _print_submitted(args, outcome)
     if runs:
         from grader.metrics import DEFAULT_MEASURES
         from grader.regrade.metric_deltas import metric_deltas
@@ -167,20 +176,19 @@ def run(args: argparse.Namespace) -> int:
         print(render_table(outcome.diff, show=args.show))
     if not args.quiet:
         print(_summary(outcome), file=sys.stderr)
+    if outcome.diff.failed:
+        new = [p.new for p in outcome.pairs if p.new is not None]
+        print(failure_causes_text(new), file=sys.stderr)
     if outcome.diff.pending:
         print(
-            f"{outcome.diff.pending} pairs are waiting in batches; `relgrade batch status "
-            f"--store {args.store}` shows them, `relgrade batch collect --store {args.store}` "
+            f"{outcome.diff.pending} pairs are waiting in batches; "
+            f"`{batch_command('status', args.store, args.api_key_env)}` shows them, "
+            f"`{batch_command('collect', args.store, args.api_key_env)}` "
             "(or this command again) collects them",
             file=sys.stderr,
         )
         if args.out or args.qrels_out:
-            print(
-                "--out/--qrels-out not written while pairs are pending (earlier files are left "
-                "as they were); rerun this same command once the batches are collected to "
-                "write them (it sends nothing for pairs already regraded)",
-                file=sys.stderr,
-            )
+            print(OUTPUTS_PENDING, file=sys.stderr)
         return 0
     return 1 if outcome.diff.failed else 0
 
@@ -316,6 +324,57 @@ def _write_outputs(args: argparse.Namespace, outcome: RegradeOutcome) -> None:
 
         write_qrels(args.qrels_out, qrels_frame(new))
     outputs.finish()
+
+
+OUTPUTS_PENDING = (
+    "--out/--qrels-out not written while pairs are pending (earlier files are left as they "
+    "were); rerun this same command once the batches are collected to write them (it sends "
+    "nothing for pairs already regraded)"
+)
+
+
+def submitted_json(args: argparse.Namespace, outcome: RegradeOutcome) -> dict[str, Any]:
+    """`regrade --batch --no-wait` in JSON: the usual keys (a diff of the pairs done so far:
+    `pending` says how many wait) plus `submitted` (requests, pairs, batches, files, jobs,
+    base_url) and the commands that follow it: `status` and `follow` (README)."""
+    from grader.batch.state import public_base_url
+
+    url = Settings.from_args(args).base_url or "https://api.openai.com/v1"
+    data = _json(outcome)
+    data["submitted"] = {
+        "requests": outcome.requests,
+        "pairs": outcome.sent,
+        "batches": len(outcome.job_ids),
+        "files": len(outcome.job_ids),  # one input file per batch
+        "jobs": outcome.job_ids,
+        "base_url": public_base_url(url),
+    }
+    data["status"] = batch_command("status", args.store, args.api_key_env)
+    data["follow"] = batch_command("collect", args.store, args.api_key_env)
+    return data
+
+
+def _print_submitted(args: argparse.Namespace, outcome: RegradeOutcome) -> int:
+    """`--no-wait` with pairs pending: one line (or the JSON) saying what was submitted and
+    the command that collects it, instead of a diff of nothing."""
+    data = submitted_json(args, outcome)
+    if args.format == "json":
+        print(json.dumps(data, indent=2))
+        return 0
+    sub = data["submitted"]
+    batches = f"{sub['batches']} batch" + ("es" if sub["batches"] != 1 else "")
+    files = f"{sub['files']} input file" + ("s" if sub["files"] != 1 else "")
+    line = (
+        f"submitted {sub['requests']} requests ({sub['pairs']} pairs) in {batches} "
+        f"({files}) to {sub['base_url']}"
+    )
+    if outcome.waiting_in_batches:
+        line += f", {outcome.waiting_in_batches} pairs waiting in earlier batches"
+    line += f"; follow with: {data['follow']}"
+    print(line)
+    if args.out or args.qrels_out:
+        print(OUTPUTS_PENDING, file=sys.stderr)
+    return 0
 
 
 def _json(outcome: RegradeOutcome) -> dict[str, Any]:
