@@ -30,7 +30,7 @@ import pyarrow.csv as pacsv
 
 from grader.errors import InputError
 from grader.io.files import _open_binary, iter_lines
-from grader.io.trec_scan import NumberCheck, first_bad_line, parses_as_number
+from grader.io.trec_scan import NumberCheck, check_text_head, first_bad_line, parses_as_number
 
 if TYPE_CHECKING:  # the careful reader's pandas loads only when a file needs it
     import pandas as pd
@@ -65,6 +65,7 @@ def parse_columns(
     (`trec_scan`): a wrong column count, bad UTF-8, or a `numeric` cell `number_error` refuses
     (default: not a number) raises there; only a file with no bad line is read by pandas.
     """
+    check_text_head(path, kind)  # a binary file is "not UTF-8", not a column count
     sniffed = _sniff_delimiter(path)
     table = None if sniffed is None else _arrow_table(path, names, numeric, extra_columns, sniffed)
     if table is None and sniffed is not None:

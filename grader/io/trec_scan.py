@@ -90,6 +90,51 @@ def first_bad_line(
         raise InputError(f"cannot read: {exc}", path=path) from None
 
 
+TEXT_HEAD = 1 << 16
+"""How much of a file `check_text_head` reads."""
+
+
+def check_text_head(path: Path, kind: str) -> None:
+    """Raise InputError when the first TEXT_HEAD bytes of `path` are not UTF-8 text (invalid
+    UTF-8, or a NUL byte), naming the line: a binary file given as a run or qrels is told as
+    such, before any line of it is blamed for its column count. Unreadable files are left to
+    the readers, which say why."""
+    try:
+        with _open_binary(path) as fh:
+            head = fh.read(TEXT_HEAD)
+    except (OSError, EOFError, gzip.BadGzipFile):
+        return
+    if len(head) == TEXT_HEAD:
+        head = head[: head.rfind(b"\n") + 1]  # whole lines only: a cut character is no error
+    for offset, raw in enumerate(head.split(b"\n")):
+        error = _not_text(path, raw, offset + 1, kind)
+        if error is not None:
+            raise error
+
+
+def _not_text(path: Path, raw: bytes, lineno: int, kind: str) -> InputError | None:
+    """The error for line `lineno` (`raw`) when it is not UTF-8 text, else None."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return InputError(
+            f"not valid UTF-8 (byte {exc.start} of the line)",
+            path=path,
+            line=lineno,
+            hint="re-encode the file as UTF-8",
+        )
+    nul = raw.find(b"\x00")
+    if nul >= 0:  # valid UTF-8, but no text file holds NUL: a binary file, or UTF-16
+        return InputError(
+            f"not UTF-8 text: a NUL byte (byte {nul} of the line); this looks like a binary "
+            "file or text in another encoding such as UTF-16",
+            path=path,
+            line=lineno,
+            hint=f"give the {kind} file as UTF-8 text",
+        )
+    return None
+
+
 def _check_lines(
     path: Path,
     block: bytes,
@@ -107,15 +152,9 @@ def _check_lines(
     hint = f"each line must be `{example}`, separated by spaces or tabs"
     for offset, raw in enumerate(block.split(b"\n")):
         lineno = before + offset + 1
-        try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputError(
-                f"not valid UTF-8 (byte {exc.start} of the line)",
-                path=path,
-                line=lineno,
-                hint="re-encode the file as UTF-8",
-            ) from None
+        not_text = _not_text(path, raw, lineno, kind)
+        if not_text is not None:
+            raise not_text
         cells = [c for c in _CELL_SEPARATORS.split(raw.rstrip(b"\r")) if c]
         if not cells or cells[0].startswith(b"#"):
             continue  # blank or a comment
