@@ -239,7 +239,16 @@ def run_grading(
     **options: Any,
 ) -> GradingReport:
     """`grade_pairs` from synchronous code (the CLI); same arguments."""
-    return asyncio.run(grade_pairs(pairs, judges, **options))
+    reports: list[GradingReport] = []
+
+    async def main() -> None:
+        # The report is handed over outside the task's result: on Python 3.11 `asyncio.run`
+        # ends with `signal.getsignal(SIGINT)`, which formats the main task's repr (and so its
+        # result: a million judgments, 19 s at 100,000 pairs) when another handler is set.
+        reports.append(await grade_pairs(pairs, judges, **options))
+
+    asyncio.run(main())
+    return reports[0]
 
 
 def selection_summary(selection: PairSelection) -> str:

@@ -151,6 +151,7 @@ class LexicalJudge:
         self._query_terms = lru_cache(maxsize=4096)(self._terms_of)
         # Scored texts whose statistics are not counted yet (`from_docs`): counted on first use.
         self._pending: list[tuple[str, str]] | None = None
+        self._judge_id: str | None = None
 
     @classmethod
     def from_docs(
@@ -222,8 +223,12 @@ class LexicalJudge:
         settings' sha256) with any other, e.g. thresholds fitted by `calibrate --fit-lexical`,
         so judgments say which settings graded them and default and fitted grades never share
         a content key (the default's id, and so its keys, are as before)."""
-        sha = self.config.sha256
-        return JUDGE_ID if sha == default_settings_sha256() else f"{JUDGE_ID}+{sha[:8]}"
+        if self._judge_id is None:  # the config is frozen: hashed once, not once per pair
+            sha = self.config.sha256
+            self._judge_id = (
+                JUDGE_ID if sha == default_settings_sha256() else f"{JUDGE_ID}+{sha[:8]}"
+            )
+        return self._judge_id
 
     def fingerprint(self) -> dict[str, Any]:
         """Settings, thresholds, algorithm version and collection digest: all that moves a grade."""
