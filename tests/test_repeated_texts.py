@@ -387,6 +387,8 @@ def _as_old_store(db: Path) -> None:
     conn = sqlite3.connect(db)
     conn.execute("DROP TABLE judgment_pairs")
     conn.execute("DROP TABLE claims")  # schema 4
+    for table in ("export_lines", "export_files", "exports"):  # schema 5
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
     conn.execute("DELETE FROM schema_migrations WHERE version >= 3")
     conn.execute("PRAGMA user_version = 2")
     conn.commit()
