@@ -109,11 +109,20 @@ def run_estimates(
     }
     notes: list[str] = []
     if design.kind != "whole-queries" or not labelled:
-        notes.append(
-            "per-run estimates are LLM-only: a per-query measure needs the whole query graded "
-            f"by people, and the human grades are {design.text} (draw the sample with "
-            "`relgrade sample --strategy whole-queries`)"
-        )
+        why: str | None = None  # said beside each run's estimate: why it has no interval
+        if design.kind == "whole-queries":
+            why = (
+                f"LLM-only: none of the {partly} sampled queries is wholly graded by people, and "
+                "a per-query measure needs every pair of a query graded; grade the rest of their "
+                "pairs"
+            )
+            notes.append(f"per-run estimates are {why}")
+        else:
+            notes.append(
+                "per-run estimates are LLM-only: a per-query measure needs the whole query "
+                f"graded by people, and the human grades are {design.text} (draw the sample "
+                "with `relgrade sample --strategy whole-queries`)"
+            )
         return {
             name: Estimate.model_validate(
                 {
@@ -124,17 +133,19 @@ def run_estimates(
                     "human_only_ci": None,
                     "n_labelled": 0,
                     "n_unlabelled": len(f),
-                    "caution": None,
+                    "caution": why,
                     **common,
                 }
             )
             for name, f in ((n, scorer(llm, r, measure)) for n, r in runs.items())
         }, notes
+    left_out = None
     if partly:
-        notes.append(
+        left_out = (
             f"{partly} queries of the sample are only partly graded by people: they are left "
             "out of the per-run estimates (grade the rest of their pairs to count them)"
         )
+        notes.append(left_out)
     query_weights = None
     if weights is not None:  # 1/pi of a query is that of any of its pairs
         per_pair = pd.Series(weights, index=paired.frame["query_id"].astype(str).to_numpy())
@@ -153,6 +164,7 @@ def run_estimates(
             quantile="t",
         ).to_json()
         data = {**est, "labelled_clusters": len(labelled), **common}
-        data["caution"] = caution(data, design, "queries")
+        said = [c for c in (caution(data, design, "queries"), left_out) if c]
+        data["caution"] = "; ".join(said) or None
         out[name] = Estimate.model_validate(data)
     return out, notes

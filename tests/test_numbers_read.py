@@ -371,3 +371,65 @@ def test_a_binary_run_is_reported_as_not_utf8(
         err = capsys.readouterr().err
         assert f"{run}:1: {said}" in err
         assert "columns" not in err
+
+
+def test_partly_graded_whole_queries_say_why_runs_have_no_interval(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = [str(EXAMPLES / "run.bm25.txt"), str(EXAMPLES / "run.weak.txt")]
+    llm = tmp_path / "llm.jsonl"
+    argv = ["grade", "--queries", str(EXAMPLES / "queries.tsv"), "--docs"]
+    argv += [str(EXAMPLES / "docs.jsonl"), "--run", *runs, "--judge", "lexical"]
+    assert main([*argv, "--store", str(tmp_path / "s.db"), "--out", str(llm), "--quiet"]) == 0
+    sample = tmp_path / "sample.csv"
+    argv = ["sample", "--judgments", str(llm), "--n", "30", "--strategy", "whole-queries"]
+    assert main([*argv, "--seed", "3", "--out", str(sample)]) == 0
+    with sample.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    queries = sorted({r["query_id"] for r in rows})
+    assert len(queries) >= 2
+
+    def calibrate(keep_whole: set[str]) -> dict[str, object]:
+        """People grade every pair of the queries in `keep_whole`, all but one of the others."""
+        dropped = {q for q in queries if q not in keep_whole}
+        filled = tmp_path / "filled.csv"
+        with filled.open("w", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            writer.writeheader()
+            for i, row in enumerate(rows):
+                if row["query_id"] in dropped:
+                    dropped.discard(row["query_id"])  # the query's first pair stays ungraded
+                    continue
+                writer.writerow({**row, "grade": str(i % 4)})
+        human = tmp_path / "human.csv"
+        argv = [
+            "sample",
+            "--import",
+            str(filled),
+            "--manifest",
+            str(tmp_path / "sample.manifest.json"),
+        ]
+        assert main([*argv, "--out", str(human), "--allow-missing"]) == 0
+        argv = ["calibrate", "--llm", str(llm), "--human", str(human), "--run", *runs]
+        argv += ["-m", "nDCG@10", "--bootstrap", "0", "--format", "json"]
+        capsys.readouterr()
+        assert main(argv) == 0
+        out: dict[str, object] = json.loads(capsys.readouterr().out)
+        return out
+
+    partly = len(queries)
+    result = calibrate(set())  # every sampled query partly graded
+    for run in result["estimates"]["runs"].values():  # type: ignore[index]
+        assert run["ppi"] is None and run["ppi_ci"] is None
+        assert run["caution"].startswith(
+            f"LLM-only: none of the {partly} sampled queries is wholly"
+        )
+    said = " ".join(result["notes"])  # type: ignore[arg-type]
+    assert "grade the rest of their pairs" in said
+    assert "draw the sample with" not in said  # it was drawn so
+
+    result = calibrate({queries[0]})  # one wholly graded, the rest partly: no interval
+    for run in result["estimates"]["runs"].values():  # type: ignore[index]
+        assert run["ppi"] is not None and run["ppi_ci"] == [None, None]
+        assert "no interval: it needs at least 2 graded queries" in run["caution"]
+        assert f"{partly - 1} queries of the sample are only partly graded" in run["caution"]
