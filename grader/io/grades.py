@@ -30,12 +30,13 @@ import pandas as pd
 from grader.errors import InputError
 from grader.io._records import content_lines, empty_file_error
 from grader.io.files import iter_lines
+from grader.io.grade_format import HEADER_ALIASES as _HEADER_ALIASES
+from grader.io.grade_format import REQUIRED as _REQUIRED
+from grader.io.grade_format import looks_like_qrels as looks_like_qrels
 from grader.io.judgments import ReadCounts, iter_judgments
 from grader.io.trec import read_qrels
 from grader.models import MAX_GRADE, MIN_GRADE
 
-_HEADER_ALIASES = {"qid": "query_id", "docid": "doc_id"}
-_REQUIRED = ("query_id", "doc_id", "grade")
 _HUMAN_EXAMPLE = "a CSV with the header query_id,doc_id,grade, or TREC qrels (qid 0 docid grade)"
 
 
@@ -43,21 +44,6 @@ def _first_line(path: str | Path) -> str | None:
     for _, line in content_lines(path):
         return line
     return None
-
-
-def looks_like_qrels(line: str) -> bool:
-    """Whether a first line reads as TREC qrels (`qid iter docid grade`) rather than CSV.
-
-    Four whitespace-separated cells and no comma make qrels, whatever the grade cell holds
-    (`2.0`, `nan`, `0x2`): the qrels reader then names the bad grade with file and line, instead
-    of a CSV reader complaining about a header. A TSV header naming query_id, doc_id and grade is
-    not qrels.
-    """
-    cells = line.split()
-    if len(cells) != 4 or "," in line:
-        return False
-    names = {_HEADER_ALIASES.get(c.lower(), c.lower()) for c in cells}
-    return not set(_REQUIRED) <= names
 
 
 def read_human_grades(path: str | Path, *, clamp: bool = False) -> pd.DataFrame:

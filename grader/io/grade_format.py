@@ -1,0 +1,22 @@
+"""Telling a grades CSV from TREC qrels by a file's first line (no pandas: `relgrade evaluate`
+decides this before it knows whether it needs a DataFrame at all)."""
+
+from __future__ import annotations
+
+HEADER_ALIASES = {"qid": "query_id", "docid": "doc_id"}
+REQUIRED = ("query_id", "doc_id", "grade")
+
+
+def looks_like_qrels(line: str) -> bool:
+    """Whether a first line reads as TREC qrels (`qid iter docid grade`) rather than CSV.
+
+    Four whitespace-separated cells and no comma make qrels, whatever the grade cell holds
+    (`2.0`, `nan`, `0x2`): the qrels reader then names the bad grade with file and line, instead
+    of a CSV reader complaining about a header. A TSV header naming query_id, doc_id and grade is
+    not qrels.
+    """
+    cells = line.split()
+    if len(cells) != 4 or "," in line:
+        return False
+    names = {HEADER_ALIASES.get(c.lower(), c.lower()) for c in cells}
+    return not set(REQUIRED) <= names
