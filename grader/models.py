@@ -6,6 +6,7 @@ refuses any other combination, so no code path can turn an error into 0 by accid
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
@@ -88,11 +89,14 @@ class JudgmentError(BaseModel):
     raw_reply: str | None = None
 
 
+_HEX64 = re.compile(r"[0-9a-fA-F]{64}")
+
+
 def bare_sha256(digest: str) -> str:
     """A sha256 digest as 64 bare hex digits: `sha256:<hex>` loses its tag, anything else is
     returned as given (it is not a sha256 digest this function can vouch for)."""
     hexpart = digest.removeprefix("sha256:")
-    if len(hexpart) == 64 and all(c in "0123456789abcdef" for c in hexpart.lower()):
+    if len(hexpart) == 64 and _HEX64.fullmatch(hexpart):  # a regex: read per stored judgment
         return hexpart.lower()
     return digest
 

@@ -159,6 +159,8 @@ class GradingRun:
         self.waiting: list[_Unit] = []
         self.polling = False
         self.poll_s = POLL_S
+        # Pairs whose output is a stored ok answer of the run's one judge (see `read_back`).
+        self.final_from_store: set[int] = set()
 
     # -- planning --------------------------------------------------------------------------
 
@@ -191,6 +193,7 @@ class GradingRun:
             for s in states
             if s.verify_key in found and found[s.verify_key].status == "ok"
         }
+        single = len(self.judges) == 1 and self.verify_judge is None
         for state in states:
             for slot, key in enumerate(state.keys):
                 stored = found.get(key)
@@ -202,6 +205,8 @@ class GradingRun:
                     self._enqueue(_Unit(state, slot, self.judges[slot], key))
             if state.missing == 0:
                 self._members_done(state)
+                if single and state.primary is not None and state.primary.status == "ok":
+                    self.final_from_store.add(state.index)
             self._store_group()
         return states
 
@@ -410,7 +415,13 @@ class GradingRun:
         every process's outputs equal the store. Reads only the rows that differ."""
         if self.store is None or self.dry_run:
             return
-        held = [(i, j) for i, j in enumerate(self.outputs) if j is not None]
+        # A stored ok answer of the run's one judge is final (no process replaces it): only
+        # outputs this run made or adopted can differ from the store.
+        held = [
+            (i, j)
+            for i, j in enumerate(self.outputs)
+            if j is not None and i not in self.final_from_store
+        ]
         stamps = self.store.stamps(j.key for _, j in held)
         differ = [
             (i, j)
