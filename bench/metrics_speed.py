@@ -1,42 +1,43 @@
-"""Metrics speed: `relgrade` against pytrec_eval, end to end from the same TREC files on disk.
+"""Metrics speed and memory: `relgrade evaluate` against trec_eval and pytrec_eval, same files.
 
-Generates (seeded, into a temp folder) a run of 10,000 queries x 1,000 ranked docs and qrels
-with ~50 judged docs per query, then in this one process times:
+Generates (seeded, into a temp folder, or --data) a run of 10,000 queries x 1,000 ranked docs
+and qrels with ~50 judged docs per query, then runs each side end to end from the files in its
+own child process, timing it and taking its peak resident memory (the child's ru_maxrss):
 
-- relgrade: `read_qrels` + `read_run` (trec_eval ranking, duplicate and format checks) +
-  `evaluate` + `mean_scores` for nDCG@10, RR(rel=2)@10, R(rel=2)@100, P(rel=2)@10;
+- relgrade: `relgrade evaluate QRELS RUN -m nDCG@10 RR(rel=2)@10 R(rel=2)@100 P(rel=2)@10
+  --format json` (the command users run: imports, reading, checks, ranking, output);
+- trec_eval 10 (the C binary): `trec_eval -c -l 2 -m ndcg_cut.10 -m recip_rank -m recall.100
+  -m P.10`, built from its source into a temp folder when ../shared/tools/trec_eval is there
+  (or --trec-eval SOURCE_OR_BINARY, or $RELGRADE_TREC_EVAL);
 - pytrec_eval: its own `parse_qrel` / `parse_run` of the same files into dicts +
   `RelevanceEvaluator(..., relevance_level=2).evaluate` for ndcg_cut.10, recip_rank,
   recall.100, P.10, plus the means.
 
-trec_eval has no cutoff for recip_rank, so pytrec_eval's timed side computes recip_rank over
-the whole ranking (at least as much work as RR@10, and cutting the dicts to their top 10 first
-would only add Python time to the peer). Outside the timed regions the script checks that
-both sides agree to 1e-9 on every mean, RR@10 against recip_rank on the run cut to its top 10.
+trec_eval has no cutoff for recip_rank, so its side computes recip_rank over the whole ranking
+(at least as much work as RR@10). Outside the timed runs the script checks that relgrade's
+means equal pytrec_eval's to 1e-9 (RR@10 against recip_rank on the run cut to its top 10) and
+trec_eval's printed 4 decimals.
 
-Prints both times, the ratio relgrade / pytrec_eval (goal <= 1.0, aim 0.5) and each side's
-peak resident memory (sampled from /proc every 20 ms while it runs) above its starting point.
-With --repeat N (default 2) the sides alternate N times and the best time of each is shown,
-which keeps other load on a shared machine from deciding the ratio.
+Prints each side's time and peak memory and the ratios to trec_eval (goals: time <= 0.5x,
+memory <= 1x) and to pytrec_eval. With --repeat N (default 2) the sides alternate N times and
+the best time (and the peak memory of that best run) of each is shown, which keeps other load on
+a shared machine from deciding the ratio.
 
     python bench/metrics_speed.py [--queries 10000] [--docs 1000] [--judged 50] [--seed 0]
+        [--trec-eval PATH] [--data DIR]
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import ctypes
-import gc
+import json
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Callable
-from functools import partial
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -47,9 +48,6 @@ import pyarrow.compute as pc  # noqa: E402
 import pyarrow.csv as pacsv  # noqa: E402
 import pytrec_eval  # noqa: E402
 
-from grader.io.trec import read_qrels, read_run  # noqa: E402
-from grader.metrics import evaluate, mean_scores  # noqa: E402
-
 MEASURES = ["nDCG@10", "RR(rel=2)@10", "R(rel=2)@100", "P(rel=2)@10"]
 TREC_MEASURES = {"ndcg_cut.10", "recip_rank", "recall.100", "P.10"}
 SAME = {
@@ -57,7 +55,8 @@ SAME = {
     "R(rel=2)@100": "recall_100",
     "P(rel=2)@10": "P_10",
 }
-PAGE = os.sysconf("SC_PAGE_SIZE")
+TREC_EVAL_SOURCE = ROOT.parent / "shared" / "tools" / "trec_eval"
+TREC_EVAL_NAMES = {"ndcg_cut_10": "nDCG@10", "recall_100": "R(rel=2)@100", "P_10": "P(rel=2)@10"}
 
 
 def _write_table(path: Path, columns: dict[str, pa.Array]) -> None:
@@ -111,55 +110,54 @@ def generate(folder: Path, n_queries: int, n_docs: int, n_judged: int, seed: int
     )
 
 
-class PeakRSS:
-    """Peak resident set size of this process while the block runs (sampled every 5 ms)."""
-
-    def __enter__(self) -> PeakRSS:
-        self.start = self.peak = self._rss()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, self._rss())
-
-    @staticmethod
-    def _rss() -> int:
-        with open("/proc/self/statm") as fh:
-            return int(fh.read().split()[1]) * PAGE
-
-    def _sample(self) -> None:
-        while not self._stop.wait(0.02):
-            self.peak = max(self.peak, self._rss())
-
-
-def _release_memory() -> None:
-    gc.collect()
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    pa.default_memory_pool().release_unused()
-
-
-def time_it(fn: Callable[[], Any]) -> tuple[float, Any, PeakRSS]:
-    _release_memory()
-    with PeakRSS() as mem:
+def child(cmd: list[str]) -> tuple[float, int, str]:
+    """(wall seconds, peak resident bytes, stdout) of `cmd` run in a child process."""
+    with tempfile.TemporaryFile() as out:
         t0 = time.perf_counter()
-        result = fn()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, cwd=ROOT)
+        assert proc.stderr is not None
+        err = proc.stderr.read()
+        _, status, usage = os.wait4(proc.pid, 0)
         elapsed = time.perf_counter() - t0
-    return elapsed, result, mem
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode:
+            raise RuntimeError(f"{cmd[:4]} failed ({proc.returncode}): {err.decode()[-2000:]}")
+        out.seek(0)
+        return elapsed, usage.ru_maxrss * 1024, out.read().decode()
 
 
-def relgrade_side(qrels_path: Path, run_path: Path) -> dict[str, float]:
-    qrels = read_qrels(qrels_path)
-    run = read_run(run_path)
-    means = mean_scores(evaluate(qrels, run, MEASURES))
-    return dict(zip(means["measure"], means["value"], strict=True))
+def build_trec_eval(given: Path | None, into: Path) -> Path | None:
+    """A trec_eval binary: `given` (a binary, or a source folder built here) or the shared source
+    built into `into`; None when there is none."""
+    source = given or TREC_EVAL_SOURCE
+    if source.is_file():
+        return source
+    if not (source / "Makefile").exists() or shutil.which("make") is None:
+        return None
+    folder = into / "trec_eval"
+    shutil.copytree(source, folder)
+    for path in [folder, *folder.iterdir()]:
+        path.chmod(path.stat().st_mode | 0o200)  # the shared source is read-only
+    done = subprocess.run(["make", "-C", str(folder)], capture_output=True)
+    binary = folder / "trec_eval"
+    if done.returncode or not binary.exists():
+        print(f"trec_eval did not build: {done.stderr.decode()[-500:]}", file=sys.stderr)
+        return None
+    return binary
+
+
+def trec_eval_means(text: str) -> dict[str, float]:
+    """The "all" rows of trec_eval's output, by relgrade's measure names."""
+    means = {}
+    for line in text.splitlines():
+        name, query, value = line.split()
+        if query == "all" and name in TREC_EVAL_NAMES:
+            means[TREC_EVAL_NAMES[name]] = float(value)
+    return means
 
 
 def pytrec_eval_side(qrels_path: Path, run_path: Path) -> dict[str, float]:
+    """pytrec_eval's parse, evaluate and means (what its child process runs)."""
     with open(qrels_path) as fh:
         qrels = pytrec_eval.parse_qrel(fh)
     with open(run_path) as fh:
@@ -208,8 +206,18 @@ def main() -> int:
     parser.add_argument(
         "--data", type=Path, help="folder to keep the generated files in (reused when present)"
     )
+    parser.add_argument(
+        "--trec-eval",
+        type=Path,
+        default=os.environ.get("RELGRADE_TREC_EVAL"),
+        help="a trec_eval binary or source folder (default: ../shared/tools/trec_eval)",
+    )
     parser.add_argument("--no-check", action="store_true", help="skip the agreement check")
+    parser.add_argument("--side", nargs=2, metavar=("QRELS", "RUN"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.side:  # the pytrec_eval child
+        print(json.dumps(pytrec_eval_side(Path(args.side[0]), Path(args.side[1]))))
+        return 0
 
     with tempfile.TemporaryDirectory(prefix="relgrade-bench-") as tmp:
         folder = args.data or Path(tmp)
@@ -224,36 +232,57 @@ def main() -> int:
             f"{n_lines:,} run lines ({run_path.stat().st_size / 1e6:.0f} MB), "
             f"{n_qrels:,} qrels lines, ready in {time.perf_counter() - t0:.1f}s"
         )
-        times: dict[str, list[float]] = {"relgrade": [], "pytrec_eval": []}
-        growth: dict[str, int] = {"relgrade": 0, "pytrec_eval": 0}
-        sides: dict[str, Callable[[Path, Path], dict[str, float]]] = {
-            "relgrade": relgrade_side,
-            "pytrec_eval": pytrec_eval_side,
+        python, files = sys.executable, [str(qrels_path), str(run_path)]
+        evaluate = [python, "-m", "grader.cli.main", "evaluate", *files, "--format", "json"]
+        sides = {
+            "relgrade": [*evaluate, "-m", *MEASURES],
+            "pytrec_eval": [python, str(Path(__file__).resolve()), "--side", *files],
         }
-        results: dict[str, dict[str, float]] = {}
+        binary = build_trec_eval(args.trec_eval, Path(tmp))
+        if binary is not None:
+            levels = ["-m", "ndcg_cut.10", "-m", "recip_rank", "-m", "recall.100", "-m", "P.10"]
+            sides["trec_eval"] = [str(binary), "-c", "-l", "2", *levels, *files]
+        else:
+            print(f"trec_eval: no source at {TREC_EVAL_SOURCE} (or pass --trec-eval)")
+        best: dict[str, tuple[float, int]] = {}
+        runs: dict[str, list[float]] = {name: [] for name in sides}
+        outputs: dict[str, str] = {}
         for _ in range(max(args.repeat, 1)):
-            for name, side in sides.items():
-                elapsed, results[name], mem = time_it(partial(side, qrels_path, run_path))
-                times[name].append(elapsed)
-                growth[name] = max(growth[name], mem.peak - mem.start)
-        ours, theirs = results["relgrade"], results["pytrec_eval"]
+            for name, cmd in sides.items():
+                elapsed, peak, outputs[name] = child(cmd)
+                runs[name].append(elapsed)
+                if name not in best or elapsed < best[name][0]:
+                    best[name] = (elapsed, peak)
         for name in sides:
-            runs = ", ".join(f"{t:.2f}" for t in times[name])
+            times = ", ".join(f"{t:.2f}" for t in runs[name])
+            elapsed, peak = best[name]
             print(
-                f"{name:12s} best {min(times[name]):7.2f} s  (runs: {runs})  "
-                f"peak RSS +{growth[name] / 1e6:,.0f} MB"
+                f"{name:12s} best {elapsed:7.2f} s  (runs: {times})  peak RSS {peak / 1e6:,.0f} MB"
             )
-        ratio = min(times["relgrade"]) / min(times["pytrec_eval"])
-        print(f"ratio relgrade / pytrec_eval = {ratio:.2f}  (goal <= 1.0, aim 0.5)")
+        ours_t, ours_m = best["relgrade"]
+        for peer in ("trec_eval", "pytrec_eval"):
+            if peer in best:
+                peer_t, peer_m = best[peer]
+                goals = "  (goals: time <= 0.5, memory <= 1.0)" if peer == "trec_eval" else ""
+                ratios = f"time {ours_t / peer_t:.2f}, peak memory {ours_m / peer_m:.2f}"
+                print(f"relgrade / {peer}: {ratios}{goals}")
+        ours = {r["measure"]: r["value"] for r in json.loads(outputs["relgrade"])}
+        theirs = json.loads(outputs["pytrec_eval"])
         for m in MEASURES:
             print(f"  {m:14s} {ours[m]:.6f}")
         if not args.no_check:
             problems = check_agreement(qrels_path, run_path, ours, theirs)
-            for p in problems:
-                print("DISAGREEMENT", p)
+            if "trec_eval" in outputs:
+                problems += [
+                    f"{m}: relgrade {ours[m]!r} != trec_eval {v!r}"
+                    for m, v in trec_eval_means(outputs["trec_eval"]).items()
+                    if abs(ours[m] - v) > 5e-5
+                ]
+            for problem in problems:
+                print("DISAGREEMENT", problem)
             if problems:
                 return 1
-            print("all means equal to pytrec_eval's within 1e-9")
+            print("all means equal to pytrec_eval's within 1e-9 (and trec_eval's 4 decimals)")
     return 0
 
 
