@@ -280,6 +280,13 @@ def _delimiter_tags(template_text: str) -> tuple[str, ...]:
 
 
 @functools.lru_cache(maxsize=64)
+def _prompt_tags(user: str, system: str) -> tuple[str, ...]:
+    """The delimiter tags of a prompt's templates (cached on the two strings, not on their
+    concatenation, which would be built and hashed again for every pair)."""
+    return _delimiter_tags(user + system)
+
+
+@functools.lru_cache(maxsize=64)
 def _tag_pattern(tags: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile(r"<(\s*/?\s*)(" + "|".join(map(re.escape, tags)) + r")\b", re.IGNORECASE)
 
@@ -317,14 +324,57 @@ def _template_lines(template: str) -> tuple[tuple[string.Template, tuple[str, ..
     return tuple(compiled)
 
 
+def _format_string(line: str) -> str:
+    """A `string.Template` line (checked by `_template_lines`: no stray `$`) as a
+    `str.format_map` string giving the same text: `$$` is `$`, `$name` and `${name}` are
+    `{name}`, braces are doubled."""
+    out: list[str] = []
+    last = 0
+    for match in string.Template.pattern.finditer(line):
+        out.append(line[last : match.start()].replace("{", "{{").replace("}", "}}"))
+        name = match.group("named") or match.group("braced")
+        out.append("{" + name + "}" if name else "$")
+        last = match.end()
+    out.append(line[last:].replace("{", "{{").replace("}", "}}"))
+    return "".join(out)
+
+
+@functools.lru_cache(maxsize=64)
+def _template_blocks(template: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The template as format strings: runs of lines always kept joined into one block, and
+    each line that may be left out (all its placeholders optional) a block of its own."""
+    blocks: list[tuple[str, tuple[str, ...]]] = []
+    run: list[str] = []
+    for line, droppable in _template_lines(template):
+        if droppable:
+            if run:
+                blocks.append(("\n".join(run), ()))
+                run = []
+            blocks.append((_format_string(line.template), droppable))
+        else:
+            run.append(_format_string(line.template))
+    if run:
+        blocks.append(("\n".join(run), ()))
+    return tuple(blocks)
+
+
 def _render_template(template: str, values: dict[str, str]) -> str:
     """Substitute line by line, leaving out lines whose optional fields are all absent."""
-    lines = []
-    for line, droppable in _template_lines(template):
-        if droppable and not any(values.get(n) for n in droppable):
-            continue
-        lines.append(line.substitute(values))
-    return "\n".join(lines).strip()
+    parts = [
+        text.format_map(values)
+        for text, droppable in _template_blocks(template)
+        if not droppable or any(values.get(n) for n in droppable)
+    ]
+    return "\n".join(parts).strip()
+
+
+@functools.lru_cache(maxsize=64)
+def _static_system(template: str, scale: str, instruction: str) -> str | None:
+    """The system message when its template uses no placeholder but `$scale` (the same for
+    every pair, so rendered once); None when it depends on the pair."""
+    if not _placeholders(template) <= set(SYSTEM_FIELDS):
+        return None
+    return _render_template(template, {"scale": scale}) + "\n\n" + instruction.strip()
 
 
 def render_scale(spec: PromptSpec) -> str:
@@ -335,22 +385,30 @@ def render_messages(
     spec: PromptSpec, query: Query, doc: Doc, *, mode: OutputMode = "json_schema"
 ) -> tuple[list[dict[str, str]], bool]:
     """The chat messages for one pair in one output mode, and whether the document was cut."""
-    tags = _delimiter_tags(spec.user + spec.system)
+    tags = _prompt_tags(spec.user, spec.system)
     body, truncated = truncate(doc.text.strip("\n"), spec.doc_budget_chars, spec.truncation_marker)
+    scale = render_scale(spec)
     values = {
         "query": neutralise(query.text.strip(), tags),
         "document": neutralise(body, tags),
         "title": neutralise((doc.title or "").strip(), tags),
-        "scale": render_scale(spec),
+        "scale": scale,
     }
     for name in OPTIONAL_FIELDS[1:]:
         raw = doc.metadata.get(name)
         values[name] = neutralise(str(raw).strip(), tags) if raw not in (None, "") else ""
-    system = _render_template(spec.system, values)
     instruction = spec.text_instruction if mode == "text" else spec.json_instruction
-    system = system + "\n\n" + instruction.strip()
+    system = _static_system(spec.system, scale, instruction)
+    if system is None:
+        system = _render_template(spec.system, values) + "\n\n" + instruction.strip()
     user = _render_template(spec.user, values)
     return [{"role": "system", "content": system}, {"role": "user", "content": user}], truncated
+
+
+def is_truncated(spec: PromptSpec, doc: Doc) -> bool:
+    """Whether `render_messages` cuts this document to the prompt's budget (its `truncated`),
+    told without rendering: what an imported batch reply records."""
+    return len(doc.text.strip("\n")) > spec.doc_budget_chars
 
 
 def render_reask(spec: PromptSpec, error: str) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 
 from grader.judges.llm.judge import LLMJudge
 from grader.models import Doc, Judgment, PromptRef, Query
-from grader.prompts import OutputMode, render_messages
+from grader.prompts import OutputMode, is_truncated
 
 
 class LLMBatchJudge:
@@ -42,7 +42,7 @@ class LLMBatchJudge:
     def parse_reply(self, body: Mapping[str, Any], query: Query, doc: Doc, key: str) -> Judgment:
         """A Judgment at the batch price: ok, or failed when live grading would refuse the
         reply (the collector then re-asks it live or keeps the failure)."""
-        _, truncated = render_messages(self.live.prompt, query, doc, mode=self.mode)
+        truncated = is_truncated(self.live.prompt, doc)  # render_messages's, without rendering
         return self.live.judgment_from_body(
             dict(body), query, doc, key=key, mode=self.mode, truncated=truncated, batch=True
         )

@@ -2,10 +2,11 @@
 (vLLM run-batch, Ray Data, ...), recorded in the store so any process can import the results.
 
 Each line is `{"custom_id", "method", "url", "body"}`; the body is exactly what live grading
-sends for the pair (the judge's `build_request`: same prompt rendering, schema and sampling) and
-`custom_id` is `relgrade:EXPORT_ID:KEY` (`grader.batch.exports`). Pairs whose key is already ok
-in the store are not exported; pairs sharing a key (same texts) are one line, and every id pair
-is listed under its key in the store, so outputs cover them all. Files are split under a line
+sends for the pair (the judge's `build_request`: same prompt rendering, schema and sampling;
+made byte for byte by `grader.batch.request_lines` without a dict per line) and `custom_id` is
+`relgrade:EXPORT_ID:KEY` (`grader.batch.exports`). Pairs whose key is already ok in the store
+are not exported; pairs sharing a key (same texts) are one line, and every id pair is listed
+under its key in the store, so outputs cover them all. Files are split under a line
 and a byte limit (`grader.batch.requests.split_requests`'s limits), written to a temporary name
 and renamed once complete; each one's lines, bytes and sha256 are recorded.
 
@@ -27,9 +28,10 @@ from typing import IO, Any
 
 from grader.batch.adapter import LLMBatchJudge
 from grader.batch.exports import ExportState, Line, custom_id
-from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE, request_line
+from grader.batch.request_lines import RequestLines
+from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE
 from grader.errors import InputError
-from grader.keys import content_key
+from grader.keys import ContentKeys
 from grader.models import Doc, Query
 from grader.store.store import Store
 
@@ -179,6 +181,7 @@ def export_requests(
     folder.mkdir(exist_ok=True)
     export_id = secrets.token_hex(6)
     fingerprint = judge.fingerprint()
+    requests = RequestLines(judge)
     started = time.perf_counter()
     with ExportState(store) as state:
         state.add_export(export_id, config, str(folder.resolve()))
@@ -187,7 +190,8 @@ def export_requests(
         done = 0
         try:
             for part in _chunks(pairs, chunk):
-                keyed = [(content_key(fingerprint, q.text, d.text), q, d) for q, d in part]
+                keys = ContentKeys(fingerprint)  # one per chunk: its text cache stays small
+                keyed = [(keys.key(q.text, d.text), q, d) for q, d in part]
                 statuses = store.statuses(k for k, _, _ in keyed)
                 known = state.lines(export_id, (k for k, _, _ in keyed))
                 store.put_texts(
@@ -204,8 +208,7 @@ def export_requests(
                     pairs_here += 1
                     if key in known:
                         continue
-                    body = judge.build_request(query, doc)
-                    file_no = writer.add(request_line(custom_id(export_id, key), body))
+                    file_no = writer.add(requests.line(custom_id(export_id, key), query, doc))
                     line = Line(key, file_no, query.query_id, doc.doc_id, None)
                     known[key] = line
                     lines.append(line)

@@ -180,9 +180,18 @@ def _check_range(grade: int, raw: str, usage: Usage) -> None:
         )
 
 
+_STRICT_JSON = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys)
+"""What `json.loads(text, object_pairs_hook=_no_duplicate_keys)` uses, made once."""
+_DECODER = json.JSONDecoder()
+_WS = re.compile(r"\s*")
+
+
 def _parse_json(content: str, usage: Usage) -> tuple[int, str | None, int | None]:
     try:
-        data = json.loads(content, object_pairs_hook=_no_duplicate_keys)
+        if content.startswith("\ufeff"):  # json.loads's own error for a byte-order mark
+            data = json.loads(content, object_pairs_hook=_no_duplicate_keys)
+        else:
+            data = _STRICT_JSON.decode(content)
     except _DuplicateKey as dup:
         raise InvalidReply(
             "schema",
@@ -217,8 +226,8 @@ def _parse_json(content: str, usage: Usage) -> tuple[int, str | None, int | None
 def _top_level_grade_offset(content: str) -> int | None:
     """Character offset of the top-level `grade` value's first digit (inside quotes for a
     string), found by walking the object's members; None when it cannot be located."""
-    decoder = json.JSONDecoder()
-    ws = re.compile(r"\s*")
+    decoder = _DECODER
+    ws = _WS
 
     def skip(i: int) -> int:
         match = ws.match(content, i)

@@ -1,0 +1,88 @@
+"""Request lines of a batch export, built fast: byte for byte what
+`request_line(custom_id, judge.build_request(query, doc))` gives.
+
+That line is a fixed frame (method, url, model, sampling, schema) around three strings: the
+`custom_id` and the two messages' contents. The frame is serialized once, by the same
+`request_line` and `build_request` path, with marks in place of those strings, and cut at the
+marks; each pair's line is then the frame's pieces around its three strings JSON-encoded by the
+encoder `json.dumps(..., ensure_ascii=False)` uses. A system message that is the same for every
+pair is encoded once. Every `CHECK_EVERY`-th line (the first among them) is also built the slow
+way and compared; should they ever differ, the slow way is used from then on.
+"""
+
+from __future__ import annotations
+
+import secrets
+from json.encoder import encode_basestring
+
+from grader.batch.adapter import LLMBatchJudge
+from grader.batch.requests import request_line
+from grader.models import Doc, Query
+from grader.prompts import render_messages
+
+CHECK_EVERY = 1000
+
+
+class RequestLines:
+    """The request lines of one judge (in its batch output mode); see the module docstring."""
+
+    def __init__(self, judge: LLMBatchJudge) -> None:
+        self.judge = judge
+        live = judge.live
+        probe, _ = render_messages(
+            live.prompt, Query(query_id="q", text="q"), Doc(doc_id="d", text="d"), mode=judge.mode
+        )
+        token = secrets.token_hex(8)
+        marks = [f"@relgrade-mark-{i}-{token}@" for i in range(len(probe) + 1)]
+        messages = [{**m, "content": marks[i + 1]} for i, m in enumerate(probe)]
+        body = live.server.body(live.prompt, live.model, messages, judge.mode)
+        text = request_line(marks[0], body).decode("utf-8")
+        pieces: list[str] = []
+        self._exact = True  # False: the frame could not be cut, or a line differed
+        for mark in marks:
+            quoted = encode_basestring(mark)
+            before, found, text = text.partition(quoted)
+            self._exact = self._exact and bool(found) and quoted not in text
+            pieces.append(before)
+        pieces.append(text)
+        self._pieces = tuple(pieces)
+        self._n_messages = len(probe)
+        self._count = 0
+        self._last_system: str | None = None
+        self._last_encoded = ""
+        self.slow_lines = 0  # lines built the slow way (none while the frame holds)
+
+    def line(self, custom_id: str, query: Query, doc: Doc) -> bytes:
+        """The request line (UTF-8, newline included) of one pair under `custom_id`."""
+        self._count += 1
+        if not self._exact:
+            return self._slow(custom_id, query, doc)
+        messages, _ = render_messages(self.judge.live.prompt, query, doc, mode=self.judge.mode)
+        if len(messages) != self._n_messages:
+            self._exact = False
+            return self._slow(custom_id, query, doc)
+        pieces = self._pieces
+        parts = [pieces[0], encode_basestring(custom_id)]
+        for i, message in enumerate(messages):
+            content = message["content"]
+            if i == 0:
+                if content is not self._last_system:
+                    self._last_system, self._last_encoded = content, encode_basestring(content)
+                encoded = self._last_encoded
+            else:
+                encoded = encode_basestring(content)
+            parts.append(pieces[i + 1])
+            parts.append(encoded)
+        parts.append(pieces[-1])
+        line = "".join(parts).encode("utf-8")
+        if self._count % CHECK_EVERY == 1:
+            exact = request_line(custom_id, self.judge.build_request(query, doc))
+            if line != exact:
+                self._exact = False
+                self.slow_lines += 1
+                return exact
+        return line
+
+    def _slow(self, custom_id: str, query: Query, doc: Doc) -> bytes:
+        self.slow_lines += 1
+        return request_line(custom_id, self.judge.build_request(query, doc))
