@@ -7,10 +7,12 @@ from the judge (`grader.grading.pipeline`); outputs are written atomically once 
 from __future__ import annotations
 
 import argparse
+import collections
 import shlex
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from grader.cli.commands import COMMANDS
 from grader.cli.failed_pairs import failed_pairs_text, failure_causes_text
@@ -265,21 +267,43 @@ def _resume_hint() -> str:
     return "relgrade " + shlex.join(sys.argv[1:])
 
 
+class _Graded(NamedTuple):
+    query_id: str
+    doc_id: str
+    grade: int
+
+
 def _write_outputs(args: argparse.Namespace, report: GradingReport) -> None:
     from grader.io.output_set import OutputSet
 
     outputs = OutputSet([p for p in (args.out, args.qrels_out) if p])
     outputs.begin()  # a kill between the two files is told to the next run
-    if args.out:
-        from grader.io.judgments import write_judgments
+    # One pass over the outputs (stored answers stream from the store) writes --out and keeps
+    # the qrels rows: a failed judgment has no grade, so it is unjudged in the qrels.
+    graded: list[_Graded] = []
 
-        write_judgments(args.out, report.judgments)
+    def json_lines() -> Iterator[str]:
+        for text, qid, did, grade in report.outputs():
+            if grade is not None:
+                graded.append(_Graded(qid, did, grade))
+            yield text
+
+    lines = json_lines()
+    if args.out:
+        from grader.io.files import atomic_write
+
+        with atomic_write(args.out) as out:
+            for text in lines:
+                out.write(text)
+                out.write("\n")
         outputs.done(args.out)
+    else:
+        collections.deque(lines, maxlen=0)
     if args.qrels_out:
         from grader.io.judgments import qrels_frame
         from grader.io.trec import write_qrels
 
-        write_qrels(args.qrels_out, qrels_frame(report.judgments))
+        write_qrels(args.qrels_out, qrels_frame(graded))
     outputs.finish()
 
 
@@ -354,6 +378,7 @@ def run(args: argparse.Namespace) -> int:
                 handle_sigint=True,
                 freeze_gc=True,
                 secrets=judges.secrets,
+                stream_final=True,
             )
     finally:
         if store is not None:
@@ -366,7 +391,7 @@ def run(args: argparse.Namespace) -> int:
         print(failure_causes_text(report.judgments), file=sys.stderr)
     if report.interrupted:
         print(
-            f"interrupted: {len(report.judgments)} of {report.pairs} pairs done and stored; "
+            f"interrupted: {report.done()} of {report.pairs} pairs done and stored; "
             f"to resume, rerun the same command: {_resume_hint()}",
             file=sys.stderr,
         )
@@ -374,7 +399,7 @@ def run(args: argparse.Namespace) -> int:
     if report.budget_reached:
         raise BudgetError(
             f"stopped before exceeding --max-cost ${args.max_cost:g}: spent ${report.cost:.4f}, "
-            f"{len(report.judgments)} of {report.pairs} pairs done and stored, "
+            f"{report.done()} of {report.pairs} pairs done and stored, "
             f"{report.pending} left; outputs not written. Rerun the same command with a higher "
             "--max-cost to finish (stored answers cost nothing)"
         )

@@ -82,7 +82,7 @@ def pairs_to_grade(
     missing_d: dict[str, None] = {}
     first_missing_run: Path | None = None
     wanted: list[tuple[str, str, Path]] = []
-    for run_path in runs:
+    for run_path in map(Path, runs):
         frame = read_run(run_path, precision=precision)
         top = frame[frame["rank"] <= depth]
         for qid, did in zip(top["query_id"], top["doc_id"], strict=True):
@@ -95,7 +95,7 @@ def pairs_to_grade(
             if pair_id in judged:
                 selection.judged += 1
                 continue
-            wanted.append((qid, did, Path(run_path)))
+            wanted.append((qid, did, run_path))
     if selection.candidates and callable(docs):
         docs = docs({did for _, did, _ in wanted})
     for qid, did, run_path in wanted:

@@ -88,6 +88,7 @@ async def grade_pairs(
     secrets: Sequence[str] = (),
     flush_interval: float = FLUSH_INTERVAL_S,
     grace_s: float = GRACE_S,
+    stream_final: bool = False,
 ) -> GradingReport:
     """Grade `pairs` with `judges` (several = an ensemble), reusing the store (module docstring).
 
@@ -95,6 +96,9 @@ async def grade_pairs(
     `handle_sigint` installs the Ctrl-C handler for the run (main thread only); `freeze_gc`
     freezes the objects alive at the start out of the cyclic GC for the run (for a process that
     runs one grading at a time, as the CLI does: the first run to end unfreezes them all).
+    `stream_final` (one judge, no verifier): pairs whose answer is stored ok are decided by one
+    set-based lookup and their outputs left in the store, not loaded: `report.judgments` holds
+    the others and `report.outputs()` gives them all in order.
 
     Raises JudgeError when a judge reports a problem that dooms the whole run (bad credentials,
     unknown model), after storing everything finished so far.
@@ -113,6 +117,7 @@ async def grade_pairs(
         max_cost=max_cost,
         secrets=secrets,
         dry_run=dry_run,
+        stream_final=stream_final,
     )
     states = run.plan()
     if max_cost is not None:
@@ -128,7 +133,8 @@ async def grade_pairs(
             {p.doc.doc_id: p.doc for p in pairs}.values(),
         )
         # Every id pair, also those answered under another pair's ids (same texts).
-        await asyncio.to_thread(store.put_pairs, [k for state in states for k in state.id_keys()])
+        ids = [k for state in states for k in state.id_keys()] + run.unlisted
+        await asyncio.to_thread(store.put_pairs, ids)
         run.claims = ClaimBook(store.path)
     loop = asyncio.get_running_loop()
     workers: list[asyncio.Task[None]] = []
@@ -200,7 +206,8 @@ async def grade_pairs(
                 run.claims.close()
     run.read_back()
     run.report.judgments = [j for j in run.outputs if j is not None]
-    run.report.pending = len(pairs) - len(run.report.judgments)
+    run.report.stored_outputs = run.stored_outputs()
+    run.report.pending = len(pairs) - run.report.done()
     if run.fatal is not None:
         raise run.fatal
     return run.report
@@ -230,7 +237,8 @@ def _fill_dry_run(run: GradingRun) -> None:
         pair = unit.state.pair
         report.to_send.append((pair.query.query_id, pair.doc.doc_id, unit.judge.judge_id))
     report.judgments = [j for j in run.outputs if j is not None]
-    report.pending = len(run.pairs) - len(report.judgments)
+    report.stored_outputs = run.stored_outputs()
+    report.pending = len(run.pairs) - report.done()
 
 
 def run_grading(

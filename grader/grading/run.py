@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +24,7 @@ from grader.keys import ContentKeys
 from grader.models import Judgment, JudgmentError, Usage
 from grader.redact import redact
 from grader.store.claims import POLL_S, ClaimBook, Outcome
+from grader.store.lookup import iter_stored, look_up
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
 
@@ -53,6 +54,42 @@ class GradingReport:
     asked_by_judge: dict[str, int] = field(default_factory=dict)
     stored_by_judge: dict[str, int] = field(default_factory=dict)
     to_send: list[tuple[str, str, str]] = field(default_factory=list)  # dry run: (qid, did, judge)
+    # With `stream_final`: the outputs that are stored final answers, left in the store.
+    stored_outputs: StoredOutputs | None = None
+
+    def done(self) -> int:
+        """How many pairs have an output judgment (held in `judgments` or left in the store)."""
+        stored = len(self.stored_outputs.rows) if self.stored_outputs is not None else 0
+        return len(self.judgments) + stored
+
+    def outputs(self) -> Iterator[tuple[str, str, str, int | None]]:
+        """(judgment JSON, query_id, doc_id, grade) of every output in pair order: those in
+        `judgments` serialised, those left in the store streamed from it as stored."""
+        held = iter(self.judgments)
+        so = self.stored_outputs
+        if so is None:
+            for j in held:
+                yield j.model_dump_json(), j.query_id, j.doc_id, j.grade
+            return
+        stored = zip(so.rows, iter_stored(so.path, so.rows), strict=True)
+        for from_store in so.order:
+            if from_store:
+                (_, qid, did), (text, grade) = next(stored)
+                yield text, qid, did, grade
+            else:
+                j = next(held)
+                yield j.model_dump_json(), j.query_id, j.doc_id, j.grade
+
+
+@dataclass
+class StoredOutputs:
+    """Output judgments a run leaves in the store instead of holding them: the stored ok answers
+    of its one judge (final: no process replaces them), read back while the outputs are written
+    (`GradingReport.outputs`)."""
+
+    path: str
+    rows: list[tuple[str, str, str]]  # (key, query_id, doc_id) of each, in pair order
+    order: bytearray  # per output in pair order: 1 from `rows`, 0 from the report's judgments
 
 
 @dataclass
@@ -120,6 +157,7 @@ class GradingRun:
         max_cost: float | None,
         secrets: Sequence[str],
         dry_run: bool = False,
+        stream_final: bool = False,
     ) -> None:
         self.pairs = pairs
         self.judges = list(judges)
@@ -161,11 +199,21 @@ class GradingRun:
         self.poll_s = POLL_S
         # Pairs whose output is a stored ok answer of the run's one judge (see `read_back`).
         self.final_from_store: set[int] = set()
+        # With `stream_final` (one judge, no verifier, a store): stored ok answers are decided
+        # by one set-based lookup and left in the store (`StoredOutputs`), not loaded.
+        self.streamed = (
+            stream_final and store is not None and len(self.judges) == 1 and verify_judge is None
+        )
+        self.stored_rows: list[tuple[str, str, str]] = []  # (key, qid, did) left in the store
+        self.from_store = bytearray(len(pairs))  # 1 where the pair's output is in stored_rows
+        self.unlisted: list[tuple[str, str, str]] = []  # of stored_rows: id pairs to record
 
     # -- planning --------------------------------------------------------------------------
 
     def plan(self) -> list[_PairState]:
         """Keys for every pair and judge, store lookup, and the queue of units to judge."""
+        if self.streamed:
+            return self._plan_streamed()
         states: list[_PairState] = []
         for i, pair in enumerate(self.pairs):
             qtext, dtext = pair.query.text, pair.doc.text
@@ -209,6 +257,49 @@ class GradingRun:
                     self.final_from_store.add(state.index)
             self._store_group()
         return states
+
+    def _plan_streamed(self) -> list[_PairState]:
+        """`plan` for one judge: pairs whose key is stored ok are done without reading their
+        judgments (their outputs stay in the store); the others are queued as usual."""
+        assert self.store is not None
+        maker, judge = self.key_makers[0], self.judges[0]
+        rows = [
+            (maker.key(p.query.text, p.doc.text), p.query.query_id, p.doc.doc_id)
+            for p in self.pairs
+        ]
+        found = look_up(self.store.path, rows)
+        statuses = list(found.statuses.values())
+        self.report.stored_ok = statuses.count("ok")
+        self.report.stored_failed = len(statuses) - self.report.stored_ok
+        ok = {k for k, status in found.statuses.items() if status == "ok"}
+        states: list[_PairState] = []
+        for i, (pair, row) in enumerate(zip(self.pairs, rows, strict=True)):
+            if row[0] in ok:
+                self.stored_rows.append(row)
+                self.from_store[i] = 1
+                continue
+            state = _PairState(i, pair, [row[0]], [None], 1)
+            states.append(state)
+            self._enqueue(_Unit(state, 0, judge, row[0]))
+        done = len(self.stored_rows)
+        self.report.cached += done
+        if done:
+            counts = self.report.stored_by_judge
+            counts[judge.judge_id] = counts.get(judge.judge_id, 0) + done
+        self.unlisted = [r for r in found.unlisted if r[0] in ok]
+        return states
+
+    def stored_outputs(self) -> StoredOutputs | None:
+        """The outputs left in the store, in pair order among the run's other outputs."""
+        if not self.streamed:
+            return None
+        assert self.store is not None
+        order = bytearray(
+            1 if stored else 0
+            for stored, j in zip(self.from_store, self.outputs, strict=True)
+            if stored or j is not None
+        )
+        return StoredOutputs(str(self.store.path), self.stored_rows, order)
 
     def _store_group(self, answer: tuple[Judgment, dict[str, Any] | None] | None = None) -> None:
         """Queue a judge's `answer` and the output judgments it completed for the store, so one
