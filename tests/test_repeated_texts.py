@@ -385,6 +385,13 @@ def _as_old_store(db: Path) -> None:
     """Turn a store back into schema 2 (before the table of id pairs), as an older relgrade left
     it: one id pair per content key (the one its judgments row names)."""
     conn = sqlite3.connect(db)
+    # Schema 7: each row's fingerprint back in its own column.
+    conn.execute("ALTER TABLE judgments RENAME COLUMN fingerprint_id TO fingerprint")
+    conn.execute(
+        "UPDATE judgments SET fingerprint = (SELECT f.fingerprint FROM judge_fingerprints f"
+        " WHERE f.id = judgments.fingerprint)"
+    )
+    conn.execute("DROP TABLE judge_fingerprints")
     conn.execute("DROP TABLE judgment_pairs")
     conn.execute("DROP TABLE claims")  # schema 4
     for table in ("export_lines", "export_files", "exports"):  # schema 5

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from grader.store.batch_tables import BATCH_STATEMENTS, add_base_url_column
 from grader.store.claims import CLAIMS_TABLE
 from grader.store.export_tables import EXPORT_STATEMENTS
+from grader.store.lean_tables import LEAN_STATEMENTS
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,7 @@ class Migration:
     name: str
     statements: tuple[str, ...] = ()
     apply: Callable[[sqlite3.Connection], None] | None = None
+    vacuum: bool = False  # rewrite the file after it, giving back the space it freed
 
 
 MIGRATIONS: list[Migration] = [
@@ -117,6 +119,11 @@ MIGRATIONS: list[Migration] = [
     # The endpoint each Batch API job was sent to (owner: grader.batch), never the key, so a
     # later `batch status|collect` reaches that server without being told it again.
     Migration(6, "batch job endpoint", apply=add_base_url_column),
+    # A leaner store (issue 12): a judge's fingerprint (~850 bytes for the lexical judge) is
+    # kept once in `judge_fingerprints` instead of on every judgments row, and the id pairs of
+    # each key are a WITHOUT ROWID table (no second copy of every key in an index). Old stores
+    # upgrade in place; every judgment's JSON is copied as it was.
+    Migration(7, "judge fingerprints kept once", LEAN_STATEMENTS, vacuum=True),
 ]
 
 

@@ -9,6 +9,8 @@
   answers.
 - Storing a judgment releases this process's lease on its key (`grader.store.claims`) in the
   same transaction.
+- A judge's fingerprint is kept once (`judge_fingerprints`), each row naming it by id; the
+  judgment itself stays plain JSON text in its row, readable by a plain SELECT.
 - Query and document texts (title, metadata) are kept so regrading needs only the store.
 - Every (query_id, doc_id) pair of a content key is kept (`judgment_pairs`): pairs whose texts
   repeat under other ids share one key and one judgment row, but each id pair is listed, so
@@ -46,16 +48,17 @@ from grader.store.migrations import MIGRATIONS, latest_version
 BUSY_TIMEOUT_MS = 30_000  # for other tables' own connections (grader.batch.state)
 _CHUNK = 500  # keys per `IN (...)` query, below SQLite's variable limit
 
+# The row of `_judgment_row`, its fingerprint JSON (12th) replaced by its `judge_fingerprints` id.
 _UPSERT_JUDGMENT = """
 INSERT INTO judgments (key, query_id, doc_id, judge, model, prompt_name, prompt_version,
-                       prompt_sha, status, grade, created_at, fingerprint, judgment)
+                       prompt_sha, status, grade, created_at, fingerprint_id, judgment)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (key) DO UPDATE SET
     query_id = excluded.query_id, doc_id = excluded.doc_id, judge = excluded.judge,
     model = excluded.model, prompt_name = excluded.prompt_name,
     prompt_version = excluded.prompt_version, prompt_sha = excluded.prompt_sha,
     status = excluded.status, grade = excluded.grade, created_at = excluded.created_at,
-    fingerprint = COALESCE(excluded.fingerprint, judgments.fingerprint),
+    fingerprint_id = COALESCE(excluded.fingerprint_id, judgments.fingerprint_id),
     judgment = excluded.judgment
 WHERE judgments.status != 'ok' OR (excluded.status = 'ok' AND ? = 1)
 """
@@ -71,6 +74,11 @@ ON CONFLICT (doc_id) DO UPDATE SET text = excluded.text, title = excluded.title,
     metadata = excluded.metadata
 WHERE docs.text != excluded.text OR docs.title IS NOT excluded.title
     OR docs.metadata != excluded.metadata
+"""
+
+_INSERT_FINGERPRINT = """
+INSERT INTO judge_fingerprints (fingerprint) VALUES (?)
+ON CONFLICT (fingerprint) DO UPDATE SET fingerprint = excluded.fingerprint RETURNING id
 """
 
 _INSERT_PAIR = """
@@ -181,6 +189,7 @@ class Store:
                 f"{self.path}: written by a newer relgrade (store schema {current}, this relgrade "
                 f"knows up to {newest}); upgrade relgrade or use another --store"
             )
+        vacuum = False
         for migration in MIGRATIONS:
             if migration.version <= current:
                 continue
@@ -200,6 +209,8 @@ class Store:
                 )
                 self._conn.execute(f"PRAGMA user_version = {int(migration.version)}")
                 self._conn.execute("COMMIT")
+                # A new store (version 0) has nothing to give back.
+                vacuum = vacuum or (migration.vacuum and current > 0)
             except sqlite3.DatabaseError as exc:
                 self._conn.execute("ROLLBACK")
                 raise StoreError(
@@ -209,6 +220,8 @@ class Store:
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
+        if vacuum:
+            self._wait(lambda: self._conn.execute("VACUUM"), "compacting the migrated store")
 
     # ---- writing -------------------------------------------------------------------------
 
@@ -266,13 +279,28 @@ class Store:
         written (an ok judgment is never replaced by a failed one, and a judge's ok answer by
         nothing: see the module docstring). Releases this process's leases on their keys."""
         rows = [self._judgment_row(j, fp) for j, fp in items]
-        written = 0
         with self._transaction():
             self._put_texts(queries, docs)
-            for row in rows:
-                written += self._conn.execute(_UPSERT_JUDGMENT, row).rowcount
+            written = self._upsert_judgments(rows)
             self._conn.executemany(_INSERT_PAIR, (row[:3] for row in rows))
             release_stored(self._conn, (row[0] for row in rows))
+        return written
+
+    def _upsert_judgments(self, rows: Sequence[tuple[Any, ...]]) -> int:
+        """Write `_judgment_row` rows (in the caller's transaction), each fingerprint kept once
+        in `judge_fingerprints`; how many rows were written."""
+        ids: dict[str, int] = {}
+        written = 0
+        for row in rows:
+            text = row[11]
+            fp_id = None
+            if text is not None:
+                fp_id = ids.get(text)
+                if fp_id is None:
+                    fp_id = ids[text] = self._conn.execute(_INSERT_FINGERPRINT, (text,)).fetchone()[
+                        0
+                    ]
+            written += self._conn.execute(_UPSERT_JUDGMENT, (*row[:11], fp_id, *row[12:])).rowcount
         return written
 
     def put_pairs(self, pairs: Iterable[tuple[str, str, str]]) -> None:
@@ -404,8 +432,7 @@ class Store:
     def write_rows(self, rows: Rows) -> None:
         """Store rows from `rows()` in one transaction; writing them twice changes nothing."""
         with self._transaction("writing journaled answers"):
-            for row in rows.judgments:
-                self._conn.execute(_UPSERT_JUDGMENT, row)
+            self._upsert_judgments(rows.judgments)
             self._conn.executemany(_INSERT_PAIR, (row[:3] for row in rows.judgments))
             self._conn.executemany(_INSERT_CALL_ONCE, rows.calls)
             release_stored(self._conn, (row[0] for row in rows.judgments))
@@ -518,7 +545,9 @@ class Store:
     def fingerprint(self, key: str) -> dict[str, Any] | None:
         """The judge fingerprint stored with `key`, if any."""
         row = self._conn.execute(
-            "SELECT fingerprint FROM judgments WHERE key = ?", (key,)
+            "SELECT f.fingerprint FROM judgments j JOIN judge_fingerprints f"
+            " ON f.id = j.fingerprint_id WHERE j.key = ?",
+            (key,),
         ).fetchone()
         if row is None or row[0] is None:
             return None
