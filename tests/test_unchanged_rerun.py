@@ -20,6 +20,7 @@ from grader.grading.pipeline import run_grading
 from grader.judges.lexical.config import load_lexical_config
 from grader.judges.lexical.judge import LexicalJudge
 from grader.models import Doc, Judgment, Query
+from grader.store import lookup
 from grader.store.claims import ClaimBook
 from grader.store.lookup import rebind
 from grader.store.store import Store
@@ -89,7 +90,11 @@ def _judge() -> LexicalJudge:
     return LexicalJudge.from_docs(docs, load_lexical_config())
 
 
-def test_a_rerun_mixing_stored_and_new_answers_keeps_pair_order(tmp_path: Path) -> None:
+@pytest.mark.parametrize("scan_ratio", [0, 4], ids=["probe-keys", "scan-judgments"])
+def test_a_rerun_mixing_stored_and_new_answers_keeps_pair_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scan_ratio: int
+) -> None:
+    monkeypatch.setattr(lookup, "SCAN_RATIO", scan_ratio)
     pairs, judge = _pairs(), _judge()
     with Store(tmp_path / "s.db") as store:
         part = [pairs[i] for i in (1, 4, 8)]

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from grader.cli.commands import COMMANDS
-from grader.cli.failed_pairs import failed_pairs_text, failure_causes_text
 from grader.cli.flags import add_runs, add_store
 from grader.cli.progress import GradingProgress
 from grader.cli.prompt_check import add_allow_changed_prompt, check_prompts
@@ -388,6 +387,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(summary_line(report), file=sys.stderr)
     if report.failed:
+        from grader.cli.failed_pairs import failure_causes_text  # imports the LLM judge's errors
+
         print(failure_causes_text(report.judgments), file=sys.stderr)
     if report.interrupted:
         print(
@@ -405,6 +406,8 @@ def run(args: argparse.Namespace) -> int:
         )
     _write_outputs(args, report)
     if report.failed:
+        from grader.cli.failed_pairs import failed_pairs_text
+
         print(failed_pairs_text(report.judgments), file=sys.stderr)
         return 1
     return 0
