@@ -85,7 +85,8 @@ def pairs_to_grade(
     for run_path in map(Path, runs):
         frame = read_run(run_path, precision=precision)
         top = frame[frame["rank"] <= depth]
-        for qid, did in zip(top["query_id"], top["doc_id"], strict=True):
+        # Plain lists: iterating the frame's Arrow-backed columns costs ~2.5 us per value.
+        for qid, did in zip(top["query_id"].tolist(), top["doc_id"].tolist(), strict=True):
             selection.candidates += 1
             pair_id = (qid, did)
             if pair_id in seen:
@@ -98,9 +99,10 @@ def pairs_to_grade(
             wanted.append((qid, did, run_path))
     if selection.candidates and callable(docs):
         docs = docs({did for _, did, _ in wanted})
+    found: Mapping[str, Doc] = docs if isinstance(docs, Mapping) else {}
     for qid, did, run_path in wanted:
         query = queries.get(qid)
-        doc = docs.get(did) if isinstance(docs, Mapping) else None
+        doc = found.get(did)
         if query is None or doc is None:
             selection.missing += 1
             if query is None:
