@@ -86,10 +86,12 @@ def look_up(path: str | Path, rows: Sequence[tuple[str, str, str]]) -> KeyLookup
 def rebind(text: str, query_id: str, doc_id: str) -> str:
     """The stored judgment JSON `text` with its query_id and doc_id set to these (a stored answer
     may have been given to another id pair with the same texts); the rest byte for byte."""
-    qid = to_json(query_id).decode()
-    did = to_json(doc_id).decode()
-    head = _QID + qid + _DID + did + ","
-    if text.startswith(head):
+    return _rebind(text, to_json(query_id).decode(), to_json(doc_id).decode())
+
+
+def _rebind(text: str, qid: str, did: str) -> str:
+    """`rebind` with the ids already encoded as JSON strings (as pydantic writes them)."""
+    if text.startswith(_QID + qid + _DID + did + ","):
         return text
     if not text.startswith(_QID):
         raise ValueError("stored judgment JSON does not start with its query_id")
@@ -112,6 +114,9 @@ def iter_stored(
             "SELECT r.idx, j.judgment, j.grade FROM temp.run_keys r"
             " LEFT JOIN judgments j ON j.key = r.key ORDER BY r.idx"
         )
+        # Each id recurs in many pairs: its JSON string is encoded once.
+        qids: dict[str, str] = {}
+        dids: dict[str, str] = {}
         for idx, text, grade in cursor:
             key, qid, did = rows[idx]
             if text is None:
@@ -119,6 +124,12 @@ def iter_stored(
                     f"{path}: the stored judgment of {qid} {did} ({key}) is no longer in the"
                     " store (removed while this run wrote its outputs); rerun the same command"
                 )
-            yield rebind(text, qid, did), grade
+            qjson = qids.get(qid)
+            if qjson is None:
+                qjson = qids[qid] = to_json(qid).decode()
+            djson = dids.get(did)
+            if djson is None:
+                djson = dids[did] = to_json(did).decode()
+            yield _rebind(text, qjson, djson), grade
     finally:
         conn.close()
