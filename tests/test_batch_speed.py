@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import string
 from typing import Any
 
@@ -21,7 +22,7 @@ from grader.batch.request_lines import RequestLines
 from grader.batch.requests import request_line
 from grader.errors import PromptError
 from grader.judges.llm.judge import LLMJudge
-from grader.judges.llm.replies import InvalidReply, parse_completion
+from grader.judges.llm.replies import InvalidReply, _top_level_grade_offset, parse_completion
 from grader.models import Doc, Query
 from grader.prompts import (
     OPTIONAL_FIELDS,
@@ -219,3 +220,53 @@ def test_prebuilt_decoder_still_refuses_a_repeated_key() -> None:
             _content_reply('{"reason": "r", "grade": 3}'), mode="json_schema", spec=spec
         )
         assert ok.grade == 3
+
+
+def _offset_by_raw_decode(content: str) -> int | None:
+    """The grade offset walk as first written (json.JSONDecoder.raw_decode, a closure to skip
+    whitespace): the reference for the faster one."""
+    decoder = json.JSONDecoder()
+    ws = re.compile(r"\s*")
+
+    def skip(i: int) -> int:
+        match = ws.match(content, i)
+        return match.end() if match else i
+
+    try:
+        i = skip(0)
+        if content[i] != "{":
+            return None
+        i = skip(i + 1)
+        while content[i] == '"':
+            key, i = decoder.raw_decode(content, i)
+            i = skip(i)
+            if content[i] != ":":
+                return None
+            start = skip(i + 1)
+            _, i = decoder.raw_decode(content, start)
+            if key == "grade":
+                return start + 1 if content[start] == '"' else start
+            i = skip(i)
+            if content[i] != ",":
+                return None
+            i = skip(i + 1)
+    except (ValueError, IndexError):
+        return None
+    return None
+
+
+_JSON_BITS = st.sampled_from(
+    ['"grade"', '"reason"', ":", ",", " ", "\n", "{", "}", "[", "]", '"2"', "3", "tru", '"x\\"']
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_JSON_BITS, max_size=14).map("".join))
+def test_grade_offset_matches_the_raw_decode_walk(content: str) -> None:
+    assert _top_level_grade_offset(content) == _offset_by_raw_decode(content)
+
+
+def test_grade_offset_of_usual_replies() -> None:
+    assert _top_level_grade_offset('{"reason": "r", "grade": 1}') == 25
+    assert _top_level_grade_offset(' { "a" : {"grade": 1} , "grade" : "3" } ') == 35
+    assert _top_level_grade_offset('{"reason": "x" "grade": 1}') is None

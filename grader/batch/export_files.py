@@ -198,7 +198,7 @@ def export_requests(
                     {q.query_id: q for _, q, _ in keyed}.values(),
                     {d.doc_id: d for _, _, d in keyed}.values(),
                 )
-                store.put_pairs((k, q.query_id, d.doc_id) for k, q, d in keyed)
+                store.put_pairs(sorted((k, q.query_id, d.doc_id) for k, q, d in keyed))
                 lines: list[Line] = []
                 pairs_here = 0
                 for key, query, doc in keyed:

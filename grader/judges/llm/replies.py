@@ -226,32 +226,28 @@ def _parse_json(content: str, usage: Usage) -> tuple[int, str | None, int | None
 def _top_level_grade_offset(content: str) -> int | None:
     """Character offset of the top-level `grade` value's first digit (inside quotes for a
     string), found by walking the object's members; None when it cannot be located."""
-    decoder = _DECODER
-    ws = _WS
-
-    def skip(i: int) -> int:
-        match = ws.match(content, i)
-        return match.end() if match else i
+    scan = _DECODER.scan_once  # type: ignore[attr-defined]  # raw_decode without its wrapper: StopIteration is its error
+    ws = _WS.match  # `\s*` matches at every position, so `.end()` always exists
 
     try:
-        i = skip(0)
+        i = ws(content, 0).end()  # type: ignore[union-attr]
         if content[i] != "{":
             return None
-        i = skip(i + 1)
+        i = ws(content, i + 1).end()  # type: ignore[union-attr]
         while content[i] == '"':
-            key, i = decoder.raw_decode(content, i)
-            i = skip(i)
+            key, i = scan(content, i)
+            i = ws(content, i).end()  # type: ignore[union-attr]
             if content[i] != ":":
                 return None
-            start = skip(i + 1)
-            _, i = decoder.raw_decode(content, start)
+            start = ws(content, i + 1).end()  # type: ignore[union-attr]
+            _, i = scan(content, start)
             if key == "grade":
                 return start + 1 if content[start] == '"' else start
-            i = skip(i)
+            i = ws(content, i).end()  # type: ignore[union-attr]
             if content[i] != ",":
                 return None
-            i = skip(i + 1)
-    except (ValueError, IndexError):
+            i = ws(content, i + 1).end()  # type: ignore[union-attr]
+    except (ValueError, IndexError, StopIteration):
         return None
     return None
 
