@@ -116,3 +116,15 @@ def test_a_schema_6_store_migrates_and_reads_back_every_judgment(
     assert main(args) == 0
     assert "graded 0," in capsys.readouterr().err
     assert len(out.read_text().splitlines()) == 12
+
+
+def test_a_new_store_has_8k_pages_and_an_old_one_keeps_its_own(tmp_path: Path) -> None:
+    with Store(tmp_path / "new.db") as store:
+        store.put_pairs([("k", "q1", "d1")])
+    with sqlite3.connect(tmp_path / "new.db") as conn:
+        assert conn.execute("PRAGMA page_size").fetchone()[0] == 8192
+    _schema_6_store(tmp_path / "old.db").close()
+    with Store(tmp_path / "old.db") as store:
+        assert store.schema_version >= 7
+    with sqlite3.connect(tmp_path / "old.db") as conn:
+        assert conn.execute("PRAGMA page_size").fetchone()[0] == 4096
