@@ -19,10 +19,10 @@ from grader.grading.pairs import Pair
 from grader.grading.pipeline import run_grading
 from grader.judges.lexical.config import load_lexical_config
 from grader.judges.lexical.judge import LexicalJudge
-from grader.models import Doc, Judgment, Query
+from grader.models import Doc, Judgment, PromptRef, Query
 from grader.store import lookup
 from grader.store.claims import ClaimBook
-from grader.store.lookup import rebind
+from grader.store.lookup import canonical, rebind, rewritten
 from grader.store.store import Store
 
 QUERIES = {
@@ -168,3 +168,31 @@ def test_a_stored_answer_removed_before_the_outputs_are_written_is_a_store_error
     conn.close()
     with pytest.raises(StoreError, match=f"stored judgment of {qid} {did}"):
         list(report.outputs())
+
+
+def test_only_json_as_this_version_writes_it_is_streamed_as_it_is() -> None:
+    sha = "ab" * 32
+    judgment = Judgment(
+        query_id="q",
+        doc_id="d",
+        grade=1,
+        status="ok",
+        judge="lexical",
+        key="sha256:" + "0" * 64,
+        prompt=PromptRef(name="lexical", version="1", sha256=sha),
+    )
+    text = judgment.model_dump_json()
+    assert canonical(text)
+    older = [
+        json.dumps(json.loads(text)),  # spaces after separators
+        text.replace(sha, "sha256:" + sha),  # the tagged sha older lexical judges wrote
+        text.replace(sha, sha.upper()),
+        judgment.model_copy(update={"verification": {"rule": "x"}}).model_dump_json(),
+    ]
+    for old in older:
+        assert not canonical(old)
+        assert rewritten(old, "q2", "d2")[0] == (
+            Judgment.model_validate_json(old)
+            .model_copy(update={"query_id": "q2", "doc_id": "d2"})
+            .model_dump_json()
+        )

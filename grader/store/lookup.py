@@ -9,6 +9,7 @@ own connection to the store file, so they work after the run's `Store` is closed
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -17,10 +18,15 @@ from pathlib import Path
 from pydantic_core import to_json
 
 from grader.errors import StoreError
+from grader.models import Judgment
 
 _DECODER = json.JSONDecoder()
 _QID = '{"query_id":'
 _DID = ',"doc_id":'
+_SHA = '"sha256":"'
+_LOWER_HEX64 = re.compile(r"[0-9a-f]{64}")
+_USAGE = '"usage":{"prompt_tokens":'
+_TAIL = ',"judges":null,"disagreement":null,"verification":null}'
 SCAN_RATIO = 4  # scan the judgments when the run has at least 1/SCAN_RATIO as many keys
 
 
@@ -89,6 +95,29 @@ def rebind(text: str, query_id: str, doc_id: str) -> str:
     return _rebind(text, to_json(query_id).decode(), to_json(doc_id).decode())
 
 
+def canonical(text: str) -> bool:
+    """Whether stored judgment JSON of a judge's ok answer is as this version writes it
+    (pydantic's compact JSON, a bare lowercase prompt sha), so it can go to the outputs as it is.
+    Rows written otherwise (older versions, or a combined / verified judgment) are read through
+    the model (`rewritten`). Every field has been in the model since the first store; a field
+    added later must be checked here too."""
+    if not (text.startswith(_QID + '"') and text.endswith(_TAIL) and _USAGE in text):
+        return False
+    at = text.find(_SHA)
+    if at < 0:
+        return True
+    at += len(_SHA)
+    return text.startswith('"', at + 64) and _LOWER_HEX64.fullmatch(text, at, at + 64) is not None
+
+
+def rewritten(text: str, query_id: str, doc_id: str) -> tuple[str, int | None]:
+    """Stored judgment JSON read through the model (as older versions' rows must be) and
+    written as this version writes it, for these ids; with its grade."""
+    judgment = Judgment.model_validate_json(text)
+    judgment = judgment.model_copy(update={"query_id": query_id, "doc_id": doc_id})
+    return judgment.model_dump_json(), judgment.grade
+
+
 def _rebind(text: str, qid: str, did: str) -> str:
     """`rebind` with the ids already encoded as JSON strings (as pydantic writes them)."""
     if text.startswith(_QID + qid + _DID + did + ","):
@@ -124,6 +153,9 @@ def iter_stored(
                     f"{path}: the stored judgment of {qid} {did} ({key}) is no longer in the"
                     " store (removed while this run wrote its outputs); rerun the same command"
                 )
+            if not canonical(text):
+                yield rewritten(text, qid, did)
+                continue
             qjson = qids.get(qid)
             if qjson is None:
                 qjson = qids[qid] = to_json(qid).decode()
