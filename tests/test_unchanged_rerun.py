@@ -19,6 +19,7 @@ from grader.grading.pairs import Pair
 from grader.grading.pipeline import run_grading
 from grader.judges.lexical.config import load_lexical_config
 from grader.judges.lexical.judge import LexicalJudge
+from grader.keys import ContentKeys
 from grader.models import Doc, Judgment, PromptRef, Query
 from grader.store import lookup
 from grader.store.claims import ClaimBook
@@ -196,3 +197,23 @@ def test_only_json_as_this_version_writes_it_is_streamed_as_it_is() -> None:
             .model_copy(update={"query_id": "q2", "doc_id": "d2"})
             .model_dump_json()
         )
+
+
+@pytest.mark.parametrize("scan_ratio", [0, 4], ids=["probe-keys", "scan-judgments"])
+def test_look_up_without_the_id_pair_check_gives_the_same_statuses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scan_ratio: int
+) -> None:
+    monkeypatch.setattr(lookup, "SCAN_RATIO", scan_ratio)
+    pairs, judge = _pairs(), _judge()
+    with Store(tmp_path / "s.db") as store:
+        run_grading(pairs[:4], [judge], store=store, stream_final=True)
+        dry = run_grading(pairs, [judge], store=store, stream_final=True, dry_run=True)
+    maker = ContentKeys(judge.fingerprint())
+    keys = [(maker.key(p.query.text, p.doc.text), p.query.query_id, p.doc.doc_id) for p in pairs]
+    full = lookup.look_up(tmp_path / "s.db", keys)
+    bare = lookup.look_up(tmp_path / "s.db", keys, listed=False)
+    assert bare.statuses == full.statuses and bare.unlisted == []
+    # q2/d3 shares q1/d1's stored answer but its id pair is not listed yet
+    assert ("q2", "d3") in {(q, d) for _, q, d in full.unlisted}
+    # q1's 4 pairs stored 3 contents, which 7 of the 10 pairs have
+    assert dry.cached == 7 and dry.stored_ok == 3 and dry.pending == 3 and dry.requests == 0

@@ -267,7 +267,7 @@ class GradingRun:
             (maker.key(p.query.text, p.doc.text), p.query.query_id, p.doc.doc_id)
             for p in self.pairs
         ]
-        found = look_up(self.store.path, rows)
+        found = look_up(self.store.path, rows, listed=not self.dry_run)
         statuses = list(found.statuses.values())
         self.report.stored_ok = statuses.count("ok")
         self.report.stored_failed = len(statuses) - self.report.stored_ok

@@ -56,14 +56,19 @@ class KeyLookup:
     unlisted: list[tuple[str, str, str]]  # rows whose id pair the store does not list yet
 
 
-def look_up(path: str | Path, rows: Sequence[tuple[str, str, str]]) -> KeyLookup:
-    """The stored status of each key among `rows` (key, query_id, doc_id), and the rows whose
-    id pair is not yet in the store's list of id pairs per key, in two set-based queries."""
+def look_up(
+    path: str | Path, rows: Sequence[tuple[str, str, str]], *, listed: bool = True
+) -> KeyLookup:
+    """The stored status of each key among `rows` (key, query_id, doc_id), and (with `listed`;
+    a dry run needs none) the rows whose id pair is not yet in the store's list of id pairs per
+    key, in set-based queries."""
     conn = _connect(path)
     try:
-        _fill(conn, rows)
         (stored,) = conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM judgments").fetchone()
-        if len(rows) * SCAN_RATIO >= stored:
+        scan = len(rows) * SCAN_RATIO >= stored
+        if listed or not scan:
+            _fill(conn, rows)
+        if scan:
             # The run names most of the store (a rerun): one sequential scan beats a random
             # index probe per key (3-4x at 100,000 keys).
             wanted = {key for key, _, _ in rows}
@@ -79,11 +84,13 @@ def look_up(path: str | Path, rows: Sequence[tuple[str, str, str]]) -> KeyLookup
                     " WHERE j.key IN (SELECT key FROM temp.run_keys)"
                 )
             )
-        unlisted = conn.execute(
-            "SELECT r.key, r.query_id, r.doc_id FROM temp.run_keys r WHERE NOT EXISTS"
-            " (SELECT 1 FROM judgment_pairs p WHERE p.key = r.key AND p.query_id = r.query_id"
-            " AND p.doc_id = r.doc_id) ORDER BY r.idx"
-        ).fetchall()
+        unlisted: list[tuple[str, str, str]] = []
+        if listed:
+            unlisted = conn.execute(
+                "SELECT r.key, r.query_id, r.doc_id FROM temp.run_keys r WHERE NOT EXISTS"
+                " (SELECT 1 FROM judgment_pairs p WHERE p.key = r.key AND p.query_id = r.query_id"
+                " AND p.doc_id = r.doc_id) ORDER BY r.idx"
+            ).fetchall()
     finally:
         conn.close()
     return KeyLookup(statuses, unlisted)
