@@ -341,3 +341,19 @@ def test_a_model_without_a_price_reports_cost_unknown_not_zero(
     assert "cost $0.0000" not in summary
     assert main(llm_args(files, fake_server, store, "--model", "gpt-4o-mini", "--depth", "1")) == 0
     assert "unknown" not in capsys.readouterr().err  # a priced model shows dollars
+
+
+def test_summary_says_how_many_cached_answers_another_process_paid_for() -> None:
+    from grader.cli.grade import summary_line
+    from grader.grading.run import GradingReport
+
+    report = GradingReport()
+    report.cached, report.adopted = 5, 3
+    line = summary_line(report)
+    assert line.startswith("graded 0, cached 5, failed 0, ")
+    assert line.endswith(
+        "; 3 of the cached were paid by another process sharing the store "
+        "during this run (taken from the store, not paid again)"
+    )
+    report.adopted = 0
+    assert "another process" not in summary_line(report)

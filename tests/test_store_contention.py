@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import itertools
 import os
+import re
 import socket
 import sqlite3
 import subprocess
@@ -131,6 +132,16 @@ def test_concurrent_runs_pay_each_pair_once_and_agree_with_the_store(
     # process paid for some: each one planned while pairs were still unanswered.
     graded = [int(err.split("graded ")[1].split(",")[0]) for _, err in results]
     assert sum(graded) == files.n_pairs
+    # Answers a process waited on and took from the store are said beside its cached count.
+    adopted = []
+    for _, err in results:
+        counted = re.search(r"cached (\d+)", err)
+        assert counted is not None, err
+        cached = int(counted.group(1))
+        said = re.search(r"; (\d+) of the cached were paid by another process", err)
+        adopted.append(int(said.group(1)) if said else 0)
+        assert adopted[-1] <= cached
+    assert sum(adopted) > 0, "the processes overlapped, so some waited on another's answer"
     assert all(g > 0 for g in graded), graded
     assert query(store, "SELECT COUNT(*) FROM claims") == [(0,)]  # every lease released
 
