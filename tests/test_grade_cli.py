@@ -3,6 +3,7 @@ against the fake server on a real socket."""
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -251,8 +252,9 @@ def test_verify_low_regrades_only_low_pairs_and_the_verifier_grade_is_final(
     assert verified and unverified
     assert all(j.grade is not None and j.grade >= 2 for j in unverified)
     assert fake_server.counts["requests"] == files.n_pairs + len(verified)
-    verifier_models = [r["model"] for r in fake_server.requests[files.n_pairs :]]
-    assert verifier_models == ["gpt-4o"] * len(verified)
+    # a pair's verification may start before the first judge has answered every other pair
+    models = collections.Counter(r["model"] for r in fake_server.requests)
+    assert models == {"gpt-4o-mini": files.n_pairs, "gpt-4o": len(verified)}
     for j in verified:
         assert j.verification is not None
         assert j.verification["primary"]["grade"] <= 1
