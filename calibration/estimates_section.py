@@ -37,12 +37,16 @@ def estimates_section(
     runs: Mapping[str, pd.DataFrame] | None,
     measure: str,
     scorer: Scorer,
+    human_threshold: int | None = None,
 ) -> tuple[Estimates, list[str]]:
-    """The `estimates` section (threshold, design, relevant_share, runs) and notes for people."""
+    """The `estimates` section (threshold, design, relevant_share, runs) and notes for people.
+
+    `human_threshold` (default `threshold`) is the human grade that means relevant: 1 when people
+    graded on a binary scale, else every human pair would count as irrelevant."""
     out = Estimates(
         threshold=threshold,
         design=Design.model_validate(design.to_json()),
-        relevant_share=relevant_share(paired, design, weights, threshold),
+        relevant_share=relevant_share(paired, design, weights, threshold, human_threshold),
     )
     notes: list[str] = []
     if runs:
@@ -55,14 +59,17 @@ def relevant_share(
     design: SampleDesign,
     weights: npt.NDArray[np.float64] | None,
     threshold: int,
+    human_threshold: int | None = None,
 ) -> Estimate:
-    """PPI++ estimate of the share of relevant pairs among all LLM-graded pairs."""
+    """PPI++ estimate of the share of relevant pairs among all LLM-graded pairs (a human pair is
+    relevant at grade >= `human_threshold`, by default `threshold`)."""
+    human_at = threshold if human_threshold is None else human_threshold
     both, llm = paired.frame, paired.llm
     keys = set(zip(both["query_id"], both["doc_id"], strict=True))
     only = np.array([k not in keys for k in zip(llm["query_id"], llm["doc_id"], strict=True)])
     whole = design.kind == "whole-queries"
     est = ppi_mean(
-        (both["human"].to_numpy() >= threshold).astype(np.float64),
+        (both["human"].to_numpy() >= human_at).astype(np.float64),
         (both["llm"].to_numpy() >= threshold).astype(np.float64),
         (llm.loc[only, "grade"].to_numpy() >= threshold).astype(np.float64),
         weights=weights,
@@ -77,8 +84,9 @@ def relevant_share(
         "clustered_by": "query" if whole else None,
         "design": design.kind,
         "population": "finite",
-        "estimand": f"share of relevant pairs (grade >= {threshold}) among these "
-        f"{len(llm)} LLM-graded pairs",
+        "estimand": f"share of relevant pairs (grade >= {threshold}"
+        + ("" if human_at == threshold else f"; human grade >= {human_at}")
+        + f") among these {len(llm)} LLM-graded pairs",
     }
     data["caution"] = caution(data, design, "queries" if whole else "pairs")
     return Estimate.model_validate(data)

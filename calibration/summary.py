@@ -198,6 +198,7 @@ def summarize(
             runs=runs,
             measure=measure,
             scorer=per_query_scores,
+            human_threshold=1 if binary_scale is not None else None,  # people: 1 = relevant
         )
         notes.extend(run_notes)
         if runs:

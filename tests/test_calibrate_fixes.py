@@ -369,3 +369,28 @@ def test_graded_human_grades_get_no_scale_warning(
     captured = capsys.readouterr()
     out = json.loads(captured.out)
     assert out["binary_scale"] is None and out["warnings"] == [] and "warning" not in captured.err
+
+
+def test_binary_human_grades_count_as_relevant_in_the_ppi_share(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # People graded half the pairs 0/1 (1 = relevant), the LLM all of them 0..3: the PPI++
+    # relevant share must read a human 1 as relevant, not call every human pair irrelevant.
+    human: Rows = []
+    llm: Rows = []
+    for q in range(6):
+        for k in range(10):
+            g = (q + k) % 4
+            llm.append((f"q{q}", f"d{q}_{k}", g))
+            if k < 5:
+                human.append((f"q{q}", f"d{q}_{k}", int(g >= 2)))
+    hp = _write_csv(tmp_path / "human.csv", human)
+    lp = _write_qrels(tmp_path / "llm.qrels", llm)
+    out = _json(
+        capsys, ["--llm", str(lp), "--human", str(hp), "--no-manifest", "--bootstrap", "50"]
+    )
+    share = out["estimates"]["relevant_share"]
+    assert out["binary_scale"] is not None
+    assert share["human_only"] == pytest.approx(np.mean([g for *_, g in human]))
+    assert share["ppi_ci"][0] <= np.mean([g >= 2 for *_, g in llm]) <= share["ppi_ci"][1]
+    assert "human grade >= 1" in share["estimand"]
