@@ -395,3 +395,20 @@ async def test_pairs_with_equal_texts_share_one_request_and_keep_their_ids(tmp_p
             ("q1", "b"),
             ("q2", "c"),
         ]
+
+
+async def test_an_error_outside_the_judge_call_is_raised_never_a_short_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker that dies (here: the store refuses a lease) must not leave a report that looks
+    finished with pairs silently missing from it: the error reaches the caller."""
+    from grader.store.claims import ClaimBook
+
+    def broken(self: ClaimBook, keys: Any) -> Any:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(ClaimBook, "claim_many", broken)
+    judge = ScriptedJudge("m", by_doc({}))
+    with Store(tmp_path / "s.db") as store, pytest.raises(sqlite3.OperationalError, match="disk"):
+        await grade(make_pairs(4), [judge], store, concurrency=2)
+    assert judge.calls == []

@@ -210,6 +210,12 @@ async def grade_pairs(
     run.report.pending = len(pairs) - run.report.done()
     if run.fatal is not None:
         raise run.fatal
+    # A worker that died of an error outside the judge call (the store, a bug) left its pairs
+    # unfinished: raise it rather than return a report that looks done with pairs missing.
+    errors = [task.exception() for task in workers if not task.cancelled()]
+    for error in errors:  # each retrieved, so none is logged as never retrieved
+        if error is not None:
+            raise error
     return run.report
 
 
