@@ -211,7 +211,7 @@ def test_first_ok_answer_is_final(tmp_path: Path) -> None:
 def test_a_lease_is_held_released_on_store_and_taken_over_when_it_ends(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     with Store(path) as store:
-        mine, other = ClaimBook(path), ClaimBook(path, lease_s=0.2)
+        mine, other = ClaimBook(path), ClaimBook(path, lease_s=1.0)  # not expired before HELD
         try:
             assert other.claim_many(["a", "b"])["a"].outcome is Outcome.CLAIMED
             assert mine.claim_many(["a"])["a"].outcome is Outcome.HELD
@@ -223,7 +223,7 @@ def test_a_lease_is_held_released_on_store_and_taken_over_when_it_ends(tmp_path:
             assert claim.judgment is not None and claim.judgment.grade == 3
             # A lease not renewed past its expiry is taken over.
             assert mine.claim_many(["b"])["b"].outcome is Outcome.HELD
-            time.sleep(0.3)
+            time.sleep(1.1)
             assert mine.claim_many(["b"])["b"].outcome is Outcome.CLAIMED
             assert mine.taken_over == 1 and other.held() == []
             assert mine.renew() == 1
