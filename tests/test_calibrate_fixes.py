@@ -394,3 +394,16 @@ def test_binary_human_grades_count_as_relevant_in_the_ppi_share(
     assert share["human_only"] == pytest.approx(np.mean([g for *_, g in human]))
     assert share["ppi_ci"][0] <= np.mean([g >= 2 for *_, g in llm]) <= share["ppi_ci"][1]
     assert "human grade >= 1" in share["estimand"]
+
+
+@pytest.mark.parametrize("grade", [{"choices": ["2", "0"]}, ["2", "0"]])
+def test_a_json_min_record_with_two_grades_is_an_error_not_its_first(
+    tmp_path: Path, grade: object
+) -> None:
+    from calibration.spotcheck.labelstudio_import import read_labelstudio_export
+    from grader.errors import InputError
+
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps([{"query_id": "q1", "doc_id": "d1", "grade": grade, "id": 1}]))
+    with pytest.raises(InputError, match="several grades"):
+        read_labelstudio_export(path, None)

@@ -152,7 +152,9 @@ def _choice(result: Any, where: str, path: str | Path) -> str | None:
 
 def _min_grade(raw: Any, where: str, path: str | Path) -> str | None:
     if isinstance(raw, dict):
-        raw = (raw.get("choices") or [None])[0]
+        raw = raw.get("choices") or None
+    if isinstance(raw, list) and len(raw) == 1:
+        raw = raw[0]
     if isinstance(raw, list):
         raise InputError(f"{where}: several grades chosen ({raw})", path=path)
     return None if raw is None or raw == "" else str(raw)
