@@ -412,3 +412,23 @@ async def test_an_error_outside_the_judge_call_is_raised_never_a_short_output(
     with Store(tmp_path / "s.db") as store, pytest.raises(sqlite3.OperationalError, match="disk"):
         await grade(make_pairs(4), [judge], store, concurrency=2)
     assert judge.calls == []
+
+
+async def test_a_busy_store_when_renewing_leases_loses_no_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Renewing the leases while another process holds the write lock fails for a while: the
+    run goes on and stores every answer (the renewal is tried again next round)."""
+    import grader.grading.pipeline as pipeline
+    from grader.store.claims import ClaimBook
+
+    def busy(self: ClaimBook) -> int:
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(pipeline, "RENEW_S", 0.01)
+    monkeypatch.setattr(ClaimBook, "renew", busy)
+    judge = ScriptedJudge("m", by_doc({}), delay=0.05)
+    with Store(tmp_path / "s.db") as store:
+        report = await grade(make_pairs(4), [judge], store, concurrency=2)
+        assert [j.status for j in report.judgments] == ["ok"] * 4
+        assert store.count(status="ok") == 4

@@ -44,6 +44,7 @@ import asyncio
 import contextlib
 import gc
 import signal
+import sqlite3
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -169,7 +170,13 @@ async def grade_pairs(
     async def renewer() -> None:
         while run.claims is not None:
             await asyncio.sleep(RENEW_S)
-            await run.claims.renew_async()
+            try:
+                await run.claims.renew_async()
+            except sqlite3.OperationalError as exc:
+                # Another process holds the write lock: try again next round. Dying here
+                # would make the end of the run raise before its last flush.
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
 
     flush_task = asyncio.create_task(flusher())
     renew_task = asyncio.create_task(renewer())
