@@ -8,14 +8,12 @@ Uses its own SQLite connection to the store file (WAL lets it sit beside the Sto
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
-from grader.errors import StoreError
-from grader.store.store import BUSY_TIMEOUT_MS, Store
+from grader.store.side import connect_beside, now_iso
+from grader.store.store import Store
 
 CUSTOM_ID_PREFIX = "relgrade"
 
@@ -66,24 +64,14 @@ class ExportInfo:
         return self.returned_ok + self.returned_failed
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
-
-
 class ExportState:
     """Read and write the export tables of a store."""
 
     def __init__(self, store: Store) -> None:
         self.path = store.path
-        try:
-            self._conn = sqlite3.connect(
-                self.path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000
-            )
-            self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            self._conn.execute("PRAGMA synchronous = NORMAL")
-            self._conn.execute("SELECT 1 FROM exports LIMIT 1")
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"{self.path}: cannot read the export tables ({exc})") from None
+        self._conn = connect_beside(
+            self.path, "exports", "export tables", pragmas=("synchronous = NORMAL",)
+        )
 
     def close(self) -> None:
         self._conn.close()
@@ -107,7 +95,7 @@ class ExportState:
     # ---- writing -------------------------------------------------------------------------
 
     def add_export(self, export_id: str, judge_config: dict[str, Any], out_dir: str) -> None:
-        now = _now()
+        now = now_iso()
         self._tx(
             [
                 (
@@ -131,7 +119,7 @@ class ExportState:
                 (
                     "UPDATE exports SET n_lines = n_lines + ?, n_pairs = n_pairs + ?,"
                     " updated_at = ? WHERE export_id = ?",
-                    [(len(lines), n_pairs, _now(), export_id)],
+                    [(len(lines), n_pairs, now_iso(), export_id)],
                 ),
             ]
         )
@@ -154,7 +142,7 @@ class ExportState:
             [
                 (
                     "UPDATE exports SET complete = 1, updated_at = ? WHERE export_id = ?",
-                    [(_now(), export_id)],
+                    [(now_iso(), export_id)],
                 )
             ]
         )

@@ -8,16 +8,15 @@ change is one committed transaction, written right after the server call it reco
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from grader.batch.client import BatchInfo
 from grader.errors import StoreError
-from grader.store.store import BUSY_TIMEOUT_MS, Store
+from grader.store.side import connect_beside, now_iso
+from grader.store.store import Store
 
 PHASES = ("prepared", "uploaded", "submitted", "collected")
 
@@ -62,23 +61,12 @@ def public_base_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
-
-
 class BatchState:
     """Read and write the batch tables of a store."""
 
     def __init__(self, store: Store) -> None:
         self.path = store.path
-        try:
-            self._conn = sqlite3.connect(
-                self.path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000
-            )
-            self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            self._conn.execute("SELECT 1 FROM batch_jobs LIMIT 1")
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"{self.path}: cannot read the batch tables ({exc})") from None
+        self._conn = connect_beside(self.path, "batch_jobs", "batch tables")
 
     def close(self) -> None:
         self._conn.close()
@@ -100,7 +88,7 @@ class BatchState:
     ) -> int:
         """Record a new job in phase `prepared` with its items and the endpoint it goes to
         (`base_url`, stored without credentials: `public_base_url`); returns the job id."""
-        now = _now()
+        now = now_iso()
         url = public_base_url(base_url) if base_url else None
         self._conn.execute("BEGIN IMMEDIATE")
         try:
@@ -131,7 +119,7 @@ class BatchState:
         self._write(
             "UPDATE batch_jobs SET phase = 'uploaded', input_file_id = ?, updated_at = ?"
             " WHERE job_id = ?",
-            (input_file_id, _now(), job_id),
+            (input_file_id, now_iso(), job_id),
         )
 
     def set_remote(self, job_id: int, info: BatchInfo) -> None:
@@ -149,7 +137,7 @@ class BatchState:
                 info.status,
                 info.completed,
                 info.failed,
-                _now(),
+                now_iso(),
                 job_id,
             ),
         )
@@ -185,7 +173,7 @@ class BatchState:
     def set_collected(self, job_id: int) -> None:
         self._write(
             "UPDATE batch_jobs SET phase = 'collected', updated_at = ? WHERE job_id = ?",
-            (_now(), job_id),
+            (now_iso(), job_id),
         )
 
     # ---- reading -------------------------------------------------------------------------

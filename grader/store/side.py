@@ -1,0 +1,33 @@
+"""A connection of its own to a store file, for tables other modules own (`grader.batch.state`,
+`grader.batch.exports`): WAL lets it sit beside the Store's."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from grader.errors import StoreError
+from grader.store.store import BUSY_TIMEOUT_MS
+
+
+def connect_beside(
+    path: str | Path, table: str, what: str, *, pragmas: Sequence[str] = ()
+) -> sqlite3.Connection:
+    """An autocommit connection to the store at `path` that waits `BUSY_TIMEOUT_MS` for a lock,
+    runs `pragmas`, and checks `table` can be read; else StoreError ("cannot read the `what`")."""
+    try:
+        conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        for pragma in pragmas:
+            conn.execute(f"PRAGMA {pragma}")
+        conn.execute(f"SELECT 1 FROM {table} LIMIT 1")
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path}: cannot read the {what} ({exc})") from None
+    return conn
+
+
+def now_iso() -> str:
+    """The time now (UTC, ISO 8601), as the store's tables record it."""
+    return datetime.now(UTC).isoformat()
