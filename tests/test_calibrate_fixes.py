@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -16,25 +15,7 @@ from calibration.stats.bias import LENIENCY_MARGIN, verdict
 from grader.cli.main import main
 from tests.fakeserver import FakeServer
 from tests.grade_data import write_grade_files
-
-Rows = list[tuple[str, str, int]]
-
-
-def _write_qrels(path: Path, rows: Rows) -> Path:
-    path.write_text("".join(f"{q} 0 {d} {g}\n" for q, d, g in rows))
-    return path
-
-
-def _write_csv(path: Path, rows: Rows) -> Path:
-    path.write_text("query_id,doc_id,grade\n" + "".join(f"{q},{d},{g}\n" for q, d, g in rows))
-    return path
-
-
-def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> dict[str, Any]:
-    assert main(["calibrate", *argv, "--format", "json"]) == 0
-    out: dict[str, Any] = json.loads(capsys.readouterr().out)
-    return out
-
+from tests.test_calibrate_cli import Rows, _json, _write_csv, _write_qrels
 
 # 5. A sizeable bias whose interval spans both signs is inconclusive, not balanced.
 
