@@ -378,6 +378,7 @@ def test_draw_sample_treats_id_pairs_sharing_a_key_as_separate_units() -> None:
     assert draw.population == 10
     assert {(p.query_id, p.doc_id) for p in draw.pairs} == ID_PAIRS
     uniform = draw_sample(shared, strategy="uniform", n=4, seed=2)
+    assert len(uniform.pairs) == 4
     assert all(p.inclusion_probability == pytest.approx(0.4) for p in uniform.pairs)
 
 
