@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grader.batch.jobs import BatchJudge, BatchRunner, CollectSummary, JudgeFor, Progress, Sleep
+from grader.batch.state import BatchState
 from grader.grading.events import ProgressCallback
 from grader.grading.outputs import ensemble_fingerprint
 from grader.grading.pairs import Pair
@@ -120,7 +121,12 @@ async def regrade(
         )
         batch_keys = runner.state.keys_with_outcome("batch")
     else:
-        todo = to_grade(store, candidates)
+        # Keys waiting in open batch jobs are not sent again live (they would be paid twice,
+        # and the dry run does not count them): they stay pending until the batch is collected.
+        with BatchState(store) as state:
+            waiting = state.open_keys()
+        todo = to_grade(store, candidates, exclude=waiting)
+        in_batches = sum(1 for c in candidates if c.new_key in waiting)
         report = None
         if todo:
             report = await grade_pairs(
@@ -136,7 +142,8 @@ async def regrade(
         outcome_fields.update(
             sent=len(todo),
             requests=len(distinct_keys(todo)),
-            already_done=len(candidates) - len(todo),
+            already_done=len(candidates) - len(todo) - in_batches,
+            waiting_in_batches=in_batches,
             report=report,
         )
         batch_keys = set()
