@@ -129,7 +129,9 @@ def parse_completion(body: dict[str, Any], *, mode: OutputMode, spec: PromptSpec
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise InvalidReply("no_choice", "the reply has no choices", raw=_dump(body), usage=usage)
     choice = choices[0]
-    message = choice.get("message") or {}
+    message = choice.get("message")
+    if not isinstance(message, dict):  # a malformed body is an invalid reply, not a judge bug
+        message = {}
     content = message.get("content")
     finish = choice.get("finish_reason")
     refusal = message.get("refusal")
