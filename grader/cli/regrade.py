@@ -416,7 +416,8 @@ def render_table(diff: RegradeDiff, *, show: int = 20) -> str:
     """The diff as plain text: summary, transition matrix, changed pairs, metric deltas."""
     lines = [
         f"pairs {diff.n}, compared {diff.compared}, changed {diff.changed}, "
-        f"failed {diff.failed}, pending {diff.pending}",
+        f"failed {diff.failed}, pending {diff.pending}"
+        + (f", graded where the old had no grade {diff.no_old_grade}" if diff.no_old_grade else ""),
         f"kappa between versions (Cohen's) {_fmt(diff.kappa_between_versions)}",
         f"cost {usd_or_unknown(diff.cost)} "
         f"(without the batch discount {usd_or_unknown(diff.cost_without_batch)}; "

@@ -55,6 +55,8 @@ class RegradeDiff:
     cost_without_batch: float | None
     batch_graded: int
     changed_pairs: list[ChangedPair] = field(default_factory=list)
+    no_old_grade: int = 0
+    """Pairs graded ok now whose old judgment had no grade (failed): in no other count."""
     metric_deltas: list[dict[str, Any]] = field(default_factory=list)
     failed_pairs: list[dict[str, str]] = field(default_factory=list)
 
@@ -107,6 +109,7 @@ def diff_versions(
     cost_without = 0.0
     unpriced = 0
     batch_graded = 0
+    no_old_grade = 0
     paid: set[str] = set()
     for pair in pairs:
         new = pair.new
@@ -135,6 +138,7 @@ def diff_versions(
             continue
         old = pair.old
         if old is None or old.status != "ok" or old.grade is None:
+            no_old_grade += 1
             continue
         old_grades.append(old.grade)
         new_grades.append(new.grade)
@@ -162,4 +166,5 @@ def diff_versions(
         batch_graded=batch_graded,
         changed_pairs=changed,
         failed_pairs=failed,
+        no_old_grade=no_old_grade,
     )
