@@ -354,7 +354,7 @@ def test_summary_says_how_many_cached_answers_another_process_paid_for() -> None
     line = summary_line(report)
     assert line.startswith("graded 0, cached 5, failed 0, ")
     assert line.endswith(
-        "; 3 of the cached were paid by another process sharing the store "
+        "; 3 answers were paid by another process sharing the store "
         "during this run (taken from the store, not paid again)"
     )
     report.adopted = 0

@@ -244,8 +244,8 @@ def _by_judge(label: str, counts: dict[str, int]) -> str:
 
 
 def summary_line(report: GradingReport) -> str:
-    """The one-line summary: graded, cached, failed (pairs), tokens, cost, and how many cached
-    answers another process paid for while this run waited on them. With several judges
+    """The one-line summary: graded, cached, failed (pairs), tokens, cost, and how many judge
+    answers (not pairs) another process paid for while this run waited on them. With several judges
     (an ensemble, --verify-low) each pair count is followed by the answers per judge: those asked
     this run after "graded", those reused from the store after "cached"."""
     judges = sorted({*report.stored_by_judge, *report.asked_by_judge})
@@ -262,7 +262,7 @@ def summary_line(report: GradingReport) -> str:
         line += f", not done {report.pending}"
     if report.adopted:
         line += (
-            f"; {report.adopted} of the cached were paid by another process sharing the store "
+            f"; {report.adopted} answers were paid by another process sharing the store "
             "during this run (taken from the store, not paid again)"
         )
     return line
