@@ -32,7 +32,7 @@ import pyarrow.csv as pacsv
 from grader.errors import InputError
 from grader.io.runs import STDIN
 from grader.io.trec import RUN_COLUMNS, read_run
-from grader.io.trec_parse import _skip_comment, _sniff_delimiter
+from grader.io.trec_parse import _sniff_delimiter, convert_options, parse_options, regular_rows
 from grader.metrics.ranked import Judgments, Ranked, join_run
 from grader.metrics.ranking import Precision, rank_order, ranks_within
 
@@ -116,20 +116,8 @@ class _Blocks:
         reader = pacsv.open_csv(
             self.path,
             read_options=pacsv.ReadOptions(column_names=names, block_size=BLOCK),
-            parse_options=pacsv.ParseOptions(
-                delimiter=delimiter,
-                quote_char=False,
-                escape_char=False,
-                ignore_empty_lines=True,
-                invalid_row_handler=_skip_comment,
-            ),
-            convert_options=pacsv.ConvertOptions(
-                column_types=types,
-                include_columns=list(RUN_COLUMNS),
-                strings_can_be_null=False,
-                quoted_strings_can_be_null=False,
-                check_utf8=True,
-            ),
+            parse_options=parse_options(delimiter),
+            convert_options=convert_options(RUN_COLUMNS, types),
         )
         carry: tuple[pa.Array, pa.Array, npt.NDArray[np.float64]] | None = None
         with reader:
@@ -153,20 +141,14 @@ class _Blocks:
     def _checked(self, batch: pa.RecordBatch) -> tuple[pa.Array, pa.Array, npt.NDArray[np.float64]]:
         """A block's (query ids, doc ids, scores) without comment lines; _ReadWhole when a
         field is empty (irregular whitespace) or a score is missing or not finite."""
-        comments = pc.starts_with(batch.column("query_id"), "#")
-        if pc.any(comments).as_py():
-            batch = batch.filter(pc.invert(comments))
-        self.rows += batch.num_rows
-        score = batch.column("score")
-        if score.null_count:
+        rows = regular_rows(batch, RUN_COLUMNS, "score")
+        if rows is None:
             raise _ReadWhole
-        for name in RUN_COLUMNS:
-            if name != "score" and pc.any(pc.equal(batch.column(name), "")).as_py():
-                raise _ReadWhole
-        scores = np.asarray(score.to_numpy(), dtype=np.float64)
+        self.rows += rows.num_rows
+        scores = np.asarray(rows.column("score").to_numpy(), dtype=np.float64)
         if not np.isfinite(scores).all():
             raise _ReadWhole
-        return batch.column("query_id"), batch.column("doc_id"), scores
+        return rows.column("query_id"), rows.column("doc_id"), scores
 
     def _rankings(self, queries: pa.Array, docs: pa.Array, scores: npt.NDArray[np.float64]) -> None:
         """Rank whole rankings (a query's lines, together) and keep their judged rows."""

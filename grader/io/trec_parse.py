@@ -20,7 +20,7 @@ import re
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # the careful reader's pandas loads only when a file needs it
 _FIELDS_RE = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
 _ID_COLUMNS = ("query_id", "doc_id")
 _COMMENT_LINES = re.compile(rb"^(?:\xef\xbb\xbf)?[ \t]*#[^\r\n]*", re.MULTILINE)
+_Rows = TypeVar("_Rows", pa.Table, pa.RecordBatch)
 
 
 def is_comment(line: str) -> bool:
@@ -146,32 +147,49 @@ def _arrow_table(
         table = pacsv.read_csv(
             pa.BufferReader(source) if isinstance(source, bytes) else source,
             read_options=pacsv.ReadOptions(column_names=columns, block_size=1 << 24),
-            parse_options=pacsv.ParseOptions(
-                delimiter=delimiter,
-                quote_char=False,
-                escape_char=False,
-                ignore_empty_lines=True,
-                invalid_row_handler=_skip_comment,
-            ),
-            convert_options=pacsv.ConvertOptions(
-                column_types=types,
-                include_columns=list(names),
-                strings_can_be_null=False,
-                quoted_strings_can_be_null=False,
-                check_utf8=True,
-            ),
+            parse_options=parse_options(delimiter),
+            convert_options=convert_options(names, types),
         )
     except (pa.ArrowException, OSError, EOFError, gzip.BadGzipFile):
         return None
-    comments = pc.starts_with(table[names[0]], "#")  # comments that have the right width
-    if table.num_rows and pc.any(comments).as_py():
-        table = table.filter(pc.invert(comments))
-    if table[numeric].null_count:
+    return regular_rows(table, names, numeric)
+
+
+def parse_options(delimiter: str) -> pacsv.ParseOptions:
+    """How Arrow splits a TREC file on its one `delimiter` (both fast readers: this and
+    `run_stream`): no quoting, blank lines skipped, comment lines of the wrong width skipped."""
+    return pacsv.ParseOptions(
+        delimiter=delimiter,
+        quote_char=False,
+        escape_char=False,
+        ignore_empty_lines=True,
+        invalid_row_handler=_skip_comment,
+    )
+
+
+def convert_options(names: Sequence[str], types: dict[str, pa.DataType]) -> pacsv.ConvertOptions:
+    """Arrow's typing of the `names` columns (later columns dropped): no null strings, UTF-8."""
+    return pacsv.ConvertOptions(
+        column_types=types,
+        include_columns=list(names),
+        strings_can_be_null=False,
+        quoted_strings_can_be_null=False,
+        check_utf8=True,
+    )
+
+
+def regular_rows(rows: _Rows, names: Sequence[str], numeric: str) -> _Rows | None:
+    """`rows` (a table or a block of one) without `#` comments of the right width, or None
+    when a field is empty (the careful path's business)."""
+    comments = pc.starts_with(rows.column(names[0]), "#")  # comments that have the right width
+    if rows.num_rows and pc.any(comments).as_py():
+        rows = rows.filter(pc.invert(comments))
+    if rows.column(numeric).null_count:
         return None  # an empty numeric field
     for name in names:
-        if name != numeric and pc.any(pc.equal(table[name], "")).as_py():
+        if name != numeric and pc.any(pc.equal(rows.column(name), "")).as_py():
             return None  # an empty field: a doubled or trailing delimiter somewhere
-    return table
+    return rows
 
 
 def _without_comments(fh: IO[bytes]) -> IO[bytes]:
