@@ -80,7 +80,7 @@ def test_killed_while_waiting_then_batch_collect_finishes(tmp_path: Path) -> Non
         conn = sqlite3.connect(db)
         try:
             versions = conn.execute(
-                "SELECT prompt_version, COUNT(*) FROM judgments WHERE status = 'ok' "
+                "SELECT prompt_version, COUNT(*) FROM judgment_rows WHERE status = 'ok' "
                 "GROUP BY prompt_version ORDER BY prompt_version"
             ).fetchall()
         finally:

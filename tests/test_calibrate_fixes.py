@@ -206,7 +206,8 @@ def _store_rows(db: Path) -> dict[str, tuple[str | None, str]]:
     import sqlite3
 
     with sqlite3.connect(db) as con:
-        rows = con.execute("SELECT key, prompt_sha, judgment FROM judgments").fetchall()
+        rows = con.execute("SELECT key, prompt_sha, judgment FROM judgment_rows").fetchall()
+    con.close()
     return {key: (sha, judgment) for key, sha, judgment in rows}
 
 
@@ -259,24 +260,23 @@ def test_llm_and_lexical_judgments_record_the_prompt_sha_alike(
 def test_a_store_with_the_old_tagged_lexical_sha_is_still_all_cached(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import sqlite3
-
     from grader.io.judgments import read_judgments
+    from tests.old_stores import Row, write_old_store
 
     files = write_grade_files(tmp_path)
-    db = tmp_path / "s.db"
+    new, db = tmp_path / "new.db", tmp_path / "s.db"
     out = tmp_path / "j.jsonl"
-    assert main(files.args("--judge", "lexical", "--store", db, "--quiet")) == 0
-    before = _store_rows(db)
-    # Rewrite the store as the lexical judge wrote it before: `sha256:<hex>` in both places.
-    with sqlite3.connect(db) as con:
-        for key, (sha, judgment) in before.items():
-            old = json.loads(judgment)
-            old["prompt"]["sha256"] = f"sha256:{sha}"
-            con.execute(
-                "UPDATE judgments SET prompt_sha = ?, judgment = ? WHERE key = ?",
-                (f"sha256:{sha}", json.dumps(old), key),
-            )
+    assert main(files.args("--judge", "lexical", "--store", new, "--quiet")) == 0
+    before = _store_rows(new)
+
+    def tagged(row: Row) -> Row:
+        """The row as the lexical judge wrote it before: `sha256:<hex>` in both places."""
+        sha = row[7]
+        old = json.loads(row[12])
+        old["prompt"]["sha256"] = f"sha256:{sha}"
+        return (*row[:7], f"sha256:{sha}", *row[8:12], json.dumps(old))
+
+    write_old_store(db, 7, new, edit=tagged)
     capsys.readouterr()
     assert main(files.args("--judge", "lexical", "--store", db, "--out", out, "--quiet")) == 0
     assert f"graded 0, cached {files.n_pairs}, failed 0" in capsys.readouterr().err

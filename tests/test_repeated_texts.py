@@ -12,7 +12,6 @@ from __future__ import annotations
 import csv
 import json
 import re
-import sqlite3
 from collections.abc import Iterator
 from collections.abc import Set as AbstractSet
 from pathlib import Path
@@ -32,6 +31,7 @@ from grader.store.store import Store
 from tests.batch_helpers import new_prompt
 from tests.fake_batch import BatchPlan, FakeBatchAPI
 from tests.fakeserver import FakeServer, request_text
+from tests.old_stores import write_old_store
 from tests.sampling_helpers import make_judgment
 
 QUERIES = {"q1": "how do tides work", "q2": "how do tides work", "q3": "what is photosynthesis"}
@@ -385,22 +385,11 @@ def test_draw_sample_treats_id_pairs_sharing_a_key_as_separate_units() -> None:
 def _as_old_store(db: Path) -> None:
     """Turn a store back into schema 2 (before the table of id pairs), as an older relgrade left
     it: one id pair per content key (the one its judgments row names)."""
-    conn = sqlite3.connect(db)
-    # Schema 7: each row's fingerprint back in its own column.
-    conn.execute("ALTER TABLE judgments RENAME COLUMN fingerprint_id TO fingerprint")
-    conn.execute(
-        "UPDATE judgments SET fingerprint = (SELECT f.fingerprint FROM judge_fingerprints f"
-        " WHERE f.id = judgments.fingerprint)"
-    )
-    conn.execute("DROP TABLE judge_fingerprints")
-    conn.execute("DROP TABLE judgment_pairs")
-    conn.execute("DROP TABLE claims")  # schema 4
-    for table in ("export_lines", "export_files", "exports"):  # schema 5
-        conn.execute(f"DROP TABLE IF EXISTS {table}")
-    conn.execute("DELETE FROM schema_migrations WHERE version >= 3")
-    conn.execute("PRAGMA user_version = 2")
-    conn.commit()
-    conn.close()
+    new = db.with_name("new.db")
+    db.rename(new)
+    for suffix in ("-wal", "-shm"):
+        db.with_name(db.name + suffix).unlink(missing_ok=True)
+    write_old_store(db, 2, new)
 
 
 def test_an_older_store_is_migrated_and_a_grade_rerun_records_the_other_pairs(

@@ -24,6 +24,7 @@ from grader.keys import ContentKeys
 from grader.models import Judgment, JudgmentError, Usage
 from grader.redact import redact
 from grader.store.claims import POLL_S, ClaimBook, Outcome
+from grader.store.judgment_rows import created_text
 from grader.store.lookup import iter_stored, look_up
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
@@ -514,12 +515,11 @@ class GradingRun:
             if j is not None and i not in self.final_from_store
         ]
         stamps = self.store.stamps(j.key for _, j in held)
-        differ = [
-            (i, j)
-            for i, j in held
-            if stamps.get(j.key, (j.status, j.created_at.isoformat()))
-            != (j.status, j.created_at.isoformat())
-        ]
+        differ: list[tuple[int, Judgment]] = []
+        for i, held_judgment in held:
+            stamp = (held_judgment.status, created_text(held_judgment))
+            if stamps.get(held_judgment.key, stamp) != stamp:
+                differ.append((i, held_judgment))
         if not differ:
             return
         stored = self.store.get_many(j.key for _, j in differ)

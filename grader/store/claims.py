@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.models import Judgment
+from grader.store.judgment_rows import encode_key
 
 LEASE_S = 60.0  # a lease not renewed for this long is taken over (owner on another host, hung)
 RENEW_S = 15.0  # how often a run renews its leases
@@ -155,7 +156,8 @@ class ClaimBook:
                 now, expiry = time.time(), time.time() + self.lease_s
                 for key in keys:
                     row = conn.execute(
-                        "SELECT judgment FROM judgments WHERE key = ? AND status = 'ok'", (key,)
+                        "SELECT judgment FROM judgment_rows WHERE stored_key = ? AND status = 'ok'",
+                        (encode_key(key),),
                     ).fetchone()
                     if row is not None:
                         found[key] = Claim(Outcome.STORED, Judgment.model_validate_json(row[0]))

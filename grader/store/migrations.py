@@ -16,6 +16,7 @@ from grader.store.batch_tables import BATCH_STATEMENTS, add_base_url_column
 from grader.store.claims import CLAIMS_TABLE
 from grader.store.export_tables import EXPORT_STATEMENTS
 from grader.store.lean_tables import LEAN_STATEMENTS
+from grader.store.parts_tables import upgrade_to_parts
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,10 @@ MIGRATIONS: list[Migration] = [
     # each key are a WITHOUT ROWID table (no second copy of every key in an index). Old stores
     # upgrade in place; every judgment's JSON is copied as it was.
     Migration(7, "judge fingerprints kept once", LEAN_STATEMENTS, vacuum=True),
+    # Judgments in parts (issue 12, owner: grader.store.judgment_rows): a row keeps what only it
+    # says, judge and prompt live once in `judgment_sources`, keys are 32 raw bytes; the view
+    # `judgment_rows` shows each judgment's whole JSON as before.
+    Migration(8, "judgments in parts", apply=upgrade_to_parts, vacuum=True),
 ]
 
 

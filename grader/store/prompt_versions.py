@@ -25,7 +25,8 @@ _NOT_REQUEST = ("name", "version", "sha256", "source", "description")
 def stored_prompt_versions(store: Store, name: str) -> dict[str, set[str]]:
     """The versions of prompt `name` the store's judgments record, each with its sha256s."""
     rows = store._conn.execute(  # read-only query on the store's own connection
-        "SELECT DISTINCT prompt_version, prompt_sha FROM judgments WHERE prompt_name = ?",
+        "SELECT DISTINCT prompt_version, prompt_sha FROM judgment_sources s WHERE prompt_name = ?"
+        " AND EXISTS (SELECT 1 FROM judgments j WHERE j.source_id = s.id)",
         (name,),
     )
     found: dict[str, set[str]] = {}

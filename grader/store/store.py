@@ -9,8 +9,9 @@
   answers.
 - Storing a judgment releases this process's lease on its key (`grader.store.claims`) in the
   same transaction.
-- A judge's fingerprint is kept once (`judge_fingerprints`), each row naming it by id; the
-  judgment itself stays plain JSON text in its row, readable by a plain SELECT.
+- A judgment is kept in parts (`grader.store.judgment_rows`): its row holds what only it says,
+  its judge, prompt and fingerprint live once in `judgment_sources`, its key is 32 raw bytes; the
+  view `judgment_rows` gives each judgment's whole JSON (and the old columns) to a plain SELECT.
 - Query and document texts (title, metadata) are kept so regrading needs only the store.
 - Every (query_id, doc_id) pair of a content key is kept (`judgment_pairs`): pairs whose texts
   repeat under other ids share one key and one judgment row, but each id pair is listed, so
@@ -43,24 +44,29 @@ from grader.redact import redact
 from grader.store.busy import BusyCallback, BusyWait, StoreBusyError, busy_timeout_s, is_busy
 from grader.store.claims import release_stored
 from grader.store.journal import Journal, Rows
+from grader.store.judgment_rows import (
+    decode_key,
+    encode_key,
+    json_sql,
+    stored_row,
+)
 from grader.store.migrations import MIGRATIONS, latest_version
+from grader.store.parts_tables import source_id
 
 BUSY_TIMEOUT_MS = 30_000  # for other tables' own connections (grader.batch.state)
 _CHUNK = 500  # keys per `IN (...)` query, below SQLite's variable limit
 PAGE_SIZE = 8192  # bytes per page of a new store
 
-# The row of `_judgment_row`, its fingerprint JSON (12th) replaced by its `judge_fingerprints` id.
+# A judgments row in parts (grader.store.judgment_rows); an ok judgment keeps its place unless
+# the new one is ok and the row may be replaced (last parameter, see `_judgment_row`).
 _UPSERT_JUDGMENT = """
-INSERT INTO judgments (key, query_id, doc_id, judge, model, prompt_name, prompt_version,
-                       prompt_sha, status, grade, created_at, fingerprint_id, judgment)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO judgments (key, query_id, doc_id, source_id, status, grade, created_at, head, tail,
+                       extra)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (key) DO UPDATE SET
-    query_id = excluded.query_id, doc_id = excluded.doc_id, judge = excluded.judge,
-    model = excluded.model, prompt_name = excluded.prompt_name,
-    prompt_version = excluded.prompt_version, prompt_sha = excluded.prompt_sha,
+    query_id = excluded.query_id, doc_id = excluded.doc_id, source_id = excluded.source_id,
     status = excluded.status, grade = excluded.grade, created_at = excluded.created_at,
-    fingerprint_id = COALESCE(excluded.fingerprint_id, judgments.fingerprint_id),
-    judgment = excluded.judgment
+    head = excluded.head, tail = excluded.tail, extra = excluded.extra
 WHERE judgments.status != 'ok' OR (excluded.status = 'ok' AND ? = 1)
 """
 
@@ -75,11 +81,6 @@ ON CONFLICT (doc_id) DO UPDATE SET text = excluded.text, title = excluded.title,
     metadata = excluded.metadata
 WHERE docs.text != excluded.text OR docs.title IS NOT excluded.title
     OR docs.metadata != excluded.metadata
-"""
-
-_INSERT_FINGERPRINT = """
-INSERT INTO judge_fingerprints (fingerprint) VALUES (?)
-ON CONFLICT (fingerprint) DO UPDATE SET fingerprint = excluded.fingerprint RETURNING id
 """
 
 _INSERT_PAIR = """
@@ -104,6 +105,11 @@ WHERE NOT EXISTS (SELECT 1 FROM calls WHERE key IS ?1 AND attempt IS ?2 AND stat
 
 def _now() -> str:
     return datetime.now(UTC).isoformat()
+
+
+def _pair_rows(rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[Any, str, str]]:
+    """The (stored key, query_id, doc_id) of `_judgment_row` rows, for `judgment_pairs`."""
+    return ((encode_key(row[0]), row[1], row[2]) for row in rows)
 
 
 class Store:
@@ -287,32 +293,28 @@ class Store:
         with self._transaction():
             self._put_texts(queries, docs)
             written = self._upsert_judgments(rows)
-            self._conn.executemany(_INSERT_PAIR, (row[:3] for row in rows))
+            self._conn.executemany(_INSERT_PAIR, _pair_rows(rows))
             release_stored(self._conn, (row[0] for row in rows))
         return written
 
     def _upsert_judgments(self, rows: Sequence[tuple[Any, ...]]) -> int:
-        """Write `_judgment_row` rows (in the caller's transaction), each fingerprint kept once
-        in `judge_fingerprints`; how many rows were written."""
-        ids: dict[str, int] = {}
+        """Write `_judgment_row` rows (in the caller's transaction) in parts, each judge and
+        prompt kept once in `judgment_sources`; how many rows were written."""
         written = 0
+        sources: dict[str, int] = {}  # ids of this transaction (a rollback forgets new ones)
         for row in rows:
-            text = row[11]
-            fp_id = None
-            if text is not None:
-                fp_id = ids.get(text)
-                if fp_id is None:
-                    fp_id = ids[text] = self._conn.execute(_INSERT_FINGERPRINT, (text,)).fetchone()[
-                        0
-                    ]
-            written += self._conn.execute(_UPSERT_JUDGMENT, (*row[:11], fp_id, *row[12:])).rowcount
+            stored = stored_row(row)
+            sid = source_id(self._conn, stored.source, sources)
+            written += self._conn.execute(
+                _UPSERT_JUDGMENT, (*stored.columns[:3], sid, *stored.columns[3:], row[13])
+            ).rowcount
         return written
 
     def put_pairs(self, pairs: Iterable[tuple[str, str, str]]) -> None:
         """Record (key, query_id, doc_id): the id pair's texts give that content key. A pair
         whose key has no judgment yet is listed once one is stored (see `iter_pair_judgments`)."""
         with self._transaction():
-            self._conn.executemany(_INSERT_PAIR, pairs)
+            self._conn.executemany(_INSERT_PAIR, ((encode_key(k), q, d) for k, q, d in pairs))
 
     def put_texts(self, queries: Iterable[Query | None], docs: Iterable[Doc | None]) -> None:
         """Keep the query and document texts so the store alone can regrade them later."""
@@ -438,7 +440,7 @@ class Store:
         """Store rows from `rows()` in one transaction; writing them twice changes nothing."""
         with self._transaction("writing journaled answers"):
             self._upsert_judgments(rows.judgments)
-            self._conn.executemany(_INSERT_PAIR, (row[:3] for row in rows.judgments))
+            self._conn.executemany(_INSERT_PAIR, _pair_rows(rows.judgments))
             self._conn.executemany(_INSERT_CALL_ONCE, rows.calls)
             release_stored(self._conn, (row[0] for row in rows.judgments))
 
@@ -457,45 +459,43 @@ class Store:
 
     # ---- reading -------------------------------------------------------------------------
 
+    def _by_keys(self, columns: str, keys: Iterable[str]) -> Iterator[tuple[Any, ...]]:
+        """`SELECT columns FROM judgment_rows` for the stored judgments among `keys`."""
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), _CHUNK):
+            chunk = [encode_key(k) for k in unique[start : start + _CHUNK]]
+            marks = ",".join("?" * len(chunk))
+            yield from self._conn.execute(
+                f"SELECT {columns} FROM judgment_rows WHERE stored_key IN ({marks})", chunk
+            )
+
     def get_many(self, keys: Iterable[str]) -> dict[str, Judgment]:
         """The stored judgments (ok and failed) among `keys`, by key."""
-        found: dict[str, Judgment] = {}
-        unique = list(dict.fromkeys(keys))
-        for start in range(0, len(unique), _CHUNK):
-            chunk = unique[start : start + _CHUNK]
-            marks = ",".join("?" * len(chunk))
-            for key, text in self._conn.execute(
-                f"SELECT key, judgment FROM judgments WHERE key IN ({marks})", chunk
-            ):
-                found[key] = Judgment.model_validate_json(text)
-        return found
+        return {
+            key: Judgment.model_validate_json(text)
+            for key, text in self._by_keys("key, judgment", keys)
+        }
 
     def stamps(self, keys: Iterable[str]) -> dict[str, tuple[str, str]]:
-        """(status, created_at) of each key among `keys` that is stored: tells cheaply whether
-        the stored row is the judgment a run holds, without parsing it."""
-        found: dict[str, tuple[str, str]] = {}
-        unique = list(dict.fromkeys(keys))
-        for start in range(0, len(unique), _CHUNK):
-            chunk = unique[start : start + _CHUNK]
-            marks = ",".join("?" * len(chunk))
-            for key, status, created in self._conn.execute(
-                f"SELECT key, status, created_at FROM judgments WHERE key IN ({marks})", chunk
-            ):
-                found[key] = (status, created)
-        return found
+        """(status, created_at as the judgment's JSON writes it: `created_text`) of each key
+        among `keys` that is stored: tells cheaply whether the stored row is the judgment a run
+        holds, without parsing it."""
+        return {
+            key: (status, created)
+            for key, status, created in self._by_keys("key, status, created_at", keys)
+        }
 
     def statuses(self, keys: Iterable[str]) -> dict[str, str]:
         """The stored status ("ok" / "failed") of each key among `keys` that is stored."""
         found: dict[str, str] = {}
         unique = list(dict.fromkeys(keys))
         for start in range(0, len(unique), _CHUNK):
-            chunk = unique[start : start + _CHUNK]
+            chunk = [encode_key(k) for k in unique[start : start + _CHUNK]]
             marks = ",".join("?" * len(chunk))
-            found.update(
-                self._conn.execute(
-                    f"SELECT key, status FROM judgments WHERE key IN ({marks})", chunk
-                ).fetchall()
-            )
+            for key, status in self._conn.execute(
+                f"SELECT key, status FROM judgments WHERE key IN ({marks})", chunk
+            ):
+                found[decode_key(key)] = status
         return found
 
     def iter_judgments(
@@ -525,7 +525,7 @@ class Store:
             ids = list(query_ids)
             where.append(f"query_id IN ({','.join('?' * len(ids))})")
             params.extend(ids)
-        sql = "SELECT judgment FROM judgments"
+        sql = "SELECT judgment FROM judgment_rows"
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY query_id, doc_id, judge, key"
@@ -537,22 +537,21 @@ class Store:
         its content keys, ordered by (query_id, doc_id, judge). The judgment is as stored: its
         own ids may be those of another pair with the same texts (rebind it for this pair)."""
         sql = (
-            "SELECT p.query_id, p.doc_id, j.key, j.judgment FROM judgment_pairs p"
-            " JOIN judgments j ON j.key = p.key ORDER BY p.query_id, p.doc_id, j.judge, j.key"
+            f"SELECT p.query_id, p.doc_id, j.rowid, {json_sql('j', 's')} FROM judgment_pairs p"
+            " JOIN judgments j ON j.key = p.key JOIN judgment_sources s ON s.id = j.source_id"
+            " ORDER BY p.query_id, p.doc_id, s.judge, j.key"
         )
-        parsed: dict[str, Judgment] = {}
-        for qid, did, key, text in self._conn.execute(sql):
-            judgment = parsed.get(key)
+        parsed: dict[int, Judgment] = {}
+        for qid, did, rowid, text in self._conn.execute(sql):
+            judgment = parsed.get(rowid)
             if judgment is None:
-                judgment = parsed[key] = Judgment.model_validate_json(text)
+                judgment = parsed[rowid] = Judgment.model_validate_json(text)
             yield qid, did, judgment
 
     def fingerprint(self, key: str) -> dict[str, Any] | None:
         """The judge fingerprint stored with `key`, if any."""
         row = self._conn.execute(
-            "SELECT f.fingerprint FROM judgments j JOIN judge_fingerprints f"
-            " ON f.id = j.fingerprint_id WHERE j.key = ?",
-            (key,),
+            "SELECT fingerprint FROM judgment_rows WHERE stored_key = ?", (encode_key(key),)
         ).fetchone()
         if row is None or row[0] is None:
             return None
@@ -563,8 +562,9 @@ class Store:
         """The completion tokens of each stored ok judgment of `judge` and prompt `prompt_sha`
         whose usage was reported (more than 0), for the expected size of the next replies."""
         rows = self._conn.execute(
-            "SELECT json_extract(judgment, '$.usage.completion_tokens') FROM judgments"
-            " WHERE judge = ? AND prompt_sha = ? AND status = 'ok'",
+            "SELECT json_extract('{' || j.tail || '}', '$.usage.completion_tokens')"
+            " FROM judgments j JOIN judgment_sources s ON s.id = j.source_id"
+            " WHERE s.judge = ? AND s.prompt_sha = ? AND j.status = 'ok'",
             (judge, prompt_sha),
         )
         return [int(n) for (n,) in rows if n]

@@ -1,0 +1,261 @@
+"""How schema 8 keeps a judgment: its JSON in parts, the parts other rows repeat kept once.
+
+A judgment's JSON (pydantic's compact `model_dump_json`) is, in field order,
+
+    {"query_id":Q,"doc_id":D,"grade":G,"status":"S",HEAD,"judge":J,"prompt":P,"key":K,TAIL,
+     "created_at":"T",EXTRA}
+
+A judgments row keeps Q, D, G, S and T in columns, the key K as its 32 raw bytes, HEAD (reason,
+distribution, expected grade) and TAIL (attempts, usage, cost, latency, truncation, error) as
+text, and EXTRA (an ensemble's or verifier's fields) only when it is not all null. J and P (and
+the judge's model and fingerprint) are the same on a million rows: they live once in
+`judgment_sources`, named by id. `assemble` (and the SQL of `JSON_SQL`, for the view
+`judgment_rows`) put the parts back together byte for byte, so the JSON read back is the JSON
+written, and a rerun streams it to `--out` without a Python step per field.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic_core import to_json
+
+from grader.errors import StoreError
+from grader.models import Judgment, bare_sha256
+
+KEY_TAG = "sha256:"
+_HEX_KEY = re.compile(r"sha256:[0-9a-f]{64}")
+DEFAULT_EXTRA = '"judges":null,"disagreement":null,"verification":null'
+
+# Field names at the seams, in the order pydantic writes them (see the module docstring).
+_REASON = ',"reason":'
+_JUDGE = ',"judge":'
+_ATTEMPTS = ',"attempts":'
+_CREATED = ',"created_at":"'
+_JUDGES = '","judges":'
+
+
+def encode_key(key: str) -> bytes | str:
+    """The stored form of a content key: `sha256:<64 lowercase hex>` as its 32 bytes; any other
+    text (never written by relgrade's key functions) as it is."""
+    if len(key) == 71 and _HEX_KEY.fullmatch(key):
+        return bytes.fromhex(key[7:])
+    return key
+
+
+def decode_key(value: bytes | str) -> str:
+    """The content key of a stored key value (`encode_key` undone)."""
+    if isinstance(value, bytes):
+        return KEY_TAG + value.hex()
+    return value
+
+
+@dataclass(frozen=True)
+class JudgmentParts:
+    """The parts of one judgment's JSON that its row keeps as text (module docstring)."""
+
+    head: str
+    tail: str
+    created_at: str
+    extra: str | None  # None: DEFAULT_EXTRA
+
+
+def split(text: str) -> JudgmentParts:
+    """The parts of a judgment's JSON as pydantic writes it. Each seam is the first of its
+    field name after the previous seam: string values escape their quotes, so a name with its
+    quote and colon cannot occur inside one, and no object before a seam has a field of that
+    name."""
+    head_at = text.index(_REASON) + 1
+    judge_at = text.index(_JUDGE, head_at)
+    tail_at = text.index(_ATTEMPTS, judge_at) + 1
+    created_at = text.index(_CREATED, tail_at)
+    extra_at = text.index(_JUDGES, created_at)
+    extra = text[extra_at + 2 : -1]
+    return JudgmentParts(
+        head=text[head_at:judge_at],
+        tail=text[tail_at:created_at],
+        created_at=text[created_at + len(_CREATED) : extra_at],
+        extra=None if extra == DEFAULT_EXTRA else extra,
+    )
+
+
+def parts_of(judgment: Judgment) -> JudgmentParts:
+    """The parts of `judgment`'s JSON."""
+    return split(judgment.model_dump_json())
+
+
+@dataclass(frozen=True)
+class Source:
+    """What a million rows share: the judge, its model and prompt, and its fingerprint."""
+
+    judge: str
+    model: str | None
+    prompt_name: str | None
+    prompt_version: str | None
+    prompt_sha: str | None
+    fingerprint: str | None  # canonical JSON, secrets masked
+
+    @property
+    def judge_json(self) -> str:
+        return to_json(self.judge).decode()
+
+    @property
+    def prompt_json(self) -> str:
+        if self.prompt_name is None:
+            return "null"
+        return to_json(
+            {"name": self.prompt_name, "version": self.prompt_version, "sha256": self.prompt_sha}
+        ).decode()
+
+    @property
+    def signature(self) -> str:
+        """One text naming this source (the table's unique column)."""
+        return json.dumps(
+            [
+                self.judge,
+                self.model,
+                self.prompt_name,
+                self.prompt_version,
+                self.prompt_sha,
+                self.fingerprint,
+            ],
+            ensure_ascii=False,
+        )
+
+
+def source_of(judgment: Judgment, model: Any, fingerprint: str | None) -> Source:
+    """The source row of `judgment` given its judge's model and (masked) fingerprint JSON."""
+    prompt = judgment.prompt
+    return Source(
+        judge=judgment.judge,
+        model=None if model is None else str(model),
+        prompt_name=prompt.name if prompt else None,
+        prompt_version=prompt.version if prompt else None,
+        prompt_sha=prompt.sha256 if prompt else None,
+        fingerprint=fingerprint,
+    )
+
+
+def created_text(judgment: Judgment) -> str:
+    """`judgment.created_at` as its JSON (and the `created_at` column) writes it."""
+    return to_json(judgment.created_at).decode()[1:-1]
+
+
+def id_json(value: str) -> str:
+    """An id as the judgment JSON writes it."""
+    return to_json(value).decode()
+
+
+def assemble(
+    *,
+    query_id: str,
+    doc_id: str,
+    grade: int | None,
+    status: str,
+    parts: JudgmentParts,
+    judge_json: str,
+    prompt_json: str,
+    key: str,
+) -> str:
+    """A judgment's JSON from its row (`split` undone)."""
+    return (
+        '{"query_id":'
+        + id_json(query_id)
+        + ',"doc_id":'
+        + id_json(doc_id)
+        + ',"grade":'
+        + ("null" if grade is None else str(grade))
+        + ',"status":"'
+        + status
+        + '",'
+        + parts.head
+        + ',"judge":'
+        + judge_json
+        + ',"prompt":'
+        + prompt_json
+        + ',"key":'
+        + id_json(key)
+        + ","
+        + parts.tail
+        + ',"created_at":"'
+        + parts.created_at
+        + '",'
+        + (DEFAULT_EXTRA if parts.extra is None else parts.extra)
+        + "}"
+    )
+
+
+def key_sql(column: str) -> str:
+    """SQL giving the content key text of a stored key column (`decode_key`)."""
+    return (
+        f"CASE typeof({column}) WHEN 'blob' THEN '{KEY_TAG}' || lower(hex({column}))"
+        f" ELSE {column} END"
+    )
+
+
+def rest_sql(j: str, s: str) -> str:
+    """SQL giving a judgment's JSON after its two ids (from `,"grade":` to the end), from the
+    judgments row `j` and its source row `s` (`assemble` in SQL)."""
+    return (
+        f"""',"grade":' || ifnull({j}.grade, 'null') || ',"status":"' || {j}.status || '",'"""
+        f""" || {j}.head || ',"judge":' || {s}.judge_json || ',"prompt":' || {s}.prompt_json"""
+        f""" || ',"key":' || json_quote({key_sql(f"{j}.key")}) || ',' || {j}.tail"""
+        f""" || ',"created_at":"' || {j}.created_at || '",'"""
+        f""" || ifnull({j}.extra, '{DEFAULT_EXTRA}') || '}}'"""
+    )
+
+
+def json_sql(j: str, s: str, ids: str | None = None) -> str:
+    """SQL giving a judgment's whole JSON, with the ids of row `ids` (default: `j`'s own)."""
+    ids = ids or j
+    return (
+        f"""'{{"query_id":' || json_quote({ids}.query_id) || ',"doc_id":'"""
+        f" || json_quote({ids}.doc_id) || {rest_sql(j, s)}"
+    )
+
+
+@dataclass(frozen=True)
+class StoredRow:
+    """A `Store._judgment_row` row as schema 8 keeps it: the columns but the source id (key,
+    query_id, doc_id | status, grade, created_at, head, tail, extra), and its source."""
+
+    columns: tuple[Any, ...]
+    source: Source
+
+
+def stored_row(row: tuple[Any, ...]) -> StoredRow:
+    """`row` (key, ids, judge, model, prompt name/version/sha, status, grade, created_at,
+    fingerprint, judgment JSON, replaceable) in parts. A row whose JSON the parts would not give
+    back byte for byte (written by an older version, e.g. from a journal) goes through the model
+    first; one that still would not is refused rather than stored otherwise."""
+    key, qid, did, judge, model, name, version, sha, status, grade = row[:10]
+    text: str = row[12]
+    source = Source(
+        judge=judge,
+        model=model,
+        prompt_name=name,
+        prompt_version=version,
+        prompt_sha=None if sha is None else bare_sha256(sha),
+        fingerprint=row[11],
+    )
+    for attempt in range(2):
+        parts = split(text)
+        rebuilt = assemble(
+            query_id=qid,
+            doc_id=did,
+            grade=grade,
+            status=status,
+            parts=parts,
+            judge_json=source.judge_json,
+            prompt_json=source.prompt_json,
+            key=key,
+        )
+        if rebuilt == text:
+            columns = (encode_key(key), qid, did, status, grade, parts.created_at)
+            return StoredRow((*columns, parts.head, parts.tail, parts.extra), source)
+        if attempt == 0:
+            text = Judgment.model_validate_json(text).model_dump_json()
+    raise StoreError(f"the judgment of {qid} {did} ({key}) does not fit the store's layout")

@@ -1,0 +1,101 @@
+"""Stores as older relgrade versions wrote them, for migration tests: the schema of any version
+up to 7 (before judgments were kept in parts) filled with the judgments, id pairs and texts of a
+store this version wrote."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from grader.store.judgment_rows import key_sql
+from grader.store.migrations import MIGRATIONS
+
+Row = tuple[Any, ...]
+
+# A judgment as schemas 1 to 7 kept it: columns, fingerprint JSON, whole JSON.
+LOGICAL_COLUMNS = (
+    "key, query_id, doc_id, judge, model, prompt_name, prompt_version, prompt_sha, status,"
+    " grade, created_at, fingerprint, judgment"
+)
+
+
+def logical_rows(db: Path) -> list[Row]:
+    """Every judgment of a store this version wrote, as schemas up to 7 kept it."""
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(f"SELECT {LOGICAL_COLUMNS} FROM judgment_rows ORDER BY key").fetchall()
+    conn.close()
+    return rows
+
+
+def _table(db: Path, sql: str) -> list[Row]:
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(sql).fetchall()
+    conn.close()
+    return rows
+
+
+def schema_store(path: Path, version: int) -> sqlite3.Connection:
+    """An empty store of schema `version` (migrations 1 to `version` only)."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("BEGIN")
+    for migration in MIGRATIONS:
+        if migration.version > version:
+            break
+        for statement in migration.statements:
+            conn.execute(statement)
+        if migration.apply is not None:
+            migration.apply(conn)
+        conn.execute(
+            "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+            (migration.version, migration.name, "2026-01-01T00:00:00+00:00"),
+        )
+    conn.execute(f"PRAGMA user_version = {version}")
+    conn.execute("COMMIT")
+    return conn
+
+
+def write_old_store(
+    old: Path,
+    version: int,
+    new: Path,
+    *,
+    edit: Callable[[Row], Row] = lambda row: row,
+) -> None:
+    """Write the judgments (each through `edit`), id pairs (schema 3 on) and texts of the store
+    `new` into a store `old` of schema `version` (2 to 7)."""
+    assert 2 <= version <= 7
+    rows = [edit(row) for row in logical_rows(new)]
+    pairs = _table(new, f"SELECT {key_sql('key')}, query_id, doc_id FROM judgment_pairs")
+    queries = _table(new, "SELECT * FROM queries")
+    docs = _table(new, "SELECT * FROM docs")
+    conn = schema_store(old, version)
+    conn.execute("BEGIN")
+    if version == 7:
+        for row in rows:
+            fp_id = None
+            if row[11] is not None:
+                conn.execute(
+                    "INSERT OR IGNORE INTO judge_fingerprints (fingerprint) VALUES (?)", (row[11],)
+                )
+                (fp_id,) = conn.execute(
+                    "SELECT id FROM judge_fingerprints WHERE fingerprint = ?", (row[11],)
+                ).fetchone()
+            columns = LOGICAL_COLUMNS.replace("fingerprint", "fingerprint_id")
+            conn.execute(
+                f"INSERT INTO judgments ({columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (*row[:11], fp_id, row[12]),
+            )
+    else:
+        conn.executemany(
+            f"INSERT INTO judgments ({LOGICAL_COLUMNS})"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+    if version >= 3:
+        conn.executemany("INSERT INTO judgment_pairs VALUES (?, ?, ?)", pairs)
+    conn.executemany("INSERT INTO queries VALUES (?, ?)", queries)
+    conn.executemany("INSERT INTO docs VALUES (?, ?, ?, ?)", docs)
+    conn.execute("COMMIT")
+    conn.close()

@@ -1,0 +1,152 @@
+"""Store schema 8 keeps a judgment in parts; putting them back together, in Python or in SQLite,
+gives pydantic's JSON of the judgment byte for byte, whatever its text holds."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from grader.models import Judgment, JudgmentError, PromptRef, Usage
+from grader.store.judgment_rows import (
+    assemble,
+    decode_key,
+    encode_key,
+    json_sql,
+    source_of,
+    split,
+)
+from grader.store.store import Store
+
+TEXT = st.text(max_size=40)  # any code point: quotes, backslashes, control characters, emoji
+ID = st.text(min_size=1, max_size=12)
+HEX_KEY = st.binary(min_size=32, max_size=32).map(lambda b: "sha256:" + b.hex())
+FLOAT = st.floats(allow_nan=False, allow_infinity=False, width=64)
+SEAMS = st.sampled_from(
+    [',"judge":', ',"attempts":', ',"created_at":"', '","judges":', ',"reason":', '"}']
+)
+
+
+@st.composite
+def judgments(draw: st.DrawFn) -> Judgment:
+    failed = draw(st.booleans())
+    reason = draw(st.one_of(st.none(), TEXT, SEAMS))
+    dist = draw(st.one_of(st.none(), st.lists(st.floats(0, 1), min_size=4, max_size=4)))
+    prompt = draw(
+        st.one_of(
+            st.none(),
+            st.builds(PromptRef, name=ID, version=ID, sha256=st.just("ab" * 32)),
+        )
+    )
+    error = None
+    if failed:
+        error = JudgmentError(
+            type=draw(ID), message=draw(st.one_of(TEXT, SEAMS)), raw_reply=draw(st.none() | TEXT)
+        )
+    return Judgment(
+        query_id=draw(ID),
+        doc_id=draw(ID),
+        grade=None if failed else draw(st.integers(0, 3)),
+        status="failed" if failed else "ok",
+        reason=reason,
+        distribution=dist,
+        expected_grade=draw(st.none() | FLOAT),
+        judge=draw(ID),
+        prompt=prompt,
+        key=draw(st.one_of(HEX_KEY, ID)),
+        attempts=draw(st.integers(0, 9)),
+        usage=Usage(prompt_tokens=draw(st.integers(0, 10**6))),
+        cost=draw(st.none() | FLOAT),
+        latency_ms=draw(st.none() | FLOAT),
+        truncated=draw(st.booleans()),
+        error=error,
+        created_at=draw(st.datetimes(timezones=st.just(UTC))),
+        judges=draw(st.none() | st.dictionaries(ID, st.none() | st.integers(0, 3), max_size=3)),
+        disagreement=draw(st.none() | FLOAT),
+        verification=draw(st.none() | st.dictionaries(SEAMS | ID, TEXT | SEAMS, max_size=3)),
+    )
+
+
+def _source(judgment: Judgment) -> Any:
+    return source_of(judgment, None, None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(judgments())
+def test_the_parts_give_back_pydantics_json(judgment: Judgment) -> None:
+    text = judgment.model_dump_json()
+    source = _source(judgment)
+    rebuilt = assemble(
+        query_id=judgment.query_id,
+        doc_id=judgment.doc_id,
+        grade=judgment.grade,
+        status=judgment.status,
+        parts=split(text),
+        judge_json=source.judge_json,
+        prompt_json=source.prompt_json,
+        key=judgment.key,
+    )
+    assert rebuilt == text
+    assert decode_key(encode_key(judgment.key)) == judgment.key
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(judgments(), min_size=1, max_size=5))
+def test_the_store_and_its_view_give_back_pydantics_json(
+    tmp_path_factory: Any, batch: list[Judgment]
+) -> None:
+    path: Path = tmp_path_factory.mktemp("s") / "s.db"
+    unique = list({j.key: j for j in batch}.values())
+    with Store(path) as store:
+        store.put_many((j, {"judge": j.judge}) for j in unique)
+        got = store.get_many(j.key for j in unique)
+        assert {k: v.model_dump_json() for k, v in got.items()} == {
+            j.key: j.model_dump_json() for j in unique
+        }
+    with sqlite3.connect(path) as conn:
+        view = dict(conn.execute("SELECT key, judgment FROM judgment_rows").fetchall())
+        by_sql = dict(
+            conn.execute(
+                f"SELECT j.key, {json_sql('j', 's')} FROM judgments j"
+                " JOIN judgment_sources s ON s.id = j.source_id"
+            ).fetchall()
+        )
+    conn.close()
+    assert view == {j.key: j.model_dump_json() for j in unique}
+    assert {decode_key(k): v for k, v in by_sql.items()} == view
+
+
+def test_a_sha256_key_is_kept_as_32_bytes_and_any_other_as_text() -> None:
+    key = "sha256:" + "0f" * 32
+    assert encode_key(key) == bytes.fromhex("0f" * 32)
+    assert encode_key("sha256:" + "0F" * 32) == "sha256:" + "0F" * 32  # not as relgrade writes
+    assert encode_key("k1") == "k1"
+    assert decode_key(encode_key(key)) == key
+
+
+def test_an_old_judgment_json_is_written_as_this_version_writes_it(tmp_path: Path) -> None:
+    """A journaled row from an older version (tagged prompt sha) is stored through the model."""
+    sha = "cd" * 32
+    judgment = Judgment(
+        query_id="q",
+        doc_id="d",
+        grade=1,
+        status="ok",
+        judge="lexical",
+        key="sha256:" + "1" * 64,
+        prompt=PromptRef(name="lexical", version="1", sha256=sha),
+        created_at=datetime(2026, 1, 2, tzinfo=UTC),
+    )
+    with Store(tmp_path / "s.db") as store:
+        rows = store.rows([(judgment, None)])
+        row = list(rows.judgments[0])
+        row[7] = "sha256:" + sha
+        row[12] = row[12].replace(sha, "sha256:" + sha)
+        rows.judgments[0] = tuple(row)
+        store.write_rows(rows)
+        (got,) = store.get_many([judgment.key]).values()
+    assert got.model_dump_json() == judgment.model_dump_json()
