@@ -43,6 +43,10 @@ class ContentKeys:
 
     def key(self, query_text: str, doc_text: str) -> str:
         """The content key of (query_text, doc_text) under this fingerprint."""
+        return "sha256:" + self.digest(query_text, doc_text).hex()
+
+    def digest(self, query_text: str, doc_text: str) -> bytes:
+        """The 32 bytes of the content key (what the store keeps)."""
         prefix = self._docs.get(doc_text)
         if prefix is None:
             prefix = hashlib.sha256(
@@ -54,4 +58,4 @@ class ContentKeys:
             query = self._queries[query_text] = (canonical_json(query_text) + "}").encode("utf-8")
         digest = prefix.copy()
         digest.update(query)
-        return "sha256:" + digest.hexdigest()
+        return digest.digest()

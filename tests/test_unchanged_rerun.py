@@ -21,7 +21,6 @@ from grader.keys import ContentKeys
 from grader.models import Doc, Judgment, Query
 from grader.store import lookup
 from grader.store.claims import ClaimBook
-from grader.store.judgment_rows import encode_key
 from grader.store.store import Store
 
 QUERIES = {
@@ -105,10 +104,12 @@ def test_a_rerun_mixing_stored_and_new_answers_keeps_pair_order(
         assert mixed.cached == 5 and mixed.graded == 5 and mixed.done() == len(pairs)
         loaded = run_grading(pairs, [judge], store=store)
     assert loaded.stored_outputs is None and loaded.cached == len(pairs)
-    streamed = list(mixed.outputs())
-    assert [text for text, *_ in streamed] == [j.model_dump_json() for j in loaded.judgments]
-    assert [tuple(row) for _, *row in streamed] == [
-        (j.query_id, j.doc_id, j.grade) for j in loaded.judgments
+    blocks = list(mixed.blocks())
+    assert "".join(b.lines for b in blocks).splitlines() == [
+        j.model_dump_json() for j in loaded.judgments
+    ]
+    assert "".join(b.qrels for b in blocks).splitlines() == [
+        f"{j.query_id} 0 {j.doc_id} {j.grade}" for j in loaded.judgments
     ]
     # every id pair is listed in the store, also those first answered under other ids
     with Store(tmp_path / "s.db") as store:
@@ -142,12 +143,12 @@ def test_a_stored_answer_removed_before_the_outputs_are_written_is_a_store_error
         run_grading(pairs, [judge], store=store, stream_final=True)
         report = run_grading(pairs, [judge], store=store, stream_final=True)
     assert report.stored_outputs is not None
-    key, qid, did = report.stored_outputs.rows[2]
+    _, qid, did, key = report.stored_outputs.rows[2]
     with sqlite3.connect(tmp_path / "s.db") as conn:
-        conn.execute("DELETE FROM judgments WHERE key = ?", (encode_key(key),))
+        conn.execute("DELETE FROM judgments WHERE key = ?", (key,))
     conn.close()
     with pytest.raises(StoreError, match=f"stored judgment of {qid} {did}"):
-        list(report.outputs())
+        list(report.blocks())
 
 
 @pytest.mark.parametrize("scan_ratio", [0, 4], ids=["probe-keys", "scan-judgments"])
@@ -160,11 +161,14 @@ def test_look_up_without_the_id_pair_check_gives_the_same_statuses(
         run_grading(pairs[:4], [judge], store=store, stream_final=True)
         dry = run_grading(pairs, [judge], store=store, stream_final=True, dry_run=True)
     maker = ContentKeys(judge.fingerprint())
-    keys = [(maker.key(p.query.text, p.doc.text), p.query.query_id, p.doc.doc_id) for p in pairs]
+    keys: list[lookup.Row] = [
+        (maker.digest(p.query.text, p.doc.text), p.query.query_id, p.doc.doc_id) for p in pairs
+    ]
     full = lookup.look_up(tmp_path / "s.db", keys)
     bare = lookup.look_up(tmp_path / "s.db", keys, listed=False)
-    assert bare.statuses == full.statuses and bare.unlisted == []
+    assert (bare.ok, bare.rowids, bare.stored_ok) == (full.ok, full.rowids, full.stored_ok)
+    assert bare.unlisted == [] and full.stored_ok == 3 and full.stored_failed == 0
     # q2/d3 shares q1/d1's stored answer but its id pair is not listed yet
-    assert ("q2", "d3") in {(q, d) for _, q, d in full.unlisted}
+    assert ("q2", "d3") in {keys[i][1:] for i in full.unlisted}
     # q1's 4 pairs stored 3 contents, which 7 of the 10 pairs have
     assert dry.cached == 7 and dry.stored_ok == 3 and dry.pending == 3 and dry.requests == 0

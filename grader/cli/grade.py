@@ -7,12 +7,10 @@ from the judge (`grader.grading.pipeline`); outputs are written atomically once 
 from __future__ import annotations
 
 import argparse
-import collections
 import shlex
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from grader.cli.commands import COMMANDS
 from grader.cli.flags import add_runs, add_store
@@ -272,43 +270,27 @@ def _resume_hint() -> str:
     return "relgrade " + shlex.join(sys.argv[1:])
 
 
-class _Graded(NamedTuple):
-    query_id: str
-    doc_id: str
-    grade: int
-
-
 def _write_outputs(args: argparse.Namespace, report: GradingReport) -> None:
+    from grader.io.files import atomic_write
     from grader.io.output_set import OutputSet
 
     outputs = OutputSet([p for p in (args.out, args.qrels_out) if p])
     outputs.begin()  # a kill between the two files is told to the next run
-    # One pass over the outputs (stored answers stream from the store) writes --out and keeps
-    # the qrels rows: a failed judgment has no grade, so it is unjudged in the qrels.
-    graded: list[_Graded] = []
-
-    def json_lines() -> Iterator[str]:
-        for text, qid, did, grade in report.outputs():
-            if grade is not None:
-                graded.append(_Graded(qid, did, grade))
-            yield text
-
-    lines = json_lines()
+    # One pass over the outputs (stored answers stream from the store, a block at a time)
+    # writes --out and keeps the qrels lines: a failed judgment has no grade, so it is
+    # unjudged in the qrels, never 0.
+    qrels: list[str] = []
     if args.out:
-        from grader.io.files import atomic_write
-
         with atomic_write(args.out) as out:
-            for text in lines:
-                out.write(text)
-                out.write("\n")
+            for block in report.blocks():
+                out.write(block.lines)
+                qrels.append(block.qrels)
         outputs.done(args.out)
-    else:
-        collections.deque(lines, maxlen=0)
+    elif args.qrels_out:
+        qrels = [block.qrels for block in report.blocks()]
     if args.qrels_out:
-        from grader.io.judgments import qrels_frame
-        from grader.io.trec import write_qrels
-
-        write_qrels(args.qrels_out, qrels_frame(graded))
+        with atomic_write(args.qrels_out) as out:
+            out.writelines(qrels)
     outputs.finish()
 
 

@@ -21,20 +21,22 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from grader.batch.client import BatchClient
 from grader.cost import PriceTable
 from grader.errors import InputError, JudgeError
 from grader.judges.llm.endpoint import KEY_ENV, PLACEHOLDER_KEY, api_key_for, env_key_for
-from grader.judges.llm.judge import LLMJudge
-from grader.judges.llm.ratelimit import RateLimiter
-from grader.judges.llm.transport import dead_after_for, unreachable_after_for
-from grader.judges.llm.types import CallRecord
 from grader.prompts import PromptSpec
+
+if TYPE_CHECKING:  # the LLM client and the openai SDK load only when a command asks for them
+    from grader.batch.client import BatchClient
+    from grader.judges.llm.judge import LLMJudge
+    from grader.judges.llm.ratelimit import RateLimiter
+    from grader.judges.llm.types import CallRecord
 
 DEFAULT_MODEL = "gpt-4o-mini"
 
@@ -180,6 +182,8 @@ class Settings:
 
     def limiter(self, model: str) -> RateLimiter:
         """The one limiter of `model` on this base URL (its --rpm/--tpm and 429 pauses)."""
+        from grader.judges.llm.ratelimit import RateLimiter
+
         slot = (model, self.base_url)
         if slot not in self._limiters:
             self._limiters[slot] = RateLimiter(self.rpm, self.tpm)
@@ -192,6 +196,9 @@ class Settings:
         on_call: Callable[[CallRecord], None] | None = None,
     ) -> LLMJudge:
         """An LLM judge of `model` and `prompt` with these settings."""
+        from grader.judges.llm.judge import LLMJudge
+        from grader.judges.llm.transport import dead_after_for, unreachable_after_for
+
         return LLMJudge(
             model=model,
             prompt=prompt,
@@ -208,6 +215,8 @@ class Settings:
 
     def batch_client(self, timeout: float | None = None) -> BatchClient:
         """A Batch API client for this endpoint and key (`timeout`: else --timeout's)."""
+        from grader.batch.client import BatchClient
+
         return BatchClient(
             base_url=self.base_url, api_key=self.key, timeout=timeout or self.timeout
         )

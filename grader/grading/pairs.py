@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from grader.errors import InputError
 from grader.io.grades import read_human_grades
@@ -29,9 +30,9 @@ DocLoader = Callable[[set[str]], Mapping[str, Doc]]
 """The documents of the given ids (those it has), e.g. `lambda ids: read_docs(path, ids=ids)`."""
 
 
-@dataclass(frozen=True)
-class Pair:
-    """One (query, document) pair to grade."""
+class Pair(NamedTuple):
+    """One (query, document) pair to grade (a tuple: a million of them are built in ~0.3 s,
+    frozen dataclasses took ~3 s)."""
 
     query: Query
     doc: Doc
@@ -77,42 +78,44 @@ def pairs_to_grade(
         judged.update(zip(frame["query_id"], frame["doc_id"], strict=True))
 
     selection = PairSelection()
-    seen: set[tuple[str, str]] = set()
-    missing_q: dict[str, None] = {}
-    missing_d: dict[str, None] = {}
-    first_missing_run: Path | None = None
-    wanted: list[tuple[str, str, Path]] = []
+    # Each id pair once, where the first run that names it puts it; with the run that named it
+    # first (for error messages). Set operations and dicts in C: a million pairs in ~0.5 s.
+    first_run: dict[tuple[str, str], Path] = {}
     for run_path in map(Path, runs):
         frame = read_run(run_path, precision=precision)
         top = frame[frame["rank"] <= depth]
         # Plain lists: iterating the frame's Arrow-backed columns costs ~2.5 us per value.
-        for qid, did in zip(top["query_id"].tolist(), top["doc_id"].tolist(), strict=True):
-            selection.candidates += 1
-            pair_id = (qid, did)
-            if pair_id in seen:
-                selection.duplicates += 1
-                continue
-            seen.add(pair_id)
-            if pair_id in judged:
-                selection.judged += 1
-                continue
-            wanted.append((qid, did, run_path))
+        ids = list(zip(top["query_id"].tolist(), top["doc_id"].tolist(), strict=True))
+        selection.candidates += len(ids)
+        before = len(first_run)
+        if not first_run:
+            first_run = dict.fromkeys(ids, run_path)
+        else:
+            for pair_id in ids:
+                first_run.setdefault(pair_id, run_path)
+        selection.duplicates += len(ids) - (len(first_run) - before)
+    wanted = list(first_run)
+    if judged:
+        kept = [pair_id for pair_id in wanted if pair_id not in judged]
+        selection.judged = len(wanted) - len(kept)
+        wanted = kept
     if selection.candidates and callable(docs):
-        docs = docs({did for _, did, _ in wanted})
+        docs = docs({did for _, did in wanted})
     found: Mapping[str, Doc] = docs if isinstance(docs, Mapping) else {}
-    for qid, did, run_path in wanted:
-        query = queries.get(qid)
-        doc = found.get(did)
-        if query is None or doc is None:
-            selection.missing += 1
-            if query is None:
-                missing_q[qid] = None
-            if doc is None:
-                missing_d[did] = None
-            if first_missing_run is None:
-                first_missing_run = run_path
-            continue
-        selection.pairs.append(Pair(query, doc))
+    missing_q = {qid: None for qid, _ in wanted if qid not in queries}
+    missing_d = {did: None for _, did in wanted if did not in found}
+    if not missing_q and not missing_d:
+        selection.pairs = [Pair(queries[qid], found[did]) for qid, did in wanted]
+    first_missing_run: Path | None = None
+    if missing_q or missing_d:
+        for qid, did in wanted:
+            query, doc = queries.get(qid), found.get(did)
+            if query is None or doc is None:
+                selection.missing += 1
+                if first_missing_run is None:
+                    first_missing_run = first_run[qid, did]
+                continue
+            selection.pairs.append(Pair(query, doc))
     if not selection.candidates:
         raise InputError(
             "found no pairs to grade: "

@@ -47,6 +47,7 @@ import signal
 import sqlite3
 import threading
 from collections.abc import Sequence
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from grader.grading.budget import Estimate, check_priced, estimate_requests
@@ -54,6 +55,7 @@ from grader.grading.events import ProgressCallback, ProgressEvent
 from grader.grading.pairs import Pair, PairSelection, pairs_to_grade
 from grader.grading.run import GradingReport, GradingRun
 from grader.judges.base import Judge
+from grader.models import Doc, Query
 from grader.store.claims import RENEW_S, ClaimBook
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
@@ -99,7 +101,7 @@ async def grade_pairs(
     runs one grading at a time, as the CLI does: the first run to end unfreezes them all).
     `stream_final` (one judge, no verifier): pairs whose answer is stored ok are decided by one
     set-based lookup and their outputs left in the store, not loaded: `report.judgments` holds
-    the others and `report.outputs()` gives them all in order.
+    the others and `report.blocks()` gives them all in order.
 
     Raises JudgeError when a judge reports a problem that dooms the whole run (bad credentials,
     unknown model), after storing everything finished so far.
@@ -128,11 +130,7 @@ async def grade_pairs(
         return run.report
     if store is not None:
         # Off the event loop: a busy store makes these wait (grader.store.busy).
-        await asyncio.to_thread(
-            store.put_texts,
-            {p.query.query_id: p.query for p in pairs}.values(),
-            {p.doc.doc_id: p.doc for p in pairs}.values(),
-        )
+        await asyncio.to_thread(store.put_texts, *distinct_texts(pairs))
         # Every id pair, also those answered under another pair's ids (same texts).
         ids = [k for state in states for k in state.id_keys()] + run.unlisted
         await asyncio.to_thread(store.put_pairs, ids)
@@ -234,6 +232,15 @@ async def _flush(writer: StoreWriter) -> None:
     except asyncio.CancelledError:
         writer.flush()
         raise
+
+
+def distinct_texts(pairs: Sequence[Pair]) -> tuple[list[Query], list[Doc]]:
+    """Each query and document of `pairs` once (by id; in C, not a Python step per pair)."""
+    queries = list(map(itemgetter(0), pairs))
+    docs = list(map(itemgetter(1), pairs))
+    by_qid = dict(zip(map(attrgetter("query_id"), queries), queries, strict=True))
+    by_did = dict(zip(map(attrgetter("doc_id"), docs), docs, strict=True))
+    return list(by_qid.values()), list(by_did.values())
 
 
 def _check_priced(run: GradingRun) -> None:

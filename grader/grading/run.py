@@ -24,8 +24,8 @@ from grader.keys import ContentKeys
 from grader.models import Judgment, JudgmentError, Usage
 from grader.redact import redact
 from grader.store.claims import POLL_S, ClaimBook, Outcome
-from grader.store.judgment_rows import created_text
-from grader.store.lookup import iter_stored, look_up
+from grader.store.judgment_rows import created_text, decode_key
+from grader.store.lookup import Block, StoredReader, StoredRef, look_up
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
 
@@ -63,33 +63,46 @@ class GradingReport:
         stored = len(self.stored_outputs.rows) if self.stored_outputs is not None else 0
         return len(self.judgments) + stored
 
-    def outputs(self) -> Iterator[tuple[str, str, str, int | None]]:
-        """(judgment JSON, query_id, doc_id, grade) of every output in pair order: those in
-        `judgments` serialised, those left in the store streamed from it as stored."""
-        held = iter(self.judgments)
+    def blocks(self) -> Iterator[Block]:
+        """Every output in pair order, as `--out` lines and qrels lines (a failed judgment has
+        no grade: unjudged in the qrels, never 0): those in `judgments` serialised, those left
+        in the store streamed from it, a block of consecutive ones at a time."""
         so = self.stored_outputs
         if so is None:
-            for j in held:
-                yield j.model_dump_json(), j.query_id, j.doc_id, j.grade
+            if self.judgments:
+                yield _held_block(self.judgments)
             return
-        stored = zip(so.rows, iter_stored(so.path, so.rows), strict=True)
-        for from_store in so.order:
-            if from_store:
-                (_, qid, did), (text, grade) = next(stored)
-                yield text, qid, did, grade
-            else:
-                j = next(held)
-                yield j.model_dump_json(), j.query_id, j.doc_id, j.grade
+        held = iter(self.judgments)
+        order, taken, at = so.order, 0, 0
+        with StoredReader(so.path) as reader:
+            while at < len(order):
+                end = order.find(0 if order[at] else 1, at)
+                end = len(order) if end < 0 else end
+                if order[at]:
+                    yield from reader.blocks(so.rows[taken : taken + end - at])
+                    taken += end - at
+                else:
+                    yield _held_block([next(held) for _ in range(end - at)])
+                at = end
+
+
+def _held_block(judgments: Sequence[Judgment]) -> Block:
+    """The `--out` and qrels lines of judgments a run holds."""
+    qrels = "".join(
+        f"{j.query_id} 0 {j.doc_id} {j.grade}\n" for j in judgments if j.grade is not None
+    )
+    lines = "".join(j.model_dump_json() + "\n" for j in judgments)
+    return Block(lines, qrels, len(judgments))
 
 
 @dataclass
 class StoredOutputs:
     """Output judgments a run leaves in the store instead of holding them: the stored ok answers
     of its one judge (final: no process replaces them), read back while the outputs are written
-    (`GradingReport.outputs`)."""
+    (`GradingReport.blocks`)."""
 
     path: str
-    rows: list[tuple[str, str, str]]  # (key, query_id, doc_id) of each, in pair order
+    rows: list[StoredRef]  # (judgments rowid, query_id, doc_id, stored key) of each, in pair order
     order: bytearray  # per output in pair order: 1 from `rows`, 0 from the report's judgments
 
 
@@ -205,7 +218,7 @@ class GradingRun:
         self.streamed = (
             stream_final and store is not None and len(self.judges) == 1 and verify_judge is None
         )
-        self.stored_rows: list[tuple[str, str, str]] = []  # (key, qid, did) left in the store
+        self.stored_rows: list[StoredRef] = []  # outputs left in the store
         self.from_store = bytearray(len(pairs))  # 1 where the pair's output is in stored_rows
         self.unlisted: list[tuple[str, str, str]] = []  # of stored_rows: id pairs to record
 
@@ -264,30 +277,31 @@ class GradingRun:
         judgments (their outputs stay in the store); the others are queued as usual."""
         assert self.store is not None
         maker, judge = self.key_makers[0], self.judges[0]
+        digest = maker.digest
         rows = [
-            (maker.key(p.query.text, p.doc.text), p.query.query_id, p.doc.doc_id)
-            for p in self.pairs
+            (digest(p.query.text, p.doc.text), p.query.query_id, p.doc.doc_id) for p in self.pairs
         ]
         found = look_up(self.store.path, rows, listed=not self.dry_run)
-        statuses = list(found.statuses.values())
-        self.report.stored_ok = statuses.count("ok")
-        self.report.stored_failed = len(statuses) - self.report.stored_ok
-        ok = {k for k, status in found.statuses.items() if status == "ok"}
+        self.report.stored_ok = found.stored_ok
+        self.report.stored_failed = found.stored_failed
         states: list[_PairState] = []
+        ok, rowids = found.ok, found.rowids
+        stored_rows = self.stored_rows
         for i, (pair, row) in enumerate(zip(self.pairs, rows, strict=True)):
-            if row[0] in ok:
-                self.stored_rows.append(row)
-                self.from_store[i] = 1
+            if ok[i]:
+                stored_rows.append((rowids[i], row[1], row[2], row[0]))
                 continue
-            state = _PairState(i, pair, [row[0]], [None], 1)
+            key = decode_key(row[0])
+            state = _PairState(i, pair, [key], [None], 1)
             states.append(state)
-            self._enqueue(_Unit(state, 0, judge, row[0]))
-        done = len(self.stored_rows)
+            self._enqueue(_Unit(state, 0, judge, key))
+        self.from_store = found.ok
+        done = len(stored_rows)
         self.report.cached += done
         if done:
             counts = self.report.stored_by_judge
             counts[judge.judge_id] = counts.get(judge.judge_id, 0) + done
-        self.unlisted = [r for r in found.unlisted if r[0] in ok]
+        self.unlisted = [(decode_key(rows[i][0]), rows[i][1], rows[i][2]) for i in found.unlisted]
         return states
 
     def stored_outputs(self) -> StoredOutputs | None:

@@ -1,116 +1,197 @@
 """Set-based lookups of a run's content keys, for runs of a million pairs.
 
-A rerun decides which pairs are already answered with one join of a temporary table of its keys
-against the judgments table (no judgment is parsed), and streams the stored JSON of the answers
-it reuses straight to its outputs: SQLite puts each judgment's parts together with the run's own
-ids (`grader.store.judgment_rows`), so no Python step touches its fields. Reads use their own
-connection to the store file, so they work after the run's `Store` is closed.
+A rerun decides which pairs are already answered without parsing a judgment: one sequential scan
+of the judgments table when the run names a good part of the store, else one join of a temporary
+table of its keys. It learns the row of each answer, and later streams those rows to its outputs
+in pair order, a block of rows at a time fetched by row id: SQLite puts each judgment's parts
+together (`grader.store.judgment_rows`) and Python only prefixes the pair's own ids. Reads use
+their own connection to the store file, so they work after the run's `Store` is closed.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.errors import StoreError
-from grader.store.judgment_rows import decode_key, encode_key, json_sql
+from grader.store.judgment_rows import decode_key, id_json, json_sql
 
 SCAN_RATIO = 4  # scan the judgments when the run has at least 1/SCAN_RATIO as many keys
+BLOCK = 20_000  # rows fetched per query while streaming outputs
+CACHE_KIB = 262_144  # SQLite page cache of a lookup connection (256 MiB)
+
+Row = tuple[bytes | str, str, str]  # (stored key, query_id, doc_id)
+StoredRef = tuple[int, str, str, bytes | str]  # (judgments rowid, query_id, doc_id, stored key)
 
 
 def _connect(path: str | Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, timeout=30.0)
     conn.execute("PRAGMA temp_store = MEMORY")
+    conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
     return conn
-
-
-def _fill(conn: sqlite3.Connection, rows: Sequence[tuple[str, str, str]]) -> None:
-    """The temporary table `run_keys(idx, key, query_id, doc_id)` of `rows`, idx from 0, keys
-    as stored."""
-    conn.execute(
-        "CREATE TEMP TABLE run_keys (idx INTEGER PRIMARY KEY, key BLOB NOT NULL,"
-        " query_id TEXT NOT NULL, doc_id TEXT NOT NULL)"
-    )
-    conn.executemany(
-        "INSERT INTO run_keys VALUES (?, ?, ?, ?)",
-        ((i, encode_key(k), q, d) for i, (k, q, d) in enumerate(rows)),
-    )
 
 
 @dataclass
 class KeyLookup:
-    """What the store holds for a run's (key, query_id, doc_id) rows."""
+    """What the store holds for a run's rows (stored key, query_id, doc_id)."""
 
-    statuses: dict[str, str]  # stored status by key, for the keys that are stored
-    unlisted: list[tuple[str, str, str]]  # rows whose id pair the store does not list yet
+    rowids: list[int]  # per row: the judgments row of its key, 0 when not stored
+    ok: bytearray  # per row: 1 when its key is stored ok
+    stored_ok: int = 0  # distinct keys stored ok
+    stored_failed: int = 0  # distinct keys stored failed
+    unlisted: list[int] = field(default_factory=list)  # rows stored ok whose id pair is unlisted
 
 
-def look_up(
-    path: str | Path, rows: Sequence[tuple[str, str, str]], *, listed: bool = True
-) -> KeyLookup:
-    """The stored status of each key among `rows` (key, query_id, doc_id), and (with `listed`;
-    a dry run needs none) the rows whose id pair is not yet in the store's list of id pairs per
-    key, in set-based queries."""
+def look_up(path: str | Path, rows: Sequence[Row], *, listed: bool = True) -> KeyLookup:
+    """Where each row's key is stored and with what status, and (with `listed`; a dry run needs
+    none) which rows stored ok have an id pair the store's list of id pairs per key lacks."""
     conn = _connect(path)
     try:
         (stored,) = conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM judgments").fetchone()
         scan = len(rows) * SCAN_RATIO >= stored
-        if listed or not scan:
-            _fill(conn, rows)
-        if scan:
-            # The run names most of the store (a rerun): one sequential scan beats a random
-            # index probe per key (3-4x at 100,000 keys).
-            wanted = {encode_key(key) for key, _, _ in rows}
-            statuses = {
-                decode_key(key): status
-                for key, status in conn.execute("SELECT key, status FROM judgments")
-                if key in wanted
-            }
-        else:
-            statuses = {
-                decode_key(key): status
-                for key, status in conn.execute(
-                    "SELECT j.key, j.status FROM judgments j"
-                    " WHERE j.key IN (SELECT key FROM temp.run_keys)"
-                )
-            }
-        unlisted: list[tuple[str, str, str]] = []
-        if listed:
-            unlisted = [
-                (decode_key(k), q, d)
-                for k, q, d in conn.execute(
-                    "SELECT r.key, r.query_id, r.doc_id FROM temp.run_keys r WHERE NOT EXISTS"
-                    " (SELECT 1 FROM judgment_pairs p WHERE p.key = r.key"
-                    " AND p.query_id = r.query_id AND p.doc_id = r.doc_id) ORDER BY r.idx"
-                )
-            ]
+        found = _scan(conn, rows) if scan else _join(conn, rows)
+        lookup = KeyLookup([0] * len(rows), bytearray(len(rows)))
+        maybe_unlisted: list[int] = []
+        for i, (key, qid, did) in enumerate(rows):
+            hit = found.get(key)
+            if hit is None:
+                continue
+            rowid, status, row_qid, row_did = hit
+            lookup.rowids[i] = rowid
+            if status == "ok":
+                lookup.ok[i] = 1
+                # A row's own id pair is always listed; another one sharing its texts may not be.
+                if qid != row_qid or did != row_did:
+                    maybe_unlisted.append(i)
+        statuses = [hit[1] for hit in found.values()]
+        lookup.stored_ok = statuses.count("ok")
+        lookup.stored_failed = len(statuses) - lookup.stored_ok
+        if listed and maybe_unlisted:
+            lookup.unlisted = _unlisted(conn, rows, maybe_unlisted)
     finally:
         conn.close()
-    return KeyLookup(statuses, unlisted)
+    return lookup
 
 
-def iter_stored(
-    path: str | Path, rows: Sequence[tuple[str, str, str]]
-) -> Iterator[tuple[str, int | None]]:
-    """(judgment JSON with the row's ids, stored grade) for each (key, query_id, doc_id) of
-    `rows`, in order; raises StoreError when a key is no longer stored."""
-    conn = _connect(path)
-    try:
-        _fill(conn, rows)
-        cursor = conn.execute(
-            f"SELECT r.idx, {json_sql('j', 's', ids='r')}, j.grade FROM temp.run_keys r"
-            " LEFT JOIN judgments j ON j.key = r.key"
-            " LEFT JOIN judgment_sources s ON s.id = j.source_id ORDER BY r.idx"
+Hit = tuple[int, str, str, str]  # (rowid, status, the row's query_id, doc_id)
+
+
+def _scan(conn: sqlite3.Connection, rows: Sequence[Row]) -> dict[bytes | str, Hit]:
+    """The stored rows of the run's keys, by one sequential scan (the run names most of the
+    store: 3-4x faster than a random index probe per key)."""
+    wanted = {key for key, _, _ in rows}
+    return {
+        key: (rowid, status, qid, did)
+        for key, rowid, status, qid, did in conn.execute(
+            "SELECT key, rowid, status, query_id, doc_id FROM judgments"
         )
-        for idx, text, grade in cursor:
-            if text is None:
-                key, qid, did = rows[idx]
+        if key in wanted
+    }
+
+
+def _join(conn: sqlite3.Connection, rows: Sequence[Row]) -> dict[bytes | str, Hit]:
+    """The stored rows of the run's keys, by a join of a temporary table of them."""
+    conn.execute("CREATE TEMP TABLE run_keys (key BLOB PRIMARY KEY) WITHOUT ROWID")
+    conn.executemany("INSERT OR IGNORE INTO run_keys VALUES (?)", ((k,) for k, _, _ in rows))
+    found = {
+        key: (rowid, status, qid, did)
+        for key, rowid, status, qid, did in conn.execute(
+            "SELECT j.key, j.rowid, j.status, j.query_id, j.doc_id FROM temp.run_keys r"
+            " JOIN judgments j ON j.key = r.key"
+        )
+    }
+    conn.execute("DROP TABLE temp.run_keys")
+    return found
+
+
+def _unlisted(conn: sqlite3.Connection, rows: Sequence[Row], candidates: list[int]) -> list[int]:
+    """Of the rows `candidates`, those whose (key, query_id, doc_id) `judgment_pairs` lacks."""
+    missing: list[int] = []
+    for i in candidates:
+        hit = conn.execute(
+            "SELECT 1 FROM judgment_pairs WHERE key = ? AND query_id = ? AND doc_id = ?", rows[i]
+        ).fetchone()
+        if hit is None:
+            missing.append(i)
+    return missing
+
+
+@dataclass(frozen=True)
+class Block:
+    """Consecutive outputs streamed from the store: their `--out` lines and qrels lines."""
+
+    lines: str  # one judgment JSON per line, each ending in a newline
+    qrels: str  # `qid 0 docid grade` per output with a grade, each ending in a newline
+    count: int
+
+
+class StoredReader:
+    """Streams stored judgments to a run's outputs through its own connection (`blocks`)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = path
+        self._conn = _connect(path)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> StoredReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _prefix(self, qid: str, did: str) -> str:
+        """The start of a judgment's JSON up to its two ids."""
+        return '{"query_id":' + id_json(qid) + ',"doc_id":' + id_json(did)
+
+    def _missing(self, part: Sequence[StoredRef], found: set[int]) -> None:
+        """Raise StoreError naming the first pair of `part` whose row is gone."""
+        for rowid, qid, did, key in part:
+            if rowid not in found:
                 raise StoreError(
-                    f"{path}: the stored judgment of {qid} {did} ({key}) is no longer in the"
-                    " store (removed while this run wrote its outputs); rerun the same command"
+                    f"{self.path}: the stored judgment of {qid} {did} ({decode_key(key)}) is no"
+                    " longer in the store (removed while this run wrote its outputs); rerun the"
+                    " same command"
                 )
-            yield text, grade
-    finally:
-        conn.close()
+        raise StoreError(f"{self.path}: the store changed while this run wrote its outputs")
+
+    def blocks(self, rows: Sequence[StoredRef], *, block: int = BLOCK) -> Iterator[Block]:
+        """The outputs of `rows`, in order, in blocks of up to `block`: each stored judgment's
+        JSON with the row's own ids. Raises StoreError when a row is no longer stored."""
+        for start in range(0, len(rows), block):
+            yield self._block(rows[start : start + block])
+
+    def _block(self, part: Sequence[StoredRef]) -> Block:
+        # SQLite puts each judgment together with its row's own ids, in the block's order (a
+        # row id may come twice: pairs sharing a content); only a pair whose ids differ from
+        # its row's has them replaced here.
+        found = self._conn.execute(
+            f"SELECT j.rowid, j.query_id, j.doc_id, {json_sql('j', 's')},"
+            " j.query_id || ' 0 ' || j.doc_id || ' ' || j.grade"
+            " FROM json_each(?) e JOIN judgments j ON j.rowid = e.value"
+            " JOIN judgment_sources s ON s.id = j.source_id ORDER BY e.key",
+            (json.dumps([ref[0] for ref in part]),),
+        ).fetchall()
+        if len(found) != len(part):
+            self._missing(part, {row[0] for row in found})
+        lines: list[str] = []
+        qrels: list[str] = []
+        for (rowid, qid, did, _), (got, row_qid, row_did, line, qline) in zip(
+            part, found, strict=True
+        ):
+            if got != rowid:  # the store changed under us
+                self._missing(part, {row[0] for row in found})
+            if qid == row_qid and did == row_did:
+                lines.append(line)
+                if qline is not None:
+                    qrels.append(qline)
+                continue
+            ids = len(self._prefix(row_qid, row_did))
+            lines.append(self._prefix(qid, did) + line[ids:])
+            if qline is not None:
+                qrels.append(f"{qid} 0 {did} {qline.rsplit(' ', 1)[1]}")
+        return Block("\n".join(lines) + "\n", "\n".join(qrels) + "\n" if qrels else "", len(part))
