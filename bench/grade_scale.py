@@ -11,7 +11,7 @@ and prints for each its wall time and peak memory (the child's max RSS, goal <= 
 rerun), the store's size per judgment (goal <= 700 bytes), and the size per judgment of LLM
 judgments (reason, distribution, usage and one call-log row each) stored the same way.
 
-    python bench/grade_scale.py [--pairs 1000000] [--pool 100000] [--seed 1] [--keep DIR]
+    python bench/grade_scale.py [--pairs 1000000] [--pool 100000] [--seed 1] [--keep DIR [--reuse]]
 """
 
 from __future__ import annotations
@@ -96,7 +96,17 @@ def store_bytes(path: Path) -> int:
     return path.stat().st_size
 
 
-def llm_bytes_per_judgment(folder: Path, n: int) -> float:
+def bytes_by_table(path: Path, n: int) -> str:
+    """The store's bytes per judgment by table and index (SQLite's dbstat), largest first."""
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute(
+            "SELECT name, SUM(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC LIMIT 6"
+        ).fetchall()
+    conn.close()
+    return ", ".join(f"{name} {size / n:,.0f}" for name, size in rows)
+
+
+def llm_bytes_per_judgment(folder: Path, n: int) -> tuple[float, str]:
     """Bytes per LLM-like judgment (reason, distribution, usage, cost) with one logged call each."""
     rng = random.Random(7)
     path = folder / "llm.db"
@@ -148,7 +158,7 @@ def llm_bytes_per_judgment(folder: Path, n: int) -> float:
         store.put_many(items)
         store.log_calls(calls)
     store.close()
-    return store_bytes(path) / n
+    return store_bytes(path) / n, bytes_by_table(path, n)
 
 
 def main() -> None:
@@ -158,30 +168,40 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--llm", type=int, default=20_000, help="LLM judgments for their size")
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="with --keep: reuse the workload and store found there (no first run)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.keep or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
+        store = folder / "store.db"
+        reuse = args.reuse and args.keep is not None and store.exists()
         t0 = time.perf_counter()
-        queries, docs, run = write_workload(folder, args.pairs, args.pool, args.seed)
+        if reuse:
+            queries, docs, run = folder / "queries.tsv", folder / "docs.jsonl", folder / "run.txt"
+        else:
+            queries, docs, run = write_workload(folder, args.pairs, args.pool, args.seed)
+            for name in ("store.db", "store.db-wal", "store.db-shm"):
+                (folder / name).unlink(missing_ok=True)
         print(
             f"workload: {args.pairs:,} pairs, pool {args.pool:,} passages, "
-            f"written in {time.perf_counter() - t0:.1f} s"
+            f"{'reused' if reuse else 'written'} in {time.perf_counter() - t0:.1f} s"
         )
-        store = folder / "store.db"
-        for name in ("store.db", "store.db-wal", "store.db-shm"):
-            (folder / name).unlink(missing_ok=True)
         common = [
             "--queries", str(queries), "--docs", str(docs), "--run", str(run),
             "--depth", str(DOCS_PER_QUERY), "--judge", "lexical", "--store", str(store),
             "--quiet",
         ]  # fmt: skip
         outs = ["--out", str(folder / "j.jsonl"), "--qrels-out", str(folder / "llm.qrels")]
-        first_s, first_mb, first_line = run_grade([*common, *outs])
-        print(
-            f"first run:        {first_s:8.1f} s  peak {first_mb:7.0f} MB  "
-            f"({args.pairs / first_s:,.0f} pairs/s)  {first_line}"
-        )
+        if not reuse:
+            first_s, first_mb, first_line = run_grade([*common, *outs])
+            print(
+                f"first run:        {first_s:8.1f} s  peak {first_mb:7.0f} MB  "
+                f"({args.pairs / first_s:,.0f} pairs/s)  {first_line}"
+            )
         size = store_bytes(store)
         with sqlite3.connect(store) as conn:
             stored = int(conn.execute("SELECT COUNT(*) FROM judgments").fetchone()[0])
@@ -194,12 +214,16 @@ def main() -> None:
         per = size / stored
         print(
             f"store:            {size / 1e6:8.1f} MB for {stored:,} judgments: "
-            f"{per:,.0f} bytes each (goal <= {BYTES_GOAL:.0f})"
+            f"{per:,.0f} bytes each (goal <= {BYTES_GOAL:.0f}); by table: "
+            + bytes_by_table(store, stored)
         )
         jsonl = (folder / "j.jsonl").stat().st_size
         print(f"judgments JSONL:  {jsonl / 1e6:8.1f} MB")
-        llm = llm_bytes_per_judgment(folder, args.llm)
-        print(f"LLM judgments:    {llm:8,.0f} bytes each with one logged call ({args.llm:,})")
+        llm, llm_tables = llm_bytes_per_judgment(folder, args.llm)
+        print(
+            f"LLM judgments:    {llm:8,.0f} bytes each with one logged call ({args.llm:,}); "
+            f"by table: {llm_tables}"
+        )
         print(
             f"goals: rerun {rerun_s:.1f} s <= {RERUN_GOAL_S:g} s: {rerun_s <= RERUN_GOAL_S}; "
             f"dry run {dry_s:.1f} s <= {DRY_RUN_GOAL_S:g} s: {dry_s <= DRY_RUN_GOAL_S}; "

@@ -3,6 +3,7 @@ gives pydantic's JSON of the judgment byte for byte, whatever its text holds."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
@@ -129,7 +130,7 @@ def test_a_sha256_key_is_kept_as_32_bytes_and_any_other_as_text() -> None:
 
 
 def test_an_old_judgment_json_is_written_as_this_version_writes_it(tmp_path: Path) -> None:
-    """A journaled row from an older version (tagged prompt sha) is stored through the model."""
+    """A journaled row written otherwise (tagged prompt sha, spaces) is stored through the model."""
     sha = "cd" * 32
     judgment = Judgment(
         query_id="q",
@@ -145,7 +146,8 @@ def test_an_old_judgment_json_is_written_as_this_version_writes_it(tmp_path: Pat
         rows = store.rows([(judgment, None)])
         row = list(rows.judgments[0])
         row[7] = "sha256:" + sha
-        row[12] = row[12].replace(sha, "sha256:" + sha)
+        # spaces after the separators, as json.dumps writes them
+        row[12] = json.dumps(json.loads(row[12].replace(sha, "sha256:" + sha)))
         rows.judgments[0] = tuple(row)
         store.write_rows(rows)
         (got,) = store.get_many([judgment.key]).values()

@@ -242,18 +242,25 @@ def stored_row(row: tuple[Any, ...]) -> StoredRow:
         fingerprint=row[11],
     )
     for attempt in range(2):
-        parts = split(text)
-        rebuilt = assemble(
-            query_id=qid,
-            doc_id=did,
-            grade=grade,
-            status=status,
-            parts=parts,
-            judge_json=source.judge_json,
-            prompt_json=source.prompt_json,
-            key=key,
+        try:
+            parts = split(text)
+        except ValueError:  # not as pydantic writes it (e.g. spaces after the separators)
+            parts = None
+        rebuilt = (
+            None
+            if parts is None
+            else assemble(
+                query_id=qid,
+                doc_id=did,
+                grade=grade,
+                status=status,
+                parts=parts,
+                judge_json=source.judge_json,
+                prompt_json=source.prompt_json,
+                key=key,
+            )
         )
-        if rebuilt == text:
+        if parts is not None and rebuilt == text:
             columns = (encode_key(key), qid, did, status, grade, parts.created_at)
             return StoredRow((*columns, parts.head, parts.tail, parts.extra), source)
         if attempt == 0:
