@@ -13,8 +13,10 @@ keeps only those documents.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import itemgetter
 from pathlib import Path
 from typing import NamedTuple
 
@@ -49,6 +51,12 @@ class PairSelection:
     missing: int = 0  # left out because the query or doc id is unknown (--skip-missing)
     missing_query_ids: list[str] = field(default_factory=list)
     missing_doc_ids: list[str] = field(default_factory=list)
+
+
+def make_pairs(queries: Iterable[Query], docs: Iterable[Doc]) -> list[Pair]:
+    """`Pair(query, doc)` of each (query, doc), built in C: a NamedTuple's own constructor is a
+    Python function, ~1 us a pair, a second at a million pairs."""
+    return list(map(tuple.__new__, repeat(Pair), zip(queries, docs, strict=True)))
 
 
 def _first(ids: list[str]) -> str:
@@ -105,7 +113,10 @@ def pairs_to_grade(
     missing_q = {qid: None for qid, _ in wanted if qid not in queries}
     missing_d = {did: None for _, did in wanted if did not in found}
     if not missing_q and not missing_d:
-        selection.pairs = [Pair(queries[qid], found[did]) for qid, did in wanted]
+        selection.pairs = make_pairs(
+            map(queries.__getitem__, map(itemgetter(0), wanted)),
+            map(found.__getitem__, map(itemgetter(1), wanted)),
+        )
     first_missing_run: Path | None = None
     if missing_q or missing_d:
         for qid, did in wanted:
