@@ -1,0 +1,58 @@
+"""`relgrade evaluate` starts numpy with one OpenBLAS thread (issue 12, goal 5): fresh processes.
+
+numpy's OpenBLAS starts a thread per core when numpy is imported; evaluate does no linear
+algebra, so the CLI asks for one thread (OPENBLAS_NUM_THREADS) before numpy loads, unless the
+user set a number, and never in a process that imported numpy already (a library caller).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _threads_after(argv: list[str], *, preset: str | None, numpy_first: bool = False) -> str:
+    """OPENBLAS_NUM_THREADS after `main(argv)` in a fresh interpreter."""
+    code = (
+        "import os, sys\n"
+        + ("import numpy\n" if numpy_first else "")
+        + "from grader.cli.main import main\n"
+        + "try:\n"
+        + f"    main({argv!r})\n"
+        + "except SystemExit:\n"
+        + "    pass\n"
+        + "print(os.environ.get('OPENBLAS_NUM_THREADS', 'unset'))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if preset is not None:
+        env["OPENBLAS_NUM_THREADS"] = preset
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip().splitlines()[-1]
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> list[str]:
+    (tmp_path / "qrels.txt").write_text("q1 0 a 2\nq1 0 b 0\n")
+    (tmp_path / "run.txt").write_text("q1 Q0 a 1 2.0 t\nq1 Q0 b 2 1.0 t\n")
+    return [str(tmp_path / "qrels.txt"), str(tmp_path / "run.txt"), "--format", "json"]
+
+
+def test_evaluate_asks_for_one_blas_thread(files: list[str]) -> None:
+    assert _threads_after(["evaluate", *files], preset=None) == "1"
+
+
+def test_a_number_the_user_set_is_kept(files: list[str]) -> None:
+    assert _threads_after(["evaluate", *files], preset="3") == "3"
+
+
+def test_not_when_numpy_is_loaded_already_nor_for_other_commands(files: list[str]) -> None:
+    assert _threads_after(["evaluate", *files], preset=None, numpy_first=True) == "unset"
+    assert _threads_after(["prompts", "list"], preset=None) == "unset"
