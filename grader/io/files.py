@@ -15,8 +15,6 @@ import gzip
 import io
 import os
 import re
-import socket
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -89,6 +87,8 @@ def _default_file_mode() -> int:
 
 
 def _host() -> str:
+    import socket  # writers only: readers (`relgrade evaluate`) start without it
+
     return re.sub(r"[^A-Za-z0-9]", "", socket.gethostname())[:32]
 
 
@@ -167,6 +167,8 @@ def atomic_write(path: str | Path) -> Iterator[IO[str]]:
     if not folder.exists():
         raise InputError("the output folder does not exist", path=target, hint="create it first")
     remove_stale_temp_files(target)
+    import tempfile  # writers only, as socket
+
     fd, tmp_name = tempfile.mkstemp(
         prefix=f".{target.name}.relgrade-{_host()}-{os.getpid()}-", suffix=".tmp", dir=folder
     )

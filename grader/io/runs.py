@@ -9,9 +9,7 @@ the very same file given twice gets a prime (`r.txt'`). `-` reads the run from s
 from __future__ import annotations
 
 import contextlib
-import shutil
 import sys
-import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
@@ -54,6 +52,9 @@ def run_source(path: str, stdin: BinaryIO | None = None) -> Iterator[str | Path]
     if path != STDIN:
         yield path
         return
+    import shutil
+    import tempfile
+
     source = sys.stdin.buffer if stdin is None else stdin
     with tempfile.TemporaryDirectory(prefix="relgrade-") as folder:
         copy = Path(folder) / "stdin"
