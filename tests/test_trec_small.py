@@ -32,8 +32,8 @@ from grader.metrics.ranked import Judgments, judgments
 ROOT = Path(__file__).resolve().parents[1]
 SCORES = ["1.5", "+1.5", ".5", "5.", "1E+05", "-0", "0", "00.5", "-2.25e-1", "3", "2.0000001"]
 ODD_SCORES = ["high", "nan", "inf", "-inf", "1e999", "1_0", "\u0661", "0x1A", "1..2", ""]
-ODD_GRADES = ["one", "2.5", "2.0", "1e0", "99999999999999999999", "\u0662"]  # not taken
-SPELT_GRADES = ["+2", "007", "-0", "-2", "123456789012345"]  # taken
+ODD_GRADES = ["one", "2.5", "1e99", "99999999999999999999", "\u0662", "nan", "1_0"]  # not taken
+SPELT_GRADES = ["+2", "007", "-0", "-2", "123456789012345", "2.0", "1e0", "3.000000000000000001"]
 ODD_IDS = ["d\u00e9j\u00e0", "\u6587\u6863", "a\u00a0b", '"q"', "x\x0cy", "\ufeffz"]
 
 
@@ -251,7 +251,7 @@ def test_integer_spellings_are_read_as_arrow_reads_them(tmp_path: Path) -> None:
     (tmp_path / "qrels.txt").write_text(
         "".join(f"q1 0 d{i} {g}\n" for i, g in enumerate(SPELT_GRADES))
     )
-    (tmp_path / "run.txt").write_text("".join(f"q1 Q0 d{i} 1 {i} t\n" for i in range(5)))
+    (tmp_path / "run.txt").write_text("".join(f"q1 Q0 d{i} 1 {i} t\n" for i in range(8)))
     assert _compare(tmp_path / "qrels.txt", tmp_path / "run.txt") == (True, True)
 
 

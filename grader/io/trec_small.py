@@ -12,8 +12,8 @@ gives both the same inputs). Taken: UTF-8 text without a byte order mark or NUL,
 in `\\n` or `\\r\\n`, cells separated by spaces or by tabs (one of the two in a file; repeated,
 leading or trailing ones split as the careful reader splits them), no other whitespace
 character and no `"` (the careful reader would unquote it), `#` comment lines and blank lines,
-every other line with its columns (a run's later ones ignored), scores written in the decimal
-notation Arrow and Python parse alike and finite, integer grades of at most 15 digits, and no
+every other line with its columns (a run's later ones ignored), finite scores and integer grades
+(at most 2^53) in the notation Arrow and `float()` parse alike (`grader.io.decimals`), and no
 (query, doc) twice.
 """
 
@@ -24,8 +24,10 @@ import re
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 from grader.errors import InputError
+from grader.io.decimals import parse_cells, parse_decimals
 from grader.io.files import _open_binary
 from grader.metrics.judged_rows import Int, JudgedRun
 from grader.metrics.judgments_dict import DictJudgments, dict_judgments, query_codes
@@ -36,7 +38,7 @@ SMALL_BYTES = 4 << 20
 
 _NOT_TAKEN = (b"\x00", b"\r", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\x1f", b'"')
 _OTHER_SPACE = re.compile(r"[^\S \t\n]")  # whitespace Python's str methods see, the readers not
-_INTEGERS = re.compile(rb"(?:[-+]?[0-9]{1,15}\n)*[-+]?[0-9]{1,15}")
+_EXACT = 2.0**53  # a larger grade is "too large" for the Arrow reader
 
 
 def small_bytes(path: Path, limit: int | None = None) -> bytes | None:
@@ -66,16 +68,17 @@ def small_bytes(path: Path, limit: int | None = None) -> bytes | None:
 
 
 def _table(
-    data: bytes, width: int, wanted: tuple[int, ...], *, extra: bool
-) -> tuple[list[bytes], Int, list[list[bytes]]]:
-    """(query ids in order of first appearance, each line's query code, columns `wanted`) of
-    every line that is not blank or a comment; ValueError when a line has other than `width`
-    cells (more are allowed with `extra`). A regular file is cut where numpy finds its
-    separators; any other is split line by line."""
+    data: bytes, width: int, number: int, *, extra: bool
+) -> tuple[list[bytes], Int, list[bytes], npt.NDArray[np.float64]]:
+    """(query ids in order of first appearance, each line's query code, doc ids, the numbers
+    of column `number`) of every line that is not blank or a comment. ValueError when a line
+    has other than `width` cells (more are allowed with `extra`) or a number is not one
+    (`parse_decimals`). A regular file is cut where numpy finds its separators; any other is
+    split line by line."""
     regular = _regular_cells(data)
     if regular is None:
-        queries, *columns = _split_lines(data, width, (0, *wanted), extra=extra)
-        return (*query_codes(queries), columns)
+        queries, docs, cells = _split_lines(data, width, (0, 2, number), extra=extra)
+        return (*query_codes(queries), docs, parse_cells(cells))
     starts, ends = regular
     found = starts.shape[1]
     if found != width and not (extra and found > width):
@@ -83,7 +86,8 @@ def _table(
     grouped = _query_groups(data, starts[:, 0], ends[:, 0])
     if grouped is None:
         grouped = query_codes(_cut(data, starts[:, 0], ends[:, 0]))
-    return (*grouped, [_cut(data, starts[:, i], ends[:, i]) for i in wanted])
+    docs = _cut(data, starts[:, 2], ends[:, 2])
+    return (*grouped, docs, parse_decimals(data, starts[:, number], ends[:, number]))
 
 
 def _split_lines(
@@ -164,14 +168,13 @@ def small_qrels(path: str | Path, limit: int | None = None) -> DictJudgments | N
     if data is None:
         return None
     try:
-        heads, qcodes, (docs, cells) = _table(data, 4, (2, 3), extra=False)
+        heads, qcodes, docs, numbers = _table(data, 4, 3, extra=False)
     except ValueError:
         return None
-    if cells and not _INTEGERS.fullmatch(b"\n".join(cells)):
-        return None
-    grades = np.fromiter(map(int, cells), dtype=np.int64, count=len(cells))
+    if not (np.abs(numbers) <= _EXACT).all() or (numbers != np.round(numbers)).any():
+        return None  # not an integer, or too large to hold exactly (nan and inf too)
     try:
-        return dict_judgments(heads, qcodes, docs, grades)
+        return dict_judgments(heads, qcodes, docs, numbers.astype(np.int64))
     except InputError:
         return None  # a (query, doc) twice: the Arrow reader names both lines
 
@@ -190,16 +193,9 @@ def small_judged_run(
     if data is None:
         return None
     try:
-        heads, qcodes, (docs, cells) = _table(data, 6, (2, 4), extra=True)
-        # float() reads what Arrow reads alike, and more: `_` separators, non-ASCII digits
-        # (refused here), inf and nan (not finite: refused below)
-        scores = np.fromiter(map(float, cells), dtype=np.float64, count=len(cells))
+        heads, qcodes, docs, scores = _table(data, 6, 4, extra=True)
     except ValueError:
         return None
-    if b"_" in data or not data.isascii():
-        joined = b"".join(cells)
-        if b"_" in joined or not joined.isascii():
-            return None
     if not np.isfinite(scores).all():
         return None
     try:
