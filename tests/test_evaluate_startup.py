@@ -1,18 +1,24 @@
-"""`relgrade evaluate` starts numpy with one OpenBLAS thread (issue 12, goal 5): fresh processes.
+"""`relgrade evaluate` starts quick (issue 12, goal 5): one OpenBLAS thread, no cycle collector.
 
 numpy's OpenBLAS starts a thread per core when numpy is imported; evaluate does no linear
 algebra, so the CLI asks for one thread (OPENBLAS_NUM_THREADS) before numpy loads, unless the
-user set a number, and never in a process that imported numpy already (a library caller).
+user set a number, and never in a process that imported numpy already (a library caller). The
+cyclic garbage collector is off while evaluate runs (its collections cost more than the few
+objects it makes) and back on when `main` returns, whatever happened.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from grader.cli import evaluate
+from grader.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -56,3 +62,28 @@ def test_a_number_the_user_set_is_kept(files: list[str]) -> None:
 def test_not_when_numpy_is_loaded_already_nor_for_other_commands(files: list[str]) -> None:
     assert _threads_after(["evaluate", *files], preset=None, numpy_first=True) == "unset"
     assert _threads_after(["prompts", "list"], preset=None) == "unset"
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_evaluate_runs_without_the_cycle_collector_and_turns_it_back_on(
+    files: list[str], monkeypatch: pytest.MonkeyPatch, fails: bool
+) -> None:
+    seen = []
+    real = evaluate.run
+
+    def spy(args: object) -> int:
+        seen.append(gc.isenabled())
+        if fails:
+            raise KeyboardInterrupt
+        return real(args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(evaluate, "run", spy)
+    assert gc.isenabled()
+    assert main(["evaluate", *files]) == (130 if fails else 0)
+    assert seen == [False] and gc.isenabled()
+    gc.disable()  # a caller that had it off keeps it off
+    try:
+        main(["evaluate", *files])
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
