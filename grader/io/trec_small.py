@@ -19,7 +19,6 @@ every other line with its columns (a run's later ones ignored), finite scores an
 
 from __future__ import annotations
 
-import gzip
 import re
 from pathlib import Path
 
@@ -49,7 +48,7 @@ def small_bytes(path: Path, limit: int | None = None) -> bytes | None:
     try:
         with _open_binary(path) as fh:
             data = fh.read(limit + 1)
-    except (InputError, OSError, EOFError, gzip.BadGzipFile):
+    except (InputError, OSError, EOFError):  # gzip.BadGzipFile is an OSError
         return None  # the Arrow reader says what is wrong
     if len(data) > limit:
         return None

@@ -11,7 +11,6 @@ as Arrow's: queries in the qrels' order of first appearance, each ranking in tre
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import chain, pairwise, repeat
 from typing import TYPE_CHECKING
@@ -29,17 +28,22 @@ _UNJUDGED = np.iinfo(np.int64).min  # no grade: qrels grades are far smaller int
 _NO_GRADES: dict[bytes, int] = {}
 
 
-@dataclass(frozen=True)
 class DictJudgments:
     """The judgments of a qrels: `grades[code][doc]` is the grade of a query's doc, `codes`
     the code of each query id (its position in `query_ids`, the order of first appearance).
-    `rows` keeps the judgments as given, for `arrow`."""
+    `rows` keeps the judgments as given, for `arrow`. (A plain class: making a dataclass
+    costs about a millisecond at import, where `relgrade evaluate` counts milliseconds.)"""
 
-    query_ids: list[str]
-    codes: dict[bytes, int]
-    grades: list[dict[bytes, int]]
-    ideal: Ideal
-    rows: tuple[list[bytes], list[bytes], Int] = field(repr=False)
+    def __init__(
+        self,
+        query_ids: list[str],
+        codes: dict[bytes, int],
+        grades: list[dict[bytes, int]],
+        ideal: Ideal,
+        rows: tuple[list[bytes], list[bytes], Int],
+    ) -> None:
+        self.query_ids, self.codes, self.grades = query_ids, codes, grades
+        self.ideal, self.rows = ideal, rows
 
     @property
     def n_queries(self) -> int:
