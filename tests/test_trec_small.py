@@ -30,6 +30,7 @@ from grader.metrics.judged_rows import JudgedRun, Ranked
 from grader.metrics.ranked import Judgments, judgments
 
 ROOT = Path(__file__).resolve().parents[1]
+DL2019 = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"
 SCORES = ["1.5", "+1.5", ".5", "5.", "1E+05", "-0", "0", "00.5", "-2.25e-1", "3", "2.0000001"]
 ODD_SCORES = ["high", "nan", "inf", "-inf", "1e999", "1_0", "\u0661", "0x1A", "1..2", ""]
 ODD_GRADES = ["one", "2.5", "1e99", "99999999999999999999", "\u0662", "nan", "1_0"]  # not taken
@@ -264,6 +265,32 @@ def test_larger_files_go_to_arrow(tmp_path: Path) -> None:
     assert small_judged_run(tmp_path / "run.txt", judged, limit=size) is not None
     assert small_judged_run(tmp_path / "run.txt", judged, limit=size - 1) is None
     assert small_qrels(tmp_path / "qrels.txt", limit=len(QRELS) - 1) is None
+
+
+@pytest.mark.skipif(not (DL2019 / "2019qrels-pass.txt").exists(), reason="TREC DL 2019 absent")
+def test_trec_dl_2019_reads_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The real qrels, and a run of their judged passages and others with ties (two decimals)."""
+    qrels = DL2019 / "2019qrels-pass.txt"
+    rng = np.random.default_rng(19)
+    lines = []
+    judged: dict[str, list[str]] = {}
+    for line in qrels.read_text().splitlines():
+        qid, _, doc, _ = line.split()
+        judged.setdefault(qid, []).append(doc)
+    for qid, docs in judged.items():
+        picked = [*rng.permutation(docs)[:150], *(f"{9_000_000 + i}" for i in range(100))]
+        scores = np.round(rng.normal(size=len(picked)), 2)
+        ranked = enumerate(zip(picked, scores, strict=True), 1)
+        lines += [f"{qid} Q0 {d} {r} {s} run" for r, (d, s) in ranked]
+    run = tmp_path / "dl.run"
+    run.write_text("\n".join(lines) + "\n")
+    for precision, depth in [("float32", None), ("float64", 10), ("float32", 100)]:
+        assert _compare(qrels, run, precision, depth) == (True, True)
+    argv = [str(qrels), str(run), *MEASURES, "--per-query", "--format", "json"]
+    code, out, _ = _both(monkeypatch, capsys, argv)
+    assert code == 0 and len(json.loads(out)) > 43 * 8
 
 
 # --- end to end: the CLI with the plain reader on and off --------------------------------------
