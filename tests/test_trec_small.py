@@ -146,6 +146,11 @@ def _files(folder: Path, seed: int) -> tuple[Path, Path]:
         elif target and kind == 3:  # a query's lines apart
             target.append(list(target[0]))
             target[-1][2] = "late"
+        elif target and kind == 4:  # a line broken in two: as many cells, over two lines
+            at = int(rng.integers(len(target)))
+            row = target[at]
+            cut = int(rng.integers(1, len(row)))
+            target[at : at + 1] = [row[:cut], row[cut:]]
 
     def text(rows: list[list[str]]) -> str:
         lines = [sep.join(r) for r in rows]
@@ -209,6 +214,8 @@ NOT_TAKEN = {
     "lone cr": RUN.replace("\n", "\r", 1),
     "nul": RUN.replace(" a ", " a\x00 "),
     "short line": RUN + "q2 Q0 x 2\n",
+    "two half lines": RUN + "q2 Q0 x\n2 1.5 bm25\n",  # six cells over two lines
+    "half lines apart": "q1 Q0 b\n1 3.0 bm25\n" + RUN.replace("q1 Q0 b 1 3.0 bm25\n", ""),
     "nan": RUN.replace("1.0", "nan"),
     "inf": RUN.replace("1.0", "1e999"),
     "underscore": RUN.replace("3.0", "3_0"),

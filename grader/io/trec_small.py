@@ -119,8 +119,10 @@ def _regular_cells(data: bytes) -> tuple[Int, Int] | None:
     newline = b[seps] == 10
     width = int(np.argmax(newline)) + 1
     lines = len(seps) // width
-    if len(seps) != lines * width or not newline[width - 1 :: width].all():
+    if len(seps) != lines * width or int(newline.sum()) != lines:
         return None  # lines of other widths
+    if not newline[width - 1 :: width].all():
+        return None  # lines of other widths, the same number of cells in all
     ends = seps.reshape(lines, width)
     starts = np.empty_like(ends)
     starts[:, 1:] = ends[:, :-1] + 1
