@@ -193,6 +193,10 @@ TAKEN = {
     "tabs": RUN.replace(" ", "\t"),
     "extra columns": RUN.replace("bm25\n", "bm25 x 7\n"),
     "some extra columns": RUN.replace("1.0 bm25\n", "1.0 bm25 x\n"),
+    "extra columns first": RUN.replace("3.0 bm25\n", "3.0 bm25 x\n").replace(
+        "2.0 bm25\n", "2.0 bm25 x y\n"
+    ),
+    "control characters": RUN.replace(" a ", " a\x01\x7fb ").replace(" Q0 y", "  Q0 \x1ay"),
     "comments and blanks": "# run\n\n" + RUN.replace("\nq2", "\n  # note\n \nq2") + "#end\n",
     "irregular spaces": RUN.replace(" Q0 ", "   Q0 ").replace("q2", "  q2") + "\n",
     "crlf": RUN.replace("\n", "\r\n"),
