@@ -3,17 +3,28 @@
 Builds (seeded, into a temp folder) a run of 39,726 lines over the 43 judged queries of TREC DL
 2019 passages (`/work/shared/data/trec-dl-2019`, or --data): each query's judged passages scored
 by an LLM label set plus noise, and other passages of the pool below them, as a reranker's
-output looks. Then times, each in a subprocess (median of --repeat runs, after one warm-up):
+output looks. Then times, each in a subprocess, in turns (one round runs every command once, so
+load that comes and goes on a shared machine falls on all of them alike), after one untimed
+warm-up each, median of --repeat rounds:
 
-- `relgrade evaluate 2019qrels-pass.txt run.txt` (the default measures, table output);
-- `relgrade --help`;
+- `relgrade evaluate 2019qrels-pass.txt run.txt` (the default measures, table output), run as
+  the installed `relgrade` script runs it (`from grader.cli.main import main`) from this
+  checkout (PYTHONPATH), with a bytecode cache as an installed copy has one (the warm-up
+  writes it into a temp folder, PYTHONPYCACHEPREFIX; --no-bytecode-cache compiles every
+  module on every run instead, as under PYTHONDONTWRITEBYTECODE=1);
+- the same with `--format json` (no table, so no rich);
+- with --baseline DIR, `relgrade evaluate` of another source tree (e.g. `git archive` of an
+  older commit unpacked there), for a before/after ratio measured in the same turns;
+- `relgrade --help`, and `python -c pass` (the interpreter's own start);
 - trec_eval 10 (the C binary) on the same files, when its source is there (built into a temp
   folder) or --trec-eval names a binary: for scale, a C program has no interpreter to start.
 
-With --importtime it also prints the modules `relgrade evaluate` imports, slowest first
-(`python -X importtime`, cumulative microseconds), to see what the path pays for.
+It prints each median against the 0.3 s goal and the load average before and after. With
+--importtime it also prints the modules `relgrade evaluate` imports whose own import is slowest
+(`python -X importtime`), to see what the path pays for.
 
     python bench/evaluate_small.py [--repeat 15] [--data DIR] [--trec-eval PATH] [--importtime]
+        [--baseline DIR] [--no-bytecode-cache]
 """
 
 from __future__ import annotations
@@ -33,10 +44,11 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("RELGRADE_DL2019", "/work/shared/data/trec-dl-2019"))
-TREC_EVAL_SOURCE = ROOT.parent / "shared" / "tools" / "trec_eval"
 LINES = 39_726
 LABELS = "llm-labels/dl2019_test_4prompts_llama70b.txt"
 GOAL = 0.3
+TREC_EVAL_SOURCE = DATA.parents[1] / "tools" / "trec_eval"
+ENTRY = "import sys; from grader.cli.main import main; sys.exit(main())"  # the `relgrade` script
 
 
 def write_dl_run(data: Path, path: Path, lines: int = LINES, seed: int = 0) -> None:
@@ -65,21 +77,52 @@ def write_dl_run(data: Path, path: Path, lines: int = LINES, seed: int = 0) -> N
                 out.write(f"{qid} Q0 {d} {rank} {s:.4f} dl-rerank\n")
 
 
-def wall(cmd: list[str], repeat: int) -> tuple[list[float], list[float]]:
-    """(wall times, CPU times) of `cmd` in fresh processes (one untimed warm-up first). CPU time
-    (user + system, the child's rusage) says what the process costs when other load on a shared
-    machine stretches the wall time."""
-    subprocess.run(cmd, check=True, capture_output=True)
-    times, cpu = [], []
+Measured = tuple[list[float], list[float]]
+
+
+def in_turns(
+    commands: dict[str, list[str]], env: dict[str, str], repeat: int
+) -> dict[str, Measured]:
+    """(wall times, CPU times) of each command in fresh processes, one of each per round (one
+    untimed warm-up each first). CPU time (user + system, the child's rusage) says what the
+    process costs when other load on a shared machine stretches the wall time."""
+    for cmd in commands.values():
+        subprocess.run(cmd, check=True, capture_output=True, env=env)
+    times: dict[str, Measured] = {name: ([], []) for name in commands}
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        _, status, usage = os.wait4(proc.pid, 0)
-        times.append(time.perf_counter() - t0)
-        cpu.append(usage.ru_utime + usage.ru_stime)
-        if os.waitstatus_to_exitcode(status):
-            raise RuntimeError(f"{cmd} failed")
-    return times, cpu
+        for name, cmd in commands.items():
+            t0 = time.perf_counter()
+            proc = subprocess.Popen(
+                cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+            )
+            _, status, usage = os.wait4(proc.pid, 0)
+            times[name][0].append(time.perf_counter() - t0)
+            times[name][1].append(usage.ru_utime + usage.ru_stime)
+            if os.waitstatus_to_exitcode(status):
+                raise RuntimeError(f"{cmd} failed")
+    return times
+
+
+def child_env(source: Path, cache: Path | None) -> dict[str, str]:
+    """The environment of a child that runs `relgrade` from the checkout at `source`: with a
+    bytecode cache in `cache`, or (None) compiling every module on every run."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")
+    }
+    env["PYTHONPATH"] = str(source)
+    if cache is None:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    else:
+        env["PYTHONPYCACHEPREFIX"] = str(cache)
+    return env
+
+
+def with_source(source: Path, cmd: list[str]) -> list[str]:
+    """`cmd` (a python -c command) with `source` first on sys.path, whatever PYTHONPATH says."""
+    python, flag, code, *args = cmd
+    return [python, flag, f"import sys; sys.path.insert(0, {str(source)!r}); {code}", *args]
 
 
 def build_trec_eval(source: Path, into: Path) -> Path | None:
@@ -95,26 +138,44 @@ def build_trec_eval(source: Path, into: Path) -> Path | None:
     return binary if done.returncode == 0 and binary.exists() else None
 
 
-def import_profile(cmd: list[str], top: int = 15) -> list[tuple[int, str]]:
-    """(cumulative microseconds, module) of the slowest top-level imports of `cmd`."""
-    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
-    rows = []
-    for line in done.stderr.splitlines():
-        if not line.startswith("import time:") or "|" not in line:
-            continue
-        _, cumulative, name = (part.strip() for part in line[len("import time:") :].split("|"))
-        if cumulative.isdigit() and not name.startswith(" "):
-            rows.append((int(cumulative), name))
+def import_profile(
+    cmd: list[str], env: dict[str, str], top: int = 15, runs: int = 5
+) -> list[tuple[int, int, str]]:
+    """(own microseconds, cumulative microseconds, module) of the `top` modules of `cmd` whose
+    own import takes longest (the cumulative time counts the modules they import too), each
+    the least of `runs` runs: one run on a shared machine is often preempted somewhere."""
+    best: dict[str, tuple[int, int]] = {}
+    for _ in range(runs):
+        done = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            env={**env, "PYTHONPROFILEIMPORTTIME": "1"},
+            check=True,
+        )
+        this: dict[str, tuple[int, int]] = {}  # a module can be listed twice (a re-import)
+        for line in done.stderr.splitlines():
+            if not line.startswith("import time:") or "|" not in line:
+                continue
+            own, total, name = (part.strip() for part in line[len("import time:") :].split("|"))
+            if own.isdigit() and total.isdigit():
+                was = this.get(name, (0, 0))
+                this[name] = (was[0] + int(own), max(was[1], int(total)))
+        for name, (own_us, total_us) in this.items():
+            seen = best.get(name, (own_us, total_us))
+            best[name] = (min(seen[0], own_us), min(seen[1], total_us))
+    rows = [(own, total, name) for name, (own, total) in best.items()]
     return sorted(rows, reverse=True)[:top]
 
 
-def _summary(measured: tuple[list[float], list[float]]) -> str:
+def _summary(measured: Measured, goal: float | None = None) -> str:
     times, cpu = measured
-    return (
-        f"median {statistics.median(times):.3f} s (min {min(times):.3f}, max {max(times):.3f}), "
+    median = statistics.median(times)
+    text = (
+        f"median {median:.3f} s (min {min(times):.3f}, max {max(times):.3f}), "
         f"CPU median {statistics.median(cpu):.3f} s"
     )
+    return text if goal is None else f"{text}: {median / goal:.2f} of the {goal} s goal"
 
 
 def main() -> int:
@@ -123,6 +184,10 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=DATA, help="the TREC DL 2019 folder")
     parser.add_argument("--trec-eval", type=Path, help="a trec_eval binary (default: build it)")
     parser.add_argument("--importtime", action="store_true", help="print the slowest imports")
+    parser.add_argument("--baseline", type=Path, help="another source tree to time alike")
+    parser.add_argument(
+        "--no-bytecode-cache", action="store_true", help="compile every module on every run"
+    )
     args = parser.parse_args()
     if not (args.data / "2019qrels-pass.txt").exists():
         print(f"no TREC DL 2019 data in {args.data} (--data)", file=sys.stderr)
@@ -134,27 +199,55 @@ def main() -> int:
         qrels = args.data / "2019qrels-pass.txt"
         n_lines = run.read_bytes().count(b"\n")
         print(f"run: {n_lines:,} lines over 43 queries; qrels: {qrels}")
-        evaluate = [python, "-m", "grader.cli.main", "evaluate", str(qrels), str(run)]
-        help_cmd = [python, "-m", "grader.cli.main", "--help"]
-        t_eval = wall(evaluate, args.repeat)
-        t_help = wall(help_cmd, args.repeat)
-        t_bare = wall([python, "-c", "pass"], args.repeat)
-        print(f"relgrade evaluate  {_summary(t_eval)}  (goal <= {GOAL} s)")
-        print(f"relgrade --help    {_summary(t_help)}")
-        print(f"python -c pass     {_summary(t_bare)}  (the interpreter's own start)")
+        cache = None if args.no_bytecode_cache else Path(tmp) / "pycache"
+        env = child_env(ROOT, cache)
+        relgrade = [python, "-c", ENTRY]
+        evaluate = [*relgrade, "evaluate", str(qrels), str(run)]
+        commands = {
+            "relgrade evaluate": evaluate,
+            "  --format json": [*evaluate, "--format", "json"],
+            "relgrade --help": [*relgrade, "--help"],
+            "python -c pass": [python, "-c", "pass"],
+        }
+        if args.baseline is not None:
+            commands["baseline evaluate"] = with_source(args.baseline.resolve(), evaluate)
         binary = args.trec_eval or build_trec_eval(TREC_EVAL_SOURCE, Path(tmp))
         if binary is not None:
-            cmd = [str(binary), "-c", "-m", "ndcg_cut.10", "-m", "recip_rank", str(qrels), str(run)]
-            print(f"trec_eval          {_summary(wall(cmd, args.repeat))}")
-        else:
+            commands["trec_eval"] = [
+                str(binary),
+                "-c",
+                "-m",
+                "ndcg_cut.10",
+                "-m",
+                "recip_rank",
+                str(qrels),
+                str(run),
+            ]
+        cached = "a bytecode cache" if cache is not None else "no bytecode cache"
+        print(f"{args.repeat} rounds, {cached}; load average before: {_load()}")
+        measured = in_turns(commands, env, args.repeat)
+        for name, times in measured.items():
+            goal = GOAL if name in ("relgrade evaluate", "  --format json") else None
+            print(f"{name:19s} {_summary(times, goal)}")
+        if args.baseline is not None:
+            ratio = statistics.median(measured["relgrade evaluate"][0]) / statistics.median(
+                measured["baseline evaluate"][0]
+            )
+            print(f"relgrade evaluate / baseline (medians): {ratio:.2f}")
+        if binary is None:
             print(f"trec_eval: no source at {TREC_EVAL_SOURCE} (or pass --trec-eval)")
-        verdict = "met" if statistics.median(t_eval[0]) <= GOAL else "NOT met"
-        print(f"goal evaluate <= {GOAL} s: {verdict}")
+        print(f"load average after: {_load()}")
+        median = statistics.median(measured["relgrade evaluate"][0])
+        print(f"goal evaluate <= {GOAL} s: {'met' if median <= GOAL else 'NOT met'}")
         if args.importtime:
-            print("slowest imports of `relgrade evaluate` (cumulative):")
-            for micros, name in import_profile(evaluate):
-                print(f"  {micros / 1e6:7.3f} s  {name}")
+            print("slowest imports of `relgrade evaluate` (own time, with what they import):")
+            for own, cumulative, name in import_profile(evaluate, env):
+                print(f"  {own / 1e6:7.3f} s  ({cumulative / 1e6:.3f} s)  {name}")
     return 0
+
+
+def _load() -> str:
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 if __name__ == "__main__":

@@ -7,22 +7,15 @@ or JSON: records {"run", "query_id", "measure", "value"}, query_id "all" for the
 from __future__ import annotations
 
 import argparse
-import csv
-import json
 import math
 import sys
 from typing import Any
 
-import pyarrow as pa
-
 from grader.cli.commands import COMMANDS
+from grader.cli.evaluate_files import judged_run_file, read_grades
 from grader.cli.flags import add_measures
 from grader.errors import InputError
-from grader.io.files import iter_lines
-from grader.io.grade_format import looks_like_qrels
-from grader.io.run_stream import judged_run_file
 from grader.io.runs import run_names
-from grader.io.trec import read_qrels_columns
 from grader.metrics import DEFAULT_MEASURES, parse_measures
 from grader.metrics.evaluate import Missing, Scores, depth_needed, score
 from grader.metrics.measures import (
@@ -33,10 +26,10 @@ from grader.metrics.measures import (
     parse_measure,
     uses_default_threshold,
 )
-from grader.metrics.ranked import Judgments, judgments, judgments_of
 
-# pandas, rich and pydantic are imported only where a path needs them (a judgments JSONL or a
-# grades CSV, the table): `relgrade evaluate` of TREC files starts in a fraction of a second.
+# pyarrow, pandas, rich and pydantic are imported only where a path needs them (a large run, a
+# judgments JSONL or a grades CSV, the table): `relgrade evaluate` of small TREC files starts
+# and scores in a fraction of a second (see grader/cli/evaluate_files.py).
 
 EPILOG = f"""\
 measures (ir_measures names; -m takes several: -m nDCG@10 "RR(rel=3)@10" AP, or -m A -m B;
@@ -197,41 +190,6 @@ def _clean(value: float) -> float | None:
     return None if math.isnan(value) else value
 
 
-def read_grades(path: str, *, clamp: bool) -> tuple[Judgments, dict[str, Any]]:
-    """TREC qrels (the fast reader; any integer grade), a judgments JSONL, or a human-grades CSV
-    (LLM and human grades: 0..3, or `clamp`), told apart by the first line that is not a `#`
-    comment, indexed for the join; and what was read: `source`, `top` (the highest grade, None
-    without judgments), `clamped`, `ungraded`, `failed`. Qrels without a judgment are an
-    InputError."""
-    for _, line in iter_lines(path):
-        if line.strip() and not line.lstrip().startswith("#"):
-            if line.lstrip().startswith("{"):
-                from grader.io.grades import read_llm_grades
-
-                return _indexed(read_llm_grades(path, clamp=clamp))
-            if not looks_like_qrels(line):
-                from grader.io.grades import read_human_grades
-
-                return _indexed(read_human_grades(path, clamp=clamp))
-            break
-    qrels = read_qrels_columns(path, any_grade=True)
-    if not len(qrels):
-        raise InputError(
-            "no judgments in the qrels (the file is empty or holds only comments)",
-            path=path,
-            hint="give TREC qrels lines `qid 0 docid grade`, a grades CSV or a judgments JSONL",
-        )
-    facts = {"source": "trec", "top": int(qrels.grade.max()), "clamped": qrels.clamped}
-    return judgments(qrels.query_id, qrels.doc_id, qrels.grade), facts
-
-
-def _indexed(frame: Any) -> tuple[Judgments, dict[str, Any]]:
-    """A grades frame (judgments JSONL, grades CSV) indexed, with its attrs as facts."""
-    facts = dict(frame.attrs)
-    facts["top"] = int(frame["grade"].max()) if len(frame) else None
-    return judgments_of(frame), facts
-
-
 def resolve_thresholds(
     names: list[str], top: int | None, *, typed: bool
 ) -> tuple[list[Measure], list[str]]:
@@ -279,34 +237,7 @@ def _run_warning(name: str, rows: int, scores: Scores) -> str | None:
     return None
 
 
-def _arrow_without_pandas() -> None:
-    """Have pyarrow settle, before its first conversion, that it runs without pandas.
-
-    pyarrow looks for pandas the first time it converts anything (a numpy array, a scalar) and
-    imports it when installed: 0.2-0.4 s that `relgrade evaluate` of TREC files never needs.
-    With pandas refused for that one look, pyarrow carries on without its pandas integration;
-    whatever needs pandas later (a judgments JSONL, a run read whole, `to_pandas`) imports it
-    as usual, and pyarrow then finds it (it looks again whenever pandas is required).
-    """
-    if "pandas" in sys.modules:
-        return
-
-    class _RefusePandas:  # a meta path finder (importlib.abc costs an import of its own)
-        def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
-            if name == "pandas":
-                raise ImportError("pandas is not needed to read TREC files")
-            return None
-
-    refuse = _RefusePandas()
-    sys.meta_path.insert(0, refuse)
-    try:
-        pa.array([0])  # pyarrow's first conversion: it looks for pandas here, once
-    finally:
-        sys.meta_path.remove(refuse)
-
-
 def run(args: argparse.Namespace) -> int:
-    _arrow_without_pandas()
     if args.old_skip_missing:
         print(DEPRECATED_SKIP_MISSING, file=sys.stderr)
         args.skip_missing = True
@@ -343,12 +274,16 @@ def run(args: argparse.Namespace) -> int:
         )
     records = [r for name, pq in results for r in _records(name, pq, args.per_query)]
     if args.format == "json":
+        import json  # each output format imports only its own module
+
         for r in records:
             r["value"] = _clean(r["value"])
         json.dump(records, sys.stdout, indent=1)
         sys.stdout.write("\n")
         _print_notes(notes, sys.stderr)
     elif args.format == "csv":
+        import csv
+
         writer = csv.DictWriter(
             sys.stdout, fieldnames=["run", "query_id", "measure", "value"], lineterminator="\n"
         )

@@ -11,12 +11,9 @@
 from __future__ import annotations
 
 import contextlib
-import gzip
 import io
 import os
 import re
-import socket
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,6 +32,8 @@ def _open_binary(path: Path) -> IO[bytes]:
     if path.is_dir():
         raise InputError("is a folder, not a file", path=path)
     if path.suffix == ".gz":
+        import gzip  # only for .gz files: a plain file opens without it
+
         return gzip.open(path, "rb")  # type: ignore[return-value]
     return open(path, "rb")
 
@@ -59,7 +58,7 @@ def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
                 if lineno == 1 and line.startswith("\ufeff"):
                     line = line[1:]
                 yield lineno, line.rstrip("\r\n")
-        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        except (OSError, EOFError) as exc:  # gzip.BadGzipFile is an OSError
             raise InputError(f"cannot read: {exc}", path=p, line=lineno + 1) from None
 
 
@@ -69,7 +68,7 @@ def read_text(path: str | Path) -> str:
     with _open_binary(p) as fh:
         try:
             data = fh.read()
-        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        except (OSError, EOFError) as exc:  # gzip.BadGzipFile is an OSError
             raise InputError(f"cannot read: {exc}", path=p) from None
     try:
         text = data.decode("utf-8")
@@ -89,6 +88,8 @@ def _default_file_mode() -> int:
 
 
 def _host() -> str:
+    import socket  # writers only: readers (`relgrade evaluate`) start without it
+
     return re.sub(r"[^A-Za-z0-9]", "", socket.gethostname())[:32]
 
 
@@ -167,6 +168,8 @@ def atomic_write(path: str | Path) -> Iterator[IO[str]]:
     if not folder.exists():
         raise InputError("the output folder does not exist", path=target, hint="create it first")
     remove_stale_temp_files(target)
+    import tempfile  # writers only, as socket
+
     fd, tmp_name = tempfile.mkstemp(
         prefix=f".{target.name}.relgrade-{_host()}-{os.getpid()}-", suffix=".tmp", dir=folder
     )
@@ -175,6 +178,8 @@ def atomic_write(path: str | Path) -> Iterator[IO[str]]:
         with os.fdopen(fd, "wb") as raw:
             binary: IO[bytes] = raw
             if target.suffix == ".gz":
+                import gzip
+
                 binary = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0)  # type: ignore[assignment]
             text = io.TextIOWrapper(binary, encoding="utf-8", newline="\n")
             yield text

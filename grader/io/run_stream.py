@@ -16,10 +16,6 @@ of an error: the answer never depends on which path ran.
 
 from __future__ import annotations
 
-import shutil
-import sys
-import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -30,23 +26,16 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from grader.errors import InputError
-from grader.io.runs import STDIN
+from grader.io.runs import run_source
 from grader.io.trec import RUN_COLUMNS, read_run
 from grader.io.trec_parse import _sniff_delimiter, convert_options, parse_options, regular_rows
-from grader.metrics.ranked import Judgments, Ranked, join_run
+from grader.metrics.judged_rows import JudgedRun
+from grader.metrics.ranked import Judgments, join_run
 from grader.metrics.ranking import Precision, rank_order, ranks_within
 
 BLOCK = 1 << 22  # 4 MiB of text, ~120,000 run lines: Arrow's parse stays fast, memory small
 
 Int = npt.NDArray[np.int64]
-
-
-@dataclass(frozen=True)
-class JudgedRun:
-    """A run joined with the qrels (`ranked`) and the number of run lines it has (`rows`)."""
-
-    ranked: Ranked
-    rows: int
 
 
 class _ReadWhole(Exception):
@@ -63,17 +52,8 @@ def judged_run_file(
 ) -> JudgedRun:
     """`judged_run` of a run file, or with `-` of the run on `stdin` (default: the process's);
     errors then name "stdin"."""
-    if path != STDIN:
-        return judged_run(path, judged, precision=precision, depth=depth)
-    source = sys.stdin.buffer if stdin is None else stdin
-    with tempfile.TemporaryDirectory(prefix="relgrade-") as folder:
-        copy = Path(folder) / "stdin"
-        with open(copy, "wb") as fh:
-            shutil.copyfileobj(source, fh)
-        try:
-            return judged_run(copy, judged, precision=precision, depth=depth)
-        except InputError as exc:
-            raise InputError(exc.reason, path="stdin", line=exc.line, hint=exc.hint) from None
+    with run_source(path, stdin) as source:
+        return judged_run(source, judged, precision=precision, depth=depth)
 
 
 def judged_run(

@@ -8,15 +8,13 @@ the very same file given twice gets a prime (`r.txt'`). `-` reads the run from s
 
 from __future__ import annotations
 
-import shutil
+import contextlib
 import sys
-import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from grader.errors import InputError
-from grader.io.trec import read_run
 from grader.metrics.ranking import Precision
 
 if TYPE_CHECKING:
@@ -46,23 +44,39 @@ def run_names(paths: Sequence[str]) -> list[str]:
     return names
 
 
-def read_run_file(
-    path: str, *, precision: Precision = "float32", stdin: BinaryIO | None = None
-) -> pd.DataFrame:
-    """A run file, or with `-` the run on `stdin` (default: the process's); errors then name
-    "stdin". `attrs["path"]` is the path as given."""
+@contextlib.contextmanager
+def run_source(path: str, stdin: BinaryIO | None = None) -> Iterator[str | Path]:
+    """The file to read run `path` from. `-` is the run on `stdin` (default: the process's),
+    copied to a temporary file for the block's length; an InputError raised in the block then
+    names "stdin" instead of the copy."""
     if path != STDIN:
-        return read_run(path, precision=precision)
+        yield path
+        return
+    import shutil
+    import tempfile
+
     source = sys.stdin.buffer if stdin is None else stdin
     with tempfile.TemporaryDirectory(prefix="relgrade-") as folder:
         copy = Path(folder) / "stdin"
         with open(copy, "wb") as fh:
             shutil.copyfileobj(source, fh)
         try:
-            frame = read_run(copy, precision=precision)
+            yield copy
         except InputError as exc:
             raise InputError(exc.reason, path="stdin", line=exc.line, hint=exc.hint) from None
-    frame.attrs["path"] = STDIN
+
+
+def read_run_file(
+    path: str, *, precision: Precision = "float32", stdin: BinaryIO | None = None
+) -> pd.DataFrame:
+    """A run file, or with `-` the run on `stdin` (default: the process's); errors then name
+    "stdin". `attrs["path"]` is the path as given."""
+    from grader.io.trec import read_run  # Arrow and pandas: only where a frame is read
+
+    with run_source(path, stdin) as source:
+        frame = read_run(source, precision=precision)
+    if path == STDIN:
+        frame.attrs["path"] = STDIN
     return frame
 
 

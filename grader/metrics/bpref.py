@@ -19,8 +19,8 @@ import numpy as np
 import numpy.typing as npt
 
 from grader.metrics._lists import Grades
+from grader.metrics.judged_rows import Ranked
 from grader.metrics.measures import DEFAULT_THRESHOLD, Measure
-from grader.metrics.ranked import Ranked
 from grader.metrics.ranking import sum_before_within
 
 

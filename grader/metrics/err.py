@@ -26,8 +26,8 @@ import numpy.typing as npt
 
 from grader.errors import InputError
 from grader.metrics._lists import Grades, top
+from grader.metrics.judged_rows import Ranked
 from grader.metrics.measures import Measure
-from grader.metrics.ranked import Ranked
 from grader.metrics.ranking import sum_before_within
 
 MAX_GRADE = 4

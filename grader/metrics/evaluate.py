@@ -38,9 +38,9 @@ from grader.metrics import (
     rr,
     success,
 )
+from grader.metrics.judged_rows import Ranked
 from grader.metrics.measures import SUMMED, Measure, parse_measure
 from grader.metrics.query_order import query_order
-from grader.metrics.ranked import Ranked, join
 from grader.metrics.ranking import Precision
 
 if TYPE_CHECKING:  # pandas only where a frame is asked for: `relgrade evaluate` never imports it
@@ -91,6 +91,8 @@ def evaluate(
     missing="skip"), `n_queries` = queries in the mean, `qrels_queries` = queries in the qrels,
     `unjudged_queries` = run queries the qrels lack (ignored).
     """
+    from grader.metrics.ranked import join  # Arrow: only for frames, never for `score`
+
     parsed = [parse_measure(m) for m in measures]
     ranked = join(qrels, run, precision=precision, depth=depth_needed(parsed))
     return score(ranked, parsed, missing=missing).frame()

@@ -21,8 +21,8 @@ import numpy as np
 import numpy.typing as npt
 
 from grader.metrics._lists import Grades, top
+from grader.metrics.judged_rows import Ranked
 from grader.metrics.measures import Measure
-from grader.metrics.ranked import Ranked
 
 
 def judged_at_k(rels: Grades, k: int | None = None) -> float:

@@ -23,7 +23,7 @@ import dataclasses
 import numpy as np
 
 from grader.metrics._lists import Grades
-from grader.metrics.ranked import Ranked
+from grader.metrics.judged_rows import Ranked
 from grader.metrics.ranking import ranks_within
 
 

@@ -21,8 +21,8 @@ import numpy as np
 import numpy.typing as npt
 
 from grader.metrics._lists import Grades, check_k
+from grader.metrics.judged_rows import Ranked
 from grader.metrics.measures import Measure
-from grader.metrics.ranked import Ranked
 from grader.metrics.ranking import ranks_within
 from grader.metrics.spellings import Gains
 

@@ -17,8 +17,8 @@ import numpy as np
 import numpy.typing as npt
 
 from grader.metrics._lists import is_relevant
+from grader.metrics.judged_rows import Ranked
 from grader.metrics.measures import DEFAULT_THRESHOLD, Measure
-from grader.metrics.ranked import Ranked
 
 
 def num_rel(judged: list[int], threshold: int = DEFAULT_THRESHOLD) -> int:

@@ -16,8 +16,8 @@ import numpy as np
 import numpy.typing as npt
 
 from grader.metrics._lists import Grades, hits
+from grader.metrics.judged_rows import Ranked
 from grader.metrics.measures import DEFAULT_THRESHOLD, Measure
-from grader.metrics.ranked import Ranked
 
 
 def num_rel_ret(rels: Grades, threshold: int = DEFAULT_THRESHOLD) -> int:

@@ -14,8 +14,8 @@ import numpy as np
 import numpy.typing as npt
 
 from grader.metrics._lists import Grades
+from grader.metrics.judged_rows import Ranked
 from grader.metrics.measures import Measure
-from grader.metrics.ranked import Ranked
 
 
 def num_ret(rels: Grades) -> int:

@@ -1,9 +1,10 @@
-"""The qrels x run join every vectorised measure reads: judged run rows as flat numpy arrays.
+"""The qrels x run join with Arrow: judged run rows (`Ranked`) as flat numpy arrays.
 
 Every measure relgrade computes only needs, per query, the ranks and grades of the *judged*
 documents the run returned, how many documents it returned, and the query's judged grades
-(for recall denominators and nDCG's ideal). So the 10M-row run is touched once, to look its
-(query, doc) pairs up among the qrels; everything after works on the judged rows only.
+(for recall denominators and nDCG's ideal; see `grader.metrics.judged_rows`). So the 10M-row
+run is touched once, to look its (query, doc) pairs up among the qrels (ids as Arrow
+dictionary codes, `Judgments`); everything after works on the judged rows only.
 """
 
 from __future__ import annotations
@@ -12,59 +13,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from grader.errors import InputError
+from grader.metrics.judged_rows import Ideal, Int, Ranked, ideal_of, ranked_rows
 from grader.metrics.ranking import Precision, rank_order, ranks_within
 
 if TYPE_CHECKING:  # pandas is imported where a frame is read: `relgrade evaluate` never needs it
     import pandas as pd
 
-Int = npt.NDArray[np.int64]
-
-
-@dataclass(frozen=True)
-class Ranked:
-    """Judged run rows and judged grades of one run against one qrels, by qrels query index.
-
-    Row arrays (`query`, `rank`, `grade`) hold one entry per returned document that has a
-    grade, sorted by query then rank. `ideal_*` hold every judgment of the qrels sorted by
-    query then grade descending (`ideal_pos` is the 1-based position in that ideal ranking).
-    """
-
-    query_ids: list[str]
-    query: Int
-    rank: Int
-    grade: Int
-    returned: Int
-    ideal_query: Int
-    ideal_grade: Int
-    ideal_pos: Int
-    unjudged_queries: tuple[str, ...] = ()
-
-    @property
-    def n_queries(self) -> int:
-        return len(self.query_ids)
-
-    def per_query(
-        self, rows: npt.NDArray[np.bool_], weights: npt.NDArray[np.float64] | None = None
-    ) -> npt.NDArray[np.float64]:
-        """Sum over the selected judged rows, per query (counts when `weights` is None)."""
-        w = None if weights is None else weights[rows]
-        out: npt.NDArray[np.float64] = np.bincount(
-            self.query[rows], weights=w, minlength=self.n_queries
-        ).astype(np.float64)
-        return out
-
-    def n_relevant(self, threshold: int) -> npt.NDArray[np.float64]:
-        """Number of judged documents with grade >= threshold, per query."""
-        sel = self.ideal_grade >= threshold
-        out: npt.NDArray[np.float64] = np.bincount(
-            self.ideal_query[sel], minlength=self.n_queries
-        ).astype(np.float64)
-        return out
+__all__ = ["Judgments", "Ranked", "join", "join_run", "judgments", "judgments_of"]
 
 
 def _strings(series: pd.Series) -> pa.Array:
@@ -183,17 +142,12 @@ class Judgments:
         unjudged_queries: tuple[str, ...] = (),
     ) -> Ranked:
         """The `Ranked` of judged run rows given in any order (sorted here by query, rank)."""
-        order = np.lexsort((rank, query))
-        return Ranked(
-            query_ids=[str(q) for q in self.query_ids.to_pylist()],
-            query=np.asarray(query[order], dtype=np.int64),
-            rank=np.asarray(rank[order], dtype=np.int64),
-            grade=np.asarray(grade[order], dtype=np.int64),
-            returned=returned,
-            ideal_query=self.ideal_query,
-            ideal_grade=self.ideal_grade,
-            ideal_pos=self.ideal_pos,
-            unjudged_queries=unjudged_queries,
+        return ranked_rows(
+            [str(q) for q in self.query_ids.to_pylist()],
+            Ideal(self.ideal_query, self.ideal_grade, self.ideal_pos),
+            (query, rank, grade),
+            returned,
+            unjudged_queries,
         )
 
 
@@ -214,16 +168,15 @@ def judgments(query_ids: pa.Array, doc_ids: pa.Array, grades: Int) -> Judgments:
             f"{query_ids[row].as_py()!r}",
             hint="keep one grade per (query, doc), e.g. drop_duplicates or aggregate first",
         )
-    ideal = np.lexsort((-grades, q_of_judgment))
-    ideal_query = q_of_judgment[ideal]
+    ideal = ideal_of(q_of_judgment, grades)
     return Judgments(
         query_ids=q_unique,
         doc_ids=d_unique,
         sorted_keys=sorted_keys,
         sorted_grades=grades[by_key],
-        ideal_query=ideal_query,
-        ideal_grade=grades[ideal],
-        ideal_pos=ranks_within(ideal_query),
+        ideal_query=ideal.query,
+        ideal_grade=ideal.grade,
+        ideal_pos=ideal.pos,
     )
 
 

@@ -2,19 +2,22 @@
 
 trec_eval 9 (and pytrec_eval) keep scores as C floats, so scores that are equal in float32 are
 ties even when the file's decimals differ; `precision="float64"` compares in double precision
-like trec_eval 10. Pure functions on arrays: no I/O.
+like trec_eval 10. Pure functions on arrays: no I/O. Doc ids may be Arrow arrays, a pandas
+Series or a plain list of str (the small-file reader's); Arrow is imported only to break ties
+among Arrow or pandas ids.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
+
+DocIds: TypeAlias = "pd.Series | pa.ChunkedArray | pa.Array | list[str] | list[bytes]"
 
 Precision = Literal["float32", "float64"]
 
@@ -34,16 +37,35 @@ def _sort_by_query_score(q: np.ndarray, key: np.ndarray) -> np.ndarray:
 
 def _strings_at(doc_ids: pd.Series | pa.ChunkedArray | pa.Array, rows: np.ndarray) -> pa.Array:
     """The doc ids of the given rows as an Arrow string array."""
+    import pyarrow as pa
+
     if not isinstance(doc_ids, pa.Array | pa.ChunkedArray):  # a pandas Series
         return pa.array(doc_ids.take(rows).astype(str).to_numpy(dtype=object), pa.large_string())
     taken = doc_ids.take(pa.array(rows))
     return taken.combine_chunks() if isinstance(taken, pa.ChunkedArray) else taken
 
 
+def _doc_descending(doc_ids: DocIds, rows: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """Order of `rows` by tie group ascending, then doc id descending (bytewise in UTF-8)."""
+    if isinstance(doc_ids, list):  # Python compares str by code point: UTF-8's byte order
+        docs = [doc_ids[r] for r in rows.tolist()]
+        by_doc = sorted(range(len(docs)), key=docs.__getitem__, reverse=True)
+        by_doc.sort(key=group.tolist().__getitem__)  # stable: doc order kept within a group
+        return np.asarray(by_doc, dtype=np.int64)
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    tied_docs = pa.table({"group": pa.array(group), "doc": _strings_at(doc_ids, rows)})
+    within: np.ndarray = pc.sort_indices(
+        tied_docs, sort_keys=[("group", "ascending"), ("doc", "descending")]
+    ).to_numpy()
+    return within
+
+
 def rank_order(
     query_codes: np.ndarray,
     scores: np.ndarray,
-    doc_ids: pd.Series | pa.ChunkedArray | pa.Array,
+    doc_ids: DocIds,
     precision: Precision,
 ) -> np.ndarray:
     """Row order of trec_eval: by query, score descending (in `precision`), doc id descending.
@@ -68,10 +90,7 @@ def rank_order(
     in_tie[:-1] |= tied
     pos = np.flatnonzero(in_tie)
     group = np.cumsum(np.concatenate(([True], ~tied)))[pos]
-    tied_docs = pa.table({"group": pa.array(group), "doc": _strings_at(doc_ids, order[pos])})
-    within = pc.sort_indices(
-        tied_docs, sort_keys=[("group", "ascending"), ("doc", "descending")]
-    ).to_numpy()
+    within = _doc_descending(doc_ids, order[pos], group)
     order = order.copy()
     order[pos] = order[pos][within]
     return order

@@ -17,8 +17,8 @@ import numpy as np
 import numpy.typing as npt
 
 from grader.metrics._lists import Grades, hits, top
+from grader.metrics.judged_rows import Ranked
 from grader.metrics.measures import DEFAULT_THRESHOLD, Measure
-from grader.metrics.ranked import Ranked
 
 
 def recall_at_k(

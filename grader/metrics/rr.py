@@ -21,8 +21,8 @@ import numpy as np
 import numpy.typing as npt
 
 from grader.metrics._lists import Grades, is_relevant, top
+from grader.metrics.judged_rows import Ranked
 from grader.metrics.measures import DEFAULT_THRESHOLD, Measure
-from grader.metrics.ranked import Ranked
 
 
 def reciprocal_rank(

@@ -13,8 +13,8 @@ import numpy as np
 import numpy.typing as npt
 
 from grader.metrics._lists import Grades, check_k, hits, top
+from grader.metrics.judged_rows import Ranked
 from grader.metrics.measures import DEFAULT_THRESHOLD, Measure
-from grader.metrics.ranked import Ranked
 
 
 def success_at_k(rels: Grades, k: int, threshold: int = DEFAULT_THRESHOLD) -> float:

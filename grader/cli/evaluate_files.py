@@ -1,0 +1,123 @@
+"""Which reader reads `relgrade evaluate`'s files, so that a small run scores in a blink.
+
+Small TREC qrels and runs (up to `grader.io.trec_small.SMALL_BYTES` of text) are read in plain
+Python and Arrow is never imported: importing it takes longer than scoring such a run. Larger
+files, and any file the plain reader does not take as is (every bad file among them), go to the
+Arrow readers, which name file, line and fix; a grades CSV or a judgments JSONL as qrels goes to
+the pandas readers. The answer is the same whichever reader ran (tests/test_trec_small.py).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+from grader.errors import InputError
+from grader.io.files import iter_lines
+from grader.io.grade_format import looks_like_qrels
+from grader.io.runs import run_source
+from grader.io.trec_small import small_judged_run, small_qrels
+from grader.metrics.judgments_dict import DictJudgments
+
+if TYPE_CHECKING:
+    from grader.metrics.judged_rows import JudgedRun
+    from grader.metrics.ranked import Judgments
+    from grader.metrics.ranking import Precision
+
+
+def read_grades(path: str, *, clamp: bool) -> tuple[DictJudgments | Judgments, dict[str, Any]]:
+    """TREC qrels (any integer grade), a judgments JSONL, or a human-grades CSV (LLM and human
+    grades: 0..3, or `clamp`), told apart by the first line that is not a `#` comment, indexed
+    for the join; and what was read: `source`, `top` (the highest grade, None without
+    judgments), `clamped`, `ungraded`, `failed`. Qrels without a judgment are an InputError."""
+    for _, line in iter_lines(path):
+        if line.strip() and not line.lstrip().startswith("#"):
+            if line.lstrip().startswith("{"):
+                from grader.io.grades import read_llm_grades
+
+                return _indexed(read_llm_grades(path, clamp=clamp))
+            if not looks_like_qrels(line):
+                from grader.io.grades import read_human_grades
+
+                return _indexed(read_human_grades(path, clamp=clamp))
+            break
+    small = small_qrels(path)
+    if small is not None:
+        if not len(small):
+            raise _no_judgments(path)
+        return small, {"source": "trec", "top": small.top(), "clamped": 0}
+    arrow_without_pandas()
+    from grader.io.trec import read_qrels_columns
+    from grader.metrics.ranked import judgments
+
+    qrels = read_qrels_columns(path, any_grade=True)
+    if not len(qrels):
+        raise _no_judgments(path)
+    facts = {"source": "trec", "top": int(qrels.grade.max()), "clamped": qrels.clamped}
+    return judgments(qrels.query_id, qrels.doc_id, qrels.grade), facts
+
+
+def _no_judgments(path: str) -> InputError:
+    return InputError(
+        "no judgments in the qrels (the file is empty or holds only comments)",
+        path=path,
+        hint="give TREC qrels lines `qid 0 docid grade`, a grades CSV or a judgments JSONL",
+    )
+
+
+def _indexed(frame: Any) -> tuple[Judgments, dict[str, Any]]:
+    """A grades frame (judgments JSONL, grades CSV) indexed, with its attrs as facts."""
+    from grader.metrics.ranked import judgments_of
+
+    facts = dict(frame.attrs)
+    facts["top"] = int(frame["grade"].max()) if len(frame) else None
+    return judgments_of(frame), facts
+
+
+def judged_run_file(
+    path: str,
+    judged: DictJudgments | Judgments,
+    *,
+    precision: Precision,
+    depth: int | None,
+) -> JudgedRun:
+    """The run at `path` (`-`: stdin) joined with `judged`: in plain Python when both are
+    small and plain, else by the Arrow block reader (`grader.io.run_stream`)."""
+    with run_source(path) as source:
+        if isinstance(judged, DictJudgments):
+            small = small_judged_run(source, judged, precision=precision, depth=depth)
+            if small is not None:
+                return small
+        arrow_without_pandas()  # before Arrow's first conversion, `judged.arrow` among them
+        if isinstance(judged, DictJudgments):
+            judged = judged.arrow
+        from grader.io.run_stream import judged_run
+
+        return judged_run(source, judged, precision=precision, depth=depth)
+
+
+def arrow_without_pandas() -> None:
+    """Have pyarrow settle, before its first conversion, that it runs without pandas.
+
+    pyarrow looks for pandas the first time it converts anything (a numpy array, a scalar) and
+    imports it when installed: 0.2-0.4 s that `relgrade evaluate` of TREC files never needs.
+    With pandas refused for that one look, pyarrow carries on without its pandas integration;
+    whatever needs pandas later (a judgments JSONL, a run read whole, `to_pandas`) imports it
+    as usual, and pyarrow then finds it (it looks again whenever pandas is required).
+    """
+    if "pandas" in sys.modules:
+        return
+    import pyarrow as pa
+
+    class _RefusePandas:  # a meta path finder (importlib.abc costs an import of its own)
+        def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+            if name == "pandas":
+                raise ImportError("pandas is not needed to read TREC files")
+            return None
+
+    refuse = _RefusePandas()
+    sys.meta_path.insert(0, refuse)
+    try:
+        pa.array([0])  # pyarrow's first conversion: it looks for pandas here, once
+    finally:
+        sys.meta_path.remove(refuse)

@@ -1,0 +1,206 @@
+"""Small TREC files read in plain Python: no Arrow to import (issue 12, goal 5).
+
+Importing pyarrow takes longer (0.2-0.3 s) than reading and scoring a run of a few MB, so
+`relgrade evaluate` reads qrels and runs of up to SMALL_BYTES of text here, into lists and dicts
+(`grader.metrics.judgments_dict`), and leaves larger ones to the Arrow readers (`trec`,
+`run_stream`).
+
+Only files that this module reads exactly as those readers do are taken; for any other file the
+functions return None and the caller uses the Arrow reader, which reads it or names the file,
+line and fix. So answers and errors never depend on which reader ran (tests/test_trec_small.py
+gives both the same inputs). Taken: UTF-8 text without a byte order mark or NUL, lines ending
+in `\\n` or `\\r\\n`, cells separated by spaces or by tabs (one of the two in a file; repeated,
+leading or trailing ones split as the careful reader splits them), no other whitespace
+character and no `"` (the careful reader would unquote it), `#` comment lines and blank lines,
+every other line with its columns (a run's later ones ignored), finite scores and integer grades
+(at most 2^53) in the notation Arrow and `float()` parse alike (`grader.io.decimals`), and no
+(query, doc) twice.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from grader.errors import InputError
+from grader.io.decimals import parse_cells, parse_decimals
+from grader.io.files import _open_binary
+from grader.metrics.judged_rows import Int, JudgedRun
+from grader.metrics.judgments_dict import DictJudgments, dict_judgments, query_codes
+from grader.metrics.ranking import Precision
+
+SMALL_BYTES = 4 << 20
+"""The largest file (its text, after gunzip) read here; larger ones go to the Arrow readers."""
+
+_NOT_TAKEN = (b"\x00", b"\r", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\x1f", b'"')
+_OTHER_SPACE = re.compile(r"[^\S \t\n]")  # whitespace Python's str methods see, the readers not
+_EXACT = 2.0**53  # a larger grade is "too large" for the Arrow reader
+
+
+def small_bytes(path: Path, limit: int | None = None) -> bytes | None:
+    """The bytes of `path` (gunzipped, `\\r\\n` as `\\n`, ending in a newline) when it is at
+    most `limit` bytes (default SMALL_BYTES) and this module takes it (see above), else None
+    (the Arrow readers then read it)."""
+    limit = SMALL_BYTES if limit is None else limit
+    try:
+        with _open_binary(path) as fh:
+            data = fh.read(limit + 1)
+    except (InputError, OSError, EOFError):  # gzip.BadGzipFile is an OSError
+        return None  # the Arrow reader says what is wrong
+    if len(data) > limit:
+        return None
+    if b"\r" in data:
+        data = data.replace(b"\r\n", b"\n")
+    if any(c in data for c in _NOT_TAKEN) or (b" " in data and b"\t" in data):
+        return None
+    if not data.isascii():
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        if text.startswith("\ufeff") or _OTHER_SPACE.search(text):
+            return None  # a byte order mark, or a space str.lstrip() sees in a comment test
+    return data if data.endswith(b"\n") or not data else data + b"\n"
+
+
+def _table(
+    data: bytes, width: int, number: int, *, extra: bool
+) -> tuple[list[bytes], Int, list[bytes], npt.NDArray[np.float64]]:
+    """(query ids in order of first appearance, each line's query code, doc ids, the numbers
+    of column `number`) of every line that is not blank or a comment. ValueError when a line
+    has other than `width` cells (more are allowed with `extra`) or a number is not one
+    (`parse_decimals`). A regular file is cut where numpy finds its separators; any other is
+    split line by line."""
+    regular = _regular_cells(data)
+    if regular is None:
+        queries, docs, cells = _split_lines(data, width, (0, 2, number), extra=extra)
+        return (*query_codes(queries), docs, parse_cells(cells))
+    starts, ends = regular
+    found = starts.shape[1]
+    if found != width and not (extra and found > width):
+        raise ValueError("lines with other columns")
+    grouped = _query_groups(data, starts[:, 0], ends[:, 0])
+    if grouped is None:
+        grouped = query_codes(_cut(data, starts[:, 0], ends[:, 0]))
+    docs = _cut(data, starts[:, 2], ends[:, 2])
+    return (*grouped, docs, parse_decimals(data, starts[:, number], ends[:, number]))
+
+
+def _split_lines(
+    data: bytes, width: int, wanted: tuple[int, ...], *, extra: bool
+) -> list[list[bytes]]:
+    """`_table`'s columns of a file with comments, blank lines or irregular separators."""
+    out: list[list[bytes]] = [[] for _ in wanted]
+    for line in data.split(b"\n"):
+        row = line.split()
+        if not row or row[0].startswith(b"#"):
+            continue
+        if len(row) != width and not (extra and len(row) > width):
+            raise ValueError("a line with other columns")
+        for column, index in zip(out, wanted, strict=True):
+            column.append(row[index])
+    return out
+
+
+def _regular_cells(data: bytes) -> tuple[Int, Int] | None:
+    """(start, end) offsets of every cell, one row per line, when every line has the same number
+    of cells separated by one space or one tab (no blank line, no comment, no repeated, leading
+    or trailing separator), else None."""
+    if not data:
+        return None
+    b = np.frombuffer(data, dtype=np.uint8)
+    sep = 9 if b"\t" in data else 32
+    seps = np.flatnonzero((b == sep) | (b == 10))
+    if seps[0] == 0 or (np.diff(seps) == 1).any():
+        return None  # an empty cell or line
+    newline = b[seps] == 10
+    width = int(np.argmax(newline)) + 1
+    lines = len(seps) // width
+    if len(seps) != lines * width or int(newline.sum()) != lines:
+        return None  # lines of other widths
+    if not newline[width - 1 :: width].all():
+        return None  # lines of other widths, the same number of cells in all
+    ends = seps.reshape(lines, width)
+    starts = np.empty_like(ends)
+    starts[:, 1:] = ends[:, :-1] + 1
+    starts[0, 0] = 0
+    starts[1:, 0] = ends[:-1, -1] + 1
+    if (b[starts[:, 0]] == ord("#")).any():
+        return None  # a comment
+    return starts, ends
+
+
+def _cut(data: bytes, starts: Int, ends: Int) -> list[bytes]:
+    return [data[a:b] for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
+
+
+_LONGEST_COMPARED = 64
+
+
+def _query_groups(data: bytes, starts: Int, ends: Int) -> tuple[list[bytes], Int] | None:
+    """`query_codes` of the ids at these offsets when each id's lines are together, found by
+    comparing each id with the one before byte by byte in numpy; None when an id comes back
+    later or ids are longer than _LONGEST_COMPARED bytes."""
+    lengths = ends - starts
+    longest = int(lengths.max())
+    if longest > _LONGEST_COMPARED:
+        return None
+    b = np.frombuffer(data, dtype=np.uint8)
+    last = len(b) - 1
+    same = lengths[1:] == lengths[:-1]
+    for k in range(longest):
+        here = b[np.minimum(starts[1:] + k, last)] == b[np.minimum(starts[:-1] + k, last)]
+        same &= here | (lengths[1:] <= k)
+    first = np.flatnonzero(np.concatenate(([True], ~same)))
+    heads = _cut(data, starts[first], ends[first])
+    if len(set(heads)) != len(heads):
+        return None
+    sizes = np.diff(np.append(first, len(starts)))
+    return heads, np.repeat(np.arange(len(heads), dtype=np.int64), sizes)
+
+
+def small_qrels(path: str | Path, limit: int | None = None) -> DictJudgments | None:
+    """TREC qrels (`qid iter docid grade`, any integer grade) as `read_qrels_columns(path,
+    any_grade=True)` reads them, indexed; None when this module does not take the file."""
+    data = small_bytes(Path(path), limit)
+    if data is None:
+        return None
+    try:
+        heads, qcodes, docs, numbers = _table(data, 4, 3, extra=False)
+    except ValueError:
+        return None
+    if not (np.abs(numbers) <= _EXACT).all() or (numbers != np.round(numbers)).any():
+        return None  # not an integer, or too large to hold exactly (nan and inf too)
+    try:
+        return dict_judgments(heads, qcodes, docs, numbers.astype(np.int64))
+    except InputError:
+        return None  # a (query, doc) twice: the Arrow reader names both lines
+
+
+def small_judged_run(
+    path: str | Path,
+    judged: DictJudgments,
+    *,
+    precision: Precision = "float32",
+    depth: int | None = None,
+    limit: int | None = None,
+) -> JudgedRun | None:
+    """The run at `path` joined with `judged`, as `run_stream.judged_run` gives it; None when
+    this module does not take the file."""
+    data = small_bytes(Path(path), limit)
+    if data is None:
+        return None
+    try:
+        heads, qcodes, docs, scores = _table(data, 6, 4, extra=True)
+    except ValueError:
+        return None
+    if not np.isfinite(scores).all():
+        return None
+    try:
+        ranked = judged.join(heads, qcodes, docs, scores, precision=precision, depth=depth)
+    except InputError:
+        return None  # a (query, doc) twice: the Arrow reader names both lines
+    return JudgedRun(ranked, len(docs))

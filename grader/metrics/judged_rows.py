@@ -1,0 +1,106 @@
+"""The judged rows every measure reads (`Ranked`), as plain numpy arrays: no Arrow, no pandas.
+
+Every measure needs, per query, the ranks and grades of the *judged* documents a run returned,
+how many documents it returned, and the query's judged grades (recall denominators, nDCG's
+ideal). Both ways of indexing a qrels (Arrow columns in `grader.metrics.ranked`, Python dicts in
+`grader.metrics.judgments_dict`) end here, so the kernels never know which one ran.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+Int = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """Judged run rows and judged grades of one run against one qrels, by qrels query index.
+
+    Row arrays (`query`, `rank`, `grade`) hold one entry per returned document that has a
+    grade, sorted by query then rank. `ideal_*` hold every judgment of the qrels sorted by
+    query then grade descending (`ideal_pos` is the 1-based position in that ideal ranking).
+    """
+
+    query_ids: list[str]
+    query: Int
+    rank: Int
+    grade: Int
+    returned: Int
+    ideal_query: Int
+    ideal_grade: Int
+    ideal_pos: Int
+    unjudged_queries: tuple[str, ...] = ()
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.query_ids)
+
+    def per_query(
+        self, rows: npt.NDArray[np.bool_], weights: npt.NDArray[np.float64] | None = None
+    ) -> npt.NDArray[np.float64]:
+        """Sum over the selected judged rows, per query (counts when `weights` is None)."""
+        w = None if weights is None else weights[rows]
+        out: npt.NDArray[np.float64] = np.bincount(
+            self.query[rows], weights=w, minlength=self.n_queries
+        ).astype(np.float64)
+        return out
+
+    def n_relevant(self, threshold: int) -> npt.NDArray[np.float64]:
+        """Number of judged documents with grade >= threshold, per query."""
+        sel = self.ideal_grade >= threshold
+        out: npt.NDArray[np.float64] = np.bincount(
+            self.ideal_query[sel], minlength=self.n_queries
+        ).astype(np.float64)
+        return out
+
+
+class Ideal(NamedTuple):  # a NamedTuple: made faster than a dataclass at import
+    """Every judgment of a qrels sorted by query, then grade descending (see `Ranked`)."""
+
+    query: Int
+    grade: Int
+    pos: Int
+
+
+def ideal_of(query_codes: Int, grades: Int) -> Ideal:
+    """The ideal rankings of judgments given as (query code, grade) in file order."""
+    from grader.metrics.ranking import ranks_within
+
+    order = np.lexsort((-grades, query_codes))
+    query = query_codes[order]
+    return Ideal(query=query, grade=grades[order], pos=ranks_within(query))
+
+
+def ranked_rows(
+    query_ids: list[str],
+    ideal: Ideal,
+    rows: tuple[Int, Int, Int],
+    returned: Int,
+    unjudged_queries: tuple[str, ...] = (),
+) -> Ranked:
+    """The `Ranked` of judged run rows (query code, rank, grade) given in any order."""
+    query, rank, grade = rows
+    order = np.lexsort((rank, query))
+    return Ranked(
+        query_ids=query_ids,
+        query=np.asarray(query[order], dtype=np.int64),
+        rank=np.asarray(rank[order], dtype=np.int64),
+        grade=np.asarray(grade[order], dtype=np.int64),
+        returned=returned,
+        ideal_query=ideal.query,
+        ideal_grade=ideal.grade,
+        ideal_pos=ideal.pos,
+        unjudged_queries=unjudged_queries,
+    )
+
+
+class JudgedRun(NamedTuple):
+    """A run joined with the qrels (`ranked`) and the number of run lines it has (`rows`)."""
+
+    ranked: Ranked
+    rows: int
