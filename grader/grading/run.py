@@ -25,7 +25,7 @@ from grader.models import Judgment, JudgmentError, Usage
 from grader.redact import redact
 from grader.store.claims import POLL_S, ClaimBook, Outcome
 from grader.store.judgment_rows import created_text, decode_key
-from grader.store.lookup import Block, StoredReader, StoredRef, look_up
+from grader.store.lookup import BLOCK, Block, StoredReader, StoredRef, look_up
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
 
@@ -69,8 +69,7 @@ class GradingReport:
         in the store streamed from it, a block of consecutive ones at a time."""
         so = self.stored_outputs
         if so is None:
-            if self.judgments:
-                yield _held_block(self.judgments)
+            yield from _held_blocks(self.judgments)
             return
         held = iter(self.judgments)
         order, taken, at = so.order, 0, 0
@@ -82,8 +81,15 @@ class GradingReport:
                     yield from reader.blocks(so.rows[taken : taken + end - at])
                     taken += end - at
                 else:
-                    yield _held_block([next(held) for _ in range(end - at)])
+                    yield from _held_blocks([next(held) for _ in range(end - at)])
                 at = end
+
+
+def _held_blocks(judgments: Sequence[Judgment]) -> Iterator[Block]:
+    """The `--out` and qrels lines of judgments a run holds, a block of them at a time (the
+    text of a million at once would be ~0.7 GB)."""
+    for start in range(0, len(judgments), BLOCK):
+        yield _held_block(judgments[start : start + BLOCK])
 
 
 def _held_block(judgments: Sequence[Judgment]) -> Block:
