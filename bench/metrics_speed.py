@@ -110,20 +110,36 @@ def generate(folder: Path, n_queries: int, n_docs: int, n_judged: int, seed: int
     )
 
 
+# Linux counts the memory a process had before exec in its peak (ru_maxrss): a child forked
+# from this process, which holds the generated data, would report at least this process's size.
+# So each command is started by a small launcher process and measured there.
+_LAUNCHER = """
+import os, subprocess, sys
+proc = subprocess.Popen(sys.argv[1:])
+_, status, usage = os.wait4(proc.pid, 0)
+sys.stderr.write(f"\\n{MARK} {usage.ru_maxrss}\\n")
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+MARK = "bench-peak-rss-kib"
+
+
 def child(cmd: list[str]) -> tuple[float, int, str]:
-    """(wall seconds, peak resident bytes, stdout) of `cmd` run in a child process."""
+    """(wall seconds, peak resident bytes, stdout) of `cmd` run in a child process (started by
+    a small launcher, see _LAUNCHER)."""
+    launcher = _LAUNCHER.replace("{MARK}", MARK)
     with tempfile.TemporaryFile() as out:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, cwd=ROOT)
-        assert proc.stderr is not None
-        err = proc.stderr.read()
-        _, status, usage = os.wait4(proc.pid, 0)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", launcher, *cmd], stdout=out, stderr=subprocess.PIPE, cwd=ROOT
+        )
+        _, err = proc.communicate()
         elapsed = time.perf_counter() - t0
-        proc.returncode = os.waitstatus_to_exitcode(status)
+        text = err.decode()
         if proc.returncode:
-            raise RuntimeError(f"{cmd[:4]} failed ({proc.returncode}): {err.decode()[-2000:]}")
+            raise RuntimeError(f"{cmd[:4]} failed ({proc.returncode}): {text[-2000:]}")
+        peak = int(text.rsplit(MARK, 1)[1].split()[0])
         out.seek(0)
-        return elapsed, usage.ru_maxrss * 1024, out.read().decode()
+        return elapsed, peak * 1024, out.read().decode()
 
 
 def build_trec_eval(given: Path | None, into: Path) -> Path | None:
