@@ -169,6 +169,7 @@ class Importer:
         workers: int | None = None,
         secrets: Sequence[str] = (),
         batch_lines: int = BATCH_LINES,
+        range_bytes: int = RANGE_BYTES,
     ):
         self.store = store
         self.judge_for = judge_for
@@ -176,6 +177,7 @@ class Importer:
         self.workers = workers
         self.secrets = tuple(secrets)
         self.batch_lines = batch_lines
+        self.range_bytes = range_bytes
         self.state = ExportState(store)
         self._judges: dict[str, LLMBatchJudge] = {}
         self._pending = _Pending()
@@ -249,7 +251,7 @@ class Importer:
         tasks = (
             RangeTask(str(path), start, end, line, eof, readers)
             for path in files
-            for start, end, line, eof in _ranges(path, RANGE_BYTES)
+            for start, end, line, eof in _ranges(path, self.range_bytes)
         )
         flight: deque[tuple[RangeTask, Callable[[], RangeResult], int]] = deque()
         done_bytes = 0

@@ -17,6 +17,9 @@ and sends the range again.
 from __future__ import annotations
 
 import gc
+import os
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -234,12 +237,21 @@ _READER: RangeReader | None = None
 def start_worker(store_path: str, secrets: tuple[str, ...]) -> None:
     """Process pool initializer: this worker's own connections to the store."""
     global _READER
+    parent = os.getppid()
+    threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
     store = Store(store_path, secrets=secrets)
     _READER = RangeReader(store, ExportState(store))
     # What this process holds for good (modules, the store) is left out of every collection:
     # each range makes ~100 objects a line, and full collections over all of them took as
     # long as the work itself.
     gc.freeze()
+
+
+def _exit_with(parent: int) -> None:
+    """End this worker once the process that started it is gone (killed: nothing else would)."""
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(0)
 
 
 def read_in_worker(task: RangeTask) -> RangeResult:
