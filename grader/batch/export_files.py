@@ -109,8 +109,8 @@ class _FileWriter:
     def name(self, file_no: int) -> Path:
         return self.out_dir / f"requests-{self.export_id}-{file_no:05d}.jsonl"
 
-    def add(self, line: bytes) -> int:
-        """Write one line; returns the number of the file it went into."""
+    def add(self, line: bytes) -> tuple[int, int]:
+        """Write one line; returns the number of the file it went into and its place there."""
         if len(line) > self.max_bytes:
             raise InputError(
                 f"a request is {len(line)} bytes, over the {self.max_bytes}-byte file limit",
@@ -130,7 +130,7 @@ class _FileWriter:
         self._hash.update(line)
         self._lines += 1
         self._size += len(line)
-        return self.file_no
+        return self.file_no, self._lines
 
     def close(self) -> None:
         """Finish the current file: flush, fsync, rename, record it in the store."""
@@ -257,8 +257,10 @@ def export_requests(
                     summary.pairs += 1
                     if key in known or key in batch.lines:
                         continue
-                    file_no = writer.add(requests.line(custom_id(export_id, key), query, doc))
-                    batch.lines[key] = Line(key, file_no, query.query_id, doc.doc_id, None)
+                    file_no, line_no = writer.add(
+                        requests.line(custom_id(export_id, key), query, doc)
+                    )
+                    batch.lines[key] = Line(key, file_no, line_no, query.query_id, doc.doc_id, None)
                     summary.lines += 1
                 if batch.size >= batch_pairs:
                     batch.write()

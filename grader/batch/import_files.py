@@ -396,9 +396,9 @@ class Importer:
         """Requests of the request files these results touched that no line answered."""
         for export_id, file_no in sorted(summary.touched):
             judge = self._judges[export_id]
-            after = ""
+            after = 0
             while lines := self.state.lines_without_outcome(export_id, file_no, after=after):
-                after = lines[-1].key
+                after = lines[-1].line_no
                 queries, docs = self._texts(lines)
                 statuses = self.store.statuses(x.key for x in lines)
                 results: dict[str, Judgment] = {}
@@ -437,9 +437,9 @@ class Importer:
             ) -> Judgment:
                 return await judge.judge(query, doc, key=key)
 
-            after = ""
+            after = 0
             while lines := self.state.failed_lines(export_id, file_no, after=after, limit=500):
-                after = lines[-1].key
+                after = lines[-1].line_no
                 queries, docs = self._texts(lines)
                 items = {x.key: (queries[x.query_id], docs[x.doc_id]) for x in lines}
                 asked = {k: LineProblem("reask", "asked live") for k in items}

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from grader.store.batch_tables import BATCH_STATEMENTS, add_base_url_column
 from grader.store.claims import CLAIMS_TABLE
-from grader.store.export_tables import EXPORT_STATEMENTS
+from grader.store.export_tables import EXPORT_LINES_IN_FILE_ORDER, EXPORT_STATEMENTS
 from grader.store.lean_tables import LEAN_STATEMENTS
 
 
@@ -124,6 +124,9 @@ MIGRATIONS: list[Migration] = [
     # each key are a WITHOUT ROWID table (no second copy of every key in an index). Old stores
     # upgrade in place; every judgment's JSON is copied as it was.
     Migration(7, "judge fingerprints kept once", LEAN_STATEMENTS, vacuum=True),
+    # Export lines kept in file order (owner: grader.batch.exports), so an import sets outcomes
+    # on neighbouring rows instead of one random page per line.
+    Migration(9, "export lines in file order", EXPORT_LINES_IN_FILE_ORDER),
 ]
 
 
