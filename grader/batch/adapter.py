@@ -4,18 +4,41 @@ live grading, at the batch price.
 `LLMBatchJudge` wraps `grader.judges.llm.judge.LLMJudge`. Requests are built by the judge's
 `build_request` in one fixed output mode (recorded with the job, so whichever process collects
 parses in the mode the requests asked for), and each output line goes through the judge's
-`judgment_from_body`, which calls the one reply validator (`grader.judges.llm.replies`) live grading
-uses: a reply is accepted or refused the same way however it arrived.
+reply reader (`judgment_from_body`), which calls the one reply validator
+(`grader.judges.llm.replies`) live grading uses: a reply is accepted or refused the same way
+however it arrived. `BatchReplies` is that reading alone, picklable, for worker processes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from grader.judges.llm.judge import LLMJudge
+from grader.judges.llm.reply_reader import ReplyReader
 from grader.models import Doc, Judgment, PromptRef, Query
 from grader.prompts import OutputMode, is_truncated
+
+
+@dataclass(frozen=True)
+class BatchReplies:
+    """How one batch judge reads an output line's body, and the fingerprint its judgments are
+    stored with: no client, so it can be sent to another process."""
+
+    reader: ReplyReader
+    mode: OutputMode
+    judge_id: str
+    prompt_ref: PromptRef | None
+    fingerprint: dict[str, Any]
+
+    def parse_reply(self, body: Mapping[str, Any], query: Query, doc: Doc, key: str) -> Judgment:
+        """A Judgment at the batch price: ok, or failed when live grading would refuse the
+        reply (the collector then re-asks it live or keeps the failure)."""
+        truncated = is_truncated(self.reader.prompt, doc)  # render_messages's, without rendering
+        return self.reader.judgment(
+            dict(body), query, doc, key=key, mode=self.mode, truncated=truncated, batch=True
+        )
 
 
 class LLMBatchJudge:
@@ -24,6 +47,9 @@ class LLMBatchJudge:
     def __init__(self, live: LLMJudge, *, mode: OutputMode | None = None) -> None:
         self.live = live
         self.mode: OutputMode = mode or live.output_mode
+        self.replies = BatchReplies(
+            live.reply_reader(), self.mode, live.judge_id, live.prompt.ref(), live.fingerprint()
+        )
 
     @property
     def judge_id(self) -> str:
@@ -42,10 +68,7 @@ class LLMBatchJudge:
     def parse_reply(self, body: Mapping[str, Any], query: Query, doc: Doc, key: str) -> Judgment:
         """A Judgment at the batch price: ok, or failed when live grading would refuse the
         reply (the collector then re-asks it live or keeps the failure)."""
-        truncated = is_truncated(self.live.prompt, doc)  # render_messages's, without rendering
-        return self.live.judgment_from_body(
-            dict(body), query, doc, key=key, mode=self.mode, truncated=truncated, batch=True
-        )
+        return self.replies.parse_reply(body, query, doc, key)
 
     async def judge(self, query: Query, doc: Doc, *, key: str) -> Judgment:
         return await self.live.judge(query, doc, key=key)

@@ -35,7 +35,8 @@ from grader.keys import ContentKeys
 from grader.models import Doc, Query
 from grader.store.store import Store
 
-CHUNK = 2000  # pairs per store round trip
+CHUNK = 2000  # pairs per store lookup
+BATCH_PAIRS = 20_000  # pairs whose texts, id pairs and lines are written in one go
 
 
 @dataclass(frozen=True)
@@ -83,8 +84,15 @@ class _FileWriter:
     """Request files under the limits: temporary name, sha256 as written, rename when full."""
 
     def __init__(
-        self, out_dir: Path, export_id: str, state: ExportState, max_lines: int, max_bytes: int
+        self,
+        out_dir: Path,
+        export_id: str,
+        state: ExportState,
+        max_lines: int,
+        max_bytes: int,
+        before_close: Callable[[], None],
     ) -> None:
+        self.before_close = before_close  # records the file's lines before the file itself
         self.out_dir = out_dir
         self.export_id = export_id
         self.state = state
@@ -101,8 +109,8 @@ class _FileWriter:
     def name(self, file_no: int) -> Path:
         return self.out_dir / f"requests-{self.export_id}-{file_no:05d}.jsonl"
 
-    def add(self, line: bytes) -> int:
-        """Write one line; returns the number of the file it went into."""
+    def add(self, line: bytes) -> tuple[int, int]:
+        """Write one line; returns the number of the file it went into and its place there."""
         if len(line) > self.max_bytes:
             raise InputError(
                 f"a request is {len(line)} bytes, over the {self.max_bytes}-byte file limit",
@@ -122,12 +130,13 @@ class _FileWriter:
         self._hash.update(line)
         self._lines += 1
         self._size += len(line)
-        return self.file_no
+        return self.file_no, self._lines
 
     def close(self) -> None:
         """Finish the current file: flush, fsync, rename, record it in the store."""
         if self._fh is None or self._tmp is None:
             return
+        self.before_close()
         self._fh.flush()
         os.fsync(self._fh.fileno())
         self._fh.close()
@@ -152,6 +161,49 @@ class _FileWriter:
         self._fh, self._tmp = None, None
 
 
+class _Batch:
+    """Texts, id pairs and request lines not yet written: written together every
+    `BATCH_PAIRS` pairs (transactions of 2,000 random keys each cost twice as much a row),
+    each table's rows in its key order."""
+
+    def __init__(self, store: Store, state: ExportState, export_id: str) -> None:
+        self.store = store
+        self.state = state
+        self.export_id = export_id
+        self._clear()
+
+    def _clear(self) -> None:
+        self.queries: dict[str, Query] = {}
+        self.docs: dict[str, Doc] = {}
+        self.pairs: set[tuple[str, str, str]] = set()
+        self.lines: dict[str, Line] = {}  # by key: the lines written to files, not yet recorded
+        self.n_pairs = 0
+
+    @property
+    def size(self) -> int:
+        return len(self.pairs)
+
+    def add_texts(self, keyed: list[tuple[str, Query, Doc]]) -> None:
+        """Keep every pair's texts and id pair (those already graded too: outputs list them)."""
+        for key, query, doc in keyed:
+            self.queries[query.query_id] = query
+            self.docs[doc.doc_id] = doc
+            self.pairs.add((key, query.query_id, doc.doc_id))
+
+    def write(self) -> None:
+        """Texts and id pairs first, then the lines (an import needs both)."""
+        if self.queries or self.docs:
+            self.store.put_texts(
+                [self.queries[k] for k in sorted(self.queries)],
+                [self.docs[k] for k in sorted(self.docs)],
+            )
+        if self.pairs:
+            self.store.put_pairs(sorted(self.pairs))
+        if self.lines or self.n_pairs:
+            self.state.add_lines(self.export_id, list(self.lines.values()), self.n_pairs)
+        self._clear()
+
+
 def _chunks(pairs: Iterable[tuple[Query, Doc]], size: int) -> Iterator[list[tuple[Query, Doc]]]:
     it = iter(pairs)
     while chunk := list(islice(it, size)):
@@ -170,6 +222,7 @@ def export_requests(
     total: int | None = None,
     progress: Progress | None = None,
     chunk: int = CHUNK,
+    batch_pairs: int = BATCH_PAIRS,
 ) -> ExportSummary:
     """Write request files for `pairs` into `out_dir` and record the export (see the module
     docstring); `config` is the judge's `job_config`, what import rebuilds the judge from."""
@@ -185,7 +238,8 @@ def export_requests(
     started = time.perf_counter()
     with ExportState(store) as state:
         state.add_export(export_id, config, str(folder.resolve()))
-        writer = _FileWriter(folder, export_id, state, max_requests, max_bytes)
+        batch = _Batch(store, state, export_id)
+        writer = _FileWriter(folder, export_id, state, max_requests, max_bytes, batch.write)
         summary = ExportSummary(export_id, writer.files)
         done = 0
         try:
@@ -194,31 +248,27 @@ def export_requests(
                 keyed = [(keys.key(q.text, d.text), q, d) for q, d in part]
                 statuses = store.statuses(k for k, _, _ in keyed)
                 known = state.lines(export_id, (k for k, _, _ in keyed))
-                store.put_texts(
-                    {q.query_id: q for _, q, _ in keyed}.values(),
-                    {d.doc_id: d for _, _, d in keyed}.values(),
-                )
-                store.put_pairs(sorted((k, q.query_id, d.doc_id) for k, q, d in keyed))
-                lines: list[Line] = []
-                pairs_here = 0
+                batch.add_texts(keyed)
                 for key, query, doc in keyed:
                     if statuses.get(key) == "ok":
                         summary.stored += 1
                         continue
-                    pairs_here += 1
-                    if key in known:
+                    batch.n_pairs += 1
+                    summary.pairs += 1
+                    if key in known or key in batch.lines:
                         continue
-                    file_no = writer.add(requests.line(custom_id(export_id, key), query, doc))
-                    line = Line(key, file_no, query.query_id, doc.doc_id, None)
-                    known[key] = line
-                    lines.append(line)
-                state.add_lines(export_id, lines, pairs_here)
-                summary.lines += len(lines)
-                summary.pairs += pairs_here
+                    file_no, line_no = writer.add(
+                        requests.line(custom_id(export_id, key), query, doc)
+                    )
+                    batch.lines[key] = Line(key, file_no, line_no, query.query_id, doc.doc_id, None)
+                    summary.lines += 1
+                if batch.size >= batch_pairs:
+                    batch.write()
                 done += len(part)
                 if progress is not None:
                     progress(LineProgress(done, total, time.perf_counter() - started))
             writer.close()
+            batch.write()
         except BaseException:
             writer.abandon()
             raise

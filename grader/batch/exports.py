@@ -35,10 +35,12 @@ def split_custom_id(value: object) -> tuple[str, str] | None:
 
 @dataclass(frozen=True)
 class Line:
-    """One exported request: its content key, request file and the id pair it is stored under."""
+    """One exported request: its content key, request file and place there (from 1), the id
+    pair it is stored under, and how its result came back (None: not yet)."""
 
     key: str
     file_no: int
+    line_no: int
     query_id: str
     doc_id: str
     outcome: str | None
@@ -107,14 +109,17 @@ class ExportState:
         )
 
     def add_lines(self, export_id: str, lines: Sequence[Line], n_pairs: int) -> None:
-        """Record lines written (one transaction, in key order: the table's) and count
+        """Record lines written (one transaction, in file order: the table's) and count
         `n_pairs` more id pairs."""
         self._tx(
             [
                 (
-                    "INSERT INTO export_lines (export_id, key, file_no, query_id, doc_id)"
-                    " VALUES (?, ?, ?, ?, ?)",
-                    sorted((export_id, x.key, x.file_no, x.query_id, x.doc_id) for x in lines),
+                    "INSERT INTO export_lines (export_id, file_no, line_no, key, query_id,"
+                    " doc_id) VALUES (?, ?, ?, ?, ?, ?)",
+                    sorted(
+                        (export_id, x.file_no, x.line_no, x.key, x.query_id, x.doc_id)
+                        for x in lines
+                    ),
                 ),
                 (
                     "UPDATE exports SET n_lines = n_lines + ?, n_pairs = n_pairs + ?,"
@@ -148,14 +153,14 @@ class ExportState:
         )
 
     def set_outcomes(self, export_id: str, outcomes: dict[str, str]) -> None:
-        """Record how each key's result came back: 'ok' or 'failed' (in key order, the
-        table's: a fifth less work than the results' order)."""
+        """Record how each key's result came back: 'ok' or 'failed' (found by key, set on
+        rows kept in file order: results in the order of their request file touch few pages)."""
         if outcomes:
             self._tx(
                 [
                     (
                         "UPDATE export_lines SET outcome = ? WHERE export_id = ? AND key = ?",
-                        [(o, export_id, k) for k, o in sorted(outcomes.items())],
+                        [(o, export_id, k) for k, o in outcomes.items()],
                     )
                 ]
             )
@@ -179,36 +184,40 @@ class ExportState:
         for start in range(0, len(unique), 500):
             chunk = unique[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            for key, file_no, qid, did, outcome in self._conn.execute(
-                "SELECT key, file_no, query_id, doc_id, outcome FROM export_lines"
-                f" WHERE export_id = ? AND key IN ({marks})",
+            for key, file_no, line_no, qid, did, outcome in self._conn.execute(
+                "SELECT key, file_no, line_no, query_id, doc_id, outcome FROM export_lines"
+                # by key: without statistics SQLite would scan the export's lines instead
+                f" INDEXED BY export_lines_key WHERE export_id = ? AND key IN ({marks})",
                 [export_id, *chunk],
             ):
-                found[key] = Line(key, file_no, qid, did, outcome)
+                found[key] = Line(key, file_no, line_no, qid, did, outcome)
         return found
 
     def lines_without_outcome(
-        self, export_id: str, file_no: int, *, after: str = "", limit: int = 2000
+        self, export_id: str, file_no: int, *, after: int = 0, limit: int = 2000
     ) -> list[Line]:
-        """Lines of one request file no result has come back for, by key after `after`."""
+        """Lines of one request file no result has come back for, in file order after line
+        `after`."""
         return [
-            Line(k, file_no, q, d, None)
-            for k, q, d in self._conn.execute(
-                "SELECT key, query_id, doc_id FROM export_lines WHERE export_id = ?"
-                " AND file_no = ? AND outcome IS NULL AND key > ? ORDER BY key LIMIT ?",
+            Line(k, file_no, n, q, d, None)
+            for n, k, q, d in self._conn.execute(
+                "SELECT line_no, key, query_id, doc_id FROM export_lines WHERE export_id = ?"
+                " AND file_no = ? AND line_no > ? AND outcome IS NULL ORDER BY line_no LIMIT ?",
                 (export_id, file_no, after, limit),
             )
         ]
 
     def failed_lines(
-        self, export_id: str, file_no: int, *, after: str = "", limit: int = 2000
+        self, export_id: str, file_no: int, *, after: int = 0, limit: int = 2000
     ) -> list[Line]:
-        """Lines of one request file whose result came back failed, by key after `after`."""
+        """Lines of one request file whose result came back failed, in file order after line
+        `after`."""
         return [
-            Line(k, file_no, q, d, "failed")
-            for k, q, d in self._conn.execute(
-                "SELECT key, query_id, doc_id FROM export_lines WHERE export_id = ?"
-                " AND file_no = ? AND outcome = 'failed' AND key > ? ORDER BY key LIMIT ?",
+            Line(k, file_no, n, q, d, "failed")
+            for n, k, q, d in self._conn.execute(
+                "SELECT line_no, key, query_id, doc_id FROM export_lines WHERE export_id = ?"
+                " AND file_no = ? AND line_no > ? AND outcome = 'failed' ORDER BY line_no"
+                " LIMIT ?",
                 (export_id, file_no, after, limit),
             )
         ]

@@ -5,12 +5,19 @@ Each results line (`{"id", "custom_id", "response": {"status_code", "request_id"
 one reply validator of live grading (`parse_completion`). An ok reply is stored as the pair's
 judgment; an error line, a refused reply, and a request of a touched request file that no line
 answered (`missing`) are stored as `failed` with the reason, never as a grade, and can be asked
-again live (`reask_failed`). Lines are read and stored in chunks, one transaction each, so a
-crash loses at most the chunk in flight and memory does not grow with the file.
+again live (`reask_failed`).
+
+The files are cut into ranges of whole lines (~4 MB); each range is decoded, checked and
+validated (`grader.batch.import_work`) by worker processes for a large import, in this process
+for a small one, and this process alone writes: it takes the ranges back in file order, decides
+which answers are new as if the lines were read one by one, and writes them in one transaction
+per ~20,000 lines (or 2 s), judgments in key order, then their outcomes. A crash loses at most
+what was not written yet (import again), and memory does not grow with the files.
 
 - A `custom_id` that is not `relgrade:EXPORT_ID:KEY`, names an export this store did not make,
   or a key its export never asked, stops the import with an InputError naming the file and the
-  line, before that chunk is stored (a file from another store, prompt or model).
+  line, before anything of that range is stored (a file from another store, prompt or model);
+  the lines before it are stored.
 - Importing the same file twice changes nothing: a key already ok in the store is skipped, and
   so is a failed line whose key already holds a failure.
 - A last line cut short (the engine was killed while writing) is reported, not an error; its
@@ -19,23 +26,38 @@ crash loses at most the chunk in flight and memory does not grow with the file.
 
 from __future__ import annotations
 
-import json
+import multiprocessing
+import os
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.batch.adapter import LLMBatchJudge
-from grader.batch.collect import LineProblem, failed_judgment, parse_output_record, retry_live
+from grader.batch.adapter import BatchReplies, LLMBatchJudge
+from grader.batch.collect import LineProblem, failed_judgment, retry_live
 from grader.batch.export_files import LineProgress, Progress
-from grader.batch.exports import ExportState, Line, split_custom_id
+from grader.batch.exports import ExportState, Line
+from grader.batch.import_work import (
+    SHOW,
+    RangeReader,
+    RangeResult,
+    RangeTask,
+    read_in_worker,
+    start_worker,
+)
 from grader.errors import InputError
 from grader.models import Doc, Judgment, Query
+from grader.store.journal import Row, Rows
 from grader.store.store import Store
 
-CHUNK = 2000  # lines per transaction
-SHOW = 5  # examples of bad lines kept for the report
+RANGE_BYTES = 4 << 20  # bytes of results lines per range (~2,300 lines of 1.8 KB)
+BATCH_LINES = 20_000  # lines decided before they are written, in one transaction
+BATCH_SECONDS = 2.0  # ... or after this long, so a crash loses little
+PARALLEL_BYTES = 32 << 20  # smaller imports run in this process (starting workers takes ~1 s)
+MAX_WORKERS = 4  # worker processes at most (the writing process is the limit past that)
 
 JudgeFor = Callable[[dict[str, Any]], LLMBatchJudge]
 
@@ -77,56 +99,92 @@ def results_files(paths: Sequence[str | Path]) -> list[Path]:
     return found
 
 
-@dataclass
-class _Record:
-    export_id: str
-    key: str
-    record: dict[str, Any]
-    where: str
+class _Pending:
+    """Answers decided but not yet written: judgment rows by key, outcomes by export and key,
+    and what each key now is (status, outcome) for the lines after it (see `Importer._decide`)."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, Row] = {}
+        self.outcomes: dict[str, dict[str, str]] = {}
+        self.lines = 0
+        self.since = time.monotonic()
+
+    def __bool__(self) -> bool:
+        return bool(self.rows or self.outcomes)
 
 
-def _records(path: Path, summary: ImportSummary) -> Iterator[tuple[_Record | None, int]]:
-    """(record, bytes read so far) of each line; None for a line that could not be read."""
-    read = 0
+class _Inline:
+    """Runs each range in this process when its result is asked for (small imports)."""
+
+    def __init__(self, reader: RangeReader) -> None:
+        self.reader = reader
+
+    def submit(self, task: RangeTask) -> Callable[[], RangeResult]:
+        return lambda: self.reader.read(task)
+
+
+class _Pool:
+    """Ranges read by worker processes, each with its own store connections."""
+
+    def __init__(self, pool: ProcessPoolExecutor) -> None:
+        self.pool = pool
+
+    def submit(self, task: RangeTask) -> Callable[[], RangeResult]:
+        return self.pool.submit(read_in_worker, task).result
+
+
+def _ranges(path: Path, block: int) -> Iterator[tuple[int, int, int, bool]]:
+    """(start, end, first line number, ends the file) of ranges of whole lines of about
+    `block` bytes (a line longer than that is a range of its own)."""
+    size = path.stat().st_size
+    start, line = 0, 1
     with path.open("rb") as fh:
-        for number, raw in enumerate(fh, start=1):
-            read += len(raw)
-            if not raw.strip():
-                continue
-            try:
-                record = json.loads(raw)
-            except ValueError:
-                record = None
-            if not isinstance(record, dict):
-                where = f"{path}:{number}"
-                if not raw.endswith(b"\n") and fh.peek(1) == b"":
-                    summary.truncated.append(where)
-                else:
-                    summary.n_malformed += 1
-                    if len(summary.malformed) < SHOW:
-                        summary.malformed.append(where)
-                yield None, read
-                continue
-            ids = split_custom_id(record.get("custom_id"))
-            if ids is None:
-                raise InputError(
-                    f"custom_id {record.get('custom_id')!r} is not one relgrade batch export wrote",
-                    path=path,
-                    line=number,
-                    hint="import the results of `relgrade batch export` request files",
-                )
-            yield _Record(ids[0], ids[1], record, f"{path.name} line {number}"), read
+        while start < size:
+            fh.seek(start)
+            data = fh.read(block)
+            end = start + len(data)
+            while end < size and not data.endswith(b"\n"):
+                cut = data.rfind(b"\n")
+                if cut >= 0:
+                    data = data[: cut + 1]
+                    end = start + len(data)
+                    break
+                more = fh.read(block)  # no newline yet: one long line
+                data += more
+                end += len(more)
+            yield start, end, line, end >= size
+            line += data.count(b"\n")
+            start = end
 
 
 class Importer:
     """Imports results files into a store (see the module docstring)."""
 
-    def __init__(self, store: Store, judge_for: JudgeFor, *, progress: Progress | None = None):
+    def __init__(
+        self,
+        store: Store,
+        judge_for: JudgeFor,
+        *,
+        progress: Progress | None = None,
+        workers: int | None = None,
+        secrets: Sequence[str] = (),
+        batch_lines: int = BATCH_LINES,
+        range_bytes: int = RANGE_BYTES,
+    ):
         self.store = store
         self.judge_for = judge_for
         self.progress = progress
+        self.workers = workers
+        self.secrets = tuple(secrets)
+        self.batch_lines = batch_lines
+        self.range_bytes = range_bytes
         self.state = ExportState(store)
         self._judges: dict[str, LLMBatchJudge] = {}
+        self._pending = _Pending()
+        self._known: dict[str, tuple[str, str]] = {}  # key -> (status, outcome) this import wrote
+        self._written: deque[tuple[int, set[str]]] = deque()  # (ranges sent before, keys)
+        self._sent = 0
+        self._done = 0
 
     def close(self) -> None:
         self.state.close()
@@ -137,7 +195,7 @@ class Importer:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def judge(self, export_id: str, path: Path, line: int | None = None) -> LLMBatchJudge:
+    def judge(self, export_id: str, path: str | Path, line: int | None = None) -> LLMBatchJudge:
         judge = self._judges.get(export_id)
         if judge is None:
             config = self.state.config(export_id)
@@ -159,23 +217,136 @@ class Importer:
         total = sum(p.stat().st_size for p in files) or 1
         summary = ImportSummary(files=len(files))
         started = time.perf_counter()
-        before = 0
-        for path in files:
-            chunk: list[_Record] = []
-            read = 0
-            for record, read in _records(path, summary):
-                if record is not None:
-                    chunk.append(record)
-                if len(chunk) >= CHUNK:
-                    self._store_chunk(path, chunk, summary)
-                    chunk = []
-                    self._report(summary, started, (before + read) / total)
-            if chunk:
-                self._store_chunk(path, chunk, summary)
-            before += path.stat().st_size
-            self._report(summary, started, before / total)
+        workers = self.workers
+        if workers is None:
+            workers = min(os.cpu_count() or 1, MAX_WORKERS) if total >= PARALLEL_BYTES else 0
+        try:
+            if workers > 0:
+                context = multiprocessing.get_context("spawn")
+                with ProcessPoolExecutor(
+                    workers,
+                    mp_context=context,
+                    initializer=start_worker,
+                    initargs=(str(self.store.path), self.secrets),
+                ) as pool:
+                    self._import(files, _Pool(pool), 2 * workers + 1, summary, started, total)
+            else:
+                reader = RangeReader(self.store, self.state)
+                self._import(files, _Inline(reader), 1, summary, started, total)
+        finally:
+            self._flush()  # what was decided before a stop is kept
         self._mark_missing(summary)
         return summary
+
+    def _import(
+        self,
+        files: list[Path],
+        runner: _Inline | _Pool,
+        window: int,
+        summary: ImportSummary,
+        started: float,
+        total: int,
+    ) -> None:
+        readers: dict[str, BatchReplies] = {}
+        tasks = (
+            RangeTask(str(path), start, end, line, eof, readers)
+            for path in files
+            for start, end, line, eof in _ranges(path, self.range_bytes)
+        )
+        flight: deque[tuple[RangeTask, Callable[[], RangeResult], int]] = deque()
+        done_bytes = 0
+        while True:
+            while len(flight) < window and (task := next(tasks, None)) is not None:
+                flight.append((task, runner.submit(task), self._sent))
+                self._sent += 1
+            if not flight:
+                break
+            task, result_of, sent = flight.popleft()
+            result = result_of()
+            while result.need_export is not None:
+                export_id, line = result.need_export
+                readers[export_id] = self.judge(export_id, task.path, line).replies
+                task = RangeTask(
+                    task.path, task.start, task.end, task.first_line, task.at_eof, dict(readers)
+                )
+                result = runner.submit(task)()
+            if result.error is not None:
+                raise result.error.error()
+            self._take(result, sent, summary)
+            self._done += 1
+            self._forget()
+            done_bytes += task.end - task.start
+            if (
+                self._pending.lines >= self.batch_lines
+                or time.monotonic() - self._pending.since >= BATCH_SECONDS
+            ):
+                self._flush()
+            self._report(summary, started, done_bytes / total)
+
+    def _take(self, result: RangeResult, sent: int, summary: ImportSummary) -> None:
+        """Decide each answer of a range, in file order, as if the lines were read one by
+        one: the store's status and the line's outcome are those the worker read, unless this
+        import wrote the key since (`_known`)."""
+        summary.truncated.extend(result.truncated)
+        summary.n_malformed += result.n_malformed
+        room = SHOW - len(summary.malformed)
+        summary.malformed.extend(result.malformed[: max(0, room)])
+        pending = self._pending
+        known = self._known
+        for answer in result.answers:
+            summary.lines += 1
+            key, export_id = answer.key, answer.export_id
+            summary.exports.add(export_id)
+            summary.touched.add((export_id, answer.file_no))
+            stored, outcome = known.get(key) or (answer.stored, answer.outcome)
+            if stored == "ok":
+                summary.already += 1
+                if outcome != "ok":
+                    pending.outcomes.setdefault(export_id, {})[key] = "ok"
+                    known[key] = ("ok", "ok")
+                continue
+            if answer.row is None:  # the worker found it ok, so it is
+                summary.already += 1
+                continue
+            if answer.status != "ok" and stored == "failed" and outcome == "failed":
+                summary.already += 1
+                continue
+            pending.rows[key] = answer.row
+            pending.outcomes.setdefault(export_id, {})[key] = answer.status or "failed"
+            known[key] = (answer.status or "failed", answer.status or "failed")
+            if answer.status == "ok":
+                summary.ok += 1
+            else:
+                summary.failed += 1
+                kind = answer.error_type or "failed"
+                summary.problems[kind] = summary.problems.get(kind, 0) + 1
+        pending.lines += len(result.answers)
+
+    def _flush(self) -> None:
+        """Write the answers decided so far: judgments first, then outcomes (a crash between
+        leaves outcomes to repair, never an answer lost: the next import sets them)."""
+        pending = self._pending
+        if not pending:
+            return
+        if pending.rows:
+            self.store.write_rows(Rows([pending.rows[k] for k in sorted(pending.rows)]))
+        for export_id, outcomes in pending.outcomes.items():
+            self.state.set_outcomes(export_id, outcomes)
+        keys = set(pending.rows)
+        for outcomes in pending.outcomes.values():
+            keys.update(outcomes)
+        self._written.append((self._sent, keys))
+        self._pending = _Pending()
+
+    def _forget(self) -> None:
+        """Drop what `_known` holds of writes every range still in flight was sent after
+        (those ranges read them from the store)."""
+        while self._written and self._written[0][0] <= self._done:
+            _, keys = self._written.popleft()
+            pending = self._pending
+            for key in keys:
+                if key not in pending.rows and not any(key in o for o in pending.outcomes.values()):
+                    self._known.pop(key, None)
 
     def unresolved(self, summary: ImportSummary) -> int:
         """Requests of the touched request files whose result is still a failure."""
@@ -197,65 +368,6 @@ class Importer:
                     hint="export again from this store",
                 )
         return queries, docs
-
-    def _store_chunk(self, path: Path, chunk: list[_Record], summary: ImportSummary) -> None:
-        by_export: dict[str, list[_Record]] = {}
-        for rec in chunk:
-            by_export.setdefault(rec.export_id, []).append(rec)
-        checked: list[tuple[LLMBatchJudge, dict[str, Line], list[_Record]]] = []
-        for export_id, records in by_export.items():  # check every line before storing any
-            judge = self.judge(export_id, path, _line_of(records[0]))
-            lines = self.state.lines(export_id, (r.key for r in records))
-            for rec in records:
-                if rec.key not in lines:
-                    raise InputError(
-                        f"{rec.where}: export {export_id} never asked for {rec.key} (results "
-                        "of another prompt or model, or an edited file)",
-                        path=path,
-                        line=_line_of(rec),
-                        hint="import only the results of this export's request files",
-                    )
-            checked.append((judge, lines, records))
-        for judge, lines, records in checked:
-            self._store_export(judge, lines, records, summary)
-
-    def _store_export(
-        self,
-        judge: LLMBatchJudge,
-        lines: dict[str, Line],
-        records: list[_Record],
-        summary: ImportSummary,
-    ) -> None:
-        export_id = records[0].export_id
-        summary.exports.add(export_id)
-        queries, docs = self._texts(list(lines.values()))
-        statuses = self.store.statuses(lines)
-        results: dict[str, Judgment] = {}
-        outcomes: dict[str, str] = {}
-        for rec in records:
-            summary.lines += 1
-            line = lines[rec.key]
-            summary.touched.add((export_id, line.file_no))
-            stored = statuses.get(rec.key)
-            if stored == "ok" or (rec.key in results and results[rec.key].status == "ok"):
-                summary.already += 1
-                if line.outcome != "ok":
-                    outcomes[rec.key] = "ok"
-                continue
-            query, doc = queries[line.query_id], docs[line.doc_id]
-            outcome = parse_output_record(
-                rec.record, query, doc, rec.key, judge.parse_reply, where=rec.where
-            )
-            if isinstance(outcome, LineProblem):
-                if (stored == "failed" and line.outcome == "failed") or rec.key in results:
-                    summary.already += 1
-                    continue
-                outcome = failed_judgment(
-                    rec.key, query, doc, outcome, judge_id=judge.judge_id, prompt=judge.prompt_ref
-                )
-            results[rec.key] = outcome
-            outcomes[rec.key] = outcome.status
-        self._put(judge, export_id, results, outcomes, summary)
 
     def _put(
         self,
@@ -284,9 +396,9 @@ class Importer:
         """Requests of the request files these results touched that no line answered."""
         for export_id, file_no in sorted(summary.touched):
             judge = self._judges[export_id]
-            after = ""
+            after = 0
             while lines := self.state.lines_without_outcome(export_id, file_no, after=after):
-                after = lines[-1].key
+                after = lines[-1].line_no
                 queries, docs = self._texts(lines)
                 statuses = self.store.statuses(x.key for x in lines)
                 results: dict[str, Judgment] = {}
@@ -325,9 +437,9 @@ class Importer:
             ) -> Judgment:
                 return await judge.judge(query, doc, key=key)
 
-            after = ""
+            after = 0
             while lines := self.state.failed_lines(export_id, file_no, after=after, limit=500):
-                after = lines[-1].key
+                after = lines[-1].line_no
                 queries, docs = self._texts(lines)
                 items = {x.key: (queries[x.query_id], docs[x.doc_id]) for x in lines}
                 asked = {k: LineProblem("reask", "asked live") for k in items}
@@ -340,8 +452,3 @@ class Importer:
                         summary.reasked_ok += 1
                     else:
                         summary.reasked_failed += 1
-
-
-def _line_of(rec: _Record) -> int | None:
-    tail = rec.where.rsplit(" line ", 1)
-    return int(tail[1]) if len(tail) == 2 and tail[1].isdigit() else None

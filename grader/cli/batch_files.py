@@ -117,6 +117,13 @@ def register(actions: Any) -> None:
     im.add_argument(
         "--reask", action="store_true", help="ask failed and missing requests live afterwards"
     )
+    im.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="processes that validate lines (default: one per core, at most 4, for results over "
+        "32 MB; 0: none, this process does it all)",
+    )
     add_llm_options(im)
     im.set_defaults(func=run_import)
 
@@ -251,6 +258,8 @@ def import_text(summary: ImportSummary) -> str:
 def run_import(args: argparse.Namespace) -> int:
     if args.concurrency < 1:
         raise InputError("--concurrency must be at least 1")
+    if args.workers is not None and args.workers < 0:
+        raise InputError("--workers must be 0 or more")
     args.dry_run = not args.reask  # Settings: without --reask nothing is sent, no key needed
     with _open_store(args.store, create=False) as store:
         writer = StoreWriter(store)
@@ -264,6 +273,8 @@ def run_import(args: argparse.Namespace) -> int:
                 progress=_Printer(
                     "import", args.quiet, pause=float(os.environ.get(PAUSE_ENV) or 0)
                 ),
+                workers=args.workers,
+                secrets=factory.secrets,
             ) as importer:
                 summary = importer.run(args.results)
                 if args.reask:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from grader.store.batch_tables import BATCH_STATEMENTS, add_base_url_column
 from grader.store.claims import CLAIMS_TABLE
-from grader.store.export_tables import EXPORT_STATEMENTS
+from grader.store.export_tables import EXPORT_LINES_IN_FILE_ORDER, EXPORT_STATEMENTS
 from grader.store.lean_tables import LEAN_STATEMENTS
 from grader.store.parts_tables import upgrade_to_parts
 
@@ -129,6 +129,9 @@ MIGRATIONS: list[Migration] = [
     # says, judge and prompt live once in `judgment_sources`, keys are 32 raw bytes; the view
     # `judgment_rows` shows each judgment's whole JSON as before.
     Migration(8, "judgments in parts", apply=upgrade_to_parts, vacuum=True),
+    # Export lines kept in file order (owner: grader.batch.exports), so an import sets outcomes
+    # on neighbouring rows instead of one random page per line.
+    Migration(9, "export lines in file order", EXPORT_LINES_IN_FILE_ORDER),
 ]
 
 

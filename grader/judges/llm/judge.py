@@ -36,6 +36,7 @@ and waits included; each `CallRecord` has the latency of its own request.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import time
 from collections.abc import Callable
@@ -56,6 +57,7 @@ from grader.judges.llm.endpoint import (
 )
 from grader.judges.llm.ratelimit import RateLimiter
 from grader.judges.llm.replies import GradeReply, InvalidReply, parse_body, parse_completion
+from grader.judges.llm.reply_reader import ReplyReader
 from grader.judges.llm.results import CallState, JudgmentRecorder, RecorderConfig
 from grader.judges.llm.retry import RetryPolicy, is_fatal, retry_delay, should_retry
 from grader.judges.llm.server_settings import ServerSettings
@@ -139,6 +141,9 @@ class LLMJudge:
                 on_call=on_call,
                 secrets=secrets,
             )
+        )
+        self._reader = ReplyReader(
+            self.prompt, JudgmentRecorder(dataclasses.replace(self._recorder.config, on_call=None))
         )
         self.client = client
         self.base_url = str(client.base_url)
@@ -256,6 +261,10 @@ class LLMJudge:
             )
         return self._recorder.ok(state, reply, started)
 
+    def reply_reader(self) -> ReplyReader:
+        """What `judgment_from_body` runs, without the client or `on_call` (picklable)."""
+        return self._reader
+
     def judgment_from_body(
         self,
         body: dict[str, Any],
@@ -269,16 +278,9 @@ class LLMJudge:
     ) -> Judgment:
         """A Judgment from one reply body obtained elsewhere (a Batch API output line): the same
         validation as live grading, but no re-ask is possible, so an invalid reply fails."""
-        state = CallState(query, doc, key, mode, [], truncated, attempts=1)
-        try:
-            reply = parse_completion(body, mode=mode, spec=self.prompt)
-        except InvalidReply as exc:
-            state.usage = exc.usage
-            state.last_raw = exc.raw
-            return self._recorder.failed(
-                state, "InvalidReply", f"{exc.kind}: {exc.message}", None, batch=batch
-            )
-        return self._recorder.ok(state, reply, None, batch=batch)
+        return self.reply_reader().judgment(
+            body, query, doc, key=key, mode=mode, truncated=truncated, batch=batch
+        )
 
     async def _attempt(self, state: CallState) -> GradeReply:
         if state.mode != self.server.mode:  # another worker switched the mode: start over in it

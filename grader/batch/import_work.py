@@ -1,0 +1,261 @@
+"""One byte range of a results file read, checked and validated: the part of `relgrade batch
+import` that runs in worker processes (`grader.batch.import_files` writes what they give back).
+
+A range holds whole lines. Each line is decoded (`grader.batch.json_lines`), its `custom_id`
+split into export and content key, the key looked up in its export's lines and in the store, and
+its reply validated by the export's `BatchReplies` exactly as a live reply; the judgment (ok, or
+failed with the reason) comes back as the row the store writes (`Store.rows`). Nothing is written
+here: which answers are new is decided by the one process that writes, from what was read here
+and what it wrote since (`Answer.stored`, `Answer.outcome`).
+
+A problem that stops the import (a `custom_id` relgrade did not write, a key its export never
+asked, a pair without texts) comes back as `RangeResult.error`, and an export with no reader yet as
+`RangeResult.need_export`: the writing process raises the error, or builds that export's judge
+and sends the range again.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from grader.batch.adapter import BatchReplies
+from grader.batch.collect import LineProblem, failed_judgment, parse_output_record
+from grader.batch.exports import ExportState, Line, split_custom_id
+from grader.batch.json_lines import loads
+from grader.errors import InputError
+from grader.models import Doc, Judgment, Query
+from grader.store.store import Store
+
+SHOW = 5  # examples of bad lines kept for the report
+GROUP = 500  # lines looked up and validated together
+
+
+@dataclass(frozen=True)
+class RangeTask:
+    """Bytes `start`..`end` of results file `path` (whole lines; `first_line` is the number of
+    the first; `at_eof`: the range ends the file), read with these exports' readers."""
+
+    path: str
+    start: int
+    end: int
+    first_line: int
+    at_eof: bool
+    readers: dict[str, BatchReplies]
+
+
+class Answer(NamedTuple):
+    """One results line: its key, export and request file; the key's status in the store and
+    its export line's outcome when read; the judgment's status, error type and store row (None:
+    not validated, the store already held an ok answer)."""
+
+    key: str
+    export_id: str
+    file_no: int
+    stored: str | None
+    outcome: str | None
+    status: str | None
+    error_type: str | None
+    row: tuple[Any, ...] | None
+
+
+@dataclass(frozen=True)
+class RangeError:
+    """An InputError, as data that crosses processes."""
+
+    message: str
+    path: str | None
+    line: int | None
+    hint: str | None
+
+    def error(self) -> InputError:
+        return InputError(self.message, path=self.path, line=self.line, hint=self.hint)
+
+
+@dataclass
+class RangeResult:
+    """What one range gave: an answer per line with a custom_id (in file order), the lines cut
+    short or unreadable, or what stopped it."""
+
+    answers: list[Answer] = field(default_factory=list)
+    truncated: list[str] = field(default_factory=list)
+    malformed: list[str] = field(default_factory=list)
+    n_malformed: int = 0
+    error: RangeError | None = None
+    need_export: tuple[str, int] | None = None  # (export id, the line that names it)
+
+
+class _Record(NamedTuple):
+    export_id: str
+    key: str
+    record: dict[str, Any]
+    line: int
+
+
+class RangeReader:
+    """Reads ranges against one store (its own connections in a worker process)."""
+
+    def __init__(self, store: Store, state: ExportState) -> None:
+        self.store = store
+        self.state = state
+
+    def read(self, task: RangeTask) -> RangeResult:
+        result = RangeResult()
+        try:
+            group: list[_Record] = []
+            for rec in self._records(task, result):
+                if rec.export_id not in task.readers:
+                    return RangeResult(need_export=(rec.export_id, rec.line))
+                group.append(rec)
+                if len(group) >= GROUP:
+                    self._group(task, group, result)
+                    group = []
+            self._group(task, group, result)
+        except InputError as exc:
+            error = RangeError(exc.reason, exc.path, exc.line, exc.hint)
+            return RangeResult(error=error)
+        return result
+
+    def _group(self, task: RangeTask, group: list[_Record], result: RangeResult) -> None:
+        """Look up and validate some lines together (a few hundred: their decoded objects
+        go before the next are made)."""
+        by_export: dict[str, list[_Record]] = {}
+        for rec in group:
+            by_export.setdefault(rec.export_id, []).append(rec)
+        answers: dict[int, Answer] = {}
+        for export_id, recs in by_export.items():
+            self._answer(task, task.readers[export_id], export_id, recs, answers)
+        result.answers.extend(answers[rec.line] for rec in group)
+
+    def _records(self, task: RangeTask, result: RangeResult) -> Iterator[_Record]:
+        with open(task.path, "rb") as fh:
+            fh.seek(task.start)
+            data = fh.read(task.end - task.start)
+        pieces = data.split(b"\n")
+        last = len(pieces) - 1  # the piece after the last newline: b"" unless the file ends so
+        for i, raw in enumerate(pieces):
+            if not raw.strip():
+                continue
+            number = task.first_line + i
+            try:
+                record = loads(raw)
+            except ValueError:
+                record = None
+            if not isinstance(record, dict):
+                where = f"{task.path}:{number}"
+                if i == last and task.at_eof:
+                    result.truncated.append(where)
+                else:
+                    result.n_malformed += 1
+                    if len(result.malformed) < SHOW:
+                        result.malformed.append(where)
+                continue
+            ids = split_custom_id(record.get("custom_id"))
+            if ids is None:
+                raise InputError(
+                    f"custom_id {record.get('custom_id')!r} is not one relgrade batch export wrote",
+                    path=task.path,
+                    line=number,
+                    hint="import the results of `relgrade batch export` request files",
+                )
+            yield _Record(ids[0], ids[1], record, number)
+
+    def _texts(self, lines: dict[str, Line]) -> tuple[dict[str, Query], dict[str, Doc]]:
+        queries = self.store.queries({x.query_id for x in lines.values()})
+        docs = self.store.docs({x.doc_id for x in lines.values()})
+        for x in lines.values():
+            if x.query_id not in queries or x.doc_id not in docs:
+                raise InputError(
+                    f"the store has no text for ({x.query_id}, {x.doc_id}), exported as {x.key}",
+                    path=self.store.path,
+                    hint="export again from this store",
+                )
+        return queries, docs
+
+    def _answer(
+        self,
+        task: RangeTask,
+        replies: BatchReplies,
+        export_id: str,
+        records: list[_Record],
+        answers: dict[int, Answer],
+    ) -> None:
+        lines = self.state.lines(export_id, (r.key for r in records))
+        name = Path(task.path).name
+        for rec in records:
+            if rec.key not in lines:
+                raise InputError(
+                    f"{name} line {rec.line}: export {export_id} never asked for {rec.key} "
+                    "(results of another prompt or model, or an edited file)",
+                    path=task.path,
+                    line=rec.line,
+                    hint="import only the results of this export's request files",
+                )
+        queries, docs = self._texts(lines)
+        statuses = self.store.statuses(lines)
+        judged: list[tuple[_Record, Line, str | None, Judgment]] = []
+        for rec in records:
+            line = lines[rec.key]
+            stored = statuses.get(rec.key)
+            if stored == "ok":  # final: nothing to read
+                answers[rec.line] = Answer(
+                    rec.key, export_id, line.file_no, stored, line.outcome, None, None, None
+                )
+                continue
+            query, doc = queries[line.query_id], docs[line.doc_id]
+            where = f"{name} line {rec.line}"
+            outcome = parse_output_record(
+                rec.record, query, doc, rec.key, replies.parse_reply, where=where
+            )
+            if isinstance(outcome, LineProblem):
+                outcome = failed_judgment(
+                    rec.key,
+                    query,
+                    doc,
+                    outcome,
+                    judge_id=replies.judge_id,
+                    prompt=replies.prompt_ref,
+                )
+            judged.append((rec, line, stored, outcome))
+        rows = self.store.rows((j, replies.fingerprint) for _, _, _, j in judged).judgments
+        for (rec, line, stored, judgment), row in zip(judged, rows, strict=True):
+            error = judgment.error.type if judgment.error is not None else None
+            answers[rec.line] = Answer(
+                rec.key, export_id, line.file_no, stored, line.outcome, judgment.status, error, row
+            )
+
+
+_READER: RangeReader | None = None
+
+
+def start_worker(store_path: str, secrets: tuple[str, ...]) -> None:
+    """Process pool initializer: this worker's own connections to the store."""
+    global _READER
+    parent = os.getppid()
+    threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
+    store = Store(store_path, secrets=secrets)
+    _READER = RangeReader(store, ExportState(store))
+    # What this process holds for good (modules, the store) is left out of every collection:
+    # each range makes ~100 objects a line, and full collections over all of them took as
+    # long as the work itself.
+    gc.freeze()
+
+
+def _exit_with(parent: int) -> None:
+    """End this worker once the process that started it is gone (killed: nothing else would)."""
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(0)
+
+
+def read_in_worker(task: RangeTask) -> RangeResult:
+    """Process pool task: one range, read by this worker's `RangeReader`."""
+    if _READER is None:
+        raise RuntimeError("start_worker was not called in this process")
+    return _READER.read(task)

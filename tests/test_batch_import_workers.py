@@ -1,0 +1,220 @@
+"""`batch import` with worker processes: the same answers, counts and outcomes as reading every
+line in one process, duplicates decided in file order across ranges, idempotent, and a killed
+import (workers and all) resumed by importing again."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from grader.batch.adapter import LLMBatchJudge
+from grader.batch.export_files import export_requests
+from grader.batch.import_files import Importer, ImportSummary, _ranges
+from grader.batch.job_config import JobJudges, job_config
+from grader.judges.llm.judge import LLMJudge
+from grader.models import Doc, Query
+from grader.prompts import PromptSpec, load_prompt
+from grader.store.store import Store
+from tests import fake_engine
+from tests.fakeserver import FakeServer
+
+
+def _judge(model: str, prompt: PromptSpec) -> LLMJudge:
+    return LLMJudge(model=model, prompt=prompt, base_url="http://127.0.0.1:9/v1")
+
+
+def _export(tmp_path: Path, n: int) -> tuple[Path, list[Path]]:
+    """`n` pairs exported into a fresh store: (store, request files)."""
+    db = tmp_path / "export.db"
+    judge = LLMBatchJudge(_judge("fake-model", load_prompt("passage")))
+    pairs = (
+        (
+            Query(query_id=f"q{i // 10}", text=f"query {i // 10}"),
+            Doc(doc_id=f"d{i}", text=f"doc {i} " + "words " * (i % 7)),
+        )
+        for i in range(n)
+    )
+    with Store(db) as store:
+        summary = export_requests(
+            store, judge, job_config(judge, "passage"), pairs, tmp_path / "requests"
+        )
+    return db, summary.files
+
+
+def _answer(server: FakeServer, bad: set[str]) -> fake_engine.Answer:
+    """Each body answered by the fake server; those whose user message names a doc in `bad`
+    get grade 7, which the validator refuses."""
+
+    def answer(body: dict[str, Any]) -> tuple[int, dict[str, Any] | None, str | None]:
+        reply = server.completion_for(body)
+        if any(f"doc {d} " in m["content"] for m in body["messages"][1:] for d in bad):
+            reply["choices"][0]["message"]["content"] = '{"reason": "x", "grade": 7}'
+        return 200, reply, None
+
+    return answer
+
+
+def _results(
+    server: FakeServer, requests: list[Path], out: Path, *, bad: set[str], **kw: Any
+) -> list[Path]:
+    out.mkdir(exist_ok=True)
+    paths = []
+    for path in requests:
+        target = out / f"{path.stem}.results.jsonl"
+        fake_engine.run_batch(path, target, _answer(server, bad), **kw)
+        paths.append(target)
+    return paths
+
+
+def _import(db: Path, results: list[Path], workers: int) -> ImportSummary:
+    with (
+        Store(db) as store,
+        Importer(
+            store, JobJudges(_judge).for_job, workers=workers, range_bytes=20_000, batch_lines=300
+        ) as importer,
+    ):
+        return importer.run(results)
+
+
+def _rows(db: Path) -> list[tuple[Any, ...]]:
+    """Every judgment (its JSON without the time it was made) and every line's outcome."""
+    with sqlite3.connect(db) as conn:
+        judgments = conn.execute(
+            "SELECT key, query_id, doc_id, status, grade, judgment FROM judgments ORDER BY key"
+        ).fetchall()
+        outcomes = conn.execute("SELECT key, outcome FROM export_lines ORDER BY key").fetchall()
+    rows: list[tuple[Any, ...]] = []
+    for *cols, text in judgments:
+        data = json.loads(text)
+        data.pop("created_at")
+        rows.append((*cols, data))
+    return rows + outcomes
+
+
+def _counts(s: ImportSummary) -> tuple[Any, ...]:
+    return (s.lines, s.ok, s.failed, s.missing, s.already, s.n_malformed, s.problems, s.truncated)
+
+
+def _both(tmp_path: Path, db: Path, results: list[Path]) -> tuple[ImportSummary, ImportSummary]:
+    """The same import in this process and with two workers, into copies of the store."""
+    one, two = tmp_path / "one.db", tmp_path / "two.db"
+    shutil.copy(db, one)
+    shutil.copy(db, two)
+    inline = _import(one, results, 0)
+    pooled = _import(two, results, 2)
+    assert _counts(pooled) == _counts(inline)
+    assert _rows(two) == _rows(one)
+    return inline, pooled
+
+
+def test_ranges_cover_every_line_once(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    lines = [b"x" * (i % 50) + b"\n" for i in range(500)] + [b"y" * 3000 + b"\n", b"last"]
+    path.write_bytes(b"".join(lines))
+    ranges = list(_ranges(path, 700))
+    assert ranges[0][:3] == (0, ranges[0][1], 1) and ranges[-1][1] == path.stat().st_size
+    assert [r[3] for r in ranges] == [False] * (len(ranges) - 1) + [True]
+    data = path.read_bytes()
+    for start, _end, first, _ in ranges:
+        assert start == 0 or data[start - 1 : start] == b"\n"  # whole lines
+        assert data[:start].count(b"\n") + 1 == first  # the number of its first line
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(ranges))
+
+
+def test_workers_give_what_one_process_gives(tmp_path: Path) -> None:
+    db, requests = _export(tmp_path, 400)
+    server = FakeServer()
+    failing = [json.loads(x)["custom_id"] for x in requests[0].read_text().splitlines()[5:9]]
+    results = _results(
+        server, requests, tmp_path / "res", bad={"3", "77"}, fail_ids=failing, truncate_last=True
+    )
+    inline, _ = _both(tmp_path, db, results)
+    assert (inline.lines, inline.ok, inline.failed, inline.missing) == (399, 393, 6, 1)
+    assert inline.problems == {"InvalidReply": 2, "Batch:http_400": 4}
+    assert len(inline.truncated) == 1
+
+
+def test_duplicates_across_ranges_are_decided_in_file_order(tmp_path: Path) -> None:
+    """The same requests answered twice: first with errors, then well. Read in one import,
+    every key ends ok; the second copy's lines of keys already ok are 'already'."""
+    db, requests = _export(tmp_path, 300)
+    server = FakeServer()
+    failing = [json.loads(x)["custom_id"] for x in requests[0].read_text().splitlines()[:50]]
+    first = _results(server, requests, tmp_path / "a", bad=set(), fail_ids=failing)
+    second = _results(server, requests, tmp_path / "b", bad=set())
+    inline, _ = _both(tmp_path, db, [*first, *second, *first])
+    assert (inline.ok, inline.failed, inline.already) == (300, 50, 550)
+    with Store(tmp_path / "two.db") as store:
+        assert store.count(status="ok") == 300 and store.count() == 300
+
+
+def test_import_twice_with_workers_changes_nothing(tmp_path: Path) -> None:
+    db, requests = _export(tmp_path, 300)
+    results = _results(FakeServer(), requests, tmp_path / "res", bad={"5"})
+    first = _import(db, results, 2)
+    assert (first.ok, first.failed) == (299, 1)
+    with sqlite3.connect(db) as conn:
+        before = conn.execute("SELECT * FROM judgments ORDER BY key").fetchall()
+    again = _import(db, results, 2)
+    assert (again.ok, again.failed, again.already) == (0, 0, 300)
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT * FROM judgments ORDER BY key").fetchall() == before
+
+
+def _children(pid: int) -> list[int]:
+    text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    return [int(x) for x in text.split()]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.slow
+def test_sigkill_during_import_with_workers_then_import_again(tmp_path: Path) -> None:
+    db, requests = _export(tmp_path, 6000)
+    results = _results(FakeServer(), requests, tmp_path / "res", bad=set())
+    env = {**os.environ, "RELGRADE_TEST_IMPORT_PAUSE": "30"}
+    cmd = [sys.executable, "-m", "grader.cli.main", "batch", "import", "--store", str(db)]
+    child = subprocess.Popen(
+        [*cmd, "--workers", "2", *map(str, results)], env=env, stderr=subprocess.PIPE
+    )
+    deadline = time.monotonic() + 120
+    stored = 0
+    while time.monotonic() < deadline and stored == 0:
+        time.sleep(0.1)
+        with sqlite3.connect(db) as conn:
+            stored = conn.execute("SELECT COUNT(*) FROM judgments").fetchone()[0]
+    workers = _children(child.pid)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    assert child.returncode == -signal.SIGKILL
+    assert 0 < stored < 6000 and len(workers) >= 2
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(map(_alive, workers)):
+        time.sleep(0.2)
+    assert not any(map(_alive, workers))  # the workers end with the import that started them
+
+    again = subprocess.run([*cmd, *map(str, results)], capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert f"{6000 - stored:,} ok, 0 failed, 0 missing" in again.stderr
+    with Store(db) as store:
+        assert store.count(status="ok") == 6000 and store.count() == 6000
+    with sqlite3.connect(db) as conn:
+        outcomes = conn.execute("SELECT outcome, COUNT(*) FROM export_lines GROUP BY 1").fetchall()
+    assert outcomes == [("ok", 6000)]
