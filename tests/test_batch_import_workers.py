@@ -91,7 +91,7 @@ def _rows(db: Path) -> list[tuple[Any, ...]]:
     """Every judgment (its JSON without the time it was made) and every line's outcome."""
     with sqlite3.connect(db) as conn:
         judgments = conn.execute(
-            "SELECT key, query_id, doc_id, status, grade, judgment FROM judgments ORDER BY key"
+            "SELECT key, query_id, doc_id, status, grade, judgment FROM judgment_rows ORDER BY key"
         ).fetchall()
         outcomes = conn.execute("SELECT key, outcome FROM export_lines ORDER BY key").fetchall()
     rows: list[tuple[Any, ...]] = []

@@ -17,8 +17,8 @@ OLD_LINES = next(s for s in EXPORT_STATEMENTS if "CREATE TABLE export_lines" in 
 OLD_INDEX = next(s for s in EXPORT_STATEMENTS if "CREATE INDEX export_lines_file" in s)
 
 
-def _to_schema_7(db: Path) -> list[tuple[str, str, int, str, str]]:
-    """Put the store's export lines back in schema 5's table (version 7); its rows."""
+def _to_schema_8(db: Path) -> list[tuple[str, str, int, str, str]]:
+    """Put the store's export lines back in schema 5's table (version 8); its rows."""
     conn = sqlite3.connect(db, isolation_level=None)
     rows = conn.execute(
         "SELECT export_id, key, file_no, query_id, doc_id FROM export_lines ORDER BY key"
@@ -27,8 +27,8 @@ def _to_schema_7(db: Path) -> list[tuple[str, str, int, str, str]]:
     conn.execute(OLD_LINES)
     conn.execute(OLD_INDEX)
     conn.executemany("INSERT INTO export_lines VALUES (?, ?, ?, ?, ?, NULL)", rows)
-    conn.execute("DELETE FROM schema_migrations WHERE version > 7")
-    conn.execute("PRAGMA user_version = 7")
+    conn.execute("DELETE FROM schema_migrations WHERE version > 8")
+    conn.execute("PRAGMA user_version = 8")
     conn.close()
     return rows
 
@@ -46,7 +46,7 @@ def test_lines_are_numbered_in_file_order(tmp_path: Path) -> None:
 def test_a_store_exported_before_schema_9_upgrades_and_imports(tmp_path: Path) -> None:
     db, requests = _export(tmp_path, 200)
     results = _results(FakeServer(), requests, tmp_path / "res", bad={"4"})
-    old = _to_schema_7(db)
+    old = _to_schema_8(db)
     with Store(db) as store:
         assert store.schema_version >= 9
     with sqlite3.connect(db) as conn:
