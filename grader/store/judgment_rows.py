@@ -16,10 +16,10 @@ written, and a rerun streams it to `--out` without a Python step per field.
 
 from __future__ import annotations
 
+import functools
 import json
-import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic_core import to_json
 
@@ -27,7 +27,6 @@ from grader.errors import StoreError
 from grader.models import Judgment, bare_sha256
 
 KEY_TAG = "sha256:"
-_HEX_KEY = re.compile(r"sha256:[0-9a-f]{64}")
 DEFAULT_EXTRA = '"judges":null,"disagreement":null,"verification":null'
 
 # Field names at the seams, in the order pydantic writes them (see the module docstring).
@@ -41,8 +40,13 @@ _JUDGES = '","judges":'
 def encode_key(key: str) -> bytes | str:
     """The stored form of a content key: `sha256:<64 lowercase hex>` as its 32 bytes; any other
     text (never written by relgrade's key functions) as it is."""
-    if len(key) == 71 and _HEX_KEY.fullmatch(key):
-        return bytes.fromhex(key[7:])
+    if len(key) == 71 and key.startswith(KEY_TAG):
+        try:
+            raw = bytes.fromhex(key[7:])
+        except ValueError:
+            return key
+        if len(raw) == 32 and raw.hex() == key[7:]:  # lowercase, no spaces: exactly undone
+            return raw
     return key
 
 
@@ -53,8 +57,7 @@ def decode_key(value: bytes | str) -> str:
     return value
 
 
-@dataclass(frozen=True)
-class JudgmentParts:
+class JudgmentParts(NamedTuple):
     """The parts of one judgment's JSON that its row keeps as text (module docstring)."""
 
     head: str
@@ -98,11 +101,11 @@ class Source:
     prompt_sha: str | None
     fingerprint: str | None  # canonical JSON, secrets masked
 
-    @property
+    @functools.cached_property
     def judge_json(self) -> str:
         return to_json(self.judge).decode()
 
-    @property
+    @functools.cached_property
     def prompt_json(self) -> str:
         if self.prompt_name is None:
             return "null"
@@ -110,7 +113,7 @@ class Source:
             {"name": self.prompt_name, "version": self.prompt_version, "sha256": self.prompt_sha}
         ).decode()
 
-    @property
+    @functools.cached_property
     def signature(self) -> str:
         """One text naming this source (the table's unique column)."""
         return json.dumps(
@@ -217,13 +220,75 @@ def json_sql(j: str, s: str, ids: str | None = None) -> str:
     )
 
 
-@dataclass(frozen=True)
-class StoredRow:
+class StoredRow(NamedTuple):
     """A `Store._judgment_row` row as schema 8 keeps it: the columns but the source id (key,
     query_id, doc_id | status, grade, created_at, head, tail, extra), and its source."""
 
     columns: tuple[Any, ...]
     source: Source
+
+
+def _gives_back(
+    text: str,
+    parts: JudgmentParts,
+    qid: str,
+    did: str,
+    grade: int | None,
+    status: str,
+    source: Source,
+    key: str,
+) -> bool:
+    """Whether `assemble` of these parts and columns gives `text` back, without building it:
+    the text around the parts (ids, grade, status; judge, prompt, key) is what the columns say
+    and every part sits where `assemble` puts it."""
+    lead = (
+        '{"query_id":'
+        + id_json(qid)
+        + ',"doc_id":'
+        + id_json(did)
+        + ',"grade":'
+        + ("null" if grade is None else str(grade))
+        + ',"status":"'
+        + status
+        + '",'
+    )
+    middle = ',"judge":' + source.judge_json + ',"prompt":' + source.prompt_json
+    middle += ',"key":' + id_json(key) + ","
+    head_end = len(lead) + len(parts.head)
+    tail_at = head_end + len(middle)
+    created_at = tail_at + len(parts.tail)
+    extra_at = created_at + len(_CREATED) + len(parts.created_at) + 2
+    extra = DEFAULT_EXTRA if parts.extra is None else parts.extra
+    return (
+        text.startswith(lead)
+        and text.startswith(parts.head, len(lead))
+        and text.startswith(middle, head_end)
+        and text.startswith(parts.tail, tail_at)
+        and text.startswith(_CREATED + parts.created_at + '",', created_at)
+        and text.startswith(extra, extra_at)
+        and len(text) == extra_at + len(extra) + 1
+        and text.endswith("}")
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _source(
+    judge: str,
+    model: str | None,
+    name: str | None,
+    version: str | None,
+    sha: str | None,
+    fingerprint: str | None,
+) -> Source:
+    """The Source of these columns, made once (its JSON texts are cached on it)."""
+    return Source(
+        judge=judge,
+        model=model,
+        prompt_name=name,
+        prompt_version=version,
+        prompt_sha=None if sha is None else bare_sha256(sha),
+        fingerprint=fingerprint,
+    )
 
 
 def stored_row(row: tuple[Any, ...]) -> StoredRow:
@@ -233,34 +298,13 @@ def stored_row(row: tuple[Any, ...]) -> StoredRow:
     first; one that still would not is refused rather than stored otherwise."""
     key, qid, did, judge, model, name, version, sha, status, grade = row[:10]
     text: str = row[12]
-    source = Source(
-        judge=judge,
-        model=model,
-        prompt_name=name,
-        prompt_version=version,
-        prompt_sha=None if sha is None else bare_sha256(sha),
-        fingerprint=row[11],
-    )
+    source = _source(judge, model, name, version, sha, row[11])
     for attempt in range(2):
         try:
             parts = split(text)
         except ValueError:  # not as pydantic writes it (e.g. spaces after the separators)
             parts = None
-        rebuilt = (
-            None
-            if parts is None
-            else assemble(
-                query_id=qid,
-                doc_id=did,
-                grade=grade,
-                status=status,
-                parts=parts,
-                judge_json=source.judge_json,
-                prompt_json=source.prompt_json,
-                key=key,
-            )
-        )
-        if parts is not None and rebuilt == text:
+        if parts is not None and _gives_back(text, parts, qid, did, grade, status, source, key):
             columns = (encode_key(key), qid, did, status, grade, parts.created_at)
             return StoredRow((*columns, parts.head, parts.tail, parts.extra), source)
         if attempt == 0:
