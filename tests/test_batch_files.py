@@ -234,3 +234,55 @@ def test_sigkill_during_import_then_import_again(tmp_path: Path) -> None:
     with sqlite3.connect(db) as conn:
         outcomes = conn.execute("SELECT outcome, COUNT(*) FROM export_lines GROUP BY 1").fetchall()
     assert outcomes == [("ok", 6000)]
+
+
+def test_lines_answered_by_another_model_fail_and_are_never_grades(
+    files: GradeFiles, fake_server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "m.db"
+    requests = _export(files, db, tmp_path / "out")
+    answer = fake_engine.http_answer(fake_server.base_url)
+    other = set(_custom_ids(requests[0])[:3])
+    results = []
+    (tmp_path / "res").mkdir()
+    for path in requests:
+        target = tmp_path / "res" / f"{path.stem}.results.jsonl"
+        fake_engine.run_batch(path, target, answer)
+        lines = [json.loads(x) for x in target.read_text().splitlines()]
+        for line in lines:
+            if line["custom_id"] in other:
+                line["response"]["body"]["model"] = "other-model"
+            elif line["response"]["body"]:
+                line["response"]["body"]["model"] = "fake-model-2024-07-18"  # a dated snapshot
+        target.write_text("".join(json.dumps(x) + "\n" for x in lines))
+        results.append(target)
+    capsys.readouterr()
+    assert main(["batch", "import", "--store", str(db), *map(str, results), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "3 failed (ModelMismatch 3)" in err
+    with Store(db) as store:
+        failed = {j.key: j for j in store.iter_judgments(status="failed")}
+        ok = store.count(status="ok")
+    assert len(failed) == 3 and ok == 17
+    assert all(j.grade is None and j.error is not None for j in failed.values())
+    assert all("answered by model 'other-model'" in j.error.message for j in failed.values())  # type: ignore[union-attr]
+
+
+def test_an_empty_results_file_is_said_and_all_empty_is_an_error(
+    files: GradeFiles, fake_server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "e.db"
+    requests = _export(files, db, tmp_path / "out")
+    empty = tmp_path / "empty.results.jsonl"
+    empty.write_text("")
+    capsys.readouterr()
+    assert main(["batch", "import", "--store", str(db), str(empty)]) == 2
+    err = capsys.readouterr().err
+    assert "no results lines: the file is empty; nothing was imported" in err
+    assert str(empty) in err and "vllm run-batch" in err
+    results = _engine(fake_server, requests, tmp_path / "res")
+    assert main(["batch", "import", "--store", str(db), str(empty), *map(str, results)]) == 0
+    err = capsys.readouterr().err
+    assert f"{empty}: no results lines (empty)" in err
+    with Store(db) as store:
+        assert store.count(status="ok") == 20

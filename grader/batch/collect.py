@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -138,6 +139,24 @@ def parse_output_record(
             judgment,
         )
     return judgment
+
+
+def other_model(record: Mapping[str, Any], model: object) -> str | None:
+    """The model a results line says answered it, when that is not `model` (nor one of its
+    dated snapshots, `model-YYYY-MM-DD`, as OpenAI names them); None when it is, or when the
+    line names no model. An engine that ignores the request's model would otherwise have its
+    answers stored as the exported model's."""
+    response = record.get("response")
+    body = response.get("body") if isinstance(response, Mapping) else None
+    got = body.get("model") if isinstance(body, Mapping) else None
+    if not isinstance(got, str) or not isinstance(model, str) or got == model:
+        return None
+    if _SNAPSHOT.fullmatch(got[len(model) :]) and got.startswith(model):
+        return None
+    return got
+
+
+_SNAPSHOT = re.compile(r"-\d{4}-\d{2}-\d{2}")
 
 
 def _load(raw: bytes) -> dict[str, Any] | None:

@@ -22,6 +22,10 @@ what was not written yet (import again), and memory does not grow with the files
   so is a failed line whose key already holds a failure.
 - A last line cut short (the engine was killed while writing) is reported, not an error; its
   request counts as missing. A malformed line elsewhere is reported with its number.
+- A line answered by another model than the export asked (an engine that ignored the request's
+  model) is `failed` (ModelMismatch), never stored as the exported model's grade.
+- An empty results file is reported (its requests stay as they were); when every file given is
+  empty the import stops with an InputError (the engine did not run or wrote elsewhere).
 """
 
 from __future__ import annotations
@@ -80,6 +84,15 @@ class ImportSummary:
     exports: set[str] = field(default_factory=set)
     touched: set[tuple[str, int]] = field(default_factory=set)  # (export id, request file)
     problems: dict[str, int] = field(default_factory=dict)  # failure type -> count
+    empty: list[str] = field(default_factory=list)  # results files with no line at all
+
+
+def _blank(path: Path) -> bool:
+    """Whether a results file holds nothing but whitespace (read only when small)."""
+    size = path.stat().st_size
+    if size > 4096:
+        return False
+    return not path.read_bytes().strip()
 
 
 def results_files(paths: Sequence[str | Path]) -> list[Path]:
@@ -214,8 +227,18 @@ class Importer:
         """Import every results file, then mark the unanswered requests of the request files
         they touched as failed (`missing`)."""
         files = results_files(paths)
+        empty = [p for p in files if _blank(p)]
+        if files and len(empty) == len(files):
+            raise InputError(
+                "no results lines: "
+                + ("the file is" if len(files) == 1 else f"all {len(files)} files are")
+                + " empty; nothing was imported",
+                path=files[0] if len(files) == 1 else ", ".join(map(str, files)),
+                hint="check that the engine ran and wrote its output there "
+                "(vllm run-batch -i REQUESTS -o RESULTS), then import RESULTS",
+            )
         total = sum(p.stat().st_size for p in files) or 1
-        summary = ImportSummary(files=len(files))
+        summary = ImportSummary(files=len(files), empty=[str(p) for p in empty])
         started = time.perf_counter()
         workers = self.workers
         if workers is None:

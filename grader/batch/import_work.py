@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from grader.batch.adapter import BatchReplies
-from grader.batch.collect import LineProblem, failed_judgment, parse_output_record
+from grader.batch.collect import LineProblem, failed_judgment, other_model, parse_output_record
 from grader.batch.exports import ExportState, Line, split_custom_id
 from grader.batch.json_lines import loads
 from grader.errors import InputError
@@ -210,9 +210,19 @@ class RangeReader:
                 continue
             query, doc = queries[line.query_id], docs[line.doc_id]
             where = f"{name} line {rec.line}"
-            outcome = parse_output_record(
-                rec.record, query, doc, rec.key, replies.parse_reply, where=where
-            )
+            model = replies.fingerprint.get("model")
+            other = other_model(rec.record, model)
+            outcome: Judgment | LineProblem
+            if other is not None:  # never stored as the exported model's grade
+                outcome = LineProblem(
+                    "ModelMismatch",
+                    f"{where}: answered by model {other!r}, but the export asked {model!r}; run"
+                    f" the engine with that model, or export again with --model {other}",
+                )
+            else:
+                outcome = parse_output_record(
+                    rec.record, query, doc, rec.key, replies.parse_reply, where=where
+                )
             if isinstance(outcome, LineProblem):
                 outcome = failed_judgment(
                     rec.key,

@@ -243,6 +243,11 @@ def import_text(summary: ImportSummary) -> str:
         f"{summary.failed:,} failed{f' ({kinds})' if kinds else ''}, "
         f"{summary.missing:,} missing (no results line), {summary.already:,} already imported"
     ]
+    for path in summary.empty:
+        lines.append(
+            f"{path}: no results lines (empty): nothing of it was imported; run the engine on"
+            " its request file again, then import the new results"
+        )
     for where in summary.truncated:
         lines.append(f"{where}: last line cut short (the engine stopped while writing)")
     if summary.n_malformed:
