@@ -274,3 +274,25 @@ async def test_failed_batch_is_graded_live(setup: Setup) -> None:
         outcome = await setup.run(store)
     assert outcome.collected is not None and outcome.collected.live == 6
     assert {p.type for p in outcome.collected.problems.values()} == {"Batch:failed"}
+
+
+async def test_waiting_for_a_batch_that_never_ends_has_an_end(setup: Setup) -> None:
+    """A server whose batch stays in progress is polled until `max_wait_s`, then the job is
+    left open in the store (a later collect picks it up), never polled forever."""
+    setup.api.plan(BatchPlan(polls_in_progress=10**6))
+    now = [0.0]
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:  # each poll takes a minute of the fake clock
+        slept.append(seconds)
+        now[0] += max(seconds, 60.0)
+
+    with Store(setup.db) as store:
+        outcome = await setup.run(store, wait=False)
+        assert len(outcome.job_ids) == 1
+        runner = setup.runner(store, max_wait_s=3600.0)
+        batch_judge = LLMBatchJudge(setup.judge)
+        summary = await runner.run(lambda config: batch_judge, sleep=sleep, clock=lambda: now[0])
+        assert summary.waited_out and summary.jobs == 0
+        assert 3600.0 <= now[0] <= 3660.0 and len(slept) <= 61
+        assert [j.phase for j in BatchState(store).jobs()] == ["submitted"]

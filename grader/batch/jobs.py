@@ -11,6 +11,7 @@ done with it, collected.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -64,6 +65,9 @@ class BatchOptions:
     poll_initial: float = 5.0
     poll_factor: float = 1.5
     poll_cap: float = 120.0
+    # How long `run(wait=True)` polls at most: the Batch API ends (or expires) every batch
+    # within its 24 h completion window; a server that never does is not waited for forever.
+    max_wait_s: float = 26 * 3600.0
     live_retry: bool = True
     concurrency: int = 8
 
@@ -79,6 +83,7 @@ class CollectSummary:
     failed: int = 0
     pairs: int = 0
     problems: dict[str, LineProblem] = field(default_factory=dict)
+    waited_out: bool = False  # `run` stopped polling after `BatchOptions.max_wait_s`
 
     def add(self, other: CollectSummary) -> None:
         self.jobs += other.jobs
@@ -205,13 +210,16 @@ class BatchRunner:
         wait: bool = True,
         progress: Progress | None = None,
         sleep: Sleep = asyncio.sleep,
+        clock: Callable[[], float] = time.monotonic,
     ) -> CollectSummary:
         """Drive open jobs (all, or `job_ids`): advance each, collect the finished ones; with
-        `wait`, poll with growing delays until all are collected."""
+        `wait`, poll with growing delays until all are collected or `options.max_wait_s` has
+        passed (the jobs left stay open in the store for a later collect)."""
         summary = CollectSummary()
         delays = poll_delays(
             self.options.poll_initial, self.options.poll_factor, self.options.poll_cap
         )
+        deadline = clock() + self.options.max_wait_s
         while True:
             open_jobs = [
                 j for j in self.state.jobs(open_only=True) if job_ids is None or j.job_id in job_ids
@@ -227,7 +235,10 @@ class BatchRunner:
             if not wait:
                 break
             if any(self.state.job(j.job_id).phase != "collected" for j in current):
-                await sleep(next(delays))
+                if clock() >= deadline:
+                    summary.waited_out = True
+                    break
+                await sleep(min(next(delays), max(0.0, deadline - clock())))
         return summary
 
     # ---- collecting ----------------------------------------------------------------------

@@ -188,8 +188,9 @@ def run_collect(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     if left:
+        waited = " after waiting the longest a batch may take" if summary.waited_out else ""
         print(
-            f"{len(left)} jobs still open (the server is not done); run this again later",
+            f"{len(left)} jobs still open (the server is not done{waited}); run this again later",
             file=sys.stderr,
         )
     return 1 if summary.failed else 0
