@@ -110,6 +110,8 @@ def llm_bytes_per_judgment(folder: Path, n: int) -> tuple[float, str]:
     """Bytes per LLM-like judgment (reason, distribution, usage, cost) with one logged call each."""
     rng = random.Random(7)
     path = folder / "llm.db"
+    for name in ("llm.db", "llm.db-wal", "llm.db-shm"):  # a kept folder's: measure afresh
+        (folder / name).unlink(missing_ok=True)
     store = Store(path)
     prompt = PromptRef(name="passage", version="1", sha256="ab" * 32)
     reasons = make_words(rng, 2000)
