@@ -20,6 +20,7 @@ from grader.cli.settings import Settings, add_api_key_env
 from grader.cli.store_busy import print_store_busy
 from grader.cost import cost_range, spend_text
 from grader.errors import BudgetError, InputError
+from grader.grading import run as grading_run
 from grader.grading.pairs import pairs_to_grade
 from grader.grading.pipeline import GradingReport, StoreWriter, run_grading
 from grader.judges.base import Judge
@@ -385,6 +386,16 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 130
+    if report.held_elsewhere:
+        print(
+            f"{report.held_elsewhere} pairs are being graded by another process sharing the store"
+            f" ({args.store}) that has not answered them in {grading_run.HOLD_WAIT_S / 60:.0f}"
+            " minutes; "
+            f"{report.done()} of {report.pairs} pairs done and stored; outputs not written. "
+            f"Rerun the same command once that process is done (or gone): {_resume_hint()}",
+            file=sys.stderr,
+        )
+        return 1
     if report.budget_reached:
         raise BudgetError(
             f"stopped before exceeding --max-cost ${args.max_cost:g}: spent ${report.cost:.4f}, "

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +29,11 @@ from grader.store.judgment_rows import created_text, decode_key
 from grader.store.lookup import BLOCK, Block, StoredReader, StoredRef, look_up
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
+
+HOLD_WAIT_S = 1200.0
+"""How long a run waits for a key another live process holds (renewing its lease) before it
+stops waiting: longer than any one request with its retries takes, so a hung process never
+keeps a run waiting forever."""
 
 
 @dataclass
@@ -49,6 +55,9 @@ class GradingReport:
     stored_ok: int = 0  # judge answers found ok in the store before starting
     stored_failed: int = 0  # judge answers found failed in the store (to retry)
     adopted: int = 0  # answers another process sharing the store paid for during this run
+    # Pairs left not done because another live process held their key for `HOLD_WAIT_S`
+    # without storing an answer (hung, or far slower than this run).
+    held_elsewhere: int = 0
     estimate: Estimate | None = None  # dry run: what the remaining requests would take
     # Judge answers given to pairs, by judge id: asked this run (ok or failed), and reused
     # from the store (or stored meanwhile by another process sharing it).
@@ -215,6 +224,8 @@ class GradingRun:
         # a unit whose key another process holds waits in `waiting` for its answer.
         self.claims: ClaimBook | None = None
         self.waiting: list[_Unit] = []
+        self.waiting_since: dict[str, float] = {}  # key -> when a unit began waiting for it
+        self.hold_wait_s = HOLD_WAIT_S
         self.polling = False
         self.poll_s = POLL_S
         # Pairs whose output is a stored ok answer of the run's one judge (see `read_back`).
@@ -432,6 +443,7 @@ class GradingRun:
             assert claim.judgment is not None
             self._adopt(unit, claim.judgment)
         else:
+            self.waiting_since.setdefault(unit.key, time.monotonic())
             self.waiting.append(unit)
         return False
 
@@ -449,6 +461,7 @@ class GradingRun:
                 self.waiting = units + self.waiting
                 return
             claims = await self.claims.claim(u.key for u in units)
+            now = time.monotonic()
             for unit in units:
                 claim = claims[unit.key]
                 if claim.outcome is Outcome.STORED:
@@ -456,6 +469,10 @@ class GradingRun:
                     self._adopt(unit, claim.judgment)
                 elif claim.outcome is Outcome.CLAIMED:
                     self.queue.append(unit)  # leased to this run now
+                elif now - self.waiting_since.get(unit.key, now) >= self.hold_wait_s:
+                    # Another live process has held it this long without an answer: stop
+                    # waiting (the pair stays not done; a rerun takes its answer or its lease).
+                    self.report.held_elsewhere += 1
                 else:
                     self.waiting.append(unit)
         finally:

@@ -1,0 +1,76 @@
+"""A pair whose key another live process holds is waited for, but not forever: a process that
+keeps renewing its lease and never answers (hung) makes a run stop waiting after `HOLD_WAIT_S`,
+leave that pair not done, store everything else, and write no partial outputs."""
+
+from __future__ import annotations
+
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from grader.cli.main import main
+from grader.grading import run as grading_run
+from grader.store.claims import _process_start
+from grader.store.store import Store
+from tests.grade_data import write_grade_files
+
+
+@pytest.fixture
+def other_process() -> Iterator[subprocess.Popen[bytes]]:
+    """A live process on this host, standing for a run that holds a lease and never answers."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def test_a_key_held_by_a_hung_process_is_not_waited_for_forever(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    other_process: subprocess.Popen[bytes],
+) -> None:
+    monkeypatch.setattr(grading_run, "HOLD_WAIT_S", 0.5)
+    files = write_grade_files(tmp_path, n_queries=2, depth=3)
+    db, out = tmp_path / "s.db", tmp_path / "j.jsonl"
+    # The content key of one pair (keys do not depend on the store): from a run elsewhere.
+    assert main(files.args("--judge", "lexical", "--store", tmp_path / "keys.db", "--quiet")) == 0
+    with Store(tmp_path / "keys.db") as store:
+        key = next(store.iter_judgments()).key
+    with Store(db):
+        pass  # the schema, so the lease can be written before the run
+    with sqlite3.connect(db) as conn:  # the lease of a live process that keeps renewing it
+        conn.execute(
+            "INSERT INTO claims VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                key,
+                "hung-owner",
+                other_process.pid,
+                _process_start(other_process.pid),
+                socket.gethostname(),
+                time.time(),
+                time.time() + 3600,
+            ),
+        )
+    conn.close()
+    capsys.readouterr()
+    code = main(files.args("--judge", "lexical", "--store", db, "--out", out))
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "1 pairs are being graded by another process sharing the store" in err
+    assert f"{files.n_pairs - 1} of {files.n_pairs} pairs done and stored" in err
+    assert "outputs not written" in err and not out.exists()
+    with Store(db) as store:
+        assert store.count(status="ok") == files.n_pairs - 1
+        assert store.statuses([key]) == {}  # neither paid nor failed: a rerun takes it
+    # The other process is gone: its lease is taken over at once and the pair graded.
+    other_process.kill()
+    other_process.wait()
+    assert main(files.args("--judge", "lexical", "--store", db, "--out", out, "--quiet")) == 0
+    assert len(out.read_text().splitlines()) == files.n_pairs
