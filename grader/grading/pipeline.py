@@ -53,7 +53,8 @@ from typing import Any
 from grader.grading.budget import Estimate, check_priced, estimate_requests
 from grader.grading.events import ProgressCallback, ProgressEvent
 from grader.grading.pairs import Pair, PairSelection, pairs_to_grade
-from grader.grading.run import GradingReport, GradingRun
+from grader.grading.report import GradingReport
+from grader.grading.run import GradingRun
 from grader.judges.base import Judge
 from grader.models import Doc, Query
 from grader.store.claims import RENEW_S, ClaimBook
