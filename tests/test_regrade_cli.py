@@ -4,6 +4,7 @@ the concurrent path (no --batch), the Batch API path across processes, selection
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -226,3 +227,20 @@ def test_dry_run_sends_nothing(
     assert api.server.counts["requests"] == 0 and api.counts["upload"] == 0
     with Store(db) as store:
         assert store.count() == 6
+
+
+def test_pairs_the_store_cannot_regrade_are_said_not_dropped_silently(
+    api: FakeBatchAPI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "s.db"
+    seed_store(db, 6)
+    with sqlite3.connect(db) as conn:  # as a store graded before texts were kept
+        conn.execute("DELETE FROM docs WHERE doc_id IN ('d4', 'd5')")
+    conn.close()
+    prompt = Path(new_prompt(tmp_path).source)
+    args = ["regrade", "--store", str(db), "--prompt", str(prompt), "--model", "fake-model"]
+    prices = ["--prices", _prices(tmp_path)]
+    assert main([*args, "--base-url", api.server.base_url, "--dry-run", *prices]) == 0
+    err = capsys.readouterr().err
+    assert "note: 2 stored pairs have no query or document text in the store" in err
+    assert "4 pairs selected" in err and "would send 4 requests" in err

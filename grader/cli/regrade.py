@@ -108,6 +108,23 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
+def _warn_pairs_without_texts(path: str) -> None:
+    """Say on stderr how many stored pairs the store cannot regrade (no text kept): they are
+    left out of every selection, not silently dropped."""
+    from grader.store.text_check import pairs_without_texts
+
+    with Store(path, on_busy=print_store_busy) as store:
+        missing = pairs_without_texts(store)
+    if missing:
+        print(
+            f"note: {missing} stored pairs have no query or document text in the store and are"
+            " left out (graded by an early version, or stored without texts); run `relgrade"
+            " grade` once more with their --queries/--docs to record the texts (nothing is"
+            " re-sent for what is stored)",
+            file=sys.stderr,
+        )
+
+
 def run(args: argparse.Namespace) -> int:
     if args.no_wait and not args.batch:
         raise InputError("--no-wait goes with --batch", hint="add --batch or drop --no-wait")
@@ -129,6 +146,7 @@ def run(args: argparse.Namespace) -> int:
     from grader.io.runs import read_runs
 
     runs = read_runs(args.run)
+    _warn_pairs_without_texts(args.store)
     if args.dry_run:
         return _dry_run(args, spec, criteria)
     from grader.cli.output_files import clean_outputs
