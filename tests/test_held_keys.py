@@ -1,6 +1,7 @@
-"""A pair whose key another live process holds is waited for, but not forever: a process that
-keeps renewing its lease and never answers (hung) makes a run stop waiting after `HOLD_WAIT_S`,
-leave that pair not done, store everything else, and write no partial outputs."""
+"""Leases have an end on both sides. A pair whose key another live process holds is waited for,
+but not forever: a process that keeps renewing its lease and never answers (hung) makes a run
+stop waiting after `HOLD_WAIT_S`, leave that pair not done, store everything else, and write no
+partial outputs. And releasing a run's own leases at its end never fails the run."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 
 from grader.cli.main import main
 from grader.grading import run as grading_run
+from grader.store import claims
 from grader.store.claims import _process_start
 from grader.store.store import Store
 from tests.grade_data import write_grade_files
@@ -74,3 +76,25 @@ def test_a_key_held_by_a_hung_process_is_not_waited_for_forever(
     other_process.wait()
     assert main(files.args("--judge", "lexical", "--store", db, "--out", out, "--quiet")) == 0
     assert len(out.read_text().splitlines()) == files.n_pairs
+
+
+def test_releasing_leases_under_a_held_write_lock_does_not_fail_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At a run's end its leftover leases are released; another process holding the store's
+    write lock all the while makes that a no-op (the leases die with the process), not an
+    error that would cost the run its outputs."""
+    monkeypatch.setattr(claims, "BUSY_TIMEOUT_S", 0.2)
+    db = tmp_path / "s.db"
+    with Store(db):
+        pass
+    book = claims.ClaimBook(db)
+    assert book.claim_many(["k1"])["k1"].outcome is claims.Outcome.CLAIMED
+    other = sqlite3.connect(db, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process writing for longer than the wait
+    assert book.release_all() is False
+    other.execute("ROLLBACK")
+    other.close()
+    assert book.held() == ["k1"]
+    assert book.release_all() is True and book.held() == []
+    book.close()

@@ -192,10 +192,19 @@ class ClaimBook:
             )
             return cursor.rowcount
 
-    def release_all(self) -> None:
-        """Release every lease this owner still holds (calls abandoned, or answers not stored)."""
+    def release_all(self) -> bool:
+        """Release every lease this owner still holds (calls abandoned, or answers not stored);
+        False when another process held the store's write lock all the while. Nothing is lost
+        then: a lease dies with its process on this host and at its expiry on another, so the
+        end of a run (its outputs) does not wait on it."""
         with self._lock:
-            self._conn.execute("DELETE FROM claims WHERE owner = ?", (self.owner,))
+            try:
+                self._conn.execute("DELETE FROM claims WHERE owner = ?", (self.owner,))
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+                return False
+        return True
 
     def held(self) -> list[str]:
         """The keys this owner holds a lease on."""
@@ -211,6 +220,6 @@ class ClaimBook:
         """`renew` off the event loop."""
         return await asyncio.to_thread(self.renew)
 
-    async def release_all_async(self) -> None:
+    async def release_all_async(self) -> bool:
         """`release_all` off the event loop."""
-        await asyncio.to_thread(self.release_all)
+        return await asyncio.to_thread(self.release_all)
