@@ -221,9 +221,14 @@ def test_a_lease_is_held_released_on_store_and_taken_over_when_it_ends(tmp_path:
             claim = mine.claim_many(["a"])["a"]
             assert claim.outcome is Outcome.STORED
             assert claim.judgment is not None and claim.judgment.grade == 3
-            # A lease not renewed past its expiry is taken over.
+            # A lease of a live process on this host is held past its expiry (it may only be
+            # kept from renewing); one from another host is taken over once it expires.
             assert mine.claim_many(["b"])["b"].outcome is Outcome.HELD
             time.sleep(1.1)
+            assert mine.claim_many(["b"])["b"].outcome is Outcome.HELD
+            with sqlite3.connect(path) as conn:
+                conn.execute("UPDATE claims SET host = 'elsewhere' WHERE key = 'b'")
+            conn.close()
             assert mine.claim_many(["b"])["b"].outcome is Outcome.CLAIMED
             assert mine.taken_over == 1 and other.held() == []
             assert mine.renew() == 1

@@ -7,9 +7,11 @@ look again), anything else is `CLAIMED` by this owner. A lease names its owner (
 per run), the process (pid, its start time, host) and an expiry; the run renews its leases while
 calls are in flight. Storing a judgment releases this process's lease on its key in the same
 transaction (`release_stored`, called by `Store.put_many`), so no other process ever sees a key
-neither leased nor answered while its answer waits to be committed. A lease whose process is
-gone (same host: no such pid, a zombie, or another process under that pid) or whose expiry has
-passed is taken over, so a SIGKILL never strands a key.
+neither leased nor answered while its answer waits to be committed. On this host a lease is taken
+over once its process is gone (no such pid, a zombie, or another process under that pid), so a
+SIGKILL never strands a key, and never while it lives: a process kept from renewing by a long
+write lock elsewhere still stores its answer (its journal), which must not be paid again. On
+another host only the expiry tells, so a lease not renewed for `LEASE_S` is taken over there.
 """
 
 from __future__ import annotations
@@ -130,10 +132,14 @@ class ClaimBook:
     def _live(self, owner: str, pid: int, pid_start: str | None, host: str, expires: float) -> bool:
         if owner == self.owner:
             return False
-        if expires <= time.time():
-            return False
-        # On this host a dead owner is known at once; on another, only by its expiry.
-        return host != self.host or pid_alive(pid, pid_start)
+        if host == self.host:
+            # On this host a lease lives exactly as long as its process: a dead owner is known
+            # at once, and a live one that could not renew (another process held the store's
+            # write lock past the lease) may still store its answer, so it is not taken over
+            # (paid twice). One that never answers is waited for only so long (the run's
+            # HOLD_WAIT_S).
+            return pid_alive(pid, pid_start)
+        return expires > time.time()  # on another host, only the expiry tells
 
     def claim_many(self, keys: Iterable[str]) -> dict[str, Claim]:
         """Claim each key not answered ok and not leased by another live owner (one
