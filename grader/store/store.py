@@ -25,6 +25,7 @@
   meanwhile, in a journal beside the store once the wait grows (`grader.store.journal`), and a
   journal left behind is replayed into the store when it is next opened.
 - One connection per thread, so the writer can commit on its own thread while others read.
+- This module opens, migrates and writes; reading is `grader.store.reading` (a mixin of Store).
 """
 
 from __future__ import annotations
@@ -45,16 +46,14 @@ from grader.store.busy import BusyCallback, BusyWait, StoreBusyError, busy_timeo
 from grader.store.claims import release_stored
 from grader.store.journal import Journal, Rows
 from grader.store.judgment_rows import (
-    decode_key,
     encode_key,
-    json_sql,
     stored_row,
 )
 from grader.store.migrations import MIGRATIONS, latest_version
 from grader.store.parts_tables import source_id
+from grader.store.reading import StoreReading
 
 BUSY_TIMEOUT_MS = 30_000  # for other tables' own connections (grader.batch.state)
-_CHUNK = 500  # keys per `IN (...)` query, below SQLite's variable limit
 PAGE_SIZE = 8192  # bytes per page of a new store
 
 # A judgments row in parts (grader.store.judgment_rows); an ok judgment keeps its place unless
@@ -112,7 +111,7 @@ def _pair_rows(rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[Any, str, str]
     return ((encode_key(row[0]), row[1], row[2]) for row in rows)
 
 
-class Store:
+class Store(StoreReading):
     """A judgment store at `path` (created and migrated on open; a journal left beside it is
     replayed). Waits for the write lock while another process holds it, telling `on_busy`."""
 
@@ -482,160 +481,3 @@ class Store:
 
         self._wait(drain, "replaying the journal")
         return count
-
-    # ---- reading -------------------------------------------------------------------------
-
-    def _by_keys(self, columns: str, keys: Iterable[str]) -> Iterator[tuple[Any, ...]]:
-        """`SELECT columns FROM judgment_rows` for the stored judgments among `keys`."""
-        unique = list(dict.fromkeys(keys))
-        for start in range(0, len(unique), _CHUNK):
-            chunk = [encode_key(k) for k in unique[start : start + _CHUNK]]
-            marks = ",".join("?" * len(chunk))
-            yield from self._conn.execute(
-                f"SELECT {columns} FROM judgment_rows WHERE stored_key IN ({marks})", chunk
-            )
-
-    def get_many(self, keys: Iterable[str]) -> dict[str, Judgment]:
-        """The stored judgments (ok and failed) among `keys`, by key."""
-        return {
-            key: Judgment.model_validate_json(text)
-            for key, text in self._by_keys("key, judgment", keys)
-        }
-
-    def stamps(self, keys: Iterable[str]) -> dict[str, tuple[str, str]]:
-        """(status, created_at as the judgment's JSON writes it: `created_text`) of each key
-        among `keys` that is stored: tells cheaply whether the stored row is the judgment a run
-        holds, without parsing it."""
-        return {
-            key: (status, created)
-            for key, status, created in self._by_keys("key, status, created_at", keys)
-        }
-
-    def statuses(self, keys: Iterable[str]) -> dict[str, str]:
-        """The stored status ("ok" / "failed") of each key among `keys` that is stored."""
-        found: dict[str, str] = {}
-        unique = list(dict.fromkeys(keys))
-        for start in range(0, len(unique), _CHUNK):
-            chunk = [encode_key(k) for k in unique[start : start + _CHUNK]]
-            marks = ",".join("?" * len(chunk))
-            for key, status in self._conn.execute(
-                f"SELECT key, status FROM judgments WHERE key IN ({marks})", chunk
-            ):
-                found[decode_key(key)] = status
-        return found
-
-    def iter_judgments(
-        self,
-        *,
-        status: str | None = None,
-        judge: str | None = None,
-        model: str | None = None,
-        prompt_name: str | None = None,
-        prompt_sha: str | None = None,
-        query_ids: Iterable[str] | None = None,
-    ) -> Iterator[Judgment]:
-        """Stored judgments matching every filter given, ordered by (query_id, doc_id, judge)."""
-        where: list[str] = []
-        params: list[Any] = []
-        for column, value in (
-            ("status", status),
-            ("judge", judge),
-            ("model", model),
-            ("prompt_name", prompt_name),
-            ("prompt_sha", prompt_sha),
-        ):
-            if value is not None:
-                where.append(f"{column} = ?")
-                params.append(value)
-        if query_ids is not None:
-            ids = list(query_ids)
-            where.append(f"query_id IN ({','.join('?' * len(ids))})")
-            params.extend(ids)
-        sql = "SELECT judgment FROM judgment_rows"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY query_id, doc_id, judge, key"
-        for (text,) in self._conn.execute(sql, params):
-            yield Judgment.model_validate_json(text)
-
-    def iter_pair_judgments(self) -> Iterator[tuple[str, str, Judgment]]:
-        """(query_id, doc_id, judgment) for every id pair and every judgment stored under one of
-        its content keys, ordered by (query_id, doc_id, judge). The judgment is as stored: its
-        own ids may be those of another pair with the same texts (rebind it for this pair)."""
-        sql = (
-            f"SELECT p.query_id, p.doc_id, j.rowid, {json_sql('j', 's')} FROM judgment_pairs p"
-            " JOIN judgments j ON j.key = p.key JOIN judgment_sources s ON s.id = j.source_id"
-            " ORDER BY p.query_id, p.doc_id, s.judge, j.key"
-        )
-        parsed: dict[int, Judgment] = {}
-        for qid, did, rowid, text in self._conn.execute(sql):
-            judgment = parsed.get(rowid)
-            if judgment is None:
-                judgment = parsed[rowid] = Judgment.model_validate_json(text)
-            yield qid, did, judgment
-
-    def fingerprint(self, key: str) -> dict[str, Any] | None:
-        """The judge fingerprint stored with `key`, if any."""
-        row = self._conn.execute(
-            "SELECT fingerprint FROM judgment_rows WHERE stored_key = ?", (encode_key(key),)
-        ).fetchone()
-        if row is None or row[0] is None:
-            return None
-        value: dict[str, Any] = json.loads(row[0])
-        return value
-
-    def completion_tokens(self, *, judge: str, prompt_sha: str) -> list[int]:
-        """The completion tokens of each stored ok judgment of `judge` and prompt `prompt_sha`
-        whose usage was reported (more than 0), for the expected size of the next replies."""
-        rows = self._conn.execute(
-            "SELECT json_extract('{' || j.tail || '}', '$.usage.completion_tokens')"
-            " FROM judgments j JOIN judgment_sources s ON s.id = j.source_id"
-            " WHERE s.judge = ? AND s.prompt_sha = ? AND j.status = 'ok'",
-            (judge, prompt_sha),
-        )
-        return [int(n) for (n,) in rows if n]
-
-    def count(self, *, status: str | None = None) -> int:
-        """How many judgments are stored (with `status`, when given)."""
-        if status is None:
-            row = self._conn.execute("SELECT COUNT(*) FROM judgments").fetchone()
-        else:
-            row = self._conn.execute(
-                "SELECT COUNT(*) FROM judgments WHERE status = ?", (status,)
-            ).fetchone()
-        return int(row[0])
-
-    def queries(self, ids: Iterable[str] | None = None) -> dict[str, Query]:
-        """Stored query texts (all, or those among `ids`)."""
-        rows = self._select_by_ids("SELECT query_id, text FROM queries", "query_id", ids)
-        return {qid: Query(query_id=qid, text=text) for qid, text in rows}
-
-    def docs(self, ids: Iterable[str] | None = None) -> dict[str, Doc]:
-        """Stored documents (all, or those among `ids`) with title and metadata."""
-        rows = self._select_by_ids("SELECT doc_id, text, title, metadata FROM docs", "doc_id", ids)
-        return {
-            did: Doc(doc_id=did, text=text, title=title, metadata=json.loads(meta))
-            for did, text, title, meta in rows
-        }
-
-    def _select_by_ids(
-        self, sql: str, column: str, ids: Iterable[str] | None
-    ) -> list[tuple[Any, ...]]:
-        if ids is None:
-            return self._conn.execute(sql).fetchall()
-        unique = list(dict.fromkeys(ids))
-        rows: list[tuple[Any, ...]] = []
-        for start in range(0, len(unique), _CHUNK):
-            chunk = unique[start : start + _CHUNK]
-            marks = ",".join("?" * len(chunk))
-            rows.extend(self._conn.execute(f"{sql} WHERE {column} IN ({marks})", chunk))
-        return rows
-
-    def calls(self, key: str | None = None) -> list[dict[str, Any]]:
-        """The call log (for one key, when given), oldest first."""
-        cursor = self._conn.execute(
-            "SELECT * FROM calls" + (" WHERE key = ?" if key else "") + " ORDER BY id",
-            (key,) if key else (),
-        )
-        names = [d[0] for d in cursor.description]
-        return [dict(zip(names, row, strict=True)) for row in cursor]
