@@ -286,3 +286,41 @@ def test_an_empty_results_file_is_said_and_all_empty_is_an_error(
     assert f"{empty}: no results lines (empty)" in err
     with Store(db) as store:
         assert store.count(status="ok") == 20
+
+
+def test_a_repeated_text_across_a_file_boundary_is_exported_once(
+    files: GradeFiles, tmp_path: Path
+) -> None:
+    """q0/d-copy repeats q0/d0's texts five lines later; with 3 lines a file they fall in
+    different files, and the second is still the same request (one line, both id pairs)."""
+    db = tmp_path / "x.db"
+    requests = _export(files, db, tmp_path / "out", "--depth", "6", "--batch-max-requests", "3")
+    keys = [cid for p in requests for cid in _custom_ids(p)]
+    assert len(keys) == len(set(keys)) == 20  # 21 pairs, 20 texts
+    with Store(db) as store:
+        assert store.count() == 0
+    with sqlite3.connect(db) as conn:
+        pairs = conn.execute("SELECT COUNT(*) FROM judgment_pairs").fetchone()[0]
+    conn.close()
+    assert pairs == 21
+
+
+def test_reask_does_not_pay_again_for_a_key_answered_since(
+    files: GradeFiles, fake_server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = ["--base-url", fake_server.base_url]
+    db = tmp_path / "r.db"
+    requests = _export(files, db, tmp_path / "out")
+    failing = _custom_ids(requests[0])[:2]
+    results = _engine(fake_server, requests, tmp_path / "res", fail_ids=failing)
+    assert main(["batch", "import", "--store", str(db), *map(str, results), "--quiet"]) == 1
+    # The two failed pairs are graded live meanwhile (same prompt and model: same keys).
+    assert main(files.args("--store", str(db), *url, *MODEL, "--quiet")) == 0
+    fake_server.reset()
+    reask = ["batch", "import", "--store", str(db), *map(str, results), "--reask", *url]
+    assert main([*reask, "--quiet"]) == 0
+    assert fake_server.counts["requests"] == 0
+    with sqlite3.connect(db) as conn:
+        outcomes = dict(conn.execute("SELECT outcome, COUNT(*) FROM export_lines GROUP BY 1"))
+    conn.close()
+    assert outcomes == {"ok": 20}

@@ -247,7 +247,7 @@ def export_requests(
                 keys = ContentKeys(fingerprint)  # one per chunk: its text cache stays small
                 keyed = [(keys.key(q.text, d.text), q, d) for q, d in part]
                 statuses = store.statuses(k for k, _, _ in keyed)
-                known = state.lines(export_id, (k for k, _, _ in keyed))
+                known = set(state.lines(export_id, (k for k, _, _ in keyed)))
                 batch.add_texts(keyed)
                 for key, query, doc in keyed:
                     if statuses.get(key) == "ok":
@@ -260,6 +260,8 @@ def export_requests(
                     file_no, line_no = writer.add(
                         requests.line(custom_id(export_id, key), query, doc)
                     )
+                    # Known from now on even when a new file records and clears `batch.lines`.
+                    known.add(key)
                     batch.lines[key] = Line(key, file_no, line_no, query.query_id, doc.doc_id, None)
                     summary.lines += 1
                 if batch.size >= batch_pairs:

@@ -463,6 +463,13 @@ class Importer:
             after = 0
             while lines := self.state.failed_lines(export_id, file_no, after=after, limit=500):
                 after = lines[-1].line_no
+                # A key answered ok since (live, or through another export) is not paid again.
+                statuses = self.store.statuses(x.key for x in lines)
+                done = {k for k, status in statuses.items() if status == "ok"}
+                self.state.set_outcomes(export_id, dict.fromkeys(done, "ok"))
+                lines = [x for x in lines if x.key not in done]
+                if not lines:
+                    continue
                 queries, docs = self._texts(lines)
                 items = {x.key: (queries[x.query_id], docs[x.doc_id]) for x in lines}
                 asked = {k: LineProblem("reask", "asked live") for k in items}

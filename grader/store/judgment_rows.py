@@ -85,11 +85,6 @@ def split(text: str) -> JudgmentParts:
     )
 
 
-def parts_of(judgment: Judgment) -> JudgmentParts:
-    """The parts of `judgment`'s JSON."""
-    return split(judgment.model_dump_json())
-
-
 @dataclass(frozen=True)
 class Source:
     """What a million rows share: the judge, its model and prompt, and its fingerprint."""
@@ -228,49 +223,6 @@ class StoredRow(NamedTuple):
     source: Source
 
 
-def _gives_back(
-    text: str,
-    parts: JudgmentParts,
-    qid: str,
-    did: str,
-    grade: int | None,
-    status: str,
-    source: Source,
-    key: str,
-) -> bool:
-    """Whether `assemble` of these parts and columns gives `text` back, without building it:
-    the text around the parts (ids, grade, status; judge, prompt, key) is what the columns say
-    and every part sits where `assemble` puts it."""
-    lead = (
-        '{"query_id":'
-        + id_json(qid)
-        + ',"doc_id":'
-        + id_json(did)
-        + ',"grade":'
-        + ("null" if grade is None else str(grade))
-        + ',"status":"'
-        + status
-        + '",'
-    )
-    middle = ',"judge":' + source.judge_json + ',"prompt":' + source.prompt_json
-    middle += ',"key":' + id_json(key) + ","
-    head_end = len(lead) + len(parts.head)
-    tail_at = head_end + len(middle)
-    created_at = tail_at + len(parts.tail)
-    extra_at = created_at + len(_CREATED) + len(parts.created_at) + 2
-    extra = DEFAULT_EXTRA if parts.extra is None else parts.extra
-    return (
-        text.startswith(lead)
-        and text.startswith(parts.head, len(lead))
-        and text.startswith(middle, head_end)
-        and text.startswith(parts.tail, tail_at)
-        and text.startswith(_CREATED + parts.created_at + '",', created_at)
-        and text.startswith(extra, extra_at)
-        and len(text) == extra_at + len(extra) + 1
-        and text.endswith("}")
-    )
-
-
 @functools.lru_cache(maxsize=256)
 def _source(
     judge: str,
@@ -304,7 +256,16 @@ def stored_row(row: tuple[Any, ...]) -> StoredRow:
             parts = split(text)
         except ValueError:  # not as pydantic writes it (e.g. spaces after the separators)
             parts = None
-        if parts is not None and _gives_back(text, parts, qid, did, grade, status, source, key):
+        if parts is not None and text == assemble(
+            query_id=qid,
+            doc_id=did,
+            grade=grade,
+            status=status,
+            parts=parts,
+            judge_json=source.judge_json,
+            prompt_json=source.prompt_json,
+            key=key,
+        ):
             columns = (encode_key(key), qid, did, status, grade, parts.created_at)
             return StoredRow((*columns, parts.head, parts.tail, parts.extra), source)
         if attempt == 0:
