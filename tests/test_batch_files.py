@@ -324,3 +324,27 @@ def test_reask_does_not_pay_again_for_a_key_answered_since(
         outcomes = dict(conn.execute("SELECT outcome, COUNT(*) FROM export_lines GROUP BY 1"))
     conn.close()
     assert outcomes == {"ok": 20}
+
+
+def test_one_import_of_two_exports_sharing_keys_sets_each_exports_outcome(
+    files: GradeFiles, fake_server: FakeServer, tmp_path: Path
+) -> None:
+    """Exports A and B ask the same keys; B's results first came back failed. Importing A's
+    results and B's again in one go: A's answers are stored, and B's lines are ok too (the
+    store's status is per key, a line's outcome per export)."""
+    db = tmp_path / "ab.db"
+    a = _export(files, db, tmp_path / "a")
+    b = _export(files, db, tmp_path / "b")  # before A's results: the same keys again
+    every = [cid for p in b for cid in _custom_ids(p)]
+    b_failed = _engine(fake_server, b, tmp_path / "res-b", fail_ids=every)
+    assert main(["batch", "import", "--store", str(db), *map(str, b_failed), "--quiet"]) == 1
+    a_ok = _engine(fake_server, a, tmp_path / "res-a")
+    both = [*map(str, a_ok), *map(str, b_failed)]
+    assert main(["batch", "import", "--store", str(db), *both, "--quiet"]) == 0
+    with sqlite3.connect(db) as conn:
+        outcomes = conn.execute(
+            "SELECT export_id, outcome, COUNT(*) FROM export_lines GROUP BY 1, 2"
+        ).fetchall()
+    conn.close()
+    assert sorted(o for _, o, _ in outcomes) == ["ok", "ok"]
+    assert sum(n for *_, n in outcomes) == 40

@@ -194,7 +194,9 @@ class Importer:
         self.state = ExportState(store)
         self._judges: dict[str, LLMBatchJudge] = {}
         self._pending = _Pending()
-        self._known: dict[str, tuple[str, str]] = {}  # key -> (status, outcome) this import wrote
+        # key -> (status, {export_id: outcome}) this import wrote: the status is the store's
+        # (one per key), the outcome each export's line's own.
+        self._known: dict[str, tuple[str, dict[str, str]]] = {}
         self._written: deque[tuple[int, set[str]]] = deque()  # (ranges sent before, keys)
         self._sent = 0
         self._done = 0
@@ -321,12 +323,15 @@ class Importer:
             key, export_id = answer.key, answer.export_id
             summary.exports.add(export_id)
             summary.touched.add((export_id, answer.file_no))
-            stored, outcome = known.get(key) or (answer.stored, answer.outcome)
+            stored, outcome = answer.stored, answer.outcome
+            wrote = known.get(key)
+            if wrote is not None:
+                stored, outcome = wrote[0], wrote[1].get(export_id, outcome)
             if stored == "ok":
                 summary.already += 1
                 if outcome != "ok":
                     pending.outcomes.setdefault(export_id, {})[key] = "ok"
-                    known[key] = ("ok", "ok")
+                    self._remember(key, "ok", export_id, "ok")
                 continue
             if answer.row is None:  # the worker found it ok, so it is
                 summary.already += 1
@@ -336,7 +341,7 @@ class Importer:
                 continue
             pending.rows[key] = answer.row
             pending.outcomes.setdefault(export_id, {})[key] = answer.status or "failed"
-            known[key] = (answer.status or "failed", answer.status or "failed")
+            self._remember(key, answer.status or "failed", export_id, answer.status or "failed")
             if answer.status == "ok":
                 summary.ok += 1
             else:
@@ -344,6 +349,13 @@ class Importer:
                 kind = answer.error_type or "failed"
                 summary.problems[kind] = summary.problems.get(kind, 0) + 1
         pending.lines += len(result.answers)
+
+    def _remember(self, key: str, status: str, export_id: str, outcome: str) -> None:
+        """What this import wrote for `key`: the store's status, and `export_id`'s outcome."""
+        wrote = self._known.get(key)
+        outcomes = wrote[1] if wrote is not None else {}
+        outcomes[export_id] = outcome
+        self._known[key] = (status, outcomes)
 
     def _flush(self) -> None:
         """Write the answers decided so far: judgments first, then outcomes (a crash between
