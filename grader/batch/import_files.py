@@ -52,9 +52,10 @@ from grader.batch.import_work import (
     read_in_worker,
     start_worker,
 )
+from grader.bulk_gc import collect, collect_by_hand
 from grader.errors import InputError
 from grader.models import Doc, Judgment, Query
-from grader.store.journal import Row, Rows
+from grader.store.judgment_rows import StoredRow
 from grader.store.store import Store
 
 RANGE_BYTES = 4 << 20  # bytes of results lines per range (~2,300 lines of 1.8 KB)
@@ -62,6 +63,7 @@ BATCH_LINES = 20_000  # lines decided before they are written, in one transactio
 BATCH_SECONDS = 2.0  # ... or after this long, so a crash loses little
 PARALLEL_BYTES = 32 << 20  # smaller imports run in this process (starting workers takes ~1 s)
 MAX_WORKERS = 4  # worker processes at most (the writing process is the limit past that)
+CACHE_KIB = 131_072  # SQLite pages the writing process's connections keep (each)
 
 JudgeFor = Callable[[dict[str, Any]], LLMBatchJudge]
 
@@ -113,12 +115,12 @@ def results_files(paths: Sequence[str | Path]) -> list[Path]:
 
 
 class _Pending:
-    """Answers decided but not yet written: judgment rows by key, outcomes by export and key,
-    and what each key now is (status, outcome) for the lines after it (see `Importer._decide`)."""
+    """Answers decided but not yet written: judgment rows by key, and outcomes by export and
+    key with the export line's place (file, line) the outcome is written at."""
 
     def __init__(self) -> None:
-        self.rows: dict[str, Row] = {}
-        self.outcomes: dict[str, dict[str, str]] = {}
+        self.rows: dict[str, StoredRow] = {}
+        self.outcomes: dict[str, dict[str, tuple[int, int, str]]] = {}
         self.lines = 0
         self.since = time.monotonic()
 
@@ -192,6 +194,8 @@ class Importer:
         self.batch_lines = batch_lines
         self.range_bytes = range_bytes
         self.state = ExportState(store)
+        store.set_cache(CACHE_KIB)  # the writes touch index pages all over a large store
+        self.state.set_cache(CACHE_KIB)
         self._judges: dict[str, LLMBatchJudge] = {}
         self._pending = _Pending()
         # key -> (status, {export_id: outcome}) this import wrote: the status is the store's
@@ -245,21 +249,22 @@ class Importer:
         workers = self.workers
         if workers is None:
             workers = min(os.cpu_count() or 1, MAX_WORKERS) if total >= PARALLEL_BYTES else 0
-        try:
-            if workers > 0:
-                context = multiprocessing.get_context("spawn")
-                with ProcessPoolExecutor(
-                    workers,
-                    mp_context=context,
-                    initializer=start_worker,
-                    initargs=(str(self.store.path), self.secrets),
-                ) as pool:
-                    self._import(files, _Pool(pool), 2 * workers + 1, summary, started, total)
-            else:
-                reader = RangeReader(self.store, self.state)
-                self._import(files, _Inline(reader), 1, summary, started, total)
-        finally:
-            self._flush()  # what was decided before a stop is kept
+        with collect_by_hand():  # collected after each write (`_import`)
+            try:
+                if workers > 0:
+                    context = multiprocessing.get_context("spawn")
+                    with ProcessPoolExecutor(
+                        workers,
+                        mp_context=context,
+                        initializer=start_worker,
+                        initargs=(str(self.store.path), self.secrets),
+                    ) as pool:
+                        self._import(files, _Pool(pool), 2 * workers + 1, summary, started, total)
+                else:
+                    reader = RangeReader(self.store, self.state)
+                    self._import(files, _Inline(reader), 1, summary, started, total)
+            finally:
+                self._flush()  # what was decided before a stop is kept
         self._mark_missing(summary)
         return summary
 
@@ -306,6 +311,7 @@ class Importer:
                 or time.monotonic() - self._pending.since >= BATCH_SECONDS
             ):
                 self._flush()
+                collect()  # what the lines written made (`collect_by_hand`)
             self._report(summary, started, done_bytes / total)
 
     def _take(self, result: RangeResult, sent: int, summary: ImportSummary) -> None:
@@ -330,7 +336,8 @@ class Importer:
             if stored == "ok":
                 summary.already += 1
                 if outcome != "ok":
-                    pending.outcomes.setdefault(export_id, {})[key] = "ok"
+                    place = (answer.file_no, answer.line_no, "ok")
+                    pending.outcomes.setdefault(export_id, {})[key] = place
                     self._remember(key, "ok", export_id, "ok")
                 continue
             if answer.row is None:  # the worker found it ok, so it is
@@ -340,7 +347,8 @@ class Importer:
                 summary.already += 1
                 continue
             pending.rows[key] = answer.row
-            pending.outcomes.setdefault(export_id, {})[key] = answer.status or "failed"
+            place = (answer.file_no, answer.line_no, answer.status or "failed")
+            pending.outcomes.setdefault(export_id, {})[key] = place
             self._remember(key, answer.status or "failed", export_id, answer.status or "failed")
             if answer.status == "ok":
                 summary.ok += 1
@@ -364,9 +372,9 @@ class Importer:
         if not pending:
             return
         if pending.rows:
-            self.store.write_rows(Rows([pending.rows[k] for k in sorted(pending.rows)]))
+            self.store.write_stored([pending.rows[k] for k in sorted(pending.rows)])
         for export_id, outcomes in pending.outcomes.items():
-            self.state.set_outcomes(export_id, outcomes)
+            self.state.set_outcomes_at(export_id, sorted(outcomes.values()))
         keys = set(pending.rows)
         for outcomes in pending.outcomes.values():
             keys.update(outcomes)

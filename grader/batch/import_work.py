@@ -4,7 +4,8 @@ import` that runs in worker processes (`grader.batch.import_files` writes what t
 A range holds whole lines. Each line is decoded (`grader.batch.json_lines`), its `custom_id`
 split into export and content key, the key looked up in its export's lines and in the store, and
 its reply validated by the export's `BatchReplies` exactly as a live reply; the judgment (ok, or
-failed with the reason) comes back as the row the store writes (`Store.rows`). Nothing is written
+failed with the reason) comes back as the row the store writes, already in parts
+(`Store.rows`, then `stored_row`: the writing process only inserts it). Nothing is written
 here: which answers are new is decided by the one process that writes, from what was read here
 and what it wrote since (`Answer.stored`, `Answer.outcome`).
 
@@ -29,12 +30,15 @@ from grader.batch.adapter import BatchReplies
 from grader.batch.collect import LineProblem, failed_judgment, other_model, parse_output_record
 from grader.batch.exports import ExportState, Line, split_custom_id
 from grader.batch.json_lines import loads
+from grader.bulk_gc import collect
 from grader.errors import InputError
 from grader.models import Doc, Judgment, Query
+from grader.store.judgment_rows import StoredRow, stored_row
 from grader.store.store import Store
 
 SHOW = 5  # examples of bad lines kept for the report
 GROUP = 500  # lines looked up and validated together
+CACHE_KIB = 65_536  # SQLite pages a worker's connections keep (each)
 
 
 @dataclass(frozen=True)
@@ -51,18 +55,19 @@ class RangeTask:
 
 
 class Answer(NamedTuple):
-    """One results line: its key, export and request file; the key's status in the store and
-    its export line's outcome when read; the judgment's status, error type and store row (None:
-    not validated, the store already held an ok answer)."""
+    """One results line: its key, export and place in the request file (file, line); the key's
+    status in the store and its export line's outcome when read; the judgment's status, error
+    type and store row (None: not validated, the store already held an ok answer)."""
 
     key: str
     export_id: str
     file_no: int
+    line_no: int
     stored: str | None
     outcome: str | None
     status: str | None
     error_type: str | None
-    row: tuple[Any, ...] | None
+    row: StoredRow | None
 
 
 @dataclass(frozen=True)
@@ -168,7 +173,7 @@ class RangeReader:
 
     def _texts(self, lines: dict[str, Line]) -> tuple[dict[str, Query], dict[str, Doc]]:
         queries = self.store.queries({x.query_id for x in lines.values()})
-        docs = self.store.docs({x.doc_id for x in lines.values()})
+        docs = self.store.doc_texts({x.doc_id for x in lines.values()})
         for x in lines.values():
             if x.query_id not in queries or x.doc_id not in docs:
                 raise InputError(
@@ -186,7 +191,7 @@ class RangeReader:
         records: list[_Record],
         answers: dict[int, Answer],
     ) -> None:
-        lines = self.state.lines(export_id, (r.key for r in records))
+        lines = self.state.lines_in_order(export_id, [r.key for r in records])
         name = Path(task.path).name
         for rec in records:
             if rec.key not in lines:
@@ -205,7 +210,15 @@ class RangeReader:
             stored = statuses.get(rec.key)
             if stored == "ok":  # final: nothing to read
                 answers[rec.line] = Answer(
-                    rec.key, export_id, line.file_no, stored, line.outcome, None, None, None
+                    rec.key,
+                    export_id,
+                    line.file_no,
+                    line.line_no,
+                    stored,
+                    line.outcome,
+                    None,
+                    None,
+                    None,
                 )
                 continue
             query, doc = queries[line.query_id], docs[line.doc_id]
@@ -234,10 +247,18 @@ class RangeReader:
                 )
             judged.append((rec, line, stored, outcome))
         rows = self.store.rows((j, replies.fingerprint) for _, _, _, j in judged).judgments
-        for (rec, line, stored, judgment), row in zip(judged, rows, strict=True):
+        for (rec, line, stored, judgment), row in zip(judged, map(stored_row, rows), strict=True):
             error = judgment.error.type if judgment.error is not None else None
             answers[rec.line] = Answer(
-                rec.key, export_id, line.file_no, stored, line.outcome, judgment.status, error, row
+                rec.key,
+                export_id,
+                line.file_no,
+                line.line_no,
+                stored,
+                line.outcome,
+                judgment.status,
+                error,
+                row,
             )
 
 
@@ -250,11 +271,15 @@ def start_worker(store_path: str, secrets: tuple[str, ...]) -> None:
     parent = os.getppid()
     threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
     store = Store(store_path, secrets=secrets)
-    _READER = RangeReader(store, ExportState(store))
-    # What this process holds for good (modules, the store) is left out of every collection:
-    # each range makes ~100 objects a line, and full collections over all of them took as
-    # long as the work itself.
+    state = ExportState(store)
+    store.set_cache(CACHE_KIB)  # a worker looks up keys all over a large store
+    state.set_cache(CACHE_KIB)
+    _READER = RangeReader(store, state)
+    # What this process holds for good (modules, the store) is left out of every collection,
+    # and collections run after each range only (`grader.bulk_gc`): automatic ones walked the
+    # range's objects again and again, ~40 us a line.
     gc.freeze()
+    gc.disable()
 
 
 def _exit_with(parent: int) -> None:
@@ -268,4 +293,7 @@ def read_in_worker(task: RangeTask) -> RangeResult:
     """Process pool task: one range, read by this worker's `RangeReader`."""
     if _READER is None:
         raise RuntimeError("start_worker was not called in this process")
-    return _READER.read(task)
+    try:
+        return _READER.read(task)
+    finally:
+        collect()

@@ -217,10 +217,12 @@ def json_sql(j: str, s: str, ids: str | None = None) -> str:
 
 class StoredRow(NamedTuple):
     """A `Store._judgment_row` row as schema 8 keeps it: the columns but the source id (key,
-    query_id, doc_id | status, grade, created_at, head, tail, extra), and its source."""
+    query_id, doc_id | status, grade, created_at, head, tail, extra), its source, and whether
+    a newer ok answer may replace it (an output built from answers: see `Store`)."""
 
     columns: tuple[Any, ...]
     source: Source
+    replaceable: int = 0
 
 
 @functools.lru_cache(maxsize=256)
@@ -245,7 +247,7 @@ def _source(
 
 def stored_row(row: tuple[Any, ...]) -> StoredRow:
     """`row` (key, ids, judge, model, prompt name/version/sha, status, grade, created_at,
-    fingerprint, judgment JSON, replaceable) in parts. A row whose JSON the parts would not give
+    fingerprint, judgment JSON[, replaceable]) in parts. A row whose JSON the parts would not give
     back byte for byte (written by an older version, e.g. from a journal) goes through the model
     first; one that still would not is refused rather than stored otherwise."""
     key, qid, did, judge, model, name, version, sha, status, grade = row[:10]
@@ -267,7 +269,8 @@ def stored_row(row: tuple[Any, ...]) -> StoredRow:
             key=key,
         ):
             columns = (encode_key(key), qid, did, status, grade, parts.created_at)
-            return StoredRow((*columns, parts.head, parts.tail, parts.extra), source)
+            replaceable = row[13] if len(row) > 13 else 0  # a migrated row has no such column
+            return StoredRow((*columns, parts.head, parts.tail, parts.extra), source, replaceable)
         if attempt == 0:
             text = Judgment.model_validate_json(text).model_dump_json()
     raise StoreError(f"the judgment of {qid} {did} ({key}) does not fit the store's layout")

@@ -156,6 +156,12 @@ class StoreReading:
             for did, text, title, meta in rows
         }
 
+    def doc_texts(self, ids: Iterable[str]) -> dict[str, Doc]:
+        """Stored documents among `ids` with their text only (no title, no metadata): what
+        judging a reply to them reads (an import's ~10 us a line with both, ~3 without)."""
+        rows = self._select_by_ids("SELECT doc_id, text FROM docs", "doc_id", ids)
+        return {did: Doc(doc_id=did, text=text) for did, text in rows}
+
     def _select_by_ids(
         self, sql: str, column: str, ids: Iterable[str] | None
     ) -> list[tuple[Any, ...]]:

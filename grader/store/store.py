@@ -46,6 +46,7 @@ from grader.store.busy import BusyCallback, BusyWait, StoreBusyError, busy_timeo
 from grader.store.claims import release_stored
 from grader.store.journal import Journal, Rows
 from grader.store.judgment_rows import (
+    StoredRow,
     encode_key,
     stored_row,
 )
@@ -170,6 +171,11 @@ class Store(StoreReading):
         return conn
 
     # ---- lifecycle -----------------------------------------------------------------------
+
+    def set_cache(self, kib: int) -> None:
+        """Let this thread's connection keep up to `kib` KiB of pages (SQLite's default is
+        2 MiB): bulk work over a large store reads the same index pages again and again."""
+        self._conn.execute(f"PRAGMA cache_size = -{int(kib)}")
 
     def close(self) -> None:
         """Close the connections (all writes are already committed)."""
@@ -325,17 +331,24 @@ class Store(StoreReading):
         return written
 
     def _upsert_judgments(self, rows: Sequence[tuple[Any, ...]]) -> int:
-        """Write `_judgment_row` rows (in the caller's transaction) in parts, each judge and
-        prompt kept once in `judgment_sources`; how many rows were written."""
-        written = 0
+        """Write `_judgment_row` rows (in the caller's transaction) in parts; how many rows
+        were written."""
+        return self._upsert_stored([stored_row(row) for row in rows])
+
+    def _upsert_stored(self, rows: Sequence[StoredRow]) -> int:
+        """Write rows in parts (in the caller's transaction), each judge and prompt kept once
+        in `judgment_sources`; how many rows were written."""
         sources: dict[str, int] = {}  # ids of this transaction (a rollback forgets new ones)
-        for row in rows:
-            stored = stored_row(row)
-            sid = source_id(self._conn, stored.source, sources)
-            written += self._conn.execute(
-                _UPSERT_JUDGMENT, (*stored.columns[:3], sid, *stored.columns[3:], row[13])
-            ).rowcount
-        return written
+        conn = self._conn
+        ids = [source_id(conn, r.source, sources) for r in rows]
+        cursor = conn.executemany(
+            _UPSERT_JUDGMENT,
+            (
+                (*r.columns[:3], sid, *r.columns[3:], r.replaceable)
+                for r, sid in zip(rows, ids, strict=True)
+            ),
+        )
+        return cursor.rowcount
 
     def put_pairs(self, pairs: Iterable[tuple[str, str, str]]) -> None:
         """Record (key, query_id, doc_id): the id pair's texts give that content key. A pair
@@ -468,6 +481,15 @@ class Store(StoreReading):
             self._conn.executemany(_INSERT_PAIR, _pair_rows(rows.judgments))
             self._conn.executemany(_INSERT_CALL_ONCE, rows.calls)
             release_stored(self._conn, (row[0] for row in rows.judgments))
+
+    def write_stored(self, rows: Sequence[StoredRow]) -> int:
+        """Store rows already in parts (`stored_row`, made by an import's worker process) and
+        their id pairs in one transaction; how many were written (writing them twice changes
+        nothing). Releases no lease: an import takes none."""
+        with self._transaction("writing imported answers"):
+            written = self._upsert_stored(rows)
+            self._conn.executemany(_INSERT_PAIR, (r.columns[:3] for r in rows))
+        return written
 
     def replay_journal(self) -> int:
         """Store every row of the journal beside the store and remove it; how many rows."""

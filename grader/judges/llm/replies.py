@@ -306,27 +306,49 @@ def grade_distribution(
             hit = token
             break
         position += len(text)
-    if hit is None or _grade_of(hit.get("token", "")) is None:
+    if hit is None:
         return None
-    if grade is not None and _grade_of(hit.get("token", "")) != grade:
+    hit_token = hit.get("token", "")
+    chosen = _grade_of(hit_token)
+    if chosen is None or (grade is not None and chosen != grade):
         return None
     mass = [0.0] * len(GRADES)
     seen_self = False
     for alt in hit.get("top_logprobs") or []:
-        grade = _grade_of(alt.get("token", ""))
-        if grade is None or not isinstance(alt.get("logprob"), int | float):
+        alt_token = alt.get("token", "")
+        alt_grade = _grade_of(alt_token)
+        if alt_grade is None:
             continue
-        mass[grade] += math.exp(alt["logprob"])
-        seen_self = seen_self or alt.get("token") == hit.get("token")
-    chosen = _grade_of(hit["token"])
-    if not seen_self and chosen is not None and isinstance(hit.get("logprob"), int | float):
-        mass[chosen] += math.exp(hit["logprob"])
+        logprob = alt.get("logprob")
+        if not isinstance(logprob, _NUMBER):
+            continue
+        mass[alt_grade] += math.exp(logprob)
+        seen_self = seen_self or alt.get("token") == hit_token
+    logprob = hit.get("logprob")
+    if not seen_self and isinstance(logprob, _NUMBER):
+        mass[chosen] += math.exp(logprob)
     total = sum(mass)
     if total <= 0:
         return None
     return [m / total for m in mass]
 
 
+_NUMBER = (int, float)
+
+
 def _grade_of(token: str) -> int | None:
+    if type(token) is str:  # only plain str: a subclass may strip otherwise
+        known = _GRADE_OF.get(token, _UNKNOWN)
+        if known is not _UNKNOWN:
+            return known  # type: ignore[return-value]
     core = token.strip().strip('"').strip()
-    return int(core) if core in {"0", "1", "2", "3"} else None
+    grade = int(core) if core in {"0", "1", "2", "3"} else None
+    if type(token) is str and len(token) <= 8 and len(_GRADE_OF) < 4096:
+        _GRADE_OF[token] = grade
+    return grade
+
+
+_GRADE_OF: dict[str, int | None] = {}
+"""`_grade_of` of short tokens already seen: a reply's logprobs hold ~8 tokens and their
+alternatives, nearly always the same few ("3", " 2", '"', ...)."""
+_UNKNOWN = object()

@@ -1,0 +1,129 @@
+"""The store's side of a results import: the lines a worker reads in file order
+(`ExportState.lines_in_order`); what the writing process does with the rows workers made
+(`Store.write_stored`: rows already in parts; `ExportState.set_outcomes_at`: outcomes by place);
+and the garbage collector left to the work (`grader.bulk_gc`)."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from pathlib import Path
+
+from grader.batch.exports import ExportState, Line
+from grader.bulk_gc import collect, collect_by_hand
+from grader.store.judgment_rows import stored_row
+from grader.store.store import Store
+from tests.test_store import FP, failed, ok
+
+KEY_A = "sha256:" + "a" * 64
+KEY_B = "sha256:" + "b" * 64
+
+
+def test_rows_in_parts_read_back_as_put_many_writes_them(tmp_path: Path) -> None:
+    judgments = [ok(KEY_A, grade=3, qid="q1", did="d1"), failed(KEY_B, qid="q1", did="d2")]
+    with Store(tmp_path / "a.db") as a, Store(tmp_path / "b.db") as b:
+        a.put_many((j, FP) for j in judgments)
+        rows = [stored_row(r) for r in b.rows((j, FP) for j in judgments).judgments]
+        assert b.write_stored(rows) == 2
+        assert b.get_many([KEY_A, KEY_B]) == a.get_many([KEY_A, KEY_B])
+        pairs = [(q, d, j.key) for q, d, j in b.iter_pair_judgments()]
+        assert pairs == [(q, d, j.key) for q, d, j in a.iter_pair_judgments()]
+        assert pairs == [("q1", "d1", KEY_A), ("q1", "d2", KEY_B)]
+
+
+def test_writing_the_same_rows_twice_changes_nothing(tmp_path: Path) -> None:
+    with Store(tmp_path / "s.db") as store:
+        rows = [stored_row(r) for r in store.rows([(ok(KEY_A), FP)]).judgments]
+        assert store.write_stored(rows) == 1
+        assert store.write_stored(rows) == 0  # an ok answer keeps its place
+        later = [stored_row(r) for r in store.rows([(failed(KEY_A), FP)]).judgments]
+        assert store.write_stored(later) == 0  # never replaced by a failure
+        assert store.get_many([KEY_A])[KEY_A].status == "ok"
+
+
+def test_a_failure_is_replaced_by_an_ok_answer(tmp_path: Path) -> None:
+    with Store(tmp_path / "s.db") as store:
+        first = [stored_row(r) for r in store.rows([(failed(KEY_A), FP)]).judgments]
+        assert store.write_stored(first) == 1
+        then = [stored_row(r) for r in store.rows([(ok(KEY_A), FP)]).judgments]
+        assert store.write_stored(then) == 1
+        got = store.get_many([KEY_A])[KEY_A]
+        assert got.status == "ok" and got.grade == 2
+
+
+def test_outcomes_are_set_by_place(tmp_path: Path) -> None:
+    with Store(tmp_path / "s.db") as store, ExportState(store) as state:
+        state.add_export("e1", {"model": "m"}, str(tmp_path))
+        lines = [
+            Line(KEY_A, 1, 1, "q1", "d1", None),
+            Line(KEY_B, 1, 2, "q1", "d2", None),
+        ]
+        state.add_lines("e1", lines, 2)
+        state.set_outcomes_at("e1", [(1, 2, "failed")])
+        got = state.lines("e1", [KEY_A, KEY_B])
+        assert got[KEY_A].outcome is None
+        assert got[KEY_B].outcome == "failed"
+        state.set_outcomes_at("e1", [(1, 1, "ok"), (1, 2, "ok")])
+        assert {k: x.outcome for k, x in state.lines("e1", [KEY_A, KEY_B]).items()} == {
+            KEY_A: "ok",
+            KEY_B: "ok",
+        }
+
+
+def test_collecting_by_hand_frees_cycles_and_restores_the_collector() -> None:
+    class Node:
+        def __init__(self) -> None:
+            self.me = self
+
+    assert gc.isenabled()
+    with collect_by_hand():
+        assert not gc.isenabled()
+        frozen = gc.get_freeze_count()
+        assert frozen > 0  # what was alive on entry is left out of collections
+        node = Node()
+        ref = weakref.ref(node)
+        del node
+        assert ref() is not None  # a cycle waits for a collection by hand
+        collect()
+        assert ref() is None
+    assert gc.isenabled()
+    assert gc.get_freeze_count() == 0
+
+
+def test_collecting_by_hand_keeps_the_collector_off_when_it_was_off() -> None:
+    gc.disable()
+    try:
+        with collect_by_hand():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def _export_of(state: ExportState, tmp_path: Path, n: int) -> list[Line]:
+    state.add_export("e1", {"model": "m"}, str(tmp_path))
+    lines = [
+        Line(f"sha256:{i:064x}", 1 + i // 7, 1 + i % 7, f"q{i // 3}", f"d{i}", None)
+        for i in range(n)
+    ]
+    state.add_lines("e1", lines, n)
+    return lines
+
+
+def test_lines_read_in_file_order_equal_lines_looked_up_by_key(tmp_path: Path) -> None:
+    with Store(tmp_path / "s.db") as store, ExportState(store) as state:
+        lines = _export_of(state, tmp_path, 30)
+        state.set_outcomes_at("e1", [(1, 3, "ok")])
+        keys = [x.key for x in lines]
+        orders = [
+            keys[:10],  # one file's lines in order, and past its end
+            keys[5:25],  # across files
+            keys[::-1],  # reversed: every key but the first found one by one
+            [keys[4], keys[2], keys[9], keys[0]],
+            [keys[3], "sha256:" + "f" * 64, keys[4]],  # a key the export never asked
+            ["sha256:" + "e" * 64, keys[1]],  # the first key unknown
+        ]
+        for order in orders:
+            assert state.lines_in_order("e1", order) == state.lines("e1", order)
+        assert state.lines_in_order("e1", keys[:4])[keys[2]].outcome == "ok"
+        assert state.lines_in_order("e1", []) == {}
