@@ -109,6 +109,8 @@ class PromptRef(BaseModel):
     wrote `sha256:<hex>`) read back in the same form.
     """
 
+    model_config = ConfigDict(frozen=True)  # shared by every judgment of a judge
+
     name: str
     version: str
     sha256: str

@@ -107,6 +107,13 @@ def test_round_trip_equals_live_grading(
         failed = {j.error.type for j in store.iter_judgments(status="failed") if j.error}
         assert store.count(status="failed") == 3 and store.count(status="ok") == 17
     assert failed == {"Batch:http_400", "InvalidReply", "Batch:missing"}
+    conn = sqlite3.connect(db)
+    unlisted = conn.execute(
+        "SELECT COUNT(*) FROM judgments j WHERE NOT EXISTS (SELECT 1 FROM judgment_pairs p"
+        " WHERE p.key = j.key AND p.query_id = j.query_id AND p.doc_id = j.doc_id)"
+    ).fetchone()[0]
+    conn.close()
+    assert unlisted == 0  # the export listed each line's id pair; the import relies on it
 
     # batch status: lines that came back
     assert main(["batch", "status", "--store", str(db), "--exports", "--format", "json"]) == 0

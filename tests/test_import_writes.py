@@ -31,6 +31,15 @@ def test_rows_in_parts_read_back_as_put_many_writes_them(tmp_path: Path) -> None
         assert pairs == [("q1", "d1", KEY_A), ("q1", "d2", KEY_B)]
 
 
+def test_rows_can_be_written_without_their_id_pairs(tmp_path: Path) -> None:
+    with Store(tmp_path / "s.db") as store:
+        rows = [stored_row(r) for r in store.rows([(ok(KEY_A, qid="q9", did="d9"), FP)]).judgments]
+        assert store.write_stored(rows, pairs=False) == 1
+        assert list(store.iter_pair_judgments()) == []  # left to whoever listed them
+        assert store.write_stored(rows) == 0  # the same row again: only its pair is added
+        assert [(q, d) for q, d, _ in store.iter_pair_judgments()] == [("q9", "d9")]
+
+
 def test_writing_the_same_rows_twice_changes_nothing(tmp_path: Path) -> None:
     with Store(tmp_path / "s.db") as store:
         rows = [stored_row(r) for r in store.rows([(ok(KEY_A), FP)]).judgments]

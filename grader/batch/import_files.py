@@ -372,7 +372,9 @@ class Importer:
         if not pending:
             return
         if pending.rows:
-            self.store.write_stored([pending.rows[k] for k in sorted(pending.rows)])
+            # The export recorded each line's id pair before the line itself, so these rows'
+            # pairs are listed already (`write_stored`'s `pairs=False`).
+            self.store.write_stored([pending.rows[k] for k in sorted(pending.rows)], pairs=False)
         for export_id, outcomes in pending.outcomes.items():
             self.state.set_outcomes_at(export_id, sorted(outcomes.values()))
         keys = set(pending.rows)
@@ -387,9 +389,12 @@ class Importer:
         while self._written and self._written[0][0] <= self._done:
             _, keys = self._written.popleft()
             pending = self._pending
+            keys -= pending.rows.keys()
+            for outcomes in pending.outcomes.values():
+                keys -= outcomes.keys()
+            known = self._known
             for key in keys:
-                if key not in pending.rows and not any(key in o for o in pending.outcomes.values()):
-                    self._known.pop(key, None)
+                known.pop(key, None)
 
     def unresolved(self, summary: ImportSummary) -> int:
         """Requests of the touched request files whose result is still a failure."""

@@ -72,7 +72,7 @@ class JudgmentRecorder:
             distribution=reply.distribution,
             expected_grade=reply.expected_grade,
             judge=self.config.judge_id,
-            prompt=self.config.prompt.model_copy(),
+            prompt=self.config.prompt,  # frozen: one for every judgment
             key=state.key,
             attempts=state.attempts,
             usage=state.usage if started is not None else reply.usage,
@@ -97,7 +97,7 @@ class JudgmentRecorder:
             doc_id=state.doc.doc_id,
             status="failed",
             judge=self.config.judge_id,
-            prompt=self.config.prompt.model_copy(),
+            prompt=self.config.prompt,  # frozen: one for every judgment
             key=state.key,
             attempts=state.attempts,
             usage=state.usage,
