@@ -4,6 +4,7 @@ store, compared with live grading of the same pairs."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -18,10 +19,12 @@ import pytest
 
 from grader.batch.adapter import LLMBatchJudge
 from grader.batch.export_files import export_requests
-from grader.batch.job_config import job_config
+from grader.batch.import_files import Importer, ImportSummary
+from grader.batch.job_config import JobJudges, job_config
 from grader.cli.main import main
+from grader.judges.llm.judge import LLMJudge
 from grader.models import Doc, Query
-from grader.prompts import load_prompt
+from grader.prompts import PromptSpec, load_prompt
 from grader.store.store import Store
 from tests import fake_engine
 from tests.fakeserver import FakeServer, faults
@@ -355,3 +358,30 @@ def test_one_import_of_two_exports_sharing_keys_sets_each_exports_outcome(
     conn.close()
     assert sorted(o for _, o, _ in outcomes) == ["ok", "ok"]
     assert sum(n for *_, n in outcomes) == 40
+
+
+def test_reask_alone_leaves_out_keys_answered_since(
+    files: GradeFiles, fake_server: FakeServer, tmp_path: Path
+) -> None:
+    """`reask_failed` without an import before it (which would mark those lines ok first):
+    failed lines whose keys the store holds ok by now are set ok and not asked again."""
+    url = ["--base-url", fake_server.base_url]
+    db = tmp_path / "r.db"
+    requests = _export(files, db, tmp_path / "out")
+    failing = _custom_ids(requests[0])[:2]
+    results = _engine(fake_server, requests, tmp_path / "res", fail_ids=failing)
+    assert main(["batch", "import", "--store", str(db), *map(str, results), "--quiet"]) == 1
+    assert main(files.args("--store", str(db), *url, *MODEL, "--quiet")) == 0  # graded live
+    fake_server.reset()
+    export_id = failing[0].split(":")[1]
+
+    def make_judge(model: str, prompt: PromptSpec) -> LLMJudge:
+        return LLMJudge(model=model, prompt=prompt, base_url=fake_server.base_url)
+
+    with Store(db) as store, Importer(store, JobJudges(make_judge).for_job) as importer:
+        importer.judge(export_id, results[0])
+        summary = ImportSummary(touched={(export_id, 1)})
+        asyncio.run(importer.reask_failed(summary))
+        assert importer.unresolved(summary) == 0
+    assert fake_server.counts["requests"] == 0
+    assert summary.reasked_ok == summary.reasked_failed == 0

@@ -2,9 +2,10 @@
 
 numpy's OpenBLAS starts a thread per core when numpy is imported; evaluate does no linear
 algebra, so the CLI asks for one thread (OPENBLAS_NUM_THREADS) before numpy loads, unless the
-user set a number, and never in a process that imported numpy already (a library caller). The
-cyclic garbage collector is off while evaluate runs (its collections cost more than the few
-objects it makes) and back on when `main` returns, whatever happened.
+user set a number, and never in a process that imported numpy already (a library caller); the
+variable is gone again when `main` returns. The cyclic garbage collector is off while evaluate
+runs (its collections cost more than the few objects it makes) and back on when `main` returns,
+whatever happened.
 """
 
 from __future__ import annotations
@@ -23,14 +24,20 @@ from grader.cli.main import main
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _threads_after(argv: list[str], *, preset: str | None, numpy_first: bool = False) -> str:
-    """OPENBLAS_NUM_THREADS after `main(argv)` in a fresh interpreter."""
+def _threads(argv: list[str], *, preset: str | None, numpy_first: bool = False) -> tuple[str, str]:
+    """OPENBLAS_NUM_THREADS while `main(argv)` runs its command and after it returned, in a
+    fresh interpreter."""
     code = (
         "import os, sys\n"
         + ("import numpy\n" if numpy_first else "")
-        + "from grader.cli.main import main\n"
+        + "import grader.cli.main as cli\n"
+        + "real = cli._run\n"
+        + "def spy(command, words):\n"
+        + "    print(os.environ.get('OPENBLAS_NUM_THREADS', 'unset'))\n"
+        + "    return real(command, words)\n"
+        + "cli._run = spy\n"
         + "try:\n"
-        + f"    main({argv!r})\n"
+        + f"    cli.main({argv!r})\n"
         + "except SystemExit:\n"
         + "    pass\n"
         + "print(os.environ.get('OPENBLAS_NUM_THREADS', 'unset'))\n"
@@ -41,7 +48,8 @@ def _threads_after(argv: list[str], *, preset: str | None, numpy_first: bool = F
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True
     )
-    return done.stdout.strip().splitlines()[-1]
+    lines = done.stdout.strip().splitlines()
+    return lines[0], lines[-1]
 
 
 @pytest.fixture
@@ -51,17 +59,17 @@ def files(tmp_path: Path) -> list[str]:
     return [str(tmp_path / "qrels.txt"), str(tmp_path / "run.txt"), "--format", "json"]
 
 
-def test_evaluate_asks_for_one_blas_thread(files: list[str]) -> None:
-    assert _threads_after(["evaluate", *files], preset=None) == "1"
+def test_evaluate_asks_for_one_blas_thread_and_leaves_none_behind(files: list[str]) -> None:
+    assert _threads(["evaluate", *files], preset=None) == ("1", "unset")
 
 
 def test_a_number_the_user_set_is_kept(files: list[str]) -> None:
-    assert _threads_after(["evaluate", *files], preset="3") == "3"
+    assert _threads(["evaluate", *files], preset="3") == ("3", "3")
 
 
 def test_not_when_numpy_is_loaded_already_nor_for_other_commands(files: list[str]) -> None:
-    assert _threads_after(["evaluate", *files], preset=None, numpy_first=True) == "unset"
-    assert _threads_after(["prompts", "list"], preset=None) == "unset"
+    assert _threads(["evaluate", *files], preset=None, numpy_first=True) == ("unset", "unset")
+    assert _threads(["prompts", "list"], preset=None) == ("unset", "unset")
 
 
 @pytest.mark.parametrize("fails", [False, True])

@@ -68,3 +68,23 @@ values = st.recursive(
 def test_any_value_decodes_as_json_loads(value: Any, ascii_only: bool) -> None:
     raw = json.dumps(value, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
     assert _same(loads(raw), json.loads(raw))
+
+
+def test_msgspec_decodes_plain_lines_and_json_loads_only_what_it_refuses(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[bytes] = []
+    real = json.loads
+
+    def counted(raw: bytes) -> Any:
+        calls.append(raw)
+        return real(raw)
+
+    monkeypatch.setattr(json, "loads", counted)  # the module json_lines falls back on
+    assert loads(b'{"custom_id": "x", "n": [1, 2.5, null]}') == {
+        "custom_id": "x",
+        "n": [1, 2.5, None],
+    }
+    assert calls == []  # msgspec decoded it
+    assert math.isnan(loads(b'{"a": NaN}')["a"])
+    assert calls == [b'{"a": NaN}']  # msgspec refuses NaN: the standard library's answer

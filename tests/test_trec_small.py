@@ -16,10 +16,12 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
+from grader.cli import evaluate_files
 from grader.cli.main import main
 from grader.errors import InputError
 from grader.io import trec_small
@@ -307,6 +309,10 @@ def test_trec_dl_2019_reads_alike(
 # --- end to end: the CLI with the plain reader on and off --------------------------------------
 
 
+PLAIN_RUNS: list[bool] = []
+"""Per run the CLI read with the plain reader on: whether that reader gave the joined run."""
+
+
 def _cli(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -318,6 +324,14 @@ def _cli(
     with monkeypatch.context() as m:
         if not plain:
             m.setattr(trec_small, "SMALL_BYTES", -1)  # every file to the Arrow readers
+        else:
+
+            def spy(*args: Any, **kwargs: Any) -> JudgedRun | None:
+                got = small_judged_run(*args, **kwargs)
+                PLAIN_RUNS.append(got is not None)
+                return got
+
+            m.setattr(evaluate_files, "small_judged_run", spy)
         m.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
         code = main(["evaluate", *argv])
     out, err = capsys.readouterr()
@@ -348,9 +362,12 @@ def test_cli_prints_the_same_either_way(
     run.write_bytes({**TAKEN, **NOT_TAKEN}[name].encode())
     for fmt in ("json", "table"):
         argv = [str(tmp_path / "qrels.txt"), str(run), *MEASURES, "--per-query", "--format", fmt]
+        PLAIN_RUNS.clear()
         code, out, err = _both(monkeypatch, capsys, argv)
         assert (code == 0 and "P(rel=2)@2" in out) or (code == 2 and "error" in err and not out)
         assert code == 0 or name in NOT_TAKEN
+        if name in TAKEN:  # the plain reader read it (the comparison is not Arrow with itself)
+            assert PLAIN_RUNS == [True]
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ live grading, at the batch price.
 `LLMBatchJudge` wraps `grader.judges.llm.judge.LLMJudge`. Requests are built by the judge's
 `build_request` in one fixed output mode (recorded with the job, so whichever process collects
 parses in the mode the requests asked for), and each output line goes through the judge's
-reply reader (`judgment_from_body`), which calls the one reply validator
+reply reader (`LLMJudge.reply_reader`), which calls the one reply validator
 (`grader.judges.llm.replies`) live grading uses: a reply is accepted or refused the same way
 however it arrived. `BatchReplies` is that reading alone, picklable, for worker processes.
 """

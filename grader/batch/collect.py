@@ -13,7 +13,7 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from grader.models import Doc, Judgment, JudgmentError, Query
 
@@ -121,9 +121,9 @@ def parse_output_record(
     or the problem (an error line, a refused reply) with `where` (file and line) in its message.
     """
     response = record.get("response")
-    status = response.get("status_code") if isinstance(response, Mapping) else None
-    body = response.get("body") if isinstance(response, Mapping) else None
-    if record.get("error") or status != 200 or not isinstance(body, Mapping):
+    status = response.get("status_code") if _is_mapping(response) else None
+    body = response.get("body") if _is_mapping(response) else None
+    if record.get("error") or status != 200 or not _is_mapping(body):
         code, message = _error_text(record)
         return LineProblem(f"Batch:{code}", f"{where}: {message}" if message else where)
     try:
@@ -147,8 +147,8 @@ def other_model(record: Mapping[str, Any], model: object) -> str | None:
     line names no model. An engine that ignores the request's model would otherwise have its
     answers stored as the exported model's."""
     response = record.get("response")
-    body = response.get("body") if isinstance(response, Mapping) else None
-    got = body.get("model") if isinstance(body, Mapping) else None
+    body = response.get("body") if _is_mapping(response) else None
+    got = body.get("model") if _is_mapping(body) else None
     if not isinstance(got, str) or not isinstance(model, str) or got == model:
         return None
     if _SNAPSHOT.fullmatch(got[len(model) :]) and got.startswith(model):
@@ -157,6 +157,12 @@ def other_model(record: Mapping[str, Any], model: object) -> str | None:
 
 
 _SNAPSHOT = re.compile(r"-\d{4}-\d{2}-\d{2}")
+
+
+def _is_mapping(value: object) -> TypeGuard[Mapping[str, Any]]:
+    """isinstance(value, Mapping), without the ABC's check for a plain dict (what JSON
+    decodes to: ~0.5 us each, five times a results line)."""
+    return type(value) is dict or isinstance(value, Mapping)
 
 
 def _load(raw: bytes) -> dict[str, Any] | None:

@@ -262,25 +262,9 @@ class LLMJudge:
         return self._recorder.ok(state, reply, started)
 
     def reply_reader(self) -> ReplyReader:
-        """What `judgment_from_body` runs, without the client or `on_call` (picklable)."""
+        """How this judge reads a reply body obtained elsewhere (a batch output line), without
+        the client or `on_call` (picklable)."""
         return self._reader
-
-    def judgment_from_body(
-        self,
-        body: dict[str, Any],
-        query: Query,
-        doc: Doc,
-        *,
-        key: str,
-        mode: OutputMode,
-        truncated: bool,
-        batch: bool = True,
-    ) -> Judgment:
-        """A Judgment from one reply body obtained elsewhere (a Batch API output line): the same
-        validation as live grading, but no re-ask is possible, so an invalid reply fails."""
-        return self.reply_reader().judgment(
-            body, query, doc, key=key, mode=mode, truncated=truncated, batch=batch
-        )
 
     async def _attempt(self, state: CallState) -> GradeReply:
         if state.mode != self.server.mode:  # another worker switched the mode: start over in it

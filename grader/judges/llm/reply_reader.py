@@ -1,6 +1,6 @@
 """The Judgment one reply body makes, validated as live grading validates it, in a form that can
 be sent to another process (no client, no callbacks): what imports of batch results hand to
-their worker processes. `LLMJudge.judgment_from_body` is this reader's `judgment`."""
+their worker processes (`LLMJudge.reply_reader`)."""
 
 from __future__ import annotations
 
