@@ -5,6 +5,7 @@ partial outputs. And releasing a run's own leases at its end never fails the run
 
 from __future__ import annotations
 
+import shutil
 import socket
 import sqlite3
 import subprocess
@@ -20,6 +21,8 @@ from grader.grading import run as grading_run
 from grader.store import claims
 from grader.store.claims import _process_start
 from grader.store.store import Store
+from tests.batch_helpers import new_prompt, seed_store
+from tests.fakeserver import FakeServer
 from tests.grade_data import write_grade_files
 
 
@@ -30,6 +33,24 @@ def other_process() -> Iterator[subprocess.Popen[bytes]]:
     yield proc
     proc.kill()
     proc.wait()
+
+
+def _hold(db: Path, key: str, owner: subprocess.Popen[bytes]) -> None:
+    """The lease on `key` of a live process that keeps renewing it."""
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "INSERT INTO claims VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                key,
+                "hung-owner",
+                owner.pid,
+                _process_start(owner.pid),
+                socket.gethostname(),
+                time.time(),
+                time.time() + 3600,
+            ),
+        )
+    conn.close()
 
 
 def test_a_key_held_by_a_hung_process_is_not_waited_for_forever(
@@ -47,20 +68,7 @@ def test_a_key_held_by_a_hung_process_is_not_waited_for_forever(
         key = next(store.iter_judgments()).key
     with Store(db):
         pass  # the schema, so the lease can be written before the run
-    with sqlite3.connect(db) as conn:  # the lease of a live process that keeps renewing it
-        conn.execute(
-            "INSERT INTO claims VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                key,
-                "hung-owner",
-                other_process.pid,
-                _process_start(other_process.pid),
-                socket.gethostname(),
-                time.time(),
-                time.time() + 3600,
-            ),
-        )
-    conn.close()
+    _hold(db, key, other_process)
     capsys.readouterr()
     code = main(files.args("--judge", "lexical", "--store", db, "--out", out))
     err = capsys.readouterr().err
@@ -98,3 +106,30 @@ def test_releasing_leases_under_a_held_write_lock_does_not_fail_the_run(
     assert book.held() == ["k1"]
     assert book.release_all() is True and book.held() == []
     book.close()
+
+
+def test_a_live_regrade_says_which_pending_pairs_another_process_holds(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    other_process: subprocess.Popen[bytes],
+) -> None:
+    """Not "waiting in batches": no batch is open; a hung process holds one new key."""
+    monkeypatch.setattr(grading_run, "HOLD_WAIT_S", 0.5)
+    db, copy = tmp_path / "s.db", tmp_path / "copy.db"
+    seed_store(db, 6)
+    shutil.copy(db, copy)
+    prompt = new_prompt(tmp_path)
+    with FakeServer() as server:
+        args = ["regrade", "--prompt", str(prompt.source), "--model", "fake-model"]
+        args += ["--base-url", server.base_url, "--quiet"]
+        assert main([*args, "--store", str(copy)]) == 0  # learns the new keys elsewhere
+        with Store(copy) as store:
+            key = next(j.key for j in store.iter_judgments() if j.prompt == prompt.ref())
+        _hold(db, key, other_process)
+        capsys.readouterr()
+        assert main([*args, "--store", str(db), "--out", str(tmp_path / "o.jsonl")]) == 1
+    err = capsys.readouterr().err
+    assert "1 pairs are being graded by another process sharing the store" in err
+    assert "waiting in batches" not in err
+    assert not (tmp_path / "o.jsonl").exists()

@@ -34,6 +34,7 @@ from grader.cli.settings import Settings
 from grader.cli.store_busy import print_store_busy
 from grader.cost import cost_range, usd_or_unknown
 from grader.errors import InputError, PromptError
+from grader.grading import run as grading_run
 from grader.prompts import PromptSpec, load_prompt
 from grader.regrade.diff import RegradeDiff
 from grader.regrade.run import RegradeOutcome, regrade
@@ -198,17 +199,36 @@ def run(args: argparse.Namespace) -> int:
         new = [p.new for p in outcome.pairs if p.new is not None]
         print(failure_causes_text(new), file=sys.stderr)
     if outcome.diff.pending:
-        print(
-            f"{outcome.diff.pending} pairs are waiting in batches; "
-            f"`{batch_command('status', args.store, args.api_key_env)}` shows them, "
-            f"`{batch_command('collect', args.store, args.api_key_env)}` "
-            "(or this command again) collects them",
-            file=sys.stderr,
-        )
+        held = _held_elsewhere(outcome)
+        if held:
+            print(
+                f"{held} pairs are being graded by another process sharing the store "
+                f"({args.store}) that has not answered them in "
+                f"{grading_run.HOLD_WAIT_S / 60:.0f} minutes; rerun this same command once that"
+                " process is done (or gone)",
+                file=sys.stderr,
+            )
+        if outcome.diff.pending > held:
+            print(
+                f"{outcome.diff.pending - held} pairs are waiting in batches; "
+                f"`{batch_command('status', args.store, args.api_key_env)}` shows them, "
+                f"`{batch_command('collect', args.store, args.api_key_env)}` "
+                "(or this command again) collects them",
+                file=sys.stderr,
+            )
         if args.out or args.qrels_out:
             print(OUTPUTS_PENDING, file=sys.stderr)
-        return 0
+        return 1 if held else 0
     return 1 if outcome.diff.failed else 0
+
+
+def _held_elsewhere(outcome: RegradeOutcome) -> int:
+    """Pending pairs of a live regrade that wait on keys another live process holds (the
+    rest of the pending pairs wait in open batches)."""
+    report = outcome.report
+    if report is None or not report.held_elsewhere:
+        return 0
+    return max(0, outcome.diff.pending - outcome.waiting_in_batches)
 
 
 async def _regrade(
@@ -346,8 +366,8 @@ def _write_outputs(args: argparse.Namespace, outcome: RegradeOutcome) -> None:
 
 OUTPUTS_PENDING = (
     "--out/--qrels-out not written while pairs are pending (earlier files are left as they "
-    "were); rerun this same command once the batches are collected to write them (it sends "
-    "nothing for pairs already regraded)"
+    "were); rerun this same command once they are graded to write them (it sends nothing "
+    "for pairs already regraded)"
 )
 
 
