@@ -63,7 +63,6 @@ BATCH_LINES = 20_000  # lines decided before they are written, in one transactio
 BATCH_SECONDS = 2.0  # ... or after this long, so a crash loses little
 PARALLEL_BYTES = 32 << 20  # smaller imports run in this process (starting workers takes ~1 s)
 MAX_WORKERS = 4  # worker processes at most (the writing process is the limit past that)
-CACHE_KIB = 131_072  # SQLite pages the writing process's connections keep (each)
 
 JudgeFor = Callable[[dict[str, Any]], LLMBatchJudge]
 
@@ -194,8 +193,6 @@ class Importer:
         self.batch_lines = batch_lines
         self.range_bytes = range_bytes
         self.state = ExportState(store)
-        store.set_cache(CACHE_KIB)  # the writes touch index pages all over a large store
-        self.state.set_cache(CACHE_KIB)
         self._judges: dict[str, LLMBatchJudge] = {}
         self._pending = _Pending()
         # key -> (status, {export_id: outcome}) this import wrote: the status is the store's

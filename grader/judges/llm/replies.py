@@ -150,11 +150,14 @@ def parse_completion(body: dict[str, Any], *, mode: OutputMode, spec: PromptSpec
         )
     if not isinstance(content, str) or not content.strip():
         raise InvalidReply("empty", "the reply has no content", raw=content, usage=usage)
+    logprobs = choice.get("logprobs")
     if mode == "text":
         grade, reason, offset = _parse_final_line(content, spec, usage)
     else:
-        grade, reason, offset = _parse_json(content, usage)
-    distribution = grade_distribution(choice.get("logprobs"), content, offset, grade=grade)
+        grade, reason = _parse_json(content, usage)
+        # Where the grade is matters only to read its logprobs (a walk over the reply).
+        offset = _top_level_grade_offset(content) if isinstance(logprobs, dict) else None
+    distribution = grade_distribution(logprobs, content, offset, grade=grade)
     expected = confidence = None
     if distribution is not None:
         expected = sum(g * p for g, p in zip(GRADES, distribution, strict=True))
@@ -188,7 +191,7 @@ _DECODER = json.JSONDecoder()
 _WS = re.compile(r"\s*")
 
 
-def _parse_json(content: str, usage: Usage) -> tuple[int, str | None, int | None]:
+def _parse_json(content: str, usage: Usage) -> tuple[int, str | None]:
     try:
         if content.startswith("\ufeff"):  # json.loads's own error for a byte-order mark
             data = json.loads(content, object_pairs_hook=_no_duplicate_keys)
@@ -222,7 +225,7 @@ def _parse_json(content: str, usage: Usage) -> tuple[int, str | None, int | None
             "schema", f"the reply does not match the schema ({problems})", raw=content, usage=usage
         ) from None
     _check_range(reply.grade, content, usage)
-    return reply.grade, (reply.reason or None), _top_level_grade_offset(content)
+    return reply.grade, (reply.reason or None)
 
 
 def _top_level_grade_offset(content: str) -> int | None:
