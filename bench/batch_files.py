@@ -161,7 +161,9 @@ def main() -> None:
     mem = Memory(summary.lines)
     with Store(work / "bench.db") as store:
         judges = JobJudges(make_judge)
-        with Importer(store, judges.for_job, progress=mem, workers=args.workers) as importer:
+        with Importer(
+            store, judges.for_job, progress=mem, workers=args.workers, freeze_gc=True
+        ) as importer:
             t0, c0 = time.perf_counter(), cpu_s()
             done = importer.run(results)
             import_s, import_cpu = time.perf_counter() - t0, cpu_s() - c0

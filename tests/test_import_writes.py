@@ -19,6 +19,18 @@ KEY_A = "sha256:" + "a" * 64
 KEY_B = "sha256:" + "b" * 64
 
 
+def test_stored_rows_equal_the_journal_rows_in_parts(tmp_path: Path) -> None:
+    other = {**FP, "model": "m2"}
+    items = [
+        (ok(KEY_A, grade=3), FP),
+        (failed(KEY_B), FP),
+        (ok(KEY_B, grade=0).model_copy(update={"judges": {"a": 0, "b": 1}}), other),
+        (failed(KEY_A), None),
+    ]
+    with Store(tmp_path / "s.db", secrets=["fits"]) as store:  # a secret masked in the JSON
+        assert store.stored_rows(items) == [stored_row(r) for r in store.rows(items).judgments]
+
+
 def test_rows_in_parts_read_back_as_put_many_writes_them(tmp_path: Path) -> None:
     judgments = [ok(KEY_A, grade=3, qid="q1", did="d1"), failed(KEY_B, qid="q1", did="d2")]
     with Store(tmp_path / "a.db") as a, Store(tmp_path / "b.db") as b:

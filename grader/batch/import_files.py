@@ -30,6 +30,7 @@ what was not written yet (import again), and memory does not grow with the files
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import time
@@ -184,6 +185,7 @@ class Importer:
         secrets: Sequence[str] = (),
         batch_lines: int = BATCH_LINES,
         range_bytes: int = RANGE_BYTES,
+        freeze_gc: bool = False,
     ):
         self.store = store
         self.judge_for = judge_for
@@ -192,6 +194,9 @@ class Importer:
         self.secrets = tuple(secrets)
         self.batch_lines = batch_lines
         self.range_bytes = range_bytes
+        # Automatic collections off and one after each write (`grader.bulk_gc`), when asked:
+        # the library leaves the process's collector alone otherwise.
+        self.freeze_gc = freeze_gc
         self.state = ExportState(store)
         self._judges: dict[str, LLMBatchJudge] = {}
         self._pending = _Pending()
@@ -246,7 +251,7 @@ class Importer:
         workers = self.workers
         if workers is None:
             workers = min(os.cpu_count() or 1, MAX_WORKERS) if total >= PARALLEL_BYTES else 0
-        with collect_by_hand():  # collected after each write (`_import`)
+        with collect_by_hand() if self.freeze_gc else contextlib.nullcontext():
             try:
                 if workers > 0:
                     context = multiprocessing.get_context("spawn")
@@ -308,7 +313,8 @@ class Importer:
                 or time.monotonic() - self._pending.since >= BATCH_SECONDS
             ):
                 self._flush()
-                collect()  # what the lines written made (`collect_by_hand`)
+                if self.freeze_gc:
+                    collect()  # what the lines written made (`collect_by_hand`)
             self._report(summary, started, done_bytes / total)
 
     def _take(self, result: RangeResult, sent: int, summary: ImportSummary) -> None:

@@ -5,7 +5,7 @@ A range holds whole lines. Each line is decoded (`grader.batch.json_lines`), its
 split into export and content key, the key looked up in its export's lines and in the store, and
 its reply validated by the export's `BatchReplies` exactly as a live reply; the judgment (ok, or
 failed with the reason) comes back as the row the store writes, already in parts
-(`Store.rows`, then `stored_row`: the writing process only inserts it). Nothing is written
+(`Store.stored_rows`: the writing process only inserts it). Nothing is written
 here: which answers are new is decided by the one process that writes, from what was read here
 and what it wrote since (`Answer.stored`, `Answer.outcome`).
 
@@ -33,7 +33,7 @@ from grader.batch.json_lines import loads
 from grader.bulk_gc import collect
 from grader.errors import InputError
 from grader.models import Doc, Judgment, Query
-from grader.store.judgment_rows import StoredRow, stored_row
+from grader.store.judgment_rows import StoredRow
 from grader.store.store import Store
 
 SHOW = 5  # examples of bad lines kept for the report
@@ -246,8 +246,8 @@ class RangeReader:
                     prompt=replies.prompt_ref,
                 )
             judged.append((rec, line, stored, outcome))
-        rows = self.store.rows((j, replies.fingerprint) for _, _, _, j in judged).judgments
-        for (rec, line, stored, judgment), row in zip(judged, map(stored_row, rows), strict=True):
+        rows = self.store.stored_rows((j, replies.fingerprint) for _, _, _, j in judged)
+        for (rec, line, stored, judgment), row in zip(judged, rows, strict=True):
             error = judgment.error.type if judgment.error is not None else None
             answers[rec.line] = Answer(
                 rec.key,

@@ -280,6 +280,7 @@ def run_import(args: argparse.Namespace) -> int:
                 ),
                 workers=args.workers,
                 secrets=factory.secrets,
+                freeze_gc=True,
             ) as importer:
                 summary = importer.run(args.results)
                 if args.reask:

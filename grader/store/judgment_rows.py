@@ -124,19 +124,6 @@ class Source:
         )
 
 
-def source_of(judgment: Judgment, model: Any, fingerprint: str | None) -> Source:
-    """The source row of `judgment` given its judge's model and (masked) fingerprint JSON."""
-    prompt = judgment.prompt
-    return Source(
-        judge=judgment.judge,
-        model=None if model is None else str(model),
-        prompt_name=prompt.name if prompt else None,
-        prompt_version=prompt.version if prompt else None,
-        prompt_sha=prompt.sha256 if prompt else None,
-        fingerprint=fingerprint,
-    )
-
-
 def created_text(judgment: Judgment) -> str:
     """`judgment.created_at` as its JSON (and the `created_at` column) writes it."""
     return to_json(judgment.created_at).decode()[1:-1]
@@ -247,20 +234,47 @@ def _source(
 
 def stored_row(row: tuple[Any, ...]) -> StoredRow:
     """`row` (key, ids, judge, model, prompt name/version/sha, status, grade, created_at,
-    fingerprint, judgment JSON[, replaceable]) in parts. A row whose JSON the parts would not give
-    back byte for byte (written by an older version, e.g. from a journal) goes through the model
-    first; one that still would not is refused rather than stored otherwise."""
+    fingerprint, judgment JSON[, replaceable]) in parts (`in_parts`)."""
     key, qid, did, judge, model, name, version, sha, status, grade = row[:10]
-    text: str = row[12]
     source = _source(judge, model, name, version, sha, row[11])
+    replaceable = row[13] if len(row) > 13 else 0  # a migrated row has no such column
+    return in_parts(key, qid, did, status, grade, row[12], source, replaceable)
+
+
+def source_of(judgment: Judgment, model: Any, fingerprint: str | None) -> Source:
+    """The source row of `judgment` given its judge's model and (masked) fingerprint JSON."""
+    prompt = judgment.prompt
+    return _source(
+        judgment.judge,
+        None if model is None else str(model),
+        prompt.name if prompt else None,
+        prompt.version if prompt else None,
+        prompt.sha256 if prompt else None,
+        fingerprint,
+    )
+
+
+def in_parts(
+    key: str,
+    query_id: str,
+    doc_id: str,
+    status: str,
+    grade: int | None,
+    text: str,
+    source: Source,
+    replaceable: int = 0,
+) -> StoredRow:
+    """A judgment's JSON `text` as its row keeps it. A text the parts would not give back byte
+    for byte (written by an older version, e.g. from a journal) goes through the model first;
+    one that still would not is refused rather than stored otherwise."""
     for attempt in range(2):
         try:
             parts = split(text)
         except ValueError:  # not as pydantic writes it (e.g. spaces after the separators)
             parts = None
         if parts is not None and text == assemble(
-            query_id=qid,
-            doc_id=did,
+            query_id=query_id,
+            doc_id=doc_id,
             grade=grade,
             status=status,
             parts=parts,
@@ -268,9 +282,8 @@ def stored_row(row: tuple[Any, ...]) -> StoredRow:
             prompt_json=source.prompt_json,
             key=key,
         ):
-            columns = (encode_key(key), qid, did, status, grade, parts.created_at)
-            replaceable = row[13] if len(row) > 13 else 0  # a migrated row has no such column
+            columns = (encode_key(key), query_id, doc_id, status, grade, parts.created_at)
             return StoredRow((*columns, parts.head, parts.tail, parts.extra), source, replaceable)
         if attempt == 0:
             text = Judgment.model_validate_json(text).model_dump_json()
-    raise StoreError(f"the judgment of {qid} {did} ({key}) does not fit the store's layout")
+    raise StoreError(f"the judgment of {query_id} {doc_id} ({key}) does not fit the store's layout")

@@ -25,7 +25,8 @@
   meanwhile, in a journal beside the store once the wait grows (`grader.store.journal`), and a
   journal left behind is replayed into the store when it is next opened.
 - One connection per thread, so the writer can commit on its own thread while others read.
-- This module opens, migrates and writes; reading is `grader.store.reading` (a mixin of Store).
+- This module opens, migrates and writes; reading is `grader.store.reading` and making the rows
+  written is `grader.store.row_making` (mixins of Store).
 """
 
 from __future__ import annotations
@@ -35,13 +36,11 @@ import json
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from grader.errors import StoreError
 from grader.models import CallRecord, Doc, Judgment, Query
-from grader.redact import redact
 from grader.store.busy import BusyCallback, BusyWait, StoreBusyError, busy_timeout_s, is_busy
 from grader.store.claims import release_stored
 from grader.store.journal import Journal, Rows
@@ -53,6 +52,7 @@ from grader.store.judgment_rows import (
 from grader.store.migrations import MIGRATIONS, latest_version
 from grader.store.parts_tables import source_id
 from grader.store.reading import StoreReading
+from grader.store.row_making import StoreRows, now_text
 
 BUSY_TIMEOUT_MS = 30_000  # for other tables' own connections (grader.batch.state)
 PAGE_SIZE = 8192  # bytes per page of a new store
@@ -103,16 +103,12 @@ WHERE NOT EXISTS (SELECT 1 FROM calls WHERE key IS ?1 AND attempt IS ?2 AND stat
 """
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
-
-
 def _pair_rows(rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[Any, str, str]]:
     """The (stored key, query_id, doc_id) of `_judgment_row` rows, for `judgment_pairs`."""
     return ((encode_key(row[0]), row[1], row[2]) for row in rows)
 
 
-class Store(StoreReading):
+class Store(StoreRows, StoreReading):
     """A judgment store at `path` (created and migrated on open; a journal left beside it is
     replayed). Waits for the write lock while another process holds it, telling `on_busy`."""
 
@@ -221,7 +217,7 @@ class Store(StoreReading):
                     migration.apply(self._conn)
                 self._conn.execute(
                     "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-                    (migration.version, migration.name, _now()),
+                    (migration.version, migration.name, now_text()),
                 )
                 self._conn.execute(f"PRAGMA user_version = {int(migration.version)}")
                 self._conn.execute("COMMIT")
@@ -240,66 +236,6 @@ class Store(StoreReading):
             self._wait(lambda: self._conn.execute("VACUUM"), "compacting the migrated store")
 
     # ---- writing -------------------------------------------------------------------------
-
-    def add_secrets(self, secrets: Sequence[str]) -> None:
-        """Also mask these strings (e.g. an API key known only after opening) in what is written."""
-        self._secrets = tuple(dict.fromkeys([*self._secrets, *(s for s in secrets if s)]))
-
-    def _mask(self, text: str) -> str:
-        return redact(text, self._secrets)
-
-    def _judgment_rows(
-        self, items: Iterable[tuple[Judgment, Mapping[str, Any] | None]]
-    ) -> list[tuple[Any, ...]]:
-        """`_judgment_row` of each item, each fingerprint's JSON made once per call (a judge
-        passes the same fingerprint with every answer; ~5 us a row at a million rows)."""
-        texts: dict[int, tuple[Mapping[str, Any], str]] = {}
-        rows = []
-        for judgment, fingerprint in items:
-            text = None
-            if fingerprint is not None:
-                known = texts.get(id(fingerprint))
-                if known is None or known[0] is not fingerprint:
-                    known = texts[id(fingerprint)] = (
-                        fingerprint,
-                        self._fingerprint_text(fingerprint),
-                    )
-                text = known[1]
-            rows.append(self._judgment_row(judgment, fingerprint, text))
-        return rows
-
-    def _fingerprint_text(self, fingerprint: Mapping[str, Any]) -> str:
-        return self._mask(json.dumps(fingerprint, sort_keys=True))
-
-    def _judgment_row(
-        self,
-        judgment: Judgment,
-        fingerprint: Mapping[str, Any] | None,
-        fingerprint_text: str | None = None,
-    ) -> tuple[Any, ...]:
-        prompt = judgment.prompt
-        model = None
-        if fingerprint is not None:
-            model = fingerprint.get("model")
-            if fingerprint_text is None:
-                fingerprint_text = self._fingerprint_text(fingerprint)
-        return (
-            judgment.key,
-            judgment.query_id,
-            judgment.doc_id,
-            judgment.judge,
-            None if model is None else str(model),
-            prompt.name if prompt else None,
-            prompt.version if prompt else None,
-            prompt.sha256 if prompt else None,
-            judgment.status,
-            judgment.grade,
-            judgment.created_at.isoformat(),
-            fingerprint_text,
-            self._mask(judgment.model_dump_json()),
-            # An output built from answers may be replaced by a newer ok one (see _UPSERT).
-            int(judgment.judges is not None or judgment.verification is not None),
-        )
 
     def put(
         self,
@@ -386,22 +322,6 @@ class Store(StoreReading):
         with self._transaction():
             self._conn.executemany(_INSERT_CALL, rows)
 
-    def _call_row(self, record: CallRecord) -> tuple[Any, ...]:
-        message = record.error_message
-        return (
-            record.key,
-            record.attempt,
-            record.outcome,
-            record.http_status,
-            record.latency_ms,
-            record.usage.prompt_tokens,
-            record.usage.completion_tokens,
-            record.usage.cached_tokens,
-            record.error_type,
-            None if message is None else self._mask(message),
-            _now(),
-        )
-
     class _Tx:
         def __init__(self, store: Store, what: str) -> None:
             self.store = store
@@ -464,15 +384,6 @@ class Store(StoreReading):
             self._local.no_wait = before
 
     # ---- rows kept while the store is busy ------------------------------------------------
-
-    def rows(
-        self,
-        judgments: Iterable[tuple[Judgment, Mapping[str, Any] | None]],
-        calls: Iterable[CallRecord] = (),
-    ) -> Rows:
-        """The rows the store would write for these judgments and calls (secrets masked), to
-        keep in the journal until `write_rows` stores them."""
-        return Rows(self._judgment_rows(judgments), [self._call_row(c) for c in calls])
 
     def write_rows(self, rows: Rows) -> None:
         """Store rows from `rows()` in one transaction; writing them twice changes nothing."""
