@@ -19,7 +19,8 @@ import pytest
 
 from grader.batch.adapter import LLMBatchJudge
 from grader.batch.export_files import export_requests
-from grader.batch.import_files import Importer, ImportSummary
+from grader.batch.import_files import Importer
+from grader.batch.import_followup import ImportSummary
 from grader.batch.job_config import JobJudges, job_config
 from grader.cli.main import main
 from grader.judges.llm.judge import LLMJudge

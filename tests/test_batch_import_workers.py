@@ -20,7 +20,8 @@ import pytest
 
 from grader.batch.adapter import LLMBatchJudge
 from grader.batch.export_files import export_requests
-from grader.batch.import_files import Importer, ImportSummary, _ranges
+from grader.batch.import_files import Importer, _ranges
+from grader.batch.import_followup import ImportSummary
 from grader.batch.job_config import JobJudges, job_config
 from grader.judges.llm.judge import LLMJudge
 from grader.models import Doc, Query

@@ -5,7 +5,7 @@ Each results line (`{"id", "custom_id", "response": {"status_code", "request_id"
 one reply validator of live grading (`parse_completion`). An ok reply is stored as the pair's
 judgment; an error line, a refused reply, and a request of a touched request file that no line
 answered (`missing`) are stored as `failed` with the reason, never as a grade, and can be asked
-again live (`reask_failed`).
+again live (`reask_failed`; `grader.batch.import_followup`).
 
 The files are cut into ranges of whole lines (~4 MB); each range is decoded, checked and
 validated (`grader.batch.import_work`) by worker processes for a large import, in this process
@@ -37,14 +37,13 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from grader.batch.adapter import BatchReplies, LLMBatchJudge
-from grader.batch.collect import LineProblem, failed_judgment, retry_live
 from grader.batch.export_files import LineProgress, Progress
-from grader.batch.exports import ExportState, Line
+from grader.batch.exports import ExportState
+from grader.batch.import_followup import ImportFollowUp, ImportSummary
 from grader.batch.import_work import (
     SHOW,
     RangeReader,
@@ -55,7 +54,6 @@ from grader.batch.import_work import (
 )
 from grader.bulk_gc import collect, collect_by_hand
 from grader.errors import InputError
-from grader.models import Doc, Judgment, Query
 from grader.store.judgment_rows import StoredRow
 from grader.store.store import Store
 
@@ -66,27 +64,6 @@ PARALLEL_BYTES = 32 << 20  # smaller imports run in this process (starting worke
 MAX_WORKERS = 4  # worker processes at most (the writing process is the limit past that)
 
 JudgeFor = Callable[[dict[str, Any]], LLMBatchJudge]
-
-
-@dataclass
-class ImportSummary:
-    """What an import did, in result lines (one per content key)."""
-
-    files: int = 0
-    lines: int = 0
-    ok: int = 0
-    failed: int = 0
-    missing: int = 0
-    already: int = 0
-    truncated: list[str] = field(default_factory=list)  # "file:line" of cut-short last lines
-    malformed: list[str] = field(default_factory=list)  # "file:line" of unreadable lines
-    n_malformed: int = 0
-    reasked_ok: int = 0
-    reasked_failed: int = 0
-    exports: set[str] = field(default_factory=set)
-    touched: set[tuple[str, int]] = field(default_factory=set)  # (export id, request file)
-    problems: dict[str, int] = field(default_factory=dict)  # failure type -> count
-    empty: list[str] = field(default_factory=list)  # results files with no line at all
 
 
 def _blank(path: Path) -> bool:
@@ -172,7 +149,7 @@ def _ranges(path: Path, block: int) -> Iterator[tuple[int, int, int, bool]]:
             start = end
 
 
-class Importer:
+class Importer(ImportFollowUp):
     """Imports results files into a store (see the module docstring)."""
 
     def __init__(
@@ -399,114 +376,7 @@ class Importer:
             for key in keys:
                 known.pop(key, None)
 
-    def unresolved(self, summary: ImportSummary) -> int:
-        """Requests of the touched request files whose result is still a failure."""
-        return sum(self.state.count_failed(e, f) for e, f in summary.touched)
-
     def _report(self, summary: ImportSummary, started: float, fraction: float) -> None:
         if self.progress is not None:
             elapsed = time.perf_counter() - started
             self.progress(LineProgress(summary.lines, None, elapsed, min(1.0, fraction)))
-
-    def _texts(self, lines: Sequence[Line]) -> tuple[dict[str, Query], dict[str, Doc]]:
-        queries = self.store.queries({x.query_id for x in lines})
-        docs = self.store.docs({x.doc_id for x in lines})
-        for x in lines:
-            if x.query_id not in queries or x.doc_id not in docs:
-                raise InputError(
-                    f"the store has no text for ({x.query_id}, {x.doc_id}), exported as {x.key}",
-                    path=self.store.path,
-                    hint="export again from this store",
-                )
-        return queries, docs
-
-    def _put(
-        self,
-        judge: LLMBatchJudge,
-        export_id: str,
-        results: dict[str, Judgment],
-        outcomes: dict[str, str],
-        summary: ImportSummary,
-    ) -> None:
-        fingerprint = judge.fingerprint()
-        if results:
-            self.store.put_many((j, fingerprint) for j in results.values())
-        self.state.set_outcomes(export_id, outcomes)  # after the judgments: a crash between
-        # leaves outcomes to repair, never an answer lost (the next import sets them)
-        for judgment in results.values():
-            if judgment.status == "ok":
-                summary.ok += 1
-            elif judgment.error is not None and judgment.error.type == "Batch:missing":
-                summary.missing += 1
-            else:
-                summary.failed += 1
-                kind = judgment.error.type if judgment.error else "failed"
-                summary.problems[kind] = summary.problems.get(kind, 0) + 1
-
-    def _mark_missing(self, summary: ImportSummary) -> None:
-        """Requests of the request files these results touched that no line answered."""
-        for export_id, file_no in sorted(summary.touched):
-            judge = self._judges[export_id]
-            after = 0
-            while lines := self.state.lines_without_outcome(export_id, file_no, after=after):
-                after = lines[-1].line_no
-                queries, docs = self._texts(lines)
-                statuses = self.store.statuses(x.key for x in lines)
-                results: dict[str, Judgment] = {}
-                outcomes: dict[str, str] = {}
-                for x in lines:
-                    status = statuses.get(x.key)
-                    if status == "ok":
-                        outcomes[x.key] = "ok"
-                        continue
-                    problem = LineProblem(
-                        "Batch:missing",
-                        f"no results line for this request of request file {file_no} "
-                        f"(export {export_id}); rerun the engine on it, or import with --reask",
-                    )
-                    results[x.key] = failed_judgment(
-                        x.key,
-                        queries[x.query_id],
-                        docs[x.doc_id],
-                        problem,
-                        judge_id=judge.judge_id,
-                        prompt=judge.prompt_ref,
-                    )
-                    outcomes[x.key] = "failed"
-                self._put(judge, export_id, results, outcomes, summary)
-
-    async def reask_failed(self, summary: ImportSummary, *, concurrency: int = 8) -> None:
-        """Ask live every failed request of the request files this import touched (bad,
-        refused or missing lines, this import's or an earlier one's), through each export's
-        judge; each answer (ok, or failed with its reason) is stored as live grading stores it.
-        A fatal JudgeError (the server stopped answering) stops it; what was answered is kept."""
-        for export_id, file_no in sorted(summary.touched):
-            judge = self._judges[export_id]
-
-            async def live(
-                query: Query, doc: Doc, key: str, judge: LLMBatchJudge = judge
-            ) -> Judgment:
-                return await judge.judge(query, doc, key=key)
-
-            after = 0
-            while lines := self.state.failed_lines(export_id, file_no, after=after, limit=500):
-                after = lines[-1].line_no
-                # A key answered ok since (live, or through another export) is not paid again.
-                statuses = self.store.statuses(x.key for x in lines)
-                done = {k for k, status in statuses.items() if status == "ok"}
-                self.state.set_outcomes(export_id, dict.fromkeys(done, "ok"))
-                lines = [x for x in lines if x.key not in done]
-                if not lines:
-                    continue
-                queries, docs = self._texts(lines)
-                items = {x.key: (queries[x.query_id], docs[x.doc_id]) for x in lines}
-                asked = {k: LineProblem("reask", "asked live") for k in items}
-                answers = await retry_live(asked, items, live, concurrency=concurrency)
-                fingerprint = judge.fingerprint()
-                self.store.put_many((j, fingerprint) for j in answers.values())
-                self.state.set_outcomes(export_id, {k: j.status for k, j in answers.items()})
-                for answer in answers.values():
-                    if answer.status == "ok":
-                        summary.reasked_ok += 1
-                    else:
-                        summary.reasked_failed += 1

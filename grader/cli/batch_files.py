@@ -17,7 +17,8 @@ from typing import Any
 from grader.batch.adapter import LLMBatchJudge
 from grader.batch.export_files import LineProgress, export_requests
 from grader.batch.exports import ExportInfo
-from grader.batch.import_files import Importer, ImportSummary
+from grader.batch.import_files import Importer
+from grader.batch.import_followup import ImportSummary
 from grader.batch.job_config import job_config
 from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE
 from grader.cli.batch_common import JudgeFactory, add_llm_options
