@@ -120,6 +120,7 @@ def main() -> None:
     parser.add_argument(
         "--workers", type=int, help="import worker processes (default: batch import's choice)"
     )
+    parser.add_argument("--export-only", action="store_true", help="time the export alone")
     args = parser.parse_args()
     work = Path(args.dir or tempfile.mkdtemp(prefix="relgrade-batch-files-"))
     work.mkdir(exist_ok=True)
@@ -151,6 +152,9 @@ def main() -> None:
         f"at start, {mem.at_tenth or 0:.0f} MB at 10%, {mem.last:.0f} MB at the end, "
         f"peak {mem.peak:.0f} MB"
     )
+    if args.export_only:
+        print(f"work folder: {work}")
+        return
     server = FakeServer()
     results = []
     for path in summary.files:
