@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from json.encoder import encode_basestring
 from typing import Any
 
 
@@ -34,7 +35,9 @@ class ContentKeys:
 
     A run of a million pairs repeats each text a hundred times; encoding a document's JSON once
     per distinct text (and hashing the part before the query once per document) instead of once
-    per pair gives the same bytes, so the same keys."""
+    per pair gives the same bytes, so the same keys. A text's JSON is `encode_basestring`'s
+    (the C encoder `canonical_json` runs for a str: `json.dumps(s, ensure_ascii=False)` is
+    exactly it), without building a JSONEncoder per text."""
 
     def __init__(self, fingerprint: dict[str, Any]) -> None:
         self._middle = ',"judge":' + canonical_json(fingerprint) + ',"query":'
@@ -50,12 +53,14 @@ class ContentKeys:
         prefix = self._docs.get(doc_text)
         if prefix is None:
             prefix = hashlib.sha256(
-                ('{"document":' + canonical_json(doc_text) + self._middle).encode("utf-8")
+                ('{"document":' + encode_basestring(doc_text) + self._middle).encode("utf-8")
             )
             self._docs[doc_text] = prefix
         query = self._queries.get(query_text)
         if query is None:
-            query = self._queries[query_text] = (canonical_json(query_text) + "}").encode("utf-8")
+            query = self._queries[query_text] = (encode_basestring(query_text) + "}").encode(
+                "utf-8"
+            )
         digest = prefix.copy()
         digest.update(query)
         return digest.digest()
