@@ -111,6 +111,15 @@ def _pair_rows(rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[Any, str, str]
     return ((encode_key(row[0]), row[1], row[2]) for row in rows)
 
 
+DocRow = tuple[str, str, str | None, str]
+
+
+def doc_row(doc: Doc) -> DocRow:
+    """A document's row in `docs`: id, text, title and its metadata as sorted JSON."""
+    metadata = json.dumps(doc.metadata, sort_keys=True, default=str) if doc.metadata else "{}"
+    return doc.doc_id, doc.text, doc.title, metadata
+
+
 class Store(StoreReading):
     """A judgment store at `path` (created and migrated on open; a journal left beside it is
     replayed). Waits for the write lock while another process holds it, telling `on_busy`."""
@@ -348,18 +357,17 @@ class Store(StoreReading):
         with self._transaction():
             self._put_texts(queries, docs)
 
+    def put_text_rows(self, queries: Iterable[tuple[str, str]], docs: Iterable[DocRow]) -> None:
+        """`put_texts` of rows already made: (query_id, text) and `doc_row`s."""
+        with self._transaction():
+            self._conn.executemany(_UPSERT_QUERY, queries)
+            self._conn.executemany(_UPSERT_DOC, docs)
+
     def _put_texts(self, queries: Iterable[Query | None], docs: Iterable[Doc | None]) -> None:
         self._conn.executemany(
             _UPSERT_QUERY, ((q.query_id, q.text) for q in queries if q is not None)
         )
-        self._conn.executemany(
-            _UPSERT_DOC,
-            (
-                (d.doc_id, d.text, d.title, json.dumps(d.metadata, sort_keys=True, default=str))
-                for d in docs
-                if d is not None
-            ),
-        )
+        self._conn.executemany(_UPSERT_DOC, (doc_row(d) for d in docs if d is not None))
 
     def log_call(self, record: CallRecord) -> None:
         """Append one HTTP attempt to the call log (see `log_calls`)."""
