@@ -12,7 +12,11 @@ and renamed once complete, on a thread (`grader.batch.request_files`); each one'
 and sha256 are recorded.
 
 The work streams in chunks: memory does not grow with the number of lines (the pairs given may
-be a generator); which keys the export already holds is asked of the store, not kept in memory.
+be a generator); which keys the export already holds is asked of the store, not kept in memory
+(but for the few chunks handed over and not yet recorded). This process renders each chunk's
+new lines and hands the chunk, as plain rows, to the recorder (`grader.batch.export_recorder`),
+which writes texts, id pairs, lines and files in that order; a large export runs the recorder
+in a child process (`grader.batch.export_process`), on the machine's other core.
 """
 
 from __future__ import annotations
@@ -27,9 +31,11 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
+from grader.batch import export_process
 from grader.batch.adapter import LLMBatchJudge
-from grader.batch.exports import ExportState, LineRow, custom_id
-from grader.batch.request_files import RequestFiles
+from grader.batch.export_recorder import Chunk, ExportRecorder
+from grader.batch.exports import ExportState, custom_id
+from grader.batch.request_files import check_size
 from grader.batch.request_lines import RequestLines
 from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE
 from grader.errors import InputError
@@ -39,6 +45,7 @@ from grader.store.store import Store, doc_row
 
 CHUNK = 2000  # pairs per store lookup
 BATCH_PAIRS = 20_000  # pairs whose texts, id pairs and lines are written in one go
+BACKGROUND_FROM = 50_000  # pairs from which the recording runs in a child process
 
 
 @dataclass(frozen=True)
@@ -82,55 +89,6 @@ class ExportSummary:
     stored: int = 0
 
 
-class _Batch:
-    """Texts, id pairs and request lines not yet written: written together every
-    `BATCH_PAIRS` pairs (transactions of 2,000 random keys each cost twice as much a row),
-    each table's rows in its key order (lines in file order), made as plain rows."""
-
-    def __init__(self, store: Store, state: ExportState, export_id: str) -> None:
-        self.store = store
-        self.state = state
-        self.export_id = export_id
-        self._clear()
-
-    def _clear(self) -> None:
-        self.queries: dict[str, str] = {}
-        self.docs: dict[str, Doc] = {}
-        self.pairs: set[tuple[str, str, str]] = set()
-        self.lines: list[LineRow] = []  # the lines written to files, not yet recorded
-        self.keys: set[str] = set()  # their keys
-        self.n_pairs = 0
-
-    @property
-    def size(self) -> int:
-        return len(self.pairs)
-
-    def add_texts(self, keyed: list[tuple[str, Query, Doc]]) -> None:
-        """Keep every pair's texts and id pair (those already graded too: outputs list them)."""
-        for key, query, doc in keyed:
-            self.queries[query.query_id] = query.text
-            self.docs[doc.doc_id] = doc
-            self.pairs.add((key, query.query_id, doc.doc_id))
-
-    def add_line(self, key: str, file_no: int, line_no: int, query: Query, doc: Doc) -> None:
-        self.lines.append((self.export_id, file_no, line_no, key, query.query_id, doc.doc_id))
-        self.keys.add(key)
-
-    def write(self) -> None:
-        """Texts and id pairs first, then the lines (an import needs both)."""
-        if self.queries or self.docs:
-            queries, docs = self.queries, self.docs
-            self.store.put_text_rows(
-                [(k, queries[k]) for k in sorted(queries)],
-                [doc_row(docs[k]) for k in sorted(docs)],
-            )
-        if self.pairs:
-            self.store.put_pairs(sorted(self.pairs))
-        if self.lines or self.n_pairs:
-            self.state.add_lines(self.export_id, self.lines, self.n_pairs)
-        self._clear()
-
-
 def _chunks(pairs: Iterable[tuple[Query, Doc]], size: int) -> Iterator[list[tuple[Query, Doc]]]:
     it = iter(pairs)
     while chunk := list(islice(it, size)):
@@ -163,60 +121,100 @@ def export_requests(
     chunk: int = CHUNK,
     batch_pairs: int = BATCH_PAIRS,
     freeze_gc: bool = False,
+    background: bool | None = None,
 ) -> ExportSummary:
     """Write request files for `pairs` into `out_dir` and record the export (see the module
     docstring); `config` is the judge's `job_config`, what import rebuilds the judge from.
     `freeze_gc` freezes what is alive now (modules, pairs already read) out of the cyclic
     garbage collector's reach for the export (~10% of its time at 100,000 pairs), as `grade`
-    does; undone at the end."""
+    does; undone at the end. `background` records in a child process
+    (`grader.batch.export_process`; None: when the platform forks and `total` is unknown or
+    at least `BACKGROUND_FROM`)."""
     if max_requests < 1 or max_bytes < 1:
         raise InputError("--batch-max-requests and --batch-max-bytes must be positive")
     folder = Path(out_dir)
     if not folder.parent.is_dir():
         raise InputError("--out-dir: its parent folder does not exist", path=folder)
     folder.mkdir(exist_ok=True)
+    if background is None:
+        background = export_process.available() and (total is None or total >= BACKGROUND_FROM)
     export_id = secrets.token_hex(6)
     fingerprint = judge.fingerprint()
     requests = RequestLines(judge)
     started = time.perf_counter()
     with _gc_frozen(freeze_gc), ExportState(store) as state:
         state.add_export(export_id, config, str(folder.resolve()))
-        batch = _Batch(store, state, export_id)
-        writer = RequestFiles(store, folder, export_id, max_requests, max_bytes, batch.write)
-        summary = ExportSummary(export_id, writer.files)
+        settings = (folder, export_id, max_requests, max_bytes, batch_pairs)
+        recorder: ExportRecorder | export_process.BackgroundRecorder
+        if background:
+            recorder = export_process.BackgroundRecorder(store, *settings)
+        else:
+            recorder = ExportRecorder(store, state, *settings)
+        summary = ExportSummary(export_id, [])
+        pending = _Pending()
         done = 0
         try:
-            for part in _chunks(pairs, chunk):
+            for seq, part in enumerate(_chunks(pairs, chunk), start=1):
                 keys = ContentKeys(fingerprint)  # one per chunk: its text cache stays small
                 keyed = [(keys.key(q.text, d.text), q, d) for q, d in part]
                 statuses = store.statuses(k for k, _, _ in keyed)
                 known = set(state.lines(export_id, (k for k, _, _ in keyed)))
-                batch.add_texts(keyed)
+                work = _chunk_rows(seq, keyed)
                 for key, query, doc in keyed:
                     if statuses.get(key) == "ok":
                         summary.stored += 1
                         continue
-                    batch.n_pairs += 1
-                    summary.pairs += 1
-                    if key in known or key in batch.keys:
+                    work.n_pairs += 1
+                    if key in known or key in pending:
                         continue
-                    file_no, line_no = writer.add(
-                        requests.line(custom_id(export_id, key), query, doc)
-                    )
-                    # Known from now on even when a new file records and clears `batch.keys`.
-                    known.add(key)
-                    batch.add_line(key, file_no, line_no, query, doc)
-                    summary.lines += 1
-                if batch.size >= batch_pairs:
-                    batch.write()
+                    line = requests.line(custom_id(export_id, key), query, doc)
+                    check_size(len(line), max_bytes)
+                    work.lines.append((key, query.query_id, doc.doc_id, line))
+                    pending.add(key, seq)
+                recorder.add(work)
+                pending.recorded(recorder.recorded)
+                summary.pairs += work.n_pairs
+                summary.lines += len(work.lines)
                 done += len(part)
                 if progress is not None:
                     progress(LineProgress(done, total, time.perf_counter() - started))
-            writer.close()
-            batch.write()
-            writer.wait()
+            summary.files.extend(recorder.finish())
         except BaseException:
-            writer.abandon()
+            recorder.abandon()
             raise
         state.finish(export_id)
     return summary
+
+
+def _chunk_rows(seq: int, keyed: list[tuple[str, Query, Doc]]) -> Chunk:
+    """A chunk's texts and id pairs as rows (those already graded too: outputs list them)."""
+    queries = {q.query_id: q.text for _, q, _ in keyed}
+    docs = {d.doc_id: d for _, _, d in keyed}
+    return Chunk(
+        seq,
+        queries=list(queries.items()),
+        docs=[doc_row(d) for d in docs.values()],
+        pairs=[(k, q.query_id, d.doc_id) for k, q, d in keyed],
+    )
+
+
+class _Pending:
+    """Keys of lines handed to the recorder whose rows it has not recorded yet, by chunk: with
+    the store's, the keys the export holds (a text repeated later is one line)."""
+
+    def __init__(self) -> None:
+        self._keys: dict[str, int] = {}
+        self._by_chunk: dict[int, list[str]] = {}
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._keys
+
+    def add(self, key: str, seq: int) -> None:
+        self._keys[key] = seq
+        self._by_chunk.setdefault(seq, []).append(key)
+
+    def recorded(self, seq: int) -> None:
+        """Forget the keys of chunks up to `seq`: the store has them now."""
+        for done in [s for s in self._by_chunk if s <= seq]:
+            for key in self._by_chunk.pop(done):
+                del self._keys[key]

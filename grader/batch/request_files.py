@@ -32,6 +32,15 @@ BLOCK_BYTES = 1 << 20
 QUEUE_BLOCKS = 16
 
 
+def check_size(size: int, max_bytes: int) -> None:
+    """InputError when a line of `size` bytes cannot fit any file."""
+    if size > max_bytes:
+        raise InputError(
+            f"a request is {size} bytes, over the {max_bytes}-byte file limit",
+            hint="lower the prompt's document budget or raise --batch-max-bytes",
+        )
+
+
 @dataclass
 class _File:
     """One request file: its final and temporary names, and what the thread has written."""
@@ -86,11 +95,7 @@ class RequestFiles:
     def add(self, line: bytes) -> tuple[int, int]:
         """Place one line; returns the number of the file it goes into and its place there."""
         size = len(line)
-        if size > self.max_bytes:
-            raise InputError(
-                f"a request is {size} bytes, over the {self.max_bytes}-byte file limit",
-                hint="lower the prompt's document budget or raise --batch-max-bytes",
-            )
+        check_size(size, self.max_bytes)
         if self._file is not None and (
             self._lines >= self.max_lines or self._size + size > self.max_bytes
         ):
