@@ -73,23 +73,45 @@ def cpu_s() -> float:
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def rss_mb() -> float:
-    """Resident set size of this process now, in MB."""
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+def rss_mb(pid: int | str = "self") -> float:
+    """Resident set size of a process (this one by default) now, in MB (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+    except OSError:
+        return 0.0
+
+
+def rss_with_children_mb() -> float:
+    """RSS of this process plus its child processes' (the export's recording process): pages
+    a forked child still shares with this process count twice, so this errs high."""
+    me = str(os.getpid())
+    total = rss_mb()
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/stat") as fh:
+                    parent = fh.read().rsplit(")", 1)[1].split()[1]
+            except OSError:
+                continue
+            if parent == me:
+                total += rss_mb(entry.name)
+    return total
 
 
 class Memory:
-    """RSS at each progress call: at 10% of the work and at the end."""
+    """RSS at each progress call: at 10% of the work and at the end (with `children`, that of
+    the child processes too)."""
 
-    def __init__(self, total: int) -> None:
+    def __init__(self, total: int, *, children: bool = False) -> None:
         self.total = total
+        self.measure = rss_with_children_mb if children else rss_mb
         self.at_tenth: float | None = None
         self.last = 0.0
         self.peak = 0.0
 
     def __call__(self, p: LineProgress) -> None:
-        now = rss_mb()
+        now = self.measure()
         self.peak = max(self.peak, now)
         self.last = now
         done = p.fraction if p.fraction is not None else p.lines / self.total
@@ -131,7 +153,7 @@ def main() -> None:
 
     judge = LLMBatchJudge(make_judge("fake-model", spec))
     start_rss = rss_mb()
-    mem = Memory(args.pairs)
+    mem = Memory(args.pairs, children=True)
     with Store(work / "bench.db") as store:
         t0, c0 = time.perf_counter(), cpu_s()
         summary = export_requests(

@@ -74,11 +74,13 @@ class ExportInfo:
 class ExportState:
     """Read and write the export tables of a store."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, cache_kib: int | None = None) -> None:
+        """`cache_kib`: SQLite's page cache of this connection (default: SQLite's, 2 MiB)."""
         self.path = store.path
-        self._conn = connect_beside(
-            self.path, "exports", "export tables", pragmas=("synchronous = NORMAL",)
-        )
+        pragmas = ["synchronous = NORMAL"]
+        if cache_kib is not None:
+            pragmas.append(f"cache_size = {-int(cache_kib)}")
+        self._conn = connect_beside(self.path, "exports", "export tables", pragmas=pragmas)
 
     def close(self) -> None:
         self._conn.close()
