@@ -82,11 +82,11 @@ def rss_mb(pid: int | str = "self") -> float:
         return 0.0
 
 
-def rss_with_children_mb() -> float:
-    """RSS of this process plus its child processes' (the export's recording process): pages
-    a forked child still shares with this process count twice, so this errs high."""
+def children_rss_mb() -> float:
+    """RSS of this process's child processes (the export's recording process): pages a forked
+    child still shares with this process count in both, so a sum with `rss_mb()` errs high."""
     me = str(os.getpid())
-    total = rss_mb()
+    total = 0.0
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
             try:
@@ -101,22 +101,25 @@ def rss_with_children_mb() -> float:
 
 class Memory:
     """RSS at each progress call: at 10% of the work and at the end (with `children`, that of
-    the child processes too)."""
+    the child processes too, also apart: `child_*`)."""
 
     def __init__(self, total: int, *, children: bool = False) -> None:
         self.total = total
-        self.measure = rss_with_children_mb if children else rss_mb
+        self.children = children
         self.at_tenth: float | None = None
+        self.child_at_tenth = 0.0
         self.last = 0.0
+        self.child_last = 0.0
         self.peak = 0.0
 
     def __call__(self, p: LineProgress) -> None:
-        now = self.measure()
+        child = children_rss_mb() if self.children else 0.0
+        now = rss_mb() + child
         self.peak = max(self.peak, now)
-        self.last = now
+        self.last, self.child_last = now, child
         done = p.fraction if p.fraction is not None else p.lines / self.total
         if self.at_tenth is None and done >= 0.1:
-            self.at_tenth = now
+            self.at_tenth, self.child_at_tenth = now, child
 
 
 def pairs(n: int, seed: int = 1) -> Iterator[tuple[Query, Doc]]:
@@ -155,7 +158,7 @@ def main() -> None:
     start_rss = rss_mb()
     mem = Memory(args.pairs, children=True)
     with Store(work / "bench.db") as store:
-        t0, c0 = time.perf_counter(), cpu_s()
+        t0, c0, own0 = time.perf_counter(), cpu_s(), time.process_time()
         summary = export_requests(
             store,
             judge,
@@ -167,13 +170,16 @@ def main() -> None:
             freeze_gc=True,  # as `relgrade batch export` runs it
         )
         export_s, export_cpu = time.perf_counter() - t0, cpu_s() - c0
+        own_cpu = time.process_time() - own0
     size = sum(p.stat().st_size for p in summary.files) / 1e6
     print(
         f"export: {summary.lines:,} lines in {len(summary.files)} files ({size:,.0f} MB) in "
         f"{export_s:.1f} s: {summary.lines / export_s:,.0f} lines/s "
         f"({summary.lines / export_cpu:,.0f} per CPU second); RSS {start_rss:.0f} MB "
         f"at start, {mem.at_tenth or 0:.0f} MB at 10%, {mem.last:.0f} MB at the end, "
-        f"peak {mem.peak:.0f} MB"
+        f"peak {mem.peak:.0f} MB (of which the recording process {mem.child_at_tenth:.0f} / "
+        f"{mem.child_last:.0f} MB); CPU {own_cpu / summary.lines * 1e6:.0f} us a line in this "
+        f"process, {(export_cpu - own_cpu) / summary.lines * 1e6:.0f} in the recording process"
     )
     if args.export_only:
         print(f"work folder: {work}")
