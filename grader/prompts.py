@@ -381,6 +381,9 @@ def render_scale(spec: PromptSpec) -> str:
     return "\n".join(f"{grade} = {spec.scale[grade]}" for grade in sorted(spec.scale, reverse=True))
 
 
+_METADATA_FIELDS = OPTIONAL_FIELDS[1:]  # the optional fields read from a document's metadata
+
+
 class MessageRenderer:
     """`render_messages` for one prompt in one output mode, with what does not depend on the
     pair worked out once: the delimiter tags, the scale, the reply instruction and a system
@@ -394,6 +397,7 @@ class MessageRenderer:
             spec.text_instruction if mode == "text" else spec.json_instruction
         ).strip()
         self.system = _static_system(spec.system, self.scale, self.instruction)
+        self._user_blocks = _template_blocks(spec.user)
 
     def contents(self, query: Query, doc: Doc) -> tuple[str, str, bool]:
         """The system and user messages' texts for one pair, and whether the document was cut."""
@@ -408,13 +412,18 @@ class MessageRenderer:
             "scale": self.scale,
         }
         metadata = doc.metadata
-        for name in OPTIONAL_FIELDS[1:]:
+        for name in _METADATA_FIELDS:
             raw = metadata.get(name) if metadata else None
             values[name] = neutralise(str(raw).strip(), tags) if raw not in (None, "") else ""
         system = self.system
         if system is None:
             system = _render_template(spec.system, values) + "\n\n" + self.instruction
-        return system, _render_template(spec.user, values), truncated
+        user = "\n".join(  # _render_template(spec.user, values), its blocks looked up once
+            text.format_map(values)
+            for text, droppable in self._user_blocks
+            if not droppable or any(values[n] for n in droppable)
+        ).strip()
+        return system, user, truncated
 
     def messages(self, query: Query, doc: Doc) -> tuple[list[dict[str, str]], bool]:
         """The chat messages for one pair, and whether the document was cut."""

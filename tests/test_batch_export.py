@@ -29,8 +29,19 @@ from grader.errors import StoreError
 from grader.judges.llm.judge import LLMJudge
 from grader.keys import ContentKeys, content_key
 from grader.models import Doc, Judgment, PromptRef, Query
-from grader.prompts import MessageRenderer, OutputMode, load_prompt, render_messages
+from grader.prompts import (
+    MessageRenderer,
+    OutputMode,
+    PromptSpec,
+    _prompt_tags,
+    load_prompt,
+    neutralise,
+    render_messages,
+    render_scale,
+    truncate,
+)
 from grader.store.store import Store
+from tests.test_batch_speed import _reference
 
 
 def _judge(prompt: str = "passage") -> LLMBatchJudge:
@@ -252,9 +263,28 @@ def test_a_lone_surrogate_fails_the_key_the_same_way() -> None:
 
 
 _MODES: tuple[OutputMode, ...] = ("json_schema", "text")
-_RENDERERS = {
-    (p, m): MessageRenderer(load_prompt(p), m) for p in ("passage", "code") for m in _MODES
-}
+_SPECS = [load_prompt(p) for p in ("passage", "code")]
+_RENDERERS = {(spec.name, m): (spec, MessageRenderer(spec, m)) for spec in _SPECS for m in _MODES}
+
+
+def _plain_contents(
+    spec: PromptSpec, mode: OutputMode, query: Query, doc: Doc
+) -> tuple[str, str, bool]:
+    """The rendering rule written the plain way (string.Template line by line)."""
+    tags = _prompt_tags(spec.user, spec.system)
+    body, cut = truncate(doc.text.strip("\n"), spec.doc_budget_chars, spec.truncation_marker)
+    values = {
+        "query": neutralise(query.text.strip(), tags),
+        "document": neutralise(body, tags),
+        "title": neutralise((doc.title or "").strip(), tags),
+        "scale": render_scale(spec),
+    }
+    for name in ("path", "symbol", "language"):
+        raw = doc.metadata.get(name)
+        values[name] = "" if raw in (None, "") else neutralise(str(raw).strip(), tags)
+    instruction = spec.text_instruction if mode == "text" else spec.json_instruction
+    system = _reference(spec.system, values) + "\n\n" + instruction.strip()
+    return system, _reference(spec.user, values), cut
 
 
 @settings(max_examples=200, deadline=None)
@@ -264,17 +294,18 @@ _RENDERERS = {
     st.none() | _TEXT,
     st.dictionaries(st.sampled_from(["path", "symbol", "language", "other"]), _TEXT | st.none()),
 )
-def test_message_renderer_is_render_messages(
+def test_message_renderer_is_the_plain_rule_and_render_messages(
     query: str, doc: str, title: str | None, metadata: dict[str, Any]
 ) -> None:
     pair = (
         Query(query_id="q", text=query),
         Doc(doc_id="d", text=doc, title=title, metadata=metadata),
     )
-    for (prompt, mode), renderer in _RENDERERS.items():
-        expected, cut = render_messages(load_prompt(prompt), *pair, mode=mode)
-        system, user, truncated = renderer.contents(*pair)
-        assert [system, user, truncated] == [expected[0]["content"], expected[1]["content"], cut]
+    for (_, mode), (spec, renderer) in _RENDERERS.items():
+        contents = renderer.contents(*pair)
+        assert contents == _plain_contents(spec, mode, *pair)
+        messages, cut = render_messages(spec, *pair, mode=mode)
+        assert contents == (messages[0]["content"], messages[1]["content"], cut)
 
 
 def test_request_lines_of_the_export_are_request_line_of_build_request(tmp_path: Path) -> None:
