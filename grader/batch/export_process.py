@@ -6,10 +6,7 @@ The child is forked (it starts at once, with the modules and the judge already l
 fork is not offered, `available()` is False and the export records in its own process). It opens
 its own connections to the store, takes chunks from a pipe in the order they were sent and
 records them exactly as the in-process recorder does, so the files and the rows are the same
-ones. Its connections keep a page cache of `CACHE_KIB` (SQLite's default is 2 MiB): the
-inserts at random places in the key indexes of `export_lines` and `judgment_pairs` then reread
-and rewrite fewer pages (at 1,000,000 lines, 23 -> 12 us a line in `export_lines` with
-batches of 50,000). A thread of the child reads the pipe into a queue of at most
+ones. A thread of the child reads the pipe into a queue of at most
 `QUEUE_CHUNKS` chunks: the sender blocks when the child is that far behind, so memory stays
 flat. The child tells how far the store is (`recorded`), and sends back an error it met
 (raised by the sender's next call).
@@ -37,7 +34,6 @@ from grader.errors import StoreError
 from grader.store.store import Store
 
 QUEUE_CHUNKS = 4
-CACHE_KIB = 64 * 1024  # SQLite's page cache of each of the child's connections
 STOP_WAIT_S = 120.0  # how long an abandoned child may take to finish the files handed over
 
 
@@ -138,8 +134,7 @@ def _child(
     recorder: ExportRecorder | None = None
     ended = False  # the end or the abandon was taken from the queue
     try:
-        with Store(path) as store, ExportState(store, cache_kib=CACHE_KIB) as state:
-            store.set_cache(CACHE_KIB)
+        with Store(path) as store, ExportState(store) as state:
             recorder = ExportRecorder(
                 store, state, out_dir, export_id, max_lines, max_bytes, batch_pairs
             )

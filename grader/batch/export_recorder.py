@@ -5,20 +5,23 @@ the texts and id pairs of each chunk of pairs, then its request lines into files
 The export's rendering side hands over one `Chunk` at a time, made of plain rows (picklable, so
 the recorder can run in another process: `grader.batch.export_process`). Texts, id pairs and
 lines are written together every `batch_pairs` id pairs and before a request file is finished,
-texts and id pairs first (an import needs both), each table's rows in its key order (lines in
-file order). `recorded` is the number of the last chunk whose lines are all in the store: the
-rendering side asks the store which keys the export already holds, and keeps the keys of the
-chunks after that one itself.
+texts and id pairs first (an import needs both), each table's rows in its key order.
+`recorded` is the number of the last chunk whose lines are all in the store: the rendering
+side asks the store which keys the export already holds, and keeps the keys of the chunks
+after that one itself.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 
 from grader.batch.exports import ExportState, LineRow
 from grader.batch.request_files import RequestFiles
 from grader.store.store import DocRow, Store
+
+_BY_KEY = itemgetter(3)  # a LineRow's key
 
 
 @dataclass
@@ -100,6 +103,7 @@ class ExportRecorder:
         if self._pairs:
             self.store.put_pairs(sorted(self._pairs))
         if self._lines or self._n_pairs:
+            self._lines.sort(key=_BY_KEY)  # into the key index page after page
             self.state.add_lines(self.export_id, self._lines, self._n_pairs)
         self._clear()
         self.recorded = self._added

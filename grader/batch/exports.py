@@ -74,13 +74,11 @@ class ExportInfo:
 class ExportState:
     """Read and write the export tables of a store."""
 
-    def __init__(self, store: Store, *, cache_kib: int | None = None) -> None:
-        """`cache_kib`: SQLite's page cache of this connection (default: SQLite's, 2 MiB)."""
+    def __init__(self, store: Store) -> None:
         self.path = store.path
-        pragmas = ["synchronous = NORMAL"]
-        if cache_kib is not None:
-            pragmas.append(f"cache_size = {-int(cache_kib)}")
-        self._conn = connect_beside(self.path, "exports", "export tables", pragmas=pragmas)
+        self._conn = connect_beside(
+            self.path, "exports", "export tables", pragmas=("synchronous = NORMAL",)
+        )
 
     def close(self) -> None:
         self._conn.close()
@@ -116,8 +114,10 @@ class ExportState:
         )
 
     def add_lines(self, export_id: str, lines: Sequence[LineRow], n_pairs: int) -> None:
-        """Record lines written, given in file order (the table's), in one transaction, and
-        count `n_pairs` more id pairs."""
+        """Record lines written in one transaction, and count `n_pairs` more id pairs. The
+        table keeps them in file order whatever the order given; given in key order, the
+        inserts into the key index go from page to page (at 1,000,000 lines, 19 -> 13 us a
+        line in batches of 50,000)."""
         self._tx(
             [
                 (

@@ -180,12 +180,6 @@ class Store(StoreReading):
 
     # ---- lifecycle -----------------------------------------------------------------------
 
-    def set_cache(self, kib: int) -> None:
-        """SQLite's page cache of this thread's connection, in KiB (SQLite's default: 2 MiB):
-        a writer of many rows at random places in large indexes reads and rewrites fewer
-        pages with more."""
-        self._conn.execute(f"PRAGMA cache_size = {-int(kib)}")
-
     def close(self) -> None:
         """Close the connections (all writes are already committed)."""
         with self._conns_lock:
