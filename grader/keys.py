@@ -41,15 +41,19 @@ class ContentKeys:
 
     def __init__(self, fingerprint: dict[str, Any]) -> None:
         self._middle = ',"judge":' + canonical_json(fingerprint) + ',"query":'
-        self._docs: dict[str, Any] = {}
+        self._docs: dict[str, hashlib._Hash] = {}
         self._queries: dict[str, bytes] = {}
 
     def key(self, query_text: str, doc_text: str) -> str:
         """The content key of (query_text, doc_text) under this fingerprint."""
-        return "sha256:" + self.digest(query_text, doc_text).hex()
+        return "sha256:" + self._hash(query_text, doc_text).hexdigest()
 
     def digest(self, query_text: str, doc_text: str) -> bytes:
         """The 32 bytes of the content key (what the store keeps)."""
+        return self._hash(query_text, doc_text).digest()
+
+    def _hash(self, query_text: str, doc_text: str) -> hashlib._Hash:
+        """The sha256 of the pair's canonical JSON (a `hashlib` object)."""
         prefix = self._docs.get(doc_text)
         if prefix is None:
             prefix = hashlib.sha256(
@@ -61,6 +65,6 @@ class ContentKeys:
             query = self._queries[query_text] = (encode_basestring(query_text) + "}").encode(
                 "utf-8"
             )
-        digest = prefix.copy()
-        digest.update(query)
-        return digest.digest()
+        whole = prefix.copy()
+        whole.update(query)
+        return whole
