@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -321,3 +325,42 @@ def test_request_lines_of_the_export_are_request_line_of_build_request(tmp_path:
         cid = custom_id(summary.export_id, maker.key(q.text, d.text))
         seen.setdefault(cid, request_line(cid, judge.build_request(q, d)))
     assert summary.files[0].read_bytes() == b"".join(seen.values())
+
+
+_KILLED_EXPORT = """
+import sys, time
+from pathlib import Path
+from grader.batch.export_files import export_requests
+from grader.batch.job_config import job_config
+from grader.store.store import Store
+from tests.test_batch_export import _judge, _pairs
+
+def slow_pairs():
+    for i, pair in enumerate(_pairs(100_000)):
+        if i % 50 == 0:
+            time.sleep(0.01)
+        yield pair
+
+judge = _judge()
+with Store(sys.argv[1]) as store:
+    export_requests(store, judge, job_config(judge, "passage"), slow_pairs(), Path(sys.argv[2]),
+                    max_requests=300, chunk=100, batch_pairs=200, background=True)
+"""
+
+
+@pytest.mark.slow
+def test_sigkill_of_the_export_leaves_the_child_to_abandon_cleanly(tmp_path: Path) -> None:
+    """kill -9 of the exporting process: its recording child sees the pipe end, finishes the
+    files handed over and removes the open one; the store lists only whole files."""
+    db, out = tmp_path / "x.db", tmp_path / "out"
+    cmd = [sys.executable, "-c", _KILLED_EXPORT, str(db), str(out)]
+    export = subprocess.Popen(cmd, cwd=Path(__file__).resolve().parents[1])
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list(out.glob("requests-*"))) < 2:
+        time.sleep(0.05)
+    export.send_signal(signal.SIGKILL)
+    export.wait()
+    assert export.returncode == -signal.SIGKILL
+    while time.monotonic() < deadline and list(out.glob(".*.tmp")):
+        time.sleep(0.05)  # the orphaned child abandoning
+    assert _listed_files_are_whole(db, out) >= 2
