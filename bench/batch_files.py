@@ -23,6 +23,7 @@ on a shared machine they move less; the export also prints its CPU per line in e
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import random
 import resource
@@ -92,18 +93,7 @@ def rss_mb(pid: int | str = "self") -> float:
 def children_rss_mb() -> float:
     """RSS of this process's child processes (the export's recording process): pages a forked
     child still shares with this process count in both, so a sum with `rss_mb()` errs high."""
-    me = str(os.getpid())
-    total = 0.0
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                with open(f"/proc/{entry.name}/stat") as fh:
-                    parent = fh.read().rsplit(")", 1)[1].split()[1]
-            except OSError:
-                continue
-            if parent == me:
-                total += rss_mb(entry.name)
-    return total
+    return sum(rss_mb(p.pid) for p in multiprocessing.active_children() if p.pid is not None)
 
 
 class Memory:
