@@ -32,7 +32,7 @@ from grader.batch.requests import request_line, split_requests
 from grader.errors import StoreError
 from grader.judges.llm.judge import LLMJudge
 from grader.keys import ContentKeys, content_key
-from grader.models import Doc, Judgment, PromptRef, Query
+from grader.models import Doc, Judgment, JudgmentError, PromptRef, Query
 from grader.prompts import (
     MessageRenderer,
     OutputMode,
@@ -44,6 +44,7 @@ from grader.prompts import (
     render_scale,
     truncate,
 )
+from grader.store.judgment_rows import encode_key
 from grader.store.store import Store
 from tests.test_batch_speed import _reference
 
@@ -364,3 +365,52 @@ def test_sigkill_of_the_export_leaves_the_child_to_abandon_cleanly(tmp_path: Pat
     while time.monotonic() < deadline and list(out.glob(".*.tmp")):
         time.sleep(0.05)  # the orphaned child abandoning
     assert _listed_files_are_whole(db, out) >= 2
+
+
+def _judgment(key: str, ok: bool) -> Judgment:
+    ref = PromptRef(name="p", version="1", sha256="0" * 64)
+    if ok:
+        return Judgment(
+            query_id="q", doc_id=key[-8:], grade=1, status="ok", judge="j", key=key, prompt=ref
+        )
+    error = JudgmentError(type="InvalidReply", message="x")
+    return Judgment(
+        query_id="q", doc_id=key[-8:], status="failed", judge="j", key=key, prompt=ref, error=error
+    )
+
+
+_STORED = [content_key({"n": i}, "q", "d") for i in range(12)]
+
+
+@pytest.fixture(scope="module")
+def status_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    with Store(tmp_path_factory.mktemp("statuses") / "s.db") as store:
+        for i, key in enumerate(_STORED):
+            store.put(_judgment(key, ok=i % 3 != 0))
+        store.put(_judgment("plain-key", ok=True))
+        yield store
+
+
+_ASKED = st.lists(
+    st.sampled_from(_STORED)
+    | st.sampled_from([content_key({"n": -i}, "q", "d") for i in range(1, 5)])  # not stored
+    | st.sampled_from([_STORED[0].upper(), _STORED[1][:-1] + "g", "plain-key", "sha256:ab"]),
+    max_size=30,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_ASKED)
+def test_statuses_equal_one_lookup_per_key(status_store: Store, keys: list[str]) -> None:
+    conn = sqlite3.connect(status_store.path)
+    try:
+        expected = {}
+        for key in keys:
+            row = conn.execute(
+                "SELECT status FROM judgments WHERE key = ?", (encode_key(key),)
+            ).fetchone()
+            if row is not None:
+                expected[key] = row[0]
+    finally:
+        conn.close()
+    assert status_store.statuses(iter(keys)) == expected
