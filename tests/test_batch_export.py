@@ -13,6 +13,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -414,3 +415,17 @@ def test_statuses_equal_one_lookup_per_key(status_store: Store, keys: list[str])
     finally:
         conn.close()
     assert status_store.statuses(iter(keys)) == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(_ASKED)
+def test_put_pairs_stores_each_key_as_encode_key_does(keys: list[str]) -> None:
+    rows = [(k, f"q{i}", "d") for i, k in enumerate(keys)]
+    with tempfile.TemporaryDirectory() as folder, Store(Path(folder) / "p.db") as store:
+        store.put_pairs(rows)
+        conn = sqlite3.connect(store.path)
+        try:
+            held = conn.execute("SELECT key, query_id, doc_id FROM judgment_pairs").fetchall()
+        finally:
+            conn.close()
+    assert sorted(held, key=repr) == sorted({(encode_key(k), q, d) for k, q, d in rows}, key=repr)

@@ -47,6 +47,7 @@ from grader.store.claims import release_stored
 from grader.store.journal import Journal, Rows
 from grader.store.judgment_rows import (
     encode_key,
+    encode_keys,
     stored_row,
 )
 from grader.store.migrations import MIGRATIONS, latest_version
@@ -349,8 +350,16 @@ class Store(StoreReading):
     def put_pairs(self, pairs: Iterable[tuple[str, str, str]]) -> None:
         """Record (key, query_id, doc_id): the id pair's texts give that content key. A pair
         whose key has no judgment yet is listed once one is stored (see `iter_pair_judgments`)."""
+        rows = pairs if isinstance(pairs, Sequence) else list(pairs)
+        blob = encode_keys([k for k, _, _ in rows])
+        if blob is None:
+            encoded: Iterable[tuple[bytes | str, str, str]] = (
+                (encode_key(k), q, d) for k, q, d in rows
+            )
+        else:  # every key decoded in one go
+            encoded = ((blob[i * 32 : i * 32 + 32], q, d) for i, (_, q, d) in enumerate(rows))
         with self._transaction():
-            self._conn.executemany(_INSERT_PAIR, ((encode_key(k), q, d) for k, q, d in pairs))
+            self._conn.executemany(_INSERT_PAIR, encoded)
 
     def put_texts(self, queries: Iterable[Query | None], docs: Iterable[Doc | None]) -> None:
         """Keep the query and document texts so the store alone can regrade them later."""
