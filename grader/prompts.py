@@ -418,12 +418,16 @@ class MessageRenderer:
         system = self.system
         if system is None:
             system = _render_template(spec.system, values) + "\n\n" + self.instruction
-        user = "\n".join(  # _render_template(spec.user, values), its blocks looked up once
-            text.format_map(values)
-            for text, droppable in self._user_blocks
-            if not droppable or any(values[n] for n in droppable)
-        ).strip()
-        return system, user, truncated
+        parts = []  # _render_template(spec.user, values), its blocks looked up once
+        for text, droppable in self._user_blocks:
+            if droppable:
+                for name in droppable:
+                    if values[name]:
+                        break
+                else:
+                    continue  # every optional field of the line is absent: left out
+            parts.append(text.format_map(values))
+        return system, "\n".join(parts).strip(), truncated
 
     def messages(self, query: Query, doc: Doc) -> tuple[list[dict[str, str]], bool]:
         """The chat messages for one pair, and whether the document was cut."""
