@@ -6,10 +6,12 @@ The child is forked (it starts at once, with the modules and the judge already l
 fork is not offered, `available()` is False and the export records in its own process). It opens
 its own connections to the store, takes chunks from a pipe in the order they were sent and
 records them exactly as the in-process recorder does, so the files and the rows are the same
-ones. A thread of the child reads the pipe into a queue of at most
-`QUEUE_CHUNKS` chunks: the sender blocks when the child is that far behind, so memory stays
-flat. The child tells how far the store is (`recorded`), and sends back an error it met
-(raised by the sender's next call).
+ones. A thread of the child reads the pipe into a queue of at most `QUEUE_CHUNKS` chunks: the
+sender blocks when the child is that far behind, so memory stays flat. The queue holds what
+the export renders while the child writes a batch to the store (~1 s at 1,000,000 lines):
+with 4 chunks the export waited there ~30% of its time (1,000,000 lines: 15,800 -> 21,200
+lines/s with 16, ~100 MB more). The child tells how far the store is (`recorded`), and sends
+back an error it met (raised by the sender's next call).
 
 The child ignores Ctrl-C: the export stops it by closing the pipe (an interrupted export, or an
 error), and the child then abandons as the in-process recorder does (files handed over are
@@ -33,7 +35,7 @@ from grader.batch.exports import ExportState
 from grader.errors import StoreError
 from grader.store.store import Store
 
-QUEUE_CHUNKS = 4
+QUEUE_CHUNKS = 16  # ~100 MB of lines: the export renders on while the child writes a batch
 STOP_WAIT_S = 120.0  # how long an abandoned child may take to finish the files handed over
 
 
