@@ -1,21 +1,29 @@
 """Batch files for any engine at scale: `batch export` and `batch import` of --pairs pairs
 (default 1,000,000; lexical-size documents, 10 per query), lines per second each way and memory.
 
-Export goes through `export_requests` (the library `relgrade batch export` calls) into a fresh
-store; the results file is then written as vLLM run-batch would (each body answered by the fake
-server's reply function, no HTTP, not timed); import goes through `Importer` (what `relgrade
-batch import` runs). Memory: resident set size sampled at each chunk; flat means the size at 10%
-of the lines equals the size at the end (the import's workers hold one ~4 MB range each at a
-time). Goal: both ways >= 20,000 lines/s, memory flat. Lines per CPU second (this process's CPU
-time and its import workers') are printed too: on a shared machine they move less.
+Export goes through `export_requests` (the library `relgrade batch export` calls, with
+`freeze_gc` as the command sets it) into a fresh store; the results file is then written as vLLM
+run-batch would (each body answered by the fake server's reply function, no HTTP, not timed);
+import goes through `Importer` (what `relgrade batch import` runs). The export's time includes
+making the pairs: they come from a generator (memory stays flat) that builds each pair's
+validated `Doc` and, once per query, its `Query` (~2.5 us a pair on an idle core, about what
+reading them from files costs the command). Memory: resident set size sampled at each chunk;
+flat means the size at 10% of the lines equals the size at the end (the import's workers hold
+one ~4 MB range each at a time). The export's figure adds its recording child process's RSS
+(pages the fork still shares count twice, so it errs high), and is also given apart. Goal: both
+ways >= 20,000 lines/s, memory flat. Lines per CPU second (this process's CPU time and its
+children's once ended: the export's recording process, the import's workers) are printed too:
+on a shared machine they move less; the export also prints its CPU per line in each process.
 
     python bench/batch_files.py                 # 1,000,000 pairs (several minutes)
     python bench/batch_files.py --pairs 50000   # quick
+    python bench/batch_files.py --export-only   # the export alone
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import random
 import resource
@@ -73,28 +81,42 @@ def cpu_s() -> float:
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def rss_mb() -> float:
-    """Resident set size of this process now, in MB."""
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+def rss_mb(pid: int | str = "self") -> float:
+    """Resident set size of a process (this one by default) now, in MB (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+    except OSError:
+        return 0.0
+
+
+def children_rss_mb() -> float:
+    """RSS of this process's child processes (the export's recording process): pages a forked
+    child still shares with this process count in both, so a sum with `rss_mb()` errs high."""
+    return sum(rss_mb(p.pid) for p in multiprocessing.active_children() if p.pid is not None)
 
 
 class Memory:
-    """RSS at each progress call: at 10% of the work and at the end."""
+    """RSS at each progress call: at 10% of the work and at the end (with `children`, that of
+    the child processes too, also apart: `child_*`)."""
 
-    def __init__(self, total: int) -> None:
+    def __init__(self, total: int, *, children: bool = False) -> None:
         self.total = total
+        self.children = children
         self.at_tenth: float | None = None
+        self.child_at_tenth = 0.0
         self.last = 0.0
+        self.child_last = 0.0
         self.peak = 0.0
 
     def __call__(self, p: LineProgress) -> None:
-        now = rss_mb()
+        child = children_rss_mb() if self.children else 0.0
+        now = rss_mb() + child
         self.peak = max(self.peak, now)
-        self.last = now
+        self.last, self.child_last = now, child
         done = p.fraction if p.fraction is not None else p.lines / self.total
         if self.at_tenth is None and done >= 0.1:
-            self.at_tenth = now
+            self.at_tenth, self.child_at_tenth = now, child
 
 
 def pairs(n: int, seed: int = 1) -> Iterator[tuple[Query, Doc]]:
@@ -120,6 +142,7 @@ def main() -> None:
     parser.add_argument(
         "--workers", type=int, help="import worker processes (default: batch import's choice)"
     )
+    parser.add_argument("--export-only", action="store_true", help="time the export alone")
     args = parser.parse_args()
     work = Path(args.dir or tempfile.mkdtemp(prefix="relgrade-batch-files-"))
     work.mkdir(exist_ok=True)
@@ -130,9 +153,9 @@ def main() -> None:
 
     judge = LLMBatchJudge(make_judge("fake-model", spec))
     start_rss = rss_mb()
-    mem = Memory(args.pairs)
+    mem = Memory(args.pairs, children=True)
     with Store(work / "bench.db") as store:
-        t0, c0 = time.perf_counter(), cpu_s()
+        t0, c0, own0 = time.perf_counter(), cpu_s(), time.process_time()
         summary = export_requests(
             store,
             judge,
@@ -141,16 +164,23 @@ def main() -> None:
             work / "requests",
             total=args.pairs,
             progress=mem,
+            freeze_gc=True,  # as `relgrade batch export` runs it
         )
         export_s, export_cpu = time.perf_counter() - t0, cpu_s() - c0
+        own_cpu = time.process_time() - own0
     size = sum(p.stat().st_size for p in summary.files) / 1e6
     print(
         f"export: {summary.lines:,} lines in {len(summary.files)} files ({size:,.0f} MB) in "
         f"{export_s:.1f} s: {summary.lines / export_s:,.0f} lines/s "
         f"({summary.lines / export_cpu:,.0f} per CPU second); RSS {start_rss:.0f} MB "
         f"at start, {mem.at_tenth or 0:.0f} MB at 10%, {mem.last:.0f} MB at the end, "
-        f"peak {mem.peak:.0f} MB"
+        f"peak {mem.peak:.0f} MB (of which the recording process {mem.child_at_tenth:.0f} / "
+        f"{mem.child_last:.0f} MB); CPU {own_cpu / summary.lines * 1e6:.0f} us a line in this "
+        f"process, {(export_cpu - own_cpu) / summary.lines * 1e6:.0f} in the recording process"
     )
+    if args.export_only:
+        print(f"work folder: {work}")
+        return
     server = FakeServer()
     results = []
     for path in summary.files:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from json.encoder import encode_basestring
 from typing import Any
 
 
@@ -34,28 +35,36 @@ class ContentKeys:
 
     A run of a million pairs repeats each text a hundred times; encoding a document's JSON once
     per distinct text (and hashing the part before the query once per document) instead of once
-    per pair gives the same bytes, so the same keys."""
+    per pair gives the same bytes, so the same keys. A text's JSON is `encode_basestring`'s
+    (the C encoder `canonical_json` runs for a str: `json.dumps(s, ensure_ascii=False)` is
+    exactly it), without building a JSONEncoder per text."""
 
     def __init__(self, fingerprint: dict[str, Any]) -> None:
         self._middle = ',"judge":' + canonical_json(fingerprint) + ',"query":'
-        self._docs: dict[str, Any] = {}
+        self._docs: dict[str, hashlib._Hash] = {}
         self._queries: dict[str, bytes] = {}
 
     def key(self, query_text: str, doc_text: str) -> str:
         """The content key of (query_text, doc_text) under this fingerprint."""
-        return "sha256:" + self.digest(query_text, doc_text).hex()
+        return "sha256:" + self._hash(query_text, doc_text).hexdigest()
 
     def digest(self, query_text: str, doc_text: str) -> bytes:
         """The 32 bytes of the content key (what the store keeps)."""
+        return self._hash(query_text, doc_text).digest()
+
+    def _hash(self, query_text: str, doc_text: str) -> hashlib._Hash:
+        """The sha256 of the pair's canonical JSON (a `hashlib` object)."""
         prefix = self._docs.get(doc_text)
         if prefix is None:
             prefix = hashlib.sha256(
-                ('{"document":' + canonical_json(doc_text) + self._middle).encode("utf-8")
+                ('{"document":' + encode_basestring(doc_text) + self._middle).encode("utf-8")
             )
             self._docs[doc_text] = prefix
         query = self._queries.get(query_text)
         if query is None:
-            query = self._queries[query_text] = (canonical_json(query_text) + "}").encode("utf-8")
-        digest = prefix.copy()
-        digest.update(query)
-        return digest.digest()
+            query = self._queries[query_text] = (encode_basestring(query_text) + "}").encode(
+                "utf-8"
+            )
+        whole = prefix.copy()
+        whole.update(query)
+        return whole

@@ -293,7 +293,7 @@ def _tag_pattern(tags: tuple[str, ...]) -> re.Pattern[str]:
 
 def neutralise(text: str, tags: list[str] | tuple[str, ...]) -> str:
     """Escape anything in untrusted text that looks like one of the prompt's delimiter tags."""
-    if not tags:
+    if not tags or "<" not in text:  # every tag starts with "<"
         return text
     return _tag_pattern(tuple(tags)).sub(lambda m: "&lt;" + m.group(1) + m.group(2), text)
 
@@ -381,28 +381,65 @@ def render_scale(spec: PromptSpec) -> str:
     return "\n".join(f"{grade} = {spec.scale[grade]}" for grade in sorted(spec.scale, reverse=True))
 
 
+_METADATA_FIELDS = OPTIONAL_FIELDS[1:]  # the optional fields read from a document's metadata
+
+
+class MessageRenderer:
+    """`render_messages` for one prompt in one output mode, with what does not depend on the
+    pair worked out once: the delimiter tags, the scale, the reply instruction and a system
+    message that uses no field of the pair. A batch export renders a million pairs with one."""
+
+    def __init__(self, spec: PromptSpec, mode: OutputMode = "json_schema") -> None:
+        self.spec = spec
+        self.tags = _prompt_tags(spec.user, spec.system)
+        self.scale = render_scale(spec)
+        self.instruction = (
+            spec.text_instruction if mode == "text" else spec.json_instruction
+        ).strip()
+        self.system = _static_system(spec.system, self.scale, self.instruction)
+        self._user_blocks = _template_blocks(spec.user)
+
+    def contents(self, query: Query, doc: Doc) -> tuple[str, str, bool]:
+        """The system and user messages' texts for one pair, and whether the document was cut."""
+        spec, tags = self.spec, self.tags
+        body, truncated = truncate(
+            doc.text.strip("\n"), spec.doc_budget_chars, spec.truncation_marker
+        )
+        values = {
+            "query": neutralise(query.text.strip(), tags),
+            "document": neutralise(body, tags),
+            "title": neutralise((doc.title or "").strip(), tags),
+            "scale": self.scale,
+        }
+        metadata = doc.metadata
+        for name in _METADATA_FIELDS:
+            raw = metadata.get(name) if metadata else None
+            values[name] = neutralise(str(raw).strip(), tags) if raw not in (None, "") else ""
+        system = self.system
+        if system is None:
+            system = _render_template(spec.system, values) + "\n\n" + self.instruction
+        parts = []  # _render_template(spec.user, values), its blocks looked up once
+        for text, droppable in self._user_blocks:
+            if droppable:
+                for name in droppable:
+                    if values[name]:
+                        break
+                else:
+                    continue  # every optional field of the line is absent: left out
+            parts.append(text.format_map(values))
+        return system, "\n".join(parts).strip(), truncated
+
+    def messages(self, query: Query, doc: Doc) -> tuple[list[dict[str, str]], bool]:
+        """The chat messages for one pair, and whether the document was cut."""
+        system, user, truncated = self.contents(query, doc)
+        return [{"role": "system", "content": system}, {"role": "user", "content": user}], truncated
+
+
 def render_messages(
     spec: PromptSpec, query: Query, doc: Doc, *, mode: OutputMode = "json_schema"
 ) -> tuple[list[dict[str, str]], bool]:
     """The chat messages for one pair in one output mode, and whether the document was cut."""
-    tags = _prompt_tags(spec.user, spec.system)
-    body, truncated = truncate(doc.text.strip("\n"), spec.doc_budget_chars, spec.truncation_marker)
-    scale = render_scale(spec)
-    values = {
-        "query": neutralise(query.text.strip(), tags),
-        "document": neutralise(body, tags),
-        "title": neutralise((doc.title or "").strip(), tags),
-        "scale": scale,
-    }
-    for name in OPTIONAL_FIELDS[1:]:
-        raw = doc.metadata.get(name)
-        values[name] = neutralise(str(raw).strip(), tags) if raw not in (None, "") else ""
-    instruction = spec.text_instruction if mode == "text" else spec.json_instruction
-    system = _static_system(spec.system, scale, instruction)
-    if system is None:
-        system = _render_template(spec.system, values) + "\n\n" + instruction.strip()
-    user = _render_template(spec.user, values)
-    return [{"role": "system", "content": system}, {"role": "user", "content": user}], truncated
+    return MessageRenderer(spec, mode).messages(query, doc)
 
 
 def is_truncated(spec: PromptSpec, doc: Doc) -> bool:

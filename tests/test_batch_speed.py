@@ -15,7 +15,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grader.batch import request_lines
 from grader.batch.adapter import LLMBatchJudge
 from grader.batch.exports import custom_id
 from grader.batch.request_lines import RequestLines
@@ -27,7 +26,6 @@ from grader.models import Doc, Query
 from grader.prompts import (
     OPTIONAL_FIELDS,
     OutputMode,
-    PromptSpec,
     _render_template,
     is_truncated,
     load_prompt,
@@ -179,13 +177,13 @@ def test_a_line_that_differs_from_build_request_switches_to_the_slow_way(
 ) -> None:
     judge = _judge()
     lines = RequestLines(judge)
-    real = render_messages
+    real = lines.renderer.contents
 
-    def drifted(spec: PromptSpec, query: Query, doc: Doc, *, mode: OutputMode) -> Any:
-        messages, truncated = real(spec, query, doc, mode=mode)
-        return [messages[0], {**messages[1], "content": "drifted"}], truncated
+    def drifted(query: Query, doc: Doc) -> tuple[str, str, bool]:
+        system, _, truncated = real(query, doc)
+        return system, "drifted", truncated
 
-    monkeypatch.setattr(request_lines, "render_messages", drifted)
+    monkeypatch.setattr(lines.renderer, "contents", drifted)
     query, doc = TRICKY[0]
     cid = custom_id("e3", KEY)
     exact = request_line(cid, judge.build_request(query, doc))

@@ -72,6 +72,10 @@ def test_a_failure_is_replaced_by_an_ok_answer(tmp_path: Path) -> None:
         assert got.status == "ok" and got.grade == 2
 
 
+def _rows(export_id: str, lines: list[Line]) -> list[tuple[str, int, int, str, str, str]]:
+    return [(export_id, x.file_no, x.line_no, x.key, x.query_id, x.doc_id) for x in lines]
+
+
 def test_outcomes_are_set_by_place(tmp_path: Path) -> None:
     with Store(tmp_path / "s.db") as store, ExportState(store) as state:
         state.add_export("e1", {"model": "m"}, str(tmp_path))
@@ -79,7 +83,7 @@ def test_outcomes_are_set_by_place(tmp_path: Path) -> None:
             Line(KEY_A, 1, 1, "q1", "d1", None),
             Line(KEY_B, 1, 2, "q1", "d2", None),
         ]
-        state.add_lines("e1", lines, 2)
+        state.add_lines("e1", _rows("e1", lines), 2)
         state.set_outcomes_at("e1", [(1, 2, "failed")])
         got = state.lines("e1", [KEY_A, KEY_B])
         assert got[KEY_A].outcome is None
@@ -127,7 +131,7 @@ def _export_of(state: ExportState, tmp_path: Path, n: int) -> list[Line]:
         Line(f"sha256:{i:064x}", 1 + i // 7, 1 + i % 7, f"q{i // 3}", f"d{i}", None)
         for i in range(n)
     ]
-    state.add_lines("e1", lines, n)
+    state.add_lines("e1", _rows("e1", lines), n)
     return lines
 
 

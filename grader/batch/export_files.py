@@ -8,35 +8,45 @@ made byte for byte by `grader.batch.request_lines` without a dict per line) and 
 are not exported; pairs sharing a key (same texts) are one line, and every id pair is listed
 under its key in the store, so outputs cover them all. Files are split under a line
 and a byte limit (`grader.batch.requests.split_requests`'s limits), written to a temporary name
-and renamed once complete; each one's lines, bytes and sha256 are recorded.
+and renamed once complete, on a thread (`grader.batch.request_files`); each one's lines, bytes
+and sha256 are recorded.
 
 The work streams in chunks: memory does not grow with the number of lines (the pairs given may
-be a generator); which keys the export already holds is asked of the store, not kept in memory.
+be a generator); which keys the export already holds is asked of the store, not kept in memory
+(but for the few chunks handed over and not yet recorded). This process renders each chunk's
+new lines and hands the chunk, as plain rows, to the recorder (`grader.batch.export_recorder`),
+which writes texts, id pairs, lines and files in that order; a large export runs the recorder
+in a child process (`grader.batch.export_process`), on the machine's other core.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
+import contextlib
+import gc
 import secrets
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+from grader.batch import export_process
 from grader.batch.adapter import LLMBatchJudge
-from grader.batch.exports import ExportState, Line, custom_id
+from grader.batch.export_recorder import Chunk, ExportRecorder
+from grader.batch.exports import ExportState, custom_id
+from grader.batch.request_files import check_size
 from grader.batch.request_lines import RequestLines
 from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE
 from grader.errors import InputError
 from grader.keys import ContentKeys
 from grader.models import Doc, Query
-from grader.store.store import Store
+from grader.store.store import Store, doc_row
 
 CHUNK = 2000  # pairs per store lookup
-BATCH_PAIRS = 20_000  # pairs whose texts, id pairs and lines are written in one go
+BATCH_PAIRS = 50_000  # id pairs whose texts, id pairs and lines are written in one transaction each
+# (random keys: each transaction rewrites most pages of the key indexes, so fewer pay)
+BACKGROUND_FROM = 50_000  # pairs from which the recording runs in a child process
 
 
 @dataclass(frozen=True)
@@ -80,134 +90,22 @@ class ExportSummary:
     stored: int = 0
 
 
-class _FileWriter:
-    """Request files under the limits: temporary name, sha256 as written, rename when full."""
-
-    def __init__(
-        self,
-        out_dir: Path,
-        export_id: str,
-        state: ExportState,
-        max_lines: int,
-        max_bytes: int,
-        before_close: Callable[[], None],
-    ) -> None:
-        self.before_close = before_close  # records the file's lines before the file itself
-        self.out_dir = out_dir
-        self.export_id = export_id
-        self.state = state
-        self.max_lines = max_lines
-        self.max_bytes = max_bytes
-        self.file_no = 0
-        self.files: list[Path] = []
-        self._fh: IO[bytes] | None = None
-        self._tmp: Path | None = None
-        self._lines = 0
-        self._size = 0
-        self._hash = hashlib.sha256()
-
-    def name(self, file_no: int) -> Path:
-        return self.out_dir / f"requests-{self.export_id}-{file_no:05d}.jsonl"
-
-    def add(self, line: bytes) -> tuple[int, int]:
-        """Write one line; returns the number of the file it went into and its place there."""
-        if len(line) > self.max_bytes:
-            raise InputError(
-                f"a request is {len(line)} bytes, over the {self.max_bytes}-byte file limit",
-                hint="lower the prompt's document budget or raise --batch-max-bytes",
-            )
-        if self._fh is not None and (
-            self._lines >= self.max_lines or self._size + len(line) > self.max_bytes
-        ):
-            self.close()
-        if self._fh is None:
-            self.file_no += 1
-            final = self.name(self.file_no)
-            self._tmp = final.with_name(f".{final.name}.tmp")
-            self._fh = self._tmp.open("wb")
-            self._lines, self._size, self._hash = 0, 0, hashlib.sha256()
-        self._fh.write(line)
-        self._hash.update(line)
-        self._lines += 1
-        self._size += len(line)
-        return self.file_no, self._lines
-
-    def close(self) -> None:
-        """Finish the current file: flush, fsync, rename, record it in the store."""
-        if self._fh is None or self._tmp is None:
-            return
-        self.before_close()
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
-        self._fh.close()
-        final = self.name(self.file_no)
-        os.replace(self._tmp, final)
-        self.state.add_file(
-            self.export_id,
-            self.file_no,
-            str(final.resolve()),
-            self._lines,
-            self._size,
-            self._hash.hexdigest(),
-        )
-        self.files.append(final)
-        self._fh, self._tmp = None, None
-
-    def abandon(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-        if self._tmp is not None:
-            self._tmp.unlink(missing_ok=True)
-        self._fh, self._tmp = None, None
-
-
-class _Batch:
-    """Texts, id pairs and request lines not yet written: written together every
-    `BATCH_PAIRS` pairs (transactions of 2,000 random keys each cost twice as much a row),
-    each table's rows in its key order."""
-
-    def __init__(self, store: Store, state: ExportState, export_id: str) -> None:
-        self.store = store
-        self.state = state
-        self.export_id = export_id
-        self._clear()
-
-    def _clear(self) -> None:
-        self.queries: dict[str, Query] = {}
-        self.docs: dict[str, Doc] = {}
-        self.pairs: set[tuple[str, str, str]] = set()
-        self.lines: dict[str, Line] = {}  # by key: the lines written to files, not yet recorded
-        self.n_pairs = 0
-
-    @property
-    def size(self) -> int:
-        return len(self.pairs)
-
-    def add_texts(self, keyed: list[tuple[str, Query, Doc]]) -> None:
-        """Keep every pair's texts and id pair (those already graded too: outputs list them)."""
-        for key, query, doc in keyed:
-            self.queries[query.query_id] = query
-            self.docs[doc.doc_id] = doc
-            self.pairs.add((key, query.query_id, doc.doc_id))
-
-    def write(self) -> None:
-        """Texts and id pairs first, then the lines (an import needs both)."""
-        if self.queries or self.docs:
-            self.store.put_texts(
-                [self.queries[k] for k in sorted(self.queries)],
-                [self.docs[k] for k in sorted(self.docs)],
-            )
-        if self.pairs:
-            self.store.put_pairs(sorted(self.pairs))
-        if self.lines or self.n_pairs:
-            self.state.add_lines(self.export_id, list(self.lines.values()), self.n_pairs)
-        self._clear()
-
-
 def _chunks(pairs: Iterable[tuple[Query, Doc]], size: int) -> Iterator[list[tuple[Query, Doc]]]:
     it = iter(pairs)
     while chunk := list(islice(it, size)):
         yield chunk
+
+
+@contextlib.contextmanager
+def _gc_frozen(freeze: bool) -> Iterator[None]:
+    if not freeze:
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def export_requests(
@@ -223,56 +121,122 @@ def export_requests(
     progress: Progress | None = None,
     chunk: int = CHUNK,
     batch_pairs: int = BATCH_PAIRS,
+    freeze_gc: bool = False,
+    background: bool | None = None,
 ) -> ExportSummary:
     """Write request files for `pairs` into `out_dir` and record the export (see the module
-    docstring); `config` is the judge's `job_config`, what import rebuilds the judge from."""
+    docstring); `config` is the judge's `job_config`, what import rebuilds the judge from.
+    `freeze_gc` freezes what is alive now (modules, pairs already read) out of the cyclic
+    garbage collector's reach for the export (~10% of its time at 100,000 pairs), as `grade`
+    does; undone at the end. `background` records in a child process
+    (`grader.batch.export_process`; None: when the platform forks and `total` is unknown or
+    at least `BACKGROUND_FROM`)."""
     if max_requests < 1 or max_bytes < 1:
         raise InputError("--batch-max-requests and --batch-max-bytes must be positive")
     folder = Path(out_dir)
     if not folder.parent.is_dir():
         raise InputError("--out-dir: its parent folder does not exist", path=folder)
     folder.mkdir(exist_ok=True)
+    if background is None:
+        background = export_process.available() and (total is None or total >= BACKGROUND_FROM)
     export_id = secrets.token_hex(6)
     fingerprint = judge.fingerprint()
     requests = RequestLines(judge)
     started = time.perf_counter()
-    with ExportState(store) as state:
+    with _gc_frozen(freeze_gc), ExportState(store) as state:
         state.add_export(export_id, config, str(folder.resolve()))
-        batch = _Batch(store, state, export_id)
-        writer = _FileWriter(folder, export_id, state, max_requests, max_bytes, batch.write)
-        summary = ExportSummary(export_id, writer.files)
+        settings = (folder, export_id, max_requests, max_bytes, batch_pairs)
+        recorder: ExportRecorder | export_process.BackgroundRecorder
+        if background:
+            recorder = export_process.BackgroundRecorder(store, *settings)
+        else:
+            recorder = ExportRecorder(store, state, *settings)
+        summary = ExportSummary(export_id, [])
+        pending = _Pending()
+        handed = _KeyFilter()
         done = 0
         try:
-            for part in _chunks(pairs, chunk):
+            for seq, part in enumerate(_chunks(pairs, chunk), start=1):
                 keys = ContentKeys(fingerprint)  # one per chunk: its text cache stays small
                 keyed = [(keys.key(q.text, d.text), q, d) for q, d in part]
                 statuses = store.statuses(k for k, _, _ in keyed)
-                known = set(state.lines(export_id, (k for k, _, _ in keyed)))
-                batch.add_texts(keyed)
+                asked = [k for k, _, _ in keyed if k in handed]
+                known = set(state.lines(export_id, asked)) if asked else set()
+                work = _chunk_rows(seq, keyed)
                 for key, query, doc in keyed:
                     if statuses.get(key) == "ok":
                         summary.stored += 1
                         continue
-                    batch.n_pairs += 1
-                    summary.pairs += 1
-                    if key in known or key in batch.lines:
+                    work.n_pairs += 1
+                    if key in known or key in pending:
                         continue
-                    file_no, line_no = writer.add(
-                        requests.line(custom_id(export_id, key), query, doc)
-                    )
-                    # Known from now on even when a new file records and clears `batch.lines`.
-                    known.add(key)
-                    batch.lines[key] = Line(key, file_no, line_no, query.query_id, doc.doc_id, None)
-                    summary.lines += 1
-                if batch.size >= batch_pairs:
-                    batch.write()
+                    line = requests.line(custom_id(export_id, key), query, doc)
+                    check_size(len(line), max_bytes)
+                    work.lines.append((key, query.query_id, doc.doc_id, line))
+                    pending.add(key, seq)
+                    handed.add(key)
+                recorder.add(work)
+                pending.recorded(recorder.recorded)
+                summary.pairs += work.n_pairs
+                summary.lines += len(work.lines)
                 done += len(part)
                 if progress is not None:
                     progress(LineProgress(done, total, time.perf_counter() - started))
-            writer.close()
-            batch.write()
+            summary.files.extend(recorder.finish())
         except BaseException:
-            writer.abandon()
+            recorder.abandon()
             raise
         state.finish(export_id)
     return summary
+
+
+def _chunk_rows(seq: int, keyed: list[tuple[str, Query, Doc]]) -> Chunk:
+    """A chunk's texts and id pairs as rows (those already graded too: outputs list them)."""
+    queries = {q.query_id: q.text for _, q, _ in keyed}
+    docs = {d.doc_id: d for _, _, d in keyed}
+    return Chunk(
+        seq,
+        queries=list(queries.items()),
+        docs=[doc_row(d) for d in docs.values()],
+        pairs=[(k, q.query_id, d.doc_id) for k, q, d in keyed],
+    )
+
+
+class _KeyFilter:
+    """The keys of lines this export handed over, told apart in a fixed 2 MiB bitmap by the
+    first 24 bits of their digest: a key not `in` it was never handed over, so the store
+    need not be asked about it (a key `in` it may have been). Memory does not grow with the
+    export; at 1,000,000 lines ~6% of new keys are asked."""
+
+    def __init__(self) -> None:
+        self._bits = bytearray(1 << 21)
+
+    def __contains__(self, key: str) -> bool:
+        i = int(key[7:13], 16)  # "sha256:" and 6 hex digits
+        return bool(self._bits[i >> 3] & (1 << (i & 7)))
+
+    def add(self, key: str) -> None:
+        i = int(key[7:13], 16)
+        self._bits[i >> 3] |= 1 << (i & 7)
+
+
+class _Pending:
+    """Keys of lines handed to the recorder whose rows it has not recorded yet, by chunk: with
+    the store's, the keys the export holds (a text repeated later is one line)."""
+
+    def __init__(self) -> None:
+        self._keys: dict[str, int] = {}
+        self._by_chunk: dict[int, list[str]] = {}
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._keys
+
+    def add(self, key: str, seq: int) -> None:
+        self._keys[key] = seq
+        self._by_chunk.setdefault(seq, []).append(key)
+
+    def recorded(self, seq: int) -> None:
+        """Forget the keys of chunks up to `seq`: the store has them now."""
+        for done in [s for s in self._by_chunk if s <= seq]:
+            for key in self._by_chunk.pop(done):
+                del self._keys[key]

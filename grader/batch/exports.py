@@ -46,6 +46,11 @@ class Line(NamedTuple):
     outcome: str | None
 
 
+LineRow = tuple[str, int, int, str, str, str]
+"""A line as `ExportState.add_lines` records it: export_id, file_no, line_no, key, query_id,
+doc_id."""
+
+
 @dataclass(frozen=True)
 class ExportInfo:
     """One export and how much of it came back."""
@@ -112,18 +117,17 @@ class ExportState:
             ]
         )
 
-    def add_lines(self, export_id: str, lines: Sequence[Line], n_pairs: int) -> None:
-        """Record lines written (one transaction, in file order: the table's) and count
-        `n_pairs` more id pairs."""
+    def add_lines(self, export_id: str, lines: Sequence[LineRow], n_pairs: int) -> None:
+        """Record lines written in one transaction, and count `n_pairs` more id pairs. The
+        table keeps them in file order whatever the order given; given in key order, the
+        inserts into the key index go from page to page (at 1,000,000 lines, 19 -> 13 us a
+        line in batches of 50,000)."""
         self._tx(
             [
                 (
                     "INSERT INTO export_lines (export_id, file_no, line_no, key, query_id,"
                     " doc_id) VALUES (?, ?, ?, ?, ?, ?)",
-                    sorted(
-                        (export_id, x.file_no, x.line_no, x.key, x.query_id, x.doc_id)
-                        for x in lines
-                    ),
+                    lines,
                 ),
                 (
                     "UPDATE exports SET n_lines = n_lines + ?, n_pairs = n_pairs + ?,"

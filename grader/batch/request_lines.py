@@ -5,9 +5,11 @@ That line is a fixed frame (method, url, model, sampling, schema) around three s
 `custom_id` and the two messages' contents. The frame is serialized once, by the same
 `request_line` and `build_request` path, with marks in place of those strings, and cut at the
 marks; each pair's line is then the frame's pieces around its three strings JSON-encoded by the
-encoder `json.dumps(..., ensure_ascii=False)` uses. A system message that is the same for every
-pair is encoded once. Every `CHECK_EVERY`-th line (the first among them) is also built the slow
-way and compared; should they ever differ, the slow way is used from then on.
+encoder `json.dumps(..., ensure_ascii=False)` uses. The contents come from one
+`grader.prompts.MessageRenderer` (what `render_messages` runs, its per-prompt work done once),
+and a system message that is the same for every pair is encoded once. Every `CHECK_EVERY`-th
+line (the first among them) is also built the slow way and compared; should they ever differ,
+the slow way is used from then on.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from json.encoder import encode_basestring
 from grader.batch.adapter import LLMBatchJudge
 from grader.batch.requests import request_line
 from grader.models import Doc, Query
-from grader.prompts import render_messages
+from grader.prompts import MessageRenderer
 
 CHECK_EVERY = 1000
 
@@ -29,9 +31,8 @@ class RequestLines:
     def __init__(self, judge: LLMBatchJudge) -> None:
         self.judge = judge
         live = judge.live
-        probe, _ = render_messages(
-            live.prompt, Query(query_id="q", text="q"), Doc(doc_id="d", text="d"), mode=judge.mode
-        )
+        self.renderer = MessageRenderer(live.prompt, judge.mode)
+        probe, _ = self.renderer.messages(Query(query_id="q", text="q"), Doc(doc_id="d", text="d"))
         token = secrets.token_hex(8)
         marks = [f"@relgrade-mark-{i}-{token}@" for i in range(len(probe) + 1)]
         messages = [{**m, "content": marks[i + 1]} for i, m in enumerate(probe)]
@@ -46,7 +47,7 @@ class RequestLines:
             pieces.append(before)
         pieces.append(text)
         self._pieces = tuple(pieces)
-        self._n_messages = len(probe)
+        self._exact = self._exact and len(probe) == 2  # `contents` gives system and user
         self._count = 0
         self._last_system: str | None = None
         self._last_encoded = ""
@@ -57,23 +58,19 @@ class RequestLines:
         self._count += 1
         if not self._exact:
             return self._slow(custom_id, query, doc)
-        messages, _ = render_messages(self.judge.live.prompt, query, doc, mode=self.judge.mode)
-        if len(messages) != self._n_messages:
-            self._exact = False
-            return self._slow(custom_id, query, doc)
+        system, user, _ = self.renderer.contents(query, doc)
+        if system is not self._last_system:
+            self._last_system, self._last_encoded = system, encode_basestring(system)
         pieces = self._pieces
-        parts = [pieces[0], encode_basestring(custom_id)]
-        for i, message in enumerate(messages):
-            content = message["content"]
-            if i == 0:
-                if content is not self._last_system:
-                    self._last_system, self._last_encoded = content, encode_basestring(content)
-                encoded = self._last_encoded
-            else:
-                encoded = encode_basestring(content)
-            parts.append(pieces[i + 1])
-            parts.append(encoded)
-        parts.append(pieces[-1])
+        parts = [
+            pieces[0],
+            encode_basestring(custom_id),
+            pieces[1],
+            self._last_encoded,
+            pieces[2],
+            encode_basestring(user),
+            pieces[3],
+        ]
         line = "".join(parts).encode("utf-8")
         if self._count % CHECK_EVERY == 1:
             exact = request_line(custom_id, self.judge.build_request(query, doc))

@@ -222,6 +222,7 @@ def run_export(args: argparse.Namespace) -> int:
                 max_bytes=args.batch_max_bytes,
                 total=total,
                 progress=_Printer("export", args.quiet),
+                freeze_gc=True,
             )
     finally:
         asyncio.run(live.aclose())

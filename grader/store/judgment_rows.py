@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -48,6 +49,19 @@ def encode_key(key: str) -> bytes | str:
         if len(raw) == 32 and raw.hex() == key[7:]:  # lowercase, no spaces: exactly undone
             return raw
     return key
+
+
+def encode_keys(keys: Sequence[str]) -> bytes | None:
+    """`encode_key` of every one of `keys` joined, in one go, when each is 32 bytes (keys as
+    relgrade writes them); else None (then encode them one by one)."""
+    if not keys or not all(len(k) == 71 and k.startswith(KEY_TAG) for k in keys):
+        return None
+    hexes = "".join(k[7:] for k in keys)
+    try:
+        blob = bytes.fromhex(hexes)
+    except ValueError:
+        return None
+    return blob if len(blob) == 32 * len(keys) and blob.hex() == hexes else None
 
 
 def decode_key(value: bytes | str) -> str:

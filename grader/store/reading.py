@@ -11,9 +11,15 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from grader.models import Doc, Judgment, Query
-from grader.store.judgment_rows import decode_key, encode_key, json_sql
+from grader.store.judgment_rows import decode_key, encode_key, encode_keys, json_sql
 
 _CHUNK = 500  # keys per `IN (...)` query, below SQLite's variable limit
+
+# The judgments whose keys are the 32-byte digests joined in ?1 (?2 of them).
+_STATUS_OF_DIGESTS = (
+    "WITH RECURSIVE i(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM i WHERE n + 1 < ?2)"
+    " SELECT j.key, j.status FROM i JOIN judgments j ON j.key = substr(?1, i.n * 32 + 1, 32)"
+)
 
 
 class StoreReading:
@@ -53,6 +59,11 @@ class StoreReading:
         """The stored status ("ok" / "failed") of each key among `keys` that is stored."""
         found: dict[str, str] = {}
         unique = list(dict.fromkeys(keys))
+        blob = encode_keys(unique)
+        if blob is not None:  # one statement, one parameter (~3x faster than `IN (...)`)
+            for key, status in self._conn.execute(_STATUS_OF_DIGESTS, (blob, len(unique))):
+                found[decode_key(key)] = status
+            return found
         for start in range(0, len(unique), _CHUNK):
             chunk = [encode_key(k) for k in unique[start : start + _CHUNK]]
             marks = ",".join("?" * len(chunk))

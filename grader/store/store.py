@@ -47,6 +47,7 @@ from grader.store.journal import Journal, Rows
 from grader.store.judgment_rows import (
     StoredRow,
     encode_key,
+    encode_keys,
     stored_row,
 )
 from grader.store.migrations import MIGRATIONS, latest_version
@@ -106,6 +107,15 @@ WHERE NOT EXISTS (SELECT 1 FROM calls WHERE key IS ?1 AND attempt IS ?2 AND stat
 def _pair_rows(rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[Any, str, str]]:
     """The (stored key, query_id, doc_id) of `_judgment_row` rows, for `judgment_pairs`."""
     return ((encode_key(row[0]), row[1], row[2]) for row in rows)
+
+
+DocRow = tuple[str, str, str | None, str]
+
+
+def doc_row(doc: Doc) -> DocRow:
+    """A document's row in `docs`: id, text, title and its metadata as sorted JSON."""
+    metadata = json.dumps(doc.metadata, sort_keys=True, default=str) if doc.metadata else "{}"
+    return doc.doc_id, doc.text, doc.title, metadata
 
 
 class Store(StoreRows, StoreReading):
@@ -289,26 +299,33 @@ class Store(StoreRows, StoreReading):
     def put_pairs(self, pairs: Iterable[tuple[str, str, str]]) -> None:
         """Record (key, query_id, doc_id): the id pair's texts give that content key. A pair
         whose key has no judgment yet is listed once one is stored (see `iter_pair_judgments`)."""
+        rows = pairs if isinstance(pairs, Sequence) else list(pairs)
+        blob = encode_keys([k for k, _, _ in rows])
+        if blob is None:
+            encoded: Iterable[tuple[bytes | str, str, str]] = (
+                (encode_key(k), q, d) for k, q, d in rows
+            )
+        else:  # every key decoded in one go
+            encoded = ((blob[i * 32 : i * 32 + 32], q, d) for i, (_, q, d) in enumerate(rows))
         with self._transaction():
-            self._conn.executemany(_INSERT_PAIR, ((encode_key(k), q, d) for k, q, d in pairs))
+            self._conn.executemany(_INSERT_PAIR, encoded)
 
     def put_texts(self, queries: Iterable[Query | None], docs: Iterable[Doc | None]) -> None:
         """Keep the query and document texts so the store alone can regrade them later."""
         with self._transaction():
             self._put_texts(queries, docs)
 
+    def put_text_rows(self, queries: Iterable[tuple[str, str]], docs: Iterable[DocRow]) -> None:
+        """`put_texts` of rows already made: (query_id, text) and `doc_row`s."""
+        with self._transaction():
+            self._conn.executemany(_UPSERT_QUERY, queries)
+            self._conn.executemany(_UPSERT_DOC, docs)
+
     def _put_texts(self, queries: Iterable[Query | None], docs: Iterable[Doc | None]) -> None:
         self._conn.executemany(
             _UPSERT_QUERY, ((q.query_id, q.text) for q in queries if q is not None)
         )
-        self._conn.executemany(
-            _UPSERT_DOC,
-            (
-                (d.doc_id, d.text, d.title, json.dumps(d.metadata, sort_keys=True, default=str))
-                for d in docs
-                if d is not None
-            ),
-        )
+        self._conn.executemany(_UPSERT_DOC, (doc_row(d) for d in docs if d is not None))
 
     def log_call(self, record: CallRecord) -> None:
         """Append one HTTP attempt to the call log (see `log_calls`)."""
