@@ -386,3 +386,23 @@ def test_reask_alone_leaves_out_keys_answered_since(
         assert importer.unresolved(summary) == 0
     assert fake_server.counts["requests"] == 0
     assert summary.reasked_ok == summary.reasked_failed == 0
+
+
+def test_a_second_export_of_requests_waiting_in_another_is_warned(
+    files: GradeFiles, fake_server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "w.db"
+    first = _export(files, db, tmp_path / "a")
+    first_id = _custom_ids(first[0])[0].split(":")[1]
+    n = sum(len(p.read_text().splitlines()) for p in first)
+    capsys.readouterr()
+    _export(files, db, tmp_path / "b")  # the same pairs, nothing imported yet
+    err = capsys.readouterr().err
+    assert f"warning: {n:,} of these requests are also in export {first_id}" in err
+    results = _engine(fake_server, first, tmp_path / "res")
+    assert main(["batch", "import", "--store", str(db), *map(str, results), "--quiet"]) == 0
+    capsys.readouterr()
+    third = _export(files, db, tmp_path / "c")  # all graded now: nothing to pay twice
+    err = capsys.readouterr().err
+    assert sum(len(p.read_text().splitlines()) for p in third) == 0
+    assert "warning" not in err

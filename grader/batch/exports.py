@@ -275,6 +275,28 @@ class ExportState:
         ).fetchone()
         return int(row[0])
 
+    def waiting_elsewhere(self, export_id: str) -> dict[str, int]:
+        """How many of `export_id`'s lines each other export also asked and has no result
+        for yet (requests an engine would be paid for twice if both are run), by export."""
+        others = [
+            other
+            for (other,) in self._conn.execute(
+                "SELECT export_id FROM exports WHERE export_id != ? ORDER BY created_at",
+                (export_id,),
+            )
+        ]
+        found: dict[str, int] = {}
+        for other in others:
+            (count,) = self._conn.execute(
+                "SELECT COUNT(*) FROM export_lines a JOIN export_lines b INDEXED BY"
+                " export_lines_key ON b.export_id = ? AND b.key = a.key"
+                " WHERE a.export_id = ? AND b.outcome IS NULL",
+                (other, export_id),
+            ).fetchone()
+            if count:
+                found[other] = int(count)
+        return found
+
     def files(self, export_id: str) -> list[tuple[int, str, int, int, str]]:
         """(file_no, path, lines, bytes, sha256) of each request file of an export."""
         return list(

@@ -16,7 +16,7 @@ from typing import Any
 
 from grader.batch.adapter import LLMBatchJudge
 from grader.batch.export_files import LineProgress, export_requests
-from grader.batch.exports import ExportInfo
+from grader.batch.exports import ExportInfo, ExportState
 from grader.batch.import_files import Importer
 from grader.batch.import_followup import ImportSummary
 from grader.batch.job_config import job_config
@@ -224,6 +224,8 @@ def run_export(args: argparse.Namespace) -> int:
                 progress=_Printer("export", args.quiet),
                 freeze_gc=True,
             )
+            with ExportState(store) as state:
+                waiting = state.waiting_elsewhere(summary.export_id)
     finally:
         asyncio.run(live.aclose())
     print(
@@ -232,6 +234,14 @@ def run_export(args: argparse.Namespace) -> int:
         f"{summary.stored:,} pairs already graded in the store were left out",
         file=sys.stderr,
     )
+    for other, count in waiting.items():
+        print(
+            f"warning: {count:,} of these requests are also in export {other}, whose results "
+            "are not imported yet: an engine run on both is paid twice for them. Import "
+            f"{other}'s results first, then export again (pairs imported are never exported"
+            " again)",
+            file=sys.stderr,
+        )
     for path in summary.files:
         print(path)
     return 0
