@@ -164,7 +164,15 @@ def test_the_command_prints_a_loopback_url_serves_and_stops_on_ctrl_c(tmp_path: 
     sample = write_sample(tmp_path)
     argv = [sys.executable, "-m", "grader.cli.main", "annotate", str(sample)]
     argv += ["--annotator", "ann", "--no-browser"]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # Ctrl-C as a terminal gives it: a suite started in the background by a shell without
+        # job control has SIGINT ignored, and the command would inherit that.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         assert proc.stdout is not None
         lines = []
@@ -179,7 +187,7 @@ def test_the_command_prints_a_loopback_url_serves_and_stops_on_ctrl_c(tmp_path: 
         assert status == 200 and state["annotator"] == "ann"
         assert state["scale"][0]["meaning"].startswith("Irrelevant")  # from the manifest's prompt
         proc.send_signal(signal.SIGINT)
-        rest, _ = proc.communicate(timeout=60)  # a hang guard: a loaded machine is slow
+        rest, _ = proc.communicate(timeout=60)  # a hang guard
         assert proc.returncode == 0 and "stopped" in rest
     finally:
         if proc.poll() is None:
