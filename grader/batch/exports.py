@@ -277,20 +277,25 @@ class ExportState:
 
     def waiting_elsewhere(self, export_id: str) -> dict[str, int]:
         """How many of `export_id`'s lines each other export also asked and has no result
-        for yet (requests an engine would be paid for twice if both are run), by export."""
-        others = [
+        for yet (requests an engine would be paid for twice if both are run), by export. One
+        lookup a line per export with lines waiting (1,000,000 lines against another export
+        of as many: ~4.5 s); exports imported whole are passed over at once."""
+        others = [  # exports with a line still waiting (an imported one is passed over)
             other
             for (other,) in self._conn.execute(
-                "SELECT export_id FROM exports WHERE export_id != ? ORDER BY created_at",
+                "SELECT e.export_id FROM exports e WHERE e.export_id != ? AND EXISTS"
+                " (SELECT 1 FROM export_lines l WHERE l.export_id = e.export_id"
+                " AND l.outcome IS NULL) ORDER BY e.created_at",
                 (export_id,),
             )
         ]
         found: dict[str, int] = {}
         for other in others:
             (count,) = self._conn.execute(
-                "SELECT COUNT(*) FROM export_lines a JOIN export_lines b INDEXED BY"
-                " export_lines_key ON b.export_id = ? AND b.key = a.key"
-                " WHERE a.export_id = ? AND b.outcome IS NULL",
+                # CROSS JOIN: SQLite keeps this export's lines as the outer loop
+                "SELECT COUNT(*) FROM export_lines a CROSS JOIN export_lines b INDEXED BY"
+                " export_lines_key WHERE b.export_id = ? AND b.key = a.key"
+                " AND a.export_id = ? AND b.outcome IS NULL",
                 (other, export_id),
             ).fetchone()
             if count:
