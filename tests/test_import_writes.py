@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import gc
 import weakref
+from collections.abc import Iterable
 from pathlib import Path
+
+import pytest
 
 from grader.batch.exports import ExportState, Line
 from grader.bulk_gc import collect, collect_by_hand
@@ -152,3 +155,20 @@ def test_lines_read_in_file_order_equal_lines_looked_up_by_key(tmp_path: Path) -
             assert state.lines_in_order("e1", order) == state.lines("e1", order)
         assert state.lines_in_order("e1", keys[:4])[keys[2]].outcome == "ok"
         assert state.lines_in_order("e1", []) == {}
+
+
+def test_keys_in_file_order_are_read_without_a_lookup_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Store(tmp_path / "s.db") as store, ExportState(store) as state:
+        keys = [x.key for x in _export_of(state, tmp_path, 30)]
+        asked: list[list[str]] = []
+        by_key = state.lines
+
+        def counted(export_id: str, wanted: Iterable[str]) -> dict[str, Line]:
+            asked.append(list(wanted))
+            return by_key(export_id, asked[-1])
+
+        monkeypatch.setattr(state, "lines", counted)
+        assert len(state.lines_in_order("e1", keys[:7])) == 7  # request file 1, in order
+        assert asked == [keys[:1]]  # the first key alone was looked up

@@ -6,13 +6,12 @@ Also the import's summary. A mixin of `Importer`, on its store and export tables
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from grader.batch.adapter import LLMBatchJudge
 from grader.batch.collect import LineProblem, failed_judgment, retry_live
-from grader.batch.exports import ExportState, Line
-from grader.errors import InputError
+from grader.batch.exports import ExportState
+from grader.batch.import_work import pair_texts
 from grader.models import Doc, Judgment, Query
 from grader.store.store import Store
 
@@ -49,18 +48,6 @@ class ImportFollowUp:
         """Requests of the touched request files whose result is still a failure."""
         return sum(self.state.count_failed(e, f) for e, f in summary.touched)
 
-    def _texts(self, lines: Sequence[Line]) -> tuple[dict[str, Query], dict[str, Doc]]:
-        queries = self.store.queries({x.query_id for x in lines})
-        docs = self.store.docs({x.doc_id for x in lines})
-        for x in lines:
-            if x.query_id not in queries or x.doc_id not in docs:
-                raise InputError(
-                    f"the store has no text for ({x.query_id}, {x.doc_id}), exported as {x.key}",
-                    path=self.store.path,
-                    hint="export again from this store",
-                )
-        return queries, docs
-
     def _put(
         self,
         judge: LLMBatchJudge,
@@ -91,7 +78,7 @@ class ImportFollowUp:
             after = 0
             while lines := self.state.lines_without_outcome(export_id, file_no, after=after):
                 after = lines[-1].line_no
-                queries, docs = self._texts(lines)
+                queries, docs = pair_texts(self.store, lines, whole=True)
                 statuses = self.store.statuses(x.key for x in lines)
                 results: dict[str, Judgment] = {}
                 outcomes: dict[str, str] = {}
@@ -139,7 +126,7 @@ class ImportFollowUp:
                 lines = [x for x in lines if x.key not in done]
                 if not lines:
                     continue
-                queries, docs = self._texts(lines)
+                queries, docs = pair_texts(self.store, lines, whole=True)
                 items = {x.key: (queries[x.query_id], docs[x.doc_id]) for x in lines}
                 asked = {k: LineProblem("reask", "asked live") for k in items}
                 answers = await retry_live(asked, items, live, concurrency=concurrency)

@@ -21,7 +21,7 @@ import gc
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -69,6 +69,30 @@ class Answer(NamedTuple):
     error_type: str | None
     row: StoredRow | None
 
+    @classmethod
+    def of(
+        cls,
+        line: Line,
+        export_id: str,
+        stored: str | None,
+        judgment: Judgment | None = None,
+        row: StoredRow | None = None,
+    ) -> Answer:
+        """The answer of export line `line` (no judgment: the store held it ok already)."""
+        status = judgment.status if judgment is not None else None
+        error = judgment.error.type if judgment is not None and judgment.error else None
+        return cls(
+            line.key,
+            export_id,
+            line.file_no,
+            line.line_no,
+            stored,
+            line.outcome,
+            status,
+            error,
+            row,
+        )
+
 
 @dataclass(frozen=True)
 class RangeError:
@@ -94,6 +118,26 @@ class RangeResult:
     n_malformed: int = 0
     error: RangeError | None = None
     need_export: tuple[str, int] | None = None  # (export id, the line that names it)
+
+
+def pair_texts(
+    store: Store, lines: Iterable[Line], *, whole: bool
+) -> tuple[dict[str, Query], dict[str, Doc]]:
+    """The query and document texts of export lines' id pairs (`whole`: documents with title
+    and metadata, as asking a judge live needs; else text alone, all a reply's judgment
+    reads). A pair without its texts is an InputError: the store is not the one exported."""
+    lines = list(lines)
+    queries = store.queries({x.query_id for x in lines})
+    ids = {x.doc_id for x in lines}
+    docs = store.docs(ids) if whole else store.doc_texts(ids)
+    for x in lines:
+        if x.query_id not in queries or x.doc_id not in docs:
+            raise InputError(
+                f"the store has no text for ({x.query_id}, {x.doc_id}), exported as {x.key}",
+                path=store.path,
+                hint="export again from this store",
+            )
+    return queries, docs
 
 
 class _Record(NamedTuple):
@@ -171,18 +215,6 @@ class RangeReader:
                 )
             yield _Record(ids[0], ids[1], record, number)
 
-    def _texts(self, lines: dict[str, Line]) -> tuple[dict[str, Query], dict[str, Doc]]:
-        queries = self.store.queries({x.query_id for x in lines.values()})
-        docs = self.store.doc_texts({x.doc_id for x in lines.values()})
-        for x in lines.values():
-            if x.query_id not in queries or x.doc_id not in docs:
-                raise InputError(
-                    f"the store has no text for ({x.query_id}, {x.doc_id}), exported as {x.key}",
-                    path=self.store.path,
-                    hint="export again from this store",
-                )
-        return queries, docs
-
     def _answer(
         self,
         task: RangeTask,
@@ -202,24 +234,14 @@ class RangeReader:
                     line=rec.line,
                     hint="import only the results of this export's request files",
                 )
-        queries, docs = self._texts(lines)
+        queries, docs = pair_texts(self.store, lines.values(), whole=False)
         statuses = self.store.statuses(lines)
         judged: list[tuple[_Record, Line, str | None, Judgment]] = []
         for rec in records:
             line = lines[rec.key]
             stored = statuses.get(rec.key)
             if stored == "ok":  # final: nothing to read
-                answers[rec.line] = Answer(
-                    rec.key,
-                    export_id,
-                    line.file_no,
-                    line.line_no,
-                    stored,
-                    line.outcome,
-                    None,
-                    None,
-                    None,
-                )
+                answers[rec.line] = Answer.of(line, export_id, stored)
                 continue
             query, doc = queries[line.query_id], docs[line.doc_id]
             where = f"{name} line {rec.line}"
@@ -248,18 +270,7 @@ class RangeReader:
             judged.append((rec, line, stored, outcome))
         rows = self.store.stored_rows((j, replies.fingerprint) for _, _, _, j in judged)
         for (rec, line, stored, judgment), row in zip(judged, rows, strict=True):
-            error = judgment.error.type if judgment.error is not None else None
-            answers[rec.line] = Answer(
-                rec.key,
-                export_id,
-                line.file_no,
-                line.line_no,
-                stored,
-                line.outcome,
-                judgment.status,
-                error,
-                row,
-            )
+            answers[rec.line] = Answer.of(line, export_id, stored, judgment, row)
 
 
 _READER: RangeReader | None = None
