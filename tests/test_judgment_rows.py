@@ -152,3 +152,68 @@ def test_an_old_judgment_json_is_written_as_this_version_writes_it(tmp_path: Pat
         store.write_rows(rows)
         (got,) = store.get_many([judgment.key]).values()
     assert got.model_dump_json() == judgment.model_dump_json()
+
+
+@st.composite
+def ok_fields(draw: st.DrawFn) -> dict[str, Any]:
+    """The fields of an ok judgment as an imported batch reply makes it."""
+    return {
+        "key": draw(st.one_of(HEX_KEY, ID)),
+        "query_id": draw(ID),
+        "doc_id": draw(ID),
+        "grade": draw(st.integers(0, 3)),
+        "reason": draw(st.one_of(st.none(), TEXT, SEAMS)),
+        "distribution": draw(
+            st.one_of(st.none(), st.lists(st.floats(0, 1), min_size=4, max_size=4))
+        ),
+        "expected_grade": draw(st.none() | FLOAT),
+        "usage": Usage(
+            prompt_tokens=draw(st.integers(0, 10**6)),
+            completion_tokens=draw(st.integers(0, 10**4)),
+            cached_tokens=draw(st.integers(0, 10**6)),
+        ),
+        "cost": draw(st.none() | FLOAT),
+        "truncated": draw(st.booleans()),
+        "judge": draw(ID),
+        "prompt": draw(
+            st.none() | st.builds(PromptRef, name=ID, version=ID, sha256=st.just("cd" * 32))
+        ),
+        "attempts": draw(st.integers(0, 9)),
+        "created_at": draw(st.datetimes(timezones=st.just(UTC))),
+    }
+
+
+@settings(max_examples=300, deadline=None)
+@given(ok_fields(), st.sampled_from([(), ("fits",), ("sk-secret",)]))
+def test_an_ok_row_made_without_the_model_is_the_models_row(
+    fields: dict[str, Any], secrets: tuple[str, ...]
+) -> None:
+    fingerprint = {"model": "m1", "temperature": 0}
+    judgment = Judgment(status="ok", **fields)
+    with Store(":memory:", secrets=secrets) as store:
+        row = store.ok_row(fingerprint=fingerprint, **fields)
+        [expected] = store.stored_rows([(judgment, fingerprint)])
+    if row is None:  # a secret to mask: the caller makes the Judgment
+        assert any(s in judgment.model_dump_json() for s in secrets)
+    else:
+        assert row == expected
+
+
+def test_an_ok_row_with_a_secret_in_its_reason_is_left_to_the_model(tmp_path: Path) -> None:
+    with Store(tmp_path / "s.db", secrets=["sk-secret"]) as store:
+        fields: dict[str, Any] = {
+            "key": "sha256:" + "e" * 64,
+            "query_id": "q1",
+            "doc_id": "d1",
+            "grade": 2,
+            "reason": "the key sk-secret leaked",
+            "distribution": None,
+            "expected_grade": None,
+            "usage": Usage(),
+            "cost": None,
+            "truncated": False,
+            "judge": "llm:m1",
+            "prompt": None,
+        }
+        assert store.ok_row(fingerprint={"model": "m1"}, **fields) is None
+        assert store.ok_row(fingerprint={"model": "m1"}, **{**fields, "reason": "fine"})

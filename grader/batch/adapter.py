@@ -16,9 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from grader.judges.llm.judge import LLMJudge
+from grader.judges.llm.replies import GradeReply, parse_completion
 from grader.judges.llm.reply_reader import ReplyReader
 from grader.models import Doc, Judgment, PromptRef, Query
 from grader.prompts import OutputMode, is_truncated
+from grader.store.judgment_rows import StoredRow
+from grader.store.store import Store
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,37 @@ class BatchReplies:
         truncated = is_truncated(self.reader.prompt, doc)  # render_messages's, without rendering
         return self.reader.judgment(
             dict(body), query, doc, key=key, mode=self.mode, truncated=truncated, batch=True
+        )
+
+    def valid_reply(self, body: Mapping[str, Any]) -> GradeReply | None:
+        """The validated reply of an output body, when live grading would accept it; None
+        otherwise (`parse_reply` then makes the failed judgment that says why)."""
+        try:
+            plain = body if type(body) is dict else dict(body)
+            return parse_completion(plain, mode=self.mode, spec=self.reader.prompt)
+        except Exception:  # InvalidReply, or a malformed body: parse_reply words it
+            return None
+
+    def ok_row(
+        self, store: Store, reply: GradeReply, query_id: str, doc: Doc, key: str
+    ) -> StoredRow | None:
+        """The store row of the ok judgment `parse_reply` makes of `reply`, without the
+        Judgment between (`Store.ok_row`: None when a secret must be masked in it)."""
+        recorder = self.reader.recorder
+        return store.ok_row(
+            key=key,
+            query_id=query_id,
+            doc_id=doc.doc_id,
+            grade=reply.grade,
+            reason=reply.reason,
+            distribution=reply.distribution,
+            expected_grade=reply.expected_grade,
+            usage=reply.usage,
+            cost=recorder.cost(reply.usage, True),
+            truncated=is_truncated(self.reader.prompt, doc),
+            judge=recorder.config.judge_id,
+            prompt=recorder.config.prompt,
+            fingerprint=self.fingerprint,
         )
 
 

@@ -120,10 +120,8 @@ def parse_output_record(
     Batch API and vLLM's run-batch write it) validated exactly as a live reply: an ok Judgment,
     or the problem (an error line, a refused reply) with `where` (file and line) in its message.
     """
-    response = record.get("response")
-    status = response.get("status_code") if _is_mapping(response) else None
-    body = response.get("body") if _is_mapping(response) else None
-    if record.get("error") or status != 200 or not _is_mapping(body):
+    body = answered_body(record)
+    if body is None:
         code, message = _error_text(record)
         return LineProblem(f"Batch:{code}", f"{where}: {message}" if message else where)
     try:
@@ -139,6 +137,18 @@ def parse_output_record(
             judgment,
         )
     return judgment
+
+
+def answered_body(record: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The reply body of an output line that holds one (no error, HTTP 200, a JSON object);
+    None for an error line (`parse_output_record` says what the error was)."""
+    response = record.get("response")
+    if not _is_mapping(response) or record.get("error"):
+        return None
+    body = response.get("body")
+    if response.get("status_code") != 200 or not _is_mapping(body):
+        return None
+    return body
 
 
 def other_model(record: Mapping[str, Any], model: object) -> str | None:

@@ -8,7 +8,7 @@ Uses its own SQLite connection to the store file (WAL lets it sit beside the Sto
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -175,13 +175,14 @@ class ExportState:
 
     def set_outcomes_at(self, export_id: str, places: Iterable[tuple[int, int, str]]) -> None:
         """`set_outcomes` for lines named by their place (file, line, outcome), in file order:
-        no lookup by key."""
+        no lookup by key. Consecutive lines of one file with one outcome (nearly all of an
+        import's) are set by one statement: ~5.5 us a line one by one at a million lines."""
         self._tx(
             [
                 (
                     "UPDATE export_lines SET outcome = ? WHERE export_id = ? AND file_no = ?"
-                    " AND line_no = ?",
-                    ((o, export_id, f, n) for f, n, o in places),
+                    " AND line_no BETWEEN ? AND ?",
+                    ((o, export_id, f, first, last) for f, first, last, o in runs_of(places)),
                 )
             ]
         )
@@ -339,3 +340,18 @@ class ExportState:
             )
             for r in rows
         ]
+
+
+def runs_of(places: Iterable[tuple[int, int, str]]) -> Iterator[tuple[int, int, int, str]]:
+    """(file, first line, last line, outcome) of each run of consecutive lines of one file
+    with one outcome, for `places` (file, line, outcome) in file order."""
+    run: list[Any] | None = None
+    for file_no, line_no, outcome in places:
+        if run is not None and run[0] == file_no and run[2] + 1 == line_no and run[3] == outcome:
+            run[2] = line_no
+            continue
+        if run is not None:
+            yield run[0], run[1], run[2], run[3]
+        run = [file_no, line_no, line_no, outcome]
+    if run is not None:
+        yield run[0], run[1], run[2], run[3]

@@ -27,7 +27,13 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from grader.batch.adapter import BatchReplies
-from grader.batch.collect import LineProblem, failed_judgment, other_model, parse_output_record
+from grader.batch.collect import (
+    LineProblem,
+    answered_body,
+    failed_judgment,
+    other_model,
+    parse_output_record,
+)
 from grader.batch.exports import ExportState, Line, split_custom_id
 from grader.batch.json_lines import loads
 from grader.bulk_gc import collect
@@ -77,9 +83,12 @@ class Answer(NamedTuple):
         stored: str | None,
         judgment: Judgment | None = None,
         row: StoredRow | None = None,
+        status: str | None = None,
     ) -> Answer:
-        """The answer of export line `line` (no judgment: the store held it ok already)."""
-        status = judgment.status if judgment is not None else None
+        """The answer of export line `line`: its judgment's status and row (or `status`, when
+        the row was made without the judgment); no row: the store held it ok already."""
+        if judgment is not None:
+            status = judgment.status
         error = judgment.error.type if judgment is not None and judgment.error else None
         return cls(
             line.key,
@@ -237,6 +246,7 @@ class RangeReader:
         queries, docs = pair_texts(self.store, lines.values(), whole=False)
         statuses = self.store.statuses(lines)
         judged: list[tuple[_Record, Line, str | None, Judgment]] = []
+        model = replies.fingerprint.get("model")
         for rec in records:
             line = lines[rec.key]
             stored = statuses.get(rec.key)
@@ -244,9 +254,15 @@ class RangeReader:
                 answers[rec.line] = Answer.of(line, export_id, stored)
                 continue
             query, doc = queries[line.query_id], docs[line.doc_id]
-            where = f"{name} line {rec.line}"
-            model = replies.fingerprint.get("model")
             other = other_model(rec.record, model)
+            body = answered_body(rec.record) if other is None else None
+            reply = replies.valid_reply(body) if body is not None else None
+            if reply is not None:  # a valid reply: its row made straight away
+                row = replies.ok_row(self.store, reply, line.query_id, doc, rec.key)
+                if row is not None:
+                    answers[rec.line] = Answer.of(line, export_id, stored, row=row, status="ok")
+                    continue
+            where = f"{name} line {rec.line}"
             outcome: Judgment | LineProblem
             if other is not None:  # never stored as the exported model's grade
                 outcome = LineProblem(

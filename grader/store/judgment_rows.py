@@ -20,12 +20,13 @@ import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, NamedTuple
 
 from pydantic_core import to_json
 
 from grader.errors import StoreError
-from grader.models import Judgment, bare_sha256
+from grader.models import Judgment, PromptRef, Usage, bare_sha256
 
 KEY_TAG = "sha256:"
 DEFAULT_EXTRA = '"judges":null,"disagreement":null,"verification":null'
@@ -187,6 +188,46 @@ def assemble(
     )
 
 
+def ok_parts(
+    *,
+    reason: str | None,
+    distribution: list[float] | None,
+    expected_grade: float | None,
+    attempts: int,
+    usage: Usage,
+    cost: float | None,
+    truncated: bool,
+    created_at: datetime,
+) -> JudgmentParts:
+    """The parts `split` takes from the JSON of an ok judgment with these fields (no latency,
+    error, ensemble or verifier fields), made without the model between: the same serializer
+    (pydantic-core's) writes each value, so the text is byte for byte the model's (tests
+    compare the two). An import's workers make a million."""
+    head = to_json(
+        {"reason": reason, "distribution": distribution, "expected_grade": expected_grade}
+    )
+    tail = to_json(
+        {
+            "attempts": attempts,
+            "usage": {
+                "prompt_tokens": usage.prompt_tokens,
+                "completion_tokens": usage.completion_tokens,
+                "cached_tokens": usage.cached_tokens,
+            },
+            "cost": cost,
+            "latency_ms": None,
+            "truncated": truncated,
+            "error": None,
+        }
+    )
+    return JudgmentParts(
+        head=head[1:-1].decode(),
+        tail=tail[1:-1].decode(),
+        created_at=to_json(created_at)[1:-1].decode(),
+        extra=None,
+    )
+
+
 def key_sql(column: str) -> str:
     """SQL giving the content key text of a stored key column (`decode_key`)."""
     return (
@@ -257,10 +298,19 @@ def stored_row(row: tuple[Any, ...]) -> StoredRow:
 
 def source_of(judgment: Judgment, model: Any, fingerprint: str | None) -> Source:
     """The source row of `judgment` given its judge's model and (masked) fingerprint JSON."""
-    prompt = judgment.prompt
+    return sources_for(
+        judgment.judge, None if model is None else str(model), judgment.prompt, fingerprint
+    )
+
+
+def sources_for(
+    judge: str, model: str | None, prompt: PromptRef | None, fingerprint: str | None
+) -> Source:
+    """The source row of a judge's judgments, given its model, prompt and (masked) fingerprint
+    JSON (made once: `_source` keeps the last few)."""
     return _source(
-        judgment.judge,
-        None if model is None else str(model),
+        judge,
+        model,
         prompt.name if prompt else None,
         prompt.version if prompt else None,
         prompt.sha256 if prompt else None,

@@ -131,6 +131,7 @@ class Store(StoreRows, StoreReading):
     ) -> None:
         self.path = Path(path)
         self._secrets = tuple(s for s in secrets if s)
+        self._fingerprint_texts: dict[int, tuple[Mapping[str, Any], str]] = {}
         self.on_busy = on_busy
         self.journal = Journal(self.path)
         self._busy_timeout_s = busy_timeout_s()
