@@ -9,8 +9,16 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
-from grader.judges.llm.replies import InvalidReply, grade_distribution, parse_body, parse_completion
+from grader.judges.llm.replies import (
+    InvalidReply,
+    _ReplyModel,
+    _top_level_grade_offset,
+    grade_distribution,
+    parse_body,
+    parse_completion,
+)
 from grader.models import Usage
 from grader.prompts import OutputMode, load_prompt
 
@@ -235,3 +243,54 @@ def test_usage_without_details() -> None:
     parsed = parse_completion(reply, mode="json_schema", spec=SPEC)
     assert parsed.usage == Usage(prompt_tokens=5, completion_tokens=2, cached_tokens=0)
     assert json.loads(parsed.raw)["grade"] == 0
+
+
+GRADE_VALUES = st.one_of(
+    st.integers(-5, 9),
+    st.booleans(),
+    st.floats(allow_nan=False),
+    st.sampled_from(["2", " 3 ", "٣", "x", ""]),
+    st.none(),
+)
+REASON_VALUES = st.one_of(st.none(), st.text(max_size=8), st.integers(), st.lists(st.integers()))
+
+
+@given(grade=GRADE_VALUES, reason=REASON_VALUES, extra=st.booleans())
+def test_a_json_reply_reads_as_its_schema_model_reads_it(
+    grade: Any, reason: Any, extra: bool
+) -> None:
+    """The validator reads a plain grade and reason without the model: the outcome (grade and
+    reason, or the error's kind) is the model's either way."""
+    data = {"reason": reason, "grade": grade, **({"other": [1]} if extra else {})}
+    try:
+        model = _ReplyModel.model_validate(data)
+        expected: Any = (
+            (model.grade, model.reason or None) if model.grade in (0, 1, 2, 3) else "out_of_range"
+        )
+    except ValidationError:
+        expected = "schema"
+    try:
+        reply = parse_completion(body(json.dumps(data)), mode="json_schema", spec=SPEC)
+        got: Any = (reply.grade, reply.reason)
+    except InvalidReply as exc:
+        got = exc.kind
+    assert got == expected
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        '{"reason": "r", "grade": 2}',
+        '{"reason":"r","grade":2}',
+        '  {\n  "reason" :\t"r" ,\n\r "grade"  :  2 \n}  ',
+        '{"reason": {"grade": 1}, "grade": 3}',
+        '{"grade": "1", "reason": "grade: 0"}',
+        '{"reason": "\u2003 spaced \u2003", "grade":\n0}',
+    ],
+)
+def test_the_grade_token_is_found_whatever_the_spacing(content: str) -> None:
+    offset = _top_level_grade_offset(content)
+    assert offset is not None
+    assert content[offset] == str(json.loads(content)["grade"])
+    assert _top_level_grade_offset('{"reason": "r"}') is None
+    assert _top_level_grade_offset('["grade", 1]') is None

@@ -215,6 +215,11 @@ def _parse_json(content: str, usage: Usage) -> tuple[int, str | None]:
             raw=content,
             usage=usage,
         )
+    grade, reason = data.get("grade"), data.get("reason")
+    if type(grade) is int and (reason is None or type(reason) is str):
+        # What the model gives for these (nearly every reply), without its validation's cost.
+        _check_range(grade, content, usage)
+        return grade, (reason or None)
     try:
         reply = _ReplyModel.model_validate(data)
     except ValidationError as exc:
@@ -232,26 +237,32 @@ def _top_level_grade_offset(content: str) -> int | None:
     """Character offset of the top-level `grade` value's first digit (inside quotes for a
     string), found by walking the object's members; None when it cannot be located."""
     scan = _DECODER.scan_once  # type: ignore[attr-defined]  # raw_decode without its wrapper: StopIteration is its error
-    ws = _WS.match  # `\s*` matches at every position, so `.end()` always exists
+
+    def skip(i: int) -> int:
+        """The position after any whitespace at `i` (`isspace` is `\\s`'s test: the regex
+        runs only where there is some)."""
+        if content[i].isspace():
+            return _WS.match(content, i).end()  # type: ignore[union-attr]  # always matches
+        return i
 
     try:
-        i = ws(content, 0).end()  # type: ignore[union-attr]
+        i = skip(0)
         if content[i] != "{":
             return None
-        i = ws(content, i + 1).end()  # type: ignore[union-attr]
+        i = skip(i + 1)
         while content[i] == '"':
             key, i = scan(content, i)
-            i = ws(content, i).end()  # type: ignore[union-attr]
+            i = skip(i)
             if content[i] != ":":
                 return None
-            start = ws(content, i + 1).end()  # type: ignore[union-attr]
+            start = skip(i + 1)
             _, i = scan(content, start)
             if key == "grade":
                 return start + 1 if content[start] == '"' else start
-            i = ws(content, i).end()  # type: ignore[union-attr]
+            i = skip(i)
             if content[i] != ",":
                 return None
-            i = ws(content, i + 1).end()  # type: ignore[union-attr]
+            i = skip(i + 1)
     except (ValueError, IndexError, StopIteration):
         return None
     return None
