@@ -445,7 +445,12 @@ def render_messages(
 def is_truncated(spec: PromptSpec, doc: Doc) -> bool:
     """Whether `render_messages` cuts this document to the prompt's budget (its `truncated`),
     told without rendering: what an imported batch reply records."""
-    return len(doc.text.strip("\n")) > spec.doc_budget_chars
+    return is_text_truncated(spec, doc.text)
+
+
+def is_text_truncated(spec: PromptSpec, text: str) -> bool:
+    """`is_truncated` of a document with this text (no `Doc` needed)."""
+    return len(text.strip("\n")) > spec.doc_budget_chars
 
 
 def render_reask(spec: PromptSpec, error: str) -> str:

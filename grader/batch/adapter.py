@@ -19,7 +19,7 @@ from grader.judges.llm.judge import LLMJudge
 from grader.judges.llm.replies import GradeReply, parse_completion
 from grader.judges.llm.reply_reader import ReplyReader
 from grader.models import Doc, Judgment, PromptRef, Query
-from grader.prompts import OutputMode, is_truncated
+from grader.prompts import OutputMode, is_text_truncated, is_truncated
 from grader.store.judgment_rows import StoredRow
 from grader.store.store import Store
 
@@ -53,22 +53,23 @@ class BatchReplies:
             return None
 
     def ok_row(
-        self, store: Store, reply: GradeReply, query_id: str, doc: Doc, key: str
+        self, store: Store, reply: GradeReply, query_id: str, doc_id: str, text: str, key: str
     ) -> StoredRow | None:
-        """The store row of the ok judgment `parse_reply` makes of `reply`, without the
-        Judgment between (`Store.ok_row`: None when a secret must be masked in it)."""
+        """The store row of the ok judgment `parse_reply` makes of `reply` to the document
+        `doc_id` with this `text`, without the Judgment between (`Store.ok_row`: None when a
+        secret must be masked in it)."""
         recorder = self.reader.recorder
         return store.ok_row(
             key=key,
             query_id=query_id,
-            doc_id=doc.doc_id,
+            doc_id=doc_id,
             grade=reply.grade,
             reason=reply.reason,
             distribution=reply.distribution,
             expected_grade=reply.expected_grade,
             usage=reply.usage,
             cost=recorder.cost(reply.usage, True),
-            truncated=is_truncated(self.reader.prompt, doc),
+            truncated=is_text_truncated(self.reader.prompt, text),
             judge=recorder.config.judge_id,
             prompt=recorder.config.prompt,
             fingerprint=self.fingerprint,

@@ -243,25 +243,56 @@ class RangeReader:
                     line=rec.line,
                     hint="import only the results of this export's request files",
                 )
-        queries, docs = pair_texts(self.store, lines.values(), whole=False)
+        texts = self._doc_texts(lines.values())
         statuses = self.store.statuses(lines)
-        judged: list[tuple[_Record, Line, str | None, Judgment]] = []
         model = replies.fingerprint.get("model")
+        rest: list[tuple[_Record, Line, str | None, str | None]] = []
         for rec in records:
             line = lines[rec.key]
             stored = statuses.get(rec.key)
             if stored == "ok":  # final: nothing to read
                 answers[rec.line] = Answer.of(line, export_id, stored)
                 continue
-            query, doc = queries[line.query_id], docs[line.doc_id]
             other = other_model(rec.record, model)
             body = answered_body(rec.record) if other is None else None
             reply = replies.valid_reply(body) if body is not None else None
-            if reply is not None:  # a valid reply: its row made straight away
-                row = replies.ok_row(self.store, reply, line.query_id, doc, rec.key)
+            if reply is not None:  # a valid reply (nearly every line): its row made at once
+                text = texts[line.doc_id]
+                row = replies.ok_row(self.store, reply, line.query_id, line.doc_id, text, rec.key)
                 if row is not None:
                     answers[rec.line] = Answer.of(line, export_id, stored, row=row, status="ok")
                     continue
+            rest.append((rec, line, stored, other))
+        if rest:
+            self._judge_rest(name, replies, export_id, model, rest, answers)
+
+    def _doc_texts(self, lines: Iterable[Line]) -> dict[str, str]:
+        """The document texts of these lines by id (text alone: all a valid reply's row
+        needs); an InputError, as `pair_texts` words it, for a pair the store has no texts
+        of (not the store exported from)."""
+        lines = list(lines)
+        queries = self.store.query_ids({x.query_id for x in lines})
+        docs = self.store.texts_of_docs({x.doc_id for x in lines})
+        for x in lines:
+            if x.query_id not in queries or x.doc_id not in docs:
+                pair_texts(self.store, [x], whole=False)  # raises, naming the pair
+        return docs
+
+    def _judge_rest(
+        self,
+        name: str,
+        replies: BatchReplies,
+        export_id: str,
+        model: object,
+        rest: list[tuple[_Record, Line, str | None, str | None]],
+        answers: dict[int, Answer],
+    ) -> None:
+        """Judgments of the lines that are not a valid reply (an error line, a refused reply,
+        another model's), made as live grading makes them, with the pairs' texts."""
+        queries, docs = pair_texts(self.store, [line for _, line, _, _ in rest], whole=False)
+        judged: list[tuple[_Record, Line, str | None, Judgment]] = []
+        for rec, line, stored, other in rest:
+            query, doc = queries[line.query_id], docs[line.doc_id]
             where = f"{name} line {rec.line}"
             outcome: Judgment | LineProblem
             if other is not None:  # never stored as the exported model's grade

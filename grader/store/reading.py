@@ -173,6 +173,18 @@ class StoreReading:
         rows = self._select_by_ids("SELECT doc_id, text FROM docs", "doc_id", ids)
         return {did: Doc(doc_id=did, text=text) for did, text in rows}
 
+    def texts_of_docs(self, ids: Iterable[str]) -> dict[str, str]:
+        """The texts of stored documents among `ids`, by id, as plain strings (no `Doc`): what
+        an import's workers read of every line's document (~2 us a line less)."""
+        rows = self._select_by_ids("SELECT doc_id, text FROM docs", "doc_id", ids)
+        return dict(rows)
+
+    def query_ids(self, ids: Iterable[str]) -> set[str]:
+        """Those of `ids` that are stored queries."""
+        return {
+            row[0] for row in self._select_by_ids("SELECT query_id FROM queries", "query_id", ids)
+        }
+
     def _select_by_ids(
         self, sql: str, column: str, ids: Iterable[str] | None
     ) -> list[tuple[Any, ...]]:
