@@ -15,6 +15,7 @@ from grader.judges.llm.replies import (
     InvalidReply,
     _ReplyModel,
     _top_level_grade_offset,
+    _walk_to_grade,
     grade_distribution,
     parse_body,
     parse_completion,
@@ -286,6 +287,9 @@ def test_a_json_reply_reads_as_its_schema_model_reads_it(
         '{"reason": {"grade": 1}, "grade": 3}',
         '{"grade": "1", "reason": "grade: 0"}',
         '{"reason": "\u2003 spaced \u2003", "grade":\n0}',
+        '{"reason": "say \\"grade\\": 1", "grade": 2}',
+        '{"reason": "a\\\\", "grade": 1}',
+        '{"grade": 3, "reason": "first"}',
     ],
 )
 def test_the_grade_token_is_found_whatever_the_spacing(content: str) -> None:
@@ -294,3 +298,23 @@ def test_the_grade_token_is_found_whatever_the_spacing(content: str) -> None:
     assert content[offset] == str(json.loads(content)["grade"])
     assert _top_level_grade_offset('{"reason": "r"}') is None
     assert _top_level_grade_offset('["grade", 1]') is None
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-9, 9) | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner),
+    max_leaves=6,
+)
+
+
+@given(
+    members=st.dictionaries(st.sampled_from(["reason", "grade", "x", "grade "]), JSON_VALUES),
+    indent=st.sampled_from([None, 0, 2]),
+    separators=st.sampled_from([(",", ":"), (", ", ": "), (" , ", " : ")]),
+    ascii_only=st.booleans(),
+)
+def test_the_quick_way_to_the_grade_token_agrees_with_the_walk(
+    members: dict[str, Any], indent: int | None, separators: tuple[str, str], ascii_only: bool
+) -> None:
+    content = json.dumps(members, indent=indent, separators=separators, ensure_ascii=ascii_only)
+    assert _top_level_grade_offset(content) == _walk_to_grade(content)
