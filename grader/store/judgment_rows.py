@@ -20,7 +20,7 @@ import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from pydantic_core import to_json
@@ -206,26 +206,26 @@ def ok_parts(
     head = to_json(
         {"reason": reason, "distribution": distribution, "expected_grade": expected_grade}
     )
-    tail = to_json(
-        {
-            "attempts": attempts,
-            "usage": {
-                "prompt_tokens": usage.prompt_tokens,
-                "completion_tokens": usage.completion_tokens,
-                "cached_tokens": usage.cached_tokens,
-            },
-            "cost": cost,
-            "latency_ms": None,
-            "truncated": truncated,
-            "error": None,
-        }
+    cost_json = "null" if cost is None else to_json(cost).decode()
+    tail = (  # ints are written as str() writes them, so only the float goes through to_json
+        f'"attempts":{int(attempts)},"usage":{{"prompt_tokens":{int(usage.prompt_tokens)},'
+        f'"completion_tokens":{int(usage.completion_tokens)},'
+        f'"cached_tokens":{int(usage.cached_tokens)}}},"cost":{cost_json},"latency_ms":null,'
+        f'"truncated":{"true" if truncated else "false"},"error":null'
     )
     return JudgmentParts(
-        head=head[1:-1].decode(),
-        tail=tail[1:-1].decode(),
-        created_at=to_json(created_at)[1:-1].decode(),
-        extra=None,
+        head=head[1:-1].decode(), tail=tail, created_at=utc_text(created_at), extra=None
     )
+
+
+def utc_text(moment: datetime) -> str:
+    """`moment` as pydantic writes a datetime (ISO 8601, UTC as `Z`), without its serializer
+    for the common case of a UTC time (it writes any other)."""
+    if moment.tzinfo is UTC:
+        text = moment.isoformat()
+        if text.endswith("+00:00"):
+            return text[:-6] + "Z"
+    return to_json(moment)[1:-1].decode()
 
 
 def key_sql(column: str) -> str:

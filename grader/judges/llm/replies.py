@@ -348,16 +348,21 @@ def grade_distribution(
         return None
     mass = [0.0] * len(GRADES)
     seen_self = False
+    known, exp = _GRADE_OF, math.exp
     for alt in hit.get("top_logprobs") or []:
         alt_token = alt.get("token", "")
-        alt_grade = _grade_of(alt_token)
+        # `_grade_of`, its memo looked up here first (~5 alternatives a reply; -1: not in it)
+        alt_grade = known.get(alt_token, -1) if type(alt_token) is str else -1
+        if alt_grade == -1:
+            alt_grade = _grade_of(alt_token)
         if alt_grade is None:
             continue
         logprob = alt.get("logprob")
         if not isinstance(logprob, _NUMBER):
             continue
-        mass[alt_grade] += math.exp(logprob)
-        seen_self = seen_self or alt.get("token") == hit_token
+        mass[alt_grade] += exp(logprob)
+        # (a grade token is never "", so this is `alt.get("token") == hit_token`)
+        seen_self = seen_self or alt_token == hit_token
     logprob = hit.get("logprob")
     if not seen_self and isinstance(logprob, _NUMBER):
         mass[chosen] += math.exp(logprob)
