@@ -172,3 +172,21 @@ def test_keys_in_file_order_are_read_without_a_lookup_each(
         monkeypatch.setattr(state, "lines", counted)
         assert len(state.lines_in_order("e1", keys[:7])) == 7  # request file 1, in order
         assert asked == [keys[:1]]  # the first key alone was looked up
+
+
+def test_checkpoints_are_spaced_only_within_the_block(tmp_path: Path) -> None:
+    with Store(tmp_path / "s.db") as store:
+
+        def pages() -> int:
+            value: int = store._conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
+            return value
+
+        assert pages() == 1000  # SQLite's default
+        with store.checkpoint_every(10_000):
+            assert pages() == 10_000
+            store.write_stored([stored_row(r) for r in store.rows([(ok(KEY_A), FP)]).judgments])
+        assert pages() == 1000
+        with pytest.raises(RuntimeError), store.checkpoint_every(5):
+            raise RuntimeError("stopped")
+        assert pages() == 1000
+        assert store.get_many([KEY_A])[KEY_A].status == "ok"

@@ -184,6 +184,19 @@ class Store(StoreRows, StoreReading):
         2 MiB): bulk work over a large store reads the same index pages again and again."""
         self._conn.execute(f"PRAGMA cache_size = -{int(kib)}")
 
+    @contextlib.contextmanager
+    def checkpoint_every(self, pages: int) -> Iterator[None]:
+        """Within the block, this thread's connection copies the write-ahead log into the
+        store once it holds `pages` pages (SQLite's default: 1,000). A bulk write of random
+        keys rewrites most of a large index's pages in each transaction: with the default,
+        each commit was copied (and synced) again at once."""
+        before = self._conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
+        self._conn.execute(f"PRAGMA wal_autocheckpoint = {int(pages)}")
+        try:
+            yield
+        finally:
+            self._conn.execute(f"PRAGMA wal_autocheckpoint = {int(before)}")
+
     def close(self) -> None:
         """Close the connections (all writes are already committed)."""
         with self._conns_lock:
