@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,13 +15,11 @@ from hypothesis import strategies as st
 from grader.models import Judgment, JudgmentError, PromptRef, Usage
 from grader.store.judgment_rows import (
     assemble,
-    created_text,
     decode_key,
     encode_key,
     json_sql,
     source_of,
     split,
-    utc_text,
 )
 from grader.store.store import Store
 
@@ -219,13 +217,3 @@ def test_an_ok_row_with_a_secret_in_its_reason_is_left_to_the_model(tmp_path: Pa
         }
         assert store.ok_row(fingerprint={"model": "m1"}, **fields) is None
         assert store.ok_row(fingerprint={"model": "m1"}, **{**fields, "reason": "fine"})
-
-
-@given(
-    st.datetimes(
-        timezones=st.sampled_from([UTC, timezone(timedelta(hours=2)), timezone(timedelta(0), "Z0")])
-    )
-)
-def test_a_time_is_written_as_pydantic_writes_it(moment: datetime) -> None:
-    judgment = Judgment(query_id="q", doc_id="d", status="ok", grade=1, judge="j", key="k")
-    assert utc_text(moment) == created_text(judgment.model_copy(update={"created_at": moment}))

@@ -20,7 +20,7 @@ import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, NamedTuple
 
 from pydantic_core import to_json
@@ -213,19 +213,8 @@ def ok_parts(
         f'"cached_tokens":{int(usage.cached_tokens)}}},"cost":{cost_json},"latency_ms":null,'
         f'"truncated":{"true" if truncated else "false"},"error":null'
     )
-    return JudgmentParts(
-        head=head[1:-1].decode(), tail=tail, created_at=utc_text(created_at), extra=None
-    )
-
-
-def utc_text(moment: datetime) -> str:
-    """`moment` as pydantic writes a datetime (ISO 8601, UTC as `Z`), without its serializer
-    for the common case of a UTC time (it writes any other)."""
-    if moment.tzinfo is UTC:
-        text = moment.isoformat()
-        if text.endswith("+00:00"):
-            return text[:-6] + "Z"
-    return to_json(moment)[1:-1].decode()
+    created = to_json(created_at)[1:-1].decode()
+    return JudgmentParts(head=head[1:-1].decode(), tail=tail, created_at=created, extra=None)
 
 
 def key_sql(column: str) -> str:
