@@ -136,17 +136,19 @@ def _ranges(path: Path, block: int) -> Iterator[tuple[int, int, int, bool]]:
             fh.seek(start)
             data = fh.read(block)
             end = start + len(data)
+            whole = len(data)  # bytes of `data` that are whole lines
             while end < size and not data.endswith(b"\n"):
                 cut = data.rfind(b"\n")
                 if cut >= 0:
-                    data = data[: cut + 1]
-                    end = start + len(data)
+                    whole = cut + 1  # counted in place: a slice would copy ~4 MB
+                    end = start + whole
                     break
                 more = fh.read(block)  # no newline yet: one long line
                 data += more
                 end += len(more)
+                whole = len(data)
             yield start, end, line, end >= size
-            line += data.count(b"\n")
+            line += data.count(b"\n", 0, whole)
             start = end
 
 
@@ -308,11 +310,11 @@ class Importer(ImportFollowUp):
         summary.malformed.extend(result.malformed[: max(0, room)])
         pending = self._pending
         known = self._known
+        summary.lines += len(result.answers)
+        summary.exports.update({a.export_id for a in result.answers})
+        summary.touched.update({(a.export_id, a.file_no) for a in result.answers})
         for answer in result.answers:
-            summary.lines += 1
             key, export_id = answer.key, answer.export_id
-            summary.exports.add(export_id)
-            summary.touched.add((export_id, answer.file_no))
             stored, outcome = answer.stored, answer.outcome
             wrote = known.get(key)
             if wrote is not None:
