@@ -18,6 +18,7 @@ from grader.store.judgment_rows import (
     decode_key,
     encode_key,
     json_sql,
+    ok_parts,
     source_of,
     split,
 )
@@ -183,6 +184,23 @@ def ok_fields(draw: st.DrawFn) -> dict[str, Any]:
     }
 
 
+def _ok_row(store: Store, fields: dict[str, Any], fingerprint: dict[str, Any]) -> Any:
+    """`Store.ok_row` of an ok judgment's fields, its parts made by `ok_parts`."""
+    parts = ok_parts(
+        reason=fields["reason"],
+        distribution=fields["distribution"],
+        expected_grade=fields["expected_grade"],
+        attempts=fields.get("attempts", 1),
+        usage=fields["usage"],
+        cost=fields["cost"],
+        truncated=fields["truncated"],
+        created_at=fields.get("created_at") or datetime.now(UTC),
+    )
+    source = store.source_for(fields["judge"], fields["prompt"], fingerprint)
+    ids = (fields["key"], fields["query_id"], fields["doc_id"])
+    return store.ok_row(*ids, fields["grade"], parts, source)
+
+
 @settings(max_examples=300, deadline=None)
 @given(ok_fields(), st.sampled_from([(), ("fits",), ("sk-secret",)]))
 def test_an_ok_row_made_without_the_model_is_the_models_row(
@@ -191,7 +209,7 @@ def test_an_ok_row_made_without_the_model_is_the_models_row(
     fingerprint = {"model": "m1", "temperature": 0}
     judgment = Judgment(status="ok", **fields)
     with Store(":memory:", secrets=secrets) as store:
-        row = store.ok_row(fingerprint=fingerprint, **fields)
+        row = _ok_row(store, fields, fingerprint)
         [expected] = store.stored_rows([(judgment, fingerprint)])
     if row is None:  # a secret to mask: the caller makes the Judgment
         assert any(s in judgment.model_dump_json() for s in secrets)
@@ -215,5 +233,9 @@ def test_an_ok_row_with_a_secret_in_its_reason_is_left_to_the_model(tmp_path: Pa
             "judge": "llm:m1",
             "prompt": None,
         }
-        assert store.ok_row(fingerprint={"model": "m1"}, **fields) is None
-        assert store.ok_row(fingerprint={"model": "m1"}, **{**fields, "reason": "fine"})
+        assert _ok_row(store, fields, {"model": "m1"}) is None
+        assert _ok_row(store, {**fields, "reason": "fine"}, {"model": "m1"}) is not None
+        fingerprint = {"model": "m1"}
+        first = store.source_for("llm:m1", None, fingerprint)
+        assert store.source_for("llm:m1", None, fingerprint) is first  # made once
+        assert store.source_for("llm:m2", None, fingerprint).judge == "llm:m2"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from grader.judges.llm.judge import LLMJudge
@@ -20,7 +21,7 @@ from grader.judges.llm.replies import GradeReply, parse_completion
 from grader.judges.llm.reply_reader import ReplyReader
 from grader.models import Doc, Judgment, PromptRef, Query
 from grader.prompts import OutputMode, is_text_truncated, is_truncated
-from grader.store.judgment_rows import StoredRow
+from grader.store.judgment_rows import StoredRow, ok_parts
 from grader.store.store import Store
 
 
@@ -59,21 +60,19 @@ class BatchReplies:
         `doc_id` with this `text`, without the Judgment between (`Store.ok_row`: None when a
         secret must be masked in it)."""
         recorder = self.reader.recorder
-        return store.ok_row(
-            key=key,
-            query_id=query_id,
-            doc_id=doc_id,
-            grade=reply.grade,
+        parts = ok_parts(
             reason=reply.reason,
             distribution=reply.distribution,
             expected_grade=reply.expected_grade,
+            attempts=1,
             usage=reply.usage,
             cost=recorder.cost(reply.usage, True),
             truncated=is_text_truncated(self.reader.prompt, text),
-            judge=recorder.config.judge_id,
-            prompt=recorder.config.prompt,
-            fingerprint=self.fingerprint,
+            created_at=datetime.now(UTC),
         )
+        config = recorder.config
+        source = store.source_for(config.judge_id, config.prompt, self.fingerprint)
+        return store.ok_row(key, query_id, doc_id, reply.grade, parts, source)
 
 
 class LLMBatchJudge:

@@ -11,15 +11,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from grader.models import CallRecord, Judgment, PromptRef, Usage
+from grader.models import CallRecord, Judgment, PromptRef
 from grader.redact import redact
 from grader.store.journal import Rows
 from grader.store.judgment_rows import (
+    JudgmentParts,
     Source,
     StoredRow,
     encode_key,
     in_parts,
-    ok_parts,
     source_of,
     sources_for,
 )
@@ -34,7 +34,7 @@ class StoreRows:
     """The row-making methods of `Store` (see the module docstring)."""
 
     _secrets: tuple[str, ...]
-    _fingerprint_texts: dict[int, tuple[Mapping[str, Any], str]]
+    _sources: dict[int, tuple[Mapping[str, Any], tuple[str, PromptRef | None], Source]]
 
     def add_secrets(self, secrets: Sequence[str]) -> None:
         """Also mask these strings (e.g. an API key known only after opening) in what is written."""
@@ -149,49 +149,30 @@ class StoreRows:
             )
         return out
 
+    def source_for(
+        self, judge: str, prompt: PromptRef | None, fingerprint: Mapping[str, Any]
+    ) -> Source:
+        """The source row of a judge's judgments (its fingerprint's JSON masked), made once
+        for the same judge, prompt and fingerprint objects."""
+        known = self._sources.get(id(fingerprint))
+        if known is None or known[0] is not fingerprint or known[1] != (judge, prompt):
+            model = fingerprint.get("model")
+            text = self._fingerprint_text(fingerprint)
+            source = sources_for(judge, None if model is None else str(model), prompt, text)
+            known = self._sources[id(fingerprint)] = (fingerprint, (judge, prompt), source)
+        return known[2]
+
     def ok_row(
-        self,
-        *,
-        key: str,
-        query_id: str,
-        doc_id: str,
-        grade: int,
-        reason: str | None,
-        distribution: list[float] | None,
-        expected_grade: float | None,
-        usage: Usage,
-        cost: float | None,
-        truncated: bool,
-        judge: str,
-        prompt: PromptRef | None,
-        fingerprint: Mapping[str, Any],
-        attempts: int = 1,
-        created_at: datetime | None = None,
+        self, key: str, query_id: str, doc_id: str, grade: int, parts: JudgmentParts, source: Source
     ) -> StoredRow | None:
-        """The row `stored_rows` makes of the ok Judgment of these fields (no latency; made
-        now unless `created_at` says when), without the Judgment: an import's workers make a
-        million. None when a secret to mask occurs in it: make the Judgment then."""
-        parts = ok_parts(
-            reason=reason,
-            distribution=distribution,
-            expected_grade=expected_grade,
-            attempts=attempts,
-            usage=usage,
-            cost=cost,
-            truncated=truncated,
-            created_at=created_at or datetime.now(UTC),
-        )
+        """The row `stored_rows` makes of an ok Judgment whose JSON has these `parts`
+        (`ok_parts`), from `source` (`source_for`), without the Judgment: an import's workers
+        make a million. None when a secret to mask occurs in it: make the Judgment then."""
         if self._secrets and any(
             s in text
             for s in self._secrets
             for text in (key, query_id, doc_id, parts.head, parts.tail)
         ):
             return None
-        known = self._fingerprint_texts.get(id(fingerprint))
-        if known is None or known[0] is not fingerprint:
-            known = (fingerprint, self._fingerprint_text(fingerprint))
-            self._fingerprint_texts[id(fingerprint)] = known
-        model = fingerprint.get("model")
-        source = sources_for(judge, None if model is None else str(model), prompt, known[1])
         columns = (encode_key(key), query_id, doc_id, "ok", grade, parts.created_at)
         return StoredRow((*columns, parts.head, parts.tail, None), source, 0)

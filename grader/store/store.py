@@ -45,6 +45,7 @@ from grader.store.busy import BusyCallback, BusyWait, StoreBusyError, busy_timeo
 from grader.store.claims import release_stored
 from grader.store.journal import Journal, Rows
 from grader.store.judgment_rows import (
+    Source,
     StoredRow,
     encode_key,
     encode_keys,
@@ -131,7 +132,7 @@ class Store(StoreRows, StoreReading):
     ) -> None:
         self.path = Path(path)
         self._secrets = tuple(s for s in secrets if s)
-        self._fingerprint_texts: dict[int, tuple[Mapping[str, Any], str]] = {}
+        self._sources: dict[int, tuple[Mapping[str, Any], Any, Source]] = {}
         self.on_busy = on_busy
         self.journal = Journal(self.path)
         self._busy_timeout_s = busy_timeout_s()
