@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -23,6 +24,7 @@ from grader.batch.export_files import export_requests
 from grader.batch.import_files import Importer, _ranges
 from grader.batch.import_followup import ImportSummary
 from grader.batch.job_config import JobJudges, job_config
+from grader.errors import InputError
 from grader.judges.llm.judge import LLMJudge
 from grader.models import Doc, Query
 from grader.prompts import PromptSpec, load_prompt
@@ -219,3 +221,44 @@ def test_sigkill_during_import_with_workers_then_import_again(tmp_path: Path) ->
     with sqlite3.connect(db) as conn:
         outcomes = conn.execute("SELECT outcome, COUNT(*) FROM export_lines GROUP BY 1").fetchall()
     assert outcomes == [("ok", 6000)]
+
+
+@pytest.mark.parametrize(
+    ("table", "where", "pair"),
+    [("docs", "doc_id = 'd5'", "(q0, d5)"), ("queries", "query_id = 'q1'", "(q1, d10)")],
+)
+def test_a_pair_whose_texts_are_gone_stops_the_import_naming_it(
+    tmp_path: Path, table: str, where: str, pair: str
+) -> None:
+    db, requests = _export(tmp_path, 30)
+    results = _results(FakeServer(), requests, tmp_path / "results", bad=set())
+    with sqlite3.connect(db) as conn:
+        conn.execute(f"DELETE FROM {table} WHERE {where}")
+    with pytest.raises(InputError, match=re.escape(f"the store has no text for {pair}")):
+        _import(db, results, 0)
+
+
+def test_a_secret_in_a_reply_is_masked_in_the_stored_judgment(tmp_path: Path) -> None:
+    db, requests = _export(tmp_path, 20)
+    server = FakeServer()
+
+    def leaky(body: dict[str, Any]) -> tuple[int, dict[str, Any] | None, str | None]:
+        reply = server.completion_for(body)
+        content = json.loads(reply["choices"][0]["message"]["content"])
+        if "doc 3 " in body["messages"][-1]["content"]:
+            content["reason"] = "it says sk-test-secret-123"
+        reply["choices"][0]["message"]["content"] = json.dumps(content)
+        return 200, reply, None
+
+    out = tmp_path / "results.jsonl"
+    fake_engine.run_batch(requests[0], out, leaky)
+    with (
+        Store(db, secrets=["sk-test-secret-123"]) as store,
+        Importer(store, JobJudges(_judge).for_job, workers=0) as importer,
+    ):
+        summary = importer.run([out])
+        stored = {j.doc_id: j for j in store.iter_judgments()}
+    assert summary.ok == 20
+    assert stored["d3"].reason == "it says [redacted]"
+    assert "sk-test-secret-123" not in db.read_bytes().decode("latin-1")
+    assert stored["d4"].reason == "Scripted by the fake server."
