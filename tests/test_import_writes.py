@@ -6,6 +6,7 @@ and the garbage collector left to the work (`grader.bulk_gc`)."""
 from __future__ import annotations
 
 import gc
+import pickle
 import weakref
 from collections.abc import Iterable
 from pathlib import Path
@@ -13,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from grader.batch.exports import ExportState, Line
+from grader.batch.import_work import Answer, RangeResult
 from grader.bulk_gc import collect, collect_by_hand
-from grader.store.judgment_rows import stored_row
+from grader.store.judgment_rows import StoredRow, stored_row
 from grader.store.store import Store
 from tests.test_store import FP, failed, ok
 
@@ -190,3 +192,18 @@ def test_checkpoints_are_spaced_only_within_the_block(tmp_path: Path) -> None:
             raise RuntimeError("stopped")
         assert pages() == 1000
         assert store.get_many([KEY_A])[KEY_A].status == "ok"
+
+
+def test_a_range_result_crosses_processes_whole() -> None:
+    with Store(":memory:") as store:
+        [row] = [stored_row(r) for r in store.rows([(ok(KEY_A), FP)]).judgments]
+    answers = [
+        Answer(KEY_A, "e1", 1, 1, None, None, "ok", None, row),
+        Answer(KEY_B, "e1", 1, 2, "ok", "ok", None, None, None),
+    ]
+    result = RangeResult(answers=answers, truncated=["f:3"], n_malformed=1)
+    back = pickle.loads(pickle.dumps(result))
+    assert back == result
+    assert [type(a) for a in back.answers] == [Answer, Answer]
+    assert type(back.answers[0].row) is StoredRow
+    assert back.answers[0].row.source == row.source

@@ -128,6 +128,24 @@ class RangeResult:
     error: RangeError | None = None
     need_export: tuple[str, int] | None = None  # (export id, the line that names it)
 
+    # A result crosses processes with its answers and rows as plain tuples: pickle takes a
+    # NamedTuple apart and makes it again through Python-level calls (~5 us each way a line,
+    # measured), a tuple in C; `tuple.__new__` gives each its class back in C.
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["answers"] = [
+            tuple(a) if a.row is None else (*a[:8], tuple(a.row)) for a in self.answers
+        ]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        new = tuple.__new__
+        state["answers"] = [
+            new(Answer, t if t[8] is None else (*t[:8], new(StoredRow, t[8])))
+            for t in state["answers"]
+        ]
+        self.__dict__.update(state)
+
 
 def pair_texts(
     store: Store, lines: Iterable[Line], *, whole: bool
