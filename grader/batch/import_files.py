@@ -313,34 +313,31 @@ class Importer(ImportFollowUp):
         summary.lines += len(result.answers)
         summary.exports.update({a.export_id for a in result.answers})
         summary.touched.update({(a.export_id, a.file_no) for a in result.answers})
-        for answer in result.answers:
-            key, export_id = answer.key, answer.export_id
-            stored, outcome = answer.stored, answer.outcome
+        for key, export_id, file_no, line_no, stored, outcome, status, error, row in result.answers:
             wrote = known.get(key)
             if wrote is not None:
                 stored, outcome = wrote[0], wrote[1].get(export_id, outcome)
             if stored == "ok":
                 summary.already += 1
                 if outcome != "ok":
-                    place = (answer.file_no, answer.line_no, "ok")
-                    pending.outcomes.setdefault(export_id, {})[key] = place
+                    pending.outcomes.setdefault(export_id, {})[key] = (file_no, line_no, "ok")
                     self._remember(key, "ok", export_id, "ok")
                 continue
-            if answer.row is None:  # the worker found it ok, so it is
+            if row is None:  # the worker found it ok, so it is
                 summary.already += 1
                 continue
-            if answer.status != "ok" and stored == "failed" and outcome == "failed":
+            if status != "ok" and stored == "failed" and outcome == "failed":
                 summary.already += 1
                 continue
-            pending.rows[key] = answer.row
-            place = (answer.file_no, answer.line_no, answer.status or "failed")
-            pending.outcomes.setdefault(export_id, {})[key] = place
-            self._remember(key, answer.status or "failed", export_id, answer.status or "failed")
-            if answer.status == "ok":
+            pending.rows[key] = row
+            status = status or "failed"
+            pending.outcomes.setdefault(export_id, {})[key] = (file_no, line_no, status)
+            self._remember(key, status, export_id, status)
+            if status == "ok":
                 summary.ok += 1
             else:
                 summary.failed += 1
-                kind = answer.error_type or "failed"
+                kind = error or "failed"
                 summary.problems[kind] = summary.problems.get(kind, 0) + 1
         pending.lines += len(result.answers)
 

@@ -301,15 +301,14 @@ class Store(StoreRows, StoreReading):
         in `judgment_sources`; how many rows were written."""
         sources: dict[str, int] = {}  # ids of this transaction (a rollback forgets new ones)
         conn = self._conn
-        ids = [source_id(conn, r.source, sources) for r in rows]
-        cursor = conn.executemany(
-            _UPSERT_JUDGMENT,
-            (
-                (*r.columns[:3], sid, *r.columns[3:], r.replaceable)
-                for r, sid in zip(rows, ids, strict=True)
-            ),
-        )
-        return cursor.rowcount
+        by_object: dict[int, tuple[Source, int]] = {}  # rows share a few Source objects
+        params = []
+        for columns, source, replaceable in rows:
+            known = by_object.get(id(source))
+            if known is None or known[0] is not source:
+                known = by_object[id(source)] = (source, source_id(conn, source, sources))
+            params.append((*columns[:3], known[1], *columns[3:], replaceable))
+        return conn.executemany(_UPSERT_JUDGMENT, params).rowcount
 
     def put_pairs(self, pairs: Iterable[tuple[str, str, str]]) -> None:
         """Record (key, query_id, doc_id): the id pair's texts give that content key. A pair
