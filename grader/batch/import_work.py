@@ -240,7 +240,8 @@ class RangeReader:
                     line=number,
                     hint="import the results of `relgrade batch export` request files",
                 )
-            yield _Record(ids[0], ids[1], record, number)
+            # made in C: ~0.3 us less than through the NamedTuple's Python-level __new__
+            yield tuple.__new__(_Record, (ids[0], ids[1], record, number))
 
     def _answer(
         self,
@@ -278,7 +279,17 @@ class RangeReader:
                 text = texts[line.doc_id]
                 row = replies.ok_row(self.store, reply, line.query_id, line.doc_id, text, rec.key)
                 if row is not None:
-                    answers[rec.line] = Answer.of(line, export_id, stored, row=row, status="ok")
+                    answers[rec.line] = Answer(  # (Answer.of, without its checks: ~1 us)
+                        line.key,
+                        export_id,
+                        line.file_no,
+                        line.line_no,
+                        stored,
+                        line.outcome,
+                        "ok",
+                        None,
+                        row,
+                    )
                     continue
             rest.append((rec, line, stored, other))
         if rest:
