@@ -239,3 +239,7 @@ def test_an_ok_row_with_a_secret_in_its_reason_is_left_to_the_model(tmp_path: Pa
         first = store.source_for("llm:m1", None, fingerprint)
         assert store.source_for("llm:m1", None, fingerprint) is first  # made once
         assert store.source_for("llm:m2", None, fingerprint).judge == "llm:m2"
+        secret_fp = {"model": "m1", "api_base": "https://x/sk-later"}
+        assert "sk-later" in str(store.source_for("llm:m1", None, secret_fp).fingerprint)
+        store.add_secrets(["sk-later"])  # known only after opening: masked from then on
+        assert "sk-later" not in str(store.source_for("llm:m1", None, secret_fp).fingerprint)

@@ -83,12 +83,9 @@ class Answer(NamedTuple):
         stored: str | None,
         judgment: Judgment | None = None,
         row: StoredRow | None = None,
-        status: str | None = None,
     ) -> Answer:
-        """The answer of export line `line`: its judgment's status and row (or `status`, when
-        the row was made without the judgment); no row: the store held it ok already."""
-        if judgment is not None:
-            status = judgment.status
+        """The answer of export line `line` (no judgment: the store held it ok already)."""
+        status = judgment.status if judgment is not None else None
         error = judgment.error.type if judgment is not None and judgment.error else None
         return cls(
             line.key,

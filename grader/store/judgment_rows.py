@@ -201,8 +201,9 @@ def ok_parts(
 ) -> JudgmentParts:
     """The parts `split` takes from the JSON of an ok judgment with these fields (no latency,
     error, ensemble or verifier fields), made without the model between: the same serializer
-    (pydantic-core's) writes each value, so the text is byte for byte the model's (tests
-    compare the two). An import's workers make a million."""
+    (pydantic-core's) writes each string, float and time, and integers are written as it
+    writes them, so the text is byte for byte the model's (a hypothesis test compares the
+    two). An import's workers make a million."""
     head = to_json(
         {"reason": reason, "distribution": distribution, "expected_grade": expected_grade}
     )

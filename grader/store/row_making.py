@@ -39,6 +39,7 @@ class StoreRows:
     def add_secrets(self, secrets: Sequence[str]) -> None:
         """Also mask these strings (e.g. an API key known only after opening) in what is written."""
         self._secrets = tuple(dict.fromkeys([*self._secrets, *(s for s in secrets if s)]))
+        self._sources.clear()  # their fingerprints' JSON is masked again when next asked
 
     def _mask(self, text: str) -> str:
         return redact(text, self._secrets)
