@@ -233,13 +233,15 @@ def _parse_json(content: str, usage: Usage) -> tuple[int, str | None]:
 
 
 _JSON_WS = r"[ \t\n\r]*"
+_JSON_STRING = r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
 _GRADE_FIRST_OR_SECOND = re.compile(
     rf"{_JSON_WS}\{{{_JSON_WS}"
-    rf'(?:"reason"{_JSON_WS}:{_JSON_WS}"(?:[^"\\]|\\.)*"{_JSON_WS},{_JSON_WS})?'
+    rf'(?:"reason"{_JSON_WS}:{_JSON_WS}{_JSON_STRING}{_JSON_WS},{_JSON_WS})?'
     rf'"grade"{_JSON_WS}:{_JSON_WS}'
 )
-"""A reply that opens with its grade, or with a string reason then its grade (the schema's
-order, nearly every reply): the grade value starts where this ends."""
+"""A reply that opens with its grade, or with a string reason (one the JSON scanner takes)
+then its grade (the schema's order, nearly every reply): the grade value starts where this
+ends."""
 
 
 def _top_level_grade_offset(content: str) -> int | None:
@@ -248,10 +250,14 @@ def _top_level_grade_offset(content: str) -> int | None:
     when the grade comes first, or second after a string reason); None when it cannot be
     located."""
     opening = _GRADE_FIRST_OR_SECOND.match(content)
-    if opening is not None:
-        start = opening.end()
-        return start + 1 if content[start : start + 1] == '"' else start
-    return _walk_to_grade(content)
+    if opening is None or content[opening.end() : opening.end() + 1].isspace():
+        return _walk_to_grade(content)  # (other whitespace the walk's `\s` skips too)
+    start = opening.end()
+    try:  # the value must be one, as the walk requires
+        _DECODER.scan_once(content, start)  # type: ignore[attr-defined]
+    except (ValueError, IndexError, StopIteration):
+        return None
+    return start + 1 if content[start] == '"' else start
 
 
 def _walk_to_grade(content: str) -> int | None:
