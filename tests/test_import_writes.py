@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch.exports import ExportState, Line
+from grader.batch.exports import ExportState, Line, runs_of
 from grader.batch.import_work import Answer, RangeResult
 from grader.bulk_gc import collect, collect_by_hand
 from grader.store.judgment_rows import StoredRow, stored_row
@@ -207,3 +207,34 @@ def test_a_range_result_crosses_processes_whole() -> None:
     assert [type(a) for a in back.answers] == [Answer, Answer]
     assert type(back.answers[0].row) is StoredRow
     assert back.answers[0].row.source == row.source
+
+
+def test_outcomes_are_set_by_runs_of_consecutive_lines_only() -> None:
+    places = [
+        (1, 1, "ok"),
+        (1, 2, "ok"),
+        (1, 4, "ok"),  # line 3 not answered: a run must not cover it
+        (1, 5, "failed"),
+        (1, 6, "ok"),
+        (2, 7, "ok"),  # another file
+        (2, 8, "ok"),
+    ]
+    assert list(runs_of(places)) == [
+        (1, 1, 2, "ok"),
+        (1, 4, 4, "ok"),
+        (1, 5, 5, "failed"),
+        (1, 6, 6, "ok"),
+        (2, 7, 8, "ok"),
+    ]
+    assert list(runs_of([])) == []
+
+
+def test_a_gap_in_the_answered_lines_keeps_its_line_unanswered(tmp_path: Path) -> None:
+    with Store(tmp_path / "s.db") as store:
+        state = ExportState(store)
+        state.add_export("e1", {}, str(tmp_path))
+        keys = [f"sha256:{i:064x}" for i in range(1, 5)]
+        rows = [("e1", 1, n, k, "q", f"d{n}") for n, k in enumerate(keys, start=1)]
+        state.add_lines("e1", rows, len(rows))
+        state.set_outcomes_at("e1", [(1, 1, "ok"), (1, 2, "ok"), (1, 4, "ok")])
+        assert [x.line_no for x in state.lines_without_outcome("e1", 1)] == [3]

@@ -81,12 +81,12 @@ class Answer(NamedTuple):
         line: Line,
         export_id: str,
         stored: str | None,
-        judgment: Judgment | None = None,
+        status: str | None = None,
+        error_type: str | None = None,
         row: StoredRow | None = None,
     ) -> Answer:
-        """The answer of export line `line` (no judgment: the store held it ok already)."""
-        status = judgment.status if judgment is not None else None
-        error = judgment.error.type if judgment is not None and judgment.error else None
+        """The answer of export line `line`: its judgment's status, error type and row (no
+        row: the store held it ok already)."""
         return cls(
             line.key,
             export_id,
@@ -95,7 +95,7 @@ class Answer(NamedTuple):
             stored,
             line.outcome,
             status,
-            error,
+            error_type,
             row,
         )
 
@@ -276,17 +276,7 @@ class RangeReader:
                 text = texts[line.doc_id]
                 row = replies.ok_row(self.store, reply, line.query_id, line.doc_id, text, rec.key)
                 if row is not None:
-                    answers[rec.line] = Answer(  # (Answer.of, without its checks: ~1 us)
-                        line.key,
-                        export_id,
-                        line.file_no,
-                        line.line_no,
-                        stored,
-                        line.outcome,
-                        "ok",
-                        None,
-                        row,
-                    )
+                    answers[rec.line] = Answer.of(line, export_id, stored, "ok", None, row)
                     continue
             rest.append((rec, line, stored, other))
         if rest:
@@ -343,7 +333,8 @@ class RangeReader:
             judged.append((rec, line, stored, outcome))
         rows = self.store.stored_rows((j, replies.fingerprint) for _, _, _, j in judged)
         for (rec, line, stored, judgment), row in zip(judged, rows, strict=True):
-            answers[rec.line] = Answer.of(line, export_id, stored, judgment, row)
+            error = judgment.error.type if judgment.error else None
+            answers[rec.line] = Answer.of(line, export_id, stored, judgment.status, error, row)
 
 
 _READER: RangeReader | None = None
