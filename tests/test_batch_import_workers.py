@@ -262,3 +262,43 @@ def test_a_secret_in_a_reply_is_masked_in_the_stored_judgment(tmp_path: Path) ->
     assert stored["d3"].reason == "it says [redacted]"
     assert "sk-test-secret-123" not in db.read_bytes().decode("latin-1")
     assert stored["d4"].reason == "Scripted by the fake server."
+
+
+def test_lines_not_read_the_fast_way_are_read_whole(tmp_path: Path) -> None:
+    """A line with other characters than ASCII is read whole (the same judgment as the same
+    line escaped), one with bytes that are not UTF-8 in a field the import skips is malformed
+    as `json.loads` finds it, and so is one nested too deeply to decode."""
+    db, requests = _export(tmp_path, 20)
+    server = FakeServer()
+
+    def accented(body: dict[str, Any]) -> tuple[int, dict[str, Any] | None, str | None]:
+        reply = server.completion_for(body)
+        reply["choices"][0]["message"]["content"] = '{"reason": "très pertinent", "grade": 2}'
+        return 200, reply, None
+
+    escaped = tmp_path / "escaped" / "results.jsonl"
+    escaped.parent.mkdir()
+    fake_engine.run_batch(requests[0], escaped, accented)
+    lines = [json.loads(x) for x in escaped.read_text().splitlines()]
+    raw = [json.dumps(x, ensure_ascii=False).encode() for x in lines]
+    raw[3] = raw[3].replace(b'"id": "', b'"id": "\xff', 1)
+    raw[5] = raw[5][:-1] + b', "deep": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    plain = tmp_path / "plain" / "results.jsonl"
+    plain.parent.mkdir()
+    plain.write_bytes(b"\n".join(raw) + b"\n")
+
+    inline, _ = _both(tmp_path, db, [plain])  # (workers give the same)
+    assert (inline.lines, inline.ok, inline.n_malformed) == (18, 18, 2)
+    assert inline.malformed == [f"{plain}:4", f"{plain}:6"]
+    shutil.copy(db, tmp_path / "escaped.db")
+    _import(tmp_path / "escaped.db", [escaped], 0)
+    left_out = {lines[3]["custom_id"].split(":", 2)[2], lines[5]["custom_id"].split(":", 2)[2]}
+
+    def judgments(db: Path) -> list[tuple[Any, ...]]:
+        return [r for r in _rows(db) if len(r) > 2 and r[0] not in left_out]
+
+    assert judgments(tmp_path / "one.db") == judgments(tmp_path / "escaped.db")
+    with Store(tmp_path / "one.db") as store:
+        assert {j.reason for j in store.iter_judgments(status="ok")} == {"très pertinent"}
+        failed = [j.error.type for j in store.iter_judgments(status="failed") if j.error]
+    assert failed == ["Batch:missing"] * 2  # the two malformed lines' requests

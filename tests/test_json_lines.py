@@ -1,16 +1,21 @@
-"""`grader.batch.json_lines.loads` gives what `json.loads` gives, value and error alike."""
+"""`grader.batch.json_lines.loads` gives what `json.loads` gives, value and error alike;
+`loads_answer` gives the same values of the keys an import reads, or None (decode it whole)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grader.batch.json_lines import loads
+from grader.batch.collect import answered_body, other_model
+from grader.batch.json_lines import ANSWER_KEYS, loads, loads_answer
+from grader.judges.llm.replies import InvalidReply, parse_completion
+from grader.prompts import load_prompt
 
 EDGE_CASES = [
     b'{"a": 1, "a": 2}',  # the last duplicate wins
@@ -88,3 +93,199 @@ def test_msgspec_decodes_plain_lines_and_json_loads_only_what_it_refuses(
     assert calls == []  # msgspec decoded it
     assert math.isnan(loads(b'{"a": NaN}')["a"])
     assert calls == [b'{"a": NaN}']  # msgspec refuses NaN: the standard library's answer
+
+
+def _token(text: str, logprob: float, alternatives: list[tuple[str, float]]) -> dict[str, Any]:
+    return {
+        "token": text,
+        "logprob": logprob,
+        "bytes": list(text.encode()),
+        "top_logprobs": [
+            {"token": t, "logprob": p, "bytes": list(t.encode())} for t, p in alternatives
+        ],
+    }
+
+
+def results_line(content: Any = '{"reason": "on topic", "grade": 2}', **changes: Any) -> Any:
+    """A results line as vLLM's run-batch writes it (ids, logprobs with bytes, usage details);
+    `changes` replace the choice's keys (None: left out)."""
+    choice: dict[str, Any] = {
+        "index": 0,
+        "message": {"role": "assistant", "content": content, "refusal": None, "annotations": []},
+        "logprobs": {
+            "content": [
+                _token('{"reason": "on topic", "grade": ', -0.05, []),
+                _token("2", -0.2, [("2", -0.2), ("3", -1.9), ("1", -2.5), ('"', -4.0)]),
+                _token("}", -0.01, []),
+            ],
+            "refusal": None,
+        },
+        "finish_reason": "stop",
+    }
+    for key, value in changes.items():
+        if value is None:
+            choice.pop(key, None)
+        else:
+            choice[key] = value
+    return {
+        "id": "vllm-1",
+        "custom_id": "relgrade:abc:sha256:" + "0" * 64,
+        "response": {
+            "status_code": 200,
+            "request_id": "vllm-batch-1",
+            "body": {
+                "id": "chatcmpl-1",
+                "object": "chat.completion",
+                "created": 1796129916,
+                "model": "m",
+                "choices": [choice],
+                "usage": {
+                    "prompt_tokens": 507,
+                    "completion_tokens": 13,
+                    "prompt_tokens_details": {"cached_tokens": 5},
+                },
+            },
+        },
+        "error": None,
+    }
+
+
+def _kept(value: Any, keys: dict[str, Any] | None) -> Any:
+    """`value` with only `keys` kept at every level (a list: each item's)."""
+    if isinstance(value, list):
+        return [_kept(v, keys) for v in value]
+    if keys is None or not isinstance(value, dict):
+        return value
+    return {k: _kept(v, keys[k]) for k, v in value.items() if k in keys}
+
+
+def _raw(record: Any) -> bytes:
+    return json.dumps(record).encode()
+
+
+def test_a_reply_line_keeps_the_keys_an_import_reads() -> None:
+    record = results_line()
+    got = loads_answer(_raw(record))
+    assert got == _kept(record, ANSWER_KEYS)
+    assert got is not None and "id" not in got and "request_id" not in got["response"]
+    token = got["response"]["body"]["choices"][0]["logprobs"]["content"][1]
+    assert "bytes" not in token and token["top_logprobs"][1] == {"token": "3", "logprob": -1.9}
+
+
+LINE_VARIANTS = [
+    {"logprobs": None},  # asked without logprobs
+    {"logprobs": {"content": None}},
+    {"logprobs": {"content": [{"token": "2", "logprob": -0.1, "top_logprobs": None}]}},
+    {"message": None},  # not an object: the line is decoded whole
+    {"message": "text"},
+    {"logprobs": "x"},
+    {"logprobs": {"content": ["not a token"]}},
+    {"finish_reason": None, "message": {"content": "Grade: 2"}},
+    {"message": {"content": None, "refusal": "I can't"}},
+]
+
+
+@pytest.mark.parametrize("changes", LINE_VARIANTS)
+def test_other_shapes_keep_the_same_values_or_are_decoded_whole(changes: dict[str, Any]) -> None:
+    record = results_line(**changes)
+    got = loads_answer(_raw(record))
+    assert got is None or got == _kept(record, ANSWER_KEYS)
+    if changes in LINE_VARIANTS[:3]:
+        assert got is not None  # a reply's shapes: read the fast way
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"id": "\xff", "custom_id": "x"}',  # not ASCII: UTF-8 would go unchecked in skipped parts
+        '{"id": "é", "custom_id": "x"}'.encode(),
+        b'{"id": NaN, "custom_id": "x"}',  # what msgspec refuses
+        b'{"id": "\\ud800", "custom_id": "x"}',
+        b'{"custom_id": "x", "response": []}',
+        b'{"custom_id": "x", "response": {"body": {"choices": {}}}}',
+        b"[]",
+        b'{"custom_id": "x"',
+        b'{"id": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+    ],
+)
+def test_lines_it_does_not_read_are_left_to_loads(raw: bytes) -> None:
+    assert loads_answer(raw) is None
+
+
+def test_a_value_nested_too_deeply_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match="nested too deeply"):
+        loads(b"[" * 100_000 + b"]" * 100_000)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(st.sampled_from(["message", "logprobs", "finish_reason", "x"]), values),
+    st.dictionaries(st.text(max_size=5), values, max_size=3),
+)
+def test_any_line_read_so_equals_loads_with_the_keys_kept(
+    changes: dict[str, Any], extra: dict[str, Any]
+) -> None:
+    record = results_line(**changes)
+    record["response"]["body"].update(extra)
+    raw = json.dumps(record).encode()  # ASCII, as engines write it
+    got = loads_answer(raw)
+    assert got is None or _same(got, _kept(loads(raw), ANSWER_KEYS))
+
+
+class _Reading(dict):  # type: ignore[type-arg]
+    """A dict that notes the path of every key read from it (and from what it holds)."""
+
+    def __init__(self, value: dict[str, Any], path: tuple[str, ...], read: set[tuple[str, ...]]):
+        super().__init__({k: _reading(v, (*path, k), read) for k, v in value.items()})
+        self.path, self.read = path, read
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.read.add((*self.path, key))
+        return super().get(key, default)
+
+    def __getitem__(self, key: str) -> Any:
+        self.read.add((*self.path, key))
+        return super().__getitem__(key)
+
+    def __contains__(self, key: object) -> bool:
+        self.read.add((*self.path, str(key)))
+        return super().__contains__(key)
+
+
+def _reading(value: Any, path: tuple[str, ...], read: set[tuple[str, ...]]) -> Any:
+    if isinstance(value, dict):
+        return _Reading(value, path, read)
+    if isinstance(value, list):
+        return [_reading(v, path, read) for v in value]
+    return value
+
+
+def _kept_path(path: tuple[str, ...]) -> bool:
+    """Whether `loads_answer` keeps the value at `path` (it, or a value holding it, is kept)."""
+    keys: dict[str, Any] | None = ANSWER_KEYS
+    for key in path:
+        if keys is None:
+            return True  # kept whole
+        if key not in keys:
+            return False
+        keys = keys[key]
+    return True
+
+
+@pytest.mark.parametrize("mode", ["json", "text"])
+@pytest.mark.parametrize("changes", [{}, *LINE_VARIANTS])
+def test_the_import_and_the_validator_read_no_key_left_out(
+    mode: Any, changes: dict[str, Any]
+) -> None:
+    """Every key the import's checks and the reply validator read of a line is one
+    `loads_answer` keeps (a key read but left out would read as missing)."""
+    read: set[tuple[str, ...]] = set()
+    record = _reading(results_line(**changes), (), read)
+    other_model(record, "m")
+    other_model(record, "another")
+    body = answered_body(record)
+    assert body is not None
+    with contextlib.suppress(InvalidReply):
+        parse_completion(cast(dict[str, Any], body), mode=mode, spec=load_prompt("passage-v1"))
+    assert read and [path for path in read if not _kept_path(path)] == []
+    assert ("response", "body", "choices", "finish_reason") in read

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from grader.judges.llm.replies import (
+    _JSON_STRING,
     InvalidReply,
     _ReplyModel,
     _top_level_grade_offset,
@@ -318,3 +320,18 @@ def test_the_quick_way_to_the_grade_token_agrees_with_the_walk(
 ) -> None:
     content = json.dumps(members, indent=indent, separators=separators, ensure_ascii=ascii_only)
     assert _top_level_grade_offset(content) == _walk_to_grade(content)
+
+
+_STRING_BITS = st.sampled_from(['"', "\\", "u", "0", "a", "F", "n", "/", " ", "\x01", "\x7f", "é"])
+
+
+@given(st.lists(_STRING_BITS, max_size=12).map(lambda bits: '"' + "".join(bits)))
+def test_the_string_pattern_takes_what_the_json_scanner_takes(text: str) -> None:
+    """`_JSON_STRING` matches a prefix of `text` exactly when json's scanner reads a string
+    there, and ends where the scanner does."""
+    try:
+        _, end = json.decoder.scanstring(text, 1, True)  # type: ignore[attr-defined]
+    except ValueError:
+        end = None
+    match = re.compile(_JSON_STRING).match(text)
+    assert (match.end() if match else None) == end

@@ -180,7 +180,7 @@ def _load(raw: bytes) -> dict[str, Any] | None:
         return None
     try:
         record = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # (a value nested too deeply)
         return None
     return record if isinstance(record, dict) else None
 

@@ -35,7 +35,7 @@ from grader.batch.collect import (
     parse_output_record,
 )
 from grader.batch.exports import ExportState, Line, split_custom_id
-from grader.batch.json_lines import loads
+from grader.batch.json_lines import loads, loads_answer
 from grader.bulk_gc import collect
 from grader.errors import InputError
 from grader.models import Doc, Judgment, Query
@@ -165,10 +165,15 @@ def pair_texts(
 
 
 class _Record(NamedTuple):
+    """A results line: its export and key, its JSON (`whole`: all of it, else only the keys
+    `loads_answer` keeps), its number and its bytes."""
+
     export_id: str
     key: str
     record: dict[str, Any]
     line: int
+    whole: bool
+    raw: bytes
 
 
 class RangeReader:
@@ -216,10 +221,13 @@ class RangeReader:
             if not raw.strip():
                 continue
             number = task.first_line + i
-            try:
-                record = loads(raw)
-            except ValueError:
-                record = None
+            record = loads_answer(raw)  # (nearly every line; the rest are decoded whole)
+            whole = record is None
+            if whole:
+                try:
+                    record = loads(raw)
+                except ValueError:
+                    record = None
             if not isinstance(record, dict):
                 where = f"{task.path}:{number}"
                 if i == last and task.at_eof:
@@ -238,7 +246,7 @@ class RangeReader:
                     hint="import the results of `relgrade batch export` request files",
                 )
             # made in C: ~0.3 us less than through the NamedTuple's Python-level __new__
-            yield tuple.__new__(_Record, (ids[0], ids[1], record, number))
+            yield tuple.__new__(_Record, (ids[0], ids[1], record, number, whole, raw))
 
     def _answer(
         self,
@@ -317,9 +325,10 @@ class RangeReader:
                     f"{where}: answered by model {other!r}, but the export asked {model!r}; run"
                     f" the engine with that model, or export again with --model {other}",
                 )
-            else:
+            else:  # (words an error from all of the line)
+                record = rec.record if rec.whole else loads(rec.raw)
                 outcome = parse_output_record(
-                    rec.record, query, doc, rec.key, replies.parse_reply, where=where
+                    record, query, doc, rec.key, replies.parse_reply, where=where
                 )
             if isinstance(outcome, LineProblem):
                 outcome = failed_judgment(
