@@ -45,7 +45,9 @@ class Doc(BaseModel):
 
 
 class Usage(BaseModel):
-    """Tokens of one judgment, summed over its attempts."""
+    """Tokens of one judgment, summed over its attempts (frozen: one may be shared)."""
+
+    model_config = ConfigDict(frozen=True)
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
