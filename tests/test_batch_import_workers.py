@@ -302,3 +302,20 @@ def test_lines_not_read_the_fast_way_are_read_whole(tmp_path: Path) -> None:
         assert {j.reason for j in store.iter_judgments(status="ok")} == {"très pertinent"}
         failed = [j.error.type for j in store.iter_judgments(status="failed") if j.error]
     assert failed == ["Batch:missing"] * 2  # the two malformed lines' requests
+
+
+def test_blank_lines_crlf_and_a_last_line_without_newline_are_read_as_lines(
+    tmp_path: Path,
+) -> None:
+    """Blank and whitespace-only lines are skipped but counted in line numbers, CRLF ends
+    are read, and a complete last line without a newline is imported, not cut short."""
+    db, requests = _export(tmp_path, 30)
+    clean = _results(FakeServer(), requests, tmp_path / "clean", bad=set())
+    lines = clean[0].read_bytes().splitlines()
+    messy = [b"", *lines[:10], b"  \t", b"\x0c", b"{not json", *lines[10:]]
+    path = tmp_path / "messy" / "results.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(b"\r\n".join(messy))  # and no newline after the last line
+    inline, _ = _both(tmp_path, db, [path])  # (workers give the same)
+    assert (inline.lines, inline.ok, inline.n_malformed, inline.truncated) == (30, 30, 1, [])
+    assert inline.malformed == [f"{path}:14"]
