@@ -14,7 +14,9 @@ from pydantic import ValidationError
 
 from grader.judges.llm.replies import (
     _JSON_STRING,
+    _STRICT_JSON,
     InvalidReply,
+    _decode_strict,
     _ReplyModel,
     _top_level_grade_offset,
     _walk_to_grade,
@@ -335,3 +337,21 @@ def test_the_string_pattern_takes_what_the_json_scanner_takes(text: str) -> None
         end = None
     match = re.compile(_JSON_STRING).match(text)
     assert (match.end() if match else None) == end
+
+
+_REPLY_BITS = st.sampled_from(
+    ['{"grade": 2}', '{"reason": "r", "grade": 1}', "{", "}", " ", '"grade"', ":", ",", "3", "x"]
+)
+
+
+@given(st.lists(_REPLY_BITS, max_size=6).map("".join))
+def test_the_quick_decode_is_decode_value_and_error_alike(content: str) -> None:
+    """`_decode_strict` gives what `_STRICT_JSON.decode` gives, or raises what it raises."""
+
+    def outcome(decode: Any) -> Any:
+        try:
+            return ("value", decode(content))
+        except Exception as exc:  # the same type and words
+            return (type(exc).__name__, str(exc))
+
+    assert outcome(_decode_strict) == outcome(_STRICT_JSON.decode)

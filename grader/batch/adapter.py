@@ -60,13 +60,14 @@ class BatchReplies:
         `doc_id` with this `text`, without the Judgment between (`Store.ok_row`: None when a
         secret must be masked in it)."""
         recorder = self.reader.recorder
+        usage = reply.usage
         parts = ok_parts(
             reason=reply.reason,
             distribution=reply.distribution,
             expected_grade=reply.expected_grade,
             attempts=1,
-            usage=reply.usage,
-            cost=recorder.cost(reply.usage, True),
+            usage=usage,
+            cost=recorder.cost(usage, True),
             truncated=is_text_truncated(self.reader.prompt, text),
             created_at=datetime.now(UTC),
         )

@@ -215,7 +215,7 @@ def ok_parts(
         f'"truncated":{"true" if truncated else "false"},"error":null'
     )
     created = to_json(created_at)[1:-1].decode()
-    return JudgmentParts(head=head[1:-1].decode(), tail=tail, created_at=created, extra=None)
+    return JudgmentParts(head[1:-1].decode(), tail, created, None)  # (keywords: ~1 us more)
 
 
 def key_sql(column: str) -> str:

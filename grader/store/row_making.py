@@ -175,5 +175,6 @@ class StoreRows:
             for text in (key, query_id, doc_id, parts.head, parts.tail)
         ):
             return None
-        columns = (encode_key(key), query_id, doc_id, "ok", grade, parts.created_at)
-        return StoredRow((*columns, parts.head, parts.tail, None), source, 0)
+        head, tail, created_at, _ = parts
+        columns = (encode_key(key), query_id, doc_id, "ok", grade, created_at, head, tail, None)
+        return StoredRow(columns, source, 0)
