@@ -1,6 +1,7 @@
 """The faster paths of `batch export` / `batch import` give exactly what the slow ones gave:
 template rendering against `string.Template`, request lines against `request_line` of the
-judge's `build_request`, the import's truncation flag against `render_messages`, and the reply
+judge's `build_request`, the import's truncation flag against `render_messages` (and read from
+long texts alone against the whole text's), and the reply
 validator's prebuilt JSON decoder against `json.loads`."""
 
 from __future__ import annotations
@@ -27,10 +28,12 @@ from grader.prompts import (
     OPTIONAL_FIELDS,
     OutputMode,
     _render_template,
+    is_text_truncated,
     is_truncated,
     load_prompt,
     render_messages,
 )
+from grader.store.store import Store
 
 NAMES = ("query", "document", "title", "scale", *OPTIONAL_FIELDS[1:])
 KEY = "sha256:" + "ab" * 32
@@ -268,3 +271,27 @@ def test_grade_offset_of_usual_replies() -> None:
     assert _top_level_grade_offset('{"reason": "r", "grade": 1}') == 25
     assert _top_level_grade_offset(' { "a" : {"grade": 1} , "grade" : "3" } ') == 35
     assert _top_level_grade_offset('{"reason": "x" "grade": 1}') is None
+
+
+_TEXT_BITS = st.sampled_from(["a", "é", "€", "\n", " ", "\x00", "𝄞"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(_TEXT_BITS, st.integers(1, 3000)), max_size=5))
+def test_the_import_reads_a_cut_from_long_texts_alone(
+    tmp_path_factory: pytest.TempPathFactory, runs: list[tuple[str, int]]
+) -> None:
+    """`long_doc_texts` gives a text only when its bytes outnumber the characters a prompt
+    keeps; the cut told from it is the cut of the whole text, around that bound too."""
+    spec = load_prompt("passage")
+    budget = spec.doc_budget_chars
+    text = "".join(bit * count for bit, count in runs) or "x"
+    texts = {"given": text, "at": "a" * budget, "over": "a" * (budget + 1), "wide": "é" * budget}
+    with Store(tmp_path_factory.mktemp("s") / "s.db") as store:
+        store.put_texts([], [Doc(doc_id=d, text=t) for d, t in texts.items()])
+        long = store.long_doc_texts([*texts, "absent"], budget)
+    assert set(long) == set(texts)
+    for doc_id, whole in texts.items():
+        told = long[doc_id] is not None and is_text_truncated(spec, long[doc_id] or "")
+        assert told is is_text_truncated(spec, whole)
+        assert long[doc_id] in (None, whole)

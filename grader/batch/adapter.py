@@ -44,6 +44,15 @@ class BatchReplies:
             dict(body), query, doc, key=key, mode=self.mode, truncated=truncated, batch=True
         )
 
+    def is_cut(self, text: str) -> bool:
+        """Whether a document with this text is cut for this judge's prompt."""
+        return is_text_truncated(self.reader.prompt, text)
+
+    @property
+    def doc_budget(self) -> int:
+        """The characters of a document this judge's prompt keeps (`is_cut` past them)."""
+        return self.reader.prompt.doc_budget_chars
+
     def valid_reply(self, body: Mapping[str, Any]) -> GradeReply | None:
         """The validated reply of an output body, when live grading would accept it; None
         otherwise (`parse_reply` then makes the failed judgment that says why)."""
@@ -54,11 +63,17 @@ class BatchReplies:
             return None
 
     def ok_row(
-        self, store: Store, reply: GradeReply, query_id: str, doc_id: str, text: str, key: str
+        self,
+        store: Store,
+        reply: GradeReply,
+        query_id: str,
+        doc_id: str,
+        truncated: bool,
+        key: str,
     ) -> StoredRow | None:
         """The store row of the ok judgment `parse_reply` makes of `reply` to the document
-        `doc_id` with this `text`, without the Judgment between (`Store.ok_row`: None when a
-        secret must be masked in it)."""
+        `doc_id` (`truncated`: its text was cut for the prompt, `is_cut`), without the
+        Judgment between (`Store.ok_row`: None when a secret must be masked in it)."""
         recorder = self.reader.recorder
         usage = reply.usage
         parts = ok_parts(
@@ -68,7 +83,7 @@ class BatchReplies:
             attempts=1,
             usage=usage,
             cost=recorder.cost(usage, True),
-            truncated=is_text_truncated(self.reader.prompt, text),
+            truncated=truncated,
             created_at=datetime.now(UTC),
         )
         config = recorder.config

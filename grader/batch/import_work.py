@@ -275,7 +275,7 @@ class RangeReader:
                     line=rec.line,
                     hint="import only the results of this export's request files",
                 )
-        texts = self._doc_texts(lines.values())
+        cut = self._docs_cut(replies, lines.values())
         statuses = self.store.statuses(lines)
         model = replies.fingerprint.get("model")
         rest: list[tuple[_Record, Line, str | None, str | None]] = []
@@ -289,8 +289,10 @@ class RangeReader:
             body = answered_body(rec.record) if other is None else None
             reply = replies.valid_reply(body) if body is not None else None
             if reply is not None:  # a valid reply (nearly every line): its row made at once
-                text = texts[line.doc_id]
-                row = replies.ok_row(self.store, reply, line.query_id, line.doc_id, text, rec.key)
+                truncated = cut[line.doc_id]
+                row = replies.ok_row(
+                    self.store, reply, line.query_id, line.doc_id, truncated, rec.key
+                )
                 if row is not None:
                     answers[rec.line] = Answer.of(line, export_id, stored, "ok", None, row)
                     continue
@@ -298,17 +300,18 @@ class RangeReader:
         if rest:
             self._judge_rest(name, replies, export_id, model, rest, answers)
 
-    def _doc_texts(self, lines: Iterable[Line]) -> dict[str, str]:
-        """The document texts of these lines by id (text alone: all a valid reply's row
-        needs); an InputError, as `pair_texts` words it, for a pair the store has no texts
+    def _docs_cut(self, replies: BatchReplies, lines: Iterable[Line]) -> dict[str, bool]:
+        """Whether each of these lines' documents is cut for the prompt (all a valid reply's
+        row needs of its texts; only texts longer in bytes than the prompt keeps characters
+        are read); an InputError, as `pair_texts` words it, for a pair the store has no texts
         of (not the store exported from)."""
         lines = list(lines)
         queries = self.store.query_ids({x.query_id for x in lines})
-        docs = self.store.texts_of_docs({x.doc_id for x in lines})
+        docs = self.store.long_doc_texts({x.doc_id for x in lines}, replies.doc_budget)
         for x in lines:
             if x.query_id not in queries or x.doc_id not in docs:
                 pair_texts(self.store, [x], whole=False)  # raises, naming the pair
-        return docs
+        return {doc_id: text is not None and replies.is_cut(text) for doc_id, text in docs.items()}
 
     def _judge_rest(
         self,
