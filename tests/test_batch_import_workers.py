@@ -18,10 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from grader.batch.adapter import LLMBatchJudge
 from grader.batch.export_files import export_requests
-from grader.batch.import_files import Importer, _ranges
+from grader.batch.import_files import Importer, _newlines, _ranges
 from grader.batch.import_followup import ImportSummary
 from grader.batch.job_config import JobJudges, job_config
 from grader.errors import InputError
@@ -133,6 +135,11 @@ def test_ranges_cover_every_line_once(tmp_path: Path) -> None:
         assert start == 0 or data[start - 1 : start] == b"\n"  # whole lines
         assert data[:start].count(b"\n") + 1 == first  # the number of its first line
     assert all(a[1] == b[0] for a, b in itertools.pairwise(ranges))
+
+
+@given(st.binary(max_size=40).map(lambda b: b.replace(b"a", b"\n")), st.integers(0, 40))
+def test_newlines_counts_as_count_does(data: bytes, end: int) -> None:
+    assert _newlines(data, end) == data.count(b"\n", 0, end)
 
 
 def test_workers_give_what_one_process_gives(tmp_path: Path) -> None:
