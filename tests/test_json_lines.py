@@ -289,3 +289,16 @@ def test_the_import_and_the_validator_read_no_key_left_out(
         parse_completion(cast(dict[str, Any], body), mode=mode, spec=load_prompt("passage-v1"))
     assert read and [path for path in read if not _kept_path(path)] == []
     assert ("response", "body", "choices", "finish_reason") in read
+
+
+@pytest.mark.parametrize(
+    "usage",
+    [None, {}, {"prompt_tokens_details": None}, {"prompt_tokens_details": 5}, {"total": 7}, "x"],
+)
+def test_other_usages_keep_the_same_values_or_are_decoded_whole(usage: Any) -> None:
+    record = results_line()
+    record["response"]["body"]["usage"] = usage
+    got = loads_answer(_raw(record))
+    assert got is None or got == _kept(record, ANSWER_KEYS)
+    if usage in (None, {}, {"prompt_tokens_details": None}, {"total": 7}):
+        assert got is not None

@@ -67,9 +67,19 @@ class _Choice(TypedDict, total=False):
     logprobs: _Logprobs | None
 
 
+class _TokenDetails(TypedDict, total=False):
+    cached_tokens: Any
+
+
+class _Usage(TypedDict, total=False):
+    prompt_tokens: Any
+    completion_tokens: Any
+    prompt_tokens_details: _TokenDetails | None
+
+
 class _Body(TypedDict, total=False):
     model: Any
-    usage: Any
+    usage: _Usage | None
     choices: list[_Choice]
 
 
