@@ -32,7 +32,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.batch_files import pairs
+from batch_files import pairs  # (bench/, this script's folder, is on the path)
+
 from grader.batch.adapter import LLMBatchJudge
 from grader.batch.export_files import export_requests
 from grader.batch.exports import ExportState, split_custom_id
