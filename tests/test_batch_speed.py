@@ -1,8 +1,8 @@
 """The faster paths of `batch export` / `batch import` give exactly what the slow ones gave:
 template rendering against `string.Template`, request lines against `request_line` of the
-judge's `build_request`, the import's truncation flag against `render_messages` (and read from
-long texts alone against the whole text's), and the reply
-validator's prebuilt JSON decoder against `json.loads`."""
+judge's `build_request`, the import's truncation flag against `render_messages` (and told from
+long texts alone against the whole text's), and the reply validator's prebuilt JSON decoder
+against `json.loads`."""
 
 from __future__ import annotations
 
