@@ -37,10 +37,11 @@ from batch_files import pairs  # (bench/, this script's folder, is on the path)
 from grader.batch.adapter import LLMBatchJudge
 from grader.batch.export_files import export_requests
 from grader.batch.exports import ExportState, split_custom_id
-from grader.batch.import_files import RANGE_BYTES, Importer, _ranges
+from grader.batch.import_files import RANGE_BYTES, Importer
 from grader.batch.import_followup import ImportSummary
 from grader.batch.import_work import RangeReader, RangeResult, RangeTask
 from grader.batch.job_config import JobJudges, job_config
+from grader.batch.line_ranges import line_ranges
 from grader.judges.llm.judge import LLMJudge
 from grader.prompts import PromptSpec, load_prompt
 from grader.store.store import Store
@@ -109,7 +110,7 @@ def measure(work: Path, phase: str) -> int:
         importer.judge(export_id[0], results)  # the judge made before, as a real import does
         summary = ImportSummary(files=1)
         _toggle(True)
-        list(_ranges(results, RANGE_BYTES))
+        list(line_ranges(results, RANGE_BYTES))
         result: RangeResult = pickle.loads(sent)
         importer._take(result, 0, summary)
         importer._flush()

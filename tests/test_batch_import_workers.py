@@ -23,9 +23,10 @@ from hypothesis import strategies as st
 
 from grader.batch.adapter import LLMBatchJudge
 from grader.batch.export_files import export_requests
-from grader.batch.import_files import Importer, _newlines, _ranges
+from grader.batch.import_files import Importer
 from grader.batch.import_followup import ImportSummary
 from grader.batch.job_config import JobJudges, job_config
+from grader.batch.line_ranges import count_newlines, line_ranges
 from grader.errors import InputError
 from grader.judges.llm.judge import LLMJudge
 from grader.models import Doc, Query
@@ -127,7 +128,7 @@ def test_ranges_cover_every_line_once(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
     lines = [b"x" * (i % 50) + b"\n" for i in range(500)] + [b"y" * 3000 + b"\n", b"last"]
     path.write_bytes(b"".join(lines))
-    ranges = list(_ranges(path, 700))
+    ranges = list(line_ranges(path, 700))
     assert ranges[0][:3] == (0, ranges[0][1], 1) and ranges[-1][1] == path.stat().st_size
     assert [r[3] for r in ranges] == [False] * (len(ranges) - 1) + [True]
     data = path.read_bytes()
@@ -138,8 +139,8 @@ def test_ranges_cover_every_line_once(tmp_path: Path) -> None:
 
 
 @given(st.binary(max_size=40).map(lambda b: b.replace(b"a", b"\n")), st.integers(0, 40))
-def test_newlines_counts_as_count_does(data: bytes, end: int) -> None:
-    assert _newlines(data, end) == data.count(b"\n", 0, end)
+def test_count_newlines_counts_as_count_does(data: bytes, end: int) -> None:
+    assert count_newlines(data, end) == data.count(b"\n", 0, end)
 
 
 def test_workers_give_what_one_process_gives(tmp_path: Path) -> None:
@@ -326,3 +327,33 @@ def test_blank_lines_crlf_and_a_last_line_without_newline_are_read_as_lines(
     inline, _ = _both(tmp_path, db, [path])  # (workers give the same)
     assert (inline.lines, inline.ok, inline.n_malformed, inline.truncated) == (30, 30, 1, [])
     assert inline.malformed == [f"{path}:14"]
+
+
+def test_an_error_line_read_the_fast_way_is_worded_from_all_of_it(tmp_path: Path) -> None:
+    """A line the import read keeping only a reply's keys, that turns out not to be a valid
+    reply (an error body in the Batch API's shape, a refusal), is judged from the whole line:
+    its failure says what the engine said, and it is never a grade."""
+    db, requests = _export(tmp_path, 20)
+    server = FakeServer()
+
+    def answer(body: dict[str, Any]) -> tuple[int, dict[str, Any] | None, str | None]:
+        user = body["messages"][-1]["content"]
+        if "doc 3 " in user:
+            error = {"code": "rate_limit_exceeded", "message": "slow down", "type": "requests"}
+            return 429, {"error": error}, None
+        reply = server.completion_for(body)
+        if "doc 4 " in user:
+            reply["choices"][0]["message"].update(content=None, refusal="I will not grade")
+        return 200, reply, None
+
+    out = tmp_path / "results.jsonl"
+    fake_engine.run_batch(requests[0], out, answer)
+    summary = _import(db, [out], 0)
+    assert (summary.ok, summary.failed) == (18, 2)
+    with Store(db) as store:
+        failed = {j.doc_id: j for j in store.iter_judgments(status="failed")}
+    assert set(failed) == {"d3", "d4"} and all(j.grade is None for j in failed.values())
+    errors = {d: j.error for d, j in failed.items()}
+    assert errors["d3"] is not None and errors["d3"].type == "Batch:rate_limit_exceeded"
+    assert "HTTP 429: slow down" in errors["d3"].message
+    assert errors["d4"] is not None and "I will not grade" in errors["d4"].message

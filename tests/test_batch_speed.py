@@ -21,8 +21,9 @@ from grader.batch.exports import custom_id
 from grader.batch.request_lines import RequestLines
 from grader.batch.requests import request_line
 from grader.errors import PromptError
+from grader.judges.llm.grade_token import top_level_grade_offset
 from grader.judges.llm.judge import LLMJudge
-from grader.judges.llm.replies import InvalidReply, _top_level_grade_offset, parse_completion
+from grader.judges.llm.replies import InvalidReply, parse_completion
 from grader.models import Doc, Query
 from grader.prompts import (
     OPTIONAL_FIELDS,
@@ -264,13 +265,13 @@ _JSON_BITS = st.sampled_from(
 @settings(max_examples=500, deadline=None)
 @given(st.lists(_JSON_BITS, max_size=14).map("".join))
 def test_grade_offset_matches_the_raw_decode_walk(content: str) -> None:
-    assert _top_level_grade_offset(content) == _offset_by_raw_decode(content)
+    assert top_level_grade_offset(content) == _offset_by_raw_decode(content)
 
 
 def test_grade_offset_of_usual_replies() -> None:
-    assert _top_level_grade_offset('{"reason": "r", "grade": 1}') == 25
-    assert _top_level_grade_offset(' { "a" : {"grade": 1} , "grade" : "3" } ') == 35
-    assert _top_level_grade_offset('{"reason": "x" "grade": 1}') is None
+    assert top_level_grade_offset('{"reason": "r", "grade": 1}') == 25
+    assert top_level_grade_offset(' { "a" : {"grade": 1} , "grade" : "3" } ') == 35
+    assert top_level_grade_offset('{"reason": "x" "grade": 1}') is None
 
 
 _TEXT_BITS = st.sampled_from(["a", "é", "€", "\n", " ", "\x00", "𝄞"])

@@ -12,15 +12,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from grader.judges.llm.grade_token import (
+    JSON_STRING,
+    grade_distribution,
+    top_level_grade_offset,
+    walk_to_grade,
+)
 from grader.judges.llm.replies import (
-    _JSON_STRING,
     _STRICT_JSON,
     InvalidReply,
     _decode_strict,
     _ReplyModel,
-    _top_level_grade_offset,
-    _walk_to_grade,
-    grade_distribution,
     parse_body,
     parse_completion,
 )
@@ -297,11 +299,11 @@ def test_a_json_reply_reads_as_its_schema_model_reads_it(
     ],
 )
 def test_the_grade_token_is_found_whatever_the_spacing(content: str) -> None:
-    offset = _top_level_grade_offset(content)
+    offset = top_level_grade_offset(content)
     assert offset is not None
     assert content[offset] == str(json.loads(content)["grade"])
-    assert _top_level_grade_offset('{"reason": "r"}') is None
-    assert _top_level_grade_offset('["grade", 1]') is None
+    assert top_level_grade_offset('{"reason": "r"}') is None
+    assert top_level_grade_offset('["grade", 1]') is None
 
 
 JSON_VALUES = st.recursive(
@@ -321,7 +323,7 @@ def test_the_quick_way_to_the_grade_token_agrees_with_the_walk(
     members: dict[str, Any], indent: int | None, separators: tuple[str, str], ascii_only: bool
 ) -> None:
     content = json.dumps(members, indent=indent, separators=separators, ensure_ascii=ascii_only)
-    assert _top_level_grade_offset(content) == _walk_to_grade(content)
+    assert top_level_grade_offset(content) == walk_to_grade(content)
 
 
 _STRING_BITS = st.sampled_from(['"', "\\", "u", "0", "a", "F", "n", "/", " ", "\x01", "\x7f", "é"])
@@ -329,13 +331,13 @@ _STRING_BITS = st.sampled_from(['"', "\\", "u", "0", "a", "F", "n", "/", " ", "\
 
 @given(st.lists(_STRING_BITS, max_size=12).map(lambda bits: '"' + "".join(bits)))
 def test_the_string_pattern_takes_what_the_json_scanner_takes(text: str) -> None:
-    """`_JSON_STRING` matches a prefix of `text` exactly when json's scanner reads a string
+    """`JSON_STRING` matches a prefix of `text` exactly when json's scanner reads a string
     there, and ends where the scanner does."""
     try:
         _, end = json.decoder.scanstring(text, 1, True)  # type: ignore[attr-defined]
     except ValueError:
         end = None
-    match = re.compile(_JSON_STRING).match(text)
+    match = re.compile(JSON_STRING).match(text)
     assert (match.end() if match else None) == end
 
 

@@ -132,7 +132,7 @@ class Store(StoreRows, StoreReading):
     ) -> None:
         self.path = Path(path)
         self._secrets = tuple(s for s in secrets if s)
-        self._sources: dict[int, tuple[Mapping[str, Any], Any, Source]] = {}
+        self._sources = {}  # (`StoreRows.source_for`'s, typed there)
         self.on_busy = on_busy
         self.journal = Journal(self.path)
         self._busy_timeout_s = busy_timeout_s()

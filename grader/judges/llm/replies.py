@@ -8,21 +8,19 @@ ever guesses a grade: in text mode only the strict final line counts, never a di
 elsewhere. A JSON reply naming a key twice (`{"grade": 3, "grade": 0}`) is refused, not
 resolved by "last key wins", and only ASCII digits are grades ("٣" or "３" are not).
 
-With logprobs, the top-level grade value's token (never a nested `"grade"`) must hold the grade
-given; its top alternatives give P(grade = 0..3), renormalised over the four
-grade tokens (other tokens among the alternatives are ignored), the expected grade and the
-confidence (the probability of the grade given).
+With logprobs, the grade's token gives P(grade = 0..3), the expected grade and the confidence
+(`grader.judges.llm.grade_token`).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from grader.judges.llm.grade_token import grade_distribution, top_level_grade_offset
 from grader.models import GRADES, Usage
 from grader.prompts import OutputMode, PromptSpec
 
@@ -166,7 +164,7 @@ def parse_completion(body: dict[str, Any], *, mode: OutputMode, spec: PromptSpec
     else:
         grade, reason = _parse_json(content, usage)
         # Where the grade is matters only to read its logprobs (a walk over the reply).
-        offset = _top_level_grade_offset(content) if isinstance(logprobs, dict) else None
+        offset = top_level_grade_offset(content) if isinstance(logprobs, dict) else None
     distribution = grade_distribution(logprobs, content, offset, grade=grade)
     expected = confidence = None
     if distribution is not None:
@@ -189,8 +187,6 @@ def _check_range(grade: int, raw: str, usage: Usage) -> None:
 
 _STRICT_JSON = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys)
 """What `json.loads(text, object_pairs_hook=_no_duplicate_keys)` uses, made once."""
-_DECODER = json.JSONDecoder()
-_WS = re.compile(r"\s*")
 
 
 def _parse_json(content: str, usage: Usage) -> tuple[int, str | None]:
@@ -252,71 +248,6 @@ def _decode_strict(content: str) -> Any:
 _SCAN_STRICT = _STRICT_JSON.scan_once  # type: ignore[attr-defined]
 
 
-_JSON_WS = r"[ \t\n\r]*"
-_JSON_STRING = r'"[^"\\\x00-\x1f]*+(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*+)*+"'
-"""A JSON string: runs of plain characters taken whole (possessive: nothing to backtrack), an
-escape between them (a run a character at a time took ~40 ns a character: 14 us a 300-character
-reason, against 2 us so)."""
-_GRADE_FIRST_OR_SECOND = re.compile(
-    rf"{_JSON_WS}\{{{_JSON_WS}"
-    rf'(?:"reason"{_JSON_WS}:{_JSON_WS}{_JSON_STRING}{_JSON_WS},{_JSON_WS})?'
-    rf'"grade"{_JSON_WS}:{_JSON_WS}'
-)
-"""A reply that opens with its grade, or with a string reason (one the JSON scanner takes)
-then its grade (the schema's order, nearly every reply): the grade value starts where this
-ends."""
-
-
-def _top_level_grade_offset(content: str) -> int | None:
-    """Character offset of the top-level `grade` value's first digit (inside quotes for a
-    string) of a reply that is valid JSON, found by walking the object's members (or at once
-    when the grade comes first, or second after a string reason); None when it cannot be
-    located."""
-    opening = _GRADE_FIRST_OR_SECOND.match(content)
-    if opening is None or content[opening.end() : opening.end() + 1].isspace():
-        return _walk_to_grade(content)  # (other whitespace the walk's `\s` skips too)
-    start = opening.end()
-    try:  # the value must be one, as the walk requires
-        _DECODER.scan_once(content, start)  # type: ignore[attr-defined]
-    except (ValueError, IndexError, StopIteration):
-        return None
-    return start + 1 if content[start] == '"' else start
-
-
-def _walk_to_grade(content: str) -> int | None:
-    """`_top_level_grade_offset` by walking the members of the reply's object."""
-    scan = _DECODER.scan_once  # type: ignore[attr-defined]  # raw_decode without its wrapper: StopIteration is its error
-
-    def skip(i: int) -> int:
-        """The position after any whitespace at `i` (`isspace` is `\\s`'s test: the regex
-        runs only where there is some)."""
-        if content[i].isspace():
-            return _WS.match(content, i).end()  # type: ignore[union-attr]  # always matches
-        return i
-
-    try:
-        i = skip(0)
-        if content[i] != "{":
-            return None
-        i = skip(i + 1)
-        while content[i] == '"':
-            key, i = scan(content, i)
-            i = skip(i)
-            if content[i] != ":":
-                return None
-            start = skip(i + 1)
-            _, i = scan(content, start)
-            if key == "grade":
-                return start + 1 if content[start] == '"' else start
-            i = skip(i)
-            if content[i] != ",":
-                return None
-            i = skip(i + 1)
-    except (ValueError, IndexError, StopIteration):
-        return None
-    return None
-
-
 def _parse_final_line(
     content: str, spec: PromptSpec, usage: Usage
 ) -> tuple[int, str | None, int | None]:
@@ -342,81 +273,3 @@ def _parse_final_line(
     offset = line_start + last.rfind(written)
     reason = "\n".join(lines[:-1]).strip() or None
     return grade, reason, offset
-
-
-def grade_distribution(
-    logprobs: Any, content: str, offset: int | None, *, grade: int | None = None
-) -> list[float] | None:
-    """P(grade = 0..3) from the logprobs of the token holding the grade digit at `offset`.
-
-    The token is found by walking the tokens' text up to the digit's character offset; its top
-    alternatives that are grade digits (surrounding spaces or quotes ignored) are summed per grade
-    and renormalised. None when there are no logprobs, the token holds more than the digit, or
-    (with `grade`, the grade parsed from the reply) the token is not that grade: a distribution
-    read from another token would be about something else. The token, not the argmax, must agree:
-    a sampled grade need not be the most likely one.
-    """
-    if offset is None or not isinstance(logprobs, dict):
-        return None
-    tokens = logprobs.get("content")
-    if not isinstance(tokens, list) or not tokens:
-        return None
-    position = 0
-    hit: dict[str, Any] | None = None
-    for token in tokens:
-        text = token.get("token", "") if isinstance(token, dict) else ""
-        if position <= offset < position + len(text):
-            hit = token
-            break
-        position += len(text)
-    if hit is None:
-        return None
-    hit_token = hit.get("token", "")
-    chosen = _grade_of(hit_token)
-    if chosen is None or (grade is not None and chosen != grade):
-        return None
-    mass = [0.0] * len(GRADES)
-    seen_self = False
-    known, exp = _GRADE_OF, math.exp
-    for alt in hit.get("top_logprobs") or []:
-        alt_token = alt.get("token", "")
-        # `_grade_of`, its memo looked up here first (~5 alternatives a reply; -1: not in it)
-        alt_grade = known.get(alt_token, -1) if type(alt_token) is str else -1
-        if alt_grade == -1:
-            alt_grade = _grade_of(alt_token)
-        if alt_grade is None:
-            continue
-        logprob = alt.get("logprob")
-        if not isinstance(logprob, _NUMBER):
-            continue
-        mass[alt_grade] += exp(logprob)
-        # (a grade token is never "", so this is `alt.get("token") == hit_token`)
-        seen_self = seen_self or alt_token == hit_token
-    logprob = hit.get("logprob")
-    if not seen_self and isinstance(logprob, _NUMBER):
-        mass[chosen] += math.exp(logprob)
-    total = sum(mass)
-    if total <= 0:
-        return None
-    return [m / total for m in mass]
-
-
-_NUMBER = (int, float)
-
-
-def _grade_of(token: str) -> int | None:
-    if type(token) is str:  # only plain str: a subclass may strip otherwise
-        known = _GRADE_OF.get(token, _UNKNOWN)
-        if known is not _UNKNOWN:
-            return known  # type: ignore[return-value]
-    core = token.strip().strip('"').strip()
-    grade = int(core) if core in {"0", "1", "2", "3"} else None
-    if type(token) is str and len(token) <= 8 and len(_GRADE_OF) < 4096:
-        _GRADE_OF[token] = grade
-    return grade
-
-
-_GRADE_OF: dict[str, int | None] = {}
-"""`_grade_of` of short tokens already seen: a reply's logprobs hold ~8 tokens and their
-alternatives, nearly always the same few ("3", " 2", '"', ...)."""
-_UNKNOWN = object()
