@@ -199,17 +199,22 @@ def test_an_interrupted_export_leaves_only_whole_recorded_files(
 def test_an_error_in_the_recording_child_is_raised_and_abandons(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The child is forked: a failing `add_lines` patched here fails there."""
-    calls = {"n": 0}
-    real = ExportState.add_lines
+    """The child is forked: a failing `add_lines` patched here fails there (the first one
+    after a file is published)."""
+    published = {"n": 0}
+    real_lines, real_file = ExportState.add_lines, ExportState.add_file
 
     def failing(self: ExportState, *args: Any) -> None:
-        calls["n"] += 1
-        if calls["n"] == 3:
+        if published["n"]:
             raise StoreError("disk full (test)")
-        real(self, *args)
+        real_lines(self, *args)
+
+    def add_file(self: ExportState, *args: Any) -> None:
+        published["n"] += 1
+        real_file(self, *args)
 
     monkeypatch.setattr(ExportState, "add_lines", failing)
+    monkeypatch.setattr(ExportState, "add_file", add_file)
     judge = _judge()
     db, out = tmp_path / "x.db", tmp_path / "out"
     with Store(db) as store, pytest.raises(StoreError, match="disk full"):
@@ -230,20 +235,36 @@ def test_an_error_in_the_recording_child_is_raised_and_abandons(
 def test_a_failed_file_write_is_raised_on_the_next_call(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The error is raised on the caller's thread; `abandon` removes the files not taken."""
     monkeypatch.setattr(request_files, "BLOCK_BYTES", 10)
-    with Store(tmp_path / "x.db") as store:
-        ExportState(store).add_export("e1", {}, str(tmp_path))
-        out = tmp_path / "out"
-        out.mkdir()
-        files = RequestFiles(store, out, "e1", 3, 10_000, lambda: None)
-        (out / ".requests-e1-00002.jsonl.tmp").mkdir()  # the second file cannot be opened
-        with pytest.raises(IsADirectoryError):
-            for _ in range(50):
-                files.add(b'{"a": 1}\n')
-            files.wait()
-        files.abandon()
-    assert [p.name for p in out.glob("requests-*")] == ["requests-e1-00001.jsonl"]
-    assert _rows(tmp_path / "x.db", "SELECT file_no, lines FROM export_files") == [(1, 3)]
+    out = tmp_path / "out"
+    out.mkdir()
+    files = RequestFiles(out, "e1", 3, 10_000)
+    (out / ".requests-e1-00002.jsonl.tmp").mkdir()  # the second file cannot be opened
+    with pytest.raises(IsADirectoryError):
+        for _ in range(50):
+            files.add(b'{"a": 1}\n')
+            time.sleep(0.001)
+        files.wait()
+    files.abandon()
+    assert [p.name for p in out.iterdir()] == [".requests-e1-00002.jsonl.tmp"]
+
+
+def test_written_files_are_whole_and_published_by_name(tmp_path: Path) -> None:
+    files = RequestFiles(tmp_path, "e1", 3, 10_000)
+    lines = [b'{"n": %d}\n' % i for i in range(7)]
+    places = [files.add(line) for line in lines]
+    assert places == [(1, 1), (1, 2), (1, 3), (2, 1), (2, 2), (2, 3), (3, 1)]
+    files.close()
+    files.wait()
+    written = files.take_written()
+    assert [(w.file_no, w.lines) for w in written] == [(1, 3), (2, 3), (3, 1)]
+    assert not list(tmp_path.glob("requests-*"))  # nothing is published by the writer
+    for w, data in zip(written, [b"".join(lines[:3]), b"".join(lines[3:6]), lines[6]], strict=True):
+        assert (w.size, w.sha256()) == (len(data), hashlib.sha256(data).hexdigest())
+        assert w.publish().read_bytes() == data
+        assert w.final.name == f"requests-e1-{w.file_no:05d}.jsonl"
+    assert not list(tmp_path.glob(".*.tmp"))
 
 
 _TEXT = st.text(st.characters(blacklist_categories=["Cs"]), max_size=60) | st.sampled_from(
@@ -429,3 +450,17 @@ def test_put_pairs_stores_each_key_as_encode_key_does(keys: list[str]) -> None:
         finally:
             conn.close()
     assert sorted(held, key=repr) == sorted({(encode_key(k), q, d) for k, q, d in rows}, key=repr)
+
+
+def test_a_written_file_changed_on_disk_is_refused_before_it_is_published(
+    tmp_path: Path,
+) -> None:
+    files = RequestFiles(tmp_path, "e1", 5, 10_000)
+    files.add(b'{"n": 1}\n')
+    files.close()
+    files.wait()
+    (written,) = files.take_written()
+    with open(tmp_path / ".requests-e1-00001.jsonl.tmp", "ab") as fh:
+        fh.write(b"more\n")
+    with pytest.raises(OSError, match="14 bytes on disk, 9 written"):
+        written.sha256()

@@ -14,9 +14,11 @@ and sha256 are recorded.
 The work streams in chunks: memory does not grow with the number of lines (the pairs given may
 be a generator); which keys the export already holds is asked of the store, not kept in memory
 (but for the few chunks handed over and not yet recorded). This process renders each chunk's
-new lines and hands the chunk, as plain rows, to the recorder (`grader.batch.export_recorder`),
-which writes texts, id pairs, lines and files in that order; a large export runs the recorder
-in a child process (`grader.batch.export_process`), on the machine's other core.
+new lines and writes them to the request files; it hands the chunk, as plain rows, and the
+files written whole since the last one to the recorder (`grader.batch.export_recorder`), which
+records texts, id pairs and lines, then publishes the files, in that order; a large export
+runs the recorder in a child process (`grader.batch.export_process`), on the machine's other
+core.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from grader.batch import export_process
 from grader.batch.adapter import LLMBatchJudge
 from grader.batch.export_recorder import Chunk, ExportRecorder
 from grader.batch.exports import ExportState, custom_id
-from grader.batch.request_files import check_size
+from grader.batch.request_files import RequestFiles
 from grader.batch.request_lines import RequestLines
 from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE
 from grader.errors import InputError
@@ -145,16 +147,16 @@ def export_requests(
     started = time.perf_counter()
     with _gc_frozen(freeze_gc), ExportState(store) as state:
         state.add_export(export_id, config, str(folder.resolve()))
-        settings = (folder, export_id, max_requests, max_bytes, batch_pairs)
         recorder: ExportRecorder | export_process.BackgroundRecorder
         if background:
-            recorder = export_process.BackgroundRecorder(store, *settings)
+            recorder = export_process.BackgroundRecorder(store, folder, export_id, batch_pairs)
         else:
-            recorder = ExportRecorder(store, state, *settings)
+            recorder = ExportRecorder(store, state, folder, export_id, batch_pairs)
+        files = RequestFiles(folder, export_id, max_requests, max_bytes)
         summary = ExportSummary(export_id, [])
         pending = _Pending()
         handed = _KeyFilter()
-        done = 0
+        done = seq = 0
         try:
             for seq, part in enumerate(_chunks(pairs, chunk), start=1):
                 keys = ContentKeys(fingerprint)  # one per chunk: its text cache stays small
@@ -170,11 +172,15 @@ def export_requests(
                     work.n_pairs += 1
                     if key in known or key in pending:
                         continue
-                    line = requests.line(custom_id(export_id, key), query, doc)
-                    check_size(len(line), max_bytes)
-                    work.lines.append((key, query.query_id, doc.doc_id, line))
+                    file_no, line_no = files.add(
+                        requests.line(custom_id(export_id, key), query, doc)
+                    )
+                    work.lines.append(
+                        (export_id, file_no, line_no, key, query.query_id, doc.doc_id)
+                    )
                     pending.add(key, seq)
                     handed.add(key)
+                work.files = files.take_written()
                 recorder.add(work)
                 pending.recorded(recorder.recorded)
                 summary.pairs += work.n_pairs
@@ -182,8 +188,12 @@ def export_requests(
                 done += len(part)
                 if progress is not None:
                     progress(LineProgress(done, total, time.perf_counter() - started))
+            files.close()
+            files.wait()
+            recorder.add(Chunk(seq + 1, files=files.take_written()))
             summary.files.extend(recorder.finish())
         except BaseException:
+            files.abandon()  # first: the recorder removes what is left once nothing writes
             recorder.abandon()
             raise
         state.finish(export_id)

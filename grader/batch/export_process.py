@@ -1,21 +1,22 @@
 """A batch export's recording (`grader.batch.export_recorder`) in a child process of its own, so
-the store's inserts and the request files' writes run on one core while the export renders the
-next lines on another.
+the store's inserts run on one core while the export renders the next lines and writes the
+request files on another.
 
 The child is forked (it starts at once, with the modules and the judge already loaded; where
 fork is not offered, `available()` is False and the export records in its own process). It opens
 its own connections to the store, takes chunks from a pipe in the order they were sent and
-records them exactly as the in-process recorder does, so the files and the rows are the same
-ones. A thread of the child reads the pipe into a queue of at most `QUEUE_CHUNKS` chunks: the
-sender blocks when the child is that far behind, so memory stays flat. The queue holds what
-the export renders while the child writes a batch to the store (~1 s at 1,000,000 lines):
-with 4 chunks the export waited there ~30% of its time (1,000,000 lines: 15,800 -> 21,200
-lines/s with 16, ~100 MB more). The child tells how far the store is (`recorded`), and sends
-back an error it met (raised by the sender's next call).
+records them exactly as the in-process recorder does, so the rows are the same ones. A chunk
+holds rows and the names of files written, not the lines' bytes (sending ~2.8 KB a line
+through the pipe cost both processes ~10 us a line). A thread of the child reads the pipe into
+a queue of at most `QUEUE_CHUNKS` chunks: the sender blocks when the child is that far behind,
+so memory stays flat. The queue holds what the export renders while the child writes a batch
+to the store (~1 s at 1,000,000 lines: with 4 chunks the export waited there ~30% of its
+time). The child tells how far the store is (`recorded`), and sends back an error it met
+(raised by the sender's next call).
 
 The child ignores Ctrl-C: the export stops it by closing the pipe (an interrupted export, or an
-error), and the child then abandons as the in-process recorder does (files handed over are
-finished, the one still open is removed); a parent killed outright closes the pipe too.
+error) once it has stopped writing files, and the child then abandons as the in-process
+recorder does (files not published are removed); a parent killed outright closes the pipe too.
 """
 
 from __future__ import annotations
@@ -32,10 +33,11 @@ from typing import Any
 
 from grader.batch.export_recorder import Chunk, ExportRecorder
 from grader.batch.exports import ExportState
+from grader.batch.request_files import remove_temporaries
 from grader.errors import StoreError
 from grader.store.store import Store
 
-QUEUE_CHUNKS = 16  # ~100 MB of lines: the export renders on while the child writes a batch
+QUEUE_CHUNKS = 16  # the export renders on while the child writes a batch
 STOP_WAIT_S = 120.0  # how long an abandoned child may take to finish the files handed over
 
 
@@ -52,14 +54,12 @@ class BackgroundRecorder:
         store: Store,
         out_dir: Path,
         export_id: str,
-        max_lines: int,
-        max_bytes: int,
         batch_pairs: int,
     ) -> None:
         context = multiprocessing.get_context("fork")
         inbox, self._send = context.Pipe(duplex=False)
         self._recv, outbox = context.Pipe(duplex=False)
-        settings = (store.path, out_dir, export_id, max_lines, max_bytes, batch_pairs)
+        settings = (store.path, out_dir, export_id, batch_pairs)
         self._process = context.Process(
             target=_child,
             args=(settings, inbox, outbox, (self._send, self._recv)),
@@ -119,7 +119,7 @@ class BackgroundRecorder:
 
 
 def _child(
-    settings: tuple[Path, Path, str, int, int, int],
+    settings: tuple[Path, Path, str, int],
     inbox: Connection,
     outbox: Connection,
     parent_ends: tuple[Connection, Connection],
@@ -132,14 +132,11 @@ def _child(
     items: queue.Queue[Any] = queue.Queue(QUEUE_CHUNKS)
     reader = threading.Thread(target=_read_pipe, args=(inbox, items), daemon=True)
     reader.start()
-    path, out_dir, export_id, max_lines, max_bytes, batch_pairs = settings
-    recorder: ExportRecorder | None = None
+    path, out_dir, export_id, batch_pairs = settings
     ended = False  # the end or the abandon was taken from the queue
     try:
         with Store(path) as store, ExportState(store) as state:
-            recorder = ExportRecorder(
-                store, state, out_dir, export_id, max_lines, max_bytes, batch_pairs
-            )
+            recorder = ExportRecorder(store, state, out_dir, export_id, batch_pairs)
             recorded = 0
             while isinstance(item := items.get(), Chunk):
                 recorder.add(item)
@@ -152,11 +149,10 @@ def _child(
             else:
                 recorder.abandon()
     except BaseException as exc:
-        if recorder is not None:
-            recorder.abandon()
         _send_error(outbox, exc)
         while not ended:  # keep the sender from blocking until it stops
             ended = not isinstance(items.get(), Chunk)
+        remove_temporaries(out_dir, export_id)  # the sender has stopped writing files
 
 
 def _read_pipe(inbox: Connection, items: queue.Queue[Any]) -> None:

@@ -1,14 +1,16 @@
-"""What a batch export records and writes once its lines are rendered, in the order it is given:
-the texts and id pairs of each chunk of pairs, then its request lines into files
-(`grader.batch.request_files`) and their rows in `export_lines`.
+"""What a batch export records once its lines are rendered and written, in the order it is
+given: the texts and id pairs of each chunk of pairs, the rows of its request lines in
+`export_lines`, then the request files they are in (`grader.batch.request_files`), published.
 
-The export's rendering side hands over one `Chunk` at a time, made of plain rows (picklable, so
-the recorder can run in another process: `grader.batch.export_process`). Texts, id pairs and
-lines are written together every `batch_pairs` id pairs and before a request file is finished,
-texts and id pairs first (an import needs both), each table's rows in its key order.
-`recorded` is the number of the last chunk whose lines are all in the store: the rendering
-side asks the store which keys the export already holds, and keeps the keys of the chunks
-after that one itself.
+The export's rendering side writes the request files itself and hands over one `Chunk` at a
+time, made of plain rows (picklable, so the recorder can run in another process:
+`grader.batch.export_process`; a line's row, not its bytes). Texts, id pairs and lines are
+written together every `batch_pairs` id pairs and before a file is published, texts and id
+pairs first (an import needs both), each table's rows in its key order; a file is read back
+for its sha256, renamed to its final name and listed in the store only once all its lines are
+recorded. `recorded` is the
+number of the last chunk whose lines are all in the store: the rendering side asks the store
+which keys the export already holds, and keeps the keys of the chunks after that one itself.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from operator import itemgetter
 from pathlib import Path
 
 from grader.batch.exports import ExportState, LineRow
-from grader.batch.request_files import RequestFiles
+from grader.batch.request_files import WrittenFile, remove_temporaries
 from grader.store.store import DocRow, Store
 
 _BY_KEY = itemgetter(3)  # a LineRow's key
@@ -28,38 +30,34 @@ _BY_KEY = itemgetter(3)  # a LineRow's key
 class Chunk:
     """One chunk of an export's pairs, as rows: `seq` numbers chunks from 1; `queries` and
     `docs` are the texts of its pairs (`docs` as `grader.store.store.doc_row` rows), `pairs`
-    its (key, query_id, doc_id) id pairs, `lines` its new request lines (key, query_id,
-    doc_id, the line's bytes) in order, `n_pairs` how many of its id pairs are exported."""
+    its (key, query_id, doc_id) id pairs, `lines` the rows of its new request lines in file
+    order, `n_pairs` how many of its id pairs are exported, `files` the request files written
+    whole since the last chunk (their lines are in this chunk or earlier ones)."""
 
     seq: int
     queries: list[tuple[str, str]] = field(default_factory=list)
     docs: list[DocRow] = field(default_factory=list)
     pairs: list[tuple[str, str, str]] = field(default_factory=list)
-    lines: list[tuple[str, str, str, bytes]] = field(default_factory=list)
+    lines: list[LineRow] = field(default_factory=list)
     n_pairs: int = 0
+    files: list[WrittenFile] = field(default_factory=list)
 
 
 class ExportRecorder:
     """Records the chunks of one export (see the module docstring)."""
 
     def __init__(
-        self,
-        store: Store,
-        state: ExportState,
-        out_dir: Path,
-        export_id: str,
-        max_lines: int,
-        max_bytes: int,
-        batch_pairs: int,
+        self, store: Store, state: ExportState, out_dir: Path, export_id: str, batch_pairs: int
     ) -> None:
         self.store = store
         self.state = state
+        self.out_dir = out_dir
         self.export_id = export_id
         self.batch_pairs = batch_pairs
         self.recorded = 0
-        self._added = 0  # the last chunk whose lines are all placed in files
+        self.files: list[Path] = []  # published, in order
+        self._added = 0  # the last chunk taken
         self._clear()
-        self.files = RequestFiles(store, out_dir, export_id, max_lines, max_bytes, self._write)
 
     def _clear(self) -> None:
         self._queries: dict[str, str] = {}
@@ -69,29 +67,36 @@ class ExportRecorder:
         self._n_pairs = 0
 
     def add(self, chunk: Chunk) -> None:
-        """Record one chunk (its texts and id pairs first, then its lines)."""
+        """Record one chunk: its texts and id pairs first, then its lines, then its files."""
         self._queries.update(chunk.queries)
         self._docs.update((row[0], row) for row in chunk.docs)
         self._pairs.update(chunk.pairs)
         self._n_pairs += chunk.n_pairs
-        export_id, files = self.export_id, self.files
-        for key, query_id, doc_id, line in chunk.lines:
-            file_no, line_no = files.add(line)  # may record the batch (a file is full)
-            self._lines.append((export_id, file_no, line_no, key, query_id, doc_id))
+        self._lines += chunk.lines
         self._added = chunk.seq
-        if len(self._pairs) >= self.batch_pairs:
+        if chunk.files or len(self._pairs) >= self.batch_pairs:
             self._write()
+        for written in chunk.files:
+            sha256 = written.sha256()
+            path = written.publish()
+            self.state.add_file(
+                self.export_id,
+                written.file_no,
+                str(path.resolve()),
+                written.lines,
+                written.size,
+                sha256,
+            )
+            self.files.append(path)
 
     def finish(self) -> list[Path]:
-        """Write what is left and finish the last file; the request files, in order."""
-        self.files.close()
+        """Write what is left; the request files published, in order."""
         self._write()
-        self.files.wait()
-        return list(self.files.files)
+        return list(self.files)
 
     def abandon(self) -> None:
-        """Stop: files handed over are finished, the one still open is removed."""
-        self.files.abandon()
+        """Stop: files not published are removed (call once nothing writes them)."""
+        remove_temporaries(self.out_dir, self.export_id)
 
     def _write(self) -> None:
         """Texts and id pairs first, then the lines (an import needs both)."""

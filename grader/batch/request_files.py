@@ -1,16 +1,20 @@
-"""The request files of a batch export, written on a thread of their own.
+"""The request files of a batch export, written where the lines are rendered, on a thread of
+their own.
 
 `RequestFiles.add` decides where each line goes (the file and its place there) at once, on the
 caller's thread, and gathers lines into blocks of about `BLOCK_BYTES`; a thread writes each
-block and feeds it to the file's sha256 (both release the GIL on blocks that size, so the
-caller keeps rendering meanwhile). A file is written to a temporary name; once full, the thread
-flushes, fsyncs and renames it, then records it in the store (`ExportState.add_file`, through its
-own connection). The caller records the file's lines (`before_close`) before it hands the file
-over to be finished, so a file the store lists always has its lines recorded.
+block (which releases the GIL: the caller keeps rendering meanwhile). A file is written under
+a temporary name; once full, the thread flushes, fsyncs and closes it, and it becomes a
+`WrittenFile`, which `take_written` hands to the export's recorder. The recorder records the
+file's lines, then publishes it: reads it back for its sha256 (from the page cache: the
+recorder's process, on the other core, pays for the hash) and renames it to its final name, to
+be listed in the store. A file the store lists always has its lines recorded. Only the names
+of the files cross to the recorder, never their lines.
 
 At most `QUEUE_BLOCKS` blocks wait for the thread: memory does not grow with the export. An
-error on the thread is raised on the caller's next call; `abandon` finishes the files already
-handed over and removes the one still open, as an interrupted export leaves it.
+error on the thread is raised on the caller's next call. `abandon` stops the thread and
+removes the files not handed over; `remove_temporaries` removes what is left under this
+export's temporary names once nothing writes them.
 """
 
 from __future__ import annotations
@@ -20,13 +24,11 @@ import os
 import queue
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from grader.batch.exports import ExportState
 from grader.errors import InputError
-from grader.store.store import Store
 
 BLOCK_BYTES = 1 << 20
 QUEUE_BLOCKS = 16
@@ -41,6 +43,47 @@ def check_size(size: int, max_bytes: int) -> None:
         )
 
 
+def final_name(out_dir: Path, export_id: str, file_no: int) -> Path:
+    """Where request file `file_no` of an export is published."""
+    return out_dir / f"requests-{export_id}-{file_no:05d}.jsonl"
+
+
+def temporary_name(final: Path) -> Path:
+    """Where a request file is written until it is published."""
+    return final.with_name(f".{final.name}.tmp")
+
+
+def remove_temporaries(out_dir: Path, export_id: str) -> None:
+    """Remove the files of an export still under their temporary names (an export stopped
+    halfway); call it only once nothing writes them."""
+    for path in out_dir.glob(f".requests-{export_id}-*.jsonl.tmp"):
+        path.unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class WrittenFile:
+    """A request file written whole under its temporary name (flushed and fsynced)."""
+
+    file_no: int
+    final: Path
+    lines: int
+    size: int
+
+    def sha256(self) -> str:
+        """The hex sha256 of the file as written (read back; its size is checked)."""
+        path = temporary_name(self.final)
+        with path.open("rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size != self.size:
+                raise OSError(f"{path}: {size} bytes on disk, {self.size} written")
+            return hashlib.file_digest(fh, "sha256").hexdigest()
+
+    def publish(self) -> Path:
+        """Rename the file to its final name; that name."""
+        os.replace(temporary_name(self.final), self.final)
+        return self.final
+
+
 @dataclass
 class _File:
     """One request file: its final and temporary names, and what the thread has written."""
@@ -49,48 +92,34 @@ class _File:
     final: Path
     tmp: Path
     handle: IO[bytes] | None = None
-    sha256: hashlib._Hash = field(default_factory=hashlib.sha256)
     lines: int = 0
     size: int = 0
-    done: bool = False
 
 
-_Task = Callable[[ExportState], None]
+_Task = Callable[[], None]
 
 
 class RequestFiles:
     """Request files under a line and a byte limit (see the module docstring)."""
 
-    def __init__(
-        self,
-        store: Store,
-        out_dir: Path,
-        export_id: str,
-        max_lines: int,
-        max_bytes: int,
-        before_close: Callable[[], None],
-    ) -> None:
-        self.before_close = before_close  # records the file's lines before the file itself
+    def __init__(self, out_dir: Path, export_id: str, max_lines: int, max_bytes: int) -> None:
         self.out_dir = out_dir
         self.export_id = export_id
         self.max_lines = max_lines
         self.max_bytes = max_bytes
-        self.files: list[Path] = []  # finished files, in order (appended by the thread)
-        self._store = store
         self._file: _File | None = None  # the file lines go to now
         self._file_no = 0
         self._lines = 0
         self._size = 0
         self._block: list[bytes] = []
         self._block_size = 0
-        self._open: _File | None = None  # the thread's file not yet finished
+        self._written: list[WrittenFile] = []  # appended by the thread, taken by the caller
+        self._lock = threading.Lock()
+        self._open: _File | None = None  # the file the thread has open
         self._error: BaseException | None = None
         self._queue: queue.Queue[_Task | None] = queue.Queue(QUEUE_BLOCKS)
         self._thread = threading.Thread(target=self._run, name="request-files", daemon=True)
         self._thread.start()
-
-    def name(self, file_no: int) -> Path:
-        return self.out_dir / f"requests-{self.export_id}-{file_no:05d}.jsonl"
 
     def add(self, line: bytes) -> tuple[int, int]:
         """Place one line; returns the number of the file it goes into and its place there."""
@@ -102,8 +131,8 @@ class RequestFiles:
             self.close()
         if self._file is None:
             self._file_no += 1
-            final = self.name(self._file_no)
-            self._file = _File(self._file_no, final, final.with_name(f".{final.name}.tmp"))
+            final = final_name(self.out_dir, self.export_id, self._file_no)
+            self._file = _File(self._file_no, final, temporary_name(final))
             self._lines = self._size = 0
         self._block.append(line)
         self._block_size += size
@@ -114,34 +143,28 @@ class RequestFiles:
         return self._file_no, self._lines
 
     def close(self) -> None:
-        """Record the current file's lines (`before_close`), then have it finished."""
+        """Hand the current file over to be finished (flushed, fsynced, closed)."""
         if self._file is None:
             return
-        self.before_close()
         self._hand_block()
-        file, export_id = self._file, self.export_id
-        self._file = None
+        file, self._file = self._file, None
 
-        def finish(state: ExportState) -> None:
+        def finish() -> None:
             handle = self._handle(file)
             handle.flush()
             os.fsync(handle.fileno())
             handle.close()
             file.handle = None
-            os.replace(file.tmp, file.final)
-            file.done = True
-            self._open = None
-            state.add_file(
-                export_id,
-                file.file_no,
-                str(file.final.resolve()),
-                file.lines,
-                file.size,
-                file.sha256.hexdigest(),
-            )
-            self.files.append(file.final)
+            done = WrittenFile(file.file_no, file.final, file.lines, file.size)
+            with self._lock:
+                self._written.append(done)
 
         self._put(finish)
+
+    def take_written(self) -> list[WrittenFile]:
+        """The files finished since the last call, in order (raises the thread's error)."""
+        self._raise()
+        return self._take()
 
     def wait(self) -> None:
         """Wait until every file handed over is finished (raises the thread's error)."""
@@ -150,12 +173,19 @@ class RequestFiles:
         self._raise()
 
     def abandon(self) -> None:
-        """Stop: files handed over are finished, the one still open is removed."""
+        """Stop: the thread ends, and the files not taken (the open one too) are removed."""
         self._file = None
         self._block, self._block_size = [], 0
         if self._thread.is_alive():
             self._queue.put(None)
             self._thread.join()
+        for written in self._take():
+            temporary_name(written.final).unlink(missing_ok=True)
+
+    def _take(self) -> list[WrittenFile]:
+        with self._lock:
+            taken, self._written = self._written, []
+        return taken
 
     # ---- the thread ----------------------------------------------------------------------
 
@@ -165,9 +195,8 @@ class RequestFiles:
         data, count, file = b"".join(self._block), len(self._block), self._file
         self._block, self._block_size = [], 0
 
-        def write(_: ExportState) -> None:
+        def write() -> None:
             self._handle(file).write(data)
-            file.sha256.update(data)
             file.lines += count
             file.size += len(data)
 
@@ -188,24 +217,19 @@ class RequestFiles:
             raise self._error
 
     def _run(self) -> None:
-        state: ExportState | None = None
         try:
-            state = ExportState(self._store)
             while (task := self._queue.get()) is not None:
-                task(state)
+                task()
         except BaseException as exc:  # raised on the caller's thread
             self._error = exc
             while self._queue.get() is not None:  # let the caller's puts through
                 pass
         finally:
             self._remove_open()
-            if state is not None:
-                state.close()
 
     def _remove_open(self) -> None:
         file, self._open = self._open, None
-        if file is None or file.done:
+        if file is None or file.handle is None:
             return
-        if file.handle is not None:
-            file.handle.close()
+        file.handle.close()
         file.tmp.unlink(missing_ok=True)
