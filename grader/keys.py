@@ -10,13 +10,22 @@ from __future__ import annotations
 
 import hashlib
 import json
-from json.encoder import encode_basestring
 from typing import Any
+
+import msgspec
 
 
 def canonical_json(value: Any) -> str:
     """JSON with sorted keys and no insignificant whitespace: equal values give equal text."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def json_string(text: str) -> bytes:
+    """`text` as a JSON string, UTF-8: exactly `json.dumps(text, ensure_ascii=False)` encoded
+    (only `"`, `\\` and control characters escaped; tested equal), ~5x faster (msgspec: ~0.35
+    against 1.7 us for 500 characters). A lone surrogate raises UnicodeEncodeError, as
+    encoding json's text does."""
+    return msgspec.json.encode(text)
 
 
 def tagged_sha256(text: str) -> str:
@@ -35,12 +44,11 @@ class ContentKeys:
 
     A run of a million pairs repeats each text a hundred times; encoding a document's JSON once
     per distinct text (and hashing the part before the query once per document) instead of once
-    per pair gives the same bytes, so the same keys. A text's JSON is `encode_basestring`'s
-    (the C encoder `canonical_json` runs for a str: `json.dumps(s, ensure_ascii=False)` is
-    exactly it), without building a JSONEncoder per text."""
+    per pair gives the same bytes, so the same keys. A text's JSON is `json_string`'s, what
+    `canonical_json` gives for a str."""
 
     def __init__(self, fingerprint: dict[str, Any]) -> None:
-        self._middle = ',"judge":' + canonical_json(fingerprint) + ',"query":'
+        self._middle = (',"judge":' + canonical_json(fingerprint) + ',"query":').encode("utf-8")
         self._docs: dict[str, hashlib._Hash] = {}
         self._queries: dict[str, bytes] = {}
 
@@ -56,15 +64,11 @@ class ContentKeys:
         """The sha256 of the pair's canonical JSON (a `hashlib` object)."""
         prefix = self._docs.get(doc_text)
         if prefix is None:
-            prefix = hashlib.sha256(
-                ('{"document":' + encode_basestring(doc_text) + self._middle).encode("utf-8")
-            )
+            prefix = hashlib.sha256(b'{"document":' + json_string(doc_text) + self._middle)
             self._docs[doc_text] = prefix
         query = self._queries.get(query_text)
         if query is None:
-            query = self._queries[query_text] = (encode_basestring(query_text) + "}").encode(
-                "utf-8"
-            )
+            query = self._queries[query_text] = json_string(query_text) + b"}"
         whole = prefix.copy()
         whole.update(query)
         return whole

@@ -32,7 +32,7 @@ from grader.batch.request_files import RequestFiles
 from grader.batch.requests import request_line, split_requests
 from grader.errors import StoreError
 from grader.judges.llm.judge import LLMJudge
-from grader.keys import ContentKeys, content_key
+from grader.keys import ContentKeys, content_key, json_string
 from grader.models import Doc, Judgment, JudgmentError, PromptRef, Query
 from grader.prompts import (
     MessageRenderer,
@@ -279,6 +279,22 @@ def test_content_keys_equal_content_key(query: str, doc: str) -> None:
     maker = ContentKeys(fingerprint)
     assert maker.key(query, doc) == content_key(fingerprint, query, doc)
     assert maker.key(query, doc) == content_key(fingerprint, query, doc)  # cached encodings
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.text(st.characters(blacklist_categories=["Cs"]), max_size=80) | _TEXT)
+def test_json_string_is_json_dumps_encoded(text: str) -> None:
+    assert json_string(text) == json.dumps(text, ensure_ascii=False).encode("utf-8")
+
+
+def test_json_string_of_every_character_below_0x800() -> None:
+    for code in range(0x800):
+        if 0xD800 <= code <= 0xDFFF:
+            continue
+        text = f"a{chr(code)}b"
+        assert json_string(text) == json.dumps(text, ensure_ascii=False).encode("utf-8")
+    with pytest.raises(UnicodeEncodeError):
+        json_string("a\ud800")
 
 
 def test_a_lone_surrogate_fails_the_key_the_same_way() -> None:

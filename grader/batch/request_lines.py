@@ -4,8 +4,9 @@
 That line is a fixed frame (method, url, model, sampling, schema) around three strings: the
 `custom_id` and the two messages' contents. The frame is serialized once, by the same
 `request_line` and `build_request` path, with marks in place of those strings, and cut at the
-marks; each pair's line is then the frame's pieces around its three strings JSON-encoded by the
-encoder `json.dumps(..., ensure_ascii=False)` uses. The contents come from one
+marks; each pair's line is then the frame's pieces (UTF-8) around its three strings
+JSON-encoded as `json.dumps(..., ensure_ascii=False)` encodes them (`grader.keys.json_string`,
+straight to UTF-8). The contents come from one
 `grader.prompts.MessageRenderer` (what `render_messages` runs, its per-prompt work done once),
 and a system message that is the same for every pair is encoded once. Every `CHECK_EVERY`-th
 line (the first among them) is also built the slow way and compared; should they ever differ,
@@ -19,6 +20,7 @@ from json.encoder import encode_basestring
 
 from grader.batch.adapter import LLMBatchJudge
 from grader.batch.requests import request_line
+from grader.keys import json_string
 from grader.models import Doc, Query
 from grader.prompts import MessageRenderer
 
@@ -46,11 +48,11 @@ class RequestLines:
             self._exact = self._exact and bool(found) and quoted not in text
             pieces.append(before)
         pieces.append(text)
-        self._pieces = tuple(pieces)
+        self._pieces = tuple(p.encode("utf-8") for p in pieces)
         self._exact = self._exact and len(probe) == 2  # `contents` gives system and user
         self._count = 0
         self._last_system: str | None = None
-        self._last_encoded = ""
+        self._last_encoded = b""
         self.slow_lines = 0  # lines built the slow way (none while the frame holds)
 
     def line(self, custom_id: str, query: Query, doc: Doc) -> bytes:
@@ -60,18 +62,18 @@ class RequestLines:
             return self._slow(custom_id, query, doc)
         system, user, _ = self.renderer.contents(query, doc)
         if system is not self._last_system:
-            self._last_system, self._last_encoded = system, encode_basestring(system)
+            self._last_system, self._last_encoded = system, json_string(system)
         pieces = self._pieces
         parts = [
             pieces[0],
-            encode_basestring(custom_id),
+            json_string(custom_id),
             pieces[1],
             self._last_encoded,
             pieces[2],
-            encode_basestring(user),
+            json_string(user),
             pieces[3],
         ]
-        line = "".join(parts).encode("utf-8")
+        line = b"".join(parts)
         if self._count % CHECK_EVERY == 1:
             exact = request_line(custom_id, self.judge.build_request(query, doc))
             if line != exact:
