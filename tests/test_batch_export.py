@@ -232,6 +232,38 @@ def test_an_error_in_the_recording_child_is_raised_and_abandons(
     assert _listed_files_are_whole(db, out) >= 1
 
 
+@pytest.mark.parametrize("background", [False, True])
+def test_a_failed_file_write_stops_the_export_with_only_whole_files_listed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, background: bool
+) -> None:
+    """The request files are written in the exporting process: a write that fails on the third
+    file (disk full) is raised, and the recorder (in this process or the child) lists only the
+    files written whole before it, with all their lines; no temporary file is left."""
+    real = RequestFiles._handle
+
+    def handle(self: RequestFiles, file: Any) -> Any:
+        if file.file_no == 3:
+            raise OSError(28, "No space left on device (test)")
+        return real(self, file)
+
+    monkeypatch.setattr(RequestFiles, "_handle", handle)
+    judge = _judge()
+    db, out = tmp_path / "x.db", tmp_path / "out"
+    with Store(db) as store, pytest.raises(OSError, match="No space left"):
+        export_requests(
+            store,
+            judge,
+            job_config(judge, "passage"),
+            _pairs(300),
+            out,
+            max_requests=20,
+            chunk=5,
+            batch_pairs=20,
+            background=background,
+        )
+    assert _listed_files_are_whole(db, out) <= 2
+
+
 def test_a_failed_file_write_is_raised_on_the_next_call(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -369,10 +401,13 @@ def test_request_lines_of_the_export_are_request_line_of_build_request(tmp_path:
 _KILLED_EXPORT = """
 import sys, time
 from pathlib import Path
+from grader.batch import request_files
 from grader.batch.export_files import export_requests
 from grader.batch.job_config import job_config
 from grader.store.store import Store
 from tests.test_batch_export import _judge, _pairs
+
+request_files.BLOCK_BYTES = 4096  # the open file is on disk, in part, when the kill comes
 
 def slow_pairs():
     for i, pair in enumerate(_pairs(100_000)):
@@ -389,14 +424,17 @@ with Store(sys.argv[1]) as store:
 
 @pytest.mark.slow
 def test_sigkill_of_the_export_leaves_the_child_to_abandon_cleanly(tmp_path: Path) -> None:
-    """kill -9 of the exporting process: its recording child sees the pipe end, finishes the
-    files handed over and removes the open one; the store lists only whole files."""
+    """kill -9 of the exporting process, which writes the request files: its recording child
+    sees the pipe end, publishes the files handed over and removes the export's temporary
+    files (the one open when the kill came); the store lists only whole files."""
     db, out = tmp_path / "x.db", tmp_path / "out"
     cmd = [sys.executable, "-c", _KILLED_EXPORT, str(db), str(out)]
     export = subprocess.Popen(cmd, cwd=Path(__file__).resolve().parents[1])
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and len(list(out.glob("requests-*"))) < 2:
-        time.sleep(0.05)
+    while time.monotonic() < deadline and (
+        len(list(out.glob("requests-*"))) < 2 or not list(out.glob(".*.tmp"))
+    ):
+        time.sleep(0.01)
     export.send_signal(signal.SIGKILL)
     export.wait()
     assert export.returncode == -signal.SIGKILL
