@@ -243,3 +243,30 @@ def test_an_ok_row_with_a_secret_in_its_reason_is_left_to_the_model(tmp_path: Pa
         assert "sk-later" in str(store.source_for("llm:m1", None, secret_fp).fingerprint)
         store.add_secrets(["sk-later"])  # known only after opening: masked from then on
         assert "sk-later" not in str(store.source_for("llm:m1", None, secret_fp).fingerprint)
+
+
+def test_ok_parts_time_text_is_each_time_own_text() -> None:
+    """The last time's text is kept (an import gives a group of lines one time), but any
+    other time, even an equal one made again, gets the text of its own."""
+    fields: dict[str, Any] = {
+        "reason": "r",
+        "distribution": None,
+        "expected_grade": None,
+        "attempts": 1,
+        "usage": Usage(),
+        "cost": None,
+        "truncated": False,
+    }
+    first = datetime(2026, 1, 2, 3, 4, 5, 600000, tzinfo=UTC)
+    second = datetime(2027, 6, 7, 8, 9, 10, tzinfo=UTC)
+    texts = [
+        ok_parts(**fields, created_at=moment).created_at
+        for moment in (first, first, second, first, datetime(2026, 1, 2, 3, 4, 5, 600000, UTC))
+    ]
+    assert texts == [
+        "2026-01-02T03:04:05.600000Z",
+        "2026-01-02T03:04:05.600000Z",
+        "2027-06-07T08:09:10Z",
+        "2026-01-02T03:04:05.600000Z",
+        "2026-01-02T03:04:05.600000Z",
+    ]

@@ -70,10 +70,12 @@ class BatchReplies:
         doc_id: str,
         truncated: bool,
         key: str,
+        created_at: datetime | None = None,
     ) -> StoredRow | None:
         """The store row of the ok judgment `parse_reply` makes of `reply` to the document
         `doc_id` (`truncated`: its text was cut for the prompt, `is_cut`), without the
-        Judgment between (`Store.ok_row`: None when a secret must be masked in it)."""
+        Judgment between (`Store.ok_row`: None when a secret must be masked in it); made at
+        `created_at` (None: now; an import gives a group of lines one time)."""
         recorder = self.reader.recorder
         usage = reply.usage
         parts = ok_parts(
@@ -84,7 +86,7 @@ class BatchReplies:
             usage=usage,
             cost=recorder.cost(usage, True),
             truncated=truncated,
-            created_at=datetime.now(UTC),
+            created_at=datetime.now(UTC) if created_at is None else created_at,
         )
         config = recorder.config
         source = store.source_for(config.judge_id, config.prompt, self.fingerprint)

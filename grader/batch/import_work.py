@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -272,6 +273,7 @@ class RangeReader:
         cut = self._docs_cut(replies, lines.values())
         statuses = self.store.statuses(lines)
         model = replies.fingerprint.get("model")
+        now = datetime.now(UTC)  # the time of the group's judgments (one text for all)
         rest: list[tuple[_Record, Line, str | None, str | None]] = []
         for rec in records:
             _, key, record, number, _, _ = rec  # (unpacked at once: fields are looked up)
@@ -285,7 +287,9 @@ class RangeReader:
             reply = replies.valid_reply(body) if body is not None else None
             if reply is not None:  # a valid reply (nearly every line): its row made at once
                 _, _, _, query_id, doc_id, _ = line
-                row = replies.ok_row(self.store, reply, query_id, doc_id, cut[doc_id], key)
+                row = replies.ok_row(
+                    self.store, reply, query_id, doc_id, cut[doc_id], key, created_at=now
+                )
                 if row is not None:
                     answers[number] = Answer.of(line, export_id, stored, "ok", None, row)
                     continue

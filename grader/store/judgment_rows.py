@@ -214,8 +214,24 @@ def ok_parts(
         f'"cached_tokens":{int(usage.cached_tokens)}}},"cost":{cost_json},"latency_ms":null,'
         f'"truncated":{"true" if truncated else "false"},"error":null'
     )
-    created = to_json(created_at)[1:-1].decode()
-    return JudgmentParts(head[1:-1].decode(), tail, created, None)  # (keywords: ~1 us more)
+    return JudgmentParts(
+        head[1:-1].decode(), tail, _time_text(created_at), None
+    )  # (keywords: ~1 us more)
+
+
+def _time_text(moment: datetime) -> str:
+    """pydantic-core's text of a time, kept for the last one given: an import gives the
+    lines of a group one time (~1 us a line saved)."""
+    global _LAST_TIME
+    last = _LAST_TIME
+    if last is not None and last[0] is moment:
+        return last[1]
+    text = to_json(moment)[1:-1].decode()
+    _LAST_TIME = (moment, text)
+    return text
+
+
+_LAST_TIME: tuple[datetime, str] | None = None
 
 
 def key_sql(column: str) -> str:
