@@ -2,8 +2,9 @@
 `split_requests` over `request_line(custom_id, judge.build_request(...))` of each new key, with
 the same sha256, lines and store rows, whether the recording runs in this process or in a child
 (`grader.batch.export_process`); an export stopped halfway (Ctrl-C, an error in the recording
-child, a failed file write) leaves no temporary file and no file the store does not list with
-all its lines; content keys and message texts equal `content_key` and `render_messages`."""
+child, a failed file write, kill -9) leaves no temporary file and no file the store does not
+list with all its lines. The texts the export makes (content keys, JSON strings, messages,
+request lines) are checked in `tests/test_export_texts.py`."""
 
 from __future__ import annotations
 
@@ -13,15 +14,12 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from grader.batch import request_files
 from grader.batch.adapter import LLMBatchJudge
@@ -29,25 +27,12 @@ from grader.batch.export_files import export_requests
 from grader.batch.exports import ExportState, custom_id
 from grader.batch.job_config import job_config
 from grader.batch.request_files import RequestFiles
-from grader.batch.requests import request_line, split_requests
+from grader.batch.requests import split_requests
 from grader.errors import StoreError
 from grader.judges.llm.judge import LLMJudge
-from grader.keys import ContentKeys, content_key, json_string
-from grader.models import Doc, Judgment, JudgmentError, PromptRef, Query
-from grader.prompts import (
-    MessageRenderer,
-    OutputMode,
-    PromptSpec,
-    _prompt_tags,
-    load_prompt,
-    neutralise,
-    render_messages,
-    render_scale,
-    truncate,
-)
-from grader.store.judgment_rows import encode_key
+from grader.keys import ContentKeys
+from grader.models import Doc, Judgment, PromptRef, Query
 from grader.store.store import Store
-from tests.test_batch_speed import _reference
 
 
 def _judge(prompt: str = "passage") -> LLMBatchJudge:
@@ -175,25 +160,41 @@ def _listed_files_are_whole(db: Path, out: Path) -> int:
     return len(listed)
 
 
+def _stopped_export(
+    tmp_path: Path,
+    pairs: Iterable[tuple[Query, Doc]],
+    error: type[BaseException],
+    match: str | None = None,
+    **kw: Any,
+) -> int:
+    """Run an export of `pairs` into a new store that stops with `error` (its text matching
+    `match`; `kw`: the export's limits and `background`); how many files the store lists,
+    each checked whole."""
+    judge = _judge()
+    db, out = tmp_path / "x.db", tmp_path / "out"
+    with Store(db) as store, pytest.raises(error, match=match):
+        export_requests(store, judge, job_config(judge, "passage"), pairs, out, **kw)
+    return _listed_files_are_whole(db, out)
+
+
 @pytest.mark.parametrize("background", [False, True])
 def test_an_interrupted_export_leaves_only_whole_recorded_files(
     tmp_path: Path, background: bool
 ) -> None:
-    judge = _judge()
-    db, out = tmp_path / "x.db", tmp_path / "out"
-    with Store(db) as store, pytest.raises(KeyboardInterrupt):
-        export_requests(
-            store,
-            judge,
-            job_config(judge, "passage"),
-            _interrupted(200, at=150),
-            out,
-            max_requests=20,
-            chunk=7,
-            batch_pairs=30,
-            background=background,
-        )
-    assert _listed_files_are_whole(db, out) >= 4
+    listed = _stopped_export(
+        tmp_path,
+        _interrupted(200, at=150),
+        KeyboardInterrupt,
+        max_requests=20,
+        chunk=7,
+        batch_pairs=30,
+        background=background,
+    )
+    # Chunks of 7: the 21 before the interrupt were handed over, and every file closed by
+    # then is published (an interrupted export keeps the files whose lines it recorded).
+    maker = ContentKeys(_judge().fingerprint())
+    lines = len({maker.key(q.text, d.text) for q, d in _pairs(200)[:147]})
+    assert listed == (lines - 1) // 20 == 5
 
 
 def test_an_error_in_the_recording_child_is_raised_and_abandons(
@@ -215,21 +216,17 @@ def test_an_error_in_the_recording_child_is_raised_and_abandons(
 
     monkeypatch.setattr(ExportState, "add_lines", failing)
     monkeypatch.setattr(ExportState, "add_file", add_file)
-    judge = _judge()
-    db, out = tmp_path / "x.db", tmp_path / "out"
-    with Store(db) as store, pytest.raises(StoreError, match="disk full"):
-        export_requests(
-            store,
-            judge,
-            job_config(judge, "passage"),
-            _pairs(300),
-            out,
-            max_requests=25,
-            chunk=5,
-            batch_pairs=20,
-            background=True,
-        )
-    assert _listed_files_are_whole(db, out) >= 1
+    listed = _stopped_export(
+        tmp_path,
+        _pairs(300),
+        StoreError,
+        "disk full",
+        max_requests=25,
+        chunk=5,
+        batch_pairs=20,
+        background=True,
+    )
+    assert listed >= 1  # the file published before the failing write
 
 
 @pytest.mark.parametrize("background", [False, True])
@@ -247,21 +244,17 @@ def test_a_failed_file_write_stops_the_export_with_only_whole_files_listed(
         return real(self, file)
 
     monkeypatch.setattr(RequestFiles, "_handle", handle)
-    judge = _judge()
-    db, out = tmp_path / "x.db", tmp_path / "out"
-    with Store(db) as store, pytest.raises(OSError, match="No space left"):
-        export_requests(
-            store,
-            judge,
-            job_config(judge, "passage"),
-            _pairs(300),
-            out,
-            max_requests=20,
-            chunk=5,
-            batch_pairs=20,
-            background=background,
-        )
-    assert _listed_files_are_whole(db, out) <= 2
+    listed = _stopped_export(
+        tmp_path,
+        _pairs(300),
+        OSError,
+        "No space left",
+        max_requests=20,
+        chunk=5,
+        batch_pairs=20,
+        background=background,
+    )
+    assert listed <= 2  # files 1 and 2 at most (published unless the error came first)
 
 
 def test_a_failed_file_write_is_raised_on_the_next_call(
@@ -299,103 +292,32 @@ def test_written_files_are_whole_and_published_by_name(tmp_path: Path) -> None:
     assert not list(tmp_path.glob(".*.tmp"))
 
 
-_TEXT = st.text(st.characters(blacklist_categories=["Cs"]), max_size=60) | st.sampled_from(
-    ["\u2028\u2029", '"\\/\b\f\n\r\t\x00\x1f\x7f', "é𝄞🐈", "</passage> <query>", " \n lead"]
-)
+def test_abandon_gives_back_the_written_files_whose_lines_were_handed(tmp_path: Path) -> None:
+    files = RequestFiles(tmp_path, "e1", 2, 10_000)
+    for i in range(5):  # files 1 and 2 whole (lines 1-4), file 3 open
+        files.add(b'{"n": %d}\n' % i)
+    files.close()  # file 3 whole too (line 5)
+    files.wait()
+    kept = files.abandon(handed=4)
+    assert [(w.file_no, w.through) for w in kept] == [(1, 2), (2, 4)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".requests-e1-00001.jsonl.tmp",
+        ".requests-e1-00002.jsonl.tmp",
+    ]
 
 
-@settings(max_examples=300, deadline=None)
-@given(_TEXT, _TEXT)
-def test_content_keys_equal_content_key(query: str, doc: str) -> None:
-    fingerprint = _judge().fingerprint()
-    maker = ContentKeys(fingerprint)
-    assert maker.key(query, doc) == content_key(fingerprint, query, doc)
-    assert maker.key(query, doc) == content_key(fingerprint, query, doc)  # cached encodings
-
-
-@settings(max_examples=1000, deadline=None)
-@given(st.text(st.characters(blacklist_categories=["Cs"]), max_size=80) | _TEXT)
-def test_json_string_is_json_dumps_encoded(text: str) -> None:
-    assert json_string(text) == json.dumps(text, ensure_ascii=False).encode("utf-8")
-
-
-def test_json_string_of_every_character_below_0x800() -> None:
-    for code in range(0x800):
-        if 0xD800 <= code <= 0xDFFF:
-            continue
-        text = f"a{chr(code)}b"
-        assert json_string(text) == json.dumps(text, ensure_ascii=False).encode("utf-8")
-    with pytest.raises(UnicodeEncodeError):
-        json_string("a\ud800")
-
-
-def test_a_lone_surrogate_fails_the_key_the_same_way() -> None:
-    fingerprint = _judge().fingerprint()
-    with pytest.raises(UnicodeEncodeError):
-        ContentKeys(fingerprint).key("q", "\ud800")
-    with pytest.raises(UnicodeEncodeError):
-        content_key(fingerprint, "q", "\ud800")
-
-
-_MODES: tuple[OutputMode, ...] = ("json_schema", "text")
-_SPECS = [load_prompt(p) for p in ("passage", "code")]
-_RENDERERS = {(spec.name, m): (spec, MessageRenderer(spec, m)) for spec in _SPECS for m in _MODES}
-
-
-def _plain_contents(
-    spec: PromptSpec, mode: OutputMode, query: Query, doc: Doc
-) -> tuple[str, str, bool]:
-    """The rendering rule written the plain way (string.Template line by line)."""
-    tags = _prompt_tags(spec.user, spec.system)
-    body, cut = truncate(doc.text.strip("\n"), spec.doc_budget_chars, spec.truncation_marker)
-    values = {
-        "query": neutralise(query.text.strip(), tags),
-        "document": neutralise(body, tags),
-        "title": neutralise((doc.title or "").strip(), tags),
-        "scale": render_scale(spec),
-    }
-    for name in ("path", "symbol", "language"):
-        raw = doc.metadata.get(name)
-        values[name] = "" if raw in (None, "") else neutralise(str(raw).strip(), tags)
-    instruction = spec.text_instruction if mode == "text" else spec.json_instruction
-    system = _reference(spec.system, values) + "\n\n" + instruction.strip()
-    return system, _reference(spec.user, values), cut
-
-
-@settings(max_examples=200, deadline=None)
-@given(
-    _TEXT,
-    _TEXT,
-    st.none() | _TEXT,
-    st.dictionaries(st.sampled_from(["path", "symbol", "language", "other"]), _TEXT | st.none()),
-)
-def test_message_renderer_is_the_plain_rule_and_render_messages(
-    query: str, doc: str, title: str | None, metadata: dict[str, Any]
+def test_a_written_file_changed_on_disk_is_refused_before_it_is_published(
+    tmp_path: Path,
 ) -> None:
-    pair = (
-        Query(query_id="q", text=query),
-        Doc(doc_id="d", text=doc, title=title, metadata=metadata),
-    )
-    for (_, mode), (spec, renderer) in _RENDERERS.items():
-        contents = renderer.contents(*pair)
-        assert contents == _plain_contents(spec, mode, *pair)
-        messages, cut = render_messages(spec, *pair, mode=mode)
-        assert contents == (messages[0]["content"], messages[1]["content"], cut)
-
-
-def test_request_lines_of_the_export_are_request_line_of_build_request(tmp_path: Path) -> None:
-    judge = _judge("code")
-    pairs = _pairs(12)
-    with Store(tmp_path / "x.db") as store:
-        summary = export_requests(
-            store, judge, job_config(judge, "code"), pairs, tmp_path / "out", background=False
-        )
-    maker = ContentKeys(judge.fingerprint())
-    seen: dict[str, bytes] = {}
-    for q, d in pairs:
-        cid = custom_id(summary.export_id, maker.key(q.text, d.text))
-        seen.setdefault(cid, request_line(cid, judge.build_request(q, d)))
-    assert summary.files[0].read_bytes() == b"".join(seen.values())
+    files = RequestFiles(tmp_path, "e1", 5, 10_000)
+    files.add(b'{"n": 1}\n')
+    files.close()
+    files.wait()
+    (written,) = files.take_written()
+    with open(tmp_path / ".requests-e1-00001.jsonl.tmp", "ab") as fh:
+        fh.write(b"more\n")
+    with pytest.raises(OSError, match="14 bytes on disk, 9 written"):
+        written.sha256()
 
 
 _KILLED_EXPORT = """
@@ -441,80 +363,3 @@ def test_sigkill_of_the_export_leaves_the_child_to_abandon_cleanly(tmp_path: Pat
     while time.monotonic() < deadline and list(out.glob(".*.tmp")):
         time.sleep(0.05)  # the orphaned child abandoning
     assert _listed_files_are_whole(db, out) >= 2
-
-
-def _judgment(key: str, ok: bool) -> Judgment:
-    ref = PromptRef(name="p", version="1", sha256="0" * 64)
-    if ok:
-        return Judgment(
-            query_id="q", doc_id=key[-8:], grade=1, status="ok", judge="j", key=key, prompt=ref
-        )
-    error = JudgmentError(type="InvalidReply", message="x")
-    return Judgment(
-        query_id="q", doc_id=key[-8:], status="failed", judge="j", key=key, prompt=ref, error=error
-    )
-
-
-_STORED = [content_key({"n": i}, "q", "d") for i in range(12)]
-
-
-@pytest.fixture(scope="module")
-def status_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
-    with Store(tmp_path_factory.mktemp("statuses") / "s.db") as store:
-        for i, key in enumerate(_STORED):
-            store.put(_judgment(key, ok=i % 3 != 0))
-        store.put(_judgment("plain-key", ok=True))
-        yield store
-
-
-_ASKED = st.lists(
-    st.sampled_from(_STORED)
-    | st.sampled_from([content_key({"n": -i}, "q", "d") for i in range(1, 5)])  # not stored
-    | st.sampled_from([_STORED[0].upper(), _STORED[1][:-1] + "g", "plain-key", "sha256:ab"]),
-    max_size=30,
-)
-
-
-@settings(max_examples=150, deadline=None)
-@given(_ASKED)
-def test_statuses_equal_one_lookup_per_key(status_store: Store, keys: list[str]) -> None:
-    conn = sqlite3.connect(status_store.path)
-    try:
-        expected = {}
-        for key in keys:
-            row = conn.execute(
-                "SELECT status FROM judgments WHERE key = ?", (encode_key(key),)
-            ).fetchone()
-            if row is not None:
-                expected[key] = row[0]
-    finally:
-        conn.close()
-    assert status_store.statuses(iter(keys)) == expected
-
-
-@settings(max_examples=60, deadline=None)
-@given(_ASKED)
-def test_put_pairs_stores_each_key_as_encode_key_does(keys: list[str]) -> None:
-    rows = [(k, f"q{i}", "d") for i, k in enumerate(keys)]
-    with tempfile.TemporaryDirectory() as folder, Store(Path(folder) / "p.db") as store:
-        store.put_pairs(rows)
-        conn = sqlite3.connect(store.path)
-        try:
-            held = conn.execute("SELECT key, query_id, doc_id FROM judgment_pairs").fetchall()
-        finally:
-            conn.close()
-    assert sorted(held, key=repr) == sorted({(encode_key(k), q, d) for k, q, d in rows}, key=repr)
-
-
-def test_a_written_file_changed_on_disk_is_refused_before_it_is_published(
-    tmp_path: Path,
-) -> None:
-    files = RequestFiles(tmp_path, "e1", 5, 10_000)
-    files.add(b'{"n": 1}\n')
-    files.close()
-    files.wait()
-    (written,) = files.take_written()
-    with open(tmp_path / ".requests-e1-00001.jsonl.tmp", "ab") as fh:
-        fh.write(b"more\n")
-    with pytest.raises(OSError, match="14 bytes on disk, 9 written"):
-        written.sha256()

@@ -37,7 +37,7 @@ from grader.batch import export_process
 from grader.batch.adapter import LLMBatchJudge
 from grader.batch.export_recorder import Chunk, ExportRecorder
 from grader.batch.exports import ExportState, custom_id
-from grader.batch.request_files import RequestFiles
+from grader.batch.request_files import RequestFiles, remove_temporaries
 from grader.batch.request_lines import RequestLines
 from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE
 from grader.errors import InputError
@@ -156,7 +156,7 @@ def export_requests(
         summary = ExportSummary(export_id, [])
         pending = _Pending()
         handed = _KeyFilter()
-        done = seq = 0
+        done = seq = given = 0  # given: lines placed in files whose rows the recorder has
         try:
             for seq, part in enumerate(_chunks(pairs, chunk), start=1):
                 keys = ContentKeys(fingerprint)  # one per chunk: its text cache stays small
@@ -182,6 +182,7 @@ def export_requests(
                     handed.add(key)
                 work.files = files.take_written()
                 recorder.add(work)
+                given = files.placed
                 pending.recorded(recorder.recorded)
                 summary.pairs += work.n_pairs
                 summary.lines += len(work.lines)
@@ -193,11 +194,27 @@ def export_requests(
             recorder.add(Chunk(seq + 1, files=files.take_written()))
             summary.files.extend(recorder.finish())
         except BaseException:
-            files.abandon()  # first: the recorder removes what is left once nothing writes
-            recorder.abandon()
+            _abandon(files, recorder, given, seq + 1)
             raise
         state.finish(export_id)
     return summary
+
+
+def _abandon(
+    files: RequestFiles,
+    recorder: ExportRecorder | export_process.BackgroundRecorder,
+    handed: int,
+    seq: int,
+) -> None:
+    """Stop an export: the files written whole whose lines the recorder has are published
+    (as files are in a finished export), then every other file of the export is removed, once
+    nothing writes them (the recording child's end included)."""
+    finished = files.abandon(handed)
+    if finished:
+        with contextlib.suppress(Exception):  # the recorder failed: they are removed below
+            recorder.add(Chunk(seq, files=finished))
+    recorder.abandon()
+    remove_temporaries(files.out_dir, files.export_id)
 
 
 def _chunk_rows(seq: int, keyed: list[tuple[str, Query, Doc]]) -> Chunk:

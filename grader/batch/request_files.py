@@ -12,9 +12,10 @@ be listed in the store. A file the store lists always has its lines recorded. On
 of the files cross to the recorder, never their lines.
 
 At most `QUEUE_BLOCKS` blocks wait for the thread: memory does not grow with the export. An
-error on the thread is raised on the caller's next call. `abandon` stops the thread and
-removes the files not handed over; `remove_temporaries` removes what is left under this
-export's temporary names once nothing writes them.
+error on the thread is raised on the caller's next call. `abandon` stops the thread and gives
+back the files written whole whose lines the recorder was handed (to be published: an
+interrupted export keeps them), removing the others; `remove_temporaries` removes what is left
+under this export's temporary names once nothing writes them.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ class WrittenFile:
     final: Path
     lines: int
     size: int
+    through: int  # how many lines were placed, in all files, once its last one was
 
     def sha256(self) -> str:
         """The hex sha256 of the file as written (read back; its size is checked)."""
@@ -94,6 +96,7 @@ class _File:
     handle: IO[bytes] | None = None
     lines: int = 0
     size: int = 0
+    through: int = 0
 
 
 _Task = Callable[[], None]
@@ -107,6 +110,7 @@ class RequestFiles:
         self.export_id = export_id
         self.max_lines = max_lines
         self.max_bytes = max_bytes
+        self.placed = 0  # lines placed, in all files
         self._file: _File | None = None  # the file lines go to now
         self._file_no = 0
         self._lines = 0
@@ -138,6 +142,7 @@ class RequestFiles:
         self._block_size += size
         self._lines += 1
         self._size += size
+        self.placed += 1
         if self._block_size >= BLOCK_BYTES:
             self._hand_block()
         return self._file_no, self._lines
@@ -148,6 +153,7 @@ class RequestFiles:
             return
         self._hand_block()
         file, self._file = self._file, None
+        file.through = self.placed
 
         def finish() -> None:
             handle = self._handle(file)
@@ -155,7 +161,7 @@ class RequestFiles:
             os.fsync(handle.fileno())
             handle.close()
             file.handle = None
-            done = WrittenFile(file.file_no, file.final, file.lines, file.size)
+            done = WrittenFile(file.file_no, file.final, file.lines, file.size, file.through)
             with self._lock:
                 self._written.append(done)
 
@@ -172,15 +178,22 @@ class RequestFiles:
         self._thread.join()
         self._raise()
 
-    def abandon(self) -> None:
-        """Stop: the thread ends, and the files not taken (the open one too) are removed."""
+    def abandon(self, handed: int = 0) -> list[WrittenFile]:
+        """Stop: the thread ends (the open file is removed). The files written whole and not
+        taken whose lines are all among the first `handed` placed (the lines the recorder has)
+        are given back, to be published; the others are removed."""
         self._file = None
         self._block, self._block_size = [], 0
         if self._thread.is_alive():
             self._queue.put(None)
             self._thread.join()
+        kept = []
         for written in self._take():
-            temporary_name(written.final).unlink(missing_ok=True)
+            if written.through <= handed:
+                kept.append(written)
+            else:
+                temporary_name(written.final).unlink(missing_ok=True)
+        return kept
 
     def _take(self) -> list[WrittenFile]:
         with self._lock:
