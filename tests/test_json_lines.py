@@ -1,5 +1,6 @@
 """`grader.batch.json_lines.loads` gives what `json.loads` gives, value and error alike;
-`loads_answer` gives the same values of the keys an import reads, or None (decode it whole)."""
+`loads_line` gives the same values of the keys an import reads, as structs, or None (decode it
+whole)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ import json
 import math
 from typing import Any, cast
 
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grader.batch.collect import answered_body, other_model
-from grader.batch.json_lines import ANSWER_KEYS, loads, loads_answer
+from grader.batch.json_lines import ANSWER_KEYS, loads, loads_line
 from grader.judges.llm.replies import InvalidReply, parse_completion
 from grader.prompts import load_prompt
 
@@ -150,13 +152,22 @@ def results_line(content: Any = '{"reason": "on topic", "grade": 2}', **changes:
     }
 
 
-def _kept(value: Any, keys: dict[str, Any] | None) -> Any:
-    """`value` with only `keys` kept at every level (a list: each item's)."""
-    if isinstance(value, list):
-        return [_kept(v, keys) for v in value]
-    if keys is None or not isinstance(value, dict):
-        return value
-    return {k: _kept(v, keys[k]) for k, v in value.items() if k in keys}
+def agrees(ours: Any, theirs: Any) -> bool:
+    """Whether a value read as structs equals the value `loads` gives (a struct's field: the
+    dict's value at its key; absent, the field's default, what `dict.get` gives)."""
+    if isinstance(ours, msgspec.Struct):
+        blank = type(ours)()  # (every field has a default)
+        return isinstance(theirs, dict) and all(
+            agrees(getattr(ours, f), theirs.get(f, getattr(blank, f)))
+            for f in ours.__struct_fields__
+        )
+    if isinstance(ours, list):
+        return (
+            isinstance(theirs, list)
+            and len(ours) == len(theirs)
+            and all(agrees(a, b) for a, b in zip(ours, theirs, strict=True))
+        )
+    return _same(ours, theirs)
 
 
 def _raw(record: Any) -> bytes:
@@ -165,11 +176,17 @@ def _raw(record: Any) -> bytes:
 
 def test_a_reply_line_keeps_the_keys_an_import_reads() -> None:
     record = results_line()
-    got = loads_answer(_raw(record))
-    assert got == _kept(record, ANSWER_KEYS)
-    assert got is not None and "id" not in got and "request_id" not in got["response"]
-    token = got["response"]["body"]["choices"][0]["logprobs"]["content"][1]
-    assert "bytes" not in token and token["top_logprobs"][1] == {"token": "3", "logprob": -1.9}
+    got = loads_line(_raw(record))
+    assert got is not None and agrees(got, record)
+    assert got.response is not None and got.response.body is not None
+    assert got.response.body.choices is not None
+    logprobs = got.response.body.choices[0].logprobs
+    assert logprobs is not None and logprobs.content is not None
+    alternatives = logprobs.content[1].top_logprobs
+    assert alternatives is not None and (alternatives[1].token, alternatives[1].logprob) == (
+        "3",
+        -1.9,
+    )
 
 
 LINE_VARIANTS = [
@@ -188,8 +205,8 @@ LINE_VARIANTS = [
 @pytest.mark.parametrize("changes", LINE_VARIANTS)
 def test_other_shapes_keep_the_same_values_or_are_decoded_whole(changes: dict[str, Any]) -> None:
     record = results_line(**changes)
-    got = loads_answer(_raw(record))
-    assert got is None or got == _kept(record, ANSWER_KEYS)
+    got = loads_line(_raw(record))
+    assert got is None or agrees(got, record)
     if changes in LINE_VARIANTS[:3]:
         assert got is not None  # a reply's shapes: read the fast way
 
@@ -209,7 +226,7 @@ def test_other_shapes_keep_the_same_values_or_are_decoded_whole(changes: dict[st
     ],
 )
 def test_lines_it_does_not_read_are_left_to_loads(raw: bytes) -> None:
-    assert loads_answer(raw) is None
+    assert loads_line(raw) is None
 
 
 @pytest.mark.parametrize("head", [b"", b"[NaN, "])  # (NaN: json.loads decodes it, and fails)
@@ -229,8 +246,8 @@ def test_any_line_read_so_equals_loads_with_the_keys_kept(
     record = results_line(**changes)
     record["response"]["body"].update(extra)
     raw = json.dumps(record).encode()  # ASCII, as engines write it
-    got = loads_answer(raw)
-    assert got is None or _same(got, _kept(loads(raw), ANSWER_KEYS))
+    got = loads_line(raw)
+    assert got is None or agrees(got, loads(raw))
 
 
 class _Reading(dict):  # type: ignore[type-arg]
@@ -262,7 +279,7 @@ def _reading(value: Any, path: tuple[str, ...], read: set[tuple[str, ...]]) -> A
 
 
 def _kept_path(path: tuple[str, ...]) -> bool:
-    """Whether `loads_answer` keeps the value at `path` (it, or a value holding it, is kept)."""
+    """Whether `loads_line` keeps the value at `path` (it, or a value holding it, is kept)."""
     keys: dict[str, Any] | None = ANSWER_KEYS
     for key in path:
         if keys is None:
@@ -279,7 +296,7 @@ def test_the_import_and_the_validator_read_no_key_left_out(
     mode: Any, changes: dict[str, Any]
 ) -> None:
     """Every key the import's checks and the reply validator read of a line is one
-    `loads_answer` keeps (a key read but left out would read as missing)."""
+    `loads_line` keeps (a key read but left out would read as missing)."""
     read: set[tuple[str, ...]] = set()
     record = _reading(results_line(**changes), (), read)
     other_model(record, "m")
@@ -299,7 +316,7 @@ def test_the_import_and_the_validator_read_no_key_left_out(
 def test_other_usages_keep_the_same_values_or_are_decoded_whole(usage: Any) -> None:
     record = results_line()
     record["response"]["body"]["usage"] = usage
-    got = loads_answer(_raw(record))
-    assert got is None or got == _kept(record, ANSWER_KEYS)
+    got = loads_line(_raw(record))
+    assert got is None or agrees(got, record)
     if usage in (None, {}, {"prompt_tokens_details": None}, {"total": 7}):
         assert got is not None

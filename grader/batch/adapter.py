@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from grader.batch.collect import model_other_than
+from grader.batch.json_lines import ResultLine
 from grader.judges.llm.judge import LLMJudge
-from grader.judges.llm.replies import GradeReply, parse_completion
+from grader.judges.llm.replies import GradeReply, accepted_reply, parse_completion
 from grader.judges.llm.reply_reader import ReplyReader
 from grader.models import Doc, Judgment, PromptRef, Query
 from grader.prompts import OutputMode, is_text_truncated, is_truncated
@@ -61,6 +63,19 @@ class BatchReplies:
             return parse_completion(plain, mode=self.mode, spec=self.reader.prompt)
         except Exception:  # InvalidReply, or a malformed body: parse_reply words it
             return None
+
+    def line_reply(self, line: ResultLine) -> GradeReply | None:
+        """The validated reply of a results line decoded into structs (`loads_line`), when it
+        holds a reply (as `answered_body` finds), of the model exported (`other_model` finds
+        none other) and live grading accepts it (`accepted_reply`); None otherwise: read the
+        line as a dict then, as `valid_reply` and `parse_reply` do."""
+        response = line.response
+        if response is None or line.error or response.status_code != 200:
+            return None
+        body = response.body
+        if body is None or model_other_than(body.model, self.fingerprint.get("model")):
+            return None
+        return accepted_reply(body, mode=self.mode, spec=self.reader.prompt)
 
     def ok_row(
         self,

@@ -158,7 +158,12 @@ def other_model(record: Mapping[str, Any], model: object) -> str | None:
     answers stored as the exported model's."""
     response = record.get("response")
     body = response.get("body") if _is_mapping(response) else None
-    got = body.get("model") if _is_mapping(body) else None
+    return model_other_than(body.get("model") if _is_mapping(body) else None, model)
+
+
+def model_other_than(got: object, model: object) -> str | None:
+    """`got`, the model a line names, when it is not `model` nor one of its snapshots; None
+    when it is, or is no name (`other_model`)."""
     if not isinstance(got, str) or not isinstance(model, str) or got == model:
         return None
     if _SNAPSHOT.fullmatch(got[len(model) :]) and got.startswith(model):

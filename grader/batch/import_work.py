@@ -36,7 +36,7 @@ from grader.batch.collect import (
     parse_output_record,
 )
 from grader.batch.exports import ExportState, Line, split_custom_id
-from grader.batch.json_lines import loads, loads_answer
+from grader.batch.json_lines import ResultLine, loads, loads_line
 from grader.bulk_gc import collect
 from grader.errors import InputError
 from grader.models import Doc, Judgment, Query
@@ -160,12 +160,12 @@ def pair_texts(
 
 
 class _Record(NamedTuple):
-    """A results line: its export and key, its JSON (`whole`: all of it, else only the keys
-    `loads_answer` keeps), its number and its bytes."""
+    """A results line: its export and key, its JSON (`whole`: all of it as dicts, else the
+    keys `loads_line` keeps, as structs), its number and its bytes."""
 
     export_id: str
     key: str
-    record: dict[str, Any]
+    record: ResultLine | dict[str, Any]
     line: int
     whole: bool
     raw: bytes
@@ -224,14 +224,14 @@ class RangeReader:
             number += 1
             if not raw or raw.isspace():
                 continue
-            record = loads_answer(raw)  # (nearly every line; the rest are decoded whole)
+            record: ResultLine | dict[str, Any] | None = loads_line(raw)  # (nearly every line)
             whole = record is None
-            if whole:
+            if whole:  # the rest are decoded whole
                 try:
                     record = loads(raw)
                 except ValueError:
                     record = None
-            if not isinstance(record, dict):
+            if not (type(record) is ResultLine or isinstance(record, dict)):
                 where = f"{task.path}:{number}"
                 if last and task.at_eof:
                     result.truncated.append(where)
@@ -240,10 +240,13 @@ class RangeReader:
                     if len(result.malformed) < SHOW:
                         result.malformed.append(where)
                 continue
-            ids = split_custom_id(record.get("custom_id"))
+            custom_id = (
+                record.custom_id if isinstance(record, ResultLine) else record.get("custom_id")
+            )
+            ids = split_custom_id(custom_id)
             if ids is None:
                 raise InputError(
-                    f"custom_id {record.get('custom_id')!r} is not one relgrade batch export wrote",
+                    f"custom_id {custom_id!r} is not one relgrade batch export wrote",
                     path=task.path,
                     line=number,
                     hint="import the results of `relgrade batch export` request files",
@@ -282,9 +285,15 @@ class RangeReader:
             if stored == "ok":  # final: nothing to read
                 answers[number] = Answer.of(line, export_id, stored)
                 continue
-            other = other_model(record, model)
-            body = answered_body(record) if other is None else None
-            reply = replies.valid_reply(body) if body is not None else None
+            other = None
+            if isinstance(record, ResultLine):  # structs: a reply live grading accepts, or None
+                reply = replies.line_reply(record)
+                if reply is None:  # read as a dict, which words what is wrong
+                    record = loads(rec.raw)
+            if not isinstance(record, ResultLine):
+                other = other_model(record, model)
+                body = answered_body(record) if other is None else None
+                reply = replies.valid_reply(body) if body is not None else None
             if reply is not None:  # a valid reply (nearly every line): its row made at once
                 _, _, _, query_id, doc_id, _ = line
                 row = replies.ok_row(
@@ -334,9 +343,9 @@ class RangeReader:
                     f" the engine with that model, or export again with --model {other}",
                 )
             else:  # (words an error from all of the line)
-                record = rec.record if rec.whole else loads(rec.raw)
+                whole = rec.record if isinstance(rec.record, dict) else loads(rec.raw)
                 outcome = parse_output_record(
-                    record, query, doc, rec.key, replies.parse_reply, where=where
+                    whole, query, doc, rec.key, replies.parse_reply, where=where
                 )
             if isinstance(outcome, LineProblem):
                 outcome = failed_judgment(

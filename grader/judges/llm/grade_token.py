@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable
 from typing import Any
 
+from grader.judges.llm.completion_body import Logprobs
 from grader.models import GRADES
 
 _DECODER = json.JSONDecoder()
@@ -115,26 +117,66 @@ def grade_distribution(
     chosen = _grade_of(hit_token)
     if chosen is None or (grade is not None and chosen != grade):
         return None
+    alternatives = hit.get("top_logprobs") or []
+    return _renormalised(
+        chosen,
+        hit_token,
+        hit.get("logprob"),
+        ((alt.get("token", ""), alt.get("logprob")) for alt in alternatives),
+    )
+
+
+def token_distribution(
+    logprobs: Logprobs | None, content: str, offset: int | None, *, grade: int | None = None
+) -> list[float] | None:
+    """`grade_distribution` of logprobs decoded into structs (`completion_body`): the same
+    value, read from the same fields (a field's default is what `dict.get` gives)."""
+    if offset is None or logprobs is None:
+        return None
+    tokens = logprobs.content
+    if not tokens:
+        return None
+    position = 0
+    for token in tokens:
+        text = token.token
+        if position <= offset < position + len(text):
+            break
+        position += len(text)
+    else:
+        return None
+    hit_token = token.token
+    chosen = _grade_of(hit_token)
+    if chosen is None or (grade is not None and chosen != grade):
+        return None
+    alternatives = token.top_logprobs or ()
+    return _renormalised(
+        chosen, hit_token, token.logprob, ((alt.token, alt.logprob) for alt in alternatives)
+    )
+
+
+def _renormalised(
+    chosen: int, hit_token: Any, hit_logprob: Any, alternatives: Iterable[tuple[Any, Any]]
+) -> list[float] | None:
+    """P(grade = 0..3) from the (token, logprob) alternatives of the token that holds grade
+    `chosen`: those that are grade tokens summed per grade (the token's own logprob added
+    when it is not among them), renormalised; None when no mass is left."""
     mass = [0.0] * len(GRADES)
     seen_self = False
     known, exp = _GRADE_OF, math.exp
-    for alt in hit.get("top_logprobs") or []:
-        alt_token = alt.get("token", "")
+    for alt_token, logprob in alternatives:
         # `_grade_of`, its memo looked up here first (~5 alternatives a reply; -1: not in it)
         alt_grade = known.get(alt_token, -1) if type(alt_token) is str else -1
         if alt_grade == -1:
             alt_grade = _grade_of(alt_token)
         if alt_grade is None:
             continue
-        logprob = alt.get("logprob")
         if not isinstance(logprob, _NUMBER):
             continue
         mass[alt_grade] += exp(logprob)
-        # (a grade token is never "", so this is `alt.get("token") == hit_token`)
+        # (a grade token is never "", so this is `alt_token == hit_token` of a grade token)
         seen_self = seen_self or alt_token == hit_token
-    logprob = hit.get("logprob")
-    if not seen_self and isinstance(logprob, _NUMBER):
-        mass[chosen] += math.exp(logprob)
+    if not seen_self and isinstance(hit_logprob, _NUMBER):
+        mass[chosen] += math.exp(hit_logprob)
     total = sum(mass)
     if total <= 0:
         return None

@@ -16,11 +16,17 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from grader.judges.llm.grade_token import grade_distribution, top_level_grade_offset
+from grader.judges.llm.completion_body import CompletionBody, UsageCounts
+from grader.judges.llm.grade_token import (
+    grade_distribution,
+    token_distribution,
+    top_level_grade_offset,
+)
 from grader.models import GRADES, Usage
 from grader.prompts import OutputMode, PromptSpec
 
@@ -99,11 +105,12 @@ def usage_of(body: dict[str, Any]) -> Usage:
         return Usage()
     details = usage.get("prompt_tokens_details") or {}
     cached = details.get("cached_tokens") if isinstance(details, dict) else 0
-    counts = (
-        int(usage.get("prompt_tokens") or 0),
-        int(usage.get("completion_tokens") or 0),
-        int(cached or 0),
-    )
+    return _usage(usage.get("prompt_tokens"), usage.get("completion_tokens"), cached)
+
+
+def _usage(prompt: Any, completion: Any, cached: Any) -> Usage:
+    """The Usage of these token counts (a missing count is 0)."""
+    counts = (int(prompt or 0), int(completion or 0), int(cached or 0))
     made = _USAGES.get(counts)
     if made is None:
         made = Usage(prompt_tokens=counts[0], completion_tokens=counts[1], cached_tokens=counts[2])
@@ -140,9 +147,74 @@ def parse_completion(body: dict[str, Any], *, mode: OutputMode, spec: PromptSpec
     message = choice.get("message")
     if not isinstance(message, dict):  # a malformed body is an invalid reply, not a judge bug
         message = {}
-    content = message.get("content")
-    finish = choice.get("finish_reason")
-    refusal = message.get("refusal")
+    logprobs = choice.get("logprobs")
+    return _graded(
+        message.get("content"),
+        choice.get("finish_reason"),
+        message.get("refusal"),
+        logprobs if isinstance(logprobs, dict) else None,
+        grade_distribution,
+        usage,
+        mode,
+        spec,
+    )
+
+
+def accepted_reply(
+    body: CompletionBody, *, mode: OutputMode, spec: PromptSpec
+) -> GradeReply | None:
+    """`parse_completion` of a body decoded into structs (`completion_body`, a batch import's
+    fast path): the reply it gives the same body as a dict, read from the same fields and
+    validated by the same code; None where it would refuse the body or raise (validate the
+    dict then: it says why)."""
+    try:
+        usage = UNKNOWN_USAGE if body.usage is None else _usage_counted(body.usage)
+        choices = body.choices
+        if not choices:  # (the decode made each a Choice)
+            return None
+        choice = choices[0]
+        message = choice.message
+        if message is None:
+            return None
+        return _graded(
+            message.content,
+            choice.finish_reason,
+            message.refusal,
+            choice.logprobs,
+            token_distribution,
+            usage,
+            mode,
+            spec,
+        )
+    except Exception:  # InvalidReply, or a value parse_completion raises on too
+        return None
+
+
+def _usage_counted(usage: UsageCounts) -> Usage:
+    """`usage_of` of a body's usage decoded into a struct."""
+    details = usage.prompt_tokens_details
+    cached = None if details is None else details.cached_tokens
+    return _usage(usage.prompt_tokens, usage.completion_tokens, cached)
+
+
+UNKNOWN_USAGE = Usage()
+"""The usage of a reply that gives none."""
+
+
+def _graded(
+    content: Any,
+    finish: Any,
+    refusal: Any,
+    logprobs: Any,
+    distribution_of: Callable[..., list[float] | None],
+    usage: Usage,
+    mode: OutputMode,
+    spec: PromptSpec,
+) -> GradeReply:
+    """The grade of a reply's first choice (its message's content and refusal, its finish
+    reason and logprobs: None when absent or not an object), or InvalidReply;
+    `distribution_of` reads the logprobs (`grade_distribution` of a dict, `token_distribution`
+    of structs)."""
     if refusal:
         raise InvalidReply("refusal", f"the model refused: {refusal}", raw=refusal, usage=usage)
     if finish == "length":
@@ -158,14 +230,13 @@ def parse_completion(body: dict[str, Any], *, mode: OutputMode, spec: PromptSpec
         )
     if not isinstance(content, str) or not content or content.isspace():  # (strip copied it)
         raise InvalidReply("empty", "the reply has no content", raw=content, usage=usage)
-    logprobs = choice.get("logprobs")
     if mode == "text":
         grade, reason, offset = _parse_final_line(content, spec, usage)
     else:
         grade, reason = _parse_json(content, usage)
         # Where the grade is matters only to read its logprobs (a walk over the reply).
-        offset = top_level_grade_offset(content) if isinstance(logprobs, dict) else None
-    distribution = grade_distribution(logprobs, content, offset, grade=grade)
+        offset = top_level_grade_offset(content) if logprobs is not None else None
+    distribution = distribution_of(logprobs, content, offset, grade=grade)
     expected = confidence = None
     if distribution is not None:
         expected = sum([g * p for g, p in zip(GRADES, distribution, strict=True)])
