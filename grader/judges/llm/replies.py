@@ -168,7 +168,7 @@ def accepted_reply(
     validated by the same code; None where it would refuse the body or raise (validate the
     dict then: it says why)."""
     try:
-        usage = UNKNOWN_USAGE if body.usage is None else _usage_counted(body.usage)
+        usage = _NO_USAGE if body.usage is None else _usage_counted(body.usage)
         choices = body.choices
         if not choices:  # (the decode made each a Choice)
             return None
@@ -197,7 +197,7 @@ def _usage_counted(usage: UsageCounts) -> Usage:
     return _usage(usage.prompt_tokens, usage.completion_tokens, cached)
 
 
-UNKNOWN_USAGE = Usage()
+_NO_USAGE = Usage()
 """The usage of a reply that gives none."""
 
 
