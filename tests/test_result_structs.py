@@ -142,7 +142,9 @@ def test_any_line_the_fast_path_takes_gives_the_dict_paths_reply(
     record["response"]["body"].update(changes.get("extra", {}))
     raw = json.dumps(record).encode()
     line = loads_line(raw)
-    assert line is not None  # (every shape drawn is one the structs hold)
+    if line is None:  # every shape drawn is one the structs hold, but Python writes an
+        assert b"Infinity" in raw  # infinite float as Infinity, no JSON: decoded whole
+        return
     fast = REPLIES[mode].line_reply(line)
     assert fast is None or fast == _dict_reply(raw, REPLIES[mode])
     if _dict_reply(raw, REPLIES[mode]) is not None and not changes:
