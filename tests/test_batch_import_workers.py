@@ -7,7 +7,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import pickle
 import re
 import shutil
 import signal
@@ -358,18 +357,3 @@ def test_an_error_line_read_the_fast_way_is_worded_from_all_of_it(tmp_path: Path
     assert errors["d3"] is not None and errors["d3"].type == "Batch:rate_limit_exceeded"
     assert "HTTP 429: slow down" in errors["d3"].message
     assert errors["d4"] is not None and "I will not grade" in errors["d4"].message
-
-
-def test_a_worker_process_reads_replies_without_loading_the_client() -> None:
-    """A worker imports its module and unpickles its export's reply reader (what each worker
-    of a large import does on start): the openai SDK, ~0.7 s of imports a process, stays out."""
-    replies = LLMBatchJudge(_judge("fake-model", load_prompt("passage"))).replies
-    code = (
-        "import pickle, sys; import grader.batch.import_work; "
-        "pickle.loads(sys.stdin.buffer.read()); print(sorted(m for m in sys.modules"
-        " if m.split('.')[0] in ('openai', 'httpx')))"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], input=pickle.dumps(replies), capture_output=True, check=True
-    )
-    assert done.stdout.decode().strip() == "[]"

@@ -14,19 +14,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from grader.batch.collect import model_other_than
 from grader.batch.json_lines import ResultLine
+from grader.judges.llm.judge import LLMJudge
 from grader.judges.llm.replies import GradeReply, accepted_reply, parse_completion
 from grader.judges.llm.reply_reader import ReplyReader
 from grader.models import Doc, Judgment, PromptRef, Query
 from grader.prompts import OutputMode, is_text_truncated, is_truncated
 from grader.store.judgment_rows import StoredRow, ok_parts
 from grader.store.store import Store
-
-if TYPE_CHECKING:  # (worker processes read replies without the client's modules)
-    from grader.judges.llm.judge import LLMJudge
 
 
 @dataclass(frozen=True)

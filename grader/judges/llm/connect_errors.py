@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import socket
 import ssl
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    import openai
+import openai
 
 CONNECT_CAUSES = ("connection refused", "DNS lookup failed", "TLS failed", "could not connect")
 """The labels `connect_failure` starts its text with; the part before the colon."""
@@ -35,8 +33,6 @@ def _chain(exc: BaseException) -> list[BaseException]:
 def connect_failure(exc: BaseException) -> str | None:
     """`label: detail` when `exc` is a failure to connect (label one of `CONNECT_CAUSES`), else
     None (a timeout, a dropped connection, an HTTP answer, anything else)."""
-    import openai  # (here: a batch import's worker processes never load the client)
-
     if not isinstance(exc, openai.APIConnectionError) or isinstance(exc, openai.APITimeoutError):
         return None
     chain = _chain(exc)
@@ -57,8 +53,6 @@ def connect_failure(exc: BaseException) -> str | None:
 def connection_message(exc: openai.APIConnectionError) -> str:
     """The SDK's message with the cause the chain holds: "Connection error. (connection refused:
     ...)", or "Connection error. (connection dropped: ...)" once connected; a timeout as is."""
-    import openai
-
     text = str(exc)
     if isinstance(exc, openai.APITimeoutError):
         return text

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import openai
+
 from grader.cost import PriceTable
 from grader.judges.llm.connect_errors import connection_message
 from grader.judges.llm.replies import GradeReply, InvalidReply
@@ -144,8 +146,6 @@ class JudgmentRecorder:
 
     def message(self, exc: BaseException) -> str:
         """The message for `exc`, redacted (the server's own message for a status error)."""
-        import openai  # (here: a batch import's worker processes never load the client)
-
         if isinstance(exc, InvalidReply):
             return self.redact(f"{exc.kind}: {exc.message}")
         text = str(exc)

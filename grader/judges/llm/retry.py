@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+import openai
+
 RETRY_STATUSES = frozenset({408, 409, 429})
 FATAL_STATUSES = frozenset({401, 403, 404})
 
@@ -33,14 +35,10 @@ class RetryPolicy:
 
 
 def status_of(exc: BaseException) -> int | None:
-    import openai  # (here: a batch import's worker processes never load the client)
-
     return exc.status_code if isinstance(exc, openai.APIStatusError) else None
 
 
 def headers_of(exc: BaseException) -> Mapping[str, str]:
-    import openai
-
     if isinstance(exc, openai.APIStatusError):
         return exc.response.headers
     return {}
@@ -50,8 +48,6 @@ def should_retry(exc: BaseException) -> bool:
     """Timeouts, connection errors, 408/409/429 and 5xx are transient; the server may override
     with `x-should-retry: true|false`. Everything else (400, 401, 403, 404, 422, an exhausted
     quota) is not."""
-    import openai
-
     if isinstance(exc, openai.APITimeoutError | openai.APIConnectionError):
         return True
     if is_fatal(exc):
