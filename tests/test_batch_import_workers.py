@@ -21,6 +21,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from grader.batch import import_work, json_lines
 from grader.batch.adapter import LLMBatchJudge
 from grader.batch.export_files import export_requests
 from grader.batch.import_files import Importer
@@ -357,3 +358,23 @@ def test_an_error_line_read_the_fast_way_is_worded_from_all_of_it(tmp_path: Path
     assert errors["d3"] is not None and errors["d3"].type == "Batch:rate_limit_exceeded"
     assert "HTTP 429: slow down" in errors["d3"].message
     assert errors["d4"] is not None and "I will not grade" in errors["d4"].message
+
+
+def test_valid_lines_are_read_as_structs_and_a_refused_one_is_decoded_whole_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In one process: the 30 valid replies never reach the dict decoder (the structs' fast
+    path), each of the 3 refused ones (grade 7) is decoded whole once, and is stored failed."""
+    db, requests = _export(tmp_path, 33)
+    results = _results(FakeServer(), requests, tmp_path / "res", bad={"3", "13", "23"})
+    decoded: list[bytes] = []
+    real = json_lines.loads
+
+    def counted(raw: bytes) -> Any:
+        decoded.append(raw)
+        return real(raw)
+
+    monkeypatch.setattr(import_work, "loads", counted)
+    summary = _import(db, results, workers=0)
+    assert (summary.ok, summary.failed) == (30, 3)
+    assert len(decoded) == 3 and all(b'\\"grade\\": 7' in raw for raw in decoded)

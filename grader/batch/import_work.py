@@ -160,14 +160,13 @@ def pair_texts(
 
 
 class _Record(NamedTuple):
-    """A results line: its export and key, its JSON (`whole`: all of it as dicts, else the
-    keys `loads_line` keeps, as structs), its number and its bytes."""
+    """A results line: its export and key, its JSON (the keys `loads_line` keeps, as structs;
+    or all of it, as dicts), its number and its bytes."""
 
     export_id: str
     key: str
     record: ResultLine | dict[str, Any]
     line: int
-    whole: bool
     raw: bytes
 
 
@@ -225,8 +224,7 @@ class RangeReader:
             if not raw or raw.isspace():
                 continue
             record: ResultLine | dict[str, Any] | None = loads_line(raw)  # (nearly every line)
-            whole = record is None
-            if whole:  # the rest are decoded whole
+            if record is None:  # the rest are decoded whole
                 try:
                     record = loads(raw)
                 except ValueError:
@@ -252,7 +250,7 @@ class RangeReader:
                     hint="import the results of `relgrade batch export` request files",
                 )
             # made in C: ~0.3 us less than through the NamedTuple's Python-level __new__
-            yield tuple.__new__(_Record, (ids[0], ids[1], record, number, whole, raw))
+            yield tuple.__new__(_Record, (ids[0], ids[1], record, number, raw))
 
     def _answer(
         self,
@@ -279,7 +277,7 @@ class RangeReader:
         now = datetime.now(UTC)  # the time of the group's judgments (one text for all)
         rest: list[tuple[_Record, Line, str | None, str | None]] = []
         for rec in records:
-            _, key, record, number, _, _ = rec  # (unpacked at once: fields are looked up)
+            _, key, record, number, _ = rec  # (unpacked at once: fields are looked up)
             line = lines[key]
             stored = statuses.get(key)
             if stored == "ok":  # final: nothing to read
@@ -290,6 +288,7 @@ class RangeReader:
                 reply = replies.line_reply(record)
                 if reply is None:  # read as a dict, which words what is wrong
                     record = loads(rec.raw)
+                    rec = rec._replace(record=record)  # (not decoded again below)
             if not isinstance(record, ResultLine):
                 other = other_model(record, model)
                 body = answered_body(record) if other is None else None
