@@ -63,6 +63,11 @@ BATCH_LINES = 50_000  # lines decided before they are written, in one transactio
 BATCH_SECONDS = 3.0  # ... or after this long, so a crash loses little
 CHECKPOINT_PAGES = 10_000  # WAL pages (8 KiB) written before they are copied into the store
 PARALLEL_BYTES = 32 << 20  # smaller imports run in this process (starting workers takes ~1 s)
+# Workers are forked where the platform can: a forked worker starts with the modules loaded (a
+# spawned one imported them again, the openai SDK among them: ~1.2 s of CPU each, the first
+# result at 1.1 s against 0.35, 2-3% of a 1,000,000-line import). It opens its own
+# connections and never touches the ones it inherits (`start_worker`).
+_START_METHOD = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
 MAX_WORKERS = 4  # worker processes at most (the writing process is the limit past that)
 IN_FLIGHT = 8  # ranges sent ahead per worker: while this process writes (~0.6-1 s a write of
 # 50,000 lines) the workers keep reading (with 2 a worker, they waited: 86-87% of the CPU time
@@ -216,7 +221,7 @@ class Importer(ImportFollowUp):
         with gc_by_hand, self.store.checkpoint_every(CHECKPOINT_PAGES):
             try:
                 if workers > 0:
-                    context = multiprocessing.get_context("spawn")
+                    context = multiprocessing.get_context(_START_METHOD)
                     with ProcessPoolExecutor(
                         workers,
                         mp_context=context,

@@ -366,8 +366,12 @@ _READER: RangeReader | None = None
 
 
 def start_worker(store_path: str, secrets: tuple[str, ...]) -> None:
-    """Process pool initializer: this worker's own connections to the store."""
+    """Process pool initializer: this worker's own connections to the store. A forked worker
+    holds copies of its parent's objects, connections to the store among them: they are frozen
+    at once, so no collection here finalizes (closes) one, and the worker ends with `os._exit`
+    (as the pool's processes do), which runs no finalizer either."""
     global _READER
+    gc.freeze()
     parent = os.getppid()
     threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
     store = Store(store_path, secrets=secrets)
