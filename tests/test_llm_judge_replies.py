@@ -324,6 +324,8 @@ def test_the_quick_way_to_the_grade_token_agrees_with_the_walk(
 ) -> None:
     content = json.dumps(members, indent=indent, separators=separators, ensure_ascii=ascii_only)
     assert top_level_grade_offset(content) == walk_to_grade(content)
+    # told that the text is valid JSON (it is), the value after the opening is not scanned
+    assert top_level_grade_offset(content, valid=True) == walk_to_grade(content)
 
 
 _STRING_BITS = st.sampled_from(['"', "\\", "u", "0", "a", "F", "n", "/", " ", "\x01", "\x7f", "é"])

@@ -214,9 +214,8 @@ def ok_parts(
         f'"cached_tokens":{int(usage.cached_tokens)}}},"cost":{cost_json},"latency_ms":null,'
         f'"truncated":{"true" if truncated else "false"},"error":null'
     )
-    return JudgmentParts(
-        head[1:-1].decode(), tail, _time_text(created_at), None
-    )  # (keywords: ~1 us more)
+    # (made in C: keywords took ~1 us more, the NamedTuple's Python-level __new__ ~0.3)
+    return tuple.__new__(JudgmentParts, (head[1:-1].decode(), tail, _time_text(created_at), None))
 
 
 def _time_text(moment: datetime) -> str:

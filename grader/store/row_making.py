@@ -177,4 +177,4 @@ class StoreRows:
             return None
         head, tail, created_at, _ = parts
         columns = (encode_key(key), query_id, doc_id, "ok", grade, created_at, head, tail, None)
-        return StoredRow(columns, source, 0)
+        return tuple.__new__(StoredRow, (columns, source, 0))  # (made in C: ~0.3 us less)

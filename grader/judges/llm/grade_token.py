@@ -36,19 +36,22 @@ then its grade (the schema's order, nearly every reply): the grade value starts 
 ends."""
 
 
-def top_level_grade_offset(content: str) -> int | None:
+def top_level_grade_offset(content: str, *, valid: bool = False) -> int | None:
     """Character offset of the top-level `grade` value's first digit (inside quotes for a
     string) of a reply that is valid JSON, found by walking the object's members (or at once
     when the grade comes first, or second after a string reason); None when it cannot be
-    located."""
+    located. `valid`: the content is known to be one valid JSON text (it was decoded), so
+    what follows a matched opening is the grade's value and is not scanned again (JSON's
+    grammar reads a text one way: the opening's tokens are the ones its decode read)."""
     opening = _GRADE_FIRST_OR_SECOND.match(content)
     if opening is None or content[opening.end() : opening.end() + 1].isspace():
         return walk_to_grade(content)  # (other whitespace the walk's `\s` skips too)
     start = opening.end()
-    try:  # the value must be one, as the walk requires
-        _DECODER.scan_once(content, start)  # type: ignore[attr-defined]
-    except (ValueError, IndexError, StopIteration):
-        return None
+    if not valid:
+        try:  # the value must be one, as the walk requires
+            _DECODER.scan_once(content, start)  # type: ignore[attr-defined]
+        except (ValueError, IndexError, StopIteration):
+            return None
     return start + 1 if content[start] == '"' else start
 
 
