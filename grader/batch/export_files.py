@@ -44,6 +44,7 @@ from grader.errors import InputError
 from grader.keys import ContentKeys
 from grader.models import Doc, Query
 from grader.store.store import Store, doc_row
+from grader.store.wal import BULK_PAGES
 
 CHUNK = 2000  # pairs per store lookup
 BATCH_PAIRS = 50_000  # id pairs whose texts, id pairs and lines are written in one transaction each
@@ -145,7 +146,12 @@ def export_requests(
     fingerprint = judge.fingerprint()
     requests = RequestLines(judge)
     started = time.perf_counter()
-    with _gc_frozen(freeze_gc), ExportState(store) as state:
+    with (
+        _gc_frozen(freeze_gc),
+        ExportState(store) as state,
+        store.checkpoint_every(BULK_PAGES),  # (an export recording in this process)
+        state.checkpoint_every(BULK_PAGES),
+    ):
         state.add_export(export_id, config, str(folder.resolve()))
         recorder: ExportRecorder | export_process.BackgroundRecorder
         if background:

@@ -38,6 +38,7 @@ from grader.batch.exports import ExportState
 from grader.batch.request_files import remove_temporaries
 from grader.errors import StoreError
 from grader.store.store import Store
+from grader.store.wal import BULK_PAGES
 
 QUEUE_CHUNKS = 48  # the export renders on while the child writes a batch (~100 MB at most)
 STOP_WAIT_S = 120.0  # how long an abandoned child may take to finish the files handed over
@@ -137,7 +138,12 @@ def _child(
     path, out_dir, export_id, batch_pairs = settings
     ended = False  # the end or the abandon was taken from the queue
     try:
-        with Store(path) as store, ExportState(store) as state:
+        with (
+            Store(path) as store,
+            ExportState(store) as state,
+            store.checkpoint_every(BULK_PAGES),
+            state.checkpoint_every(BULK_PAGES),
+        ):
             recorder = ExportRecorder(store, state, out_dir, export_id, batch_pairs)
             recorded = 0
             while isinstance(item := items.get(), Chunk):

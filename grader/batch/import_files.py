@@ -57,11 +57,11 @@ from grader.bulk_gc import collect, collect_by_hand
 from grader.errors import InputError
 from grader.store.judgment_rows import StoredRow
 from grader.store.store import Store
+from grader.store.wal import BULK_PAGES
 
 RANGE_BYTES = 4 << 20  # bytes of results lines per range (~2,300 lines of 1.8 KB)
 BATCH_LINES = 50_000  # lines decided before they are written, in one transaction
 BATCH_SECONDS = 3.0  # ... or after this long, so a crash loses little
-CHECKPOINT_PAGES = 10_000  # WAL pages (8 KiB) written before they are copied into the store
 PARALLEL_BYTES = 32 << 20  # smaller imports run in this process (starting workers takes ~1 s)
 # Workers are forked where the platform can: a forked worker starts with the modules loaded (a
 # spawned one imported them again, the openai SDK among them: ~1.2 s of CPU each, the first
@@ -222,8 +222,13 @@ class Importer(ImportFollowUp):
             workers = min(os.cpu_count() or 1, MAX_WORKERS) if total >= PARALLEL_BYTES else 0
         gc_by_hand = collect_by_hand() if self.freeze_gc else contextlib.nullcontext()
         # Each write of a large import's judgments rewrites most pages of the key index: with
-        # SQLite's checkpoint after 1,000 pages, each was also copied into the store at once.
-        with gc_by_hand, self.store.checkpoint_every(CHECKPOINT_PAGES):
+        # SQLite's checkpoint after 1,000 pages, each was also copied into the store at once
+        # (by the commit of the outcomes too, on the export tables' connection).
+        with (
+            gc_by_hand,
+            self.store.checkpoint_every(BULK_PAGES),
+            self.state.checkpoint_every(BULK_PAGES),
+        ):
             try:
                 if workers > 0:
                     context = multiprocessing.get_context(_START_METHOD)

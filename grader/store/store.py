@@ -55,6 +55,7 @@ from grader.store.migrations import MIGRATIONS, latest_version
 from grader.store.parts_tables import source_id
 from grader.store.reading import StoreReading
 from grader.store.row_making import StoreRows, now_text
+from grader.store.wal import checkpoint_every
 
 BUSY_TIMEOUT_MS = 30_000  # for other tables' own connections (grader.batch.state)
 PAGE_SIZE = 8192  # bytes per page of a new store
@@ -185,18 +186,9 @@ class Store(StoreRows, StoreReading):
         2 MiB): bulk work over a large store reads the same index pages again and again."""
         self._conn.execute(f"PRAGMA cache_size = -{int(kib)}")
 
-    @contextlib.contextmanager
-    def checkpoint_every(self, pages: int) -> Iterator[None]:
-        """Within the block, this thread's connection copies the write-ahead log into the
-        store once it holds `pages` pages (SQLite's default: 1,000). A bulk write of random
-        keys rewrites most of a large index's pages in each transaction: with the default,
-        each commit was copied (and synced) again at once."""
-        before = self._conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
-        self._conn.execute(f"PRAGMA wal_autocheckpoint = {int(pages)}")
-        try:
-            yield
-        finally:
-            self._conn.execute(f"PRAGMA wal_autocheckpoint = {int(before)}")
+    def checkpoint_every(self, pages: int) -> contextlib.AbstractContextManager[None]:
+        """`checkpoint_every` for this thread's connection."""
+        return checkpoint_every(self._conn, pages)
 
     def close(self) -> None:
         """Close the connections (all writes are already committed)."""
