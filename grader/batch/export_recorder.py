@@ -6,8 +6,9 @@ The export's rendering side writes the request files itself and hands over one `
 time, made of plain rows (picklable, so the recorder can run in another process:
 `grader.batch.export_process`; a line's row, not its bytes). Texts, id pairs and lines are
 written together every `batch_pairs` id pairs and before a file is published, texts and id pairs
-first (an import needs both), each table's rows in its key order; a file is read back for its
-sha256, renamed to its final name and listed in the store only once all its lines are recorded.
+first (an import needs both), each table's rows in its key order; a file's size on disk is
+checked, and it is renamed to its final name and listed in the store with its sha256 (hashed as
+it was written), only once all its lines are recorded.
 `recorded` is the number of the last chunk whose lines are all in the store: the rendering side
 asks the store which keys the export already holds, and keeps the keys of the chunks after that
 one itself.
