@@ -369,7 +369,10 @@ def start_worker(store_path: str, secrets: tuple[str, ...]) -> None:
     """Process pool initializer: this worker's own connections to the store. A forked worker
     holds copies of its parent's objects, connections to the store among them: they are frozen
     at once, so no collection here finalizes (closes) one, and the worker ends with `os._exit`
-    (as the pool's processes do), which runs no finalizer either."""
+    (as the pool's processes do), which runs no finalizer either. It also holds SQLite's
+    in-process record of its parent's locks, which its own connections then count as theirs:
+    at the fork the parent holds only an open WAL connection's standing locks (a test checks:
+    no read or write transaction's), which stand while it lives, and a worker ends with it."""
     global _READER
     gc.freeze()
     parent = os.getppid()
