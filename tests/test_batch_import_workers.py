@@ -28,6 +28,7 @@ from grader.batch.import_files import Importer
 from grader.batch.import_followup import ImportSummary
 from grader.batch.job_config import JobJudges, job_config
 from grader.batch.line_ranges import count_newlines, line_ranges
+from grader.cli.main import main
 from grader.errors import InputError
 from grader.judges.llm.judge import LLMJudge
 from grader.models import Doc, Query
@@ -402,8 +403,9 @@ SHM_DMS = 128  # the shared-memory file's byte every connection with it open hol
     not Path("/proc/locks").exists() or import_files._START_METHOD != "fork",
     reason="workers are forked, and /proc/locks tells who holds locks, on Linux",
 )
+@pytest.mark.parametrize("through", ["Importer", "cli"])
 def test_workers_are_forked_while_the_importer_holds_no_lock_on_the_store(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, through: str
 ) -> None:
     """A forked worker inherits SQLite's in-process record of the locks its parent holds on
     the store's files (SQLite warns against carrying a connection across fork for this): its
@@ -425,9 +427,13 @@ def test_workers_are_forked_while_the_importer_holds_no_lock_on_the_store(
         return fork()
 
     monkeypatch.setattr(os, "fork", checked_fork)
-    summary = _import(db, results, 2)
+    if through == "cli":  # (`relgrade batch import`, which opens the store itself)
+        command = ["batch", "import", "--store", str(db), *map(str, results), "--workers", "2"]
+        assert main([*command, "--quiet"]) == 1  # (one line failed)
+    else:
+        summary = _import(db, results, 2)
+        assert (summary.ok, summary.failed) == (299, 1)
     monkeypatch.undo()
-    assert (summary.ok, summary.failed) == (299, 1)
     assert len(forks) == 2  # two workers
     for held in forks:
         assert held  # (the check sees the parent's standing locks)
