@@ -417,7 +417,7 @@ def test_workers_are_forked_while_the_importer_holds_no_lock_on_the_store(
     reads rely on."""
     db, requests = _export(tmp_path, 300)
     results = _results(FakeServer(), requests, tmp_path / "res", bad={"7"})
-    forks: list[list[str]] = []
+    forks: list[list[tuple[str, str, int, str]]] = []
     fork = os.fork
 
     def checked_fork() -> int:
