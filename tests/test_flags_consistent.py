@@ -1,20 +1,27 @@
 """Flags mean one thing in every command, tested through the command line: `-m` and `--run`
-take several values either way, `--skip-missing` has one meaning, `--store` one default,
-`regrade` defaults its prompt and takes an ensemble, `sample` takes qrels, `calibrate --judge`
-lists the judges, and every command and sub-command describes itself in `--help`."""
+take several values either way, the LLM flags have one help text and one default,
+`--skip-missing` has one meaning, `--store` one default, `regrade` defaults its prompt and takes
+an ensemble, `sample` takes qrels, `calibrate --judge` lists the judges, and every command and
+sub-command describes itself in `--help`."""
 
 from __future__ import annotations
 
+import argparse
 import csv
+import inspect
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from grader import defaults
 from grader.cli.commands import COMMANDS
-from grader.cli.main import main
+from grader.cli.main import build_parser, main
+from grader.grading.pipeline import grade_pairs
 from grader.io.judgments import read_judgments
+from grader.judges.llm.judge import LLMJudge
+from grader.regrade.run import regrade
 from grader.store.store import Store
 from tests.batch_helpers import new_prompt
 from tests.fakeserver import FakeServer, default_grade
@@ -357,3 +364,38 @@ def test_every_command_help_has_a_description(
     # A description is prose before the argument lists, not the next heading.
     assert not description.startswith(("options:", "positional arguments:")), command
     assert len(description.split()) >= 6, description
+
+
+# The LLM flags: one definition, the same help and default in every command that sends ----------
+
+
+LLM_FLAGS = ("--base-url", "--api-key-env", "--concurrency", "--rpm", "--tpm", "--timeout")
+LLM_FLAGS += ("--max-attempts", "--prices", "--quiet")
+
+
+def _subparser(parser: argparse.ArgumentParser, words: list[str]) -> argparse.ArgumentParser:
+    for word in words:
+        action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = action.choices[word]
+    return parser
+
+
+def _llm_flags(words: list[str]) -> dict[str, tuple[object, str | None]]:
+    parser = _subparser(build_parser(), words)
+    by_flag = {flag: a for a in parser._actions for flag in a.option_strings}
+    return {flag: (by_flag[flag].default, by_flag[flag].help) for flag in LLM_FLAGS}
+
+
+def test_llm_flags_mean_one_thing_in_every_command_that_sends() -> None:
+    grade = _llm_flags(["grade"])
+    for words in (["regrade"], ["batch", "collect"], ["batch", "import"]):
+        assert _llm_flags(words) == grade, words
+    assert grade["--concurrency"][0] == defaults.CONCURRENCY
+    assert grade["--timeout"][0] == defaults.TIMEOUT_S
+    assert grade["--max-attempts"][0] == defaults.MAX_ATTEMPTS
+    # The library's own defaults are the same numbers.
+    assert inspect.signature(LLMJudge).parameters["timeout"].default == defaults.TIMEOUT_S
+    for function in (grade_pairs, regrade):
+        assert inspect.signature(function).parameters["concurrency"].default == (
+            defaults.CONCURRENCY
+        )

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
+from grader import defaults
 from grader.models import Doc, Judgment, JudgmentError, Query
 
 ParseReply = Callable[[Mapping[str, Any], Query, Doc, str], Judgment]
@@ -215,7 +216,7 @@ async def retry_live(
     items: Mapping[str, tuple[Query, Doc]],
     judge_live: JudgeLive,
     *,
-    concurrency: int = 8,
+    concurrency: int = defaults.CONCURRENCY,
 ) -> dict[str, Judgment]:
     """Ask the live judge for every key with a problem, at most `concurrency` at a time."""
     gate = asyncio.Semaphore(max(1, concurrency))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from grader import defaults
 from grader.batch.adapter import LLMBatchJudge
 from grader.batch.collect import LineProblem, failed_judgment, retry_live
 from grader.batch.exports import ExportState
@@ -103,7 +104,9 @@ class ImportFollowUp:
                     outcomes[x.key] = "failed"
                 self._put(judge, export_id, results, outcomes, summary)
 
-    async def reask_failed(self, summary: ImportSummary, *, concurrency: int = 8) -> None:
+    async def reask_failed(
+        self, summary: ImportSummary, *, concurrency: int = defaults.CONCURRENCY
+    ) -> None:
         """Ask live every failed request of the request files this import touched (bad,
         refused or missing lines, this import's or an earlier one's), through each export's
         judge; each answer (ok, or failed with its reason) is stored as live grading stores it.

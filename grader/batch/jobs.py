@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from grader import defaults
 from grader.batch.client import BatchClient, BatchInfo, poll_delays
 from grader.batch.collect import (
     LineProblem,
@@ -69,7 +70,7 @@ class BatchOptions:
     # within its 24 h completion window; a server that never does is not waited for forever.
     max_wait_s: float = 26 * 3600.0
     live_retry: bool = True
-    concurrency: int = 8
+    concurrency: int = defaults.CONCURRENCY
 
 
 @dataclass

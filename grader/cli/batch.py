@@ -21,14 +21,13 @@ from grader.batch.state import BatchState, Job
 from grader.cli.batch_common import (
     JudgeFactory,
     add_batch_options,
-    add_llm_options,
     make_runner,
     progress_printer,
 )
 from grader.cli.batch_endpoint import batch_command, use_stored_base_url
 from grader.cli.commands import COMMANDS
 from grader.cli.flags import add_store
-from grader.cli.settings import Settings, add_api_key_env
+from grader.cli.settings import Settings, add_api_key_env, add_llm_options
 from grader.cli.store_busy import print_store_busy
 from grader.errors import InputError
 from grader.store.store import Store

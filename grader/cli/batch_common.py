@@ -1,4 +1,4 @@
-"""What `relgrade regrade` and `relgrade batch` share: LLM and Batch API flags, the judges built
+"""What `relgrade regrade` and `relgrade batch` share: Batch API flags, the judges built
 from the command's `Settings` (and rebuilt for stored batch jobs), and the batch progress line."""
 
 from __future__ import annotations
@@ -13,24 +13,12 @@ from grader.batch.job_config import JobJudges
 from grader.batch.jobs import BatchOptions, BatchRunner
 from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE
 from grader.batch.state import Job
-from grader.cli.settings import Settings, add_api_key_env
+from grader.cli.settings import Settings
 from grader.errors import InputError
 from grader.judges.llm.judge import LLMJudge
 from grader.prompts import PromptSpec
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
-
-
-def add_llm_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint")
-    add_api_key_env(p)
-    p.add_argument("--concurrency", type=int, default=8, metavar="N", help="requests at once (8)")
-    p.add_argument("--rpm", type=float, help="requests per minute limit (live requests)")
-    p.add_argument("--tpm", type=float, help="tokens per minute limit (live requests)")
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds per request (60)")
-    p.add_argument("--max-attempts", type=int, default=4, help="attempts per pair (4)")
-    p.add_argument("--prices", metavar="TOML", help="price table (USD per 1M tokens)")
-    p.add_argument("--quiet", action="store_true", help="no progress output")
 
 
 def add_batch_options(p: argparse.ArgumentParser) -> None:

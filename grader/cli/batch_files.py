@@ -21,9 +21,9 @@ from grader.batch.import_files import Importer
 from grader.batch.import_followup import ImportSummary
 from grader.batch.job_config import job_config
 from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE
-from grader.cli.batch_common import JudgeFactory, add_llm_options
+from grader.cli.batch_common import JudgeFactory
 from grader.cli.flags import add_runs, add_store
-from grader.cli.settings import Settings, add_api_key_env
+from grader.cli.settings import Settings, add_api_key_env, add_llm_options
 from grader.cli.store_busy import print_store_busy
 from grader.errors import InputError
 from grader.models import Doc, Query

@@ -16,7 +16,7 @@ from grader.cli.commands import COMMANDS
 from grader.cli.flags import add_runs, add_store
 from grader.cli.progress import GradingProgress
 from grader.cli.prompt_check import add_allow_changed_prompt, check_prompts
-from grader.cli.settings import Settings, add_api_key_env
+from grader.cli.settings import Settings, add_llm_options
 from grader.cli.store_busy import print_store_busy
 from grader.cost import cost_range, spend_text
 from grader.errors import BudgetError, InputError
@@ -98,8 +98,7 @@ def register(sub: Any) -> None:
         metavar="M",
         help="model; several (--model A --model B, or --model A B) make an ensemble",
     )
-    p.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint")
-    add_api_key_env(p)
+    add_llm_options(p)
     p.add_argument(
         "--judge", choices=["llm", "lexical"], default="llm", help="lexical: offline baseline"
     )
@@ -109,14 +108,6 @@ def register(sub: Any) -> None:
         help="lexical settings and thresholds (default: ./relgrade-lexical.toml as written by "
         "calibrate --fit-lexical, if present, else the shipped prompts/lexical-v1.toml)",
     )
-    p.add_argument("--concurrency", type=int, default=8, metavar="N", help="requests at once (8)")
-    p.add_argument("--rpm", type=float, help="requests per minute limit")
-    p.add_argument("--tpm", type=float, help="tokens per minute limit")
-    p.add_argument(
-        "--timeout", type=float, default=60.0, help="seconds per whole request, retries apart (60)"
-    )
-    p.add_argument("--max-attempts", type=int, default=4, help="attempts per pair (4)")
-    p.add_argument("--prices", metavar="TOML", help="price table (USD per 1M tokens)")
     add_store(p)
     p.add_argument("--out", metavar="JUDGMENTS.jsonl", help="write judgments JSONL")
     p.add_argument("--qrels-out", metavar="QRELS", help="write TREC qrels (ok grades only)")
@@ -132,7 +123,6 @@ def register(sub: Any) -> None:
     p.add_argument("--verify-low", action="store_true", help="regrade 0-1 grades a second time")
     p.add_argument("--verify-prompt", metavar="NAME", help="prompt of the verifier")
     p.add_argument("--verify-model", metavar="M", help="model of the verifier")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
 

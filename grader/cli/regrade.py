@@ -20,7 +20,6 @@ from grader.batch.job_config import job_config
 from grader.cli.batch_common import (
     JudgeFactory,
     add_batch_options,
-    add_llm_options,
     make_runner,
     progress_printer,
 )
@@ -30,7 +29,7 @@ from grader.cli.failed_pairs import failure_causes_text
 from grader.cli.flags import add_measures, add_runs, add_store
 from grader.cli.progress import GradingProgress
 from grader.cli.prompt_check import add_allow_changed_prompt, check_prompts
-from grader.cli.settings import Settings
+from grader.cli.settings import Settings, add_llm_options
 from grader.cli.store_busy import print_store_busy
 from grader.cost import cost_range, usd_or_unknown
 from grader.errors import InputError, PromptError

@@ -27,6 +27,7 @@ from urllib.parse import urlparse
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from grader import defaults
 from grader.cost import PriceTable
 from grader.errors import InputError, JudgeError
 from grader.judges.llm.endpoint import KEY_ENV, PLACEHOLDER_KEY, api_key_for, env_key_for
@@ -50,6 +51,36 @@ API_KEY_ENV_HELP = (
 def add_api_key_env(p: argparse.ArgumentParser) -> None:
     """The --api-key-env flag, with the help text saying which key goes where."""
     p.add_argument("--api-key-env", metavar="NAME", help=API_KEY_ENV_HELP)
+
+
+def add_llm_options(p: argparse.ArgumentParser) -> None:
+    """The flags of every command that sends requests to an LLM server (`grade`, `regrade`,
+    `batch collect`, `batch import`), with one help text and one default each."""
+    p.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint")
+    add_api_key_env(p)
+    p.add_argument(
+        "--concurrency",
+        type=int,
+        default=defaults.CONCURRENCY,
+        metavar="N",
+        help=f"requests at once ({defaults.CONCURRENCY})",
+    )
+    p.add_argument("--rpm", type=float, help="requests per minute limit (live requests)")
+    p.add_argument("--tpm", type=float, help="tokens per minute limit (live requests)")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=defaults.TIMEOUT_S,
+        help=f"seconds per whole request, retries apart ({defaults.TIMEOUT_S:g})",
+    )
+    p.add_argument(
+        "--max-attempts",
+        type=int,
+        default=defaults.MAX_ATTEMPTS,
+        help=f"attempts per pair ({defaults.MAX_ATTEMPTS})",
+    )
+    p.add_argument("--prices", metavar="TOML", help="price table (USD per 1M tokens)")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
 
 
 class Environment(BaseSettings):
@@ -97,9 +128,9 @@ class Settings:
     prices_path: str | None = None
     rpm: float | None = None
     tpm: float | None = None
-    timeout: float = 60.0
-    max_attempts: int = 4
-    concurrency: int = 8
+    timeout: float = defaults.TIMEOUT_S
+    max_attempts: int = defaults.MAX_ATTEMPTS
+    concurrency: int = defaults.CONCURRENCY
     """Workers at once; sets how many transport failures in a row stop a run (`dead_after_for`)."""
     sending: bool = True
     """False for a dry run: nothing is sent, so no key is needed."""
@@ -130,9 +161,9 @@ class Settings:
             prices_path=getattr(args, "prices", None),
             rpm=rpm or None,  # 0 means no limit, as before
             tpm=tpm or None,
-            timeout=getattr(args, "timeout", 60.0),
-            max_attempts=getattr(args, "max_attempts", 4),
-            concurrency=getattr(args, "concurrency", 8),
+            timeout=getattr(args, "timeout", defaults.TIMEOUT_S),
+            max_attempts=getattr(args, "max_attempts", defaults.MAX_ATTEMPTS),
+            concurrency=getattr(args, "concurrency", defaults.CONCURRENCY),
             sending=not getattr(args, "dry_run", False),
             api_key_env=getattr(args, "api_key_env", None),
         )

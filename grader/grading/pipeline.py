@@ -50,9 +50,10 @@ from collections.abc import Sequence
 from operator import attrgetter, itemgetter
 from typing import Any
 
+from grader import defaults
 from grader.grading.budget import Estimate, check_priced, estimate_requests
 from grader.grading.events import ProgressCallback, ProgressEvent
-from grader.grading.pairs import Pair, PairSelection, pairs_to_grade
+from grader.grading.pairs import Pair, pairs_to_grade
 from grader.grading.report import GradingReport
 from grader.grading.run import GradingRun
 from grader.judges.base import Judge
@@ -83,7 +84,7 @@ async def grade_pairs(
     store: Store | None,
     writer: StoreWriter | None = None,
     verify_judge: Judge | None = None,
-    concurrency: int = 8,
+    concurrency: int = defaults.CONCURRENCY,
     max_cost: float | None = None,
     dry_run: bool = False,
     progress: ProgressCallback | None = None,
@@ -278,15 +279,3 @@ def run_grading(
 
     asyncio.run(main())
     return reports[0]
-
-
-def selection_summary(selection: PairSelection) -> str:
-    """One line about how the pairs were chosen (for the CLI's summary)."""
-    parts = [f"{len(selection.pairs)} pairs"]
-    if selection.duplicates:
-        parts.append(f"{selection.duplicates} duplicates across runs merged")
-    if selection.judged:
-        parts.append(f"{selection.judged} already graded by people skipped")
-    if selection.missing:
-        parts.append(f"{selection.missing} with unknown ids skipped")
-    return ", ".join(parts)

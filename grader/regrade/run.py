@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from grader import defaults
 from grader.batch.jobs import BatchJudge, BatchRunner, CollectSummary, JudgeFor, Progress, Sleep
 from grader.batch.state import BatchState
 from grader.grading.events import ProgressCallback
@@ -68,7 +69,7 @@ async def regrade(
     judge_for: JudgeFor | None = None,
     job_config: dict[str, Any] | None = None,
     wait: bool = True,
-    concurrency: int = 8,
+    concurrency: int = defaults.CONCURRENCY,
     progress: ProgressCallback | None = None,
     handle_sigint: bool = False,
     freeze_gc: bool = False,

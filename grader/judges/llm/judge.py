@@ -45,6 +45,7 @@ from typing import Any
 import openai
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
+from grader import defaults
 from grader.cost import PriceTable, estimate_usage, expected_reply_tokens
 from grader.errors import JudgeError, ServerNotAnswering
 from grader.judges.llm.connect_errors import connect_failure
@@ -94,7 +95,7 @@ class LLMJudge:
         base_url: str | None = None,
         api_key: str | None = None,
         client: openai.AsyncOpenAI | None = None,
-        timeout: float = 60.0,
+        timeout: float = defaults.TIMEOUT_S,
         max_attempts: int | None = None,
         policy: RetryPolicy | None = None,
         limiter: RateLimiter | None = None,

@@ -1,0 +1,13 @@
+"""The defaults of sending requests, defined once: the command line's flags, `Settings`, the
+LLM judge, the pipeline and the Batch API's live follow-ups all read them from here."""
+
+from __future__ import annotations
+
+CONCURRENCY = 8
+"""Requests in flight at once (`--concurrency`)."""
+
+TIMEOUT_S = 60.0
+"""Seconds for one whole request, retries apart (`--timeout`)."""
+
+MAX_ATTEMPTS = 4
+"""Attempts per pair before it is recorded failed (`--max-attempts`)."""
