@@ -274,11 +274,6 @@ def _parse_pandas(
     return frame
 
 
-def line_numbers(path: Path) -> list[int]:
-    """File line number of each parsed row (both parsers skip blank and comment lines)."""
-    return [lineno for lineno, text in iter_lines(path) if text.strip() and not is_comment(text)]
-
-
 def line_of(path: Path, row: int) -> int:
     """File line number of parsed row `row` (re-reads the file: for error messages only)."""
     return lines_of(path, [row])[0]

@@ -225,7 +225,3 @@ class ClaimBook:
     async def renew_async(self) -> int:
         """`renew` off the event loop."""
         return await asyncio.to_thread(self.renew)
-
-    async def release_all_async(self) -> bool:
-        """`release_all` off the event loop."""
-        return await asyncio.to_thread(self.release_all)
