@@ -1,1 +1,13 @@
+import os
+
+from hypothesis import settings
+
 from tests.fixtures_fakeserver import _fake_server_session, fake_server  # noqa: F401
+from tests.helpers.hypothesis_scale import CI_EXAMPLES
+
+# Hypothesis profiles: `dev` (the default, few examples: the quick loop) and `ci` (selected when
+# CI=true, as .ci/run sets it: every property at full strength). HYPOTHESIS_PROFILE overrides.
+settings.register_profile("ci", max_examples=CI_EXAMPLES, deadline=None)
+settings.register_profile("dev", max_examples=10, deadline=None)
+_ci = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if _ci else "dev"))

@@ -7,11 +7,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from calibration.stats.agreement import agreement
+from tests.helpers.hypothesis_scale import examples
 
 grades = st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), min_size=2, max_size=60)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(grades)
 def test_figures_stay_in_range_and_swap_sides_sensibly(pairs: list[tuple[int, int]]) -> None:
     h = np.array([a for a, _ in pairs])
@@ -31,7 +32,7 @@ def test_figures_stay_in_range_and_swap_sides_sensibly(pairs: list[tuple[int, in
     assert out["confusion"] == [list(row) for row in zip(*swapped["confusion"], strict=True)]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(st.integers(0, 3), min_size=2, max_size=60))
 def test_identical_grades_agree_perfectly(values: list[int]) -> None:
     out = agreement(values, values)
@@ -43,7 +44,7 @@ def test_identical_grades_agree_perfectly(values: list[int]) -> None:
         assert abs(out["krippendorff_alpha_ordinal"] - 1.0) < 1e-12
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(grades, st.floats(0.1, 100.0))
 def test_scaling_all_weights_changes_nothing(pairs: list[tuple[int, int]], scale: float) -> None:
     h = np.array([a for a, _ in pairs])

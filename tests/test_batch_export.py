@@ -29,32 +29,10 @@ from grader.batch.job_config import job_config
 from grader.batch.request_files import RequestFiles
 from grader.batch.requests import split_requests
 from grader.errors import StoreError
-from grader.judges.llm.judge import LLMJudge
 from grader.keys import ContentKeys
 from grader.models import Doc, Judgment, PromptRef, Query
 from grader.store.store import Store
-
-
-def _judge(prompt: str = "passage") -> LLMBatchJudge:
-    return LLMBatchJudge(
-        LLMJudge(model="fake-model", prompt=prompt, base_url="http://127.0.0.1:9/v1")
-    )
-
-
-def _pairs(n: int) -> list[tuple[Query, Doc]]:
-    """`n` pairs, 4 per query; every 5th repeats an earlier pair's texts under a new doc id
-    (one line, two id pairs), some with metadata, tags and characters JSON escapes."""
-    out: list[tuple[Query, Doc]] = []
-    for i in range(n):
-        query = Query(query_id=f"q{i // 4}", text=f'query {i // 4} "quoted" é')
-        if i % 5 == 4:
-            first = out[i - 3][1]
-            out.append((out[i - 3][0], Doc(doc_id=f"copy{i}", text=first.text, title=first.title)))
-            continue
-        meta = {"path": f"src/m{i}.py", "n": i} if i % 3 == 0 else {}
-        text = f"doc {i} </passage> tab\there \u2028 " + "word " * (i % 9)
-        out.append((query, Doc(doc_id=f"d{i}", text=text, title=f"T{i}", metadata=meta)))
-    return out
+from tests.helpers.batch_export import batch_judge, export_pairs
 
 
 def _expected_files(
@@ -84,8 +62,8 @@ def test_files_and_rows_equal_the_plain_way(
     tmp_path: Path, background: bool, limits: tuple[int, int]
 ) -> None:
     max_requests, max_bytes = limits
-    judge = _judge()
-    pairs = _pairs(60)
+    judge = batch_judge()
+    pairs = export_pairs(60)
     db = tmp_path / "x.db"
     stored = ContentKeys(judge.fingerprint()).key(pairs[1][0].text, pairs[1][1].text)
     with Store(db) as store:
@@ -138,7 +116,7 @@ def test_files_and_rows_equal_the_plain_way(
 
 
 def _interrupted(n: int, at: int) -> Iterator[tuple[Query, Doc]]:
-    for i, pair in enumerate(_pairs(n)):
+    for i, pair in enumerate(export_pairs(n)):
         if i == at:
             raise KeyboardInterrupt
         yield pair
@@ -170,7 +148,7 @@ def _stopped_export(
     """Run an export of `pairs` into a new store that stops with `error` (its text matching
     `match`; `kw`: the export's limits and `background`); how many files the store lists,
     each checked whole."""
-    judge = _judge()
+    judge = batch_judge()
     db, out = tmp_path / "x.db", tmp_path / "out"
     with Store(db) as store, pytest.raises(error, match=match):
         export_requests(store, judge, job_config(judge, "passage"), pairs, out, **kw)
@@ -192,8 +170,8 @@ def test_an_interrupted_export_leaves_only_whole_recorded_files(
     )
     # Chunks of 7: the 21 before the interrupt were handed over, and every file closed by
     # then is published (an interrupted export keeps the files whose lines it recorded).
-    maker = ContentKeys(_judge().fingerprint())
-    lines = len({maker.key(q.text, d.text) for q, d in _pairs(200)[:147]})
+    maker = ContentKeys(batch_judge().fingerprint())
+    lines = len({maker.key(q.text, d.text) for q, d in export_pairs(200)[:147]})
     assert listed == (lines - 1) // 20 == 5
 
 
@@ -218,7 +196,7 @@ def test_an_error_in_the_recording_child_is_raised_and_abandons(
     monkeypatch.setattr(ExportState, "add_file", add_file)
     listed = _stopped_export(
         tmp_path,
-        _pairs(300),
+        export_pairs(300),
         StoreError,
         "disk full",
         max_requests=25,
@@ -246,7 +224,7 @@ def test_a_failed_file_write_stops_the_export_with_only_whole_files_listed(
     monkeypatch.setattr(RequestFiles, "_handle", handle)
     listed = _stopped_export(
         tmp_path,
-        _pairs(300),
+        export_pairs(300),
         OSError,
         "No space left",
         max_requests=20,
@@ -327,17 +305,17 @@ from grader.batch import request_files
 from grader.batch.export_files import export_requests
 from grader.batch.job_config import job_config
 from grader.store.store import Store
-from tests.test_batch_export import _judge, _pairs
+from tests.helpers.batch_export import batch_judge, export_pairs
 
 request_files.BLOCK_BYTES = 4096  # the open file is on disk, in part, when the kill comes
 
 def slow_pairs():
-    for i, pair in enumerate(_pairs(100_000)):
+    for i, pair in enumerate(export_pairs(100_000)):
         if i % 50 == 0:
             time.sleep(0.01)
         yield pair
 
-judge = _judge()
+judge = batch_judge()
 with Store(sys.argv[1]) as store:
     export_requests(store, judge, job_config(judge, "passage"), slow_pairs(), Path(sys.argv[2]),
                     max_requests=300, chunk=100, batch_pairs=200, background=True)

@@ -22,76 +22,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from grader.batch import import_work, json_lines
-from grader.batch.adapter import LLMBatchJudge
-from grader.batch.export_files import export_requests
 from grader.batch.import_files import Importer
 from grader.batch.import_followup import ImportSummary
-from grader.batch.job_config import JobJudges, job_config
+from grader.batch.job_config import JobJudges
 from grader.batch.line_ranges import count_newlines, line_ranges
 from grader.errors import InputError
-from grader.judges.llm.judge import LLMJudge
-from grader.models import Doc, Query
-from grader.prompts import PromptSpec, load_prompt
 from grader.store.store import Store
 from tests import fake_engine
 from tests.fakeserver import FakeServer
-
-
-def _judge(model: str, prompt: PromptSpec) -> LLMJudge:
-    return LLMJudge(model=model, prompt=prompt, base_url="http://127.0.0.1:9/v1")
-
-
-def _export(tmp_path: Path, n: int) -> tuple[Path, list[Path]]:
-    """`n` pairs exported into a fresh store: (store, request files)."""
-    db = tmp_path / "export.db"
-    judge = LLMBatchJudge(_judge("fake-model", load_prompt("passage")))
-    pairs = (
-        (
-            Query(query_id=f"q{i // 10}", text=f"query {i // 10}"),
-            Doc(doc_id=f"d{i}", text=f"doc {i} " + "words " * (i % 7)),
-        )
-        for i in range(n)
-    )
-    with Store(db) as store:
-        summary = export_requests(
-            store, judge, job_config(judge, "passage"), pairs, tmp_path / "requests"
-        )
-    return db, summary.files
-
-
-def _answer(server: FakeServer, bad: set[str]) -> fake_engine.Answer:
-    """Each body answered by the fake server; those whose user message names a doc in `bad`
-    get grade 7, which the validator refuses."""
-
-    def answer(body: dict[str, Any]) -> tuple[int, dict[str, Any] | None, str | None]:
-        reply = server.completion_for(body)
-        if any(f"doc {d} " in m["content"] for m in body["messages"][1:] for d in bad):
-            reply["choices"][0]["message"]["content"] = '{"reason": "x", "grade": 7}'
-        return 200, reply, None
-
-    return answer
-
-
-def _results(
-    server: FakeServer, requests: list[Path], out: Path, *, bad: set[str], **kw: Any
-) -> list[Path]:
-    out.mkdir(exist_ok=True)
-    paths = []
-    for path in requests:
-        target = out / f"{path.stem}.results.jsonl"
-        fake_engine.run_batch(path, target, _answer(server, bad), **kw)
-        paths.append(target)
-    return paths
-
-
-def _import(db: Path, results: list[Path], workers: int) -> ImportSummary:
-    with (
-        Store(db) as store,
-        Importer(
-            store, JobJudges(_judge).for_job, workers=workers, range_bytes=20_000, batch_lines=300
-        ) as importer,
-    ):
-        return importer.run(results)
+from tests.helpers.batch_import import (
+    engine_results,
+    export_pairs,
+    import_results,
+    unreachable_judge,
+)
 
 
 def _rows(db: Path) -> list[tuple[Any, ...]]:
@@ -118,8 +62,8 @@ def _both(tmp_path: Path, db: Path, results: list[Path]) -> tuple[ImportSummary,
     one, two = tmp_path / "one.db", tmp_path / "two.db"
     shutil.copy(db, one)
     shutil.copy(db, two)
-    inline = _import(one, results, 0)
-    pooled = _import(two, results, 2)
+    inline = import_results(one, results, 0)
+    pooled = import_results(two, results, 2)
     assert _counts(pooled) == _counts(inline)
     assert _rows(two) == _rows(one)
     return inline, pooled
@@ -145,10 +89,10 @@ def test_count_newlines_counts_as_count_does(data: bytes, end: int) -> None:
 
 
 def test_workers_give_what_one_process_gives(tmp_path: Path) -> None:
-    db, requests = _export(tmp_path, 400)
+    db, requests = export_pairs(tmp_path, 400)
     server = FakeServer()
     failing = [json.loads(x)["custom_id"] for x in requests[0].read_text().splitlines()[5:9]]
-    results = _results(
+    results = engine_results(
         server, requests, tmp_path / "res", bad={"3", "77"}, fail_ids=failing, truncate_last=True
     )
     inline, _ = _both(tmp_path, db, results)
@@ -160,11 +104,11 @@ def test_workers_give_what_one_process_gives(tmp_path: Path) -> None:
 def test_duplicates_across_ranges_are_decided_in_file_order(tmp_path: Path) -> None:
     """The same requests answered twice: first with errors, then well. Read in one import,
     every key ends ok; the second copy's lines of keys already ok are 'already'."""
-    db, requests = _export(tmp_path, 300)
+    db, requests = export_pairs(tmp_path, 300)
     server = FakeServer()
     failing = [json.loads(x)["custom_id"] for x in requests[0].read_text().splitlines()[:50]]
-    first = _results(server, requests, tmp_path / "a", bad=set(), fail_ids=failing)
-    second = _results(server, requests, tmp_path / "b", bad=set())
+    first = engine_results(server, requests, tmp_path / "a", bad=set(), fail_ids=failing)
+    second = engine_results(server, requests, tmp_path / "b", bad=set())
     inline, _ = _both(tmp_path, db, [*first, *second, *first])
     assert (inline.ok, inline.failed, inline.already) == (300, 50, 550)
     with Store(tmp_path / "two.db") as store:
@@ -172,13 +116,13 @@ def test_duplicates_across_ranges_are_decided_in_file_order(tmp_path: Path) -> N
 
 
 def test_import_twice_with_workers_changes_nothing(tmp_path: Path) -> None:
-    db, requests = _export(tmp_path, 300)
-    results = _results(FakeServer(), requests, tmp_path / "res", bad={"5"})
-    first = _import(db, results, 2)
+    db, requests = export_pairs(tmp_path, 300)
+    results = engine_results(FakeServer(), requests, tmp_path / "res", bad={"5"})
+    first = import_results(db, results, 2)
     assert (first.ok, first.failed) == (299, 1)
     with sqlite3.connect(db) as conn:
         before = conn.execute("SELECT * FROM judgments ORDER BY key").fetchall()
-    again = _import(db, results, 2)
+    again = import_results(db, results, 2)
     assert (again.ok, again.failed, again.already) == (0, 0, 300)
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT * FROM judgments ORDER BY key").fetchall() == before
@@ -199,8 +143,8 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.slow
 def test_sigkill_during_import_with_workers_then_import_again(tmp_path: Path) -> None:
-    db, requests = _export(tmp_path, 6000)
-    results = _results(FakeServer(), requests, tmp_path / "res", bad=set())
+    db, requests = export_pairs(tmp_path, 6000)
+    results = engine_results(FakeServer(), requests, tmp_path / "res", bad=set())
     env = {**os.environ, "RELGRADE_TEST_IMPORT_PAUSE": "30"}
     cmd = [sys.executable, "-m", "grader.cli.main", "batch", "import", "--store", str(db)]
     child = subprocess.Popen(
@@ -239,16 +183,16 @@ def test_sigkill_during_import_with_workers_then_import_again(tmp_path: Path) ->
 def test_a_pair_whose_texts_are_gone_stops_the_import_naming_it(
     tmp_path: Path, table: str, where: str, pair: str
 ) -> None:
-    db, requests = _export(tmp_path, 30)
-    results = _results(FakeServer(), requests, tmp_path / "results", bad=set())
+    db, requests = export_pairs(tmp_path, 30)
+    results = engine_results(FakeServer(), requests, tmp_path / "results", bad=set())
     with sqlite3.connect(db) as conn:
         conn.execute(f"DELETE FROM {table} WHERE {where}")
     with pytest.raises(InputError, match=re.escape(f"the store has no text for {pair}")):
-        _import(db, results, 0)
+        import_results(db, results, 0)
 
 
 def test_a_secret_in_a_reply_is_masked_in_the_stored_judgment(tmp_path: Path) -> None:
-    db, requests = _export(tmp_path, 20)
+    db, requests = export_pairs(tmp_path, 20)
     server = FakeServer()
 
     def leaky(body: dict[str, Any]) -> tuple[int, dict[str, Any] | None, str | None]:
@@ -263,7 +207,7 @@ def test_a_secret_in_a_reply_is_masked_in_the_stored_judgment(tmp_path: Path) ->
     fake_engine.run_batch(requests[0], out, leaky)
     with (
         Store(db, secrets=["sk-test-secret-123"]) as store,
-        Importer(store, JobJudges(_judge).for_job, workers=0) as importer,
+        Importer(store, JobJudges(unreachable_judge).for_job, workers=0) as importer,
     ):
         summary = importer.run([out])
         stored = {j.doc_id: j for j in store.iter_judgments()}
@@ -277,7 +221,7 @@ def test_lines_not_read_the_fast_way_are_read_whole(tmp_path: Path) -> None:
     """A line with other characters than ASCII is read whole (the same judgment as the same
     line escaped), one with bytes that are not UTF-8 in a field the import skips is malformed
     as `json.loads` finds it, and so is one nested too deeply to decode."""
-    db, requests = _export(tmp_path, 20)
+    db, requests = export_pairs(tmp_path, 20)
     server = FakeServer()
 
     def accented(body: dict[str, Any]) -> tuple[int, dict[str, Any] | None, str | None]:
@@ -300,7 +244,7 @@ def test_lines_not_read_the_fast_way_are_read_whole(tmp_path: Path) -> None:
     assert (inline.lines, inline.ok, inline.n_malformed) == (18, 18, 2)
     assert inline.malformed == [f"{plain}:4", f"{plain}:6"]
     shutil.copy(db, tmp_path / "escaped.db")
-    _import(tmp_path / "escaped.db", [escaped], 0)
+    import_results(tmp_path / "escaped.db", [escaped], 0)
     left_out = {lines[3]["custom_id"].split(":", 2)[2], lines[5]["custom_id"].split(":", 2)[2]}
 
     def judgments(db: Path) -> list[tuple[Any, ...]]:
@@ -318,8 +262,8 @@ def test_blank_lines_crlf_and_a_last_line_without_newline_are_read_as_lines(
 ) -> None:
     """Blank and whitespace-only lines are skipped but counted in line numbers, CRLF ends
     are read, and a complete last line without a newline is imported, not cut short."""
-    db, requests = _export(tmp_path, 30)
-    clean = _results(FakeServer(), requests, tmp_path / "clean", bad=set())
+    db, requests = export_pairs(tmp_path, 30)
+    clean = engine_results(FakeServer(), requests, tmp_path / "clean", bad=set())
     lines = clean[0].read_bytes().splitlines()
     messy = [b"", *lines[:10], b"  \t", b"\x0c", b"{not json", *lines[10:]]
     path = tmp_path / "messy" / "results.jsonl"
@@ -334,7 +278,7 @@ def test_an_error_line_read_the_fast_way_is_worded_from_all_of_it(tmp_path: Path
     """A line the import read keeping only a reply's keys, that turns out not to be a valid
     reply (an error body in the Batch API's shape, a refusal), is judged from the whole line:
     its failure says what the engine said, and it is never a grade."""
-    db, requests = _export(tmp_path, 20)
+    db, requests = export_pairs(tmp_path, 20)
     server = FakeServer()
 
     def answer(body: dict[str, Any]) -> tuple[int, dict[str, Any] | None, str | None]:
@@ -349,7 +293,7 @@ def test_an_error_line_read_the_fast_way_is_worded_from_all_of_it(tmp_path: Path
 
     out = tmp_path / "results.jsonl"
     fake_engine.run_batch(requests[0], out, answer)
-    summary = _import(db, [out], 0)
+    summary = import_results(db, [out], 0)
     assert (summary.ok, summary.failed) == (18, 2)
     with Store(db) as store:
         failed = {j.doc_id: j for j in store.iter_judgments(status="failed")}
@@ -365,8 +309,8 @@ def test_valid_lines_are_read_as_structs_and_a_refused_one_is_decoded_whole_once
 ) -> None:
     """In one process: the 30 valid replies never reach the dict decoder (the structs' fast
     path), each of the 3 refused ones (grade 7) is decoded whole once, and is stored failed."""
-    db, requests = _export(tmp_path, 33)
-    results = _results(FakeServer(), requests, tmp_path / "res", bad={"3", "13", "23"})
+    db, requests = export_pairs(tmp_path, 33)
+    results = engine_results(FakeServer(), requests, tmp_path / "res", bad={"3", "13", "23"})
     decoded: list[bytes] = []
     real = json_lines.loads
 
@@ -375,6 +319,6 @@ def test_valid_lines_are_read_as_structs_and_a_refused_one_is_decoded_whole_once
         return real(raw)
 
     monkeypatch.setattr(import_work, "loads", counted)
-    summary = _import(db, results, workers=0)
+    summary = import_results(db, results, workers=0)
     assert (summary.ok, summary.failed) == (30, 3)
     assert len(decoded) == 3 and all(b'\\"grade\\": 7' in raw for raw in decoded)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import string
 from typing import Any
 
 import pytest
@@ -35,6 +34,8 @@ from grader.prompts import (
     render_messages,
 )
 from grader.store.store import Store
+from tests.helpers.batch_export import reference_render
+from tests.helpers.hypothesis_scale import examples
 
 NAMES = ("query", "document", "title", "scale", *OPTIONAL_FIELDS[1:])
 KEY = "sha256:" + "ab" * 32
@@ -43,28 +44,6 @@ KEY = "sha256:" + "ab" * 32
 def _judge(mode: OutputMode = "json_schema", prompt: str = "passage") -> LLMBatchJudge:
     live = LLMJudge(model="fake-model", prompt=prompt, base_url="http://127.0.0.1:9/v1")
     return LLMBatchJudge(live, mode=mode)
-
-
-def _reference(template: str, values: dict[str, str]) -> str:
-    """string.Template line by line, leaving out a line whose placeholders are all optional
-    and all empty (and a stray `$` anywhere a PromptError first): the rendering rule of
-    grader.prompts, written the plain way."""
-    lines = []
-    for line in template.splitlines():
-        names = set()
-        for match in string.Template.pattern.finditer(line):
-            if match.group("invalid") is not None:
-                raise PromptError("stray $")
-            if match.group("named") or match.group("braced"):
-                names.add(match.group("named") or match.group("braced"))
-        lines.append((line, names))
-    kept = []
-    for line, names in lines:
-        optional = {n for n in names if n in OPTIONAL_FIELDS}
-        if optional and optional == names and not any(values.get(n) for n in optional):
-            continue
-        kept.append(string.Template(line).substitute(values))
-    return "\n".join(kept).strip()
 
 
 _PIECES = st.one_of(
@@ -78,11 +57,11 @@ _VALUES = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(_LINES, _VALUES)
 def test_rendering_matches_string_template(template: str, values: dict[str, str]) -> None:
     try:
-        expected: str | type[Exception] = _reference(template, values)
+        expected: str | type[Exception] = reference_render(template, values)
     except (KeyError, PromptError) as exc:
         expected = type(exc)
     if isinstance(expected, str):
@@ -163,7 +142,7 @@ def test_request_lines_are_byte_for_byte_build_request(mode: OutputMode, prompt:
     assert lines.slow_lines == 0  # every line came from the frame
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text(max_size=40), st.text(max_size=200), st.one_of(st.none(), st.text(max_size=10)))
 def test_request_lines_match_for_any_text(query: str, doc: str, title: str | None) -> None:
     judge = _JUDGE
@@ -262,7 +241,7 @@ _JSON_BITS = st.sampled_from(
 )
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(st.lists(_JSON_BITS, max_size=14).map("".join))
 def test_grade_offset_matches_the_raw_decode_walk(content: str) -> None:
     assert top_level_grade_offset(content) == _offset_by_raw_decode(content)
@@ -277,7 +256,7 @@ def test_grade_offset_of_usual_replies() -> None:
 _TEXT_BITS = st.sampled_from(["a", "é", "€", "\n", " ", "\x00", "𝄞"])
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.lists(st.tuples(_TEXT_BITS, st.integers(1, 3000)), max_size=5))
 def test_the_import_reads_a_cut_from_long_texts_alone(
     tmp_path_factory: pytest.TempPathFactory, runs: list[tuple[str, int]]

@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from grader.cli.main import main
-
-Rows = list[tuple[str, str, int]]
-"""(query_id, doc_id, grade) rows."""
+from tests.helpers.calibrate_files import Rows, calibrate_json, write_grades_csv, write_qrels_rows
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"
 REQUIRED = {
@@ -44,29 +41,13 @@ def _grades(seed: int, n_queries: int = 12, per_query: int = 15) -> tuple[Rows, 
     return human, llm
 
 
-def _write_qrels(path: Path, rows: Rows) -> Path:
-    path.write_text("".join(f"{q} 0 {d} {g}\n" for q, d, g in rows))
-    return path
-
-
-def _write_csv(path: Path, rows: Rows) -> Path:
-    path.write_text("query_id,doc_id,grade\n" + "".join(f"{q},{d},{g}\n" for q, d, g in rows))
-    return path
-
-
-def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> dict[str, Any]:
-    assert main(["calibrate", *argv, "--format", "json"]) == 0
-    out: dict[str, Any] = json.loads(capsys.readouterr().out)
-    return out
-
-
 def test_json_has_the_design_keys_and_reference_values(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     human, llm = _grades(1)
-    hp = _write_csv(tmp_path / "human.csv", human)
-    lp = _write_qrels(tmp_path / "llm.qrels", llm)
-    out = _json(capsys, ["--llm", str(lp), "--human", str(hp), "--bootstrap", "200"])
+    hp = write_grades_csv(tmp_path / "human.csv", human)
+    lp = write_qrels_rows(tmp_path / "llm.qrels", llm)
+    out = calibrate_json(capsys, ["--llm", str(lp), "--human", str(hp), "--bootstrap", "200"])
     assert set(out) >= REQUIRED
     h = [g for *_, g in human]
     m = [g for *_, g in llm]
@@ -91,11 +72,11 @@ def test_same_seed_same_intervals_other_seed_other_intervals(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     human, llm = _grades(2)
-    args = ["--llm", str(_write_qrels(tmp_path / "l.txt", llm))]
-    args += ["--human", str(_write_qrels(tmp_path / "h.txt", human)), "--bootstrap", "300"]
-    a = _json(capsys, [*args, "--seed", "4"])["intervals"]
-    b = _json(capsys, [*args, "--seed", "4"])["intervals"]
-    c = _json(capsys, [*args, "--seed", "5"])["intervals"]
+    args = ["--llm", str(write_qrels_rows(tmp_path / "l.txt", llm))]
+    args += ["--human", str(write_qrels_rows(tmp_path / "h.txt", human)), "--bootstrap", "300"]
+    a = calibrate_json(capsys, [*args, "--seed", "4"])["intervals"]
+    b = calibrate_json(capsys, [*args, "--seed", "4"])["intervals"]
+    c = calibrate_json(capsys, [*args, "--seed", "5"])["intervals"]
     assert a == b
     assert a != c
 
@@ -105,13 +86,13 @@ def test_partial_human_grades_give_estimates_and_one_side_counts(
 ) -> None:
     human, llm = _grades(3, n_queries=20)
     part = [row for row in human if int(row[0][1:]) < 8] + [("q99", "extra", 1)]
-    out = _json(
+    out = calibrate_json(
         capsys,
         [
             "--llm",
-            str(_write_qrels(tmp_path / "l.txt", llm)),
+            str(write_qrels_rows(tmp_path / "l.txt", llm)),
             "--human",
-            str(_write_csv(tmp_path / "h.csv", part)),
+            str(write_grades_csv(tmp_path / "h.csv", part)),
             "--bootstrap",
             "100",
         ],
@@ -133,9 +114,9 @@ def test_manifest_beside_the_human_file_weights_every_figure(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     human, llm = _grades(4)
-    hp = _write_csv(tmp_path / "sample.csv", human)
-    lp = _write_qrels(tmp_path / "llm.txt", llm)
-    plain = _json(capsys, ["--llm", str(lp), "--human", str(hp), "--bootstrap", "0"])
+    hp = write_grades_csv(tmp_path / "sample.csv", human)
+    lp = write_qrels_rows(tmp_path / "llm.txt", llm)
+    plain = calibrate_json(capsys, ["--llm", str(lp), "--human", str(hp), "--bootstrap", "0"])
     probs = [0.1 if g >= 2 else 0.5 for *_, g in human]
     manifest = {
         "strategy": "stratified",
@@ -147,7 +128,7 @@ def test_manifest_beside_the_human_file_weights_every_figure(
         ],
     }
     (tmp_path / "sample.manifest.json").write_text(json.dumps(manifest))
-    weighted = _json(capsys, ["--llm", str(lp), "--human", str(hp), "--bootstrap", "0"])
+    weighted = calibrate_json(capsys, ["--llm", str(lp), "--human", str(hp), "--bootstrap", "0"])
     assert weighted["weighted"] is True
     assert weighted["manifest"].endswith("sample.manifest.json")
     h = [g for *_, g in human]
@@ -155,7 +136,7 @@ def test_manifest_beside_the_human_file_weights_every_figure(
     w = 1 / np.array(probs)
     assert weighted["cohen_kappa"] == pytest.approx(cohen_kappa_score(h, m, sample_weight=w))
     assert weighted["cohen_kappa"] != pytest.approx(plain["cohen_kappa"])
-    ignored = _json(
+    ignored = calibrate_json(
         capsys, ["--llm", str(lp), "--human", str(hp), "--bootstrap", "0", "--no-manifest"]
     )
     assert ignored["cohen_kappa"] == pytest.approx(plain["cohen_kappa"])
@@ -167,9 +148,9 @@ def test_table_output_is_readable(tmp_path: Path, capsys: pytest.CaptureFixture[
         [
             "calibrate",
             "--llm",
-            str(_write_qrels(tmp_path / "l.txt", llm)),
+            str(write_qrels_rows(tmp_path / "l.txt", llm)),
             "--human",
-            str(_write_qrels(tmp_path / "h.txt", human)),
+            str(write_qrels_rows(tmp_path / "h.txt", human)),
             "--bootstrap",
             "50",
         ]
@@ -184,12 +165,14 @@ def test_out_of_range_grade_is_an_error_unless_clamped(
 ) -> None:
     human, llm = _grades(6)
     llm[3] = (llm[3][0], llm[3][1], 5)
-    lp = _write_qrels(tmp_path / "l.txt", llm)
-    hp = _write_qrels(tmp_path / "h.txt", human)
+    lp = write_qrels_rows(tmp_path / "l.txt", llm)
+    hp = write_qrels_rows(tmp_path / "h.txt", human)
     assert main(["calibrate", "--llm", str(lp), "--human", str(hp)]) == 2
     err = capsys.readouterr().err
     assert "l.txt:4" in err
-    out = _json(capsys, ["--llm", str(lp), "--human", str(hp), "--clamp", "--bootstrap", "0"])
+    out = calibrate_json(
+        capsys, ["--llm", str(lp), "--human", str(hp), "--clamp", "--bootstrap", "0"]
+    )
     assert out["n"] == len(human)
 
 
@@ -199,11 +182,11 @@ def test_clamped_and_ungraded_rows_are_reported_as_notes(
     human, llm = _grades(6)
     llm[3] = (llm[3][0], llm[3][1], 5)
     human[0] = (human[0][0], human[0][1], -1)
-    lp = _write_qrels(tmp_path / "l.txt", llm)
-    hp = _write_csv(tmp_path / "h.csv", human)
+    lp = write_qrels_rows(tmp_path / "l.txt", llm)
+    hp = write_grades_csv(tmp_path / "h.csv", human)
     hp.write_text(hp.read_text() + "q0,extra1,\nq0,extra2,\n")
     argv = ["--llm", str(lp), "--human", str(hp), "--clamp", "--bootstrap", "0"]
-    out = _json(capsys, argv)
+    out = calibrate_json(capsys, argv)
     assert "1 grades outside 0..3 in --llm were clamped (--clamp)" in out["notes"]
     assert "1 grades outside 0..3 in --human were clamped (--clamp)" in out["notes"]
     assert "2 rows in --human have an empty grade and were left out" in out["notes"]
@@ -215,8 +198,8 @@ def test_clamped_and_ungraded_rows_are_reported_as_notes(
 def test_no_common_pair_is_an_input_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    lp = _write_qrels(tmp_path / "l.txt", [("q1", "a", 1)])
-    hp = _write_qrels(tmp_path / "h.txt", [("q2", "b", 1)])
+    lp = write_qrels_rows(tmp_path / "l.txt", [("q1", "a", 1)])
+    hp = write_qrels_rows(tmp_path / "h.txt", [("q2", "b", 1)])
     assert main(["calibrate", "--llm", str(lp), "--human", str(hp)]) == 2
     assert "no (query_id, doc_id) pair" in capsys.readouterr().err
 
@@ -230,13 +213,13 @@ def test_docs_give_bias_by_length(tmp_path: Path, capsys: pytest.CaptureFixture[
             for i, (_, d, _) in enumerate(human)
         )
     )
-    out = _json(
+    out = calibrate_json(
         capsys,
         [
             "--llm",
-            str(_write_qrels(tmp_path / "l.txt", llm)),
+            str(write_qrels_rows(tmp_path / "l.txt", llm)),
             "--human",
-            str(_write_qrels(tmp_path / "h.txt", human)),
+            str(write_qrels_rows(tmp_path / "h.txt", human)),
             "--docs",
             str(docs),
             "--bootstrap",
@@ -265,7 +248,7 @@ def test_real_data_prints_the_reference_kappas(
 ) -> None:
     llm = DATA / "llm-labels" / f"{name}.txt"
     human = DATA / "2019qrels-pass.txt"
-    out = _json(capsys, ["--llm", str(llm), "--human", str(human), "--bootstrap", "0"])
+    out = calibrate_json(capsys, ["--llm", str(llm), "--human", str(human), "--bootstrap", "0"])
     assert out["n"] == 9260
     assert out["counts"]["llm_only"] == out["counts"]["human_only"] == 0
     assert round(out["cohen_kappa"], 4) == kappa
@@ -298,11 +281,11 @@ def test_runs_give_system_ranking_under_both_label_sets(
     from grader.metrics import evaluate, mean_scores
 
     human, llm = _grades(8, n_queries=15, per_query=20)
-    hp = _write_qrels(tmp_path / "h.txt", human)
-    lp = _write_qrels(tmp_path / "l.txt", llm)
+    hp = write_qrels_rows(tmp_path / "h.txt", human)
+    lp = write_qrels_rows(tmp_path / "l.txt", llm)
     runs = _runs(tmp_path, human, [0.2, 0.8, 1.5, 3.0, 6.0])
     args = ["--llm", str(lp), "--human", str(hp), "--bootstrap", "0"]
-    out = _json(capsys, [*args, *[x for r in runs for x in ("--run", r)], "-m", "P@5"])
+    out = calibrate_json(capsys, [*args, *[x for r in runs for x in ("--run", r)], "-m", "P@5"])
     sy = out["systems"]
     assert sy["measure"] == "P(rel=2)@5"
     assert sy["n_systems"] == 5
@@ -334,11 +317,11 @@ def test_whole_queries_graded_give_per_run_estimates_under_the_cluster_design(
     human, llm = _grades(9, n_queries=24, per_query=12)
     graded_queries = {f"q{i}" for i in range(10)}
     part = [row for row in human if row[0] in graded_queries]
-    hp = _write_qrels(tmp_path / "h.txt", part)
-    lp = _write_qrels(tmp_path / "l.txt", llm)
+    hp = write_qrels_rows(tmp_path / "h.txt", part)
+    lp = write_qrels_rows(tmp_path / "l.txt", llm)
     runs = _runs(tmp_path, human, [0.5, 2.0])
     args = ["--llm", str(lp), "--human", str(hp), "--bootstrap", "0", "-m", "nDCG@10"]
-    out = _json(capsys, [*args, "--run", runs[0], "--run", runs[1]])
+    out = calibrate_json(capsys, [*args, "--run", runs[0], "--run", runs[1]])
     est = out["estimates"]
     # No manifest: every graded query was graded whole, so the design is inferred as a cluster one
     assert est["design"]["kind"] == "whole-queries" and est["design"]["source"] == "inferred"
@@ -381,9 +364,9 @@ def test_a_query_graded_in_part_makes_it_a_pair_design_without_run_estimates(
     human, llm = _grades(9, n_queries=24, per_query=12)
     part = [row for row in human if int(row[0][1:]) < 10]
     part.append(("q11", "d11_0", human[11 * 12][2]))  # one pair of q11: not a whole query
-    args = ["--llm", str(_write_qrels(tmp_path / "l.txt", llm)), "--bootstrap", "0"]
-    args += ["--human", str(_write_qrels(tmp_path / "h.txt", part))]
-    out = _json(capsys, [*args, "--run", _runs(tmp_path, human, [0.5])[0]])
+    args = ["--llm", str(write_qrels_rows(tmp_path / "l.txt", llm)), "--bootstrap", "0"]
+    args += ["--human", str(write_qrels_rows(tmp_path / "h.txt", part))]
+    out = calibrate_json(capsys, [*args, "--run", _runs(tmp_path, human, [0.5])[0]])
     est = out["estimates"]
     assert est["design"]["kind"] == "pairs" and est["design"]["source"] == "inferred"
     share = est["relevant_share"]
@@ -399,9 +382,9 @@ def test_runs_without_any_whole_query_say_why_there_is_no_run_estimate(
 ) -> None:
     human, llm = _grades(10, n_queries=6, per_query=10)
     part = human[::3]  # a third of each query's pairs
-    args = ["--llm", str(_write_qrels(tmp_path / "l.txt", llm))]
-    args += ["--human", str(_write_qrels(tmp_path / "h.txt", part)), "--bootstrap", "0"]
-    out = _json(capsys, [*args, "--run", _runs(tmp_path, human, [1.0])[0]])
+    args = ["--llm", str(write_qrels_rows(tmp_path / "l.txt", llm))]
+    args += ["--human", str(write_qrels_rows(tmp_path / "h.txt", part)), "--bootstrap", "0"]
+    out = calibrate_json(capsys, [*args, "--run", _runs(tmp_path, human, [1.0])[0]])
     assert "relevant_share" in out["estimates"]
     [est] = out["estimates"]["runs"].values()
     # Listed with the LLM-only figure; no human-based number is invented for it.
@@ -418,8 +401,8 @@ def test_report_flag_writes_the_html_and_tables_show_systems(
     report = tmp_path / "out" / "report.html"
     report.parent.mkdir()
     runs = _runs(tmp_path, human, [0.3, 4.0])
-    argv = ["calibrate", "--llm", str(_write_qrels(tmp_path / "l.txt", llm))]
-    argv += ["--human", str(_write_qrels(tmp_path / "h.txt", human)), "--bootstrap", "50"]
+    argv = ["calibrate", "--llm", str(write_qrels_rows(tmp_path / "l.txt", llm))]
+    argv += ["--human", str(write_qrels_rows(tmp_path / "h.txt", human)), "--bootstrap", "50"]
     argv += ["--run", runs[0], "--run", runs[1], "--report", str(report)]
     assert main(argv) == 0
     out = capsys.readouterr().out
@@ -435,8 +418,8 @@ def test_missing_report_folder_is_an_input_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     human, llm = _grades(12, n_queries=3, per_query=5)
-    argv = ["calibrate", "--llm", str(_write_qrels(tmp_path / "l.txt", llm))]
-    argv += ["--human", str(_write_qrels(tmp_path / "h.txt", human))]
+    argv = ["calibrate", "--llm", str(write_qrels_rows(tmp_path / "l.txt", llm))]
+    argv += ["--human", str(write_qrels_rows(tmp_path / "h.txt", human))]
     assert main([*argv, "--report", str(tmp_path / "nope" / "r.html")]) == 2
     assert "does not exist" in capsys.readouterr().err
 
@@ -480,8 +463,8 @@ def test_judgments_jsonl_with_logprobs_and_a_failure(
     )
     jp = tmp_path / "judgments.jsonl"
     write_judgments(jp, judgments)
-    hp = _write_csv(tmp_path / "h.csv", [*human, ("q0", "d999", 2)])
-    out = _json(capsys, ["--llm", str(jp), "--human", str(hp), "--bootstrap", "0"])
+    hp = write_grades_csv(tmp_path / "h.csv", [*human, ("q0", "d999", 2)])
+    out = calibrate_json(capsys, ["--llm", str(jp), "--human", str(hp), "--bootstrap", "0"])
     assert out["n"] == 60  # the failed judgment is never a grade
     assert out["counts"]["human_only"] == 1
     assert any("1 failed judgments" in note for note in out["notes"])

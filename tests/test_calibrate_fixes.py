@@ -15,7 +15,7 @@ from calibration.stats.bias import LENIENCY_MARGIN, verdict
 from grader.cli.main import main
 from tests.fakeserver import FakeServer
 from tests.grade_data import write_grade_files
-from tests.test_calibrate_cli import Rows, _json, _write_csv, _write_qrels
+from tests.helpers.calibrate_files import Rows, calibrate_json, write_grades_csv, write_qrels_rows
 
 # 5. A sizeable bias whose interval spans both signs is inconclusive, not balanced.
 
@@ -33,10 +33,10 @@ def test_a_bias_whose_interval_spans_both_signs_is_inconclusive(
             h = 0 if s > 0 else (1 if s < 0 else d % 4)
             human.append((q, f"{q}d{d}", h))
             llm.append((q, f"{q}d{d}", h + s))
-    hp = _write_csv(tmp_path / "human.csv", human)
-    lp = _write_qrels(tmp_path / "llm.qrels", llm)
+    hp = write_grades_csv(tmp_path / "human.csv", human)
+    lp = write_qrels_rows(tmp_path / "llm.qrels", llm)
     argv = ["--llm", str(lp), "--human", str(hp), "--bootstrap", "500"]
-    out = _json(capsys, argv)
+    out = calibrate_json(capsys, argv)
     bias = out["mean_bias"]
     lo, hi = out["intervals"]["mean_bias"]
     assert bias == pytest.approx(
@@ -82,9 +82,9 @@ def test_human_vs_human_is_weighted_like_the_main_table(
         m = min(3, g + int(rng.integers(0, 2))) if g < 2 else int(rng.integers(0, 4))
         llm.append((q, d, m))
         probs.append(0.05 if g >= 2 else 0.5)  # a stratified sample: rare grades drawn more
-    hp = _write_csv(tmp_path / "alice.csv", a)
-    bp = _write_csv(tmp_path / "bob.csv", b)
-    lp = _write_qrels(tmp_path / "llm.qrels", llm)
+    hp = write_grades_csv(tmp_path / "alice.csv", a)
+    bp = write_grades_csv(tmp_path / "bob.csv", b)
+    lp = write_qrels_rows(tmp_path / "llm.qrels", llm)
     manifest = {
         "strategy": "stratified",
         "seed": 1,
@@ -96,7 +96,7 @@ def test_human_vs_human_is_weighted_like_the_main_table(
     }
     (tmp_path / "alice.manifest.json").write_text(json.dumps(manifest))
     argv = ["--llm", str(lp), "--human", str(hp), "--second-human", str(bp), "--bootstrap", "0"]
-    out = _json(capsys, argv)
+    out = calibrate_json(capsys, argv)
     hh = out["human_vs_human"]
     assert out["weighted"] is True and hh["weighted"] is True and hh["n"] == 120
     # The same pairs as the main table, so the LLM column must equal it figure for figure.
@@ -167,11 +167,11 @@ def test_report_and_evaluate_list_queries_in_one_order(
 ) -> None:
     human: Rows = [(q, f"d{i}", i % 4) for q in ids for i in range(4)]
     llm: Rows = [(q, d, (g + 1) % 4) for q, d, g in human]
-    hp = _write_qrels(tmp_path / "human.qrels", human)  # file order: 100, 2, 10
-    lp = _write_qrels(tmp_path / "llm.qrels", llm)
+    hp = write_qrels_rows(tmp_path / "human.qrels", human)  # file order: 100, 2, 10
+    lp = write_qrels_rows(tmp_path / "llm.qrels", llm)
     report = tmp_path / "report.html"
     argv = ["--llm", str(lp), "--human", str(hp), "--bootstrap", "0", "--report", str(report)]
-    out = _json(capsys, argv)
+    out = calibrate_json(capsys, argv)
     assert [q["query_id"] for q in out["per_query"]] == expected
     assert _report_query_ids(report) == expected
     run = tmp_path / "run.txt"
@@ -303,8 +303,8 @@ def test_binary_human_grades_are_compared_at_the_matching_split(
             grade = int(rng.integers(0, 4))
         human.append((q, d, rel))
         llm.append((q, d, grade))
-    hp = _write_csv(tmp_path / "human.csv", human)
-    lp = _write_qrels(tmp_path / "llm.qrels", llm)
+    hp = write_grades_csv(tmp_path / "human.csv", human)
+    lp = write_qrels_rows(tmp_path / "llm.qrels", llm)
     report = tmp_path / "report.html"
     argv = ["--llm", str(lp), "--human", str(hp), "--threshold", str(threshold)]
     argv += ["--bootstrap", "200", "--report", str(report)]
@@ -344,8 +344,8 @@ def test_graded_human_grades_get_no_scale_warning(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     rows: Rows = [(f"q{i % 3}", f"d{i}", i % 4) for i in range(24)]
-    hp = _write_csv(tmp_path / "human.csv", rows)
-    lp = _write_qrels(tmp_path / "llm.qrels", [(q, d, (g + 1) % 4) for q, d, g in rows])
+    hp = write_grades_csv(tmp_path / "human.csv", rows)
+    lp = write_qrels_rows(tmp_path / "llm.qrels", [(q, d, (g + 1) % 4) for q, d, g in rows])
     assert main(["calibrate", "--llm", str(lp), "--human", str(hp), "--format", "json"]) == 0
     captured = capsys.readouterr()
     out = json.loads(captured.out)
@@ -365,9 +365,9 @@ def test_binary_human_grades_count_as_relevant_in_the_ppi_share(
             llm.append((f"q{q}", f"d{q}_{k}", g))
             if k < 5:
                 human.append((f"q{q}", f"d{q}_{k}", int(g >= 2)))
-    hp = _write_csv(tmp_path / "human.csv", human)
-    lp = _write_qrels(tmp_path / "llm.qrels", llm)
-    out = _json(
+    hp = write_grades_csv(tmp_path / "human.csv", human)
+    lp = write_qrels_rows(tmp_path / "llm.qrels", llm)
+    out = calibrate_json(
         capsys, ["--llm", str(lp), "--human", str(hp), "--no-manifest", "--bootstrap", "50"]
     )
     share = out["estimates"]["relevant_share"]

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from grader.io import decimals
 from grader.io.decimals import parse_cells, parse_decimals
+from tests.helpers.hypothesis_scale import examples
 
 EDGES = [
     "0", "-0", "+0", "-0.0", "0.", ".0", "5.", ".5", "+.5", "-.5", "00.5", "007", "1.5",
@@ -65,7 +66,7 @@ def decimal_cells(draw: st.DrawFn) -> str:
     return sign + whole + ("." + fraction if dot else "") + exponent
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(decimal_cells(), min_size=1, max_size=40))
 def test_random_decimals_equal_float_and_arrow(cells: list[str]) -> None:
     got = _parse(cells)

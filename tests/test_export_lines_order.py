@@ -11,7 +11,7 @@ from pathlib import Path
 from grader.store.export_tables import EXPORT_STATEMENTS
 from grader.store.store import Store
 from tests.fakeserver import FakeServer
-from tests.test_batch_import_workers import _export, _import, _results
+from tests.helpers.batch_import import engine_results, export_pairs, import_results
 
 OLD_LINES = next(s for s in EXPORT_STATEMENTS if "CREATE TABLE export_lines" in s)
 OLD_INDEX = next(s for s in EXPORT_STATEMENTS if "CREATE INDEX export_lines_file" in s)
@@ -34,7 +34,7 @@ def _to_schema_8(db: Path) -> list[tuple[str, str, int, str, str]]:
 
 
 def test_lines_are_numbered_in_file_order(tmp_path: Path) -> None:
-    db, requests = _export(tmp_path, 120)
+    db, requests = export_pairs(tmp_path, 120)
     with sqlite3.connect(db) as conn:
         rows = conn.execute(
             "SELECT file_no, line_no, key FROM export_lines ORDER BY file_no, line_no"
@@ -44,8 +44,8 @@ def test_lines_are_numbered_in_file_order(tmp_path: Path) -> None:
 
 
 def test_a_store_exported_before_schema_9_upgrades_and_imports(tmp_path: Path) -> None:
-    db, requests = _export(tmp_path, 200)
-    results = _results(FakeServer(), requests, tmp_path / "res", bad={"4"})
+    db, requests = export_pairs(tmp_path, 200)
+    results = engine_results(FakeServer(), requests, tmp_path / "res", bad={"4"})
     old = _to_schema_8(db)
     with Store(db) as store:
         assert store.schema_version >= 9
@@ -58,7 +58,7 @@ def test_a_store_exported_before_schema_9_upgrades_and_imports(tmp_path: Path) -
         ).fetchall()
     assert moved == old  # every line kept
     assert [n for (n,) in numbers] == list(range(1, 201))  # numbered in key order
-    summary = _import(db, results, 0)
+    summary = import_results(db, results, 0)
     assert (summary.ok, summary.failed, summary.missing) == (199, 1, 0)
     with sqlite3.connect(db) as conn:
         outcomes = conn.execute("SELECT outcome, COUNT(*) FROM export_lines GROUP BY 1").fetchall()

@@ -36,24 +36,24 @@ from grader.prompts import (
 )
 from grader.store.judgment_rows import encode_key
 from grader.store.store import Store
-from tests.test_batch_export import _judge, _pairs
-from tests.test_batch_speed import _reference
+from tests.helpers.batch_export import batch_judge, export_pairs, reference_render
+from tests.helpers.hypothesis_scale import examples
 
 _TEXT = st.text(st.characters(blacklist_categories=["Cs"]), max_size=60) | st.sampled_from(
     ["\u2028\u2029", '"\\/\b\f\n\r\t\x00\x1f\x7f', "é𝄞🐈", "</passage> <query>", " \n lead"]
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(_TEXT, _TEXT)
 def test_content_keys_equal_content_key(query: str, doc: str) -> None:
-    fingerprint = _judge().fingerprint()
+    fingerprint = batch_judge().fingerprint()
     maker = ContentKeys(fingerprint)
     assert maker.key(query, doc) == content_key(fingerprint, query, doc)
     assert maker.key(query, doc) == content_key(fingerprint, query, doc)  # cached encodings
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=examples(1000), deadline=None)
 @given(st.text(st.characters(blacklist_categories=["Cs"]), max_size=80) | _TEXT)
 def test_json_string_is_json_dumps_encoded(text: str) -> None:
     assert json_string(text) == json.dumps(text, ensure_ascii=False).encode("utf-8")
@@ -70,7 +70,7 @@ def test_json_string_of_every_character_below_0x800() -> None:
 
 
 def test_a_lone_surrogate_fails_the_key_the_same_way() -> None:
-    fingerprint = _judge().fingerprint()
+    fingerprint = batch_judge().fingerprint()
     with pytest.raises(UnicodeEncodeError):
         ContentKeys(fingerprint).key("q", "\ud800")
     with pytest.raises(UnicodeEncodeError):
@@ -98,11 +98,11 @@ def _plain_contents(
         raw = doc.metadata.get(name)
         values[name] = "" if raw in (None, "") else neutralise(str(raw).strip(), tags)
     instruction = spec.text_instruction if mode == "text" else spec.json_instruction
-    system = _reference(spec.system, values) + "\n\n" + instruction.strip()
-    return system, _reference(spec.user, values), cut
+    system = reference_render(spec.system, values) + "\n\n" + instruction.strip()
+    return system, reference_render(spec.user, values), cut
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     _TEXT,
     _TEXT,
@@ -124,8 +124,8 @@ def test_message_renderer_is_the_plain_rule_and_render_messages(
 
 
 def test_request_lines_of_the_export_are_request_line_of_build_request(tmp_path: Path) -> None:
-    judge = _judge("code")
-    pairs = _pairs(12)
+    judge = batch_judge("code")
+    pairs = export_pairs(12)
     with Store(tmp_path / "x.db") as store:
         summary = export_requests(
             store, judge, job_config(judge, "code"), pairs, tmp_path / "out", background=False
@@ -170,7 +170,7 @@ _ASKED = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(_ASKED)
 def test_statuses_equal_one_lookup_per_key(status_store: Store, keys: list[str]) -> None:
     conn = sqlite3.connect(status_store.path)
@@ -187,7 +187,7 @@ def test_statuses_equal_one_lookup_per_key(status_store: Store, keys: list[str])
     assert status_store.statuses(iter(keys)) == expected
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(_ASKED)
 def test_put_pairs_stores_each_key_as_encode_key_does(keys: list[str]) -> None:
     rows = [(k, f"q{i}", "d") for i, k in enumerate(keys)]

@@ -12,7 +12,7 @@ import pytest
 from grader.batch import import_files
 from grader.cli.main import main
 from tests.fakeserver import FakeServer
-from tests.test_batch_import_workers import _export, _import, _results
+from tests.helpers.batch_import import engine_results, export_pairs, import_results
 
 
 def _posix_locks(pid: int, inodes: dict[int, str]) -> list[tuple[str, str, int, str]]:
@@ -49,8 +49,8 @@ def test_workers_are_forked_while_the_importer_holds_no_lock_on_the_store(
     and a worker ends with it; no lock of a read or write transaction (the log's read marks,
     its write and checkpoint locks; RESERVED and above on the database), which the workers'
     reads rely on."""
-    db, requests = _export(tmp_path, 300)
-    results = _results(FakeServer(), requests, tmp_path / "res", bad={"7"})
+    db, requests = export_pairs(tmp_path, 300)
+    results = engine_results(FakeServer(), requests, tmp_path / "res", bad={"7"})
     forks: list[list[tuple[str, str, int, str]]] = []
     fork = os.fork
 
@@ -65,7 +65,7 @@ def test_workers_are_forked_while_the_importer_holds_no_lock_on_the_store(
         command = ["batch", "import", "--store", str(db), *map(str, results), "--workers", "2"]
         assert main([*command, "--quiet"]) == 1  # (one line failed)
     else:
-        summary = _import(db, results, 2)
+        summary = import_results(db, results, 2)
         assert (summary.ok, summary.failed) == (299, 1)
     monkeypatch.undo()
     assert len(forks) == 2  # two workers

@@ -19,7 +19,7 @@ from grader.batch.import_work import Answer, RangeResult
 from grader.bulk_gc import collect, collect_by_hand
 from grader.store.judgment_rows import StoredRow, stored_row
 from grader.store.store import Store
-from tests.test_store import FP, failed, ok
+from tests.helpers.judgments import FP, failed, ok
 
 KEY_A = "sha256:" + "a" * 64
 KEY_B = "sha256:" + "b" * 64

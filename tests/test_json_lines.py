@@ -9,7 +9,6 @@ import json
 import math
 from typing import Any, cast
 
-import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -18,6 +17,8 @@ from grader.batch.collect import answered_body, other_model
 from grader.batch.json_lines import ANSWER_KEYS, loads, loads_line
 from grader.judges.llm.replies import InvalidReply, parse_completion
 from grader.prompts import load_prompt
+from tests.helpers.hypothesis_scale import examples
+from tests.helpers.result_lines import agrees, results_line, same_value, values
 
 EDGE_CASES = [
     b'{"a": 1, "a": 2}',  # the last duplicate wins
@@ -36,22 +37,9 @@ EDGE_CASES = [
 BAD = [b'{"a": 1', b'{"a": 1}x', b"[1,]", b'{"a": "\xff"}', b"", b"nul"]
 
 
-def _same(a: Any, b: Any) -> bool:
-    """Equal, NaN equal to NaN, and of the same types throughout."""
-    if isinstance(a, float) and isinstance(b, float) and math.isnan(a):
-        return math.isnan(b)
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
-
-
 @pytest.mark.parametrize("raw", EDGE_CASES)
 def test_edge_cases_decode_as_json_loads(raw: bytes) -> None:
-    assert _same(loads(raw), json.loads(raw))
+    assert same_value(loads(raw), json.loads(raw))
 
 
 @pytest.mark.parametrize("raw", BAD)
@@ -63,18 +51,11 @@ def test_refused_as_json_loads_refuses(raw: bytes) -> None:
     assert type(ours.value) is type(theirs.value) and str(ours.value) == str(theirs.value)
 
 
-values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
-    max_leaves=20,
-)
-
-
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(values, st.booleans())
 def test_any_value_decodes_as_json_loads(value: Any, ascii_only: bool) -> None:
     raw = json.dumps(value, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
-    assert _same(loads(raw), json.loads(raw))
+    assert same_value(loads(raw), json.loads(raw))
 
 
 def test_msgspec_decodes_plain_lines_and_json_loads_only_what_it_refuses(
@@ -95,79 +76,6 @@ def test_msgspec_decodes_plain_lines_and_json_loads_only_what_it_refuses(
     assert calls == []  # msgspec decoded it
     assert math.isnan(loads(b'{"a": NaN}')["a"])
     assert calls == [b'{"a": NaN}']  # msgspec refuses NaN: the standard library's answer
-
-
-def _token(text: str, logprob: float, alternatives: list[tuple[str, float]]) -> dict[str, Any]:
-    return {
-        "token": text,
-        "logprob": logprob,
-        "bytes": list(text.encode()),
-        "top_logprobs": [
-            {"token": t, "logprob": p, "bytes": list(t.encode())} for t, p in alternatives
-        ],
-    }
-
-
-def results_line(content: Any = '{"reason": "on topic", "grade": 2}', **changes: Any) -> Any:
-    """A results line as vLLM's run-batch writes it (ids, logprobs with bytes, usage details);
-    `changes` replace the choice's keys (None: left out)."""
-    choice: dict[str, Any] = {
-        "index": 0,
-        "message": {"role": "assistant", "content": content, "refusal": None, "annotations": []},
-        "logprobs": {
-            "content": [
-                _token('{"reason": "on topic", "grade": ', -0.05, []),
-                _token("2", -0.2, [("2", -0.2), ("3", -1.9), ("1", -2.5), ('"', -4.0)]),
-                _token("}", -0.01, []),
-            ],
-            "refusal": None,
-        },
-        "finish_reason": "stop",
-    }
-    for key, value in changes.items():
-        if value is None:
-            choice.pop(key, None)
-        else:
-            choice[key] = value
-    return {
-        "id": "vllm-1",
-        "custom_id": "relgrade:abc:sha256:" + "0" * 64,
-        "response": {
-            "status_code": 200,
-            "request_id": "vllm-batch-1",
-            "body": {
-                "id": "chatcmpl-1",
-                "object": "chat.completion",
-                "created": 1796129916,
-                "model": "m",
-                "choices": [choice],
-                "usage": {
-                    "prompt_tokens": 507,
-                    "completion_tokens": 13,
-                    "prompt_tokens_details": {"cached_tokens": 5},
-                },
-            },
-        },
-        "error": None,
-    }
-
-
-def agrees(ours: Any, theirs: Any) -> bool:
-    """Whether a value read as structs equals the value `loads` gives (a struct's field: the
-    dict's value at its key; absent, the field's default, what `dict.get` gives)."""
-    if isinstance(ours, msgspec.Struct):
-        blank = type(ours)()  # (every field has a default)
-        return isinstance(theirs, dict) and all(
-            agrees(getattr(ours, f), theirs.get(f, getattr(blank, f)))
-            for f in ours.__struct_fields__
-        )
-    if isinstance(ours, list):
-        return (
-            isinstance(theirs, list)
-            and len(ours) == len(theirs)
-            and all(agrees(a, b) for a, b in zip(ours, theirs, strict=True))
-        )
-    return _same(ours, theirs)
 
 
 def _raw(record: Any) -> bytes:
@@ -235,7 +143,7 @@ def test_a_value_nested_too_deeply_is_a_value_error(head: bytes) -> None:
         loads(head + b"[" * 100_000 + b"]" * 100_000 + (b"]" if head else b""))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.dictionaries(st.sampled_from(["message", "logprobs", "finish_reason", "x"]), values),
     st.dictionaries(st.text(max_size=5), values, max_size=3),

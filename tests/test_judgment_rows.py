@@ -23,6 +23,7 @@ from grader.store.judgment_rows import (
     split,
 )
 from grader.store.store import Store
+from tests.helpers.hypothesis_scale import examples
 
 TEXT = st.text(max_size=40)  # any code point: quotes, backslashes, control characters, emoji
 ID = st.text(min_size=1, max_size=12)
@@ -77,7 +78,7 @@ def _source(judgment: Judgment) -> Any:
     return source_of(judgment, None, None)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(judgments())
 def test_the_parts_give_back_pydantics_json(judgment: Judgment) -> None:
     text = judgment.model_dump_json()
@@ -96,7 +97,7 @@ def test_the_parts_give_back_pydantics_json(judgment: Judgment) -> None:
     assert decode_key(encode_key(judgment.key)) == judgment.key
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(judgments(), min_size=1, max_size=5))
 def test_the_store_and_its_view_give_back_pydantics_json(
     tmp_path_factory: Any, batch: list[Judgment]
@@ -201,7 +202,7 @@ def _ok_row(store: Store, fields: dict[str, Any], fingerprint: dict[str, Any]) -
     return store.ok_row(*ids, fields["grade"], parts, source)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(ok_fields(), st.sampled_from([(), ("fits",), ("sk-secret",)]))
 def test_an_ok_row_made_without_the_model_is_the_models_row(
     fields: dict[str, Any], secrets: tuple[str, ...]

@@ -29,11 +29,11 @@ from grader.metrics import (
     reciprocal_rank,
     success_at_k,
 )
+from tests.helpers.trec import DL2019, trec_order
 
 CUTOFFS = (1, 3, 5, 10, 20)
 THRESHOLDS = (1, 2, 3)
 TOL = 1e-9
-DL2019 = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"
 
 Qrels = dict[str, dict[str, int]]
 Run = dict[str, dict[str, float]]
@@ -84,11 +84,6 @@ def frames(qrels: Qrels, run: Run) -> tuple[pd.DataFrame, pd.DataFrame]:
         columns=["query_id", "doc_id", "score"],
     )
     return q, r
-
-
-def trec_order(docs: dict[str, float]) -> list[str]:
-    """trec_eval's ranking: float32 score descending, then doc id descending."""
-    return sorted(docs, key=lambda d: (np.float32(docs[d]), d), reverse=True)
 
 
 def trec_eval_values(

@@ -38,7 +38,7 @@ from grader.metrics.ndcg import ndcg
 from grader.metrics.ndcg_gains import ndcg_with_gains
 from grader.metrics.precision import precision_at_k
 from grader.metrics.rr import reciprocal_rank
-from tests.test_metrics_conformance import DL2019, trec_order
+from tests.helpers.trec import DL2019, trec_order
 
 TOL = 1e-9
 GDEVAL_TOL = 5e-6 + 1e-12  # gdeval prints %.5f

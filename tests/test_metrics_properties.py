@@ -20,6 +20,7 @@ from grader.metrics import (
     success_at_k,
 )
 from grader.metrics.ranking import Precision, rank_order
+from tests.helpers.hypothesis_scale import examples
 
 grades = st.integers(min_value=0, max_value=3)
 graded_lists = st.lists(st.one_of(grades, st.none()), max_size=30)
@@ -113,7 +114,7 @@ def qrels_and_run(draw: st.DrawFn) -> tuple[pd.DataFrame, pd.DataFrame]:
     return qrels, run
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(qrels_and_run())
 def test_the_evaluator_keeps_every_measure_between_0_and_1(
     data: tuple[pd.DataFrame, pd.DataFrame],
@@ -124,7 +125,7 @@ def test_the_evaluator_keeps_every_measure_between_0_and_1(
     assert len(per_query) == qrels["query_id"].nunique() * len(MEASURES)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(
     st.lists(
         st.tuples(

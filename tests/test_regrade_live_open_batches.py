@@ -7,10 +7,10 @@ from grader.regrade.run import regrade
 from grader.regrade.selection import parse_selection
 from grader.store.store import Store
 from tests.fake_batch import BatchPlan
-from tests.test_batch_regrade import Setup, _server, api, setup  # noqa: F401
+from tests.helpers.batch_regrade import Setup, api_fixture, batch_servers_fixture, setup_fixture  # noqa: F401
 
 
-async def test_live_regrade_skips_keys_waiting_in_open_batches(setup: Setup) -> None:  # noqa: F811
+async def test_live_regrade_skips_keys_waiting_in_open_batches(setup: Setup) -> None:
     setup.api.plan(BatchPlan(polls_in_progress=3))
     with Store(setup.db) as store:
         submitted = await setup.run(store, wait=False)

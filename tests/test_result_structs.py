@@ -18,7 +18,8 @@ from grader.judges.llm.grade_token import grade_distribution, token_distribution
 from grader.judges.llm.judge import LLMJudge
 from grader.judges.llm.replies import GradeReply
 from grader.prompts import OutputMode
-from tests.test_json_lines import agrees, results_line, values
+from tests.helpers.hypothesis_scale import examples
+from tests.helpers.result_lines import agrees, results_line, values
 
 
 def _replies(mode: OutputMode) -> BatchReplies:
@@ -102,7 +103,7 @@ contents = st.sampled_from(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(
     st.data(),
     contents,
@@ -151,7 +152,7 @@ def test_any_line_the_fast_path_takes_gives_the_dict_paths_reply(
         assert fast is not None  # a plain valid reply is never left to the slow path
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.data(), contents, st.integers(0, 40), st.sampled_from([None, 0, 1, 2, 3]))
 def test_token_distribution_is_grade_distribution_of_the_dicts(
     data: st.DataObject, content: str, offset: int, grade: int | None

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from calibration.spotcheck.sampling import allocate, draw_sample, plan_design, sample_size
 from grader.errors import InputError
+from tests.helpers.hypothesis_scale import examples
 from tests.sampling_helpers import make_judgment, population
 
 STRATEGY_CASES = ["uniform", "stratified", "low", "query-balanced", "uncertainty"]
@@ -137,7 +138,7 @@ def test_allocate_water_fills_under_caps() -> None:
     assert out.tolist() == pytest.approx([1.0, 10.0, 10.0])
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     counts=st.lists(st.integers(0, 30), min_size=4, max_size=4).filter(lambda c: sum(c) > 0),
     share=st.floats(0.01, 1.0),

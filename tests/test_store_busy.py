@@ -35,7 +35,7 @@ from grader.store.store import Store
 from grader.store.writer import StoreWriter
 from tests.fakeserver import FakeServer
 from tests.grade_data import GradeFiles, write_grade_files
-from tests.test_store import FP, ok
+from tests.helpers.judgments import FP, ok
 
 ROOT = Path(__file__).resolve().parents[1]
 BUSY_ENV = {"RELGRADE_STORE_BUSY_TIMEOUT": "0.2s", "RELGRADE_STORE_BUSY_JOURNAL_AFTER": "1s"}
@@ -231,7 +231,7 @@ def test_journal_of_a_killed_process_is_replayed_on_open(tmp_path: Path) -> None
         "import time\n"
         "from grader.store.store import Store\n"
         "from grader.store.writer import StoreWriter\n"
-        "from tests.test_store import FP, ok\n"
+        "from tests.helpers.judgments import FP, ok\n"
         "from tests.test_store_busy import call\n"
         f"store = Store({str(path)!r})\n"
         "writer = StoreWriter(store, journal_after_s=0)\n"

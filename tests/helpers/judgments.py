@@ -1,0 +1,41 @@
+"""Judgments and a judge fingerprint for store tests."""
+
+from __future__ import annotations
+
+from grader.models import Judgment, JudgmentError, PromptRef, Usage
+
+PROMPT = PromptRef(name="passage", version="1", sha256="sha256:abc")
+
+
+FP = {"judge": "openai:m", "model": "m", "prompt_sha": "sha256:abc"}
+
+
+def ok(key: str, grade: int = 2, qid: str = "q1", did: str = "d1") -> Judgment:
+    return Judgment(
+        query_id=qid,
+        doc_id=did,
+        grade=grade,
+        status="ok",
+        judge="openai:m",
+        prompt=PROMPT,
+        key=key,
+        attempts=1,
+        usage=Usage(prompt_tokens=10, completion_tokens=3, cached_tokens=2),
+        cost=0.001,
+        reason="fits",
+        distribution=[0.1, 0.1, 0.7, 0.1],
+        expected_grade=1.8,
+    )
+
+
+def failed(key: str, qid: str = "q1", did: str = "d1") -> Judgment:
+    return Judgment(
+        query_id=qid,
+        doc_id=did,
+        status="failed",
+        judge="openai:m",
+        prompt=PROMPT,
+        key=key,
+        attempts=3,
+        error=JudgmentError(type="InvalidReply", message="grade 7 out of range", raw_reply="7"),
+    )
