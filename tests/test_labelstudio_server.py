@@ -1,11 +1,12 @@
 """Opt-in: the Label Studio round trip against a real Label Studio server (marker `labelstudio`).
 
 Runs only with `pytest -m labelstudio` and RELGRADE_LABELSTUDIO_URL (e.g. http://127.0.0.1:8080)
-and RELGRADE_LABELSTUDIO_TOKEN (a legacy API token, or a personal access token) set; see the
-README's "Label Studio" section for installing and starting one from PyPI. The test makes a
-project from relgrade's labeling config, imports the sample's tasks, posts annotations through the
-API (two people, one person twice, a skipped task, an untouched one), exports JSON, JSON_MIN, CSV
-and TSV and imports each with `relgrade sample --import`; it deletes its project at the end.
+and RELGRADE_LABELSTUDIO_TOKEN (a legacy API token, or a personal access token) set; see the "Label
+Studio" section of docs/calibrate-and-spot-checks.md for installing and starting one from PyPI. The
+test makes a project from relgrade's labeling config, imports the sample's tasks, posts annotations
+through the API (two people, one person twice, a skipped task, an untouched one), exports JSON,
+JSON_MIN, CSV and TSV and imports each with `relgrade sample --import`; it deletes its project at
+the end.
 """
 
 from __future__ import annotations

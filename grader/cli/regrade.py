@@ -373,7 +373,8 @@ OUTPUTS_PENDING = (
 def submitted_json(args: argparse.Namespace, outcome: RegradeOutcome) -> dict[str, Any]:
     """`regrade --batch --no-wait` in JSON: the usual keys (a diff of the pairs done so far:
     `pending` says how many wait) plus `submitted` (requests, pairs, batches, files, jobs,
-    base_url) and the commands that follow it: `status` and `follow` (README)."""
+    base_url) and the commands that follow it: `status` and `follow`
+    (docs/regrade-and-batch.md)."""
     from grader.batch.state import public_base_url
 
     url = Settings.from_args(args).base_url or "https://api.openai.com/v1"
