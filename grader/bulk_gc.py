@@ -1,8 +1,8 @@
 """The cyclic garbage collector during bulk work (batch files of a million lines).
 
 Such work makes ~100 short-lived objects a line, and a block of lines keeps a few thousand lines'
-objects alive until it is written. Automatic collections walked those again and again: ~40 us a
-line of a results import's worker, as much as the rest of its work. Inside `collect_by_hand`
+objects alive until it is written. Automatic collections would walk those again and again, as
+costly as the rest of the work. Inside `collect_by_hand`
 automatic collections are off and the work calls `collect()` after each block, so what holds
 a reference cycle is still freed, once, when its block is done.
 """

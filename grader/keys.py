@@ -22,9 +22,9 @@ def canonical_json(value: Any) -> str:
 
 def json_string(text: str) -> bytes:
     """`text` as a JSON string, UTF-8: exactly `json.dumps(text, ensure_ascii=False)` encoded
-    (only `"`, `\\` and control characters escaped; tested equal), ~5x faster (msgspec: ~0.35
-    against 1.7 us for 500 characters). A lone surrogate raises UnicodeEncodeError, as
-    encoding json's text does."""
+    (only `"`, `\\` and control characters escaped; tested equal), by msgspec, several times
+    faster than json's encoder. A lone surrogate raises UnicodeEncodeError, as encoding json's
+    text does."""
     return msgspec.json.encode(text)
 
 

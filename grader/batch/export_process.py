@@ -6,18 +6,15 @@ The child is forked (it starts at once, with the modules and the judge already l
 fork is not offered, `available()` is False and the export records in its own process). It opens
 its own connections to the store, takes chunks from a pipe in the order they were sent and
 records them exactly as the in-process recorder does, so the rows are the same ones. A chunk
-holds rows and the names of files written, not the lines' bytes (with ~2.8 KB a line through the
-pipe, the export took 68-75 us of CPU a line at 1,000,000 lines; without, 60-63). A thread of
-the child reads the pipe into a queue of at most `QUEUE_CHUNKS` chunks: the sender blocks when
-the child is that far behind, so memory stays flat. The queue holds what the export renders
-while the child writes a batch to the store (~1.5 s at 1,000,000 lines, then it drains the queue
-at once): with 16 chunks the export waited there 17 s of 51 (19,585 lines/s), with 48 5-6 s of
-40-42 (24,089 and 25,015 lines/s; the child's RSS ~70 MB more, ~2 MB a chunk of 2,000 pairs).
-The child tells how far the store is (`recorded`), and sends back an error it met (raised by the
-sender's next call). Its connections keep 32 MiB of pages each and space checkpoints
-(`grader.store.wal`): each batch inserts its random keys into indexes of ~100 MB at 1,000,000
-lines, and with SQLite's 2 MiB cache the pages of the last batch were read in again (50,000
-rows into `export_lines` alone: 15.1 against 10.0 us a row).
+holds rows and the names of files written, not the lines' bytes (the lines are ~2.8 KB each;
+the exporting process writes them itself). A thread of the child reads the pipe into a queue of
+at most `QUEUE_CHUNKS` chunks (~2 MB each): the sender blocks when the child is that far behind,
+so memory stays flat. The queue holds what the export renders while the child writes a batch to
+the store, so the export does not stop at each batch. The child tells how far the store is
+(`recorded`), and sends back an error it met (raised by the sender's next call). Its connections
+keep 32 MiB of pages each and space checkpoints (`grader.store.wal`): each batch inserts random
+keys into indexes that outgrow SQLite's default 2 MiB cache, whose pages would otherwise be
+read in again at every batch.
 
 The child ignores Ctrl-C: the export stops it by closing the pipe (an interrupted export, or an
 error) once it has stopped writing files, and the child then abandons as the in-process

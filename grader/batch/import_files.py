@@ -64,18 +64,14 @@ BATCH_LINES = 50_000  # lines decided before they are written, in one transactio
 BATCH_SECONDS = 3.0  # ... or after this long, so a crash loses little
 PARALLEL_BYTES = 32 << 20  # smaller imports run in this process (starting workers takes ~1 s)
 # Workers are forked where the platform can: a forked worker starts with the modules loaded (a
-# spawned one imported them again, the openai SDK among them: ~1.2 s of CPU each, the first
-# result at 1.1 s against 0.35, 2-3% of a 1,000,000-line import). It opens its own
+# spawned one imports them again, the openai SDK among them, ~1 s of CPU each). It opens its own
 # connections and never touches the ones it inherits (`start_worker`).
 _START_METHOD = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
 MAX_WORKERS = 4  # worker processes at most (the writing process is the limit past that)
 COLLECT_WRITES = 8  # writes between two collections (with `freeze_gc`): a collection walks
-# the ~140,000 objects of the ranges in flight (~0.1 s), and after each of the 20 writes of a
-# 1,000,000-line import it freed nothing (2.1 us a line of the writing process's CPU)
-IN_FLIGHT = 8  # ranges sent ahead per worker: while this process writes (~0.6-1 s a write of
-# 50,000 lines) the workers keep reading (with 2 a worker, they waited: 86-87% of the CPU time
-# two cores give came out as lines, 86-89% with 4 and 90-92% with 8 in alternated runs of
-# 400,000 lines, no more with 12; each range's result is ~1 MB)
+# every object of the ranges in flight, and a write leaves few cycles to free
+IN_FLIGHT = 8  # ranges sent ahead per worker, so the workers keep reading while this process
+# writes a batch of lines (each range's result is ~1 MB)
 
 JudgeFor = Callable[[dict[str, Any]], LLMBatchJudge]
 

@@ -89,7 +89,7 @@ class Answer(NamedTuple):
         """The answer of export line `line`: its judgment's status, error type and row (no
         row: the store held it ok already)."""
         key, file_no, line_no, _, _, outcome = line
-        # (made in C: the NamedTuple's own __new__ is a Python function, ~0.4 us more a line)
+        # tuple.__new__ makes it in C (the NamedTuple's own __new__ is a Python function)
         return tuple.__new__(
             cls, (key, export_id, file_no, line_no, stored, outcome, status, error_type, row)
         )
@@ -121,8 +121,8 @@ class RangeResult:
     need_export: tuple[str, int] | None = None  # (export id, the line that names it)
 
     # A result crosses processes with its answers and rows as plain tuples: pickle takes a
-    # NamedTuple apart and makes it again through Python-level calls (~5 us each way a line,
-    # measured), a tuple in C; `tuple.__new__` gives each its class back in C.
+    # NamedTuple apart and makes it again through Python-level calls, a tuple in C;
+    # `tuple.__new__` gives each its class back in C.
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["answers"] = [
@@ -249,7 +249,7 @@ class RangeReader:
                     line=number,
                     hint="import the results of `relgrade batch export` request files",
                 )
-            # made in C: ~0.3 us less than through the NamedTuple's Python-level __new__
+            # made in C, not through the NamedTuple's Python-level __new__
             yield tuple.__new__(_Record, (ids[0], ids[1], record, number, raw))
 
     def _answer(
@@ -383,8 +383,8 @@ def start_worker(store_path: str, secrets: tuple[str, ...]) -> None:
     state.set_cache(CACHE_KIB)
     _READER = RangeReader(store, state)
     # What this process holds for good (modules, the store) is left out of every collection,
-    # and collections run after each range only (`grader.bulk_gc`): automatic ones walked the
-    # range's objects again and again, ~40 us a line.
+    # and collections run after each range only (`grader.bulk_gc`): automatic ones would walk
+    # the range's objects again and again.
     gc.freeze()
     gc.disable()
 

@@ -34,8 +34,8 @@ def line_ranges(path: Path, block: int) -> Iterator[tuple[int, int, int, bool]]:
 
 
 def count_newlines(data: bytes, end: int) -> int:
-    """`data.count(b"\n", 0, end)`, found by `find` (memchr): `count` of one byte went
-    through the bytes one at a time (~9,000 instructions a 1.8 KB results line, measured)."""
+    """`data.count(b"\n", 0, end)`, found by `find` (memchr): `count` of one byte goes
+    through the bytes one at a time."""
     count, find = 0, data.find
     at = find(b"\n", 0, end)
     while at >= 0:

@@ -54,8 +54,8 @@ class PairSelection:
 
 
 def make_pairs(queries: Iterable[Query], docs: Iterable[Doc]) -> list[Pair]:
-    """`Pair(query, doc)` of each (query, doc), built in C: a NamedTuple's own constructor is a
-    Python function, ~1 us a pair, a second at a million pairs."""
+    """`Pair(query, doc)` of each (query, doc), built in C (a NamedTuple's own constructor is a
+    Python function)."""
     return list(map(tuple.__new__, repeat(Pair), zip(queries, docs, strict=True)))
 
 
@@ -92,7 +92,7 @@ def pairs_to_grade(
     for run_path in map(Path, runs):
         frame = read_run(run_path, precision=precision)
         top = frame[frame["rank"] <= depth]
-        # Plain lists: iterating the frame's Arrow-backed columns costs ~2.5 us per value.
+        # Plain lists: iterating the frame's Arrow-backed columns is slow per value.
         ids = list(zip(top["query_id"].tolist(), top["doc_id"].tolist(), strict=True))
         selection.candidates += len(ids)
         before = len(first_run)

@@ -1,4 +1,4 @@
-"""Small TREC files read in plain Python: no Arrow to import (issue 12, goal 5).
+"""Small TREC files read in plain Python: no Arrow to import.
 
 Importing pyarrow takes longer (0.2-0.3 s) than reading and scoring a run of a few MB, so
 `relgrade evaluate` reads qrels and runs of up to SMALL_BYTES of text here, into lists and dicts

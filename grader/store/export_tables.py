@@ -13,7 +13,7 @@ from any process. It records:
   imported, then `ok` or `failed`). Since schema 9 the rows are kept in file order (file, line)
   with a unique index on the key: an import sets the outcomes of results lines in the order an
   engine writes them, so each transaction touches a few pages in a row instead of one page per
-  line at random (~26 us a line at 1,000,000 lines), and no index holds the outcome.
+  line at random, and no index holds the outcome.
 
 A line's `custom_id` is `relgrade:EXPORT_ID:KEY`, so a results line names its export and its
 content key; a line of another store's export, or a key this export never asked, is refused.

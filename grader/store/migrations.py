@@ -120,12 +120,12 @@ MIGRATIONS: list[Migration] = [
     # The endpoint each Batch API job was sent to (owner: grader.batch), never the key, so a
     # later `batch status|collect` reaches that server without being told it again.
     Migration(6, "batch job endpoint", apply=add_base_url_column),
-    # A leaner store (issue 12): a judge's fingerprint (~850 bytes for the lexical judge) is
+    # A leaner store: a judge's fingerprint (~850 bytes for the lexical judge) is
     # kept once in `judge_fingerprints` instead of on every judgments row, and the id pairs of
     # each key are a WITHOUT ROWID table (no second copy of every key in an index). Old stores
     # upgrade in place; every judgment's JSON is copied as it was.
     Migration(7, "judge fingerprints kept once", LEAN_STATEMENTS, vacuum=True),
-    # Judgments in parts (issue 12, owner: grader.store.judgment_rows): a row keeps what only it
+    # Judgments in parts (owner: grader.store.judgment_rows): a row keeps what only it
     # says, judge and prompt live once in `judgment_sources`, keys are 32 raw bytes; the view
     # `judgment_rows` shows each judgment's whole JSON as before.
     Migration(8, "judgments in parts", apply=upgrade_to_parts, vacuum=True),

@@ -169,7 +169,7 @@ class StoreReading:
 
     def doc_texts(self, ids: Iterable[str]) -> dict[str, Doc]:
         """Stored documents among `ids` with their text only (no title, no metadata): what
-        judging a reply to them reads (an import's ~10 us a line with both, ~3 without)."""
+        judging a reply to them reads (titles and metadata are not decoded)."""
         rows = self._select_by_ids("SELECT doc_id, text FROM docs", "doc_id", ids)
         return {did: Doc(doc_id=did, text=text) for did, text in rows}
 
@@ -177,7 +177,7 @@ class StoreReading:
         """The stored documents among `ids`, by id, each with its text when that is over
         `longer_than` bytes of UTF-8, else None (so it has at most that many characters):
         whether a text was cut for a prompt, told without making a string of every text
-        (an import's workers ask it of every line: all texts took ~0.3 us a line more)."""
+        (an import's workers ask it of every line)."""
         sql = (
             f"SELECT doc_id, CASE WHEN length(CAST(text AS BLOB)) > {int(longer_than)}"
             " THEN text END FROM docs"

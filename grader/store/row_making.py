@@ -48,7 +48,7 @@ class StoreRows:
         self, items: Iterable[tuple[Judgment, Mapping[str, Any] | None]]
     ) -> list[tuple[Any, ...]]:
         """`_judgment_row` of each item, each fingerprint's JSON made once per call (a judge
-        passes the same fingerprint with every answer; ~5 us a row at a million rows)."""
+        passes the same fingerprint with every answer)."""
         texts: dict[int, tuple[Mapping[str, Any], str]] = {}
         rows = []
         for judgment, fingerprint in items:
@@ -177,4 +177,4 @@ class StoreRows:
             return None
         head, tail, created_at, _ = parts
         columns = (encode_key(key), query_id, doc_id, "ok", grade, created_at, head, tail, None)
-        return tuple.__new__(StoredRow, (columns, source, 0))  # (made in C: ~0.3 us less)
+        return tuple.__new__(StoredRow, (columns, source, 0))  # made in C, as in ok_parts

@@ -420,8 +420,8 @@ class Store(StoreRows, StoreReading):
         """Store rows already in parts (`stored_row`, made by an import's worker process) and
         their id pairs in one transaction; how many were written (writing them twice changes
         nothing). `pairs=False`: the caller knows each row's id pair is listed already (a
-        batch export records them before its lines): at a million rows, probing the pairs
-        again cost ~8 us a row. Releases no lease: an import takes none."""
+        batch export records them before its lines), and they are not probed again. Releases no
+        lease: an import takes none."""
         with self._transaction("writing imported answers"):
             written = self._upsert_stored(rows)
             if pairs:

@@ -24,8 +24,7 @@ _WS = re.compile(r"\s*")
 _JSON_WS = r"[ \t\n\r]*"
 JSON_STRING = r'"[^"\\\x00-\x1f]*+(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*+)*+"'
 """A JSON string: runs of plain characters taken whole (possessive: nothing to backtrack), an
-escape between them (a run a character at a time took ~40 ns a character: 14 us a 300-character
-reason, against 2 us so)."""
+escape between them, rather than one character at a time."""
 _GRADE_FIRST_OR_SECOND = re.compile(
     rf"{_JSON_WS}\{{{_JSON_WS}"
     rf'(?:"reason"{_JSON_WS}:{_JSON_WS}{JSON_STRING}{_JSON_WS},{_JSON_WS})?'
