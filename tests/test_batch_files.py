@@ -77,6 +77,7 @@ def files(tmp_path: Path) -> GradeFiles:
     return data
 
 
+@pytest.mark.slow
 def test_round_trip_equals_live_grading(
     files: GradeFiles, fake_server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -216,6 +216,7 @@ async def test_failed_batch_is_graded_live(setup: Setup) -> None:
     assert {p.type for p in outcome.collected.problems.values()} == {"Batch:failed"}
 
 
+@pytest.mark.slow
 async def test_waiting_for_a_batch_that_never_ends_has_an_end(setup: Setup) -> None:
     """A server whose batch stays in progress is polled until `max_wait_s`, then the job is
     left open in the store (a later collect picks it up), never polled forever."""

@@ -90,6 +90,7 @@ async def test_trickled_reply_is_cut_at_the_deadline_and_retried(server: FakeSer
     assert server.counts["requests"] == 2 and server.counts["trickle"] == 1
 
 
+@pytest.mark.slow
 async def test_a_server_that_always_trickles_fails_the_pair_as_a_timeout(
     server: FakeServer,
 ) -> None:
@@ -105,6 +106,7 @@ async def test_a_server_that_always_trickles_fails_the_pair_as_a_timeout(
     assert [c.outcome for c in calls] == ["retry"] * FAST.max_attempts
 
 
+@pytest.mark.slow
 def test_grade_cli_trickle_with_timeout_1_fails_each_pair_after_its_attempts(
     server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -216,6 +218,7 @@ def test_refused_connections_stop_the_run_too(
         assert s.count() == 0
 
 
+@pytest.mark.slow
 def test_server_dying_mid_run_keeps_the_answers_and_a_rerun_does_the_rest(
     server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -330,6 +333,7 @@ def test_mixed_failures_are_counted_by_kind() -> None:
     assert failed_pairs_text([ok]) == ""
 
 
+@pytest.mark.slow
 def test_regrade_stops_on_a_dead_server_too(
     server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -73,6 +73,7 @@ def test_the_table_loads_rich_and_nothing_else_heavy(files: tuple[Path, Path]) -
     assert "mean over queries" in out and "nDCG@10" in out
 
 
+@pytest.mark.slow
 def test_paths_that_need_pandas_still_import_it_and_agree(tmp_path: Path) -> None:
     """A grades CSV and a run with irregular whitespace (read whole, into a DataFrame)."""
     csv = tmp_path / "grades.csv"

@@ -369,8 +369,17 @@ def test_every_command_help_has_a_description(
 # The LLM flags: one definition, the same help and default in every command that sends ----------
 
 
-LLM_FLAGS = ("--base-url", "--api-key-env", "--concurrency", "--rpm", "--tpm", "--timeout")
-LLM_FLAGS += ("--max-attempts", "--prices", "--quiet")
+LLM_FLAGS = (
+    "--base-url",
+    "--api-key-env",
+    "--concurrency",
+    "--rpm",
+    "--tpm",
+    "--timeout",
+    "--max-attempts",
+    "--prices",
+    "--quiet",
+)
 
 
 def _subparser(parser: argparse.ArgumentParser, words: list[str]) -> argparse.ArgumentParser:

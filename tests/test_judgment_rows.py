@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -97,6 +98,7 @@ def test_the_parts_give_back_pydantics_json(judgment: Judgment) -> None:
     assert decode_key(encode_key(judgment.key)) == judgment.key
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(100), deadline=None)
 @given(st.lists(judgments(), min_size=1, max_size=5))
 def test_the_store_and_its_view_give_back_pydantics_json(

@@ -38,9 +38,24 @@ def pandas_calls(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     ("line", "text", "message"),
     [
         (2, "q0 Q0 dx 2 abc tag\n", "score 'abc' is not a finite number"),
-        (LINES, "q1999 Q0 dx 2 1.5.3 tag\n", "score '1.5.3' is not a finite number"),
-        (LINES, "q1999 Q0 dx 2 nan tag\n", "score 'nan' is not a finite number"),
-        (150_001, "q1500 Q0 dx 2 tag\n", "expected 6 columns in a run line, found 5"),
+        pytest.param(
+            LINES,
+            "q1999 Q0 dx 2 1.5.3 tag\n",
+            "score '1.5.3' is not a finite number",
+            marks=pytest.mark.slow,
+        ),
+        pytest.param(
+            LINES,
+            "q1999 Q0 dx 2 nan tag\n",
+            "score 'nan' is not a finite number",
+            marks=pytest.mark.slow,
+        ),
+        pytest.param(
+            150_001,
+            "q1500 Q0 dx 2 tag\n",
+            "expected 6 columns in a run line, found 5",
+            marks=pytest.mark.slow,
+        ),
         (3, "q0 Q0 d\xff 2 1.0 tag\n", "not valid UTF-8"),
     ],
 )
@@ -84,6 +99,7 @@ def test_bad_line_is_found_across_blocks(
     assert pandas_calls == []
 
 
+@pytest.mark.slow
 def test_irregular_but_valid_run_still_reads(tmp_path: Path, pandas_calls: list[Path]) -> None:
     """The fast path rejects a doubled space late in the file; the search finds no bad line, so
     the careful reader reads it as before."""
@@ -97,6 +113,7 @@ def test_irregular_but_valid_run_still_reads(tmp_path: Path, pandas_calls: list[
     assert pandas_calls == [path]
 
 
+@pytest.mark.slow
 def test_irregular_run_with_a_bad_line_later_names_it(
     tmp_path: Path, pandas_calls: list[Path]
 ) -> None:
@@ -110,6 +127,7 @@ def test_irregular_run_with_a_bad_line_later_names_it(
     assert pandas_calls == []
 
 
+@pytest.mark.slow
 def test_bad_grade_at_the_end_of_large_qrels(tmp_path: Path, pandas_calls: list[Path]) -> None:
     lines = [f"q{i // 100} 0 d{i} {i % 4}\n" for i in range(LINES)]
     lines[-1] = "q1999 0 dx two\n"

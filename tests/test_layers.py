@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -52,6 +53,11 @@ def test_the_real_tree_keeps_every_contract() -> None:
     assert "0 broken" in result.stdout
 
 
+def _slow(module: str, line: str, broken: set[str]) -> Any:
+    """A case run by the whole suite only (each runs lint-imports on a copy of the tree)."""
+    return pytest.param(module, line, broken, marks=pytest.mark.slow)
+
+
 @pytest.mark.parametrize(
     ("module", "line", "broken"),
     [
@@ -62,13 +68,13 @@ def test_the_real_tree_keeps_every_contract() -> None:
             {METRICS_PURE, NO_CALIBRATION},
         ),
         # metrics and models are independent siblings of the bottom layer
-        ("grader/metrics/ndcg.py", "import grader.models", {METRICS_PURE, LAYERS}),
-        ("grader/grading/pairs.py", "import calibration.stats.agreement", {NO_CALIBRATION}),
+        _slow("grader/metrics/ndcg.py", "import grader.models", {METRICS_PURE, LAYERS}),
+        _slow("grader/grading/pairs.py", "import calibration.stats.agreement", {NO_CALIBRATION}),
         # an import upwards: a reader that reaches into the store
-        ("grader/io/files.py", "import grader.store.store", {LAYERS}),
+        _slow("grader/io/files.py", "import grader.store.store", {LAYERS}),
         # grading and batch share a layer and stay independent
-        ("grader/grading/budget.py", "import grader.batch.requests", {LAYERS}),
-        ("calibration/summary.py", "import grader.cli.main", {CALIBRATION_NO_CLI}),
+        _slow("grader/grading/budget.py", "import grader.batch.requests", {LAYERS}),
+        _slow("calibration/summary.py", "import grader.cli.main", {CALIBRATION_NO_CLI}),
         # a new top-level module must be given a layer (the layers contract is exhaustive)
         ("grader/unplaced.py", "import grader.errors", {LAYERS}),
     ],

@@ -236,6 +236,7 @@ def _weighted_sample(tmp_path: Path) -> tuple[Path, Path]:
     return judgments, human
 
 
+@pytest.mark.slow
 def test_a_weighted_confusion_matrix_says_its_cells_are_estimated_pairs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -260,6 +261,7 @@ def test_a_weighted_confusion_matrix_says_its_cells_are_estimated_pairs(
     assert "estimated pairs" not in capsys.readouterr().out + report.read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_several_measures_get_their_own_system_ranking_sections(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

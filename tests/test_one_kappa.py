@@ -69,6 +69,7 @@ def test_calibration_regrade_and_the_lexical_fit_share_it() -> None:
     )
 
 
+@pytest.mark.slow
 def test_lexical_fit_reaches_sklearns_best_quadratic_kappa() -> None:
     """The threshold search's kappa is sklearn's: brute force over the cut points agrees."""
     rng = np.random.default_rng(3)

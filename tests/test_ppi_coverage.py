@@ -16,6 +16,9 @@ from calibration.spotcheck.sampling import plan_design, systematic_draw
 from calibration.stats.ppi import ppi_mean
 from tests.sampling_helpers import make_judgment
 
+# Simulations of thousands of trials each: run by the whole suite, not the quick loop.
+pytestmark = pytest.mark.slow
+
 TRIALS = 2000
 
 

@@ -223,6 +223,7 @@ def test_writer_journals_a_long_wait_and_stores_everything(tmp_path: Path) -> No
     store.close()
 
 
+@pytest.mark.slow
 def test_journal_of_a_killed_process_is_replayed_on_open(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     Store(path).close()
@@ -274,6 +275,7 @@ def test_a_bad_journal_line_names_the_file_and_line(tmp_path: Path) -> None:
         Store(path)
 
 
+@pytest.mark.slow
 def test_event_loop_keeps_turning_while_the_store_is_busy(
     fake_server: FakeServer, tmp_path: Path
 ) -> None:

@@ -97,6 +97,7 @@ def assert_out_equals_store(out: Path, stored: dict[str, Judgment], n_pairs: int
         assert (j.grade, j.created_at) == (stored[j.key].grade, stored[j.key].created_at), j
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "n_procs", [2, pytest.param(3, marks=pytest.mark.slow), pytest.param(4, marks=pytest.mark.slow)]
 )

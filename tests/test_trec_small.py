@@ -173,7 +173,9 @@ def _files(folder: Path, seed: int) -> tuple[Path, Path]:
     return qrels_path, run_path
 
 
-@pytest.mark.parametrize("chunk", range(6))
+@pytest.mark.parametrize(
+    "chunk", [0, *(pytest.param(c, marks=pytest.mark.slow) for c in range(1, 6))]
+)
 def test_generated_files_read_alike(tmp_path: Path, chunk: int) -> None:
     taken = total = 0
     for seed in range(chunk * 60, (chunk + 1) * 60):

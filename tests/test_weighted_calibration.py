@@ -47,7 +47,9 @@ def _world(
     return judgments, truth
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize(
+    "seed", [1, *(pytest.param(s, marks=pytest.mark.slow) for s in range(2, 6))]
+)
 def test_weighted_agreement_matches_the_population_and_unweighted_does_not(
     tmp_path: Path, seed: int
 ) -> None:
