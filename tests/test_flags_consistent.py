@@ -369,17 +369,8 @@ def test_every_command_help_has_a_description(
 # The LLM flags: one definition, the same help and default in every command that sends ----------
 
 
-LLM_FLAGS = (
-    "--base-url",
-    "--api-key-env",
-    "--concurrency",
-    "--rpm",
-    "--tpm",
-    "--timeout",
-    "--max-attempts",
-    "--prices",
-    "--quiet",
-)
+LLM_FLAGS = ["--base-url", "--api-key-env", "--concurrency", "--rpm", "--tpm", "--timeout"]
+LLM_FLAGS += ["--max-attempts", "--prices", "--quiet"]
 
 
 def _subparser(parser: argparse.ArgumentParser, words: list[str]) -> argparse.ArgumentParser:
@@ -405,6 +396,5 @@ def test_llm_flags_mean_one_thing_in_every_command_that_sends() -> None:
     # The library's own defaults are the same numbers.
     assert inspect.signature(LLMJudge).parameters["timeout"].default == defaults.TIMEOUT_S
     for function in (grade_pairs, regrade):
-        assert inspect.signature(function).parameters["concurrency"].default == (
-            defaults.CONCURRENCY
-        )
+        concurrency = inspect.signature(function).parameters["concurrency"]
+        assert concurrency.default == defaults.CONCURRENCY

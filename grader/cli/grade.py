@@ -99,9 +99,7 @@ def register(sub: Any) -> None:
         help="model; several (--model A --model B, or --model A B) make an ensemble",
     )
     add_llm_options(p)
-    p.add_argument(
-        "--judge", choices=["llm", "lexical"], default="llm", help="lexical: offline baseline"
-    )
+    p.add_argument("--judge", choices=["llm", "lexical"], default="llm", help="lexical: offline")
     p.add_argument(
         "--lexical-config",
         metavar="TOML",
