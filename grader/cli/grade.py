@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from grader.cli import grade_holes
 from grader.cli.commands import COMMANDS
 from grader.cli.flags import add_runs, add_store
 from grader.cli.progress import GradingProgress
@@ -121,6 +122,7 @@ def register(sub: Any) -> None:
     p.add_argument("--verify-low", action="store_true", help="regrade 0-1 grades a second time")
     p.add_argument("--verify-prompt", metavar="NAME", help="prompt of the verifier")
     p.add_argument("--verify-model", metavar="M", help="model of the verifier")
+    grade_holes.add_flags(p)
     p.set_defaults(func=run)
 
 
@@ -141,6 +143,7 @@ def _check_args(args: argparse.Namespace) -> None:
 def _check_folders(args: argparse.Namespace) -> None:
     """Fail before grading (and paying) when an output or the store could not be written."""
     paths = [("--out", args.out), ("--qrels-out", args.qrels_out)]
+    paths.append(("--merged-out", args.merged_out))
     if not args.dry_run:  # a dry run never creates a store
         paths.append(("--store", args.store))
     for flag, value in paths:
@@ -259,30 +262,6 @@ def _resume_hint() -> str:
     return "relgrade " + shlex.join(sys.argv[1:])
 
 
-def _write_outputs(args: argparse.Namespace, report: GradingReport) -> None:
-    from grader.io.files import atomic_write
-    from grader.io.output_set import OutputSet
-
-    outputs = OutputSet([p for p in (args.out, args.qrels_out) if p])
-    outputs.begin()  # a kill between the two files is told to the next run
-    # One pass over the outputs (stored answers stream from the store, a block at a time)
-    # writes --out and keeps the qrels lines: a failed judgment has no grade, so it is
-    # unjudged in the qrels, never 0.
-    qrels: list[str] = []
-    if args.out:
-        with atomic_write(args.out) as out:
-            for block in report.blocks():
-                out.write(block.lines)
-                qrels.append(block.qrels)
-        outputs.done(args.out)
-    elif args.qrels_out:
-        qrels = [block.qrels for block in report.blocks()]
-    if args.qrels_out:
-        with atomic_write(args.qrels_out) as out:
-            out.writelines(qrels)
-    outputs.finish()
-
-
 def _print_dry_run(report: GradingReport, verify: bool) -> None:
     for qid, did, judge in report.to_send:
         print(f"{qid}\t{did}\t{judge}")
@@ -311,7 +290,8 @@ def run(args: argparse.Namespace) -> int:
 
     _check_args(args)
     if not args.dry_run:
-        clean_outputs([args.out, args.qrels_out])
+        clean_outputs([args.out, args.qrels_out, args.merged_out])
+    holes = grade_holes.plan(args)
     queries = read_queries(args.queries)
     # The lexical judge's collection statistics need every document; an LLM judge needs only
     # those of the selected pairs, so a large docs file is streamed and the rest not kept.
@@ -322,9 +302,12 @@ def run(args: argparse.Namespace) -> int:
         queries,
         docs if lexical else (lambda ids: read_docs(args.docs, ids=ids)),
         depth=args.depth,
-        skip_judged=args.skip_judged,
+        skip_judged=[] if holes is not None else args.skip_judged,
         skip_missing=args.skip_missing,
+        **grade_holes.selection_kwargs(holes),
     )
+    if holes is not None:
+        grade_holes.take_selection(holes, selection, args)
     if selection.missing and not args.quiet:
         print(f"skipped {selection.missing} pairs with unknown ids", file=sys.stderr)
     store_path = Path(args.store)
@@ -363,6 +346,8 @@ def run(args: argparse.Namespace) -> int:
         _print_dry_run(report, judges.verifier is not None)
         return 0
     print(summary_line(report), file=sys.stderr)
+    if holes is not None:
+        print(grade_holes.summary(holes, report), file=sys.stderr)
     if report.failed:
         from grader.cli.failed_pairs import failure_causes_text  # imports the LLM judge's errors
 
@@ -391,7 +376,7 @@ def run(args: argparse.Namespace) -> int:
             f"{report.pending} left; outputs not written. Rerun the same command with a higher "
             "--max-cost to finish (stored answers cost nothing)"
         )
-    _write_outputs(args, report)
+    grade_holes.write_outputs(args, report, holes)
     if report.failed:
         from grader.cli.failed_pairs import failed_pairs_text
 

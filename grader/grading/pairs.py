@@ -13,7 +13,7 @@ keeps only those documents.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from operator import itemgetter
@@ -51,6 +51,8 @@ class PairSelection:
     missing: int = 0  # left out because the query or doc id is unknown (--skip-missing)
     missing_query_ids: list[str] = field(default_factory=list)
     missing_doc_ids: list[str] = field(default_factory=list)
+    candidate_ids: list[tuple[str, str]] = field(default_factory=list)  # distinct, in order
+    judged_ids: list[tuple[str, str]] = field(default_factory=list)  # of those, judged by people
 
 
 def make_pairs(queries: Iterable[Query], docs: Iterable[Doc]) -> list[Pair]:
@@ -73,9 +75,12 @@ def pairs_to_grade(
     skip_judged: Sequence[str | Path] = (),
     skip_missing: bool = False,
     precision: Precision = "float32",
+    judged_pairs: Collection[tuple[str, str]] = (),
+    regrade_judged: Callable[[list[tuple[str, str]]], Collection[tuple[str, str]]] | None = None,
 ) -> PairSelection:
     """The pairs to grade from `runs` (see the module docstring); raises InputError on unknown
-    ids unless `skip_missing`."""
+    ids unless `skip_missing`. `judged_pairs` are left out as `skip_judged`'s are; those that
+    `regrade_judged` picks from the judged candidates (in pair order) are graded all the same."""
     if depth < 1:
         raise InputError(f"--depth must be at least 1, not {depth}")
     if not runs:
@@ -103,8 +108,12 @@ def pairs_to_grade(
                 first_run.setdefault(pair_id, run_path)
         selection.duplicates += len(ids) - (len(first_run) - before)
     wanted = list(first_run)
+    judged.update(judged_pairs)
     if judged:
-        kept = [pair_id for pair_id in wanted if pair_id not in judged]
+        selection.candidate_ids = wanted
+        selection.judged_ids = [pair_id for pair_id in wanted if pair_id in judged]
+        also = regrade_judged(selection.judged_ids) if regrade_judged is not None else ()
+        kept = [pair_id for pair_id in wanted if pair_id not in judged or pair_id in also]
         selection.judged = len(wanted) - len(kept)
         wanted = kept
     if selection.candidates and callable(docs):

@@ -1,0 +1,96 @@
+"""`grade --also-judged N`: N pairs people already judged, drawn at random to be graded too, and
+the manifest that lets `calibrate` and `evaluate --fill` weight them back to the judged pool.
+
+The population is the judged pool: the pairs within the runs' top --depth that the human qrels
+grade. Uniform: pi = N / M for each of the M judged pairs. Stratified (`--stratify`): strata
+are the human grades, equal allocation (each grade the same expected count, capped by its size,
+the rest re-shared), so rare grades are measured too; pi = n_h / M_h in stratum h. The draw is
+systematic over a seeded random order (see `calibration.spotcheck.sampling`), so every pair's
+pi is exact. The manifest is written beside the judgments JSONL (`<stem>.manifest.json`, as
+`relgrade sample` writes one beside its CSV) with `kind: "also-judged"`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from calibration.spotcheck.manifest import Manifest, build_manifest, manifest_path_for
+from calibration.spotcheck.manifest import write_manifest as _write
+from calibration.spotcheck.sampling import (
+    SampleDraw,
+    SampledPair,
+    _integer_counts,
+    allocate,
+    systematic_draw,
+)
+from grader.errors import InputError
+
+KIND = "also-judged"
+
+
+def draw_also_judged(
+    judged: Sequence[tuple[str, str]],
+    grades: Mapping[tuple[str, str], int],
+    *,
+    n: int,
+    seed: int,
+    stratify: bool = False,
+) -> SampleDraw:
+    """Draw `n` of the `judged` pairs (uniform, or stratified by human grade, equal allocation)
+    with their exact inclusion probabilities; the pairs come back in pool order."""
+    if n < 1:
+        raise InputError(f"--also-judged must be at least 1, got {n}")
+    if n > len(judged):
+        raise InputError(
+            f"--also-judged {n}: only {len(judged):,} pairs of the runs' top --depth are judged",
+            hint="lower --also-judged",
+        )
+    labels = [f"human grade {grades[p]}" if stratify else "judged" for p in judged]
+    keys = sorted(set(labels))
+    index = {k: i for i, k in enumerate(keys)}
+    stratum = np.array([index[k] for k in labels], dtype=np.int64)
+    sizes = np.bincount(stratum, minlength=len(keys)).astype(np.float64)
+    expected = allocate(np.ones(len(keys)) if stratify else sizes, sizes, float(n))
+    if stratify:
+        expected = _integer_counts(expected)
+    pi = np.clip((expected / sizes)[stratum], 0.0, 1.0)
+    rng = np.random.default_rng(seed)
+    order = np.concatenate([rng.permutation(np.flatnonzero(stratum == s)) for s in range(len(keys))])
+    chosen = np.sort(systematic_draw(pi, order, rng))
+    pairs = [
+        SampledPair(judged[i][0], judged[i][1], float(pi[i]), labels[i]) for i in chosen.tolist()
+    ]
+    strata = {k: {"size": int(sizes[i]), "expected": float(expected[i])} for i, k in enumerate(keys)}
+    return SampleDraw(
+        pairs=pairs,
+        strategy="stratified" if stratify else "uniform",
+        allocation="equal" if stratify else None,
+        seed=seed,
+        population=len(judged),
+        strata=strata,
+    )
+
+
+def also_judged_manifest(draw: SampleDraw, human: str | Path) -> Manifest:
+    """The manifest of an also-judged draw: `kind` "also-judged", the human qrels as source."""
+    manifest = build_manifest(draw, source=human)
+    data = manifest.model_dump(mode="json")
+    data["kind"] = KIND
+    return Manifest.model_validate(data)
+
+
+def write_also_judged(manifest: Manifest, judgments: str | Path) -> Path:
+    """Write the manifest beside the judgments file (`<stem>.manifest.json`); returns its path."""
+    target = manifest_path_for(judgments)
+    _write(target, manifest)
+    return target
+
+
+def is_also_judged(manifest: Manifest) -> bool:
+    """Whether a manifest records an also-judged draw (not a spot-check sample)."""
+    return getattr(manifest, "kind", None) == KIND or (manifest.model_extra or {}).get(
+        "kind"
+    ) == KIND

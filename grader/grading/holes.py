@@ -1,0 +1,169 @@
+"""Labels on top of people's: which pairs of the runs people judged, which are holes, and the
+merged qrels (people's grade where there is one, the LLM's elsewhere).
+
+`grade --skip-judged HUMAN_QRELS` sends only the holes (and, with `--also-judged N`, N judged
+pairs drawn at random, so agreement on this very collection can be measured). The merged qrels
+keep every human line as written (any integer grade, pairs the runs never retrieved too) and
+add the LLM's grade of each hole, mapped by the `--llm-scale` map (identity by default). A
+failed judgment has no grade: its pair stays a hole. In the judgments JSONL each line says
+whose grade the merged qrels carry for its pair: `source` "llm" for a hole, "human" for an
+also-judged pair (people's grade wins; the line keeps the LLM's grade for calibration).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from grader.errors import InputError
+from grader.io.grade_format import looks_like_qrels
+from grader.io.grades import read_human_grades
+from grader.io.trec import read_qrels
+from grader.models import GRADES
+
+PairId = tuple[str, str]
+IDENTITY_SCALE = {g: g for g in GRADES}
+
+
+def read_people_grades(path: str | Path) -> pd.DataFrame:
+    """Human grades [query_id, doc_id, grade] as written: TREC qrels with any integer grade
+    (as trec_eval reads them), or a grades CSV (0..3). A pair listed twice is an error naming
+    the file and both lines."""
+    first = ""
+    from grader.io.files import iter_lines
+
+    for _, line in iter_lines(path):
+        if line.strip() and not line.lstrip().startswith("#"):
+            first = line
+            break
+    if first and looks_like_qrels(first):
+        frame = read_qrels(path, any_grade=True)
+    else:
+        frame = read_human_grades(path)[["query_id", "doc_id", "grade"]]
+    if frame.empty:
+        raise InputError("holds no grades", path=path, hint="give TREC qrels (qid 0 docid grade)")
+    frame.attrs["path"] = str(path)
+    return frame
+
+
+def parse_llm_scale(text: str) -> dict[int, int]:
+    """`0:0,1:1,2:2,3:3` as {llm grade: merged grade}; every LLM grade 0..3 exactly once."""
+    scale: dict[int, int] = {}
+    hint = "write LLM:HUMAN for each LLM grade 0..3, e.g. --llm-scale 0:0,1:1,2:2,3:3"
+    for part in text.split(","):
+        left, sep, right = part.strip().partition(":")
+        try:
+            llm, human = int(left), int(right)
+        except ValueError:
+            raise InputError(f"--llm-scale: {part.strip()!r} is not LLM:HUMAN", hint=hint) from None
+        if not sep or llm not in GRADES:
+            raise InputError(f"--llm-scale: {llm} is not an LLM grade (0..3)", hint=hint)
+        if llm in scale:
+            raise InputError(f"--llm-scale: grade {llm} is mapped twice", hint=hint)
+        scale[llm] = human
+    if set(scale) != set(GRADES):
+        missing = ", ".join(str(g) for g in GRADES if g not in scale)
+        raise InputError(f"--llm-scale: no mapping for LLM grade(s) {missing}", hint=hint)
+    return scale
+
+
+def scale_text(scale: dict[int, int]) -> str:
+    """`0:0,1:1,2:2,3:3`, and whether that is the identity."""
+    text = ",".join(f"{g}:{scale[g]}" for g in sorted(scale))
+    return text + (" (identity)" if scale == IDENTITY_SCALE else "")
+
+
+@dataclass
+class Holes:
+    """The runs' pairs against people's grades: which are judged, which are holes."""
+
+    human: pd.DataFrame
+    candidates: int = 0  # distinct pairs within depth over the runs
+    judged: list[PairId] = field(default_factory=list)  # judged candidates, in pair order
+    also: set[PairId] = field(default_factory=set)  # judged pairs graded too (--also-judged)
+    not_retrieved: int = 0  # human pairs no run returned within depth (kept, not graded)
+
+    @property
+    def holes(self) -> int:
+        return self.candidates - len(self.judged)
+
+
+def check_overlap(human: pd.DataFrame, candidates: Collection[PairId], judged: int) -> None:
+    """A qrels sharing no query, or no pair, with the runs is another collection's: an error."""
+    path = human.attrs.get("path")
+    if not candidates:
+        return
+    run_queries = {q for q, _ in candidates}
+    if not run_queries & set(human["query_id"].astype(str)):
+        raise InputError(
+            f"shares no query id with the runs ({len(run_queries)} queries): is it the qrels "
+            "of another collection?",
+            path=path,
+            hint="give the qrels of the runs' collection, or leave out --skip-judged",
+        )
+    if not judged:
+        raise InputError(
+            f"holds none of the runs' {len(candidates):,} pairs within --depth: is it the "
+            "qrels of another collection (other doc ids)?",
+            path=path,
+            hint="give the qrels of the runs' collection, or leave out --skip-judged",
+        )
+
+
+def with_source(lines: str, pairs: Iterator[PairId], also: Collection[PairId]) -> str:
+    """JSONL judgment lines, each given `"source"`: "human" for an also-judged pair (people's
+    grade is the merged one), else "llm". `pairs` yields each line's ids, in line order."""
+    out = []
+    for line in lines.splitlines():
+        source = "human" if next(pairs) in also else "llm"
+        out.append(f'{line[:-1]},"source":"{source}"}}\n')
+    return "".join(out)
+
+
+def merged_lines(
+    human: pd.DataFrame, llm_qrels: Iterable[str], also: Collection[PairId], scale: dict[int, int]
+) -> Iterator[str]:
+    """The merged qrels: every human line as written, then the LLM's (mapped) grade of each
+    hole. `llm_qrels` are `qid 0 docid grade` lines of ok judgments (failed ones have none)."""
+    for qid, did, grade in human[["query_id", "doc_id", "grade"]].itertuples(index=False):
+        yield f"{qid} 0 {did} {int(grade)}\n"
+    for block in llm_qrels:
+        for line in block.splitlines():
+            qid, _, did, grade = line.split()
+            if (qid, did) not in also:
+                yield f"{qid} 0 {did} {scale[int(grade)]}\n"
+
+
+def holes_summary(
+    holes: Holes, *, sent: int, cached: int, failed: int, scale: dict[int, int] | None
+) -> str:
+    """`pairs 4,000: judged by people 3,100, holes 900 (sent 610, cached 290)` and what else
+    a user should know (also-judged, failed holes, human pairs not retrieved, the scale)."""
+    also = len(holes.also)
+    text = f"pairs {holes.candidates:,}: judged by people {len(holes.judged):,}"
+    if also:
+        text += f" ({also:,} of them graded by the LLM too, --also-judged)"
+    text += f", holes {holes.holes:,} "
+    text += f"({'LLM answers ' if also else ''}sent {sent:,}, cached {cached:,})"
+    if failed:
+        text += f"; {failed:,} failed (no grade: they stay holes in --merged-out)"
+    if holes.not_retrieved:
+        text += (
+            f"; {holes.not_retrieved:,} human-graded pairs are not in the runs' top --depth "
+            "(ignored here; kept in --merged-out)"
+        )
+    if scale is not None:
+        text += f"; LLM grades mapped by --llm-scale {scale_text(scale)}"
+    return text
+
+
+def judged_split(
+    wanted: Sequence[PairId], human: pd.DataFrame
+) -> tuple[list[PairId], int]:
+    """The judged pairs among `wanted` (in order) and how many human pairs are not among them."""
+    people = set(zip(human["query_id"].astype(str), human["doc_id"].astype(str), strict=True))
+    judged = [p for p in wanted if p in people]
+    return judged, len(people) - len(judged)

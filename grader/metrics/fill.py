@@ -1,0 +1,224 @@
+"""Scores on top of people's labels: each run three ways, and how much of it rests on the LLM.
+
+Given people's qrels (`human`) and the LLM's grades (`llm`), every run and measure is scored
+under three regimes, side by side:
+
+- `holes_nonrelevant`: people's qrels alone; an unjudged result is not relevant (trec_eval).
+- `judged_only`: people's qrels on condensed lists (unjudged results removed first; trec_eval
+  -J, ir_measures' judged_only=True). A measure with no condensed form (Judged, ERR, Bpref,
+  the counts) is computed as it is.
+- `filled`: the merged qrels: people's grade where there is one, the LLM's (mapped by
+  `scale`) on the holes. Equal to `evaluate` on `grade --merged-out`'s file.
+
+Per run, the share of its top-k results (pooled over the qrels queries it answers) that people
+judged, that the LLM filled, and that stays unjudged (`Shares`). When the LLM also graded some
+pairs people judged (`grade --also-judged`), the filled score gets an interval that carries the
+LLM's disagreement (`grader.metrics.fill_interval`).
+
+Pure: DataFrames in, DataFrames out. Each measure's name in the output is the measure as asked
+(the judged_only regime's values are those of the `judged_only=True` measure).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from grader.metrics.evaluate import Missing, Scores, depth_needed, score
+from grader.metrics.fill_interval import Interval, imputed_interval
+from grader.metrics.measures import JUDGED_ONLY, Measure, parse_measure
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from grader.metrics.ranking import Precision
+
+REGIMES = ("holes_nonrelevant", "judged_only", "filled")
+SOURCES = ("human", "llm", "unjudged")
+
+
+def condensed_form(measure: Measure) -> Measure:
+    """The judged_only=True form of a measure, or the measure itself when it has none."""
+    if measure.name in JUDGED_ONLY:
+        return dataclasses.replace(measure, judged_only=True)
+    return measure
+
+
+@dataclass(frozen=True)
+class Shares:
+    """Of a run's top `k` results over the qrels queries: counts by source."""
+
+    k: int | None
+    human: int
+    llm: int
+    unjudged: int
+
+    def share(self, source: str) -> float:
+        total = self.human + self.llm + self.unjudged
+        return getattr(self, source) / total if total else float("nan")
+
+
+@dataclass
+class FillResult:
+    """Per run: the Scores of each regime, the shares, and the filled score's interval."""
+
+    measures: list[str]
+    scores: dict[str, dict[str, Scores]] = field(default_factory=dict)  # run -> regime -> ...
+    shares: dict[str, Shares] = field(default_factory=dict)
+    intervals: dict[str, dict[str, Interval]] = field(default_factory=dict)  # run -> measure
+    interval_note: str | None = None
+    holes: int = 0  # LLM-graded pairs people did not judge (filled)
+    overlap: int = 0  # pairs graded by both (also-judged)
+
+    def frame(self, per_query: bool = False) -> pd.DataFrame:
+        """The long frame [run, query_id, measure, regime, value], query_id "all" for the mean
+        (counts summed), with `ci_low`/`ci_high` on the filled means that have an interval."""
+        import pandas as pd
+
+        rows: list[dict[str, object]] = []
+        for run, regimes in self.scores.items():
+            for regime in REGIMES:
+                rows.extend(_rows(run, regime, regimes[regime], self.measures, per_query))
+            for row in rows:
+                if row["run"] == run and row["regime"] == "filled" and row["query_id"] == "all":
+                    found = self.intervals.get(run, {}).get(str(row["measure"]))
+                    if found is not None:
+                        row["ci_low"], row["ci_high"] = found.low, found.high
+        return pd.DataFrame(rows)
+
+
+def _rows(
+    run: str, regime: str, scores: Scores, names: list[str], per_query: bool
+) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = []
+    means = [value for _, value in scores.means()]
+    for name, values, mean in zip(names, scores.values.tolist(), means, strict=True):
+        if per_query:
+            for qid, value in zip(scores.query_ids, values, strict=True):
+                rows.append(
+                    {"run": run, "query_id": qid, "measure": name, "regime": regime, "value": value}
+                )
+        rows.append({"run": run, "query_id": "all", "measure": name, "regime": regime, "value": mean})
+    return rows
+
+
+def merge(human: pd.DataFrame, llm: pd.DataFrame, scale: Mapping[int, int] | None = None) -> pd.DataFrame:
+    """People's qrels plus the LLM's (mapped) grade of every pair they did not judge."""
+    import pandas as pd
+
+    holes = _holes(human, llm)
+    grades = holes["grade"].astype("int64")
+    if scale is not None:
+        grades = grades.map(dict(scale)).astype("int64")
+    filled = pd.DataFrame(
+        {"query_id": holes["query_id"], "doc_id": holes["doc_id"], "grade": grades}
+    )
+    merged = pd.concat([human[["query_id", "doc_id", "grade"]], filled], ignore_index=True)
+    return merged.astype({"query_id": str, "doc_id": str, "grade": "int64"})
+
+
+def _keys(frame: pd.DataFrame) -> pd.Series:
+    return frame["query_id"].astype(str) + "\x00" + frame["doc_id"].astype(str)
+
+
+def _holes(human: pd.DataFrame, llm: pd.DataFrame) -> pd.DataFrame:
+    """The LLM's rows whose pair people did not judge."""
+    return llm[~_keys(llm).isin(set(_keys(human)))].reset_index(drop=True)
+
+
+def overlap_pairs(human: pd.DataFrame, llm: pd.DataFrame) -> pd.DataFrame:
+    """Pairs graded by both: [query_id, doc_id, human, llm]."""
+    left = human[["query_id", "doc_id", "grade"]].astype({"query_id": str, "doc_id": str})
+    right = llm[["query_id", "doc_id", "grade"]].astype({"query_id": str, "doc_id": str})
+    both = left.merge(right, on=["query_id", "doc_id"], suffixes=("_human", "_llm"))
+    return both.rename(columns={"grade_human": "human", "grade_llm": "llm"})
+
+
+def evaluate_fill(
+    human: pd.DataFrame,
+    llm: pd.DataFrame,
+    runs: Mapping[str, pd.DataFrame],
+    measures: Sequence[str | Measure],
+    *,
+    scale: Mapping[int, int] | None = None,
+    missing: Missing = "zero",
+    precision: Precision = "float32",
+    weights: Mapping[tuple[str, str], float] | None = None,
+    draws: int = 400,
+    seed: int = 0,
+    level: float = 0.95,
+) -> FillResult:
+    """Score every run under the three regimes (see the module docstring).
+
+    `human` and `llm` are qrels frames [query_id, doc_id, grade]; `runs` maps a name to a run
+    frame [query_id, doc_id, rank|score]. `weights` (1/pi of each also-judged pair, from its
+    manifest) weight the overlap; `draws` imputations give the interval (0: no interval).
+    """
+    from grader.metrics.ranked import join
+
+    parsed = [parse_measure(m) for m in measures]
+    names = [str(m) for m in parsed]
+    condensed = [condensed_form(m) for m in parsed]
+    merged = merge(human, llm, scale)
+    n_human = len(human)
+    coded = merged.assign(grade=np.arange(len(merged), dtype=np.int64))
+    result = FillResult(measures=names, holes=len(merged) - n_human)
+    depth = depth_needed(parsed)
+    ranked_coded = {}
+    for name, run in runs.items():
+        plain = score(join(human, run, precision=precision, depth=depth), parsed, missing=missing)
+        cond = score(join(human, run, precision=precision), condensed, missing=missing)
+        filled = score(join(merged, run, precision=precision, depth=depth), parsed, missing=missing)
+        cond = dataclasses.replace(cond, measures=names)
+        result.scores[name] = {"holes_nonrelevant": plain, "judged_only": cond, "filled": filled}
+        coded_rows = join(coded, run, precision=precision, depth=depth)
+        ranked_coded[name] = coded_rows
+        result.shares[name] = _shares(coded_rows, n_human, depth)
+    both = overlap_pairs(human, llm)
+    result.overlap = len(both)
+    if len(both) and draws > 0:
+        grades = merged["grade"].to_numpy(dtype=np.int64)
+        hole_llm = _holes(human, llm)["grade"].to_numpy(dtype=np.int64)
+        pair_weights = _overlap_weights(both, weights)
+        intervals, note = imputed_interval(
+            ranked_coded,
+            parsed,
+            grades,
+            n_human,
+            hole_llm,
+            both["human"].to_numpy(dtype=np.int64),
+            both["llm"].to_numpy(dtype=np.int64),
+            pair_weights,
+            missing=missing,
+            draws=draws,
+            seed=seed,
+            level=level,
+        )
+        result.intervals = intervals
+        result.interval_note = note
+    return result
+
+
+def _overlap_weights(
+    both: pd.DataFrame, weights: Mapping[tuple[str, str], float] | None
+) -> npt.NDArray[np.float64]:
+    if weights is None:
+        return np.ones(len(both), dtype=np.float64)
+    keys = zip(both["query_id"].tolist(), both["doc_id"].tolist(), strict=True)
+    return np.array([weights.get(k, 1.0) for k in keys], dtype=np.float64)
+
+
+def _shares(coded: object, n_human: int, depth: int | None) -> Shares:
+    """Counts by source of the run's top-`depth` results over the qrels queries."""
+    from grader.metrics.judged_rows import Ranked
+
+    assert isinstance(coded, Ranked)
+    human = int((coded.grade < n_human).sum())
+    llm = int(len(coded.grade) - human)
+    unjudged = int(coded.returned.sum()) - human - llm
+    return Shares(depth, human, llm, unjudged)
