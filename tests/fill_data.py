@@ -21,7 +21,16 @@ import pandas as pd
 
 from grader.io.trec import read_qrels
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"
+# The shared folder beside the repository (or beside the folder of worktrees).
+DATA = next(
+    (
+        found
+        for up in (2, 3)
+        if (found := Path(__file__).resolve().parents[up] / "shared" / "data" / "trec-dl-2019")
+        .is_dir()
+    ),
+    Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019",
+)
 LABELS = DATA / "llm-labels"
 LLM_SET = "dl2019_test_4prompts_llama70b"
 RUN_SETS = {

@@ -147,6 +147,9 @@ def register(sub: Any) -> None:
         help="move judgments or grades-CSV grades outside 0..3 to the nearest of 0 and 3 "
         "instead of failing (TREC qrels keep any integer grade, as trec_eval)",
     )
+    from grader.cli.evaluate_fill import add_flags
+
+    add_flags(parser)
     parser.set_defaults(func=run)
 
 
@@ -245,6 +248,12 @@ def run(args: argparse.Namespace) -> int:
     parse_measures(given)  # a bad name fails before any file is read
     if args.runs.count("-") > 1:
         raise InputError("RUN `-` (stdin) is given twice", hint="stdin holds one run")
+    if args.fill:
+        from grader.cli.evaluate_fill import run_fill
+
+        return run_fill(args, given)
+    if args.llm_scale or args.fill_manifest:
+        raise InputError("--llm-scale and --fill-manifest go with --fill LLM_QRELS")
     judged, facts = read_grades(args.qrels, clamp=args.clamp)
     measures, warnings = resolve_thresholds(given, facts["top"], typed=bool(args.measures))
     names = [str(m) for m in measures]

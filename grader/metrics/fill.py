@@ -30,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from grader.metrics.evaluate import Missing, Scores, depth_needed, score
-from grader.metrics.fill_interval import Interval, imputed_interval
+from grader.metrics.fill_interval import Interval, corrected_interval
 from grader.metrics.measures import JUDGED_ONLY, Measure, parse_measure
 
 if TYPE_CHECKING:
@@ -77,7 +77,8 @@ class FillResult:
 
     def frame(self, per_query: bool = False) -> pd.DataFrame:
         """The long frame [run, query_id, measure, regime, value], query_id "all" for the mean
-        (counts summed), with `ci_low`/`ci_high` on the filled means that have an interval."""
+        (counts summed); the filled means with an interval add `corrected`, `ci_low` and
+        `ci_high` (see `grader.metrics.fill_interval`)."""
         import pandas as pd
 
         rows: list[dict[str, object]] = []
@@ -88,6 +89,7 @@ class FillResult:
                 if row["run"] == run and row["regime"] == "filled" and row["query_id"] == "all":
                     found = self.intervals.get(run, {}).get(str(row["measure"]))
                     if found is not None:
+                        row["corrected"] = found.estimate
                         row["ci_low"], row["ci_high"] = found.low, found.high
         return pd.DataFrame(rows)
 
@@ -149,15 +151,13 @@ def evaluate_fill(
     missing: Missing = "zero",
     precision: Precision = "float32",
     weights: Mapping[tuple[str, str], float] | None = None,
-    draws: int = 400,
-    seed: int = 0,
-    level: float = 0.95,
+    level: float | None = 0.95,
 ) -> FillResult:
     """Score every run under the three regimes (see the module docstring).
 
     `human` and `llm` are qrels frames [query_id, doc_id, grade]; `runs` maps a name to a run
     frame [query_id, doc_id, rank|score]. `weights` (1/pi of each also-judged pair, from its
-    manifest) weight the overlap; `draws` imputations give the interval (0: no interval).
+    manifest) weight the overlap; `level` None: no interval.
     """
     from grader.metrics.ranked import join
 
@@ -181,22 +181,21 @@ def evaluate_fill(
         result.shares[name] = _shares(coded_rows, n_human, depth)
     both = overlap_pairs(human, llm)
     result.overlap = len(both)
-    if len(both) and draws > 0:
-        grades = merged["grade"].to_numpy(dtype=np.int64)
-        hole_llm = _holes(human, llm)["grade"].to_numpy(dtype=np.int64)
-        pair_weights = _overlap_weights(both, weights)
-        intervals, note = imputed_interval(
+    if len(both) > 1 and level is not None:
+        position = dict(zip(_keys(merged), range(len(merged)), strict=False))
+        pairs = np.array([position[k] for k in _keys(both)], dtype=np.int64)
+        llm_grades = both["llm"].astype("int64")
+        if scale is not None:
+            llm_grades = llm_grades.map(dict(scale)).astype("int64")
+        intervals, note = corrected_interval(
             ranked_coded,
             parsed,
-            grades,
-            n_human,
-            hole_llm,
-            both["human"].to_numpy(dtype=np.int64),
-            both["llm"].to_numpy(dtype=np.int64),
-            pair_weights,
+            merged["grade"].to_numpy(dtype=np.int64),
+            pairs,
+            llm_grades.to_numpy(dtype=np.int64),
+            _overlap_weights(both, weights),
+            result.holes,
             missing=missing,
-            draws=draws,
-            seed=seed,
             level=level,
         )
         result.intervals = intervals

@@ -1,20 +1,24 @@
 """An interval for a filled score that carries the LLM's disagreement with people.
 
-Method: multiple imputation of the holes from the also-judged pairs, with a Bayesian bootstrap
-over those pairs. The pairs graded by both people and the LLM (`grade --also-judged`) say, for
-each LLM grade l, how people grade such pairs: P(human = h | LLM = l), weighted by 1/pi when
-the draw was stratified. Each of `draws` rounds
+Method: a PPI-style correction on the filled pairs, to first order. The pairs graded by both
+people and the LLM (`grade --also-judged`, a random draw from the judged pool with inclusion
+probabilities pi) tell what the LLM's grade does to a score. For each such pair i and each run,
+d_i = the run's mean score with people's grade of i minus the same with the LLM's grade of i
+(every other pair as in the filled qrels). The holes were graded by the LLM only; if they
+resemble the judged pool (the assumption: true when holes are a random share of the pool, as
+in DL 2019 with judgments removed at random, doubtful for a new system's harder holes), the
+score under people's grades of the H holes is about
 
-1. reweights the overlap pairs by independent Exp(1) draws times 1/pi (a Bayesian bootstrap:
-   the uncertainty of P(h | l) estimated from a few hundred pairs),
-2. draws a human grade for every hole from P(h | its LLM grade) of that round,
-3. scores every run with those grades in place of the LLM's (people's grades stay).
+    filled + H * mean_w(d),      mean_w the 1/pi-weighted (Hajek) mean over the overlap,
 
-The interval is the central `level` range of the rounds' mean scores: where each run's score
-under people's grades of the holes would fall, if people graded the holes as they graded the
-overlap. It assumes the holes resemble the overlap given the LLM grade (true when the holes
-are a random share of the judged pool; a new system's holes may be harder). Holes whose LLM
-grade never occurs in the overlap keep the LLM's grade (said in the note).
+with variance H^2 var(d) / n_eff (estimating the mean from the overlap) + H var(d) (which H
+pairs are holes), n_eff = (sum w)^2 / sum w^2; the interval is normal at `level`. Exact in
+expectation for measures that add up over pairs (P@k, DCG-like sums); for nDCG, RR and AP a
+first-order (linearised) correction: their ideal and first-hit terms make joint changes of many
+holes differ from the sum of single changes (docs/filling-holes.md gives the coverage measured).
+
+A pair changes its own query's score only, so the d_i of pairs of different queries come from
+one rescoring: one rescoring per round, a round taking at most one overlap pair per query.
 """
 
 from __future__ import annotations
@@ -22,57 +26,35 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 import numpy.typing as npt
 
 from grader.metrics.evaluate import Missing, score
 from grader.metrics.judged_rows import Ranked, ideal_of
-from grader.metrics.measures import Measure
+from grader.metrics.measures import SUMMED, Measure
 
 Int = npt.NDArray[np.int64]
 Float = npt.NDArray[np.float64]
 
-METHOD = "imputation from the also-judged pairs (Bayesian bootstrap over them)"
+METHOD = "PPI-style first-order correction from the also-judged pairs (normal interval)"
 
 
 @dataclass(frozen=True)
 class Interval:
-    """The `level` interval of a filled mean score, from `draws` imputations."""
+    """The `level` interval of a filled mean score, centred on the corrected `estimate`."""
 
+    estimate: float
     low: float
     high: float
     level: float
-    draws: int
+    pairs: int
     method: str = METHOD
 
 
-def _draw_holes(
-    rng: np.random.Generator,
-    hole_llm: Int,
-    fallback: Int,
-    human: Int,
-    llm: Int,
-    weights: Float,
-) -> Int:
-    """Human grades for the holes from the reweighted overlap; unmatched LLM grades keep
-    `fallback`."""
-    boot = weights * rng.exponential(size=len(weights))
-    out = fallback.copy()
-    for grade in np.unique(hole_llm).tolist():
-        where = np.flatnonzero(hole_llm == grade)
-        mask = llm == grade
-        total = boot[mask].sum()
-        if not mask.any() or total <= 0:
-            continue
-        cats, inverse = np.unique(human[mask], return_inverse=True)
-        probs = np.bincount(inverse, weights=boot[mask], minlength=len(cats)) / total
-        out[where] = rng.choice(cats, size=len(where), p=probs)
-    return out
-
-
-def _rescored(ranked: Ranked, grades: Int) -> Ranked:
-    """A coded `Ranked` (grade = pair index) with the pairs' grades put in."""
+def rescored(ranked: Ranked, grades: Int) -> Ranked:
+    """A coded `Ranked` (grade = the pair's index in `grades`) with the pairs' grades put in."""
     ideal = ideal_of(ranked.ideal_query, grades[ranked.ideal_grade])
     return dataclasses.replace(
         ranked,
@@ -83,53 +65,85 @@ def _rescored(ranked: Ranked, grades: Int) -> Ranked:
     )
 
 
-def imputed_interval(
+def _rounds(query_of: Int) -> Int:
+    """Round of each pair: its position among the pairs of its query (0, 1, ...)."""
+    order = np.argsort(query_of, kind="stable")
+    ranked_q = query_of[order]
+    out = np.empty(len(order), dtype=np.int64)
+    out[order] = np.arange(len(order)) - np.searchsorted(ranked_q, ranked_q)
+    return out
+
+
+def pair_effects(
+    ranked: Ranked,
+    measures: Sequence[Measure],
+    grades: Int,
+    pairs: Int,
+    llm: Int,
+    *,
+    missing: Missing = "zero",
+) -> tuple[Float, Float]:
+    """(the run's mean scores, d: one row per overlap pair, one column per measure): the change
+    of each mean when the pair's grade goes from the LLM's (`llm`) to people's (in `grades`)."""
+    base = score(rescored(ranked, grades), measures, missing=missing)
+    means = np.array([value for _, value in base.means()], dtype=np.float64)
+    column = {q: i for i, q in enumerate(base.query_ids)}
+    query_code = np.full(len(grades), -1, dtype=np.int64)
+    query_code[ranked.ideal_grade] = ranked.ideal_query  # the coded ideal lists every pair
+    codes = query_code[pairs]
+    col = np.array([column.get(ranked.query_ids[c], -1) for c in codes.tolist()], dtype=np.int64)
+    effects = np.zeros((len(pairs), len(measures)), dtype=np.float64)
+    rounds = _rounds(codes)
+    for r in range(int(rounds.max()) + 1 if len(rounds) else 0):
+        chosen = np.flatnonzero((rounds == r) & (col >= 0))
+        if not len(chosen):
+            continue
+        swapped = grades.copy()
+        swapped[pairs[chosen]] = llm[chosen]
+        other = score(rescored(ranked, swapped), measures, missing=missing)
+        cols = col[chosen]
+        effects[chosen] = (base.values[:, cols] - other.values[:, cols]).T
+    divisor = np.array(
+        [1.0 if m.name in SUMMED else max(base.n_queries, 1) for m in measures], dtype=np.float64
+    )
+    return means, effects / divisor
+
+
+def corrected_interval(
     coded: Mapping[str, Ranked],
     measures: Sequence[Measure],
     grades: Int,
-    n_human: int,
-    hole_llm: Int,
-    human: Int,
+    pairs: Int,
     llm: Int,
     weights: Float,
+    holes: int,
     *,
     missing: Missing = "zero",
-    draws: int = 400,
-    seed: int = 0,
     level: float = 0.95,
 ) -> tuple[dict[str, dict[str, Interval]], str]:
-    """Per run and measure, the interval of the filled mean (see the module docstring).
+    """Per run and measure, the corrected filled score and its interval (module docstring).
 
-    `coded` holds each run joined with the merged qrels whose grade is the pair's index in
-    `grades` (people's pairs first, `n_human` of them, then the holes with LLM grades
-    `hole_llm`); `human`, `llm`, `weights` describe the overlap pairs.
+    `coded` holds each run joined with the merged qrels coded by pair index into `grades`
+    (people's grades, the LLM's on the holes); `pairs` are the overlap pairs' indices, `llm`
+    their LLM grades (as merged), `weights` their 1/pi; `holes` the number of filled pairs.
     """
-    rng = np.random.default_rng(seed)
-    fallback = grades[n_human:].copy()
-    names = [str(m) for m in measures]
-    means = {run: np.empty((draws, len(measures))) for run in coded}
-    for b in range(draws):
-        drawn = grades.copy()
-        drawn[n_human:] = _draw_holes(rng, hole_llm, fallback, human, llm, weights)
-        for run, ranked in coded.items():
-            scores = score(_rescored(ranked, drawn), measures, missing=missing)
-            means[run][b] = [value for _, value in scores.means()]
-    tail = (1.0 - level) / 2.0
+    z = NormalDist().inv_cdf(0.5 + level / 2.0)
+    w = weights / weights.sum()
+    n_eff = float(weights.sum() ** 2 / (weights**2).sum())
+    n = len(pairs)
     out: dict[str, dict[str, Interval]] = {}
-    for run, values in means.items():
-        low = np.quantile(values, tail, axis=0)
-        high = np.quantile(values, 1.0 - tail, axis=0)
+    for run, ranked in coded.items():
+        means, d = pair_effects(ranked, measures, grades, pairs, llm, missing=missing)
+        mean_d = (w[:, None] * d).sum(axis=0)
+        var_d = (w[:, None] * (d - mean_d) ** 2).sum(axis=0) * n / max(n - 1, 1)
+        se = np.sqrt(holes**2 * var_d / n_eff + holes * var_d)
+        estimate = means + holes * mean_d
         out[run] = {
-            name: Interval(float(lo), float(hi), level, draws)
-            for name, lo, hi in zip(names, low.tolist(), high.tolist(), strict=True)
+            str(m): Interval(float(e), float(e - z * s), float(e + z * s), level, n)
+            for m, e, s in zip(measures, estimate.tolist(), se.tolist(), strict=True)
         }
-    unmatched = sorted(set(hole_llm.tolist()) - set(llm.tolist()))
-    note = f"{level:.0%} interval of the filled score: {METHOD}, {draws} draws, {len(llm)} pairs"
-    if unmatched:
-        shown = ", ".join(str(g) for g in unmatched)
-        count = int(np.isin(hole_llm, unmatched).sum())
-        note += (
-            f"; {count} holes with LLM grade {shown}, which no also-judged pair has, keep the "
-            "LLM's grade (the interval leaves their disagreement out)"
-        )
+    note = (
+        f"{level:.0%} interval of the filled score: {METHOD}, from {n} pairs graded by both "
+        f"people and the LLM, {holes} holes; centred on the corrected score"
+    )
     return out, note
