@@ -195,6 +195,10 @@ def evaluate_fill(
             llm_grades.to_numpy(dtype=np.int64),
             _overlap_weights(both, weights),
             result.holes,
+            raw=(
+                _holes(human, llm)["grade"].to_numpy(dtype=np.int64),
+                both["llm"].to_numpy(dtype=np.int64),
+            ),
             missing=missing,
             level=level,
         )

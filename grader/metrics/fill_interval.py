@@ -85,7 +85,8 @@ def pair_effects(
 ) -> tuple[Float, Float]:
     """(the run's mean scores, d: one row per overlap pair, one column per measure): the change
     of each mean when the pair's grade goes from the LLM's (`llm`) to people's (in `grades`)."""
-    base = score(rescored(ranked, grades), measures, missing=missing)
+    start = rescored(ranked, grades)
+    base = score(start, measures, missing=missing)
     means = np.array([value for _, value in base.means()], dtype=np.float64)
     column = {q: i for i, q in enumerate(base.query_ids)}
     query_code = np.full(len(grades), -1, dtype=np.int64)
@@ -100,13 +101,66 @@ def pair_effects(
             continue
         swapped = grades.copy()
         swapped[pairs[chosen]] = llm[chosen]
-        other = score(rescored(ranked, swapped), measures, missing=missing)
+        # The run's rows change, the ideal lists (qrels-only terms) stay those of `grades`.
+        other = score(
+            dataclasses.replace(start, grade=swapped[ranked.grade]), measures, missing=missing
+        )
         cols = col[chosen]
         effects[chosen] = (base.values[:, cols] - other.values[:, cols]).T
     divisor = np.array(
         [1.0 if m.name in SUMMED else max(base.n_queries, 1) for m in measures], dtype=np.float64
     )
     return means, effects / divisor
+
+
+@dataclass(frozen=True)
+class _Imputer:
+    """Draws a human grade for pairs people did not grade, by Bayes' rule with a prior per query:
+    P(h | l, q) is proportional to P(l | h) P_q(h). P(l | h), how the LLM grades pairs of human
+    grade h, comes from the overlap (1/pi weighted); P_q(h) from people's grades of query q,
+    shrunk towards the pool's share of h (`PRIOR_PAIRS` pseudo-pairs). The LLM's errors are
+    assumed to depend on the true grade, not on the query; queries differ in how many relevant
+    documents they have, which decides their ideal (IDCG, recall's denominator)."""
+
+    grades: Int  # the human grades that occur, ascending
+    likelihood: Float  # [grade, llm grade 0..9]: P(llm | human)
+    prior: Float  # [query code, grade]: P_q(human)
+
+    def draw(self, rng: np.random.Generator, query: Int, llm: Int, keep: Int) -> Int:
+        known = (llm >= 0) & (llm < self.likelihood.shape[1])
+        probs = np.zeros((len(llm), len(self.grades)))
+        probs[known] = self.likelihood[:, llm[known]].T * self.prior[query[known]]
+        total = probs.sum(axis=1)
+        out = keep.copy()
+        ok = np.flatnonzero(total > 0)
+        cum = np.cumsum(probs[ok] / total[ok, None], axis=1)
+        picks = (cum < rng.uniform(size=len(ok))[:, None]).sum(axis=1)
+        out[ok] = self.grades[np.minimum(picks, len(self.grades) - 1)]
+        return out
+
+
+PRIOR_PAIRS = 5.0
+
+
+def _imputer(
+    human: Int, llm: Int, weights: Float, people: Int, people_query: Int, n_queries: int
+) -> _Imputer:
+    """The imputer from the overlap (`human`, `llm`, `weights`) and every human grade (`people`,
+    with its query code)."""
+    grades = np.unique(np.concatenate([human, people]))
+    index = {g: i for i, g in enumerate(grades.tolist())}
+    likelihood = np.zeros((len(grades), 10))
+    for h, g, w in zip(human.tolist(), llm.tolist(), weights.tolist(), strict=True):
+        if 0 <= g < 10:
+            likelihood[index[h], g] += w
+    rows = likelihood.sum(axis=1, keepdims=True)
+    likelihood = np.divide(likelihood, rows, out=np.zeros_like(likelihood), where=rows > 0)
+    codes = np.array([index[g] for g in people.tolist()], dtype=np.int64)
+    counts = np.zeros((n_queries, len(grades)))
+    np.add.at(counts, (people_query, codes), 1.0)
+    pool = counts.sum(axis=0) / max(counts.sum(), 1.0)
+    prior = (counts + PRIOR_PAIRS * pool) / (counts.sum(axis=1, keepdims=True) + PRIOR_PAIRS)
+    return _Imputer(grades, likelihood, prior)
 
 
 def corrected_interval(
@@ -118,29 +172,52 @@ def corrected_interval(
     weights: Float,
     holes: int,
     *,
+    raw: tuple[Int, Int] | None = None,
     missing: Missing = "zero",
     level: float = 0.95,
+    imputations: int = 5,
+    seed: int = 0,
 ) -> tuple[dict[str, dict[str, Interval]], str]:
     """Per run and measure, the corrected filled score and its interval (module docstring).
 
     `coded` holds each run joined with the merged qrels coded by pair index into `grades`
-    (people's grades, the LLM's on the holes); `pairs` are the overlap pairs' indices, `llm`
-    their LLM grades (as merged), `weights` their 1/pi; `holes` the number of filled pairs.
+    (people's grades first, then the LLM's on the last `holes` pairs); `pairs` are the overlap
+    pairs' indices, `llm` their LLM grades (as merged), `weights` their 1/pi. `raw` gives the
+    LLM's own grades (before any scale map) of the holes and of the overlap pairs.
     """
     z = NormalDist().inv_cdf(0.5 + level / 2.0)
     w = weights / weights.sum()
     n_eff = float(weights.sum() ** 2 / (weights**2).sum())
     n = len(pairs)
+    hole_raw, pair_raw = raw if raw is not None else (grades[len(grades) - holes :], llm)
+    first = len(grades) - holes
+    some = next(iter(coded.values()))
+    query_code = np.zeros(len(grades), dtype=np.int64)
+    query_code[some.ideal_grade] = some.ideal_query  # the coded ideal lists every pair
+    imputer = _imputer(
+        grades[pairs], pair_raw, weights, grades[:first], query_code[:first], some.n_queries
+    )
+    rng = np.random.default_rng(seed)
+    draws = []
+    for _ in range(imputations):
+        base = grades.copy()
+        base[first:] = imputer.draw(rng, query_code[first:], hole_raw, grades[first:])
+        draws.append((base, imputer.draw(rng, query_code[pairs], pair_raw, llm)))
     out: dict[str, dict[str, Interval]] = {}
     for run, ranked in coded.items():
-        means, d = pair_effects(ranked, measures, grades, pairs, llm, missing=missing)
-        mean_d = (w[:, None] * d).sum(axis=0)
-        var_d = (w[:, None] * (d - mean_d) ** 2).sum(axis=0) * n / max(n - 1, 1)
-        se = np.sqrt(holes**2 * var_d / n_eff + holes * var_d)
-        estimate = means + holes * mean_d
+        estimates, variances = [], []
+        for base, predicted in draws:
+            means, d = pair_effects(ranked, measures, base, pairs, predicted, missing=missing)
+            mean_d = (w[:, None] * d).sum(axis=0)
+            var_d = (w[:, None] * (d - mean_d) ** 2).sum(axis=0) * n / max(n - 1, 1)
+            estimates.append(means + holes * mean_d)
+            variances.append(holes**2 * var_d / n_eff + holes * var_d)
+        est = np.mean(estimates, axis=0)
+        between = np.var(estimates, axis=0, ddof=1) if len(draws) > 1 else 0.0
+        se = np.sqrt(np.mean(variances, axis=0) + (1 + 1 / len(draws)) * between)
         out[run] = {
             str(m): Interval(float(e), float(e - z * s), float(e + z * s), level, n)
-            for m, e, s in zip(measures, estimate.tolist(), se.tolist(), strict=True)
+            for m, e, s in zip(measures, est.tolist(), se.tolist(), strict=True)
         }
     note = (
         f"{level:.0%} interval of the filled score: {METHOD}, from {n} pairs graded by both "
