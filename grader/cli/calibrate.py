@@ -86,7 +86,7 @@ def _weights(
 
     path = args.manifest
     if path is None and not args.no_manifest:
-        path = find_manifest(args.human)
+        path = find_manifest(args.human) or _also_judged_manifest(args.llm)
     if path is None:
         return None, "", None
     manifest = read_manifest(path)
@@ -98,6 +98,40 @@ def _weights(
         ) from None
     weights = np.asarray(sample_weights(manifest, frame), dtype=np.float64)
     return weights, str(path), design
+
+
+def _also_judged_manifest(llm: str) -> Path | None:
+    """The manifest `grade --also-judged` wrote beside the LLM's judgments, if there is one."""
+    from calibration.spotcheck.also_judged import is_also_judged
+    from calibration.spotcheck.manifest import find_manifest, read_manifest
+
+    path = find_manifest(llm)
+    return path if path is not None and is_also_judged(read_manifest(path)) else None
+
+
+def _only_drawn(args: argparse.Namespace, llm: Any) -> tuple[Any, str | None]:
+    """With an also-judged manifest: the LLM's grades of the drawn pairs only (the holes have
+    no human grade and were not drawn), and a note saying so."""
+    from calibration.spotcheck.also_judged import is_also_judged
+    from calibration.spotcheck.manifest import read_manifest
+
+    path = args.manifest or (None if args.no_manifest else _also_judged_manifest(args.llm))
+    if path is None or args.no_manifest:
+        return llm, None
+    manifest = read_manifest(path)
+    if not is_also_judged(manifest):
+        return llm, None
+    drawn = set(manifest.probabilities())
+    keep = [(q, d) in drawn for q, d in zip(llm["query_id"], llm["doc_id"], strict=True)]
+    kept = llm[keep]
+    kept.attrs.update(llm.attrs)
+    note = (
+        f"also-judged: {len(manifest.pairs):,} pairs drawn ({manifest.strategy}) from the "
+        f"{manifest.population:,} judged pairs of the runs (the manifest {path}); figures are "
+        f"weighted back to that judged pool; {len(llm) - len(kept):,} LLM grades of holes "
+        "(no human grade) are left out"
+    )
+    return kept, note
 
 
 def run(args: argparse.Namespace) -> int:
@@ -114,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
 
     llm = read_llm_grades(args.llm, clamp=args.clamp, judge=args.judge)
     human = read_human_grades(args.human, clamp=args.clamp)
+    llm, also_note = _only_drawn(args, llm)
     paired = pair_grades(llm, human)
     weights, manifest, design = _weights(args, paired.frame)
     from grader.io.runs import read_runs
@@ -156,6 +191,8 @@ def run(args: argparse.Namespace) -> int:
     summary.notes.extend(_input_notes(llm, human, second))
     if manifest:
         summary.notes.insert(0, f"every figure is weighted by 1/pi from {manifest}")
+    if also_note:
+        summary.notes.insert(0, also_note)
     summary.warnings.extend(_coverage_warnings(args, llm, human, manifest))
     for warning in summary.warnings:
         print(f"warning: {warning}", file=sys.stderr)

@@ -1,21 +1,27 @@
 """An interval for a filled score that carries the LLM's disagreement with people.
 
-Method: a PPI-style correction on the filled pairs, to first order. The pairs graded by both
-people and the LLM (`grade --also-judged`, a random draw from the judged pool with inclusion
-probabilities pi) tell what the LLM's grade does to a score. For each such pair i and each run,
-d_i = the run's mean score with people's grade of i minus the same with the LLM's grade of i
-(every other pair as in the filled qrels). The holes were graded by the LLM only; if they
-resemble the judged pool (the assumption: true when holes are a random share of the pool, as
-in DL 2019 with judgments removed at random, doubtful for a new system's harder holes), the
-score under people's grades of the H holes is about
+Method: a PPI-style correction on an imputed base. The pairs graded by both people and the LLM
+(`grade --also-judged`, a random draw from the judged pool with inclusion probabilities pi)
+play the part of PPI's labelled data.
 
-    filled + H * mean_w(d),      mean_w the 1/pi-weighted (Hajek) mean over the overlap,
+1. Base: each hole gets a human grade drawn from P(human | LLM grade, query) (`_Imputer`:
+   Bayes' rule, P(LLM | human) from the overlap and a per-query prior from people's grades).
+   This puts the terms that depend on the qrels only (nDCG's ideal, recall's and AP's
+   denominators) near their values under people's grades; it cannot know how a run ranks the
+   truly relevant holes.
+2. Correction: for each overlap pair i and each run, d_i = the run's mean score with people's
+   grade of i minus the same with a predicted grade of i (drawn as in 1), changing the run's
+   rows only. Holes resembling the judged pool, the score under people's grades of the H holes
+   is about base + H * mean_w(d) (mean_w: the 1/pi-weighted Hajek mean), with variance
+   H^2 var(d) / n_eff (the mean is estimated from n pairs; n_eff = (sum w)^2 / sum w^2) +
+   H var(d) (which pairs are holes). Exact in expectation for what is linear in the run's
+   grades given the ideal (P@k, DCG@k over a fixed ideal, R@k); first order for RR and AP.
+3. Five imputations, combined by Rubin's rules (mean; within + (1 + 1/m) between variance);
+   the interval is normal at `level`, centred on the corrected score.
 
-with variance H^2 var(d) / n_eff (estimating the mean from the overlap) + H var(d) (which H
-pairs are holes), n_eff = (sum w)^2 / sum w^2; the interval is normal at `level`. Exact in
-expectation for measures that add up over pairs (P@k, DCG-like sums); for nDCG, RR and AP a
-first-order (linearised) correction: their ideal and first-hit terms make joint changes of many
-holes differ from the sum of single changes (docs/filling-holes.md gives the coverage measured).
+The assumption: holes resemble the judged pool given the LLM grade and the query (true when
+holes are a random share of the pool, as in DL 2019 with judgments removed at random; a new
+system's holes may be harder). docs/filling-holes.md gives the coverage measured there.
 
 A pair changes its own query's score only, so the d_i of pairs of different queries come from
 one rescoring: one rescoring per round, a round taking at most one overlap pair per query.
@@ -38,7 +44,10 @@ from grader.metrics.measures import SUMMED, Measure
 Int = npt.NDArray[np.int64]
 Float = npt.NDArray[np.float64]
 
-METHOD = "PPI-style first-order correction from the also-judged pairs (normal interval)"
+METHOD = (
+    "PPI-style correction from the pairs graded by both, on holes imputed from them "
+    "(normal interval, 5 imputations)"
+)
 
 
 @dataclass(frozen=True)
