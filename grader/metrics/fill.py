@@ -152,12 +152,13 @@ def evaluate_fill(
     precision: Precision = "float32",
     weights: Mapping[tuple[str, str], float] | None = None,
     level: float | None = 0.95,
+    seed: int = 0,
 ) -> FillResult:
     """Score every run under the three regimes (see the module docstring).
 
     `human` and `llm` are qrels frames [query_id, doc_id, grade]; `runs` maps a name to a run
     frame [query_id, doc_id, rank|score]. `weights` (1/pi of each also-judged pair, from its
-    manifest) weight the overlap; `level` None: no interval.
+    manifest) weight the overlap; `level` None: no interval; `seed` seeds its imputations.
     """
     from grader.metrics.ranked import join
 
@@ -201,6 +202,7 @@ def evaluate_fill(
             ),
             missing=missing,
             level=level,
+            seed=seed,
         )
         result.intervals = intervals
         result.interval_note = note

@@ -1,0 +1,165 @@
+"""`relgrade evaluate --fill LLM_QRELS HUMAN_QRELS RUN ...`: the three regimes equal `evaluate` on
+people's qrels, on condensed lists and on the merged file (and pytrec_eval), the shares of each
+run's top k by source, the JSON records, and the interval of the filled score."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+import pytrec_eval
+
+from grader.cli.main import main
+from grader.metrics.fill import evaluate_fill
+
+MEASURES = ["nDCG@5", "P(rel=2)@5", "RR(rel=2)@5", "AP(rel=2)"]
+
+
+def _world(tmp_path: Path, seed: int = 7) -> dict[str, Any]:
+    """8 queries x 20 docs; people graded 60%, the LLM (right 70% of the time) the rest and
+    some of people's pairs; two runs of 15 docs each."""
+    rng = np.random.default_rng(seed)
+    truth = {(f"q{q}", f"d{q}-{d}"): int(rng.choice(4, p=[0.5, 0.2, 0.2, 0.1])) for q in range(8) for d in range(20)}  # fmt: skip
+    pairs = list(truth)
+    judged = rng.random(len(pairs)) < 0.6
+    human = {p: truth[p] for p, j in zip(pairs, judged, strict=True) if j}
+    llm: dict[tuple[str, str], int] = {}
+    for p, j in zip(pairs, judged, strict=True):
+        if not j or rng.random() < 0.3:
+            llm[p] = truth[p] if rng.random() < 0.7 else int(rng.integers(0, 4))
+    paths = {"human": tmp_path / "human.qrels", "llm": tmp_path / "llm.qrels"}
+    for name, grades in (("human", human), ("llm", llm)):
+        paths[name].write_text("".join(f"{q} 0 {d} {g}\n" for (q, d), g in grades.items()))
+    merged = {**{p: g for p, g in llm.items() if p not in human}, **human}
+    paths["merged"] = tmp_path / "merged.qrels"
+    paths["merged"].write_text("".join(f"{q} 0 {d} {g}\n" for (q, d), g in merged.items()))
+    runs = []
+    for r in range(2):
+        path = tmp_path / f"run{r}.txt"
+        lines = []
+        for q in range(8):
+            docs = rng.permutation(20)[:15]
+            for rank, d in enumerate(docs, start=1):
+                score = truth[f"q{q}", f"d{q}-{d}"] * r + rng.random()
+                lines.append(f"q{q} Q0 d{q}-{d} {rank} {score:.6f} r{r}\n")
+        path.write_text("".join(lines))
+        runs.append(path)
+    return {"paths": paths, "runs": runs, "human": human, "llm": llm, "merged": merged}
+
+
+def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> list[dict[str, Any]]:
+    capsys.readouterr()
+    assert main(argv) == 0, capsys.readouterr().err
+    records: list[dict[str, Any]] = json.loads(capsys.readouterr().out)
+    return records
+
+
+def _means(records: list[dict[str, Any]]) -> dict[tuple[str, str], float]:
+    return {(r["run"], r["measure"]): r["value"] for r in records if r["query_id"] == "all"}
+
+
+def test_three_regimes_equal_evaluate_on_their_qrels(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    world = _world(tmp_path)
+    paths, runs = world["paths"], [str(r) for r in world["runs"]]
+    fill = _json(
+        capsys,
+        ["evaluate", str(paths["human"]), *runs, "--fill", str(paths["llm"]), "--format", "json", "-m", *MEASURES],  # fmt: skip
+    )
+    by_regime: dict[str, dict[tuple[str, str], float]] = {}
+    for regime in ("holes_nonrelevant", "judged_only", "filled"):
+        by_regime[regime] = _means([r for r in fill if r.get("regime") == regime and "source" not in r])  # fmt: skip
+    plain = _means(_json(capsys, ["evaluate", str(paths["human"]), *runs, "--format", "json", "-m", *MEASURES]))  # fmt: skip
+    merged = _means(_json(capsys, ["evaluate", str(paths["merged"]), *runs, "--format", "json", "-m", *MEASURES]))  # fmt: skip
+    condensed_names = [m.replace("(rel=2)", "(rel=2,judged_only=True)") if "rel" in m else "nDCG(judged_only=True)@5" for m in MEASURES]  # fmt: skip
+    condensed = _json(capsys, ["evaluate", str(paths["human"]), *runs, "--format", "json", "-m", *condensed_names])  # fmt: skip
+    assert by_regime["holes_nonrelevant"] == plain
+    assert by_regime["filled"] == merged
+    for (run, name), value in _means(condensed).items():
+        original = MEASURES[condensed_names.index(name)]
+        assert by_regime["judged_only"][run, original] == value
+    # pytrec_eval on the merged qrels agrees (nDCG@5, P@5 at rel 2 via relevance_level).
+    qrels = {}
+    for (q, d), g in world["merged"].items():
+        qrels.setdefault(q, {})[d] = g
+    for path in world["runs"]:
+        run: dict[str, dict[str, float]] = {}
+        for line in path.read_text().splitlines():
+            q, _, d, _, s, _ = line.split()
+            run.setdefault(q, {})[d] = float(s)
+        ref = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.5", "P.5"}, relevance_level=2)
+        per_query = ref.evaluate(run)
+        for key, ours in (("ndcg_cut_5", "nDCG@5"), ("P_5", "P(rel=2)@5")):
+            expected = sum(v[key] for v in per_query.values()) / len(qrels)
+            assert by_regime["filled"][path.stem, ours] == pytest.approx(expected, abs=1e-9)
+
+
+def test_shares_count_each_runs_top_k_by_source(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    world = _world(tmp_path)
+    paths = world["paths"]
+    records = _json(
+        capsys,
+        ["evaluate", str(paths["human"]), str(world["runs"][0]), "--fill", str(paths["llm"]), "--format", "json", "-m", "P(rel=2)@5"],  # fmt: skip
+    )
+    shares = {r["source"]: r["value"] for r in records if r["measure"] == "Share@5"}
+    top = pd.read_csv(world["runs"][0], sep=" ", header=None, names=["q", "x", "d", "rank", "s", "t"])  # fmt: skip
+    top = top.sort_values(["q", "s", "d"], ascending=[True, False, False]).groupby("q").head(5)
+    ids = list(zip(top["q"], top["d"], strict=True))
+    human = sum(p in world["human"] for p in ids)
+    llm = sum(p in world["llm"] and p not in world["human"] for p in ids)
+    assert shares == {
+        "human": human / len(ids),
+        "llm": llm / len(ids),
+        "unjudged": (len(ids) - human - llm) / len(ids),
+    }
+
+
+def test_a_perfect_llm_gives_a_point_interval_at_the_full_score(tmp_path: Path) -> None:
+    world = _world(tmp_path)
+    truth = {**world["human"], **world["llm"]}
+    human = pd.DataFrame([(q, d, g) for (q, d), g in world["human"].items()], columns=["query_id", "doc_id", "grade"])  # fmt: skip
+    exact = {p: world["human"].get(p, g) for p, g in world["llm"].items()}  # the LLM agrees
+    llm = pd.DataFrame([(q, d, g) for (q, d), g in exact.items()], columns=["query_id", "doc_id", "grade"])  # fmt: skip
+    run = pd.read_csv(world["runs"][1], sep=" ", header=None, names=["query_id", "x", "doc_id", "rank", "score", "t"])  # fmt: skip
+    run = run.astype({"query_id": str, "doc_id": str})[["query_id", "doc_id", "score"]]
+    result = evaluate_fill(human, llm, {"r": run}, ["nDCG@5", "P(rel=2)@5"])
+    assert result.overlap > 0 and truth
+    for name, interval in result.intervals["r"].items():
+        filled = dict(result.scores["r"]["filled"].means())[name]
+        assert interval.estimate == pytest.approx(filled, abs=1e-12)
+        assert interval.high - interval.low == pytest.approx(0.0, abs=1e-12)
+
+
+def test_json_records_keep_the_evaluate_shape_with_a_regime(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    world = _world(tmp_path)
+    paths = world["paths"]
+    records = _json(
+        capsys,
+        ["evaluate", str(paths["human"]), str(world["runs"][0]), "--fill", str(paths["llm"]), "--format", "json", "-m", "nDCG@5", "--per-query"],  # fmt: skip
+    )
+    for r in records:
+        assert {"run", "query_id", "measure", "value", "regime"} <= set(r)
+        assert r["regime"] in ("holes_nonrelevant", "judged_only", "filled")
+    filled = [r for r in records if r["regime"] == "filled" and r["query_id"] == "all" and r["measure"] == "nDCG@5"]  # fmt: skip
+    assert len(filled) == 1 and filled[0]["ci_low"] <= filled[0]["corrected"] <= filled[0]["ci_high"]
+    assert len([r for r in records if r["regime"] == "judged_only"]) == 8 + 1
+
+
+def test_llm_grades_of_another_collection_are_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    world = _world(tmp_path)
+    other = tmp_path / "other.qrels"
+    other.write_text("x1 0 a 1\nx2 0 b 2\n")
+    argv = ["evaluate", str(world["paths"]["human"]), str(world["runs"][0]), "--fill", str(other)]
+    assert main(argv) == 2
+    assert "share no query id" in capsys.readouterr().err
