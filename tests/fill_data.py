@@ -26,8 +26,9 @@ DATA = next(
     (
         found
         for up in (2, 3)
-        if (found := Path(__file__).resolve().parents[up] / "shared" / "data" / "trec-dl-2019")
-        .is_dir()
+        if (
+            found := Path(__file__).resolve().parents[up] / "shared" / "data" / "trec-dl-2019"
+        ).is_dir()
     ),
     Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019",
 )
@@ -50,7 +51,8 @@ def label_set(name: str = LLM_SET) -> pd.DataFrame:
 
 def queries() -> dict[str, str]:
     lines = (DATA / "msmarco-test2019-queries.tsv").read_text().splitlines()
-    return dict(line.split("\t", 1) for line in lines if line)  # type: ignore[misc]
+    pairs = (line.split("\t", 1) for line in lines if line)
+    return {qid: text for qid, text in pairs}
 
 
 def passages() -> dict[str, str]:
@@ -130,9 +132,7 @@ def drop_share(qrels: pd.DataFrame, share: float, seed: int) -> Holed:
     rng = np.random.default_rng(seed)
     out = np.zeros(len(qrels), dtype=bool)
     out[rng.choice(len(qrels), size=round(share * len(qrels)), replace=False)] = True
-    return Holed(
-        kept=qrels[~out].reset_index(drop=True), removed=qrels[out].reset_index(drop=True)
-    )
+    return Holed(kept=qrels[~out].reset_index(drop=True), removed=qrels[out].reset_index(drop=True))
 
 
 def write_qrels(path: Path, qrels: pd.DataFrame) -> Path:

@@ -23,7 +23,11 @@ def _world(tmp_path: Path, seed: int = 7) -> dict[str, Any]:
     """8 queries x 20 docs; people graded 60%, the LLM (right 70% of the time) the rest and
     some of people's pairs; two runs of 15 docs each."""
     rng = np.random.default_rng(seed)
-    truth = {(f"q{q}", f"d{q}-{d}"): int(rng.choice(4, p=[0.5, 0.2, 0.2, 0.1])) for q in range(8) for d in range(20)}  # fmt: skip
+    truth = {
+        (f"q{q}", f"d{q}-{d}"): int(rng.choice(4, p=[0.5, 0.2, 0.2, 0.1]))
+        for q in range(8)
+        for d in range(20)
+    }
     pairs = list(truth)
     judged = rng.random(len(pairs)) < 0.6
     human = {p: truth[p] for p, j in zip(pairs, judged, strict=True) if j}
@@ -69,31 +73,56 @@ def test_three_regimes_equal_evaluate_on_their_qrels(
     paths, runs = world["paths"], [str(r) for r in world["runs"]]
     fill = _json(
         capsys,
-        ["evaluate", str(paths["human"]), *runs, "--fill", str(paths["llm"]), "--format", "json", "-m", *MEASURES],  # fmt: skip
+        [
+            "evaluate",
+            str(paths["human"]),
+            *runs,
+            "--fill",
+            str(paths["llm"]),
+            "--format",
+            "json",
+            "-m",
+            *MEASURES,
+        ],
     )
     by_regime: dict[str, dict[tuple[str, str], float]] = {}
     for regime in ("holes_nonrelevant", "judged_only", "filled"):
-        by_regime[regime] = _means([r for r in fill if r.get("regime") == regime and "source" not in r])  # fmt: skip
-    plain = _means(_json(capsys, ["evaluate", str(paths["human"]), *runs, "--format", "json", "-m", *MEASURES]))  # fmt: skip
-    merged = _means(_json(capsys, ["evaluate", str(paths["merged"]), *runs, "--format", "json", "-m", *MEASURES]))  # fmt: skip
-    condensed_names = [m.replace("(rel=2)", "(rel=2,judged_only=True)") if "rel" in m else "nDCG(judged_only=True)@5" for m in MEASURES]  # fmt: skip
-    condensed = _json(capsys, ["evaluate", str(paths["human"]), *runs, "--format", "json", "-m", *condensed_names])  # fmt: skip
+        by_regime[regime] = _means(
+            [r for r in fill if r.get("regime") == regime and "source" not in r]
+        )
+    plain = _means(
+        _json(capsys, ["evaluate", str(paths["human"]), *runs, "--format", "json", "-m", *MEASURES])
+    )
+    merged = _means(
+        _json(
+            capsys, ["evaluate", str(paths["merged"]), *runs, "--format", "json", "-m", *MEASURES]
+        )
+    )
+    condensed_names = [
+        m.replace("(rel=2)", "(rel=2,judged_only=True)")
+        if "rel" in m
+        else "nDCG(judged_only=True)@5"
+        for m in MEASURES
+    ]
+    condensed = _json(
+        capsys, ["evaluate", str(paths["human"]), *runs, "--format", "json", "-m", *condensed_names]
+    )
     assert by_regime["holes_nonrelevant"] == plain
     assert by_regime["filled"] == merged
     for (run, name), value in _means(condensed).items():
         original = MEASURES[condensed_names.index(name)]
         assert by_regime["judged_only"][run, original] == value
     # pytrec_eval on the merged qrels agrees (nDCG@5, P@5 at rel 2 via relevance_level).
-    qrels = {}
+    qrels: dict[str, dict[str, int]] = {}
     for (q, d), g in world["merged"].items():
         qrels.setdefault(q, {})[d] = g
     for path in world["runs"]:
-        run: dict[str, dict[str, float]] = {}
+        scored: dict[str, dict[str, float]] = {}
         for line in path.read_text().splitlines():
             q, _, d, _, s, _ = line.split()
-            run.setdefault(q, {})[d] = float(s)
+            scored.setdefault(q, {})[d] = float(s)
         ref = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.5", "P.5"}, relevance_level=2)
-        per_query = ref.evaluate(run)
+        per_query = ref.evaluate(scored)
         for key, ours in (("ndcg_cut_5", "nDCG@5"), ("P_5", "P(rel=2)@5")):
             expected = sum(v[key] for v in per_query.values()) / len(qrels)
             assert by_regime["filled"][path.stem, ours] == pytest.approx(expected, abs=1e-9)
@@ -106,10 +135,22 @@ def test_shares_count_each_runs_top_k_by_source(
     paths = world["paths"]
     records = _json(
         capsys,
-        ["evaluate", str(paths["human"]), str(world["runs"][0]), "--fill", str(paths["llm"]), "--format", "json", "-m", "P(rel=2)@5"],  # fmt: skip
+        [
+            "evaluate",
+            str(paths["human"]),
+            str(world["runs"][0]),
+            "--fill",
+            str(paths["llm"]),
+            "--format",
+            "json",
+            "-m",
+            "P(rel=2)@5",
+        ],
     )
     shares = {r["source"]: r["value"] for r in records if r["measure"] == "Share@5"}
-    top = pd.read_csv(world["runs"][0], sep=" ", header=None, names=["q", "x", "d", "rank", "s", "t"])  # fmt: skip
+    top = pd.read_csv(
+        world["runs"][0], sep=" ", header=None, names=["q", "x", "d", "rank", "s", "t"]
+    )
     top = top.sort_values(["q", "s", "d"], ascending=[True, False, False]).groupby("q").head(5)
     ids = list(zip(top["q"], top["d"], strict=True))
     human = sum(p in world["human"] for p in ids)
@@ -124,10 +165,19 @@ def test_shares_count_each_runs_top_k_by_source(
 def test_a_perfect_llm_gives_a_point_interval_at_the_full_score(tmp_path: Path) -> None:
     world = _world(tmp_path)
     truth = {**world["human"], **world["llm"]}
-    human = pd.DataFrame([(q, d, g) for (q, d), g in world["human"].items()], columns=["query_id", "doc_id", "grade"])  # fmt: skip
+    human = pd.DataFrame(
+        [(q, d, g) for (q, d), g in world["human"].items()], columns=["query_id", "doc_id", "grade"]
+    )
     exact = {p: world["human"].get(p, g) for p, g in world["llm"].items()}  # the LLM agrees
-    llm = pd.DataFrame([(q, d, g) for (q, d), g in exact.items()], columns=["query_id", "doc_id", "grade"])  # fmt: skip
-    run = pd.read_csv(world["runs"][1], sep=" ", header=None, names=["query_id", "x", "doc_id", "rank", "score", "t"])  # fmt: skip
+    llm = pd.DataFrame(
+        [(q, d, g) for (q, d), g in exact.items()], columns=["query_id", "doc_id", "grade"]
+    )
+    run = pd.read_csv(
+        world["runs"][1],
+        sep=" ",
+        header=None,
+        names=["query_id", "x", "doc_id", "rank", "score", "t"],
+    )
     run = run.astype({"query_id": str, "doc_id": str})[["query_id", "doc_id", "score"]]
     result = evaluate_fill(human, llm, {"r": run}, ["nDCG@5", "P(rel=2)@5"])
     assert result.overlap > 0 and truth
@@ -144,13 +194,30 @@ def test_json_records_keep_the_evaluate_shape_with_a_regime(
     paths = world["paths"]
     records = _json(
         capsys,
-        ["evaluate", str(paths["human"]), str(world["runs"][0]), "--fill", str(paths["llm"]), "--format", "json", "-m", "nDCG@5", "--per-query"],  # fmt: skip
+        [
+            "evaluate",
+            str(paths["human"]),
+            str(world["runs"][0]),
+            "--fill",
+            str(paths["llm"]),
+            "--format",
+            "json",
+            "-m",
+            "nDCG@5",
+            "--per-query",
+        ],
     )
     for r in records:
         assert {"run", "query_id", "measure", "value", "regime"} <= set(r)
         assert r["regime"] in ("holes_nonrelevant", "judged_only", "filled")
-    filled = [r for r in records if r["regime"] == "filled" and r["query_id"] == "all" and r["measure"] == "nDCG@5"]  # fmt: skip
-    assert len(filled) == 1 and filled[0]["ci_low"] <= filled[0]["corrected"] <= filled[0]["ci_high"]
+    filled = [
+        r
+        for r in records
+        if r["regime"] == "filled" and r["query_id"] == "all" and r["measure"] == "nDCG@5"
+    ]
+    assert (
+        len(filled) == 1 and filled[0]["ci_low"] <= filled[0]["corrected"] <= filled[0]["ci_high"]
+    )
     assert len([r for r in records if r["regime"] == "judged_only"]) == 8 + 1
 
 

@@ -83,12 +83,31 @@ def test_grade_fills_exactly_the_holes_and_evaluate_fill_agrees(
     fake_server.grade_fn = lambda body: answers[_user(body)]
     llm, merged = tmp_path / "llm.qrels", tmp_path / "merged.qrels"
     argv = [
-        "grade", "--queries", str(fd.DATA / "msmarco-test2019-queries.tsv"),
-        "--docs", str(fd.DATA / "dl2019_document.jsonl"), "--run", *map(str, runs),
-        "--depth", str(depth), "--skip-judged", str(human), "--base-url", fake_server.base_url,
-        "--store", str(tmp_path / "s.db"), "--concurrency", "16", "--quiet",
-        "--qrels-out", str(llm), "--merged-out", str(merged), "--out", str(tmp_path / "j.jsonl"),
-    ]  # fmt: skip
+        "grade",
+        "--queries",
+        str(fd.DATA / "msmarco-test2019-queries.tsv"),
+        "--docs",
+        str(fd.DATA / "dl2019_document.jsonl"),
+        "--run",
+        *map(str, runs),
+        "--depth",
+        str(depth),
+        "--skip-judged",
+        str(human),
+        "--base-url",
+        fake_server.base_url,
+        "--store",
+        str(tmp_path / "s.db"),
+        "--concurrency",
+        "16",
+        "--quiet",
+        "--qrels-out",
+        str(llm),
+        "--merged-out",
+        str(merged),
+        "--out",
+        str(tmp_path / "j.jsonl"),
+    ]
     assert main(argv) == 0
     assert fake_server.counts["requests"] == len(answers)  # one per distinct hole text
     err = capsys.readouterr().err
@@ -116,10 +135,18 @@ def test_grade_fills_exactly_the_holes_and_evaluate_fill_agrees(
     fill = means(["evaluate", str(human), "--fill", str(llm), *common])
     on_merged = means(["evaluate", str(merged), *common])
     condensed = means(
-        ["evaluate", str(human), *common[:-2], "nDCG(judged_only=True)@10", "P(rel=2,judged_only=True)@10"]  # fmt: skip
+        [
+            "evaluate",
+            str(human),
+            *common[:-2],
+            "nDCG(judged_only=True)@10",
+            "P(rel=2,judged_only=True)@10",
+        ]
     )
     for run in (p.stem for p in runs):
-        for m, cm in zip(measures, ["nDCG(judged_only=True)@10", "P(rel=2,judged_only=True)@10"], strict=True):  # fmt: skip
+        for m, cm in zip(
+            measures, ["nDCG(judged_only=True)@10", "P(rel=2,judged_only=True)@10"], strict=True
+        ):
             assert fill[run, m, "filled"] == on_merged[run, m, ""]
             assert fill[run, m, "judged_only"] == condensed[run, cm, ""]
 
@@ -131,8 +158,11 @@ def _coverage(measures: list[str], also: int, seeds: int) -> dict[tuple[str, str
     truth = {
         (name, str(m)): v
         for name, run in runs.items()
-        for m, v in evaluate(full, run, measures).groupby("measure", sort=False)["value"].mean().items()
-    }  # fmt: skip
+        for m, v in evaluate(full, run, measures)
+        .groupby("measure", sort=False)["value"]
+        .mean()
+        .items()
+    }
     covered = dict.fromkeys(truth, 0)
     key = labels["query_id"] + " " + labels["doc_id"]
     for seed in range(seeds):

@@ -59,9 +59,22 @@ def test_holes_report_merge_and_source_per_line(
 ) -> None:
     out, llm, merged = tmp_path / "j.jsonl", tmp_path / "llm.qrels", tmp_path / "merged.qrels"
     args = files.args(
-        "--judge", "lexical", "--store", tmp_path / "s.db", "--quiet", "--skip-judged", human,
-        "--out", out, "--qrels-out", llm, "--merged-out", merged, "--llm-scale", "0:0,1:1,2:3,3:4",
-    )  # fmt: skip
+        "--judge",
+        "lexical",
+        "--store",
+        tmp_path / "s.db",
+        "--quiet",
+        "--skip-judged",
+        human,
+        "--out",
+        out,
+        "--qrels-out",
+        llm,
+        "--merged-out",
+        merged,
+        "--llm-scale",
+        "0:0,1:1,2:3,3:4",
+    )
     assert main(args) == 0
     err = capsys.readouterr().err
     assert "pairs 24: judged by people 12, holes 12 (sent 12, cached 0)" in err
@@ -85,9 +98,23 @@ def test_also_judged_draws_n_writes_a_manifest_and_calibrate_finds_it(
 ) -> None:
     out, merged = tmp_path / "j.jsonl", tmp_path / "merged.qrels"
     args = files.args(
-        "--judge", "lexical", "--store", tmp_path / "s.db", "--quiet", "--skip-judged", human,
-        "--out", out, "--merged-out", merged, "--also-judged", "4", "--stratify", "--seed", "3",
-    )  # fmt: skip
+        "--judge",
+        "lexical",
+        "--store",
+        tmp_path / "s.db",
+        "--quiet",
+        "--skip-judged",
+        human,
+        "--out",
+        out,
+        "--merged-out",
+        merged,
+        "--also-judged",
+        "4",
+        "--stratify",
+        "--seed",
+        "3",
+    )
     assert main(args) == 0
     assert "judged by people 12 (4 of them graded by the LLM too" in capsys.readouterr().err
     records = [json.loads(line) for line in out.read_text().splitlines()]
@@ -106,7 +133,9 @@ def test_also_judged_draws_n_writes_a_manifest_and_calibrate_finds_it(
         stratum = f"human grade {people[q, d]}"
         assert pi == pytest.approx(manifest["strata"][stratum]["expected"] / sizes[stratum])
     capsys.readouterr()
-    code = main(["calibrate", "--llm", str(out), "--human", str(human), "--clamp"] + ["--format", "json"])
+    code = main(
+        ["calibrate", "--llm", str(out), "--human", str(human), "--clamp", "--format", "json"]
+    )
     assert code == 0
     result = json.loads(capsys.readouterr().out)
     assert result["n"] == 4 and result["weighted"] is True
@@ -117,25 +146,49 @@ def test_also_judged_larger_than_the_judged_pool_is_refused(
     files: GradeFiles, human: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     args = files.args(
-        "--judge", "lexical", "--store", tmp_path / "s.db", "--quiet", "--skip-judged", human,
-        "--out", tmp_path / "j.jsonl", "--also-judged", "13",
-    )  # fmt: skip
+        "--judge",
+        "lexical",
+        "--store",
+        tmp_path / "s.db",
+        "--quiet",
+        "--skip-judged",
+        human,
+        "--out",
+        tmp_path / "j.jsonl",
+        "--also-judged",
+        "13",
+    )
     assert main(args) == 2
     assert "only 12 pairs of the runs' top --depth are judged" in capsys.readouterr().err
 
 
 @pytest.mark.usefixtures("llm_env")
 def test_failed_llm_judgments_stay_holes_in_the_merged_qrels(
-    fake_server: FakeServer, files: GradeFiles, human: Path, tmp_path: Path,
+    fake_server: FakeServer,
+    files: GradeFiles,
+    human: Path,
+    tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     merged, out = tmp_path / "merged.qrels", tmp_path / "j.jsonl"
     fake_server.enqueue(faults.bad_grade(7), faults.refusal())
     args = files.args(
-        "--base-url", fake_server.base_url, "--store", tmp_path / "s.db", "--quiet",
-        "--max-attempts", "1", "--concurrency", "1", "--skip-judged", human,
-        "--merged-out", merged, "--out", out,
-    )  # fmt: skip
+        "--base-url",
+        fake_server.base_url,
+        "--store",
+        tmp_path / "s.db",
+        "--quiet",
+        "--max-attempts",
+        "1",
+        "--concurrency",
+        "1",
+        "--skip-judged",
+        human,
+        "--merged-out",
+        merged,
+        "--out",
+        out,
+    )
     assert main(args) == 1
     err = capsys.readouterr().err
     assert "holes 12 (sent 12, cached 0); 2 failed (no grade: they stay holes" in err

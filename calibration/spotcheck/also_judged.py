@@ -20,8 +20,8 @@ import numpy as np
 from calibration.spotcheck.manifest import Manifest, build_manifest, manifest_path_for
 from calibration.spotcheck.manifest import write_manifest as _write
 from calibration.spotcheck.sampling import (
-    SampleDraw,
     SampledPair,
+    SampleDraw,
     _integer_counts,
     allocate,
     systematic_draw,
@@ -58,12 +58,16 @@ def draw_also_judged(
         expected = _integer_counts(expected)
     pi = np.clip((expected / sizes)[stratum], 0.0, 1.0)
     rng = np.random.default_rng(seed)
-    order = np.concatenate([rng.permutation(np.flatnonzero(stratum == s)) for s in range(len(keys))])
+    order = np.concatenate(
+        [rng.permutation(np.flatnonzero(stratum == s)) for s in range(len(keys))]
+    )
     chosen = np.sort(systematic_draw(pi, order, rng))
     pairs = [
         SampledPair(judged[i][0], judged[i][1], float(pi[i]), labels[i]) for i in chosen.tolist()
     ]
-    strata = {k: {"size": int(sizes[i]), "expected": float(expected[i])} for i, k in enumerate(keys)}
+    strata = {
+        k: {"size": int(sizes[i]), "expected": float(expected[i])} for i, k in enumerate(keys)
+    }
     return SampleDraw(
         pairs=pairs,
         strategy="stratified" if stratify else "uniform",
@@ -91,6 +95,6 @@ def write_also_judged(manifest: Manifest, judgments: str | Path) -> Path:
 
 def is_also_judged(manifest: Manifest) -> bool:
     """Whether a manifest records an also-judged draw (not a spot-check sample)."""
-    return getattr(manifest, "kind", None) == KIND or (manifest.model_extra or {}).get(
-        "kind"
-    ) == KIND
+    return (
+        getattr(manifest, "kind", None) == KIND or (manifest.model_extra or {}).get("kind") == KIND
+    )

@@ -145,9 +145,9 @@ def _clean(value: Any) -> Any:
 def fill_records(result: FillResult, per_query: bool = False) -> list[dict[str, Any]]:
     """The JSON records: scores by regime, then the shares by source."""
     frame = result.frame(per_query)
-    records = []
+    records: list[dict[str, Any]] = []
     for row in frame.to_dict(orient="records"):
-        record = {k: v for k, v in row.items() if k == "value" or _clean(v) is not None}
+        record = {str(k): v for k, v in row.items() if k == "value" or _clean(v) is not None}
         record["value"] = _clean(row["value"])
         records.append(record)
     for run, shares in result.shares.items():
@@ -178,17 +178,15 @@ def _print_table(result: FillResult) -> None:
         means = {regime: dict(regimes[regime].means()) for regime in REGIMES}
         for measure in result.measures:
             found = result.intervals.get(run, {}).get(measure)
-            interval = (
-                f"{found.estimate:.4f} [{found.low:.4f}, {found.high:.4f}]" if found else "-"
-            )
+            interval = f"{found.estimate:.4f} [{found.low:.4f}, {found.high:.4f}]" if found else "-"
             values = [f"{means[regime][measure]:.4f}" for regime in REGIMES]
             table.add_row(run, measure, *values, interval)
     console.print(table)
     shares = Table(title="who graded each run's top k", title_justify="left")
     for column in ("run", "k", "people", "LLM", "unjudged"):
         shares.add_column(column, justify="left" if column == "run" else "right")
-    for run, found in result.shares.items():
-        k = "all" if found.k is None else str(found.k)
-        cells = [f"{found.share(s):.1%}" for s in SOURCES]
+    for run, counts in result.shares.items():
+        k = "all" if counts.k is None else str(counts.k)
+        cells = [f"{counts.share(s):.1%}" for s in SOURCES]
         shares.add_row(run, k, *cells)
     console.print(shares)

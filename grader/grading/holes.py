@@ -160,9 +160,7 @@ def holes_summary(
     return text
 
 
-def judged_split(
-    wanted: Sequence[PairId], human: pd.DataFrame
-) -> tuple[list[PairId], int]:
+def judged_split(wanted: Sequence[PairId], human: pd.DataFrame) -> tuple[list[PairId], int]:
     """The judged pairs among `wanted` (in order) and how many human pairs are not among them."""
     people = set(zip(human["query_id"].astype(str), human["doc_id"].astype(str), strict=True))
     judged = [p for p in wanted if p in people]

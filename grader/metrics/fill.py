@@ -105,11 +105,15 @@ def _rows(
                 rows.append(
                     {"run": run, "query_id": qid, "measure": name, "regime": regime, "value": value}
                 )
-        rows.append({"run": run, "query_id": "all", "measure": name, "regime": regime, "value": mean})
+        rows.append(
+            {"run": run, "query_id": "all", "measure": name, "regime": regime, "value": mean}
+        )
     return rows
 
 
-def merge(human: pd.DataFrame, llm: pd.DataFrame, scale: Mapping[int, int] | None = None) -> pd.DataFrame:
+def merge(
+    human: pd.DataFrame, llm: pd.DataFrame, scale: Mapping[int, int] | None = None
+) -> pd.DataFrame:
     """People's qrels plus the LLM's (mapped) grade of every pair they did not judge."""
     import pandas as pd
 
@@ -193,7 +197,7 @@ def evaluate_fill(
             parsed,
             merged["grade"].to_numpy(dtype=np.int64),
             pairs,
-            llm_grades.to_numpy(dtype=np.int64),
+            np.asarray(llm_grades.to_numpy(), dtype=np.int64),
             _overlap_weights(both, weights),
             result.holes,
             raw=(
