@@ -93,6 +93,17 @@ class FillResult:
                         row["ci_low"], row["ci_high"] = found.low, found.high
         return pd.DataFrame(rows)
 
+    def shares_frame(self) -> pd.DataFrame:
+        """[run, k, source, share]: who graded each run's top k (k None: the whole ranking)."""
+        import pandas as pd
+
+        rows = [
+            {"run": run, "k": s.k, "source": source, "share": s.share(source)}
+            for run, s in self.shares.items()
+            for source in SOURCES
+        ]
+        return pd.DataFrame(rows, columns=["run", "k", "source", "share"])
+
 
 def _rows(
     run: str, regime: str, scores: Scores, names: list[str], per_query: bool
