@@ -7,7 +7,7 @@ of the shared LLM label sets (Llama-3-70B, 4 prompts); 1,000 of the remaining ju
 full qrels. Prints the tables in Markdown, draws docs/filling-holes.png, and with --coverage N
 counts over N seeds how often the filled interval covers the full-qrels score.
 
-    python -m bench.fill_dl2019 [--seed 0] [--also 1000] [--coverage 50] [--plot docs/x.png]
+    python -m bench.fill_dl2019 [--seed 0] [--also 1000] [--coverage 50] [--no-plot]
 """
 
 from __future__ import annotations
@@ -154,7 +154,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--also", type=int, default=1000)
     parser.add_argument("--coverage", type=int, default=0, metavar="SEEDS")
-    parser.add_argument("--plot", type=Path, default=PLOT)
+    parser.add_argument("--plot", type=Path, default=PLOT, help=f"where the plot goes ({PLOT})")
+    parser.add_argument("--no-plot", action="store_true")
     args = parser.parse_args()
     runs = fd.dl2019_runs()
     truth = full_scores(runs)
@@ -168,7 +169,7 @@ def main() -> None:
             f"### {measure}\n\n{table(result, truth, measure)}\n\n{taus(result, truth, measure)}\n"
         )
     print(f"### who graded each run's top 10\n\n{shares_table(result)}\n")
-    if args.plot:
+    if not args.no_plot:
         plot(result, truth, args.plot)
         print(f"plot written to {args.plot}")
     if args.coverage:

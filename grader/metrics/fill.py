@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from grader.errors import InputError
 from grader.metrics.evaluate import Missing, Scores, depth_needed, score
 from grader.metrics.fill_interval import Interval, corrected_interval
 from grader.metrics.measures import JUDGED_ONLY, Measure, parse_measure
@@ -227,10 +228,20 @@ def evaluate_fill(
 def _overlap_weights(
     both: pd.DataFrame, weights: Mapping[tuple[str, str], float] | None
 ) -> npt.NDArray[np.float64]:
+    """1/pi of each overlap pair (1 without a manifest); a pair the manifest lacks is an error:
+    its inclusion probability is unknown."""
     if weights is None:
         return np.ones(len(both), dtype=np.float64)
-    keys = zip(both["query_id"].tolist(), both["doc_id"].tolist(), strict=True)
-    return np.array([weights.get(k, 1.0) for k in keys], dtype=np.float64)
+    keys = list(zip(both["query_id"].tolist(), both["doc_id"].tolist(), strict=True))
+    missing = [k for k in keys if k not in weights]
+    if missing:
+        q, d = missing[0]
+        raise InputError(
+            f"{len(missing)} pair(s) graded by both people and the LLM are not in the "
+            f"also-judged manifest, e.g. ({q}, {d})",
+            hint="give the LLM grades of that grade --also-judged run, or leave the manifest out",
+        )
+    return np.array([weights[k] for k in keys], dtype=np.float64)
 
 
 def _shares(coded: object, n_human: int, depth: int | None) -> Shares:
