@@ -233,3 +233,23 @@ def test_qrels_of_another_collection_is_an_error(
 def test_merge_flags_need_one_skip_judged(files: GradeFiles, tmp_path: Path) -> None:
     args = files.args("--judge", "lexical", "--store", tmp_path / "s.db", "--quiet")
     assert main([*args, "--merged-out", str(tmp_path / "m")]) == 2
+
+
+def test_evaluate_fill_weights_the_overlap_by_the_manifest_beside_the_judgments(
+    files: GradeFiles, human: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "j.jsonl"
+    args = files.args(
+        "--judge", "lexical", "--store", tmp_path / "s.db", "--quiet", "--skip-judged", human,
+        "--out", out, "--also-judged", "6", "--stratify",
+    )  # fmt: skip
+    assert main(args) == 0
+    capsys.readouterr()
+    argv = ["evaluate", str(human), str(files.run), "--fill", str(out), "-m", "P(rel=2)@5"]
+    assert main([*argv, "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert f"weighted by 1/pi from {tmp_path / 'j.manifest.json'}" in captured.err
+    filled = [r for r in json.loads(captured.out) if r["regime"] == "filled" and "ci_low" in r]
+    assert (
+        len(filled) == 1 and filled[0]["ci_low"] <= filled[0]["corrected"] <= filled[0]["ci_high"]
+    )

@@ -12,6 +12,7 @@ also-judged pair (people's grade wins; the line keeps the LLM's grade for calibr
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,12 +114,23 @@ def check_overlap(human: pd.DataFrame, candidates: Collection[PairId], judged: i
         )
 
 
+def _quoted(text: str) -> str:
+    """`text` as a JSON string, as pydantic writes it (UTF-8, not escaped)."""
+    return json.dumps(text, ensure_ascii=False)
+
+
 def with_source(lines: str, pairs: Iterator[PairId], also: Collection[PairId]) -> str:
     """JSONL judgment lines, each given `"source"`: "human" for an also-judged pair (people's
-    grade is the merged one), else "llm". `pairs` yields each line's ids, in line order."""
+    grade is the merged one), else "llm". `pairs` yields each line's ids in line order; a line
+    that does not start with them (never expected) is read for its ids instead."""
     out = []
     for line in lines.splitlines():
-        source = "human" if next(pairs) in also else "llm"
+        qid, did = next(pairs)
+        head = f'{{"query_id":{_quoted(qid)},"doc_id":{_quoted(did)},'
+        if not line.startswith(head):
+            record = json.loads(line)
+            qid, did = record["query_id"], record["doc_id"]
+        source = "human" if (qid, did) in also else "llm"
         out.append(f'{line[:-1]},"source":"{source}"}}\n')
     return "".join(out)
 
