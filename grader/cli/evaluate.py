@@ -89,6 +89,13 @@ queries:
   descending, ties by doc id descending, scores compared in float32 (--precision float64 for
   trec_eval 10); the file's rank column is ignored.
 
+fill (labels on top of people's; docs/filling-holes.md):
+  evaluate HUMAN_QRELS RUN ... --fill LLM_QRELS scores each run three ways: holes as
+  non-relevant, judged only (condensed lists), holes filled by the LLM; and the share of each
+  run's top k judged by people, filled by the LLM, unjudged. JSON records add "regime". With
+  pairs graded by both (grade --also-judged), the filled score gets a corrected value and a
+  95% interval.
+
 default measures: {" ".join(DEFAULT_MEASURES)} (thresholds from QRELS, as above)
 """
 
