@@ -7,12 +7,13 @@ of the shared LLM label sets (Llama-3-70B, 4 prompts); 1,000 of the remaining ju
 full qrels. Prints the tables in Markdown, draws docs/filling-holes.png, and with --coverage N
 counts over N seeds how often the filled interval covers the full-qrels score.
 
-    python -m bench.fill_dl2019 [--seed 0] [--also 1000] [--coverage 50] [--no-plot]
+    python bench/fill_dl2019.py [--seed 0] [--also 1000] [--coverage 50] [--no-plot]
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,13 +21,16 @@ import pandas as pd
 from matplotlib.figure import Figure
 from scipy.stats import kendalltau
 
-from calibration.spotcheck.also_judged import draw_also_judged
-from grader.metrics.evaluate import evaluate
-from grader.metrics.fill import REGIMES, FillResult, evaluate_fill
-from tests import fill_data as fd
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from calibration.spotcheck.also_judged import draw_also_judged  # noqa: E402
+from grader.metrics.evaluate import evaluate  # noqa: E402
+from grader.metrics.fill import REGIMES, FillResult, evaluate_fill  # noqa: E402
+from tests import fill_data as fd  # noqa: E402
 
 MEASURES = ["nDCG@10", "P(rel=2)@10"]
-PLOT = Path(__file__).resolve().parents[1] / "docs" / "filling-holes.png"
+PLOT = ROOT / "docs" / "filling-holes.png"
 
 
 def holed_world(
@@ -55,7 +59,8 @@ def full_scores(runs: dict[str, pd.DataFrame]) -> dict[tuple[str, str], float]:
 
 
 def table(result: FillResult, truth: dict[tuple[str, str], float], measure: str) -> str:
-    head = "| run | full qrels | holes non-relevant | judged only | filled | corrected [95% interval] |"
+    head = "| run | full qrels | holes non-relevant | judged only | filled | "
+    head += "corrected [95% interval] |"
     lines = [head, "|---|---:|---:|---:|---:|---|"]
     for run, regimes in result.scores.items():
         values = [dict(regimes[r].means())[measure] for r in REGIMES]
@@ -141,7 +146,8 @@ def coverage(
             covered[run, measure] += iv.low <= value <= iv.high
             widths.append(iv.high - iv.low)
     lines = [
-        f"coverage over {seeds} seeds, {also} pairs also judged (median width {np.median(widths):.3f}):"
+        f"coverage over {seeds} seeds, {also} pairs also judged "
+        f"(median width {np.median(widths):.3f}):"
     ]
     for measure in MEASURES:
         cells = ", ".join(f"{run} {covered[run, measure]}/{seeds}" for run in runs)
@@ -162,7 +168,8 @@ def main() -> None:
     kept, llm, weights = holed_world(args.seed, args.also)
     result = evaluate_fill(kept, llm, runs, MEASURES, weights=weights, seed=args.seed)
     print(
-        f"human pairs kept {len(kept):,}, LLM-filled holes {result.holes:,}, also judged {result.overlap:,}\n"
+        f"human pairs kept {len(kept):,}, LLM-filled holes {result.holes:,}, "
+        f"also judged {result.overlap:,}\n"
     )
     for measure in MEASURES:
         print(
