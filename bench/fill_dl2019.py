@@ -8,6 +8,7 @@ full qrels. Prints the tables in Markdown, draws docs/filling-holes.png, and wit
 counts over N seeds how often the filled interval covers the full-qrels score.
 
     python bench/fill_dl2019.py [--seed 0] [--also 1000] [--coverage 50] [--no-plot]
+        [--coverage-measure M ...] [--stratify]
 """
 
 from __future__ import annotations
@@ -34,14 +35,14 @@ PLOT = ROOT / "docs" / "filling-holes.png"
 
 
 def holed_world(
-    seed: int, also: int
+    seed: int, also: int, stratify: bool = False
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[tuple[str, str], float]]:
     """People's remaining qrels, the LLM's grades (holes and also-judged), 1/pi per drawn pair."""
     full, labels = fd.human_qrels(), fd.label_set()
     holed = fd.drop_share(full, 0.4, seed)
     pool = list(zip(holed.kept["query_id"], holed.kept["doc_id"], strict=True))
     grades = dict(zip(pool, holed.kept["grade"].tolist(), strict=True))
-    draw = draw_also_judged(pool, grades, n=also, seed=seed)
+    draw = draw_also_judged(pool, grades, n=also, seed=seed, stratify=stratify)
     drawn = {f"{p.query_id} {p.doc_id}" for p in draw.pairs}
     removed = set(holed.removed["query_id"] + " " + holed.removed["doc_id"])
     key = labels["query_id"] + " " + labels["doc_id"]
@@ -49,11 +50,11 @@ def holed_world(
     return holed.kept, labels[key.isin(removed | drawn)], weights
 
 
-def full_scores(runs: dict[str, pd.DataFrame]) -> dict[tuple[str, str], float]:
+def full_scores(runs: dict[str, pd.DataFrame], measures: list[str]) -> dict[tuple[str, str], float]:
     full = fd.human_qrels()
     out = {}
     for name, run in runs.items():
-        means = evaluate(full, run, MEASURES).groupby("measure", sort=False)["value"].mean()
+        means = evaluate(full, run, measures).groupby("measure", sort=False)["value"].mean()
         out.update({(name, str(m)): float(v) for m, v in means.items()})
     return out
 
@@ -134,22 +135,24 @@ def plot(result: FillResult, truth: dict[tuple[str, str], float], path: Path) ->
 
 
 def coverage(
-    runs: dict[str, pd.DataFrame], truth: dict[tuple[str, str], float], seeds: int, also: int
+    runs: dict[str, pd.DataFrame], measures: list[str], seeds: int, also: int, stratify: bool
 ) -> str:
+    truth = full_scores(runs, measures)
     covered = dict.fromkeys(truth, 0)
     widths: list[float] = []
     for seed in range(seeds):
-        kept, llm, weights = holed_world(seed, also)
-        result = evaluate_fill(kept, llm, runs, MEASURES, weights=weights, seed=seed)
+        kept, llm, weights = holed_world(seed, also, stratify)
+        result = evaluate_fill(kept, llm, runs, measures, weights=weights, seed=seed)
         for (run, measure), value in truth.items():
             iv = result.intervals[run][measure]
             covered[run, measure] += iv.low <= value <= iv.high
             widths.append(iv.high - iv.low)
     lines = [
-        f"coverage over {seeds} seeds, {also} pairs also judged "
+        f"coverage over {seeds} seeds, {also} pairs also judged"
+        f"{' (stratified by human grade)' if stratify else ''} "
         f"(median width {np.median(widths):.3f}):"
     ]
-    for measure in MEASURES:
+    for measure in (str(m) for m in dict.fromkeys(m for _, m in truth)):
         cells = ", ".join(f"{run} {covered[run, measure]}/{seeds}" for run in runs)
         lines.append(f"  {measure}: {cells}")
     return "\n".join(lines)
@@ -162,9 +165,13 @@ def main() -> None:
     parser.add_argument("--coverage", type=int, default=0, metavar="SEEDS")
     parser.add_argument("--plot", type=Path, default=PLOT, help=f"where the plot goes ({PLOT})")
     parser.add_argument("--no-plot", action="store_true")
+    parser.add_argument(
+        "--coverage-measure", action="append", metavar="M", help=f"(default {MEASURES})"
+    )
+    parser.add_argument("--stratify", action="store_true", help="coverage: stratified draws")
     args = parser.parse_args()
     runs = fd.dl2019_runs()
-    truth = full_scores(runs)
+    truth = full_scores(runs, MEASURES)
     kept, llm, weights = holed_world(args.seed, args.also)
     result = evaluate_fill(kept, llm, runs, MEASURES, weights=weights, seed=args.seed)
     print(
@@ -180,7 +187,8 @@ def main() -> None:
         plot(result, truth, args.plot)
         print(f"plot written to {args.plot}")
     if args.coverage:
-        print(coverage(runs, truth, args.coverage, args.also))
+        measures = args.coverage_measure or MEASURES
+        print(coverage(runs, measures, args.coverage, args.also, args.stratify))
 
 
 if __name__ == "__main__":

@@ -253,3 +253,12 @@ def test_evaluate_fill_weights_the_overlap_by_the_manifest_beside_the_judgments(
     assert (
         len(filled) == 1 and filled[0]["ci_low"] <= filled[0]["corrected"] <= filled[0]["ci_high"]
     )
+
+
+def test_dry_run_reports_the_holes_it_would_send(
+    files: GradeFiles, human: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = files.args("--judge", "lexical", "--store", tmp_path / "s.db", "--quiet")
+    assert main([*args, "--skip-judged", str(human), "--dry-run"]) == 0
+    assert "holes 12 (to send 12, cached 0)" in capsys.readouterr().err
+    assert not (tmp_path / "s.db").exists()

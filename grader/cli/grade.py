@@ -344,6 +344,8 @@ def run(args: argparse.Namespace) -> int:
             store.close()
     if args.dry_run:
         _print_dry_run(report, judges.verifier is not None)
+        if holes is not None:
+            print(grade_holes.summary(holes, report, dry_run=True), file=sys.stderr)
         return 0
     print(summary_line(report), file=sys.stderr)
     if holes is not None:

@@ -139,11 +139,11 @@ def take_selection(found: Plan, selection: PairSelection, args: argparse.Namespa
     found.pairs = [(p.query.query_id, p.doc.doc_id) for p in selection.pairs]
 
 
-def summary(found: Plan, report: GradingReport) -> str:
-    """The holes line of the summary."""
+def summary(found: Plan, report: GradingReport, *, dry_run: bool = False) -> str:
+    """The holes line of the summary (a dry run: the pairs it would send)."""
     return holes_summary(
         found.holes,
-        sent=report.graded + report.failed,
+        sent=report.pairs - report.cached if dry_run else report.graded + report.failed,
         cached=report.cached,
         failed=sum(
             1
@@ -151,6 +151,7 @@ def summary(found: Plan, report: GradingReport) -> str:
             if j.status != "ok" and (j.query_id, j.doc_id) not in found.holes.also
         ),
         scale=found.scale,
+        dry_run=dry_run,
     )
 
 

@@ -150,7 +150,13 @@ def merged_lines(
 
 
 def holes_summary(
-    holes: Holes, *, sent: int, cached: int, failed: int, scale: dict[int, int] | None
+    holes: Holes,
+    *,
+    sent: int,
+    cached: int,
+    failed: int,
+    scale: dict[int, int] | None,
+    dry_run: bool = False,
 ) -> str:
     """`pairs 4,000: judged by people 3,100, holes 900 (sent 610, cached 290)` and what else
     a user should know (also-judged, failed holes, human pairs not retrieved, the scale)."""
@@ -159,7 +165,8 @@ def holes_summary(
     if also:
         text += f" ({also:,} of them graded by the LLM too, --also-judged)"
     text += f", holes {holes.holes:,} "
-    text += f"({'LLM answers ' if also else ''}sent {sent:,}, cached {cached:,})"
+    verb = "to send" if dry_run else "sent"
+    text += f"({'LLM answers ' if also else ''}{verb} {sent:,}, cached {cached:,})"
     if failed:
         text += f"; {failed:,} failed (no grade: they stay holes in --merged-out)"
     if holes.not_retrieved:
