@@ -79,6 +79,8 @@ def run_fill(args: argparse.Namespace, given: list[str]) -> int:
     from grader.io.runs import run_names
     from grader.io.trec import read_run
 
+    if "-" in args.runs:
+        raise InputError("--fill reads each RUN from a file, not stdin (-)", hint="save it first")
     human, llm, scale = read_inputs(args)
     top = int(max(human["grade"].max(), max((scale or {3: 3}).values())))
     measures, notes = resolve_thresholds(given, top, typed=bool(args.measures))
