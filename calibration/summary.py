@@ -6,7 +6,9 @@ under both label sets -> PPI++ estimates when people graded only part of the LLM
 
 Two choices worth knowing:
 - System scores (the `systems` section) are computed on the same pool for both sides: the pairs
-  graded by both. Only the labels differ, so a change in ranking is the labels' doing.
+  graded by both. Only the labels differ, so a change in ranking is the labels' doing. When people
+  graded a sample of pairs drawn one by one (a pair design), no ranking is made: a per-query
+  measure of scattered pairs means nothing, and `systems.left_out` says so.
 - PPI++ estimates follow how the human sample was drawn (`calibration.estimates_section`).
 """
 
@@ -45,6 +47,8 @@ from grader.metrics.query_order import query_order
 
 DEFAULT_MEASURE = "nDCG@10"
 DEFAULT_THRESHOLD = 2
+POOL = "pairs graded on both sides"
+"""The pool both label sets score the runs on (`systems.pool`)."""
 
 
 def per_query_scores(qrels: pd.DataFrame, run: pd.DataFrame, measure: str) -> pd.Series:
@@ -95,7 +99,31 @@ def _systems(
     table["intervals"] = rank_agreement_intervals(
         h.to_numpy(), m.to_numpy(), names, n_bootstrap, seed
     )
-    return {"measure": measure, "pool": "pairs graded on both sides", **table}
+    return {"measure": measure, "pool": POOL, **table}
+
+
+def _systems_left_out(
+    paired: PairedGrades, runs: Mapping[str, pd.DataFrame], measure: str, design: SampleDesign
+) -> dict[str, Any]:
+    """The systems section of a pair sample: no ranking, and why (as the per-run estimates)."""
+    why = (
+        f"left out: {measure} is a per-query measure and needs every pair of a query graded by "
+        f"people, but the human grades are {design.text}; the {paired.n} pairs graded on both "
+        "sides rank no system (draw the sample with `relgrade sample --strategy whole-queries` "
+        "to compare rankings)"
+    )
+    return {
+        "measure": measure,
+        "pool": POOL,
+        "n_systems": len(runs),
+        "kendall_tau": None,
+        "spearman_rho": None,
+        "tau_ap": None,
+        "per_system": [],
+        "largest_swaps": [],
+        "intervals": {},
+        "left_out": why,
+    }
 
 
 def summarize(
@@ -171,7 +199,11 @@ def summarize(
             notes.append(f"{unknown} graded documents are not in --docs; left out of length bias")
     else:
         notes.append("bias by document length needs --docs (document texts); skipped")
-    if runs and weights is not None:
+    sample_design = None  # how people's sample was drawn, when they graded part of the pairs
+    if paired.llm_only > 0:
+        sample_design = design if design is not None else infer_design(paired)
+    pair_sample = sample_design is not None and sample_design.kind == "pairs"
+    if runs and weights is not None and not pair_sample:
         notes.append(
             "system scores are per-query measures over whole queries; "
             "the pair weights of the manifest do not apply to them"
@@ -180,7 +212,11 @@ def summarize(
     if runs:
         by_rank = bias_by_rank(h, m, _best_ranks(paired, runs), weights)
         optional["bias_by_rank"] = by_rank
-        by_measure = {m: _systems(f, runs, m, n_bootstrap, seed) for m in asked}
+        if pair_sample:
+            assert sample_design is not None
+            by_measure = {m: _systems_left_out(paired, runs, m, sample_design) for m in asked}
+        else:
+            by_measure = {m: _systems(f, runs, m, n_bootstrap, seed) for m in asked}
         optional["systems"] = by_measure[measure]
         optional["systems_by_measure"] = by_measure
     if binary_scale is None:  # a bias across scales says nothing
@@ -188,8 +224,7 @@ def summarize(
             sentence = spread_sentence(rows or [], what, prefix)
             if sentence:
                 judged.text += " " + sentence
-    if paired.llm_only > 0:
-        sample_design = design if design is not None else infer_design(paired)
+    if sample_design is not None:
         optional["estimates"], run_notes = estimates_section(
             paired,
             design=sample_design,

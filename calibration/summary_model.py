@@ -182,6 +182,9 @@ class Systems(SummaryPart):
     per_system: list[SystemRow]
     largest_swaps: list[SystemRow]
     intervals: dict[str, Interval]
+    left_out: str | None = None
+    """Why the comparison is left out (figures None, tables empty): people graded pairs drawn
+    one by one, and a per-query measure needs whole queries graded."""
 
 
 class Design(SummaryPart):

@@ -133,13 +133,19 @@ def shipped_prompt_files() -> list[Path]:
     return [found[stem] for stem in sorted(found)]
 
 
+def _is_judge_prompt(data: dict[str, Any]) -> bool:
+    """Whether a shipped TOML is a judge prompt (it has messages), not other settings beside
+    the prompts (the lexical judge's thresholds, `lexical-v1.toml`)."""
+    return "messages" in data
+
+
 def list_prompts() -> list[PromptSpec]:
-    """Every shipped prompt that is a judge prompt (files that fail to load are skipped only
-    when they are not judge prompts, e.g. lexical thresholds)."""
+    """Every shipped prompt that is a judge prompt: what `prompts list` prints and the
+    unknown-prompt error names (settings files beside them, e.g. lexical thresholds, are not)."""
     specs = []
     for path in shipped_prompt_files():
         data = _read_toml(path)
-        if "messages" in data:
+        if _is_judge_prompt(data):
             specs.append(_spec_from(data, path))
     return specs
 
@@ -153,15 +159,20 @@ def load_prompt(name_or_path: str | Path) -> PromptSpec:
         if not as_path.is_file():
             raise PromptError(f"{as_path}: no such prompt file")
         return _spec_from(_read_toml(as_path), as_path)
-    files = {p.stem: p for p in shipped_prompt_files()}
+    shipped = {p.stem: p for p in shipped_prompt_files()}
     stem = text.replace("@", "-v", 1) if "@" in text else text
-    if stem in files:
-        return _spec_from(_read_toml(files[stem]), files[stem])
-    versions = [s for s in files if re.fullmatch(re.escape(text) + r"-v\d+", s)]
-    if versions:
-        best = max(versions, key=lambda s: int(s.rsplit("-v", 1)[1]))
-        return _spec_from(_read_toml(files[best]), files[best])
-    known = ", ".join(sorted(files)) or "none found"
+    versions = [s for s in shipped if re.fullmatch(re.escape(text) + r"-v\d+", s)]
+    if stem not in shipped and versions:
+        stem = max(versions, key=lambda s: int(s.rsplit("-v", 1)[1]))
+    if stem in shipped:
+        data = _read_toml(shipped[stem])
+        if _is_judge_prompt(data):
+            return _spec_from(data, shipped[stem])
+        raise PromptError(
+            f"{shipped[stem]} is not a judge prompt but the offline lexical judge's settings: "
+            "grade with --judge lexical (its settings: --lexical-config TOML)"
+        )
+    known = ", ".join(spec.file_stem for spec in list_prompts()) or "none found"
     raise PromptError(
         f"unknown prompt {text!r} (shipped: {known}; or give a path to a .toml prompt file)"
     )

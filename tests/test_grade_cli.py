@@ -62,7 +62,9 @@ def test_depth_limits_the_pairs(files: GradeFiles, tmp_path: Path) -> None:
 def test_dry_run_creates_no_store(
     files: GradeFiles, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(files.args("--judge", "lexical", "--store", tmp_path / "s.db", "--dry-run"))
+    code = main(
+        files.args("--judge", "lexical", "--store", tmp_path / "s.db", "--dry-run", "--verbose")
+    )
     assert code == 0
     assert not (tmp_path / "s.db").exists()
     captured = capsys.readouterr()
@@ -210,7 +212,7 @@ def test_dry_run_sends_nothing_and_estimates(
     store = tmp_path / "s.db"
     assert main(llm_args(files, fake_server, store, "--depth", "1")) == 0
     capsys.readouterr()
-    assert main(llm_args(files, fake_server, store, "--dry-run")) == 0
+    assert main(llm_args(files, fake_server, store, "--dry-run", "--verbose")) == 0
     assert fake_server.counts["requests"] == 3
     captured = capsys.readouterr()
     assert len(captured.out.splitlines()) == files.n_pairs - 3

@@ -280,9 +280,12 @@ def _systems_sections(systems: list[Systems | None]) -> Markup:
         while suffix in used:
             suffix += f"-{i}"
         used.add(suffix)
+        heading = f"<h2>System ranking ({_e(sy.measure)})</h2>"
+        if sy.left_out:
+            parts += [heading, f'<p id="systems-left-out{suffix}">{_e(sy.left_out)}</p>']
+            continue
         svg = systems_svg(sy.per_system, sy.measure)
         chart = _figure(svg, f"systems-chart{suffix}", f"Systems: {sy.measure}")
-        heading = f"<h2>System ranking ({_e(sy.measure)})</h2>"
         parts += [heading, chart, _systems(sy, suffix)]
     return _lines(parts)
 

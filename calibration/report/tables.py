@@ -127,7 +127,8 @@ def systems_table(sy: Systems) -> Table:
     """Each run's score under both label sets and its ranks."""
     iv = sy.intervals
     title = (
-        f"Systems by {sy.measure}: Kendall tau {fmt(sy.kendall_tau)} "
+        f"Systems by {sy.measure}, scored on the {sy.pool} only (`evaluate` on the whole "
+        f"human file scores all its pairs): Kendall tau {fmt(sy.kendall_tau)} "
         f"{_ci(iv.get('kendall_tau'))}, Spearman rho {fmt(sy.spearman_rho)} "
         f"{_ci(iv.get('spearman_rho'))}, tau_AP {fmt(sy.tau_ap)} {_ci(iv.get('tau_ap'))}"
     )
@@ -325,6 +326,9 @@ def render(s: CalibrationSummary) -> RenderableType:
     if s.bias_by_rank:
         parts.append(bias_table(s.bias_by_rank, "Mean bias by best rank in the runs", "rank"))
     for sy in (s.systems_by_measure or {}).values() or ([s.systems] if s.systems else []):
+        if sy.left_out:  # a pair sample ranks no system: say why instead of a verdict
+            parts.append(Text(f"System ranking by {sy.measure} {sy.left_out}."))
+            continue
         parts.append(systems_table(sy))
         parts.append(swaps_text(sy))
     if s.estimates:

@@ -8,8 +8,10 @@ A second person uses another `--annotator` and gets their own file.
 Export: `relgrade annotate SAMPLE.csv --export human.csv [--annotator NAME]` writes that
 person's latest grades as `query_id,doc_id,grade,annotator` (or TREC qrels when the name ends
 in .qrels or .txt) with the sample's manifest copied beside (`human.manifest.json`), ready for
-`relgrade calibrate --human human.csv`. Human vs human: export person B as qrels and run
-`relgrade calibrate --llm b.qrels --human a.csv` (B takes the LLM's place).
+`relgrade calibrate --human human.csv`. Human vs human: export each person's grades and give
+the second to calibrate's `--second-human`: `relgrade calibrate --llm judgments.jsonl --human
+a.csv --second-human b.csv` shows person B against person A beside the LLM against A, on the
+pairs all three graded.
 
 The scale's meanings come from the prompt named by `--prompt`, else the one the sample's
 judgments were graded with (from its manifest); without either, plain 0..3 labels are shown.

@@ -30,7 +30,7 @@ def register(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--llm", help="LLM grades: judgments JSONL or TREC qrels")
-    p.add_argument("--human", required=True, help="human grades: CSV or TREC qrels")
+    p.add_argument("--human", required=True, help="human grades: CSV, TREC qrels or judgments JSONL")
     p.add_argument(
         "--second-human",
         metavar="HUMAN2",
@@ -219,12 +219,13 @@ def _input_notes(llm: Any, human: Any, second: Any | None) -> list[str]:
     """Notes on what reading the grades left out or changed: failed judgments, clamped grades,
     rows with an empty grade (never read as 0)."""
     notes: list[str] = []
-    failed = llm.attrs.get("failed", 0)
-    if failed:
-        notes.append(f"{failed} failed judgments in --llm were left out (never a grade)")
     inputs = [("--llm", llm), ("--human", human)]
     if second is not None:
         inputs.append(("--second-human", second))
+    for flag, frame in inputs:
+        failed = frame.attrs.get("failed", 0)
+        if failed:
+            notes.append(f"{failed} failed judgments in {flag} were left out (never a grade)")
     for flag, frame in inputs:
         clamped = frame.attrs.get("clamped", 0)
         if clamped:

@@ -112,6 +112,12 @@ def register(sub: Any) -> None:
     p.add_argument("--qrels-out", metavar="QRELS", help="write TREC qrels (ok grades only)")
     p.add_argument("--dry-run", action="store_true", help="estimate only; send nothing")
     p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="with --dry-run: after the estimate, list the pairs that would be sent "
+        "(query id, doc id, judge; on stdout)",
+    )
+    p.add_argument(
         "--max-cost",
         type=float,
         metavar="USD",
@@ -169,6 +175,8 @@ class _Judges:
         self.writer = writer
         self.members: list[Judge] = []
         self.verifier: Judge | None = None
+        # Every judge an LLM: a missing key only matters once a request is to be sent.
+        self.missing_key = self.settings.defer_missing_key() if args.judge == "llm" else None
         if args.judge == "lexical":
             from grader.judges.lexical.config import load_lexical_config
             from grader.judges.lexical.judge import LexicalJudge
@@ -200,6 +208,11 @@ class _Judges:
         )
         self.secrets = self.settings.secrets
         return judge
+
+    def check_key(self) -> None:
+        """Raise the missing key's error: called when some pair is not stored (nothing sent)."""
+        if self.missing_key is not None:
+            raise self.missing_key
 
 
 def _prompts_of(judges: _Judges) -> list[PromptSpec]:
@@ -262,9 +275,11 @@ def _resume_hint() -> str:
     return "relgrade " + shlex.join(sys.argv[1:])
 
 
-def _print_dry_run(report: GradingReport, verify: bool) -> None:
-    for qid, did, judge in report.to_send:
-        print(f"{qid}\t{did}\t{judge}")
+def _print_dry_run(
+    report: GradingReport, verify: bool, verbose: bool, also: str | None = None
+) -> None:
+    """The estimate (stderr) first, with `also` (e.g. the holes it would fill), then with
+    `verbose` the pairs it counts (stdout)."""
     est = report.estimate
     assert est is not None
     lines = [
@@ -280,7 +295,13 @@ def _print_dry_run(report: GradingReport, verify: bool) -> None:
     if verify:
         lines.append("plus one verification request per pair graded 0-1 (not known in advance)")
     lines.append("nothing was sent")
-    print("\n".join(lines), file=sys.stderr)
+    if also:
+        lines.append(also)
+    if not verbose and report.to_send:
+        lines.append("--verbose lists the pairs that would be sent")
+    print("\n".join(lines), file=sys.stderr, flush=True)
+    if verbose:
+        sys.stdout.writelines(f"{qid}\t{did}\t{judge}\n" for qid, did, judge in report.to_send)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -338,14 +359,14 @@ def run(args: argparse.Namespace) -> int:
                 freeze_gc=True,
                 secrets=judges.secrets,
                 stream_final=True,
+                before_sending=judges.check_key,
             )
     finally:
         if store is not None:
             store.close()
     if args.dry_run:
-        _print_dry_run(report, judges.verifier is not None)
-        if holes is not None:
-            print(grade_holes.summary(holes, report, dry_run=True), file=sys.stderr)
+        also = grade_holes.summary(holes, report, dry_run=True) if holes is not None else None
+        _print_dry_run(report, judges.verifier is not None, args.verbose, also)
         return 0
     print(summary_line(report), file=sys.stderr)
     if holes is not None:

@@ -15,7 +15,7 @@ from typing import Any
 from grader.cli.commands import COMMANDS
 from grader.errors import PromptError
 from grader.models import Doc, Query
-from grader.prompts import OUTPUT_MODES, load_prompt, render_messages, shipped_prompt_files
+from grader.prompts import OUTPUT_MODES, list_prompts, load_prompt, render_messages
 
 
 def register(sub: Any) -> None:
@@ -68,11 +68,7 @@ def register(sub: Any) -> None:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    for path in shipped_prompt_files():
-        try:
-            spec = load_prompt(path)
-        except PromptError:  # a non-judge TOML beside the prompts (e.g. lexical settings)
-            continue
+    for spec in list_prompts():  # judge prompts only: the unknown-prompt error names the same
         print(f"{spec.file_stem}\t{spec.id}\t{spec.sha256[:12]}\t{spec.description}")
     return 0
 

@@ -28,6 +28,7 @@ from grader.cli.commands import COMMANDS
 from grader.cli.failed_pairs import failure_causes_text
 from grader.cli.flags import add_measures, add_runs, add_store
 from grader.cli.progress import GradingProgress
+from grader.cli.regrade_defaults import old_versions_in, stored_models, stored_prompt
 from grader.cli.prompt_check import add_allow_changed_prompt, check_prompts
 from grader.cli.settings import Settings, add_llm_options
 from grader.cli.store_busy import print_store_busy
@@ -78,8 +79,9 @@ def register(sub: Any) -> None:
         nargs="+",
         default=[],
         metavar="M",
-        help="model ($RELGRADE_MODEL, else gpt-4o-mini); several (--model A B or --model A "
-        "--model B) make an ensemble, as in grade (live only, not with --batch)",
+        help="new model (default: the model of the selected judgments, as for --prompt; to "
+        "change only the prompt); several (--model A B or --model A --model B) make an "
+        "ensemble, as in grade (live only, not with --batch)",
     )
     p.add_argument(
         "--select",
@@ -138,7 +140,10 @@ def run(args: argparse.Namespace) -> int:
             "an ensemble (several --model) regrades live, not through the Batch API",
             hint="drop --batch, or give one --model",
         )
-    spec = load_prompt(args.prompt) if args.prompt else _stored_prompt(args.store, criteria)
+    olds = old_versions_in(args.store, criteria) if not (args.prompt and args.model) else None
+    spec = load_prompt(args.prompt) if args.prompt else stored_prompt(args.store, olds)
+    if not args.model:  # the model of the selection, as its prompt: never a default model
+        args.model = stored_models(args.store, olds)
     if args.prompt:  # a prompt from the store is the text it was graded with
         with Store(args.store, on_busy=print_store_busy) as store:
             check_prompts(store, [spec], allow_changed=args.allow_changed_prompt)
@@ -303,45 +308,8 @@ def _dry_run(args: argparse.Namespace, spec: Any, criteria: list[Criterion]) -> 
 
 
 def _models(args: argparse.Namespace) -> list[str]:
-    """The --model values, else the default model ($RELGRADE_MODEL, else gpt-4o-mini)."""
-    return list(dict.fromkeys(args.model)) or [Settings.from_args(args).model()]
-
-
-def _stored_prompt(store_path: str, criteria: list[Criterion]) -> PromptSpec:
-    """The prompt of the selected judgments, when they share one and its file is at hand (a
-    shipped prompt of that name@version and sha256); else an InputError asking for --prompt."""
-    from grader.regrade.selection import old_prompts
-
-    with Store(store_path, on_busy=print_store_busy) as store:
-        found = old_prompts(store, criteria)
-    if not found:
-        raise InputError(
-            "no prompt to default to: the selected judgments record none (or nothing is selected)",
-            path=store_path,
-            hint="give --prompt NAME or FILE",
-        )
-    if len(found) > 1:
-        listed = ", ".join(f"{p} (sha256 {p.sha256[:12]})" for p in found)
-        raise InputError(
-            f"the selected judgments were graded with {len(found)} prompts: {listed}",
-            path=store_path,
-            hint="give --prompt NAME or FILE, or narrow the selection with --select prompt=OLD",
-        )
-    ref = found[0]
-    try:
-        spec = load_prompt(f"{ref.name}@{ref.version}")
-    except PromptError:
-        spec = None
-    if spec is None or spec.sha256 != ref.sha256:
-        where = "is not a shipped prompt" if spec is None else f"differs from {spec.source}"
-        raise InputError(
-            f"the selected judgments were graded with prompt {ref} (sha256 {ref.sha256[:12]}), "
-            f"which {where}",
-            path=store_path,
-            hint="give --prompt FILE with that prompt's file",
-        )
-    print(f"prompt {ref} (from the selected judgments; --prompt to change it)", file=sys.stderr)
-    return spec
+    """The --model values (`run` sets them to the selection's models when none is given)."""
+    return list(dict.fromkeys(args.model))
 
 
 def _write_outputs(args: argparse.Namespace, outcome: RegradeOutcome) -> None:

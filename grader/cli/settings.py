@@ -187,6 +187,17 @@ class Settings:
                 ) from None
         return self._key
 
+    def defer_missing_key(self) -> InputError | None:
+        """The error of a missing key, kept for later (None when there is a key): a run whose
+        every answer is stored sends nothing and needs no key and no URL. The judges then hold
+        the placeholder key; the caller raises the error before the first request is sent."""
+        try:
+            self.key
+        except InputError as exc:
+            self._key = PLACEHOLDER_KEY
+            return exc
+        return None
+
     def _given_key(self) -> str | None:
         if self.api_key_env:
             value = os.environ.get(self.api_key_env)

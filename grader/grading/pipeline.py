@@ -46,7 +46,7 @@ import gc
 import signal
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from operator import attrgetter, itemgetter
 from typing import Any
 
@@ -94,6 +94,7 @@ async def grade_pairs(
     flush_interval: float = FLUSH_INTERVAL_S,
     grace_s: float = GRACE_S,
     stream_final: bool = False,
+    before_sending: Callable[[], None] | None = None,
 ) -> GradingReport:
     """Grade `pairs` with `judges` (several = an ensemble), reusing the store (module docstring).
 
@@ -104,6 +105,9 @@ async def grade_pairs(
     `stream_final` (one judge, no verifier): pairs whose answer is stored ok are decided by one
     set-based lookup and their outputs left in the store, not loaded: `report.judgments` holds
     the others and `report.blocks()` gives them all in order.
+    `before_sending` is called once, after the store lookup, when some request is to be sent (not
+    when every answer is stored, nor in a dry run); what it raises stops the run before anything
+    is sent or written (the CLI raises there when no API key was given).
 
     Raises JudgeError when a judge reports a problem that dooms the whole run (bad credentials,
     unknown model), after storing everything finished so far.
@@ -130,6 +134,8 @@ async def grade_pairs(
     if dry_run:
         _fill_dry_run(run)
         return run.report
+    if before_sending is not None and run.queue:
+        before_sending()
     if store is not None:
         # Off the event loop: a busy store makes these wait (grader.store.busy).
         await asyncio.to_thread(store.put_texts, *distinct_texts(pairs))

@@ -4,7 +4,8 @@ Both readers return a DataFrame `[query_id, doc_id, grade, ...]` (ids as text, g
 0..3), told apart by content, not by file name:
 
 - Human grades: a CSV whose header holds `query_id,doc_id,grade` (`qid`/`docid` accepted, any case)
-  with more columns kept as they are (numbers when every value is a number), or TREC qrels. A
+  with more columns kept as they are (numbers when every value is a number), TREC qrels, or a
+  judgments JSONL (read as LLM grades are: ok judgments only; e.g. `grade --merged-out`). A
   header with TABs and no comma makes it a TSV, read the same way. A CSV
   row with an empty grade is a pair nobody has graded yet (e.g. a sample still being annotated): it
   is left out and counted in `attrs["ungraded"]`, never read as 0.
@@ -37,7 +38,10 @@ from grader.io.judgments import ReadCounts, iter_judgments
 from grader.io.trec import read_qrels
 from grader.models import MAX_GRADE, MIN_GRADE
 
-_HUMAN_EXAMPLE = "a CSV with the header query_id,doc_id,grade, or TREC qrels (qid 0 docid grade)"
+_HUMAN_EXAMPLE = (
+    "a CSV with the header query_id,doc_id,grade, TREC qrels (qid 0 docid grade), or a "
+    "judgments JSONL"
+)
 
 
 def _first_line(path: str | Path) -> str | None:
@@ -47,11 +51,16 @@ def _first_line(path: str | Path) -> str | None:
 
 
 def read_human_grades(path: str | Path, *, clamp: bool = False) -> pd.DataFrame:
-    """Human grades from a CSV (`query_id,doc_id,grade`, more columns kept) or TREC qrels."""
+    """Human grades from a CSV (`query_id,doc_id,grade`, more columns kept), TREC qrels or a
+    judgments JSONL (its ok judgments; `attrs["failed"]` counts the others, never grades)."""
     first = _first_line(path)
     if first is None:
         raise empty_file_error(path, "grades", _HUMAN_EXAMPLE)
-    if looks_like_qrels(first):
+    if first.lstrip().startswith("{"):
+        judged = read_llm_grades(path, clamp=clamp)
+        frame = judged[["query_id", "doc_id", "grade"]].copy()
+        frame.attrs.update(judged.attrs)
+    elif looks_like_qrels(first):
         frame = _qrels_frame(path, clamp)
     else:
         delimiter = "\t" if "\t" in first and "," not in first else ","

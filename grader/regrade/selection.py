@@ -262,13 +262,35 @@ def select_candidates(
 def old_prompts(store: Store, criteria: Sequence[Criterion]) -> list[PromptRef]:
     """The distinct prompts (name@version and sha256) of the judgments `criteria` select as the
     old side, judgments of any version included: what `regrade` defaults its prompt to."""
+    return old_versions(store, criteria)[0]
+
+
+def old_versions(store: Store, criteria: Sequence[Criterion]) -> tuple[list[PromptRef], list[str]]:
+    """The distinct prompts and the distinct judge ids (`openai:MODEL`, `ensemble(...)`, ...) of
+    the judgments `criteria` select as the old side: what `regrade` defaults its prompt and its
+    model to."""
     probe = {"old prompts": True}  # no judgment has this key: nothing counts as the new version
-    found = {
-        (str(c.old.prompt), c.old.prompt.sha256): c.old.prompt
-        for c in select_candidates(store, criteria, probe)
-        if c.old.prompt is not None
-    }
-    return [found[key] for key in sorted(found)]
+    prompts: dict[tuple[str, str], PromptRef] = {}
+    judges: set[str] = set()
+    for c in select_candidates(store, criteria, probe):
+        judges.add(c.old.judge)
+        if c.old.prompt is not None:
+            prompts[(str(c.old.prompt), c.old.prompt.sha256)] = c.old.prompt
+    return [prompts[key] for key in sorted(prompts)], sorted(judges)
+
+
+def judge_models(judge_id: str) -> list[str] | None:
+    """The models of an LLM judge id, in order: `openai:M` -> [M]; an ensemble's members; a
+    verified judgment's first judge. None for a judge with no model (the lexical judge)."""
+    first = judge_id.split("+verify:", 1)[0]
+    if first.startswith("ensemble(") and first.endswith(")"):
+        members = [judge_models(part) for part in first[len("ensemble(") : -1].split(",")]
+        if any(m is None for m in members):
+            return None
+        return [model for m in members if m for model in m]
+    if first.startswith("openai:") and len(first) > len("openai:"):
+        return [first[len("openai:") :]]
+    return None
 
 
 def version_pairs(store: Store, candidates: Iterable[Candidate]) -> list[VersionPair]:
