@@ -28,7 +28,9 @@ def _sample(folder: Path) -> Path:
 
 def _server(sample: Path) -> AnnotateServer:
     items, _ = read_blind_csv(sample)
-    return AnnotateServer(list(items), GradeLog(grade_log_path(sample, "ann"), "ann"), neutral_scale())
+    return AnnotateServer(
+        list(items), GradeLog(grade_log_path(sample, "ann"), "ann"), neutral_scale()
+    )
 
 
 def test_annotate_help_points_to_second_human(capsys: pytest.CaptureFixture[str]) -> None:

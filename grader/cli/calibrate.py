@@ -30,7 +30,9 @@ def register(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--llm", help="LLM grades: judgments JSONL or TREC qrels")
-    p.add_argument("--human", required=True, help="human grades: CSV, TREC qrels or judgments JSONL")
+    p.add_argument(
+        "--human", required=True, help="human grades: CSV, TREC qrels or judgments JSONL"
+    )
     p.add_argument(
         "--second-human",
         metavar="HUMAN2",

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from grader.cli.commands import COMMANDS
-from grader.errors import PromptError
 from grader.models import Doc, Query
 from grader.prompts import OUTPUT_MODES, list_prompts, load_prompt, render_messages
 

@@ -28,14 +28,14 @@ from grader.cli.commands import COMMANDS
 from grader.cli.failed_pairs import failure_causes_text
 from grader.cli.flags import add_measures, add_runs, add_store
 from grader.cli.progress import GradingProgress
-from grader.cli.regrade_defaults import old_versions_in, stored_models, stored_prompt
 from grader.cli.prompt_check import add_allow_changed_prompt, check_prompts
+from grader.cli.regrade_defaults import old_versions_in, stored_models, stored_prompt
 from grader.cli.settings import Settings, add_llm_options
 from grader.cli.store_busy import print_store_busy
 from grader.cost import cost_range, usd_or_unknown
-from grader.errors import InputError, PromptError
+from grader.errors import InputError
 from grader.grading import run as grading_run
-from grader.prompts import PromptSpec, load_prompt
+from grader.prompts import load_prompt
 from grader.regrade.diff import RegradeDiff
 from grader.regrade.run import RegradeOutcome, regrade
 from grader.regrade.selection import Criterion, parse_selection
@@ -140,10 +140,10 @@ def run(args: argparse.Namespace) -> int:
             "an ensemble (several --model) regrades live, not through the Batch API",
             hint="drop --batch, or give one --model",
         )
-    olds = old_versions_in(args.store, criteria) if not (args.prompt and args.model) else None
-    spec = load_prompt(args.prompt) if args.prompt else stored_prompt(args.store, olds)
+    found = old_versions_in(args.store, criteria) if not (args.prompt and args.model) else None
+    spec = load_prompt(args.prompt) if args.prompt else stored_prompt(args.store, found)
     if not args.model:  # the model of the selection, as its prompt: never a default model
-        args.model = stored_models(args.store, olds)
+        args.model = stored_models(args.store, found)
     if args.prompt:  # a prompt from the store is the text it was graded with
         with Store(args.store, on_busy=print_store_busy) as store:
             check_prompts(store, [spec], allow_changed=args.allow_changed_prompt)
