@@ -14,6 +14,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -179,9 +180,18 @@ def test_an_error_in_the_recording_child_is_raised_and_abandons(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The child is forked: a failing `add_lines` patched here fails there (the first one
-    after a file is published)."""
+    after a file is published). The file thread is made to finish what it was handed before
+    each chunk takes the files written (on a busy machine it may lag until the export's end,
+    and every file would then come in the last chunk, after the last lines)."""
     published = {"n": 0}
     real_lines, real_file = ExportState.add_lines, ExportState.add_file
+    real_take = RequestFiles.take_written
+
+    def take_settled(self: RequestFiles) -> list[Any]:
+        settled = threading.Event()
+        self._queue.put(settled.set)  # runs once every task handed before it has run
+        settled.wait()
+        return real_take(self)
 
     def failing(self: ExportState, *args: Any) -> None:
         if published["n"]:
@@ -194,6 +204,7 @@ def test_an_error_in_the_recording_child_is_raised_and_abandons(
 
     monkeypatch.setattr(ExportState, "add_lines", failing)
     monkeypatch.setattr(ExportState, "add_file", add_file)
+    monkeypatch.setattr(RequestFiles, "take_written", take_settled)
     listed = _stopped_export(
         tmp_path,
         export_pairs(300),

@@ -5,6 +5,12 @@ The fake server hands its queued faults to requests in arrival order (one event 
 between taking a fault and logging the request), so request i got queue slot i: the test knows
 which requests of which pair were faulted. A pass-through slot (`slow(0)`: a valid reply, at
 once) mixes ok replies in, so some pairs exhaust their attempts and some get a grade.
+
+The one fault that needs a clock is the slow reply: it comes after `SLOW_S`, far past the judge's
+`TIMEOUT_S`, and every other reply must come well within `TIMEOUT_S` even on a busy machine
+(the server is a thread of this process, sharing its cores and its GIL). With a short timeout
+a busy machine timed out valid replies too: requests the server had not logged yet broke the
+slot accounting, and enough timeouts in a row declared the server not answering.
 """
 
 from __future__ import annotations
@@ -21,11 +27,16 @@ from grader.judges.llm.retry import RetryPolicy
 from grader.models import Doc, Judgment, Query
 from tests.fakeserver import FakeServer, Fault, default_grade, faults
 
+TIMEOUT_S = 3.0
+"""The judge's deadline per request: only the slow fault reaches it."""
+SLOW_S = 60.0
+"""How late the slow fault replies (the client has hung up long before)."""
+
 FAULTS: list[Fault] = [
     faults.rate_limited("0"),
     faults.server_error(500),
     faults.server_error(503),
-    faults.slow(2.0),
+    faults.slow(SLOW_S),
     faults.drop(),
     faults.malformed_json(),
     faults.bad_grade(7),
@@ -54,7 +65,7 @@ async def test_every_pair_ends_ok_or_failed_never_lost_never_zero(
         prompt="passage-v1",
         base_url=fake_server.base_url,
         api_key="sk-test",
-        timeout=0.5,
+        timeout=TIMEOUT_S,
         policy=RetryPolicy(max_attempts=4, max_reasks=2, base_delay=0.001, max_delay=0.004),
         limiter=RateLimiter(rpm=100_000, tpm=10_000_000),
         on_call=calls.append,

@@ -5,8 +5,6 @@ tests/test_grade_cli.py.)"""
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 import sqlite3
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -346,30 +344,6 @@ async def test_an_unexpected_exception_is_a_failure_never_a_grade(tmp_path: Path
     report = await grade(make_pairs(2), [Buggy("m", by_doc({}))], None)
     assert [j.status for j in report.judgments] == ["failed", "failed"]
     assert all(j.error and j.error.type == "ValueError" for j in report.judgments)
-
-
-async def test_ctrl_c_finishes_calls_in_flight_and_takes_no_new_work(tmp_path: Path) -> None:
-    loop = asyncio.get_running_loop()
-    judge = ScriptedJudge("m", by_doc({}), delay=0.3)
-    loop.call_later(0.1, os.kill, os.getpid(), signal.SIGINT)
-    with Store(tmp_path / "s.db") as store:
-        report = await grade(make_pairs(20), [judge], store, concurrency=2, handle_sigint=True)
-        assert report.interrupted
-        assert len(judge.calls) == 2  # the two in flight; nothing new after Ctrl-C
-        assert report.graded == 2 and report.pending == 18
-        assert store.count() == 2  # the calls in flight finished and were stored
-
-
-async def test_ctrl_c_abandons_slow_calls_after_the_grace_period(tmp_path: Path) -> None:
-    loop = asyncio.get_running_loop()
-    judge = ScriptedJudge("m", by_doc({}), delay=30)
-    loop.call_later(0.1, os.kill, os.getpid(), signal.SIGINT)
-    with Store(tmp_path / "s.db") as store:
-        report = await grade(
-            make_pairs(5), [judge], store, concurrency=2, grace_s=0.2, handle_sigint=True
-        )
-        assert report.interrupted and report.pending == 5
-        assert store.count() == 0  # abandoned calls store nothing
 
 
 async def test_pairs_with_equal_texts_share_one_request_and_keep_their_ids(tmp_path: Path) -> None:

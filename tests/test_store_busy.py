@@ -53,19 +53,6 @@ class LockHolder:
         self.conn.close()
 
 
-def hold_for(store: Path, seconds: float) -> threading.Thread:
-    """Take the lock now and let it go after `seconds` (on a thread)."""
-    holder = LockHolder(store)
-
-    def release_later() -> None:
-        time.sleep(seconds)
-        holder.release()
-
-    thread = threading.Thread(target=release_later)
-    thread.start()
-    return thread
-
-
 def stored(store: Path) -> int:
     conn = sqlite3.connect(store, timeout=30)
     try:
@@ -131,8 +118,12 @@ def test_lock_held_mid_run_loses_no_answer(slow_server: FakeServer, tmp_path: Pa
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < deadline, "no progress"
         time.sleep(0.02)
-    holder = hold_for(store, 4.0)  # past the 1 s journal threshold
-    holder.join()
+    holder = LockHolder(store)  # held until the run journals (past its 1 s threshold)
+    while not journal_path(store).exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the waiting run never journaled its answers"
+        time.sleep(0.02)
+    holder.release()
     err = finish(proc, files, slow_server, store)
     assert "in the journal" in err  # the wait grew past the threshold: answers were made safe
     assert "store free again" in err
@@ -209,7 +200,9 @@ def test_writer_journals_a_long_wait_and_stores_everything(tmp_path: Path) -> No
         assert time.monotonic() < deadline, "answers never reached the journal"
         time.sleep(0.02)
     writer.add(ok("k2", qid="q2"), FP)  # queued while the flush waits: taken by it too
-    time.sleep(0.5)
+    while writer.journaled < 2:  # the flush journals it on its next round (not a set time)
+        assert time.monotonic() < deadline, "the answer added during the wait was not taken"
+        time.sleep(0.02)
     holder.release()
     flushing.join(timeout=10)
     assert not flushing.is_alive()
@@ -279,11 +272,14 @@ def test_a_bad_journal_line_names_the_file_and_line(tmp_path: Path) -> None:
 def test_event_loop_keeps_turning_while_the_store_is_busy(
     fake_server: FakeServer, tmp_path: Path
 ) -> None:
+    """The lock is let go only once the loop has turned TURNS times after a write started
+    waiting for it: a loop frozen by that wait never gets there (no clock decides)."""
     path = tmp_path / "s.db"
     Store(path).close()
+    waiting, turned = threading.Event(), threading.Event()
     os.environ.update(BUSY_ENV)
     try:
-        store = Store(path)
+        store = Store(path, on_busy=lambda event: waiting.set())
     finally:
         for name in BUSY_ENV:
             del os.environ[name]
@@ -299,17 +295,24 @@ def test_event_loop_keeps_turning_while_the_store_is_busy(
         Pair(Query(query_id=f"q{i}", text=f"query {i}"), Doc(doc_id=f"d{i}", text=f"doc {i}"))
         for i in range(6)
     ]
-    holder = hold_for(path, 1.5)
-    ticks = 0
+    turns = 15
+    holder = LockHolder(path)
+
+    def release_once_turned() -> None:
+        turned.wait(120)  # a frozen loop: let go at last, and the assertion below fails
+        holder.release()
+
+    releasing = threading.Thread(target=release_once_turned)
+    releasing.start()
 
     async def main() -> int:
-        nonlocal ticks
-
         async def ticker() -> None:
-            nonlocal ticks
+            ticks = 0
             while True:
-                await asyncio.sleep(0.05)
-                ticks += 1
+                await asyncio.sleep(0.01)
+                ticks += waiting.is_set()
+                if ticks >= turns:
+                    turned.set()
 
         task = asyncio.create_task(ticker())
         report = await grade_pairs(pairs, [judge], store=store, writer=writer)
@@ -317,9 +320,9 @@ def test_event_loop_keeps_turning_while_the_store_is_busy(
         return len(report.judgments)
 
     assert asyncio.run(main()) == len(pairs)
-    holder.join()
-    # 1.5 s of lock at one tick per 50 ms: a frozen loop would have ticked a handful of times.
-    assert ticks >= 15
+    releasing.join()
+    assert waiting.is_set()  # a write did wait for the lock
+    assert turned.is_set()  # and the loop turned while it waited
     assert store.count(status="ok") == len(pairs)
     store.close()
 
