@@ -114,6 +114,7 @@ class FakeServer:
         self.state: dict[str, Any] = {}
         """Free storage for mounted routes (e.g. a fake Batch API's files and batches)."""
         self._faults: collections.deque[Fault] = collections.deque()
+        self._hold: tuple[int, threading.Event] | None = None
         self._lock = threading.Lock()
         self._extra = Starlette(routes=list(routes))
         self._server: uvicorn.Server | None = None
@@ -132,13 +133,22 @@ class FakeServer:
     def pending_faults(self) -> int:
         return len(self._faults)
 
+    def hold_replies_after(self, n: int) -> threading.Event:
+        """Answer the first `n` chat requests; log later ones but answer them once the event
+        returned is set (or at reset): a run cannot finish before the test acts."""
+        self._hold = (n, threading.Event())
+        return self._hold[1]
+
     def reset(self) -> None:
-        """Forget history, counters and queued faults (settings are kept)."""
+        """Forget history, counters, queued faults and held replies (settings are kept)."""
         with self._lock:
             self.requests.clear()
             self.headers.clear()
             self.counts.clear()
         self._faults.clear()
+        if self._hold is not None:
+            self._hold, held = None, self._hold
+            held[1].set()
 
     def add_route(self, path: str, endpoint: Endpoint, methods: list[str] | None = None) -> None:
         """Serve another path (a Starlette endpoint), e.g. `/v1/files` for a fake Batch API."""
@@ -282,6 +292,8 @@ class FakeServer:
             self.requests.append(body)
             self.headers.append(headers)
             self.counts["requests"] += 1
+            number = self.counts["requests"]
+        await self._held(number)
         await self._sleep(self.latency_ms / 1000.0)
         mode = output_mode(body)
         if fault is None and mode in self.reject_formats:
@@ -292,6 +304,15 @@ class FakeServer:
             return
         self._count(fault.kind if fault.kind != "status" else f"status:{fault.status}")
         await self._apply(fault, body, send)
+
+    async def _held(self, number: int) -> None:
+        """Wait while request `number` is held (`hold_replies_after`)."""
+        hold = self._hold
+        while hold and number > hold[0] and not hold[1].is_set() and not self._stopped():
+            await self._sleep(0.01)
+
+    def _stopped(self) -> bool:
+        return self._stopping is not None and self._stopping.is_set()
 
     def _count(self, outcome: str) -> None:
         with self._lock:

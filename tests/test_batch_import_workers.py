@@ -161,7 +161,7 @@ def test_sigkill_during_import_with_workers_then_import_again(tmp_path: Path) ->
     child.wait()
     assert child.returncode == -signal.SIGKILL
     assert 0 < stored < 6000 and len(workers) >= 2
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 120  # a bound for a busy machine, not a timing
     while time.monotonic() < deadline and any(map(_alive, workers)):
         time.sleep(0.2)
     assert not any(map(_alive, workers))  # the workers end with the import that started them

@@ -69,13 +69,16 @@ def test_killed_run_resumes_and_grades_each_pair_once(
 ) -> None:
     files = write_grade_files(tmp_path, n_queries=10, depth=8)  # 80 pairs, ~1 s of work
     store, out = tmp_path / "s.db", tmp_path / "j.jsonl"
+    released = slow_server.hold_replies_after(20)  # the run cannot finish before the signal
     proc = start(files, slow_server, store, out)
     wait_for_rows(store, proc, 12)
     if how == "SIGKILL":
         proc.kill()
         proc.wait()
+        released.set()
     else:
         proc.send_signal(signal.SIGINT)
+        released.set()  # the calls in flight answer; nothing new is asked after the Ctrl-C
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 130, err
         assert "rerun the same command" in err

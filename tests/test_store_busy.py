@@ -112,6 +112,7 @@ def slow_server(fake_server: FakeServer) -> Iterator[FakeServer]:
 def test_lock_held_mid_run_loses_no_answer(slow_server: FakeServer, tmp_path: Path) -> None:
     files = write_grade_files(tmp_path, n_queries=10, depth=8)  # 80 pairs, ~1.5 s of requests
     store, out = tmp_path / "s.db", tmp_path / "j.jsonl"
+    released = slow_server.hold_replies_after(16)  # the run cannot finish before the lock
     proc = start(files, slow_server, store, out)
     deadline = time.monotonic() + 60
     while stored(store) < 8:
@@ -119,6 +120,7 @@ def test_lock_held_mid_run_loses_no_answer(slow_server: FakeServer, tmp_path: Pa
         assert time.monotonic() < deadline, "no progress"
         time.sleep(0.02)
     holder = LockHolder(store)  # held until the run journals (past its 1 s threshold)
+    released.set()  # answers come while the lock is held: they wait, then go to the journal
     while not journal_path(store).exists():
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < deadline, "the waiting run never journaled its answers"

@@ -106,17 +106,19 @@ def test_concurrent_runs_pay_each_pair_once_and_agree_with_the_store(
 ) -> None:
     files = write_grade_files(tmp_path, n_queries=8, depth=6)  # 48 pairs
     store = tmp_path / "s.db"
-    # Replies are held 2 s until every process has claimed a pair, so every process plans
+    # Replies are held until every process has claimed a pair, so every process plans
     # before any answer is stored: each one, alone, would pay for all 48 pairs.
-    server.latency_ms = 2000.0
+    released = server.hold_replies_after(0)
     outs = [tmp_path / f"out{i}.jsonl" for i in range(n_procs)]
-    procs = [start(files, server, store, out) for out in outs]
-    deadline = time.monotonic() + 60
-    while len(query(store, "SELECT DISTINCT owner FROM claims")) < n_procs:
-        assert all(p.poll() is None for p in procs), [p.communicate() for p in procs]
-        assert time.monotonic() < deadline, "the processes never all claimed a pair"
-        time.sleep(0.01)
-    server.latency_ms = 30.0
+    try:
+        procs = [start(files, server, store, out) for out in outs]
+        deadline = time.monotonic() + 60
+        while len(query(store, "SELECT DISTINCT owner FROM claims")) < n_procs:
+            assert all(p.poll() is None for p in procs), [p.communicate() for p in procs]
+            assert time.monotonic() < deadline, "the processes never all claimed a pair"
+            time.sleep(0.01)
+    finally:
+        released.set()
     results = [p.communicate(timeout=120) for p in procs]
     for proc, (_, err) in zip(procs, results, strict=True):
         assert proc.returncode == 0, err
