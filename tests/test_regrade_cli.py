@@ -108,8 +108,12 @@ def test_batch_no_wait_then_status_and_collect_in_later_processes(
     assert job["phase"] == "submitted" and job["remote_status"] == "in_progress"
     assert job["n_requests"] == 6 and job["prompt"] == "passage@2"
     collect = ["batch", "collect", "--store", str(db), "--base-url", url]
-    code = main([*collect, "--poll-interval", "0", "--prices", _prices(tmp_path)])
+    code = main(
+        [*collect, "--poll-interval", "0", "--prices", _prices(tmp_path), "--format", "json"]
+    )
     assert code == 0
+    collected = json.loads(capsys.readouterr().out)  # the diff regrade would print
+    assert collected["n"] == 6 and collected["pending"] == 0 and collected["batch_graded"] == 5
     assert api.server.counts["requests"] == 1  # the error line, re-asked live
     main(["batch", "status", "--store", str(db), "--no-refresh", "--format", "json"])
     (job,) = json.loads(capsys.readouterr().out)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from grader.cli.regrade import render_table
+from grader.cli.regrade_output import render_table
 from grader.models import Judgment, JudgmentError
 from grader.regrade.diff import VersionPair, diff_versions
 

@@ -9,7 +9,7 @@ fingerprint; `JobJudges.for_job` rebuilds that judge and refuses one that no lon
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +22,13 @@ MakeJudge = Callable[[str, PromptSpec], LLMJudge]
 """Builds the live judge of (model, prompt) with the caller's endpoint, key and limits."""
 
 
-def job_config(judge: LLMBatchJudge, prompt_arg: str) -> dict[str, Any]:
-    """What a job records to rebuild its judge in another process."""
+def job_config(
+    judge: LLMBatchJudge, prompt_arg: str, select: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """What a job records to rebuild its judge in another process, and `select`: the
+    regrade's --select, so that `batch collect` can write what that regrade would."""
     spec = judge.live.prompt
-    return {
+    config = {
         "judge_id": judge.judge_id,
         "model": judge.live.model,
         "prompt": prompt_arg,
@@ -35,6 +38,9 @@ def job_config(judge: LLMBatchJudge, prompt_arg: str) -> dict[str, Any]:
         "mode": judge.mode,
         "fingerprint": judge.fingerprint(),
     }
+    if select is not None:
+        config["select"] = list(select)
+    return config
 
 
 class JobJudges:

@@ -25,6 +25,13 @@ from grader.cli.batch_common import (
     progress_printer,
 )
 from grader.cli.batch_endpoint import batch_command, use_stored_base_url
+from grader.cli.batch_outputs import (
+    add_output_options,
+    check_one_version,
+    job_versions,
+    print_and_write,
+    version_outcome,
+)
 from grader.cli.commands import COMMANDS
 from grader.cli.flags import add_store
 from grader.cli.settings import Settings, add_api_key_env, add_llm_options
@@ -73,7 +80,8 @@ def register(sub: Any) -> None:
         description="Finish the open Batch API jobs of the store: upload and create what was "
         "not, wait for the server (--no-wait: one round of checks), validate every output line "
         "as live grading does, re-ask the rest live (or mark them failed with --no-live-retry) "
-        "and store the judgments.",
+        "and store the judgments. Then print the diff and write --out/--qrels-out as the "
+        "regrade command that submitted the jobs would.",
     )
     add_store(collect, "the store regrade --batch recorded its jobs in")
     collect.add_argument(
@@ -81,6 +89,7 @@ def register(sub: Any) -> None:
     )
     add_llm_options(collect)
     add_batch_options(collect)
+    add_output_options(collect)
     collect.set_defaults(func=run_collect)
     from grader.cli.batch_files import register as register_files
 
@@ -173,12 +182,20 @@ def render_jobs(jobs: list[Job], store: str = "relgrade.db") -> str:
 
 
 def run_collect(args: argparse.Namespace) -> int:
+    from grader.cli.output_files import clean_outputs
+
     with _open_store(args.store) as store:
+        with BatchState(store) as state:
+            versions = job_versions(state.jobs(open_only=True))
+        check_one_version(args, versions)
+        clean_outputs([args.out, args.qrels_out])
         writer = StoreWriter(store)
         summary = asyncio.run(_collect(args, store, writer))
         writer.flush()
         with BatchState(store) as state:
             left = state.jobs(open_only=True)
+            discount = Settings.from_args(args).prices.batch_discount
+            outcomes = [version_outcome(store, state, v, discount) for v in versions]
     print(
         f"collected {summary.jobs} batch{'' if summary.jobs == 1 else 'es'} "
         f"({summary.pairs} pairs): "
@@ -192,7 +209,8 @@ def run_collect(args: argparse.Namespace) -> int:
             f"{len(left)} jobs still open (the server is not done{waited}); run this again later",
             file=sys.stderr,
         )
-    return 1 if summary.failed else 0
+    code = print_and_write(args, outcomes) if outcomes else 0
+    return 1 if summary.failed else code
 
 
 async def _collect(args: argparse.Namespace, store: Store, writer: StoreWriter) -> Any:

@@ -30,15 +30,15 @@ from grader.cli.flags import add_measures, add_runs, add_store
 from grader.cli.progress import GradingProgress
 from grader.cli.prompt_check import add_allow_changed_prompt, check_prompts
 from grader.cli.regrade_defaults import old_versions_in, stored_models, stored_prompt
+from grader.cli.regrade_output import OUTPUTS_PENDING, diff_json, render_table, write_outputs
 from grader.cli.settings import Settings, add_llm_options
 from grader.cli.store_busy import print_store_busy
-from grader.cost import cost_range, usd_or_unknown
+from grader.cost import cost_range
 from grader.errors import InputError
 from grader.grading import run as grading_run
 from grader.prompts import load_prompt
-from grader.regrade.diff import RegradeDiff
 from grader.regrade.run import RegradeOutcome, regrade
-from grader.regrade.selection import Criterion, parse_selection
+from grader.regrade.selection import Criterion, absolute_selection, parse_selection
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
 
@@ -181,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
         measures = args.measures or list(DEFAULT_MEASURES)
         outcome.diff.metric_deltas = metric_deltas(outcome.pairs, runs, measures)
     if not outcome.diff.pending:
-        _write_outputs(args, outcome)
+        write_outputs(args, outcome)
     if args.report:
         from calibration.report.regrade_diff import write_diff_html
 
@@ -194,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
             new_label=f"{spec.id} ({', '.join(_models(args))})",
         )
     if args.format == "json":
-        print(json.dumps(_json(outcome), indent=2))
+        print(json.dumps(diff_json(outcome), indent=2))
     else:
         print(render_table(outcome.diff, show=args.show))
     if not args.quiet:
@@ -260,7 +260,7 @@ async def _regrade(
                     writer=writer,
                 )
         batch_judge = LLMBatchJudge(live)
-        config = job_config(batch_judge, args.prompt)
+        config = job_config(batch_judge, args.prompt, select=absolute_selection(args.select))
         factory.remember(config, batch_judge)
         runner = make_runner(store, args, factory)
         try:
@@ -312,32 +312,6 @@ def _models(args: argparse.Namespace) -> list[str]:
     return list(dict.fromkeys(args.model))
 
 
-def _write_outputs(args: argparse.Namespace, outcome: RegradeOutcome) -> None:
-    from grader.io.output_set import OutputSet
-
-    new = [p.new for p in outcome.pairs if p.new is not None]
-    outputs = OutputSet([p for p in (args.out, args.qrels_out) if p])
-    outputs.begin()  # a kill between the two files is told to the next run
-    if args.out:
-        from grader.io.judgments import write_judgments
-
-        write_judgments(args.out, new)
-        outputs.done(args.out)
-    if args.qrels_out:
-        from grader.io.judgments import qrels_frame
-        from grader.io.trec import write_qrels
-
-        write_qrels(args.qrels_out, qrels_frame(new))
-    outputs.finish()
-
-
-OUTPUTS_PENDING = (
-    "--out/--qrels-out not written while pairs are pending (earlier files are left as they "
-    "were); rerun this same command once they are graded to write them (it sends nothing "
-    "for pairs already regraded)"
-)
-
-
 def submitted_json(args: argparse.Namespace, outcome: RegradeOutcome) -> dict[str, Any]:
     """`regrade --batch --no-wait` in JSON: the usual keys (a diff of the pairs done so far:
     `pending` says how many wait) plus `submitted` (requests, pairs, batches, files, jobs,
@@ -346,7 +320,7 @@ def submitted_json(args: argparse.Namespace, outcome: RegradeOutcome) -> dict[st
     from grader.batch.state import public_base_url
 
     url = Settings.from_args(args).base_url or "https://api.openai.com/v1"
-    data = _json(outcome)
+    data = diff_json(outcome)
     data["submitted"] = {
         "requests": outcome.requests,
         "pairs": outcome.sent,
@@ -383,19 +357,6 @@ def _print_submitted(args: argparse.Namespace, outcome: RegradeOutcome) -> int:
     return 0
 
 
-def _json(outcome: RegradeOutcome) -> dict[str, Any]:
-    data = outcome.diff.to_json()
-    data.update(
-        selected=len(outcome.candidates),
-        sent=outcome.sent,
-        requests=outcome.requests,
-        already_done=outcome.already_done,
-        waiting_in_batches=outcome.waiting_in_batches,
-        jobs=outcome.job_ids,
-    )
-    return data
-
-
 def _summary(outcome: RegradeOutcome) -> str:
     how = "batch" if outcome.collected is not None or outcome.job_ids else "live"
     line = (
@@ -412,50 +373,3 @@ def _summary(outcome: RegradeOutcome) -> str:
             f"{collected.live} re-asked live, {collected.failed} failed"
         )
     return line
-
-
-def _fmt(value: float | None, digits: int = 3) -> str:
-    return "n/a" if value is None else f"{value:.{digits}f}"
-
-
-def render_table(diff: RegradeDiff, *, show: int = 20) -> str:
-    """The diff as plain text: summary, transition matrix, changed pairs, metric deltas."""
-    lines = [
-        f"pairs {diff.n}, compared {diff.compared}, changed {diff.changed}, "
-        f"failed {diff.failed}, pending {diff.pending}"
-        + (f", graded where the old had no grade {diff.no_old_grade}" if diff.no_old_grade else ""),
-        f"kappa between versions (Cohen's) {_fmt(diff.kappa_between_versions)}",
-        f"cost {usd_or_unknown(diff.cost)} "
-        f"(without the batch discount {usd_or_unknown(diff.cost_without_batch)}; "
-        f"{diff.batch_graded} graded by batch)",
-        "",
-        "transition (rows: old grade, columns: new grade)",
-        "        " + "".join(f"{'new ' + str(g):>8}" for g in range(4)),
-    ]
-    for g, row in enumerate(diff.transition):
-        lines.append(f"{'old ' + str(g):>8}" + "".join(f"{c:>8}" for c in row))
-    if diff.changed_pairs:
-        lines += ["", f"changed pairs ({min(show, diff.changed)} of {diff.changed} shown)"]
-        for c in diff.changed_pairs[:show]:
-            lines.append(f"  {c.query_id}  {c.doc_id}  {c.old_grade} -> {c.new_grade}")
-            lines.append(f"      old: {_one_line(c.old_reason)}")
-            lines.append(f"      new: {_one_line(c.new_reason)}")
-    if diff.failed_pairs:
-        lines += ["", "failed (rerun to retry)"]
-        for f in diff.failed_pairs[:show]:
-            lines.append(f"  {f['query_id']}  {f['doc_id']}  {f['error']}")
-    if diff.metric_deltas:
-        lines += ["", f"{'run':<20}{'measure':<18}{'old':>8}{'new':>8}{'delta':>9}"]
-        for d in diff.metric_deltas:
-            lines.append(
-                f"{d['run']:<20}{d['measure']:<18}{d['old']:>8.4f}{d['new']:>8.4f}"
-                f"{d['delta']:>+9.4f}"
-            )
-    return "\n".join(lines)
-
-
-def _one_line(text: str | None, width: int = 100) -> str:
-    if not text:
-        return "-"
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 3] + "..."

@@ -126,6 +126,8 @@ async def regrade(
         # and the dry run does not count them): they stay pending until the batch is collected.
         with BatchState(store) as state:
             waiting = state.open_keys()
+            # Pairs an earlier batch (a `batch collect`) graded count as graded by batch.
+            batch_keys = state.keys_with_outcome("batch")
         todo = to_grade(store, candidates, exclude=waiting)
         in_batches = sum(1 for c in candidates if c.new_key in waiting)
         report = None
@@ -147,7 +149,6 @@ async def regrade(
             waiting_in_batches=in_batches,
             report=report,
         )
-        batch_keys = set()
     pairs = version_pairs(store, candidates)
     diff = diff_versions(pairs, batch_keys=batch_keys, batch_discount=batch_discount)
     return RegradeOutcome(candidates=candidates, pairs=pairs, diff=diff, **outcome_fields)

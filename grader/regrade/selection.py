@@ -95,6 +95,19 @@ def parse_selection(tokens: Sequence[str]) -> list[Criterion]:
     return criteria
 
 
+def absolute_selection(tokens: Sequence[str]) -> list[str]:
+    """`tokens` with each sample FILE as an absolute path: the same selection from any folder
+    (what a batch job records for `batch collect`)."""
+    out: list[str] = []
+    for token in tokens:
+        if out and out[-1] == "sample":
+            token = str(Path(token).resolve())
+        elif token.startswith(("sample=", "sample:")):
+            token = token[:7] + str(Path(token[7:]).resolve())
+        out.append(token)
+    return out
+
+
 def read_pair_list(path: str | Path) -> frozenset[tuple[str, str]]:
     """(query_id, doc_id) pairs of a sample CSV, TREC qrels/run, or `qid docid` file."""
     text = read_text(path)
