@@ -146,8 +146,8 @@ class FakeServer:
             self.headers.clear()
             self.counts.clear()
         self._faults.clear()
-        if self._hold is not None:
-            self._hold, held = None, self._hold
+        held, self._hold = self._hold, None
+        if held is not None:
             held[1].set()
 
     def add_route(self, path: str, endpoint: Endpoint, methods: list[str] | None = None) -> None:
