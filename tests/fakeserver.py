@@ -25,7 +25,6 @@ client's GIL:
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import collections
 import contextlib
@@ -386,25 +385,7 @@ async def _send_raw(
     await send({"type": "http.response.body", "body": data})
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Fake OpenAI-compatible server (tests/bench).")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
-    parser.add_argument("--latency-ms", type=float, default=0.0)
-    parser.add_argument(
-        "--reject",
-        action="append",
-        default=[],
-        choices=["json_schema", "json_object"],
-        help="answer 400 to this response_format type (repeatable)",
-    )
-    parser.add_argument("--no-logprobs", action="store_true")
-    args = parser.parse_args(argv)
-    server = FakeServer(latency_ms=args.latency_ms, host=args.host, port=args.port)
-    server.reject_formats = set(args.reject)
-    server.logprobs = not args.no_logprobs
-    server.serve_forever()
-
-
 if __name__ == "__main__":
+    from tests.fakeserver_cli import main
+
     main()
