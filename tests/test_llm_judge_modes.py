@@ -240,7 +240,7 @@ async def test_reasoning_model_parameters_are_adapted_once(fake_server: FakeServ
 
 
 async def test_cancelling_a_judgment_propagates(fake_server: FakeServer) -> None:
-    fake_server.enqueue(faults.slow(5.0))
+    fake_server.enqueue(faults.hang())  # no reply ever: the cancel comes first, whatever the load
     judge = make_judge(fake_server)
     task = asyncio.create_task(judge.judge(*pairs(1)[0], key="k"))
     while fake_server.counts["requests"] == 0:
