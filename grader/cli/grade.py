@@ -15,15 +15,15 @@ from typing import Any
 from grader.cli import grade_holes
 from grader.cli.commands import COMMANDS
 from grader.cli.flags import add_runs, add_store
+from grader.cli.grade_summary import print_dry_run, summary_line
 from grader.cli.progress import GradingProgress
 from grader.cli.prompt_check import add_allow_changed_prompt, check_prompts
 from grader.cli.settings import Settings, add_llm_options
 from grader.cli.store_busy import print_store_busy
-from grader.cost import cost_range, spend_text
 from grader.errors import BudgetError, InputError
 from grader.grading import run as grading_run
 from grader.grading.pairs import pairs_to_grade
-from grader.grading.pipeline import GradingReport, StoreWriter, run_grading
+from grader.grading.pipeline import StoreWriter, run_grading
 from grader.judges.base import Judge
 from grader.prompts import PromptSpec
 from grader.store.store import Store
@@ -231,77 +231,8 @@ def lexical_settings_note(path: str | None, judge_id: str) -> str:
     return f"lexical judge settings: {path} ({which}; judgments say judge {judge_id})"
 
 
-def _fmt_tokens(report: GradingReport) -> str:
-    u = report.usage
-    total = u.prompt_tokens + u.completion_tokens
-    return (
-        f"tokens {total:,} (prompt {u.prompt_tokens:,}, completion {u.completion_tokens:,}, "
-        f"cached {u.cached_tokens:,})"
-    )
-
-
-def _by_judge(label: str, counts: dict[str, int]) -> str:
-    """` (LABEL: judge-a 200, judge-b 0)`, judges in order, or "" when there are none."""
-    listed = ", ".join(f"{judge} {n}" for judge, n in counts.items())
-    return f" ({label}: {listed})" if listed else ""
-
-
-def summary_line(report: GradingReport) -> str:
-    """The one-line summary: graded, cached, failed (pairs), tokens, cost, and how many judge
-    answers (not pairs) another process paid for while this run waited on them. With several judges
-    (an ensemble, --verify-low) each pair count is followed by the answers per judge: those asked
-    this run after "graded", those reused from the store after "cached"."""
-    judges = sorted({*report.stored_by_judge, *report.asked_by_judge})
-    asked = stored = ""
-    if len(judges) > 1:
-        asked = _by_judge("answers asked", {j: report.asked_by_judge.get(j, 0) for j in judges})
-        stored = _by_judge("answers stored", {j: report.stored_by_judge.get(j, 0) for j in judges})
-    line = (
-        f"graded {report.graded}{asked}, cached {report.cached}{stored}, "
-        f"failed {report.failed}, "
-        f"{_fmt_tokens(report)}, cost {spend_text(report.cost, report.unpriced)}"
-    )
-    if report.pending:
-        line += f", not done {report.pending}"
-    if report.adopted:
-        line += (
-            f"; {report.adopted} answers were paid by another process sharing the store "
-            "during this run (taken from the store, not paid again)"
-        )
-    return line
-
-
 def _resume_hint() -> str:
     return "relgrade " + shlex.join(sys.argv[1:])
-
-
-def _print_dry_run(
-    report: GradingReport, verify: bool, verbose: bool, also: str | None = None
-) -> None:
-    """The estimate (stderr) first, with `also` (e.g. the holes it would fill), then with
-    `verbose` the pairs it counts (stdout)."""
-    est = report.estimate
-    assert est is not None
-    lines = [
-        f"dry run: {report.pairs} pairs; answers already stored: {report.stored_ok} ok, "
-        f"{report.stored_failed} failed (to retry); {report.cached} pairs need no request",
-        f"would send {est.requests} requests: about {est.prompt_tokens:,} prompt tokens; "
-        f"completion tokens about {est.expected_completion_tokens:,} expected, at most "
-        f"{est.completion_tokens:,} (the ceiling: every reply at the prompt's max_tokens)",
-        f"estimated cost {cost_range(est.expected_cost, est.cost)}; --max-cost reserves the "
-        "ceiling before each request",
-    ]
-    lines += [f"expected completion of {basis}" for basis in est.basis]
-    if verify:
-        lines.append("plus one verification request per pair graded 0-1 (not known in advance)")
-    lines.append("nothing was sent")
-    if also:
-        lines.append(also)
-    if not verbose and report.to_send:
-        lines.append("--verbose lists the pairs that would be sent")
-    print("\n".join(lines), file=sys.stderr, flush=True)
-    if verbose:
-        sys.stdout.writelines(f"{qid}\t{did}\t{judge}\n" for qid, did, judge in report.to_send)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -366,7 +297,7 @@ def run(args: argparse.Namespace) -> int:
             store.close()
     if args.dry_run:
         also = grade_holes.summary(holes, report, dry_run=True) if holes is not None else None
-        _print_dry_run(report, judges.verifier is not None, args.verbose, also)
+        print_dry_run(report, judges.verifier is not None, args.verbose, also)
         return 0
     print(summary_line(report), file=sys.stderr)
     if holes is not None:
