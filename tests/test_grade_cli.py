@@ -348,7 +348,7 @@ def test_a_model_without_a_price_reports_cost_unknown_not_zero(
 
 
 def test_summary_says_how_many_cached_answers_another_process_paid_for() -> None:
-    from grader.cli.grade import summary_line
+    from grader.cli.grade_summary import summary_line
     from grader.grading.report import GradingReport
 
     report = GradingReport()
