@@ -20,6 +20,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from calibration.join import PairedGrades
+from calibration.spotcheck.stopping import DrawOrder, stopping_figures
 from calibration.stats.ppi import ppi_mean
 from calibration.stats.ppi_design import SampleDesign, caution
 from calibration.summary_model import Design, Estimate, Estimates
@@ -38,6 +39,7 @@ def estimates_section(
     measure: str,
     scorer: Scorer,
     human_threshold: int | None = None,
+    order: DrawOrder | None = None,
 ) -> tuple[Estimates, list[str]]:
     """The `estimates` section (threshold, design, relevant_share, runs) and notes for people.
 
@@ -46,7 +48,9 @@ def estimates_section(
     out = Estimates(
         threshold=threshold,
         design=Design.model_validate(design.to_json()),
-        relevant_share=relevant_share(paired, design, weights, threshold, human_threshold),
+        relevant_share=relevant_share(
+            paired, design, weights, threshold, human_threshold, order=order
+        ),
     )
     notes: list[str] = []
     if runs:
@@ -60,9 +64,13 @@ def relevant_share(
     weights: npt.NDArray[np.float64] | None,
     threshold: int,
     human_threshold: int | None = None,
+    *,
+    order: DrawOrder | None = None,
 ) -> Estimate:
     """PPI++ estimate of the share of relevant pairs among all LLM-graded pairs (a human pair is
-    relevant at grade >= `human_threshold`, by default `threshold`)."""
+    relevant at grade >= `human_threshold`, by default `threshold`). With the draw `order` of a
+    uniform or active sample, also the confidence sequence (`cs`, `more_for_0_05`); an active
+    sample's `ppi` and `ppi_ci` are then the sequential design's (Des Raj) fixed-n figures."""
     human_at = threshold if human_threshold is None else human_threshold
     both, llm = paired.frame, paired.llm
     keys = set(zip(both["query_id"], both["doc_id"], strict=True))
@@ -88,6 +96,20 @@ def relevant_share(
         + ("" if human_at == threshold else f"; human grade >= {human_at}")
         + f") among these {len(llm)} LLM-graded pairs",
     }
+    if order is not None:
+        seq, figures = stopping_figures(
+            order,
+            dict(
+                zip(zip(both["query_id"], both["doc_id"], strict=True), both["human"], strict=True)
+            ),
+            dict(zip(zip(llm["query_id"], llm["doc_id"], strict=True), llm["grade"], strict=True)),
+            threshold=threshold,
+            human_threshold=human_at,
+        )
+        data.update(figures)
+        if seq is not None and design.strategy == "active":
+            data["ppi"], data["ppi_ci"] = seq.estimate, list(seq.fixed_ci)
+            data["interval"] = f"normal, sequential design (Des Raj), first {seq.n} pairs"
     data["caution"] = caution(data, design, "queries" if whole else "pairs")
     return Estimate.model_validate(data)
 

@@ -23,6 +23,7 @@ import pandas as pd
 
 from calibration.estimates_section import estimates_section, run_estimates
 from calibration.join import PairedGrades, pair_grades
+from calibration.spotcheck.stopping import DrawOrder
 from calibration.stats.agreement import agreement, grouped_confusion, scalar_figures, to_float
 from calibration.stats.bias import (
     bias_by_length,
@@ -140,12 +141,17 @@ def summarize(
     threshold: int = DEFAULT_THRESHOLD,
     paired: PairedGrades | None = None,
     design: SampleDesign | None = None,
+    order: DrawOrder | None = None,
+    human_scale: str | None = None,
 ) -> CalibrationSummary:
     """The calibration of `llm` grades against `human` grades (frames query_id, doc_id, grade).
 
     `weights` are per paired pair, in the order of `pair_grades(llm, human).frame`
     (pass `paired` to reuse that join). `runs` maps run names to `read_run` frames.
-    `design` is how the human sample was drawn (from its manifest); None: inferred.
+    `design` is how the human sample was drawn (from its manifest); None: inferred. `order`:
+    the draw order of a uniform or active sample (from its manifest), for the sequence.
+    `human_scale` ("0-3" or "binary") says the people's scale; None infers it (binary when
+    every human grade is 0 or 1 and the LLM used a grade above 1).
     `measures`: every measure for the systems and run estimates (`systems_by_measure`,
     `estimates.runs_by_measure`); when given, `measure` is ignored and the first of them is the
     one of `systems` and `estimates.runs`.
@@ -168,7 +174,11 @@ def summarize(
     )
     binary_scale: BinaryScale | None = None
     warnings: list[str] = []
-    if is_binary_against_graded(paired.human["grade"], m):  # people 0/1, the LLM 0..3
+    if human_scale is None:
+        binary_human = is_binary_against_graded(paired.human["grade"], m)  # people 0/1
+    else:
+        binary_human = human_scale == "binary"
+    if binary_human:
         binary = binary_comparison(
             h,
             m,
@@ -234,6 +244,7 @@ def summarize(
             measure=measure,
             scorer=per_query_scores,
             human_threshold=1 if binary_scale is not None else None,  # people: 1 = relevant
+            order=order,
         )
         notes.extend(run_notes)
         if runs:

@@ -219,6 +219,14 @@ class Estimate(SummaryPart):
     population: str
     estimand: str
     caution: str | None
+    cs: Interval | None = None
+    """Uniform and active samples: the anytime-valid 95% confidence sequence after the graded
+    prefix of the sample's order (`calibration.stats.confseq`)."""
+    more_for_0_05: int | None = None
+    """How many more grades would likely bring the sequence's half-width to 0.05."""
+    cs_estimate: float | None = None
+    cs_n: int | None = None
+    cs_note: str | None = None
 
 
 class Estimates(SummaryPart):

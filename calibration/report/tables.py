@@ -195,10 +195,29 @@ def estimates_caption(est: Estimates) -> str:
     parts = [f"Design: {est.design.text}."]
     parts.append(f"Relevant share: the {share.estimand}")
     parts[-1] += f" ({share.interval or 'normal'} interval)."
+    said = sequence_sentence(share)
+    if said:
+        parts.append(said)
     runs = list((est.runs or {}).values())
     if runs and runs[0].estimand:
         parts.append(f"Runs: the {runs[0].estimand}.")
     return " ".join(parts)
+
+
+def sequence_sentence(share: Estimate) -> str | None:
+    """The relevant share's confidence sequence in words, or why there is none (or None)."""
+    if share.cs is None or share.cs_n is None:
+        return share.cs_note
+    low, high = share.cs
+    half = ((high or 0.0) - (low or 0.0)) / 2
+    more = share.more_for_0_05 or 0
+    stop = "half-width 0.05 reached" if more == 0 else f"about {more} more grades for +-0.05"
+    text = (
+        f"Anytime-valid 95% confidence sequence after the first {share.cs_n} graded pairs of "
+        f"the sample's order: {fmt(low)} to {fmt(high)} (estimate {fmt(share.cs_estimate)}, "
+        f"half-width {half:.3f}; {stop})."
+    )
+    return text + (f" {share.cs_note}." if share.cs_note else "")
 
 
 def worst_queries_table(per_query: list[QueryFigures], k: int = 5) -> Table:

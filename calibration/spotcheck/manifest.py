@@ -46,6 +46,7 @@ class ManifestPair(BaseModel):
     inclusion_probability: float = Field(gt=0, le=1)
     stratum: str | None = None
     uncertainty: float | None = None
+    draw_probability: float | None = Field(default=None, gt=0, le=1)
 
 
 class Manifest(BaseModel):
@@ -65,8 +66,16 @@ class Manifest(BaseModel):
     excluded: dict[str, int] = Field(default_factory=dict)
     strata: dict[str, dict[str, int | float]] = Field(default_factory=dict)
     uncertainty_source: str | None = None
+    uniform_share: float | None = None
+    threshold: int | None = None
+    variance_factor: float | None = None
     created_at: str | None = None
     pairs: list[ManifestPair]
+
+    def sequential(self) -> bool:
+        """True when the pairs are listed in draw order with draw probabilities (uniform and
+        active samples): then every prefix is a sample and the confidence sequence applies."""
+        return bool(self.pairs) and all(p.draw_probability is not None for p in self.pairs)
 
     def probabilities(self) -> dict[tuple[str, str], float]:
         """(query_id, doc_id) -> inclusion probability."""
@@ -120,6 +129,9 @@ def build_manifest(
         excluded=dict(excluded or {}),
         strata=draw.strata,
         uncertainty_source=draw.uncertainty_source,
+        uniform_share=draw.uniform_share,
+        threshold=draw.threshold,
+        variance_factor=draw.variance_factor,
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         pairs=[
             ManifestPair(
@@ -128,6 +140,7 @@ def build_manifest(
                 inclusion_probability=p.inclusion_probability,
                 stratum=p.stratum,
                 uncertainty=p.uncertainty,
+                draw_probability=p.draw_probability,
             )
             for p in draw.pairs
         ],

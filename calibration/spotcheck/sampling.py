@@ -20,6 +20,10 @@ Strategies:
   sum(u + floor), capped at 1 (a capped pair is taken for sure and the rest re-shared). u is
   1 - confidence from the logprob distribution, else the ensemble disagreement. Top-k selection
   would give pi in {0, 1}, which no weighting can undo; the floor keeps every pair's pi > 0.
+- active: pairs drawn one at a time, the uncertain ones more often (successive sampling with
+  weights from the LLM's uncertainty about relevance, mixed with uniform; see
+  `calibration.spotcheck.sequential`). Every prefix of the order is a sample with known draw
+  probabilities, so people may stop grading at any point (`calibration.stats.confseq`).
 - query-balanced: strata are the queries, equal allocation, so a query with 300 graded documents
   does not drown one with 5.
 - whole-queries: cluster sampling. m of the Q queries are drawn uniformly without replacement
@@ -37,15 +41,27 @@ from typing import Literal
 
 import numpy as np
 
+from calibration.spotcheck.sequential import (
+    UNIFORM_SHARE,
+    active_weights,
+    estimand_uncertainty,
+    inclusion_approx,
+    sequential_draw,
+    uniform_draw_probabilities,
+    variance_factor,
+)
 from grader.errors import InputError
 from grader.models import Judgment
 
-Strategy = Literal["uniform", "stratified", "uncertainty", "low", "query-balanced", "whole-queries"]
+Strategy = Literal[
+    "uniform", "stratified", "uncertainty", "active", "low", "query-balanced", "whole-queries"
+]
 Allocation = Literal["equal", "proportional"]
 STRATEGIES: tuple[str, ...] = (
     "uniform",
     "stratified",
     "uncertainty",
+    "active",
     "low",
     "query-balanced",
     "whole-queries",
@@ -62,6 +78,7 @@ class SampledPair:
     inclusion_probability: float
     stratum: str
     uncertainty: float | None = None
+    draw_probability: float | None = None  # uniform and active: P(drawn at its position)
 
 
 @dataclass
@@ -76,6 +93,9 @@ class SampleDraw:
     strata: dict[str, dict[str, int | float]] = field(default_factory=dict)
     uncertainty_source: str | None = None
     uncertainty_imputed: int = 0
+    uniform_share: float | None = None
+    threshold: int | None = None
+    variance_factor: float | None = None
 
 
 def sample_size(population: int, *, n: int | None = None, fraction: float | None = None) -> int:
@@ -187,6 +207,9 @@ class Design:
     uncertainty_source: str | None = None
     uncertainty_imputed: int = 0
     queries_drawn: int | None = None  # whole-queries: how many queries are drawn
+    weights: np.ndarray | None = None  # active: successive-sampling weights
+    uniform_share: float | None = None
+    threshold: int | None = None
 
 
 def _check_population(pop: list[Judgment]) -> None:
@@ -210,7 +233,7 @@ def _check_population(pop: list[Judgment]) -> None:
 def _labels(pop: list[Judgment], strategy: str, low_share: float) -> list[str]:
     if strategy == "uniform":
         return ["all"] * len(pop)
-    if strategy in ("stratified", "uncertainty"):
+    if strategy in ("stratified", "uncertainty", "active"):
         return [f"grade={j.grade}" for j in pop]
     if strategy == "low":
         if not 0 < low_share < 1:
@@ -227,6 +250,8 @@ def plan_design(
     allocation: str = "equal",
     low_share: float = 0.8,
     floor: float = 0.05,
+    uniform_share: float = UNIFORM_SHARE,
+    threshold: int = 2,
 ) -> Design:
     """Strata and exact inclusion probabilities (summing to `size`) of every eligible pair."""
     if strategy not in STRATEGIES:
@@ -244,11 +269,20 @@ def plan_design(
     source: str | None = None
     imputed = 0
     queries_drawn: int | None = None
-    if strategy == "whole-queries":
+    weights: np.ndarray | None = None
+    expected: np.ndarray
+    if strategy == "active":
+        if not 0 < uniform_share <= 1:
+            raise InputError(f"--uniform-share must be in (0, 1], got {uniform_share}")
+        unc, source, imputed = estimand_uncertainty(pop, threshold)
+        weights = active_weights(unc, uniform_share)
+        pi = inclusion_approx(weights, size)
+        expected = np.bincount(stratum_of, weights=pi, minlength=len(keys))
+    elif strategy == "whole-queries":
         n_queries = len(keys)
         queries_drawn = min(n_queries, max(1, round(size * n_queries / len(pop))))
         pi = np.full(len(pop), queries_drawn / n_queries)
-        expected: np.ndarray = sizes * queries_drawn / n_queries
+        expected = sizes * queries_drawn / n_queries
     elif strategy == "uncertainty":
         if floor <= 0:
             raise InputError(f"--floor must be > 0 so every pair can be drawn, got {floor}")
@@ -280,6 +314,9 @@ def plan_design(
         uncertainty_source=source,
         uncertainty_imputed=imputed,
         queries_drawn=queries_drawn,
+        weights=weights,
+        uniform_share=uniform_share if strategy == "active" else None,
+        threshold=threshold if strategy == "active" else None,
     )
 
 
@@ -289,7 +326,10 @@ def draw_from(design: Design, seed: int) -> SampleDraw:
     keys = sorted(design.strata)
     index = {k: i for i, k in enumerate(keys)}
     stratum_of = np.array([index[k] for k in design.labels], dtype=np.int64)
-    if design.queries_drawn is not None:  # whole-queries: every pair of m random queries
+    p_draw: np.ndarray | None = None
+    if design.weights is not None:  # active: successive sampling, in the order drawn
+        chosen, p_draw = sequential_draw(design.weights, round(float(design.pi.sum())), rng)
+    elif design.queries_drawn is not None:  # whole-queries: every pair of m random queries
         picked = rng.choice(len(keys), size=design.queries_drawn, replace=False)
         chosen = rng.permutation(np.flatnonzero(np.isin(stratum_of, picked)))
     else:
@@ -297,6 +337,8 @@ def draw_from(design: Design, seed: int) -> SampleDraw:
             [rng.permutation(np.flatnonzero(stratum_of == s)) for s in range(len(keys))]
         )
         chosen = rng.permutation(systematic_draw(design.pi, order, rng))
+        if design.strategy == "uniform":  # a uniform sample in random order: successive SRS
+            p_draw = uniform_draw_probabilities(len(chosen), len(design.judgments))
     pop, unc = design.judgments, design.uncertainty
     pairs = [
         SampledPair(
@@ -305,8 +347,9 @@ def draw_from(design: Design, seed: int) -> SampleDraw:
             inclusion_probability=float(design.pi[i]),
             stratum=design.labels[i],
             uncertainty=None if unc is None else float(unc[i]),
+            draw_probability=None if p_draw is None else float(p_draw[t]),
         )
-        for i in chosen
+        for t, i in enumerate(chosen)
     ]
     return SampleDraw(
         pairs=pairs,
@@ -317,6 +360,9 @@ def draw_from(design: Design, seed: int) -> SampleDraw:
         strata=design.strata,
         uncertainty_source=design.uncertainty_source,
         uncertainty_imputed=design.uncertainty_imputed,
+        uniform_share=design.uniform_share,
+        threshold=design.threshold,
+        variance_factor=None if design.weights is None else variance_factor(design.weights),
     )
 
 
@@ -330,6 +376,8 @@ def draw_sample(
     seed: int = 0,
     low_share: float = 0.8,
     floor: float = 0.05,
+    uniform_share: float = UNIFORM_SHARE,
+    threshold: int = 2,
 ) -> SampleDraw:
     """Draw a spot-check sample from ok judgments (one per pair) with exact inclusion probabilities.
 
@@ -339,6 +387,13 @@ def draw_sample(
     pop = list(judgments)
     size = sample_size(len(pop), n=n, fraction=fraction)
     design = plan_design(
-        pop, strategy=strategy, size=size, allocation=allocation, low_share=low_share, floor=floor
+        pop,
+        strategy=strategy,
+        size=size,
+        allocation=allocation,
+        low_share=low_share,
+        floor=floor,
+        uniform_share=uniform_share,
+        threshold=threshold,
     )
     return draw_from(design, seed)

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from calibration.join import PairedGrades
 
-PAIR_STRATEGIES = ("uniform", "stratified", "uncertainty", "low", "query-balanced")
+PAIR_STRATEGIES = ("uniform", "stratified", "uncertainty", "active", "low", "query-balanced")
 CLUSTER_STRATEGIES = ("whole-queries",)
 # An interval wider than this (on a [0, 1] scale: a share, an nDCG) tells little.
 WIDE_INTERVAL = 0.2

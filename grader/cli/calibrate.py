@@ -46,6 +46,12 @@ def register(sub: Any) -> None:
         "each, and JSON keeps `systems` for the first and adds `systems_by_measure`",
     )
     p.add_argument("--clamp", action="store_true", help="move grades outside 0..3 to 0 or 3")
+    p.add_argument(
+        "--human-scale",
+        choices=("0-3", "binary"),
+        help="the scale people graded on (default: inferred; binary when every human grade is "
+        "0 or 1): 0-3 for a 0..3 sample that happened to hold no 2 or 3",
+    )
     p.add_argument("--report", type=Path, help="write a self-contained HTML report here")
     p.add_argument(
         "--format", choices=("table", "json"), default="table", help="table (default) or json"
@@ -81,16 +87,18 @@ def register(sub: Any) -> None:
 
 def _weights(
     args: argparse.Namespace, frame: Any
-) -> tuple[npt.NDArray[np.float64] | None, str, Any]:
-    """1/pi per paired pair, the manifest's path and the sample design it records (or None)."""
+) -> tuple[npt.NDArray[np.float64] | None, str, Any, Any]:
+    """1/pi per paired pair, the manifest's path, the sample design it records (or None) and
+    the draw order of a uniform or active sample (or None)."""
     from calibration.spotcheck.manifest import find_manifest, read_manifest, sample_weights
+    from calibration.spotcheck.stopping import DrawOrder
     from calibration.stats.ppi_design import design_of_strategy
 
     path = args.manifest
     if path is None and not args.no_manifest:
         path = find_manifest(args.human) or _also_judged_manifest(args.llm)
     if path is None:
-        return None, "", None
+        return None, "", None, None
     manifest = read_manifest(path)
     try:
         design = design_of_strategy(manifest.strategy)
@@ -99,7 +107,7 @@ def _weights(
             str(exc), path=path, hint="it is written by `relgrade sample`; redraw the sample"
         ) from None
     weights = np.asarray(sample_weights(manifest, frame), dtype=np.float64)
-    return weights, str(path), design
+    return weights, str(path), design, DrawOrder.from_manifest(manifest)
 
 
 def _also_judged_manifest(llm: str) -> Path | None:
@@ -152,7 +160,13 @@ def run(args: argparse.Namespace) -> int:
     human = read_human_grades(args.human, clamp=args.clamp)
     llm, also_note = _only_drawn(args, llm)
     paired = pair_grades(llm, human)
-    weights, manifest, design = _weights(args, paired.frame)
+    weights, manifest, design, order = _weights(args, paired.frame)
+    if args.human_scale == "binary" and len(human) and int(human["grade"].max()) > 1:
+        raise InputError(
+            f"--human-scale binary, but a human grade is {int(human['grade'].max())}",
+            path=args.human,
+            hint="binary grades are 0 and 1; use --human-scale 0-3 or leave it out",
+        )
     from grader.io.runs import read_runs
 
     runs = read_runs(args.run)
@@ -174,6 +188,8 @@ def run(args: argparse.Namespace) -> int:
         threshold=args.threshold,
         paired=paired,
         design=design,
+        order=order,
+        human_scale=args.human_scale,
     )
     second = None
     if args.second_human:

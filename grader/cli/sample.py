@@ -44,6 +44,7 @@ from calibration.spotcheck.manifest import (
     write_manifest,
 )
 from calibration.spotcheck.sampling import ALLOCATIONS, STRATEGIES, draw_sample
+from calibration.spotcheck.sequential import UNIFORM_SHARE
 from grader.cli.commands import COMMANDS
 from grader.cli.flags import DEFAULT_STORE, add_store
 from grader.errors import InputError, RelgradeError
@@ -85,6 +86,20 @@ def register(sub: Any) -> None:
         type=float,
         default=0.05,
         help="uncertainty: added to every pair's uncertainty so each can be drawn (default 0.05)",
+    )
+    parser.add_argument(
+        "--uniform-share",
+        type=float,
+        default=UNIFORM_SHARE,
+        help="active: share of each pair's weight that is uniform, so no pair's chance falls "
+        f"below this share of a uniform draw's (default {UNIFORM_SHARE})",
+    )
+    parser.add_argument(
+        "--threshold",
+        type=int,
+        default=2,
+        choices=(1, 2, 3),
+        help="active: relevant = grade >= this, the estimand whose uncertainty drives the draw (2)",
     )
     parser.add_argument(
         "--exclude",
@@ -238,6 +253,8 @@ def _draw(args: argparse.Namespace) -> int:
         seed=args.seed,
         low_share=args.low_share,
         floor=args.floor,
+        uniform_share=args.uniform_share,
+        threshold=args.threshold,
     )
     pairs = [(p.query_id, p.doc_id) for p in draw.pairs]
     queries, docs = _texts(args, pairs)
@@ -272,7 +289,7 @@ def _draw(args: argparse.Namespace) -> int:
     else:
         for name, info in draw.strata.items():
             line = f"  {name}: {counts.get(name, 0)} drawn of {int(info['size'])}"
-            if draw.strategy != "uncertainty":
+            if draw.strategy not in ("uncertainty", "active"):
                 line += f" (inclusion probability {info['expected'] / info['size']:.4g})"
             print(line)
     if draw.uncertainty_source:
@@ -280,6 +297,12 @@ def _draw(args: argparse.Namespace) -> int:
         if draw.uncertainty_imputed:
             print(f"; {draw.uncertainty_imputed} pair(s) lacked it and got the maximum", end="")
         print()
+    if draw.strategy == "active":
+        print(
+            f"  drawn one at a time, the uncertain pairs more often ({draw.uniform_share:g} of "
+            "each weight uniform); grade in the order given and stop when the annotation page "
+            "says you may"
+        )
     print(f"wrote {args.out} (blind: grade it with `relgrade annotate {args.out}`)")
     print(f"wrote {manifest_path} (for calibration; do not show it to graders)")
     if args.labelstudio:

@@ -1,0 +1,101 @@
+"""When people may stop grading: the relevant share's confidence sequence over the graded prefix.
+
+One function serves `relgrade calibrate` (`estimates.relevant_share.cs`, `more_for_0_05`) and the
+annotation page (live, after each grade), so both show the same numbers on the same grades. The
+sample's manifest lists its pairs in the order people grade them, each with its draw
+probability (uniform and active samples); the sequence uses the graded prefix of that order:
+the pairs before the first one not graded yet. Grades further on wait for that gap to be filled
+(a pair skipped because it looked hard would otherwise bias the estimate).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from calibration.spotcheck.manifest import Manifest
+from calibration.stats.confseq import TARGET, Sequence, share_sequence
+
+Pair = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class DrawOrder:
+    """The sample's pairs in grading order, each one's draw probability, and the population."""
+
+    pairs: list[Pair]
+    p: np.ndarray
+    population: int
+    variance_factor: float = 1.0
+
+    @classmethod
+    def from_manifest(cls, manifest: Manifest) -> DrawOrder | None:
+        """The order of a uniform or active sample; None for other designs."""
+        if not manifest.sequential():
+            return None
+        return cls(
+            pairs=[(m.query_id, m.doc_id) for m in manifest.pairs],
+            p=np.array([m.draw_probability for m in manifest.pairs], dtype=np.float64),
+            population=manifest.population,
+            variance_factor=manifest.variance_factor or 1.0,
+        )
+
+
+def graded_prefix(order: DrawOrder, human: Mapping[Pair, int]) -> int:
+    """How many pairs from the start of the order are graded."""
+    for t, pair in enumerate(order.pairs):
+        if pair not in human:
+            return t
+    return len(order.pairs)
+
+
+def stopping_figures(
+    order: DrawOrder,
+    human: Mapping[Pair, int],
+    llm: Mapping[Pair, int],
+    *,
+    threshold: int,
+    human_threshold: int | None = None,
+) -> tuple[Sequence | None, dict[str, Any]]:
+    """The sequence over the graded prefix and the figures to show (`cs`, `more_for_0_05`, ...),
+    or None and a `cs_note` saying why there is none. `llm` holds every LLM-graded pair of the
+    population the sample was drawn from."""
+    human_at = threshold if human_threshold is None else human_threshold
+    if len(llm) != order.population:
+        return None, {
+            "cs_note": f"no confidence sequence: the sample was drawn from {order.population} "
+            f"LLM-graded pairs and the LLM grades given hold {len(llm)}; give the judgments the "
+            "sample was drawn from"
+        }
+    t = graded_prefix(order, human)
+    if t < 2:
+        return None, {"cs_note": "no confidence sequence yet: grade the first pairs in order"}
+    pairs = order.pairs[:t]
+    missing = [pair for pair in pairs if pair not in llm]
+    if missing:
+        return None, {"cs_note": f"no confidence sequence: {missing[0]} has no LLM grade"}
+    seq = share_sequence(
+        [human[pair] >= human_at for pair in pairs],
+        [llm[pair] >= threshold for pair in pairs],
+        order.p[:t],
+        [g >= threshold for g in llm.values()],
+        order.variance_factor,
+    )
+    later = sum(1 for pair in order.pairs[t:] if pair in human)
+    note = None
+    if later:
+        note = (
+            f"the sequence uses the first {t} pairs of the sample's order; {later} later "
+            f"grade(s) count once pair {t + 1} ({order.pairs[t][0]}, {order.pairs[t][1]}) is graded"
+        )
+    figures: dict[str, Any] = {
+        "cs": list(seq.cs),
+        "more_for_0_05": seq.more_for(TARGET),
+        "cs_estimate": seq.estimate,
+        "cs_n": seq.n,
+        "cs_note": note,
+    }
+    return seq, figures
