@@ -56,8 +56,11 @@ def test_verdict_labels_at_the_documented_bounds() -> None:
     assert verdict(0.57, [-0.42, 1.58], None, None)["label"] == "inconclusive"  # the issue's case
     assert verdict(0.3, [-0.05, 0.6], None, None)["label"] == "inconclusive"  # sizeable, 0 inside
     assert verdict(0.02, [-2 * m, 2 * m], None, None)["label"] == "inconclusive"  # both signs
-    assert verdict(0.02, [-0.05, 0.3], None, None)["label"] == "balanced"
+    assert verdict(0.02, [-0.05, 0.3], None, None)["label"] == "inconclusive"  # reaches +0.3
+    assert verdict(-0.09, [-0.35, 0.05], None, None)["label"] == "inconclusive"  # issue 29
+    assert verdict(0.05, [0.01, 0.12], None, None)["label"] == "inconclusive"  # 0 out, > m in
     assert verdict(0.02, [-0.05, 0.05], None, None)["label"] == "balanced"
+    assert verdict(-0.09, [-0.099, -0.02], None, None)["label"] == "balanced"  # within +-m
     assert verdict(0.57, [0.2, 0.9], None, None)["label"] == "lenient"
     assert verdict(-0.57, [-0.9, -0.2], None, None)["label"] == "strict"
     assert verdict(0.57, None, None, None)["label"] == "lenient"  # no bootstrap: bias decides

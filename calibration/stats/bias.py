@@ -152,12 +152,11 @@ def verdict(
 
     With m = LENIENCY_MARGIN and the 95% interval [lo, hi] of the mean bias:
     - lenient (strict): the bias is at least m above (below) zero and the interval excludes zero;
-    - inconclusive: the interval contains zero and either reaches a sizeable bias of both signs
-      (lo <= -m and hi >= m) or the bias itself is sizeable (|bias| >= m): the data cannot
-      tell a lenient judge from a balanced or strict one (too few queries, or queries that
-      disagree), so no direction is claimed;
-    - balanced: otherwise (|bias| < m and the interval does not hold sizeable biases of both
-      signs).
+    - balanced: the whole interval lies within +-m (-m < lo and hi < m): any bias the data
+      allow is small;
+    - inconclusive: otherwise. The interval reaches a bias of m or more (or the bias itself is
+      sizeable while the interval holds 0): the data cannot tell a balanced judge from a lenient
+      or strict one (too few queries, or queries that disagree), so nothing is claimed.
     Without an interval (no bootstrap) the bias alone decides between lenient, strict, balanced.
     """
     if mean_bias is None:
@@ -165,25 +164,26 @@ def verdict(
     lo, hi = (interval or [None, None])[:2]
     m = LENIENCY_MARGIN
     ci = ""
-    excludes_zero, both_signs = True, False
+    excludes_zero, within = True, abs(mean_bias) < m
     if lo is not None and hi is not None:
         ci = f" (95% CI {lo:+.2f} to {hi:+.2f})"
         excludes_zero = lo > 0 or hi < 0
-        both_signs = lo <= -m and hi >= m
+        within = -m < lo and hi < m
     if mean_bias >= m and excludes_zero:
         label = "lenient"
     elif mean_bias <= -m and excludes_zero:
         label = "strict"
-    elif not excludes_zero and (abs(mean_bias) >= m or both_signs):
-        label = "inconclusive"
-    else:
+    elif within:
         label = "balanced"
+    else:
+        label = "inconclusive"
     direction = "higher" if mean_bias >= 0 else "lower"
     average = f"on average {abs(mean_bias):.2f} points {direction} than people's{ci}"
     if label == "inconclusive":
+        holds = "both 0 and biases" if not excludes_zero else "biases"
         text = (
             f"Whether the LLM judge is lenient or strict is inconclusive: its grades are "
-            f"{average}; the interval holds both 0 and biases of {m:.1f} points or more, "
+            f"{average}; the interval holds {holds} of {m:.1f} points or more, "
             "so these data cannot say whether, or which way, the judge leans."
         )
     else:

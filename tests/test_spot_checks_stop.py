@@ -1,0 +1,218 @@
+"""Spot checks that stop: `sample --strategy active`, and calibrate's confidence sequence.
+
+The sequence's figures are checked against a plain loop over the grades (Des Raj's terms and the
+normal-mixture boundary written out one grade at a time), not against the library's own
+vectorised code.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from calibration.spotcheck.manifest import read_manifest
+from calibration.spotcheck.sampling import draw_sample
+from calibration.stats import confseq
+from grader.cli.main import main
+from grader.io.judgments import write_judgments
+from tests.sampling_helpers import population
+
+
+def _judgments(tmp_path: Path) -> Path:
+    pop = population({0: 120, 1: 60, 2: 40, 3: 30}, queries=10, with_distribution=True)
+    path = tmp_path / "j.jsonl"
+    write_judgments(path, pop)
+    return path
+
+
+def _sample(tmp_path: Path, strategy: str, n: int = 80) -> tuple[Path, Any]:
+    out = tmp_path / "sample.csv"
+    argv = ["sample", "--judgments", str(_judgments(tmp_path)), "--n", str(n)]
+    argv += ["--strategy", strategy, "--seed", "3", "--out", str(out)]
+    assert main(argv) == 0
+    return out, read_manifest(tmp_path / "sample.manifest.json")
+
+
+def _human(tmp_path: Path, manifest: Any, k: int, seed: int = 1) -> Path:
+    """People grade the first k pairs of the sample's order (their grade: LLM's +- 1 at times)."""
+    rng = np.random.default_rng(seed)
+    llm = {(j["query_id"], j["doc_id"]): j["grade"] for j in _read_jsonl(tmp_path / "j.jsonl")}
+    path = tmp_path / "human.csv"
+    with path.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["query_id", "doc_id", "grade"])
+        for pair in manifest.pairs[:k]:
+            g = llm[(pair.query_id, pair.doc_id)] + int(rng.choice([-1, 0, 0, 1]))
+            writer.writerow([pair.query_id, pair.doc_id, min(3, max(0, g))])
+    (tmp_path / "human.manifest.json").write_text((tmp_path / "sample.manifest.json").read_text())
+    return path
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _calibrate(tmp_path: Path, human: Path, capsys: pytest.CaptureFixture[str]) -> Any:
+    capsys.readouterr()
+    argv = ["calibrate", "--llm", str(tmp_path / "j.jsonl"), "--human", str(human)]
+    assert main([*argv, "--format", "json", "--bootstrap", "0"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_an_active_sample_draws_uncertain_pairs_more_often_and_records_its_order(
+    tmp_path: Path,
+) -> None:
+    _, manifest = _sample(tmp_path, "active")
+    assert manifest.strategy == "active" and manifest.sequential()
+    assert manifest.uniform_share == 0.5 and manifest.variance_factor > 1
+    p = [pair.draw_probability for pair in manifest.pairs]
+    unc = [pair.uncertainty for pair in manifest.pairs]
+    assert all(0 < x <= 1 for x in p) and len(p) == 80
+    # the chance the grade lies across the threshold: the confidence-0.3 pairs are drawn sooner
+    pop = population({0: 120, 1: 60, 2: 40, 3: 30}, queries=10, with_distribution=True)
+    all_unc = np.array([min(sum(j.distribution[2:]), 1 - sum(j.distribution[2:])) for j in pop])  # type: ignore[index]
+    assert np.mean(unc) > np.mean(all_unc)
+    # the first draw's probability is its weight over the total, the weights being >= 0.5 mean
+    assert 0.5 / 250 <= p[0] <= 1.5 / 250 * 2
+
+
+def test_a_uniform_sample_records_successive_draw_probabilities(tmp_path: Path) -> None:
+    _, manifest = _sample(tmp_path, "uniform")
+    p = [pair.draw_probability for pair in manifest.pairs]
+    assert p == pytest.approx([1 / (250 - t) for t in range(80)])
+
+
+def _by_hand(
+    y: list[float], f: list[float], p: list[float], f_all: list[float], factor: float
+) -> tuple[float, float]:
+    """Des Raj terms and the normal-mixture boundary, one grade at a time."""
+    n_pop, f_total = len(f_all), sum(f_all)
+    mean_f = f_total / n_pop
+    var_f = sum((x - mean_f) ** 2 for x in f_all) / (n_pop - 1)
+    z = []
+    for t in range(len(y)):
+        c = lam = 0.0
+        if t >= confseq.MIN_LAMBDA_GRADES:
+            v = [1 / (n_pop * p[j]) for j in range(t)]
+            sv = sum(v)
+            my = sum(v[j] * y[j] for j in range(t)) / sv
+            mf = sum(v[j] * f[j] for j in range(t)) / sv
+            cov = sum(v[j] * y[j] * f[j] for j in range(t)) / sv - my * mf
+            lam = min(1.0, max(0.0, cov / var_f))
+            c = my - lam * mf
+        past = sum(y[j] - c - lam * f[j] for j in range(t))
+        z.append((c * n_pop + lam * f_total + past + (y[t] - c - lam * f[t]) / p[t]) / n_pop)
+    t = len(z)
+    mean = sum(z) / t
+    k = confseq.PRIOR_GRADES * min(1.0, confseq.PRIOR_UNTIL / t)
+    var = (k * confseq.PRIOR_VARIANCE * factor + sum((x - mean) ** 2 for x in z)) / (t + k)
+    rho2 = (-2 * math.log(0.05) + math.log(-2 * math.log(0.05) + 1)) / confseq.T_STAR
+    half = math.sqrt(var) * math.sqrt(
+        2 * (t * rho2 + 1) / (t * t * rho2) * math.log(math.sqrt(t * rho2 + 1) / 0.05)
+    )
+    return mean, half
+
+
+@pytest.mark.parametrize("strategy", ["uniform", "active"])
+def test_calibrate_reports_the_sequence_of_the_graded_prefix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], strategy: str
+) -> None:
+    _, manifest = _sample(tmp_path, strategy)
+    human = _human(tmp_path, manifest, 60)
+    share = _calibrate(tmp_path, human, capsys)["estimates"]["relevant_share"]
+    llm = {(j["query_id"], j["doc_id"]): j["grade"] for j in _read_jsonl(tmp_path / "j.jsonl")}
+    graded = {(r["query_id"], r["doc_id"]): int(r["grade"]) for r in csv.DictReader(human.open())}
+    pairs = [(q.query_id, q.doc_id) for q in manifest.pairs[:60]]
+    mean, half = _by_hand(
+        [float(graded[k] >= 2) for k in pairs],
+        [float(llm[k] >= 2) for k in pairs],
+        [q.draw_probability for q in manifest.pairs[:60]],
+        [float(g >= 2) for g in llm.values()],
+        manifest.variance_factor or 1.0,
+    )
+    assert share["cs_n"] == 60 and share["cs_estimate"] == pytest.approx(mean)
+    assert share["cs"] == pytest.approx([max(0, mean - half), min(1, mean + half)])
+    more = share["more_for_0_05"]
+    sd = half / float(confseq.boundary(60))
+    assert sd * float(confseq.boundary(60 + more)) <= 0.05 < sd * confseq.boundary(59 + more)
+    if strategy == "active":
+        assert share["ppi"] == pytest.approx(mean)
+
+
+def test_a_gap_in_the_order_stops_the_prefix_and_is_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, manifest = _sample(tmp_path, "uniform")
+    human = _human(tmp_path, manifest, 40)
+    rows = human.read_text().splitlines()
+    del rows[1 + 20]  # the 21st pair of the order is not graded
+    human.write_text("\n".join(rows) + "\n")
+    share = _calibrate(tmp_path, human, capsys)["estimates"]["relevant_share"]
+    assert share["cs_n"] == 20
+    assert "19 later grade(s) count once pair 21" in share["cs_note"]
+
+
+def test_no_sequence_for_a_stratified_sample(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, manifest = _sample(tmp_path, "stratified")
+    share = _calibrate(tmp_path, _human(tmp_path, manifest, 60), capsys)["estimates"]
+    assert "cs" not in share["relevant_share"]
+
+
+def test_the_sequence_in_the_terminal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, manifest = _sample(tmp_path, "active")
+    human = _human(tmp_path, manifest, 50)
+    capsys.readouterr()
+    argv = ["calibrate", "--llm", str(tmp_path / "j.jsonl"), "--human", str(human)]
+    assert main([*argv, "--bootstrap", "0"]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert "Anytime-valid 95% confidence sequence after the first 50 graded pairs" in said
+
+
+def test_sample_draw_is_reproducible_and_every_prefix_distinct() -> None:
+    pop = population({0: 50, 1: 30, 2: 20, 3: 10}, with_distribution=True)
+    a = draw_sample(pop, strategy="active", n=40, seed=5)
+    b = draw_sample(pop, strategy="active", n=40, seed=5)
+    assert [(p.query_id, p.doc_id) for p in a.pairs] == [(p.query_id, p.doc_id) for p in b.pairs]
+    assert len({(p.query_id, p.doc_id) for p in a.pairs}) == 40
+
+
+def test_human_scale_overrides_the_inference(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, manifest = _sample(tmp_path, "uniform")
+    human = _human(tmp_path, manifest, 40)
+    rows = [r for r in csv.DictReader(human.open())]
+    with human.open("w", newline="") as fh:  # a 0..3 sample that happened to hold no 2 or 3
+        writer = csv.writer(fh)
+        writer.writerow(["query_id", "doc_id", "grade"])
+        writer.writerows([r["query_id"], r["doc_id"], min(1, int(r["grade"]))] for r in rows)
+    argv = ["calibrate", "--llm", str(tmp_path / "j.jsonl"), "--human", str(human)]
+    argv += ["--format", "json", "--bootstrap", "0"]
+    capsys.readouterr()
+    assert main(argv) == 0
+    inferred = json.loads(capsys.readouterr().out)
+    assert inferred["binary_scale"] is not None  # read as binary: 1 = relevant
+    assert main([*argv, "--human-scale", "0-3"]) == 0
+    stated = json.loads(capsys.readouterr().out)
+    assert stated["binary_scale"] is None and stated["verdict"]["label"] != "scales_differ"
+    assert stated["estimates"]["relevant_share"]["human_only"] == 0.0  # no human 2 or 3
+    assert inferred["estimates"]["relevant_share"]["human_only"] > 0.0
+
+
+def test_human_scale_binary_refuses_a_grade_above_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, manifest = _sample(tmp_path, "uniform")
+    human = _human(tmp_path, manifest, 40)
+    argv = ["calibrate", "--llm", str(tmp_path / "j.jsonl"), "--human", str(human)]
+    assert main([*argv, "--human-scale", "binary", "--bootstrap", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "human.csv" in err and "--human-scale binary" in err
