@@ -13,6 +13,12 @@ the second to calibrate's `--second-human`: `relgrade calibrate --llm judgments.
 a.csv --second-human b.csv` shows person B against person A beside the LLM against A, on the
 pairs all three graded.
 
+Live stopping figures: for a uniform or active sample (`relgrade sample --strategy active`) the
+page shows, after each grade, the relevant share's estimate and anytime-valid 95% confidence
+sequence, "you may stop" once its half-width reaches `--target` (default 0.05), and how many more
+grades that likely takes. It needs the LLM grades the sample was drawn from: `--llm J`, else the
+judgments file the manifest names. Grade in the order shown: the figures use the graded prefix.
+
 The scale's meanings come from the prompt named by `--prompt`, else the one the sample's
 judgments were graded with (from its manifest); without either, plain 0..3 labels are shown.
 """
@@ -29,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from calibration.spotcheck.annotate.gradelog import GradeLog, grade_log_path
+from calibration.spotcheck.annotate.live import LiveStopping
 from calibration.spotcheck.annotate.scale import neutral_scale, prompt_scale
 from calibration.spotcheck.annotate.server import AnnotateServer
 from calibration.spotcheck.blind import HumanGrade, read_blind_csv, write_human_grades
@@ -38,6 +45,7 @@ from calibration.spotcheck.manifest import (
     find_manifest,
     read_manifest,
 )
+from calibration.spotcheck.stopping import DrawOrder
 from grader.cli.commands import COMMANDS
 from grader.errors import InputError, RelgradeError
 
@@ -57,6 +65,25 @@ def register(sub: Any) -> None:
     parser.add_argument("--port", type=int, default=0, help="port (default 0: a free one)")
     parser.add_argument("--no-browser", action="store_true", help="only print the URL")
     parser.add_argument("--prompt", help="prompt whose scale meanings to show")
+    parser.add_argument(
+        "--target",
+        type=float,
+        default=0.05,
+        help="half-width of the relevant share's confidence sequence at which the page says "
+        "you may stop (default 0.05)",
+    )
+    parser.add_argument(
+        "--llm",
+        metavar="J",
+        help="LLM grades the sample was drawn from, for the live figures (default: the "
+        "judgments file named in the manifest)",
+    )
+    parser.add_argument(
+        "--threshold",
+        type=int,
+        choices=(1, 2, 3),
+        help="relevant = grade >= this (default: the sample's, else 2)",
+    )
     parser.add_argument(
         "--export",
         metavar="HUMAN.csv",
@@ -95,6 +122,8 @@ def _scale(args: argparse.Namespace, manifest: Manifest | None) -> list[tuple[in
 
 
 def run(args: argparse.Namespace) -> int:
+    if not 0 < args.target < 1:
+        raise InputError(f"--target must be in (0, 1), got {args.target}", hint="e.g. 0.05")
     annotator = args.annotator or default_annotator()
     log = GradeLog(grade_log_path(args.sample, annotator), annotator)
     items, _ = read_blind_csv(args.sample)
@@ -108,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         title=f"relgrade annotate: {Path(args.sample).name}",
+        live=_live(args, manifest),
     )
     url = server.start()
     if server.address[0] not in ("127.0.0.1", "::1"):
@@ -130,6 +160,36 @@ def run(args: argparse.Namespace) -> int:
     finally:
         server.stop()
     return 0
+
+
+def _live(args: argparse.Namespace, manifest: Manifest | None) -> LiveStopping | None:
+    """The live stopping figures, or None (with a line saying why) when they cannot be shown."""
+    order = DrawOrder.from_manifest(manifest) if manifest is not None else None
+    if order is None:
+        print(
+            "live figures: only for uniform and active samples (with a manifest)", file=sys.stderr
+        )
+        return None
+    path = args.llm or (manifest.source.path if manifest and manifest.source else None)
+    if not path or not Path(path).is_file():
+        print(
+            f"live figures: the LLM grades are not at hand ({path or 'no path in the manifest'}); "
+            "pass --llm J",
+            file=sys.stderr,
+        )
+        return None
+    from grader.io.grades import read_llm_grades
+
+    frame = read_llm_grades(path)
+    llm = dict(
+        zip(
+            zip(frame["query_id"].astype(str), frame["doc_id"].astype(str), strict=True),
+            frame["grade"].astype(int),
+            strict=True,
+        )
+    )
+    threshold = args.threshold or (manifest.threshold if manifest else None) or 2
+    return LiveStopping(order, llm, threshold=threshold, target=args.target)
 
 
 def _export(

@@ -4,10 +4,11 @@ The standard library's ThreadingHTTPServer is enough for one person on 127.0.0.1
 runtime dependency. Routes:
 
 - `GET /` the page, `GET /static/<file>` its script and style (no external URL, no CDN);
-- `GET /api/state` items (ids, query, document, title, path), this annotator's grades so far
-  and the scale;
+- `GET /api/state` items (ids, query, document, title, path), this annotator's grades so far,
+  the scale and, for a uniform or active sample with its LLM grades, the live stopping figures
+  (`live`: estimate, confidence sequence, may people stop, how many more; `annotate.live`);
 - `POST /api/grade` `{"query_id", "doc_id", "grade"}`: appended to the grade log (fsynced)
-  before the reply, so a saved grade is on disk.
+  before the reply, so a saved grade is on disk; the reply holds the new `live` figures.
 
 A careless or hostile client gets an answer and never holds a thread forever: a malformed
 request (Content-Length missing, not a number, negative or over 4 KB, chunked, a body that is not
@@ -36,6 +37,7 @@ from importlib import resources
 from typing import Any
 
 from calibration.spotcheck.annotate.gradelog import GradeLog
+from calibration.spotcheck.annotate.live import LiveStopping
 from calibration.spotcheck.blind import BlindItem
 from grader.errors import RelgradeError
 from grader.models import GRADES
@@ -74,8 +76,10 @@ class AnnotateServer:
         timeout: float = 10.0,
         max_connections: int = 32,
         deadline: float = 60.0,
+        live: LiveStopping | None = None,
     ) -> None:
         self.items = items
+        self.live = live
         self.log = log
         self.scale = scale
         self.title = title
@@ -132,10 +136,12 @@ class AnnotateServer:
                 if (i.query_id, i.doc_id) in grades
             },
             "scale": [{"grade": g, "meaning": m} for g, m in self.scale],
+            "live": None if self.live is None else self.live.figures(grades),
         }
 
     def grade(self, body: Any) -> dict[str, Any]:
-        """Validate and save one grade; O(1) in the size of the sample and of the log."""
+        """Validate and save one grade; O(1) in the size of the sample and of the log, plus,
+        with live figures, one pass over the graded prefix and the LLM grades."""
         if not isinstance(body, dict):
             raise ValueError("expected a JSON object")
         query_id, doc_id = body.get("query_id"), body.get("doc_id")
@@ -151,7 +157,10 @@ class AnnotateServer:
         with self._graded_lock:
             self._graded.add(key)
             graded = len(self._graded)
-        return {"saved": True, "graded": graded, "total": len(self.items)}
+        reply: dict[str, Any] = {"saved": True, "graded": graded, "total": len(self.items)}
+        if self.live is not None:
+            reply["live"] = self.live.figures(self.log.read())
+        return reply
 
 
 class _BoundedHTTPServer(ThreadingHTTPServer):

@@ -2,7 +2,7 @@
 // textContent only (never innerHTML), so markup or script inside a document is shown as text.
 "use strict";
 
-const state = { items: [], grades: {}, scale: [], index: 0, busy: false };
+const state = { items: [], grades: {}, scale: [], index: 0, busy: false, live: null };
 const $ = (id) => document.getElementById(id);
 
 function setText(id, text) {
@@ -44,6 +44,35 @@ function render() {
   }
 }
 
+// The stopping figures computed by the server (the same code as `relgrade calibrate`).
+// Each number is shown with 3 decimals and kept exact in data-value.
+function number(id, value) {
+  const el = $(id);
+  el.textContent = value.toFixed(3);
+  el.dataset.value = String(value);
+}
+
+function renderLive() {
+  const live = state.live;
+  $("live").hidden = !live;
+  if (!live) return;
+  setText("live-note", live.note);
+  $("live-target").textContent = `±${live.target}`;
+  if (!live.available) {
+    for (const id of ["live-estimate", "live-cs", "live-half", "live-more"]) $(id).textContent = "–";
+    $("live-stop").hidden = true;
+    return;
+  }
+  number("live-estimate", live.estimate);
+  $("live-cs").textContent = `${live.cs[0].toFixed(3)} to ${live.cs[1].toFixed(3)}`;
+  $("live-cs").dataset.low = String(live.cs[0]);
+  $("live-cs").dataset.high = String(live.cs[1]);
+  number("live-half", live.half_width);
+  $("live-more").textContent = live.may_stop ? "" : `; about ${live.more} more grades to reach it`;
+  $("live-more").dataset.value = String(live.more);
+  $("live-stop").hidden = !live.may_stop;
+}
+
 function buildScale() {
   const box = $("grades");
   box.replaceChildren();
@@ -79,6 +108,7 @@ async function grade_(grade) {
     const reply = await response.json();
     if (!response.ok) throw new Error(reply.error || response.statusText);
     state.grades[String(state.index)] = grade;
+    if ("live" in reply) state.live = reply.live;
     status(`saved ${grade} for ${item.doc_id}`);
     const next = firstUngraded(state.index + 1);
     if (next >= 0) state.index = next;
@@ -87,6 +117,7 @@ async function grade_(grade) {
   } finally {
     state.busy = false;
     render();
+    renderLive();
     delete document.body.dataset.busy;
   }
 }
@@ -113,12 +144,14 @@ async function load() {
     state.items = data.items;
     state.grades = data.grades;
     state.scale = data.scale;
+    state.live = data.live;
     document.title = `${data.title} (${data.annotator})`;
     $("annotator").textContent = `annotator: ${data.annotator}`;
     const first = firstUngraded(0);
     state.index = first >= 0 ? first : 0;
     buildScale();
     render();
+    renderLive();
     document.body.dataset.ready = "true";
   } catch (err) {
     status(`cannot load the sample: ${err.message}`, true);

@@ -1,0 +1,57 @@
+"""The figures the grading page shows after each grade: may people stop yet?
+
+`LiveStopping` holds the sample's draw order (from its manifest) and the LLM grades of the
+population it was drawn from; given this annotator's grades it returns the relevant share's
+estimate, its anytime-valid 95% confidence sequence, whether the half-width reached the target
+(`relgrade annotate --target`, default 0.05) and how many more grades that likely takes. The
+numbers come from `calibration.spotcheck.stopping`, the same function `relgrade calibrate` uses,
+so they equal calibrate's on the same grades (people grade 0..3 here; calibrate reads a sample
+holding only 0 and 1 as a binary scale unless told `--human-scale 0-3`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from calibration.spotcheck.stopping import DrawOrder, Pair, stopping_figures
+from calibration.stats.confseq import TARGET
+
+
+class LiveStopping:
+    """Stopping figures for one sample and one population of LLM grades."""
+
+    def __init__(
+        self,
+        order: DrawOrder,
+        llm: Mapping[Pair, int],
+        *,
+        threshold: int = 2,
+        target: float = TARGET,
+    ) -> None:
+        if not 0 < target < 1:
+            raise ValueError(f"the target half-width must be in (0, 1), got {target}")
+        self.order = order
+        self.llm = dict(llm)
+        self.threshold = threshold
+        self.target = target
+
+    def figures(self, grades: Mapping[Pair, int]) -> dict[str, Any]:
+        """What the page shows, as JSON."""
+        seq, figures = stopping_figures(
+            order=self.order, human=grades, llm=self.llm, threshold=self.threshold
+        )
+        out: dict[str, Any] = {"target": self.target, "note": figures.get("cs_note")}
+        if seq is None:
+            return {**out, "available": False}
+        return {
+            **out,
+            "available": True,
+            "n": seq.n,
+            "estimate": seq.estimate,
+            "cs": list(seq.cs),
+            "half_width": seq.half_width,
+            "may_stop": seq.half_width <= self.target,
+            "more": seq.more_for(self.target),
+            "more_for_0_05": figures["more_for_0_05"],
+        }
