@@ -7,7 +7,9 @@
   (`calibration.stats.ppi_clusters`: no bias from fitting lambda on the queries it corrects).
 - `runs`: each run's mean measure over the Q queries with LLM grades, under the whole-queries
   design only (the labelled unit is a query people graded whole); under a pair design the
-  human-based figures are left out with the reason, never invented.
+  human-based figures are left out with the reason, never invented. Below FEW_QUERIES whole
+  queries they are human-only (lambda = 0): PPI++ with lambda fitted on 3 to 6 queries covered
+  about 92% where the human-only t interval covers 95%.
 
 Every estimate names its design and estimand, and carries a `caution` when its interval could
 mislead (too wide to conclude, or too few whole queries for the t interval to be trusted).
@@ -129,6 +131,28 @@ def relevant_share(
     return Estimate.model_validate(data)
 
 
+def _left_out(partly: int) -> str | None:
+    """The note on sampled queries people graded only in part (left out of per-run figures)."""
+    if not partly:
+        return None
+    return (
+        f"{partly} queries of the sample are only partly graded by people: they are left "
+        "out of the per-run estimates (grade the rest of their pairs to count them)"
+    )
+
+
+def _query_weights(
+    paired: PairedGrades, weights: npt.NDArray[np.float64] | None, labelled: list[str]
+) -> npt.NDArray[np.float64] | None:
+    """1/pi of each labelled query: that of any of its pairs (None without weights)."""
+    if weights is None:
+        return None
+    per_pair = pd.Series(weights, index=paired.frame["query_id"].astype(str).to_numpy())
+    return np.asarray(
+        per_pair.groupby(level=0).first().reindex(labelled).to_numpy(), dtype=np.float64
+    )
+
+
 def run_estimates(
     paired: PairedGrades,
     design: SampleDesign,
@@ -184,20 +208,10 @@ def run_estimates(
             )
             for name, f in ((n, scorer(llm, r, measure)) for n, r in runs.items())
         }, notes
-    left_out = None
-    if partly:
-        left_out = (
-            f"{partly} queries of the sample are only partly graded by people: they are left "
-            "out of the per-run estimates (grade the rest of their pairs to count them)"
-        )
-        notes.append(left_out)
-    query_weights = None
-    if weights is not None:  # 1/pi of a query is that of any of its pairs
-        per_pair = pd.Series(weights, index=paired.frame["query_id"].astype(str).to_numpy())
-        query_weights = per_pair.groupby(level=0).first().reindex(labelled).to_numpy()
-    # With few whole queries PPI++ covers less than the human-only t interval (simulations:
-    # about 92% against 95% at 3 to 6 queries), so below FEW_QUERIES the estimate is human-only.
-    few = len(labelled) < FEW_QUERIES
+    left_out = _left_out(partly)
+    notes.extend([left_out] if left_out else [])
+    query_weights = _query_weights(paired, weights, labelled)
+    few = len(labelled) < FEW_QUERIES  # PPI++ would cover less than human-only (module docstring)
     frame = paired.frame[paired.frame["query_id"].isin(labelled)]
     human_qrels = frame[["query_id", "doc_id", "human"]].rename(columns={"human": "grade"})
     out: dict[str, Estimate] = {}
@@ -214,9 +228,7 @@ def run_estimates(
         ).to_json()
         data = {**est, "labelled_clusters": len(labelled), **common}
         if few:
-            data["interval"] = (
-                f"human-only (fewer than {FEW_QUERIES} whole queries), {est['interval']}"
-            )
+            data["interval"] = f"human-only (below {FEW_QUERIES} whole queries), {est['interval']}"
         said = [c for c in (caution(data, design, "queries"), left_out) if c]
         data["caution"] = "; ".join(said) or None
         out[name] = Estimate.model_validate(data)

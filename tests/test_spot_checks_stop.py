@@ -166,14 +166,19 @@ def test_no_sequence_for_a_stratified_sample(
     assert "cs" not in share["relevant_share"]
 
 
-def test_the_sequence_in_the_terminal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_sequence_in_the_terminal_and_the_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     _, manifest = _sample(tmp_path, "active")
     human = _human(tmp_path, manifest, 50)
     capsys.readouterr()
     argv = ["calibrate", "--llm", str(tmp_path / "j.jsonl"), "--human", str(human)]
-    assert main([*argv, "--bootstrap", "0"]) == 0
+    report = tmp_path / "report.html"
+    assert main([*argv, "--bootstrap", "0", "--report", str(report)]) == 0
     said = " ".join(capsys.readouterr().out.split())
-    assert "Anytime-valid 95% confidence sequence after the first 50 graded pairs" in said
+    sentence = "Anytime-valid 95% confidence sequence after the first 50 graded pairs"
+    assert sentence in said
+    assert sentence in " ".join(report.read_text().split())
 
 
 def test_sample_draw_is_reproducible_and_every_prefix_distinct() -> None:

@@ -155,20 +155,13 @@ def run(args: argparse.Namespace) -> int:
     from calibration.summary import DEFAULT_MEASURE, summarize
     from calibration.summary_model import HumanVsHuman, Inputs
     from grader.io.grades import read_human_grades, read_llm_grades
+    from grader.io.runs import read_runs
 
     llm = read_llm_grades(args.llm, clamp=args.clamp, judge=args.judge)
-    human = read_human_grades(args.human, clamp=args.clamp)
+    human = _check_human_scale(args, read_human_grades(args.human, clamp=args.clamp))
     llm, also_note = _only_drawn(args, llm)
     paired = pair_grades(llm, human)
     weights, manifest, design, order = _weights(args, paired.frame)
-    if args.human_scale == "binary" and len(human) and int(human["grade"].max()) > 1:
-        raise InputError(
-            f"--human-scale binary, but a human grade is {int(human['grade'].max())}",
-            path=args.human,
-            hint="binary grades are 0 and 1; use --human-scale 0-3 or leave it out",
-        )
-    from grader.io.runs import read_runs
-
     runs = read_runs(args.run)
     lengths = _doc_lengths(args.docs, set(paired.frame["doc_id"])) if args.docs else None
     measures = args.measures or [DEFAULT_MEASURE]
@@ -231,6 +224,17 @@ def run(args: argparse.Namespace) -> int:
         if args.report:
             console.print(f"report written to {args.report}", soft_wrap=True, highlight=False)
     return 0
+
+
+def _check_human_scale(args: argparse.Namespace, human: Any) -> Any:
+    """The human grades, unless --human-scale binary meets a grade above 1 (an error)."""
+    if args.human_scale == "binary" and len(human) and int(human["grade"].max()) > 1:
+        raise InputError(
+            f"--human-scale binary, but a human grade is {int(human['grade'].max())}",
+            path=args.human,
+            hint="binary grades are 0 and 1; use --human-scale 0-3 or leave it out",
+        )
+    return human
 
 
 def _input_notes(llm: Any, human: Any, second: Any | None) -> list[str]:

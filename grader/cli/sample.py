@@ -87,20 +87,7 @@ def register(sub: Any) -> None:
         default=0.05,
         help="uncertainty: added to every pair's uncertainty so each can be drawn (default 0.05)",
     )
-    parser.add_argument(
-        "--uniform-share",
-        type=float,
-        default=UNIFORM_SHARE,
-        help="active: share of each pair's weight that is uniform, so no pair's chance falls "
-        f"below this share of a uniform draw's (default {UNIFORM_SHARE})",
-    )
-    parser.add_argument(
-        "--threshold",
-        type=int,
-        default=2,
-        choices=(1, 2, 3),
-        help="active: relevant = grade >= this, the estimand whose uncertainty drives the draw (2)",
-    )
+    _add_active_flags(parser)
     parser.add_argument(
         "--exclude",
         action="append",
@@ -139,6 +126,23 @@ def register(sub: Any) -> None:
     )
     parser.add_argument("--out", required=True, help="SAMPLE.csv to write (import: HUMAN.csv)")
     parser.set_defaults(func=run)
+
+
+def _add_active_flags(parser: Any) -> None:
+    parser.add_argument(
+        "--uniform-share",
+        type=float,
+        default=UNIFORM_SHARE,
+        help="active: share of each pair's weight that is uniform, so no pair's chance falls "
+        f"below this share of a uniform draw's (default {UNIFORM_SHARE})",
+    )
+    parser.add_argument(
+        "--threshold",
+        type=int,
+        default=2,
+        choices=(1, 2, 3),
+        help="active: relevant = grade >= this, the estimand whose uncertainty drives the draw (2)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
