@@ -304,7 +304,7 @@ def test_sample_draws_from_trec_qrels_except_by_uncertainty(
     lines = [f"q{i // 10} 0 d{i} {i % 4}\n" for i in range(40)]
     qrels.write_text("".join(lines), encoding="utf-8")
     base = ["sample", "--judgments", str(qrels), "--n", "8"]
-    for strategy in ("stratified", "uniform", "low", "query-balanced", "whole-queries"):
+    for strategy in ("stratified", "uniform", "active", "low", "query-balanced", "whole-queries"):
         out = tmp_path / f"{strategy}.csv"
         capsys.readouterr()
         assert main([*base, "--strategy", strategy, "--out", str(out)]) == 0, strategy

@@ -227,7 +227,7 @@ def _population(path: str, strategy: str) -> list[Judgment]:
             "ensemble's disagreement), and TREC qrels hold grades only",
             path=path,
             hint="give the judgments JSONL that `relgrade grade --out` wrote, or another "
-            "--strategy (stratified, uniform, low, query-balanced, whole-queries)",
+            "--strategy (stratified, uniform, active, low, query-balanced, whole-queries)",
         )
     from grader.io.grades import read_llm_grades
 
