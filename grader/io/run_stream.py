@@ -27,6 +27,7 @@ import pyarrow.csv as pacsv
 
 from grader.errors import InputError
 from grader.io.runs import run_source
+from grader.io.streams import arrow_input
 from grader.io.trec import RUN_COLUMNS, read_run
 from grader.io.trec_parse import _sniff_delimiter, convert_options, parse_options, regular_rows
 from grader.metrics.judged_rows import JudgedRun
@@ -93,14 +94,13 @@ class _Blocks:
         names = list(RUN_COLUMNS) + [f"extra_{i}" for i in range(width - len(RUN_COLUMNS))]
         types = {n: pa.string() for n in RUN_COLUMNS}
         types["score"] = pa.float64()
-        reader = pacsv.open_csv(
-            self.path,
+        carry: tuple[pa.Array, pa.Array, npt.NDArray[np.float64]] | None = None
+        with arrow_input(self.path) as source, pacsv.open_csv(
+            source,
             read_options=pacsv.ReadOptions(column_names=names, block_size=BLOCK),
             parse_options=parse_options(delimiter),
             convert_options=convert_options(RUN_COLUMNS, types),
-        )
-        carry: tuple[pa.Array, pa.Array, npt.NDArray[np.float64]] | None = None
-        with reader:
+        ) as reader:
             for batch in reader:
                 queries, docs, scores = self._checked(batch)
                 if carry is not None:

@@ -47,23 +47,21 @@ def run_names(paths: Sequence[str]) -> list[str]:
 @contextlib.contextmanager
 def run_source(path: str, stdin: BinaryIO | None = None) -> Iterator[str | Path]:
     """The file to read run `path` from. `-` is the run on `stdin` (default: the process's),
-    copied to a temporary file for the block's length; an InputError raised in the block then
-    names "stdin" instead of the copy."""
+    copied (decompressed, lines bounded: `grader.io.streams.spool`) to a temporary file for the
+    block's length; an InputError raised in the block then names "stdin" instead of the copy.
+    Any other path is read as it is (a pipe or FIFO is copied once on its first open)."""
     if path != STDIN:
         yield path
         return
-    import shutil
-    import tempfile
+    from grader.io.streams import spool
 
-    source = sys.stdin.buffer if stdin is None else stdin
-    with tempfile.TemporaryDirectory(prefix="relgrade-") as folder:
-        copy = Path(folder) / "stdin"
-        with open(copy, "wb") as fh:
-            shutil.copyfileobj(source, fh)
-        try:
-            yield copy
-        except InputError as exc:
-            raise InputError(exc.reason, path="stdin", line=exc.line, hint=exc.hint) from None
+    copy = spool(sys.stdin.buffer if stdin is None else stdin, "stdin")
+    try:
+        yield copy
+    except InputError as exc:
+        raise InputError(exc.reason, path="stdin", line=exc.line, hint=exc.hint) from None
+    finally:
+        copy.unlink(missing_ok=True)
 
 
 def read_run_file(

@@ -14,7 +14,7 @@ are ignored. A line with fewer columns stays an error naming file and line.
 
 from __future__ import annotations
 
-import gzip
+import contextlib
 import io
 import re
 import warnings
@@ -30,7 +30,14 @@ import pyarrow.csv as pacsv
 
 from grader.errors import InputError
 from grader.io.files import _open_binary, iter_lines
-from grader.io.trec_scan import NumberCheck, check_text_head, first_bad_line, parses_as_number
+from grader.io.streams import READ_ERRORS, arrow_input
+from grader.io.trec_scan import (
+    TREC_LINE_LIMIT,
+    NumberCheck,
+    check_text_head,
+    first_bad_line,
+    parses_as_number,
+)
 
 if TYPE_CHECKING:  # the careful reader's pandas loads only when a file needs it
     import pandas as pd
@@ -97,7 +104,7 @@ def _sniff_delimiter(path: Path) -> tuple[str, int] | None:
     with _open_binary(path) as fh:
         try:
             head = fh.read(_HEAD)
-        except (OSError, EOFError, gzip.BadGzipFile):
+        except (*READ_ERRORS, ValueError):
             return None
     if not head or head.startswith(b"\xef\xbb\xbf"):
         return None
@@ -144,13 +151,16 @@ def _arrow_table(
     types = {n: pa.large_string() if n in _ID_COLUMNS else pa.string() for n in names}
     types[numeric] = pa.float64()
     try:
-        table = pacsv.read_csv(
-            pa.BufferReader(source) if isinstance(source, bytes) else source,
-            read_options=pacsv.ReadOptions(column_names=columns, block_size=1 << 24),
-            parse_options=parse_options(delimiter),
-            convert_options=convert_options(names, types),
-        )
-    except (pa.ArrowException, OSError, EOFError, gzip.BadGzipFile):
+        with contextlib.ExitStack() as stack:
+            table = pacsv.read_csv(
+                pa.BufferReader(source)
+                if isinstance(source, bytes)
+                else stack.enter_context(arrow_input(source)),
+                read_options=pacsv.ReadOptions(column_names=columns, block_size=1 << 24),
+                parse_options=parse_options(delimiter),
+                convert_options=convert_options(names, types),
+            )
+    except (pa.ArrowException, *READ_ERRORS):
         return None
     return regular_rows(table, names, numeric)
 
@@ -189,6 +199,10 @@ def regular_rows(rows: _Rows, names: Sequence[str], numeric: str) -> _Rows | Non
     for name in names:
         if name != numeric and pc.any(pc.equal(rows.column(name), "")).as_py():
             return None  # an empty field: a doubled or trailing delimiter somewhere
+        if name != numeric and rows.num_rows:
+            longest = pc.max(pc.binary_length(rows.column(name))).as_py()
+            if longest > TREC_LINE_LIMIT:
+                return None  # a line over the limit: the careful path names it
     return rows
 
 
@@ -259,7 +273,7 @@ def _parse_pandas(
         for _ in iter_lines(path):  # names the line of the first bad byte
             pass
         raise InputError("not valid UTF-8", path=path, hint="re-encode the file as UTF-8") from None
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+    except READ_ERRORS as exc:
         raise InputError(f"cannot read: {exc}", path=path) from None
     short = np.flatnonzero((frame[names[-1]] == "").to_numpy())
     if short.size:

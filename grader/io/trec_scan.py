@@ -14,7 +14,6 @@ whitespace, say) yields no error, and the caller then reads the file with the ca
 
 from __future__ import annotations
 
-import gzip
 import math
 import re
 from collections.abc import Callable
@@ -22,8 +21,11 @@ from pathlib import Path
 
 from grader.errors import InputError
 from grader.io.files import _open_binary
+from grader.io.streams import READ_ERRORS, line_too_long
 
 BLOCK = 1 << 24
+TREC_LINE_LIMIT = 1 << 20
+"""The longest TREC line read (1 MiB): a longer one is an error naming file and line."""
 _CELL_SEPARATORS = re.compile(rb"[ \t]+")  # what pandas' whitespace tokenizer splits on
 
 NumberCheck = Callable[[str, int], InputError | None]
@@ -74,10 +76,11 @@ def first_bad_line(
                 block = carry + data
                 if data:
                     cut = block.rfind(b"\n") + 1
-                    if cut == 0:  # one line longer than a block: read on
-                        carry = block
-                        continue
                     block, carry = block[:cut], block[cut:]
+                    if len(carry) > TREC_LINE_LIMIT:
+                        raise line_too_long(
+                            path, before + block.count(b"\n") + 1, TREC_LINE_LIMIT
+                        )
                 if block and not accepts(block):
                     _check_lines(
                         path, block, before, names, numeric, kind, example,
@@ -86,30 +89,38 @@ def first_bad_line(
                 before += block.count(b"\n")
                 if not data:
                     return
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+    except READ_ERRORS as exc:
         raise InputError(f"cannot read: {exc}", path=path) from None
 
 
-TEXT_HEAD = 1 << 16
-"""How much of a file `check_text_head` reads."""
+TEXT_HEAD = TREC_LINE_LIMIT + 1
+"""How much of a file `check_text_head` reads: a first line longer than the limit is told."""
 
 
 def check_text_head(path: Path, kind: str) -> None:
     """Raise InputError when the first TEXT_HEAD bytes of `path` are not UTF-8 text (invalid
-    UTF-8, or a NUL byte), naming the line: a binary file given as a run or qrels is told as
-    such, before any line of it is blamed for its column count. Unreadable files are left to
-    the readers, which say why."""
+    UTF-8, or a NUL byte) or hold no line break (a line longer than TREC_LINE_LIMIT), naming
+    the line: a binary file given as a run or qrels is told as such, before any line of it is
+    blamed for its column count. Unreadable files are left to the readers, which say why."""
     try:
         with _open_binary(path) as fh:
             head = fh.read(TEXT_HEAD)
-    except (OSError, EOFError, gzip.BadGzipFile):
+    except (*READ_ERRORS, ValueError):
         return
-    if len(head) == TEXT_HEAD:
-        head = head[: head.rfind(b"\n") + 1]  # whole lines only: a cut character is no error
-    for offset, raw in enumerate(head.split(b"\n")):
+    tail = b""
+    if len(head) == TEXT_HEAD:  # whole lines only: a cut character is no error
+        cut = head.rfind(b"\n") + 1
+        head, tail = head[:cut], head[cut:]
+    lines = head.split(b"\n")
+    for offset, raw in enumerate(lines):
         error = _not_text(path, raw, offset + 1, kind)
         if error is not None:
             raise error
+    nul = _not_text(path, tail[: tail.find(b"\x00") + 1], len(lines), kind)
+    if nul is not None:
+        raise nul
+    if len(tail) > TREC_LINE_LIMIT:
+        raise line_too_long(path, len(lines), TREC_LINE_LIMIT)
 
 
 def _not_text(path: Path, raw: bytes, lineno: int, kind: str) -> InputError | None:
@@ -152,6 +163,8 @@ def _check_lines(
     hint = f"each line must be `{example}`, separated by spaces or tabs"
     for offset, raw in enumerate(block.split(b"\n")):
         lineno = before + offset + 1
+        if len(raw) > TREC_LINE_LIMIT:
+            raise line_too_long(path, lineno, TREC_LINE_LIMIT)
         not_text = _not_text(path, raw, lineno, kind)
         if not_text is not None:
             raise not_text
