@@ -95,12 +95,15 @@ class _Blocks:
         types = {n: pa.string() for n in RUN_COLUMNS}
         types["score"] = pa.float64()
         carry: tuple[pa.Array, pa.Array, npt.NDArray[np.float64]] | None = None
-        with arrow_input(self.path) as source, pacsv.open_csv(
-            source,
-            read_options=pacsv.ReadOptions(column_names=names, block_size=BLOCK),
-            parse_options=parse_options(delimiter),
-            convert_options=convert_options(RUN_COLUMNS, types),
-        ) as reader:
+        with (
+            arrow_input(self.path) as source,
+            pacsv.open_csv(
+                source,
+                read_options=pacsv.ReadOptions(column_names=names, block_size=BLOCK),
+                parse_options=parse_options(delimiter),
+                convert_options=convert_options(RUN_COLUMNS, types),
+            ) as reader,
+        ):
             for batch in reader:
                 queries, docs, scores = self._checked(batch)
                 if carry is not None:

@@ -1,9 +1,10 @@
 """Reading runs, and the one rule for naming them (`evaluate`, `calibrate` and `regrade` alike).
 
-A run is named by its file stem (`bm25.txt.gz` -> `bm25`). Stems that repeat get their folder
-prepended (`a/run`, `b/run`), or, in the same folder, the whole file name (`r.txt`, `r.txt.gz`);
-the very same file given twice gets a prime (`r.txt'`). `-` reads the run from stdin, named
-`stdin`. Two runs never share a name, so no command has to refuse them.
+A run is named by its file stem (`bm25.txt.gz` -> `bm25`; `.bz2`, `.xz`, `.zst` alike). Stems
+that repeat get their folder prepended (`a/run`, `b/run`), or, in the same folder, the whole
+file name (`r.txt`, `r.txt.gz`); the very same file given twice gets a prime (`r.txt'`). `-`
+reads the run from stdin, named `stdin`. Two runs never share a name, so no command has to
+refuse them.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def run_names(paths: Sequence[str]) -> list[str]:
     """Each run's name, in order: the file stem, disambiguated as the module docstring says."""
     stems = []
     for text in paths:
-        name = "stdin" if text == STDIN else Path(text).name.removesuffix(".gz")
+        name = "stdin" if text == STDIN else _without_compression(Path(text).name)
         stems.append(Path(name).stem or name)
     parents = [Path(t).parent.name for t in paths]
     names: list[str] = []
@@ -42,6 +43,14 @@ def run_names(paths: Sequence[str]) -> list[str]:
             name += "'"
         names.append(name)
     return names
+
+
+def _without_compression(name: str) -> str:
+    """A file name without its compression suffix (`bm25.txt.zst` -> `bm25.txt`)."""
+    from grader.io.streams import COMPRESSED
+
+    suffix = Path(name).suffix
+    return name.removesuffix(suffix) if suffix.lower() in COMPRESSED else name
 
 
 @contextlib.contextmanager

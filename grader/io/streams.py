@@ -57,7 +57,7 @@ def compression_of(path: str | Path) -> str | None:
 def line_too_long(path: str | Path, line: int, limit: int) -> InputError:
     """The error for a line longer than `limit` bytes (no newline within them)."""
     return InputError(
-        f"a line longer than {_size(limit)} (no line break in it); this looks like a binary "
+        f"a line longer than {_size(limit)}; this looks like a binary "
         "file or a file without line breaks",
         path=path,
         line=line,

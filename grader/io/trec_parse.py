@@ -199,11 +199,16 @@ def regular_rows(rows: _Rows, names: Sequence[str], numeric: str) -> _Rows | Non
     for name in names:
         if name != numeric and pc.any(pc.equal(rows.column(name), "")).as_py():
             return None  # an empty field: a doubled or trailing delimiter somewhere
-        if name != numeric and rows.num_rows:
-            longest = pc.max(pc.binary_length(rows.column(name))).as_py()
-            if longest > TREC_LINE_LIMIT:
-                return None  # a line over the limit: the careful path names it
+        if name != numeric and rows.num_rows and _not_plain(rows.column(name)):
+            return None  # a NUL byte, or a line over the limit: the careful path names it
     return rows
+
+
+def _not_plain(column: pa.Array | pa.ChunkedArray) -> bool:
+    """Whether a cell of `column` holds a NUL byte or is longer than a TREC line may be."""
+    if pc.max(pc.binary_length(column)).as_py() > TREC_LINE_LIMIT:
+        return True
+    return bool(pc.any(pc.match_substring(column, "\x00")).as_py())
 
 
 def _without_comments(fh: IO[bytes]) -> IO[bytes]:

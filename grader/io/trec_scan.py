@@ -78,9 +78,7 @@ def first_bad_line(
                     cut = block.rfind(b"\n") + 1
                     block, carry = block[:cut], block[cut:]
                     if len(carry) > TREC_LINE_LIMIT:
-                        raise line_too_long(
-                            path, before + block.count(b"\n") + 1, TREC_LINE_LIMIT
-                        )
+                        raise line_too_long(path, before + block.count(b"\n") + 1, TREC_LINE_LIMIT)
                 if block and not accepts(block):
                     _check_lines(
                         path, block, before, names, numeric, kind, example,
