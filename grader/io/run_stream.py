@@ -28,7 +28,7 @@ import pyarrow.csv as pacsv
 from grader.errors import InputError
 from grader.io.runs import run_source
 from grader.io.streams import arrow_input
-from grader.io.trec import RUN_COLUMNS, read_run
+from grader.io.trec import RUN_COLUMNS, read_run, scan_run
 from grader.io.trec_parse import _sniff_delimiter, convert_options, parse_options, regular_rows
 from grader.metrics.judged_rows import JudgedRun
 from grader.metrics.ranked import Judgments, join_run
@@ -40,7 +40,12 @@ Int = npt.NDArray[np.int64]
 
 
 class _ReadWhole(Exception):
-    """The block reader cannot take this file as is: `read_run` reads it (or names the error)."""
+    """The block reader cannot take this file as is: `read_run` reads it (or names the error).
+    `bad_block`: a block was rejected (a bad or irregular line), not the order of the file."""
+
+    def __init__(self, *, bad_block: bool = True) -> None:
+        super().__init__()
+        self.bad_block = bad_block
 
 
 def judged_run_file(
@@ -70,8 +75,11 @@ def judged_run(
         raise InputError(f"unknown precision {precision!r}", hint="use float32 or float64")
     try:
         return _Blocks(Path(path), judged, precision, depth).read()
-    except (_ReadWhole, pa.ArrowException):
-        pass
+    except _ReadWhole as exc:
+        if exc.bad_block:
+            scan_run(path)  # a bad line is named in bounded memory, before a whole read
+    except pa.ArrowException:
+        scan_run(path)
     frame = read_run(path, precision=precision)
     return JudgedRun(join_run(judged, frame, precision=precision, depth=depth), len(frame))
 
@@ -89,7 +97,7 @@ class _Blocks:
     def read(self) -> JudgedRun:
         sniffed = _sniff_delimiter(self.path)
         if sniffed is None:
-            raise _ReadWhole  # an empty file, a BOM, mixed separators: the careful reader's
+            raise _ReadWhole(bad_block=False)  # empty, a BOM, mixed separators: read_run's
         delimiter, width = sniffed
         names = list(RUN_COLUMNS) + [f"extra_{i}" for i in range(width - len(RUN_COLUMNS))]
         types = {n: pa.string() for n in RUN_COLUMNS}
@@ -145,7 +153,7 @@ class _Blocks:
         doc_codes = np.asarray(encoded.indices.to_numpy(), dtype=np.int64)
         pairs = np.sort(group * max(len(encoded.dictionary), 1) + doc_codes)
         if bool(np.any(pairs[1:] == pairs[:-1])):
-            raise _ReadWhole  # a (query, doc) twice: read_run names both lines
+            raise _ReadWhole(bad_block=False)  # a (query, doc) twice: read_run names both lines
         order = rank_order(group, scores, docs, self.precision)
         rank = np.empty(n, dtype=np.int64)
         rank[order] = ranks_within(group[order])
@@ -169,7 +177,7 @@ class _Blocks:
     def _result(self) -> JudgedRun:
         heads = pa.concat_arrays(self.heads) if self.heads else pa.array([], pa.string())
         if len(pc.unique(heads)) != len(heads):
-            raise _ReadWhole  # a query's lines are not together: rank the run whole
+            raise _ReadWhole(bad_block=False)  # a query's lines are not together: rank it whole
         stray = heads.filter(pc.less(pa.array(self.judged.query_codes(heads)), 0))
         unjudged = tuple(str(q) for q in stray.to_pylist())
         empty = np.zeros(0, dtype=np.int64)

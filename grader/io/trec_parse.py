@@ -18,7 +18,7 @@ import contextlib
 import io
 import re
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, TypeVar
 
@@ -32,6 +32,7 @@ from grader.errors import InputError
 from grader.io.files import _open_binary, iter_lines
 from grader.io.streams import READ_ERRORS, arrow_input
 from grader.io.trec_scan import (
+    TEXT_HEAD,
     TREC_LINE_LIMIT,
     NumberCheck,
     check_text_head,
@@ -75,24 +76,64 @@ def parse_columns(
     """
     check_text_head(path, kind)  # a binary file is "not UTF-8", not a column count
     sniffed = _sniff_delimiter(path)
-    table = None if sniffed is None else _arrow_table(path, names, numeric, extra_columns, sniffed)
-    if table is None and sniffed is not None:
-        first_bad_line(
-            path,
-            lambda block: _arrow_table(block, names, numeric, extra_columns, sniffed) is not None,
-            names,
-            numeric,
-            kind,
-            example,
-            extra_columns=extra_columns,
-            number_error=number_error or _not_a_number(path, numeric),
-        )
+    table = None
+    if sniffed is not None:
+        accepts = _block_check(names, numeric, extra_columns, sniffed)
+        # A bad line in the first block is named before the whole file is read.
+        if accepts(_head_lines(path)):
+            table = _arrow_table(path, names, numeric, extra_columns, sniffed)
+        if table is None:
+            first_bad_line(
+                path, accepts, names, numeric, kind, example,
+                extra_columns=extra_columns,
+                number_error=number_error or _not_a_number(path, numeric),
+            )  # fmt: skip
     if table is None:
         frame = _parse_pandas(path, names, kind, example, extra_columns)
         table = pa.table(
             {n: pa.array(frame[n].to_numpy(dtype=object), pa.large_string()) for n in names}
         )
     return table
+
+
+def scan_lines(
+    path: Path,
+    names: tuple[str, ...],
+    numeric: str,
+    kind: str,
+    example: str,
+    *,
+    extra_columns: bool,
+    number_error: NumberCheck,
+) -> None:
+    """Raise at the first bad line of a TREC file, block by block in bounded memory (what
+    `parse_columns` raises for it); return at the end, or at the first block rejected for
+    something no line check refuses (irregular whitespace: `parse_columns` reads that)."""
+    check_text_head(path, kind)
+    sniffed = _sniff_delimiter(path)
+    if sniffed is None:
+        return
+    first_bad_line(
+        path, _block_check(names, numeric, extra_columns, sniffed), names, numeric, kind, example,
+        extra_columns=extra_columns, number_error=number_error, until_irregular=True,
+    )  # fmt: skip
+
+
+def _block_check(
+    names: tuple[str, ...], numeric: str, extra_columns: bool, sniffed: tuple[str, int]
+) -> Callable[[bytes], bool]:
+    """Whether Arrow's fast path takes a block of whole lines as it is."""
+    return lambda block: _arrow_table(block, names, numeric, extra_columns, sniffed) is not None
+
+
+def _head_lines(path: Path) -> bytes:
+    """The whole lines of the file's first TEXT_HEAD bytes (its first block)."""
+    with _open_binary(path) as fh:
+        try:
+            head = fh.read(TEXT_HEAD)
+        except (*READ_ERRORS, ValueError):
+            return b""
+    return head if len(head) < TEXT_HEAD else head[: head.rfind(b"\n") + 1]
 
 
 _HEAD = 4096

@@ -62,8 +62,10 @@ def first_bad_line(
     *,
     extra_columns: bool,
     number_error: NumberCheck,
+    until_irregular: bool = False,
 ) -> None:
-    """Raise InputError at the first bad line of `path`; return when no line is bad.
+    """Raise InputError at the first bad line of `path`; return when no line is bad (with
+    `until_irregular`, also at the first block Arrow rejects that holds no bad line).
 
     `accepts(block)` says whether Arrow reads a block of whole lines as the fast path would.
     """
@@ -84,6 +86,8 @@ def first_bad_line(
                         path, block, before, names, numeric, kind, example,
                         extra_columns=extra_columns, number_error=number_error,
                     )  # fmt: skip
+                    if until_irregular:
+                        return
                 before += block.count(b"\n")
                 if not data:
                     return
