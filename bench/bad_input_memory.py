@@ -58,7 +58,7 @@ from grader.cli.evaluate_files import read_grades
 from grader.errors import InputError
 try:
     judged, _ = read_grades(sys.argv[1], clamp=False)
-    print(f"read {len(judged)} judgments")
+    print(f"read the qrels of {judged.n_queries} queries")
 except InputError as exc:
     print(f"error: {exc}"[:160])
 """

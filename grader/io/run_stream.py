@@ -76,10 +76,11 @@ def judged_run(
     try:
         return _Blocks(Path(path), judged, precision, depth).read()
     except _ReadWhole as exc:
-        if exc.bad_block:
-            scan_run(path)  # a bad line is named in bounded memory, before a whole read
+        scan = exc.bad_block
     except pa.ArrowException:
-        scan_run(path)
+        scan = True
+    if scan:  # (outside the handler, so the block reader's state is freed first)
+        scan_run(path)  # a bad line is named in bounded memory, before a whole read
     frame = read_run(path, precision=precision)
     return JudgedRun(join_run(judged, frame, precision=precision, depth=depth), len(frame))
 

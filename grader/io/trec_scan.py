@@ -1,6 +1,6 @@
 """Finding the first bad line of a large TREC file in bounded memory.
 
-When Arrow's whole-file reader rejects a file, the file is read again block by block (16 MiB,
+When Arrow's whole-file reader rejects a file, the file is read again block by block (4 MiB,
 cut at line ends): a block Arrow accepts is passed over at Arrow speed, and only the lines of a
 block it rejects are checked one by one in Python. So a bad score on line 2 of a 1 GB run is
 named after one block, a bad score on its last line after one streaming pass, and neither
@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from grader.errors import InputError
 from grader.io.files import _open_binary
 from grader.io.streams import READ_ERRORS, line_too_long
 
-BLOCK = 1 << 24
+BLOCK = 1 << 22
 TREC_LINE_LIMIT = 1 << 20
 """The longest TREC line read (1 MiB): a longer one is an error naming file and line."""
 _CELL_SEPARATORS = re.compile(rb"[ \t]+")  # what pandas' whitespace tokenizer splits on
@@ -148,6 +148,15 @@ def _not_text(path: Path, raw: bytes, lineno: int, kind: str) -> InputError | No
     return None
 
 
+def _lines(block: bytes) -> Iterator[bytes]:
+    """`block.split(b"\\n")` one line at a time (a block's list of lines would hold it twice)."""
+    start = 0
+    while (end := block.find(b"\n", start)) >= 0:
+        yield block[start:end]
+        start = end + 1
+    yield block[start:]
+
+
 def _check_lines(
     path: Path,
     block: bytes,
@@ -163,7 +172,7 @@ def _check_lines(
     """Raise at the first bad line of `block`, whose first line is file line `before + 1`."""
     index = names.index(numeric)
     hint = f"each line must be `{example}`, separated by spaces or tabs"
-    for offset, raw in enumerate(block.split(b"\n")):
+    for offset, raw in enumerate(_lines(block)):
         lineno = before + offset + 1
         if len(raw) > TREC_LINE_LIMIT:
             raise line_too_long(path, lineno, TREC_LINE_LIMIT)
