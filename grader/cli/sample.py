@@ -48,6 +48,7 @@ from grader.cli.commands import COMMANDS
 from grader.cli.flags import DEFAULT_STORE, add_store
 from grader.errors import InputError, RelgradeError
 from grader.models import Doc, Judgment, Query
+from grader.prompts import PromptSpec
 
 
 def register(sub: Any) -> None:
@@ -100,7 +101,9 @@ def register(sub: Any) -> None:
         "--labelstudio", metavar="TASKS.json", help="also write Label Studio tasks (and config)"
     )
     parser.add_argument(
-        "--prompt", help="prompt whose scale goes into the Label Studio config (default: judged)"
+        "--prompt",
+        help="prompt the pairs were graded with: documents are cut to its budget as the LLM saw "
+        "them, and its scale goes into the Label Studio config (default: each judgment's)",
     )
     parser.add_argument(
         "--import",
@@ -241,7 +244,10 @@ def _draw(args: argparse.Namespace) -> int:
     )
     pairs = [(p.query_id, p.doc_id) for p in draw.pairs]
     queries, docs = _texts(args, pairs)
-    items = blind_items(pairs, queries, docs, allow_missing_text=not (queries or docs))
+    budgets = _budgets(args.prompt, eligible, set(pairs))
+    items = blind_items(
+        pairs, queries, docs, allow_missing_text=not (queries or docs), budgets=budgets
+    )
     prompt = _single([str(j.prompt) if j.prompt else None for j in eligible])
     manifest = build_manifest(
         draw,
@@ -280,12 +286,49 @@ def _draw(args: argparse.Namespace) -> int:
         if draw.uncertainty_imputed:
             print(f"; {draw.uncertainty_imputed} pair(s) lacked it and got the maximum", end="")
         print()
+    cut = sum(item.truncated for item in items)
+    if cut:
+        print(
+            f"  {cut} document(s) cut to their prompt's budget, as the LLM saw them (column "
+            "truncated)"
+        )
     print(f"wrote {args.out} (blind: grade it with `relgrade annotate {args.out}`)")
     print(f"wrote {manifest_path} (for calibration; do not show it to graders)")
     if args.labelstudio:
         config = write_labelstudio_tasks(args.labelstudio, items, _scale(args.prompt or prompt))
         print(f"wrote {args.labelstudio} and its labeling config {config}")
     return 0
+
+
+def _budgets(
+    chosen: str | None, judgments: list[Judgment], pairs: set[tuple[str, str]]
+) -> dict[tuple[str, str], PromptSpec]:
+    """The prompt each sampled pair was graded with (`chosen`: the --prompt for every pair), so
+    its document is cut as the LLM saw it. A pair whose prompt is unknown or not an LLM prompt
+    (qrels, the lexical judge) keeps its whole text."""
+    from grader.prompts import load_prompt
+
+    specs: dict[str, PromptSpec | None] = {}
+
+    def spec_of(name: str) -> PromptSpec | None:
+        if name not in specs:
+            try:
+                specs[name] = load_prompt(name)
+            except RelgradeError:
+                if name == chosen:
+                    raise
+                specs[name] = None  # e.g. the lexical judge's: it read the whole text
+        return specs[name]
+
+    budgets: dict[tuple[str, str], PromptSpec] = {}
+    for j in judgments:
+        pair = (j.query_id, j.doc_id)
+        name = chosen or (str(j.prompt) if j.prompt else None)
+        if pair in pairs and name:
+            spec = spec_of(name)
+            if spec is not None:
+                budgets[pair] = spec
+    return budgets
 
 
 def _scale(prompt: str | None) -> list[tuple[int, str]] | None:

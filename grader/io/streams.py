@@ -35,6 +35,16 @@ LINE_LIMIT = 64 << 20
 """The longest line any reader takes (64 MiB: a JSONL document, a CSV row); TREC readers allow
 less (`grader.io.trec_scan.TREC_LINE_LIMIT`)."""
 
+
+def allow_long_csv_fields() -> None:
+    """Let Python's csv module read fields up to LINE_LIMIT (its default stops at 131,072
+    characters): what relgrade writes, a sample with a long document, reads back whole."""
+    import csv
+
+    if csv.field_size_limit() < LINE_LIMIT:
+        csv.field_size_limit(LINE_LIMIT)
+
+
 COMPRESSED = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd"}
 _MAGIC = (
     (b"\x1f\x8b", "gzip"),
