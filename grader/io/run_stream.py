@@ -2,16 +2,19 @@
 
 Every measure needs, per query, the ranks and grades of the judged documents a run returned and
 how many it returned (see `grader.metrics.ranked`). So a 10-million-line run need not be held
-whole: it is read in blocks of a few MiB (Arrow's streaming CSV reader), each complete ranking
-is ordered as trec_eval orders it (score descending in the chosen precision, ties by doc id
-descending), and of its rows only (qrels query code, rank, grade) of judged documents are kept,
-as int64 arrays. Peak memory is a block, not the file; no per-row Python object is made.
+whole: it is read in blocks of a few MiB cut at line ends (each parsed by Arrow), each complete
+ranking is ordered as trec_eval orders it (score descending in the chosen precision, ties by
+doc id descending), and of its rows only (qrels query code, rank, grade) of judged documents
+are kept, as int64 arrays. Peak memory is a block, not the file; no per-row Python object is
+made.
 
-The checks are those of `read_run`. Whenever a block is not what the fast path takes as is (a
-line with the wrong number of columns, irregular whitespace, a score that is not a finite
-number, bad UTF-8, a (query, doc) listed twice) or a query's lines are not together in the
-file, the run is read whole by `read_run`, which reads irregular files and names the exact line
-of an error: the answer never depends on which path ran.
+The checks are those of `read_run`. A block the fast path does not take as is (a line with the
+wrong number of columns, a score that is not a finite number, bad UTF-8, a NUL byte) has its
+lines checked one by one, and the first bad one is named (file and line) as soon as its block
+is read, in the memory of that block. A block rejected only for irregular whitespace, a
+(query, doc) listed twice, or a query whose lines are not together in the file make the run be
+read whole by `read_run`, which reads irregular files and names both lines of a duplicate: the
+answer never depends on which path ran.
 """
 
 from __future__ import annotations
@@ -27,25 +30,21 @@ import pyarrow.csv as pacsv
 
 from grader.errors import InputError
 from grader.io.runs import run_source
-from grader.io.streams import arrow_input
-from grader.io.trec import RUN_COLUMNS, read_run, scan_run
+from grader.io.trec import RUN_COLUMNS, RUN_EXAMPLE, read_run, score_check
 from grader.io.trec_parse import _sniff_delimiter, convert_options, parse_options, regular_rows
+from grader.io.trec_scan import TREC_LINE_LIMIT, check_lines, check_text_head, line_blocks
 from grader.metrics.judged_rows import JudgedRun
 from grader.metrics.ranked import Judgments, join_run
 from grader.metrics.ranking import Precision, rank_order, ranks_within
 
 BLOCK = 1 << 22  # 4 MiB of text, ~120,000 run lines: Arrow's parse stays fast, memory small
+_PARSE_CHUNK = 2 * TREC_LINE_LIMIT  # Arrow parses a block in chunks of this, on its threads
 
 Int = npt.NDArray[np.int64]
 
 
 class _ReadWhole(Exception):
-    """The block reader cannot take this file as is: `read_run` reads it (or names the error).
-    `bad_block`: a block was rejected (a bad or irregular line), not the order of the file."""
-
-    def __init__(self, *, bad_block: bool = True) -> None:
-        super().__init__()
-        self.bad_block = bad_block
+    """The block reader cannot take this file as is: `read_run` reads it (or names the error)."""
 
 
 def judged_run_file(
@@ -75,12 +74,8 @@ def judged_run(
         raise InputError(f"unknown precision {precision!r}", hint="use float32 or float64")
     try:
         return _Blocks(Path(path), judged, precision, depth).read()
-    except _ReadWhole as exc:
-        scan = exc.bad_block
-    except pa.ArrowException:
-        scan = True
-    if scan:  # (outside the handler, so the block reader's state is freed first)
-        scan_run(path)  # a bad line is named in bounded memory, before a whole read
+    except (_ReadWhole, pa.ArrowException):
+        pass
     frame = read_run(path, precision=precision)
     return JudgedRun(join_run(judged, frame, precision=precision, depth=depth), len(frame))
 
@@ -96,50 +91,45 @@ class _Blocks:
         self.kept: list[tuple[Int, Int, Int]] = []  # (qrels query code, rank, grade)
 
     def read(self) -> JudgedRun:
+        check_text_head(self.path, "run")  # a binary file is told as such
         sniffed = _sniff_delimiter(self.path)
         if sniffed is None:
-            raise _ReadWhole(bad_block=False)  # empty, a BOM, mixed separators: read_run's
-        delimiter, width = sniffed
-        names = list(RUN_COLUMNS) + [f"extra_{i}" for i in range(width - len(RUN_COLUMNS))]
-        types = {n: pa.string() for n in RUN_COLUMNS}
-        types["score"] = pa.float64()
+            raise _ReadWhole  # empty, a BOM, mixed separators: read_run's
         carry: tuple[pa.Array, pa.Array, npt.NDArray[np.float64]] | None = None
-        with (
-            arrow_input(self.path) as source,
-            pacsv.open_csv(
-                source,
-                read_options=pacsv.ReadOptions(column_names=names, block_size=BLOCK),
-                parse_options=parse_options(delimiter),
-                convert_options=convert_options(RUN_COLUMNS, types),
-            ) as reader,
-        ):
-            for batch in reader:
-                queries, docs, scores = self._checked(batch)
-                if carry is not None:
-                    queries = pa.concat_arrays([carry[0], queries])
-                    docs = pa.concat_arrays([carry[1], docs])
-                    scores = np.concatenate([carry[2], scores])
-                if not len(queries):
-                    continue
-                # the last ranking may go on in the next block: keep it for then
-                last = _starts(queries)[-1]
-                if last:
-                    self._rankings(queries.slice(0, last), docs.slice(0, last), scores[:last])
-                carry = (queries.slice(last), docs.slice(last), scores[last:])
+        for before, block in line_blocks(self.path, BLOCK):
+            queries, docs, scores = self._checked(block, before, sniffed)
+            if carry is not None:
+                queries = pa.concat_arrays([carry[0], queries])
+                docs = pa.concat_arrays([carry[1], docs])
+                scores = np.concatenate([carry[2], scores])
+            if not len(queries):
+                continue
+            # the last ranking may go on in the next block: keep it for then
+            last = _starts(queries)[-1]
+            if last:
+                self._rankings(queries.slice(0, last), docs.slice(0, last), scores[:last])
+            carry = (queries.slice(last), docs.slice(last), scores[last:])
         if carry is not None and len(carry[0]):
             self._rankings(*carry)
         return self._result()
 
-    def _checked(self, batch: pa.RecordBatch) -> tuple[pa.Array, pa.Array, npt.NDArray[np.float64]]:
-        """A block's (query ids, doc ids, scores) without comment lines; _ReadWhole when a
-        field is empty (irregular whitespace) or a score is missing or not finite."""
-        rows = regular_rows(batch, RUN_COLUMNS, "score")
-        if rows is None:
+    def _checked(
+        self, block: bytes, before: int, sniffed: tuple[str, int]
+    ) -> tuple[pa.Array, pa.Array, npt.NDArray[np.float64]]:
+        """A block's (query ids, doc ids, scores) without comment lines. A block the fast path
+        does not take (a bad line, a missing or non-finite score, an empty field) raises at
+        its first bad line, named as `read_run` names it; one without a bad line (irregular
+        whitespace) raises _ReadWhole."""
+        rows = _parse(block, sniffed)
+        scores = None if rows is None else rows.column("score").to_numpy(zero_copy_only=False)
+        if rows is None or scores is None or not np.isfinite(scores).all():
+            check_lines(
+                self.path, block, before, RUN_COLUMNS, "score", "run", RUN_EXAMPLE,
+                extra_columns=True, number_error=score_check(self.path),
+            )  # fmt: skip
             raise _ReadWhole
         self.rows += rows.num_rows
-        scores = np.asarray(rows.column("score").to_numpy(), dtype=np.float64)
-        if not np.isfinite(scores).all():
-            raise _ReadWhole
+        scores = np.asarray(scores, dtype=np.float64)
         return rows.column("query_id"), rows.column("doc_id"), scores
 
     def _rankings(self, queries: pa.Array, docs: pa.Array, scores: npt.NDArray[np.float64]) -> None:
@@ -154,7 +144,7 @@ class _Blocks:
         doc_codes = np.asarray(encoded.indices.to_numpy(), dtype=np.int64)
         pairs = np.sort(group * max(len(encoded.dictionary), 1) + doc_codes)
         if bool(np.any(pairs[1:] == pairs[:-1])):
-            raise _ReadWhole(bad_block=False)  # a (query, doc) twice: read_run names both lines
+            raise _ReadWhole  # a (query, doc) twice: read_run names both lines
         order = rank_order(group, scores, docs, self.precision)
         rank = np.empty(n, dtype=np.int64)
         rank[order] = ranks_within(group[order])
@@ -178,7 +168,7 @@ class _Blocks:
     def _result(self) -> JudgedRun:
         heads = pa.concat_arrays(self.heads) if self.heads else pa.array([], pa.string())
         if len(pc.unique(heads)) != len(heads):
-            raise _ReadWhole(bad_block=False)  # a query's lines are not together: rank it whole
+            raise _ReadWhole  # a query's lines are not together: rank it whole
         stray = heads.filter(pc.less(pa.array(self.judged.query_codes(heads)), 0))
         unjudged = tuple(str(q) for q in stray.to_pylist())
         empty = np.zeros(0, dtype=np.int64)
@@ -189,6 +179,31 @@ class _Blocks:
         )
         ranked = self.judged.ranked(query, rank, grade, self.returned, unjudged)
         return JudgedRun(ranked, self.rows)
+
+
+def _parse(block: bytes, sniffed: tuple[str, int]) -> pa.RecordBatch | None:
+    """A block of whole run lines as one batch (ids as strings, scores as float64) when
+    Arrow's fast path takes it as it is, else None."""
+    delimiter, width = sniffed
+    names = list(RUN_COLUMNS) + [f"extra_{i}" for i in range(width - len(RUN_COLUMNS))]
+    types = {n: pa.string() for n in RUN_COLUMNS}
+    types["score"] = pa.float64()
+    try:
+        table = pacsv.read_csv(
+            pa.BufferReader(block),
+            read_options=pacsv.ReadOptions(column_names=names, block_size=_PARSE_CHUNK),
+            parse_options=parse_options(delimiter),
+            convert_options=convert_options(RUN_COLUMNS, types),
+        )
+    except pa.ArrowException:
+        return None
+    rows = regular_rows(table.combine_chunks(), RUN_COLUMNS, "score")
+    if rows is None:
+        return None
+    batches = rows.to_batches()
+    if not batches:
+        return pa.RecordBatch.from_pylist([], schema=rows.schema)
+    return batches[0]
 
 
 def _starts(queries: pa.Array) -> Int:

@@ -90,22 +90,13 @@ def decompressed(raw: IO[bytes], compression: str | None) -> IO[bytes]:
     if compression == "bz2":
         import bz2
 
-        return bz2.BZ2File(raw, "rb")  # type: ignore[return-value]
+        return bz2.BZ2File(raw, "rb")
     if compression == "xz":
-        return lzma.LZMAFile(raw, "rb")  # type: ignore[return-value]
+        return lzma.LZMAFile(raw, "rb")
     import pyarrow as pa  # zstd: pyarrow's codec (no other dependency)
 
     stream = pa.CompressedInputStream(pa.PythonFile(raw, mode="r"), "zstd")
-    return io.BufferedReader(stream)  # type: ignore[arg-type]
-
-
-def is_stream(path: str | Path) -> bool:
-    """Whether `path` exists and is not a regular file or a folder (a pipe, FIFO or device)."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return False
-    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+    return io.BufferedReader(stream)
 
 
 def local_file(path: str | Path) -> Path:
@@ -201,13 +192,6 @@ def _new_copy() -> Path:
     fd, name = tempfile.mkstemp(prefix="input-", suffix=".txt", dir=_folder[0])
     os.close(fd)
     return Path(name)
-
-
-def release(path: str | Path) -> None:
-    """Remove the copy of stream `path`, if one was made (a long-lived process reading many)."""
-    known = _copies.pop(str(path), None)
-    if known is not None and isinstance(known[1], Path):
-        known[1].unlink(missing_ok=True)
 
 
 class _Prefixed(io.RawIOBase):

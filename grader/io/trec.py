@@ -31,7 +31,6 @@ from grader.io.trec_parse import (
     line_of,
     lines_of,
     parse_columns,
-    scan_lines,
     string_hashes,
 )
 from grader.io.trec_scan import NumberCheck, finite_number, parses_as_number
@@ -42,6 +41,7 @@ if TYPE_CHECKING:  # pandas (and pydantic, through grader.models) load only wher
 
 RUN_COLUMNS = ("query_id", "q0", "doc_id", "file_rank", "score", "tag")
 QRELS_COLUMNS = ("query_id", "iteration", "doc_id", "grade")
+RUN_EXAMPLE = "qid Q0 docid rank score tag"
 
 
 def _query_codes(column: pa.ChunkedArray) -> npt.NDArray[np.int64]:
@@ -121,7 +121,7 @@ def _bad_score(path: Path, cell: object, line: int) -> InputError:
     )
 
 
-def _score_check(path: Path) -> NumberCheck:
+def score_check(path: Path) -> NumberCheck:
     """The score check of a run line, for the bounded-memory search of a bad line."""
     return lambda cell, line: None if finite_number(cell) else _bad_score(path, cell, line)
 
@@ -158,9 +158,9 @@ def read_run(path: str | Path, *, precision: Precision = "float32") -> pd.DataFr
         RUN_COLUMNS,
         "score",
         "run",
-        "qid Q0 docid rank score tag",
+        RUN_EXAMPLE,
         extra_columns=True,
-        number_error=_score_check(p),
+        number_error=score_check(p),
     )
     scores = _finite_scores(p, table)
     table = table.select(["query_id", "doc_id", "tag"])  # free the other columns early
@@ -181,17 +181,6 @@ def read_run(path: str | Path, *, precision: Precision = "float32") -> pd.DataFr
     frame.attrs["tag"] = str(tags[0].as_py()) if len(tags) == 1 else None
     frame.attrs["path"] = str(p)
     return frame
-
-
-def scan_run(path: str | Path) -> None:
-    """Raise `read_run`'s error for the first bad line of a run, reading it block by block in
-    bounded memory; return when no block holds a bad line (or at the first block that is only
-    irregular, which `read_run` reads)."""
-    p = Path(path)
-    scan_lines(
-        p, RUN_COLUMNS, "score", "run", "qid Q0 docid rank score tag",
-        extra_columns=True, number_error=_score_check(p),
-    )  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -96,29 +96,6 @@ def parse_columns(
     return table
 
 
-def scan_lines(
-    path: Path,
-    names: tuple[str, ...],
-    numeric: str,
-    kind: str,
-    example: str,
-    *,
-    extra_columns: bool,
-    number_error: NumberCheck,
-) -> None:
-    """Raise at the first bad line of a TREC file, block by block in bounded memory (what
-    `parse_columns` raises for it); return at the end, or at the first block rejected for
-    something no line check refuses (irregular whitespace: `parse_columns` reads that)."""
-    check_text_head(path, kind)
-    sniffed = _sniff_delimiter(path)
-    if sniffed is None:
-        return
-    first_bad_line(
-        path, _block_check(names, numeric, extra_columns, sniffed), names, numeric, kind, example,
-        extra_columns=extra_columns, number_error=number_error, until_irregular=True,
-    )  # fmt: skip
-
-
 def _block_check(
     names: tuple[str, ...], numeric: str, extra_columns: bool, sniffed: tuple[str, int]
 ) -> Callable[[bytes], bool]:

@@ -62,33 +62,38 @@ def first_bad_line(
     *,
     extra_columns: bool,
     number_error: NumberCheck,
-    until_irregular: bool = False,
 ) -> None:
-    """Raise InputError at the first bad line of `path`; return when no line is bad (with
-    `until_irregular`, also at the first block Arrow rejects that holds no bad line).
+    """Raise InputError at the first bad line of `path`; return when no line is bad.
 
     `accepts(block)` says whether Arrow reads a block of whole lines as the fast path would.
     """
-    before = 0  # lines in the blocks already checked
+    for before, block in line_blocks(path):
+        if block and not accepts(block):
+            check_lines(
+                path, block, before, names, numeric, kind, example,
+                extra_columns=extra_columns, number_error=number_error,
+            )  # fmt: skip
+
+
+def line_blocks(path: Path, size: int = BLOCK) -> Iterator[tuple[int, bytes]]:
+    """(lines before it, a block) of `path`, blocks of about `size` bytes cut after a newline
+    (the last one may end without). A line longer than TREC_LINE_LIMIT is an InputError naming
+    it, raised before more than the limit of it is read."""
+    before = 0
     carry = b""
     try:
         with _open_binary(path) as fh:
             while True:
-                data = fh.read(BLOCK)
+                data = fh.read(size)
                 block = carry + data
                 if data:
                     cut = block.rfind(b"\n") + 1
                     block, carry = block[:cut], block[cut:]
                     if len(carry) > TREC_LINE_LIMIT:
                         raise line_too_long(path, before + block.count(b"\n") + 1, TREC_LINE_LIMIT)
-                if block and not accepts(block):
-                    _check_lines(
-                        path, block, before, names, numeric, kind, example,
-                        extra_columns=extra_columns, number_error=number_error,
-                    )  # fmt: skip
-                    if until_irregular:
-                        return
-                before += block.count(b"\n")
+                if block:
+                    yield before, block
+                    before += block.count(b"\n")
                 if not data:
                     return
     except READ_ERRORS as exc:
@@ -157,7 +162,7 @@ def _lines(block: bytes) -> Iterator[bytes]:
     yield block[start:]
 
 
-def _check_lines(
+def check_lines(
     path: Path,
     block: bytes,
     before: int,
