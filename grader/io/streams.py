@@ -19,13 +19,11 @@
 from __future__ import annotations
 
 import atexit
-import contextlib
 import io
 import lzma
 import os
 import shutil
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
@@ -223,16 +221,3 @@ def open_binary(path: str | Path) -> IO[bytes]:
     if local != p:
         return open(local, "rb")
     return decompressed(open(p, "rb"), compression_of(p))
-
-
-@contextlib.contextmanager
-def arrow_input(path: str | Path) -> Iterator[str | IO[bytes]]:
-    """What pyarrow's CSV readers read `path` from: a file name (plain, or compressed in a codec
-    Arrow infers from the name), else the decompressed Python stream."""
-    p = Path(path)
-    local = local_file(p)
-    if local != p or compression_of(p) in (None, "gzip", "bz2", "zstd"):
-        yield str(local)
-        return
-    with open_binary(p) as fh:
-        yield fh

@@ -1,11 +1,12 @@
 """Tokenising whitespace-separated TREC files into Arrow columns, fast and with exact errors.
 
 The fast path is pyarrow's multi-threaded CSV reader with the file's single delimiter, ids as
-large strings and the numeric column parsed to float64 in C++. Any file it cannot take as is
-(mixed or repeated whitespace, a BOM, bad bytes, wrong column counts, an unparseable number)
-goes through pandas' C tokenizer, which splits on any whitespace and names the bad line. So
-regular files are read at Arrow speed and irregular ones still read, or fail with file, line
-and fix.
+large strings and the numeric column parsed to float64 in C++, fed blocks of 16 MiB of whole
+lines (`trec_scan.line_blocks`). A block it rejects has its lines checked at once, so a bad line
+is named (file and line) as soon as its block is read, in that block's memory. A file with no
+bad line that Arrow still cannot take (mixed or repeated whitespace, a BOM) goes through pandas'
+C tokenizer, which splits on any whitespace. So regular files are read at Arrow speed and
+irregular ones still read, or fail with file, line and fix.
 
 Both paths read files as trec_eval 10 does: a line whose first non-blank character is `#` is a
 comment and skipped, and (for runs, `extra_columns=True`) the columns after the expected ones
@@ -14,7 +15,6 @@ are ignored. A line with fewer columns stays an error naming file and line.
 
 from __future__ import annotations
 
-import contextlib
 import io
 import re
 import warnings
@@ -30,13 +30,14 @@ import pyarrow.csv as pacsv
 
 from grader.errors import InputError
 from grader.io.files import _open_binary, iter_lines
-from grader.io.streams import READ_ERRORS, arrow_input
+from grader.io.streams import READ_ERRORS
 from grader.io.trec_scan import (
-    TEXT_HEAD,
     TREC_LINE_LIMIT,
     NumberCheck,
+    check_lines,
     check_text_head,
     first_bad_line,
+    line_blocks,
     parses_as_number,
 )
 
@@ -78,15 +79,16 @@ def parse_columns(
     sniffed = _sniff_delimiter(path)
     table = None
     if sniffed is not None:
-        accepts = _block_check(names, numeric, extra_columns, sniffed)
-        # A bad line in the first block is named before the whole file is read.
-        if accepts(_head_lines(path)):
-            table = _arrow_table(path, names, numeric, extra_columns, sniffed)
-        if table is None:
+        number_error = number_error or _not_a_number(path, numeric)
+        table = _arrow_blocks(
+            path, names, numeric, kind, example, sniffed,
+            extra_columns=extra_columns, number_error=number_error,
+        )  # fmt: skip
+        if table is None:  # an irregular block: is a later line bad?
             first_bad_line(
-                path, accepts, names, numeric, kind, example,
-                extra_columns=extra_columns,
-                number_error=number_error or _not_a_number(path, numeric),
+                path, _block_check(names, numeric, extra_columns, sniffed),
+                names, numeric, kind, example,
+                extra_columns=extra_columns, number_error=number_error,
             )  # fmt: skip
     if table is None:
         frame = _parse_pandas(path, names, kind, example, extra_columns)
@@ -96,21 +98,42 @@ def parse_columns(
     return table
 
 
+_PARSE_BLOCK = 1 << 24  # the fast path parses the file in blocks of 16 MiB of whole lines
+_CHUNK = 2 * TREC_LINE_LIMIT  # each parsed in chunks of 2 MiB, on Arrow's threads
+
+
+def _arrow_blocks(
+    path: Path,
+    names: tuple[str, ...],
+    numeric: str,
+    kind: str,
+    example: str,
+    sniffed: tuple[str, int],
+    *,
+    extra_columns: bool,
+    number_error: NumberCheck,
+) -> pa.Table | None:
+    """The file read by Arrow block by block. A block Arrow rejects has its lines checked at
+    once, and the first bad one raises (file and line, in that block's memory); None when it
+    holds no bad line (irregular whitespace: the careful path's business)."""
+    tables = []
+    for before, block in line_blocks(path, _PARSE_BLOCK):
+        table = _arrow_table(block, names, numeric, extra_columns, sniffed)
+        if table is None:
+            check_lines(
+                path, block, before, names, numeric, kind, example,
+                extra_columns=extra_columns, number_error=number_error,
+            )  # fmt: skip
+            return None
+        tables.append(table)
+    return pa.concat_tables(tables) if tables else None
+
+
 def _block_check(
     names: tuple[str, ...], numeric: str, extra_columns: bool, sniffed: tuple[str, int]
 ) -> Callable[[bytes], bool]:
     """Whether Arrow's fast path takes a block of whole lines as it is."""
     return lambda block: _arrow_table(block, names, numeric, extra_columns, sniffed) is not None
-
-
-def _head_lines(path: Path) -> bytes:
-    """The whole lines of the file's first TEXT_HEAD bytes (its first block)."""
-    with _open_binary(path) as fh:
-        try:
-            head = fh.read(TEXT_HEAD)
-        except (*READ_ERRORS, ValueError):
-            return b""
-    return head if len(head) < TEXT_HEAD else head[: head.rfind(b"\n") + 1]
 
 
 _HEAD = 4096
@@ -154,14 +177,14 @@ def _not_a_number(path: Path, numeric: str) -> NumberCheck:
 
 
 def _arrow_table(
-    source: Path | bytes,
+    block: bytes,
     names: tuple[str, ...],
     numeric: str,
     extra_columns: bool,
     sniffed: tuple[str, int],
 ) -> pa.Table | None:
-    """A file (or a block of its whole lines) read by pyarrow when it is regular; None means: use
-    the careful path."""
+    """A block of whole lines read by pyarrow when it is regular; None means: check its lines
+    (and maybe use the careful path)."""
     delimiter, width = sniffed
     columns = list(names)
     if extra_columns and width > len(names):
@@ -169,16 +192,13 @@ def _arrow_table(
     types = {n: pa.large_string() if n in _ID_COLUMNS else pa.string() for n in names}
     types[numeric] = pa.float64()
     try:
-        with contextlib.ExitStack() as stack:
-            table = pacsv.read_csv(
-                pa.BufferReader(source)
-                if isinstance(source, bytes)
-                else stack.enter_context(arrow_input(source)),
-                read_options=pacsv.ReadOptions(column_names=columns, block_size=1 << 24),
-                parse_options=parse_options(delimiter),
-                convert_options=convert_options(names, types),
-            )
-    except (pa.ArrowException, *READ_ERRORS):
+        table = pacsv.read_csv(
+            pa.BufferReader(block),
+            read_options=pacsv.ReadOptions(column_names=columns, block_size=_CHUNK),
+            parse_options=parse_options(delimiter),
+            convert_options=convert_options(names, types),
+        )
+    except pa.ArrowException:
         return None
     return regular_rows(table, names, numeric)
 
