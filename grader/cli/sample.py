@@ -45,10 +45,10 @@ from calibration.spotcheck.manifest import (
 )
 from calibration.spotcheck.sampling import ALLOCATIONS, STRATEGIES, draw_sample
 from grader.cli.commands import COMMANDS
-from grader.cli.flags import DEFAULT_STORE, add_store
+from grader.cli.flags import add_store
+from grader.cli.sample_texts import prompt_budgets, sample_texts
 from grader.errors import InputError, RelgradeError
-from grader.models import Doc, Judgment, Query
-from grader.prompts import PromptSpec
+from grader.models import Judgment
 
 
 def register(sub: Any) -> None:
@@ -149,46 +149,6 @@ def _excluded_pairs(paths: list[str]) -> set[tuple[str, str]]:
     return pairs
 
 
-def _texts(
-    args: argparse.Namespace, pairs: list[tuple[str, str]]
-) -> tuple[dict[str, Query], dict[str, Doc]]:
-    """Query and document texts for the sample: --queries/--docs, else --store, else the default
-    store of `relgrade grade` (./relgrade.db) when present. With none of them the sample is still
-    drawn (ids only) and a warning says how to add the texts."""
-    qids = {q for q, _ in pairs}
-    dids = {d for _, d in pairs}
-    if args.queries or args.docs:
-        if not (args.queries and args.docs):
-            raise InputError(
-                "--queries and --docs go together",
-                hint="pass both (or --store DB, which keeps the texts graded)",
-            )
-        from grader.io.docs import read_docs
-        from grader.io.queries import read_queries
-
-        return read_queries(args.queries), read_docs(args.docs, ids=dids)
-    store_path = args.store
-    default = store_path == DEFAULT_STORE
-    if default and Path(store_path).is_file():
-        print(f"texts taken from the store {DEFAULT_STORE}", file=sys.stderr)
-    if default and not Path(store_path).is_file():
-        print(
-            "warning: no texts for the sample (ids only): pass --queries Q --docs D or --store DB "
-            "so that people see the query and document",
-            file=sys.stderr,
-        )
-        return {}, {}
-    from grader.store.store import Store
-
-    if not Path(store_path).is_file():
-        raise InputError("store not found", path=store_path, hint="the --store given to grade")
-    store = Store(store_path)
-    try:
-        return store.queries(qids), store.docs(dids)
-    finally:
-        store.close()
-
-
 def _single(values: list[str | None]) -> str | None:
     distinct = {v for v in values if v is not None}
     return distinct.pop() if len(distinct) == 1 else None
@@ -243,8 +203,8 @@ def _draw(args: argparse.Namespace) -> int:
         floor=args.floor,
     )
     pairs = [(p.query_id, p.doc_id) for p in draw.pairs]
-    queries, docs = _texts(args, pairs)
-    budgets = _budgets(args.prompt, eligible, set(pairs))
+    queries, docs = sample_texts(args, pairs)
+    budgets = prompt_budgets(args.prompt, eligible, set(pairs))
     items = blind_items(
         pairs, queries, docs, allow_missing_text=not (queries or docs), budgets=budgets
     )
@@ -298,37 +258,6 @@ def _draw(args: argparse.Namespace) -> int:
         config = write_labelstudio_tasks(args.labelstudio, items, _scale(args.prompt or prompt))
         print(f"wrote {args.labelstudio} and its labeling config {config}")
     return 0
-
-
-def _budgets(
-    chosen: str | None, judgments: list[Judgment], pairs: set[tuple[str, str]]
-) -> dict[tuple[str, str], PromptSpec]:
-    """The prompt each sampled pair was graded with (`chosen`: the --prompt for every pair), so
-    its document is cut as the LLM saw it. A pair whose prompt is unknown or not an LLM prompt
-    (qrels, the lexical judge) keeps its whole text."""
-    from grader.prompts import load_prompt
-
-    specs: dict[str, PromptSpec | None] = {}
-
-    def spec_of(name: str) -> PromptSpec | None:
-        if name not in specs:
-            try:
-                specs[name] = load_prompt(name)
-            except RelgradeError:
-                if name == chosen:
-                    raise
-                specs[name] = None  # e.g. the lexical judge's: it read the whole text
-        return specs[name]
-
-    budgets: dict[tuple[str, str], PromptSpec] = {}
-    for j in judgments:
-        pair = (j.query_id, j.doc_id)
-        name = chosen or (str(j.prompt) if j.prompt else None)
-        if pair in pairs and name:
-            spec = spec_of(name)
-            if spec is not None:
-                budgets[pair] = spec
-    return budgets
 
 
 def _scale(prompt: str | None) -> list[tuple[int, str]] | None:

@@ -26,12 +26,12 @@ import pyarrow.compute as pc
 
 from grader.errors import InputError
 from grader.io.files import atomic_write, iter_lines
+from grader.io.string_hash import string_hashes
 from grader.io.trec_parse import (
     float_column,
     line_of,
     lines_of,
     parse_columns,
-    string_hashes,
 )
 from grader.io.trec_scan import NumberCheck, finite_number, parses_as_number
 from grader.metrics.ranking import Precision, rank_order, ranks_within
