@@ -32,7 +32,13 @@ from grader.errors import InputError
 from grader.io.runs import run_source
 from grader.io.trec import RUN_COLUMNS, RUN_EXAMPLE, read_run, score_check
 from grader.io.trec_parse import _sniff_delimiter, convert_options, parse_options, regular_rows
-from grader.io.trec_scan import TREC_LINE_LIMIT, check_lines, check_text_head, line_blocks
+from grader.io.trec_scan import (
+    TREC_LINE_LIMIT,
+    check_lines,
+    check_text_head,
+    line_blocks,
+    plain_block,
+)
 from grader.metrics.judged_rows import JudgedRun
 from grader.metrics.ranked import Judgments, join_run
 from grader.metrics.ranking import Precision, rank_order, ranks_within
@@ -184,6 +190,8 @@ class _Blocks:
 def _parse(block: bytes, sniffed: tuple[str, int]) -> pa.RecordBatch | None:
     """A block of whole run lines as one batch (ids as strings, scores as float64) when
     Arrow's fast path takes it as it is, else None."""
+    if not plain_block(block):
+        return None  # a NUL byte, or a line over the limit
     delimiter, width = sniffed
     names = list(RUN_COLUMNS) + [f"extra_{i}" for i in range(width - len(RUN_COLUMNS))]
     types = {n: pa.string() for n in RUN_COLUMNS}

@@ -68,11 +68,13 @@ def _check_duplicates(
     key = string_hashes(table["doc_id"]) ^ (
         qcodes.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
     )
+    ordered = np.sort(key)
+    if not bool(np.any(ordered[1:] == ordered[:-1])):
+        return
+    del ordered
     order = np.argsort(key, kind="stable")  # equal keys in row order
     ordered = key[order]
     repeats = np.flatnonzero(ordered[1:] == ordered[:-1]) + 1
-    if not repeats.size:
-        return
     # Each repeat's first row with its key; repeats confirmed on the ids (hashes may collide).
     starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
     firsts = order[starts[np.searchsorted(starts, repeats, side="right") - 1]]

@@ -39,6 +39,7 @@ from grader.io.trec_scan import (
     first_bad_line,
     line_blocks,
     parses_as_number,
+    plain_block,
 )
 
 if TYPE_CHECKING:  # the careful reader's pandas loads only when a file needs it
@@ -99,7 +100,7 @@ def parse_columns(
 
 
 _PARSE_BLOCK = 1 << 24  # the fast path parses the file in blocks of 16 MiB of whole lines
-_CHUNK = 2 * TREC_LINE_LIMIT  # each parsed in chunks of 2 MiB, on Arrow's threads
+_CHUNK = _PARSE_BLOCK + 2 * TREC_LINE_LIMIT  # a block is one chunk (columns converted in parallel)
 
 
 def _arrow_blocks(
@@ -185,6 +186,8 @@ def _arrow_table(
 ) -> pa.Table | None:
     """A block of whole lines read by pyarrow when it is regular; None means: check its lines
     (and maybe use the careful path)."""
+    if not plain_block(block):
+        return None  # a NUL byte, or a line over the limit: `check_lines` names it
     delimiter, width = sniffed
     columns = list(names)
     if extra_columns and width > len(names):
@@ -237,16 +240,7 @@ def regular_rows(rows: _Rows, names: Sequence[str], numeric: str) -> _Rows | Non
     for name in names:
         if name != numeric and pc.any(pc.equal(rows.column(name), "")).as_py():
             return None  # an empty field: a doubled or trailing delimiter somewhere
-        if name != numeric and rows.num_rows and _not_plain(rows.column(name)):
-            return None  # a NUL byte, or a line over the limit: the careful path names it
     return rows
-
-
-def _not_plain(column: pa.Array | pa.ChunkedArray) -> bool:
-    """Whether a cell of `column` holds a NUL byte or is longer than a TREC line may be."""
-    if pc.max(pc.binary_length(column)).as_py() > TREC_LINE_LIMIT:
-        return True
-    return bool(pc.any(pc.match_substring(column, "\x00")).as_py())
 
 
 def _without_comments(fh: IO[bytes]) -> IO[bytes]:

@@ -75,6 +75,23 @@ def first_bad_line(
             )  # fmt: skip
 
 
+def plain_block(block: bytes) -> bool:
+    """Whether a block of whole lines holds no NUL byte and no line longer than
+    TREC_LINE_LIMIT (the fast readers' test; `check_lines` names the line otherwise). Cheap:
+    a line over the limit covers a whole half-limit window without a newline, and only such a
+    window is looked at closer."""
+    if b"\x00" in block:
+        return False
+    half = TREC_LINE_LIMIT // 2
+    for start in range(0, len(block) - half + 1, half):
+        if block.find(b"\n", start, start + half) < 0:
+            lo = block.rfind(b"\n", 0, start) + 1
+            hi = block.find(b"\n", start)
+            if (len(block) if hi < 0 else hi) - lo > TREC_LINE_LIMIT:
+                return False
+    return True
+
+
 def line_blocks(path: Path, size: int = BLOCK) -> Iterator[tuple[int, bytes]]:
     """(lines before it, a block) of `path`, blocks of about `size` bytes cut after a newline
     (the last one may end without). A line longer than TREC_LINE_LIMIT is an InputError naming
