@@ -262,3 +262,14 @@ def test_grade_takes_a_run_through_process_substitution(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     top10 = read_run(run)
     assert len(read_judgments(out)) == int((top10["rank"] <= 10).sum())
+
+
+@pytest.mark.parametrize("kind", ["gz", "bz2", "xz", "zst"])
+def test_outputs_are_written_compressed_as_named_and_read_back(tmp_path: Path, kind: str) -> None:
+    from grader.io.trec import write_qrels
+
+    frame = read_qrels(_qrels(tmp_path))
+    out = tmp_path / f"out.qrels.{kind}"
+    write_qrels(out, frame)
+    assert out.read_bytes()[:2] != b"q0"  # not plain text
+    assert read_qrels(out).to_dict("list") == frame.to_dict("list")

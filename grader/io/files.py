@@ -1,7 +1,7 @@
 """Low-level file handling shared by every reader and writer.
 
-- `.gz` files are read and written transparently; `.bz2`, `.xz` and `.zst` are read, and a
-  pipe, FIFO or `<(...)` is read once (`grader.io.streams`).
+- `.gz`, `.bz2`, `.xz` and `.zst` files are read and written transparently, and a pipe, FIFO
+  or `<(...)` is read once (`grader.io.streams`).
 - Text must be UTF-8; anything else is an `InputError` naming the file and line, never a crash.
 - Outputs are written atomically (temp file in the same folder, fsync, rename), so a crash never
   leaves half a file behind. The temp file is `.NAME.relgrade-HOST-PID-XXXXXXXX.tmp` beside the
@@ -21,7 +21,14 @@ from pathlib import Path
 from typing import IO
 
 from grader.errors import InputError
-from grader.io.streams import LINE_LIMIT, READ_ERRORS, line_too_long, open_binary
+from grader.io.streams import (
+    LINE_LIMIT,
+    READ_ERRORS,
+    compressed_writer,
+    compression_of,
+    line_too_long,
+    open_binary,
+)
 
 STALE_AFTER_HOURS = 24.0  # a temp file of a live process (or another host's) this old is stale
 PAUSE_ENV = "RELGRADE_TEST_WRITE_PAUSE"  # tests only: `NAME:SECONDS`, wait before renaming NAME
@@ -157,9 +164,9 @@ def _pause_for_tests(target: Path) -> None:
 def atomic_write(path: str | Path) -> Iterator[IO[str]]:
     """Open `path` for writing text; it appears only when the block ends without an exception.
 
-    Writes gzip when the name ends in `.gz`. On error the temp file is removed and any existing
-    file at `path` is left untouched. Stale temp files of earlier, killed writes of `path` are
-    removed first.
+    Compresses as the name says (`.gz`, `.bz2`, `.xz`, `.zst`), as the readers read it. On
+    error the temp file is removed and any existing file at `path` is left untouched. Stale
+    temp files of earlier, killed writes of `path` are removed first.
     """
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
@@ -174,11 +181,7 @@ def atomic_write(path: str | Path) -> Iterator[IO[str]]:
     tmp = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as raw:
-            binary: IO[bytes] = raw
-            if target.suffix == ".gz":
-                import gzip
-
-                binary = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0)  # type: ignore[assignment]
+            binary = compressed_writer(raw, compression_of(target))
             text = io.TextIOWrapper(binary, encoding="utf-8", newline="\n")
             yield text
             text.flush()

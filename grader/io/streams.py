@@ -97,6 +97,41 @@ def decompressed(raw: IO[bytes], compression: str | None) -> IO[bytes]:
     return io.BufferedReader(stream)
 
 
+def compressed_writer(raw: IO[bytes], compression: str | None) -> IO[bytes]:
+    """A binary writer compressing into `raw` (None: `raw` itself); closing it leaves `raw`
+    open (the caller syncs and closes it)."""
+    if compression is None:
+        return raw
+    if compression == "gzip":
+        import gzip
+
+        return gzip.GzipFile(fileobj=raw, mode="wb", mtime=0)  # type: ignore[return-value]
+    if compression == "bz2":
+        import bz2
+
+        return bz2.BZ2File(raw, "wb")
+    if compression == "xz":
+        return lzma.LZMAFile(raw, "wb")
+    import pyarrow as pa
+
+    sink = pa.PythonFile(_Unclosed(raw), mode="w")
+    stream: IO[bytes] = pa.CompressedOutputStream(sink, "zstd")
+    return stream
+
+
+class _Unclosed(io.RawIOBase):
+    """Writes go to `raw`; closing this leaves `raw` open."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        self._raw = raw
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: bytes) -> int:  # type: ignore[override]
+        return self._raw.write(data)
+
+
 def local_file(path: str | Path) -> Path:
     """The regular file to read `path` from: `path` itself, or for a stream its text copied
     (once per process, decompressed) to a temporary file. InputError when it does not exist, is
