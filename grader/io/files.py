@@ -24,9 +24,9 @@ from grader.errors import InputError
 from grader.io.streams import (
     LINE_LIMIT,
     READ_ERRORS,
+    bounded_lines,
     compressed_writer,
     compression_of,
-    line_too_long,
     open_binary,
 )
 
@@ -47,10 +47,8 @@ def iter_lines(path: str | Path, *, limit: int = LINE_LIMIT) -> Iterator[tuple[i
     with _open_binary(p) as fh:
         lineno = 0
         try:
-            while raw := fh.readline(limit + 1):
+            for raw in bounded_lines(fh, p, limit):
                 lineno += 1
-                if len(raw) > limit and not raw.endswith(b"\n"):
-                    raise line_too_long(p, lineno, limit)
                 try:
                     line = raw.decode("utf-8")
                 except UnicodeDecodeError as exc:

@@ -24,6 +24,7 @@ import lzma
 import os
 import shutil
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
@@ -75,6 +76,41 @@ def line_too_long(path: str | Path, line: int, limit: int) -> InputError:
 
 def _size(n: int) -> str:
     return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n:,} bytes"
+
+
+def bounded_lines(fh: IO[bytes], name: str | Path, limit: int) -> Iterator[bytes]:
+    """The lines of `fh` without their newline, read in chunks; a line longer than `limit`
+    bytes is an InputError naming `name` and the line, raised once `limit` bytes of it are
+    read (never more held)."""
+    done = 0  # lines yielded
+    pieces: list[bytes] = []  # the line not yet ended
+    held = 0
+    while data := fh.read(_CHUNK):
+        if b"\n" not in data:
+            pieces.append(data)
+            held += len(data)
+            if held > limit:
+                raise line_too_long(name, done + 1, limit)
+            continue
+        lines = data.split(b"\n")
+        if pieces:
+            lines[0] = b"".join([*pieces, lines[0]])
+            pieces, held = [], 0
+        tail = lines.pop()
+        for line in lines:
+            done += 1
+            if len(line) > limit:
+                raise line_too_long(name, done, limit)
+            yield line
+        if tail:
+            pieces, held = [tail], len(tail)
+            if held > limit:
+                raise line_too_long(name, done + 1, limit)
+    if pieces:
+        line = b"".join(pieces)
+        if len(line) > limit:
+            raise line_too_long(name, done + 1, limit)
+        yield line
 
 
 def decompressed(raw: IO[bytes], compression: str | None) -> IO[bytes]:
