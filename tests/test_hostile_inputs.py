@@ -9,6 +9,7 @@ are swapped. (bench/bad_input_memory.py measures the memory; tests check the ans
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 from pathlib import Path
@@ -195,3 +196,13 @@ def test_evaluate_says_a_run_given_as_qrels_looks_like_a_run(
     assert main(["evaluate", str(qrels), str(qrels)]) == 2
     err = capsys.readouterr().err
     assert f"{qrels}:1: expected 6 columns in a run line, found 4: this looks like qrels" in err
+
+
+@pytest.mark.parametrize("size", [1, 5, 1 << 20, (1 << 20) + 1, 3 << 20])
+def test_bounded_lines_splits_as_bytes_split_across_chunks(size: int) -> None:
+    from grader.io.streams import bounded_lines
+
+    data = b"a" * size + b"\nb\n\n" + b"c" * (size + 1) + b"\nlast"
+    assert list(bounded_lines(io.BytesIO(data), "x", size + 4)) == data.split(b"\n")
+    with pytest.raises(InputError, match=r"^x:4: a line longer than"):
+        list(bounded_lines(io.BytesIO(data), "x", max(size, 1)))
