@@ -100,7 +100,7 @@ def test_dev_zero_as_a_run_is_an_error_on_line_1_not_a_full_memory(tmp_path: Pat
         cwd=tmp_path,
     )
     assert done.returncode == 2
-    assert "/dev/zero:1: a line longer than" in done.stderr
+    assert "/dev/zero:1: not UTF-8 text: a NUL byte" in done.stderr
 
 
 # Bad lines and duplicates -------------------------------------------------------------------

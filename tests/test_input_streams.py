@@ -273,3 +273,15 @@ def test_outputs_are_written_compressed_as_named_and_read_back(tmp_path: Path, k
     write_qrels(out, frame)
     assert out.read_bytes()[:2] != b"q0"  # not plain text
     assert read_qrels(out).to_dict("list") == frame.to_dict("list")
+
+
+@pytestmark_bash
+def test_a_bad_line_in_an_endless_stream_is_named_without_reading_on(tmp_path: Path) -> None:
+    qrels = _qrels(tmp_path)
+    done = _bash(
+        f"relgrade evaluate {qrels} <(echo 'q1 Q0 d1 1 x t'; yes 'q1 Q0 d2 1 1 t')", tmp_path
+    )
+    assert done.returncode == 2
+    assert ":1: score 'x' is not a finite number" in done.stderr
+    flat = _bash(f"relgrade evaluate {qrels} <(yes a | tr -d '\\n')", tmp_path)
+    assert flat.returncode == 2 and ":1: a line longer than 1 MiB" in flat.stderr

@@ -1,7 +1,7 @@
 """Low-level file handling shared by every reader and writer.
 
 - `.gz`, `.bz2`, `.xz` and `.zst` files are read and written transparently, and a pipe, FIFO
-  or `<(...)` is read once (`grader.io.streams`).
+  or `<(...)` is read once (`grader.io.spool`).
 - Text must be UTF-8; anything else is an `InputError` naming the file and line, never a crash.
 - Outputs are written atomically (temp file in the same folder, fsync, rename), so a crash never
   leaves half a file behind. The temp file is `.NAME.relgrade-HOST-PID-XXXXXXXX.tmp` beside the
@@ -21,13 +21,13 @@ from pathlib import Path
 from typing import IO
 
 from grader.errors import InputError
+from grader.io.spool import open_binary
 from grader.io.streams import (
     LINE_LIMIT,
     READ_ERRORS,
     bounded_lines,
     compressed_writer,
     compression_of,
-    open_binary,
 )
 
 STALE_AFTER_HOURS = 24.0  # a temp file of a live process (or another host's) this old is stale
@@ -41,7 +41,7 @@ def _open_binary(path: Path) -> IO[bytes]:
 
 def iter_lines(path: str | Path, *, limit: int = LINE_LIMIT) -> Iterator[tuple[int, str]]:
     """Yield (1-based line number, line without its newline) of a UTF-8 text file (compressed,
-    or a stream: see `grader.io.streams`). A line longer than `limit` bytes is an InputError
+    or a stream: see `grader.io.spool`). A line longer than `limit` bytes is an InputError
     naming it, raised after reading `limit` bytes of it."""
     p = Path(path)
     with _open_binary(p) as fh:

@@ -56,13 +56,13 @@ def _without_compression(name: str) -> str:
 @contextlib.contextmanager
 def run_source(path: str, stdin: BinaryIO | None = None) -> Iterator[str | Path]:
     """The file to read run `path` from. `-` is the run on `stdin` (default: the process's),
-    copied (decompressed, lines bounded: `grader.io.streams.spool`) to a temporary file for the
+    copied (decompressed, lines bounded: `grader.io.spool.spool`) to a temporary file for the
     block's length; an InputError raised in the block then names "stdin" instead of the copy.
     Any other path is read as it is (a pipe or FIFO is copied once on its first open)."""
     if path != STDIN:
         yield path
         return
-    from grader.io.streams import spool
+    from grader.io.spool import spool
 
     copy = spool(sys.stdin.buffer if stdin is None else stdin, "stdin")
     try:
