@@ -206,3 +206,22 @@ def test_bounded_lines_splits_as_bytes_split_across_chunks(size: int) -> None:
     assert list(bounded_lines(io.BytesIO(data), "x", size + 4)) == data.split(b"\n")
     with pytest.raises(InputError, match=r"^x:4: a line longer than"):
         list(bounded_lines(io.BytesIO(data), "x", max(size, 1)))
+
+
+@pytest.mark.parametrize("where", ["early", "late", "query back"])
+def test_a_duplicate_in_a_large_run_is_named_alike_by_both_readers(
+    tmp_path: Path, where: str
+) -> None:
+    rows = _run_lines(200_000)
+    if where == "early":
+        rows[5] = rows[3].replace(" 4 ", " 6 ")  # d3 again, in the same ranking
+    elif where == "late":
+        rows[-2] = rows[-40]
+    else:  # q0 comes back, naming d1 again, before a repeat inside a later ranking
+        rows.insert(300, "q0 Q0 d1 9 1.5 tag")
+        rows[-2] = rows[-40]
+    run = _write(tmp_path / "dup.run", rows)
+    with pytest.raises(InputError) as whole:
+        read_run(run)
+    assert "twice, on lines" in str(whole.value)
+    assert _evaluate_error(_qrels(tmp_path), run) == str(whole.value)

@@ -30,7 +30,7 @@ import pyarrow.csv as pacsv
 
 from grader.errors import InputError
 from grader.io.runs import run_source
-from grader.io.trec import RUN_COLUMNS, RUN_EXAMPLE, read_run, score_check
+from grader.io.trec import RUN_COLUMNS, RUN_EXAMPLE, duplicate_error, read_run, score_check
 from grader.io.trec_parse import _sniff_delimiter, convert_options, parse_options, regular_rows
 from grader.io.trec_scan import (
     TREC_LINE_LIMIT,
@@ -148,9 +148,10 @@ class _Blocks:
         self.heads.append(heads)
         encoded = pc.dictionary_encode(docs)
         doc_codes = np.asarray(encoded.indices.to_numpy(), dtype=np.int64)
-        pairs = np.sort(group * max(len(encoded.dictionary), 1) + doc_codes)
+        keyed = group * max(len(encoded.dictionary), 1) + doc_codes
+        pairs = np.sort(keyed)
         if bool(np.any(pairs[1:] == pairs[:-1])):
-            raise _ReadWhole  # a (query, doc) twice: read_run names both lines
+            self._duplicate(keyed, queries, docs, heads)
         order = rank_order(group, scores, docs, self.precision)
         rank = np.empty(n, dtype=np.int64)
         rank[order] = ranks_within(group[order])
@@ -170,6 +171,22 @@ class _Blocks:
         row_docs = docs if len(picked) == n else docs.take(pa.array(picked))
         at, grade = self.judged.grades_of(row_query, row_docs)
         self.kept.append((row_query[at], rank[picked[at]], grade))
+
+    def _duplicate(self, keyed: Int, queries: pa.Array, docs: pa.Array, heads: pa.Array) -> None:
+        """Raise `read_run`'s error for the earliest line that repeats a (query, doc) of its
+        ranking, found by a scan of the file; _ReadWhole when a query id came back (a repeat
+        across rankings may then come earlier: `read_run` finds it)."""
+        seen = pa.concat_arrays(self.heads)
+        if len(pc.unique(seen)) != len(seen):
+            raise _ReadWhole
+        order = np.argsort(keyed, kind="stable")
+        ordered = keyed[order]
+        row = int(order[1:][ordered[1:] == ordered[:-1]].min())
+        qid, did = str(queries[row].as_py()), str(docs[row].as_py())
+        lines = _pair_lines(self.path, qid, did)
+        if len(lines) < 2:
+            raise _ReadWhole
+        raise duplicate_error(self.path, qid, did, lines[0], lines[1], "run")
 
     def _result(self) -> JudgedRun:
         heads = pa.concat_arrays(self.heads) if self.heads else pa.array([], pa.string())
@@ -212,6 +229,23 @@ def _parse(block: bytes, sniffed: tuple[str, int]) -> pa.RecordBatch | None:
     if not batches:
         return pa.RecordBatch.from_pylist([], schema=rows.schema)
     return batches[0]
+
+
+def _pair_lines(path: Path, qid: str, did: str) -> list[int]:
+    """The first two lines of the run naming (qid, did), read block by block (a block without
+    the doc id is passed over in C)."""
+    q, d = qid.encode(), did.encode()
+    found: list[int] = []
+    for before, block in line_blocks(path, BLOCK):
+        if d not in block:
+            continue
+        for offset, line in enumerate(block.split(b"\n")):
+            cells = line.split()
+            if len(cells) > 2 and cells[0] == q and cells[2] == d:
+                found.append(before + offset + 1)
+                if len(found) == 2:
+                    return found
+    return found
 
 
 def _starts(queries: pa.Array) -> Int:

@@ -84,12 +84,7 @@ def _check_duplicates(
     ids = [table[c].take(pa.array([a, b])).to_pylist() for c in ("query_id", "doc_id")]
     if ids[0][0] == ids[0][1] and ids[1][0] == ids[1][1]:
         first, second = lines_of(path, [a, b])
-        raise InputError(
-            f"query {ids[0][0]!r} lists doc {ids[1][0]!r} twice, on lines {first} and {second}",
-            path=path,
-            line=second,
-            hint=f"keep one line per (query, doc) in a {kind}",
-        )
+        raise duplicate_error(path, ids[0][0], ids[1][0], first, second, kind)
     # a hash collision between different ids: check the rows of repeated hashes exactly
     _check_duplicates_exactly(path, table, np.unique(np.concatenate([firsts, seconds])), kind)
 
@@ -105,13 +100,20 @@ def _check_duplicates_exactly(
     for row, pair in zip(np.sort(rows).tolist(), zip(qids, dids, strict=True), strict=True):
         if pair in seen:
             first, second = lines_of(path, [seen[pair], row])
-            raise InputError(
-                f"query {pair[0]!r} lists doc {pair[1]!r} twice, on lines {first} and {second}",
-                path=path,
-                line=second,
-                hint=f"keep one line per (query, doc) in a {kind}",
-            )
+            raise duplicate_error(path, pair[0], pair[1], first, second, kind)
         seen[pair] = row
+
+
+def duplicate_error(
+    path: str | Path, qid: str, did: str, first: int, second: int, kind: str
+) -> InputError:
+    """The error for a (query, doc) listed on two lines of a run or qrels."""
+    return InputError(
+        f"query {qid!r} lists doc {did!r} twice, on lines {first} and {second}",
+        path=path,
+        line=second,
+        hint=f"keep one line per (query, doc) in a {kind}",
+    )
 
 
 def _bad_score(path: Path, cell: object, line: int) -> InputError:
