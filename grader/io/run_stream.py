@@ -11,10 +11,10 @@ made.
 The checks are those of `read_run`. A block the fast path does not take as is (a line with the
 wrong number of columns, a score that is not a finite number, bad UTF-8, a NUL byte) has its
 lines checked one by one, and the first bad one is named (file and line) as soon as its block
-is read, in the memory of that block. A block rejected only for irregular whitespace, a
-(query, doc) listed twice, or a query whose lines are not together in the file make the run be
-read whole by `read_run`, which reads irregular files and names both lines of a duplicate: the
-answer never depends on which path ran.
+is read, in the memory of that block; a (query, doc) listed twice in a ranking is named with
+both its lines, found by a scan of the file. A block rejected only for irregular whitespace, or
+a query whose lines are not together in the file, make the run be read whole by `read_run`,
+which reads irregular files: the answer never depends on which path ran.
 """
 
 from __future__ import annotations
