@@ -285,7 +285,7 @@ def test_an_empty_run_or_one_answering_no_query_is_a_warning(
     assert "run other answers none of the 2 qrels queries" in warnings[0] and "'t9'" in warnings[0]
 
 
-def test_grade_with_an_empty_run_says_it_found_no_pairs(
+def test_grade_with_an_empty_run_says_it_holds_no_result(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     files = write_grade_files(tmp_path)
@@ -295,4 +295,5 @@ def test_grade_with_an_empty_run_says_it_found_no_pairs(
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "found no pairs to grade" in err and "run.txt" in err
+    assert "the run holds no result (empty, or only comments)" in err
     assert not out.exists()

@@ -1,6 +1,7 @@
 """Blind sample files for people: the CSV they grade, and reading it back as human grades.
 
-The blind CSV holds the query and document text and empty `grade` and `notes` columns, nothing
+The blind CSV holds the query and document text (the document as the LLM saw it: cut to its
+prompt's budget, with a `truncated` column saying so) and empty `grade` and `notes` columns, nothing
 that reveals the LLM's grade: no grade, no confidence, no stratum, and rows in the sample's seeded
 random order (never sorted by grade or stratum). The manifest beside it keeps the design.
 
@@ -21,8 +22,10 @@ from grader.errors import InputError
 from grader.io.files import atomic_write, read_text
 from grader.io.grades import parse_grade as parse_grade_cell
 from grader.io.judgments import qrels_frame
+from grader.io.streams import allow_long_csv_fields
 from grader.io.trec import write_qrels
 from grader.models import GRADES, Doc, Query
+from grader.prompts import PromptSpec, truncate
 
 BLIND_COLUMNS = ("query_id", "doc_id", "query", "document", "grade", "notes")
 OPTIONAL_DOC_COLUMNS = ("title", "path")
@@ -38,6 +41,11 @@ class BlindItem:
     document: str
     title: str | None = None
     path: str | None = None
+    truncated: bool = False  # the document is cut to the prompt's budget, as the LLM saw it
+
+
+Budgets = Mapping[tuple[str, str], PromptSpec]
+"""The prompt each pair was graded with (pairs absent: the whole text was graded)."""
 
 
 def blind_items(
@@ -46,9 +54,12 @@ def blind_items(
     docs: Mapping[str, Doc],
     *,
     allow_missing_text: bool = False,
+    budgets: Budgets | None = None,
 ) -> list[BlindItem]:
     """The items of a sample, in the order given; a pair whose text is unknown is an error,
-    unless `allow_missing_text` (no text source at all: the rows then carry ids only)."""
+    unless `allow_missing_text` (no text source at all: the rows then carry ids only). A pair
+    in `budgets` shows its document as that prompt gave it to the LLM: cut to the prompt's
+    budget, with its marker, and `truncated` as the judgment records it."""
     if allow_missing_text:
         return [BlindItem(query_id=q, doc_id=d, query="", document="") for q, d in pairs]
     out: list[BlindItem] = []
@@ -67,23 +78,32 @@ def blind_items(
     for qid, did in pairs:
         doc = docs[did]
         path = doc.metadata.get("path")
+        spec = budgets.get((qid, did)) if budgets else None
+        text, cut = (doc.text, False) if spec is None else seen_text(spec, doc.text)
         out.append(
             BlindItem(
                 query_id=qid,
                 doc_id=did,
                 query=queries[qid].text,
-                document=doc.text,
+                document=text,
                 title=doc.title,
                 path=None if path is None else str(path),
+                truncated=cut,
             )
         )
     return out
 
 
+def seen_text(spec: PromptSpec, text: str) -> tuple[str, bool]:
+    """A document's text as prompt `spec` gives it to the LLM, and whether it was cut."""
+    return truncate(text.strip("\n"), spec.doc_budget_chars, spec.truncation_marker)
+
+
 def write_blind_csv(path: str | Path, items: Sequence[BlindItem]) -> None:
     """Write the blind CSV (atomically): ids, query, [title, path,] document, empty grade, notes."""
     extra = [c for c in OPTIONAL_DOC_COLUMNS if any(getattr(i, c) for i in items)]
-    columns = ["query_id", "doc_id", "query", *extra, "document", "grade", "notes"]
+    cut = ["truncated"] if any(i.truncated for i in items) else []
+    columns = ["query_id", "doc_id", "query", *extra, "document", *cut, "grade", "notes"]
     with atomic_write(path) as fh:
         writer = csv.writer(fh, lineterminator="\n")
         writer.writerow(columns)
@@ -95,6 +115,7 @@ def write_blind_csv(path: str | Path, items: Sequence[BlindItem]) -> None:
                 "title": item.title or "",
                 "path": item.path or "",
                 "document": item.document,
+                "truncated": "yes" if item.truncated else "",
                 "grade": "",
                 "notes": "",
             }
@@ -125,6 +146,7 @@ def read_blind_csv(path: str | Path) -> tuple[list[BlindItem], dict[tuple[str, s
                 document=get("document"),
                 title=get("title") or None,
                 path=get("path") or None,
+                truncated=get("truncated").strip().lower() in ("yes", "true", "1"),
             )
         )
         if get("grade").strip():
@@ -240,6 +262,7 @@ def write_human_grades(path: str | Path, grades: Sequence[HumanGrade]) -> None:
 
 def _csv_rows(path: str | Path, delimiter: str = ",") -> list[tuple[int, list[str]]]:
     """(starting line, cells) of each non-blank CSV (or TSV) record; the first is the header."""
+    allow_long_csv_fields()
     reader = csv.reader(io.StringIO(read_text(path), newline=""), delimiter=delimiter)
     rows: list[tuple[int, list[str]]] = []
     start = 1

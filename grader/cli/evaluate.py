@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from pathlib import Path
 from typing import Any
 
 from grader.cli.commands import COMMANDS
@@ -114,9 +115,13 @@ def register(sub: Any) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    # QRELS and RUN are checked in `run`, not by argparse: `-m nDCG@10 QRELS RUN` (trec_eval's
+    # order) makes -m take the files as measures, and only `run` can say so.
+    parser.usage = "relgrade evaluate [options] QRELS RUN [RUN ...]"
     parser.add_argument(
         "qrels",
         metavar="QRELS",
+        nargs="?",
         help="TREC qrels (qid iter docid grade, any integer grade), a grades CSV "
         "(query_id,doc_id,grade), or a judgments JSONL from `relgrade grade` (ok judgments; "
         "failed ones stay unjudged); .gz ok",
@@ -124,7 +129,7 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "runs",
         metavar="RUN",
-        nargs="+",
+        nargs="*",
         help="TREC run(s) (qid Q0 docid rank score tag; later columns ignored); - reads stdin",
     )
     add_measures(parser, "measures to compute (see below; default: the list at the end)")
@@ -247,10 +252,30 @@ def _run_warning(name: str, rows: int, scores: Scores) -> str | None:
     return None
 
 
+def _check_files_given(args: argparse.Namespace) -> None:
+    """QRELS and a RUN must be given; when -m took them as measures, say so."""
+    if args.qrels is not None and args.runs:
+        return
+    missing = "QRELS and RUN" if args.qrels is None else "RUN"
+    files = [m for m in args.measures if Path(m).exists() or m == "-"]
+    if files:
+        raise InputError(
+            f"no {missing}: -m took {', '.join(files)} as measures (-m takes every word up to "
+            "the next option)",
+            hint="give the files first (`relgrade evaluate QRELS RUN -m nDCG@10`), or end the "
+            "measures with -- (`-m nDCG@10 -- QRELS RUN`)",
+        )
+    raise InputError(
+        f"the following arguments are required: {missing}",
+        hint="relgrade evaluate QRELS RUN [RUN ...] [-m MEASURE ...]",
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     if args.old_skip_missing:
         print(DEPRECATED_SKIP_MISSING, file=sys.stderr)
         args.skip_missing = True
+    _check_files_given(args)
     given = args.measures or list(DEFAULT_MEASURES)
     parse_measures(given)  # a bad name fails before any file is read
     if args.runs.count("-") > 1:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from grader.errors import InputError
 from grader.io.files import iter_lines
-from grader.io.grade_format import looks_like_qrels
+from grader.io.grade_format import looks_like_qrels, looks_like_run
 from grader.io.runs import run_source
 from grader.io.trec_small import small_judged_run, small_qrels
 from grader.metrics.judgments_dict import DictJudgments
@@ -30,8 +30,15 @@ def read_grades(path: str, *, clamp: bool) -> tuple[DictJudgments | Judgments, d
     grades: 0..3, or `clamp`), told apart by the first line that is not a `#` comment, indexed
     for the join; and what was read: `source`, `top` (the highest grade, None without
     judgments), `clamped`, `ungraded`, `failed`. Qrels without a judgment are an InputError."""
-    for _, line in iter_lines(path):
+    for lineno, line in iter_lines(path):
         if line.strip() and not line.lstrip().startswith("#"):
+            if looks_like_run(line):
+                raise InputError(
+                    "this looks like a run (`qid Q0 docid rank score tag`), not qrels",
+                    path=path,
+                    line=lineno,
+                    hint="give the qrels first, then the runs: relgrade evaluate QRELS RUN",
+                )
             if line.lstrip().startswith("{"):
                 from grader.io.grades import read_llm_grades
 
@@ -82,7 +89,32 @@ def judged_run_file(
     depth: int | None,
 ) -> JudgedRun:
     """The run at `path` (`-`: stdin) joined with `judged`: in plain Python when both are
-    small and plain, else by the Arrow block reader (`grader.io.run_stream`)."""
+    small and plain, else by the Arrow block reader (`grader.io.run_stream`). A run that
+    fails to read and whose first line reads as qrels is said to look like qrels."""
+    try:
+        return _judged_run_file(path, judged, precision=precision, depth=depth)
+    except InputError as exc:
+        if exc.line is None or "columns in a run line" not in exc.reason:
+            raise
+        with run_source(path) as source:
+            first = next(((n, t) for n, t in iter_lines(source) if t.strip()), None)
+        if first is None or not looks_like_qrels(first[1]) or first[0] != exc.line:
+            raise
+        raise InputError(
+            f"{exc.reason}: this looks like qrels (`qid 0 docid grade`), not a run",
+            path=exc.path,
+            line=exc.line,
+            hint="give the qrels first, then the runs: relgrade evaluate QRELS RUN",
+        ) from None
+
+
+def _judged_run_file(
+    path: str,
+    judged: DictJudgments | Judgments,
+    *,
+    precision: Precision,
+    depth: int | None,
+) -> JudgedRun:
     with run_source(path) as source:
         if isinstance(judged, DictJudgments):
             small = small_judged_run(source, judged, precision=precision, depth=depth)

@@ -46,9 +46,10 @@ from calibration.spotcheck.manifest import (
 from calibration.spotcheck.sampling import ALLOCATIONS, STRATEGIES, draw_sample
 from calibration.spotcheck.sequential import UNIFORM_SHARE
 from grader.cli.commands import COMMANDS
-from grader.cli.flags import DEFAULT_STORE, add_store
+from grader.cli.flags import add_store
+from grader.cli.sample_texts import prompt_budgets, sample_texts
 from grader.errors import InputError, RelgradeError
-from grader.models import Doc, Judgment, Query
+from grader.models import Judgment
 
 
 def register(sub: Any) -> None:
@@ -102,7 +103,9 @@ def register(sub: Any) -> None:
         "--labelstudio", metavar="TASKS.json", help="also write Label Studio tasks (and config)"
     )
     parser.add_argument(
-        "--prompt", help="prompt whose scale goes into the Label Studio config (default: judged)"
+        "--prompt",
+        help="prompt the pairs were graded with: documents are cut to its budget as the LLM saw "
+        "them, and its scale goes into the Label Studio config (default: each judgment's)",
     )
     parser.add_argument(
         "--import",
@@ -165,46 +168,6 @@ def _excluded_pairs(paths: list[str]) -> set[tuple[str, str]]:
     return pairs
 
 
-def _texts(
-    args: argparse.Namespace, pairs: list[tuple[str, str]]
-) -> tuple[dict[str, Query], dict[str, Doc]]:
-    """Query and document texts for the sample: --queries/--docs, else --store, else the default
-    store of `relgrade grade` (./relgrade.db) when present. With none of them the sample is still
-    drawn (ids only) and a warning says how to add the texts."""
-    qids = {q for q, _ in pairs}
-    dids = {d for _, d in pairs}
-    if args.queries or args.docs:
-        if not (args.queries and args.docs):
-            raise InputError(
-                "--queries and --docs go together",
-                hint="pass both (or --store DB, which keeps the texts graded)",
-            )
-        from grader.io.docs import read_docs
-        from grader.io.queries import read_queries
-
-        return read_queries(args.queries), read_docs(args.docs, ids=dids)
-    store_path = args.store
-    default = store_path == DEFAULT_STORE
-    if default and Path(store_path).is_file():
-        print(f"texts taken from the store {DEFAULT_STORE}", file=sys.stderr)
-    if default and not Path(store_path).is_file():
-        print(
-            "warning: no texts for the sample (ids only): pass --queries Q --docs D or --store DB "
-            "so that people see the query and document",
-            file=sys.stderr,
-        )
-        return {}, {}
-    from grader.store.store import Store
-
-    if not Path(store_path).is_file():
-        raise InputError("store not found", path=store_path, hint="the --store given to grade")
-    store = Store(store_path)
-    try:
-        return store.queries(qids), store.docs(dids)
-    finally:
-        store.close()
-
-
 def _single(values: list[str | None]) -> str | None:
     distinct = {v for v in values if v is not None}
     return distinct.pop() if len(distinct) == 1 else None
@@ -261,8 +224,11 @@ def _draw(args: argparse.Namespace) -> int:
         threshold=args.threshold,
     )
     pairs = [(p.query_id, p.doc_id) for p in draw.pairs]
-    queries, docs = _texts(args, pairs)
-    items = blind_items(pairs, queries, docs, allow_missing_text=not (queries or docs))
+    queries, docs = sample_texts(args, pairs)
+    budgets = prompt_budgets(args.prompt, eligible, set(pairs))
+    items = blind_items(
+        pairs, queries, docs, allow_missing_text=not (queries or docs), budgets=budgets
+    )
     prompt = _single([str(j.prompt) if j.prompt else None for j in eligible])
     manifest = build_manifest(
         draw,
@@ -306,6 +272,12 @@ def _draw(args: argparse.Namespace) -> int:
             f"  drawn one at a time, the uncertain pairs more often ({draw.uniform_share:g} of "
             "each weight uniform); grade in the order given and stop when the annotation page "
             "says you may"
+        )
+    cut = sum(item.truncated for item in items)
+    if cut:
+        print(
+            f"  {cut} document(s) cut to their prompt's budget, as the LLM saw them (column "
+            "truncated)"
         )
     print(f"wrote {args.out} (blind: grade it with `relgrade annotate {args.out}`)")
     print(f"wrote {manifest_path} (for calibration; do not show it to graders)")

@@ -96,6 +96,12 @@ def pairs_to_grade(
     first_run: dict[tuple[str, str], Path] = {}
     for run_path in map(Path, runs):
         frame = read_run(run_path, precision=precision)
+        if frame.empty:
+            raise InputError(
+                "found no pairs to grade: the run holds no result (empty, or only comments)",
+                path=run_path,
+                hint="give runs with lines `qid Q0 docid rank score tag`",
+            )
         top = frame[frame["rank"] <= depth]
         # Plain lists: iterating the frame's Arrow-backed columns is slow per value.
         ids = list(zip(top["query_id"].tolist(), top["doc_id"].tolist(), strict=True))
@@ -136,14 +142,6 @@ def pairs_to_grade(
                     first_missing_run = first_run[qid, did]
                 continue
             selection.pairs.append(Pair(query, doc))
-    if not selection.candidates:
-        raise InputError(
-            "found no pairs to grade: "
-            + ("the run holds" if len(runs) == 1 else "none of the runs holds")
-            + " a result (empty, or only comments)",
-            path=runs[0] if len(runs) == 1 else ", ".join(str(r) for r in runs),
-            hint="give runs with lines `qid Q0 docid rank score tag`",
-        )
     selection.missing_query_ids = list(missing_q)
     selection.missing_doc_ids = list(missing_d)
     if selection.missing and not skip_missing:

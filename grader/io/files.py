@@ -1,6 +1,7 @@
 """Low-level file handling shared by every reader and writer.
 
-- `.gz` files are read and written transparently.
+- `.gz`, `.bz2`, `.xz` and `.zst` files are read and written transparently, and a pipe, FIFO
+  or `<(...)` is read once (`grader.io.spool`).
 - Text must be UTF-8; anything else is an `InputError` naming the file and line, never a crash.
 - Outputs are written atomically (temp file in the same folder, fsync, rename), so a crash never
   leaves half a file behind. The temp file is `.NAME.relgrade-HOST-PID-XXXXXXXX.tmp` beside the
@@ -20,6 +21,14 @@ from pathlib import Path
 from typing import IO
 
 from grader.errors import InputError
+from grader.io.spool import open_binary
+from grader.io.streams import (
+    LINE_LIMIT,
+    READ_ERRORS,
+    bounded_lines,
+    compressed_writer,
+    compression_of,
+)
 
 STALE_AFTER_HOURS = 24.0  # a temp file of a live process (or another host's) this old is stale
 PAUSE_ENV = "RELGRADE_TEST_WRITE_PAUSE"  # tests only: `NAME:SECONDS`, wait before renaming NAME
@@ -27,24 +36,18 @@ _TEMP_RE = re.compile(r"\.relgrade-(?P<host>[A-Za-z0-9]*)-(?P<pid>\d+)-[a-z0-9_]
 
 
 def _open_binary(path: Path) -> IO[bytes]:
-    if not path.exists():
-        raise InputError("file not found", path=path, hint="check the path")
-    if path.is_dir():
-        raise InputError("is a folder, not a file", path=path)
-    if path.suffix == ".gz":
-        import gzip  # only for .gz files: a plain file opens without it
-
-        return gzip.open(path, "rb")  # type: ignore[return-value]
-    return open(path, "rb")
+    return open_binary(path)
 
 
-def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
-    """Yield (1-based line number, line without its newline) of a UTF-8 text file (or .gz)."""
+def iter_lines(path: str | Path, *, limit: int = LINE_LIMIT) -> Iterator[tuple[int, str]]:
+    """Yield (1-based line number, line without its newline) of a UTF-8 text file (compressed,
+    or a stream: see `grader.io.spool`). A line longer than `limit` bytes is an InputError
+    naming it, raised after reading `limit` bytes of it."""
     p = Path(path)
     with _open_binary(p) as fh:
         lineno = 0
         try:
-            for raw in fh:
+            for raw in bounded_lines(fh, p, limit):
                 lineno += 1
                 try:
                     line = raw.decode("utf-8")
@@ -58,7 +61,7 @@ def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
                 if lineno == 1 and line.startswith("\ufeff"):
                     line = line[1:]
                 yield lineno, line.rstrip("\r\n")
-        except (OSError, EOFError) as exc:  # gzip.BadGzipFile is an OSError
+        except READ_ERRORS as exc:
             raise InputError(f"cannot read: {exc}", path=p, line=lineno + 1) from None
 
 
@@ -68,7 +71,7 @@ def read_text(path: str | Path) -> str:
     with _open_binary(p) as fh:
         try:
             data = fh.read()
-        except (OSError, EOFError) as exc:  # gzip.BadGzipFile is an OSError
+        except READ_ERRORS as exc:
             raise InputError(f"cannot read: {exc}", path=p) from None
     try:
         text = data.decode("utf-8")
@@ -159,9 +162,9 @@ def _pause_for_tests(target: Path) -> None:
 def atomic_write(path: str | Path) -> Iterator[IO[str]]:
     """Open `path` for writing text; it appears only when the block ends without an exception.
 
-    Writes gzip when the name ends in `.gz`. On error the temp file is removed and any existing
-    file at `path` is left untouched. Stale temp files of earlier, killed writes of `path` are
-    removed first.
+    Compresses as the name says (`.gz`, `.bz2`, `.xz`, `.zst`), as the readers read it. On
+    error the temp file is removed and any existing file at `path` is left untouched. Stale
+    temp files of earlier, killed writes of `path` are removed first.
     """
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
@@ -176,11 +179,7 @@ def atomic_write(path: str | Path) -> Iterator[IO[str]]:
     tmp = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as raw:
-            binary: IO[bytes] = raw
-            if target.suffix == ".gz":
-                import gzip
-
-                binary = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0)  # type: ignore[assignment]
+            binary = compressed_writer(raw, compression_of(target))
             text = io.TextIOWrapper(binary, encoding="utf-8", newline="\n")
             yield text
             text.flush()

@@ -20,3 +20,16 @@ def looks_like_qrels(line: str) -> bool:
         return False
     names = {HEADER_ALIASES.get(c.lower(), c.lower()) for c in cells}
     return not set(REQUIRED) <= names
+
+
+def looks_like_run(line: str) -> bool:
+    """Whether a line reads as a TREC run line (`qid Q0 docid rank score tag`): six or more
+    whitespace-separated cells, no comma, a number in the rank and score columns."""
+    cells = line.split()
+    if len(cells) < 6 or "," in line:
+        return False
+    try:
+        float(cells[3]), float(cells[4])
+    except ValueError:
+        return False
+    return True

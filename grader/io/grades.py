@@ -35,6 +35,7 @@ from grader.io.grade_format import HEADER_ALIASES as _HEADER_ALIASES
 from grader.io.grade_format import REQUIRED as _REQUIRED
 from grader.io.grade_format import looks_like_qrels as looks_like_qrels
 from grader.io.judgments import ReadCounts, iter_judgments
+from grader.io.streams import allow_long_csv_fields
 from grader.io.trec import read_qrels
 from grader.models import MAX_GRADE, MIN_GRADE
 
@@ -81,6 +82,7 @@ def _qrels_frame(path: str | Path, clamp: bool) -> pd.DataFrame:
 
 def _csv_rows(path: str | Path, delimiter: str) -> Iterator[tuple[int, list[str]]]:
     """(line number, cells) of every non-blank CSV record; quoted fields may span lines."""
+    allow_long_csv_fields()
     lines = (line + "\n" for _, line in iter_lines(path))
     reader = csv.reader(lines, delimiter=delimiter, strict=True)
     try:

@@ -2,16 +2,19 @@
 
 Every measure needs, per query, the ranks and grades of the judged documents a run returned and
 how many it returned (see `grader.metrics.ranked`). So a 10-million-line run need not be held
-whole: it is read in blocks of a few MiB (Arrow's streaming CSV reader), each complete ranking
-is ordered as trec_eval orders it (score descending in the chosen precision, ties by doc id
-descending), and of its rows only (qrels query code, rank, grade) of judged documents are kept,
-as int64 arrays. Peak memory is a block, not the file; no per-row Python object is made.
+whole: it is read in blocks of a few MiB cut at line ends (each parsed by Arrow), each complete
+ranking is ordered as trec_eval orders it (score descending in the chosen precision, ties by
+doc id descending), and of its rows only (qrels query code, rank, grade) of judged documents
+are kept, as int64 arrays. Peak memory is a block, not the file; no per-row Python object is
+made.
 
-The checks are those of `read_run`. Whenever a block is not what the fast path takes as is (a
-line with the wrong number of columns, irregular whitespace, a score that is not a finite
-number, bad UTF-8, a (query, doc) listed twice) or a query's lines are not together in the
-file, the run is read whole by `read_run`, which reads irregular files and names the exact line
-of an error: the answer never depends on which path ran.
+The checks are those of `read_run`. A block the fast path does not take as is (a line with the
+wrong number of columns, a score that is not a finite number, bad UTF-8, a NUL byte) has its
+lines checked one by one, and the first bad one is named (file and line) as soon as its block
+is read, in the memory of that block; a (query, doc) listed twice in a ranking is named with
+both its lines, found by a scan of the file. A block rejected only for irregular whitespace, or
+a query whose lines are not together in the file, make the run be read whole by `read_run`,
+which reads irregular files: the answer never depends on which path ran.
 """
 
 from __future__ import annotations
@@ -27,13 +30,21 @@ import pyarrow.csv as pacsv
 
 from grader.errors import InputError
 from grader.io.runs import run_source
-from grader.io.trec import RUN_COLUMNS, read_run
+from grader.io.trec import RUN_COLUMNS, RUN_EXAMPLE, duplicate_error, read_run, score_check
 from grader.io.trec_parse import _sniff_delimiter, convert_options, parse_options, regular_rows
+from grader.io.trec_scan import (
+    TREC_LINE_LIMIT,
+    check_lines,
+    check_text_head,
+    line_blocks,
+    plain_block,
+)
 from grader.metrics.judged_rows import JudgedRun
 from grader.metrics.ranked import Judgments, join_run
 from grader.metrics.ranking import Precision, rank_order, ranks_within
 
 BLOCK = 1 << 22  # 4 MiB of text, ~120,000 run lines: Arrow's parse stays fast, memory small
+_PARSE_CHUNK = 2 * TREC_LINE_LIMIT  # Arrow parses a block in chunks of this, on its threads
 
 Int = npt.NDArray[np.int64]
 
@@ -86,48 +97,45 @@ class _Blocks:
         self.kept: list[tuple[Int, Int, Int]] = []  # (qrels query code, rank, grade)
 
     def read(self) -> JudgedRun:
+        check_text_head(self.path, "run")  # a binary file is told as such
         sniffed = _sniff_delimiter(self.path)
         if sniffed is None:
-            raise _ReadWhole  # an empty file, a BOM, mixed separators: the careful reader's
-        delimiter, width = sniffed
-        names = list(RUN_COLUMNS) + [f"extra_{i}" for i in range(width - len(RUN_COLUMNS))]
-        types = {n: pa.string() for n in RUN_COLUMNS}
-        types["score"] = pa.float64()
-        reader = pacsv.open_csv(
-            self.path,
-            read_options=pacsv.ReadOptions(column_names=names, block_size=BLOCK),
-            parse_options=parse_options(delimiter),
-            convert_options=convert_options(RUN_COLUMNS, types),
-        )
+            raise _ReadWhole  # empty, a BOM, mixed separators: read_run's
         carry: tuple[pa.Array, pa.Array, npt.NDArray[np.float64]] | None = None
-        with reader:
-            for batch in reader:
-                queries, docs, scores = self._checked(batch)
-                if carry is not None:
-                    queries = pa.concat_arrays([carry[0], queries])
-                    docs = pa.concat_arrays([carry[1], docs])
-                    scores = np.concatenate([carry[2], scores])
-                if not len(queries):
-                    continue
-                # the last ranking may go on in the next block: keep it for then
-                last = _starts(queries)[-1]
-                if last:
-                    self._rankings(queries.slice(0, last), docs.slice(0, last), scores[:last])
-                carry = (queries.slice(last), docs.slice(last), scores[last:])
+        for before, block in line_blocks(self.path, BLOCK):
+            queries, docs, scores = self._checked(block, before, sniffed)
+            if carry is not None:
+                queries = pa.concat_arrays([carry[0], queries])
+                docs = pa.concat_arrays([carry[1], docs])
+                scores = np.concatenate([carry[2], scores])
+            if not len(queries):
+                continue
+            # the last ranking may go on in the next block: keep it for then
+            last = _starts(queries)[-1]
+            if last:
+                self._rankings(queries.slice(0, last), docs.slice(0, last), scores[:last])
+            carry = (queries.slice(last), docs.slice(last), scores[last:])
         if carry is not None and len(carry[0]):
             self._rankings(*carry)
         return self._result()
 
-    def _checked(self, batch: pa.RecordBatch) -> tuple[pa.Array, pa.Array, npt.NDArray[np.float64]]:
-        """A block's (query ids, doc ids, scores) without comment lines; _ReadWhole when a
-        field is empty (irregular whitespace) or a score is missing or not finite."""
-        rows = regular_rows(batch, RUN_COLUMNS, "score")
-        if rows is None:
+    def _checked(
+        self, block: bytes, before: int, sniffed: tuple[str, int]
+    ) -> tuple[pa.Array, pa.Array, npt.NDArray[np.float64]]:
+        """A block's (query ids, doc ids, scores) without comment lines. A block the fast path
+        does not take (a bad line, a missing or non-finite score, an empty field) raises at
+        its first bad line, named as `read_run` names it; one without a bad line (irregular
+        whitespace) raises _ReadWhole."""
+        rows = _parse(block, sniffed)
+        scores = None if rows is None else rows.column("score").to_numpy(zero_copy_only=False)
+        if rows is None or scores is None or not np.isfinite(scores).all():
+            check_lines(
+                self.path, block, before, RUN_COLUMNS, "score", "run", RUN_EXAMPLE,
+                extra_columns=True, number_error=score_check(self.path),
+            )  # fmt: skip
             raise _ReadWhole
         self.rows += rows.num_rows
-        scores = np.asarray(rows.column("score").to_numpy(), dtype=np.float64)
-        if not np.isfinite(scores).all():
-            raise _ReadWhole
+        scores = np.asarray(scores, dtype=np.float64)
         return rows.column("query_id"), rows.column("doc_id"), scores
 
     def _rankings(self, queries: pa.Array, docs: pa.Array, scores: npt.NDArray[np.float64]) -> None:
@@ -140,9 +148,10 @@ class _Blocks:
         self.heads.append(heads)
         encoded = pc.dictionary_encode(docs)
         doc_codes = np.asarray(encoded.indices.to_numpy(), dtype=np.int64)
-        pairs = np.sort(group * max(len(encoded.dictionary), 1) + doc_codes)
+        keyed = group * max(len(encoded.dictionary), 1) + doc_codes
+        pairs = np.sort(keyed)
         if bool(np.any(pairs[1:] == pairs[:-1])):
-            raise _ReadWhole  # a (query, doc) twice: read_run names both lines
+            self._duplicate(keyed, queries, docs, heads)
         order = rank_order(group, scores, docs, self.precision)
         rank = np.empty(n, dtype=np.int64)
         rank[order] = ranks_within(group[order])
@@ -163,10 +172,26 @@ class _Blocks:
         at, grade = self.judged.grades_of(row_query, row_docs)
         self.kept.append((row_query[at], rank[picked[at]], grade))
 
+    def _duplicate(self, keyed: Int, queries: pa.Array, docs: pa.Array, heads: pa.Array) -> None:
+        """Raise `read_run`'s error for the earliest line that repeats a (query, doc) of its
+        ranking, found by a scan of the file; _ReadWhole when a query id came back (a repeat
+        across rankings may then come earlier: `read_run` finds it)."""
+        seen = pa.concat_arrays(self.heads)
+        if len(pc.unique(seen)) != len(seen):
+            raise _ReadWhole
+        order = np.argsort(keyed, kind="stable")
+        ordered = keyed[order]
+        row = int(order[1:][ordered[1:] == ordered[:-1]].min())
+        qid, did = str(queries[row].as_py()), str(docs[row].as_py())
+        lines = _pair_lines(self.path, qid, did)
+        if len(lines) < 2:
+            raise _ReadWhole
+        raise duplicate_error(self.path, qid, did, lines[0], lines[1], "run")
+
     def _result(self) -> JudgedRun:
         heads = pa.concat_arrays(self.heads) if self.heads else pa.array([], pa.string())
         if len(pc.unique(heads)) != len(heads):
-            raise _ReadWhole  # a query's lines are not together: rank the run whole
+            raise _ReadWhole  # a query's lines are not together: rank it whole
         stray = heads.filter(pc.less(pa.array(self.judged.query_codes(heads)), 0))
         unjudged = tuple(str(q) for q in stray.to_pylist())
         empty = np.zeros(0, dtype=np.int64)
@@ -177,6 +202,50 @@ class _Blocks:
         )
         ranked = self.judged.ranked(query, rank, grade, self.returned, unjudged)
         return JudgedRun(ranked, self.rows)
+
+
+def _parse(block: bytes, sniffed: tuple[str, int]) -> pa.RecordBatch | None:
+    """A block of whole run lines as one batch (ids as strings, scores as float64) when
+    Arrow's fast path takes it as it is, else None."""
+    if not plain_block(block):
+        return None  # a NUL byte, or a line over the limit
+    delimiter, width = sniffed
+    names = list(RUN_COLUMNS) + [f"extra_{i}" for i in range(width - len(RUN_COLUMNS))]
+    types = {n: pa.string() for n in RUN_COLUMNS}
+    types["score"] = pa.float64()
+    try:
+        table = pacsv.read_csv(
+            pa.BufferReader(block),
+            read_options=pacsv.ReadOptions(column_names=names, block_size=_PARSE_CHUNK),
+            parse_options=parse_options(delimiter),
+            convert_options=convert_options(RUN_COLUMNS, types),
+        )
+    except pa.ArrowException:
+        return None
+    rows = regular_rows(table.combine_chunks(), RUN_COLUMNS, "score")
+    if rows is None:
+        return None
+    batches = rows.to_batches()
+    if not batches:
+        return pa.RecordBatch.from_pylist([], schema=rows.schema)
+    return batches[0]
+
+
+def _pair_lines(path: Path, qid: str, did: str) -> list[int]:
+    """The first two lines of the run naming (qid, did), read block by block (a block without
+    the doc id is passed over in C)."""
+    q, d = qid.encode(), did.encode()
+    found: list[int] = []
+    for before, block in line_blocks(path, BLOCK):
+        if d not in block:
+            continue
+        for offset, line in enumerate(block.split(b"\n")):
+            cells = line.split()
+            if len(cells) > 2 and cells[0] == q and cells[2] == d:
+                found.append(before + offset + 1)
+                if len(found) == 2:
+                    return found
+    return found
 
 
 def _starts(queries: pa.Array) -> Int:

@@ -1,9 +1,10 @@
 """Reading runs, and the one rule for naming them (`evaluate`, `calibrate` and `regrade` alike).
 
-A run is named by its file stem (`bm25.txt.gz` -> `bm25`). Stems that repeat get their folder
-prepended (`a/run`, `b/run`), or, in the same folder, the whole file name (`r.txt`, `r.txt.gz`);
-the very same file given twice gets a prime (`r.txt'`). `-` reads the run from stdin, named
-`stdin`. Two runs never share a name, so no command has to refuse them.
+A run is named by its file stem (`bm25.txt.gz` -> `bm25`; `.bz2`, `.xz`, `.zst` alike). Stems
+that repeat get their folder prepended (`a/run`, `b/run`), or, in the same folder, the whole
+file name (`r.txt`, `r.txt.gz`); the very same file given twice gets a prime (`r.txt'`). `-`
+reads the run from stdin, named `stdin`. Two runs never share a name, so no command has to
+refuse them.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def run_names(paths: Sequence[str]) -> list[str]:
     """Each run's name, in order: the file stem, disambiguated as the module docstring says."""
     stems = []
     for text in paths:
-        name = "stdin" if text == STDIN else Path(text).name.removesuffix(".gz")
+        name = "stdin" if text == STDIN else _without_compression(Path(text).name)
         stems.append(Path(name).stem or name)
     parents = [Path(t).parent.name for t in paths]
     names: list[str] = []
@@ -44,26 +45,32 @@ def run_names(paths: Sequence[str]) -> list[str]:
     return names
 
 
+def _without_compression(name: str) -> str:
+    """A file name without its compression suffix (`bm25.txt.zst` -> `bm25.txt`)."""
+    from grader.io.streams import COMPRESSED
+
+    suffix = Path(name).suffix
+    return name.removesuffix(suffix) if suffix.lower() in COMPRESSED else name
+
+
 @contextlib.contextmanager
 def run_source(path: str, stdin: BinaryIO | None = None) -> Iterator[str | Path]:
     """The file to read run `path` from. `-` is the run on `stdin` (default: the process's),
-    copied to a temporary file for the block's length; an InputError raised in the block then
-    names "stdin" instead of the copy."""
+    copied (decompressed, lines bounded: `grader.io.spool.spool`) to a temporary file for the
+    block's length; an InputError raised in the block then names "stdin" instead of the copy.
+    Any other path is read as it is (a pipe or FIFO is copied once on its first open)."""
     if path != STDIN:
         yield path
         return
-    import shutil
-    import tempfile
+    from grader.io.spool import spool
 
-    source = sys.stdin.buffer if stdin is None else stdin
-    with tempfile.TemporaryDirectory(prefix="relgrade-") as folder:
-        copy = Path(folder) / "stdin"
-        with open(copy, "wb") as fh:
-            shutil.copyfileobj(source, fh)
-        try:
-            yield copy
-        except InputError as exc:
-            raise InputError(exc.reason, path="stdin", line=exc.line, hint=exc.hint) from None
+    copy = spool(sys.stdin.buffer if stdin is None else stdin, "stdin")
+    try:
+        yield copy
+    except InputError as exc:
+        raise InputError(exc.reason, path="stdin", line=exc.line, hint=exc.hint) from None
+    finally:
+        copy.unlink(missing_ok=True)
 
 
 def read_run_file(

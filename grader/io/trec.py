@@ -26,7 +26,13 @@ import pyarrow.compute as pc
 
 from grader.errors import InputError
 from grader.io.files import atomic_write, iter_lines
-from grader.io.trec_parse import float_column, line_of, lines_of, parse_columns, string_hashes
+from grader.io.string_hash import string_hashes
+from grader.io.trec_parse import (
+    float_column,
+    line_of,
+    lines_of,
+    parse_columns,
+)
 from grader.io.trec_scan import NumberCheck, finite_number, parses_as_number
 from grader.metrics.ranking import Precision, rank_order, ranks_within
 
@@ -35,6 +41,7 @@ if TYPE_CHECKING:  # pandas (and pydantic, through grader.models) load only wher
 
 RUN_COLUMNS = ("query_id", "q0", "doc_id", "file_rank", "score", "tag")
 QRELS_COLUMNS = ("query_id", "iteration", "doc_id", "grade")
+RUN_EXAMPLE = "qid Q0 docid rank score tag"
 
 
 def _query_codes(column: pa.ChunkedArray) -> npt.NDArray[np.int64]:
@@ -56,30 +63,52 @@ def _query_codes(column: pa.ChunkedArray) -> npt.NDArray[np.int64]:
 def _check_duplicates(
     path: Path, table: pa.Table, qcodes: npt.NDArray[np.int64], kind: str
 ) -> None:
-    """Raise naming both lines when the same (query_id, doc_id) appears twice."""
+    """Raise naming both lines when the same (query_id, doc_id) appears twice: the earliest
+    line that repeats one before it, and that one. Memory: a few arrays of one int per row."""
     key = string_hashes(table["doc_id"]) ^ (
         qcodes.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
     )
     ordered = np.sort(key)
     if not bool(np.any(ordered[1:] == ordered[:-1])):
         return
-    import pandas as pd
+    del ordered
+    order = np.argsort(key, kind="stable")  # equal keys in row order
+    ordered = key[order]
+    repeats = np.flatnonzero(ordered[1:] == ordered[:-1]) + 1
+    # Each repeat's first row with its key; repeats confirmed on the ids (hashes may collide).
+    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+    firsts = order[starts[np.searchsorted(starts, repeats, side="right") - 1]]
+    seconds = order[repeats]
+    at = int(np.argmin(seconds))
+    a, b = int(firsts[at]), int(seconds[at])
+    ids = [table[c].take(pa.array([a, b])).to_pylist() for c in ("query_id", "doc_id")]
+    if ids[0][0] == ids[0][1] and ids[1][0] == ids[1][1]:
+        first, second = lines_of(path, [a, b])
+        raise duplicate_error(path, ids[0][0], ids[1][0], first, second, kind)
+    # a hash collision between different ids: check the rows of repeated hashes exactly
+    _check_duplicates_exactly(path, table, np.unique(np.concatenate([firsts, seconds])), kind)
 
-    rows = np.flatnonzero(pd.Series(key).duplicated(keep=False).to_numpy())
-    sub = pd.DataFrame(
-        {
-            "row": rows,
-            "query_id": table["query_id"].take(pa.array(rows)).to_pylist(),
-            "doc_id": table["doc_id"].take(pa.array(rows)).to_pylist(),
-        }
-    )
-    sub = sub[sub.duplicated(["query_id", "doc_id"], keep=False)]
-    if sub.empty:
-        return  # only hash collisions between different ids
-    qid, did = sub["query_id"].iat[0], sub["doc_id"].iat[0]
-    pair = sub.loc[(sub["query_id"] == qid) & (sub["doc_id"] == did), "row"].to_numpy()[:2]
-    first, second = lines_of(path, [int(pair[0]), int(pair[1])])
-    raise InputError(
+
+def _check_duplicates_exactly(
+    path: Path, table: pa.Table, rows: npt.NDArray[np.int64], kind: str
+) -> None:
+    """The same check on the rows whose hashes repeat, on the ids themselves."""
+    seen: dict[tuple[str, str], int] = {}
+    taken = pa.array(np.sort(rows))
+    qids = table["query_id"].take(taken).to_pylist()
+    dids = table["doc_id"].take(taken).to_pylist()
+    for row, pair in zip(np.sort(rows).tolist(), zip(qids, dids, strict=True), strict=True):
+        if pair in seen:
+            first, second = lines_of(path, [seen[pair], row])
+            raise duplicate_error(path, pair[0], pair[1], first, second, kind)
+        seen[pair] = row
+
+
+def duplicate_error(
+    path: str | Path, qid: str, did: str, first: int, second: int, kind: str
+) -> InputError:
+    """The error for a (query, doc) listed on two lines of a run or qrels."""
+    return InputError(
         f"query {qid!r} lists doc {did!r} twice, on lines {first} and {second}",
         path=path,
         line=second,
@@ -96,7 +125,7 @@ def _bad_score(path: Path, cell: object, line: int) -> InputError:
     )
 
 
-def _score_check(path: Path) -> NumberCheck:
+def score_check(path: Path) -> NumberCheck:
     """The score check of a run line, for the bounded-memory search of a bad line."""
     return lambda cell, line: None if finite_number(cell) else _bad_score(path, cell, line)
 
@@ -133,9 +162,9 @@ def read_run(path: str | Path, *, precision: Precision = "float32") -> pd.DataFr
         RUN_COLUMNS,
         "score",
         "run",
-        "qid Q0 docid rank score tag",
+        RUN_EXAMPLE,
         extra_columns=True,
-        number_error=_score_check(p),
+        number_error=score_check(p),
     )
     scores = _finite_scores(p, table)
     table = table.select(["query_id", "doc_id", "tag"])  # free the other columns early

@@ -1,11 +1,12 @@
 """Tokenising whitespace-separated TREC files into Arrow columns, fast and with exact errors.
 
 The fast path is pyarrow's multi-threaded CSV reader with the file's single delimiter, ids as
-large strings and the numeric column parsed to float64 in C++. Any file it cannot take as is
-(mixed or repeated whitespace, a BOM, bad bytes, wrong column counts, an unparseable number)
-goes through pandas' C tokenizer, which splits on any whitespace and names the bad line. So
-regular files are read at Arrow speed and irregular ones still read, or fail with file, line
-and fix.
+large strings and the numeric column parsed to float64 in C++, fed blocks of 16 MiB of whole
+lines (`trec_scan.line_blocks`). A block it rejects has its lines checked at once, so a bad line
+is named (file and line) as soon as its block is read, in that block's memory. A file with no
+bad line that Arrow still cannot take (mixed or repeated whitespace, a BOM) goes through pandas'
+C tokenizer, which splits on any whitespace. So regular files are read at Arrow speed and
+irregular ones still read, or fail with file, line and fix.
 
 Both paths read files as trec_eval 10 does: a line whose first non-blank character is `#` is a
 comment and skipped, and (for runs, `extra_columns=True`) the columns after the expected ones
@@ -14,11 +15,10 @@ are ignored. A line with fewer columns stays an error naming file and line.
 
 from __future__ import annotations
 
-import gzip
 import io
 import re
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, TypeVar
 
@@ -30,7 +30,17 @@ import pyarrow.csv as pacsv
 
 from grader.errors import InputError
 from grader.io.files import _open_binary, iter_lines
-from grader.io.trec_scan import NumberCheck, check_text_head, first_bad_line, parses_as_number
+from grader.io.streams import READ_ERRORS
+from grader.io.trec_scan import (
+    TREC_LINE_LIMIT,
+    NumberCheck,
+    check_lines,
+    check_text_head,
+    first_bad_line,
+    line_blocks,
+    parses_as_number,
+    plain_block,
+)
 
 if TYPE_CHECKING:  # the careful reader's pandas loads only when a file needs it
     import pandas as pd
@@ -68,24 +78,63 @@ def parse_columns(
     """
     check_text_head(path, kind)  # a binary file is "not UTF-8", not a column count
     sniffed = _sniff_delimiter(path)
-    table = None if sniffed is None else _arrow_table(path, names, numeric, extra_columns, sniffed)
-    if table is None and sniffed is not None:
-        first_bad_line(
-            path,
-            lambda block: _arrow_table(block, names, numeric, extra_columns, sniffed) is not None,
-            names,
-            numeric,
-            kind,
-            example,
-            extra_columns=extra_columns,
-            number_error=number_error or _not_a_number(path, numeric),
-        )
+    table = None
+    if sniffed is not None:
+        number_error = number_error or _not_a_number(path, numeric)
+        table = _arrow_blocks(
+            path, names, numeric, kind, example, sniffed,
+            extra_columns=extra_columns, number_error=number_error,
+        )  # fmt: skip
+        if table is None:  # an irregular block: is a later line bad?
+            first_bad_line(
+                path, _block_check(names, numeric, extra_columns, sniffed),
+                names, numeric, kind, example,
+                extra_columns=extra_columns, number_error=number_error,
+            )  # fmt: skip
     if table is None:
         frame = _parse_pandas(path, names, kind, example, extra_columns)
         table = pa.table(
             {n: pa.array(frame[n].to_numpy(dtype=object), pa.large_string()) for n in names}
         )
     return table
+
+
+_PARSE_BLOCK = 1 << 24  # the fast path parses the file in blocks of 16 MiB of whole lines
+_CHUNK = _PARSE_BLOCK + 2 * TREC_LINE_LIMIT  # a block is one chunk (columns converted in parallel)
+
+
+def _arrow_blocks(
+    path: Path,
+    names: tuple[str, ...],
+    numeric: str,
+    kind: str,
+    example: str,
+    sniffed: tuple[str, int],
+    *,
+    extra_columns: bool,
+    number_error: NumberCheck,
+) -> pa.Table | None:
+    """The file read by Arrow block by block. A block Arrow rejects has its lines checked at
+    once, and the first bad one raises (file and line, in that block's memory); None when it
+    holds no bad line (irregular whitespace: the careful path's business)."""
+    tables = []
+    for before, block in line_blocks(path, _PARSE_BLOCK):
+        table = _arrow_table(block, names, numeric, extra_columns, sniffed)
+        if table is None:
+            check_lines(
+                path, block, before, names, numeric, kind, example,
+                extra_columns=extra_columns, number_error=number_error,
+            )  # fmt: skip
+            return None
+        tables.append(table)
+    return pa.concat_tables(tables) if tables else None
+
+
+def _block_check(
+    names: tuple[str, ...], numeric: str, extra_columns: bool, sniffed: tuple[str, int]
+) -> Callable[[bytes], bool]:
+    """Whether Arrow's fast path takes a block of whole lines as it is."""
+    return lambda block: _arrow_table(block, names, numeric, extra_columns, sniffed) is not None
 
 
 _HEAD = 4096
@@ -97,7 +146,7 @@ def _sniff_delimiter(path: Path) -> tuple[str, int] | None:
     with _open_binary(path) as fh:
         try:
             head = fh.read(_HEAD)
-        except (OSError, EOFError, gzip.BadGzipFile):
+        except (*READ_ERRORS, ValueError):
             return None
     if not head or head.startswith(b"\xef\xbb\xbf"):
         return None
@@ -129,14 +178,16 @@ def _not_a_number(path: Path, numeric: str) -> NumberCheck:
 
 
 def _arrow_table(
-    source: Path | bytes,
+    block: bytes,
     names: tuple[str, ...],
     numeric: str,
     extra_columns: bool,
     sniffed: tuple[str, int],
 ) -> pa.Table | None:
-    """A file (or a block of its whole lines) read by pyarrow when it is regular; None means: use
-    the careful path."""
+    """A block of whole lines read by pyarrow when it is regular; None means: check its lines
+    (and maybe use the careful path)."""
+    if not plain_block(block):
+        return None  # a NUL byte, or a line over the limit: `check_lines` names it
     delimiter, width = sniffed
     columns = list(names)
     if extra_columns and width > len(names):
@@ -145,12 +196,12 @@ def _arrow_table(
     types[numeric] = pa.float64()
     try:
         table = pacsv.read_csv(
-            pa.BufferReader(source) if isinstance(source, bytes) else source,
-            read_options=pacsv.ReadOptions(column_names=columns, block_size=1 << 24),
+            pa.BufferReader(block),
+            read_options=pacsv.ReadOptions(column_names=columns, block_size=_CHUNK),
             parse_options=parse_options(delimiter),
             convert_options=convert_options(names, types),
         )
-    except (pa.ArrowException, OSError, EOFError, gzip.BadGzipFile):
+    except pa.ArrowException:
         return None
     return regular_rows(table, names, numeric)
 
@@ -259,7 +310,7 @@ def _parse_pandas(
         for _ in iter_lines(path):  # names the line of the first bad byte
             pass
         raise InputError("not valid UTF-8", path=path, hint="re-encode the file as UTF-8") from None
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+    except READ_ERRORS as exc:
         raise InputError(f"cannot read: {exc}", path=path) from None
     short = np.flatnonzero((frame[names[-1]] == "").to_numpy())
     if short.size:
@@ -307,81 +358,3 @@ def float_column(column: pa.ChunkedArray) -> tuple[npt.NDArray[np.float64], pa.C
         series = pd.Series(column.to_numpy(zero_copy_only=False), dtype=object)
         values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64)
     return np.asarray(values, dtype=np.float64), column
-
-
-_HASH_BASE = np.uint64(1099511628211)
-_HASH_ROWS = 1 << 20
-
-
-def string_hashes(column: pa.ChunkedArray | pa.Array) -> npt.NDArray[np.uint64]:
-    """A 64-bit polynomial hash of every string, vectorised over the Arrow buffers.
-
-    Equal strings always hash equal; callers needing exactness confirm matches on the strings.
-    Hashing 10M ids costs about one pass over their bytes, far less than building a
-    10M-entry hash table.
-    """
-    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
-    parts = [_hash_chunk(chunk) for chunk in chunks]
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)
-
-
-def _hash_chunk(arr: pa.Array) -> npt.NDArray[np.uint64]:
-    n = len(arr)
-    out = np.zeros(n, dtype=np.uint64)
-    if n == 0:
-        return out
-    wide = pa.types.is_large_string(arr.type)
-    width = 8 if wide else 4
-    buffers = arr.buffers()
-    offsets = np.frombuffer(
-        buffers[1], dtype=np.int64 if wide else np.int32, count=n + 1, offset=arr.offset * width
-    ).astype(np.int64)
-    data = (
-        np.frombuffer(buffers[2], dtype=np.uint8)
-        if buffers[2] is not None
-        else np.zeros(0, dtype=np.uint8)
-    )
-    lengths = np.diff(offsets)
-    longest = int(lengths.max())
-    if longest == 0:
-        return out
-    if longest * n <= 2 * int(lengths.sum()):
-        return _hash_by_position(data, offsets[:-1], lengths, longest)
-    powers = np.ones(max(longest, 1), dtype=np.uint64)
-    if longest > 1:
-        powers[1:] = np.cumprod(np.full(longest - 1, _HASH_BASE, dtype=np.uint64))
-    for start in range(0, n, _HASH_ROWS):
-        stop = min(start + _HASH_ROWS, n)
-        lo, hi = int(offsets[start]), int(offsets[stop])
-        if hi == lo:
-            continue
-        firsts = offsets[start:stop] - lo
-        lens = lengths[start:stop]
-        pos = np.arange(hi - lo, dtype=np.int64) - np.repeat(firsts, lens)
-        terms = data[lo:hi].astype(np.uint64) * powers[pos]
-        sums = np.add.reduceat(terms, np.minimum(firsts, hi - lo - 1))
-        out[start:stop] = np.where(lens > 0, sums + lens.astype(np.uint64), 0)
-    return out
-
-
-def _hash_by_position(
-    data: npt.NDArray[np.uint8],
-    starts: npt.NDArray[np.int64],
-    lengths: npt.NDArray[np.int64],
-    longest: int,
-) -> npt.NDArray[np.uint64]:
-    """Hash of ids of similar length: byte j of every id at once, packed 8 to a word.
-
-    Costs n x longest cheap operations, about half the per-byte polynomial when lengths are
-    even (MS MARCO ids, hashes); exact for ids of up to 8 bytes before the length is mixed in.
-    """
-    h = lengths.astype(np.uint64)
-    word = np.zeros(len(starts), dtype=np.uint64)
-    last = len(data) - 1
-    for j in range(longest):
-        byte = data[np.minimum(starts + j, last)]
-        word |= np.where(lengths > j, byte, 0).astype(np.uint64) << np.uint64(8 * (j % 8))
-        if j % 8 == 7 or j == longest - 1:
-            h = h * _HASH_BASE ^ word
-            word[:] = 0
-    return h

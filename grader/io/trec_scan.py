@@ -1,6 +1,6 @@
 """Finding the first bad line of a large TREC file in bounded memory.
 
-When Arrow's whole-file reader rejects a file, the file is read again block by block (16 MiB,
+When Arrow's whole-file reader rejects a file, the file is read again block by block (4 MiB,
 cut at line ends): a block Arrow accepts is passed over at Arrow speed, and only the lines of a
 block it rejects are checked one by one in Python. So a bad score on line 2 of a 1 GB run is
 named after one block, a bad score on its last line after one streaming pass, and neither
@@ -14,16 +14,18 @@ whitespace, say) yields no error, and the caller then reads the file with the ca
 
 from __future__ import annotations
 
-import gzip
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from grader.errors import InputError
 from grader.io.files import _open_binary
+from grader.io.streams import READ_ERRORS, line_too_long
 
-BLOCK = 1 << 24
+BLOCK = 1 << 22
+TREC_LINE_LIMIT = 1 << 20
+"""The longest TREC line read (1 MiB): a longer one is an error naming file and line."""
 _CELL_SEPARATORS = re.compile(rb"[ \t]+")  # what pandas' whitespace tokenizer splits on
 
 NumberCheck = Callable[[str, int], InputError | None]
@@ -65,51 +67,84 @@ def first_bad_line(
 
     `accepts(block)` says whether Arrow reads a block of whole lines as the fast path would.
     """
-    before = 0  # lines in the blocks already checked
+    for before, block in line_blocks(path):
+        if block and not accepts(block):
+            check_lines(
+                path, block, before, names, numeric, kind, example,
+                extra_columns=extra_columns, number_error=number_error,
+            )  # fmt: skip
+
+
+def plain_block(block: bytes) -> bool:
+    """Whether a block of whole lines holds no NUL byte and no line longer than
+    TREC_LINE_LIMIT (the fast readers' test; `check_lines` names the line otherwise). Cheap:
+    a line over the limit covers a whole half-limit window without a newline, and only such a
+    window is looked at closer."""
+    if b"\x00" in block:
+        return False
+    half = TREC_LINE_LIMIT // 2
+    for start in range(0, len(block) - half + 1, half):
+        if block.find(b"\n", start, start + half) < 0:
+            lo = block.rfind(b"\n", 0, start) + 1
+            hi = block.find(b"\n", start)
+            if (len(block) if hi < 0 else hi) - lo > TREC_LINE_LIMIT:
+                return False
+    return True
+
+
+def line_blocks(path: Path, size: int = BLOCK) -> Iterator[tuple[int, bytes]]:
+    """(lines before it, a block) of `path`, blocks of about `size` bytes cut after a newline
+    (the last one may end without). A line longer than TREC_LINE_LIMIT is an InputError naming
+    it, raised before more than the limit of it is read."""
+    before = 0
     carry = b""
     try:
         with _open_binary(path) as fh:
             while True:
-                data = fh.read(BLOCK)
+                data = fh.read(size)
                 block = carry + data
                 if data:
                     cut = block.rfind(b"\n") + 1
-                    if cut == 0:  # one line longer than a block: read on
-                        carry = block
-                        continue
                     block, carry = block[:cut], block[cut:]
-                if block and not accepts(block):
-                    _check_lines(
-                        path, block, before, names, numeric, kind, example,
-                        extra_columns=extra_columns, number_error=number_error,
-                    )  # fmt: skip
-                before += block.count(b"\n")
+                    if len(carry) > TREC_LINE_LIMIT:
+                        raise line_too_long(path, before + block.count(b"\n") + 1, TREC_LINE_LIMIT)
+                if block:
+                    yield before, block
+                    before += block.count(b"\n")
                 if not data:
                     return
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+    except READ_ERRORS as exc:
         raise InputError(f"cannot read: {exc}", path=path) from None
 
 
-TEXT_HEAD = 1 << 16
-"""How much of a file `check_text_head` reads."""
+TEXT_HEAD = TREC_LINE_LIMIT + 1
+"""How much of a file `check_text_head` reads: a first line longer than the limit is told."""
 
 
 def check_text_head(path: Path, kind: str) -> None:
     """Raise InputError when the first TEXT_HEAD bytes of `path` are not UTF-8 text (invalid
-    UTF-8, or a NUL byte), naming the line: a binary file given as a run or qrels is told as
-    such, before any line of it is blamed for its column count. Unreadable files are left to
-    the readers, which say why."""
+    UTF-8, or a NUL byte) or hold no line break (a line longer than TREC_LINE_LIMIT), naming
+    the line: a binary file given as a run or qrels is told as such, before any line of it is
+    blamed for its column count. Unreadable files are left to the readers, which say why."""
     try:
         with _open_binary(path) as fh:
             head = fh.read(TEXT_HEAD)
-    except (OSError, EOFError, gzip.BadGzipFile):
+    except (*READ_ERRORS, ValueError):
         return
-    if len(head) == TEXT_HEAD:
-        head = head[: head.rfind(b"\n") + 1]  # whole lines only: a cut character is no error
-    for offset, raw in enumerate(head.split(b"\n")):
+    tail = b""
+    if len(head) == TEXT_HEAD:  # whole lines only: a cut character is no error
+        cut = head.rfind(b"\n") + 1
+        head, tail = head[:cut], head[cut:]
+    lines = head.split(b"\n")
+    for offset, raw in enumerate(lines):
         error = _not_text(path, raw, offset + 1, kind)
         if error is not None:
             raise error
+    nul = _not_text(path, tail[: tail.find(b"\x00") + 1], len(lines), kind)
+    if nul is not None:
+        raise nul
+    if len(tail) > TREC_LINE_LIMIT:
+        raise line_too_long(path, len(lines), TREC_LINE_LIMIT)
 
 
 def _not_text(path: Path, raw: bytes, lineno: int, kind: str) -> InputError | None:
@@ -135,7 +170,16 @@ def _not_text(path: Path, raw: bytes, lineno: int, kind: str) -> InputError | No
     return None
 
 
-def _check_lines(
+def _lines(block: bytes) -> Iterator[bytes]:
+    """`block.split(b"\\n")` one line at a time (a block's list of lines would hold it twice)."""
+    start = 0
+    while (end := block.find(b"\n", start)) >= 0:
+        yield block[start:end]
+        start = end + 1
+    yield block[start:]
+
+
+def check_lines(
     path: Path,
     block: bytes,
     before: int,
@@ -150,8 +194,10 @@ def _check_lines(
     """Raise at the first bad line of `block`, whose first line is file line `before + 1`."""
     index = names.index(numeric)
     hint = f"each line must be `{example}`, separated by spaces or tabs"
-    for offset, raw in enumerate(block.split(b"\n")):
+    for offset, raw in enumerate(_lines(block)):
         lineno = before + offset + 1
+        if len(raw) > TREC_LINE_LIMIT:
+            raise line_too_long(path, lineno, TREC_LINE_LIMIT)
         not_text = _not_text(path, raw, lineno, kind)
         if not_text is not None:
             raise not_text

@@ -28,6 +28,7 @@ import numpy.typing as npt
 from grader.errors import InputError
 from grader.io.decimals import parse_cells, parse_decimals
 from grader.io.files import _open_binary
+from grader.io.trec_scan import TREC_LINE_LIMIT
 from grader.metrics.judged_rows import Int, JudgedRun
 from grader.metrics.judgments_dict import DictJudgments, dict_judgments, query_codes
 from grader.metrics.ranking import Precision
@@ -50,8 +51,8 @@ def small_bytes(path: Path, limit: int | None = None) -> bytes | None:
             data = fh.read(limit + 1)
     except (InputError, OSError, EOFError):  # gzip.BadGzipFile is an OSError
         return None  # the Arrow reader says what is wrong
-    if len(data) > limit:
-        return None
+    if len(data) > limit or (len(data) > TREC_LINE_LIMIT and _longest_line(data) > TREC_LINE_LIMIT):
+        return None  # too large here, or a line over the limit (the Arrow reader names it)
     if b"\r" in data:
         data = data.replace(b"\r\n", b"\n")
     if any(c in data for c in _NOT_TAKEN) or (b" " in data and b"\t" in data):
@@ -64,6 +65,12 @@ def small_bytes(path: Path, limit: int | None = None) -> bytes | None:
         if text.startswith("\ufeff") or _OTHER_SPACE.search(text):
             return None  # a byte order mark, or a space str.lstrip() sees in a comment test
     return data if data.endswith(b"\n") or not data else data + b"\n"
+
+
+def _longest_line(data: bytes) -> int:
+    """The length of the longest line of `data` (its newline included)."""
+    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+    return int(np.diff(ends, prepend=-1, append=len(data)).max())
 
 
 def _table(

@@ -41,6 +41,7 @@ from grader.errors import InputError
 from grader.grading.outputs import for_pair
 from grader.grading.pairs import Pair
 from grader.io.files import read_text
+from grader.io.streams import allow_long_csv_fields
 from grader.keys import content_key
 from grader.models import Doc, Judgment, PromptRef, Query
 from grader.regrade.diff import VersionPair
@@ -116,6 +117,7 @@ def read_pair_list(path: str | Path) -> frozenset[tuple[str, str]]:
         raise InputError("no pairs in the file", path=path, hint="a sample CSV or qrels")
     pairs: set[tuple[str, str]] = set()
     if "," in lines[0]:
+        allow_long_csv_fields()
         reader = csv.DictReader(io.StringIO(text))
         fields = reader.fieldnames or []
         qcol = next((c for c in ("query_id", "qid") if c in fields), None)

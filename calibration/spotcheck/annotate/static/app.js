@@ -36,6 +36,7 @@ function render() {
   setText("title", item.title);
   setText("path", item.path);
   $("document").textContent = item.document;
+  setText("truncated", item.truncated ? "The document ends here: the LLM saw it cut to its prompt's length, as shown." : "");
   // Code chunks (they carry a path) read best in a fixed-width font.
   $("document").classList.toggle("code", Boolean(item.path));
   const chosen = state.grades[String(state.index)];

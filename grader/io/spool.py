@@ -1,0 +1,200 @@
+"""Streams read once: a pipe, FIFO or `<(...)` given as an input path.
+
+A path that is not a regular file (a pipe, `<(...)` i.e. /dev/fd/N, a FIFO, /dev/stdin, a
+device) can be read only once, while a reader may open a file several times (a look at its
+head, the fast reader, the exact line of an error). Its first open starts copying its text,
+decompressed (told by name or by the first bytes), to a temporary file, as far as any reader
+has read: every open of that path in this process reads the copy, and pulls more from the
+stream when it reaches the copy's end. So answers and `file:line` errors are those of the same
+text in a regular file, a bad line is named as soon as it is read (the rest of the stream is
+never read), and errors name the path as given. A line longer than LINE_LIMIT stops the copy
+(`/dev/zero` fails after the limit, never filling memory or disk). Copies are removed when the
+process ends.
+"""
+
+from __future__ import annotations
+
+import atexit
+import io
+import os
+import shutil
+import stat
+from pathlib import Path
+from typing import IO
+
+from grader.errors import InputError
+from grader.io.streams import (
+    CHUNK,
+    LINE_LIMIT,
+    MAGIC,
+    READ_ERRORS,
+    compression_of,
+    decompressed,
+    line_too_long,
+)
+
+_spools: dict[str, tuple[tuple[int, int], _Spool]] = {}
+_folder: list[Path] = []
+
+
+def open_binary(path: str | Path) -> IO[bytes]:
+    """`path` opened for reading its text's bytes: a regular file decompressed as its name
+    says, or a stream's copy (see above). InputError when it does not exist or is a folder."""
+    p = Path(path)
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        raise InputError("file not found", path=p, hint="check the path") from None
+    except OSError as exc:
+        raise InputError(f"cannot open: {exc.strerror}", path=p) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError("is a folder, not a file", path=p)
+    if stat.S_ISREG(st.st_mode):
+        return decompressed(open(p, "rb"), compression_of(p))
+    ident = (st.st_dev, st.st_ino)
+    known = _spools.get(str(p))
+    if known is None or known[0] != ident:
+        known = (ident, _Spool(open(p, "rb"), p))  # noqa: SIM115 (held until the stream ends)
+        _spools[str(p)] = known
+    return io.BufferedReader(_SpoolReader(known[1]), CHUNK)
+
+
+def spool(raw: IO[bytes], name: str | Path) -> Path:
+    """Copy all of stream `raw` (decompressed when its first bytes or `name` say so) to a new
+    temporary file, lines bounded; errors name `name`."""
+    whole = _Spool(raw, name, owned=False)
+    try:
+        while whole.pull():
+            pass
+    except BaseException:
+        whole.copy.unlink(missing_ok=True)
+        raise
+    return whole.copy
+
+
+class _Spool:
+    """A stream copied to a temporary file as far as it has been read."""
+
+    def __init__(self, raw: IO[bytes], name: str | Path, *, owned: bool = True) -> None:
+        head = _read_head(raw)
+        self.owned = owned  # close `raw` at its end (not a stream the caller gave, e.g. stdin)
+        magic = next((c for m, c in MAGIC if head.startswith(m)), None)
+        self.name, self.raw = name, raw
+        compression = compression_of(name) or magic
+        self.source = decompressed(_Prefixed(head, raw), compression)  # type: ignore[arg-type]
+        self.copy = _new_copy()
+        self.out = open(self.copy, "wb")  # noqa: SIM115 (written as the stream is read)
+        self.size = 0  # bytes copied
+        self.lines = 0  # complete lines copied
+        self.open_line = 0  # bytes of the line not yet ended
+        self.done = False
+        self.error: InputError | None = None
+
+    def pull(self) -> bool:
+        """Copy one more chunk of the stream; False at its end. A stream's error (a line over
+        the limit, a cut compressed stream) is raised now and by every later pull."""
+        if self.error is not None:
+            raise self.error
+        if self.done:
+            return False
+        try:
+            data = self.source.read(CHUNK)
+        except READ_ERRORS as exc:
+            self._fail(InputError(f"cannot read: {exc}", path=self.name, line=self.lines + 1))
+        if not data:
+            self.done = True
+            self._close()
+            return False
+        self._count(data)
+        self.out.write(data)
+        self.out.flush()
+        self.size += len(data)
+        return True
+
+    def _count(self, data: bytes) -> None:
+        first = data.find(b"\n")
+        if first < 0:
+            self.open_line += len(data)
+        elif self.open_line + first > LINE_LIMIT:
+            self._fail(line_too_long(self.name, self.lines + 1, LINE_LIMIT))
+        else:
+            self.lines += data.count(b"\n")
+            self.open_line = len(data) - data.rfind(b"\n") - 1
+        if self.open_line > LINE_LIMIT:
+            self._fail(line_too_long(self.name, self.lines + 1, LINE_LIMIT))
+
+    def _fail(self, error: InputError) -> None:
+        self.error = error
+        self._close()
+        raise error
+
+    def _close(self) -> None:
+        self.out.close()
+        if self.owned:
+            self.raw.close()
+
+
+class _SpoolReader(io.RawIOBase):
+    """One open of a spooled stream: reads the copy, pulling the stream at its end."""
+
+    def __init__(self, spool: _Spool) -> None:
+        self._spool = spool
+        self._fh = open(spool.copy, "rb", buffering=0)  # noqa: SIM115 (closed by close())
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        while self._pos >= self._spool.size and self._spool.pull():
+            pass
+        n = self._fh.readinto(buffer) or 0
+        self._pos += n
+        return n
+
+    def close(self) -> None:
+        self._fh.close()
+        super().close()
+
+
+class _Prefixed(io.RawIOBase):
+    """`head` then the rest of `raw`: the stream with the bytes already looked at put back."""
+
+    def __init__(self, head: bytes, raw: IO[bytes]) -> None:
+        self._head, self._raw = head, raw
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        view = memoryview(buffer).cast("B")
+        if self._head:
+            n = min(len(view), len(self._head))
+            view[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        data = self._raw.read(len(view))
+        view[: len(data)] = data
+        return len(data)
+
+
+def _read_head(raw: IO[bytes]) -> bytes:
+    head = b""
+    while len(head) < 8:
+        data = raw.read(8 - len(head))
+        if not data:
+            break
+        head += data
+    return head
+
+
+def _new_copy() -> Path:
+    import tempfile
+
+    if not _folder:
+        folder = Path(tempfile.mkdtemp(prefix="relgrade-streams-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        _folder.append(folder)
+    fd, name = tempfile.mkstemp(prefix="input-", suffix=".txt", dir=_folder[0])
+    os.close(fd)
+    return Path(name)
