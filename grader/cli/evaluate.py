@@ -17,13 +17,13 @@ from grader.cli.evaluate_files import judged_run_file, read_grades
 from grader.cli.flags import add_measures
 from grader.errors import InputError
 from grader.io.runs import run_names
-from grader.metrics import DEFAULT_MEASURES, parse_measures
+from grader.metrics import DEFAULT_MEASURES, parse_measures, registry
 from grader.metrics.evaluate import Missing, Scores, depth_needed, score
 from grader.metrics.measures import (
     BINARY_THRESHOLD,
-    SUMMED,
     Measure,
     default_threshold,
+    is_summed,
     parse_measure,
     uses_default_threshold,
 )
@@ -32,32 +32,30 @@ from grader.metrics.measures import (
 # judgments JSONL or a grades CSV, the table): `relgrade evaluate` of small TREC files starts
 # and scores in a fraction of a second (see grader/cli/evaluate_files.py).
 
-EPILOG = f"""\
+
+def epilog() -> str:
+    """The help's text after the flags; the measures are those registered
+    (`grader.metrics.registry`: built-in ones, and those of imported plugin modules)."""
+    known = registry.registered()
+    return EPILOG.format(
+        measures=registry.help_lines(),
+        optional=", ".join(d.name for d in known if d.cutoff == "optional"),
+        condensed=", ".join(d.name for d in known if d.judged_only),
+        defaults=" ".join(DEFAULT_MEASURES),
+    )
+
+
+EPILOG = """\
 measures (ir_measures names; -m takes several: -m nDCG@10 "RR(rel=3)@10" AP, or -m A -m B;
 put -m after QRELS RUN..., or end its list with --, since it takes every word that follows):
-  nDCG@k            normalised DCG, linear gain (the grade); nDCG(gain=exp)@k uses 2^grade-1.
-                    The ideal ranking is built from ALL judged grades of the query, not from the
-                    returned list, so missing relevant documents lower it. No threshold.
-  RR(rel=N)@k       reciprocal rank of the first relevant result (mean over queries = MRR)
-  P(rel=N)@k        relevant results in the top k / k (always divided by k)
-  R(rel=N)@k        relevant results in the top k / relevant judged documents of the query
-  AP(rel=N)[@k]     average precision (trec_eval map / map_cut_k)
-  Rprec(rel=N)      precision at rank R = number of relevant judged documents
-  Success(rel=N)@k  1 if any of the top k is relevant
-  Judged@k          share of the top k that has any grade (where labels are still missing)
-  ERR@k             expected reciprocal rank, gdeval's (ir_measures'): stop probability
-                    (2^grade-1)/16 per result; not normalised. No threshold.
-  Bpref(rel=N)      judged relevant before judged non-relevant; unjudged results are skipped
-  NumRet            results returned; NumRel(rel=N) relevant judged documents of the query;
-  NumRelRet(rel=N)  relevant results returned (ir_measures' NumRet(rel=N)). These three counts
-                    are SUMMED over queries in the "all" row (trec_eval, ir_measures).
-  Without @k, RR, R, AP, nDCG, ERR and Judged look at the whole ranking.
+{measures}
+  Without @k, {optional} look at the whole ranking.
 
 ir_measures spellings (same meaning as there):
   nDCG(dcg='exp-log2')@k          = nDCG(gain=exp)@k, and printed that way
   nDCG(gains={{0:0,1:1,2:3,3:7}})@k custom gain per grade; a grade left out keeps its grade as
                                   gain; printed without the g:g entries, nDCG(gains={{2:3,3:7}})@k
-  judged_only=True                on nDCG, RR, P, R, AP, Rprec, Success: score the condensed
+  judged_only=True                on {condensed}: score the condensed
                                   list (unjudged results removed first; trec_eval -J), e.g.
                                   "P(rel=2,judged_only=True)@10". For incomplete (LLM) labels,
                                   beside Judged@k.
@@ -97,7 +95,7 @@ fill (labels on top of people's; docs/filling-holes.md):
   pairs graded by both (grade --also-judged), the filled score gets a corrected value and a
   95% interval.
 
-default measures: {" ".join(DEFAULT_MEASURES)} (thresholds from QRELS, as above)
+default measures: {defaults} (thresholds from QRELS, as above)
 """
 
 
@@ -112,7 +110,7 @@ def register(sub: Any) -> None:
         "evaluate",
         help=COMMANDS["evaluate"],
         description=__doc__,
-        epilog=EPILOG,
+        epilog=epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     # QRELS and RUN are checked in `run`, not by argparse: `-m nDCG@10 QRELS RUN` (trec_eval's
@@ -182,7 +180,7 @@ def _records(name: str, scores: Scores, with_queries: bool) -> list[dict[str, An
 
 def _is_count(measure: str) -> bool:
     """NumRet, NumRel, NumRelRet: whole numbers, summed (not averaged) in the "all" row."""
-    return parse_measure(measure).name in SUMMED
+    return is_summed(measure)
 
 
 def _note(name: str, scores: Scores, skip: bool) -> str:

@@ -19,6 +19,7 @@ from grader.metrics._lists import Grades, is_relevant, top
 from grader.metrics.judged_rows import Ranked
 from grader.metrics.measures import DEFAULT_THRESHOLD, Measure
 from grader.metrics.ranking import ranks_within
+from grader.metrics.registry import register
 
 
 def average_precision(
@@ -47,3 +48,15 @@ def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
     total = np.bincount(query, weights=precisions, minlength=ranked.n_queries).astype(np.float64)
     n_rel = ranked.n_relevant(measure.threshold)
     return np.divide(total, n_rel, out=np.zeros_like(total), where=n_rel > 0)
+
+
+register(
+    "AP",
+    compute,
+    usage="AP(rel=N)[@k]",
+    help="average precision (trec_eval map / map_cut_k)",
+    aliases=("map",),
+    judged_only=True,
+    trec_eval="map_cut",
+    list_function=average_precision,
+)

@@ -22,6 +22,7 @@ from grader.metrics._lists import Grades
 from grader.metrics.judged_rows import Ranked
 from grader.metrics.measures import DEFAULT_THRESHOLD, Measure
 from grader.metrics.ranking import sum_before_within
+from grader.metrics.registry import register
 
 
 def bpref(
@@ -66,3 +67,13 @@ def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
     )
     total = np.bincount(query, weights=terms, minlength=ranked.n_queries).astype(np.float64)
     return np.divide(total, n_rel, out=np.zeros_like(total), where=n_rel > 0)
+
+
+register(
+    "Bpref",
+    compute,
+    usage="Bpref(rel=N)",
+    help="judged relevant before judged non-relevant; unjudged results are skipped",
+    cutoff="none",
+    list_function=bpref,
+)

@@ -29,6 +29,7 @@ from grader.metrics._lists import Grades, top
 from grader.metrics.judged_rows import Ranked
 from grader.metrics.measures import Measure
 from grader.metrics.ranking import sum_before_within
+from grader.metrics.registry import register
 
 MAX_GRADE = 4
 
@@ -69,3 +70,16 @@ def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
         query, weights=values, minlength=ranked.n_queries
     ).astype(np.float64)
     return out
+
+
+register(
+    "ERR",
+    compute,
+    usage="ERR@k",
+    help=(
+        "expected reciprocal rank, gdeval's (ir_measures'): stop probability\n"
+        "(2^grade-1)/16 per result; not normalised. No threshold."
+    ),
+    rel=False,
+    list_function=err,
+)

@@ -14,32 +14,16 @@ score), as trec_eval does. Queries in the qrels with no relevant document count 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import numpy.typing as npt
 
-from grader.metrics import (
-    ap,
-    bpref,
-    err,
-    judged,
-    judged_only,
-    ndcg,
-    ndcg_gains,
-    numrel,
-    numrelret,
-    numret,
-    precision,
-    recall,
-    rprec,
-    rr,
-    success,
-)
+from grader.metrics import judged_only, registry
 from grader.metrics.judged_rows import Ranked
-from grader.metrics.measures import SUMMED, Measure, parse_measure
+from grader.metrics.measures import Measure, is_summed, parse_measure
 from grader.metrics.query_order import query_order
 from grader.metrics.ranking import Precision
 
@@ -47,28 +31,6 @@ if TYPE_CHECKING:  # pandas only where a frame is asked for: `relgrade evaluate`
     import pandas as pd
 
 Missing = Literal["zero", "skip"]
-Kernel = Callable[[Measure, Ranked], npt.NDArray[np.float64]]
-
-KERNELS: dict[str, Kernel] = {
-    "nDCG": ndcg.compute,
-    "RR": rr.compute,
-    "P": precision.compute,
-    "R": recall.compute,
-    "AP": ap.compute,
-    "Rprec": rprec.compute,
-    "Success": success.compute,
-    "Judged": judged.compute,
-    "ERR": err.compute,
-    "Bpref": bpref.compute,
-    "NumRet": numret.compute,
-    "NumRel": numrel.compute,
-    "NumRelRet": numrelret.compute,
-}
-
-
-def _kernel(measure: Measure) -> Kernel:
-    """The kernel of a measure (nDCG with a gain map has its own)."""
-    return ndcg_gains.compute if measure.gains else KERNELS[measure.name]
 
 
 def evaluate(
@@ -155,7 +117,7 @@ class Scores:
 def _aggregate(measure: str, values: npt.NDArray[np.float64]) -> float:
     """A count's exact sum, any other measure's exact mean (NaN over no queries)."""
     total = math.fsum(values.tolist())
-    if parse_measure(measure).name in SUMMED:
+    if is_summed(measure):
         return total
     return total / len(values) if len(values) else float("nan")
 
@@ -172,7 +134,8 @@ def score(ranked: Ranked, measures: Sequence[Measure], *, missing: Missing = "ze
     columns: dict[str, npt.NDArray[np.float64]] = {}
     condensed = judged_only.condense(ranked) if any(m.judged_only for m in measures) else ranked
     for measure in measures:
-        values = _kernel(measure)(measure, condensed if measure.judged_only else ranked)
+        kernel = registry.get(measure.name).compute
+        values = kernel(measure, condensed if measure.judged_only else ranked)
         columns[str(measure)] = np.where(answered, values, 0.0)[keep][listed]
     values = (
         np.stack(list(columns.values())) if columns else np.zeros((0, len(qids)), dtype=np.float64)
@@ -201,7 +164,7 @@ def mean_scores(per_query: pd.DataFrame) -> pd.DataFrame:
     groups = per_query.groupby("measure", sort=False)["value"]
     sums = groups.agg(math.fsum)
     means = sums / groups.size()
-    summed = {m for m in order if parse_measure(m).name in SUMMED}
+    summed = {m for m in order if is_summed(m)}
     values = [
         (float(sums[m]) if m in sums.index else 0.0)
         if m in summed

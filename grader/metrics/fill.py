@@ -30,9 +30,10 @@ import numpy as np
 import numpy.typing as npt
 
 from grader.errors import InputError
+from grader.metrics import registry
 from grader.metrics.evaluate import Missing, Scores, depth_needed, score
 from grader.metrics.fill_interval import Interval, corrected_interval
-from grader.metrics.measures import JUDGED_ONLY, Measure, parse_measure
+from grader.metrics.measures import Measure, parse_measure
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -45,7 +46,7 @@ SOURCES = ("human", "llm", "unjudged")
 
 def condensed_form(measure: Measure) -> Measure:
     """The judged_only=True form of a measure, or the measure itself when it has none."""
-    if measure.name in JUDGED_ONLY:
+    if registry.get(measure.name).judged_only:
         return dataclasses.replace(measure, judged_only=True)
     return measure
 

@@ -39,7 +39,7 @@ import numpy.typing as npt
 
 from grader.metrics.evaluate import Missing, score
 from grader.metrics.judged_rows import Ranked, ideal_of
-from grader.metrics.measures import SUMMED, Measure
+from grader.metrics.measures import Measure, is_summed
 
 Int = npt.NDArray[np.int64]
 Float = npt.NDArray[np.float64]
@@ -117,7 +117,7 @@ def pair_effects(
         cols = col[chosen]
         effects[chosen] = (base.values[:, cols] - other.values[:, cols]).T
     divisor = np.array(
-        [1.0 if m.name in SUMMED else max(base.n_queries, 1) for m in measures], dtype=np.float64
+        [1.0 if is_summed(m) else max(base.n_queries, 1) for m in measures], dtype=np.float64
     )
     return means, effects / divisor
 

@@ -23,6 +23,7 @@ import numpy.typing as npt
 from grader.metrics._lists import Grades, top
 from grader.metrics.judged_rows import Ranked
 from grader.metrics.measures import Measure
+from grader.metrics.registry import register
 
 
 def judged_at_k(rels: Grades, k: int | None = None) -> float:
@@ -41,3 +42,13 @@ def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
     found = ranked.per_query(np.ones(len(ranked.rank), dtype=bool))
     returned = ranked.returned.astype(np.float64)
     return np.divide(found, returned, out=np.zeros_like(found), where=returned > 0)
+
+
+register(
+    "Judged",
+    compute,
+    usage="Judged@k",
+    help="share of the top k that has any grade (where labels are still missing)",
+    rel=False,
+    list_function=judged_at_k,
+)

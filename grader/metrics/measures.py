@@ -20,83 +20,37 @@ over queries, not averaged, as trec_eval and ir_measures do.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from grader.errors import InputError
-from grader.metrics import spellings
+from grader.metrics import registry, spellings
 
 DEFAULT_THRESHOLD = 2
 MIN_THRESHOLD = 1
 
-#: Canonical family names; the value says whether the family takes a threshold and a cutoff.
-FAMILIES: dict[str, tuple[bool, bool]] = {
-    # name: (takes rel=, takes @k)
-    "nDCG": (False, True),
-    "RR": (True, True),
-    "P": (True, True),
-    "R": (True, True),
-    "AP": (True, True),
-    "Rprec": (True, False),
-    "Success": (True, True),
-    "Judged": (False, True),
-    "ERR": (False, True),
-    "Bpref": (True, False),
-    "NumRet": (False, False),
-    "NumRel": (True, False),
-    "NumRelRet": (True, False),
-}
-
-#: Families whose "all" row is the sum over queries (trec_eval's and ir_measures' counts).
-SUMMED = frozenset({"NumRet", "NumRel", "NumRelRet"})
-
-#: Families that take `judged_only=True` (those ir_measures defines it on).
-JUDGED_ONLY = frozenset({"nDCG", "RR", "P", "R", "AP", "Rprec", "Success"})
-
-#: Other spellings people type (matched case-insensitively) and the family they mean.
-ALIASES: dict[str, str] = {
-    "ndcg": "nDCG",
-    "rr": "RR",
-    "mrr": "RR",
-    "recip_rank": "RR",
-    "p": "P",
-    "precision": "P",
-    "r": "R",
-    "recall": "R",
-    "ap": "AP",
-    "map": "AP",
-    "rprec": "Rprec",
-    "success": "Success",
-    "judged": "Judged",
-    "err": "ERR",
-    "bpref": "Bpref",
-    "numret": "NumRet",
-    "num_ret": "NumRet",
-    "numrel": "NumRel",
-    "num_rel": "NumRel",
-    "numrelret": "NumRelRet",
-    "num_rel_ret": "NumRelRet",
-}
-
 GAINS = ("linear", "exp")
 
-#: trec_eval's names with a cutoff (`ndcg_cut_10`, `P.10`, `recall_100`, ...), accepted too.
-TREC_EVAL_CUT: dict[str, str] = {
-    "ndcg_cut": "nDCG",
-    "p": "P",
-    "recall": "R",
-    "map_cut": "AP",
-    "success": "Success",
-}
-_TREC_EVAL_RE = re.compile(r"^\s*(ndcg_cut|P|recall|map_cut|success)[._](\d+)\s*$", re.IGNORECASE)
+_TREC_EVAL_RE = re.compile(r"^\s*([A-Za-z_]+?)[._](\d+)\s*$")
 _NAME_RE = re.compile(r"^\s*([A-Za-z_]+)\s*(?:\(([^)]*)\))?\s*(?:@\s*(\S+))?\s*$")
 
-MEASURE_HELP = (
-    "nDCG@k (linear gain, or nDCG(gain=exp)@k), RR(rel=N)@k, P(rel=N)@k, R(rel=N)@k, "
-    "AP(rel=N)[@k], Rprec(rel=N), Success(rel=N)@k, Judged@k, ERR@k, Bpref(rel=N), NumRet, "
-    "NumRel(rel=N), NumRelRet(rel=N); the @k part is optional except for P, R and Success; "
-    "ir_measures' nDCG(dcg='exp-log2'), nDCG(gains={0:0,1:1,2:3,3:7}) and judged_only=True "
-    "(on nDCG, RR, P, R, AP, Rprec, Success) are accepted"
-)
+
+def measure_help() -> str:
+    """The hint an unknown or malformed name gets: every registered way to write a measure."""
+    known = registry.registered()
+    usages = ", ".join(d.usage for d in known)
+    required = ", ".join(d.name for d in known if d.cutoff == "required")
+    condensed = ", ".join(d.name for d in known if d.judged_only)
+    return (
+        f"{usages}; the @k part is optional except for {required}; ir_measures' "
+        "nDCG(dcg='exp-log2'), nDCG(gains={0:0,1:1,2:3,3:7}) and judged_only=True "
+        f"(on {condensed}) are accepted"
+    )
+
+
+def is_summed(measure: str | Measure) -> bool:
+    """Whether a measure's "all" row is the sum over queries (a count), not the mean."""
+    return registry.get(parse_measure(measure).name).summed
 
 
 @dataclass(frozen=True, order=True)
@@ -106,7 +60,8 @@ class Measure:
     `rel` is the binary threshold (a document is relevant when grade >= rel); it is None for
     nDCG and Judged. `gain` is "linear" or "exp" for nDCG and None otherwise. `gains` is
     nDCG's custom grade -> gain map (sorted, identity entries dropped; empty = none) and
-    `judged_only` scores the condensed list (unjudged results removed).
+    `judged_only` scores the condensed list (unjudged results removed). `params` holds the
+    values of the family's own parameters (those it registered), sorted by key.
     """
 
     name: str
@@ -115,6 +70,7 @@ class Measure:
     gain: str | None = None
     gains: spellings.Gains = ()
     judged_only: bool = False
+    params: tuple[tuple[str, Any], ...] = ()
 
     def __str__(self) -> str:
         params = []
@@ -126,6 +82,7 @@ class Measure:
             params.append(f"gains={spellings.format_gains(self.gains)}")
         if self.judged_only:
             params.append("judged_only=True")
+        params += [f"{key}={value}" for key, value in self.params]
         text = self.name + (f"({','.join(params)})" if params else "")
         return text + (f"@{self.cutoff}" if self.cutoff is not None else "")
 
@@ -136,9 +93,13 @@ class Measure:
             raise ValueError(f"{self} has no binary threshold")
         return self.rel
 
+    def param(self, key: str) -> Any:
+        """The value of one of the family's own parameters (KeyError when it has none)."""
+        return dict(self.params)[key]
 
-def _bad(name: str, why: str, hint: str = MEASURE_HELP) -> InputError:
-    return InputError(f"measure {name!r}: {why}", hint=hint)
+
+def _bad(name: str, why: str, hint: str | None = None) -> InputError:
+    return InputError(f"measure {name!r}: {why}", hint=hint or measure_help())
 
 
 def parse_measure(name: str | Measure, *, default_rel: int = DEFAULT_THRESHOLD) -> Measure:
@@ -153,84 +114,127 @@ def parse_measure(name: str | Measure, *, default_rel: int = DEFAULT_THRESHOLD) 
     if isinstance(name, Measure):
         return name
     trec = _TREC_EVAL_RE.match(name)
-    if trec:
-        name = f"{TREC_EVAL_CUT[trec.group(1).lower()]}@{trec.group(2)}"
+    trec_family = registry.trec_eval_family(trec.group(1)) if trec else None
+    if trec and trec_family:
+        name = f"{trec_family}@{trec.group(2)}"
     match = _NAME_RE.match(name)
     if not match:
         raise _bad(name, "not a measure name")
     family_text, params_text, cutoff_text = match.groups()
-    family = ALIASES.get(family_text.lower())
-    if family is None:
+    found = registry.find(family_text)
+    if found is None:
         raise _bad(name, f"unknown measure {family_text!r}")
     parts = spellings.split_params(params_text)
-    if family == "NumRet" and any(p.partition("=")[0].strip() == "rel" for p in parts):
-        family = "NumRelRet"  # ir_measures' NumRet(rel=N) is trec_eval's num_rel_ret
-    takes_rel, takes_cutoff = FAMILIES[family]
-    cutoff: int | None = None
-    if cutoff_text is not None:
-        if not takes_cutoff:
-            raise _bad(name, f"{family} takes no @k cutoff")
-        if not cutoff_text.isdigit() or int(cutoff_text) < 1:
-            raise _bad(name, f"the cutoff {cutoff_text!r} must be a positive integer")
-        cutoff = int(cutoff_text)
-    elif family in ("P", "Success"):
-        raise _bad(name, f"{family} needs a cutoff, e.g. {family}@10")
-    rel: int | None = default_rel if takes_rel else None
-    gain: str | None = "linear" if family == "nDCG" else None
-    gains: spellings.Gains = ()
-    judged_only = False
+    if found.with_rel and any(p.partition("=")[0].strip() == "rel" for p in parts):
+        found = registry.get(
+            found.with_rel
+        )  # ir_measures' NumRet(rel=N) is trec_eval's num_rel_ret
+    cutoff = _cutoff(name, found, cutoff_text)
+    given = _Given(default_rel if found.rel else None, "linear" if found.gain else None)
     for part in parts:
         key, sep, value = (s.strip() for s in part.partition("="))
         if not sep:
             raise _bad(name, f"parameter {part.strip()!r} must be key=value")
-        if key == "rel":
-            if not takes_rel:
-                raise _bad(
-                    name,
-                    f"{family} takes no threshold",
-                    "nDCG uses the grades as gains and Judged counts any grade",
-                )
-            if not value.isdigit() or int(value) < MIN_THRESHOLD:
-                raise _bad(
-                    name,
-                    f"rel={value} is not a grade threshold",
-                    "use a whole number from 1 up: rel=2 for 0..3 grades, rel=1 for binary qrels",
-                )
-            rel = int(value)
-        elif key == "gain":
-            if family != "nDCG":
-                raise _bad(name, f"{family} takes no gain")
-            if value not in GAINS:
-                raise _bad(name, f"unknown gain {value!r}", "use gain=linear or gain=exp")
-            gain = value
-        elif key in ("dcg", "gains", "judged_only"):
-            gain, gains, judged_only = _ir_measures_param(
-                name, family, key, value, (gain, gains, judged_only)
-            )
-        else:
+        _apply(name, found, key, value, given)
+    if given.gains and given.gain == "exp":
+        raise _bad(name, "exponential gain and a gains map contradict", "give one of them")
+    own = {**found.defaults, **given.own}
+    needed = sorted(set(found.params) - set(own))
+    if needed:
+        raise _bad(name, f"{found.name} needs {', '.join(k + '=' for k in needed)}")
+    return Measure(
+        found.name,
+        cutoff,
+        given.rel,
+        given.gain,
+        given.gains,
+        given.judged_only,
+        tuple(sorted(own.items())),
+    )
+
+
+@dataclass
+class _Given:
+    """The parameters of one name as they are read."""
+
+    rel: int | None
+    gain: str | None
+    gains: spellings.Gains = ()
+    judged_only: bool = False
+    own: dict[str, Any] = field(default_factory=dict)
+
+
+def _cutoff(name: str, found: registry.MeasureDef, text: str | None) -> int | None:
+    """The `@k` of a name, checked against what the family takes."""
+    if text is None:
+        if found.cutoff == "required":
+            raise _bad(name, f"{found.name} needs a cutoff, e.g. {found.name}@10")
+        return None
+    if found.cutoff == "none":
+        raise _bad(name, f"{found.name} takes no @k cutoff")
+    if not text.isdigit() or int(text) < 1:
+        raise _bad(name, f"the cutoff {text!r} must be a positive integer")
+    return int(text)
+
+
+def _apply(name: str, found: registry.MeasureDef, key: str, value: str, given: _Given) -> None:
+    """Read one `key=value` of a name into `given`."""
+    family = found.name
+    if key == "rel":
+        if not found.rel:
             raise _bad(
                 name,
-                f"unknown parameter {key!r}",
-                "parameters are rel=N, gain=exp (or dcg='exp-log2'), gains={grade:gain,...} "
-                "and judged_only=True",
+                f"{family} takes no threshold",
+                "nDCG uses the grades as gains and Judged counts any grade",
             )
-    if gains and gain == "exp":
-        raise _bad(name, "exponential gain and a gains map contradict", "give one of them")
-    return Measure(family, cutoff, rel, gain, gains, judged_only)
+        if not value.isdigit() or int(value) < MIN_THRESHOLD:
+            raise _bad(
+                name,
+                f"rel={value} is not a grade threshold",
+                "use a whole number from 1 up: rel=2 for 0..3 grades, rel=1 for binary qrels",
+            )
+        given.rel = int(value)
+    elif key == "gain":
+        if not found.gain:
+            raise _bad(name, f"{family} takes no gain")
+        if value not in GAINS:
+            raise _bad(name, f"unknown gain {value!r}", "use gain=linear or gain=exp")
+        given.gain = value
+    elif key in ("dcg", "gains", "judged_only"):
+        given.gain, given.gains, given.judged_only = _ir_measures_param(
+            name, found, key, value, (given.gain, given.gains, given.judged_only)
+        )
+    elif key in found.params:
+        try:
+            given.own[key] = found.params[key](value)
+        except ValueError as error:
+            raise _bad(name, f"{key}={value}: {error}") from None
+    else:
+        own = "".join(f", {k}=..." for k in found.params)
+        raise _bad(
+            name,
+            f"unknown parameter {key!r}",
+            "parameters are rel=N, gain=exp (or dcg='exp-log2'), gains={grade:gain,...} "
+            f"and judged_only=True{own}",
+        )
 
 
 def _ir_measures_param(
-    name: str, family: str, key: str, value: str, current: tuple[str | None, spellings.Gains, bool]
+    name: str,
+    found: registry.MeasureDef,
+    key: str,
+    value: str,
+    current: tuple[str | None, spellings.Gains, bool],
 ) -> tuple[str | None, spellings.Gains, bool]:
     """Apply one of ir_measures' `dcg=`, `gains=`, `judged_only=` to (gain, gains, judged_only)."""
     gain, gains, judged_only = current
-    if key == "judged_only" and family not in JUDGED_ONLY:
+    family = found.name
+    if key == "judged_only" and not found.judged_only:
+        takers = sorted(d.name for d in registry.registered() if d.judged_only)
         raise _bad(
-            name,
-            f"{family} takes no judged_only",
-            "judged_only=True is for " + ", ".join(sorted(JUDGED_ONLY)),
+            name, f"{family} takes no judged_only", "judged_only=True is for " + ", ".join(takers)
         )
-    if key != "judged_only" and family != "nDCG":
+    if key != "judged_only" and not found.gain:
         raise _bad(name, f"{family} takes no {key}", f"{key}= is for nDCG")
     try:
         if key == "judged_only":

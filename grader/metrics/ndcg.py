@@ -27,9 +27,11 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from grader.metrics import ndcg_gains
 from grader.metrics._lists import Grades, top
 from grader.metrics.judged_rows import Ranked
 from grader.metrics.measures import Measure
+from grader.metrics.registry import register
 
 Gain = str
 
@@ -61,7 +63,9 @@ def _gains(grades: npt.NDArray[np.int64], gain: str | None) -> npt.NDArray[np.fl
 
 
 def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
-    """nDCG per qrels query (vectorised)."""
+    """nDCG per qrels query (vectorised; with a gain map, `ndcg_gains`)."""
+    if measure.gains:
+        return ndcg_gains.compute(measure, ranked)
     k = measure.cutoff
     sel = ranked.rank <= k if k is not None else np.ones(len(ranked.rank), dtype=bool)
     weights = _gains(ranked.grade, measure.gain) / np.log2(ranked.rank + 1.0)
@@ -74,3 +78,20 @@ def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
         ranked.ideal_query[isel], weights=iweights, minlength=ranked.n_queries
     ).astype(np.float64)
     return np.divide(actual, best, out=np.zeros_like(actual), where=best > 0)
+
+
+register(
+    "nDCG",
+    compute,
+    usage="nDCG@k",
+    help=(
+        "normalised DCG, linear gain (the grade); nDCG(gain=exp)@k uses 2^grade-1.\n"
+        "The ideal ranking is built from ALL judged grades of the query, not from the\n"
+        "returned list, so missing relevant documents lower it. No threshold."
+    ),
+    rel=False,
+    judged_only=True,
+    gain=True,
+    trec_eval="ndcg_cut",
+    list_function=ndcg,
+)

@@ -19,6 +19,7 @@ import numpy.typing as npt
 from grader.metrics._lists import is_relevant
 from grader.metrics.judged_rows import Ranked
 from grader.metrics.measures import DEFAULT_THRESHOLD, Measure
+from grader.metrics.registry import register
 
 
 def num_rel(judged: list[int], threshold: int = DEFAULT_THRESHOLD) -> int:
@@ -29,3 +30,15 @@ def num_rel(judged: list[int], threshold: int = DEFAULT_THRESHOLD) -> int:
 def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
     """NumRel per qrels query (vectorised)."""
     return ranked.n_relevant(measure.threshold)
+
+
+register(
+    "NumRel",
+    compute,
+    usage="NumRel(rel=N)",
+    help="relevant judged documents of the query (a count, SUMMED likewise)",
+    cutoff="none",
+    aliases=("num_rel",),
+    summed=True,
+    list_function=num_rel,
+)

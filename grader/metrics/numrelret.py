@@ -18,6 +18,7 @@ import numpy.typing as npt
 from grader.metrics._lists import Grades, hits
 from grader.metrics.judged_rows import Ranked
 from grader.metrics.measures import DEFAULT_THRESHOLD, Measure
+from grader.metrics.registry import register
 
 
 def num_rel_ret(rels: Grades, threshold: int = DEFAULT_THRESHOLD) -> int:
@@ -28,3 +29,15 @@ def num_rel_ret(rels: Grades, threshold: int = DEFAULT_THRESHOLD) -> int:
 def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
     """NumRelRet per qrels query (vectorised)."""
     return ranked.per_query(ranked.grade >= measure.threshold)
+
+
+register(
+    "NumRelRet",
+    compute,
+    usage="NumRelRet(rel=N)",
+    help="relevant results returned (ir_measures' NumRet(rel=N); a count, SUMMED)",
+    cutoff="none",
+    aliases=("num_rel_ret",),
+    summed=True,
+    list_function=num_rel_ret,
+)

@@ -16,6 +16,7 @@ import numpy.typing as npt
 from grader.metrics._lists import Grades
 from grader.metrics.judged_rows import Ranked
 from grader.metrics.measures import Measure
+from grader.metrics.registry import register
 
 
 def num_ret(rels: Grades) -> int:
@@ -27,3 +28,17 @@ def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
     """NumRet per qrels query (vectorised)."""
     out: npt.NDArray[np.float64] = ranked.returned.astype(np.float64)
     return out
+
+
+register(
+    "NumRet",
+    compute,
+    usage="NumRet",
+    help='results returned (a count: SUMMED over queries in the "all" row)',
+    rel=False,
+    cutoff="none",
+    aliases=("num_ret",),
+    summed=True,
+    with_rel="NumRelRet",
+    list_function=num_ret,
+)

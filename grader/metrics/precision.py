@@ -16,6 +16,7 @@ import numpy.typing as npt
 from grader.metrics._lists import Grades, check_k, hits, top
 from grader.metrics.judged_rows import Ranked
 from grader.metrics.measures import DEFAULT_THRESHOLD, Measure
+from grader.metrics.registry import register
 
 
 def precision_at_k(rels: Grades, k: int, threshold: int = DEFAULT_THRESHOLD) -> float:
@@ -31,3 +32,16 @@ def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
         raise ValueError("P needs a cutoff")
     sel = (ranked.grade >= measure.threshold) & (ranked.rank <= k)
     return ranked.per_query(sel) / k
+
+
+register(
+    "P",
+    compute,
+    usage="P(rel=N)@k",
+    help="relevant results in the top k / k (always divided by k)",
+    cutoff="required",
+    aliases=("precision",),
+    judged_only=True,
+    trec_eval="P",
+    list_function=precision_at_k,
+)

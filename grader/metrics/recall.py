@@ -19,6 +19,7 @@ import numpy.typing as npt
 from grader.metrics._lists import Grades, hits, top
 from grader.metrics.judged_rows import Ranked
 from grader.metrics.measures import DEFAULT_THRESHOLD, Measure
+from grader.metrics.registry import register
 
 
 def recall_at_k(
@@ -39,3 +40,15 @@ def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
     found = ranked.per_query(sel)
     n_rel = ranked.n_relevant(measure.threshold)
     return np.divide(found, n_rel, out=np.zeros_like(found), where=n_rel > 0)
+
+
+register(
+    "R",
+    compute,
+    usage="R(rel=N)@k",
+    help="relevant results in the top k / relevant judged documents of the query",
+    aliases=("recall",),
+    judged_only=True,
+    trec_eval="recall",
+    list_function=recall_at_k,
+)

@@ -16,6 +16,7 @@ import numpy.typing as npt
 from grader.metrics._lists import Grades, hits
 from grader.metrics.judged_rows import Ranked
 from grader.metrics.measures import DEFAULT_THRESHOLD, Measure
+from grader.metrics.registry import register
 
 
 def r_precision(rels: Grades, n_relevant: int, threshold: int = DEFAULT_THRESHOLD) -> float:
@@ -33,3 +34,14 @@ def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
     sel = (ranked.grade >= measure.threshold) & (ranked.rank <= n_rel[ranked.query])
     found = ranked.per_query(sel)
     return np.divide(found, n_rel, out=np.zeros_like(found), where=n_rel > 0)
+
+
+register(
+    "Rprec",
+    compute,
+    usage="Rprec(rel=N)",
+    help="precision at rank R = number of relevant judged documents",
+    cutoff="none",
+    judged_only=True,
+    list_function=r_precision,
+)

@@ -23,6 +23,7 @@ import numpy.typing as npt
 from grader.metrics._lists import Grades, is_relevant, top
 from grader.metrics.judged_rows import Ranked
 from grader.metrics.measures import DEFAULT_THRESHOLD, Measure
+from grader.metrics.registry import register
 
 
 def reciprocal_rank(
@@ -52,3 +53,14 @@ def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
     queries, first = np.unique(ranked.query[sel], return_index=True)
     out[queries] = 1.0 / ranked.rank[sel][first]
     return out
+
+
+register(
+    "RR",
+    compute,
+    usage="RR(rel=N)@k",
+    help="reciprocal rank of the first relevant result (mean over queries = MRR)",
+    aliases=("mrr", "recip_rank"),
+    judged_only=True,
+    list_function=reciprocal_rank,
+)

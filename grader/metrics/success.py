@@ -15,6 +15,7 @@ import numpy.typing as npt
 from grader.metrics._lists import Grades, check_k, hits, top
 from grader.metrics.judged_rows import Ranked
 from grader.metrics.measures import DEFAULT_THRESHOLD, Measure
+from grader.metrics.registry import register
 
 
 def success_at_k(rels: Grades, k: int, threshold: int = DEFAULT_THRESHOLD) -> float:
@@ -30,3 +31,15 @@ def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
         raise ValueError("Success needs a cutoff")
     sel = (ranked.grade >= measure.threshold) & (ranked.rank <= k)
     return (ranked.per_query(sel) > 0).astype(np.float64)
+
+
+register(
+    "Success",
+    compute,
+    usage="Success(rel=N)@k",
+    help="1 if any of the top k is relevant",
+    cutoff="required",
+    judged_only=True,
+    trec_eval="success",
+    list_function=success_at_k,
+)

@@ -1,0 +1,180 @@
+"""The measure registry: a measure is one module and one `register(...)` call.
+
+`register` says everything the rest of relgrade needs to know about a measure family: its name
+and other spellings, which parameters it takes (`rel=`, `@k`, its own `key=value`s with their
+parsers and defaults), its vectorised function (what `evaluate` runs), its list function (the
+readable definition, for tests and callers), whether the "all" row sums instead of averaging,
+and its line in `relgrade evaluate --help`. `parse_measure`, `evaluate` and the CLI read it
+from here; none of them names a measure.
+
+The measures relgrade ships register when `grader.metrics.builtin` is imported (done on first
+use). Measures of other packages register when their module is imported, or, for installed
+packages, through the entry point group `relgrade.measures` (loaded the first time a name is not
+found here). Registering a name or spelling twice is a ValueError.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from grader.metrics.judged_rows import Ranked
+    from grader.metrics.measures import Measure
+
+Kernel = Callable[["Measure", "Ranked"], npt.NDArray[np.float64]]
+"""(measure, judged rows of one run) -> one value per qrels query, in `Ranked.query_ids` order."""
+
+ParamParser = Callable[[str], Any]
+"""Turns the text of `key=value` into the value (hashable, printed back with `str`); raises
+ValueError saying what is wrong."""
+
+Cutoff = Literal["optional", "required", "none"]
+
+ENTRY_POINTS = "relgrade.measures"
+
+
+@dataclass(frozen=True)
+class MeasureDef:
+    """One registered measure family (see `register` for the fields)."""
+
+    name: str
+    compute: Kernel
+    usage: str
+    help: str
+    rel: bool = True
+    cutoff: Cutoff = "optional"
+    params: Mapping[str, ParamParser] = field(default_factory=dict)
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    aliases: tuple[str, ...] = ()
+    summed: bool = False
+    judged_only: bool = False
+    gain: bool = False
+    trec_eval: str | None = None
+    with_rel: str | None = None
+    list_function: Callable[..., float] | None = None
+
+
+_BY_NAME: dict[str, MeasureDef] = {}
+_SPELLINGS: dict[str, str] = {}
+_TREC_EVAL: dict[str, str] = {}
+_loaded = {"builtin": False, "plugins": False}
+
+
+def register(
+    name: str,
+    compute: Kernel,
+    *,
+    usage: str,
+    help: str,
+    rel: bool = True,
+    cutoff: Cutoff = "optional",
+    params: Mapping[str, ParamParser] | None = None,
+    defaults: Mapping[str, Any] | None = None,
+    aliases: tuple[str, ...] = (),
+    summed: bool = False,
+    judged_only: bool = False,
+    gain: bool = False,
+    trec_eval: str | None = None,
+    with_rel: str | None = None,
+    list_function: Callable[..., float] | None = None,
+) -> MeasureDef:
+    """Register the measure family `name` (e.g. "P") and return its definition.
+
+    - `compute(measure, ranked)`: the vectorised function `evaluate` runs.
+    - `usage`, `help`: its line in `relgrade evaluate --help` (`help` may hold several lines).
+    - `rel`: takes a binary threshold `(rel=N)` (default from the qrels, see `measures`).
+    - `cutoff`: `@k` is "optional", "required" or "none" (not allowed).
+    - `params`: its own parameters, `key -> parser of the value text`; `defaults`: the value of
+      each one a name leaves out (a parameter without a default must be written).
+    - `aliases`: other spellings (matched case-insensitively, as `name` is).
+    - `summed`: the "all" row is the sum over queries (counts), not the mean.
+    - `judged_only`: takes `judged_only=True` (scored on the condensed list).
+    - `gain`: takes nDCG's `gain=`, `dcg=` and `gains=` (linear gain by default).
+    - `trec_eval`: trec_eval's name with a cutoff (`P` for `P_10`, `ndcg_cut` for `ndcg_cut_10`).
+    - `with_rel`: the family a name means when written with `rel=` though this one takes none
+      (ir_measures' `NumRet(rel=N)` is `NumRelRet(rel=N)`).
+    - `list_function`: the measure on one graded list (not used by `evaluate`).
+    """
+    params = dict(params or {})
+    defaults = dict(defaults or {})
+    unknown = set(defaults) - set(params)
+    if unknown:
+        raise ValueError(f"measure {name}: defaults for parameters it does not take: {unknown}")
+    spellings = {s.lower() for s in (name, *aliases)}
+    taken = sorted(s for s in spellings if s in _SPELLINGS)
+    if taken:
+        raise ValueError(f"measure {name}: {', '.join(taken)} is registered already")
+    definition = MeasureDef(
+        name, compute, usage, help, rel, cutoff, params, defaults, aliases, summed,
+        judged_only, gain, trec_eval, with_rel, list_function,
+    )  # fmt: skip
+    _BY_NAME[name] = definition
+    _SPELLINGS.update(dict.fromkeys(spellings, name))
+    if trec_eval is not None:
+        _TREC_EVAL[trec_eval.lower()] = name
+    return definition
+
+
+def _load_builtin() -> None:
+    if not _loaded["builtin"]:
+        _loaded["builtin"] = True
+        importlib.import_module("grader.metrics.builtin")
+
+
+def load_plugins() -> None:
+    """Import the modules of the `relgrade.measures` entry point group (once)."""
+    if _loaded["plugins"]:
+        return
+    _loaded["plugins"] = True
+    from importlib.metadata import entry_points  # ~50 ms: only when a name is not built in
+
+    for point in entry_points(group=ENTRY_POINTS):
+        point.load()
+
+
+def find(spelling: str) -> MeasureDef | None:
+    """The family a spelling names (case-insensitive), None when no measure has it."""
+    _load_builtin()
+    name = _SPELLINGS.get(spelling.lower())
+    if name is None and not _loaded["plugins"]:
+        load_plugins()
+        name = _SPELLINGS.get(spelling.lower())
+    return _BY_NAME[name] if name is not None else None
+
+
+def get(name: str) -> MeasureDef:
+    """The family of a canonical name (as `Measure.name` holds it)."""
+    _load_builtin()
+    return _BY_NAME[name]
+
+
+def trec_eval_family(name: str) -> str | None:
+    """The family of trec_eval's name with a cutoff (`ndcg_cut`, `P`, `recall` ...)."""
+    _load_builtin()
+    return _TREC_EVAL.get(name.lower())
+
+
+def registered() -> list[MeasureDef]:
+    """Every registered family: the built-in ones in `builtin.MODULES` order, then the others in
+    the order they registered."""
+    _load_builtin()
+    from grader.metrics.builtin import MODULES
+
+    order = {f"grader.metrics.{module}": i for i, module in enumerate(MODULES)}
+    return sorted(_BY_NAME.values(), key=lambda d: order.get(d.compute.__module__, len(order)))
+
+
+def help_lines() -> str:
+    """The measures' lines of `relgrade evaluate --help`: usage, then help, aligned."""
+    lines = []
+    for definition in registered():
+        first, *rest = definition.help.splitlines() or [""]
+        lines.append(f"  {definition.usage:<17} {first}".rstrip())
+        lines += [f"{'':20}{line}" for line in rest]
+    return "\n".join(lines)
