@@ -16,6 +16,7 @@ from grader.cli import grade_holes
 from grader.cli.commands import COMMANDS
 from grader.cli.flags import add_runs, add_store
 from grader.cli.grade_summary import print_dry_run, summary_line
+from grader.cli.judge_options import add_judge_options, build_judges, check_judge_args
 from grader.cli.progress import GradingProgress
 from grader.cli.prompt_check import add_allow_changed_prompt, check_prompts
 from grader.cli.settings import Settings, add_llm_options
@@ -25,7 +26,8 @@ from grader.grading import run as grading_run
 from grader.grading.pairs import pairs_to_grade
 from grader.grading.pipeline import StoreWriter, run_grading
 from grader.judges.base import Judge
-from grader.prompts import PromptSpec
+from grader.judges.registry import JudgeSettings, judge_kind
+from grader.prompts import PromptSpec, load_prompt
 from grader.store.store import Store
 
 DEFAULT_PROMPT = "passage"
@@ -100,13 +102,7 @@ def register(sub: Any) -> None:
         help="model; several (--model A --model B, or --model A B) make an ensemble",
     )
     add_llm_options(p)
-    p.add_argument("--judge", choices=["llm", "lexical"], default="llm", help="lexical: offline")
-    p.add_argument(
-        "--lexical-config",
-        metavar="TOML",
-        help="lexical settings and thresholds (default: ./relgrade-lexical.toml as written by "
-        "calibrate --fit-lexical, if present, else the shipped prompts/lexical-v1.toml)",
-    )
+    add_judge_options(p)
     add_store(p)
     p.add_argument("--out", metavar="JUDGMENTS.jsonl", help="write judgments JSONL")
     p.add_argument("--qrels-out", metavar="QRELS", help="write TREC qrels (ok grades only)")
@@ -139,8 +135,7 @@ def _check_args(args: argparse.Namespace) -> None:
         raise InputError("--max-attempts must be at least 1")
     if args.max_cost is not None and args.max_cost < 0:
         raise InputError("--max-cost must not be negative")
-    if args.judge == "lexical" and args.model:
-        raise InputError("--model is for LLM judges", hint="drop --model or --judge lexical")
+    check_judge_args(args)
     if (args.verify_prompt or args.verify_model) and not args.verify_low:
         raise InputError("--verify-prompt/--verify-model need --verify-low")
     _check_folders(args)
@@ -176,18 +171,23 @@ class _Judges:
         self.members: list[Judge] = []
         self.verifier: Judge | None = None
         # Every judge an LLM: a missing key only matters once a request is to be sent.
-        self.missing_key = self.settings.defer_missing_key() if args.judge == "llm" else None
+        llm = judge_kind(args.judge).takes_model
+        self.missing_key = self.settings.defer_missing_key() if llm else None
+        base = JudgeSettings(
+            prompt=load_prompt(args.prompt),
+            docs=docs,
+            endpoint=self.settings,
+            on_call=writer.log_call,
+        )
+        self.members = build_judges(args, base)
+        self.secrets = self.settings.secrets if llm else []
         if args.judge == "lexical":
-            from grader.judges.lexical.config import load_lexical_config
             from grader.judges.lexical.judge import LexicalJudge
 
-            config = load_lexical_config(args.lexical_config)
-            judge = LexicalJudge.from_docs(docs, config)
-            self.members = [judge]
-            print(lexical_settings_note(config.path, judge.judge_id), file=sys.stderr)
-        else:
-            models = args.model or [self.settings.model()]
-            self.members = [self.llm(model, args.prompt) for model in models]
+            for judge in self.members:
+                if isinstance(judge, LexicalJudge):
+                    note = lexical_settings_note(judge.config.path, judge.judge_id)
+                    print(note, file=sys.stderr)
         if args.verify_low:
             first_model = (args.model or [None])[0]
             model = self.settings.model(args.verify_model or first_model)
@@ -201,8 +201,6 @@ class _Judges:
             self.verifier = verifier
 
     def llm(self, model: str, prompt_name: str) -> Judge:
-        from grader.prompts import load_prompt
-
         judge: Judge = self.settings.llm_judge(
             model, load_prompt(prompt_name), on_call=self.writer.log_call
         )
@@ -247,7 +245,7 @@ def run(args: argparse.Namespace) -> int:
     queries = read_queries(args.queries)
     # The lexical judge's collection statistics need every document; an LLM judge needs only
     # those of the selected pairs, so a large docs file is streamed and the rest not kept.
-    lexical = args.judge == "lexical"
+    lexical = judge_kind(args.judge).needs_all_docs
     docs = read_docs(args.docs) if lexical else {}
     selection = pairs_to_grade(
         args.run,

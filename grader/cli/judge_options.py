@@ -1,0 +1,71 @@
+"""`--judge` and `--judge-config`, shared by the commands that grade (`grade`, `regrade`,
+`batch export`), and the judges built from them through the registry
+(`grader.judges.registry`): the choices are the registered judges, never a list written here."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from collections.abc import Sequence
+
+from grader.errors import InputError
+from grader.judges.base import Judge
+from grader.judges.registry import JudgeSettings, build_judge, judge_kind, judge_kinds
+
+DEFAULT_JUDGE = "llm"
+
+
+def add_judge_options(p: argparse.ArgumentParser, *, batch: bool = False) -> None:
+    """--judge NAME (the registered judges; `batch`: those the Batch API can send) and
+    --judge-config FILE (--lexical-config, its older name)."""
+    kinds = judge_kinds(batch=batch)
+    listed = "; ".join(f"{k.name}: {k.help}" for k in kinds)
+    p.add_argument(
+        "--judge",
+        choices=[k.name for k in kinds],
+        default=DEFAULT_JUDGE,
+        help=f"which judge grades ({listed}; default {DEFAULT_JUDGE})",
+    )
+    p.add_argument(
+        "--judge-config",
+        "--lexical-config",
+        dest="judge_config",
+        metavar="FILE",
+        help="the judge's own settings file (lexical: its TOML; default ./relgrade-lexical.toml "
+        "as written by calibrate --fit-lexical, if present, else the shipped "
+        "prompts/lexical-v1.toml)",
+    )
+
+
+def check_judge_args(args: argparse.Namespace) -> None:
+    """Fail before reading any file when the flags ask a judge for what it does not take."""
+    kind = judge_kind(args.judge)
+    models = _models(args)
+    if models and not kind.takes_model:
+        raise InputError(
+            f"--model is for LLM judges: judge {kind.name!r} takes no model",
+            hint=f"drop --model or --judge {kind.name}",
+        )
+
+
+def _models(args: argparse.Namespace) -> list[str]:
+    given = getattr(args, "model", None)
+    if given is None:
+        return []
+    return [given] if isinstance(given, str) else list(given)
+
+
+def build_judges(
+    args: argparse.Namespace, base: JudgeSettings, models: Sequence[str] | None = None
+) -> list[Judge]:
+    """The judges `--judge` asks for: one per model for a judge that takes models (several make
+    an ensemble; none given: its default model), else one. `base` holds what the command has;
+    `models` defaults to the --model values."""
+    kind = judge_kind(args.judge)
+    wanted: list[str | None] = list(models) if models is not None else list(_models(args))
+    settings = dataclasses.replace(base, config=args.judge_config, options=vars(args))
+    if not kind.takes_model:
+        return [build_judge(kind.name, settings)]
+    return [
+        build_judge(kind.name, dataclasses.replace(settings, model=m)) for m in wanted or [None]
+    ]

@@ -1,0 +1,174 @@
+"""The judge registry: a kind of judge is registered once, by name, with a factory.
+
+Every command that grades (`grade`, `regrade`, `batch export`) and the Python API build their
+judges here: `--judge` lists `judge_names()` and `build_judge(name, settings)` makes the judge.
+A factory takes one `JudgeSettings`, which holds whatever the command has (model, prompt,
+documents, endpoint, every flag), so a new judge needs no change to the command line.
+
+The built-in kinds (`llm`, `lexical`) register in `grader.judges.builtin`, imported on first
+use; their factories import the judge's module only when called. Judges of installed packages
+register through the entry point group `relgrade.judges`: each entry point names a module
+(importing it registers) or a function (called with no arguments), loaded on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from grader.errors import InputError
+from grader.judges.base import Judge
+from grader.models import Doc
+
+if TYPE_CHECKING:
+    from grader.judges.llm.types import CallRecord
+    from grader.prompts import PromptSpec
+
+ENTRY_POINTS = "relgrade.judges"
+
+
+class Endpoint(Protocol):
+    """The resolved LLM endpoint of a command (`grader.cli.settings.Settings` is one): key,
+    base URL, limits and prices, and the LLM judges built with them."""
+
+    def model(self, flag: str | None = None) -> str:
+        """`flag`, else the default model."""
+        ...
+
+    def llm_judge(
+        self,
+        model: str,
+        prompt: PromptSpec | str,
+        on_call: Callable[[CallRecord], None] | None = None,
+    ) -> Judge:
+        """An LLM judge of `model` and `prompt` on this endpoint."""
+        ...
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """Everything a factory may use to build one judge.
+
+    - `model`: one `--model` (a judge kind that takes models gets one call per model; several
+      make an ensemble); None when none was given.
+    - `prompt`: the prompt the command loaded (`--prompt`), if any.
+    - `docs`: every document, for kinds registered with `needs_all_docs` (else empty).
+    - `config`: the judge's own settings file (`--judge-config`), if given.
+    - `endpoint`: the command's LLM endpoint, for judges that call a server.
+    - `on_call`: where an LLM judge reports each request (the store's call log).
+    - `options`: every flag of the command, by its argparse name.
+    """
+
+    model: str | None = None
+    prompt: PromptSpec | None = None
+    docs: Mapping[str, Doc] = field(default_factory=dict)
+    config: str | None = None
+    endpoint: Endpoint | None = None
+    on_call: Callable[[CallRecord], None] | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+MakeJudge = Callable[[JudgeSettings], Judge]
+
+
+@dataclass(frozen=True)
+class JudgeKind:
+    """One registered kind of judge (see `register_judge`)."""
+
+    name: str
+    factory: MakeJudge
+    help: str
+    takes_model: bool = False
+    needs_all_docs: bool = False
+    batch: bool = False
+
+
+_KINDS: dict[str, JudgeKind] = {}
+_loaded = {"builtin": False, "plugins": False}
+
+
+def register_judge(
+    name: str,
+    factory: MakeJudge,
+    *,
+    help: str,
+    takes_model: bool = False,
+    needs_all_docs: bool = False,
+    batch: bool = False,
+) -> JudgeKind:
+    """Register the judge kind `name` (what `--judge NAME` asks for).
+
+    - `factory(settings)`: builds one judge; raises InputError for settings it cannot use.
+    - `help`: a few words for `--help`.
+    - `takes_model`: one judge per `--model` (several make an ensemble); else `--model` is an
+      error.
+    - `needs_all_docs`: the factory reads every document (collection statistics), not only
+      those of the pairs to grade.
+    - `batch`: its judges are LLM judges the Batch API and `batch export` can send.
+    Registering a name twice is a ValueError.
+    """
+    if name in _KINDS:
+        raise ValueError(f"a judge named {name!r} is registered already")
+    kind = JudgeKind(name, factory, help, takes_model, needs_all_docs, batch)
+    _KINDS[name] = kind
+    return kind
+
+
+def _load() -> None:
+    if not _loaded["builtin"]:
+        _loaded["builtin"] = True
+        importlib.import_module("grader.judges.builtin")
+    if not _loaded["plugins"]:
+        _loaded["plugins"] = True
+        load_entry_points(ENTRY_POINTS)
+
+
+def load_entry_points(group: str) -> None:
+    """Load each entry point of `group`: a module is imported, a function is called."""
+    from importlib.metadata import entry_points
+
+    for point in entry_points(group=group):
+        loaded = point.load()
+        if callable(loaded) and not inspect.ismodule(loaded):
+            loaded()
+
+
+def judge_kinds(*, batch: bool = False) -> list[JudgeKind]:
+    """The registered kinds, in the order registered (`batch`: only those the Batch API can
+    send)."""
+    _load()
+    return [k for k in _KINDS.values() if k.batch or not batch]
+
+
+def judge_names(*, batch: bool = False) -> list[str]:
+    """The names `--judge` accepts (`batch`: for batch commands)."""
+    return [k.name for k in judge_kinds(batch=batch)]
+
+
+def judge_kind(name: str) -> JudgeKind:
+    """The kind registered as `name`; an InputError listing the registered ones otherwise."""
+    _load()
+    if name not in _KINDS:
+        raise InputError(
+            f"no judge named {name!r}",
+            hint=f"use one of {', '.join(_KINDS)}, or register yours (docs/adding-a-judge.md)",
+        )
+    return _KINDS[name]
+
+
+def build_judge(name: str, settings: JudgeSettings) -> Judge:
+    """A judge of the kind `name`, made by its factory from `settings`."""
+    kind = judge_kind(name)
+    if settings.model is not None and not kind.takes_model:
+        raise InputError(
+            f"--model is for LLM judges: judge {name!r} takes no model",
+            hint=f"drop --model or choose a judge that takes one ({_model_takers()})",
+        )
+    return kind.factory(settings)
+
+
+def _model_takers() -> str:
+    return ", ".join(k.name for k in _KINDS.values() if k.takes_model)
