@@ -13,9 +13,12 @@ from grader.batch.job_config import JobJudges
 from grader.batch.jobs import BatchOptions, BatchRunner
 from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE
 from grader.batch.state import Job
+from grader.cli.judge_options import build_judges
 from grader.cli.settings import Settings
 from grader.errors import InputError
+from grader.judges.base import Judge
 from grader.judges.llm.judge import LLMJudge
+from grader.judges.registry import JudgeSettings
 from grader.prompts import PromptSpec
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
@@ -53,12 +56,15 @@ class JudgeFactory:
     """Builds LLM judges from the command's `Settings`, and the judge of a stored job from its
     configuration (`grader.batch.job_config`)."""
 
-    def __init__(self, args: argparse.Namespace, writer: StoreWriter) -> None:
+    def __init__(
+        self, args: argparse.Namespace, writer: StoreWriter, *, offline: bool = False
+    ) -> None:
+        """`offline`: the judges call no server, so no key is resolved (none may be set)."""
         self.args = args
         self.writer = writer
         self.settings = Settings.from_args(args)
-        self.key = self.settings.key
-        self.secrets = self.settings.secrets
+        self.key = None if offline else self.settings.key
+        self.secrets = [] if offline else self.settings.secrets
         self.prices = self.settings.prices
         self.jobs = JobJudges(self.llm)
         self.made: list[LLMJudge] = []
@@ -67,6 +73,13 @@ class JudgeFactory:
         judge = self.settings.llm_judge(model, prompt, on_call=self.writer.log_call)
         self.made.append(judge)
         return judge
+
+    def judges(self, prompt: PromptSpec, models: Sequence[str]) -> list[Judge]:
+        """The judges --judge asks for (one per model for an LLM judge), from the registry."""
+        base = JudgeSettings(prompt=prompt, endpoint=self.settings, on_call=self.writer.log_call)
+        made = build_judges(self.args, base, models)
+        self.made += [judge for judge in made if isinstance(judge, LLMJudge)]
+        return made
 
     def remember(self, config: dict[str, Any], judge: LLMBatchJudge) -> None:
         self.jobs.remember(config, judge)

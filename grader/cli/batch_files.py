@@ -23,9 +23,12 @@ from grader.batch.job_config import job_config
 from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE
 from grader.cli.batch_common import JudgeFactory
 from grader.cli.flags import add_runs, add_store
+from grader.cli.judge_options import add_judge_options, build_judges, check_judge_args
 from grader.cli.settings import Settings, add_api_key_env, add_llm_options
 from grader.cli.store_busy import print_store_busy
 from grader.errors import InputError
+from grader.judges.llm.judge import LLMJudge
+from grader.judges.registry import JudgeSettings
 from grader.models import Doc, Query
 from grader.prompts import load_prompt
 from grader.store.store import Store
@@ -85,6 +88,7 @@ def register(actions: Any) -> None:
     )
     ex.add_argument("--prompt", default="passage", help="prompt name or file (passage)")
     ex.add_argument("--model", metavar="M", help="model ($RELGRADE_MODEL, else gpt-4o-mini)")
+    add_judge_options(ex, batch=True)
     ex.add_argument("--out-dir", required=True, metavar="DIR", help="folder for request files")
     ex.add_argument(
         "--batch-max-requests",
@@ -206,7 +210,10 @@ def run_export(args: argparse.Namespace) -> int:
         raise InputError("--run needs --queries and --docs")
     settings = dataclasses.replace(Settings.from_args(args), sending=False)  # sends nothing
     spec = load_prompt(args.prompt)
-    live = settings.llm_judge(settings.model(args.model), spec)
+    check_judge_args(args)
+    live = build_judges(args, JudgeSettings(prompt=spec, endpoint=settings))[0]
+    if not isinstance(live, LLMJudge):  # judges registered with batch=True build LLM judges
+        raise InputError(f"judge {args.judge!r} made no LLM judge: nothing to export")
     try:
         judge = LLMBatchJudge(live)
         config = job_config(judge, args.prompt)

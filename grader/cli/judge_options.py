@@ -10,7 +10,13 @@ from collections.abc import Sequence
 
 from grader.errors import InputError
 from grader.judges.base import Judge
-from grader.judges.registry import JudgeSettings, build_judge, judge_kind, judge_kinds
+from grader.judges.registry import (
+    JudgeSettings,
+    build_judge,
+    judge_kind,
+    judge_kinds,
+    judge_names,
+)
 
 DEFAULT_JUDGE = "llm"
 
@@ -45,6 +51,23 @@ def check_judge_args(args: argparse.Namespace) -> None:
         raise InputError(
             f"--model is for LLM judges: judge {kind.name!r} takes no model",
             hint=f"drop --model or --judge {kind.name}",
+        )
+
+
+def check_regrade_judge(args: argparse.Namespace) -> None:
+    """`check_judge_args`, and what regrading asks more: the Batch API sends LLM requests only,
+    and the stored pairs are all the documents there are (no --docs to read a collection)."""
+    check_judge_args(args)
+    kind = judge_kind(args.judge)
+    if getattr(args, "batch", False) and not kind.batch:
+        raise InputError(
+            f"--batch sends LLM requests: judge {kind.name!r} makes none",
+            hint=f"drop --batch, or use --judge {' or '.join(judge_names(batch=True))}",
+        )
+    if kind.needs_all_docs:
+        raise InputError(
+            f"judge {kind.name!r} reads every document of the collection, which regrade has not",
+            hint=f"grade again: relgrade grade --judge {kind.name} --docs D ...",
         )
 
 

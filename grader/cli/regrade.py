@@ -27,6 +27,7 @@ from grader.cli.batch_endpoint import batch_command
 from grader.cli.commands import COMMANDS
 from grader.cli.failed_pairs import failure_causes_text
 from grader.cli.flags import add_measures, add_runs, add_store
+from grader.cli.judge_options import add_judge_options, build_judges, check_regrade_judge
 from grader.cli.progress import GradingProgress
 from grader.cli.prompt_check import add_allow_changed_prompt, check_prompts
 from grader.cli.regrade_defaults import old_versions_in, stored_models, stored_prompt
@@ -36,6 +37,8 @@ from grader.cli.store_busy import print_store_busy
 from grader.cost import cost_range
 from grader.errors import InputError
 from grader.grading import run as grading_run
+from grader.judges.llm.judge import LLMJudge
+from grader.judges.registry import JudgeSettings, judge_kind
 from grader.prompts import load_prompt
 from grader.regrade.run import RegradeOutcome, regrade
 from grader.regrade.selection import Criterion, absolute_selection, parse_selection
@@ -105,6 +108,7 @@ def register(sub: Any) -> None:
         "--dry-run", action="store_true", help="what would be sent and its cost; send nothing"
     )
     p.add_argument("--show", type=int, default=20, metavar="N", help="changed pairs shown (20)")
+    add_judge_options(p)
     add_llm_options(p)
     add_batch_options(p)
     p.set_defaults(func=run)
@@ -133,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
     if args.concurrency < 1:
         raise InputError("--concurrency must be at least 1")
     criteria = parse_selection(args.select)
+    check_regrade_judge(args)
     if not Path(args.store).is_file():
         raise InputError("no store here", path=args.store, hint="grade into it first")
     if args.batch and len(args.model) > 1:
@@ -191,7 +196,9 @@ def run(args: argparse.Namespace) -> int:
             outcome.diff,
             title="relgrade regrade: what changed",
             old_label=", ".join(olds) or "stored judgments",
-            new_label=f"{spec.id} ({', '.join(_models(args))})",
+            new_label=f"{spec.id} ({', '.join(_models(args))})"
+            if judge_kind(args.judge).takes_model
+            else args.judge,
         )
     if args.format == "json":
         print(json.dumps(diff_json(outcome), indent=2))
@@ -242,9 +249,10 @@ async def _regrade(
     spec: Any,
     criteria: list[Criterion],
 ) -> RegradeOutcome:
-    factory = JudgeFactory(args, writer)
+    offline = not judge_kind(args.judge).takes_model  # no endpoint, no key
+    factory = JudgeFactory(args, writer, offline=offline)
     store.add_secrets(factory.secrets)
-    judges = [factory.llm(model, spec) for model in _models(args)]
+    judges = factory.judges(spec, _models(args))
     live = judges[0]
     try:
         if not args.batch:
@@ -259,6 +267,8 @@ async def _regrade(
                     freeze_gc=True,
                     writer=writer,
                 )
+        if not isinstance(live, LLMJudge):
+            raise InputError(f"judge {args.judge!r} sends no LLM requests to batch")
         batch_judge = LLMBatchJudge(live)
         config = job_config(batch_judge, args.prompt, select=absolute_selection(args.select))
         factory.remember(config, batch_judge)
@@ -289,7 +299,13 @@ def _dry_run(args: argparse.Namespace, spec: Any, criteria: list[Criterion]) -> 
     from grader.regrade.dry_run import estimate_regrade
 
     settings = Settings.from_args(args)
-    judges = [settings.llm_judge(model, spec) for model in _models(args)]
+    base = JudgeSettings(prompt=spec, endpoint=settings)
+    judges = [j for j in build_judges(args, base, _models(args)) if isinstance(j, LLMJudge)]
+    if not judges:
+        raise InputError(
+            f"--dry-run estimates LLM requests; judge {args.judge!r} sends none",
+            hint="drop --dry-run: an offline judge costs nothing",
+        )
     with Store(args.store, on_busy=print_store_busy) as store:
         est = estimate_regrade(store, judges, criteria)
 
