@@ -16,6 +16,7 @@ found here). Registering a name or spelling twice is a ValueError.
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -128,14 +129,17 @@ def _load_builtin() -> None:
 
 
 def load_plugins() -> None:
-    """Import the modules of the `relgrade.measures` entry point group (once)."""
+    """Load the `relgrade.measures` entry points (once): a module is imported, a function
+    is called with no arguments."""
     if _loaded["plugins"]:
         return
     _loaded["plugins"] = True
     from importlib.metadata import entry_points  # ~50 ms: only when a name is not built in
 
     for point in entry_points(group=ENTRY_POINTS):
-        point.load()
+        loaded = point.load()  # a module registers as it is imported; a function is called
+        if callable(loaded) and not inspect.ismodule(loaded):
+            loaded()
 
 
 def find(spelling: str) -> MeasureDef | None:
@@ -175,6 +179,10 @@ def help_lines() -> str:
     lines = []
     for definition in registered():
         first, *rest = definition.help.splitlines() or [""]
-        lines.append(f"  {definition.usage:<17} {first}".rstrip())
+        if len(definition.usage) > 17:  # a long usage gets a line of its own
+            lines.append(f"  {definition.usage}")
+            rest = [first, *rest]
+        else:
+            lines.append(f"  {definition.usage:<17} {first}".rstrip())
         lines += [f"{'':20}{line}" for line in rest]
     return "\n".join(lines)

@@ -1,0 +1,172 @@
+"""Plug points: a toy judge and a toy measure added through docs/adding-a-judge.md and
+docs/adding-a-measure.md only (tests/plugins/), then used from the command line.
+
+The toy judge grades a document by its length (min(3, characters // 10)); the toy measure is
+rank-biased precision, ToyRBP(rel=N,p=P)@k = (1 - p) * sum_{i <= k} p^(i-1) [rel_i >= N].
+Expected values below are worked out by hand from those definitions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tests.plugins.toy_judge  # noqa: F401  (step 5: importing the module registers it)
+import tests.plugins.toy_measure  # noqa: F401
+from grader.cli.main import main
+from grader.io.trec import read_qrels
+from grader.metrics.measures import parse_measure
+from tests.plugins.toy_measure import rbp
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Texts of 5, 15, 25 and 45 characters: grades 0, 1, 2 and 3.
+TEXTS = {"d1": "short", "d2": "fifteen chars!!", "d3": "twenty-five characters...", "d4": "x" * 45}
+
+
+@pytest.fixture
+def grade_files(tmp_path: Path) -> list[str]:
+    (tmp_path / "queries.tsv").write_text("q1\tcache eviction policy\n")
+    docs = "".join(json.dumps({"doc_id": d, "text": t}) + "\n" for d, t in TEXTS.items())
+    (tmp_path / "docs.jsonl").write_text(docs)
+    run = "".join(f"q1 Q0 {d} {r} {10 - r} bm25\n" for r, d in enumerate(TEXTS, 1))
+    (tmp_path / "run.txt").write_text(run)
+    return ["--queries", str(tmp_path / "queries.tsv"), "--docs", str(tmp_path / "docs.jsonl")] + [
+        "--run",
+        str(tmp_path / "run.txt"),
+    ]
+
+
+def _grades(qrels: Path) -> dict[str, int]:
+    frame = read_qrels(qrels)
+    return {str(d): int(g) for d, g in zip(frame["doc_id"], frame["grade"], strict=True)}
+
+
+def test_grade_with_the_toy_judge_offline(
+    grade_files: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # offline: no key needed
+    qrels, store = tmp_path / "toy.qrels", str(tmp_path / "s.db")
+    argv = ["grade", *grade_files, "--judge", "toylen", "--store", store, "--quiet"]
+    assert main([*argv, "--qrels-out", str(qrels)]) == 0
+    assert _grades(qrels) == {"d1": 0, "d2": 1, "d3": 2, "d4": 3}
+
+
+def test_a_rerun_of_the_toy_judge_is_all_cached(
+    grade_files: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["grade", *grade_files, "--judge", "toylen", "--store", str(tmp_path / "s.db")]
+    assert main([*argv, "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(argv) == 0
+    assert "graded 0, cached 4, failed 0" in capsys.readouterr().err
+
+
+def test_regrade_with_the_toy_judge(grade_files: list[str], tmp_path: Path) -> None:
+    store, qrels = str(tmp_path / "s.db"), tmp_path / "new.qrels"
+    assert main(["grade", *grade_files, "--judge", "lexical", "--store", store, "--quiet"]) == 0
+    argv = ["regrade", "--store", store, "--judge", "toylen", "--prompt", "passage"]
+    assert main([*argv, "--qrels-out", str(qrels), "--quiet", "--format", "json"]) == 0
+    assert _grades(qrels) == {"d1": 0, "d2": 1, "d3": 2, "d4": 3}
+
+
+def test_the_judge_flags_list_the_registry(capsys: pytest.CaptureFixture[str]) -> None:
+    for command in (["grade"], ["regrade"], ["batch", "export"]):
+        with pytest.raises(SystemExit):
+            main([*command, "--help"])
+        text = capsys.readouterr().out
+        assert "llm" in text
+        # the Batch API sends LLM requests: batch export lists only judges registered batch=True
+        assert ("toylen" in text) == (command != ["batch", "export"])
+
+
+def test_the_toy_judge_takes_no_model(grade_files: list[str], tmp_path: Path) -> None:
+    argv = ["grade", *grade_files, "--judge", "toylen", "--model", "m", "--store"]
+    assert main([*argv, str(tmp_path / "s.db")]) == 2
+    assert not (tmp_path / "s.db").exists()
+
+
+@pytest.fixture
+def eval_files(tmp_path: Path) -> list[str]:
+    (tmp_path / "qrels.txt").write_text("q1 0 a 3\nq1 0 b 0\nq1 0 c 2\nq1 0 d 1\nq2 0 z 2\n")
+    # q1 ranks a, b, c, x (unjudged), d; q2 is not answered (scores 0, counted in the mean).
+    run = "".join(f"q1 Q0 {d} {r} {10 - r} t\n" for r, d in enumerate("abcxd", 1))
+    (tmp_path / "run.txt").write_text(run)
+    return [str(tmp_path / "qrels.txt"), str(tmp_path / "run.txt")]
+
+
+def test_evaluate_with_the_toy_measure(
+    eval_files: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    measures = ["ToyRBP(p=0.5)@5", "ToyRBP(p=0.5)@2", "ToyRBP@5"]
+    assert main(["evaluate", *eval_files, "-m", *measures, "--per-query", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    got = {(r["query_id"], r["measure"]): r["value"] for r in rows}
+    # q1's relevant (grade >= 2) results are at ranks 1 and 3.
+    expected = {
+        ("q1", "ToyRBP(rel=2,p=0.5)@5"): 0.5 * (1 + 0.25),
+        ("q1", "ToyRBP(rel=2,p=0.5)@2"): 0.5 * 1,
+        ("q1", "ToyRBP(rel=2,p=0.8)@5"): 0.2 * (1 + 0.64),
+        ("q2", "ToyRBP(rel=2,p=0.5)@5"): 0.0,
+        ("all", "ToyRBP(rel=2,p=0.5)@5"): 0.625 / 2,
+        ("all", "ToyRBP(rel=2,p=0.5)@2"): 0.5 / 2,
+        ("all", "ToyRBP(rel=2,p=0.8)@5"): 0.328 / 2,
+    }
+    assert {k: got[k] for k in expected} == pytest.approx(expected, abs=1e-12)
+
+
+def test_the_list_function_agrees_with_the_hand_value() -> None:
+    assert rbp([3, 0, 2, None, 1], p=0.5, k=5, threshold=2) == pytest.approx(0.625, abs=1e-12)
+    assert rbp([], p=0.5) == 0.0
+
+
+def test_the_toy_measure_parses_and_prints_back() -> None:
+    measure = parse_measure("toyrbp(p=0.5,rel=3)@10")
+    assert str(measure) == "ToyRBP(rel=3,p=0.5)@10"
+    assert parse_measure(str(measure)) == measure
+
+
+def test_a_bad_parameter_is_an_input_error(
+    eval_files: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["evaluate", *eval_files, "-m", "ToyRBP(p=1.5)@5"]) == 2
+    assert "p=1.5: p is a probability strictly between 0 and 1" in capsys.readouterr().err
+
+
+def test_evaluate_help_lists_the_toy_measure(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--help"])
+    text = capsys.readouterr().out
+    assert "  ToyRBP(rel=N,p=P)[@k]\n" + " " * 20 + "toy: rank-biased precision" in text
+
+
+def test_entry_points_register_an_installed_plugin(tmp_path: Path) -> None:
+    """Step 5 for an installed package: the entry point groups, read from real package
+    metadata (a dist-info folder on the path), in a fresh interpreter."""
+    info = tmp_path / "toyplug-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toyplug\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        "[relgrade.judges]\ntoylen = tests.plugins.toy_judge\n\n"
+        "[relgrade.measures]\ntoyrbp = tests.plugins.toy_measure\n"
+    )
+    code = (
+        "from grader.cli.main import main\n"
+        "from grader.metrics.measures import parse_measure\n"
+        "print(parse_measure('ToyRBP@3'))\n"
+        "try:\n"
+        "    main(['grade', '--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.splitlines()[0] == "ToyRBP(rel=2,p=0.8)@3"
+    assert "{llm,lexical,toylen}" in done.stdout
