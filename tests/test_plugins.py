@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-import tests.plugins.toy_judge  # noqa: F401  (step 5: importing the module registers it)
-import tests.plugins.toy_measure  # noqa: F401
+import tests.plugins.toy_judge  # step 5: importing the module registers the judge
+import tests.plugins.toy_measure  # noqa: F401  (registers the measure)
 from grader.cli.main import main
 from grader.io.trec import read_qrels
 from grader.metrics.measures import parse_measure
@@ -36,10 +36,8 @@ def grade_files(tmp_path: Path) -> list[str]:
     (tmp_path / "docs.jsonl").write_text(docs)
     run = "".join(f"q1 Q0 {d} {r} {10 - r} bm25\n" for r, d in enumerate(TEXTS, 1))
     (tmp_path / "run.txt").write_text(run)
-    return ["--queries", str(tmp_path / "queries.tsv"), "--docs", str(tmp_path / "docs.jsonl")] + [
-        "--run",
-        str(tmp_path / "run.txt"),
-    ]
+    names = {"--queries": "queries.tsv", "--docs": "docs.jsonl", "--run": "run.txt"}
+    return [word for flag, name in names.items() for word in (flag, str(tmp_path / name))]
 
 
 def _grades(qrels: Path) -> dict[str, int]:
