@@ -68,7 +68,7 @@ def test_a_rerun_of_the_toy_judge_is_all_cached(
 def test_regrade_with_the_toy_judge(grade_files: list[str], tmp_path: Path) -> None:
     store, qrels = str(tmp_path / "s.db"), tmp_path / "new.qrels"
     assert main(["grade", *grade_files, "--judge", "lexical", "--store", store, "--quiet"]) == 0
-    argv = ["regrade", "--store", store, "--judge", "toylen", "--prompt", "passage"]
+    argv = ["regrade", "--store", store, "--judge", "toylen"]  # an offline judge needs no prompt
     assert main([*argv, "--qrels-out", str(qrels), "--quiet", "--format", "json"]) == 0
     assert _grades(qrels) == {"d1": 0, "d2": 1, "d3": 2, "d4": 3}
 

@@ -27,6 +27,7 @@ from grader.cli.batch_endpoint import batch_command
 from grader.cli.commands import COMMANDS
 from grader.cli.failed_pairs import failure_causes_text
 from grader.cli.flags import add_measures, add_runs, add_store
+from grader.cli.grade import DEFAULT_PROMPT
 from grader.cli.judge_options import add_judge_options, build_judges, check_regrade_judge
 from grader.cli.progress import GradingProgress
 from grader.cli.prompt_check import add_allow_changed_prompt, check_prompts
@@ -145,9 +146,13 @@ def run(args: argparse.Namespace) -> int:
             "an ensemble (several --model) regrades live, not through the Batch API",
             hint="drop --batch, or give one --model",
         )
-    found = old_versions_in(args.store, criteria) if not (args.prompt and args.model) else None
+    takes_model = judge_kind(args.judge).takes_model
+    if not args.prompt and not takes_model:
+        args.prompt = DEFAULT_PROMPT  # an offline judge reads none; stored ones may not load
+    given = args.prompt and (args.model or not takes_model)
+    found = old_versions_in(args.store, criteria) if not given else None
     spec = load_prompt(args.prompt) if args.prompt else stored_prompt(args.store, found)
-    if not args.model:  # the model of the selection, as its prompt: never a default model
+    if not args.model and takes_model:  # the model of the selection, as its prompt: never a default
         args.model = stored_models(args.store, found)
     if args.prompt:  # a prompt from the store is the text it was graded with
         with Store(args.store, on_busy=print_store_busy) as store:
