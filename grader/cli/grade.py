@@ -26,7 +26,7 @@ from grader.grading import run as grading_run
 from grader.grading.pairs import pairs_to_grade
 from grader.grading.pipeline import StoreWriter, run_grading
 from grader.judges.base import Judge
-from grader.judges.registry import JudgeSettings, judge_kind
+from grader.judges.registry import JudgeSettings, build_judge, judge_kind
 from grader.prompts import PromptSpec, load_prompt
 from grader.store.store import Store
 
@@ -201,9 +201,10 @@ class _Judges:
             self.verifier = verifier
 
     def llm(self, model: str, prompt_name: str) -> Judge:
-        judge: Judge = self.settings.llm_judge(
-            model, load_prompt(prompt_name), on_call=self.writer.log_call
-        )
+        """The verifier: the registry's `llm` judge, whatever --judge is."""
+        prompt, on_call = load_prompt(prompt_name), self.writer.log_call
+        settings = JudgeSettings(model, prompt, endpoint=self.settings, on_call=on_call)
+        judge = build_judge("llm", settings)
         self.secrets = self.settings.secrets
         return judge
 
