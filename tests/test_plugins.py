@@ -168,3 +168,25 @@ def test_entry_points_register_an_installed_plugin(tmp_path: Path) -> None:
     )
     assert done.stdout.splitlines()[0] == "ToyRBP(rel=2,p=0.8)@3"
     assert "{llm,lexical,toylen}" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (["--judge", "toylen", "--batch"], "--batch sends LLM requests: judge 'toylen' makes none"),
+        (["--judge", "toylen", "--dry-run"], "judge 'toylen' sends none"),
+        (["--judge", "lexical"], "judge 'lexical' reads every document of the collection"),
+    ],
+)
+def test_regrade_refuses_what_a_judge_cannot_do(
+    grade_files: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    extra: list[str],
+    says: str,
+) -> None:
+    store = str(tmp_path / "s.db")
+    assert main(["grade", *grade_files, "--judge", "toylen", "--store", store, "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["regrade", "--store", store, *extra]) == 2
+    assert says in capsys.readouterr().err

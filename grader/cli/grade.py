@@ -202,8 +202,12 @@ class _Judges:
 
     def llm(self, model: str, prompt_name: str) -> Judge:
         """The verifier: the registry's `llm` judge, whatever --judge is."""
-        prompt, on_call = load_prompt(prompt_name), self.writer.log_call
-        settings = JudgeSettings(model, prompt, endpoint=self.settings, on_call=on_call)
+        settings = JudgeSettings(
+            model=model,
+            prompt=load_prompt(prompt_name),
+            endpoint=self.settings,
+            on_call=self.writer.log_call,
+        )
         judge = build_judge("llm", settings)
         self.secrets = self.settings.secrets
         return judge

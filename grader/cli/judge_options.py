@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from grader.errors import InputError
 from grader.judges.base import Judge
@@ -17,6 +18,9 @@ from grader.judges.registry import (
     judge_kinds,
     judge_names,
 )
+
+if TYPE_CHECKING:
+    from grader.judges.llm.judge import LLMJudge
 
 DEFAULT_JUDGE = "llm"
 
@@ -54,11 +58,15 @@ def check_judge_args(args: argparse.Namespace) -> None:
         )
 
 
-def check_regrade_judge(args: argparse.Namespace) -> None:
+def check_regrade_judge(args: argparse.Namespace, default_prompt: str) -> None:
     """`check_judge_args`, and what regrading asks more: the Batch API sends LLM requests only,
-    and the stored pairs are all the documents there are (no --docs to read a collection)."""
+    and the stored pairs are all the documents there are (no --docs to read a collection). A
+    judge that takes no model reads no prompt: it gets `default_prompt` when --prompt is not
+    given (the prompt of the stored judgments may not load)."""
     check_judge_args(args)
     kind = judge_kind(args.judge)
+    if not kind.takes_model and not args.prompt:
+        args.prompt = default_prompt
     if getattr(args, "batch", False) and not kind.batch:
         raise InputError(
             f"--batch sends LLM requests: judge {kind.name!r} makes none",
@@ -92,3 +100,19 @@ def build_judges(
     return [
         build_judge(kind.name, dataclasses.replace(settings, model=m)) for m in wanted or [None]
     ]
+
+
+def llm_judges(
+    args: argparse.Namespace, base: JudgeSettings, models: Sequence[str]
+) -> list[LLMJudge]:
+    """The LLM judges --judge asks for (one per model), for an estimate of what they would
+    send; an InputError for a judge that sends nothing."""
+    from grader.judges.llm.judge import LLMJudge
+
+    judges = [j for j in build_judges(args, base, models) if isinstance(j, LLMJudge)]
+    if not judges:
+        raise InputError(
+            f"--dry-run estimates LLM requests; judge {args.judge!r} sends none",
+            hint="drop --dry-run: an offline judge costs nothing",
+        )
+    return judges

@@ -28,7 +28,7 @@ from grader.cli.commands import COMMANDS
 from grader.cli.failed_pairs import failure_causes_text
 from grader.cli.flags import add_measures, add_runs, add_store
 from grader.cli.grade import DEFAULT_PROMPT
-from grader.cli.judge_options import add_judge_options, build_judges, check_regrade_judge
+from grader.cli.judge_options import add_judge_options, check_regrade_judge, llm_judges
 from grader.cli.progress import GradingProgress
 from grader.cli.prompt_check import add_allow_changed_prompt, check_prompts
 from grader.cli.regrade_defaults import old_versions_in, stored_models, stored_prompt
@@ -138,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
     if args.concurrency < 1:
         raise InputError("--concurrency must be at least 1")
     criteria = parse_selection(args.select)
-    check_regrade_judge(args)
+    check_regrade_judge(args, DEFAULT_PROMPT)
     if not Path(args.store).is_file():
         raise InputError("no store here", path=args.store, hint="grade into it first")
     if args.batch and len(args.model) > 1:
@@ -147,8 +147,6 @@ def run(args: argparse.Namespace) -> int:
             hint="drop --batch, or give one --model",
         )
     takes_model = judge_kind(args.judge).takes_model
-    if not args.prompt and not takes_model:
-        args.prompt = DEFAULT_PROMPT  # an offline judge reads none; stored ones may not load
     given = args.prompt and (args.model or not takes_model)
     found = old_versions_in(args.store, criteria) if not given else None
     spec = load_prompt(args.prompt) if args.prompt else stored_prompt(args.store, found)
@@ -201,9 +199,7 @@ def run(args: argparse.Namespace) -> int:
             outcome.diff,
             title="relgrade regrade: what changed",
             old_label=", ".join(olds) or "stored judgments",
-            new_label=f"{spec.id} ({', '.join(_models(args))})"
-            if judge_kind(args.judge).takes_model
-            else args.judge,
+            new_label=f"{spec.id} ({', '.join(_models(args) or [args.judge])})",
         )
     if args.format == "json":
         print(json.dumps(diff_json(outcome), indent=2))
@@ -303,14 +299,8 @@ def _dry_run(args: argparse.Namespace, spec: Any, criteria: list[Criterion]) -> 
     """Print what a regrade would send and what it would cost, live and by batch."""
     from grader.regrade.dry_run import estimate_regrade
 
-    settings = Settings.from_args(args)
-    base = JudgeSettings(prompt=spec, endpoint=settings)
-    judges = [j for j in build_judges(args, base, _models(args)) if isinstance(j, LLMJudge)]
-    if not judges:
-        raise InputError(
-            f"--dry-run estimates LLM requests; judge {args.judge!r} sends none",
-            hint="drop --dry-run: an offline judge costs nothing",
-        )
+    base = JudgeSettings(prompt=spec, endpoint=Settings.from_args(args))
+    judges = llm_judges(args, base, _models(args))
     with Store(args.store, on_busy=print_store_busy) as store:
         est = estimate_regrade(store, judges, criteria)
 
@@ -329,7 +319,8 @@ def _dry_run(args: argparse.Namespace, spec: Any, criteria: list[Criterion]) -> 
 
 
 def _models(args: argparse.Namespace) -> list[str]:
-    """The --model values (`run` sets them to the selection's models when none is given)."""
+    """The --model values (`run` sets them to the selection's models when none is given; a
+    judge that takes no model has none)."""
     return list(dict.fromkeys(args.model))
 
 

@@ -48,7 +48,7 @@ class Endpoint(Protocol):
         ...
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class JudgeSettings:
     """Everything a factory may use to build one judge.
 
