@@ -190,3 +190,22 @@ def test_regrade_refuses_what_a_judge_cannot_do(
     capsys.readouterr()
     assert main(["regrade", "--store", store, *extra]) == 2
     assert says in capsys.readouterr().err
+
+
+def test_the_library_builds_registered_judges_and_refuses_twins() -> None:
+    from grader.errors import InputError
+    from grader.judges.registry import JudgeSettings, build_judges, register_judge
+    from grader.metrics.registry import register
+    from tests.plugins.toy_judge import LengthJudge, make_length_judge
+    from tests.plugins.toy_measure import compute
+
+    (judge,) = build_judges("toylen", JudgeSettings())
+    assert isinstance(judge, LengthJudge) and judge.judge_id == "toylen"
+    with pytest.raises(InputError, match="takes no model"):
+        build_judges("toylen", JudgeSettings(), ["gpt-4o-mini"])
+    with pytest.raises(InputError, match="no judge named 'nope'"):
+        build_judges("nope", JudgeSettings())
+    with pytest.raises(ValueError, match="registered already"):
+        register_judge("toylen", make_length_judge, help="twice")
+    with pytest.raises(ValueError, match="map is registered already"):
+        register("MyAP", compute, usage="MyAP", help="clashes with AP's spelling", aliases=("map",))

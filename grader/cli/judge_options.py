@@ -10,14 +10,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from grader.errors import InputError
+from grader.judges import registry
 from grader.judges.base import Judge
-from grader.judges.registry import (
-    JudgeSettings,
-    build_judge,
-    judge_kind,
-    judge_kinds,
-    judge_names,
-)
+from grader.judges.registry import JudgeSettings, judge_kind, judge_kinds, judge_names
 
 if TYPE_CHECKING:
     from grader.judges.llm.judge import LLMJudge
@@ -89,17 +84,12 @@ def _models(args: argparse.Namespace) -> list[str]:
 def build_judges(
     args: argparse.Namespace, base: JudgeSettings, models: Sequence[str] | None = None
 ) -> list[Judge]:
-    """The judges `--judge` asks for: one per model for a judge that takes models (several make
-    an ensemble; none given: its default model), else one. `base` holds what the command has;
-    `models` defaults to the --model values."""
-    kind = judge_kind(args.judge)
-    wanted: list[str | None] = list(models) if models is not None else list(_models(args))
+    """The judges `--judge` asks for (`grader.judges.registry.build_judges`). `base` holds what
+    the command has; --judge-config and every flag are added here; `models` defaults to the
+    --model values."""
     settings = dataclasses.replace(base, config=args.judge_config, options=vars(args))
-    if not kind.takes_model:
-        return [build_judge(kind.name, settings)]
-    return [
-        build_judge(kind.name, dataclasses.replace(settings, model=m)) for m in wanted or [None]
-    ]
+    wanted = list(models) if models is not None else _models(args)
+    return registry.build_judges(args.judge, settings, wanted)
 
 
 def llm_judges(

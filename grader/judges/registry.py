@@ -1,7 +1,8 @@
 """The judge registry: a kind of judge is registered once, by name, with a factory.
 
 Every command that grades (`grade`, `regrade`, `batch export`) and the Python API build their
-judges here: `--judge` lists `judge_names()` and `build_judge(name, settings)` makes the judge.
+judges here: `--judge` lists `judge_names()` and `build_judges(name, settings, models)` makes
+them (one per model for an LLM judge: several make an ensemble).
 A factory takes one `JudgeSettings`, which holds whatever the command has (model, prompt,
 documents, endpoint, every flag), so a new judge needs no change to the command line.
 
@@ -13,9 +14,10 @@ register through the entry point group `relgrade.judges`: each entry point names
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -168,6 +170,18 @@ def build_judge(name: str, settings: JudgeSettings) -> Judge:
             hint=f"drop --model or choose a judge that takes one ({_model_takers()})",
         )
     return kind.factory(settings)
+
+
+def build_judges(name: str, settings: JudgeSettings, models: Sequence[str] = ()) -> list[Judge]:
+    """The judges of the kind `name`: one per model for a kind that takes models (several make
+    an ensemble; none: its default model), else one (`models` must then be empty)."""
+    kind = judge_kind(name)
+    if not kind.takes_model:
+        if models:
+            settings = dataclasses.replace(settings, model=models[0])  # refused by build_judge
+        return [build_judge(name, settings)]
+    wanted: list[str | None] = list(models) or [None]
+    return [build_judge(name, dataclasses.replace(settings, model=m)) for m in wanted]
 
 
 def _model_takers() -> str:
