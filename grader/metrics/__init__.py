@@ -1,7 +1,8 @@
 """The metrics core: measure names, list functions on graded lists, and the vectorised evaluator.
 
-Pure: no I/O, no LLM, no global state. Every measure agrees with trec_eval (pytrec_eval) to 1e-9;
-see each module's docstring for its definition and edge cases.
+Pure: no I/O, no LLM. Every measure agrees with trec_eval (pytrec_eval) to 1e-9; see each
+module's docstring for its definition and edge cases. A measure is its module and one `register`
+call (`registry`; docs/adding-a-measure.md).
 """
 
 from grader.metrics.ap import average_precision
