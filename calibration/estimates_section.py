@@ -3,7 +3,8 @@
 - `relevant_share`: the share of relevant pairs (grade >= threshold) among the N LLM-graded
   pairs at hand (a finite population: labelled pairs are part of it). Pair designs: pair-level
   PPI++ weighted by 1/pi, normal quantile. Whole-queries design: PPI with lambda cross-fitted
-  across the drawn queries and a delete-one-query jackknife interval, t quantile
+  across the drawn queries and a delete-one-query jackknife variance, scaled up when the drawn
+  queries are more alike than all of them, t quantile on the logit scale
   (`calibration.stats.ppi_clusters`: no bias from fitting lambda on the queries it corrects).
 - `runs`: each run's mean measure over the Q queries with LLM grades, under the whole-queries
   design only (the labelled unit is a query people graded whole); under a pair design the
@@ -98,11 +99,13 @@ def relevant_share(
             (both["llm"].to_numpy() >= threshold).astype(np.float64),
             both["query_id"].to_numpy(),
             (llm["grade"].to_numpy() >= threshold).astype(np.float64),
-            int(llm["query_id"].nunique()),
+            llm["query_id"].to_numpy(),
         )
         clean = [None if np.isnan(x) else x for x in ci]
         data.update({"ppi": ppi, "ppi_ci": clean, "lambda": lam})
-        data["interval"] = f"jackknife over queries, cross-fitted lambda, t, {est.df} df"
+        data["interval"] = (
+            f"jackknife over queries, cross-fitted lambda, Isaki-scaled, logit t, {est.df} df"
+        )
     data = {
         **data,
         "unit": "pair",
