@@ -50,13 +50,18 @@ def _populations() -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
 
 
 @pytest.mark.slow
-def test_six_whole_queries_give_an_unbiased_share() -> None:
+def test_six_whole_queries_give_an_unbiased_share_that_covers() -> None:
+    # Coverage is pooled over the populations (6,000 draws, standard error 0.003); each one's
+    # 1,000 draws may sit a standard error or so below the pooled figure.
+    coverages = []
     for name, q, y, f in _populations():
         bias, coverage, old_bias = _simulate(q, y, f, 6, seed=6)
         assert abs(bias) <= 0.01, (name, bias)
-        assert coverage >= 0.93, (name, coverage)
+        assert coverage >= 0.92, (name, coverage)
+        coverages.append(coverage)
         if name != "synthetic":
             assert abs(bias) < abs(old_bias), (name, bias, old_bias)
+    assert float(np.mean(coverages)) >= 0.93, coverages
 
 
 def _frames(n_whole: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
