@@ -327,7 +327,9 @@ def test_whole_queries_graded_give_per_run_estimates_under_the_cluster_design(
     assert est["design"]["kind"] == "whole-queries" and est["design"]["source"] == "inferred"
     share = est["relevant_share"]
     assert share["labelled_clusters"] == 10
-    assert share["interval"] == "jackknife over queries, cross-fitted lambda, t, 9 df"
+    assert share["interval"] == (
+        "jackknife over queries, cross-fitted lambda, Isaki-scaled, logit t, 9 df"
+    )
     assert (
         share["estimand"] == "share of relevant pairs (grade >= 2) among these 288 LLM-graded pairs"
     )

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from calibration.stats.ppi import ppi_mean
-from calibration.stats.ppi_clusters import crossfit_cluster_share
+from calibration.stats.ppi_clusters import crossfit_cluster_share, isaki_factor, logit_interval
 from calibration.summary import summarize
 from tests.spotcheck_sim import DL2019, LABEL_SETS, load_label_sets
 from tests.test_ppi_coverage import F as SYN_F
@@ -87,3 +87,22 @@ def test_per_run_estimates_are_human_only_below_ten_whole_queries(
     assert (est.ppi == est.human_only) is human_only
     assert ("human-only" in (est.interval or "")) is human_only
     assert est.ppi_ci is not None and None not in est.ppi_ci
+
+
+def test_isaki_factor_scales_up_only_when_drawn_queries_are_more_alike() -> None:
+    n_pop, f_pop = np.array([10.0, 10.0, 10.0, 10.0]), np.array([1.0, 9.0, 2.0, 8.0])
+    alike = isaki_factor(f_pop[[0, 2]], n_pop[[0, 2]], f_pop, n_pop)
+    spread = np.var(f_pop - 0.5 * n_pop, ddof=1) / np.var(f_pop[[0, 2]] - 5.0, ddof=1)
+    assert alike == pytest.approx(spread) and alike > 1
+    assert isaki_factor(f_pop[[0, 1]], n_pop[[0, 1]], f_pop, n_pop) == 1.0
+    assert isaki_factor(f_pop[[0, 0]], n_pop[[0, 0]], f_pop, n_pop) == np.inf
+
+
+def test_logit_interval_is_the_delta_method_mapped_back() -> None:
+    lo, hi = logit_interval(0.2, 0.01, 2.0)
+    half = 2.0 * 0.1 / (0.2 * 0.8)
+    assert lo == pytest.approx(1 / (1 + np.exp(-(np.log(0.25) - half))))
+    assert hi == pytest.approx(1 / (1 + np.exp(-(np.log(0.25) + half))))
+    assert hi - 0.2 > 0.2 - lo  # leans away from 0
+    assert logit_interval(0.0, 0.01, 2.0) == (0.0, 0.2)
+    assert logit_interval(0.3, np.inf, 2.0) == (0.0, 1.0)
