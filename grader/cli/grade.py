@@ -7,7 +7,6 @@ from the judge (`grader.grading.pipeline`); outputs are written atomically once 
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from grader.cli import grade_holes
 from grader.cli.commands import COMMANDS
 from grader.cli.flags import add_runs, add_store
 from grader.cli.grade_summary import print_dry_run, summary_line
+from grader.cli.interrupts import interrupted_text, resume_hint
 from grader.cli.judge_options import add_judge_options, build_judges, check_judge_args
 from grader.cli.progress import GradingProgress
 from grader.cli.prompt_check import add_allow_changed_prompt, check_prompts
@@ -234,10 +234,6 @@ def lexical_settings_note(path: str | None, judge_id: str) -> str:
     return f"lexical judge settings: {path} ({which}; judgments say judge {judge_id})"
 
 
-def _resume_hint() -> str:
-    return "relgrade " + shlex.join(sys.argv[1:])
-
-
 def run(args: argparse.Namespace) -> int:
     from grader.cli.output_files import clean_outputs
     from grader.io.docs import read_docs
@@ -310,11 +306,7 @@ def run(args: argparse.Namespace) -> int:
 
         print(failure_causes_text(report.judgments), file=sys.stderr)
     if report.interrupted:
-        print(
-            f"interrupted: {report.done()} of {report.pairs} pairs done and stored; "
-            f"to resume, rerun the same command: {_resume_hint()}",
-            file=sys.stderr,
-        )
+        print(interrupted_text(report.done(), report.pairs), file=sys.stderr)
         return 130
     if report.held_elsewhere:
         print(
@@ -322,7 +314,7 @@ def run(args: argparse.Namespace) -> int:
             f" ({args.store}) that has not answered them in {grading_run.HOLD_WAIT_S / 60:.0f}"
             " minutes; "
             f"{report.done()} of {report.pairs} pairs done and stored; outputs not written. "
-            f"Rerun the same command once that process is done (or gone): {_resume_hint()}",
+            f"Rerun the same command once that process is done (or gone): {resume_hint()}",
             file=sys.stderr,
         )
         return 1

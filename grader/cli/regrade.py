@@ -28,6 +28,7 @@ from grader.cli.commands import COMMANDS
 from grader.cli.failed_pairs import failure_causes_text
 from grader.cli.flags import add_measures, add_runs, add_store
 from grader.cli.grade import DEFAULT_PROMPT
+from grader.cli.interrupts import interrupt_at_once, interrupted_text
 from grader.cli.judge_options import add_judge_options, check_regrade_judge, llm_judges
 from grader.cli.progress import GradingProgress
 from grader.cli.prompt_check import add_allow_changed_prompt, check_prompts
@@ -168,7 +169,8 @@ def run(args: argparse.Namespace) -> int:
     with Store(args.store, on_busy=print_store_busy) as store:
         writer = StoreWriter(store)
         try:
-            outcome = asyncio.run(_regrade(args, store, writer, spec, criteria))
+            with interrupt_at_once():  # not only a cancelled task: start-up may be waiting
+                outcome = asyncio.run(_regrade(args, store, writer, spec, criteria))
         except KeyboardInterrupt:
             if args.batch:
                 print(
@@ -180,6 +182,13 @@ def run(args: argparse.Namespace) -> int:
             raise
         finally:
             writer.flush()
+    if outcome.report is not None and outcome.report.interrupted:
+        # A live run stopped by Ctrl-C: what it stored is kept, no batch holds the rest.
+        if not args.quiet:
+            print(_summary(outcome), file=sys.stderr)
+        done = outcome.diff.n - outcome.diff.pending
+        print(interrupted_text(done, outcome.diff.n), file=sys.stderr)
+        return 130
     if args.no_wait and outcome.diff.pending:
         return _print_submitted(args, outcome)
     if runs:

@@ -1,0 +1,44 @@
+"""Ctrl-C in the CLI: an interrupt raised at once (also inside `asyncio.run`), and the line that
+tells what an interrupted run stored and how to resume it."""
+
+from __future__ import annotations
+
+import contextlib
+import shlex
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from types import FrameType
+
+
+def resume_hint() -> str:
+    """The command line that resumes this run (the same command)."""
+    return "relgrade " + shlex.join(sys.argv[1:])
+
+
+def interrupted_text(done: int, total: int) -> str:
+    """What an interrupted run tells: how many pairs are done and stored, and how to resume."""
+    return (
+        f"interrupted: {done} of {total} pairs done and stored; "
+        f"to resume, rerun the same command: {resume_hint()}"
+    )
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def interrupt_at_once() -> Iterator[None]:
+    """In this block a Ctrl-C raises KeyboardInterrupt where the main thread is, also in code
+    run by `asyncio.run`, which would otherwise only cancel its task and let a blocking step (a
+    wait for a busy store) go on. A grading run installs its own handler while it runs."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, _interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
