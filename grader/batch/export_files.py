@@ -28,7 +28,7 @@ import gc
 import secrets
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -84,13 +84,18 @@ Progress = Callable[[LineProgress], None]
 @dataclass
 class ExportSummary:
     """What an export wrote: its id, request files, lines (one per content key) and the id
-    pairs they cover; pairs left out because the store already holds their answer."""
+    pairs they cover; pairs left out because the store already holds their answer, and those
+    left out because another export's request for them waits for its results (`waiting`, by
+    export; unless `include_pending`)."""
 
     export_id: str
     files: list[Path]
     lines: int = 0
     pairs: int = 0
     stored: int = 0
+    pending: int = 0
+    waiting: list[str] = field(default_factory=list)  # other exports not imported yet
+    waiting_in: dict[str, int] = field(default_factory=dict)  # left out, by export
 
 
 def _chunks(pairs: Iterable[tuple[Query, Doc]], size: int) -> Iterator[list[tuple[Query, Doc]]]:
@@ -126,6 +131,7 @@ def export_requests(
     batch_pairs: int = BATCH_PAIRS,
     freeze_gc: bool = False,
     background: bool | None = None,
+    include_pending: bool = False,
 ) -> ExportSummary:
     """Write request files for `pairs` into `out_dir` and record the export (see the module
     docstring); `config` is the judge's `job_config`, what import rebuilds the judge from.
@@ -133,7 +139,8 @@ def export_requests(
     garbage collector's reach for the export (~10% of its time at 100,000 pairs), as `grade`
     does; undone at the end. `background` records in a child process
     (`grader.batch.export_process`; None: when the platform forks and `total` is unknown or
-    at least `BACKGROUND_FROM`)."""
+    at least `BACKGROUND_FROM`). A pair whose request waits in another export not imported yet
+    is left out (an engine run on both would be paid twice), unless `include_pending`."""
     if max_requests < 1 or max_bytes < 1:
         raise InputError("--batch-max-requests and --batch-max-bytes must be positive")
     folder = Path(out_dir)
@@ -153,13 +160,15 @@ def export_requests(
         state.checkpoint_every(BULK_PAGES),
     ):
         state.add_export(export_id, config, str(folder.resolve()))
+        summary = ExportSummary(export_id, [])
+        if not include_pending:
+            summary.waiting = state.exports_waiting(export_id)
         recorder: ExportRecorder | export_process.BackgroundRecorder
         if background:
             recorder = export_process.BackgroundRecorder(store, folder, export_id, batch_pairs)
         else:
             recorder = ExportRecorder(store, state, folder, export_id, batch_pairs)
         files = RequestFiles(folder, export_id, max_requests, max_bytes)
-        summary = ExportSummary(export_id, [])
         pending = _Pending()
         handed = _KeyFilter()
         done = seq = given = 0  # given: lines placed in files whose rows the recorder has
@@ -168,12 +177,18 @@ def export_requests(
                 keys = ContentKeys(fingerprint)  # one per chunk: its text cache stays small
                 keyed = [(keys.key(q.text, d.text), q, d) for q, d in part]
                 statuses = store.statuses(k for k, _, _ in keyed)
+                waiting = _waiting(state, summary.waiting, keyed, statuses)
                 asked = [k for k, _, _ in keyed if k in handed]
                 known = set(state.lines(export_id, asked)) if asked else set()
                 work = _chunk_rows(seq, keyed)
                 for key, query, doc in keyed:
                     if statuses.get(key) == "ok":
                         summary.stored += 1
+                        continue
+                    other = waiting.get(key)
+                    if other is not None:
+                        summary.pending += 1
+                        summary.waiting_in[other] = summary.waiting_in.get(other, 0) + 1
                         continue
                     work.n_pairs += 1
                     if key in known or key in pending:
@@ -204,6 +219,18 @@ def export_requests(
             raise
         state.finish(export_id)
     return summary
+
+
+def _waiting(
+    state: ExportState,
+    exports: list[str],
+    keyed: list[tuple[str, Query, Doc]],
+    statuses: dict[str, str],
+) -> dict[str, str]:
+    """The keys of a chunk not stored ok whose request waits in one of `exports` (with it)."""
+    if not exports:
+        return {}
+    return state.keys_waiting(exports, (k for k, _, _ in keyed if statuses.get(k) != "ok"))
 
 
 def _abandon(

@@ -282,12 +282,9 @@ class ExportState:
         ).fetchone()
         return int(row[0])
 
-    def waiting_elsewhere(self, export_id: str) -> dict[str, int]:
-        """How many of `export_id`'s lines each other export also asked and has no result
-        for yet (requests an engine would be paid for twice if both are run), by export. One
-        lookup a line per export with lines waiting (1,000,000 lines against another export
-        of as many: ~4.5 s); exports imported whole are passed over at once."""
-        others = [  # exports with a line still waiting (an imported one is passed over)
+    def exports_waiting(self, export_id: str) -> list[str]:
+        """The other exports with a line no result has come back for yet, oldest first."""
+        return [
             other
             for (other,) in self._conn.execute(
                 "SELECT e.export_id FROM exports e WHERE e.export_id != ? AND EXISTS"
@@ -296,6 +293,33 @@ class ExportState:
                 (export_id,),
             )
         ]
+
+    def keys_waiting(self, exports: Sequence[str], keys: Iterable[str]) -> dict[str, str]:
+        """Those of `keys` a line of one of `exports` asks and has no result for yet, with
+        the first such export."""
+        unique = list(dict.fromkeys(keys))
+        found: dict[str, str] = {}
+        for other in exports:
+            for start in range(0, len(unique), 500):
+                chunk = unique[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                found.update(
+                    (key, other)
+                    for (key,) in self._conn.execute(
+                        "SELECT key FROM export_lines INDEXED BY export_lines_key"
+                        f" WHERE export_id = ? AND key IN ({marks}) AND outcome IS NULL",
+                        [other, *chunk],
+                    )
+                    if key not in found
+                )
+        return found
+
+    def waiting_elsewhere(self, export_id: str) -> dict[str, int]:
+        """How many of `export_id`'s lines each other export also asked and has no result
+        for yet (requests an engine would be paid for twice if both are run), by export. One
+        lookup a line per export with lines waiting (1,000,000 lines against another export
+        of as many: ~4.5 s); exports imported whole are passed over at once."""
+        others = self.exports_waiting(export_id)  # (an export imported whole is passed over)
         found: dict[str, int] = {}
         for other in others:
             (count,) = self._conn.execute(

@@ -25,7 +25,9 @@ what was not written yet (import again), and memory does not grow with the files
 - A line answered by another model than the export asked (an engine that ignored the request's
   model) is `failed` (ModelMismatch), never stored as the exported model's grade.
 - An empty results file is reported (its requests stay as they were); when every file given is
-  empty the import stops with an InputError (the engine did not run or wrote elsewhere).
+  empty the import stops with an InputError (the engine did not run or wrote elsewhere), and
+  so it does when no line at all holds a usable result (not JSON, or one line cut short),
+  saying why.
 """
 
 from __future__ import annotations
@@ -82,6 +84,27 @@ def _blank(path: Path) -> bool:
     if size > 4096:
         return False
     return not path.read_bytes().strip()
+
+
+def _nothing_usable(files: list[Path], summary: ImportSummary) -> InputError:
+    """The error of an import whose files hold no usable results line, with why."""
+    reasons = []
+    if summary.n_malformed:
+        shown = ", ".join(summary.malformed)
+        more = ", ..." if summary.n_malformed > len(summary.malformed) else ""
+        reasons.append(f"{summary.n_malformed:,} lines are not JSON ({shown}{more})")
+    if summary.truncated:
+        reasons.append(f"a last line is cut short ({', '.join(summary.truncated)})")
+    if summary.empty:
+        reasons.append(f"{len(summary.empty)} files are empty")
+    return InputError(
+        "no usable results line: "
+        + ("; ".join(reasons) or "no line holds a result")
+        + "; nothing was imported",
+        path=files[0] if len(files) == 1 else ", ".join(map(str, files)),
+        hint="import the results an engine wrote for the request files of `relgrade batch "
+        "export`, e.g. vllm run-batch -i REQUESTS -o RESULTS",
+    )
 
 
 def results_files(paths: Sequence[str | Path]) -> list[Path]:
@@ -171,6 +194,7 @@ class Importer(ImportFollowUp):
         self._sent = 0
         self._done = 0
         self._writes = 0
+        self._summary = ImportSummary()  # the summary of the import `run` is doing
 
     def close(self) -> None:
         self.state.close()
@@ -211,7 +235,7 @@ class Importer(ImportFollowUp):
                 "(vllm run-batch -i REQUESTS -o RESULTS), then import RESULTS",
             )
         total = sum(p.stat().st_size for p in files) or 1
-        summary = ImportSummary(files=len(files), empty=[str(p) for p in empty])
+        summary = self._summary = ImportSummary(files=len(files), empty=[str(p) for p in empty])
         started = time.perf_counter()
         workers = self.workers
         if workers is None:
@@ -242,6 +266,8 @@ class Importer(ImportFollowUp):
                     self._import(files, _Inline(reader), 1, summary, started, total)
             finally:
                 self._flush()  # what was decided before a stop is kept
+        if not summary.lines:
+            raise _nothing_usable(files, summary)
         self._mark_missing(summary)
         return summary
 
@@ -365,7 +391,16 @@ class Importer(ImportFollowUp):
         if pending.rows:
             # The export recorded each line's id pair before the line itself, so these rows'
             # pairs are listed already (`write_stored`'s `pairs=False`).
-            self.store.write_stored([pending.rows[k] for k in sorted(pending.rows)], pairs=False)
+            ordered = [pending.rows[k] for k in sorted(pending.rows)]
+            ok = [r for r in ordered if r.columns[3] == "ok"]
+            failed = [r for r in ordered if r.columns[3] != "ok"]
+            ok_written, failed_written = self.store.write_stored_parts([ok, failed], pairs=False)
+            # A row not written: another process stored an ok answer for its key meanwhile
+            # (the first ok answer is final), so it was stored already, not by this import.
+            summary = self._summary
+            summary.ok -= len(ok) - ok_written
+            summary.failed -= len(failed) - failed_written
+            summary.already += len(ok) + len(failed) - ok_written - failed_written
         for export_id, outcomes in pending.outcomes.items():
             self.state.set_outcomes_at(export_id, sorted(outcomes.values()))
         keys = set(pending.rows)

@@ -19,7 +19,9 @@ from grader.store.store import Store
 
 @dataclass
 class ImportSummary:
-    """What an import did, in result lines (one per content key)."""
+    """What an import did, in result lines (one per content key): `ok`, `failed` and `missing`
+    this import stored, `already` stored before it (or by another process meanwhile: the
+    first ok answer is final), and after `unresolved`, `still_missing`."""
 
     files: int = 0
     lines: int = 0
@@ -36,6 +38,7 @@ class ImportSummary:
     touched: set[tuple[str, int]] = field(default_factory=set)  # (export id, request file)
     problems: dict[str, int] = field(default_factory=dict)  # failure type -> count
     empty: list[str] = field(default_factory=list)  # results files with no line at all
+    still_missing: int | None = None  # requests of the touched files not ok in the store now
 
 
 class ImportFollowUp:
@@ -46,8 +49,21 @@ class ImportFollowUp:
     _judges: dict[str, LLMBatchJudge]
 
     def unresolved(self, summary: ImportSummary) -> int:
-        """Requests of the touched request files whose result is still a failure."""
-        return sum(self.state.count_failed(e, f) for e, f in summary.touched)
+        """Requests of the touched request files with no ok answer in the store now (also
+        `summary.still_missing`). A failed line whose key the store holds ok by now (answered
+        live, by another export or another import) is set ok: it is not missing."""
+        left = 0
+        for export_id, file_no in sorted(summary.touched):
+            after = 0
+            while lines := self.state.failed_lines(export_id, file_no, after=after):
+                after = lines[-1].line_no
+                statuses = self.store.statuses(x.key for x in lines)
+                done = {x.key for x in lines if statuses.get(x.key) == "ok"}
+                if done:
+                    self.state.set_outcomes(export_id, dict.fromkeys(done, "ok"))
+                left += sum(1 for x in lines if x.key not in done)
+        summary.still_missing = left
+        return left
 
     def _put(
         self,

@@ -38,7 +38,8 @@ EXPORT_EPILOG = """\
 Pairs: the top --depth of --run files (as grade picks them: --queries, --docs, --skip-judged,
 --skip-missing), or --select over the pairs in the store (as regrade: all | failed | grade<=N |
 sample FILE | disagreement | prompt=OLD). Pairs whose answer is already ok in the store are not
-exported, so after a partial import the same command exports only what is missing.
+exported, so after a partial import the same command exports only what is missing; nor are
+pairs whose request waits in an earlier export not imported yet (--include-pending: they are).
 
 Each line is {"custom_id", "method", "url", "body"}: the body is exactly what live grading
 sends; custom_id is relgrade:EXPORT_ID:KEY. Files are split under --batch-max-requests lines
@@ -103,6 +104,12 @@ def register(actions: Any) -> None:
         default=MAX_BYTES_PER_FILE,
         metavar="BYTES",
         help="bytes per request file (200 MB)",
+    )
+    ex.add_argument(
+        "--include-pending",
+        action="store_true",
+        help="also export pairs whose request waits in an earlier export not imported yet "
+        "(an engine run on both is paid twice for them)",
     )
     ex.add_argument("--base-url", metavar="URL", help="recorded only: nothing is sent")
     add_api_key_env(ex)
@@ -230,6 +237,7 @@ def run_export(args: argparse.Namespace) -> int:
                 total=total,
                 progress=_Printer("export", args.quiet),
                 freeze_gc=True,
+                include_pending=args.include_pending,
             )
             with ExportState(store) as state:
                 waiting = state.waiting_elsewhere(summary.export_id)
@@ -241,6 +249,14 @@ def run_export(args: argparse.Namespace) -> int:
         f"{summary.stored:,} pairs already graded in the store were left out",
         file=sys.stderr,
     )
+    if summary.pending:
+        print(
+            f"{summary.pending:,} pairs left out: their requests wait in "
+            f"export {', '.join(summary.waiting_in)}, whose results are not imported yet (an "
+            "engine run on both would be paid twice). Import those results first, or give "
+            "--include-pending to export them again",
+            file=sys.stderr,
+        )
     for other, count in waiting.items():
         print(
             f"warning: {count:,} of these requests are also in export {other}, whose results "
@@ -257,11 +273,18 @@ def run_export(args: argparse.Namespace) -> int:
 def import_text(summary: ImportSummary) -> str:
     """The summary of an import, for stderr."""
     kinds = ", ".join(f"{k} {n:,}" for k, n in sorted(summary.problems.items()))
-    lines = [
+    head = (
         f"imported {summary.lines:,} lines of {summary.files} files: {summary.ok:,} ok, "
         f"{summary.failed:,} failed{f' ({kinds})' if kinds else ''}, "
-        f"{summary.missing:,} missing (no results line), {summary.already:,} already imported"
-    ]
+        f"{summary.missing:,} missing (no results line) stored by this import; "
+        f"{summary.already:,} already stored"
+    )
+    if summary.still_missing is not None:
+        head += (
+            f"; {summary.still_missing:,} requests of these request files still without an ok"
+            " answer in the store"
+        )
+    lines = [head]
     for path in summary.empty:
         lines.append(
             f"{path}: no results lines (empty): nothing of it was imported; run the engine on"

@@ -422,10 +422,18 @@ class Store(StoreRows, StoreReading):
         nothing). `pairs=False`: the caller knows each row's id pair is listed already (a
         batch export records them before its lines), and they are not probed again. Releases no
         lease: an import takes none."""
+        return self.write_stored_parts([rows], pairs=pairs)[0]
+
+    def write_stored_parts(
+        self, parts: Sequence[Sequence[StoredRow]], *, pairs: bool = True
+    ) -> list[int]:
+        """`write_stored` of several parts of rows in one transaction; how many rows of each
+        part were written (a row not written: the store holds an ok answer for its key)."""
         with self._transaction("writing imported answers"):
-            written = self._upsert_stored(rows)
+            written = [self._upsert_stored(rows) for rows in parts]
             if pairs:
-                self._conn.executemany(_INSERT_PAIR, (r.columns[:3] for r in rows))
+                for rows in parts:
+                    self._conn.executemany(_INSERT_PAIR, (r.columns[:3] for r in rows))
         return written
 
     def replay_journal(self) -> int:
