@@ -217,6 +217,9 @@ async def grade_pairs(
             if run.claims is not None:
                 run.claims.release_all()
                 run.claims.close()
+    full = writer.full_error()
+    if full is not None:  # the store's disk is full: the error says where the answers are
+        raise full
     run.read_back()
     run.report.judgments = [j for j in run.outputs if j is not None]
     run.report.stored_outputs = run.stored_outputs()

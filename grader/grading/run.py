@@ -27,6 +27,7 @@ from grader.keys import ContentKeys
 from grader.models import Judgment, JudgmentError
 from grader.redact import redact
 from grader.store.claims import POLL_S, ClaimBook, Outcome
+from grader.store.disk_full import StoreFullError
 from grader.store.judgment_rows import created_text, decode_key
 from grader.store.lookup import StoredRef, look_up
 from grader.store.store import Store
@@ -330,10 +331,18 @@ class GradingRun:
 
     async def worker(self) -> None:
         while not self.stopping:
+            if self.writer.full is not None:  # answers could not be stored: pay for no more
+                self.stopping = True
+                return
             if not self.queue:
                 if not self.waiting and not self.polling:
                     return
-                await self._poll_waiting()
+                try:
+                    await self._poll_waiting()
+                except StoreFullError as exc:
+                    self.fatal = self.fatal or exc
+                    self.stopping = True
+                    return
                 continue
             unit = self.queue.popleft()
             reserved = self._reserve(unit)
@@ -345,6 +354,10 @@ class GradingRun:
             try:
                 if await self._claimed(unit):
                     await self._judge(unit)
+            except StoreFullError as exc:  # no lease could be written: nothing was sent
+                self.fatal = self.fatal or exc
+                self.stopping = True
+                return
             finally:
                 self.reserved -= reserved
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.models import Judgment
+from grader.store.disk_full import full_error, is_full
 from grader.store.judgment_rows import encode_key
 
 LEASE_S = 60.0  # a lease not renewed for this long is taken over (owner on another host, hung)
@@ -184,30 +185,40 @@ class ClaimBook:
                     )
                     found[key] = Claim(Outcome.CLAIMED)
                 conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
+            except BaseException as exc:
+                if conn.in_transaction:  # (SQLite rolled it back itself on a full disk)
+                    conn.execute("ROLLBACK")
+                if is_full(exc):
+                    raise full_error(self.path, "leasing keys before sending them") from None
                 raise
         return found
 
     def renew(self) -> int:
-        """Push the expiry of every lease this owner holds; how many it holds."""
+        """Push the expiry of every lease this owner holds; how many it holds (0 when the
+        disk is full: on this host a lease lives as long as its process anyway)."""
         with self._lock:
-            cursor = self._conn.execute(
-                "UPDATE claims SET expires_at = ? WHERE owner = ?",
-                (time.time() + self.lease_s, self.owner),
-            )
+            try:
+                cursor = self._conn.execute(
+                    "UPDATE claims SET expires_at = ? WHERE owner = ?",
+                    (time.time() + self.lease_s, self.owner),
+                )
+            except sqlite3.OperationalError as exc:
+                if not is_full(exc):
+                    raise
+                return 0
             return cursor.rowcount
 
     def release_all(self) -> bool:
         """Release every lease this owner still holds (calls abandoned, or answers not stored);
-        False when another process held the store's write lock all the while. Nothing is lost
+        False when another process held the store's write lock all the while (or the disk
+        is full). Nothing is lost
         then: a lease dies with its process on this host and at its expiry on another, so the
         end of a run (its outputs) does not wait on it."""
         with self._lock:
             try:
                 self._conn.execute("DELETE FROM claims WHERE owner = ?", (self.owner,))
             except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) and "busy" not in str(exc):
+                if "locked" not in str(exc) and "busy" not in str(exc) and not is_full(exc):
                     raise
                 return False
         return True

@@ -7,6 +7,11 @@ that gets the lock, or when the store is next opened; replaying is idempotent (j
 key, calls by their recorded time), so a crash between the commit and the journal's removal only
 replays what is already there.
 
+When the store's disk is full (`grader.store.disk_full`), the writer appends there too, and when
+that disk has no room for the journal either, to a rescue journal of the same store on another
+file system (`rescue_journals`: under $XDG_STATE_HOME, else ~/.local/state, then the temporary
+folder), found by the store's resolved path; opening the store replays those as well.
+
 Several processes may share one journal: every access holds an exclusive `flock` on the file and
 checks that the path still names the locked file (the drainer unlinks it), so no line appended by
 one process is removed before it reached the store.
@@ -16,8 +21,10 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,17 +56,34 @@ def journal_path(store_path: Path) -> Path:
     return store_path.with_name(store_path.name + ".journal.jsonl")
 
 
-class Journal:
-    """The journal of one store (module docstring)."""
+def rescue_dirs() -> list[Path]:
+    """The folders of rescue journals, in the order they are tried (module docstring)."""
+    state = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
+    return [
+        Path(state) / "relgrade" / "journals",
+        Path(tempfile.gettempdir()) / "relgrade-journals",
+    ]
 
-    def __init__(self, store_path: Path) -> None:
-        self.path = journal_path(store_path)
+
+def rescue_journals(store_path: Path) -> list[Journal]:
+    """The rescue journals of the store at `store_path` (module docstring)."""
+    resolved = str(Path(os.path.abspath(store_path)).resolve())
+    digest = hashlib.sha256(resolved.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    name = f"{Path(resolved).name}-{digest}.journal.jsonl"
+    return [Journal(store_path, path=folder / name) for folder in rescue_dirs()]
+
+
+class Journal:
+    """The journal of one store (module docstring); `path`: a rescue journal's."""
+
+    def __init__(self, store_path: Path, *, path: Path | None = None) -> None:
+        self.path = journal_path(store_path) if path is None else path
 
     def pending(self) -> bool:
         """Whether the journal holds rows (a cheap check, no lock)."""
         try:
             return self.path.stat().st_size > 0
-        except FileNotFoundError:
+        except OSError:  # none (or its folder cannot be: a rescue journal's)
             return False
 
     def append(self, rows: Rows) -> None:
@@ -69,19 +93,28 @@ class Journal:
         if not lines:
             return
         data = "".join(lines).encode()
+        if not self.path.parent.is_dir():
+            self.path.parent.mkdir(parents=True, exist_ok=True)  # (a rescue journal's folder)
         with self._locked(create=True) as fd:
             assert fd is not None
             size = os.fstat(fd).st_size
             if size:
                 # A line cut short by a killed appender (we hold the lock, so it is dead): drop it.
-                os.ftruncate(fd, _complete_length(fd, size))
+                size = _complete_length(fd, size)
+                os.ftruncate(fd, size)
             os.lseek(fd, 0, os.SEEK_END)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-            if not size:
-                _fsync_dir(self.path.parent)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+                if not size:
+                    _fsync_dir(self.path.parent)
+            except OSError:
+                # All or nothing (a full disk took part of it): the caller keeps the rows.
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, size)
+                raise
 
     def drain(self, write: Callable[[Rows], object]) -> int:
         """Give every journaled row to `write` (one store transaction) and, once it returned,

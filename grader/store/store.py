@@ -43,7 +43,8 @@ from grader.errors import StoreError
 from grader.models import CallRecord, Doc, Judgment, Query
 from grader.store.busy import BusyCallback, BusyWait, StoreBusyError, busy_timeout_s, is_busy
 from grader.store.claims import release_stored
-from grader.store.journal import Journal, Rows
+from grader.store.disk_full import StoreFullError, full_error, is_full
+from grader.store.journal import Journal, Rows, rescue_journals
 from grader.store.judgment_rows import (
     Source,
     StoredRow,
@@ -136,6 +137,7 @@ class Store(StoreRows, StoreReading):
         self._sources = {}  # (`StoreRows.source_for`'s, typed there)
         self.on_busy = on_busy
         self.journal = Journal(self.path)
+        self.rescues = rescue_journals(self.path)  # when the journal's disk is full too
         self._busy_timeout_s = busy_timeout_s()
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []
@@ -156,12 +158,18 @@ class Store(StoreRows, StoreReading):
             raise
         except sqlite3.DatabaseError as exc:
             self.close()
+            if is_full(exc):
+                raise full_error(self.path, "opening the store") from None
             raise StoreError(
                 f"{self.path}: not a usable relgrade store ({exc}); "
                 "point --store at a relgrade store or a new file"
             ) from None
-        if self.journal.pending():
-            self.replay_journal()
+        if self.journal_pending():
+            try:
+                self.replay_journal()
+            except StoreError:
+                self.close()
+                raise
 
     @property
     def _conn(self) -> sqlite3.Connection:
@@ -241,13 +249,17 @@ class Store(StoreRows, StoreReading):
                 # A new store (version 0) has nothing to give back.
                 vacuum = vacuum or (migration.vacuum and current > 0)
             except sqlite3.DatabaseError as exc:
-                self._conn.execute("ROLLBACK")
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                if is_full(exc):
+                    raise full_error(self.path, f"schema migration {migration.version}") from None
                 raise StoreError(
                     f"{self.path}: schema migration {migration.version} ({migration.name}) "
                     f"failed and was rolled back: {exc}"
                 ) from None
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
                 raise
         if vacuum:
             self._wait(lambda: self._conn.execute("VACUUM"), "compacting the migrated store")
@@ -353,17 +365,23 @@ class Store(StoreRows, StoreReading):
         def __enter__(self) -> None:
             self.store._begin(self.what)
 
-        def __exit__(self, exc_type: object, *rest: object) -> None:
+        def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
             conn = self.store._conn
-            if exc_type is not None:
-                conn.execute("ROLLBACK")
+            if exc is None:
+                try:
+                    conn.execute("COMMIT")
+                except BaseException as error:
+                    exc = error
+            if exc is None:
                 return
-            try:
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
+            # SQLite rolls a transaction back itself on some errors (a full disk): then
+            # there is nothing left to roll back.
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if is_full(exc) and not isinstance(exc, StoreFullError):
+                raise full_error(self.store.path, self.what) from None
+            if exc_type is None:
+                raise exc
 
     def _transaction(self, what: str = "writing to the store") -> Store._Tx:
         return Store._Tx(self, what)
@@ -436,15 +454,23 @@ class Store(StoreRows, StoreReading):
                     self._conn.executemany(_INSERT_PAIR, (r.columns[:3] for r in rows))
         return written
 
+    def journal_pending(self) -> bool:
+        """Whether the journal beside the store, or a rescue journal, holds rows."""
+        return self.journal.pending() or any(j.pending() for j in self.rescues)
+
     def replay_journal(self) -> int:
-        """Store every row of the journal beside the store and remove it; how many rows."""
+        """Store every row of the journal beside the store (and of the rescue journals) and
+        remove it; how many rows."""
         count = 0
+        for journal in [self.journal, *self.rescues]:
+            if journal is not self.journal and not journal.pending():
+                continue
 
-        def drain() -> None:
-            nonlocal count
-            # One attempt per lock of the journal, so other processes can append between them.
-            with self.no_wait():
-                count = self.journal.drain(self.write_rows)
+            def drain(journal: Journal = journal) -> None:
+                nonlocal count
+                # One attempt per lock of the journal, so others can append between them.
+                with self.no_wait():
+                    count += journal.drain(self.write_rows)
 
-        self._wait(drain, "replaying the journal")
+            self._wait(drain, "replaying the journal")
         return count

@@ -4,6 +4,12 @@ A paid answer is never lost to a busy store: while another process holds the wri
 keeps what it holds and tries again with backoff, as long as it takes; once the wait passes
 `journal_after_s` the answers go to the fsync'd journal beside the store (`grader.store.journal`),
 so even a killed process loses none. Waits are reported to the store's `on_busy`.
+
+Neither is one lost to a full disk (`grader.store.disk_full`): what cannot be stored goes to the
+journal, or when its disk is full too to a rescue journal on another file system, or when no
+journal takes it stays in memory (each flush tries again); `full` then holds the error, so the
+run stops sending requests, and `full_error()` tells where the answers are. The next run (the
+store's open) replays the journals, so nothing answered is paid twice.
 """
 
 from __future__ import annotations
@@ -12,11 +18,13 @@ import asyncio
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from grader.models import CallRecord, Judgment
 from grader.store.busy import BusyWait, StoreBusyError
 from grader.store.busy import journal_after_s as journal_after_s_env
+from grader.store.disk_full import StoreFullError
 from grader.store.store import Store
 
 FLUSH_SIZE = 64
@@ -64,6 +72,9 @@ class StoreWriter:
         self._background: set[asyncio.Future[None]] = set()
         self.written = 0  # judgments committed by this writer
         self.journaled = 0  # judgments this writer put in the journal (stored later)
+        self.full: StoreFullError | None = None  # the store's disk was found full
+        self.kept: dict[Path, int] = {}  # judgments in each journal while the disk is full
+        self._unsaved = _Held()  # what no journal took either (the disk is full)
 
     def add(self, judgment: Judgment, fingerprint: Mapping[str, Any] | None) -> None:
         """Queue one judgment for the store."""
@@ -109,8 +120,10 @@ class StoreWriter:
         event loop. On another error the items go back to the queue and the error is raised."""
         with self._flushing:
             held = self._take()
+            held.extend(self._unsaved)  # tried again: room may have been made
+            self._unsaved = _Held()
             store = self.store
-            if store is None or not (held or store.journal.pending()):
+            if store is None or not (held or store.journal_pending()):
                 return
             wait: BusyWait | None = None
             journaled = 0
@@ -118,6 +131,11 @@ class StoreWriter:
                 try:
                     with store.no_wait():
                         self._write(store, held)
+                    if self.full is not None and not self._unsaved:
+                        self.kept = {}  # room again: the journals were stored (`_write`)
+                    break
+                except StoreFullError as exc:
+                    self._keep(store, held, exc)
                     break
                 except StoreBusyError:
                     if wait is None:
@@ -162,8 +180,51 @@ class StoreWriter:
         if held.calls:
             store.log_calls(held.calls)
             held.calls = []
-        if store.journal.pending():
+        if store.journal_pending():
             store.replay_journal()
+
+    def _keep(self, store: Store, held: _Held, exc: StoreFullError) -> None:
+        """The disk under the store is full: keep `held` in the first journal with room, else
+        in memory (module docstring)."""
+        self.full = exc
+        if not held:
+            return
+        rows = store.rows(held.judgments, held.calls)
+        for journal in [store.journal, *store.rescues]:
+            try:
+                journal.append(rows)
+            except OSError:  # full too (or not writable): the next one
+                continue
+            self.journaled += len(held.judgments)
+            self.kept[journal.path] = self.kept.get(journal.path, 0) + len(held.judgments)
+            return
+        self._unsaved.extend(held)
+
+    def full_error(self) -> StoreFullError | None:
+        """When the disk was found full: the error telling where the answers not stored are
+        (call after the last flush)."""
+        if self.full is None:
+            return None
+        kept = "; ".join(f"{n:,} in {path}" for path, n in self.kept.items() if n)
+        text = str(self.full)
+        if kept:
+            text += (
+                f". Paid answers not stored are kept: {kept}; the next run on this store "
+                "stores them first, so none is paid again"
+            )
+        lost = len(self._unsaved.judgments)
+        if lost:
+            tried = ", ".join(str(j.path) for j in self.store.rescues) if self.store else ""
+            text += (
+                f". {lost:,} paid answers could not be written anywhere (the journal beside "
+                f"the store and {tried} are on full or unwritable file systems); "
+                "`unsaved()` holds them"
+            )
+        return StoreFullError(text)
+
+    def unsaved(self) -> list[Judgment]:
+        """The judgments no store or journal took (the disk is full: `full_error`)."""
+        return [judgment for judgment, _ in self._unsaved.judgments]
 
     def _journal(self, store: Store, held: _Held) -> int:
         store.journal.append(store.rows(held.judgments, held.calls))

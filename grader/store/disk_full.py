@@ -1,0 +1,79 @@
+"""A full disk under the store: telling it from other errors, and naming the file system.
+
+SQLite says `database or disk is full` (SQLITE_FULL) when the store or its WAL cannot grow, and
+may roll its transaction back itself (a ROLLBACK after it then fails: "no transaction is
+active"); a journal write says ENOSPC (or EDQUOT over a quota). Either becomes `StoreFullError`,
+whose message names the file system, so the CLI stops with exit 2 and says where space is
+needed. What the writer does with paid answers meanwhile is `grader.store.writer`'s.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sqlite3
+from pathlib import Path
+
+from grader.errors import StoreError
+
+_SQLITE_FULL = 13
+
+
+class StoreFullError(StoreError):
+    """The file system holding the store (or its journal) has no room left."""
+
+    exit_code = 2
+
+
+def is_full(exc: BaseException) -> bool:
+    """Whether `exc` says a disk (or quota) is full."""
+    if isinstance(exc, StoreFullError):
+        return True
+    if isinstance(exc, sqlite3.OperationalError):
+        code = getattr(exc, "sqlite_errorcode", None)
+        if isinstance(code, int):
+            return code & 0xFF == _SQLITE_FULL
+        return "database or disk is full" in str(exc)
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+def _mount_of(path: Path) -> tuple[str, str]:
+    """(mount point, file system type) of the mount holding `path` (Linux /proc/mounts)."""
+    best = ("/", "?")
+    try:
+        with open("/proc/mounts", encoding="utf-8", errors="replace") as fh:
+            mounts = [line.split() for line in fh]
+    except OSError:
+        return best
+    text = str(path)
+    for fields in mounts:
+        if len(fields) < 3:
+            continue
+        point = fields[1].replace("\\040", " ")
+        inside = text == point or text.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best[0]):
+            best = (point, fields[2])
+    return best
+
+
+def file_system(path: str | Path) -> str:
+    """The file system holding `path`, for a message: mount point, type and room left."""
+    folder = Path(path).resolve()
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    point, kind = _mount_of(folder)
+    try:
+        stat = os.statvfs(folder)
+        left, size = stat.f_bavail * stat.f_frsize / 1e6, stat.f_blocks * stat.f_frsize / 1e6
+        free = f", {left:,.1f} MB free of {size:,.1f} MB"
+    except OSError:
+        free = ""
+    return f"the file system mounted at {point} ({kind}{free})"
+
+
+def full_error(path: str | Path, what: str) -> StoreFullError:
+    """The error of a write to `path` that found its file system full."""
+    return StoreFullError(
+        f"{path}: no room left on {file_system(path)} while {what}; free space there (or move "
+        "the store to a larger disk with its journal beside it) and rerun the same command"
+    )
