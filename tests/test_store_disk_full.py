@@ -22,6 +22,8 @@ from typing import Any
 
 import pytest
 
+from grader.cli.main import main
+from grader.io.judgments import read_judgments
 from grader.store.disk_full import StoreFullError, is_full
 from grader.store.journal import Journal, rescue_journals
 from grader.store.store import Store
@@ -219,3 +221,32 @@ def test_a_full_disk_is_told_from_other_errors() -> None:
     assert is_full(OSError(errno.ENOSPC, "No space left on device"))
     assert not is_full(sqlite3.OperationalError("database is locked"))
     assert not is_full(OSError(errno.EACCES, "Permission denied"))
+
+
+def test_answers_no_disk_takes_are_written_to_out_and_the_run_exits_2(
+    fake_server: FakeServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    files = write_grade_files(tmp_path, n_queries=2, depth=3)
+
+    def full(self: Store, *args: Any, **kwargs: Any) -> int:
+        raise StoreFullError(f"{self.path}: no room left (injected)")
+
+    def no_room(self: Journal, rows: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Store, "put_many", full)
+    monkeypatch.setattr(Journal, "append", no_room)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-full")
+    out = tmp_path / "out.jsonl"
+    args = ["--base-url", fake_server.base_url, "--store", str(tmp_path / "s.db")]
+    code = main(files.args(*args, "--out", str(out), "--concurrency", "1", "--quiet"))
+    err = capsys.readouterr().err
+    assert code == 2, err
+    paid = fake_server.counts["requests"]
+    assert 1 <= paid <= files.n_pairs
+    assert f"{paid} paid answers that could not be stored are in {out}" in err
+    assert f"{paid} paid answers could not be written anywhere" in err
+    assert len(read_judgments(out)) == paid

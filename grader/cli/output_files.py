@@ -1,4 +1,5 @@
-"""Before a command writes its outputs: remove what killed runs left beside them, and say so."""
+"""Before a command writes its outputs: remove what killed runs left beside them, and say so;
+when a full disk stops a run, write the paid answers nothing else took where it can."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 from grader.io.files import remove_stale_temp_files
 from grader.io.output_set import OutputSet
+from grader.models import Judgment
 
 
 def clean_outputs(paths: Sequence[str | Path | None]) -> None:
@@ -26,3 +28,29 @@ def clean_outputs(paths: Sequence[str | Path | None]) -> None:
             f"warning: {previous.describe()}; this run rewrites them when it finishes",
             file=sys.stderr,
         )
+
+
+def save_unsaved(out: str | Path | None, judgments: Sequence[Judgment]) -> None:
+    """Paid answers that neither the store nor any journal took (every disk tried is full):
+    written to `out` as judgments JSONL when it can be, and said on stderr either way."""
+    if not judgments:
+        return
+    if out:
+        from grader.io.judgments import write_judgments
+
+        try:
+            write_judgments(out, judgments)
+        except OSError as exc:
+            print(f"cannot write {out} either ({exc.strerror})", file=sys.stderr)
+        else:
+            print(
+                f"{len(judgments):,} paid answers that could not be stored are in {out} "
+                "(judgments JSONL; only those, not the run's outputs)",
+                file=sys.stderr,
+            )
+            return
+    print(
+        f"{len(judgments):,} paid answers could not be written anywhere: a rerun asks for "
+        "them again",
+        file=sys.stderr,
+    )

@@ -217,8 +217,7 @@ class StoreWriter:
             tried = ", ".join(str(j.path) for j in self.store.rescues) if self.store else ""
             text += (
                 f". {lost:,} paid answers could not be written anywhere (the journal beside "
-                f"the store and {tried} are on full or unwritable file systems); "
-                "`unsaved()` holds them"
+                f"the store and {tried} are on full or unwritable file systems)"
             )
         return StoreFullError(text)
 
