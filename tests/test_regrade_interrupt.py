@@ -108,3 +108,36 @@ def test_ctrl_c_during_start_up_prints_no_traceback(
     assert "Traceback" not in err
     assert "interrupted" in err
     assert fake_server.counts["requests"] == 0
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_the_command_loads_prints_no_traceback(
+    fake_server: FakeServer, tmp_path: Path
+) -> None:
+    db = tmp_path / "s.db"
+    seed_store(db, 6)
+    prompt = Path(new_prompt(tmp_path).source)
+    env = {**os.environ, "OPENAI_API_KEY": "sk-test-interrupt", "PYTHONPATH": str(ROOT)}
+    args = ["regrade", "--store", str(db), "--prompt", str(prompt), "--model", "fake-model"]
+    args += ["--base-url", fake_server.base_url, "--quiet"]
+    # -X importtime reports each module loaded: the sign that `main` is loading the command's
+    # modules (pydantic is not among those `relgrade` itself loads before `main` runs).
+    proc = subprocess.Popen(
+        [sys.executable, "-X", "importtime", "-m", "grader.cli.main", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    seen = ""
+    while "pydantic" not in seen:
+        line = proc.stderr.readline()
+        assert line, "the command ended before loading pydantic"
+        seen = line
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err[-2000:]
+    assert "Traceback" not in err
+    assert "relgrade regrade: interrupted" in err
+    assert fake_server.counts["requests"] == 0

@@ -89,8 +89,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     command = _command_in(words)
-    with _quick(command):
-        return _run(command, words)
+    try:
+        with _quick(command):
+            return _run(command, words)
+    except KeyboardInterrupt:  # while the command's modules load: nothing started yet
+        print(f"relgrade {command or ''}: interrupted".replace("  ", " "), file=sys.stderr)
+        return 130
 
 
 def _run(command: str | None, words: list[str]) -> int:
