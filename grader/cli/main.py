@@ -93,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with _quick(command):
             return _run(command, words)
     except KeyboardInterrupt:  # while the command's modules load: nothing started yet
-        print(f"relgrade {command or ''}: interrupted".replace("  ", " "), file=sys.stderr)
+        print(f"relgrade{f' {command}' if command else ''}: interrupted", file=sys.stderr)
         return 130
 
 
