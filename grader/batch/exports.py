@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from grader.store.disk_full import roll_back
 from grader.store.side import connect_beside, now_iso
 from grader.store.store import Store
 from grader.store.wal import checkpoint_every
@@ -105,8 +106,8 @@ class ExportState:
             for sql, rows in statements:
                 self._conn.executemany(sql, rows)
             self._conn.execute("COMMIT")
-        except BaseException:
-            self._conn.execute("ROLLBACK")
+        except BaseException as exc:
+            roll_back(self._conn, exc, self.path, "writing the export tables")
             raise
 
     # ---- writing -------------------------------------------------------------------------

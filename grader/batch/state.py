@@ -15,6 +15,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from grader.batch.client import BatchInfo
 from grader.errors import StoreError
+from grader.store.disk_full import roll_back
 from grader.store.side import connect_beside, now_iso
 from grader.store.store import Store
 
@@ -110,8 +111,8 @@ class BatchState:
                 ((job_id, i.key, i.query_id, i.doc_id) for i in items),
             )
             self._conn.execute("COMMIT")
-        except BaseException:
-            self._conn.execute("ROLLBACK")
+        except BaseException as exc:
+            roll_back(self._conn, exc, self.path, "recording a batch job")
             raise
         return job_id
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.models import Judgment
-from grader.store.disk_full import full_error, is_full
+from grader.store.disk_full import is_full, roll_back
 from grader.store.judgment_rows import encode_key
 
 LEASE_S = 60.0  # a lease not renewed for this long is taken over (owner on another host, hung)
@@ -186,10 +186,7 @@ class ClaimBook:
                     found[key] = Claim(Outcome.CLAIMED)
                 conn.execute("COMMIT")
             except BaseException as exc:
-                if conn.in_transaction:  # (SQLite rolled it back itself on a full disk)
-                    conn.execute("ROLLBACK")
-                if is_full(exc):
-                    raise full_error(self.path, "leasing keys before sending them") from None
+                roll_back(conn, exc, self.path, "leasing keys before sending them")
                 raise
         return found
 

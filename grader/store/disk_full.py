@@ -77,3 +77,13 @@ def full_error(path: str | Path, what: str) -> StoreFullError:
         f"{path}: no room left on {file_system(path)} while {what}; free space there (or move "
         "the store to a larger disk with its journal beside it) and rerun the same command"
     )
+
+
+def roll_back(conn: sqlite3.Connection, exc: BaseException, path: str | Path, what: str) -> None:
+    """After `exc` in a transaction on `conn`: roll it back if SQLite has not (a full disk may
+    have), and raise `StoreFullError` when `exc` says the disk is full (the caller re-raises
+    any other error)."""
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")
+    if is_full(exc) and not isinstance(exc, StoreFullError):
+        raise full_error(path, what) from None

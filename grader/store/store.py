@@ -43,7 +43,7 @@ from grader.errors import StoreError
 from grader.models import CallRecord, Doc, Judgment, Query
 from grader.store.busy import BusyCallback, BusyWait, StoreBusyError, busy_timeout_s, is_busy
 from grader.store.claims import release_stored
-from grader.store.disk_full import StoreFullError, full_error, is_full
+from grader.store.disk_full import full_error, is_full, roll_back
 from grader.store.journal import Journal, Rows, rescue_journals
 from grader.store.judgment_rows import (
     Source,
@@ -249,17 +249,13 @@ class Store(StoreRows, StoreReading):
                 # A new store (version 0) has nothing to give back.
                 vacuum = vacuum or (migration.vacuum and current > 0)
             except sqlite3.DatabaseError as exc:
-                if self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
-                if is_full(exc):
-                    raise full_error(self.path, f"schema migration {migration.version}") from None
+                roll_back(self._conn, exc, self.path, f"schema migration {migration.version}")
                 raise StoreError(
                     f"{self.path}: schema migration {migration.version} ({migration.name}) "
                     f"failed and was rolled back: {exc}"
                 ) from None
-            except BaseException:
-                if self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
+            except BaseException as exc:
+                roll_back(self._conn, exc, self.path, f"schema migration {migration.version}")
                 raise
         if vacuum:
             self._wait(lambda: self._conn.execute("VACUUM"), "compacting the migrated store")
@@ -374,12 +370,7 @@ class Store(StoreRows, StoreReading):
                     exc = error
             if exc is None:
                 return
-            # SQLite rolls a transaction back itself on some errors (a full disk): then
-            # there is nothing left to roll back.
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            if is_full(exc) and not isinstance(exc, StoreFullError):
-                raise full_error(self.store.path, self.what) from None
+            roll_back(conn, exc, self.store.path, self.what)  # (a full disk: StoreFullError)
             if exc_type is None:
                 raise exc
 
