@@ -185,7 +185,9 @@ def run(args: argparse.Namespace) -> int:
     if outcome.report is not None and outcome.report.interrupted:
         # A live run stopped by Ctrl-C: what it stored is kept, no batch holds the rest.
         if not args.quiet:
-            print(_summary(outcome), file=sys.stderr)
+            from grader.cli.grade import summary_line
+
+            print(summary_line(outcome.report), file=sys.stderr)
         done = outcome.diff.n - outcome.diff.pending
         print(interrupted_text(done, outcome.diff.n), file=sys.stderr)
         return 130
