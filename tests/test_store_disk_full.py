@@ -30,7 +30,7 @@ from grader.store.store import Store
 from grader.store.writer import StoreWriter
 from tests.fakeserver import FakeServer
 from tests.grade_data import GradeFiles, write_grade_files
-from tests.test_store import FP, ok
+from tests.helpers.judgments import FP, ok
 
 ROOT = Path(__file__).resolve().parents[1]
 

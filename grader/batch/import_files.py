@@ -55,6 +55,7 @@ from grader.batch.import_work import (
     start_worker,
 )
 from grader.batch.line_ranges import line_ranges
+from grader.batch.results_files import blank, nothing_usable, results_files
 from grader.bulk_gc import collect, collect_by_hand
 from grader.errors import InputError
 from grader.store.judgment_rows import StoredRow
@@ -76,52 +77,6 @@ IN_FLIGHT = 8  # ranges sent ahead per worker, so the workers keep reading while
 # writes a batch of lines (each range's result is ~1 MB)
 
 JudgeFor = Callable[[dict[str, Any]], LLMBatchJudge]
-
-
-def _blank(path: Path) -> bool:
-    """Whether a results file holds nothing but whitespace (read only when small)."""
-    size = path.stat().st_size
-    if size > 4096:
-        return False
-    return not path.read_bytes().strip()
-
-
-def _nothing_usable(files: list[Path], summary: ImportSummary) -> InputError:
-    """The error of an import whose files hold no usable results line, with why."""
-    reasons = []
-    if summary.n_malformed:
-        shown = ", ".join(summary.malformed)
-        more = ", ..." if summary.n_malformed > len(summary.malformed) else ""
-        reasons.append(f"{summary.n_malformed:,} lines are not JSON ({shown}{more})")
-    if summary.truncated:
-        reasons.append(f"a last line is cut short ({', '.join(summary.truncated)})")
-    if summary.empty:
-        reasons.append(f"{len(summary.empty)} files are empty")
-    return InputError(
-        "no usable results line: "
-        + ("; ".join(reasons) or "no line holds a result")
-        + "; nothing was imported",
-        path=files[0] if len(files) == 1 else ", ".join(map(str, files)),
-        hint="import the results an engine wrote for the request files of `relgrade batch "
-        "export`, e.g. vllm run-batch -i REQUESTS -o RESULTS",
-    )
-
-
-def results_files(paths: Sequence[str | Path]) -> list[Path]:
-    """The results files named: files as given, folders' `*.jsonl` in name order."""
-    found: list[Path] = []
-    for given in paths:
-        path = Path(given)
-        if path.is_dir():
-            inside = sorted(p for p in path.iterdir() if p.is_file() and p.suffix == ".jsonl")
-            if not inside:
-                raise InputError("no .jsonl results file in this folder", path=path)
-            found.extend(inside)
-        elif path.is_file():
-            found.append(path)
-        else:
-            raise InputError("no such results file or folder", path=path)
-    return found
 
 
 class _Pending:
@@ -224,7 +179,7 @@ class Importer(ImportFollowUp):
         """Import every results file, then mark the unanswered requests of the request files
         they touched as failed (`missing`)."""
         files = results_files(paths)
-        empty = [p for p in files if _blank(p)]
+        empty = [p for p in files if blank(p)]
         if files and len(empty) == len(files):
             raise InputError(
                 "no results lines: "
@@ -267,7 +222,7 @@ class Importer(ImportFollowUp):
             finally:
                 self._flush()  # what was decided before a stop is kept
         if not summary.lines:
-            raise _nothing_usable(files, summary)
+            raise nothing_usable(files, summary)
         self._mark_missing(summary)
         return summary
 

@@ -7,9 +7,7 @@ from the judge (`grader.grading.pipeline`); outputs are written atomically once 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +28,6 @@ from grader.grading.pipeline import StoreWriter, run_grading
 from grader.judges.base import Judge
 from grader.judges.registry import JudgeSettings, build_judge, judge_kind
 from grader.prompts import PromptSpec, load_prompt
-from grader.store.disk_full import StoreFullError
 from grader.store.store import Store
 
 DEFAULT_PROMPT = "passage"
@@ -237,20 +234,8 @@ def lexical_settings_note(path: str | None, judge_id: str) -> str:
     return f"lexical judge settings: {path} ({which}; judgments say judge {judge_id})"
 
 
-@contextlib.contextmanager
-def _saving(args: argparse.Namespace, writer: StoreWriter) -> Iterator[None]:
-    """When a full disk stops the run: the answers no journal took go to --out if it can."""
-    try:
-        yield
-    except StoreFullError:
-        from grader.cli.output_files import save_unsaved
-
-        save_unsaved(args.out, writer.unsaved())
-        raise
-
-
 def run(args: argparse.Namespace) -> int:
-    from grader.cli.output_files import clean_outputs
+    from grader.cli.output_files import clean_outputs, saving_unsaved
     from grader.io.docs import read_docs
     from grader.io.queries import read_queries
 
@@ -289,7 +274,8 @@ def run(args: argparse.Namespace) -> int:
         if store is not None:
             store.add_secrets(judges.secrets)
             check_prompts(store, _prompts_of(judges), allow_changed=args.allow_changed_prompt)
-        with GradingProgress(enabled=False if args.quiet else None) as bar, _saving(args, writer):
+        progress = GradingProgress(enabled=False if args.quiet else None)
+        with progress as bar, saving_unsaved(args.out, writer.unsaved):
             report = run_grading(
                 selection.pairs,
                 judges.members,

@@ -3,13 +3,15 @@ when a full disk stops a run, write the paid answers nothing else took where it 
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from grader.io.files import remove_stale_temp_files
 from grader.io.output_set import OutputSet
 from grader.models import Judgment
+from grader.store.disk_full import StoreFullError
 
 
 def clean_outputs(paths: Sequence[str | Path | None]) -> None:
@@ -28,6 +30,19 @@ def clean_outputs(paths: Sequence[str | Path | None]) -> None:
             f"warning: {previous.describe()}; this run rewrites them when it finishes",
             file=sys.stderr,
         )
+
+
+@contextlib.contextmanager
+def saving_unsaved(
+    out: str | Path | None, unsaved: Callable[[], Sequence[Judgment]]
+) -> Iterator[None]:
+    """When a full disk stops the run in this block: `save_unsaved` of `unsaved()` (the
+    writer's answers no journal took) to `out`, then the error goes on."""
+    try:
+        yield
+    except StoreFullError:
+        save_unsaved(out, unsaved())
+        raise
 
 
 def save_unsaved(out: str | Path | None, judgments: Sequence[Judgment]) -> None:
