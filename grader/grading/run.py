@@ -330,19 +330,21 @@ class GradingRun:
         return cost
 
     async def worker(self) -> None:
-        while not self.stopping:
-            if self.writer.full is not None:  # answers could not be stored: pay for no more
-                self.stopping = True
-                return
+        """Judge queued units until none is left or the run stops; a full disk under the
+        store (no lease, or no answer, could be written) stops it: nothing more is paid for."""
+        try:
+            await self._work()
+        except StoreFullError as exc:
+            self.fatal = self.fatal or exc
+        if self.fatal is not None or self.writer.full is not None:
+            self.stopping = True
+
+    async def _work(self) -> None:
+        while not self.stopping and self.writer.full is None:
             if not self.queue:
                 if not self.waiting and not self.polling:
                     return
-                try:
-                    await self._poll_waiting()
-                except StoreFullError as exc:
-                    self.fatal = self.fatal or exc
-                    self.stopping = True
-                    return
+                await self._poll_waiting()
                 continue
             unit = self.queue.popleft()
             reserved = self._reserve(unit)
@@ -354,10 +356,6 @@ class GradingRun:
             try:
                 if await self._claimed(unit):
                     await self._judge(unit)
-            except StoreFullError as exc:  # no lease could be written: nothing was sent
-                self.fatal = self.fatal or exc
-                self.stopping = True
-                return
             finally:
                 self.reserved -= reserved
 

@@ -207,10 +207,9 @@ class ClaimBook:
 
     def release_all(self) -> bool:
         """Release every lease this owner still holds (calls abandoned, or answers not stored);
-        False when another process held the store's write lock all the while (or the disk
-        is full). Nothing is lost
-        then: a lease dies with its process on this host and at its expiry on another, so the
-        end of a run (its outputs) does not wait on it."""
+        False when another process held the store's write lock all the while, or the disk is
+        full. Nothing is lost then: a lease dies with its process on this host and at its expiry
+        on another, so the end of a run (its outputs) does not wait on it."""
         with self._lock:
             try:
                 self._conn.execute("DELETE FROM claims WHERE owner = ?", (self.owner,))
