@@ -250,3 +250,15 @@ def test_answers_no_disk_takes_are_written_to_out_and_the_run_exits_2(
     assert f"{paid} paid answers that could not be stored are in {out}" in err
     assert f"{paid} paid answers could not be written anywhere" in err
     assert len(read_judgments(out)) == paid
+
+
+def test_an_io_error_on_a_full_file_system_is_a_full_disk(tiny_fs: Path) -> None:
+    """Opening a store on a file system with no room fails as a "disk I/O error" (the WAL
+    index cannot grow): said as a full disk, naming the file system, not as a broken store."""
+    path = tiny_fs / "s.db"
+    Store(path).close()
+    _fill(tiny_fs)
+    with pytest.raises(
+        StoreFullError, match=f"no room left on the file system mounted at {tiny_fs}"
+    ):
+        Store(path).close()

@@ -200,7 +200,7 @@ class ClaimBook:
                     (time.time() + self.lease_s, self.owner),
                 )
             except sqlite3.OperationalError as exc:
-                if not is_full(exc):
+                if not is_full(exc, self.path):
                     raise
                 return 0
             return cursor.rowcount
@@ -214,7 +214,8 @@ class ClaimBook:
             try:
                 self._conn.execute("DELETE FROM claims WHERE owner = ?", (self.owner,))
             except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) and "busy" not in str(exc) and not is_full(exc):
+                busy = "locked" in str(exc) or "busy" in str(exc)
+                if not busy and not is_full(exc, self.path):
                     raise
                 return False
         return True

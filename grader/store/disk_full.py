@@ -16,7 +16,9 @@ from pathlib import Path
 
 from grader.errors import StoreError
 
+_SQLITE_IOERR = 10
 _SQLITE_FULL = 13
+_LOW_BYTES = 64 * 1024  # less room than this is none for a store (a few pages)
 
 
 class StoreFullError(StoreError):
@@ -25,16 +27,28 @@ class StoreFullError(StoreError):
     exit_code = 2
 
 
-def is_full(exc: BaseException) -> bool:
-    """Whether `exc` says a disk (or quota) is full."""
+def is_full(exc: BaseException, path: str | Path | None = None) -> bool:
+    """Whether `exc` says a disk (or quota) is full; with the store's `path`, also a SQLite
+    I/O error while its file system has no room left (growing the WAL index fails so)."""
     if isinstance(exc, StoreFullError):
         return True
-    if isinstance(exc, sqlite3.OperationalError):
+    if isinstance(exc, sqlite3.DatabaseError):
         code = getattr(exc, "sqlite_errorcode", None)
+        if isinstance(code, int) and code & 0xFF == _SQLITE_IOERR and path is not None:
+            return no_room(path)
         if isinstance(code, int):
             return code & 0xFF == _SQLITE_FULL
         return "database or disk is full" in str(exc)
     return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+def no_room(path: str | Path) -> bool:
+    """Whether the file system holding `path` has (next to) no room left."""
+    try:
+        stat = os.statvfs(Path(path).resolve().parent)
+    except OSError:
+        return False
+    return stat.f_bavail * stat.f_frsize < _LOW_BYTES
 
 
 def _mount_of(path: Path) -> tuple[str, str]:
@@ -85,5 +99,5 @@ def roll_back(conn: sqlite3.Connection, exc: BaseException, path: str | Path, wh
     any other error)."""
     if conn.in_transaction:
         conn.execute("ROLLBACK")
-    if is_full(exc) and not isinstance(exc, StoreFullError):
+    if is_full(exc, path) and not isinstance(exc, StoreFullError):
         raise full_error(path, what) from None

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from grader.errors import StoreError
+from grader.store.disk_full import full_error, is_full
 from grader.store.store import BUSY_TIMEOUT_MS
 
 
@@ -24,6 +25,8 @@ def connect_beside(
             conn.execute(f"PRAGMA {pragma}")
         conn.execute(f"SELECT 1 FROM {table} LIMIT 1")
     except sqlite3.DatabaseError as exc:
+        if is_full(exc, path):
+            raise full_error(path, f"opening the {what}") from None
         raise StoreError(f"{path}: cannot read the {what} ({exc})") from None
     return conn
 

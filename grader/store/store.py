@@ -158,7 +158,7 @@ class Store(StoreRows, StoreReading):
             raise
         except sqlite3.DatabaseError as exc:
             self.close()
-            if is_full(exc):
+            if is_full(exc, self.path):
                 raise full_error(self.path, "opening the store") from None
             raise StoreError(
                 f"{self.path}: not a usable relgrade store ({exc}); "
