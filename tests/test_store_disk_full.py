@@ -15,6 +15,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,6 +32,7 @@ from grader.store.writer import StoreWriter
 from tests.fakeserver import FakeServer
 from tests.grade_data import GradeFiles, write_grade_files
 from tests.helpers.judgments import FP, ok
+from tests.test_store_busy import LockHolder
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -262,3 +264,35 @@ def test_an_io_error_on_a_full_file_system_is_a_full_disk(tiny_fs: Path) -> None
         StoreFullError, match=f"no room left on the file system mounted at {tiny_fs}"
     ):
         Store(path).close()
+
+
+def test_a_busy_store_whose_journal_disk_is_full_journals_elsewhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process holds the lock past the journal threshold and the journal's disk is
+    full: the answers go to the rescue journal, and are stored once the lock is free."""
+    monkeypatch.setenv("RELGRADE_STORE_BUSY_TIMEOUT", "0.05s")
+    path = tmp_path / "s.db"
+    store = Store(path)
+    rescue = Journal(path, path=tmp_path / "rescue" / "s.journal.jsonl")
+    store.rescues = [rescue]
+
+    def no_room(rows: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(store.journal, "append", no_room)
+    writer = StoreWriter(store, journal_after_s=0)
+    writer.add(ok("k1"), FP)
+    holder = LockHolder(path)
+    flushing = threading.Thread(target=writer.flush)
+    flushing.start()
+    deadline = time.monotonic() + 60
+    while not rescue.pending():
+        assert time.monotonic() < deadline, "the answer never reached the rescue journal"
+        time.sleep(0.01)
+    holder.release()
+    flushing.join(timeout=60)
+    assert not flushing.is_alive()
+    assert store.count(status="ok") == 1 and not rescue.pending()
+    assert writer.full is None
+    store.close()

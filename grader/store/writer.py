@@ -141,17 +141,17 @@ class StoreWriter:
                     if wait is None:
                         wait = BusyWait(store.path, "writing answers", store.on_busy)
                     held.extend(self._take())
-                    if held and wait.waited_s >= self.journal_after_s:
-                        journaled += self._journal(store, held)
+                    due = bool(held) and wait.waited_s >= self.journal_after_s
+                    if due and self._journal(store, held) is not None:  # (else: still held)
+                        journaled += len(held.judgments)
                         held = _Held()
                         wait.tell(journaled=journaled, journal=store.journal.path)
                     wait.failed(
                         held=len(held.judgments), journaled=journaled, journal=store.journal.path
                     )
                 except KeyboardInterrupt:
-                    if wait is not None and held:  # still busy: keep them safe before leaving
-                        self._journal(store, held)
-                    else:
+                    # Still busy: keep them safe before leaving (else in the queue).
+                    if not (wait is not None and held and self._journal(store, held)):
                         self._put_back(held)
                     raise
                 except BaseException:
@@ -189,16 +189,11 @@ class StoreWriter:
         self.full = exc
         if not held:
             return
-        rows = store.rows(held.judgments, held.calls)
-        for journal in [store.journal, *store.rescues]:
-            try:
-                journal.append(rows)
-            except OSError:  # full too (or not writable): the next one
-                continue
-            self.journaled += len(held.judgments)
-            self.kept[journal.path] = self.kept.get(journal.path, 0) + len(held.judgments)
-            return
-        self._unsaved.extend(held)
+        path = self._journal(store, held)
+        if path is None:
+            self._unsaved.extend(held)
+        else:
+            self.kept[path] = self.kept.get(path, 0) + len(held.judgments)
 
     def full_error(self) -> StoreFullError | None:
         """When the disk was found full: the error telling where the answers not stored are
@@ -225,7 +220,15 @@ class StoreWriter:
         """The judgments no store or journal took (the disk is full: `full_error`)."""
         return [judgment for judgment, _ in self._unsaved.judgments]
 
-    def _journal(self, store: Store, held: _Held) -> int:
-        store.journal.append(store.rows(held.judgments, held.calls))
-        self.journaled += len(held.judgments)
-        return len(held.judgments)
+    def _journal(self, store: Store, held: _Held) -> Path | None:
+        """Append `held` to the first journal with room: the one beside the store, then the
+        rescue journals (`grader.store.journal`); which, or None when none took them."""
+        rows = store.rows(held.judgments, held.calls)
+        for journal in [store.journal, *store.rescues]:
+            try:
+                journal.append(rows)
+            except OSError:  # full too (or not writable): the next one
+                continue
+            self.journaled += len(held.judgments)
+            return journal.path
+        return None
