@@ -185,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
     if outcome.report is not None and outcome.report.interrupted:
         # A live run stopped by Ctrl-C: what it stored is kept, no batch holds the rest.
         if not args.quiet:
-            from grader.cli.grade import summary_line
+            from grader.cli.grade_summary import summary_line
 
             print(summary_line(outcome.report), file=sys.stderr)
         done = outcome.diff.n - outcome.diff.pending
