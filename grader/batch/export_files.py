@@ -97,6 +97,11 @@ class ExportSummary:
     waiting: list[str] = field(default_factory=list)  # other exports not imported yet
     waiting_in: dict[str, int] = field(default_factory=dict)  # left out, by export
 
+    def left_out(self, export_id: str) -> None:
+        """Count a pair left out because its request waits in `export_id`."""
+        self.pending += 1
+        self.waiting_in[export_id] = self.waiting_in.get(export_id, 0) + 1
+
 
 def _chunks(pairs: Iterable[tuple[Query, Doc]], size: int) -> Iterator[list[tuple[Query, Doc]]]:
     it = iter(pairs)
@@ -161,8 +166,7 @@ def export_requests(
     ):
         state.add_export(export_id, config, str(folder.resolve()))
         summary = ExportSummary(export_id, [])
-        if not include_pending:
-            summary.waiting = state.exports_waiting(export_id)
+        summary.waiting = [] if include_pending else state.exports_waiting(export_id)
         recorder: ExportRecorder | export_process.BackgroundRecorder
         if background:
             recorder = export_process.BackgroundRecorder(store, folder, export_id, batch_pairs)
@@ -185,10 +189,8 @@ def export_requests(
                     if statuses.get(key) == "ok":
                         summary.stored += 1
                         continue
-                    other = waiting.get(key)
-                    if other is not None:
-                        summary.pending += 1
-                        summary.waiting_in[other] = summary.waiting_in.get(other, 0) + 1
+                    if key in waiting:
+                        summary.left_out(waiting[key])
                         continue
                     work.n_pairs += 1
                     if key in known or key in pending:

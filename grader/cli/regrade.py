@@ -183,14 +183,7 @@ def run(args: argparse.Namespace) -> int:
         finally:
             writer.flush()
     if outcome.report is not None and outcome.report.interrupted:
-        # A live run stopped by Ctrl-C: what it stored is kept, no batch holds the rest.
-        if not args.quiet:
-            from grader.cli.grade_summary import summary_line
-
-            print(summary_line(outcome.report), file=sys.stderr)
-        done = outcome.diff.n - outcome.diff.pending
-        print(interrupted_text(done, outcome.diff.n), file=sys.stderr)
-        return 130
+        return _interrupted(args, outcome)
     if args.no_wait and outcome.diff.pending:
         return _print_submitted(args, outcome)
     if runs:
@@ -243,6 +236,18 @@ def run(args: argparse.Namespace) -> int:
             print(OUTPUTS_PENDING, file=sys.stderr)
         return 1 if held else 0
     return 1 if outcome.diff.failed else 0
+
+
+def _interrupted(args: argparse.Namespace, outcome: RegradeOutcome) -> int:
+    """A live regrade stopped by Ctrl-C: what it stored is kept, no batch holds the rest."""
+    assert outcome.report is not None
+    if not args.quiet:
+        from grader.cli.grade_summary import summary_line
+
+        print(summary_line(outcome.report), file=sys.stderr)
+    done = outcome.diff.n - outcome.diff.pending
+    print(interrupted_text(done, outcome.diff.n), file=sys.stderr)
+    return 130
 
 
 def _held_elsewhere(outcome: RegradeOutcome) -> int:
