@@ -11,6 +11,8 @@ import threading
 from collections.abc import Iterator
 from types import FrameType
 
+from grader.grading.report import GradingReport
+
 
 def resume_hint() -> str:
     """The command line that resumes this run (the same command)."""
@@ -23,6 +25,17 @@ def interrupted_text(done: int, total: int) -> str:
         f"interrupted: {done} of {total} pairs done and stored; "
         f"to resume, rerun the same command: {resume_hint()}"
     )
+
+
+def report_interrupted(report: GradingReport, done: int, total: int, *, quiet: bool) -> int:
+    """Print what an interrupted live run stored (its summary line too, unless `quiet`) and how
+    to resume it; the exit code (130)."""
+    if not quiet:
+        from grader.cli.grade_summary import summary_line
+
+        print(summary_line(report), file=sys.stderr)
+    print(interrupted_text(done, total), file=sys.stderr)
+    return 130
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:

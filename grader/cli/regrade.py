@@ -28,7 +28,7 @@ from grader.cli.commands import COMMANDS
 from grader.cli.failed_pairs import failure_causes_text
 from grader.cli.flags import add_measures, add_runs, add_store
 from grader.cli.grade import DEFAULT_PROMPT
-from grader.cli.interrupts import interrupt_at_once, interrupted_text
+from grader.cli.interrupts import interrupt_at_once, report_interrupted
 from grader.cli.judge_options import add_judge_options, check_regrade_judge, llm_judges
 from grader.cli.progress import GradingProgress
 from grader.cli.prompt_check import add_allow_changed_prompt, check_prompts
@@ -182,8 +182,9 @@ def run(args: argparse.Namespace) -> int:
             raise
         finally:
             writer.flush()
-    if outcome.report is not None and outcome.report.interrupted:
-        return _interrupted(args, outcome)
+    if outcome.report is not None and outcome.report.interrupted:  # live: no batch holds any
+        done = outcome.diff.n - outcome.diff.pending
+        return report_interrupted(outcome.report, done, outcome.diff.n, quiet=args.quiet)
     if args.no_wait and outcome.diff.pending:
         return _print_submitted(args, outcome)
     if runs:
@@ -236,18 +237,6 @@ def run(args: argparse.Namespace) -> int:
             print(OUTPUTS_PENDING, file=sys.stderr)
         return 1 if held else 0
     return 1 if outcome.diff.failed else 0
-
-
-def _interrupted(args: argparse.Namespace, outcome: RegradeOutcome) -> int:
-    """A live regrade stopped by Ctrl-C: what it stored is kept, no batch holds the rest."""
-    assert outcome.report is not None
-    if not args.quiet:
-        from grader.cli.grade_summary import summary_line
-
-        print(summary_line(outcome.report), file=sys.stderr)
-    done = outcome.diff.n - outcome.diff.pending
-    print(interrupted_text(done, outcome.diff.n), file=sys.stderr)
-    return 130
 
 
 def _held_elsewhere(outcome: RegradeOutcome) -> int:
