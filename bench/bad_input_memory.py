@@ -42,7 +42,7 @@ except InputError as exc:
 
 EVALUATE_RUN = """
 import sys
-from grader.cli.evaluate_files import judged_run_file, read_grades
+from grader.evaluation.files import judged_run_file, read_grades
 from grader.errors import InputError
 try:
     judged, _ = read_grades(sys.argv[2], clamp=False)
@@ -54,7 +54,7 @@ except InputError as exc:
 
 READ_QRELS = """
 import sys
-from grader.cli.evaluate_files import read_grades
+from grader.evaluation.files import read_grades
 from grader.errors import InputError
 try:
     judged, _ = read_grades(sys.argv[1], clamp=False)

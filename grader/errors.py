@@ -70,3 +70,8 @@ class BudgetError(RelgradeError):
     """Going on would spend more than `--max-cost` allows."""
 
     exit_code = 3
+
+
+class RelgradeWarning(UserWarning):
+    """What the command prints as a warning on stderr, raised by the library as a Python warning
+    (`warnings.warn`): an inferred threshold, a run that answers no query, failed judgments."""

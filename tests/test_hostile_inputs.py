@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 import grader.io.trec as trec
-from grader.cli.evaluate_files import judged_run_file, read_grades
 from grader.cli.main import main
 from grader.errors import InputError
+from grader.evaluation.files import judged_run_file, read_grades
 from grader.io.files import iter_lines
 from grader.io.trec import read_qrels, read_run
 from grader.io.trec_scan import TREC_LINE_LIMIT

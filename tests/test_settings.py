@@ -15,7 +15,7 @@ from grader.batch.adapter import LLMBatchJudge
 from grader.batch.client import BatchClient
 from grader.batch.job_config import job_config
 from grader.cli.batch_common import JudgeFactory
-from grader.cli.grade import _Judges
+from grader.cli.grade_job import GradeJudges
 from grader.cli.main import build_parser, main
 from grader.cli.settings import Environment, Settings
 from grader.errors import InputError, JudgeError
@@ -162,7 +162,7 @@ def test_grade_shares_one_limiter_per_model(tmp_path: Path) -> None:
         "--rpm",
         "60",
     )
-    judges = _Judges(args, {}, StoreWriter(None))
+    judges = GradeJudges(args, {}, StoreWriter(None))
     first, second = judges.members
     assert isinstance(first, LLMJudge) and isinstance(second, LLMJudge)
     assert isinstance(judges.verifier, LLMJudge) and judges.verifier.model == "a"

@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from grader.cli import evaluate_files
 from grader.cli.main import main
 from grader.errors import InputError
+from grader.evaluation import files as evaluate_files
 from grader.io import trec_small
 from grader.io.run_stream import judged_run
 from grader.io.trec import read_qrels_columns

@@ -14,9 +14,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
 from grader.cli.commands import COMMANDS
 from grader.cli.flags import add_measures, add_runs
 from grader.errors import InputError
@@ -85,65 +82,6 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _weights(
-    args: argparse.Namespace, frame: Any
-) -> tuple[npt.NDArray[np.float64] | None, str, Any, Any]:
-    """1/pi per paired pair, the manifest's path, the sample design it records (or None) and
-    the draw order of a uniform or active sample (or None)."""
-    from calibration.spotcheck.manifest import find_manifest, read_manifest, sample_weights
-    from calibration.spotcheck.stopping import DrawOrder
-    from calibration.stats.ppi_design import design_of_strategy
-
-    path = args.manifest
-    if path is None and not args.no_manifest:
-        path = find_manifest(args.human) or _also_judged_manifest(args.llm)
-    if path is None:
-        return None, "", None, None
-    manifest = read_manifest(path)
-    try:
-        design = design_of_strategy(manifest.strategy)
-    except ValueError as exc:
-        raise InputError(
-            str(exc), path=path, hint="it is written by `relgrade sample`; redraw the sample"
-        ) from None
-    weights = np.asarray(sample_weights(manifest, frame), dtype=np.float64)
-    return weights, str(path), design, DrawOrder.from_manifest(manifest)
-
-
-def _also_judged_manifest(llm: str) -> Path | None:
-    """The manifest `grade --also-judged` wrote beside the LLM's judgments, if there is one."""
-    from calibration.spotcheck.also_judged import is_also_judged
-    from calibration.spotcheck.manifest import find_manifest, read_manifest
-
-    path = find_manifest(llm)
-    return path if path is not None and is_also_judged(read_manifest(path)) else None
-
-
-def _only_drawn(args: argparse.Namespace, llm: Any) -> tuple[Any, str | None]:
-    """With an also-judged manifest: the LLM's grades of the drawn pairs only (the holes have
-    no human grade and were not drawn), and a note saying so."""
-    from calibration.spotcheck.also_judged import is_also_judged
-    from calibration.spotcheck.manifest import read_manifest
-
-    path = args.manifest or (None if args.no_manifest else _also_judged_manifest(args.llm))
-    if path is None or args.no_manifest:
-        return llm, None
-    manifest = read_manifest(path)
-    if not is_also_judged(manifest):
-        return llm, None
-    drawn = set(manifest.probabilities())
-    keep = [(q, d) in drawn for q, d in zip(llm["query_id"], llm["doc_id"], strict=True)]
-    kept = llm[keep]
-    kept.attrs.update(llm.attrs)
-    note = (
-        f"also-judged: {len(manifest.pairs):,} pairs drawn ({manifest.strategy}) from the "
-        f"{manifest.population:,} judged pairs of the runs (the manifest {path}); figures are "
-        f"weighted back to that judged pool; {len(llm) - len(kept):,} LLM grades of holes "
-        "(no human grade) are left out"
-    )
-    return kept, note
-
-
 def run(args: argparse.Namespace) -> int:
     if args.fit_lexical:
         return _fit_lexical(args)
@@ -151,60 +89,40 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--llm is required", hint="give the LLM grades (judgments or qrels)")
     if args.bootstrap < 0:
         raise InputError("--bootstrap must be 0 or more")
+    from calibration.calibrate import CalibrationInputs, calibrate_grades
     from calibration.join import pair_grades
-    from calibration.summary import DEFAULT_MEASURE, summarize
-    from calibration.summary_model import HumanVsHuman, Inputs
     from grader.io.grades import read_human_grades, read_llm_grades
     from grader.io.runs import read_runs
 
     llm = read_llm_grades(args.llm, clamp=args.clamp, judge=args.judge)
-    human = _check_human_scale(args, read_human_grades(args.human, clamp=args.clamp))
-    llm, also_note = _only_drawn(args, llm)
-    paired = pair_grades(llm, human)
-    weights, manifest, design, order = _weights(args, paired.frame)
+    human = read_human_grades(args.human, clamp=args.clamp)
     runs = read_runs(args.run)
-    lengths = _doc_lengths(args.docs, set(paired.frame["doc_id"])) if args.docs else None
-    measures = args.measures or [DEFAULT_MEASURE]
-    if runs:
-        from grader.metrics import parse_measure
-
-        measures = [str(parse_measure(m)) for m in measures]
-    summary = summarize(
-        llm,
-        human,
+    lengths = None
+    if args.docs:
+        lengths = _doc_lengths(args.docs, set(pair_grades(llm, human).frame["doc_id"]))
+    second = read_human_grades(args.second_human, clamp=args.clamp) if args.second_human else None
+    given = CalibrationInputs(
+        llm=llm,
+        human=human,
+        llm_name=str(args.llm),
+        llm_path=str(args.llm),
+        human_path=str(args.human),
         runs=runs,
-        measures=measures,
-        doc_lengths=lengths,
-        weights=weights,
-        seed=args.seed,
-        n_bootstrap=args.bootstrap,
-        threshold=args.threshold,
-        paired=paired,
-        design=design,
-        order=order,
+        run_names=list(runs),
+        second_human=second,
+        second_name=args.second_human,
+        manifest=args.manifest,
+        no_manifest=args.no_manifest,
         human_scale=args.human_scale,
+        doc_lengths=lengths,
     )
-    second = None
-    if args.second_human:
-        from calibration.stats.interrater import human_vs_human
-
-        second = read_human_grades(args.second_human, clamp=args.clamp)
-        pair_weights = None
-        if weights is not None:
-            pair_weights = paired.frame[["query_id", "doc_id"]].assign(weight=weights)
-        summary.human_vs_human = HumanVsHuman.model_validate(
-            human_vs_human(human, second, llm, pair_weights)
-        )
-    summary.manifest = manifest or None
-    summary.inputs = Inputs(
-        llm=str(args.llm), human=str(args.human), second_human=args.second_human, runs=list(runs)
+    summary = calibrate_grades(
+        given,
+        measures=args.measures,
+        seed=args.seed,
+        bootstrap=args.bootstrap,
+        threshold=args.threshold,
     )
-    summary.notes.extend(_input_notes(llm, human, second))
-    if manifest:
-        summary.notes.insert(0, f"every figure is weighted by 1/pi from {manifest}")
-    if also_note:
-        summary.notes.insert(0, also_note)
-    summary.warnings.extend(_coverage_warnings(args, llm, human, manifest))
     for warning in summary.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     if args.report:
@@ -224,53 +142,6 @@ def run(args: argparse.Namespace) -> int:
         if args.report:
             console.print(f"report written to {args.report}", soft_wrap=True, highlight=False)
     return 0
-
-
-def _check_human_scale(args: argparse.Namespace, human: Any) -> Any:
-    """The human grades, unless --human-scale binary meets a grade above 1 (an error)."""
-    if args.human_scale == "binary" and len(human) and int(human["grade"].max()) > 1:
-        raise InputError(
-            f"--human-scale binary, but a human grade is {int(human['grade'].max())}",
-            path=args.human,
-            hint="binary grades are 0 and 1; use --human-scale 0-3 or leave it out",
-        )
-    return human
-
-
-def _input_notes(llm: Any, human: Any, second: Any | None) -> list[str]:
-    """Notes on what reading the grades left out or changed: failed judgments, clamped grades,
-    rows with an empty grade (never read as 0)."""
-    notes: list[str] = []
-    inputs = [("--llm", llm), ("--human", human)]
-    if second is not None:
-        inputs.append(("--second-human", second))
-    for flag, frame in inputs:
-        failed = frame.attrs.get("failed", 0)
-        if failed:
-            notes.append(f"{failed} failed judgments in {flag} were left out (never a grade)")
-    for flag, frame in inputs:
-        clamped = frame.attrs.get("clamped", 0)
-        if clamped:
-            notes.append(f"{clamped} grades outside 0..3 in {flag} were clamped (--clamp)")
-    for flag, frame in inputs[1:]:
-        ungraded = frame.attrs.get("ungraded", 0)
-        if ungraded:
-            notes.append(f"{ungraded} rows in {flag} have an empty grade and were left out")
-    return notes
-
-
-def _coverage_warnings(args: argparse.Namespace, llm: Any, human: Any, manifest: str) -> list[str]:
-    """Human grades that look like a sample but have no manifest; sampled pairs never graded."""
-    from calibration.spotcheck.coverage import ungraded_sample_warning, unweighted_sample_warning
-    from calibration.spotcheck.manifest import read_manifest
-
-    if manifest:
-        found = ungraded_sample_warning(read_manifest(manifest), human)
-    elif not args.no_manifest:
-        found = unweighted_sample_warning(llm, human, args.human)
-    else:
-        found = None
-    return [found] if found else []
 
 
 def _doc_lengths(path: Path, ids: set[str]) -> dict[str, int]:

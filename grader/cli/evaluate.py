@@ -13,24 +13,17 @@ from pathlib import Path
 from typing import Any
 
 from grader.cli.commands import COMMANDS
-from grader.cli.evaluate_files import judged_run_file, read_grades
 from grader.cli.flags import add_measures
 from grader.errors import InputError
+from grader.evaluation.files import judged_run_file, read_grades
+from grader.evaluation.scoring import RunJoin, check_measures, evaluate_judged, is_count
 from grader.io.runs import run_names
-from grader.metrics import DEFAULT_MEASURES, parse_measures, registry
-from grader.metrics.evaluate import Missing, Scores, depth_needed, score
-from grader.metrics.measures import (
-    BINARY_THRESHOLD,
-    Measure,
-    default_threshold,
-    is_summed,
-    parse_measure,
-    uses_default_threshold,
-)
+from grader.metrics import DEFAULT_MEASURES, registry
+from grader.metrics.evaluate import Missing, Scores
 
 # pyarrow, pandas, rich and pydantic are imported only where a path needs them (a large run, a
 # judgments JSONL or a grades CSV, the table): `relgrade evaluate` of small TREC files starts
-# and scores in a fraction of a second (see grader/cli/evaluate_files.py).
+# and scores in a fraction of a second (see grader/evaluation/files.py).
 
 
 def epilog() -> str:
@@ -130,6 +123,12 @@ def register(sub: Any) -> None:
         nargs="*",
         help="TREC run(s) (qid Q0 docid rank score tag; later columns ignored); - reads stdin",
     )
+    parser.add_argument(
+        "--dataset",
+        metavar="ID",
+        help="take the qrels from this ir_datasets id: then every positional is a RUN "
+        "(needs relgrade[ir-datasets])",
+    )
     add_measures(parser, "measures to compute (see below; default: the list at the end)")
     parser.add_argument("--per-query", action="store_true", help="also print each query's values")
     parser.add_argument("--format", choices=("table", "csv", "json"), default="table")
@@ -160,94 +159,24 @@ def register(sub: Any) -> None:
     from grader.cli.evaluate_fill import add_flags
 
     add_flags(parser)
-    parser.set_defaults(func=run)
-
-
-def _records(name: str, scores: Scores, with_queries: bool) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    if with_queries:
-        for measure, values in zip(scores.measures, scores.values.tolist(), strict=True):
-            for qid, value in zip(scores.query_ids, values, strict=True):
-                rows.append({"run": name, "query_id": qid, "measure": measure, "value": value})
-    for measure, value in scores.means():
-        rows.append({"run": name, "query_id": "all", "measure": measure, "value": value})
-    counts = {m for m in scores.measures if _is_count(m)}
-    for row in rows:
-        if row["measure"] in counts and not math.isnan(row["value"]):
-            row["value"] = int(row["value"])  # counts print as trec_eval prints them
-    return rows
-
-
-def _is_count(measure: str) -> bool:
-    """NumRet, NumRel, NumRelRet: whole numbers, summed (not averaged) in the "all" row."""
-    return is_summed(measure)
-
-
-def _note(name: str, scores: Scores, skip: bool) -> str:
-    missing = len(scores.missing)
-    total = scores.qrels_queries
-    text = f"{name}: answers {total - missing} of {total} qrels queries"
-    if missing:
-        text += (
-            f"; {missing} left out of the mean (--trec-eval-missing)"
-            if skip
-            else f"; {missing} missing scored 0 and counted in the mean"
-        )
-    strays = len(scores.unjudged_queries)
-    if strays:
-        text += f"; {strays} run {'query' if strays == 1 else 'queries'} not in the qrels ignored"
-    return text
+    # RUN ... may take no word (with --dataset): runs after an option come back as these
+    parser.set_defaults(func=run, extra_positionals=[])
 
 
 def _clean(value: float) -> float | None:
     return None if math.isnan(value) else value
 
 
-def resolve_thresholds(
-    names: list[str], top: int | None, *, typed: bool
-) -> tuple[list[Measure], list[str]]:
-    """The measures with the threshold qrels whose highest grade is `top` call for where a name
-    writes none (1 for binary qrels, else 2), and the stderr lines that say what was decided:
-    the inferred 1, a threshold above every grade, and (for `typed` names) the 2 that
-    ir_measures reads as 1."""
-    default = default_threshold(top)
-    measures = list(dict.fromkeys(parse_measure(n, default_rel=default) for n in names))
-    bare = [n for n in names if uses_default_threshold(n)]
-    lines = []
-    if bare and default == BINARY_THRESHOLD:
-        shown = str(parse_measure(bare[0], default_rel=default))
-        lines.append(
-            f"binary qrels (highest grade {top}): measures without (rel=N) use "
-            f"rel={default}, e.g. {shown}"
-        )
-    elif bare and typed:
-        lines.append(
-            f"{', '.join(bare)}: rel={default} here (graded qrels); ir_measures and trec_eval "
-            "read a name without (rel=N) as rel=1 (write (rel=1) for their numbers)"
-        )
-    above = [str(m) for m in measures if m.rel is not None and top is not None and m.rel > top]
-    if above:
-        verb = "it scores" if len(above) == 1 else "they score"
-        lines.append(
-            f"no qrels grade reaches the threshold of {', '.join(above)} (highest grade {top}): "
-            f"no query has a relevant document, so {verb} 0"
-        )
-    return measures, lines
+def _qrels(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
+    """QRELS as read_grades reads it, or --dataset's qrels."""
+    if not args.dataset:
+        return read_grades(args.qrels, clamp=args.clamp)
+    from grader.evaluation.inputs import read_qrels_input
+    from grader.io.datasets import load_dataset, require
 
-
-def _run_warning(name: str, rows: int, scores: Scores) -> str | None:
-    """A line for stderr when a run cannot score: it is empty, or answers no qrels query."""
-    total = scores.qrels_queries
-    if not rows:
-        return f"warning: run {name} is empty: it answers none of the {total} qrels queries"
-    if len(scores.missing) == total:
-        strays = scores.unjudged_queries
-        example = f" (its queries, e.g. {strays[0]!r}, are not in the qrels)" if strays else ""
-        return (
-            f"warning: run {name} answers none of the {total} qrels queries{example}: are the "
-            "run and the qrels for the same topics?"
-        )
-    return None
+    dataset = load_dataset(args.dataset)
+    require(dataset, args.dataset, "qrels")
+    return read_qrels_input(dataset.qrels_iter(), clamp=args.clamp)
 
 
 def _check_files_given(args: argparse.Namespace) -> None:
@@ -273,45 +202,36 @@ def run(args: argparse.Namespace) -> int:
     if args.old_skip_missing:
         print(DEPRECATED_SKIP_MISSING, file=sys.stderr)
         args.skip_missing = True
-    _check_files_given(args)
-    given = args.measures or list(DEFAULT_MEASURES)
-    parse_measures(given)  # a bad name fails before any file is read
+    args.runs = [*args.runs, *args.extra_positionals]
+    if args.dataset:
+        args.runs = [args.qrels, *args.runs] if args.qrels is not None else args.runs
+        if not args.runs:
+            raise InputError("--dataset ID needs at least one RUN", hint="--dataset ID RUN ...")
+    else:
+        _check_files_given(args)
+    check_measures(args.measures)  # a bad name fails before any file is read
     if args.runs.count("-") > 1:
         raise InputError("RUN `-` (stdin) is given twice", hint="stdin holds one run")
     if args.fill:
+        if args.dataset:
+            raise InputError("--fill reads people's qrels from QRELS, not from --dataset")
         from grader.cli.evaluate_fill import run_fill
 
-        return run_fill(args, given)
+        return run_fill(args, args.measures or list(DEFAULT_MEASURES))
     if args.llm_scale or args.fill_manifest:
         raise InputError("--llm-scale and --fill-manifest go with --fill LLM_QRELS")
-    judged, facts = read_grades(args.qrels, clamp=args.clamp)
-    measures, warnings = resolve_thresholds(given, facts["top"], typed=bool(args.measures))
-    names = [str(m) for m in measures]
-    if args.clamp and facts.get("source") == "trec":
-        warnings.append("--clamp is for judgments and grades CSV: TREC qrels keep every grade")
+    judged, facts = _qrels(args)
     missing: Missing = "skip" if args.skip_missing else "zero"
-    depth = depth_needed(measures)
-    results: list[tuple[str, Scores]] = []
-    for name, path in zip(run_names(args.runs), args.runs, strict=True):
-        run = judged_run_file(path, judged, precision=args.precision, depth=depth)
-        scores = score(run.ranked, measures, missing=missing)
-        results.append((name, scores))
-        warning = _run_warning(name, run.rows, scores)
-        if warning:
-            warnings.append(warning)
-    notes = [_note(name, scores, args.skip_missing) for name, scores in results]
-    if facts.get("clamped"):
-        notes.append(f"{facts['clamped']} grades outside 0..3 were clamped (--clamp)")
-    if facts.get("ungraded"):
-        notes.append(
-            f"{facts['ungraded']} rows with an empty grade were left out (unjudged, not 0)"
-        )
-    if facts.get("failed"):
-        notes.append(
-            f"{facts['failed']} failed judgments left unjudged (not relevant, no gain; "
-            "Judged@k shows where)"
-        )
-    records = [r for name, pq in results for r in _records(name, pq, args.per_query)]
+
+    def joiner(path: str) -> RunJoin:
+        return lambda depth: judged_run_file(path, judged, precision=args.precision, depth=depth)
+
+    runs = [
+        (name, joiner(path)) for name, path in zip(run_names(args.runs), args.runs, strict=True)
+    ]
+    evaluation = evaluate_judged(facts, runs, args.measures, missing=missing, clamp=args.clamp)
+    records = evaluation.records(args.per_query)
+    notes, warnings = evaluation.notes, evaluation.warnings
     if args.format == "json":
         import json  # each output format imports only its own module
 
@@ -331,7 +251,7 @@ def run(args: argparse.Namespace) -> int:
             writer.writerow({**r, "value": "" if math.isnan(r["value"]) else repr(r["value"])})
         _print_notes(notes, sys.stderr)
     else:
-        _print_tables(results, names, notes, args.per_query)
+        _print_tables(evaluation.results, evaluation.measures, notes, args.per_query)
     _print_notes(warnings, sys.stderr)
     return 0
 
@@ -352,7 +272,7 @@ def _print_tables(
     from rich.table import Table
 
     console = Console(highlight=False)
-    counts = {m for m in names if _is_count(m)}
+    counts = {m for m in names if is_count(m)}
     if per_query:
         for name, scores in results:
             table = Table(title=f"{name}: per query", title_justify="left")

@@ -75,9 +75,9 @@ def read_inputs(args: argparse.Namespace) -> tuple[Any, Any, dict[int, int] | No
 
 def run_fill(args: argparse.Namespace, given: list[str]) -> int:
     """The `evaluate --fill` command (see the module docstring)."""
-    from grader.cli.evaluate import resolve_thresholds
     from grader.io.runs import run_names
     from grader.io.trec import read_run
+    from grader.metrics.thresholds import resolve_thresholds
 
     if "-" in args.runs:
         raise InputError("--fill reads each RUN from a file, not stdin (-)", hint="save it first")

@@ -8,27 +8,21 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 from grader.cli import grade_holes
 from grader.cli.commands import COMMANDS
 from grader.cli.flags import add_runs, add_store
+from grader.cli.grade_job import check_args, grade_selection, say_on_stderr, select_pairs
 from grader.cli.grade_summary import print_dry_run, summary_line
 from grader.cli.interrupts import interrupted_text, resume_hint
-from grader.cli.judge_options import add_judge_options, build_judges, check_judge_args
+from grader.cli.judge_options import add_judge_options
 from grader.cli.progress import GradingProgress
-from grader.cli.prompt_check import add_allow_changed_prompt, check_prompts
-from grader.cli.settings import Settings, add_llm_options
-from grader.cli.store_busy import print_store_busy
-from grader.errors import BudgetError, InputError
+from grader.cli.prompt_check import add_allow_changed_prompt
+from grader.cli.settings import add_llm_options
+from grader.errors import BudgetError
 from grader.grading import run as grading_run
-from grader.grading.pairs import pairs_to_grade
-from grader.grading.pipeline import StoreWriter, run_grading
-from grader.judges.base import Judge
-from grader.judges.registry import JudgeSettings, build_judge, judge_kind
-from grader.prompts import PromptSpec, load_prompt
-from grader.store.store import Store
+from grader.grading.pipeline import GradingReport, run_report
 
 DEFAULT_PROMPT = "passage"
 
@@ -75,8 +69,14 @@ def register(sub: Any) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--queries", required=True, metavar="Q", help="queries (TSV or JSONL)")
-    p.add_argument("--docs", required=True, metavar="D", help="documents (JSONL or TSV)")
+    p.add_argument("--queries", metavar="Q", help="queries (TSV or JSONL)")
+    p.add_argument("--docs", metavar="D", help="documents (JSONL or TSV)")
+    p.add_argument(
+        "--dataset",
+        metavar="ID",
+        help="an ir_datasets id: its queries and documents, where --queries/--docs are not "
+        "given (needs relgrade[ir-datasets])",
+    )
     add_runs(p, "TREC run(s) whose top --depth results are graded", required=True)
     p.add_argument("--depth", type=int, default=10, metavar="K", help="top K per query (10)")
     p.add_argument(
@@ -128,176 +128,33 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _check_args(args: argparse.Namespace) -> None:
-    if args.concurrency < 1:
-        raise InputError("--concurrency must be at least 1")
-    if args.max_attempts < 1:
-        raise InputError("--max-attempts must be at least 1")
-    if args.max_cost is not None and args.max_cost < 0:
-        raise InputError("--max-cost must not be negative")
-    check_judge_args(args)
-    if (args.verify_prompt or args.verify_model) and not args.verify_low:
-        raise InputError("--verify-prompt/--verify-model need --verify-low")
-    _check_folders(args)
-
-
-def _check_folders(args: argparse.Namespace) -> None:
-    """Fail before grading (and paying) when an output or the store could not be written."""
-    paths = [("--out", args.out), ("--qrels-out", args.qrels_out)]
-    paths.append(("--merged-out", args.merged_out))
-    if not args.dry_run:  # a dry run never creates a store
-        paths.append(("--store", args.store))
-    for flag, value in paths:
-        if value is None:
-            continue
-        path = Path(value)
-        folder = path.parent if str(path.parent) else Path(".")
-        if not folder.is_dir():
-            raise InputError(
-                f"{flag}: the folder does not exist", path=path, hint="create it first"
-            )
-        if path.is_dir():
-            raise InputError(f"{flag}: is a folder, not a file", path=path)
-
-
-class _Judges:
-    """The judges of one run, built from the flags and the one `Settings`."""
-
-    def __init__(self, args: argparse.Namespace, docs: dict[str, Any], writer: StoreWriter):
-        self.args = args
-        self.settings = Settings.from_args(args)
-        self.secrets: list[str] = []
-        self.writer = writer
-        self.members: list[Judge] = []
-        self.verifier: Judge | None = None
-        # Every judge an LLM: a missing key only matters once a request is to be sent.
-        llm = judge_kind(args.judge).takes_model
-        self.missing_key = self.settings.defer_missing_key() if llm else None
-        base = JudgeSettings(
-            prompt=load_prompt(args.prompt),
-            docs=docs,
-            endpoint=self.settings,
-            on_call=writer.log_call,
-        )
-        self.members = build_judges(args, base)
-        self.secrets = self.settings.secrets if llm else []
-        if args.judge == "lexical":
-            from grader.judges.lexical.judge import LexicalJudge
-
-            for judge in self.members:
-                if isinstance(judge, LexicalJudge):
-                    note = lexical_settings_note(judge.config.path, judge.judge_id)
-                    print(note, file=sys.stderr)
-        if args.verify_low:
-            first_model = (args.model or [None])[0]
-            model = self.settings.model(args.verify_model or first_model)
-            prompt = args.verify_prompt or args.prompt
-            verifier = self.llm(model, prompt)
-            if any(verifier.fingerprint() == m.fingerprint() for m in self.members):
-                raise InputError(
-                    "--verify-low would ask the same judge twice",
-                    hint="give --verify-prompt or --verify-model different from the first judge",
-                )
-            self.verifier = verifier
-
-    def llm(self, model: str, prompt_name: str) -> Judge:
-        """The verifier: the registry's `llm` judge, whatever --judge is."""
-        settings = JudgeSettings(
-            model=model,
-            prompt=load_prompt(prompt_name),
-            endpoint=self.settings,
-            on_call=self.writer.log_call,
-        )
-        judge = build_judge("llm", settings)
-        self.secrets = self.settings.secrets
-        return judge
-
-    def check_key(self) -> None:
-        """Raise the missing key's error: called when some pair is not stored (nothing sent)."""
-        if self.missing_key is not None:
-            raise self.missing_key
-
-
-def _prompts_of(judges: _Judges) -> list[PromptSpec]:
-    """The prompt files of the LLM judges (members and verifier)."""
-    from grader.judges.llm.judge import LLMJudge
-
-    found = [*judges.members, *([judges.verifier] if judges.verifier else [])]
-    return [j.prompt for j in found if isinstance(j, LLMJudge)]
-
-
-def lexical_settings_note(path: str | None, judge_id: str) -> str:
-    """Which settings file the lexical judge reads, and the judge id it stamps."""
-    from grader.judges.lexical.judge import JUDGE_ID
-
-    which = "the shipped default" if judge_id == JUDGE_ID else "not the shipped default"
-    return f"lexical judge settings: {path} ({which}; judgments say judge {judge_id})"
-
-
 def run(args: argparse.Namespace) -> int:
-    from grader.cli.output_files import clean_outputs, saving_unsaved
-    from grader.io.docs import read_docs
-    from grader.io.queries import read_queries
+    from grader.cli.output_files import clean_outputs
 
-    _check_args(args)
+    check_args(args)
     if not args.dry_run:
         clean_outputs([args.out, args.qrels_out, args.merged_out])
-    holes = grade_holes.plan(args)
-    queries = read_queries(args.queries)
-    # The lexical judge's collection statistics need every document; an LLM judge needs only
-    # those of the selected pairs, so a large docs file is streamed and the rest not kept.
-    lexical = judge_kind(args.judge).needs_all_docs
-    docs = read_docs(args.docs) if lexical else {}
-    selection = pairs_to_grade(
-        args.run,
-        queries,
-        docs if lexical else (lambda ids: read_docs(args.docs, ids=ids)),
-        depth=args.depth,
-        skip_judged=[] if holes is not None else args.skip_judged,
-        skip_missing=args.skip_missing,
-        **grade_holes.selection_kwargs(holes),
-    )
-    if holes is not None:
-        grade_holes.take_selection(holes, selection, args)
-    if selection.missing and not args.quiet:
-        print(f"skipped {selection.missing} pairs with unknown ids", file=sys.stderr)
-    store_path = Path(args.store)
-    # A dry run never creates a store; it reads one if it exists.
-    store = (
-        None
-        if args.dry_run and not store_path.exists()
-        else Store(store_path, on_busy=print_store_busy)
-    )
-    try:
-        writer = StoreWriter(store)
-        judges = _Judges(args, docs, writer)
-        if store is not None:
-            store.add_secrets(judges.secrets)
-            check_prompts(store, _prompts_of(judges), allow_changed=args.allow_changed_prompt)
-        progress = GradingProgress(enabled=False if args.quiet else None)
-        with progress as bar, saving_unsaved(args.out, writer.unsaved):
-            report = run_grading(
-                selection.pairs,
-                judges.members,
-                store=store,
-                writer=writer,
-                verify_judge=judges.verifier,
-                concurrency=args.concurrency,
-                max_cost=args.max_cost,
-                dry_run=args.dry_run,
-                progress=bar,
-                handle_sigint=True,
-                freeze_gc=True,
-                secrets=judges.secrets,
-                stream_final=True,
-                before_sending=judges.check_key,
-            )
-    finally:
-        if store is not None:
-            store.close()
+    selection, docs, holes = select_pairs(args, say_on_stderr)
+    verify = False
+
+    async def grading() -> GradingReport:
+        nonlocal verify
+        report, verify = await grade_selection(
+            args,
+            selection.pairs,
+            docs,
+            progress=bar,
+            say=say_on_stderr,
+            handle_sigint=True,
+            freeze_gc=True,
+        )
+        return report
+
+    with GradingProgress(enabled=False if args.quiet else None) as bar:
+        report = run_report(grading)
     if args.dry_run:
         also = grade_holes.summary(holes, report, dry_run=True) if holes is not None else None
-        print_dry_run(report, judges.verifier is not None, args.verbose, also)
+        print_dry_run(report, verify, args.verbose, also)
         return 0
     print(summary_line(report), file=sys.stderr)
     if holes is not None:

@@ -99,7 +99,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(command: str | None, words: list[str]) -> int:
     parser = build_parser(command or "")
-    args = parser.parse_args(words)
+    args, extra = parser.parse_known_args(words)
+    # A command whose last positional takes any number of words (`evaluate`'s RUN ...) gets
+    # those that follow an option (`evaluate QRELS --fill F RUN1 RUN2`); anything else unknown
+    # is the usual usage error.
+    takes = getattr(args, "extra_positionals", None)
+    if extra and (takes is None or any(w.startswith("-") and w != "-" for w in extra)):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if extra:
+        args.extra_positionals = extra
     try:
         code: int = args.func(args)
     except RelgradeError as exc:

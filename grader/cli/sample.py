@@ -18,15 +18,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from calibration.spotcheck.annotate.scale import prompt_scale
 from calibration.spotcheck.blind import (
-    blind_items,
     read_filled_csv,
-    write_blind_csv,
     write_human_grades,
 )
 from calibration.spotcheck.labelstudio import write_labelstudio_tasks
@@ -36,20 +33,17 @@ from calibration.spotcheck.labelstudio_import import (
 )
 from calibration.spotcheck.manifest import (
     Manifest,
-    build_manifest,
     copy_manifest_beside,
     find_manifest,
     manifest_path_for,
     read_manifest,
-    write_manifest,
 )
-from calibration.spotcheck.sampling import ALLOCATIONS, STRATEGIES, draw_sample
+from calibration.spotcheck.sampling import ALLOCATIONS, STRATEGIES
 from calibration.spotcheck.sequential import UNIFORM_SHARE
 from grader.cli.commands import COMMANDS
 from grader.cli.flags import add_store
 from grader.cli.sample_texts import prompt_budgets, sample_texts
 from grader.errors import InputError, RelgradeError
-from grader.models import Judgment
 
 
 def register(sub: Any) -> None:
@@ -168,51 +162,15 @@ def _excluded_pairs(paths: list[str]) -> set[tuple[str, str]]:
     return pairs
 
 
-def _single(values: list[str | None]) -> str | None:
-    distinct = {v for v in values if v is not None}
-    return distinct.pop() if len(distinct) == 1 else None
-
-
-def _population(path: str, strategy: str) -> list[Judgment]:
-    """The judgments to sample from: a judgments JSONL as it is, or TREC qrels (as
-    `calibrate --llm` takes them) read as ok judgments with a grade and nothing more."""
-    from grader.io.files import iter_lines
-    from grader.io.grades import looks_like_qrels
-
-    first = next((line for _, line in iter_lines(path) if line.strip()), "")
-    if not looks_like_qrels(first):
-        from grader.io.judgments import read_judgments
-
-        return read_judgments(path)
-    if strategy == "uncertainty":
-        raise InputError(
-            "--strategy uncertainty needs each pair's uncertainty (logprob confidence or an "
-            "ensemble's disagreement), and TREC qrels hold grades only",
-            path=path,
-            hint="give the judgments JSONL that `relgrade grade --out` wrote, or another "
-            "--strategy (stratified, uniform, active, low, query-balanced, whole-queries)",
-        )
-    from grader.io.grades import read_llm_grades
-
-    frame = read_llm_grades(path)
-    judge = f"qrels:{Path(path).name}"
-    return [
-        Judgment(
-            query_id=qid, doc_id=did, grade=int(grade), status="ok", judge=judge, key=f"{qid} {did}"
-        )
-        for qid, did, grade in zip(frame["query_id"], frame["doc_id"], frame["grade"], strict=True)
-    ]
-
-
 def _draw(args: argparse.Namespace) -> int:
-    judgments = _population(args.judgments, args.strategy)
-    ok = [j for j in judgments if j.status == "ok"]
-    failed = len(judgments) - len(ok)
-    graded = _excluded_pairs(args.exclude)
-    eligible: list[Judgment] = [j for j in ok if (j.query_id, j.doc_id) not in graded]
-    human = len(ok) - len(eligible)
-    draw = draw_sample(
-        eligible,
+    from calibration.spotcheck.draw import draw_blind_sample, read_population
+
+    sample = draw_blind_sample(
+        read_population(args.judgments, args.strategy),
+        lambda pairs: sample_texts(args, pairs),
+        source=args.judgments,
+        excluded=_excluded_pairs(args.exclude),
+        budgets=lambda eligible, pairs: prompt_budgets(args.prompt, eligible, pairs),
         strategy=args.strategy,
         n=args.n,
         fraction=args.fraction,
@@ -223,66 +181,15 @@ def _draw(args: argparse.Namespace) -> int:
         uniform_share=args.uniform_share,
         threshold=args.threshold,
     )
-    pairs = [(p.query_id, p.doc_id) for p in draw.pairs]
-    queries, docs = sample_texts(args, pairs)
-    budgets = prompt_budgets(args.prompt, eligible, set(pairs))
-    items = blind_items(
-        pairs, queries, docs, allow_missing_text=not (queries or docs), budgets=budgets
-    )
-    prompt = _single([str(j.prompt) if j.prompt else None for j in eligible])
-    manifest = build_manifest(
-        draw,
-        source=args.judgments,
-        prompt=prompt,
-        judge=_single([j.judge for j in eligible]),
-        excluded={"failed": failed, "human_graded": human},
-    )
-    write_blind_csv(args.out, items)
-    manifest_path = manifest_path_for(args.out)
-    write_manifest(manifest_path, manifest)
-    print(
-        f"sampled {len(pairs)} of {draw.population} eligible judgments "
-        f"(strategy {draw.strategy}"
-        + (f", {draw.allocation} allocation" if draw.allocation else "")
-        + f", seed {draw.seed}); left out {failed} failed judgment(s) (no grade) and "
-        f"{human} pair(s) people already graded"
-    )
-    counts = Counter(p.stratum for p in draw.pairs)
-    if len(draw.strata) > 8:
-        sizes = [int(info["size"]) for info in draw.strata.values()]
-        each = (
-            f"{min(sizes)} pairs each"
-            if min(sizes) == max(sizes)
-            else (f"{min(sizes)} to {max(sizes)} pairs")
-        )
-        print(f"  {len(draw.strata)} strata of {each}; pairs drawn from {len(counts)} of them")
-    else:
-        for name, info in draw.strata.items():
-            line = f"  {name}: {counts.get(name, 0)} drawn of {int(info['size'])}"
-            if draw.strategy not in ("uncertainty", "active"):
-                line += f" (inclusion probability {info['expected'] / info['size']:.4g})"
-            print(line)
-    if draw.uncertainty_source:
-        print(f"  uncertainty from {draw.uncertainty_source}", end="")
-        if draw.uncertainty_imputed:
-            print(f"; {draw.uncertainty_imputed} pair(s) lacked it and got the maximum", end="")
-        print()
-    if draw.strategy == "active":
-        print(
-            f"  drawn one at a time, the uncertain pairs more often ({draw.uniform_share:g} of "
-            "each weight uniform); grade in the order given and stop when the annotation page "
-            "says you may"
-        )
-    cut = sum(item.truncated for item in items)
-    if cut:
-        print(
-            f"  {cut} document(s) cut to their prompt's budget, as the LLM saw them (column "
-            "truncated)"
-        )
+    manifest_path = sample.write(args.out)
+    for line in sample.summary_lines():
+        print(line)
     print(f"wrote {args.out} (blind: grade it with `relgrade annotate {args.out}`)")
     print(f"wrote {manifest_path} (for calibration; do not show it to graders)")
     if args.labelstudio:
-        config = write_labelstudio_tasks(args.labelstudio, items, _scale(args.prompt or prompt))
+        config = write_labelstudio_tasks(
+            args.labelstudio, sample.items, _scale(args.prompt or sample.manifest.prompt)
+        )
         print(f"wrote {args.labelstudio} and its labeling config {config}")
     return 0
 

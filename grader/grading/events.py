@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -26,3 +27,31 @@ class ProgressEvent:
 ProgressCallback = Callable[[ProgressEvent], None]
 """Called once when the run starts sending (after the store lookup), then after every judge
 call; from the event loop's thread, so it must return quickly."""
+
+
+class StopButton:
+    """Ctrl-C pressed from outside a grading run's event loop (another thread: a notebook's
+    stop button while the run has a loop of its own). `press()` does what SIGINT does to a run
+    with `handle_sigint`: the first stops taking new work and lets calls in flight finish and
+    be stored, the second abandons them."""
+
+    def __init__(self) -> None:
+        self._press: Callable[[], None] | None = None
+        self._loop: Any = None
+        self.presses = 0
+
+    def attach(self, loop: Any, press: Callable[[], None]) -> None:
+        """Called by the run: `press` runs on `loop` (presses made before are replayed)."""
+        self._loop, self._press = loop, press
+        for _ in range(self.presses):
+            loop.call_soon_threadsafe(press)
+
+    def detach(self) -> None:
+        self._loop = self._press = None
+
+    def press(self) -> None:
+        """Stop the run (thread-safe)."""
+        self.presses += 1
+        loop, press = self._loop, self._press
+        if loop is not None and press is not None:
+            loop.call_soon_threadsafe(press)

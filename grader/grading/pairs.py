@@ -20,6 +20,8 @@ from operator import itemgetter
 from pathlib import Path
 from typing import NamedTuple
 
+import pandas as pd
+
 from grader.errors import InputError
 from grader.io.grades import read_human_grades
 from grader.io.trec import read_run
@@ -61,18 +63,41 @@ def make_pairs(queries: Iterable[Query], docs: Iterable[Doc]) -> list[Pair]:
     return list(map(tuple.__new__, repeat(Pair), zip(queries, docs, strict=True)))
 
 
+def _judged_pairs(skip_judged: Sequence[str | Path | pd.DataFrame]) -> set[tuple[str, str]]:
+    """The (query, doc) pairs of human qrels or grades CSVs (any grade counts)."""
+    judged: set[tuple[str, str]] = set()
+    for qrels in skip_judged:
+        frame = qrels if isinstance(qrels, pd.DataFrame) else read_human_grades(qrels, clamp=True)
+        judged.update(zip(frame["query_id"], frame["doc_id"], strict=True))
+    return judged
+
+
+def _read(run: str | Path | pd.DataFrame, precision: Precision) -> tuple[pd.DataFrame, Path | str]:
+    """A run as read_run gives it, and how errors name it."""
+    if isinstance(run, pd.DataFrame):
+        return run, _label(run)
+    return read_run(Path(run), precision=precision), Path(run)
+
+
+def _label(run: str | Path | pd.DataFrame) -> str:
+    """How an error names a run: its path, or a frame's name."""
+    if isinstance(run, pd.DataFrame):
+        return f"run {run.attrs.get('name', 'run')}"
+    return str(run)
+
+
 def _first(ids: list[str]) -> str:
     shown = ", ".join(ids[:SHOW_IDS])
     return shown + (", ..." if len(ids) > SHOW_IDS else "")
 
 
 def pairs_to_grade(
-    runs: Sequence[str | Path],
+    runs: Sequence[str | Path | pd.DataFrame],
     queries: Mapping[str, Query],
     docs: Mapping[str, Doc] | DocLoader,
     *,
     depth: int = 10,
-    skip_judged: Sequence[str | Path] = (),
+    skip_judged: Sequence[str | Path | pd.DataFrame] = (),
     skip_missing: bool = False,
     precision: Precision = "float32",
     judged_pairs: Collection[tuple[str, str]] = (),
@@ -80,22 +105,21 @@ def pairs_to_grade(
 ) -> PairSelection:
     """The pairs to grade from `runs` (see the module docstring); raises InputError on unknown
     ids unless `skip_missing`. `judged_pairs` are left out as `skip_judged`'s are; those that
-    `regrade_judged` picks from the judged candidates (in pair order) are graded all the same."""
+    `regrade_judged` picks from the judged candidates (in pair order) are graded all the same.
+    A run or qrels may be a frame as `read_run` (named by `attrs["name"]`) or
+    `read_human_grades` gives it."""
     if depth < 1:
         raise InputError(f"--depth must be at least 1, not {depth}")
     if not runs:
         raise InputError("no run given", hint="pass at least one --run RUN")
-    judged: set[tuple[str, str]] = set()
-    for qrels_path in skip_judged:
-        frame = read_human_grades(qrels_path, clamp=True)  # qrels or CSV; any grade counts
-        judged.update(zip(frame["query_id"], frame["doc_id"], strict=True))
+    judged = _judged_pairs(skip_judged)
 
     selection = PairSelection()
     # Each id pair once, where the first run that names it puts it; with the run that named it
     # first (for error messages). Set operations and dicts in C: a million pairs in ~0.5 s.
-    first_run: dict[tuple[str, str], Path] = {}
-    for run_path in map(Path, runs):
-        frame = read_run(run_path, precision=precision)
+    first_run: dict[tuple[str, str], Path | str] = {}
+    for run in runs:
+        frame, run_path = _read(run, precision)
         if frame.empty:
             raise InputError(
                 "found no pairs to grade: the run holds no result (empty, or only comments)",
@@ -132,7 +156,7 @@ def pairs_to_grade(
             map(queries.__getitem__, map(itemgetter(0), wanted)),
             map(found.__getitem__, map(itemgetter(1), wanted)),
         )
-    first_missing_run: Path | None = None
+    first_missing_run: Path | str | None = None
     if missing_q or missing_d:
         for qid, did in wanted:
             query, doc = queries.get(qid), found.get(did)

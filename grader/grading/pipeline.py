@@ -46,13 +46,13 @@ import gc
 import signal
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from operator import attrgetter, itemgetter
 from typing import Any
 
 from grader import defaults
 from grader.grading.budget import Estimate, check_priced, estimate_requests
-from grader.grading.events import ProgressCallback, ProgressEvent
+from grader.grading.events import ProgressCallback, ProgressEvent, StopButton
 from grader.grading.pairs import Pair, pairs_to_grade
 from grader.grading.report import GradingReport
 from grader.grading.run import GradingRun
@@ -95,11 +95,13 @@ async def grade_pairs(
     grace_s: float = GRACE_S,
     stream_final: bool = False,
     before_sending: Callable[[], None] | None = None,
+    stop: StopButton | None = None,
 ) -> GradingReport:
     """Grade `pairs` with `judges` (several = an ensemble), reusing the store (module docstring).
 
     `progress` gets a `ProgressEvent` when sending starts and after every judge call.
-    `handle_sigint` installs the Ctrl-C handler for the run (main thread only); `freeze_gc`
+    `handle_sigint` installs the Ctrl-C handler for the run (main thread only); `stop` is a
+    Ctrl-C another thread can press (the Python API's KeyboardInterrupt); `freeze_gc`
     freezes the objects alive at the start out of the cyclic GC for the run (for a process that
     runs one grading at a time, as the CLI does: the first run to end unfreezes them all).
     `stream_final` (one judge, no verifier): pairs whose answer is stored ok are decided by one
@@ -161,6 +163,8 @@ async def grade_pairs(
         else:
             loop.call_later(grace_s, abandon)
 
+    if stop is not None:
+        stop.attach(loop, on_sigint)
     installed = False
     previous = signal.getsignal(signal.SIGINT)
     if handle_sigint and threading.current_thread() is threading.main_thread():
@@ -206,6 +210,8 @@ async def grade_pairs(
             await flush_task
         with contextlib.suppress(asyncio.CancelledError):
             await renew_task
+        if stop is not None:
+            stop.detach()
         if installed:
             loop.remove_signal_handler(signal.SIGINT)
             if previous is not None:  # asyncio would leave Python's default, not the one before
@@ -278,13 +284,18 @@ def run_grading(
     **options: Any,
 ) -> GradingReport:
     """`grade_pairs` from synchronous code (the CLI); same arguments."""
+    return run_report(lambda: grade_pairs(pairs, judges, **options))
+
+
+def run_report(make: Callable[[], Awaitable[GradingReport]]) -> GradingReport:
+    """Run the coroutine `make()` gives in a new event loop and return its report."""
     reports: list[GradingReport] = []
 
     async def main() -> None:
         # The report is handed over outside the task's result: on Python 3.11 `asyncio.run`
         # ends with `signal.getsignal(SIGINT)`, which formats the main task's repr (and so its
         # result: a million judgments, 19 s at 100,000 pairs) when another handler is set.
-        reports.append(await grade_pairs(pairs, judges, **options))
+        reports.append(await make())
 
     asyncio.run(main())
     return reports[0]

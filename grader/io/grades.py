@@ -281,3 +281,16 @@ def read_llm_grades(
         source="judgments", failed=failed, clamped=clamped, ungraded=0, path=str(path)
     )
     return frame
+
+
+def read_grades_file(path: str | Path, *, clamp: bool = False) -> pd.DataFrame:
+    """Any grades file `relgrade evaluate` takes as QRELS: a judgments JSONL (ok judgments),
+    TREC qrels (any integer grade, as trec_eval) or a grades CSV, told apart by content."""
+    first = _first_line(path)
+    if first is not None and first.lstrip().startswith("{"):
+        return read_llm_grades(path, clamp=clamp)
+    if first is not None and looks_like_qrels(first):
+        frame = read_qrels(path, clamp=clamp, any_grade=True)
+        frame.attrs.update(source="trec", path=str(path))
+        return frame
+    return read_human_grades(path, clamp=clamp)

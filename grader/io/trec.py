@@ -15,6 +15,7 @@ float32 are ties); `precision="float64"` compares in double precision (trec_eval
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -44,7 +45,7 @@ QRELS_COLUMNS = ("query_id", "iteration", "doc_id", "grade")
 RUN_EXAMPLE = "qid Q0 docid rank score tag"
 
 
-def _query_codes(column: pa.ChunkedArray) -> npt.NDArray[np.int64]:
+def query_codes(column: pa.ChunkedArray) -> npt.NDArray[np.int64]:
     """Integer code per row, equal codes for equal query ids (order of first appearance)."""
     n = len(column)
     if n > 1:
@@ -63,8 +64,23 @@ def _query_codes(column: pa.ChunkedArray) -> npt.NDArray[np.int64]:
 def _check_duplicates(
     path: Path, table: pa.Table, qcodes: npt.NDArray[np.int64], kind: str
 ) -> None:
-    """Raise naming both lines when the same (query_id, doc_id) appears twice: the earliest
-    line that repeats one before it, and that one. Memory: a few arrays of one int per row."""
+    """Raise naming both lines when the same (query_id, doc_id) appears twice."""
+
+    def lines(qid: str, did: str, rows: list[int]) -> InputError:
+        first, second = lines_of(path, rows)
+        return duplicate_error(path, qid, did, first, second, kind)
+
+    check_duplicates(table, qcodes, lines)
+
+
+def check_duplicates(
+    table: pa.Table,
+    qcodes: npt.NDArray[np.int64],
+    error: Callable[[str, str, list[int]], InputError],
+) -> None:
+    """Raise `error(query_id, doc_id, [row, row])` when a (query_id, doc_id) appears twice: the
+    earliest row that repeats one before it, and that one. Memory: a few arrays of one int per
+    row."""
     key = string_hashes(table["doc_id"]) ^ (
         qcodes.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
     )
@@ -83,14 +99,15 @@ def _check_duplicates(
     a, b = int(firsts[at]), int(seconds[at])
     ids = [table[c].take(pa.array([a, b])).to_pylist() for c in ("query_id", "doc_id")]
     if ids[0][0] == ids[0][1] and ids[1][0] == ids[1][1]:
-        first, second = lines_of(path, [a, b])
-        raise duplicate_error(path, ids[0][0], ids[1][0], first, second, kind)
+        raise error(str(ids[0][0]), str(ids[1][0]), [a, b])
     # a hash collision between different ids: check the rows of repeated hashes exactly
-    _check_duplicates_exactly(path, table, np.unique(np.concatenate([firsts, seconds])), kind)
+    _check_duplicates_exactly(table, np.unique(np.concatenate([firsts, seconds])), error)
 
 
 def _check_duplicates_exactly(
-    path: Path, table: pa.Table, rows: npt.NDArray[np.int64], kind: str
+    table: pa.Table,
+    rows: npt.NDArray[np.int64],
+    error: Callable[[str, str, list[int]], InputError],
 ) -> None:
     """The same check on the rows whose hashes repeat, on the ids themselves."""
     seen: dict[tuple[str, str], int] = {}
@@ -99,8 +116,7 @@ def _check_duplicates_exactly(
     dids = table["doc_id"].take(taken).to_pylist()
     for row, pair in zip(np.sort(rows).tolist(), zip(qids, dids, strict=True), strict=True):
         if pair in seen:
-            first, second = lines_of(path, [seen[pair], row])
-            raise duplicate_error(path, pair[0], pair[1], first, second, kind)
+            raise error(pair[0], pair[1], [seen[pair], row])
         seen[pair] = row
 
 
@@ -168,8 +184,23 @@ def read_run(path: str | Path, *, precision: Precision = "float32") -> pd.DataFr
     )
     scores = _finite_scores(p, table)
     table = table.select(["query_id", "doc_id", "tag"])  # free the other columns early
-    qcodes = _query_codes(table["query_id"])
+    qcodes = query_codes(table["query_id"])
     _check_duplicates(p, table, qcodes, "run")
+    frame = ranked_frame(table, qcodes, scores, precision)
+    tags = pc.unique(table["tag"])
+    frame.attrs["tag"] = str(tags[0].as_py()) if len(tags) == 1 else None
+    frame.attrs["path"] = str(p)
+    return frame
+
+
+def ranked_frame(
+    table: pa.Table,
+    qcodes: npt.NDArray[np.int64],
+    scores: npt.NDArray[np.float64],
+    precision: Precision,
+) -> pd.DataFrame:
+    """[query_id, doc_id, score, rank] of a run's `table` (query_id, doc_id) in trec_eval's
+    order, sorted by query then rank (`qcodes`: `query_codes` of its query ids)."""
     order = rank_order(qcodes, scores, table["doc_id"], precision)
     identity = bool(np.all(order == np.arange(len(order))))
     grouped = identity or bool(np.all(qcodes[order] == qcodes))
@@ -181,9 +212,6 @@ def read_run(path: str | Path, *, precision: Precision = "float32") -> pd.DataFr
             "rank": ranks_within(qcodes[order]),
         }
     )
-    tags = pc.unique(table["tag"])
-    frame.attrs["tag"] = str(tags[0].as_py()) if len(tags) == 1 else None
-    frame.attrs["path"] = str(p)
     return frame
 
 
@@ -285,7 +313,7 @@ def _int_grades(
 def _qrels_columns(
     path: Path, table: pa.Table, grades: npt.NDArray[np.int64], *, clamped: int
 ) -> QrelsColumns:
-    _check_duplicates(path, table, _query_codes(table["query_id"]), "qrels")
+    _check_duplicates(path, table, query_codes(table["query_id"]), "qrels")
     return QrelsColumns(table["query_id"], table["doc_id"], grades, clamped, str(path))
 
 

@@ -14,6 +14,7 @@ score), as trec_eval does. Queries in the qrels with no relevant document count 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -21,11 +22,13 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 import numpy.typing as npt
 
+from grader.errors import RelgradeWarning
 from grader.metrics import judged_only, registry
 from grader.metrics.judged_rows import Ranked
-from grader.metrics.measures import Measure, is_summed, parse_measure
+from grader.metrics.measures import Measure, is_summed
 from grader.metrics.query_order import query_order
 from grader.metrics.ranking import Precision
+from grader.metrics.thresholds import resolve_thresholds
 
 if TYPE_CHECKING:  # pandas only where a frame is asked for: `relgrade evaluate` never imports it
     import pandas as pd
@@ -46,17 +49,22 @@ def evaluate(
     `qrels` has [query_id, doc_id, grade]; `run` has [query_id, doc_id] and `rank` (as read_run
     gives, in trec_eval order) or `score` (ranked here, compared in `precision`). Measure names
     in the output are canonical, with the threshold explicit (`RR(rel=2)@10`); a name given as a
-    string without `(rel=N)` gets 2 here, whatever the grades (pass Measures parsed with
-    `default_threshold(max grade)` for what `relgrade evaluate` infers). Queries are listed
+    string without `(rel=N)` gets the threshold the qrels call for, as `relgrade evaluate`
+    infers it (1 for binary qrels, else 2); the inferred 1 is said with a RelgradeWarning, as
+    is a threshold above every grade. Measure objects keep theirs. Queries are listed
     in `query_order` (by number when every id is a whole number, else as text).
     attrs: `missing` = qrels queries absent from the run (scored 0, or left out with
     missing="skip"), `n_queries` = queries in the mean, `qrels_queries` = queries in the qrels,
     `unjudged_queries` = run queries the qrels lack (ignored).
     """
-    from grader.metrics.ranked import join  # Arrow: only for frames, never for `score`
+    from grader.metrics.ranked import join_run, judgments_of  # Arrow: never for `score`
 
-    parsed = [parse_measure(m) for m in measures]
-    ranked = join(qrels, run, precision=precision, depth=depth_needed(parsed))
+    judged = judgments_of(qrels)
+    top = int(judged.sorted_grades.max()) if len(judged.sorted_grades) else None
+    parsed, lines = resolve_thresholds(measures, top, typed=False)
+    for line in lines:
+        warnings.warn(line, RelgradeWarning, stacklevel=2)
+    ranked = join_run(judged, run, precision=precision, depth=depth_needed(parsed))
     return score(ranked, parsed, missing=missing).frame()
 
 

@@ -6,13 +6,15 @@ either version would otherwise count as unjudged on one side only and fake a del
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
+from grader.errors import RelgradeWarning
 from grader.io.judgments import qrels_frame
-from grader.metrics import evaluate, mean_scores
+from grader.metrics import evaluate, mean_scores, parse_measure
 from grader.regrade.diff import VersionPair
 
 
@@ -36,9 +38,16 @@ def metric_deltas(
     records: list[dict[str, Any]] = []
     if old_qrels.empty:
         return records
+    # LLM grades are on the 0..3 scale: names without (rel=N) take its threshold (2) on both
+    # sides, whatever grades one version happens to reach.
+    parsed = [parse_measure(m) for m in measures]
     for name, run in runs.items():
-        old = mean_scores(evaluate(old_qrels, run, measures))
-        new = mean_scores(evaluate(new_qrels, run, measures))
+        with warnings.catch_warnings():
+            # A version whose grades all stay below the threshold scores 0: that is the delta
+            # this table shows, not a mistake to warn about.
+            warnings.simplefilter("ignore", RelgradeWarning)
+            old = mean_scores(evaluate(old_qrels, run, parsed))
+            new = mean_scores(evaluate(new_qrels, run, parsed))
         for measure, before, after in zip(old["measure"], old["value"], new["value"], strict=True):
             records.append(
                 {

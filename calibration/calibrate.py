@@ -1,0 +1,218 @@
+"""One calibration as `relgrade calibrate` computes it, from grade frames already read.
+
+The command reads its files and calls `calibrate_grades`; the Python API (`relgrade.calibrate`)
+reads DataFrames, dicts and paths alike and calls it too, so the two give the same summary:
+the sample manifest's weights, the figures, a second person's agreement, the notes on what
+reading left out and the warnings on a sample without its manifest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from calibration.summary_model import CalibrationSummary
+from grader.errors import InputError
+
+
+@dataclass
+class CalibrationInputs:
+    """What to calibrate: the grade frames (as `read_llm_grades` / `read_human_grades` give
+    them), runs by name, and where the human grades came from (`human_path`: a file, for the
+    manifest beside it and the warnings; None for a frame)."""
+
+    llm: pd.DataFrame
+    human: pd.DataFrame
+    llm_name: str
+    llm_path: str | None
+    human_path: str | None
+    runs: Mapping[str, pd.DataFrame]
+    run_names: list[str]
+    second_human: pd.DataFrame | None = None
+    second_name: str | None = None
+    manifest: str | Path | None = None
+    no_manifest: bool = False
+    doc_lengths: Mapping[str, int] | None = None
+    human_scale: str | None = None
+    """The scale people graded on ("0-3", "binary"); None: inferred."""
+
+
+def _weights(
+    given: CalibrationInputs, frame: pd.DataFrame
+) -> tuple[npt.NDArray[np.float64] | None, str, Any, Any]:
+    """1/pi per paired pair, the manifest's path, the sample design it records (or None) and
+    the draw order of a uniform or active sample (or None)."""
+    from calibration.spotcheck.manifest import find_manifest, read_manifest, sample_weights
+    from calibration.spotcheck.stopping import DrawOrder
+    from calibration.stats.ppi_design import design_of_strategy
+
+    path = given.manifest
+    if path is None and not given.no_manifest:
+        found = find_manifest(given.human_path) if given.human_path is not None else None
+        path = found or _also_judged_manifest(given.llm_path)
+    if path is None:
+        return None, "", None, None
+    manifest = read_manifest(path)
+    try:
+        design = design_of_strategy(manifest.strategy)
+    except ValueError as exc:
+        raise InputError(
+            str(exc), path=path, hint="it is written by `relgrade sample`; redraw the sample"
+        ) from None
+    weights = np.asarray(sample_weights(manifest, frame), dtype=np.float64)
+    return weights, str(path), design, DrawOrder.from_manifest(manifest)
+
+
+def _also_judged_manifest(llm: str | None) -> Path | None:
+    """The manifest `grade --also-judged` wrote beside the LLM's judgments, if there is one."""
+    from calibration.spotcheck.also_judged import is_also_judged
+    from calibration.spotcheck.manifest import find_manifest, read_manifest
+
+    path = find_manifest(llm) if llm is not None else None
+    return path if path is not None and is_also_judged(read_manifest(path)) else None
+
+
+def _only_drawn(given: CalibrationInputs) -> tuple[pd.DataFrame, str | None]:
+    """With an also-judged manifest: the LLM's grades of the drawn pairs only (the holes have
+    no human grade and were not drawn), and a note saying so."""
+    from calibration.spotcheck.also_judged import is_also_judged
+    from calibration.spotcheck.manifest import read_manifest
+
+    llm = given.llm
+    path = given.manifest or (None if given.no_manifest else _also_judged_manifest(given.llm_path))
+    if path is None or given.no_manifest:
+        return llm, None
+    manifest = read_manifest(path)
+    if not is_also_judged(manifest):
+        return llm, None
+    drawn = set(manifest.probabilities())
+    keep = [(q, d) in drawn for q, d in zip(llm["query_id"], llm["doc_id"], strict=True)]
+    kept = llm[keep]
+    kept.attrs.update(llm.attrs)
+    note = (
+        f"also-judged: {len(manifest.pairs):,} pairs drawn ({manifest.strategy}) from the "
+        f"{manifest.population:,} judged pairs of the runs (the manifest {path}); figures are "
+        f"weighted back to that judged pool; {len(llm) - len(kept):,} LLM grades of holes "
+        "(no human grade) are left out"
+    )
+    return kept, note
+
+
+def calibrate_grades(
+    given: CalibrationInputs,
+    *,
+    measures: Sequence[str] | None = None,
+    seed: int = 0,
+    bootstrap: int = 1000,
+    threshold: int = 2,
+) -> CalibrationSummary:
+    """The summary `relgrade calibrate` prints (tables) and writes (`--format json`, report)."""
+    from calibration.join import pair_grades
+    from calibration.summary import DEFAULT_MEASURE, summarize
+    from calibration.summary_model import HumanVsHuman, Inputs
+
+    if bootstrap < 0:
+        raise InputError("--bootstrap must be 0 or more")
+    human = _check_human_scale(given)
+    llm, also_note = _only_drawn(given)
+    paired = pair_grades(llm, human)
+    weights, manifest, design, order = _weights(given, paired.frame)
+    names = list(measures or [DEFAULT_MEASURE])
+    if given.runs:
+        from grader.metrics import parse_measure
+
+        names = [str(parse_measure(m)) for m in names]
+    summary = summarize(
+        llm,
+        human,
+        runs=given.runs,
+        measures=names,
+        doc_lengths=given.doc_lengths,
+        weights=weights,
+        seed=seed,
+        n_bootstrap=bootstrap,
+        threshold=threshold,
+        paired=paired,
+        design=design,
+        order=order,
+        human_scale=given.human_scale,
+    )
+    second = given.second_human
+    if second is not None:
+        from calibration.stats.interrater import human_vs_human
+
+        pair_weights = None
+        if weights is not None:
+            pair_weights = paired.frame[["query_id", "doc_id"]].assign(weight=weights)
+        summary.human_vs_human = HumanVsHuman.model_validate(
+            human_vs_human(human, second, llm, pair_weights)
+        )
+    summary.manifest = manifest or None
+    summary.inputs = Inputs(
+        llm=given.llm_name,
+        human=given.human_path or "(DataFrame)",
+        second_human=given.second_name,
+        runs=list(given.run_names),
+    )
+    summary.notes.extend(_input_notes(llm, human, second))
+    if manifest:
+        summary.notes.insert(0, f"every figure is weighted by 1/pi from {manifest}")
+    if also_note:
+        summary.notes.insert(0, also_note)
+    summary.warnings.extend(_coverage_warnings(given, llm, manifest))
+    return summary
+
+
+def _check_human_scale(given: CalibrationInputs) -> pd.DataFrame:
+    """The human grades, unless --human-scale binary meets a grade above 1 (an error)."""
+    human = given.human
+    if given.human_scale == "binary" and len(human) and int(human["grade"].max()) > 1:
+        raise InputError(
+            f"--human-scale binary, but a human grade is {int(human['grade'].max())}",
+            path=given.human_path,
+            hint="binary grades are 0 and 1; use --human-scale 0-3 or leave it out",
+        )
+    return human
+
+
+def _input_notes(llm: Any, human: Any, second: Any | None) -> list[str]:
+    """Notes on what reading the grades left out or changed: failed judgments, clamped grades,
+    rows with an empty grade (never read as 0)."""
+    notes: list[str] = []
+    inputs = [("--llm", llm), ("--human", human)]
+    if second is not None:
+        inputs.append(("--second-human", second))
+    for flag, frame in inputs:
+        failed = frame.attrs.get("failed", 0)
+        if failed:
+            notes.append(f"{failed} failed judgments in {flag} were left out (never a grade)")
+    for flag, frame in inputs:
+        clamped = frame.attrs.get("clamped", 0)
+        if clamped:
+            notes.append(f"{clamped} grades outside 0..3 in {flag} were clamped (--clamp)")
+    for flag, frame in inputs[1:]:
+        ungraded = frame.attrs.get("ungraded", 0)
+        if ungraded:
+            notes.append(f"{ungraded} rows in {flag} have an empty grade and were left out")
+    return notes
+
+
+def _coverage_warnings(given: CalibrationInputs, llm: pd.DataFrame, manifest: str) -> list[str]:
+    """Human grades that look like a sample but have no manifest; sampled pairs never graded."""
+    from calibration.spotcheck.coverage import ungraded_sample_warning, unweighted_sample_warning
+    from calibration.spotcheck.manifest import read_manifest
+
+    if manifest:
+        found = ungraded_sample_warning(read_manifest(manifest), given.human)
+    elif not given.no_manifest:
+        where = given.human_path or "the human grades DataFrame"
+        found = unweighted_sample_warning(llm, given.human, where)
+    else:
+        found = None
+    return [found] if found else []

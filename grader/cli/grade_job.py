@@ -1,0 +1,255 @@
+"""What `relgrade grade` and `relgrade.grade` share: checking grade's flags, selecting the pairs,
+building the judges and grading the pairs with the store, so the command and the Python API
+grade alike (the API fills grade's flags, at their defaults, from its keywords)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from grader.cli.judge_options import build_judges, check_judge_args
+from grader.cli.output_files import saving_unsaved
+from grader.cli.prompt_check import check_prompts
+from grader.cli.settings import Settings
+from grader.cli.store_busy import print_store_busy
+from grader.errors import InputError
+from grader.grading.events import ProgressCallback
+from grader.grading.pairs import Pair, PairSelection, pairs_to_grade
+from grader.grading.pipeline import GradingReport, StoreWriter, grade_pairs
+from grader.judges.base import Judge
+from grader.judges.registry import JudgeSettings, build_judge, judge_kind
+from grader.prompts import PromptSpec, load_prompt
+from grader.store.store import Store
+
+
+def say_on_stderr(line: str) -> None:
+    """How the command says a note: a line on stderr."""
+    print(line, file=sys.stderr)
+
+
+def grade_flags(**given: Any) -> argparse.Namespace:
+    """grade's flags at the command's defaults, with `given` set (the Python API's keywords)."""
+    from grader.cli.grade import register
+
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    args = parser.parse_args(["grade", "--run", ""])
+    for name, value in given.items():
+        if not hasattr(args, name):
+            raise TypeError(f"grade has no option {name!r}")
+        setattr(args, name, value)
+    return args
+
+
+def check_args(args: argparse.Namespace) -> None:
+    if args.concurrency < 1:
+        raise InputError("--concurrency must be at least 1")
+    if args.max_attempts < 1:
+        raise InputError("--max-attempts must be at least 1")
+    if args.max_cost is not None and args.max_cost < 0:
+        raise InputError("--max-cost must not be negative")
+    check_judge_args(args)
+    if (args.verify_prompt or args.verify_model) and not args.verify_low:
+        raise InputError("--verify-prompt/--verify-model need --verify-low")
+    _check_folders(args)
+
+
+def _check_folders(args: argparse.Namespace) -> None:
+    """Fail before grading (and paying) when an output or the store could not be written."""
+    paths = [("--out", args.out), ("--qrels-out", args.qrels_out)]
+    paths.append(("--merged-out", args.merged_out))
+    if not args.dry_run:  # a dry run never creates a store
+        paths.append(("--store", args.store))
+    for flag, value in paths:
+        if value is None:
+            continue
+        path = Path(value)
+        folder = path.parent if str(path.parent) else Path(".")
+        if not folder.is_dir():
+            raise InputError(
+                f"{flag}: the folder does not exist", path=path, hint="create it first"
+            )
+        if path.is_dir():
+            raise InputError(f"{flag}: is a folder, not a file", path=path)
+
+
+class GradeJudges:
+    """The judges of one run, built from the flags and the one `Settings`."""
+
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        docs: dict[str, Any],
+        writer: StoreWriter,
+        say: Callable[[str], None] = say_on_stderr,
+    ):
+        self.args = args
+        self.settings = Settings.from_args(args)
+        self.secrets: list[str] = []
+        self.writer = writer
+        self.members: list[Judge] = []
+        self.verifier: Judge | None = None
+        # Every judge an LLM: a missing key only matters once a request is to be sent.
+        llm = judge_kind(args.judge).takes_model
+        self.missing_key = self.settings.defer_missing_key() if llm else None
+        base = JudgeSettings(
+            prompt=load_prompt(args.prompt),
+            docs=docs,
+            endpoint=self.settings,
+            on_call=writer.log_call,
+        )
+        self.members = build_judges(args, base)
+        self.secrets = self.settings.secrets if llm else []
+        if args.judge == "lexical":
+            from grader.judges.lexical.judge import LexicalJudge
+
+            for judge in self.members:
+                if isinstance(judge, LexicalJudge):
+                    say(lexical_settings_note(judge.config.path, judge.judge_id))
+        if args.verify_low:
+            first_model = (args.model or [None])[0]
+            model = self.settings.model(args.verify_model or first_model)
+            prompt = args.verify_prompt or args.prompt
+            verifier = self.llm(model, prompt)
+            if any(verifier.fingerprint() == m.fingerprint() for m in self.members):
+                raise InputError(
+                    "--verify-low would ask the same judge twice",
+                    hint="give --verify-prompt or --verify-model different from the first judge",
+                )
+            self.verifier = verifier
+
+    def llm(self, model: str, prompt_name: str) -> Judge:
+        """The verifier: the registry's `llm` judge, whatever --judge is."""
+        settings = JudgeSettings(
+            model=model,
+            prompt=load_prompt(prompt_name),
+            endpoint=self.settings,
+            on_call=self.writer.log_call,
+        )
+        judge = build_judge("llm", settings)
+        self.secrets = self.settings.secrets
+        return judge
+
+    def check_key(self) -> None:
+        """Raise the missing key's error: called when some pair is not stored (nothing sent)."""
+        if self.missing_key is not None:
+            raise self.missing_key
+
+
+def _prompts_of(judges: GradeJudges) -> list[PromptSpec]:
+    """The prompt files of the LLM judges (members and verifier)."""
+    from grader.judges.llm.judge import LLMJudge
+
+    found = [*judges.members, *([judges.verifier] if judges.verifier else [])]
+    return [j.prompt for j in found if isinstance(j, LLMJudge)]
+
+
+def lexical_settings_note(path: str | None, judge_id: str) -> str:
+    """Which settings file the lexical judge reads, and the judge id it stamps."""
+    from grader.judges.lexical.judge import JUDGE_ID
+
+    which = "the shipped default" if judge_id == JUDGE_ID else "not the shipped default"
+    return f"lexical judge settings: {path} ({which}; judgments say judge {judge_id})"
+
+
+def _texts(args: argparse.Namespace) -> tuple[Any, Any]:
+    """Where the queries and the documents come from: the files, else --dataset's."""
+    queries, docs = args.queries, args.docs
+    if (queries is None or docs is None) and args.dataset:
+        from grader.io.datasets import load_dataset, require
+
+        dataset = load_dataset(args.dataset)
+        for part, given in (("queries", queries), ("docs", docs)):
+            if given is None:
+                require(dataset, args.dataset, part)
+        queries = dataset if queries is None else queries
+        docs = dataset if docs is None else docs
+    if queries is None or docs is None:
+        raise InputError(
+            "grade needs --queries and --docs", hint="or --dataset ID (an ir_datasets id)"
+        )
+    return queries, docs
+
+
+def select_pairs(
+    args: argparse.Namespace, say: Callable[[str], None]
+) -> tuple[PairSelection, dict[str, Any], Any]:
+    """The pairs grade's flags select, the docs the lexical judge needs (all of them), and the
+    plan of grading on top of people's labels (`grade_holes`; None without --skip-judged)."""
+    from grader.cli import grade_holes
+    from grader.io.texts import all_docs, docs_of, queries_of
+
+    holes = grade_holes.plan(args)
+
+    queries, docs = _texts(args)
+    # The lexical judge's collection statistics need every document; an LLM judge needs only
+    # those of the selected pairs, so a large docs file (or collection) is streamed and the
+    # rest not kept.
+    lexical = judge_kind(args.judge).needs_all_docs
+    texts = all_docs(docs) if lexical else {}
+    selection = pairs_to_grade(
+        args.run,
+        queries_of(queries),
+        texts if lexical else docs_of(docs),
+        depth=args.depth,
+        skip_judged=[] if holes is not None else args.skip_judged,
+        skip_missing=args.skip_missing,
+        **grade_holes.selection_kwargs(holes),
+    )
+    if holes is not None:
+        grade_holes.take_selection(holes, selection, args)
+    if selection.missing and not args.quiet:
+        say(f"skipped {selection.missing} pairs with unknown ids")
+    return selection, texts, holes
+
+
+async def grade_selection(
+    args: argparse.Namespace,
+    pairs: Sequence[Pair],
+    docs: dict[str, Any],
+    *,
+    progress: ProgressCallback | None,
+    say: Callable[[str], None],
+    **options: Any,
+) -> tuple[GradingReport, bool]:
+    """Grade `pairs` with the judges, store and limits of grade's flags `args`, as
+    `relgrade grade` does (`relgrade.grade` too); `options` go to `grade_pairs` (Ctrl-C
+    handling). Returns the report and whether a verifier took part."""
+    check_args(args)
+    store_path = Path(args.store)
+    # A dry run never creates a store; it reads one if it exists.
+    store = (
+        None
+        if args.dry_run and not store_path.exists()
+        else Store(store_path, on_busy=print_store_busy)
+    )
+    try:
+        writer = StoreWriter(store)
+        judges = GradeJudges(args, docs, writer, say)
+        if store is not None:
+            store.add_secrets(judges.secrets)
+            check_prompts(store, _prompts_of(judges), allow_changed=args.allow_changed_prompt)
+        # A full disk stops the run: paid answers no journal took go to --out (and are said).
+        with saving_unsaved(args.out, writer.unsaved):
+            report = await grade_pairs(
+                pairs,
+                judges.members,
+                store=store,
+                writer=writer,
+                verify_judge=judges.verifier,
+                concurrency=args.concurrency,
+                max_cost=args.max_cost,
+                dry_run=args.dry_run,
+                progress=progress,
+                secrets=judges.secrets,
+                stream_final=True,
+                before_sending=judges.check_key,
+                **options,
+            )
+    finally:
+        if store is not None:
+            store.close()
+    return report, judges.verifier is not None

@@ -1,0 +1,143 @@
+"""One evaluation of several runs against one qrels: scores, records, warnings and notes.
+
+`relgrade evaluate` and `relgrade.evaluate` both call `evaluate_judged`; the command prints the
+records as a table, CSV or JSON and the lines on stderr, the API returns the records as a frame
+and warns with the warnings. The records are `--format json`'s: {"run", "query_id", "measure",
+"value"}, query_id "all" for the mean (the sum for counts), counts as ints.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from grader.metrics import DEFAULT_MEASURES, parse_measures
+from grader.metrics.evaluate import Missing, Scores, depth_needed, score
+from grader.metrics.judged_rows import JudgedRun
+from grader.metrics.measures import Measure, is_summed
+from grader.metrics.thresholds import resolve_thresholds
+
+RunJoin = Callable[[int | None], JudgedRun]
+"""A run joined with the qrels, looked up to the given depth (None: whole rankings)."""
+
+
+@dataclass
+class Evaluation:
+    """Each run's scores (in the order given), the canonical measure names, and the lines the
+    command prints on stderr: `warnings` (said as warnings by the API) and `notes`."""
+
+    results: list[tuple[str, Scores]]
+    measures: list[str]
+    skip_missing: bool
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def records(self, per_query: bool) -> list[dict[str, Any]]:
+        """`--format json`'s records, NaN kept as NaN (JSON writes it as null)."""
+        return [r for name, scores in self.results for r in _records(name, scores, per_query)]
+
+
+def check_measures(given: Sequence[str | Measure] | None) -> list[str | Measure]:
+    """The measures asked for (default: DEFAULT_MEASURES), each name checked before any file
+    is read."""
+    names: list[str | Measure] = list(given) if given else list(DEFAULT_MEASURES)
+    parse_measures([n for n in names if isinstance(n, str)])
+    return names
+
+
+def evaluate_judged(
+    facts: Mapping[str, Any],
+    runs: Sequence[tuple[str, RunJoin]],
+    given: Sequence[str | Measure] | None,
+    *,
+    missing: Missing = "zero",
+    clamp: bool = False,
+) -> Evaluation:
+    """Score each named run (joined by its `RunJoin`) with the qrels `facts` describe (`top`,
+    `source`, `clamped`, `ungraded`, `failed`, as `read_grades` gives them); measures without a
+    threshold get the one the qrels call for, said in `warnings`."""
+    names = check_measures(given)
+    measures, warnings = resolve_thresholds(names, facts.get("top"), typed=bool(given))
+    if clamp and facts.get("source") == "trec":
+        warnings.append("--clamp is for judgments and grades CSV: TREC qrels keep every grade")
+    depth = depth_needed(measures)
+    evaluation = Evaluation([], [str(m) for m in measures], missing == "skip", warnings)
+    for name, join in runs:
+        joined = join(depth)
+        scores = score(joined.ranked, measures, missing=missing)
+        evaluation.results.append((name, scores))
+        warning = _run_warning(name, joined.rows, scores)
+        if warning:
+            warnings.append(warning)
+    evaluation.notes = [_note(n, s, evaluation.skip_missing) for n, s in evaluation.results]
+    evaluation.notes += _fact_notes(facts)
+    return evaluation
+
+
+def _fact_notes(facts: Mapping[str, Any]) -> list[str]:
+    notes = []
+    if facts.get("clamped"):
+        notes.append(f"{facts['clamped']} grades outside 0..3 were clamped (--clamp)")
+    if facts.get("ungraded"):
+        notes.append(
+            f"{facts['ungraded']} rows with an empty grade were left out (unjudged, not 0)"
+        )
+    if facts.get("failed"):
+        notes.append(
+            f"{facts['failed']} failed judgments left unjudged (not relevant, no gain; "
+            "Judged@k shows where)"
+        )
+    return notes
+
+
+def _records(name: str, scores: Scores, with_queries: bool) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    if with_queries:
+        for measure, values in zip(scores.measures, scores.values.tolist(), strict=True):
+            for qid, value in zip(scores.query_ids, values, strict=True):
+                rows.append({"run": name, "query_id": qid, "measure": measure, "value": value})
+    for measure, value in scores.means():
+        rows.append({"run": name, "query_id": "all", "measure": measure, "value": value})
+    counts = {m for m in scores.measures if is_count(m)}
+    for row in rows:
+        if row["measure"] in counts and not math.isnan(row["value"]):
+            row["value"] = int(row["value"])  # counts print as trec_eval prints them
+    return rows
+
+
+def is_count(measure: str) -> bool:
+    """NumRet, NumRel, NumRelRet: whole numbers, summed (not averaged) in the "all" row."""
+    return is_summed(measure)
+
+
+def _note(name: str, scores: Scores, skip: bool) -> str:
+    missing = len(scores.missing)
+    total = scores.qrels_queries
+    text = f"{name}: answers {total - missing} of {total} qrels queries"
+    if missing:
+        text += (
+            f"; {missing} left out of the mean (--trec-eval-missing)"
+            if skip
+            else f"; {missing} missing scored 0 and counted in the mean"
+        )
+    strays = len(scores.unjudged_queries)
+    if strays:
+        text += f"; {strays} run {'query' if strays == 1 else 'queries'} not in the qrels ignored"
+    return text
+
+
+def _run_warning(name: str, rows: int, scores: Scores) -> str | None:
+    """A warning when a run cannot score: it is empty, or answers no qrels query."""
+    total = scores.qrels_queries
+    if not rows:
+        return f"warning: run {name} is empty: it answers none of the {total} qrels queries"
+    if len(scores.missing) == total:
+        strays = scores.unjudged_queries
+        example = f" (its queries, e.g. {strays[0]!r}, are not in the qrels)" if strays else ""
+        return (
+            f"warning: run {name} answers none of the {total} qrels queries{example}: are the "
+            "run and the qrels for the same topics?"
+        )
+    return None

@@ -1,0 +1,91 @@
+"""Tables of the Python API's grading: pairs given as a DataFrame with their texts, the queries
+a PyTerrier result frame carries, and a grading run's judgments as a DataFrame."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pandas as pd
+
+from grader.errors import InputError
+from grader.grading.pairs import Pair, make_pairs
+from grader.grading.report import GradingReport
+from grader.io.tables import DOC_ID, QUERY_ID, run_inputs
+from grader.io.texts import docs_of, queries_of
+from grader.models import Doc, Query
+
+COLUMNS = ["query_id", "doc_id", "grade", "status", "reason", "judge", "prompt"]
+"""The first columns of a judgments table; the rest follow the judgments JSONL's order."""
+
+
+def pairs_from_table(pairs: pd.DataFrame, docs: Any = None) -> tuple[list[Pair], dict[str, Doc]]:
+    """Pairs given with their texts: `query_id|qid, doc_id|docno, query, text`; without a
+    `text` column, the texts of `docs` (any form `grade` takes)."""
+    names = {"query_id": QUERY_ID, "doc_id": DOC_ID, "query": ("query",), "text": ("text",)}
+    if "text" not in pairs.columns and docs is not None:
+        did = next((c for c in DOC_ID if c in pairs.columns), None)
+        if did is not None:
+            texts = doc_texts(docs, set(pairs[did].astype(str)))
+            pairs = pairs.assign(text=pairs[did].astype(str).map(texts))
+            if pairs["text"].isna().any():
+                missing = pairs.loc[pairs["text"].isna(), did].iloc[0]
+                raise InputError(f"no text for doc {missing!r} in docs=", hint="give every doc")
+    found = {k: next((c for c in v if c in pairs.columns), None) for k, v in names.items()}
+    lacking = [k for k, v in found.items() if v is None]
+    if lacking:
+        raise InputError(
+            f"the pairs DataFrame has columns {', '.join(map(str, pairs.columns))}: it lacks "
+            f"{', '.join(lacking)}; expected query_id, doc_id, query, text (or PyTerrier's "
+            "qid, docno, query, text)",
+            hint="or give runs= with queries= and docs=",
+        )
+    cols = [str(found[k]) for k in names]
+    rows = pairs[cols].astype(str).drop_duplicates(subset=cols[:2]).itertuples(index=False)
+    queries: dict[str, Query] = {}
+    by_id: dict[str, Doc] = {}
+    for qid, did, query, text in rows:
+        queries.setdefault(qid, Query(query_id=qid, text=query))
+        by_id.setdefault(did, Doc(doc_id=did, text=text))
+    ids = pairs[cols[:2]].astype(str).drop_duplicates().itertuples(index=False)
+    keys = list(ids)
+    return make_pairs((queries[q] for q, _ in keys), (by_id[d] for _, d in keys)), by_id
+
+
+def doc_texts(docs: Any, ids: set[str]) -> dict[str, str]:
+    """The texts of the documents `ids` from any docs input."""
+    found = docs_of(docs)
+    loaded = found(ids) if callable(found) else found
+    return {d: doc.text for d, doc in loaded.items() if d in ids}
+
+
+def queries_in_runs(runs: Any) -> dict[str, Query] | None:
+    """The `query` column of PyTerrier run frames, as the queries when none are given."""
+    found: dict[str, Query] = {}
+    for _, run in run_inputs(runs):
+        if isinstance(run, pd.DataFrame) and "query" in run.columns:
+            qid = next((c for c in QUERY_ID if c in run.columns), None)
+            if qid is not None:
+                found.update(queries_of(run[[qid, "query"]].drop_duplicates(subset=[qid])))
+    return found or None
+
+
+def judgments_table(report: GradingReport) -> pd.DataFrame:
+    """Every output judgment in pair order, as `--out` writes them, one row each: `grade` is
+    a nullable integer (a failed pair has no grade, never 0), `prompt` is `name@version`,
+    `error` is `Type: message` for failed pairs."""
+    records = [json.loads(line) for block in report.blocks() for line in block.lines.splitlines()]
+    for record in records:
+        prompt = record.get("prompt")
+        record["prompt"] = f"{prompt['name']}@{prompt['version']}" if prompt else None
+        error = record.get("error")
+        record["error"] = f"{error['type']}: {error['message']}" if error else None
+        usage = record.pop("usage", None) or {}
+        for name in ("prompt_tokens", "completion_tokens", "cached_tokens"):
+            record[name] = usage.get(name, 0)
+    frame = pd.DataFrame.from_records(records)
+    if frame.empty:
+        frame = pd.DataFrame(columns=COLUMNS)
+    frame["grade"] = frame["grade"].astype("Int64")
+    others = [c for c in frame.columns if c not in COLUMNS]
+    return frame[COLUMNS + others]

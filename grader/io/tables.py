@@ -1,0 +1,257 @@
+"""Qrels, runs and grades as people hold them in a notebook, made into relgrade's frames.
+
+The Python API (`relgrade`) takes, besides a path: a DataFrame with either convention's columns
+(`query_id, doc_id, relevance|grade, score` as ir_datasets and ir_measures name them, or
+PyTerrier's `qid, docno, label, score`), a pytrec_eval dict (`{qid: {docid: grade}}`, runs
+`{qid: {docid: score}}`), or an iterable of ir_datasets / ir_measures namedtuples (`Qrel`,
+`ScoredDoc`, `TrecQrel`, ...). Each becomes the frame the readers of files give:
+qrels `[query_id, doc_id, grade]`, runs `[query_id, doc_id, score, rank]` ranked as trec_eval
+ranks (score descending in float32, ties by doc id descending; a `rank` column given is not
+trusted). Other columns are an InputError naming the columns found and those expected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from grader.errors import InputError
+from grader.metrics.ranking import Precision
+
+#: Each column relgrade reads, and the names either convention gives it (first found wins).
+QUERY_ID = ("query_id", "qid")
+DOC_ID = ("doc_id", "docno", "docid")
+GRADE = ("grade", "relevance", "label")
+SCORE = ("score",)
+
+QRELS_EXPECTED = "query_id, doc_id, grade (or relevance), or PyTerrier's qid, docno, label"
+RUN_EXPECTED = "query_id, doc_id, score, or PyTerrier's qid, docno, score"
+
+
+def is_path(value: object) -> bool:
+    """A file path given as text or a Path."""
+    return isinstance(value, str | Path)
+
+
+def _column(frame: pd.DataFrame, names: tuple[str, ...]) -> str | None:
+    return next((n for n in names if n in frame.columns), None)
+
+
+def _renamed(
+    frame: pd.DataFrame, wanted: dict[str, tuple[str, ...]], what: str, expected: str
+) -> pd.DataFrame:
+    """The frame's columns under relgrade's names, or an InputError naming what was found."""
+    found = {target: _column(frame, names) for target, names in wanted.items()}
+    if any(v is None for v in found.values()):
+        lacking = [t for t, v in found.items() if v is None]
+        raise InputError(
+            f"the {what} has columns {', '.join(map(str, frame.columns)) or '(none)'}: it lacks "
+            f"{', '.join(lacking)}; expected {expected}",
+            hint="rename the columns, e.g. frame.rename(columns={...})",
+        )
+    return frame.rename(columns={v: k for k, v in found.items() if v is not None and v != k})
+
+
+def _records_frame(items: Iterable[Any], what: str, expected: str) -> pd.DataFrame:
+    """An iterable of namedtuples (ir_datasets, ir_measures) as a frame of their fields."""
+    rows = list(items)
+    if not rows:
+        return pd.DataFrame()
+    fields = getattr(rows[0], "_fields", None)
+    if fields is None:
+        raise InputError(
+            f"the {what} is an iterable of {type(rows[0]).__name__}, not of namedtuples",
+            hint=f"give a path, a DataFrame, a dict, or namedtuples with fields {expected}",
+        )
+    return pd.DataFrame.from_records(rows, columns=list(fields))
+
+
+def _nested(values: Mapping[Any, Any], column: str) -> pd.DataFrame:
+    """A pytrec_eval dict {qid: {docid: value}} as a long frame."""
+    qids: list[str] = []
+    dids: list[str] = []
+    cells: list[Any] = []
+    for qid, inner in values.items():
+        if not isinstance(inner, Mapping):
+            raise InputError(
+                f"the dict maps query {qid!r} to a {type(inner).__name__}, not to a dict",
+                hint="give {query_id: {doc_id: value}} as pytrec_eval takes it",
+            )
+        qids.extend([str(qid)] * len(inner))
+        dids.extend(str(d) for d in inner)
+        cells.extend(inner.values())
+    return pd.DataFrame({"query_id": qids, "doc_id": dids, column: cells})
+
+
+def as_frame(value: Any, column: str, what: str, expected: str) -> pd.DataFrame:
+    """A DataFrame, a pytrec_eval dict or an iterable of namedtuples as a frame (columns as
+    given: `_renamed` maps them)."""
+    if isinstance(value, pd.DataFrame):
+        return value
+    if hasattr(value, "qrels_iter") and column == "grade":
+        value = value.qrels_iter()  # an ir_datasets dataset given as qrels
+    if isinstance(value, Mapping):
+        return _nested(value, column)
+    if isinstance(value, Iterable) and not isinstance(value, str | bytes):
+        return _records_frame(value, what, expected)
+    raise InputError(
+        f"the {what} is a {type(value).__name__}",
+        hint="give a path, a DataFrame, a dict {query_id: {doc_id: value}} or namedtuples",
+    )
+
+
+def grades_table(value: Any, what: str = "qrels") -> pd.DataFrame:
+    """Qrels or grades (not a path) as [query_id, doc_id, grade, ...]: ids as text, grades as
+    int64. Rows without a grade (a failed judgment of `relgrade.grade`, an ungraded pair) are
+    left out and counted in `attrs["failed"]` (status "failed") or `attrs["ungraded"]`."""
+    frame = _renamed(
+        as_frame(value, "grade", what, QRELS_EXPECTED),
+        {"query_id": QUERY_ID, "doc_id": DOC_ID, "grade": GRADE},
+        what,
+        QRELS_EXPECTED,
+    )
+    grades = pd.to_numeric(frame["grade"], errors="coerce")
+    absent = grades.isna().to_numpy()
+    failed = (
+        absent & (frame["status"].astype(str) == "failed").to_numpy()
+        if "status" in frame.columns
+        else np.zeros(len(frame), dtype=bool)
+    )
+    bad = absent & ~frame["grade"].isna().to_numpy()
+    if bad.any():
+        raise InputError(
+            f"the {what} holds a grade that is not a number: "
+            f"{frame['grade'].iloc[int(np.argmax(bad))]!r}",
+            hint="grades are integers (0..3 for LLM and human grades)",
+        )
+    kept = frame.loc[~absent].copy()
+    values = grades[~absent].to_numpy(dtype=np.float64)
+    if len(values) and np.any(values != np.round(values)):
+        raise InputError(f"the {what} holds a grade that is not an integer", hint="round it")
+    kept["query_id"] = kept["query_id"].astype(str)
+    kept["doc_id"] = kept["doc_id"].astype(str)
+    kept["grade"] = values.astype(np.int64)
+    others = [c for c in kept.columns if c not in ("query_id", "doc_id", "grade")]
+    kept = kept[["query_id", "doc_id", "grade", *others]].reset_index(drop=True)
+    kept.attrs.update(
+        source="frame",
+        failed=int(failed.sum()),
+        ungraded=int((absent & ~failed).sum()),
+        clamped=0,
+    )
+    return kept
+
+
+def run_table(value: Any, *, precision: Precision = "float32", what: str = "run") -> pd.DataFrame:
+    """A run (not a path) as [query_id, doc_id, score, rank], ranked in trec_eval's order and
+    sorted by query then rank, as `read_run` gives a file (the same ranking code)."""
+    import pyarrow as pa
+
+    from grader.io.trec import check_duplicates, query_codes, ranked_frame
+
+    frame = _renamed(
+        as_frame(value, "score", what, RUN_EXPECTED),
+        {"query_id": QUERY_ID, "doc_id": DOC_ID, "score": SCORE},
+        what,
+        RUN_EXPECTED,
+    )
+    scores = np.asarray(pd.to_numeric(frame["score"], errors="coerce"), dtype=np.float64)
+    if not np.all(np.isfinite(scores)):
+        raise InputError(
+            f"the {what} holds a score that is not a finite number",
+            hint="give every row a numeric score",
+        )
+    table = pa.table(
+        {"query_id": _arrow_strings(frame["query_id"]), "doc_id": _arrow_strings(frame["doc_id"])}
+    )
+    codes = query_codes(table["query_id"])
+
+    def twice(qid: str, did: str, rows: list[int]) -> InputError:
+        return InputError(
+            f"the {what} ranks doc {did!r} twice for query {qid!r} (rows {rows[0]} and {rows[1]})",
+            hint="keep one row per (query, doc), e.g. drop_duplicates",
+        )
+
+    check_duplicates(table, codes, twice)
+    return ranked_frame(table, codes, scores, precision)
+
+
+def _arrow_strings(column: pd.Series) -> Any:
+    """A column as an Arrow string array (zero-copy when pandas holds it in Arrow already)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    array = column.array
+    out = array.__arrow_array__() if hasattr(array, "__arrow_array__") else None
+    if out is None:
+        out = pa.array(column.astype(str).to_numpy(dtype=object), pa.string())
+    if not pa.types.is_string(out.type) and not pa.types.is_large_string(out.type):
+        out = pc.cast(out, pa.string())
+    return out
+
+
+def run_inputs(runs: Any) -> list[tuple[str | None, Any]]:
+    """Several runs as (name, run): a mapping name -> run, a list of paths, or one run (name
+    None: the caller names it). A pytrec_eval run dict is one run, not a mapping of runs."""
+    if isinstance(runs, Mapping) and runs and not _is_nested_scores(runs):
+        return [(str(name), run) for name, run in runs.items()]
+    if isinstance(runs, list | tuple) and runs and all(is_path(r) for r in runs):
+        return [(None, r) for r in runs]
+    return [(None, runs)]
+
+
+def _is_nested_scores(value: Mapping[Any, Any]) -> bool:
+    """{qid: {docid: number}}: a pytrec_eval run or qrels (not {name: run})."""
+    inner = next(iter(value.values()))
+    if not isinstance(inner, Mapping):
+        return False
+    first = next(iter(inner.values()), 0)
+    return isinstance(first, int | float | np.number)
+
+
+def on_scale(frame: pd.DataFrame, what: str, *, clamp: bool = False) -> pd.DataFrame:
+    """LLM or human grades held to 0..3, as the readers of files hold them: a grade outside
+    is an InputError unless `clamp` (then it moves to the nearest end, counted in
+    `attrs["clamped"]`)."""
+    from grader.models import MAX_GRADE, MIN_GRADE
+
+    grades = frame["grade"].to_numpy()
+    outside = (grades < MIN_GRADE) | (grades > MAX_GRADE)
+    if outside.any() and not clamp:
+        row = int(np.argmax(outside))
+        raise InputError(
+            f"the {what} grade {grades[row]} of ({frame['query_id'].iloc[row]}, "
+            f"{frame['doc_id'].iloc[row]}) is outside {MIN_GRADE}..{MAX_GRADE}",
+            hint=f"fix the grade, or pass clamp=True to move it to the nearest of {MIN_GRADE} "
+            f"and {MAX_GRADE}",
+        )
+    if outside.any():
+        frame = frame.assign(grade=np.clip(grades, MIN_GRADE, MAX_GRADE))
+        frame.attrs["clamped"] = int(outside.sum())
+    return frame
+
+
+def llm_grades_table(value: Any, *, clamp: bool = False) -> pd.DataFrame:
+    """LLM grades (not a path) with the columns `read_llm_grades` gives a judgments file:
+    `query_id, doc_id, grade`, `judge`, and `expected_grade` / `confidence` when some row has
+    them (the confidence of a row with a `distribution` is the chosen grade's probability)."""
+    frame = on_scale(grades_table(value, "llm grades"), "llm grades", clamp=clamp)
+    out = frame[["query_id", "doc_id", "grade"]].copy()
+    if "judge" in frame.columns:
+        out["judge"] = frame["judge"].astype(str)
+    if "confidence" not in frame.columns and "distribution" in frame.columns:
+        frame = frame.assign(
+            confidence=[
+                float(d[g]) if isinstance(d, list | tuple) else np.nan
+                for d, g in zip(frame["distribution"], frame["grade"], strict=True)
+            ]
+        )
+    for optional in ("expected_grade", "confidence"):
+        if optional in frame.columns and not frame[optional].isna().all():
+            out[optional] = frame[optional].astype("float64")
+    out.attrs.update(frame.attrs)
+    return out

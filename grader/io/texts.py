@@ -1,0 +1,127 @@
+"""Query and document texts as people hold them: a file, a mapping, a DataFrame, or an
+ir_datasets dataset (`queries_iter()`, `docs_store()`, `docs_iter()`) or its namedtuples.
+
+An ir_datasets record gives its text by `default_text()` (ir_datasets >= 0.5: a TREC topic's
+title, a document's title and body), else by its `text` field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from grader.errors import InputError
+from grader.io.tables import DOC_ID, QUERY_ID, is_path
+from grader.models import Doc, Query
+
+QUERY_TEXT = ("text", "query")
+DOC_TEXT = ("text", "body", "contents", "doc")
+
+
+def record_text(record: Any) -> str:
+    """The text of an ir_datasets query or document namedtuple."""
+    default = getattr(record, "default_text", None)
+    if callable(default):
+        return str(default())
+    text = getattr(record, "text", None)
+    if text is None:
+        raise InputError(
+            f"a {type(record).__name__} has no text field",
+            hint="give records with a text field or default_text() (ir_datasets)",
+        )
+    return str(text)
+
+
+def _pick(frame: pd.DataFrame, names: tuple[str, ...], what: str, expected: str) -> str:
+    found = next((n for n in names if n in frame.columns), None)
+    if found is None:
+        raise InputError(
+            f"the {what} has columns {', '.join(map(str, frame.columns)) or '(none)'}; "
+            f"expected {expected}",
+            hint="rename the columns, e.g. frame.rename(columns={...})",
+        )
+    return found
+
+
+def queries_of(value: Any) -> dict[str, Query]:
+    """Queries by id from a path (TSV or JSONL), a mapping id -> text (or Query), a DataFrame
+    (`query_id|qid`, `text|query`), an ir_datasets dataset or its query namedtuples."""
+    if is_path(value):
+        from grader.io.queries import read_queries
+
+        return read_queries(value)
+    if hasattr(value, "queries_iter"):
+        value = value.queries_iter()
+    if isinstance(value, pd.DataFrame):
+        expected = "query_id (or qid) and text (or query)"
+        qid = _pick(value, QUERY_ID, "queries DataFrame", expected)
+        text = _pick(value, QUERY_TEXT, "queries DataFrame", expected)
+        return {
+            str(q): Query(query_id=str(q), text=str(t))
+            for q, t in zip(value[qid], value[text], strict=True)
+        }
+    if isinstance(value, Mapping):
+        return {
+            str(q): t if isinstance(t, Query) else Query(query_id=str(q), text=str(t))
+            for q, t in value.items()
+        }
+    if isinstance(value, Iterable):
+        return {
+            str(r.query_id): Query(query_id=str(r.query_id), text=record_text(r)) for r in value
+        }
+    raise InputError(f"queries given as a {type(value).__name__}", hint=QUERIES_HINT)
+
+
+QUERIES_HINT = "give a path, a dict {query_id: text}, a DataFrame or an ir_datasets dataset"
+DOCS_HINT = "give a path, a dict {doc_id: text}, a DataFrame or an ir_datasets dataset"
+
+
+def _doc(doc_id: Any, value: Any) -> Doc:
+    if isinstance(value, Doc):
+        return value
+    if hasattr(value, "_fields"):
+        title = getattr(value, "title", None)
+        return Doc(doc_id=str(doc_id), text=record_text(value), title=title or None)
+    return Doc(doc_id=str(doc_id), text=str(value))
+
+
+def docs_of(value: Any) -> dict[str, Doc] | Callable[[set[str]], dict[str, Doc]]:
+    """Documents by id, or a loader of the ids asked for (a file, a dataset's docs_store:
+    a large collection is not read whole). Same inputs as `queries_of`, columns
+    `doc_id|docno` and `text|body|contents|doc` (optional `title`)."""
+    if is_path(value):
+        from grader.io.docs import read_docs
+
+        path = Path(value)
+        return lambda ids: read_docs(path, ids=ids)
+    if hasattr(value, "docs_store"):
+        store = value.docs_store()
+        return lambda ids: {d: _doc(d, r) for d, r in store.get_many(ids).items()}
+    return all_docs(value)
+
+
+def all_docs(value: Any, ids: Collection[str] | None = None) -> dict[str, Doc]:
+    """Every document (the lexical judge's collection statistics need them all)."""
+    if is_path(value):
+        from grader.io.docs import read_docs
+
+        return read_docs(value, ids=ids)
+    if hasattr(value, "docs_iter"):
+        value = value.docs_iter()
+    if isinstance(value, pd.DataFrame):
+        expected = "doc_id (or docno) and text (or body, contents, doc)"
+        did = _pick(value, DOC_ID, "docs DataFrame", expected)
+        text = _pick(value, DOC_TEXT, "docs DataFrame", expected)
+        titles = value["title"] if "title" in value.columns else [None] * len(value)
+        return {
+            str(d): Doc(doc_id=str(d), text=str(t), title=None if pd.isna(h) else str(h))
+            for d, t, h in zip(value[did], value[text], titles, strict=True)
+        }
+    if isinstance(value, Mapping):
+        return {str(d): _doc(d, v) for d, v in value.items()}
+    if isinstance(value, Iterable):
+        return {str(r.doc_id): _doc(r.doc_id, r) for r in value}
+    raise InputError(f"docs given as a {type(value).__name__}", hint=DOCS_HINT)

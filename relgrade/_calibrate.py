@@ -1,0 +1,188 @@
+"""`relgrade.calibrate` and its result `Calibration`: `relgrade calibrate` for notebooks."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from calibration.calibrate import CalibrationInputs, calibrate_grades
+from calibration.summary_model import CalibrationSummary
+from grader.errors import RelgradeWarning
+from grader.io.tables import (
+    grades_table,
+    is_path,
+    llm_grades_table,
+    on_scale,
+    run_inputs,
+    run_table,
+)
+from grader.io.texts import all_docs
+from relgrade._evaluate import measure_names
+
+FIGURES = (
+    "n",
+    "exact_agreement",
+    "within_one",
+    "cohen_kappa",
+    "weighted_kappa_linear",
+    "weighted_kappa_quadratic",
+    "krippendorff_alpha_ordinal",
+    "mean_bias",
+)
+
+
+class Calibration:
+    """What `relgrade calibrate` reports: `to_dict()` is its `--format json`, `to_frame()` the
+    headline figures, `confusion` and `systems` its tables, `save_html(path)` its `--report`;
+    a notebook shows the report inline (`_repr_html_`)."""
+
+    def __init__(self, summary: CalibrationSummary) -> None:
+        self.summary = summary
+
+    def to_dict(self) -> dict[str, Any]:
+        """The object `relgrade calibrate --format json` prints."""
+        return self.summary.to_json()
+
+    def to_frame(self) -> pd.DataFrame:
+        """The agreement figures, one row each (`figure`, `value`), binary kappas as
+        `binary_kappa@N`."""
+        data = self.to_dict()
+        rows = [(name, data.get(name)) for name in FIGURES if name in data]
+        rows += [(f"binary_kappa@{k}", v) for k, v in (data.get("binary_kappa") or {}).items()]
+        return pd.DataFrame(rows, columns=["figure", "value"])
+
+    @property
+    def confusion(self) -> pd.DataFrame:
+        """Counts (weighted by 1/pi with a manifest): rows human 0..3, columns LLM 0..3."""
+        matrix = self.to_dict()["confusion"]
+        frame = pd.DataFrame(matrix, index=range(len(matrix)), columns=range(len(matrix)))
+        frame.index.name, frame.columns.name = "human", "llm"
+        return frame
+
+    @property
+    def systems(self) -> pd.DataFrame | None:
+        """The per-system table (with runs), else None."""
+        systems = self.to_dict().get("systems")
+        if not systems:
+            return None
+        return pd.DataFrame(systems["per_system"])
+
+    def save_html(self, path: str | Path) -> None:
+        """The self-contained HTML report (`calibrate --report`), written atomically."""
+        from calibration.report.html import write_report
+
+        write_report(path, self.summary)
+
+    def _repr_html_(self) -> str:
+        from calibration.report.html import render_report
+
+        return render_report(self.summary)
+
+    def __repr__(self) -> str:
+        data = self.to_dict()
+        return (
+            f"Calibration(n={data.get('n')}, cohen_kappa={data.get('cohen_kappa')}, "
+            f"weighted_kappa_quadratic={data.get('weighted_kappa_quadratic')})"
+        )
+
+
+def _grades(value: Any, what: str, *, clamp: bool, judge: str | None = None) -> pd.DataFrame:
+    if is_path(value):
+        from grader.io.grades import read_human_grades, read_llm_grades
+
+        if what == "llm":
+            return read_llm_grades(value, clamp=clamp, judge=judge)
+        return read_human_grades(value, clamp=clamp)
+    if what == "llm":
+        frame = llm_grades_table(value, clamp=clamp)
+        if judge is not None and "judge" in frame.columns:
+            frame = frame[frame["judge"] == judge].reset_index(drop=True)
+        return frame
+    return on_scale(grades_table(value, f"{what} grades"), f"{what} grades", clamp=clamp)
+
+
+def _runs(runs: Any) -> tuple[dict[str, pd.DataFrame], list[str]]:
+    if runs is None:
+        return {}, []
+    from grader.io.runs import read_run_file, run_names
+
+    items = run_inputs(runs)
+    paths = iter(run_names([str(r) for _, r in items if is_path(r)]))
+    out: dict[str, pd.DataFrame] = {}
+    for name, run in items:
+        if is_path(run):
+            out[name or next(paths)] = read_run_file(str(run))
+        else:
+            out[name or "run"] = run_table(run)
+    return out, list(out)
+
+
+def calibrate(
+    llm: Any,
+    human: Any,
+    runs: Any = None,
+    measures: Any = None,
+    manifest: str | Path | None = None,
+    *,
+    second_human: Any = None,
+    docs: Any = None,
+    clamp: bool = False,
+    judge: str | None = None,
+    no_manifest: bool = False,
+    human_scale: str | None = None,
+    seed: int = 0,
+    bootstrap: int = 1000,
+    threshold: int = 2,
+) -> Calibration:
+    """How far to trust LLM grades, as `relgrade calibrate --format json` measures it.
+
+    `llm`: a judgments JSONL or qrels path, or the frame `relgrade.grade` returns (failed rows
+    left out), or any qrels form `evaluate` takes; `human`: a grades CSV or qrels path, a
+    DataFrame or dict. `runs` (as `evaluate` takes them) add system-ranking agreement under
+    `measures` (default nDCG@10). `manifest`: the sample's manifest (default: the one beside a
+    `human` path), for 1/pi weights. `docs` (any form `grade` takes) adds bias by length.
+
+    >>> import relgrade as rg
+    >>> llm = {"q1": {"d1": 3, "d2": 0, "d3": 2}, "q2": {"d4": 1, "d5": 3}}
+    >>> human = {"q1": {"d1": 3, "d2": 1, "d3": 2}, "q2": {"d4": 1, "d5": 2}}
+    >>> result = rg.calibrate(llm, human, bootstrap=0)
+    >>> result.to_dict()["exact_agreement"]
+    0.6
+    """
+    llm_frame = _grades(llm, "llm", clamp=clamp, judge=judge)
+    human_frame = _grades(human, "human", clamp=clamp)
+    second = None if second_human is None else _grades(second_human, "human", clamp=clamp)
+    run_frames, names = _runs(runs)
+    lengths = None
+    if docs is not None:
+        texts = all_docs(docs, ids=set(human_frame["doc_id"]) | set(llm_frame["doc_id"]))
+        lengths = {doc_id: len(doc.text) for doc_id, doc in texts.items()}
+    given = CalibrationInputs(
+        llm=llm_frame,
+        human=human_frame,
+        llm_name=str(llm) if is_path(llm) else "(DataFrame)",
+        llm_path=str(llm) if is_path(llm) else None,
+        human_path=str(human) if is_path(human) else None,
+        runs=run_frames,
+        run_names=names,
+        second_human=second,
+        second_name=str(second_human) if is_path(second_human) else None,
+        manifest=manifest,
+        no_manifest=no_manifest,
+        doc_lengths=lengths,
+        human_scale=human_scale,
+    )
+    listed = measure_names(measures)
+    summary = calibrate_grades(
+        given,
+        measures=[str(m) for m in listed] if listed else None,
+        seed=seed,
+        bootstrap=bootstrap,
+        threshold=threshold,
+    )
+    for line in summary.warnings:
+        warnings.warn(line, RelgradeWarning, stacklevel=2)
+    return Calibration(summary)

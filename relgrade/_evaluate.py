@@ -1,0 +1,113 @@
+"""`relgrade.evaluate`, `read_qrels` and `read_run`: `relgrade evaluate` for notebooks."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import pandas as pd
+
+from grader.errors import RelgradeWarning
+from grader.evaluation.inputs import read_qrels_input, run_joins
+from grader.evaluation.scoring import check_measures, evaluate_judged
+from grader.io.tables import grades_table, is_path, run_table
+from grader.metrics.measures import Measure
+
+
+def measure_names(measures: Any) -> list[str | Measure] | None:
+    """Measures as strings, relgrade Measures or ir_measures measure objects (by their name,
+    as `-m` takes it: `ir_measures.nDCG@10` is `-m nDCG@10`)."""
+    if measures is None:
+        return None
+    if isinstance(measures, str | Measure) or not isinstance(measures, Sequence | set):
+        measures = [measures]
+    return [m if isinstance(m, str | Measure) else str(m) for m in measures]
+
+
+def warn(lines: Sequence[str], stacklevel: int = 3) -> None:
+    """Each line the command prints as a warning, as a RelgradeWarning."""
+    for line in lines:
+        warnings.warn(line.removeprefix("warning: "), RelgradeWarning, stacklevel=stacklevel)
+
+
+def evaluate(
+    qrels: Any,
+    runs: Any,
+    measures: Any = None,
+    per_query: bool = False,
+    *,
+    trec_eval_missing: bool = False,
+    precision: Literal["float32", "float64"] = "float32",
+    clamp: bool = False,
+    fill: None = None,
+) -> pd.DataFrame:
+    """Score runs against qrels, as `relgrade evaluate QRELS RUN ... --format json` does.
+
+    `qrels`: a path (TREC qrels, grades CSV or judgments JSONL, .gz ok), a DataFrame
+    (`query_id, doc_id, relevance|grade` or PyTerrier's `qid, docno, label`; the frame
+    `relgrade.grade` returns too: failed rows stay unjudged), a pytrec_eval dict
+    `{qid: {docid: grade}}` or an iterable of ir_datasets / ir_measures `Qrel`s.
+    `runs`: one run (a path, a DataFrame with `score`, a dict `{qid: {docid: score}}`, an
+    iterable of `ScoredDoc`s), a list of paths, or a mapping name -> run. `measures`: names or
+    ir_measures measure objects (default: the command's). Returns the long frame
+    `run, query_id, measure, value` (query_id "all" for the mean; `per_query` adds each query).
+    A threshold inferred from binary qrels, and a run that answers no qrels query, are said with
+    a RelgradeWarning; `attrs["notes"]` holds the command's other stderr lines.
+
+    >>> import relgrade as rg
+    >>> qrels = {"q1": {"d1": 1, "d2": 0}}
+    >>> run = {"q1": {"d1": 0.9, "d2": 0.5}}
+    >>> rg.evaluate(qrels, run, ["P(rel=1)@1", "nDCG@10"])
+       run query_id       measure  value
+    0  run      all  P(rel=1)@1    1.0
+    1  run      all       nDCG@10    1.0
+    """
+    if fill is not None:
+        raise NotImplementedError("fill= is not available yet")
+    names = measure_names(measures)
+    check_measures(names)  # a bad name fails before any input is read
+    judged, facts = read_qrels_input(qrels, clamp=clamp)
+    joins = run_joins(runs, judged, precision=precision)
+    missing: Literal["zero", "skip"] = "skip" if trec_eval_missing else "zero"
+    evaluation = evaluate_judged(facts, joins, names, missing=missing, clamp=clamp)
+    warn(evaluation.warnings)
+    frame = pd.DataFrame(
+        evaluation.records(per_query), columns=["run", "query_id", "measure", "value"]
+    )
+    frame["value"] = frame["value"].astype("float64")
+    frame.attrs["notes"] = list(evaluation.notes)
+    frame.attrs["measures"] = list(evaluation.measures)
+    return frame
+
+
+def read_qrels(qrels: Any) -> pd.DataFrame:
+    """Qrels or grades in any form `evaluate` takes, as `[query_id, doc_id, grade, ...]`.
+
+    >>> import relgrade as rg
+    >>> rg.read_qrels({"q1": {"d1": 2}})
+      query_id doc_id  grade
+    0       q1     d1      2
+    """
+    if is_path(qrels):
+        from grader.io.grades import read_grades_file
+
+        return read_grades_file(qrels)
+    return grades_table(qrels)
+
+
+def read_run(run: Any, *, precision: Literal["float32", "float64"] = "float32") -> pd.DataFrame:
+    """One run in any form `evaluate` takes, as `[query_id, doc_id, score, rank]`, ranked as
+    trec_eval ranks (score descending, ties by doc id descending).
+
+    >>> import relgrade as rg
+    >>> rg.read_run({"q1": {"d1": 0.5, "d2": 0.9}})
+      query_id doc_id  score  rank
+    0       q1     d2    0.9     1
+    1       q1     d1    0.5     2
+    """
+    if is_path(run):
+        from grader.io.runs import read_run_file
+
+        return read_run_file(str(run), precision=precision)
+    return run_table(run, precision=precision)
