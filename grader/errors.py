@@ -44,6 +44,11 @@ class PromptError(RelgradeError):
     exit_code = 2
 
 
+class NotAJudgePrompt(PromptError):
+    """The name is a shipped settings file beside the prompts (the lexical judge's), not a
+    judge prompt: it has no messages and no scale."""
+
+
 class JudgeError(RelgradeError):
     """A judge could not produce a valid grade (after its retries)."""
 

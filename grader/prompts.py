@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from grader.errors import PromptError
+from grader.errors import NotAJudgePrompt, PromptError
 from grader.models import Doc, PromptRef, Query
 
 OutputMode = Literal["json_schema", "json_object", "text"]
@@ -168,7 +168,7 @@ def load_prompt(name_or_path: str | Path) -> PromptSpec:
         data = _read_toml(shipped[stem])
         if _is_judge_prompt(data):
             return _spec_from(data, shipped[stem])
-        raise PromptError(
+        raise NotAJudgePrompt(
             f"{shipped[stem]} is not a judge prompt but the offline lexical judge's settings: "
             "grade with --judge lexical (its settings: --lexical-config TOML)"
         )

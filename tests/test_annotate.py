@@ -20,7 +20,8 @@ from calibration.spotcheck.annotate.scale import neutral_scale, prompt_scale
 from calibration.spotcheck.annotate.server import AnnotateServer
 from calibration.spotcheck.blind import read_blind_csv
 from grader.cli.main import main
-from grader.errors import InputError
+from grader.errors import InputError, NotAJudgePrompt, RelgradeError
+from grader.prompts import load_prompt
 from tests.annotate_helpers import write_sample
 
 
@@ -131,6 +132,15 @@ def test_grade_log_refuses_a_corrupt_middle_line_and_unsafe_names(tmp_path: Path
 
 def test_neutral_scale_has_no_meanings() -> None:
     assert neutral_scale() == [(0, ""), (1, ""), (2, ""), (3, "")]
+
+
+def test_a_lexical_sample_has_no_scale_and_is_not_told_to_grade_again() -> None:
+    # A sample of lexical judgments names the prompt `lexical@1`: the lexical judge's settings.
+    with pytest.raises(RelgradeError, match="lexical judge's settings, not an LLM prompt") as info:
+        prompt_scale("lexical@1")
+    assert "--judge lexical" not in str(info.value)
+    with pytest.raises(NotAJudgePrompt, match="grade with --judge lexical"):
+        load_prompt("lexical")  # `grade --prompt lexical` still says how to use it
 
 
 def test_export_writes_one_annotators_grades_with_the_manifest_beside(

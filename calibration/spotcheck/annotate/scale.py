@@ -6,7 +6,7 @@ people see the neutral labels 0..3.
 
 from __future__ import annotations
 
-from grader.errors import RelgradeError
+from grader.errors import NotAJudgePrompt, RelgradeError
 from grader.models import GRADES
 from grader.prompts import load_prompt
 
@@ -23,7 +23,13 @@ def prompt_scale(name: str) -> Scale:
 
     Raises PromptError when it cannot be loaded, RelgradeError when it lacks a 0..3 meaning.
     """
-    spec = load_prompt(name)
+    try:
+        spec = load_prompt(name)
+    except NotAJudgePrompt:
+        raise RelgradeError(
+            f"{name} is the offline lexical judge's settings, not an LLM prompt: its grades have "
+            "no written meanings"
+        ) from None
     if set(spec.scale) != set(GRADES):
         raise RelgradeError(f"prompt {name!r} has no [scale] with meanings for 0..3")
     return [(g, spec.scale[g]) for g in GRADES]
