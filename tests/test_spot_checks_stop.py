@@ -140,7 +140,9 @@ def test_calibrate_reports_the_sequence_of_the_graded_prefix(
     assert share["cs"] == pytest.approx([max(0, mean - half), min(1, mean + half)])
     more = share["more_for_0_05"]
     sd = half / float(confseq.boundary(60))
-    assert sd * float(confseq.boundary(60 + more)) <= 0.05 < sd * confseq.boundary(59 + more)
+    needed = confseq.more_for(0.05, 60, sd)
+    assert sd * float(confseq.boundary(60 + needed)) <= 0.05 < sd * confseq.boundary(59 + needed)
+    assert more == min(needed, len(llm) - 60)  # never more than the pairs left to grade
     if strategy == "active":
         assert share["ppi"] == pytest.approx(mean)
 

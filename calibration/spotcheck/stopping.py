@@ -91,11 +91,28 @@ def stopping_figures(
             f"the sequence uses the first {t} pairs of the sample's order; {later} later "
             f"grade(s) count once pair {t + 1} ({order.pairs[t][0]}, {order.pairs[t][1]}) is graded"
         )
+    more, out_of_reach = more_within(seq, TARGET, order.population)
+    if out_of_reach:
+        note = "; ".join(filter(None, [note, out_of_reach]))
     figures: dict[str, Any] = {
         "cs": list(seq.cs),
-        "more_for_0_05": seq.more_for(TARGET),
+        "more_for_0_05": more,
         "cs_estimate": seq.estimate,
         "cs_n": seq.n,
         "cs_note": note,
     }
     return seq, figures
+
+
+def more_within(seq: Sequence, target: float, population: int) -> tuple[int, str | None]:
+    """How many more grades likely bring the half-width to `target`, at most the pairs not yet
+    graded (`population - n`), and a note when the sequence would need more than that: then
+    grading every remaining pair (a census) is what gives the share."""
+    more = seq.more_for(target)
+    left = max(population - seq.n, 0)
+    if more <= left:
+        return more, None
+    return left, (
+        f"the sequence would need {more} more grades to reach a half-width of {target:g}, more "
+        f"than the {left} pair(s) left of {population}: grading them all gives the share exactly"
+    )

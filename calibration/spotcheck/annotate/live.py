@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from calibration.spotcheck.stopping import DrawOrder, Pair, stopping_figures
+from calibration.spotcheck.stopping import DrawOrder, Pair, more_within, stopping_figures
 from calibration.stats.confseq import TARGET
 
 
@@ -52,6 +52,6 @@ class LiveStopping:
             "cs": list(seq.cs),
             "half_width": seq.half_width,
             "may_stop": seq.half_width <= self.target,
-            "more": seq.more_for(self.target),
+            "more": more_within(seq, self.target, self.order.population)[0],
             "more_for_0_05": figures["more_for_0_05"],
         }
