@@ -30,8 +30,34 @@ from typing import Any, Literal
 from grader.errors import PromptError
 from grader.models import Doc, PromptRef, Query
 
-OutputMode = Literal["json_schema", "json_object", "text"]
-OUTPUT_MODES: tuple[OutputMode, ...] = ("json_schema", "json_object", "text")
+OutputMode = Literal[
+    "json_schema",
+    "json_object_schema",
+    "json_object",
+    "text",
+    "vllm_structured_outputs",
+    "vllm_guided_json",
+    "ollama_format",
+]
+OUTPUT_MODES: tuple[OutputMode, ...] = (
+    "json_schema",
+    "json_object_schema",
+    "json_object",
+    "text",
+    "vllm_structured_outputs",
+    "vllm_guided_json",
+    "ollama_format",
+)
+"""Every output mode: OpenAI's JSON schema; llama.cpp's JSON mode with a schema (its server
+constrains the reply by a grammar made from it); plain JSON mode; the prompt's strict final line;
+vLLM's `structured_outputs` (>= 0.10.2) and `guided_json` (before 0.12) request fields; the
+`format` field (a schema) of Ollama's native API."""
+VENDOR_FIELDS: dict[str, str] = {
+    "vllm_structured_outputs": "structured_outputs",
+    "vllm_guided_json": "guided_json",
+    "ollama_format": "format",
+}
+"""The request field that carries the schema in each mode outside `response_format`."""
 
 REQUIRED_USER = ("query", "document")
 OPTIONAL_FIELDS = ("title", "path", "symbol", "language")
@@ -63,6 +89,9 @@ class PromptSpec:
     text_instruction: str
     final_line: str
     schema: dict[str, Any] = field(default_factory=dict)
+    extra_sampling: dict[str, Any] = field(default_factory=dict)
+    """`[sampling.extra]`: parameters some servers take beyond OpenAI's (llama.cpp's
+    `repeat_penalty`, vLLM's `top_k`, ...), sent as they are (the SDK's `extra_body`)."""
 
     @property
     def id(self) -> str:
@@ -79,12 +108,15 @@ class PromptSpec:
 
     def sampling(self) -> dict[str, Any]:
         """The sampling parameters (part of every content key)."""
-        return {
+        sampling: dict[str, Any] = {
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "logprobs": self.logprobs,
             "top_logprobs": self.top_logprobs if self.logprobs else 0,
         }
+        if self.extra_sampling:  # (only then: the keys of every other prompt stay as they were)
+            sampling["extra"] = dict(sorted(self.extra_sampling.items()))
+        return sampling
 
     def final_line_pattern(self) -> re.Pattern[str]:
         """The regex of the final line in text mode; group 1 is the grade as written."""
@@ -99,9 +131,20 @@ class PromptSpec:
                 "type": "json_schema",
                 "json_schema": {"name": "relevance_grade", "strict": True, "schema": self.schema},
             }
+        if mode == "json_object_schema":
+            return {"type": "json_object", "schema": self.schema}
         if mode == "json_object":
             return {"type": "json_object"}
         return None
+
+    def vendor_fields(self, mode: OutputMode) -> dict[str, Any]:
+        """The request fields outside `response_format` that carry the schema in `mode`."""
+        name = VENDOR_FIELDS.get(mode)
+        if name is None:
+            return {}
+        if name == "structured_outputs":
+            return {name: {"json": self.schema}}
+        return {name: self.schema}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -212,6 +255,9 @@ def _spec_from(data: dict[str, Any], path: Path) -> PromptSpec:
     if sorted(scale) != [0, 1, 2, 3]:
         raise PromptError(f"{path}: [scale] must give the meaning of each grade 0, 1, 2, 3")
     schema = _get(data, "reply.schema", dict, path)
+    extra = data.get("sampling", {}).get("extra", {})
+    if not isinstance(extra, dict):
+        raise PromptError(f"{path}: [sampling.extra] must be a table of parameter = value")
     spec = PromptSpec(
         name=_get(data, "name", str, path),
         version=str(_get(data, "version", (str, int), path)),
@@ -232,6 +278,7 @@ def _spec_from(data: dict[str, Any], path: Path) -> PromptSpec:
         text_instruction=_get(data, "reply.text_instruction", str, path),
         final_line=_get(data, "reply.final_line", str, path),
         schema=schema,
+        extra_sampling=extra,
     )
     _validate(spec, path)
     return spec

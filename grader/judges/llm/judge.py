@@ -49,6 +49,7 @@ from grader import defaults
 from grader.cost import PriceTable, estimate_usage, expected_reply_tokens
 from grader.errors import JudgeError, ServerNotAnswering
 from grader.judges.llm.connect_errors import connect_failure
+from grader.judges.llm.context import ContextFit, ServerInfo, fetch_server_info, model_notice
 from grader.judges.llm.endpoint import (
     BASE_URL_ENV,
     KEY_ENV,
@@ -60,16 +61,27 @@ from grader.judges.llm.ratelimit import RateLimiter
 from grader.judges.llm.replies import GradeReply, InvalidReply, parse_body, parse_completion
 from grader.judges.llm.reply_reader import ReplyReader
 from grader.judges.llm.results import CallState, JudgmentRecorder, RecorderConfig
-from grader.judges.llm.retry import RetryPolicy, is_fatal, retry_delay, should_retry
+from grader.judges.llm.retry import (
+    RetryPolicy,
+    is_context_exceeded,
+    is_fatal,
+    retry_delay,
+    should_retry,
+)
 from grader.judges.llm.server_settings import ServerSettings
 from grader.judges.llm.transport import DEAD_AFTER, ServerHealth, deadline
-from grader.judges.llm.types import CallRecord, ModeSwitch, RenderedRequest, request_body
+from grader.judges.llm.types import (
+    CallRecord,
+    ModeSwitch,
+    RenderedRequest,
+    request_body,
+    sdk_arguments,
+)
 from grader.models import Doc, Judgment, Query, Usage
 from grader.prompts import (
     OutputMode,
     PromptSpec,
     load_prompt,
-    render_messages,
     render_reask,
 )
 
@@ -102,9 +114,13 @@ class LLMJudge:
         prices: PriceTable | None = None,
         on_call: Callable[[CallRecord], None] | None = None,
         output_mode: OutputMode = "json_schema",
+        on_switch: Callable[[ModeSwitch], None] | None = None,
         sleep: Callable[[float], Any] = asyncio.sleep,
         dead_after: int = DEAD_AFTER,
         unreachable_after: int | None = 2,
+        max_context: int | None = None,
+        probe_server: bool = False,
+        on_notice: Callable[[str], None] | None = None,
     ) -> None:
         self.model = model
         self.prompt = load_prompt(prompt) if isinstance(prompt, str) else prompt
@@ -118,8 +134,14 @@ class LLMJudge:
         self.on_call = on_call
         self.timeout = timeout
         self.health = ServerHealth(dead_after, unreachable_after)
-        self.server = ServerSettings(output_mode, logprobs=self.prompt.logprobs)
+        self.server = ServerSettings(
+            output_mode, logprobs=self.prompt.logprobs, on_switch=on_switch
+        )
         self._sleep = sleep
+        self.fit = ContextFit(self.prompt, max_context)
+        self.server_info: ServerInfo | None = None
+        self._probe = asyncio.Lock() if probe_server else None
+        self._on_notice = on_notice
         url = base_url or os.environ.get(BASE_URL_ENV) or None
         key = api_key if api_key is not None else env_key_for(url, os.environ.get(KEY_ENV))
         if client is None:
@@ -181,7 +203,7 @@ class LLMJudge:
     def render(self, query: Query, doc: Doc, *, mode: OutputMode | None = None) -> RenderedRequest:
         """The request body for one pair (in `mode`, default the run's current mode)."""
         mode = mode or self.server.mode
-        messages, truncated = render_messages(self.prompt, query, doc, mode=mode)
+        messages, truncated = self.fit.messages(query, doc, mode)
         return RenderedRequest(self._body(messages, mode), truncated, mode)
 
     def build_request(
@@ -225,7 +247,9 @@ class LLMJudge:
     async def judge(self, query: Query, doc: Doc, *, key: str) -> Judgment:
         """Grade one pair: ok, or failed with the reason; raises JudgeError only when fatal."""
         started = time.perf_counter()
-        messages, truncated = render_messages(self.prompt, query, doc, mode=self.server.mode)
+        if self._probe is not None:
+            await self._learn_server()
+        messages, truncated = self.fit.messages(query, doc, self.server.mode)
         state = CallState(query, doc, key, self.server.mode, messages, truncated)
         retrying = AsyncRetrying(
             retry=retry_if_exception(self._retryable),
@@ -251,9 +275,11 @@ class LLMJudge:
                 else None
             )
             state.last_raw = body or state.last_raw
-            return self._recorder.failed(
-                state, type(exc).__name__, self._recorder.message(exc), started
-            )
+            message = self._recorder.message(exc)
+            kind = type(exc).__name__
+            if exc.code == "context_length_exceeded" or is_context_exceeded(body or message):
+                kind = "ContextLengthExceeded"  # permanent: the same prompt never fits
+            return self._recorder.failed(state, kind, message, started)
         except (openai.APIError, _ModeRejected) as exc:
             if self.health.dead and isinstance(exc, openai.APIConnectionError):
                 raise self._not_answering() from exc  # stopped, not failed: a rerun does it
@@ -261,6 +287,21 @@ class LLMJudge:
                 state, type(exc).__name__, self._recorder.message(exc), started
             )
         return self._recorder.ok(state, reply, started)
+
+    async def _learn_server(self) -> None:
+        """Read the server's `/v1/models` once: warn about a model it does not list, and take
+        its context when neither `max_context` nor an earlier probe gave one."""
+        assert self._probe is not None
+        async with self._probe:
+            if self.server_info is not None:
+                return
+            info = await fetch_server_info(self.client) or ServerInfo((), None)
+            self.server_info = info
+            notice = model_notice(self.model, info, self.base_url)
+            if notice and self._on_notice is not None:
+                self._on_notice(notice)
+            if self.fit.max_context is None and info.context is not None:
+                self.fit.max_context = info.context
 
     def reply_reader(self) -> ReplyReader:
         """How this judge reads a reply body obtained elsewhere (a batch output line), without
@@ -270,9 +311,7 @@ class LLMJudge:
     async def _attempt(self, state: CallState) -> GradeReply:
         if state.mode != self.server.mode:  # another worker switched the mode: start over in it
             state.mode = self.server.mode
-            state.messages, state.truncated = render_messages(
-                self.prompt, state.query, state.doc, mode=state.mode
-            )
+            state.messages, state.truncated = self.fit.messages(state.query, state.doc, state.mode)
         mode = state.mode
         body = self._body(state.messages, mode)
         state.attempts += 1
@@ -287,7 +326,9 @@ class LLMJudge:
         try:
             # --timeout bounds the whole request, not each socket read (grader.judges.llm.transport)
             async with deadline(self.timeout, "POST", self._chat_url):
-                raw = await self.client.chat.completions.with_raw_response.create(**body)
+                raw = await self.client.chat.completions.with_raw_response.create(
+                    **sdk_arguments(body)
+                )
                 text = raw.http_response.text
         except openai.APIStatusError as exc:
             self.health.answered()
@@ -361,8 +402,8 @@ class LLMJudge:
                 f"{self.base_url} answered {exc.status_code} for model {self.model!r}: "
                 f"{self._recorder.message(exc)} ({hint})"
             ) from None
-        if exc.status_code in (400, 422) and await self.server.adapt(
-            state.mode, body, self._recorder.message(exc)
+        if await self.server.adapt(
+            state.mode, body, self._recorder.message(exc), exc.status_code
         ):
             self._recorder.record(state, "mode_rejected", t0, Usage(), exc=exc)
             raise _ModeRejected(self._recorder.message(exc)) from None

@@ -71,6 +71,8 @@ class JudgmentRecorder:
             reason=reply.reason,
             distribution=reply.distribution,
             expected_grade=reply.expected_grade,
+            output_mode=state.mode,
+            notes=reply.notes,
             judge=self.config.judge_id,
             prompt=self.config.prompt,  # frozen: one for every judgment
             key=state.key,
