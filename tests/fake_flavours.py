@@ -8,13 +8,16 @@ a request body giving the fault that server answers it with (None: a valid reply
   400, `guided_json` (an extra field) is taken.
 - `ollama_native_format`: a server that takes only the `format` field for a schema (Ollama's
   native API's form), refusing json_schema with a 400.
+- `QueueingServer`: a fake server answering one request at a time.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from tests.fakeserver import FakeServer
 from tests.fakeserver_replies import Fault, faults, request_text
 
 Flavour = Callable[[dict[str, Any]], Fault | None]
@@ -62,3 +65,17 @@ def ollama_native_format(body: dict[str, Any]) -> Fault | None:
     if _format_type(body) in ("json_schema", "json_object") and "format" not in body:
         return faults.error(400, "response_format is not supported; use format", None)
     return None
+
+
+class QueueingServer(FakeServer):
+    """A fake server that answers one chat request at a time, as llama.cpp's server with one
+    slot does: the others wait in its queue (a request the client gave up on still takes its
+    turn)."""
+
+    _turn: asyncio.Lock | None = None
+
+    async def _chat(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if self._turn is None:
+            self._turn = asyncio.Lock()
+        async with self._turn:
+            await super()._chat(scope, receive, send)

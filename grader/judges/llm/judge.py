@@ -50,6 +50,7 @@ from grader.cost import PriceTable, estimate_usage, expected_reply_tokens
 from grader.errors import JudgeError, ServerNotAnswering
 from grader.judges.llm.connect_errors import connect_failure
 from grader.judges.llm.context import ContextFit, ServerInfo, fetch_server_info, model_notice
+from grader.judges.llm.inflight import InFlight
 from grader.judges.llm.endpoint import (
     BASE_URL_ENV,
     KEY_ENV,
@@ -142,6 +143,9 @@ class LLMJudge:
         self.server_info: ServerInfo | None = None
         self._probe = asyncio.Lock() if probe_server else None
         self._on_notice = on_notice
+        self.inflight = InFlight(on_notice)
+        self.abandoned = Usage()
+        """Tokens of answered attempts of judgments cut short (Ctrl-C): paid, in no judgment."""
         url = base_url or os.environ.get(BASE_URL_ENV) or None
         key = api_key if api_key is not None else env_key_for(url, os.environ.get(KEY_ENV))
         if client is None:
@@ -264,11 +268,17 @@ class LLMJudge:
                     reply = await self._attempt(state)
         except JudgeError:
             raise
+        except asyncio.CancelledError:
+            self.abandoned = self.abandoned + state.usage  # answered attempts are paid for
+            raise
         except InvalidReply as exc:
+            self.server.judged(state.mode, valid=False)
             return self._recorder.failed(
                 state, "InvalidReply", f"{exc.kind}: {exc.message}", started
             )
         except openai.APIStatusError as exc:
+            if state.invalid is not None and should_retry(exc):
+                return self._still_invalid(state, exc, started)
             body = (
                 self._recorder.redact(exc.response.text[:2000])
                 if exc.response is not None
@@ -283,10 +293,23 @@ class LLMJudge:
         except (openai.APIError, _ModeRejected) as exc:
             if self.health.dead and isinstance(exc, openai.APIConnectionError):
                 raise self._not_answering() from exc  # stopped, not failed: a rerun does it
+            if state.invalid is not None and isinstance(exc, openai.APIError):
+                return self._still_invalid(state, exc, started)
             return self._recorder.failed(
                 state, type(exc).__name__, self._recorder.message(exc), started
             )
+        self.server.judged(state.mode, valid=True)
         return self._recorder.ok(state, reply, started)
+
+    def _still_invalid(self, state: CallState, exc: openai.APIError, started: float) -> Judgment:
+        """The failure of a pair whose model answered invalidly and whose last attempt then
+        failed in transport: the invalid reply is what the pair is known for (its error and raw
+        reply), the transport failure is added to its message."""
+        invalid = state.invalid
+        assert invalid is not None
+        state.last_raw = invalid.raw
+        message = f"{invalid.kind}: {invalid.message} (then: {self._recorder.message(exc)})"
+        return self._recorder.failed(state, "InvalidReply", message, started)
 
     async def _learn_server(self) -> None:
         """Read the server's `/v1/models` once: warn about a model it does not list, and take
@@ -302,6 +325,12 @@ class LLMJudge:
                 self._on_notice(notice)
             if self.fit.max_context is None and info.context is not None:
                 self.fit.max_context = info.context
+
+    def take_abandoned(self) -> tuple[Usage, float | None]:
+        """The tokens (and their cost, None without a price) of answered attempts of judgments
+        cut short since the last call, which no judgment holds; reset to none."""
+        usage, self.abandoned = self.abandoned, Usage()
+        return usage, self._recorder.cost(usage, False)
 
     def reply_reader(self) -> ReplyReader:
         """How this judge reads a reply body obtained elsewhere (a batch output line), without
@@ -322,16 +351,25 @@ class LLMJudge:
         await self.limiter.acquire(estimated)
         if self.health.dead:  # another worker found the server not answering: send nothing
             raise self._not_answering()
-        t0 = time.perf_counter()
         try:
-            # --timeout bounds the whole request, not each socket read (grader.judges.llm.transport)
-            async with deadline(self.timeout, "POST", self._chat_url):
-                raw = await self.client.chat.completions.with_raw_response.create(
-                    **sdk_arguments(body)
-                )
-                text = raw.http_response.text
+            # --timeout bounds the whole request, not each socket read (grader.judges.llm.transport);
+            # its turn among the requests in flight comes first, outside it (.inflight)
+            async with self.inflight:
+                t0 = time.perf_counter()
+                sent = time.monotonic()
+                try:
+                    async with deadline(self.timeout, "POST", self._chat_url):
+                        raw = await self.client.chat.completions.with_raw_response.create(
+                            **sdk_arguments(body)
+                        )
+                        text = raw.http_response.text
+                except openai.APITimeoutError:
+                    self.inflight.timed_out(sent)
+                    raise
+                self.inflight.answered()
         except openai.APIStatusError as exc:
             self.health.answered()
+            self.inflight.answered()
             await self._on_status_error(state, exc, body, t0)
             raise
         except openai.APIError as exc:
@@ -350,6 +388,7 @@ class LLMJudge:
         except InvalidReply as exc:
             state.usage = state.usage + exc.usage
             state.last_raw = exc.raw
+            state.invalid = exc
             self._recorder.record(state, "invalid", t0, exc.usage, exc=exc, status=200)
             self.limiter.settle(estimated, exc.usage.prompt_tokens + exc.usage.completion_tokens)
             if exc.kind not in _RESEND_KINDS:

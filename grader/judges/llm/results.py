@@ -50,6 +50,8 @@ class CallState:
     transient: int = 0
     usage: Usage = field(default_factory=Usage)
     last_raw: str | None = None
+    invalid: InvalidReply | None = None
+    """The last invalid reply, kept when a later attempt fails otherwise (a timeout)."""
 
 
 class JudgmentRecorder:

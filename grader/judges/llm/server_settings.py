@@ -44,6 +44,8 @@ FALLBACK: dict[str, OutputMode] = {
 }
 """The mode a run moves to when its server refuses the one it uses (text has none)."""
 _FORMAT_FIELDS = ("response_format", *VENDOR_FIELDS.values())
+PLAIN_JSON_GIVE_UP = 3
+"""Judgments in a row without a valid reply in plain JSON mode that move a run to text."""
 
 
 class ServerSettings:
@@ -62,6 +64,7 @@ class ServerSettings:
         self.token_param = "max_tokens"
         self.temperature = True
         self.switches: list[ModeSwitch] = []
+        self.invalid_in_a_row = 0
         self._lock = asyncio.Lock()
 
     def body(
@@ -113,6 +116,23 @@ class ServerSettings:
                     self._switch("temperature", "server-default temperature", message)
                 return True
         return False
+
+    def judged(self, mode: OutputMode, *, valid: bool) -> None:
+        """A judgment in `mode` ended with a valid reply or with none after every re-ask. Plain
+        JSON mode lets a model write any JSON: PLAIN_JSON_GIVE_UP judgments in a row without a
+        valid reply in it (and none valid before) move the run to the final-line format."""
+        if mode != "json_object" or self.mode != "json_object":
+            return
+        if valid:
+            self.invalid_in_a_row = -1  # it works for this model: stay
+        elif self.invalid_in_a_row >= 0:
+            self.invalid_in_a_row += 1
+            if self.invalid_in_a_row >= PLAIN_JSON_GIVE_UP:
+                self.switch_mode(
+                    mode,
+                    f"{PLAIN_JSON_GIVE_UP} pairs in a row had no valid reply in plain JSON mode "
+                    "(it does not hold the model to the schema)",
+                )
 
     def switch_mode(self, used: OutputMode, reason: str) -> bool:
         """Move the run from mode `used` to its fallback for `reason` (a decision of the
