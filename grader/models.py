@@ -132,7 +132,8 @@ class Judgment(BaseModel):
     `distribution` is P(grade = 0..3) from the grade token's logprobs when the server gives them;
     `expected_grade` is its mean. `output_mode` is the output mode of the reply that gave the
     grade (an LLM judge's); `notes` say what the reader noticed: logprobs left out and why, a
-    most likely grade other than the one given, a reply read leniently. `judges` holds each member's grade when an ensemble produced it.
+    most likely grade other than the one given, a reply read leniently. `judges` holds each
+    member's grade when an ensemble produced it.
     """
 
     query_id: str

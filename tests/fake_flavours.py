@@ -44,9 +44,7 @@ def llama_cpp(n_ctx: int | None = None) -> Flavour:
             return faults.error(500, LLAMA_CPP_500, None)
         tokens = len(request_text(body)) // 4 + int(body.get("max_tokens") or 0)
         if n_ctx is not None and tokens > n_ctx:
-            message = (
-                f"Requested tokens ({tokens}) exceed context window of {n_ctx}"
-            )
+            message = f"Requested tokens ({tokens}) exceed context window of {n_ctx}"
             return faults.error(400, message, "context_length_exceeded")
         return None
 

@@ -95,4 +95,4 @@ def test_rate_follows_the_recent_window_once_the_run_is_long() -> None:
     recent = rate.rate()
     assert recent is not None
     assert recent > 100 / (clock.now)  # faster than over the whole run
-    assert WINDOW_DONE <= recent * max(WINDOW_S, 6.0 * WINDOW_DONE)
+    assert recent * max(WINDOW_S, 6.0 * WINDOW_DONE) >= WINDOW_DONE

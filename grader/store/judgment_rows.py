@@ -6,10 +6,10 @@ A judgment's JSON (pydantic's compact `model_dump_json`) is, in field order,
      "created_at":"T",EXTRA}
 
 A judgments row keeps Q, D, G, S and T in columns, the key K as its 32 raw bytes, HEAD (reason,
-distribution, expected grade, output mode, notes) and TAIL (attempts, usage, cost, latency, truncation, error) as
-text, and EXTRA (an ensemble's or verifier's fields) only when it is not all null. J and P (and
-the judge's model and fingerprint) are the same on a million rows: they live once in
-`judgment_sources`, named by id. `assemble` (and the SQL of `JSON_SQL`, for the view
+distribution, expected grade, output mode, notes) and TAIL (attempts, usage, cost, latency,
+truncation, error) as text, and EXTRA (an ensemble's or verifier's fields) only when it is not
+all null. J and P (and the judge's model and fingerprint) are the same on a million rows: they
+live once in `judgment_sources`, named by id. `assemble` (and the SQL of `JSON_SQL`, for the view
 `judgment_rows`) put the parts back together byte for byte, so the JSON read back is the JSON
 written, and a rerun streams it to `--out` without a Python step per field.
 """

@@ -50,7 +50,6 @@ from grader.cost import PriceTable, estimate_usage, expected_reply_tokens
 from grader.errors import JudgeError, ServerNotAnswering
 from grader.judges.llm.connect_errors import connect_failure
 from grader.judges.llm.context import ContextFit, ServerInfo, fetch_server_info, model_notice
-from grader.judges.llm.inflight import InFlight
 from grader.judges.llm.endpoint import (
     BASE_URL_ENV,
     KEY_ENV,
@@ -58,6 +57,7 @@ from grader.judges.llm.endpoint import (
     api_key_for,
     env_key_for,
 )
+from grader.judges.llm.inflight import InFlight
 from grader.judges.llm.ratelimit import RateLimiter
 from grader.judges.llm.replies import GradeReply, InvalidReply, parse_body, parse_completion
 from grader.judges.llm.reply_reader import ReplyReader
@@ -352,8 +352,8 @@ class LLMJudge:
         if self.health.dead:  # another worker found the server not answering: send nothing
             raise self._not_answering()
         try:
-            # --timeout bounds the whole request, not each socket read (grader.judges.llm.transport);
-            # its turn among the requests in flight comes first, outside it (.inflight)
+            # --timeout bounds the whole request, not each socket read (.transport); the
+            # request's turn among those in flight comes first, outside it (.inflight)
             async with self.inflight:
                 t0 = time.perf_counter()
                 sent = time.monotonic()
@@ -441,9 +441,7 @@ class LLMJudge:
                 f"{self.base_url} answered {exc.status_code} for model {self.model!r}: "
                 f"{self._recorder.message(exc)} ({hint})"
             ) from None
-        if await self.server.adapt(
-            state.mode, body, self._recorder.message(exc), exc.status_code
-        ):
+        if await self.server.adapt(state.mode, body, self._recorder.message(exc), exc.status_code):
             self._recorder.record(state, "mode_rejected", t0, Usage(), exc=exc)
             raise _ModeRejected(self._recorder.message(exc)) from None
         if should_retry(exc):

@@ -17,9 +17,8 @@ and Ollama's own forms (chosen with `output_mode`) fall back to json_object.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
-
 from collections.abc import Callable
+from typing import Any
 
 from grader.judges.llm.types import ModeSwitch, request_body
 from grader.prompts import VENDOR_FIELDS, OutputMode, PromptSpec
