@@ -86,9 +86,10 @@ def _kind_of(kind: str, message: str) -> FailureKind:
 
 def _ensemble_kind(message: str) -> FailureKind:
     kinds = {_kind_of(t, "") for t in _MEMBER.findall(message)}
-    for kind in ("transient", "invalid"):
-        if kind in kinds:
-            return kind  # type: ignore[return-value]
+    if "transient" in kinds:
+        return "transient"
+    if "invalid" in kinds:
+        return "invalid"
     return "permanent" if kinds == {"permanent"} else "unknown"
 
 

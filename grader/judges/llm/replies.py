@@ -208,7 +208,7 @@ def _graded(
     finish: Any,
     refusal: Any,
     logprobs: Any,
-    distribution_of: Callable[..., list[float] | None],
+    distribution_of: Callable[..., list[float] | Absent | None],
     usage: Usage,
     mode: OutputMode,
     spec: PromptSpec,
@@ -242,7 +242,7 @@ def _graded(
         offset = top_level_grade_offset(content, valid=True) if logprobs is not None else None
     distribution = distribution_of(logprobs, content, offset, grade=grade)
     expected = confidence = None
-    if type(distribution) is Absent:
+    if isinstance(distribution, Absent):
         notes = [*(notes or ()), str(distribution)]
         distribution = None
     elif distribution is not None:
