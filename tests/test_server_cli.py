@@ -45,10 +45,11 @@ def test_max_context_flag_cuts_long_documents(fake_server: FakeServer, tmp_path:
     out = tmp_path / "j.jsonl"
     base = files.args("--base-url", fake_server.base_url, "--model", "fake-model", "--quiet")
     assert main([*base, "--store", str(tmp_path / "a.db"), "--out", str(out)]) == 1
-    assert list(read_judgments(out))[0].error is not None
+    [failed] = read_judgments(out)
+    assert failed.error is not None
     assert (
         main([*base, "--store", str(tmp_path / "b.db"), "--out", str(out), "--max-context", "900"])
         == 0
     )
-    judgment = list(read_judgments(out))[0]
+    [judgment] = read_judgments(out)
     assert judgment.status == "ok" and judgment.truncated
