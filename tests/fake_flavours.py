@@ -23,9 +23,10 @@ from tests.fakeserver_replies import Fault, faults, request_text
 Flavour = Callable[[dict[str, Any]], Fault | None]
 
 LLAMA_CPP_500 = (
-    "1 validation error for CreateChatCompletionRequest\nresponse_format.type\n"
-    "  Input should be 'text' or 'json_object' [type=literal_error, "
-    "input_value='json_schema', input_type=str]"
+    "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+    "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
+    "'ctx': {'expected': \"'text' or 'json_object'\"}}\n\n  File \"llama_cpp/server/app.py\", "
+    "line 376, in create_chat_completion\n    POST /v1/chat/completions"
 )
 """The message llama-cpp-python's server gives a json_schema response_format (with a 500)."""
 
@@ -41,11 +42,18 @@ def llama_cpp(n_ctx: int | None = None) -> Flavour:
 
     def answer(body: dict[str, Any]) -> Fault | None:
         if _format_type(body) == "json_schema":
-            return faults.error(500, LLAMA_CPP_500, None)
+            fault = faults.error(500, LLAMA_CPP_500, None)
+            fault.body["error"]["type"] = "internal_server_error"
+            return fault
         tokens = len(request_text(body)) // 4 + int(body.get("max_tokens") or 0)
         if n_ctx is not None and tokens > n_ctx:
-            message = f"Requested tokens ({tokens}) exceed context window of {n_ctx}"
-            return faults.error(400, message, "context_length_exceeded")
+            message = (
+                f"This model's maximum context length is {n_ctx} tokens. However, you requested "
+                f"{tokens} tokens. Please reduce the length of the messages or completion."
+            )
+            fault = faults.error(400, message, "context_length_exceeded")
+            fault.body["error"]["type"] = "invalid_request_error"
+            return fault
         return None
 
     return answer
