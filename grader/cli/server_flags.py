@@ -33,9 +33,12 @@ def add_server_flags(p: argparse.ArgumentParser) -> None:
 
 def print_switch(switch: ModeSwitch) -> None:
     """Tell, once, that the run moved to another output mode or parameter, and why."""
+    said = " ".join(switch.reason.split())
+    if len(said) > 240:
+        said = said[:237] + "..."
     print(
-        f"the server refused {switch.from_mode}; this run now uses {switch.to_mode} "
-        f"(stored in the call log): {switch.reason}",
+        f"output mode {switch.from_mode} -> {switch.to_mode}: this run now uses "
+        f"{switch.to_mode} (each call's mode is in the store's call log), because: {said}",
         file=sys.stderr,
     )
 

@@ -94,7 +94,8 @@ class ServerSettings:
             if fields and any(w in said for w in (*_FORMAT_WORDS, *fields)):
                 if self.mode == used and used in FALLBACK:
                     following = FALLBACK[used]
-                    self._switch(used, following, f"HTTP {status}: {message}")
+                    said_as = message if message.startswith(str(status)) else f"{status} {message}"
+                    self._switch(used, following, f"HTTP {said_as}")
                     self.mode = following
                 return self.mode != used
             if status == 500:  # only an output mode is told apart in a 500's words
