@@ -25,39 +25,14 @@ import string
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from grader.errors import PromptError
 from grader.models import Doc, PromptRef, Query
-
-OutputMode = Literal[
-    "json_schema",
-    "json_object_schema",
-    "json_object",
-    "text",
-    "vllm_structured_outputs",
-    "vllm_guided_json",
-    "ollama_format",
-]
-OUTPUT_MODES: tuple[OutputMode, ...] = (
-    "json_schema",
-    "json_object_schema",
-    "json_object",
-    "text",
-    "vllm_structured_outputs",
-    "vllm_guided_json",
-    "ollama_format",
-)
-"""Every output mode: OpenAI's JSON schema; llama.cpp's JSON mode with a schema (its server
-constrains the reply by a grammar made from it); plain JSON mode; the prompt's strict final line;
-vLLM's `structured_outputs` (>= 0.10.2) and `guided_json` (before 0.12) request fields; the
-`format` field (a schema) of Ollama's native API."""
-VENDOR_FIELDS: dict[str, str] = {
-    "vllm_structured_outputs": "structured_outputs",
-    "vllm_guided_json": "guided_json",
-    "ollama_format": "format",
-}
-"""The request field that carries the schema in each mode outside `response_format`."""
+from grader.output_modes import OUTPUT_MODES as OUTPUT_MODES  # (re-exported: callers' name)
+from grader.output_modes import VENDOR_FIELDS as VENDOR_FIELDS
+from grader.output_modes import OutputMode as OutputMode
+from grader.output_modes import response_format, vendor_fields
 
 REQUIRED_USER = ("query", "document")
 OPTIONAL_FIELDS = ("title", "path", "symbol", "language")
@@ -125,26 +100,12 @@ class PromptSpec:
         return re.compile(r"^\s*" + parts[0] + r"\s*(-?\d+(?:\.\d+)?)\s*" + parts[1] + r"\s*$")
 
     def response_format(self, mode: OutputMode) -> dict[str, Any] | None:
-        """The `response_format` request field for an output mode (None in text mode)."""
-        if mode == "json_schema":
-            return {
-                "type": "json_schema",
-                "json_schema": {"name": "relevance_grade", "strict": True, "schema": self.schema},
-            }
-        if mode == "json_object_schema":
-            return {"type": "json_object", "schema": self.schema}
-        if mode == "json_object":
-            return {"type": "json_object"}
-        return None
+        """The `response_format` request field for an output mode (None: the mode has none)."""
+        return response_format(mode, self.schema)
 
     def vendor_fields(self, mode: OutputMode) -> dict[str, Any]:
         """The request fields outside `response_format` that carry the schema in `mode`."""
-        name = VENDOR_FIELDS.get(mode)
-        if name is None:
-            return {}
-        if name == "structured_outputs":
-            return {name: {"json": self.schema}}
-        return {name: self.schema}
+        return vendor_fields(mode, self.schema)
 
 
 # ---------------------------------------------------------------------------------------------

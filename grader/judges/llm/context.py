@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,6 +79,24 @@ def model_notice(model: str, info: ServerInfo, base_url: str) -> str | None:
         f"{base_url} lists the models {listed}, not {model!r}: a server with one model (llama.cpp)"
         f" answers with that one whatever the name. Give --model as listed to be sure"
     )
+
+
+async def learn_server(
+    client: openai.AsyncOpenAI,
+    model: str,
+    base_url: str,
+    fit: ContextFit,
+    on_notice: Callable[[str], None] | None,
+) -> ServerInfo:
+    """What the server's `/v1/models` says (nothing when it does not answer): a model it does
+    not list is told to `on_notice`; its context is taken when `fit` has none."""
+    info = await fetch_server_info(client) or ServerInfo((), None)
+    notice = model_notice(model, info, base_url)
+    if notice and on_notice is not None:
+        on_notice(notice)
+    if fit.max_context is None and info.context is not None:
+        fit.max_context = info.context
+    return info
 
 
 class ContextFit:

@@ -49,7 +49,7 @@ from grader import defaults
 from grader.cost import PriceTable, estimate_usage, expected_reply_tokens
 from grader.errors import JudgeError, ServerNotAnswering
 from grader.judges.llm.connect_errors import connect_failure
-from grader.judges.llm.context import ContextFit, ServerInfo, fetch_server_info, model_notice
+from grader.judges.llm.context import ContextFit, ServerInfo, learn_server
 from grader.judges.llm.endpoint import (
     BASE_URL_ENV,
     KEY_ENV,
@@ -70,7 +70,7 @@ from grader.judges.llm.retry import (
     should_retry,
 )
 from grader.judges.llm.server_settings import ServerSettings
-from grader.judges.llm.transport import DEAD_AFTER, ServerHealth, deadline
+from grader.judges.llm.transport import DEAD_AFTER, ServerHealth, deadline, not_answering
 from grader.judges.llm.types import (
     CallRecord,
     ModeSwitch,
@@ -312,19 +312,13 @@ class LLMJudge:
         return self._recorder.failed(state, "InvalidReply", message, started)
 
     async def _learn_server(self) -> None:
-        """Read the server's `/v1/models` once: warn about a model it does not list, and take
-        its context when neither `max_context` nor an earlier probe gave one."""
+        """Read the server's `/v1/models` once (`grader.judges.llm.context.learn_server`)."""
         assert self._probe is not None
         async with self._probe:
-            if self.server_info is not None:
-                return
-            info = await fetch_server_info(self.client) or ServerInfo((), None)
-            self.server_info = info
-            notice = model_notice(self.model, info, self.base_url)
-            if notice and self._on_notice is not None:
-                self._on_notice(notice)
-            if self.fit.max_context is None and info.context is not None:
-                self.fit.max_context = info.context
+            if self.server_info is None:
+                self.server_info = await learn_server(
+                    self.client, self.model, self.base_url, self.fit, self._on_notice
+                )
 
     def take_abandoned(self) -> tuple[Usage, float | None]:
         """The tokens (and their cost, None without a price) of answered attempts of judgments
@@ -410,22 +404,7 @@ class LLMJudge:
         return self.base_url.rstrip("/") + "/chat/completions"
 
     def _not_answering(self) -> ServerNotAnswering:
-        if self.health.unreachable is not None:
-            return ServerNotAnswering(
-                f"{self.base_url.rstrip('/')} is not answering: the first "
-                f"{self.health.unreachable_after} requests could not connect "
-                f"({self._recorder.redact(self.health.unreachable)}) and nothing has answered, so "
-                "the run stopped at once. Nothing is stored as failed. Check the address "
-                "(--base-url or OPENAI_BASE_URL) and that the server is up there, then rerun the "
-                "same command"
-            )
-        return ServerNotAnswering(
-            f"{self.base_url.rstrip('/')} is not answering: {self.health.threshold} requests in "
-            f"a row timed out (no complete reply within {self.timeout:g} s) or could not "
-            "connect, with no answer in between, so the run stopped. Every answer received is "
-            "stored; the pairs cut short are not marked failed. Check that the server is up at "
-            "that address (--base-url, --timeout), then rerun the same command to do the rest"
-        )
+        return not_answering(self.base_url, self.health, self.timeout, self._recorder.redact)
 
     async def _on_status_error(
         self, state: CallState, exc: openai.APIStatusError, body: dict[str, Any], t0: float
