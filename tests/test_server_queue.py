@@ -79,7 +79,7 @@ async def test_plain_json_mode_without_valid_replies_moves_the_run_to_the_final_
         failed = await judge.judge(q, d, key=f"k{i}")
         assert failed.status == "failed"
     assert judge.output_mode == "text"
-    assert "plain JSON mode" in judge.mode_switches[-1].reason
+    assert "json_object mode" in judge.mode_switches[-1].reason
     fake_server.default_fault = None
     later = await judge.judge(*pairs(1)[0], key="later")
     assert later.status == "ok" and later.output_mode == "text"
@@ -113,3 +113,13 @@ async def test_answered_attempts_of_a_pair_cut_short_are_counted(fake_server: Fa
     _count_abandoned(report, [judge])
     assert report.usage.prompt_tokens > 0 and report.usage.completion_tokens > 0
     assert judge.take_abandoned()[0].prompt_tokens == 0  # taken once
+
+
+async def test_a_vendor_field_the_server_ignores_moves_the_run_to_json_mode(
+    fake_server: FakeServer,
+) -> None:
+    fake_server.default_fault = faults.content("Sure! The passage is relevant.")  # no JSON
+    judge = make_judge(fake_server, output_mode="vllm_guided_json")
+    for i, (q, d) in enumerate(pairs(PLAIN_JSON_GIVE_UP)):
+        assert (await judge.judge(q, d, key=f"k{i}")).status == "failed"
+    assert judge.output_mode == "json_object"

@@ -119,9 +119,10 @@ class ServerSettings:
 
     def judged(self, mode: OutputMode, *, valid: bool) -> None:
         """A judgment in `mode` ended with a valid reply or with none after every re-ask. Plain
-        JSON mode lets a model write any JSON: PLAIN_JSON_GIVE_UP judgments in a row without a
-        valid reply in it (and none valid before) move the run to the final-line format."""
-        if mode != "json_object" or self.mode != "json_object":
+        JSON mode lets a model write any JSON, and a server may ignore a vendor field it does
+        not know: PLAIN_JSON_GIVE_UP judgments in a row without a valid reply in such a mode
+        (and none valid before) move the run on along FALLBACK (json_object -> text)."""
+        if mode != self.mode or (mode != "json_object" and mode not in VENDOR_FIELDS):
             return
         if valid:
             self.invalid_in_a_row = -1  # it works for this model: stay
@@ -130,8 +131,8 @@ class ServerSettings:
             if self.invalid_in_a_row >= PLAIN_JSON_GIVE_UP:
                 self.switch_mode(
                     mode,
-                    f"{PLAIN_JSON_GIVE_UP} pairs in a row had no valid reply in plain JSON mode "
-                    "(it does not hold the model to the schema)",
+                    f"{PLAIN_JSON_GIVE_UP} pairs in a row had no valid reply in {mode} mode "
+                    "(it does not hold the model to the schema here)",
                 )
 
     def switch_mode(self, used: OutputMode, reason: str) -> bool:
