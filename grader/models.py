@@ -130,7 +130,10 @@ class Judgment(BaseModel):
     """One graded (query, document) pair, or one failure to grade it.
 
     `distribution` is P(grade = 0..3) from the grade token's logprobs when the server gives them;
-    `expected_grade` is its mean. `judges` holds each member's grade when an ensemble produced it.
+    `expected_grade` is its mean. `output_mode` is the output mode of the reply that gave the
+    grade (an LLM judge's); `notes` say what the reader noticed: logprobs left out and why, a
+    most likely grade other than the one given, a reply read leniently. `judges` holds each
+    member's grade when an ensemble produced it.
     """
 
     query_id: str
@@ -140,6 +143,8 @@ class Judgment(BaseModel):
     reason: str | None = None
     distribution: list[float] | None = None
     expected_grade: float | None = None
+    output_mode: str | None = None
+    notes: list[str] | None = None
     judge: str
     prompt: PromptRef | None = None
     key: str

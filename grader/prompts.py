@@ -25,13 +25,14 @@ import string
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from grader.errors import NotAJudgePrompt, PromptError
 from grader.models import Doc, PromptRef, Query
-
-OutputMode = Literal["json_schema", "json_object", "text"]
-OUTPUT_MODES: tuple[OutputMode, ...] = ("json_schema", "json_object", "text")
+from grader.output_modes import OUTPUT_MODES as OUTPUT_MODES  # (re-exported: callers' name)
+from grader.output_modes import VENDOR_FIELDS as VENDOR_FIELDS
+from grader.output_modes import OutputMode as OutputMode
+from grader.output_modes import response_format, vendor_fields
 
 REQUIRED_USER = ("query", "document")
 OPTIONAL_FIELDS = ("title", "path", "symbol", "language")
@@ -63,6 +64,9 @@ class PromptSpec:
     text_instruction: str
     final_line: str
     schema: dict[str, Any] = field(default_factory=dict)
+    extra_sampling: dict[str, Any] = field(default_factory=dict)
+    """`[sampling.extra]`: parameters some servers take beyond OpenAI's (llama.cpp's
+    `repeat_penalty`, vLLM's `top_k`, ...), sent as they are (the SDK's `extra_body`)."""
 
     @property
     def id(self) -> str:
@@ -79,12 +83,15 @@ class PromptSpec:
 
     def sampling(self) -> dict[str, Any]:
         """The sampling parameters (part of every content key)."""
-        return {
+        sampling: dict[str, Any] = {
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "logprobs": self.logprobs,
             "top_logprobs": self.top_logprobs if self.logprobs else 0,
         }
+        if self.extra_sampling:  # (only then: the keys of every other prompt stay as they were)
+            sampling["extra"] = dict(sorted(self.extra_sampling.items()))
+        return sampling
 
     def final_line_pattern(self) -> re.Pattern[str]:
         """The regex of the final line in text mode; group 1 is the grade as written."""
@@ -93,15 +100,12 @@ class PromptSpec:
         return re.compile(r"^\s*" + parts[0] + r"\s*(-?\d+(?:\.\d+)?)\s*" + parts[1] + r"\s*$")
 
     def response_format(self, mode: OutputMode) -> dict[str, Any] | None:
-        """The `response_format` request field for an output mode (None in text mode)."""
-        if mode == "json_schema":
-            return {
-                "type": "json_schema",
-                "json_schema": {"name": "relevance_grade", "strict": True, "schema": self.schema},
-            }
-        if mode == "json_object":
-            return {"type": "json_object"}
-        return None
+        """The `response_format` request field for an output mode (None: the mode has none)."""
+        return response_format(mode, self.schema)
+
+    def vendor_fields(self, mode: OutputMode) -> dict[str, Any]:
+        """The request fields outside `response_format` that carry the schema in `mode`."""
+        return vendor_fields(mode, self.schema)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -212,6 +216,9 @@ def _spec_from(data: dict[str, Any], path: Path) -> PromptSpec:
     if sorted(scale) != [0, 1, 2, 3]:
         raise PromptError(f"{path}: [scale] must give the meaning of each grade 0, 1, 2, 3")
     schema = _get(data, "reply.schema", dict, path)
+    extra = data.get("sampling", {}).get("extra", {})
+    if not isinstance(extra, dict):
+        raise PromptError(f"{path}: [sampling.extra] must be a table of parameter = value")
     spec = PromptSpec(
         name=_get(data, "name", str, path),
         version=str(_get(data, "version", (str, int), path)),
@@ -232,6 +239,7 @@ def _spec_from(data: dict[str, Any], path: Path) -> PromptSpec:
         text_instruction=_get(data, "reply.text_instruction", str, path),
         final_line=_get(data, "reply.final_line", str, path),
         schema=schema,
+        extra_sampling=extra,
     )
     _validate(spec, path)
     return spec

@@ -72,6 +72,7 @@ __all__ = [
 ]
 
 CHAT_PATH = "/v1/chat/completions"
+MODELS: dict[str, Any] = {"object": "list", "data": [{"id": "fake-model"}]}
 
 ASGIApp = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -99,8 +100,12 @@ class FakeServer:
         """response_format types answered with a 400 on every request (e.g. {"json_schema"})."""
         self.default_fault: Fault | None = None
         """The fault of every request that finds the queue empty (None: the valid reply)."""
+        self.flavour: Callable[[dict[str, Any]], Fault | None] | None = None
+        """A real server's ways (`tests.fake_flavours`): the fault it gives a request, if any."""
         self.logprobs = True
         """Whether logprobs are returned when a request asks for them."""
+        self.models: dict[str, Any] = dict(MODELS)
+        """The body of `GET /v1/models`."""
         self.cached_tokens = 0
         self.grade_fn: Callable[[dict[str, Any]], int] = default_grade
         self.reason = "Scripted by the fake server."
@@ -238,7 +243,7 @@ class FakeServer:
         if scope["type"] == "http" and scope["path"] == CHAT_PATH and scope["method"] == "POST":
             await self._chat(scope, receive, send)
         elif scope["type"] == "http" and scope["path"] == "/v1/models":
-            await _send(send, 200, {"object": "list", "data": [{"id": "fake-model"}]})
+            await _send(send, 200, self.models)
         else:
             await self._extra(scope, receive, send)
 
@@ -297,6 +302,8 @@ class FakeServer:
         mode = output_mode(body)
         if fault is None and mode in self.reject_formats:
             fault = faults.reject_response_format(mode)
+        if fault is None and self.flavour is not None:
+            fault = self.flavour(body)
         if fault is None:
             self._count("ok")
             await _send(send, 200, self.completion_for(body))

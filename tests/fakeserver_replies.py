@@ -153,6 +153,8 @@ def output_mode(body: dict[str, Any]) -> str:
     fmt = body.get("response_format")
     if isinstance(fmt, dict) and fmt.get("type") in ("json_schema", "json_object"):
         return str(fmt["type"])
+    if any(name in body for name in ("structured_outputs", "guided_json", "format")):
+        return "json_object"  # vLLM's and Ollama's own fields: a JSON reply
     return "text"
 
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.fakeserver import FakeServer, default_grade
+from tests.fakeserver import MODELS, FakeServer, default_grade
 
 
 @pytest.fixture(scope="session")
@@ -22,6 +22,8 @@ def fake_server(_fake_server_session: FakeServer) -> Iterator[FakeServer]:
     server.reset()
     server.reject_formats = set()
     server.default_fault = None
+    server.flavour = None
+    server.models = dict(MODELS)
     server.logprobs = True
     server.cached_tokens = 0
     server.latency_ms = 0.0

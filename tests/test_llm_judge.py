@@ -262,10 +262,21 @@ async def test_non_json_body_every_time_fails_with_the_body(
 
 async def test_bad_request_is_not_retried(harness: Callable[..., Harness]) -> None:
     h = harness()
-    h.server.enqueue(faults.error(400, "This model's maximum context length is 8192 tokens"))
+    h.server.enqueue(faults.error(400, "The 'temperature' value is not a number"))
     j = await h.grade()
     assert (j.status, j.grade, j.attempts) == ("failed", None, 1)
     assert j.error is not None and j.error.type == "BadRequestError"
+    assert "temperature" in j.error.message
+
+
+async def test_a_prompt_past_the_context_fails_for_good_under_its_own_name(
+    harness: Callable[..., Harness],
+) -> None:
+    h = harness()
+    h.server.enqueue(faults.error(400, "This model's maximum context length is 8192 tokens"))
+    j = await h.grade()
+    assert (j.status, j.grade, j.attempts) == ("failed", None, 1)
+    assert j.error is not None and j.error.type == "ContextLengthExceeded"
     assert "maximum context length" in j.error.message
 
 

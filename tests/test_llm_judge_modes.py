@@ -42,7 +42,7 @@ def formats(server: FakeServer) -> list[str]:
     return [(b.get("response_format") or {}).get("type", "text") for b in server.requests]
 
 
-async def test_json_schema_rejected_falls_back_to_json_object_once(
+async def test_json_schema_rejected_falls_back_to_json_object_with_the_schema_once(
     fake_server: FakeServer,
 ) -> None:
     fake_server.reject_formats = {"json_schema"}
@@ -50,9 +50,10 @@ async def test_json_schema_rejected_falls_back_to_json_object_once(
     results = [await judge.judge(q, d, key=f"k{i}") for i, (q, d) in enumerate(pairs(4))]
     assert [(j.status, j.attempts) for j in results] == [("ok", 2), ("ok", 1), ("ok", 1), ("ok", 1)]
     assert formats(fake_server) == ["json_schema"] + ["json_object"] * 4
-    assert judge.output_mode == "json_object"
+    assert all("schema" in b["response_format"] for b in fake_server.requests[1:])
+    assert judge.output_mode == "json_object_schema"
     assert [(s.from_mode, s.to_mode) for s in judge.mode_switches] == [
-        ("json_schema", "json_object")
+        ("json_schema", "json_object_schema")
     ]
     assert "json_schema is not supported" in judge.mode_switches[0].reason
 
@@ -64,15 +65,23 @@ async def test_both_json_modes_rejected_fall_back_to_the_final_line(
     calls: list[CallRecord] = []
     judge = make_judge(fake_server, on_call=calls.append)
     results = [await judge.judge(q, d, key=f"k{i}") for i, (q, d) in enumerate(pairs(3))]
-    assert [(j.status, j.attempts) for j in results] == [("ok", 3), ("ok", 1), ("ok", 1)]
+    assert [(j.status, j.attempts) for j in results] == [("ok", 4), ("ok", 1), ("ok", 1)]
     assert [(c.outcome, c.output_mode) for c in calls] == [
         ("mode_rejected", "json_schema"),
+        ("mode_rejected", "json_object_schema"),
         ("mode_rejected", "json_object"),
         ("ok", "text"),
         ("ok", "text"),
         ("ok", "text"),
     ]
-    assert formats(fake_server) == ["json_schema", "json_object", "text", "text", "text"]
+    assert formats(fake_server) == [
+        "json_schema",
+        "json_object",
+        "json_object",
+        "text",
+        "text",
+        "text",
+    ]
     text_request = fake_server.requests[-1]
     assert "response_format" not in text_request
     assert "Grade: N" in text_request["messages"][0]["content"]

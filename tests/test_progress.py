@@ -55,3 +55,44 @@ def test_no_event_no_bar() -> None:
     with GradingProgress(enabled=True, file=buffer):
         pass
     assert buffer.getvalue() == ""
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_rate_of_a_slow_server_is_taken_over_the_run_not_a_burst() -> None:
+    from grader.cli.progress import RecentRate
+
+    clock = _Clock()
+    rate = RecentRate(clock)
+    assert rate.rate() is None and rate.eta(10) == "-:--:--"
+    # 8 replies queued in the server arrive together after 240 s: 1 pair per 30 s
+    clock.now = 240.0
+    for done in range(1, 9):
+        rate.update(done)
+    assert rate.rate() == 8 / 240
+    assert rate.eta(2) == "0:01:00"
+    clock.now = 480.0  # a stall lowers the rate
+    assert rate.rate() == 8 / 480
+
+
+def test_rate_follows_the_recent_window_once_the_run_is_long() -> None:
+    from grader.cli.progress import WINDOW_DONE, WINDOW_S, RecentRate
+
+    clock = _Clock()
+    rate = RecentRate(clock)
+    for done in range(1, 101):  # a slow start: one pair every 60 s
+        clock.now = done * 60.0
+        rate.update(done)
+    for done in range(101, 201):  # then one every 6 s
+        clock.now += 6.0
+        rate.update(done)
+    recent = rate.rate()
+    assert recent is not None
+    assert recent > 100 / (clock.now)  # faster than over the whole run
+    assert recent * max(WINDOW_S, 6.0 * WINDOW_DONE) >= WINDOW_DONE

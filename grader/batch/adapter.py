@@ -102,6 +102,8 @@ class BatchReplies:
             cost=recorder.cost(usage, True),
             truncated=truncated,
             created_at=datetime.now(UTC) if created_at is None else created_at,
+            output_mode=self.mode,
+            notes=reply.notes,
         )
         config = recorder.config
         source = store.source_for(config.judge_id, config.prompt, self.fingerprint)

@@ -24,6 +24,7 @@ from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE
 from grader.cli.batch_common import JudgeFactory
 from grader.cli.flags import add_runs, add_store
 from grader.cli.judge_options import add_judge_options, build_judges, check_judge_args
+from grader.cli.server_flags import add_server_flags
 from grader.cli.settings import Settings, add_api_key_env, add_llm_options
 from grader.cli.store_busy import print_store_busy
 from grader.errors import InputError
@@ -113,6 +114,7 @@ def register(actions: Any) -> None:
     )
     ex.add_argument("--base-url", metavar="URL", help="recorded only: nothing is sent")
     add_api_key_env(ex)
+    add_server_flags(ex)
     ex.add_argument("--quiet", action="store_true", help="no progress output")
     ex.set_defaults(func=run_export)
 

@@ -29,12 +29,15 @@ _LABELS: dict[FailureKind, str] = {
     "transient": "on transport or server errors (timeouts, connections, 429, 5xx)",
     "invalid": "with no valid reply after every re-ask",
     "permanent": "permanently",
+    "unknown": "with errors relgrade does not classify",
 }
 
 
 def _advice(kind: FailureKind, group: list[Judgment]) -> str:
     if kind == "transient":
         return "rerunning the same command retries them"
+    if kind == "unknown":
+        return f"read the error to see whether a rerun can help ({_example(group[0])})"
     if kind == "invalid":
         return (
             "rerunning the same command retries them, but the model may answer the same way "

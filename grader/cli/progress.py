@@ -4,11 +4,18 @@ The library only reports `ProgressEvent`s (`grader.grading.events`); this bar is
 CLI gives it. Shown only when its stream is a terminal and not `--quiet`; otherwise every call is a
 no-op. The bar starts with the first event (after the store lookup, so a dry run draws nothing).
 Rich redraws on its own thread at a few frames per second, so an update per judgment stays cheap.
+
+The rate and ETA are `RecentRate`'s, not rich's 30-second window: a local model answering a pair
+every 30 s (0.03 pairs/s) leaves at most one completion in 30 s, so rich's rate is blank, or a
+burst of replies that waited in the server's queue makes it several times too high.
 """
 
 from __future__ import annotations
 
 import sys
+import time
+from collections import deque
+from collections.abc import Callable
 from types import TracebackType
 from typing import TextIO
 
@@ -19,10 +26,54 @@ from rich.progress import (
     Progress,
     TaskID,
     TextColumn,
-    TimeRemainingColumn,
 )
 
 from grader.grading.events import ProgressEvent
+
+WINDOW_S = 300.0
+"""The least time the rate is taken over (the whole run, while it is younger)."""
+WINDOW_DONE = 20
+"""The least completions the rate is taken over, when that reaches further back."""
+
+
+class RecentRate:
+    """Pairs per second over the last WINDOW_S seconds or the last WINDOW_DONE completions,
+    whichever reaches further back, up to now (so a stall lowers it), from the run's start
+    while the run is younger; and the ETA of the rest at that rate."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._start = clock()
+        self._marks: deque[tuple[float, int]] = deque()  # (time, done) at each completion
+
+    def update(self, done: int) -> None:
+        """`done` pairs are finished now."""
+        if self._marks and self._marks[-1][1] == done:
+            return
+        now = self._clock()
+        self._marks.append((now, done))
+        while len(self._marks) > WINDOW_DONE + 1 and now - self._marks[1][0] > WINDOW_S:
+            self._marks.popleft()
+
+    def rate(self, first_done: int = 0) -> float | None:
+        """Pairs per second (None before the first completion)."""
+        if not self._marks:
+            return None
+        now = self._clock()
+        since, base = self._start, first_done
+        if len(self._marks) > WINDOW_DONE and now - self._marks[0][0] >= WINDOW_S:
+            since, base = self._marks[0]
+        elapsed = now - since
+        finished = self._marks[-1][1] - base
+        return finished / elapsed if elapsed > 0 and finished > 0 else None
+
+    def eta(self, remaining: int, first_done: int = 0) -> str:
+        """`H:MM:SS` left at the rate, or `-:--:--` while there is none."""
+        rate = self.rate(first_done)
+        if rate is None:
+            return "-:--:--"
+        seconds = int(remaining / rate)
+        return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
 class GradingProgress:
@@ -39,6 +90,8 @@ class GradingProgress:
         self._entered = False
         self._progress: Progress | None = None
         self._task: TaskID | None = None
+        self._rate = RecentRate()
+        self._first_done = 0
         if enabled:
             # An explicit file: the caller decided to draw, so draw as on a terminal.
             console = (
@@ -52,8 +105,7 @@ class GradingProgress:
                     "cached {task.fields[cached]} · failed {task.fields[failed]} · "
                     "{task.fields[rate]}/s · ${task.fields[spend]}"
                 ),
-                TextColumn("ETA"),
-                TimeRemainingColumn(),
+                TextColumn("ETA {task.fields[eta]}"),
                 console=console,
                 refresh_per_second=4,
                 transient=False,
@@ -81,6 +133,8 @@ class GradingProgress:
             return
         spend = f"{event.spend:.4f}"
         if self._task is None:
+            self._first_done = event.done
+            self._rate = RecentRate()
             self._task = progress.add_task(
                 "grading",
                 total=event.total,
@@ -88,18 +142,21 @@ class GradingProgress:
                 cached=event.cached,
                 failed=event.failed,
                 rate="-",
+                eta="-:--:--",
                 spend=spend,
             )
             progress.start()
             return
-        speed = progress.tasks[0].speed
+        self._rate.update(event.done)
+        speed = self._rate.rate(self._first_done)
         progress.update(
             self._task,
             total=event.total,
             completed=event.done,
             cached=event.cached,
             failed=event.failed,
-            rate="-" if not speed else f"{speed:.1f}",
+            rate="-" if not speed else f"{speed:.2f}",
+            eta=self._rate.eta(event.total - event.done, self._first_done),
             spend=spend,
         )
 

@@ -28,6 +28,7 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from grader import defaults
+from grader.cli.server_flags import add_server_flags
 from grader.cost import PriceTable
 from grader.errors import InputError, JudgeError
 from grader.judges.llm.endpoint import KEY_ENV, PLACEHOLDER_KEY, api_key_for, env_key_for
@@ -58,6 +59,7 @@ def add_llm_options(p: argparse.ArgumentParser) -> None:
     `batch collect`, `batch import`), with one help text and one default each."""
     p.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint")
     add_api_key_env(p)
+    add_server_flags(p)
     p.add_argument(
         "--concurrency",
         type=int,
@@ -136,6 +138,10 @@ class Settings:
     """False for a dry run: nothing is sent, so no key is needed."""
     api_key_env: str | None = None
     """--api-key-env: the variable holding the key to send, to any server."""
+    output_mode: str = "json_schema"
+    """--output-mode: the mode a run starts in."""
+    max_context: int | None = None
+    """--max-context: the server's context in tokens (None: ask its /v1/models)."""
     _key: str | None = field(default=None, repr=False)
     _prices: PriceTable | None = field(default=None, repr=False)
     _limiters: dict[tuple[str, str | None], RateLimiter] = field(default_factory=dict, repr=False)
@@ -166,6 +172,8 @@ class Settings:
             concurrency=getattr(args, "concurrency", defaults.CONCURRENCY),
             sending=not getattr(args, "dry_run", False),
             api_key_env=getattr(args, "api_key_env", None),
+            output_mode=getattr(args, "output_mode", None) or "json_schema",
+            max_context=getattr(args, "max_context", None),
         )
 
     def model(self, flag: str | None = None) -> str:
@@ -238,6 +246,7 @@ class Settings:
         on_call: Callable[[CallRecord], None] | None = None,
     ) -> LLMJudge:
         """An LLM judge of `model` and `prompt` with these settings."""
+        from grader.cli.server_flags import print_notice, print_switch
         from grader.judges.llm.judge import LLMJudge
         from grader.judges.llm.transport import dead_after_for, unreachable_after_for
 
@@ -253,6 +262,11 @@ class Settings:
             on_call=on_call,
             dead_after=dead_after_for(self.concurrency),
             unreachable_after=unreachable_after_for(self.concurrency),
+            output_mode=self.output_mode,  # type: ignore[arg-type]  # argparse checked it
+            on_switch=print_switch,
+            max_context=self.max_context,
+            probe_server=self.sending,
+            on_notice=print_notice,
         )
 
     def batch_client(self, timeout: float | None = None) -> BatchClient:

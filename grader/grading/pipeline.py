@@ -227,6 +227,7 @@ async def grade_pairs(
     if full is not None:  # the store's disk is full: the error says where the answers are
         raise full
     run.read_back()
+    _count_abandoned(run.report, [*run.judges, *([verify_judge] if verify_judge else [])])
     run.report.judgments = [j for j in run.outputs if j is not None]
     run.report.stored_outputs = run.stored_outputs()
     run.report.pending = len(pairs) - run.report.done()
@@ -239,6 +240,20 @@ async def grade_pairs(
         if error is not None:
             raise error
     return run.report
+
+
+def _count_abandoned(report: GradingReport, judges: list[Judge]) -> None:
+    """Add to the report the tokens and cost of answered attempts of pairs cut short (Ctrl-C):
+    paid for, though no judgment holds them (a judge that tracks them has `take_abandoned`)."""
+    for judge in {id(j): j for j in judges}.values():
+        take = getattr(judge, "take_abandoned", None)
+        if take is None:
+            continue
+        usage, cost = take()
+        if usage.prompt_tokens or usage.completion_tokens:
+            report.usage = report.usage + usage
+            report.cost += cost or 0.0
+            report.unpriced += cost is None
 
 
 async def _flush(writer: StoreWriter) -> None:

@@ -6,7 +6,14 @@
   that answered badly once may answer the same way.
 - `permanent`: the same input fails the same way every time: a deterministic judge that cannot
   grade the pair (the lexical baseline on a query without scorable terms) or a request the server
-  rejects as such (400, 413, 422, ...). A rerun cannot fix it; only another input or judge can.
+  rejects as such (400, 413, 422, a prompt past the server's context, ...). A rerun cannot fix
+  it; only another input or judge can.
+- `unknown`: an error type this module does not know (never assumed transient: saying "rerun"
+  for a failure that is not would send the user round in circles).
+
+An ensemble's failure (`EnsembleFailed`) takes the kind of its members': transient when any
+member's failure is (a rerun may then grade the pair), else invalid when any is, else permanent
+when all are, else unknown.
 
 The kind is read from `Judgment.error.type` (the exception class or the judge's failure name)
 and, for a bare HTTP status error, the status at the start of its message.
@@ -17,13 +24,14 @@ and, for a bare HTTP status error, the status at the start of its message.
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from grader.judges.llm.connect_errors import CONNECT_CAUSES
-from grader.judges.llm.retry import RETRY_STATUSES
+from grader.judges.llm.retry import RETRY_STATUSES, is_context_exceeded
 from grader.models import JudgmentError
 
-FailureKind = Literal["transient", "invalid", "permanent"]
+FailureKind = Literal["transient", "invalid", "permanent", "unknown"]
 
 PERMANENT_TYPES = frozenset(
     {
@@ -31,26 +39,58 @@ PERMANENT_TYPES = frozenset(
         "BadRequestError",  # 400: the server rejects this request as it is
         "UnprocessableEntityError",  # 422
         "_ModeRejected",  # every output mode refused
+        "ContextLengthExceeded",  # the prompt is past the server's context
     }
 )
 INVALID_TYPES = frozenset({"InvalidReply"})
+TRANSIENT_TYPES = frozenset(
+    {
+        "APITimeoutError",
+        "APIConnectionError",
+        "RateLimitError",
+        "InternalServerError",
+        "ConflictError",
+        "ServerNotAnswering",
+        "TimeoutError",
+    }
+)
+_MEMBER = re.compile(r"(?:\(|; )[^:;()]+: ([A-Za-z_][A-Za-z0-9_]*): ")
+"""A member's failure in an ensemble's message: "(judge: Type: message; judge: Type: ...)"."""
 
 
 def failure_kind(error: JudgmentError | None) -> FailureKind:
     """The kind of a failed judgment's `error` (module docstring); None counts as transient."""
     if error is None:
         return "transient"
-    if error.type in PERMANENT_TYPES:
+    if error.type == "EnsembleFailed":
+        return _ensemble_kind(error.message)
+    return _kind_of(error.type, error.message)
+
+
+def _kind_of(kind: str, message: str) -> FailureKind:
+    if kind in PERMANENT_TYPES or is_context_exceeded(message):
         return "permanent"
-    if error.type in INVALID_TYPES:
+    if kind in INVALID_TYPES:
         return "invalid"
-    if error.type == "APIStatusError":  # a status the SDK has no class for: 408, 413, 451, ...
-        head = error.message.split(" ", 1)[0]
+    if kind in TRANSIENT_TYPES:
+        return "transient"
+    if kind == "APIStatusError":  # a status the SDK has no class for: 408, 413, 451, ...
+        head = message.split(" ", 1)[0]
         if head.isdigit():
             status = int(head)
             if status not in RETRY_STATUSES and 400 <= status < 500:
                 return "permanent"
-    return "transient"
+            return "transient"
+    return "unknown"
+
+
+def _ensemble_kind(message: str) -> FailureKind:
+    kinds = {_kind_of(t, "") for t in _MEMBER.findall(message)}
+    if "transient" in kinds:
+        return "transient"
+    if "invalid" in kinds:
+        return "invalid"
+    return "permanent" if kinds == {"permanent"} else "unknown"
 
 
 def failure_cause(error: JudgmentError | None) -> str:
@@ -58,6 +98,8 @@ def failure_cause(error: JudgmentError | None) -> str:
     if error is None:
         return "no error recorded"
     message = error.message
+    if error.type == "ContextLengthExceeded" or is_context_exceeded(message):
+        return "context length exceeded"
     if error.type == "APITimeoutError":
         return "timeout"
     if error.type == "APIConnectionError":

@@ -145,7 +145,8 @@ class Journal:
                 if "judgment" in entry:
                     rows.judgments.append(tuple(entry["judgment"]))
                 else:
-                    rows.calls.append(tuple(entry["call"]))
+                    call = tuple(entry["call"])
+                    rows.calls.append(call if len(call) >= 12 else (*call, None))  # (no mode)
             except (ValueError, TypeError, KeyError) as exc:
                 if number == len(lines):  # a line cut short by a killed process: never fsync'd
                     continue

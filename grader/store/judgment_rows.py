@@ -6,10 +6,10 @@ A judgment's JSON (pydantic's compact `model_dump_json`) is, in field order,
      "created_at":"T",EXTRA}
 
 A judgments row keeps Q, D, G, S and T in columns, the key K as its 32 raw bytes, HEAD (reason,
-distribution, expected grade) and TAIL (attempts, usage, cost, latency, truncation, error) as
-text, and EXTRA (an ensemble's or verifier's fields) only when it is not all null. J and P (and
-the judge's model and fingerprint) are the same on a million rows: they live once in
-`judgment_sources`, named by id. `assemble` (and the SQL of `JSON_SQL`, for the view
+distribution, expected grade, output mode, notes) and TAIL (attempts, usage, cost, latency,
+truncation, error) as text, and EXTRA (an ensemble's or verifier's fields) only when it is not
+all null. J and P (and the judge's model and fingerprint) are the same on a million rows: they
+live once in `judgment_sources`, named by id. `assemble` (and the SQL of `JSON_SQL`, for the view
 `judgment_rows`) put the parts back together byte for byte, so the JSON read back is the JSON
 written, and a rerun streams it to `--out` without a Python step per field.
 """
@@ -198,6 +198,8 @@ def ok_parts(
     cost: float | None,
     truncated: bool,
     created_at: datetime,
+    output_mode: str | None = None,
+    notes: list[str] | None = None,
 ) -> JudgmentParts:
     """The parts `split` takes from the JSON of an ok judgment with these fields (no latency,
     error, ensemble or verifier fields), made without the model between: the same serializer
@@ -205,7 +207,13 @@ def ok_parts(
     writes them, so the text is byte for byte the model's (a hypothesis test compares the
     two). An import's workers make a million."""
     head = to_json(
-        {"reason": reason, "distribution": distribution, "expected_grade": expected_grade}
+        {
+            "reason": reason,
+            "distribution": distribution,
+            "expected_grade": expected_grade,
+            "output_mode": output_mode,
+            "notes": notes,
+        }
     )
     cost_json = "null" if cost is None else to_json(cost).decode()
     tail = (  # ints are written as str() writes them, so only the float goes through to_json

@@ -132,6 +132,9 @@ MIGRATIONS: list[Migration] = [
     # Export lines kept in file order (owner: grader.batch.exports), so an import sets outcomes
     # on neighbouring rows instead of one random page per line.
     Migration(9, "export lines in file order", EXPORT_LINES_IN_FILE_ORDER),
+    # Each HTTP attempt's output mode (issue 24): which mode a reply came in, and the modes a
+    # server refused (rows `mode_rejected`), are in the call log.
+    Migration(10, "call output mode", ("ALTER TABLE calls ADD COLUMN output_mode TEXT",)),
 ]
 
 

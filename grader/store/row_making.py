@@ -111,6 +111,7 @@ class StoreRows:
             record.error_type,
             None if message is None else self._mask(message),
             now_text(),
+            record.output_mode,
         )
 
     def rows(

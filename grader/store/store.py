@@ -93,15 +93,17 @@ INSERT OR IGNORE INTO judgment_pairs (key, query_id, doc_id) VALUES (?, ?, ?)
 
 _INSERT_CALL = """
 INSERT INTO calls (key, attempt, status, http_status, latency_ms, prompt_tokens,
-                   completion_tokens, cached_tokens, error_type, error_message, created_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                   completion_tokens, cached_tokens, error_type, error_message, created_at,
+                   output_mode)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 
 # A journaled call row, unless it is already there (the journal may be replayed twice).
 _INSERT_CALL_ONCE = """
 INSERT INTO calls (key, attempt, status, http_status, latency_ms, prompt_tokens,
-                   completion_tokens, cached_tokens, error_type, error_message, created_at)
-SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+                   completion_tokens, cached_tokens, error_type, error_message, created_at,
+                   output_mode)
+SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
 WHERE NOT EXISTS (SELECT 1 FROM calls WHERE key IS ?1 AND attempt IS ?2 AND status IS ?3
                   AND created_at = ?11)
 """

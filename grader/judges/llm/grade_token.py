@@ -5,6 +5,12 @@ reply (never a nested `"grade"`); `grade_distribution` walks the logprobs' token
 holding that offset, which must hold the grade given, and renormalises its top alternatives
 that are grade tokens (others are ignored) into P(grade = 0..3). `grader.judges.llm.replies`
 uses both for the expected grade and the confidence (the probability of the grade given).
+
+The rule when the grade tokens hold little of the mass: a server that constrains the reply by a
+grammar (llama.cpp's json_object + schema) reports the model's unconstrained alternatives, so at
+the grade token the top alternatives may be mostly other words. When the grade tokens among them
+hold less than `MIN_GRADE_MASS` of the probability (summed before renormalising), the
+distribution is absent, with the reason (`Absent`), not a renormalised guess from a sliver.
 """
 
 from __future__ import annotations
@@ -17,6 +23,14 @@ from typing import Any
 
 from grader.judges.llm.completion_body import Logprobs
 from grader.models import GRADES
+
+MIN_GRADE_MASS = 0.5
+"""The least probability the grade tokens must hold at the grade token for a distribution."""
+
+
+class Absent(str):
+    """Why a reply with logprobs has no grade distribution (a str: the reason)."""
+
 
 _DECODER = json.JSONDecoder()
 _WS = re.compile(r"\s*")
@@ -90,7 +104,7 @@ def walk_to_grade(content: str) -> int | None:
 
 def grade_distribution(
     logprobs: Any, content: str, offset: int | None, *, grade: int | None = None
-) -> list[float] | None:
+) -> list[float] | Absent | None:
     """P(grade = 0..3) from the logprobs of the token holding the grade digit at `offset`.
 
     The token is found by walking the tokens' text up to the digit's character offset; its top
@@ -98,7 +112,8 @@ def grade_distribution(
     and renormalised. None when there are no logprobs, the token holds more than the digit, or
     (with `grade`, the grade parsed from the reply) the token is not that grade: a distribution
     read from another token would be about something else. The token, not the argmax, must agree:
-    a sampled grade need not be the most likely one.
+    a sampled grade need not be the most likely one. `Absent` (with the reason) when the grade
+    tokens hold less than MIN_GRADE_MASS of the token's probability.
     """
     if offset is None or not isinstance(logprobs, dict):
         return None
@@ -130,7 +145,7 @@ def grade_distribution(
 
 def token_distribution(
     logprobs: Logprobs | None, content: str, offset: int | None, *, grade: int | None = None
-) -> list[float] | None:
+) -> list[float] | Absent | None:
     """`grade_distribution` of logprobs decoded into structs (`completion_body`): the same
     value, read from the same fields (a field's default is what `dict.get` gives)."""
     if offset is None or logprobs is None:
@@ -158,10 +173,11 @@ def token_distribution(
 
 def _renormalised(
     chosen: int, hit_token: Any, hit_logprob: Any, alternatives: Iterable[tuple[Any, Any]]
-) -> list[float] | None:
+) -> list[float] | Absent | None:
     """P(grade = 0..3) from the (token, logprob) alternatives of the token that holds grade
     `chosen`: those that are grade tokens summed per grade (the token's own logprob added
-    when it is not among them), renormalised; None when no mass is left."""
+    when it is not among them), renormalised; None when no mass is left, `Absent` when the
+    grade tokens hold less than MIN_GRADE_MASS."""
     mass = [0.0] * len(GRADES)
     seen_self = False
     known, exp = _GRADE_OF, math.exp
@@ -182,6 +198,11 @@ def _renormalised(
     total = sum(mass)
     if total <= 0:
         return None
+    if total < MIN_GRADE_MASS:
+        return Absent(
+            f"logprobs left out: the grade tokens hold {total:.2f} of the probability at the "
+            f"grade token (less than {MIN_GRADE_MASS})"
+        )
     return [m / total for m in mass]
 
 

@@ -49,6 +49,7 @@ from grader import defaults
 from grader.cost import PriceTable, estimate_usage, expected_reply_tokens
 from grader.errors import JudgeError, ServerNotAnswering
 from grader.judges.llm.connect_errors import connect_failure
+from grader.judges.llm.context import ContextFit, ServerInfo, learn_server
 from grader.judges.llm.endpoint import (
     BASE_URL_ENV,
     KEY_ENV,
@@ -56,20 +57,32 @@ from grader.judges.llm.endpoint import (
     api_key_for,
     env_key_for,
 )
+from grader.judges.llm.inflight import InFlight
 from grader.judges.llm.ratelimit import RateLimiter
 from grader.judges.llm.replies import GradeReply, InvalidReply, parse_body, parse_completion
 from grader.judges.llm.reply_reader import ReplyReader
 from grader.judges.llm.results import CallState, JudgmentRecorder, RecorderConfig
-from grader.judges.llm.retry import RetryPolicy, is_fatal, retry_delay, should_retry
+from grader.judges.llm.retry import (
+    RetryPolicy,
+    is_context_exceeded,
+    is_fatal,
+    retry_delay,
+    should_retry,
+)
 from grader.judges.llm.server_settings import ServerSettings
-from grader.judges.llm.transport import DEAD_AFTER, ServerHealth, deadline
-from grader.judges.llm.types import CallRecord, ModeSwitch, RenderedRequest, request_body
+from grader.judges.llm.transport import DEAD_AFTER, ServerHealth, deadline, not_answering
+from grader.judges.llm.types import (
+    CallRecord,
+    ModeSwitch,
+    RenderedRequest,
+    request_body,
+    sdk_arguments,
+)
 from grader.models import Doc, Judgment, Query, Usage
 from grader.prompts import (
     OutputMode,
     PromptSpec,
     load_prompt,
-    render_messages,
     render_reask,
 )
 
@@ -102,9 +115,13 @@ class LLMJudge:
         prices: PriceTable | None = None,
         on_call: Callable[[CallRecord], None] | None = None,
         output_mode: OutputMode = "json_schema",
+        on_switch: Callable[[ModeSwitch], None] | None = None,
         sleep: Callable[[float], Any] = asyncio.sleep,
         dead_after: int = DEAD_AFTER,
         unreachable_after: int | None = 2,
+        max_context: int | None = None,
+        probe_server: bool = False,
+        on_notice: Callable[[str], None] | None = None,
     ) -> None:
         self.model = model
         self.prompt = load_prompt(prompt) if isinstance(prompt, str) else prompt
@@ -118,8 +135,17 @@ class LLMJudge:
         self.on_call = on_call
         self.timeout = timeout
         self.health = ServerHealth(dead_after, unreachable_after)
-        self.server = ServerSettings(output_mode, logprobs=self.prompt.logprobs)
+        self.server = ServerSettings(
+            output_mode, logprobs=self.prompt.logprobs, on_switch=on_switch
+        )
         self._sleep = sleep
+        self.fit = ContextFit(self.prompt, max_context)
+        self.server_info: ServerInfo | None = None
+        self._probe = asyncio.Lock() if probe_server else None
+        self._on_notice = on_notice
+        self.inflight = InFlight(on_notice)
+        self.abandoned = Usage()
+        """Tokens of answered attempts of judgments cut short (Ctrl-C): paid, in no judgment."""
         url = base_url or os.environ.get(BASE_URL_ENV) or None
         key = api_key if api_key is not None else env_key_for(url, os.environ.get(KEY_ENV))
         if client is None:
@@ -181,7 +207,7 @@ class LLMJudge:
     def render(self, query: Query, doc: Doc, *, mode: OutputMode | None = None) -> RenderedRequest:
         """The request body for one pair (in `mode`, default the run's current mode)."""
         mode = mode or self.server.mode
-        messages, truncated = render_messages(self.prompt, query, doc, mode=mode)
+        messages, truncated = self.fit.messages(query, doc, mode)
         return RenderedRequest(self._body(messages, mode), truncated, mode)
 
     def build_request(
@@ -225,7 +251,9 @@ class LLMJudge:
     async def judge(self, query: Query, doc: Doc, *, key: str) -> Judgment:
         """Grade one pair: ok, or failed with the reason; raises JudgeError only when fatal."""
         started = time.perf_counter()
-        messages, truncated = render_messages(self.prompt, query, doc, mode=self.server.mode)
+        if self._probe is not None:
+            await self._learn_server()
+        messages, truncated = self.fit.messages(query, doc, self.server.mode)
         state = CallState(query, doc, key, self.server.mode, messages, truncated)
         retrying = AsyncRetrying(
             retry=retry_if_exception(self._retryable),
@@ -240,27 +268,63 @@ class LLMJudge:
                     reply = await self._attempt(state)
         except JudgeError:
             raise
+        except asyncio.CancelledError:
+            self.abandoned = self.abandoned + state.usage  # answered attempts are paid for
+            raise
         except InvalidReply as exc:
+            self.server.judged(state.mode, valid=False)
             return self._recorder.failed(
                 state, "InvalidReply", f"{exc.kind}: {exc.message}", started
             )
         except openai.APIStatusError as exc:
+            if state.invalid is not None and should_retry(exc):
+                return self._still_invalid(state, exc, started)
             body = (
                 self._recorder.redact(exc.response.text[:2000])
                 if exc.response is not None
                 else None
             )
             state.last_raw = body or state.last_raw
-            return self._recorder.failed(
-                state, type(exc).__name__, self._recorder.message(exc), started
-            )
+            message = self._recorder.message(exc)
+            kind = type(exc).__name__
+            if exc.code == "context_length_exceeded" or is_context_exceeded(body or message):
+                kind = "ContextLengthExceeded"  # permanent: the same prompt never fits
+            return self._recorder.failed(state, kind, message, started)
         except (openai.APIError, _ModeRejected) as exc:
             if self.health.dead and isinstance(exc, openai.APIConnectionError):
                 raise self._not_answering() from exc  # stopped, not failed: a rerun does it
+            if state.invalid is not None and isinstance(exc, openai.APIError):
+                return self._still_invalid(state, exc, started)
             return self._recorder.failed(
                 state, type(exc).__name__, self._recorder.message(exc), started
             )
+        self.server.judged(state.mode, valid=True)
         return self._recorder.ok(state, reply, started)
+
+    def _still_invalid(self, state: CallState, exc: openai.APIError, started: float) -> Judgment:
+        """The failure of a pair whose model answered invalidly and whose last attempt then
+        failed in transport: the invalid reply is what the pair is known for (its error and raw
+        reply), the transport failure is added to its message."""
+        invalid = state.invalid
+        assert invalid is not None
+        state.last_raw = invalid.raw
+        message = f"{invalid.kind}: {invalid.message} (then: {self._recorder.message(exc)})"
+        return self._recorder.failed(state, "InvalidReply", message, started)
+
+    async def _learn_server(self) -> None:
+        """Read the server's `/v1/models` once (`grader.judges.llm.context.learn_server`)."""
+        assert self._probe is not None
+        async with self._probe:
+            if self.server_info is None:
+                self.server_info = await learn_server(
+                    self.client, self.model, self.base_url, self.fit, self._on_notice
+                )
+
+    def take_abandoned(self) -> tuple[Usage, float | None]:
+        """The tokens (and their cost, None without a price) of answered attempts of judgments
+        cut short since the last call, which no judgment holds; reset to none."""
+        usage, self.abandoned = self.abandoned, Usage()
+        return usage, self._recorder.cost(usage, False)
 
     def reply_reader(self) -> ReplyReader:
         """How this judge reads a reply body obtained elsewhere (a batch output line), without
@@ -270,9 +334,7 @@ class LLMJudge:
     async def _attempt(self, state: CallState) -> GradeReply:
         if state.mode != self.server.mode:  # another worker switched the mode: start over in it
             state.mode = self.server.mode
-            state.messages, state.truncated = render_messages(
-                self.prompt, state.query, state.doc, mode=state.mode
-            )
+            state.messages, state.truncated = self.fit.messages(state.query, state.doc, state.mode)
         mode = state.mode
         body = self._body(state.messages, mode)
         state.attempts += 1
@@ -283,14 +345,25 @@ class LLMJudge:
         await self.limiter.acquire(estimated)
         if self.health.dead:  # another worker found the server not answering: send nothing
             raise self._not_answering()
-        t0 = time.perf_counter()
         try:
-            # --timeout bounds the whole request, not each socket read (grader.judges.llm.transport)
-            async with deadline(self.timeout, "POST", self._chat_url):
-                raw = await self.client.chat.completions.with_raw_response.create(**body)
-                text = raw.http_response.text
+            # --timeout bounds the whole request, not each socket read (.transport); the
+            # request's turn among those in flight comes first, outside it (.inflight)
+            async with self.inflight:
+                t0 = time.perf_counter()
+                sent = time.monotonic()
+                try:
+                    async with deadline(self.timeout, "POST", self._chat_url):
+                        raw = await self.client.chat.completions.with_raw_response.create(
+                            **sdk_arguments(body)
+                        )
+                        text = raw.http_response.text
+                except openai.APITimeoutError:
+                    self.inflight.timed_out(sent)
+                    raise
+                self.inflight.answered()
         except openai.APIStatusError as exc:
             self.health.answered()
+            self.inflight.answered()
             await self._on_status_error(state, exc, body, t0)
             raise
         except openai.APIError as exc:
@@ -309,6 +382,7 @@ class LLMJudge:
         except InvalidReply as exc:
             state.usage = state.usage + exc.usage
             state.last_raw = exc.raw
+            state.invalid = exc
             self._recorder.record(state, "invalid", t0, exc.usage, exc=exc, status=200)
             self.limiter.settle(estimated, exc.usage.prompt_tokens + exc.usage.completion_tokens)
             if exc.kind not in _RESEND_KINDS:
@@ -330,22 +404,7 @@ class LLMJudge:
         return self.base_url.rstrip("/") + "/chat/completions"
 
     def _not_answering(self) -> ServerNotAnswering:
-        if self.health.unreachable is not None:
-            return ServerNotAnswering(
-                f"{self.base_url.rstrip('/')} is not answering: the first "
-                f"{self.health.unreachable_after} requests could not connect "
-                f"({self._recorder.redact(self.health.unreachable)}) and nothing has answered, so "
-                "the run stopped at once. Nothing is stored as failed. Check the address "
-                "(--base-url or OPENAI_BASE_URL) and that the server is up there, then rerun the "
-                "same command"
-            )
-        return ServerNotAnswering(
-            f"{self.base_url.rstrip('/')} is not answering: {self.health.threshold} requests in "
-            f"a row timed out (no complete reply within {self.timeout:g} s) or could not "
-            "connect, with no answer in between, so the run stopped. Every answer received is "
-            "stored; the pairs cut short are not marked failed. Check that the server is up at "
-            "that address (--base-url, --timeout), then rerun the same command to do the rest"
-        )
+        return not_answering(self.base_url, self.health, self.timeout, self._recorder.redact)
 
     async def _on_status_error(
         self, state: CallState, exc: openai.APIStatusError, body: dict[str, Any], t0: float
@@ -361,9 +420,7 @@ class LLMJudge:
                 f"{self.base_url} answered {exc.status_code} for model {self.model!r}: "
                 f"{self._recorder.message(exc)} ({hint})"
             ) from None
-        if exc.status_code in (400, 422) and await self.server.adapt(
-            state.mode, body, self._recorder.message(exc)
-        ):
+        if await self.server.adapt(state.mode, body, self._recorder.message(exc), exc.status_code):
             self._recorder.record(state, "mode_rejected", t0, Usage(), exc=exc)
             raise _ModeRejected(self._recorder.message(exc)) from None
         if should_retry(exc):

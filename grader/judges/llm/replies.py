@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from grader.judges.llm.completion_body import CompletionBody, UsageCounts
 from grader.judges.llm.grade_token import (
+    Absent,
     grade_distribution,
     token_distribution,
     top_level_grade_offset,
@@ -76,6 +77,7 @@ class GradeReply(NamedTuple):
     usage: Usage
     raw: str
     finish_reason: str | None
+    notes: list[str] | None = None
 
 
 class _ReplyModel(BaseModel):
@@ -206,7 +208,7 @@ def _graded(
     finish: Any,
     refusal: Any,
     logprobs: Any,
-    distribution_of: Callable[..., list[float] | None],
+    distribution_of: Callable[..., list[float] | Absent | None],
     usage: Usage,
     mode: OutputMode,
     spec: PromptSpec,
@@ -230,21 +232,34 @@ def _graded(
         )
     if not isinstance(content, str) or not content or content.isspace():  # (strip copied it)
         raise InvalidReply("empty", "the reply has no content", raw=content, usage=usage)
+    notes: list[str] | None = None
     if mode == "text":
         grade, reason, offset = _parse_final_line(content, spec, usage)
     else:
-        grade, reason = _parse_json(content, usage)
+        grade, reason, notes = _parse_json(content, usage)
         # Where the grade is matters only to read its logprobs (a walk over the reply).
         # (`valid`: `_parse_json` decoded it)
         offset = top_level_grade_offset(content, valid=True) if logprobs is not None else None
     distribution = distribution_of(logprobs, content, offset, grade=grade)
     expected = confidence = None
-    if distribution is not None:
+    if isinstance(distribution, Absent):
+        notes = [*(notes or ()), str(distribution)]
+        distribution = None
+    elif distribution is not None:
         expected = sum([g * p for g, p in zip(GRADES, distribution, strict=True)])
         confidence = distribution[grade]
+        likeliest = max(GRADES, key=distribution.__getitem__)
+        if distribution[likeliest] > distribution[grade]:
+            notes = [
+                *(notes or ()),
+                f"logprobs: the most likely grade is {likeliest} "
+                f"(p={distribution[likeliest]:.2f}), not the grade given {grade} "
+                f"(p={distribution[grade]:.2f})",
+            ]
     # tuple.__new__ makes the NamedTuple in C, skipping its Python-level __new__ and keywords
     return tuple.__new__(
-        GradeReply, (grade, reason, distribution, expected, confidence, usage, content, finish)
+        GradeReply,
+        (grade, reason, distribution, expected, confidence, usage, content, finish, notes),
     )
 
 
@@ -263,12 +278,19 @@ _STRICT_JSON = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys)
 """What `json.loads(text, object_pairs_hook=_no_duplicate_keys)` uses, made once."""
 
 
-def _parse_json(content: str, usage: Usage) -> tuple[int, str | None]:
+def _parse_json(content: str, usage: Usage) -> tuple[int, str | None, list[str] | None]:
+    notes: list[str] | None = None
     try:
-        if content.startswith("\ufeff"):  # json.loads's own error for a byte-order mark
-            data = json.loads(content, object_pairs_hook=_no_duplicate_keys)
-        else:
-            data = _decode_strict(content)
+        try:
+            if content.startswith("\ufeff"):  # json.loads's own error for a byte-order mark
+                data = json.loads(content, object_pairs_hook=_no_duplicate_keys)
+            else:
+                data = _decode_strict(content)
+        except ValueError as exc:
+            if "control character" not in str(exc):
+                raise
+            data = _LENIENT_JSON.decode(content)  # raw newlines in a string: llama.cpp lets them
+            notes = [LENIENT_NOTE]
     except _DuplicateKey as dup:
         raise InvalidReply(
             "schema",
@@ -291,7 +313,7 @@ def _parse_json(content: str, usage: Usage) -> tuple[int, str | None]:
     if type(grade) is int and (reason is None or type(reason) is str):
         # What the model gives for these (nearly every reply), without its validation's cost.
         _check_range(grade, content, usage)
-        return grade, (reason or None)
+        return grade, (reason or None), notes
     try:
         reply = _ReplyModel.model_validate(data)
     except ValidationError as exc:
@@ -302,7 +324,11 @@ def _parse_json(content: str, usage: Usage) -> tuple[int, str | None]:
             "schema", f"the reply does not match the schema ({problems})", raw=content, usage=usage
         ) from None
     _check_range(reply.grade, content, usage)
-    return reply.grade, (reply.reason or None)
+    return reply.grade, (reply.reason or None), notes
+
+
+LENIENT_NOTE = "reply read leniently: its JSON has raw control characters (newlines) in a string"
+_LENIENT_JSON = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys, strict=False)
 
 
 def _decode_strict(content: str) -> Any:

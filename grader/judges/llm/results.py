@@ -50,6 +50,8 @@ class CallState:
     transient: int = 0
     usage: Usage = field(default_factory=Usage)
     last_raw: str | None = None
+    invalid: InvalidReply | None = None
+    """The last invalid reply, kept when a later attempt fails otherwise (a timeout)."""
 
 
 class JudgmentRecorder:
@@ -71,6 +73,8 @@ class JudgmentRecorder:
             reason=reply.reason,
             distribution=reply.distribution,
             expected_grade=reply.expected_grade,
+            output_mode=state.mode,
+            notes=reply.notes,
             judge=self.config.judge_id,
             prompt=self.config.prompt,  # frozen: one for every judgment
             key=state.key,

@@ -44,13 +44,24 @@ def headers_of(exc: BaseException) -> Mapping[str, str]:
     return {}
 
 
+def is_context_exceeded(message: str) -> bool:
+    """Whether a server's error message says the prompt is past its context (OpenAI's and
+    llama.cpp's code `context_length_exceeded`, vLLM's "maximum context length")."""
+    said = message.lower()
+    return "context_length_exceeded" in said or "maximum context length" in said
+
+
 def should_retry(exc: BaseException) -> bool:
     """Timeouts, connection errors, 408/409/429 and 5xx are transient; the server may override
     with `x-should-retry: true|false`. Everything else (400, 401, 403, 404, 422, an exhausted
-    quota) is not."""
+    quota, a prompt past the context whatever its status) is not."""
     if isinstance(exc, openai.APITimeoutError | openai.APIConnectionError):
         return True
     if is_fatal(exc):
+        return False
+    if isinstance(exc, openai.APIStatusError) and (
+        exc.code == "context_length_exceeded" or is_context_exceeded(exc.response.text[:4000])
+    ):
         return False
     status = status_of(exc)
     if status is None:

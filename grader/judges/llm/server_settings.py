@@ -1,32 +1,69 @@
 """What a run's server accepts, learned once from its refusals and shared by every worker.
 
-A server may refuse JSON-schema output (vLLM and Ollama builds do), logprobs, `max_tokens`
-(OpenAI reasoning models want `max_completion_tokens`) or a fixed temperature. The first 400
-that says so switches the setting for the whole run, under a lock, so concurrent workers do not
-each discover it (and the run does not mix output modes); every switch is recorded.
-Output modes fall back json_schema -> json_object -> text (the prompt's strict final line).
+A server may refuse JSON-schema output, logprobs, `max_tokens` (OpenAI reasoning models want
+`max_completion_tokens`) or a fixed temperature. The first refusal that says so switches the
+setting for the whole run, under a lock, so concurrent workers do not each discover it (and the
+run does not mix output modes); every switch is recorded and reported once to `on_switch`.
+
+A refusal of the output mode is any of 400, 422 or 500 whose message names the request's format
+(`response_format`, `json_schema`, `json_object`, `guided_json`, `structured_outputs`, ...):
+llama.cpp's server (llama-cpp-python) answers `json_schema` with a 500 ("Input should be 'text'
+or 'json_object'"), vLLM and Ollama builds with a 400. Output modes fall back along `FALLBACK`:
+json_schema -> json_object_schema (llama.cpp's `{"type": "json_object", "schema": ...}`, which
+its server enforces by grammar) -> json_object -> text (the prompt's strict final line); vLLM's
+and Ollama's own forms (chosen with `output_mode`) fall back to json_object.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from grader.judges.llm.types import ModeSwitch, request_body
-from grader.prompts import OUTPUT_MODES, OutputMode, PromptSpec
+from grader.prompts import VENDOR_FIELDS, OutputMode, PromptSpec
 
-_FORMAT_WORDS = ("response_format", "json_schema", "json_object", "structured output", "guided")
+_FORMAT_WORDS = (
+    "response_format",
+    "json_schema",
+    "json_object",
+    "structured output",
+    "structured_outputs",
+    "guided",
+)
+FORMAT_STATUSES = frozenset({400, 422, 500})
+"""Statuses a server refuses an output mode with (llama.cpp's server: 500)."""
+FALLBACK: dict[str, OutputMode] = {
+    "json_schema": "json_object_schema",
+    "json_object_schema": "json_object",
+    "json_object": "text",
+    "vllm_structured_outputs": "json_object",
+    "vllm_guided_json": "json_object",
+    "ollama_format": "json_object",
+}
+"""The mode a run moves to when its server refuses the one it uses (text has none)."""
+_FORMAT_FIELDS = ("response_format", *VENDOR_FIELDS.values())
+PLAIN_JSON_GIVE_UP = 3
+"""Judgments in a row without a valid reply in plain JSON mode that move a run to text."""
 
 
 class ServerSettings:
     """The output mode and request parameters this run uses now (see module docstring)."""
 
-    def __init__(self, mode: OutputMode, *, logprobs: bool) -> None:
+    def __init__(
+        self,
+        mode: OutputMode,
+        *,
+        logprobs: bool,
+        on_switch: Callable[[ModeSwitch], None] | None = None,
+    ) -> None:
         self.mode: OutputMode = mode
+        self.on_switch = on_switch
         self.logprobs = logprobs
         self.token_param = "max_tokens"
         self.temperature = True
         self.switches: list[ModeSwitch] = []
+        self.invalid_in_a_row = 0
         self._lock = asyncio.Lock()
 
     def body(
@@ -43,18 +80,26 @@ class ServerSettings:
             temperature=self.temperature,
         )
 
-    async def adapt(self, used: OutputMode, body: dict[str, Any], message: str) -> bool:
-        """Whether this 400 `message` (for `body`, sent in mode `used`) refused something we can
-        do without; if so the run's settings have changed (now or by another worker) and the
-        request should be sent again."""
+    async def adapt(
+        self, used: OutputMode, body: dict[str, Any], message: str, status: int = 400
+    ) -> bool:
+        """Whether this refusal (`status` and `message`, for `body`, sent in mode `used`)
+        refused something we can do without; if so the run's settings have changed (now or by
+        another worker) and the request should be sent again."""
+        if status not in FORMAT_STATUSES:
+            return False
         said = message.lower()
         async with self._lock:
-            if "response_format" in body and any(w in said for w in _FORMAT_WORDS):
-                if self.mode == used:
-                    following = OUTPUT_MODES[OUTPUT_MODES.index(used) + 1]
-                    self._switch(used, following, message)
+            fields = [f for f in _FORMAT_FIELDS if f in body]
+            if fields and any(w in said for w in (*_FORMAT_WORDS, *fields)):
+                if self.mode == used and used in FALLBACK:
+                    following = FALLBACK[used]
+                    said_as = message if message.startswith(str(status)) else f"{status} {message}"
+                    self._switch(used, following, f"HTTP {said_as}")
                     self.mode = following
-                return True
+                return self.mode != used
+            if status == 500:  # only an output mode is told apart in a 500's words
+                return False
             if body.get("logprobs") and "logprob" in said:
                 if self.logprobs:
                     self.logprobs = False
@@ -72,5 +117,36 @@ class ServerSettings:
                 return True
         return False
 
+    def judged(self, mode: OutputMode, *, valid: bool) -> None:
+        """A judgment in `mode` ended with a valid reply or with none after every re-ask. Plain
+        JSON mode lets a model write any JSON, and a server may ignore a vendor field it does
+        not know: PLAIN_JSON_GIVE_UP judgments in a row without a valid reply in such a mode
+        (and none valid before) move the run on along FALLBACK (json_object -> text)."""
+        if mode != self.mode or (mode != "json_object" and mode not in VENDOR_FIELDS):
+            return
+        if valid:
+            self.invalid_in_a_row = -1  # it works for this model: stay
+        elif self.invalid_in_a_row >= 0:
+            self.invalid_in_a_row += 1
+            if self.invalid_in_a_row >= PLAIN_JSON_GIVE_UP:
+                self.switch_mode(
+                    mode,
+                    f"{PLAIN_JSON_GIVE_UP} pairs in a row had no valid reply in {mode} mode "
+                    "(it does not hold the model to the schema here)",
+                )
+
+    def switch_mode(self, used: OutputMode, reason: str) -> bool:
+        """Move the run from mode `used` to its fallback for `reason` (a decision of the
+        judge, not a server's refusal); False when it is no longer the mode or has none."""
+        if self.mode != used or used not in FALLBACK:
+            return False
+        following = FALLBACK[used]
+        self._switch(used, following, reason)
+        self.mode = following
+        return True
+
     def _switch(self, old: str, new: str, message: str) -> None:
-        self.switches.append(ModeSwitch(old, new, message[:500]))
+        switch = ModeSwitch(old, new, message[:500])
+        self.switches.append(switch)
+        if self.on_switch is not None:
+            self.on_switch(switch)

@@ -23,11 +23,13 @@ worker (at least 2): the first round.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import httpx2
 import openai
+
+from grader.errors import ServerNotAnswering
 
 DEAD_AFTER = 16
 """Transport failures in a row, with no answer in between, that mean the server is not answering
@@ -98,3 +100,25 @@ class ServerHealth:
         if self.in_a_row >= self.threshold:
             self.dead = True
         return self.dead
+
+
+def not_answering(
+    base_url: str, health: ServerHealth, timeout: float, redact: Callable[[str], str]
+) -> ServerNotAnswering:
+    """The error that stops a run whose server `health` says is not answering (never reached,
+    or `threshold` transport failures in a row), naming its URL and what to check."""
+    url = base_url.rstrip("/")
+    if health.unreachable is not None:
+        return ServerNotAnswering(
+            f"{url} is not answering: the first {health.unreachable_after} requests could not "
+            f"connect ({redact(health.unreachable)}) and nothing has answered, so the run "
+            "stopped at once. Nothing is stored as failed. Check the address (--base-url or "
+            "OPENAI_BASE_URL) and that the server is up there, then rerun the same command"
+        )
+    return ServerNotAnswering(
+        f"{url} is not answering: {health.threshold} requests in a row timed out (no complete "
+        f"reply within {timeout:g} s) or could not connect, with no answer in between, so the "
+        "run stopped. Every answer received is stored; the pairs cut short are not marked "
+        "failed. Check that the server is up at that address (--base-url, --timeout), then "
+        "rerun the same command to do the rest"
+    )

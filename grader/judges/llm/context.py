@@ -1,0 +1,135 @@
+"""What a run learns of its server before the first request, and how documents fit its context.
+
+`fetch_server_info` reads `GET /v1/models` once: the model ids it serves and, when it says, its
+context in tokens (vLLM's `max_model_len`; llama.cpp's `meta.n_ctx` or `meta.n_ctx_train`;
+`context_length` / `context_window` elsewhere). A server without that route, or one that fails,
+gives nothing: the run goes on without it.
+
+`ContextFit` cuts a document so that the whole request fits `max_context` tokens: the prompt
+around the document, the reply's `max_tokens`, and a margin. Tokens are counted without the
+server's tokenizer, so the document's share is taken at `CHARS_PER_TOKEN` characters a token
+(English text runs near 4; 3 leaves room for numbers, code and other scripts). A server that still
+answers `context_length_exceeded` fails the pair for good (`grader.judges.failures`), never
+retried.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import openai
+
+from grader.cost import estimate_usage
+from grader.models import Doc, Query
+from grader.prompts import MessageRenderer, OutputMode, PromptSpec
+
+CHARS_PER_TOKEN = 3
+"""Characters of document text counted as one token when cutting it to a context."""
+MARGIN_TOKENS = 64
+"""Tokens kept free besides the prompt and the reply (chat template, estimate's error)."""
+_CONTEXT_KEYS = ("max_model_len", "n_ctx", "context_length", "context_window", "n_ctx_train")
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """What `GET /v1/models` said: the model ids served and the context (None: not said)."""
+
+    models: tuple[str, ...]
+    context: int | None
+
+
+def read_models(payload: Any) -> ServerInfo:
+    """The `ServerInfo` of a `/v1/models` reply body (as parsed JSON)."""
+    data = payload.get("data") if isinstance(payload, dict) else None
+    models: list[str] = []
+    context: int | None = None
+    for entry in data if isinstance(data, list) else []:
+        if not isinstance(entry, dict):
+            continue
+        if isinstance(entry.get("id"), str):
+            models.append(entry["id"])
+        for where in (entry, entry.get("meta") or {}):
+            for key in _CONTEXT_KEYS if isinstance(where, dict) else ():
+                value = where.get(key)
+                if context is None and isinstance(value, int) and value > 0:
+                    context = value
+    return ServerInfo(tuple(models), context)
+
+
+async def fetch_server_info(client: openai.AsyncOpenAI) -> ServerInfo | None:
+    """`read_models` of the server's `/v1/models`, or None when it does not answer with one."""
+    try:
+        raw = await client.models.with_raw_response.list()
+        return read_models(json.loads(raw.http_response.text))
+    except (openai.APIError, ValueError):
+        return None
+
+
+def model_notice(model: str, info: ServerInfo, base_url: str) -> str | None:
+    """A warning when the server lists models and `model` is not one of them (llama.cpp's
+    server answers any name with its one model), else None."""
+    if not info.models or model in info.models:
+        return None
+    listed = ", ".join(info.models[:5]) + (" ..." if len(info.models) > 5 else "")
+    return (
+        f"{base_url} lists the models {listed}, not {model!r}: a server with one model (llama.cpp)"
+        f" answers with that one whatever the name. Give --model as listed to be sure"
+    )
+
+
+async def learn_server(
+    client: openai.AsyncOpenAI,
+    model: str,
+    base_url: str,
+    fit: ContextFit,
+    on_notice: Callable[[str], None] | None,
+) -> ServerInfo:
+    """What the server's `/v1/models` says (nothing when it does not answer): a model it does
+    not list is told to `on_notice`; its context is taken when `fit` has none."""
+    info = await fetch_server_info(client) or ServerInfo((), None)
+    notice = model_notice(model, info, base_url)
+    if notice and on_notice is not None:
+        on_notice(notice)
+    if fit.max_context is None and info.context is not None:
+        fit.max_context = info.context
+    return info
+
+
+class ContextFit:
+    """Renders a pair's messages cut to fit `max_context` tokens (module docstring); without
+    a context, exactly `render_messages`."""
+
+    def __init__(self, spec: PromptSpec, max_context: int | None = None) -> None:
+        self.spec = spec
+        self.max_context = max_context
+        self._renderers: dict[tuple[OutputMode, int], MessageRenderer] = {}
+
+    def messages(
+        self, query: Query, doc: Doc, mode: OutputMode
+    ) -> tuple[list[dict[str, str]], bool]:
+        """The chat messages for one pair in `mode`, and whether the document was cut."""
+        budget = self.spec.doc_budget_chars
+        if self.max_context is not None:
+            budget = min(budget, self.document_chars(query, doc, mode))
+        return self._renderer(mode, budget).messages(query, doc)
+
+    def document_chars(self, query: Query, doc: Doc, mode: OutputMode) -> int:
+        """The document characters that fit the context around this pair's prompt."""
+        assert self.max_context is not None
+        empty, _ = self._renderer(mode, 0).messages(query, doc.model_copy(update={"text": ""}))
+        around = estimate_usage(empty, self.spec.max_tokens).prompt_tokens
+        free = self.max_context - around - self.spec.max_tokens - MARGIN_TOKENS
+        return max(0, free * CHARS_PER_TOKEN)
+
+    def _renderer(self, mode: OutputMode, budget: int) -> MessageRenderer:
+        renderer = self._renderers.get((mode, budget))
+        if renderer is None:
+            if len(self._renderers) > 256:
+                self._renderers.clear()
+            spec = dataclasses.replace(self.spec, doc_budget_chars=budget)
+            renderer = self._renderers[(mode, budget)] = MessageRenderer(spec, mode)
+        return renderer

@@ -1,0 +1,62 @@
+"""The output modes a judge can ask a server for, and the request fields each one sends.
+
+Every mode but `text` asks for a JSON reply holding the prompt file's schema; they differ in
+where the schema goes (docs/servers.md has the table and which server takes which).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+OutputMode = Literal[
+    "json_schema",
+    "json_object_schema",
+    "json_object",
+    "text",
+    "vllm_structured_outputs",
+    "vllm_guided_json",
+    "ollama_format",
+]
+OUTPUT_MODES: tuple[OutputMode, ...] = (
+    "json_schema",
+    "json_object_schema",
+    "json_object",
+    "text",
+    "vllm_structured_outputs",
+    "vllm_guided_json",
+    "ollama_format",
+)
+"""Every output mode: OpenAI's JSON schema; llama.cpp's JSON mode with a schema (its server
+constrains the reply by a grammar made from it); plain JSON mode; the prompt's strict final line;
+vLLM's `structured_outputs` (>= 0.10.2) and `guided_json` (before 0.12) request fields; the
+`format` field (a schema) of Ollama's native API."""
+VENDOR_FIELDS: dict[str, str] = {
+    "vllm_structured_outputs": "structured_outputs",
+    "vllm_guided_json": "guided_json",
+    "ollama_format": "format",
+}
+"""The request field that carries the schema in each mode outside `response_format`."""
+
+
+def response_format(mode: OutputMode, schema: dict[str, Any]) -> dict[str, Any] | None:
+    """The `response_format` request field of `mode` (None: the mode sends none)."""
+    if mode == "json_schema":
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": "relevance_grade", "strict": True, "schema": schema},
+        }
+    if mode == "json_object_schema":
+        return {"type": "json_object", "schema": schema}
+    if mode == "json_object":
+        return {"type": "json_object"}
+    return None
+
+
+def vendor_fields(mode: OutputMode, schema: dict[str, Any]) -> dict[str, Any]:
+    """The request fields outside `response_format` that carry the schema in `mode`."""
+    name = VENDOR_FIELDS.get(mode)
+    if name is None:
+        return {}
+    if name == "structured_outputs":
+        return {name: {"json": schema}}
+    return {name: schema}

@@ -1,0 +1,142 @@
+"""Output modes as real servers take them (issue 24, point 2): llama.cpp's 500 for json_schema
+and its json_object + schema form, vLLM's and Ollama's own request fields, the switch told once
+and stamped on every judgment; a prompt's extra sampling settings reaching the server."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from grader.judges.llm.judge import LLMJudge
+from grader.judges.llm.retry import RetryPolicy
+from grader.judges.llm.types import ModeSwitch
+from grader.models import Doc, Query
+from grader.prompts import load_prompt, shipped_prompt_files
+from tests.fake_flavours import llama_cpp, ollama_native_format, vllm_guided_only
+from tests.fakeserver import FakeServer, faults
+
+POLICY = RetryPolicy(max_attempts=4, max_reasks=2, base_delay=0.001, max_delay=0.002)
+
+
+def make_judge(server: FakeServer, **kwargs: Any) -> LLMJudge:
+    options: dict[str, Any] = {
+        "model": "fake-model",
+        "prompt": "passage-v1",
+        "base_url": server.base_url,
+        "api_key": "sk-test",
+        "policy": POLICY,
+    }
+    options.update(kwargs)
+    return LLMJudge(**options)
+
+
+def pairs(n: int) -> list[tuple[Query, Doc]]:
+    return [
+        (Query(query_id=f"q{i}", text=f"query {i}"), Doc(doc_id=f"d{i}", text=f"document {i}"))
+        for i in range(n)
+    ]
+
+
+def formats(server: FakeServer) -> list[str]:
+    """Each request's response_format type, with `+schema` when it carries a schema."""
+    out = []
+    for body in server.requests:
+        fmt = body.get("response_format") or {}
+        out.append(fmt.get("type", "text") + ("+schema" if "schema" in fmt else ""))
+    return out
+
+
+async def test_llama_cpp_500_for_json_schema_moves_the_run_to_json_object_with_schema_once(
+    fake_server: FakeServer,
+) -> None:
+    fake_server.flavour = llama_cpp()
+    told: list[ModeSwitch] = []
+    judge = make_judge(fake_server, on_switch=told.append)
+    results = await asyncio.gather(
+        *(judge.judge(q, d, key=f"k{i}") for i, (q, d) in enumerate(pairs(6)))
+    )
+    assert all(j.status == "ok" for j in results)
+    assert {j.output_mode for j in results} == {"json_object_schema"}
+    assert formats(fake_server).count("json_schema") >= 1
+    assert formats(fake_server)[-1] == "json_object+schema"
+    schema = load_prompt("passage-v1").schema
+    assert fake_server.requests[-1]["response_format"]["schema"] == schema
+    assert [(s.from_mode, s.to_mode) for s in told] == [("json_schema", "json_object_schema")]
+    assert "HTTP 500" in told[0].reason and "json_object" in told[0].reason
+    assert judge.mode_switches == told
+
+
+async def test_a_500_that_names_no_output_format_is_retried_in_the_same_mode(
+    fake_server: FakeServer,
+) -> None:
+    fake_server.enqueue(faults.server_error(500))
+    judge = make_judge(fake_server)
+    judgment = await judge.judge(*pairs(1)[0], key="k")
+    assert (judgment.status, judgment.attempts, judgment.output_mode) == ("ok", 2, "json_schema")
+    assert formats(fake_server) == ["json_schema", "json_schema"]
+    assert judge.mode_switches == []
+
+
+async def test_json_object_with_schema_refused_too_falls_to_plain_json_then_text(
+    fake_server: FakeServer,
+) -> None:
+    fake_server.reject_formats = {"json_schema", "json_object"}
+    judge = make_judge(fake_server)
+    judgment = await judge.judge(*pairs(1)[0], key="k")
+    assert judgment.status == "ok" and judgment.output_mode == "text"
+    assert formats(fake_server) == ["json_schema", "json_object+schema", "json_object", "text"]
+    assert [s.to_mode for s in judge.mode_switches] == ["json_object_schema", "json_object", "text"]
+
+
+@pytest.mark.parametrize(
+    ("mode", "flavour", "field", "expected"),
+    [
+        ("vllm_guided_json", vllm_guided_only, "guided_json", lambda s: s),
+        ("vllm_structured_outputs", vllm_guided_only, "structured_outputs", lambda s: {"json": s}),
+        ("ollama_format", ollama_native_format, "format", lambda s: s),
+    ],
+)
+async def test_vendor_modes_send_the_schema_in_their_documented_field(
+    fake_server: FakeServer, mode: str, flavour: Any, field: str, expected: Any
+) -> None:
+    fake_server.flavour = flavour
+    judge = make_judge(fake_server, output_mode=mode)
+    judgment = await judge.judge(*pairs(1)[0], key="k")
+    body = fake_server.requests[0]
+    assert judgment.status == "ok" and judgment.output_mode == mode
+    assert body[field] == expected(judge.prompt.schema)
+    assert "response_format" not in body
+    assert judge.build_request(*pairs(1)[0])[field] == body[field]  # a batch line sends it too
+
+
+async def test_a_vendor_field_refused_falls_back_to_json_object(fake_server: FakeServer) -> None:
+    fake_server.enqueue(faults.error(400, "unknown field guided_json", None))
+    judge = make_judge(fake_server, output_mode="vllm_guided_json")
+    judgment = await judge.judge(*pairs(1)[0], key="k")
+    assert judgment.status == "ok" and judgment.output_mode == "json_object"
+    assert [(s.from_mode, s.to_mode) for s in judge.mode_switches] == [
+        ("vllm_guided_json", "json_object")
+    ]
+
+
+def _prompt_with_extra(tmp_path: Path) -> Path:
+    source = next(p for p in shipped_prompt_files() if p.stem == "passage-v1")
+    path = tmp_path / "passage-v9.toml"
+    text = source.read_text().replace('version = "1"', 'version = "9"')
+    path.write_text(text + "\n[sampling.extra]\nrepeat_penalty = 1.0\ntop_k = 1\n")
+    return path
+
+
+async def test_a_prompt_files_extra_sampling_reaches_the_server(
+    fake_server: FakeServer, tmp_path: Path
+) -> None:
+    judge = make_judge(fake_server, prompt=str(_prompt_with_extra(tmp_path)))
+    judgment = await judge.judge(*pairs(1)[0], key="k")
+    assert judgment.status == "ok"
+    assert fake_server.requests[0]["repeat_penalty"] == 1.0
+    assert fake_server.requests[0]["top_k"] == 1
+    assert judge.fingerprint()["sampling"]["extra"] == {"repeat_penalty": 1.0, "top_k": 1}
+    assert "extra" not in load_prompt("passage-v1").sampling()  # other keys stay as they were
