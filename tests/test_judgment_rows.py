@@ -15,8 +15,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grader.models import Judgment, JudgmentError, PromptRef, Usage
-from grader.store.judgment_rows import COLUMN_FIELDS, decode_key, encode_key, json_sql
+from grader.cli.main import main
+from grader.store.judgment_rows import (
+    COLUMN_FIELDS,
+    decode_key,
+    encode,
+    encode_key,
+    json_sql,
+    view_is_current,
+)
+from grader.store.migrations import MIGRATIONS
 from grader.store.store import Store
+from tests.grade_data import write_grade_files
+from tests.old_stores import write_old_store
 from tests.helpers.hypothesis_scale import examples
 
 TEXT = st.text(max_size=40)  # any code point: quotes, backslashes, control characters, emoji
@@ -221,3 +232,68 @@ def test_an_ok_row_with_a_secret_in_its_reason_is_masked(tmp_path: Path) -> None
         assert "sk-later" in str(store.source_for("llm:m1", None, secret_fp).fingerprint)
         store.add_secrets(["sk-later"])  # known only after opening: masked from then on
         assert "sk-later" not in str(store.source_for("llm:m1", None, secret_fp).fingerprint)
+
+
+@pytest.mark.parametrize("version", [2, 7, 8, 9])
+def test_an_old_store_folds_into_one_payload_and_reads_back_equal_json(
+    tmp_path: Path, version: int
+) -> None:
+    """Schema 8's parts (and older stores' whole JSON) become the payload the encoder writes."""
+    files = write_grade_files(tmp_path, n_queries=2, depth=3)
+    new, old = tmp_path / "new.db", tmp_path / "old.db"
+    assert main(files.args("--judge", "lexical", "--store", new, "--quiet")) == 0
+    failed = Judgment(
+        query_id="q9",
+        doc_id="d9",
+        status="failed",
+        judge="llm:m1",
+        key="sha256:" + "9" * 64,
+        error=JudgmentError(type="Timeout", message='no "reply"'),
+        judges={"a": None, "b": 2},
+        disagreement=0.5,
+    )
+    with Store(new) as store:
+        store.put_many([(failed, {"model": "m1"})])
+        expected = {j.key: j for j in store.iter_judgments()}
+    write_old_store(old, version, new)
+    with Store(old) as store:
+        assert store.schema_version == MIGRATIONS[-1].version
+        texts = dict(store._conn.execute("SELECT key, judgment FROM judgment_rows"))
+        payloads = store._conn.execute("SELECT payload FROM judgments ORDER BY rowid").fetchall()
+        got = {j.key: j for j in store.iter_judgments()}
+    assert texts.keys() == expected.keys() and len(expected) == 7
+    assert all(_equal_as_json(texts[k], j) for k, j in expected.items())
+    assert got == expected
+    # byte for byte what the encoder writes of the same judgment
+    assert sorted(p for (p,) in payloads) == sorted(encode(vars(j))[6] for j in expected.values())
+    with sqlite3.connect(old) as conn:
+        columns = [r[1] for r in conn.execute("PRAGMA table_info(judgments)")]
+    conn.close()
+    assert columns == [
+        "key", "query_id", "doc_id", "source_id", "status", "grade", "created_at", "payload"
+    ]  # fmt: skip
+
+
+def test_the_view_is_made_when_the_store_opens(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    with Store(path) as store:
+        store.put_many([(Judgment(**_OK), None)])
+    with sqlite3.connect(path) as conn:
+        conn.execute("DROP VIEW judgment_rows")
+        conn.execute("CREATE VIEW judgment_rows AS SELECT 'stale' AS judgment")
+    conn.close()
+    with Store(path) as store:
+        (text,) = store._conn.execute("SELECT judgment FROM judgment_rows").fetchone()
+        assert view_is_current(store._conn)
+    assert _equal_as_json(text, Judgment(**_OK))
+
+
+_OK: dict[str, Any] = {
+    "query_id": "q1",
+    "doc_id": "d1",
+    "grade": 3,
+    "status": "ok",
+    "judge": "lexical",
+    "key": "sha256:" + "a" * 64,
+    "created_at": datetime(2026, 3, 4, tzinfo=UTC),
+}
