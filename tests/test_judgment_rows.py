@@ -14,21 +14,22 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grader.models import Judgment, JudgmentError, PromptRef, Usage
 from grader.cli.main import main
+from grader.models import Judgment, JudgmentError, PromptRef, Usage
 from grader.store.judgment_rows import (
     COLUMN_FIELDS,
     decode_key,
     encode,
     encode_key,
     json_sql,
+    judgment_json,
     view_is_current,
 )
 from grader.store.migrations import MIGRATIONS
 from grader.store.store import Store
 from tests.grade_data import write_grade_files
-from tests.old_stores import write_old_store
 from tests.helpers.hypothesis_scale import examples
+from tests.old_stores import write_old_store
 
 TEXT = st.text(max_size=40)  # any code point: quotes, backslashes, control characters, emoji
 ID = st.text(min_size=1, max_size=12)
@@ -92,6 +93,7 @@ def test_a_row_gives_back_the_judgment_equal_as_json(judgment: Judgment) -> None
         (payload,) = store._conn.execute("SELECT payload FROM judgments").fetchone()
         got = store.get_many([judgment.key])
     assert _equal_as_json(text, judgment)
+    assert text == judgment_json(judgment)  # the lines of held judgments are the stored ones'
     assert got == {judgment.key: judgment}
     # the payload: every field but the columns', as the model writes them
     assert json.loads(payload) == json.loads(judgment.model_dump_json(exclude=set(COLUMN_FIELDS)))

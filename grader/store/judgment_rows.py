@@ -103,11 +103,7 @@ class Source:
 
     @functools.cached_property
     def prompt_json(self) -> str:
-        if self.prompt_name is None:
-            return "null"
-        return to_json(
-            {"name": self.prompt_name, "version": self.prompt_version, "sha256": self.prompt_sha}
-        ).decode()
+        return _prompt_json(self.prompt_name, self.prompt_version, self.prompt_sha)
 
     @functools.cached_property
     def signature(self) -> str:
@@ -123,6 +119,13 @@ class Source:
             ],
             ensure_ascii=False,
         )
+
+
+def _prompt_json(name: str | None, version: str | None, sha: str | None) -> str:
+    """A judgment's prompt as its JSON writes it."""
+    if name is None:
+        return "null"
+    return to_json({"name": name, "version": version, "sha256": sha}).decode()
 
 
 @functools.lru_cache(maxsize=256)
@@ -150,14 +153,13 @@ def sources_for(
 ) -> Source:
     """The source row of a judge's judgments, given its model, prompt and (masked) fingerprint
     JSON (made once: `sources_for_columns` keeps the last few)."""
-    return sources_for_columns(
-        judge,
-        model,
-        prompt.name if prompt else None,
-        prompt.version if prompt else None,
-        prompt.sha256 if prompt else None,
-        fingerprint,
-    )
+    return sources_for_columns(judge, model, *_prompt_columns(prompt), fingerprint)
+
+
+def _prompt_columns(prompt: PromptRef | None) -> tuple[str | None, str | None, str | None]:
+    if prompt is None:
+        return None, None, None
+    return prompt.name, prompt.version, prompt.sha256
 
 
 _INSERT_SOURCE = """
@@ -294,6 +296,20 @@ def json_sql(j: str, s: str, ids: str | None = None) -> str:
         f""" || ',"status":"' || {j}.status || '","judge":' || {s}.judge_json"""
         f""" || ',"prompt":' || {s}.prompt_json || ',"key":' || json_quote({key_sql(f"{j}.key")})"""
         f""" || ',"created_at":"' || {j}.created_at || '",' || substr({j}.payload, 2)"""
+    )
+
+
+def judgment_json(judgment: Judgment) -> str:
+    """The JSON `json_sql` gives of `judgment` once stored (no secret masked), made in Python:
+    the `--out` lines of judgments a run holds are byte for byte those it streams from the
+    store (a test holds the two together)."""
+    key, query_id, doc_id, status, grade, created_at, payload = encode(vars(judgment))
+    prompt_json = _prompt_json(*_prompt_columns(judgment.prompt))
+    return (
+        f'{{"query_id":{id_json(query_id)},"doc_id":{id_json(doc_id)},'
+        f'"grade":{"null" if grade is None else int(grade)},"status":"{status}",'
+        f'"judge":{id_json(judgment.judge)},"prompt":{prompt_json},'
+        f'"key":{id_json(decode_key(key))},"created_at":"{created_at}",{payload[1:]}'
     )
 
 
