@@ -9,10 +9,9 @@
   answers.
 - Storing a judgment releases this process's lease on its key (`grader.store.claims`) in the
   same transaction.
-- A judgment is kept as columns and one payload (`grader.store.judgment_rows`): its judge,
-  prompt and fingerprint live once in `judgment_sources`, its key is 32 raw bytes, its other
-  fields are one JSON written by one encoder; the view `judgment_rows`, made when the store
-  opens, gives each judgment's whole JSON (and the old columns) to a plain SELECT.
+- A judgment is kept as columns and one payload written by one encoder
+  (`grader.store.judgment_rows`), its judge and prompt once in `judgment_sources`; the view
+  `judgment_rows` gives each judgment's whole JSON (and the old columns) to a plain SELECT.
 - Query and document texts (title, metadata) are kept so regrading needs only the store.
 - Every (query_id, doc_id) pair of a content key is kept (`judgment_pairs`): pairs whose texts
   repeat under other ids share one key and one judgment row, but each id pair is listed, so
@@ -155,7 +154,9 @@ class Store(StoreRows, StoreReading):
                 self._conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
             self._wait(lambda: self._conn.execute("PRAGMA journal_mode = WAL"), "opening the store")
             self._migrate()
-            self._make_view()
+            if not view_is_current(self._conn):  # the view is this version's, made on open
+                with self._transaction("making the judgments view"):
+                    make_view(self._conn)
         except StoreError:
             self.close()
             raise
@@ -262,13 +263,6 @@ class Store(StoreRows, StoreReading):
                 raise
         if vacuum:
             self._wait(lambda: self._conn.execute("VACUUM"), "compacting the migrated store")
-
-    def _make_view(self) -> None:
-        """Make the view `judgment_rows` this version's, unless it is already."""
-        if view_is_current(self._conn):
-            return
-        with self._transaction("making the judgments view"):
-            make_view(self._conn)
 
     # ---- writing -------------------------------------------------------------------------
 
