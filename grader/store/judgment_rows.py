@@ -303,13 +303,13 @@ def judgment_json(judgment: Judgment) -> str:
     """The JSON `json_sql` gives of `judgment` once stored (no secret masked), made in Python:
     the `--out` lines of judgments a run holds are byte for byte those it streams from the
     store (a test holds the two together)."""
-    key, query_id, doc_id, status, grade, created_at, payload = encode(vars(judgment))
+    _, query_id, doc_id, status, grade, created_at, payload = encode(vars(judgment))
     prompt_json = _prompt_json(*_prompt_columns(judgment.prompt))
     return (
         f'{{"query_id":{id_json(query_id)},"doc_id":{id_json(doc_id)},'
         f'"grade":{"null" if grade is None else int(grade)},"status":"{status}",'
         f'"judge":{id_json(judgment.judge)},"prompt":{prompt_json},'
-        f'"key":{id_json(decode_key(key))},"created_at":"{created_at}",{payload[1:]}'
+        f'"key":{id_json(judgment.key)},"created_at":"{created_at}",{payload[1:]}'
     )
 
 
