@@ -271,7 +271,7 @@ def replaceable(judgment: Judgment) -> int:
     return int(judgment.judges is not None or judgment.verification is not None)
 
 
-def stored_row(row: Sequence[Any]) -> StoredRow:
+def from_journal_row(row: Sequence[Any]) -> StoredRow:
     """The StoredRow of a journal row (`Store.rows`: key, ids, judge, model, prompt
     name/version/sha, status, grade, created_at, fingerprint, masked judgment JSON[,
     replaceable]). Its JSON goes through the model, so a row an older version wrote is stored as

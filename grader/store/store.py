@@ -50,9 +50,9 @@ from grader.store.judgment_rows import (
     StoredRow,
     encode_key,
     encode_keys,
+    from_journal_row,
     make_view,
     source_id,
-    stored_row,
     view_is_current,
 )
 from grader.store.migrations import MIGRATIONS, latest_version
@@ -420,7 +420,7 @@ class Store(StoreRows, StoreReading):
     def write_rows(self, rows: Rows) -> None:
         """Store rows from `rows()` in one transaction; writing them twice changes nothing."""
         with self._transaction("writing journaled answers"):
-            self._upsert_stored([stored_row(row) for row in rows.judgments])
+            self._upsert_stored([from_journal_row(row) for row in rows.judgments])
             self._conn.executemany(_INSERT_PAIR, _pair_rows(rows.judgments))
             self._conn.executemany(_INSERT_CALL_ONCE, rows.calls)
             release_stored(self._conn, (row[0] for row in rows.judgments))
