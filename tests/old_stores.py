@@ -1,6 +1,6 @@
 """Stores as older relgrade versions wrote them, for migration tests: the schema of any version
-up to 7 (before judgments were kept in parts) filled with the judgments, id pairs and texts of a
-store this version wrote."""
+up to 9 (schema 8 and 9 kept judgments in parts, before one payload) filled with the judgments,
+id pairs and texts of a store this version wrote."""
 
 from __future__ import annotations
 
@@ -36,13 +36,16 @@ def _table(db: Path, sql: str) -> list[Row]:
     return rows
 
 
-def schema_store(path: Path, version: int) -> sqlite3.Connection:
-    """An empty store of schema `version` (migrations 1 to `version` only)."""
+def schema_store(path: Path, version: int, *, since: int = 0) -> sqlite3.Connection:
+    """An empty store of schema `version` (migrations 1 to `version` only); with `since`, the
+    store at `path` of schema `since` taken to `version` as relgrade did."""
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("BEGIN")
     for migration in MIGRATIONS:
         if migration.version > version:
             break
+        if migration.version <= since:
+            continue
         for statement in migration.statements:
             conn.execute(statement)
         if migration.apply is not None:
@@ -64,8 +67,13 @@ def write_old_store(
     edit: Callable[[Row], Row] = lambda row: row,
 ) -> None:
     """Write the judgments (each through `edit`), id pairs (schema 3 on) and texts of the store
-    `new` into a store `old` of schema `version` (2 to 7)."""
-    assert 2 <= version <= 7
+    `new` into a store `old` of schema `version` (2 to 9: 8 and 9 as a store of schema 7 was
+    upgraded to them)."""
+    assert 2 <= version <= 9
+    if version > 7:
+        write_old_store(old, 7, new, edit=edit)
+        schema_store(old, version, since=7).close()
+        return
     rows = [edit(row) for row in logical_rows(new)]
     pairs = _table(new, f"SELECT {key_sql('key')}, query_id, doc_id FROM judgment_pairs")
     queries = _table(new, "SELECT * FROM queries")

@@ -17,7 +17,7 @@ import pytest
 from grader.batch.exports import ExportState, Line, runs_of
 from grader.batch.import_work import Answer, RangeResult
 from grader.bulk_gc import collect, collect_by_hand
-from grader.store.judgment_rows import StoredRow, stored_row
+from grader.store.judgment_rows import StoredRow, from_journal_row
 from grader.store.store import Store
 from tests.helpers.judgments import FP, failed, ok
 
@@ -34,14 +34,16 @@ def test_stored_rows_equal_the_journal_rows_in_parts(tmp_path: Path) -> None:
         (failed(KEY_A), None),
     ]
     with Store(tmp_path / "s.db", secrets=["fits"]) as store:  # a secret masked in the JSON
-        assert store.stored_rows(items) == [stored_row(r) for r in store.rows(items).judgments]
+        assert store.stored_rows(items) == [
+            from_journal_row(r) for r in store.rows(items).judgments
+        ]
 
 
 def test_rows_in_parts_read_back_as_put_many_writes_them(tmp_path: Path) -> None:
     judgments = [ok(KEY_A, grade=3, qid="q1", did="d1"), failed(KEY_B, qid="q1", did="d2")]
     with Store(tmp_path / "a.db") as a, Store(tmp_path / "b.db") as b:
         a.put_many((j, FP) for j in judgments)
-        rows = [stored_row(r) for r in b.rows((j, FP) for j in judgments).judgments]
+        rows = [from_journal_row(r) for r in b.rows((j, FP) for j in judgments).judgments]
         assert b.write_stored(rows) == 2
         assert b.get_many([KEY_A, KEY_B]) == a.get_many([KEY_A, KEY_B])
         pairs = [(q, d, j.key) for q, d, j in b.iter_pair_judgments()]
@@ -51,7 +53,9 @@ def test_rows_in_parts_read_back_as_put_many_writes_them(tmp_path: Path) -> None
 
 def test_rows_can_be_written_without_their_id_pairs(tmp_path: Path) -> None:
     with Store(tmp_path / "s.db") as store:
-        rows = [stored_row(r) for r in store.rows([(ok(KEY_A, qid="q9", did="d9"), FP)]).judgments]
+        rows = [
+            from_journal_row(r) for r in store.rows([(ok(KEY_A, qid="q9", did="d9"), FP)]).judgments
+        ]
         assert store.write_stored(rows, pairs=False) == 1
         assert list(store.iter_pair_judgments()) == []  # left to whoever listed them
         assert store.write_stored(rows) == 0  # the same row again: only its pair is added
@@ -60,19 +64,19 @@ def test_rows_can_be_written_without_their_id_pairs(tmp_path: Path) -> None:
 
 def test_writing_the_same_rows_twice_changes_nothing(tmp_path: Path) -> None:
     with Store(tmp_path / "s.db") as store:
-        rows = [stored_row(r) for r in store.rows([(ok(KEY_A), FP)]).judgments]
+        rows = [from_journal_row(r) for r in store.rows([(ok(KEY_A), FP)]).judgments]
         assert store.write_stored(rows) == 1
         assert store.write_stored(rows) == 0  # an ok answer keeps its place
-        later = [stored_row(r) for r in store.rows([(failed(KEY_A), FP)]).judgments]
+        later = [from_journal_row(r) for r in store.rows([(failed(KEY_A), FP)]).judgments]
         assert store.write_stored(later) == 0  # never replaced by a failure
         assert store.get_many([KEY_A])[KEY_A].status == "ok"
 
 
 def test_a_failure_is_replaced_by_an_ok_answer(tmp_path: Path) -> None:
     with Store(tmp_path / "s.db") as store:
-        first = [stored_row(r) for r in store.rows([(failed(KEY_A), FP)]).judgments]
+        first = [from_journal_row(r) for r in store.rows([(failed(KEY_A), FP)]).judgments]
         assert store.write_stored(first) == 1
-        then = [stored_row(r) for r in store.rows([(ok(KEY_A), FP)]).judgments]
+        then = [from_journal_row(r) for r in store.rows([(ok(KEY_A), FP)]).judgments]
         assert store.write_stored(then) == 1
         got = store.get_many([KEY_A])[KEY_A]
         assert got.status == "ok" and got.grade == 2
@@ -187,7 +191,9 @@ def test_checkpoints_are_spaced_only_within_the_block(tmp_path: Path) -> None:
         assert pages() == 1000  # SQLite's default
         with store.checkpoint_every(10_000):
             assert pages() == 10_000
-            store.write_stored([stored_row(r) for r in store.rows([(ok(KEY_A), FP)]).judgments])
+            store.write_stored(
+                [from_journal_row(r) for r in store.rows([(ok(KEY_A), FP)]).judgments]
+            )
         assert pages() == 1000
         with pytest.raises(RuntimeError), store.checkpoint_every(5):
             raise RuntimeError("stopped")
@@ -219,7 +225,7 @@ def test_a_bulk_write_is_checkpointed_by_no_connection_that_spaces_checkpoints(
 
 def test_a_range_result_crosses_processes_whole() -> None:
     with Store(":memory:") as store:
-        [row] = [stored_row(r) for r in store.rows([(ok(KEY_A), FP)]).judgments]
+        [row] = [from_journal_row(r) for r in store.rows([(ok(KEY_A), FP)]).judgments]
     answers = [
         Answer(KEY_A, "e1", 1, 1, None, None, "ok", None, row),
         Answer(KEY_B, "e1", 1, 2, "ok", "ok", None, None, None),

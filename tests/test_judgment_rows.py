@@ -1,5 +1,6 @@
-"""Store schema 8 keeps a judgment in parts; putting them back together, in Python or in SQLite,
-gives pydantic's JSON of the judgment byte for byte, whatever its text holds."""
+"""The store keeps a judgment as columns and one payload written by one encoder; putting them back
+together (in SQLite, at one place) gives the judgment's JSON equal as JSON to pydantic's, whatever
+its text holds, and a row made as an import's workers make it equals the live path's."""
 
 from __future__ import annotations
 
@@ -13,18 +14,22 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from grader.cli.main import main
 from grader.models import Judgment, JudgmentError, PromptRef, Usage
 from grader.store.judgment_rows import (
-    assemble,
+    COLUMN_FIELDS,
     decode_key,
+    encode,
     encode_key,
     json_sql,
-    ok_parts,
-    source_of,
-    split,
+    judgment_json,
+    view_is_current,
 )
+from grader.store.migrations import MIGRATIONS
 from grader.store.store import Store
+from tests.grade_data import write_grade_files
 from tests.helpers.hypothesis_scale import examples
+from tests.old_stores import write_old_store
 
 TEXT = st.text(max_size=40)  # any code point: quotes, backslashes, control characters, emoji
 ID = st.text(min_size=1, max_size=12)
@@ -75,33 +80,29 @@ def judgments(draw: st.DrawFn) -> Judgment:
     )
 
 
-def _source(judgment: Judgment) -> Any:
-    return source_of(judgment, None, None)
+def _equal_as_json(text: str, judgment: Judgment) -> bool:
+    return bool(json.loads(text) == json.loads(judgment.model_dump_json()))
 
 
-@settings(max_examples=examples(300), deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(judgments())
-def test_the_parts_give_back_pydantics_json(judgment: Judgment) -> None:
-    text = judgment.model_dump_json()
-    source = _source(judgment)
-    rebuilt = assemble(
-        query_id=judgment.query_id,
-        doc_id=judgment.doc_id,
-        grade=judgment.grade,
-        status=judgment.status,
-        parts=split(text),
-        judge_json=source.judge_json,
-        prompt_json=source.prompt_json,
-        key=judgment.key,
-    )
-    assert rebuilt == text
-    assert decode_key(encode_key(judgment.key)) == judgment.key
+def test_a_row_gives_back_the_judgment_equal_as_json(judgment: Judgment) -> None:
+    with Store(":memory:") as store:
+        store.put_many([(judgment, {"judge": judgment.judge})])
+        (text,) = store._conn.execute("SELECT judgment FROM judgment_rows").fetchone()
+        (payload,) = store._conn.execute("SELECT payload FROM judgments").fetchone()
+        got = store.get_many([judgment.key])
+    assert _equal_as_json(text, judgment)
+    assert text == judgment_json(judgment)  # the lines of held judgments are the stored ones'
+    assert got == {judgment.key: judgment}
+    # the payload: every field but the columns', as the model writes them
+    assert json.loads(payload) == json.loads(judgment.model_dump_json(exclude=set(COLUMN_FIELDS)))
 
 
 @pytest.mark.slow
 @settings(max_examples=examples(100), deadline=None)
 @given(st.lists(judgments(), min_size=1, max_size=5))
-def test_the_store_and_its_view_give_back_pydantics_json(
+def test_the_store_and_its_view_give_back_each_judgment_equal_as_json(
     tmp_path_factory: Any, batch: list[Judgment]
 ) -> None:
     path: Path = tmp_path_factory.mktemp("s") / "s.db"
@@ -109,9 +110,7 @@ def test_the_store_and_its_view_give_back_pydantics_json(
     with Store(path) as store:
         store.put_many((j, {"judge": j.judge}) for j in unique)
         got = store.get_many(j.key for j in unique)
-        assert {k: v.model_dump_json() for k, v in got.items()} == {
-            j.key: j.model_dump_json() for j in unique
-        }
+        assert got == {j.key: j for j in unique}
     with sqlite3.connect(path) as conn:
         view = dict(conn.execute("SELECT key, judgment FROM judgment_rows").fetchall())
         by_sql = dict(
@@ -121,8 +120,9 @@ def test_the_store_and_its_view_give_back_pydantics_json(
             ).fetchall()
         )
     conn.close()
-    assert view == {j.key: j.model_dump_json() for j in unique}
     assert {decode_key(k): v for k, v in by_sql.items()} == view
+    assert view.keys() == {j.key for j in unique}
+    assert all(_equal_as_json(view[j.key], j) for j in unique)
 
 
 def test_a_sha256_key_is_kept_as_32_bytes_and_any_other_as_text() -> None:
@@ -188,20 +188,11 @@ def ok_fields(draw: st.DrawFn) -> dict[str, Any]:
 
 
 def _ok_row(store: Store, fields: dict[str, Any], fingerprint: dict[str, Any]) -> Any:
-    """`Store.ok_row` of an ok judgment's fields, its parts made by `ok_parts`."""
-    parts = ok_parts(
-        reason=fields["reason"],
-        distribution=fields["distribution"],
-        expected_grade=fields["expected_grade"],
-        attempts=fields.get("attempts", 1),
-        usage=fields["usage"],
-        cost=fields["cost"],
-        truncated=fields["truncated"],
-        created_at=fields.get("created_at") or datetime.now(UTC),
-    )
+    """The row of an ok judgment made as an import's workers make it (`BatchReplies.ok_row`):
+    some fields by name in a dict, the others left to the model's defaults."""
+    named = {k: v for k, v in fields.items() if k not in ("judge", "prompt")}
     source = store.source_for(fields["judge"], fields["prompt"], fingerprint)
-    ids = (fields["key"], fields["query_id"], fields["doc_id"])
-    return store.ok_row(*ids, fields["grade"], parts, source)
+    return store.stored_row({**named, "status": "ok"}, source)
 
 
 @settings(max_examples=examples(300), deadline=None)
@@ -214,13 +205,11 @@ def test_an_ok_row_made_without_the_model_is_the_models_row(
     with Store(":memory:", secrets=secrets) as store:
         row = _ok_row(store, fields, fingerprint)
         [expected] = store.stored_rows([(judgment, fingerprint)])
-    if row is None:  # a secret to mask: the caller makes the Judgment
-        assert any(s in judgment.model_dump_json() for s in secrets)
-    else:
-        assert row == expected
+    assert row == expected
+    assert not any(s in row.columns[6] for s in secrets)  # masked as the model's row is
 
 
-def test_an_ok_row_with_a_secret_in_its_reason_is_left_to_the_model(tmp_path: Path) -> None:
+def test_an_ok_row_with_a_secret_in_its_reason_is_masked(tmp_path: Path) -> None:
     with Store(tmp_path / "s.db", secrets=["sk-secret"]) as store:
         fields: dict[str, Any] = {
             "key": "sha256:" + "e" * 64,
@@ -228,16 +217,15 @@ def test_an_ok_row_with_a_secret_in_its_reason_is_left_to_the_model(tmp_path: Pa
             "doc_id": "d1",
             "grade": 2,
             "reason": "the key sk-secret leaked",
-            "distribution": None,
-            "expected_grade": None,
             "usage": Usage(),
-            "cost": None,
-            "truncated": False,
             "judge": "llm:m1",
             "prompt": None,
+            "created_at": datetime(2026, 1, 2, tzinfo=UTC),
         }
-        assert _ok_row(store, fields, {"model": "m1"}) is None
-        assert _ok_row(store, {**fields, "reason": "fine"}, {"model": "m1"}) is not None
+        row = _ok_row(store, fields, {"model": "m1"})
+        assert store.write_stored([row]) == 1
+        (got,) = store.get_many([fields["key"]]).values()
+        assert got.reason == "the key [redacted] leaked"
         fingerprint = {"model": "m1"}
         first = store.source_for("llm:m1", None, fingerprint)
         assert store.source_for("llm:m1", None, fingerprint) is first  # made once
@@ -248,28 +236,66 @@ def test_an_ok_row_with_a_secret_in_its_reason_is_left_to_the_model(tmp_path: Pa
         assert "sk-later" not in str(store.source_for("llm:m1", None, secret_fp).fingerprint)
 
 
-def test_ok_parts_time_text_is_each_time_own_text() -> None:
-    """The last time's text is kept (an import gives a group of lines one time), but any
-    other time, even an equal one made again, gets the text of its own."""
-    fields: dict[str, Any] = {
-        "reason": "r",
-        "distribution": None,
-        "expected_grade": None,
-        "attempts": 1,
-        "usage": Usage(),
-        "cost": None,
-        "truncated": False,
-    }
-    first = datetime(2026, 1, 2, 3, 4, 5, 600000, tzinfo=UTC)
-    second = datetime(2027, 6, 7, 8, 9, 10, tzinfo=UTC)
-    texts = [
-        ok_parts(**fields, created_at=moment).created_at
-        for moment in (first, first, second, first, datetime(2026, 1, 2, 3, 4, 5, 600000, UTC))
-    ]
-    assert texts == [
-        "2026-01-02T03:04:05.600000Z",
-        "2026-01-02T03:04:05.600000Z",
-        "2027-06-07T08:09:10Z",
-        "2026-01-02T03:04:05.600000Z",
-        "2026-01-02T03:04:05.600000Z",
-    ]
+@pytest.mark.parametrize("version", [2, 7, 8, 9])
+def test_an_old_store_folds_into_one_payload_and_reads_back_equal_json(
+    tmp_path: Path, version: int
+) -> None:
+    """Schema 8's parts (and older stores' whole JSON) become the payload the encoder writes."""
+    files = write_grade_files(tmp_path, n_queries=2, depth=3)
+    new, old = tmp_path / "new.db", tmp_path / "old.db"
+    assert main(files.args("--judge", "lexical", "--store", new, "--quiet")) == 0
+    failed = Judgment(
+        query_id="q9",
+        doc_id="d9",
+        status="failed",
+        judge="llm:m1",
+        key="sha256:" + "9" * 64,
+        error=JudgmentError(type="Timeout", message='no "reply"'),
+        judges={"a": None, "b": 2},
+        disagreement=0.5,
+    )
+    with Store(new) as store:
+        store.put_many([(failed, {"model": "m1"})])
+        expected = {j.key: j for j in store.iter_judgments()}
+    write_old_store(old, version, new)
+    with Store(old) as store:
+        assert store.schema_version == MIGRATIONS[-1].version
+        texts = dict(store._conn.execute("SELECT key, judgment FROM judgment_rows"))
+        payloads = store._conn.execute("SELECT payload FROM judgments ORDER BY rowid").fetchall()
+        got = {j.key: j for j in store.iter_judgments()}
+    assert texts.keys() == expected.keys() and len(expected) == 7
+    assert all(_equal_as_json(texts[k], j) for k, j in expected.items())
+    assert got == expected
+    # byte for byte what the encoder writes of the same judgment
+    assert sorted(p for (p,) in payloads) == sorted(encode(vars(j))[6] for j in expected.values())
+    with sqlite3.connect(old) as conn:
+        columns = [r[1] for r in conn.execute("PRAGMA table_info(judgments)")]
+    conn.close()
+    assert columns == [
+        "key", "query_id", "doc_id", "source_id", "status", "grade", "created_at", "payload"
+    ]  # fmt: skip
+
+
+def test_the_view_is_made_when_the_store_opens(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    with Store(path) as store:
+        store.put_many([(Judgment(**_OK), None)])
+    with sqlite3.connect(path) as conn:
+        conn.execute("DROP VIEW judgment_rows")
+        conn.execute("CREATE VIEW judgment_rows AS SELECT 'stale' AS judgment")
+    conn.close()
+    with Store(path) as store:
+        (text,) = store._conn.execute("SELECT judgment FROM judgment_rows").fetchone()
+        assert view_is_current(store._conn)
+    assert _equal_as_json(text, Judgment(**_OK))
+
+
+_OK: dict[str, Any] = {
+    "query_id": "q1",
+    "doc_id": "d1",
+    "grade": 3,
+    "status": "ok",
+    "judge": "lexical",
+    "key": "sha256:" + "a" * 64,
+    "created_at": datetime(2026, 3, 4, tzinfo=UTC),
+}

@@ -254,7 +254,7 @@ async def test_a_missing_output_judgment_is_rebuilt_without_requests(tmp_path: P
         report = await grade(pairs, [a, b], store)
     # As a store from before output judgments were stored (or a lost commit) would look.
     with sqlite3.connect(tmp_path / "s.db") as conn:
-        conn.execute("DELETE FROM judgments WHERE extra LIKE '\"judges\":{%'")
+        conn.execute("DELETE FROM judgments WHERE json_extract(payload, '$.judges') IS NOT NULL")
     with Store(tmp_path / "s.db") as store:
         assert store.count() == 6
         again = [ScriptedJudge("a", by_doc({})), ScriptedJudge("b", by_doc({}))]
@@ -273,7 +273,9 @@ async def test_dry_run_stores_no_output_judgment(tmp_path: Path) -> None:
         await grade(pairs, [ScriptedJudge("a", by_doc({})), b], store)
         assert store.count() == 6
         with sqlite3.connect(tmp_path / "s.db") as conn:
-            conn.execute("DELETE FROM judgments WHERE extra LIKE '\"judges\":{%'")
+            conn.execute(
+                "DELETE FROM judgments WHERE json_extract(payload, '$.judges') IS NOT NULL"
+            )
         report = await grade(pairs, [ScriptedJudge("a", by_doc({})), b], store, dry_run=True)
         assert report.cached == 2 and store.count() == 4
 

@@ -1,6 +1,6 @@
 """A lean store (issue 12): schema 7 keeps a judge's fingerprint once and the id pairs without a
 second copy of each key; schema 8 keeps judgments in parts with their judge and prompt once and
-keys as bytes. Stores of schema 6 and 7 upgrade in place and read back every judgment as it was."""
+keys as bytes. Stores of schema 6 to 9 upgrade in place and read back every judgment as it was."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def test_a_judges_fingerprint_is_stored_once(tmp_path: Path) -> None:
     assert {json.loads(t)["key"] for t in texts} == set(keys)
 
 
-@pytest.mark.parametrize("version", [6, 7])
+@pytest.mark.parametrize("version", [6, 7, 8, 9])
 def test_an_older_store_migrates_and_reads_back_every_judgment(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], version: int
 ) -> None:

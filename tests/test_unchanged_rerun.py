@@ -105,8 +105,9 @@ def test_a_rerun_mixing_stored_and_new_answers_keeps_pair_order(
         loaded = run_grading(pairs, [judge], store=store)
     assert loaded.stored_outputs is None and loaded.cached == len(pairs)
     blocks = list(mixed.blocks())
-    assert "".join(b.lines for b in blocks).splitlines() == [
-        j.model_dump_json() for j in loaded.judgments
+    lines = "".join(b.lines for b in blocks).splitlines()  # equal as JSON (issue 28)
+    assert [json.loads(line) for line in lines] == [
+        json.loads(j.model_dump_json()) for j in loaded.judgments
     ]
     assert "".join(b.qrels for b in blocks).splitlines() == [
         f"{j.query_id} 0 {j.doc_id} {j.grade}" for j in loaded.judgments

@@ -23,7 +23,7 @@ from grader.judges.llm.replies import GradeReply, accepted_reply, parse_completi
 from grader.judges.llm.reply_reader import ReplyReader
 from grader.models import Doc, Judgment, PromptRef, Query
 from grader.prompts import OutputMode, is_text_truncated, is_truncated
-from grader.store.judgment_rows import StoredRow, ok_parts
+from grader.store.judgment_rows import StoredRow
 from grader.store.store import Store
 
 
@@ -86,28 +86,33 @@ class BatchReplies:
         truncated: bool,
         key: str,
         created_at: datetime | None = None,
-    ) -> StoredRow | None:
+    ) -> StoredRow:
         """The store row of the ok judgment `parse_reply` makes of `reply` to the document
-        `doc_id` (`truncated`: its text was cut for the prompt, `is_cut`), without the
-        Judgment between (`Store.ok_row`: None when a secret must be masked in it); made at
-        `created_at` (None: now; an import gives a group of lines one time)."""
+        `doc_id` (`truncated`: its text was cut for the prompt, `is_cut`), written by the
+        store's one encoder without the Judgment between (`Store.stored_row`: the fields not
+        named here take the model's defaults); made at `created_at` (None: now)."""
         recorder = self.reader.recorder
         usage = reply.usage
-        parts = ok_parts(
-            reason=reply.reason,
-            distribution=reply.distribution,
-            expected_grade=reply.expected_grade,
-            attempts=1,
-            usage=usage,
-            cost=recorder.cost(usage, True),
-            truncated=truncated,
-            created_at=datetime.now(UTC) if created_at is None else created_at,
-            output_mode=self.mode,
-            notes=reply.notes,
-        )
+        fields = {
+            "key": key,
+            "query_id": query_id,
+            "doc_id": doc_id,
+            "status": "ok",
+            "grade": reply.grade,
+            "reason": reply.reason,
+            "distribution": reply.distribution,
+            "expected_grade": reply.expected_grade,
+            "attempts": 1,
+            "usage": usage,
+            "cost": recorder.cost(usage, True),
+            "truncated": truncated,
+            "created_at": datetime.now(UTC) if created_at is None else created_at,
+            "output_mode": self.mode,
+            "notes": reply.notes,
+        }
         config = recorder.config
         source = store.source_for(config.judge_id, config.prompt, self.fingerprint)
-        return store.ok_row(key, query_id, doc_id, reply.grade, parts, source)
+        return store.stored_row(fields, source)
 
 
 class LLMBatchJudge:

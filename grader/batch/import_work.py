@@ -4,8 +4,8 @@ import` that runs in worker processes (`grader.batch.import_files` writes what t
 A range holds whole lines. Each line is decoded (`grader.batch.json_lines`), its `custom_id`
 split into export and content key, the key looked up in its export's lines and in the store, and
 its reply validated by the export's `BatchReplies` exactly as a live reply; the judgment (ok, or
-failed with the reason) comes back as the row the store writes, already in parts
-(`Store.stored_rows`: the writing process only inserts it). Nothing is written
+failed with the reason) comes back as the row the store writes, made by the store's one encoder
+(`Store.stored_row(s)`: the writing process only inserts it). Nothing is written
 here: which answers are new is decided by the one process that writes, from what was read here
 and what it wrote since (`Answer.stored`, `Answer.outcome`).
 
@@ -274,7 +274,7 @@ class RangeReader:
         cut = self._docs_cut(replies, lines.values())
         statuses = self.store.statuses(lines)
         model = replies.fingerprint.get("model")
-        now = datetime.now(UTC)  # the time of the group's judgments (one text for all)
+        now = datetime.now(UTC)  # the time of the group's judgments
         rest: list[tuple[_Record, Line, str | None, str | None]] = []
         for rec in records:
             _, key, record, number, _ = rec  # (unpacked at once: fields are looked up)
@@ -298,9 +298,8 @@ class RangeReader:
                 row = replies.ok_row(
                     self.store, reply, query_id, doc_id, cut[doc_id], key, created_at=now
                 )
-                if row is not None:
-                    answers[number] = Answer.of(line, export_id, stored, "ok", None, row)
-                    continue
+                answers[number] = Answer.of(line, export_id, stored, "ok", None, row)
+                continue
             rest.append((rec, line, stored, other))
         if rest:
             self._judge_rest(name, replies, export_id, model, rest, answers)

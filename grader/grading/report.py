@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from grader.grading.budget import Estimate
 from grader.models import Judgment, Usage
+from grader.store.judgment_rows import judgment_json
 from grader.store.lookup import BLOCK, Block, StoredReader, StoredRef
 
 
@@ -83,7 +84,7 @@ def _held_block(judgments: Sequence[Judgment]) -> Block:
     qrels = "".join(
         f"{j.query_id} 0 {j.doc_id} {j.grade}\n" for j in judgments if j.grade is not None
     )
-    lines = "".join(j.model_dump_json() + "\n" for j in judgments)
+    lines = "".join(judgment_json(j) + "\n" for j in judgments)
     return Block(lines, qrels, len(judgments))
 
 

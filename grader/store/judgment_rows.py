@@ -1,24 +1,28 @@
-"""How schema 8 keeps a judgment: its JSON in parts, the parts other rows repeat kept once.
+"""How the store keeps a judgment: a few columns and one payload, written by one encoder.
 
-A judgment's JSON (pydantic's compact `model_dump_json`) is, in field order,
+A judgments row keeps in columns what the store selects and counts by: the content key (a
+`sha256:` key as its 32 raw bytes), the ids, status, grade, the time (as the judgment's JSON
+writes it) and its source, the judge, prompt, model and fingerprint that a million rows share,
+kept once in `judgment_sources`. Every other field of `grader.models.Judgment` is in `payload`,
+the JSON that `encode` writes (pydantic-core's serializer): the one encoder of the live path and
+of an import's workers. `encode` takes the fields by name, from a Judgment or from a dict; a field
+not given takes the model's default. So a field added to `Judgment` or `Usage` is a change to
+models.py alone: it is in the payload of what is written from then on, and a row written before
+reads back with the default.
 
-    {"query_id":Q,"doc_id":D,"grade":G,"status":"S",HEAD,"judge":J,"prompt":P,"key":K,TAIL,
-     "created_at":"T",EXTRA}
-
-A judgments row keeps Q, D, G, S and T in columns, the key K as its 32 raw bytes, HEAD (reason,
-distribution, expected grade, output mode, notes) and TAIL (attempts, usage, cost, latency,
-truncation, error) as text, and EXTRA (an ensemble's or verifier's fields) only when it is not
-all null. J and P (and the judge's model and fingerprint) are the same on a million rows: they
-live once in `judgment_sources`, named by id. `assemble` (and the SQL of `JSON_SQL`, for the view
-`judgment_rows`) put the parts back together byte for byte, so the JSON read back is the JSON
-written, and a rerun streams it to `--out` without a Python step per field.
+A judgment's JSON is put back together at one place, `json_sql`, in SQL: the columns' fields then
+the payload's, so a rerun streams stored judgments to `--out` without a Python step per field.
+It equals pydantic's `model_dump_json` as JSON (the fields in another order). The view
+`judgment_rows` (`ROWS_VIEW`, made when a store opens) shows each judgment with its columns and
+whole JSON, for readers and for anyone with the sqlite3 shell.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
+import sqlite3
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -26,17 +30,16 @@ from typing import Any, NamedTuple
 from pydantic_core import to_json
 
 from grader.errors import StoreError
-from grader.models import Judgment, PromptRef, Usage, bare_sha256
+from grader.models import Judgment, PromptRef, bare_sha256
 
 KEY_TAG = "sha256:"
-DEFAULT_EXTRA = '"judges":null,"disagreement":null,"verification":null'
 
-# Field names at the seams, in the order pydantic writes them (see the module docstring).
-_REASON = ',"reason":'
-_JUDGE = ',"judge":'
-_ATTEMPTS = ',"attempts":'
-_CREATED = ',"created_at":"'
-_JUDGES = '","judges":'
+COLUMN_FIELDS = ("key", "query_id", "doc_id", "status", "grade", "created_at", "judge", "prompt")
+"""The fields of a Judgment a row keeps in its columns and its source; the others are its
+payload."""
+
+
+# ---- keys -------------------------------------------------------------------------------
 
 
 def encode_key(key: str) -> bytes | str:
@@ -72,32 +75,15 @@ def decode_key(value: bytes | str) -> str:
     return value
 
 
-class JudgmentParts(NamedTuple):
-    """The parts of one judgment's JSON that its row keeps as text (module docstring)."""
-
-    head: str
-    tail: str
-    created_at: str
-    extra: str | None  # None: DEFAULT_EXTRA
-
-
-def split(text: str) -> JudgmentParts:
-    """The parts of a judgment's JSON as pydantic writes it. Each seam is the first of its
-    field name after the previous seam: string values escape their quotes, so a name with its
-    quote and colon cannot occur inside one, and no object before a seam has a field of that
-    name."""
-    head_at = text.index(_REASON) + 1
-    judge_at = text.index(_JUDGE, head_at)
-    tail_at = text.index(_ATTEMPTS, judge_at) + 1
-    created_at = text.index(_CREATED, tail_at)
-    extra_at = text.index(_JUDGES, created_at)
-    extra = text[extra_at + 2 : -1]
-    return JudgmentParts(
-        head=text[head_at:judge_at],
-        tail=text[tail_at:created_at],
-        created_at=text[created_at + len(_CREATED) : extra_at],
-        extra=None if extra == DEFAULT_EXTRA else extra,
+def key_sql(column: str) -> str:
+    """SQL giving the content key text of a stored key column (`decode_key`)."""
+    return (
+        f"CASE typeof({column}) WHEN 'blob' THEN '{KEY_TAG}' || lower(hex({column}))"
+        f" ELSE {column} END"
     )
+
+
+# ---- sources ----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -117,11 +103,7 @@ class Source:
 
     @functools.cached_property
     def prompt_json(self) -> str:
-        if self.prompt_name is None:
-            return "null"
-        return to_json(
-            {"name": self.prompt_name, "version": self.prompt_version, "sha256": self.prompt_sha}
-        ).decode()
+        return _prompt_json(self.prompt_name, self.prompt_version, self.prompt_sha)
 
     @functools.cached_property
     def signature(self) -> str:
@@ -139,149 +121,15 @@ class Source:
         )
 
 
-def created_text(judgment: Judgment) -> str:
-    """`judgment.created_at` as its JSON (and the `created_at` column) writes it."""
-    return to_json(judgment.created_at).decode()[1:-1]
-
-
-def id_json(value: str) -> str:
-    """An id as the judgment JSON writes it."""
-    return to_json(value).decode()
-
-
-def assemble(
-    *,
-    query_id: str,
-    doc_id: str,
-    grade: int | None,
-    status: str,
-    parts: JudgmentParts,
-    judge_json: str,
-    prompt_json: str,
-    key: str,
-) -> str:
-    """A judgment's JSON from its row (`split` undone)."""
-    return (
-        '{"query_id":'
-        + id_json(query_id)
-        + ',"doc_id":'
-        + id_json(doc_id)
-        + ',"grade":'
-        + ("null" if grade is None else str(grade))
-        + ',"status":"'
-        + status
-        + '",'
-        + parts.head
-        + ',"judge":'
-        + judge_json
-        + ',"prompt":'
-        + prompt_json
-        + ',"key":'
-        + id_json(key)
-        + ","
-        + parts.tail
-        + ',"created_at":"'
-        + parts.created_at
-        + '",'
-        + (DEFAULT_EXTRA if parts.extra is None else parts.extra)
-        + "}"
-    )
-
-
-def ok_parts(
-    *,
-    reason: str | None,
-    distribution: list[float] | None,
-    expected_grade: float | None,
-    attempts: int,
-    usage: Usage,
-    cost: float | None,
-    truncated: bool,
-    created_at: datetime,
-    output_mode: str | None = None,
-    notes: list[str] | None = None,
-) -> JudgmentParts:
-    """The parts `split` takes from the JSON of an ok judgment with these fields (no latency,
-    error, ensemble or verifier fields), made without the model between: the same serializer
-    (pydantic-core's) writes each string, float and time, and integers are written as it
-    writes them, so the text is byte for byte the model's (a hypothesis test compares the
-    two). An import's workers make a million."""
-    head = to_json(
-        {
-            "reason": reason,
-            "distribution": distribution,
-            "expected_grade": expected_grade,
-            "output_mode": output_mode,
-            "notes": notes,
-        }
-    )
-    cost_json = "null" if cost is None else to_json(cost).decode()
-    tail = (  # ints are written as str() writes them, so only the float goes through to_json
-        f'"attempts":{int(attempts)},"usage":{{"prompt_tokens":{int(usage.prompt_tokens)},'
-        f'"completion_tokens":{int(usage.completion_tokens)},'
-        f'"cached_tokens":{int(usage.cached_tokens)}}},"cost":{cost_json},"latency_ms":null,'
-        f'"truncated":{"true" if truncated else "false"},"error":null'
-    )
-    # tuple.__new__ makes the NamedTuple in C, skipping its Python-level __new__ and keywords
-    return tuple.__new__(JudgmentParts, (head[1:-1].decode(), tail, _time_text(created_at), None))
-
-
-def _time_text(moment: datetime) -> str:
-    """pydantic-core's text of a time, kept for the last one given: an import gives the
-    lines of a group one time, so the text is made once a group."""
-    global _LAST_TIME
-    last = _LAST_TIME
-    if last is not None and last[0] is moment:
-        return last[1]
-    text = to_json(moment)[1:-1].decode()
-    _LAST_TIME = (moment, text)
-    return text
-
-
-_LAST_TIME: tuple[datetime, str] | None = None
-
-
-def key_sql(column: str) -> str:
-    """SQL giving the content key text of a stored key column (`decode_key`)."""
-    return (
-        f"CASE typeof({column}) WHEN 'blob' THEN '{KEY_TAG}' || lower(hex({column}))"
-        f" ELSE {column} END"
-    )
-
-
-def rest_sql(j: str, s: str) -> str:
-    """SQL giving a judgment's JSON after its two ids (from `,"grade":` to the end), from the
-    judgments row `j` and its source row `s` (`assemble` in SQL)."""
-    return (
-        f"""',"grade":' || ifnull({j}.grade, 'null') || ',"status":"' || {j}.status || '",'"""
-        f""" || {j}.head || ',"judge":' || {s}.judge_json || ',"prompt":' || {s}.prompt_json"""
-        f""" || ',"key":' || json_quote({key_sql(f"{j}.key")}) || ',' || {j}.tail"""
-        f""" || ',"created_at":"' || {j}.created_at || '",'"""
-        f""" || ifnull({j}.extra, '{DEFAULT_EXTRA}') || '}}'"""
-    )
-
-
-def json_sql(j: str, s: str, ids: str | None = None) -> str:
-    """SQL giving a judgment's whole JSON, with the ids of row `ids` (default: `j`'s own)."""
-    ids = ids or j
-    return (
-        f"""'{{"query_id":' || json_quote({ids}.query_id) || ',"doc_id":'"""
-        f" || json_quote({ids}.doc_id) || {rest_sql(j, s)}"
-    )
-
-
-class StoredRow(NamedTuple):
-    """A `Store._judgment_row` row as schema 8 keeps it: the columns but the source id (key,
-    query_id, doc_id | status, grade, created_at, head, tail, extra), its source, and whether
-    a newer ok answer may replace it (an output built from answers: see `Store`)."""
-
-    columns: tuple[Any, ...]
-    source: Source
-    replaceable: int = 0
+def _prompt_json(name: str | None, version: str | None, sha: str | None) -> str:
+    """A judgment's prompt as its JSON writes it."""
+    if name is None:
+        return "null"
+    return to_json({"name": name, "version": version, "sha256": sha}).decode()
 
 
 @functools.lru_cache(maxsize=256)
-def _source(
+def sources_for_columns(
     judge: str,
     model: str | None,
     name: str | None,
@@ -300,67 +148,189 @@ def _source(
     )
 
 
-def stored_row(row: tuple[Any, ...]) -> StoredRow:
-    """`row` (key, ids, judge, model, prompt name/version/sha, status, grade, created_at,
-    fingerprint, judgment JSON[, replaceable]) in parts (`in_parts`)."""
-    key, qid, did, judge, model, name, version, sha, status, grade = row[:10]
-    source = _source(judge, model, name, version, sha, row[11])
-    replaceable = row[13] if len(row) > 13 else 0  # a migrated row has no such column
-    return in_parts(key, qid, did, status, grade, row[12], source, replaceable)
-
-
-def source_of(judgment: Judgment, model: Any, fingerprint: str | None) -> Source:
-    """The source row of `judgment` given its judge's model and (masked) fingerprint JSON."""
-    return sources_for(
-        judgment.judge, None if model is None else str(model), judgment.prompt, fingerprint
-    )
-
-
 def sources_for(
     judge: str, model: str | None, prompt: PromptRef | None, fingerprint: str | None
 ) -> Source:
     """The source row of a judge's judgments, given its model, prompt and (masked) fingerprint
-    JSON (made once: `_source` keeps the last few)."""
-    return _source(
-        judge,
-        model,
-        prompt.name if prompt else None,
-        prompt.version if prompt else None,
-        prompt.sha256 if prompt else None,
-        fingerprint,
+    JSON (made once: `sources_for_columns` keeps the last few)."""
+    return sources_for_columns(judge, model, *_prompt_columns(prompt), fingerprint)
+
+
+def _prompt_columns(prompt: PromptRef | None) -> tuple[str | None, str | None, str | None]:
+    if prompt is None:
+        return None, None, None
+    return prompt.name, prompt.version, prompt.sha256
+
+
+_INSERT_SOURCE = """
+INSERT INTO judgment_sources (signature, judge, model, prompt_name, prompt_version, prompt_sha,
+                              fingerprint, judge_json, prompt_json)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (signature) DO UPDATE SET signature = excluded.signature RETURNING id
+"""
+
+
+def source_id(conn: sqlite3.Connection, source: Source, cache: dict[str, int]) -> int:
+    """The id of `source` in `judgment_sources` (added when new); `cache` by signature."""
+    signature = source.signature
+    found = cache.get(signature)
+    if found is None:
+        found = cache[signature] = conn.execute(
+            _INSERT_SOURCE,
+            (
+                signature,
+                source.judge,
+                source.model,
+                source.prompt_name,
+                source.prompt_version,
+                source.prompt_sha,
+                source.fingerprint,
+                source.judge_json,
+                source.prompt_json,
+            ),
+        ).fetchone()[0]
+    return found
+
+
+# ---- the encoder ------------------------------------------------------------------------
+
+
+class _Required:
+    """Stands for a payload field without a default, until a value is given for it."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def _payload_defaults() -> dict[str, Any]:
+    """Each payload field of `Judgment`, in the model's order, with its default."""
+    return {
+        name: _Required(name) if info.is_required() else info.get_default(call_default_factory=True)
+        for name, info in Judgment.model_fields.items()
+        if name not in COLUMN_FIELDS
+    }
+
+
+_PAYLOAD_DEFAULTS = _payload_defaults()
+
+
+def _unencodable(value: Any) -> Any:
+    if isinstance(value, _Required):
+        raise StoreError(f"a judgment to store has no {value.name!r} (a field without default)")
+    raise StoreError(f"a judgment to store holds a value JSON cannot write: {value!r}")
+
+
+def time_text(moment: datetime) -> str:
+    """A time as the judgment's JSON (and the `created_at` column) writes it."""
+    return to_json(moment).decode()[1:-1]
+
+
+def created_text(judgment: Judgment) -> str:
+    """`judgment.created_at` as its JSON (and the `created_at` column) writes it."""
+    return time_text(judgment.created_at)
+
+
+def id_json(value: str) -> str:
+    """An id as the judgment JSON writes it."""
+    return to_json(value).decode()
+
+
+Columns = tuple[bytes | str, str, str, str, int | None, str, str]
+"""A judgments row but its source: stored key, query_id, doc_id, status, grade, created_at,
+payload."""
+
+
+def encode(fields: Mapping[str, Any]) -> Columns:
+    """The row of a judgment with these fields, by name (a Judgment's `vars()`, or a dict with
+    the column fields and any others: those left out take the model's defaults). The one
+    encoder of judgments: the live path and an import's workers both write through it."""
+    payload = {name: fields.get(name, default) for name, default in _PAYLOAD_DEFAULTS.items()}
+    return (
+        encode_key(fields["key"]),
+        fields["query_id"],
+        fields["doc_id"],
+        fields["status"],
+        fields["grade"],
+        time_text(fields["created_at"]),
+        to_json(payload, fallback=_unencodable).decode(),
     )
 
 
-def in_parts(
-    key: str,
-    query_id: str,
-    doc_id: str,
-    status: str,
-    grade: int | None,
-    text: str,
-    source: Source,
-    replaceable: int = 0,
-) -> StoredRow:
-    """A judgment's JSON `text` as its row keeps it. A text the parts would not give back byte
-    for byte (written by an older version, e.g. from a journal) goes through the model first;
-    one that still would not is refused rather than stored otherwise."""
-    for attempt in range(2):
-        try:
-            parts = split(text)
-        except ValueError:  # not as pydantic writes it (e.g. spaces after the separators)
-            parts = None
-        if parts is not None and text == assemble(
-            query_id=query_id,
-            doc_id=doc_id,
-            grade=grade,
-            status=status,
-            parts=parts,
-            judge_json=source.judge_json,
-            prompt_json=source.prompt_json,
-            key=key,
-        ):
-            columns = (encode_key(key), query_id, doc_id, status, grade, parts.created_at)
-            return StoredRow((*columns, parts.head, parts.tail, parts.extra), source, replaceable)
-        if attempt == 0:
-            text = Judgment.model_validate_json(text).model_dump_json()
-    raise StoreError(f"the judgment of {query_id} {doc_id} ({key}) does not fit the store's layout")
+class StoredRow(NamedTuple):
+    """A judgments row as the store writes it: its columns (`encode`, the payload masked), its
+    source, and whether a newer ok answer may replace it (an output built from answers: see
+    `Store`)."""
+
+    columns: Columns
+    source: Source
+    replaceable: int = 0
+
+
+def replaceable(judgment: Judgment) -> int:
+    """1 when a newer ok judgment may replace this one: an output built from answers."""
+    return int(judgment.judges is not None or judgment.verification is not None)
+
+
+def from_journal_row(row: Sequence[Any]) -> StoredRow:
+    """The StoredRow of a journal row (`Store.rows`: key, ids, judge, model, prompt
+    name/version/sha, status, grade, created_at, fingerprint, masked judgment JSON[,
+    replaceable]). Its JSON goes through the model, so a row an older version wrote is stored as
+    this one writes it."""
+    key, qid, did, judge, model, name, version, sha = row[:8]
+    source = sources_for_columns(judge, model, name, version, sha, row[11])
+    judgment = Judgment.model_validate_json(row[12])
+    fields = {**vars(judgment), "key": key, "query_id": qid, "doc_id": did}
+    return StoredRow(encode(fields), source, row[13] if len(row) > 13 else 0)
+
+
+# ---- a judgment's JSON, put back together -----------------------------------------------
+
+
+def json_sql(j: str, s: str, ids: str | None = None) -> str:
+    """SQL giving a judgment's whole JSON from its judgments row `j` and source row `s`, with
+    the ids of row `ids` (default: `j`'s own): the one place a judgment is put back together."""
+    ids = ids or j
+    return (
+        f"""'{{"query_id":' || json_quote({ids}.query_id) || ',"doc_id":'"""
+        f""" || json_quote({ids}.doc_id) || ',"grade":' || ifnull({j}.grade, 'null')"""
+        f""" || ',"status":"' || {j}.status || '","judge":' || {s}.judge_json"""
+        f""" || ',"prompt":' || {s}.prompt_json || ',"key":' || json_quote({key_sql(f"{j}.key")})"""
+        f""" || ',"created_at":"' || {j}.created_at || '",' || substr({j}.payload, 2)"""
+    )
+
+
+def judgment_json(judgment: Judgment) -> str:
+    """The JSON `json_sql` gives of `judgment` once stored (no secret masked), made in Python:
+    the `--out` lines of judgments a run holds are byte for byte those it streams from the
+    store (a test holds the two together)."""
+    _, query_id, doc_id, status, grade, created_at, payload = encode(vars(judgment))
+    prompt_json = _prompt_json(*_prompt_columns(judgment.prompt))
+    return (
+        f'{{"query_id":{id_json(query_id)},"doc_id":{id_json(doc_id)},'
+        f'"grade":{"null" if grade is None else int(grade)},"status":"{status}",'
+        f'"judge":{id_json(judgment.judge)},"prompt":{prompt_json},'
+        f'"key":{id_json(judgment.key)},"created_at":"{created_at}",{payload[1:]}'
+    )
+
+
+ROWS_VIEW = f"""CREATE VIEW judgment_rows AS
+SELECT {key_sql("j.key")} AS key, j.query_id, j.doc_id, s.judge, s.model, s.prompt_name,
+       s.prompt_version, s.prompt_sha, j.status, j.grade, j.created_at, s.fingerprint,
+       {json_sql("j", "s")} AS judgment, j.key AS stored_key, j.source_id
+FROM judgments j JOIN judgment_sources s ON s.id = j.source_id"""
+"""Each judgment with its columns and whole JSON; made when a store opens (`view_is_current`)."""
+
+
+def view_is_current(conn: sqlite3.Connection) -> bool:
+    """Whether the store's view `judgment_rows` is this version's `ROWS_VIEW`."""
+    row = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'view' AND name = 'judgment_rows'"
+    ).fetchone()
+    return row is not None and row[0] == ROWS_VIEW
+
+
+def make_view(conn: sqlite3.Connection) -> None:
+    """Make the view `judgment_rows` this version's (in the caller's transaction)."""
+    if not view_is_current(conn):
+        conn.execute("DROP VIEW IF EXISTS judgment_rows")
+        conn.execute(ROWS_VIEW)

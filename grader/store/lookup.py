@@ -3,9 +3,10 @@
 A rerun decides which pairs are already answered without parsing a judgment: one sequential scan
 of the judgments table when the run names a good part of the store, else one join of a temporary
 table of its keys. It learns the row of each answer, and later streams those rows to its outputs
-in pair order, a block of rows at a time fetched by row id: SQLite puts each judgment's parts
-together (`grader.store.judgment_rows`) and Python only prefixes the pair's own ids. Reads use
-their own connection to the store file, so they work after the run's `Store` is closed.
+in pair order, a block of rows at a time fetched by row id: SQLite joins each judgment's columns
+and payload (`grader.store.judgment_rows.json_sql`) and Python only prefixes the pair's own ids.
+Reads use their own connection to the store file, so they work after the run's `Store` is
+closed.
 """
 
 from __future__ import annotations

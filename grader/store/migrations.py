@@ -16,7 +16,8 @@ from grader.store.batch_tables import BATCH_STATEMENTS, add_base_url_column
 from grader.store.claims import CLAIMS_TABLE
 from grader.store.export_tables import EXPORT_LINES_IN_FILE_ORDER, EXPORT_STATEMENTS
 from grader.store.lean_tables import LEAN_STATEMENTS
-from grader.store.parts_tables import upgrade_to_parts
+from grader.store.payload_tables import FOLD_STATEMENTS
+from grader.store.schema8 import upgrade_to_parts
 
 
 @dataclass(frozen=True)
@@ -125,9 +126,9 @@ MIGRATIONS: list[Migration] = [
     # each key are a WITHOUT ROWID table (no second copy of every key in an index). Old stores
     # upgrade in place; every judgment's JSON is copied as it was.
     Migration(7, "judge fingerprints kept once", LEAN_STATEMENTS, vacuum=True),
-    # Judgments in parts (owner: grader.store.judgment_rows): a row keeps what only it
-    # says, judge and prompt live once in `judgment_sources`, keys are 32 raw bytes; the view
-    # `judgment_rows` shows each judgment's whole JSON as before.
+    # Judgments in parts (grader.store.schema8): a row keeps what only it says, judge and
+    # prompt live once in `judgment_sources`, keys are 32 raw bytes; the view `judgment_rows`
+    # shows each judgment's whole JSON as before.
     Migration(8, "judgments in parts", apply=upgrade_to_parts, vacuum=True),
     # Export lines kept in file order (owner: grader.batch.exports), so an import sets outcomes
     # on neighbouring rows instead of one random page per line.
@@ -135,6 +136,10 @@ MIGRATIONS: list[Migration] = [
     # Each HTTP attempt's output mode (issue 24): which mode a reply came in, and the modes a
     # server refused (rows `mode_rejected`), are in the call log.
     Migration(10, "call output mode", ("ALTER TABLE calls ADD COLUMN output_mode TEXT",)),
+    # Judgments as columns and one payload (owner: grader.store.judgment_rows), written by one
+    # encoder: schema 8's parts folded together (grader.store.payload_tables). The view
+    # `judgment_rows` is made when a store opens, from then on.
+    Migration(11, "judgments as columns and one payload", FOLD_STATEMENTS, vacuum=True),
 ]
 
 

@@ -1,6 +1,6 @@
 """Reading the store: judgments by key or filter, every id pair's judgments, texts, the call
-log. A mixin of `grader.store.store.Store`, on its connection; judgments come back through the
-view `judgment_rows` (`grader.store.judgment_rows`), as pydantic wrote them.
+log. A mixin of `grader.store.store.Store`, on its connection; judgments come back as JSON put
+together in SQL (`grader.store.judgment_rows.json_sql`, and the view `judgment_rows`).
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ class StoreReading:
         """The completion tokens of each stored ok judgment of `judge` and prompt `prompt_sha`
         whose usage was reported (more than 0), for the expected size of the next replies."""
         rows = self._conn.execute(
-            "SELECT json_extract('{' || j.tail || '}', '$.usage.completion_tokens')"
+            "SELECT json_extract(j.payload, '$.usage.completion_tokens')"
             " FROM judgments j JOIN judgment_sources s ON s.id = j.source_id"
             " WHERE s.judge = ? AND s.prompt_sha = ? AND j.status = 'ok'",
             (judge, prompt_sha),

@@ -1,7 +1,7 @@
 """The rows the store writes for judgments and calls, secrets masked: a mixin of
-`grader.store.store.Store`. `rows` makes the judgments' rows as the journal keeps them (a busy
-store writes them later, `Store.write_rows`); `stored_rows` makes them in parts, as schema 8
-keeps them (an import's workers, `Store.write_stored`).
+`grader.store.store.Store`. `stored_row(s)` make a judgment's row through the one encoder
+(`grader.store.judgment_rows.encode`; the live path and an import's workers); `rows` makes the
+rows the journal keeps while the store is busy (`Store.write_rows` stores them later).
 """
 
 from __future__ import annotations
@@ -15,12 +15,10 @@ from grader.models import CallRecord, Judgment, PromptRef
 from grader.redact import redact
 from grader.store.journal import Rows
 from grader.store.judgment_rows import (
-    JudgmentParts,
     Source,
     StoredRow,
-    encode_key,
-    in_parts,
-    source_of,
+    encode,
+    replaceable,
     sources_for,
 )
 
@@ -94,7 +92,7 @@ class StoreRows:
             fingerprint_text,
             self._mask(judgment.model_dump_json()),
             # An output built from answers may be replaced by a newer ok one (see _UPSERT).
-            int(judgment.judges is not None or judgment.verification is not None),
+            replaceable(judgment),
         )
 
     def _call_row(self, record: CallRecord) -> tuple[Any, ...]:
@@ -126,8 +124,8 @@ class StoreRows:
     def stored_rows(
         self, items: Iterable[tuple[Judgment, Mapping[str, Any] | None]]
     ) -> list[StoredRow]:
-        """What `stored_row` makes of `rows()`'s judgment rows, without those rows in between
-        (an import's workers make a million): for `write_stored`."""
+        """The rows the store writes of these judgments (`encode`, secrets masked), each
+        fingerprint's source made once: for `put_many` and `write_stored`."""
         sources: dict[tuple[int, str, PromptRef | None], tuple[Any, Source]] = {}
         out = []
         for judgment, fingerprint in items:
@@ -135,21 +133,24 @@ class StoreRows:
             if known is None or known[0] is not fingerprint:
                 model = fingerprint.get("model") if fingerprint is not None else None
                 text = self._fingerprint_text(fingerprint) if fingerprint is not None else None
-                known = (fingerprint, source_of(judgment, model, text))
+                model = None if model is None else str(model)
+                source = sources_for(judgment.judge, model, judgment.prompt, text)
+                known = (fingerprint, source)
                 sources[(id(fingerprint), judgment.judge, judgment.prompt)] = known
-            out.append(
-                in_parts(
-                    judgment.key,
-                    judgment.query_id,
-                    judgment.doc_id,
-                    judgment.status,
-                    judgment.grade,
-                    self._mask(judgment.model_dump_json()),
-                    known[1],
-                    int(judgment.judges is not None or judgment.verification is not None),
-                )
-            )
+            out.append(self.stored_row(vars(judgment), known[1], replaceable(judgment)))
         return out
+
+    def stored_row(
+        self, fields: Mapping[str, Any], source: Source, replaceable: int = 0
+    ) -> StoredRow:
+        """The row the store writes of a judgment with these fields by name (`encode`: a
+        Judgment's `vars()`, or a dict of some fields, the others at the model's defaults),
+        its payload's secrets masked, from `source` (`source_for`). An import's workers make a
+        million, without the Judgment between."""
+        columns = encode(fields)
+        if self._secrets:
+            columns = (*columns[:6], self._mask(columns[6]))
+        return StoredRow(columns, source, replaceable)
 
     def source_for(
         self, judge: str, prompt: PromptRef | None, fingerprint: Mapping[str, Any]
@@ -163,19 +164,3 @@ class StoreRows:
             source = sources_for(judge, None if model is None else str(model), prompt, text)
             known = self._sources[id(fingerprint)] = (fingerprint, (judge, prompt), source)
         return known[2]
-
-    def ok_row(
-        self, key: str, query_id: str, doc_id: str, grade: int, parts: JudgmentParts, source: Source
-    ) -> StoredRow | None:
-        """The row `stored_rows` makes of an ok Judgment whose JSON has these `parts`
-        (`ok_parts`), from `source` (`source_for`), without the Judgment: an import's workers
-        make a million. None when a secret to mask occurs in it: make the Judgment then."""
-        if self._secrets and any(
-            s in text
-            for s in self._secrets
-            for text in (key, query_id, doc_id, parts.head, parts.tail)
-        ):
-            return None
-        head, tail, created_at, _ = parts
-        columns = (encode_key(key), query_id, doc_id, "ok", grade, created_at, head, tail, None)
-        return tuple.__new__(StoredRow, (columns, source, 0))  # made in C, as in ok_parts

@@ -9,9 +9,9 @@
   answers.
 - Storing a judgment releases this process's lease on its key (`grader.store.claims`) in the
   same transaction.
-- A judgment is kept in parts (`grader.store.judgment_rows`): its row holds what only it says,
-  its judge, prompt and fingerprint live once in `judgment_sources`, its key is 32 raw bytes; the
-  view `judgment_rows` gives each judgment's whole JSON (and the old columns) to a plain SELECT.
+- A judgment is kept as columns and one payload written by one encoder
+  (`grader.store.judgment_rows`), its judge and prompt once in `judgment_sources`; the view
+  `judgment_rows` gives each judgment's whole JSON (and the old columns) to a plain SELECT.
 - Query and document texts (title, metadata) are kept so regrading needs only the store.
 - Every (query_id, doc_id) pair of a content key is kept (`judgment_pairs`): pairs whose texts
   repeat under other ids share one key and one judgment row, but each id pair is listed, so
@@ -50,10 +50,12 @@ from grader.store.judgment_rows import (
     StoredRow,
     encode_key,
     encode_keys,
-    stored_row,
+    from_journal_row,
+    make_view,
+    source_id,
+    view_is_current,
 )
 from grader.store.migrations import MIGRATIONS, latest_version
-from grader.store.parts_tables import source_id
 from grader.store.reading import StoreReading
 from grader.store.row_making import StoreRows, now_text
 from grader.store.wal import checkpoint_every
@@ -61,16 +63,15 @@ from grader.store.wal import checkpoint_every
 BUSY_TIMEOUT_MS = 30_000  # for other tables' own connections (grader.batch.state)
 PAGE_SIZE = 8192  # bytes per page of a new store
 
-# A judgments row in parts (grader.store.judgment_rows); an ok judgment keeps its place unless
-# the new one is ok and the row may be replaced (last parameter, see `_judgment_row`).
+# A judgments row (grader.store.judgment_rows); an ok judgment keeps its place unless the new
+# one is ok and the row may be replaced (last parameter, see `StoredRow.replaceable`).
 _UPSERT_JUDGMENT = """
-INSERT INTO judgments (key, query_id, doc_id, source_id, status, grade, created_at, head, tail,
-                       extra)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO judgments (key, query_id, doc_id, source_id, status, grade, created_at, payload)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (key) DO UPDATE SET
     query_id = excluded.query_id, doc_id = excluded.doc_id, source_id = excluded.source_id,
     status = excluded.status, grade = excluded.grade, created_at = excluded.created_at,
-    head = excluded.head, tail = excluded.tail, extra = excluded.extra
+    payload = excluded.payload
 WHERE judgments.status != 'ok' OR (excluded.status = 'ok' AND ? = 1)
 """
 
@@ -110,7 +111,7 @@ WHERE NOT EXISTS (SELECT 1 FROM calls WHERE key IS ?1 AND attempt IS ?2 AND stat
 
 
 def _pair_rows(rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[Any, str, str]]:
-    """The (stored key, query_id, doc_id) of `_judgment_row` rows, for `judgment_pairs`."""
+    """The (stored key, query_id, doc_id) of journal rows (`rows()`), for `judgment_pairs`."""
     return ((encode_key(row[0]), row[1], row[2]) for row in rows)
 
 
@@ -155,6 +156,9 @@ class Store(StoreRows, StoreReading):
                 self._conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
             self._wait(lambda: self._conn.execute("PRAGMA journal_mode = WAL"), "opening the store")
             self._migrate()
+            if not view_is_current(self._conn):  # the view is this version's, made on open
+                with self._transaction("making the judgments view"):
+                    make_view(self._conn)
         except StoreError:
             self.close()
             raise
@@ -285,22 +289,18 @@ class Store(StoreRows, StoreReading):
         """Store judgments with their fingerprints in one transaction; returns how many were
         written (an ok judgment is never replaced by a failed one, and a judge's ok answer by
         nothing: see the module docstring). Releases this process's leases on their keys."""
-        rows = self._judgment_rows(items)
+        items = list(items)
+        rows = self.stored_rows(items)
         with self._transaction():
             self._put_texts(queries, docs)
-            written = self._upsert_judgments(rows)
-            self._conn.executemany(_INSERT_PAIR, _pair_rows(rows))
-            release_stored(self._conn, (row[0] for row in rows))
+            written = self._upsert_stored(rows)
+            self._conn.executemany(_INSERT_PAIR, (row.columns[:3] for row in rows))
+            release_stored(self._conn, (judgment.key for judgment, _ in items))
         return written
 
-    def _upsert_judgments(self, rows: Sequence[tuple[Any, ...]]) -> int:
-        """Write `_judgment_row` rows (in the caller's transaction) in parts; how many rows
-        were written."""
-        return self._upsert_stored([stored_row(row) for row in rows])
-
     def _upsert_stored(self, rows: Sequence[StoredRow]) -> int:
-        """Write rows in parts (in the caller's transaction), each judge and prompt kept once
-        in `judgment_sources`; how many rows were written."""
+        """Write rows (in the caller's transaction), each judge and prompt kept once in
+        `judgment_sources`; how many rows were written."""
         sources: dict[str, int] = {}  # ids of this transaction (a rollback forgets new ones)
         conn = self._conn
         by_object: dict[int, tuple[Source, int]] = {}  # rows share a few Source objects
@@ -422,14 +422,14 @@ class Store(StoreRows, StoreReading):
     def write_rows(self, rows: Rows) -> None:
         """Store rows from `rows()` in one transaction; writing them twice changes nothing."""
         with self._transaction("writing journaled answers"):
-            self._upsert_judgments(rows.judgments)
+            self._upsert_stored([from_journal_row(row) for row in rows.judgments])
             self._conn.executemany(_INSERT_PAIR, _pair_rows(rows.judgments))
             self._conn.executemany(_INSERT_CALL_ONCE, rows.calls)
             release_stored(self._conn, (row[0] for row in rows.judgments))
 
     def write_stored(self, rows: Sequence[StoredRow], *, pairs: bool = True) -> int:
-        """Store rows already in parts (`stored_row`, made by an import's worker process) and
-        their id pairs in one transaction; how many were written (writing them twice changes
+        """Store rows already made (`stored_row(s)`, by an import's worker process) and their
+        id pairs in one transaction; how many were written (writing them twice changes
         nothing). `pairs=False`: the caller knows each row's id pair is listed already (a
         batch export records them before its lines), and they are not probed again. Releases no
         lease: an import takes none."""

@@ -1,0 +1,192 @@
+"""Schema 8 as migration 8 wrote it, frozen: judgments in parts, keys as raw bytes.
+
+Before schema 8 a judgments row held the whole JSON of its judgment beside columns that repeated
+a third of it, and every key three times as 71 characters of text. Schema 8 kept in a row what
+only it says, the judge and prompt once in `judgment_sources`, keys as 32 bytes, and the JSON of
+the other fields cut at five field names into `head` (reason, distribution, expected grade),
+`tail` (attempts .. error) and `extra` (an ensemble's or verifier's fields, NULL when all null).
+Migration 11 (`grader.store.payload_tables`) folds those parts into one payload; this module is
+only what migration 8 needs to take a store of schema 7 or older to schema 8 on the way there.
+
+A row whose JSON an older version wrote otherwise (a tagged prompt sha) goes through the model
+first and comes out as pydantic writes it, as reading it always did.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any, NamedTuple
+
+from grader.errors import StoreError
+from grader.models import Judgment
+from grader.store.judgment_rows import (
+    Source,
+    encode_key,
+    id_json,
+    key_sql,
+    source_id,
+    sources_for_columns,
+)
+
+JUDGMENTS_TABLE = """CREATE TABLE judgments (
+    key BLOB NOT NULL,
+    query_id TEXT NOT NULL,
+    doc_id TEXT NOT NULL,
+    source_id INTEGER NOT NULL REFERENCES judgment_sources (id),
+    status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
+    grade INTEGER CHECK (grade IS NULL OR grade BETWEEN 0 AND 3),
+    created_at TEXT NOT NULL,
+    head TEXT NOT NULL,
+    tail TEXT NOT NULL,
+    extra TEXT,
+    CHECK ((status = 'ok') = (grade IS NOT NULL))
+)"""
+
+SOURCES_TABLE = """CREATE TABLE judgment_sources (
+    id INTEGER PRIMARY KEY,
+    signature TEXT NOT NULL UNIQUE,
+    judge TEXT NOT NULL,
+    model TEXT,
+    prompt_name TEXT,
+    prompt_version TEXT,
+    prompt_sha TEXT,
+    fingerprint TEXT,
+    judge_json TEXT NOT NULL,
+    prompt_json TEXT NOT NULL
+)"""
+
+INDEXES = (
+    "CREATE UNIQUE INDEX judgments_key ON judgments (key)",
+    "CREATE INDEX judgments_source ON judgments (source_id, status)",
+)
+
+DEFAULT_EXTRA = '"judges":null,"disagreement":null,"verification":null'
+"""`extra` when NULL (migration 11 folds it into the payload)."""
+
+# Field names at the seams, in the order pydantic wrote them.
+_REASON = ',"reason":'
+_JUDGE = ',"judge":'
+_ATTEMPTS = ',"attempts":'
+_CREATED = ',"created_at":"'
+_JUDGES = '","judges":'
+
+ROWS_VIEW = f"""CREATE VIEW judgment_rows AS
+SELECT {key_sql("j.key")} AS key, j.query_id, j.doc_id, s.judge, s.model, s.prompt_name,
+       s.prompt_version, s.prompt_sha, j.status, j.grade, j.created_at, s.fingerprint,
+       '{{"query_id":' || json_quote(j.query_id) || ',"doc_id":' || json_quote(j.doc_id)
+       || ',"grade":' || ifnull(j.grade, 'null') || ',"status":"' || j.status || '",'
+       || j.head || ',"judge":' || s.judge_json || ',"prompt":' || s.prompt_json
+       || ',"key":' || json_quote({key_sql("j.key")}) || ',' || j.tail
+       || ',"created_at":"' || j.created_at || '",'
+       || ifnull(j.extra, '{DEFAULT_EXTRA}') || '}}' AS judgment, j.key AS stored_key, j.source_id
+FROM judgments j JOIN judgment_sources s ON s.id = j.source_id"""
+
+
+class _Parts(NamedTuple):
+    head: str
+    tail: str
+    created_at: str
+    extra: str | None  # None: DEFAULT_EXTRA
+
+
+def _split(text: str) -> _Parts:
+    """The parts of a judgment's JSON as pydantic writes it. Each seam is the first of its
+    field name after the previous seam: string values escape their quotes, so a name with its
+    quote and colon cannot occur inside one."""
+    head_at = text.index(_REASON) + 1
+    judge_at = text.index(_JUDGE, head_at)
+    tail_at = text.index(_ATTEMPTS, judge_at) + 1
+    created_at = text.index(_CREATED, tail_at)
+    extra_at = text.index(_JUDGES, created_at)
+    extra = text[extra_at + 2 : -1]
+    return _Parts(
+        head=text[head_at:judge_at],
+        tail=text[tail_at:created_at],
+        created_at=text[created_at + len(_CREATED) : extra_at],
+        extra=None if extra == DEFAULT_EXTRA else extra,
+    )
+
+
+def _assemble(
+    qid: str, did: str, grade: int | None, status: str, parts: _Parts, source: Source, key: str
+) -> str:
+    """A judgment's JSON from its schema 8 row (`_split` undone)."""
+    grade_json = "null" if grade is None else str(grade)
+    return (
+        f'{{"query_id":{id_json(qid)},"doc_id":{id_json(did)},"grade":{grade_json},'
+        f'"status":"{status}",{parts.head},"judge":{source.judge_json},'
+        f'"prompt":{source.prompt_json},"key":{id_json(key)},{parts.tail},'
+        f'"created_at":"{parts.created_at}",'
+        f"{DEFAULT_EXTRA if parts.extra is None else parts.extra}}}"
+    )
+
+
+def _row_of(row: tuple[Any, ...]) -> tuple[tuple[Any, ...], Source]:
+    """A schema 7 row (key, ids, judge, model, prompt name/version/sha, status, grade,
+    created_at, fingerprint, judgment JSON) as schema 8 keeps it, and its source."""
+    key, qid, did, judge, model, name, version, sha, status, grade = row[:10]
+    source = sources_for_columns(judge, model, name, version, sha, row[11])
+    text = row[12]
+    for attempt in range(2):
+        try:
+            parts: _Parts | None = _split(text)
+        except ValueError:  # not as pydantic writes it (e.g. spaces after the separators)
+            parts = None
+        if parts is not None and text == _assemble(qid, did, grade, status, parts, source, key):
+            columns = (encode_key(key), qid, did, status, grade, parts.created_at)
+            return (*columns, parts.head, parts.tail, parts.extra), source
+        if attempt == 0:
+            text = Judgment.model_validate_json(text).model_dump_json()
+    raise StoreError(f"the judgment of {qid} {did} ({key}) does not fit the store's layout")
+
+
+_BATCH = 5000
+
+
+def upgrade_to_parts(conn: sqlite3.Connection) -> None:
+    """Migration 8 (module docstring), in the migration's transaction."""
+    conn.execute("ALTER TABLE judgments RENAME TO judgments_v7")
+    conn.execute(SOURCES_TABLE)
+    conn.execute(JUDGMENTS_TABLE)
+    cache: dict[str, int] = {}
+    cursor = conn.execute(
+        "SELECT j.key, j.query_id, j.doc_id, j.judge, j.model, j.prompt_name, j.prompt_version,"
+        " j.prompt_sha, j.status, j.grade, j.created_at, f.fingerprint, j.judgment"
+        " FROM judgments_v7 j LEFT JOIN judge_fingerprints f ON f.id = j.fingerprint_id"
+        " ORDER BY j.rowid"
+    )
+    while batch := cursor.fetchmany(_BATCH):
+        rows = []
+        for row in batch:
+            try:
+                columns, source = _row_of(row)
+            except (ValueError, StoreError) as exc:
+                message = f"the judgment of key {row[0]} is unreadable: {exc}"
+                raise sqlite3.DatabaseError(message) from None
+            rows.append((*columns[:3], source_id(conn, source, cache), *columns[3:]))
+        conn.executemany(
+            "INSERT INTO judgments (key, query_id, doc_id, source_id, status, grade,"
+            " created_at, head, tail, extra) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+    conn.execute("DROP TABLE judgments_v7")
+    conn.execute("DROP TABLE judge_fingerprints")
+    for statement in INDEXES:
+        conn.execute(statement)
+    conn.execute(ROWS_VIEW)
+    # The id pairs, their keys as bytes.
+    conn.create_function("relgrade_encode_key", 1, encode_key, deterministic=True)
+    conn.execute(
+        """CREATE TABLE judgment_pairs_v8 (
+            key BLOB NOT NULL,
+            query_id TEXT NOT NULL,
+            doc_id TEXT NOT NULL,
+            PRIMARY KEY (key, query_id, doc_id)
+        ) WITHOUT ROWID"""
+    )
+    conn.execute(
+        "INSERT OR IGNORE INTO judgment_pairs_v8 SELECT relgrade_encode_key(key), query_id,"
+        " doc_id FROM judgment_pairs"
+    )
+    conn.execute("DROP TABLE judgment_pairs")
+    conn.execute("ALTER TABLE judgment_pairs_v8 RENAME TO judgment_pairs")
