@@ -85,7 +85,9 @@ def _run_frames(runs: Any, precision: Literal["float32", "float64"]) -> dict[str
     frames: dict[str, pd.DataFrame] = {}
     for name, run in items:
         if is_path(run) and str(run) == "-":
-            raise InputError("--fill reads each RUN from a file, not stdin (-)", hint="save it first")
+            raise InputError(
+                "--fill reads each RUN from a file, not stdin (-)", hint="save it first"
+            )
         if is_path(run):
             frames[name or next(paths)] = read_run(str(run), precision=precision)
         else:

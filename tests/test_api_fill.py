@@ -37,7 +37,7 @@ def _records(frame: pd.DataFrame) -> list[Record]:
     """The frame's rows as the JSON's records: keys without a value left out, NaN as null."""
     out = []
     for row in frame.to_dict(orient="records"):
-        record = {k: v for k, v in row.items() if not (k != "value" and _absent(v))}
+        record = {str(k): v for k, v in row.items() if not (k != "value" and _absent(v))}
         record["value"] = None if _absent(row["value"]) else row["value"]
         out.append(record)
     return out
@@ -100,11 +100,13 @@ def test_default_measures_scale_and_threshold_warning_as_the_command(
 
 
 def test_the_also_judged_manifest_weights_the_overlap_as_the_command(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     files: GradeFiles = write_grade_files(tmp_path, n_queries=4, depth=6)
     human = tmp_path / "human.qrels"
-    human.write_text("".join(f"q{q} 0 d{q * 6 + r} {(q + r) % 5}\n" for q in range(4) for r in (0, 2, 4)))
+    human.write_text(
+        "".join(f"q{q} 0 d{q * 6 + r} {(q + r) % 5}\n" for q in range(4) for r in (0, 2, 4))
+    )
     out = tmp_path / "j.jsonl"
     args = files.args(
         "--judge", "lexical", "--store", tmp_path / "s.db", "--quiet", "--skip-judged", human,
@@ -116,7 +118,8 @@ def test_the_also_judged_manifest_weights_the_overlap_as_the_command(
     frame = rg.evaluate(human, files.run, ["P(rel=2)@5"], fill=out)
     assert _records(frame) == expected
     manifest = tmp_path / "j.manifest.json"
-    assert f"weighted by 1/pi from {manifest}" in "\n".join(frame.attrs["notes"])
+    assert frame.attrs["notes"] == err.splitlines()
+    assert f"weighted by 1/pi from {manifest}" in err
     # The judgments as a frame: no path to look beside, so the manifest is given.
     judgments = pd.read_json(out, lines=True)
     given = rg.evaluate(human, files.run, ["P(rel=2)@5"], fill=judgments, fill_manifest=manifest)
