@@ -49,7 +49,7 @@ def evaluate_fill(
         frames,
         given,
         typed=bool(names),
-        llm_name=llm_path or "fill=",
+        llm_name=llm_path or "the fill= table",
         human_path=str(qrels) if is_path(qrels) else None,
         scale=scale,
         missing="skip" if trec_eval_missing else "zero",
