@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 import pandas as pd
 
-from grader.errors import RelgradeWarning
+from grader.errors import InputError, RelgradeWarning
 from grader.evaluation.inputs import read_qrels_input, run_joins
 from grader.evaluation.scoring import check_measures, evaluate_judged
 from grader.io.tables import grades_table, is_path, run_table
 from grader.metrics.measures import Measure
+from relgrade._fill import evaluate_fill
 
 
 def measure_names(measures: Any) -> list[str | Measure] | None:
@@ -40,7 +42,9 @@ def evaluate(
     trec_eval_missing: bool = False,
     precision: Literal["float32", "float64"] = "float32",
     clamp: bool = False,
-    fill: None = None,
+    fill: Any = None,
+    llm_scale: str | Mapping[int, int] | None = None,
+    fill_manifest: str | Path | None = None,
 ) -> pd.DataFrame:
     """Score runs against qrels, as `relgrade evaluate QRELS RUN ... --format json` does.
 
@@ -55,6 +59,13 @@ def evaluate(
     A threshold inferred from binary qrels, and a run that answers no qrels query, are said with
     a RelgradeWarning; `attrs["notes"]` holds the command's other stderr lines.
 
+    `fill`: the LLM's grades (a judgments JSONL or qrels path, `relgrade.grade`'s frame, any
+    qrels form) on top of people's `qrels` (any integer grade): `relgrade evaluate QRELS RUN
+    ... --fill LLM_QRELS --format json`, each run three ways (column `regime`), the shares of
+    its top k as rows `Share@k` with a `source`, `corrected, ci_low, ci_high` on the filled
+    means with an interval (docs/filling-holes.md). `llm_scale` ("0:0,1:1,2:4,3:7" or a dict)
+    and `fill_manifest` are `--llm-scale` and `--fill-manifest`; `clamp` is not used.
+
     >>> import relgrade as rg
     >>> qrels = {"q1": {"d1": 1, "d2": 0}}
     >>> run = {"q1": {"d1": 0.9, "d2": 0.5}}
@@ -63,9 +74,21 @@ def evaluate(
     0  run      all  P(rel=1)@1    1.0
     1  run      all       nDCG@10    1.0
     """
-    if fill is not None:
-        raise NotImplementedError("fill= is not available yet")
     names = measure_names(measures)
+    if fill is not None:
+        return evaluate_fill(
+            qrels,
+            runs,
+            fill,
+            names,
+            per_query,
+            trec_eval_missing=trec_eval_missing,
+            precision=precision,
+            llm_scale=llm_scale,
+            fill_manifest=fill_manifest,
+        )
+    if llm_scale is not None or fill_manifest is not None:
+        raise InputError("llm_scale= and fill_manifest= go with fill=LLM_QRELS")
     check_measures(names)  # a bad name fails before any input is read
     judged, facts = read_qrels_input(qrels, clamp=clamp)
     joins = run_joins(runs, judged, precision=precision)

@@ -98,3 +98,22 @@ def is_also_judged(manifest: Manifest) -> bool:
     return (
         getattr(manifest, "kind", None) == KIND or (manifest.model_extra or {}).get("kind") == KIND
     )
+
+
+def also_judged_weights(
+    llm_path: str | Path | None, manifest: str | Path | None = None
+) -> tuple[dict[tuple[str, str], float] | None, str]:
+    """1/pi of each also-judged pair and the manifest's path: `manifest` when given (any
+    manifest), else the also-judged manifest beside the LLM grades file `llm_path`; (None, "")
+    when there is none."""
+    from calibration.spotcheck.manifest import find_manifest, read_manifest
+
+    path = manifest
+    if path is None and llm_path is not None:
+        path = find_manifest(llm_path)
+    if path is None:
+        return None, ""
+    found = read_manifest(path)
+    if not is_also_judged(found) and manifest is None:
+        return None, ""
+    return {k: 1.0 / p for k, p in found.probabilities().items()}, str(path)

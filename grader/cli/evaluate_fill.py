@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from grader.errors import InputError
-from grader.metrics.fill import REGIMES, SOURCES, FillResult, evaluate_fill
+from grader.grading.fill_evaluation import COLUMNS
+from grader.metrics.fill import REGIMES, SOURCES, FillResult
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
@@ -41,131 +42,57 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _weights(args: argparse.Namespace) -> tuple[dict[tuple[str, str], float] | None, str]:
-    """1/pi of each also-judged pair from the manifest beside LLM_QRELS (or given)."""
-    from calibration.spotcheck.also_judged import is_also_judged
-    from calibration.spotcheck.manifest import find_manifest, read_manifest
-
-    path = args.fill_manifest or find_manifest(args.fill)
-    if path is None:
-        return None, ""
-    manifest = read_manifest(path)
-    if not is_also_judged(manifest) and args.fill_manifest is None:
-        return None, ""
-    return {k: 1.0 / p for k, p in manifest.probabilities().items()}, str(path)
-
-
-def read_inputs(args: argparse.Namespace) -> tuple[Any, Any, dict[int, int] | None]:
-    """People's qrels (any integer grade), the LLM's grades (0..3), the scale map."""
-    from grader.grading.holes import parse_llm_scale, read_people_grades
-    from grader.io.grades import read_llm_grades
-
-    human = read_people_grades(args.qrels)
-    llm = read_llm_grades(args.fill)[["query_id", "doc_id", "grade"]]
-    scale = parse_llm_scale(args.llm_scale) if args.llm_scale else None
-    if not set(llm["query_id"].astype(str)) & set(human["query_id"].astype(str)):
-        raise InputError(
-            f"the LLM's grades ({args.fill}) share no query id with people's qrels: are they "
-            "for another collection?",
-            path=args.qrels,
-            hint="give the qrels and the LLM grades of the same collection",
-        )
-    return human, llm, scale
-
-
 def run_fill(args: argparse.Namespace, given: list[str]) -> int:
     """The `evaluate --fill` command (see the module docstring)."""
+    from calibration.spotcheck.also_judged import also_judged_weights
+    from grader.grading.fill_evaluation import evaluate_filled, llm_grades, people_grades
+    from grader.grading.holes import parse_llm_scale
     from grader.io.runs import run_names
     from grader.io.trec import read_run
-    from grader.metrics.thresholds import resolve_thresholds
 
     if "-" in args.runs:
         raise InputError("--fill reads each RUN from a file, not stdin (-)", hint="save it first")
-    human, llm, scale = read_inputs(args)
-    top = int(max(human["grade"].max(), max((scale or {3: 3}).values())))
-    measures, notes = resolve_thresholds(given, top, typed=bool(args.measures))
+    human = people_grades(args.qrels)
+    llm = llm_grades(args.fill)
+    scale = parse_llm_scale(args.llm_scale) if args.llm_scale else None
     runs = {
         name: read_run(path, precision=args.precision)
         for name, path in zip(run_names(args.runs), args.runs, strict=True)
     }
-    weights, manifest = _weights(args)
-    result = evaluate_fill(
+    weights, manifest = also_judged_weights(args.fill, args.fill_manifest)
+    evaluation = evaluate_filled(
         human,
         llm,
         runs,
-        measures,
+        given,
+        typed=bool(args.measures),
+        llm_name=args.fill,
+        human_path=args.qrels,
         scale=scale,
         missing="skip" if args.skip_missing else "zero",
         precision=args.precision,
         weights=weights,
+        manifest=manifest,
     )
-    notes += _notes(result, manifest, scale)
-    records = fill_records(result, args.per_query)
+    records = [{**r, "value": _clean(r["value"])} for r in evaluation.records(args.per_query)]
     if args.format == "json":
         json.dump(records, sys.stdout, indent=1)
         sys.stdout.write("\n")
     elif args.format == "csv":
         import csv
 
-        fields = ["run", "query_id", "measure", "regime", "source", "value"]
-        fields += ["corrected", "ci_low", "ci_high"]
-        writer = csv.DictWriter(sys.stdout, fieldnames=fields, lineterminator="\n")
+        writer = csv.DictWriter(sys.stdout, fieldnames=COLUMNS, lineterminator="\n")
         writer.writeheader()
         writer.writerows(records)
     else:
-        _print_table(result)
-    for note in notes:
+        _print_table(evaluation.result)
+    for note in evaluation.warnings + evaluation.notes:
         print(note, file=sys.stderr)
     return 0
 
 
-def _notes(result: FillResult, manifest: str, scale: dict[int, int] | None) -> list[str]:
-    notes = [
-        f"filled: {result.holes:,} LLM grades on pairs people did not judge; "
-        f"{result.overlap:,} pairs graded by both"
-    ]
-    if scale is not None:
-        from grader.grading.holes import scale_text
-
-        notes.append(f"LLM grades mapped by --llm-scale {scale_text(scale)}")
-    if result.interval_note:
-        notes.append(result.interval_note)
-        if manifest:
-            notes.append(f"the pairs graded by both are weighted by 1/pi from {manifest}")
-    elif result.overlap <= 1:
-        notes.append(
-            "no interval for the filled score: the LLM graded no pair people judged "
-            "(grade --also-judged N gives some)"
-        )
-    return notes
-
-
 def _clean(value: Any) -> Any:
     return None if isinstance(value, float) and math.isnan(value) else value
-
-
-def fill_records(result: FillResult, per_query: bool = False) -> list[dict[str, Any]]:
-    """The JSON records: scores by regime, then the shares by source."""
-    frame = result.frame(per_query)
-    records: list[dict[str, Any]] = []
-    for row in frame.to_dict(orient="records"):
-        record = {str(k): v for k, v in row.items() if k == "value" or _clean(v) is not None}
-        record["value"] = _clean(row["value"])
-        records.append(record)
-    for run, shares in result.shares.items():
-        measure = "Share" if shares.k is None else f"Share@{shares.k}"
-        for source in SOURCES:
-            records.append(
-                {
-                    "run": run,
-                    "query_id": "all",
-                    "measure": measure,
-                    "regime": "filled",
-                    "source": source,
-                    "value": _clean(shares.share(source)),
-                }
-            )
-    return records
 
 
 def _print_table(result: FillResult) -> None:

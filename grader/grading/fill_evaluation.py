@@ -1,0 +1,186 @@
+"""`evaluate --fill` as one call: people's grades and the LLM's read from any input form, the
+same-collection check, the thresholds, `grader.metrics.fill.evaluate_fill`, and the records
+and stderr lines the command prints. `relgrade evaluate --fill` and `relgrade.evaluate(...,
+fill=...)` both call `evaluate_filled`.
+
+Records (`--format json`'s): the records of `evaluate` ({"run", "query_id", "measure",
+"value"}) with a `regime`; the filled means with an interval add `corrected`, `ci_low`,
+`ci_high`; the shares are records with measure `Share@k` (`Share` for the whole ranking),
+regime "filled" and `source` ("human", "llm", "unjudged"). A NaN value is kept as NaN (JSON
+writes it as null); keys without a value are left out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from grader.errors import InputError
+from grader.metrics.evaluate import Missing
+from grader.metrics.fill import SOURCES, FillResult, evaluate_fill
+from grader.metrics.measures import Measure
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from grader.metrics.ranking import Precision
+
+COLUMNS = ["run", "query_id", "measure", "regime", "source", "value", "corrected", "ci_low"]
+COLUMNS += ["ci_high"]
+
+
+@dataclass
+class FillEvaluation:
+    """The result, and the lines the command prints on stderr: `warnings` (the thresholds
+    decided; said as warnings by the API) and `notes`."""
+
+    result: FillResult
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def records(self, per_query: bool = False) -> list[dict[str, Any]]:
+        """`--format json`'s records: scores by regime, then the shares by source."""
+        return fill_records(self.result, per_query)
+
+
+def people_grades(value: Any) -> pd.DataFrame:
+    """People's grades [query_id, doc_id, grade] (any integer grade): a path as
+    `read_people_grades` reads it, or any qrels form `evaluate` takes; a pair given twice is an
+    error."""
+    from grader.io.tables import grades_table, is_path
+
+    if is_path(value):
+        from grader.grading.holes import read_people_grades
+
+        return read_people_grades(value)
+    frame = grades_table(value, "human qrels")[["query_id", "doc_id", "grade"]]
+    if frame.empty:
+        raise InputError("the human qrels hold no grades", hint="give rows query_id, doc_id, grade")
+    _check_pairs_once(frame, "human qrels")
+    return frame
+
+
+def llm_grades(value: Any) -> pd.DataFrame:
+    """The LLM's grades [query_id, doc_id, grade] (0..3): a judgments JSONL or qrels path as
+    `read_llm_grades` reads it (failed judgments are holes), or any form `calibrate` takes."""
+    from grader.io.tables import is_path, llm_grades_table
+
+    if is_path(value):
+        from grader.io.grades import read_llm_grades
+
+        return read_llm_grades(value)[["query_id", "doc_id", "grade"]]
+    frame = llm_grades_table(value)[["query_id", "doc_id", "grade"]]
+    _check_pairs_once(frame, "LLM grades")
+    return frame
+
+
+def _check_pairs_once(frame: pd.DataFrame, what: str) -> None:
+    twice = frame.duplicated(["query_id", "doc_id"], keep=False).to_numpy()
+    if twice.any():
+        rows = [int(i) for i in twice.nonzero()[0][:2]]
+        q, d = frame["query_id"].iloc[rows[0]], frame["doc_id"].iloc[rows[0]]
+        raise InputError(
+            f"the {what} give the pair ({q}, {d}) twice, in rows {rows[0]} and {rows[1]}",
+            hint="keep one grade per pair",
+        )
+
+
+def check_same_collection(
+    human: pd.DataFrame, llm: pd.DataFrame, llm_name: str, human_path: str | None
+) -> None:
+    """An error when the LLM's grades share no query id with people's (another collection)."""
+    if not set(llm["query_id"].astype(str)) & set(human["query_id"].astype(str)):
+        raise InputError(
+            f"the LLM's grades ({llm_name}) share no query id with people's qrels: are they "
+            "for another collection?",
+            path=human_path,
+            hint="give the qrels and the LLM grades of the same collection",
+        )
+
+
+def evaluate_filled(
+    human: pd.DataFrame,
+    llm: pd.DataFrame,
+    runs: Mapping[str, pd.DataFrame],
+    given: Sequence[str | Measure],
+    *,
+    typed: bool,
+    llm_name: str,
+    human_path: str | None = None,
+    scale: dict[int, int] | None = None,
+    missing: Missing = "zero",
+    precision: Precision = "float32",
+    weights: Mapping[tuple[str, str], float] | None = None,
+    manifest: str = "",
+) -> FillEvaluation:
+    """Each run scored three ways (`evaluate_fill`), with the measures' thresholds decided on
+    people's grades and the LLM's mapped top (`typed`: the names were written by a person), and
+    the lines the command prints. `weights` are 1/pi of the also-judged pairs, read from
+    `manifest` (its path, said in the notes)."""
+    from grader.metrics.thresholds import resolve_thresholds
+
+    check_same_collection(human, llm, llm_name, human_path)
+    top = int(max(human["grade"].max(), max((scale or {3: 3}).values())))
+    measures, warnings = resolve_thresholds(list(given), top, typed=typed)
+    result = evaluate_fill(
+        human,
+        llm,
+        runs,
+        measures,
+        scale=scale,
+        missing=missing,
+        precision=precision,
+        weights=weights,
+    )
+    return FillEvaluation(result, warnings, fill_notes(result, manifest, scale))
+
+
+def fill_notes(result: FillResult, manifest: str, scale: dict[int, int] | None) -> list[str]:
+    """What was filled, the scale, and the interval's method (or why there is none)."""
+    notes = [
+        f"filled: {result.holes:,} LLM grades on pairs people did not judge; "
+        f"{result.overlap:,} pairs graded by both"
+    ]
+    if scale is not None:
+        from grader.grading.holes import scale_text
+
+        notes.append(f"LLM grades mapped by --llm-scale {scale_text(scale)}")
+    if result.interval_note:
+        notes.append(result.interval_note)
+        if manifest:
+            notes.append(f"the pairs graded by both are weighted by 1/pi from {manifest}")
+    elif result.overlap <= 1:
+        notes.append(
+            "no interval for the filled score: the LLM graded no pair people judged "
+            "(grade --also-judged N gives some)"
+        )
+    return notes
+
+
+def _clean(value: Any) -> Any:
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+def fill_records(result: FillResult, per_query: bool = False) -> list[dict[str, Any]]:
+    """The records (see the module docstring), a NaN value kept as NaN."""
+    frame = result.frame(per_query)
+    records: list[dict[str, Any]] = []
+    for row in frame.to_dict(orient="records"):
+        record = {str(k): v for k, v in row.items() if k == "value" or _clean(v) is not None}
+        records.append(record)
+    for run, shares in result.shares.items():
+        measure = "Share" if shares.k is None else f"Share@{shares.k}"
+        for source in SOURCES:
+            records.append(
+                {
+                    "run": run,
+                    "query_id": "all",
+                    "measure": measure,
+                    "regime": "filled",
+                    "source": source,
+                    "value": shares.share(source),
+                }
+            )
+    return records
