@@ -11,6 +11,7 @@ import json
 import math
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from grader.cli.main import main
@@ -180,3 +181,39 @@ def test_calibrate_against_the_examples_human_grades(
     assert code == 0
     assert report["n"] == len(graded.ok())
     assert sum(map(sum, report["confusion"])) == report["n"]
+
+
+def test_the_python_api_grades_inside_a_running_loop_as_the_command(graded: Graded) -> None:
+    """`rg.grade` inside `asyncio.run` (a running loop, as in Jupyter) through the real server,
+    on the same store: every pair the command graded comes back with the command's grade and
+    no request is sent (the store holds them all)."""
+    import asyncio
+
+    import relgrade as rg
+
+    assert SERVER is not None
+    before = calls_logged(graded.db)
+
+    async def in_a_notebook() -> pd.DataFrame:
+        return rg.grade(
+            runs=str(EXAMPLES / "run.txt"),
+            queries=str(EXAMPLES / "queries.tsv"),
+            docs=str(EXAMPLES / "docs.tsv"),
+            depth=3,
+            model=SERVER.model,
+            base_url=SERVER.url,
+            store=graded.db,
+            concurrency=2,
+            progress=False,
+            timeout=180,
+        )
+
+    frame = asyncio.run(in_a_notebook())
+    rows = frame.to_dict("records")
+    api = {(r["query_id"], r["doc_id"]): (r["status"], r["grade"]) for r in rows}
+    command = {(j.query_id, j.doc_id): (j.status, j.grade) for j in graded.judgments}
+    assert set(api) == set(command)
+    for pair, (status, grade) in command.items():
+        if status == "ok":
+            assert api[pair] == ("ok", grade)
+    assert calls_logged(graded.db) == before
