@@ -8,6 +8,7 @@ import json
 import sqlite3
 from pathlib import Path
 
+from grader.store import schema8
 from grader.store.export_tables import EXPORT_STATEMENTS
 from grader.store.store import Store
 from tests.fakeserver import FakeServer
@@ -18,8 +19,17 @@ OLD_INDEX = next(s for s in EXPORT_STATEMENTS if "CREATE INDEX export_lines_file
 
 
 def _to_schema_8(db: Path) -> list[tuple[str, str, int, str, str]]:
-    """Put the store's export lines back in schema 5's table (version 8); its rows."""
+    """Put the store's export lines back in schema 5's table, and the later migrations' tables
+    back as schema 8 had them (its judgments table is empty after an export): version 8; the
+    export's rows."""
     conn = sqlite3.connect(db, isolation_level=None)
+    assert conn.execute("SELECT COUNT(*) FROM judgments").fetchone() == (0,)
+    conn.execute("DROP VIEW IF EXISTS judgment_rows")
+    conn.execute("DROP TABLE judgments")
+    conn.execute(schema8.JUDGMENTS_TABLE)
+    for index in schema8.INDEXES:
+        conn.execute(index)
+    conn.execute("ALTER TABLE calls DROP COLUMN output_mode")
     rows = conn.execute(
         "SELECT export_id, key, file_no, query_id, doc_id FROM export_lines ORDER BY key"
     ).fetchall()
