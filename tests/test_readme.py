@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import shlex
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -98,3 +99,9 @@ def test_quickstart_runs_as_written(
         _run(line, capsys)
     assert (tmp_path / "judgments.jsonl").is_file() and (tmp_path / "llm.qrels").is_file()
     assert "<html" in (tmp_path / "report.html").read_text(encoding="utf-8").lower()
+    python = "\n".join(_blocks(section)[2])  # "From Python or a notebook", after the commands
+    names: dict[str, Any] = {}
+    exec(compile(python, "README.md", "exec"), names)
+    assert set(names["labels"].status) == {"ok"} and len(names["labels"]) == 174
+    assert set(names["scores"].measure) == {"nDCG@10", "P(rel=2)@10"}
+    assert names["report"].to_dict()["n"] > 0 and "<" in names["report"]._repr_html_()
