@@ -53,3 +53,23 @@ def test_max_context_flag_cuts_long_documents(fake_server: FakeServer, tmp_path:
     )
     [judgment] = read_judgments(out)
     assert judgment.status == "ok" and judgment.truncated
+
+
+def test_a_context_too_small_for_the_document_fails_without_a_request(
+    fake_server: FakeServer, tmp_path: Path
+) -> None:
+    """With --max-context leaving the document (almost) nothing, the pair fails for good as
+    ContextLengthExceeded and nothing is sent: an empty document would be graded, not this one."""
+    files = write_grade_files(tmp_path, n_queries=1, depth=1)
+    files.docs.write_text('{"doc_id": "d0", "text": "' + "cache eviction " * 600 + '"}\n')
+    out = tmp_path / "j.jsonl"
+    base = files.args("--base-url", fake_server.base_url, "--model", "fake-model", "--quiet")
+    before = len(fake_server.requests)
+    code = main(
+        [*base, "--store", str(tmp_path / "a.db"), "--out", str(out), "--max-context", "300"]
+    )
+    [judgment] = read_judgments(out)
+    assert code == 1 and judgment.status == "failed" and judgment.grade is None
+    assert judgment.error is not None and judgment.error.type == "ContextLengthExceeded"
+    assert "--max-context" in judgment.error.message
+    assert len(fake_server.requests) == before  # no completion was asked for

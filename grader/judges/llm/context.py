@@ -30,6 +30,16 @@ from grader.prompts import MessageRenderer, OutputMode, PromptSpec
 CHARS_PER_TOKEN = 3
 """Characters of document text counted as one token when cutting it to a context."""
 MARGIN_TOKENS = 64
+MIN_DOC_CHARS = 200
+"""A document cut to fit the context keeps at least this many characters (or all of a shorter
+one); when the prompt around it leaves less, the pair fails (`DocumentDoesNotFit`), ungraded:
+a model shown an empty or near-empty document would grade the cut, not the document."""
+
+
+class DocumentDoesNotFit(Exception):
+    """The prompt around a document leaves it too little of the server's context."""
+
+
 """Tokens kept free besides the prompt and the reply (chat template, estimate's error)."""
 _CONTEXT_KEYS = ("max_model_len", "n_ctx", "context_length", "context_window", "n_ctx_train")
 
@@ -114,7 +124,14 @@ class ContextFit:
         """The chat messages for one pair in `mode`, and whether the document was cut."""
         budget = self.spec.doc_budget_chars
         if self.max_context is not None:
-            budget = min(budget, self.document_chars(query, doc, mode))
+            fits = self.document_chars(query, doc, mode)
+            if fits < min(len(doc.text), MIN_DOC_CHARS, budget):
+                raise DocumentDoesNotFit(
+                    f"the prompt around document {doc.doc_id} leaves {fits} of its "
+                    f"{len(doc.text)} characters in a context of {self.max_context} tokens; "
+                    "raise --max-context (the server's n_ctx) or shorten the prompt"
+                )
+            budget = min(budget, fits)
         return self._renderer(mode, budget).messages(query, doc)
 
     def document_chars(self, query: Query, doc: Doc, mode: OutputMode) -> int:

@@ -49,7 +49,7 @@ from grader import defaults
 from grader.cost import PriceTable, estimate_usage, expected_reply_tokens
 from grader.errors import JudgeError, ServerNotAnswering
 from grader.judges.llm.connect_errors import connect_failure
-from grader.judges.llm.context import ContextFit, ServerInfo, learn_server
+from grader.judges.llm.context import ContextFit, DocumentDoesNotFit, ServerInfo, learn_server
 from grader.judges.llm.endpoint import (
     BASE_URL_ENV,
     KEY_ENV,
@@ -253,7 +253,11 @@ class LLMJudge:
         started = time.perf_counter()
         if self._probe is not None:
             await self._learn_server()
-        messages, truncated = self.fit.messages(query, doc, self.server.mode)
+        try:
+            messages, truncated = self.fit.messages(query, doc, self.server.mode)
+        except DocumentDoesNotFit as exc:  # permanent, and nothing sent: never a grade
+            state = CallState(query, doc, key, self.server.mode, [], True)
+            return self._recorder.failed(state, "ContextLengthExceeded", str(exc), started)
         state = CallState(query, doc, key, self.server.mode, messages, truncated)
         retrying = AsyncRetrying(
             retry=retry_if_exception(self._retryable),
@@ -268,6 +272,8 @@ class LLMJudge:
                     reply = await self._attempt(state)
         except JudgeError:
             raise
+        except DocumentDoesNotFit as exc:  # the mode changed to one whose prompt is longer
+            return self._recorder.failed(state, "ContextLengthExceeded", str(exc), started)
         except asyncio.CancelledError:
             self.abandoned = self.abandoned + state.usage  # answered attempts are paid for
             raise
