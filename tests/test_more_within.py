@@ -23,3 +23,18 @@ def test_more_within_reach_is_the_sequences_own() -> None:
     seq = _seq(60, 0.5)
     more, note = more_within(seq, 0.05, 100_000)
     assert more == seq.more_for(0.05) and note is None
+
+
+def test_the_sentence_never_says_reached_when_no_pair_is_left() -> None:
+    from calibration.report.tables import sequence_sentence
+    from calibration.summary_model import Estimate
+
+    wide = Estimate.model_construct(
+        cs=(0.2, 0.6), cs_n=174, cs_estimate=0.4, more_for_0_05=0, cs_note=None
+    )
+    text = sequence_sentence(wide)
+    assert text is not None and "reached" not in text and "no pair left" in text
+    narrow = Estimate.model_construct(
+        cs=(0.38, 0.42), cs_n=174, cs_estimate=0.4, more_for_0_05=0, cs_note=None
+    )
+    assert "half-width 0.05 reached" in (sequence_sentence(narrow) or "")

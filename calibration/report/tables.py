@@ -211,7 +211,12 @@ def sequence_sentence(share: Estimate) -> str | None:
     low, high = share.cs
     half = ((high or 0.0) - (low or 0.0)) / 2
     more = share.more_for_0_05 or 0
-    stop = "half-width 0.05 reached" if more == 0 else f"about {more} more grades for +-0.05"
+    if more:
+        stop = f"about {more} more grades for +-0.05"
+    elif half <= 0.05:
+        stop = "half-width 0.05 reached"
+    else:  # more_for_0_05 is capped at the pairs left, and none is left
+        stop = "no pair left to grade: +-0.05 is out of the sequence's reach"
     text = (
         f"Anytime-valid 95% confidence sequence after the first {share.cs_n} graded pairs of "
         f"the sample's order: {fmt(low)} to {fmt(high)} (estimate {fmt(share.cs_estimate)}, "
