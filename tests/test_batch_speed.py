@@ -27,12 +27,12 @@ from grader.models import Doc, Query
 from grader.prompts import (
     OPTIONAL_FIELDS,
     OutputMode,
-    _render_template,
     is_text_truncated,
     is_truncated,
     load_prompt,
     render_messages,
 )
+from grader.prompts.render import _render_template
 from grader.store.store import Store
 from tests.helpers.batch_export import reference_render
 from tests.helpers.hypothesis_scale import examples

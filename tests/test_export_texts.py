@@ -27,13 +27,13 @@ from grader.prompts import (
     MessageRenderer,
     OutputMode,
     PromptSpec,
-    _prompt_tags,
     load_prompt,
     neutralise,
     render_messages,
     render_scale,
     truncate,
 )
+from grader.prompts.render import _prompt_tags
 from grader.store.judgment_rows import encode_key
 from grader.store.store import Store
 from tests.helpers.batch_export import batch_judge, export_pairs, reference_render

@@ -64,13 +64,13 @@ def test_unknown_prompt_lists_the_shipped_ones() -> None:
 
 
 def test_packaged_prompts_are_found_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import grader.prompts as prompts
+    import grader.prompts.files as prompt_files
 
     packaged = tmp_path / "_prompts"
     packaged.mkdir()
     text = (PROMPTS_DIR / "passage-v1.toml").read_text().replace('version = "1"', 'version = "9"')
     (packaged / "passage-v9.toml").write_text(text)
-    monkeypatch.setattr(prompts, "_packaged_dir", lambda: packaged)
+    monkeypatch.setattr(prompt_files, "_packaged_dir", lambda: packaged)
     assert load_prompt("passage").version == "9"
     assert any(p.parent == packaged for p in shipped_prompt_files())
 

@@ -1,0 +1,193 @@
+"""Prompt files: where the shipped ones are, and reading one into a validated `PromptSpec`.
+
+A prompt is found by file path, by shipped stem (`passage-v1`), by `name@version`, or by bare
+name (its highest version). Shipped prompts come from the installed wheel's `grader/_prompts`,
+then the checkout's `prompts/` folder; a TOML there without messages (the lexical judge's
+settings) is not a judge prompt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.resources
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from grader.errors import NotAJudgePrompt, PromptError
+from grader.prompts.spec import (
+    OPTIONAL_FIELDS,
+    REQUIRED_USER,
+    SYSTEM_FIELDS,
+    PromptSpec,
+    placeholders,
+)
+
+_CHECKOUT_DIR = Path(__file__).resolve().parents[2] / "prompts"
+
+
+def _packaged_dir() -> Path | None:
+    try:
+        root = importlib.resources.files("grader") / "_prompts"
+    except (ModuleNotFoundError, TypeError):  # pragma: no cover
+        return None
+    path = Path(str(root))
+    return path if path.is_dir() else None
+
+
+def prompt_dirs() -> list[Path]:
+    """Where shipped prompts are found: the installed wheel's `grader/_prompts`, then the
+    checkout's `prompts/` folder."""
+    dirs = [d for d in (_packaged_dir(), _CHECKOUT_DIR) if d is not None and d.is_dir()]
+    return list(dict.fromkeys(dirs))
+
+
+def shipped_prompt_files() -> list[Path]:
+    """Every shipped prompt file, by stem (the first folder wins), sorted."""
+    found: dict[str, Path] = {}
+    for folder in prompt_dirs():
+        for path in sorted(folder.glob("*.toml")):
+            found.setdefault(path.stem, path)
+    return [found[stem] for stem in sorted(found)]
+
+
+def _is_judge_prompt(data: dict[str, Any]) -> bool:
+    """Whether a shipped TOML is a judge prompt (it has messages), not other settings beside
+    the prompts (the lexical judge's thresholds, `lexical-v1.toml`)."""
+    return "messages" in data
+
+
+def list_prompts() -> list[PromptSpec]:
+    """Every shipped prompt that is a judge prompt: what `prompts list` prints and the
+    unknown-prompt error names (settings files beside them, e.g. lexical thresholds, are not)."""
+    specs = []
+    for path in shipped_prompt_files():
+        data = _read_toml(path)
+        if _is_judge_prompt(data):
+            specs.append(_spec_from(data, path))
+    return specs
+
+
+def load_prompt(name_or_path: str | Path) -> PromptSpec:
+    """A prompt by file path, by shipped stem (`passage-v1`), by `name@version`, or by bare
+    name (`passage`: its highest version)."""
+    text = str(name_or_path)
+    as_path = Path(text)
+    if as_path.suffix == ".toml" or as_path.is_file():
+        if not as_path.is_file():
+            raise PromptError(f"{as_path}: no such prompt file")
+        return _spec_from(_read_toml(as_path), as_path)
+    shipped = {p.stem: p for p in shipped_prompt_files()}
+    stem = text.replace("@", "-v", 1) if "@" in text else text
+    versions = [s for s in shipped if re.fullmatch(re.escape(text) + r"-v\d+", s)]
+    if stem not in shipped and versions:
+        stem = max(versions, key=lambda s: int(s.rsplit("-v", 1)[1]))
+    if stem in shipped:
+        data = _read_toml(shipped[stem])
+        if _is_judge_prompt(data):
+            return _spec_from(data, shipped[stem])
+        raise NotAJudgePrompt(
+            f"{shipped[stem]} is not a judge prompt but the offline lexical judge's settings: "
+            "grade with --judge lexical (its settings: --lexical-config TOML)"
+        )
+    known = ", ".join(spec.file_stem for spec in list_prompts()) or "none found"
+    raise PromptError(
+        f"unknown prompt {text!r} (shipped: {known}; or give a path to a .toml prompt file)"
+    )
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise PromptError(f"{path}: cannot read prompt file ({exc.strerror})") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise PromptError(f"{path}: not valid TOML: {exc}") from exc
+
+
+def _get(data: dict[str, Any], dotted: str, kind: type | tuple[type, ...], path: Path) -> Any:
+    node: Any = data
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            raise PromptError(f"{path}: missing key `{dotted}` (see prompts/passage-v1.toml)")
+        node = node[part]
+    if not isinstance(node, kind) or (kind is int and isinstance(node, bool)):
+        raise PromptError(f"{path}: `{dotted}` must be {_kind_name(kind)}, not {node!r}")
+    return node
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(k.__name__ for k in kinds)
+
+
+def _spec_from(data: dict[str, Any], path: Path) -> PromptSpec:
+    scale_raw = _get(data, "scale", dict, path)
+    try:
+        scale = {int(k): str(v) for k, v in scale_raw.items()}
+    except ValueError as exc:
+        raise PromptError(f"{path}: [scale] keys must be the grades 0, 1, 2, 3") from exc
+    if sorted(scale) != [0, 1, 2, 3]:
+        raise PromptError(f"{path}: [scale] must give the meaning of each grade 0, 1, 2, 3")
+    schema = _get(data, "reply.schema", dict, path)
+    extra = data.get("sampling", {}).get("extra", {})
+    if not isinstance(extra, dict):
+        raise PromptError(f"{path}: [sampling.extra] must be a table of parameter = value")
+    spec = PromptSpec(
+        name=_get(data, "name", str, path),
+        version=str(_get(data, "version", (str, int), path)),
+        description=_get(data, "description", str, path),
+        sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+        source=str(path),
+        scale=scale,
+        system=_get(data, "messages.system", str, path),
+        user=_get(data, "messages.user", str, path),
+        reask=_get(data, "messages.reask", str, path),
+        temperature=float(_get(data, "sampling.temperature", (int, float), path)),
+        max_tokens=_get(data, "sampling.max_tokens", int, path),
+        logprobs=_get(data, "sampling.logprobs", bool, path),
+        top_logprobs=_get(data, "sampling.top_logprobs", int, path),
+        doc_budget_chars=_get(data, "document.budget_chars", int, path),
+        truncation_marker=str(data.get("document", {}).get("truncation_marker", "")),
+        json_instruction=_get(data, "reply.json_instruction", str, path),
+        text_instruction=_get(data, "reply.text_instruction", str, path),
+        final_line=_get(data, "reply.final_line", str, path),
+        schema=schema,
+        extra_sampling=extra,
+    )
+    _validate(spec, path)
+    return spec
+
+
+def _validate(spec: PromptSpec, path: Path) -> None:
+    try:
+        user = placeholders(spec.user)
+        system = placeholders(spec.system)
+        reask = placeholders(spec.reask)
+    except PromptError as exc:
+        raise PromptError(f"{path}: {exc}") from None
+    allowed = set(REQUIRED_USER) | set(OPTIONAL_FIELDS)
+    for where, names, ok in (
+        ("messages.user", user, allowed),
+        ("messages.system", system, allowed | set(SYSTEM_FIELDS)),
+        ("messages.reask", reask, {"error"}),
+    ):
+        unknown = names - ok
+        if unknown:
+            raise PromptError(
+                f"{path}: `{where}` uses unknown placeholder(s) "
+                + ", ".join(f"${n}" for n in sorted(unknown))
+                + f" (known: {', '.join('$' + n for n in sorted(ok))})"
+            )
+    missing = [n for n in REQUIRED_USER if n not in user]
+    if missing:
+        raise PromptError(
+            f"{path}: `messages.user` must contain " + " and ".join(f"${n}" for n in missing)
+        )
+    if "$grade" not in spec.final_line:
+        raise PromptError(f"{path}: `reply.final_line` must contain $grade, e.g. 'Grade: $grade'")
+    if not 0 <= spec.top_logprobs <= 20:
+        raise PromptError(f"{path}: `sampling.top_logprobs` must be within 0..20")
+    if spec.max_tokens < 1 or spec.doc_budget_chars < 1:
+        raise PromptError(f"{path}: `max_tokens` and `document.budget_chars` must be positive")
