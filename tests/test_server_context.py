@@ -4,31 +4,15 @@ good under its own cause, sent once; a model the server does not list is told.""
 
 from __future__ import annotations
 
-from typing import Any
-
 from grader.judges.failures import failure_cause, failure_kind
 from grader.judges.llm.context import read_models
-from grader.judges.llm.judge import LLMJudge
-from grader.judges.llm.retry import RetryPolicy
 from grader.models import Doc, JudgmentError, Query
 from tests.fake_flavours import llama_cpp
 from tests.fakeserver import FakeServer
+from tests.helpers.llm_judges import make_judge
 
-POLICY = RetryPolicy(max_attempts=4, max_reasks=2, base_delay=0.001, max_delay=0.002)
 QUERY = Query(query_id="q1", text="what do cats eat")
 LONG = Doc(doc_id="d1", text="Cats eat fish and mice. " * 300)  # ~7,200 characters
-
-
-def make_judge(server: FakeServer, **kwargs: Any) -> LLMJudge:
-    options: dict[str, Any] = {
-        "model": "fake-model",
-        "prompt": "passage-v1",
-        "base_url": server.base_url,
-        "api_key": "sk-test",
-        "policy": POLICY,
-    }
-    options.update(kwargs)
-    return LLMJudge(**options)
 
 
 async def test_a_prompt_past_the_context_is_one_request_and_a_permanent_failure(

@@ -10,43 +10,11 @@ from typing import Any
 
 import pytest
 
-from grader.judges.llm.judge import LLMJudge
-from grader.judges.llm.retry import RetryPolicy
 from grader.judges.llm.types import ModeSwitch
-from grader.models import Doc, Query
 from grader.prompts import load_prompt, shipped_prompt_files
 from tests.fake_flavours import llama_cpp, ollama_native_format, vllm_guided_only
 from tests.fakeserver import FakeServer, faults
-
-POLICY = RetryPolicy(max_attempts=4, max_reasks=2, base_delay=0.001, max_delay=0.002)
-
-
-def make_judge(server: FakeServer, **kwargs: Any) -> LLMJudge:
-    options: dict[str, Any] = {
-        "model": "fake-model",
-        "prompt": "passage-v1",
-        "base_url": server.base_url,
-        "api_key": "sk-test",
-        "policy": POLICY,
-    }
-    options.update(kwargs)
-    return LLMJudge(**options)
-
-
-def pairs(n: int) -> list[tuple[Query, Doc]]:
-    return [
-        (Query(query_id=f"q{i}", text=f"query {i}"), Doc(doc_id=f"d{i}", text=f"document {i}"))
-        for i in range(n)
-    ]
-
-
-def formats(server: FakeServer) -> list[str]:
-    """Each request's response_format type, with `+schema` when it carries a schema."""
-    out = []
-    for body in server.requests:
-        fmt = body.get("response_format") or {}
-        out.append(fmt.get("type", "text") + ("+schema" if "schema" in fmt else ""))
-    return out
+from tests.helpers.llm_judges import formats, make_judge, pairs
 
 
 async def test_llama_cpp_500_for_json_schema_moves_the_run_to_json_object_with_schema_once(
@@ -60,8 +28,8 @@ async def test_llama_cpp_500_for_json_schema_moves_the_run_to_json_object_with_s
     )
     assert all(j.status == "ok" for j in results)
     assert {j.output_mode for j in results} == {"json_object_schema"}
-    assert formats(fake_server).count("json_schema") >= 1
-    assert formats(fake_server)[-1] == "json_object+schema"
+    assert formats(fake_server, schema=True).count("json_schema") >= 1
+    assert formats(fake_server, schema=True)[-1] == "json_object+schema"
     schema = load_prompt("passage-v1").schema
     assert fake_server.requests[-1]["response_format"]["schema"] == schema
     assert [(s.from_mode, s.to_mode) for s in told] == [("json_schema", "json_object_schema")]
@@ -87,7 +55,12 @@ async def test_json_object_with_schema_refused_too_falls_to_plain_json_then_text
     judge = make_judge(fake_server)
     judgment = await judge.judge(*pairs(1)[0], key="k")
     assert judgment.status == "ok" and judgment.output_mode == "text"
-    assert formats(fake_server) == ["json_schema", "json_object+schema", "json_object", "text"]
+    assert formats(fake_server, schema=True) == [
+        "json_schema",
+        "json_object+schema",
+        "json_object",
+        "text",
+    ]
     assert [s.to_mode for s in judge.mode_switches] == ["json_object_schema", "json_object", "text"]
 
 

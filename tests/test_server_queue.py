@@ -6,46 +6,23 @@ attempts of a pair cut short are counted."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 
 from grader.grading.pipeline import _count_abandoned
 from grader.grading.report import GradingReport
-from grader.judges.llm.judge import LLMJudge
-from grader.judges.llm.retry import RetryPolicy
 from grader.judges.llm.server_settings import PLAIN_JSON_GIVE_UP
-from grader.models import CallRecord, Doc, Query
+from grader.models import CallRecord
 from tests.fake_flavours import QueueingServer
 from tests.fakeserver import FakeServer, faults
-
-POLICY = RetryPolicy(max_attempts=6, max_reasks=2, base_delay=0.001, max_delay=0.002)
-
-
-def make_judge(server: FakeServer, **kwargs: Any) -> LLMJudge:
-    options: dict[str, Any] = {
-        "model": "fake-model",
-        "prompt": "passage-v1",
-        "base_url": server.base_url,
-        "api_key": "sk-test",
-        "policy": POLICY,
-    }
-    options.update(kwargs)
-    return LLMJudge(**options)
-
-
-def pairs(n: int) -> list[tuple[Query, Doc]]:
-    return [
-        (Query(query_id=f"q{i}", text=f"query {i}"), Doc(doc_id=f"d{i}", text=f"document {i}"))
-        for i in range(n)
-    ]
+from tests.helpers.llm_judges import make_judge, pairs
 
 
 @pytest.mark.slow
 async def test_a_server_that_queues_gets_fewer_requests_in_flight_not_a_stopped_run() -> None:
     with QueueingServer(latency_ms=250) as server:
         notices: list[str] = []
-        judge = make_judge(server, timeout=1.0, on_notice=notices.append)
+        judge = make_judge(server, timeout=1.0, on_notice=notices.append, max_attempts=6)
         results = await asyncio.gather(
             *(judge.judge(q, d, key=f"k{i}") for i, (q, d) in enumerate(pairs(8)))
         )
