@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -47,54 +46,23 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
 from grader import defaults
 from grader.cost import PriceTable, estimate_usage, expected_reply_tokens
-from grader.errors import JudgeError, ServerNotAnswering
-from grader.judges.llm.connect_errors import connect_failure
+from grader.errors import JudgeError
+from grader.judges.llm.attempts import MODE_REJECTED, RESEND_KINDS, AttemptSender, ModeRejected
+from grader.judges.llm.client import make_client
 from grader.judges.llm.context import ContextFit, DocumentDoesNotFit, ServerInfo, learn_server
-from grader.judges.llm.endpoint import (
-    BASE_URL_ENV,
-    KEY_ENV,
-    PLACEHOLDER_KEY,
-    api_key_for,
-    env_key_for,
-)
 from grader.judges.llm.inflight import InFlight
 from grader.judges.llm.ratelimit import RateLimiter
-from grader.judges.llm.replies import GradeReply, InvalidReply, parse_body, parse_completion
+from grader.judges.llm.replies import InvalidReply
 from grader.judges.llm.reply_reader import ReplyReader
 from grader.judges.llm.results import CallState, JudgmentRecorder, RecorderConfig
-from grader.judges.llm.retry import (
-    RetryPolicy,
-    is_context_exceeded,
-    is_fatal,
-    retry_delay,
-    should_retry,
-)
+from grader.judges.llm.retry import RetryPolicy, is_context_exceeded, retry_delay, should_retry
 from grader.judges.llm.server_settings import ServerSettings
-from grader.judges.llm.transport import DEAD_AFTER, ServerHealth, deadline, not_answering
-from grader.judges.llm.types import (
-    CallRecord,
-    ModeSwitch,
-    RenderedRequest,
-    request_body,
-    sdk_arguments,
-)
+from grader.judges.llm.transport import DEAD_AFTER, ServerHealth
+from grader.judges.llm.types import CallRecord, ModeSwitch, RenderedRequest, request_body
 from grader.models import Doc, Judgment, Query, Usage
-from grader.prompts import (
-    OutputMode,
-    PromptSpec,
-    load_prompt,
-    render_reask,
-)
-
-# Invalid replies that are the server's fault, not the model's: resent as they were, after a
-# backoff, rather than re-asked.
-_RESEND_KINDS = frozenset({"not_json_body", "no_choice"})
+from grader.prompts import OutputMode, PromptSpec, load_prompt
 
 __all__ = ["CallRecord", "LLMJudge", "ModeSwitch", "RenderedRequest", "request_body"]
-
-
-class _ModeRejected(Exception):
-    """The server refused this request's output mode or a parameter; resend without it."""
 
 
 class LLMJudge:
@@ -146,18 +114,8 @@ class LLMJudge:
         self.inflight = InFlight(on_notice)
         self.abandoned = Usage()
         """Tokens of answered attempts of judgments cut short (Ctrl-C): paid, in no judgment."""
-        url = base_url or os.environ.get(BASE_URL_ENV) or None
-        key = api_key if api_key is not None else env_key_for(url, os.environ.get(KEY_ENV))
-        if client is None:
-            key = api_key_for(url, key)  # a server other than OpenAI's may need no key
-            client = openai.AsyncOpenAI(api_key=key, base_url=url, timeout=timeout, max_retries=0)
-        else:
-            client = client.with_options(max_retries=0, timeout=timeout)
-            key = key or getattr(client, "api_key", None)
-        secrets = tuple(
-            s
-            for s in (key, getattr(client, "api_key", None))
-            if s and len(s) >= 4 and s != PLACEHOLDER_KEY
+        client, secrets = make_client(
+            base_url=base_url, api_key=api_key, client=client, timeout=timeout
         )
         self._recorder = JudgmentRecorder(
             RecorderConfig(
@@ -174,6 +132,20 @@ class LLMJudge:
         )
         self.client = client
         self.base_url = str(client.base_url)
+        self._sender = AttemptSender(
+            client=client,
+            model=model,
+            prompt=self.prompt,
+            server=self.server,
+            fit=self.fit,
+            limiter=self.limiter,
+            health=self.health,
+            inflight=self.inflight,
+            recorder=self._recorder,
+            policy=policy,
+            timeout=timeout,
+            base_url=self.base_url,
+        )
 
     def __repr__(self) -> str:
         return (
@@ -269,7 +241,7 @@ class LLMJudge:
         try:
             async for attempt in retrying:
                 with attempt:
-                    reply = await self._attempt(state)
+                    reply = await self._sender.send(state)
         except JudgeError:
             raise
         except DocumentDoesNotFit as exc:  # the mode changed to one whose prompt is longer
@@ -296,14 +268,13 @@ class LLMJudge:
             if exc.code == "context_length_exceeded" or is_context_exceeded(body or message):
                 kind = "ContextLengthExceeded"  # permanent: the same prompt never fits
             return self._recorder.failed(state, kind, message, started)
-        except (openai.APIError, _ModeRejected) as exc:
+        except (openai.APIError, ModeRejected) as exc:
             if self.health.dead and isinstance(exc, openai.APIConnectionError):
-                raise self._not_answering() from exc  # stopped, not failed: a rerun does it
+                raise self._sender.not_answering() from exc  # stopped, not failed: a rerun does it
             if state.invalid is not None and isinstance(exc, openai.APIError):
                 return self._still_invalid(state, exc, started)
-            return self._recorder.failed(
-                state, type(exc).__name__, self._recorder.message(exc), started
-            )
+            kind = MODE_REJECTED if isinstance(exc, ModeRejected) else type(exc).__name__
+            return self._recorder.failed(state, kind, self._recorder.message(exc), started)
         self.server.judged(state.mode, valid=True)
         return self._recorder.ok(state, reply, started)
 
@@ -337,110 +308,11 @@ class LLMJudge:
         the client or `on_call` (picklable)."""
         return self._reader
 
-    async def _attempt(self, state: CallState) -> GradeReply:
-        if state.mode != self.server.mode:  # another worker switched the mode: start over in it
-            state.mode = self.server.mode
-            state.messages, state.truncated = self.fit.messages(state.query, state.doc, state.mode)
-        mode = state.mode
-        body = self._body(state.messages, mode)
-        state.attempts += 1
-        estimated = 0
-        if self.limiter.tpm:
-            estimated = estimate_usage(body["messages"], self.prompt.max_tokens).prompt_tokens
-            estimated += self.prompt.max_tokens
-        await self.limiter.acquire(estimated)
-        if self.health.dead:  # another worker found the server not answering: send nothing
-            raise self._not_answering()
-        try:
-            # --timeout bounds the whole request, not each socket read (.transport); the
-            # request's turn among those in flight comes first, outside it (.inflight)
-            async with self.inflight:
-                t0 = time.perf_counter()
-                sent = time.monotonic()
-                try:
-                    async with deadline(self.timeout, "POST", self._chat_url):
-                        raw = await self.client.chat.completions.with_raw_response.create(
-                            **sdk_arguments(body)
-                        )
-                        text = raw.http_response.text
-                except openai.APITimeoutError:
-                    self.inflight.timed_out(sent)
-                    raise
-                self.inflight.answered()
-        except openai.APIStatusError as exc:
-            self.health.answered()
-            self.inflight.answered()
-            await self._on_status_error(state, exc, body, t0)
-            raise
-        except openai.APIError as exc:
-            self._recorder.record(state, "retry", t0, Usage(), exc=exc)
-            if isinstance(exc, openai.APIConnectionError):
-                dead = self.health.failed()
-                cause = connect_failure(exc)
-                if cause is not None:
-                    dead = self.health.could_not_connect(cause) or dead
-                if dead:
-                    raise self._not_answering() from exc
-            raise
-        self.health.answered()
-        try:
-            reply = parse_completion(parse_body(text), mode=mode, spec=self.prompt)
-        except InvalidReply as exc:
-            state.usage = state.usage + exc.usage
-            state.last_raw = exc.raw
-            state.invalid = exc
-            self._recorder.record(state, "invalid", t0, exc.usage, exc=exc, status=200)
-            self.limiter.settle(estimated, exc.usage.prompt_tokens + exc.usage.completion_tokens)
-            if exc.kind not in _RESEND_KINDS:
-                state.reasks += 1
-                state.messages = [
-                    *state.messages,
-                    {"role": "assistant", "content": exc.raw or ""},
-                    {"role": "user", "content": _reask_text(self.prompt, exc)},
-                ]
-            raise
-        state.usage = state.usage + reply.usage
-        state.last_raw = reply.raw
-        self.limiter.settle(estimated, reply.usage.prompt_tokens + reply.usage.completion_tokens)
-        self._recorder.record(state, "ok", t0, reply.usage, status=200)
-        return reply
-
-    @property
-    def _chat_url(self) -> str:
-        return self.base_url.rstrip("/") + "/chat/completions"
-
-    def _not_answering(self) -> ServerNotAnswering:
-        return not_answering(self.base_url, self.health, self.timeout, self._recorder.redact)
-
-    async def _on_status_error(
-        self, state: CallState, exc: openai.APIStatusError, body: dict[str, Any], t0: float
-    ) -> None:
-        if is_fatal(exc):
-            self._recorder.record(state, "fatal", t0, Usage(), exc=exc)
-            hint = (
-                "the account's quota is used up: check its billing"
-                if exc.status_code == 429
-                else "check OPENAI_API_KEY, --model and --base-url"
-            )
-            raise JudgeError(
-                f"{self.base_url} answered {exc.status_code} for model {self.model!r}: "
-                f"{self._recorder.message(exc)} ({hint})"
-            ) from None
-        if await self.server.adapt(state.mode, body, self._recorder.message(exc), exc.status_code):
-            self._recorder.record(state, "mode_rejected", t0, Usage(), exc=exc)
-            raise _ModeRejected(self._recorder.message(exc)) from None
-        if should_retry(exc):
-            self._recorder.record(state, "retry", t0, Usage(), exc=exc)
-            if exc.status_code == 429:
-                self.limiter.pause(retry_delay(exc, state.transient + 1, self.policy))
-        else:
-            self._recorder.record(state, "error", t0, Usage(), exc=exc)
-
     # -- tenacity hooks --------------------------------------------------------------------------
 
     @staticmethod
     def _retryable(exc: BaseException) -> bool:
-        if isinstance(exc, InvalidReply | _ModeRejected):
+        if isinstance(exc, InvalidReply | ModeRejected):
             return True
         return should_retry(exc)
 
@@ -448,7 +320,7 @@ class LLMJudge:
         exc = rs.outcome.exception() if rs.outcome is not None else None
         if self.health.dead and isinstance(exc, openai.APIConnectionError):
             return True  # judge() raises ServerNotAnswering: no backoff, no more requests
-        if not isinstance(exc, _ModeRejected):
+        if not isinstance(exc, ModeRejected):
             state.counted += 1
         if state.counted >= self.policy.max_attempts:
             return True
@@ -456,15 +328,11 @@ class LLMJudge:
 
     def _wait(self, state: CallState, rs: RetryCallState) -> float:
         exc = rs.outcome.exception() if rs.outcome is not None else None
-        if isinstance(exc, _ModeRejected):
+        if isinstance(exc, ModeRejected):
             return 0.0
-        if isinstance(exc, InvalidReply) and exc.kind not in _RESEND_KINDS:
+        if isinstance(exc, InvalidReply) and exc.kind not in RESEND_KINDS:
             return 0.0
         state.transient += 1
         if exc is None:  # pragma: no cover - tenacity waits only after a failure
             return 0.0
         return retry_delay(exc, state.transient, self.policy)
-
-
-def _reask_text(spec: PromptSpec, exc: InvalidReply) -> str:
-    return render_reask(spec, exc.message)
