@@ -6,11 +6,13 @@ attempts of a pair cut short are counted."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import pytest
 
 from grader.grading.pipeline import _count_abandoned
 from grader.grading.report import GradingReport
+from grader.judges.llm.inflight import InFlight
 from grader.judges.llm.server_settings import PLAIN_JSON_GIVE_UP
 from grader.models import CallRecord
 from tests.fake_flavours import QueueingServer
@@ -30,6 +32,26 @@ async def test_a_server_that_queues_gets_fewer_requests_in_flight_not_a_stopped_
     assert [j.status for j in results] == ["ok"] * 8
     assert judge.inflight.limit is not None and judge.inflight.limit < 8
     assert notices and "queues requests" in notices[0]
+
+
+async def test_a_burst_of_timeouts_halves_the_requests_in_flight_once() -> None:
+    now = [0.0]
+    notices: list[str] = []
+    inflight = InFlight(notices.append, clock=lambda: now[0])
+    async with contextlib.AsyncExitStack() as stack:
+        for _ in range(8):  # eight requests in flight, sent at 1
+            await stack.enter_async_context(inflight)
+    now[0] = 2.0
+    inflight.answered()  # the server answered another: it queues the rest
+    now[0] = 3.0
+    lowered = [inflight.timed_out(1.0) for _ in range(8)]  # the eight time out together
+    assert lowered == [True] + [False] * 7
+    assert inflight.limit == 4 and len(notices) == 1
+    now[0] = 5.0
+    inflight.answered()
+    now[0] = 6.0
+    assert [inflight.timed_out(4.0) for _ in range(4)] == [True, False, False, False]
+    assert inflight.limit == 2 and len(notices) == 2  # sent under the lowered bound: halved again
 
 
 async def test_a_timeout_after_an_invalid_reply_keeps_the_invalid_reply(

@@ -85,7 +85,7 @@ class AttemptSender:
             # request's turn among those in flight comes first, outside it (.inflight)
             async with self.inflight:
                 t0 = time.perf_counter()
-                sent = time.monotonic()
+                sent = self.inflight.clock()
                 try:
                     async with deadline(self.timeout, "POST", self.chat_url):
                         raw = await self.client.chat.completions.with_raw_response.create(
