@@ -48,6 +48,31 @@ async def test_a_500_that_names_no_output_format_is_retried_in_the_same_mode(
     assert judge.mode_switches == []
 
 
+async def test_a_500_that_only_quotes_the_output_format_is_retried_in_the_same_mode(
+    fake_server: FakeServer,
+) -> None:
+    quoted = (
+        "worker crashed on {'response_format': {'type': 'json_schema', 'json_schema': {...}}}: "
+        "CUDA error: out of memory"
+    )
+    fake_server.enqueue(faults.error(500, quoted, None))
+    judge = make_judge(fake_server)
+    judgment = await judge.judge(*pairs(1)[0], key="k")
+    assert (judgment.status, judgment.attempts, judgment.output_mode) == ("ok", 2, "json_schema")
+    assert formats(fake_server) == ["json_schema", "json_schema"]
+    assert judge.mode_switches == []
+
+
+async def test_a_500_saying_the_output_format_is_not_supported_moves_the_run(
+    fake_server: FakeServer,
+) -> None:
+    fake_server.enqueue(faults.error(500, "response_format json_schema is not supported", None))
+    judge = make_judge(fake_server)
+    judgment = await judge.judge(*pairs(1)[0], key="k")
+    assert (judgment.status, judgment.output_mode) == ("ok", "json_object_schema")
+    assert [s.to_mode for s in judge.mode_switches] == ["json_object_schema"]
+
+
 async def test_json_object_with_schema_refused_too_falls_to_plain_json_then_text(
     fake_server: FakeServer,
 ) -> None:

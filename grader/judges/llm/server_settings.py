@@ -5,13 +5,17 @@ A server may refuse JSON-schema output, logprobs, `max_tokens` (OpenAI reasoning
 setting for the whole run, under a lock, so concurrent workers do not each discover it (and the
 run does not mix output modes); every switch is recorded and reported once to `on_switch`.
 
-A refusal of the output mode is any of 400, 422 or 500 whose message names the request's format
-(`response_format`, `json_schema`, `json_object`, `guided_json`, `structured_outputs`, ...):
-llama.cpp's server (llama-cpp-python) answers `json_schema` with a 500 ("Input should be 'text'
-or 'json_object'"), vLLM and Ollama builds with a 400. Output modes fall back along `FALLBACK`:
-json_schema -> json_object_schema (llama.cpp's `{"type": "json_object", "schema": ...}`, which
-its server enforces by grammar) -> json_object -> text (the prompt's strict final line); vLLM's
-and Ollama's own forms (chosen with `output_mode`) fall back to json_object.
+A refusal of the output mode is a 400 or 422 whose message names the request's format
+(`response_format`, `json_schema`, `json_object`, `guided_json`, `structured_outputs`, ...), or a
+500 whose message names it and says it is not taken ("not supported", "Input should be ...",
+"unknown field", ...: `REFUSAL_WORDS`): llama.cpp's server (llama-cpp-python) answers
+`json_schema` with a 500 ("Input should be 'text' or 'json_object'"), vLLM and Ollama builds
+with a 400. A 500 that only quotes the request (an unrelated failure) is no refusal.
+
+Output modes fall back along `FALLBACK`: json_schema -> json_object_schema (llama.cpp's
+`{"type": "json_object", "schema": ...}`, which its server enforces by grammar) -> json_object ->
+text (the prompt's strict final line); vLLM's and Ollama's own forms (chosen with `output_mode`)
+fall back to json_object.
 """
 
 from __future__ import annotations
@@ -31,6 +35,22 @@ _FORMAT_WORDS = (
     "structured_outputs",
     "guided",
 )
+REFUSAL_WORDS = (
+    "not supported",
+    "unsupported",
+    "not support",
+    "n't support",
+    "not implemented",
+    "input should be",
+    "must be one of",
+    "unknown field",
+    "unknown variant",
+    "unknown type",
+    "unrecognized",
+    "not allowed",
+    "not permitted",
+)
+"""Words of a 500 that say the request's format is not taken (the 500 names the format too)."""
 FORMAT_STATUSES = frozenset({400, 422, 500})
 """Statuses a server refuses an output mode with (llama.cpp's server: 500)."""
 FALLBACK: dict[str, OutputMode] = {
@@ -91,7 +111,7 @@ class ServerSettings:
         said = message.lower()
         async with self._lock:
             fields = [f for f in _FORMAT_FIELDS if f in body]
-            if fields and any(w in said for w in (*_FORMAT_WORDS, *fields)):
+            if fields and _refuses_format(said, fields, status):
                 if self.mode == used and used in FALLBACK:
                     following = FALLBACK[used]
                     said_as = message if message.startswith(str(status)) else f"{status} {message}"
@@ -150,3 +170,11 @@ class ServerSettings:
         self.switches.append(switch)
         if self.on_switch is not None:
             self.on_switch(switch)
+
+
+def _refuses_format(said: str, fields: list[str], status: int) -> bool:
+    """Whether an error's lower-cased message `said` refuses the output format a request sent
+    in `fields`: it names the format, and a 500 also says it is not taken (module docstring)."""
+    if not any(w in said for w in (*_FORMAT_WORDS, *fields)):
+        return False
+    return status != 500 or any(w in said for w in REFUSAL_WORDS)
