@@ -8,11 +8,21 @@ import json
 import math
 from typing import Any
 
+import msgspec
 import pytest
 
+from grader.judges.llm.completion_body import CompletionBody
 from grader.judges.llm.grade_token import MIN_GRADE_MASS
-from grader.judges.llm.replies import LENIENT_NOTE, InvalidReply, parse_completion
+from grader.judges.llm.replies import (
+    LENIENT_LOGPROBS_NOTE,
+    LENIENT_NOTE,
+    InvalidReply,
+    accepted_reply,
+    parse_completion,
+)
 from grader.prompts import load_prompt
+from tests.fakeserver import FakeServer, faults
+from tests.helpers.llm_judges import make_judge, pairs
 
 SPEC = load_prompt("passage-v1")
 
@@ -69,6 +79,32 @@ def test_raw_newlines_in_a_json_string_are_read_leniently_and_noted() -> None:
     reply = parse_completion(body(content), mode="json_object_schema", spec=SPEC)
     assert (reply.grade, reply.reason) == (1, "Line one.\nLine two.")
     assert reply.notes == [LENIENT_NOTE]
+
+
+LENIENT_REPLY = '{"reason": "Line one.\nLine two.", "grade": 1}'
+
+
+def test_a_lenient_read_that_loses_the_logprobs_says_so() -> None:
+    with_logprobs = body(LENIENT_REPLY, {"1": 0.7, "2": 0.3})
+    reply = parse_completion(with_logprobs, mode="json_object_schema", spec=SPEC)
+    assert (reply.grade, reply.distribution) == (1, None)
+    assert reply.notes == [LENIENT_NOTE, LENIENT_LOGPROBS_NOTE]
+    decoded = msgspec.json.decode(json.dumps(with_logprobs), type=CompletionBody)
+    fast = accepted_reply(decoded, mode="json_object_schema", spec=SPEC)
+    assert fast is not None and fast.notes == reply.notes  # a batch import's read says so too
+    without = parse_completion(body(LENIENT_REPLY), mode="json_object_schema", spec=SPEC)
+    assert without.notes == [LENIENT_NOTE]  # no logprobs asked: none lost
+
+
+async def test_a_judgment_read_leniently_without_its_logprobs_notes_it(
+    fake_server: FakeServer,
+) -> None:
+    fake_server.enqueue(faults.content(LENIENT_REPLY))
+    judge = make_judge(fake_server)
+    judgment = await judge.judge(*pairs(1)[0], key="k")
+    assert (judgment.status, judgment.grade, judgment.distribution) == ("ok", 1, None)
+    assert judgment.notes == [LENIENT_NOTE, LENIENT_LOGPROBS_NOTE]
+    assert fake_server.requests[0]["logprobs"] is True  # they were asked for, and came back
 
 
 def test_other_malformed_json_is_still_refused() -> None:

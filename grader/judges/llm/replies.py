@@ -240,6 +240,8 @@ def _graded(
         # Where the grade is matters only to read its logprobs (a walk over the reply).
         # (`valid`: `_parse_json` decoded it)
         offset = top_level_grade_offset(content, valid=True) if logprobs is not None else None
+        if offset is None and notes is not None and _has_tokens(logprobs):
+            notes = [*notes, LENIENT_LOGPROBS_NOTE]  # (notes: the lenient read's, only then)
     distribution = distribution_of(logprobs, content, offset, grade=grade)
     expected = confidence = None
     if isinstance(distribution, Absent):
@@ -261,6 +263,13 @@ def _graded(
         GradeReply,
         (grade, reason, distribution, expected, confidence, usage, content, finish, notes),
     )
+
+
+def _has_tokens(logprobs: Any) -> bool:
+    """Whether a reply's logprobs (a dict, or decoded into structs) hold any token."""
+    if isinstance(logprobs, dict):
+        return bool(logprobs.get("content"))
+    return bool(getattr(logprobs, "content", None))
 
 
 def _dump(body: Any) -> str:
@@ -328,6 +337,9 @@ def _parse_json(content: str, usage: Usage) -> tuple[int, str | None, list[str] 
 
 
 LENIENT_NOTE = "reply read leniently: its JSON has raw control characters (newlines) in a string"
+LENIENT_LOGPROBS_NOTE = (
+    "logprobs left out: the grade's token cannot be located in a reply read leniently"
+)
 _LENIENT_JSON = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys, strict=False)
 
 
