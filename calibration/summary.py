@@ -42,7 +42,7 @@ from calibration.stats.scales import (
     scales_verdict,
 )
 from calibration.stats.systems import compare_systems, rank_agreement_intervals
-from calibration.summary_model import BinaryScale, CalibrationSummary, Verdict
+from calibration.summary_model import BinaryScale, CalibrationSummary, Estimates, Verdict
 from grader.metrics.evaluate import exact_mean
 from grader.metrics.query_order import query_order
 
@@ -157,7 +157,6 @@ def summarize(
     one of `systems` and `estimates.runs`.
     """
     asked = list(dict.fromkeys(measures)) or [measure]
-    measure = asked[0]
     paired = paired if paired is not None else pair_grades(llm, human)
     f = paired.frame
     h, m = f["human"].to_numpy(), f["llm"].to_numpy()
@@ -166,99 +165,26 @@ def summarize(
     queries, codes = paired.query_index()
     per_query_mats = grouped_confusion(codes, len(queries), h, m, weights)
     intervals = agreement_intervals(per_query_mats, n_bootstrap, seed)
-    w = np.ones(len(h)) if weights is None else weights
-    human_rel = float(np.average(h >= threshold, weights=w))
-    llm_rel = float(np.average(m >= threshold, weights=w))
-    judged = Verdict.model_validate(
-        verdict(figures["mean_bias"], intervals.get("mean_bias"), human_rel, llm_rel, threshold)
+    judged, binary_scale = _verdict(
+        paired, figures, intervals, weights, threshold, human_scale, n_bootstrap, seed
     )
-    binary_scale: BinaryScale | None = None
-    warnings: list[str] = []
-    if human_scale is None:
-        binary_human = is_binary_against_graded(paired.human["grade"], m)  # people 0/1
-    else:
-        binary_human = human_scale == "binary"
-    if binary_human:
-        binary = binary_comparison(
-            h,
-            m,
-            threshold,
-            weights=weights,
-            query_codes=codes,
-            n_queries=len(queries),
-            n_bootstrap=n_bootstrap,
-            seed=seed,
-        )
-        binary_scale = BinaryScale.model_validate(binary)
-        warnings.append(scale_warning(threshold, bool(runs)))
-        judged = Verdict.model_validate(scales_verdict(binary))
-    optional: dict[str, Any] = {}  # the sections that exist only with their inputs
-    if "confidence" in f.columns or "expected_grade" in f.columns:
-        optional["confidence"] = confidence_report(
-            h,
-            m,
-            f["confidence"].to_numpy() if "confidence" in f.columns else None,
-            f["expected_grade"].to_numpy() if "expected_grade" in f.columns else None,
-        )
-    by_length: list[dict[str, Any]] | None = None
-    if doc_lengths is not None:
-        lengths = [doc_lengths.get(d, np.nan) for d in f["doc_id"]]
-        by_length = bias_by_length(h, m, lengths, weights)
-        unknown = int(np.sum(np.isnan(np.asarray(lengths, dtype=np.float64))))
-        if unknown:
-            notes.append(f"{unknown} graded documents are not in --docs; left out of length bias")
-    else:
-        notes.append("bias by document length needs --docs (document texts); skipped")
+    warnings = [] if binary_scale is None else [scale_warning(threshold, bool(runs))]
+    optional = _confidence(f)  # the sections that exist only with their inputs
+    by_length = _bias_by_length(f, doc_lengths, weights, notes)
     sample_design = None  # how people's sample was drawn, when they graded part of the pairs
     if paired.llm_only > 0:
         sample_design = design if design is not None else infer_design(paired)
-    pair_sample = sample_design is not None and sample_design.kind == "pairs"
-    if runs and weights is not None and not pair_sample:
-        notes.append(
-            "system scores are per-query measures over whole queries; "
-            "the pair weights of the manifest do not apply to them"
-        )
-    by_rank: list[dict[str, Any]] = []
     if runs:
-        by_rank = bias_by_rank(h, m, _best_ranks(paired, runs), weights)
-        optional["bias_by_rank"] = by_rank
-        if pair_sample:
-            assert sample_design is not None
-            by_measure = {m: _systems_left_out(paired, runs, m, sample_design) for m in asked}
-        else:
-            by_measure = {m: _systems(f, runs, m, n_bootstrap, seed) for m in asked}
-        optional["systems"] = by_measure[measure]
-        optional["systems_by_measure"] = by_measure
-    if binary_scale is None:  # a bias across scales says nothing
-        for rows, what, prefix in ((by_length, "document length", ""), (by_rank, "rank", "rank ")):
-            sentence = spread_sentence(rows or [], what, prefix)
-            if sentence:
-                judged.text += " " + sentence
-    if sample_design is not None:
-        optional["estimates"], run_notes = estimates_section(
-            paired,
-            design=sample_design,
-            weights=weights,
-            threshold=threshold,
-            runs=runs,
-            measure=measure,
-            scorer=per_query_scores,
-            human_threshold=1 if binary_scale is not None else None,  # people: 1 = relevant
-            order=order,
+        optional.update(
+            _run_sections(paired, runs, asked, sample_design, weights, n_bootstrap, seed, notes)
         )
-        notes.extend(run_notes)
-        if runs:
-            by_run = {measure: optional["estimates"].runs}
-            for other in asked[1:]:
-                by_run[other], _ = run_estimates(
-                    paired,
-                    sample_design,
-                    weights,
-                    runs,
-                    other,
-                    per_query_scores,
-                )
-            optional["estimates"].runs_by_measure = by_run
+    if binary_scale is None:  # a bias across scales says nothing
+        judged.text += _spread_sentences(by_length, optional.get("bias_by_rank"))
+    if sample_design is not None:
+        binary = binary_scale is not None
+        optional["estimates"] = _estimates(
+            paired, sample_design, weights, threshold, runs, asked, binary, order, notes
+        )
     return CalibrationSummary.model_validate(
         {
             **figures,
@@ -281,3 +207,161 @@ def summarize(
             **optional,
         }
     )
+
+
+def _verdict(
+    paired: PairedGrades,
+    figures: dict[str, Any],
+    intervals: dict[str, Any],
+    weights: npt.NDArray[np.float64] | None,
+    threshold: int,
+    human_scale: str | None,
+    n_bootstrap: int,
+    seed: int,
+) -> tuple[Verdict, BinaryScale | None]:
+    """The verdict, and the binary comparison when people graded 0/1 (`human_scale`, or
+    inferred), whose verdict it is then."""
+    f = paired.frame
+    h, m = f["human"].to_numpy(), f["llm"].to_numpy()
+    w = np.ones(len(h)) if weights is None else weights
+    human_rel = float(np.average(h >= threshold, weights=w))
+    llm_rel = float(np.average(m >= threshold, weights=w))
+    judged = Verdict.model_validate(
+        verdict(figures["mean_bias"], intervals.get("mean_bias"), human_rel, llm_rel, threshold)
+    )
+    if human_scale is None:
+        binary_human = is_binary_against_graded(paired.human["grade"], m)  # people 0/1
+    else:
+        binary_human = human_scale == "binary"
+    if not binary_human:
+        return judged, None
+    queries, codes = paired.query_index()
+    binary = binary_comparison(
+        h,
+        m,
+        threshold,
+        weights=weights,
+        query_codes=codes,
+        n_queries=len(queries),
+        n_bootstrap=n_bootstrap,
+        seed=seed,
+    )
+    return Verdict.model_validate(scales_verdict(binary)), BinaryScale.model_validate(binary)
+
+
+def _spread_sentences(
+    by_length: list[dict[str, Any]] | None, by_rank: list[dict[str, Any]] | None
+) -> str:
+    """What the verdict adds on how the bias spreads over document lengths and ranks."""
+    text = ""
+    for rows, what, prefix in ((by_length, "document length", ""), (by_rank, "rank", "rank ")):
+        sentence = spread_sentence(rows or [], what, prefix)
+        if sentence:
+            text += " " + sentence
+    return text
+
+
+def _confidence(f: pd.DataFrame) -> dict[str, Any]:
+    """The confidence section, when the LLM's grades have confidences or expected grades."""
+    if "confidence" not in f.columns and "expected_grade" not in f.columns:
+        return {}
+    report = confidence_report(
+        f["human"].to_numpy(),
+        f["llm"].to_numpy(),
+        f["confidence"].to_numpy() if "confidence" in f.columns else None,
+        f["expected_grade"].to_numpy() if "expected_grade" in f.columns else None,
+    )
+    return {"confidence": report}
+
+
+def _bias_by_length(
+    f: pd.DataFrame,
+    doc_lengths: Mapping[str, int] | None,
+    weights: npt.NDArray[np.float64] | None,
+    notes: list[str],
+) -> list[dict[str, Any]] | None:
+    """Bias by document length (None without `doc_lengths`); what is left out goes to `notes`."""
+    if doc_lengths is None:
+        notes.append("bias by document length needs --docs (document texts); skipped")
+        return None
+    lengths = [doc_lengths.get(d, np.nan) for d in f["doc_id"]]
+    by_length = bias_by_length(f["human"].to_numpy(), f["llm"].to_numpy(), lengths, weights)
+    unknown = int(np.sum(np.isnan(np.asarray(lengths, dtype=np.float64))))
+    if unknown:
+        notes.append(f"{unknown} graded documents are not in --docs; left out of length bias")
+    return by_length
+
+
+def _run_sections(
+    paired: PairedGrades,
+    runs: Mapping[str, pd.DataFrame],
+    asked: list[str],
+    sample_design: SampleDesign | None,
+    weights: npt.NDArray[np.float64] | None,
+    n_bootstrap: int,
+    seed: int,
+    notes: list[str],
+) -> dict[str, Any]:
+    """The sections runs give: bias by rank, and the systems section of each measure asked
+    (the first is `systems`); for a sample of scattered pairs the systems are left out."""
+    f = paired.frame
+    pair_sample = sample_design is not None and sample_design.kind == "pairs"
+    if weights is not None and not pair_sample:
+        notes.append(
+            "system scores are per-query measures over whole queries; "
+            "the pair weights of the manifest do not apply to them"
+        )
+    by_rank = bias_by_rank(
+        f["human"].to_numpy(), f["llm"].to_numpy(), _best_ranks(paired, runs), weights
+    )
+    if pair_sample:
+        assert sample_design is not None
+        by_measure = {m: _systems_left_out(paired, runs, m, sample_design) for m in asked}
+    else:
+        by_measure = {m: _systems(f, runs, m, n_bootstrap, seed) for m in asked}
+    return {
+        "bias_by_rank": by_rank,
+        "systems": by_measure[asked[0]],
+        "systems_by_measure": by_measure,
+    }
+
+
+def _estimates(
+    paired: PairedGrades,
+    design: SampleDesign,
+    weights: npt.NDArray[np.float64] | None,
+    threshold: int,
+    runs: Mapping[str, pd.DataFrame] | None,
+    asked: list[str],
+    binary: bool,
+    order: DrawOrder | None,
+    notes: list[str],
+) -> Estimates:
+    """The PPI++ estimates section (`calibration.estimates_section`), with the run estimates of
+    every measure asked; `binary`: people graded 0/1. Its notes go to `notes`."""
+    measure = asked[0]
+    section, run_notes = estimates_section(
+        paired,
+        design=design,
+        weights=weights,
+        threshold=threshold,
+        runs=runs,
+        measure=measure,
+        scorer=per_query_scores,
+        human_threshold=1 if binary else None,  # people: 1 = relevant
+        order=order,
+    )
+    notes.extend(run_notes)
+    if runs:
+        by_run: dict[str, Any] = {measure: section.runs}
+        for other in asked[1:]:
+            by_run[other], _ = run_estimates(
+                paired,
+                design,
+                weights,
+                runs,
+                other,
+                per_query_scores,
+            )
+        section.runs_by_measure = by_run
+    return section
