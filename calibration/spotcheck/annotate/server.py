@@ -233,133 +233,138 @@ class _BoundedHTTPServer(ThreadingHTTPServer):
 
 
 def _make_handler(app: AnnotateServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        server_version = "relgrade-annotate"
-        default_request_version = "HTTP/1.0"  # errors before the version is read get a status line
-        timeout = app.timeout  # every read and write of this connection
-        server: _BoundedHTTPServer
+    """The handler class of `app`: its routes, its timeout on every read and write of a
+    connection."""
+    return type("Handler", (_AnnotateHandler,), {"app": app, "timeout": app.timeout})
 
-        def setup(self) -> None:
-            super().setup()
-            self.server.track(self.connection)
 
-        def finish(self) -> None:
-            self.server.untrack(self.connection)
-            super().finish()
+class _AnnotateHandler(BaseHTTPRequestHandler):
+    """The page's routes for the server `app` (a subclass per server, `_make_handler`)."""
 
-        def log_message(self, format: str, *args: Any) -> None:
-            return  # the terminal shows the URL, not a line per request
+    server_version = "relgrade-annotate"
+    default_request_version = "HTTP/1.0"  # errors before the version is read get a status line
+    app: AnnotateServer
+    server: _BoundedHTTPServer
 
-        def _send(self, status: int, body: bytes, ctype: str) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", f"{ctype}; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.send_header("Content-Security-Policy", CSP)
-            self.send_header("X-Content-Type-Options", "nosniff")
-            self.send_header("Cache-Control", "no-store")
-            self.send_header("Referrer-Policy", "no-referrer")
-            self.end_headers()
-            self.wfile.write(body)
+    def setup(self) -> None:
+        super().setup()
+        self.server.track(self.connection)
 
-        def _json(self, status: int, payload: Any) -> None:
-            self._send(status, json.dumps(payload).encode("utf-8"), "application/json")
+    def finish(self) -> None:
+        self.server.untrack(self.connection)
+        super().finish()
 
-        def _host_ok(self) -> bool:
-            bound, port = app.address
-            if bound not in ("127.0.0.1", "::1", "localhost"):
-                return True  # served on purpose to other machines (--host): no name to pin
-            host = self.headers.get("Host", "")
-            allowed = {f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}", f"{bound}:{port}"}
-            return host in allowed
+    def log_message(self, format: str, *args: Any) -> None:
+        return  # the terminal shows the URL, not a line per request
 
-        def do_GET(self) -> None:
-            if not self._host_ok():
-                self._json(HTTPStatus.FORBIDDEN, {"error": "unexpected Host header"})
-                return
-            path = self.path.split("?", 1)[0]
-            if path == "/":
-                self._send(HTTPStatus.OK, _static("index.html"), "text/html")
-            elif path.startswith("/static/") and path[8:] in STATIC_FILES:
-                name = path[8:]
-                self._send(HTTPStatus.OK, _static(name), STATIC_FILES[name])
-            elif path == "/api/state":
-                try:
-                    self._json(HTTPStatus.OK, app.state())
-                except RelgradeError as exc:
-                    self._json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": str(exc)})
-            else:
-                self._json(HTTPStatus.NOT_FOUND, {"error": "not found"})
+    def _send(self, status: int, body: bytes, ctype: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", f"{ctype}; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Content-Security-Policy", CSP)
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("Referrer-Policy", "no-referrer")
+        self.end_headers()
+        self.wfile.write(body)
 
-        def do_POST(self) -> None:
-            if self.path != "/api/grade":
-                self._refuse(HTTPStatus.NOT_FOUND, "not found")
-                return
-            ctype = self.headers.get("Content-Type", "").split(";")[0].strip()
-            if not self._host_ok() or ctype != "application/json":
-                self._refuse(HTTPStatus.FORBIDDEN, "JSON from this page only")
-                return
-            length = self._body_length()
-            if length is None:
-                return
+    def _json(self, status: int, payload: Any) -> None:
+        self._send(status, json.dumps(payload).encode("utf-8"), "application/json")
+
+    def _host_ok(self) -> bool:
+        bound, port = self.app.address
+        if bound not in ("127.0.0.1", "::1", "localhost"):
+            return True  # served on purpose to other machines (--host): no name to pin
+        host = self.headers.get("Host", "")
+        allowed = {f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}", f"{bound}:{port}"}
+        return host in allowed
+
+    def do_GET(self) -> None:
+        if not self._host_ok():
+            self._json(HTTPStatus.FORBIDDEN, {"error": "unexpected Host header"})
+            return
+        path = self.path.split("?", 1)[0]
+        if path == "/":
+            self._send(HTTPStatus.OK, _static("index.html"), "text/html")
+        elif path.startswith("/static/") and path[8:] in STATIC_FILES:
+            name = path[8:]
+            self._send(HTTPStatus.OK, _static(name), STATIC_FILES[name])
+        elif path == "/api/state":
             try:
-                raw = self.rfile.read(length)
-            except TimeoutError:
-                self._refuse(HTTPStatus.REQUEST_TIMEOUT, "the body did not come in time")
-                return
-            if len(raw) < length:
-                self.close_connection = True
-                return  # the client closed before sending its body: nobody to answer
-            try:
-                body = json.loads(raw)
-            except (ValueError, RecursionError):
-                self._json(HTTPStatus.BAD_REQUEST, {"error": "the body is not valid JSON"})
-                return
-            try:
-                reply = app.grade(body)
-            except (ValueError, RelgradeError) as exc:
-                self._json(HTTPStatus.BAD_REQUEST, {"error": str(exc)})
-                return
-            except OSError as exc:
-                self._json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"not saved: {exc}"})
-                return
-            self._json(HTTPStatus.OK, reply)
+                self._json(HTTPStatus.OK, self.app.state())
+            except RelgradeError as exc:
+                self._json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": str(exc)})
+        else:
+            self._json(HTTPStatus.NOT_FOUND, {"error": "not found"})
 
-        def _body_length(self) -> int | None:
-            """The body's length from Content-Length, or None once a refusal was sent."""
-            if self.headers.get("Transfer-Encoding") is not None:
-                self._refuse(HTTPStatus.BAD_REQUEST, "send the body with a Content-Length")
-                return None
-            values = {v.strip() for v in self.headers.get_all("Content-Length") or []}
-            if len(values) != 1:
-                self._refuse(HTTPStatus.BAD_REQUEST, "expected one Content-Length")
-                return None
-            value = values.pop()
-            if not _LENGTH.fullmatch(value) or int(value) == 0:
-                self._refuse(HTTPStatus.BAD_REQUEST, "Content-Length must be a positive number")
-                return None
-            if int(value) > MAX_BODY:
-                self._refuse(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body over {MAX_BODY} bytes")
-                return None
-            return int(value)
-
-        def _refuse(self, status: int, error: str) -> None:
-            """Answer a request whose body was not read, then close without resetting it."""
+    def do_POST(self) -> None:
+        if self.path != "/api/grade":
+            self._refuse(HTTPStatus.NOT_FOUND, "not found")
+            return
+        ctype = self.headers.get("Content-Type", "").split(";")[0].strip()
+        if not self._host_ok() or ctype != "application/json":
+            self._refuse(HTTPStatus.FORBIDDEN, "JSON from this page only")
+            return
+        length = self._body_length()
+        if length is None:
+            return
+        try:
+            raw = self.rfile.read(length)
+        except TimeoutError:
+            self._refuse(HTTPStatus.REQUEST_TIMEOUT, "the body did not come in time")
+            return
+        if len(raw) < length:
             self.close_connection = True
-            try:
-                self._json(status, {"error": error})
-                self.wfile.flush()
-                self.connection.shutdown(socket.SHUT_WR)
-                # Read what the client still sends (bounded) so that closing does not reset the
-                # connection and destroy the reply before the client reads it.
-                self.connection.settimeout(0.2)
-                deadline = time.monotonic() + 1.0
-                left = 1 << 16
-                while left > 0 and time.monotonic() < deadline:
-                    chunk = self.connection.recv(min(left, 4096))
-                    if not chunk:
-                        break
-                    left -= len(chunk)
-            except OSError:
-                pass
+            return  # the client closed before sending its body: nobody to answer
+        try:
+            body = json.loads(raw)
+        except (ValueError, RecursionError):
+            self._json(HTTPStatus.BAD_REQUEST, {"error": "the body is not valid JSON"})
+            return
+        try:
+            reply = self.app.grade(body)
+        except (ValueError, RelgradeError) as exc:
+            self._json(HTTPStatus.BAD_REQUEST, {"error": str(exc)})
+            return
+        except OSError as exc:
+            self._json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"not saved: {exc}"})
+            return
+        self._json(HTTPStatus.OK, reply)
 
-    return Handler
+    def _body_length(self) -> int | None:
+        """The body's length from Content-Length, or None once a refusal was sent."""
+        if self.headers.get("Transfer-Encoding") is not None:
+            self._refuse(HTTPStatus.BAD_REQUEST, "send the body with a Content-Length")
+            return None
+        values = {v.strip() for v in self.headers.get_all("Content-Length") or []}
+        if len(values) != 1:
+            self._refuse(HTTPStatus.BAD_REQUEST, "expected one Content-Length")
+            return None
+        value = values.pop()
+        if not _LENGTH.fullmatch(value) or int(value) == 0:
+            self._refuse(HTTPStatus.BAD_REQUEST, "Content-Length must be a positive number")
+            return None
+        if int(value) > MAX_BODY:
+            self._refuse(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body over {MAX_BODY} bytes")
+            return None
+        return int(value)
+
+    def _refuse(self, status: int, error: str) -> None:
+        """Answer a request whose body was not read, then close without resetting it."""
+        self.close_connection = True
+        try:
+            self._json(status, {"error": error})
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_WR)
+            # Read what the client still sends (bounded) so that closing does not reset the
+            # connection and destroy the reply before the client reads it.
+            self.connection.settimeout(0.2)
+            deadline = time.monotonic() + 1.0
+            left = 1 << 16
+            while left > 0 and time.monotonic() < deadline:
+                chunk = self.connection.recv(min(left, 4096))
+                if not chunk:
+                    break
+                left -= len(chunk)
+        except OSError:
+            pass
