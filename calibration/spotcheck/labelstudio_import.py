@@ -221,16 +221,39 @@ def _read_table(path: str | Path, delimiter: str) -> list[_Annotation]:
     return out
 
 
-def _resolve(
+class _Annotators:
+    """Who graded what in an export, and which annotations `annotator` (an id or an email,
+    None: everyone's) asks for; a person's id and email are tied where the export shows both."""
+
+    def __init__(self, annotations: list[_Annotation], annotator: str | None) -> None:
+        self.emails = {a.person: a.email for a in annotations if a.person and a.email}
+        graded_by: dict[str, set[tuple[str, str]]] = {}
+        for a in annotations:
+            if a.value is not None:
+                graded_by.setdefault(self.label(a), set()).add(a.key)
+        self.people = {who: len(keys) for who, keys in sorted(graded_by.items())}
+        """Pairs graded, by person."""
+        self.listing = ", ".join(f"{who} ({n} pairs)" for who, n in self.people.items()) or "none"
+        self.wanted = None if annotator is None else annotator.strip().casefold()
+
+    def label(self, a: _Annotation) -> str:
+        """The name a grade is recorded under: the email when known, else the id."""
+        return a.email or self.emails.get(a.person or "") or a.person or "unknown"
+
+    def match(self, a: _Annotation) -> bool:
+        """Whether `a` counts: by the annotator asked for, or anyone's when none was."""
+        if self.wanted is None:
+            return True
+        found = {a.person, a.email, self.emails.get(a.person or "")}
+        return self.wanted in {n.casefold() for n in found if n}
+
+
+def _by_pair(
     path: str | Path,
-    fmt: str,
     annotations: list[_Annotation],
-    manifest: Manifest | None,
-    annotator: str | None,
-    allow_missing: bool,
-) -> LabelStudioImport:
-    known = manifest.probabilities() if manifest is not None else None
-    emails = {a.person: a.email for a in annotations if a.person and a.email}
+    known: dict[tuple[str, str], float] | None,
+) -> dict[tuple[str, str], list[_Annotation]]:
+    """The annotations of each pair; every pair must be in the sample (`known`, when given)."""
     by_key: dict[tuple[str, str], list[_Annotation]] = {}
     for a in annotations:
         if known is not None and a.key not in known:
@@ -241,42 +264,24 @@ def _resolve(
                 hint="import the export of the project made from this sample's tasks",
             )
         by_key.setdefault(a.key, []).append(a)
+    return by_key
 
-    def label(a: _Annotation) -> str:
-        return a.email or emails.get(a.person or "") or a.person or "unknown"
 
-    def names(a: _Annotation) -> set[str]:
-        found = {a.person, a.email, emails.get(a.person or "")}
-        return {n.casefold() for n in found if n}
-
-    graded_by: dict[str, set[tuple[str, str]]] = {}
-    for a in annotations:
-        if a.value is not None:
-            graded_by.setdefault(label(a), set()).add(a.key)
-    people = {who: len(keys) for who, keys in sorted(graded_by.items())}
-    listing = ", ".join(f"{who} ({n} pairs)" for who, n in people.items()) or "none"
-    wanted = None if annotator is None else annotator.strip().casefold()
-
-    def match(a: _Annotation) -> bool:
-        return wanted is None or wanted in names(a)
-
-    if annotator is not None and not any(match(a) for a in annotations):
-        raise InputError(
-            f"no annotation by {annotator!r} in this export; its annotators: {listing}",
-            path=path,
-            hint="pass --annotator with one of them: Label Studio names a person by user id "
-            "(a number) or by email, depending on its version and the export format",
-        )
+def _one_grade_each(
+    path: str | Path, by_key: dict[tuple[str, str], list[_Annotation]], people: _Annotators
+) -> tuple[list[HumanGrade], int, int]:
+    """The grade of each pair (its latest annotation that counts), the pairs skipped and the
+    pairs graded more than once; InputError when more than one person graded a pair."""
     grades: list[HumanGrade] = []
     skipped = regraded = 0
     shared: dict[tuple[str, str], set[str]] = {}
     for key, group in by_key.items():
-        mine = [a for a in group if match(a)]
+        mine = [a for a in group if people.match(a)]
         done = [a for a in mine if a.value is not None]
         if not done:
             skipped += any(a.cancelled for a in mine)
             continue
-        who = {label(a) for a in done}
+        who = {people.label(a) for a in done}
         if len(who) > 1:
             shared[key] = who
             continue
@@ -284,16 +289,38 @@ def _resolve(
         latest = max(done, key=lambda a: (a.when, a.order))
         where = f"{path} ({latest.where})" if latest.line is None else path
         grade = parse_grade(latest.value or "", path=where, line=latest.line)
-        grades.append(HumanGrade(key[0], key[1], grade, label(latest)))
+        grades.append(HumanGrade(key[0], key[1], grade, people.label(latest)))
     if shared:
         (q, d), who = next(iter(shared.items()))
         raise InputError(
             f"{len(shared)} pair(s) were graded by more than one person, e.g. ({q}, {d}) by "
-            f"{', '.join(sorted(who))}; annotators: {listing}",
+            f"{', '.join(sorted(who))}; annotators: {people.listing}",
             path=path,
             hint="pass --annotator ID|EMAIL to import one person's grades; import each person "
             "to a file of their own to compare them with calibrate --second-human",
         )
+    return grades, skipped, regraded
+
+
+def _resolve(
+    path: str | Path,
+    fmt: str,
+    annotations: list[_Annotation],
+    manifest: Manifest | None,
+    annotator: str | None,
+    allow_missing: bool,
+) -> LabelStudioImport:
+    known = manifest.probabilities() if manifest is not None else None
+    by_key = _by_pair(path, annotations, known)
+    people = _Annotators(annotations, annotator)
+    if annotator is not None and not any(people.match(a) for a in annotations):
+        raise InputError(
+            f"no annotation by {annotator!r} in this export; its annotators: {people.listing}",
+            path=path,
+            hint="pass --annotator with one of them: Label Studio names a person by user id "
+            "(a number) or by email, depending on its version and the export format",
+        )
+    grades, skipped, regraded = _one_grade_each(path, by_key, people)
     sample = len(known) if known is not None else len(by_key)
     result = LabelStudioImport(
         grades=grades,
@@ -302,7 +329,7 @@ def _resolve(
         skipped=skipped,
         missing=sample - len(grades) - skipped,
         regraded=regraded,
-        annotators=people,
+        annotators=people.people,
     )
     if (result.missing or result.skipped) and not allow_missing:
         raise InputError(
