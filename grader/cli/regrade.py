@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,9 +22,7 @@ from grader.cli.batch_common import (
     make_runner,
     progress_printer,
 )
-from grader.cli.batch_endpoint import batch_command
 from grader.cli.commands import COMMANDS
-from grader.cli.failed_pairs import failure_causes_text
 from grader.cli.flags import add_measures, add_runs, add_store
 from grader.cli.grade import DEFAULT_PROMPT
 from grader.cli.interrupts import interrupt_at_once, report_interrupted
@@ -33,15 +30,14 @@ from grader.cli.judge_options import add_judge_options, check_regrade_judge, llm
 from grader.cli.progress import GradingProgress
 from grader.cli.prompt_check import add_allow_changed_prompt, check_prompts
 from grader.cli.regrade_defaults import old_versions_in, stored_models, stored_prompt
-from grader.cli.regrade_output import OUTPUTS_PENDING, diff_json, render_table, write_outputs
+from grader.cli.regrade_output import print_outcome, print_submitted, write_outputs
 from grader.cli.settings import Settings, add_llm_options
 from grader.cli.store_busy import print_store_busy
 from grader.cost import cost_range
 from grader.errors import InputError
-from grader.grading import run as grading_run
 from grader.judges.llm.judge import LLMJudge
 from grader.judges.registry import JudgeSettings, judge_kind
-from grader.prompts import load_prompt
+from grader.prompts import PromptSpec, load_prompt
 from grader.regrade.run import RegradeOutcome, regrade
 from grader.regrade.selection import Criterion, absolute_selection, parse_selection
 from grader.store.store import Store
@@ -134,59 +130,20 @@ def _warn_pairs_without_texts(path: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.no_wait and not args.batch:
-        raise InputError("--no-wait goes with --batch", hint="add --batch or drop --no-wait")
-    if args.concurrency < 1:
-        raise InputError("--concurrency must be at least 1")
-    criteria = parse_selection(args.select)
-    check_regrade_judge(args, DEFAULT_PROMPT)
-    if not Path(args.store).is_file():
-        raise InputError("no store here", path=args.store, hint="grade into it first")
-    if args.batch and len(args.model) > 1:
-        raise InputError(
-            "an ensemble (several --model) regrades live, not through the Batch API",
-            hint="drop --batch, or give one --model",
-        )
-    takes_model = judge_kind(args.judge).takes_model
-    given = args.prompt and (args.model or not takes_model)
-    found = old_versions_in(args.store, criteria) if not given else None
-    spec = load_prompt(args.prompt) if args.prompt else stored_prompt(args.store, found)
-    if not args.model and takes_model:  # the model of the selection, as its prompt: never a default
-        args.model = stored_models(args.store, found)
-    if args.prompt:  # a prompt from the store is the text it was graded with
-        with Store(args.store, on_busy=print_store_busy) as store:
-            check_prompts(store, [spec], allow_changed=args.allow_changed_prompt)
-    args.prompt = args.prompt or spec.source  # what batch jobs record to rebuild the judge
+    criteria = _checked_selection(args)
+    spec = _settle_prompt_and_models(args, criteria)
     from grader.io.runs import read_runs
 
     runs = read_runs(args.run)
     _warn_pairs_without_texts(args.store)
     if args.dry_run:
         return _dry_run(args, spec, criteria)
-    from grader.cli.output_files import clean_outputs
-
-    clean_outputs([args.out, args.qrels_out])
-    with Store(args.store, on_busy=print_store_busy) as store:
-        writer = StoreWriter(store)
-        try:
-            with interrupt_at_once():  # not only a cancelled task: start-up may be waiting
-                outcome = asyncio.run(_regrade(args, store, writer, spec, criteria))
-        except KeyboardInterrupt:
-            if args.batch:
-                print(
-                    "submitted batches keep running on the server and are recorded in the "
-                    f"store: `relgrade batch collect --store {args.store}` (or this command "
-                    "again) collects them",
-                    file=sys.stderr,
-                )
-            raise
-        finally:
-            writer.flush()
+    outcome = _regrade_store(args, spec, criteria)
     if outcome.report is not None and outcome.report.interrupted:  # live: no batch holds any
         done = outcome.diff.n - outcome.diff.pending
         return report_interrupted(outcome.report, done, outcome.diff.n, quiet=args.quiet)
     if args.no_wait and outcome.diff.pending:
-        return _print_submitted(args, outcome)
+        return print_submitted(args, outcome)
     if runs:
         from grader.metrics import DEFAULT_MEASURES
         from grader.regrade.metric_deltas import metric_deltas
@@ -206,46 +163,67 @@ def run(args: argparse.Namespace) -> int:
             old_label=", ".join(olds) or "stored judgments",
             new_label=f"{spec.id} ({', '.join(_models(args) or [args.judge])})",
         )
-    if args.format == "json":
-        print(json.dumps(diff_json(outcome), indent=2))
-    else:
-        print(render_table(outcome.diff, show=args.show))
-    if not args.quiet:
-        print(_summary(outcome), file=sys.stderr)
-    if outcome.diff.failed:
-        new = [p.new for p in outcome.pairs if p.new is not None]
-        print(failure_causes_text(new), file=sys.stderr)
-    if outcome.diff.pending:
-        held = _held_elsewhere(outcome)
-        if held:
-            print(
-                f"{held} pairs are being graded by another process sharing the store "
-                f"({args.store}) that has not answered them in "
-                f"{grading_run.HOLD_WAIT_S / 60:.0f} minutes; rerun this same command once that"
-                " process is done (or gone)",
-                file=sys.stderr,
-            )
-        if outcome.diff.pending > held:
-            print(
-                f"{outcome.diff.pending - held} pairs are waiting in batches; "
-                f"`{batch_command('status', args.store, args.api_key_env)}` shows them, "
-                f"`{batch_command('collect', args.store, args.api_key_env)}` "
-                "(or this command again) collects them",
-                file=sys.stderr,
-            )
-        if args.out or args.qrels_out:
-            print(OUTPUTS_PENDING, file=sys.stderr)
-        return 1 if held else 0
-    return 1 if outcome.diff.failed else 0
+    return print_outcome(args, outcome)
 
 
-def _held_elsewhere(outcome: RegradeOutcome) -> int:
-    """Pending pairs of a live regrade that wait on keys another live process holds (the
-    rest of the pending pairs wait in open batches)."""
-    report = outcome.report
-    if report is None or not report.held_elsewhere:
-        return 0
-    return max(0, outcome.diff.pending - outcome.waiting_in_batches)
+def _checked_selection(args: argparse.Namespace) -> list[Criterion]:
+    """The --select criteria, once the flags that go together are checked (InputError)."""
+    if args.no_wait and not args.batch:
+        raise InputError("--no-wait goes with --batch", hint="add --batch or drop --no-wait")
+    if args.concurrency < 1:
+        raise InputError("--concurrency must be at least 1")
+    criteria = parse_selection(args.select)
+    check_regrade_judge(args, DEFAULT_PROMPT)
+    if not Path(args.store).is_file():
+        raise InputError("no store here", path=args.store, hint="grade into it first")
+    if args.batch and len(args.model) > 1:
+        raise InputError(
+            "an ensemble (several --model) regrades live, not through the Batch API",
+            hint="drop --batch, or give one --model",
+        )
+    return criteria
+
+
+def _settle_prompt_and_models(args: argparse.Namespace, criteria: list[Criterion]) -> PromptSpec:
+    """The new prompt: --prompt (checked against the store's record of it), else the prompt of
+    the selected judgments; --model, when not given, becomes the selection's models."""
+    takes_model = judge_kind(args.judge).takes_model
+    given = args.prompt and (args.model or not takes_model)
+    found = old_versions_in(args.store, criteria) if not given else None
+    spec = load_prompt(args.prompt) if args.prompt else stored_prompt(args.store, found)
+    if not args.model and takes_model:  # the model of the selection, as its prompt: never a default
+        args.model = stored_models(args.store, found)
+    if args.prompt:  # a prompt from the store is the text it was graded with
+        with Store(args.store, on_busy=print_store_busy) as store:
+            check_prompts(store, [spec], allow_changed=args.allow_changed_prompt)
+    args.prompt = args.prompt or spec.source  # what batch jobs record to rebuild the judge
+    return spec
+
+
+def _regrade_store(
+    args: argparse.Namespace, spec: PromptSpec, criteria: list[Criterion]
+) -> RegradeOutcome:
+    """Regrade the selection in the store (--out and --qrels-out cleaned first); on Ctrl-C
+    with --batch, say how the submitted batches are collected."""
+    from grader.cli.output_files import clean_outputs
+
+    clean_outputs([args.out, args.qrels_out])
+    with Store(args.store, on_busy=print_store_busy) as store:
+        writer = StoreWriter(store)
+        try:
+            with interrupt_at_once():  # not only a cancelled task: start-up may be waiting
+                return asyncio.run(_regrade(args, store, writer, spec, criteria))
+        except KeyboardInterrupt:
+            if args.batch:
+                print(
+                    "submitted batches keep running on the server and are recorded in the "
+                    f"store: `relgrade batch collect --store {args.store}` (or this command "
+                    "again) collects them",
+                    file=sys.stderr,
+                )
+            raise
+        finally:
+            writer.flush()
 
 
 async def _regrade(
@@ -327,66 +305,3 @@ def _models(args: argparse.Namespace) -> list[str]:
     """The --model values (`run` sets them to the selection's models when none is given; a
     judge that takes no model has none)."""
     return list(dict.fromkeys(args.model))
-
-
-def submitted_json(args: argparse.Namespace, outcome: RegradeOutcome) -> dict[str, Any]:
-    """`regrade --batch --no-wait` in JSON: the usual keys (a diff of the pairs done so far:
-    `pending` says how many wait) plus `submitted` (requests, pairs, batches, files, jobs,
-    base_url) and the commands that follow it: `status` and `follow`
-    (docs/regrade-and-batch.md)."""
-    from grader.batch.state import public_base_url
-
-    url = Settings.from_args(args).base_url or "https://api.openai.com/v1"
-    data = diff_json(outcome)
-    data["submitted"] = {
-        "requests": outcome.requests,
-        "pairs": outcome.sent,
-        "batches": len(outcome.job_ids),
-        "files": len(outcome.job_ids),  # one input file per batch
-        "jobs": outcome.job_ids,
-        "base_url": public_base_url(url),
-    }
-    data["status"] = batch_command("status", args.store, args.api_key_env)
-    data["follow"] = batch_command("collect", args.store, args.api_key_env)
-    return data
-
-
-def _print_submitted(args: argparse.Namespace, outcome: RegradeOutcome) -> int:
-    """`--no-wait` with pairs pending: one line (or the JSON) saying what was submitted and
-    the command that collects it, instead of a diff of nothing."""
-    data = submitted_json(args, outcome)
-    if args.format == "json":
-        print(json.dumps(data, indent=2))
-        return 0
-    sub = data["submitted"]
-    batches = f"{sub['batches']} batch" + ("es" if sub["batches"] != 1 else "")
-    files = f"{sub['files']} input file" + ("s" if sub["files"] != 1 else "")
-    line = (
-        f"submitted {sub['requests']} requests ({sub['pairs']} pairs) in {batches} "
-        f"({files}) to {sub['base_url']}"
-    )
-    if outcome.waiting_in_batches:
-        line += f", {outcome.waiting_in_batches} pairs waiting in earlier batches"
-    line += f"; follow with: {data['follow']}"
-    print(line)
-    if args.out or args.qrels_out:
-        print(OUTPUTS_PENDING, file=sys.stderr)
-    return 0
-
-
-def _summary(outcome: RegradeOutcome) -> str:
-    how = "batch" if outcome.collected is not None or outcome.job_ids else "live"
-    line = (
-        f"regrade: {len(outcome.candidates)} pairs selected, {outcome.sent} sent as "
-        f"{outcome.requests} requests ({how}), {outcome.already_done} already regraded"
-    )
-    if outcome.waiting_in_batches:
-        line += f", {outcome.waiting_in_batches} waiting in earlier batches"
-    collected = outcome.collected
-    if collected is not None and collected.jobs:
-        line += (
-            f"; collected {collected.jobs} batch{'' if collected.jobs == 1 else 'es'}: "
-            f"{collected.batch} from the batch, "
-            f"{collected.live} re-asked live, {collected.failed} failed"
-        )
-    return line

@@ -1,12 +1,19 @@
 """What `regrade` (and `batch collect`, for the jobs a regrade submitted) prints and writes: the
-diff between versions as a table or JSON, and --out/--qrels-out."""
+diff between versions as a table or JSON, --out/--qrels-out, the summary line, what is pending
+and what `--batch --no-wait` submitted."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from typing import Any
 
+from grader.cli.batch_endpoint import batch_command
+from grader.cli.failed_pairs import failure_causes_text
+from grader.cli.settings import Settings
 from grader.cost import usd_or_unknown
+from grader.grading import run as grading_run
 from grader.regrade.diff import RegradeDiff
 from grader.regrade.run import RegradeOutcome
 
@@ -97,3 +104,111 @@ def _one_line(text: str | None, width: int = 100) -> str:
         return "-"
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 3] + "..."
+
+
+def print_outcome(args: argparse.Namespace, outcome: RegradeOutcome) -> int:
+    """Print the diff (--format), the summary, the causes of failures and what is pending;
+    the exit status: 1 when pairs failed or wait on another process, else 0."""
+    if args.format == "json":
+        print(json.dumps(diff_json(outcome), indent=2))
+    else:
+        print(render_table(outcome.diff, show=args.show))
+    if not args.quiet:
+        print(_summary(outcome), file=sys.stderr)
+    if outcome.diff.failed:
+        new = [p.new for p in outcome.pairs if p.new is not None]
+        print(failure_causes_text(new), file=sys.stderr)
+    if not outcome.diff.pending:
+        return 1 if outcome.diff.failed else 0
+    held = _held_elsewhere(outcome)
+    if held:
+        print(
+            f"{held} pairs are being graded by another process sharing the store "
+            f"({args.store}) that has not answered them in "
+            f"{grading_run.HOLD_WAIT_S / 60:.0f} minutes; rerun this same command once that"
+            " process is done (or gone)",
+            file=sys.stderr,
+        )
+    if outcome.diff.pending > held:
+        print(
+            f"{outcome.diff.pending - held} pairs are waiting in batches; "
+            f"`{batch_command('status', args.store, args.api_key_env)}` shows them, "
+            f"`{batch_command('collect', args.store, args.api_key_env)}` "
+            "(or this command again) collects them",
+            file=sys.stderr,
+        )
+    if args.out or args.qrels_out:
+        print(OUTPUTS_PENDING, file=sys.stderr)
+    return 1 if held else 0
+
+
+def _held_elsewhere(outcome: RegradeOutcome) -> int:
+    """Pending pairs of a live regrade that wait on keys another live process holds (the
+    rest of the pending pairs wait in open batches)."""
+    report = outcome.report
+    if report is None or not report.held_elsewhere:
+        return 0
+    return max(0, outcome.diff.pending - outcome.waiting_in_batches)
+
+
+def submitted_json(args: argparse.Namespace, outcome: RegradeOutcome) -> dict[str, Any]:
+    """`regrade --batch --no-wait` in JSON: the usual keys (a diff of the pairs done so far:
+    `pending` says how many wait) plus `submitted` (requests, pairs, batches, files, jobs,
+    base_url) and the commands that follow it: `status` and `follow`
+    (docs/regrade-and-batch.md)."""
+    from grader.batch.state import public_base_url
+
+    url = Settings.from_args(args).base_url or "https://api.openai.com/v1"
+    data = diff_json(outcome)
+    data["submitted"] = {
+        "requests": outcome.requests,
+        "pairs": outcome.sent,
+        "batches": len(outcome.job_ids),
+        "files": len(outcome.job_ids),  # one input file per batch
+        "jobs": outcome.job_ids,
+        "base_url": public_base_url(url),
+    }
+    data["status"] = batch_command("status", args.store, args.api_key_env)
+    data["follow"] = batch_command("collect", args.store, args.api_key_env)
+    return data
+
+
+def print_submitted(args: argparse.Namespace, outcome: RegradeOutcome) -> int:
+    """`--no-wait` with pairs pending: one line (or the JSON) saying what was submitted and
+    the command that collects it, instead of a diff of nothing."""
+    data = submitted_json(args, outcome)
+    if args.format == "json":
+        print(json.dumps(data, indent=2))
+        return 0
+    sub = data["submitted"]
+    batches = f"{sub['batches']} batch" + ("es" if sub["batches"] != 1 else "")
+    files = f"{sub['files']} input file" + ("s" if sub["files"] != 1 else "")
+    line = (
+        f"submitted {sub['requests']} requests ({sub['pairs']} pairs) in {batches} "
+        f"({files}) to {sub['base_url']}"
+    )
+    if outcome.waiting_in_batches:
+        line += f", {outcome.waiting_in_batches} pairs waiting in earlier batches"
+    line += f"; follow with: {data['follow']}"
+    print(line)
+    if args.out or args.qrels_out:
+        print(OUTPUTS_PENDING, file=sys.stderr)
+    return 0
+
+
+def _summary(outcome: RegradeOutcome) -> str:
+    how = "batch" if outcome.collected is not None or outcome.job_ids else "live"
+    line = (
+        f"regrade: {len(outcome.candidates)} pairs selected, {outcome.sent} sent as "
+        f"{outcome.requests} requests ({how}), {outcome.already_done} already regraded"
+    )
+    if outcome.waiting_in_batches:
+        line += f", {outcome.waiting_in_batches} waiting in earlier batches"
+    collected = outcome.collected
+    if collected is not None and collected.jobs:
+        line += (
+            f"; collected {collected.jobs} batch{'' if collected.jobs == 1 else 'es'}: "
+            f"{collected.batch} from the batch, "
+            f"{collected.live} re-asked live, {collected.failed} failed"
+        )
+    return line
