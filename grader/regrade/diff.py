@@ -105,25 +105,13 @@ def diff_versions(
     changed: list[ChangedPair] = []
     failed: list[dict[str, str]] = []
     pending = 0
-    cost = 0.0
-    cost_without = 0.0
-    unpriced = 0
     batch_graded = 0
     no_old_grade = 0
-    paid: set[str] = set()
     for pair in pairs:
         new = pair.new
         if new is None:
             pending += 1
             continue
-        if new.key not in paid:
-            paid.add(new.key)
-            if new.cost is None and (new.usage.prompt_tokens or new.usage.completion_tokens):
-                unpriced += 1
-            if new.cost is not None:
-                cost += new.cost
-                in_batch = new.key in batch_keys
-                cost_without += new.cost / batch_discount if in_batch else new.cost
         if new.key in batch_keys:
             batch_graded += 1
         if new.status != "ok" or new.grade is None:
@@ -153,6 +141,7 @@ def diff_versions(
                     new_reason=new.reason,
                 )
             )
+    cost, cost_without = _costs(pairs, batch_keys, batch_discount)
     return RegradeDiff(
         n=len(pairs),
         compared=len(old_grades),
@@ -161,10 +150,36 @@ def diff_versions(
         transition=transition_matrix(old_grades, new_grades),
         failed=len(failed),
         pending=pending,
-        cost=None if unpriced else round(cost, 10),
-        cost_without_batch=None if unpriced else round(cost_without, 10),
+        cost=cost,
+        cost_without_batch=cost_without,
         batch_graded=batch_graded,
         changed_pairs=changed,
         failed_pairs=failed,
         no_old_grade=no_old_grade,
     )
+
+
+def _costs(
+    pairs: Sequence[VersionPair], batch_keys: frozenset[str] | set[str], batch_discount: float
+) -> tuple[float | None, float | None]:
+    """The cost of the new judgments (each content key once), and what it would have been
+    without the Batch API discount; both None when some new judgment used tokens but has no
+    price."""
+    cost = 0.0
+    cost_without = 0.0
+    unpriced = 0
+    paid: set[str] = set()
+    for pair in pairs:
+        new = pair.new
+        if new is None or new.key in paid:
+            continue
+        paid.add(new.key)
+        if new.cost is None and (new.usage.prompt_tokens or new.usage.completion_tokens):
+            unpriced += 1
+        if new.cost is not None:
+            cost += new.cost
+            in_batch = new.key in batch_keys
+            cost_without += new.cost / batch_discount if in_batch else new.cost
+    if unpriced:
+        return None, None
+    return round(cost, 10), round(cost_without, 10)

@@ -94,61 +94,110 @@ async def regrade(
     fingerprint = new_fingerprint(judges)
     candidates = select_candidates(store, criteria, fingerprint)
     record_pairs(store, candidates)
-    outcome_fields: dict[str, Any] = {}
     if runner is not None:
         if batch_judge is None or judge_for is None:
             raise ValueError("the batch path needs batch_judge and judge_for")
-        waiting = runner.state.open_keys()
-        todo = to_grade(store, candidates, exclude=waiting)
-        in_batches = sum(1 for c in candidates if c.new_key in waiting)
-        job_ids: list[int] = []
-        if todo:  # every id pair is an item; pairs sharing a key are one request
-            job_ids = await runner.submit(
-                batch_judge,
-                [(c.query, c.doc, c.new_key) for c in todo],
-                config=job_config or {},
-            )
-        run_options: dict[str, Any] = {"wait": wait, "progress": batch_progress}
-        if sleep is not None:
-            run_options["sleep"] = sleep
-        collected = await runner.run(judge_for, **run_options)
-        outcome_fields.update(
-            sent=len(todo),
-            requests=len(distinct_keys(todo)),
-            already_done=len(candidates) - len(todo) - in_batches,
-            waiting_in_batches=in_batches,
-            job_ids=job_ids,
-            collected=collected,
+        outcome_fields, batch_keys = await _by_batch(
+            store,
+            candidates,
+            runner,
+            batch_judge,
+            judge_for,
+            config=job_config or {},
+            wait=wait,
+            batch_progress=batch_progress,
+            sleep=sleep,
         )
-        batch_keys = runner.state.keys_with_outcome("batch")
     else:
-        # Keys waiting in open batch jobs are not sent again live (they would be paid twice,
-        # and the dry run does not count them): they stay pending until the batch is collected.
-        with BatchState(store) as state:
-            waiting = state.open_keys()
-            # Pairs an earlier batch (a `batch collect`) graded count as graded by batch.
-            batch_keys = state.keys_with_outcome("batch")
-        todo = to_grade(store, candidates, exclude=waiting)
-        in_batches = sum(1 for c in candidates if c.new_key in waiting)
-        report = None
-        if todo:
-            report = await grade_pairs(
-                [Pair(c.query, c.doc) for c in todo],
-                judges,
-                store=store,
-                concurrency=concurrency,
-                progress=progress,
-                handle_sigint=handle_sigint,
-                freeze_gc=freeze_gc,
-                writer=writer,
-            )
-        outcome_fields.update(
-            sent=len(todo),
-            requests=len(distinct_keys(todo)),
-            already_done=len(candidates) - len(todo) - in_batches,
-            waiting_in_batches=in_batches,
-            report=report,
+        outcome_fields, batch_keys = await _live(
+            store,
+            candidates,
+            judges,
+            concurrency=concurrency,
+            progress=progress,
+            handle_sigint=handle_sigint,
+            freeze_gc=freeze_gc,
+            writer=writer,
         )
     pairs = version_pairs(store, candidates)
     diff = diff_versions(pairs, batch_keys=batch_keys, batch_discount=batch_discount)
     return RegradeOutcome(candidates=candidates, pairs=pairs, diff=diff, **outcome_fields)
+
+
+def _counts(candidates: list[Candidate], todo: list[Candidate], in_batches: int) -> dict[str, Any]:
+    """The outcome's counts of pairs sent, distinct requests, already done and waiting."""
+    return {
+        "sent": len(todo),
+        "requests": len(distinct_keys(todo)),
+        "already_done": len(candidates) - len(todo) - in_batches,
+        "waiting_in_batches": in_batches,
+    }
+
+
+async def _by_batch(
+    store: Store,
+    candidates: list[Candidate],
+    runner: BatchRunner,
+    batch_judge: BatchJudge,
+    judge_for: JudgeFor,
+    *,
+    config: dict[str, Any],
+    wait: bool,
+    batch_progress: Progress | None,
+    sleep: Sleep | None,
+) -> tuple[dict[str, Any], set[str]]:
+    """Submit the pairs not done nor waiting in open batches, run the batches (every open job,
+    earlier runs' too); the outcome's fields and the keys graded by batch."""
+    waiting = runner.state.open_keys()
+    todo = to_grade(store, candidates, exclude=waiting)
+    in_batches = sum(1 for c in candidates if c.new_key in waiting)
+    job_ids: list[int] = []
+    if todo:  # every id pair is an item; pairs sharing a key are one request
+        job_ids = await runner.submit(
+            batch_judge, [(c.query, c.doc, c.new_key) for c in todo], config=config
+        )
+    run_options: dict[str, Any] = {"wait": wait, "progress": batch_progress}
+    if sleep is not None:
+        run_options["sleep"] = sleep
+    collected = await runner.run(judge_for, **run_options)
+    fields = _counts(candidates, todo, in_batches)
+    fields.update(job_ids=job_ids, collected=collected)
+    return fields, runner.state.keys_with_outcome("batch")
+
+
+async def _live(
+    store: Store,
+    candidates: list[Candidate],
+    judges: list[Judge],
+    *,
+    concurrency: int,
+    progress: ProgressCallback | None,
+    handle_sigint: bool,
+    freeze_gc: bool,
+    writer: StoreWriter | None,
+) -> tuple[dict[str, Any], set[str]]:
+    """Grade the pairs not done nor waiting in open batches live; the outcome's fields and the
+    keys graded by batch (by an earlier `batch collect`)."""
+    # Keys waiting in open batch jobs are not sent again live (they would be paid twice,
+    # and the dry run does not count them): they stay pending until the batch is collected.
+    with BatchState(store) as state:
+        waiting = state.open_keys()
+        # Pairs an earlier batch (a `batch collect`) graded count as graded by batch.
+        batch_keys = state.keys_with_outcome("batch")
+    todo = to_grade(store, candidates, exclude=waiting)
+    in_batches = sum(1 for c in candidates if c.new_key in waiting)
+    report = None
+    if todo:
+        report = await grade_pairs(
+            [Pair(c.query, c.doc) for c in todo],
+            judges,
+            store=store,
+            concurrency=concurrency,
+            progress=progress,
+            handle_sigint=handle_sigint,
+            freeze_gc=freeze_gc,
+            writer=writer,
+        )
+    fields = _counts(candidates, todo, in_batches)
+    fields["report"] = report
+    return fields, batch_keys
