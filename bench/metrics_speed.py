@@ -212,7 +212,7 @@ def check_agreement(
     return problems
 
 
-def main() -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--queries", type=int, default=10_000)
     parser.add_argument("--docs", type=int, default=1_000)
@@ -230,75 +230,108 @@ def main() -> int:
     )
     parser.add_argument("--no-check", action="store_true", help="skip the agreement check")
     parser.add_argument("--side", nargs=2, metavar=("QRELS", "RUN"), help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    return parser
+
+
+def _prepare(folder: Path, args: argparse.Namespace) -> tuple[Path, Path]:
+    """The run and qrels files in `folder` (generated unless there), told and warmed."""
+    folder.mkdir(parents=True, exist_ok=True)
+    run_path, qrels_path = folder / "run.txt", folder / "qrels.txt"
+    t0 = time.perf_counter()
+    if not (run_path.exists() and qrels_path.exists()):
+        generate(folder, args.queries, args.docs, args.judged, args.seed)
+    n_lines = run_path.read_bytes().count(b"\n")
+    n_qrels = qrels_path.read_bytes().count(b"\n")  # also warms the page cache for both
+    print(
+        f"{n_lines:,} run lines ({run_path.stat().st_size / 1e6:.0f} MB), "
+        f"{n_qrels:,} qrels lines, ready in {time.perf_counter() - t0:.1f}s"
+    )
+    return run_path, qrels_path
+
+
+def _sides(
+    qrels_path: Path, run_path: Path, trec_eval: Path | None, tmp: Path
+) -> dict[str, list[str]]:
+    """The command of each side: relgrade, pytrec_eval and (when it builds) trec_eval."""
+    python, files = sys.executable, [str(qrels_path), str(run_path)]
+    evaluate = [python, "-m", "grader.cli.main", "evaluate", *files, "--format", "json"]
+    sides = {
+        "relgrade": [*evaluate, "-m", *MEASURES],
+        "pytrec_eval": [python, str(Path(__file__).resolve()), "--side", *files],
+    }
+    binary = build_trec_eval(trec_eval, tmp)
+    if binary is not None:
+        levels = ["-m", "ndcg_cut.10", "-m", "recip_rank", "-m", "recall.100", "-m", "P.10"]
+        sides["trec_eval"] = [str(binary), "-c", "-l", "2", *levels, *files]
+    else:
+        print(f"trec_eval: no source at {TREC_EVAL_SOURCE} (or pass --trec-eval)")
+    return sides
+
+
+def _race(sides: dict[str, list[str]], repeat: int) -> tuple[dict[str, str], dict[str, float]]:
+    """Run the sides in turn `repeat` times; print each one's best time and peak memory and
+    the ratios to relgrade's; each side's output, and relgrade's means."""
+    best: dict[str, tuple[float, int]] = {}
+    runs: dict[str, list[float]] = {name: [] for name in sides}
+    outputs: dict[str, str] = {}
+    for _ in range(max(repeat, 1)):
+        for name, cmd in sides.items():
+            elapsed, peak, outputs[name] = child(cmd)
+            runs[name].append(elapsed)
+            if name not in best or elapsed < best[name][0]:
+                best[name] = (elapsed, peak)
+    for name in sides:
+        times = ", ".join(f"{t:.2f}" for t in runs[name])
+        elapsed, peak = best[name]
+        print(f"{name:12s} best {elapsed:7.2f} s  (runs: {times})  peak RSS {peak / 1e6:,.0f} MB")
+    ours_t, ours_m = best["relgrade"]
+    for peer in ("trec_eval", "pytrec_eval"):
+        if peer in best:
+            peer_t, peer_m = best[peer]
+            goals = "  (goals: time <= 0.5, memory <= 1.0)" if peer == "trec_eval" else ""
+            ratios = f"time {ours_t / peer_t:.2f}, peak memory {ours_m / peer_m:.2f}"
+            print(f"relgrade / {peer}: {ratios}{goals}")
+    ours = {r["measure"]: r["value"] for r in json.loads(outputs["relgrade"])}
+    for m in MEASURES:
+        print(f"  {m:14s} {ours[m]:.6f}")
+    return outputs, ours
+
+
+def _agree(
+    qrels_path: Path,
+    run_path: Path,
+    outputs: dict[str, str],
+    ours: dict[str, float],
+    theirs: dict[str, float],
+) -> int:
+    """1 (each disagreement printed) unless relgrade's means equal the others'."""
+    problems = check_agreement(qrels_path, run_path, ours, theirs)
+    if "trec_eval" in outputs:
+        problems += [
+            f"{m}: relgrade {ours[m]!r} != trec_eval {v!r}"
+            for m, v in trec_eval_means(outputs["trec_eval"]).items()
+            if abs(ours[m] - v) > 5e-5
+        ]
+    for problem in problems:
+        print("DISAGREEMENT", problem)
+    if problems:
+        return 1
+    print("all means equal to pytrec_eval's within 1e-9 (and trec_eval's 4 decimals)")
+    return 0
+
+
+def main() -> int:
+    args = _parser().parse_args()
     if args.side:  # the pytrec_eval child
         print(json.dumps(pytrec_eval_side(Path(args.side[0]), Path(args.side[1]))))
         return 0
-
     with tempfile.TemporaryDirectory(prefix="relgrade-bench-") as tmp:
-        folder = args.data or Path(tmp)
-        folder.mkdir(parents=True, exist_ok=True)
-        run_path, qrels_path = folder / "run.txt", folder / "qrels.txt"
-        t0 = time.perf_counter()
-        if not (run_path.exists() and qrels_path.exists()):
-            generate(folder, args.queries, args.docs, args.judged, args.seed)
-        n_lines = run_path.read_bytes().count(b"\n")
-        n_qrels = qrels_path.read_bytes().count(b"\n")  # also warms the page cache for both
-        print(
-            f"{n_lines:,} run lines ({run_path.stat().st_size / 1e6:.0f} MB), "
-            f"{n_qrels:,} qrels lines, ready in {time.perf_counter() - t0:.1f}s"
-        )
-        python, files = sys.executable, [str(qrels_path), str(run_path)]
-        evaluate = [python, "-m", "grader.cli.main", "evaluate", *files, "--format", "json"]
-        sides = {
-            "relgrade": [*evaluate, "-m", *MEASURES],
-            "pytrec_eval": [python, str(Path(__file__).resolve()), "--side", *files],
-        }
-        binary = build_trec_eval(args.trec_eval, Path(tmp))
-        if binary is not None:
-            levels = ["-m", "ndcg_cut.10", "-m", "recip_rank", "-m", "recall.100", "-m", "P.10"]
-            sides["trec_eval"] = [str(binary), "-c", "-l", "2", *levels, *files]
-        else:
-            print(f"trec_eval: no source at {TREC_EVAL_SOURCE} (or pass --trec-eval)")
-        best: dict[str, tuple[float, int]] = {}
-        runs: dict[str, list[float]] = {name: [] for name in sides}
-        outputs: dict[str, str] = {}
-        for _ in range(max(args.repeat, 1)):
-            for name, cmd in sides.items():
-                elapsed, peak, outputs[name] = child(cmd)
-                runs[name].append(elapsed)
-                if name not in best or elapsed < best[name][0]:
-                    best[name] = (elapsed, peak)
-        for name in sides:
-            times = ", ".join(f"{t:.2f}" for t in runs[name])
-            elapsed, peak = best[name]
-            print(
-                f"{name:12s} best {elapsed:7.2f} s  (runs: {times})  peak RSS {peak / 1e6:,.0f} MB"
-            )
-        ours_t, ours_m = best["relgrade"]
-        for peer in ("trec_eval", "pytrec_eval"):
-            if peer in best:
-                peer_t, peer_m = best[peer]
-                goals = "  (goals: time <= 0.5, memory <= 1.0)" if peer == "trec_eval" else ""
-                ratios = f"time {ours_t / peer_t:.2f}, peak memory {ours_m / peer_m:.2f}"
-                print(f"relgrade / {peer}: {ratios}{goals}")
-        ours = {r["measure"]: r["value"] for r in json.loads(outputs["relgrade"])}
+        run_path, qrels_path = _prepare(args.data or Path(tmp), args)
+        sides = _sides(qrels_path, run_path, args.trec_eval, Path(tmp))
+        outputs, ours = _race(sides, args.repeat)
         theirs = json.loads(outputs["pytrec_eval"])
-        for m in MEASURES:
-            print(f"  {m:14s} {ours[m]:.6f}")
         if not args.no_check:
-            problems = check_agreement(qrels_path, run_path, ours, theirs)
-            if "trec_eval" in outputs:
-                problems += [
-                    f"{m}: relgrade {ours[m]!r} != trec_eval {v!r}"
-                    for m, v in trec_eval_means(outputs["trec_eval"]).items()
-                    if abs(ours[m] - v) > 5e-5
-                ]
-            for problem in problems:
-                print("DISAGREEMENT", problem)
-            if problems:
-                return 1
-            print("all means equal to pytrec_eval's within 1e-9 (and trec_eval's 4 decimals)")
+            return _agree(qrels_path, run_path, outputs, ours, theirs)
     return 0
 
 
