@@ -20,7 +20,7 @@ from grader.errors import InputError, RelgradeWarning
 from grader.io.trec import read_qrels, read_run
 from tests import fill_data as fd
 from tests.grade_data import GradeFiles, write_grade_files
-from tests.test_fill import MEASURES, _world
+from tests.helpers.fill_world import MEASURES, fill_world
 
 Record = dict[str, Any]
 
@@ -60,7 +60,7 @@ def _frames(world: dict[str, Any]) -> dict[str, Any]:
 def test_paths_and_frames_equal_the_commands_json(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], per_query: bool
 ) -> None:
-    world = _world(tmp_path)
+    world = fill_world(tmp_path)
     paths, runs = world["paths"], [str(r) for r in world["runs"]]
     argv = ["evaluate", str(paths["human"]), *runs, "--fill", str(paths["llm"]), "-m", *MEASURES]
     expected, err = _command(capsys, argv + (["--per-query"] if per_query else []))
@@ -84,7 +84,7 @@ def test_paths_and_frames_equal_the_commands_json(
 def test_default_measures_scale_and_threshold_warning_as_the_command(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    world = _world(tmp_path)
+    world = fill_world(tmp_path)
     binary = tmp_path / "binary.qrels"
     binary.write_text("".join(f"{q} 0 {d} {min(g, 1)}\n" for (q, d), g in world["human"].items()))
     run, llm = str(world["runs"][1]), str(world["paths"]["llm"])
@@ -129,7 +129,7 @@ def test_the_also_judged_manifest_weights_the_overlap_as_the_command(
 
 
 def test_errors_are_the_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    world = _world(tmp_path)
+    world = fill_world(tmp_path)
     human, run = world["paths"]["human"], str(world["runs"][0])
     other = tmp_path / "other.qrels"
     other.write_text("x1 0 a 1\nx2 0 b 2\n")

@@ -8,51 +8,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import pytest
 import pytrec_eval
 
 from grader.cli.main import main
 from grader.metrics.fill import evaluate_fill
-
-MEASURES = ["nDCG@5", "P(rel=2)@5", "RR(rel=2)@5", "AP(rel=2)"]
-
-
-def _world(tmp_path: Path, seed: int = 7) -> dict[str, Any]:
-    """8 queries x 20 docs; people graded 60%, the LLM (right 70% of the time) the rest and
-    some of people's pairs; two runs of 15 docs each."""
-    rng = np.random.default_rng(seed)
-    truth = {
-        (f"q{q}", f"d{q}-{d}"): int(rng.choice(4, p=[0.5, 0.2, 0.2, 0.1]))
-        for q in range(8)
-        for d in range(20)
-    }
-    pairs = list(truth)
-    judged = rng.random(len(pairs)) < 0.6
-    human = {p: truth[p] for p, j in zip(pairs, judged, strict=True) if j}
-    llm: dict[tuple[str, str], int] = {}
-    for p, j in zip(pairs, judged, strict=True):
-        if not j or rng.random() < 0.3:
-            llm[p] = truth[p] if rng.random() < 0.7 else int(rng.integers(0, 4))
-    paths = {"human": tmp_path / "human.qrels", "llm": tmp_path / "llm.qrels"}
-    for name, grades in (("human", human), ("llm", llm)):
-        paths[name].write_text("".join(f"{q} 0 {d} {g}\n" for (q, d), g in grades.items()))
-    merged = {**{p: g for p, g in llm.items() if p not in human}, **human}
-    paths["merged"] = tmp_path / "merged.qrels"
-    paths["merged"].write_text("".join(f"{q} 0 {d} {g}\n" for (q, d), g in merged.items()))
-    runs = []
-    for r in range(2):
-        path = tmp_path / f"run{r}.txt"
-        lines = []
-        for q in range(8):
-            docs = rng.permutation(20)[:15]
-            for rank, d in enumerate(docs, start=1):
-                score = truth[f"q{q}", f"d{q}-{d}"] * r + rng.random()
-                lines.append(f"q{q} Q0 d{q}-{d} {rank} {score:.6f} r{r}\n")
-        path.write_text("".join(lines))
-        runs.append(path)
-    return {"paths": paths, "runs": runs, "human": human, "llm": llm, "merged": merged}
+from tests.helpers.fill_world import MEASURES, fill_world
 
 
 def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> list[dict[str, Any]]:
@@ -69,7 +31,7 @@ def _means(records: list[dict[str, Any]]) -> dict[tuple[str, str], float]:
 def test_three_regimes_equal_evaluate_on_their_qrels(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    world = _world(tmp_path)
+    world = fill_world(tmp_path)
     paths, runs = world["paths"], [str(r) for r in world["runs"]]
     fill = _json(
         capsys,
@@ -131,7 +93,7 @@ def test_three_regimes_equal_evaluate_on_their_qrels(
 def test_shares_count_each_runs_top_k_by_source(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    world = _world(tmp_path)
+    world = fill_world(tmp_path)
     paths = world["paths"]
     records = _json(
         capsys,
@@ -163,7 +125,7 @@ def test_shares_count_each_runs_top_k_by_source(
 
 
 def test_a_perfect_llm_gives_a_point_interval_at_the_full_score(tmp_path: Path) -> None:
-    world = _world(tmp_path)
+    world = fill_world(tmp_path)
     truth = {**world["human"], **world["llm"]}
     human = pd.DataFrame(
         [(q, d, g) for (q, d), g in world["human"].items()], columns=["query_id", "doc_id", "grade"]
@@ -190,7 +152,7 @@ def test_a_perfect_llm_gives_a_point_interval_at_the_full_score(tmp_path: Path) 
 def test_json_records_keep_the_evaluate_shape_with_a_regime(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    world = _world(tmp_path)
+    world = fill_world(tmp_path)
     paths = world["paths"]
     records = _json(
         capsys,
@@ -224,7 +186,7 @@ def test_json_records_keep_the_evaluate_shape_with_a_regime(
 def test_llm_grades_of_another_collection_are_an_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    world = _world(tmp_path)
+    world = fill_world(tmp_path)
     other = tmp_path / "other.qrels"
     other.write_text("x1 0 a 1\nx2 0 b 2\n")
     argv = ["evaluate", str(world["paths"]["human"]), str(world["runs"][0]), "--fill", str(other)]
