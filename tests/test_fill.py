@@ -13,6 +13,8 @@ import pytest
 import pytrec_eval
 
 from grader.cli.main import main
+from grader.grading.fill_evaluation import evaluate_filled
+from grader.io.trec import read_run
 from grader.metrics.fill import evaluate_fill
 from tests.helpers.fill_world import MEASURES, fill_world
 
@@ -192,3 +194,72 @@ def test_llm_grades_of_another_collection_are_an_error(
     argv = ["evaluate", str(world["paths"]["human"]), str(world["runs"][0]), "--fill", str(other)]
     assert main(argv) == 2
     assert "share no query id" in capsys.readouterr().err
+
+
+def _frame(rows: list[tuple[str, str, float]], last: str) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=["query_id", "doc_id", last])
+
+
+def test_every_regime_averages_over_people_s_queries(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    world = fill_world(tmp_path)
+    paths = world["paths"]
+    # The LLM also graded a query people never judged, which the run answers.
+    with paths["llm"].open("a") as fh:
+        fh.write("q9 0 d9-0 3\nq9 0 d9-1 2\n")
+    run = tmp_path / "run9.txt"
+    run.write_text(world["runs"][0].read_text() + "q9 Q0 d9-0 1 9.0 r\nq9 Q0 d9-1 2 8.0 r\n")
+    argv = ["evaluate", str(paths["human"]), str(run), "--fill", str(paths["llm"])]
+    capsys.readouterr()
+    assert main([*argv, "-m", "P(rel=2)@5", "--per-query", "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    records, err = json.loads(captured.out), captured.err
+    queries = {
+        regime: {r["query_id"] for r in records if r["regime"] == regime and "source" not in r}
+        for regime in ("holes_nonrelevant", "judged_only", "filled")
+    }
+    people = {q for q, _ in world["human"]} | {"all"}
+    assert queries == dict.fromkeys(queries, people)
+    assert "every regime averages over the 8 queries of people's qrels" in err
+    assert "2 LLM grades on 1 query people did not judge are left out" in err
+    # The filled mean is `evaluate` on the merged qrels of those queries.
+    merged = _means(_json(capsys, ["evaluate", str(paths["merged"]), str(run), "--format", "json",
+                                   "-m", "P(rel=2)@5"]))  # fmt: skip
+    filled = [r for r in records if r["regime"] == "filled" and r["query_id"] == "all"]
+    assert filled[0]["value"] == merged["run9", "P(rel=2)@5"]
+
+
+def test_the_interval_of_a_measure_within_0_1_stays_there() -> None:
+    # People graded 4 pairs, the LLM every pair the run returns: a wide interval near 1.
+    human = _frame([("1", "1", 2), ("1", "007", 0), ("1.0", "1", 1), ("007", "007", 3)], "grade")
+    llm = _frame(
+        [("1", "1", 3), ("1", "1.0", 3), ("1", "007", 3), ("1.0", "1", 0), ("1.0", "08", 0),
+         ("007", "007", 3), ("007", "2", 3)],
+        "grade",
+    )  # fmt: skip
+    run = _frame(
+        [("1", "1", 3.0), ("1", "1.0", 2.0), ("1", "007", 1.0), ("1.0", "1", 3.0),
+         ("1.0", "08", 2.0), ("007", "007", 5.0), ("007", "2", 4.0)],
+        "score",
+    )  # fmt: skip
+    result = evaluate_fill(human, llm, {"r": run}, ["P(rel=1)@3", "NumRet(rel=1)"])
+    found = result.intervals["r"]["P(rel=1)@3"]
+    assert 0.0 <= found.low <= found.estimate <= found.high <= 1.0
+    assert found.high == 1.0  # unclipped, it reaches past 1
+    counts = result.intervals["r"]["NumRelRet(rel=1)"]  # a count is not held to 0..1
+    assert counts.high > 1.0
+
+
+def test_one_pair_graded_by_both_says_so(tmp_path: Path) -> None:
+    world = fill_world(tmp_path)
+    human = _frame([(q, d, g) for (q, d), g in world["human"].items()], "grade")
+    holes = [(q, d, g) for (q, d), g in world["llm"].items() if (q, d) not in world["human"]]
+    (q, d), g = next(iter(world["human"].items()))
+    llm = _frame([*holes, (q, d, g)], "grade")
+    run = read_run(world["runs"][0])[["query_id", "doc_id", "score"]]
+    evaluation = evaluate_filled(human, llm, {"r": run}, ["P(rel=2)@5"], typed=True, llm_name="x")
+    notes = "\n".join(evaluation.notes)
+    assert "1 pairs graded by both" in notes or "1 pair graded by both" in notes
+    assert "no pair people judged" not in notes
+    assert "no interval for the filled score: only 1 pair graded by both" in notes

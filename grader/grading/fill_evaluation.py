@@ -134,14 +134,18 @@ def evaluate_filled(
         precision=precision,
         weights=weights,
     )
-    return FillEvaluation(result, warnings, fill_notes(result, manifest, scale))
+    return FillEvaluation(result, warnings, fill_notes(result, manifest, scale, missing))
 
 
-def fill_notes(result: FillResult, manifest: str, scale: dict[int, int] | None) -> list[str]:
-    """What was filled, the scale, and the interval's method (or why there is none)."""
+def fill_notes(
+    result: FillResult, manifest: str, scale: dict[int, int] | None, missing: Missing = "zero"
+) -> list[str]:
+    """What was filled, over which queries, the scale, and the interval's method (or why
+    there is none)."""
     notes = [
         f"filled: {result.holes:,} LLM grades on pairs people did not judge; "
-        f"{result.overlap:,} pairs graded by both"
+        f"{result.overlap:,} pairs graded by both",
+        _queries_note(result, missing),
     ]
     if scale is not None:
         from grader.grading.holes import scale_text
@@ -151,12 +155,32 @@ def fill_notes(result: FillResult, manifest: str, scale: dict[int, int] | None) 
         notes.append(result.interval_note)
         if manifest:
             notes.append(f"the pairs graded by both are weighted by 1/pi from {manifest}")
-    elif result.overlap <= 1:
+    elif result.overlap == 0:
         notes.append(
             "no interval for the filled score: the LLM graded no pair people judged "
             "(grade --also-judged N gives some)"
         )
+    elif result.overlap == 1:
+        notes.append(
+            "no interval for the filled score: only 1 pair graded by both people and the LLM "
+            "(it takes 2 or more; grade --also-judged N gives them)"
+        )
     return notes
+
+
+def _queries_note(result: FillResult, missing: Missing) -> str:
+    """Which queries the means are over: people's, in every regime."""
+    text = f"every regime averages over the {result.queries:,} queries of people's qrels"
+    if missing == "skip":
+        text += " that the run answers (--trec-eval-missing)"
+    if result.outside:
+        queries = result.outside_queries
+        text += (
+            f"; {result.outside:,} LLM grades on {queries:,} "
+            f"{'query' if queries == 1 else 'queries'} people did not judge are left out "
+            "(evaluate the merged qrels to score those)"
+        )
+    return text
 
 
 def _clean(value: Any) -> Any:

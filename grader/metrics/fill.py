@@ -8,7 +8,12 @@ under three regimes, side by side:
   -J, ir_measures' judged_only=True). A measure with no condensed form (Judged, ERR, Bpref,
   the counts) is computed as it is.
 - `filled`: the merged qrels: people's grade where there is one, the LLM's (mapped by
-  `scale`) on the holes. Equal to `evaluate` on `grade --merged-out`'s file.
+  `scale`) on the holes. Equal to `evaluate` on `grade --merged-out`'s file when the LLM graded
+  no query people left out.
+
+Every regime averages over the same queries, those of people's qrels (as `evaluate` on them
+does): the LLM's grades on a query people did not judge at all are left out (counted in
+`FillResult.outside`), so the three scores of a run are comparable.
 
 Per run, the share of its top-k results (pooled over the qrels queries it answers) that people
 judged, that the LLM filled, and that stays unjudged (`Shares`). When the LLM also graded some
@@ -76,6 +81,9 @@ class FillResult:
     interval_note: str | None = None
     holes: int = 0  # LLM-graded pairs people did not judge (filled)
     overlap: int = 0  # pairs graded by both (also-judged)
+    queries: int = 0  # people's queries: every regime averages over these
+    outside: int = 0  # LLM grades on queries people did not judge (left out)
+    outside_queries: int = 0  # those queries
 
     def frame(self, per_query: bool = False) -> pd.DataFrame:
         """The long frame [run, query_id, measure, regime, value], query_id "all" for the mean
@@ -173,8 +181,9 @@ def evaluate_fill(
 ) -> FillResult:
     """Score every run under the three regimes (see the module docstring).
 
-    `human` and `llm` are qrels frames [query_id, doc_id, grade]; `runs` maps a name to a run
-    frame [query_id, doc_id, rank|score]. `weights` (1/pi of each also-judged pair, from its
+    `human` and `llm` are qrels frames [query_id, doc_id, grade] (the LLM's grades on queries
+    people did not judge are left out); `runs` maps a name to a run frame [query_id, doc_id,
+    rank|score]. `weights` (1/pi of each also-judged pair, from its
     manifest) weight the overlap; `level` None: no interval; `seed` seeds its imputations.
     """
     from grader.metrics.ranked import join
@@ -182,10 +191,15 @@ def evaluate_fill(
     parsed = [parse_measure(m) for m in measures]
     names = [str(m) for m in parsed]
     condensed = [condensed_form(m) for m in parsed]
+    people = set(human["query_id"].astype(str))
+    inside = llm["query_id"].astype(str).isin(people).to_numpy()
+    outside = llm[~inside]
+    llm = llm[inside].reset_index(drop=True)
     merged = merge(human, llm, scale)
     n_human = len(human)
     coded = merged.assign(grade=np.arange(len(merged), dtype=np.int64))
-    result = FillResult(measures=names, holes=len(merged) - n_human)
+    result = FillResult(measures=names, holes=len(merged) - n_human, queries=len(people))
+    result.outside, result.outside_queries = len(outside), outside["query_id"].nunique()
     depth = depth_needed(parsed)
     ranked_coded = {}
     for name, run in runs.items():

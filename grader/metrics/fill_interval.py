@@ -17,7 +17,8 @@ play the part of PPI's labelled data.
    H var(d) (which pairs are holes). Exact in expectation for what is linear in the run's
    grades given the ideal (P@k, DCG@k over a fixed ideal, R@k); first order for RR and AP.
 3. Five imputations, combined by Rubin's rules (mean; within + (1 + 1/m) between variance);
-   the interval is normal at `level`, centred on the corrected score.
+   the interval is normal at `level`, centred on the corrected score; for a measure within
+   0..1 (`within_unit`) the score and both ends are held to 0..1.
 
 The assumption: holes resemble the judged pool given the LLM grade and the query (true when
 holes are a random share of the pool, as in DL 2019 with judgments removed at random; a new
@@ -225,11 +226,31 @@ def corrected_interval(
         between = np.var(estimates, axis=0, ddof=1) if len(draws) > 1 else 0.0
         se = np.sqrt(np.mean(variances, axis=0) + (1 + 1 / len(draws)) * between)
         out[run] = {
-            str(m): Interval(float(e), float(e - z * s), float(e + z * s), level, n)
+            str(m): _interval(m, e, z * s, level, n)
             for m, e, s in zip(measures, est.tolist(), se.tolist(), strict=True)
         }
     note = (
         f"{level:.0%} interval of the filled score: {METHOD}, from {n} pairs graded by both "
-        f"people and the LLM, {holes} holes; centred on the corrected score"
+        f"people and the LLM, {holes} holes; centred on the corrected score (both held to "
+        "0..1 for measures that lie there)"
     )
     return out, note
+
+
+def _interval(measure: Measure, estimate: float, half: float, level: float, n: int) -> Interval:
+    """estimate +- half, each end (and the estimate) held to 0..1 when the measure lies there."""
+    ends = [estimate, estimate - half, estimate + half]
+    if within_unit(measure):
+        ends = [min(max(v, 0.0), 1.0) for v in ends]
+    return Interval(float(ends[0]), float(ends[1]), float(ends[2]), level, n)
+
+
+def within_unit(measure: Measure) -> bool:
+    """Whether the measure's mean lies in 0..1: every built-in measure that is averaged (a
+    count is summed; a plug-in measure declares no range, so none is assumed)."""
+    from grader.metrics import registry
+    from grader.metrics.builtin import MODULES
+
+    found = registry.get(measure.name)
+    builtin = {f"grader.metrics.{module}" for module in MODULES}
+    return not found.summed and found.compute.__module__ in builtin
