@@ -196,6 +196,9 @@ def test_failed_llm_judgments_stay_holes_in_the_merged_qrels(
     failed = [json.loads(x) for x in out.read_text().splitlines()]
     failed_ids = {(r["query_id"], r["doc_id"]) for r in failed if r["status"] == "failed"}
     assert len(failed_ids) == 2
+    # A failed hole has no grade: no one's grade stands for it, so it is not the LLM's.
+    sources = {(r["status"], r["source"]) for r in failed}
+    assert sources == {("ok", "llm"), ("failed", None)}
     merged_ids = {(q, d) for q, d, _ in _lines(merged)}
     assert not failed_ids & merged_ids
     assert len(merged_ids) == 13 + 10
@@ -262,3 +265,43 @@ def test_dry_run_reports_the_holes_it_would_send(
     assert main([*args, "--skip-judged", str(human), "--dry-run"]) == 0
     assert "holes 12 (to send 12, cached 0)" in capsys.readouterr().err
     assert not (tmp_path / "s.db").exists()
+
+
+def test_skip_missing_counts_the_skipped_holes_in_the_summary(
+    files: GradeFiles, human: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kept = [x for x in files.docs.read_text().splitlines() if json.loads(x)["doc_id"] not in
+            ("d1", "d3")]  # fmt: skip
+    files.docs.write_text("".join(f"{x}\n" for x in kept))  # two holes of q0 lose their doc
+    merged = tmp_path / "merged.qrels"
+    args = files.args(
+        "--judge", "lexical", "--store", tmp_path / "s.db", "--quiet", "--skip-judged", human,
+        "--merged-out", merged, "--skip-missing",
+    )  # fmt: skip
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert "holes 12 (sent 10, cached 0, skipped 2: unknown query or doc id" in err
+    assert ("q0", "d1") not in {(q, d) for q, d, _ in _lines(merged)}
+
+
+def test_the_manifest_is_written_before_the_outputs(
+    files: GradeFiles, human: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import grader.cli.grade_holes as grade_holes
+
+    def crash(*args: object, **kwargs: object) -> None:
+        raise OSError("the process dies here")
+
+    monkeypatch.setattr(grade_holes, "merged_lines", crash)
+    out, merged = tmp_path / "j.jsonl", tmp_path / "merged.qrels"
+    args = files.args(
+        "--judge", "lexical", "--store", tmp_path / "s.db", "--quiet", "--skip-judged", human,
+        "--out", out, "--merged-out", merged, "--also-judged", "4",
+    )  # fmt: skip
+    with pytest.raises(OSError, match="dies here"):
+        main(args)
+    manifest = tmp_path / "j.manifest.json"
+    assert out.exists() and manifest.exists() and not merged.exists()
+    marker = json.loads((tmp_path / ".j.jsonl.relgrade-outputs.json").read_text())
+    assert str(manifest) in marker["targets"] and str(manifest) in marker["written"]
+    assert str(merged) not in marker["written"]

@@ -133,7 +133,9 @@ def run(args: argparse.Namespace) -> int:
 
     check_args(args)
     if not args.dry_run:
-        clean_outputs([args.out, args.qrels_out, args.merged_out])
+        clean_outputs(
+            [args.out, args.qrels_out, args.merged_out, *grade_holes.manifest_paths(args)]
+        )
     selection, docs, holes = select_pairs(args, say_on_stderr)
     verify = False
 

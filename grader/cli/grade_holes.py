@@ -135,6 +135,7 @@ def take_selection(found: Plan, selection: PairSelection, args: argparse.Namespa
     if found.draw is not None:
         holes.also = {(p.query_id, p.doc_id) for p in found.draw.pairs}
     holes.not_retrieved = len(holes.human) - len(holes.judged)
+    holes.skipped = selection.missing
     check_overlap(holes.human, selection.candidate_ids, len(holes.judged))
     found.pairs = [(p.query.query_id, p.doc.doc_id) for p in selection.pairs]
 
@@ -155,15 +156,39 @@ def summary(found: Plan, report: GradingReport, *, dry_run: bool = False) -> str
     )
 
 
+def manifest_paths(args: argparse.Namespace) -> dict[Path, str]:
+    """Where `--also-judged`'s manifest goes, each with the output it is beside: beside --out
+    and beside --qrels-out (once when both give the same `<stem>.manifest.json`)."""
+    if getattr(args, "also_judged", None) is None:
+        return {}
+    from calibration.spotcheck.manifest import manifest_path_for
+
+    found: dict[Path, str] = {}
+    for target in (args.out, args.qrels_out):
+        if target:
+            found.setdefault(manifest_path_for(target), target)
+    return found
+
+
 def write_outputs(args: argparse.Namespace, report: GradingReport, found: Plan | None) -> None:
     """`--out` (with `source` per line when people's grades are given), `--qrels-out` and
-    `--merged-out`, each atomically; the also-judged manifest beside --out / --qrels-out."""
+    `--merged-out`, each atomically, in one output set with the also-judged manifest beside
+    --out / --qrels-out. The manifest goes first: outputs never stand without the draw that
+    weights them, and a kill before the last file is told to the next run."""
     from grader.io.files import atomic_write
     from grader.io.output_set import OutputSet
 
     merged = getattr(args, "merged_out", None) if found is not None else None
-    outputs = OutputSet([p for p in (args.out, args.qrels_out, merged) if p])
+    manifests = manifest_paths(args) if found is not None and found.draw is not None else {}
+    outputs = OutputSet([*(p for p in (args.out, args.qrels_out, merged) if p), *manifests])
     outputs.begin()  # a kill between the files is told to the next run
+    if found is not None and manifests:
+        from calibration.spotcheck.also_judged import also_judged_manifest, write_also_judged
+
+        manifest = also_judged_manifest(found.draw, found.human_path)
+        for path, beside in manifests.items():
+            write_also_judged(manifest, beside)
+            outputs.done(path)
     # One pass over the outputs (stored answers stream from the store, a block at a time)
     # writes --out and keeps the qrels lines: a failed judgment has no grade, so it is
     # unjudged in the qrels, never 0.
@@ -187,10 +212,3 @@ def write_outputs(args: argparse.Namespace, report: GradingReport, found: Plan |
         with atomic_write(merged) as out:
             out.writelines(merged_lines(found.holes.human, qrels, also, found.scale))
     outputs.finish()
-    if found is not None and found.draw is not None:
-        from calibration.spotcheck.also_judged import also_judged_manifest, write_also_judged
-
-        manifest = also_judged_manifest(found.draw, found.human_path)
-        for target in (args.out, args.qrels_out):
-            if target:
-                write_also_judged(manifest, Path(target))

@@ -86,6 +86,7 @@ class Holes:
     judged: list[PairId] = field(default_factory=list)  # judged candidates, in pair order
     also: set[PairId] = field(default_factory=set)  # judged pairs graded too (--also-judged)
     not_retrieved: int = 0  # human pairs no run returned within depth (kept, not graded)
+    skipped: int = 0  # pairs to grade left out for an unknown query or doc id (--skip-missing)
 
     @property
     def holes(self) -> int:
@@ -121,17 +122,20 @@ def _quoted(text: str) -> str:
 
 def with_source(lines: str, pairs: Iterator[PairId], also: Collection[PairId]) -> str:
     """JSONL judgment lines, each given `"source"`: "human" for an also-judged pair (people's
-    grade is the merged one), else "llm". `pairs` yields each line's ids in line order; a line
-    that does not start with them (never expected) is read for its ids instead."""
+    grade is the merged one), "llm" for a hole the LLM graded, null for a hole whose judgment
+    failed (no grade: it stays a hole). `pairs` yields each line's ids in line order; a line
+    that does not start with them and its grade (never expected) is read whole instead."""
     out = []
     for line in lines.splitlines():
         qid, did = next(pairs)
-        head = f'{{"query_id":{_quoted(qid)},"doc_id":{_quoted(did)},'
-        if not line.startswith(head):
+        head = f'{{"query_id":{_quoted(qid)},"doc_id":{_quoted(did)},"grade":'
+        if line.startswith(head):
+            graded = not line.startswith("null", len(head))
+        else:
             record = json.loads(line)
-            qid, did = record["query_id"], record["doc_id"]
-        source = "human" if (qid, did) in also else "llm"
-        out.append(f'{line[:-1]},"source":"{source}"}}\n')
+            qid, did, graded = record["query_id"], record["doc_id"], record["grade"] is not None
+        source = '"human"' if (qid, did) in also else '"llm"' if graded else "null"
+        out.append(f'{line[:-1]},"source":{source}}}\n')
     return "".join(out)
 
 
@@ -166,7 +170,10 @@ def holes_summary(
         text += f" ({also:,} of them graded by the LLM too, --also-judged)"
     text += f", holes {holes.holes:,} "
     verb = "to send" if dry_run else "sent"
-    text += f"({'LLM answers ' if also else ''}{verb} {sent:,}, cached {cached:,})"
+    text += f"({'LLM answers ' if also else ''}{verb} {sent:,}, cached {cached:,}"
+    if holes.skipped:
+        text += f", skipped {holes.skipped:,}: unknown query or doc id under --skip-missing"
+    text += ")"
     if failed:
         text += f"; {failed:,} failed (no grade: they stay holes in --merged-out)"
     if holes.not_retrieved:
