@@ -8,12 +8,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from grader.cli.main import main
 from grader.errors import InputError
 from grader.grading.holes import parse_llm_scale
-from grader.io.trec import read_qrels
+from grader.io.trec import read_qrels, read_run
+from grader.metrics.fill import evaluate_fill
 from tests.fakeserver import FakeServer, faults
 from tests.grade_data import GradeFiles, write_grade_files
 
@@ -122,8 +124,13 @@ def test_also_judged_draws_n_writes_a_manifest_and_calibrate_finds_it(
     assert len(also) == 4 and len(records) == 16
     people = {(q, d): g for q, d, g in _lines(human)}
     assert also <= set(people)
-    # The merged qrels keep people's grade on the also-judged pairs.
-    assert _lines(merged) >= {(q, d, people[q, d]) for q, d in also}
+    # The merged qrels are people's lines and the LLM's grade of each hole, each pair once:
+    # people's grade on the also-judged pairs, whatever the LLM said of them.
+    holes = {(r["query_id"], r["doc_id"], r["grade"]) for r in records if r["source"] == "llm"}
+    assert len(holes) == 12 and not {(q, d) for q, d, _ in holes} & set(people)
+    lines = merged.read_text().splitlines()
+    assert len(lines) == len(set(lines)) == len(people) + 12
+    assert _lines(merged) == set(_lines(human)) | holes
     manifest = json.loads((tmp_path / "j.manifest.json").read_text())
     assert manifest["kind"] == "also-judged" and manifest["population"] == 12
     drawn = {(p["query_id"], p["doc_id"]): p["inclusion_probability"] for p in manifest["pairs"]}
@@ -253,9 +260,26 @@ def test_evaluate_fill_weights_the_overlap_by_the_manifest_beside_the_judgments(
     captured = capsys.readouterr()
     assert f"weighted by 1/pi from {tmp_path / 'j.manifest.json'}" in captured.err
     filled = [r for r in json.loads(captured.out) if r["regime"] == "filled" and "ci_low" in r]
-    assert (
-        len(filled) == 1 and filled[0]["ci_low"] <= filled[0]["corrected"] <= filled[0]["ci_high"]
-    )
+    assert len(filled) == 1
+    got = (filled[0]["corrected"], filled[0]["ci_low"], filled[0]["ci_high"])
+    # The same interval by hand: each pair graded by both weighted by 1 / its pi in the
+    # manifest; with the weights left out (all 1) it is another interval.
+    manifest = json.loads((tmp_path / "j.manifest.json").read_text())
+    weights = {(p["query_id"], p["doc_id"]): 1 / p["inclusion_probability"]
+               for p in manifest["pairs"]}  # fmt: skip
+    assert len(set(weights.values())) > 1  # stratified: the pi differ
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    llm = pd.DataFrame(records)[["query_id", "doc_id", "grade"]]
+    people = read_qrels(human, any_grade=True)
+    run = {files.run.stem: read_run(files.run)}
+
+    def interval(given: dict[tuple[str, str], float] | None) -> tuple[float, float, float]:
+        found = evaluate_fill(people, llm, run, ["P(rel=2)@5"], weights=given).intervals
+        one = found[files.run.stem]["P(rel=2)@5"]
+        return one.estimate, one.low, one.high
+
+    assert got == pytest.approx(interval(weights), abs=1e-12)
+    assert got != pytest.approx(interval(None), abs=1e-6)
 
 
 def test_dry_run_reports_the_holes_it_would_send(
