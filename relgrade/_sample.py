@@ -13,7 +13,7 @@ from calibration.spotcheck.draw import DrawnSample, draw_blind_sample, read_popu
 from calibration.spotcheck.sequential import UNIFORM_SHARE
 from grader.cli.sample_texts import prompt_budgets
 from grader.errors import InputError, RelgradeWarning
-from grader.io.tables import grades_table, is_path
+from grader.io.tables import grades_table, id_text, is_path
 from grader.io.texts import all_docs, queries_of
 from grader.models import Doc, Judgment, JudgmentError, Query
 
@@ -94,7 +94,8 @@ def _population(judgments: Any, strategy: str) -> list[Judgment]:
         return read_population(str(judgments), strategy)
     if isinstance(judgments, pd.DataFrame) and "status" in judgments.columns:
         frame = judgments.rename(columns={"qid": "query_id", "docno": "doc_id"})
-        return [_judgment(r) for r in frame.to_dict("records")]
+        ids = {c: id_text(frame[c], "judgments") for c in ("query_id", "doc_id")}
+        return [_judgment(r) for r in frame.assign(**ids).to_dict("records")]
     frame = grades_table(judgments, "judgments")
     return [_judgment(r) for r in frame.to_dict("records")]
 

@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 import pyterrier as pt
 
+from grader.io.tables import id_text
 from relgrade._grade import grade
 
 
@@ -41,6 +42,6 @@ class Grader(pt.Transformer):
         labels = graded[["query_id", "doc_id", "grade"]].rename(
             columns={"query_id": "qid", "doc_id": "docno", "grade": "label"}
         )
-        keys = results[["qid", "docno"]].astype(str)
+        keys = results[["qid", "docno"]].apply(lambda ids: id_text(ids, "results"))
         merged = keys.merge(labels, on=["qid", "docno"], how="left")
         return results.assign(label=merged["label"].astype("Int64").array)

@@ -56,7 +56,11 @@ def test_calibrate_to_dict_is_the_commands_json(
     # The same figures from what a notebook holds: the grade frame, a CSV read by pandas,
     # runs as frames under the command's names.
     runs = {"run.bm25": rg.read_run(RUNS[0]), "run.weak": rg.read_run(RUNS[1])}
-    from_frames = rg.calibrate(judged["frame"], pd.read_csv(CODE / "human.csv"), runs=runs)
+    from_frames = rg.calibrate(
+        judged["frame"],
+        pd.read_csv(CODE / "human.csv", dtype={"query_id": str, "doc_id": str}),
+        runs=runs,
+    )
     mine, theirs = from_frames.to_dict(), dict(command)
     assert mine.pop("inputs") != theirs.pop("inputs")
     assert mine == theirs
@@ -81,7 +85,11 @@ def test_calibrate_errors_and_warnings_as_the_command(
     judged: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
     llm = judged["frame"][["query_id", "doc_id"]]
-    human = pd.read_csv(CODE / "human.csv").merge(llm, on=["query_id", "doc_id"]).head(30)
+    human = (
+        pd.read_csv(CODE / "human.csv", dtype={"query_id": str, "doc_id": str})
+        .merge(llm, on=["query_id", "doc_id"])
+        .head(30)
+    )
     with pytest.warns(RelgradeWarning, match="look like a sample"):
         rg.calibrate(judged["frame"], human, bootstrap=0)
     with pytest.raises(InputError, match=r"outside 0\.\.3"):

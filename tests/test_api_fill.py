@@ -121,7 +121,7 @@ def test_the_also_judged_manifest_weights_the_overlap_as_the_command(
     assert frame.attrs["notes"] == err.splitlines()
     assert f"weighted by 1/pi from {manifest}" in err
     # The judgments as a frame: no path to look beside, so the manifest is given.
-    judgments = pd.read_json(out, lines=True)
+    judgments = pd.read_json(out, lines=True, dtype={"query_id": str, "doc_id": str})
     given = rg.evaluate(human, files.run, ["P(rel=2)@5"], fill=judgments, fill_manifest=manifest)
     assert _records(given) == expected
     unweighted = rg.evaluate(human, files.run, ["P(rel=2)@5"], fill=judgments)

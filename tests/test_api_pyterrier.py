@@ -62,3 +62,18 @@ def test_labelled_results_evaluate_as_qrels(files: GradeFiles, tmp_path: Path) -
     assert isinstance(labelled, pd.DataFrame)
     scores = rg.evaluate(labelled[["qid", "docno", "label"]], results, ["Judged@4"])
     assert scores.value.tolist() == [1.0]
+
+
+def test_integer_ids_label_their_rows(tmp_path: Path) -> None:
+    # A result frame with integer ids (as pandas reads 1 and 7): each row gets its own grade.
+    results = pd.DataFrame(
+        {"qid": [1, 1, 2], "query": ["sort a list", "sort a list", "retry backoff"],
+         "docno": [7, 8, 7], "text": ["sort a list fast", "cats", "retry with backoff"],
+         "score": [2.0, 1.0, 1.0], "rank": [0, 1, 0]}
+    )  # fmt: skip
+    grader = rg.pyterrier.Grader(judge="lexical", store=tmp_path / "a.db", progress=False)
+    labelled = grader(results)
+    assert isinstance(labelled, pd.DataFrame) and labelled.label.notna().all()
+    graded = rg.grade(results.astype({"qid": str, "docno": str}), judge="lexical",
+                      store=tmp_path / "a.db", progress=False)  # fmt: skip
+    assert labelled.label.tolist() == graded.grade.tolist()

@@ -11,7 +11,7 @@ import pandas as pd
 from grader.errors import InputError
 from grader.grading.pairs import Pair, make_pairs
 from grader.grading.report import GradingReport
-from grader.io.tables import DOC_ID, QUERY_ID, run_inputs
+from grader.io.tables import DOC_ID, QUERY_ID, id_text, run_inputs
 from grader.io.texts import docs_of, queries_of
 from grader.models import Doc, Query
 
@@ -26,8 +26,9 @@ def pairs_from_table(pairs: pd.DataFrame, docs: Any = None) -> tuple[list[Pair],
     if "text" not in pairs.columns and docs is not None:
         did = next((c for c in DOC_ID if c in pairs.columns), None)
         if did is not None:
-            texts = doc_texts(docs, set(pairs[did].astype(str)))
-            pairs = pairs.assign(text=pairs[did].astype(str).map(texts))
+            ids = id_text(pairs[did], "pairs DataFrame")
+            texts = doc_texts(docs, set(ids))
+            pairs = pairs.assign(text=ids.map(texts))
             if pairs["text"].isna().any():
                 missing = pairs.loc[pairs["text"].isna(), did].iloc[0]
                 raise InputError(f"no text for doc {missing!r} in docs=", hint="give every doc")
@@ -41,14 +42,14 @@ def pairs_from_table(pairs: pd.DataFrame, docs: Any = None) -> tuple[list[Pair],
             hint="or give runs= with queries= and docs=",
         )
     cols = [str(found[k]) for k in names]
+    pairs = pairs.assign(**{c: id_text(pairs[c], "pairs DataFrame") for c in cols[:2]})
     rows = pairs[cols].astype(str).drop_duplicates(subset=cols[:2]).itertuples(index=False)
     queries: dict[str, Query] = {}
     by_id: dict[str, Doc] = {}
     for qid, did, query, text in rows:
         queries.setdefault(qid, Query(query_id=qid, text=query))
         by_id.setdefault(did, Doc(doc_id=did, text=text))
-    ids = pairs[cols[:2]].astype(str).drop_duplicates().itertuples(index=False)
-    keys = list(ids)
+    keys = list(pairs[cols[:2]].drop_duplicates().itertuples(index=False))
     return make_pairs((queries[q] for q, _ in keys), (by_id[d] for _, d in keys)), by_id
 
 

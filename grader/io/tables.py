@@ -37,6 +37,43 @@ def is_path(value: object) -> bool:
     return isinstance(value, str | Path)
 
 
+IDS_AS_TEXT = (
+    "read ids as text, e.g. pd.read_csv(path, dtype={'query_id': str, 'doc_id': str}) or "
+    "pd.read_json(path, lines=True, dtype={'query_id': str, 'doc_id': str})"
+)
+
+
+def check_ids(column: pd.Series, what: str) -> None:
+    """An InputError when an id column holds ids pandas read as numbers with a decimal point
+    ("1" as 1.0, "007" as 7.0) or an empty id: as text they would be other ids ("1.0", "nan").
+    Integers are fine: they are their digits."""
+    empty = column.isna().to_numpy()
+    if empty.any():
+        raise InputError(
+            f"the {what}'s {column.name} column has an empty id (row {int(empty.argmax())})",
+            hint="give every row an id",
+        )
+    if pd.api.types.is_float_dtype(column.dtype):
+        decimal = column
+    elif column.dtype == object and pd.api.types.infer_dtype(column) != "string":
+        decimal = column[[isinstance(v, float | np.floating) for v in column]]
+    else:
+        return
+    if len(decimal):
+        raise InputError(
+            f"the {what}'s {column.name} column holds ids read as decimal numbers "
+            f'({decimal.iloc[0]!r}): as text they are not the ids of the files ("1" read '
+            'as 1.0, "007" as 7.0)',
+            hint=IDS_AS_TEXT,
+        )
+
+
+def id_text(column: pd.Series, what: str) -> pd.Series:
+    """An id column as text, as a file gives it (`check_ids` first)."""
+    check_ids(column, what)
+    return column.astype(str)
+
+
 def _column(frame: pd.DataFrame, names: tuple[str, ...]) -> str | None:
     return next((n for n in names if n in frame.columns), None)
 
@@ -132,8 +169,8 @@ def grades_table(value: Any, what: str = "qrels") -> pd.DataFrame:
     values = grades[~absent].to_numpy(dtype=np.float64)
     if len(values) and np.any(values != np.round(values)):
         raise InputError(f"the {what} holds a grade that is not an integer", hint="round it")
-    kept["query_id"] = kept["query_id"].astype(str)
-    kept["doc_id"] = kept["doc_id"].astype(str)
+    kept["query_id"] = id_text(kept["query_id"], what)
+    kept["doc_id"] = id_text(kept["doc_id"], what)
     kept["grade"] = values.astype(np.int64)
     others = [c for c in kept.columns if c not in ("query_id", "doc_id", "grade")]
     kept = kept[["query_id", "doc_id", "grade", *others]].reset_index(drop=True)
@@ -165,6 +202,8 @@ def run_table(value: Any, *, precision: Precision = "float32", what: str = "run"
             f"the {what} holds a score that is not a finite number",
             hint="give every row a numeric score",
         )
+    check_ids(frame["query_id"], what)
+    check_ids(frame["doc_id"], what)
     table = pa.table(
         {"query_id": _arrow_strings(frame["query_id"]), "doc_id": _arrow_strings(frame["doc_id"])}
     )

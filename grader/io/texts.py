@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from grader.errors import InputError
-from grader.io.tables import DOC_ID, QUERY_ID, is_path
+from grader.io.tables import DOC_ID, QUERY_ID, id_text, is_path
 from grader.models import Doc, Query
 
 QUERY_TEXT = ("text", "query")
@@ -59,10 +59,8 @@ def queries_of(value: Any) -> dict[str, Query]:
         expected = "query_id (or qid) and text (or query)"
         qid = _pick(value, QUERY_ID, "queries DataFrame", expected)
         text = _pick(value, QUERY_TEXT, "queries DataFrame", expected)
-        return {
-            str(q): Query(query_id=str(q), text=str(t))
-            for q, t in zip(value[qid], value[text], strict=True)
-        }
+        ids = id_text(value[qid], "queries DataFrame")
+        return {q: Query(query_id=q, text=str(t)) for q, t in zip(ids, value[text], strict=True)}
     if isinstance(value, Mapping):
         return {
             str(q): t if isinstance(t, Query) else Query(query_id=str(q), text=str(t))
@@ -116,9 +114,10 @@ def all_docs(value: Any, ids: Collection[str] | None = None) -> dict[str, Doc]:
         did = _pick(value, DOC_ID, "docs DataFrame", expected)
         text = _pick(value, DOC_TEXT, "docs DataFrame", expected)
         titles = value["title"] if "title" in value.columns else [None] * len(value)
+        ids = id_text(value[did], "docs DataFrame")
         return {
-            str(d): Doc(doc_id=str(d), text=str(t), title=None if pd.isna(h) else str(h))
-            for d, t, h in zip(value[did], value[text], titles, strict=True)
+            d: Doc(doc_id=d, text=str(t), title=None if pd.isna(h) else str(h))
+            for d, t, h in zip(ids, value[text], titles, strict=True)
         }
     if isinstance(value, Mapping):
         return {str(d): _doc(d, v) for d, v in value.items()}
