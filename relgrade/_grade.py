@@ -27,6 +27,27 @@ class _Job:
         self.args, self.selection, self.docs = args, selection, docs
         self.notes: list[str] = []
 
+    async def graded(
+        self, progress: ProgressCallback | None, stop: StopButton | None
+    ) -> GradingReport:
+        report, _ = await grade_selection(
+            self.args,
+            self.selection.pairs,
+            self.docs,
+            progress=progress,
+            say=self.notes.append,
+            stop=stop,
+        )
+        return report
+
+
+def _job(given: dict[str, Any]) -> _Job:
+    """The job of one call of `grade` or `agrade` from its arguments (their `locals()`: the
+    two take the same ones): grade's flags from the keywords, then the pairs to grade."""
+    given = dict(given)
+    inputs = {k: given.pop(k) for k in ("pairs", "runs", "queries", "docs", "skip_judged")}
+    return _select(**inputs, args=_flags(**given))
+
 
 def _flags(
     *,
@@ -69,7 +90,9 @@ def _runs(runs: Any) -> list[Any]:
     return out
 
 
-def _job(pairs: Any, runs: Any, queries: Any, docs: Any, skip_judged: Any, args: Any) -> _Job:
+def _select(
+    pairs: Any, runs: Any, queries: Any, docs: Any, skip_judged: Any, args: argparse.Namespace
+) -> _Job:
     if pairs is not None:
         if runs is not None:
             raise InputError("give pairs= or runs=, not both")
@@ -108,13 +131,6 @@ def _job(pairs: Any, runs: Any, queries: Any, docs: Any, skip_judged: Any, args:
     return job
 
 
-async def _grade(job: _Job, progress: ProgressCallback | None, stop: StopButton | None) -> Any:
-    report, _ = await grade_selection(
-        job.args, job.selection.pairs, job.docs, progress=progress, say=job.notes.append, stop=stop
-    )
-    return report
-
-
 def _outcome(job: _Job, report: GradingReport, pressed: bool) -> pd.DataFrame:
     """The frame of a finished run; what the command says on stderr as warnings, and its
     exit codes as exceptions (KeyboardInterrupt for 130, BudgetError for 3)."""
@@ -148,36 +164,6 @@ def _outcome(job: _Job, report: GradingReport, pressed: bool) -> pd.DataFrame:
     frame.attrs["summary"] = summary_line(report)
     frame.attrs["notes"] = list(job.notes)
     return frame
-
-
-def _prepare(
-    pairs: Any,
-    runs: Any,
-    queries: Any,
-    docs: Any,
-    depth: int,
-    skip_judged: Any,
-    model: Any,
-    judge: str,
-    prompt: str | None,
-    base_url: str | None,
-    store: Any,
-    concurrency: int,
-    progress: bool,
-    options: dict[str, Any],
-) -> _Job:
-    args = _flags(
-        model=model,
-        judge=judge,
-        prompt=prompt,
-        base_url=base_url,
-        store=store,
-        concurrency=concurrency,
-        depth=depth,
-        progress=progress,
-        options=options,
-    )
-    return _job(pairs, runs, queries, docs, skip_judged, args)
 
 
 def grade(
@@ -218,27 +204,12 @@ def grade(
     >>> rg.grade(pairs, judge="lexical", store="doc.db", progress=False).status.tolist()
     ['ok']
     """
+    job = _job(locals())  # first thing: locals() holds the arguments only
     from grader.cli.progress_line import progress_for_api
     from grader.grading.blocking import run_blocking
 
-    job = _prepare(
-        pairs,
-        runs,
-        queries,
-        docs,
-        depth,
-        skip_judged,
-        model,
-        judge,
-        prompt,
-        base_url,
-        store,
-        concurrency,
-        progress,
-        options,
-    )
     with progress_for_api(progress) as bar:
-        report, pressed = run_blocking(lambda stop: _grade(job, bar, stop))
+        report, pressed = run_blocking(lambda stop: job.graded(bar, stop))
     return _outcome(job, report, pressed)
 
 
@@ -267,24 +238,9 @@ async def agrade(
     >>> asyncio.run(rg.agrade(pairs, judge="lexical", store="doc.db", progress=False)).grade
     ... # doctest: +SKIP
     """
+    job = _job(locals())  # first thing: locals() holds the arguments only
     from grader.cli.progress_line import progress_for_api
 
-    job = _prepare(
-        pairs,
-        runs,
-        queries,
-        docs,
-        depth,
-        skip_judged,
-        model,
-        judge,
-        prompt,
-        base_url,
-        store,
-        concurrency,
-        progress,
-        options,
-    )
     with progress_for_api(progress) as bar:
-        report = await _grade(job, bar, None)
+        report = await job.graded(bar, None)
     return _outcome(job, report, False)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -209,3 +210,44 @@ def test_judgments_frame_round_trips_as_qrels(files: GradeFiles, tmp_path: Path)
     assert len(qrels) == files.n_pairs and qrels.grade.dtype == "int64"
     scores = rg.evaluate(frame, files.run, ["Judged@4"])
     assert scores.value.tolist() == [1.0]
+
+
+def test_grade_and_agrade_take_the_same_keywords_and_give_the_same_frame(
+    files: GradeFiles, tmp_path: Path
+) -> None:
+    import inspect
+
+    assert inspect.signature(rg.grade).parameters == inspect.signature(rg.agrade).parameters
+    # One doc unknown (skipped), one query with no scorable term (failed): notes and warnings.
+    docs = files.docs.read_text().splitlines()
+    files.docs.write_text("".join(f"{line}\n" for line in docs[1:]))
+    queries = files.queries.read_text().splitlines()
+    files.queries.write_text("".join(f"{line}\n" for line in ["q0\tthe", *queries[1:]]))
+    given: dict[str, Any] = {"runs": files.run, "queries": files.queries, "docs": files.docs}
+    given |= {"depth": 3}
+    given |= {"judge": "lexical", "progress": False}
+    given |= {"skip_missing": True}
+
+    def call(function: str) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            store = tmp_path / f"{function}.db"
+            if function == "grade":
+                frame = rg.grade(**given, store=store)
+            else:
+
+                async def in_a_notebook() -> pd.DataFrame:
+                    return await rg.agrade(**given, store=store)  # warnings point here
+
+                frame = asyncio.run(in_a_notebook())
+        said = [(str(w.message), Path(w.filename).name) for w in caught]
+        return frame, said
+
+    by_grade, said_grade = call("grade")
+    by_agrade, said_agrade = call("agrade")
+    stamps = ["created_at", "latency_ms"]
+    pd.testing.assert_frame_equal(by_grade.drop(columns=stamps), by_agrade.drop(columns=stamps))
+    assert by_grade.attrs == by_agrade.attrs
+    assert "skipped 1 pairs with unknown ids" in by_grade.attrs["notes"]
+    assert said_grade == said_agrade and said_grade
+    assert {name for _, name in said_grade} == {Path(__file__).name}
