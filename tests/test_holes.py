@@ -203,9 +203,9 @@ def test_failed_llm_judgments_stay_holes_in_the_merged_qrels(
     failed = [json.loads(x) for x in out.read_text().splitlines()]
     failed_ids = {(r["query_id"], r["doc_id"]) for r in failed if r["status"] == "failed"}
     assert len(failed_ids) == 2
-    # A failed hole has no grade: no one's grade stands for it, so it is not the LLM's.
-    sources = {(r["status"], r["source"]) for r in failed}
-    assert sources == {("ok", "llm"), ("failed", None)}
+    # A failed hole keeps source "llm" (human | llm, DESIGN.md) with no grade: never a 0.
+    sources = {(r["status"], r["source"], r["grade"]) for r in failed if r["status"] == "failed"}
+    assert sources == {("failed", "llm", None)}
     merged_ids = {(q, d) for q, d, _ in _lines(merged)}
     assert not failed_ids & merged_ids
     assert len(merged_ids) == 13 + 10

@@ -122,20 +122,18 @@ def _quoted(text: str) -> str:
 
 def with_source(lines: str, pairs: Iterator[PairId], also: Collection[PairId]) -> str:
     """JSONL judgment lines, each given `"source"`: "human" for an also-judged pair (people's
-    grade is the merged one), "llm" for a hole the LLM graded, null for a hole whose judgment
-    failed (no grade: it stays a hole). `pairs` yields each line's ids in line order; a line
-    that does not start with them and its grade (never expected) is read whole instead."""
+    grade is the merged one), else "llm" (a hole: the LLM's grade, or, with status failed and
+    grade null, no grade, so the pair stays a hole). `pairs` yields each line's ids in line
+    order; a line that does not start with them (never expected) is read for its ids instead."""
     out = []
     for line in lines.splitlines():
         qid, did = next(pairs)
-        head = f'{{"query_id":{_quoted(qid)},"doc_id":{_quoted(did)},"grade":'
-        if line.startswith(head):
-            graded = not line.startswith("null", len(head))
-        else:
+        head = f'{{"query_id":{_quoted(qid)},"doc_id":{_quoted(did)},'
+        if not line.startswith(head):
             record = json.loads(line)
-            qid, did, graded = record["query_id"], record["doc_id"], record["grade"] is not None
-        source = '"human"' if (qid, did) in also else '"llm"' if graded else "null"
-        out.append(f'{line[:-1]},"source":{source}}}\n')
+            qid, did = record["query_id"], record["doc_id"]
+        source = "human" if (qid, did) in also else "llm"
+        out.append(f'{line[:-1]},"source":"{source}"}}\n')
     return "".join(out)
 
 
