@@ -76,7 +76,8 @@ def relevant_share(
     """PPI++ estimate of the share of relevant pairs among all LLM-graded pairs (a human pair is
     relevant at grade >= `human_threshold`, by default `threshold`). With the draw `order` of a
     uniform or active sample, also the confidence sequence (`cs`, `more_for_0_05`); an active
-    sample's `ppi` and `ppi_ci` are then the sequential design's (Des Raj) fixed-n figures."""
+    sample's `ppi` and `ppi_ci` are then the sequential design's (Des Raj) fixed-n figures
+    (`calibration.stats.confseq.regression_fixed`)."""
     human_at = threshold if human_threshold is None else human_threshold
     both, llm = paired.frame, paired.llm
     keys = set(zip(both["query_id"], both["doc_id"], strict=True))
@@ -128,7 +129,8 @@ def relevant_share(
         )
         data.update(figures)
         if seq is not None and design.strategy == "active":
-            data["ppi"], data["ppi_ci"] = seq.estimate, list(seq.fixed_ci)
+            fixed = seq.estimate if seq.fixed_estimate is None else seq.fixed_estimate
+            data["ppi"], data["ppi_ci"] = fixed, list(seq.fixed_ci)
             data["interval"] = f"normal, sequential design (Des Raj), first {seq.n} pairs"
     data["caution"] = caution(data, design, "queries" if whole else "pairs")
     return Estimate.model_validate(data)

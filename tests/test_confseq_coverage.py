@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from calibration.spotcheck.sampling import plan_design
-from calibration.stats.confseq import Z95, boundary, desraj_terms, running
+from calibration.stats.confseq import boundary, desraj_terms, running, share_sequence
 from calibration.stats.ppi import ppi_mean
 from grader.models import Judgment
 from tests.spotcheck_sim import (
@@ -75,8 +75,7 @@ def _sequences(
     y: np.ndarray, f: np.ndarray, order: np.ndarray, p: np.ndarray, factor: float = 1.0
 ) -> tuple[np.ndarray, np.ndarray]:
     """Running estimate and standard deviation of every path (rows), one column per grade."""
-    z = desraj_terms(y[order], f[order], p, float(f.sum()), y.size, float(np.var(f, ddof=1)))
-    return running(z, factor)
+    return running(desraj_terms(y[order], f[order], p, float(f.sum()), y.size), factor)
 
 
 def _fixed_ppi_half_width(y: np.ndarray, f: np.ndarray, n: int, seed: int) -> float:
@@ -122,44 +121,78 @@ def test_at_300_grades_the_sequence_is_at_most_1_6_times_the_fixed_ppi_interval(
         assert ratio <= 1.6, (name, ratio)
 
 
+def _fixed_half_widths(
+    y: np.ndarray, f: np.ndarray, order: np.ndarray, p: np.ndarray, factor: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per path: the fixed-n estimate and half-width of the sequential design (as `calibrate`
+    reports an active sample's `ppi` and `ppi_ci`)."""
+    seqs = [share_sequence(y[o], f[o], pp, f, factor) for o, pp in zip(order, p, strict=True)]
+    est = np.array([s.fixed_estimate for s in seqs], dtype=np.float64)
+    return est, np.array([(s.fixed_ci[1] - s.fixed_ci[0]) / 2 for s in seqs])
+
+
+def _logprob_design(sets: LabelSets, r: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The LLM's 0/1 relevance and the active draw weights of a judge with P(relevant) r."""
+    grades = np.where(r >= 0.5, 2, 1) + (r >= 0.75) - (r < 0.25)
+    judged = _judgments(sets, grades, distribution=[distribution_of(x) for x in r])
+    plan = plan_design(judged, strategy="active", size=n)
+    assert plan.weights is not None and plan.uncertainty_source == "grade distribution"
+    return (grades >= 2).astype(np.float64), plan.weights
+
+
 def _active_against_uniform(
     sets: LabelSets, r: np.ndarray | None, seed: int
 ) -> tuple[float, float]:
-    """Fixed-n half-widths at n = 300: active (Des Raj) and uniform PPI++, with the LLM's
-    relevance from the grade distribution r (None: the ensemble of the five label sets)."""
+    """Fixed-n half-widths at n = 300: active (the sequential design's fixed-n interval) and
+    uniform PPI++, with the LLM's relevance from the grade distribution r (None: the ensemble
+    of the five label sets)."""
     y = (sets.human >= 2).astype(np.float64)
     if r is None:
-        grades = sets.llm[LABEL_SETS[2]]
+        f = (sets.llm[LABEL_SETS[2]] >= 2).astype(np.float64)
         w = _weights(sets, "ensemble")
     else:
-        grades = np.where(r >= 0.5, 2, 1) + (r >= 0.75) - (r < 0.25)
-        judged = _judgments(sets, grades, distribution=[distribution_of(x) for x in r])
-        plan = plan_design(judged, strategy="active", size=300)
-        assert plan.weights is not None and plan.uncertainty_source == "grade distribution"
-        w = plan.weights
-    f = (grades >= 2).astype(np.float64)
+        f, w = _logprob_design(sets, r, 300)
     order, p = successive_paths(w, 300, PATHS, np.random.default_rng(seed))
-    _, sd = _sequences(y, f, order, p, _factor(w))
-    active = float(Z95 * np.mean(sd[:, -1]) / np.sqrt(300))
-    return active, _fixed_ppi_half_width(y, f, 300, seed)
+    _, half = _fixed_half_widths(y, f, order, p, _factor(w))
+    return float(np.mean(half)), _fixed_ppi_half_width(y, f, 300, seed)
 
 
 @pytest.mark.slow
-def test_active_sampling_narrows_the_fixed_interval_with_a_logprob_judge(sets: LabelSets) -> None:
+@pytest.mark.parametrize(("sharpness", "most"), [(0.3, 0.90), (0.15, 0.85)])
+def test_active_sampling_narrows_the_fixed_interval_with_a_logprob_judge(
+    sets: LabelSets, sharpness: float, most: float
+) -> None:
     # The shared label sets carry no logprobs: the judge's P(relevant) is simulated around the
-    # NIST grades, calibrated by construction (tests/spotcheck_sim.logprob_judge).
-    r = logprob_judge(sets.human, np.random.default_rng(7))
-    # Measured: 0.94 of the uniform PPI++ half-width (0.89 with a sharper judge, sharpness
-    # 0.15); the default uniform share of 0.5 trades the gain for coverage with weak signals.
+    # NIST grades, calibrated by construction (tests/spotcheck_sim.logprob_judge). Measured:
+    # 0.87 of the uniform PPI++ half-width at sharpness 0.3 (kappa 0.60 with NIST), 0.80 at
+    # 0.15 (kappa 0.74): the 15% target needs a judge that sharp.
+    r = logprob_judge(sets.human, np.random.default_rng(7), sharpness)
     active, uniform = _active_against_uniform(sets, r, seed=8)
-    assert active <= 0.97 * uniform, active / uniform
+    assert active <= most * uniform, active / uniform
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sharpness", [0.3, 0.15])
+def test_with_a_logprob_judge_the_sequence_and_the_fixed_interval_cover(
+    sets: LabelSets, sharpness: float
+) -> None:
+    y = (sets.human >= 2).astype(np.float64)
+    truth = float(y.mean())
+    f, w = _logprob_design(sets, logprob_judge(sets.human, np.random.default_rng(7), sharpness), 1)
+    order, p = successive_paths(w, STEPS, PATHS, np.random.default_rng(29))
+    mean, sd = _sequences(y, f, order, p, _factor(w))
+    ever_out = np.any(np.abs(mean - truth) > sd * boundary(np.arange(1, STEPS + 1)), axis=1)
+    assert ever_out.mean() <= 0.05, ever_out.mean()
+    est, half = _fixed_half_widths(y, f, order[:, :300], p[:, :300], _factor(w))
+    assert np.mean(np.abs(est - truth) <= half) >= 0.93  # measured 95.0-95.8%
+    assert abs(float(est.mean()) - truth) < 0.002  # fitted on the same grades: bias ~ 1/n
 
 
 @pytest.mark.slow
 def test_active_sampling_by_label_set_disagreement_costs_little(sets: LabelSets) -> None:
-    # The five label sets' disagreement is a weak signal of their errors on DL 2019 (pairs all
-    # five call irrelevant are relevant 7% of the time, all five relevant 27% wrong; the best any
-    # design could do with it is about 8% narrower). Measured: 1.09 times the uniform PPI++
+    # The five label sets' disagreement is a weak signal of their errors on DL 2019 (a judge
+    # calibrated on it, cross-fitted by query, has an AUC of 0.78 against NIST; the best any
+    # design could do with it is about 4% narrower). Measured: 1.01 times the uniform PPI++
     # half-width; the uniform half of each weight bounds the loss.
     active, uniform = _active_against_uniform(sets, None, seed=9)
-    assert active <= 1.12 * uniform, active / uniform
+    assert active <= 1.05 * uniform, active / uniform

@@ -93,18 +93,17 @@ def _by_hand(
 ) -> tuple[float, float]:
     """Des Raj terms and the normal-mixture boundary, one grade at a time."""
     n_pop, f_total = len(f_all), sum(f_all)
-    mean_f = f_total / n_pop
-    var_f = sum((x - mean_f) ** 2 for x in f_all) / (n_pop - 1)
     z = []
     for t in range(len(y)):
         c = lam = 0.0
         if t >= confseq.MIN_LAMBDA_GRADES:
-            v = [1 / (n_pop * p[j]) for j in range(t)]
+            v = [1 / (n_pop * p[j]) / ((n_pop - j) * p[j]) for j in range(t)]
             sv = sum(v)
             my = sum(v[j] * y[j] for j in range(t)) / sv
             mf = sum(v[j] * f[j] for j in range(t)) / sv
             cov = sum(v[j] * y[j] * f[j] for j in range(t)) / sv - my * mf
-            lam = min(1.0, max(0.0, cov / var_f))
+            var = sum(v[j] * f[j] * f[j] for j in range(t)) / sv - mf * mf
+            lam = min(1.0, max(0.0, cov / var)) if var > 1e-9 else 0.0
             c = my - lam * mf
         past = sum(y[j] - c - lam * f[j] for j in range(t))
         z.append((c * n_pop + lam * f_total + past + (y[t] - c - lam * f[t]) / p[t]) / n_pop)
@@ -143,8 +142,22 @@ def test_calibrate_reports_the_sequence_of_the_graded_prefix(
     needed = confseq.more_for(0.05, 60, sd)
     assert sd * float(confseq.boundary(60 + needed)) <= 0.05 < sd * confseq.boundary(59 + needed)
     assert more == min(needed, len(llm) - 60)  # never more than the pairs left to grade
-    if strategy == "active":
-        assert share["ppi"] == pytest.approx(mean)
+    if strategy == "active":  # the fixed-n figures: Des Raj's terms with (c, lambda) fitted on all
+        assert share["ppi"] == pytest.approx(_fixed_by_hand(pairs, graded, llm, manifest))
+
+
+def _fixed_by_hand(pairs: list[Any], graded: Any, llm: Any, manifest: Any) -> float:
+    """The least-squares fit of a_t on (1, b_t, d_t), written out: its intercept."""
+    n_pop, f_total = len(llm), sum(g >= 2 for g in llm.values())
+    rows, a = [], []
+    sum_y = sum_f = 0.0
+    for j, (key, pair) in enumerate(zip(pairs, manifest.pairs, strict=False)):
+        y, f, p = float(graded[key] >= 2), float(llm[key] >= 2), pair.draw_probability
+        a.append((sum_y + y / p) / n_pop)
+        rows.append([1.0, (j + 1 / p - n_pop) / n_pop, (sum_f + f / p - f_total) / n_pop])
+        sum_y, sum_f = sum_y + y, sum_f + f
+    coef = np.linalg.lstsq(np.array(rows), np.array(a), rcond=None)[0]
+    return float(coef[0])
 
 
 def test_a_gap_in_the_order_stops_the_prefix_and_is_said(

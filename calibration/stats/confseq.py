@@ -13,13 +13,18 @@ N pairs,
     z_t = (c_t N + lambda_t F + sum_{j<t} e_j + e_t / p_t) / N
 
 has mean theta (the true share) given everything before t, for any c_t, lambda_t fixed before
-the t-th grade (here: the regression of Y on f over the grades before t, weighted by 1/(N p),
-slope clipped to [0, 1]; both 0 before MIN_LAMBDA_GRADES grades). The intercept matters for an
+the t-th grade (here: the regression of Y on f over the grades before t, weighted so that it
+minimises the variance of e / p rather than the plain spread of e, `predictable_fit`; slope
+clipped to [0, 1]; both 0 before MIN_LAMBDA_GRADES grades). The intercept matters for an
 active design: a residual with a non-zero mean, divided by unequal p_t, would add variance.
 So z_t - theta are martingale differences and the running mean of the z_t estimates theta
 after any number of grades (prediction-powered inference, Angelopoulos et al. 2023, with an
 active, uncertainty-driven design as in Zrnic and Candes, "Active Statistical Inference",
 ICML 2024).
+
+The fixed-n interval (`regression_fixed`): at a number of grades fixed in advance, the same
+terms with (c, lambda) fitted on all the grades, as PPI++ fits lambda on its sample (bias of
+order 1/n), so the early grades' rough predictable fit costs nothing; normal quantile.
 
 The sequence: the asymptotic confidence sequence of Waudby-Smith, Arnold, Wu and Ramdas
 ("Time-uniform central limit theory and asymptotic confidence sequences", Annals of Statistics
@@ -67,18 +72,22 @@ def _before(a: FloatArray) -> FloatArray:
 
 
 def predictable_fit(
-    y: FloatArray, f: FloatArray, p: FloatArray, n_pop: int, var_f: float
+    y: FloatArray, f: FloatArray, p: FloatArray, n_pop: int
 ) -> tuple[FloatArray, FloatArray]:
-    """(c_t, lambda_t) from the grades before t: the (1/(N p))-weighted regression of Y on f
-    (slope over var(f) of all N pairs, clipped to [0, 1]; intercept c = mean Y - lambda mean f).
-    Both are 0 before MIN_LAMBDA_GRADES grades (human-only terms) or when var(f) is 0."""
-    v = 1.0 / (n_pop * p)
+    """(c_t, lambda_t) from the grades before t: the regression of Y on f weighted by
+    1/(N p_j) (so it speaks for all N pairs) times 1/((N - j) p_j) (the inverse of pair j's
+    weight relative to the mean weight of the pairs left when it was drawn), so it minimises the
+    variance of the terms e / p rather than the residuals' plain spread (slope clipped to
+    [0, 1]; intercept c = mean Y - lambda mean f). For a uniform design the second factor is 1.
+    Both are 0 before MIN_LAMBDA_GRADES grades (human-only terms)."""
+    left = n_pop - np.arange(y.shape[-1], dtype=np.float64)  # pairs not drawn before j
+    v = 1.0 / (n_pop * p) / np.maximum(left * p, 1e-300)
     sv, sy, sf = _before(v), _before(v * y), _before(v * f)
-    syf = _before(v * y * f)
+    syf, sff = _before(v * y * f), _before(v * f * f)
     with np.errstate(invalid="ignore", divide="ignore"):
         my, mf = sy / sv, sf / sv
-        cov = syf / sv - my * mf
-        lam = np.clip(np.nan_to_num(cov / var_f) if var_f > 0 else np.zeros_like(y), 0.0, 1.0)
+        cov, var = syf / sv - my * mf, sff / sv - mf * mf
+        lam = np.clip(np.where(var > 1e-9, np.nan_to_num(cov / var), 0.0), 0.0, 1.0)
         c = np.nan_to_num(my - lam * mf)
     lam[..., :MIN_LAMBDA_GRADES] = 0.0
     c[..., :MIN_LAMBDA_GRADES] = 0.0
@@ -86,14 +95,35 @@ def predictable_fit(
 
 
 def desraj_terms(
-    y: FloatArray, f: FloatArray, p: FloatArray, f_total: float, n_pop: int, var_f: float
+    y: FloatArray, f: FloatArray, p: FloatArray, f_total: float, n_pop: int
 ) -> FloatArray:
     """The z_t of the module docstring, along the last axis (the grading order)."""
-    c, lam = predictable_fit(y, f, p, n_pop, var_f)
+    c, lam = predictable_fit(y, f, p, n_pop)
     before = np.arange(y.shape[-1], dtype=np.float64)  # grades before t
     past = _before(y) - lam * _before(f) - c * before
     z = (c * n_pop + lam * f_total + past + (y - c - lam * f) / p) / n_pop
     return np.asarray(z, dtype=np.float64)
+
+
+def regression_fixed(
+    y: FloatArray, f: FloatArray, p: FloatArray, f_total: float, n_pop: int
+) -> tuple[FloatArray, FloatArray]:
+    """The fixed-n estimate after all the grades given, and its standard error, along the last
+    axis: Des Raj's terms with (c, lambda) fitted on all of them (as PPI++ fits lambda on its
+    sample; bias of order 1/n). z_t = a_t - c b_t - lambda d_t, where b_t and d_t (the draw's
+    estimates of N and F, minus N and F) have mean 0 given the past; the least-squares fit of a_t
+    on (1, b_t, d_t) gives the estimate (intercept) and the residual variance."""
+    t = y.shape[-1]
+    j = np.arange(t, dtype=np.float64)
+    a = (_before(y) + y / p) / n_pop
+    b = (j + 1.0 / p - n_pop) / n_pop
+    d = (_before(f) + f / p - f_total) / n_pop
+    x = np.stack(np.broadcast_arrays(np.ones_like(a), b, d), axis=-1)
+    gram = np.swapaxes(x, -1, -2) @ x
+    coef = (np.linalg.pinv(gram) @ (np.swapaxes(x, -1, -2) @ a[..., None]))[..., 0]
+    resid = a - (x @ coef[..., None])[..., 0]
+    sse = np.sum(resid * resid, axis=-1)
+    return coef[..., 0], np.sqrt(sse / max(t - 3, 1) / t)
 
 
 def _rho2(alpha: float, t_star: float) -> float:
@@ -115,6 +145,15 @@ def running(z: FloatArray, variance_factor: float = 1.0) -> tuple[FloatArray, Fl
     k = PRIOR_GRADES * np.minimum(1.0, PRIOR_UNTIL / t)
     var = (k * PRIOR_VARIANCE * variance_factor + np.maximum(sq, 0.0)) / (t + k)
     return mean, np.sqrt(var)
+
+
+def fixed_error(se: float, t: int, variance_factor: float = 1.0) -> float:
+    """The fixed-n standard error from `regression_fixed`'s, with the prior pseudo-observations
+    of `running` fading as (PRIOR_UNTIL / t)^2 past PRIOR_UNTIL grades (as 1/t for the sequence):
+    a guard for few grades that costs little at a fixed n of a few hundred."""
+    k = PRIOR_GRADES * min(1.0, PRIOR_UNTIL / t) ** 2
+    df = max(t - 3, 1)  # regression_fixed's residual degrees of freedom
+    return math.sqrt((k * PRIOR_VARIANCE * variance_factor + se * se * t * df) / (df + k) / t)
 
 
 def more_for(target: float, t: int, sd: float, alpha: float = ALPHA) -> int:
@@ -144,6 +183,7 @@ class Sequence:
     half_width: float
     fixed_ci: tuple[float, float]
     sd: float
+    fixed_estimate: float | None = None  # the fixed-n estimate (None: `estimate`)
 
     def more_for(self, target: float = TARGET) -> int:
         """How many more grades likely bring the half-width to `target`."""
@@ -179,18 +219,22 @@ def share_sequence(
         raise ValueError("a sequence needs at least one graded pair with y, f and p")
     if np.any(pp <= 0) or np.any(pp > 1):
         raise ValueError("draw probabilities must lie in (0, 1]")
-    var_f = float(np.var(fa, ddof=1)) if fa.size > 1 else 0.0
-    z = desraj_terms(yy, ff, pp, float(fa.sum()), fa.size, var_f)
+    z = desraj_terms(yy, ff, pp, float(fa.sum()), fa.size)
     mean, sd = running(z, variance_factor)
     t = yy.size
     est, s = float(mean[-1]), float(sd[-1])
     half = s * float(boundary(t))
-    fixed = Z95 * s / math.sqrt(t)
+    fixed_est, fixed_se = est, s / math.sqrt(t)
+    if t >= MIN_LAMBDA_GRADES:
+        reg, se = regression_fixed(yy, ff, pp, float(fa.sum()), fa.size)
+        fixed_est, fixed_se = float(reg), fixed_error(float(se), t, variance_factor)
+    fixed = Z95 * fixed_se
     return Sequence(
         n=t,
         estimate=est,
         cs=(max(0.0, est - half), min(1.0, est + half)),
         half_width=half,
-        fixed_ci=(max(0.0, est - fixed), min(1.0, est + fixed)),
+        fixed_ci=(max(0.0, fixed_est - fixed), min(1.0, fixed_est + fixed)),
         sd=s,
+        fixed_estimate=fixed_est,
     )
