@@ -17,6 +17,10 @@ threshold), estimated as the chance q that the grade lies on the other side of t
 - else from the grade's distance d to the threshold (d = 0.5 for grades 1 and 2 at threshold 2):
   q = 0.5 / (1 + 2 (d - 0.5)), so 0.5, 0.17, 0.1.
 
+The correction uses the LLM's 0/1 relevance f, and q is E[(Y - f)^2], so sqrt(q) is the
+residual's conditional standard deviation, Zrnic and Candes' weight (with P(relevant) p as the
+prediction it would be sqrt(p (1 - p)); docs/spot-checks-that-stop.md compares the two).
+
 Then w = (1 - s) sqrt(q) / mean(sqrt(q)) + s, mixed with uniform by the share s
 (`--uniform-share`, default UNIFORM_SHARE): each pair's weight is at least s times the mean
 weight, so its chance to be drawn next is never below s times what a uniform draw would give it
