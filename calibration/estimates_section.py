@@ -2,10 +2,13 @@
 
 - `relevant_share`: the share of relevant pairs (grade >= threshold) among the N LLM-graded
   pairs at hand (a finite population: labelled pairs are part of it). Pair designs: pair-level
-  PPI++ weighted by 1/pi, normal quantile. Whole-queries design: PPI with lambda cross-fitted
-  across the drawn queries and a delete-one-query jackknife variance, scaled up when the drawn
-  queries are more alike than all of them, t quantile on the logit scale
-  (`calibration.stats.ppi_clusters`: no bias from fitting lambda on the queries it corrects).
+  PPI++ weighted by 1/pi, normal quantile; the LLM's prediction in the correction is
+  P(grade >= threshold) where the judge gave a grade distribution, else its 0/1 relevance.
+  Whole-queries design: PPI with lambda cross-fitted across the drawn queries and a
+  delete-one-query jackknife variance, scaled up when the drawn queries are more alike than all
+  of them, t quantile on the logit scale (`calibration.stats.ppi_clusters`: no bias from
+  fitting lambda on the queries it corrects); its prediction is the 0/1 relevance (the interval
+  was tuned by simulation on it).
 - `runs`: each run's mean measure over the Q queries with LLM grades, under the whole-queries
   design only (the labelled unit is a query people graded whole); under a pair design the
   human-based figures are left out with the reason, never invented. Below FEW_QUERIES whole
@@ -24,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from calibration.join import PairedGrades
+from calibration.join import PairedGrades, relevance_prediction
 from calibration.spotcheck.stopping import DrawOrder, stopping_figures
 from calibration.stats.ppi import ppi_mean
 from calibration.stats.ppi_clusters import crossfit_cluster_share
@@ -83,10 +86,13 @@ def relevant_share(
     keys = set(zip(both["query_id"], both["doc_id"], strict=True))
     only = np.array([k not in keys for k in zip(llm["query_id"], llm["doc_id"], strict=True)])
     whole = design.kind == "whole-queries"
+    # the prediction in the correction: P(relevant) where the judge gave a grade distribution
+    pred_both = relevance_prediction(both["llm"], None if whole else both, threshold)
+    pred_llm = relevance_prediction(llm["grade"], None if whole else llm, threshold)
     est = ppi_mean(
         (both["human"].to_numpy() >= human_at).astype(np.float64),
-        (both["llm"].to_numpy() >= threshold).astype(np.float64),
-        (llm.loc[only, "grade"].to_numpy() >= threshold).astype(np.float64),
+        pred_both,
+        pred_llm[only],
         weights=weights,
         groups=both["query_id"].to_numpy() if whole else None,
         groups_unlabelled=llm.loc[only, "query_id"].to_numpy() if whole else None,
@@ -94,6 +100,7 @@ def relevant_share(
         quantile="t" if whole else "normal",
     )
     data = est.to_json()
+    data["llm_only"] = float(np.mean(llm["grade"].to_numpy() >= threshold))
     if whole:
         ppi, ci, lam = crossfit_cluster_share(
             (both["human"].to_numpy() >= human_at).astype(np.float64),
@@ -126,6 +133,9 @@ def relevant_share(
             dict(zip(zip(llm["query_id"], llm["doc_id"], strict=True), llm["grade"], strict=True)),
             threshold=threshold,
             human_threshold=human_at,
+            predictions=dict(
+                zip(zip(llm["query_id"], llm["doc_id"], strict=True), pred_llm, strict=True)
+            ),
         )
         data.update(figures)
         if seq is not None and design.strategy == "active":

@@ -9,8 +9,9 @@ import numpy.typing as npt
 import pandas as pd
 
 from grader.errors import InputError
+from grader.io.grade_format import DISTRIBUTION_COLUMNS
 
-LLM_EXTRAS: tuple[str, ...] = ("confidence", "expected_grade")
+LLM_EXTRAS: tuple[str, ...] = ("confidence", "expected_grade", *DISTRIBUTION_COLUMNS)
 """Columns of the LLM side carried into the paired frame when the judge gave them."""
 
 
@@ -19,8 +20,10 @@ class PairedGrades:
     """Grades of the pairs graded on both sides, plus what only one side graded.
 
     `frame` has columns query_id, doc_id, human, llm (ints), sorted by query then doc, plus
-    confidence and expected_grade (floats, NaN when unknown) when the LLM side has them;
-    `llm_only` / `human_only` count the pairs graded on one side only.
+    confidence, expected_grade and the grade distribution p_grade_0..3 (floats, NaN when
+    unknown) when the LLM side has them; `llm` holds every LLM-graded pair (query_id, doc_id,
+    grade, and the distribution when known); `llm_only` / `human_only` count the pairs graded
+    on one side only.
     """
 
     frame: pd.DataFrame
@@ -70,10 +73,29 @@ def pair_grades(llm: pd.DataFrame, human: pd.DataFrame) -> PairedGrades:
             "no (query_id, doc_id) pair is graded on both sides",
             hint="check that the LLM and human files cover the same queries and doc ids",
         )
+    dist = [c for c in DISTRIBUTION_COLUMNS if c in llm.columns]
     return PairedGrades(
         frame=both[["query_id", "doc_id", "human", "llm", *extras]],
-        llm=left,
+        llm=left.join(llm[dist].astype(np.float64)) if dist else left,
         human=right,
         llm_only=len(left) - len(both),
         human_only=len(right) - len(both),
     )
+
+
+def relevance_prediction(
+    grades: pd.Series, distribution: pd.DataFrame | None, threshold: int
+) -> npt.NDArray[np.float64]:
+    """The LLM's prediction of relevance per pair: P(grade >= threshold) from the grade
+    distribution where the judge gave one, else 1.0 or 0.0 from the grade. `distribution` is the
+    frame's p_grade_0..3 columns (None or missing columns: grades only)."""
+    out = (grades.to_numpy() >= threshold).astype(np.float64)
+    if distribution is None:
+        return out
+    cols = [f"p_grade_{g}" for g in range(threshold, 4)]
+    if not cols or any(c not in distribution.columns for c in cols):
+        return out
+    p = distribution[cols].to_numpy(dtype=np.float64).sum(axis=1)
+    known = ~np.isnan(p)
+    out[known] = np.clip(p[known], 0.0, 1.0)
+    return out

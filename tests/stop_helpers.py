@@ -14,6 +14,7 @@ from calibration.spotcheck.blind import read_blind_csv
 from calibration.spotcheck.manifest import read_manifest
 from calibration.spotcheck.stopping import DrawOrder
 from grader.cli.main import main
+from grader.io.grades import read_llm_grades
 from grader.io.judgments import write_judgments
 from tests.sampling_helpers import population
 
@@ -29,13 +30,13 @@ def active_sample(folder: Path, n: int = 120) -> tuple[Path, Path, dict[tuple[st
     return sample, judgments, {(j.query_id, j.doc_id): int(j.grade or 0) for j in pop}
 
 
-def live_server(sample: Path, llm: dict[tuple[str, str], int], target: float) -> AnnotateServer:
+def live_server(sample: Path, judgments: Path, target: float) -> AnnotateServer:
     """A grading server for `ann` with live figures, as `relgrade annotate` builds it."""
     items, _ = read_blind_csv(sample)
     manifest = read_manifest(sample.with_name("sample.manifest.json"))
     order = DrawOrder.from_manifest(manifest)
     assert order is not None
-    live = LiveStopping(order, llm, threshold=2, target=target)
+    live = LiveStopping.from_frame(order, read_llm_grades(judgments), threshold=2, target=target)
     log = GradeLog(grade_log_path(sample, "ann"), "ann")
     return AnnotateServer(list(items), log, neutral_scale(), live=live)
 

@@ -35,7 +35,7 @@ def test_live_figures_follow_each_grade_and_equal_calibrate(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     sample, judgments, llm = active_sample(tmp_path)
-    server = live_server(sample, llm, target=0.15)
+    server = live_server(sample, judgments, target=0.15)
     url = server.start()
     try:
         with urllib.request.urlopen(url + "api/state", timeout=10) as reply:

@@ -41,7 +41,7 @@ def test_the_page_says_you_may_stop_with_calibrates_numbers(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     sample, judgments, llm = active_sample(tmp_path)
-    server = live_server(sample, llm, target=0.15)
+    server = live_server(sample, judgments, target=0.15)
     url = server.start()
     try:
         with chromium() as browser:

@@ -19,6 +19,7 @@ import pytest
 from calibration.spotcheck.manifest import read_manifest
 from calibration.spotcheck.sampling import draw_sample
 from calibration.stats import confseq
+from calibration.stats.ppi import ppi_mean
 from grader.cli.main import main
 from grader.io.judgments import write_judgments
 from tests.sampling_helpers import population
@@ -74,10 +75,10 @@ def test_an_active_sample_draws_uncertain_pairs_more_often_and_records_its_order
     p = [pair.draw_probability for pair in manifest.pairs]
     unc = [pair.uncertainty for pair in manifest.pairs]
     assert all(0 < x <= 1 for x in p) and len(p) == 80
-    # the chance the grade lies across the threshold: the confidence-0.3 pairs are drawn sooner
+    # P(relevant) r's expected squared error r (1 - r): the confidence-0.3 pairs are drawn sooner
     pop = population({0: 120, 1: 60, 2: 40, 3: 30}, queries=10, with_distribution=True)
-    all_unc = np.array([min(sum(j.distribution[2:]), 1 - sum(j.distribution[2:])) for j in pop])  # type: ignore[index]
-    assert np.mean(unc) > np.mean(all_unc)
+    rel = np.array([sum(j.distribution[2:]) for j in pop])  # type: ignore[index]
+    assert np.mean(unc) > np.mean(rel * (1 - rel))
     # the first draw's probability is its weight over the total, the weights being >= 0.5 mean
     assert 0.5 / 250 <= p[0] <= 1.5 / 250 * 2
 
@@ -125,16 +126,20 @@ def test_calibrate_reports_the_sequence_of_the_graded_prefix(
     _, manifest = _sample(tmp_path, strategy)
     human = _human(tmp_path, manifest, 60)
     share = _calibrate(tmp_path, human, capsys)["estimates"]["relevant_share"]
-    llm = {(j["query_id"], j["doc_id"]): j["grade"] for j in _read_jsonl(tmp_path / "j.jsonl")}
+    lines = _read_jsonl(tmp_path / "j.jsonl")
+    llm = {(j["query_id"], j["doc_id"]): j["grade"] for j in lines}
+    # the judgments carry grade distributions: the correction uses P(grade >= 2)
+    rel = {(j["query_id"], j["doc_id"]): sum(j["distribution"][2:]) for j in lines}
     graded = {(r["query_id"], r["doc_id"]): int(r["grade"]) for r in csv.DictReader(human.open())}
     pairs = [(q.query_id, q.doc_id) for q in manifest.pairs[:60]]
     mean, half = _by_hand(
         [float(graded[k] >= 2) for k in pairs],
-        [float(llm[k] >= 2) for k in pairs],
+        [rel[k] for k in pairs],
         [q.draw_probability for q in manifest.pairs[:60]],
-        [float(g >= 2) for g in llm.values()],
+        list(rel.values()),
         manifest.variance_factor or 1.0,
     )
+    assert share["llm_only"] == pytest.approx(np.mean([g >= 2 for g in llm.values()]))
     assert share["cs_n"] == 60 and share["cs_estimate"] == pytest.approx(mean)
     assert share["cs"] == pytest.approx([max(0, mean - half), min(1, mean + half)])
     more = share["more_for_0_05"]
@@ -143,16 +148,23 @@ def test_calibrate_reports_the_sequence_of_the_graded_prefix(
     assert sd * float(confseq.boundary(60 + needed)) <= 0.05 < sd * confseq.boundary(59 + needed)
     assert more == min(needed, len(llm) - 60)  # never more than the pairs left to grade
     if strategy == "active":  # the fixed-n figures: Des Raj's terms with (c, lambda) fitted on all
-        assert share["ppi"] == pytest.approx(_fixed_by_hand(pairs, graded, llm, manifest))
+        assert share["ppi"] == pytest.approx(_fixed_by_hand(pairs, graded, rel, manifest))
+    else:  # PPI++ with the same prediction
+        others = [k for k in rel if k not in graded]
+        y = np.array([float(graded[k] >= 2) for k in graded])
+        expected = ppi_mean(
+            y, np.array([rel[k] for k in graded]), np.array([rel[k] for k in others])
+        )
+        assert share["ppi"] == pytest.approx(expected.ppi)
 
 
-def _fixed_by_hand(pairs: list[Any], graded: Any, llm: Any, manifest: Any) -> float:
+def _fixed_by_hand(pairs: list[Any], graded: Any, rel: Any, manifest: Any) -> float:
     """The least-squares fit of a_t on (1, b_t, d_t), written out: its intercept."""
-    n_pop, f_total = len(llm), sum(g >= 2 for g in llm.values())
+    n_pop, f_total = len(rel), sum(rel.values())
     rows, a = [], []
     sum_y = sum_f = 0.0
     for j, (key, pair) in enumerate(zip(pairs, manifest.pairs, strict=False)):
-        y, f, p = float(graded[key] >= 2), float(llm[key] >= 2), pair.draw_probability
+        y, f, p = float(graded[key] >= 2), rel[key], pair.draw_probability
         a.append((sum_y + y / p) / n_pop)
         rows.append([1.0, (j + 1 / p - n_pop) / n_pop, (sum_f + f / p - f_total) / n_pop])
         sum_y, sum_f = sum_y + y, sum_f + f
@@ -236,3 +248,24 @@ def test_human_scale_binary_refuses_a_grade_above_1(
     assert main([*argv, "--human-scale", "binary", "--bootstrap", "0"]) == 2
     err = capsys.readouterr().err
     assert "human.csv" in err and "--human-scale binary" in err
+
+
+def test_the_prediction_is_p_relevant_where_a_distribution_is_known(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from calibration.join import relevance_prediction
+    from grader.io.grades import read_llm_grades
+    from grader.io.tables import llm_grades_table
+
+    pop = population({1: 2, 2: 2}, with_distribution=True)
+    pop[0] = pop[0].model_copy(update={"distribution": None})  # one judgment without logprobs
+    path = tmp_path / "j.jsonl"
+    write_judgments(path, pop)
+    frame = read_llm_grades(path)
+    assert frame["p_grade_2"].isna().tolist() == [True, False, False, False]
+    pred = relevance_prediction(frame["grade"], frame, 2)
+    assert pred[0] == 0.0  # its grade, 1: not relevant
+    assert pred[1:] == pytest.approx([sum(j.distribution[2:]) for j in pop[1:]])  # type: ignore[index]
+    rows = [j.model_dump(include={"query_id", "doc_id", "grade", "distribution"}) for j in pop]
+    table = llm_grades_table(pd.DataFrame(rows))  # the Python API's frames: the same columns
+    assert relevance_prediction(table["grade"], table, 2) == pytest.approx(pred)

@@ -8,18 +8,16 @@ grading after any number of pairs (`calibration.stats.confseq`). The draw is an 
 keys gives the successive-sampling order.
 
 The weights follow active statistical inference (Zrnic and Candes, ICML 2024): a pair's chance
-grows as the square root of the expected squared error of the LLM's relevance (grade >=
-threshold), estimated as the chance q that the grade lies on the other side of the threshold:
+grows as the square root of q, the expected squared error E[(Y - f)^2] of the LLM's prediction f
+of relevance in the correction (`calibration.estimates_section`), so sqrt(q) is the residual's
+conditional standard deviation:
 
-- from the grade distribution (logprobs): q = min(P(relevant), 1 - P(relevant));
-- else from an ensemble: the share of members on the other side of the threshold from the
+- from the grade distribution (logprobs), where f = P(relevant) = r: q = r (1 - r);
+- else f is the 0/1 relevance (grade >= threshold) and q the chance that the grade lies on the
+  other side of the threshold: from an ensemble, the share of members on the other side from the
   majority (or, without member grades, the disagreement / 3);
 - else from the grade's distance d to the threshold (d = 0.5 for grades 1 and 2 at threshold 2):
   q = 0.5 / (1 + 2 (d - 0.5)), so 0.5, 0.17, 0.1.
-
-The correction uses the LLM's 0/1 relevance f, and q is E[(Y - f)^2], so sqrt(q) is the
-residual's conditional standard deviation, Zrnic and Candes' weight (with P(relevant) p as the
-prediction it would be sqrt(p (1 - p)); docs/spot-checks-that-stop.md compares the two).
 
 Then w = (1 - s) sqrt(q) / mean(sqrt(q)) + s, mixed with uniform by the share s
 (`--uniform-share`, default UNIFORM_SHARE): each pair's weight is at least s times the mean
@@ -44,10 +42,10 @@ UNIFORM_SHARE = 0.5
 
 
 def _other_side(judgment: Judgment, threshold: int) -> tuple[float | None, str]:
-    """The chance the grade lies on the other side of the threshold, and where it came from."""
+    """q of the module docstring, and where it came from (None: no distribution nor ensemble)."""
     if judgment.distribution is not None and len(judgment.distribution) == 4:
-        rel = float(sum(judgment.distribution[threshold:]))
-        return min(rel, 1.0 - rel), "grade distribution"
+        rel = min(1.0, max(0.0, float(sum(judgment.distribution[threshold:]))))
+        return rel * (1.0 - rel), "grade distribution"
     members = [g for g in (judgment.judges or {}).values() if g is not None]
     if len(members) > 1:
         rel = sum(g >= threshold for g in members) / len(members)

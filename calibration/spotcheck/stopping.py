@@ -59,10 +59,13 @@ def stopping_figures(
     *,
     threshold: int,
     human_threshold: int | None = None,
+    predictions: Mapping[Pair, float] | None = None,
 ) -> tuple[Sequence | None, dict[str, Any]]:
     """The sequence over the graded prefix and the figures to show (`cs`, `more_for_0_05`, ...),
     or None and a `cs_note` saying why there is none. `llm` holds every LLM-graded pair of the
-    population the sample was drawn from."""
+    population the sample was drawn from; `predictions` the LLM's P(relevant) of those pairs
+    (from the grade distribution, `calibration.join.relevance_prediction`), used in the
+    correction instead of the 0/1 relevance of the grade."""
     human_at = threshold if human_threshold is None else human_threshold
     if len(llm) != order.population:
         return None, {
@@ -77,11 +80,12 @@ def stopping_figures(
     missing = [pair for pair in pairs if pair not in llm]
     if missing:
         return None, {"cs_note": f"no confidence sequence: {missing[0]} has no LLM grade"}
+    pred = predictions or {pair: float(g >= threshold) for pair, g in llm.items()}
     seq = share_sequence(
         [human[pair] >= human_at for pair in pairs],
-        [llm[pair] >= threshold for pair in pairs],
+        [pred[pair] for pair in pairs],
         order.p[:t],
-        [g >= threshold for g in llm.values()],
+        [pred[pair] for pair in llm],
         order.variance_factor,
     )
     later = sum(1 for pair in order.pairs[t:] if pair in human)

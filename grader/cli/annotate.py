@@ -180,16 +180,9 @@ def _live(args: argparse.Namespace, manifest: Manifest | None) -> LiveStopping |
         return None
     from grader.io.grades import read_llm_grades
 
-    frame = read_llm_grades(path)
-    llm = dict(
-        zip(
-            zip(frame["query_id"].astype(str), frame["doc_id"].astype(str), strict=True),
-            frame["grade"].astype(int),
-            strict=True,
-        )
-    )
     threshold = args.threshold or (manifest.threshold if manifest else None) or 2
-    return LiveStopping(order, llm, threshold=threshold, target=args.target)
+    frame = read_llm_grades(path)
+    return LiveStopping.from_frame(order, frame, threshold=threshold, target=args.target)
 
 
 def _export(

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 HEADER_ALIASES = {"qid": "query_id", "docid": "doc_id"}
 REQUIRED = ("query_id", "doc_id", "grade")
+# An LLM grades frame's P(grade = 0..3), when the judge gave logprobs (NaN for a pair without)
+DISTRIBUTION_COLUMNS = ("p_grade_0", "p_grade_1", "p_grade_2", "p_grade_3")
 
 
 def looks_like_qrels(line: str) -> bool:

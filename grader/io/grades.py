@@ -11,7 +11,9 @@ Both readers return a DataFrame `[query_id, doc_id, grade, ...]` (ids as text, g
   is left out and counted in `attrs["ungraded"]`, never read as 0.
 - LLM grades: a judgments JSONL (only `ok` judgments give rows; `attrs["failed"]` counts the
   failed ones, which are never turned into grades) or TREC qrels. From judgments the frame also
-  holds `judge`, and `expected_grade` and `confidence` when at least one judgment has them.
+  holds `judge`, and `expected_grade` and `confidence` when at least one judgment has them, and
+  the grade distribution as `p_grade_0` .. `p_grade_3` (NaN for a judgment without one) when at
+  least one judgment has it.
 
 A grade outside 0..3 is an error naming file and line unless `clamp=True` (then it moves to the
 nearest of 0 and 3, counted in `attrs["clamped"]`); the same (query, doc) twice is an error naming
@@ -31,6 +33,7 @@ import pandas as pd
 from grader.errors import InputError
 from grader.io._records import content_lines, empty_file_error
 from grader.io.files import iter_lines
+from grader.io.grade_format import DISTRIBUTION_COLUMNS
 from grader.io.grade_format import HEADER_ALIASES as _HEADER_ALIASES
 from grader.io.grade_format import REQUIRED as _REQUIRED
 from grader.io.grade_format import looks_like_qrels as looks_like_qrels
@@ -205,6 +208,12 @@ def _maybe_numeric(column: pd.Series) -> pd.Series:
     return column.astype(str)
 
 
+def _distribution_columns(distribution: list[float] | None) -> dict[str, float | None]:
+    if distribution is None or len(distribution) != len(DISTRIBUTION_COLUMNS):
+        return dict.fromkeys(DISTRIBUTION_COLUMNS)
+    return dict(zip(DISTRIBUTION_COLUMNS, distribution, strict=True))
+
+
 def read_llm_grades(
     path: str | Path, *, clamp: bool = False, judge: str | None = None
 ) -> pd.DataFrame:
@@ -258,6 +267,7 @@ def read_llm_grades(
                 "judge": j.judge,
                 "expected_grade": j.expected_grade,
                 "confidence": j.confidence,
+                **_distribution_columns(j.distribution),
             }
         )
     if judge is not None and judge not in judges:
@@ -272,7 +282,7 @@ def read_llm_grades(
         raise InputError(f"{what}; there are no grades to use", path=path)
     frame = pd.DataFrame(rows)
     frame["grade"] = frame["grade"].astype("int64")
-    for optional in ("expected_grade", "confidence"):
+    for optional in ("expected_grade", "confidence", *DISTRIBUTION_COLUMNS):
         if frame[optional].isna().all():
             frame = frame.drop(columns=optional)
         else:

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from grader.errors import InputError
+from grader.io.grade_format import DISTRIBUTION_COLUMNS as DISTRIBUTION
 from grader.metrics.ranking import Precision
 
 #: Each column relgrade reads, and the names either convention gives it (first found wins).
@@ -276,8 +277,9 @@ def on_scale(frame: pd.DataFrame, what: str, *, clamp: bool = False) -> pd.DataF
 
 def llm_grades_table(value: Any, *, clamp: bool = False) -> pd.DataFrame:
     """LLM grades (not a path) with the columns `read_llm_grades` gives a judgments file:
-    `query_id, doc_id, grade`, `judge`, and `expected_grade` / `confidence` when some row has
-    them (the confidence of a row with a `distribution` is the chosen grade's probability)."""
+    `query_id, doc_id, grade`, `judge`, and `expected_grade` / `confidence` / `p_grade_0` ..
+    `p_grade_3` when some row has them (from a `distribution` column: the chosen grade's
+    probability is the confidence)."""
     frame = on_scale(grades_table(value, "llm grades"), "llm grades", clamp=clamp)
     out = frame[["query_id", "doc_id", "grade"]].copy()
     if "judge" in frame.columns:
@@ -289,7 +291,18 @@ def llm_grades_table(value: Any, *, clamp: bool = False) -> pd.DataFrame:
                 for d, g in zip(frame["distribution"], frame["grade"], strict=True)
             ]
         )
-    for optional in ("expected_grade", "confidence"):
+    if "distribution" in frame.columns and not any(c in frame.columns for c in DISTRIBUTION):
+        given = [
+            d if isinstance(d, list | tuple) and len(d) == 4 else None
+            for d in frame["distribution"]
+        ]
+        frame = frame.assign(
+            **{
+                c: [np.nan if d is None else float(d[g]) for d in given]
+                for g, c in enumerate(DISTRIBUTION)
+            }
+        )
+    for optional in ("expected_grade", "confidence", *DISTRIBUTION):
         if optional in frame.columns and not frame[optional].isna().all():
             out[optional] = frame[optional].astype("float64")
     out.attrs.update(frame.attrs)
