@@ -1,7 +1,7 @@
 """A TREC run read block by block against indexed qrels: only its judged rows are kept.
 
 Every measure needs, per query, the ranks and grades of the judged documents a run returned and
-how many it returned (see `grader.metrics.ranked`). So a 10-million-line run need not be held
+how many it returned (see `grader.metrics.join_arrow`). So a 10-million-line run need not be held
 whole: it is read in blocks of a few MiB cut at line ends (each parsed by Arrow), each complete
 ranking is ordered as trec_eval orders it (score descending in the chosen precision, ties by
 doc id descending), and of its rows only (qrels query code, rank, grade) of judged documents
@@ -39,9 +39,9 @@ from grader.io.trec_scan import (
     line_blocks,
     plain_block,
 )
+from grader.metrics.join_arrow import Judgments, join_run
 from grader.metrics.judged_rows import JudgedRun
-from grader.metrics.ranked import Judgments, join_run
-from grader.metrics.ranking import Precision, rank_order, ranks_within
+from grader.metrics.rank_order import Precision, rank_order, ranks_within
 
 BLOCK = 1 << 22  # 4 MiB of text, ~120,000 run lines: Arrow's parse stays fast, memory small
 _PARSE_CHUNK = 2 * TREC_LINE_LIMIT  # Arrow parses a block in chunks of this, on its threads

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from grader.errors import InputError
-from grader.metrics.ranking import Precision
+from grader.metrics.rank_order import Precision
 
 #: Each column relgrade reads, and the names either convention gives it (first found wins).
 QUERY_ID = ("query_id", "qid")

@@ -35,7 +35,7 @@ from grader.io.trec_parse import (
     parse_columns,
 )
 from grader.io.trec_scan import NumberCheck, finite_number, parses_as_number
-from grader.metrics.ranking import Precision, rank_order, ranks_within
+from grader.metrics.rank_order import Precision, rank_order, ranks_within
 
 if TYPE_CHECKING:  # pandas (and pydantic, through grader.models) load only where used, so
     import pandas as pd  # `relgrade evaluate` of a small run starts fast

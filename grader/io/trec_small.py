@@ -2,7 +2,7 @@
 
 Importing pyarrow takes longer (0.2-0.3 s) than reading and scoring a run of a few MB, so
 `relgrade evaluate` reads qrels and runs of up to SMALL_BYTES of text here, into lists and dicts
-(`grader.metrics.judgments_dict`), and leaves larger ones to the Arrow readers (`trec`,
+(`grader.metrics.join_dicts`), and leaves larger ones to the Arrow readers (`trec`,
 `run_stream`).
 
 Only files that this module reads exactly as those readers do are taken; for any other file the
@@ -29,9 +29,9 @@ from grader.errors import InputError
 from grader.io.decimals import parse_cells, parse_decimals
 from grader.io.files import _open_binary
 from grader.io.trec_scan import TREC_LINE_LIMIT
+from grader.metrics.join_dicts import DictJudgments, dict_judgments, query_codes
 from grader.metrics.judged_rows import Int, JudgedRun
-from grader.metrics.judgments_dict import DictJudgments, dict_judgments, query_codes
-from grader.metrics.ranking import Precision
+from grader.metrics.rank_order import Precision
 
 SMALL_BYTES = 4 << 20
 """The largest file (its text, after gunzip) read here; larger ones go to the Arrow readers."""
