@@ -3,8 +3,9 @@
 Small TREC qrels and runs (up to `grader.io.trec_small.SMALL_BYTES` of text) are read in plain
 Python and Arrow is never imported: importing it takes longer than scoring such a run. Larger
 files, and any file the plain reader does not take as is (every bad file among them), go to the
-Arrow readers, which name file, line and fix; a grades CSV or a judgments JSONL as qrels goes to
-the pandas readers. The answer is the same whichever reader ran (tests/test_trec_small.py).
+Arrow readers, which name file, line and fix (`grader.io` says which reader reads what); a
+grades CSV or a judgments JSONL as qrels goes to the pandas readers. The answer is the same
+whichever reader ran (tests/test_trec_small.py).
 """
 
 from __future__ import annotations

@@ -26,13 +26,13 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.csv as pacsv
 
 from grader.errors import InputError
+from grader.io.duplicates import duplicate_error
 from grader.io.runs import run_source
-from grader.io.trec import RUN_COLUMNS, RUN_EXAMPLE, duplicate_error, read_run, score_check
-from grader.io.trec_parse import _sniff_delimiter, convert_options, parse_options, regular_rows
-from grader.io.trec_scan import (
+from grader.io.trec import RUN_COLUMNS, RUN_EXAMPLE, read_run, score_check
+from grader.io.trec_arrow import _sniff_delimiter, read_block, regular_rows
+from grader.io.trec_lines import (
     TREC_LINE_LIMIT,
     check_lines,
     check_text_head,
@@ -209,16 +209,11 @@ def _parse(block: bytes, sniffed: tuple[str, int]) -> pa.RecordBatch | None:
     Arrow's fast path takes it as it is, else None."""
     if not plain_block(block):
         return None  # a NUL byte, or a line over the limit
-    delimiter, width = sniffed
-    names = list(RUN_COLUMNS) + [f"extra_{i}" for i in range(width - len(RUN_COLUMNS))]
     types = {n: pa.string() for n in RUN_COLUMNS}
     types["score"] = pa.float64()
     try:
-        table = pacsv.read_csv(
-            pa.BufferReader(block),
-            read_options=pacsv.ReadOptions(column_names=names, block_size=_PARSE_CHUNK),
-            parse_options=parse_options(delimiter),
-            convert_options=convert_options(RUN_COLUMNS, types),
+        table = read_block(
+            block, RUN_COLUMNS, types, sniffed, extra_columns=True, chunk=_PARSE_CHUNK
         )
     except pa.ArrowException:
         return None
