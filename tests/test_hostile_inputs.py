@@ -17,13 +17,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import grader.io.trec as trec
+import grader.io.duplicates as duplicates
 from grader.cli.main import main
 from grader.errors import InputError
 from grader.evaluation.files import judged_run_file, read_grades
 from grader.io.files import iter_lines
 from grader.io.trec import read_qrels, read_run
-from grader.io.trec_scan import TREC_LINE_LIMIT
+from grader.io.trec_lines import TREC_LINE_LIMIT
 from tests.grade_data import write_grade_files
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -132,7 +132,9 @@ def test_the_earliest_repeat_is_named_even_when_hashes_collide(
 ) -> None:
     lines = ["q1 0 a 1", "q1 0 b 1", "q2 0 c 1", "q1 0 b 0", "q1 0 a 0"]
     path = _write(tmp_path / "q.qrels", lines)
-    monkeypatch.setattr(trec, "string_hashes", lambda col: np.zeros(len(col), dtype=np.uint64))
+    monkeypatch.setattr(
+        duplicates, "string_hashes", lambda col: np.zeros(len(col), dtype=np.uint64)
+    )
     with pytest.raises(InputError, match=r"q\.qrels:4: query 'q1' lists doc 'b' twice, on lines 2"):
         read_qrels(path)
 

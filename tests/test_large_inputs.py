@@ -1,6 +1,6 @@
 """Large inputs that are wrong fail fast and small: the first bad line of a big run or qrels is
-named without the careful pandas reader materialising the whole file (bench/bad_input_memory.py
-measures the time and memory)."""
+named without reading the whole file a second time on the irregular path
+(bench/bad_input_memory.py measures the time and memory)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-import grader.io.trec_parse as trec_parse
+import grader.io.trec_arrow as trec_arrow
 from grader.errors import InputError
 from grader.io.trec import read_qrels, read_run
 
@@ -21,16 +21,16 @@ def run_lines(n: int = LINES) -> list[str]:
 
 
 @pytest.fixture
-def pandas_calls(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
-    """Every file the careful pandas reader is asked to read whole."""
+def irregular_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Every file read on the irregular path (whitespace normalised)."""
     calls: list[Path] = []
-    careful = trec_parse._parse_pandas
+    irregular = trec_arrow._irregular_table
 
     def counting(path: Path, *args: Any, **kwargs: Any) -> Any:
         calls.append(path)
-        return careful(path, *args, **kwargs)
+        return irregular(path, *args, **kwargs)
 
-    monkeypatch.setattr(trec_parse, "_parse_pandas", counting)
+    monkeypatch.setattr(trec_arrow, "_irregular_table", counting)
     return calls
 
 
@@ -59,8 +59,8 @@ def pandas_calls(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
         (3, "q0 Q0 d\xff 2 1.0 tag\n", "not valid UTF-8"),
     ],
 )
-def test_bad_line_of_a_large_run_is_named_without_the_careful_reader(
-    tmp_path: Path, pandas_calls: list[Path], line: int, text: str, message: str
+def test_bad_line_of_a_large_run_is_named_without_the_irregular_path(
+    tmp_path: Path, irregular_reads: list[Path], line: int, text: str, message: str
 ) -> None:
     lines = run_lines()
     lines[line - 1] = text
@@ -69,10 +69,10 @@ def test_bad_line_of_a_large_run_is_named_without_the_careful_reader(
     with pytest.raises(InputError) as err:
         read_run(path)
     assert f"{path}:{line}: {message}" in str(err.value)
-    assert pandas_calls == []
+    assert irregular_reads == []
 
 
-def test_first_of_two_bad_lines_is_named(tmp_path: Path, pandas_calls: list[Path]) -> None:
+def test_first_of_two_bad_lines_is_named(tmp_path: Path, irregular_reads: list[Path]) -> None:
     lines = run_lines()
     lines[1] = "q0 Q0 dx 2 abc tag\n"
     lines[-1] = "q1999 Q0 dy 2 def tag\n"
@@ -80,14 +80,14 @@ def test_first_of_two_bad_lines_is_named(tmp_path: Path, pandas_calls: list[Path
     path.write_text("".join(lines))
     with pytest.raises(InputError, match=r"big\.run:2: score 'abc'"):
         read_run(path)
-    assert pandas_calls == []
+    assert irregular_reads == []
 
 
 def test_bad_line_is_found_across_blocks(
-    tmp_path: Path, pandas_calls: list[Path], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, irregular_reads: list[Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Small blocks: line numbers carry over block boundaries, comments and blank lines count."""
-    monkeypatch.setattr("grader.io.trec_scan.BLOCK", 4096)
+    monkeypatch.setattr("grader.io.trec_lines.BLOCK", 4096)
     lines = run_lines(20_000)
     lines[100] = "# a comment line\n"
     lines[200] = "\n"
@@ -96,13 +96,13 @@ def test_bad_line_is_found_across_blocks(
     path.write_text("".join(lines))
     with pytest.raises(InputError, match=r"blocks\.run:19001: score 'oops'"):
         read_run(path)
-    assert pandas_calls == []
+    assert irregular_reads == []
 
 
 @pytest.mark.slow
-def test_irregular_but_valid_run_still_reads(tmp_path: Path, pandas_calls: list[Path]) -> None:
+def test_irregular_but_valid_run_still_reads(tmp_path: Path, irregular_reads: list[Path]) -> None:
     """The fast path rejects a doubled space late in the file; the search finds no bad line, so
-    the careful reader reads it as before."""
+    the irregular path reads it."""
     lines = run_lines()
     lines[150_000] = "q1500  Q0 dz 1   7.5 tag\n"
     path = tmp_path / "irregular.run"
@@ -110,12 +110,12 @@ def test_irregular_but_valid_run_still_reads(tmp_path: Path, pandas_calls: list[
     frame = read_run(path)
     assert len(frame) == LINES
     assert "dz" in set(frame["doc_id"])
-    assert pandas_calls == [path]
+    assert irregular_reads == [path]
 
 
 @pytest.mark.slow
 def test_irregular_run_with_a_bad_line_later_names_it(
-    tmp_path: Path, pandas_calls: list[Path]
+    tmp_path: Path, irregular_reads: list[Path]
 ) -> None:
     lines = run_lines()
     lines[10] = "q0  Q0 dz 1   7.5 tag\n"  # valid, only irregular
@@ -124,18 +124,18 @@ def test_irregular_run_with_a_bad_line_later_names_it(
     path.write_text("".join(lines))
     with pytest.raises(InputError, match=r"mixed\.run:180001: score '-'"):
         read_run(path)
-    assert pandas_calls == []
+    assert irregular_reads == []
 
 
 @pytest.mark.slow
-def test_bad_grade_at_the_end_of_large_qrels(tmp_path: Path, pandas_calls: list[Path]) -> None:
+def test_bad_grade_at_the_end_of_large_qrels(tmp_path: Path, irregular_reads: list[Path]) -> None:
     lines = [f"q{i // 100} 0 d{i} {i % 4}\n" for i in range(LINES)]
     lines[-1] = "q1999 0 dx two\n"
     path = tmp_path / "big.qrels"
     path.write_text("".join(lines))
     with pytest.raises(InputError, match=rf"big\.qrels:{LINES}: grade 'two' is not an integer"):
         read_qrels(path)
-    assert pandas_calls == []
+    assert irregular_reads == []
 
 
 def test_duplicate_pair_in_a_large_run_names_both_lines(tmp_path: Path) -> None:

@@ -290,7 +290,7 @@ def test_trec_web_grades_minus_2_to_4_match_trec_eval(seed: int) -> None:
         assert abs(means[measure] - np.mean(vals)) <= TOL
 
 
-@pytest.mark.parametrize("sep", [" ", " \t"], ids=["fast-path", "careful-path"])
+@pytest.mark.parametrize("sep", [" ", " \t"], ids=["fast-path", "irregular-path"])
 def test_files_with_extra_columns_and_comments_match_trec_eval(tmp_path: Path, sep: str) -> None:
     """Run lines with columns after the sixth and `#` comment lines in runs and qrels read as
     trec_eval 10 reads them; pytrec_eval cannot take comments, so it scores the same data

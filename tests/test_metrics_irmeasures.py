@@ -32,8 +32,8 @@ from grader.errors import InputError
 from grader.io.trec import read_qrels, read_run, write_run
 from grader.metrics import evaluate, mean_scores, parse_measure
 from grader.metrics.bpref import bpref
+from grader.metrics.condensed import condensed
 from grader.metrics.err import err
-from grader.metrics.judged_only import condensed
 from grader.metrics.ndcg import ndcg
 from grader.metrics.ndcg_gains import ndcg_with_gains
 from grader.metrics.precision import precision_at_k

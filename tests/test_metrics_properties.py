@@ -19,7 +19,7 @@ from grader.metrics import (
     reciprocal_rank,
     success_at_k,
 )
-from grader.metrics.ranking import Precision, rank_order
+from grader.metrics.rank_order import Precision, rank_order
 from tests.helpers.hypothesis_scale import examples
 
 grades = st.integers(min_value=0, max_value=3)

@@ -12,7 +12,7 @@ from sklearn.metrics import cohen_kappa_score
 import calibration.stats.agreement as calibration_agreement
 import grader.judges.lexical.fit as lexical_fit
 import grader.regrade.diff as regrade_diff
-from grader.metrics.agreement import cohen_kappa, confusion_matrix, grouped_confusion, kappa
+from grader.metrics.kappa import cohen_kappa, confusion_matrix, grouped_confusion, kappa
 
 
 @pytest.mark.parametrize("size", [2, 3, 4, 5])

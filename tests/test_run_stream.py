@@ -24,7 +24,7 @@ from grader.io.run_stream import judged_run, judged_run_file
 from grader.io.trec import read_qrels, read_run
 from grader.metrics import evaluate, mean_scores, parse_measure
 from grader.metrics.evaluate import depth_needed, score
-from grader.metrics.ranked import Ranked, join, judgments_of
+from grader.metrics.join_arrow import Ranked, join, judgments_of
 
 
 def _random_files(

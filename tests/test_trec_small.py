@@ -28,8 +28,8 @@ from grader.io import trec_small
 from grader.io.run_stream import judged_run
 from grader.io.trec import read_qrels_columns
 from grader.io.trec_small import small_judged_run, small_qrels
+from grader.metrics.join_arrow import Judgments, judgments
 from grader.metrics.judged_rows import JudgedRun, Ranked
-from grader.metrics.ranked import Judgments, judgments
 
 ROOT = Path(__file__).resolve().parents[1]
 DL2019 = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"

@@ -14,7 +14,7 @@ of calling scikit-learn and the krippendorff package pays three times:
   scikit-learn's `cohen_kappa_score` (all three weightings, with `sample_weight`), the krippendorff
   package and the TREC DL 2019 reference kappas.
 
-Kappa itself is `grader.metrics.agreement.kappa` (the one implementation, which `regrade`'s diff and
+Kappa itself is `grader.metrics.kappa.kappa` (the one implementation, which `regrade`'s diff and
 the lexical fit use too); this module adds the 0..3 scale and every other figure.
 
 Conventions: kappa weights use grade distance (|h - l| or (h - l)^2) on the fixed scale 0..3, which
@@ -31,10 +31,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from grader.metrics import agreement as _kappa
-from grader.metrics.agreement import FloatArray, kappa
-from grader.metrics.agreement import check_weights as _weights
-from grader.metrics.agreement import ratio as _ratio
+from grader.metrics import kappa as _kappa
+from grader.metrics.kappa import FloatArray, kappa
+from grader.metrics.kappa import check_weights as _weights
+from grader.metrics.kappa import ratio as _ratio
 from grader.models import GRADES
 
 K = len(GRADES)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from calibration.stats.agreement import scalar_figures, to_float
-from grader.metrics.agreement import FloatArray
+from grader.metrics.kappa import FloatArray
 
 DEFAULT_RESAMPLES = 1000
 CHUNK = 200

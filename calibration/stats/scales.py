@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from calibration.stats.agreement import to_float
 from calibration.stats.bootstrap import percentile_interval, resampled_confusions
-from grader.metrics.agreement import kappa
+from grader.metrics.kappa import kappa
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -27,12 +27,11 @@ from grader.errors import RelgradeError
 QUICK = frozenset({"evaluate"})
 """Commands that do no linear algebra and make few Python objects, started for speed:
 
-- numpy's OpenBLAS starts a thread per core when numpy is imported (0.05-0.08 s of `relgrade
-  evaluate`'s start on a loaded 2-core machine): they ask it for one (OPENBLAS_NUM_THREADS,
-  unless set), when numpy is not loaded yet;
-- the cyclic garbage collector spent 10-20 ms of `relgrade evaluate`'s 0.25 s in collections
-  while numpy and rich were imported: it is off for the command (which makes few reference
-  cycles: 299 unreachable objects after three 300,000-line runs), and back on after.
+- numpy's OpenBLAS starts a thread per core when numpy is imported, which slows the start on
+  a loaded machine: they ask it for one (OPENBLAS_NUM_THREADS, unless set), when numpy is not
+  loaded yet;
+- the cyclic garbage collector runs collections while numpy and rich are imported: it is off
+  for the command (which makes few reference cycles), and back on after.
 
 Both are undone when the command returns, so an in-process caller of `main` (a test, a
 notebook) keeps neither: a process it starts later gets numpy's usual threads."""

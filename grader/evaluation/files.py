@@ -3,8 +3,9 @@
 Small TREC qrels and runs (up to `grader.io.trec_small.SMALL_BYTES` of text) are read in plain
 Python and Arrow is never imported: importing it takes longer than scoring such a run. Larger
 files, and any file the plain reader does not take as is (every bad file among them), go to the
-Arrow readers, which name file, line and fix; a grades CSV or a judgments JSONL as qrels goes to
-the pandas readers. The answer is the same whichever reader ran (tests/test_trec_small.py).
+Arrow readers, which name file, line and fix (`grader.io` says which reader reads what); a
+grades CSV or a judgments JSONL as qrels goes to the pandas readers. The answer is the same
+whichever reader ran (tests/test_trec_small.py).
 """
 
 from __future__ import annotations
@@ -17,12 +18,12 @@ from grader.io.files import iter_lines
 from grader.io.grade_format import looks_like_qrels, looks_like_run
 from grader.io.runs import run_source
 from grader.io.trec_small import small_judged_run, small_qrels
-from grader.metrics.judgments_dict import DictJudgments
+from grader.metrics.join_dicts import DictJudgments
 
 if TYPE_CHECKING:
+    from grader.metrics.join_arrow import Judgments
     from grader.metrics.judged_rows import JudgedRun
-    from grader.metrics.ranked import Judgments
-    from grader.metrics.ranking import Precision
+    from grader.metrics.rank_order import Precision
 
 
 def read_grades(path: str, *, clamp: bool) -> tuple[DictJudgments | Judgments, dict[str, Any]]:
@@ -55,7 +56,7 @@ def read_grades(path: str, *, clamp: bool) -> tuple[DictJudgments | Judgments, d
         return small, {"source": "trec", "top": small.top(), "clamped": 0}
     arrow_without_pandas()
     from grader.io.trec import read_qrels_columns
-    from grader.metrics.ranked import judgments
+    from grader.metrics.join_arrow import judgments
 
     qrels = read_qrels_columns(path, any_grade=True)
     if not len(qrels):
@@ -74,7 +75,7 @@ def _no_judgments(path: str) -> InputError:
 
 def _indexed(frame: Any) -> tuple[Judgments, dict[str, Any]]:
     """A grades frame (judgments JSONL, grades CSV) indexed, with its attrs as facts."""
-    from grader.metrics.ranked import judgments_of
+    from grader.metrics.join_arrow import judgments_of
 
     facts = dict(frame.attrs)
     facts["top"] = int(frame["grade"].max()) if len(frame) else None
@@ -132,7 +133,7 @@ def arrow_without_pandas() -> None:
     """Have pyarrow settle, before its first conversion, that it runs without pandas.
 
     pyarrow looks for pandas the first time it converts anything (a numpy array, a scalar) and
-    imports it when installed: 0.2-0.4 s that `relgrade evaluate` of TREC files never needs.
+    imports it when installed: an import `relgrade evaluate` of TREC files never needs.
     With pandas refused for that one look, pyarrow carries on without its pandas integration;
     whatever needs pandas later (a judgments JSONL, a run read whole, `to_pandas`) imports it
     as usual, and pyarrow then finds it (it looks again whenever pandas is required).

@@ -11,12 +11,12 @@ from grader.evaluation.files import judged_run_file, read_grades
 from grader.evaluation.scoring import RunJoin
 from grader.io.runs import run_names
 from grader.io.tables import grades_table, is_path, run_inputs, run_table
+from grader.metrics.join_dicts import DictJudgments
 from grader.metrics.judged_rows import JudgedRun
-from grader.metrics.judgments_dict import DictJudgments
-from grader.metrics.ranking import Precision
+from grader.metrics.rank_order import Precision
 
 if TYPE_CHECKING:
-    from grader.metrics.ranked import Judgments
+    from grader.metrics.join_arrow import Judgments
 
 UNNAMED_RUN = "run"
 
@@ -25,7 +25,7 @@ def read_qrels_input(qrels: Any, *, clamp: bool = False) -> tuple[Any, dict[str,
     """(judgments indexed for the join, facts as `read_grades` gives them) of any qrels input."""
     if is_path(qrels):
         return read_grades(str(qrels), clamp=clamp)
-    from grader.metrics.ranked import judgments_of
+    from grader.metrics.join_arrow import judgments_of
 
     frame = grades_table(qrels)
     if not len(frame):
@@ -62,7 +62,7 @@ def _path_join(path: str, judged: DictJudgments | Judgments, precision: Precisio
 
 
 def _table_join(frame: Any, judged: DictJudgments | Judgments, precision: Precision) -> RunJoin:
-    from grader.metrics.ranked import join_run
+    from grader.metrics.join_arrow import join_run
 
     indexed = judged.arrow if isinstance(judged, DictJudgments) else judged
 

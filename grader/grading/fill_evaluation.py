@@ -25,7 +25,7 @@ from grader.metrics.measures import Measure
 if TYPE_CHECKING:
     import pandas as pd
 
-    from grader.metrics.ranking import Precision
+    from grader.metrics.rank_order import Precision
 
 COLUMNS = ["run", "query_id", "measure", "regime", "source", "value", "corrected", "ci_low"]
 COLUMNS += ["ci_high"]

@@ -25,7 +25,7 @@ import pandas as pd
 from grader.errors import InputError
 from grader.io.grades import read_human_grades
 from grader.io.trec import read_run
-from grader.metrics.ranking import Precision
+from grader.metrics.rank_order import Precision
 from grader.models import Doc, Query
 
 SHOW_IDS = 5  # how many missing ids an error names

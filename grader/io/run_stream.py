@@ -1,7 +1,7 @@
 """A TREC run read block by block against indexed qrels: only its judged rows are kept.
 
 Every measure needs, per query, the ranks and grades of the judged documents a run returned and
-how many it returned (see `grader.metrics.ranked`). So a 10-million-line run need not be held
+how many it returned (see `grader.metrics.join_arrow`). So a 10-million-line run need not be held
 whole: it is read in blocks of a few MiB cut at line ends (each parsed by Arrow), each complete
 ranking is ordered as trec_eval orders it (score descending in the chosen precision, ties by
 doc id descending), and of its rows only (qrels query code, rank, grade) of judged documents
@@ -26,22 +26,22 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.csv as pacsv
 
 from grader.errors import InputError
+from grader.io.duplicates import duplicate_error
 from grader.io.runs import run_source
-from grader.io.trec import RUN_COLUMNS, RUN_EXAMPLE, duplicate_error, read_run, score_check
-from grader.io.trec_parse import _sniff_delimiter, convert_options, parse_options, regular_rows
-from grader.io.trec_scan import (
+from grader.io.trec import RUN_COLUMNS, RUN_EXAMPLE, read_run, score_check
+from grader.io.trec_arrow import _sniff_delimiter, read_block, regular_rows
+from grader.io.trec_lines import (
     TREC_LINE_LIMIT,
     check_lines,
     check_text_head,
     line_blocks,
     plain_block,
 )
+from grader.metrics.join_arrow import Judgments, join_run
 from grader.metrics.judged_rows import JudgedRun
-from grader.metrics.ranked import Judgments, join_run
-from grader.metrics.ranking import Precision, rank_order, ranks_within
+from grader.metrics.rank_order import Precision, rank_order, ranks_within
 
 BLOCK = 1 << 22  # 4 MiB of text, ~120,000 run lines: Arrow's parse stays fast, memory small
 _PARSE_CHUNK = 2 * TREC_LINE_LIMIT  # Arrow parses a block in chunks of this, on its threads
@@ -209,16 +209,11 @@ def _parse(block: bytes, sniffed: tuple[str, int]) -> pa.RecordBatch | None:
     Arrow's fast path takes it as it is, else None."""
     if not plain_block(block):
         return None  # a NUL byte, or a line over the limit
-    delimiter, width = sniffed
-    names = list(RUN_COLUMNS) + [f"extra_{i}" for i in range(width - len(RUN_COLUMNS))]
     types = {n: pa.string() for n in RUN_COLUMNS}
     types["score"] = pa.float64()
     try:
-        table = pacsv.read_csv(
-            pa.BufferReader(block),
-            read_options=pacsv.ReadOptions(column_names=names, block_size=_PARSE_CHUNK),
-            parse_options=parse_options(delimiter),
-            convert_options=convert_options(RUN_COLUMNS, types),
+        table = read_block(
+            block, RUN_COLUMNS, types, sniffed, extra_columns=True, chunk=_PARSE_CHUNK
         )
     except pa.ArrowException:
         return None

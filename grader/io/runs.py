@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from grader.errors import InputError
-from grader.metrics.ranking import Precision
+from grader.metrics.rank_order import Precision
 
 if TYPE_CHECKING:
     import pandas as pd

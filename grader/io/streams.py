@@ -20,7 +20,7 @@ from grader.errors import InputError
 
 LINE_LIMIT = 64 << 20
 """The longest line any reader takes (64 MiB: a JSONL document, a CSV row); TREC readers allow
-less (`grader.io.trec_scan.TREC_LINE_LIMIT`)."""
+less (`grader.io.trec_lines.TREC_LINE_LIMIT`)."""
 
 
 def allow_long_csv_fields() -> None:

@@ -21,7 +21,7 @@ import pandas as pd
 
 from grader.errors import InputError
 from grader.io.grade_format import DISTRIBUTION_COLUMNS as DISTRIBUTION
-from grader.metrics.ranking import Precision
+from grader.metrics.rank_order import Precision
 
 #: Each column relgrade reads, and the names either convention gives it (first found wins).
 QUERY_ID = ("query_id", "qid")
@@ -189,7 +189,8 @@ def run_table(value: Any, *, precision: Precision = "float32", what: str = "run"
     sorted by query then rank, as `read_run` gives a file (the same ranking code)."""
     import pyarrow as pa
 
-    from grader.io.trec import check_duplicates, query_codes, ranked_frame
+    from grader.io.duplicates import check_duplicates
+    from grader.io.trec import query_codes, ranked_frame
 
     frame = _renamed(
         as_frame(value, "score", what, RUN_EXPECTED),

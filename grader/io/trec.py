@@ -2,9 +2,9 @@
 
 Runs are `qid Q0 docid rank score tag`; qrels are `qid iter docid grade`, whitespace separated,
 `.gz` transparent. As trec_eval 10 reads them, `#` comment lines are skipped and run columns
-after the sixth are ignored. Tokenising is Arrow's (see trec_parse) and every check is
-vectorised, so a 10-million-line run reads in seconds; the slow path (re-reading the file line
-by line) runs only to name the exact line of an error.
+after the sixth are ignored. Tokenising is Arrow's (`trec_arrow`; `grader.io` says which reader
+reads what) and every check is vectorised, so a 10-million-line run reads in seconds; the slow
+path (re-reading the file line by line) runs only to name the exact line of an error.
 
 The rank column of a run is never trusted: `rank` is recomputed the way trec_eval orders a
 ranking, by score descending with ties broken by doc id descending. Scores are compared in
@@ -15,7 +15,6 @@ float32 are ties); `precision="float64"` compares in double precision (trec_eval
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,16 +25,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from grader.errors import InputError
+from grader.io.duplicates import check_duplicates, duplicate_error
 from grader.io.files import atomic_write, iter_lines
-from grader.io.string_hash import string_hashes
-from grader.io.trec_parse import (
+from grader.io.trec_arrow import (
     float_column,
     line_of,
     lines_of,
     parse_columns,
 )
-from grader.io.trec_scan import NumberCheck, finite_number, parses_as_number
-from grader.metrics.ranking import Precision, rank_order, ranks_within
+from grader.io.trec_lines import NumberCheck, finite_number, parses_as_number
+from grader.metrics.rank_order import Precision, rank_order, ranks_within
 
 if TYPE_CHECKING:  # pandas (and pydantic, through grader.models) load only where used, so
     import pandas as pd  # `relgrade evaluate` of a small run starts fast
@@ -71,65 +70,6 @@ def _check_duplicates(
         return duplicate_error(path, qid, did, first, second, kind)
 
     check_duplicates(table, qcodes, lines)
-
-
-def check_duplicates(
-    table: pa.Table,
-    qcodes: npt.NDArray[np.int64],
-    error: Callable[[str, str, list[int]], InputError],
-) -> None:
-    """Raise `error(query_id, doc_id, [row, row])` when a (query_id, doc_id) appears twice: the
-    earliest row that repeats one before it, and that one. Memory: a few arrays of one int per
-    row."""
-    key = string_hashes(table["doc_id"]) ^ (
-        qcodes.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-    )
-    ordered = np.sort(key)
-    if not bool(np.any(ordered[1:] == ordered[:-1])):
-        return
-    del ordered
-    order = np.argsort(key, kind="stable")  # equal keys in row order
-    ordered = key[order]
-    repeats = np.flatnonzero(ordered[1:] == ordered[:-1]) + 1
-    # Each repeat's first row with its key; repeats confirmed on the ids (hashes may collide).
-    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
-    firsts = order[starts[np.searchsorted(starts, repeats, side="right") - 1]]
-    seconds = order[repeats]
-    at = int(np.argmin(seconds))
-    a, b = int(firsts[at]), int(seconds[at])
-    ids = [table[c].take(pa.array([a, b])).to_pylist() for c in ("query_id", "doc_id")]
-    if ids[0][0] == ids[0][1] and ids[1][0] == ids[1][1]:
-        raise error(str(ids[0][0]), str(ids[1][0]), [a, b])
-    # a hash collision between different ids: check the rows of repeated hashes exactly
-    _check_duplicates_exactly(table, np.unique(np.concatenate([firsts, seconds])), error)
-
-
-def _check_duplicates_exactly(
-    table: pa.Table,
-    rows: npt.NDArray[np.int64],
-    error: Callable[[str, str, list[int]], InputError],
-) -> None:
-    """The same check on the rows whose hashes repeat, on the ids themselves."""
-    seen: dict[tuple[str, str], int] = {}
-    taken = pa.array(np.sort(rows))
-    qids = table["query_id"].take(taken).to_pylist()
-    dids = table["doc_id"].take(taken).to_pylist()
-    for row, pair in zip(np.sort(rows).tolist(), zip(qids, dids, strict=True), strict=True):
-        if pair in seen:
-            raise error(pair[0], pair[1], [seen[pair], row])
-        seen[pair] = row
-
-
-def duplicate_error(
-    path: str | Path, qid: str, did: str, first: int, second: int, kind: str
-) -> InputError:
-    """The error for a (query, doc) listed on two lines of a run or qrels."""
-    return InputError(
-        f"query {qid!r} lists doc {did!r} twice, on lines {first} and {second}",
-        path=path,
-        line=second,
-        hint=f"keep one line per (query, doc) in a {kind}",
-    )
 
 
 def _bad_score(path: Path, cell: object, line: int) -> InputError:

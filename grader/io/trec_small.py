@@ -1,8 +1,8 @@
-"""Small TREC files read in plain Python: no Arrow to import.
+"""Small TREC files read in plain Python: no Arrow to import (`grader.io` says why).
 
-Importing pyarrow takes longer (0.2-0.3 s) than reading and scoring a run of a few MB, so
-`relgrade evaluate` reads qrels and runs of up to SMALL_BYTES of text here, into lists and dicts
-(`grader.metrics.judgments_dict`), and leaves larger ones to the Arrow readers (`trec`,
+Importing pyarrow takes longer than reading and scoring a run of a few MB, so `relgrade
+evaluate` reads qrels and runs of up to SMALL_BYTES of text here, into lists and dicts
+(`grader.metrics.join_dicts`), and leaves larger ones to the Arrow readers (`trec`,
 `run_stream`).
 
 Only files that this module reads exactly as those readers do are taken; for any other file the
@@ -10,8 +10,8 @@ functions return None and the caller uses the Arrow reader, which reads it or na
 line and fix. So answers and errors never depend on which reader ran (tests/test_trec_small.py
 gives both the same inputs). Taken: UTF-8 text without a byte order mark or NUL, lines ending
 in `\\n` or `\\r\\n`, cells separated by spaces or by tabs (one of the two in a file; repeated,
-leading or trailing ones split as the careful reader splits them), no other whitespace
-character and no `"` (the careful reader would unquote it), `#` comment lines and blank lines,
+leading or trailing ones split as the irregular path splits them), no other whitespace
+character and no `"` (the irregular path unquotes it), `#` comment lines and blank lines,
 every other line with its columns (a run's later ones ignored), finite scores and integer grades
 (at most 2^53) in the notation Arrow and `float()` parse alike (`grader.io.decimals`), and no
 (query, doc) twice.
@@ -28,10 +28,10 @@ import numpy.typing as npt
 from grader.errors import InputError
 from grader.io.decimals import parse_cells, parse_decimals
 from grader.io.files import _open_binary
-from grader.io.trec_scan import TREC_LINE_LIMIT
+from grader.io.trec_lines import TREC_LINE_LIMIT
+from grader.metrics.join_dicts import DictJudgments, dict_judgments, query_codes
 from grader.metrics.judged_rows import Int, JudgedRun
-from grader.metrics.judgments_dict import DictJudgments, dict_judgments, query_codes
-from grader.metrics.ranking import Precision
+from grader.metrics.rank_order import Precision
 
 SMALL_BYTES = 4 << 20
 """The largest file (its text, after gunzip) read here; larger ones go to the Arrow readers."""

@@ -7,7 +7,7 @@ call (`registry`; docs/adding-a-measure.md).
 
 from grader.metrics.ap import average_precision
 from grader.metrics.evaluate import evaluate, mean_scores
-from grader.metrics.judged import judged_at_k
+from grader.metrics.judged_at_k import judged_at_k
 from grader.metrics.measures import (
     DEFAULT_MEASURES,
     DEFAULT_THRESHOLD,

@@ -18,7 +18,7 @@ import numpy.typing as npt
 from grader.metrics._lists import Grades, is_relevant, top
 from grader.metrics.judged_rows import Ranked
 from grader.metrics.measures import DEFAULT_THRESHOLD, Measure
-from grader.metrics.ranking import ranks_within
+from grader.metrics.rank_order import ranks_within
 from grader.metrics.registry import register
 
 

@@ -21,7 +21,7 @@ import numpy.typing as npt
 from grader.metrics._lists import Grades
 from grader.metrics.judged_rows import Ranked
 from grader.metrics.measures import DEFAULT_THRESHOLD, Measure
-from grader.metrics.ranking import sum_before_within
+from grader.metrics.rank_order import sum_before_within
 from grader.metrics.registry import register
 
 

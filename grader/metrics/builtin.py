@@ -12,7 +12,7 @@ MODULES = (
     "ap",
     "rprec",
     "success",
-    "judged",
+    "judged_at_k",
     "err",
     "bpref",
     "numret",

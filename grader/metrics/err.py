@@ -28,7 +28,7 @@ from grader.errors import InputError
 from grader.metrics._lists import Grades, top
 from grader.metrics.judged_rows import Ranked
 from grader.metrics.measures import Measure
-from grader.metrics.ranking import sum_before_within
+from grader.metrics.rank_order import sum_before_within
 from grader.metrics.registry import register
 
 MAX_GRADE = 4

@@ -23,11 +23,12 @@ import numpy as np
 import numpy.typing as npt
 
 from grader.errors import RelgradeWarning
-from grader.metrics import judged_only, registry
+from grader.metrics import registry
+from grader.metrics.condensed import condense
 from grader.metrics.judged_rows import Ranked
 from grader.metrics.measures import Measure, is_summed
 from grader.metrics.query_order import query_order
-from grader.metrics.ranking import Precision
+from grader.metrics.rank_order import Precision
 from grader.metrics.thresholds import resolve_thresholds
 
 if TYPE_CHECKING:  # pandas only where a frame is asked for: `relgrade evaluate` never imports it
@@ -57,7 +58,7 @@ def evaluate(
     missing="skip"), `n_queries` = queries in the mean, `qrels_queries` = queries in the qrels,
     `unjudged_queries` = run queries the qrels lack (ignored).
     """
-    from grader.metrics.ranked import join_run, judgments_of  # Arrow: never for `score`
+    from grader.metrics.join_arrow import join_run, judgments_of  # Arrow: never for `score`
 
     judged = judgments_of(qrels)
     top = int(judged.sorted_grades.max()) if len(judged.sorted_grades) else None
@@ -140,7 +141,7 @@ def score(ranked: Ranked, measures: Sequence[Measure], *, missing: Missing = "ze
     listed = query_order(list(qids))  # numeric ids by number, like calibrate's per-query lists
     qids = qids[listed]
     columns: dict[str, npt.NDArray[np.float64]] = {}
-    condensed = judged_only.condense(ranked) if any(m.judged_only for m in measures) else ranked
+    condensed = condense(ranked) if any(m.judged_only for m in measures) else ranked
     for measure in measures:
         kernel = registry.get(measure.name).compute
         values = kernel(measure, condensed if measure.judged_only else ranked)

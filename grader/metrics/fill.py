@@ -43,7 +43,7 @@ from grader.metrics.measures import Measure, parse_measure
 if TYPE_CHECKING:
     import pandas as pd
 
-    from grader.metrics.ranking import Precision
+    from grader.metrics.rank_order import Precision
 
 REGIMES = ("holes_nonrelevant", "judged_only", "filled")
 SOURCES = ("human", "llm", "unjudged")
@@ -186,7 +186,7 @@ def evaluate_fill(
     rank|score]. `weights` (1/pi of each also-judged pair, from its
     manifest) weight the overlap; `level` None: no interval; `seed` seeds its imputations.
     """
-    from grader.metrics.ranked import join
+    from grader.metrics.join_arrow import join
 
     parsed = [parse_measure(m) for m in measures]
     names = [str(m) for m in parsed]

@@ -2,8 +2,8 @@
 
 Every measure needs, per query, the ranks and grades of the *judged* documents a run returned,
 how many documents it returned, and the query's judged grades (recall denominators, nDCG's
-ideal). Both ways of indexing a qrels (Arrow columns in `grader.metrics.ranked`, Python dicts in
-`grader.metrics.judgments_dict`) end here, so the kernels never know which one ran.
+ideal). Both ways of indexing a qrels (Arrow columns in `grader.metrics.join_arrow`, Python dicts in
+`grader.metrics.join_dicts`) end here, so the kernels never know which one ran.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ class Ranked:
         return out
 
 
-class Ideal(NamedTuple):  # a NamedTuple: made faster than a dataclass at import
+class Ideal(NamedTuple):  # a NamedTuple: cheaper to define at import than a dataclass
     """Every judgment of a qrels sorted by query, then grade descending (see `Ranked`)."""
 
     query: Int
@@ -69,7 +69,7 @@ class Ideal(NamedTuple):  # a NamedTuple: made faster than a dataclass at import
 
 def ideal_of(query_codes: Int, grades: Int) -> Ideal:
     """The ideal rankings of judgments given as (query code, grade) in file order."""
-    from grader.metrics.ranking import ranks_within
+    from grader.metrics.rank_order import ranks_within
 
     order = np.lexsort((-grades, query_codes))
     query = query_codes[order]

@@ -23,7 +23,7 @@ import numpy.typing as npt
 from grader.metrics._lists import Grades, check_k
 from grader.metrics.judged_rows import Ranked
 from grader.metrics.measures import Measure
-from grader.metrics.ranking import ranks_within
+from grader.metrics.rank_order import ranks_within
 from grader.metrics.spellings import Gains
 
 

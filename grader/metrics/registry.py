@@ -147,7 +147,7 @@ def load_plugins() -> None:
     if _loaded["plugins"]:
         return
     _loaded["plugins"] = True
-    from importlib.metadata import entry_points  # ~50 ms: only when a name is not built in
+    from importlib.metadata import entry_points  # slow to scan: only when a name is not built in
 
     for point in entry_points(group=ENTRY_POINTS):
         loaded = point.load()  # a module registers as it is imported; a function is called

@@ -2,7 +2,7 @@
 Cohen's kappa between the versions, the pairs whose grade moved (with both reasons), failures and
 the cost of the regrade with and without the Batch API discount.
 
-Pure functions over `Judgment`s; no I/O. Kappa is the metrics core's (`grader.metrics.agreement`),
+Pure functions over `Judgment`s; no I/O. Kappa is the metrics core's (`grader.metrics.kappa`),
 the same one calibration uses.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from grader.metrics.agreement import kappa
+from grader.metrics.kappa import kappa
 from grader.models import GRADES, Judgment
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from grader.errors import InputError
-from grader.metrics.agreement import kappa as cohen_kappa
+from grader.metrics.kappa import kappa as cohen_kappa
 from grader.models import GRADES, MAX_GRADE, MIN_GRADE
 
 _UNDEFINED = -10.0  # below any kappa: an undefined kappa never wins over a defined one

@@ -24,7 +24,7 @@ import numpy as np
 
 from grader.metrics._lists import Grades
 from grader.metrics.judged_rows import Ranked
-from grader.metrics.ranking import ranks_within
+from grader.metrics.rank_order import ranks_within
 
 
 def condensed(rels: Grades) -> list[int]:

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from grader.errors import InputError
 from grader.metrics.judged_rows import Ideal, Int, Ranked, ideal_of, ranked_rows
-from grader.metrics.ranking import Precision, rank_order, ranks_within
+from grader.metrics.rank_order import Precision, rank_order, ranks_within
 
 if TYPE_CHECKING:  # pandas is imported where a frame is read: `relgrade evaluate` never needs it
     import pandas as pd

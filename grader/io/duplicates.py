@@ -1,12 +1,18 @@
-"""A 64-bit hash of every string of an Arrow column, vectorised over its buffers (the
-duplicate check of the TREC readers: equal strings hash equal; matches are confirmed on the
-strings)."""
+"""The duplicate check of the TREC readers: a (query, doc) listed twice, found with a 64-bit
+hash of every id (vectorised over the Arrow buffers: equal strings hash equal) and confirmed on
+the ids, then named with both its rows.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+
+from grader.errors import InputError
 
 _HASH_BASE = np.uint64(1099511628211)
 _HASH_ROWS = 1 << 20
@@ -84,3 +90,62 @@ def _hash_by_position(
             h = h * _HASH_BASE ^ word
             word[:] = 0
     return h
+
+
+def check_duplicates(
+    table: pa.Table,
+    qcodes: npt.NDArray[np.int64],
+    error: Callable[[str, str, list[int]], InputError],
+) -> None:
+    """Raise `error(query_id, doc_id, [row, row])` when a (query_id, doc_id) appears twice: the
+    earliest row that repeats one before it, and that one. Memory: a few arrays of one int per
+    row."""
+    key = string_hashes(table["doc_id"]) ^ (
+        qcodes.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    )
+    ordered = np.sort(key)
+    if not bool(np.any(ordered[1:] == ordered[:-1])):
+        return
+    del ordered
+    order = np.argsort(key, kind="stable")  # equal keys in row order
+    ordered = key[order]
+    repeats = np.flatnonzero(ordered[1:] == ordered[:-1]) + 1
+    # Each repeat's first row with its key; repeats confirmed on the ids (hashes may collide).
+    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+    firsts = order[starts[np.searchsorted(starts, repeats, side="right") - 1]]
+    seconds = order[repeats]
+    at = int(np.argmin(seconds))
+    a, b = int(firsts[at]), int(seconds[at])
+    ids = [table[c].take(pa.array([a, b])).to_pylist() for c in ("query_id", "doc_id")]
+    if ids[0][0] == ids[0][1] and ids[1][0] == ids[1][1]:
+        raise error(str(ids[0][0]), str(ids[1][0]), [a, b])
+    # a hash collision between different ids: check the rows of repeated hashes exactly
+    _check_duplicates_exactly(table, np.unique(np.concatenate([firsts, seconds])), error)
+
+
+def _check_duplicates_exactly(
+    table: pa.Table,
+    rows: npt.NDArray[np.int64],
+    error: Callable[[str, str, list[int]], InputError],
+) -> None:
+    """The same check on the rows whose hashes repeat, on the ids themselves."""
+    seen: dict[tuple[str, str], int] = {}
+    taken = pa.array(np.sort(rows))
+    qids = table["query_id"].take(taken).to_pylist()
+    dids = table["doc_id"].take(taken).to_pylist()
+    for row, pair in zip(np.sort(rows).tolist(), zip(qids, dids, strict=True), strict=True):
+        if pair in seen:
+            raise error(pair[0], pair[1], [seen[pair], row])
+        seen[pair] = row
+
+
+def duplicate_error(
+    path: str | Path, qid: str, did: str, first: int, second: int, kind: str
+) -> InputError:
+    """The error for a (query, doc) listed on two lines of a run or qrels."""
+    return InputError(
+        f"query {qid!r} lists doc {did!r} twice, on lines {first} and {second}",
+        path=path,
+        line=second,
+        hint=f"keep one line per (query, doc) in a {kind}",
+    )

@@ -1,6 +1,6 @@
 """A qrels indexed in Python dicts, and the join of a run given as lists: no Arrow.
 
-What `grader.metrics.ranked` does with Arrow columns (`judgments`, `join_run`), for small files
+What `grader.metrics.join_arrow` does with Arrow columns (`judgments`, `join_run`), for small files
 read in plain Python: importing Arrow costs more than a run of a few MB takes to score. Ids are
 the UTF-8 bytes of the file (doc ids are only looked up and compared, and bytes compare as
 trec_eval's strcmp does); query ids are decoded for the output. The answer is the same `Ranked`
@@ -19,10 +19,10 @@ import numpy as np
 
 from grader.errors import InputError
 from grader.metrics.judged_rows import Ideal, Int, Ranked, ideal_of, ranked_rows
-from grader.metrics.ranking import Precision, rank_order, ranks_within
+from grader.metrics.rank_order import Precision, rank_order, ranks_within
 
 if TYPE_CHECKING:
-    from grader.metrics.ranked import Judgments
+    from grader.metrics.join_arrow import Judgments
 
 _UNJUDGED = np.iinfo(np.int64).min  # no grade: qrels grades are far smaller integers
 _NO_GRADES: dict[bytes, int] = {}
@@ -31,8 +31,8 @@ _NO_GRADES: dict[bytes, int] = {}
 class DictJudgments:
     """The judgments of a qrels: `grades[code][doc]` is the grade of a query's doc, `codes`
     the code of each query id (its position in `query_ids`, the order of first appearance).
-    `rows` keeps the judgments as given, for `arrow`. (A plain class: making a dataclass
-    costs about a millisecond at import, where `relgrade evaluate` counts milliseconds.)"""
+    `rows` keeps the judgments as given, for `arrow`. (A plain class: a dataclass costs
+    time at import, and `relgrade evaluate` of a small run is mostly its start.)"""
 
     def __init__(
         self,
@@ -58,11 +58,11 @@ class DictJudgments:
 
     @cached_property
     def arrow(self) -> Judgments:
-        """The same judgments indexed by Arrow (`grader.metrics.ranked.judgments`), for a run
+        """The same judgments indexed by Arrow (`grader.metrics.join_arrow.judgments`), for a run
         too large for plain Python."""
         import pyarrow as pa
 
-        from grader.metrics.ranked import judgments
+        from grader.metrics.join_arrow import judgments
 
         queries, docs, grades = self.rows
         return judgments(
@@ -83,7 +83,7 @@ class DictJudgments:
     ) -> Ranked:
         """The judged rows of a run given as columns, one row per line: each line's query as a
         code into `heads` (`query_codes`; a query's lines together or not), its doc id and
-        score, as `grader.metrics.ranked.join_run` gives them. A (query, doc) listed twice is
+        score, as `grader.metrics.join_arrow.join_run` gives them. A (query, doc) listed twice is
         an InputError (the caller's reader names the lines)."""
         grouped = bool((qcodes[1:] >= qcodes[:-1]).all())
         _check_unique(qcodes, docs, grouped)

@@ -1,12 +1,13 @@
-"""Tokenising whitespace-separated TREC files into Arrow columns, fast and with exact errors.
+"""TREC files into Arrow columns: the reader of every file `trec_small` does not take.
 
 The fast path is pyarrow's multi-threaded CSV reader with the file's single delimiter, ids as
 large strings and the numeric column parsed to float64 in C++, fed blocks of 16 MiB of whole
-lines (`trec_scan.line_blocks`). A block it rejects has its lines checked at once, so a bad line
+lines (`trec_lines.line_blocks`). A block it rejects has its lines checked at once, so a bad line
 is named (file and line) as soon as its block is read, in that block's memory. A file with no
-bad line that Arrow still cannot take (mixed or repeated whitespace, a BOM) goes through pandas'
-C tokenizer, which splits on any whitespace. So regular files are read at Arrow speed and
-irregular ones still read, or fail with file, line and fix.
+bad line that the fast path still cannot take (repeated or mixed spaces and tabs, a byte order
+mark) is read again block by block with its whitespace normalised (`_irregular_table`): the cells
+are those of splitting each line on runs of spaces and tabs, quoted cells are unquoted, and the
+numeric column stays text for the caller to check. Memory is a block plus the columns either way.
 
 Both paths read files as trec_eval 10 does: a line whose first non-blank character is `#` is a
 comment and skipped, and (for runs, `extra_columns=True`) the columns after the expected ones
@@ -15,12 +16,10 @@ are ignored. A line with fewer columns stays an error naming file and line.
 
 from __future__ import annotations
 
-import io
 import re
-import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -31,7 +30,7 @@ import pyarrow.csv as pacsv
 from grader.errors import InputError
 from grader.io.files import _open_binary, iter_lines
 from grader.io.streams import READ_ERRORS
-from grader.io.trec_scan import (
+from grader.io.trec_lines import (
     TREC_LINE_LIMIT,
     NumberCheck,
     check_lines,
@@ -42,12 +41,8 @@ from grader.io.trec_scan import (
     plain_block,
 )
 
-if TYPE_CHECKING:  # the careful reader's pandas loads only when a file needs it
-    import pandas as pd
-
-_FIELDS_RE = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
 _ID_COLUMNS = ("query_id", "doc_id")
-_COMMENT_LINES = re.compile(rb"^(?:\xef\xbb\xbf)?[ \t]*#[^\r\n]*", re.MULTILINE)
+_BOM = b"\xef\xbb\xbf"
 _Rows = TypeVar("_Rows", pa.Table, pa.RecordBatch)
 
 
@@ -68,35 +63,33 @@ def parse_columns(
 ) -> pa.Table:
     """The file as an Arrow table: ids as large strings, `numeric` as float64 when parseable.
 
-    On the careful path `numeric` stays a string column (so the caller can name a bad value);
+    On the irregular path `numeric` stays a string column (so the caller can name a bad value);
     every other column is a string column in both paths. `#` comment lines are skipped; with
     `extra_columns`, columns after `names` are ignored (else they are an error).
 
     When the fast path rejects a file, its first bad line is looked for in bounded memory
-    (`trec_scan`): a wrong column count, bad UTF-8, or a `numeric` cell `number_error` refuses
-    (default: not a number) raises there; only a file with no bad line is read by pandas.
+    (`trec_lines`): a wrong column count, bad UTF-8, or a `numeric` cell `number_error` refuses
+    (default: not a number) raises there; only a file with no bad line is read as irregular.
+    A file the fast path cannot start on (a byte order mark, mixed separators on its first line)
+    is read as irregular at once: its structure is checked there, its numbers by the caller.
     """
     check_text_head(path, kind)  # a binary file is "not UTF-8", not a column count
     sniffed = _sniff_delimiter(path)
-    table = None
-    if sniffed is not None:
-        number_error = number_error or _not_a_number(path, numeric)
-        table = _arrow_blocks(
-            path, names, numeric, kind, example, sniffed,
-            extra_columns=extra_columns, number_error=number_error,
-        )  # fmt: skip
-        if table is None:  # an irregular block: is a later line bad?
-            first_bad_line(
-                path, _block_check(names, numeric, extra_columns, sniffed),
-                names, numeric, kind, example,
-                extra_columns=extra_columns, number_error=number_error,
-            )  # fmt: skip
-    if table is None:
-        frame = _parse_pandas(path, names, kind, example, extra_columns)
-        table = pa.table(
-            {n: pa.array(frame[n].to_numpy(dtype=object), pa.large_string()) for n in names}
-        )
-    return table
+    if sniffed is None:
+        return _irregular_table(path, names, numeric, kind, example, extra_columns)
+    number_error = number_error or _not_a_number(path, numeric)
+    table = _arrow_blocks(
+        path, names, numeric, kind, example, sniffed,
+        extra_columns=extra_columns, number_error=number_error,
+    )  # fmt: skip
+    if table is not None:
+        return table
+    first_bad_line(  # an irregular block: is a later line bad?
+        path, _block_check(names, numeric, extra_columns, sniffed),
+        names, numeric, kind, example,
+        extra_columns=extra_columns, number_error=number_error,
+    )  # fmt: skip
+    return _irregular_table(path, names, numeric, kind, example, extra_columns)
 
 
 _PARSE_BLOCK = 1 << 24  # the fast path parses the file in blocks of 16 MiB of whole lines
@@ -116,7 +109,7 @@ def _arrow_blocks(
 ) -> pa.Table | None:
     """The file read by Arrow block by block. A block Arrow rejects has its lines checked at
     once, and the first bad one raises (file and line, in that block's memory); None when it
-    holds no bad line (irregular whitespace: the careful path's business)."""
+    holds no bad line (irregular whitespace: the irregular path's business)."""
     tables = []
     for before, block in line_blocks(path, _PARSE_BLOCK):
         table = _arrow_table(block, names, numeric, extra_columns, sniffed)
@@ -127,7 +120,7 @@ def _arrow_blocks(
             )  # fmt: skip
             return None
         tables.append(table)
-    return pa.concat_tables(tables) if tables else None
+    return pa.concat_tables(tables) if tables else _empty(names, numeric)
 
 
 def _block_check(
@@ -185,33 +178,49 @@ def _arrow_table(
     sniffed: tuple[str, int],
 ) -> pa.Table | None:
     """A block of whole lines read by pyarrow when it is regular; None means: check its lines
-    (and maybe use the careful path)."""
+    (and maybe read the file as irregular)."""
     if not plain_block(block):
         return None  # a NUL byte, or a line over the limit: `check_lines` names it
-    delimiter, width = sniffed
-    columns = list(names)
-    if extra_columns and width > len(names):
-        columns += [f"extra_{i}" for i in range(width - len(names))]  # read, then dropped
     types = {n: pa.large_string() if n in _ID_COLUMNS else pa.string() for n in names}
     types[numeric] = pa.float64()
     try:
-        table = pacsv.read_csv(
-            pa.BufferReader(block),
-            read_options=pacsv.ReadOptions(column_names=columns, block_size=_CHUNK),
-            parse_options=parse_options(delimiter),
-            convert_options=convert_options(names, types),
-        )
+        table = read_block(block, names, types, sniffed, extra_columns=extra_columns, chunk=_CHUNK)
     except pa.ArrowException:
         return None
     return regular_rows(table, names, numeric)
 
 
-def parse_options(delimiter: str) -> pacsv.ParseOptions:
-    """How Arrow splits a TREC file on its one `delimiter` (both fast readers: this and
-    `run_stream`): no quoting, blank lines skipped, comment lines of the wrong width skipped."""
+def read_block(
+    block: bytes,
+    names: Sequence[str],
+    types: dict[str, pa.DataType],
+    sniffed: tuple[str, int],
+    *,
+    extra_columns: bool,
+    chunk: int,
+    quoted: bool = False,
+) -> pa.Table:
+    """A block of whole lines of `sniffed` (delimiter, cells per line) read by Arrow into the
+    `names` columns typed `types`, in chunks of `chunk` bytes parsed in parallel (both fast
+    readers: this and `run_stream`). Raises pa.ArrowException when Arrow cannot take it."""
+    delimiter, width = sniffed
+    columns = list(names)
+    if extra_columns and width > len(names):
+        columns += [f"extra_{i}" for i in range(width - len(names))]  # read, then dropped
+    return pacsv.read_csv(
+        pa.BufferReader(block),
+        read_options=pacsv.ReadOptions(column_names=columns, block_size=chunk),
+        parse_options=parse_options(delimiter, quoted=quoted),
+        convert_options=convert_options(names, types),
+    )
+
+
+def parse_options(delimiter: str, *, quoted: bool = False) -> pacsv.ParseOptions:
+    """How Arrow splits a TREC file on its one `delimiter`: quoting only when `quoted` (the
+    irregular path unquotes), blank lines skipped, comment lines of the wrong width skipped."""
     return pacsv.ParseOptions(
         delimiter=delimiter,
-        quote_char=False,
+        quote_char='"' if quoted else False,
         escape_char=False,
         ignore_empty_lines=True,
         invalid_row_handler=_skip_comment,
@@ -231,7 +240,7 @@ def convert_options(names: Sequence[str], types: dict[str, pa.DataType]) -> pacs
 
 def regular_rows(rows: _Rows, names: Sequence[str], numeric: str) -> _Rows | None:
     """`rows` (a table or a block of one) without `#` comments of the right width, or None
-    when a field is empty (the careful path's business)."""
+    when a field is empty (a doubled separator: the irregular path's business)."""
     comments = pc.starts_with(rows.column(names[0]), "#")  # comments that have the right width
     if rows.num_rows and pc.any(comments).as_py():
         rows = rows.filter(pc.invert(comments))
@@ -243,86 +252,113 @@ def regular_rows(rows: _Rows, names: Sequence[str], numeric: str) -> _Rows | Non
     return rows
 
 
-def _without_comments(fh: IO[bytes]) -> IO[bytes]:
-    """The file's bytes with every comment line emptied (line numbers stay those of the file)."""
-    data = fh.read()
-    return io.BytesIO(_COMMENT_LINES.sub(b"", data) if b"#" in data else data)
-
-
-def _parse_pandas(
-    path: Path, names: tuple[str, ...], kind: str, example: str, extra_columns: bool
-) -> pd.DataFrame:
-    """The careful reader: any whitespace, exact line numbers for every structural error."""
-    import pandas as pd
-
-    hint = f"each line must be `{example}`, separated by spaces or tabs"
-    try:
-        with _open_binary(path) as fh, warnings.catch_warnings():
-            # pandas only warns when the first line has extra columns: make that an error too
-            warnings.simplefilter("error", pd.errors.ParserWarning)
-            frame = pd.read_csv(
-                _without_comments(fh),
-                sep=r"\s+",
-                header=None,
-                names=list(names),
-                dtype=dict.fromkeys(names, str),
-                na_filter=False,  # "NA" or "nan" is a valid doc id, never a missing value
-                engine="c",
-                encoding="utf-8",
-                skip_blank_lines=True,
-                index_col=False,
-                usecols=list(names) if extra_columns else None,  # later columns ignored
-            )
-    except pd.errors.EmptyDataError:
-        return pd.DataFrame({name: pd.Series([], dtype=str) for name in names})
-    except pd.errors.ParserError as exc:
-        match = _FIELDS_RE.search(str(exc))
-        if match:
+def _irregular_table(
+    path: Path,
+    names: tuple[str, ...],
+    numeric: str,
+    kind: str,
+    example: str,
+    extra_columns: bool,
+) -> pa.Table:
+    """The file read block by block with its whitespace normalised (`_normalised`), `numeric`
+    as text. A block Arrow still rejects has its structure checked (`check_lines`: column
+    counts, UTF-8, NUL bytes), which names the first bad line; a block rejected all the same
+    (an unclosed quote) is an InputError naming the file."""
+    tables = []
+    for before, raw in line_blocks(path, _PARSE_BLOCK):
+        block = raw[len(_BOM) :] if not before and raw.startswith(_BOM) else raw
+        if not block.strip(b" \t\r\n"):
+            continue  # blank lines only: Arrow would call it an empty file
+        try:
+            tables.append(_irregular_block(block, names, numeric, extra_columns))
+        except pa.ArrowException as exc:
+            check_lines(
+                path, block, before, names, numeric, kind, example,
+                extra_columns=extra_columns, number_error=_any_cell,
+            )  # fmt: skip
             raise InputError(
-                f"expected {len(names)} columns in a {kind} line, found {match.group(3)}",
+                f"cannot parse {kind} file: {str(exc).splitlines()[0][:200]}",
                 path=path,
-                line=int(match.group(2)),
-                hint=hint,
+                hint=f"each line must be `{example}`, separated by spaces or tabs",
             ) from None
-        for lineno, text in iter_lines(path):  # e.g. a short first line under `usecols`
-            found = len(text.split())
-            too_few = 0 < found < len(names)
-            if (too_few or (found > len(names) and not extra_columns)) and not is_comment(text):
-                raise InputError(
-                    f"expected {len(names)} columns in a {kind} line, found {found}",
-                    path=path,
-                    line=lineno,
-                    hint=hint,
-                ) from None
-        raise InputError(f"cannot parse {kind} file: {exc}", path=path) from None
-    except pd.errors.ParserWarning:
-        for lineno, text in iter_lines(path):
-            found = len(text.split())
-            if found > len(names) and not is_comment(text):
-                raise InputError(
-                    f"expected {len(names)} columns in a {kind} line, found {found}",
-                    path=path,
-                    line=lineno,
-                    hint=hint,
-                ) from None
-        raise
-    except UnicodeDecodeError:
-        for _ in iter_lines(path):  # names the line of the first bad byte
-            pass
-        raise InputError("not valid UTF-8", path=path, hint="re-encode the file as UTF-8") from None
-    except READ_ERRORS as exc:
-        raise InputError(f"cannot read: {exc}", path=path) from None
-    short = np.flatnonzero((frame[names[-1]] == "").to_numpy())
-    if short.size:
-        row = int(short[0])
-        found = int((frame.iloc[row] != "").sum())
-        raise InputError(
-            f"expected {len(names)} columns in a {kind} line, found {found}",
-            path=path,
-            line=line_of(path, row),
-            hint=hint,
+    return pa.concat_tables(tables) if tables else _empty(names, None)
+
+
+def _irregular_block(
+    block: bytes, names: tuple[str, ...], numeric: str, extra_columns: bool
+) -> pa.Table:
+    """One block of the irregular path as a table; raises pa.ArrowException when Arrow cannot
+    take it even normalised. A run's lines of several widths are cut to their first columns."""
+    if not plain_block(block):
+        raise pa.ArrowInvalid("a NUL byte or an over-long line")
+    text = _normalised(block)
+    types = dict.fromkeys(names, pa.large_string())
+
+    def read(data: bytes, width: int) -> pa.Table:
+        sniffed = (" ", width)
+        extra = width > len(names)
+        return read_block(
+            data, names, types, sniffed, extra_columns=extra, chunk=_CHUNK, quoted=True
         )
-    return frame
+
+    width = max(len(names), _first_width(text)) if extra_columns else len(names)
+    try:
+        table = read(text, width)
+    except pa.ArrowException:
+        if not extra_columns:
+            raise
+        try:  # a quoted cell holding a space, or lines of several widths
+            table = read(text, len(names))
+        except pa.ArrowException:
+            table = read(_FIRST_CELLS[len(names)].sub(rb"\1\2", text), len(names))
+    rows = regular_rows(table, names, numeric)
+    if rows is None:
+        raise pa.ArrowInvalid("an empty field")
+    return rows
+
+
+_FIRST_CELLS = {
+    n: re.compile(rb"(^|\r)((?:[^ \r\n]+ ){%d}[^ \r\n]+) [^\r\n]*" % (n - 1), re.MULTILINE)
+    for n in (4, 6)
+}
+"""A normalised line's first n cells (a qrels' 4, a run's 6) and the rest, to cut the rest."""
+
+
+def _normalised(block: bytes) -> bytes:
+    """A block of whole lines with the spaces and tabs between cells made one space, and none
+    at either end of a line: the cells of splitting on runs of spaces and tabs (`check_lines`)."""
+    block = block.replace(b"\t", b" ")
+    while b"  " in block:
+        block = block.replace(b"  ", b" ")
+    for end in (b"\n", b"\r"):
+        block = block.replace(b" " + end, end).replace(end + b" ", end)
+    return block.strip(b" ")
+
+
+def _first_width(text: bytes) -> int:
+    """The number of cells of the first line of a normalised block that is neither blank nor
+    a comment (0 when there is none)."""
+    start = 0
+    while start < len(text):
+        end = text.find(b"\n", start)
+        end = len(text) if end < 0 else end
+        line = text[start:end].rstrip(b"\r")
+        if line and not line.startswith(b"#"):
+            return line.count(b" ") + 1
+        start = end + 1
+    return 0
+
+
+def _any_cell(cell: str, line: int) -> InputError | None:
+    """The number check of the irregular path: none (the caller checks the column after)."""
+    return None
+
+
+def _empty(names: tuple[str, ...], numeric: str | None) -> pa.Table:
+    """The table of a file without data lines."""
+    return pa.table(
+        {n: pa.array([], pa.float64() if n == numeric else pa.large_string()) for n in names}
+    )
 
 
 def line_of(path: Path, row: int) -> int:

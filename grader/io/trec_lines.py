@@ -1,15 +1,16 @@
-"""Finding the first bad line of a large TREC file in bounded memory.
+"""TREC files as blocks of whole lines, and the line checks that name the first bad line.
 
-When Arrow's whole-file reader rejects a file, the file is read again block by block (4 MiB,
-cut at line ends): a block Arrow accepts is passed over at Arrow speed, and only the lines of a
-block it rejects are checked one by one in Python. So a bad score on line 2 of a 1 GB run is
-named after one block, a bad score on its last line after one streaming pass, and neither
-holds more than a block in memory (the careful pandas reader would hold the whole file twice).
+The Arrow readers read a file in blocks cut at line ends (`line_blocks`); the lines of a block
+Arrow rejects are checked one by one in Python (`check_lines`). When the fast path rejects a
+file, it is read again block by block (4 MiB, `first_bad_line`): a block Arrow accepts is passed
+over at Arrow speed. So a bad score on line 2 of a 1 GB run is named after one block, a bad
+score on its last line after one streaming pass, and neither holds more than a block in memory.
 
-The line checks are those the careful path applies, never stricter: a line with too few columns
-(or too many, unless extra columns are allowed), bytes that are not UTF-8, or a number cell the
-caller's check refuses. A block rejected for something these checks accept (irregular
-whitespace, say) yields no error, and the caller then reads the file with the careful path.
+The line checks split cells on runs of spaces and tabs, as the irregular path reads them, and
+are never stricter than it: a line with too few columns (or too many, unless extra columns are
+allowed), bytes that are not UTF-8, or a number cell the caller's check refuses. A block
+rejected for something these checks accept (irregular whitespace, say) yields no error, and
+the caller then reads the file on the irregular path.
 """
 
 from __future__ import annotations
@@ -26,14 +27,15 @@ from grader.io.streams import READ_ERRORS, line_too_long
 BLOCK = 1 << 22
 TREC_LINE_LIMIT = 1 << 20
 """The longest TREC line read (1 MiB): a longer one is an error naming file and line."""
-_CELL_SEPARATORS = re.compile(rb"[ \t]+")  # what pandas' whitespace tokenizer splits on
+_CELL_SEPARATORS = re.compile(rb"[ \t]+")  # what the irregular path splits on
 
 NumberCheck = Callable[[str, int], InputError | None]
 """(cell text, file line) -> the error for a number cell the caller refuses, else None."""
 
 
 def parses_as_number(cell: str) -> bool:
-    """Whether every reader of the careful path could take `cell` as a number.
+    """Whether the irregular path's number conversion (Arrow's cast, else pandas' to_numeric)
+    could take `cell` as a number.
 
     Python's float() accepts a superset of what Arrow and pandas parse, except for `_` digit
     separators and non-ASCII digits, which neither takes.
