@@ -3,8 +3,8 @@
 40% of the human qrels are removed at random (seeded); the removed pairs are refilled from one
 of the shared LLM label sets (Llama-3-70B, 4 prompts); 1,000 of the remaining judged pairs are
 "also judged" (the LLM's grade kept beside people's). Six runs built over the judged pool
-(tests/fill_data.py: DL 2019 ships no runs) are scored under the three regimes and against the
-full qrels. Prints the tables in Markdown, draws docs/filling-holes.png, and with --coverage N
+(tests/helpers/fill_data.py: DL 2019 ships no runs) are scored under the three regimes and against
+the full qrels. Prints the tables in Markdown, draws docs/filling-holes.png, and with --coverage N
 counts over N seeds how often the filled interval covers the full-qrels score.
 
     python bench/fill_dl2019.py [--seed 0] [--also 1000] [--coverage 50] [--no-plot]
@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 from calibration.spotcheck.also_judged import draw_also_judged  # noqa: E402
 from grader.metrics.evaluate import evaluate  # noqa: E402
 from grader.metrics.fill import REGIMES, FillResult, evaluate_fill  # noqa: E402
-from tests import fill_data as fd  # noqa: E402
+from tests.helpers import fill_data as fd  # noqa: E402
 
 MEASURES = ["nDCG@10", "P(rel=2)@10"]
 PLOT = ROOT / "docs" / "filling-holes.png"

@@ -2,10 +2,10 @@
 
 m of the Q queries are drawn at random (vectorised over --draws draws); people's grades of every
 pair of them are the NIST qrels, the LLM's each of the five shared TREC DL 2019 label sets in
-turn (plus the synthetic population of tests/test_ppi_coverage.py). For each m it prints, per
+turn (plus the synthetic population of tests/helpers/spotcheck_sim.py). For each m it prints, per
 method, the range over the populations of the bias, the coverage of the 95% interval and its
 mean width: the table of docs/spot-checks-that-stop.md. The chosen method is
-calibration.stats.ppi_clusters (tests/test_whole_queries_few.py runs it draw by draw).
+calibration.stats.ppi_clusters (tests/test_ppi_clusters.py runs it draw by draw).
 
     python bench/whole_queries_few.py [--draws 4000] [--seed 7] [--queries 3 6 12]
 """
@@ -24,10 +24,11 @@ from scipy.stats import t as student_t
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.spotcheck_sim import LABEL_SETS, load_label_sets  # noqa: E402
-from tests.test_ppi_coverage import F as SYN_F  # noqa: E402
-from tests.test_ppi_coverage import Q as SYN_Q  # noqa: E402
-from tests.test_ppi_coverage import Y as SYN_Y  # noqa: E402
+from tests.helpers.spotcheck_sim import (  # noqa: E402
+    LABEL_SETS,
+    load_label_sets,
+    synthetic_population,
+)
 
 Arr = npt.NDArray[np.float64]
 Mask = npt.NDArray[np.bool_]
@@ -114,7 +115,8 @@ def main() -> None:
     args = ap.parse_args()
     sets = load_label_sets()
     human = (sets.human >= 2).astype(np.float64)
-    pops = [(SYN_Q.astype(np.float64), SYN_Y.astype(np.float64), SYN_F.astype(np.float64))]
+    syn_q, syn_y, syn_f, _ = synthetic_population()
+    pops = [(syn_q.astype(np.float64), syn_y, syn_f)]
     q = sets.query.astype(np.float64)
     pops += [(q, human, (sets.llm[n] >= 2).astype(np.float64)) for n in LABEL_SETS]
     print("| queries | method | bias | coverage | mean width |\n| --- | --- | --- | --- | --- |")

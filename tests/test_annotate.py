@@ -22,7 +22,7 @@ from calibration.spotcheck.blind import read_blind_csv
 from grader.cli.main import main
 from grader.errors import InputError, NotAJudgePrompt, RelgradeError
 from grader.prompts import load_prompt
-from tests.annotate_helpers import write_sample
+from tests.helpers.annotate_sample import write_sample
 
 
 @pytest.fixture

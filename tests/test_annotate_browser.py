@@ -15,8 +15,8 @@ from calibration.spotcheck.annotate.gradelog import GradeLog, grade_log_path
 from calibration.spotcheck.annotate.scale import prompt_scale
 from calibration.spotcheck.annotate.server import AnnotateServer
 from calibration.spotcheck.blind import read_blind_csv
-from tests.annotate_helpers import SCRIPT_DOC, write_sample
-from tests.chromium import chromium, needs_chromium
+from tests.helpers.annotate_sample import SCRIPT_DOC, write_sample
+from tests.helpers.chromium import chromium, needs_chromium
 
 pytestmark = [pytest.mark.browser, needs_chromium]
 pytest.importorskip("playwright.sync_api")

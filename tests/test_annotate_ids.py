@@ -15,7 +15,7 @@ from calibration.spotcheck.annotate.scale import neutral_scale
 from calibration.spotcheck.annotate.server import AnnotateServer
 from calibration.spotcheck.blind import BlindItem, read_blind_csv, write_blind_csv
 from grader.cli.main import main
-from tests.chromium import chromium, needs_chromium
+from tests.helpers.chromium import chromium, needs_chromium
 
 MIXED_ID = "MSMARCO_v2.1_doc_29_677149#3_1234567"
 

@@ -16,7 +16,7 @@ import pytest
 
 from calibration.spotcheck.blind import read_blind_csv
 from grader.cli.main import main
-from tests.stop_helpers import active_sample, calibrate_share, live_server
+from tests.helpers.active_sample import active_sample, calibrate_share, live_server
 
 
 def _post(url: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.chromium import chromium, needs_chromium
-from tests.stop_helpers import active_sample, calibrate_share, live_server
+from tests.helpers.active_sample import active_sample, calibrate_share, live_server
+from tests.helpers.chromium import chromium, needs_chromium
 
 pytestmark = [pytest.mark.browser, needs_chromium, pytest.mark.slow]
 pytest.importorskip("playwright.sync_api")

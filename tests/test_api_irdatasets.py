@@ -1,5 +1,6 @@
-"""ir_datasets: a real dataset over local files (tests/irds_local.py) as `queries=`, `docs=` and
-qrels of the Python API, and as `--dataset ID` of `relgrade grade` and `relgrade evaluate`."""
+"""ir_datasets: a real dataset over local files (tests/helpers/irds_local.py) as `queries=`,
+`docs=` and qrels of the Python API, and as `--dataset ID` of `relgrade grade` and `relgrade
+evaluate`."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from grader.errors import InputError
 from grader.io.judgments import read_judgments
 from tests.fakeserver import FakeServer
 from tests.grade_data import GradeFiles, write_grade_files
-from tests.irds_local import local_dataset
+from tests.helpers.irds_local import local_dataset
 
 pytest.importorskip("ir_datasets")
 

@@ -11,7 +11,7 @@ import pytest
 
 from grader.cli.main import main
 from grader.io.judgments import write_judgments
-from tests.sampling_helpers import population
+from tests.helpers.sampling import population
 
 
 def _sample(tmp_path: Path) -> tuple[Path, Path]:

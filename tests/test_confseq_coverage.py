@@ -18,7 +18,7 @@ from calibration.spotcheck.sampling import plan_design
 from calibration.stats.confseq import boundary, desraj_terms, running, share_sequence
 from calibration.stats.ppi import ppi_mean
 from grader.models import Judgment
-from tests.spotcheck_sim import (
+from tests.helpers.spotcheck_sim import (
     DL2019,
     LABEL_SETS,
     LabelSets,
@@ -164,10 +164,10 @@ def test_active_sampling_narrows_the_fixed_interval_with_a_logprob_judge(
     sets: LabelSets, sharpness: float, most: float
 ) -> None:
     # The shared label sets carry no logprobs: the judge's P(relevant) is simulated around the
-    # NIST grades, calibrated by construction (tests/spotcheck_sim.logprob_judge), and is the
-    # prediction of both designs. Measured: 0.90 of the uniform PPI++ half-width at sharpness
-    # 0.3 (kappa 0.60 with NIST), 0.82 at 0.15 (kappa 0.74): the 15% target needs a judge
-    # that sharp.
+    # NIST grades, calibrated by construction (tests/helpers/spotcheck_sim.logprob_judge), and
+    # is the prediction of both designs. Measured: 0.90 of the uniform PPI++ half-width at
+    # sharpness 0.3 (kappa 0.60 with NIST), 0.82 at 0.15 (kappa 0.74): the 15% target needs a
+    # judge that sharp.
     r = logprob_judge(sets.human, np.random.default_rng(7), sharpness)
     active, uniform = _active_against_uniform(sets, r, seed=8)
     assert active <= most * uniform, active / uniform

@@ -25,8 +25,8 @@ from grader.io.trec import read_qrels, read_run
 from grader.metrics.evaluate import evaluate
 from grader.metrics.fill import evaluate_fill
 from grader.prompts import load_prompt, render_messages
-from tests import fill_data as fd
 from tests.fakeserver import FakeServer
+from tests.helpers import fill_data as fd
 
 pytestmark = [
     pytest.mark.skipif(not fd.DATA.is_dir(), reason="TREC DL 2019 data absent"),

@@ -1,7 +1,7 @@
 """Every input path read from a pipe, a FIFO, `<(...)` or a compressed file (issue 25, point 2).
 
 Runs, qrels, queries, docs, judgments and human grades given as a real FIFO (a writer thread,
-`tests/stream_helpers.py`) or through bash's process substitution (`/dev/fd/N`) are read once,
+`tests/helpers/fifo.py`) or through bash's process substitution (`/dev/fd/N`) are read once,
 give the answers the same regular file gives, and name the path and line of an error (exit 2,
 never zeros). `.gz`, `.bz2`, `.xz` and `.zst` read the same everywhere.
 """
@@ -31,7 +31,7 @@ from grader.io.grades import read_human_grades
 from grader.io.judgments import read_judgments
 from grader.io.queries import read_queries
 from grader.io.trec import read_qrels, read_run
-from tests.stream_helpers import fifo
+from tests.helpers.fifo import fifo
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "code-search"
 ROOT = Path(__file__).resolve().parents[1]

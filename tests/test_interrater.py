@@ -12,6 +12,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from calibration.stats.interrater import human_vs_human
 from grader.cli.main import main
+from tests.helpers.calibrate_files import Rows, calibrate_json, write_grades_csv, write_qrels_rows
 
 
 def _frame(qids: list[str], dids: list[str], grades: list[int]) -> pd.DataFrame:
@@ -65,3 +66,57 @@ def test_cli_prints_human_vs_human_in_json_and_table(
     assert hh["llm"]["exact_agreement"] == pytest.approx(20 / 40)  # odd i agree, even never
     assert main(base) == 0
     assert "Human vs human beside LLM vs human" in capsys.readouterr().out
+
+
+def test_human_vs_human_is_weighted_like_the_main_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rng = np.random.default_rng(3)
+    a: Rows = []
+    b: Rows = []
+    llm: Rows = []
+    probs = []
+    for i in range(120):
+        q, d = f"q{i % 8}", f"d{i}"
+        g = int(rng.integers(0, 4))
+        a.append((q, d, g))
+        b.append((q, d, g if rng.random() < 0.6 else int(rng.integers(0, 4))))
+        m = min(3, g + int(rng.integers(0, 2))) if g < 2 else int(rng.integers(0, 4))
+        llm.append((q, d, m))
+        probs.append(0.05 if g >= 2 else 0.5)  # a stratified sample: rare grades drawn more
+    hp = write_grades_csv(tmp_path / "alice.csv", a)
+    bp = write_grades_csv(tmp_path / "bob.csv", b)
+    lp = write_qrels_rows(tmp_path / "llm.qrels", llm)
+    manifest = {
+        "strategy": "stratified",
+        "seed": 1,
+        "population": 5000,
+        "pairs": [
+            {"query_id": q, "doc_id": d, "inclusion_probability": p}
+            for (q, d, _), p in zip(a, probs, strict=True)
+        ],
+    }
+    (tmp_path / "alice.manifest.json").write_text(json.dumps(manifest))
+    argv = ["--llm", str(lp), "--human", str(hp), "--second-human", str(bp), "--bootstrap", "0"]
+    out = calibrate_json(capsys, argv)
+    hh = out["human_vs_human"]
+    assert out["weighted"] is True and hh["weighted"] is True and hh["n"] == 120
+    # The same pairs as the main table, so the LLM column must equal it figure for figure.
+    for key in ("exact_agreement", "cohen_kappa", "weighted_kappa_quadratic", "mean_bias"):
+        assert hh["llm"][key] == pytest.approx(out[key], abs=1e-12)
+    w = 1 / np.array(probs)
+    ga, gb = np.array([g for *_, g in a]), np.array([g for *_, g in b])
+    assert hh["humans"]["cohen_kappa"] == pytest.approx(
+        cohen_kappa_score(ga, gb, sample_weight=w), abs=1e-12
+    )
+    assert hh["humans"]["exact_agreement"] == pytest.approx(np.average(ga == gb, weights=w))
+    assert hh["humans"]["exact_agreement"] != pytest.approx(np.mean(ga == gb))
+    assert hh["humans"]["mean_bias"] == pytest.approx(np.average(gb - ga, weights=w))
+    assert main(["calibrate", *argv]) == 0
+    table = capsys.readouterr().out
+    assert "(weighted by the sample manifest, as above)" in " ".join(table.split())
+    lines = {line.split("│")[1].strip(): line for line in table.splitlines() if "│" in line}
+    cells = [c.strip() for c in lines["mean bias (LLM - human A)"].split("│")[1:-1]]
+    assert cells == ["mean bias (LLM - human A)", "", f"{hh['llm']['mean_bias']:.4f}"]
+    cells = [c.strip() for c in lines["mean bias (human B - human A)"].split("│")[1:-1]]
+    assert cells == ["mean bias (human B - human A)", f"{hh['humans']['mean_bias']:.4f}", ""]

@@ -29,7 +29,7 @@ from grader.store.migrations import MIGRATIONS
 from grader.store.store import Store
 from tests.grade_data import write_grade_files
 from tests.helpers.hypothesis_scale import examples
-from tests.old_stores import write_old_store
+from tests.helpers.old_stores import write_old_store
 
 TEXT = st.text(max_size=40)  # any code point: quotes, backslashes, control characters, emoji
 ID = st.text(min_size=1, max_size=12)

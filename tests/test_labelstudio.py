@@ -167,3 +167,16 @@ def test_allow_missing_imports_only_graded_tasks(tmp_path: Path) -> None:
     result = read_labelstudio_export(path, MANIFEST, allow_missing=True)
     assert [(g.doc_id, g.grade) for g in result.grades] == [("d2", 1)]
     assert result.counts() == "graded 1, missing or skipped 1 of the 2 sampled pairs"
+
+
+@pytest.mark.parametrize("grade", [{"choices": ["2", "0"]}, ["2", "0"]])
+def test_a_json_min_record_with_two_grades_is_an_error_not_its_first(
+    tmp_path: Path, grade: object
+) -> None:
+    from calibration.spotcheck.labelstudio_import import read_labelstudio_export
+    from grader.errors import InputError
+
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps([{"query_id": "q1", "doc_id": "d1", "grade": grade, "id": 1}]))
+    with pytest.raises(InputError, match="several grades"):
+        read_labelstudio_export(path, None)

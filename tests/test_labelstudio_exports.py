@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from grader.cli.main import main
-from tests.sampling_helpers import population
+from tests.helpers.sampling import population
 
 FIXTURES = Path(__file__).parent / "fixtures" / "labelstudio"
 MANIFEST = FIXTURES / "sample.manifest.json"

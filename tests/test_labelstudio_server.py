@@ -25,7 +25,7 @@ import pytest
 
 from grader.cli.main import main
 from grader.io.judgments import write_judgments
-from tests.sampling_helpers import population
+from tests.helpers.sampling import population
 
 pytestmark = pytest.mark.labelstudio
 

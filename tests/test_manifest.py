@@ -21,7 +21,7 @@ from calibration.spotcheck.manifest import (
 )
 from calibration.spotcheck.sampling import SampleDraw, draw_sample
 from grader.errors import InputError
-from tests.sampling_helpers import population
+from tests.helpers.sampling import population
 
 
 def _manifest(tmp_path: Path) -> tuple[SampleDraw, Manifest]:

@@ -20,7 +20,7 @@ from tests.batch_helpers import new_prompt, seed_store
 from tests.fake_batch import BatchPlan, FakeBatchAPI
 from tests.fakeserver import FakeServer
 from tests.grade_data import GradeFiles, write_grade_files
-from tests.sampling_helpers import population
+from tests.helpers.sampling import population
 
 PRICES = """\
 [models."judge-a"]

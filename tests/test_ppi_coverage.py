@@ -14,7 +14,8 @@ import pytest
 
 from calibration.spotcheck.sampling import plan_design, systematic_draw
 from calibration.stats.ppi import ppi_mean
-from tests.sampling_helpers import make_judgment
+from tests.helpers.sampling import make_judgment
+from tests.helpers.spotcheck_sim import synthetic_population
 
 # Simulations of thousands of trials each: run by the whole suite, not the quick loop.
 pytestmark = pytest.mark.slow
@@ -22,21 +23,7 @@ pytestmark = pytest.mark.slow
 TRIALS = 2000
 
 
-def _population(seed: int = 5) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(query of each pair, human relevant 0/1, LLM relevant 0/1, LLM grade 0..3)."""
-    rng = np.random.default_rng(seed)
-    n_queries = 60
-    sizes = rng.integers(40, 250, n_queries)
-    q = np.repeat(np.arange(n_queries), sizes)
-    share = rng.beta(1.0, 2.5, n_queries)[q]  # queries differ in their share of relevant pairs
-    y = (rng.random(q.size) < share).astype(float)
-    lenient = rng.uniform(0.1, 0.5, n_queries)[q]  # and in how lenient the LLM is on them
-    f = np.where(y == 1, rng.random(q.size) < 0.85, rng.random(q.size) < lenient).astype(float)
-    grade = np.where(f == 1, 2 + (rng.random(q.size) < 0.4), (rng.random(q.size) < 0.5))
-    return q, y, f, grade.astype(int)
-
-
-Q, Y, F, GRADE = _population()
+Q, Y, F, GRADE = synthetic_population()
 TRUTH = float(Y.mean())
 
 

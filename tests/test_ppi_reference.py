@@ -136,7 +136,7 @@ def _dl2019() -> pd.DataFrame:
 @pytest.mark.skipif(not DATA.exists(), reason="TREC DL 2019 data absent")
 def test_dl2019_uniform_and_stratified_samples_against_ppi_py() -> None:
     from calibration.spotcheck.sampling import plan_design, systematic_draw
-    from tests.sampling_helpers import make_judgment
+    from tests.helpers.sampling import make_judgment
 
     both = _dl2019()
     y_all = (both["grade_h"].to_numpy() >= 2).astype(float)
@@ -174,7 +174,7 @@ def test_dl2019_calibrate_names_the_design_and_matches_ppi_py(
 ) -> None:
     from calibration.spotcheck.manifest import build_manifest, write_manifest
     from calibration.spotcheck.sampling import draw_sample
-    from tests.sampling_helpers import make_judgment
+    from tests.helpers.sampling import make_judgment
 
     both = _dl2019()
     judgments = [

@@ -19,7 +19,7 @@ from grader.io.judgments import read_judgments
 from grader.judges.failures import failure_cause
 from grader.models import Judgment
 from grader.prompts import shipped_prompt_files
-from tests.real_server_helpers import (
+from tests.helpers.real_server import (
     EXAMPLES,
     Server,
     answer_batch,

@@ -21,7 +21,7 @@ import pytest
 
 from tests.batch_helpers import new_prompt, seed_store
 from tests.fakeserver import FakeServer
-from tests.test_store_busy import LockHolder
+from tests.helpers.store_lock import LockHolder
 
 ROOT = Path(__file__).resolve().parents[1]
 PAIRS = 60

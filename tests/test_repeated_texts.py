@@ -31,8 +31,8 @@ from grader.store.store import Store
 from tests.batch_helpers import new_prompt
 from tests.fake_batch import BatchPlan, FakeBatchAPI
 from tests.fakeserver import FakeServer, request_text
-from tests.old_stores import write_old_store
-from tests.sampling_helpers import make_judgment
+from tests.helpers.old_stores import write_old_store
+from tests.helpers.sampling import make_judgment
 
 QUERIES = {"q1": "how do tides work", "q2": "how do tides work", "q3": "what is photosynthesis"}
 MOON = "Tides rise and fall because the moon pulls on the oceans."

@@ -11,7 +11,7 @@ import pytest
 from calibration.report.html import render_report, write_report
 from calibration.summary import summarize
 from calibration.summary_model import CalibrationSummary
-from tests.chromium import chromium, needs_chromium
+from tests.helpers.chromium import chromium, needs_chromium
 
 
 def _summary(with_systems: bool = True) -> CalibrationSummary:

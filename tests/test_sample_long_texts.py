@@ -25,7 +25,7 @@ from grader.cli.main import main
 from grader.io.judgments import write_judgments
 from grader.models import PromptRef
 from grader.prompts import load_prompt
-from tests.sampling_helpers import make_judgment
+from tests.helpers.sampling import make_judgment
 
 LONG = 300_000
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from calibration.spotcheck.sampling import allocate, draw_sample, plan_design, sample_size
 from grader.errors import InputError
 from tests.helpers.hypothesis_scale import examples
-from tests.sampling_helpers import make_judgment, population
+from tests.helpers.sampling import make_judgment, population
 
 STRATEGY_CASES = ["uniform", "stratified", "low", "query-balanced", "uncertainty"]
 

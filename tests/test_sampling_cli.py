@@ -12,7 +12,7 @@ import pytest
 from calibration.spotcheck.manifest import read_manifest
 from grader.cli.main import main
 from grader.io.judgments import read_judgments, write_judgments
-from tests.sampling_helpers import make_judgment, population
+from tests.helpers.sampling import make_judgment, population
 
 
 def _inputs(tmp_path: Path) -> tuple[Path, Path, Path]:

@@ -22,7 +22,7 @@ from calibration.stats import confseq
 from calibration.stats.ppi import ppi_mean
 from grader.cli.main import main
 from grader.io.judgments import write_judgments
-from tests.sampling_helpers import population
+from tests.helpers.sampling import population
 
 
 def _judgments(tmp_path: Path) -> Path:

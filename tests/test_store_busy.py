@@ -26,7 +26,7 @@ from grader.grading.pairs import Pair
 from grader.grading.pipeline import grade_pairs
 from grader.io.judgments import read_judgments
 from grader.judges.llm.judge import LLMJudge
-from grader.models import CallRecord, Doc, Query, Usage
+from grader.models import Doc, Query
 from grader.prompts import load_prompt
 from grader.store import migrations as store_migrations
 from grader.store.busy import StoreBusyEvent, seconds_from_env
@@ -35,22 +35,11 @@ from grader.store.store import Store
 from grader.store.writer import StoreWriter
 from tests.fakeserver import FakeServer
 from tests.grade_data import GradeFiles, write_grade_files
-from tests.helpers.judgments import FP, ok
+from tests.helpers.judgments import FP, call_record, ok
+from tests.helpers.store_lock import LockHolder
 
 ROOT = Path(__file__).resolve().parents[1]
 BUSY_ENV = {"RELGRADE_STORE_BUSY_TIMEOUT": "0.2s", "RELGRADE_STORE_BUSY_JOURNAL_AFTER": "1s"}
-
-
-class LockHolder:
-    """Another connection holding the store's write lock, as another process would."""
-
-    def __init__(self, store: Path) -> None:
-        self.conn = sqlite3.connect(store, isolation_level=None, check_same_thread=False)
-        self.conn.execute("BEGIN IMMEDIATE")
-
-    def release(self) -> None:
-        self.conn.execute("COMMIT")
-        self.conn.close()
 
 
 def stored(store: Path) -> int:
@@ -166,22 +155,6 @@ def test_pending_migration_waits_for_the_lock(slow_server: FakeServer, tmp_path:
         assert opened.schema_version == store_migrations.latest_version()
 
 
-def call(key: str) -> CallRecord:
-    return CallRecord(
-        key=key,
-        query_id="q1",
-        doc_id="d1",
-        judge="openai:m",
-        model="m",
-        attempt=1,
-        outcome="ok",
-        output_mode="json_schema",
-        latency_ms=12.5,
-        usage=Usage(),
-        http_status=200,
-    )
-
-
 def test_writer_journals_a_long_wait_and_stores_everything(tmp_path: Path) -> None:
     events: list[StoreBusyEvent] = []
     path = tmp_path / "s.db"
@@ -194,7 +167,7 @@ def test_writer_journals_a_long_wait_and_stores_everything(tmp_path: Path) -> No
     writer = StoreWriter(store, journal_after_s=0.3)
     holder = LockHolder(path)
     writer.add(ok("k1"), FP)
-    writer.log_call(call("k1"))
+    writer.log_call(call_record("k1"))
     flushing = threading.Thread(target=writer.flush)
     flushing.start()
     deadline = time.monotonic() + 10
@@ -227,13 +200,12 @@ def test_journal_of_a_killed_process_is_replayed_on_open(tmp_path: Path) -> None
         "import time\n"
         "from grader.store.store import Store\n"
         "from grader.store.writer import StoreWriter\n"
-        "from tests.helpers.judgments import FP, ok\n"
-        "from tests.test_store_busy import call\n"
+        "from tests.helpers.judgments import FP, call_record, ok\n"
         f"store = Store({str(path)!r})\n"
         "writer = StoreWriter(store, journal_after_s=0)\n"
         "writer.add(ok('k1'), FP)\n"
         "writer.add(ok('k2', qid='q2'), FP)\n"
-        "writer.log_call(call('k1'))\n"
+        "writer.log_call(call_record('k1'))\n"
         "writer.flush()\n"
     )
     env = {**os.environ, **BUSY_ENV, "PYTHONPATH": str(ROOT)}

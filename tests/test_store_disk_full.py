@@ -32,7 +32,7 @@ from grader.store.writer import StoreWriter
 from tests.fakeserver import FakeServer
 from tests.grade_data import GradeFiles, write_grade_files
 from tests.helpers.judgments import FP, ok
-from tests.test_store_busy import LockHolder
+from tests.helpers.store_lock import LockHolder
 
 ROOT = Path(__file__).resolve().parents[1]
 

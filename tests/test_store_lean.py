@@ -14,7 +14,7 @@ from grader.cli.main import main
 from grader.store.migrations import MIGRATIONS
 from grader.store.store import Store
 from tests.grade_data import write_grade_files
-from tests.old_stores import schema_store, write_old_store
+from tests.helpers.old_stores import schema_store, write_old_store
 
 
 def test_a_judges_fingerprint_is_stored_once(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from calibration.spotcheck.manifest import (
 from calibration.spotcheck.sampling import draw_sample
 from calibration.stats.agreement import agreement
 from grader.models import Judgment
-from tests.sampling_helpers import make_judgment
+from tests.helpers.sampling import make_judgment
 
 SHARES = {0: 0.70, 1: 0.15, 2: 0.10, 3: 0.05}
 AGREE = {0: 0.95, 1: 0.45, 2: 0.50, 3: 0.60}

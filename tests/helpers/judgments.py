@@ -1,8 +1,8 @@
-"""Judgments and a judge fingerprint for store tests."""
+"""Judgments, a call record and a judge fingerprint for store tests."""
 
 from __future__ import annotations
 
-from grader.models import Judgment, JudgmentError, PromptRef, Usage
+from grader.models import CallRecord, Judgment, JudgmentError, PromptRef, Usage
 
 PROMPT = PromptRef(name="passage", version="1", sha256="sha256:abc")
 
@@ -38,4 +38,21 @@ def failed(key: str, qid: str = "q1", did: str = "d1") -> Judgment:
         key=key,
         attempts=3,
         error=JudgmentError(type="InvalidReply", message="grade 7 out of range", raw_reply="7"),
+    )
+
+
+def call_record(key: str) -> CallRecord:
+    """An ok call of the judge of `FP` for the pair (q1, d1)."""
+    return CallRecord(
+        key=key,
+        query_id="q1",
+        doc_id="d1",
+        judge="openai:m",
+        model="m",
+        attempt=1,
+        outcome="ok",
+        output_mode="json_schema",
+        latency_ms=12.5,
+        usage=Usage(),
+        http_status=200,
     )

@@ -1,4 +1,4 @@
-"""Hostile inputs end with file:line errors, in bounded memory (issue 25, points 3 and 7).
+"""Malformed input files end with file:line errors, in bounded memory.
 
 A line longer than the limit (1 MiB for TREC lines, 64 MiB for any other) is an error naming
 file and line, found in the first block: `/dev/zero` and a file without newlines fail at once.

@@ -1,4 +1,5 @@
-"""Shared pieces of the spot-check simulations: the TREC DL 2019 label sets and sample paths.
+"""Shared pieces of the spot-check simulations: the TREC DL 2019 label sets, a synthetic
+population and sample paths.
 
 `DL2019` is found by walking up from this file to a folder holding `shared/data/trec-dl-2019`
 (the repository may sit at /work/main or in a worktree below /work/wt); None when absent, and
@@ -71,6 +72,22 @@ def load_label_sets() -> LabelSets:
         query_ids=keys["query_id"].astype(str).tolist(),
         doc_ids=keys["doc_id"].astype(str).tolist(),
     )
+
+
+def synthetic_population(seed: int = 5) -> tuple[IntArray, FloatArray, FloatArray, IntArray]:
+    """A fixed population of LLM-graded pairs in 60 queries that differ in size, in their share
+    of relevant pairs and in how lenient the LLM is on them: (query of each pair, human relevant
+    0/1, LLM relevant 0/1, LLM grade 0..3)."""
+    rng = np.random.default_rng(seed)
+    n_queries = 60
+    sizes = rng.integers(40, 250, n_queries)
+    q = np.repeat(np.arange(n_queries), sizes)
+    share = rng.beta(1.0, 2.5, n_queries)[q]
+    y = (rng.random(q.size) < share).astype(np.float64)
+    lenient = rng.uniform(0.1, 0.5, n_queries)[q]
+    f = np.where(y == 1, rng.random(q.size) < 0.85, rng.random(q.size) < lenient)
+    grade = np.where(f, 2 + (rng.random(q.size) < 0.4), rng.random(q.size) < 0.5)
+    return q.astype(np.int64), y, f.astype(np.float64), grade.astype(np.int64)
 
 
 def successive_paths(

@@ -16,7 +16,7 @@ URL_ENV = "RELGRADE_REAL_SERVER_URL"
 """The base URL (`http://127.0.0.1:PORT/v1`) of the real server `.ci/run` starts."""
 MODEL_ENV = "RELGRADE_REAL_SERVER_MODEL"
 """The model id to ask for (default: the first that its /v1/models lists)."""
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "passages"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "passages"
 DEPTH = "3"  # 4 queries x 3 results: a dozen pairs
 
 

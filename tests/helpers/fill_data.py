@@ -21,16 +21,15 @@ import pandas as pd
 
 from grader.io.trec import read_qrels
 
-# The shared folder beside the repository (or beside the folder of worktrees).
+# The shared folder beside the repository (or beside the folder of worktrees); DATA.is_dir() is
+# False when it is absent.
 DATA = next(
     (
-        found
-        for up in (2, 3)
-        if (
-            found := Path(__file__).resolve().parents[up] / "shared" / "data" / "trec-dl-2019"
-        ).is_dir()
+        up / "shared" / "data" / "trec-dl-2019"
+        for up in Path(__file__).resolve().parents
+        if (up / "shared" / "data" / "trec-dl-2019").is_dir()
     ),
-    Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019",
+    Path(__file__).resolve().parents[3] / "shared" / "data" / "trec-dl-2019",
 )
 LABELS = DATA / "llm-labels"
 LLM_SET = "dl2019_test_4prompts_llama70b"

@@ -1,8 +1,8 @@
 """Whole-queries samples with few queries: the relevant share unbiased, runs human-only below 10.
 
 The share's estimator (cross-fitted lambda, jackknife over queries) is simulated on TREC DL 2019
-(the five label sets as LLM, NIST grades as people; skipped without the data) and on the
-synthetic population of tests/test_ppi_coverage.py: m whole queries drawn at random, 1,000 trials.
+(the five label sets as LLM, NIST grades as people; skipped without the data) and on a synthetic
+population (tests/helpers/spotcheck_sim.py): m whole queries drawn at random, 1,000 trials.
 """
 
 from __future__ import annotations
@@ -14,10 +14,7 @@ import pytest
 from calibration.stats.ppi import ppi_mean
 from calibration.stats.ppi_clusters import crossfit_cluster_share, isaki_factor, logit_interval
 from calibration.summary import summarize
-from tests.spotcheck_sim import DL2019, LABEL_SETS, load_label_sets
-from tests.test_ppi_coverage import F as SYN_F
-from tests.test_ppi_coverage import Q as SYN_Q
-from tests.test_ppi_coverage import Y as SYN_Y
+from tests.helpers.spotcheck_sim import DL2019, LABEL_SETS, load_label_sets, synthetic_population
 
 TRIALS = 1000
 
@@ -41,7 +38,8 @@ def _simulate(
 
 
 def _populations() -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
-    pops = [("synthetic", SYN_Q, SYN_Y, SYN_F)]
+    q, y, f, _ = synthetic_population()
+    pops = [("synthetic", q, y, f)]
     if DL2019 is not None:
         sets = load_label_sets()
         y = (sets.human >= 2).astype(np.float64)

@@ -16,7 +16,7 @@ from calibration.spotcheck.stopping import DrawOrder
 from grader.cli.main import main
 from grader.io.grades import read_llm_grades
 from grader.io.judgments import write_judgments
-from tests.sampling_helpers import population
+from tests.helpers.sampling import population
 
 
 def active_sample(folder: Path, n: int = 120) -> tuple[Path, Path, dict[tuple[str, str], int]]:
