@@ -20,6 +20,7 @@ from grader.cli.main import main
 from grader.errors import InputError, RelgradeWarning
 from grader.io.trec import read_qrels, write_run
 from grader.metrics import evaluate as metrics_evaluate
+from tests.helpers.params import quick_first
 
 
 def _dl2019() -> Path | None:
@@ -149,7 +150,7 @@ def _run_forms(dl: dict[str, Any]) -> dict[str, Any]:
 
 
 @needs_dl2019
-@pytest.mark.parametrize("per_query", [False, True])
+@pytest.mark.parametrize("per_query", quick_first([False, True]))
 def test_every_input_form_equals_the_command_on_dl2019(
     dl: dict[str, Any], per_query: bool, capsys: pytest.CaptureFixture[str]
 ) -> None:

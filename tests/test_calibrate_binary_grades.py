@@ -12,9 +12,10 @@ from sklearn.metrics import cohen_kappa_score
 
 from grader.cli.main import main
 from tests.helpers.calibrate_files import Rows, calibrate_json, write_grades_csv, write_qrels_rows
+from tests.helpers.params import quick_first
 
 
-@pytest.mark.parametrize("threshold", [2, 3])
+@pytest.mark.parametrize("threshold", quick_first([2, 3]))
 def test_binary_human_grades_are_compared_at_the_matching_split(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], threshold: int
 ) -> None:

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.grade_data import write_grade_files
 
 
@@ -33,6 +35,7 @@ def test_the_estimate_comes_first_then_with_verbose_the_pairs(tmp_path: Path) ->
     assert estimate < sent < min(pairs)
 
 
+@pytest.mark.slow
 def test_without_verbose_only_the_estimate_and_how_to_list_the_pairs(tmp_path: Path) -> None:
     lines = _dry_run(tmp_path)
     assert not [line for line in lines if line.count("\t") == 2]

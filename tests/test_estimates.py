@@ -118,6 +118,7 @@ def _clustered(rng: np.random.Generator, n_queries: int) -> tuple[np.ndarray, ..
     return q, y, f
 
 
+@pytest.mark.slow
 def test_query_clustered_intervals_cover_when_whole_queries_are_labelled() -> None:
     # people grade whole queries: pairs of one query are not independent draws
     rng = np.random.default_rng(99)

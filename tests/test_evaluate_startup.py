@@ -67,6 +67,7 @@ def test_a_number_the_user_set_is_kept(files: list[str]) -> None:
     assert _threads(["evaluate", *files], preset="3") == ("3", "3")
 
 
+@pytest.mark.slow
 def test_not_when_numpy_is_loaded_already_nor_for_other_commands(files: list[str]) -> None:
     assert _threads(["evaluate", *files], preset=None, numpy_first=True) == ("unset", "unset")
     assert _threads(["prompts", "list"], preset=None) == ("unset", "unset")

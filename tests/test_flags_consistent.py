@@ -84,6 +84,7 @@ def test_evaluate_takes_several_measures_either_way_after_the_files(
     assert first == spread
 
 
+@pytest.mark.slow
 def test_calibrate_takes_several_measures_and_runs_either_way(
     lexical: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -228,6 +228,7 @@ pytestmark_bash = pytest.mark.skipif(shutil.which("bash") is None, reason="needs
 
 
 @pytestmark_bash
+@pytest.mark.slow
 def test_process_substitution_gives_the_file_answers_and_a_bad_run_exits_2(
     tmp_path: Path,
 ) -> None:
@@ -251,6 +252,7 @@ def test_process_substitution_gives_the_file_answers_and_a_bad_run_exits_2(
 
 
 @pytestmark_bash
+@pytest.mark.slow
 def test_grade_takes_a_run_through_process_substitution(tmp_path: Path) -> None:
     queries, docs, run = (EXAMPLES / n for n in ("queries.tsv", "docs.jsonl", "run.bm25.txt"))
     out = tmp_path / "j.jsonl"

@@ -25,6 +25,7 @@ from grader.io.files import iter_lines
 from grader.io.trec import read_qrels, read_run
 from grader.io.trec_lines import TREC_LINE_LIMIT
 from tests.grade_data import write_grade_files
+from tests.helpers.params import quick_first
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,7 +53,7 @@ def _evaluate_error(qrels: Path, run: Path | str) -> str:
 # Long lines ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("lines", [0, 5, 150_000])  # first line, small file, past a block
+@pytest.mark.parametrize("lines", quick_first([0, 5, 150_000], 2))  # first, small, past a block
 def test_a_trec_line_over_the_limit_is_named_by_grade_and_evaluate(
     tmp_path: Path, lines: int
 ) -> None:
@@ -106,7 +107,7 @@ def test_dev_zero_as_a_run_is_an_error_on_line_1_not_a_full_memory(tmp_path: Pat
 # Bad lines and duplicates -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("where", ["first", "last"])
+@pytest.mark.parametrize("where", quick_first(["first", "last"]))
 def test_a_bad_score_in_a_large_run_is_named_by_both_readers(tmp_path: Path, where: str) -> None:
     rows = _run_lines(200_000)
     at = 1 if where == "first" else len(rows) - 1
@@ -118,6 +119,7 @@ def test_a_bad_score_in_a_large_run_is_named_by_both_readers(tmp_path: Path, whe
     assert message in _evaluate_error(_qrels(tmp_path), run)
 
 
+@pytest.mark.slow
 def test_a_qrels_of_identical_lines_names_lines_1_and_2(tmp_path: Path) -> None:
     path = tmp_path / "same.qrels"
     path.write_text("q1 0 d1 2\n" * 300_000)
@@ -142,7 +144,7 @@ def test_the_earliest_repeat_is_named_even_when_hashes_collide(
 # A NUL byte: one rule -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("at", [0, 150_000])
+@pytest.mark.parametrize("at", quick_first([0, 150_000]))
 def test_a_nul_byte_is_refused_by_grade_and_evaluate_at_its_line(
     tmp_path: Path, at: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -210,7 +212,7 @@ def test_bounded_lines_splits_as_bytes_split_across_chunks(size: int) -> None:
         list(bounded_lines(io.BytesIO(data), "x", max(size, 1)))
 
 
-@pytest.mark.parametrize("where", ["early", "late", "query back"])
+@pytest.mark.parametrize("where", quick_first(["early", "late", "query back"]))
 def test_a_duplicate_in_a_large_run_is_named_alike_by_both_readers(
     tmp_path: Path, where: str
 ) -> None:

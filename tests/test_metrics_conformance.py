@@ -29,6 +29,7 @@ from grader.metrics import (
     reciprocal_rank,
     success_at_k,
 )
+from tests.helpers.params import quick_first
 from tests.helpers.trec import DL2019, trec_order
 
 CUTOFFS = (1, 3, 5, 10, 20)
@@ -161,7 +162,7 @@ def assert_close(ours: dict[tuple[str, str], float], ref: dict[tuple[str, str], 
         assert abs(ours[key] - expected) <= TOL, f"{key}: relgrade {ours[key]} != {expected}"
 
 
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", quick_first(range(12), 3))
 def test_random_qrels_and_runs_match_trec_eval(seed: int) -> None:
     rng = np.random.default_rng(seed)
     qrels, run = random_case(rng, n_queries=40)
@@ -222,6 +223,7 @@ def test_files_round_trip_through_trec_readers(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not (DL2019 / "2019qrels-pass.txt").exists(), reason="TREC DL 2019 absent")
+@pytest.mark.slow
 def test_trec_dl_2019_qrels_with_synthesised_runs(tmp_path: Path) -> None:
     qrels_frame = read_qrels(DL2019 / "2019qrels-pass.txt")
     qrels: Qrels = {}
@@ -271,7 +273,7 @@ def exp_gain_values(qrels: Qrels, run: Run) -> dict[tuple[str, str], float]:
     return out
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", quick_first(range(6), 2))
 def test_trec_web_grades_minus_2_to_4_match_trec_eval(seed: int) -> None:
     """Any integer grade, as trec_eval takes it: relevant when grade >= rel, nDCG gain = grade
     (a negative grade gains 0, never less), thresholds 1, 2 and 3."""

@@ -38,6 +38,7 @@ from grader.metrics.ndcg import ndcg
 from grader.metrics.ndcg_gains import ndcg_with_gains
 from grader.metrics.precision import precision_at_k
 from grader.metrics.rr import reciprocal_rank
+from tests.helpers.params import quick_first
 from tests.helpers.trec import DL2019, trec_order
 
 TOL = 1e-9
@@ -258,7 +259,7 @@ def check_against_references(tmp_path: Path, qrels: Qrels, run: Run) -> None:
     assert_close(skip, lists)
 
 
-@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("seed", quick_first(range(3)))
 def test_random_qrels_and_runs_match_ir_measures(tmp_path: Path, seed: int) -> None:
     qrels, run = random_case(np.random.default_rng(seed), n_queries=100)
     check_against_references(tmp_path, qrels, run)
@@ -310,6 +311,7 @@ def test_ranking_ties_in_double_precision_match_gdeval(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not (DL2019 / "2019qrels-pass.txt").exists(), reason="TREC DL 2019 absent")
+@pytest.mark.slow
 def test_trec_dl_2019_with_a_run_ranked_by_llm_labels(tmp_path: Path) -> None:
     """Human qrels; a run ranking each query's pool by an LLM label set's grade (ties broken by
     noise rounded to make some exact ties) with unjudged passages mixed in."""

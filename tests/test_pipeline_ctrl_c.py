@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 MODULE_ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -58,6 +60,7 @@ def test_ctrl_c_finishes_calls_in_flight_and_takes_no_new_work(tmp_path: Path) -
     assert report["stored"] == 2  # the calls in flight finished and were stored
 
 
+@pytest.mark.slow
 def test_ctrl_c_abandons_slow_calls_after_the_grace_period(tmp_path: Path) -> None:
     report = _interrupted_child("abandon", tmp_path / "s.db", 5)
     assert report["interrupted"] and report["pending"] == 5

@@ -143,6 +143,7 @@ def test_evaluate_help_lists_the_toy_measure(capsys: pytest.CaptureFixture[str])
     assert "  ToyRBP(rel=N,p=P)[@k]\n" + " " * 20 + "toy: rank-biased precision" in text
 
 
+@pytest.mark.slow
 def test_entry_points_register_an_installed_plugin(tmp_path: Path) -> None:
     """Step 5 for an installed package: the entry point groups, read from real package
     metadata (a dist-info folder on the path), in a fresh interpreter."""

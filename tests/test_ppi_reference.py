@@ -134,6 +134,7 @@ def _dl2019() -> pd.DataFrame:
 
 
 @pytest.mark.skipif(not DATA.exists(), reason="TREC DL 2019 data absent")
+@pytest.mark.slow
 def test_dl2019_uniform_and_stratified_samples_against_ppi_py() -> None:
     from calibration.spotcheck.sampling import plan_design, systematic_draw
     from tests.helpers.sampling import make_judgment
@@ -169,6 +170,7 @@ def test_dl2019_uniform_and_stratified_samples_against_ppi_py() -> None:
 
 
 @pytest.mark.skipif(not DATA.exists(), reason="TREC DL 2019 data absent")
+@pytest.mark.slow
 def test_dl2019_calibrate_names_the_design_and_matches_ppi_py(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from calibration.spotcheck.sampling import allocate, draw_sample, plan_design, sample_size
 from grader.errors import InputError
 from tests.helpers.hypothesis_scale import examples
+from tests.helpers.params import quick_first
 from tests.helpers.sampling import make_judgment, population
 
 STRATEGY_CASES = ["uniform", "stratified", "low", "query-balanced", "uncertainty"]
@@ -27,7 +28,9 @@ def test_every_strategy_draws_exactly_n_distinct_pairs_with_pi_in_range(strategy
     assert (design.pi > 0).all()
 
 
-@pytest.mark.parametrize("strategy", ["stratified", "low", "query-balanced", "uncertainty"])
+@pytest.mark.parametrize(
+    "strategy", quick_first(["stratified", "low", "query-balanced", "uncertainty"])
+)
 def test_empirical_inclusion_frequency_matches_the_recorded_pi(strategy: str) -> None:
     pop = population({0: 12, 1: 8, 2: 6, 3: 2}, queries=3, with_distribution=True)
     design = plan_design(pop, strategy=strategy, size=7)
@@ -158,6 +161,7 @@ def test_any_design_has_pi_in_range_summing_to_n_and_draws_exactly_n(
     assert len({(p.query_id, p.doc_id) for p in draw.pairs}) == size
 
 
+@pytest.mark.slow
 def test_whole_queries_takes_every_pair_of_m_random_queries_with_pi_m_over_q() -> None:
     pop = population({0: 30, 1: 20, 2: 10, 3: 4}, queries=8, with_distribution=True)
     design = plan_design(pop, strategy="whole-queries", size=16)

@@ -30,6 +30,7 @@ def test_tau_ap_hand_computed() -> None:
     assert kendall_tau(ref, [3.0, 4.0, 2.0, 1.0]) == kendall_tau(ref, [4.0, 3.0, 1.0, 2.0])
 
 
+@pytest.mark.slow
 def test_tau_ap_equals_kendall_on_average_over_random_orders() -> None:
     # Yilmaz et al.: with errors spread uniformly, E[tau_AP] = E[tau]; both are 0 in expectation
     rng = np.random.default_rng(0)
@@ -56,6 +57,7 @@ def test_too_few_systems_give_none() -> None:
     assert out["kendall_tau"] is None and out["tau_ap"] is None
 
 
+@pytest.mark.slow
 def test_rank_agreement_intervals_resample_queries() -> None:
     from calibration.stats.systems import rank_agreement_intervals
 

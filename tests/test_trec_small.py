@@ -30,6 +30,7 @@ from grader.io.trec import read_qrels_columns
 from grader.io.trec_small import small_judged_run, small_qrels
 from grader.metrics.join_arrow import Judgments, judgments
 from grader.metrics.judged_rows import JudgedRun, Ranked
+from tests.helpers.params import quick_first
 
 ROOT = Path(__file__).resolve().parents[1]
 DL2019 = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"
@@ -283,6 +284,7 @@ def test_larger_files_go_to_arrow(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not (DL2019 / "2019qrels-pass.txt").exists(), reason="TREC DL 2019 absent")
+@pytest.mark.slow
 def test_trec_dl_2019_reads_alike(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -355,7 +357,9 @@ def _both(
 MEASURES = ["-m", "nDCG@10", "RR", "P@2", "AP", "R@100", "Judged@3", "NumRet", "Bpref"]
 
 
-@pytest.mark.parametrize("name", sorted(TAKEN) + sorted(NOT_TAKEN))
+@pytest.mark.parametrize(
+    "name", [*quick_first(sorted(TAKEN), 3), *quick_first(sorted(NOT_TAKEN), 3)]
+)
 def test_cli_prints_the_same_either_way(
     tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -423,7 +427,7 @@ def test_cli_reads_gz_and_stdin_the_same_either_way(
     assert code == 2 and "broken.run.gz" in err
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", quick_first(range(40), 3))
 def test_cli_on_generated_files_prints_the_same_either_way(
     tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

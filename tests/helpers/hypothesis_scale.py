@@ -1,7 +1,7 @@
 """Example counts that follow the hypothesis profile (`tests/conftest.py`).
 
 A property test written with `@settings(max_examples=examples(300))` draws 300 examples under
-the `ci` profile (max_examples 100, CI=true) and a tenth as many, at most 30, under `dev`
+the `ci` profile (max_examples 100, CI=true) and a tenth as many, at most 10, under `dev`
 (max_examples 10), the quick loop's default.
 """
 
@@ -13,7 +13,7 @@ CI_EXAMPLES = 100
 """max_examples of the `ci` profile: the scale at which counts given to `examples` are meant."""
 
 
-DEV_CEILING = 30
+DEV_CEILING = 10
 """The most examples a test draws under a profile below `ci`'s."""
 
 
