@@ -1,5 +1,6 @@
 """`calibrate` on binary human grades (0/1) against LLM grades 0..3: compared at the matching
-split (checked against scikit-learn), warned about, and read as relevant in the PPI++ share."""
+split (checked against scikit-learn), warned about, read as relevant in the PPI++ share, and
+`--human-scale` stating the scale instead of inferring it."""
 
 from __future__ import annotations
 
@@ -102,3 +103,40 @@ def test_binary_human_grades_count_as_relevant_in_the_ppi_share(
     assert share["human_only"] == pytest.approx(np.mean([g for *_, g in human]))
     assert share["ppi_ci"][0] <= np.mean([g >= 2 for *_, g in llm]) <= share["ppi_ci"][1]
     assert "human grade >= 1" in share["estimand"]
+
+
+def _graded_half(tmp_path: Path, top: int) -> tuple[Path, Path]:
+    """(human grades, LLM qrels): the LLM graded 60 pairs 0..3, people half of them with the
+    LLM's grade capped at `top`."""
+    human: Rows = []
+    llm: Rows = []
+    for q in range(6):
+        for k in range(10):
+            g = (q + k) % 4
+            llm.append((f"q{q}", f"d{q}_{k}", g))
+            if k < 5:
+                human.append((f"q{q}", f"d{q}_{k}", min(top, g)))
+    return write_grades_csv(tmp_path / "human.csv", human), write_qrels_rows(tmp_path / "l", llm)
+
+
+def test_human_scale_overrides_the_inference(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hp, lp = _graded_half(tmp_path, top=1)  # a 0..3 sample that happened to hold no 2 or 3
+    argv = ["--llm", str(lp), "--human", str(hp), "--no-manifest", "--bootstrap", "0"]
+    inferred = calibrate_json(capsys, argv)
+    assert inferred["binary_scale"] is not None  # read as binary: 1 = relevant
+    stated = calibrate_json(capsys, [*argv, "--human-scale", "0-3"])
+    assert stated["binary_scale"] is None and stated["verdict"]["label"] != "scales_differ"
+    assert stated["estimates"]["relevant_share"]["human_only"] == 0.0  # no human 2 or 3
+    assert inferred["estimates"]["relevant_share"]["human_only"] > 0.0
+
+
+def test_human_scale_binary_refuses_a_grade_above_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hp, lp = _graded_half(tmp_path, top=3)
+    argv = ["calibrate", "--llm", str(lp), "--human", str(hp), "--human-scale", "binary"]
+    assert main([*argv, "--bootstrap", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "human.csv" in err and "--human-scale binary" in err

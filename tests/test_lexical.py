@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
+from grader.cli.main import main
 from grader.errors import InputError
+from grader.io.judgments import read_judgments
 from grader.judges.base import Judge
 from grader.judges.lexical.config import LexicalConfig, default_config_path
 from grader.judges.lexical.judge import (
@@ -26,6 +28,7 @@ from grader.judges.lexical.judge import (
 )
 from grader.keys import content_key
 from grader.models import Doc, Query
+from tests.grade_data import write_grade_files
 
 DOCS = [
     Doc(
@@ -289,3 +292,36 @@ def test_bad_settings_files_are_input_errors(tmp_path: Path) -> None:
         load_lexical_config(bad)
     with pytest.raises(InputError, match="not ascending"):
         write_thresholds(tmp_path / "x.toml", (0.3, 0.2, 0.1), {})
+
+
+def test_fitted_lexical_settings_are_said_and_never_share_a_key_with_the_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("RELGRADE_LEXICAL_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    files = write_grade_files(tmp_path, n_queries=3, depth=4)
+    args = files.args("--judge", "lexical", "--store", "s.db", "--quiet")
+    assert main([*args, "--out", "default.jsonl"]) == 0
+    err = capsys.readouterr().err
+    assert "lexical judge settings: " in err and "lexical-v1.toml (the shipped default" in err
+    default = read_judgments(tmp_path / "default.jsonl")
+    assert {j.judge for j in default} == {"lexical"}  # as before: default stores keep hitting
+    assert main(args) == 0
+    assert "graded 0, cached 12" in capsys.readouterr().err
+
+    # What calibrate --fit-lexical leaves in the working folder, read without being named.
+    fitted_file = tmp_path / "relgrade-lexical.toml"
+    fitted_file.write_text(
+        'kind = "lexical-thresholds"\nname = "lexical"\nversion = "1"\n[scoring]\n'
+        "[thresholds]\nt1 = 0.1\nt2 = 0.3\nt3 = 0.6\n",
+        encoding="utf-8",
+    )
+    assert main([*args, "--out", "fitted.jsonl"]) == 0
+    err = capsys.readouterr().err
+    assert "lexical judge settings: relgrade-lexical.toml (not the shipped default" in err
+    assert "graded 12, cached 0" in err  # nothing taken from the default's answers
+    fitted = read_judgments(tmp_path / "fitted.jsonl")
+    (judge_id,) = {j.judge for j in fitted}
+    assert fitted[0].prompt is not None
+    assert judge_id == f"lexical+{fitted[0].prompt.sha256[:8]}" and judge_id in err
+    assert not {j.key for j in default} & {j.key for j in fitted}

@@ -229,3 +229,29 @@ def test_a_duplicate_in_a_large_run_is_named_alike_by_both_readers(
         read_run(run)
     assert "twice, on lines" in str(whole.value)
     assert _evaluate_error(_qrels(tmp_path), run) == str(whole.value)
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        ("q0 Q0 d0 1 2.5 bm25\n".encode("utf-16-le"), "not UTF-8 text: a NUL byte"),
+        (b"\x00\x01\x02\x03\n" + bytes(range(256)) * 8, "not UTF-8 text: a NUL byte"),
+        (b"PK\x03\x04\x14\x00" + bytes(range(128, 256)) * 8, "not valid UTF-8"),
+    ],
+    ids=["utf-16", "nul-first-line", "zip"],
+)
+def test_a_binary_run_is_reported_as_not_utf8(
+    content: bytes, said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "run.bin"
+    run.write_bytes(content)
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q0 0 d0 1\n")
+    files = write_grade_files(tmp_path)
+    store = str(tmp_path / "s.db")
+    grade = ["grade", "--queries", str(files.queries), "--docs", str(files.docs), "--run"]
+    for argv in (["evaluate", str(qrels), str(run)], [*grade, str(run), "--judge", "lexical"]):
+        assert main([*argv, "--store", store] if argv[0] == "grade" else argv) == 2
+        err = capsys.readouterr().err
+        assert f"{run}:1: {said}" in err
+        assert "columns" not in err

@@ -19,6 +19,8 @@ from grader.prompts import (
     shipped_prompt_files,
     truncate,
 )
+from tests.fakeserver import FakeServer
+from tests.grade_data import write_grade_files
 
 # An edit to a shipped prompt changes every content key that used it: publish it as a new
 # version (a new file) instead, and add its hash here.
@@ -180,3 +182,40 @@ def test_cli_render_reports_truncation_on_stderr(capsys: pytest.CaptureFixture[s
 def test_cli_unknown_prompt_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["prompts", "show", "nope"]) == 2
     assert "unknown prompt 'nope'" in capsys.readouterr().err
+
+
+def test_a_prompt_edited_under_the_same_version_is_refused(
+    fake_server: FakeServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RELGRADE_MODEL", "RELGRADE_PRICES"):
+        monkeypatch.delenv(name, raising=False)
+    server = fake_server
+    files = write_grade_files(tmp_path, n_queries=2, depth=2)
+    store = tmp_path / "s.db"
+    base = files.args("--base-url", server.base_url, "--store", store, "--model", "m", "--quiet")
+    assert main([*base, "--prompt", "passage-v1"]) == 0
+    capsys.readouterr()
+    shipped = Path(load_prompt("passage-v1").source).read_text(encoding="utf-8")
+    edited = tmp_path / "my-passage.toml"  # edited text, version left at 1
+    edited.write_text(shipped.replace("Grade how relevant", "Grade strictly how relevant"))
+    sent = server.counts["requests"]
+    assert main([*base, "--prompt", str(edited)]) == 2
+    err = capsys.readouterr().err
+    assert "prompt passage@1 changed since it was used: bump its version" in err
+    assert server.counts["requests"] == sent  # refused before sending anything
+    regrade = ["regrade", "--store", str(store), "--prompt", str(edited), "--model", "m2"]
+    regrade += ["--base-url", server.base_url, "--quiet"]
+    assert main(regrade) == 2
+    assert "prompt passage@1 changed since it was used" in capsys.readouterr().err
+    assert main([*base, "--prompt", str(edited), "--allow-changed-prompt"]) == 0
+    assert "kept by --allow-changed-prompt" in capsys.readouterr().err
+
+    bumped = tmp_path / "passage-v2.toml"  # same text, version 2
+    bumped.write_text(shipped.replace('version = "1"', 'version = "2"'), encoding="utf-8")
+    assert main([*base, "--prompt", str(bumped)]) == 0
+    err = capsys.readouterr().err
+    assert "prompt passage@2 asks exactly what passage@1 (in the store) asked" in err
+    assert "only its version changed" in err

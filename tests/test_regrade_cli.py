@@ -248,3 +248,29 @@ def test_pairs_the_store_cannot_regrade_are_said_not_dropped_silently(
     err = capsys.readouterr().err
     assert "note: 2 stored pairs have no query or document text in the store" in err
     assert "4 pairs selected" in err and "would send 4 requests" in err
+
+
+def test_one_collected_batch_is_one_batch(
+    api: FakeBatchAPI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "s.db"
+    seed_store(db, 6)
+    prompt = new_prompt(tmp_path).source
+    url = api.server.base_url
+    argv = ["regrade", "--store", str(db), "--prompt", str(prompt), "--model", "fake-model"]
+    argv += ["--base-url", url, "--poll-interval", "0", "--quiet", "--batch"]
+    api.plan(BatchPlan(polls_in_progress=2))  # still running when --no-wait returns
+    assert main([*argv, "--no-wait"]) == 0
+    capsys.readouterr()
+    collect = ["batch", "collect", "--store", str(db), "--base-url", url]
+    assert main([*collect, "--poll-interval", "0"]) == 0
+    err = capsys.readouterr().err
+    assert "collected 1 batch (6 pairs)" in err and "batches" not in err
+
+    db2 = tmp_path / "s2.db"
+    seed_store(db2, 6)
+    argv[2] = str(db2)
+    argv.remove("--quiet")
+    assert main(argv) == 0  # waits for its batch, then says what it collected
+    said = capsys.readouterr()
+    assert "; collected 1 batch: 6 from the batch" in said.out + said.err

@@ -309,3 +309,13 @@ def test_the_loop_on_trec_dl_2019(tmp_path: Path, capsys: pytest.CaptureFixture[
     report = json.loads(capsys.readouterr().out)
     assert report["n"] == 120
     assert report["weighted_n"] == pytest.approx(len(llm))
+
+
+def test_many_strata_of_one_size_are_worded_as_such(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    judgments = tmp_path / "j.jsonl"
+    write_judgments(judgments, population({0: 100, 1: 60, 2: 30, 3: 10}, queries=20))
+    argv = ["sample", "--judgments", str(judgments), "--n", "50", "--strategy", "whole-queries"]
+    assert main([*argv, "--seed", "1", "--out", str(tmp_path / "s.csv")]) == 0
+    assert "  20 strata of 10 pairs each; pairs drawn from 5 of them" in capsys.readouterr().out

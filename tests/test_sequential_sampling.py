@@ -1,4 +1,5 @@
-"""Spot checks that stop: `sample --strategy active`, and calibrate's confidence sequence.
+"""Samples graded in their draw order: `sample --strategy active` and the draw probabilities it
+records, and calibrate's confidence sequence of the graded prefix (docs/spot-checks-that-stop.md).
 
 The sequence's figures are checked against a plain loop over the grades (Des Raj's terms and the
 normal-mixture boundary written out one grade at a time), not against the library's own
@@ -214,40 +215,6 @@ def test_sample_draw_is_reproducible_and_every_prefix_distinct() -> None:
     b = draw_sample(pop, strategy="active", n=40, seed=5)
     assert [(p.query_id, p.doc_id) for p in a.pairs] == [(p.query_id, p.doc_id) for p in b.pairs]
     assert len({(p.query_id, p.doc_id) for p in a.pairs}) == 40
-
-
-def test_human_scale_overrides_the_inference(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    _, manifest = _sample(tmp_path, "uniform")
-    human = _human(tmp_path, manifest, 40)
-    rows = [r for r in csv.DictReader(human.open())]
-    with human.open("w", newline="") as fh:  # a 0..3 sample that happened to hold no 2 or 3
-        writer = csv.writer(fh)
-        writer.writerow(["query_id", "doc_id", "grade"])
-        writer.writerows([r["query_id"], r["doc_id"], min(1, int(r["grade"]))] for r in rows)
-    argv = ["calibrate", "--llm", str(tmp_path / "j.jsonl"), "--human", str(human)]
-    argv += ["--format", "json", "--bootstrap", "0"]
-    capsys.readouterr()
-    assert main(argv) == 0
-    inferred = json.loads(capsys.readouterr().out)
-    assert inferred["binary_scale"] is not None  # read as binary: 1 = relevant
-    assert main([*argv, "--human-scale", "0-3"]) == 0
-    stated = json.loads(capsys.readouterr().out)
-    assert stated["binary_scale"] is None and stated["verdict"]["label"] != "scales_differ"
-    assert stated["estimates"]["relevant_share"]["human_only"] == 0.0  # no human 2 or 3
-    assert inferred["estimates"]["relevant_share"]["human_only"] > 0.0
-
-
-def test_human_scale_binary_refuses_a_grade_above_1(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    _, manifest = _sample(tmp_path, "uniform")
-    human = _human(tmp_path, manifest, 40)
-    argv = ["calibrate", "--llm", str(tmp_path / "j.jsonl"), "--human", str(human)]
-    assert main([*argv, "--human-scale", "binary", "--bootstrap", "0"]) == 2
-    err = capsys.readouterr().err
-    assert "human.csv" in err and "--human-scale binary" in err
 
 
 def test_the_prediction_is_p_relevant_where_a_distribution_is_known(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""A lean store (issue 12): schema 7 keeps a judge's fingerprint once and the id pairs without a
+"""The store's layout: schema 7 keeps a judge's fingerprint once and the id pairs without a
 second copy of each key; schema 8 keeps judgments in parts with their judge and prompt once and
 keys as bytes. Stores of schema 6 to 9 upgrade in place and read back every judgment as it was."""
 
