@@ -18,8 +18,8 @@ import relgrade as rg
 from grader.cli.main import main
 from grader.errors import InputError, RelgradeWarning
 from grader.io.trec import read_qrels, read_run
-from tests.helpers import fill_data as fd
 from tests.grade_data import GradeFiles, write_grade_files
+from tests.helpers import fill_data as fd
 from tests.helpers.fill_world import MEASURES, fill_world
 
 Record = dict[str, Any]

@@ -62,52 +62,63 @@ def _ids(frame: pd.DataFrame) -> set[tuple[str, str, int]]:
     return set(zip(frame["query_id"], frame["doc_id"], frame["grade"].tolist(), strict=True))
 
 
-@pytest.mark.usefixtures("llm_env")
-def test_grade_fills_exactly_the_holes_and_evaluate_fill_agrees(
-    fake_server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    full = fd.human_qrels()
-    holed = fd.drop_share(full, 0.4, seed=0)
-    human = fd.write_qrels(tmp_path / "human.qrels", holed.kept)
-    runs = [fd.write_run(tmp_path / f"{n}.txt", r, n) for n, r in fd.dl2019_runs().items()]
-    depth = 10
+def _holes(runs: list[Path], kept: set[tuple[str, str]], depth: int) -> list[tuple[str, str]]:
+    """The pairs of the runs' top `depth` people did not judge, each once, in run order."""
     top: list[tuple[str, str]] = []
     for path in runs:
         frame = read_run(path)
         frame = frame[frame["rank"] <= depth]
         top += list(zip(frame["query_id"], frame["doc_id"], strict=True))
-    kept = {(q, d) for q, d, _ in _ids(holed.kept)}
-    holes = list(dict.fromkeys(p for p in top if p not in kept))
-    labels = {(q, d): g for q, d, g in _ids(fd.label_set())}
-    answers = _answers(holes, labels)
+    return list(dict.fromkeys(p for p in top if p not in kept))
+
+
+def _grade_argv(
+    runs: list[Path], human: Path, server: FakeServer, folder: Path, depth: int
+) -> list[str]:
+    """`grade` of the runs' holes through the fake server, writing llm.qrels and merged.qrels."""
+    return [
+        "grade",
+        "--queries", str(fd.DATA / "msmarco-test2019-queries.tsv"),
+        "--docs", str(fd.DATA / "dl2019_document.jsonl"),
+        "--run", *map(str, runs),
+        "--depth", str(depth),
+        "--skip-judged", str(human),
+        "--base-url", server.base_url,
+        "--store", str(folder / "s.db"),
+        "--concurrency", "16",
+        "--quiet",
+        "--qrels-out", str(folder / "llm.qrels"),
+        "--merged-out", str(folder / "merged.qrels"),
+        "--out", str(folder / "j.jsonl"),
+    ]  # fmt: skip
+
+
+def _means(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> dict[tuple[str, str, str], float]:
+    """`evaluate --format json`'s mean per (run, measure, regime)."""
+    capsys.readouterr()
+    assert main(argv) == 0
+    records = json.loads(capsys.readouterr().out)
+    return {
+        (r["run"], r["measure"], r.get("regime", "")): r["value"]
+        for r in records
+        if r["query_id"] == "all" and "source" not in r
+    }
+
+
+@pytest.mark.usefixtures("llm_env")
+def test_grade_fills_exactly_the_holes_and_evaluate_fill_agrees(
+    fake_server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    holed = fd.drop_share(fd.human_qrels(), 0.4, seed=0)
+    human = fd.write_qrels(tmp_path / "human.qrels", holed.kept)
+    runs = [fd.write_run(tmp_path / f"{n}.txt", r, n) for n, r in fd.dl2019_runs().items()]
+    holes = _holes(runs, {(q, d) for q, d, _ in _ids(holed.kept)}, depth=10)
+    answers = _answers(holes, {(q, d): g for q, d, g in _ids(fd.label_set())})
     fake_server.grade_fn = lambda body: answers[_user(body)]
     llm, merged = tmp_path / "llm.qrels", tmp_path / "merged.qrels"
-    argv = [
-        "grade",
-        "--queries",
-        str(fd.DATA / "msmarco-test2019-queries.tsv"),
-        "--docs",
-        str(fd.DATA / "dl2019_document.jsonl"),
-        "--run",
-        *map(str, runs),
-        "--depth",
-        str(depth),
-        "--skip-judged",
-        str(human),
-        "--base-url",
-        fake_server.base_url,
-        "--store",
-        str(tmp_path / "s.db"),
-        "--concurrency",
-        "16",
-        "--quiet",
-        "--qrels-out",
-        str(llm),
-        "--merged-out",
-        str(merged),
-        "--out",
-        str(tmp_path / "j.jsonl"),
-    ]
+    argv = _grade_argv(runs, human, fake_server, tmp_path, depth=10)
     assert main(argv) == 0
     assert fake_server.counts["requests"] == len(answers)  # one per distinct hole text
     err = capsys.readouterr().err
@@ -120,33 +131,13 @@ def test_grade_fills_exactly_the_holes_and_evaluate_fill_agrees(
     assert fake_server.counts["requests"] == len(answers)  # the rerun sends nothing
     assert f"(sent 0, cached {len(holes):,})" in capsys.readouterr().err
     measures = ["nDCG@10", "P(rel=2)@10"]
-    common = [*map(str, runs), "--format", "json", "-m", *measures]
-
-    def means(argv: list[str]) -> dict[tuple[str, str, str], float]:
-        capsys.readouterr()
-        assert main(argv) == 0
-        records = json.loads(capsys.readouterr().out)
-        return {
-            (r["run"], r["measure"], r.get("regime", "")): r["value"]
-            for r in records
-            if r["query_id"] == "all" and "source" not in r
-        }
-
-    fill = means(["evaluate", str(human), "--fill", str(llm), *common])
-    on_merged = means(["evaluate", str(merged), *common])
-    condensed = means(
-        [
-            "evaluate",
-            str(human),
-            *common[:-2],
-            "nDCG(judged_only=True)@10",
-            "P(rel=2,judged_only=True)@10",
-        ]
-    )
+    condensed_names = ["nDCG(judged_only=True)@10", "P(rel=2,judged_only=True)@10"]
+    common = [*map(str, runs), "--format", "json", "-m"]
+    fill = _means(capsys, ["evaluate", str(human), "--fill", str(llm), *common, *measures])
+    on_merged = _means(capsys, ["evaluate", str(merged), *common, *measures])
+    condensed = _means(capsys, ["evaluate", str(human), *common, *condensed_names])
     for run in (p.stem for p in runs):
-        for m, cm in zip(
-            measures, ["nDCG(judged_only=True)@10", "P(rel=2,judged_only=True)@10"], strict=True
-        ):
+        for m, cm in zip(measures, condensed_names, strict=True):
             assert fill[run, m, "filled"] == on_merged[run, m, ""]
             assert fill[run, m, "judged_only"] == condensed[run, cm, ""]
 

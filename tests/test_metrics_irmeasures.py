@@ -1,4 +1,4 @@
-"""ir_measures' names mean what ir_measures means: the new measures and spellings cross-checked.
+"""relgrade's measures give ir_measures' values: the new measures and spellings cross-checked.
 
 Every name below is handed to ir_measures 0.4.3 as relgrade prints it (only `gain=exp` is
 written `dcg='exp-log2'`), and per-query values and means must agree to 1e-9 with relgrade
@@ -10,12 +10,11 @@ ERR and nDCG(dcg='exp-log2') are computed by ir_measures through gdeval.pl, whic
 decimals: they agree with ir_measures to 5e-6 and, to 1e-9, with the same gdeval.pl run here
 with its print format widened. What ir_measures cannot compute (RR with judged_only and a
 cutoff, NumRel above rel=1, ERR and exp-log2 nDCG without a cutoff) is checked against
-pytrec_eval or gdeval directly.
+pytrec_eval or gdeval directly. (The spellings themselves: tests/test_measure_names.py.)
 """
 
 from __future__ import annotations
 
-import json
 import pkgutil
 import subprocess
 from pathlib import Path
@@ -25,11 +24,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import pytrec_eval
-from ir_measures.providers.base import NOT_PROVIDED
 
-from grader.cli.main import main
-from grader.errors import InputError
-from grader.io.trec import read_qrels, read_run, write_run
+from grader.io.trec import read_qrels, read_run
 from grader.metrics import evaluate, mean_scores, parse_measure
 from grader.metrics.bpref import bpref
 from grader.metrics.condensed import condensed
@@ -38,6 +34,7 @@ from grader.metrics.ndcg import ndcg
 from grader.metrics.ndcg_gains import ndcg_with_gains
 from grader.metrics.precision import precision_at_k
 from grader.metrics.rr import reciprocal_rank
+from tests.helpers.ir_measures_ref import GAINS, Qrels, Run, Values, frames, irm_name, write_trec
 from tests.helpers.params import quick_first
 from tests.helpers.trec import DL2019, trec_order
 
@@ -45,12 +42,7 @@ TOL = 1e-9
 GDEVAL_TOL = 5e-6 + 1e-12  # gdeval prints %.5f
 CUTOFFS = (1, 5, 10)
 THRESHOLDS = (1, 2, 3)
-GAINS = "{0:0,1:1,2:3,3:7}"
 NO_CUTOFF = 10**6  # gdeval always cuts; deeper than any test ranking is "no cutoff"
-
-Qrels = dict[str, dict[str, int]]
-Run = dict[str, dict[str, float]]
-Values = dict[tuple[str, str], float]
 
 
 def irm_names() -> list[str]:
@@ -98,23 +90,6 @@ def random_case(rng: np.random.Generator, n_queries: int) -> tuple[Qrels, Run]:
     return qrels, run
 
 
-def frames(qrels: Qrels, run: Run) -> tuple[pd.DataFrame, pd.DataFrame]:
-    q = pd.DataFrame(
-        [(qid, d, g) for qid, docs in qrels.items() for d, g in docs.items()],
-        columns=["query_id", "doc_id", "grade"],
-    )
-    r = pd.DataFrame(
-        [(qid, d, s) for qid, docs in run.items() for d, s in docs.items()],
-        columns=["query_id", "doc_id", "score"],
-    )
-    return q, r
-
-
-def irm_name(name: str) -> str:
-    """relgrade's printed name in ir_measures' spelling (only exponential gain differs)."""
-    return name.replace("gain=exp", "dcg='exp-log2'")
-
-
 def ir_measures_values(qrels: Qrels, run: Run, names: list[str]) -> tuple[Values, Values]:
     """Per-query values and aggregates from ir_measures for relgrade's printed names.
 
@@ -148,15 +123,6 @@ def assert_close(ours: Values, ref: Values, tol: float = TOL) -> None:
     for key, expected in ref.items():
         assert key in ours, f"relgrade has no value for {key}"
         assert abs(ours[key] - expected) <= tol, f"{key}: relgrade {ours[key]} != {expected}"
-
-
-def write_trec(folder: Path, qrels: Qrels, run: Run) -> tuple[Path, Path]:
-    q, r = frames(qrels, run)
-    (folder / "qrels.txt").write_text(
-        "".join(f"{a} 0 {b} {c}\n" for a, b, c in q.itertuples(index=False))
-    )
-    write_run(folder / "run.txt", r, "test")
-    return folder / "qrels.txt", folder / "run.txt"
 
 
 def gdeval_full_precision(folder: Path, qrels: Qrels, run: Run, k: int) -> Values:
@@ -340,142 +306,3 @@ def test_trec_dl_2019_with_a_run_ranked_by_llm_labels(tmp_path: Path) -> None:
     from_files = evaluate(read_qrels(qrels_path), read_run(run_path), irm_names())
     per_query, means = ir_measures_values(qrels, run, irm_names())
     assert_close(relgrade_values(from_files), {**per_query, **means})
-
-
-def irm_meaning(measure: ir_measures.Measure) -> tuple[object, ...]:
-    """An ir_measures measure with every parameter filled in (defaults too), gain maps without
-    their g:g entries: two spellings mean the same measure when these are equal."""
-    params = []
-    for key in sorted(measure.SUPPORTED_PARAMS):
-        value = measure[key]
-        if value is NOT_PROVIDED:
-            value = None
-        elif isinstance(value, dict):
-            value = tuple((g, v) for g, v in sorted(value.items()) if g != v) or None
-        params.append((key, value))
-    return (measure.NAME, *params)
-
-
-@pytest.mark.parametrize(
-    ("written", "printed", "ir_measures_spelling"),
-    [
-        ("nDCG(dcg='exp-log2')@10", "nDCG(gain=exp)@10", "nDCG(dcg='exp-log2')@10"),
-        ('nDCG(dcg="exp-log2")@10', "nDCG(gain=exp)@10", "nDCG(dcg='exp-log2')@10"),
-        ("nDCG(dcg=log2)@10", "nDCG@10", "nDCG(dcg='log2')@10"),
-        (f"nDCG(gains={GAINS})@10", "nDCG(gains={2:3,3:7})@10", f"nDCG(gains={GAINS})@10"),
-        ("nDCG(gains={3: 7, 0: 0})", "nDCG(gains={3:7})", "nDCG(gains={3:7,0:0})"),
-        ("nDCG(gains={0:0,1:1})@5", "nDCG@5", "nDCG(gains={0:0,1:1})@5"),
-        (
-            "nDCG(judged_only=True,gains={3:7})@5",
-            "nDCG(gains={3:7},judged_only=True)@5",
-            "nDCG(judged_only=True,gains={3:7})@5",
-        ),
-        (
-            "P(judged_only=True,rel=3)@10",
-            "P(rel=3,judged_only=True)@10",
-            "P(judged_only=True,rel=3)@10",
-        ),
-        ("RR(judged_only=False)@10", "RR(rel=2)@10", "RR(rel=2,judged_only=False)@10"),
-        (
-            "Success(judged_only=true)@1",
-            "Success(rel=2,judged_only=True)@1",
-            "Success(rel=2,judged_only=True)@1",
-        ),
-        ("ERR@20", "ERR@20", "ERR@20"),
-        ("err", "ERR", "ERR"),
-        ("BPref", "Bpref(rel=2)", "BPref(rel=2)"),
-        ("Bpref(rel=1)", "Bpref(rel=1)", "Bpref"),
-        ("NumRet", "NumRet", "NumRet"),
-        ("num_ret", "NumRet", "NumRet"),
-        ("NumRet(rel=1)", "NumRelRet(rel=1)", "NumRelRet"),
-        ("NumRelRet", "NumRelRet(rel=2)", "NumRet(rel=2)"),
-        ("NumRel(rel=3)", "NumRel(rel=3)", "NumRel(rel=3)"),
-    ],
-)
-def test_names_parse_and_print_back_with_the_threshold_explicit(
-    written: str, printed: str, ir_measures_spelling: str
-) -> None:
-    measure = parse_measure(written)
-    assert str(measure) == printed
-    assert parse_measure(printed) == measure
-    # ir_measures reads relgrade's printed name as the measure it means by its own spelling
-    ours = ir_measures.parse_measure(irm_name(printed))
-    assert irm_meaning(ours) == irm_meaning(ir_measures.parse_measure(ir_measures_spelling))
-
-
-@pytest.mark.parametrize(
-    ("name", "says"),
-    [
-        ("Judged(judged_only=True)@10", "Judged takes no judged_only"),
-        ("ERR(judged_only=True)@10", "ERR takes no judged_only"),
-        ("Bpref(judged_only=True)", "Bpref takes no judged_only"),
-        ("ERR(rel=2)@10", "ERR takes no threshold"),
-        ("Bpref@10", "Bpref takes no @k cutoff"),
-        ("NumRet@10", "NumRet takes no @k cutoff"),
-        ("P(gains={3:7})@10", "P takes no gains"),
-        ("P(dcg='exp-log2')@10", "P takes no dcg"),
-        ("nDCG(dcg='exp')@10", "unknown dcg"),
-        ("nDCG(gains={a:1})@10", "must be grade:gain"),
-        ("nDCG(gains={3:-1})@10", "negative"),
-        ("nDCG(gains={-2:1})@10", "negative grades always gain 0"),
-        ("nDCG(gains={3:7,3:5})@10", "twice"),
-        ("nDCG(gains=3)@10", "must be a map in braces"),
-        ("nDCG(gain=exp,gains={3:9})@10", "contradict"),
-        ("nDCG(judged_only=yes)@10", "not True or False"),
-        ("nDCG(foo=1)@10", "unknown parameter 'foo'"),
-    ],
-)
-def test_refused_spellings_say_why(name: str, says: str) -> None:
-    with pytest.raises(InputError) as caught:
-        parse_measure(name)
-    assert says in str(caught.value)
-    assert name in str(caught.value)
-
-
-def test_err_refuses_grades_above_four_like_gdeval() -> None:
-    q = pd.DataFrame({"query_id": ["1", "1"], "doc_id": ["a", "b"], "grade": [5, 1]})
-    r = pd.DataFrame({"query_id": ["1"], "doc_id": ["a"], "score": [1.0]})
-    with pytest.raises(InputError, match="up to 4"):
-        evaluate(q, r, ["ERR@10"])
-    with pytest.raises(ValueError, match="up to 4"):
-        err([5, 1])
-
-
-def test_cli_sums_counts_in_table_csv_and_json(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    qrels: Qrels = {"1": {"a": 3, "b": 0, "c": 2}, "2": {"d": 1, "e": 2}, "3": {"f": 2}}
-    run: Run = {"1": {"a": 2.0, "x": 1.0, "b": 0.5}, "2": {"e": 1.0, "d": 0.5}}
-    qrels_path, run_path = write_trec(tmp_path, qrels, run)
-    args = ["evaluate", str(qrels_path), str(run_path), "-m", "NumRet", "NumRelRet", "ERR@10"]
-    assert main([*args, "--format", "json", "--per-query"]) == 0
-    records = json.loads(capsys.readouterr().out)
-    by = {(r["query_id"], r["measure"]): r["value"] for r in records}
-    assert by["all", "NumRet"] == 5 and by["all", "NumRelRet(rel=2)"] == 2
-    assert by["3", "NumRet"] == 0
-    # 1: a (grade 3) first; 2: e (2) then d (1); 3: unanswered
-    assert by["all", "ERR@10"] == pytest.approx((7 / 16 + 3 / 16 + 13 / 16 * 1 / 16 / 2) / 3)
-    assert main([*args, "--format", "csv"]) == 0
-    rows = capsys.readouterr().out.splitlines()
-    assert "run,all,NumRet,5" in rows and "run,all,NumRelRet(rel=2),2" in rows
-    assert main(args) == 0
-    table = capsys.readouterr().out
-    assert "NumRet, NumRelRet(rel=2): summed over queries, not averaged" in table
-    cells = {
-        line.split("│")[1].strip(): line.split("│")[2].strip()
-        for line in table.splitlines()
-        if line.count("│") == 3
-    }
-    assert cells == {"NumRet": "5", "NumRelRet(rel=2)": "2", "ERR@10": f"{by['all', 'ERR@10']:.4f}"}
-
-
-def test_evaluate_help_lists_the_new_measures_and_spellings(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    with pytest.raises(SystemExit):
-        main(["evaluate", "--help"])
-    text = capsys.readouterr().out
-    for part in ("ERR@k", "Bpref(rel=N)", "NumRet", "NumRel(rel=N)", "NumRelRet(rel=N)"):
-        assert part in text
-    for part in ("judged_only=True", "dcg='exp-log2'", "gains={0:0,1:1,2:3,3:7}"):
-        assert part in text

@@ -11,86 +11,39 @@ from __future__ import annotations
 
 import csv
 import json
-import re
 from collections.abc import Iterator
-from collections.abc import Set as AbstractSet
 from pathlib import Path
-from typing import Any
 
 import pytest
-from sklearn.metrics import cohen_kappa_score
 
 from calibration.spotcheck.sampling import draw_sample
 from grader.cli.main import main
 from grader.io.judgments import read_judgments
-from grader.io.trec import read_qrels
 from grader.keys import content_key
 from grader.models import Doc, Query
 from grader.regrade.selection import select_candidates
 from grader.store.store import Store
-from tests.batch_helpers import new_prompt
 from tests.fake_batch import BatchPlan, FakeBatchAPI
-from tests.fakeserver import FakeServer, request_text
-from tests.helpers.old_stores import write_old_store
+from tests.fakeserver import FakeServer
+from tests.helpers.repeated_texts import (
+    CONTENTS,
+    DOCS,
+    ID_PAIRS,
+    QUERIES,
+    Files,
+    as_old_store,
+    asked_contents,
+    grade_fn,
+    grade_words,
+    hand_diff,
+    new_grade,
+    old_grade,
+    pairs_of,
+    qrels_of,
+    request_content,
+    store_pairs,
+)
 from tests.helpers.sampling import make_judgment
-
-QUERIES = {"q1": "how do tides work", "q2": "how do tides work", "q3": "what is photosynthesis"}
-MOON = "Tides rise and fall because the moon pulls on the oceans."
-DOCS = {
-    "d1": MOON,
-    "d2": MOON,
-    "d3": MOON,
-    "d4": "Plants turn sunlight, water and carbon dioxide into sugar.",
-    "d5": "A used car loses value quickly in its first years.",
-}
-RUN = {
-    "q1": ["d1", "d2", "d4", "d5"],
-    "q2": ["d1", "d3", "d4"],
-    "q3": ["d2", "d4", "d5"],
-}
-ID_PAIRS = {(q, d) for q, docs in RUN.items() for d in docs}
-CONTENTS = {(QUERIES[q], DOCS[d]) for q, d in ID_PAIRS}
-
-# Grades by (query word, doc word), for the old prompt and the new (strict) one.
-OLD = {("tides", "moon"): 3, ("tides", "sugar"): 1, ("tides", "car"): 0}
-OLD |= {("photosynthesis", "moon"): 0, ("photosynthesis", "sugar"): 3}
-OLD |= {("photosynthesis", "car"): 0}
-NEW = {("tides", "moon"): 2, ("tides", "sugar"): 1, ("tides", "car"): 0}
-NEW |= {("photosynthesis", "moon"): 0, ("photosynthesis", "sugar"): 2}
-NEW |= {("photosynthesis", "car"): 1}
-
-
-def _content(body: dict[str, Any]) -> tuple[str, str]:
-    """(query text, document text) of a request: what the content key is made of."""
-    text = request_text(body)  # the system text names the tags too: the user's come last
-    query = re.findall(r"<query>\n(.*?)\n</query>", text, re.S)
-    passage = re.findall(r"<passage>\n(?:Title:[^\n]*\n)?(.*?)\n</passage>", text, re.S)
-    assert query and passage
-    return query[-1], passage[-1]
-
-
-def _words(query: str, doc: str) -> tuple[str, str]:
-    q = "tides" if "tides" in query else "photosynthesis"
-    d = "moon" if "moon" in doc else "sugar" if "sugar" in doc else "car"
-    return q, d
-
-
-def _grade_fn(failing: tuple[str, str] | None = None) -> Any:
-    def grade(body: dict[str, Any]) -> int:
-        words = _words(*_content(body))
-        if "Be strict" not in request_text(body):
-            return OLD[words]
-        return 7 if words == failing else NEW[words]  # 7: out of range, never a valid reply
-
-    return grade
-
-
-def _old(q: str, d: str) -> int:
-    return OLD[_words(QUERIES[q], DOCS[d])]
-
-
-def _new(q: str, d: str) -> int:
-    return NEW[_words(QUERIES[q], DOCS[d])]
 
 
 @pytest.fixture(scope="module")
@@ -104,76 +57,10 @@ def api(_server: tuple[FakeServer, FakeBatchAPI], monkeypatch: pytest.MonkeyPatc
     server, batch_api = _server
     server.reset()
     batch_api.reset()
-    server.grade_fn = _grade_fn()
+    server.grade_fn = grade_fn()
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RELGRADE_MODEL", "RELGRADE_PRICES"):
         monkeypatch.delenv(name, raising=False)
     return batch_api
-
-
-class Files:
-    """The queries, docs, run, price table and new prompt of one test, in `folder`."""
-
-    def __init__(self, folder: Path, url: str) -> None:
-        self.folder = folder
-        self.url = url
-        self.db = folder / "s.db"
-        self.queries = folder / "queries.tsv"
-        self.queries.write_text("".join(f"{q}\t{t}\n" for q, t in QUERIES.items()), "utf-8")
-        self.docs = folder / "docs.jsonl"
-        self.docs.write_text(
-            "".join(json.dumps({"doc_id": d, "text": t}) + "\n" for d, t in DOCS.items()),
-            "utf-8",
-        )
-        self.run = folder / "run.txt"
-        self.run.write_text(
-            "".join(
-                f"{q} Q0 {d} {rank} {10 - rank} r\n"
-                for q, docs in RUN.items()
-                for rank, d in enumerate(docs, start=1)
-            ),
-            "utf-8",
-        )
-        self.prices = folder / "prices.toml"
-        self.prices.write_text(
-            '[models."fake-model"]\ninput = 1.0\ncached_input = 0.5\noutput = 2.0\n', "utf-8"
-        )
-        self.prompt = str(new_prompt(folder).source)
-
-    def grade(self, *extra: str) -> int:
-        return main(
-            [
-                "grade",
-                "--queries", str(self.queries),
-                "--docs", str(self.docs),
-                "--run", str(self.run),
-                "--model", "fake-model",
-                "--base-url", self.url,
-                "--store", str(self.db),
-                "--prices", str(self.prices),
-                "--quiet",
-                *extra,
-            ]
-        )  # fmt: skip
-
-    def regrade(
-        self, capsys: pytest.CaptureFixture[str], *extra: str
-    ) -> tuple[int, dict[str, Any]]:
-        capsys.readouterr()
-        code = main(
-            [
-                "regrade",
-                "--store", str(self.db),
-                "--prompt", self.prompt,
-                "--model", "fake-model",
-                "--base-url", self.url,
-                "--format", "json",
-                "--poll-interval", "0",
-                "--prices", str(self.prices),
-                "--quiet",
-                *extra,
-            ]
-        )  # fmt: skip
-        return code, json.loads(capsys.readouterr().out)
 
 
 @pytest.fixture
@@ -181,52 +68,9 @@ def files(api: FakeBatchAPI, tmp_path: Path) -> Files:
     return Files(tmp_path, api.server.base_url)
 
 
-def _pairs_of(path: Path) -> list[tuple[str, str]]:
-    return [(j.query_id, j.doc_id) for j in read_judgments(path)]
-
-
-def _qrels(path: Path) -> dict[tuple[str, str], int]:
-    frame = read_qrels(path)
-    return {
-        (q, d): int(g)
-        for q, d, g in zip(frame["query_id"], frame["doc_id"], frame["grade"], strict=True)
-    }
-
-
-def _store_pairs(db: Path, version: str) -> dict[tuple[str, str], int | None]:
-    """Each id pair's grade under the prompt version, as the store gives it to every id pair."""
-    with Store(db) as store:
-        return {
-            (q, d): j.grade
-            for q, d, j in store.iter_pair_judgments()
-            if j.prompt is not None and j.prompt.version == version
-        }
-
-
-def _hand_diff(failed: AbstractSet[tuple[str, str]] = frozenset()) -> dict[str, Any]:
-    """n, changed, transition and kappa over the id pairs, computed here from the tables."""
-    pairs = sorted(ID_PAIRS - failed)
-    transition = [[0] * 4 for _ in range(4)]
-    for q, d in pairs:
-        transition[_old(q, d)][_new(q, d)] += 1
-    old = [_old(q, d) for q, d in pairs]
-    new = [_new(q, d) for q, d in pairs]
-    return {
-        "n": len(ID_PAIRS),
-        "changed": sum(a != b for a, b in zip(old, new, strict=True)),
-        "transition": transition,
-        "kappa": cohen_kappa_score(old, new),
-        "failed": len(failed),
-    }
-
-
-def _asked_contents(server: FakeServer) -> list[tuple[str, str]]:
-    return [_content(body) for body in server.requests]
-
-
 def test_the_data_repeats_texts() -> None:
     assert len(ID_PAIRS) == 10 and len(CONTENTS) == 6
-    hand = _hand_diff()
+    hand = hand_diff()
     # 5 pairs 3->2 (four id pairs of one content), 2 pairs 1->1, 2 pairs 0->0, 1 pair 0->1.
     assert hand["transition"] == [[2, 1, 0, 0], [0, 2, 0, 0], [0, 0, 0, 0], [0, 0, 5, 0]]
     assert hand["changed"] == 6
@@ -239,12 +83,12 @@ def test_grade_asks_each_content_once_and_the_store_lists_every_id_pair(
 ) -> None:
     out = tmp_path / "old.jsonl"
     assert files.grade("--out", str(out)) == 0
-    asked = _asked_contents(api.server)
+    asked = asked_contents(api.server)
     assert len(asked) == 6 and set(asked) == CONTENTS
-    assert sorted(_pairs_of(out)) == sorted(ID_PAIRS)
+    assert sorted(pairs_of(out)) == sorted(ID_PAIRS)
     with Store(files.db) as store:
         assert store.count() == 6  # one judgment per content key
-    assert _store_pairs(files.db, "1") == {(q, d): _old(q, d) for q, d in ID_PAIRS}
+    assert store_pairs(files.db, "1") == {(q, d): old_grade(q, d) for q, d in ID_PAIRS}
 
 
 def test_live_regrade_outputs_and_diff_cover_every_id_pair(
@@ -255,10 +99,10 @@ def test_live_regrade_outputs_and_diff_cover_every_id_pair(
     out, qrels = tmp_path / "new.jsonl", tmp_path / "new.qrels"
     code, diff = files.regrade(capsys, "--out", str(out), "--qrels-out", str(qrels))
     assert code == 0
-    asked = _asked_contents(api.server)
+    asked = asked_contents(api.server)
     assert len(asked) == 6 and set(asked) == CONTENTS  # one request per distinct content
     assert diff["selected"] == 10 and diff["sent"] == 10 and diff["requests"] == 6
-    hand = _hand_diff()
+    hand = hand_diff()
     assert diff["n"] == hand["n"] == 10
     assert diff["changed"] == hand["changed"] and diff["transition"] == hand["transition"]
     assert diff["kappa_between_versions"] == pytest.approx(hand["kappa"], abs=1e-12)
@@ -266,18 +110,18 @@ def test_live_regrade_outputs_and_diff_cover_every_id_pair(
     new = read_judgments(out)
     assert sorted((j.query_id, j.doc_id) for j in new) == sorted(ID_PAIRS)
     assert all(j.prompt is not None and j.prompt.version == "2" for j in new)
-    assert _qrels(qrels) == {(q, d): _new(q, d) for q, d in ID_PAIRS}
+    assert qrels_of(qrels) == {(q, d): new_grade(q, d) for q, d in ID_PAIRS}
     # Each content is paid once: the cost is that of the 6 distinct judgments.
     per_key = {j.key: j.cost for j in new if j.cost is not None}
     assert len(per_key) == 6 and diff["cost"] == pytest.approx(sum(per_key.values()))
     assert diff["cost"] < sum(j.cost or 0.0 for j in new)
-    assert _store_pairs(files.db, "2") == {(q, d): _new(q, d) for q, d in ID_PAIRS}
+    assert store_pairs(files.db, "2") == {(q, d): new_grade(q, d) for q, d in ID_PAIRS}
     # A rerun sends nothing and writes the same outputs.
     api.server.reset()
     code, again = files.regrade(capsys, "--out", str(out))
     assert code == 0 and api.server.counts["requests"] == 0
     assert again["sent"] == 0 and again["n"] == 10 and again["transition"] == hand["transition"]
-    assert sorted(_pairs_of(out)) == sorted(ID_PAIRS)
+    assert sorted(pairs_of(out)) == sorted(ID_PAIRS)
 
 
 def test_batch_regrade_and_collect_cover_every_id_pair(
@@ -291,24 +135,24 @@ def test_batch_regrade_and_collect_cover_every_id_pair(
     assert first["sent"] == 10 and first["requests"] == 6
     (batch_id,) = api.batches
     lines = api.input_lines(batch_id)
-    assert len(lines) == 6 and {_content(line["body"]) for line in lines} == CONTENTS
+    assert len(lines) == 6 and {request_content(line["body"]) for line in lines} == CONTENTS
     collect = ["batch", "collect", "--store", str(files.db), "--base-url", files.url]
     assert main([*collect, "--poll-interval", "0", "--prices", str(files.prices)]) == 0
     assert "(10 pairs): 6 graded from the batch" in capsys.readouterr().err
     assert api.server.counts["requests"] == 0  # nothing went live
     # What collect wrote: every id pair has its new judgment in the store.
-    assert _store_pairs(files.db, "2") == {(q, d): _new(q, d) for q, d in ID_PAIRS}
+    assert store_pairs(files.db, "2") == {(q, d): new_grade(q, d) for q, d in ID_PAIRS}
     out, qrels = tmp_path / "new.jsonl", tmp_path / "new.qrels"
     code, diff = files.regrade(capsys, "--batch", "--out", str(out), "--qrels-out", str(qrels))
     assert code == 0 and diff["sent"] == 0 and api.counts["upload"] == 1
-    hand = _hand_diff()
+    hand = hand_diff()
     assert (diff["n"], diff["changed"], diff["failed"]) == (10, hand["changed"], 0)
     assert diff["transition"] == hand["transition"]
     assert diff["kappa_between_versions"] == pytest.approx(hand["kappa"], abs=1e-12)
     assert diff["batch_graded"] == 10
     assert diff["cost_without_batch"] == pytest.approx(2 * diff["cost"])
-    assert sorted(_pairs_of(out)) == sorted(ID_PAIRS)
-    assert _qrels(qrels) == {(q, d): _new(q, d) for q, d in ID_PAIRS}
+    assert sorted(pairs_of(out)) == sorted(ID_PAIRS)
+    assert qrels_of(qrels) == {(q, d): new_grade(q, d) for q, d in ID_PAIRS}
 
 
 def test_failed_counts_every_id_pair_of_a_failed_content(
@@ -316,18 +160,18 @@ def test_failed_counts_every_id_pair_of_a_failed_content(
 ) -> None:
     assert files.grade() == 0
     api.server.reset()
-    api.server.grade_fn = _grade_fn(failing=("tides", "moon"))
+    api.server.grade_fn = grade_fn(failing=("tides", "moon"))
     out, qrels = tmp_path / "new.jsonl", tmp_path / "new.qrels"
     code, diff = files.regrade(
         capsys, "--max-attempts", "2", "--out", str(out), "--qrels-out", str(qrels)
     )
     assert code == 1
-    moon = {(q, d) for q, d in ID_PAIRS if _words(QUERIES[q], DOCS[d]) == ("tides", "moon")}
+    moon = {(q, d) for q, d in ID_PAIRS if grade_words(QUERIES[q], DOCS[d]) == ("tides", "moon")}
     assert moon == {("q1", "d1"), ("q1", "d2"), ("q2", "d1"), ("q2", "d3")}
-    asked = _asked_contents(api.server)
+    asked = asked_contents(api.server)
     assert set(asked) == CONTENTS
-    assert all(asked.count(c) == 1 for c in CONTENTS if _words(*c) != ("tides", "moon"))
-    hand = _hand_diff(failed=moon)
+    assert all(asked.count(c) == 1 for c in CONTENTS if grade_words(*c) != ("tides", "moon"))
+    hand = hand_diff(failed=moon)
     assert diff["failed"] == 4 and diff["n"] == 10
     assert {(f["query_id"], f["doc_id"]) for f in diff["failed_pairs"]} == moon
     assert diff["changed"] == hand["changed"] == 2
@@ -336,7 +180,7 @@ def test_failed_counts_every_id_pair_of_a_failed_content(
     new = read_judgments(out)
     assert sorted((j.query_id, j.doc_id) for j in new) == sorted(ID_PAIRS)
     assert {(j.query_id, j.doc_id) for j in new if j.status == "failed"} == moon
-    assert set(_qrels(qrels)) == ID_PAIRS - moon
+    assert set(qrels_of(qrels)) == ID_PAIRS - moon
 
 
 def test_sample_holds_every_id_pair_with_its_texts(
@@ -368,7 +212,7 @@ def test_sample_holds_every_id_pair_with_its_texts(
 
 def test_draw_sample_treats_id_pairs_sharing_a_key_as_separate_units() -> None:
     shared = [
-        make_judgment(q, d, _old(q, d)).model_copy(
+        make_judgment(q, d, old_grade(q, d)).model_copy(
             update={"key": content_key({"judge": "test"}, QUERIES[q], DOCS[d])}
         )
         for q, d in sorted(ID_PAIRS)
@@ -382,21 +226,11 @@ def test_draw_sample_treats_id_pairs_sharing_a_key_as_separate_units() -> None:
     assert all(p.inclusion_probability == pytest.approx(0.4) for p in uniform.pairs)
 
 
-def _as_old_store(db: Path) -> None:
-    """Turn a store back into schema 2 (before the table of id pairs), as an older relgrade left
-    it: one id pair per content key (the one its judgments row names)."""
-    new = db.with_name("new.db")
-    db.rename(new)
-    for suffix in ("-wal", "-shm"):
-        db.with_name(db.name + suffix).unlink(missing_ok=True)
-    write_old_store(db, 2, new)
-
-
 def test_an_older_store_is_migrated_and_a_grade_rerun_records_the_other_pairs(
     files: Files, api: FakeBatchAPI
 ) -> None:
     assert files.grade() == 0
-    _as_old_store(files.db)
+    as_old_store(files.db)
     with Store(files.db) as store:
         assert store.schema_version >= 3
         # Readable: each judgment under the id pair its row names.
@@ -411,7 +245,7 @@ def test_an_older_store_is_migrated_and_a_grade_rerun_records_the_other_pairs(
         assert {(q, d) for q, d, _ in store.iter_pair_judgments()} == ID_PAIRS
         candidates = select_candidates(store, [], {"judge": "x"})
     assert {(c.query.query_id, c.doc.doc_id) for c in candidates} == ID_PAIRS
-    assert all(c.old.grade == _old(c.query.query_id, c.doc.doc_id) for c in candidates)
+    assert all(c.old.grade == old_grade(c.query.query_id, c.doc.doc_id) for c in candidates)
 
 
 def test_store_put_records_every_id_pair_of_a_key(tmp_path: Path) -> None:
