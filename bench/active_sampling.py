@@ -2,7 +2,7 @@
 
 People: the 9,260 NIST grades (relevant at >= 2). Judges:
 
-- the synthetic calibrated logprob judge of tests/spotcheck_sim.logprob_judge at several
+- the synthetic calibrated logprob judge of tests/helpers/spotcheck_sim.logprob_judge at several
   sharpnesses (the label sets carry no logprobs), and the same judge made overconfident
   (its log-odds times 3, as LLM logprobs often are);
 - judges built from the five shared label sets: P(NIST relevant | the label sets' grades),
@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 from calibration.spotcheck.sequential import active_weights  # noqa: E402
 from calibration.stats.confseq import boundary, desraj_terms, running, share_sequence  # noqa: E402
 from calibration.stats.ppi import ppi_mean  # noqa: E402
-from tests.spotcheck_sim import (  # noqa: E402
+from tests.helpers.spotcheck_sim import (  # noqa: E402
     LABEL_SETS,
     LabelSets,
     load_label_sets,
