@@ -106,6 +106,7 @@ def test_grade_by_keyboard_reload_and_resume(browser: Any, sample: Path) -> None
         ui.close()
 
 
+@pytest.mark.slow
 def test_a_second_annotator_grades_the_same_sample_separately(browser: Any, sample: Path) -> None:
     ann = Page(browser, sample, "ann")
     try:
@@ -124,6 +125,7 @@ def test_a_second_annotator_grades_the_same_sample_separately(browser: Any, samp
     assert ann.log.path != bob.log.path
 
 
+@pytest.mark.slow
 def test_a_document_holding_script_is_shown_as_text_and_never_runs(
     browser: Any, sample: Path
 ) -> None:

@@ -56,6 +56,7 @@ def test_the_page_style_changes_no_letter_case(tmp_path: Path) -> None:
 
 @pytest.mark.browser
 @needs_chromium
+@pytest.mark.slow
 def test_the_page_shows_a_mixed_case_id_as_written(tmp_path: Path) -> None:
     pytest.importorskip("playwright.sync_api")
     server = _server(_sample(tmp_path))

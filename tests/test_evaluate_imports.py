@@ -66,6 +66,7 @@ def test_json_from_trec_files_loads_none_of_the_heavy_modules(files: tuple[Path,
     assert means == pytest.approx(_means(qrels, run), rel=0, abs=0)
 
 
+@pytest.mark.slow
 def test_the_table_loads_rich_and_nothing_else_heavy(files: tuple[Path, Path]) -> None:
     qrels, run = files
     out, loaded = _evaluate_in_child(["evaluate", str(qrels), str(run)])

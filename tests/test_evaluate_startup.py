@@ -63,6 +63,7 @@ def test_evaluate_asks_for_one_blas_thread_and_leaves_none_behind(files: list[st
     assert _threads(["evaluate", *files], preset=None) == ("1", "unset")
 
 
+@pytest.mark.slow
 def test_a_number_the_user_set_is_kept(files: list[str]) -> None:
     assert _threads(["evaluate", *files], preset="3") == ("3", "3")
 

@@ -278,6 +278,7 @@ def test_outputs_are_written_compressed_as_named_and_read_back(tmp_path: Path, k
 
 
 @pytestmark_bash
+@pytest.mark.slow
 def test_a_bad_line_in_an_endless_stream_is_named_without_reading_on(tmp_path: Path) -> None:
     qrels = _qrels(tmp_path)
     done = _bash(

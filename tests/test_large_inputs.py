@@ -138,6 +138,7 @@ def test_bad_grade_at_the_end_of_large_qrels(tmp_path: Path, irregular_reads: li
     assert irregular_reads == []
 
 
+@pytest.mark.slow
 def test_duplicate_pair_in_a_large_run_names_both_lines(tmp_path: Path) -> None:
     lines = run_lines()
     lines[-1] = "q0 Q0 d5 7 1.0 tag\n"  # d5 is on line 6

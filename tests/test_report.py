@@ -58,6 +58,7 @@ def test_report_is_self_contained_with_pictures_and_numbers(
     assert "Kendall tau" in text
 
 
+@pytest.mark.slow  # test_report_templates escapes in the quick loop
 def test_report_escapes_names() -> None:
     s = _summary(with_systems=False)
     s["per_query"][0]["query_id"] = "<script>alert(1)</script>"
