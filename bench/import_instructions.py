@@ -35,13 +35,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from batch_files import pairs  # (bench/, this script's folder, is on the path)
 
 from grader.batch.adapter import LLMBatchJudge
-from grader.batch.export_files import export_requests
-from grader.batch.exports import ExportState, split_custom_id
-from grader.batch.import_files import RANGE_BYTES, Importer
-from grader.batch.import_followup import ImportSummary
-from grader.batch.import_work import RangeReader, RangeResult, RangeTask
+from grader.batch.files.export_files import export_requests
+from grader.batch.files.exports import ExportState, split_custom_id
+from grader.batch.files.import_files import RANGE_BYTES, Importer
+from grader.batch.files.import_followup import ImportSummary
+from grader.batch.files.import_work import RangeReader, RangeResult, RangeTask
+from grader.batch.files.line_ranges import line_ranges
 from grader.batch.job_config import JobJudges, job_config
-from grader.batch.line_ranges import line_ranges
 from grader.judges.llm.judge import LLMJudge
 from grader.prompts import PromptSpec, load_prompt
 from grader.store.store import Store

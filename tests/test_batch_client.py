@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from grader.batch.client import BatchClient
+from grader.batch.api.client import BatchClient
 from grader.batch.requests import split_requests
 from grader.errors import JudgeError
 from grader.judges.llm.retry import RetryPolicy

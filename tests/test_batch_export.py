@@ -1,7 +1,7 @@
 """`batch export`'s faster paths give what the plain way gives: request files equal to
 `split_requests` over `request_line(custom_id, judge.build_request(...))` of each new key, with
 the same sha256, lines and store rows, whether the recording runs in this process or in a child
-(`grader.batch.export_process`); an export stopped halfway (Ctrl-C, an error in the recording
+(`grader.batch.files.export_process`); an export stopped halfway (Ctrl-C, an error in the recording
 child, a failed file write, kill -9) leaves no temporary file and no file the store does not
 list with all its lines. The texts the export makes (content keys, JSON strings, messages,
 request lines) are checked in `tests/test_export_texts.py`."""
@@ -22,12 +22,12 @@ from typing import Any
 
 import pytest
 
-from grader.batch import request_files
 from grader.batch.adapter import LLMBatchJudge
-from grader.batch.export_files import export_requests
-from grader.batch.exports import ExportState, custom_id
+from grader.batch.files import request_files
+from grader.batch.files.export_files import export_requests
+from grader.batch.files.exports import ExportState, custom_id
+from grader.batch.files.request_files import RequestFiles
 from grader.batch.job_config import job_config
-from grader.batch.request_files import RequestFiles
 from grader.batch.requests import split_requests
 from grader.errors import StoreError
 from grader.keys import ContentKeys
@@ -312,8 +312,8 @@ def test_a_written_file_changed_on_disk_is_refused_before_it_is_published(
 _KILLED_EXPORT = """
 import sys, time
 from pathlib import Path
-from grader.batch import request_files
-from grader.batch.export_files import export_requests
+from grader.batch.files import request_files
+from grader.batch.files.export_files import export_requests
 from grader.batch.job_config import job_config
 from grader.store.store import Store
 from tests.helpers.batch_export import batch_judge, export_pairs

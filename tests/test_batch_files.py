@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from grader.batch.adapter import LLMBatchJudge
-from grader.batch.export_files import export_requests
-from grader.batch.import_files import Importer
-from grader.batch.import_followup import ImportSummary
+from grader.batch.files.export_files import export_requests
+from grader.batch.files.import_files import Importer
+from grader.batch.files.import_followup import ImportSummary
 from grader.batch.job_config import JobJudges, job_config
 from grader.cli.main import main
 from grader.judges.llm.judge import LLMJudge

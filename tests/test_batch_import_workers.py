@@ -21,11 +21,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader.batch import import_work, json_lines
-from grader.batch.import_files import Importer
-from grader.batch.import_followup import ImportSummary
+from grader.batch import json_lines
+from grader.batch.files import import_work
+from grader.batch.files.import_files import Importer
+from grader.batch.files.import_followup import ImportSummary
+from grader.batch.files.line_ranges import count_newlines, line_ranges
 from grader.batch.job_config import JobJudges
-from grader.batch.line_ranges import count_newlines, line_ranges
 from grader.errors import InputError
 from grader.store.store import Store
 from tests import fake_engine

@@ -9,8 +9,8 @@ import json
 import pytest
 
 from grader.batch.adapter import LLMBatchJudge
-from grader.batch.client import BatchClient
-from grader.batch.state import BatchState
+from grader.batch.api.client import BatchClient
+from grader.batch.api.state import BatchState
 from grader.errors import JudgeError
 from grader.store.store import Store
 from tests.fake_batch import BatchPlan

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader.batch.client import poll_delays
+from grader.batch.api.client import poll_delays
 from grader.batch.requests import request_line, split_requests
 from grader.errors import InputError
 

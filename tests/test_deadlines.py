@@ -23,7 +23,7 @@ import pytest
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from grader.batch.client import BatchClient
+from grader.batch.api.client import BatchClient
 from grader.cli.failed_pairs import failed_pairs_text
 from grader.cli.main import main
 from grader.errors import JudgeError, ServerNotAnswering

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch import import_files
+from grader.batch.files import import_files
 from grader.cli.main import main
 from tests.fakeserver import FakeServer
 from tests.helpers.batch_import import engine_results, export_pairs, import_results

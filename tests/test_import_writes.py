@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch.exports import ExportState, Line, runs_of
-from grader.batch.import_work import Answer, RangeResult
+from grader.batch.files.exports import ExportState, Line, runs_of
+from grader.batch.files.import_work import Answer, RangeResult
 from grader.bulk_gc import collect, collect_by_hand
 from grader.store.judgment_rows import StoredRow, from_journal_row
 from grader.store.store import Store

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from grader.batch.adapter import LLMBatchJudge
-from grader.batch.client import BatchClient
+from grader.batch.api.client import BatchClient
 from grader.batch.job_config import job_config
 from grader.cli.batch_common import JudgeFactory
 from grader.cli.grade_job import GradeJudges

@@ -116,7 +116,7 @@ class BatchReplies:
 
 
 class LLMBatchJudge:
-    """Adapts an `LLMJudge` to `grader.batch.jobs.BatchJudge`."""
+    """Adapts an `LLMJudge` to `grader.batch.api.jobs.BatchJudge`."""
 
     def __init__(self, live: LLMJudge, *, mode: OutputMode | None = None) -> None:
         self.live = live

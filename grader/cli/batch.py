@@ -16,8 +16,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from grader.batch.client import TERMINAL_STATUSES
-from grader.batch.state import BatchState, Job
+from grader.batch.api.client import TERMINAL_STATUSES
+from grader.batch.api.state import BatchState, Job
 from grader.cli.batch_common import (
     JudgeFactory,
     add_batch_options,
@@ -104,7 +104,7 @@ def _open_store(path: str) -> Store:
 
 
 def run_status(args: argparse.Namespace) -> int:
-    from grader.batch.exports import ExportState
+    from grader.batch.files.exports import ExportState
     from grader.cli.batch_files import export_json, exports_table
 
     with _open_store(args.store) as store, BatchState(store) as state:
@@ -216,7 +216,7 @@ def run_collect(args: argparse.Namespace) -> int:
 async def _collect(args: argparse.Namespace, store: Store, writer: StoreWriter) -> Any:
     with BatchState(store) as probe:
         if not probe.jobs(open_only=True):
-            from grader.batch.jobs import CollectSummary
+            from grader.batch.api.jobs import CollectSummary
 
             return CollectSummary()
         use_stored_base_url(args, probe)  # the endpoint the jobs were sent to

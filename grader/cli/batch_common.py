@@ -9,10 +9,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from grader.batch.adapter import LLMBatchJudge
+from grader.batch.api.jobs import BatchOptions, BatchRunner
+from grader.batch.api.state import Job
 from grader.batch.job_config import JobJudges
-from grader.batch.jobs import BatchOptions, BatchRunner
 from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE
-from grader.batch.state import Job
 from grader.cli.judge_options import build_judges
 from grader.cli.settings import Settings
 from grader.errors import InputError

@@ -12,7 +12,7 @@ import argparse
 import shlex
 import sys
 
-from grader.batch.state import BatchState
+from grader.batch.api.state import BatchState
 from grader.errors import InputError
 
 

@@ -1,6 +1,6 @@
 """`relgrade batch export|import`: request files for any inference engine (vLLM run-batch, Ray
-Data, ...) and its results, with the guarantees of live grading (`grader.batch.export_files`,
-`grader.batch.import_files`)."""
+Data, ...) and its results, with the guarantees of live grading (`grader.batch.files.export_files`,
+`grader.batch.files.import_files`)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from grader.batch.adapter import LLMBatchJudge
-from grader.batch.export_files import LineProgress, export_requests
-from grader.batch.exports import ExportInfo, ExportState
-from grader.batch.import_files import Importer
-from grader.batch.import_followup import ImportSummary
+from grader.batch.files.export_files import LineProgress, export_requests
+from grader.batch.files.exports import ExportInfo, ExportState
+from grader.batch.files.import_files import Importer
+from grader.batch.files.import_followup import ImportSummary
 from grader.batch.job_config import job_config
 from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE
 from grader.cli.batch_common import JudgeFactory

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from grader.batch.state import BatchState, Job
+from grader.batch.api.state import BatchState, Job
 from grader.cli.regrade_output import OUTPUTS_PENDING, diff_json, render_table, write_outputs
 from grader.errors import InputError
 from grader.regrade.diff import diff_versions

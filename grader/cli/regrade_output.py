@@ -156,7 +156,7 @@ def submitted_json(args: argparse.Namespace, outcome: RegradeOutcome) -> dict[st
     `pending` says how many wait) plus `submitted` (requests, pairs, batches, files, jobs,
     base_url) and the commands that follow it: `status` and `follow`
     (docs/regrade-and-batch.md)."""
-    from grader.batch.state import public_base_url
+    from grader.batch.api.state import public_base_url
 
     url = Settings.from_args(args).base_url or "https://api.openai.com/v1"
     data = diff_json(outcome)

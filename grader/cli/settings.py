@@ -35,7 +35,7 @@ from grader.judges.llm.endpoint import KEY_ENV, PLACEHOLDER_KEY, api_key_for, en
 from grader.prompts import PromptSpec
 
 if TYPE_CHECKING:  # the LLM client and the openai SDK load only when a command asks for them
-    from grader.batch.client import BatchClient
+    from grader.batch.api.client import BatchClient
     from grader.judges.llm.judge import LLMJudge
     from grader.judges.llm.ratelimit import RateLimiter
     from grader.judges.llm.types import CallRecord
@@ -271,7 +271,7 @@ class Settings:
 
     def batch_client(self, timeout: float | None = None) -> BatchClient:
         """A Batch API client for this endpoint and key (`timeout`: else --timeout's)."""
-        from grader.batch.client import BatchClient
+        from grader.batch.api.client import BatchClient
 
         return BatchClient(
             base_url=self.base_url, api_key=self.key, timeout=timeout or self.timeout

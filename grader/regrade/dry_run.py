@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from grader.batch.state import BatchState
+from grader.batch.api.state import BatchState
 from grader.grading.budget import expected_reply
 from grader.judges.llm.judge import LLMJudge
 from grader.keys import content_key

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grader import defaults
-from grader.batch.jobs import BatchJudge, BatchRunner, CollectSummary, JudgeFor, Progress, Sleep
-from grader.batch.state import BatchState
+from grader.batch.api.jobs import BatchJudge, BatchRunner, CollectSummary, JudgeFor, Progress, Sleep
+from grader.batch.api.state import BatchState
 from grader.grading.events import ProgressCallback
 from grader.grading.outputs import ensemble_fingerprint
 from grader.grading.pairs import Pair

@@ -1,5 +1,5 @@
-"""The store tables that keep batch file exports (owner: `grader.batch.exports`), appended to the
-store's numbered migrations.
+"""The store tables that keep batch file exports (owner: `grader.batch.files.exports`),
+appended to the store's numbered migrations.
 
 An export is one `relgrade batch export`: request files in the OpenAI batch format for any
 inference engine (vLLM run-batch, Ray Data, ...), imported back later by `relgrade batch import`,

@@ -115,7 +115,7 @@ MIGRATIONS: list[Migration] = [
     # Leases on content keys in flight (owner: grader.store.claims), so several processes on
     # one store send each request once; a lease dies with its process or at its expiry.
     Migration(4, "claims on keys in flight", (CLAIMS_TABLE,)),
-    # Batch file exports for any inference engine (owner: grader.batch.exports): the request
+    # Batch file exports for any inference engine (owner: grader.batch.files.exports): the request
     # files, their lines and how each came back, so any process can import the results.
     Migration(5, "batch file exports", EXPORT_STATEMENTS),
     # The endpoint each Batch API job was sent to (owner: grader.batch), never the key, so a
@@ -130,8 +130,8 @@ MIGRATIONS: list[Migration] = [
     # prompt live once in `judgment_sources`, keys are 32 raw bytes; the view `judgment_rows`
     # shows each judgment's whole JSON as before.
     Migration(8, "judgments in parts", apply=upgrade_to_parts, vacuum=True),
-    # Export lines kept in file order (owner: grader.batch.exports), so an import sets outcomes
-    # on neighbouring rows instead of one random page per line.
+    # Export lines kept in file order (owner: grader.batch.files.exports), so an import sets
+    # outcomes on neighbouring rows instead of one random page per line.
     Migration(9, "export lines in file order", EXPORT_LINES_IN_FILE_ORDER),
     # Each HTTP attempt's output mode (issue 24): which mode a reply came in, and the modes a
     # server refused (rows `mode_rejected`), are in the call log.

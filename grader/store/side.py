@@ -1,5 +1,5 @@
-"""A connection of its own to a store file, for tables other modules own (`grader.batch.state`,
-`grader.batch.exports`): WAL lets it sit beside the Store's."""
+"""A connection of its own to a store file, for tables other modules own (`grader.batch.api.state`,
+`grader.batch.files.exports`): WAL lets it sit beside the Store's."""
 
 from __future__ import annotations
 

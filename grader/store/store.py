@@ -60,7 +60,7 @@ from grader.store.reading import StoreReading
 from grader.store.row_making import StoreRows, now_text
 from grader.store.wal import checkpoint_every
 
-BUSY_TIMEOUT_MS = 30_000  # for other tables' own connections (grader.batch.state)
+BUSY_TIMEOUT_MS = 30_000  # for other tables' own connections (grader.batch.api.state)
 PAGE_SIZE = 8192  # bytes per page of a new store
 
 # A judgments row (grader.store.judgment_rows); an ok judgment keeps its place unless the new

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from grader.batch.adapter import LLMBatchJudge
-from grader.batch.client import BatchClient
-from grader.batch.jobs import BatchOptions, BatchRunner
+from grader.batch.api.client import BatchClient
+from grader.batch.api.jobs import BatchOptions, BatchRunner
 from grader.judges.llm.retry import RetryPolicy
 from grader.regrade.run import RegradeOutcome, regrade
 from grader.regrade.selection import parse_selection

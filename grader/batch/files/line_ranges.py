@@ -1,5 +1,5 @@
 """A results file cut into ranges of whole lines, each with the number of its first line: what
-`batch import` hands its worker processes (`grader.batch.import_files`)."""
+`batch import` hands its worker processes (`grader.batch.files.import_files`)."""
 
 from __future__ import annotations
 

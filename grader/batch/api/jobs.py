@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from grader import defaults
-from grader.batch.client import BatchClient, BatchInfo, poll_delays
+from grader.batch.api.client import BatchClient, BatchInfo, poll_delays
+from grader.batch.api.state import BatchState, Item, Job
 from grader.batch.collect import (
     LineProblem,
     ParsedFiles,
@@ -26,7 +27,6 @@ from grader.batch.collect import (
     retry_live,
 )
 from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE, split_requests
-from grader.batch.state import BatchState, Item, Job
 from grader.errors import InputError, JudgeError, NoBatchAPI
 from grader.models import Doc, Judgment, PromptRef, Query
 from grader.store.store import Store

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from grader.batch.client import BatchInfo
+from grader.batch.api.client import BatchInfo
 from grader.errors import StoreError
 from grader.store.disk_full import roll_back
 from grader.store.side import connect_beside, now_iso

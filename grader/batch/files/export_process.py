@@ -1,5 +1,5 @@
-"""A batch export's recording (`grader.batch.export_recorder`) in a child process of its own, so
-the store's inserts run on one core while the export renders the next lines and writes the
+"""A batch export's recording (`grader.batch.files.export_recorder`) in a child process of its
+own, so the store's inserts run on one core while the export renders the next lines and writes the
 request files on another.
 
 The child is forked (it starts at once, with the modules and the judge already loaded; where
@@ -33,9 +33,9 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from grader.batch.export_recorder import Chunk, ExportRecorder
-from grader.batch.exports import ExportState
-from grader.batch.request_files import remove_temporaries
+from grader.batch.files.export_recorder import Chunk, ExportRecorder
+from grader.batch.files.exports import ExportState
+from grader.batch.files.request_files import remove_temporaries
 from grader.errors import StoreError
 from grader.store.store import Store
 from grader.store.wal import BULK_PAGES

@@ -1,4 +1,4 @@
-"""What `relgrade batch import` does after the results lines (`grader.batch.import_files`):
+"""What `relgrade batch import` does after the results lines (`grader.batch.files.import_files`):
 requests of the touched request files that no line answered are stored as failed
 (`Batch:missing`), never as a grade, and failed requests can be asked again live (`--reask`).
 Also the import's summary. A mixin of `Importer`, on its store and export tables.
@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from grader import defaults
 from grader.batch.adapter import LLMBatchJudge
 from grader.batch.collect import LineProblem, failed_judgment, retry_live
-from grader.batch.exports import ExportState
-from grader.batch.import_work import pair_texts
+from grader.batch.files.exports import ExportState
+from grader.batch.files.import_work import pair_texts
 from grader.models import Doc, Judgment, Query
 from grader.store.store import Store
 

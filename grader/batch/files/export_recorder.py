@@ -1,10 +1,10 @@
 """What a batch export records once its lines are rendered and written, in the order it is
 given: the texts and id pairs of each chunk of pairs, the rows of its request lines in
-`export_lines`, then the request files they are in (`grader.batch.request_files`), published.
+`export_lines`, then the request files they are in (`grader.batch.files.request_files`), published.
 
 The export's rendering side writes the request files itself and hands over one `Chunk` at a
 time, made of plain rows (picklable, so the recorder can run in another process:
-`grader.batch.export_process`; a line's row, not its bytes). Texts, id pairs and lines are
+`grader.batch.files.export_process`; a line's row, not its bytes). Texts, id pairs and lines are
 written together every `batch_pairs` id pairs and before a file is published, texts and id pairs
 first (an import needs both), each table's rows in its key order; a file's size on disk is
 checked, and it is renamed to its final name and listed in the store with its sha256 (hashed as
@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path
 
-from grader.batch.exports import ExportState, LineRow
-from grader.batch.request_files import WrittenFile, remove_temporaries
+from grader.batch.files.exports import ExportState, LineRow
+from grader.batch.files.request_files import WrittenFile, remove_temporaries
 from grader.store.store import DocRow, Store
 
 _BY_KEY = itemgetter(3)  # a LineRow's key

@@ -3,21 +3,21 @@
 
 Each line is `{"custom_id", "method", "url", "body"}`; the body is exactly what live grading
 sends for the pair (the judge's `build_request`: same prompt rendering, schema and sampling;
-made byte for byte by `grader.batch.request_lines` without a dict per line) and `custom_id` is
-`relgrade:EXPORT_ID:KEY` (`grader.batch.exports`). Pairs whose key is already ok in the store
+made byte for byte by `grader.batch.files.request_lines` without a dict per line) and `custom_id` is
+`relgrade:EXPORT_ID:KEY` (`grader.batch.files.exports`). Pairs whose key is already ok in the store
 are not exported; pairs sharing a key (same texts) are one line, and every id pair is listed
 under its key in the store, so outputs cover them all. Files are split under a line
 and a byte limit (`grader.batch.requests.split_requests`'s limits), written to a temporary name
-and renamed once complete, on a thread (`grader.batch.request_files`); each one's lines, bytes
+and renamed once complete, on a thread (`grader.batch.files.request_files`); each one's lines, bytes
 and sha256 are recorded.
 
 The work streams in chunks: memory does not grow with the number of lines (the pairs given may
 be a generator); which keys the export already holds is asked of the store, not kept in memory
 (but for the few chunks handed over and not yet recorded). This process renders each chunk's
 new lines and writes them to the request files; it hands the chunk, as plain rows, and the
-files written whole since the last one to the recorder (`grader.batch.export_recorder`), which
+files written whole since the last one to the recorder (`grader.batch.files.export_recorder`), which
 records texts, id pairs and lines, then publishes the files, in that order; a large export
-runs the recorder in a child process (`grader.batch.export_process`), on the machine's other
+runs the recorder in a child process (`grader.batch.files.export_process`), on the machine's other
 core.
 """
 
@@ -33,12 +33,12 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from grader.batch import export_process
 from grader.batch.adapter import LLMBatchJudge
-from grader.batch.export_recorder import Chunk, ExportRecorder
-from grader.batch.exports import ExportState, custom_id
-from grader.batch.request_files import RequestFiles, remove_temporaries
-from grader.batch.request_lines import RequestLines
+from grader.batch.files import export_process
+from grader.batch.files.export_recorder import Chunk, ExportRecorder
+from grader.batch.files.exports import ExportState, custom_id
+from grader.batch.files.request_files import RequestFiles, remove_temporaries
+from grader.batch.files.request_lines import RequestLines
 from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE
 from grader.errors import InputError
 from grader.keys import ContentKeys
@@ -143,7 +143,7 @@ def export_requests(
     `freeze_gc` freezes what is alive now (modules, pairs already read) out of the cyclic
     garbage collector's reach for the export (~10% of its time at 100,000 pairs), as `grade`
     does; undone at the end. `background` records in a child process
-    (`grader.batch.export_process`; None: when the platform forks and `total` is unknown or
+    (`grader.batch.files.export_process`; None: when the platform forks and `total` is unknown or
     at least `BACKGROUND_FROM`). A pair whose request waits in another export not imported yet
     is left out (an engine run on both would be paid twice), unless `include_pending`."""
     if max_requests < 1 or max_bytes < 1:

@@ -1,12 +1,12 @@
 """The results files a `relgrade batch import` is given: folders opened, empty files told, and
-the error when no line of them holds a usable result (`grader.batch.import_files`)."""
+the error when no line of them holds a usable result (`grader.batch.files.import_files`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
 
-from grader.batch.import_followup import ImportSummary
+from grader.batch.files.import_followup import ImportSummary
 from grader.errors import InputError
 
 

@@ -1,5 +1,6 @@
 """One byte range of a results file read, checked and validated: the part of `relgrade batch
-import` that runs in worker processes (`grader.batch.import_files` writes what they give back).
+import` that runs in worker processes (`grader.batch.files.import_files` writes what they give
+back).
 
 A range holds whole lines. Each line is decoded (`grader.batch.json_lines`), its `custom_id`
 split into export and content key, the key looked up in its export's lines and in the store, and
@@ -35,7 +36,7 @@ from grader.batch.collect import (
     other_model,
     parse_output_record,
 )
-from grader.batch.exports import ExportState, Line, split_custom_id
+from grader.batch.files.exports import ExportState, Line, split_custom_id
 from grader.batch.json_lines import ResultLine, loads, loads_line
 from grader.bulk_gc import collect
 from grader.errors import InputError

@@ -2,7 +2,7 @@
 process can import an engine's results: `relgrade batch import`, `relgrade batch status`.
 
 Uses its own SQLite connection to the store file (WAL lets it sit beside the Store's), like
-`grader.batch.state`; every write is one committed transaction.
+`grader.batch.api.state`; every write is one committed transaction.
 """
 
 from __future__ import annotations

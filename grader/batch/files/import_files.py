@@ -5,10 +5,10 @@ Each results line (`{"id", "custom_id", "response": {"status_code", "request_id"
 one reply validator of live grading (`parse_completion`). An ok reply is stored as the pair's
 judgment; an error line, a refused reply, and a request of a touched request file that no line
 answered (`missing`) are stored as `failed` with the reason, never as a grade, and can be asked
-again live (`reask_failed`; `grader.batch.import_followup`).
+again live (`reask_failed`; `grader.batch.files.import_followup`).
 
 The files are cut into ranges of whole lines (~4 MB); each range is decoded, checked and
-validated (`grader.batch.import_work`) by worker processes for a large import, in this process
+validated (`grader.batch.files.import_work`) by worker processes for a large import, in this process
 for a small one, and this process alone writes: it takes the ranges back in file order, decides
 which answers are new as if the lines were read one by one, and writes them in one transaction
 per ~50,000 lines (or 3 s), judgments in key order, then their outcomes. A crash loses at most
@@ -43,10 +43,10 @@ from pathlib import Path
 from typing import Any
 
 from grader.batch.adapter import BatchReplies, LLMBatchJudge
-from grader.batch.export_files import LineProgress, Progress
-from grader.batch.exports import ExportState
-from grader.batch.import_followup import ImportFollowUp, ImportSummary
-from grader.batch.import_work import (
+from grader.batch.files.export_files import LineProgress, Progress
+from grader.batch.files.exports import ExportState
+from grader.batch.files.import_followup import ImportFollowUp, ImportSummary
+from grader.batch.files.import_work import (
     SHOW,
     RangeReader,
     RangeResult,
@@ -54,8 +54,8 @@ from grader.batch.import_work import (
     read_in_worker,
     start_worker,
 )
-from grader.batch.line_ranges import line_ranges
-from grader.batch.results_files import blank, nothing_usable, results_files
+from grader.batch.files.line_ranges import line_ranges
+from grader.batch.files.results_files import blank, nothing_usable, results_files
 from grader.bulk_gc import collect, collect_by_hand
 from grader.errors import InputError
 from grader.store.judgment_rows import StoredRow
