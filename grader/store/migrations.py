@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from grader.store.batch_tables import BATCH_STATEMENTS, add_base_url_column
 from grader.store.claims import CLAIMS_TABLE
 from grader.store.export_tables import EXPORT_LINES_IN_FILE_ORDER, EXPORT_STATEMENTS
-from grader.store.lean_tables import LEAN_STATEMENTS
 from grader.store.payload_tables import FOLD_STATEMENTS
+from grader.store.schema7 import SCHEMA7_STATEMENTS
 from grader.store.schema8 import upgrade_to_parts
 
 
@@ -125,7 +125,7 @@ MIGRATIONS: list[Migration] = [
     # kept once in `judge_fingerprints` instead of on every judgments row, and the id pairs of
     # each key are a WITHOUT ROWID table (no second copy of every key in an index). Old stores
     # upgrade in place; every judgment's JSON is copied as it was.
-    Migration(7, "judge fingerprints kept once", LEAN_STATEMENTS, vacuum=True),
+    Migration(7, "judge fingerprints kept once", SCHEMA7_STATEMENTS, vacuum=True),
     # Judgments in parts (grader.store.schema8): a row keeps what only it says, judge and
     # prompt live once in `judgment_sources`, keys are 32 raw bytes; the view `judgment_rows`
     # shows each judgment's whole JSON as before.

@@ -15,8 +15,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from grader.batch.api.client import BatchInfo
 from grader.errors import StoreError
+from grader.store.connection_beside import connect_beside, now_iso
 from grader.store.disk_full import roll_back
-from grader.store.side import connect_beside, now_iso
 from grader.store.store import Store
 
 PHASES = ("prepared", "uploaded", "submitted", "collected")

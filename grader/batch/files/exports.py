@@ -13,8 +13,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from grader.store.connection_beside import connect_beside, now_iso
 from grader.store.disk_full import roll_back
-from grader.store.side import connect_beside, now_iso
 from grader.store.store import Store
 from grader.store.wal import checkpoint_every
 

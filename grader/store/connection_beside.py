@@ -1,5 +1,6 @@
-"""A connection of its own to a store file, for tables other modules own (`grader.batch.api.state`,
-`grader.batch.files.exports`): WAL lets it sit beside the Store's."""
+"""A connection of its own beside the Store's to a store file (WAL lets them sit side by side),
+for tables other modules own: Batch API jobs (`grader.batch.api.state`) and batch file exports
+(`grader.batch.files.exports`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Schema 7: judge fingerprints kept once, and the id pairs without a second copy of each key.
+"""Migration 7's statements (schema 7): judge fingerprints kept once, and the id pairs
+without a second copy of each key.
 
 Before it a judgments row held its judge's whole fingerprint (the lexical judge's is ~850 bytes
 of settings and stopwords, the same on a million rows) and `judgment_pairs` kept every key twice
@@ -9,7 +10,7 @@ look up by. The judgments' columns and JSON are otherwise as before.
 
 from __future__ import annotations
 
-LEAN_STATEMENTS: tuple[str, ...] = (
+SCHEMA7_STATEMENTS: tuple[str, ...] = (
     """CREATE TABLE judge_fingerprints (
         id INTEGER PRIMARY KEY,
         fingerprint TEXT NOT NULL UNIQUE
