@@ -18,16 +18,12 @@ from grader.prompts import PromptSpec
 from grader.store.store import Store
 from tests.fakeserver import FakeServer
 from tests.grade_data import GradeFiles, write_grade_files
-from tests.test_batch_files import MODEL, _custom_ids, _engine, _export
+from tests.helpers.batch_cli import MODEL, cli_export, cli_import, custom_ids, http_engine
 
 
 @pytest.fixture
 def files(tmp_path: Path) -> GradeFiles:
     return write_grade_files(tmp_path, n_queries=4, depth=5)  # 20 pairs, 20 texts
-
-
-def _import(db: Path, *results: Path | str) -> int:
-    return main(["batch", "import", "--store", str(db), *map(str, results), "--quiet"])
 
 
 def _grades(db: Path) -> dict[str, int]:
@@ -40,11 +36,11 @@ def test_results_with_no_usable_line_exit_2_with_the_reason(
     files: GradeFiles, tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str
 ) -> None:
     db = tmp_path / "n.db"
-    _export(files, db, tmp_path / "out")
+    cli_export(files, db, tmp_path / "out")
     bad = tmp_path / "bad.results.jsonl"
     bad.write_text(content)
     capsys.readouterr()
-    assert _import(db, bad) == 2
+    assert cli_import(db, bad) == 2
     err = capsys.readouterr().err
     assert f"{bad}: no usable results line: " in err and "nothing was imported" in err
     if content.endswith("\n"):
@@ -62,11 +58,11 @@ def test_an_import_racing_another_counts_only_what_it_stored(
     same requests writes first: the store keeps B's (the first ok answer is final), and A
     says it stored only the other half, the rest being stored already."""
     db = tmp_path / "race.db"
-    requests = _export(files, db, tmp_path / "out")
+    requests = cli_export(files, db, tmp_path / "out")
     fake_server.grade_fn = lambda body: 3
-    results_a = _engine(fake_server, requests, tmp_path / "res-a")
+    results_a = http_engine(fake_server, requests, tmp_path / "res-a")
     fake_server.grade_fn = lambda body: 0
-    results_b = _engine(fake_server, requests, tmp_path / "res-b")
+    results_b = http_engine(fake_server, requests, tmp_path / "res-b")
     lines_b = results_b[0].read_text().splitlines(keepends=True)
     half = tmp_path / "half-b.jsonl"
     half.write_text("".join(lines_b[:8]))
@@ -99,16 +95,16 @@ def test_reimporting_an_old_file_after_its_gaps_were_filled_exits_0(
     files: GradeFiles, fake_server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = tmp_path / "gaps.db"
-    requests = _export(files, db, tmp_path / "out")
+    requests = cli_export(files, db, tmp_path / "out")
     assert len(requests) == 1
-    results = _engine(fake_server, requests, tmp_path / "res", stop_after=17)  # 3 missing
+    results = http_engine(fake_server, requests, tmp_path / "res", stop_after=17)  # 3 missing
     capsys.readouterr()
-    assert _import(db, *results) == 1
+    assert cli_import(db, *results) == 1
     assert "3 requests have no grade" in capsys.readouterr().err
     # The gaps are filled elsewhere: graded live with the same prompt and model (same keys).
     url = ["--base-url", fake_server.base_url]
     assert main(files.args("--store", str(db), *url, *MODEL, "--quiet")) == 0
-    assert _import(db, *results) == 0
+    assert cli_import(db, *results) == 0
     err = capsys.readouterr().err
     assert "0 ok, 0 failed, 0 missing (no results line) stored by this import; 17 already" in err
     assert "; 0 requests of these request files still without an ok answer in the store" in err
@@ -127,28 +123,28 @@ def test_a_second_export_leaves_out_what_waits_in_the_first_unless_asked(
     files: GradeFiles, fake_server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = tmp_path / "twice.db"
-    first = _export(files, db, tmp_path / "a")
-    first_id = _custom_ids(first[0])[0].split(":")[1]
+    first = cli_export(files, db, tmp_path / "a")
+    first_id = custom_ids(first[0])[0].split(":")[1]
     capsys.readouterr()
-    assert _lines(_export(files, db, tmp_path / "b")) == 0  # all 20 wait in the first
+    assert _lines(cli_export(files, db, tmp_path / "b")) == 0  # all 20 wait in the first
     err = capsys.readouterr().err
     assert f"20 pairs left out: their requests wait in export {first_id}" in err
     assert "--include-pending" in err
 
     # Half of the first export's results come back: those keys are stored, the rest of its
     # request file is marked missing (no longer waiting), so the next export asks for them.
-    results = _engine(fake_server, first, tmp_path / "res", stop_after=10)
-    assert _import(db, *results) == 1
+    results = http_engine(fake_server, first, tmp_path / "res", stop_after=10)
+    assert cli_import(db, *results) == 1
     capsys.readouterr()
-    second = _export(files, db, tmp_path / "c")
+    second = cli_export(files, db, tmp_path / "c")
     assert _lines(second) == 10
     assert "left out: their requests wait" not in capsys.readouterr().err
-    second_id = _custom_ids(second[0])[0].split(":")[1]
+    second_id = custom_ids(second[0])[0].split(":")[1]
 
-    assert _lines(_export(files, db, tmp_path / "d")) == 0
+    assert _lines(cli_export(files, db, tmp_path / "d")) == 0
     err = capsys.readouterr().err
     assert f"10 pairs left out: their requests wait in export {second_id}" in err
-    forced = _export(files, db, tmp_path / "e", "--include-pending")
+    forced = cli_export(files, db, tmp_path / "e", "--include-pending")
     err = capsys.readouterr().err
     assert _lines(forced) == 10
     assert "left out: their requests wait" not in err
