@@ -1,19 +1,17 @@
 """Batch files for any engine at scale: `batch export` and `batch import` of --pairs pairs
 (default 1,000,000; lexical-size documents, 10 per query), lines per second each way and memory.
 
-Export goes through `export_requests` (the library `relgrade batch export` calls, with
-`freeze_gc` as the command sets it) into a fresh store; the results file is then written as vLLM
+Export goes through `export_requests` (the library `relgrade batch export` calls) into a fresh
+store; the results file is then written as vLLM
 run-batch would (each body answered by the fake server's reply function, no HTTP, not timed);
 import goes through `Importer` (what `relgrade batch import` runs). The export's time includes
 making the pairs: they come from a generator (memory stays flat) that builds each pair's
 validated `Doc` and, once per query, its `Query` (~2.5 us a pair on an idle core, about what
 reading them from files costs the command). Memory: resident set size sampled at each chunk;
 flat means the size at 10% of the lines equals the size at the end (the import's workers hold
-one ~4 MB range each at a time). The export's figure adds its recording child process's RSS
-(pages the fork still shares count twice, so it errs high), and is also given apart. Goal: both
-ways >= 20,000 lines/s, memory flat. Lines per CPU second (this process's CPU time and its
-children's once ended: the export's recording process, the import's workers) are printed too:
-on a shared machine they move less; the export also prints its CPU per line in each process.
+one ~4 MB range each at a time). Goal: both ways >= 12,000 lines/s, peak RSS <= 400 MB. Lines
+per CPU second (this process's CPU time and its children's once ended: the import's workers)
+are printed too: on a shared machine they move less.
 
     python bench/batch_files.py                 # 1,000,000 pairs (several minutes)
     python bench/batch_files.py --pairs 50000   # quick
@@ -23,7 +21,6 @@ on a shared machine they move less; the export also prints its CPU per line in e
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
 import random
 import resource
@@ -90,33 +87,22 @@ def rss_mb(pid: int | str = "self") -> float:
         return 0.0
 
 
-def children_rss_mb() -> float:
-    """RSS of this process's child processes (the export's recording process): pages a forked
-    child still shares with this process count in both, so a sum with `rss_mb()` errs high."""
-    return sum(rss_mb(p.pid) for p in multiprocessing.active_children() if p.pid is not None)
-
-
 class Memory:
-    """RSS at each progress call: at 10% of the work and at the end (with `children`, that of
-    the child processes too, also apart: `child_*`)."""
+    """RSS at each progress call: at 10% of the work and at the end."""
 
-    def __init__(self, total: int, *, children: bool = False) -> None:
+    def __init__(self, total: int) -> None:
         self.total = total
-        self.children = children
         self.at_tenth: float | None = None
-        self.child_at_tenth = 0.0
         self.last = 0.0
-        self.child_last = 0.0
         self.peak = 0.0
 
     def __call__(self, p: LineProgress) -> None:
-        child = children_rss_mb() if self.children else 0.0
-        now = rss_mb() + child
+        now = rss_mb()
         self.peak = max(self.peak, now)
-        self.last, self.child_last = now, child
+        self.last = now
         done = p.fraction if p.fraction is not None else p.lines / self.total
         if self.at_tenth is None and done >= 0.1:
-            self.at_tenth, self.child_at_tenth = now, child
+            self.at_tenth = now
 
 
 def pairs(n: int, seed: int = 1) -> Iterator[tuple[Query, Doc]]:
@@ -153,9 +139,9 @@ def main() -> None:
 
     judge = LLMBatchJudge(make_judge("fake-model", spec))
     start_rss = rss_mb()
-    mem = Memory(args.pairs, children=True)
+    mem = Memory(args.pairs)
     with Store(work / "bench.db") as store:
-        t0, c0, own0 = time.perf_counter(), cpu_s(), time.process_time()
+        t0, c0 = time.perf_counter(), cpu_s()
         summary = export_requests(
             store,
             judge,
@@ -167,16 +153,13 @@ def main() -> None:
             freeze_gc=True,  # as `relgrade batch export` runs it
         )
         export_s, export_cpu = time.perf_counter() - t0, cpu_s() - c0
-        own_cpu = time.process_time() - own0
     size = sum(p.stat().st_size for p in summary.files) / 1e6
     print(
         f"export: {summary.lines:,} lines in {len(summary.files)} files ({size:,.0f} MB) in "
         f"{export_s:.1f} s: {summary.lines / export_s:,.0f} lines/s "
         f"({summary.lines / export_cpu:,.0f} per CPU second); RSS {start_rss:.0f} MB "
         f"at start, {mem.at_tenth or 0:.0f} MB at 10%, {mem.last:.0f} MB at the end, "
-        f"peak {mem.peak:.0f} MB (of which the recording process {mem.child_at_tenth:.0f} / "
-        f"{mem.child_last:.0f} MB); CPU {own_cpu / summary.lines * 1e6:.0f} us a line in this "
-        f"process, {(export_cpu - own_cpu) / summary.lines * 1e6:.0f} in the recording process"
+        f"peak {mem.peak:.0f} MB"
     )
     if args.export_only:
         print(f"work folder: {work}")

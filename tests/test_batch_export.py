@@ -1,10 +1,10 @@
 """`batch export`'s faster paths give what the plain way gives: request files equal to
 `split_requests` over `request_line(custom_id, judge.build_request(...))` of each new key, with
-the same sha256, lines and store rows, whether the recording runs in this process or in a child
-(`grader.batch.files.export_process`); an export stopped halfway (Ctrl-C, an error in the recording
-child, a failed file write, kill -9) leaves no temporary file and no file the store does not
-list with all its lines. The texts the export makes (content keys, JSON strings, messages,
-request lines) are checked in `tests/test_export_texts.py`."""
+the same sha256, lines and store rows; an export stopped halfway (Ctrl-C, an error recording its
+lines, a failed file write) leaves no temporary file, and no file the store does not list with
+all its lines (kill -9 too, which may leave a temporary file). The texts the export makes
+(content keys, JSON strings, messages, request lines) are checked in
+`tests/test_export_texts.py`."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -23,7 +22,6 @@ from typing import Any
 import pytest
 
 from grader.batch.adapter import LLMBatchJudge
-from grader.batch.files import request_files
 from grader.batch.files.export_files import export_requests
 from grader.batch.files.exports import ExportState, custom_id
 from grader.batch.files.request_files import RequestFiles
@@ -57,11 +55,8 @@ def _rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
         conn.close()
 
 
-@pytest.mark.parametrize("background", [False, True])
 @pytest.mark.parametrize("limits", [(7, 200_000_000), (50_000, 9000), (50_000, 200_000_000)])
-def test_files_and_rows_equal_the_plain_way(
-    tmp_path: Path, background: bool, limits: tuple[int, int]
-) -> None:
+def test_files_and_rows_equal_the_plain_way(tmp_path: Path, limits: tuple[int, int]) -> None:
     max_requests, max_bytes = limits
     judge = batch_judge()
     pairs = export_pairs(60)
@@ -82,7 +77,6 @@ def test_files_and_rows_equal_the_plain_way(
             tmp_path / "out",
             chunk=6,
             batch_pairs=11,
-            background=background,
             max_requests=max_requests,
             max_bytes=max_bytes,
         )
@@ -123,10 +117,10 @@ def _interrupted(n: int, at: int) -> Iterator[tuple[Query, Doc]]:
         yield pair
 
 
-def _listed_files_are_whole(db: Path, out: Path) -> int:
+def _listed_files_are_whole(db: Path, out: Path, *, killed: bool = False) -> int:
     """Every file the store lists exists whole with all its lines recorded; no temporary
-    file is left; how many files are listed."""
-    assert not list(out.glob(".*.tmp"))
+    file is left (unless `killed`); how many files are listed."""
+    assert killed or not list(out.glob(".*.tmp"))
     listed = _rows(db, "SELECT file_no, path, lines, sha256 FROM export_files")
     for file_no, path, lines, sha in listed:
         data = Path(path).read_bytes()
@@ -147,7 +141,7 @@ def _stopped_export(
     **kw: Any,
 ) -> int:
     """Run an export of `pairs` into a new store that stops with `error` (its text matching
-    `match`; `kw`: the export's limits and `background`); how many files the store lists,
+    `match`; `kw`: the export's limits); how many files the store lists,
     each checked whole."""
     judge = batch_judge()
     db, out = tmp_path / "x.db", tmp_path / "out"
@@ -156,10 +150,7 @@ def _stopped_export(
     return _listed_files_are_whole(db, out)
 
 
-@pytest.mark.parametrize("background", [False, True])
-def test_an_interrupted_export_leaves_only_whole_recorded_files(
-    tmp_path: Path, background: bool
-) -> None:
+def test_an_interrupted_export_leaves_only_whole_recorded_files(tmp_path: Path) -> None:
     listed = _stopped_export(
         tmp_path,
         _interrupted(200, at=150),
@@ -167,31 +158,21 @@ def test_an_interrupted_export_leaves_only_whole_recorded_files(
         max_requests=20,
         chunk=7,
         batch_pairs=30,
-        background=background,
     )
-    # Chunks of 7: the 21 before the interrupt were handed over, and every file closed by
+    # Chunks of 7: the 21 before the interrupt were written, and every file closed by
     # then is published (an interrupted export keeps the files whose lines it recorded).
     maker = ContentKeys(batch_judge().fingerprint())
     lines = len({maker.key(q.text, d.text) for q, d in export_pairs(200)[:147]})
     assert listed == (lines - 1) // 20 == 5
 
 
-def test_an_error_in_the_recording_child_is_raised_and_abandons(
+def test_an_error_recording_the_lines_is_raised_and_abandons(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The child is forked: a failing `add_lines` patched here fails there (the first one
-    after a file is published). The file thread is made to finish what it was handed before
-    each chunk takes the files written (on a busy machine it may lag until the export's end,
-    and every file would then come in the last chunk, after the last lines)."""
+    """`add_lines` fails once a file is published: the error is raised, and the files
+    published before it stay listed whole; the rest are removed."""
     published = {"n": 0}
     real_lines, real_file = ExportState.add_lines, ExportState.add_file
-    real_take = RequestFiles.take_written
-
-    def take_settled(self: RequestFiles) -> list[Any]:
-        settled = threading.Event()
-        self._queue.put(settled.set)  # runs once every task handed before it has run
-        settled.wait()
-        return real_take(self)
 
     def failing(self: ExportState, *args: Any) -> None:
         if published["n"]:
@@ -204,7 +185,6 @@ def test_an_error_in_the_recording_child_is_raised_and_abandons(
 
     monkeypatch.setattr(ExportState, "add_lines", failing)
     monkeypatch.setattr(ExportState, "add_file", add_file)
-    monkeypatch.setattr(RequestFiles, "take_written", take_settled)
     listed = _stopped_export(
         tmp_path,
         export_pairs(300),
@@ -213,26 +193,23 @@ def test_an_error_in_the_recording_child_is_raised_and_abandons(
         max_requests=25,
         chunk=5,
         batch_pairs=20,
-        background=True,
     )
     assert listed >= 1  # the file published before the failing write
 
 
-@pytest.mark.parametrize("background", [False, True])
 def test_a_failed_file_write_stops_the_export_with_only_whole_files_listed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, background: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The request files are written in the exporting process: a write that fails on the third
-    file (disk full) is raised, and the recorder (in this process or the child) lists only the
-    files written whole before it, with all their lines; no temporary file is left."""
-    real = RequestFiles._handle
+    """Opening the third file fails (disk full): the error is raised, and the store lists the
+    two files written whole before it, with all their lines; no temporary file is left."""
+    real = RequestFiles._open
 
-    def handle(self: RequestFiles, file: Any) -> Any:
-        if file.file_no == 3:
+    def open_file(self: RequestFiles, path: Path) -> Any:
+        if path.name.endswith("-00003.jsonl.tmp"):
             raise OSError(28, "No space left on device (test)")
-        return real(self, file)
+        return real(self, path)
 
-    monkeypatch.setattr(RequestFiles, "_handle", handle)
+    monkeypatch.setattr(RequestFiles, "_open", open_file)
     listed = _stopped_export(
         tmp_path,
         export_pairs(300),
@@ -241,27 +218,25 @@ def test_a_failed_file_write_stops_the_export_with_only_whole_files_listed(
         max_requests=20,
         chunk=5,
         batch_pairs=20,
-        background=background,
     )
-    assert listed <= 2  # files 1 and 2 at most (published unless the error came first)
+    assert listed == 2
 
 
-def test_a_failed_file_write_is_raised_on_the_next_call(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_file_that_cannot_be_written_is_raised_and_abandon_removes_the_open_one(
+    tmp_path: Path,
 ) -> None:
-    """The error is raised on the caller's thread; `abandon` removes the files not taken."""
-    monkeypatch.setattr(request_files, "BLOCK_BYTES", 10)
-    out = tmp_path / "out"
-    out.mkdir()
-    files = RequestFiles(out, "e1", 3, 10_000)
-    (out / ".requests-e1-00002.jsonl.tmp").mkdir()  # the second file cannot be opened
+    files = RequestFiles(tmp_path, "e1", 3, 10_000)
+    (tmp_path / ".requests-e1-00002.jsonl.tmp").mkdir()  # the second file cannot be opened
     with pytest.raises(IsADirectoryError):
-        for _ in range(50):
+        for _ in range(4):
             files.add(b'{"a": 1}\n')
-            time.sleep(0.001)
-        files.wait()
+    assert [w.file_no for w in files.take_written()] == [1]
+    files.add(b'{"a": 1}\n')  # file 3 is opened on the next line
     files.abandon()
-    assert [p.name for p in out.iterdir()] == [".requests-e1-00002.jsonl.tmp"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".requests-e1-00001.jsonl.tmp",
+        ".requests-e1-00002.jsonl.tmp",
+    ]
 
 
 def test_written_files_are_whole_and_published_by_name(tmp_path: Path) -> None:
@@ -270,7 +245,6 @@ def test_written_files_are_whole_and_published_by_name(tmp_path: Path) -> None:
     places = [files.add(line) for line in lines]
     assert places == [(1, 1), (1, 2), (1, 3), (2, 1), (2, 2), (2, 3), (3, 1)]
     files.close()
-    files.wait()
     written = files.take_written()
     assert [(w.file_no, w.lines) for w in written] == [(1, 3), (2, 3), (3, 1)]
     assert not list(tmp_path.glob("requests-*"))  # nothing is published by the writer
@@ -281,27 +255,12 @@ def test_written_files_are_whole_and_published_by_name(tmp_path: Path) -> None:
     assert not list(tmp_path.glob(".*.tmp"))
 
 
-def test_abandon_gives_back_the_written_files_whose_lines_were_handed(tmp_path: Path) -> None:
-    files = RequestFiles(tmp_path, "e1", 2, 10_000)
-    for i in range(5):  # files 1 and 2 whole (lines 1-4), file 3 open
-        files.add(b'{"n": %d}\n' % i)
-    files.close()  # file 3 whole too (line 5)
-    files.wait()
-    kept = files.abandon(handed=4)
-    assert [(w.file_no, w.through) for w in kept] == [(1, 2), (2, 4)]
-    assert sorted(p.name for p in tmp_path.iterdir()) == [
-        ".requests-e1-00001.jsonl.tmp",
-        ".requests-e1-00002.jsonl.tmp",
-    ]
-
-
 def test_a_written_file_changed_on_disk_is_refused_before_it_is_published(
     tmp_path: Path,
 ) -> None:
     files = RequestFiles(tmp_path, "e1", 5, 10_000)
     files.add(b'{"n": 1}\n')
     files.close()
-    files.wait()
     (written,) = files.take_written()
     with open(tmp_path / ".requests-e1-00001.jsonl.tmp", "ab") as fh:
         fh.write(b"more\n")
@@ -329,15 +288,15 @@ def slow_pairs():
 judge = batch_judge()
 with Store(sys.argv[1]) as store:
     export_requests(store, judge, job_config(judge, "passage"), slow_pairs(), Path(sys.argv[2]),
-                    max_requests=300, chunk=100, batch_pairs=200, background=True)
+                    max_requests=300, chunk=100, batch_pairs=200)
 """
 
 
 @pytest.mark.slow
-def test_sigkill_of_the_export_leaves_the_child_to_abandon_cleanly(tmp_path: Path) -> None:
-    """kill -9 of the exporting process, which writes the request files: its recording child
-    sees the pipe end, publishes the files handed over and removes the export's temporary
-    files (the one open when the kill came); the store lists only whole files."""
+def test_sigkill_of_the_export_leaves_only_whole_files_listed(tmp_path: Path) -> None:
+    """kill -9 of the exporting process while it writes a request file: the store lists only
+    files written whole with all their lines, under their final names; the file being written
+    keeps its temporary name, which no engine reads."""
     db, out = tmp_path / "x.db", tmp_path / "out"
     cmd = [sys.executable, "-c", _KILLED_EXPORT, str(db), str(out)]
     export = subprocess.Popen(cmd, cwd=Path(__file__).resolve().parents[1])
@@ -349,6 +308,4 @@ def test_sigkill_of_the_export_leaves_the_child_to_abandon_cleanly(tmp_path: Pat
     export.send_signal(signal.SIGKILL)
     export.wait()
     assert export.returncode == -signal.SIGKILL
-    while time.monotonic() < deadline and list(out.glob(".*.tmp")):
-        time.sleep(0.05)  # the orphaned child abandoning
-    assert _listed_files_are_whole(db, out) >= 2
+    assert _listed_files_are_whole(db, out, killed=True) >= 2

@@ -127,9 +127,7 @@ def test_request_lines_of_the_export_are_request_line_of_build_request(tmp_path:
     judge = batch_judge("code")
     pairs = export_pairs(12)
     with Store(tmp_path / "x.db") as store:
-        summary = export_requests(
-            store, judge, job_config(judge, "code"), pairs, tmp_path / "out", background=False
-        )
+        summary = export_requests(store, judge, job_config(judge, "code"), pairs, tmp_path / "out")
     maker = ContentKeys(judge.fingerprint())
     seen: dict[str, bytes] = {}
     for q, d in pairs:

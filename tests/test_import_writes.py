@@ -1,7 +1,7 @@
 """The store's side of a results import: the lines a worker reads in file order
 (`ExportState.lines_in_order`); what the writing process does with the rows workers made
 (`Store.write_stored`: rows already in parts; `ExportState.set_outcomes_at`: outcomes by place);
-and the garbage collector left to the work (`grader.bulk_gc`)."""
+and the garbage collector left to the work (`grader.batch.files.collector`)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from grader.batch.files.collector import collect_by_hand
 from grader.batch.files.exports import ExportState, Line, runs_of
 from grader.batch.files.import_work import Answer, RangeResult
-from grader.bulk_gc import collect, collect_by_hand
 from grader.store.judgment_rows import StoredRow, from_journal_row
 from grader.store.store import Store
 from tests.helpers.judgments import FP, failed, ok
@@ -119,7 +119,7 @@ def test_collecting_by_hand_frees_cycles_and_restores_the_collector() -> None:
         ref = weakref.ref(node)
         del node
         assert ref() is not None  # a cycle waits for a collection by hand
-        collect()
+        gc.collect()
         assert ref() is None
     assert gc.isenabled()
     assert gc.get_freeze_count() == 0

@@ -33,6 +33,7 @@ what was not written yet (import again), and memory does not grow with the files
 from __future__ import annotations
 
 import contextlib
+import gc
 import multiprocessing
 import os
 import time
@@ -43,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.batch.adapter import BatchReplies, LLMBatchJudge
+from grader.batch.files.collector import collect_by_hand
 from grader.batch.files.export_files import LineProgress, Progress
 from grader.batch.files.exports import ExportState
 from grader.batch.files.import_followup import ImportFollowUp, ImportSummary
@@ -56,7 +58,6 @@ from grader.batch.files.import_work import (
 )
 from grader.batch.files.line_ranges import line_ranges
 from grader.batch.files.results_files import blank, nothing_usable, results_files
-from grader.bulk_gc import collect, collect_by_hand
 from grader.errors import InputError
 from grader.store.judgment_rows import StoredRow
 from grader.store.store import Store
@@ -135,9 +136,8 @@ class Importer(ImportFollowUp):
         self.secrets = tuple(secrets)
         self.batch_lines = batch_lines
         self.range_bytes = range_bytes
-        # Automatic collections off and one after every `COLLECT_WRITES` writes
-        # (`grader.bulk_gc`), when asked: the library leaves the process's collector alone
-        # otherwise.
+        # Automatic collections off and one after every `COLLECT_WRITES` writes, when asked
+        # (`grader.batch.files.collector`).
         self.freeze_gc = freeze_gc
         self.state = ExportState(store)
         self._judges: dict[str, LLMBatchJudge] = {}
@@ -271,7 +271,7 @@ class Importer(ImportFollowUp):
                 self._flush()
                 self._writes += 1
                 if self.freeze_gc and self._writes % COLLECT_WRITES == 0:
-                    collect()  # what the lines written made (`collect_by_hand`)
+                    gc.collect()  # what the lines written made (`collect_by_hand`)
             self._report(summary, started, done_bytes / total)
 
     def _take(self, result: RangeResult, sent: int, summary: ImportSummary) -> None:

@@ -38,7 +38,6 @@ from grader.batch.collect import (
 )
 from grader.batch.files.exports import ExportState, Line, split_custom_id
 from grader.batch.json_lines import ResultLine, loads, loads_line
-from grader.bulk_gc import collect
 from grader.errors import InputError
 from grader.models import Doc, Judgment, Query
 from grader.store.judgment_rows import StoredRow
@@ -383,8 +382,7 @@ def start_worker(store_path: str, secrets: tuple[str, ...]) -> None:
     state.set_cache(CACHE_KIB)
     _READER = RangeReader(store, state)
     # What this process holds for good (modules, the store) is left out of every collection,
-    # and collections run after each range only (`grader.bulk_gc`): automatic ones would walk
-    # the range's objects again and again.
+    # and collections run after each range only (`grader.batch.files.collector`).
     gc.freeze()
     gc.disable()
 
@@ -403,4 +401,4 @@ def read_in_worker(task: RangeTask) -> RangeResult:
     try:
         return _READER.read(task)
     finally:
-        collect()
+        gc.collect()
