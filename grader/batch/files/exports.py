@@ -233,14 +233,14 @@ class ExportState:
             return self.lines(export_id, keys)
         wanted = set(keys)
         found: dict[str, Line] = {}
-        new, file_no = tuple.__new__, line.file_no  # (a Line made in C)
+        file_no = line.file_no
         for key, line_no, qid, did, outcome in self._conn.execute(
             "SELECT key, line_no, query_id, doc_id, outcome FROM export_lines WHERE export_id = ?"
             " AND file_no = ? AND line_no >= ? ORDER BY line_no LIMIT ?",
             (export_id, file_no, line.line_no, len(keys)),
         ):
             if key in wanted:
-                found[key] = new(Line, (key, file_no, line_no, qid, did, outcome))
+                found[key] = Line(key, file_no, line_no, qid, did, outcome)
         if len(found) < len(wanted):
             found.update(self.lines(export_id, (k for k in keys if k not in found)))
         return found

@@ -61,7 +61,6 @@ from grader.batch.files.results_files import blank, nothing_usable, results_file
 from grader.errors import InputError
 from grader.store.judgment_rows import StoredRow
 from grader.store.store import Store
-from grader.store.wal import BULK_PAGES
 
 RANGE_BYTES = 4 << 20  # bytes of results lines per range (~2,300 lines of 1.8 KB)
 BATCH_LINES = 50_000  # lines decided before they are written, in one transaction
@@ -195,15 +194,7 @@ class Importer(ImportFollowUp):
         workers = self.workers
         if workers is None:
             workers = min(os.cpu_count() or 1, MAX_WORKERS) if total >= PARALLEL_BYTES else 0
-        gc_by_hand = collect_by_hand() if self.freeze_gc else contextlib.nullcontext()
-        # Each write of a large import's judgments rewrites most pages of the key index: with
-        # SQLite's checkpoint after 1,000 pages, each was also copied into the store at once
-        # (by the commit of the outcomes too, on the export tables' connection).
-        with (
-            gc_by_hand,
-            self.store.checkpoint_every(BULK_PAGES),
-            self.state.checkpoint_every(BULK_PAGES),
-        ):
+        with collect_by_hand() if self.freeze_gc else contextlib.nullcontext():
             try:
                 if workers > 0:
                     context = multiprocessing.get_context(_START_METHOD)

@@ -45,7 +45,6 @@ from grader.store.store import Store
 
 SHOW = 5  # examples of bad lines kept for the report
 GROUP = 500  # lines looked up and validated together
-CACHE_KIB = 65_536  # SQLite pages a worker's connections keep (each)
 
 
 @dataclass(frozen=True)
@@ -89,10 +88,7 @@ class Answer(NamedTuple):
         """The answer of export line `line`: its judgment's status, error type and row (no
         row: the store held it ok already)."""
         key, file_no, line_no, _, _, outcome = line
-        # tuple.__new__ makes it in C (the NamedTuple's own __new__ is a Python function)
-        return tuple.__new__(
-            cls, (key, export_id, file_no, line_no, stored, outcome, status, error_type, row)
-        )
+        return cls(key, export_id, file_no, line_no, stored, outcome, status, error_type, row)
 
 
 @dataclass(frozen=True)
@@ -119,24 +115,6 @@ class RangeResult:
     n_malformed: int = 0
     error: RangeError | None = None
     need_export: tuple[str, int] | None = None  # (export id, the line that names it)
-
-    # A result crosses processes with its answers and rows as plain tuples: pickle takes a
-    # NamedTuple apart and makes it again through Python-level calls, a tuple in C;
-    # `tuple.__new__` gives each its class back in C.
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state["answers"] = [
-            tuple(a) if a.row is None else (*a[:8], tuple(a.row)) for a in self.answers
-        ]
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        new = tuple.__new__
-        state["answers"] = [
-            new(Answer, t if t[8] is None else (*t[:8], new(StoredRow, t[8])))
-            for t in state["answers"]
-        ]
-        self.__dict__.update(state)
 
 
 def pair_texts(
@@ -249,8 +227,7 @@ class RangeReader:
                     line=number,
                     hint="import the results of `relgrade batch export` request files",
                 )
-            # made in C, not through the NamedTuple's Python-level __new__
-            yield tuple.__new__(_Record, (ids[0], ids[1], record, number, raw))
+            yield _Record(ids[0], ids[1], record, number, raw)
 
     def _answer(
         self,
@@ -378,13 +355,7 @@ def start_worker(store_path: str, secrets: tuple[str, ...]) -> None:
     threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
     store = Store(store_path, secrets=secrets)
     state = ExportState(store)
-    store.set_cache(CACHE_KIB)  # a worker looks up keys all over a large store
-    state.set_cache(CACHE_KIB)
     _READER = RangeReader(store, state)
-    # What this process holds for good (modules, the store) is left out of every collection,
-    # and collections run after each range only (`grader.batch.files.collector`).
-    gc.freeze()
-    gc.disable()
 
 
 def _exit_with(parent: int) -> None:
@@ -398,7 +369,4 @@ def read_in_worker(task: RangeTask) -> RangeResult:
     """Process pool task: one range, read by this worker's `RangeReader`."""
     if _READER is None:
         raise RuntimeError("start_worker was not called in this process")
-    try:
-        return _READER.read(task)
-    finally:
-        gc.collect()
+    return _READER.read(task)
