@@ -5,7 +5,6 @@ and the garbage collector left to the work (`grader.batch.files.collector`)."""
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import pickle
 import weakref
@@ -179,48 +178,6 @@ def test_keys_in_file_order_are_read_without_a_lookup_each(
         monkeypatch.setattr(state, "lines", counted)
         assert len(state.lines_in_order("e1", keys[:7])) == 7  # request file 1, in order
         assert asked == [keys[:1]]  # the first key alone was looked up
-
-
-def test_checkpoints_are_spaced_only_within_the_block(tmp_path: Path) -> None:
-    with Store(tmp_path / "s.db") as store:
-
-        def pages() -> int:
-            value: int = store._conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
-            return value
-
-        assert pages() == 1000  # SQLite's default
-        with store.checkpoint_every(10_000):
-            assert pages() == 10_000
-            store.write_stored(
-                [from_journal_row(r) for r in store.rows([(ok(KEY_A), FP)]).judgments]
-            )
-        assert pages() == 1000
-        with pytest.raises(RuntimeError), store.checkpoint_every(5):
-            raise RuntimeError("stopped")
-        assert pages() == 1000
-        assert store.get_many([KEY_A])[KEY_A].status == "ok"
-
-
-@pytest.mark.parametrize("both", [True, False])
-def test_a_bulk_write_is_checkpointed_by_no_connection_that_spaces_checkpoints(
-    tmp_path: Path, both: bool
-) -> None:
-    """A log of ~1,300 pages written through the store's connection is not copied into the
-    store file by the export tables' connection's next commit when both space checkpoints
-    (an import's outcomes after its judgments); with the default on that one it is."""
-    db = tmp_path / "s.db"
-    with Store(db) as store, ExportState(store) as state:
-        state.add_export("e0", {}, str(tmp_path))  # (the tables exist, the file is small)
-        before = db.stat().st_size
-        spaced = state.checkpoint_every(10_000) if both else contextlib.nullcontext()
-        with store.checkpoint_every(10_000), spaced:
-            docs = [(f"d{i}", "x" * 5000, None, "{}") for i in range(2000)]
-            store.put_text_rows([], docs)
-            assert db.stat().st_size == before  # all in the log
-            state.add_export("e1", {}, str(tmp_path))
-            copied = db.stat().st_size > before + 5_000_000
-        assert copied is not both
-        assert len(store.docs([f"d{i}" for i in range(2000)])) == 2000
 
 
 def test_a_range_result_crosses_processes_whole() -> None:

@@ -58,7 +58,6 @@ from grader.store.judgment_rows import (
 from grader.store.migrations import MIGRATIONS, latest_version
 from grader.store.reading import StoreReading
 from grader.store.row_making import StoreRows, now_text
-from grader.store.wal import checkpoint_every
 
 BUSY_TIMEOUT_MS = 30_000  # for other tables' own connections (grader.batch.api.state)
 PAGE_SIZE = 8192  # bytes per page of a new store
@@ -199,10 +198,6 @@ class Store(StoreRows, StoreReading):
         """Let this thread's connection keep up to `kib` KiB of pages (SQLite's default is
         2 MiB): bulk work over a large store reads the same index pages again and again."""
         self._conn.execute(f"PRAGMA cache_size = -{int(kib)}")
-
-    def checkpoint_every(self, pages: int) -> contextlib.AbstractContextManager[None]:
-        """`checkpoint_every` for this thread's connection."""
-        return checkpoint_every(self._conn, pages)
 
     def close(self) -> None:
         """Close the connections (all writes are already committed)."""

@@ -40,7 +40,6 @@ from grader.errors import InputError
 from grader.keys import ContentKeys
 from grader.models import Doc, Query
 from grader.store.store import DocRow, Store, doc_row
-from grader.store.wal import BULK_PAGES
 
 CHUNK = 2000  # pairs per store lookup
 BATCH_PAIRS = 50_000  # id pairs whose texts, id pairs and lines are written in one transaction each
@@ -138,8 +137,6 @@ def export_requests(
     with (
         frozen() if freeze_gc else contextlib.nullcontext(),
         ExportState(store) as state,
-        store.checkpoint_every(BULK_PAGES),
-        state.checkpoint_every(BULK_PAGES),
     ):
         store.set_cache(CACHE_KIB)  # the key indexes' pages, rewritten at each transaction
         state.set_cache(CACHE_KIB)

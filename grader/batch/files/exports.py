@@ -7,7 +7,6 @@ Uses its own SQLite connection to the store file (WAL lets it sit beside the Sto
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -16,7 +15,6 @@ from typing import Any, NamedTuple
 from grader.store.connection_beside import connect_beside, now_iso
 from grader.store.disk_full import roll_back
 from grader.store.store import Store
-from grader.store.wal import checkpoint_every
 
 CUSTOM_ID_PREFIX = "relgrade"
 
@@ -89,10 +87,6 @@ class ExportState:
     def set_cache(self, kib: int) -> None:
         """Let this connection keep up to `kib` KiB of pages (see `Store.set_cache`)."""
         self._conn.execute(f"PRAGMA cache_size = -{int(kib)}")
-
-    def checkpoint_every(self, pages: int) -> contextlib.AbstractContextManager[None]:
-        """`grader.store.store.checkpoint_every` for this connection."""
-        return checkpoint_every(self._conn, pages)
 
     def __enter__(self) -> ExportState:
         return self
