@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.grading.leases import FAST_JUDGE_S, Leases
+from grader.grading.leases import AHEAD, FAST_JUDGE_S, Leases
 from grader.store.claims import Claim, ClaimBook, Outcome
 from grader.store.store import Store
 
@@ -31,6 +31,10 @@ class CountingBook(ClaimBook):
         return super().claim_many(keys)
 
 
+def nothing_queued(n: int) -> list[str]:
+    return []
+
+
 @pytest.fixture
 def book(tmp_path: Path) -> CountingBook:
     Store(tmp_path / "s.db").close()
@@ -38,8 +42,8 @@ def book(tmp_path: Path) -> CountingBook:
 
 
 async def test_keys_asked_for_meanwhile_are_claimed_in_one_round(book: CountingBook) -> None:
-    leases = Leases(book, ahead=8)
-    claims = await asyncio.gather(*(leases.claim(f"k{i}") for i in range(8)))
+    leases = Leases(book)
+    claims = await asyncio.gather(*(leases.claim(f"k{i}", nothing_queued) for i in range(8)))
     assert [c.outcome for c in claims] == [Outcome.CLAIMED] * 8
     # The first asks at once; the others, asking while it runs, share the next round.
     assert book.rounds == [["k0"], [f"k{i}" for i in range(1, 8)]]
@@ -48,30 +52,37 @@ async def test_keys_asked_for_meanwhile_are_claimed_in_one_round(book: CountingB
 
 
 async def test_keys_are_leased_ahead_only_after_a_fast_answer(book: CountingBook) -> None:
-    leases = Leases(book, ahead=2)
-    await leases.claim("a", ["b", "c"])
+    keys = [f"k{i}" for i in range(3 * AHEAD)]
+    queue = list(keys)
+
+    def queued(n: int) -> list[str]:
+        return queue[:n]
+
+    leases = Leases(book)
+    await leases.claim("a", queued)
     assert book.rounds == [["a"]]  # no answer yet: nothing ahead
     leases.answered(FAST_JUDGE_S * 10)
-    await leases.claim("b", ["c", "d"])
+    await leases.claim("b", queued)
     assert book.rounds[-1] == ["b"]
     leases.answered(FAST_JUDGE_S / 10)
-    await leases.claim("c", ["d", "e"])
-    assert book.rounds[-1] == ["c", "d", "e"]
-    rounds = len(book.rounds)
-    assert (await leases.claim("d", [])).outcome is Outcome.CLAIMED  # leased ahead
-    assert len(book.rounds) == rounds
+    await leases.claim("c", queued)
+    assert book.rounds[-1] == ["c", *keys[:AHEAD]]
+    for _ in range(AHEAD // 2):  # leased ahead: no round until half of them are used
+        assert (await leases.claim(queue.pop(0), queued)).outcome is Outcome.CLAIMED
+    assert len(book.rounds) == 3
+    assert (await leases.claim(queue.pop(0), queued)).outcome is Outcome.CLAIMED
     await leases.settle()
-    assert sorted(book.held()) == ["a", "b", "c", "d", "e"]
+    assert book.rounds[-1] == keys[AHEAD : 2 * AHEAD]  # topped up, none twice
     book.close()
 
 
 async def test_a_key_in_a_running_round_waits_for_that_round(book: CountingBook) -> None:
-    leases = Leases(book, ahead=2)
+    leases = Leases(book)
     leases.answered(0.0)
     book.gate.clear()
-    first = asyncio.create_task(leases.claim("a", ["b"]))
+    first = asyncio.create_task(leases.claim("a", lambda n: ["b"][:n]))
     await asyncio.sleep(0.05)
-    second = asyncio.create_task(leases.claim("b"))
+    second = asyncio.create_task(leases.claim("b", nothing_queued))
     await asyncio.sleep(0.05)
     book.gate.set()
     assert (await first).outcome is Outcome.CLAIMED
@@ -87,9 +98,11 @@ async def test_a_round_that_fails_reaches_each_worker_waiting_on_it(
         raise OSError("disk I/O error")
 
     monkeypatch.setattr(book, "claim_many", broken)
-    leases = Leases(book, ahead=2)
-    results = await asyncio.gather(leases.claim("a"), leases.claim("b"), return_exceptions=True)
+    leases = Leases(book)
+    results = await asyncio.gather(
+        leases.claim("a", nothing_queued), leases.claim("b", nothing_queued), return_exceptions=True
+    )
     assert [type(r) for r in results] == [OSError, OSError]
     monkeypatch.undo()
-    assert (await leases.claim("a")).outcome is Outcome.CLAIMED  # asked again, not cached
+    assert (await leases.claim("a", nothing_queued)).outcome is Outcome.CLAIMED  # asked again
     book.close()

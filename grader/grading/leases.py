@@ -1,32 +1,35 @@
 """A run's leases on the keys it sends (`grader.store.claims`), taken in rounds.
 
 A worker asks for the lease on the key it is about to send. The keys the run's workers ask for
-meanwhile are claimed together, in one transaction on a worker thread, so a run of eight
-workers takes one transaction for eight requests. When the run's judge answers within
-`FAST_JUDGE_S` (an offline judge), a worker also names the next keys of the queue: they are
-claimed in the same round, so the next round's transaction runs while the workers judge, not
-between their answers. A network judge's keys are leased right before each request, so a killed
-process strands the leases of its calls in flight only (on this host they die with it anyway).
+meanwhile are claimed together, in one transaction on a worker thread, so eight workers take one
+transaction for eight requests. When the run's judge answers within `FAST_JUDGE_S` (an offline
+judge), the next `AHEAD` keys of the queue are claimed too, topped up as they are used: the
+rounds run while the workers judge, not between their answers. A network judge's keys are leased
+right before each request, so a killed process strands the leases of its calls in flight only
+(on this host they die with it anyway).
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from grader.store.claims import Claim, ClaimBook
 
 FAST_JUDGE_S = 0.005
 """A judge that answered within this long (an offline one) gets the next keys leased ahead."""
 
+AHEAD = 1024
+"""How many keys of the queue are leased ahead for a fast judge (a fraction of a second of its
+answers, so a round has time to end before they are used)."""
+
 
 class Leases:
     """Claims keys in rounds through `book` (module docstring); one per run, on its loop."""
 
-    def __init__(self, book: ClaimBook, *, ahead: int) -> None:
+    def __init__(self, book: ClaimBook) -> None:
         self.book = book
-        self.ahead = ahead  # how many keys of the queue to lease ahead, when the judge is fast
         self.fast = False  # the judge's last answer came within FAST_JUDGE_S
         self._asked: list[str] = []  # keys for the next round
         self._claiming: set[str] = set()  # keys in the next or the running round
@@ -39,21 +42,33 @@ class Leases:
         """The judge answered in `seconds`: whether to lease ahead from now on."""
         self.fast = seconds < FAST_JUDGE_S
 
-    async def claim(self, key: str, ahead: Iterable[str] = ()) -> Claim:
-        """The claim of `key` (`ClaimBook.claim_many`); `ahead`: the keys the run sends next,
-        claimed in the same round when the judge is fast."""
+    async def claim(self, key: str, queued: Callable[[int], Iterable[str]]) -> Claim:
+        """The claim of `key` (`ClaimBook.claim_many`); `queued(n)` gives the first `n` keys
+        the run sends next, in order, leased ahead when the judge is fast."""
         known = self._ahead.pop(key, None)
+        # Keys leased or being leased ahead: the first `held` of the queue.
+        held = len(self._ahead) + len(self._claiming) - len(self._waiters)
+        if known is None:
+            self._ask(key)
+        if self.fast and held < AHEAD // 2:
+            for other in queued(held + AHEAD):
+                self._ask(other)
+        self._start_round()
         if known is not None:
+            # A worker with leases in hand would run on without a pause: let the loop take
+            # the end of a round and the writer's flushes meanwhile.
+            await asyncio.sleep(0)
             return known
-        for other in (key, *ahead) if self.fast else (key,):
-            if other not in self._claiming and other not in self._ahead:
-                self._claiming.add(other)
-                self._asked.append(other)
         future = self._waiters.get(key)
         if future is None:
             future = self._waiters[key] = asyncio.get_running_loop().create_future()
-        self._start_round()
         return await future
+
+    def _ask(self, key: str) -> None:
+        """Claim `key` in the next round, unless it is claimed or being claimed."""
+        if key not in self._claiming and key not in self._ahead:
+            self._claiming.add(key)
+            self._asked.append(key)
 
     def _start_round(self) -> None:
         """Claim the keys asked for on a worker thread, unless a round is running (when it

@@ -143,7 +143,7 @@ async def grade_pairs(
     if store is not None:
         await _record_texts_and_pairs(store, pairs, states, run)
         run.claims = ClaimBook(store.path)
-        run.leases = Leases(run.claims, ahead=concurrency)
+        run.leases = Leases(run.claims)
     workers = await _run_workers(
         run,
         writer,

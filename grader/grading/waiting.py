@@ -9,6 +9,7 @@ import asyncio
 import collections
 import itertools
 import time
+from collections.abc import Iterator
 
 from grader.grading.leases import Leases
 from grader.grading.report import GradingReport
@@ -40,8 +41,7 @@ class RunWaiting:
         if self.claims is None:
             return True
         assert self.leases is not None
-        ahead = (u.key for u in itertools.islice(self.queue, self.leases.ahead))
-        claim = await self.leases.claim(unit.key, ahead)
+        claim = await self.leases.claim(unit.key, self._queued_keys)
         if claim.outcome is Outcome.CLAIMED:
             return True
         if claim.outcome is Outcome.STORED:
@@ -51,6 +51,10 @@ class RunWaiting:
             self.waiting_since.setdefault(unit.key, time.monotonic())
             self.waiting.append(unit)
         return False
+
+    def _queued_keys(self, n: int) -> Iterator[str]:
+        """The keys of the first `n` units of the queue."""
+        return (unit.key for unit in itertools.islice(self.queue, n))
 
     async def _poll_waiting(self) -> None:
         """Wait a little, then look again at the keys other processes hold: take the answers
