@@ -75,7 +75,8 @@ def write_workload(folder: Path, pairs: int, pool: int, seed: int) -> tuple[Path
 
 
 def run_grade(args: list[str]) -> tuple[float, float, str]:
-    """(seconds, peak RSS in MB, stderr) of one `relgrade grade` in a child process."""
+    """(seconds, peak RSS in MB, stderr's last line with the child's CPU seconds) of one
+    `relgrade grade` in a child process."""
     cmd = [sys.executable, "-m", "grader.cli.main", "grade", *args]
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -86,7 +87,9 @@ def run_grade(args: list[str]) -> tuple[float, float, str]:
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise SystemExit(f"relgrade grade exited {proc.returncode}: {err[-2000:]}")
-    return seconds, usage.ru_maxrss / 1024.0, err.strip().splitlines()[-1] if err.strip() else ""
+    last = err.strip().splitlines()[-1] if err.strip() else ""
+    cpu = usage.ru_utime + usage.ru_stime
+    return seconds, usage.ru_maxrss / 1024.0, f"[{cpu:.1f} CPU-s] {last}"
 
 
 def store_bytes(path: Path) -> int:
@@ -209,10 +212,11 @@ def main() -> None:
             stored = int(conn.execute("SELECT COUNT(*) FROM judgments").fetchone()[0])
         rerun_s, rerun_mb, rerun_line = run_grade([*common, *outs])
         print(f"unchanged rerun:  {rerun_s:8.1f} s  peak {rerun_mb:7.0f} MB  {rerun_line}")
-        if not rerun_line.startswith("graded 0,"):
+        if not rerun_line.split("] ", 1)[-1].startswith("graded 0,"):
             raise SystemExit("the unchanged rerun graded something: " + rerun_line)
-        dry_s, dry_mb, _ = run_grade([*common, "--dry-run"])
-        print(f"dry run:          {dry_s:8.1f} s  peak {dry_mb:7.0f} MB")
+        dry_s, dry_mb, dry_line = run_grade([*common, "--dry-run"])
+        dry_cpu = dry_line.split("] ", 1)[0] + "]"
+        print(f"dry run:          {dry_s:8.1f} s  peak {dry_mb:7.0f} MB  {dry_cpu}")
         per = size / stored
         print(
             f"store:            {size / 1e6:8.1f} MB for {stored:,} judgments: "

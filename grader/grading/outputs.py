@@ -9,14 +9,16 @@ with the answer that completed it (see `grader.grading.pipeline`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from grader.grading.pairs import Pair
+from grader.grading.report import GradingReport
 from grader.judges.base import Judge
 from grader.judges.ensemble import AGGREGATE_RULE, VERIFY_RULE, apply_verification, combine_members
 from grader.keys import ContentKeys
 from grader.models import Judgment
+from grader.store.judgment_rows import created_text
 from grader.store.store import Store
 
 
@@ -26,6 +28,37 @@ def for_pair(judgment: Judgment, pair: Pair) -> Judgment:
     if judgment.query_id == pair.query.query_id and judgment.doc_id == pair.doc.doc_id:
         return judgment
     return judgment.model_copy(update={"query_id": pair.query.query_id, "doc_id": pair.doc.doc_id})
+
+
+def read_back(
+    store: Store,
+    pairs: Sequence[Pair],
+    outputs: list[Judgment | None],
+    final: Collection[int],
+    report: GradingReport,
+) -> None:
+    """Make each output judgment the one the store holds: when another process sharing the
+    store stored its answer for a key first, that answer is final and this run adopts it, so
+    every process's outputs equal the store. Reads only the rows that differ. `final`: the
+    pairs whose output is a stored ok answer of the run's one judge (no process replaces it)."""
+    held = [(i, j) for i, j in enumerate(outputs) if j is not None and i not in final]
+    stamps = store.stamps(j.key for _, j in held)
+    differ: list[tuple[int, Judgment]] = []
+    for i, held_judgment in held:
+        stamp = (held_judgment.status, created_text(held_judgment))
+        if stamps.get(held_judgment.key, stamp) != stamp:
+            differ.append((i, held_judgment))
+    if not differ:
+        return
+    stored = store.get_many(j.key for _, j in differ)
+    for i, ours in differ:
+        theirs = stored.get(ours.key)
+        if theirs is None:
+            continue
+        if ours.status != "ok" and theirs.status == "ok":
+            report.failed -= 1
+            report.graded += 1
+        outputs[i] = for_pair(theirs, pairs[i])
 
 
 def ensemble_fingerprint(fingerprints: Sequence[dict[str, Any]]) -> dict[str, Any]:

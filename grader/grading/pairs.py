@@ -113,10 +113,33 @@ def pairs_to_grade(
     if not runs:
         raise InputError("no run given", hint="pass at least one --run RUN")
     judged = _judged_pairs(skip_judged)
-
     selection = PairSelection()
-    # Each id pair once, where the first run that names it puts it; with the run that named it
-    # first (for error messages). Set operations and dicts in C: a million pairs in ~0.5 s.
+    first_run = _candidates(runs, depth, precision, selection)
+    wanted = list(first_run)
+    judged.update(judged_pairs)
+    if judged:
+        selection.candidate_ids = wanted
+        selection.judged_ids = [pair_id for pair_id in wanted if pair_id in judged]
+        also = regrade_judged(selection.judged_ids) if regrade_judged is not None else ()
+        kept = [pair_id for pair_id in wanted if pair_id not in judged or pair_id in also]
+        selection.judged = len(wanted) - len(kept)
+        wanted = kept
+    if selection.candidates and callable(docs):
+        docs = docs({did for _, did in wanted})
+    found: Mapping[str, Doc] = docs if isinstance(docs, Mapping) else {}
+    _pair_up(wanted, queries, found, selection, first_run, skip_missing=skip_missing)
+    return selection
+
+
+def _candidates(
+    runs: Sequence[str | Path | pd.DataFrame],
+    depth: int,
+    precision: Precision,
+    selection: PairSelection,
+) -> dict[tuple[str, str], Path | str]:
+    """Each id pair within `depth` once, where the first run that names it puts it, with that
+    run (for error messages); counts candidates and duplicates in `selection`. Set operations
+    and dicts in C: a million pairs in ~0.5 s."""
     first_run: dict[tuple[str, str], Path | str] = {}
     for run in runs:
         frame, run_path = _read(run, precision)
@@ -137,37 +160,39 @@ def pairs_to_grade(
             for pair_id in ids:
                 first_run.setdefault(pair_id, run_path)
         selection.duplicates += len(ids) - (len(first_run) - before)
-    wanted = list(first_run)
-    judged.update(judged_pairs)
-    if judged:
-        selection.candidate_ids = wanted
-        selection.judged_ids = [pair_id for pair_id in wanted if pair_id in judged]
-        also = regrade_judged(selection.judged_ids) if regrade_judged is not None else ()
-        kept = [pair_id for pair_id in wanted if pair_id not in judged or pair_id in also]
-        selection.judged = len(wanted) - len(kept)
-        wanted = kept
-    if selection.candidates and callable(docs):
-        docs = docs({did for _, did in wanted})
-    found: Mapping[str, Doc] = docs if isinstance(docs, Mapping) else {}
+    return first_run
+
+
+def _pair_up(
+    wanted: list[tuple[str, str]],
+    queries: Mapping[str, Query],
+    found: Mapping[str, Doc],
+    selection: PairSelection,
+    first_run: Mapping[tuple[str, str], Path | str],
+    *,
+    skip_missing: bool,
+) -> None:
+    """`selection.pairs` of the `wanted` ids; ids absent from `queries` or `found` are one
+    InputError, or with `skip_missing` left out and counted."""
     missing_q = {qid: None for qid, _ in wanted if qid not in queries}
     missing_d = {did: None for _, did in wanted if did not in found}
+    selection.missing_query_ids = list(missing_q)
+    selection.missing_doc_ids = list(missing_d)
     if not missing_q and not missing_d:
         selection.pairs = make_pairs(
             map(queries.__getitem__, map(itemgetter(0), wanted)),
             map(found.__getitem__, map(itemgetter(1), wanted)),
         )
+        return
     first_missing_run: Path | str | None = None
-    if missing_q or missing_d:
-        for qid, did in wanted:
-            query, doc = queries.get(qid), found.get(did)
-            if query is None or doc is None:
-                selection.missing += 1
-                if first_missing_run is None:
-                    first_missing_run = first_run[qid, did]
-                continue
-            selection.pairs.append(Pair(query, doc))
-    selection.missing_query_ids = list(missing_q)
-    selection.missing_doc_ids = list(missing_d)
+    for qid, did in wanted:
+        query, doc = queries.get(qid), found.get(did)
+        if query is None or doc is None:
+            selection.missing += 1
+            if first_missing_run is None:
+                first_missing_run = first_run[qid, did]
+            continue
+        selection.pairs.append(Pair(query, doc))
     if selection.missing and not skip_missing:
         parts = []
         if missing_q:
@@ -180,4 +205,3 @@ def pairs_to_grade(
             path=first_missing_run,
             hint="add them to --queries / --docs, or pass --skip-missing to leave those pairs out",
         )
-    return selection

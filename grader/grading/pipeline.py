@@ -53,9 +53,11 @@ from typing import Any
 from grader import defaults
 from grader.grading.budget import Estimate, check_priced, estimate_requests
 from grader.grading.events import ProgressCallback, ProgressEvent, StopButton
+from grader.grading.leases import Leases
 from grader.grading.pairs import Pair, pairs_to_grade
 from grader.grading.report import GradingReport
 from grader.grading.run import GradingRun
+from grader.grading.units import PairState
 from grader.judges.base import Judge
 from grader.models import Doc, Query
 from grader.store.claims import RENEW_S, ClaimBook
@@ -139,57 +141,41 @@ async def grade_pairs(
     if before_sending is not None and run.queue:
         before_sending()
     if store is not None:
-        # Off the event loop: a busy store makes these wait (grader.store.busy).
-        await asyncio.to_thread(store.put_texts, *distinct_texts(pairs))
-        # Every id pair, also those answered under another pair's ids (same texts).
-        ids = [k for state in states for k in state.id_keys()] + run.unlisted
-        await asyncio.to_thread(store.put_pairs, ids)
+        await _record_texts_and_pairs(store, pairs, states, run)
         run.claims = ClaimBook(store.path)
-    loop = asyncio.get_running_loop()
-    workers: list[asyncio.Task[None]] = []
-    presses = 0
+        run.leases = Leases(run.claims)
+    workers = await _run_workers(
+        run,
+        writer,
+        concurrency=concurrency,
+        progress=progress,
+        ctrl_c=_CtrlC(run, asyncio.get_running_loop(), grace_s),
+        handle_sigint=handle_sigint,
+        stop=stop,
+        freeze_gc=freeze_gc,
+        flush_interval=flush_interval,
+    )
+    return _finish(run, writer, workers)
 
-    def abandon() -> None:
-        for task in workers:
-            task.cancel()
 
-    def on_sigint() -> None:
-        nonlocal presses
-        presses += 1
-        run.report.interrupted = True
-        run.stopping = True
-        if presses > 1:
-            abandon()
-        else:
-            loop.call_later(grace_s, abandon)
-
-    if stop is not None:
-        stop.attach(loop, on_sigint)
-    installed = False
-    previous = signal.getsignal(signal.SIGINT)
-    if handle_sigint and threading.current_thread() is threading.main_thread():
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(signal.SIGINT, on_sigint)
-            installed = True
-
-    async def flusher() -> None:
-        while True:
-            await asyncio.sleep(flush_interval)
-            await asyncio.to_thread(writer.flush)  # a busy store waits there, not in the loop
-
-    async def renewer() -> None:
-        while run.claims is not None:
-            await asyncio.sleep(RENEW_S)
-            try:
-                await run.claims.renew_async()
-            except sqlite3.OperationalError as exc:
-                # Another process holds the write lock: try again next round. Dying here
-                # would make the end of the run raise before its last flush.
-                if "locked" not in str(exc) and "busy" not in str(exc):
-                    raise
-
-    flush_task = asyncio.create_task(flusher())
-    renew_task = asyncio.create_task(renewer())
+async def _run_workers(
+    run: GradingRun,
+    writer: StoreWriter,
+    *,
+    concurrency: int,
+    progress: ProgressCallback | None,
+    ctrl_c: _CtrlC,
+    handle_sigint: bool,
+    stop: StopButton | None,
+    freeze_gc: bool,
+    flush_interval: float,
+) -> list[asyncio.Task[None]]:
+    """Judge the run's queue with `concurrency` workers, flushing answers to the store and
+    renewing leases meanwhile, until it is done or stopped; then store what is left and let
+    go of the leases. The workers' tasks (their errors are `_finish`'s to raise)."""
+    ctrl_c.install(handle_sigint=handle_sigint, stop=stop)
+    flush_task = asyncio.create_task(_flusher(writer, flush_interval))
+    renew_task = asyncio.create_task(_renewer(run))
     # The pairs, texts and modules alive now live for the whole run: freezing them keeps the
     # cyclic GC from walking them again and again while thousands of replies are parsed
     # (6% less CPU per judgment in bench/grade_throughput.py). Undone when the run ends.
@@ -199,38 +185,114 @@ async def grade_pairs(
         run.on_progress = progress
         if progress is not None:
             progress(run.progress())
-        workers = [asyncio.create_task(run.worker()) for _ in range(concurrency)]
-        await asyncio.wait(workers)
+        ctrl_c.workers = [asyncio.create_task(run.worker()) for _ in range(concurrency)]
+        await asyncio.wait(ctrl_c.workers)
     finally:
         if freeze_gc:
             gc.unfreeze()
-        flush_task.cancel()
-        renew_task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await flush_task
-        with contextlib.suppress(asyncio.CancelledError):
-            await renew_task
-        if stop is not None:
-            stop.detach()
-        if installed:
-            loop.remove_signal_handler(signal.SIGINT)
-            if previous is not None:  # asyncio would leave Python's default, not the one before
-                signal.signal(signal.SIGINT, previous)
+        for task in (flush_task, renew_task):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        ctrl_c.remove()
         try:
             await _flush(writer)
         finally:
-            # Answers are stored (storing released their leases): let go of the rest.
-            if run.claims is not None:
-                run.claims.release_all()
-                run.claims.close()
+            await _let_go(run)
+    return ctrl_c.workers
+
+
+async def _record_texts_and_pairs(
+    store: Store, pairs: Sequence[Pair], states: Sequence[PairState], run: GradingRun
+) -> None:
+    """Keep the run's texts and every id pair of its keys in the store, off the event loop (a
+    busy store makes these wait: `grader.store.busy`)."""
+    await asyncio.to_thread(store.put_texts, *distinct_texts(pairs))
+    # Every id pair, also those answered under another pair's ids (same texts).
+    ids = [k for state in states for k in state.id_keys()] + run.unlisted
+    await asyncio.to_thread(store.put_pairs, ids)
+
+
+class _CtrlC:
+    """Ctrl-C during a run (SIGINT with `handle_sigint`, or the `stop` button): the first press
+    stops taking work and abandons the calls in flight after `grace_s`, a second at once."""
+
+    def __init__(self, run: GradingRun, loop: asyncio.AbstractEventLoop, grace_s: float) -> None:
+        self.run = run
+        self.loop = loop
+        self.grace_s = grace_s
+        self.workers: list[asyncio.Task[None]] = []
+        self.presses = 0
+        self.stop: StopButton | None = None
+        self.installed = False
+        self.previous = signal.getsignal(signal.SIGINT)
+
+    def abandon(self) -> None:
+        for task in self.workers:
+            task.cancel()
+
+    def press(self) -> None:
+        self.presses += 1
+        self.run.report.interrupted = True
+        self.run.stopping = True
+        if self.presses > 1:
+            self.abandon()
+        else:
+            self.loop.call_later(self.grace_s, self.abandon)
+
+    def install(self, *, handle_sigint: bool, stop: StopButton | None) -> None:
+        self.stop = stop
+        if stop is not None:
+            stop.attach(self.loop, self.press)
+        if handle_sigint and threading.current_thread() is threading.main_thread():
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                self.loop.add_signal_handler(signal.SIGINT, self.press)
+                self.installed = True
+
+    def remove(self) -> None:
+        if self.stop is not None:
+            self.stop.detach()
+        if self.installed:
+            self.loop.remove_signal_handler(signal.SIGINT)
+            if self.previous is not None:  # asyncio would leave Python's default otherwise
+                signal.signal(signal.SIGINT, self.previous)
+
+
+async def _flusher(writer: StoreWriter, interval: float) -> None:
+    """Flush the writer every `interval` seconds, on a worker thread (a busy store waits there,
+    not in the loop)."""
+    while True:
+        await asyncio.sleep(interval)
+        await asyncio.to_thread(writer.flush)
+
+
+async def _renewer(run: GradingRun) -> None:
+    """Renew the run's leases every `RENEW_S` while it holds any."""
+    while run.claims is not None:
+        await asyncio.sleep(RENEW_S)
+        try:
+            await run.claims.renew_async()
+        except sqlite3.OperationalError as exc:
+            # Another process holds the write lock: try again next round. Dying here
+            # would make the end of the run raise before its last flush.
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+
+
+def _finish(
+    run: GradingRun, writer: StoreWriter, workers: Sequence[asyncio.Task[None]]
+) -> GradingReport:
+    """The run's report once its workers ended and its answers are stored, or the error that
+    ended it (a full disk, a judge's fatal error, a worker's)."""
     full = writer.full_error()
     if full is not None:  # the store's disk is full: the error says where the answers are
         raise full
     run.read_back()
-    _count_abandoned(run.report, [*run.judges, *([verify_judge] if verify_judge else [])])
+    verify = [run.verify_judge] if run.verify_judge is not None else []
+    _count_abandoned(run.report, [*run.judges, *verify])
     run.report.judgments = [j for j in run.outputs if j is not None]
     run.report.stored_outputs = run.stored_outputs()
-    run.report.pending = len(pairs) - run.report.done()
+    run.report.pending = len(run.pairs) - run.report.done()
     if run.fatal is not None:
         raise run.fatal
     # A worker that died of an error outside the judge call (the store, a bug) left its pairs
@@ -240,6 +302,18 @@ async def grade_pairs(
         if error is not None:
             raise error
     return run.report
+
+
+async def _let_go(run: GradingRun) -> None:
+    """Release the leases the run still holds (answers stored released theirs), once its last
+    round of claims has ended."""
+    try:
+        if run.leases is not None:
+            await run.leases.settle()
+    finally:
+        if run.claims is not None:
+            run.claims.release_all()
+            run.claims.close()
 
 
 def _count_abandoned(report: GradingReport, judges: list[Judge]) -> None:

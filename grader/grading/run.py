@@ -12,23 +12,25 @@ import asyncio
 import collections
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from grader.errors import JudgeError
 from grader.grading.budget import estimate_cost
 from grader.grading.events import ProgressCallback, ProgressEvent
-from grader.grading.outputs import OutputJudgments, for_pair
+from grader.grading.leases import Leases
+from grader.grading.outputs import OutputJudgments, for_pair, read_back
 from grader.grading.pairs import Pair
 from grader.grading.report import GradingReport, StoredOutputs
+from grader.grading.units import PairState, Unit, failure
+from grader.grading.waiting import RunWaiting
 from grader.judges.base import Judge
 from grader.judges.ensemble import needs_verification
 from grader.keys import ContentKeys
-from grader.models import Judgment, JudgmentError
+from grader.models import Judgment
 from grader.redact import redact
-from grader.store.claims import POLL_S, ClaimBook, Outcome
+from grader.store.claims import POLL_S, ClaimBook
 from grader.store.disk_full import StoreFullError
-from grader.store.judgment_rows import created_text, decode_key
+from grader.store.judgment_rows import decode_key
 from grader.store.lookup import StoredRef, look_up
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
@@ -37,35 +39,6 @@ HOLD_WAIT_S = 1200.0
 """How long a run waits for a key another live process holds (renewing its lease) before it
 stops waiting: longer than any one request with its retries takes, so a hung process never
 keeps a run waiting forever."""
-
-
-@dataclass
-class _Unit:
-    state: _PairState
-    slot: int  # member index, or -1 for the verifier
-    judge: Judge
-    key: str
-
-
-@dataclass
-class _PairState:
-    index: int
-    pair: Pair
-    keys: list[str]
-    members: list[Judgment | None]
-    missing: int
-    requested: bool = False
-    primary: Judgment | None = None
-    verify_key: str | None = None
-    ensemble_key: str | None = None  # key of the combined judgment (ensembles only)
-    final_key: str | None = None  # key of the verified judgment (--verify-low only)
-
-    def id_keys(self) -> list[tuple[str, str, str]]:
-        """(key, query_id, doc_id) for each content key of this pair (for the store's list of
-        the id pairs of each key)."""
-        qid, did = self.pair.query.query_id, self.pair.doc.doc_id
-        keys = [*self.keys, self.verify_key, self.ensemble_key, self.final_key]
-        return [(k, qid, did) for k in keys if k is not None]
 
 
 def _mask(judgment: Judgment, secrets: Sequence[str]) -> Judgment:
@@ -78,19 +51,7 @@ def _mask(judgment: Judgment, secrets: Sequence[str]) -> Judgment:
     return Judgment.model_validate_json(redact(text, secrets))
 
 
-def _failure(unit: _Unit, exc: BaseException) -> Judgment:
-    pair = unit.state.pair
-    return Judgment(
-        query_id=pair.query.query_id,
-        doc_id=pair.doc.doc_id,
-        status="failed",
-        judge=unit.judge.judge_id,
-        key=unit.key,
-        error=JudgmentError(type=type(exc).__name__, message=str(exc) or repr(exc)),
-    )
-
-
-class GradingRun:
+class GradingRun(RunWaiting):
     """The state of one `grade_pairs` call."""
 
     def __init__(
@@ -128,7 +89,7 @@ class GradingRun:
         )
         self.report = GradingReport(pairs=len(pairs))
         self.outputs: list[Judgment | None] = [None] * len(pairs)
-        self.queue: collections.deque[_Unit] = collections.deque()
+        self.queue: collections.deque[Unit] = collections.deque()
         self.verified: dict[str, Judgment] = {}
         self.reserved = 0.0
         self.stopping = False
@@ -136,12 +97,13 @@ class GradingRun:
         self.on_progress: ProgressCallback | None = None
         # Pairs with equal texts (e.g. duplicate passages under two ids) share a content key:
         # the key is requested once per run and its answer given to every pair that needs it.
-        self.followers: dict[str, list[_Unit]] = {}
+        self.followers: dict[str, list[Unit]] = {}
         self.results: dict[str, Judgment] = {}
         # Leases on keys in flight, when processes may share the store (grader.store.claims):
         # a unit whose key another process holds waits in `waiting` for its answer.
         self.claims: ClaimBook | None = None
-        self.waiting: list[_Unit] = []
+        self.leases: Leases | None = None  # leasing the keys sent, in rounds (with `claims`)
+        self.waiting: list[Unit] = []
         self.waiting_since: dict[str, float] = {}  # key -> when a unit began waiting for it
         self.hold_wait_s = HOLD_WAIT_S
         self.polling = False
@@ -159,15 +121,15 @@ class GradingRun:
 
     # -- planning --------------------------------------------------------------------------
 
-    def plan(self) -> list[_PairState]:
+    def plan(self) -> list[PairState]:
         """Keys for every pair and judge, store lookup, and the queue of units to judge."""
         if self.streamed:
             return self._plan_streamed()
-        states: list[_PairState] = []
+        states: list[PairState] = []
         for i, pair in enumerate(self.pairs):
             qtext, dtext = pair.query.text, pair.doc.text
             keys = [maker.key(qtext, dtext) for maker in self.key_makers]
-            state = _PairState(i, pair, keys, [None] * len(keys), len(keys))
+            state = PairState(i, pair, keys, [None] * len(keys), len(keys))
             if self.verify_keys is not None:
                 state.verify_key = self.verify_keys.key(qtext, dtext)
             state.ensemble_key, state.final_key = self.composite.keys(pair)
@@ -199,7 +161,7 @@ class GradingRun:
                     state.missing -= 1
                     self._count(self.judges[slot], paid=False)
                 else:
-                    self._enqueue(_Unit(state, slot, self.judges[slot], key))
+                    self._enqueue(Unit(state, slot, self.judges[slot], key))
             if state.missing == 0:
                 self._members_done(state)
                 if single and state.primary is not None and state.primary.status == "ok":
@@ -207,7 +169,7 @@ class GradingRun:
             self._store_group()
         return states
 
-    def _plan_streamed(self) -> list[_PairState]:
+    def _plan_streamed(self) -> list[PairState]:
         """`plan` for one judge: pairs whose key is stored ok are done without reading their
         judgments (their outputs stay in the store); the others are queued as usual."""
         assert self.store is not None
@@ -219,7 +181,7 @@ class GradingRun:
         found = look_up(self.store.path, rows, listed=not self.dry_run)
         self.report.stored_ok = found.stored_ok
         self.report.stored_failed = found.stored_failed
-        states: list[_PairState] = []
+        states: list[PairState] = []
         ok, rowids = found.ok, found.rowids
         stored_rows = self.stored_rows
         for i, (pair, row) in enumerate(zip(self.pairs, rows, strict=True)):
@@ -227,9 +189,9 @@ class GradingRun:
                 stored_rows.append((rowids[i], row[1], row[2], row[0]))
                 continue
             key = decode_key(row[0])
-            state = _PairState(i, pair, [key], [None], 1)
+            state = PairState(i, pair, [key], [None], 1)
             states.append(state)
-            self._enqueue(_Unit(state, 0, judge, key))
+            self._enqueue(Unit(state, 0, judge, key))
         self.from_store = found.ok
         done = len(stored_rows)
         self.report.cached += done
@@ -260,7 +222,7 @@ class GradingRun:
             return
         self.writer.add_group({j.key: (j, fp) for j, fp in items}.values())
 
-    def _enqueue(self, unit: _Unit) -> None:
+    def _enqueue(self, unit: Unit) -> None:
         """Queue a unit, unless its key is already queued, in flight or answered this run."""
         done = self.results.get(unit.key)
         if done is not None:
@@ -273,7 +235,7 @@ class GradingRun:
 
     # -- combining -------------------------------------------------------------------------
 
-    def _members_done(self, state: _PairState) -> None:
+    def _members_done(self, state: PairState) -> None:
         members = [m for m in state.members if m is not None]
         if len(self.judges) == 1:
             primary = members[0]
@@ -285,14 +247,14 @@ class GradingRun:
             cached = self.verified.get(state.verify_key)
             if cached is None:
                 state.requested = True
-                self._enqueue(_Unit(state, -1, self.verify_judge, state.verify_key))
+                self._enqueue(Unit(state, -1, self.verify_judge, state.verify_key))
                 return
             answer = for_pair(cached, state.pair)
             self._count(self.verify_judge, paid=False)
             primary = self.composite.verified(primary, answer, state.final_key, state.pair)
         self._finish(state, primary)
 
-    def _finish(self, state: _PairState, judgment: Judgment) -> None:
+    def _finish(self, state: PairState, judgment: Judgment) -> None:
         self.outputs[state.index] = judgment
         failed = judgment.status != "ok"
         if not state.requested:
@@ -319,7 +281,7 @@ class GradingRun:
 
     # -- judging ---------------------------------------------------------------------------
 
-    def _reserve(self, unit: _Unit) -> float | None:
+    def _reserve(self, unit: Unit) -> float | None:
         """Reserve the unit's estimated cost; None when the budget does not allow it."""
         if self.max_cost is None:
             return 0.0
@@ -359,54 +321,7 @@ class GradingRun:
             finally:
                 self.reserved -= reserved
 
-    async def _claimed(self, unit: _Unit) -> bool:
-        """Lease the unit's key before paying for it: False when another process holds it (the
-        unit waits) or has stored its answer (the unit takes it)."""
-        if self.claims is None:
-            return True
-        claim = (await self.claims.claim([unit.key]))[unit.key]
-        if claim.outcome is Outcome.CLAIMED:
-            return True
-        if claim.outcome is Outcome.STORED:
-            assert claim.judgment is not None
-            self._adopt(unit, claim.judgment)
-        else:
-            self.waiting_since.setdefault(unit.key, time.monotonic())
-            self.waiting.append(unit)
-        return False
-
-    async def _poll_waiting(self) -> None:
-        """Wait a little, then look again at the keys other processes hold: take the answers
-        they stored, queue the keys whose lease ended (their process died or let go)."""
-        if self.polling or self.claims is None:
-            await asyncio.sleep(self.poll_s)
-            return
-        self.polling = True
-        try:
-            await asyncio.sleep(self.poll_s)
-            units, self.waiting = self.waiting, []
-            if self.stopping or not units:
-                self.waiting = units + self.waiting
-                return
-            claims = await self.claims.claim(u.key for u in units)
-            now = time.monotonic()
-            for unit in units:
-                claim = claims[unit.key]
-                if claim.outcome is Outcome.STORED:
-                    assert claim.judgment is not None
-                    self._adopt(unit, claim.judgment)
-                elif claim.outcome is Outcome.CLAIMED:
-                    self.queue.append(unit)  # leased to this run now
-                elif now - self.waiting_since.get(unit.key, now) >= self.hold_wait_s:
-                    # Another live process has held it this long without an answer: stop
-                    # waiting (the pair stays not done; a rerun takes its answer or its lease).
-                    self.report.held_elsewhere += 1
-                else:
-                    self.waiting.append(unit)
-        finally:
-            self.polling = False
-
-    def _adopt(self, unit: _Unit, judgment: Judgment) -> None:
+    def _adopt(self, unit: Unit, judgment: Judgment) -> None:
         """Take the answer another process stored for the unit's key (this run pays nothing)."""
         self.report.adopted += 1
         self.results[unit.key] = judgment
@@ -415,12 +330,15 @@ class GradingRun:
         self._store_group()
         self._report_progress()
 
-    async def _judge(self, unit: _Unit) -> None:
+    async def _judge(self, unit: Unit) -> None:
         pair = unit.state.pair
         unit.state.requested = True
         self.report.requests += 1
+        started = time.perf_counter()
         try:
             judgment = await unit.judge.judge(pair.query, pair.doc, key=unit.key)
+            if self.leases is not None:
+                self.leases.answered(time.perf_counter() - started)
         except JudgeError as exc:
             self.fatal = exc
             self.stopping = True
@@ -428,7 +346,7 @@ class GradingRun:
         except (asyncio.CancelledError, KeyboardInterrupt):
             raise
         except Exception as exc:  # a judge bug must not lose the pair or invent a grade
-            judgment = _failure(unit, exc)
+            judgment = failure(unit, exc)
         judgment = _mask(judgment, self.secrets)
         self.report.usage = self.report.usage + judgment.usage
         self.report.cost += judgment.cost or 0.0
@@ -443,7 +361,7 @@ class GradingRun:
         self._store_group((judgment, fingerprint))
         self._report_progress()
 
-    def _deliver(self, unit: _Unit, judgment: Judgment, *, paid: bool = True) -> None:
+    def _deliver(self, unit: Unit, judgment: Judgment, *, paid: bool = True) -> None:
         """Give a judge's answer to the pair of `unit` (ids rebound to that pair); `paid` when
         this run requested it."""
         state = unit.state
@@ -467,35 +385,9 @@ class GradingRun:
         counts[judge.judge_id] = counts.get(judge.judge_id, 0) + 1
 
     def read_back(self) -> None:
-        """Make each output judgment the one the store holds: when another process sharing the
-        store stored its answer for a key first, that answer is final and this run adopts it, so
-        every process's outputs equal the store. Reads only the rows that differ."""
-        if self.store is None or self.dry_run:
-            return
-        # A stored ok answer of the run's one judge is final (no process replaces it): only
-        # outputs this run made or adopted can differ from the store.
-        held = [
-            (i, j)
-            for i, j in enumerate(self.outputs)
-            if j is not None and i not in self.final_from_store
-        ]
-        stamps = self.store.stamps(j.key for _, j in held)
-        differ: list[tuple[int, Judgment]] = []
-        for i, held_judgment in held:
-            stamp = (held_judgment.status, created_text(held_judgment))
-            if stamps.get(held_judgment.key, stamp) != stamp:
-                differ.append((i, held_judgment))
-        if not differ:
-            return
-        stored = self.store.get_many(j.key for _, j in differ)
-        for i, ours in differ:
-            theirs = stored.get(ours.key)
-            if theirs is None:
-                continue
-            if ours.status != "ok" and theirs.status == "ok":
-                self.report.failed -= 1
-                self.report.graded += 1
-            self.outputs[i] = for_pair(theirs, self.pairs[i])
+        """`read_back` of the run's outputs (those the store decided already left out)."""
+        if self.store is not None and not self.dry_run:
+            read_back(self.store, self.pairs, self.outputs, self.final_from_store, self.report)
 
-    def pending_units(self) -> list[_Unit]:
+    def pending_units(self) -> list[Unit]:
         return list(self.queue)

@@ -31,17 +31,16 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from grader.errors import StoreError
 from grader.models import CallRecord, Doc, Judgment, Query
-from grader.store.busy import BusyCallback, BusyWait, StoreBusyError, busy_timeout_s, is_busy
+from grader.store.busy import BusyCallback, busy_timeout_s
 from grader.store.claims import release_stored
 from grader.store.disk_full import full_error, is_full, roll_back
 from grader.store.journal import Journal, Rows, rescue_journals
@@ -58,55 +57,18 @@ from grader.store.judgment_rows import (
 from grader.store.migrations import MIGRATIONS, latest_version
 from grader.store.reading import StoreReading
 from grader.store.row_making import StoreRows, now_text
+from grader.store.statements import (
+    INSERT_CALL,
+    INSERT_CALL_ONCE,
+    INSERT_PAIR,
+    UPSERT_DOC,
+    UPSERT_JUDGMENT,
+    UPSERT_QUERY,
+)
+from grader.store.transactions import StoreTransactions
 
 BUSY_TIMEOUT_MS = 30_000  # for other tables' own connections (grader.batch.api.state)
 PAGE_SIZE = 8192  # bytes per page of a new store
-
-# A judgments row (grader.store.judgment_rows); an ok judgment keeps its place unless the new
-# one is ok and the row may be replaced (last parameter, see `StoredRow.replaceable`).
-_UPSERT_JUDGMENT = """
-INSERT INTO judgments (key, query_id, doc_id, source_id, status, grade, created_at, payload)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (key) DO UPDATE SET
-    query_id = excluded.query_id, doc_id = excluded.doc_id, source_id = excluded.source_id,
-    status = excluded.status, grade = excluded.grade, created_at = excluded.created_at,
-    payload = excluded.payload
-WHERE judgments.status != 'ok' OR (excluded.status = 'ok' AND ? = 1)
-"""
-
-_UPSERT_QUERY = """
-INSERT INTO queries (query_id, text) VALUES (?, ?)
-ON CONFLICT (query_id) DO UPDATE SET text = excluded.text WHERE queries.text != excluded.text
-"""
-
-_UPSERT_DOC = """
-INSERT INTO docs (doc_id, text, title, metadata) VALUES (?, ?, ?, ?)
-ON CONFLICT (doc_id) DO UPDATE SET text = excluded.text, title = excluded.title,
-    metadata = excluded.metadata
-WHERE docs.text != excluded.text OR docs.title IS NOT excluded.title
-    OR docs.metadata != excluded.metadata
-"""
-
-_INSERT_PAIR = """
-INSERT OR IGNORE INTO judgment_pairs (key, query_id, doc_id) VALUES (?, ?, ?)
-"""
-
-_INSERT_CALL = """
-INSERT INTO calls (key, attempt, status, http_status, latency_ms, prompt_tokens,
-                   completion_tokens, cached_tokens, error_type, error_message, created_at,
-                   output_mode)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-"""
-
-# A journaled call row, unless it is already there (the journal may be replayed twice).
-_INSERT_CALL_ONCE = """
-INSERT INTO calls (key, attempt, status, http_status, latency_ms, prompt_tokens,
-                   completion_tokens, cached_tokens, error_type, error_message, created_at,
-                   output_mode)
-SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
-WHERE NOT EXISTS (SELECT 1 FROM calls WHERE key IS ?1 AND attempt IS ?2 AND status IS ?3
-                  AND created_at = ?11)
-"""
 
 
 def _pair_rows(rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[Any, str, str]]:
@@ -123,7 +85,7 @@ def doc_row(doc: Doc) -> DocRow:
     return doc.doc_id, doc.text, doc.title, metadata
 
 
-class Store(StoreRows, StoreReading):
+class Store(StoreTransactions, StoreRows, StoreReading):
     """A judgment store at `path` (created and migrated on open; a journal left beside it is
     replayed). Waits for the write lock while another process holds it, telling `on_busy`."""
 
@@ -289,7 +251,7 @@ class Store(StoreRows, StoreReading):
         with self._transaction():
             self._put_texts(queries, docs)
             written = self._upsert_stored(rows)
-            self._conn.executemany(_INSERT_PAIR, (row.columns[:3] for row in rows))
+            self._conn.executemany(INSERT_PAIR, (row.columns[:3] for row in rows))
             release_stored(self._conn, (judgment.key for judgment, _ in items))
         return written
 
@@ -305,7 +267,7 @@ class Store(StoreRows, StoreReading):
             if known is None or known[0] is not source:
                 known = by_object[id(source)] = (source, source_id(conn, source, sources))
             params.append((*columns[:3], known[1], *columns[3:], replaceable))
-        return conn.executemany(_UPSERT_JUDGMENT, params).rowcount
+        return conn.executemany(UPSERT_JUDGMENT, params).rowcount
 
     def put_pairs(self, pairs: Iterable[tuple[str, str, str]]) -> None:
         """Record (key, query_id, doc_id): the id pair's texts give that content key. A pair
@@ -319,7 +281,7 @@ class Store(StoreRows, StoreReading):
         else:  # every key decoded in one go
             encoded = ((blob[i * 32 : i * 32 + 32], q, d) for i, (_, q, d) in enumerate(rows))
         with self._transaction():
-            self._conn.executemany(_INSERT_PAIR, encoded)
+            self._conn.executemany(INSERT_PAIR, encoded)
 
     def put_texts(self, queries: Iterable[Query | None], docs: Iterable[Doc | None]) -> None:
         """Keep the query and document texts so the store alone can regrade them later."""
@@ -329,14 +291,14 @@ class Store(StoreRows, StoreReading):
     def put_text_rows(self, queries: Iterable[tuple[str, str]], docs: Iterable[DocRow]) -> None:
         """`put_texts` of rows already made: (query_id, text) and `doc_row`s."""
         with self._transaction():
-            self._conn.executemany(_UPSERT_QUERY, queries)
-            self._conn.executemany(_UPSERT_DOC, docs)
+            self._conn.executemany(UPSERT_QUERY, queries)
+            self._conn.executemany(UPSERT_DOC, docs)
 
     def _put_texts(self, queries: Iterable[Query | None], docs: Iterable[Doc | None]) -> None:
         self._conn.executemany(
-            _UPSERT_QUERY, ((q.query_id, q.text) for q in queries if q is not None)
+            UPSERT_QUERY, ((q.query_id, q.text) for q in queries if q is not None)
         )
-        self._conn.executemany(_UPSERT_DOC, (doc_row(d) for d in docs if d is not None))
+        self._conn.executemany(UPSERT_DOC, (doc_row(d) for d in docs if d is not None))
 
     def log_call(self, record: CallRecord) -> None:
         """Append one HTTP attempt to the call log (see `log_calls`)."""
@@ -348,69 +310,7 @@ class Store(StoreRows, StoreReading):
         if not rows:
             return
         with self._transaction():
-            self._conn.executemany(_INSERT_CALL, rows)
-
-    class _Tx:
-        def __init__(self, store: Store, what: str) -> None:
-            self.store = store
-            self.what = what
-
-        def __enter__(self) -> None:
-            self.store._begin(self.what)
-
-        def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
-            conn = self.store._conn
-            if exc is None:
-                try:
-                    conn.execute("COMMIT")
-                except BaseException as error:
-                    exc = error
-            if exc is None:
-                return
-            roll_back(conn, exc, self.store.path, self.what)  # (a full disk: StoreFullError)
-            if exc_type is None:
-                raise exc
-
-    def _transaction(self, what: str = "writing to the store") -> Store._Tx:
-        return Store._Tx(self, what)
-
-    # ---- waiting for the lock ------------------------------------------------------------
-
-    def _wait(self, op: Callable[[], object], what: str) -> None:
-        """Run `op` until no other connection's lock stops it (module docstring); in a
-        `no_wait()` block, raise StoreBusyError after one attempt instead."""
-        wait: BusyWait | None = None
-        while True:
-            try:
-                op()
-            except (sqlite3.OperationalError, StoreBusyError) as exc:
-                if isinstance(exc, sqlite3.OperationalError) and not is_busy(exc):
-                    raise
-                if getattr(self._local, "no_wait", False):
-                    raise StoreBusyError(
-                        f"{self.path}: store busy (held by another process)"
-                    ) from None
-                if wait is None:
-                    wait = BusyWait(self.path, what, self.on_busy)
-                wait.failed()
-                continue
-            if wait is not None:
-                wait.done()
-            return
-
-    def _begin(self, what: str) -> None:
-        self._wait(lambda: self._conn.execute("BEGIN IMMEDIATE"), what)
-
-    @contextlib.contextmanager
-    def no_wait(self) -> Iterator[None]:
-        """In this block (on this thread) a write whose lock is held raises StoreBusyError after
-        one attempt instead of waiting; for a caller that waits its own way (the writer)."""
-        before = getattr(self._local, "no_wait", False)
-        self._local.no_wait = True
-        try:
-            yield
-        finally:
-            self._local.no_wait = before
+            self._conn.executemany(INSERT_CALL, rows)
 
     # ---- rows kept while the store is busy ------------------------------------------------
 
@@ -418,8 +318,8 @@ class Store(StoreRows, StoreReading):
         """Store rows from `rows()` in one transaction; writing them twice changes nothing."""
         with self._transaction("writing journaled answers"):
             self._upsert_stored([from_journal_row(row) for row in rows.judgments])
-            self._conn.executemany(_INSERT_PAIR, _pair_rows(rows.judgments))
-            self._conn.executemany(_INSERT_CALL_ONCE, rows.calls)
+            self._conn.executemany(INSERT_PAIR, _pair_rows(rows.judgments))
+            self._conn.executemany(INSERT_CALL_ONCE, rows.calls)
             release_stored(self._conn, (row[0] for row in rows.judgments))
 
     def write_stored(self, rows: Sequence[StoredRow], *, pairs: bool = True) -> int:
@@ -439,7 +339,7 @@ class Store(StoreRows, StoreReading):
             written = [self._upsert_stored(rows) for rows in parts]
             if pairs:
                 for rows in parts:
-                    self._conn.executemany(_INSERT_PAIR, (r.columns[:3] for r in rows))
+                    self._conn.executemany(INSERT_PAIR, (r.columns[:3] for r in rows))
         return written
 
     def journal_pending(self) -> bool:

@@ -91,13 +91,13 @@ class StoreWriter:
 
     def _flush_soon(self) -> None:
         """Flush now: on a worker thread when called from an event loop (a busy store must not
-        freeze it), else here. Skipped while a flush runs (the next one takes these)."""
+        freeze it), else here. Skipped while a flush runs or waits to (it takes these too)."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             self.flush()
             return
-        if self._flushing.locked():
+        if self._background or self._flushing.locked():
             return
         future = loop.run_in_executor(None, self.flush)
         self._background.add(future)

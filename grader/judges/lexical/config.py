@@ -18,7 +18,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +64,7 @@ class LexicalConfig:
     provenance: dict[str, Any] = field(default_factory=dict, compare=False)
     path: str | None = field(default=None, compare=False)
 
-    @property
+    @cached_property
     def stopword_set(self) -> frozenset[str]:
         return frozenset(self.stopwords)
 

@@ -152,6 +152,7 @@ class LexicalJudge:
         # Scored texts whose statistics are not counted yet (`from_docs`): counted on first use.
         self._pending: list[tuple[str, str]] | None = None
         self._judge_id: str | None = None
+        self._prompt: PromptRef | None = None
 
     @classmethod
     def from_docs(
@@ -326,8 +327,10 @@ class LexicalJudge:
 
     def prompt_ref(self) -> PromptRef:
         """The settings file as the judgment's provenance (`lexical@1`, sha of the settings)."""
-        cfg = self.config
-        return PromptRef(name=cfg.name, version=cfg.version, sha256=cfg.sha256)
+        if self._prompt is None:  # the config is frozen: hashed once, not once per pair
+            cfg = self.config
+            self._prompt = PromptRef(name=cfg.name, version=cfg.version, sha256=cfg.sha256)
+        return self._prompt
 
 
 def lexical_scores(

@@ -1,0 +1,104 @@
+"""A run's leases on the keys it sends (`grader.store.claims`), taken in rounds.
+
+A worker asks for the lease on the key it is about to send. The keys the run's workers ask for
+meanwhile are claimed together, in one transaction on a worker thread, so eight workers take one
+transaction for eight requests. When the run's judge answers within `FAST_JUDGE_S` (an offline
+judge), the next `AHEAD` keys of the queue are claimed too, topped up as they are used: the
+rounds run while the workers judge, not between their answers. A network judge's keys are leased
+right before each request, so a killed process strands the leases of its calls in flight only
+(on this host they die with it anyway).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable, Iterable
+
+from grader.store.claims import Claim, ClaimBook
+
+FAST_JUDGE_S = 0.005
+"""A judge that answered within this long (an offline one) gets the next keys leased ahead."""
+
+AHEAD = 1024
+"""How many keys of the queue are leased ahead for a fast judge (a fraction of a second of its
+answers, so a round has time to end before they are used)."""
+
+
+class Leases:
+    """Claims keys in rounds through `book` (module docstring); one per run, on its loop."""
+
+    def __init__(self, book: ClaimBook) -> None:
+        self.book = book
+        self.fast = False  # the judge's last answer came within FAST_JUDGE_S
+        self._asked: list[str] = []  # keys for the next round
+        self._claiming: set[str] = set()  # keys in the next or the running round
+        self._waiters: dict[str, asyncio.Future[Claim]] = {}  # keys a worker waits for
+        self._ahead: dict[str, Claim] = {}  # claimed ahead, not asked for yet
+        self._round: asyncio.Future[dict[str, Claim]] | None = None  # the running round
+        self._settling = False
+
+    def answered(self, seconds: float) -> None:
+        """The judge answered in `seconds`: whether to lease ahead from now on."""
+        self.fast = seconds < FAST_JUDGE_S
+
+    async def claim(self, key: str, queued: Callable[[int], Iterable[str]]) -> Claim:
+        """The claim of `key` (`ClaimBook.claim_many`); `queued(n)` gives the first `n` keys
+        the run sends next, in order, leased ahead when the judge is fast."""
+        known = self._ahead.pop(key, None)
+        # Keys leased or being leased ahead: the first `held` of the queue.
+        held = len(self._ahead) + len(self._claiming) - len(self._waiters)
+        if known is None:
+            self._ask(key)
+        if self.fast and held < AHEAD // 2:
+            for other in queued(held + AHEAD):
+                self._ask(other)
+        self._start_round()
+        if known is not None:
+            # A worker with leases in hand would run on without a pause: let the loop take
+            # the end of a round and the writer's flushes meanwhile.
+            await asyncio.sleep(0)
+            return known
+        future = self._waiters.get(key)
+        if future is None:
+            future = self._waiters[key] = asyncio.get_running_loop().create_future()
+        return await future
+
+    def _ask(self, key: str) -> None:
+        """Claim `key` in the next round, unless it is claimed or being claimed."""
+        if key not in self._claiming and key not in self._ahead:
+            self._claiming.add(key)
+            self._asked.append(key)
+
+    def _start_round(self) -> None:
+        """Claim the keys asked for on a worker thread, unless a round is running (when it
+        ends, the next one starts)."""
+        if self._round is not None or not self._asked or self._settling:
+            return
+        keys, self._asked = self._asked, []
+        self._round = asyncio.get_running_loop().run_in_executor(None, self.book.claim_many, keys)
+        self._round.add_done_callback(functools.partial(self._round_done, keys))
+
+    def _round_done(self, keys: list[str], round_: asyncio.Future[dict[str, Claim]]) -> None:
+        """Give each waiting worker its claim (or the round's error); keep the others'."""
+        self._round = None
+        self._claiming.difference_update(keys)
+        error = round_.exception() if not round_.cancelled() else asyncio.CancelledError()
+        for key in keys:
+            future = self._waiters.pop(key, None)
+            if error is None and (future is None or future.done()):
+                self._ahead[key] = round_.result()[key]
+            elif future is not None and not future.done():
+                if error is None:
+                    future.set_result(round_.result()[key])
+                else:  # each worker waiting for one of these keys meets it
+                    future.set_exception(error)
+        self._start_round()
+
+    async def settle(self) -> None:
+        """Start no more rounds and wait for the running one (before the run lets go of its
+        leases: none is taken after)."""
+        self._settling = True
+        while self._round is not None:
+            await asyncio.wait([self._round])
+            await asyncio.sleep(0)  # its callback ran
