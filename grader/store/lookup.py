@@ -82,7 +82,7 @@ Hit = tuple[int, str, str, str]  # (rowid, status, the row's query_id, doc_id)
 
 def _scan(conn: sqlite3.Connection, rows: Sequence[Row]) -> dict[bytes | str, Hit]:
     """The stored rows of the run's keys, by one sequential scan (the run names most of the
-    store: 3-4x faster than a random index probe per key)."""
+    store: cheaper than a random index probe per key)."""
     wanted = {key for key, _, _ in rows}
     return {
         key: (rowid, status, qid, did)

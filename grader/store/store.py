@@ -112,8 +112,8 @@ class Store(StoreTransactions, StoreRows, StoreReading):
             raise StoreError(f"{self.path}: the folder does not exist (create it first)")
         try:
             if not self.path.exists() or self.path.stat().st_size == 0:
-                # A new store: pages that fit 7 LLM judgments (~1.1 KB) instead of 3 leave
-                # less unused (1,866 -> 1,679 bytes per judgment); fixed once in WAL mode.
+                # A new store: pages that fit 7 LLM judgments (~1.1 KB) rather than 3, so
+                # less of each page is left unused; fixed once in WAL mode.
                 self._conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
             self._wait(lambda: self._conn.execute("PRAGMA journal_mode = WAL"), "opening the store")
             self._migrate()
