@@ -140,19 +140,21 @@ def run(args: argparse.Namespace) -> int:
         live=_live(args, manifest),
     )
     url = server.start()
-    if server.address[0] not in ("127.0.0.1", "::1"):
-        print(
-            f"warning: listening on {server.address[0]}: anyone who can reach this machine "
-            "can read the sample and grade it",
-            file=sys.stderr,
-        )
-    done = len({(i.query_id, i.doc_id) for i in items}.intersection(log.read()))
-    print(f"grading {args.sample} as {annotator}: {done} of {len(items)} graded so far")
-    print(f"grades are saved to {log.path}")
-    print(f"open {url}  (Ctrl-C to stop)", flush=True)
-    if not args.no_browser:
-        webbrowser.open(url)
+    # Everything after the server starts is inside the try: a Ctrl-C that comes as soon as the
+    # "open" line is out (before the loop below is reached) still stops the server cleanly.
     try:
+        if server.address[0] not in ("127.0.0.1", "::1"):
+            print(
+                f"warning: listening on {server.address[0]}: anyone who can reach this machine "
+                "can read the sample and grade it",
+                file=sys.stderr,
+            )
+        done = len({(i.query_id, i.doc_id) for i in items}.intersection(log.read()))
+        print(f"grading {args.sample} as {annotator}: {done} of {len(items)} graded so far")
+        print(f"grades are saved to {log.path}")
+        print(f"open {url}  (Ctrl-C to stop)", flush=True)
+        if not args.no_browser:
+            webbrowser.open(url)
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
