@@ -2,16 +2,15 @@
 (default 1,000,000; lexical-size documents, 10 per query), lines per second each way and memory.
 
 Export goes through `export_requests` (the library `relgrade batch export` calls) into a fresh
-store; the results file is then written as vLLM
-run-batch would (each body answered by the fake server's reply function, no HTTP, not timed);
-import goes through `Importer` (what `relgrade batch import` runs). The export's time includes
-making the pairs: they come from a generator (memory stays flat) that builds each pair's
-validated `Doc` and, once per query, its `Query` (~2.5 us a pair on an idle core, about what
-reading them from files costs the command). Memory: resident set size sampled at each chunk;
-flat means the size at 10% of the lines equals the size at the end (the import's workers hold
-one ~4 MB range each at a time). Goal: both ways >= 12,000 lines/s, peak RSS <= 400 MB. Lines
-per CPU second (this process's CPU time and its children's once ended: the import's workers)
-are printed too: on a shared machine they move less.
+store; the results file is then written as vLLM run-batch would (each body answered by the fake
+server's reply function, no HTTP, not timed); import goes through `Importer` (what `relgrade
+batch import` runs). The export's time includes making the pairs: they come from a generator
+(memory stays flat) that builds each pair's validated `Doc` and, once per query, its `Query`
+(~2.5 us a pair on an idle core, about what reading them from files costs the command). Memory:
+resident set size sampled at each chunk (the import's workers hold one ~4 MB range each at a
+time). Goal: both ways >= 12,000 lines/s, peak RSS <= 400 MB. Lines per CPU second (this
+process's CPU time and its children's once ended: the import's workers) are printed too: on a
+shared machine they move less.
 
     python bench/batch_files.py                 # 1,000,000 pairs (several minutes)
     python bench/batch_files.py --pairs 50000   # quick
