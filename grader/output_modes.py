@@ -36,6 +36,38 @@ VENDOR_FIELDS: dict[str, str] = {
     "ollama_format": "format",
 }
 """The request field that carries the schema in each mode outside `response_format`."""
+GRAMMAR_MODES = frozenset({"json_object_schema", *VENDOR_FIELDS})
+"""Modes whose server turns the schema into a grammar the reply is sampled under (llama.cpp,
+vLLM, Ollama): a string's `maxLength` there ends the string in time (`bounded_strings`)."""
+CHARS_PER_TOKEN = 3
+"""Characters a reply's token holds at the least, for English prose (most hold about four)."""
+RESERVED_TOKENS = 30
+"""Tokens of a reply kept for its JSON braces, key names and grade, beside its strings."""
+
+
+def bounded_strings(schema: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+    """`schema` with a `maxLength` on each top-level string property that has none, so a reply
+    sampled under its grammar closes the string and writes the grade within `max_tokens`.
+
+    A small model under a grammar may write a reason until `max_tokens` cuts it off, and a reply
+    cut off is no grade; a reason ended early still leaves the grade. The bound is
+    CHARS_PER_TOKEN characters per token of `max_tokens` less RESERVED_TOKENS, shared by the
+    strings (810 characters for one string at 300 tokens). OpenAI's strict `json_schema` takes no
+    `maxLength`, so it is sent only in GRAMMAR_MODES; the prompt file, and so the content key,
+    are unchanged."""
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return schema
+    strings = [
+        name
+        for name, field in properties.items()
+        if isinstance(field, dict) and field.get("type") == "string" and "maxLength" not in field
+    ]
+    if not strings:
+        return schema
+    share = max(1, CHARS_PER_TOKEN * (max_tokens - RESERVED_TOKENS) // len(strings))
+    bounded = {name: {**properties[name], "maxLength": share} for name in strings}
+    return {**schema, "properties": {**properties, **bounded}}
 
 
 def response_format(mode: OutputMode, schema: dict[str, Any]) -> dict[str, Any] | None:

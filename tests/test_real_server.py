@@ -25,6 +25,8 @@ from tests.helpers.real_server import (
     answer_batch,
     calls_logged,
     grade_args,
+    keys_called_after,
+    keys_without_grade,
     real_server,
 )
 
@@ -69,12 +71,19 @@ def test_grade_a_dozen_pairs_each_ok_or_failed_with_a_cause(graded: Graded) -> N
 
 
 def test_an_unchanged_rerun_sends_no_request(graded: Graded) -> None:
+    """A rerun asks again only for the pairs that failed (the tiny model may fail one); every
+    pair graded ok comes from the store, with the same grade."""
+    failed = keys_without_grade(graded.db)
     before = calls_logged(graded.db)
     rerun_out = graded.folder / "rerun.jsonl"
     args = [*graded.args[: graded.args.index("--out")], "--out", str(rerun_out)]
-    assert main(args) == graded.code
-    assert calls_logged(graded.db) == before
-    assert [j.grade for j in read_judgments(rerun_out)] == [j.grade for j in graded.judgments]
+    code = main(args)
+    assert code in (0, 1) and (code == 0 or failed)
+    assert keys_called_after(graded.db, before) <= failed
+    rerun = {(j.query_id, j.doc_id): j.grade for j in read_judgments(rerun_out)}
+    assert {(j.query_id, j.doc_id): rerun[(j.query_id, j.doc_id)] for j in graded.ok()} == {
+        (j.query_id, j.doc_id): j.grade for j in graded.ok()
+    }
 
 
 def test_logprobs_give_a_distribution_summing_to_one_or_say_why_not(graded: Graded) -> None:
@@ -116,8 +125,9 @@ def test_regrade_to_another_prompt_version(
     )
     diff = json.loads(capsys.readouterr().out)
     assert code in (0, 1)
-    assert diff["n"] + diff["failed"] >= len(graded.ok())
-    assert sum(map(sum, diff["transition"])) == diff["n"]
+    counted = diff["compared"] + diff["failed"] + diff["pending"] + diff["no_old_grade"]
+    assert diff["n"] == 12 and counted == diff["n"] and diff["pending"] == 0
+    assert sum(map(sum, diff["transition"])) == diff["compared"]
 
 
 def test_batch_export_answer_import_gives_the_live_grades(
@@ -151,10 +161,12 @@ def test_batch_export_answer_import_gives_the_live_grades(
     results = tmp_path / "results.jsonl"
     assert answer_batch(graded.server, requests, results) == 12
     assert main(["batch", "import", "--store", str(db), str(results), "--quiet"]) in (0, 1)
+    failed = keys_without_grade(db)
     out = tmp_path / "from-batch.jsonl"
     cached = grade_args(graded.server, tmp_path, "--store", str(db), "--out", str(out))
     assert main(cached) in (0, 1)
-    assert calls_logged(db) == 0  # every pair came from the import: nothing asked live
+    # every pair the import graded comes from the store: only a failed one is asked live
+    assert keys_called_after(db, 0) <= failed
     live = {(j.query_id, j.doc_id): j.grade for j in graded.ok()}
     batch = {(j.query_id, j.doc_id): j.grade for j in read_judgments(out) if j.status == "ok"}
     both = live.keys() & batch.keys()
@@ -186,12 +198,13 @@ def test_calibrate_against_the_examples_human_grades(
 def test_the_python_api_grades_inside_a_running_loop_as_the_command(graded: Graded) -> None:
     """`rg.grade` inside `asyncio.run` (a running loop, as in Jupyter) through the real server,
     on the same store: every pair the command graded comes back with the command's grade and
-    no request is sent (the store holds them all)."""
+    no request is sent for it (only a pair still failed is asked again)."""
     import asyncio
 
     import relgrade as rg
 
     assert SERVER is not None
+    failed = keys_without_grade(graded.db)
     before = calls_logged(graded.db)
 
     async def in_a_notebook() -> pd.DataFrame:
@@ -216,4 +229,4 @@ def test_the_python_api_grades_inside_a_running_loop_as_the_command(graded: Grad
     for pair, (status, grade) in command.items():
         if status == "ok":
             assert api[pair] == ("ok", grade)
-    assert calls_logged(graded.db) == before
+    assert keys_called_after(graded.db, before) <= failed

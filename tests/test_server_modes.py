@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from grader.judges.llm.types import ModeSwitch
+from grader.output_modes import OutputMode
 from grader.prompts import load_prompt, shipped_prompt_files
 from tests.fake_flavours import llama_cpp, ollama_native_format, vllm_guided_only
 from tests.fakeserver import FakeServer, faults
@@ -30,7 +31,7 @@ async def test_llama_cpp_500_for_json_schema_moves_the_run_to_json_object_with_s
     assert {j.output_mode for j in results} == {"json_object_schema"}
     assert formats(fake_server, schema=True).count("json_schema") >= 1
     assert formats(fake_server, schema=True)[-1] == "json_object+schema"
-    schema = load_prompt("passage-v1").schema
+    schema = load_prompt("passage-v1").request_schema("json_object_schema")
     assert fake_server.requests[-1]["response_format"]["schema"] == schema
     assert [(s.from_mode, s.to_mode) for s in told] == [("json_schema", "json_object_schema")]
     assert "HTTP 500" in told[0].reason and "json_object" in told[0].reason
@@ -98,16 +99,57 @@ async def test_json_object_with_schema_refused_too_falls_to_plain_json_then_text
     ],
 )
 async def test_vendor_modes_send_the_schema_in_their_documented_field(
-    fake_server: FakeServer, mode: str, flavour: Any, field: str, expected: Any
+    fake_server: FakeServer, mode: OutputMode, flavour: Any, field: str, expected: Any
 ) -> None:
     fake_server.flavour = flavour
     judge = make_judge(fake_server, output_mode=mode)
     judgment = await judge.judge(*pairs(1)[0], key="k")
     body = fake_server.requests[0]
     assert judgment.status == "ok" and judgment.output_mode == mode
-    assert body[field] == expected(judge.prompt.schema)
+    assert body[field] == expected(judge.prompt.request_schema(mode))
     assert "response_format" not in body
     assert judge.build_request(*pairs(1)[0])[field] == body[field]  # a batch line sends it too
+
+
+async def test_a_grammar_mode_bounds_the_reason_so_the_reply_fits_max_tokens(
+    fake_server: FakeServer,
+) -> None:
+    """A small model under llama.cpp's grammar may write its reason until max_tokens cuts the
+    reply off (no grade); in a grammar mode the reason's schema carries a maxLength that leaves
+    room for the grade. OpenAI's strict json_schema gets the prompt's schema as written."""
+    spec = load_prompt("passage-v1")
+    assert "maxLength" not in spec.schema["properties"]["reason"]
+    strict = spec.response_format("json_schema")
+    assert strict is not None and strict["json_schema"]["schema"] == spec.schema
+    for mode in ("json_object_schema", "vllm_guided_json", "ollama_format"):
+        reason = spec.request_schema(mode)["properties"]["reason"]
+        assert reason["maxLength"] == 3 * (spec.max_tokens - 30)
+        assert (
+            spec.request_schema(mode)["properties"]["grade"] == spec.schema["properties"]["grade"]
+        )
+    judge = make_judge(fake_server, output_mode="json_object_schema")
+    judgment = await judge.judge(*pairs(1)[0], key="k")
+    assert judgment.status == "ok"
+    sent = fake_server.requests[0]["response_format"]["schema"]["properties"]["reason"]
+    assert sent["maxLength"] == 810
+
+
+def test_a_schema_bound_keeps_a_length_the_prompt_file_sets() -> None:
+    from grader.output_modes import bounded_strings
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "reason": {"type": "string", "maxLength": 120},
+            "evidence": {"type": "string"},
+            "grade": {"type": "integer"},
+        },
+    }
+    bounded = bounded_strings(schema, 300)["properties"]
+    assert bounded["reason"] == {"type": "string", "maxLength": 120}
+    assert bounded["evidence"] == {"type": "string", "maxLength": 810}
+    assert bounded_strings({"type": "object"}, 300) == {"type": "object"}
+    assert bounded_strings(schema, 10)["properties"]["evidence"]["maxLength"] == 1
 
 
 async def test_a_vendor_field_refused_falls_back_to_json_object(fake_server: FakeServer) -> None:

@@ -11,7 +11,13 @@ from typing import Any
 
 from grader.errors import PromptError
 from grader.models import PromptRef
-from grader.output_modes import OutputMode, response_format, vendor_fields
+from grader.output_modes import (
+    GRAMMAR_MODES,
+    OutputMode,
+    bounded_strings,
+    response_format,
+    vendor_fields,
+)
 
 REQUIRED_USER = ("query", "document")
 OPTIONAL_FIELDS = ("title", "path", "symbol", "language")
@@ -78,11 +84,18 @@ class PromptSpec:
 
     def response_format(self, mode: OutputMode) -> dict[str, Any] | None:
         """The `response_format` request field for an output mode (None: the mode has none)."""
-        return response_format(mode, self.schema)
+        return response_format(mode, self.request_schema(mode))
 
     def vendor_fields(self, mode: OutputMode) -> dict[str, Any]:
         """The request fields outside `response_format` that carry the schema in `mode`."""
-        return vendor_fields(mode, self.schema)
+        return vendor_fields(mode, self.request_schema(mode))
+
+    def request_schema(self, mode: OutputMode) -> dict[str, Any]:
+        """The reply schema as sent in `mode`: in a grammar mode its strings are bounded so a
+        reply fits `max_tokens` (`bounded_strings`)."""
+        if mode in GRAMMAR_MODES:
+            return bounded_strings(self.schema, self.max_tokens)
+        return self.schema
 
 
 def placeholders(template: str) -> set[str]:

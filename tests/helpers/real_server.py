@@ -69,6 +69,20 @@ def calls_logged(db: Path) -> int:
         return int(conn.execute("SELECT count(*) FROM calls").fetchone()[0])
 
 
+def keys_called_after(db: Path, logged: int) -> set[str]:
+    """The content keys of the calls logged after the first `logged` rows of the call log."""
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT key FROM calls ORDER BY id LIMIT -1 OFFSET ?", (logged,))
+        return {str(key) for (key,) in rows}
+
+
+def keys_without_grade(db: Path) -> set[str]:
+    """The content keys the store holds as failed (no grade): a rerun asks for these again."""
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT key FROM judgment_rows WHERE status != 'ok'")
+        return {str(key) for (key,) in rows}
+
+
 def answer_batch(server: Server, requests_dir: Path, out: Path) -> int:
     """Post each request line's body in `requests_dir` to the server; write one OpenAI batch
     output line per request to `out`; the lines written."""
