@@ -212,6 +212,10 @@ def _payload_defaults() -> dict[str, Any]:
 
 
 _PAYLOAD_DEFAULTS = _payload_defaults()
+NULL_FIELDS = tuple(name for name, default in _PAYLOAD_DEFAULTS.items() if default is None)
+"""The payload fields whose default is None: a payload leaves out those that are None."""
+_NULLS_BACK = ", ".join(f"'$.{name}', NULL" for name in NULL_FIELDS)
+"""`json_insert`'s arguments that give each of NULL_FIELDS a payload left out back, as null."""
 
 
 def _unencodable(value: Any) -> Any:
@@ -243,8 +247,15 @@ payload."""
 def encode(fields: Mapping[str, Any]) -> Columns:
     """The row of a judgment with these fields, by name (a Judgment's `vars()`, or a dict with
     the column fields and any others: those left out take the model's defaults). The one
-    encoder of judgments: the live path and an import's workers both write through it."""
-    payload = {name: fields.get(name, default) for name, default in _PAYLOAD_DEFAULTS.items()}
+    encoder of judgments: the live path and an import's workers both write through it.
+
+    A field of NULL_FIELDS that is None is left out of the payload (eight of a lexical
+    judgment's, about 130 bytes), and `json_sql` writes it back as null."""
+    payload = {}
+    for name, default in _PAYLOAD_DEFAULTS.items():
+        value = fields.get(name, default)
+        if value is not None or default is not None:
+            payload[name] = value
     return (
         encode_key(fields["key"]),
         fields["query_id"],
@@ -288,14 +299,17 @@ def from_journal_row(row: Sequence[Any]) -> StoredRow:
 
 def json_sql(j: str, s: str, ids: str | None = None) -> str:
     """SQL giving a judgment's whole JSON from its judgments row `j` and source row `s`, with
-    the ids of row `ids` (default: `j`'s own): the one place a judgment is put back together."""
+    the ids of row `ids` (default: `j`'s own): the one place a judgment is put back together.
+    Each of NULL_FIELDS the payload left out (`encode`) comes back null, after the payload's
+    fields (`json_insert` adds only what is missing and keeps the payload's text as written)."""
     ids = ids or j
     return (
         f"""'{{"query_id":' || json_quote({ids}.query_id) || ',"doc_id":'"""
         f""" || json_quote({ids}.doc_id) || ',"grade":' || ifnull({j}.grade, 'null')"""
         f""" || ',"status":"' || {j}.status || '","judge":' || {s}.judge_json"""
         f""" || ',"prompt":' || {s}.prompt_json || ',"key":' || json_quote({key_sql(f"{j}.key")})"""
-        f""" || ',"created_at":"' || {j}.created_at || '",' || substr({j}.payload, 2)"""
+        f""" || ',"created_at":"' || {j}.created_at || '",'"""
+        f""" || substr(json_insert({j}.payload, {_NULLS_BACK}), 2)"""
     )
 
 
@@ -303,14 +317,25 @@ def judgment_json(judgment: Judgment) -> str:
     """The JSON `json_sql` gives of `judgment` once stored (no secret masked), made in Python:
     the `--out` lines of judgments a run holds are byte for byte those it streams from the
     store (a test holds the two together)."""
-    _, query_id, doc_id, status, grade, created_at, payload = encode(vars(judgment))
+    fields = vars(judgment)
+    _, query_id, doc_id, status, grade, created_at, payload = encode(fields)
     prompt_json = _prompt_json(*_prompt_columns(judgment.prompt))
     return (
         f'{{"query_id":{id_json(query_id)},"doc_id":{id_json(doc_id)},'
         f'"grade":{"null" if grade is None else int(grade)},"status":"{status}",'
         f'"judge":{id_json(judgment.judge)},"prompt":{prompt_json},'
-        f'"key":{id_json(judgment.key)},"created_at":"{created_at}",{payload[1:]}'
+        f'"key":{id_json(judgment.key)},"created_at":"{created_at}",'
+        f"{_nulls_back(payload, fields)[1:]}"
     )
+
+
+def _nulls_back(payload: str, fields: Mapping[str, Any]) -> str:
+    """The `payload` `encode` made of `fields`, with each of NULL_FIELDS it left out put back
+    as null at its end, as `json_insert` in `json_sql` does."""
+    missing = "".join(f',"{name}":null' for name in NULL_FIELDS if fields.get(name) is None)
+    if not missing:
+        return payload
+    return payload[:-1] + (missing[1:] if payload == "{}" else missing) + "}"
 
 
 ROWS_VIEW = f"""CREATE VIEW judgment_rows AS
