@@ -72,6 +72,7 @@ def sample(tmp_path: Path) -> Path:
     return write_sample(tmp_path, n=4)
 
 
+@pytest.mark.slow
 def test_grade_by_keyboard_reload_and_resume(browser: Any, sample: Path) -> None:
     ui = Page(browser, sample, "ann")
     try:

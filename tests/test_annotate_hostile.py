@@ -108,6 +108,7 @@ MALFORMED = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(MALFORMED), ids=list(MALFORMED))
 def test_a_malformed_post_gets_a_4xx_and_the_server_keeps_serving(
     server: AnnotateServer, case: str, capfd: pytest.CaptureFixture[str]
@@ -155,6 +156,7 @@ def test_malformed_request_lines_and_headers_get_an_error_reply(
     assert "Traceback" not in capfd.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_body_shorter_than_its_length_ends_by_timeout(
     server: AnnotateServer, capfd: pytest.CaptureFixture[str]
 ) -> None:
@@ -167,12 +169,14 @@ def test_a_body_shorter_than_its_length_ends_by_timeout(
     assert "Traceback" not in capfd.readouterr().err
 
 
+@pytest.mark.slow
 def test_headers_that_never_end_are_dropped_by_timeout(server: AnnotateServer) -> None:
     with _connect(server) as sock:
         sock.sendall(b"POST /api/grade HTTP/1.1\r\nHost: 127.0.0.1\r\n")
         assert _read_all(sock) == b""  # closed without a reply
 
 
+@pytest.mark.slow
 def test_a_trickling_client_is_cut_at_the_connection_deadline(server: AnnotateServer) -> None:
     """A header byte every 0.2 s never trips the 0.5 s read timeout; the 1.5 s deadline ends it."""
     closed = threading.Event()
@@ -198,6 +202,7 @@ def test_a_trickling_client_is_cut_at_the_connection_deadline(server: AnnotateSe
     assert closed.is_set() and sent < 200
 
 
+@pytest.mark.slow
 def test_300_idle_connections_hold_at_most_max_connections_threads(tmp_path: Path) -> None:
     app = AnnotateServer(
         ITEMS,

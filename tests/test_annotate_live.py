@@ -31,6 +31,7 @@ def _post(url: str, body: dict[str, Any]) -> dict[str, Any]:
         return out
 
 
+@pytest.mark.slow
 def test_live_figures_follow_each_grade_and_equal_calibrate(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -45,6 +45,7 @@ def _command_json(args: list[str], capsys: pytest.CaptureFixture[str]) -> Any:
     return json.loads(capsys.readouterr().out)
 
 
+@pytest.mark.slow
 def test_calibrate_to_dict_is_the_commands_json(
     judged: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -67,6 +68,7 @@ def test_calibrate_to_dict_is_the_commands_json(
     assert {"cohen_kappa", "confusion", "systems"} <= set(mine)
 
 
+@pytest.mark.slow
 def test_calibration_tables_and_report(judged: dict[str, Any], tmp_path: Path) -> None:
     result = rg.calibrate(judged["path"], CODE / "human.csv", runs=[str(r) for r in RUNS])
     data = result.to_dict()

@@ -149,6 +149,7 @@ def _run_forms(dl: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+@pytest.mark.slow
 @needs_dl2019
 @pytest.mark.parametrize("per_query", quick_first([False, True]))
 def test_every_input_form_equals_the_command_on_dl2019(

@@ -56,6 +56,7 @@ def _frames(world: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("per_query", [False, True])
 def test_paths_and_frames_equal_the_commands_json(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], per_query: bool

@@ -39,6 +39,7 @@ def _command_grades(
     return {(j.query_id, j.doc_id): j.grade for j in read_judgments(out)}
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("llm_env")
 def test_grade_in_a_running_loop_equals_the_command_and_reruns_free(
     fake_server: FakeServer, files: GradeFiles, tmp_path: Path
@@ -79,6 +80,7 @@ def test_grade_in_a_running_loop_equals_the_command_and_reruns_free(
     )
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("llm_env")
 def test_agrade_awaits_in_the_callers_loop(
     fake_server: FakeServer, files: GradeFiles, tmp_path: Path

@@ -28,6 +28,7 @@ def _bodies(n: int) -> list[tuple[str, dict[str, object]]]:
     ]
 
 
+@pytest.mark.slow
 async def test_upload_create_poll_download(batch_api: FakeBatchAPI) -> None:
     client = BatchClient(base_url=batch_api.server.base_url, api_key="sk-test")
     batch_api.plan(BatchPlan(polls_in_progress=1, errors={2: (500, "server_error")}))

@@ -62,6 +62,7 @@ def _collect(regrade: list[str], *extra: str) -> list[str]:
             "--prices", prices, "--quiet", *extra]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_collect_writes_what_the_regrade_would(
     api: FakeBatchAPI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -94,6 +95,7 @@ def test_collect_writes_what_the_regrade_would(
     assert again_qrels.read_text() == qrels.read_text()
 
 
+@pytest.mark.slow
 def test_a_live_rerun_after_collect_says_graded_by_batch(
     api: FakeBatchAPI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -106,6 +108,7 @@ def test_a_live_rerun_after_collect_says_graded_by_batch(
     assert api.server.counts["requests"] == 0
 
 
+@pytest.mark.slow
 def test_jobs_stored_without_their_selection_give_the_pairs_they_hold(
     api: FakeBatchAPI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -119,6 +119,7 @@ def _lines(requests: list[Path]) -> int:
     return sum(len(p.read_text().splitlines()) for p in requests)
 
 
+@pytest.mark.slow
 def test_a_second_export_leaves_out_what_waits_in_the_first_unless_asked(
     files: GradeFiles, fake_server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -89,6 +89,7 @@ def test_count_newlines_counts_as_count_does(data: bytes, end: int) -> None:
     assert count_newlines(data, end) == data.count(b"\n", 0, end)
 
 
+@pytest.mark.slow
 def test_workers_give_what_one_process_gives(tmp_path: Path) -> None:
     db, requests = export_pairs(tmp_path, 400)
     server = FakeServer()
@@ -102,6 +103,7 @@ def test_workers_give_what_one_process_gives(tmp_path: Path) -> None:
     assert len(inline.truncated) == 1
 
 
+@pytest.mark.slow
 def test_duplicates_across_ranges_are_decided_in_file_order(tmp_path: Path) -> None:
     """The same requests answered twice: first with errors, then well. Read in one import,
     every key ends ok; the second copy's lines of keys already ok are 'already'."""
@@ -116,6 +118,7 @@ def test_duplicates_across_ranges_are_decided_in_file_order(tmp_path: Path) -> N
         assert store.count(status="ok") == 300 and store.count() == 300
 
 
+@pytest.mark.slow
 def test_import_twice_with_workers_changes_nothing(tmp_path: Path) -> None:
     db, requests = export_pairs(tmp_path, 300)
     results = engine_results(FakeServer(), requests, tmp_path / "res", bad={"5"})
@@ -218,6 +221,7 @@ def test_a_secret_in_a_reply_is_masked_in_the_stored_judgment(tmp_path: Path) ->
     assert stored["d4"].reason == "Scripted by the fake server."
 
 
+@pytest.mark.slow
 def test_lines_not_read_the_fast_way_are_read_whole(tmp_path: Path) -> None:
     """A line with other characters than ASCII is read whole (the same judgment as the same
     line escaped), one with bytes that are not UTF-8 in a field the import skips is malformed

@@ -82,6 +82,7 @@ async def test_partial_failures_and_invalid_lines_are_reasked_live(setup: Setup)
         assert outcome.diff.cost_without_batch == pytest.approx(outcome.diff.cost + batch_cost)
 
 
+@pytest.mark.slow
 async def test_invalid_lines_without_live_retry_fail_never_grade(setup: Setup) -> None:
     setup.api.plan(
         BatchPlan(
@@ -107,6 +108,7 @@ async def test_invalid_lines_without_live_retry_fail_never_grade(setup: Setup) -
         assert again.sent == 2 and again.diff.failed == 0
 
 
+@pytest.mark.slow
 async def test_expired_batch_rest_is_graded_live(setup: Setup) -> None:
     setup.api.plan(BatchPlan(polls_in_progress=2, expire_after=2))
     with Store(setup.db) as store:
@@ -119,6 +121,7 @@ async def test_expired_batch_rest_is_graded_live(setup: Setup) -> None:
         assert outcome.diff.batch_graded == 2 and outcome.diff.failed == 0
 
 
+@pytest.mark.slow
 async def test_overflow_goes_to_a_second_batch(setup: Setup) -> None:
     with Store(setup.db) as store:
         outcome = await setup.run(store, max_requests=4)
@@ -128,6 +131,7 @@ async def test_overflow_goes_to_a_second_batch(setup: Setup) -> None:
     assert outcome.diff.batch_graded == 6
 
 
+@pytest.mark.slow
 async def test_no_wait_then_a_fresh_process_collects(setup: Setup) -> None:
     setup.api.plan(BatchPlan(polls_in_progress=3))
     with Store(setup.db) as store:
@@ -147,6 +151,7 @@ async def test_no_wait_then_a_fresh_process_collects(setup: Setup) -> None:
         assert [j.phase for j in runner.state.jobs()] == ["collected"]
 
 
+@pytest.mark.slow
 async def test_crash_between_upload_and_create_resumes(setup: Setup) -> None:
     setup.api.fail_on["create"].append(400)  # batches.create fails: the process stops there
     with Store(setup.db) as store, pytest.raises(JudgeError):
@@ -180,6 +185,7 @@ async def test_crash_after_create_before_recording_adopts_the_batch(
     assert setup.api.counts["create"] == 1  # found by its input file, not created twice
 
 
+@pytest.mark.slow
 async def test_refused_upload_leaves_no_open_job(setup: Setup) -> None:
     setup.api.fail_on["upload"].append(404)  # e.g. a server with no /v1/files
     with Store(setup.db) as store:
@@ -208,6 +214,7 @@ async def test_prepared_job_is_rebuilt_from_stored_texts(
         assert store.count(status="ok") == 12
 
 
+@pytest.mark.slow
 async def test_failed_batch_is_graded_live(setup: Setup) -> None:
     setup.api.plan(BatchPlan(status="failed"))
     with Store(setup.db) as store:

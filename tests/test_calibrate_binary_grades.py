@@ -16,6 +16,7 @@ from tests.helpers.calibrate_files import Rows, calibrate_json, write_grades_csv
 from tests.helpers.params import quick_first
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("threshold", quick_first([2, 3]))
 def test_binary_human_grades_are_compared_at_the_matching_split(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], threshold: int

@@ -315,6 +315,7 @@ def test_judgments_jsonl_with_logprobs_and_a_failure(
     assert conf["expected_grade_mae"] is not None
 
 
+@pytest.mark.slow
 def test_grader_library_never_imports_calibration() -> None:
     # DESIGN.md: only the command line ties grader and calibration together
     import ast

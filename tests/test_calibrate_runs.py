@@ -139,6 +139,7 @@ def test_runs_without_any_whole_query_say_why_there_is_no_run_estimate(
     assert any("whole query" in note and "whole-queries" in note for note in out["notes"])
 
 
+@pytest.mark.slow
 def test_report_flag_writes_the_html_and_tables_show_systems(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

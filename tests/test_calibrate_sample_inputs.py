@@ -108,6 +108,7 @@ def _sampled(tmp_path: Path, human: Rows, llm: Rows, keep: Rows) -> list[str]:
     return argv
 
 
+@pytest.mark.slow
 def test_a_pair_sample_ranks_no_system_and_says_why(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

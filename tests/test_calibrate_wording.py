@@ -92,6 +92,7 @@ def test_several_measures_get_their_own_system_ranking_sections(
     assert {"systems-P-rel-2-10", "systems-chart-P-rel-2-10", "kendall_tau-P-rel-2-10"} <= set(ids)
 
 
+@pytest.mark.slow
 def test_partly_graded_whole_queries_say_why_runs_have_no_interval(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -13,6 +13,8 @@ import signal
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from grader.grading.events import ProgressEvent
 from grader.grading.pairs import Pair
 from grader.grading.pipeline import GradingReport, grade_pairs
@@ -125,6 +127,7 @@ async def test_two_gradings_in_one_event_loop_keep_to_their_own_results(
     assert gc.get_freeze_count() == 0
 
 
+@pytest.mark.slow
 async def test_the_cli_opts_in_to_sigint_handling_and_gc_freeze_for_one_run(
     fake_server: FakeServer, tmp_path: Path
 ) -> None:

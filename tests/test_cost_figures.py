@@ -62,6 +62,7 @@ def _spent(err: str) -> tuple[int, float]:
     return int(found[1].replace(",", "")), float(found[2])
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("llm_env")
 def test_dry_run_shows_the_expected_cost_and_the_ceiling_apart(
     fake_server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -102,6 +103,7 @@ def test_dry_run_shows_the_expected_cost_and_the_ceiling_apart(
     assert second["cost_ceiling"] > 3 * cost
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("llm_env")
 def test_max_cost_keeps_reserving_the_ceiling(
     fake_server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -126,6 +128,7 @@ def test_max_cost_keeps_reserving_the_ceiling(
     assert _spent(err)[1] + per_request_ceiling > budget  # the next ceiling did not fit
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("llm_env")
 def test_ensemble_summary_counts_answers_per_judge(
     fake_server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -156,6 +159,7 @@ def test_ensemble_summary_counts_answers_per_judge(
     )
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("llm_env")
 def test_regrade_dry_run_shows_the_expected_cost_and_the_ceiling_apart(
     fake_server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -75,6 +75,7 @@ def _reply_bytes(server: FakeServer) -> int:
 # -- the whole request is bounded ------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_trickled_reply_is_cut_at_the_deadline_and_retried(server: FakeServer) -> None:
     # At 0.2 s a byte, the reply would take minutes; every read is quick, so only a deadline on
     # the whole request ends it.
@@ -130,6 +131,7 @@ def test_grade_cli_trickle_with_timeout_1_fails_each_pair_after_its_attempts(
     assert "permanently" not in err
 
 
+@pytest.mark.slow
 async def test_batch_client_calls_are_bounded_as_a_whole(server: FakeServer) -> None:
     status_calls = 0
 
@@ -176,6 +178,7 @@ def _forty_pairs(tmp_path: Path) -> GradeFiles:
     return files
 
 
+@pytest.mark.slow
 def test_never_answering_server_stops_grade_with_exit_2_after_the_threshold(
     server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -198,6 +201,7 @@ def test_never_answering_server_stops_grade_with_exit_2_after_the_threshold(
     assert not (tmp_path / "j.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_refused_connections_stop_the_run_too(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -246,6 +250,7 @@ def test_server_dying_mid_run_keeps_the_answers_and_a_rerun_does_the_rest(
     assert "graded 30, cached 10, failed 0" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_server_answering_5xx_is_not_declared_dead(
     server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -261,6 +266,7 @@ def test_a_server_answering_5xx_is_not_declared_dead(
     assert server.counts["requests"] == files.n_pairs
 
 
+@pytest.mark.slow
 async def test_judge_raises_not_answering_and_stores_nothing_for_the_pair(
     server: FakeServer,
 ) -> None:

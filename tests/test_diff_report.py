@@ -20,6 +20,7 @@ def llm_env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("llm_env")
 def test_diff_html_with_nothing_changed_says_so_and_has_a_page_margin(
     fake_server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -26,6 +26,7 @@ def _dry_run(tmp_path: Path, *extra: str) -> list[str]:
     return done.stdout.splitlines()
 
 
+@pytest.mark.slow
 def test_the_estimate_comes_first_then_with_verbose_the_pairs(tmp_path: Path) -> None:
     lines = _dry_run(tmp_path, "--verbose")
     pairs = [i for i, line in enumerate(lines) if line.count("\t") == 2]

@@ -8,6 +8,8 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from grader.store import schema8
 from grader.store.export_tables import EXPORT_STATEMENTS
 from grader.store.store import Store
@@ -53,6 +55,7 @@ def test_lines_are_numbered_in_file_order(tmp_path: Path) -> None:
     assert [(1, n, k) for n, k in enumerate(written, start=1)] == rows
 
 
+@pytest.mark.slow
 def test_a_store_exported_before_schema_9_upgrades_and_imports(tmp_path: Path) -> None:
     db, requests = export_pairs(tmp_path, 200)
     results = engine_results(FakeServer(), requests, tmp_path / "res", bad={"4"})

@@ -44,6 +44,7 @@ _TEXT = st.text(st.characters(blacklist_categories=["Cs"]), max_size=60) | st.sa
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(300), deadline=None)
 @given(_TEXT, _TEXT)
 def test_content_keys_equal_content_key(query: str, doc: str) -> None:

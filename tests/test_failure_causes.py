@@ -41,6 +41,7 @@ def _free_port_url() -> str:
     return f"http://127.0.0.1:{port}/v1"
 
 
+@pytest.mark.slow
 def test_refused_connections_at_the_start_stop_200_pairs_after_one_round(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -62,6 +63,7 @@ def test_refused_connections_at_the_start_stop_200_pairs_after_one_round(
     assert not (tmp_path / "j.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_an_unknown_host_stops_naming_the_dns_failure(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -110,6 +112,7 @@ def test_failure_causes_are_counted_most_frequent_first() -> None:
     assert failure_causes_text([ok]) == ""
 
 
+@pytest.mark.slow
 def test_grade_and_regrade_summaries_group_failures_by_cause(
     server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -129,6 +132,7 @@ def test_grade_and_regrade_summaries_group_failures_by_cause(
     assert "failed 6: HTTP 503 ×6" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_regrade_batch_on_a_server_without_the_batch_api_exits_2(
     server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

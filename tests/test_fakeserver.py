@@ -109,6 +109,7 @@ async def test_reject_formats_is_persistent(fake_server: FakeServer) -> None:
     assert json.loads(ok.choices[0].message.content or "")["grade"] in range(4)
 
 
+@pytest.mark.slow
 def test_subprocess_mode_prints_its_url() -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "tests.fakeserver", "--port", "0", "--latency-ms", "1"],

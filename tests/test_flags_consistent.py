@@ -201,6 +201,7 @@ def test_store_defaults_to_relgrade_db_everywhere(
     assert "(default relgrade.db)" in _help(capsys, command)
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("env")
 def test_regrade_and_batch_use_the_default_store_of_grade(
     fake_server: FakeServer,
@@ -233,6 +234,7 @@ def _grade(files: GradeFiles, db: Path, url: str, *models: str) -> None:
     assert main([*argv, "--model", *models]) == 0
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("env")
 def test_regrade_defaults_to_the_stored_prompt_and_takes_an_ensemble(
     fake_server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]

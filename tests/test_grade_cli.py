@@ -119,6 +119,7 @@ def test_rerun_sends_zero_requests(
     assert read_judgments(out1) == read_judgments(out2)
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("llm_env")
 def test_changing_model_or_prompt_regrades_exactly_the_affected_pairs(
     fake_server: FakeServer, files: GradeFiles, tmp_path: Path
@@ -148,6 +149,7 @@ def test_changing_model_or_prompt_regrades_exactly_the_affected_pairs(
         assert all(stored[j.key] == j for j in ensemble)
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("llm_env")
 def test_failed_pairs_exit_1_stay_out_of_qrels_and_are_retried(
     fake_server: FakeServer, files: GradeFiles, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -238,6 +240,7 @@ def _verifier_answers(grade: int) -> Callable[[dict[str, Any]], int]:
     return grade_fn
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("llm_env")
 def test_verify_low_regrades_only_low_pairs_and_the_verifier_grade_is_final(
     fake_server: FakeServer, files: GradeFiles, tmp_path: Path
@@ -272,6 +275,7 @@ def test_verify_low_regrades_only_low_pairs_and_the_verifier_grade_is_final(
     assert read_judgments(again) == judgments
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("llm_env")
 def test_verify_low_with_a_failing_verifier_keeps_the_first_grade(
     fake_server: FakeServer, files: GradeFiles, tmp_path: Path

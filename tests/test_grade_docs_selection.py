@@ -49,6 +49,7 @@ def grade(files: GradeFiles, server: FakeServer, folder: Path) -> tuple[list[dic
     return [j.model_dump(exclude=skip) for j in read_judgments(out)], qrels.read_text()
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("llm_env")
 def test_llm_grading_keeps_only_the_needed_docs_and_outputs_are_unchanged(
     fake_server: FakeServer, files: GradeFiles, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -53,6 +53,7 @@ def _hold(db: Path, key: str, owner: subprocess.Popen[bytes]) -> None:
     conn.close()
 
 
+@pytest.mark.slow
 def test_a_key_held_by_a_hung_process_is_not_waited_for_forever(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
@@ -108,6 +109,7 @@ def test_releasing_leases_under_a_held_write_lock_does_not_fail_the_run(
     book.close()
 
 
+@pytest.mark.slow
 def test_a_live_regrade_says_which_pending_pairs_another_process_holds(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],

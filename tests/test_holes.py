@@ -169,6 +169,7 @@ def test_also_judged_larger_than_the_judged_pool_is_refused(
     assert "only 12 pairs of the runs' top --depth are judged" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("llm_env")
 def test_failed_llm_judgments_stay_holes_in_the_merged_qrels(
     fake_server: FakeServer,

@@ -29,6 +29,7 @@ print(conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0])
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     import_files._START_METHOD != "fork", reason="workers are forked where the platform can"
 )

@@ -167,6 +167,7 @@ def _grades(path: Path) -> list[tuple[str, str, int | None]]:
     return sorted((j.query_id, j.doc_id, j.grade) for j in read_judgments(path))
 
 
+@pytest.mark.slow
 def test_grade_and_calibrate_read_every_input_from_fifos(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # Run in the edited copy: the live path, the import workers' row, the rerun's --out lines.
@@ -65,6 +67,7 @@ def _package_with_new_fields(folder: Path) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_a_field_added_to_the_models_alone_is_stored_read_and_streamed(tmp_path: Path) -> None:
     package = _package_with_new_fields(tmp_path / "edited")
     proc = subprocess.run(

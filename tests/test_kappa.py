@@ -15,6 +15,7 @@ import grader.regrade.diff as regrade_diff
 from grader.metrics.kappa import cohen_kappa, confusion_matrix, grouped_confusion, kappa
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [2, 3, 4, 5])
 @pytest.mark.parametrize("weighting", ["none", "linear", "quadratic"])
 def test_kappa_equals_sklearn_for_every_scale(size: int, weighting: str) -> None:

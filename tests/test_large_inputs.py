@@ -34,6 +34,7 @@ def irregular_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     return calls
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("line", "text", "message"),
     [

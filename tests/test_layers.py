@@ -69,6 +69,7 @@ def _slow(module: str, line: str, broken: set[str]) -> Any:
     return pytest.param(module, line, broken, marks=pytest.mark.slow)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("module", "line", "broken"),
     [

@@ -156,6 +156,7 @@ async def test_persistent_5xx_fails_after_max_attempts_with_the_body_kept(
     assert h.server.counts["requests"] == POLICY.max_attempts
 
 
+@pytest.mark.slow
 async def test_slow_reply_past_the_timeout_is_retried(harness: Callable[..., Harness]) -> None:
     h = harness(timeout=2.0)  # the valid retry must beat it, on a busy machine too
     h.server.enqueue(faults.hang())

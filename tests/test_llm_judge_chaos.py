@@ -52,6 +52,7 @@ PASS = faults.slow(0.0)
 """A queue slot that is no fault: the valid reply the server means, sent at once."""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, pytest.param(2, marks=pytest.mark.slow)])
 async def test_every_pair_ends_ok_or_failed_never_lost_never_zero(
     fake_server: FakeServer, seed: int

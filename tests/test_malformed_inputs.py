@@ -91,6 +91,7 @@ def test_iter_lines_stops_a_long_line_at_its_limit(tmp_path: Path) -> None:
         list(iter_lines(path, limit=4000))
 
 
+@pytest.mark.slow
 def test_dev_zero_as_a_run_is_an_error_on_line_1_not_a_full_memory(tmp_path: Path) -> None:
     qrels = _qrels(tmp_path)
     done = subprocess.run(
@@ -212,6 +213,7 @@ def test_bounded_lines_splits_as_bytes_split_across_chunks(size: int) -> None:
         list(bounded_lines(io.BytesIO(data), "x", max(size, 1)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", quick_first(["early", "late", "query back"]))
 def test_a_duplicate_in_a_large_run_is_named_alike_by_both_readers(
     tmp_path: Path, where: str

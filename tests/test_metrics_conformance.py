@@ -162,6 +162,7 @@ def assert_close(ours: dict[tuple[str, str], float], ref: dict[tuple[str, str], 
         assert abs(ours[key] - expected) <= TOL, f"{key}: relgrade {ours[key]} != {expected}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", quick_first(range(12), 3))
 def test_random_qrels_and_runs_match_trec_eval(seed: int) -> None:
     rng = np.random.default_rng(seed)

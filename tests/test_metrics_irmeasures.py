@@ -225,6 +225,7 @@ def check_against_references(tmp_path: Path, qrels: Qrels, run: Run) -> None:
     assert_close(skip, lists)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", quick_first(range(3)))
 def test_random_qrels_and_runs_match_ir_measures(tmp_path: Path, seed: int) -> None:
     qrels, run = random_case(np.random.default_rng(seed), n_queries=100)

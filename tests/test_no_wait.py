@@ -32,6 +32,7 @@ def _batch_server(server: FakeServer) -> FakeBatchAPI:
     return api
 
 
+@pytest.mark.slow
 def test_no_wait_prints_one_line_whose_command_works_when_pasted(
     server: FakeServer,
     tmp_path: Path,
@@ -73,6 +74,7 @@ def test_no_wait_prints_one_line_whose_command_works_when_pasted(
     assert job["phase"] == "collected" and job["base_url"] == stored
 
 
+@pytest.mark.slow
 def test_no_wait_json_says_what_was_submitted_and_how_to_follow(
     server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -49,6 +49,7 @@ def _interrupted_child(mode: str, store: Path, n_pairs: int) -> dict[str, Any]:
     return report
 
 
+@pytest.mark.slow
 def test_ctrl_c_finishes_calls_in_flight_and_takes_no_new_work(tmp_path: Path) -> None:
     report = _interrupted_child("finish", tmp_path / "s.db", 20)
     assert report["interrupted"]

@@ -184,6 +184,7 @@ def test_cli_unknown_prompt_is_exit_2(capsys: pytest.CaptureFixture[str]) -> Non
     assert "unknown prompt 'nope'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_prompt_edited_under_the_same_version_is_refused(
     fake_server: FakeServer,
     tmp_path: Path,

@@ -47,6 +47,7 @@ def _report_query_ids(path: Path) -> list[str]:
     return parser.ids
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("ids", "expected"),
     [(["100", "2", "10"], ["2", "10", "100"]), (["q2", "q100", "q10"], ["q10", "q100", "q2"])],

@@ -93,6 +93,7 @@ def test_concurrent_regrade_keeps_old_and_rerun_sends_nothing(
     assert again["transition"] == diff["transition"]
 
 
+@pytest.mark.slow
 def test_batch_no_wait_then_status_and_collect_in_later_processes(
     api: FakeBatchAPI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -125,6 +126,7 @@ def test_batch_no_wait_then_status_and_collect_in_later_processes(
     assert api.counts["upload"] == 1
 
 
+@pytest.mark.slow
 def test_no_wait_writes_no_outputs_until_the_batches_are_collected(
     api: FakeBatchAPI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -157,6 +159,7 @@ def test_no_wait_writes_no_outputs_until_the_batches_are_collected(
     assert len(read_judgments(out)) == 6 and len(read_qrels(qrels)) == 6
 
 
+@pytest.mark.slow
 def test_selections(api: FakeBatchAPI, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "s.db"
     seed_store(db, 8, failed=(5,))  # old grades 0,1,2,3,0,(failed),2,3
@@ -250,6 +253,7 @@ def test_pairs_the_store_cannot_regrade_are_said_not_dropped_silently(
     assert "4 pairs selected" in err and "would send 4 requests" in err
 
 
+@pytest.mark.slow
 def test_one_collected_batch_is_one_batch(
     api: FakeBatchAPI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -51,6 +51,7 @@ def _regrade(db: Path, url: str, *extra: str, capsys: pytest.CaptureFixture[str]
     return json.loads(capsys.readouterr().out)
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("env")
 def test_regrade_after_an_ensemble_selects_disagreements_against_the_combined_grade(
     fake_server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -3,6 +3,8 @@ would be paid twice): they stay pending until the batch is collected, as the dry
 
 from __future__ import annotations
 
+import pytest
+
 from grader.regrade.run import regrade
 from grader.regrade.selection import parse_selection
 from grader.store.store import Store
@@ -10,6 +12,7 @@ from tests.fake_batch import BatchPlan
 from tests.helpers.batch_regrade import Setup, api_fixture, batch_servers_fixture, setup_fixture  # noqa: F401
 
 
+@pytest.mark.slow
 async def test_live_regrade_skips_keys_waiting_in_open_batches(setup: Setup) -> None:
     setup.api.plan(BatchPlan(polls_in_progress=3))
     with Store(setup.db) as store:

@@ -91,6 +91,7 @@ def test_grade_asks_each_content_once_and_the_store_lists_every_id_pair(
     assert store_pairs(files.db, "1") == {(q, d): old_grade(q, d) for q, d in ID_PAIRS}
 
 
+@pytest.mark.slow
 def test_live_regrade_outputs_and_diff_cover_every_id_pair(
     files: Files, api: FakeBatchAPI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -124,6 +125,7 @@ def test_live_regrade_outputs_and_diff_cover_every_id_pair(
     assert sorted(pairs_of(out)) == sorted(ID_PAIRS)
 
 
+@pytest.mark.slow
 def test_batch_regrade_and_collect_cover_every_id_pair(
     files: Files, api: FakeBatchAPI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -46,6 +46,7 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[CalibrationSummar
     return s, path
 
 
+@pytest.mark.slow
 def test_report_is_self_contained_with_pictures_and_numbers(
     written: tuple[CalibrationSummary, Path],
 ) -> None:
@@ -96,6 +97,7 @@ def _patches(svg: str) -> int:
     return len(re.findall(r'<g id="patch_\d+"', svg))
 
 
+@pytest.mark.slow
 def test_an_undefined_bias_or_share_gets_no_bar_and_an_n_a_label() -> None:
     from calibration.report.plots import bias_svg, distributions_svg
 

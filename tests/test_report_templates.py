@@ -49,6 +49,7 @@ def _grades() -> tuple[pd.DataFrame, pd.DataFrame, dict[str, pd.DataFrame]]:
     return llm, human, runs
 
 
+@pytest.mark.slow
 def test_a_script_in_a_query_id_or_run_name_is_escaped_in_the_calibration_report() -> None:
     llm, human, runs = _grades()
     summary = summarize(llm, human.iloc[:-4], runs=runs, n_bootstrap=0)

@@ -77,6 +77,7 @@ def no_whole_read(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(run_stream, "read_run", refuse)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", quick_first(range(12), 4))  # 0-3: every comments/extra mix
 @pytest.mark.parametrize("depth", [None, 1, 3, 10])
 @pytest.mark.parametrize("precision", ["float32", "float64"])

@@ -28,6 +28,7 @@ def test_every_strategy_draws_exactly_n_distinct_pairs_with_pi_in_range(strategy
     assert (design.pi > 0).all()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "strategy", quick_first(["stratified", "low", "query-balanced", "uncertainty"])
 )

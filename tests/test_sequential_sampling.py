@@ -194,6 +194,7 @@ def test_no_sequence_for_a_stratified_sample(
     assert "cs" not in share["relevant_share"]
 
 
+@pytest.mark.slow
 def test_the_sequence_in_the_terminal_and_the_report(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

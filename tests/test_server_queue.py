@@ -54,6 +54,7 @@ async def test_a_burst_of_timeouts_halves_the_requests_in_flight_once() -> None:
     assert inflight.limit == 2 and len(notices) == 2  # sent under the lowered bound: halved again
 
 
+@pytest.mark.slow
 async def test_a_timeout_after_an_invalid_reply_keeps_the_invalid_reply(
     fake_server: FakeServer,
 ) -> None:
@@ -69,6 +70,7 @@ async def test_a_timeout_after_an_invalid_reply_keeps_the_invalid_reply(
     assert judgment.error.raw_reply == '{"reason": "x", "grade": 7}'
 
 
+@pytest.mark.slow
 async def test_plain_json_mode_without_valid_replies_moves_the_run_to_the_final_line(
     fake_server: FakeServer,
 ) -> None:
@@ -84,6 +86,7 @@ async def test_plain_json_mode_without_valid_replies_moves_the_run_to_the_final_
     assert later.status == "ok" and later.output_mode == "text"
 
 
+@pytest.mark.slow
 async def test_plain_json_mode_that_works_once_is_kept(fake_server: FakeServer) -> None:
     judge = make_judge(fake_server, output_mode="json_object")
     assert (await judge.judge(*pairs(1)[0], key="k")).status == "ok"

@@ -244,6 +244,7 @@ def _grade(files: GradeFiles, server_url: str, store: Path, *extra: str) -> int:
     return main(files.args("--base-url", server_url, "--store", store, "--quiet", *extra))
 
 
+@pytest.mark.slow
 def test_grade_sends_no_key_to_a_loopback_server_unless_asked(
     fake_server: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -290,6 +291,7 @@ def test_an_unset_api_key_env_is_an_error_naming_it(
     assert "NO_SUCH_KEY_VAR" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_regrade_sends_no_key_to_a_loopback_server_unless_asked(
     fake_server: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

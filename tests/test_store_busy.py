@@ -155,6 +155,7 @@ def test_pending_migration_waits_for_the_lock(slow_server: FakeServer, tmp_path:
         assert opened.schema_version == store_migrations.latest_version()
 
 
+@pytest.mark.slow
 def test_writer_journals_a_long_wait_and_stores_everything(tmp_path: Path) -> None:
     events: list[StoreBusyEvent] = []
     path = tmp_path / "s.db"

@@ -211,6 +211,7 @@ def test_first_ok_answer_is_final(tmp_path: Path) -> None:
         assert store.get_many(["e"])["e"].grade == 2
 
 
+@pytest.mark.slow
 def test_a_lease_is_held_released_on_store_and_taken_over_when_it_ends(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     with Store(path) as store:

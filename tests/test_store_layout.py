@@ -37,6 +37,7 @@ def test_a_judges_fingerprint_is_stored_once(tmp_path: Path) -> None:
     assert {json.loads(t)["key"] for t in texts} == set(keys)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", [6, 7, 8, 9])
 def test_an_older_store_migrates_and_reads_back_every_judgment(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], version: int

@@ -28,6 +28,7 @@ from tests.helpers.trec_small_files import (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "chunk", [0, *(pytest.param(c, marks=pytest.mark.slow) for c in range(1, 6))]
 )
@@ -43,6 +44,7 @@ def test_generated_files_read_alike(tmp_path: Path, chunk: int) -> None:
     assert taken >= total // 3  # the plain reader is the one that ran on most regular files
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(TAKEN))
 def test_files_it_takes_read_as_arrow_reads_them(tmp_path: Path, name: str) -> None:
     (tmp_path / "qrels.txt").write_text(QRELS)

@@ -200,6 +200,7 @@ def _loaded_in_child(qrels: Path, run: Path, *, plain: bool) -> list[str]:
     return loaded
 
 
+@pytest.mark.slow
 def test_small_files_never_import_arrow_and_large_ones_no_pandas(tmp_path: Path) -> None:
     (tmp_path / "qrels.txt").write_text(QRELS)
     (tmp_path / "run.txt").write_text(RUN)

@@ -47,6 +47,7 @@ def _world(
     return judgments, truth
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "seed", [1, *(pytest.param(s, marks=pytest.mark.slow) for s in range(2, 6))]
 )
