@@ -3,6 +3,7 @@ import os
 from hypothesis import settings
 
 from tests.fixtures_fakeserver import _fake_server_session, fake_server  # noqa: F401
+from tests.helpers.batch_api import batch_server  # noqa: F401
 from tests.helpers.hypothesis_scale import CI_EXAMPLES
 
 # Hypothesis profiles: `dev` (the default, few examples: the quick loop) and `ci` (selected when

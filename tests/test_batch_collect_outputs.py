@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,28 +15,14 @@ from grader.io.judgments import read_judgments
 from tests.batch_helpers import new_prompt, seed_store
 from tests.fake_batch import BatchPlan, FakeBatchAPI
 from tests.fakeserver import FakeServer
-
-
-@pytest.fixture(scope="module")
-def _server() -> Iterator[tuple[FakeServer, FakeBatchAPI]]:
-    with FakeServer() as server:
-        yield server, FakeBatchAPI(server)
+from tests.helpers.batch_api import fresh_batch_api, prices_file
 
 
 @pytest.fixture
-def api(_server: tuple[FakeServer, FakeBatchAPI], monkeypatch: pytest.MonkeyPatch) -> FakeBatchAPI:
-    server, batch_api = _server
-    server.reset()
-    batch_api.reset()
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RELGRADE_MODEL", "RELGRADE_PRICES"):
-        monkeypatch.delenv(name, raising=False)
-    return batch_api
-
-
-def _prices(folder: Path) -> str:
-    path = folder / "prices.toml"
-    path.write_text('[models."fake-model"]\ninput = 1.0\ncached_input = 0.5\noutput = 2.0\n')
-    return str(path)
+def api(
+    batch_server: tuple[FakeServer, FakeBatchAPI], monkeypatch: pytest.MonkeyPatch
+) -> FakeBatchAPI:
+    return fresh_batch_api(batch_server, monkeypatch)
 
 
 def _submitted(api: FakeBatchAPI, tmp_path: Path, *select: str) -> list[str]:
@@ -47,7 +32,7 @@ def _submitted(api: FakeBatchAPI, tmp_path: Path, *select: str) -> list[str]:
     regrade = [
         "regrade", "--store", str(db), "--prompt", new_prompt(tmp_path).source,
         "--model", "fake-model", "--base-url", api.server.base_url, "--poll-interval", "0",
-        "--quiet", "--prices", _prices(tmp_path), *(("--select", *select) if select else ()),
+        "--quiet", "--prices", prices_file(tmp_path), *(("--select", *select) if select else ()),
     ]  # fmt: skip
     api.plan(BatchPlan(polls_in_progress=1))
     assert main([*regrade, "--batch", "--no-wait"]) == 0

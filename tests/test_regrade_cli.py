@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,31 +17,14 @@ from grader.store.store import Store
 from tests.batch_helpers import new_prompt, seed_store
 from tests.fake_batch import BatchPlan, FakeBatchAPI
 from tests.fakeserver import FakeServer
-
-
-@pytest.fixture(scope="module")
-def _server() -> Iterator[tuple[FakeServer, FakeBatchAPI]]:
-    with FakeServer() as server:
-        yield server, FakeBatchAPI(server)
+from tests.helpers.batch_api import fresh_batch_api, prices_file
 
 
 @pytest.fixture
-def api(_server: tuple[FakeServer, FakeBatchAPI], monkeypatch: pytest.MonkeyPatch) -> FakeBatchAPI:
-    server, batch_api = _server
-    server.reset()
-    batch_api.reset()
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RELGRADE_MODEL", "RELGRADE_PRICES"):
-        monkeypatch.delenv(name, raising=False)
-    return batch_api
-
-
-def _prices(folder: Path) -> str:
-    path = folder / "prices.toml"
-    path.write_text(
-        '[models."fake-model"]\ninput = 1.0\ncached_input = 0.5\noutput = 2.0\n',
-        encoding="utf-8",
-    )
-    return str(path)
+def api(
+    batch_server: tuple[FakeServer, FakeBatchAPI], monkeypatch: pytest.MonkeyPatch
+) -> FakeBatchAPI:
+    return fresh_batch_api(batch_server, monkeypatch)
 
 
 def _regrade(
@@ -58,7 +40,7 @@ def _regrade(
             "--format", "json",
             "--poll-interval", "0",
             "--quiet",
-            "--prices", _prices(db.parent),
+            "--prices", prices_file(db.parent),
             *extra,
         ]
     )  # fmt: skip
@@ -110,7 +92,7 @@ def test_batch_no_wait_then_status_and_collect_in_later_processes(
     assert job["n_requests"] == 6 and job["prompt"] == "passage@2"
     collect = ["batch", "collect", "--store", str(db), "--base-url", url]
     code = main(
-        [*collect, "--poll-interval", "0", "--prices", _prices(tmp_path), "--format", "json"]
+        [*collect, "--poll-interval", "0", "--prices", prices_file(tmp_path), "--format", "json"]
     )
     assert code == 0
     collected = json.loads(capsys.readouterr().out)  # the diff regrade would print
@@ -140,7 +122,7 @@ def test_no_wait_writes_no_outputs_until_the_batches_are_collected(
     code = main(
         [
             "regrade", "--store", str(db), "--prompt", str(prompt), "--model", "fake-model",
-            "--base-url", url, "--poll-interval", "0", "--quiet", "--prices", _prices(tmp_path),
+            "--base-url", url, "--poll-interval", "0", "--quiet", "--prices", prices_file(tmp_path),
             "--batch", "--no-wait", "--out", str(out), "--qrels-out", str(qrels),
         ]
     )  # fmt: skip
@@ -150,7 +132,7 @@ def test_no_wait_writes_no_outputs_until_the_batches_are_collected(
     assert out.read_text(encoding="utf-8") == "earlier\n"  # left as it was, not emptied
     assert not qrels.exists()
     collect = ["batch", "collect", "--store", str(db), "--base-url", url]
-    assert main([*collect, "--poll-interval", "0", "--prices", _prices(tmp_path)]) == 0
+    assert main([*collect, "--poll-interval", "0", "--prices", prices_file(tmp_path)]) == 0
     capsys.readouterr()
     code, diff = _regrade(
         capsys, db, prompt, url, "--batch", "--out", str(out), "--qrels-out", str(qrels)
@@ -226,7 +208,7 @@ def test_dry_run_sends_nothing(
     seed_store(db, 6)
     prompt = Path(new_prompt(tmp_path).source)
     args = ["regrade", "--store", str(db), "--prompt", str(prompt), "--model", "fake-model"]
-    prices = ["--prices", _prices(tmp_path)]
+    prices = ["--prices", prices_file(tmp_path)]
     assert main([*args, "--base-url", api.server.base_url, "--dry-run", *prices]) == 0
     err = capsys.readouterr().err
     assert "6 pairs selected" in err and "would send 6 requests" in err
@@ -246,7 +228,7 @@ def test_pairs_the_store_cannot_regrade_are_said_not_dropped_silently(
     conn.close()
     prompt = Path(new_prompt(tmp_path).source)
     args = ["regrade", "--store", str(db), "--prompt", str(prompt), "--model", "fake-model"]
-    prices = ["--prices", _prices(tmp_path)]
+    prices = ["--prices", prices_file(tmp_path)]
     assert main([*args, "--base-url", api.server.base_url, "--dry-run", *prices]) == 0
     err = capsys.readouterr().err
     assert "note: 2 stored pairs have no query or document text in the store" in err

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,6 +24,7 @@ from grader.regrade.selection import select_candidates
 from grader.store.store import Store
 from tests.fake_batch import BatchPlan, FakeBatchAPI
 from tests.fakeserver import FakeServer
+from tests.helpers.batch_api import fresh_batch_api
 from tests.helpers.repeated_texts import (
     CONTENTS,
     DOCS,
@@ -46,20 +46,12 @@ from tests.helpers.repeated_texts import (
 from tests.helpers.sampling import make_judgment
 
 
-@pytest.fixture(scope="module")
-def _server() -> Iterator[tuple[FakeServer, FakeBatchAPI]]:
-    with FakeServer() as server:
-        yield server, FakeBatchAPI(server)
-
-
 @pytest.fixture
-def api(_server: tuple[FakeServer, FakeBatchAPI], monkeypatch: pytest.MonkeyPatch) -> FakeBatchAPI:
-    server, batch_api = _server
-    server.reset()
-    batch_api.reset()
-    server.grade_fn = grade_fn()
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RELGRADE_MODEL", "RELGRADE_PRICES"):
-        monkeypatch.delenv(name, raising=False)
+def api(
+    batch_server: tuple[FakeServer, FakeBatchAPI], monkeypatch: pytest.MonkeyPatch
+) -> FakeBatchAPI:
+    batch_api = fresh_batch_api(batch_server, monkeypatch)
+    batch_api.server.grade_fn = grade_fn()
     return batch_api
 
 
