@@ -40,7 +40,9 @@ GRAMMAR_MODES = frozenset({"json_object_schema", *VENDOR_FIELDS})
 """Modes whose server turns the schema into a grammar the reply is sampled under (llama.cpp,
 vLLM, Ollama): a string's `maxLength` there ends the string in time (`bounded_strings`)."""
 CHARS_PER_TOKEN = 3
-"""Characters a reply's token holds at the least, for English prose (most hold about four)."""
+"""Characters a reply's token is counted for: below English prose's average of about four, so
+a reason at the bound fits its tokens with room to spare (a text of many one-character tokens
+can still be cut off: then it fails as before, never as a grade)."""
 RESERVED_TOKENS = 30
 """Tokens of a reply kept for its JSON braces, key names and grade, beside its strings."""
 

@@ -1,8 +1,7 @@
-"""Flags mean one thing in every command, tested through the command line: `-m` and `--run`
-take several values either way, the LLM flags have one help text and one default,
-`--skip-missing` has one meaning, `--store` one default, `regrade` defaults its prompt and takes
-an ensemble, `sample` takes qrels, `calibrate --judge` lists the judges, and every command and
-sub-command describes itself in `--help`."""
+"""Flags mean one thing in every command, through the command line: `-m` and `--run` take several
+values either way, the LLM flags one help text and default, `--skip-missing` one meaning, `--store`
+one default, `regrade` defaults its prompt and takes an ensemble, `sample` takes qrels, `calibrate
+--judge` lists the judges, and every command and sub-command describes itself in `--help`."""
 
 from __future__ import annotations
 
