@@ -14,9 +14,10 @@ The work streams in chunks of pairs: memory does not grow with the number of lin
 given may be a generator). Each chunk's new lines are rendered and written to the request files;
 the texts, id pairs and lines not recorded yet are written to the store every `BATCH_PAIRS` id
 pairs and before a file is published, texts and id pairs first (an import needs both), in one
-transaction each; a file is published (renamed to its final name and listed) once all its lines
-are recorded. Which keys the export already holds is asked of the store, but for the keys of
-lines not recorded yet, which are kept here.
+transaction each, the store's log checkpointed on a thread of its own
+(`grader.store.checkpoint_thread`); a file is published (renamed to its final name and listed)
+once all its lines are recorded. Which keys the export already holds is asked of the store, but
+for the keys of lines not recorded yet, which are kept here.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE
 from grader.errors import InputError
 from grader.keys import ContentKeys
 from grader.models import Doc, Query
+from grader.store.checkpoint_thread import Checkpoints, checkpoints_beside
 from grader.store.store import DocRow, Store, doc_row
 
 CHUNK = 2000  # pairs per store lookup
@@ -137,6 +139,7 @@ def export_requests(
     with (
         frozen() if freeze_gc else contextlib.nullcontext(),
         ExportState(store) as state,
+        checkpoints_beside(store.path, [store, state]) as checkpoints,
     ):
         store.set_cache(CACHE_KIB)  # the key indexes' pages, rewritten at each transaction
         state.set_cache(CACHE_KIB)
@@ -144,7 +147,7 @@ def export_requests(
         summary = ExportSummary(export_id, [])
         summary.waiting = [] if include_pending else state.exports_waiting(export_id)
         files = RequestFiles(folder, export_id, max_requests, max_bytes)
-        export = _Export(store, state, judge, files, batch_pairs)
+        export = _Export(store, state, judge, files, batch_pairs, checkpoints)
         try:
             for part in _chunks(pairs, chunk):
                 export.add(part, summary)
@@ -171,8 +174,10 @@ class _Export:
         judge: LLMBatchJudge,
         files: RequestFiles,
         batch_pairs: int,
+        checkpoints: Checkpoints,
     ) -> None:
         self.store = store
+        self.checkpoints = checkpoints
         self.state = state
         self.export_id = files.export_id
         self.fingerprint = judge.fingerprint()
@@ -236,6 +241,7 @@ class _Export:
         if self._lines or self._n_pairs:
             self._lines.sort(key=_line_key)  # into the key index page after page
             self.state.add_lines(self.export_id, self._lines, self._n_pairs)
+        self.checkpoints.due()
         self._clear()
         for written in self.files.take_written():
             sha256 = written.sha256()

@@ -88,6 +88,10 @@ class ExportState:
         """Let this connection keep up to `kib` KiB of pages (see `Store.set_cache`)."""
         self._conn.execute(f"PRAGMA cache_size = -{int(kib)}")
 
+    def set_autocheckpoint(self, pages: int) -> None:
+        """See `Store.set_autocheckpoint`."""
+        self._conn.execute(f"PRAGMA wal_autocheckpoint = {int(pages)}")
+
     def __enter__(self) -> ExportState:
         return self
 

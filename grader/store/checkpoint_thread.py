@@ -1,0 +1,90 @@
+"""Checkpoints of a store's write-ahead log on a thread of their own, for bulk writes (a batch
+export).
+
+By default SQLite checkpoints at the commit that takes the log past 1,000 pages, on the
+committing thread: it copies the log into the database file and waits for the disk twice
+(synchronous=NORMAL syncs the log and then the file). A bulk writer committing large
+transactions would wait at each of them. Inside `checkpoints_beside`, the writer's connections
+do not checkpoint at commit; the writer calls `due()` after a commit, and a thread runs a
+PASSIVE checkpoint on a connection of its own. sqlite3 lets go of the GIL for the whole
+checkpoint, so the copy and the disk waits overlap the writer's work. One checkpoint runs at a
+time, and `due()` while one runs asks for one more after it, so the log stays within about two
+of the writer's transactions. On leaving, a last checkpoint is waited for and the connections
+checkpoint at commit again. A PASSIVE checkpoint never blocks a writer or a reader, and the
+durability of each commit is SQLite's as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Protocol
+
+DEFAULT_AUTOCHECKPOINT = 1000  # pages: SQLite's default
+
+
+class Writer(Protocol):
+    """What holds a connection that writes (`Store`, `ExportState`)."""
+
+    def set_autocheckpoint(self, pages: int) -> None: ...
+
+
+class Checkpoints:
+    """The thread that checkpoints; `due()` asks for a checkpoint."""
+
+    def __init__(self, path: str | Path) -> None:
+        self._path = path
+        self._changed = threading.Condition()
+        self._asked = False
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name="relgrade-checkpoints", daemon=True)
+        self._thread.start()
+
+    def due(self) -> None:
+        """Ask for a checkpoint (one more after the one running, if any)."""
+        with self._changed:
+            self._asked = True
+            self._changed.notify()
+
+    def stop(self) -> None:
+        """Checkpoint once more (what was committed before this call) and end the thread."""
+        with self._changed:
+            self._asked = self._stopping = True
+            self._changed.notify()
+        self._thread.join()
+
+    def _run(self) -> None:
+        conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+        try:
+            while True:
+                with self._changed:
+                    self._changed.wait_for(lambda: self._asked)
+                    self._asked = False
+                    last = self._stopping
+                # A failed checkpoint loses nothing: the log keeps every commit, and the
+                # writers' connections checkpoint again once this thread is stopped.
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                if last:
+                    return
+        finally:
+            conn.close()
+
+
+@contextlib.contextmanager
+def checkpoints_beside(path: str | Path, writers: Sequence[Writer]) -> Iterator[Checkpoints]:
+    """`writers` (connections to the store at `path`) stop checkpointing at commit, and a
+    thread checkpoints when asked (see the module docstring)."""
+    for writer in writers:
+        writer.set_autocheckpoint(0)
+    checkpoints = Checkpoints(path)
+    try:
+        yield checkpoints
+    finally:
+        checkpoints.stop()
+        for writer in writers:
+            with contextlib.suppress(sqlite3.Error):
+                writer.set_autocheckpoint(DEFAULT_AUTOCHECKPOINT)
