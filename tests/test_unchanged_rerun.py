@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -75,6 +77,23 @@ def test_rerun_writes_the_first_runs_outputs_byte_for_byte(tmp_path: Path) -> No
     assert ids == [(q, d) for q, ds in RUN.items() for d in ds]  # every id pair, in order
     with Store(store) as s:  # 10 id pairs, 6 distinct contents: one judgment per content
         assert s.count() == 6
+
+
+def test_a_lexical_run_never_loads_the_openai_sdk(tmp_path: Path) -> None:
+    """A fresh process grading with the lexical judge (first run and rerun) leaves the openai
+    SDK, about a second to import, unloaded."""
+    args = [*write_files(tmp_path), "--store", str(tmp_path / "store.db"), "--quiet"]
+    code = (
+        "import sys\n"
+        "from grader.cli.main import main\n"
+        f"assert main({args!r}) == 0 and main({args!r}) == 0\n"
+        "print('openai' in sys.modules)\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "False"
 
 
 def _pairs() -> list[Pair]:

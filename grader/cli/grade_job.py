@@ -140,11 +140,13 @@ class GradeJudges:
 
 
 def _prompts_of(judges: GradeJudges) -> list[PromptSpec]:
-    """The prompt files of the LLM judges (members and verifier)."""
-    from grader.judges.llm.judge import LLMJudge
-
+    """The prompt files of the LLM judges (members and verifier). An LLM judge exists only
+    once its module is loaded: a lexical run does not import it (nor the openai SDK, ~1 s)."""
+    llm = sys.modules.get("grader.judges.llm.judge")
+    if llm is None:
+        return []
     found = [*judges.members, *([judges.verifier] if judges.verifier else [])]
-    return [j.prompt for j in found if isinstance(j, LLMJudge)]
+    return [j.prompt for j in found if isinstance(j, llm.LLMJudge)]
 
 
 def lexical_settings_note(path: str | None, judge_id: str) -> str:
