@@ -29,15 +29,13 @@ from grader.metrics import (
     reciprocal_rank,
     success_at_k,
 )
+from tests.helpers.ir_measures_ref import Qrels, Run, frames
 from tests.helpers.params import quick_first
 from tests.helpers.trec import DL2019, trec_order
 
 CUTOFFS = (1, 3, 5, 10, 20)
 THRESHOLDS = (1, 2, 3)
 TOL = 1e-9
-
-Qrels = dict[str, dict[str, int]]
-Run = dict[str, dict[str, float]]
 
 
 def random_case(
@@ -73,18 +71,6 @@ def random_case(
     for extra in range(int(rng.integers(0, 3))):
         run[f"x{extra}"] = {"d0_0": 1.0, "zz": 0.5}  # not in the qrels: ignored
     return qrels, run
-
-
-def frames(qrels: Qrels, run: Run) -> tuple[pd.DataFrame, pd.DataFrame]:
-    q = pd.DataFrame(
-        [(qid, d, g) for qid, docs in qrels.items() for d, g in docs.items()],
-        columns=["query_id", "doc_id", "grade"],
-    )
-    r = pd.DataFrame(
-        [(qid, d, s) for qid, docs in run.items() for d, s in docs.items()],
-        columns=["query_id", "doc_id", "score"],
-    )
-    return q, r
 
 
 def trec_eval_values(
