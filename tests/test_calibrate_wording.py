@@ -66,15 +66,21 @@ def test_a_weighted_confusion_matrix_says_its_cells_are_estimated_pairs(
     assert "estimated pairs" not in capsys.readouterr().out + report.read_text(encoding="utf-8")
 
 
+def lexical_judgments(tmp_path: Path, runs: list[str]) -> Path:
+    """The lexical judge's judgments of the code-search examples' `runs` (a JSONL file)."""
+    llm = tmp_path / "llm.jsonl"
+    argv = ["grade", "--queries", str(EXAMPLES / "queries.tsv"), "--docs"]
+    argv += [str(EXAMPLES / "docs.jsonl"), "--run", *runs, "--judge", "lexical"]
+    assert main([*argv, "--store", str(tmp_path / "s.db"), "--out", str(llm), "--quiet"]) == 0
+    return llm
+
+
 @pytest.mark.slow
 def test_several_measures_get_their_own_system_ranking_sections(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     runs = [str(EXAMPLES / "run.bm25.txt"), str(EXAMPLES / "run.weak.txt")]
-    llm = tmp_path / "llm.jsonl"
-    argv = ["grade", "--queries", str(EXAMPLES / "queries.tsv"), "--docs"]
-    argv += [str(EXAMPLES / "docs.jsonl"), "--run", *runs, "--judge", "lexical"]
-    assert main([*argv, "--store", str(tmp_path / "s.db"), "--out", str(llm), "--quiet"]) == 0
+    llm = lexical_judgments(tmp_path, runs)
     report = tmp_path / "report.html"
     argv = ["calibrate", "--llm", str(llm), "--human", str(EXAMPLES / "human.csv")]
     argv += ["--run", *runs, "-m", "nDCG@10", "P(rel=2)@10", "--bootstrap", "0"]
@@ -97,10 +103,7 @@ def test_partly_graded_whole_queries_say_why_runs_have_no_interval(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     runs = [str(EXAMPLES / "run.bm25.txt"), str(EXAMPLES / "run.weak.txt")]
-    llm = tmp_path / "llm.jsonl"
-    argv = ["grade", "--queries", str(EXAMPLES / "queries.tsv"), "--docs"]
-    argv += [str(EXAMPLES / "docs.jsonl"), "--run", *runs, "--judge", "lexical"]
-    assert main([*argv, "--store", str(tmp_path / "s.db"), "--out", str(llm), "--quiet"]) == 0
+    llm = lexical_judgments(tmp_path, runs)
     sample = tmp_path / "sample.csv"
     argv = ["sample", "--judgments", str(llm), "--n", "30", "--strategy", "whole-queries"]
     assert main([*argv, "--seed", "3", "--out", str(sample)]) == 0
