@@ -8,6 +8,7 @@ all its lines (kill -9 too, which may leave a temporary file). The texts the exp
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import signal
@@ -24,7 +25,7 @@ import pytest
 from grader.batch.adapter import LLMBatchJudge
 from grader.batch.files.export_files import export_requests
 from grader.batch.files.exports import ExportState, custom_id
-from grader.batch.files.request_files import RequestFiles
+from grader.batch.files.request_files import RequestFiles, WrittenFile
 from grader.batch.job_config import job_config
 from grader.batch.requests import split_requests
 from grader.errors import StoreError
@@ -179,9 +180,9 @@ def test_an_error_recording_the_lines_is_raised_and_abandons(
             raise StoreError("disk full (test)")
         real_lines(self, *args)
 
-    def add_file(self: ExportState, *args: Any) -> None:
+    def add_file(self: ExportState, *args: Any, **kwargs: Any) -> None:
         published["n"] += 1
-        real_file(self, *args)
+        real_file(self, *args, **kwargs)
 
     monkeypatch.setattr(ExportState, "add_lines", failing)
     monkeypatch.setattr(ExportState, "add_file", add_file)
@@ -220,6 +221,32 @@ def test_a_failed_file_write_stops_the_export_with_only_whole_files_listed(
         batch_pairs=20,
     )
     assert listed == 2
+
+
+def test_a_failed_rename_lists_nothing_of_its_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Publishing the second file fails (its rename, inside the listing's transaction): the
+    error is raised, the listing rolled back; the store lists the first file alone, and no
+    file is left under another name."""
+    real = WrittenFile.publish
+
+    def publish(self: WrittenFile) -> Path:
+        if self.file_no == 2:
+            raise PermissionError(13, "Permission denied (test)")
+        return real(self)
+
+    monkeypatch.setattr(WrittenFile, "publish", publish)
+    listed = _stopped_export(
+        tmp_path,
+        export_pairs(300),
+        PermissionError,
+        "Permission denied",
+        max_requests=20,
+        chunk=5,
+        batch_pairs=20,
+    )
+    assert listed == 1
 
 
 def test_a_file_that_cannot_be_written_is_raised_and_abandon_removes_the_open_one(
@@ -292,6 +319,15 @@ with Store(sys.argv[1]) as store:
 """
 
 
+def _open_bytes(out: Path) -> int:
+    """Bytes written so far to the export's files under their temporary names."""
+    total = 0
+    for path in out.glob(".*.tmp"):
+        with contextlib.suppress(FileNotFoundError):  # published meanwhile
+            total += path.stat().st_size
+    return total
+
+
 @pytest.mark.slow
 def test_sigkill_of_the_export_leaves_only_whole_files_listed(tmp_path: Path) -> None:
     """kill -9 of the exporting process while it writes a request file: the store lists only
@@ -304,6 +340,11 @@ def test_sigkill_of_the_export_leaves_only_whole_files_listed(tmp_path: Path) ->
     while time.monotonic() < deadline and (
         len(list(out.glob("requests-*"))) < 2 or not list(out.glob(".*.tmp"))
     ):
+        time.sleep(0.01)
+    # Then wait for the open file to grow: the export is past publishing the second file
+    # (the open file's first blocks are written before it) and writes the third.
+    seen = _open_bytes(out)
+    while time.monotonic() < deadline and _open_bytes(out) <= seen:
         time.sleep(0.01)
     export.send_signal(signal.SIGKILL)
     export.wait()

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from grader.batch.files.collector import collect_by_hand
-from grader.batch.files.exports import ExportState, Line, runs_of
+from grader.batch.files.exports import ExportState, Line
 from grader.batch.files.import_work import Answer, RangeResult
+from grader.batch.files.line_ranges import runs_of
 from grader.store.judgment_rows import StoredRow, from_journal_row
 from grader.store.store import Store
 from tests.helpers.judgments import FP, failed, ok

@@ -241,16 +241,16 @@ class _Export:
         if self._lines or self._n_pairs:
             self._lines.sort(key=_line_key)  # into the key index page after page
             self.state.add_lines(self.export_id, self._lines, self._n_pairs)
-        self.checkpoints.due()
         self._clear()
         for written in self.files.take_written():
             sha256 = written.sha256()
-            path = written.publish()
-            where = str(path.resolve())
+            where = str(written.final.resolve())
             self.state.add_file(
-                self.export_id, written.file_no, where, written.lines, written.size, sha256
-            )
-            self.published.append(path)
+                self.export_id, written.file_no, where, written.lines, written.size, sha256,
+                publish=written.publish,
+            )  # fmt: skip
+            self.published.append(written.final)
+        self.checkpoints.due()  # after the publishing: its commits do not wait on the disk
 
     def abandon(self) -> None:
         """Stop: the files written whole are published with their lines, when the store

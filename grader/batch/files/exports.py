@@ -8,10 +8,11 @@ Uses its own SQLite connection to the store file (WAL lets it sit beside the Sto
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from grader.batch.files.line_ranges import runs_of
 from grader.store.connection_beside import connect_beside, now_iso
 from grader.store.disk_full import roll_back
 from grader.store.store import Store
@@ -46,6 +47,8 @@ class Line(NamedTuple):
     doc_id: str
     outcome: str | None
 
+
+Statements = Sequence[tuple[str, Iterable[Sequence[Any]]]]  # (SQL, rows), run in one transaction
 
 LineRow = tuple[str, int, int, str, str, str]
 """A line as `ExportState.add_lines` records it: export_id, file_no, line_no, key, query_id,
@@ -98,11 +101,15 @@ class ExportState:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _tx(self, statements: Sequence[tuple[str, Iterable[Sequence[Any]]]]) -> None:
+    def _tx(
+        self, statements: Statements, before_commit: Callable[[], object] | None = None
+    ) -> None:
         self._conn.execute("BEGIN IMMEDIATE")
         try:
             for sql, rows in statements:
                 self._conn.executemany(sql, rows)
+            if before_commit is not None:
+                before_commit()
             self._conn.execute("COMMIT")
         except BaseException as exc:
             roll_back(self._conn, exc, self.path, "writing the export tables")
@@ -142,8 +149,19 @@ class ExportState:
         )
 
     def add_file(
-        self, export_id: str, file_no: int, path: str, lines: int, size: int, sha256: str
+        self,
+        export_id: str,
+        file_no: int,
+        path: str,
+        lines: int,
+        size: int,
+        sha256: str,
+        *,
+        publish: Callable[[], object] | None = None,
     ) -> None:
+        """List a request file whose lines are recorded; `publish` (its rename to `path`) runs
+        right before the listing's commit: a failed rename lists nothing, and only a kill -9
+        during the commit leaves a file published and not listed (its lines are recorded)."""
         self._tx(
             [
                 (
@@ -151,7 +169,8 @@ class ExportState:
                     " VALUES (?, ?, ?, ?, ?, ?)",
                     [(export_id, file_no, path, lines, size, sha256)],
                 )
-            ]
+            ],
+            before_commit=publish,
         )
 
     def finish(self, export_id: str) -> None:
@@ -369,18 +388,3 @@ class ExportState:
             )
             for r in rows
         ]
-
-
-def runs_of(places: Iterable[tuple[int, int, str]]) -> Iterator[tuple[int, int, int, str]]:
-    """(file, first line, last line, outcome) of each run of consecutive lines of one file
-    with one outcome, for `places` (file, line, outcome) in file order."""
-    run: list[Any] | None = None
-    for file_no, line_no, outcome in places:
-        if run is not None and run[0] == file_no and run[2] + 1 == line_no and run[3] == outcome:
-            run[2] = line_no
-            continue
-        if run is not None:
-            yield run[0], run[1], run[2], run[3]
-        run = [file_no, line_no, line_no, outcome]
-    if run is not None:
-        yield run[0], run[1], run[2], run[3]

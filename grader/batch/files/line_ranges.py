@@ -1,10 +1,12 @@
 """A results file cut into ranges of whole lines, each with the number of its first line: what
-`batch import` hands its worker processes (`grader.batch.files.import_files`)."""
+`batch import` hands its worker processes (`grader.batch.files.import_files`); and runs of
+consecutive lines with one outcome, which the import sets by one statement each."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 
 def line_ranges(path: Path, block: int) -> Iterator[tuple[int, int, int, bool]]:
@@ -42,3 +44,18 @@ def count_newlines(data: bytes, end: int) -> int:
         count += 1
         at = find(b"\n", at + 1, end)
     return count
+
+
+def runs_of(places: Iterable[tuple[int, int, str]]) -> Iterator[tuple[int, int, int, str]]:
+    """(file, first line, last line, outcome) of each run of consecutive lines of one file
+    with one outcome, for `places` (file, line, outcome) in file order."""
+    run: list[Any] | None = None
+    for file_no, line_no, outcome in places:
+        if run is not None and run[0] == file_no and run[2] + 1 == line_no and run[3] == outcome:
+            run[2] = line_no
+            continue
+        if run is not None:
+            yield run[0], run[1], run[2], run[3]
+        run = [file_no, line_no, line_no, outcome]
+    if run is not None:
+        yield run[0], run[1], run[2], run[3]
