@@ -134,6 +134,10 @@ def _listed_files_are_whole(db: Path, out: Path, *, killed: bool = False) -> int
     return len(listed)
 
 
+FILES_OF_20: dict[str, Any] = {"max_requests": 20, "chunk": 5, "batch_pairs": 20}
+"""Export limits that write files of 20 lines, recorded every 20 pairs."""
+
+
 def _stopped_export(
     tmp_path: Path,
     pairs: Iterable[tuple[Query, Doc]],
@@ -211,42 +215,32 @@ def test_a_failed_file_write_stops_the_export_with_only_whole_files_listed(
         return real(self, path)
 
     monkeypatch.setattr(RequestFiles, "_open", open_file)
-    listed = _stopped_export(
-        tmp_path,
-        export_pairs(300),
-        OSError,
-        "No space left",
-        max_requests=20,
-        chunk=5,
-        batch_pairs=20,
-    )
+    listed = _stopped_export(tmp_path, export_pairs(300), OSError, "No space left", **FILES_OF_20)
     assert listed == 2
 
 
 def test_a_failed_rename_lists_nothing_of_its_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Publishing the second file fails (its rename, inside the listing's transaction): the
-    error is raised, the listing rolled back; the store lists the first file alone, and no
-    file is left under another name."""
+    """A file is renamed before its listing is committed (another connection does not see it
+    listed yet); publishing the second file fails: the error is raised, the listing rolled
+    back; the store lists the first file alone, and no file is left under another name."""
     real = WrittenFile.publish
+    seen_listed: list[int] = []
 
     def publish(self: WrittenFile) -> Path:
+        listed_now = _rows(tmp_path / "x.db", "SELECT file_no FROM export_files")
+        seen_listed.extend(n for (n,) in listed_now if n == self.file_no)
         if self.file_no == 2:
             raise PermissionError(13, "Permission denied (test)")
         return real(self)
 
     monkeypatch.setattr(WrittenFile, "publish", publish)
     listed = _stopped_export(
-        tmp_path,
-        export_pairs(300),
-        PermissionError,
-        "Permission denied",
-        max_requests=20,
-        chunk=5,
-        batch_pairs=20,
+        tmp_path, export_pairs(300), PermissionError, "Permission denied", **FILES_OF_20
     )
     assert listed == 1
+    assert seen_listed == []  # no file was listed before its rename
 
 
 def test_a_file_that_cannot_be_written_is_raised_and_abandon_removes_the_open_one(
