@@ -85,7 +85,8 @@ def reference(tool: str, name: str, level: int, qrels: Qrels, run: Run) -> dict[
 
 def untied(run: Run) -> Run:
     """The run with every score distinct (in float32 too): ir_measures computes RR@k and
-    Judged@k with providers that break ties by doc id ascending, not as trec_eval does."""
+    Judged@k with providers that break ties by doc id ascending, where relgrade's own names
+    break them as trec_eval does (its objects get ties=asc)."""
     out: Run = {}
     for qid, docs in run.items():
         ranked = sorted(docs, key=lambda d: (-docs[d], d))
@@ -97,7 +98,11 @@ def check_rows(qrels: Qrels, tied: Run) -> None:
     """Every table row: the printed name, per-query values and the mean against the reference."""
     answered = {q for q in tied if q in qrels and tied[q]}
     for written, level, printed, tool, ref, ref_level in ROWS:
-        ties_apart = tool == "ir_measures" and re.match(r"^(RR|Judged)\b.*@", ref) is not None
+        ties_apart = (
+            tool == "ir_measures"
+            and not written.startswith("ir_measures.")  # objects rank ties as ir_measures does
+            and re.match(r"^(RR|Judged)\b.*@", ref) is not None
+        )
         run = untied(tied) if ties_apart else tied
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # bare relgrade names: the rel=2 line, cautions
@@ -259,3 +264,32 @@ def test_a_level_without_a_trec_eval_name_is_said(
         == 2
     )
     assert "trec_eval level 0" in capsys.readouterr().err
+
+
+def test_ties_as_ir_measures_ranks_them_from_files_and_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    qrels: Qrels = {"1": {"a": 1, "z": 0}, "2": {"k": 2}}
+    run: Run = {"1": {"a": 1.0, "z": 1.0, "b": 0.5}, "2": {"k": 0.5, "m": 0.5}}
+    objects = [ir_measures.RR @ 10, ir_measures.Judged @ 1, ir_measures.RR]
+    expected = ir_measures.calc_aggregate(objects, qrels, run)
+    assert expected[ir_measures.RR @ 10] != expected[ir_measures.RR]  # the tie matters
+    qrels_path, run_path = write_trec(tmp_path, qrels, run)
+    for given in (run, str(run_path)):  # a frame-like run and a run file
+        frame = rg.evaluate(qrels, given, objects)
+        for measure in objects:
+            value = frame[frame.requested == str(measure)].value.item()
+            assert value == pytest.approx(expected[measure], abs=TOL), (given, measure)
+    out, _ = _cli(
+        capsys,
+        str(qrels_path),
+        str(run_path),
+        "-m",
+        "RR(rel=1,ties=asc)@10",
+        "RR(rel=1)@10",
+        "--format",
+        "json",
+    )
+    values = {r["measure"]: r["value"] for r in json.loads(out)}
+    assert values["RR(rel=1,ties=asc)@10"] == pytest.approx(expected[ir_measures.RR @ 10])
+    assert values["RR(rel=1)@10"] == pytest.approx(expected[ir_measures.RR])  # trec_eval's order

@@ -15,7 +15,7 @@ from typing import Any
 from grader.cli.commands import COMMANDS
 from grader.cli.flags import add_measures
 from grader.errors import InputError
-from grader.evaluation.files import judged_run_file, read_grades
+from grader.evaluation.files import path_join, read_grades
 from grader.evaluation.scoring import RunJoin, check_measures, evaluate_judged, is_count
 from grader.io.runs import run_names
 from grader.metrics import DEFAULT_MEASURES, registry
@@ -235,11 +235,9 @@ def run(args: argparse.Namespace) -> int:
     judged, facts = _qrels(args)
     missing: Missing = "skip" if args.skip_missing else "zero"
 
-    def joiner(path: str) -> RunJoin:
-        return lambda depth: judged_run_file(path, judged, precision=args.precision, depth=depth)
-
-    runs = [
-        (name, joiner(path)) for name, path in zip(run_names(args.runs), args.runs, strict=True)
+    runs: list[tuple[str, RunJoin]] = [
+        (name, path_join(path, judged, args.precision))
+        for name, path in zip(run_names(args.runs), args.runs, strict=True)
     ]
     evaluation = evaluate_judged(
         facts,

@@ -9,20 +9,26 @@ and warns with the warnings. The records are `--format json`'s: {"run", "query_i
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+import numpy as np
 
 from grader.evaluation import judged_depth
 from grader.metrics import DEFAULT_MEASURES, parse_measures
 from grader.metrics.evaluate import Missing, Scores, depth_needed, score
-from grader.metrics.foreign import TREC_EVAL_LEVEL
+from grader.metrics.foreign import TREC_EVAL_LEVEL, ties_of
 from grader.metrics.judged_rows import JudgedRun
 from grader.metrics.measures import Measure, is_summed
 from grader.metrics.thresholds import foreign_lines, requested_names, resolve_thresholds
 
-RunJoin = Callable[[int | None], JudgedRun]
-"""A run joined with the qrels, looked up to the given depth (None: whole rankings)."""
+
+class RunJoin(Protocol):
+    """A run joined with the qrels, looked up to the given depth (None: whole rankings), its
+    ties ranked as trec_eval does or (`ties="asc"`) as ir_measures' RR@k and Judged@k do."""
+
+    def __call__(self, depth: int | None, ties: str | None = None) -> JudgedRun: ...
 
 
 @dataclass
@@ -97,7 +103,7 @@ def evaluate_judged(
     evaluation.requested = requested_names(names, top, trec_eval_level)
     for name, join in runs:
         joined = join(depth)
-        scores = score(joined.ranked, measures, missing=missing)
+        scores = _scores(join, joined, measures, depth, missing)
         evaluation.results.append((name, scores))
         warning = _run_warning(name, joined.rows, scores)
         warning = warning or judged_depth.mismatch_warning(name, joined.ranked, depth)
@@ -109,6 +115,20 @@ def evaluate_judged(
     evaluation.notes += [_note(n, s, evaluation.skip_missing) for n, s in evaluation.results]
     evaluation.notes += _fact_notes(facts)
     return evaluation
+
+
+def _scores(
+    join: RunJoin, joined: JudgedRun, measures: list[Measure], depth: int | None, missing: Missing
+) -> Scores:
+    """Every measure of one run: those with `ties=asc` on the run ranked that way."""
+    apart = [m for m in measures if ties_of(m) is not None]
+    if not apart:
+        return score(joined.ranked, measures, missing=missing)
+    plain = score(joined.ranked, [m for m in measures if m not in apart], missing=missing)
+    other = score(join(depth, ties=ties_of(apart[0])).ranked, apart, missing=missing)
+    rows = {m: v for s in (plain, other) for m, v in zip(s.measures, s.values, strict=True)}
+    names = [str(m) for m in measures]
+    return replace(plain, measures=names, values=np.stack([rows[n] for n in names]))
 
 
 def _fact_notes(facts: Mapping[str, Any]) -> list[str]:

@@ -9,7 +9,10 @@
   `bpref`), and in any case where relgrade has no word of its own like it (`MAP`, `RECIP_RANK`;
   but `nDCG`, `Bpref` are relgrade's).
 - ir_measures' measure objects (`ir_measures.P@10`) mean what `ir_measures.calc_aggregate`
-  computes: a binary measure without `rel=` is rel=1 there.
+  computes: a binary measure without `rel=` is rel=1 there. Its RR@k (MS MARCO's script) and
+  Judged@k rank equal scores by doc id ascending in double precision, where trec_eval (and
+  ir_measures' other measures, through pytrec_eval) rank them by doc id descending: those two
+  get `ties=asc`, and Judged@k divides by min(k, returned) there (`of=returned`).
 
 Both are spelled here as relgrade's names with the threshold written; `parse_measure` parses
 that spelling. Nothing here imports ir_measures: an object is read by its `NAME` and `params`.
@@ -77,6 +80,24 @@ def trec_eval_spelling(name: str, level: int = TREC_EVAL_LEVEL) -> str | None:
     return f"{family}(rel={level}){cutoff}" if takes_rel else f"{family}{cutoff}"
 
 
+TIES_ASCENDING = "asc"
+"""`ties=asc`: equal scores ranked by doc id ascending, compared in double precision."""
+
+
+def parse_ties(text: str) -> str | None:
+    """The parser of `ties=`: `asc` as ir_measures' RR@k and Judged@k rank ties (doc id
+    ascending, scores in double precision); `desc` (the default) as trec_eval does."""
+    if text not in ("asc", "desc"):
+        raise ValueError("ties= is desc (trec_eval's order, the default) or asc (ir_measures')")
+    return TIES_ASCENDING if text == "asc" else None
+
+
+def ties_of(measure: Any) -> str | None:
+    """The tie order a Measure asks for: None (trec_eval's) or `TIES_ASCENDING`."""
+    value = dict(measure.params).get("ties")
+    return value if isinstance(value, str) else None
+
+
 def is_ir_measures(measure: object) -> bool:
     """Whether `measure` is an ir_measures measure object (it has `NAME` and `params`)."""
     return isinstance(getattr(measure, "NAME", None), str) and isinstance(
@@ -100,6 +121,8 @@ def ir_measures_spelling(measure: Any) -> str | None:
     parts = [f"{key}={_value(value)}" for key, value in params.items()]
     if family == "Judged" and cutoff is not None:
         parts.append("of=returned")  # ir_measures divides by min(k, returned)
+    if family in ("RR", "Judged") and cutoff is not None and not params.get("judged_only"):
+        parts.append("ties=asc")  # MS MARCO's script and ir_measures' Judged: doc id ascending
     text = family + (f"({','.join(parts)})" if parts else "")
     return text + (f"@{cutoff}" if cutoff is not None else "")
 

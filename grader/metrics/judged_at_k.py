@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from grader.metrics._lists import Grades, top
+from grader.metrics.foreign import parse_ties
 from grader.metrics.judged_rows import Ranked
 from grader.metrics.measures import Measure
 from grader.metrics.registry import register
@@ -60,9 +61,9 @@ register(
     compute,
     usage="Judged@k",
     help="share of the top k that has any grade (where labels are still missing);\n"
-    "Judged(of=returned)@k: of min(k, returned), as ir_measures",
+    "Judged(of=returned,ties=asc)@k: of min(k, returned), ties as ir_measures",
     rel=False,
-    params={"of": of_returned},
-    defaults={"of": None},
+    params={"of": of_returned, "ties": parse_ties},
+    defaults={"of": None, "ties": None},
     list_function=judged_at_k,
 )
