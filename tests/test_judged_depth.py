@@ -60,6 +60,7 @@ def test_r_at_100_and_ap_on_depth_10_labels_get_one_caution(
     assert shares["nDCG@10"] is None and shares["Judged@10"] is None
     judged = {r["measure"]: r["value"] for r in records if r["query_id"] == "all"}
     assert judged["Judged@10"] == 1.0  # what the table shows beside R@100 without the caution
+    assert judged["R(rel=2)@100"] == 1.0  # recall's denominator knows the judged top 10 only
     # per query records carry no judged_share
     out, _ = _cli(capsys, qrels_path, run_path, "--format", "json", "--per-query")
     assert all("judged_share" not in r for r in json.loads(out) if r["query_id"] != "all")

@@ -93,8 +93,9 @@ def caution_line(run: str, deep: Sequence[DeepMeasure]) -> str:
     )
     return (
         f"caution: run {run}: {parts}: more than {UNJUDGED_SHARE:.0%} unjudged at the depth "
-        "these measures look at (counted as not relevant, so the score may be below what "
-        "complete labels give; `judged_share` in JSON)"
+        "these measures look at; unjudged results count as not relevant and recall's and AP's "
+        "denominators know only the judged relevant documents, so the score may be far from "
+        "what complete labels give, above or below (`judged_share` in JSON)"
     )
 
 
