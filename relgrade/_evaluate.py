@@ -82,6 +82,8 @@ def evaluate(
     """
     names = measure_names(measures)
     if fill is not None:
+        if trec_eval_level != 1:
+            raise InputError("trec_eval_level= does not go with fill= (its names use level 1)")
         return evaluate_fill(
             qrels,
             runs,

@@ -293,3 +293,13 @@ def test_ties_as_ir_measures_ranks_them_from_files_and_the_command_line(
     values = {r["measure"]: r["value"] for r in json.loads(out)}
     assert values["RR(rel=1,ties=asc)@10"] == pytest.approx(expected[ir_measures.RR @ 10])
     assert values["RR(rel=1)@10"] == pytest.approx(expected[ir_measures.RR])  # trec_eval's order
+
+
+def test_a_trec_eval_level_with_fill_is_refused(tmp_path: Path) -> None:
+    qrels_path, run_path = write_trec(tmp_path, {"q": {"a": 2}}, {"q": {"a": 1.0}})
+    with pytest.raises(InputError, match="does not go with fill="):
+        rg.evaluate(
+            str(qrels_path), str(run_path), ["P_1"], fill=str(qrels_path), trec_eval_level=2
+        )
+    args = [str(qrels_path), str(run_path), "--fill", str(qrels_path), "--trec-eval-level", "2"]
+    assert main(["evaluate", *args, "-m", "P_1"]) == 2

@@ -225,6 +225,8 @@ def run(args: argparse.Namespace) -> int:
     if args.runs.count("-") > 1:
         raise InputError("RUN `-` (stdin) is given twice", hint="stdin holds one run")
     if args.fill:
+        if args.trec_eval_level != 1:
+            raise InputError("--trec-eval-level does not go with --fill (its names use level 1)")
         if args.dataset:
             raise InputError("--fill reads people's qrels from QRELS, not from --dataset")
         from grader.cli.evaluate_fill import run_fill
