@@ -17,14 +17,14 @@ from grader.metrics.measures import Measure
 from relgrade._fill import evaluate_fill
 
 
-def measure_names(measures: Any) -> list[str | Measure] | None:
-    """Measures as strings, relgrade Measures or ir_measures measure objects (by their name,
-    as `-m` takes it: `ir_measures.nDCG@10` is `-m nDCG@10`)."""
+def measure_names(measures: Any) -> list[str | Measure | Any] | None:
+    """Measures as strings, relgrade Measures or ir_measures measure objects, as a list. An
+    ir_measures object keeps ir_measures' meaning (`ir_measures.P@10` is `P(rel=1)@10`)."""
     if measures is None:
         return None
     if isinstance(measures, str | Measure) or not isinstance(measures, Sequence | set):
         measures = [measures]
-    return [m if isinstance(m, str | Measure) else str(m) for m in measures]
+    return list(measures)
 
 
 def warn(lines: Sequence[str], stacklevel: int = 3) -> None:
@@ -45,6 +45,7 @@ def evaluate(
     fill: Any = None,
     llm_scale: str | Mapping[int, int] | None = None,
     fill_manifest: str | Path | None = None,
+    trec_eval_level: int = 1,
 ) -> pd.DataFrame:
     """Score runs against qrels, as `relgrade evaluate QRELS RUN ... --format json` does.
 
@@ -54,10 +55,15 @@ def evaluate(
     `{qid: {docid: grade}}` or an iterable of ir_datasets / ir_measures `Qrel`s.
     `runs`: one run (a path, a DataFrame with `score`, a dict `{qid: {docid: score}}`, an
     iterable of `ScoredDoc`s), a list of paths, or a mapping name -> run. `measures`: names or
-    ir_measures measure objects (default: the command's). Returns the long frame
-    `run, query_id, measure, value` (query_id "all" for the mean; `per_query` adds each query).
-    A threshold inferred from binary qrels, and a run that answers no qrels query, are said with
-    a RelgradeWarning; `attrs["notes"]` holds the command's other stderr lines.
+    ir_measures measure objects (default: the command's); an ir_measures object is computed as
+    ir_measures computes it (`ir_measures.P@10` is `P(rel=1)@10`), a trec_eval name (`P_10`,
+    `map`) as trec_eval does at `trec_eval_level` (its -l). Returns the long frame
+    `run, query_id, measure, value` (query_id "all" for the mean; `per_query` adds each query),
+    with `requested` (each measure as asked) when a name is another tool's, and `judged_share`
+    on the "all" rows of measures that look deeper than the labels. A threshold inferred from
+    binary qrels, a run that answers no qrels query or whose ids the qrels do not know, and a
+    measure looking deeper than the labels are said with a RelgradeWarning; `attrs["notes"]`
+    holds the command's other stderr lines.
 
     `fill`: the LLM's grades (a judgments JSONL or qrels path, `relgrade.grade`'s frame, any
     qrels form) on top of people's `qrels` (any integer grade): `relgrade evaluate QRELS RUN
@@ -76,6 +82,8 @@ def evaluate(
     """
     names = measure_names(measures)
     if fill is not None:
+        if trec_eval_level != 1:
+            raise InputError("trec_eval_level= does not go with fill= (its names use level 1)")
         return evaluate_fill(
             qrels,
             runs,
@@ -93,11 +101,11 @@ def evaluate(
     judged, facts = read_qrels_input(qrels, clamp=clamp)
     joins = run_joins(runs, judged, precision=precision)
     missing: Literal["zero", "skip"] = "skip" if trec_eval_missing else "zero"
-    evaluation = evaluate_judged(facts, joins, names, missing=missing, clamp=clamp)
-    warn(evaluation.warnings)
-    frame = pd.DataFrame(
-        evaluation.records(per_query), columns=["run", "query_id", "measure", "value"]
+    evaluation = evaluate_judged(
+        facts, joins, names, missing=missing, clamp=clamp, trec_eval_level=trec_eval_level
     )
+    warn(evaluation.warnings)
+    frame = pd.DataFrame(evaluation.records(per_query), columns=evaluation.columns())
     frame["value"] = frame["value"].astype("float64")
     frame.attrs["notes"] = list(evaluation.notes)
     frame.attrs["measures"] = list(evaluation.measures)

@@ -161,10 +161,12 @@ def test_bare_names_on_graded_qrels_get_one_line_about_ir_measures(
     qrels = _write(tmp_path / "graded.qrels", GRADED)
     run = _write(tmp_path / "r.run", RUN)
     means, err = _evaluate(capsys, qrels, run, "-m", "RR", "P@10", "AP", "nDCG@10", "map")
-    assert set(means) == {"RR(rel=2)", "P(rel=2)@10", "AP(rel=2)", "nDCG@10"}
+    # map is trec_eval's name: AP at trec_eval's level 1, said on a line of its own
+    assert set(means) == {"RR(rel=2)", "P(rel=2)@10", "AP(rel=2)", "nDCG@10", "AP(rel=1)"}
     lines = [line for line in err.splitlines() if "ir_measures" in line]
     assert len(lines) == 1
-    assert "RR, P@10, AP, map" in lines[0] and "rel=1" in lines[0]
+    assert "RR, P@10, AP:" in lines[0] and "rel=1" in lines[0]
+    assert "trec_eval -l 1): map = AP(rel=1)" in err
     _, err = _evaluate(capsys, qrels, run, "-m", "RR(rel=2)", "nDCG@10")
     assert "ir_measures" not in err
 

@@ -88,7 +88,8 @@ def test_rag_example_through_the_vectorised_evaluator() -> None:
         ("P@10", "P(rel=2)@10"),
         ("R@100", "R(rel=2)@100"),
         ("AP", "AP(rel=2)"),
-        ("Rprec", "Rprec(rel=2)"),
+        ("RPrec", "Rprec(rel=2)"),
+        ("Rprec", "Rprec(rel=1)"),  # trec_eval's and ir_measures' name: their rel=1
         ("Success@10", "Success(rel=2)@10"),
         ("Judged@10", "Judged@10"),
         ("P(rel=2)@10", "P(rel=2)@10"),
@@ -96,11 +97,11 @@ def test_rag_example_through_the_vectorised_evaluator() -> None:
         ("nDCG(gain=exp)@10", "nDCG(gain=exp)@10"),
         ("nDCG(gain=linear)@10", "nDCG@10"),
         ("MRR@10", "RR(rel=2)@10"),
-        ("map", "AP(rel=2)"),
+        ("map", "AP(rel=1)"),  # trec_eval's names: trec_eval's level 1
         ("ndcg_cut_10", "nDCG@10"),
-        ("P.5", "P(rel=2)@5"),
-        ("recall_100", "R(rel=2)@100"),
-        ("recip_rank", "RR(rel=2)"),
+        ("P.5", "P(rel=1)@5"),
+        ("recall_100", "R(rel=1)@100"),
+        ("recip_rank", "RR(rel=1)"),
     ],
 )
 def test_names_parse_and_print_back_with_the_threshold_explicit(text: str, printed: str) -> None:

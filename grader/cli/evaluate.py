@@ -15,7 +15,7 @@ from typing import Any
 from grader.cli.commands import COMMANDS
 from grader.cli.flags import add_measures
 from grader.errors import InputError
-from grader.evaluation.files import judged_run_file, read_grades
+from grader.evaluation.files import path_join, read_grades
 from grader.evaluation.scoring import RunJoin, check_measures, evaluate_judged, is_count
 from grader.io.runs import run_names
 from grader.metrics import DEFAULT_MEASURES, registry
@@ -61,6 +61,10 @@ thresholds:
   RR@10 as rel=1 whatever the grades: on graded qrels write (rel=1) to reproduce their numbers
   (stderr reminds you). A threshold above every grade of QRELS is said on stderr (no query has
   a relevant document then). Unjudged results are not relevant; nDCG ignores the threshold.
+  trec_eval's names (P_10, map, recip_rank, ndcg_cut_10, recall_100, Rprec, success_10,
+  bpref ...) mean what trec_eval computes at its level: 1, or --trec-eval-level N (its -l);
+  printed with the threshold (P(rel=1)@10), JSON/CSV keep the name typed in "requested".
+  A measure looking where more than 10% is unjudged gets a caution ("judged_share" in JSON).
 
 grades:
   A TREC qrels grade is any integer, as trec_eval takes it (TREC Web's -2..4, MS MARCO's 0/1):
@@ -156,6 +160,14 @@ def register(sub: Any) -> None:
         help="move judgments or grades-CSV grades outside 0..3 to the nearest of 0 and 3 "
         "instead of failing (TREC qrels keep any integer grade, as trec_eval)",
     )
+    parser.add_argument(
+        "--trec-eval-level",
+        type=int,
+        default=1,
+        metavar="N",
+        help="relevance level of trec_eval's names (P_10, map, recip_rank ...): trec_eval's -l "
+        "(default 1, as trec_eval)",
+    )
     from grader.cli.evaluate_fill import add_flags
 
     add_flags(parser)
@@ -213,6 +225,8 @@ def run(args: argparse.Namespace) -> int:
     if args.runs.count("-") > 1:
         raise InputError("RUN `-` (stdin) is given twice", hint="stdin holds one run")
     if args.fill:
+        if args.trec_eval_level != 1:
+            raise InputError("--trec-eval-level does not go with --fill (its names use level 1)")
         if args.dataset:
             raise InputError("--fill reads people's qrels from QRELS, not from --dataset")
         from grader.cli.evaluate_fill import run_fill
@@ -223,13 +237,18 @@ def run(args: argparse.Namespace) -> int:
     judged, facts = _qrels(args)
     missing: Missing = "skip" if args.skip_missing else "zero"
 
-    def joiner(path: str) -> RunJoin:
-        return lambda depth: judged_run_file(path, judged, precision=args.precision, depth=depth)
-
-    runs = [
-        (name, joiner(path)) for name, path in zip(run_names(args.runs), args.runs, strict=True)
+    runs: list[tuple[str, RunJoin]] = [
+        (name, path_join(path, judged, args.precision))
+        for name, path in zip(run_names(args.runs), args.runs, strict=True)
     ]
-    evaluation = evaluate_judged(facts, runs, args.measures, missing=missing, clamp=args.clamp)
+    evaluation = evaluate_judged(
+        facts,
+        runs,
+        args.measures,
+        missing=missing,
+        clamp=args.clamp,
+        trec_eval_level=args.trec_eval_level,
+    )
     records = evaluation.records(args.per_query)
     notes, warnings = evaluation.notes, evaluation.warnings
     if args.format == "json":
@@ -243,9 +262,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "csv":
         import csv
 
-        writer = csv.DictWriter(
-            sys.stdout, fieldnames=["run", "query_id", "measure", "value"], lineterminator="\n"
-        )
+        writer = csv.DictWriter(sys.stdout, fieldnames=evaluation.columns(), lineterminator="\n")
         writer.writeheader()
         for r in records:
             writer.writerow({**r, "value": "" if math.isnan(r["value"]) else repr(r["value"])})

@@ -11,6 +11,7 @@ whichever reader ran (tests/test_trec_small.py).
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from grader.errors import InputError
@@ -80,6 +81,31 @@ def _indexed(frame: Any) -> tuple[Judgments, dict[str, Any]]:
     facts = dict(frame.attrs)
     facts["top"] = int(frame["grade"].max()) if len(frame) else None
     return judgments_of(frame), facts
+
+
+def path_join(
+    path: str, judged: DictJudgments | Judgments, precision: Precision
+) -> Callable[..., JudgedRun]:
+    """The `RunJoin` of the run file at `path` (see `grader.evaluation.scoring.RunJoin`)."""
+
+    def join(depth: int | None, ties: str | None = None) -> JudgedRun:
+        if ties is None:
+            return judged_run_file(path, judged, precision=precision, depth=depth)
+        if path == "-":
+            raise InputError(
+                "a measure with ties=asc (ir_measures' RR@k, Judged@k) needs a run file, not -",
+                hint="write the run to a file",
+            )
+        from grader.evaluation.tie_order import ascending_ties
+        from grader.io.runs import read_run_file
+        from grader.metrics.join_arrow import join_run
+        from grader.metrics.judged_rows import JudgedRun
+
+        frame = ascending_ties(read_run_file(path, precision=precision))
+        indexed = judged.arrow if isinstance(judged, DictJudgments) else judged
+        return JudgedRun(join_run(indexed, frame, precision=precision, depth=depth), len(frame))
+
+    return join
 
 
 def judged_run_file(

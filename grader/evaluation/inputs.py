@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from grader.errors import InputError
-from grader.evaluation.files import judged_run_file, read_grades
+from grader.evaluation.files import path_join, read_grades
 from grader.evaluation.scoring import RunJoin
 from grader.io.runs import run_names
 from grader.io.tables import grades_table, is_path, run_inputs, run_table
@@ -50,15 +50,11 @@ def run_joins(
     for given, run in items:
         if is_path(run):
             name = given or next(path_names)
-            joins.append((name, _path_join(str(run), judged, precision)))
+            joins.append((name, path_join(str(run), judged, precision)))
         else:
             frame = run_table(run, precision=precision)
             joins.append((given or UNNAMED_RUN, _table_join(frame, judged, precision)))
     return joins
-
-
-def _path_join(path: str, judged: DictJudgments | Judgments, precision: Precision) -> RunJoin:
-    return lambda depth: judged_run_file(path, judged, precision=precision, depth=depth)
 
 
 def _table_join(frame: Any, judged: DictJudgments | Judgments, precision: Precision) -> RunJoin:
@@ -66,7 +62,12 @@ def _table_join(frame: Any, judged: DictJudgments | Judgments, precision: Precis
 
     indexed = judged.arrow if isinstance(judged, DictJudgments) else judged
 
-    def join(depth: int | None) -> JudgedRun:
+    def join(depth: int | None, ties: str | None = None) -> JudgedRun:
+        if ties is not None:
+            from grader.evaluation.tie_order import ascending_ties
+
+            ranked = join_run(indexed, ascending_ties(frame), precision=precision, depth=depth)
+            return JudgedRun(ranked, len(frame))
         ranked = join_run(indexed, frame, precision=precision, depth=depth)
         return JudgedRun(ranked, len(frame))
 

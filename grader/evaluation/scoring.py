@@ -9,71 +9,126 @@ and warns with the warnings. The records are `--format json`'s: {"run", "query_i
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
 
+import numpy as np
+
+from grader.evaluation import judged_depth
 from grader.metrics import DEFAULT_MEASURES, parse_measures
 from grader.metrics.evaluate import Missing, Scores, depth_needed, score
+from grader.metrics.foreign import TREC_EVAL_LEVEL, ties_of
 from grader.metrics.judged_rows import JudgedRun
 from grader.metrics.measures import Measure, is_summed
-from grader.metrics.thresholds import resolve_thresholds
+from grader.metrics.thresholds import foreign_lines, requested_names, resolve_thresholds
 
-RunJoin = Callable[[int | None], JudgedRun]
-"""A run joined with the qrels, looked up to the given depth (None: whole rankings)."""
+
+class RunJoin(Protocol):
+    """A run joined with the qrels, looked up to the given depth (None: whole rankings), its
+    ties ranked as trec_eval does or (`ties="asc"`) as ir_measures' RR@k and Judged@k do."""
+
+    def __call__(self, depth: int | None, ties: str | None = None) -> JudgedRun: ...
 
 
 @dataclass
 class Evaluation:
     """Each run's scores (in the order given), the canonical measure names, and the lines the
-    command prints on stderr: `warnings` (said as warnings by the API) and `notes`."""
+    command prints on stderr: `warnings` (said as warnings by the API) and `notes`.
+    `requested`: the name each measure was asked by, when one is another tool's (else None);
+    `judged_shares`: (run, measure) -> the judged share at the depth of a measure that looks
+    deeper than the labels (`judged_depth`)."""
 
     results: list[tuple[str, Scores]]
     measures: list[str]
     skip_missing: bool
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    requested: list[str] | None = None
+    judged_shares: dict[tuple[str, str], float] = field(default_factory=dict)
 
     def records(self, per_query: bool) -> list[dict[str, Any]]:
-        """`--format json`'s records, NaN kept as NaN (JSON writes it as null)."""
-        return [r for name, scores in self.results for r in _records(name, scores, per_query)]
+        """`--format json`'s records, NaN kept as NaN (JSON writes it as null): with
+        "requested" (the name as asked) when a name is another tool's, and "judged_share" on
+        the "all" records of measures that look deeper than the labels."""
+        rows = [r for name, scores in self.results for r in _records(name, scores, per_query)]
+        asked = dict(zip(self.measures, self.requested or [], strict=False))
+        for row in rows:
+            if self.requested is not None:
+                row["requested"] = asked[row["measure"]]
+            share = self.judged_shares.get((row["run"], row["measure"]))
+            if share is not None and row["query_id"] == "all":
+                row["judged_share"] = share
+        return rows
+
+    def columns(self) -> list[str]:
+        """The records' keys, for CSV: the four, then those some records add."""
+        extra = ["requested"] if self.requested is not None else []
+        return ["run", "query_id", "measure", "value", *extra] + (
+            ["judged_share"] if self.judged_shares else []
+        )
 
 
-def check_measures(given: Sequence[str | Measure] | None) -> list[str | Measure]:
-    """The measures asked for (default: DEFAULT_MEASURES), each name checked before any file
-    is read."""
-    names: list[str | Measure] = list(given) if given else list(DEFAULT_MEASURES)
-    parse_measures([n for n in names if isinstance(n, str)])
+def check_measures(given: Sequence[str | Measure | Any] | None) -> list[str | Measure | Any]:
+    """The measures asked for (default: DEFAULT_MEASURES): names, Measures or ir_measures
+    objects, each checked before any file is read."""
+    names: list[str | Measure | Any] = list(given) if given else list(DEFAULT_MEASURES)
+    parse_measures([n for n in names if not isinstance(n, Measure)])
     return names
 
 
 def evaluate_judged(
     facts: Mapping[str, Any],
     runs: Sequence[tuple[str, RunJoin]],
-    given: Sequence[str | Measure] | None,
+    given: Sequence[str | Measure | Any] | None,
     *,
     missing: Missing = "zero",
     clamp: bool = False,
+    trec_eval_level: int = TREC_EVAL_LEVEL,
 ) -> Evaluation:
     """Score each named run (joined by its `RunJoin`) with the qrels `facts` describe (`top`,
     `source`, `clamped`, `ungraded`, `failed`, as `read_grades` gives them); measures without a
-    threshold get the one the qrels call for, said in `warnings`."""
+    threshold get the one the qrels call for, said in `warnings`; trec_eval's names get
+    `trec_eval_level` (trec_eval's -l). A run whose ids the qrels do not know, and measures that
+    look deeper than the labels, are said in `warnings` too (`judged_depth`)."""
     names = check_measures(given)
-    measures, warnings = resolve_thresholds(names, facts.get("top"), typed=bool(given))
+    top = facts.get("top")
+    measures, warnings = resolve_thresholds(
+        names, top, typed=bool(given), trec_eval_level=trec_eval_level
+    )
     if clamp and facts.get("source") == "trec":
         warnings.append("--clamp is for judgments and grades CSV: TREC qrels keep every grade")
     depth = depth_needed(measures)
     evaluation = Evaluation([], [str(m) for m in measures], missing == "skip", warnings)
+    evaluation.requested = requested_names(names, top, trec_eval_level)
     for name, join in runs:
         joined = join(depth)
-        scores = score(joined.ranked, measures, missing=missing)
+        scores = _scores(join, joined, measures, depth, missing)
         evaluation.results.append((name, scores))
         warning = _run_warning(name, joined.rows, scores)
-        if warning:
-            warnings.append(warning)
-    evaluation.notes = [_note(n, s, evaluation.skip_missing) for n, s in evaluation.results]
+        warning = warning or judged_depth.mismatch_warning(name, joined.ranked, depth)
+        deep = judged_depth.too_deep(joined.ranked, measures)
+        evaluation.judged_shares.update({(name, d.measure): d.judged_share for d in deep})
+        if warning or deep:
+            warnings.append(warning or judged_depth.caution_line(name, deep))
+    evaluation.notes = foreign_lines(names, trec_eval_level)
+    evaluation.notes += [_note(n, s, evaluation.skip_missing) for n, s in evaluation.results]
     evaluation.notes += _fact_notes(facts)
     return evaluation
+
+
+def _scores(
+    join: RunJoin, joined: JudgedRun, measures: list[Measure], depth: int | None, missing: Missing
+) -> Scores:
+    """Every measure of one run: those with `ties=asc` on the run ranked that way."""
+    apart = [m for m in measures if ties_of(m) is not None]
+    if not apart:
+        return score(joined.ranked, measures, missing=missing)
+    plain = score(joined.ranked, [m for m in measures if m not in apart], missing=missing)
+    other = score(join(depth, ties=ties_of(apart[0])).ranked, apart, missing=missing)
+    rows = {m: v for s in (plain, other) for m, v in zip(s.measures, s.values, strict=True)}
+    names = [str(m) for m in measures]
+    return replace(plain, measures=names, values=np.stack([rows[n] for n in names]))
 
 
 def _fact_notes(facts: Mapping[str, Any]) -> list[str]:

@@ -9,8 +9,9 @@ non-relevant.
 - k: the denominator is always k, like P@k and ir_measures' original Judged@k, also when fewer
   than k documents were returned (a 3-result list fully graded has Judged@10 = 0.3). Recent
   ir_measures releases divide by min(k, returned) instead; relgrade keeps k so that Judged@k
-  and P@k share a denominator (P(rel=N)@k <= Judged@k always holds). Without k: the share of
-  the whole returned list (0 for an empty list), which is the "min" reading.
+  and P@k share a denominator (P(rel=N)@k <= Judged@k always holds). `Judged(of=returned)@k`
+  is ir_measures' (0.4) reading, what `ir_measures.Judged@k` becomes here. Without k: the share
+  of the whole returned list (0 for an empty list), which is the "min" reading.
 - No threshold: a grade of 0 is a judgment too.
 - Edge cases: an empty ranking scores 0.
 """
@@ -21,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from grader.metrics._lists import Grades, top
+from grader.metrics.foreign import parse_ties
 from grader.metrics.judged_rows import Ranked
 from grader.metrics.measures import Measure
 from grader.metrics.registry import register
@@ -34,13 +36,23 @@ def judged_at_k(rels: Grades, k: int | None = None) -> float:
     return judged / denominator if denominator else 0.0
 
 
+def of_returned(text: str) -> str | None:
+    """The parser of `of=`: `returned` divides by min(k, returned), `k` (the default) by k."""
+    if text not in ("k", "returned"):
+        raise ValueError("of= is k (the default) or returned (ir_measures' Judged@k)")
+    return "returned" if text == "returned" else None
+
+
 def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
     """Judged@k per qrels query (vectorised; every row of `ranked` has a grade)."""
     k = measure.cutoff
-    if k is not None:
+    if k is not None and measure.param("of") is None:
         return ranked.per_query(ranked.rank <= k) / k
-    found = ranked.per_query(np.ones(len(ranked.rank), dtype=bool))
+    within = ranked.rank <= k if k is not None else np.ones(len(ranked.rank), dtype=bool)
+    found = ranked.per_query(within)
     returned = ranked.returned.astype(np.float64)
+    if k is not None:
+        returned = np.minimum(returned, float(k))
     return np.divide(found, returned, out=np.zeros_like(found), where=returned > 0)
 
 
@@ -48,7 +60,10 @@ register(
     "Judged",
     compute,
     usage="Judged@k",
-    help="share of the top k that has any grade (where labels are still missing)",
+    help="share of the top k that has any grade (where labels are still missing);\n"
+    "Judged(of=returned,ties=asc)@k: of min(k, returned), ties as ir_measures",
     rel=False,
+    params={"of": of_returned, "ties": parse_ties},
+    defaults={"of": None, "ties": None},
     list_function=judged_at_k,
 )

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grader.errors import InputError
-from grader.metrics import registry, spellings
+from grader.metrics import foreign, registry, spellings
 
 DEFAULT_THRESHOLD = 2
 MIN_THRESHOLD = 1
@@ -61,7 +61,8 @@ class Measure:
     nDCG and Judged. `gain` is "linear" or "exp" for nDCG and None otherwise. `gains` is
     nDCG's custom grade -> gain map (sorted, identity entries dropped; empty = none) and
     `judged_only` scores the condensed list (unjudged results removed). `params` holds the
-    values of the family's own parameters (those it registered), sorted by key.
+    values of the family's own parameters (those it registered), sorted by key; a value of
+    None (a default that is no choice, as Judged's `of`) is not printed.
     """
 
     name: str
@@ -82,7 +83,7 @@ class Measure:
             params.append(f"gains={spellings.format_gains(self.gains)}")
         if self.judged_only:
             params.append("judged_only=True")
-        params += [f"{key}={value}" for key, value in self.params]
+        params += [f"{key}={value}" for key, value in self.params if value is not None]
         text = self.name + (f"({','.join(params)})" if params else "")
         return text + (f"@{self.cutoff}" if self.cutoff is not None else "")
 
@@ -102,21 +103,57 @@ def _bad(name: str, why: str, hint: str | None = None) -> InputError:
     return InputError(f"measure {name!r}: {why}", hint=hint or measure_help())
 
 
-def parse_measure(name: str | Measure, *, default_rel: int = DEFAULT_THRESHOLD) -> Measure:
+def parse_measure(
+    name: str | Measure | Any,
+    *,
+    default_rel: int = DEFAULT_THRESHOLD,
+    trec_eval_level: int = foreign.TREC_EVAL_LEVEL,
+) -> Measure:
     """Parse `nDCG@10`, `RR(rel=3)@10`, `nDCG(gain=exp)` ... into a Measure.
 
-    The family is matched case-insensitively (`MRR` and `map` are accepted as RR and AP, and
-    trec_eval's `ndcg_cut_10`, `P_10`, `recall_100`, `map_cut_10`, `success_10` too; note that
-    they get relgrade's default threshold, shown in the printed name, not trec_eval's 1);
-    `str(parse_measure(x))` is the canonical spelling, with the threshold explicit.
-    Raises InputError naming what is wrong and listing the valid names.
+    The family is matched case-insensitively (`MRR` is accepted as RR). A name without
+    `(rel=N)` gets `default_rel`. trec_eval's names (`P_10`, `map`, `recip_rank`, `ndcg_cut_10`,
+    `recall_100`, `Rprec`, `success_10`, ...) and ir_measures' measure objects keep their tool's
+    meaning (`grader.metrics.foreign`): `P_10` is `P(rel=1)@10` (rel=`trec_eval_level`, trec_eval's
+    `-l`), `ir_measures.RR` is `RR(rel=1)`. `str(parse_measure(x))` is the canonical spelling,
+    with the threshold explicit. Raises InputError naming what is wrong and listing the valid
+    names.
     """
     if isinstance(name, Measure):
         return name
-    trec = _TREC_EVAL_RE.match(name)
-    trec_family = registry.trec_eval_family(trec.group(1)) if trec else None
-    if trec and trec_family:
-        name = f"{trec_family}@{trec.group(2)}"
+    if not isinstance(name, str):
+        return _from_object(name)
+    if trec_eval_level < MIN_THRESHOLD:
+        raise InputError(
+            f"trec_eval level {trec_eval_level}: relgrade's thresholds start at 1",
+            hint="a grade >= N is relevant; use a level of 1 or more",
+        )
+    trec = foreign.trec_eval_spelling(name, trec_eval_level)
+    if trec is not None:
+        return _parse(trec, default_rel)
+    return _parse(name, default_rel)
+
+
+def _from_object(measure: Any) -> Measure:
+    """An ir_measures measure object as the Measure ir_measures computes."""
+    spelled = foreign.ir_measures_spelling(measure) if foreign.is_ir_measures(measure) else None
+    if spelled is None:
+        raise InputError(
+            f"measure {measure!s}: relgrade cannot compute it"
+            + (" (an ir_measures measure)" if foreign.is_ir_measures(measure) else ""),
+            hint=f"give a name or an ir_measures measure among: {measure_help()}",
+        )
+    try:
+        return _parse(spelled, DEFAULT_THRESHOLD)
+    except InputError as error:
+        raise InputError(
+            f"ir_measures measure {measure!s}: relgrade cannot compute it ({error.reason})",
+            hint=error.hint,
+        ) from None
+
+
+def _parse(name: str, default_rel: int) -> Measure:
+    """Parse one of relgrade's own names."""
     match = _NAME_RE.match(name)
     if not match:
         raise _bad(name, "not a measure name")
@@ -246,7 +283,7 @@ def _ir_measures_param(
         raise _bad(name, str(error)) from None
 
 
-def parse_measures(names: list[str] | tuple[str, ...]) -> list[Measure]:
+def parse_measures(names: list[Any] | tuple[Any, ...]) -> list[Measure]:
     """Parse several names, dropping repeats while keeping the given order."""
     seen: dict[Measure, None] = {}
     for name in names:

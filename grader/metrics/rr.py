@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from grader.metrics._lists import Grades, is_relevant, top
+from grader.metrics.foreign import parse_ties
 from grader.metrics.judged_rows import Ranked
 from grader.metrics.measures import DEFAULT_THRESHOLD, Measure
 from grader.metrics.registry import register
@@ -59,8 +60,11 @@ register(
     "RR",
     compute,
     usage="RR(rel=N)@k",
-    help="reciprocal rank of the first relevant result (mean over queries = MRR)",
+    help="reciprocal rank of the first relevant result (mean over queries = MRR);\n"
+    "ties=asc: equal scores by doc id ascending (ir_measures' RR@k)",
     aliases=("mrr", "recip_rank"),
     judged_only=True,
+    params={"ties": parse_ties},
+    defaults={"ties": None},
     list_function=reciprocal_rank,
 )
