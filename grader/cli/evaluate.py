@@ -12,9 +12,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from grader.cli import evaluate_baseline as baseline
 from grader.cli.commands import COMMANDS
 from grader.cli.flags import add_measures
 from grader.errors import InputError
+from grader.evaluation.baseline import Comparisons, compare
 from grader.evaluation.files import judged_run_file, read_grades
 from grader.evaluation.scoring import RunJoin, check_measures, evaluate_judged, is_count
 from grader.io.runs import run_names
@@ -159,6 +161,7 @@ def register(sub: Any) -> None:
     from grader.cli.evaluate_fill import add_flags
 
     add_flags(parser)
+    baseline.add_flags(parser)
     # RUN ... may take no word (with --dataset): runs after an option come back as these
     parser.set_defaults(func=run, extra_positionals=[])
 
@@ -210,6 +213,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         _check_files_given(args)
     check_measures(args.measures)  # a bad name fails before any file is read
+    options = baseline.options(args)
     if args.runs.count("-") > 1:
         raise InputError("RUN `-` (stdin) is given twice", hint="stdin holds one run")
     if args.fill:
@@ -231,6 +235,10 @@ def run(args: argparse.Namespace) -> int:
     ]
     evaluation = evaluate_judged(facts, runs, args.measures, missing=missing, clamp=args.clamp)
     records = evaluation.records(args.per_query)
+    comparisons = None
+    if options:
+        comparisons = compare(evaluation.results, options)
+        comparisons.annotate(records)
     notes, warnings = evaluation.notes, evaluation.warnings
     if args.format == "json":
         import json  # each output format imports only its own module
@@ -244,14 +252,14 @@ def run(args: argparse.Namespace) -> int:
         import csv
 
         writer = csv.DictWriter(
-            sys.stdout, fieldnames=["run", "query_id", "measure", "value"], lineterminator="\n"
+            sys.stdout, fieldnames=baseline.csv_fields(comparisons), lineterminator="\n"
         )
         writer.writeheader()
         for r in records:
             writer.writerow({**r, "value": "" if math.isnan(r["value"]) else repr(r["value"])})
         _print_notes(notes, sys.stderr)
     else:
-        _print_tables(evaluation.results, evaluation.measures, notes, args.per_query)
+        _print_tables(evaluation.results, evaluation.measures, notes, args.per_query, comparisons)
     _print_notes(warnings, sys.stderr)
     return 0
 
@@ -266,7 +274,11 @@ def _fmt(value: float, count: bool = False) -> str:
 
 
 def _print_tables(
-    results: list[tuple[str, Scores]], names: list[str], notes: list[str], per_query: bool
+    results: list[tuple[str, Scores]],
+    names: list[str],
+    notes: list[str],
+    per_query: bool,
+    comparisons: Comparisons | None = None,
 ) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -286,11 +298,17 @@ def _print_tables(
     table = Table(title="mean over queries", title_justify="left")
     table.add_column("measure")
     for name, _ in results:
-        table.add_column(name, justify="right")
-    means = [dict(scores.means()) for _, scores in results]
+        title = f"{name} (baseline)" if comparisons and name == comparisons.baseline else name
+        table.add_column(title, justify="right")
+    means = [(name, dict(scores.means())) for name, scores in results]
     for m in names:
-        table.add_row(m, *(_fmt(float(col[m]), m in counts) for col in means))
+        cells = (
+            _fmt(float(c[m]), m in counts) + baseline.mark(comparisons, r, m) for r, c in means
+        )
+        table.add_row(m, *cells)
     console.print(table)
+    if comparisons:
+        baseline.print_comparisons(console, comparisons)
     if counts:
         listed = ", ".join(m for m in names if m in counts)
         console.print(f"{listed}: summed over queries, not averaged (as trec_eval)", soft_wrap=True)
