@@ -3,14 +3,15 @@
 The numbers are `grader.evaluation.baseline`'s (docs/significance.md). JSON and CSV: the "all"
 records gain `diff`, `p_value`, `p_adjusted`, `diff_ci_low`, `diff_ci_high` (null on the
 baseline's own); the table marks with `*` the means that differ from the baseline at
-p_adjusted < 0.05, says the test and correction on a legend line, and lists each comparison.
+p_adjusted < 0.05, lists each run's comparisons, and says the test and correction on a
+legend line.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-from typing import Any, Literal
+from typing import Any
 
 from grader.errors import InputError
 from grader.evaluation.baseline import COLUMNS, Comparisons, Options, baseline_name
@@ -81,25 +82,21 @@ def mark(comparisons: Comparisons | None, run: str, measure: str) -> str:
 
 
 def print_comparisons(console: Any, comparisons: Comparisons) -> None:
-    """The table of comparisons (run, measure, diff, interval, p-values) and the legend."""
+    """Per run, a table of its comparisons (measure, diff, interval, p-values); the legend."""
     from rich.table import Table
 
-    table = Table(title=f"compared with {comparisons.baseline}", title_justify="left")
-    for column in ("run", "measure", "diff", "95% CI", "p_value", "p_adjusted", ""):
-        justify: Literal["left", "right"] = "left" if column in ("run", "measure") else "right"
-        table.add_column(column, justify=justify, no_wrap=column != "run")
-    for c in comparisons.rows:
-        interval = f"[{_fmt(c.diff_ci_low)}, {_fmt(c.diff_ci_high)}]"
-        table.add_row(
-            c.run,
-            c.measure,
-            _fmt(c.diff, signed=True),
-            interval,
-            _p(c.p_value),
-            _p(c.p_adjusted),
-            "*" if c.significant else "",
-        )
-    console.print(table)
+    runs = list(dict.fromkeys(c.run for c in comparisons.rows))
+    for run in runs:
+        title = f"{run} - {comparisons.baseline} (baseline)"
+        table = Table(title=title, title_justify="left")
+        table.add_column("measure", overflow="fold")
+        for column in ("diff", "95% CI", "p_value", "p_adjusted"):
+            table.add_column(column, justify="right", no_wrap=True)
+        for c in (c for c in comparisons.rows if c.run == run):
+            interval = f"[{_fmt(c.diff_ci_low)}, {_fmt(c.diff_ci_high)}]"
+            adjusted = _p(c.p_adjusted) + (" *" if c.significant else "  ")
+            table.add_row(c.measure, _fmt(c.diff, signed=True), interval, _p(c.p_value), adjusted)
+        console.print(table)
     console.print(comparisons.legend(), soft_wrap=True)
 
 
@@ -108,6 +105,7 @@ def _fmt(value: float, signed: bool = False) -> str:
 
 
 def _p(value: float) -> str:
+    """A p-value to 4 decimals; below 0.0001 as "<0.0001" (JSON and CSV give it whole)."""
     if math.isnan(value):
         return "n/a"
-    return f"{value:.4f}" if value >= 1e-4 else f"{value:.1e}"
+    return f"{value:.4f}" if value >= 1e-4 else "<0.0001"

@@ -98,16 +98,19 @@ class Comparisons:
         """One line: what the mark means, the test and the correction."""
         o = self.options
         family = len([c for c in self.rows if not math.isnan(c.p_value)])
-        test = TEST_NAMES[o.test]
-        if o.test != "t":
+        test = f"{TEST_NAMES[o.test]}, two-sided"
+        n = max((c.n for c in self.rows), default=0)
+        if o.test == "randomization" and n < 63 and 1 << n <= o.permutations:
+            test += f", exact over all 2^{n} sign patterns; interval: bootstrap, seed {o.seed}"
+        elif o.test != "t":
             draws = "sign flips" if o.test == "randomization" else "resamples"
             test += f", {o.permutations:,} {draws}, seed {o.seed}"
         correction = CORRECTION_NAMES[o.correction]
         if o.correction != "none":
-            correction += f" over {family} comparisons"
+            correction += f" over {family} comparison{'' if family == 1 else 's'}"
         return (
             f"* differs from the baseline {self.baseline} at p_adjusted < {ALPHA} "
-            f"({test}, two-sided; {correction})"
+            f"({test}; {correction})"
         )
 
 
