@@ -90,6 +90,14 @@ fill (labels on top of people's; docs/filling-holes.md):
   pairs graded by both (grade --also-judged), the filled score gets a corrected value and a
   95% interval.
 
+baseline (docs/significance.md):
+  --baseline NAME compares every other run with NAME (a run's name as printed, or its path) on
+  each measure, over the queries both are scored on: diff (mean of the per-query differences),
+  p_value (--test t|randomization|bootstrap, paired, two-sided), p_adjusted (--correction
+  holm|bonferroni|none over every run x measure compared), diff_ci_low, diff_ci_high (95%).
+  JSON and CSV add them to the "all" records; the table marks with * the means that differ at
+  p_adjusted < 0.05.
+
 default measures: {defaults} (thresholds from QRELS, as above)
 """
 
