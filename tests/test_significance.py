@@ -171,3 +171,20 @@ def test_bad_arguments() -> None:
         paired_differences([1.0, 2.0], "bootstrap", permutations=0)
     with pytest.raises(ValueError, match="correction"):
         adjust([0.1], "fdr")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("test", ALL_TESTS)
+def test_batches_of_draws_do_not_change_the_result(
+    test: Test, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Draws are made in batches that fit in memory; a batch of another size gives the same
+    p-value and interval (exact enumeration and the seeded draws alike)."""
+    import grader.evaluation.significance as significance
+
+    for n, permutations in ((12, 10_000), (43, 3_000)):
+        run, base = _pair(n, n, shift=0.04)
+        whole = paired_test(run, base, test, permutations=permutations, seed=5)
+        monkeypatch.setattr(significance, "_CELLS", 7 * n + 3)
+        batched = paired_test(run, base, test, permutations=permutations, seed=5)
+        monkeypatch.undo()
+        assert batched == whole

@@ -80,9 +80,12 @@ class Comparisons:
     baseline: str
     options: Options
     rows: list[Comparison] = field(default_factory=list)
+    _index: dict[tuple[str, str], Comparison] = field(default_factory=dict, repr=False)
 
     def get(self, run: str, measure: str) -> Comparison | None:
-        return next((c for c in self.rows if c.run == run and c.measure == measure), None)
+        if len(self._index) != len(self.rows):
+            self._index = {(c.run, c.measure): c for c in self.rows}
+        return self._index.get((run, measure))
 
     def annotate(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The "all" records with COLUMNS added (None on the baseline's and where nothing was

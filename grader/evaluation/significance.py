@@ -51,6 +51,7 @@ LEVEL = 0.95
 PERMUTATIONS = 10_000
 """Random sign patterns (randomization) or resamples (bootstrap) by default."""
 
+_ALL_BITS = np.iinfo(np.uint64).max
 _CELLS = 1 << 21
 """Draws held in memory at once (a batch of patterns or resamples times n)."""
 
@@ -120,15 +121,24 @@ def _tolerance(d: npt.NDArray[np.float64]) -> float:
 def _randomization_p(d: npt.NDArray[np.float64], permutations: int, seed: int) -> float:
     n = d.size
     observed = abs(float(d.sum())) - _tolerance(d)
-    if n < 63 and 1 << n <= permutations:  # every sign pattern, once: the exact p-value
-        patterns = np.arange(1 << n, dtype=np.int64)[:, None] >> np.arange(n, dtype=np.int64)
-        signs = 1.0 - 2.0 * (patterns & 1)
-        return int(np.count_nonzero(np.abs(signs @ d) >= observed)) / (1 << n)
-    rng = np.random.default_rng(seed)
     reached = 0
+    if n < 63 and 1 << n <= permutations:  # every sign pattern, once: the exact p-value
+        bits = np.arange(n, dtype=np.int64)
+        start = 0
+        for size in _batches(1 << n, n):
+            patterns = np.arange(start, start + size, dtype=np.int64)[:, None] >> bits
+            signs = 1.0 - 2.0 * (patterns & 1)
+            reached += int(np.count_nonzero(np.abs(signs @ d) >= observed))
+            start += size
+        return reached / (1 << n)
+    rng = np.random.default_rng(seed)
+    words = (n + 63) // 64
+    total = float(d.sum())
     for size in _batches(permutations, n):
-        signs = 1.0 - 2.0 * rng.integers(0, 2, (size, n))
-        reached += int(np.count_nonzero(np.abs(signs @ d) >= observed))
+        # 64 fair coins a draw; a 1 flips that query's sign: sum = total - 2 * (flipped sum)
+        draws = rng.integers(0, _ALL_BITS, (size, words), dtype=np.uint64, endpoint=True)
+        flips = np.unpackbits(draws.view(np.uint8), axis=1, bitorder="little")[:, :n]
+        reached += int(np.count_nonzero(np.abs(total - 2.0 * (flips @ d)) >= observed))
     return reached / permutations
 
 
