@@ -270,3 +270,21 @@ def test_api_bad_baselines_are_input_errors(files: dict[str, str]) -> None:
         rg.evaluate(files["qrels"], runs, baseline="base", correction="fdr")  # type: ignore[arg-type]
     with pytest.raises(InputError, match="permutations"):
         rg.evaluate(files["qrels"], runs, baseline="base", permutations=0)
+
+
+def test_counts_are_compared_by_their_sums(
+    files: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """NumRelRet's "all" row is a sum: diff and its interval are the sum's, the p-value the
+    mean's."""
+    argv = [files["qrels"], files["base"], files["part"], "--baseline", "base"]
+    records = _records(capsys, *argv, "-m", "NumRelRet(rel=2)", "nDCG@10")
+    alls = {(r["run"], r["measure"]): r for r in records if r["query_id"] == "all"}
+    part, base = alls[("part", "NumRelRet(rel=2)")], alls[("base", "NumRelRet(rel=2)")]
+    assert part["diff"] == pytest.approx(part["value"] - base["value"], abs=1e-9)
+    run, baseline = _paired(_per_query(records), "part", "base", "NumRelRet(rel=2)")
+    ref = stats.ttest_rel(run, baseline)
+    ci = ref.confidence_interval(0.95)
+    assert part["p_value"] == pytest.approx(ref.pvalue, rel=1e-9, abs=1e-12)
+    assert part["diff_ci_low"] == pytest.approx(ci.low * len(run), abs=1e-9)
+    assert part["diff_ci_high"] == pytest.approx(ci.high * len(run), abs=1e-9)

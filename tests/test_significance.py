@@ -15,6 +15,7 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from grader.evaluation.significance import (
+    Correction,
     Paired,
     Test,
     adjust,
@@ -24,6 +25,7 @@ from grader.evaluation.significance import (
 from grader.evaluation.student_t import t_quantile, two_sided_p
 
 ALL_TESTS: tuple[Test, ...] = ("t", "randomization", "bootstrap")
+FAMILY_CORRECTIONS: tuple[Correction, ...] = ("holm", "bonferroni")
 
 
 def _pair(seed: int, n: int, shift: float = 0.03) -> tuple[np.ndarray, np.ndarray]:
@@ -60,12 +62,12 @@ def test_t_test_without_spread() -> None:
     assert same.p_value == 0.0 and same.ci_low == same.ci_high == 0.25
 
 
-@pytest.mark.parametrize("test", ["t", "randomization", "bootstrap"])
-def test_fewer_than_two_queries_give_no_p_value(test: str) -> None:
-    one = paired_differences([0.25], test)  # type: ignore[arg-type]
+@pytest.mark.parametrize("test", ALL_TESTS)
+def test_fewer_than_two_queries_give_no_p_value(test: Test) -> None:
+    one = paired_differences([0.25], test)
     assert one.n == 1 and one.diff == 0.25
     assert math.isnan(one.p_value) and math.isnan(one.ci_low) and math.isnan(one.ci_high)
-    none = paired_differences([], test)  # type: ignore[arg-type]
+    none = paired_differences([], test)
     assert none.n == 0 and math.isnan(none.diff) and math.isnan(none.p_value)
 
 
@@ -144,13 +146,13 @@ def test_tests_agree_on_a_clear_difference_and_on_none() -> None:
         assert none.ci_low < none.diff < none.ci_high
 
 
-@pytest.mark.parametrize("method", ["holm", "bonferroni"])
-def test_corrections_equal_statsmodels(method: str) -> None:
+@pytest.mark.parametrize("method", FAMILY_CORRECTIONS)
+def test_corrections_equal_statsmodels(method: Correction) -> None:
     rng = np.random.default_rng(5)
     for size in (1, 2, 7, 30):
         p = rng.uniform(0, 0.2, size)
         p[rng.integers(0, size)] = 0.0
-        got = adjust(p, method)  # type: ignore[arg-type]
+        got = adjust(p, method)
         ref = multipletests(p, method=method)[1]
         np.testing.assert_allclose(got, ref, rtol=0, atol=1e-15)
 
