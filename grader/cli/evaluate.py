@@ -260,7 +260,7 @@ def run(args: argparse.Namespace) -> int:
         import csv
 
         writer = csv.DictWriter(
-            sys.stdout, fieldnames=baseline.csv_fields(comparisons), lineterminator="\n"
+            sys.stdout, fieldnames=baseline.csv_fields(records), lineterminator="\n"
         )
         writer.writeheader()
         for r in records:

@@ -69,10 +69,15 @@ def options(args: argparse.Namespace) -> Options | None:
     return Options(name, **values)
 
 
-def csv_fields(comparisons: Comparisons | None) -> list[str]:
-    """The CSV header: the records' keys, and COLUMNS with a baseline."""
-    base = ["run", "query_id", "measure", "value"]
-    return base + list(COLUMNS) if comparisons else base
+def csv_fields(records: list[dict[str, Any]]) -> list[str]:
+    """The CSV header: every key of the records, in the order they first appear (COLUMNS come
+    with a baseline, after the keys every record has)."""
+    fields = dict.fromkeys(["run", "query_id", "measure", "value"])
+    for record in records:
+        fields.update(dict.fromkeys(k for k in record if k not in COLUMNS))
+    if any(COLUMNS[0] in record for record in records):
+        fields.update(dict.fromkeys(COLUMNS))
+    return list(fields)
 
 
 def mark(comparisons: Comparisons | None, run: str, measure: str) -> str:
