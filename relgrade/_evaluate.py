@@ -10,10 +10,12 @@ from typing import Any, Literal
 import pandas as pd
 
 from grader.errors import InputError, RelgradeWarning
+from grader.evaluation.baseline import COLUMNS, compare
 from grader.evaluation.inputs import read_qrels_input, run_joins
 from grader.evaluation.scoring import check_measures, evaluate_judged
 from grader.io.tables import grades_table, is_path, run_table
 from grader.metrics.measures import Measure
+from relgrade._baseline import baseline_options, check_choices
 from relgrade._fill import evaluate_fill
 
 
@@ -46,6 +48,11 @@ def evaluate(
     llm_scale: str | Mapping[int, int] | None = None,
     fill_manifest: str | Path | None = None,
     trec_eval_level: int = 1,
+    baseline: str | Path | None = None,
+    test: Literal["t", "randomization", "bootstrap"] = "t",
+    permutations: int = 10_000,
+    seed: int = 0,
+    correction: Literal["holm", "bonferroni", "none"] = "holm",
 ) -> pd.DataFrame:
     """Score runs against qrels, as `relgrade evaluate QRELS RUN ... --format json` does.
 
@@ -72,6 +79,11 @@ def evaluate(
     means with an interval (docs/filling-holes.md). `llm_scale` ("0:0,1:1,2:4,3:7" or a dict)
     and `fill_manifest` are `--llm-scale` and `--fill-manifest`; `clamp` is not used.
 
+    `baseline`: a run's name (or path) to compare every other run with, as `--baseline`:
+    the "all" rows get `diff, p_value, p_adjusted, diff_ci_low, diff_ci_high` (NaN on the
+    baseline's); `test`, `permutations`, `seed` and `correction` are the command's flags
+    (docs/significance.md).
+
     >>> import relgrade as rg
     >>> qrels = {"q1": {"d1": 1, "d2": 0}}
     >>> run = {"q1": {"d1": 0.9, "d2": 0.5}}
@@ -81,6 +93,10 @@ def evaluate(
     1  run      all       nDCG@10    1.0
     """
     names = measure_names(measures)
+    if baseline is not None:
+        check_choices(test, permutations, correction)
+        if fill is not None:
+            raise InputError("baseline= does not go with fill=", hint="leave out one of them")
     if fill is not None:
         if trec_eval_level != 1:
             raise InputError("trec_eval_level= does not go with fill= (its names use level 1)")
@@ -100,13 +116,31 @@ def evaluate(
     check_measures(names)  # a bad name fails before any input is read
     judged, facts = read_qrels_input(qrels, clamp=clamp)
     joins = run_joins(runs, judged, precision=precision)
+    options = None
+    if baseline is not None:
+        names_given = [n for n, _ in joins]
+        options = baseline_options(
+            baseline,
+            runs,
+            names_given,
+            test=test,
+            permutations=permutations,
+            seed=seed,
+            correction=correction,
+        )
     missing: Literal["zero", "skip"] = "skip" if trec_eval_missing else "zero"
     evaluation = evaluate_judged(
         facts, joins, names, missing=missing, clamp=clamp, trec_eval_level=trec_eval_level
     )
     warn(evaluation.warnings)
-    frame = pd.DataFrame(evaluation.records(per_query), columns=evaluation.columns())
-    frame["value"] = frame["value"].astype("float64")
+    records = evaluation.records(per_query)
+    columns = evaluation.columns()
+    if options is not None:
+        compare(evaluation.results, options).annotate(records)
+        columns += COLUMNS
+    frame = pd.DataFrame(records, columns=columns)
+    for column in ["value", *(c for c in columns if c in COLUMNS or c == "judged_share")]:
+        frame[column] = frame[column].astype("float64")
     frame.attrs["notes"] = list(evaluation.notes)
     frame.attrs["measures"] = list(evaluation.measures)
     return frame

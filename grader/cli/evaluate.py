@@ -12,9 +12,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from grader.cli import evaluate_baseline as baseline
 from grader.cli.commands import COMMANDS
 from grader.cli.flags import add_measures
 from grader.errors import InputError
+from grader.evaluation.baseline import Comparisons, compare
 from grader.evaluation.files import path_join, read_grades
 from grader.evaluation.scoring import RunJoin, check_measures, evaluate_judged, is_count
 from grader.io.runs import run_names
@@ -91,6 +93,14 @@ fill (labels on top of people's; docs/filling-holes.md):
   run's top k judged by people, filled by the LLM, unjudged. JSON records add "regime". With
   pairs graded by both (grade --also-judged), the filled score gets a corrected value and a
   95% interval.
+
+baseline (docs/significance.md):
+  --baseline NAME compares every other run with NAME (a run's name as printed, or its path) on
+  each measure, over the queries both are scored on: diff (mean of the per-query differences),
+  p_value (--test t|randomization|bootstrap, paired, two-sided), p_adjusted (--correction
+  holm|bonferroni|none over every run x measure compared), diff_ci_low, diff_ci_high (95%).
+  JSON and CSV add them to the "all" records; the table marks with * the means that differ at
+  p_adjusted < 0.05.
 
 default measures: {defaults} (thresholds from QRELS, as above)
 """
@@ -171,6 +181,7 @@ def register(sub: Any) -> None:
     from grader.cli.evaluate_fill import add_flags
 
     add_flags(parser)
+    baseline.add_flags(parser)
     # RUN ... may take no word (with --dataset): runs after an option come back as these
     parser.set_defaults(func=run, extra_positionals=[])
 
@@ -222,6 +233,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         _check_files_given(args)
     check_measures(args.measures)  # a bad name fails before any file is read
+    options = baseline.options(args)
     if args.runs.count("-") > 1:
         raise InputError("RUN `-` (stdin) is given twice", hint="stdin holds one run")
     if args.fill:
@@ -250,6 +262,10 @@ def run(args: argparse.Namespace) -> int:
         trec_eval_level=args.trec_eval_level,
     )
     records = evaluation.records(args.per_query)
+    comparisons = None
+    if options:
+        comparisons = compare(evaluation.results, options)
+        comparisons.annotate(records)
     notes, warnings = evaluation.notes, evaluation.warnings
     if args.format == "json":
         import json  # each output format imports only its own module
@@ -262,13 +278,15 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "csv":
         import csv
 
-        writer = csv.DictWriter(sys.stdout, fieldnames=evaluation.columns(), lineterminator="\n")
+        writer = csv.DictWriter(
+            sys.stdout, fieldnames=baseline.csv_fields(records), lineterminator="\n"
+        )
         writer.writeheader()
         for r in records:
             writer.writerow({**r, "value": "" if math.isnan(r["value"]) else repr(r["value"])})
         _print_notes(notes, sys.stderr)
     else:
-        _print_tables(evaluation.results, evaluation.measures, notes, args.per_query)
+        _print_tables(evaluation.results, evaluation.measures, notes, args.per_query, comparisons)
     _print_notes(warnings, sys.stderr)
     return 0
 
@@ -283,7 +301,11 @@ def _fmt(value: float, count: bool = False) -> str:
 
 
 def _print_tables(
-    results: list[tuple[str, Scores]], names: list[str], notes: list[str], per_query: bool
+    results: list[tuple[str, Scores]],
+    names: list[str],
+    notes: list[str],
+    per_query: bool,
+    comparisons: Comparisons | None = None,
 ) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -303,11 +325,17 @@ def _print_tables(
     table = Table(title="mean over queries", title_justify="left")
     table.add_column("measure")
     for name, _ in results:
-        table.add_column(name, justify="right")
-    means = [dict(scores.means()) for _, scores in results]
+        title = f"{name} (baseline)" if comparisons and name == comparisons.baseline else name
+        table.add_column(title, justify="right")
+    means = [(name, dict(scores.means())) for name, scores in results]
     for m in names:
-        table.add_row(m, *(_fmt(float(col[m]), m in counts) for col in means))
+        cells = (
+            _fmt(float(c[m]), m in counts) + baseline.mark(comparisons, r, m) for r, c in means
+        )
+        table.add_row(m, *cells)
     console.print(table)
+    if comparisons:
+        baseline.print_comparisons(console, comparisons)
     if counts:
         listed = ", ".join(m for m in names if m in counts)
         console.print(f"{listed}: summed over queries, not averaged (as trec_eval)", soft_wrap=True)
