@@ -84,6 +84,9 @@ class Counts(SummaryPart):
     llm_only: int
     human_only: int
     queries: int
+    design_sample: int | None = None
+    """With a manifest: the pairs graded by both that it holds (the design sample its 1/pi
+    weights speak for); `paired` (= `n`) may be more (`DesignSample`)."""
 
 
 class QueryFigures(TypedDict):
@@ -254,6 +257,28 @@ class PairFigures(SummaryPart):
     confusion: list[list[int | float]]
 
 
+class DesignSample(SummaryPart):
+    """The manifest's pairs graded by both, weighted by 1/pi: agreement over the population the
+    sample was drawn from. `outside` counts the pairs graded by both that the manifest does not
+    hold: they count in the top-level agreement (`n`), unweighted, and not here."""
+
+    n: int
+    weighted_n: float | None = None
+    outside: int
+    population: int
+    strategy: str
+    manifest: str
+    exact_agreement: float | None
+    within_one: float | None
+    cohen_kappa: float | None
+    weighted_kappa_linear: float | None
+    weighted_kappa_quadratic: float | None
+    krippendorff_alpha_ordinal: float | None
+    krippendorff_alpha_interval: float | None
+    mean_bias: float | None
+    confusion: list[list[int | float]]
+
+
 class HumanVsHuman(SummaryPart):
     """A second person against the first, beside the LLM against the first, on the same pairs."""
 
@@ -308,6 +333,8 @@ class CalibrationSummary(SummaryPart):
     """With runs: every asked measure's systems section, by measure name (`systems` is the
     first of them)."""
     estimates: Estimates | None = None
+    design_sample: DesignSample | None = None
+    """With a manifest: its pairs' figures, weighted (see `DesignSample`)."""
     notes: list[str]
     human_vs_human: HumanVsHuman | None = None
     manifest: str | None = None

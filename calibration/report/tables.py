@@ -12,6 +12,7 @@ from calibration.summary_model import (
     BiasRow,
     CalibrationSummary,
     Confidence,
+    DesignSample,
     Estimate,
     Estimates,
     HumanVsHuman,
@@ -56,6 +57,8 @@ def agreement_table(s: CalibrationSummary) -> Table:
         f"Agreement on {s.n} pairs over {c.queries} queries{weighted}; "
         f"{c.llm_only} pairs LLM-only, {c.human_only} human-only"
     )
+    if c.design_sample is not None:
+        title += f"; design sample: {c.design_sample} pairs of the manifest"
     table = Table(title=title, title_justify="left")
     table.add_column("figure")
     table.add_column("value", justify="right")
@@ -225,6 +228,17 @@ def sequence_sentence(share: Estimate) -> str | None:
     return text + (f" {share.cs_note}." if share.cs_note else "")
 
 
+def design_sample_sentence(d: DesignSample) -> str:
+    """The design sample's figures in words, when agreement counted more pairs than it."""
+    return (
+        f"Design sample: {d.n} pairs of the manifest ({d.strategy}), weighted by 1/pi to the "
+        f"{d.population:,} pairs it was drawn from: exact agreement {fmt(d.exact_agreement)}, "
+        f"Cohen's kappa {fmt(d.cohen_kappa)}, quadratic-weighted kappa "
+        f"{fmt(d.weighted_kappa_quadratic)}, mean bias {fmt(d.mean_bias)}. The agreement above "
+        f"also counts {d.outside} pairs graded by both outside the manifest, unweighted."
+    )
+
+
 def worst_queries_table(per_query: list[QueryFigures], k: int = 5) -> Table:
     """The k queries with the lowest exact agreement (most pairs first on ties, then in the
     per-query list's order)."""
@@ -357,6 +371,8 @@ def render(s: CalibrationSummary) -> RenderableType:
         parts.append(swaps_text(sy))
     if s.estimates:
         parts.append(estimates_table(s.estimates))
+    if s.design_sample and s.design_sample.outside:
+        parts.append(Text(design_sample_sentence(s.design_sample)))
     parts.append(Text(f"Verdict: {s.verdict.text}", style="bold"))
     for note in s.notes:
         parts.append(Text(f"note: {note}", style="dim"))
