@@ -230,6 +230,10 @@ class Estimate(SummaryPart):
     cs_estimate: float | None = None
     cs_n: int | None = None
     cs_note: str | None = None
+    mean_bias: float | None = None
+    """`mean_grade` only: the mean LLM grade over the pool minus the estimated mean human grade."""
+    mean_bias_ci: Interval | None = None
+    """`mean_grade` only: its 95% interval (design-based, from `ppi_ci`)."""
 
 
 class Estimates(SummaryPart):
@@ -238,6 +242,9 @@ class Estimates(SummaryPart):
     threshold: int
     design: Design
     relevant_share: Estimate
+    mean_grade: Estimate | None = None
+    """The mean human grade (0..3) over the LLM-graded pairs, and the pool's mean bias (not
+    when people graded 0/1)."""
     runs: dict[str, Estimate] | None = None
     """Each run's estimate of the first (or only) measure."""
     runs_by_measure: dict[str, dict[str, Estimate]] | None = None

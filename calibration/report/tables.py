@@ -187,6 +187,8 @@ def estimate_rows(est: Estimates, short: bool = False) -> list[tuple[str, Estima
     """(label, estimate) for the relevant share and each run, in the order shown."""
     share = f"(>={est.threshold})" if short else f"(grade >= {est.threshold})"
     rows = [(f"relevant share {share}", est.relevant_share)]
+    if est.mean_grade is not None:
+        rows.append(("mean grade (0-3)", est.mean_grade))
     by_measure = est.runs_by_measure or {"": est.runs or {}}
     rows += [(f"{name} {e.measure}", e) for runs in by_measure.values() for name, e in runs.items()]
     return rows
@@ -201,6 +203,10 @@ def estimates_caption(est: Estimates) -> str:
     said = sequence_sentence(share)
     if said:
         parts.append(said)
+    grade = est.mean_grade
+    if grade is not None:
+        bias = f"; the pool's mean bias (LLM minus human) {fmt(grade.mean_bias)}"
+        parts.append(f"Mean grade: the {grade.estimand}{bias} {_ci(grade.mean_bias_ci)}.")
     runs = list((est.runs or {}).values())
     if runs and runs[0].estimand:
         parts.append(f"Runs: the {runs[0].estimand}.")
