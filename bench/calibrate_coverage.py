@@ -17,7 +17,12 @@ pool's mean bias (mean LLM grade minus mean NIST grade, over the population) by 
 design-based interval (`mean_bias_ci`) and by the agreement table's query bootstrap
 (`intervals.mean_bias`, 200 resamples here), with their mean widths.
 
-    python bench/calibrate_coverage.py [--worlds 200] [--part partial mean] [--seed 0]
+Part `sequence`: uniform paths over all 9,260 pairs graded one at a time: the confidence
+sequence's half-width over the fixed-n PPI++ interval's at n = 100, 300, 1,000, and how
+`more_for_0_05`, forecast after 100 and 300 grades, compares with the grades each path needed.
+
+    python bench/calibrate_coverage.py [--worlds 200] [--paths 200]
+                                       [--part partial mean sequence] [--seed 0]
 """
 
 from __future__ import annotations
@@ -40,6 +45,14 @@ from calibration.spotcheck.sequential import uniform_draw_probabilities  # noqa:
 from calibration.spotcheck.stopping import DrawOrder  # noqa: E402
 from calibration.stats.agreement import grouped_confusion  # noqa: E402
 from calibration.stats.bootstrap import agreement_intervals  # noqa: E402
+from calibration.stats.confseq import (  # noqa: E402
+    TARGET,
+    boundary,
+    desraj_terms,
+    more_for,
+    running,
+    share_sequence,
+)
 from calibration.stats.ppi import ppi_mean  # noqa: E402
 from calibration.stats.ppi_design import SampleDesign  # noqa: E402
 from tests.helpers.spotcheck_sim import LABEL_SETS, LabelSets, load_label_sets  # noqa: E402
@@ -217,12 +230,64 @@ def part_mean(sets: LabelSets, pop: npt.NDArray[np.int64], args: argparse.Namesp
             )
 
 
+def part_sequence(sets: LabelSets, args: argparse.Namespace) -> None:
+    """Uniform paths over all the pairs: the sequence's half-width against the fixed-n PPI++
+    interval's at n = 100, 300, 1,000, and `more_for_0_05` (forecast at n = 100 and 300) against
+    the grades each path actually needed to reach a half-width of 0.05."""
+    n_pop, t_max = sets.human.size, args.path_length
+    y_all = (sets.human >= THRESHOLD).astype(np.float64)
+    rng = np.random.default_rng(args.seed + 2)
+    p = uniform_draw_probabilities(t_max, n_pop)
+    print(f"\nsequence: uniform paths over all N = {n_pop} pairs, {args.paths} paths x "
+          f"{len(LABEL_SETS)} label sets, graded up to n = {t_max}")
+    print(f"{'':>44} {'cs / fixed at n =':^22} {'forecast / needed from':^28}")
+    print(f"{'label set':>44} {'100':>8} {'300':>6} {'1000':>6} {'100':>13} {'300':>13}")
+    for name in LABEL_SETS:
+        f_all = (sets.llm[name] >= THRESHOLD).astype(np.float64)
+        order = np.argsort(rng.random((args.paths, n_pop)), axis=1)[:, :t_max]
+        y, f = y_all[order], f_all[order]
+        z = desraj_terms(y, f, np.broadcast_to(p, y.shape), float(f_all.sum()), n_pop)
+        _, sd = running(z)
+        half = sd * boundary(np.arange(1, t_max + 1))
+        ratios: dict[int, list[float]] = {t: [] for t in (100, 300, 1000)}
+        forecast: dict[int, list[float]] = {t: [] for t in (100, 300)}
+        before: dict[int, list[float]] = {t: [] for t in (100, 300)}
+        for k in range(args.paths):
+            for t in ratios:
+                rest = np.ones(n_pop, dtype=bool)
+                rest[order[k, :t]] = False
+                fixed = ppi_mean(y[k, :t], f[k, :t], f_all[rest])
+                ratios[t].append(float(half[k, t - 1]) / (fixed.width / 2))
+            reached = np.flatnonzero(half[k] <= TARGET)
+            for t in forecast:
+                later = reached[reached >= t - 1]
+                if not later.size:
+                    continue
+                seq = share_sequence(y[k, :t], f[k, :t], p[:t], f_all)
+                needed = int(later[0]) + 1 - t
+                if needed > 0:
+                    forecast[t].append(seq.more_for(TARGET) / needed)
+                    before[t].append(more_for(TARGET, t, seq.sd) / needed)
+        cells = [f"{np.mean(ratios[t]):.3f}" for t in ratios]
+        cells += [f"{np.median(forecast[t]):.2f} ({np.median(before[t]):.2f})" for t in forecast]
+        print(f"{name.removeprefix("dl2019_"):>44} {cells[0]:>8} {cells[1]:>6} {cells[2]:>6} {cells[3]:>13} "
+              f"{cells[4]:>13}")
+    print("(cs / fixed: mean ratio of half-widths; forecast / needed: the median over paths of "
+          "more_for_0_05 over the grades the path needed; in brackets the forecast on the "
+          "current spread, before it projected the spread's shrinking)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--worlds", type=int, default=200, help="draws per label set (200)")
     parser.add_argument(
-        "--part", nargs="+", default=["partial", "mean"], choices=["partial", "mean"]
+        "--part",
+        nargs="+",
+        default=["partial", "mean", "sequence"],
+        choices=["partial", "mean", "sequence"],
     )
+    parser.add_argument("--paths", type=int, default=200, help="sequence paths per label set")
+    parser.add_argument("--path-length", type=int, default=2000)
     parser.add_argument("--population", type=int, default=4423)
     parser.add_argument("--sampled", type=int, default=2000, help="the partial sample's size")
     parser.add_argument("--graded", type=int, nargs="+", default=[100, 200, 300])
@@ -237,6 +302,8 @@ def main() -> None:
         part_partial(sets, pop, args)
     if "mean" in args.part:
         part_mean(sets, pop, args)
+    if "sequence" in args.part:
+        part_sequence(sets, args)
     print(f"\n({time.perf_counter() - start:.0f} s)")
 
 
