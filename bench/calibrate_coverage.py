@@ -238,8 +238,10 @@ def part_sequence(sets: LabelSets, args: argparse.Namespace) -> None:
     y_all = (sets.human >= THRESHOLD).astype(np.float64)
     rng = np.random.default_rng(args.seed + 2)
     p = uniform_draw_probabilities(t_max, n_pop)
-    print(f"\nsequence: uniform paths over all N = {n_pop} pairs, {args.paths} paths x "
-          f"{len(LABEL_SETS)} label sets, graded up to n = {t_max}")
+    print(
+        f"\nsequence: uniform paths over all N = {n_pop} pairs, {args.paths} paths x "
+        f"{len(LABEL_SETS)} label sets, graded up to n = {t_max}"
+    )
     print(f"{'':>44} {'cs / fixed at n =':^22} {'forecast / needed from':^28}")
     print(f"{'label set':>44} {'100':>8} {'300':>6} {'1000':>6} {'100':>13} {'300':>13}")
     for name in LABEL_SETS:
@@ -270,11 +272,15 @@ def part_sequence(sets: LabelSets, args: argparse.Namespace) -> None:
                     before[t].append(more_for(TARGET, t, seq.sd) / needed)
         cells = [f"{np.mean(ratios[t]):.3f}" for t in ratios]
         cells += [f"{np.median(forecast[t]):.2f} ({np.median(before[t]):.2f})" for t in forecast]
-        print(f"{name.removeprefix("dl2019_"):>44} {cells[0]:>8} {cells[1]:>6} {cells[2]:>6} {cells[3]:>13} "
-              f"{cells[4]:>13}")
-    print("(cs / fixed: mean ratio of half-widths; forecast / needed: the median over paths of "
-          "more_for_0_05 over the grades the path needed; in brackets the forecast on the "
-          "current spread, before it projected the spread's shrinking)")
+        short = name.removeprefix("dl2019_")
+        print(
+            f"{short:>44} {cells[0]:>8} {cells[1]:>6} {cells[2]:>6} {cells[3]:>13} {cells[4]:>13}"
+        )
+    print(
+        "(cs / fixed: mean ratio of half-widths; forecast / needed: the median over paths of "
+        "more_for_0_05 over the grades the path needed; in brackets the forecast on the "
+        "current spread, before it projected the spread's shrinking)"
+    )
 
 
 def main() -> None:
