@@ -114,8 +114,8 @@ def part_partial(sets: LabelSets, pop: npt.NDArray[np.int64], args: argparse.Nam
         f"mean grade {mean_truth:.4f}"
     )
     print(
-        f"{'n':>5} {'share: prefix':>14} {'manifest pi':>12} {'width ratio':>12} "
-        f"{'mean grade: prefix':>19} {'worst set':>10}"
+        f"{'n':>5} {'share: prefix':>14} {'worst set':>10} {'manifest pi':>12} "
+        f"{'width ratio':>12} {'mean grade: prefix':>19}"
     )
     q = np.array(sets.query_ids)[pop]
     d = np.array(sets.doc_ids)[pop]
@@ -150,8 +150,9 @@ def part_partial(sets: LabelSets, pop: npt.NDArray[np.int64], args: argparse.Nam
                 hits["grade"].append(covers(grade.ppi_ci, mean_truth)[0])
         worst = min(float(np.mean(v)) for v in per_set.values())
         print(
-            f"{n:>5} {np.mean(hits['prefix']):>14.1%} {np.mean(hits['old']):>12.1%} "
-            f"{np.mean(hits['ratio']):>12.3f} {np.mean(hits['grade']):>19.1%} {worst:>10.1%}"
+            f"{n:>5} {np.mean(hits['prefix']):>14.1%} {worst:>10.1%} "
+            f"{np.mean(hits['old']):>12.1%} {np.mean(hits['ratio']):>12.3f} "
+            f"{np.mean(hits['grade']):>19.1%}"
         )
 
 

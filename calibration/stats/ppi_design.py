@@ -102,7 +102,8 @@ def caution(estimate: dict[str, Any], design: SampleDesign, units: str) -> str |
         notes.append(
             f"only {clusters} whole queries graded: the interval is approximate and wide (in "
             "simulations on TREC DL 2019 the relevant share's interval held the truth 93-98% of "
-            "the time with 3 or 6 queries; bias within 0.005 at 6 queries, up to 0.017 at 3; "
-            "per-run figures are human-only below 10 queries; see docs/spot-checks-that-stop.md)"
+            "the time with 3 or 6 queries; bias -0.006 to +0.001 at 6 queries, down to -0.017 "
+            "at 3 (bench/whole_queries_few.py); per-run figures are human-only below 10 "
+            "queries; see docs/spot-checks-that-stop.md)"
         )
     return "; ".join(notes) or None
