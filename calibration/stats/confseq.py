@@ -37,9 +37,9 @@ not bounded by anything useful (e / p_t is large for a rare draw of a confident 
 betting sequence for [0, 1] values does not apply to them, while the asymptotic sequence needs
 only a consistent variance and covers martingale differences; it is 1.68-1.70 times the
 fixed-n interval at 100 grades, 1.56-1.57 at 300 and 1.59-1.60 at 1,000 (uniform paths on TREC
-DL 2019: bench/calibrate_coverage.py, part sequence). It is asymptotic, so the running variance starts
-from PRIOR_GRADES pseudo-observations of PRIOR_VARIANCE (a 0/1 value's largest variance) times
-the design's variance factor mean(w) mean(1/w) (1 for a uniform sample: what unequal draw
+DL 2019: bench/calibrate_coverage.py, part sequence). It is asymptotic, so the running variance
+starts from PRIOR_GRADES pseudo-observations of PRIOR_VARIANCE (a 0/1 value's largest variance)
+times the design's variance factor mean(w) mean(1/w) (1 for a uniform sample: what unequal draw
 probabilities do to the variance of a term): a run of identical early grades, the step when
 lambda starts, or rare draws not seen yet cannot make it overconfident; their weight fades
 after PRIOR_UNTIL grades. tests/test_confseq_coverage.py measures the time-uniform
