@@ -45,10 +45,13 @@ def main() -> None:
         for s in LABEL_SETS
     }
     n_q = len(next(iter(human.values())))
-    print(f"{MEASURE} of {len(runs)} runs over {n_q} queries; {args.draws} draws of m whole "
-          f"queries per run (x {len(LABEL_SETS)} label sets for PPI++)")
-    print(f"{'m':>3} {'human-only t: mean':>19} {'worst run':>10} {'PPI++ t: mean':>14} "
-          f"{'worst':>7}")
+    print(
+        f"{MEASURE} of {len(runs)} runs over {n_q} queries; {args.draws} draws of m whole "
+        f"queries per run (x {len(LABEL_SETS)} label sets for PPI++)"
+    )
+    print(
+        f"{'m':>3} {'human-only t: mean':>19} {'worst run':>10} {'PPI++ t: mean':>14} {'worst':>7}"
+    )
     for m in args.queries:
         rng = np.random.default_rng(args.seed + m)
         draws = [rng.permutation(n_q)[:m] for _ in range(args.draws)]
@@ -73,8 +76,10 @@ def main() -> None:
                 ppi_cov.append(float(np.mean(hits)))
         values = list(human_cov.values())
         worst = min(human_cov, key=lambda k: human_cov[k])
-        print(f"{m:>3} {np.mean(values):>19.1%} {min(values):>10.1%} {np.mean(ppi_cov):>14.1%} "
-              f"{min(ppi_cov):>7.1%}   (worst human-only run: {worst})")
+        print(
+            f"{m:>3} {np.mean(values):>19.1%} {min(values):>10.1%} {np.mean(ppi_cov):>14.1%} "
+            f"{min(ppi_cov):>7.1%}   (worst human-only run: {worst})"
+        )
 
 
 if __name__ == "__main__":
