@@ -174,3 +174,42 @@ def test_the_api_refuses_it_too(tmp_path: Path) -> None:
         tmp_path / "llm.qrels", tmp_path / "full.qrels", bootstrap=0, no_manifest=True
     )
     assert "design_sample" not in result.to_dict()
+
+
+def test_drawn_pairs_the_llm_failed_on_are_allowed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A judgments JSONL records its failures: that many drawn pairs without an LLM grade are
+    failures, not another draw; a qrels file without those pairs records none, and is refused."""
+    from grader.io.judgments import write_judgments
+    from grader.models import Judgment, JudgmentError
+
+    w = _world(tmp_path)
+    rows, drawn = w["llm_rows"], w["drawn"]
+    assert isinstance(rows, list) and isinstance(drawn, set)
+    lost = sorted(drawn)[:2]
+    lines = [
+        Judgment(
+            query_id=q,
+            doc_id=d,
+            status="failed",
+            judge="m",
+            key=f"k{i}",
+            error=JudgmentError(type="InvalidReply", message="no grade"),
+        )
+        if (q, d) in lost
+        else Judgment(query_id=q, doc_id=d, grade=g, status="ok", judge="m", key=f"k{i}")
+        for i, (q, d, g) in enumerate(rows)
+    ]
+    jsonl = tmp_path / "llm.jsonl"
+    write_judgments(jsonl, lines)
+    # llm.jsonl and llm.qrels share the stem: the manifest beside both is the draw's
+    out = calibrate_json(
+        capsys, ["--llm", str(jsonl), "--human", str(w["full"]), "--bootstrap", "0"]
+    )
+    assert out["counts"]["design_sample"] == DRAWN - 2
+    kept = [r for r in rows if (r[0], r[1]) not in lost]
+    write_qrels_rows(Path(str(w["llm"])), kept)
+    code = main(["calibrate", "--llm", str(w["llm"]), "--human", str(w["full"])])
+    assert code == 2
+    assert "2 of its 40 drawn pairs have no LLM grade" in capsys.readouterr().err

@@ -174,3 +174,14 @@ def test_partial_uniform_interval_covers_by_simulation() -> None:
     assert 0.92 <= np.mean(hits) <= 0.98
     assert 0.92 <= np.mean(grade_hits) <= 0.98
     assert np.mean(old_hits) < np.mean(hits)
+
+
+def test_no_interval_until_the_first_pairs_of_the_order_are_graded() -> None:
+    frame, _ = _world()
+    n_pop, big = len(frame), 800
+    sample = np.random.default_rng(5).permutation(n_pop)[:big]
+    paired = _paired(frame, sample[1:60])  # the first pair of the order is not graded
+    design = SampleDesign("pairs", "manifest", "uniform", big)
+    est = relevant_share(paired, design, np.full(59, n_pop / big), 2, order=_order(frame, sample))
+    assert est.ppi_ci is None
+    assert est.caution is not None and "first 2 pairs of the order" in est.caution

@@ -44,6 +44,11 @@ class GradedPart:
     def caution(self) -> str:
         """What the interval rests on, or why there is none."""
         head = f"only {self.graded} of the sample's {self.sampled} pairs are graded"
+        if self.prefix is not None and self.t < 2:
+            return (
+                f"{head}, and the first pairs of the sample's order are not: no interval until "
+                "the first 2 pairs of the order are graded (grade in the order given)"
+            )
         if self.prefix is not None:
             return (
                 f"{head}: the interval uses the first {self.t} pairs of the sample's order, "
