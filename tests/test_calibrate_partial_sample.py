@@ -185,3 +185,12 @@ def test_no_interval_until_the_first_pairs_of_the_order_are_graded() -> None:
     est = relevant_share(paired, design, np.full(59, n_pop / big), 2, order=_order(frame, sample))
     assert est.ppi_ci is None
     assert est.caution is not None and "first 2 pairs of the order" in est.caution
+
+
+def test_part_of_a_uniform_sample_without_its_order_gets_no_interval() -> None:
+    frame, _ = _world()
+    graded = np.random.default_rng(6).permutation(len(frame))[:80]
+    design = SampleDesign("pairs", "manifest", "uniform", 400)
+    est = relevant_share(_paired(frame, graded), design, np.full(80, len(frame) / 400), 2)
+    assert est.ppi_ci is None
+    assert est.caution is not None and "does not record the draw order" in est.caution

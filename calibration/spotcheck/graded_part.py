@@ -59,6 +59,12 @@ class GradedPart:
                 f"{head}: the interval and the confidence sequence use the graded prefix of the "
                 "sample's order (the sequential design), not the manifest's pi"
             )
+        if self.strategy == "uniform":
+            return (
+                f"{head}, and the manifest does not record the draw order, so the graded part "
+                "is not known to be a prefix: no interval is given; grade the rest, or redraw "
+                "the sample with `relgrade sample` (its manifest records the order)"
+            )
         return (
             f"{head}: part of a {self.strategy} sample is not a sample with known inclusion "
             "probabilities, so no interval is given; grade the rest, or draw a uniform or "
