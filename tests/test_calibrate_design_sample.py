@@ -213,3 +213,10 @@ def test_drawn_pairs_the_llm_failed_on_are_allowed(
     code = main(["calibrate", "--llm", str(w["llm"]), "--human", str(w["full"])])
     assert code == 2
     assert "2 of its 40 drawn pairs have no LLM grade" in capsys.readouterr().err
+
+
+def test_the_report_says_it_too(tmp_path: Path) -> None:
+    w = _world(tmp_path)
+    page = rg.calibrate(w["llm"], w["full"], bootstrap=0)._repr_html_()
+    assert f"Design sample: {DRAWN} pairs of the manifest" in page
+    assert "Every figure is weighted" not in page
