@@ -7,7 +7,11 @@ method, the range over the populations of the bias, the coverage of the 95% inte
 mean width: the table of docs/spot-checks-that-stop.md. The chosen method is
 calibration.stats.ppi_clusters (tests/test_ppi_clusters.py runs it draw by draw).
 
-    python bench/whole_queries_few.py [--draws 4000] [--seed 7] [--queries 3 6 12]
+    python bench/whole_queries_few.py [--draws 4000] [--seed 7 | --seeds 1 2 3 4 7]
+                                      [--queries 3 6 12]
+
+One seed's 4,000 draws leave a Monte Carlo error of about +-0.002 on each bias; --seeds gives
+the range over several.
 """
 
 from __future__ import annotations
@@ -111,6 +115,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--draws", type=int, default=4000)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument(
+        "--seeds",
+        type=int,
+        nargs="+",
+        help="several seeds: each cell is the range over the populations and these seeds",
+    )
     ap.add_argument("--queries", type=int, nargs="+", default=[3, 6, 12])
     args = ap.parse_args()
     sets = load_label_sets()
@@ -121,11 +131,12 @@ def main() -> None:
     pops += [(q, human, (sets.llm[n] >= 2).astype(np.float64)) for n in LABEL_SETS]
     print("| queries | method | bias | coverage | mean width |\n| --- | --- | --- | --- | --- |")
     for m in args.queries:
-        rng = np.random.default_rng(args.seed + m)
         rows: dict[str, list[tuple[float, ...]]] = {}
-        for qq, y, f in pops:
-            for name, figs in methods(qq, y, f, m, args.draws, rng).items():
-                rows.setdefault(name, []).append(figs)
+        for seed in args.seeds or [args.seed]:
+            rng = np.random.default_rng(seed + m)
+            for qq, y, f in pops:
+                for name, figs in methods(qq, y, f, m, args.draws, rng).items():
+                    rows.setdefault(name, []).append(figs)
         for name, per_pop in rows.items():
             a = np.array(per_pop)
             cells = [f"{a[:, 0].min():+.3f} to {a[:, 0].max():+.3f}"]

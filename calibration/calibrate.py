@@ -13,11 +13,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
 import pandas as pd
 
-from calibration.summary_model import CalibrationSummary
+from calibration.join import PairedGrades
+from calibration.spotcheck.design_sample import (
+    DesignSplit,
+    ManifestInUse,
+    check_belongs,
+    keep_for_also_judged,
+    resolve_manifest,
+    split_weights,
+)
+from calibration.summary_model import AGREEMENT_FIGURES, CalibrationSummary, DesignSample
 from grader.errors import InputError
 
 
@@ -43,65 +50,38 @@ class CalibrationInputs:
     """The scale people graded on ("0-3", "binary"); None: inferred."""
 
 
-def _weights(
-    given: CalibrationInputs, frame: pd.DataFrame
-) -> tuple[npt.NDArray[np.float64] | None, str, Any, Any]:
-    """1/pi per paired pair, the manifest's path, the sample design it records (or None) and
-    the draw order of a uniform or active sample (or None)."""
-    from calibration.spotcheck.manifest import find_manifest, read_manifest, sample_weights
+def _design(use: ManifestInUse) -> tuple[Any, Any]:
+    """The sample design a manifest records and the draw order of a uniform or active sample
+    (or None)."""
     from calibration.spotcheck.stopping import DrawOrder
     from calibration.stats.ppi_design import design_of_strategy
 
-    path = given.manifest
-    if path is None and not given.no_manifest:
-        found = find_manifest(given.human_path) if given.human_path is not None else None
-        path = found or _also_judged_manifest(given.llm_path)
-    if path is None:
-        return None, "", None, None
-    manifest = read_manifest(path)
     try:
-        design = design_of_strategy(manifest.strategy)
+        design = design_of_strategy(use.manifest.strategy, sampled=len(use.manifest.pairs))
     except ValueError as exc:
         raise InputError(
-            str(exc), path=path, hint="it is written by `relgrade sample`; redraw the sample"
+            str(exc), path=use.path, hint="it is written by `relgrade sample`; redraw the sample"
         ) from None
-    weights = np.asarray(sample_weights(manifest, frame), dtype=np.float64)
-    return weights, str(path), design, DrawOrder.from_manifest(manifest)
+    return design, DrawOrder.from_manifest(use.manifest)
 
 
-def _also_judged_manifest(llm: str | None) -> Path | None:
-    """The manifest `grade --also-judged` wrote beside the LLM's judgments, if there is one."""
-    from calibration.spotcheck.also_judged import is_also_judged
-    from calibration.spotcheck.manifest import find_manifest, read_manifest
+def _design_sample(use: ManifestInUse, paired: PairedGrades, split: DesignSplit) -> DesignSample:
+    """The agreement figures of the manifest's pairs graded by both, weighted by 1/pi."""
+    from calibration.stats.agreement import agreement
 
-    path = find_manifest(llm) if llm is not None else None
-    return path if path is not None and is_also_judged(read_manifest(path)) else None
-
-
-def _only_drawn(given: CalibrationInputs) -> tuple[pd.DataFrame, str | None]:
-    """With an also-judged manifest: the LLM's grades of the drawn pairs only (the holes have
-    no human grade and were not drawn), and a note saying so."""
-    from calibration.spotcheck.also_judged import is_also_judged
-    from calibration.spotcheck.manifest import read_manifest
-
-    llm = given.llm
-    path = given.manifest or (None if given.no_manifest else _also_judged_manifest(given.llm_path))
-    if path is None or given.no_manifest:
-        return llm, None
-    manifest = read_manifest(path)
-    if not is_also_judged(manifest):
-        return llm, None
-    drawn = set(manifest.probabilities())
-    keep = [(q, d) in drawn for q, d in zip(llm["query_id"], llm["doc_id"], strict=True)]
-    kept = llm[keep]
-    kept.attrs.update(llm.attrs)
-    note = (
-        f"also-judged: {len(manifest.pairs):,} pairs drawn ({manifest.strategy}) from the "
-        f"{manifest.population:,} judged pairs of the runs (the manifest {path}); figures are "
-        f"weighted back to that judged pool; {len(llm) - len(kept):,} LLM grades of holes "
-        "(no human grade) are left out"
+    rows = paired.frame[split.in_design]
+    figures = agreement(rows["human"].to_numpy(), rows["llm"].to_numpy(), split.design_weights)
+    m = use.manifest
+    return DesignSample.model_validate(
+        {
+            **{k: figures.get(k) for k in ("n", "weighted_n", *AGREEMENT_FIGURES)},
+            "outside": split.outside,
+            "population": m.population,
+            "strategy": m.strategy,
+            "manifest": str(use.path),
+            "confusion": figures["confusion"],
+        }
     )
-    return kept, note
 
 
 def calibrate_grades(
@@ -120,9 +100,18 @@ def calibrate_grades(
     if bootstrap < 0:
         raise InputError("--bootstrap must be 0 or more")
     human = _check_human_scale(given)
-    llm, also_note = _only_drawn(given)
+    use = resolve_manifest(given.manifest, given.human_path, given.llm_path, given.no_manifest)
+    llm, also_note = given.llm, None
+    if use is not None and use.also_judged:
+        check_belongs(use, llm)
+        llm, also_note = keep_for_also_judged(llm, human, use)
     paired = pair_grades(llm, human)
-    weights, manifest, design, order = _weights(given, paired.frame)
+    weights, design, order, split = None, None, None, None
+    if use is not None:
+        split = split_weights(use, paired.frame)
+        weights = split.weights
+        design, order = _design(use)
+    manifest = str(use.path) if use is not None else ""
     names = list(measures or [DEFAULT_MEASURE])
     if given.runs:
         from grader.metrics import parse_measure
@@ -161,12 +150,26 @@ def calibrate_grades(
         runs=list(given.run_names),
     )
     summary.notes.extend(_input_notes(llm, human, second))
-    if manifest:
-        summary.notes.insert(0, f"every figure is weighted by 1/pi from {manifest}")
+    if use is not None and split is not None:
+        summary.design_sample = _design_sample(use, paired, split)
+        summary.counts.design_sample = summary.design_sample.n
+        summary.notes.insert(0, _weights_note(manifest, split, paired.n))
     if also_note:
         summary.notes.insert(0, also_note)
     summary.warnings.extend(_coverage_warnings(given, llm, manifest))
     return summary
+
+
+def _weights_note(manifest: str, split: DesignSplit, n: int) -> str:
+    """Which figures the manifest's weights serve."""
+    if not split.outside:
+        return f"every figure is weighted by 1/pi from {manifest}"
+    inside = n - split.outside
+    return (
+        f"agreement uses all {n} pairs graded by both, unweighted: {split.outside} of them are "
+        f"not in the manifest {manifest}, so their inclusion probability is unknown; the "
+        f"design figures (`design_sample`) use its {inside} pairs weighted by 1/pi"
+    )
 
 
 def _check_human_scale(given: CalibrationInputs) -> pd.DataFrame:

@@ -12,8 +12,15 @@
 - `runs`: each run's mean measure over the Q queries with LLM grades, under the whole-queries
   design only (the labelled unit is a query people graded whole); under a pair design the
   human-based figures are left out with the reason, never invented. Below FEW_QUERIES whole
-  queries they are human-only (lambda = 0): PPI++ with lambda fitted on 3 to 6 queries covered
-  about 92% where the human-only t interval covers 95%.
+  queries they are human-only (lambda = 0): on TREC DL 2019's built runs PPI++ with lambda fitted
+  on 3 to 6 queries covered 91.8-92.3% on average (worst 88.6%), the human-only t interval
+  94.1-95.2% (worst run 92.5%) (bench/whole_queries_runs.py).
+
+- `mean_grade`: the mean human grade (0..3) over the N pairs, the same design-based PPI++ with
+  the LLM's expected grade as the prediction, and the pool's mean bias (mean LLM grade, known,
+  minus it) with its interval (bench/calibrate_coverage.py, part mean).
+- A sample graded in part (`calibration.spotcheck.graded_part`): a uniform sample's graded
+  prefix with pi = n / N; part of a stratified or other sample gets no interval, and says why.
 
 Every estimate names its design and estimand, and carries a `caution` when its interval could
 mislead (too wide to conclude, or too few whole queries for the t interval to be trusted).
@@ -22,14 +29,16 @@ mislead (too wide to conclude, or too few whole queries for the t interval to be
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
 from calibration.join import PairedGrades, relevance_prediction
+from calibration.spotcheck.graded_part import GradedPart, graded_part
 from calibration.spotcheck.stopping import DrawOrder, stopping_figures
-from calibration.stats.ppi import ppi_mean
+from calibration.stats.ppi import MeanEstimate, ppi_mean
 from calibration.stats.ppi_clusters import crossfit_cluster_share
 from calibration.stats.ppi_design import FEW_QUERIES, SampleDesign, caution
 from calibration.summary_model import Design, Estimate, Estimates
@@ -49,11 +58,14 @@ def estimates_section(
     scorer: Scorer,
     human_threshold: int | None = None,
     order: DrawOrder | None = None,
+    binary: bool = False,
 ) -> tuple[Estimates, list[str]]:
-    """The `estimates` section (threshold, design, relevant_share, runs) and notes for people.
+    """The `estimates` section (threshold, design, relevant_share, mean_grade, runs) and notes
+    for people.
 
     `human_threshold` (default `threshold`) is the human grade that means relevant: 1 when people
-    graded on a binary scale, else every human pair would count as irrelevant."""
+    graded on a binary scale, else every human pair would count as irrelevant. `binary`: people
+    graded 0/1, so there is no mean grade on the LLM's 0..3 scale."""
     out = Estimates(
         threshold=threshold,
         design=Design.model_validate(design.to_json()),
@@ -61,6 +73,8 @@ def estimates_section(
             paired, design, weights, threshold, human_threshold, order=order
         ),
     )
+    if not binary:
+        out.mean_grade = mean_grade(paired, design, weights, order=order)
     notes: list[str] = []
     if runs:
         out.runs, notes = run_estimates(paired, design, weights, runs, measure, scorer)
@@ -83,21 +97,15 @@ def relevant_share(
     (`calibration.stats.confseq.regression_fixed`)."""
     human_at = threshold if human_threshold is None else human_threshold
     both, llm = paired.frame, paired.llm
-    keys = set(zip(both["query_id"], both["doc_id"], strict=True))
-    only = np.array([k not in keys for k in zip(llm["query_id"], llm["doc_id"], strict=True)])
+    only = _not_graded(paired)
     whole = design.kind == "whole-queries"
     # the prediction in the correction: P(relevant) where the judge gave a grade distribution
     pred_both = relevance_prediction(both["llm"], None if whole else both, threshold)
     pred_llm = relevance_prediction(llm["grade"], None if whole else llm, threshold)
-    est = ppi_mean(
-        (both["human"].to_numpy() >= human_at).astype(np.float64),
-        pred_both,
-        pred_llm[only],
-        weights=weights,
-        groups=both["query_id"].to_numpy() if whole else None,
-        groups_unlabelled=llm.loc[only, "query_id"].to_numpy() if whole else None,
-        bounds=(0.0, 1.0),
-        quantile="t" if whole else "normal",
+    part = None if whole else graded_part(paired, design, order)
+    y = (both["human"].to_numpy() >= human_at).astype(np.float64)
+    est = design_ppi(
+        paired, design, y, pred_both, pred_llm[only], only, weights, part, bounds=(0.0, 1.0)
     )
     data = est.to_json()
     data["llm_only"] = float(np.mean(llm["grade"].to_numpy() >= threshold))
@@ -125,25 +133,141 @@ def relevant_share(
         + f") among these {len(llm)} LLM-graded pairs",
     }
     if order is not None:
+        both_keys = list(zip(both["query_id"].tolist(), both["doc_id"].tolist(), strict=True))
+        llm_keys = list(zip(llm["query_id"].tolist(), llm["doc_id"].tolist(), strict=True))
         seq, figures = stopping_figures(
             order,
-            dict(
-                zip(zip(both["query_id"], both["doc_id"], strict=True), both["human"], strict=True)
-            ),
-            dict(zip(zip(llm["query_id"], llm["doc_id"], strict=True), llm["grade"], strict=True)),
+            dict(zip(both_keys, both["human"].tolist(), strict=True)),
+            dict(zip(llm_keys, llm["grade"].tolist(), strict=True)),
             threshold=threshold,
             human_threshold=human_at,
-            predictions=dict(
-                zip(zip(llm["query_id"], llm["doc_id"], strict=True), pred_llm, strict=True)
-            ),
+            predictions=dict(zip(llm_keys, pred_llm.tolist(), strict=True)),
         )
         data.update(figures)
         if seq is not None and design.strategy == "active":
             fixed = seq.estimate if seq.fixed_estimate is None else seq.fixed_estimate
             data["ppi"], data["ppi_ci"] = fixed, list(seq.fixed_ci)
             data["interval"] = f"normal, sequential design (Des Raj), first {seq.n} pairs"
-    data["caution"] = caution(data, design, "queries" if whole else "pairs")
+    return Estimate.model_validate(_with_part(data, part, design, whole))
+
+
+def _not_graded(paired: PairedGrades) -> npt.NDArray[np.bool_]:
+    """Which LLM-graded pairs (rows of `paired.llm`) people did not grade."""
+    both, llm = paired.frame, paired.llm
+    graded = set(zip(both["query_id"].tolist(), both["doc_id"].tolist(), strict=True))
+    every = zip(llm["query_id"].tolist(), llm["doc_id"].tolist(), strict=True)
+    return np.fromiter((k not in graded for k in every), dtype=bool, count=len(llm))
+
+
+def _expected_grade(frame: pd.DataFrame, column: str) -> npt.NDArray[np.float64]:
+    """The LLM's expected grade where the judge gave a grade distribution, else its grade."""
+    out = frame[column].to_numpy(dtype=np.float64).copy()
+    cols = [f"p_grade_{g}" for g in range(4)]
+    if all(c in frame.columns for c in cols):
+        p = frame[cols].to_numpy(dtype=np.float64)
+        known = ~np.isnan(p).any(axis=1)
+        out[known] = p[known] @ np.arange(4.0)
+    return out
+
+
+def mean_grade(
+    paired: PairedGrades,
+    design: SampleDesign,
+    weights: npt.NDArray[np.float64] | None,
+    *,
+    order: DrawOrder | None = None,
+) -> Estimate:
+    """PPI++ estimate of the mean human grade (0..3) over all LLM-graded pairs, design-based as
+    the relevant share's (1/pi, query clusters and t for whole queries; a uniform sample graded
+    in part by its prefix), the LLM's expected grade (or grade) as the prediction; and the
+    pool's mean bias (mean LLM grade, known for every pair, minus it) with its interval."""
+    both, llm = paired.frame, paired.llm
+    only = _not_graded(paired)
+    whole = design.kind == "whole-queries"
+    part = None if whole else graded_part(paired, design, order)
+    f_both = both["llm"].to_numpy(dtype=np.float64) if whole else _expected_grade(both, "llm")
+    f_llm = llm["grade"].to_numpy(dtype=np.float64) if whole else _expected_grade(llm, "grade")
+    y = both["human"].to_numpy(dtype=np.float64)
+    est = design_ppi(paired, design, y, f_both, f_llm[only], only, weights, part, bounds=(0, 3))
+    data = est.to_json()
+    llm_mean = float(llm["grade"].to_numpy(dtype=np.float64).mean())
+    low, high = data["ppi_ci"]
+    data.update(
+        {
+            "llm_only": llm_mean,
+            "mean_bias": None if data["ppi"] is None else llm_mean - data["ppi"],
+            "mean_bias_ci": [
+                None if high is None else llm_mean - high,
+                None if low is None else llm_mean - low,
+            ],
+            "unit": "pair",
+            "clustered_by": "query" if whole else None,
+            "design": design.kind,
+            "population": "finite",
+            "estimand": f"mean human grade (0-3) over these {len(llm)} LLM-graded pairs",
+        }
+    )
+    data = _with_part(data, part, design, whole, scale=3.0)
+    if data["ppi_ci"] is None:
+        data["mean_bias_ci"] = None
     return Estimate.model_validate(data)
+
+
+def design_ppi(
+    paired: PairedGrades,
+    design: SampleDesign,
+    y: npt.NDArray[np.float64],
+    f_both: npt.NDArray[np.float64],
+    f_only: npt.NDArray[np.float64],
+    only: npt.NDArray[np.bool_],
+    weights: npt.NDArray[np.float64] | None,
+    part: GradedPart | None,
+    *,
+    bounds: tuple[float, float],
+) -> MeanEstimate:
+    """PPI++ of a per-pair mean under the sample design: 1/pi weights, query clusters and t for
+    whole queries; a uniform sample graded in part uses its graded prefix with pi = t / N
+    (`calibration.spotcheck.graded_part`; the other graded pairs count as LLM-only there).
+    `only` marks the LLM-graded pairs (rows of `paired.llm`) people did not grade."""
+    if part is not None and part.prefix is not None and part.t >= 2:
+        inside = part.prefix
+        unlabelled = np.concatenate([f_only, f_both[~inside]])
+        return ppi_mean(y[inside], f_both[inside], unlabelled, bounds=bounds)
+    whole = design.kind == "whole-queries"
+    return ppi_mean(
+        y,
+        f_both,
+        f_only,
+        weights=weights,
+        groups=paired.frame["query_id"].to_numpy() if whole else None,
+        groups_unlabelled=paired.llm.loc[only, "query_id"].to_numpy() if whole else None,
+        bounds=bounds,
+        quantile="t" if whole else "normal",
+    )
+
+
+def _with_part(
+    data: dict[str, Any],
+    part: GradedPart | None,
+    design: SampleDesign,
+    whole: bool,
+    scale: float = 1.0,
+) -> dict[str, Any]:
+    """The estimate's caution (its width judged on a [0, 1] scale: `scale` is the estimand's
+    range), and no fixed-n interval when only part of a sample is graded and that part is no
+    design sample (`calibration.spotcheck.graded_part`)."""
+    ci = data.get("ppi_ci")
+    scaled = [None if c is None else c / scale for c in ci] if ci else ci
+    said = [caution({**data, "ppi_ci": scaled}, design, "queries" if whole else "pairs") or ""]
+    if part is not None:
+        if part.prefix is not None:
+            data["interval"] = f"normal, first {part.t} pairs of the uniform sample's order"
+        prefix_sample = part.prefix is not None and part.t >= 2
+        if not prefix_sample and not (part.strategy == "active" and data.get("cs") is not None):
+            data["ppi_ci"] = None
+        said.append(part.caution())
+    data["caution"] = "; ".join(c for c in said if c) or None
+    return data
 
 
 def _left_out(partly: int) -> str | None:

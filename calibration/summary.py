@@ -350,8 +350,16 @@ def _estimates(
         scorer=per_query_scores,
         human_threshold=1 if binary else None,  # people: 1 = relevant
         order=order,
+        binary=binary,
     )
     notes.extend(run_notes)
+    if section.mean_grade is not None:
+        notes.append(
+            "the agreement intervals resample queries: they say how the figures would vary on "
+            "another set of queries like these, not how well the sample measures these pairs; "
+            "for these pairs' mean bias see estimates.mean_grade (mean_bias, mean_bias_ci: "
+            "design-based, 1/pi)"
+        )
     if runs:
         by_run: dict[str, Any] = {measure: section.runs}
         for other in asked[1:]:

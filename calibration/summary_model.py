@@ -84,6 +84,9 @@ class Counts(SummaryPart):
     llm_only: int
     human_only: int
     queries: int
+    design_sample: int | None = None
+    """With a manifest: the pairs graded by both that it holds (the design sample its 1/pi
+    weights speak for); `paired` (= `n`) may be more (`DesignSample`)."""
 
 
 class QueryFigures(TypedDict):
@@ -227,6 +230,10 @@ class Estimate(SummaryPart):
     cs_estimate: float | None = None
     cs_n: int | None = None
     cs_note: str | None = None
+    mean_bias: float | None = None
+    """`mean_grade` only: the mean LLM grade over the pool minus the estimated mean human grade."""
+    mean_bias_ci: Interval | None = None
+    """`mean_grade` only: its 95% interval (design-based, from `ppi_ci`)."""
 
 
 class Estimates(SummaryPart):
@@ -235,6 +242,9 @@ class Estimates(SummaryPart):
     threshold: int
     design: Design
     relevant_share: Estimate
+    mean_grade: Estimate | None = None
+    """The mean human grade (0..3) over the LLM-graded pairs, and the pool's mean bias (not
+    when people graded 0/1)."""
     runs: dict[str, Estimate] | None = None
     """Each run's estimate of the first (or only) measure."""
     runs_by_measure: dict[str, dict[str, Estimate]] | None = None
@@ -250,6 +260,28 @@ class PairFigures(SummaryPart):
     weighted_kappa_linear: float | None
     weighted_kappa_quadratic: float | None
     krippendorff_alpha_ordinal: float | None
+    mean_bias: float | None
+    confusion: list[list[int | float]]
+
+
+class DesignSample(SummaryPart):
+    """The manifest's pairs graded by both, weighted by 1/pi: agreement over the population the
+    sample was drawn from. `outside` counts the pairs graded by both that the manifest does not
+    hold: they count in the top-level agreement (`n`), unweighted, and not here."""
+
+    n: int
+    weighted_n: float | None = None
+    outside: int
+    population: int
+    strategy: str
+    manifest: str
+    exact_agreement: float | None
+    within_one: float | None
+    cohen_kappa: float | None
+    weighted_kappa_linear: float | None
+    weighted_kappa_quadratic: float | None
+    krippendorff_alpha_ordinal: float | None
+    krippendorff_alpha_interval: float | None
     mean_bias: float | None
     confusion: list[list[int | float]]
 
@@ -308,6 +340,8 @@ class CalibrationSummary(SummaryPart):
     """With runs: every asked measure's systems section, by measure name (`systems` is the
     first of them)."""
     estimates: Estimates | None = None
+    design_sample: DesignSample | None = None
+    """With a manifest: its pairs' figures, weighted (see `DesignSample`)."""
     notes: list[str]
     human_vs_human: HumanVsHuman | None = None
     manifest: str | None = None

@@ -20,6 +20,7 @@ from calibration.report.plots import bias_svg, confusion_svg, distributions_svg,
 from calibration.report.tables import (
     AGREEMENT_ROWS,
     cells_note,
+    design_sample_sentence,
     estimate_rows,
     estimates_caption,
     fmt,
@@ -320,6 +321,8 @@ def render_report(s: CalibrationSummary, title: str = "relgrade calibration") ->
     """The whole report as an HTML string."""
     c = s.counts
     weighted = " Every figure is weighted by the sample manifest (1/pi)." if s.weighted else ""
+    if s.design_sample is not None and s.design_sample.outside:
+        weighted = " " + design_sample_sentence(s.design_sample)
     data = html.escape(json.dumps(s.to_json(), allow_nan=False), quote=False)
     estimates = s.estimates
     return fill(

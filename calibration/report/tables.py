@@ -12,6 +12,7 @@ from calibration.summary_model import (
     BiasRow,
     CalibrationSummary,
     Confidence,
+    DesignSample,
     Estimate,
     Estimates,
     HumanVsHuman,
@@ -56,6 +57,8 @@ def agreement_table(s: CalibrationSummary) -> Table:
         f"Agreement on {s.n} pairs over {c.queries} queries{weighted}; "
         f"{c.llm_only} pairs LLM-only, {c.human_only} human-only"
     )
+    if c.design_sample is not None:
+        title += f"; design sample: {c.design_sample} pairs of the manifest"
     table = Table(title=title, title_justify="left")
     table.add_column("figure")
     table.add_column("value", justify="right")
@@ -184,6 +187,8 @@ def estimate_rows(est: Estimates, short: bool = False) -> list[tuple[str, Estima
     """(label, estimate) for the relevant share and each run, in the order shown."""
     share = f"(>={est.threshold})" if short else f"(grade >= {est.threshold})"
     rows = [(f"relevant share {share}", est.relevant_share)]
+    if est.mean_grade is not None:
+        rows.append(("mean grade (0-3)", est.mean_grade))
     by_measure = est.runs_by_measure or {"": est.runs or {}}
     rows += [(f"{name} {e.measure}", e) for runs in by_measure.values() for name, e in runs.items()]
     return rows
@@ -198,6 +203,10 @@ def estimates_caption(est: Estimates) -> str:
     said = sequence_sentence(share)
     if said:
         parts.append(said)
+    grade = est.mean_grade
+    if grade is not None:
+        bias = f"; the pool's mean bias (LLM minus human) {fmt(grade.mean_bias)}"
+        parts.append(f"Mean grade: the {grade.estimand}{bias} {_ci(grade.mean_bias_ci)}.")
     runs = list((est.runs or {}).values())
     if runs and runs[0].estimand:
         parts.append(f"Runs: the {runs[0].estimand}.")
@@ -223,6 +232,17 @@ def sequence_sentence(share: Estimate) -> str | None:
         f"half-width {half:.3f}; {stop})."
     )
     return text + (f" {share.cs_note}." if share.cs_note else "")
+
+
+def design_sample_sentence(d: DesignSample) -> str:
+    """The design sample's figures in words, when agreement counted more pairs than it."""
+    return (
+        f"Design sample: {d.n} pairs of the manifest ({d.strategy}), weighted by 1/pi to the "
+        f"{d.population:,} pairs it was drawn from: exact agreement {fmt(d.exact_agreement)}, "
+        f"Cohen's kappa {fmt(d.cohen_kappa)}, quadratic-weighted kappa "
+        f"{fmt(d.weighted_kappa_quadratic)}, mean bias {fmt(d.mean_bias)}. The agreement above "
+        f"also counts {d.outside} pairs graded by both outside the manifest, unweighted."
+    )
 
 
 def worst_queries_table(per_query: list[QueryFigures], k: int = 5) -> Table:
@@ -357,6 +377,8 @@ def render(s: CalibrationSummary) -> RenderableType:
         parts.append(swaps_text(sy))
     if s.estimates:
         parts.append(estimates_table(s.estimates))
+    if s.design_sample and s.design_sample.outside:
+        parts.append(Text(design_sample_sentence(s.design_sample)))
     parts.append(Text(f"Verdict: {s.verdict.text}", style="bold"))
     for note in s.notes:
         parts.append(Text(f"note: {note}", style="dim"))

@@ -35,10 +35,11 @@ The sequence: the asymptotic confidence sequence of Waudby-Smith, Arnold, Wu and
 with rho tuned so the boundary is tightest at T_STAR grades. Why this one: the terms z_t are
 not bounded by anything useful (e / p_t is large for a rare draw of a confident pair), so a
 betting sequence for [0, 1] values does not apply to them, while the asymptotic sequence needs
-only a consistent variance and covers martingale differences; from 100 to 1,000 grades it is
-about 1.55 to 1.6 times the fixed-n interval. It is asymptotic, so the running variance starts
-from PRIOR_GRADES pseudo-observations of PRIOR_VARIANCE (a 0/1 value's largest variance) times
-the design's variance factor mean(w) mean(1/w) (1 for a uniform sample: what unequal draw
+only a consistent variance and covers martingale differences; it is 1.68-1.70 times the
+fixed-n interval at 100 grades, 1.56-1.57 at 300 and 1.59-1.60 at 1,000 (uniform paths on TREC
+DL 2019: bench/calibrate_coverage.py, part sequence). It is asymptotic, so the running variance
+starts from PRIOR_GRADES pseudo-observations of PRIOR_VARIANCE (a 0/1 value's largest variance)
+times the design's variance factor mean(w) mean(1/w) (1 for a uniform sample: what unequal draw
 probabilities do to the variance of a term): a run of identical early grades, the step when
 lambda starts, or rare draws not seen yet cannot make it overconfident; their weight fades
 after PRIOR_UNTIL grades. tests/test_confseq_coverage.py measures the time-uniform
@@ -173,6 +174,52 @@ def more_for(target: float, t: int, sd: float, alpha: float = ALPHA) -> int:
     return hi - t
 
 
+def projected_sd(
+    t_future: Any, t: int, ss: float, v_future: float, variance_factor: float = 1.0
+) -> Any:
+    """`running`'s standard deviation after t_future terms, if the terms still to come spread
+    as `v_future` (the variance of the terms since the predictable fit started): the squared
+    deviations `ss` of the t terms so far plus v_future per term to come, with the prior
+    pseudo-observations fading as `running` fades them."""
+    big = np.asarray(t_future, dtype=np.float64)
+    k = PRIOR_GRADES * np.minimum(1.0, PRIOR_UNTIL / big)
+    total = k * PRIOR_VARIANCE * variance_factor + ss + np.maximum(big - t, 0.0) * v_future
+    return np.sqrt(total / (big + k))
+
+
+def projected_more(
+    target: float,
+    t: int,
+    ss: float,
+    v_future: float,
+    variance_factor: float = 1.0,
+    alpha: float = ALPHA,
+) -> int:
+    """How many more grades (beyond t) likely bring the half-width to `target`: the least T >= t
+    with projected_sd(T) * boundary(T) <= target, minus t. Unlike `more_for` it lets the
+    spread shrink as it will: the prior's pseudo-observations fade and the early terms (before
+    the predictable fit, wider) weigh less (bench/calibrate_coverage.py measures both)."""
+
+    def half(big: int) -> float:
+        sd = projected_sd(big, t, ss, v_future, variance_factor)
+        return float(sd) * float(boundary(big, alpha))
+
+    if not v_future > 0 or half(t) <= target:
+        return 0
+    lo, hi = t, max(2 * t, 2)
+    while half(hi) > target:
+        lo, hi = hi, hi * 2
+        if hi > 1 << 40:  # never reached: the terms would have to stop varying
+            return hi - t
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if half(mid) <= target:
+            hi = mid
+        else:
+            lo = mid
+    return hi - t
+
+
 @dataclass(frozen=True)
 class Sequence:
     """The share's estimate and 95% confidence sequence after `n` grades in the sample's order."""
@@ -184,10 +231,16 @@ class Sequence:
     fixed_ci: tuple[float, float]
     sd: float
     fixed_estimate: float | None = None  # the fixed-n estimate (None: `estimate`)
+    ss: float | None = None  # the terms' squared deviations so far (no prior)
+    v_future: float | None = None  # the variance of the terms since the fit started
+    variance_factor: float = 1.0
 
     def more_for(self, target: float = TARGET) -> int:
-        """How many more grades likely bring the half-width to `target`."""
-        return more_for(target, self.n, self.sd)
+        """How many more grades likely bring the half-width to `target` (`projected_more`;
+        `more_for` on the current spread when the terms are not known)."""
+        if self.ss is None or self.v_future is None:
+            return more_for(target, self.n, self.sd)
+        return projected_more(target, self.n, self.ss, self.v_future, self.variance_factor)
 
     def to_json(self, target: float = TARGET) -> dict[str, Any]:
         """The figures `calibrate` and the annotation page show."""
@@ -229,6 +282,7 @@ def share_sequence(
         reg, se = regression_fixed(yy, ff, pp, float(fa.sum()), fa.size)
         fixed_est, fixed_se = float(reg), fixed_error(float(se), t, variance_factor)
     fixed = Z95 * fixed_se
+    fitted = z[MIN_LAMBDA_GRADES:] if t >= 2 * MIN_LAMBDA_GRADES else z
     return Sequence(
         n=t,
         estimate=est,
@@ -237,4 +291,7 @@ def share_sequence(
         fixed_ci=(max(0.0, fixed_est - fixed), min(1.0, fixed_est + fixed)),
         sd=s,
         fixed_estimate=fixed_est,
+        ss=float(np.sum((z - z.mean()) ** 2)),
+        v_future=float(np.var(fitted, ddof=1)) if fitted.size > 1 else PRIOR_VARIANCE,
+        variance_factor=variance_factor,
     )

@@ -38,6 +38,8 @@ class SampleDesign:
     kind: Literal["pairs", "whole-queries"]
     source: Literal["manifest", "inferred"]
     strategy: str | None = None
+    sampled: int | None = None
+    """The manifest's number of pairs (None: inferred design), to tell a sample graded in part."""
 
     @property
     def text(self) -> str:
@@ -62,12 +64,13 @@ class SampleDesign:
         }
 
 
-def design_of_strategy(strategy: str) -> SampleDesign:
-    """The design a manifest's strategy stands for; an unknown strategy is a ValueError."""
+def design_of_strategy(strategy: str, sampled: int | None = None) -> SampleDesign:
+    """The design a manifest's strategy stands for (`sampled`: its number of pairs); an unknown
+    strategy is a ValueError."""
     if strategy in CLUSTER_STRATEGIES:
-        return SampleDesign("whole-queries", "manifest", strategy)
+        return SampleDesign("whole-queries", "manifest", strategy, sampled)
     if strategy in PAIR_STRATEGIES:
-        return SampleDesign("pairs", "manifest", strategy)
+        return SampleDesign("pairs", "manifest", strategy, sampled)
     known = ", ".join(PAIR_STRATEGIES + CLUSTER_STRATEGIES)
     raise ValueError(f"unknown sampling strategy {strategy!r} (known: {known})")
 
@@ -99,7 +102,8 @@ def caution(estimate: dict[str, Any], design: SampleDesign, units: str) -> str |
         notes.append(
             f"only {clusters} whole queries graded: the interval is approximate and wide (in "
             "simulations on TREC DL 2019 the relevant share's interval held the truth 93-98% of "
-            "the time with 3 or 6 queries; bias within 0.005 at 6 queries, up to 0.017 at 3; "
-            "per-run figures are human-only below 10 queries; see docs/spot-checks-that-stop.md)"
+            "the time with 3 or 6 queries; bias -0.006 to +0.001 at 6 queries, down to -0.017 "
+            "at 3 (bench/whole_queries_few.py); per-run figures are human-only below 10 "
+            "queries; see docs/spot-checks-that-stop.md)"
         )
     return "; ".join(notes) or None

@@ -1,0 +1,141 @@
+"""Which pairs a sample manifest speaks for, and whether it belongs to the grades at hand.
+
+`calibrate` counts two things that may differ:
+- agreement (`n`, the kappas, the confusion): every pair graded by both people and the LLM;
+- the design sample (`counts.design_sample`, `design_sample`): the manifest's pairs graded by both,
+  weighted by 1/pi so they speak for the population the sample was drawn from.
+
+They differ with an also-judged manifest (`grade --also-judged N`, beside `--llm`) and a human file
+that grades more than the drawn pairs (e.g. people graded some of the holes too): the drawn pairs
+are a design sample of the judged pool, the others are not, yet every one of them is a pair both
+graded. Agreement then uses them all, unweighted (their inclusion probabilities are unknown), and
+the manifest's weights serve the design figures only.
+
+A manifest that does not belong to the LLM grades is refused, as `evaluate --fill` refuses it: an
+also-judged manifest lists the pairs the LLM was asked to grade, so a manifest whose pairs the LLM
+did not grade (beyond the judgments that failed) was written by another draw (another `--seed`,
+another `--also-judged N`) or left by an interrupted `grade`; weighting by it would count a
+handful of pairs that the two draws share.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from calibration.spotcheck.also_judged import is_also_judged
+from calibration.spotcheck.manifest import Manifest, find_manifest, read_manifest
+from grader.errors import InputError
+
+Pair = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class ManifestInUse:
+    """The manifest calibrate weights by: its path, contents, and whether it is an also-judged
+    draw (beside `--llm`) rather than a spot-check sample (beside `--human`)."""
+
+    path: Path
+    manifest: Manifest
+    also_judged: bool
+
+
+def resolve_manifest(
+    given: str | Path | None, human_path: str | None, llm_path: str | None, no_manifest: bool
+) -> ManifestInUse | None:
+    """`--manifest` when given; else the sample manifest beside `--human`, else an also-judged
+    manifest beside `--llm`; None with `--no-manifest` or when there is none."""
+    if given is not None:
+        found = read_manifest(given)
+        return ManifestInUse(Path(given), found, is_also_judged(found))
+    if no_manifest:
+        return None
+    beside = find_manifest(human_path) if human_path is not None else None
+    if beside is not None:
+        found = read_manifest(beside)
+        return ManifestInUse(beside, found, is_also_judged(found))
+    beside = find_manifest(llm_path) if llm_path is not None else None
+    if beside is None:
+        return None
+    found = read_manifest(beside)
+    return ManifestInUse(beside, found, True) if is_also_judged(found) else None
+
+
+def _keys(frame: pd.DataFrame) -> list[Pair]:
+    return list(zip(frame["query_id"].astype(str), frame["doc_id"].astype(str), strict=True))
+
+
+def check_belongs(use: ManifestInUse, llm: pd.DataFrame) -> None:
+    """Refuse an also-judged manifest whose drawn pairs the LLM did not grade (module docstring);
+    as many of them as the judgments that failed are allowed (a failure is never a grade)."""
+    if not use.also_judged:
+        return
+    graded = set(_keys(llm))
+    missing = [p for p in use.manifest.probabilities() if p not in graded]
+    failed = int(llm.attrs.get("failed", 0) or 0)
+    if len(missing) <= failed:
+        return
+    q, d = missing[0]
+    raise InputError(
+        f"the also-judged manifest does not belong to these LLM grades: {len(missing)} of its "
+        f"{len(use.manifest.pairs)} drawn pairs have no LLM grade (e.g. ({q}, {d})) and only "
+        f"{failed} judgments failed; it records another draw (another --seed or --also-judged N) "
+        "or was left by an interrupted grade",
+        path=use.path,
+        hint="pass the manifest written with these judgments (--manifest), or --no-manifest",
+    )
+
+
+def keep_for_also_judged(
+    llm: pd.DataFrame, human: pd.DataFrame, use: ManifestInUse
+) -> tuple[pd.DataFrame, str]:
+    """The LLM grades calibrate uses with an also-judged manifest: the drawn pairs and every
+    other pair people graded too; the holes nobody graded are left out. And a note saying so."""
+    drawn = set(use.manifest.probabilities())
+    people = set(_keys(human))
+    keep = [k in drawn or k in people for k in _keys(llm)]
+    kept = llm[keep]
+    kept.attrs.update(llm.attrs)
+    m = use.manifest
+    note = (
+        f"also-judged: {len(m.pairs):,} pairs drawn ({m.strategy}) from the {m.population:,} "
+        f"judged pairs of the runs (the manifest {use.path}); the design figures are weighted "
+        f"back to that judged pool; {len(llm) - len(kept):,} LLM grades of holes (no human "
+        "grade) are left out"
+    )
+    return kept, note
+
+
+@dataclass(frozen=True)
+class DesignSplit:
+    """Weights for the paired pairs: `weights` for every figure when each paired pair is in the
+    manifest (else None: agreement is unweighted), and the design sample's rows and 1/pi."""
+
+    weights: npt.NDArray[np.float64] | None
+    in_design: npt.NDArray[np.bool_]
+    design_weights: npt.NDArray[np.float64]
+
+    @property
+    def outside(self) -> int:
+        """Paired pairs the manifest does not hold (graded by both, outside the design)."""
+        return int((~self.in_design).sum())
+
+
+def split_weights(use: ManifestInUse, frame: pd.DataFrame) -> DesignSplit:
+    """1/pi of the paired pairs the manifest holds. A spot-check sample (beside --human) must
+    hold every pair people graded (`sample_weights` says which it lacks); an also-judged draw
+    holds only the drawn ones, and the others count for agreement, unweighted."""
+    from calibration.spotcheck.manifest import sample_weights
+
+    if not use.also_judged:
+        w = np.asarray(sample_weights(use.manifest, frame), dtype=np.float64)
+        return DesignSplit(w, np.ones(len(frame), dtype=bool), w)
+    probs = use.manifest.probabilities()
+    pi = np.array([probs.get(k, np.nan) for k in _keys(frame)], dtype=np.float64)
+    inside = ~np.isnan(pi)
+    w = np.where(inside, 1.0 / np.where(inside, pi, 1.0), np.nan)
+    return DesignSplit(w if inside.all() else None, inside, w[inside])
