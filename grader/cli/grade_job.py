@@ -22,6 +22,7 @@ from grader.grading.pipeline import GradingReport, StoreWriter, grade_pairs
 from grader.judges.base import Judge
 from grader.judges.registry import JudgeSettings, build_judge, judge_kind
 from grader.prompts import PromptSpec, load_prompt
+from grader.spelling import option
 from grader.store.store import Store
 
 
@@ -59,10 +60,11 @@ def check_args(args: argparse.Namespace) -> None:
 
 def _check_folders(args: argparse.Namespace) -> None:
     """Fail before grading (and paying) when an output or the store could not be written."""
-    paths = [("--out", args.out), ("--qrels-out", args.qrels_out)]
-    paths.append(("--merged-out", args.merged_out))
+    paths = [(option("--out", "out"), args.out)]
+    paths.append((option("--qrels-out", "qrels_out"), args.qrels_out))
+    paths.append((option("--merged-out", "merged_out"), args.merged_out))
     if not args.dry_run:  # a dry run never creates a store
-        paths.append(("--store", args.store))
+        paths.append((option("--store", "store"), args.store))
     for flag, value in paths:
         if value is None:
             continue

@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from grader import __version__
 from grader.cli.commands import COMMANDS
 from grader.errors import RelgradeError
+from grader.spelling import command_line
 
 # Each module defines `register(subparsers)`, which adds its parser and sets `func(args) -> int`.
 # Only the module of the command being run is imported (the others pull in the openai SDK,
@@ -108,7 +109,8 @@ def _run(command: str | None, words: list[str]) -> int:
     if extra:
         args.extra_positionals = extra
     try:
-        code: int = args.func(args)
+        with command_line():
+            code: int = args.func(args)
     except RelgradeError as exc:
         print(f"relgrade {args.command}: error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -95,6 +95,7 @@ class GradingRun(RunWaiting):
         self.stopping = False
         self.fatal: BaseException | None = None
         self.on_progress: ProgressCallback | None = None
+        self.priced: bool | None = None  # every judge has a price (`_all_priced`)
         # Pairs with equal texts (e.g. duplicate passages under two ids) share a content key:
         # the key is requested once per run and its answer given to every pair that needs it.
         self.followers: dict[str, list[Unit]] = {}
@@ -273,7 +274,16 @@ class GradingRun(RunWaiting):
             done=report.graded + report.failed,
             failed=report.failed,
             spend=report.cost,
+            cost_known=not report.unpriced and self._all_priced(),
         )
+
+    def _all_priced(self) -> bool:
+        """Whether every judge of the run has a price (priced on the first pair, once)."""
+        if self.priced is None:
+            judges = [*self.judges, *([self.verify_judge] if self.verify_judge else [])]
+            first = self.pairs[:1]
+            self.priced = all(estimate_cost(j, p) is not None for j in judges for p in first)
+        return self.priced
 
     def _report_progress(self) -> None:
         if self.on_progress is not None:
