@@ -18,6 +18,7 @@ from grader.metrics.evaluate import Missing, Scores, depth_needed, score
 from grader.metrics.judged_rows import JudgedRun
 from grader.metrics.measures import Measure, is_summed
 from grader.metrics.thresholds import resolve_thresholds
+from grader.spelling import option
 
 RunJoin = Callable[[int | None], JudgedRun]
 """A run joined with the qrels, looked up to the given depth (None: whole rankings)."""
@@ -61,7 +62,10 @@ def evaluate_judged(
     names = check_measures(given)
     measures, warnings = resolve_thresholds(names, facts.get("top"), typed=bool(given))
     if clamp and facts.get("source") == "trec":
-        warnings.append("--clamp is for judgments and grades CSV: TREC qrels keep every grade")
+        warnings.append(
+            f"{option('--clamp', 'clamp=True')} is for judgments and grades CSV: TREC qrels "
+            "keep every grade"
+        )
     depth = depth_needed(measures)
     evaluation = Evaluation([], [str(m) for m in measures], missing == "skip", warnings)
     for name, join in runs:
@@ -79,7 +83,8 @@ def evaluate_judged(
 def _fact_notes(facts: Mapping[str, Any]) -> list[str]:
     notes = []
     if facts.get("clamped"):
-        notes.append(f"{facts['clamped']} grades outside 0..3 were clamped (--clamp)")
+        clamp = option("--clamp", "clamp=True")
+        notes.append(f"{facts['clamped']} grades outside 0..3 were clamped ({clamp})")
     if facts.get("ungraded"):
         notes.append(
             f"{facts['ungraded']} rows with an empty grade were left out (unjudged, not 0)"
@@ -118,7 +123,8 @@ def _note(name: str, scores: Scores, skip: bool) -> str:
     text = f"{name}: answers {total - missing} of {total} qrels queries"
     if missing:
         text += (
-            f"; {missing} left out of the mean (--trec-eval-missing)"
+            f"; {missing} left out of the mean "
+            f"({option('--trec-eval-missing', 'trec_eval_missing=True')})"
             if skip
             else f"; {missing} missing scored 0 and counted in the mean"
         )

@@ -11,6 +11,7 @@ from grader.errors import InputError
 from grader.grading.pairs import Pair
 from grader.judges.base import Judge
 from grader.prompts import PromptSpec
+from grader.spelling import option
 from grader.store.store import Store
 
 
@@ -145,17 +146,19 @@ def check_priced(
             continue
         checked.add(id(judge))
         if estimate_cost(judge, pair) is None:
-            raise InputError(
-                f"--max-cost needs a price for {judge.judge_id}, and none is known",
-                hint="add the model to a price table passed by --prices",
-            )
+            raise _unpriced(judge)
     if (
         verifier is not None
         and pairs
         and id(verifier) not in checked
         and estimate_cost(verifier, pairs[0]) is None
     ):
-        raise InputError(
-            f"--max-cost needs a price for {verifier.judge_id}, and none is known",
-            hint="add the model to a price table passed by --prices",
-        )
+        raise _unpriced(verifier)
+
+
+def _unpriced(judge: Judge) -> InputError:
+    """The error of a budget that cannot be kept: `judge` has no price."""
+    return InputError(
+        f"{option('--max-cost', 'max_cost')} needs a price for {judge.judge_id}, and none is known",
+        hint=f"add the model to a price table passed by {option('--prices', 'prices=')}",
+    )

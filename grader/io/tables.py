@@ -22,6 +22,7 @@ import pandas as pd
 from grader.errors import InputError
 from grader.io.grade_format import DISTRIBUTION_COLUMNS as DISTRIBUTION
 from grader.metrics.rank_order import Precision
+from grader.spelling import option
 
 #: Each column relgrade reads, and the names either convention gives it (first found wins).
 QUERY_ID = ("query_id", "qid")
@@ -267,8 +268,8 @@ def on_scale(frame: pd.DataFrame, what: str, *, clamp: bool = False) -> pd.DataF
         raise InputError(
             f"the {what} grade {grades[row]} of ({frame['query_id'].iloc[row]}, "
             f"{frame['doc_id'].iloc[row]}) is outside {MIN_GRADE}..{MAX_GRADE}",
-            hint=f"fix the grade, or pass clamp=True to move it to the nearest of {MIN_GRADE} "
-            f"and {MAX_GRADE}",
+            hint=f"fix the grade, or pass {option('--clamp', 'clamp=True')} to move it to the "
+            f"nearest of {MIN_GRADE} and {MAX_GRADE}",
         )
     if outside.any():
         frame = frame.assign(grade=np.clip(grades, MIN_GRADE, MAX_GRADE))

@@ -35,6 +35,7 @@ from grader.io.trec_arrow import (
 )
 from grader.io.trec_lines import NumberCheck, finite_number, parses_as_number
 from grader.metrics.rank_order import Precision, rank_order, ranks_within
+from grader.spelling import option
 
 if TYPE_CHECKING:  # pandas (and pydantic, through grader.models) load only where used, so
     import pandas as pd  # `relgrade evaluate` of a small run starts fast
@@ -227,7 +228,8 @@ def read_qrels_columns(
             f"{MIN_GRADE}..{MAX_GRADE}",
             path=p,
             line=line,
-            hint="fix the grade, or pass --clamp to move it to the nearest of 0 and 3",
+            hint=f"fix the grade, or pass {option('--clamp', 'clamp=True')} to move it to the "
+            "nearest of 0 and 3",
         )
     ints = np.clip(grades, MIN_GRADE, MAX_GRADE).astype(np.int64)
     return _qrels_columns(p, table, ints, clamped=int(outside.size) if clamp else 0)
