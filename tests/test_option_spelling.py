@@ -40,7 +40,7 @@ def test_calibrate_names_clamp_as_the_caller_spells_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """TREC qrels and a table (the readers raising differ), by the command and by Python."""
-    qrels, csv, _ = _files(tmp_path)
+    qrels, _, _ = _files(tmp_path)
     human = tmp_path / "people.csv"
     human.write_text("query_id,doc_id,grade\nq1,d1,3\nq1,d2,1\n")
     assert main(["calibrate", "--llm", str(qrels), "--human", str(human)]) == 2
