@@ -109,7 +109,7 @@ def _run(command: str | None, words: list[str]) -> int:
     if extra:
         args.extra_positionals = extra
     try:
-        with command_line():
+        with command_line(), _dataset_log(args):
             code: int = args.func(args)
     except RelgradeError as exc:
         print(f"relgrade {args.command}: error: {exc}", file=sys.stderr)
@@ -120,6 +120,15 @@ def _run(command: str | None, words: list[str]) -> int:
     except BrokenPipeError:
         return 0
     return code
+
+
+def _dataset_log(args: argparse.Namespace) -> contextlib.AbstractContextManager[None]:
+    """ir_datasets' log lines held while a command reads --dataset (grader.cli.dataset_log)."""
+    if not getattr(args, "dataset", None):
+        return contextlib.nullcontext()
+    from grader.cli.dataset_log import held_dataset_log
+
+    return held_dataset_log()
 
 
 if __name__ == "__main__":

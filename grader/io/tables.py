@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from grader.errors import InputError
+from grader.io.datasets import iterate
 from grader.io.grade_format import DISTRIBUTION_COLUMNS as DISTRIBUTION
 from grader.metrics.rank_order import Precision
 from grader.spelling import option
@@ -132,7 +133,7 @@ def as_frame(value: Any, column: str, what: str, expected: str) -> pd.DataFrame:
     if isinstance(value, pd.DataFrame):
         return value
     if hasattr(value, "qrels_iter") and column == "grade":
-        value = value.qrels_iter()  # an ir_datasets dataset given as qrels
+        value = iterate(value, "qrels")  # an ir_datasets dataset given as qrels
     if isinstance(value, Mapping):
         return _nested(value, column)
     if isinstance(value, Iterable) and not isinstance(value, str | bytes):
