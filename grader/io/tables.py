@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from grader.errors import InputError
@@ -172,6 +173,7 @@ def grades_table(value: Any, what: str = "qrels") -> pd.DataFrame:
     values = grades[~absent].to_numpy(dtype=np.float64)
     if len(values) and np.any(values != np.round(values)):
         raise InputError(f"the {what} holds a grade that is not an integer", hint="round it")
+    _check_size(kept, values, what)
     kept["query_id"] = id_text(kept["query_id"], what)
     kept["doc_id"] = id_text(kept["doc_id"], what)
     kept["grade"] = values.astype(np.int64)
@@ -184,6 +186,20 @@ def grades_table(value: Any, what: str = "qrels") -> pd.DataFrame:
         clamped=0,
     )
     return kept
+
+
+def _check_size(kept: pd.DataFrame, values: npt.NDArray[np.float64], what: str) -> None:
+    """A grade too large to read as written is refused, as the TREC reader refuses it."""
+    from grader.io.trec import LARGEST_GRADE
+
+    huge = np.abs(values) > LARGEST_GRADE
+    if len(values) and huge.any():
+        row = int(np.argmax(huge))
+        raise InputError(
+            f"the {what} grade {kept['grade'].iloc[row]} of ({kept['query_id'].iloc[row]}, "
+            f"{kept['doc_id'].iloc[row]}) is too large",
+            hint="qrels grades are small integers such as -2..4",
+        )
 
 
 def run_table(value: Any, *, precision: Precision = "float32", what: str = "run") -> pd.DataFrame:

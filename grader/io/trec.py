@@ -235,11 +235,16 @@ def read_qrels_columns(
     return _qrels_columns(p, table, ints, clamped=int(outside.size) if clamp else 0)
 
 
+LARGEST_GRADE = 2.0**53
+"""The largest grade (either sign) read as written: beyond it a float64 no longer holds every
+integer, and from 2**63 an int64 wraps around (a grade of 2**63 would score nDCG 1.46)."""
+
+
 def _int_grades(
     path: Path, grades: npt.NDArray[np.float64], text: pa.ChunkedArray
 ) -> npt.NDArray[np.int64]:
     """Integer grades as written; one too large to hold exactly is an error, not a wrap-around."""
-    huge = np.flatnonzero(np.abs(grades) > 2.0**53)
+    huge = np.flatnonzero(np.abs(grades) > LARGEST_GRADE)
     if huge.size:
         row = int(huge[0])
         line = line_of(path, row)
