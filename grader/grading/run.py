@@ -51,6 +51,15 @@ def _mask(judgment: Judgment, secrets: Sequence[str]) -> Judgment:
     return Judgment.model_validate_json(redact(text, secrets))
 
 
+def _priced(judge: Judge, pair: Pair) -> bool:
+    """Whether `judge` has a price; a pair it cannot estimate (a document too long for the
+    context: it will fail, unpaid) leaves its judgments to say (`GradingReport.unpriced`)."""
+    try:
+        return estimate_cost(judge, pair) is not None
+    except Exception:  # the judge's own error comes with the pair's judgment
+        return True
+
+
 class GradingRun(RunWaiting):
     """The state of one `grade_pairs` call."""
 
@@ -281,8 +290,7 @@ class GradingRun(RunWaiting):
         """Whether every judge of the run has a price (priced on the first pair, once)."""
         if self.priced is None:
             judges = [*self.judges, *([self.verify_judge] if self.verify_judge else [])]
-            first = self.pairs[:1]
-            self.priced = all(estimate_cost(j, p) is not None for j in judges for p in first)
+            self.priced = all(_priced(j, p) for j in judges for p in self.pairs[:1])
         return self.priced
 
     def _report_progress(self) -> None:
