@@ -77,9 +77,10 @@ def main() -> None:
         for r in range(opts.rounds):
             for i, variant in enumerate("ABBA"):
                 store = folder / f"s{r}{i}.db"
-                wall, cpu = one_run(variant, files, store)
-                times[variant].append((wall, cpu))
-                print(f"round {r + 1} {variant}: {wall:.2f} s wall, {cpu:.2f} CPU-s", flush=True)
+                seconds, cpu_s = one_run(variant, files, store)
+                times[variant].append((seconds, cpu_s))
+                line = f"round {r + 1} {variant}: {seconds:.2f} s wall, {cpu_s:.2f} CPU-s"
+                print(line, flush=True)
                 for suffix in ("", "-wal", "-shm"):
                     Path(f"{store}{suffix}").unlink(missing_ok=True)
     wall = {v: statistics.median(w for w, _ in t) for v, t in times.items()}
