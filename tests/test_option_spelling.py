@@ -84,3 +84,34 @@ def test_the_command_line_spelling_ends_with_the_command() -> None:
     with command_line():
         assert option("--clamp", "clamp=True") == "--clamp"
     assert option("--clamp", "clamp=True") == "clamp=True"
+
+
+def test_grade_names_its_keywords_from_python(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The checks of grade's options, from the command and from Python."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    files = write_grade_files(tmp_path)
+    store = tmp_path / "s.db"
+    cases = [
+        (["--concurrency", "0"], {"concurrency": 0}, ("--concurrency", "concurrency must")),
+        (["--depth", "0"], {"depth": 0}, ("--depth", "depth must")),
+        ([], {}, ("--base-url", "base_url=")),
+    ]
+    for flags, keywords, (flag, keyword) in cases:
+        assert main([*files.args("--store", store), *flags]) == 2
+        assert flag in capsys.readouterr().err
+        with pytest.raises(rg.InputError) as raised:
+            rg.grade(
+                runs=str(files.run),
+                queries=str(files.queries),
+                docs=str(files.docs),
+                store=str(store),
+                progress=False,
+                **keywords,  # type: ignore[arg-type]
+            )
+        assert keyword in str(raised.value) and "--" not in str(raised.value), raised.value
+    with pytest.raises(rg.InputError, match="queries= and docs=") as raised:
+        rg.grade(runs=str(files.run), judge="lexical", store=str(store), progress=False)
+    assert "--" not in str(raised.value)

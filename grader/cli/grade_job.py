@@ -47,11 +47,11 @@ def grade_flags(**given: Any) -> argparse.Namespace:
 
 def check_args(args: argparse.Namespace) -> None:
     if args.concurrency < 1:
-        raise InputError("--concurrency must be at least 1")
+        raise InputError(f"{option('--concurrency', 'concurrency')} must be at least 1")
     if args.max_attempts < 1:
-        raise InputError("--max-attempts must be at least 1")
+        raise InputError(f"{option('--max-attempts', 'max_attempts')} must be at least 1")
     if args.max_cost is not None and args.max_cost < 0:
-        raise InputError("--max-cost must not be negative")
+        raise InputError(f"{option('--max-cost', 'max_cost')} must not be negative")
     check_judge_args(args)
     if (args.verify_prompt or args.verify_model) and not args.verify_low:
         raise InputError("--verify-prompt/--verify-model need --verify-low")
@@ -173,7 +173,8 @@ def _texts(args: argparse.Namespace) -> tuple[Any, Any]:
         docs = dataset if docs is None else docs
     if queries is None or docs is None:
         raise InputError(
-            "grade needs --queries and --docs", hint="or --dataset ID (an ir_datasets id)"
+            option("grade needs --queries and --docs", "grade needs queries= and docs="),
+            hint=option("or --dataset ID (an ir_datasets id)", "or an ir_datasets dataset as both"),
         )
     return queries, docs
 
