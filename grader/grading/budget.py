@@ -97,6 +97,21 @@ def estimate_cost(judge: Judge, pair: Pair) -> float | None:
     return None if cost is None else float(cost)
 
 
+def all_priced(judges: Sequence[Judge | None], pairs: Sequence[Pair]) -> bool:
+    """Whether every judge given has a price (asked on the first pair). A judge that cannot
+    estimate that pair (a document too long for its context: the pair will fail, unpaid) is
+    left to its judgments to say (`GradingReport.unpriced`)."""
+    for judge in judges:
+        if judge is None or not pairs:
+            continue
+        try:
+            if estimate_cost(judge, pairs[0]) is None:
+                return False
+        except Exception:  # the judge's own error comes with the pair's judgment
+            continue
+    return True
+
+
 def estimate_requests(
     requests: Iterable[tuple[Judge, Pair]], store: Store | None = None
 ) -> Estimate:

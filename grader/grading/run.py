@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from grader.errors import JudgeError
-from grader.grading.budget import estimate_cost
+from grader.grading.budget import all_priced, estimate_cost
 from grader.grading.events import ProgressCallback, ProgressEvent
 from grader.grading.leases import Leases
 from grader.grading.outputs import OutputJudgments, for_pair, read_back
@@ -49,15 +49,6 @@ def _mask(judgment: Judgment, secrets: Sequence[str]) -> Judgment:
     if not any(s in text for s in secrets):
         return judgment
     return Judgment.model_validate_json(redact(text, secrets))
-
-
-def _priced(judge: Judge, pair: Pair) -> bool:
-    """Whether `judge` has a price; a pair it cannot estimate (a document too long for the
-    context: it will fail, unpaid) leaves its judgments to say (`GradingReport.unpriced`)."""
-    try:
-        return estimate_cost(judge, pair) is not None
-    except Exception:  # the judge's own error comes with the pair's judgment
-        return True
 
 
 class GradingRun(RunWaiting):
@@ -287,10 +278,8 @@ class GradingRun(RunWaiting):
         )
 
     def _all_priced(self) -> bool:
-        """Whether every judge of the run has a price (priced on the first pair, once)."""
         if self.priced is None:
-            judges = [*self.judges, *([self.verify_judge] if self.verify_judge else [])]
-            self.priced = all(_priced(j, p) for j in judges for p in self.pairs[:1])
+            self.priced = all_priced([*self.judges, self.verify_judge], self.pairs)
         return self.priced
 
     def _report_progress(self) -> None:
