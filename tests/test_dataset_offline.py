@@ -101,3 +101,49 @@ def test_python_gets_an_input_error(tmp_path: Path, monkeypatch: pytest.MonkeyPa
             store=str(tmp_path / "s.db"),
             progress=False,
         )
+
+
+def test_the_command_holds_ir_datasets_notices_until_past_the_download() -> None:
+    """Notices come out once ir_datasets is past the download (or the command ends well),
+    retry lines never, and nothing of it when the command fails."""
+    import logging
+
+    from grader.cli.dataset_log import held_dataset_log
+
+    logger = logging.getLogger("ir_datasets")
+    seen: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record.getMessage())
+
+    handler, level = Keep(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        with held_dataset_log():
+            logger.info("Please confirm you agree to the data usage agreement")
+            logger.info("download error: refused. Retrying from start.")
+            assert seen == []
+            logger.info("[starting] building docstore")
+            logger.info("[finished] building docstore")
+        assert seen == [
+            "Please confirm you agree to the data usage agreement",
+            "[starting] building docstore",
+            "[finished] building docstore",
+        ]
+        seen.clear()
+        with held_dataset_log():
+            logger.info("a notice")
+        assert seen == ["a notice"]  # a command that ends well says it at the end
+        seen.clear()
+        with pytest.raises(rg.InputError), held_dataset_log():
+            logger.info("a notice")
+            logger.warning("Download failed: refused")
+            raise rg.InputError("ir_datasets could not download it: no network?")
+        assert seen == []
+        logger.info("after the command")
+        assert seen == ["after the command"]  # the filter is gone
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
