@@ -7,7 +7,10 @@ every sqlite3 user of the process; it registers none. This bench measures what t
 it shows: the
 first `relgrade grade --judge lexical` of a run (every pair graded and written to a new store),
 in a child process with the adapters registered (A) and without (B), alternated A B B A ...,
-and prints each run's wall and CPU seconds and the medians.
+and prints each run's wall and CPU seconds and the medians. The adapters change CPU work only
+(how a value is bound); the wall time of a first grading waits mostly on the disk (about 7 CPU-s
+in 10-50 s for 20,000 pairs on a shared machine), so compare the CPU medians and rerun before
+reading a wall difference.
 
     python bench/store_adapters.py [--pairs 50000] [--pool 20000] [--rounds 2] [--seed 1]
 """
