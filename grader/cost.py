@@ -193,6 +193,14 @@ def cost_range(expected: float | None, ceiling: float | None) -> str:
     return f"${expected:.4f} expected (at most ${ceiling:.4f})"
 
 
+def spend_short(cost: float, known: bool = True) -> str:
+    """Spend for a progress line: `$0.0123`, or `$?` (`$0.0123+?`) when a judge has no price:
+    an unknown cost is never shown as $0."""
+    if known:
+        return f"${cost:.4f}"
+    return f"${cost:.4f}+?" if cost else "$?"
+
+
 def spend_text(cost: float, unpriced: int) -> str:
     """`$0.0123` spent, or what is unknown: judgments without a price cost "unknown", never $0."""
     if not unpriced:

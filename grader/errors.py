@@ -71,6 +71,11 @@ class StoreError(RelgradeError):
     """The judgment store is unreadable, from a newer version, or locked."""
 
 
+class NotAStore(StoreError, InputError):
+    """The store path is not a relgrade store (a text file, a folder, another program's
+    database): bad input (exit 2), not a failure of the run."""
+
+
 class BudgetError(RelgradeError):
     """Going on would spend more than `--max-cost` allows."""
 

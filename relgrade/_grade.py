@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 
+from grader import defaults
 from grader.cli.grade_job import grade_flags, grade_selection
 from grader.errors import BudgetError, InputError
 from grader.grading.events import ProgressCallback, StopButton
@@ -179,7 +180,7 @@ def grade(
     prompt: str | None = None,
     base_url: str | None = None,
     store: Any = "relgrade.db",
-    concurrency: int = 8,
+    concurrency: int = defaults.CONCURRENCY,
     progress: bool = True,
     **options: Any,
 ) -> pd.DataFrame:
@@ -226,7 +227,7 @@ async def agrade(
     prompt: str | None = None,
     base_url: str | None = None,
     store: Any = "relgrade.db",
-    concurrency: int = 8,
+    concurrency: int = defaults.CONCURRENCY,
     progress: bool = True,
     **options: Any,
 ) -> pd.DataFrame:

@@ -74,7 +74,6 @@ __all__ = [
 CHAT_PATH = "/v1/chat/completions"
 MODELS: dict[str, Any] = {"object": "list", "data": [{"id": "fake-model"}]}
 
-ASGIApp = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
@@ -132,10 +131,6 @@ class FakeServer:
     def enqueue(self, *items: Fault) -> None:
         """Queue faults; each request consumes the next one, in order."""
         self._faults.extend(items)
-
-    @property
-    def pending_faults(self) -> int:
-        return len(self._faults)
 
     def hold_replies_after(self, n: int) -> threading.Event:
         """Answer the first `n` chat requests; log later ones but answer them once the event

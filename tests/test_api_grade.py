@@ -4,6 +4,7 @@ inside a running event loop (as in Jupyter), from the inputs notebooks hold."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import warnings
 from pathlib import Path
 from typing import Any
@@ -85,9 +86,29 @@ def test_grade_in_a_running_loop_equals_the_command_and_reruns_free(
 def test_agrade_awaits_in_the_callers_loop(
     fake_server: FakeServer, files: GradeFiles, tmp_path: Path
 ) -> None:
+    """While `agrade` awaits replies the server holds, another task of the caller's loop runs:
+    it sees the requests arrive, ticks, and is what lets the server answer. An `agrade` that
+    blocked the loop would leave the ticker still, and the replies would be let go only by the
+    safety timer (the test then fails, it does not hang)."""
     command = _command_grades(files, fake_server, tmp_path / "cli.db", tmp_path / "cli.jsonl")
-    frame = asyncio.run(
-        rg.agrade(
+    fake_server.reset()
+    released = fake_server.hold_replies_after(0)  # no reply until the ticker says so
+    seen: dict[str, int] = {"ticks": 0, "requests_held": 0}
+
+    async def ticker() -> None:
+        while not released.is_set():
+            await asyncio.sleep(0.005)
+            held = fake_server.counts["requests"]
+            if held:
+                seen["ticks"] += 1
+                seen["requests_held"] = max(seen["requests_held"], held)
+            if seen["ticks"] >= 20:  # the loop ran 20 times while agrade awaited: let go
+                seen["released_by_ticker"] = 1
+                released.set()
+
+    async def caller() -> pd.DataFrame:
+        task = asyncio.create_task(ticker())
+        frame = await rg.agrade(
             runs=[files.run],
             queries=files.queries,
             docs=files.docs,
@@ -95,7 +116,17 @@ def test_agrade_awaits_in_the_callers_loop(
             store=tmp_path / "api.db",
             progress=False,
         )
-    )
+        await task
+        return frame
+
+    safety = threading.Timer(30.0, released.set)
+    safety.start()
+    try:
+        frame = asyncio.run(caller())
+    finally:
+        safety.cancel()
+    assert seen.get("released_by_ticker") == 1, seen
+    assert seen["ticks"] >= 20 and seen["requests_held"] >= 1
     got = dict(zip(zip(frame.query_id, frame.doc_id, strict=True), frame.grade, strict=True))
     assert got == command
 

@@ -43,7 +43,7 @@ def test_what_is_accepted_and_how_each_refusal_reads() -> None:
     with pytest.raises(InputError, match=r"grade '2\.5' is not an integer") as info:
         parse_grade("2.5", path="h.csv", lineno=7)
     assert info.value.line == 7
-    with pytest.raises(InputError, match=r"grade 4 is outside 0\.\.3.*--clamp"):
+    with pytest.raises(InputError, match=r"grade 4 is outside 0\.\.3.*clamp=True"):
         parse_grade("4", path="h.csv", lineno=2)
     assert parse_grade("4", clamp=True, path="h.csv", lineno=2) == (3, True)
     assert parse_grade("-7", clamp=True, path="h.csv", lineno=2) == (0, True)

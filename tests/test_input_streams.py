@@ -214,9 +214,13 @@ def test_stdin_may_be_compressed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 
 def _bash(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run `command` ("relgrade ...") in bash: the leading command word becomes this Python's
+    `-m grader.cli.main`; the rest (paths that may hold "relgrade") is left as written."""
+    word, _, rest = command.partition(" ")
+    assert word == "relgrade", command
     relgrade = f"{shlex.quote(sys.executable)} -m grader.cli.main"
     return subprocess.run(
-        ["bash", "-c", command.replace("relgrade", relgrade)],
+        ["bash", "-c", f"{relgrade} {rest}"],
         cwd=cwd,
         capture_output=True,
         text=True,

@@ -34,6 +34,15 @@ def test_mrr_of_the_three_example_queries_is_0_611_at_threshold_2() -> None:
     assert recall_at_k([0, 0, 3], 2, n_relevant=1, threshold=2) == 0.0
 
 
+def test_mrr_at_k_looks_only_at_the_top_k() -> None:
+    # the third query's first relevant document is at rank 3: RR@2 is 0 for it
+    lists = [[0, 3, 1], [3, 0, 0], [0, 0, 3]]
+    assert mrr(lists, threshold=2, k=2) == pytest.approx((1 / 2 + 1 + 0) / 3)
+    assert mrr(lists, threshold=2, k=1) == pytest.approx(1 / 3)
+    assert mrr(lists, threshold=1, k=1) == pytest.approx(1 / 3)
+    assert mrr(lists, threshold=2, k=10) == mrr(lists, threshold=2)  # past the end: all of it
+
+
 def test_threshold_changes_what_counts_as_relevant() -> None:
     # at threshold 1 the grade-1 document of the first list is relevant too, but comes later
     assert reciprocal_rank([0, 3, 1], threshold=1) == 0.5

@@ -9,6 +9,7 @@ import pytest
 from grader.errors import InputError
 from grader.grading.pairs import PairSelection, pairs_to_grade
 from grader.models import Doc, Query
+from grader.spelling import command_line
 
 QUERIES = {q: Query(query_id=q, text=f"text of {q}") for q in ("q1", "q2")}
 DOCS = {d: Doc(doc_id=d, text=f"text of {d}") for d in ("a", "b", "c", "d", "e")}
@@ -54,7 +55,10 @@ def test_missing_ids_are_one_error_with_count_and_first_ids(tmp_path: Path) -> N
     assert "9 pair(s)" in message
     assert "8 unknown doc id(s) (x0, x1, x2, x3, x4, ...)" in message
     assert "1 unknown query id(s) (q9)" in message
-    assert "--skip-missing" in message and str(run) in message
+    assert "skip_missing=True" in message and str(run) in message  # a Python caller's fix
+    with command_line(), pytest.raises(InputError) as info:
+        pairs_to_grade([run], QUERIES, DOCS, depth=10)
+    assert "--skip-missing" in str(info.value)  # the command's
 
 
 def test_skip_missing_counts_what_it_left_out(tmp_path: Path) -> None:
@@ -67,7 +71,9 @@ def test_skip_missing_counts_what_it_left_out(tmp_path: Path) -> None:
 
 def test_depth_must_be_positive(tmp_path: Path) -> None:
     run = write(tmp_path / "r1", ["q1 Q0 a 1 3 t"])
-    with pytest.raises(InputError, match="--depth"):
+    with pytest.raises(InputError, match=r"^depth must be at least 1"):
+        pairs_to_grade([run], QUERIES, DOCS, depth=0)
+    with command_line(), pytest.raises(InputError, match=r"^--depth must be at least 1"):
         pairs_to_grade([run], QUERIES, DOCS, depth=0)
 
 

@@ -114,7 +114,7 @@ def test_grades_outside_0_to_3_fail_unless_clamped(tmp_path: Path) -> None:
     path = _write(tmp_path / "q.txt", "q1 0 a 3\nq1 0 b 4\nq1 0 c -1\n")
     with pytest.raises(InputError, match=r"outside 0\.\.3") as info:
         read_qrels(path)
-    assert info.value.line == 2 and "--clamp" in str(info.value)
+    assert info.value.line == 2 and "clamp=True" in str(info.value)
     clamped = read_qrels(path, clamp=True)
     assert clamped["grade"].tolist() == [3, 3, 0]
     assert clamped.attrs["clamped"] == 2

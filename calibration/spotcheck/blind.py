@@ -27,7 +27,6 @@ from grader.io.trec import write_qrels
 from grader.models import GRADES, Doc, Query
 from grader.prompts import PromptSpec, truncate
 
-BLIND_COLUMNS = ("query_id", "doc_id", "query", "document", "grade", "notes")
 OPTIONAL_DOC_COLUMNS = ("title", "path")
 
 

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
 import numpy as np
 
@@ -53,10 +52,6 @@ from calibration.spotcheck.sequential import (
 from grader.errors import InputError
 from grader.models import Judgment
 
-Strategy = Literal[
-    "uniform", "stratified", "uncertainty", "active", "low", "query-balanced", "whole-queries"
-]
-Allocation = Literal["equal", "proportional"]
 STRATEGIES: tuple[str, ...] = (
     "uniform",
     "stratified",

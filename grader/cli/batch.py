@@ -16,6 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from grader import defaults
 from grader.batch.api.client import TERMINAL_STATUSES
 from grader.batch.api.state import BatchState, Job
 from grader.cli.batch_common import (
@@ -142,7 +143,7 @@ async def _refresh(state: BatchState, settings: Settings) -> str | None:
     if not stale:
         return None
     try:
-        client = settings.batch_client(timeout=120.0)  # status has no --timeout
+        client = settings.batch_client(timeout=defaults.BATCH_TIMEOUT_S)  # status: no --timeout
     except InputError as exc:
         return f"not refreshed from the server: {exc}"
     try:

@@ -195,11 +195,11 @@ def _qrels(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     if not args.dataset:
         return read_grades(args.qrels, clamp=args.clamp)
     from grader.evaluation.inputs import read_qrels_input
-    from grader.io.datasets import load_dataset, require
+    from grader.io.datasets import iterate, load_dataset, require
 
     dataset = load_dataset(args.dataset)
     require(dataset, args.dataset, "qrels")
-    return read_qrels_input(dataset.qrels_iter(), clamp=args.clamp)
+    return read_qrels_input(iterate(dataset, "qrels"), clamp=args.clamp)
 
 
 def _check_files_given(args: argparse.Namespace) -> None:

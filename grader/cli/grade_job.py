@@ -22,6 +22,7 @@ from grader.grading.pipeline import GradingReport, StoreWriter, grade_pairs
 from grader.judges.base import Judge
 from grader.judges.registry import JudgeSettings, build_judge, judge_kind
 from grader.prompts import PromptSpec, load_prompt
+from grader.spelling import option
 from grader.store.store import Store
 
 
@@ -46,11 +47,11 @@ def grade_flags(**given: Any) -> argparse.Namespace:
 
 def check_args(args: argparse.Namespace) -> None:
     if args.concurrency < 1:
-        raise InputError("--concurrency must be at least 1")
+        raise InputError(f"{option('--concurrency', 'concurrency')} must be at least 1")
     if args.max_attempts < 1:
-        raise InputError("--max-attempts must be at least 1")
+        raise InputError(f"{option('--max-attempts', 'max_attempts')} must be at least 1")
     if args.max_cost is not None and args.max_cost < 0:
-        raise InputError("--max-cost must not be negative")
+        raise InputError(f"{option('--max-cost', 'max_cost')} must not be negative")
     check_judge_args(args)
     if (args.verify_prompt or args.verify_model) and not args.verify_low:
         raise InputError("--verify-prompt/--verify-model need --verify-low")
@@ -59,10 +60,11 @@ def check_args(args: argparse.Namespace) -> None:
 
 def _check_folders(args: argparse.Namespace) -> None:
     """Fail before grading (and paying) when an output or the store could not be written."""
-    paths = [("--out", args.out), ("--qrels-out", args.qrels_out)]
-    paths.append(("--merged-out", args.merged_out))
+    paths = [(option("--out", "out"), args.out)]
+    paths.append((option("--qrels-out", "qrels_out"), args.qrels_out))
+    paths.append((option("--merged-out", "merged_out"), args.merged_out))
     if not args.dry_run:  # a dry run never creates a store
-        paths.append(("--store", args.store))
+        paths.append((option("--store", "store"), args.store))
     for flag, value in paths:
         if value is None:
             continue
@@ -171,7 +173,8 @@ def _texts(args: argparse.Namespace) -> tuple[Any, Any]:
         docs = dataset if docs is None else docs
     if queries is None or docs is None:
         raise InputError(
-            "grade needs --queries and --docs", hint="or --dataset ID (an ir_datasets id)"
+            option("grade needs --queries and --docs", "grade needs queries= and docs="),
+            hint=option("or --dataset ID (an ir_datasets id)", "or an ir_datasets dataset as both"),
         )
     return queries, docs
 

@@ -56,9 +56,12 @@ def print_dry_run(
     `verbose` the pairs it counts (stdout)."""
     est = report.estimate
     assert est is not None
+    shared = ""
+    if report.shared:
+        shared = f"; {report.shared} pairs share a text with another pair (sent once)"
     lines = [
         f"dry run: {report.pairs} pairs; answers already stored: {report.stored_ok} ok, "
-        f"{report.stored_failed} failed (to retry); {report.cached} pairs need no request",
+        f"{report.stored_failed} failed (to retry); {report.cached} pairs need no request" + shared,
         f"would send {est.requests} requests: about {est.prompt_tokens:,} prompt tokens; "
         f"completion tokens about {est.expected_completion_tokens:,} expected, at most "
         f"{est.completion_tokens:,} (the ceiling: every reply at the prompt's max_tokens)",

@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from grader import __version__
 from grader.cli.commands import COMMANDS
 from grader.errors import RelgradeError
+from grader.spelling import command_line
 
 # Each module defines `register(subparsers)`, which adds its parser and sets `func(args) -> int`.
 # Only the module of the command being run is imported (the others pull in the openai SDK,
@@ -108,7 +109,8 @@ def _run(command: str | None, words: list[str]) -> int:
     if extra:
         args.extra_positionals = extra
     try:
-        code: int = args.func(args)
+        with command_line(), _dataset_log(args):
+            code: int = args.func(args)
     except RelgradeError as exc:
         print(f"relgrade {args.command}: error: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -118,6 +120,15 @@ def _run(command: str | None, words: list[str]) -> int:
     except BrokenPipeError:
         return 0
     return code
+
+
+def _dataset_log(args: argparse.Namespace) -> contextlib.AbstractContextManager[None]:
+    """ir_datasets' log lines held while a command reads --dataset (grader.cli.dataset_log)."""
+    if not getattr(args, "dataset", None):
+        return contextlib.nullcontext()
+    from grader.cli.dataset_log import held_dataset_log
+
+    return held_dataset_log()
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from rich.progress import (
     TextColumn,
 )
 
+from grader.cost import spend_short
 from grader.grading.events import ProgressEvent
 
 WINDOW_S = 300.0
@@ -103,7 +104,7 @@ class GradingProgress:
                 MofNCompleteColumn(),
                 TextColumn(
                     "cached {task.fields[cached]} · failed {task.fields[failed]} · "
-                    "{task.fields[rate]}/s · ${task.fields[spend]}"
+                    "{task.fields[rate]}/s · {task.fields[spend]}"
                 ),
                 TextColumn("ETA {task.fields[eta]}"),
                 console=console,
@@ -131,7 +132,7 @@ class GradingProgress:
         progress = self._progress
         if progress is None or not self._entered:
             return
-        spend = f"{event.spend:.4f}"
+        spend = spend_short(event.spend, event.cost_known)
         if self._task is None:
             self._first_done = event.done
             self._rate = RecentRate()

@@ -14,6 +14,7 @@ import time
 from types import TracebackType
 from typing import Any, TextIO
 
+from grader.cost import spend_short
 from grader.grading.events import ProgressEvent
 
 EVERY_S = 0.25
@@ -58,7 +59,8 @@ class LineProgress:
         if not self._tried:
             self._tried = True
             self._bar = _tqdm(event.total, self.file)
-        text = f"cached {event.cached} · failed {event.failed} · ${event.spend:.4f}"
+        spend = spend_short(event.spend, event.cost_known)
+        text = f"cached {event.cached} · failed {event.failed} · {spend}"
         if self._bar is not None:
             self._bar.total = event.total
             self._bar.n = event.done

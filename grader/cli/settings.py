@@ -33,6 +33,7 @@ from grader.cost import PriceTable
 from grader.errors import InputError, JudgeError
 from grader.judges.llm.endpoint import KEY_ENV, PLACEHOLDER_KEY, api_key_for, env_key_for
 from grader.prompts import PromptSpec
+from grader.spelling import option
 
 if TYPE_CHECKING:  # the LLM client and the openai SDK load only when a command asks for them
     from grader.batch.api.client import BatchClient
@@ -190,8 +191,9 @@ class Settings:
             except JudgeError as exc:
                 raise InputError(
                     str(exc),
-                    hint=f"set {KEY_ENV}, point --base-url at an OpenAI-compatible server, or "
-                    "use --judge lexical (offline)",
+                    hint=f"set {KEY_ENV}, point {option('--base-url', 'base_url=')} at an "
+                    "OpenAI-compatible server, or use "
+                    f"{option('--judge lexical', 'judge=' + repr('lexical'))} (offline)",
                 ) from None
         return self._key
 

@@ -22,6 +22,7 @@ from grader.metrics.foreign import TREC_EVAL_LEVEL, ties_of
 from grader.metrics.judged_rows import JudgedRun
 from grader.metrics.measures import Measure, is_summed
 from grader.metrics.thresholds import foreign_lines, requested_names, resolve_thresholds
+from grader.spelling import option
 
 
 class RunJoin(Protocol):
@@ -97,7 +98,10 @@ def evaluate_judged(
         names, top, typed=bool(given), trec_eval_level=trec_eval_level
     )
     if clamp and facts.get("source") == "trec":
-        warnings.append("--clamp is for judgments and grades CSV: TREC qrels keep every grade")
+        warnings.append(
+            f"{option('--clamp', 'clamp=True')} is for judgments and grades CSV: TREC qrels "
+            "keep every grade"
+        )
     depth = depth_needed(measures)
     evaluation = Evaluation([], [str(m) for m in measures], missing == "skip", warnings)
     evaluation.requested = requested_names(names, top, trec_eval_level)
@@ -134,7 +138,8 @@ def _scores(
 def _fact_notes(facts: Mapping[str, Any]) -> list[str]:
     notes = []
     if facts.get("clamped"):
-        notes.append(f"{facts['clamped']} grades outside 0..3 were clamped (--clamp)")
+        clamp = option("--clamp", "clamp=True")
+        notes.append(f"{facts['clamped']} grades outside 0..3 were clamped ({clamp})")
     if facts.get("ungraded"):
         notes.append(
             f"{facts['ungraded']} rows with an empty grade were left out (unjudged, not 0)"
@@ -173,7 +178,8 @@ def _note(name: str, scores: Scores, skip: bool) -> str:
     text = f"{name}: answers {total - missing} of {total} qrels queries"
     if missing:
         text += (
-            f"; {missing} left out of the mean (--trec-eval-missing)"
+            f"; {missing} left out of the mean "
+            f"({option('--trec-eval-missing', 'trec_eval_missing=True')})"
             if skip
             else f"; {missing} missing scored 0 and counted in the mean"
         )

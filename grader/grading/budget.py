@@ -11,6 +11,7 @@ from grader.errors import InputError
 from grader.grading.pairs import Pair
 from grader.judges.base import Judge
 from grader.prompts import PromptSpec
+from grader.spelling import option
 from grader.store.store import Store
 
 
@@ -96,6 +97,21 @@ def estimate_cost(judge: Judge, pair: Pair) -> float | None:
     return None if cost is None else float(cost)
 
 
+def all_priced(judges: Sequence[Judge | None], pairs: Sequence[Pair]) -> bool:
+    """Whether every judge given has a price (asked on the first pair). A judge that cannot
+    estimate that pair (a document too long for its context: the pair will fail, unpaid) is
+    left to its judgments to say (`GradingReport.unpriced`)."""
+    for judge in judges:
+        if judge is None or not pairs:
+            continue
+        try:
+            if estimate_cost(judge, pairs[0]) is None:
+                return False
+        except Exception:  # the judge's own error comes with the pair's judgment
+            continue
+    return True
+
+
 def estimate_requests(
     requests: Iterable[tuple[Judge, Pair]], store: Store | None = None
 ) -> Estimate:
@@ -145,17 +161,19 @@ def check_priced(
             continue
         checked.add(id(judge))
         if estimate_cost(judge, pair) is None:
-            raise InputError(
-                f"--max-cost needs a price for {judge.judge_id}, and none is known",
-                hint="add the model to a price table passed by --prices",
-            )
+            raise _unpriced(judge)
     if (
         verifier is not None
         and pairs
         and id(verifier) not in checked
         and estimate_cost(verifier, pairs[0]) is None
     ):
-        raise InputError(
-            f"--max-cost needs a price for {verifier.judge_id}, and none is known",
-            hint="add the model to a price table passed by --prices",
-        )
+        raise _unpriced(verifier)
+
+
+def _unpriced(judge: Judge) -> InputError:
+    """The error of a budget that cannot be kept: `judge` has no price."""
+    return InputError(
+        f"{option('--max-cost', 'max_cost')} needs a price for {judge.judge_id}, and none is known",
+        hint=f"add the model to a price table passed by {option('--prices', 'prices=')}",
+    )

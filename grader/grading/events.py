@@ -15,13 +15,15 @@ from typing import Any
 class ProgressEvent:
     """Where a grading run stands: `total` pairs need requests (pairs found in the store are
     counted in `cached` instead); `done` of them finished, `failed` of those as failures;
-    `spend` is the USD of the priced judgments so far."""
+    `spend` is the USD of the priced judgments so far; `cost_known` is False when a judge of
+    the run has no price (its judgments cost an unknown amount, never 0)."""
 
     total: int
     cached: int
     done: int = 0
     failed: int = 0
     spend: float = 0.0
+    cost_known: bool = True
 
 
 ProgressCallback = Callable[[ProgressEvent], None]

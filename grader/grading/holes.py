@@ -13,7 +13,7 @@ also-judged pair (people's grade wins; the line keeps the LLM's grade for calibr
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -182,10 +182,3 @@ def holes_summary(
     if scale is not None:
         text += f"; LLM grades mapped by --llm-scale {scale_text(scale)}"
     return text
-
-
-def judged_split(wanted: Sequence[PairId], human: pd.DataFrame) -> tuple[list[PairId], int]:
-    """The judged pairs among `wanted` (in order) and how many human pairs are not among them."""
-    people = set(zip(human["query_id"].astype(str), human["doc_id"].astype(str), strict=True))
-    judged = [p for p in wanted if p in people]
-    return judged, len(people) - len(judged)

@@ -27,6 +27,7 @@ from grader.io.grades import read_human_grades
 from grader.io.trec import read_run
 from grader.metrics.rank_order import Precision
 from grader.models import Doc, Query
+from grader.spelling import option
 
 SHOW_IDS = 5  # how many missing ids an error names
 
@@ -108,9 +109,9 @@ def pairs_to_grade(
     A run or qrels may be a frame as `read_run` (named by `attrs["name"]`) or
     `read_human_grades` gives it."""
     if depth < 1:
-        raise InputError(f"--depth must be at least 1, not {depth}")
+        raise InputError(f"{option('--depth', 'depth')} must be at least 1, not {depth}")
     if not runs:
-        raise InputError("no run given", hint="pass at least one --run RUN")
+        raise InputError("no run given", hint=option("pass at least one --run RUN", "give runs="))
     judged = _judged_pairs(skip_judged)
     selection = PairSelection()
     first_run = _candidates(runs, depth, precision, selection)
@@ -201,5 +202,6 @@ def _pair_up(
             f"{selection.missing} pair(s) to grade name ids absent from the queries or docs: "
             + " and ".join(parts),
             path=first_missing_run,
-            hint="add them to --queries / --docs, or pass --skip-missing to leave those pairs out",
+            hint=f"add them to {option('--queries / --docs', 'queries= / docs=')}, or pass "
+            f"{option('--skip-missing', 'skip_missing=True')} to leave those pairs out",
         )

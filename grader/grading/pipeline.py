@@ -362,6 +362,9 @@ def _fill_dry_run(run: GradingRun) -> None:
     for unit in units:
         pair = unit.state.pair
         report.to_send.append((pair.query.query_id, pair.doc.doc_id, unit.judge.judge_id))
+    sent = {unit.state.index for unit in units}
+    followers = {u.state.index for group in run.followers.values() for u in group}
+    report.shared = len(followers - sent)
     report.judgments = [j for j in run.outputs if j is not None]
     report.stored_outputs = run.stored_outputs()
     report.pending = len(run.pairs) - report.done()

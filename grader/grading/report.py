@@ -42,6 +42,9 @@ class GradingReport:
     asked_by_judge: dict[str, int] = field(default_factory=dict)
     stored_by_judge: dict[str, int] = field(default_factory=dict)
     to_send: list[tuple[str, str, str]] = field(default_factory=list)  # dry run: (qid, did, judge)
+    # Dry run: pairs whose request is another pair's (the same query and document texts under
+    # other ids), sent once and its answer given to each.
+    shared: int = 0
     # With `stream_final`: the outputs that are stored final answers, left in the store.
     stored_outputs: StoredOutputs | None = None
 

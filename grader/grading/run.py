@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from grader.errors import JudgeError
-from grader.grading.budget import estimate_cost
+from grader.grading.budget import all_priced, estimate_cost
 from grader.grading.events import ProgressCallback, ProgressEvent
 from grader.grading.leases import Leases
 from grader.grading.outputs import OutputJudgments, for_pair, read_back
@@ -95,6 +95,7 @@ class GradingRun(RunWaiting):
         self.stopping = False
         self.fatal: BaseException | None = None
         self.on_progress: ProgressCallback | None = None
+        self.priced: bool | None = None  # every judge has a price (`_all_priced`)
         # Pairs with equal texts (e.g. duplicate passages under two ids) share a content key:
         # the key is requested once per run and its answer given to every pair that needs it.
         self.followers: dict[str, list[Unit]] = {}
@@ -273,7 +274,13 @@ class GradingRun(RunWaiting):
             done=report.graded + report.failed,
             failed=report.failed,
             spend=report.cost,
+            cost_known=not report.unpriced and self._all_priced(),
         )
+
+    def _all_priced(self) -> bool:
+        if self.priced is None:
+            self.priced = all_priced([*self.judges, self.verify_judge], self.pairs)
+        return self.priced
 
     def _report_progress(self) -> None:
         if self.on_progress is not None:

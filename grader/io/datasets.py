@@ -7,6 +7,8 @@ the process (`ir_datasets.registry.register`) is found by its id too.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from grader.errors import InputError
@@ -28,6 +30,54 @@ def load_dataset(dataset_id: str) -> Any:
             f"--dataset {dataset_id}: ir_datasets knows no dataset by that id",
             hint="see the ids at https://ir-datasets.com",
         ) from None
+
+
+def iterate(dataset: Any, part: str) -> Iterator[Any]:
+    """The records of `part` ("queries", "docs", "qrels") of an ir_datasets dataset, read
+    through `downloading` (ir_datasets downloads them on first use)."""
+    with downloading(dataset, part):
+        yield from getattr(dataset, f"{part}_iter")()
+
+
+@contextmanager
+def downloading(dataset: Any, part: str) -> Iterator[None]:
+    """Turn a download that failed while ir_datasets reads `part` of `dataset` (no network,
+    a proxy, a mirror gone: requests' errors are OSErrors, ir_datasets' own "All download
+    sources failed" a RuntimeError) into an InputError of one line."""
+    try:
+        yield
+    except (OSError, RuntimeError) as exc:
+        raise InputError(
+            f"ir_datasets could not download {_name(dataset)} ({part}): {_cause(exc)}: no network?",
+            hint=f"what it downloads is kept in {_home()}; run again once online",
+        ) from exc
+
+
+def _name(dataset: Any) -> str:
+    get = getattr(dataset, "dataset_id", None)
+    try:
+        return str(get()) if callable(get) else "the dataset"
+    except Exception:  # a dataset object that cannot say its id: the message goes on
+        return "the dataset"
+
+
+def _cause(exc: BaseException) -> str:
+    """The kind of failure, short: the exception's class (the last mirror's when all failed)."""
+    if isinstance(exc, RuntimeError) and len(exc.args) == 2 and isinstance(exc.args[1], list):
+        errors = [e for e in exc.args[1] if isinstance(e, tuple) and len(e) == 2]
+        if errors:
+            exc = errors[-1][1]
+    return type(exc).__name__
+
+
+def _home() -> str:
+    """Where ir_datasets keeps its downloads ($IR_DATASETS_HOME, ~/.ir_datasets by default)."""
+    try:
+        from ir_datasets.util import home_path
+
+        return str(home_path())
+    except Exception:  # an ir_datasets without it: name the variable instead
+        return "$IR_DATASETS_HOME"
 
 
 def has_part(dataset: Any, part: str) -> bool:

@@ -41,6 +41,7 @@ from grader.io.judgments import ReadCounts, iter_judgments
 from grader.io.streams import allow_long_csv_fields
 from grader.io.trec import read_qrels
 from grader.models import MAX_GRADE, MIN_GRADE
+from grader.spelling import option
 
 _HUMAN_EXAMPLE = (
     "a CSV with the header query_id,doc_id,grade, TREC qrels (qid 0 docid grade), or a "
@@ -140,8 +141,8 @@ def parse_grade(
             f"grade {text} is outside {MIN_GRADE}..{MAX_GRADE}",
             path=path,
             line=lineno,
-            hint=f"fix the grade, or pass --clamp to move it to the nearest of {MIN_GRADE} and "
-            f"{MAX_GRADE}",
+            hint=f"fix the grade, or pass {option('--clamp', 'clamp=True')} to move it to the "
+            f"nearest of {MIN_GRADE} and {MAX_GRADE}",
         )
     return min(MAX_GRADE, max(MIN_GRADE, grade)), True
 

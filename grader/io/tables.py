@@ -17,11 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from grader.errors import InputError
+from grader.io.datasets import iterate
 from grader.io.grade_format import DISTRIBUTION_COLUMNS as DISTRIBUTION
 from grader.metrics.rank_order import Precision
+from grader.spelling import option
 
 #: Each column relgrade reads, and the names either convention gives it (first found wins).
 QUERY_ID = ("query_id", "qid")
@@ -131,7 +134,7 @@ def as_frame(value: Any, column: str, what: str, expected: str) -> pd.DataFrame:
     if isinstance(value, pd.DataFrame):
         return value
     if hasattr(value, "qrels_iter") and column == "grade":
-        value = value.qrels_iter()  # an ir_datasets dataset given as qrels
+        value = iterate(value, "qrels")  # an ir_datasets dataset given as qrels
     if isinstance(value, Mapping):
         return _nested(value, column)
     if isinstance(value, Iterable) and not isinstance(value, str | bytes):
@@ -170,6 +173,7 @@ def grades_table(value: Any, what: str = "qrels") -> pd.DataFrame:
     values = grades[~absent].to_numpy(dtype=np.float64)
     if len(values) and np.any(values != np.round(values)):
         raise InputError(f"the {what} holds a grade that is not an integer", hint="round it")
+    _check_size(kept, values, what)
     kept["query_id"] = id_text(kept["query_id"], what)
     kept["doc_id"] = id_text(kept["doc_id"], what)
     kept["grade"] = values.astype(np.int64)
@@ -182,6 +186,20 @@ def grades_table(value: Any, what: str = "qrels") -> pd.DataFrame:
         clamped=0,
     )
     return kept
+
+
+def _check_size(kept: pd.DataFrame, values: npt.NDArray[np.float64], what: str) -> None:
+    """A grade too large to read as written is refused, as the TREC reader refuses it."""
+    from grader.io.trec import LARGEST_GRADE
+
+    huge = np.abs(values) > LARGEST_GRADE
+    if len(values) and huge.any():
+        row = int(np.argmax(huge))
+        raise InputError(
+            f"the {what} grade {kept['grade'].iloc[row]} of ({kept['query_id'].iloc[row]}, "
+            f"{kept['doc_id'].iloc[row]}) is too large",
+            hint="qrels grades are small integers such as -2..4",
+        )
 
 
 def run_table(value: Any, *, precision: Precision = "float32", what: str = "run") -> pd.DataFrame:
@@ -267,8 +285,8 @@ def on_scale(frame: pd.DataFrame, what: str, *, clamp: bool = False) -> pd.DataF
         raise InputError(
             f"the {what} grade {grades[row]} of ({frame['query_id'].iloc[row]}, "
             f"{frame['doc_id'].iloc[row]}) is outside {MIN_GRADE}..{MAX_GRADE}",
-            hint=f"fix the grade, or pass clamp=True to move it to the nearest of {MIN_GRADE} "
-            f"and {MAX_GRADE}",
+            hint=f"fix the grade, or pass {option('--clamp', 'clamp=True')} to move it to the "
+            f"nearest of {MIN_GRADE} and {MAX_GRADE}",
         )
     if outside.any():
         frame = frame.assign(grade=np.clip(grades, MIN_GRADE, MAX_GRADE))

@@ -8,12 +8,14 @@ title, a document's title and body), else by its `text` field.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from grader.errors import InputError
+from grader.io.datasets import downloading, iterate
 from grader.io.tables import DOC_ID, QUERY_ID, id_text, is_path
 from grader.models import Doc, Query
 
@@ -54,7 +56,7 @@ def queries_of(value: Any) -> dict[str, Query]:
 
         return read_queries(value)
     if hasattr(value, "queries_iter"):
-        value = value.queries_iter()
+        value = iterate(value, "queries")
     if isinstance(value, pd.DataFrame):
         expected = "query_id (or qid) and text (or query)"
         qid = _pick(value, QUERY_ID, "queries DataFrame", expected)
@@ -96,9 +98,17 @@ def docs_of(value: Any) -> dict[str, Doc] | Callable[[set[str]], dict[str, Doc]]
         path = Path(value)
         return lambda ids: read_docs(path, ids=ids)
     if hasattr(value, "docs_store"):
-        store = value.docs_store()
-        return lambda ids: {d: _doc(d, r) for d, r in store.get_many(ids).items()}
+        with downloading(value, "docs"):
+            store = value.docs_store()
+        return partial(_from_docs_store, value, store)
     return all_docs(value)
+
+
+def _from_docs_store(dataset: Any, store: Any, ids: set[str]) -> dict[str, Doc]:
+    """The documents `ids` of a dataset's docs_store (downloaded and indexed on first use)."""
+    with downloading(dataset, "docs"):
+        found = store.get_many(ids)
+    return {d: _doc(d, r) for d, r in found.items()}
 
 
 def all_docs(value: Any, ids: Collection[str] | None = None) -> dict[str, Doc]:
@@ -108,7 +118,7 @@ def all_docs(value: Any, ids: Collection[str] | None = None) -> dict[str, Doc]:
 
         return read_docs(value, ids=ids)
     if hasattr(value, "docs_iter"):
-        value = value.docs_iter()
+        value = iterate(value, "docs")
     if isinstance(value, pd.DataFrame):
         expected = "doc_id (or docno) and text (or body, contents, doc)"
         did = _pick(value, DOC_ID, "docs DataFrame", expected)

@@ -35,6 +35,7 @@ from grader.io.trec_arrow import (
 )
 from grader.io.trec_lines import NumberCheck, finite_number, parses_as_number
 from grader.metrics.rank_order import Precision, rank_order, ranks_within
+from grader.spelling import option
 
 if TYPE_CHECKING:  # pandas (and pydantic, through grader.models) load only where used, so
     import pandas as pd  # `relgrade evaluate` of a small run starts fast
@@ -227,17 +228,23 @@ def read_qrels_columns(
             f"{MIN_GRADE}..{MAX_GRADE}",
             path=p,
             line=line,
-            hint="fix the grade, or pass --clamp to move it to the nearest of 0 and 3",
+            hint=f"fix the grade, or pass {option('--clamp', 'clamp=True')} to move it to the "
+            "nearest of 0 and 3",
         )
     ints = np.clip(grades, MIN_GRADE, MAX_GRADE).astype(np.int64)
     return _qrels_columns(p, table, ints, clamped=int(outside.size) if clamp else 0)
+
+
+LARGEST_GRADE = 2.0**53
+"""The largest grade (either sign) read as written: beyond it a float64 no longer holds every
+integer, and from 2**63 an int64 wraps around (a grade of 2**63 would score nDCG 1.46)."""
 
 
 def _int_grades(
     path: Path, grades: npt.NDArray[np.float64], text: pa.ChunkedArray
 ) -> npt.NDArray[np.int64]:
     """Integer grades as written; one too large to hold exactly is an error, not a wrap-around."""
-    huge = np.flatnonzero(np.abs(grades) > 2.0**53)
+    huge = np.flatnonzero(np.abs(grades) > LARGEST_GRADE)
     if huge.size:
         row = int(huge[0])
         line = line_of(path, row)

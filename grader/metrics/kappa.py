@@ -19,7 +19,6 @@ import numpy as np
 import numpy.typing as npt
 
 FloatArray = npt.NDArray[np.float64]
-WEIGHTINGS: tuple[str, ...] = ("none", "linear", "quadratic")
 
 
 def confusion_matrix(

@@ -274,12 +274,6 @@ def select_candidates(
     return chosen
 
 
-def old_prompts(store: Store, criteria: Sequence[Criterion]) -> list[PromptRef]:
-    """The distinct prompts (name@version and sha256) of the judgments `criteria` select as the
-    old side, judgments of any version included: what `regrade` defaults its prompt to."""
-    return old_versions(store, criteria)[0]
-
-
 def old_versions(store: Store, criteria: Sequence[Criterion]) -> tuple[list[PromptRef], list[str]]:
     """The distinct prompts and the distinct judge ids (`openai:MODEL`, `ensemble(...)`, ...) of
     the judgments `criteria` select as the old side: what `regrade` defaults its prompt and its

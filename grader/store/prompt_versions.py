@@ -16,6 +16,7 @@ from typing import Any
 
 from grader.errors import PromptError
 from grader.prompts import PromptSpec, load_prompt
+from grader.spelling import option
 from grader.store.store import Store
 
 _NOT_REQUEST = ("name", "version", "sha256", "source", "description")
@@ -67,11 +68,12 @@ def check_prompt_version(
         if not allow_changed:
             raise PromptError(
                 f"prompt {spec.id} changed since it was used: bump its version ({detail}; set "
-                f"version in the file to a new value, or pass --allow-changed-prompt to store "
+                "version in the file to a new value, or pass "
+                f"{option('--allow-changed-prompt', 'allow_changed_prompt=True')} to store "
                 "both texts under one name@version)"
             )
-        return (
-            f"prompt {spec.id} changed since it was used ({detail}); kept by --allow-changed-prompt"
+        return f"prompt {spec.id} changed since it was used ({detail}); kept by " + option(
+            "--allow-changed-prompt", "allow_changed_prompt=True"
         )
     if stored:
         return None

@@ -38,8 +38,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from grader.errors import StoreError
+from grader.errors import NotAStore, StoreError
 from grader.models import CallRecord, Doc, Judgment, Query
+from grader.spelling import option
 from grader.store.busy import BusyCallback, busy_timeout_s
 from grader.store.claims import release_stored
 from grader.store.disk_full import full_error, is_full, roll_back
@@ -107,9 +108,9 @@ class Store(StoreTransactions, StoreRows, StoreReading):
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
         if self.path.exists() and self.path.is_dir():
-            raise StoreError(f"{self.path}: is a folder, not a store file")
+            raise NotAStore("is a folder, not a store file", path=self.path)
         if not self.path.parent.exists():
-            raise StoreError(f"{self.path}: the folder does not exist (create it first)")
+            raise NotAStore("the folder does not exist", path=self.path, hint="create it first")
         try:
             if not self.path.exists() or self.path.stat().st_size == 0:
                 # A new store: pages that fit 7 LLM judgments (~1.1 KB) rather than 3, so
@@ -127,9 +128,13 @@ class Store(StoreTransactions, StoreRows, StoreReading):
             self.close()
             if is_full(exc, self.path):
                 raise full_error(self.path, "opening the store") from None
-            raise StoreError(
-                f"{self.path}: not a usable relgrade store ({exc}); "
-                "point --store at a relgrade store or a new file"
+            raise NotAStore(
+                f"not a usable relgrade store ({exc})",
+                path=self.path,
+                hint=option(
+                    "point --store at a relgrade store or a new file",
+                    "give store= the path of a relgrade store or of a new file",
+                ),
             ) from None
         if self.journal_pending():
             try:
@@ -192,7 +197,8 @@ class Store(StoreTransactions, StoreRows, StoreReading):
         if current > newest:
             raise StoreError(
                 f"{self.path}: written by a newer relgrade (store schema {current}, this relgrade "
-                f"knows up to {newest}); upgrade relgrade or use another --store"
+                f"knows up to {newest}); upgrade relgrade or use another "
+                + option("--store", "store")
             )
         vacuum = False
         for migration in MIGRATIONS:

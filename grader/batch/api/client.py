@@ -28,6 +28,7 @@ import openai
 from openai import AsyncOpenAI
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
+from grader import defaults
 from grader.errors import JudgeError, NoBatchAPI
 from grader.judges.llm.endpoint import BASE_URL_ENV, KEY_ENV, api_key_for, env_key_for
 from grader.judges.llm.retry import RetryPolicy, retry_delay, should_retry, status_of
@@ -102,7 +103,7 @@ class BatchClient:
         base_url: str | None = None,
         api_key: str | None = None,
         client: AsyncOpenAI | None = None,
-        timeout: float = 120.0,
+        timeout: float = defaults.BATCH_TIMEOUT_S,
         policy: RetryPolicy | None = None,
     ) -> None:
         if client is None:

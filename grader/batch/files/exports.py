@@ -291,15 +291,6 @@ class ExportState:
             )
         ]
 
-    def count_failed(self, export_id: str, file_no: int) -> int:
-        """How many lines of one request file came back failed."""
-        row = self._conn.execute(
-            "SELECT COUNT(*) FROM export_lines WHERE export_id = ? AND file_no = ?"
-            " AND outcome = 'failed'",
-            (export_id, file_no),
-        ).fetchone()
-        return int(row[0])
-
     def exports_waiting(self, export_id: str) -> list[str]:
         """The other exports with a line no result has come back for yet, oldest first."""
         return [

@@ -26,6 +26,7 @@ import openai
 from grader.cost import estimate_usage
 from grader.models import Doc, Query
 from grader.prompts import MessageRenderer, OutputMode, PromptSpec
+from grader.spelling import option
 
 CHARS_PER_TOKEN = 3
 """Characters of document text counted as one token when cutting it to a context."""
@@ -87,7 +88,8 @@ def model_notice(model: str, info: ServerInfo, base_url: str) -> str | None:
     listed = ", ".join(info.models[:5]) + (" ..." if len(info.models) > 5 else "")
     return (
         f"{base_url} lists the models {listed}, not {model!r}: a server with one model (llama.cpp)"
-        f" answers with that one whatever the name. Give --model as listed to be sure"
+        f" answers with that one whatever the name. Give {option('--model', 'model=')} as listed"
+        " to be sure"
     )
 
 
@@ -129,7 +131,8 @@ class ContextFit:
                 raise DocumentDoesNotFit(
                     f"the prompt around document {doc.doc_id} leaves {fits} of its "
                     f"{len(doc.text)} characters in a context of {self.max_context} tokens; "
-                    "raise --max-context (the server's n_ctx) or shorten the prompt"
+                    f"raise {option('--max-context', 'max_context=')} (the server's n_ctx) or "
+                    "shorten the prompt"
                 )
             budget = min(budget, fits)
         return self._renderer(mode, budget).messages(query, doc)

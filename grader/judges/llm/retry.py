@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import openai
 
+from grader import defaults
+
 RETRY_STATUSES = frozenset({408, 409, 429})
 FATAL_STATUSES = frozenset({401, 403, 404})
 
@@ -26,7 +28,7 @@ class RetryPolicy:
     """How hard to try: attempts are HTTP requests per judgment (transport retries and re-asks
     share them); `max_reasks` bounds the re-asks on invalid content among them."""
 
-    max_attempts: int = 6
+    max_attempts: int = defaults.MAX_ATTEMPTS
     max_reasks: int = 2
     base_delay: float = 0.5
     max_delay: float = 8.0
