@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -43,7 +43,11 @@ from grader.metrics.measures import Measure, parse_measure
 if TYPE_CHECKING:
     import pandas as pd
 
+    from grader.metrics.fill_reach import Reach
+    from grader.metrics.judged_rows import Ranked
     from grader.metrics.rank_order import Precision
+
+Design = Literal["judged", "holes"]
 
 REGIMES = ("holes_nonrelevant", "judged_only", "filled")
 SOURCES = ("human", "llm", "unjudged")
@@ -79,6 +83,8 @@ class FillResult:
     shares: dict[str, Shares] = field(default_factory=dict)
     intervals: dict[str, dict[str, Interval]] = field(default_factory=dict)  # run -> measure
     interval_note: str | None = None
+    refused: dict[str, dict[str, str]] = field(default_factory=dict)  # run -> measure -> why
+    design: Design = "judged"  # where the pairs graded by both were drawn (see evaluate_fill)
     holes: int = 0  # LLM-graded pairs people did not judge (filled)
     overlap: int = 0  # pairs graded by both (also-judged)
     queries: int = 0  # people's queries: every regime averages over these
@@ -88,7 +94,7 @@ class FillResult:
     def frame(self, per_query: bool = False) -> pd.DataFrame:
         """The long frame [run, query_id, measure, regime, value], query_id "all" for the mean
         (counts summed); the filled means with an interval add `corrected`, `ci_low` and
-        `ci_high` (see `grader.metrics.fill_interval`)."""
+        `ci_high` (see `grader.metrics.fill_interval`), those refused one a `reason`."""
         import pandas as pd
 
         rows: list[dict[str, object]] = []
@@ -101,6 +107,9 @@ class FillResult:
                     if found is not None:
                         row["corrected"] = found.estimate
                         row["ci_low"], row["ci_high"] = found.low, found.high
+                    why = self.refused.get(run, {}).get(str(row["measure"]))
+                    if why is not None:
+                        row["reason"] = why
         return pd.DataFrame(rows)
 
     def shares_frame(self) -> pd.DataFrame:
@@ -178,6 +187,8 @@ def evaluate_fill(
     weights: Mapping[tuple[str, str], float] | None = None,
     level: float | None = 0.95,
     seed: int = 0,
+    design: Design = "judged",
+    check: bool = True,
 ) -> FillResult:
     """Score every run under the three regimes (see the module docstring).
 
@@ -185,6 +196,12 @@ def evaluate_fill(
     people did not judge are left out); `runs` maps a name to a run frame [query_id, doc_id,
     rank|score]. `weights` (1/pi of each also-judged pair, from its
     manifest) weight the overlap; `level` None: no interval; `seed` seeds its imputations.
+    `design`: where the pairs graded by both were drawn, "judged" (from the judged pool,
+    `grade --also-judged`) or "holes" (a sample of the holes people then graded, given in
+    `human`; only the pairs in `weights` are the overlap). A run and measure whose holes the
+    overlap does not reach, or whose top k nobody graded in part, get a reason
+    (`FillResult.refused`) instead of an interval (`grader.metrics.fill_reach`); `check`
+    False gives every interval (to study the method where it does not hold).
     """
     from grader.metrics.join_arrow import join
 
@@ -212,32 +229,71 @@ def evaluate_fill(
         ranked_coded[name] = coded_rows
         result.shares[name] = _shares(coded_rows, n_human, depth)
     both = overlap_pairs(human, llm)
-    result.overlap = len(both)
+    if design == "holes" and weights is not None:
+        both = both[[k in weights for k in zip(both["query_id"], both["doc_id"], strict=True)]]
+    result.overlap, result.design = len(both), design
     if len(both) > 1 and level is not None:
-        position = dict(zip(_keys(merged), range(len(merged)), strict=False))
-        pairs = np.array([position[k] for k in _keys(both)], dtype=np.int64)
-        llm_grades = both["llm"].astype("int64")
-        if scale is not None:
-            llm_grades = llm_grades.map(dict(scale)).astype("int64")
-        intervals, note = corrected_interval(
-            ranked_coded,
-            parsed,
-            merged["grade"].to_numpy(dtype=np.int64),
-            pairs,
-            np.asarray(llm_grades.to_numpy(), dtype=np.int64),
-            _overlap_weights(both, weights),
-            result.holes,
-            raw=(
-                _holes(human, llm)["grade"].to_numpy(dtype=np.int64),
-                both["llm"].to_numpy(dtype=np.int64),
-            ),
-            missing=missing,
-            level=level,
-            seed=seed,
-        )
-        result.intervals = intervals
-        result.interval_note = note
+        _intervals(result, ranked_coded, parsed, merged, human, llm, both, scale, weights,
+                   missing=missing, level=level, seed=seed, check=check)  # fmt: skip
     return result
+
+
+def _intervals(
+    result: FillResult,
+    ranked_coded: Mapping[str, Ranked],
+    parsed: Sequence[Measure],
+    merged: pd.DataFrame,
+    human: pd.DataFrame,
+    llm: pd.DataFrame,
+    both: pd.DataFrame,
+    scale: Mapping[int, int] | None,
+    weights: Mapping[tuple[str, str], float] | None,
+    *,
+    missing: Missing,
+    level: float,
+    seed: int,
+    check: bool,
+) -> None:
+    """The filled score's intervals (`corrected_interval`), and the reasons (`fill_reach`)
+    for the runs and measures that get none."""
+    from grader.metrics.fill_reach import reach
+
+    position = dict(zip(_keys(merged), range(len(merged)), strict=False))
+    pairs = np.array([position[k] for k in _keys(both)], dtype=np.int64)
+    llm_grades = both["llm"].astype("int64")
+    if scale is not None:
+        llm_grades = llm_grades.map(dict(scale)).astype("int64")
+    hole_raw = _holes(human, llm)["grade"].to_numpy(dtype=np.int64)
+    pair_raw = both["llm"].to_numpy(dtype=np.int64)
+    first = len(human)
+    intervals, note = corrected_interval(
+        ranked_coded,
+        parsed,
+        merged["grade"].to_numpy(dtype=np.int64),
+        pairs,
+        np.asarray(llm_grades.to_numpy(), dtype=np.int64),
+        _overlap_weights(both, weights),
+        result.holes,
+        raw=(hole_raw, pair_raw),
+        missing=missing,
+        level=level,
+        seed=seed,
+    )
+    raw_of = np.full(len(merged), -1, dtype=np.int64)
+    raw_of[first:] = hole_raw
+    raw_of[pairs] = pair_raw
+    for run, ranked in ranked_coded.items() if check else ():
+        found: dict[int | None, Reach] = {}
+        for measure in parsed:
+            k = measure.cutoff
+            if k not in found:
+                found[k] = reach(ranked, k, first, pairs, raw_of)
+            why = found[k].reason(run, result.design)
+            if why is not None:
+                result.refused.setdefault(run, {})[str(measure)] = why
+                intervals[run].pop(str(measure), None)
+    result.intervals = intervals
+    result.interval_note = note
 
 
 def _overlap_weights(

@@ -16,8 +16,11 @@ play the part of PPI's labelled data.
    H^2 var(d) / n_eff (the mean is estimated from n pairs; n_eff = (sum w)^2 / sum w^2) +
    H var(d) (which pairs are holes). Exact in expectation for what is linear in the run's
    grades given the ideal (P@k, DCG@k over a fixed ideal, R@k); first order for RR and AP.
-3. Five imputations, combined by Rubin's rules (mean; within + (1 + 1/m) between variance);
-   the interval is normal at `level`, centred on the corrected score; for a measure within
+3. Five imputations: each pair's d is averaged over them first, so the imputation noise it
+   carries is counted once (Rubin's rules, within + (1 + 1/m) between, counted it twice: each
+   imputation's within-variance already holds that imputation's draw); the variance is that
+   of the averaged d plus B / m, B the between-imputation variance of the estimates (`combine`).
+   The interval is normal at `level`, centred on the corrected score; for a measure within
    0..1 (`within_unit`) the score and both ends are held to 0..1.
 
 The assumption: holes resemble the judged pool given the LLM grade and the query (true when
@@ -47,7 +50,7 @@ Float = npt.NDArray[np.float64]
 
 METHOD = (
     "PPI-style correction from the pairs graded by both, on holes imputed from them "
-    "(normal interval, 5 imputations)"
+    "(normal interval, 5 imputations, each pair's effect averaged over them)"
 )
 
 
@@ -196,8 +199,6 @@ def corrected_interval(
     LLM's own grades (before any scale map) of the holes and of the overlap pairs.
     """
     z = NormalDist().inv_cdf(0.5 + level / 2.0)
-    w = weights / weights.sum()
-    n_eff = float(weights.sum() ** 2 / (weights**2).sum())
     n = len(pairs)
     hole_raw, pair_raw = raw if raw is not None else (grades[len(grades) - holes :], llm)
     first = len(grades) - holes
@@ -215,19 +216,16 @@ def corrected_interval(
         draws.append((base, imputer.draw(rng, query_code[pairs], pair_raw, llm)))
     out: dict[str, dict[str, Interval]] = {}
     for run, ranked in coded.items():
-        estimates, variances = [], []
-        for base, predicted in draws:
-            means, d = pair_effects(ranked, measures, base, pairs, predicted, missing=missing)
-            mean_d = (w[:, None] * d).sum(axis=0)
-            var_d = (w[:, None] * (d - mean_d) ** 2).sum(axis=0) * n / max(n - 1, 1)
-            estimates.append(means + holes * mean_d)
-            variances.append(holes**2 * var_d / n_eff + holes * var_d)
-        est = np.mean(estimates, axis=0)
-        between = np.var(estimates, axis=0, ddof=1) if len(draws) > 1 else 0.0
-        se = np.sqrt(np.mean(variances, axis=0) + (1 + 1 / len(draws)) * between)
+        found = [
+            pair_effects(ranked, measures, base, pairs, predicted, missing=missing)
+            for base, predicted in draws
+        ]
+        means = np.array([m for m, _ in found])
+        effects = np.array([d for _, d in found])
+        est, var = combine(means, effects, weights, holes)
         out[run] = {
             str(m): _interval(m, e, z * s, level, n)
-            for m, e, s in zip(measures, est.tolist(), se.tolist(), strict=True)
+            for m, e, s in zip(measures, est.tolist(), np.sqrt(var).tolist(), strict=True)
         }
     note = (
         f"{level:.0%} interval of the filled score: {METHOD}, from {n} pairs graded by both "
@@ -235,6 +233,30 @@ def corrected_interval(
         "0..1 for measures that lie there)"
     )
     return out, note
+
+
+def combine(means: Float, effects: Float, weights: Float, holes: int) -> tuple[Float, Float]:
+    """The corrected score and its variance, per measure, from m imputations.
+
+    `means` [m, measures]: the run's mean scores on each imputed base; `effects` [m, n,
+    measures]: each overlap pair's effect d under each imputation; `weights`: the pairs' 1/pi.
+    Each pair's effect is averaged over the imputations first (d-bar), so the imputation noise
+    it carries is counted once, divided by m; the estimate is mean(means) + H mean_w(d-bar),
+    its variance H^2 var_w(d-bar) / n_eff (the mean is estimated) + H var_w(d-bar) (which pairs
+    are holes) + B / m, B the variance of the m estimates mean_i + H mean_w(d_i) (what the
+    imputations add beyond the pairs' effects, such as nDCG's ideal).
+    """
+    m, n = effects.shape[0], effects.shape[1]
+    w = weights / weights.sum()
+    n_eff = float(weights.sum() ** 2 / (weights**2).sum())
+    d_bar = effects.mean(axis=0)
+    mean_d = w @ d_bar
+    var_d = (w[:, None] * (d_bar - mean_d) ** 2).sum(axis=0) * n / max(n - 1, 1)
+    each = means + holes * np.einsum("i,jim->jm", w, effects)
+    between = each.var(axis=0, ddof=1) if m > 1 else np.zeros(means.shape[1])
+    estimate = each.mean(axis=0)
+    variance = holes**2 * var_d / n_eff + holes * var_d + between / m
+    return estimate, variance
 
 
 def _interval(measure: Measure, estimate: float, half: float, level: float, n: int) -> Interval:
