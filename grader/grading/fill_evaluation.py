@@ -154,7 +154,7 @@ def design_of(manifest: str) -> Design:
 
 def refusals(result: FillResult) -> list[str]:
     """One warning per run and reason: the measures that get no interval, and why."""
-    lines = []
+    lines: list[str] = []
     for run, reasons in result.refused.items():
         by_reason: dict[str, list[str]] = {}
         for measure, why in reasons.items():

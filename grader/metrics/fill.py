@@ -201,7 +201,7 @@ def evaluate_fill(
     `human`; only the pairs in `weights` are the overlap). A run and measure whose holes the
     overlap does not reach, or whose top k nobody graded in part, get a reason
     (`FillResult.refused`) instead of an interval (`grader.metrics.fill_reach`); `check`
-    False gives every interval (to study the method where it does not hold).
+    False keeps those intervals beside their reasons (to study the method where it fails).
     """
     from grader.metrics.join_arrow import join
 
@@ -278,11 +278,12 @@ def _intervals(
         missing=missing,
         level=level,
         seed=seed,
+        holes_sample=result.design == "holes",
     )
     raw_of = np.full(len(merged), -1, dtype=np.int64)
     raw_of[first:] = hole_raw
     raw_of[pairs] = pair_raw
-    for run, ranked in ranked_coded.items() if check else ():
+    for run, ranked in ranked_coded.items():
         found: dict[int | None, Reach] = {}
         for measure in parsed:
             k = measure.cutoff
@@ -291,7 +292,8 @@ def _intervals(
             why = found[k].reason(run, result.design)
             if why is not None:
                 result.refused.setdefault(run, {})[str(measure)] = why
-                intervals[run].pop(str(measure), None)
+                if check:
+                    intervals[run].pop(str(measure), None)
     result.intervals = intervals
     result.interval_note = note
 

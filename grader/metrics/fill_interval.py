@@ -156,10 +156,16 @@ PRIOR_PAIRS = 5.0
 
 
 def _imputer(
-    human: Int, llm: Int, weights: Float, people: Int, people_query: Int, n_queries: int
+    human: Int,
+    llm: Int,
+    weights: Float,
+    people: Int,
+    people_query: Int,
+    n_queries: int,
+    holes_sample: bool = False,
 ) -> _Imputer:
     """The imputer from the overlap (`human`, `llm`, `weights`) and every human grade (`people`,
-    with its query code)."""
+    with its query code); `holes_sample`: the overlap is a sample of the holes."""
     grades = np.unique(np.concatenate([human, people]))
     index = {g: i for i, g in enumerate(grades.tolist())}
     likelihood = np.zeros((len(grades), 10))
@@ -173,6 +179,16 @@ def _imputer(
     np.add.at(counts, (people_query, codes), 1.0)
     pool = counts.sum(axis=0) / max(counts.sum(), 1.0)
     prior = (counts + PRIOR_PAIRS * pool) / (counts.sum(axis=1, keepdims=True) + PRIOR_PAIRS)
+    if holes_sample:
+        # The overlap is a sample of the holes: their grades differ from the judged pool's
+        # (a new system's holes are more often relevant). Each query's prior is shifted by the
+        # ratio of the holes' share of each grade (the sample, 1/pi weighted) to the pool's.
+        share = np.zeros(len(grades))
+        np.add.at(share, [index[h] for h in human.tolist()], weights)
+        share /= share.sum()
+        ratio = np.divide(share, pool, out=np.zeros_like(share), where=pool > 0)
+        prior = prior * ratio
+        prior /= np.maximum(prior.sum(axis=1, keepdims=True), 1e-300)
     return _Imputer(grades, likelihood, prior)
 
 
@@ -190,6 +206,7 @@ def corrected_interval(
     level: float = 0.95,
     imputations: int = 5,
     seed: int = 0,
+    holes_sample: bool = False,
 ) -> tuple[dict[str, dict[str, Interval]], str]:
     """Per run and measure, the corrected filled score and its interval (module docstring).
 
@@ -197,6 +214,8 @@ def corrected_interval(
     (people's grades first, then the LLM's on the last `holes` pairs); `pairs` are the overlap
     pairs' indices, `llm` their LLM grades (as merged), `weights` their 1/pi. `raw` gives the
     LLM's own grades (before any scale map) of the holes and of the overlap pairs.
+    `holes_sample`: the overlap pairs are a sample of the holes people graded (not of the
+    judged pool), so the holes' prior is shifted towards their grades.
     """
     z = NormalDist().inv_cdf(0.5 + level / 2.0)
     n = len(pairs)
@@ -206,7 +225,13 @@ def corrected_interval(
     query_code = np.zeros(len(grades), dtype=np.int64)
     query_code[some.ideal_grade] = some.ideal_query  # the coded ideal lists every pair
     imputer = _imputer(
-        grades[pairs], pair_raw, weights, grades[:first], query_code[:first], some.n_queries
+        grades[pairs],
+        pair_raw,
+        weights,
+        grades[:first],
+        query_code[:first],
+        some.n_queries,
+        holes_sample=holes_sample,
     )
     rng = np.random.default_rng(seed)
     draws = []

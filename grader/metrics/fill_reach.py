@@ -6,15 +6,16 @@ where the overlap resembles the holes. Two checks, on the run's top k (k the mea
 the whole ranking without one):
 
 - reach: the holes' slots in the top k and the overlap's slots there, each spread over cells
-  (rank band, LLM grade); the share of hole slots that resemble overlap slots is the overlap
-  of the two distributions, sum over cells of min(share of holes, share of overlap pairs)
-  (1 - the total variation distance). When the runs' highest-ranked pairs are the holes (a new
-  system) and the overlap was drawn from the judged, lower-ranked pool, no overlap pair lies
-  where the holes are: the share is near 0 and the interval would miss (0-41% coverage in
-  simulation, bench/fill_coverage.py). Below `MIN_REACH`, or with fewer than `MIN_SLOTS`
-  overlap slots in the top k, no interval. The design that works: people grade a random sample
-  of the holes themselves (`relgrade sample` on the LLM's grades of the holes, `annotate`,
-  then `evaluate --fill` with that sample's manifest as `--fill-manifest`).
+  (rank band 1-3, 4-6, 7-10, 11-30, 31-100, 101+; LLM grade 0-1 or 2-3); the share of hole
+  slots that resemble overlap slots is the overlap of the two distributions, sum over cells
+  of min(share of holes, share of overlap pairs) (1 - the total variation distance). When
+  the runs' highest-ranked pairs are the holes (a new system) and the overlap was drawn from
+  the judged, lower-ranked pool, no overlap pair lies where the holes are: the share is near
+  0 and the interval would miss (bench/fill_coverage.py: 6-12% coverage there). Below
+  `MIN_REACH`, or with fewer than `MIN_SLOTS` overlap slots in the top k, no interval. The
+  design that works: people grade a random sample of the holes themselves (`relgrade
+  sample` on the LLM's grades of the holes, `annotate`, then `evaluate --fill` with that
+  sample's manifest as `--fill-manifest`).
 - nobody graded: a result neither people nor the LLM graded counts as not relevant in the
   filled score, but people might find it relevant; the interval cannot say how many. Above
   `MAX_UNJUDGED` of the top k's slots, no interval (AP and recall without a cutoff, after
@@ -32,7 +33,8 @@ from grader.metrics.judged_rows import Ranked
 
 Int = npt.NDArray[np.int64]
 
-BANDS = np.array([3, 10, 30, 100])  # rank bands: 1-3, 4-10, 11-30, 31-100, 101 and deeper
+BANDS = np.array([3, 6, 10, 30, 100])  # rank bands: 1-3, 4-6, 7-10, 11-30, 31-100, 101+
+HIGH = 2  # LLM grades 0-1 and 2-3 (the 0..3 scale, before --llm-scale): two cells per band
 MIN_REACH = 0.5
 MIN_SLOTS = 5
 MAX_UNJUDGED = 0.01
@@ -51,7 +53,9 @@ class Reach:
     share: float
 
     def reason(self, run: str, design: str = "judged") -> str | None:
-        """Why the run's interval at this depth is not given, or None when it may be."""
+        """Why the run's interval at this depth is not given, or None when it may be. A sample
+        of the holes themselves (`design` "holes") reaches them by design: only the share
+        nobody graded is checked."""
         top = "ranking" if self.k is None else f"top {self.k}"
         if self.slots and self.unjudged / self.slots > MAX_UNJUDGED:
             return (
@@ -59,15 +63,13 @@ class Reach:
                 "LLM): the interval cannot say what people would grade them; grade them too "
                 "(grade --depth), or use a measure with a cutoff the grades reach"
             )
-        if not self.holes:
+        if not self.holes or design == "holes":
             return None
         where = f"{self.holes:,} hole slots of {run}'s {top}"
         fix = (
             "; have people grade a random sample of the holes (relgrade sample on the LLM's "
             "grades of the holes, annotate, then evaluate --fill with that sample's manifest "
             "as --fill-manifest)"
-            if design == "judged"
-            else ""
         )
         if self.overlap < MIN_SLOTS:
             return (
@@ -89,12 +91,13 @@ def reach(ranked: Ranked, k: int | None, first: int, overlap: Int, llm: Int) -> 
     LLM grade by index (-1 where it has none)."""
     top = np.ones(len(ranked.rank), dtype=bool) if k is None else ranked.rank <= k
     index = ranked.grade[top]
-    cells = np.searchsorted(BANDS, ranked.rank[top], side="left") * 16 + np.clip(llm[index], -1, 14)
+    grade = np.where(llm[index] < 0, 0, np.where(llm[index] >= HIGH, 2, 1))
+    cells = np.searchsorted(BANDS, ranked.rank[top], side="left") * 3 + grade
     is_hole = index >= first
     is_overlap = np.isin(index, overlap)
     slots = int(ranked.returned.sum() if k is None else np.minimum(ranked.returned, k).sum())
     unjudged = max(slots - int(top.sum()), 0)
-    holes, both = cells[is_hole] + 1, cells[is_overlap] + 1
+    holes, both = cells[is_hole], cells[is_overlap]
     share = 0.0
     if len(holes) and len(both):
         size = int(max(holes.max(), both.max())) + 1
