@@ -14,13 +14,17 @@ full human qrels are the truth. Regimes:
   `annotate`), given with their qrels and the sample's manifest (the holes design).
 - random-top10-AP: random holes, but the LLM graded only the holes within the runs' top 10
   (`grade --depth 10`): AP and R@100 look at results nobody graded, and are refused.
+- random-diff, top-sample-300-diff: each run's corrected difference from bm25 (the two runs
+  estimated jointly, `evaluate_fill(baseline=...)`) against the all-human difference, and how
+  often its conclusion (the interval excludes 0) differs from a plain paired t-test on the
+  filled per-query scores (p < 0.05).
 
 Per regime and measure: how often the interval covers the full-qrels score (min over runs and
 pooled), the share refused, and the median width over the needed width (2 z RMSE of the
 corrected score around the truth, over the worlds): 1 is an interval exactly as wide as its
 estimate's error needs.
 
-    python bench/fill_coverage.py [--worlds 20] [--regime NAME ...]
+    python bench/fill_coverage.py [--worlds 20] [--regime NAME ...] [--label-set NAME ...]
 """
 
 from __future__ import annotations
@@ -36,12 +40,15 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from scipy.stats import ttest_rel  # noqa: E402
+
 from calibration.spotcheck.also_judged import draw_also_judged  # noqa: E402
 from grader.metrics.evaluate import evaluate  # noqa: E402
 from grader.metrics.fill import Design, FillResult, evaluate_fill  # noqa: E402
 from tests.helpers import fill_data as fd  # noqa: E402
 
 MEASURES = ["nDCG@10", "P(rel=2)@10"]
+BASELINE = "bm25"  # the -diff regimes: each other run's difference from it
 DEEP = ["AP(rel=2)", "R(rel=2)@100"]
 World = tuple[pd.DataFrame, pd.DataFrame, dict[tuple[str, str], float], Design]
 
@@ -94,8 +101,10 @@ def holes_sample(kept: pd.DataFrame, removed: pd.DataFrame, labels: pd.DataFrame
     return people, labels[_key(labels).isin(set(_key(removed)))], weights, "holes"
 
 
-def regimes(runs: dict[str, pd.DataFrame]) -> dict[str, tuple[list[str], Callable[[int], World]]]:
-    full, labels = fd.human_qrels(), fd.label_set()
+def regimes(
+    runs: dict[str, pd.DataFrame], label_set: str = fd.LLM_SET
+) -> dict[str, tuple[list[str], Callable[[int], World]]]:
+    full, labels = fd.human_qrels(), fd.label_set(label_set)
     top10 = top_of_runs(runs, 10)
 
     def world(seed: int, top: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -123,6 +132,8 @@ def regimes(runs: dict[str, pd.DataFrame]) -> dict[str, tuple[list[str], Callabl
         "top-sample-100": (MEASURES, sample(100)),
         "top-sample-300": (MEASURES, sample(300)),
         "random-top10-AP": (DEEP, shallow),
+        "random-diff": (MEASURES, random),
+        "top-sample-300-diff": (MEASURES, sample(300)),
     }
 
 
@@ -156,6 +167,51 @@ def measure_regime(
     return pd.DataFrame(rows)
 
 
+def measure_differences(
+    runs: dict[str, pd.DataFrame], measures: list[str], make: Callable[[int], World], worlds: int
+) -> pd.DataFrame:
+    """One row per world, run and measure: the all-human difference from BASELINE, the
+    corrected one with its interval, and the plain paired t-test on the filled scores."""
+    true = truth(runs, measures)
+    rows = []
+    for seed in range(worlds):
+        people, llm, weights, design = make(seed)
+        result = evaluate_fill(
+            people, llm, runs, measures, weights=weights, seed=seed, design=design,
+            check=False, baseline=BASELINE,
+        )  # fmt: skip
+        base = result.scores[BASELINE]["filled"]
+        for run, intervals in result.differences.items():
+            filled = result.scores[run]["filled"]
+            for i, measure in enumerate(measures):
+                iv = intervals[measure]
+                plain = ttest_rel(filled.values[i], base.values[i]).pvalue
+                rows.append(
+                    {"run": run, "measure": measure,
+                     "truth": true[run, measure] - true[BASELINE, measure],
+                     "corrected": iv.estimate, "low": iv.low, "high": iv.high,
+                     "plain_p": float(plain), "refused": False}
+                )  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def conclusions(name: str, frame: pd.DataFrame) -> list[str]:
+    """How often the corrected interval (excluding 0 or not) and the plain test (p < 0.05)
+    conclude differently, and which one agrees with the sign of the all-human difference."""
+    lines = []
+    for measure, rows in frame.groupby("measure", sort=False):
+        corrected = (rows["low"] > 0) | (rows["high"] < 0)
+        plain = rows["plain_p"] < 0.05
+        wrong_sign = np.sign(rows["corrected"]) != np.sign(rows["truth"])
+        lines.append(
+            f"{name:16} {measure:13} differs from the plain paired t-test on the filled scores "
+            f"in {(corrected != plain).mean():.0%} of comparisons (plain significant "
+            f"{plain.mean():.0%}, corrected {corrected.mean():.0%}; corrected significant with "
+            f"the wrong sign {(corrected & wrong_sign).mean():.0%})"
+        )
+    return lines
+
+
 def summary(name: str, frame: pd.DataFrame) -> list[str]:
     lines = []
     covers = (frame["low"] <= frame["truth"]) & (frame["truth"] <= frame["high"])
@@ -181,14 +237,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--worlds", type=int, default=20, help="holed worlds per regime (20)")
     parser.add_argument("--regime", action="append", help="only these regimes (default all)")
+    parser.add_argument(
+        "--label-set", action="append", help=f"LLM label sets (default {fd.LLM_SET})"
+    )
     args = parser.parse_args()
     runs = fd.dl2019_runs()
-    chosen = regimes(runs)
     print(f"{args.worlds} worlds per regime, six runs (bench/fill_coverage.py)")
-    for name in args.regime or list(chosen):
-        measures, make = chosen[name]
-        for line in summary(name, measure_regime(runs, measures, make, args.worlds)):
-            print(line, flush=True)
+    for label_set in args.label_set or [fd.LLM_SET]:
+        print(f"label set {label_set}")
+        chosen = regimes(runs, label_set)
+        for name in args.regime or list(chosen):
+            measures, make = chosen[name]
+            if name.endswith("-diff"):
+                frame = measure_differences(runs, measures, make, args.worlds)
+                lines = summary(name, frame) + conclusions(name, frame)
+            else:
+                lines = summary(name, measure_regime(runs, measures, make, args.worlds))
+            for line in lines:
+                print(line, flush=True)
 
 
 if __name__ == "__main__":

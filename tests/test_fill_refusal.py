@@ -1,12 +1,14 @@
 """`evaluate --fill`'s interval: its width on hand-checkable cases, no interval (and the reason)
-where the pairs graded by both do not reach the holes or nobody graded part of the top k, and
-the design that works for a new system's holes: people grade a random sample of the holes."""
+where the pairs graded by both do not reach the holes or nobody graded part of the top k, the
+design that works for a new system's holes (people grade a random sample of the holes), and
+the corrected difference between two runs, estimated jointly."""
 
 from __future__ import annotations
 
 import json
 import warnings
 from pathlib import Path
+from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
@@ -14,11 +16,14 @@ import pytest
 
 import relgrade as rg
 from grader.cli.main import main
-from grader.errors import RelgradeWarning
+from grader.errors import InputError, RelgradeWarning
+from grader.io.trec import read_qrels, read_run
 from grader.metrics.evaluate import evaluate
 from grader.metrics.fill import evaluate_fill
+from grader.metrics.fill_difference import corrected_differences
 from grader.metrics.fill_interval import combine
 from tests.helpers.fill_top import top_world, write_qrels, write_run
+from tests.helpers.fill_world import fill_world
 
 
 def test_each_pairs_effect_is_averaged_over_the_imputations_first() -> None:
@@ -85,7 +90,7 @@ def test_top_ranked_holes_print_no_interval_and_say_why(
 
 def test_the_api_says_why_as_a_warning(tmp_path: Path) -> None:
     world = top_world(seed=1)
-    with pytest.warns(RelgradeWarning, match="no interval for r0 .*does not reach"):
+    with pytest.warns(RelgradeWarning, match="no interval for r[01] .*does not reach"):
         frame = rg.evaluate(world.human, world.runs, ["nDCG@5"], fill=world.llm)
     filled = frame[(frame["regime"] == "filled") & frame["source"].isna()]
     assert filled["reason"].str.contains("does not reach").all()
@@ -146,7 +151,8 @@ def test_a_graded_sample_of_the_holes_gives_the_interval(
             assert record["ci_high"] - record["ci_low"] == pytest.approx(0.0, abs=1e-12)
 
 
-def _covers(seed: int, n: int) -> list[bool]:
+def _covers(seed: int, n: int) -> tuple[list[bool], list[bool]]:
+    """Whether each run's interval, and r1's difference from r0, cover the all-human value."""
     world = top_world(seed, queries=30, docs=40, top=8, also=0, right=0.6)
     rng = np.random.default_rng(seed)
     drawn = world.holes.iloc[rng.choice(len(world.holes), size=n, replace=False)]
@@ -154,24 +160,69 @@ def _covers(seed: int, n: int) -> list[bool]:
     human = pd.concat([world.human, drawn], ignore_index=True)
     measures = ["nDCG@10", "P(rel=2)@10"]
     result = evaluate_fill(
-        human, world.llm, world.runs, measures, weights=weights, design="holes", seed=seed
-    )
-    out = []
-    for run, frame in world.runs.items():
-        full = evaluate(world.truth, frame, measures).groupby("measure")["value"].mean()
-        for measure in measures:
+        human, world.llm, world.runs, measures, weights=weights, design="holes", seed=seed,
+        baseline="r0",
+    )  # fmt: skip
+    full = {
+        run: evaluate(world.truth, frame, measures).groupby("measure")["value"].mean()
+        for run, frame in world.runs.items()
+    }
+    scores, differences = [], []
+    for measure in measures:
+        for run in world.runs:
             iv = result.intervals[run][measure]
-            out.append(iv.low <= full[measure] <= iv.high)
-    return out
+            scores.append(iv.low <= full[run][measure] <= iv.high)
+        diff = result.differences["r1"][measure]
+        differences.append(diff.low <= full["r1"][measure] - full["r0"][measure] <= diff.high)
+    return scores, differences
 
 
 @pytest.mark.slow
 def test_a_sample_of_the_holes_covers_in_simulation() -> None:
     # 40 seeded worlds, holes the two runs' top 8 (about 360), people grading 80 of them, an
-    # LLM right 60% of the time: 160 intervals (2 runs x 2 measures); at 95% nominal, fewer
-    # than 144 covering (90%) has probability below 1%.
-    covered = [c for seed in range(40) for c in _covers(seed, 80)]
-    assert sum(covered) >= 144, sum(covered)
+    # LLM right 60% of the time. 160 intervals of a run's score (2 runs x 2 measures): at 95%
+    # nominal, fewer than 144 covering (90%) has probability below 1%; 80 of the difference
+    # r1 - r0 (estimated jointly): fewer than 70 (87.5%), below 1%.
+    found = [_covers(seed, 80) for seed in range(40)]
+    scores = [c for s, _ in found for c in s]
+    differences = [c for _, d in found for c in d]
+    assert sum(scores) >= 144, sum(scores)
+    assert sum(differences) >= 70, sum(differences)
+
+
+def test_the_difference_is_estimated_jointly(tmp_path: Path) -> None:
+    world = fill_world(tmp_path)
+    human = read_qrels(world["paths"]["human"])
+    llm = read_qrels(world["paths"]["llm"])
+    runs = {p.stem: read_run(p) for p in world["runs"]}
+    result = evaluate_fill(human, llm, runs, ["nDCG@5"], baseline="run0", check=False)
+    one, other = result.intervals["run1"]["nDCG@5"], result.intervals["run0"]["nDCG@5"]
+    diff = result.differences["run1"]["nDCG@5"]
+    assert 0 < one.estimate < 1 and 0 < other.estimate < 1  # not held to 0..1
+    assert diff.estimate == pytest.approx(one.estimate - other.estimate, abs=1e-12)
+    assert diff.high - diff.estimate == pytest.approx(diff.estimate - diff.low)
+    assert list(result.differences) == ["run1"]
+    with pytest.raises(InputError, match="the baseline 'run9' is none of the runs"):
+        evaluate_fill(human, llm, runs, ["nDCG@5"], baseline="run9")
+
+
+def test_what_two_runs_share_cancels_in_their_difference() -> None:
+    # Two runs with the same means and effects on every imputation: the difference is 0 with
+    # no width, whatever the noise each carries. A run whose effects are those of the baseline
+    # plus (0.1, -0.1) on 2 pairs, means +0.2: the difference is combine() on the differences:
+    # 0.2 + 2 x 0 and variance 2^2 x 0.02 / 2 + 2 x 0.02 (var of (0.1, -0.1) with n - 1 = 1).
+    means = np.array([[0.4], [0.7]])
+    effects = np.array([[[0.3], [-0.2]], [[0.0], [0.5]]])
+    shift = np.array([[[0.1], [-0.1]], [[0.1], [-0.1]]])
+    found = {"base": (means, effects), "same": (means, effects)}
+    found["up"] = (means + 0.2, effects + shift)
+    out = corrected_differences(found, "base", ["m"], np.ones(2), holes=2)
+    assert out["same"]["m"].estimate == pytest.approx(0.0)
+    assert out["same"]["m"].high - out["same"]["m"].low == pytest.approx(0.0)
+    up = out["up"]["m"]
+    assert up.estimate == pytest.approx(0.2)
+    z = NormalDist().inv_cdf(0.975)
+    assert up.high - up.estimate == pytest.approx(z * (4 * 0.02 / 2 + 2 * 0.02) ** 0.5)
 
 
 def test_pairs_from_the_judged_pool_are_refused_in_simulation() -> None:

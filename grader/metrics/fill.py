@@ -85,6 +85,8 @@ class FillResult:
     interval_note: str | None = None
     refused: dict[str, dict[str, str]] = field(default_factory=dict)  # run -> measure -> why
     design: Design = "judged"  # where the pairs graded by both were drawn (see evaluate_fill)
+    baseline: str | None = None
+    differences: dict[str, dict[str, Interval]] = field(default_factory=dict)  # run - baseline
     holes: int = 0  # LLM-graded pairs people did not judge (filled)
     overlap: int = 0  # pairs graded by both (also-judged)
     queries: int = 0  # people's queries: every regime averages over these
@@ -189,6 +191,7 @@ def evaluate_fill(
     seed: int = 0,
     design: Design = "judged",
     check: bool = True,
+    baseline: str | None = None,
 ) -> FillResult:
     """Score every run under the three regimes (see the module docstring).
 
@@ -202,11 +205,17 @@ def evaluate_fill(
     overlap does not reach, or whose top k nobody graded in part, get a reason
     (`FillResult.refused`) instead of an interval (`grader.metrics.fill_reach`); `check`
     False keeps those intervals beside their reasons (to study the method where it fails).
+    `baseline` (a run's name): each other run's corrected difference from it, with an interval,
+    estimated jointly (`FillResult.differences`, `grader.metrics.fill_difference`).
     """
     from grader.metrics.join_arrow import join
 
     parsed = [parse_measure(m) for m in measures]
     names = [str(m) for m in parsed]
+    if baseline is not None and baseline not in runs:
+        raise InputError(
+            f"the baseline {baseline!r} is none of the runs", hint=f"one of {', '.join(runs)}"
+        )
     condensed = [condensed_form(m) for m in parsed]
     people = set(human["query_id"].astype(str))
     inside = llm["query_id"].astype(str).isin(people).to_numpy()
@@ -234,7 +243,8 @@ def evaluate_fill(
     result.overlap, result.design = len(both), design
     if len(both) > 1 and level is not None:
         _intervals(result, ranked_coded, parsed, merged, human, llm, both, scale, weights,
-                   missing=missing, level=level, seed=seed, check=check)  # fmt: skip
+                   missing=missing, level=level, seed=seed, check=check,
+                   baseline=baseline)  # fmt: skip
     return result
 
 
@@ -253,6 +263,7 @@ def _intervals(
     level: float,
     seed: int,
     check: bool,
+    baseline: str | None = None,
 ) -> None:
     """The filled score's intervals (`corrected_interval`), and the reasons (`fill_reach`)
     for the runs and measures that get none."""
@@ -266,19 +277,22 @@ def _intervals(
     hole_raw = _holes(human, llm)["grade"].to_numpy(dtype=np.int64)
     pair_raw = both["llm"].to_numpy(dtype=np.int64)
     first = len(human)
+    effects: dict[str, tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]] = {}
+    overlap_weights = _overlap_weights(both, weights)
     intervals, note = corrected_interval(
         ranked_coded,
         parsed,
         merged["grade"].to_numpy(dtype=np.int64),
         pairs,
         np.asarray(llm_grades.to_numpy(), dtype=np.int64),
-        _overlap_weights(both, weights),
+        overlap_weights,
         result.holes,
         raw=(hole_raw, pair_raw),
         missing=missing,
         level=level,
         seed=seed,
         holes_sample=result.design == "holes",
+        effects_out=effects,
     )
     raw_of = np.full(len(merged), -1, dtype=np.int64)
     raw_of[first:] = hole_raw
@@ -296,6 +310,19 @@ def _intervals(
                     intervals[run].pop(str(measure), None)
     result.intervals = intervals
     result.interval_note = note
+    if baseline is not None:
+        from grader.metrics.fill_difference import corrected_differences
+
+        result.baseline = baseline
+        result.differences = corrected_differences(
+            effects,
+            baseline,
+            [str(m) for m in parsed],
+            overlap_weights,
+            result.holes,
+            level=level,
+            refused=result.refused if check else None,
+        )
 
 
 def _overlap_weights(

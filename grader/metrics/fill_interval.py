@@ -207,6 +207,7 @@ def corrected_interval(
     imputations: int = 5,
     seed: int = 0,
     holes_sample: bool = False,
+    effects_out: dict[str, tuple[Float, Float]] | None = None,
 ) -> tuple[dict[str, dict[str, Interval]], str]:
     """Per run and measure, the corrected filled score and its interval (module docstring).
 
@@ -215,7 +216,9 @@ def corrected_interval(
     pairs' indices, `llm` their LLM grades (as merged), `weights` their 1/pi. `raw` gives the
     LLM's own grades (before any scale map) of the holes and of the overlap pairs.
     `holes_sample`: the overlap pairs are a sample of the holes people graded (not of the
-    judged pool), so the holes' prior is shifted towards their grades.
+    judged pool), so the holes' prior is shifted towards their grades. `effects_out` gets each
+    run's (means [m, measures], effects [m, n, measures]) on the same imputations, for
+    differences between runs (`grader.metrics.fill_difference`).
     """
     z = NormalDist().inv_cdf(0.5 + level / 2.0)
     n = len(pairs)
@@ -247,6 +250,8 @@ def corrected_interval(
         ]
         means = np.array([m for m, _ in found])
         effects = np.array([d for _, d in found])
+        if effects_out is not None:
+            effects_out[run] = (means, effects)
         est, var = combine(means, effects, weights, holes)
         out[run] = {
             str(m): _interval(m, e, z * s, level, n)
