@@ -115,11 +115,13 @@ def evaluate_filled(
     precision: Precision = "float32",
     weights: Mapping[tuple[str, str], float] | None = None,
     manifest: str = "",
+    design: Design = "judged",
 ) -> FillEvaluation:
     """Each run scored three ways (`evaluate_fill`), with the measures' thresholds decided on
     people's grades and the LLM's mapped top (`typed`: the names were written by a person), and
     the lines the command prints. `weights` are 1/pi of the also-judged pairs, read from
-    `manifest` (its path, said in the notes)."""
+    `manifest` (its path, said in the notes); `design` where they were drawn (see
+    `calibration.spotcheck.also_judged.fill_design`)."""
     from grader.metrics.thresholds import resolve_thresholds
 
     check_same_collection(human, llm, llm_name, human_path)
@@ -134,22 +136,10 @@ def evaluate_filled(
         missing=missing,
         precision=precision,
         weights=weights,
-        design=design_of(manifest),
+        design=design,
     )
     warnings += refusals(result)
     return FillEvaluation(result, warnings, fill_notes(result, manifest, scale, missing))
-
-
-def design_of(manifest: str) -> Design:
-    """Where the pairs graded by both were drawn: "judged" for an also-judged manifest (or
-    none), "holes" for a `relgrade sample` manifest (a sample of the LLM-graded holes, graded
-    by people and given with their qrels)."""
-    if not manifest:
-        return "judged"
-    from calibration.spotcheck.also_judged import is_also_judged
-    from calibration.spotcheck.manifest import read_manifest
-
-    return "judged" if is_also_judged(read_manifest(manifest)) else "holes"
 
 
 def refusals(result: FillResult) -> list[str]:
