@@ -186,11 +186,12 @@ def measure_differences(
             for i, measure in enumerate(measures):
                 iv = intervals[measure]
                 plain = ttest_rel(filled.values[i], base.values[i]).pvalue
+                plain_diff = float(np.mean(filled.values[i] - base.values[i]))
                 rows.append(
                     {"run": run, "measure": measure,
                      "truth": true[run, measure] - true[BASELINE, measure],
                      "corrected": iv.estimate, "low": iv.low, "high": iv.high,
-                     "plain_p": float(plain), "refused": False}
+                     "plain_p": float(plain), "plain_diff": plain_diff, "refused": False}
                 )  # fmt: skip
     return pd.DataFrame(rows)
 
@@ -202,12 +203,14 @@ def conclusions(name: str, frame: pd.DataFrame) -> list[str]:
     for measure, rows in frame.groupby("measure", sort=False):
         corrected = (rows["low"] > 0) | (rows["high"] < 0)
         plain = rows["plain_p"] < 0.05
-        wrong_sign = np.sign(rows["corrected"]) != np.sign(rows["truth"])
+        wrong = np.sign(rows["corrected"]) != np.sign(rows["truth"])
+        plain_wrong = np.sign(rows["plain_diff"]) != np.sign(rows["truth"])
         lines.append(
             f"{name:16} {measure:13} differs from the plain paired t-test on the filled scores "
             f"in {(corrected != plain).mean():.0%} of comparisons (plain significant "
-            f"{plain.mean():.0%}, corrected {corrected.mean():.0%}; corrected significant with "
-            f"the wrong sign {(corrected & wrong_sign).mean():.0%})"
+            f"{plain.mean():.0%}, {(plain & plain_wrong).mean():.0%} with the wrong sign; "
+            f"corrected {corrected.mean():.0%}, {(corrected & wrong).mean():.0%} with the wrong "
+            "sign)"
         )
     return lines
 

@@ -22,6 +22,7 @@ from grader.metrics.evaluate import evaluate
 from grader.metrics.fill import evaluate_fill
 from grader.metrics.fill_difference import corrected_differences
 from grader.metrics.fill_interval import combine
+from grader.metrics.measures import parse_measure
 from tests.helpers.fill_top import top_world, write_qrels, write_run
 from tests.helpers.fill_world import fill_world
 
@@ -36,6 +37,10 @@ def test_each_pairs_effect_is_averaged_over_the_imputations_first() -> None:
     estimate, variance = combine(means, effects, np.ones(2), holes=4)
     assert estimate == pytest.approx([1.25])
     assert variance == pytest.approx([0.005 / 2])
+    # A measure corrected to first order only (AP, RR) keeps Rubin's rules and their slack:
+    # each imputation's variance (d = (0.1, 0.3): 0.02 with n - 1 = 1) plus (1 + 1/2) B.
+    _, rubin = combine(means, effects, np.ones(2), holes=4, first_order=np.array([True]))
+    assert rubin == pytest.approx([4**2 * 0.02 / 2 + 4 * 0.02 + 1.5 * 0.005])
 
 
 def test_the_variance_of_weighted_pair_effects_on_one_imputation() -> None:
@@ -216,10 +221,11 @@ def test_what_two_runs_share_cancels_in_their_difference() -> None:
     shift = np.array([[[0.1], [-0.1]], [[0.1], [-0.1]]])
     found = {"base": (means, effects), "same": (means, effects)}
     found["up"] = (means + 0.2, effects + shift)
-    out = corrected_differences(found, "base", ["m"], np.ones(2), holes=2)
-    assert out["same"]["m"].estimate == pytest.approx(0.0)
-    assert out["same"]["m"].high - out["same"]["m"].low == pytest.approx(0.0)
-    up = out["up"]["m"]
+    measure = parse_measure("P(rel=1)@5")  # linear: averaged effects, B/m
+    out = corrected_differences(found, "base", [measure], np.ones(2), holes=2)
+    same, up = out["same"][str(measure)], out["up"][str(measure)]
+    assert same.estimate == pytest.approx(0.0)
+    assert same.high - same.low == pytest.approx(0.0)
     assert up.estimate == pytest.approx(0.2)
     z = NormalDist().inv_cdf(0.975)
     assert up.high - up.estimate == pytest.approx(z * (4 * 0.02 / 2 + 2 * 0.02) ** 0.5)

@@ -317,7 +317,7 @@ def _intervals(
         result.differences = corrected_differences(
             effects,
             baseline,
-            [str(m) for m in parsed],
+            parsed,
             overlap_weights,
             result.holes,
             level=level,

@@ -24,7 +24,8 @@ from statistics import NormalDist
 import numpy as np
 import numpy.typing as npt
 
-from grader.metrics.fill_interval import Interval, combine
+from grader.metrics.fill_interval import Interval, combine, first_order
+from grader.metrics.measures import Measure
 
 Float = npt.NDArray[np.float64]
 
@@ -34,7 +35,7 @@ METHOD = "difference of the corrected filled scores, on shared imputations and o
 def corrected_differences(
     effects: Mapping[str, tuple[Float, Float]],
     baseline: str,
-    measures: Sequence[str],
+    measures: Sequence[Measure],
     weights: Float,
     holes: int,
     *,
@@ -53,10 +54,13 @@ def corrected_differences(
     for run, (means, run_effects) in effects.items():
         if run == baseline:
             continue
-        est, var = combine(means - base_means, run_effects - base_effects, weights, holes)
+        est, var = combine(
+            means - base_means, run_effects - base_effects, weights, holes, first_order(measures)
+        )
+        names = [str(m) for m in measures]
         out[run] = {
             name: Interval(e, e - z * s, e + z * s, level, len(weights), METHOD)
-            for name, e, s in zip(measures, est.tolist(), np.sqrt(var).tolist(), strict=True)
+            for name, e, s in zip(names, est.tolist(), np.sqrt(var).tolist(), strict=True)
             if name not in skip.get(run, {}) and name not in skip.get(baseline, {})
         }
     return out

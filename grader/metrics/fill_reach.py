@@ -11,7 +11,7 @@ the whole ranking without one):
   of min(share of holes, share of overlap pairs) (1 - the total variation distance). When
   the runs' highest-ranked pairs are the holes (a new system) and the overlap was drawn from
   the judged, lower-ranked pool, no overlap pair lies where the holes are: the share is near
-  0 and the interval would miss (bench/fill_coverage.py: 6-12% coverage there). Below
+  0 and the interval would miss (bench/fill_coverage.py: 9-14% coverage there). Below
   `MIN_REACH`, or with fewer than `MIN_SLOTS` overlap slots in the top k, no interval. The
   design that works: people grade a random sample of the holes themselves (`relgrade
   sample` on the LLM's grades of the holes, `annotate`, then `evaluate --fill` with that
