@@ -20,8 +20,8 @@ from grader.errors import InputError, RelgradeWarning
 from grader.io.trec import read_qrels, read_run
 from grader.metrics.evaluate import evaluate
 from grader.metrics.fill import evaluate_fill
-from grader.metrics.fill_difference import corrected_differences
-from grader.metrics.fill_interval import combine
+from grader.metrics.fill_difference import corrected_differences, p_value
+from grader.metrics.fill_interval import Interval, combine
 from grader.metrics.measures import parse_measure
 from tests.helpers.fill_top import top_world, write_qrels, write_run
 from tests.helpers.fill_world import fill_world
@@ -239,3 +239,12 @@ def test_pairs_from_the_judged_pool_are_refused_in_simulation() -> None:
             result = evaluate_fill(world.human, world.llm, world.runs, ["nDCG@10"], seed=seed)
             assert set(result.refused) == {"r0", "r1"}
             assert result.intervals == {"r0": {}, "r1": {}}
+
+
+def test_the_p_value_of_a_difference_is_the_z_test_its_interval_inverts() -> None:
+    from scipy.stats import norm
+
+    diff = Interval(0.05, 0.05 - 1.96 * 0.02, 0.05 + 1.96 * 0.02, 0.95, 10)
+    assert p_value(diff) == pytest.approx(2 * norm.sf(0.05 / (1.96 * 0.02 / norm.ppf(0.975))))
+    edge = Interval(0.03, 0.0, 0.06, 0.95, 10)  # the interval touches 0: p = 0.05
+    assert p_value(edge) == pytest.approx(0.05)

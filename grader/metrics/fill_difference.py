@@ -64,3 +64,14 @@ def corrected_differences(
             if name not in skip.get(run, {}) and name not in skip.get(baseline, {})
         }
     return out
+
+
+def p_value(interval: Interval) -> float:
+    """The two-sided p-value of "no difference" from a difference's normal interval (the
+    z-test its interval inverts); 1.0 for an interval of no width around 0."""
+    dist = NormalDist()
+    half = interval.high - interval.estimate
+    se = half / dist.inv_cdf(0.5 + interval.level / 2.0)
+    if se <= 0:
+        return 1.0 if interval.estimate == 0 else 0.0
+    return 2.0 * (1.0 - dist.cdf(abs(interval.estimate) / se))
