@@ -267,8 +267,6 @@ def _intervals(
 ) -> None:
     """The filled score's intervals (`corrected_interval`), and the reasons (`fill_reach`)
     for the runs and measures that get none."""
-    from grader.metrics.fill_reach import reach
-
     position = dict(zip(_keys(merged), range(len(merged)), strict=False))
     pairs = np.array([position[k] for k in _keys(both)], dtype=np.int64)
     llm_grades = both["llm"].astype("int64")
@@ -279,50 +277,54 @@ def _intervals(
     first = len(human)
     effects: dict[str, tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]] = {}
     overlap_weights = _overlap_weights(both, weights)
+    grades = merged["grade"].to_numpy(dtype=np.int64)
     intervals, note = corrected_interval(
-        ranked_coded,
-        parsed,
-        merged["grade"].to_numpy(dtype=np.int64),
-        pairs,
-        np.asarray(llm_grades.to_numpy(), dtype=np.int64),
-        overlap_weights,
-        result.holes,
-        raw=(hole_raw, pair_raw),
-        missing=missing,
-        level=level,
-        seed=seed,
-        holes_sample=result.design == "holes",
-        effects_out=effects,
-    )
+        ranked_coded, parsed, grades, pairs, np.asarray(llm_grades.to_numpy(), dtype=np.int64),
+        overlap_weights, result.holes, raw=(hole_raw, pair_raw), missing=missing, level=level,
+        seed=seed, holes_sample=result.design == "holes", effects_out=effects,
+    )  # fmt: skip
     raw_of = np.full(len(merged), -1, dtype=np.int64)
     raw_of[first:] = hole_raw
     raw_of[pairs] = pair_raw
-    for run, ranked in ranked_coded.items():
-        found: dict[int | None, Reach] = {}
-        for measure in parsed:
-            k = measure.cutoff
-            if k not in found:
-                found[k] = reach(ranked, k, first, pairs, raw_of)
-            why = found[k].reason(run, result.design)
-            if why is not None:
-                result.refused.setdefault(run, {})[str(measure)] = why
-                if check:
-                    intervals[run].pop(str(measure), None)
+    result.refused = _reasons(ranked_coded, parsed, first, pairs, raw_of, result.design)
+    for run, reasons in result.refused.items():
+        for measure in reasons if check else ():
+            intervals[run].pop(measure, None)
     result.intervals = intervals
     result.interval_note = note
     if baseline is not None:
         from grader.metrics.fill_difference import corrected_differences
 
         result.baseline = baseline
+        refused = result.refused if check else None
         result.differences = corrected_differences(
-            effects,
-            baseline,
-            parsed,
-            overlap_weights,
-            result.holes,
-            level=level,
-            refused=result.refused if check else None,
+            effects, baseline, parsed, overlap_weights, result.holes, level=level, refused=refused
         )
+
+
+def _reasons(
+    ranked_coded: Mapping[str, Ranked],
+    parsed: Sequence[Measure],
+    first: int,
+    pairs: npt.NDArray[np.int64],
+    raw_of: npt.NDArray[np.int64],
+    design: Design,
+) -> dict[str, dict[str, str]]:
+    """run -> measure -> why it gets no interval (`grader.metrics.fill_reach`), one reach per
+    run and cutoff."""
+    from grader.metrics.fill_reach import reach
+
+    out: dict[str, dict[str, str]] = {}
+    for run, ranked in ranked_coded.items():
+        found: dict[int | None, Reach] = {}
+        for measure in parsed:
+            k = measure.cutoff
+            if k not in found:
+                found[k] = reach(ranked, k, first, pairs, raw_of)
+            why = found[k].reason(run, design)
+            if why is not None:
+                out.setdefault(run, {})[str(measure)] = why
+    return out
 
 
 def _overlap_weights(

@@ -195,6 +195,24 @@ def _imputer(
     return _Imputer(grades, likelihood, prior)
 
 
+def _draw(
+    imputer: _Imputer,
+    rng: np.random.Generator,
+    grades: Int,
+    first: int,
+    query_code: Int,
+    raw: tuple[Int, Int],
+    pairs: Int,
+    llm: Int,
+) -> tuple[Int, Int]:
+    """One imputation: the grades with the holes (from `first` on) drawn, and a predicted grade
+    of each overlap pair."""
+    hole_raw, pair_raw = raw
+    base = grades.copy()
+    base[first:] = imputer.draw(rng, query_code[first:], hole_raw, grades[first:])
+    return base, imputer.draw(rng, query_code[pairs], pair_raw, llm)
+
+
 def corrected_interval(
     coded: Mapping[str, Ranked],
     measures: Sequence[Measure],
@@ -218,10 +236,9 @@ def corrected_interval(
     (people's grades first, then the LLM's on the last `holes` pairs); `pairs` are the overlap
     pairs' indices, `llm` their LLM grades (as merged), `weights` their 1/pi. `raw` gives the
     LLM's own grades (before any scale map) of the holes and of the overlap pairs.
-    `holes_sample`: the overlap pairs are a sample of the holes people graded (not of the
-    judged pool), so the holes' prior is shifted towards their grades. `effects_out` gets each
-    run's (means [m, measures], effects [m, n, measures]) on the same imputations, for
-    differences between runs (`grader.metrics.fill_difference`).
+    `holes_sample`: the overlap is a sample of the holes (the holes' prior shifts to its
+    grades). `effects_out` gets each run's (means [m, measures], effects [m, n, measures]), for
+    differences between runs on the same imputations (`grader.metrics.fill_difference`).
     """
     z = NormalDist().inv_cdf(0.5 + level / 2.0)
     n = len(pairs)
@@ -230,21 +247,13 @@ def corrected_interval(
     some = next(iter(coded.values()))
     query_code = np.zeros(len(grades), dtype=np.int64)
     query_code[some.ideal_grade] = some.ideal_query  # the coded ideal lists every pair
-    imputer = _imputer(
-        grades[pairs],
-        pair_raw,
-        weights,
-        grades[:first],
-        query_code[:first],
-        some.n_queries,
-        holes_sample=holes_sample,
-    )
+    people = (grades[:first], query_code[:first])
+    imputer = _imputer(grades[pairs], pair_raw, weights, *people, some.n_queries, holes_sample)
     rng = np.random.default_rng(seed)
-    draws = []
-    for _ in range(imputations):
-        base = grades.copy()
-        base[first:] = imputer.draw(rng, query_code[first:], hole_raw, grades[first:])
-        draws.append((base, imputer.draw(rng, query_code[pairs], pair_raw, llm)))
+    draws = [
+        _draw(imputer, rng, grades, first, query_code, (hole_raw, pair_raw), pairs, llm)
+        for _ in range(imputations)
+    ]
     out: dict[str, dict[str, Interval]] = {}
     for run, ranked in coded.items():
         found = [
