@@ -5,6 +5,7 @@ the corrected difference between two runs, estimated jointly."""
 
 from __future__ import annotations
 
+import io
 import json
 import warnings
 from pathlib import Path
@@ -91,6 +92,11 @@ def test_top_ranked_holes_print_no_interval_and_say_why(
     out, err = capsys.readouterr()
     assert "does not reach where the holes are" in err
     assert "[" not in out.split("who graded")[0].split("interval]")[1]
+    assert main([*argv, "--format", "csv"]) == 0  # csv: a reason column, the interval empty
+    rows = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    refused = rows[rows["reason"].notna()]
+    assert len(refused) == 4 and refused["ci_low"].isna().all()
+    assert (refused["regime"] == "filled").all()
 
 
 def test_the_api_says_why_as_a_warning(tmp_path: Path) -> None:
