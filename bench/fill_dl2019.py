@@ -140,17 +140,20 @@ def coverage(
     truth = full_scores(runs, measures)
     covered = dict.fromkeys(truth, 0)
     widths: list[float] = []
+    refused = 0
     for seed in range(seeds):
         kept, llm, weights = holed_world(seed, also, stratify)
-        result = evaluate_fill(kept, llm, runs, measures, weights=weights, seed=seed)
+        result = evaluate_fill(kept, llm, runs, measures, weights=weights, seed=seed, check=False)
         for (run, measure), value in truth.items():
             iv = result.intervals[run][measure]
             covered[run, measure] += iv.low <= value <= iv.high
             widths.append(iv.high - iv.low)
+            refused += measure in result.refused.get(run, {})
     lines = [
         f"coverage over {seeds} seeds, {also} pairs also judged"
         f"{' (stratified by human grade)' if stratify else ''} "
-        f"(median width {np.median(widths):.3f}):"
+        f"(median width {np.median(widths):.3f}; {refused} of {len(widths)} intervals refused, "
+        "counted here as given):"
     ]
     for measure in (str(m) for m in dict.fromkeys(m for _, m in truth)):
         cells = ", ".join(f"{run} {covered[run, measure]}/{seeds}" for run in runs)

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from calibration.spotcheck.also_judged import also_judged_weights
+from calibration.spotcheck.also_judged import also_judged_weights, fill_design
 from grader.errors import InputError, RelgradeWarning
 from grader.evaluation.scoring import check_measures
 from grader.grading.fill_evaluation import COLUMNS, evaluate_filled, llm_grades, people_grades
@@ -56,6 +56,7 @@ def evaluate_fill(
         precision=precision,
         weights=weights,
         manifest=manifest,
+        design=fill_design(manifest),
     )
     for line in evaluation.warnings:
         warnings.warn(line.removeprefix("warning: "), RelgradeWarning, stacklevel=3)

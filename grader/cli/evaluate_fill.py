@@ -38,13 +38,14 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fill-manifest",
         type=Path,
-        help="with --fill: the also-judged manifest (default: <LLM_QRELS stem>.manifest.json)",
+        help="with --fill: the also-judged manifest (default: <LLM_QRELS stem>.manifest.json), "
+        "or a relgrade sample manifest of holes people graded (their grades in QRELS)",
     )
 
 
 def run_fill(args: argparse.Namespace, given: list[str]) -> int:
     """The `evaluate --fill` command (see the module docstring)."""
-    from calibration.spotcheck.also_judged import also_judged_weights
+    from calibration.spotcheck.also_judged import also_judged_weights, fill_design
     from grader.grading.fill_evaluation import evaluate_filled, llm_grades, people_grades
     from grader.grading.holes import parse_llm_scale
     from grader.io.runs import run_names
@@ -73,6 +74,7 @@ def run_fill(args: argparse.Namespace, given: list[str]) -> int:
         precision=args.precision,
         weights=weights,
         manifest=manifest,
+        design=fill_design(manifest),
     )
     records = [{**r, "value": _clean(r["value"])} for r in evaluation.records(args.per_query)]
     if args.format == "json":

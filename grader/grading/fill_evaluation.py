@@ -5,9 +5,10 @@ fill=...)` both call `evaluate_filled`.
 
 Records (`--format json`'s): the records of `evaluate` ({"run", "query_id", "measure",
 "value"}) with a `regime`; the filled means with an interval add `corrected`, `ci_low`,
-`ci_high`; the shares are records with measure `Share@k` (`Share` for the whole ranking),
-regime "filled" and `source` ("human", "llm", "unjudged"). A NaN value is kept as NaN (JSON
-writes it as null); keys without a value are left out.
+`ci_high`; those the overlap cannot vouch for have them null and a `reason` (the same line is
+printed as a warning); the shares are records with measure `Share@k` (`Share` for the whole
+ranking), regime "filled" and `source` ("human", "llm", "unjudged"). A NaN value is kept as
+NaN (JSON writes it as null); keys without a value are left out.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from grader.errors import InputError
 from grader.metrics.evaluate import Missing
-from grader.metrics.fill import SOURCES, FillResult, evaluate_fill
+from grader.metrics.fill import SOURCES, Design, FillResult, evaluate_fill
 from grader.metrics.measures import Measure
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from grader.metrics.rank_order import Precision
 
 COLUMNS = ["run", "query_id", "measure", "regime", "source", "value", "corrected", "ci_low"]
-COLUMNS += ["ci_high"]
+COLUMNS += ["ci_high", "reason"]
 
 
 @dataclass
@@ -114,11 +115,13 @@ def evaluate_filled(
     precision: Precision = "float32",
     weights: Mapping[tuple[str, str], float] | None = None,
     manifest: str = "",
+    design: Design = "judged",
 ) -> FillEvaluation:
     """Each run scored three ways (`evaluate_fill`), with the measures' thresholds decided on
     people's grades and the LLM's mapped top (`typed`: the names were written by a person), and
     the lines the command prints. `weights` are 1/pi of the also-judged pairs, read from
-    `manifest` (its path, said in the notes)."""
+    `manifest` (its path, said in the notes); `design` where they were drawn (see
+    `calibration.spotcheck.also_judged.fill_design`)."""
     from grader.metrics.thresholds import resolve_thresholds
 
     check_same_collection(human, llm, llm_name, human_path)
@@ -133,8 +136,22 @@ def evaluate_filled(
         missing=missing,
         precision=precision,
         weights=weights,
+        design=design,
     )
+    warnings += refusals(result)
     return FillEvaluation(result, warnings, fill_notes(result, manifest, scale, missing))
+
+
+def refusals(result: FillResult) -> list[str]:
+    """One warning per run and reason: the measures that get no interval, and why."""
+    lines: list[str] = []
+    for run, reasons in result.refused.items():
+        by_reason: dict[str, list[str]] = {}
+        for measure, why in reasons.items():
+            by_reason.setdefault(why, []).append(measure)
+        for why, measures in by_reason.items():
+            lines.append(f"warning: no interval for {run} ({', '.join(measures)}): {why}")
+    return lines
 
 
 def fill_notes(
@@ -153,7 +170,12 @@ def fill_notes(
         notes.append(f"LLM grades mapped by --llm-scale {scale_text(scale)}")
     if result.interval_note:
         notes.append(result.interval_note)
-        if manifest:
+        if manifest and result.design == "holes":
+            notes.append(
+                f"the pairs graded by both are a sample of the holes people graded, weighted "
+                f"by 1/pi from {manifest}"
+            )
+        elif manifest:
             notes.append(f"the pairs graded by both are weighted by 1/pi from {manifest}")
     elif result.overlap == 0:
         notes.append(
@@ -193,6 +215,8 @@ def fill_records(result: FillResult, per_query: bool = False) -> list[dict[str, 
     records: list[dict[str, Any]] = []
     for row in frame.to_dict(orient="records"):
         record = {str(k): v for k, v in row.items() if k == "value" or _clean(v) is not None}
+        if "reason" in record:  # no interval: said as null, with the reason
+            record.update(corrected=None, ci_low=None, ci_high=None)
         records.append(record)
     for run, shares in result.shares.items():
         measure = "Share" if shares.k is None else f"Share@{shares.k}"
