@@ -243,7 +243,7 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("--fill reads people's qrels from QRELS, not from --dataset")
         from grader.cli.evaluate_fill import run_fill
 
-        return run_fill(args, args.measures or list(DEFAULT_MEASURES))
+        return run_fill(args, args.measures or list(DEFAULT_MEASURES), options)
     if args.llm_scale or args.fill_manifest:
         raise InputError("--llm-scale and --fill-manifest go with --fill LLM_QRELS")
     judged, facts = _qrels(args)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from grader.errors import InputError
+from grader.evaluation.baseline import Options
 from grader.metrics.evaluate import Missing
 from grader.metrics.fill import SOURCES, Design, FillResult, evaluate_fill
 from grader.metrics.measures import Measure
@@ -30,6 +31,9 @@ if TYPE_CHECKING:
 
 COLUMNS = ["run", "query_id", "measure", "regime", "source", "value", "corrected", "ci_low"]
 COLUMNS += ["ci_high", "reason"]
+BASELINE_COLUMNS = ["diff", "p_value", "p_adjusted", "diff_ci_low", "diff_ci_high"]
+BASELINE_COLUMNS += ["corrected_diff", "corrected_diff_ci_low", "corrected_diff_ci_high"]
+BASELINE_COLUMNS += ["corrected_p_value"]
 
 
 @dataclass
@@ -40,10 +44,17 @@ class FillEvaluation:
     result: FillResult
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    comparison: Options | None = None  # --baseline: grader.grading.fill_baseline
 
     def records(self, per_query: bool = False) -> list[dict[str, Any]]:
-        """`--format json`'s records: scores by regime, then the shares by source."""
-        return fill_records(self.result, per_query)
+        """`--format json`'s records: scores by regime, then the shares by source; with a
+        baseline, the comparison columns on the "all" records."""
+        records = fill_records(self.result, per_query)
+        if self.comparison is not None:
+            from grader.grading.fill_baseline import annotate_fill
+
+            annotate_fill(records, self.result, self.comparison)
+        return records
 
 
 def people_grades(value: Any) -> pd.DataFrame:
@@ -116,12 +127,14 @@ def evaluate_filled(
     weights: Mapping[tuple[str, str], float] | None = None,
     manifest: str = "",
     design: Design = "judged",
+    comparison: Options | None = None,
 ) -> FillEvaluation:
     """Each run scored three ways (`evaluate_fill`), with the measures' thresholds decided on
     people's grades and the LLM's mapped top (`typed`: the names were written by a person), and
     the lines the command prints. `weights` are 1/pi of the also-judged pairs, read from
     `manifest` (its path, said in the notes); `design` where they were drawn (see
-    `calibration.spotcheck.also_judged.fill_design`)."""
+    `calibration.spotcheck.also_judged.fill_design`); `comparison` (--baseline) adds the
+    comparison with the baseline run (`grader.grading.fill_baseline`)."""
     from grader.metrics.thresholds import resolve_thresholds
 
     check_same_collection(human, llm, llm_name, human_path)
@@ -137,9 +150,11 @@ def evaluate_filled(
         precision=precision,
         weights=weights,
         design=design,
+        baseline=comparison.baseline if comparison else None,
     )
     warnings += refusals(result)
-    return FillEvaluation(result, warnings, fill_notes(result, manifest, scale, missing))
+    notes = fill_notes(result, manifest, scale, missing)
+    return FillEvaluation(result, warnings, notes, comparison)
 
 
 def refusals(result: FillResult) -> list[str]:
