@@ -10,8 +10,9 @@ status calls.
 `timeout` is the deadline of each whole call that exchanges small bodies (create, status, cancel;
 a list scan gets it once per page), not only of each socket read, so a server trickling its reply
 cannot hold a call open; an overrun is a timeout, retried as one. Uploads get the deadline plus
-one second per MiB (`upload_deadline`); downloads, whose size is unknown in advance, are bounded
-per read only.
+one second per MiB (`upload_deadline`). Every call of a client made here also goes through
+`grader.judges.llm.bounded_http`: downloads get the deadline plus one second per 256 KiB received
+(a trickle is cut, a large file at a fair pace is not), and every reply has a size bound.
 
 An upload or create answered 404, 405 or 501 means the server has no Batch API (vLLM, Ollama,
 llama.cpp): `NoBatchAPI`, which says to drop --batch.
@@ -29,6 +30,7 @@ from openai import AsyncOpenAI
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from grader.errors import JudgeError, NoBatchAPI
+from grader.judges.llm.bounded_http import bounded_http_client
 from grader.judges.llm.endpoint import BASE_URL_ENV, KEY_ENV, api_key_for, env_key_for
 from grader.judges.llm.retry import RetryPolicy, retry_delay, should_retry, status_of
 from grader.judges.llm.transport import deadline
@@ -108,7 +110,13 @@ class BatchClient:
         if client is None:
             url = base_url or os.environ.get(BASE_URL_ENV) or None
             key = api_key_for(url, api_key or env_key_for(url, os.environ.get(KEY_ENV)))
-            client = AsyncOpenAI(base_url=base_url, api_key=key, max_retries=0, timeout=timeout)
+            client = AsyncOpenAI(
+                base_url=base_url,
+                api_key=key,
+                max_retries=0,
+                timeout=timeout,
+                http_client=bounded_http_client(),
+            )
         self.client = client
         self.policy = policy or RetryPolicy()
         self.timeout = timeout

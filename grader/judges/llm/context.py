@@ -3,7 +3,8 @@
 `fetch_server_info` reads `GET /v1/models` once: the model ids it serves and, when it says, its
 context in tokens (vLLM's `max_model_len`; llama.cpp's `meta.n_ctx` or `meta.n_ctx_train`;
 `context_length` / `context_window` elsewhere). A server without that route, or one that fails,
-gives nothing: the run goes on without it.
+gives nothing: the run goes on without it. The read has the run's `--timeout` as its whole
+deadline and a reply bound of 1 MiB (`grader.judges.llm.bounded_http`).
 
 `ContextFit` cuts a document so that the whole request fits `max_context` tokens: the prompt
 around the document, the reply's `max_tokens`, and a margin. Tokens are counted without the
@@ -24,6 +25,7 @@ from typing import Any
 import openai
 
 from grader.cost import estimate_usage
+from grader.judges.llm.transport import deadline
 from grader.models import Doc, Query
 from grader.prompts import MessageRenderer, OutputMode, PromptSpec
 
@@ -70,11 +72,17 @@ def read_models(payload: Any) -> ServerInfo:
     return ServerInfo(tuple(models), context)
 
 
-async def fetch_server_info(client: openai.AsyncOpenAI) -> ServerInfo | None:
-    """`read_models` of the server's `/v1/models`, or None when it does not answer with one."""
+async def fetch_server_info(
+    client: openai.AsyncOpenAI, timeout: float | None = None
+) -> ServerInfo | None:
+    """`read_models` of the server's `/v1/models`, or None when it does not answer with one
+    within `timeout` seconds for the whole request (None: the client's own bounds)."""
+    url = str(client.base_url).rstrip("/") + "/models"
     try:
-        raw = await client.models.with_raw_response.list()
-        return read_models(json.loads(raw.http_response.text))
+        async with deadline(timeout, "GET", url):
+            raw = await client.models.with_raw_response.list()
+            text = raw.http_response.text
+        return read_models(json.loads(text))
     except (openai.APIError, ValueError):
         return None
 
@@ -97,10 +105,11 @@ async def learn_server(
     base_url: str,
     fit: ContextFit,
     on_notice: Callable[[str], None] | None,
+    timeout: float | None = None,
 ) -> ServerInfo:
     """What the server's `/v1/models` says (nothing when it does not answer): a model it does
     not list is told to `on_notice`; its context is taken when `fit` has none."""
-    info = await fetch_server_info(client) or ServerInfo((), None)
+    info = await fetch_server_info(client, timeout) or ServerInfo((), None)
     notice = model_notice(model, info, base_url)
     if notice and on_notice is not None:
         on_notice(notice)
