@@ -106,7 +106,7 @@ class LLMJudge:
         self.prices = prices
         self.on_call = on_call
         self.timeout = timeout
-        self.health = ServerHealth(dead_after, unreachable_after)
+        self.health = ServerHealth(dead_after, unreachable_after, quiet_s=timeout)
         self.server = ServerSettings(
             output_mode, logprobs=self.prompt.logprobs, on_switch=on_switch
         )
@@ -115,7 +115,7 @@ class LLMJudge:
         self.server_info: ServerInfo | None = None
         self._probe = asyncio.Lock() if probe_server else None
         self._on_notice = on_notice
-        self.inflight = InFlight(on_notice)
+        self.inflight = InFlight(on_notice, timeout=timeout)
         self.abandoned = Usage()
         """Tokens of answered attempts of judgments cut short (Ctrl-C): paid, in no judgment."""
         limits = ReplyLimits() if max_reply_bytes is None else ReplyLimits(chat=max_reply_bytes)
