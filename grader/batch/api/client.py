@@ -34,6 +34,7 @@ from grader.judges.llm.bounded_http import bounded_http_client
 from grader.judges.llm.endpoint import BASE_URL_ENV, KEY_ENV, api_key_for, env_key_for
 from grader.judges.llm.retry import RetryPolicy, retry_delay, should_retry, status_of
 from grader.judges.llm.transport import deadline
+from grader.redact import redact_url
 
 T = TypeVar("T")
 
@@ -156,8 +157,8 @@ class BatchClient:
             status = status_of(exc)
             if what in ("upload", "create") and status in NO_BATCH_API_STATUSES:
                 raise NoBatchAPI(
-                    f"{url.rstrip('/')}: this server has no Batch API; drop --batch to regrade "
-                    f"concurrently (its {what} answered {status})"
+                    f"{redact_url(url).rstrip('/')}: this server has no Batch API; drop --batch "
+                    f"to regrade concurrently (its {what} answered {status})"
                 ) from exc
             raise JudgeError(f"Batch API {what} failed: {type(exc).__name__}: {exc}") from exc
         raise AssertionError("unreachable")  # pragma: no cover

@@ -39,6 +39,7 @@ from grader.judges.llm.transport import ServerHealth, deadline, not_answering
 from grader.judges.llm.types import sdk_arguments
 from grader.models import Usage
 from grader.prompts import OutputMode, PromptSpec, render_reask
+from grader.redact import redact_url
 
 RESEND_KINDS = frozenset({"not_json_body", "no_choice"})
 """Invalid replies that are the server's fault, not the model's: resent as they were, after a
@@ -186,7 +187,7 @@ class AttemptSender:
                 else "check OPENAI_API_KEY, --model and --base-url"
             )
             raise JudgeError(
-                f"{self.base_url} answered {exc.status_code} for model {self.model!r}: "
+                f"{redact_url(self.base_url)} answered {exc.status_code} for model {self.model!r}: "
                 f"{self.recorder.message(exc)} ({hint})"
             ) from None
         if await self.server.adapt(state.mode, body, self.recorder.message(exc), exc.status_code):

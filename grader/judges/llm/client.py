@@ -19,6 +19,7 @@ from grader.judges.llm.endpoint import (
     api_key_for,
     env_key_for,
 )
+from grader.redact import url_secrets
 
 
 def make_client(
@@ -51,5 +52,5 @@ def make_client(
         s
         for s in (key, getattr(client, "api_key", None))
         if s and len(s) >= 4 and s != PLACEHOLDER_KEY
-    )
+    ) + url_secrets(str(client.base_url))
     return client, secrets

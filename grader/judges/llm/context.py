@@ -28,6 +28,7 @@ from grader.cost import estimate_usage
 from grader.judges.llm.transport import deadline
 from grader.models import Doc, Query
 from grader.prompts import MessageRenderer, OutputMode, PromptSpec
+from grader.redact import redact_url
 
 CHARS_PER_TOKEN = 3
 """Characters of document text counted as one token when cutting it to a context."""
@@ -94,8 +95,9 @@ def model_notice(model: str, info: ServerInfo, base_url: str) -> str | None:
         return None
     listed = ", ".join(info.models[:5]) + (" ..." if len(info.models) > 5 else "")
     return (
-        f"{base_url} lists the models {listed}, not {model!r}: a server with one model (llama.cpp)"
-        f" answers with that one whatever the name. Give --model as listed to be sure"
+        f"{redact_url(base_url)} lists the models {listed}, not {model!r}: a server with one "
+        "model (llama.cpp) answers with that one whatever the name. Give --model as listed to "
+        "be sure"
     )
 
 

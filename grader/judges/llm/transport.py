@@ -41,6 +41,7 @@ import httpx2
 import openai
 
 from grader.errors import ServerNotAnswering
+from grader.redact import redact_url
 
 DEAD_AFTER = 16
 """Transport failures in a row, with no answer in between, that mean the server is not answering
@@ -158,7 +159,7 @@ def not_answering(
 ) -> ServerNotAnswering:
     """The error that stops a run whose server `health` says is not answering (never reached,
     or `threshold` transport failures in a row), naming its URL and what to check."""
-    url = base_url.rstrip("/")
+    url = redact_url(base_url).rstrip("/")
     if health.failing is not None:
         return ServerNotAnswering(
             f"{url} keeps failing: the last {health.same} requests, for {len(health.pairs)} "
