@@ -16,6 +16,7 @@ import pytest
 
 from grader.cli.main import main
 from grader.judges.llm.inflight import InFlight
+from grader.judges.llm.transport import ServerHealth
 from grader.store.store import Store
 from tests.fakeserver import FakeServer, faults
 from tests.grade_data import write_grade_files
@@ -102,4 +103,18 @@ async def test_a_deadline_follows_the_queue_and_the_oldest_request_always_has_on
     assert inflight.deadline(third, oldest=False) == 1.8  # sent at the answer: no progress seen
     inflight.done(first)
     assert inflight.deadline(second, oldest=True) == 0.8 + 1.0  # from the last answer
-    assert inflight.longest(third) == 2.0  # its own timeout and the one request before it
+    assert inflight.longest(third) == 3.0  # two timeouts of its own, one for the one before it
+
+
+def test_the_same_failure_stops_only_across_pairs_and_a_good_answer_resets_it() -> None:
+    health = ServerHealth(threshold=4)
+    assert not any(health.same_failure("HTTP 500", "one pair", "boom") for _ in range(10))
+    health.succeeded()
+    said = [health.same_failure("HTTP 500", f"pair {i}", "boom") for i in range(4)]
+    assert said == [False, False, False, True] and health.failing == "HTTP 500: boom"
+    other = ServerHealth(threshold=4)
+    for i in range(3):
+        other.same_failure("HTTP 500", f"pair {i}", "boom")
+    assert not other.same_failure("HTTP 502", "pair 3", "bad gateway")  # another cause
+    other.succeeded()
+    assert not other.same_failure("HTTP 502", "pair 4", "bad gateway")

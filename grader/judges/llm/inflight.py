@@ -117,11 +117,13 @@ class InFlight:
             self.done(ticket)
 
     def longest(self, ticket: Ticket) -> float | None:
-        """The most `ticket`'s request can wait by this rule: `timeout` for itself and for each
-        request in flight before it (the HTTP client's own bound on it; None: no timeout)."""
+        """The most `ticket`'s request can wait by this rule, with a margin: `timeout` for each
+        request in flight before it and two for itself (the oldest's deadline counts from the
+        last answer, which came within its first `timeout`); the HTTP client's own bound on it
+        (None: no timeout)."""
         if self.timeout is None:
             return None
-        return self.timeout * len(self.tickets[: self.tickets.index(ticket) + 1])
+        return self.timeout * (self.tickets.index(ticket) + 2)
 
     def deadline(self, ticket: Ticket, oldest: bool) -> float | None:
         """When `ticket`'s request is cut (`clock` time; None: not while older ones are in
