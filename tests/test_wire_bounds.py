@@ -184,3 +184,23 @@ async def test_a_batch_download_that_trickles_is_cut(server: FakeServer) -> None
             await asyncio.wait_for(client.download("file-1"), 60)
     finally:
         await client.close()
+
+
+async def test_the_chat_bound_is_set_by_the_environment(
+    server: FakeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RELGRADE_MAX_REPLY_BYTES", "200")  # below any valid completion
+    judge = LLMJudge(
+        model="gpt-4o-mini",
+        prompt=load_prompt("passage-v1"),
+        base_url=server.base_url,
+        api_key="sk-test-wire",
+        policy=ONE,
+        timeout=10.0,
+    )
+    try:
+        judgment = await asyncio.wait_for(judge.judge(QUERY, DOC, key="sha256:k"), 60)
+    finally:
+        await judge.aclose()
+    assert judgment.status == "failed" and judgment.error is not None
+    assert "reply larger than 200 bytes" in judgment.error.message

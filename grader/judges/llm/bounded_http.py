@@ -11,6 +11,8 @@ retried as any timeout. Reading is cancelled at the deadline, and the connection
 The body is read, decompressed, into memory up to a bound (`ReplyLimits`): past it the read
 stops, the connection is closed and the request fails with `ReplyTooLarge` ("reply larger than N
 bytes"), which the SDK raises as `openai.APIConnectionError`: a failed attempt, its cause named.
+A chat reply's bound is the judge's `max_reply_bytes`, else `RELGRADE_MAX_REPLY_BYTES`, else
+8 MiB.
 
 Two kinds of request get more time, never unbounded: an upload, one second per MiB it sends
 (`UPLOAD_BYTES_PER_S`); a download (`.../content`), one second per `DOWNLOAD_BYTES_PER_S` it has
@@ -20,6 +22,7 @@ received so far, so a large file coming at a fair pace is not cut, and a trickle
 from __future__ import annotations
 
 import asyncio
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +37,21 @@ DOWNLOAD_BYTES_PER_S = 256 * 1024
 """Bytes of a download that earn it one more second past its deadline (256 KiB/s)."""
 DEFAULT_DEADLINE_S = 600.0
 """The deadline of a request that carries no timeout of its own."""
+
+
+MAX_REPLY_ENV = "RELGRADE_MAX_REPLY_BYTES"
+"""The environment variable that sets the bound on a chat reply (bytes) when the judge is given
+none."""
+
+
+def chat_reply_limit(given: int | None = None) -> int:
+    """The bound on a chat reply: `given`, else `RELGRADE_MAX_REPLY_BYTES`, else 8 MiB."""
+    if given is not None:
+        return given
+    try:
+        return int(os.environ.get(MAX_REPLY_ENV) or ReplyLimits.chat)
+    except ValueError:
+        return ReplyLimits.chat
 
 
 class ReplyTooLarge(httpx2.RequestError):

@@ -16,9 +16,9 @@ and the tokens of every attempt; never a grade. Bad credentials, missing permiss
 model (401/403/404) raise `JudgeError` at once, since every other pair would fail the same way.
 
 `timeout` is the deadline of each whole request, headers and body (a server trickling its reply
-byte by byte is cut off at it, as a timeout, and retried); a reply past `max_reply_bytes` (8 MiB
-by default) is cut there and fails the attempt, "reply larger than N bytes"
-(`grader.judges.llm.bounded_http`). Transport failures in a row with no answer in between
+byte by byte is cut off at it, as a timeout, and retried); a reply past `max_reply_bytes` (else
+`RELGRADE_MAX_REPLY_BYTES`, else 8 MiB) is cut there and fails the attempt, "reply larger than N
+bytes" (`grader.judges.llm.bounded_http`). Transport failures in a row with no answer in between
 (`dead_after`, shared by every worker; `grader.judges.llm.transport`) mean the server is not
 answering: the judge raises `ServerNotAnswering` for the pair that saw the last of them and for
 every pair that would send again, so the run stops without storing those pairs as failed.
@@ -50,7 +50,7 @@ from grader import defaults
 from grader.cost import PriceTable, estimate_usage, expected_reply_tokens
 from grader.errors import JudgeError
 from grader.judges.llm.attempts import MODE_REJECTED, RESEND_KINDS, AttemptSender, ModeRejected
-from grader.judges.llm.bounded_http import ReplyLimits
+from grader.judges.llm.bounded_http import ReplyLimits, chat_reply_limit
 from grader.judges.llm.client import make_client
 from grader.judges.llm.context import ContextFit, DocumentDoesNotFit, ServerInfo, learn_server
 from grader.judges.llm.inflight import InFlight
@@ -118,7 +118,7 @@ class LLMJudge:
         self.inflight = InFlight(on_notice, timeout=timeout)
         self.abandoned = Usage()
         """Tokens of answered attempts of judgments cut short (Ctrl-C): paid, in no judgment."""
-        limits = ReplyLimits() if max_reply_bytes is None else ReplyLimits(chat=max_reply_bytes)
+        limits = ReplyLimits(chat=chat_reply_limit(max_reply_bytes))
         client, secrets = make_client(
             base_url=base_url, api_key=api_key, client=client, timeout=timeout, limits=limits
         )
