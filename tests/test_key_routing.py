@@ -9,6 +9,7 @@ not-answering error nor in the model-list notice.
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,6 +53,13 @@ def test_the_key_is_not_sent_to_loopback_however_spelled(
 @pytest.mark.parametrize("host", SPELLINGS)
 def test_loopback_spellings_are_loopback(host: str) -> None:
     assert is_loopback(f"http://{host}:8000/v1")
+
+
+def test_a_name_of_this_machine_is_loopback_when_the_resolver_says_so() -> None:
+    name = socket.gethostname()
+    addresses = {str(info[4][0]) for info in socket.getaddrinfo(name, None)}
+    local = all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addresses)
+    assert is_loopback(f"http://{name}:8000/v1") == local
 
 
 @pytest.mark.parametrize("host", ["10.0.0.1", "2130706434x", "gpu-box", "[2001:db8::1]", "8.8.8.8"])
