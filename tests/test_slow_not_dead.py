@@ -118,3 +118,13 @@ def test_the_same_failure_stops_only_across_pairs_and_a_good_answer_resets_it() 
     assert not other.same_failure("HTTP 502", "pair 3", "bad gateway")  # another cause
     other.succeeded()
     assert not other.same_failure("HTTP 502", "pair 4", "bad gateway")
+
+
+def test_the_same_failure_must_last_too() -> None:
+    now = [0.0]
+    health = ServerHealth(threshold=4, same_for_s=10.0, clock=lambda: now[0])
+    assert not any(health.same_failure("HTTP 503", f"pair {i}", "overloaded") for i in range(20))
+    now[0] = 9.0  # a burst of 503s shorter than 10 s is waited out
+    assert not health.same_failure("HTTP 503", "pair 20", "overloaded")
+    now[0] = 10.0
+    assert health.same_failure("HTTP 503", "pair 21", "overloaded")

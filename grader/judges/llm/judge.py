@@ -60,7 +60,7 @@ from grader.judges.llm.reply_reader import ReplyReader
 from grader.judges.llm.results import CallState, JudgmentRecorder, RecorderConfig
 from grader.judges.llm.retry import RetryPolicy, is_context_exceeded, retry_delay, should_retry
 from grader.judges.llm.server_settings import ServerSettings
-from grader.judges.llm.transport import DEAD_AFTER, ServerHealth
+from grader.judges.llm.transport import DEAD_AFTER, SAME_FAILURE_S, ServerHealth
 from grader.judges.llm.types import CallRecord, ModeSwitch, RenderedRequest, request_body
 from grader.models import Doc, Judgment, Query, Usage
 from grader.prompts import OutputMode, PromptSpec, load_prompt
@@ -106,7 +106,9 @@ class LLMJudge:
         self.prices = prices
         self.on_call = on_call
         self.timeout = timeout
-        self.health = ServerHealth(dead_after, unreachable_after, quiet_s=timeout)
+        self.health = ServerHealth(
+            dead_after, unreachable_after, quiet_s=timeout, same_for_s=SAME_FAILURE_S
+        )
         self.server = ServerSettings(
             output_mode, logprobs=self.prompt.logprobs, on_switch=on_switch
         )

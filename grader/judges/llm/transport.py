@@ -20,8 +20,9 @@ slow, or queues, is not dead while it answers.
 A server that answers, but the same failure to everything (a 500 to every request, a reply
 past its size bound every time), is given up on too: `same_failure` counts attempts in a row that
 failed with one cause (an HTTP status, or "reply larger than N bytes"), across pairs; at
-`threshold` of them, over at least `MIN_PAIRS` pairs, with no good answer in between, the run
-stops and the error names the cause (`failing`).
+`threshold` of them, over at least `MIN_PAIRS` pairs and at least `same_for_s` seconds
+(`SAME_FAILURE_S` in the judge: a burst of 503s from an overloaded API is waited out), with no
+good answer in between, the run stops and the error names the cause (`failing`).
 
 A server never reached is told sooner: when the first `unreachable_after` requests all fail to
 connect (refused, a DNS lookup or TLS handshake that failed: `connect_failure`) and nothing has
@@ -71,6 +72,8 @@ async def deadline(seconds: float | None, method: str, url: str) -> AsyncIterato
         raise openai.APITimeoutError(request=httpx2.Request(method, url)) from exc
 
 
+SAME_FAILURE_S = 10.0
+"""Seconds the same failure must last, besides its count, before it stops a run."""
 MIN_PAIRS = 3
 """Pairs the same failure must have hit before it stops a run (`ServerHealth.same_failure`)."""
 
@@ -85,6 +88,7 @@ class ServerHealth:
         unreachable_after: int | None = None,
         *,
         quiet_s: float = 0.0,
+        same_for_s: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if threshold < 1:
@@ -102,7 +106,9 @@ class ServerHealth:
         self.quiet_s = quiet_s
         self.clock = clock
         self.last_answer = clock()
+        self.same_for_s = same_for_s
         self.cause: str | None = None
+        self.since = 0.0
         self.same = 0
         self.pairs: set[str] = set()
         self.failing: str | None = None
@@ -111,12 +117,19 @@ class ServerHealth:
     def same_failure(self, cause: str, key: str, message: str) -> bool:
         """An attempt of pair `key` answered with the failure `cause` ("HTTP 500", "reply
         larger than N bytes"); True once the same cause, `threshold` times in a row over at
-        least MIN_PAIRS pairs, makes the server count as failing everything (and dead)."""
+        least MIN_PAIRS pairs and `same_for_s` seconds, makes the server count as failing
+        everything (and dead)."""
         if cause != self.cause:
-            self.cause, self.same, self.pairs = cause, 0, set()
+            self.cause, self.same, self.pairs, self.since = cause, 0, set(), self.clock()
         self.same += 1
         self.pairs.add(key)
-        if self.same >= self.threshold and len(self.pairs) >= MIN_PAIRS and not self.dead:
+        lasted = self.clock() - self.since >= self.same_for_s
+        if (
+            self.same >= self.threshold
+            and len(self.pairs) >= MIN_PAIRS
+            and lasted
+            and not self.dead
+        ):
             self.failing = f"{cause}: {message}"
             self.dead = True
         return self.dead
