@@ -5,6 +5,7 @@ grade alike (the API fills grade's flags, at their defaults, from its keywords).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -87,9 +88,11 @@ class GradeJudges:
         docs: dict[str, Any],
         writer: StoreWriter,
         say: Callable[[str], None] = say_on_stderr,
+        notice: Callable[[str], None] | None = None,
     ):
         self.args = args
         self.settings = Settings.from_args(args)
+        self.settings.notice = notice
         self.secrets: list[str] = []
         self.writer = writer
         self.members: list[Judge] = []
@@ -134,6 +137,15 @@ class GradeJudges:
         judge = build_judge("llm", settings)
         self.secrets = self.settings.secrets
         return judge
+
+    async def aclose(self) -> None:
+        """Close every judge's HTTP client, on this run's event loop: a client left to the
+        garbage collector would close on another loop (the next call's), where it fails."""
+        for judge in [*self.members, *([self.verifier] if self.verifier else [])]:
+            close = getattr(judge, "aclose", None)
+            if close is not None:
+                with contextlib.suppress(Exception):
+                    await close()
 
     def check_key(self) -> None:
         """Raise the missing key's error: called when some pair is not stored (nothing sent)."""
@@ -218,11 +230,13 @@ async def grade_selection(
     *,
     progress: ProgressCallback | None,
     say: Callable[[str], None],
+    notice: Callable[[str], None] | None = None,
     **options: Any,
 ) -> tuple[GradingReport, bool]:
     """Grade `pairs` with the judges, store and limits of grade's flags `args`, as
     `relgrade grade` does (`relgrade.grade` too); `options` go to `grade_pairs` (Ctrl-C
-    handling). Returns the report and whether a verifier took part."""
+    handling); the judges' notices about the server go to `notice` (None: stderr). Returns
+    the report and whether a verifier took part."""
     check_args(args)
     store_path = Path(args.store)
     # A dry run never creates a store; it reads one if it exists.
@@ -231,9 +245,10 @@ async def grade_selection(
         if args.dry_run and not store_path.exists()
         else Store(store_path, on_busy=print_store_busy)
     )
+    judges: GradeJudges | None = None
     try:
         writer = StoreWriter(store)
-        judges = GradeJudges(args, docs, writer, say)
+        judges = GradeJudges(args, docs, writer, say, notice)
         if store is not None:
             store.add_secrets(judges.secrets)
             check_prompts(store, _prompts_of(judges), allow_changed=args.allow_changed_prompt)
@@ -255,6 +270,8 @@ async def grade_selection(
                 **options,
             )
     finally:
+        if judges is not None:
+            await judges.aclose()
         if store is not None:
             store.close()
     return report, judges.verifier is not None
