@@ -43,8 +43,8 @@ sys.path.insert(0, str(ROOT))
 from scipy.stats import ttest_rel  # noqa: E402
 
 from calibration.spotcheck.also_judged import draw_also_judged  # noqa: E402
+from grader.evaluation.fill.scores import Design, FillResult, evaluate_fill  # noqa: E402
 from grader.metrics.evaluate import evaluate  # noqa: E402
-from grader.metrics.fill import Design, FillResult, evaluate_fill  # noqa: E402
 from tests.helpers import fill_data as fd  # noqa: E402
 
 MEASURES = ["nDCG@10", "P(rel=2)@10"]

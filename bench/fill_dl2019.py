@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from calibration.spotcheck.also_judged import draw_also_judged  # noqa: E402
+from grader.evaluation.fill.scores import REGIMES, FillResult, evaluate_fill  # noqa: E402
 from grader.metrics.evaluate import evaluate  # noqa: E402
-from grader.metrics.fill import REGIMES, FillResult, evaluate_fill  # noqa: E402
 from tests.helpers import fill_data as fd  # noqa: E402
 
 MEASURES = ["nDCG@10", "P(rel=2)@10"]

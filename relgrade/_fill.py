@@ -12,15 +12,15 @@ import pandas as pd
 from calibration.spotcheck.also_judged import also_judged_weights, fill_design
 from grader.errors import InputError, RelgradeWarning
 from grader.evaluation.baseline import Options
-from grader.evaluation.scoring import check_measures
-from grader.grading.fill_evaluation import (
+from grader.evaluation.fill.evaluation import (
     BASELINE_COLUMNS,
     COLUMNS,
     evaluate_filled,
     llm_grades,
     people_grades,
 )
-from grader.grading.holes import parse_llm_scale
+from grader.evaluation.scoring import check_measures
+from grader.io.people_grades import parse_llm_scale
 from grader.io.runs import run_names
 from grader.io.tables import is_path, run_inputs, run_table
 from grader.metrics.measures import Measure
@@ -45,7 +45,7 @@ def evaluate_fill(
     regimes, the shares as rows with measure `Share@k` and a `source`. The decided thresholds
     are RelgradeWarnings; `attrs["notes"]` holds the command's other stderr lines.
     `comparison` (baseline=) gives the comparison's options from the runs' names; the frame
-    then adds `grader.grading.fill_baseline`'s columns."""
+    then adds `grader.evaluation.fill.baseline`'s columns."""
     given = check_measures(names)  # a bad name fails before any input is read
     human = people_grades(qrels)
     llm = llm_grades(fill)

@@ -13,9 +13,9 @@ import pytest
 import pytrec_eval
 
 from grader.cli.main import main
-from grader.grading.fill_evaluation import evaluate_filled
+from grader.evaluation.fill.evaluation import evaluate_filled
+from grader.evaluation.fill.scores import evaluate_fill
 from grader.io.trec import read_run
-from grader.metrics.fill import evaluate_fill
 from tests.helpers.fill_world import MEASURES, fill_world
 
 

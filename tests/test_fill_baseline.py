@@ -13,7 +13,7 @@ import pytest
 
 import relgrade as rg
 from grader.cli.main import main
-from grader.metrics.fill import REGIMES
+from grader.evaluation.fill.scores import REGIMES
 from tests.helpers.fill_top import top_world, write_qrels
 from tests.test_fill_refusal import _files, _pairs, _sample
 

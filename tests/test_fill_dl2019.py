@@ -21,11 +21,11 @@ import pytest
 
 from calibration.spotcheck.also_judged import draw_also_judged
 from grader.cli.main import main
+from grader.evaluation.fill.scores import evaluate_fill
 from grader.io.docs import read_docs
 from grader.io.queries import read_queries
 from grader.io.trec import read_qrels, read_run
 from grader.metrics.evaluate import evaluate
-from grader.metrics.fill import evaluate_fill
 from grader.prompts import load_prompt, render_messages
 from tests.fakeserver import FakeServer
 from tests.helpers import fill_data as fd

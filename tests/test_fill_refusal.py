@@ -18,11 +18,11 @@ import pytest
 import relgrade as rg
 from grader.cli.main import main
 from grader.errors import InputError, RelgradeWarning
+from grader.evaluation.fill.difference import corrected_differences, p_value
+from grader.evaluation.fill.interval import Interval, combine
+from grader.evaluation.fill.scores import evaluate_fill
 from grader.io.trec import read_qrels, read_run
 from grader.metrics.evaluate import evaluate
-from grader.metrics.fill import evaluate_fill
-from grader.metrics.fill_difference import corrected_differences, p_value
-from grader.metrics.fill_interval import Interval, combine
 from grader.metrics.measures import parse_measure
 from tests.helpers.fill_top import top_world, write_qrels, write_run
 from tests.helpers.fill_world import fill_world

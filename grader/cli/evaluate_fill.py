@@ -1,6 +1,6 @@
 """`relgrade evaluate --fill LLM_QRELS HUMAN_QRELS RUN ...`: each run scored three ways side by
 side (holes as non-relevant, judged only, holes filled by the LLM), and how much of its top k
-people judged, the LLM filled, and nobody graded. The numbers are `grader.metrics.fill`'s.
+people judged, the LLM filled, and nobody graded. The numbers are `grader.evaluation.fill.scores`'s.
 
 JSON: the records of `evaluate --format json` ({"run", "query_id", "measure", "value"}) with a
 `regime` ("holes_nonrelevant", "judged_only", "filled"); the filled means with an interval add
@@ -19,8 +19,8 @@ from typing import Any
 
 from grader.errors import InputError
 from grader.evaluation.baseline import Options
-from grader.grading.fill_evaluation import BASELINE_COLUMNS, COLUMNS
-from grader.metrics.fill import REGIMES, SOURCES, FillResult
+from grader.evaluation.fill.evaluation import BASELINE_COLUMNS, COLUMNS
+from grader.evaluation.fill.scores import REGIMES, SOURCES, FillResult
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
@@ -46,10 +46,10 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
 
 def run_fill(args: argparse.Namespace, given: list[str], comparison: Options | None = None) -> int:
     """The `evaluate --fill` command (see the module docstring); `comparison` is
-    `--baseline`'s (`grader.grading.fill_baseline`)."""
+    `--baseline`'s (`grader.evaluation.fill.baseline`)."""
     from calibration.spotcheck.also_judged import also_judged_weights, fill_design
-    from grader.grading.fill_evaluation import evaluate_filled, llm_grades, people_grades
-    from grader.grading.holes import parse_llm_scale
+    from grader.evaluation.fill.evaluation import evaluate_filled, llm_grades, people_grades
+    from grader.io.people_grades import parse_llm_scale
     from grader.io.runs import run_names
     from grader.io.trec import read_run
 
@@ -101,7 +101,7 @@ def run_fill(args: argparse.Namespace, given: list[str], comparison: Options | N
 
 def _print_differences(records: list[dict[str, Any]], comparison: Options) -> None:
     """Each run's filled score against the baseline's: the paired test over queries, and the
-    corrected difference (grader.grading.fill_baseline)."""
+    corrected difference (grader.evaluation.fill.baseline)."""
     from rich.console import Console
     from rich.table import Table
 

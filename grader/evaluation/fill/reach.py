@@ -1,6 +1,6 @@
 """Whether the filled score's interval may be given, per run and measure, and why not.
 
-The correction (`grader.metrics.fill_interval`) learns what the LLM gets wrong from the pairs
+The correction (`grader.evaluation.fill.interval`) learns what the LLM gets wrong from the pairs
 graded by both people and the LLM (the overlap), and applies it to the holes. That is valid
 where the overlap resembles the holes. Two checks, on the run's top k (k the measure's cutoff;
 the whole ranking without one):

@@ -18,7 +18,7 @@ does): the LLM's grades on a query people did not judge at all are left out (cou
 Per run, the share of its top-k results (pooled over the qrels queries it answers) that people
 judged, that the LLM filled, and that stays unjudged (`Shares`). When the LLM also graded some
 pairs people judged (`grade --also-judged`), the filled score gets an interval that carries the
-LLM's disagreement (`grader.metrics.fill_interval`).
+LLM's disagreement (`grader.evaluation.fill.interval`).
 
 Pure: DataFrames in, DataFrames out. Each measure's name in the output is the measure as asked
 (the judged_only regime's values are those of the `judged_only=True` measure).
@@ -35,15 +35,15 @@ import numpy as np
 import numpy.typing as npt
 
 from grader.errors import InputError
+from grader.evaluation.fill.interval import Interval, corrected_interval
 from grader.metrics import registry
 from grader.metrics.evaluate import Missing, Scores, depth_needed, score
-from grader.metrics.fill_interval import Interval, corrected_interval
 from grader.metrics.measures import Measure, parse_measure
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from grader.metrics.fill_reach import Reach
+    from grader.evaluation.fill.reach import Reach
     from grader.metrics.judged_rows import Ranked
     from grader.metrics.rank_order import Precision
 
@@ -96,7 +96,7 @@ class FillResult:
     def frame(self, per_query: bool = False) -> pd.DataFrame:
         """The long frame [run, query_id, measure, regime, value], query_id "all" for the mean
         (counts summed); the filled means with an interval add `corrected`, `ci_low` and
-        `ci_high` (see `grader.metrics.fill_interval`), those refused one a `reason`."""
+        `ci_high` (see `grader.evaluation.fill.interval`), those refused one a `reason`."""
         import pandas as pd
 
         rows: list[dict[str, object]] = []
@@ -203,10 +203,10 @@ def evaluate_fill(
     `grade --also-judged`) or "holes" (a sample of the holes people then graded, given in
     `human`; only the pairs in `weights` are the overlap). A run and measure whose holes the
     overlap does not reach, or whose top k nobody graded in part, get a reason
-    (`FillResult.refused`) instead of an interval (`grader.metrics.fill_reach`); `check`
+    (`FillResult.refused`) instead of an interval (`grader.evaluation.fill.reach`); `check`
     False keeps those intervals beside their reasons (to study the method where it fails).
     `baseline` (a run's name): each other run's corrected difference from it, with an interval,
-    estimated jointly (`FillResult.differences`, `grader.metrics.fill_difference`).
+    estimated jointly (`FillResult.differences`, `grader.evaluation.fill.difference`).
     """
     from grader.metrics.join_arrow import join
 
@@ -293,7 +293,7 @@ def _intervals(
     result.intervals = intervals
     result.interval_note = note
     if baseline is not None:
-        from grader.metrics.fill_difference import corrected_differences
+        from grader.evaluation.fill.difference import corrected_differences
 
         result.baseline = baseline
         refused = result.refused if check else None
@@ -310,9 +310,9 @@ def _reasons(
     raw_of: npt.NDArray[np.int64],
     design: Design,
 ) -> dict[str, dict[str, str]]:
-    """run -> measure -> why it gets no interval (`grader.metrics.fill_reach`), one reach per
+    """run -> measure -> why it gets no interval (`grader.evaluation.fill.reach`), one reach per
     run and cutoff."""
-    from grader.metrics.fill_reach import reach
+    from grader.evaluation.fill.reach import reach
 
     out: dict[str, dict[str, str]] = {}
     for run, ranked in ranked_coded.items():

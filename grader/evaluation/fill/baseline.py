@@ -7,7 +7,7 @@ test over queries (`diff`, `p_value`, `p_adjusted`, `diff_ci_low`, `diff_ci_high
 regime is its own set of labels). The filled records of a run other than the baseline also get
 `corrected_diff`, `corrected_diff_ci_low`, `corrected_diff_ci_high` and `corrected_p_value`:
 the difference of the two runs' corrected filled scores, estimated jointly on the same
-imputations and pairs graded by both (`grader.metrics.fill_difference`), whose interval carries
+imputations and pairs graded by both (`grader.evaluation.fill.difference`), whose interval carries
 the LLM's measured disagreement with people. It is null where either run's interval was
 refused (the record's or the baseline's `reason` says why).
 """
@@ -17,8 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from grader.evaluation.baseline import Options, compare
-from grader.metrics.fill import REGIMES, FillResult
-from grader.metrics.fill_difference import p_value
+from grader.evaluation.fill.difference import p_value
+from grader.evaluation.fill.scores import REGIMES, FillResult
 
 CORRECTED: tuple[str, ...] = ("corrected_diff", "corrected_diff_ci_low", "corrected_diff_ci_high")
 CORRECTED += ("corrected_p_value",)

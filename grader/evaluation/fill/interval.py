@@ -27,7 +27,7 @@ play the part of PPI's labelled data.
 
 The assumption: holes resemble the overlap given the LLM grade and the query (true when holes
 are a random share of the judged pool, as in DL 2019 with judgments removed at random, or when
-the overlap is a random sample of the holes themselves); `grader.metrics.fill_reach` checks it
+the overlap is a random sample of the holes themselves); `grader.evaluation.fill.reach` checks it
 before an interval is given. docs/filling-holes.md gives the coverage measured.
 
 A pair changes its own query's score only, so the d_i of pairs of different queries come from
@@ -238,7 +238,7 @@ def corrected_interval(
     LLM's own grades (before any scale map) of the holes and of the overlap pairs.
     `holes_sample`: the overlap is a sample of the holes (the holes' prior shifts to its
     grades). `effects_out` gets each run's (means [m, measures], effects [m, n, measures]), for
-    differences between runs on the same imputations (`grader.metrics.fill_difference`).
+    differences between runs on the same imputations (`grader.evaluation.fill.difference`).
     """
     z = NormalDist().inv_cdf(0.5 + level / 2.0)
     n = len(pairs)

@@ -4,7 +4,7 @@ LLM's measured disagreement with people.
 The two runs are estimated jointly, never as two separate intervals: the same imputations of
 the holes, the same overlap pairs, the same queries. Per imputation, the difference of the two
 runs' mean scores on the imputed base, and per overlap pair the difference of its effects d on
-the two runs; `combine` (`grader.metrics.fill_interval`) turns them into the corrected
+the two runs; `combine` (`grader.evaluation.fill.interval`) turns them into the corrected
 difference and its variance exactly as it does for one run. What the two runs share (a hole
 both rank high, a query both find hard, the imputation noise of the ideal) cancels in the
 difference, so its interval is narrower than either run's, and two overlapping intervals of
@@ -24,7 +24,7 @@ from statistics import NormalDist
 import numpy as np
 import numpy.typing as npt
 
-from grader.metrics.fill_interval import Interval, combine, first_order
+from grader.evaluation.fill.interval import Interval, combine, first_order
 from grader.metrics.measures import Measure
 
 Float = npt.NDArray[np.float64]

@@ -1,6 +1,6 @@
 """`evaluate --fill` as one call: people's grades and the LLM's read from any input form, the
-same-collection check, the thresholds, `grader.metrics.fill.evaluate_fill`, and the records
-and stderr lines the command prints. `relgrade evaluate --fill` and `relgrade.evaluate(...,
+same-collection check, the thresholds, `grader.evaluation.fill.scores.evaluate_fill`, and the
+records and stderr lines the command prints. `relgrade evaluate --fill` and `relgrade.evaluate(...,
 fill=...)` both call `evaluate_filled`.
 
 Records (`--format json`'s): the records of `evaluate` ({"run", "query_id", "measure",
@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from grader.errors import InputError
 from grader.evaluation.baseline import Options
+from grader.evaluation.fill.scores import SOURCES, Design, FillResult, evaluate_fill
 from grader.metrics.evaluate import Missing
-from grader.metrics.fill import SOURCES, Design, FillResult, evaluate_fill
 from grader.metrics.measures import Measure
 
 if TYPE_CHECKING:
@@ -44,14 +44,14 @@ class FillEvaluation:
     result: FillResult
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    comparison: Options | None = None  # --baseline: grader.grading.fill_baseline
+    comparison: Options | None = None  # --baseline: grader.evaluation.fill.baseline
 
     def records(self, per_query: bool = False) -> list[dict[str, Any]]:
         """`--format json`'s records: scores by regime, then the shares by source; with a
         baseline, the comparison columns on the "all" records."""
         records = fill_records(self.result, per_query)
         if self.comparison is not None:
-            from grader.grading.fill_baseline import annotate_fill
+            from grader.evaluation.fill.baseline import annotate_fill
 
             annotate_fill(records, self.result, self.comparison)
         return records
@@ -64,7 +64,7 @@ def people_grades(value: Any) -> pd.DataFrame:
     from grader.io.tables import grades_table, is_path
 
     if is_path(value):
-        from grader.grading.holes import read_people_grades
+        from grader.io.people_grades import read_people_grades
 
         return read_people_grades(value)
     frame = grades_table(value, "human qrels")[["query_id", "doc_id", "grade"]]
@@ -134,7 +134,7 @@ def evaluate_filled(
     the lines the command prints. `weights` are 1/pi of the also-judged pairs, read from
     `manifest` (its path, said in the notes); `design` where they were drawn (see
     `calibration.spotcheck.also_judged.fill_design`); `comparison` (--baseline) adds the
-    comparison with the baseline run (`grader.grading.fill_baseline`)."""
+    comparison with the baseline run (`grader.evaluation.fill.baseline`)."""
     from grader.metrics.thresholds import resolve_thresholds
 
     check_same_collection(human, llm, llm_name, human_path)
@@ -180,7 +180,7 @@ def fill_notes(
         _queries_note(result, missing),
     ]
     if scale is not None:
-        from grader.grading.holes import scale_text
+        from grader.io.people_grades import scale_text
 
         notes.append(f"LLM grades mapped by --llm-scale {scale_text(scale)}")
     if result.interval_note:
