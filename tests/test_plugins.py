@@ -143,16 +143,19 @@ def test_evaluate_help_lists_the_toy_measure(capsys: pytest.CaptureFixture[str])
     assert "  ToyRBP(rel=N,p=P)[@k]\n" + " " * 20 + "toy: rank-biased precision" in text
 
 
-def _installed(tmp_path: Path) -> Path:
+TOY_ENTRY_POINTS = (
+    "[relgrade.judges]\ntoylen = tests.plugins.toy_judge\n\n"
+    "[relgrade.measures]\ntoyrbp = tests.plugins.toy_measure\n"
+)
+
+
+def _installed(tmp_path: Path, entry_points: str = TOY_ENTRY_POINTS) -> Path:
     """A folder holding the metadata of an installed package `toyplug` whose entry points name
     the toy judge and the toy measure (as `pip install` writes it)."""
     info = tmp_path / "toyplug-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toyplug\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(
-        "[relgrade.judges]\ntoylen = tests.plugins.toy_judge\n\n"
-        "[relgrade.measures]\ntoyrbp = tests.plugins.toy_measure\n"
-    )
+    (info / "entry_points.txt").write_text(entry_points)
     return tmp_path
 
 
@@ -214,6 +217,26 @@ def test_a_plugin_author_checks_the_installed_package(tmp_path: Path) -> None:
         "check_measure('toyrbp')\ncheck_judge('toylen')\nprint('conforms')\n"
     )
     assert _run_installed(tmp_path, "1", code) == "conforms\n"
+
+
+@pytest.mark.slow
+def test_a_plugin_that_fails_to_load_is_named(tmp_path: Path) -> None:
+    broken = "[relgrade.measures]\nbroken = toyplug_missing.measure\n"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(_installed(tmp_path, broken)), str(ROOT)]),
+    }
+    env["RELGRADE_LOAD_PLUGINS"] = "1"
+    (tmp_path / "qrels.txt").write_text("q1 0 a 3\n")
+    (tmp_path / "run.txt").write_text("q1 Q0 a 1 1.0 t\n")
+    argv = [str(tmp_path / "qrels.txt"), str(tmp_path / "run.txt"), "-m", "Nope@3"]
+    code = f"from grader.cli.main import main\nraise SystemExit(main(['evaluate', *{argv!r}]))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 2, done.stderr
+    assert "plug-in 'broken' (toyplug_missing.measure) of toyplug" in done.stderr
+    assert "ModuleNotFoundError" in done.stderr and "RELGRADE_LOAD_PLUGINS=0" in done.stderr
 
 
 @pytest.mark.parametrize(
