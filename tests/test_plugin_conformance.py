@@ -152,7 +152,7 @@ def test_the_pipeline_stops_a_judge_answering_under_another_key(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Before, every rerun graded every pair again, exit 0, no word; now the first answer stops
-    the run with a JudgeError naming the judge, and nothing is stored under a stray key."""
+    the run with a JudgeError naming the judge, on the command line and in the Python API."""
     rg.register_judge("otherkey", make_other_key_judge, help="broken")
     (tmp_path / "q.tsv").write_text("q1\tcache\n")
     (tmp_path / "d.jsonl").write_text(json.dumps({"doc_id": "d1", "text": "x" * 25}) + "\n")
@@ -164,6 +164,9 @@ def test_the_pipeline_stops_a_judge_answering_under_another_key(
     err = capsys.readouterr().err
     assert code == JudgeError.exit_code, err
     assert "judge 'otherkey'" in err and "answered under the key 'mine:q1:d1'" in err
+    texts = {"queries": str(tmp_path / "q.tsv"), "docs": str(tmp_path / "d.jsonl")}
+    with pytest.raises(JudgeError, match=r"judge 'otherkey' \(tests\.test_plugin_conformance"):
+        rg.grade(runs=str(tmp_path / "run.txt"), **texts, judge="otherkey", store=store)
 
 
 def test_ok_and_failed_fill_in_the_common_fields() -> None:

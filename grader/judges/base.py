@@ -81,6 +81,6 @@ def check_key(judge: Judge, judgment: Judgment, key: str) -> Judgment:
             f"judge {judge.judge_id!r} ({type(judge).__module__}.{type(judge).__qualname__}) "
             f"answered under the key {judgment.key!r}, not the key {key!r} it was asked "
             "under: the pipeline stores each answer under the key it asks with, so every rerun "
-            "would grade every pair again (build judgments with grader.judges.base.ok / failed)"
+            "would grade every pair again (relgrade.ok_judgment / failed_judgment keep the key)"
         )
     return judgment
