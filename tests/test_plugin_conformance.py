@@ -164,9 +164,9 @@ def test_the_pipeline_stops_a_judge_answering_under_another_key(
     err = capsys.readouterr().err
     assert code == JudgeError.exit_code, err
     assert "judge 'otherkey'" in err and "answered under the key 'mine:q1:d1'" in err
-    texts = {"queries": str(tmp_path / "q.tsv"), "docs": str(tmp_path / "d.jsonl")}
+    queries, docs, run = (str(tmp_path / name) for name in ("q.tsv", "d.jsonl", "run.txt"))
     with pytest.raises(JudgeError, match=r"judge 'otherkey' \(tests\.test_plugin_conformance"):
-        rg.grade(runs=str(tmp_path / "run.txt"), **texts, judge="otherkey", store=store)
+        rg.grade(runs=run, queries=queries, docs=docs, judge="otherkey", store=store)
 
 
 def test_ok_and_failed_fill_in_the_common_fields() -> None:
