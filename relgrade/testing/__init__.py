@@ -9,7 +9,7 @@ Each raises AssertionError saying what the plug-in gets wrong, and returns nothi
 conforms. Call them from a test of your package (pytest shows the message):
 
 - `check_measure(name)`: for the registered measure `name`, on random graded lists, at each
-  threshold and cutoff it takes: the list function equals the vectorised function per query;
+  threshold, cutoff, gain and `judged_only` it takes: the list function equals the vectorised function per query;
   the cutoff is honoured (nothing ranked below k changes a value at @k); a name parses and
   prints back to itself.
 - `check_judge(kind, settings)`: two builds of the judge kind `kind` from the same settings have

@@ -42,13 +42,13 @@ def check_measure(name: str, *, seed: int = 0, queries: int = 200) -> None:
         kernel = kernel_values(measure, case)
         if definition.list_function is not None:
             check_list_function(definition.list_function, measure, case, kernel)
-        if measure.cutoff is not None:
+        if measure.cutoff is not None and not measure.judged_only:  # condensed: below k counts
             check_cutoff(measure, case, kernel)
 
 
 def variants(definition: registry.MeasureDef) -> Iterator[Measure]:
-    """The measure at each threshold, cutoff and gain it takes, its own parameters at their
-    defaults."""
+    """The measure at each threshold, cutoff and gain it takes, on the whole and on the condensed
+    list (`judged_only=True`) when it takes that, its own parameters at their defaults."""
     thresholds: tuple[int | None, ...] = THRESHOLDS if definition.rel else (None,)
     cutoffs: tuple[int | None, ...] = {
         "optional": (None, *CUTOFFS),
@@ -56,9 +56,11 @@ def variants(definition: registry.MeasureDef) -> Iterator[Measure]:
         "none": (None,),
     }[definition.cutoff]
     gains: tuple[str | None, ...] = ("linear", "exp") if definition.gain else (None,)
-    for rel, k, gain in itertools.product(thresholds, cutoffs, gains):
+    condensed = (False, True) if definition.judged_only else (False,)
+    for rel, k, gain, judged_only in itertools.product(thresholds, cutoffs, gains, condensed):
         params = [f"rel={rel}"] if rel is not None else []
         params += ["gain=exp"] if gain == "exp" else []
+        params += ["judged_only=True"] if judged_only else []
         text = definition.name + (f"({','.join(params)})" if params else "")
         yield parse_measure(text + (f"@{k}" if k is not None else ""))
 
