@@ -41,6 +41,14 @@ def test_every_registered_measure_conforms(name: str) -> None:
     check_measure(name)
 
 
+def test_a_measure_is_checked_with_the_parameters_given() -> None:
+    check_measure("toyrbp", params={"p": "0.5"}, seed=1, queries=50)
+    with pytest.raises(
+        AssertionError, match=r"Judged\(of=returned\)@\d+ on q\d+: the list function"
+    ):
+        check_measure("Judged", params={"of": "returned"})  # judged_at_k has no `of`
+
+
 def test_the_suites_cover_the_builtin_and_toy_plugins() -> None:
     assert {"nDCG", "RR", "P", "AP", "Judged", "ToyRBP"} <= set(MEASURES)
     assert {"llm", "lexical", "toylen"} <= set(JUDGES)

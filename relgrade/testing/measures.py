@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 import itertools
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -31,13 +31,17 @@ Case = tuple[dict[str, dict[str, int]], dict[str, list[str]]]
 """qrels {query: {doc: grade}} and a run {query: [doc in rank order]}."""
 
 
-def check_measure(name: str, *, seed: int = 0, queries: int = 200) -> None:
+def check_measure(
+    name: str, *, params: Mapping[str, str] | None = None, seed: int = 0, queries: int = 200
+) -> None:
     """Check the registered measure `name` (any spelling) on random qrels and a run of
-    `queries` queries (drawn from `seed`). AssertionError says what is wrong."""
+    `queries` queries (drawn from `seed`), its own parameters at their defaults or as `params`
+    writes them (`{"p": "0.5"}`; needed for a parameter without a default). AssertionError says
+    what is wrong."""
     definition = registry.find(name)
     assert definition is not None, f"no measure named {name!r} is registered"
     case = random_case(np.random.default_rng(seed), queries)
-    for measure in variants(definition):
+    for measure in variants(definition, params or {}):
         check_name(definition, measure)
         kernel = kernel_values(measure, case)
         if definition.list_function is not None:
@@ -46,9 +50,10 @@ def check_measure(name: str, *, seed: int = 0, queries: int = 200) -> None:
             check_cutoff(measure, case, kernel)
 
 
-def variants(definition: registry.MeasureDef) -> Iterator[Measure]:
+def variants(definition: registry.MeasureDef, own: Mapping[str, str]) -> Iterator[Measure]:
     """The measure at each threshold, cutoff and gain it takes, on the whole and on the condensed
-    list (`judged_only=True`) when it takes that, its own parameters at their defaults."""
+    list (`judged_only=True`) when it takes that, its own parameters as `own` writes them (the
+    others at their defaults)."""
     thresholds: tuple[int | None, ...] = THRESHOLDS if definition.rel else (None,)
     cutoffs: tuple[int | None, ...] = {
         "optional": (None, *CUTOFFS),
@@ -61,6 +66,7 @@ def variants(definition: registry.MeasureDef) -> Iterator[Measure]:
         params = [f"rel={rel}"] if rel is not None else []
         params += ["gain=exp"] if gain == "exp" else []
         params += ["judged_only=True"] if judged_only else []
+        params += [f"{key}={value}" for key, value in own.items()]
         text = definition.name + (f"({','.join(params)})" if params else "")
         yield parse_measure(text + (f"@{k}" if k is not None else ""))
 
