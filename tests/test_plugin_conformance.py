@@ -23,6 +23,7 @@ from grader.errors import JudgeError
 from grader.judges import registry as judges
 from grader.judges.base import Judge
 from grader.judges.llm.types import CallRecord
+from grader.metrics import judged_at_k
 from grader.metrics import registry as measures
 from grader.prompts import PromptSpec, load_prompt
 from relgrade.testing import check_judge, check_measure
@@ -43,10 +44,9 @@ def test_every_registered_measure_conforms(name: str) -> None:
 
 def test_a_measure_is_checked_with_the_parameters_given() -> None:
     check_measure("toyrbp", params={"p": "0.5"}, seed=1, queries=50)
-    with pytest.raises(
-        AssertionError, match=r"Judged\(of=returned\)@\d+ on q\d+: the list function"
-    ):
-        check_measure("Judged", params={"of": "returned"})  # judged_at_k has no `of`
+    check_measure("Judged", params={"of": "returned"}, seed=2, queries=50)
+    assert judged_at_k([3, None], 10, of="returned") == 0.5  # of min(10, 2) returned
+    assert judged_at_k([3, None], 10) == 0.1  # of k
 
 
 def test_the_suites_cover_the_builtin_and_toy_plugins() -> None:
