@@ -10,7 +10,7 @@ from here; none of them names a measure.
 The measures relgrade ships register when `grader.metrics.builtin` is imported (done on first
 use). Measures of other packages register when their module is imported, or, for installed
 packages, through the entry point group `relgrade.measures` (loaded by `grader.plugins` the first
-time a name is not found here or every measure is listed; `RELGRADE_LOAD_PLUGINS=0` turns it off).
+time a name is not found here; `RELGRADE_LOAD_PLUGINS=0` turns it off).
 Registering a name or spelling twice is a ValueError.
 """
 
