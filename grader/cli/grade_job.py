@@ -58,7 +58,9 @@ def check_args(args: argparse.Namespace) -> None:
 
 
 def _check_folders(args: argparse.Namespace) -> None:
-    """Fail before grading (and paying) when an output or the store could not be written."""
+    """Fail before grading (and paying) when an output or the store could not be written, or
+    would replace an input or another output."""
+    _refuse_clashes(args)
     paths = [("--out", args.out), ("--qrels-out", args.qrels_out)]
     paths.append(("--merged-out", args.merged_out))
     if not args.dry_run:  # a dry run never creates a store
@@ -74,6 +76,27 @@ def _check_folders(args: argparse.Namespace) -> None:
             )
         if path.is_dir():
             raise InputError(f"{flag}: is a folder, not a file", path=path)
+
+
+def _refuse_clashes(args: argparse.Namespace) -> None:
+    from grader.cli import grade_holes
+    from grader.cli.path_clash import refuse_clashes
+
+    refuse_clashes(
+        [
+            ("--run", args.run),
+            ("--skip-judged", args.skip_judged),
+            ("--queries", args.queries),
+            ("--docs", args.docs),
+        ],
+        [
+            ("--out", args.out),
+            ("--qrels-out", args.qrels_out),
+            ("--merged-out", args.merged_out),
+            ("--also-judged's manifest", list(grade_holes.manifest_paths(args))),
+            ("--store", args.store),
+        ],
+    )
 
 
 class GradeJudges:

@@ -130,6 +130,17 @@ def _warn_pairs_without_texts(path: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from grader.cli.path_clash import refuse_clashes
+
+    refuse_clashes(
+        [("--run", args.run)],
+        [
+            ("--out", args.out),
+            ("--qrels-out", args.qrels_out),
+            ("--report", args.report),
+            ("--store", args.store),
+        ],
+    )
     criteria = _checked_selection(args)
     spec = _settle_prompt_and_models(args, criteria)
     from grader.io.runs import read_runs
