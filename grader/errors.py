@@ -25,6 +25,8 @@ class InputError(RelgradeError):
         hint: str | None = None,
     ) -> None:
         self.path = str(path) if path is not None else None
+        if self.path == "-":  # the one opener reads `-` from stdin
+            self.path = "stdin"
         self.line = line
         self.hint = hint
         self.reason = message

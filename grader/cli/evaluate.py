@@ -210,8 +210,16 @@ def run(args: argparse.Namespace) -> int:
     else:
         _check_files_given(args)
     check_measures(args.measures)  # a bad name fails before any file is read
-    if args.runs.count("-") > 1:
-        raise InputError("RUN `-` (stdin) is given twice", hint="stdin holds one run")
+    from grader.cli.path_clash import one_stdin
+
+    one_stdin(
+        [
+            ("QRELS", args.qrels),
+            ("RUN", args.runs),
+            ("--fill", args.fill),
+            ("--fill-manifest", args.fill_manifest),
+        ]
+    )
     if args.fill:
         if args.dataset:
             raise InputError("--fill reads people's qrels from QRELS, not from --dataset")

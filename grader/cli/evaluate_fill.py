@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from grader.errors import InputError
 from grader.grading.fill_evaluation import COLUMNS
 from grader.metrics.fill import REGIMES, SOURCES, FillResult
 
@@ -50,8 +49,6 @@ def run_fill(args: argparse.Namespace, given: list[str]) -> int:
     from grader.io.runs import run_names
     from grader.io.trec import read_run
 
-    if "-" in args.runs:
-        raise InputError("--fill reads each RUN from a file, not stdin (-)", hint="save it first")
     human = people_grades(args.qrels)
     llm = llm_grades(args.fill)
     scale = parse_llm_scale(args.llm_scale) if args.llm_scale else None

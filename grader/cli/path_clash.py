@@ -19,7 +19,8 @@ Named = Sequence[tuple[str, PathValue]]
 
 def refuse_clashes(inputs: Named, outputs: Named) -> None:
     """Raise `InputError` when an output is an input or two outputs are one file. `-` (stdin or
-    stdout) and empty values are left out."""
+    stdout) and empty values are left out, but only one input may be `-` (`one_stdin`)."""
+    one_stdin(inputs)
     ins = list(_paths(inputs))
     outs = list(_paths(outputs))
     for i, (flag, path) in enumerate(outs):
@@ -39,6 +40,16 @@ def refuse_clashes(inputs: Named, outputs: Named) -> None:
                 )
 
 
+def one_stdin(inputs: Named) -> None:
+    """Raise `InputError` when more than one input is `-`: stdin holds one file."""
+    flags = [flag for flag, value in inputs for one in _values(value) if str(one) == "-"]
+    if len(flags) > 1:
+        raise InputError(
+            f"stdin (-) is given twice ({flags[0]} and {flags[1]}): it holds one file",
+            hint="save all but one of them to a file first",
+        )
+
+
 def same_file(a: str | Path, b: str | Path) -> bool:
     """Whether `a` and `b` name one file: `os.path.samefile` when both exist (hard links,
     symbolic links), else the same fully resolved path (an output not written yet)."""
@@ -49,12 +60,13 @@ def same_file(a: str | Path, b: str | Path) -> bool:
     return os.path.realpath(a) == os.path.realpath(b)
 
 
+def _values(value: PathValue) -> list[str | Path | None]:
+    return [value] if value is None or isinstance(value, str | Path) else list(value)
+
+
 def _paths(named: Named) -> Iterator[tuple[str, str]]:
     for flag, value in named:
-        values = [value] if value is None or isinstance(value, str | Path) else list(value)
-        for one in values:
-            if one is None:
-                continue
-            text = str(one)
+        for one in _values(value):
+            text = "" if one is None else str(one)
             if text and text != "-":
                 yield flag, text

@@ -19,6 +19,7 @@ import io
 import os
 import shutil
 import stat
+import sys
 from pathlib import Path
 from typing import IO
 
@@ -33,13 +34,19 @@ from grader.io.streams import (
     line_too_long,
 )
 
+STDIN = "-"
+"""The path that means the process's stdin, in every command (named "stdin" in errors)."""
+
 _spools: dict[str, tuple[tuple[int, int], _Spool]] = {}
 _folder: list[Path] = []
 
 
 def open_binary(path: str | Path) -> IO[bytes]:
     """`path` opened for reading its text's bytes: a regular file decompressed as its name
-    says, or a stream's copy (see above). InputError when it does not exist or is a folder."""
+    says, or a stream's copy (see above); `-` is stdin, copied the same way. InputError when
+    it does not exist or is a folder."""
+    if str(path) == STDIN:
+        return _open_stdin()
     p = Path(path)
     try:
         st = os.stat(p)
@@ -56,6 +63,17 @@ def open_binary(path: str | Path) -> IO[bytes]:
     if known is None or known[0] != ident:
         known = (ident, _Spool(open(p, "rb"), p))  # noqa: SIM115 (held until the stream ends)
         _spools[str(p)] = known
+    return io.BufferedReader(_SpoolReader(known[1]), CHUNK)
+
+
+def _open_stdin() -> IO[bytes]:
+    """One open of stdin's copy: the first open starts it, later ones (this process, the
+    same `sys.stdin`) read it again from the start."""
+    raw = sys.stdin.buffer
+    known = _spools.get(STDIN)
+    if known is None or known[1].raw is not raw:  # the copy holds `raw`: its id is not reused
+        known = ((-1, -1), _Spool(raw, "stdin", owned=False))
+        _spools[STDIN] = known
     return io.BufferedReader(_SpoolReader(known[1]), CHUNK)
 
 
