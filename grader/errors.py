@@ -73,6 +73,12 @@ class StoreError(RelgradeError):
     """The judgment store is unreadable, from a newer version, or locked."""
 
 
+class DiskFullError(RelgradeError):
+    """An output's file system has no room left: what was half written is removed."""
+
+    exit_code = 2
+
+
 class BudgetError(RelgradeError):
     """Going on would spend more than `--max-cost` allows."""
 

@@ -39,11 +39,16 @@ def files(tmp_path: Path) -> GradeFiles:
 
 def _grade(files: GradeFiles, tmp_path: Path, name: str, *extra: str | Path) -> list[str | Path]:
     base: list[str | Path] = ["grade", "--judge", "lexical", "--quiet"]
-    given = dict(zip(extra[::2], extra[1::2], strict=True))
-    for flag, value in (("--queries", files.queries), ("--docs", files.docs), ("--run", files.run)):
+    given: dict[str | Path, str | Path] = dict(zip(extra[::2], extra[1::2], strict=True))
+    inputs: list[tuple[str, str | Path]] = [
+        ("--queries", files.queries),
+        ("--docs", files.docs),
+        ("--run", files.run),
+    ]
+    for flag, value in inputs:
         base += [flag, given.pop(flag, value)]
-    for flag, value in given.items():
-        base += [flag, value]
+    for other, value in given.items():
+        base += [other, value]
     return [*base, "--store", tmp_path / f"{name}.db", "--qrels-out", tmp_path / f"{name}.qrels"]
 
 
@@ -83,7 +88,7 @@ def test_evaluate_reads_qrels_and_fill_from_stdin(files: GradeFiles, tmp_path: P
     as_stdin = relgrade(["evaluate", "-", files.run, "--format", "json"], llm, tmp_path)
     assert as_file.returncode == as_stdin.returncode == 0, as_stdin.stderr
     assert as_stdin.stdout == as_file.stdout
-    fill = ["evaluate", people, files.run, "--format", "json", "--fill"]
+    fill: list[str | Path] = ["evaluate", people, files.run, "--format", "json", "--fill"]
     as_file = relgrade([*fill, llm], None, tmp_path)
     as_stdin = relgrade([*fill, "-"], llm, tmp_path)
     assert as_file.returncode == as_stdin.returncode == 0, as_stdin.stderr
