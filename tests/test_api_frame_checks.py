@@ -76,7 +76,10 @@ def test_docs_and_queries_frames_are_checked_alike(tmp_path: Path) -> None:
     queries = pd.DataFrame({"query_id": ["q1"], "text": ["cache eviction"]})
     docs = pd.DataFrame({"doc_id": ["d1", "d2"], "text": ["lru cache", "json"]})
     bad: list[tuple[dict[str, Any], str]] = [
-        ({"docs": docs.assign(text=["lru", None])}, "docs DataFrame's text column has no text"),
+        (
+            {"docs": docs.assign(text=pd.Series(["lru", None], dtype=object))},
+            "docs DataFrame's text column has no text",
+        ),
         (
             {"docs": pd.DataFrame({"doc_id": ["d1", "d1", "d2"], "text": ["a", "b", "c"]})},
             "docs DataFrame gives doc_id 'd1' two different text values (rows 0 and 1)",

@@ -61,9 +61,10 @@ def one_text_per_id(ids: pd.Series, texts: pd.Series, what: str) -> None:
     if not clash.any():
         return
     twice = distinct.loc[clash, "id"].iloc[0]
-    rows = pairs.index[pairs["id"] == twice]
-    first = int(rows[0])
-    other = next(int(r) for r in rows if pairs.at[r, "text"] != pairs.at[first, "text"])
+    rows = [int(r) for r in pairs.index[pairs["id"] == twice]]
+    text = pairs["text"].tolist()
+    first = rows[0]
+    other = next(r for r in rows if text[r] != text[first])
     raise InputError(
         f"the {what} gives {ids.name} {twice!r} two different {texts.name} values (rows "
         f"{first} and {other})",
