@@ -114,7 +114,9 @@ class FakeServer:
         self.headers: list[dict[str, str]] = []
         """Headers of those requests, same order."""
         self.counts: collections.Counter[str] = collections.Counter()
-        """`requests` plus one count per outcome: `ok`, or the fault kind (`status:429`, ...)."""
+        """`requests` plus one count per outcome: `ok`, or the fault kind (`status:429`, ...);
+        of the `ok` ones, `answered` (sent to a live client) and `abandoned` (its client had
+        gone: a killed process)."""
         self.state: dict[str, Any] = {}
         """Free storage for mounted routes (e.g. a fake Batch API's files and batches)."""
         self._faults: collections.deque[Fault] = collections.deque()
@@ -306,7 +308,11 @@ class FakeServer:
             fault = self.flavour(body)
         if fault is None:
             self._count("ok")
+            if await _gone(receive):  # the client died waiting: nobody receives this answer
+                self._count("abandoned")
+                return
             await _send(send, 200, self.completion_for(body))
+            self._count("answered")  # sent to a live client (`ok` less `abandoned`)
             return
         self._count(fault.kind if fault.kind != "status" else f"status:{fault.status}")
         await self._apply(fault, body, send)
@@ -368,6 +374,15 @@ class FakeServer:
             await _send(send, 200, reply)
         else:  # pragma: no cover - a typo in a test
             raise ValueError(f"unknown fault kind {fault.kind!r}")
+
+
+async def _gone(receive: Any) -> bool:
+    """Whether the client has disconnected (its request body was read whole before)."""
+    try:
+        message = await asyncio.wait_for(receive(), timeout=0.001)
+    except TimeoutError:
+        return False
+    return bool(message.get("type") == "http.disconnect")
 
 
 async def _send(

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.cli.judge_options import build_judges, check_judge_args
-from grader.cli.output_files import saving_unsaved
+from grader.cli.output_files import read_back_unsaved, saving_unsaved
 from grader.cli.prompt_check import check_prompts
 from grader.cli.settings import Settings
 from grader.cli.store_busy import print_store_busy
@@ -252,13 +252,16 @@ async def grade_selection(
         else Store(store_path, on_busy=print_store_busy)
     )
     try:
-        writer = StoreWriter(store)
+        # An LLM's answers are paid: each is journaled as it arrives (a kill loses none).
+        writer = StoreWriter(store, durable=judge_kind(args.judge).takes_model)
         judges = GradeJudges(args, docs, writer, say)
         if store is not None:
             store.add_secrets(judges.secrets)
             check_prompts(store, _prompts_of(judges), allow_changed=args.allow_changed_prompt)
+            if not args.dry_run and (found := read_back_unsaved(store, args.out)):
+                say(f"{found:,} paid answers a full disk left in {args.out} are now stored")
         # A full disk stops the run: paid answers no journal took go to --out (and are said).
-        with saving_unsaved(args.out, writer.unsaved):
+        with saving_unsaved(args.out, writer):
             report = await grade_pairs(
                 pairs,
                 judges.members,
