@@ -82,17 +82,17 @@ def _kill_at_random_moments(start: Any, files: GradeFiles, server: FakeServer, s
     delays = random.Random(SEED)
     lost = 0
     for _ in range(KILLS):
-        answered, stored = server.counts["answered"], _stored_keys(store)
+        answered, stored = server.answers["answered"], _stored_keys(store)
         proc = start(files, server, store)
         deadline = time.monotonic() + 60
-        while server.counts["answered"] == answered and proc.poll() is None:  # its first answer
+        while server.answers["answered"] == answered and proc.poll() is None:  # its first answer
             assert time.monotonic() < deadline, "no answer"
             time.sleep(0.005)
         time.sleep(delays.uniform(0.0, 0.4))
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         time.sleep(0.1)  # the server has counted what it sent
-        given = server.counts["answered"] - answered
+        given = server.answers["answered"] - answered
         kept = _stored_keys(store) - stored
         assert 0 <= given - kept <= CONCURRENCY, f"{given} answers given, {kept} kept"
         lost += given - kept
@@ -100,7 +100,7 @@ def _kill_at_random_moments(start: Any, files: GradeFiles, server: FakeServer, s
     _, err = final.communicate(timeout=300)
     assert final.returncode == 0, err
     assert _stored_keys(store) == files.n_pairs
-    assert server.counts["answered"] == files.n_pairs + lost  # each lost answer paid twice
+    assert server.answers["answered"] == files.n_pairs + lost  # each lost answer paid twice
     return lost
 
 
@@ -111,27 +111,27 @@ def _kill_when_idle(start: Any, files: GradeFiles, server: FakeServer, store: Pa
     requests stored."""
     holds = random.Random(SEED)
     for _ in range(KILLS // 2):
-        answered, stored = server.counts["answered"], _stored_keys(store)
+        answered, stored = server.answers["answered"], _stored_keys(store)
         if stored == files.n_pairs:
             break
         release = server.hold_replies_after(server.counts["requests"] + holds.randint(3, 40))
         proc = start(files, server, store)
         last, since = -1, time.monotonic()
         while time.monotonic() - since < 0.5:  # no new answer for 0.5 s: the rest are held
-            if server.counts["answered"] != last:
-                last, since = server.counts["answered"], time.monotonic()
+            if server.answers["answered"] != last:
+                last, since = server.answers["answered"], time.monotonic()
             assert proc.poll() is None, proc.communicate()
             time.sleep(0.01)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         release.set()
         time.sleep(0.1)
-        assert _stored_keys(store) - stored == server.counts["answered"] - answered
+        assert _stored_keys(store) - stored == server.answers["answered"] - answered
     final = start(files, server, store)
     _, err = final.communicate(timeout=300)
     assert final.returncode == 0, err
     assert _stored_keys(store) == files.n_pairs
-    assert server.counts["answered"] == files.n_pairs  # not one paid twice
+    assert server.answers["answered"] == files.n_pairs  # not one paid twice
 
 
 @pytest.mark.slow

@@ -220,7 +220,8 @@ def _regrade_store(
 
     clean_outputs([args.out, args.qrels_out])
     with Store(args.store, on_busy=print_store_busy) as store:
-        writer = StoreWriter(store)
+        # A live LLM's answers are paid: each is journaled as it arrives (a kill loses none).
+        writer = StoreWriter(store, durable=judge_kind(args.judge).takes_model)
         try:
             with interrupt_at_once():  # not only a cancelled task: start-up may be waiting
                 return asyncio.run(_regrade(args, store, writer, spec, criteria))
