@@ -127,6 +127,9 @@ class FakeServer:
         """Headers of those requests, same order."""
         self.counts: collections.Counter[str] = collections.Counter()
         """`requests` plus one count per outcome: `ok`, or the fault kind (`status:429`, ...)."""
+        self.answers: collections.Counter[str] = collections.Counter()
+        """Of the `ok` replies: `answered` (sent to a live client) and `abandoned` (its client
+        had gone before the reply: a killed process)."""
         self.state: dict[str, Any] = {}
         """Free storage for mounted routes (e.g. a fake Batch API's files and batches)."""
         self._faults: collections.deque[Fault] = collections.deque()
@@ -157,6 +160,7 @@ class FakeServer:
             self.requests.clear()
             self.headers.clear()
             self.counts.clear()
+            self.answers.clear()
         self._faults.clear()
         held, self._hold = self._hold, None
         if held is not None:
@@ -301,7 +305,11 @@ class FakeServer:
             fault = self.flavour(body)
         if fault is None:
             self._count("ok")
+            if await _gone(receive):  # the client died waiting: nobody receives this answer
+                self._answer("abandoned")
+                return
             await _send(send, 200, self.completion_for(body))
+            self._answer("answered")
             return
         self._count(fault.kind if fault.kind != "status" else f"status:{fault.status}")
         await self._apply(fault, body, send)
@@ -339,6 +347,10 @@ class FakeServer:
     def _count(self, outcome: str) -> None:
         with self._lock:
             self.counts[outcome] += 1
+
+    def _answer(self, outcome: str) -> None:
+        with self._lock:
+            self.answers[outcome] += 1
 
     async def _apply(self, fault: Fault, body: dict[str, Any], send: Any) -> None:
         mode = output_mode(body)
@@ -384,6 +396,15 @@ class FakeServer:
             await _send(send, 200, reply)
         else:  # pragma: no cover - a typo in a test
             raise ValueError(f"unknown fault kind {fault.kind!r}")
+
+
+async def _gone(receive: Any) -> bool:
+    """Whether the client has disconnected (its request body was read whole before)."""
+    try:
+        message = await asyncio.wait_for(receive(), timeout=0.001)
+    except TimeoutError:
+        return False
+    return bool(message.get("type") == "http.disconnect")
 
 
 if __name__ == "__main__":

@@ -234,8 +234,16 @@ def run(args: argparse.Namespace) -> int:
         _check_files_given(args)
     check_measures(args.measures)  # a bad name fails before any file is read
     options = baseline.options(args)
-    if args.runs.count("-") > 1:
-        raise InputError("RUN `-` (stdin) is given twice", hint="stdin holds one run")
+    from grader.cli.path_clash import one_stdin
+
+    one_stdin(
+        [
+            ("QRELS", args.qrels),
+            ("RUN", args.runs),
+            ("--fill", args.fill),
+            ("--fill-manifest", args.fill_manifest),
+        ]
+    )
     if args.fill:
         if args.trec_eval_level != 1:
             raise InputError("--trec-eval-level does not go with --fill (its names use level 1)")

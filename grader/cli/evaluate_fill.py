@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from grader.errors import InputError
 from grader.evaluation.baseline import Options
 from grader.evaluation.fill.evaluation import BASELINE_COLUMNS, COLUMNS
 from grader.evaluation.fill.scores import REGIMES, SOURCES, FillResult
@@ -53,8 +52,6 @@ def run_fill(args: argparse.Namespace, given: list[str], comparison: Options | N
     from grader.io.runs import run_names
     from grader.io.trec import read_run
 
-    if "-" in args.runs:
-        raise InputError("--fill reads each RUN from a file, not stdin (-)", hint="save it first")
     human = people_grades(args.qrels)
     llm = llm_grades(args.fill)
     scale = parse_llm_scale(args.llm_scale) if args.llm_scale else None

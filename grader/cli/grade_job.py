@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.cli.judge_options import build_judges, check_judge_args
-from grader.cli.output_files import saving_unsaved
+from grader.cli.output_files import read_back_unsaved, saving_unsaved
 from grader.cli.prompt_check import check_prompts
 from grader.cli.settings import Settings
 from grader.cli.store_busy import print_store_busy
@@ -60,7 +60,9 @@ def check_args(args: argparse.Namespace) -> None:
 
 
 def _check_folders(args: argparse.Namespace) -> None:
-    """Fail before grading (and paying) when an output or the store could not be written."""
+    """Fail before grading (and paying) when an output or the store could not be written, or
+    would replace an input or another output."""
+    _refuse_clashes(args)
     paths = [(option("--out", "out"), args.out)]
     paths.append((option("--qrels-out", "qrels_out"), args.qrels_out))
     paths.append((option("--merged-out", "merged_out"), args.merged_out))
@@ -77,6 +79,27 @@ def _check_folders(args: argparse.Namespace) -> None:
             )
         if path.is_dir():
             raise InputError(f"{flag}: is a folder, not a file", path=path)
+
+
+def _refuse_clashes(args: argparse.Namespace) -> None:
+    from grader.cli import grade_holes
+    from grader.cli.path_clash import refuse_clashes
+
+    refuse_clashes(
+        [
+            ("--run", args.run),
+            ("--skip-judged", args.skip_judged),
+            ("--queries", args.queries),
+            ("--docs", args.docs),
+        ],
+        [
+            ("--out", args.out),
+            ("--qrels-out", args.qrels_out),
+            ("--merged-out", args.merged_out),
+            ("--also-judged's manifest", list(grade_holes.manifest_paths(args))),
+            ("--store", args.store),
+        ],
+    )
 
 
 class GradeJudges:
@@ -247,13 +270,16 @@ async def grade_selection(
     )
     judges: GradeJudges | None = None
     try:
-        writer = StoreWriter(store)
+        # An LLM's answers are paid: each is journaled as it arrives (a kill loses none).
+        writer = StoreWriter(store, durable=judge_kind(args.judge).takes_model)
         judges = GradeJudges(args, docs, writer, say, notice)
         if store is not None:
             store.add_secrets(judges.secrets)
             check_prompts(store, _prompts_of(judges), allow_changed=args.allow_changed_prompt)
+            if not args.dry_run and (found := read_back_unsaved(store, args.out)):
+                say(f"{found:,} paid answers a full disk left in {args.out} are now stored")
         # A full disk stops the run: paid answers no journal took go to --out (and are said).
-        with saving_unsaved(args.out, writer.unsaved):
+        with saving_unsaved(args.out, writer):
             report = await grade_pairs(
                 pairs,
                 judges.members,

@@ -11,6 +11,7 @@ the store lists always has its lines recorded. `abandon` removes the file being 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from dataclasses import dataclass, field
@@ -141,7 +142,8 @@ class RequestFiles:
         file, self._file = self._file, None
         self._block, self._block_size = [], 0
         if file is not None:
-            file.handle.close()
+            with contextlib.suppress(OSError):  # a full disk fails the last flush again
+                file.handle.close()
             temporary_name(file.final).unlink(missing_ok=True)
 
     def _open(self, path: Path) -> IO[bytes]:
