@@ -45,7 +45,8 @@ class ContentKeys:
     A run of a million pairs repeats each text a hundred times; encoding a document's JSON once
     per distinct text (and hashing the part before the query once per document) instead of once
     per pair gives the same bytes, so the same keys. A text's JSON is `json_string`'s, what
-    `canonical_json` gives for a str."""
+    `canonical_json` gives for a str. Tests draw fingerprints and texts for both ways
+    (tests/test_grade_scale.py); bench/grade_scale.py's rerun is what this saves."""
 
     def __init__(self, fingerprint: dict[str, Any]) -> None:
         self._middle = (',"judge":' + canonical_json(fingerprint) + ',"query":').encode("utf-8")

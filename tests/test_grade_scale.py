@@ -9,6 +9,7 @@ import hashlib
 import random
 from collections import Counter
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -34,6 +35,40 @@ def test_content_keys_equal_content_key_for_any_texts(
     for _ in range(2):  # the second pass reads the cached encodings
         for query, doc in texts:
             assert maker.key(query, doc) == content_key(fingerprint, query, doc)
+
+
+_any_char = st.characters(exclude_categories=())  # surrogates and control characters too
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(_any_char),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(_any_char), inner),
+    max_leaves=8,
+)
+
+
+@given(
+    st.dictionaries(st.text(_any_char, max_size=8), _json_values, max_size=4),
+    st.lists(st.tuples(st.text(_any_char), st.text(_any_char)), min_size=1, max_size=6),
+)
+def test_content_keys_equal_content_key_or_raise_alike(
+    fingerprint: dict[str, object], texts: list[tuple[str, str]]
+) -> None:
+    """Any fingerprint JSON can hold, any texts (a lone surrogate: both raise); `digest` is the
+    key's bytes."""
+    try:
+        maker = ContentKeys(fingerprint)
+    except UnicodeEncodeError:
+        with pytest.raises(UnicodeEncodeError):
+            content_key(fingerprint, "", "")
+        return
+    for query, doc in texts * 2:  # the second pass reads the cached encodings
+        try:
+            expected = content_key(fingerprint, query, doc)
+        except UnicodeEncodeError:
+            with pytest.raises(UnicodeEncodeError):
+                maker.key(query, doc)
+            continue
+        assert maker.key(query, doc) == expected
+        assert maker.digest(query, doc) == bytes.fromhex(expected.removeprefix("sha256:"))
 
 
 def _docs(n: int, seed: int = 3) -> list[Doc]:

@@ -6,7 +6,7 @@ readers refuse (it hands every file it does not take as is, errors included, to 
 hundreds of generated files (comments, blank lines, extra columns, irregular whitespace, CRLF,
 ties in float32, odd number spellings, non-ASCII ids, queries apart, duplicates, bad lines;
 tests/helpers/trec_small_files.py) and on the small files listed there. End to end through the
-CLI: tests/test_trec_small_cli.py.
+CLI: tests/test_trec_small_cli.py; files drawn by hypothesis: tests/test_trec_small_random.py.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from grader.evaluation import files as evaluate_files
 from grader.io import trec_small
 from grader.io.trec_small import small_judged_run
 from grader.metrics.judged_rows import JudgedRun
+from tests.helpers.fill_data import DATA
 from tests.helpers.params import quick_first
 from tests.helpers.trec_small_files import (
     NOT_TAKEN,
@@ -31,7 +32,7 @@ from tests.helpers.trec_small_files import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-DL2019 = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"
+DL2019 = DATA  # found as the other tests find it, from a worktree too
 
 
 PLAIN_RUNS: list[bool] = []

@@ -171,8 +171,8 @@ class GradingRun(RunWaiting):
         return states
 
     def _plan_streamed(self) -> list[PairState]:
-        """`plan` for one judge: pairs whose key is stored ok are done without reading their
-        judgments (their outputs stay in the store); the others are queued as usual."""
+        """`plan` for one judge, equal to it (tests/test_plan_streamed_random.py): pairs whose
+        key is stored ok are done without reading their judgments; the others are queued."""
         assert self.store is not None
         maker, judge = self.key_makers[0], self.judges[0]
         digest = maker.digest

@@ -8,10 +8,11 @@ evaluate` reads qrels and runs of up to SMALL_BYTES of text here, into lists and
 Only files that this module reads exactly as those readers do are taken; for any other file the
 functions return None and the caller uses the Arrow reader, which reads it or names the file,
 line and fix. So answers and errors never depend on which reader ran (tests/test_trec_small.py
-gives both the same inputs). Taken: UTF-8 text without a byte order mark or NUL, lines ending
-in `\\n` or `\\r\\n`, cells separated by spaces or by tabs (one of the two in a file; repeated,
-leading or trailing ones split as the irregular path splits them), no other whitespace
-character and no `"` (the irregular path unquotes it), `#` comment lines and blank lines,
+and tests/test_trec_small_random.py give both the same inputs; bench/evaluate_small.py
+--baseline measures what this module saves). Taken: UTF-8 text without a byte order mark or
+NUL, lines ending in `\\n` or `\\r\\n`, cells separated by spaces or by tabs (one of the two
+in a file; repeated, leading or trailing ones split as the irregular path splits them), no other
+whitespace character and no `"` (the irregular path unquotes it), `#` comment lines and blank lines,
 every other line with its columns (a run's later ones ignored), finite scores and integer grades
 (at most 2^53) in the notation Arrow and `float()` parse alike (`grader.io.decimals`), and no
 (query, doc) twice.
