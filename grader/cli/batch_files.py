@@ -252,6 +252,12 @@ def run_export(args: argparse.Namespace) -> int:
         f"{summary.stored:,} pairs already graded in the store were left out",
         file=sys.stderr,
     )
+    if summary.stale:
+        print(
+            f"removed {summary.stale} request files a killed export left unlisted (none of"
+            " their requests was recorded: they are in this export)",
+            file=sys.stderr,
+        )
     if summary.pending:
         print(left_out_text(summary.pending, list(summary.waiting_in), args.store), file=sys.stderr)
     for other, count in waiting.items():
