@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.batch.adapter import LLMBatchJudge
+from grader.batch.files.engine_modes import check_batch_mode
 from grader.batch.files.export_files import LineProgress, export_requests
 from grader.batch.files.exports import ExportState
 from grader.batch.files.import_files import Importer
@@ -226,6 +227,7 @@ def run_export(args: argparse.Namespace) -> int:
         raise InputError(f"judge {args.judge!r} made no LLM judge: nothing to export")
     try:
         judge = LLMBatchJudge(live)
+        check_batch_mode(judge.mode)  # a mode batch engines would drop is refused
         config = job_config(judge, args.prompt)
         with _open_store(args.store, create=not args.select) as store:
             pairs, total = _export_pairs(args, store, judge.fingerprint())
