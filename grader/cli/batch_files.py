@@ -42,7 +42,8 @@ Pairs: the top --depth of --run files (as grade picks them: --queries, --docs, -
 --skip-missing), or --select over the pairs in the store (as regrade: all | failed | grade<=N |
 sample FILE | disagreement | prompt=OLD). Pairs whose answer is already ok in the store are not
 exported, so after a partial import the same command exports only what is missing; nor are
-pairs whose request waits in an earlier export not imported yet (--include-pending: they are).
+pairs whose request waits in an earlier export not imported yet (--include-pending: they are;
+`relgrade batch close` an export whose engine died: its unanswered lines no longer wait).
 
 Each line is {"custom_id", "method", "url", "body"}: the body is exactly what live grading
 sends; custom_id is relgrade:EXPORT_ID:KEY. Files are split under --batch-max-requests lines
