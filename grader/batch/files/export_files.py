@@ -186,13 +186,13 @@ class _Export:
         self.export_id = files.export_id
         self.fingerprint = judge.fingerprint()
         self.requests = RequestLines(judge)
-        self.files = files
-        self.batch_pairs = batch_pairs
-        self.published: list[Path] = []
         self._lines: list[LineRow] = []  # lines not recorded yet: their file is not published
         self._keys: dict[str, int] = {}  # the keys of `_lines`, with their file
         self._file_pairs: dict[int, int] = {}  # id pairs of `_lines`' keys, by file
         self._held_pairs = 0  # id pairs of keys whose line is recorded already
+        self.files = files
+        self.batch_pairs = batch_pairs
+        self.published: list[Path] = []
         self._clear()
 
     def _clear(self) -> None:
@@ -286,6 +286,10 @@ class _Export:
         remove_temporaries(self.files.out_dir, self.export_id)
 
 
+def _line_key(row: LineRow) -> str:
+    return row[3]
+
+
 class _Unlisted:
     """Whether a request file named for an export of this store is not listed in it."""
 
@@ -300,7 +304,3 @@ class _Unlisted:
             self.listed[export_id] = files
         files = self.listed[export_id]
         return files is not None and file_no not in files
-
-
-def _line_key(row: LineRow) -> str:
-    return row[3]
