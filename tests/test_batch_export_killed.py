@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.batch.files.request_files import RequestFiles, drop_stale
 from tests.grade_data import write_grade_files
 from tests.helpers.batch_cli import custom_ids
 
@@ -64,3 +65,34 @@ def test_a_killed_export_strands_nothing_and_the_next_covers_every_pair(tmp_path
     assert len(second) == 1
     keys = [c.split(":", 2)[2] for p in [*listed_files, *second] for c in custom_ids(p)]
     assert len(keys) == len(set(keys)) == 30_000  # every pair exported once
+
+
+def test_what_a_live_export_writes_is_never_dropped(tmp_path: Path) -> None:
+    """A file being written, or written whole and not listed yet, is locked: another export
+    into the folder leaves it alone, and removes a killed export's files (unlocked)."""
+    files = RequestFiles(tmp_path, "live", 3, 10_000)
+    for _ in range(4):
+        files.add(b'{"a": 1}\n')  # file 1 written whole (not listed yet), file 2 open
+    dead_tmp = tmp_path / ".requests-dead-00002.jsonl.tmp"
+    dead_tmp.write_bytes(b'{"a": 1}\n')  # never published
+    dead_published = tmp_path / "requests-dead-00001.jsonl"
+    dead_published.write_bytes(b'{"a": 1}\n')  # published, not listed
+    listed = tmp_path / "requests-dead-00003.jsonl"
+    listed.write_bytes(b'{"a": 1}\n')  # published and listed: an engine may run it
+    other = tmp_path / "requests-other-00001.jsonl"
+    other.write_bytes(b'{"a": 1}\n')  # another store's export
+
+    def unlisted(export_id: str, file_no: int) -> bool:
+        return export_id == "dead" and file_no != 3
+
+    assert drop_stale(tmp_path, unlisted) == 2
+    assert not dead_tmp.exists() and not dead_published.exists()
+    assert listed.exists() and other.exists()
+    live = [".requests-live-00001.jsonl.tmp", ".requests-live-00002.jsonl.tmp"]
+    assert all((tmp_path / name).exists() for name in live)
+
+    (written,) = files.take_written()
+    written.release()  # as if its export died before listing it
+    assert drop_stale(tmp_path, unlisted) == 1
+    assert not (tmp_path / live[0]).exists() and (tmp_path / live[1]).exists()
+    files.abandon()

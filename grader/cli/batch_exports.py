@@ -50,7 +50,6 @@ def register(actions: Any) -> None:
     )
     add_store(close, "the store batch export recorded the export in")
     close.add_argument("export", nargs="+", metavar="EXPORT", help="the export(s) to close")
-    close.add_argument("--prices", metavar="TOML", help=argparse.SUPPRESS)
     close.set_defaults(func=run_close)
 
 
