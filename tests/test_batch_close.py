@@ -8,7 +8,11 @@ second grade, counted as paid twice."""
 from __future__ import annotations
 
 import json
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -147,3 +151,65 @@ def test_close_names_exports_by_file_or_folder_and_refuses_others(
     with Store(db) as store:
         errors = {j.error.type for j in store.iter_judgments(status="failed") if j.error}
     assert errors == {"Batch:missing"}
+
+
+_NODE = """
+import sys, time
+from pathlib import Path
+from tests import fake_engine
+
+base_url, out, pause = sys.argv[1], Path(sys.argv[2]), float(sys.argv[3])
+for i, name in enumerate(sys.argv[4:]):
+    if i:
+        time.sleep(pause)  # between files: where this node is killed
+    path = Path(name)
+    target = out / f"{path.stem}.results.jsonl"
+    fake_engine.run_batch(path, target, fake_engine.http_answer(base_url))
+"""
+
+
+@pytest.mark.slow
+def test_two_engine_processes_one_killed_between_files_then_close(
+    files: GradeFiles, fake_server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two stand-in run-batch processes (nodes) share the request files over HTTP; node B is
+    killed (SIGKILL) after its first file. Import, close, export again, run, import: every pair
+    graded once, with the server's grade, and `grade` sends nothing."""
+    db = tmp_path / "s.db"
+    requests = cli_export(files, db, tmp_path / "a", "--batch-max-requests", "5")
+    expected = _expected(requests)
+    out = tmp_path / "results"
+    out.mkdir()
+    root = Path(__file__).resolve().parents[1]
+
+    def node(pause: float, share: list[Path]) -> subprocess.Popen[bytes]:
+        args = [fake_server.base_url, str(out), str(pause), *map(str, share)]
+        return subprocess.Popen([sys.executable, "-c", _NODE, *args], cwd=root)
+
+    node_a, node_b = node(0.0, requests[:2]), node(600.0, requests[2:])
+    first_of_b = out / f"{requests[2].stem}.results.jsonl"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (
+        not first_of_b.exists() or len(first_of_b.read_bytes().splitlines()) < 5
+    ):
+        time.sleep(0.05)
+    node_b.send_signal(signal.SIGKILL)
+    assert node_b.wait() == -signal.SIGKILL
+    assert node_a.wait(timeout=60) == 0
+    assert len(list(out.iterdir())) == 3  # node B's second file never started
+
+    assert cli_import(db, out) == 0  # the three files answered whole
+    export_id = custom_ids(requests[0])[0].split(":")[1]
+    capsys.readouterr()
+    assert main(["batch", "close", "--store", str(db), export_id]) == 0
+    assert "5 requests without a results line stored as missing" in capsys.readouterr().err
+    again = cli_export(files, db, tmp_path / "b")
+    assert sum(len(custom_ids(p)) for p in again) == 5
+    assert cli_import(db, *_engine(fake_server, again, tmp_path / "r2")) == 0
+    with Store(db) as store:
+        assert {j.key: j.grade for j in store.iter_judgments(status="ok")} == expected
+        assert store.count() == 20
+    fake_server.reset()
+    args = ["--store", str(db), "--base-url", fake_server.base_url, *MODEL, "--quiet"]
+    assert main(files.args(*args)) == 0
+    assert fake_server.counts["requests"] == 0
