@@ -74,3 +74,6 @@ tiny_blocks
 
 # An import for its side effect (registering a plug-in; tests/test_plugins.py).
 tests
+
+# httpx's Response reads its body from `_content` (set as `Response.aread` sets it).
+_content

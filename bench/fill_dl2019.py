@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from calibration.spotcheck.also_judged import draw_also_judged  # noqa: E402
+from grader.evaluation.fill.scores import REGIMES, FillResult, evaluate_fill  # noqa: E402
 from grader.metrics.evaluate import evaluate  # noqa: E402
-from grader.metrics.fill import REGIMES, FillResult, evaluate_fill  # noqa: E402
 from tests.helpers import fill_data as fd  # noqa: E402
 
 MEASURES = ["nDCG@10", "P(rel=2)@10"]
@@ -140,17 +140,20 @@ def coverage(
     truth = full_scores(runs, measures)
     covered = dict.fromkeys(truth, 0)
     widths: list[float] = []
+    refused = 0
     for seed in range(seeds):
         kept, llm, weights = holed_world(seed, also, stratify)
-        result = evaluate_fill(kept, llm, runs, measures, weights=weights, seed=seed)
+        result = evaluate_fill(kept, llm, runs, measures, weights=weights, seed=seed, check=False)
         for (run, measure), value in truth.items():
             iv = result.intervals[run][measure]
             covered[run, measure] += iv.low <= value <= iv.high
             widths.append(iv.high - iv.low)
+            refused += measure in result.refused.get(run, {})
     lines = [
         f"coverage over {seeds} seeds, {also} pairs also judged"
         f"{' (stratified by human grade)' if stratify else ''} "
-        f"(median width {np.median(widths):.3f}):"
+        f"(median width {np.median(widths):.3f}; {refused} of {len(widths)} intervals refused, "
+        "counted here as given):"
     ]
     for measure in (str(m) for m in dict.fromkeys(m for _, m in truth)):
         cells = ", ".join(f"{run} {covered[run, measure]}/{seeds}" for run in runs)

@@ -25,6 +25,8 @@ class InputError(RelgradeError):
         hint: str | None = None,
     ) -> None:
         self.path = str(path) if path is not None else None
+        if self.path == "-":  # the one opener reads `-` from stdin
+            self.path = "stdin"
         self.line = line
         self.hint = hint
         self.reason = message
@@ -74,6 +76,12 @@ class StoreError(RelgradeError):
 class NotAStore(StoreError, InputError):
     """The store path is not a relgrade store (a text file, a folder, another program's
     database): bad input (exit 2), not a failure of the run."""
+
+
+class DiskFullError(RelgradeError):
+    """An output's file system has no room left: what was half written is removed."""
+
+    exit_code = 2
 
 
 class BudgetError(RelgradeError):

@@ -1,12 +1,14 @@
 """The one way secrets are masked: every occurrence of each secret becomes `[redacted]`.
 
 Used wherever text may carry an API key before it is stored, written or shown: the LLM judge's
-messages and raw replies, the grading run's judgments, and the store's rows and call log.
+messages and raw replies, the grading run's judgments, and the store's rows and call log. A
+URL is shown through `redact_url`, which masks the password of credentials written into it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from urllib.parse import urlsplit, urlunsplit
 
 MASK = "[redacted]"
 """What a masked secret reads as, everywhere."""
@@ -18,3 +20,26 @@ def redact(text: str, secrets: Iterable[str]) -> str:
         if secret:
             text = text.replace(secret, MASK)
     return text
+
+
+def url_secrets(url: str | None) -> tuple[str, ...]:
+    """The credentials a URL carries (`http://user:SECRET@host/v1`): its password and its
+    `user:password` part, longest first; none when it has no password."""
+    if not url:
+        return ()
+    parts = urlsplit(url)
+    if parts.password is None:
+        return ()
+    userinfo = parts.netloc.rpartition("@")[0]
+    return tuple(s for s in (userinfo, parts.password) if s)
+
+
+def redact_url(url: str) -> str:
+    """`url` with the password of its credentials, if any, replaced by `MASK`
+    (`http://user:[redacted]@host/v1`), fit to be shown."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    userinfo, _, hostport = parts.netloc.rpartition("@")
+    user = userinfo.partition(":")[0]
+    return urlunsplit(parts._replace(netloc=f"{user}:{MASK}@{hostport}"))

@@ -7,6 +7,11 @@ with ir_datasets / ir_measures columns (`query_id, doc_id, relevance|grade, scor
 PyTerrier's (`qid, docno, label, score`), pytrec_eval dicts, iterables of ir_datasets /
 ir_measures namedtuples, and a mapping name -> run for several runs. See docs/python-api.md.
 
+A plug-in imports only this package: `register_measure` and `register_judge` with the types
+they take (`Measure`, `Ranked`; `Judge`, `JudgeSettings`, `Query`, `Doc`, `Judgment` and the
+`ok_judgment` / `failed_judgment` helpers), see docs/adding-a-measure.md and
+docs/adding-a-judge.md; `relgrade.testing` checks it as relgrade checks its own.
+
 >>> import relgrade as rg
 >>> qrels = {"q1": {"d1": 2, "d2": 0}, "q2": {"d3": 3}}
 >>> runs = {"bm25": {"q1": {"d1": 2.0, "d2": 1.0}, "q2": {"d3": 1.0}},
@@ -19,7 +24,15 @@ ir_measures namedtuples, and a mapping name -> run for several runs. See docs/py
 
 from typing import TYPE_CHECKING
 
-from grader.errors import InputError, RelgradeError, RelgradeWarning
+from grader.errors import InputError, JudgeError, RelgradeError, RelgradeWarning
+from grader.judges.base import Judge
+from grader.judges.base import failed as failed_judgment
+from grader.judges.base import ok as ok_judgment
+from grader.judges.registry import JudgeSettings, register_judge
+from grader.metrics.judged_rows import Ranked
+from grader.metrics.measures import DEFAULT_THRESHOLD, Measure
+from grader.metrics.registry import register as register_measure
+from grader.models import Doc, Judgment, JudgmentError, Query
 from relgrade._calibrate import Calibration, calibrate
 from relgrade._evaluate import evaluate, read_qrels, read_run
 from relgrade._grade import agrade, grade
@@ -39,16 +52,30 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
+    "DEFAULT_THRESHOLD",
     "Calibration",
+    "Doc",
     "InputError",
+    "Judge",
+    "JudgeError",
+    "JudgeSettings",
+    "Judgment",
+    "JudgmentError",
+    "Measure",
+    "Query",
+    "Ranked",
     "RelgradeError",
     "RelgradeWarning",
     "Sample",
     "agrade",
     "calibrate",
     "evaluate",
+    "failed_judgment",
     "grade",
+    "ok_judgment",
     "read_qrels",
     "read_run",
+    "register_judge",
+    "register_measure",
     "sample",
 ]

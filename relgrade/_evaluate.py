@@ -95,8 +95,6 @@ def evaluate(
     names = measure_names(measures)
     if baseline is not None:
         check_choices(test, permutations, correction)
-        if fill is not None:
-            raise InputError("baseline= does not go with fill=", hint="leave out one of them")
     if fill is not None:
         if trec_eval_level != 1:
             raise InputError("trec_eval_level= does not go with fill= (its names use level 1)")
@@ -110,6 +108,17 @@ def evaluate(
             precision=precision,
             llm_scale=llm_scale,
             fill_manifest=fill_manifest,
+            comparison=None
+            if baseline is None
+            else lambda names: baseline_options(
+                baseline,
+                runs,
+                names,
+                test=test,
+                permutations=permutations,
+                seed=seed,
+                correction=correction,
+            ),
         )
     if llm_scale is not None or fill_manifest is not None:
         raise InputError("llm_scale= and fill_manifest= go with fill=LLM_QRELS")

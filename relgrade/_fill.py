@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import pandas as pd
 
-from calibration.spotcheck.also_judged import also_judged_weights
+from calibration.spotcheck.also_judged import also_judged_weights, fill_design
 from grader.errors import InputError, RelgradeWarning
+from grader.evaluation.baseline import Options
+from grader.evaluation.fill.evaluation import (
+    BASELINE_COLUMNS,
+    COLUMNS,
+    evaluate_filled,
+    llm_grades,
+    people_grades,
+)
 from grader.evaluation.scoring import check_measures
-from grader.grading.fill_evaluation import COLUMNS, evaluate_filled, llm_grades, people_grades
-from grader.grading.holes import parse_llm_scale
+from grader.io.people_grades import parse_llm_scale
 from grader.io.runs import run_names
 from grader.io.tables import is_path, run_inputs, run_table
 from grader.metrics.measures import Measure
@@ -30,12 +37,15 @@ def evaluate_fill(
     precision: Literal["float32", "float64"],
     llm_scale: str | Mapping[int, int] | None,
     fill_manifest: str | Path | None,
+    comparison: Callable[[list[str]], Options] | None = None,
 ) -> pd.DataFrame:
     """The records of `evaluate --fill --format json` as a frame with the columns of its
     `--format csv` (`run, query_id, measure, regime, source, value, corrected, ci_low,
     ci_high`; NaN where a record has no such key): each run and measure under the three
     regimes, the shares as rows with measure `Share@k` and a `source`. The decided thresholds
-    are RelgradeWarnings; `attrs["notes"]` holds the command's other stderr lines."""
+    are RelgradeWarnings; `attrs["notes"]` holds the command's other stderr lines.
+    `comparison` (baseline=) gives the comparison's options from the runs' names; the frame
+    then adds `grader.evaluation.fill.baseline`'s columns."""
     given = check_measures(names)  # a bad name fails before any input is read
     human = people_grades(qrels)
     llm = llm_grades(fill)
@@ -56,11 +66,15 @@ def evaluate_fill(
         precision=precision,
         weights=weights,
         manifest=manifest,
+        design=fill_design(manifest),
+        comparison=comparison(list(frames)) if comparison else None,
     )
     for line in evaluation.warnings:
         warnings.warn(line.removeprefix("warning: "), RelgradeWarning, stacklevel=3)
-    frame = pd.DataFrame(evaluation.records(per_query), columns=COLUMNS)
-    frame["value"] = frame["value"].astype("float64")
+    columns = COLUMNS + (BASELINE_COLUMNS if comparison else [])
+    frame = pd.DataFrame(evaluation.records(per_query), columns=columns)
+    for column in ["value", *(BASELINE_COLUMNS if comparison else [])]:
+        frame[column] = frame[column].astype("float64")
     frame.attrs["notes"] = list(evaluation.notes)
     frame.attrs["measures"] = list(evaluation.result.measures)
     return frame

@@ -27,6 +27,8 @@ class _Job:
     def __init__(self, args: argparse.Namespace, selection: PairSelection, docs: dict[str, Doc]):
         self.args, self.selection, self.docs = args, selection, docs
         self.notes: list[str] = []
+        self.notices: list[str] = []
+        """The judges' notices about the server (a mode switch, a model not listed): warned."""
 
     async def graded(
         self, progress: ProgressCallback | None, stop: StopButton | None
@@ -37,6 +39,7 @@ class _Job:
             self.docs,
             progress=progress,
             say=self.notes.append,
+            notice=self.notices.append,
             stop=stop,
         )
         return report
@@ -138,6 +141,7 @@ def _outcome(job: _Job, report: GradingReport, pressed: bool) -> pd.DataFrame:
     from grader.cli.grade_summary import summary_line
 
     args = job.args
+    warn(job.notices, stacklevel=4)  # the library never prints: the server's notices warn
     if report.interrupted or pressed:
         raise KeyboardInterrupt(
             f"interrupted: {report.done()} of {report.pairs} pairs done and stored; "

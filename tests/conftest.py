@@ -1,5 +1,10 @@
 import os
 
+# Installed plug-ins are off in the tests (before anything loads a registry): a package installed
+# beside relgrade must not change what the suite checks. tests/test_plugins.py turns them on
+# in the subprocesses that check the switch.
+os.environ["RELGRADE_LOAD_PLUGINS"] = "0"
+
 from hypothesis import settings
 
 from tests.fixtures_fakeserver import _fake_server_session, fake_server  # noqa: F401

@@ -15,7 +15,9 @@ then the default reply resumes.
 
 Persistent behaviour (like a vLLM or Ollama server that never supports json_schema) is set with
 `server.reject_formats = {"json_schema"}`; `server.default_fault = faults.hang()` (or
-`faults.trickle()`) applies a fault to every request the queue leaves without one. Other routes
+`faults.trickle()`) applies a fault to every request the queue leaves without one;
+`server.models_fault` one to `GET /v1/models`; `server.slots = 1; server.service_s = 1.0` makes it
+serve one request at a time, a second each, like llama.cpp with one slot. Other routes
 (e.g. /v1/files, /v1/batches) are added with `server.add_route(path, endpoint, methods)`
 (Starlette endpoints). For benchmarks it runs as its own process so it does not share the
 client's GIL:
@@ -42,6 +44,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from tests import fakeserver_wire as wire
 from tests.fakeserver_replies import (
     GRADE_TOKENS,
     Fault,
@@ -55,6 +58,8 @@ from tests.fakeserver_replies import (
     reply_content,
     request_text,
 )
+from tests.fakeserver_wire import send_json as _send
+from tests.fakeserver_wire import send_raw as _send_raw
 
 __all__ = [
     "GRADE_TOKENS",
@@ -72,6 +77,7 @@ __all__ = [
 ]
 
 CHAT_PATH = "/v1/chat/completions"
+WIRE_FAULTS = frozenset({"trickle", "trickle_headers", "endless_body"})
 MODELS: dict[str, Any] = {"object": "list", "data": [{"id": "fake-model"}]}
 
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -105,6 +111,13 @@ class FakeServer:
         """Whether logprobs are returned when a request asks for them."""
         self.models: dict[str, Any] = dict(MODELS)
         """The body of `GET /v1/models`."""
+        self.models_fault: Fault | None = None
+        """A fault on the wire (trickle, trickle_headers, endless_body) for `GET /v1/models`."""
+        self.slots: int | None = None
+        self.service_s = 0.0
+        """`slots` requests served at once, each for `service_s` (None: no queue), like a
+        llama.cpp server; abandoned requests are served all the same (`counts["completed"]`)."""
+        self._slot: asyncio.Semaphore | None = None
         self.cached_tokens = 0
         self.grade_fn: Callable[[dict[str, Any]], int] = default_grade
         self.reason = "Scripted by the fake server."
@@ -114,6 +127,9 @@ class FakeServer:
         """Headers of those requests, same order."""
         self.counts: collections.Counter[str] = collections.Counter()
         """`requests` plus one count per outcome: `ok`, or the fault kind (`status:429`, ...)."""
+        self.answers: collections.Counter[str] = collections.Counter()
+        """Of the `ok` replies: `answered` (sent to a live client) and `abandoned` (its client
+        had gone before the reply: a killed process)."""
         self.state: dict[str, Any] = {}
         """Free storage for mounted routes (e.g. a fake Batch API's files and batches)."""
         self._faults: collections.deque[Fault] = collections.deque()
@@ -144,6 +160,7 @@ class FakeServer:
             self.requests.clear()
             self.headers.clear()
             self.counts.clear()
+            self.answers.clear()
         self._faults.clear()
         held, self._hold = self._hold, None
         if held is not None:
@@ -238,7 +255,11 @@ class FakeServer:
         if scope["type"] == "http" and scope["path"] == CHAT_PATH and scope["method"] == "POST":
             await self._chat(scope, receive, send)
         elif scope["type"] == "http" and scope["path"] == "/v1/models":
-            await _send(send, 200, self.models)
+            if self.models_fault is not None:
+                self._count(f"models:{self.models_fault.kind}")
+                await self._wire(self.models_fault, send, self.models)
+            else:
+                await _send(send, 200, self.models)
         else:
             await self._extra(scope, receive, send)
 
@@ -254,24 +275,6 @@ class FakeServer:
         await self._sleep(0)  # makes the stopping event
         assert self._stopping is not None
         await self._stopping.wait()
-
-    async def _trickle(self, send: Any, payload: Any, interval_s: float) -> None:
-        """A 200 with `payload`, its body sent one byte every `interval_s`; stops when the client
-        hangs up or the server stops."""
-        data = json.dumps(payload).encode()
-        transport = getattr(getattr(send, "__self__", None), "transport", None)
-        headers = [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(data)).encode()),
-        ]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        for i in range(len(data)):
-            await self._sleep(interval_s)
-            gone = transport is not None and transport.is_closing()
-            if gone or (self._stopping is not None and self._stopping.is_set()):
-                return
-            more = i < len(data) - 1
-            await send({"type": "http.response.body", "body": data[i : i + 1], "more_body": more})
 
     async def _chat(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         raw = b""
@@ -294,6 +297,7 @@ class FakeServer:
             number = self.counts["requests"]
         await self._held(number)
         await self._sleep(self.latency_ms / 1000.0)
+        await self._served()
         mode = output_mode(body)
         if fault is None and mode in self.reject_formats:
             fault = faults.reject_response_format(mode)
@@ -301,7 +305,11 @@ class FakeServer:
             fault = self.flavour(body)
         if fault is None:
             self._count("ok")
+            if await _gone(receive):  # the client died waiting: nobody receives this answer
+                self._answer("abandoned")
+                return
             await _send(send, 200, self.completion_for(body))
+            self._answer("answered")
             return
         self._count(fault.kind if fault.kind != "status" else f"status:{fault.status}")
         await self._apply(fault, body, send)
@@ -312,12 +320,37 @@ class FakeServer:
         while hold and number > hold[0] and not hold[1].is_set() and not self._stopped():
             await self._sleep(0.01)
 
+    async def _wire(self, fault: Fault, send: Any, payload: Any) -> None:
+        """A fault on the wire (`tests.fakeserver_wire`)."""
+        stopped, counts = self._stopped, self.counts
+        if fault.kind == "trickle":
+            await wire.trickle(send, payload, fault.delay_s, self._sleep, stopped, counts)
+        elif fault.kind == "trickle_headers":
+            await wire.trickle_headers(send, fault.delay_s, self._sleep, stopped, counts)
+        else:
+            await wire.endless_body(send, self._stopped, self.counts)
+
+    async def _served(self) -> None:
+        """Wait for the one slot and hold it `service_s` (`slots`); the answer is counted
+        `completed` whether or not the client is still there."""
+        if self.slots is None:
+            return
+        if self._slot is None:
+            self._slot = asyncio.Semaphore(self.slots)
+        async with self._slot:
+            await self._sleep(self.service_s)
+        self._count("completed")
+
     def _stopped(self) -> bool:
         return self._stopping is not None and self._stopping.is_set()
 
     def _count(self, outcome: str) -> None:
         with self._lock:
             self.counts[outcome] += 1
+
+    def _answer(self, outcome: str) -> None:
+        with self._lock:
+            self.answers[outcome] += 1
 
     async def _apply(self, fault: Fault, body: dict[str, Any], send: Any) -> None:
         mode = output_mode(body)
@@ -330,8 +363,8 @@ class FakeServer:
             transport.close()
         elif fault.kind == "hang":
             await self._until_stopped()
-        elif fault.kind == "trickle":
-            await self._trickle(send, self.completion_for(body), fault.delay_s)
+        elif fault.kind in WIRE_FAULTS:
+            await self._wire(fault, send, self.completion_for(body))
         elif fault.kind == "slow":
             await self._sleep(fault.delay_s)
             await _send(send, 200, self.completion_for(body))
@@ -365,26 +398,13 @@ class FakeServer:
             raise ValueError(f"unknown fault kind {fault.kind!r}")
 
 
-async def _send(
-    send: Any, status: int, payload: Any, headers: dict[str, str] | None = None
-) -> None:
-    await _send_raw(send, status, json.dumps(payload).encode(), "application/json", headers)
-
-
-async def _send_raw(
-    send: Any,
-    status: int,
-    data: bytes,
-    content_type: str,
-    headers: dict[str, str] | None = None,
-) -> None:
-    raw_headers = [
-        (b"content-type", content_type.encode()),
-        (b"content-length", str(len(data)).encode()),
-    ]
-    raw_headers += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
-    await send({"type": "http.response.start", "status": status, "headers": raw_headers})
-    await send({"type": "http.response.body", "body": data})
+async def _gone(receive: Any) -> bool:
+    """Whether the client has disconnected (its request body was read whole before)."""
+    try:
+        message = await asyncio.wait_for(receive(), timeout=0.001)
+    except TimeoutError:
+        return False
+    return bool(message.get("type") == "http.disconnect")
 
 
 if __name__ == "__main__":

@@ -82,6 +82,16 @@ class faults:
         return Fault("trickle", delay_s=interval_s)
 
     @staticmethod
+    def trickle_headers(interval_s: float = 0.5) -> Fault:
+        """A status line and headers sent one byte every `interval_s`, never ending."""
+        return Fault("trickle_headers", delay_s=interval_s)
+
+    @staticmethod
+    def endless_body() -> Fault:
+        """A 200 whose body never ends (as fast as the client reads it)."""
+        return Fault("endless_body")
+
+    @staticmethod
     def hang() -> Fault:
         """Accept the request and never answer (until the server stops)."""
         return Fault("hang")

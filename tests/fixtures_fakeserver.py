@@ -27,6 +27,8 @@ def fake_server(_fake_server_session: FakeServer) -> Iterator[FakeServer]:
     server.logprobs = True
     server.cached_tokens = 0
     server.latency_ms = 0.0
+    server.models_fault = None
+    server.slots, server.service_s = None, 0.0
     server.grade_fn = default_grade
     server.reason = "Scripted by the fake server."
     yield server

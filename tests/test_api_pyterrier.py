@@ -66,9 +66,10 @@ def test_labelled_results_evaluate_as_qrels(files: GradeFiles, tmp_path: Path) -
 
 def test_integer_ids_label_their_rows(tmp_path: Path) -> None:
     # A result frame with integer ids (as pandas reads 1 and 7): each row gets its own grade.
+    # (One docno, one text: a docno given two texts is an InputError, test_api_frame_checks.)
     results = pd.DataFrame(
         {"qid": [1, 1, 2], "query": ["sort a list", "sort a list", "retry backoff"],
-         "docno": [7, 8, 7], "text": ["sort a list fast", "cats", "retry with backoff"],
+         "docno": [7, 8, 9], "text": ["sort a list fast", "cats", "retry with backoff"],
          "score": [2.0, 1.0, 1.0], "rank": [0, 1, 0]}
     )  # fmt: skip
     grader = rg.pyterrier.Grader(judge="lexical", store=tmp_path / "a.db", progress=False)

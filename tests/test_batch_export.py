@@ -28,7 +28,7 @@ from grader.batch.files.exports import ExportState, custom_id
 from grader.batch.files.request_files import RequestFiles, WrittenFile
 from grader.batch.job_config import job_config
 from grader.batch.requests import split_requests
-from grader.errors import StoreError
+from grader.errors import DiskFullError, StoreError
 from grader.keys import ContentKeys
 from grader.models import Doc, Judgment, PromptRef, Query
 from grader.store.store import Store
@@ -204,8 +204,26 @@ def test_an_error_recording_a_files_lines_is_raised_and_abandons(
 def test_a_failed_file_write_stops_the_export_with_only_whole_files_listed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Opening the third file fails (disk full): the error is raised, and the store lists the
-    two files written whole before it, with all their lines; no temporary file is left."""
+    """Opening the third file fails with another error than a full disk: it is raised, and
+    the store lists the two files written whole before it, with all their lines; no temporary
+    file is left. (A full disk drops the whole export: tests/test_hostile_files.py.)"""
+    real = RequestFiles._open
+
+    def open_file(self: RequestFiles, path: Path) -> Any:
+        if path.name.endswith("-00003.jsonl.tmp"):
+            raise OSError(5, "Input/output error (test)")
+        return real(self, path)
+
+    monkeypatch.setattr(RequestFiles, "_open", open_file)
+    listed = _stopped_export(tmp_path, export_pairs(300), OSError, "Input/output", **FILES_OF_20)
+    assert listed == 2
+
+
+def test_a_full_disk_drops_the_whole_export(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Opening the third file finds the disk full: DiskFullError, the two files written
+    whole are removed with the rest, and the store lists nothing of the export."""
     real = RequestFiles._open
 
     def open_file(self: RequestFiles, path: Path) -> Any:
@@ -214,8 +232,14 @@ def test_a_failed_file_write_stops_the_export_with_only_whole_files_listed(
         return real(self, path)
 
     monkeypatch.setattr(RequestFiles, "_open", open_file)
-    listed = _stopped_export(tmp_path, export_pairs(300), OSError, "No space left", **FILES_OF_20)
-    assert listed == 2
+    judge = batch_judge()
+    db, out = tmp_path / "x.db", tmp_path / "out"
+    with Store(db) as store, pytest.raises(DiskFullError, match="no room"):
+        config = job_config(judge, "passage")
+        export_requests(store, judge, config, export_pairs(300), out, **FILES_OF_20)
+    assert list(out.iterdir()) == []
+    for table in ("exports", "export_files", "export_lines"):
+        assert _rows(db, f"SELECT COUNT(*) FROM {table}") == [(0,)]
 
 
 def test_a_failed_rename_lists_nothing_of_its_file(

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from grader.io.judgments import read_judgments
+from grader.store.store import Store
 from tests.fakeserver import FakeServer
 from tests.grade_data import GradeFiles, write_grade_files
 
@@ -83,6 +84,7 @@ def test_killed_run_resumes_and_grades_each_pair_once(
         assert proc.returncode == 130, err
         assert "rerun the same command" in err
         assert not out.exists()  # outputs wait for a complete run
+    Store(store).close()  # a killed run's journal is replayed when the store opens
     done = stored(store)
     assert 12 <= done < files.n_pairs
     sent_before = slow_server.counts["requests"]

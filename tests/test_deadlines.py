@@ -239,7 +239,9 @@ def test_server_dying_mid_run_keeps_the_answers_and_a_rerun_does_the_rest(
     assert first_run <= answered + 16 + 8  # the threshold (16 at concurrency 8) and the workers
     with Store(store) as s:
         judgments = list(s.iter_judgments())
-    assert len(judgments) == answered
+    assert len(judgments) == answered, [
+        (j.status, j.attempts, j.error) for j in judgments if j.status != "ok"
+    ]
     assert all(j.status == "ok" for j in judgments)
 
     server.default_fault = None  # the server is back
@@ -251,18 +253,21 @@ def test_server_dying_mid_run_keeps_the_answers_and_a_rerun_does_the_rest(
 
 
 @pytest.mark.slow
-def test_a_server_answering_5xx_is_not_declared_dead(
+def test_a_server_answering_some_5xx_is_not_declared_dead(
     server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # 20 answers in a row, all 503: more failures than the threshold, but every one an answer.
+    # 19 answers of 20 are 503s: more failures than the threshold, but never 16 in a row (a
+    # good answer in between), and every one an answer. The same error to everything is given
+    # up on (tests/test_slow_not_dead.py).
     files = write_grade_files(tmp_path, n_queries=5, depth=4)
-    server.enqueue(*[faults.server_error(503)] * files.n_pairs)
+    errors = [faults.server_error(503)] * (files.n_pairs - 1)
+    server.enqueue(*errors[:10], faults.slow(0.0), *errors[10:])
     args = files.args("--base-url", server.base_url, "--store", tmp_path / "s.db", "--quiet")
     args += ["--model", "gpt-4o-mini", "--max-attempts", "1"]
     assert main(args) == 1
     err = capsys.readouterr().err
     assert "not answering" not in err
-    assert f"{files.n_pairs} pairs failed on transport or server errors" in err
+    assert f"{files.n_pairs - 1} pairs failed on transport or server errors" in err
     assert server.counts["requests"] == files.n_pairs
 
 

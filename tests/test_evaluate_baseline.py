@@ -243,7 +243,6 @@ def test_api_tests_and_corrections(files: dict[str, str]) -> None:
         (["--baseline", "nope"], "'nope' is not one of the runs: base, better"),
         (["--test", "t"], "--test goes with --baseline NAME"),
         (["--baseline", "base", "--permutations", "0"], "--permutations must be at least 1"),
-        (["--baseline", "base", "--fill", "x.qrels"], "--baseline does not go with --fill"),
     ],
 )
 def test_bad_baselines_exit_2_naming_the_runs(

@@ -13,9 +13,9 @@ import pytest
 
 from grader.cli.main import main
 from grader.errors import InputError
-from grader.grading.holes import parse_llm_scale
+from grader.evaluation.fill.scores import evaluate_fill
+from grader.io.people_grades import parse_llm_scale
 from grader.io.trec import read_qrels, read_run
-from grader.metrics.fill import evaluate_fill
 from tests.fakeserver import FakeServer, faults
 from tests.grade_data import GradeFiles, write_grade_files
 

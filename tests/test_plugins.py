@@ -143,32 +143,100 @@ def test_evaluate_help_lists_the_toy_measure(capsys: pytest.CaptureFixture[str])
     assert "  ToyRBP(rel=N,p=P)[@k]\n" + " " * 20 + "toy: rank-biased precision" in text
 
 
-@pytest.mark.slow
-def test_entry_points_register_an_installed_plugin(tmp_path: Path) -> None:
-    """Step 5 for an installed package: the entry point groups, read from real package
-    metadata (a dist-info folder on the path), in a fresh interpreter."""
+TOY_ENTRY_POINTS = (
+    "[relgrade.judges]\ntoylen = tests.plugins.toy_judge\n\n"
+    "[relgrade.measures]\ntoyrbp = tests.plugins.toy_measure\n"
+)
+
+
+def _installed(tmp_path: Path, entry_points: str = TOY_ENTRY_POINTS) -> Path:
+    """A folder holding the metadata of an installed package `toyplug` whose entry points name
+    the toy judge and the toy measure (as `pip install` writes it)."""
     info = tmp_path / "toyplug-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toyplug\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(
-        "[relgrade.judges]\ntoylen = tests.plugins.toy_judge\n\n"
-        "[relgrade.measures]\ntoyrbp = tests.plugins.toy_measure\n"
-    )
-    code = (
-        "from grader.cli.main import main\n"
-        "from grader.metrics.measures import parse_measure\n"
-        "print(parse_measure('ToyRBP@3'))\n"
-        "try:\n"
-        "    main(['grade', '--help'])\n"
-        "except SystemExit:\n"
-        "    pass\n"
-    )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    (info / "entry_points.txt").write_text(entry_points)
+    return tmp_path
+
+
+LOADS = """
+import sys
+from grader.cli.main import main
+from grader.errors import InputError
+from grader.metrics.measures import parse_measure
+try:
+    print(parse_measure('ToyRBP@3'))
+except InputError as error:
+    print(error.reason)
+try:
+    main(['grade', '--help'])
+except SystemExit:
+    pass
+print('loaded:', sorted(m for m in sys.modules if m.startswith('tests.plugins.')))
+"""
+
+
+def _run_installed(tmp_path: Path, switch: str | None, code: str = LOADS) -> str:
+    """stdout of `code` in a fresh interpreter with the toy package installed on its path and
+    RELGRADE_LOAD_PLUGINS set to `switch` (None: unset, the default of an ordinary user)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(_installed(tmp_path)), str(ROOT)])}
+    env.pop("RELGRADE_LOAD_PLUGINS")  # the suite turns plug-ins off (tests/conftest.py)
+    if switch is not None:
+        env["RELGRADE_LOAD_PLUGINS"] = switch
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True
     )
-    assert done.stdout.splitlines()[0] == "ToyRBP(rel=2,p=0.8)@3"
-    assert "{llm,lexical,toylen}" in done.stdout
+    return done.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("switch", [None, "1"])
+def test_entry_points_register_an_installed_plugin(tmp_path: Path, switch: str | None) -> None:
+    """Step 4 for an installed package: the entry point groups, read from real package
+    metadata (a dist-info folder on the path), in a fresh interpreter."""
+    out = _run_installed(tmp_path, switch).splitlines()
+    assert out[0] == "ToyRBP(rel=2,p=0.8)@3"
+    assert any("{llm,lexical,toylen}" in line for line in out)
+    assert out[-1] == "loaded: ['tests.plugins.toy_judge', 'tests.plugins.toy_measure']"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("switch", ["0", "", "off"])
+def test_the_switch_turns_installed_plugins_off(tmp_path: Path, switch: str) -> None:
+    out = _run_installed(tmp_path, switch).splitlines()
+    assert out[0] == "measure 'ToyRBP@3': unknown measure 'ToyRBP'"
+    assert any("{llm,lexical}" in line for line in out)
+    assert out[-1] == "loaded: []"
+
+
+@pytest.mark.slow
+def test_a_plugin_author_checks_the_installed_package(tmp_path: Path) -> None:
+    """relgrade.testing on the installed toy package, as its author's test would run it."""
+    code = (
+        "from relgrade.testing import check_judge, check_measure\n"
+        "check_measure('toyrbp')\ncheck_judge('toylen')\nprint('conforms')\n"
+    )
+    assert _run_installed(tmp_path, "1", code) == "conforms\n"
+
+
+@pytest.mark.slow
+def test_a_plugin_that_fails_to_load_is_named(tmp_path: Path) -> None:
+    broken = "[relgrade.measures]\nbroken = toyplug_missing.measure\n"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(_installed(tmp_path, broken)), str(ROOT)]),
+    }
+    env["RELGRADE_LOAD_PLUGINS"] = "1"
+    (tmp_path / "qrels.txt").write_text("q1 0 a 3\n")
+    (tmp_path / "run.txt").write_text("q1 Q0 a 1 1.0 t\n")
+    argv = [str(tmp_path / "qrels.txt"), str(tmp_path / "run.txt"), "-m", "Nope@3"]
+    code = f"from grader.cli.main import main\nraise SystemExit(main(['evaluate', *{argv!r}]))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 2, done.stderr
+    assert "plug-in 'broken' (toyplug_missing.measure) of toyplug" in done.stderr
+    assert "ModuleNotFoundError" in done.stderr and "RELGRADE_LOAD_PLUGINS=0" in done.stderr
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,7 @@ from grader.cli.main import build_parser, main
 from grader.cli.settings import Environment, Settings
 from grader.errors import InputError, JudgeError
 from grader.grading.run import _mask
+from grader.judges.llm import endpoint
 from grader.judges.llm.endpoint import PLACEHOLDER_KEY, api_key_for, is_loopback, is_openai
 from grader.judges.llm.judge import LLMJudge
 from grader.models import Doc, Judgment, JudgmentError, Query
@@ -107,14 +108,16 @@ def test_environment_is_read_and_checked_in_one_model(monkeypatch: pytest.Monkey
         Settings.from_args(_args("regrade", "--store", "s", "--prompt", "p"))
 
 
-def _own_name_on_loopback() -> str:
-    """This machine's name when it resolves to 127.0.0.1 (so the fake server answers on it)
-    without looking like a loopback address; else skip."""
+def _own_name_on_loopback(monkeypatch: pytest.MonkeyPatch) -> str:
+    """This machine's name when it resolves to 127.0.0.1 (so the fake server answers on it),
+    made to look like another host's: the key rule's lookup of names is told it resolves to
+    nothing local (as a remote host's name would); else skip."""
     name = socket.gethostname()
     try:
         address = socket.gethostbyname(name)
     except OSError:
         pytest.skip("the host name does not resolve")
+    monkeypatch.setattr(endpoint, "resolved", lambda host: [])
     if address != "127.0.0.1" or is_loopback(f"http://{name}/") or "." in name:
         pytest.skip(f"the host name {name!r} does not serve as a remote-looking name here")
     return name
@@ -122,9 +125,9 @@ def _own_name_on_loopback() -> str:
 
 @pytest.mark.usefixtures("no_env")
 def test_grade_cli_accepts_a_keyless_server_on_another_host_name(
-    fake_server: FakeServer, tmp_path: Path
+    fake_server: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    name = _own_name_on_loopback()
+    name = _own_name_on_loopback(monkeypatch)
     url = fake_server.base_url.replace(fake_server.host, name)
     assert not is_loopback(url) and not is_openai(url)
     files = write_grade_files(tmp_path)
@@ -271,7 +274,7 @@ def test_grade_sends_no_key_to_a_loopback_server_unless_asked(
 def test_grade_sends_the_key_to_a_server_on_another_host_name(
     fake_server: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    name = _own_name_on_loopback()
+    name = _own_name_on_loopback(monkeypatch)
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     files = write_grade_files(tmp_path)

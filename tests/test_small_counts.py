@@ -84,12 +84,16 @@ def test_progress_shows_an_unknown_cost_as_unknown(
     fake_server: FakeServer,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
     model: str | None,
     shown: str,
 ) -> None:
     """The progress line of a run: `$?` for a model without a price (never `$0.0000`), the
-    spend of a priced model, and $0.0000 for the lexical judge (which costs nothing)."""
+    spend of a priced model, and $0.0000 for the lexical judge (which costs nothing). Here
+    stderr is a log: a plain line for every event."""
     import relgrade as rg
+
+    monkeypatch.setenv("RELGRADE_PROGRESS_EVERY", "0")
 
     files = write_grade_files(tmp_path)
     judge = {"judge": "lexical"} if model is None else {"model": model}

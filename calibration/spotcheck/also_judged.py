@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -117,3 +118,14 @@ def also_judged_weights(
     if not is_also_judged(found) and manifest is None:
         return None, ""
     return {k: 1.0 / p for k, p in found.probabilities().items()}, str(path)
+
+
+def fill_design(manifest: str | Path | None) -> Literal["judged", "holes"]:
+    """Where the pairs graded by both were drawn, for `evaluate --fill`: "judged" for an
+    also-judged manifest (or none), "holes" for a `relgrade sample` manifest (a sample of the
+    LLM-graded holes, graded by people and given with their qrels)."""
+    if not manifest:
+        return "judged"
+    from calibration.spotcheck.manifest import read_manifest
+
+    return "judged" if is_also_judged(read_manifest(manifest)) else "holes"

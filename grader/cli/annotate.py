@@ -122,6 +122,9 @@ def _scale(args: argparse.Namespace, manifest: Manifest | None) -> list[tuple[in
 
 
 def run(args: argparse.Namespace) -> int:
+    from grader.cli.path_clash import refuse_clashes
+
+    refuse_clashes([("SAMPLE.csv", args.sample)], [("--export", args.export)])
     if not 0 < args.target < 1:
         raise InputError(f"--target must be in (0, 1), got {args.target}", hint="e.g. 0.05")
     annotator = args.annotator or default_annotator()

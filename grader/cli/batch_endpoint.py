@@ -14,6 +14,7 @@ import sys
 
 from grader.batch.api.state import BatchState
 from grader.errors import InputError
+from grader.redact import redact_url
 
 
 def use_stored_base_url(args: argparse.Namespace, state: BatchState) -> None:
@@ -28,7 +29,9 @@ def use_stored_base_url(args: argparse.Namespace, state: BatchState) -> None:
     if not urls:
         return
     if len(urls) > 1:
-        listed = "; ".join(f"{url} (jobs {', '.join(map(str, ids))})" for url, ids in urls.items())
+        listed = "; ".join(
+            f"{redact_url(url)} (jobs {', '.join(map(str, ids))})" for url, ids in urls.items()
+        )
         raise InputError(
             f"the open batch jobs were sent to {len(urls)} endpoints: {listed}",
             path=state.path,
@@ -36,7 +39,10 @@ def use_stored_base_url(args: argparse.Namespace, state: BatchState) -> None:
         )
     (url,) = urls
     args.base_url = url
-    print(f"endpoint {url} (stored with the batch jobs; --base-url to change)", file=sys.stderr)
+    print(
+        f"endpoint {redact_url(url)} (stored with the batch jobs; --base-url to change)",
+        file=sys.stderr,
+    )
 
 
 def batch_command(action: str, store: str, api_key_env: str | None = None) -> str:

@@ -213,6 +213,17 @@ def _export_pairs(args: argparse.Namespace, store: Store, fingerprint: dict[str,
 
 
 def run_export(args: argparse.Namespace) -> int:
+    from grader.cli.path_clash import refuse_clashes
+
+    refuse_clashes(
+        [
+            ("--run", args.run),
+            ("--queries", args.queries),
+            ("--docs", args.docs),
+            ("--skip-judged", args.skip_judged),
+        ],
+        [("--out-dir", args.out_dir), ("--store", args.store)],
+    )
     if bool(args.run) == bool(args.select):
         raise InputError(
             "give either --run (with --queries and --docs) or --select",
@@ -306,6 +317,9 @@ def import_text(summary: ImportSummary) -> str:
 
 
 def run_import(args: argparse.Namespace) -> int:
+    from grader.cli.path_clash import refuse_clashes
+
+    refuse_clashes([("RESULTS", args.results)], [("--store", args.store)])
     if args.concurrency < 1:
         raise InputError("--concurrency must be at least 1")
     if args.workers is not None and args.workers < 0:

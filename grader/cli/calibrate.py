@@ -83,6 +83,20 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from grader.cli.path_clash import refuse_clashes
+
+    refuse_clashes(
+        [
+            ("--llm", args.llm),
+            ("--human", args.human),
+            ("--second-human", args.second_human),
+            ("--docs", args.docs),
+            ("--queries", args.queries),
+            ("--manifest", args.manifest),
+            ("--run", args.run),
+        ],
+        [("--report", args.report), ("--lexical-out", args.lexical_out)],
+    )
     if args.fit_lexical:
         return _fit_lexical(args)
     if not args.llm:

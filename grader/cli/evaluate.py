@@ -234,8 +234,16 @@ def run(args: argparse.Namespace) -> int:
         _check_files_given(args)
     check_measures(args.measures)  # a bad name fails before any file is read
     options = baseline.options(args)
-    if args.runs.count("-") > 1:
-        raise InputError("RUN `-` (stdin) is given twice", hint="stdin holds one run")
+    from grader.cli.path_clash import one_stdin
+
+    one_stdin(
+        [
+            ("QRELS", args.qrels),
+            ("RUN", args.runs),
+            ("--fill", args.fill),
+            ("--fill-manifest", args.fill_manifest),
+        ]
+    )
     if args.fill:
         if args.trec_eval_level != 1:
             raise InputError("--trec-eval-level does not go with --fill (its names use level 1)")
@@ -243,7 +251,7 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("--fill reads people's qrels from QRELS, not from --dataset")
         from grader.cli.evaluate_fill import run_fill
 
-        return run_fill(args, args.measures or list(DEFAULT_MEASURES))
+        return run_fill(args, args.measures or list(DEFAULT_MEASURES), options)
     if args.llm_scale or args.fill_manifest:
         raise InputError("--llm-scale and --fill-manifest go with --fill LLM_QRELS")
     judged, facts = _qrels(args)

@@ -60,8 +60,6 @@ def options(args: argparse.Namespace) -> Options | None:
             verb = "goes" if len(given) == 1 else "go"
             raise InputError(f"{flags} {verb} with --baseline NAME", hint="add --baseline NAME")
         return None
-    if args.fill:
-        raise InputError("--baseline does not go with --fill", hint="leave out one of them")
     values = {**_DEFAULTS, **given}
     if values["permutations"] < 1:
         raise InputError(f"--permutations must be at least 1, not {values['permutations']}")

@@ -1,6 +1,6 @@
 """`relgrade evaluate --fill LLM_QRELS HUMAN_QRELS RUN ...`: each run scored three ways side by
 side (holes as non-relevant, judged only, holes filled by the LLM), and how much of its top k
-people judged, the LLM filled, and nobody graded. The numbers are `grader.metrics.fill`'s.
+people judged, the LLM filled, and nobody graded. The numbers are `grader.evaluation.fill.scores`'s.
 
 JSON: the records of `evaluate --format json` ({"run", "query_id", "measure", "value"}) with a
 `regime` ("holes_nonrelevant", "judged_only", "filled"); the filled means with an interval add
@@ -17,9 +17,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from grader.errors import InputError
-from grader.grading.fill_evaluation import COLUMNS
-from grader.metrics.fill import REGIMES, SOURCES, FillResult
+from grader.evaluation.baseline import Options
+from grader.evaluation.fill.evaluation import BASELINE_COLUMNS, COLUMNS
+from grader.evaluation.fill.scores import REGIMES, SOURCES, FillResult
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
@@ -38,20 +38,20 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fill-manifest",
         type=Path,
-        help="with --fill: the also-judged manifest (default: <LLM_QRELS stem>.manifest.json)",
+        help="with --fill: the also-judged manifest (default: <LLM_QRELS stem>.manifest.json), "
+        "or a relgrade sample manifest of holes people graded (their grades in QRELS)",
     )
 
 
-def run_fill(args: argparse.Namespace, given: list[str]) -> int:
-    """The `evaluate --fill` command (see the module docstring)."""
-    from calibration.spotcheck.also_judged import also_judged_weights
-    from grader.grading.fill_evaluation import evaluate_filled, llm_grades, people_grades
-    from grader.grading.holes import parse_llm_scale
+def run_fill(args: argparse.Namespace, given: list[str], comparison: Options | None = None) -> int:
+    """The `evaluate --fill` command (see the module docstring); `comparison` is
+    `--baseline`'s (`grader.evaluation.fill.baseline`)."""
+    from calibration.spotcheck.also_judged import also_judged_weights, fill_design
+    from grader.evaluation.fill.evaluation import evaluate_filled, llm_grades, people_grades
+    from grader.io.people_grades import parse_llm_scale
     from grader.io.runs import run_names
     from grader.io.trec import read_run
 
-    if "-" in args.runs:
-        raise InputError("--fill reads each RUN from a file, not stdin (-)", hint="save it first")
     human = people_grades(args.qrels)
     llm = llm_grades(args.fill)
     scale = parse_llm_scale(args.llm_scale) if args.llm_scale else None
@@ -73,6 +73,8 @@ def run_fill(args: argparse.Namespace, given: list[str]) -> int:
         precision=args.precision,
         weights=weights,
         manifest=manifest,
+        design=fill_design(manifest),
+        comparison=comparison,
     )
     records = [{**r, "value": _clean(r["value"])} for r in evaluation.records(args.per_query)]
     if args.format == "json":
@@ -81,14 +83,50 @@ def run_fill(args: argparse.Namespace, given: list[str]) -> int:
     elif args.format == "csv":
         import csv
 
-        writer = csv.DictWriter(sys.stdout, fieldnames=COLUMNS, lineterminator="\n")
+        fields = COLUMNS + (BASELINE_COLUMNS if comparison else [])
+        writer = csv.DictWriter(sys.stdout, fieldnames=fields, lineterminator="\n")
         writer.writeheader()
         writer.writerows(records)
     else:
         _print_table(evaluation.result)
+        if comparison is not None:
+            _print_differences(records, comparison)
     for note in evaluation.warnings + evaluation.notes:
         print(note, file=sys.stderr)
     return 0
+
+
+def _print_differences(records: list[dict[str, Any]], comparison: Options) -> None:
+    """Each run's filled score against the baseline's: the paired test over queries, and the
+    corrected difference (grader.evaluation.fill.baseline)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    def cell(diff: Any, low: Any, high: Any, p: Any) -> str:
+        if diff is None:
+            return "-"
+        return f"{diff:+.4f} [{low:+.4f}, {high:+.4f}] p={p:.4f}"
+
+    title = f"filled: difference from the baseline {comparison.baseline}"
+    table = Table(title=title, title_justify="left")
+    for column in ("run", "measure", "paired test (p adjusted)", "corrected [95%] (p)"):
+        table.add_column(column, justify="left" if column in ("run", "measure") else "right")
+    for r in records:
+        if r["query_id"] != "all" or r["regime"] != "filled" or "source" in r:
+            continue
+        if r["run"] == comparison.baseline:
+            continue
+        plain = cell(
+            r.get("diff"), r.get("diff_ci_low"), r.get("diff_ci_high"), r.get("p_adjusted")
+        )
+        corrected = cell(
+            r.get("corrected_diff"),
+            r.get("corrected_diff_ci_low"),
+            r.get("corrected_diff_ci_high"),
+            r.get("corrected_p_value"),
+        )
+        table.add_row(r["run"], r["measure"], plain, corrected)
+    Console(highlight=False, width=160).print(table)
 
 
 def _clean(value: Any) -> Any:

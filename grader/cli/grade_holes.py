@@ -20,12 +20,11 @@ from grader.grading.holes import (
     check_overlap,
     holes_summary,
     merged_lines,
-    parse_llm_scale,
-    read_people_grades,
     with_source,
 )
 from grader.grading.pairs import PairSelection
 from grader.grading.report import GradingReport
+from grader.io.people_grades import parse_llm_scale, read_people_grades
 
 
 def add_flags(p: argparse.ArgumentParser) -> None:

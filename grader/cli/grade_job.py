@@ -5,13 +5,14 @@ grade alike (the API fills grade's flags, at their defaults, from its keywords).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from grader.cli.judge_options import build_judges, check_judge_args
-from grader.cli.output_files import saving_unsaved
+from grader.cli.output_files import read_back_unsaved, saving_unsaved
 from grader.cli.prompt_check import check_prompts
 from grader.cli.settings import Settings
 from grader.cli.store_busy import print_store_busy
@@ -59,7 +60,9 @@ def check_args(args: argparse.Namespace) -> None:
 
 
 def _check_folders(args: argparse.Namespace) -> None:
-    """Fail before grading (and paying) when an output or the store could not be written."""
+    """Fail before grading (and paying) when an output or the store could not be written, or
+    would replace an input or another output."""
+    _refuse_clashes(args)
     paths = [(option("--out", "out"), args.out)]
     paths.append((option("--qrels-out", "qrels_out"), args.qrels_out))
     paths.append((option("--merged-out", "merged_out"), args.merged_out))
@@ -78,6 +81,27 @@ def _check_folders(args: argparse.Namespace) -> None:
             raise InputError(f"{flag}: is a folder, not a file", path=path)
 
 
+def _refuse_clashes(args: argparse.Namespace) -> None:
+    from grader.cli import grade_holes
+    from grader.cli.path_clash import refuse_clashes
+
+    refuse_clashes(
+        [
+            ("--run", args.run),
+            ("--skip-judged", args.skip_judged),
+            ("--queries", args.queries),
+            ("--docs", args.docs),
+        ],
+        [
+            ("--out", args.out),
+            ("--qrels-out", args.qrels_out),
+            ("--merged-out", args.merged_out),
+            ("--also-judged's manifest", list(grade_holes.manifest_paths(args))),
+            ("--store", args.store),
+        ],
+    )
+
+
 class GradeJudges:
     """The judges of one run, built from the flags and the one `Settings`."""
 
@@ -87,9 +111,11 @@ class GradeJudges:
         docs: dict[str, Any],
         writer: StoreWriter,
         say: Callable[[str], None] = say_on_stderr,
+        notice: Callable[[str], None] | None = None,
     ):
         self.args = args
         self.settings = Settings.from_args(args)
+        self.settings.notice = notice
         self.secrets: list[str] = []
         self.writer = writer
         self.members: list[Judge] = []
@@ -134,6 +160,15 @@ class GradeJudges:
         judge = build_judge("llm", settings)
         self.secrets = self.settings.secrets
         return judge
+
+    async def aclose(self) -> None:
+        """Close every judge's HTTP client, on this run's event loop: a client left to the
+        garbage collector would close on another loop (the next call's), where it fails."""
+        for judge in [*self.members, *([self.verifier] if self.verifier else [])]:
+            close = getattr(judge, "aclose", None)
+            if close is not None:
+                with contextlib.suppress(Exception):
+                    await close()
 
     def check_key(self) -> None:
         """Raise the missing key's error: called when some pair is not stored (nothing sent)."""
@@ -218,11 +253,13 @@ async def grade_selection(
     *,
     progress: ProgressCallback | None,
     say: Callable[[str], None],
+    notice: Callable[[str], None] | None = None,
     **options: Any,
 ) -> tuple[GradingReport, bool]:
     """Grade `pairs` with the judges, store and limits of grade's flags `args`, as
     `relgrade grade` does (`relgrade.grade` too); `options` go to `grade_pairs` (Ctrl-C
-    handling). Returns the report and whether a verifier took part."""
+    handling); the judges' notices about the server go to `notice` (None: stderr). Returns
+    the report and whether a verifier took part."""
     check_args(args)
     store_path = Path(args.store)
     # A dry run never creates a store; it reads one if it exists.
@@ -231,14 +268,18 @@ async def grade_selection(
         if args.dry_run and not store_path.exists()
         else Store(store_path, on_busy=print_store_busy)
     )
+    judges: GradeJudges | None = None
     try:
-        writer = StoreWriter(store)
-        judges = GradeJudges(args, docs, writer, say)
+        # An LLM's answers are paid: each is journaled as it arrives (a kill loses none).
+        writer = StoreWriter(store, durable=judge_kind(args.judge).takes_model)
+        judges = GradeJudges(args, docs, writer, say, notice)
         if store is not None:
             store.add_secrets(judges.secrets)
             check_prompts(store, _prompts_of(judges), allow_changed=args.allow_changed_prompt)
+            if not args.dry_run and (found := read_back_unsaved(store, args.out)):
+                say(f"{found:,} paid answers a full disk left in {args.out} are now stored")
         # A full disk stops the run: paid answers no journal took go to --out (and are said).
-        with saving_unsaved(args.out, writer.unsaved):
+        with saving_unsaved(args.out, writer):
             report = await grade_pairs(
                 pairs,
                 judges.members,
@@ -255,6 +296,8 @@ async def grade_selection(
                 **options,
             )
     finally:
+        if judges is not None:
+            await judges.aclose()
         if store is not None:
             store.close()
     return report, judges.verifier is not None

@@ -1,8 +1,11 @@
 """The grading progress bar on stderr: done / cached / failed, rate, ETA and spend.
 
 The library only reports `ProgressEvent`s (`grader.grading.events`); this bar is the callback the
-CLI gives it. Shown only when its stream is a terminal and not `--quiet`; otherwise every call is a
-no-op. The bar starts with the first event (after the store lookup, so a dry run draws nothing).
+CLI gives it. Drawn when its stream is a terminal and not `--quiet`. Where stderr is no terminal
+(nohup, Slurm, CI logs) it writes a plain line instead, every `LOG_EVERY_S` seconds (the
+environment variable `RELGRADE_PROGRESS_EVERY` sets it): done, cached, failed, rate, ETA, spend.
+With `--quiet` every call is a no-op. The bar starts with the first event (after the store
+lookup, so a dry run draws nothing).
 Rich redraws on its own thread at a few frames per second, so an update per judgment stays cheap.
 
 The rate and ETA are `RecentRate`'s, not rich's 30-second window: a local model answering a pair
@@ -12,6 +15,7 @@ burst of replies that waited in the server's queue makes it several times too hi
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections import deque
@@ -31,6 +35,9 @@ from rich.progress import (
 from grader.cost import spend_short
 from grader.grading.events import ProgressEvent
 
+LOG_EVERY_S = 30.0
+"""Seconds between two progress lines where stderr is no terminal."""
+LOG_EVERY_ENV = "RELGRADE_PROGRESS_EVERY"
 WINDOW_S = 300.0
 """The least time the rate is taken over (the whole run, while it is younger)."""
 WINDOW_DONE = 20
@@ -84,9 +91,13 @@ class GradingProgress:
 
     def __init__(self, *, enabled: bool | None = None, file: TextIO | None = None) -> None:
         stream = file if file is not None else sys.stderr
+        self._log: TextIO | None = None
         if enabled is None:
             enabled = stream.isatty()
+            self._log = None if enabled else stream
         self.enabled = enabled
+        self._log_every = log_every()
+        self._logged = float("-inf")
         self.last: ProgressEvent | None = None
         self._entered = False
         self._progress: Progress | None = None
@@ -129,6 +140,9 @@ class GradingProgress:
     def __call__(self, event: ProgressEvent) -> None:
         """Show `event` (the `ProgressCallback` the grading run calls)."""
         self.last = event
+        if self._log is not None:
+            self._log_line(event)
+            return
         progress = self._progress
         if progress is None or not self._entered:
             return
@@ -161,7 +175,37 @@ class GradingProgress:
             spend=spend,
         )
 
+    def _log_line(self, event: ProgressEvent) -> None:
+        """A plain line every `log_every()` seconds (module docstring)."""
+        if self._logged == float("-inf"):  # the first event: the rate starts here
+            self._first_done, self._rate = event.done, RecentRate()
+            self._logged = time.monotonic()
+            return
+        self._rate.update(event.done)
+        now = time.monotonic()
+        if now - self._logged < self._log_every:
+            return
+        self._logged = now
+        speed = self._rate.rate(self._first_done)
+        assert self._log is not None
+        self._log.write(
+            f"grading {event.done}/{event.total} · cached {event.cached} · failed "
+            f"{event.failed} · {'-' if not speed else f'{speed:.2f}'}/s · ETA "
+            f"{self._rate.eta(event.total - event.done, self._first_done)} · "
+            f"{spend_short(event.spend, event.cost_known)}\n"
+        )
+        self._log.flush()
+
     def refresh(self) -> None:
         """Draw the bar now (rich otherwise redraws on its own thread)."""
         if self._progress is not None and self._task is not None:
             self._progress.refresh()
+
+
+def log_every() -> float:
+    """Seconds between progress lines where stderr is no terminal: `RELGRADE_PROGRESS_EVERY`,
+    else LOG_EVERY_S."""
+    try:
+        return max(0.0, float(os.environ.get(LOG_EVERY_ENV) or LOG_EVERY_S))
+    except ValueError:
+        return LOG_EVERY_S

@@ -1,14 +1,16 @@
 """Grading progress where no terminal is: a notebook cell, a log.
 
 In Jupyter (stderr is no terminal) the Python API draws a tqdm bar (`tqdm.auto`: a widget when
-ipywidgets is installed) if tqdm is installed, else one line that it rewrites in place (a
-carriage return, which notebooks honour); on a terminal, the command's bar
-(`grader.cli.progress.GradingProgress`). Updates are throttled: a run calls back once per judge
+ipywidgets is installed; tqdm's text bar, quietly, when it is not) if tqdm is installed, else one
+line that it rewrites in place (a carriage return, which notebooks honour); on a terminal, the
+command's bar (`grader.cli.progress.GradingProgress`), and in a script whose stderr is a log, its
+plain line every 30 s. Updates are throttled: a run calls back once per judge
 call, from its event loop's thread.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 import time
 from types import TracebackType
@@ -71,9 +73,13 @@ class LineProgress:
 
 
 def _tqdm(total: int, file: TextIO) -> Any:
-    """A tqdm.auto bar when tqdm is installed, else None (the plain line)."""
+    """A tqdm bar when tqdm is installed (its notebook widget only when ipywidgets is too: else
+    tqdm.auto would warn, naming a path, and fall back), else None (the plain line)."""
     try:
-        from tqdm.auto import tqdm
+        if importlib.util.find_spec("ipywidgets") is not None:
+            from tqdm.auto import tqdm
+        else:
+            from tqdm.std import tqdm
     except ImportError:
         return None
     return tqdm(total=total, desc="grading", file=file)
@@ -85,6 +91,6 @@ def progress_for_api(enabled: bool) -> Any:
 
     if not enabled:
         return GradingProgress(enabled=False)
-    if sys.stderr.isatty():
-        return GradingProgress()
+    if sys.stderr.isatty() or "ipykernel" not in sys.modules:
+        return GradingProgress()  # a bar on a terminal; else (a script's log) a line now and then
     return LineProgress()

@@ -130,6 +130,17 @@ def _warn_pairs_without_texts(path: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from grader.cli.path_clash import refuse_clashes
+
+    refuse_clashes(
+        [("--run", args.run)],
+        [
+            ("--out", args.out),
+            ("--qrels-out", args.qrels_out),
+            ("--report", args.report),
+            ("--store", args.store),
+        ],
+    )
     criteria = _checked_selection(args)
     spec = _settle_prompt_and_models(args, criteria)
     from grader.io.runs import read_runs
@@ -209,7 +220,8 @@ def _regrade_store(
 
     clean_outputs([args.out, args.qrels_out])
     with Store(args.store, on_busy=print_store_busy) as store:
-        writer = StoreWriter(store)
+        # A live LLM's answers are paid: each is journaled as it arrives (a kill loses none).
+        writer = StoreWriter(store, durable=judge_kind(args.judge).takes_model)
         try:
             with interrupt_at_once():  # not only a cancelled task: start-up may be waiting
                 return asyncio.run(_regrade(args, store, writer, spec, criteria))

@@ -14,6 +14,7 @@ from grader.cli.failed_pairs import failure_causes_text
 from grader.cli.settings import Settings
 from grader.cost import usd_or_unknown
 from grader.grading import run as grading_run
+from grader.redact import redact_url
 from grader.regrade.diff import RegradeDiff
 from grader.regrade.run import RegradeOutcome
 
@@ -185,7 +186,7 @@ def print_submitted(args: argparse.Namespace, outcome: RegradeOutcome) -> int:
     files = f"{sub['files']} input file" + ("s" if sub["files"] != 1 else "")
     line = (
         f"submitted {sub['requests']} requests ({sub['pairs']} pairs) in {batches} "
-        f"({files}) to {sub['base_url']}"
+        f"({files}) to {redact_url(sub['base_url'])}"
     )
     if outcome.waiting_in_batches:
         line += f", {outcome.waiting_in_batches} pairs waiting in earlier batches"

@@ -143,6 +143,7 @@ def _add_active_flags(parser: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    _refuse_clashes(args)
     if args.import_file:
         return _import(args)
     if not args.judgments:
@@ -150,6 +151,28 @@ def run(args: argparse.Namespace) -> int:
     if args.n is None and args.fraction is None:
         raise InputError("give --n N or --fraction F")
     return _draw(args)
+
+
+def _refuse_clashes(args: argparse.Namespace) -> None:
+    """No output on an input, or on another output (a draw also writes the manifest beside
+    --out)."""
+    from grader.cli.path_clash import refuse_clashes
+
+    outputs: list[tuple[str, Any]] = [("--out", args.out), ("--labelstudio", args.labelstudio)]
+    if not args.import_file:
+        outputs.append(("--out's manifest", manifest_path_for(args.out)))
+    refuse_clashes(
+        [
+            ("--judgments", args.judgments),
+            ("--queries", args.queries),
+            ("--docs", args.docs),
+            ("--exclude", args.exclude),
+            ("--import", args.import_file),
+            ("--manifest", args.manifest),
+            ("--store", args.store),
+        ],
+        outputs,
+    )
 
 
 def _excluded_pairs(paths: list[str]) -> set[tuple[str, str]]:

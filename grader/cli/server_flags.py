@@ -31,16 +31,20 @@ def add_server_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
-def print_switch(switch: ModeSwitch) -> None:
-    """Tell, once, that the run moved to another output mode or parameter, and why."""
+def switch_text(switch: ModeSwitch) -> str:
+    """What to say, once, when the run moved to another output mode or parameter, and why."""
     said = " ".join(switch.reason.split())
     if len(said) > 240:
         said = said[:237] + "..."
-    print(
+    return (
         f"output mode {switch.from_mode} -> {switch.to_mode}: this run now uses "
-        f"{switch.to_mode} (each call's mode is in the store's call log), because: {said}",
-        file=sys.stderr,
+        f"{switch.to_mode} (each call's mode is in the store's call log), because: {said}"
     )
+
+
+def print_switch(switch: ModeSwitch) -> None:
+    """Tell, once, that the run moved to another output mode or parameter, and why."""
+    print(switch_text(switch), file=sys.stderr)
 
 
 def print_notice(text: str) -> None:

@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # the LLM client and the openai SDK load only when a command 
     from grader.batch.api.client import BatchClient
     from grader.judges.llm.judge import LLMJudge
     from grader.judges.llm.ratelimit import RateLimiter
-    from grader.judges.llm.types import CallRecord
+    from grader.judges.llm.types import CallRecord, ModeSwitch
 
 DEFAULT_MODEL = "gpt-4o-mini"
 
@@ -143,6 +143,9 @@ class Settings:
     """--output-mode: the mode a run starts in."""
     max_context: int | None = None
     """--max-context: the server's context in tokens (None: ask its /v1/models)."""
+    notice: Callable[[str], None] | None = field(default=None, repr=False)
+    """Where the judges' notices about the server go (None: stderr, as the command says them);
+    the Python API collects them to warn."""
     _key: str | None = field(default=None, repr=False)
     _prices: PriceTable | None = field(default=None, repr=False)
     _limiters: dict[tuple[str, str | None], RateLimiter] = field(default_factory=dict, repr=False)
@@ -248,9 +251,17 @@ class Settings:
         on_call: Callable[[CallRecord], None] | None = None,
     ) -> LLMJudge:
         """An LLM judge of `model` and `prompt` with these settings."""
-        from grader.cli.server_flags import print_notice, print_switch
+        from grader.cli.server_flags import print_notice, print_switch, switch_text
         from grader.judges.llm.judge import LLMJudge
         from grader.judges.llm.transport import dead_after_for, unreachable_after_for
+
+        notice = self.notice
+
+        def told(switch: ModeSwitch) -> None:
+            if notice is None:
+                print_switch(switch)
+            else:
+                notice(switch_text(switch))
 
         return LLMJudge(
             model=model,
@@ -265,10 +276,10 @@ class Settings:
             dead_after=dead_after_for(self.concurrency),
             unreachable_after=unreachable_after_for(self.concurrency),
             output_mode=self.output_mode,  # type: ignore[arg-type]  # argparse checked it
-            on_switch=print_switch,
+            on_switch=told,
             max_context=self.max_context,
             probe_server=self.sending,
-            on_notice=print_notice,
+            on_notice=print_notice if notice is None else notice,
         )
 
     def batch_client(self, timeout: float | None = None) -> BatchClient:

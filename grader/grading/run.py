@@ -21,7 +21,7 @@ from grader.grading.leases import Leases
 from grader.grading.outputs import OutputJudgments, for_pair, read_back
 from grader.grading.pairs import Pair
 from grader.grading.report import GradingReport, StoredOutputs
-from grader.grading.units import PairState, Unit, failure
+from grader.grading.units import PairState, Unit, ask, failure
 from grader.grading.waiting import RunWaiting
 from grader.judges.base import Judge
 from grader.judges.ensemble import needs_verification
@@ -338,12 +338,11 @@ class GradingRun(RunWaiting):
         self._report_progress()
 
     async def _judge(self, unit: Unit) -> None:
-        pair = unit.state.pair
         unit.state.requested = True
         self.report.requests += 1
         started = time.perf_counter()
         try:
-            judgment = await unit.judge.judge(pair.query, pair.doc, key=unit.key)
+            judgment = await ask(unit)  # the judge's answer, under the key it was asked with
             if self.leases is not None:
                 self.leases.answered(time.perf_counter() - started)
         except JudgeError as exc:

@@ -11,6 +11,7 @@ import pandas as pd
 from grader.errors import InputError
 from grader.grading.pairs import Pair, make_pairs
 from grader.grading.report import GradingReport
+from grader.io.frame_checks import check_texts, one_text_per_id
 from grader.io.tables import DOC_ID, QUERY_ID, id_text, run_inputs
 from grader.io.texts import docs_of, queries_of
 from grader.models import Doc, Query
@@ -42,7 +43,11 @@ def pairs_from_table(pairs: pd.DataFrame, docs: Any = None) -> tuple[list[Pair],
             hint="or give runs= with queries= and docs=",
         )
     cols = [str(found[k]) for k in names]
+    pairs = pairs.reset_index(drop=True)  # rows are named by their place
     pairs = pairs.assign(**{c: id_text(pairs[c], "pairs DataFrame") for c in cols[:2]})
+    check_texts(pairs, cols[2:], "pairs DataFrame")
+    for id_col, text_col in zip(cols[:2], cols[2:], strict=True):
+        one_text_per_id(pairs[id_col], pairs[text_col], "pairs DataFrame")
     rows = pairs[cols].astype(str).drop_duplicates(subset=cols[:2]).itertuples(index=False)
     queries: dict[str, Query] = {}
     by_id: dict[str, Doc] = {}

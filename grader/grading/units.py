@@ -1,13 +1,14 @@
 """What a grading run queues and tracks: a judge call (`Unit`), a pair's state (`PairState`),
-and the failed judgment of a call whose judge raised."""
+the call itself (`ask`: the answer is checked to come under the key it was asked with) and the
+failed judgment of a call whose judge raised."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from grader.grading.pairs import Pair
-from grader.judges.base import Judge
-from grader.models import Judgment, JudgmentError
+from grader.judges.base import Judge, check_key, failed
+from grader.models import Judgment
 
 
 @dataclass
@@ -46,11 +47,12 @@ class PairState:
 def failure(unit: Unit, exc: BaseException) -> Judgment:
     """The failed judgment of a call whose judge raised `exc` (never a grade)."""
     pair = unit.state.pair
-    return Judgment(
-        query_id=pair.query.query_id,
-        doc_id=pair.doc.doc_id,
-        status="failed",
-        judge=unit.judge.judge_id,
-        key=unit.key,
-        error=JudgmentError(type=type(exc).__name__, message=str(exc) or repr(exc)),
-    )
+    return failed(unit.judge, pair.query, pair.doc, key=unit.key, error=exc)
+
+
+async def ask(unit: Unit) -> Judgment:
+    """The judge's answer for the unit's pair; a JudgeError naming the judge when it answers
+    under another key than the unit's (the pipeline owns the key: see `check_key`)."""
+    pair = unit.state.pair
+    answer = await unit.judge.judge(pair.query, pair.doc, key=unit.key)
+    return check_key(unit.judge, answer, unit.key)

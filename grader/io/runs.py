@@ -10,7 +10,6 @@ refuse them.
 from __future__ import annotations
 
 import contextlib
-import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
@@ -55,16 +54,18 @@ def _without_compression(name: str) -> str:
 
 @contextlib.contextmanager
 def run_source(path: str, stdin: BinaryIO | None = None) -> Iterator[str | Path]:
-    """The file to read run `path` from. `-` is the run on `stdin` (default: the process's),
-    copied (decompressed, lines bounded: `grader.io.spool.spool`) to a temporary file for the
+    """The file to read run `path` from. `-` with `stdin` given: that stream, copied
+    (decompressed, lines bounded: `grader.io.spool.spool`) to a temporary file for the
     block's length; an InputError raised in the block then names "stdin" instead of the copy.
-    Any other path is read as it is (a pipe or FIFO is copied once on its first open)."""
-    if path != STDIN:
+    Any other path, and `-` for the process's stdin, is read through the one opener
+    (`grader.io.spool.open_binary`: a pipe, FIFO or stdin is copied once, on its first open,
+    and every later open in this process reads the copy)."""
+    if path != STDIN or stdin is None:
         yield path
         return
     from grader.io.spool import spool
 
-    copy = spool(sys.stdin.buffer if stdin is None else stdin, "stdin")
+    copy = spool(stdin, "stdin")
     try:
         yield copy
     except InputError as exc:

@@ -15,10 +15,12 @@ process ends.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import io
 import os
 import shutil
 import stat
+import sys
 from pathlib import Path
 from typing import IO
 
@@ -30,8 +32,12 @@ from grader.io.streams import (
     READ_ERRORS,
     compression_of,
     decompressed,
+    guarded,
     line_too_long,
 )
+
+STDIN = "-"
+"""The path that means the process's stdin, in every command (named "stdin" in errors)."""
 
 _spools: dict[str, tuple[tuple[int, int], _Spool]] = {}
 _folder: list[Path] = []
@@ -39,7 +45,10 @@ _folder: list[Path] = []
 
 def open_binary(path: str | Path) -> IO[bytes]:
     """`path` opened for reading its text's bytes: a regular file decompressed as its name
-    says, or a stream's copy (see above). InputError when it does not exist or is a folder."""
+    says, or a stream's copy (see above); `-` is stdin, copied the same way. InputError when
+    it does not exist or is a folder."""
+    if str(path) == STDIN:
+        return _open_stdin()
     p = Path(path)
     try:
         st = os.stat(p)
@@ -50,12 +59,24 @@ def open_binary(path: str | Path) -> IO[bytes]:
     if stat.S_ISDIR(st.st_mode):
         raise InputError("is a folder, not a file", path=p)
     if stat.S_ISREG(st.st_mode):
-        return decompressed(open(p, "rb"), compression_of(p))
+        compression = compression_of(p)
+        return guarded(decompressed(open(p, "rb"), compression), p, compression)
     ident = (st.st_dev, st.st_ino)
     known = _spools.get(str(p))
     if known is None or known[0] != ident:
         known = (ident, _Spool(open(p, "rb"), p))  # noqa: SIM115 (held until the stream ends)
         _spools[str(p)] = known
+    return io.BufferedReader(_SpoolReader(known[1]), CHUNK)
+
+
+def _open_stdin() -> IO[bytes]:
+    """One open of stdin's copy: the first open starts it, later ones (this process, the
+    same `sys.stdin`) read it again from the start."""
+    raw = sys.stdin.buffer
+    known = _spools.get(STDIN)
+    if known is None or known[1].raw is not raw:  # the copy holds `raw`: its id is not reused
+        known = ((-1, -1), _Spool(raw, "stdin", owned=False))
+        _spools[STDIN] = known
     return io.BufferedReader(_SpoolReader(known[1]), CHUNK)
 
 
@@ -81,7 +102,8 @@ class _Spool:
         magic = next((c for m, c in MAGIC if head.startswith(m)), None)
         self.name, self.raw = name, raw
         compression = compression_of(name) or magic
-        self.source = decompressed(_Prefixed(head, raw), compression)  # type: ignore[arg-type]
+        source = decompressed(_Prefixed(head, raw), compression)  # type: ignore[arg-type]
+        self.source = guarded(source, name, compression)
         self.copy = _new_copy()
         self.out = open(self.copy, "wb")  # noqa: SIM115 (written as the stream is read)
         self.size = 0  # bytes copied
@@ -99,6 +121,8 @@ class _Spool:
             return False
         try:
             data = self.source.read(CHUNK)
+        except InputError as exc:
+            self._fail(InputError(exc.reason, path=self.name, hint=exc.hint))
         except READ_ERRORS as exc:
             self._fail(InputError(f"cannot read: {exc}", path=self.name, line=self.lines + 1))
         if not data:
@@ -106,8 +130,12 @@ class _Spool:
             self._close()
             return False
         self._count(data)
-        self.out.write(data)
-        self.out.flush()
+        try:
+            self.out.write(data)
+            self.out.flush()
+        except OSError as exc:
+            self.copy.unlink(missing_ok=True)  # what room it took is given back
+            self._fail(_no_room(self.name, self.copy, exc))
         self.size += len(data)
         return True
 
@@ -129,7 +157,8 @@ class _Spool:
         raise error
 
     def _close(self) -> None:
-        self.out.close()
+        with contextlib.suppress(OSError):  # a full disk fails the last flush again
+            self.out.close()
         if self.owned:
             self.raw.close()
 
@@ -138,6 +167,8 @@ class _SpoolReader(io.RawIOBase):
     """One open of a spooled stream: reads the copy, pulling the stream at its end."""
 
     def __init__(self, spool: _Spool) -> None:
+        if spool.error is not None:  # the stream failed (its copy may be gone): say why again
+            raise spool.error
         self._spool = spool
         self._fh = open(spool.copy, "rb", buffering=0)  # noqa: SIM115 (closed by close())
         self._pos = 0
@@ -191,10 +222,25 @@ def _read_head(raw: IO[bytes]) -> bytes:
 def _new_copy() -> Path:
     import tempfile
 
-    if not _folder:
-        folder = Path(tempfile.mkdtemp(prefix="relgrade-streams-"))
-        atexit.register(shutil.rmtree, folder, ignore_errors=True)
-        _folder.append(folder)
-    fd, name = tempfile.mkstemp(prefix="input-", suffix=".txt", dir=_folder[0])
+    try:
+        if not _folder:
+            folder = Path(tempfile.mkdtemp(prefix="relgrade-streams-"))
+            atexit.register(shutil.rmtree, folder, ignore_errors=True)
+            _folder.append(folder)
+        fd, name = tempfile.mkstemp(prefix="input-", suffix=".txt", dir=_folder[0])
+    except OSError as exc:
+        raise _no_room("a stream", Path(tempfile.gettempdir()), exc) from None
     os.close(fd)
     return Path(name)
+
+
+def _no_room(name: str | Path, where: Path, exc: OSError) -> InputError:
+    """The error for a stream that cannot be copied to the temporary folder (full, or not
+    writable)."""
+    return InputError(
+        f"cannot copy it to a temporary file in {where.parent if where.suffix else where} "
+        f"({exc.strerror or exc})",
+        path=name,
+        hint="free space there, or set TMPDIR to a folder with room (the copy takes the "
+        "size of the decompressed input)",
+    )

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import io
 import lzma
+import os
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
@@ -39,9 +41,21 @@ MAGIC = (
     (b"\xfd7zXZ\x00", "xz"),
     (b"\x28\xb5\x2f\xfd", "zstd"),
 )
-READ_ERRORS = (OSError, EOFError, lzma.LZMAError)
+READ_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error)
 """What reading a file or a corrupt compressed one raises (gzip.BadGzipFile is an OSError)."""
 CHUNK = 1 << 20
+
+BLANK_LIMIT = 64 << 20
+"""The most input (decompressed) read in a row without a data line (one that is neither blank
+nor a `#` comment) before a reader stops, with BLANK_LINES: a decompression bomb of blank
+lines fails in seconds instead of minutes. `RELGRADE_BLANK_LIMIT` (bytes) sets another
+bound."""
+BLANK_LINES = 1 << 20
+"""The most blank or comment lines read in a row (a reader spends its time per line: a
+million one-byte lines cost as much as a large file)."""
+BLANK_LIMIT_ENV = "RELGRADE_BLANK_LIMIT"
+_SPACES = b" \t\r\f\v"
+_PIECE = 16 << 10  # blank input is counted in pieces this large
 
 
 def compression_of(path: str | Path) -> str | None:
@@ -97,6 +111,106 @@ def bounded_lines(fh: IO[bytes], name: str | Path, limit: int) -> Iterator[bytes
         if len(line) > limit:
             raise line_too_long(name, done + 1, limit)
         yield line
+
+
+def guarded(inner: IO[bytes], name: str | Path, compression: str | None) -> IO[bytes]:
+    """`inner` read so that no read ends in a traceback or runs unbounded: a corrupt or cut
+    compressed stream is an InputError naming `name` and the cause, and more than the blank
+    limit (`BLANK_LIMIT`) read in a row without a data line is an InputError too."""
+    return io.BufferedReader(_Guarded(inner, name, compression), CHUNK)
+
+
+def blank_limits() -> tuple[int, int]:
+    """(bytes, lines): `BLANK_LIMIT` and `BLANK_LINES`, or the bytes `RELGRADE_BLANK_LIMIT`
+    gives (and as many lines, at most BLANK_LINES)."""
+    given = os.environ.get(BLANK_LIMIT_ENV, "")
+    if not given.isdigit():
+        return BLANK_LIMIT, BLANK_LINES
+    size = int(given)
+    return size, min(BLANK_LINES, size)
+
+
+class _Guarded(io.RawIOBase):
+    """See `guarded`."""
+
+    def __init__(self, inner: IO[bytes], name: str | Path, compression: str | None) -> None:
+        self._inner, self._name, self._compression = inner, name, compression
+        self._limit, self._line_limit = blank_limits()
+        self._blank = self._lines = 0  # bytes, lines read since the last piece with a data line
+        self._open: str | None = None  # the line a piece ended in: blank, comment, data
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        view = memoryview(buffer).cast("B")
+        try:
+            n = self._inner.readinto(view)  # type: ignore[attr-defined]
+        except READ_ERRORS as exc:
+            what = f"{self._compression} data " if self._compression else ""
+            raise InputError(
+                f"cannot read {what}({exc or type(exc).__name__})",
+                path=self._name,
+                hint="the file is damaged or cut short: make it again from its source"
+                if self._compression
+                else None,
+            ) from None
+        for start in range(0, n or 0, _PIECE):  # a data line resets the count, piece by piece
+            piece = view[start : min(n, start + _PIECE)]
+            if self._data_in(piece.tobytes()):
+                self._blank = self._lines = 0
+                continue
+            self._blank += len(piece)
+            self._lines += piece.tobytes().count(b"\n")  # (a blank piece: rare, not hot)
+            if self._blank > self._limit or self._lines > self._line_limit:
+                raise InputError(
+                    f"{self._lines:,} lines ({_size(self._blank)}) in a row without a data "
+                    "line (only blank or `#` comment lines): stopped reading",
+                    path=self._name,
+                    hint=f"a file of nothing but blank lines, e.g. a decompression bomb; "
+                    f"{BLANK_LIMIT_ENV}=BYTES sets the bound",
+                )
+        return n or 0
+
+    def _data_in(self, piece: bytes) -> bool:
+        """Whether `piece` holds (part of) a data line; remembers what line it ends in."""
+        cut = piece.find(b"\n")
+        first = piece if cut < 0 else piece[:cut]  # the rest of the line the piece before ended in
+        kind = self._open
+        if kind in (None, "blank"):
+            kind = _kind(first)
+        if cut < 0:
+            self._open = kind
+            return kind == "data"
+        rest = piece[cut + 1 :]  # from a line's start
+        self._open = None if rest.endswith(b"\n") or not rest else _kind(rest)
+        return kind == "data" or _has_data_line(rest)
+
+    def close(self) -> None:
+        self._inner.close()
+        super().close()
+
+
+def _kind(text: bytes) -> str:
+    """What the last line of `text`, unfinished, is so far: blank, comment or data."""
+    start = text[text.rfind(b"\n") + 1 :].lstrip(_SPACES)
+    return ("comment" if start[:1] == b"#" else "data") if start else "blank"
+
+
+def _has_data_line(chunk: bytes) -> bool:
+    """Whether `chunk`, which starts at a line's start, holds a line that is neither blank nor
+    a `#` comment. In C-speed bytes operations: a chunk starting with data is told from its
+    head."""
+    head = chunk[:256].lstrip()
+    if head and head[:1] != b"#":
+        return True
+    text = chunk.translate(None, _SPACES)  # a line is now empty, a comment or data
+    if b"#" not in text:
+        return bool(text.strip(b"\n"))
+    while b"\n\n" in text:
+        text = text.replace(b"\n\n", b"\n")
+    text = text.strip(b"\n")  # lines of at least one byte, one newline between them
+    return bool(text) and (text[:1] != b"#" or text.count(b"\n") > text.count(b"\n#"))
 
 
 def decompressed(raw: IO[bytes], compression: str | None) -> IO[bytes]:

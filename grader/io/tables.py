@@ -57,6 +57,9 @@ def check_ids(column: pd.Series, what: str) -> None:
             f"the {what}'s {column.name} column has an empty id (row {int(empty.argmax())})",
             hint="give every row an id",
         )
+    from grader.io.frame_checks import check_id_values
+
+    check_id_values(column, what)
     if pd.api.types.is_float_dtype(column.dtype):
         decimal = column
     elif column.dtype == object and pd.api.types.infer_dtype(column) != "string":

@@ -16,6 +16,7 @@ import pandas as pd
 
 from grader.errors import InputError
 from grader.io.datasets import downloading, iterate
+from grader.io.frame_checks import check_texts, one_text_per_id
 from grader.io.tables import DOC_ID, QUERY_ID, id_text, is_path
 from grader.models import Doc, Query
 
@@ -61,7 +62,10 @@ def queries_of(value: Any) -> dict[str, Query]:
         expected = "query_id (or qid) and text (or query)"
         qid = _pick(value, QUERY_ID, "queries DataFrame", expected)
         text = _pick(value, QUERY_TEXT, "queries DataFrame", expected)
+        value = value.reset_index(drop=True)  # rows are named by their place
         ids = id_text(value[qid], "queries DataFrame")
+        check_texts(value, [text], "queries DataFrame")
+        one_text_per_id(ids, value[text], "queries DataFrame")
         return {q: Query(query_id=q, text=str(t)) for q, t in zip(ids, value[text], strict=True)}
     if isinstance(value, Mapping):
         return {
@@ -123,8 +127,11 @@ def all_docs(value: Any, ids: Collection[str] | None = None) -> dict[str, Doc]:
         expected = "doc_id (or docno) and text (or body, contents, doc)"
         did = _pick(value, DOC_ID, "docs DataFrame", expected)
         text = _pick(value, DOC_TEXT, "docs DataFrame", expected)
+        value = value.reset_index(drop=True)  # rows are named by their place
         titles = value["title"] if "title" in value.columns else [None] * len(value)
         ids = id_text(value[did], "docs DataFrame")
+        check_texts(value, [text], "docs DataFrame")
+        one_text_per_id(ids, value[text], "docs DataFrame")
         return {
             d: Doc(doc_id=d, text=str(t), title=None if pd.isna(h) else str(h))
             for d, t, h in zip(ids, value[text], titles, strict=True)

@@ -1,15 +1,21 @@
-"""What every judge (LLM, ensemble, lexical) promises the grading pipeline.
+"""What every judge (LLM, ensemble, lexical) promises the grading pipeline, and the helpers that
+make its judgments.
 
 A judge never raises for a per-pair failure: it returns a `Judgment` with status "failed" and the
 error. It raises (`JudgeError`) only for what dooms the whole run (bad credentials, unknown model),
 so the pipeline can stop early instead of failing every pair the same way.
+
+The content key belongs to the pipeline: a judge is asked under a key and must answer under that
+key (`ok` and `failed` copy it). The pipeline checks each answer (`check_key`): a judgment under
+another key would be stored where no rerun looks, so every rerun would pay for every pair again.
 """
 
 from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from grader.models import Doc, Judgment, Query
+from grader.errors import JudgeError
+from grader.models import Doc, Judgment, JudgmentError, Query
 
 
 @runtime_checkable
@@ -27,3 +33,54 @@ class Judge(Protocol):
     async def judge(self, query: Query, doc: Doc, *, key: str) -> Judgment:
         """Grade one pair: an ok or a failed Judgment carrying `key`, never a made-up grade."""
         ...
+
+
+def ok(judge: Judge, query: Query, doc: Doc, *, key: str, grade: int, **fields: Any) -> Judgment:
+    """The ok judgment of `judge` for (query, doc) asked under `key`: the ids, the judge id and
+    the key filled in; `fields` are the rest (`reason`, `attempts`, `cost`, `usage` ...)."""
+    return Judgment(
+        status="ok",
+        grade=grade,
+        query_id=query.query_id,
+        doc_id=doc.doc_id,
+        judge=judge.judge_id,
+        key=key,
+        **fields,
+    )
+
+
+def failed(
+    judge: Judge,
+    query: Query,
+    doc: Doc,
+    *,
+    key: str,
+    error: JudgmentError | BaseException,
+    **fields: Any,
+) -> Judgment:
+    """The failed judgment (never a grade) of `judge` for (query, doc) asked under `key`;
+    `error` says why (an exception becomes its class name and message)."""
+    if isinstance(error, BaseException):
+        error = JudgmentError(type=type(error).__name__, message=str(error) or repr(error))
+    return Judgment(
+        status="failed",
+        query_id=query.query_id,
+        doc_id=doc.doc_id,
+        judge=judge.judge_id,
+        key=key,
+        error=error,
+        **fields,
+    )
+
+
+def check_key(judge: Judge, judgment: Judgment, key: str) -> Judgment:
+    """`judgment` when it answers under `key`, the key `judge` was asked under; a JudgeError
+    naming the judge otherwise (stored under another key, no rerun would find it)."""
+    if judgment.key != key:
+        raise JudgeError(
+            f"judge {judge.judge_id!r} ({type(judge).__module__}.{type(judge).__qualname__}) "
+            f"answered under the key {judgment.key!r}, not the key {key!r} it was asked "
+            "under: the pipeline stores each answer under the key it asks with, so every rerun "
+            "would grade every pair again (relgrade.ok_judgment / failed_judgment keep the key)"
+        )
+    return judgment

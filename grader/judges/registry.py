@@ -8,15 +8,14 @@ documents, endpoint, every flag), so a new judge needs no change to the command 
 
 The built-in kinds (`llm`, `lexical`) register in `grader.judges.builtin`, imported on first
 use; their factories import the judge's module only when called. Judges of installed packages
-register through the entry point group `relgrade.judges`: each entry point names a module
-(importing it registers) or a function (called with no arguments), loaded on first use.
+register through the entry point group `relgrade.judges`, loaded on first use by
+`grader.plugins` (which `RELGRADE_LOAD_PLUGINS=0` turns off).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
-import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from grader.errors import InputError
 from grader.judges.base import Judge
 from grader.models import Doc
+from grader.plugins import load_entry_points
 
 if TYPE_CHECKING:
     from grader.judges.llm.types import CallRecord
@@ -126,16 +126,6 @@ def _load() -> None:
     if not _loaded["plugins"]:
         _loaded["plugins"] = True
         load_entry_points(ENTRY_POINTS)
-
-
-def load_entry_points(group: str) -> None:
-    """Load each entry point of `group`: a module is imported, a function is called."""
-    from importlib.metadata import entry_points
-
-    for point in entry_points(group=group):
-        loaded = point.load()
-        if callable(loaded) and not inspect.ismodule(loaded):
-            loaded()
 
 
 def judge_kinds(*, batch: bool = False) -> list[JudgeKind]:

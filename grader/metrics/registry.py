@@ -9,20 +9,22 @@ from here; none of them names a measure.
 
 The measures relgrade ships register when `grader.metrics.builtin` is imported (done on first
 use). Measures of other packages register when their module is imported, or, for installed
-packages, through the entry point group `relgrade.measures` (loaded the first time a name is not
-found here). Registering a name or spelling twice is a ValueError.
+packages, through the entry point group `relgrade.measures` (loaded by `grader.plugins` the first
+time a name is not found here; `RELGRADE_LOAD_PLUGINS=0` turns it off).
+Registering a name or spelling twice is a ValueError.
 """
 
 from __future__ import annotations
 
 import importlib
-import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
+
+from grader.plugins import load_entry_points
 
 if TYPE_CHECKING:
     from grader.metrics.judged_rows import Ranked
@@ -147,12 +149,7 @@ def load_plugins() -> None:
     if _loaded["plugins"]:
         return
     _loaded["plugins"] = True
-    from importlib.metadata import entry_points  # slow to scan: only when a name is not built in
-
-    for point in entry_points(group=ENTRY_POINTS):
-        loaded = point.load()  # a module registers as it is imported; a function is called
-        if callable(loaded) and not inspect.ismodule(loaded):
-            loaded()
+    load_entry_points(ENTRY_POINTS)  # slow to scan: only when a name is not built in
 
 
 def find(spelling: str) -> MeasureDef | None:

@@ -1,4 +1,11 @@
-"""An append-only journal beside the store for answers that could not be stored yet.
+"""An append-only journal beside the store for answers not stored yet.
+
+Every paid answer is appended to it (written to the OS, not fsynced: a killed process loses
+none; a power cut may) as the writer receives it, before anything else is done with it, and is
+drained into the store by the writer's next flush; a killed run's journal is replayed by the
+next open of the store. The journal is named by the store's id (`grader.store.identity`):
+`relgrade-journal-<id>.jsonl` beside the store, so a store moved with its journal finds it and
+a journal left behind is never replayed into another store.
 
 When another process holds the store's write lock for long, the writer appends the rows it holds
 (already masked, exactly as the store would write them) to `<store>.journal.jsonl` and fsyncs, so
@@ -51,8 +58,20 @@ class Rows:
         self.calls.extend(other.calls)
 
 
-def journal_path(store_path: Path) -> Path:
-    """Where the journal of the store at `store_path` lives."""
+def journal_path(store_path: Path, store_id: str | None = None) -> Path:
+    """Where the journal of the store at `store_path` lives: named by its id (`store_id`, else
+    read from the store), or as before ids when the store has none."""
+    if store_id is None:
+        from grader.store.identity import read_store_id
+
+        store_id = read_store_id(store_path)
+    if store_id is None:
+        return legacy_journal_path(store_path)
+    return store_path.with_name(f"relgrade-journal-{store_id}.jsonl")
+
+
+def legacy_journal_path(store_path: Path) -> Path:
+    """The journal's name before stores had ids: by the store's file name."""
     return store_path.with_name(store_path.name + ".journal.jsonl")
 
 
@@ -65,8 +84,21 @@ def rescue_dirs() -> list[Path]:
     ]
 
 
-def rescue_journals(store_path: Path) -> list[Journal]:
-    """The rescue journals of the store at `store_path` (module docstring)."""
+def rescue_journals(store_path: Path, store_id: str | None = None) -> list[Journal]:
+    """The rescue journals of the store at `store_path` (module docstring), named by its id
+    (`store_id`, else read from the store; as before ids when it has none)."""
+    if store_id is None:
+        from grader.store.identity import read_store_id
+
+        store_id = read_store_id(store_path)
+    if store_id is None:
+        return legacy_rescue_journals(store_path)
+    name = f"relgrade-journal-{store_id}.jsonl"
+    return [Journal(store_path, path=folder / name) for folder in rescue_dirs()]
+
+
+def legacy_rescue_journals(store_path: Path) -> list[Journal]:
+    """The rescue journals' names before stores had ids: by the store's resolved path."""
     resolved = str(Path(os.path.abspath(store_path)).resolve())
     digest = hashlib.sha256(resolved.encode("utf-8", "surrogateescape")).hexdigest()[:16]
     name = f"{Path(resolved).name}-{digest}.journal.jsonl"
@@ -77,7 +109,7 @@ class Journal:
     """The journal of one store (module docstring); `path`: a rescue journal's."""
 
     def __init__(self, store_path: Path, *, path: Path | None = None) -> None:
-        self.path = journal_path(store_path) if path is None else path
+        self.path = legacy_journal_path(store_path) if path is None else path
 
     def pending(self) -> bool:
         """Whether the journal holds rows (a cheap check, no lock)."""
@@ -86,8 +118,9 @@ class Journal:
         except OSError:  # none (or its folder cannot be: a rescue journal's)
             return False
 
-    def append(self, rows: Rows) -> None:
-        """Append `rows` and fsync them (and the folder, when the file is new)."""
+    def append(self, rows: Rows, *, sync: bool = True) -> None:
+        """Append `rows` and fsync them (and the folder, when the file is new); without `sync`
+        they are written to the OS only (safe from a kill, not from a power cut)."""
         lines = [json.dumps({"judgment": list(r)}) + "\n" for r in rows.judgments]
         lines += [json.dumps({"call": list(r)}) + "\n" for r in rows.calls]
         if not lines:
@@ -107,9 +140,10 @@ class Journal:
                 view = memoryview(data)
                 while view:
                     view = view[os.write(fd, view) :]
-                os.fsync(fd)
-                if not size:
-                    _fsync_dir(self.path.parent)
+                if sync:
+                    os.fsync(fd)
+                    if not size:
+                        _fsync_dir(self.path.parent)
             except OSError:
                 # All or nothing (a full disk took part of it): the caller keeps the rows.
                 with contextlib.suppress(OSError):

@@ -44,7 +44,14 @@ from grader.spelling import option
 from grader.store.busy import BusyCallback, busy_timeout_s
 from grader.store.claims import release_stored
 from grader.store.disk_full import full_error, is_full, roll_back
-from grader.store.journal import Journal, Rows, rescue_journals
+from grader.store.identity import give_id, stored_id
+from grader.store.journal import (
+    Journal,
+    Rows,
+    journal_path,
+    legacy_rescue_journals,
+    rescue_journals,
+)
 from grader.store.judgment_rows import (
     Source,
     StoredRow,
@@ -101,8 +108,10 @@ class Store(StoreTransactions, StoreRows, StoreReading):
         self._secrets = tuple(s for s in secrets if s)
         self._sources = {}  # (`StoreRows.source_for`'s, typed there)
         self.on_busy = on_busy
-        self.journal = Journal(self.path)
-        self.rescues = rescue_journals(self.path)  # when the journal's disk is full too
+        self.journal = Journal(self.path)  # named by the store's id once it is read
+        self.rescues: list[Journal] = []  # when the journal's disk is full too
+        self.legacy: list[Journal] = []  # journals named as before ids (a store from then)
+        self.store_id = ""
         self._busy_timeout_s = busy_timeout_s()
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []
@@ -111,7 +120,10 @@ class Store(StoreTransactions, StoreRows, StoreReading):
             raise NotAStore("is a folder, not a store file", path=self.path)
         if not self.path.parent.exists():
             raise NotAStore("the folder does not exist", path=self.path, hint="create it first")
+        had_schema = False
         try:
+            if self.path.exists() and self.path.stat().st_size > 0:
+                had_schema = self.schema_version > 0
             if not self.path.exists() or self.path.stat().st_size == 0:
                 # A new store: pages that fit 7 LLM judgments (~1.1 KB) rather than 3, so
                 # less of each page is left unused; fixed once in WAL mode.
@@ -121,6 +133,7 @@ class Store(StoreTransactions, StoreRows, StoreReading):
             if not view_is_current(self._conn):  # the view is this version's, made on open
                 with self._transaction("making the judgments view"):
                     make_view(self._conn)
+            self._identify(had_schema)
         except StoreError:
             self.close()
             raise
@@ -353,15 +366,28 @@ class Store(StoreTransactions, StoreRows, StoreReading):
                     self._conn.executemany(INSERT_PAIR, (r.columns[:3] for r in rows))
         return written
 
+    def _identify(self, had_schema: bool) -> None:
+        """Read (or give) the store's id and name its journals by it; a store made before
+        ids (`had_schema`, no id yet) also replays the journals named as then."""
+        found = stored_id(self._conn)
+        if found is None:
+            with self._transaction("giving the store its id"):
+                found = give_id(self._conn, now_text())
+            if had_schema:
+                self.legacy = [Journal(self.path), *legacy_rescue_journals(self.path)]
+        self.store_id = found
+        self.journal = Journal(self.path, path=journal_path(self.path, found))
+        self.rescues = rescue_journals(self.path, found)
+
     def journal_pending(self) -> bool:
         """Whether the journal beside the store, or a rescue journal, holds rows."""
-        return self.journal.pending() or any(j.pending() for j in self.rescues)
+        return any(j.pending() for j in [self.journal, *self.rescues, *self.legacy])
 
     def replay_journal(self) -> int:
         """Store every row of the journal beside the store (and of the rescue journals) and
         remove it; how many rows."""
         count = 0
-        for journal in [self.journal, *self.rescues]:
+        for journal in [self.journal, *self.rescues, *self.legacy]:
             if journal is not self.journal and not journal.pending():
                 continue
 

@@ -1,5 +1,11 @@
 """Batched writes of judgments and call records to the store, for the grading pipeline.
 
+A `durable` writer (an LLM judge's: its answers are paid) appends each judgment to the store's
+journal as it is queued, before anything else is done with it (written to the OS: a kill -9
+loses none); the flush that stores it drains the journal, and a killed run's journal is
+replayed when the store is next opened. Call records are not journaled (a kill loses at most the
+last `FLUSH_SIZE` of the log, never an answer).
+
 A paid answer is never lost to a busy store: while another process holds the write lock, `flush`
 keeps what it holds and tries again with backoff, as long as it takes; once the wait passes
 `journal_after_s` the answers go to the fsync'd journal beside the store (`grader.store.journal`),
@@ -61,8 +67,10 @@ class StoreWriter:
         *,
         flush_size: int = FLUSH_SIZE,
         journal_after_s: float | None = None,
+        durable: bool = False,
     ) -> None:
         self.store = store
+        self.durable = durable and store is not None
         self.flush_size = flush_size
         self.journal_after_s = journal_after_s_env() if journal_after_s is None else journal_after_s
         self._judgments: list[Item] = []
@@ -82,12 +90,28 @@ class StoreWriter:
 
     def add_group(self, items: Iterable[Item]) -> None:
         """Queue judgments that must be committed together (an answer and the output judgments
-        it completed): one flush takes them all."""
+        it completed): one flush takes them all. A durable writer journals them first."""
+        items = list(items)
+        if self.durable:
+            self._journal_now(items)
         with self._lock:
             self._judgments.extend(items)
             full = len(self._judgments) >= self.flush_size
         if full:
             self._flush_soon()
+
+    def _journal_now(self, items: list[Item]) -> None:
+        """Append `items` to the first journal with room, unsynced (module docstring); none
+        with room: they wait in memory for the flush, as without a journal."""
+        store = self.store
+        assert store is not None
+        rows = store.rows(items)
+        for journal in [store.journal, *store.rescues]:
+            try:
+                journal.append(rows, sync=False)
+            except OSError:
+                continue
+            return
 
     def _flush_soon(self) -> None:
         """Flush now: on a worker thread when called from an event loop (a busy store must not
@@ -219,6 +243,12 @@ class StoreWriter:
     def unsaved(self) -> list[Judgment]:
         """The judgments no store or journal took (the disk is full: `full_error`)."""
         return [judgment for judgment, _ in self._unsaved.judgments]
+
+    def unsaved_rows(self) -> list[tuple[Any, ...]]:
+        """The store rows of `unsaved()`, in the same order (what a journal would hold)."""
+        if self.store is None or not self._unsaved.judgments:
+            return []
+        return self.store.rows(self._unsaved.judgments).judgments
 
     def _journal(self, store: Store, held: _Held) -> Path | None:
         """Append `held` to the first journal with room: the one beside the store, then the

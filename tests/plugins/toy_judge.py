@@ -8,15 +8,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from grader.errors import InputError
-from grader.judges.base import Judge
-from grader.judges.registry import JudgeSettings, register_judge
-from grader.models import Doc, Judgment, JudgmentError, Query
+from relgrade import (
+    Doc,
+    InputError,
+    Judge,
+    JudgeSettings,
+    Judgment,
+    JudgmentError,
+    Query,
+    failed_judgment,
+    ok_judgment,
+    register_judge,
+)
 
 VERSION = 1
 
 
-# Step 1: the judge (grader/judges/base.py: judge_id, fingerprint, judge).
+# Step 1: the judge (relgrade.Judge: judge_id, fingerprint, judge).
 class LengthJudge:
     """Grades by document length in characters, `per_grade` characters a grade."""
 
@@ -31,19 +39,15 @@ class LengthJudge:
         return {"judge": self.judge_id, "version": VERSION, "per_grade": self.per_grade}
 
     async def judge(self, query: Query, doc: Doc, *, key: str) -> Judgment:
-        common: dict[str, Any] = {
-            "query_id": query.query_id,
-            "doc_id": doc.doc_id,
-            "judge": self.judge_id,
-            "key": key,
-            "attempts": 1,
-            "cost": 0.0,
-        }
+        # ok_judgment / failed_judgment fill in the ids, the judge id and the key asked under
         if not doc.text:
             error = JudgmentError(type="EmptyDoc", message=f"document {doc.doc_id} has no text")
-            return Judgment(status="failed", error=error, **common)
+            return failed_judgment(self, query, doc, key=key, error=error, attempts=1, cost=0.0)
         grade = min(3, len(doc.text) // self.per_grade)
-        return Judgment(status="ok", grade=grade, reason=f"{len(doc.text)} characters", **common)
+        reason = f"{len(doc.text)} characters"
+        return ok_judgment(
+            self, query, doc, key=key, grade=grade, reason=reason, attempts=1, cost=0.0
+        )
 
 
 # Step 2: the factory, reading what it needs from the one settings object.

@@ -9,21 +9,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import numpy.typing as npt
 
-from grader.metrics._lists import Grades, is_relevant, top
-from grader.metrics.judged_rows import Ranked
-from grader.metrics.measures import DEFAULT_THRESHOLD, Measure
-from grader.metrics.registry import register
+from relgrade import DEFAULT_THRESHOLD, Measure, Ranked, register_measure
 
 
 # Step 2: the list function (one graded list, None = unjudged).
 def rbp(
-    rels: Grades, p: float = 0.8, k: int | None = None, threshold: int = DEFAULT_THRESHOLD
+    rels: Sequence[int | None],
+    p: float = 0.8,
+    k: int | None = None,
+    threshold: int = DEFAULT_THRESHOLD,
 ) -> float:
     """RBP of one graded list."""
-    return (1 - p) * sum(p**i for i, g in enumerate(top(rels, k)) if is_relevant(g, threshold))
+    shown = rels[:k] if k is not None else rels
+    return (1 - p) * sum(p**i for i, g in enumerate(shown) if g is not None and g >= threshold)
 
 
 # Step 3: the vectorised function (one value per qrels query).
@@ -46,7 +49,7 @@ def persistence(text: str) -> float:
 
 
 # Step 4: one registration.
-register(
+register_measure(
     "ToyRBP",
     compute,
     usage="ToyRBP(rel=N,p=P)[@k]",

@@ -10,8 +10,9 @@ status calls.
 `timeout` is the deadline of each whole call that exchanges small bodies (create, status, cancel;
 a list scan gets it once per page), not only of each socket read, so a server trickling its reply
 cannot hold a call open; an overrun is a timeout, retried as one. Uploads get the deadline plus
-one second per MiB (`upload_deadline`); downloads, whose size is unknown in advance, are bounded
-per read only.
+one second per MiB (`upload_deadline`). Every call of a client made here also goes through
+`grader.judges.llm.bounded_http`: downloads get the deadline plus one second per 256 KiB received
+(a trickle is cut, a large file at a fair pace is not), and every reply has a size bound.
 
 An upload or create answered 404, 405 or 501 means the server has no Batch API (vLLM, Ollama,
 llama.cpp): `NoBatchAPI`, which says to drop --batch.
@@ -30,9 +31,11 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 
 from grader import defaults
 from grader.errors import JudgeError, NoBatchAPI
+from grader.judges.llm.bounded_http import bounded_http_client
 from grader.judges.llm.endpoint import BASE_URL_ENV, KEY_ENV, api_key_for, env_key_for
 from grader.judges.llm.retry import RetryPolicy, retry_delay, should_retry, status_of
 from grader.judges.llm.transport import deadline
+from grader.redact import redact_url
 
 T = TypeVar("T")
 
@@ -109,7 +112,13 @@ class BatchClient:
         if client is None:
             url = base_url or os.environ.get(BASE_URL_ENV) or None
             key = api_key_for(url, api_key or env_key_for(url, os.environ.get(KEY_ENV)))
-            client = AsyncOpenAI(base_url=base_url, api_key=key, max_retries=0, timeout=timeout)
+            client = AsyncOpenAI(
+                base_url=base_url,
+                api_key=key,
+                max_retries=0,
+                timeout=timeout,
+                http_client=bounded_http_client(),
+            )
         self.client = client
         self.policy = policy or RetryPolicy()
         self.timeout = timeout
@@ -149,8 +158,8 @@ class BatchClient:
             status = status_of(exc)
             if what in ("upload", "create") and status in NO_BATCH_API_STATUSES:
                 raise NoBatchAPI(
-                    f"{url.rstrip('/')}: this server has no Batch API; drop --batch to regrade "
-                    f"concurrently (its {what} answered {status})"
+                    f"{redact_url(url).rstrip('/')}: this server has no Batch API; drop --batch "
+                    f"to regrade concurrently (its {what} answered {status})"
                 ) from exc
             raise JudgeError(f"Batch API {what} failed: {type(exc).__name__}: {exc}") from exc
         raise AssertionError("unreachable")  # pragma: no cover

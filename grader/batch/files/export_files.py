@@ -39,10 +39,11 @@ from grader.batch.files.exports import ExportState, LineRow, custom_id
 from grader.batch.files.request_files import RequestFiles, remove_temporaries
 from grader.batch.files.request_lines import RequestLines
 from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE
-from grader.errors import InputError
+from grader.errors import DiskFullError, InputError
 from grader.keys import ContentKeys
 from grader.models import Doc, Query
 from grader.store.checkpoint_thread import Checkpoints, checkpoints_beside
+from grader.store.disk_full import file_system, is_full
 from grader.store.store import DocRow, Store, doc_row
 
 CHUNK = 2000  # pairs per store lookup
@@ -136,7 +137,10 @@ def export_requests(
     folder = Path(out_dir)
     if not folder.parent.is_dir():
         raise InputError("--out-dir: its parent folder does not exist", path=folder)
-    folder.mkdir(exist_ok=True)
+    try:
+        folder.mkdir(exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"--out-dir: cannot create it ({exc.strerror})", path=folder) from None
     export_id = secrets.token_hex(6)
     started = time.perf_counter()
     with (
@@ -160,9 +164,16 @@ def export_requests(
                     progress(LineProgress(done, total, time.perf_counter() - started))
             files.close()
             export.record()
-        except BaseException:
-            export.abandon()
-            raise
+        except BaseException as exc:
+            if not is_full(exc, folder):
+                export.abandon()
+                raise
+            export.discard()
+            raise DiskFullError(
+                f"{folder}: no room left on {file_system(folder)} while writing export "
+                f"{export_id}: its request files are removed and it is not listed "
+                f"{export.dropped}; free space there and run the same command again"
+            ) from None
         summary.files = export.published
         state.finish(export_id)
     return summary
@@ -193,6 +204,7 @@ class _Export:
         self.files = files
         self.batch_pairs = batch_pairs
         self.published: list[Path] = []
+        self.dropped = ""  # how `discard` left the store
         self._clear()
 
     def _clear(self) -> None:
@@ -284,6 +296,22 @@ class _Export:
         with contextlib.suppress(Exception):  # (the store failed: they are removed below)
             self.record()
         remove_temporaries(self.files.out_dir, self.export_id)
+
+    def discard(self) -> None:
+        """Stop on a full disk: every file of the export is removed, published or not, and the
+        store forgets it (when its own disk lets it: `dropped` says)."""
+        self.files.abandon()
+        remove_temporaries(self.files.out_dir, self.export_id)
+        for written in self.files.take_written():
+            written.final.unlink(missing_ok=True)
+        for path in self.published:
+            path.unlink(missing_ok=True)
+        try:
+            self.state.drop(self.export_id)
+        except Exception:  # the store's disk is full too: it stays listed, unfinished
+            self.dropped = "(but the store, on a full disk too, still lists it as unfinished)"
+        else:
+            self.dropped = "in the store"
 
 
 def _line_key(row: LineRow) -> str:

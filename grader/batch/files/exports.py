@@ -180,6 +180,15 @@ class ExportState:
             before_commit=publish,
         )
 
+    def drop(self, export_id: str) -> None:
+        """Forget an export that could not be written whole: its lines, files and row."""
+        self._tx(
+            [
+                (f"DELETE FROM {table} WHERE export_id = ?", [(export_id,)])
+                for table in ("export_lines", "export_files", "exports")
+            ]
+        )
+
     def finish(self, export_id: str) -> None:
         self._tx(
             [

@@ -57,7 +57,12 @@ from grader.batch.files.import_work import (
     start_worker,
 )
 from grader.batch.files.line_ranges import line_ranges
-from grader.batch.files.results_files import blank, nothing_usable, results_files
+from grader.batch.files.results_files import (
+    blank,
+    nothing_usable,
+    refuse_request_files,
+    results_files,
+)
 from grader.errors import InputError
 from grader.store.judgment_rows import StoredRow
 from grader.store.store import Store
@@ -178,6 +183,7 @@ class Importer(ImportFollowUp):
         """Import every results file, then mark the unanswered requests of the request files
         they touched as failed (`missing`)."""
         files = results_files(paths)
+        refuse_request_files(files)
         empty = [p for p in files if blank(p)]
         if files and len(empty) == len(files):
             raise InputError(

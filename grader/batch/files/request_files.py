@@ -14,6 +14,7 @@ never a live one's file.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from collections.abc import Callable
@@ -214,7 +215,8 @@ class RequestFiles:
         file, self._file = self._file, None
         self._block, self._block_size = [], 0
         if file is not None:
-            file.handle.close()
+            with contextlib.suppress(OSError):  # a full disk fails the last flush again
+                file.handle.close()
             temporary_name(file.final).unlink(missing_ok=True)
 
     def _open(self, path: Path) -> IO[bytes]:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from grader.batch.files.import_followup import ImportSummary
 from grader.errors import InputError
+from grader.io.streams import LINE_LIMIT
 
 
 def blank(path: Path) -> bool:
@@ -33,6 +34,38 @@ def results_files(paths: Sequence[str | Path]) -> list[Path]:
         else:
             raise InputError("no such results file or folder", path=path)
     return found
+
+
+def refuse_request_files(files: Sequence[Path]) -> None:
+    """InputError when a file given as results is a request file (its first line has `method`,
+    `url` and `body` and no `response` or `error`): nothing is imported, none of its
+    requests is marked failed."""
+    import json
+
+    for path in files:
+        with path.open("rb") as fh:
+            for number, raw in enumerate(iter(lambda: fh.readline(LINE_LIMIT), b""), 1):
+                if not raw.strip():
+                    continue
+                try:
+                    line = json.loads(raw)
+                except ValueError:
+                    break  # not JSON: the import says so, line by line
+                if (
+                    isinstance(line, dict)
+                    and {"method", "url", "body"} <= line.keys()
+                    and not {"response", "error"} & line.keys()
+                ):
+                    raise InputError(
+                        "this is a request file (its lines have method, url and body, no "
+                        "response): batch import takes the results an engine wrote for it; "
+                        "nothing was imported",
+                        path=path,
+                        line=number,
+                        hint="run the engine on it first (vllm run-batch -i REQUESTS -o "
+                        "RESULTS), then import RESULTS",
+                    )
+                break
 
 
 def nothing_usable(files: list[Path], summary: ImportSummary) -> InputError:

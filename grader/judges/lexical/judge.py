@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from grader.errors import InputError
+from grader.judges.base import failed, ok
 from grader.judges.lexical.config import (
     LexicalConfig,
     Thresholds,
@@ -43,7 +44,7 @@ from grader.judges.lexical.config import (
     write_thresholds,
 )
 from grader.judges.lexical.fit import fit_lexical_thresholds, grades_for
-from grader.models import Doc, Judgment, JudgmentError, PromptRef, Query, Usage
+from grader.models import Doc, Judgment, JudgmentError, PromptRef, Query
 
 __all__ = [
     "ALGORITHM_VERSION",
@@ -284,30 +285,21 @@ class LexicalJudge:
         """Grade one pair; a query with no scorable terms gives a failed judgment, never a 0."""
         started = time.perf_counter()
         result = self.score(query.text, doc)
-        common: dict[str, Any] = {
-            "query_id": query.query_id,
-            "doc_id": doc.doc_id,
-            "judge": self.judge_id,
-            "prompt": self.prompt_ref(),
-            "key": key,
-            "attempts": 1,
-            "usage": Usage(),
-            "cost": 0.0,
-        }
+        common: dict[str, Any] = {"prompt": self.prompt_ref(), "attempts": 1, "cost": 0.0}
         if math.isnan(result.score):
-            return Judgment(
-                status="failed",
-                error=JudgmentError(
-                    type="NoQueryTerms",
-                    message="the lexical baseline found no scorable terms in the query "
-                    f"{query.text!r} (all stopwords or too short); it cannot grade it",
-                ),
-                latency_ms=(time.perf_counter() - started) * 1000.0,
-                **common,
+            error = JudgmentError(
+                type="NoQueryTerms",
+                message="the lexical baseline found no scorable terms in the query "
+                f"{query.text!r} (all stopwords or too short); it cannot grade it",
             )
+            latency_ms = (time.perf_counter() - started) * 1000.0
+            return failed(self, query, doc, key=key, error=error, latency_ms=latency_ms, **common)
         grade = self.grade_of(result.score)
-        return Judgment(
-            status="ok",
+        return ok(
+            self,
+            query,
+            doc,
+            key=key,
             grade=grade,
             reason=self.reason(result, grade),
             latency_ms=(time.perf_counter() - started) * 1000.0,

@@ -20,18 +20,26 @@ import openai
 
 from grader.cost import estimate_usage
 from grader.errors import JudgeError, ServerNotAnswering
+from grader.judges.llm.bounded_http import too_large
 from grader.judges.llm.connect_errors import connect_failure
 from grader.judges.llm.context import ContextFit
 from grader.judges.llm.inflight import InFlight
 from grader.judges.llm.ratelimit import RateLimiter
 from grader.judges.llm.replies import GradeReply, InvalidReply, parse_body, parse_completion
 from grader.judges.llm.results import CallState, JudgmentRecorder
-from grader.judges.llm.retry import RetryPolicy, is_fatal, retry_delay, should_retry
+from grader.judges.llm.retry import (
+    RetryPolicy,
+    is_context_exceeded,
+    is_fatal,
+    retry_delay,
+    should_retry,
+)
 from grader.judges.llm.server_settings import ServerSettings
 from grader.judges.llm.transport import ServerHealth, deadline, not_answering
 from grader.judges.llm.types import sdk_arguments
 from grader.models import Usage
 from grader.prompts import OutputMode, PromptSpec, render_reask
+from grader.redact import redact_url
 
 RESEND_KINDS = frozenset({"not_json_body", "no_choice"})
 """Invalid replies that are the server's fault, not the model's: resent as they were, after a
@@ -83,28 +91,34 @@ class AttemptSender:
         try:
             # --timeout bounds the whole request, not each socket read (.transport); the
             # request's turn among those in flight comes first, outside it (.inflight)
-            async with self.inflight:
+            async with self.inflight as ticket:
                 t0 = time.perf_counter()
-                sent = self.inflight.clock()
                 try:
-                    async with deadline(self.timeout, "POST", self.chat_url):
+                    async with deadline(self.timeout, "POST", self.chat_url) as bound:
+                        ticket.bound = bound
                         raw = await self.client.chat.completions.with_raw_response.create(
-                            **sdk_arguments(body)
+                            **sdk_arguments(body),
+                            timeout=self.inflight.longest(ticket) or self.timeout,
                         )
                         text = raw.http_response.text
                 except openai.APITimeoutError:
-                    self.inflight.timed_out(sent)
+                    self.inflight.timed_out(ticket.sent)
                     raise
-                self.inflight.answered()
+                except openai.APIStatusError:
+                    self.inflight.answered(ticket)
+                    raise
+                finally:
+                    self.inflight.done(ticket)
+                self.inflight.answered(ticket)
         except openai.APIStatusError as exc:
             self.health.answered()
-            self.inflight.answered()
             await self._on_status_error(state, exc, body, t0)
             raise
         except openai.APIError as exc:
             self._on_transport_error(state, exc, t0)
             raise
         self.health.answered()
+        self.health.succeeded()
         return self._read(state, text, mode, estimated, t0)
 
     def _read(
@@ -146,8 +160,14 @@ class AttemptSender:
         """Record a failure without an HTTP answer; raise ServerNotAnswering when it makes the
         server not answering (`ServerHealth`)."""
         self.recorder.record(state, "retry", t0, Usage(), exc=exc)
+        large = too_large(exc)
+        if large is not None:  # the server answered, too much: the same failure, maybe again
+            self.health.answered()
+            if self.health.same_failure(str(large), state.key, "the read stopped there"):
+                raise self.not_answering() from exc
+            return
         if isinstance(exc, openai.APIConnectionError):
-            dead = self.health.failed()
+            dead = self.health.failed(timed_out=isinstance(exc, openai.APITimeoutError))
             cause = connect_failure(exc)
             if cause is not None:
                 dead = self.health.could_not_connect(cause) or dead
@@ -167,12 +187,17 @@ class AttemptSender:
                 else "check OPENAI_API_KEY, --model and --base-url"
             )
             raise JudgeError(
-                f"{self.base_url} answered {exc.status_code} for model {self.model!r}: "
+                f"{redact_url(self.base_url)} answered {exc.status_code} for model {self.model!r}: "
                 f"{self.recorder.message(exc)} ({hint})"
             ) from None
         if await self.server.adapt(state.mode, body, self.recorder.message(exc), exc.status_code):
             self.recorder.record(state, "mode_rejected", t0, Usage(), exc=exc)
             raise ModeRejected(self.recorder.message(exc)) from None
+        if exc.status_code != 429 and not is_context_exceeded(self.recorder.message(exc)):
+            cause = f"HTTP {exc.status_code}"
+            if self.health.same_failure(cause, state.key, self.recorder.message(exc)):
+                self.recorder.record(state, "retry", t0, Usage(), exc=exc)
+                raise self.not_answering() from None
         if should_retry(exc):
             self.recorder.record(state, "retry", t0, Usage(), exc=exc)
             if exc.status_code == 429:

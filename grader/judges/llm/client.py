@@ -11,6 +11,7 @@ import os
 
 import openai
 
+from grader.judges.llm.bounded_http import ReplyLimits, bounded_http_client
 from grader.judges.llm.endpoint import (
     BASE_URL_ENV,
     KEY_ENV,
@@ -18,6 +19,7 @@ from grader.judges.llm.endpoint import (
     api_key_for,
     env_key_for,
 )
+from grader.redact import url_secrets
 
 
 def make_client(
@@ -26,15 +28,23 @@ def make_client(
     api_key: str | None,
     client: openai.AsyncOpenAI | None,
     timeout: float,
+    limits: ReplyLimits | None = None,
 ) -> tuple[openai.AsyncOpenAI, tuple[str, ...]]:
     """The client for `base_url` (else `OPENAI_BASE_URL`, else OpenAI) with `api_key` (else the
     key the endpoint rule gives), or `client` with the judge's options; and the keys to redact
-    (the placeholder and keys under 4 characters are not secrets)."""
+    (the placeholder and keys under 4 characters are not secrets). A client made here sends
+    through `BoundedHTTPClient` (a deadline on each whole request, `limits` on each reply)."""
     url = base_url or os.environ.get(BASE_URL_ENV) or None
     key = api_key if api_key is not None else env_key_for(url, os.environ.get(KEY_ENV))
     if client is None:
         key = api_key_for(url, key)  # a server other than OpenAI's may need no key
-        client = openai.AsyncOpenAI(api_key=key, base_url=url, timeout=timeout, max_retries=0)
+        client = openai.AsyncOpenAI(
+            api_key=key,
+            base_url=url,
+            timeout=timeout,
+            max_retries=0,
+            http_client=bounded_http_client(limits),
+        )
     else:
         client = client.with_options(max_retries=0, timeout=timeout)
         key = key or getattr(client, "api_key", None)
@@ -42,5 +52,5 @@ def make_client(
         s
         for s in (key, getattr(client, "api_key", None))
         if s and len(s) >= 4 and s != PLACEHOLDER_KEY
-    )
+    ) + url_secrets(str(client.base_url))
     return client, secrets

@@ -17,6 +17,8 @@ import ssl
 
 import openai
 
+from grader.judges.llm.bounded_http import too_large
+
 CONNECT_CAUSES = ("connection refused", "DNS lookup failed", "TLS failed", "could not connect")
 """The labels `connect_failure` starts its text with; the part before the colon."""
 
@@ -56,6 +58,9 @@ def connection_message(exc: openai.APIConnectionError) -> str:
     text = str(exc)
     if isinstance(exc, openai.APITimeoutError):
         return text
+    large = too_large(exc)
+    if large is not None:
+        return f"{large} (the read stopped there)"
     cause = connect_failure(exc)
     if cause is None:
         chain = _chain(exc)

@@ -3,7 +3,8 @@
 `fetch_server_info` reads `GET /v1/models` once: the model ids it serves and, when it says, its
 context in tokens (vLLM's `max_model_len`; llama.cpp's `meta.n_ctx` or `meta.n_ctx_train`;
 `context_length` / `context_window` elsewhere). A server without that route, or one that fails,
-gives nothing: the run goes on without it.
+gives nothing: the run goes on without it. The read has the run's `--timeout` as its whole
+deadline and a reply bound of 1 MiB (`grader.judges.llm.bounded_http`).
 
 `ContextFit` cuts a document so that the whole request fits `max_context` tokens: the prompt
 around the document, the reply's `max_tokens`, and a margin. Tokens are counted without the
@@ -24,8 +25,10 @@ from typing import Any
 import openai
 
 from grader.cost import estimate_usage
+from grader.judges.llm.transport import deadline
 from grader.models import Doc, Query
 from grader.prompts import MessageRenderer, OutputMode, PromptSpec
+from grader.redact import redact_url
 from grader.spelling import option
 
 CHARS_PER_TOKEN = 3
@@ -71,11 +74,17 @@ def read_models(payload: Any) -> ServerInfo:
     return ServerInfo(tuple(models), context)
 
 
-async def fetch_server_info(client: openai.AsyncOpenAI) -> ServerInfo | None:
-    """`read_models` of the server's `/v1/models`, or None when it does not answer with one."""
+async def fetch_server_info(
+    client: openai.AsyncOpenAI, timeout: float | None = None
+) -> ServerInfo | None:
+    """`read_models` of the server's `/v1/models`, or None when it does not answer with one
+    within `timeout` seconds for the whole request (None: the client's own bounds)."""
+    url = str(client.base_url).rstrip("/") + "/models"
     try:
-        raw = await client.models.with_raw_response.list()
-        return read_models(json.loads(raw.http_response.text))
+        async with deadline(timeout, "GET", url):
+            raw = await client.models.with_raw_response.list()
+            text = raw.http_response.text
+        return read_models(json.loads(text))
     except (openai.APIError, ValueError):
         return None
 
@@ -87,9 +96,9 @@ def model_notice(model: str, info: ServerInfo, base_url: str) -> str | None:
         return None
     listed = ", ".join(info.models[:5]) + (" ..." if len(info.models) > 5 else "")
     return (
-        f"{base_url} lists the models {listed}, not {model!r}: a server with one model (llama.cpp)"
-        f" answers with that one whatever the name. Give {option('--model', 'model=')} as listed"
-        " to be sure"
+        f"{redact_url(base_url)} lists the models {listed}, not {model!r}: a server with one "
+        f"model (llama.cpp) answers with that one whatever the name. Give "
+        f"{option('--model', 'model=')} as listed to be sure"
     )
 
 
@@ -99,10 +108,11 @@ async def learn_server(
     base_url: str,
     fit: ContextFit,
     on_notice: Callable[[str], None] | None,
+    timeout: float | None = None,
 ) -> ServerInfo:
     """What the server's `/v1/models` says (nothing when it does not answer): a model it does
     not list is told to `on_notice`; its context is taken when `fit` has none."""
-    info = await fetch_server_info(client) or ServerInfo((), None)
+    info = await fetch_server_info(client, timeout) or ServerInfo((), None)
     notice = model_notice(model, info, base_url)
     if notice and on_notice is not None:
         on_notice(notice)

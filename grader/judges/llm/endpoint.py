@@ -2,8 +2,10 @@
 
 - A key given explicitly is sent as it is, to any server.
 - `OPENAI_API_KEY` is the key for any server except one on this machine (localhost, 127.0.0.0/8,
-  ::1): a local server needs no key, and the OpenAI key is not handed to whatever listens on a
-  local port. Ask for a key there explicitly (`api_key=`, or the CLI's `--api-key-env NAME`).
+  ::1, however the address is spelled: `127.1`, `2130706433`, `0x7f000001`,
+  `[::ffff:127.0.0.1]`, or a name the resolver gives as one of those): a local server needs no
+  key, and the OpenAI key is not handed to whatever listens on a local port. Ask for a key there
+  explicitly (`api_key=`, or the CLI's `--api-key-env NAME`).
 - No key, and the endpoint is OpenAI's own (no base URL, or host `api.openai.com`): an error
   naming `OPENAI_API_KEY`, since every request would be refused.
 - No key, and any other OpenAI-compatible server (vLLM, Ollama, llama.cpp server on this machine
@@ -13,7 +15,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
+import socket
+import threading
 from urllib.parse import urlparse
 
 from grader.errors import JudgeError
@@ -40,16 +45,57 @@ def is_openai(base_url: str | None) -> bool:
     return base_url is None or host_of(base_url) == OPENAI_HOST
 
 
-def is_loopback(base_url: str | None) -> bool:
-    """Whether `base_url` is a server on this machine: localhost, 127.0.0.0/8, ::1 (or 0.0.0.0)."""
-    host = host_of(base_url)
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
+def host_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The address the HTTP client connects to for a numeric `host`, however it is spelled
+    (`127.1`, `2130706433`, `0x7f000001`: the C library's `inet_aton` forms, which the
+    client's resolver accepts; an IPv4-mapped IPv6 address as its IPv4 one); None for a name."""
+    host = host.strip("[]")
     try:
         address = ipaddress.ip_address(host)
     except ValueError:
+        try:
+            return ipaddress.IPv4Address(socket.inet_aton(host))
+        except (OSError, ValueError):
+            return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
+
+
+RESOLVE_S = 2.0
+"""Seconds a host name's lookup may take when telling whether it is this machine."""
+
+
+def resolved(host: str) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    """The addresses the system resolver gives for the name `host` (as the HTTP client will ask
+    it: /etc/hosts, then DNS), within RESOLVE_S seconds; none when it fails or takes longer."""
+    found: list[ipaddress.IPv4Address | ipaddress.IPv6Address] = []
+
+    def look_up() -> None:
+        with contextlib.suppress(OSError, UnicodeError, ValueError):
+            for *_, sockaddr in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP):
+                address = host_address(str(sockaddr[0]).split("%")[0])
+                if address is not None:
+                    found.append(address)
+
+    worker = threading.Thread(target=look_up, name="relgrade-resolve", daemon=True)
+    worker.start()
+    worker.join(RESOLVE_S)
+    return [] if worker.is_alive() else found
+
+
+def is_loopback(base_url: str | None) -> bool:
+    """Whether `base_url` is a server on this machine: localhost, 127.0.0.0/8, ::1 (or 0.0.0.0),
+    the host read as the client will connect to it (`host_address`; a name, as the resolver
+    gives it: a name of this machine in /etc/hosts is loopback too)."""
+    host = host_of(base_url).rstrip(".")
+    if not host:
         return False
-    return address.is_loopback or address.is_unspecified
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    address = host_address(host)
+    addresses = [address] if address is not None else resolved(host)
+    return any(a.is_loopback or a.is_unspecified for a in addresses)
 
 
 def env_key_for(base_url: str | None, environ_key: str | None) -> str | None:

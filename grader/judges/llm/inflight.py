@@ -11,14 +11,39 @@ requests in flight when the bound was lowered time out together (a burst): the f
 halves the bound, the rest were sent under the old bound and leave it as it is; only a timeout
 of a request sent since halves it again. A request waiting for its turn here is not yet sent,
 so its deadline has not started: only the server's time counts against `--timeout`.
+
+Slow is not dead. A request sent behind others still in flight waits in the server's queue
+before the model starts on it; cutting it at `--timeout` would leave the server to answer it
+anyway (paid, and lost), and the resend would queue again. So each request's deadline follows
+the queue (`Ticket`): a request is cut at `--timeout` after it was sent, unless the server has
+answered something since it was sent (it is working through its queue); then it waits while
+requests sent before it are still in flight, and once it is the oldest, gets `--timeout` from
+the server's last answer or its own sending, whichever is later. The oldest request always has
+a finite deadline, so the wait is bounded; a server that answers nothing cuts every request at
+`--timeout` as before. A request that waited past `--timeout` this way shows the server's pace:
+the bound on requests in flight comes down to the answers it gave in the last `--timeout`
+(at least 1), told once per change.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from types import TracebackType
+
+
+@dataclass(eq=False)
+class Ticket:
+    """One request in flight: when it was sent, its deadline's handle (`asyncio.Timeout`,
+    set by the sender), and whether the server answered anything since it was sent."""
+
+    sent: float
+    bound: asyncio.Timeout | None = None
+    progressed: bool = False
+    head_deadline: float | None = None
 
 
 class InFlight:
@@ -29,6 +54,7 @@ class InFlight:
         on_notice: Callable[[str], None] | None = None,
         *,
         clock: Callable[[], float] = time.monotonic,
+        timeout: float | None = None,
     ) -> None:
         self.limit: int | None = None
         self.active = 0
@@ -37,6 +63,11 @@ class InFlight:
         """The time a request is sent and answered at (`sent_at` of `timed_out`)."""
         self.last_answer = 0.0
         self.lowered_at = float("-inf")
+        self.timeout = timeout
+        """`--timeout`: with it, deadlines follow the server's queue (module docstring)."""
+        self.tickets: list[Ticket] = []
+        self.answers: list[float] = []
+        """When the server's recent answers came (those of the last `timeout`)."""
         self._on_notice = on_notice
         self._changed: asyncio.Condition | None = None
 
@@ -45,12 +76,15 @@ class InFlight:
             self._changed = asyncio.Condition()
         return self._changed
 
-    async def __aenter__(self) -> None:
+    async def __aenter__(self) -> Ticket:
         changed = self._condition()
         async with changed:
             await changed.wait_for(lambda: self.limit is None or self.active < self.limit)
             self.active += 1
             self.peak = max(self.peak, self.active)
+        ticket = Ticket(self.clock())
+        self.tickets.append(ticket)
+        return ticket
 
     async def __aexit__(
         self,
@@ -63,9 +97,70 @@ class InFlight:
             self.active -= 1
             changed.notify_all()
 
-    def answered(self) -> None:
-        """The server sent an answer now."""
-        self.last_answer = self.clock()
+    def done(self, ticket: Ticket) -> None:
+        """`ticket`'s request is over (answered, failed or cut): the ones behind move up."""
+        if ticket in self.tickets:
+            self.tickets.remove(ticket)
+        self._reschedule()
+
+    def answered(self, ticket: Ticket | None = None) -> None:
+        """The server sent an answer now (to `ticket`'s request)."""
+        now = self.last_answer = self.clock()
+        if self.timeout is None:
+            return
+        self.answers = [t for t in self.answers if now - t <= self.timeout] + [now]
+        if ticket is not None and now - ticket.sent > self.timeout:
+            self._paced(now)
+        for other in self.tickets:
+            other.progressed = other.progressed or other.sent < now
+        if ticket is not None:
+            self.done(ticket)
+
+    def longest(self, ticket: Ticket) -> float | None:
+        """The most `ticket`'s request can wait by this rule, with a margin: `timeout` for each
+        request in flight before it and two for itself (the oldest's deadline counts from the
+        last answer, which came within its first `timeout`); the HTTP client's own bound on it
+        (None: no timeout)."""
+        if self.timeout is None:
+            return None
+        return self.timeout * (self.tickets.index(ticket) + 2)
+
+    def deadline(self, ticket: Ticket, oldest: bool) -> float | None:
+        """When `ticket`'s request is cut (`clock` time; None: not while older ones are in
+        flight), by the module docstring's rule."""
+        assert self.timeout is not None
+        if not ticket.progressed:
+            return ticket.sent + self.timeout
+        if not oldest:
+            return None
+        if ticket.head_deadline is None:
+            ticket.head_deadline = max(ticket.sent, self.last_answer) + self.timeout
+        return ticket.head_deadline
+
+    def _reschedule(self) -> None:
+        if self.timeout is None:
+            return
+        for i, ticket in enumerate(self.tickets):
+            when = self.deadline(ticket, oldest=i == 0)
+            if ticket.bound is not None and not ticket.bound.expired():
+                with contextlib.suppress(RuntimeError):  # it is being left: nothing to move
+                    ticket.bound.reschedule(when)
+
+    def _paced(self, now: float) -> None:
+        """A request waited past `timeout` in the queue and was answered: bring the bound on
+        requests in flight down to the answers of the last `timeout` (at least 1)."""
+        served = max(1, len(self.answers))
+        current = self.limit if self.limit is not None else self.peak
+        if served >= current:
+            return
+        self.limit = served
+        self.lowered_at = now
+        if self._on_notice is not None:
+            self._on_notice(
+                f"the server queues requests and answers about {served} per --timeout: this "
+                f"run now keeps at most {served} in flight (start with --concurrency {served} "
+                "to skip this)"
+            )
 
     def timed_out(self, sent_at: float) -> bool:
         """A request sent at `sent_at` (`clock`) timed out; True when that lowered the bound

@@ -15,8 +15,10 @@ After the last attempt the judgment is `failed` with the error, the raw last rep
 and the tokens of every attempt; never a grade. Bad credentials, missing permission or an unknown
 model (401/403/404) raise `JudgeError` at once, since every other pair would fail the same way.
 
-`timeout` is the deadline of each whole request (a server trickling its reply byte by byte is cut
-off at it, as a timeout, and retried). Transport failures in a row with no answer in between
+`timeout` is the deadline of each whole request, headers and body (a server trickling its reply
+byte by byte is cut off at it, as a timeout, and retried); a reply past `max_reply_bytes` (else
+`RELGRADE_MAX_REPLY_BYTES`, else 8 MiB) is cut there and fails the attempt, "reply larger than N
+bytes" (`grader.judges.llm.bounded_http`). Transport failures in a row with no answer in between
 (`dead_after`, shared by every worker; `grader.judges.llm.transport`) mean the server is not
 answering: the judge raises `ServerNotAnswering` for the pair that saw the last of them and for
 every pair that would send again, so the run stops without storing those pairs as failed.
@@ -48,6 +50,7 @@ from grader import defaults
 from grader.cost import PriceTable, estimate_usage, expected_reply_tokens
 from grader.errors import JudgeError
 from grader.judges.llm.attempts import MODE_REJECTED, RESEND_KINDS, AttemptSender, ModeRejected
+from grader.judges.llm.bounded_http import ReplyLimits, chat_reply_limit
 from grader.judges.llm.client import make_client
 from grader.judges.llm.context import ContextFit, DocumentDoesNotFit, ServerInfo, learn_server
 from grader.judges.llm.inflight import InFlight
@@ -57,7 +60,7 @@ from grader.judges.llm.reply_reader import ReplyReader
 from grader.judges.llm.results import CallState, JudgmentRecorder, RecorderConfig
 from grader.judges.llm.retry import RetryPolicy, is_context_exceeded, retry_delay, should_retry
 from grader.judges.llm.server_settings import ServerSettings
-from grader.judges.llm.transport import DEAD_AFTER, ServerHealth
+from grader.judges.llm.transport import DEAD_AFTER, SAME_FAILURE_S, ServerHealth
 from grader.judges.llm.types import CallRecord, ModeSwitch, RenderedRequest, request_body
 from grader.models import Doc, Judgment, Query, Usage
 from grader.prompts import OutputMode, PromptSpec, load_prompt
@@ -90,6 +93,7 @@ class LLMJudge:
         max_context: int | None = None,
         probe_server: bool = False,
         on_notice: Callable[[str], None] | None = None,
+        max_reply_bytes: int | None = None,
     ) -> None:
         self.model = model
         self.prompt = load_prompt(prompt) if isinstance(prompt, str) else prompt
@@ -102,7 +106,9 @@ class LLMJudge:
         self.prices = prices
         self.on_call = on_call
         self.timeout = timeout
-        self.health = ServerHealth(dead_after, unreachable_after)
+        self.health = ServerHealth(
+            dead_after, unreachable_after, quiet_s=timeout, same_for_s=SAME_FAILURE_S
+        )
         self.server = ServerSettings(
             output_mode, logprobs=self.prompt.logprobs, on_switch=on_switch
         )
@@ -111,11 +117,12 @@ class LLMJudge:
         self.server_info: ServerInfo | None = None
         self._probe = asyncio.Lock() if probe_server else None
         self._on_notice = on_notice
-        self.inflight = InFlight(on_notice)
+        self.inflight = InFlight(on_notice, timeout=timeout)
         self.abandoned = Usage()
         """Tokens of answered attempts of judgments cut short (Ctrl-C): paid, in no judgment."""
+        limits = ReplyLimits(chat=chat_reply_limit(max_reply_bytes))
         client, secrets = make_client(
-            base_url=base_url, api_key=api_key, client=client, timeout=timeout
+            base_url=base_url, api_key=api_key, client=client, timeout=timeout, limits=limits
         )
         self._recorder = JudgmentRecorder(
             RecorderConfig(
@@ -294,7 +301,7 @@ class LLMJudge:
         async with self._probe:
             if self.server_info is None:
                 self.server_info = await learn_server(
-                    self.client, self.model, self.base_url, self.fit, self._on_notice
+                    self.client, self.model, self.base_url, self.fit, self._on_notice, self.timeout
                 )
 
     def take_abandoned(self) -> tuple[Usage, float | None]:

@@ -13,6 +13,17 @@ instead of paying `attempts x timeout` for every remaining pair. The threshold i
 concurrency), so that a burst of timeouts on a busy but working server, where all workers wait at
 once, does not stop the run.
 
+Timeouts reach the threshold only once nothing at all has come back for `quiet_s` as well (one
+deadline in the judge, beside the two rounds of workers the threshold takes): a server that is
+slow, or queues, is not dead while it answers.
+
+A server that answers, but the same failure to everything (a 500 to every request, a reply
+past its size bound every time), is given up on too: `same_failure` counts attempts in a row that
+failed with one cause (an HTTP status, or "reply larger than N bytes"), across pairs; at
+`threshold` of them, over at least `MIN_PAIRS` pairs and at least `same_for_s` seconds
+(`SAME_FAILURE_S` in the judge: a burst of 503s from an overloaded API is waited out), with no
+good answer in between, the run stops and the error names the cause (`failing`).
+
 A server never reached is told sooner: when the first `unreachable_after` requests all fail to
 connect (refused, a DNS lookup or TLS handshake that failed: `connect_failure`) and nothing has
 ever answered, the address is wrong or the server is down, and waiting for the threshold (with
@@ -23,6 +34,7 @@ worker (at least 2): the first round.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
@@ -30,6 +42,7 @@ import httpx2
 import openai
 
 from grader.errors import ServerNotAnswering
+from grader.redact import redact_url
 
 DEAD_AFTER = 16
 """Transport failures in a row, with no answer in between, that mean the server is not answering
@@ -48,21 +61,36 @@ def unreachable_after_for(concurrency: int) -> int:
 
 
 @asynccontextmanager
-async def deadline(seconds: float | None, method: str, url: str) -> AsyncIterator[None]:
-    """Bound the whole request inside the block to `seconds` (None: no bound); an overrun raises
-    `openai.APITimeoutError` (retried as a timeout), with the request's method and URL."""
+async def deadline(seconds: float | None, method: str, url: str) -> AsyncIterator[asyncio.Timeout]:
+    """Bound the whole request inside the block to `seconds` (None: no bound; the handle it
+    yields can move it); an overrun raises `openai.APITimeoutError` (retried as a timeout), with
+    the request's method and URL."""
     try:
-        async with asyncio.timeout(seconds):
-            yield
+        async with asyncio.timeout(seconds) as bound:
+            yield bound
     except TimeoutError as exc:
         raise openai.APITimeoutError(request=httpx2.Request(method, url)) from exc
+
+
+SAME_FAILURE_S = 10.0
+"""Seconds the same failure must last, besides its count, before it stops a run."""
+MIN_PAIRS = 3
+"""Pairs the same failure must have hit before it stops a run (`ServerHealth.same_failure`)."""
 
 
 class ServerHealth:
     """Transport failures in a row with no answer in between (module docstring). Shared by every
     worker of one judge; used from one event loop, so no lock is needed."""
 
-    def __init__(self, threshold: int = DEAD_AFTER, unreachable_after: int | None = None) -> None:
+    def __init__(
+        self,
+        threshold: int = DEAD_AFTER,
+        unreachable_after: int | None = None,
+        *,
+        quiet_s: float = 0.0,
+        same_for_s: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         if threshold < 1:
             raise ValueError("the not-answering threshold must be at least 1")
         if unreachable_after is not None and unreachable_after < 1:
@@ -75,10 +103,45 @@ class ServerHealth:
         self.connect_failures = 0
         self.unreachable: str | None = None
         """The cause (`connect_failure`'s text) when the server was never reached; else None."""
+        self.quiet_s = quiet_s
+        self.clock = clock
+        self.last_answer = clock()
+        self.same_for_s = same_for_s
+        self.cause: str | None = None
+        self.since = 0.0
+        self.same = 0
+        self.pairs: set[str] = set()
+        self.failing: str | None = None
+        """The cause (and its last message) when the same failure stopped the run; else None."""
+
+    def same_failure(self, cause: str, key: str, message: str) -> bool:
+        """An attempt of pair `key` answered with the failure `cause` ("HTTP 500", "reply
+        larger than N bytes"); True once the same cause, `threshold` times in a row over at
+        least MIN_PAIRS pairs and `same_for_s` seconds, makes the server count as failing
+        everything (and dead)."""
+        if cause != self.cause:
+            self.cause, self.same, self.pairs, self.since = cause, 0, set(), self.clock()
+        self.same += 1
+        self.pairs.add(key)
+        lasted = self.clock() - self.since >= self.same_for_s
+        if (
+            self.same >= self.threshold
+            and len(self.pairs) >= MIN_PAIRS
+            and lasted
+            and not self.dead
+        ):
+            self.failing = f"{cause}: {message}"
+            self.dead = True
+        return self.dead
+
+    def succeeded(self) -> None:
+        """The server gave a good answer (a 200): the same-failure count starts over."""
+        self.cause, self.same, self.pairs = None, 0, set()
 
     def answered(self) -> None:
         """The server sent an HTTP answer (any status): it is there."""
         self.ever_answered = True
+        self.last_answer = self.clock()
         if not self.dead:
             self.in_a_row = 0
 
@@ -93,11 +156,13 @@ class ServerHealth:
             self.dead = True
         return self.dead
 
-    def failed(self) -> bool:
+    def failed(self, *, timed_out: bool = False) -> bool:
         """One more timeout or connection failure; True once the server counts as not answering
-        (and from then on: a late answer does not revive it)."""
+        (and from then on: a late answer does not revive it). A timeout ends it only once the
+        server has been quiet for `quiet_s` too."""
         self.in_a_row += 1
-        if self.in_a_row >= self.threshold:
+        quiet = not timed_out or self.clock() - self.last_answer >= self.quiet_s
+        if self.in_a_row >= self.threshold and quiet:
             self.dead = True
         return self.dead
 
@@ -107,7 +172,14 @@ def not_answering(
 ) -> ServerNotAnswering:
     """The error that stops a run whose server `health` says is not answering (never reached,
     or `threshold` transport failures in a row), naming its URL and what to check."""
-    url = base_url.rstrip("/")
+    url = redact_url(base_url).rstrip("/")
+    if health.failing is not None:
+        return ServerNotAnswering(
+            f"{url} keeps failing: the last {health.same} requests, for {len(health.pairs)} "
+            f"different pairs, all failed the same way ({redact(health.failing)}), so the run "
+            "stopped taking new pairs. The pairs that failed are stored as failed; check the "
+            "server, then rerun the same command to retry them and do the rest"
+        )
     if health.unreachable is not None:
         return ServerNotAnswering(
             f"{url} is not answering: the first {health.unreachable_after} requests could not "

@@ -18,7 +18,7 @@ does): the LLM's grades on a query people did not judge at all are left out (cou
 Per run, the share of its top-k results (pooled over the qrels queries it answers) that people
 judged, that the LLM filled, and that stays unjudged (`Shares`). When the LLM also graded some
 pairs people judged (`grade --also-judged`), the filled score gets an interval that carries the
-LLM's disagreement (`grader.metrics.fill_interval`).
+LLM's disagreement (`grader.evaluation.fill.interval`).
 
 Pure: DataFrames in, DataFrames out. Each measure's name in the output is the measure as asked
 (the judged_only regime's values are those of the `judged_only=True` measure).
@@ -29,21 +29,25 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from grader.errors import InputError
+from grader.evaluation.fill.interval import Interval, corrected_interval
 from grader.metrics import registry
 from grader.metrics.evaluate import Missing, Scores, depth_needed, score
-from grader.metrics.fill_interval import Interval, corrected_interval
 from grader.metrics.measures import Measure, parse_measure
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from grader.evaluation.fill.reach import Reach
+    from grader.metrics.judged_rows import Ranked
     from grader.metrics.rank_order import Precision
+
+Design = Literal["judged", "holes"]
 
 REGIMES = ("holes_nonrelevant", "judged_only", "filled")
 SOURCES = ("human", "llm", "unjudged")
@@ -79,6 +83,10 @@ class FillResult:
     shares: dict[str, Shares] = field(default_factory=dict)
     intervals: dict[str, dict[str, Interval]] = field(default_factory=dict)  # run -> measure
     interval_note: str | None = None
+    refused: dict[str, dict[str, str]] = field(default_factory=dict)  # run -> measure -> why
+    design: Design = "judged"  # where the pairs graded by both were drawn (see evaluate_fill)
+    baseline: str | None = None
+    differences: dict[str, dict[str, Interval]] = field(default_factory=dict)  # run - baseline
     holes: int = 0  # LLM-graded pairs people did not judge (filled)
     overlap: int = 0  # pairs graded by both (also-judged)
     queries: int = 0  # people's queries: every regime averages over these
@@ -88,7 +96,7 @@ class FillResult:
     def frame(self, per_query: bool = False) -> pd.DataFrame:
         """The long frame [run, query_id, measure, regime, value], query_id "all" for the mean
         (counts summed); the filled means with an interval add `corrected`, `ci_low` and
-        `ci_high` (see `grader.metrics.fill_interval`)."""
+        `ci_high` (see `grader.evaluation.fill.interval`), those refused one a `reason`."""
         import pandas as pd
 
         rows: list[dict[str, object]] = []
@@ -101,6 +109,9 @@ class FillResult:
                     if found is not None:
                         row["corrected"] = found.estimate
                         row["ci_low"], row["ci_high"] = found.low, found.high
+                    why = self.refused.get(run, {}).get(str(row["measure"]))
+                    if why is not None:
+                        row["reason"] = why
         return pd.DataFrame(rows)
 
     def shares_frame(self) -> pd.DataFrame:
@@ -178,6 +189,9 @@ def evaluate_fill(
     weights: Mapping[tuple[str, str], float] | None = None,
     level: float | None = 0.95,
     seed: int = 0,
+    design: Design = "judged",
+    check: bool = True,
+    baseline: str | None = None,
 ) -> FillResult:
     """Score every run under the three regimes (see the module docstring).
 
@@ -185,11 +199,23 @@ def evaluate_fill(
     people did not judge are left out); `runs` maps a name to a run frame [query_id, doc_id,
     rank|score]. `weights` (1/pi of each also-judged pair, from its
     manifest) weight the overlap; `level` None: no interval; `seed` seeds its imputations.
+    `design`: where the pairs graded by both were drawn, "judged" (from the judged pool,
+    `grade --also-judged`) or "holes" (a sample of the holes people then graded, given in
+    `human`; only the pairs in `weights` are the overlap). A run and measure whose holes the
+    overlap does not reach, or whose top k nobody graded in part, get a reason
+    (`FillResult.refused`) instead of an interval (`grader.evaluation.fill.reach`); `check`
+    False keeps those intervals beside their reasons (to study the method where it fails).
+    `baseline` (a run's name): each other run's corrected difference from it, with an interval,
+    estimated jointly (`FillResult.differences`, `grader.evaluation.fill.difference`).
     """
     from grader.metrics.join_arrow import join
 
     parsed = [parse_measure(m) for m in measures]
     names = [str(m) for m in parsed]
+    if baseline is not None and baseline not in runs:
+        raise InputError(
+            f"the baseline {baseline!r} is none of the runs", hint=f"one of {', '.join(runs)}"
+        )
     condensed = [condensed_form(m) for m in parsed]
     people = set(human["query_id"].astype(str))
     inside = llm["query_id"].astype(str).isin(people).to_numpy()
@@ -212,32 +238,93 @@ def evaluate_fill(
         ranked_coded[name] = coded_rows
         result.shares[name] = _shares(coded_rows, n_human, depth)
     both = overlap_pairs(human, llm)
-    result.overlap = len(both)
+    if design == "holes" and weights is not None:
+        both = both[[k in weights for k in zip(both["query_id"], both["doc_id"], strict=True)]]
+    result.overlap, result.design = len(both), design
     if len(both) > 1 and level is not None:
-        position = dict(zip(_keys(merged), range(len(merged)), strict=False))
-        pairs = np.array([position[k] for k in _keys(both)], dtype=np.int64)
-        llm_grades = both["llm"].astype("int64")
-        if scale is not None:
-            llm_grades = llm_grades.map(dict(scale)).astype("int64")
-        intervals, note = corrected_interval(
-            ranked_coded,
-            parsed,
-            merged["grade"].to_numpy(dtype=np.int64),
-            pairs,
-            np.asarray(llm_grades.to_numpy(), dtype=np.int64),
-            _overlap_weights(both, weights),
-            result.holes,
-            raw=(
-                _holes(human, llm)["grade"].to_numpy(dtype=np.int64),
-                both["llm"].to_numpy(dtype=np.int64),
-            ),
-            missing=missing,
-            level=level,
-            seed=seed,
-        )
-        result.intervals = intervals
-        result.interval_note = note
+        _intervals(result, ranked_coded, parsed, merged, human, llm, both, scale, weights,
+                   missing=missing, level=level, seed=seed, check=check,
+                   baseline=baseline)  # fmt: skip
     return result
+
+
+def _intervals(
+    result: FillResult,
+    ranked_coded: Mapping[str, Ranked],
+    parsed: Sequence[Measure],
+    merged: pd.DataFrame,
+    human: pd.DataFrame,
+    llm: pd.DataFrame,
+    both: pd.DataFrame,
+    scale: Mapping[int, int] | None,
+    weights: Mapping[tuple[str, str], float] | None,
+    *,
+    missing: Missing,
+    level: float,
+    seed: int,
+    check: bool,
+    baseline: str | None = None,
+) -> None:
+    """The filled score's intervals (`corrected_interval`), and the reasons (`fill_reach`)
+    for the runs and measures that get none."""
+    position = dict(zip(_keys(merged), range(len(merged)), strict=False))
+    pairs = np.array([position[k] for k in _keys(both)], dtype=np.int64)
+    llm_grades = both["llm"].astype("int64")
+    if scale is not None:
+        llm_grades = llm_grades.map(dict(scale)).astype("int64")
+    hole_raw = _holes(human, llm)["grade"].to_numpy(dtype=np.int64)
+    pair_raw = both["llm"].to_numpy(dtype=np.int64)
+    first = len(human)
+    effects: dict[str, tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]] = {}
+    overlap_weights = _overlap_weights(both, weights)
+    grades = merged["grade"].to_numpy(dtype=np.int64)
+    intervals, note = corrected_interval(
+        ranked_coded, parsed, grades, pairs, np.asarray(llm_grades.to_numpy(), dtype=np.int64),
+        overlap_weights, result.holes, raw=(hole_raw, pair_raw), missing=missing, level=level,
+        seed=seed, holes_sample=result.design == "holes", effects_out=effects,
+    )  # fmt: skip
+    raw_of = np.full(len(merged), -1, dtype=np.int64)
+    raw_of[first:] = hole_raw
+    raw_of[pairs] = pair_raw
+    result.refused = _reasons(ranked_coded, parsed, first, pairs, raw_of, result.design)
+    for run, reasons in result.refused.items():
+        for measure in reasons if check else ():
+            intervals[run].pop(measure, None)
+    result.intervals = intervals
+    result.interval_note = note
+    if baseline is not None:
+        from grader.evaluation.fill.difference import corrected_differences
+
+        result.baseline = baseline
+        refused = result.refused if check else None
+        result.differences = corrected_differences(
+            effects, baseline, parsed, overlap_weights, result.holes, level=level, refused=refused
+        )
+
+
+def _reasons(
+    ranked_coded: Mapping[str, Ranked],
+    parsed: Sequence[Measure],
+    first: int,
+    pairs: npt.NDArray[np.int64],
+    raw_of: npt.NDArray[np.int64],
+    design: Design,
+) -> dict[str, dict[str, str]]:
+    """run -> measure -> why it gets no interval (`grader.evaluation.fill.reach`), one reach per
+    run and cutoff."""
+    from grader.evaluation.fill.reach import reach
+
+    out: dict[str, dict[str, str]] = {}
+    for run, ranked in ranked_coded.items():
+        found: dict[int | None, Reach] = {}
+        for measure in parsed:
+            k = measure.cutoff
+            if k not in found:
+                found[k] = reach(ranked, k, first, pairs, raw_of)
+            why = found[k].reason(run, design)
+            if why is not None:
+                out.setdefault(run, {})[str(measure)] = why
+    return out
 
 
 def _overlap_weights(

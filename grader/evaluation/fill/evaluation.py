@@ -1,13 +1,14 @@
 """`evaluate --fill` as one call: people's grades and the LLM's read from any input form, the
-same-collection check, the thresholds, `grader.metrics.fill.evaluate_fill`, and the records
-and stderr lines the command prints. `relgrade evaluate --fill` and `relgrade.evaluate(...,
+same-collection check, the thresholds, `grader.evaluation.fill.scores.evaluate_fill`, and the
+records and stderr lines the command prints. `relgrade evaluate --fill` and `relgrade.evaluate(...,
 fill=...)` both call `evaluate_filled`.
 
 Records (`--format json`'s): the records of `evaluate` ({"run", "query_id", "measure",
 "value"}) with a `regime`; the filled means with an interval add `corrected`, `ci_low`,
-`ci_high`; the shares are records with measure `Share@k` (`Share` for the whole ranking),
-regime "filled" and `source` ("human", "llm", "unjudged"). A NaN value is kept as NaN (JSON
-writes it as null); keys without a value are left out.
+`ci_high`; those the overlap cannot vouch for have them null and a `reason` (the same line is
+printed as a warning); the shares are records with measure `Share@k` (`Share` for the whole
+ranking), regime "filled" and `source` ("human", "llm", "unjudged"). A NaN value is kept as
+NaN (JSON writes it as null); keys without a value are left out.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from grader.errors import InputError
+from grader.evaluation.baseline import Options
+from grader.evaluation.fill.scores import SOURCES, Design, FillResult, evaluate_fill
 from grader.metrics.evaluate import Missing
-from grader.metrics.fill import SOURCES, FillResult, evaluate_fill
 from grader.metrics.measures import Measure
 
 if TYPE_CHECKING:
@@ -28,7 +30,10 @@ if TYPE_CHECKING:
     from grader.metrics.rank_order import Precision
 
 COLUMNS = ["run", "query_id", "measure", "regime", "source", "value", "corrected", "ci_low"]
-COLUMNS += ["ci_high"]
+COLUMNS += ["ci_high", "reason"]
+BASELINE_COLUMNS = ["diff", "p_value", "p_adjusted", "diff_ci_low", "diff_ci_high"]
+BASELINE_COLUMNS += ["corrected_diff", "corrected_diff_ci_low", "corrected_diff_ci_high"]
+BASELINE_COLUMNS += ["corrected_p_value"]
 
 
 @dataclass
@@ -39,10 +44,17 @@ class FillEvaluation:
     result: FillResult
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    comparison: Options | None = None  # --baseline: grader.evaluation.fill.baseline
 
     def records(self, per_query: bool = False) -> list[dict[str, Any]]:
-        """`--format json`'s records: scores by regime, then the shares by source."""
-        return fill_records(self.result, per_query)
+        """`--format json`'s records: scores by regime, then the shares by source; with a
+        baseline, the comparison columns on the "all" records."""
+        records = fill_records(self.result, per_query)
+        if self.comparison is not None:
+            from grader.evaluation.fill.baseline import annotate_fill
+
+            annotate_fill(records, self.result, self.comparison)
+        return records
 
 
 def people_grades(value: Any) -> pd.DataFrame:
@@ -52,7 +64,7 @@ def people_grades(value: Any) -> pd.DataFrame:
     from grader.io.tables import grades_table, is_path
 
     if is_path(value):
-        from grader.grading.holes import read_people_grades
+        from grader.io.people_grades import read_people_grades
 
         return read_people_grades(value)
     frame = grades_table(value, "human qrels")[["query_id", "doc_id", "grade"]]
@@ -114,11 +126,15 @@ def evaluate_filled(
     precision: Precision = "float32",
     weights: Mapping[tuple[str, str], float] | None = None,
     manifest: str = "",
+    design: Design = "judged",
+    comparison: Options | None = None,
 ) -> FillEvaluation:
     """Each run scored three ways (`evaluate_fill`), with the measures' thresholds decided on
     people's grades and the LLM's mapped top (`typed`: the names were written by a person), and
     the lines the command prints. `weights` are 1/pi of the also-judged pairs, read from
-    `manifest` (its path, said in the notes)."""
+    `manifest` (its path, said in the notes); `design` where they were drawn (see
+    `calibration.spotcheck.also_judged.fill_design`); `comparison` (--baseline) adds the
+    comparison with the baseline run (`grader.evaluation.fill.baseline`)."""
     from grader.metrics.thresholds import resolve_thresholds
 
     check_same_collection(human, llm, llm_name, human_path)
@@ -133,8 +149,24 @@ def evaluate_filled(
         missing=missing,
         precision=precision,
         weights=weights,
+        design=design,
+        baseline=comparison.baseline if comparison else None,
     )
-    return FillEvaluation(result, warnings, fill_notes(result, manifest, scale, missing))
+    warnings += refusals(result)
+    notes = fill_notes(result, manifest, scale, missing)
+    return FillEvaluation(result, warnings, notes, comparison)
+
+
+def refusals(result: FillResult) -> list[str]:
+    """One warning per run and reason: the measures that get no interval, and why."""
+    lines: list[str] = []
+    for run, reasons in result.refused.items():
+        by_reason: dict[str, list[str]] = {}
+        for measure, why in reasons.items():
+            by_reason.setdefault(why, []).append(measure)
+        for why, measures in by_reason.items():
+            lines.append(f"warning: no interval for {run} ({', '.join(measures)}): {why}")
+    return lines
 
 
 def fill_notes(
@@ -148,12 +180,17 @@ def fill_notes(
         _queries_note(result, missing),
     ]
     if scale is not None:
-        from grader.grading.holes import scale_text
+        from grader.io.people_grades import scale_text
 
         notes.append(f"LLM grades mapped by --llm-scale {scale_text(scale)}")
     if result.interval_note:
         notes.append(result.interval_note)
-        if manifest:
+        if manifest and result.design == "holes":
+            notes.append(
+                f"the pairs graded by both are a sample of the holes people graded, weighted "
+                f"by 1/pi from {manifest}"
+            )
+        elif manifest:
             notes.append(f"the pairs graded by both are weighted by 1/pi from {manifest}")
     elif result.overlap == 0:
         notes.append(
@@ -193,6 +230,8 @@ def fill_records(result: FillResult, per_query: bool = False) -> list[dict[str, 
     records: list[dict[str, Any]] = []
     for row in frame.to_dict(orient="records"):
         record = {str(k): v for k, v in row.items() if k == "value" or _clean(v) is not None}
+        if "reason" in record:  # no interval: said as null, with the reason
+            record.update(corrected=None, ci_low=None, ci_high=None)
         records.append(record)
     for run, shares in result.shares.items():
         measure = "Share" if shares.k is None else f"Share@{shares.k}"

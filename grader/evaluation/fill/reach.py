@@ -1,0 +1,107 @@
+"""Whether the filled score's interval may be given, per run and measure, and why not.
+
+The correction (`grader.evaluation.fill.interval`) learns what the LLM gets wrong from the pairs
+graded by both people and the LLM (the overlap), and applies it to the holes. That is valid
+where the overlap resembles the holes. Two checks, on the run's top k (k the measure's cutoff;
+the whole ranking without one):
+
+- reach: the holes' slots in the top k and the overlap's slots there, each spread over cells
+  (rank band 1-3, 4-6, 7-10, 11-30, 31-100, 101+; LLM grade 0-1 or 2-3); the share of hole
+  slots that resemble overlap slots is the overlap of the two distributions, sum over cells
+  of min(share of holes, share of overlap pairs) (1 - the total variation distance). When
+  the runs' highest-ranked pairs are the holes (a new system) and the overlap was drawn from
+  the judged, lower-ranked pool, no overlap pair lies where the holes are: the share is near
+  0 and the interval would miss (bench/fill_coverage.py: 9-14% coverage there). Below
+  `MIN_REACH`, or with fewer than `MIN_SLOTS` overlap slots in the top k, no interval. The
+  design that works: people grade a random sample of the holes themselves (`relgrade
+  sample` on the LLM's grades of the holes, `annotate`, then `evaluate --fill` with that
+  sample's manifest as `--fill-manifest`).
+- nobody graded: a result neither people nor the LLM graded counts as not relevant in the
+  filled score, but people might find it relevant; the interval cannot say how many. Above
+  `MAX_UNJUDGED` of the top k's slots, no interval (AP and recall without a cutoff, after
+  `grade --depth 10`, look at every result).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from grader.metrics.judged_rows import Ranked
+
+Int = npt.NDArray[np.int64]
+
+BANDS = np.array([3, 6, 10, 30, 100])  # rank bands: 1-3, 4-6, 7-10, 11-30, 31-100, 101+
+HIGH = 2  # LLM grades 0-1 and 2-3 (the 0..3 scale, before --llm-scale): two cells per band
+MIN_REACH = 0.5
+MIN_SLOTS = 5
+MAX_UNJUDGED = 0.01
+
+
+@dataclass(frozen=True)
+class Reach:
+    """Of a run's top `k` (None: the whole ranking): slots of holes, of overlap pairs, of
+    results nobody graded, all slots, and the share of hole slots resembling overlap slots."""
+
+    k: int | None
+    holes: int
+    overlap: int
+    unjudged: int
+    slots: int
+    share: float
+
+    def reason(self, run: str, design: str = "judged") -> str | None:
+        """Why the run's interval at this depth is not given, or None when it may be. A sample
+        of the holes themselves (`design` "holes") reaches them by design: only the share
+        nobody graded is checked."""
+        top = "ranking" if self.k is None else f"top {self.k}"
+        if self.slots and self.unjudged / self.slots > MAX_UNJUDGED:
+            return (
+                f"{self.unjudged / self.slots:.0%} of {run}'s {top} nobody graded (people or the "
+                "LLM): the interval cannot say what people would grade them; grade them too "
+                "(grade --depth), or use a measure with a cutoff the grades reach"
+            )
+        if not self.holes or design == "holes":
+            return None
+        where = f"{self.holes:,} hole slots of {run}'s {top}"
+        fix = (
+            "; have people grade a random sample of the holes (relgrade sample on the LLM's "
+            "grades of the holes, annotate, then evaluate --fill with that sample's manifest "
+            "as --fill-manifest)"
+        )
+        if self.overlap < MIN_SLOTS:
+            return (
+                f"only {self.overlap} pair(s) graded by both people and the LLM lie among the "
+                f"{where} (it takes {MIN_SLOTS}): the overlap does not reach where the holes "
+                f"are{fix}"
+            )
+        if self.share < MIN_REACH:
+            return (
+                f"the pairs graded by both do not resemble the holes: {self.share:.0%} of the "
+                f"{where} resemble them by rank and LLM grade (it takes {MIN_REACH:.0%}){fix}"
+            )
+        return None
+
+
+def reach(ranked: Ranked, k: int | None, first: int, overlap: Int, llm: Int) -> Reach:
+    """The `Reach` of a run coded by pair index (`ranked.grade`: index of the pair; the pairs
+    from `first` on are the holes), `overlap` the overlap pairs' indices, `llm` every pair's
+    LLM grade by index (-1 where it has none)."""
+    top = np.ones(len(ranked.rank), dtype=bool) if k is None else ranked.rank <= k
+    index = ranked.grade[top]
+    grade = np.where(llm[index] < 0, 0, np.where(llm[index] >= HIGH, 2, 1))
+    cells = np.searchsorted(BANDS, ranked.rank[top], side="left") * 3 + grade
+    is_hole = index >= first
+    is_overlap = np.isin(index, overlap)
+    slots = int(ranked.returned.sum() if k is None else np.minimum(ranked.returned, k).sum())
+    unjudged = max(slots - int(top.sum()), 0)
+    holes, both = cells[is_hole], cells[is_overlap]
+    share = 0.0
+    if len(holes) and len(both):
+        size = int(max(holes.max(), both.max())) + 1
+        p_holes = np.bincount(holes, minlength=size) / len(holes)
+        p_both = np.bincount(both, minlength=size) / len(both)
+        share = float(np.minimum(p_holes, p_both).sum())
+    return Reach(k, len(holes), len(both), unjudged, slots, share)

@@ -1,0 +1,52 @@
+"""The one loader of installed plug-ins, for both registries (measures and judges).
+
+An installed package adds measures or judges through an entry point group (`relgrade.measures`,
+`relgrade.judges`): each entry point names a module (importing it registers) or a function
+(called with no arguments). `load_entry_points(group)` loads a group, each registry once.
+
+`RELGRADE_LOAD_PLUGINS=0` (or empty, `false`, `no`, `off`) turns installed plug-ins off: only the
+built-in measures and judges, and those of modules imported by hand, are registered. Unset, they
+load. The test suite runs with them off, so a package installed beside relgrade cannot change
+what it checks.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+
+from grader.errors import InputError
+
+SWITCH = "RELGRADE_LOAD_PLUGINS"
+_OFF = {"", "0", "false", "no", "off"}
+
+
+def plugins_enabled() -> bool:
+    """Whether installed plug-ins load: unless `RELGRADE_LOAD_PLUGINS` says off."""
+    value = os.environ.get(SWITCH)
+    return value is None or value.strip().lower() not in _OFF
+
+
+def load_entry_points(group: str) -> list[str]:
+    """Load each entry point of `group` (a module is imported, a function is called) and return
+    their names; none when plug-ins are switched off. A plug-in that fails to load is an
+    InputError naming it and its package."""
+    if not plugins_enabled():
+        return []
+    from importlib.metadata import entry_points  # slow to scan: only when asked
+
+    names = []
+    for point in entry_points(group=group):
+        try:
+            loaded = point.load()
+            if callable(loaded) and not inspect.ismodule(loaded):
+                loaded()
+        except Exception as exc:
+            package = point.dist.name if point.dist is not None else "an installed package"
+            raise InputError(
+                f"plug-in {point.name!r} ({point.value}) of {package}, entry point group "
+                f"{group!r}, failed to load: {type(exc).__name__}: {exc}",
+                hint=f"fix or uninstall it, or set {SWITCH}=0 to run without installed plug-ins",
+            ) from exc
+        names.append(point.name)
+    return names
