@@ -94,9 +94,7 @@ def test_close_after_an_engine_killed_between_files_grades_every_pair_once(
     early_id = custom_ids(early[0])[0].split(":")[1]
     assert main(["batch", "close", "--store", str(db), export_id, early_id]) == 0
     err = capsys.readouterr().err
-    assert f"closed export {export_id}: 8 requests without a results line stored as missing" in (
-        err
-    )
+    assert f"closed export {export_id}: 8 requests without a results line stored" in err
     assert f"closed export {early_id}: 3 requests" in err
     assert all(s["state"] == "answered" for s in _status(db, capsys))
 
@@ -115,22 +113,28 @@ def test_close_after_an_engine_killed_between_files_grades_every_pair_once(
         assert store.count() == 20
     assert graded == expected
 
-    # The dead engine's files come back after all: taken, never a second grade, paid twice.
-    late = _engine(fake_server, requests[2:], tmp_path / "r3")
+    _late_answers_are_paid_twice_never_graded_twice(
+        db, _engine(fake_server, requests[2:], tmp_path / "r3"), expected, capsys
+    )
+    fake_server.reset()
+    args = ["--store", str(db), "--base-url", fake_server.base_url, *MODEL, "--quiet"]
+    assert main(files.args(*args)) == 0
+    assert fake_server.counts["requests"] == 0
+
+
+def _late_answers_are_paid_twice_never_graded_twice(
+    db: Path, late: list[Path], expected: dict[str, int], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The dead engine's files come back after all: taken, never a second grade, and counted
+    as paid twice; imported again, they pay nothing more."""
     assert cli_import(db, *late) == 0
     err = capsys.readouterr().err
     assert "0 ok, 0 failed, 0 missing (no results line) stored by this import; 8 already" in err
     assert "8 answers paid twice" in err
     with Store(db) as store:
         assert {j.key: j.grade for j in store.iter_judgments(status="ok")} == expected
-    # Importing them again pays nothing more.
     assert cli_import(db, *late) == 0
     assert "0 answers paid twice" in capsys.readouterr().err
-
-    fake_server.reset()
-    args = ["--store", str(db), "--base-url", fake_server.base_url, *MODEL, "--quiet"]
-    assert main(files.args(*args)) == 0
-    assert fake_server.counts["requests"] == 0
 
 
 def test_close_names_exports_by_file_or_folder_and_refuses_others(

@@ -88,8 +88,7 @@ def test_vllm_lines_store_the_status_and_reason_and_reask_only_what_may_change(
     with results.open("w", encoding="utf-8") as fh:
         for i, line in enumerate(lines):
             if i in errors:
-                error, status = errors[i]
-                fh.write(_vllm_line(line["custom_id"], None, error, status))
+                fh.write(_vllm_line(line["custom_id"], None, *errors[i]))
             else:
                 fh.write(
                     _vllm_line(line["custom_id"], _ok_body(fake_server, line["body"]), None, 200)

@@ -92,13 +92,10 @@ def register(sub: Any) -> None:
     add_batch_options(collect)
     add_output_options(collect)
     collect.set_defaults(func=run_collect)
-    status.add_argument(
-        "--files",
-        action="store_true",
-        help="list each request file of the exports: answered, partial or untouched, and what "
-        "`batch close` would mark missing",
-    )
+    from grader.cli.batch_exports import add_files_flag
     from grader.cli.batch_exports import register as register_close
+
+    add_files_flag(status)
     from grader.cli.batch_files import register as register_files
 
     register_files(actions)

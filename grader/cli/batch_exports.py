@@ -53,6 +53,16 @@ def register(actions: Any) -> None:
     close.set_defaults(func=run_close)
 
 
+def add_files_flag(status: argparse.ArgumentParser) -> None:
+    """`batch status --files`."""
+    status.add_argument(
+        "--files",
+        action="store_true",
+        help="list each request file of the exports: answered, partial or untouched, and what "
+        "`batch close` would mark missing",
+    )
+
+
 def _open_store(path: str) -> Store:
     if not Path(path).is_file():
         raise InputError("no store here", path=path, hint="give the --store batch export used")
