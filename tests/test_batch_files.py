@@ -94,14 +94,16 @@ def test_round_trip_equals_live_grading(
 
     fake_server.reset()
     reask = ["batch", "import", "--store", str(db), str(tmp_path / "res"), "--reask", *url]
-    assert main([*reask, "--quiet"]) == 0
-    assert fake_server.counts["requests"] == 3
+    assert main([*reask, "--quiet"]) == 1
+    # The refused and the missing line; not the one past the context (it would fail again).
+    assert fake_server.counts["requests"] == 2
+    assert "1 not asked (refused for good" in capsys.readouterr().err
 
     fake_server.reset()
     ours = ["--store", str(db), *url, *MODEL, "--quiet", "--depth", "6"]
     outs = ["--out", str(tmp_path / "b.jsonl"), "--qrels-out", str(tmp_path / "b.qrels")]
     assert main(files.args(*ours, *outs)) == 0
-    assert fake_server.counts["requests"] == 0  # every pair came from the store
+    assert fake_server.counts["requests"] == 1  # the rest came from the store
     assert (tmp_path / "b.qrels").read_text() == (tmp_path / "live.qrels").read_text()
     a, b = _judgments(tmp_path / "live.jsonl"), _judgments(tmp_path / "b.jsonl")
     assert len(a) == 21 and a.keys() == b.keys()

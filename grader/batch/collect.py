@@ -45,23 +45,38 @@ class ParsedFiles:
 
 
 def _error_text(record: Mapping[str, Any]) -> tuple[str, str]:
+    """(code, message) of an error line: `http_STATUS` and "HTTP STATUS [type]: message" when
+    an HTTP status is known (vLLM's error lines; the Batch API's error bodies), else the Batch
+    API's error code (`batch_expired`, ...)."""
     error = record.get("error")
-    if isinstance(error, Mapping):
-        return str(error.get("code") or "batch_error"), str(error.get("message") or "")
-    if isinstance(error, str) and error:  # vLLM's run-batch writes the error as a string
-        status = record.get("response", {}) if isinstance(record.get("response"), Mapping) else {}
-        code = status.get("status_code")
-        return (f"http_{code}" if code else "batch_error"), error
     response = record.get("response")
-    if isinstance(response, Mapping):
+    status = response.get("status_code") if _is_mapping(response) else None
+    if _is_mapping(error):
+        inner = error.get("error")  # vLLM's ErrorResponse: {"error": {message, type, code}}
+        if _is_mapping(inner):
+            error = inner
+        code, message = error.get("code"), str(error.get("message") or "")
+        if isinstance(code, int) and not isinstance(code, bool):
+            return _http(code, error.get("type"), message)
+        if code is None and isinstance(status, int) and status != 200:
+            return _http(status, error.get("type"), message)
+        return str(code or error.get("type") or "batch_error"), message
+    if isinstance(error, str) and error:  # vLLM's run-batch writes other errors as a string
+        return _http(status, None, error) if status else ("batch_error", error)
+    if _is_mapping(response):
         body = response.get("body")
-        status = response.get("status_code")
-        if isinstance(body, Mapping) and isinstance(body.get("error"), Mapping):
+        if _is_mapping(body) and _is_mapping(body.get("error")):
             err = body["error"]
             code = err.get("code") or err.get("type") or f"http_{status}"
             return str(code), f"HTTP {status}: {err.get('message') or ''}".strip()
         return f"http_{status}", f"HTTP {status}"
     return "batch_error", "the batch gave no response for this request"
+
+
+def _http(status: object, kind: object, message: str) -> tuple[str, str]:
+    """The code and message of an error with an HTTP status (and the error's type)."""
+    said = f"HTTP {status}" + (f" {kind}" if isinstance(kind, str) and kind else "")
+    return f"http_{status}", f"{said}: {message}" if message else said
 
 
 def _raw_content(body: Any) -> str | None:

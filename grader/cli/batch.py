@@ -92,9 +92,14 @@ def register(sub: Any) -> None:
     add_batch_options(collect)
     add_output_options(collect)
     collect.set_defaults(func=run_collect)
+    from grader.cli.batch_exports import add_files_flag
+    from grader.cli.batch_exports import register as register_close
+
+    add_files_flag(status)
     from grader.cli.batch_files import register as register_files
 
     register_files(actions)
+    register_close(actions)
     p.set_defaults(func=run_status)
 
 
@@ -106,11 +111,14 @@ def _open_store(path: str) -> Store:
 
 def run_status(args: argparse.Namespace) -> int:
     from grader.batch.files.exports import ExportState
-    from grader.cli.batch_files import export_json, exports_table
+    from grader.cli.batch_exports import export_json, exports_table, print_files
 
     with _open_store(args.store) as store, BatchState(store) as state:
         with ExportState(store) as export_state:
             exports = export_state.exports()
+        if getattr(args, "files", False):
+            print_files(store, exports, args.format)
+            return 0
         if getattr(args, "exports", False):
             if args.format == "json":
                 print(json.dumps([export_json(e) for e in exports], indent=2))

@@ -15,13 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from grader.batch.adapter import LLMBatchJudge
+from grader.batch.files.engine_modes import check_batch_mode
 from grader.batch.files.export_files import LineProgress, export_requests
-from grader.batch.files.exports import ExportInfo, ExportState
+from grader.batch.files.exports import ExportState
 from grader.batch.files.import_files import Importer
 from grader.batch.files.import_followup import ImportSummary
 from grader.batch.job_config import job_config
 from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE
 from grader.cli.batch_common import JudgeFactory
+from grader.cli.batch_exports import left_out_text, pending_warning
 from grader.cli.flags import add_runs, add_store
 from grader.cli.judge_options import add_judge_options, build_judges, check_judge_args
 from grader.cli.server_flags import add_server_flags
@@ -40,7 +42,8 @@ Pairs: the top --depth of --run files (as grade picks them: --queries, --docs, -
 --skip-missing), or --select over the pairs in the store (as regrade: all | failed | grade<=N |
 sample FILE | disagreement | prompt=OLD). Pairs whose answer is already ok in the store are not
 exported, so after a partial import the same command exports only what is missing; nor are
-pairs whose request waits in an earlier export not imported yet (--include-pending: they are).
+pairs whose request waits in an earlier export not imported yet (--include-pending: they are;
+`relgrade batch close` an export whose engine died: its unanswered lines no longer wait).
 
 Each line is {"custom_id", "method", "url", "body"}: the body is exactly what live grading
 sends; custom_id is relgrade:EXPORT_ID:KEY. Files are split under --batch-max-requests lines
@@ -236,6 +239,7 @@ def run_export(args: argparse.Namespace) -> int:
         raise InputError(f"judge {args.judge!r} made no LLM judge: nothing to export")
     try:
         judge = LLMBatchJudge(live)
+        check_batch_mode(judge.mode)  # a mode batch engines would drop is refused
         config = job_config(judge, args.prompt)
         with _open_store(args.store, create=not args.select) as store:
             pairs, total = _export_pairs(args, store, judge.fingerprint())
@@ -262,22 +266,16 @@ def run_export(args: argparse.Namespace) -> int:
         f"{summary.stored:,} pairs already graded in the store were left out",
         file=sys.stderr,
     )
+    if summary.stale:
+        print(
+            f"removed {summary.stale} request files a killed export left unlisted (none of"
+            " their requests was recorded: they are in this export)",
+            file=sys.stderr,
+        )
     if summary.pending:
-        print(
-            f"{summary.pending:,} pairs left out: their requests wait in "
-            f"export {', '.join(summary.waiting_in)}, whose results are not imported yet (an "
-            "engine run on both would be paid twice). Import those results first, or give "
-            "--include-pending to export them again",
-            file=sys.stderr,
-        )
+        print(left_out_text(summary.pending, list(summary.waiting_in), args.store), file=sys.stderr)
     for other, count in waiting.items():
-        print(
-            f"warning: {count:,} of these requests are also in export {other}, whose results "
-            "are not imported yet: an engine run on both is paid twice for them. Import "
-            f"{other}'s results first, then export again (pairs imported are never exported"
-            " again)",
-            file=sys.stderr,
-        )
+        print(pending_warning(count, other, args.store), file=sys.stderr)
     for path in summary.files:
         print(path)
     return 0
@@ -297,6 +295,7 @@ def import_text(summary: ImportSummary) -> str:
             f"; {summary.still_missing:,} requests of these request files still without an ok"
             " answer in the store"
         )
+    head += f"; {summary.paid_twice:,} answers paid twice (their request was answered already)"
     lines = [head]
     for path in summary.empty:
         lines.append(
@@ -308,9 +307,11 @@ def import_text(summary: ImportSummary) -> str:
     if summary.n_malformed:
         shown = ", ".join(summary.malformed)
         lines.append(f"{summary.n_malformed:,} lines are not JSON ({shown})")
-    if summary.reasked_ok or summary.reasked_failed:
+    if summary.reasked_ok or summary.reasked_failed or summary.permanent:
         lines.append(
-            f"asked live: {summary.reasked_ok:,} ok, {summary.reasked_failed:,} failed again"
+            f"asked live: {summary.reasked_ok:,} ok, {summary.reasked_failed:,} failed again; "
+            f"{summary.permanent:,} not asked (refused for good: past the context, an unknown "
+            "model, ...)"
         )
     return "\n".join(lines)
 
@@ -368,36 +369,3 @@ async def _reask(
         await importer.reask_failed(summary, concurrency=concurrency)
     finally:
         await factory.aclose()
-
-
-def exports_table(exports: list[ExportInfo]) -> str:
-    """The exports of a store: lines, how many came back ok or failed, files and folder."""
-    if not exports:
-        return "no batch file exports in this store"
-    header = f"{'export':<12}  {'back':>17}  {'failed':>7}  {'files':>5}  {'prompt':<16} folder"
-    rows = [header]
-    for e in exports:
-        back = f"{e.returned:,}/{e.n_lines:,}"
-        note = "" if e.complete else "  (export stopped before the end)"
-        rows.append(
-            f"{e.export_id:<12}  {back:>17}  {e.returned_failed:>7,}  {e.files:>5}  "
-            f"{e.judge_config.get('prompt_id', '-'):<16} {e.out_dir}{note}"
-        )
-    return "\n".join(rows)
-
-
-def export_json(e: ExportInfo) -> dict[str, Any]:
-    return {
-        "export_id": e.export_id,
-        "model": e.judge_config.get("model"),
-        "prompt": e.judge_config.get("prompt_id"),
-        "out_dir": e.out_dir,
-        "lines": e.n_lines,
-        "pairs": e.n_pairs,
-        "files": e.files,
-        "returned": e.returned,
-        "returned_ok": e.returned_ok,
-        "returned_failed": e.returned_failed,
-        "complete": e.complete,
-        "created_at": e.created_at,
-    }

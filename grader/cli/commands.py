@@ -11,5 +11,5 @@ COMMANDS: dict[str, str] = {
     "sample": "draw a blind spot-check sample for people to grade, or import their grades",
     "annotate": "grade a blind sample in a local web page (keys 0-3), or export the grades",
     "regrade": "regrade stored judgments with a new prompt or model; diff old vs new",
-    "batch": "Batch API jobs (status, collect); batch files for any engine (export, import)",
+    "batch": "Batch API jobs (status, collect); batch files for any engine (export, import, close)",
 }

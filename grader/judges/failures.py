@@ -54,6 +54,9 @@ TRANSIENT_TYPES = frozenset(
         "TimeoutError",
     }
 )
+BATCH_TRANSIENT = frozenset({"Batch:missing", "Batch:batch_expired", "Batch:batch_cancelled"})
+"""A batch request with no answer: its batch or engine stopped before it (asked again, it may
+well be answered)."""
 _MEMBER = re.compile(r"(?:\(|; )[^:;()]+: ([A-Za-z_][A-Za-z0-9_]*): ")
 """A member's failure in an ensemble's message: "(judge: Type: message; judge: Type: ...)"."""
 
@@ -77,11 +80,20 @@ def _kind_of(kind: str, message: str) -> FailureKind:
     if kind == "APIStatusError":  # a status the SDK has no class for: 408, 413, 451, ...
         head = message.split(" ", 1)[0]
         if head.isdigit():
-            status = int(head)
-            if status not in RETRY_STATUSES and 400 <= status < 500:
-                return "permanent"
-            return "transient"
+            return _status_kind(int(head))
+    if kind in BATCH_TRANSIENT:
+        return "transient"
+    if kind.startswith("Batch:http_") and kind[11:].isdigit():  # an engine's error line
+        return _status_kind(int(kind[11:]))
     return "unknown"
+
+
+def _status_kind(status: int) -> FailureKind:
+    """A 4xx but 408, 409, 429 is permanent (the server refuses the request as it is: 400 for
+    a prompt past the context, 404 for a model it does not serve); any other status transient."""
+    if status not in RETRY_STATUSES and 400 <= status < 500:
+        return "permanent"
+    return "transient"
 
 
 def _ensemble_kind(message: str) -> FailureKind:

@@ -12,12 +12,14 @@ a byte limit (`grader.batch.requests.split_requests`'s limits), written under a 
 
 The work streams in chunks of pairs: memory does not grow with the number of lines (the pairs
 given may be a generator). Each chunk's new lines are rendered and written to the request files;
-the texts, id pairs and lines not recorded yet are written to the store every `BATCH_PAIRS` id
-pairs and before a file is published, texts and id pairs first (an import needs both), in one
-transaction each, the store's log checkpointed on a thread of its own
-(`grader.store.checkpoint_thread`); a file is published (renamed to its final name and listed)
-once all its lines are recorded. Which keys the export already holds is asked of the store, but
-for the keys of lines not recorded yet, which are kept here.
+the texts and id pairs not recorded yet are written to the store every `BATCH_PAIRS` id pairs
+and before a file is published (an import needs both), in one transaction each, the store's log
+checkpointed on a thread of its own (`grader.store.checkpoint_thread`); a file is published
+(renamed to its final name) once written whole, and listed with its lines in one transaction:
+a line is recorded only once its file is published, so an export killed at any point leaves no
+request waiting in a file no engine sees (the next export into the folder removes the file it
+left under its temporary name). Which keys the export already holds is asked of the store, but
+for the keys of lines not recorded yet, which are kept here (a file's worth at most).
 """
 
 from __future__ import annotations
@@ -93,6 +95,7 @@ class ExportSummary:
     pending: int = 0
     waiting: list[str] = field(default_factory=list)  # other exports not imported yet
     waiting_in: dict[str, int] = field(default_factory=dict)  # left out, by export
+    stale: int = 0  # temporary files a killed export left, removed
 
     def left_out(self, export_id: str) -> None:
         """Count a pair left out because its request waits in `export_id`."""
@@ -151,6 +154,7 @@ def export_requests(
         summary = ExportSummary(export_id, [])
         summary.waiting = [] if include_pending else state.exports_waiting(export_id)
         files = RequestFiles(folder, export_id, max_requests, max_bytes)
+        summary.stale = files.drop_stale(_Unlisted(state))  # what a killed export left
         export = _Export(store, state, judge, files, batch_pairs, checkpoints)
         try:
             for part in _chunks(pairs, chunk):
@@ -193,6 +197,10 @@ class _Export:
         self.export_id = files.export_id
         self.fingerprint = judge.fingerprint()
         self.requests = RequestLines(judge)
+        self._lines: list[LineRow] = []  # lines not recorded yet: their file is not published
+        self._keys: dict[str, int] = {}  # the keys of `_lines`, with their file
+        self._file_pairs: dict[int, int] = {}  # id pairs of `_lines`' keys, by file
+        self._held_pairs = 0  # id pairs of keys whose line is recorded already
         self.files = files
         self.batch_pairs = batch_pairs
         self.published: list[Path] = []
@@ -203,9 +211,6 @@ class _Export:
         self._queries: dict[str, str] = {}
         self._docs: dict[str, DocRow] = {}
         self._pairs: set[tuple[str, str, str]] = set()
-        self._lines: list[LineRow] = []
-        self._keys: set[str] = set()  # the keys of `_lines`
-        self._n_pairs = 0
 
     def add(self, part: list[tuple[Query, Doc]], summary: ExportSummary) -> None:
         """Write the new lines of a chunk of pairs; record what waits once there is enough,
@@ -229,20 +234,24 @@ class _Export:
                 summary.left_out(waiting[key])
                 continue
             summary.pairs += 1
-            self._n_pairs += 1
-            if key in held or key in new:
+            if key in held:
+                self._held_pairs += 1
                 continue
-            line = self.requests.line(custom_id(export_id, key), query, doc)
-            file_no, line_no = self.files.add(line)
-            lines.append((export_id, file_no, line_no, key, query.query_id, doc.doc_id))
-            new.add(key)
-            summary.lines += 1
+            file_no = new.get(key)
+            if file_no is None:
+                line = self.requests.line(custom_id(export_id, key), query, doc)
+                file_no, line_no = self.files.add(line)
+                lines.append((export_id, file_no, line_no, key, query.query_id, doc.doc_id))
+                new[key] = file_no
+                summary.lines += 1
+            self._file_pairs[file_no] = self._file_pairs.get(file_no, 0) + 1
         if self.files.written or len(self._pairs) >= self.batch_pairs:
             self.record()
 
     def record(self) -> None:
-        """Write the texts and id pairs, then the lines, not recorded yet; then publish the
-        files written whole (all their lines are recorded now)."""
+        """Write the texts and id pairs not recorded yet; then publish each file written
+        whole, its lines recorded in the transaction that lists it (a line is recorded only
+        once its file is published: a kill leaves none waiting in a file no engine sees)."""
         if self._queries or self._docs:
             queries, docs = self._queries, self._docs
             self.store.put_text_rows(
@@ -250,19 +259,35 @@ class _Export:
             )
         if self._pairs:
             self.store.put_pairs(sorted(self._pairs))
-        if self._lines or self._n_pairs:
-            self._lines.sort(key=_line_key)  # into the key index page after page
-            self.state.add_lines(self.export_id, self._lines, self._n_pairs)
         self._clear()
         for written in self.files.take_written():
             sha256 = written.sha256()
             where = str(written.final.resolve())
-            self.state.add_file(
-                self.export_id, written.file_no, where, written.lines, written.size, sha256,
-                publish=written.publish,
-            )  # fmt: skip
+            rows = self._take_lines(written.file_no)
+            pairs = self._file_pairs.pop(written.file_no, 0) + self._held_pairs
+            try:
+                self.state.add_file(
+                    self.export_id, written.file_no, where, written.lines, written.size, sha256,
+                    publish=written.publish, rows=rows, n_pairs=pairs,
+                )  # fmt: skip
+            finally:
+                written.release()
+            self._held_pairs = 0
             self.published.append(written.final)
+        if self._held_pairs and not self._lines:  # (no file to count them with)
+            self.state.add_lines(self.export_id, [], self._held_pairs)
+            self._held_pairs = 0
         self.checkpoints.due()  # after the publishing: its commits do not wait on the disk
+
+    def _take_lines(self, file_no: int) -> list[LineRow]:
+        """The lines of file `file_no` (all of them: it is written whole), in key order (into
+        the key index page after page); they are forgotten here."""
+        rows = [row for row in self._lines if row[1] == file_no]
+        self._lines = [row for row in self._lines if row[1] != file_no]
+        for row in rows:
+            del self._keys[row[3]]
+        rows.sort(key=_line_key)
+        return rows
 
     def abandon(self) -> None:
         """Stop: the files written whole are published with their lines, when the store
@@ -291,3 +316,19 @@ class _Export:
 
 def _line_key(row: LineRow) -> str:
     return row[3]
+
+
+class _Unlisted:
+    """Whether a request file named for an export of this store is not listed in it."""
+
+    def __init__(self, state: ExportState) -> None:
+        self.state = state
+        self.listed: dict[str, set[int] | None] = {}
+
+    def __call__(self, export_id: str, file_no: int) -> bool:
+        if export_id not in self.listed:
+            known = self.state.config(export_id) is not None
+            files = {f[0] for f in self.state.files(export_id)} if known else None
+            self.listed[export_id] = files
+        files = self.listed[export_id]
+        return files is not None and file_no not in files

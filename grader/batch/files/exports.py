@@ -75,6 +75,22 @@ class ExportInfo:
         return self.returned_ok + self.returned_failed
 
 
+def _line_statements(export_id: str, lines: Sequence[LineRow], n_pairs: int) -> Statements:
+    """Record lines of an export, and count `n_pairs` more id pairs."""
+    return [
+        (
+            "INSERT INTO export_lines (export_id, file_no, line_no, key, query_id, doc_id)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            lines,
+        ),
+        (
+            "UPDATE exports SET n_lines = n_lines + ?, n_pairs = n_pairs + ?, updated_at = ?"
+            " WHERE export_id = ?",
+            [(len(lines), n_pairs, now_iso(), export_id)],
+        ),
+    ]
+
+
 class ExportState:
     """Read and write the export tables of a store."""
 
@@ -133,20 +149,7 @@ class ExportState:
         """Record lines written in one transaction, and count `n_pairs` more id pairs. The
         table keeps them in file order whatever the order given; given in key order, the
         inserts into the key index go from page to page."""
-        self._tx(
-            [
-                (
-                    "INSERT INTO export_lines (export_id, file_no, line_no, key, query_id,"
-                    " doc_id) VALUES (?, ?, ?, ?, ?, ?)",
-                    lines,
-                ),
-                (
-                    "UPDATE exports SET n_lines = n_lines + ?, n_pairs = n_pairs + ?,"
-                    " updated_at = ? WHERE export_id = ?",
-                    [(len(lines), n_pairs, now_iso(), export_id)],
-                ),
-            ]
-        )
+        self._tx(_line_statements(export_id, lines, n_pairs))
 
     def add_file(
         self,
@@ -158,17 +161,21 @@ class ExportState:
         sha256: str,
         *,
         publish: Callable[[], object] | None = None,
+        rows: Sequence[LineRow] = (),
+        n_pairs: int = 0,
     ) -> None:
-        """List a request file whose lines are recorded; `publish` (its rename to `path`) runs
-        right before the listing's commit: a failed rename lists nothing, and only a kill -9
-        during the commit leaves a file published and not listed (its lines are recorded)."""
+        """List a request file, and record its lines `rows` (and `n_pairs` more id pairs) in
+        the same transaction, so no line is recorded before its file is published: `publish`
+        (its rename to `path`) runs right before the commit: a failed rename records nothing,
+        and only a kill -9 during the commit leaves a file published and not listed."""
         self._tx(
             [
+                *(_line_statements(export_id, rows, n_pairs) if rows or n_pairs else []),
                 (
                     "INSERT INTO export_files (export_id, file_no, path, lines, bytes, sha256)"
                     " VALUES (?, ?, ?, ?, ?, ?)",
                     [(export_id, file_no, path, lines, size, sha256)],
-                )
+                ),
             ],
             before_commit=publish,
         )

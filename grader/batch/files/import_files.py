@@ -295,6 +295,8 @@ class Importer(ImportFollowUp):
                 stored, outcome = wrote[0], wrote[1].get(export_id, outcome)
             if stored == "ok":
                 summary.already += 1
+                if status == "ok" and (outcome != "ok" or (wrote and export_id in wrote[1])):
+                    summary.paid_twice += 1  # answered before by another line, not this one
                 if outcome != "ok":
                     if export_id != outcomes_for:
                         outcomes = outcomes_of.setdefault(export_id, {})

@@ -6,13 +6,16 @@ Also the import's summary. A mixin of `Importer`, on its store and export tables
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from grader import defaults
 from grader.batch.adapter import LLMBatchJudge
 from grader.batch.collect import LineProblem, failed_judgment, retry_live
-from grader.batch.files.exports import ExportState
+from grader.batch.files.exports import ExportState, Line
 from grader.batch.files.import_work import pair_texts
+from grader.judges.failures import failure_kind
 from grader.models import Doc, Judgment, Query
 from grader.store.store import Store
 
@@ -32,8 +35,10 @@ class ImportSummary:
     truncated: list[str] = field(default_factory=list)  # "file:line" of cut-short last lines
     malformed: list[str] = field(default_factory=list)  # "file:line" of unreadable lines
     n_malformed: int = 0
+    paid_twice: int = 0  # answers to requests answered ok already (another export, live, a retry)
     reasked_ok: int = 0
     reasked_failed: int = 0
+    permanent: int = 0  # failed requests --reask left alone: the same request fails again
     exports: set[str] = field(default_factory=set)
     touched: set[tuple[str, int]] = field(default_factory=set)  # (export id, request file)
     problems: dict[str, int] = field(default_factory=dict)  # failure type -> count
@@ -88,8 +93,9 @@ class ImportFollowUp:
                 kind = judgment.error.type if judgment.error else "failed"
                 summary.problems[kind] = summary.problems.get(kind, 0) + 1
 
-    def _mark_missing(self, summary: ImportSummary) -> None:
-        """Requests of the request files these results touched that no line answered."""
+    def _mark_missing(self, summary: ImportSummary, *, closed: bool = False) -> None:
+        """Requests of the request files these results touched that no line answered
+        (`closed`: of an export `batch close` closed)."""
         for export_id, file_no in sorted(summary.touched):
             judge = self._judges[export_id]
             after = 0
@@ -104,11 +110,7 @@ class ImportFollowUp:
                     if status == "ok":
                         outcomes[x.key] = "ok"
                         continue
-                    problem = LineProblem(
-                        "Batch:missing",
-                        f"no results line for this request of request file {file_no} "
-                        f"(export {export_id}); rerun the engine on it, or import with --reask",
-                    )
+                    problem = LineProblem("Batch:missing", _missing(export_id, file_no, closed))
                     results[x.key] = failed_judgment(
                         x.key,
                         queries[x.query_id],
@@ -119,6 +121,33 @@ class ImportFollowUp:
                     )
                     outcomes[x.key] = "failed"
                 self._put(judge, export_id, results, outcomes, summary)
+
+    def close_files(self, export_id: str, file_nos: Iterable[int]) -> ImportSummary:
+        """`relgrade batch close`: every line of these request files of `export_id` no result
+        came back for is stored failed (`Batch:missing`), so it no longer waits and the next
+        `batch export` asks it again; a line whose key is ok in the store by now is set ok.
+        Results that come back for it later are still imported (the first ok answer is final)."""
+        summary = ImportSummary()
+        self.judge(export_id, self.store.path)
+        summary.touched = {(export_id, file_no) for file_no in file_nos}
+        self._mark_missing(summary, closed=True)
+        return summary
+
+    def judge(self, export_id: str, path: str | Path, line: int | None = None) -> LLMBatchJudge:
+        raise NotImplementedError  # (the importer's)
+
+    def _not_permanent(self, lines: list[Line], summary: ImportSummary) -> list[Line]:
+        """The lines whose stored failure a new request may fix: a permanent one (the server
+        refused the request as it is: past the context, an unknown model) fails again, and
+        is paid again where the server charges for the prompt (counted in `permanent`)."""
+        stored = self.store.get_many(x.key for x in lines)
+        kept = [
+            x
+            for x in lines
+            if x.key not in stored or failure_kind(stored[x.key].error) != "permanent"
+        ]
+        summary.permanent += len(lines) - len(kept)
+        return kept
 
     async def reask_failed(
         self, summary: ImportSummary, *, concurrency: int = defaults.CONCURRENCY
@@ -143,6 +172,7 @@ class ImportFollowUp:
                 done = {k for k, status in statuses.items() if status == "ok"}
                 self.state.set_outcomes(export_id, dict.fromkeys(done, "ok"))
                 lines = [x for x in lines if x.key not in done]
+                lines = self._not_permanent(lines, summary)
                 if not lines:
                     continue
                 queries, docs = pair_texts(self.store, lines, whole=True)
@@ -157,3 +187,16 @@ class ImportFollowUp:
                         summary.reasked_ok += 1
                     else:
                         summary.reasked_failed += 1
+
+
+def _missing(export_id: str, file_no: int, closed: bool) -> str:
+    """Why a request of request file `file_no` has no answer."""
+    if closed:
+        return (
+            f"export {export_id} was closed (batch close) with no results line for this request"
+            f" of request file {file_no}; export again to ask it, or import with --reask"
+        )
+    return (
+        f"no results line for this request of request file {file_no} "
+        f"(export {export_id}); rerun the engine on it, or import with --reask"
+    )

@@ -257,8 +257,9 @@ class RangeReader:
             _, key, record, number, _ = rec  # (unpacked at once: fields are looked up)
             line = lines[key]
             stored = statuses.get(key)
-            if stored == "ok":  # final: nothing to read
-                answers[number] = Answer.of(line, export_id, stored)
+            if stored == "ok":  # final: nothing to read but whether it was paid again
+                paid = "ok" if _answered(record) else None
+                answers[number] = Answer.of(line, export_id, stored, paid)
                 continue
             other = None
             if isinstance(record, ResultLine):  # structs: a reply live grading accepts, or None
@@ -336,6 +337,14 @@ class RangeReader:
         for (rec, line, stored, judgment), row in zip(judged, rows, strict=True):
             error = judgment.error.type if judgment.error else None
             answers[rec.line] = Answer.of(line, export_id, stored, judgment.status, error, row)
+
+
+def _answered(record: ResultLine | dict[str, Any]) -> bool:
+    """Whether a results line holds a reply (an answer the engine was paid for)."""
+    if isinstance(record, ResultLine):
+        response = record.response
+        return response is not None and not record.error and response.status_code == 200
+    return answered_body(record) is not None
 
 
 _READER: RangeReader | None = None

@@ -3,10 +3,13 @@
 `RequestFiles.add` decides where each line goes (the file and its place there) and gathers lines
 into blocks of about `BLOCK_BYTES`, each written and hashed (sha256) at once. A file is written
 under a temporary name; once full it is flushed, fsynced and closed, and becomes a
-`WrittenFile`, which the export publishes once all its lines are recorded: its size on disk is
-checked, and it is renamed to its final name, to be listed in the store with its sha256. A file
-the store lists always has its lines recorded. `abandon` removes the file being written;
-`remove_temporaries` removes whatever is left under an export's temporary names.
+`WrittenFile`, which the export publishes: its size on disk is checked, and it is renamed to its
+final name, to be listed in the store with its sha256 and its lines in one transaction. A file
+the store lists always has its lines recorded, and a line is recorded only once its file is
+listed. `abandon` removes the file being written; `remove_temporaries` removes whatever is left
+under an export's temporary names. A file being written is locked (`hold`), until its listing is
+committed, so the next export into the folder removes what a killed one left (`drop_stale`),
+never a live one's file.
 """
 
 from __future__ import annotations
@@ -14,11 +17,17 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
 from grader.errors import InputError
+
+try:
+    import fcntl
+except ImportError:  # (Windows)
+    fcntl = None  # type: ignore[assignment]
 
 BLOCK_BYTES = 1 << 20
 
@@ -49,6 +58,56 @@ def remove_temporaries(out_dir: Path, export_id: str) -> None:
         path.unlink(missing_ok=True)
 
 
+def hold(handle: IO[bytes]) -> None:
+    """Lock a request file being written (an exclusive `flock`, which ends with the process
+    however it ends), so another export can tell a live one's file from a killed one's; it is
+    taken before the file has its temporary name, so a file under that name is always locked
+    while its export lives. Where the platform has no `flock`, nothing."""
+    if fcntl is not None:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def drop_stale(out_dir: Path, unlisted: Callable[[str, int], bool]) -> int:
+    """Remove what a killed export left in `out_dir`, none of whose lines is recorded (a line
+    is recorded in the transaction that lists its file): files under a temporary name, and a
+    published file `unlisted(export_id, file_no)` says the store does not list (killed
+    between the rename and the commit); how many. A file whose lock a process holds (a live
+    export's, until its listing is committed) is left alone, and so is every file where the
+    platform has no `flock`."""
+    if fcntl is None:
+        return 0
+    dropped = 0
+    for path in out_dir.glob("*requests-*-*.jsonl*"):
+        name = path.name
+        if name.startswith(".") and name.endswith(".jsonl.tmp"):
+            pass
+        elif name.startswith("requests-") and name.endswith(".jsonl"):
+            parts = name[len("requests-") : -len(".jsonl")].rsplit("-", 1)
+            if len(parts) != 2 or not parts[1].isdigit() or not unlisted(parts[0], int(parts[1])):
+                continue
+        else:
+            continue
+        dropped += _drop_unheld(path)
+    return dropped
+
+
+def _drop_unheld(path: Path) -> int:
+    """Remove `path` unless a process holds its lock; 1 when removed."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # gone meanwhile (published, or removed)
+        return 0
+    try:
+        assert fcntl is not None
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        path.unlink(missing_ok=True)
+        return 1
+    except OSError:  # locked: a live export writes it
+        return 0
+    finally:
+        os.close(fd)
+
+
 @dataclass(frozen=True)
 class WrittenFile:
     """A request file written whole under its temporary name (flushed and fsynced)."""
@@ -58,6 +117,7 @@ class WrittenFile:
     lines: int
     size: int
     digest: str  # the hex sha256 of the bytes written
+    lock: int | None = None  # a descriptor holding the file's lock until `release`
 
     def sha256(self) -> str:
         """The hex sha256 of the file as written (hashed as it was written; its size on disk
@@ -72,6 +132,12 @@ class WrittenFile:
         """Rename the file to its final name; that name."""
         os.replace(temporary_name(self.final), self.final)
         return self.final
+
+    def release(self) -> None:
+        """Let go of the file's lock (once its listing is committed, or it is given up)."""
+        if self.lock is not None:
+            os.close(self.lock)
+            object.__setattr__(self, "lock", None)
 
 
 @dataclass
@@ -128,9 +194,16 @@ class RequestFiles:
         self._write_block(file)
         file.handle.flush()
         os.fsync(file.handle.fileno())
+        lock = os.dup(file.handle.fileno())  # the lock stands while this descriptor is open
         file.handle.close()
         digest = file.hashed.hexdigest()
-        self.written.append(WrittenFile(file.file_no, file.final, file.lines, file.size, digest))
+        self.written.append(
+            WrittenFile(file.file_no, file.final, file.lines, file.size, digest, lock)
+        )
+
+    def drop_stale(self, unlisted: Callable[[str, int], bool]) -> int:
+        """`drop_stale` of this export's folder."""
+        return drop_stale(self.out_dir, unlisted)
 
     def take_written(self) -> list[WrittenFile]:
         """The files finished since the last call, in order."""
@@ -147,7 +220,19 @@ class RequestFiles:
             temporary_name(file.final).unlink(missing_ok=True)
 
     def _open(self, path: Path) -> IO[bytes]:
-        return path.open("wb")
+        """Open a file to write at `path`, locked before it has that name (`hold`)."""
+        if fcntl is None:
+            return path.open("wb")
+        staging = path.with_name(path.name + ".new")
+        handle = staging.open("wb")
+        try:
+            hold(handle)
+            os.replace(staging, path)  # (the lock goes with the file)
+        except BaseException:
+            handle.close()
+            staging.unlink(missing_ok=True)
+            raise
+        return handle
 
     def _write_block(self, file: _File) -> None:
         data = b"".join(self._block)
