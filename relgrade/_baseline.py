@@ -9,7 +9,7 @@ from typing import Any, cast
 from grader.errors import InputError
 from grader.evaluation.baseline import Options, baseline_name
 from grader.evaluation.significance import CORRECTIONS, TESTS, Correction, Test
-from grader.io.tables import is_path, run_inputs
+from grader.io.python_inputs import is_path, run_inputs
 
 
 def check_choices(test: str, permutations: int, correction: str) -> None:

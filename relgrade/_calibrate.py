@@ -11,7 +11,7 @@ import pandas as pd
 from calibration.calibrate import CalibrationInputs, calibrate_grades
 from calibration.summary_model import CalibrationSummary
 from grader.errors import RelgradeWarning
-from grader.io.tables import (
+from grader.io.python_inputs import (
     grades_table,
     is_path,
     llm_grades_table,

@@ -13,7 +13,7 @@ from grader.errors import InputError, RelgradeWarning
 from grader.evaluation.baseline import COLUMNS, compare
 from grader.evaluation.inputs import read_qrels_input, run_joins
 from grader.evaluation.scoring import check_measures, evaluate_judged
-from grader.io.tables import grades_table, is_path, run_table
+from grader.io.python_inputs import grades_table, is_path, run_table
 from grader.metrics.measures import Measure
 from relgrade._baseline import baseline_options, check_choices
 from relgrade._fill import evaluate_fill

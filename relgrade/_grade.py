@@ -10,11 +10,11 @@ import pandas as pd
 from grader import defaults
 from grader.cli.grade_job import grade_flags, grade_selection
 from grader.errors import BudgetError, InputError
+from grader.grading.api_frames import judgments_table, pairs_from_table, queries_in_runs
 from grader.grading.events import ProgressCallback, StopButton
 from grader.grading.pairs import PairSelection, pairs_to_grade
 from grader.grading.pipeline import GradingReport
-from grader.grading.tables import judgments_table, pairs_from_table, queries_in_runs
-from grader.io.tables import grades_table, is_path, run_inputs, run_table
+from grader.io.python_inputs import grades_table, is_path, run_inputs, run_table
 from grader.io.texts import all_docs, docs_of, queries_of
 from grader.judges.registry import judge_kind
 from grader.models import Doc

@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 import pyterrier as pt
 
-from grader.io.tables import id_text
+from grader.io.python_inputs import id_text
 from relgrade._grade import grade
 
 

@@ -223,7 +223,7 @@ def test_the_prediction_is_p_relevant_where_a_distribution_is_known(tmp_path: Pa
 
     from calibration.join import relevance_prediction
     from grader.io.grades import read_llm_grades
-    from grader.io.tables import llm_grades_table
+    from grader.io.python_inputs import llm_grades_table
 
     pop = population({1: 2, 2: 2}, with_distribution=True)
     pop[0] = pop[0].model_copy(update={"distribution": None})  # one judgment without logprobs

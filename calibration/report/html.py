@@ -17,7 +17,7 @@ from typing import Any
 
 from calibration.report.page import Markup, fill, stylesheet, template
 from calibration.report.plots import bias_svg, confusion_svg, distributions_svg, systems_svg
-from calibration.report.tables import (
+from calibration.report.terminal import (
     AGREEMENT_ROWS,
     cells_note,
     design_sample_sentence,

@@ -149,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         from rich.console import Console
 
-        from calibration.report.tables import render
+        from calibration.report.terminal import render
 
         console = Console()
         console.print(render(summary))

@@ -1,6 +1,6 @@
 """`relgrade evaluate`'s inputs as the Python API takes them: paths (read exactly as the
-command reads them), DataFrames, pytrec_eval dicts and namedtuple iterables (`grader.io.tables`),
-several runs as a mapping name -> run."""
+command reads them), DataFrames, pytrec_eval dicts and namedtuple iterables
+(`grader.io.python_inputs`), several runs as a mapping name -> run."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 from grader.errors import InputError
 from grader.evaluation.files import path_join, read_grades
 from grader.evaluation.scoring import RunJoin
+from grader.io.python_inputs import grades_table, is_path, run_inputs, run_table
 from grader.io.runs import run_names
-from grader.io.tables import grades_table, is_path, run_inputs, run_table
 from grader.metrics.join_dicts import DictJudgments
 from grader.metrics.judged_rows import JudgedRun
 from grader.metrics.rank_order import Precision

@@ -13,7 +13,7 @@ from grader.errors import InputError
 def check_id_values(column: pd.Series, what: str) -> None:
     """InputError for an id that is empty text or not text nor an integer (a
     tuple, a list, a bool): as text it would be no id, or one no file can hold. Empty (NaN,
-    None) and decimal ids are `grader.io.tables.check_ids`'s."""
+    None) and decimal ids are `grader.io.python_inputs.check_ids`'s."""
     kind = pd.api.types.infer_dtype(column, skipna=True)
     if kind in ("integer", "floating", "empty"):  # (decimals: `check_ids`)
         return

@@ -17,7 +17,7 @@ import pandas as pd
 from grader.errors import InputError
 from grader.io.datasets import downloading, iterate
 from grader.io.frame_checks import check_texts, one_text_per_id
-from grader.io.tables import DOC_ID, QUERY_ID, id_text, is_path
+from grader.io.python_inputs import DOC_ID, QUERY_ID, id_text, is_path
 from grader.models import Doc, Query
 
 QUERY_TEXT = ("text", "query")

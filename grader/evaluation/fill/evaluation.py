@@ -61,7 +61,7 @@ def people_grades(value: Any) -> pd.DataFrame:
     """People's grades [query_id, doc_id, grade] (any integer grade): a path as
     `read_people_grades` reads it, or any qrels form `evaluate` takes; a pair given twice is an
     error."""
-    from grader.io.tables import grades_table, is_path
+    from grader.io.python_inputs import grades_table, is_path
 
     if is_path(value):
         from grader.io.people_grades import read_people_grades
@@ -77,7 +77,7 @@ def people_grades(value: Any) -> pd.DataFrame:
 def llm_grades(value: Any) -> pd.DataFrame:
     """The LLM's grades [query_id, doc_id, grade] (0..3): a judgments JSONL or qrels path as
     `read_llm_grades` reads it (failed judgments are holes), or any form `calibrate` takes."""
-    from grader.io.tables import is_path, llm_grades_table
+    from grader.io.python_inputs import is_path, llm_grades_table
 
     if is_path(value):
         from grader.io.grades import read_llm_grades
