@@ -120,10 +120,9 @@ class Store(StoreTransactions, StoreRows, StoreReading):
             raise NotAStore("is a folder, not a store file", path=self.path)
         if not self.path.parent.exists():
             raise NotAStore("the folder does not exist", path=self.path, hint="create it first")
-        had_schema = False
         try:
-            if self.path.exists() and self.path.stat().st_size > 0:
-                had_schema = self.schema_version > 0
+            had_schema = self.path.exists() and self.path.stat().st_size > 0
+            had_schema = had_schema and self.schema_version > 0
             if not self.path.exists() or self.path.stat().st_size == 0:
                 # A new store: pages that fit 7 LLM judgments (~1.1 KB) rather than 3, so
                 # less of each page is left unused; fixed once in WAL mode.
