@@ -101,7 +101,7 @@ def register(sub: Any) -> None:
         metavar="M",
         help="model; several (--model A --model B, or --model A B) make an ensemble",
     )
-    add_llm_options(p)
+    add_llm_options(p, several_servers=True)
     add_judge_options(p)
     add_store(p)
     p.add_argument("--out", metavar="JUDGMENTS.jsonl", help="write judgments JSONL")
