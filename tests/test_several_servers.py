@@ -77,6 +77,23 @@ def test_two_servers_share_the_pairs_and_the_summary_counts_each(
     assert "answers:" not in err  # one server: today's summary
 
 
+@pytest.mark.usefixtures("env")
+def test_regrade_spreads_over_the_servers_too(
+    servers: list[FakeServer], files: GradeFiles, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b = servers
+    store = tmp_path / "s.db"
+    assert main(_grade(files, store, a.base_url, extra=("--quiet",))) == 0
+    a.reset()
+    argv = ["regrade", "--store", str(store), "--model", "model-b", "--quiet", "--format", "json"]
+    argv += ["--base-url", a.base_url, "--base-url", b.base_url]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert a.counts["ok"] > 0 and b.counts["ok"] > 0
+    assert a.counts["ok"] + b.counts["ok"] == files.n_pairs
+    assert main([*argv, "--batch"]) == 2
+    assert "--batch sends to one endpoint" in capsys.readouterr().err
+
+
 def test_one_server_or_several_judge_alike() -> None:
     one = LLMJudge(model="m", prompt="passage", base_url="http://127.0.0.1:9/v1")
     two = LLMJudge(
