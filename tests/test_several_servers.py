@@ -7,6 +7,7 @@ error, never silently the last one."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import threading
 import time
 from collections.abc import Iterator
@@ -20,7 +21,7 @@ from grader.cli.main import build_parser, main
 from grader.errors import RelgradeWarning
 from grader.judges.llm.judge import LLMJudge
 from grader.store.store import Store
-from tests.fakeserver import FakeServer
+from tests.fakeserver import FakeServer, faults
 from tests.grade_data import GradeFiles, write_grade_files
 
 
@@ -106,33 +107,55 @@ def test_one_server_or_several_judge_alike() -> None:
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("env")
-def test_a_server_stopped_mid_run_leaves_its_pairs_to_the_other(
-    files: GradeFiles, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("n_servers", [2, 3])
+def test_a_server_stopped_mid_run_leaves_its_pairs_to_the_others(
+    n_servers: int, files: GradeFiles, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with FakeServer(latency_ms=20) as a, FakeServer(latency_ms=20) as b:
+    with contextlib.ExitStack() as stack:
+        fakes = [stack.enter_context(FakeServer(latency_ms=20)) for _ in range(n_servers)]
+        first = fakes[0]
         stopped = threading.Event()
 
-        def stop_a() -> None:
+        def stop_first() -> None:
             deadline = time.monotonic() + 60
-            while a.counts["ok"] < 8 and time.monotonic() < deadline:
+            while first.counts["ok"] < 6 and time.monotonic() < deadline:
                 time.sleep(0.005)
-            a.stop()
+            first.stop()
             stopped.set()
 
-        killer = threading.Thread(target=stop_a, daemon=True)
+        killer = threading.Thread(target=stop_first, daemon=True)
         killer.start()
         store = tmp_path / "s.db"
-        code = main(_grade(files, store, a.base_url, b.base_url, extra=("--quiet",)))
+        code = main(_grade(files, store, *(f.base_url for f in fakes), extra=("--quiet",)))
         killer.join()
         err = capsys.readouterr().err
         assert stopped.is_set()
         assert code == 0, err
-        assert f"{a.base_url.rstrip('/')} is dropped from this run" in err
+        assert f"{first.base_url.rstrip('/')} is dropped from this run" in err
         stored = _stored(store)
         assert len(stored) == files.n_pairs
         assert all(status == "ok" for status, _ in stored)
-        assert a.counts["ok"] >= 8 and b.counts["ok"] > 0
-        assert a.counts["ok"] + b.counts["ok"] == files.n_pairs  # none paid twice
+        assert first.counts["ok"] >= 6 and all(f.counts["ok"] > 0 for f in fakes[1:])
+        assert sum(f.counts["ok"] for f in fakes) == files.n_pairs  # none paid twice
+        for fake in fakes:
+            assert f"{fake.base_url.rstrip('/')} {fake.counts['ok']}" in err
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("env")
+def test_a_pair_failed_by_one_server_is_retried_on_another(
+    servers: list[FakeServer], files: GradeFiles, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b = servers
+    a.default_fault = faults.server_error(500)
+    store = tmp_path / "s.db"
+    code = main(_grade(files, store, a.base_url, b.base_url, extra=("--quiet",)))
+    err = capsys.readouterr().err
+    assert code == 0, err
+    stored = _stored(store)
+    assert len(stored) == files.n_pairs and all(status == "ok" for status, _ in stored)
+    assert b.counts["ok"] == files.n_pairs and a.counts["ok"] == 0
+    assert a.counts["requests"] <= files.n_pairs  # each pair at most once there
 
 
 @pytest.mark.usefixtures("env")

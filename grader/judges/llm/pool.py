@@ -4,7 +4,8 @@ requests in flight, and a server that dies is dropped while the others carry on.
 Each server (`Member`) has its own client, its own health (`ServerHealth`: not answering, keeps
 failing) and its own bound on requests in flight (`InFlight`), exactly as one server has alone;
 the output mode, the retry policy, the rate limiter and the recorder are the judge's, shared.
-An attempt picks the live server with the fewest requests in flight (ties: the one sent fewer).
+An attempt picks the live server with the fewest requests in flight (ties: the one sent fewer);
+a pair whose last attempt failed there (an HTTP error, a timeout) goes to another server first.
 
 When a server is declared dead by its own rule, it is dropped, said once through `on_notice`,
 and the attempt that found it dead goes to another server at once (it counts as no attempt of
@@ -72,14 +73,14 @@ class EndpointPool:
         """Replies per server, in the order the servers were given."""
         return {m.name: m.answers for m in self.members}
 
-    def _pick(self, tried: set[int]) -> Member | None:
+    def _pick(self, tried: set[int], avoid: str | None = None) -> Member | None:
         live = [m for m in self.members if not m.dead and id(m) not in tried]
-        return min(live, key=lambda m: (m.busy, m.sent)) if live else None
+        return min(live, key=lambda m: (m.name == avoid, m.busy, m.sent)) if live else None
 
     async def send(self, state: CallState) -> GradeReply:
         """One attempt of `state`'s judgment on the server the pool picks (module docstring)."""
         tried: set[int] = set()
-        member = self._pick(tried) or self.members[0]
+        member = self._pick(tried, state.failed_on) or self.members[0]
         while True:
             current = member
             current.busy += 1
@@ -94,8 +95,9 @@ class EndpointPool:
             except InvalidReply:
                 current.answers += 1
                 raise
-            except openai.APITimeoutError:
-                raise  # maybe still answered: the retry policy's, as for one server
+            except (openai.APITimeoutError, openai.APIStatusError):
+                state.failed_on = current.name  # the retry goes to another server if it can
+                raise  # a timeout may still be answered: the retry policy's, as for one server
             except openai.APIConnectionError:
                 tried.add(id(current))
                 other = self._pick(tried)
@@ -106,6 +108,7 @@ class EndpointPool:
             finally:
                 current.busy -= 1
             current.answers += 1
+            state.failed_on = None
             return reply
 
     def _next(self, tried: set[int], exc: Exception) -> Member:
