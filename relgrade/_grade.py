@@ -58,7 +58,7 @@ def _flags(
     model: Any,
     judge: str,
     prompt: str | None,
-    base_url: str | None,
+    base_url: str | list[str] | None,
     store: Any,
     concurrency: int,
     depth: int,
@@ -168,6 +168,7 @@ def _outcome(job: _Job, report: GradingReport, pressed: bool) -> pd.DataFrame:
     frame = judgments_table(report)
     frame.attrs["summary"] = summary_line(report)
     frame.attrs["notes"] = list(job.notes)
+    frame.attrs["answers_by_server"] = dict(report.answers_by_server)
     return frame
 
 
@@ -182,7 +183,7 @@ def grade(
     model: str | list[str] | None = None,
     judge: str = "llm",
     prompt: str | None = None,
-    base_url: str | None = None,
+    base_url: str | list[str] | None = None,
     store: Any = "relgrade.db",
     concurrency: int = defaults.CONCURRENCY,
     progress: bool = True,
@@ -195,9 +196,11 @@ def grade(
     query, text`), or `runs` (as `evaluate` takes them; a PyTerrier frame brings its `query`
     column) with `queries` and `docs` (paths, dicts, DataFrames or an ir_datasets dataset):
     the top `depth` of each run, less `skip_judged` qrels. `judge="lexical"` grades offline;
-    the LLM judge takes `model` (several: an ensemble), `base_url` and `$OPENAI_API_KEY` as
-    the command does. `options` are grade's other flags by name (`max_cost`, `timeout`,
-    `max_attempts`, `rpm`, `tpm`, `verify_low`, `lexical_config`, `skip_missing`, ...).
+    the LLM judge takes `model` (several: an ensemble), `base_url` (a list: requests spread over
+    those servers, `attrs["answers_by_server"]` counts each one's replies; a dead one is dropped
+    with a RelgradeWarning) and `$OPENAI_API_KEY` as the command does. `options` are grade's
+    other flags by name (`max_cost`, `timeout`, `max_attempts`, `rpm`, `tpm`, `verify_low`,
+    `lexical_config`, `skip_missing`, ...).
     Works where an event loop runs (Jupyter): the grading gets a thread and a loop of its own.
     Failed pairs are rows with status "failed" and no grade, said with a RelgradeWarning;
     KeyboardInterrupt stops the run cleanly (the store keeps every answer; call again to
@@ -229,7 +232,7 @@ async def agrade(
     model: str | list[str] | None = None,
     judge: str = "llm",
     prompt: str | None = None,
-    base_url: str | None = None,
+    base_url: str | list[str] | None = None,
     store: Any = "relgrade.db",
     concurrency: int = defaults.CONCURRENCY,
     progress: bool = True,

@@ -388,8 +388,12 @@ def _llm_flags(words: list[str]) -> dict[str, tuple[object, str | None]]:
 
 def test_llm_flags_mean_one_thing_in_every_command_that_sends() -> None:
     grade = _llm_flags(["grade"])
-    for words in (["regrade"], ["batch", "collect"], ["batch", "import"]):
-        assert _llm_flags(words) == grade, words
+    assert _llm_flags(["regrade"]) == grade
+    for words in (["batch", "collect"], ["batch", "import"]):  # one endpoint: --base-url once
+        flags = _llm_flags(words)
+        assert flags.pop("--base-url")[1] == "OpenAI-compatible endpoint"
+        assert flags == {k: v for k, v in grade.items() if k != "--base-url"}, words
+    assert str(grade["--base-url"][1]).startswith("OpenAI-compatible endpoint; repeat it")
     assert grade["--concurrency"][0] == defaults.CONCURRENCY
     assert grade["--timeout"][0] == defaults.TIMEOUT_S
     assert grade["--max-attempts"][0] == defaults.MAX_ATTEMPTS

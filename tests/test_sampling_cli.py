@@ -35,8 +35,10 @@ def _sample(tmp_path: Path, *extra: str) -> tuple[int, Path]:
     judgments, queries, docs = _inputs(tmp_path)
     out = tmp_path / "sample.csv"
     argv = ["sample", "--judgments", str(judgments), "--queries", str(queries)]
-    argv += ["--docs", str(docs), "--n", "12", "--strategy", "stratified", "--seed", "4"]
-    argv += ["--out", str(out), *extra]
+    argv += ["--docs", str(docs), "--out", str(out), *extra]
+    for flag, value in (("--n", "12"), ("--strategy", "stratified"), ("--seed", "4")):
+        if flag not in extra:  # a flag given twice is an error: `extra` overrides by leaving out
+            argv += [flag, value]
     return main(argv), out
 
 

@@ -32,7 +32,9 @@ Models and endpoints: --model defaults to $RELGRADE_MODEL, else gpt-4o-mini. The
 $OPENAI_API_KEY goes to OpenAI and to any other server not on this machine; a loopback server
 (localhost, 127.0.0.0/8, ::1) gets no key unless --api-key-env NAME asks for the key in $NAME
 (sent to any server). A server other than api.openai.com needs no key (vLLM, Ollama, llama.cpp
-server, here or on another host): without one it gets a placeholder.
+server, here or on another host): without one it gets a placeholder. Several --base-url (the
+same model on each): the requests go to the server with the fewest in flight, a dead one is
+dropped and its pairs go to the others, and the summary counts each server's answers.
 
 Several --model: an ensemble. Each model's answer is stored under its own key; the output
 records every model's grade, their disagreement (max - min) and the aggregate, the lower median
@@ -101,7 +103,7 @@ def register(sub: Any) -> None:
         metavar="M",
         help="model; several (--model A --model B, or --model A B) make an ensemble",
     )
-    add_llm_options(p)
+    add_llm_options(p, several_servers=True)
     add_judge_options(p)
     add_store(p)
     p.add_argument("--out", metavar="JUDGMENTS.jsonl", help="write judgments JSONL")

@@ -170,6 +170,21 @@ class GradeJudges:
                 with contextlib.suppress(Exception):
                     await close()
 
+    def answers_by_server(self) -> dict[str, int]:
+        """Replies per server over every judge, when some judge spread its requests over
+        several servers (else empty)."""
+        counts: dict[str, int] = {}
+        several = False
+        for judge in [*self.members, *([self.verifier] if self.verifier else [])]:
+            answers = getattr(judge, "answers_by_server", None)
+            if answers is None:
+                continue
+            mine = answers()
+            several = several or len(mine) > 1
+            for url, n in mine.items():
+                counts[url] = counts.get(url, 0) + n
+        return counts if several else {}
+
     def check_key(self) -> None:
         """Raise the missing key's error: called when some pair is not stored (nothing sent)."""
         if self.missing_key is not None:
@@ -295,6 +310,7 @@ async def grade_selection(
                 before_sending=judges.check_key,
                 **options,
             )
+        report.answers_by_server = judges.answers_by_server()
     finally:
         if judges is not None:
             await judges.aclose()

@@ -26,9 +26,10 @@ def _by_judge(label: str, counts: dict[str, int]) -> str:
 
 def summary_line(report: GradingReport) -> str:
     """The one-line summary: graded, cached, failed (pairs), tokens, cost, and how many judge
-    answers (not pairs) another process paid for while this run waited on them. With several judges
-    (an ensemble, --verify-low) each pair count is followed by the answers per judge: those asked
-    this run after "graded", those reused from the store after "cached"."""
+    answers (not pairs) another process paid for while this run waited on them. With several
+    judges (an ensemble, --verify-low) each pair count is followed by the answers per judge:
+    those asked this run after "graded", those reused from the store after "cached". With
+    several servers, the replies each one gave ("answers: URL 12, URL 11")."""
     judges = sorted({*report.stored_by_judge, *report.asked_by_judge})
     asked = stored = ""
     if len(judges) > 1:
@@ -41,6 +42,8 @@ def summary_line(report: GradingReport) -> str:
     )
     if report.pending:
         line += f", not done {report.pending}"
+    if report.answers_by_server:
+        line += "; answers: " + ", ".join(f"{u} {n}" for u, n in report.answers_by_server.items())
     if report.adopted:
         line += (
             f"; {report.adopted} answers were paid by another process sharing the store "

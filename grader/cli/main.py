@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 
 from grader import __version__
 from grader.cli.commands import COMMANDS
+from grader.cli.flags import Parser
 from grader.errors import RelgradeError
 from grader.spelling import command_line
 
@@ -67,7 +68,7 @@ def _command_in(argv: Sequence[str]) -> str | None:
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser; `command`'s own options are loaded (None: every command's, as for tests)."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="relgrade",
         description=(
             "Graded relevance labels (0-3) from LLMs, validated and stored; calibration against "

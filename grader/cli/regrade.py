@@ -107,7 +107,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--show", type=int, default=20, metavar="N", help="changed pairs shown (20)")
     add_judge_options(p)
-    add_llm_options(p)
+    add_llm_options(p, several_servers=True)
     add_batch_options(p)
     p.set_defaults(func=run)
 
@@ -191,6 +191,11 @@ def _checked_selection(args: argparse.Namespace) -> list[Criterion]:
         raise InputError(
             "an ensemble (several --model) regrades live, not through the Batch API",
             hint="drop --batch, or give one --model",
+        )
+    if args.batch and len(args.base_url or []) > 1:
+        raise InputError(
+            "several --base-url spread live requests; --batch sends to one endpoint",
+            hint="drop --batch, or give one --base-url",
         )
     return criteria
 

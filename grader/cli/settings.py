@@ -55,10 +55,20 @@ def add_api_key_env(p: argparse.ArgumentParser) -> None:
     p.add_argument("--api-key-env", metavar="NAME", help=API_KEY_ENV_HELP)
 
 
-def add_llm_options(p: argparse.ArgumentParser) -> None:
+def add_llm_options(p: argparse.ArgumentParser, *, several_servers: bool = False) -> None:
     """The flags of every command that sends requests to an LLM server (`grade`, `regrade`,
-    `batch collect`, `batch import`), with one help text and one default each."""
-    p.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint")
+    `batch collect`, `batch import`), with one help text and one default each;
+    `several_servers`: --base-url may be repeated (a list; else one URL)."""
+    if several_servers:
+        p.add_argument(
+            "--base-url",
+            action="append",
+            metavar="URL",
+            help="OpenAI-compatible endpoint; repeat it to spread the requests over several "
+            "servers with the same model (the one with the fewest in flight first)",
+        )
+    else:
+        p.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint")
     add_api_key_env(p)
     add_server_flags(p)
     p.add_argument(
@@ -111,6 +121,22 @@ def check_base_url(url: str, where: str) -> None:
         raise ValueError(f"{where} must be an http(s) URL such as http://localhost:8000/v1")
 
 
+def flag_urls(given: str | list[str] | tuple[str, ...] | None) -> list[str]:
+    """The --base-url values (one, or a list when it may be repeated), each checked; a URL
+    given twice is an InputError (a server is not two)."""
+    urls = [given] if isinstance(given, str) else list(given or [])
+    flag = option("--base-url", "base_url")
+    for url in urls:
+        try:
+            check_base_url(url, flag)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+    twice = sorted({u for u in urls if urls.count(u) > 1})
+    if twice:
+        raise InputError(f"{flag}: {twice[0]} is given twice", hint="give each server once")
+    return urls
+
+
 def read_environment() -> Environment:
     """The environment, validated; a bad value is an InputError naming the variable."""
     try:
@@ -127,6 +153,8 @@ class Settings:
 
     base_url: str | None
     env: Environment
+    more_urls: tuple[str, ...] = ()
+    """The servers after `base_url` when --base-url was repeated (requests are spread)."""
     model_default: str = DEFAULT_MODEL
     prices_path: str | None = None
     rpm: float | None = None
@@ -146,7 +174,7 @@ class Settings:
     notice: Callable[[str], None] | None = field(default=None, repr=False)
     """Where the judges' notices about the server go (None: stderr, as the command says them);
     the Python API collects them to warn."""
-    _key: str | None = field(default=None, repr=False)
+    _keys: dict[str | None, str] = field(default_factory=dict, repr=False)
     _prices: PriceTable | None = field(default=None, repr=False)
     _limiters: dict[tuple[str, str | None], RateLimiter] = field(default_factory=dict, repr=False)
 
@@ -154,12 +182,8 @@ class Settings:
     def from_args(cls, args: argparse.Namespace, env: Environment | None = None) -> Settings:
         """The settings of a command from its flags (those it lacks keep their defaults)."""
         env = env if env is not None else read_environment()
-        flag_url = getattr(args, "base_url", None)
-        if flag_url:
-            try:
-                check_base_url(flag_url, "--base-url")
-            except ValueError as exc:
-                raise InputError(str(exc)) from None
+        urls = flag_urls(getattr(args, "base_url", None))
+        flag_url = urls[0] if urls else None
         rpm, tpm = getattr(args, "rpm", None), getattr(args, "tpm", None)
         for flag, value in (("--rpm", rpm), ("--tpm", tpm)):
             if value is not None and value < 0:
@@ -167,6 +191,7 @@ class Settings:
         return cls(
             base_url=flag_url or env.openai_base_url or None,
             env=env,
+            more_urls=tuple(urls[1:]),
             model_default=env.relgrade_model or DEFAULT_MODEL,
             prices_path=getattr(args, "prices", None),
             rpm=rpm or None,  # 0 means no limit, as before
@@ -185,12 +210,21 @@ class Settings:
         return flag or self.model_default
 
     @property
+    def urls(self) -> list[str | None]:
+        """Every server of this command (one, unless --base-url was repeated)."""
+        return [self.base_url, *self.more_urls]
+
+    @property
     def key(self) -> str:
-        """The key to send to `base_url` (resolved on first use, so the offline lexical judge
+        """The key to send to `base_url` (`key_for`)."""
+        return self.key_for(self.base_url)
+
+    def key_for(self, url: str | None) -> str:
+        """The key to send to `url` (resolved on first use, so the offline lexical judge
         needs none); an InputError naming OPENAI_API_KEY when OpenAI's API gets no key."""
-        if self._key is None:
+        if url not in self._keys:
             try:
-                self._key = api_key_for(self.base_url, self._given_key(), sending=self.sending)
+                self._keys[url] = api_key_for(url, self._given_key(url), sending=self.sending)
             except JudgeError as exc:
                 raise InputError(
                     str(exc),
@@ -198,20 +232,21 @@ class Settings:
                     "OpenAI-compatible server, or use "
                     f"{option('--judge lexical', 'judge=' + repr('lexical'))} (offline)",
                 ) from None
-        return self._key
+        return self._keys[url]
 
     def defer_missing_key(self) -> InputError | None:
         """The error of a missing key, kept for later (None when there is a key): a run whose
         every answer is stored sends nothing and needs no key and no URL. The judges then hold
         the placeholder key; the caller raises the error before the first request is sent."""
-        try:
-            _ = self.key
-        except InputError as exc:
-            self._key = PLACEHOLDER_KEY
-            return exc
+        for url in self.urls:
+            try:
+                _ = self.key_for(url)
+            except InputError as exc:
+                self._keys[url] = PLACEHOLDER_KEY
+                return exc
         return None
 
-    def _given_key(self) -> str | None:
+    def _given_key(self, url: str | None) -> str | None:
         if self.api_key_env:
             value = os.environ.get(self.api_key_env)
             if not value and self.sending:
@@ -221,12 +256,13 @@ class Settings:
                 )
             return value or None
         given = self.env.openai_api_key
-        return env_key_for(self.base_url, given.get_secret_value() if given else None)
+        return env_key_for(url, given.get_secret_value() if given else None)
 
     @property
     def secrets(self) -> list[str]:
-        """What must be masked in everything written: the key, unless it is the placeholder."""
-        return [] if self.key == PLACEHOLDER_KEY else [self.key]
+        """What must be masked in everything written: the keys, but the placeholder."""
+        keys = dict.fromkeys(self.key_for(url) for url in self.urls)
+        return [key for key in keys if key != PLACEHOLDER_KEY]
 
     @property
     def prices(self) -> PriceTable:
@@ -266,8 +302,8 @@ class Settings:
         return LLMJudge(
             model=model,
             prompt=prompt,
-            base_url=self.base_url,
-            api_key=self.key,
+            base_url=self.urls if self.more_urls else self.base_url,  # type: ignore[arg-type]
+            api_key=[self.key_for(u) for u in self.urls] if self.more_urls else self.key,
             timeout=self.timeout,
             max_attempts=self.max_attempts,
             limiter=self.limiter(model),

@@ -41,6 +41,9 @@ class GradingReport:
     # from the store (or stored meanwhile by another process sharing it).
     asked_by_judge: dict[str, int] = field(default_factory=dict)
     stored_by_judge: dict[str, int] = field(default_factory=dict)
+    # Replies (status 200) per server when requests were spread over several (--base-url
+    # repeated), by URL without credentials; empty with one server.
+    answers_by_server: dict[str, int] = field(default_factory=dict)
     to_send: list[tuple[str, str, str]] = field(default_factory=list)  # dry run: (qid, did, judge)
     # Dry run: pairs whose request is another pair's (the same query and document texts under
     # other ids), sent once and its answer given to each.

@@ -31,8 +31,12 @@ Endpoints: OpenAI by default; any OpenAI-compatible server by `base_url` / `OPEN
 (vLLM `http://host:8000/v1`, Ollama `http://localhost:11434/v1`, llama.cpp server, Azure
 OpenAI's v1 endpoint `https://RESOURCE.openai.azure.com/openai/v1/`); which key goes where is
 `grader.judges.llm.endpoint`'s rule (a server other than OpenAI's without a key gets the one
-placeholder). `Judgment.latency_ms` is the wall time of the whole judgment, retries
-and waits included; each `CallRecord` has the latency of its own request.
+placeholder). Several servers (`base_url` a list, the same model on each; one key each or
+one for all): each attempt goes to the live one with the fewest requests in flight, a dead one
+is dropped with a notice and its pairs go to the others (`grader.judges.llm.pool`); the
+fingerprint and the store's key do not name the server. `Judgment.latency_ms` is the wall time
+of the whole judgment, retries and waits included; each `CallRecord` has the latency of its
+own request.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import openai
@@ -54,6 +58,7 @@ from grader.judges.llm.bounded_http import ReplyLimits, chat_reply_limit
 from grader.judges.llm.client import make_client
 from grader.judges.llm.context import ContextFit, DocumentDoesNotFit, ServerInfo, learn_server
 from grader.judges.llm.inflight import InFlight
+from grader.judges.llm.pool import EndpointPool
 from grader.judges.llm.ratelimit import RateLimiter
 from grader.judges.llm.replies import InvalidReply
 from grader.judges.llm.reply_reader import ReplyReader
@@ -76,8 +81,8 @@ class LLMJudge:
         *,
         model: str,
         prompt: PromptSpec | str,
-        base_url: str | None = None,
-        api_key: str | None = None,
+        base_url: str | Sequence[str] | None = None,
+        api_key: str | Sequence[str | None] | None = None,
         client: openai.AsyncOpenAI | None = None,
         timeout: float = defaults.TIMEOUT_S,
         max_attempts: int | None = None,
@@ -106,9 +111,6 @@ class LLMJudge:
         self.prices = prices
         self.on_call = on_call
         self.timeout = timeout
-        self.health = ServerHealth(
-            dead_after, unreachable_after, quiet_s=timeout, same_for_s=SAME_FAILURE_S
-        )
         self.server = ServerSettings(
             output_mode, logprobs=self.prompt.logprobs, on_switch=on_switch
         )
@@ -117,13 +119,19 @@ class LLMJudge:
         self.server_info: ServerInfo | None = None
         self._probe = asyncio.Lock() if probe_server else None
         self._on_notice = on_notice
-        self.inflight = InFlight(on_notice, timeout=timeout)
         self.abandoned = Usage()
         """Tokens of answered attempts of judgments cut short (Ctrl-C): paid, in no judgment."""
-        limits = ReplyLimits(chat=chat_reply_limit(max_reply_bytes))
-        client, secrets = make_client(
-            base_url=base_url, api_key=api_key, client=client, timeout=timeout, limits=limits
+        urls = [base_url] if base_url is None or isinstance(base_url, str) else list(base_url)
+        keys: list[str | None] = (
+            list(api_key) if isinstance(api_key, list | tuple) else [api_key] * len(urls)  # type: ignore[list-item]
         )
+        if not urls or len(keys) != len(urls) or (client is not None and len(urls) > 1):
+            raise ValueError("give one api_key per base_url, and a client only with one server")
+        limits = ReplyLimits(chat=chat_reply_limit(max_reply_bytes))
+        made = [
+            make_client(base_url=u, api_key=k, client=client, timeout=timeout, limits=limits)
+            for u, k in zip(urls, keys, strict=True)
+        ]
         self._recorder = JudgmentRecorder(
             RecorderConfig(
                 judge_id=self.judge_id,
@@ -131,28 +139,41 @@ class LLMJudge:
                 prompt=self.prompt.ref(),
                 prices=prices,
                 on_call=on_call,
-                secrets=secrets,
+                secrets=tuple(s for _, secrets in made for s in secrets),
             )
         )
         self._reader = ReplyReader(
             self.prompt, JudgmentRecorder(dataclasses.replace(self._recorder.config, on_call=None))
         )
-        self.client = client
-        self.base_url = str(client.base_url)
-        self._sender = AttemptSender(
+        health = (dead_after, unreachable_after)
+        self.pool = EndpointPool([self._sender_for(c, health) for c, _ in made], on_notice)
+        first = self.pool.members[0].sender
+        self.client, self.base_url = first.client, first.base_url
+        self.health, self.inflight = first.health, first.inflight
+        """The first server's (the only one, mostly); `pool` has every server's."""
+
+    def _sender_for(
+        self, client: openai.AsyncOpenAI, health: tuple[int, int | None]
+    ) -> AttemptSender:
+        """The sender of one server: its client, and its own health and in-flight bound."""
+        return AttemptSender(
             client=client,
-            model=model,
+            model=self.model,
             prompt=self.prompt,
             server=self.server,
             fit=self.fit,
             limiter=self.limiter,
-            health=self.health,
-            inflight=self.inflight,
+            health=ServerHealth(*health, quiet_s=self.timeout, same_for_s=SAME_FAILURE_S),
+            inflight=InFlight(self._on_notice, timeout=self.timeout),
             recorder=self._recorder,
-            policy=policy,
-            timeout=timeout,
-            base_url=self.base_url,
+            policy=self.policy,
+            timeout=self.timeout,
+            base_url=str(client.base_url),
         )
+
+    def answers_by_server(self) -> dict[str, int]:
+        """Replies (status 200) per server this run, by URL without credentials."""
+        return self.pool.answers()
 
     def __repr__(self) -> str:
         return (
@@ -220,7 +241,8 @@ class LLMJudge:
         return expected_reply_tokens(self.prompt.schema, self.prompt.max_tokens)
 
     async def aclose(self) -> None:
-        await self.client.close()
+        for member in self.pool.members:
+            await member.sender.client.close()
 
     def _body(self, messages: list[dict[str, Any]], mode: OutputMode) -> dict[str, Any]:
         return self.server.body(self.prompt, self.model, messages, mode)
@@ -248,7 +270,7 @@ class LLMJudge:
         try:
             async for attempt in retrying:
                 with attempt:
-                    reply = await self._sender.send(state)
+                    reply = await self.pool.send(state)
         except JudgeError:
             raise
         except DocumentDoesNotFit as exc:  # the mode changed to one whose prompt is longer
@@ -276,8 +298,8 @@ class LLMJudge:
                 kind = "ContextLengthExceeded"  # permanent: the same prompt never fits
             return self._recorder.failed(state, kind, message, started)
         except (openai.APIError, ModeRejected) as exc:
-            if self.health.dead and isinstance(exc, openai.APIConnectionError):
-                raise self._sender.not_answering() from exc  # stopped, not failed: a rerun does it
+            if self.pool.dead and isinstance(exc, openai.APIConnectionError):
+                raise self.pool.not_answering() from exc  # stopped, not failed: a rerun does it
             if state.invalid is not None and isinstance(exc, openai.APIError):
                 return self._still_invalid(state, exc, started)
             kind = MODE_REJECTED if isinstance(exc, ModeRejected) else type(exc).__name__
@@ -325,7 +347,7 @@ class LLMJudge:
 
     def _stop(self, state: CallState, rs: RetryCallState) -> bool:
         exc = rs.outcome.exception() if rs.outcome is not None else None
-        if self.health.dead and isinstance(exc, openai.APIConnectionError):
+        if self.pool.dead and isinstance(exc, openai.APIConnectionError):
             return True  # judge() raises ServerNotAnswering: no backoff, no more requests
         if not isinstance(exc, ModeRejected):
             state.counted += 1

@@ -52,6 +52,8 @@ class CallState:
     last_raw: str | None = None
     invalid: InvalidReply | None = None
     """The last invalid reply, kept when a later attempt fails otherwise (a timeout)."""
+    failed_on: str | None = None
+    """With several servers: the one whose last attempt failed (the next goes elsewhere)."""
 
 
 class JudgmentRecorder:
