@@ -21,6 +21,7 @@ from grader.models import Judgment
 from grader.prompts import shipped_prompt_files
 from tests.helpers.real_server import (
     EXAMPLES,
+    TIMEOUT,
     Server,
     answer_batch,
     calls_logged,
@@ -117,7 +118,7 @@ def test_regrade_to_another_prompt_version(
             "--concurrency",
             "2",
             "--timeout",
-            "180",
+            TIMEOUT,
             "--format",
             "json",
             "--quiet",
@@ -218,7 +219,7 @@ def test_the_python_api_grades_inside_a_running_loop_as_the_command(graded: Grad
             store=graded.db,
             concurrency=2,
             progress=False,
-            timeout=180,
+            timeout=float(TIMEOUT),
         )
 
     frame = asyncio.run(in_a_notebook())

@@ -81,6 +81,12 @@ class DrawnSample:
             if draw.uncertainty_imputed:
                 line += f"; {draw.uncertainty_imputed} pair(s) lacked it and got the maximum"
             lines.append(line)
+        if draw.uncertainty_source == "distance to the threshold":
+            lines.append(
+                "  no judgment carries a grade distribution (graded without logprobs, e.g. "
+                "--no-logprobs) nor an ensemble's grades: the draw leans on each grade's "
+                "distance to the threshold only"
+            )
         if draw.strategy == "active":
             lines.append(
                 f"  drawn one at a time, the uncertain pairs more often ({draw.uniform_share:g} of "

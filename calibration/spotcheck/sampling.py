@@ -179,7 +179,8 @@ def _uncertainties(judgments: Sequence[Judgment]) -> tuple[np.ndarray, str, int]
         raise InputError(
             "uncertainty sampling needs a logprob distribution (confidence) or an ensemble "
             "disagreement, and none of the judgments has either",
-            hint="grade with logprobs or several --model, or use --strategy stratified",
+            hint="grade with logprobs (a prompt with logprobs = true, without --no-logprobs) "
+            "or several --model, or use --strategy stratified",
         )
     # A pair without the measure (no logprobs; a failed ensemble member) is as uncertain as can
     # be: the scale's maximum, 1 for 1 - confidence and 3 for a disagreement of grades 0..3.

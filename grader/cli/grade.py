@@ -19,6 +19,7 @@ from grader.cli.interrupts import interrupted_text, resume_hint
 from grader.cli.judge_options import add_judge_options
 from grader.cli.progress import GradingProgress
 from grader.cli.prompt_check import add_allow_changed_prompt
+from grader.cli.server_flags import add_logprobs_flag
 from grader.cli.settings import add_llm_options
 from grader.errors import BudgetError
 from grader.grading import run as grading_run
@@ -104,6 +105,7 @@ def register(sub: Any) -> None:
         help="model; several (--model A --model B, or --model A B) make an ensemble",
     )
     add_llm_options(p, several_servers=True)
+    add_logprobs_flag(p)
     add_judge_options(p)
     add_store(p)
     p.add_argument("--out", metavar="JUDGMENTS.jsonl", help="write judgments JSONL")

@@ -14,6 +14,7 @@ from typing import Any
 from grader.cli.judge_options import build_judges, check_judge_args
 from grader.cli.output_files import read_back_unsaved, saving_unsaved
 from grader.cli.prompt_check import check_prompts
+from grader.cli.server_flags import run_prompt
 from grader.cli.settings import Settings
 from grader.cli.store_busy import print_store_busy
 from grader.errors import InputError
@@ -22,7 +23,7 @@ from grader.grading.pairs import Pair, PairSelection, pairs_to_grade
 from grader.grading.pipeline import GradingReport, StoreWriter, grade_pairs
 from grader.judges.base import Judge
 from grader.judges.registry import JudgeSettings, build_judge, judge_kind
-from grader.prompts import PromptSpec, load_prompt
+from grader.prompts import PromptSpec
 from grader.spelling import option
 from grader.store.store import Store
 
@@ -124,7 +125,7 @@ class GradeJudges:
         llm = judge_kind(args.judge).takes_model
         self.missing_key = self.settings.defer_missing_key() if llm else None
         base = JudgeSettings(
-            prompt=load_prompt(args.prompt),
+            prompt=run_prompt(args, args.prompt),
             docs=docs,
             endpoint=self.settings,
             on_call=writer.log_call,
@@ -153,7 +154,7 @@ class GradeJudges:
         """The verifier: the registry's `llm` judge, whatever --judge is."""
         settings = JudgeSettings(
             model=model,
-            prompt=load_prompt(prompt_name),
+            prompt=run_prompt(self.args, prompt_name),
             endpoint=self.settings,
             on_call=self.writer.log_call,
         )

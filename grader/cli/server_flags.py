@@ -1,5 +1,6 @@
 """Flags about the server a run talks to, shared by `grade`, `regrade` and `batch`: which output
-mode to start in, and the context the server has (when its `/v1/models` does not say)."""
+mode to start in, the context the server has (when its `/v1/models` does not say), and whether
+`grade` asks for logprobs."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import argparse
 import sys
 
 from grader.judges.llm.types import ModeSwitch
-from grader.prompts import OUTPUT_MODES
+from grader.prompts import OUTPUT_MODES, PromptSpec, load_prompt
 
 OUTPUT_MODE_HELP = (
     "the output mode to start in (json_schema): a server that refuses it moves the run, once, "
@@ -29,6 +30,24 @@ def add_server_flags(p: argparse.ArgumentParser) -> None:
         help="the server's context in tokens (default: what its /v1/models says, if anything); "
         "documents are cut to fit it, with the truncation flag",
     )
+
+
+NO_LOGPROBS_HELP = (
+    "ask for no logprobs, whatever the prompt file says: the judgments then carry no grade "
+    "distribution (what `sample --strategy uncertainty` and `active` draw by), and each "
+    "judgment is cheaper (2.4x faster on llama-cpp-python's server; docs/servers.md)"
+)
+
+
+def add_logprobs_flag(p: argparse.ArgumentParser) -> None:
+    """--no-logprobs."""
+    p.add_argument("--no-logprobs", action="store_true", help=NO_LOGPROBS_HELP)
+
+
+def run_prompt(args: argparse.Namespace, name: str) -> PromptSpec:
+    """The prompt `name` as this run asks it: without logprobs under --no-logprobs."""
+    spec = load_prompt(name)
+    return spec.without_logprobs() if getattr(args, "no_logprobs", False) else spec
 
 
 def switch_text(switch: ModeSwitch) -> str:

@@ -4,6 +4,7 @@ may use: `$query` and `$document` (required in the user template), the optional 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import string
 from dataclasses import dataclass, field
@@ -75,6 +76,11 @@ class PromptSpec:
         if self.extra_sampling:  # (only then: the keys of every other prompt stay as they were)
             sampling["extra"] = dict(sorted(self.extra_sampling.items()))
         return sampling
+
+    def without_logprobs(self) -> PromptSpec:
+        """This prompt asking for no logprobs (`grade --no-logprobs`): the same text, another
+        sampling, so other content keys; its judgments carry no grade distribution."""
+        return self if not self.logprobs else dataclasses.replace(self, logprobs=False)
 
     def final_line_pattern(self) -> re.Pattern[str]:
         """The regex of the final line in text mode; group 1 is the grade as written."""

@@ -18,6 +18,9 @@ MODEL_ENV = "RELGRADE_REAL_SERVER_MODEL"
 """The model id to ask for (default: the first that its /v1/models lists)."""
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "passages"
 DEPTH = "3"  # 4 queries x 3 results: a dozen pairs
+TIMEOUT = "900"
+"""Seconds per request: generous, for a busy 2-core machine where the server queues requests and
+one reply may take minutes; a request the server does not answer at all still ends."""
 
 
 @dataclass(frozen=True)
@@ -38,8 +41,8 @@ def real_server() -> Server | None:
     return Server(url.rstrip("/"), model)
 
 
-def grade_args(server: Server, folder: Path, *extra: str) -> list[str]:
-    """`relgrade grade` of the examples' top 3 per query through the server."""
+def grade_args(server: Server, folder: Path, *extra: str, depth: str = DEPTH) -> list[str]:
+    """`relgrade grade` of the examples' top `depth` per query through the server."""
     return [
         "grade",
         "--queries",
@@ -49,7 +52,7 @@ def grade_args(server: Server, folder: Path, *extra: str) -> list[str]:
         "--run",
         str(EXAMPLES / "run.txt"),
         "--depth",
-        DEPTH,
+        depth,
         "--base-url",
         server.url,
         "--model",
@@ -57,7 +60,7 @@ def grade_args(server: Server, folder: Path, *extra: str) -> list[str]:
         "--concurrency",
         "2",
         "--timeout",
-        "180",
+        TIMEOUT,
         "--quiet",
         *extra,
     ]
@@ -87,7 +90,7 @@ def answer_batch(server: Server, requests_dir: Path, out: Path) -> int:
     """Post each request line's body in `requests_dir` to the server; write one OpenAI batch
     output line per request to `out`; the lines written."""
     lines = 0
-    with httpx2.Client(timeout=300) as client, out.open("w", encoding="utf-8") as sink:
+    with httpx2.Client(timeout=float(TIMEOUT)) as client, out.open("w", encoding="utf-8") as sink:
         for path in sorted(requests_dir.glob("*.jsonl")):
             for raw in path.read_text(encoding="utf-8").splitlines():
                 request = json.loads(raw)
