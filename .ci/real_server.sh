@@ -10,9 +10,10 @@
 # AMX weight-repacking buffer type, and the server then crashes in ggml_backend_amx_mul_mat.
 # GGML_NATIVE=OFF builds for x86-64 with AVX2/FMA/F16C instead, and with the GGML_AMX_* options
 # off no -mamx-* flag is given: the AMX code (guarded by __AMX_INT8__) is not in the library on
-# any CPU. The wheel is built once per (version, CMake options) into .venv-llama/wheels/KEY/ with
-# pip's cache off (pip's wheel cache is keyed by version only, so a changed option would
-# otherwise reuse the old build) and kept there between runs on one machine.
+# any CPU. The wheel is built once per (version, CMake options) into
+# ${XDG_CACHE_HOME:-~/.cache}/relgrade/llama-wheels/KEY/ with pip's cache off (pip's wheel cache is
+# keyed by version only, so a changed option would otherwise reuse the old build) and kept there
+# between runs on one machine, whatever folder the clone is in.
 #
 # Budgets (seconds, environment): RELGRADE_REAL_SERVER_START (600) for the server to answer a
 # chat completion, RELGRADE_REAL_SERVER_BUDGET (3600) for the tests, sized for a busy 2-core
@@ -31,7 +32,7 @@ took() { echo "  [$1: $(($(date +%s) - $2)) s]"; }
 started=$(date +%s)
 if [ ! -x "$venv/bin/python" ]; then python3 -m venv "$venv"; fi
 key=$(printf '%s\n' "$llama" "$cmake_args" | sha256sum | cut -c1-12)
-wheels="$venv/wheels/$key"
+wheels="${XDG_CACHE_HOME:-$HOME/.cache}/relgrade/llama-wheels/$key"
 wheel=$(find "$wheels" -name 'llama_cpp_python-*.whl' 2>/dev/null | head -n 1 || true)
 if [ -z "$wheel" ]; then
   echo "+ build $llama with CMAKE_ARGS='$cmake_args' into $wheels (pip cache off)"
