@@ -77,3 +77,6 @@ tests
 
 # httpx's Response reads its body from `_content` (set as `Response.aread` sets it).
 _content
+
+# Ray Data's DataContext option, set to turn its progress bars off (grader/batch/engines/ray_run.py).
+enable_progress_bars

@@ -95,6 +95,9 @@ def register(sub: Any) -> None:
     from grader.cli.batch_files import register as register_files
 
     register_files(actions)
+    from grader.cli.batch_run import register as register_run
+
+    register_run(actions)
     p.set_defaults(func=run_status)
 
 
