@@ -26,6 +26,7 @@ from grader.batch.engines.sent_log import SentCounts, SentLog, count_sent, run_l
 from grader.errors import InputError
 
 INSTALL_HINT = "pip install 'relgrade[ray]'"
+BLOCK_BYTES = 128 * 1024
 DIE_ONCE_ENV = "RELGRADE_TEST_RAY_DIE_ONCE"
 """Tests only: a file path; the first actor to answer a batch while it does not exist creates
 it and exits before returning the answers (a worker that died: Ray runs the block again)."""
@@ -136,7 +137,11 @@ def run_ray(run: RayRun, progress: Progress | None = None) -> RayOutcome:
     writer = ResultsWriter(run.out_dir)
     errors, interrupted = 0, False
     try:
-        ray.data.DataContext.get_current().enable_progress_bars = False  # ours instead
+        ctx = ray.data.DataContext.get_current()
+        ctx.enable_progress_bars = False  # ours instead
+        # Small blocks: answers reach the results files (and Ctrl-C keeps them) as they come,
+        # and a block Ray runs again after a worker died re-sends few requests.
+        ctx.target_max_block_size = BLOCK_BYTES
         logging.getLogger("ray.data").setLevel(logging.WARNING)
         for path, lines in _results(ray, run):
             writer.write(path, lines)
