@@ -9,11 +9,13 @@ extra.
 
     python bench/batch_ray.py                       # 2,000 pairs
     python bench/batch_ray.py --pairs 20000 --nodes 2
+    python bench/batch_ray.py --die-once     # one actor dies after answering its first block
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import subprocess
 import sys
@@ -24,6 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from grader.batch.engines.ray_run import DIE_ONCE_ENV  # noqa: E402
 from tests.grade_data import write_grade_files  # noqa: E402
 
 
@@ -64,6 +67,9 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=int, default=20)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--nodes", type=int, choices=[1, 2], default=1)
+    parser.add_argument(
+        "--die-once", action="store_true", help="one actor dies after its first block"
+    )
     args = parser.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="batch-ray-"))
@@ -80,6 +86,8 @@ def main() -> None:
         db, req, res = tmp / "batch.db", tmp / "req", tmp / "res"
         _relgrade("batch", "export", *common, "--store", db, "--out-dir", req, "--quiet")
         lines = sum(1 for p in req.glob("*.jsonl") for _ in p.open())
+        if args.die_once:  # before the cluster starts: its workers inherit it
+            os.environ[DIE_ONCE_ENV] = str(tmp / "died")
         address: list[str] = []
         if args.nodes == 2:
             from ray.cluster_utils import Cluster

@@ -39,7 +39,12 @@ def register(actions: Any) -> None:
         epilog=RUN_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--engine", required=True, choices=["ray", "vllm"])
+    p.add_argument(
+        "--engine",
+        required=True,
+        choices=["ray", "vllm"],
+        help="ray: Ray Data against --base-url servers; vllm: vllm run-batch on this node",
+    )
     add_store(p, "the store batch export recorded the request files in")
     p.add_argument("request_dir", metavar="REQUEST_DIR", help="request files (or one file)")
     p.add_argument(
