@@ -77,3 +77,8 @@ tests
 
 # httpx's Response reads its body from `_content` (set as `Response.aread` sets it).
 _content
+
+# Ray Data's DataContext options, set to turn its progress bars off and to keep blocks small
+# (grader/batch/engines/ray_run.py).
+enable_progress_bars
+target_max_block_size

@@ -100,6 +100,9 @@ def register(sub: Any) -> None:
 
     register_files(actions)
     register_close(actions)
+    from grader.cli.batch_run import register as register_run
+
+    register_run(actions)
     p.set_defaults(func=run_status)
 
 

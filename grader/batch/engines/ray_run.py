@@ -1,0 +1,195 @@
+"""`relgrade batch run --engine ray`: Ray Data reads the request files, actors answer their
+lines with relgrade's own request function (`grader.batch.engines.http_requests`: many requests
+in flight per actor, spread over every server), and this process writes each answer to the
+results file of its request file as it comes (`grader.batch.engines.results_out`).
+
+Ray is imported only when a run starts (the `relgrade[ray]` extra). Ray is at-least-once: a
+block whose worker died is run again, so the actors log every request they send
+(`grader.batch.engines.sent_log`) and the run reports how many were sent more than once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grader.batch.engines.http_requests import Requester, Servers
+from grader.batch.engines.results_out import ResultsWriter
+from grader.batch.engines.sent_log import SentCounts, SentLog, count_sent, run_log_dir
+from grader.errors import InputError
+
+INSTALL_HINT = "pip install 'relgrade[ray]'"
+BLOCK_BYTES = 128 * 1024
+DIE_ONCE_ENV = "RELGRADE_TEST_RAY_DIE_ONCE"
+"""Tests only: a file path; the first actor to answer a batch while it does not exist creates
+it and exits before returning the answers (a worker that died: Ray runs the block again)."""
+
+
+def import_ray() -> Any:
+    """The ray module, or InputError saying how to install it."""
+    try:
+        import ray
+        import ray.data
+    except ImportError as exc:
+        raise InputError(
+            f"--engine ray needs Ray Data, which is not installed ({exc})", hint=INSTALL_HINT
+        ) from None
+    return ray
+
+
+class RequestActor:
+    """A Ray Data actor: answers each batch of request lines concurrently (up to `limit` in
+    flight), over `base_urls`, logging each request sent in `log_dir`."""
+
+    def __init__(self, base_urls: list[str], limit: int, log_dir: str, timeout_s: float) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.log = SentLog(Path(log_dir))
+        self.servers = Servers(base_urls)
+        self.limit, self.timeout_s = limit, timeout_s
+        self.requester: Requester | None = None
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, list[str]]:
+        lines = [str(x) for x in batch["text"]]
+        paths = [str(x) for x in batch["path"]]
+        if lines:
+            self.log.block(f"{paths[0]}#{_custom_id_of(lines[0])}#{len(lines)}")
+        answers = self.loop.run_until_complete(self._answer(lines))
+        _die_once()
+        kept = [(p, a) for p, a in zip(paths, answers, strict=True) if a]
+        return {"path": [p for p, _ in kept], "line": [a for _, a in kept]}
+
+    async def _answer(self, lines: list[str]) -> list[str]:
+        if self.requester is None:  # made inside the loop it is used in
+            self.requester = Requester(
+                self.servers, self.limit, timeout_s=self.timeout_s, on_send=self.log.sent
+            )
+        return await self.requester.answer_all(lines)
+
+
+def _die_once() -> None:
+    marker = os.environ.get(DIE_ONCE_ENV)
+    if marker:
+        try:
+            os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return
+        os._exit(1)
+
+
+def _custom_id_of(raw: str) -> str:
+    start = raw.find('"custom_id"')
+    return raw[start : start + 120].split(",", 1)[0] if start >= 0 else raw[:60]
+
+
+@dataclass
+class RayRun:
+    """What `batch run --engine ray` is asked to do."""
+
+    request_files: list[Path]
+    out_dir: Path
+    base_urls: list[str]
+    address: str | None = None
+    concurrency: int = 64
+    actors: int = 2
+    timeout_s: float = 600.0
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+
+    @property
+    def log_dir(self) -> Path:
+        return run_log_dir(self.out_dir, self.run_id)
+
+
+@dataclass
+class RayOutcome:
+    """What a run wrote and what it sent."""
+
+    written: int
+    error_lines: int
+    results: list[Path]
+    sent: SentCounts
+    interrupted: bool = False
+
+
+Progress = Callable[[int, float], None]
+"""Called with the results lines written so far and the seconds since the start."""
+
+
+def run_ray(run: RayRun, progress: Progress | None = None) -> RayOutcome:
+    """Answer every line of the request files through Ray Data; results written as they come.
+    A KeyboardInterrupt stops it with what was written kept (`RayOutcome.interrupted`)."""
+    ray = import_ray()
+    run.out_dir.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    ray.init(
+        address=run.address,
+        include_dashboard=False,
+        log_to_driver=False,
+        logging_level="ERROR",
+        ignore_reinit_error=True,
+    )
+    writer = ResultsWriter(run.out_dir)
+    errors, interrupted = 0, False
+    try:
+        ctx = ray.data.DataContext.get_current()
+        ctx.enable_progress_bars = False  # ours instead
+        # Small blocks: answers reach the results files (and Ctrl-C keeps them) as they come,
+        # and a block Ray runs again after a worker died re-sends few requests.
+        ctx.target_max_block_size = BLOCK_BYTES
+        logging.getLogger("ray.data").setLevel(logging.WARNING)
+        for path, lines in _results(ray, run):
+            writer.write(path, lines)
+            errors += sum(1 for line in lines if _is_error(line))
+            if progress is not None:
+                progress(writer.written, time.monotonic() - started)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        writer.close()
+        ray.shutdown()
+    return RayOutcome(writer.written, errors, writer.paths(), count_sent(run.log_dir), interrupted)
+
+
+def _results(ray: Any, run: RayRun) -> Any:
+    """(request file, results lines) as the actors answer them."""
+    per_actor = max(1, -(-run.concurrency // run.actors))
+    # Reading lines and awaiting replies take little CPU: a quarter each, so that on nodes of
+    # one CPU the reads still find room beside the actors.
+    files = [str(p) for p in run.request_files]
+    ds = ray.data.read_text(files, include_paths=True, num_cpus=0.25)
+    answered = ds.map_batches(
+        RequestActor,
+        fn_constructor_kwargs={
+            "base_urls": run.base_urls,
+            "limit": per_actor,
+            "log_dir": str(run.log_dir),
+            "timeout_s": run.timeout_s,
+        },
+        batch_size=per_actor * 4,
+        batch_format="numpy",
+        compute=ray.data.ActorPoolStrategy(size=run.actors),
+        num_cpus=0.25,
+    )
+    for batch in answered.iter_batches(batch_size=None, batch_format="numpy"):
+        by_file: dict[str, list[str]] = {}
+        for path, line in zip(batch["path"], batch["line"], strict=True):
+            by_file.setdefault(str(path), []).append(str(line))
+        yield from by_file.items()
+
+
+def _is_error(line: str) -> bool:
+    return '"error": null' not in line
+
+
+def check_paths(request_dir: Path, out_dir: Path, base_urls: Sequence[str]) -> None:
+    """InputError unless the run has somewhere to read, write and send."""
+    if not base_urls:
+        raise InputError("--engine ray needs --base-url (one or more servers to send to)")
+    if out_dir.resolve() == request_dir.resolve():
+        raise InputError("--out-dir is the request folder", hint="give another folder")
