@@ -21,7 +21,7 @@ import openai
 from grader.cost import estimate_usage
 from grader.errors import JudgeError, ServerNotAnswering
 from grader.judges.llm.bounded_http import too_large
-from grader.judges.llm.connect_errors import connect_failure
+from grader.judges.llm.connect_errors import connect_failure, connection_message
 from grader.judges.llm.context import ContextFit
 from grader.judges.llm.inflight import InFlight
 from grader.judges.llm.ratelimit import RateLimiter
@@ -171,6 +171,8 @@ class AttemptSender:
             cause = connect_failure(exc)
             if cause is not None:
                 dead = self.health.could_not_connect(cause) or dead
+            elif not isinstance(exc, openai.APITimeoutError):
+                self.health.dropped_before_answer(connection_message(exc))
             if dead:
                 raise self.not_answering() from exc
 
