@@ -177,6 +177,7 @@ def expected_reply_tokens(schema: Mapping[str, Any], max_tokens: int) -> int:
 
 
 NO_PRICE = "no price for the model"
+NO_PRICE_LOCAL = "no price: a model served on this machine"
 """Why a cost is unknown: the one wording every command prints."""
 
 
@@ -201,9 +202,11 @@ def spend_short(cost: float, known: bool = True) -> str:
     return f"${cost:.4f}+?" if cost else "$?"
 
 
-def spend_text(cost: float, unpriced: int) -> str:
-    """`$0.0123` spent, or what is unknown: judgments without a price cost "unknown", never $0."""
+def spend_text(cost: float, unpriced: int, *, local: bool = False) -> str:
+    """`$0.0123` spent, or what is unknown: requests without a price cost "unknown", never $0;
+    `local`: the model is served on this machine, which has no price to add."""
     if not unpriced:
         return f"${cost:.4f}"
     known = f"${cost:.4f} + " if cost else ""
-    return f"{known}unknown for {unpriced} judgment(s) ({NO_PRICE}; see --prices)"
+    why = NO_PRICE_LOCAL if local else f"{NO_PRICE}; see --prices"
+    return f"{known}unknown for {unpriced} request(s) ({why})"

@@ -118,7 +118,9 @@ class FakeServer:
         """`slots` requests served at once, each for `service_s` (None: no queue), like a
         llama.cpp server; abandoned requests are served all the same (`counts["completed"]`)."""
         self._slot: asyncio.Semaphore | None = None
-        self.cached_tokens = 0
+        self.cached_tokens: int | None = 0
+        """Cached prompt tokens each reply says (None: the usage leaves them out, as
+        llama-cpp-python's server does)."""
         self.grade_fn: Callable[[dict[str, Any]], int] = default_grade
         self.reason = "Scripted by the fake server."
         self.requests: list[dict[str, Any]] = []

@@ -226,10 +226,11 @@ def completion(
     content: str | None,
     finish_reason: str = "stop",
     refusal: str | None = None,
-    cached_tokens: int = 0,
+    cached_tokens: int | None = 0,
     with_logprobs: bool = True,
 ) -> dict[str, Any]:
-    """A full chat.completion body around `content`, with usage and (when asked) logprobs."""
+    """A full chat.completion body around `content`, with usage and (when asked) logprobs;
+    `cached_tokens` None leaves `prompt_tokens_details` out of the usage."""
     mode = output_mode(body)
     prompt_tokens = max(1, len(request_text(body)) // 4)
     completion_tokens = max(1, len(content or refusal or "") // 4)
@@ -238,6 +239,17 @@ def completion(
         logprobs = logprobs_for(
             content, _grade_offset(content, mode), int(body.get("top_logprobs") or 0)
         )
+    usage: dict[str, Any] = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+        "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
+    }
+    if cached_tokens is not None:
+        usage["prompt_tokens_details"] = {
+            "cached_tokens": min(cached_tokens, prompt_tokens),
+            "audio_tokens": 0,
+        }
     return {
         "id": "chatcmpl-" + hashlib.sha1(os_random()).hexdigest()[:24],
         "object": "chat.completion",
@@ -257,16 +269,7 @@ def completion(
                 "finish_reason": finish_reason,
             }
         ],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-            "prompt_tokens_details": {
-                "cached_tokens": min(cached_tokens, prompt_tokens),
-                "audio_tokens": 0,
-            },
-            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
-        },
+        "usage": usage,
     }
 
 

@@ -345,7 +345,7 @@ def test_a_model_without_a_price_reports_cost_unknown_not_zero(
     store = tmp_path / "s.db"
     assert main(llm_args(files, fake_server, store, "--model", "llama3-zz")) == 0
     summary = capsys.readouterr().err
-    assert f"unknown for {files.n_pairs} judgment(s)" in summary
+    assert f"unknown for {files.n_pairs} request(s)" in summary
     assert "cost $0.0000" not in summary
     assert main(llm_args(files, fake_server, store, "--model", "gpt-4o-mini", "--depth", "1")) == 0
     assert "unknown" not in capsys.readouterr().err  # a priced model shows dollars

@@ -18,8 +18,8 @@ def test_the_texts() -> None:
     assert usd_or_unknown(None) == "unknown (no price for the model)" == f"unknown ({NO_PRICE})"
     assert usd_or_unknown(0.0) == "$0.0000" and usd_or_unknown(0.01234) == "$0.0123"
     assert spend_text(0.5, 0) == "$0.5000"
-    assert spend_text(0.0, 3) == "unknown for 3 judgment(s) (no price for the model; see --prices)"
-    assert spend_text(0.25, 1).startswith("$0.2500 + unknown for 1 judgment(s) (no price")
+    assert spend_text(0.0, 3) == "unknown for 3 request(s) (no price for the model; see --prices)"
+    assert spend_text(0.25, 1).startswith("$0.2500 + unknown for 1 request(s) (no price")
 
 
 @pytest.fixture
@@ -41,7 +41,9 @@ def test_grade_dry_run_and_summary_say_unknown(
     assert fake_server.counts["requests"] == 0
     assert main(args) == 0
     out = capsys.readouterr()
-    assert "(no price for the model; see --prices)" in out.out + out.err
+    # The fake server is on this machine: a local model has no price to add, no hint to --prices
+    assert "(no price: a model served on this machine)" in out.out + out.err
+    assert "--prices" not in out.out + out.err
     assert "$0.0000" not in out.out + out.err
 
 

@@ -186,6 +186,25 @@ class GradeJudges:
                 counts[url] = counts.get(url, 0) + n
         return counts if several else {}
 
+    def local(self) -> bool:
+        """Whether every judge that sends requests does so to this machine (loopback)."""
+        said = [
+            local()
+            for judge in [*self.members, *([self.verifier] if self.verifier else [])]
+            if (local := getattr(judge, "local", None)) is not None
+        ]
+        return bool(said) and all(said)
+
+    def cached_reported(self) -> bool | None:
+        """Whether any reply this run said its cached prompt tokens; None when no judge sends
+        requests (nothing to report)."""
+        said = [
+            said()
+            for judge in [*self.members, *([self.verifier] if self.verifier else [])]
+            if (said := getattr(judge, "cached_reported", None)) is not None
+        ]
+        return any(said) if said else None
+
     def check_key(self) -> None:
         """Raise the missing key's error: called when some pair is not stored (nothing sent)."""
         if self.missing_key is not None:
@@ -312,6 +331,8 @@ async def grade_selection(
                 **options,
             )
         report.answers_by_server = judges.answers_by_server()
+        report.cached_reported = judges.cached_reported()
+        report.local = judges.local()
     finally:
         if judges is not None:
             await judges.aclose()

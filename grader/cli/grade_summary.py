@@ -12,9 +12,11 @@ from grader.grading.pipeline import GradingReport
 def _fmt_tokens(report: GradingReport) -> str:
     u = report.usage
     total = u.prompt_tokens + u.completion_tokens
+    said = report.cached_reported is not False or not total
+    cached = f"cached {u.cached_tokens:,}" if said else "cached not reported"
     return (
         f"tokens {total:,} (prompt {u.prompt_tokens:,}, completion {u.completion_tokens:,}, "
-        f"cached {u.cached_tokens:,})"
+        f"{cached})"
     )
 
 
@@ -35,10 +37,10 @@ def summary_line(report: GradingReport) -> str:
     if len(judges) > 1:
         asked = _by_judge("answers asked", {j: report.asked_by_judge.get(j, 0) for j in judges})
         stored = _by_judge("answers stored", {j: report.stored_by_judge.get(j, 0) for j in judges})
+    cost = spend_text(report.cost, report.unpriced, local=report.local)
     line = (
         f"graded {report.graded}{asked}, cached {report.cached}{stored}, "
-        f"failed {report.failed}, "
-        f"{_fmt_tokens(report)}, cost {spend_text(report.cost, report.unpriced)}"
+        f"failed {report.failed}, {_fmt_tokens(report)}, cost {cost}"
     )
     if report.pending:
         line += f", not done {report.pending}"

@@ -27,7 +27,10 @@ class GradingReport:
     requests: int = 0  # judge calls made (each may be several HTTP attempts)
     usage: Usage = field(default_factory=Usage)
     cost: float = 0.0  # USD of the priced judgments
-    unpriced: int = 0  # judgments that used tokens but have no price (cost unknown, not 0)
+    # Whether any reply said its cached prompt tokens (None: no judge that sends requests).
+    cached_reported: bool | None = None
+    unpriced: int = 0  # requests that used tokens but have no price (cost unknown, not 0)
+    local: bool = False  # every judge's server is on this machine: unpriced, with no hint
     interrupted: bool = False
     budget_reached: bool = False
     stored_ok: int = 0  # judge answers found ok in the store before starting

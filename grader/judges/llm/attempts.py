@@ -21,11 +21,17 @@ import openai
 from grader.cost import estimate_usage
 from grader.errors import JudgeError, ServerNotAnswering
 from grader.judges.llm.bounded_http import too_large
-from grader.judges.llm.connect_errors import connect_failure
+from grader.judges.llm.connect_errors import connect_failure, connection_message
 from grader.judges.llm.context import ContextFit
 from grader.judges.llm.inflight import InFlight
 from grader.judges.llm.ratelimit import RateLimiter
-from grader.judges.llm.replies import GradeReply, InvalidReply, parse_body, parse_completion
+from grader.judges.llm.replies import (
+    GradeReply,
+    InvalidReply,
+    parse_body,
+    parse_completion,
+    reports_cached,
+)
 from grader.judges.llm.results import CallState, JudgmentRecorder
 from grader.judges.llm.retry import (
     RetryPolicy,
@@ -72,6 +78,9 @@ class AttemptSender:
     policy: RetryPolicy
     timeout: float
     base_url: str
+    cached_reported: bool = False
+    """Whether any reply said how many prompt tokens came from the server's cache (llama.cpp's
+    server does not): a summary says "cached not reported" rather than "cached 0"."""
 
     async def send(self, state: CallState) -> GradeReply:
         """One attempt of the judgment `state` describes: its valid reply, or the error."""
@@ -127,7 +136,9 @@ class AttemptSender:
         """The grade of a 200 reply's `text`; for an invalid one, the re-ask is added to the
         judgment's messages (unless the server is at fault) and InvalidReply raised."""
         try:
-            reply = parse_completion(parse_body(text), mode=mode, spec=self.prompt)
+            body = parse_body(text)
+            self.cached_reported = self.cached_reported or reports_cached(body)
+            reply = parse_completion(body, mode=mode, spec=self.prompt)
         except InvalidReply as exc:
             state.usage = state.usage + exc.usage
             state.last_raw = exc.raw
@@ -171,6 +182,8 @@ class AttemptSender:
             cause = connect_failure(exc)
             if cause is not None:
                 dead = self.health.could_not_connect(cause) or dead
+            elif not isinstance(exc, openai.APITimeoutError):
+                self.health.dropped_before_answer(connection_message(exc))
             if dead:
                 raise self.not_answering() from exc
 

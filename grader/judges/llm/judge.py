@@ -171,6 +171,14 @@ class LLMJudge:
             base_url=str(client.base_url),
         )
 
+    def local(self) -> bool:
+        """Whether the model is served on this machine (every server a loopback address)."""
+        return self.pool.local()
+
+    def cached_reported(self) -> bool:
+        """Whether any reply this run said its cached prompt tokens (`AttemptSender`)."""
+        return self.pool.cached_reported()
+
     def answers_by_server(self) -> dict[str, int]:
         """Replies (status 200) per server this run, by URL without credentials."""
         return self.pool.answers()

@@ -26,6 +26,7 @@ import openai
 
 from grader.errors import ServerNotAnswering
 from grader.judges.llm.attempts import AttemptSender
+from grader.judges.llm.endpoint import is_loopback
 from grader.judges.llm.replies import GradeReply, InvalidReply
 from grader.judges.llm.results import CallState
 from grader.redact import redact_url
@@ -68,6 +69,14 @@ class EndpointPool:
     def dead(self) -> bool:
         """Whether every server is dead: the run stops."""
         return all(m.dead for m in self.members)
+
+    def local(self) -> bool:
+        """Whether every server is on this machine (a loopback address)."""
+        return all(is_loopback(m.sender.base_url) for m in self.members)
+
+    def cached_reported(self) -> bool:
+        """Whether any server's reply said its cached prompt tokens."""
+        return any(m.sender.cached_reported for m in self.members)
 
     def answers(self) -> dict[str, int]:
         """Replies per server, in the order the servers were given."""

@@ -110,6 +110,14 @@ def usage_of(body: dict[str, Any]) -> Usage:
     return _usage(usage.get("prompt_tokens"), usage.get("completion_tokens"), cached)
 
 
+def reports_cached(body: dict[str, Any]) -> bool:
+    """Whether a response body says its cached prompt tokens (`usage.prompt_tokens_details.
+    cached_tokens`, 0 included); llama.cpp's server leaves it out."""
+    usage = body.get("usage")
+    details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else None
+    return isinstance(details, dict) and isinstance(details.get("cached_tokens"), int)
+
+
 def _usage(prompt: Any, completion: Any, cached: Any) -> Usage:
     """The Usage of these token counts (a missing count is 0)."""
     counts = (int(prompt or 0), int(completion or 0), int(cached or 0))

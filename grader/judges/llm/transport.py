@@ -103,6 +103,9 @@ class ServerHealth:
         self.connect_failures = 0
         self.unreachable: str | None = None
         """The cause (`connect_failure`'s text) when the server was never reached; else None."""
+        self.dropped: str | None = None
+        """How a connection was lost before any answer (the server closed it mid-reply), if one
+        was: then connections refused afterwards mean a server that stopped, not a wrong address."""
         self.quiet_s = quiet_s
         self.clock = clock
         self.last_answer = clock()
@@ -156,6 +159,11 @@ class ServerHealth:
             self.dead = True
         return self.dead
 
+    def dropped_before_answer(self, detail: str) -> None:
+        """A connection was made, then closed by the server with no reply (`detail`: how)."""
+        if not self.ever_answered and self.dropped is None:
+            self.dropped = detail
+
     def failed(self, *, timed_out: bool = False) -> bool:
         """One more timeout or connection failure; True once the server counts as not answering
         (and from then on: a late answer does not revive it). A timeout ends it only once the
@@ -179,6 +187,14 @@ def not_answering(
             f"different pairs, all failed the same way ({redact(health.failing)}), so the run "
             "stopped taking new pairs. The pairs that failed are stored as failed; check the "
             "server, then rerun the same command to retry them and do the rest"
+        )
+    if health.unreachable is not None and health.dropped is not None:
+        return ServerNotAnswering(
+            f"{url} stopped answering: the server closed a connection in the middle of a "
+            f"request, with no reply ({redact(health.dropped)}), then stopped listening "
+            f"(the next {health.unreachable_after} requests could not connect: "
+            f"{redact(health.unreachable)}). It probably crashed: see its log. Nothing is "
+            "stored as failed. Restart the server, then rerun the same command"
         )
     if health.unreachable is not None:
         return ServerNotAnswering(
