@@ -66,8 +66,11 @@ def _argv(db: Path, address: str, out: Path, *urls: str, req: Path | None = None
     return [*run, "--ray-address", address, "--out-dir", str(out), "--quiet"]
 
 
-def _run(db: Path, address: str, out: Path, *urls: str, req: Path | None = None) -> int:
-    return main([*_argv(db, address, out, *urls, req=req), "--concurrency", "8"])
+def _run(
+    db: Path, address: str, out: Path, *urls: str, req: Path | None = None, actors: int = 0
+) -> int:
+    chosen = ["--actors", str(actors)] if actors else []  # 0: one per node
+    return main([*_argv(db, address, out, *urls, req=req), "--concurrency", "8", *chosen])
 
 
 def _per_node(out: Path) -> dict[str, int]:
@@ -156,15 +159,21 @@ def test_a_worker_that_dies_is_paid_twice_and_said(
 
 
 def _close_export_run_import(
-    db: Path, address: str, server: FakeServer, files: GradeFiles, export_id: str, left: int
+    db: Path,
+    address: str,
+    server: FakeServer,
+    files: GradeFiles,
+    export_id: str,
+    left: int,
+    actors: int = 0,
 ) -> None:
     """`batch close` of `export_id` (`left` lines without a result), export again (exactly
-    those), run into the same results folder, import it."""
+    those), run into the same results folder (`actors`: --actors), import it."""
     assert main(["batch", "close", "--store", str(db), export_id]) == 0
     again = cli_export(files, db, db.parent / "req2")
     assert sum(len(custom_ids(p)) for p in again) == left
     out = db.parent / "res"
-    assert _run(db, address, out, server.base_url, req=db.parent / "req2") == 0
+    assert _run(db, address, out, server.base_url, req=db.parent / "req2", actors=actors) == 0
     assert cli_import(db, out) == 0
 
 
@@ -199,8 +208,9 @@ def test_a_worker_killed_then_close_export_run_import(
 
     export_id = custom_ids(requests[0])[0].split(":")[1]
     capsys.readouterr()
-    _close_export_run_import(db, address, fake_server, files, export_id, 12)
+    _close_export_run_import(db, address, fake_server, files, export_id, 12, actors=3)
     err = capsys.readouterr().err
+    assert "by 3 actors on" in err  # --actors chosen
     assert f"closed export {export_id}: 12 requests without a results line stored" in err
     assert fake_server.counts["requests"] == 20 + twice  # the 12 once more, nothing else
     _graded_once(db, requests, 20)
