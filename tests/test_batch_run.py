@@ -163,7 +163,15 @@ def test_actors_between_one_and_concurrency(
 ) -> None:
     db = tmp_path / "s.db"
     cli_export(files, db, tmp_path / "req")
-    ray = ["--engine", "ray", "--store", db, tmp_path / "req", "--base-url", "http://127.0.0.1:9"]
+    ray: list[str | Path] = [
+        "--engine",
+        "ray",
+        "--store",
+        db,
+        tmp_path / "req",
+        "--base-url",
+        "http://127.0.0.1:9",
+    ]
     for actors in ("0", "9"):
         assert _run(*ray, "--concurrency", "8", "--actors", actors) == 2
         assert f"--actors {actors}: give 1 to --concurrency (8)" in capsys.readouterr().err

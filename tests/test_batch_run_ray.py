@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from grader.batch.engines.ray_run import DIE_ONCE_ENV
-from grader.batch.engines.sent_log import SENT_DIR, count_sent
+from grader.batch.engines.sent_log import SENT_DIR, count_sent, sent_keys
 from grader.cli.main import main
 from grader.store.store import Store
 from tests.fakeserver import FakeServer, faults
@@ -217,6 +217,14 @@ def test_a_worker_killed_then_close_export_run_import(
     _sends_nothing(files, db, fake_server)
 
 
+def _settled(server: FakeServer) -> None:
+    """Wait until the server has had no new request for a second (at most 30 s)."""
+    deadline, seen = time.monotonic() + 30, -1
+    while seen != server.counts["requests"] and time.monotonic() < deadline:
+        seen = server.counts["requests"]
+        time.sleep(1.0)
+
+
 def _results_lines(out: Path) -> int:
     return sum(p.read_bytes().count(b"\n") for p in out.glob("*.jsonl")) if out.is_dir() else 0
 
@@ -252,16 +260,20 @@ def test_the_driver_killed_mid_run_then_close_export_run_import(
     assert 4 <= written < 40, written
 
     cli_import(db, out)  # what was written (a cut last line is left out)
-    time.sleep(0.5)  # the killed job's actors stopped (Ray ends a dead driver's workers)
+    _settled(fake_server)  # the killed job's actors stopped (Ray ends a dead driver's workers)
     with Store(db) as store:
         answered = store.count()
+        stored = {j.key for j in store.iter_judgments(status="ok")}
     assert answered >= 4
+    (run_logs,) = (out / SENT_DIR).iterdir()
+    # Sent by the killed run, its answer never written: the logs name them (a request cut off
+    # as the driver died may never have been counted by the server, but it was sent).
+    paid = len(sent_keys(run_logs) - stored)
     export_id = custom_ids(requests[0])[0].split(":")[1]
     sent_before = fake_server.counts["requests"]
     capsys.readouterr()
     _close_export_run_import(db, address, fake_server, files, export_id, 40 - answered)
     assert fake_server.counts["requests"] == sent_before + 40 - answered
-    paid = sent_before - answered  # sent by the killed run, its answer never written
     err = capsys.readouterr().err
     if paid:
         assert f"{paid} requests had been sent by an earlier run into {out}" in err
