@@ -158,6 +158,25 @@ def test_ray_missing_says_how_to_install(
     assert "pip install 'relgrade[ray]'" in capsys.readouterr().err
 
 
+def test_actors_between_one_and_concurrency(
+    files: GradeFiles, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "s.db"
+    cli_export(files, db, tmp_path / "req")
+    ray: list[str | Path] = [
+        "--engine",
+        "ray",
+        "--store",
+        db,
+        tmp_path / "req",
+        "--base-url",
+        "http://127.0.0.1:9",
+    ]
+    for actors in ("0", "9"):
+        assert _run(*ray, "--concurrency", "8", "--actors", actors) == 2
+        assert f"--actors {actors}: give 1 to --concurrency (8)" in capsys.readouterr().err
+
+
 def test_base_package_never_imports_ray() -> None:
     code = "import grader.cli.main, grader.cli.batch_run, grader.cli.batch_run_ray, sys; "
     code += "print('ray' in sys.modules)"

@@ -14,7 +14,8 @@ from grader.errors import InputError
 
 RUN_EPILOG = """\
 --engine ray: Ray Data reads the request files and its actors answer every line with relgrade's
-own request function (--concurrency requests in flight in all, spread over every --base-url,
+own request function (one actor per node of the cluster, at least 2, or --actors N;
+--concurrency requests in flight in all, shared by the actors, spread over every --base-url,
 least in flight first; a reply that is not JSON, or a server error, becomes an error line for
 that request). Each answer is written to DIR/NAME.results.jsonl as it comes, so Ctrl-C leaves
 what was written importable. Ray is at-least-once: a block whose worker died is run again; the
@@ -63,7 +64,14 @@ def register(actions: Any) -> None:
         type=int,
         default=64,
         metavar="N",
-        help="requests in flight in all (ray; 64)",
+        help="requests in flight in all, shared by the actors (ray; 64)",
+    )
+    p.add_argument(
+        "--actors",
+        type=int,
+        metavar="N",
+        help="request actors (ray; default: one per node of the cluster, at least 2, at most "
+        "--concurrency)",
     )
     p.add_argument("--node", type=int, default=0, metavar="K", help="this node, 0..N-1 (vllm)")
     p.add_argument("--nodes", type=int, default=1, metavar="N", help="nodes in all (vllm)")

@@ -30,6 +30,8 @@ class _Progress:
 def run_ray_command(args: argparse.Namespace, files: list[RequestFile], out_dir: Path) -> int:
     if args.concurrency < 1:
         raise InputError(f"--concurrency {args.concurrency}: give 1 or more")
+    if args.actors is not None and not 1 <= args.actors <= args.concurrency:
+        raise InputError(f"--actors {args.actors}: give 1 to --concurrency ({args.concurrency})")
     check_paths(Path(args.request_dir), out_dir, args.base_url)
     import_ray()  # before anything starts: the install hint, exit 2
     total = sum(f.lines for f in files)
@@ -39,7 +41,7 @@ def run_ray_command(args: argparse.Namespace, files: list[RequestFile], out_dir:
         base_urls=list(args.base_url),
         address=args.ray_address,
         concurrency=args.concurrency,
-        actors=min(args.concurrency, 2),
+        actors=args.actors,
     )
     outcome = run_ray(run, _Progress(total, args.quiet))
     _report(args, outcome, total, out_dir)
@@ -55,10 +57,16 @@ def _report(args: argparse.Namespace, outcome: RayOutcome, total: int, out_dir: 
     say(
         f"{stopped}{outcome.written:,} of {total:,} requests answered "
         f"({outcome.error_lines:,} error lines) in {len(outcome.results)} results files; "
-        f"{sent.sent:,} requests sent ({servers})"
+        f"{sent.sent:,} requests sent ({servers}) by {outcome.actors} actors on "
+        f"{len(sent.per_node)} nodes"
     )
     say(
         f"{sent.sent_twice:,} requests were sent more than once "
         f"(Ray retried {sent.blocks_rerun:,} blocks)"
     )
+    if outcome.sent_before:
+        say(
+            f"{outcome.sent_before:,} requests had been sent by an earlier run into {out_dir} "
+            "(paid twice: its answers never written)"
+        )
     say(f"then: relgrade batch import --store {args.store} {out_dir}")

@@ -22,7 +22,13 @@ from typing import Any
 
 from grader.batch.engines.http_requests import Requester, Servers
 from grader.batch.engines.results_out import ResultsWriter
-from grader.batch.engines.sent_log import SentCounts, SentLog, count_sent, run_log_dir
+from grader.batch.engines.sent_log import (
+    SentCounts,
+    SentLog,
+    count_sent,
+    run_log_dir,
+    sent_before,
+)
 from grader.errors import InputError
 
 INSTALL_HINT = "pip install 'relgrade[ray]'"
@@ -49,8 +55,10 @@ class RequestActor:
     flight), over `base_urls`, logging each request sent in `log_dir`."""
 
     def __init__(self, base_urls: list[str], limit: int, log_dir: str, timeout_s: float) -> None:
+        import ray
+
         self.loop = asyncio.new_event_loop()
-        self.log = SentLog(Path(log_dir))
+        self.log = SentLog(Path(log_dir), node=ray.get_runtime_context().get_node_id())
         self.servers = Servers(base_urls)
         self.limit, self.timeout_s = limit, timeout_s
         self.requester: Requester | None = None
@@ -97,7 +105,7 @@ class RayRun:
     base_urls: list[str]
     address: str | None = None
     concurrency: int = 64
-    actors: int = 2
+    actors: int | None = None  # None: one per node of the cluster (`cluster_actors`)
     timeout_s: float = 600.0
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
 
@@ -114,7 +122,9 @@ class RayOutcome:
     error_lines: int
     results: list[Path]
     sent: SentCounts
+    actors: int = 0
     interrupted: bool = False
+    sent_before: int = 0  # requests an earlier run into the same folder had sent already
 
 
 Progress = Callable[[int, float], None]
@@ -136,6 +146,7 @@ def run_ray(run: RayRun, progress: Progress | None = None) -> RayOutcome:
     )
     writer = ResultsWriter(run.out_dir)
     errors, interrupted = 0, False
+    actors = run.actors or cluster_actors(ray, run.concurrency)
     try:
         ctx = ray.data.DataContext.get_current()
         ctx.enable_progress_bars = False  # ours instead
@@ -143,7 +154,7 @@ def run_ray(run: RayRun, progress: Progress | None = None) -> RayOutcome:
         # and a block Ray runs again after a worker died re-sends few requests.
         ctx.target_max_block_size = BLOCK_BYTES
         logging.getLogger("ray.data").setLevel(logging.WARNING)
-        for path, lines in _results(ray, run):
+        for path, lines in _results(ray, run, actors):
             writer.write(path, lines)
             errors += sum(1 for line in lines if _is_error(line))
             if progress is not None:
@@ -153,12 +164,22 @@ def run_ray(run: RayRun, progress: Progress | None = None) -> RayOutcome:
     finally:
         writer.close()
         ray.shutdown()
-    return RayOutcome(writer.written, errors, writer.paths(), count_sent(run.log_dir), interrupted)
+    sent = count_sent(run.log_dir)
+    before = sent_before(run.out_dir, run.run_id)
+    return RayOutcome(writer.written, errors, writer.paths(), sent, actors, interrupted, before)
 
 
-def _results(ray: Any, run: RayRun) -> Any:
+def cluster_actors(ray: Any, concurrency: int) -> int:
+    """How many request actors a run starts: one per live node of the cluster, at least 2 (so
+    one actor's batch still has requests out while another's ends), and no more than
+    `concurrency` (each keeps its share of it in flight)."""
+    nodes = sum(1 for node in ray.nodes() if node.get("Alive"))
+    return max(1, min(concurrency, max(2, nodes)))
+
+
+def _results(ray: Any, run: RayRun, actors: int) -> Any:
     """(request file, results lines) as the actors answer them."""
-    per_actor = max(1, -(-run.concurrency // run.actors))
+    per_actor = max(1, -(-run.concurrency // actors))
     # Reading lines and awaiting replies take little CPU: a quarter each, so that on nodes of
     # one CPU the reads still find room beside the actors.
     files = [str(p) for p in run.request_files]
@@ -173,8 +194,8 @@ def _results(ray: Any, run: RayRun) -> Any:
         },
         batch_size=per_actor * 4,
         batch_format="numpy",
-        compute=ray.data.ActorPoolStrategy(size=run.actors),
-        num_cpus=0.25,
+        compute=ray.data.ActorPoolStrategy(size=actors),
+        num_cpus=0.25,  # Ray Data spreads the actors over the nodes (its default: SPREAD)
     )
     for batch in answered.iter_batches(batch_size=None, batch_format="numpy"):
         by_file: dict[str, list[str]] = {}

@@ -21,12 +21,14 @@ def run_log_dir(out_dir: Path, run_id: str) -> Path:
 
 
 class SentLog:
-    """One actor's log (its own file: no two processes write the same one). Each line is
-    written whole with one unbuffered write, so a killed actor leaves complete lines."""
+    """One actor's log (its own file: no two processes write the same one), named after the
+    node it runs on (`actor-NODE-PID-RANDOM.log`). Each line is written whole with one
+    unbuffered write, so a killed actor leaves complete lines."""
 
-    def __init__(self, log_dir: Path) -> None:
+    def __init__(self, log_dir: Path, node: str = "local") -> None:
         log_dir.mkdir(parents=True, exist_ok=True)
-        path = log_dir / f"actor-{os.getpid()}-{uuid.uuid4().hex[:8]}.log"
+        node = "".join(c for c in node if c.isalnum())[:16] or "local"
+        path = log_dir / f"actor-{node}-{os.getpid()}-{uuid.uuid4().hex[:8]}.log"
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
 
     def block(self, key: str) -> None:
@@ -50,6 +52,30 @@ class SentCounts:
     sent_twice: int = 0  # requests sent more than once
     blocks_rerun: int = 0  # blocks started more than once
     per_server: dict[int, int] = field(default_factory=dict)
+    per_node: dict[str, int] = field(default_factory=dict)  # requests sent by each node's actors
+
+
+def sent_keys(log_dir: Path) -> set[str]:
+    """The content keys of the requests a run's logs say were sent (whatever the export)."""
+    keys = set()
+    for path in sorted(log_dir.glob("actor-*.log")) if log_dir.is_dir() else []:
+        with path.open(encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                parts = line.rstrip("\n").split("\t")
+                if line.endswith("\n") and parts[0] == "S" and len(parts) == 3:
+                    keys.add(parts[2].split(":", 2)[-1])
+    return keys
+
+
+def sent_before(out_dir: Path, run_id: str) -> int:
+    """How many requests of run `run_id` earlier runs into `out_dir` had sent already (a
+    driver killed, its pairs closed and exported again): paid twice across runs."""
+    runs = out_dir / SENT_DIR
+    earlier: set[str] = set()
+    for log_dir in sorted(runs.iterdir()) if runs.is_dir() else []:
+        if log_dir.name != run_id:
+            earlier |= sent_keys(log_dir)
+    return len(sent_keys(run_log_dir(out_dir, run_id)) & earlier) if earlier else 0
 
 
 def count_sent(log_dir: Path) -> SentCounts:
@@ -57,7 +83,9 @@ def count_sent(log_dir: Path) -> SentCounts:
     per_request: collections.Counter[str] = collections.Counter()
     blocks: collections.Counter[str] = collections.Counter()
     servers: collections.Counter[int] = collections.Counter()
+    nodes: collections.Counter[str] = collections.Counter()
     for path in sorted(log_dir.glob("actor-*.log")) if log_dir.is_dir() else []:
+        node = path.name.split("-")[1]
         with path.open(encoding="utf-8", errors="replace") as fh:
             for line in fh:
                 if not line.endswith("\n"):
@@ -66,6 +94,7 @@ def count_sent(log_dir: Path) -> SentCounts:
                 if parts[0] == "S" and len(parts) == 3:
                     per_request[parts[2]] += 1
                     servers[int(parts[1])] += 1
+                    nodes[node] += 1
                 elif parts[0] == "B" and len(parts) == 2:
                     blocks[parts[1]] += 1
     return SentCounts(
@@ -74,4 +103,5 @@ def count_sent(log_dir: Path) -> SentCounts:
         sent_twice=sum(1 for n in per_request.values() if n > 1),
         blocks_rerun=sum(1 for n in blocks.values() if n > 1),
         per_server=dict(sorted(servers.items())),
+        per_node=dict(sorted(nodes.items())),
     )
