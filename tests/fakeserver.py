@@ -1,28 +1,16 @@
 """A fake OpenAI-compatible server on a real socket, for tests and benchmarks.
 
-It answers `POST /v1/chat/completions` like OpenAI does: a valid grade by default (deterministic
-from the request text) in the output mode the request asked for (json_schema, json_object, or
-plain text ending in `Grade: N`), with usage and, when asked, logprobs of the grade token. Tests
-script faults with `enqueue()`: each incoming request takes the next fault from the queue (FIFO),
-then the default reply resumes.
+`POST /v1/chat/completions` answers a valid grade (deterministic from the request text) in the
+output mode asked for, with usage and, when asked, logprobs. `enqueue(fault, ...)` scripts the
+next requests' faults (FIFO); `reject_formats`, `default_fault`, `models_fault`, `slots` and
+`service_s` set lasting behaviour; `add_route` adds other routes (/v1/files, /v1/batches).
 
     with FakeServer() as server:                      # background thread, random port
         server.enqueue(faults.rate_limited(retry_after="0"), faults.server_error(503))
-        client = AsyncOpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0)
         ...
         assert server.counts["requests"] == 3
-        server.requests[-1]                           # the JSON body of the last request
 
-Persistent behaviour (like a vLLM or Ollama server that never supports json_schema) is set with
-`server.reject_formats = {"json_schema"}`; `server.default_fault = faults.hang()` (or
-`faults.trickle()`) applies a fault to every request the queue leaves without one;
-`server.models_fault` one to `GET /v1/models`; `server.slots = 1; server.service_s = 1.0` makes it
-serve one request at a time, a second each, like llama.cpp with one slot. Other routes
-(e.g. /v1/files, /v1/batches) are added with `server.add_route(path, endpoint, methods)`
-(Starlette endpoints). For benchmarks it runs as its own process so it does not share the
-client's GIL:
-
-    python -m tests.fakeserver --port 0 --latency-ms 100     # prints: FAKESERVER <base_url>
+For benchmarks, its own process: `python -m tests.fakeserver --port 0 --latency-ms 100`.
 """
 
 from __future__ import annotations
@@ -307,7 +295,7 @@ class FakeServer:
             fault = self.flavour(body)
         if fault is None:
             self._count("ok")
-            if await _gone(receive):  # the client died waiting: nobody receives this answer
+            if await wire.client_gone(receive):  # nobody receives this answer
                 self._answer("abandoned")
                 return
             await _send(send, 200, self.completion_for(body))
@@ -398,15 +386,6 @@ class FakeServer:
             await _send(send, 200, reply)
         else:  # pragma: no cover - a typo in a test
             raise ValueError(f"unknown fault kind {fault.kind!r}")
-
-
-async def _gone(receive: Any) -> bool:
-    """Whether the client has disconnected (its request body was read whole before)."""
-    try:
-        message = await asyncio.wait_for(receive(), timeout=0.001)
-    except TimeoutError:
-        return False
-    return bool(message.get("type") == "http.disconnect")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ counter) gets `hung_up` when the client closed the connection first.
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import json
 from collections.abc import Awaitable, Callable
@@ -103,3 +104,12 @@ async def send_raw(
     raw_headers += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
     await send({"type": "http.response.start", "status": status, "headers": raw_headers})
     await send({"type": "http.response.body", "body": data})
+
+
+async def client_gone(receive: Any) -> bool:
+    """Whether the client has disconnected (its request body was read whole before)."""
+    try:
+        message = await asyncio.wait_for(receive(), timeout=0.001)
+    except TimeoutError:
+        return False
+    return bool(message.get("type") == "http.disconnect")
