@@ -38,6 +38,7 @@ def evaluate_fill(
     llm_scale: str | Mapping[int, int] | None,
     fill_manifest: str | Path | None,
     comparison: Callable[[list[str]], Options] | None = None,
+    trec_eval_level: int = 1,
 ) -> pd.DataFrame:
     """The records of `evaluate --fill --format json` as a frame with the columns of its
     `--format csv` (`run, query_id, measure, regime, source, value, corrected, ci_low,
@@ -46,6 +47,8 @@ def evaluate_fill(
     are RelgradeWarnings; `attrs["notes"]` holds the command's other stderr lines.
     `comparison` (baseline=) gives the comparison's options from the runs' names; the frame
     then adds `grader.evaluation.fill.baseline`'s columns."""
+    if trec_eval_level != 1:
+        raise InputError("trec_eval_level= does not go with fill= (its names use level 1)")
     given = check_measures(names)  # a bad name fails before any input is read
     human = people_grades(qrels)
     llm = llm_grades(fill)

@@ -25,13 +25,8 @@ from typing import Any
 
 from grader.errors import InputError
 from grader.metrics import foreign, registry, spellings
+from grader.metrics.registry import DEFAULT_THRESHOLD, GAINS, MIN_THRESHOLD, Measure
 
-DEFAULT_THRESHOLD = 2
-MIN_THRESHOLD = 1
-
-GAINS = ("linear", "exp")
-
-_TREC_EVAL_RE = re.compile(r"^\s*([A-Za-z_]+?)[._](\d+)\s*$")
 _NAME_RE = re.compile(r"^\s*([A-Za-z_]+)\s*(?:\(([^)]*)\))?\s*(?:@\s*(\S+))?\s*$")
 
 
@@ -51,52 +46,6 @@ def measure_help() -> str:
 def is_summed(measure: str | Measure) -> bool:
     """Whether a measure's "all" row is the sum over queries (a count), not the mean."""
     return registry.get(parse_measure(measure).name).summed
-
-
-@dataclass(frozen=True, order=True)
-class Measure:
-    """One measure: family name, cutoff k (None = whole ranking), threshold and gain.
-
-    `rel` is the binary threshold (a document is relevant when grade >= rel); it is None for
-    nDCG and Judged. `gain` is "linear" or "exp" for nDCG and None otherwise. `gains` is
-    nDCG's custom grade -> gain map (sorted, identity entries dropped; empty = none) and
-    `judged_only` scores the condensed list (unjudged results removed). `params` holds the
-    values of the family's own parameters (those it registered), sorted by key; a value of
-    None (a default that is no choice, as Judged's `of`) is not printed.
-    """
-
-    name: str
-    cutoff: int | None = None
-    rel: int | None = None
-    gain: str | None = None
-    gains: spellings.Gains = ()
-    judged_only: bool = False
-    params: tuple[tuple[str, Any], ...] = ()
-
-    def __str__(self) -> str:
-        params = []
-        if self.rel is not None:
-            params.append(f"rel={self.rel}")
-        if self.gain == "exp":
-            params.append("gain=exp")
-        if self.gains:
-            params.append(f"gains={spellings.format_gains(self.gains)}")
-        if self.judged_only:
-            params.append("judged_only=True")
-        params += [f"{key}={value}" for key, value in self.params if value is not None]
-        text = self.name + (f"({','.join(params)})" if params else "")
-        return text + (f"@{self.cutoff}" if self.cutoff is not None else "")
-
-    @property
-    def threshold(self) -> int:
-        """The binary threshold; only for measures that take one."""
-        if self.rel is None:
-            raise ValueError(f"{self} has no binary threshold")
-        return self.rel
-
-    def param(self, key: str) -> Any:
-        """The value of one of the family's own parameters (KeyError when it has none)."""
-        return dict(self.params)[key]
 
 
 def _bad(name: str, why: str, hint: str | None = None) -> InputError:

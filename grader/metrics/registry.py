@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from grader.metrics import spellings
 from grader.plugins import load_entry_points
 
 if TYPE_CHECKING:
     from grader.metrics.judged_rows import Ranked
-    from grader.metrics.measures import Measure
 
 Kernel = Callable[["Measure", "Ranked"], npt.NDArray[np.float64]]
 """(measure, judged rows of one run) -> one value per qrels query, in `Ranked.query_ids` order."""
@@ -40,6 +40,56 @@ ValueError saying what is wrong."""
 Cutoff = Literal["optional", "required", "none"]
 
 ENTRY_POINTS = "relgrade.measures"
+
+DEFAULT_THRESHOLD = 2
+MIN_THRESHOLD = 1
+GAINS = ("linear", "exp")
+
+
+@dataclass(frozen=True, order=True)
+class Measure:
+    """One measure: family name, cutoff k (None = whole ranking), threshold and gain.
+
+    `rel` is the binary threshold (a document is relevant when grade >= rel); it is None for
+    nDCG and Judged. `gain` is "linear" or "exp" for nDCG and None otherwise. `gains` is
+    nDCG's custom grade -> gain map (sorted, identity entries dropped; empty = none) and
+    `judged_only` scores the condensed list (unjudged results removed). `params` holds the
+    values of the family's own parameters (those it registered), sorted by key; a value of
+    None (a default that is no choice, as Judged's `of`) is not printed.
+    """
+
+    name: str
+    cutoff: int | None = None
+    rel: int | None = None
+    gain: str | None = None
+    gains: spellings.Gains = ()
+    judged_only: bool = False
+    params: tuple[tuple[str, Any], ...] = ()
+
+    def __str__(self) -> str:
+        params = []
+        if self.rel is not None:
+            params.append(f"rel={self.rel}")
+        if self.gain == "exp":
+            params.append("gain=exp")
+        if self.gains:
+            params.append(f"gains={spellings.format_gains(self.gains)}")
+        if self.judged_only:
+            params.append("judged_only=True")
+        params += [f"{key}={value}" for key, value in self.params if value is not None]
+        text = self.name + (f"({','.join(params)})" if params else "")
+        return text + (f"@{self.cutoff}" if self.cutoff is not None else "")
+
+    @property
+    def threshold(self) -> int:
+        """The binary threshold; only for measures that take one."""
+        if self.rel is None:
+            raise ValueError(f"{self} has no binary threshold")
+        return self.rel
+
+    def param(self, key: str) -> Any:
+        """The value of one of the family's own parameters (KeyError when it has none)."""
+        return dict(self.params)[key]
 
 
 @dataclass(frozen=True)
