@@ -232,6 +232,28 @@ def read_llm_grades(
         frame.attrs["failed"] = 0
         frame.attrs["path"] = str(path)
         return frame
+    rows, failed, clamped = _judgment_rows(path, clamp, judge)
+    if not rows:
+        what = f"all {failed} judgments failed" if failed else "no judgments"
+        raise InputError(f"{what}; there are no grades to use", path=path)
+    frame = pd.DataFrame(rows)
+    frame["grade"] = frame["grade"].astype("int64")
+    for optional in ("expected_grade", "confidence", *DISTRIBUTION_COLUMNS):
+        if frame[optional].isna().all():
+            frame = frame.drop(columns=optional)
+        else:
+            frame[optional] = frame[optional].astype("float64")
+    frame.attrs.update(
+        source="judgments", failed=failed, clamped=clamped, ungraded=0, path=str(path)
+    )
+    return frame
+
+
+def _judgment_rows(
+    path: str | Path, clamp: bool, judge: str | None
+) -> tuple[list[dict[str, Any]], int, int]:
+    """(rows of the ok judgments, failed ones, clamped grades) of a judgments JSONL, by `judge`
+    only when given; the same pair twice is an error naming both lines."""
     rows: list[dict[str, Any]] = []
     seen: dict[tuple[str, str], tuple[int, str]] = {}
     failed = 0
@@ -278,20 +300,7 @@ def read_llm_grades(
             path=path,
             hint="give --judge one of these ids",
         )
-    if not rows:
-        what = f"all {failed} judgments failed" if failed else "no judgments"
-        raise InputError(f"{what}; there are no grades to use", path=path)
-    frame = pd.DataFrame(rows)
-    frame["grade"] = frame["grade"].astype("int64")
-    for optional in ("expected_grade", "confidence", *DISTRIBUTION_COLUMNS):
-        if frame[optional].isna().all():
-            frame = frame.drop(columns=optional)
-        else:
-            frame[optional] = frame[optional].astype("float64")
-    frame.attrs.update(
-        source="judgments", failed=failed, clamped=clamped, ungraded=0, path=str(path)
-    )
-    return frame
+    return rows, failed, clamped
 
 
 def read_grades_file(path: str | Path, *, clamp: bool = False) -> pd.DataFrame:

@@ -164,22 +164,9 @@ def register(
     if taken:
         raise ValueError(f"measure {name}: {', '.join(taken)} is registered already")
     definition = MeasureDef(
-        name=name,
-        compute=compute,
-        usage=usage,
-        help=help,
-        rel=rel,
-        cutoff=cutoff,
-        params=params,
-        defaults=defaults,
-        aliases=aliases,
-        summed=summed,
-        judged_only=judged_only,
-        gain=gain,
-        trec_eval=trec_eval,
-        with_rel=with_rel,
-        list_function=list_function,
-    )
+        name, compute, usage, help, rel, cutoff, params, defaults, aliases, summed,
+        judged_only, gain, trec_eval, with_rel, list_function,
+    )  # fmt: skip
     _BY_NAME[name] = definition
     _SPELLINGS.update(dict.fromkeys(spellings, name))
     if trec_eval is not None:

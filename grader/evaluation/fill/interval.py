@@ -269,12 +269,15 @@ def corrected_interval(
             str(m): _interval(m, e, z * s, level, n)
             for m, e, s in zip(measures, est.tolist(), np.sqrt(var).tolist(), strict=True)
         }
-    note = (
+    return out, _note(level, n, holes)
+
+
+def _note(level: float, n: int, holes: int) -> str:
+    return (
         f"{level:.0%} interval of the filled score: {METHOD}, from {n} pairs graded by both "
         f"people and the LLM, {holes} holes; centred on the corrected score (both held to "
         "0..1 for measures that lie there)"
     )
-    return out, note
 
 
 def combine(

@@ -195,18 +195,14 @@ def evaluate_fill(
 ) -> FillResult:
     """Score every run under the three regimes (see the module docstring).
 
-    `human` and `llm` are qrels frames [query_id, doc_id, grade] (the LLM's grades on queries
-    people did not judge are left out); `runs` maps a name to a run frame [query_id, doc_id,
-    rank|score]. `weights` (1/pi of each also-judged pair, from its
-    manifest) weight the overlap; `level` None: no interval; `seed` seeds its imputations.
-    `design`: where the pairs graded by both were drawn, "judged" (from the judged pool,
-    `grade --also-judged`) or "holes" (a sample of the holes people then graded, given in
-    `human`; only the pairs in `weights` are the overlap). A run and measure whose holes the
-    overlap does not reach, or whose top k nobody graded in part, get a reason
-    (`FillResult.refused`) instead of an interval (`grader.evaluation.fill.reach`); `check`
-    False keeps those intervals beside their reasons (to study the method where it fails).
-    `baseline` (a run's name): each other run's corrected difference from it, with an interval,
-    estimated jointly (`FillResult.differences`, `grader.evaluation.fill.difference`).
+    `human` and `llm` are qrels frames (the LLM's grades on queries people did not judge are
+    left out); `runs` maps a name to a run frame. `weights`: 1/pi of each also-judged pair
+    (its manifest); `level` None: no interval; `seed` seeds the imputations. `design`: the
+    pairs graded by both come from the judged pool ("judged", `grade --also-judged`) or are a
+    sample of the holes ("holes": only the pairs in `weights`). A run and measure the overlap
+    does not reach get a reason (`FillResult.refused`, `fill.reach`) instead of an interval
+    unless `check` is False. `baseline`: each other run's corrected difference from it
+    (`FillResult.differences`, `fill.difference`).
     """
     from grader.metrics.join_arrow import join
 
@@ -216,7 +212,6 @@ def evaluate_fill(
         raise InputError(
             f"the baseline {baseline!r} is none of the runs", hint=f"one of {', '.join(runs)}"
         )
-    condensed = [condensed_form(m) for m in parsed]
     people = set(human["query_id"].astype(str))
     inside = llm["query_id"].astype(str).isin(people).to_numpy()
     outside = llm[~inside]
@@ -229,14 +224,9 @@ def evaluate_fill(
     depth = depth_needed(parsed)
     ranked_coded = {}
     for name, run in runs.items():
-        plain = score(join(human, run, precision=precision, depth=depth), parsed, missing=missing)
-        cond = score(join(human, run, precision=precision), condensed, missing=missing)
-        filled = score(join(merged, run, precision=precision, depth=depth), parsed, missing=missing)
-        cond = dataclasses.replace(cond, measures=names)
-        result.scores[name] = {"holes_nonrelevant": plain, "judged_only": cond, "filled": filled}
-        coded_rows = join(coded, run, precision=precision, depth=depth)
-        ranked_coded[name] = coded_rows
-        result.shares[name] = _shares(coded_rows, n_human, depth)
+        result.scores[name] = _regimes(human, merged, run, parsed, precision, depth, missing)
+        ranked_coded[name] = join(coded, run, precision=precision, depth=depth)
+        result.shares[name] = _shares(ranked_coded[name], n_human, depth)
     both = overlap_pairs(human, llm)
     if design == "holes" and weights is not None:
         both = both[[k in weights for k in zip(both["query_id"], both["doc_id"], strict=True)]]
@@ -246,6 +236,26 @@ def evaluate_fill(
                    missing=missing, level=level, seed=seed, check=check,
                    baseline=baseline)  # fmt: skip
     return result
+
+
+def _regimes(
+    human: pd.DataFrame,
+    merged: pd.DataFrame,
+    run: pd.DataFrame,
+    parsed: list[Measure],
+    precision: Precision,
+    depth: int | None,
+    missing: Missing,
+) -> dict[str, Scores]:
+    """One run's scores under the three regimes."""
+    from grader.metrics.join_arrow import join
+
+    condensed = [condensed_form(m) for m in parsed]
+    plain = score(join(human, run, precision=precision, depth=depth), parsed, missing=missing)
+    cond = score(join(human, run, precision=precision), condensed, missing=missing)
+    filled = score(join(merged, run, precision=precision, depth=depth), parsed, missing=missing)
+    cond = dataclasses.replace(cond, measures=[str(m) for m in parsed])
+    return {"holes_nonrelevant": plain, "judged_only": cond, "filled": filled}
 
 
 def _intervals(
