@@ -31,13 +31,12 @@ from grader.errors import InputError
 from grader.io.duplicates import duplicate_error
 from grader.io.runs import run_source
 from grader.io.trec import RUN_COLUMNS, RUN_EXAMPLE, read_run, score_check
-from grader.io.trec_arrow import _sniff_delimiter, read_block, regular_rows
+from grader.io.trec_arrow import arrow_table, sniff_delimiter
 from grader.io.trec_lines import (
     TREC_LINE_LIMIT,
     check_lines,
     check_text_head,
     line_blocks,
-    plain_block,
 )
 from grader.metrics.join_arrow import Judgments, join_run
 from grader.metrics.judged_rows import JudgedRun
@@ -98,7 +97,7 @@ class _Blocks:
 
     def read(self) -> JudgedRun:
         check_text_head(self.path, "run")  # a binary file is told as such
-        sniffed = _sniff_delimiter(self.path)
+        sniffed = sniff_delimiter(self.path)
         if sniffed is None:
             raise _ReadWhole  # empty, a BOM, mixed separators: read_run's
         carry: tuple[pa.Array, pa.Array, npt.NDArray[np.float64]] | None = None
@@ -205,25 +204,14 @@ class _Blocks:
 
 
 def _parse(block: bytes, sniffed: tuple[str, int]) -> pa.RecordBatch | None:
-    """A block of whole run lines as one batch (ids as strings, scores as float64) when
-    Arrow's fast path takes it as it is, else None."""
-    if not plain_block(block):
-        return None  # a NUL byte, or a line over the limit
-    types = {n: pa.string() for n in RUN_COLUMNS}
-    types["score"] = pa.float64()
-    try:
-        table = read_block(
-            block, RUN_COLUMNS, types, sniffed, extra_columns=True, chunk=_PARSE_CHUNK
-        )
-    except pa.ArrowException:
+    """A block of whole run lines as one batch when Arrow's fast path takes it, else None."""
+    table = arrow_table(
+        block, RUN_COLUMNS, "score", True, sniffed, ids=pa.string(), chunk=_PARSE_CHUNK
+    )
+    if table is None:
         return None
-    rows = regular_rows(table.combine_chunks(), RUN_COLUMNS, "score")
-    if rows is None:
-        return None
-    batches = rows.to_batches()
-    if not batches:
-        return pa.RecordBatch.from_pylist([], schema=rows.schema)
-    return batches[0]
+    batches = table.combine_chunks().to_batches()
+    return batches[0] if batches else pa.RecordBatch.from_pylist([], schema=table.schema)
 
 
 def _pair_lines(path: Path, qid: str, did: str) -> list[int]:

@@ -54,29 +54,6 @@ def finite_number(cell: str) -> bool:
     return parses_as_number(cell) and math.isfinite(float(cell))
 
 
-def first_bad_line(
-    path: Path,
-    accepts: Callable[[bytes], bool],
-    names: tuple[str, ...],
-    numeric: str,
-    kind: str,
-    example: str,
-    *,
-    extra_columns: bool,
-    number_error: NumberCheck,
-) -> None:
-    """Raise InputError at the first bad line of `path`; return when no line is bad.
-
-    `accepts(block)` says whether Arrow reads a block of whole lines as the fast path would.
-    """
-    for before, block in line_blocks(path):
-        if block and not accepts(block):
-            check_lines(
-                path, block, before, names, numeric, kind, example,
-                extra_columns=extra_columns, number_error=number_error,
-            )  # fmt: skip
-
-
 def plain_block(block: bytes) -> bool:
     """Whether a block of whole lines holds no NUL byte and no line longer than
     TREC_LINE_LIMIT (the fast readers' test; `check_lines` names the line otherwise). Cheap:
