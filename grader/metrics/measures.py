@@ -1,20 +1,9 @@
-"""Measure names as small immutable values that parse from and print back to the same string.
+"""Measure names, parsed into `Measure` values that print back to the same string.
 
-Names follow ir_measures: `nDCG@10`, `nDCG`, `RR`, `RR@10`, `P@10`, `R@100`, `AP`, `AP@100`,
-`Rprec`, `Success@10`, `Judged@10`; a binary threshold is written `(rel=N)` and exponential gain
-`(gain=exp)`, e.g. `P(rel=3)@10`, `nDCG(gain=exp)@10`.
-
-The binary threshold defaults to 2 (grades 0..3: TREC DL's and the specification's convention)
-and is always printed, so `RR` prints as `RR(rel=2)`: a number never travels without the
-threshold that produced it. `relgrade evaluate` parses names with the default its qrels call
-for (`default_threshold`: 1 for binary qrels, else 2). nDCG uses the grades themselves as gains
-and Judged counts any grade, so neither takes a threshold.
-
-ir_measures' own spellings mean what they mean there (see `spellings`): `nDCG(dcg='exp-log2')`
-is `nDCG(gain=exp)` and prints so; `nDCG(gains={0:0,1:1,2:3,3:7})` is a custom gain map;
-`judged_only=True` scores the condensed list on P, RR, R, AP, Rprec, Success and nDCG.
-The counts NumRet, NumRel(rel=N) and NumRelRet(rel=N) (ir_measures' NumRet(rel=N)) are summed
-over queries, not averaged, as trec_eval and ir_measures do.
+Names follow ir_measures (`nDCG@10`, `RR(rel=3)@10`, `nDCG(gain=exp)@10`; its `dcg=`, `gains=`
+and `judged_only=` too, `spellings`); trec_eval's names and ir_measures' objects keep their
+tool's meaning (`foreign`). The binary threshold (default 2, or `default_threshold` of the
+qrels) is always printed: a number never travels without the threshold that produced it.
 """
 
 from __future__ import annotations
@@ -58,15 +47,11 @@ def parse_measure(
     default_rel: int = DEFAULT_THRESHOLD,
     trec_eval_level: int = foreign.TREC_EVAL_LEVEL,
 ) -> Measure:
-    """Parse `nDCG@10`, `RR(rel=3)@10`, `nDCG(gain=exp)` ... into a Measure.
+    """Parse `nDCG@10`, `RR(rel=3)@10`, `P_10`, an ir_measures object ... into a Measure.
 
-    The family is matched case-insensitively (`MRR` is accepted as RR). A name without
-    `(rel=N)` gets `default_rel`. trec_eval's names (`P_10`, `map`, `recip_rank`, `ndcg_cut_10`,
-    `recall_100`, `Rprec`, `success_10`, ...) and ir_measures' measure objects keep their tool's
-    meaning (`grader.metrics.foreign`): `P_10` is `P(rel=1)@10` (rel=`trec_eval_level`, trec_eval's
-    `-l`), `ir_measures.RR` is `RR(rel=1)`. `str(parse_measure(x))` is the canonical spelling,
-    with the threshold explicit. Raises InputError naming what is wrong and listing the valid
-    names.
+    Families match case-insensitively; a name without `(rel=N)` gets `default_rel`; trec_eval's
+    names are read at `trec_eval_level` (its -l). Raises InputError naming what is wrong and
+    listing the valid names.
     """
     if isinstance(name, Measure):
         return name
@@ -254,11 +239,8 @@ BINARY_THRESHOLD = 1
 
 
 def default_threshold(max_grade: int | None) -> int:
-    """The threshold a name without `(rel=N)` gets for qrels whose highest grade is `max_grade`.
-
-    1 for binary qrels (no grade above 1: MS MARCO's and BEIR's 0/1), where 2 would leave every
-    query without a relevant document; DEFAULT_THRESHOLD (2) for graded qrels (TREC DL's 0..3,
-    TREC Web's -2..4) and when there are no grades (None).
+    """The threshold a name without `(rel=N)` gets: 1 for binary qrels (highest grade <= 1: MS
+    MARCO, BEIR), where 2 would leave no query a relevant document; else DEFAULT_THRESHOLD.
     """
     if max_grade is not None and max_grade <= BINARY_THRESHOLD:
         return BINARY_THRESHOLD

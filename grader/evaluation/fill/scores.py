@@ -1,27 +1,11 @@
 """Scores on top of people's labels: each run three ways, and how much of it rests on the LLM.
 
-Given people's qrels (`human`) and the LLM's grades (`llm`), every run and measure is scored
-under three regimes, side by side:
-
-- `holes_nonrelevant`: people's qrels alone; an unjudged result is not relevant (trec_eval).
-- `judged_only`: people's qrels on condensed lists (unjudged results removed first; trec_eval
-  -J, ir_measures' judged_only=True). A measure with no condensed form (Judged, ERR, Bpref,
-  the counts) is computed as it is.
-- `filled`: the merged qrels: people's grade where there is one, the LLM's (mapped by
-  `scale`) on the holes. Equal to `evaluate` on `grade --merged-out`'s file when the LLM graded
-  no query people left out.
-
-Every regime averages over the same queries, those of people's qrels (as `evaluate` on them
-does): the LLM's grades on a query people did not judge at all are left out (counted in
-`FillResult.outside`), so the three scores of a run are comparable.
-
-Per run, the share of its top-k results (pooled over the qrels queries it answers) that people
-judged, that the LLM filled, and that stays unjudged (`Shares`). When the LLM also graded some
-pairs people judged (`grade --also-judged`), the filled score gets an interval that carries the
-LLM's disagreement (`grader.evaluation.fill.interval`).
-
-Pure: DataFrames in, DataFrames out. Each measure's name in the output is the measure as asked
-(the judged_only regime's values are those of the `judged_only=True` measure).
+The regimes (docs/filling-holes.md): `holes_nonrelevant` (people's qrels alone, as trec_eval),
+`judged_only` (condensed lists; measures without a condensed form as they are) and `filled`
+(people's grade where there is one, the LLM's, mapped by `scale`, on the holes). All average
+over people's queries (the LLM's grades elsewhere are counted in `FillResult.outside`), so the
+three are comparable. `Shares` says who judged each run's top k; with pairs graded by both, the
+filled score gets an interval (`fill.interval`). Pure: DataFrames in, DataFrames out.
 """
 
 from __future__ import annotations
@@ -94,9 +78,10 @@ class FillResult:
     outside_queries: int = 0  # those queries
 
     def frame(self, per_query: bool = False) -> pd.DataFrame:
-        """The long frame [run, query_id, measure, regime, value], query_id "all" for the mean
-        (counts summed); the filled means with an interval add `corrected`, `ci_low` and
-        `ci_high` (see `grader.evaluation.fill.interval`), those refused one a `reason`."""
+        """The long frame [run, query_id, measure, regime, value] ("all": the mean, counts summed),
+        with `corrected, ci_low, ci_high` on the filled means with an interval, `reason` on those
+        refused.
+        """
         import pandas as pd
 
         rows: list[dict[str, object]] = []
