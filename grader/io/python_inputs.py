@@ -271,7 +271,7 @@ def _is_nested_scores(value: Mapping[Any, Any]) -> bool:
 
 
 def on_scale(frame: pd.DataFrame, what: str, *, clamp: bool = False) -> pd.DataFrame:
-    """Grades held to 0..3, as the file readers hold them: outside is an InputError unless `clamp`."""
+    """Grades held to 0..3 as the file readers hold them: outside, an InputError unless `clamp`."""
     from grader.models import MAX_GRADE, MIN_GRADE
 
     grades = frame["grade"].to_numpy()

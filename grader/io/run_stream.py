@@ -206,7 +206,7 @@ def _parse(block: bytes, sniffed: tuple[str, int]) -> pa.RecordBatch | None:
 
 
 def _pair_lines(path: Path, qid: str, did: str) -> list[int]:
-    """The first two lines of the run naming (qid, did) (a block without the doc id is passed over)."""
+    """The first two lines of the run naming (qid, did), read block by block."""
     q, d = qid.encode(), did.encode()
     found: list[int] = []
     for before, block in line_blocks(path, BLOCK):
