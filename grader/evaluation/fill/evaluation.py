@@ -50,7 +50,7 @@ class FillEvaluation:
 
 
 def people_grades(value: Any) -> pd.DataFrame:
-    """People's grades [query_id, doc_id, grade] (any integer grade) from a path or any qrels form."""
+    """People's grades [query_id, doc_id, grade] (any integer) from a path or any qrels form."""
     from grader.io.python_inputs import grades_table, is_path
 
     if is_path(value):
