@@ -207,6 +207,7 @@ def run_table(value: Any, *, precision: Precision = "float32", what: str = "run"
 
     from grader.io.duplicates import check_duplicates
     from grader.io.trec import query_codes, ranked_frame
+    from grader.metrics.join_arrow import arrow_strings
 
     frame = _renamed(
         as_frame(value, "score", what, RUN_EXPECTED),
@@ -223,7 +224,7 @@ def run_table(value: Any, *, precision: Precision = "float32", what: str = "run"
     check_ids(frame["query_id"], what)
     check_ids(frame["doc_id"], what)
     table = pa.table(
-        {"query_id": _arrow_strings(frame["query_id"]), "doc_id": _arrow_strings(frame["doc_id"])}
+        {"query_id": arrow_strings(frame["query_id"]), "doc_id": arrow_strings(frame["doc_id"])}
     )
     codes = query_codes(table["query_id"])
 
@@ -235,20 +236,6 @@ def run_table(value: Any, *, precision: Precision = "float32", what: str = "run"
 
     check_duplicates(table, codes, twice)
     return ranked_frame(table, codes, scores, precision)
-
-
-def _arrow_strings(column: pd.Series) -> Any:
-    """A column as an Arrow string array (zero-copy when pandas holds it in Arrow already)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    array = column.array
-    out = array.__arrow_array__() if hasattr(array, "__arrow_array__") else None
-    if out is None:
-        out = pa.array(column.astype(str).to_numpy(dtype=object), pa.string())
-    if not pa.types.is_string(out.type) and not pa.types.is_large_string(out.type):
-        out = pc.cast(out, pa.string())
-    return out
 
 
 def run_inputs(runs: Any) -> list[tuple[str | None, Any]]:

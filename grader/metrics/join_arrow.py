@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # pandas is imported where a frame is read: `relgrade evaluat
 __all__ = ["Judgments", "Ranked", "join", "join_run", "judgments", "judgments_of"]
 
 
-def _strings(series: pd.Series) -> pa.Array:
+def arrow_strings(series: pd.Series) -> pa.Array:
     """A string column as one Arrow array (zero-copy when pandas already stores it in Arrow)."""
     arr = series.array
     out = arr.__arrow_array__() if hasattr(arr, "__arrow_array__") else None
@@ -176,7 +176,7 @@ def judgments(query_ids: pa.Array, doc_ids: pa.Array, grades: Int) -> Judgments:
 def judgments_of(qrels: pd.DataFrame) -> Judgments:
     """`judgments` of a qrels frame [query_id, doc_id, grade]."""
     return judgments(
-        _strings(qrels["query_id"]), _strings(qrels["doc_id"]), _grades(qrels["grade"])
+        arrow_strings(qrels["query_id"]), arrow_strings(qrels["doc_id"]), _grades(qrels["grade"])
     )
 
 
@@ -205,7 +205,7 @@ def join_run(
 ) -> Ranked:
     """`join` with the qrels already indexed (see `judgments`)."""
     ranks = _grouped_ranks(run, precision)
-    run_queries, run_docs = _strings(run["query_id"]), _strings(run["doc_id"])
+    run_queries, run_docs = arrow_strings(run["query_id"]), arrow_strings(run["doc_id"])
     if depth is not None and len(ranks) and int(ranks.max()) > depth:
         top = pa.array(np.flatnonzero(ranks <= depth))
         run_queries, run_docs = run_queries.take(top), run_docs.take(top)
