@@ -50,5 +50,12 @@ def baseline_comparison(
     if baseline is None:
         return None
     check_choices(test, permutations, correction)
-    choices = {"test": test, "permutations": permutations, "seed": seed}
-    return partial(baseline_options, baseline, runs, **choices, correction=correction)
+    return partial(
+        baseline_options,
+        baseline,
+        runs,
+        test=test,
+        permutations=permutations,
+        seed=seed,
+        correction=correction,
+    )

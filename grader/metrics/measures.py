@@ -14,7 +14,9 @@ from typing import Any
 
 from grader.errors import InputError
 from grader.metrics import foreign, registry, spellings
-from grader.metrics.registry import DEFAULT_THRESHOLD, GAINS, MIN_THRESHOLD, Measure
+from grader.metrics.registry import DEFAULT_THRESHOLD as DEFAULT_THRESHOLD
+from grader.metrics.registry import GAINS, MIN_THRESHOLD
+from grader.metrics.registry import Measure as Measure
 
 _NAME_RE = re.compile(r"^\s*([A-Za-z_]+)\s*(?:\(([^)]*)\))?\s*(?:@\s*(\S+))?\s*$")
 
