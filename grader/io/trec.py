@@ -97,10 +97,8 @@ def _frame(columns: dict[str, pa.ChunkedArray | pa.Array | np.ndarray]) -> pd.Da
 
 
 def read_run(path: str | Path, *, precision: Precision = "float32") -> pd.DataFrame:
-    """Read a TREC run into [query_id, doc_id, score, rank], sorted by query then rank.
-
-    `rank` is recomputed in trec_eval's order (scores compared in `precision`). Raises InputError
-    (file, line, fix) on a short line, a bad score, a duplicate (query, doc) or non-UTF-8 bytes.
+    """Read a TREC run into [query_id, doc_id, score, rank], ranked in trec_eval's order (scores
+    compared in `precision`); a bad line raises InputError naming file, line and fix.
     """
     p = Path(path)
     if precision not in ("float32", "float64"):
@@ -163,11 +161,9 @@ class QrelsColumns:
 
 
 def read_qrels(path: str | Path, *, clamp: bool = False, any_grade: bool = False) -> pd.DataFrame:
-    """Read TREC qrels into [query_id, doc_id, grade].
-
-    A grade outside 0..3 is an InputError unless `clamp=True` moves it to the nearest end; with
-    `any_grade=True` every integer is kept as written, as trec_eval takes qrels (how `evaluate`
-    reads them). Other bad lines raise InputError naming the file and line.
+    """Read TREC qrels into [query_id, doc_id, grade]: grades in 0..3 (`clamp=True` moves others to
+    the nearest end), or with `any_grade=True` every integer as written, as trec_eval and
+    `evaluate` read qrels.
     """
     columns = read_qrels_columns(path, clamp=clamp, any_grade=any_grade)
     frame = _frame({"query_id": columns.query_id, "doc_id": columns.doc_id, "grade": columns.grade})

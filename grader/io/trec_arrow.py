@@ -51,11 +51,9 @@ def parse_columns(
     extra_columns: bool = False,
     number_error: NumberCheck | None = None,
 ) -> pa.Table:
-    """The file as an Arrow table: ids as large strings, `numeric` as float64 (as text when read on
-    the irregular path, for the caller to name a bad value).
-
-    When the fast path rejects the file, its first bad line (column count, UTF-8, a `numeric` cell
-    `number_error` refuses: default not a number) raises; a file with none is read as irregular.
+    """The file as an Arrow table: ids as large strings, `numeric` as float64 (as text on the
+    irregular path, for the caller to name a bad value). A bad line (column count, UTF-8, a
+    `numeric` cell `number_error` refuses) raises; a file with none that Arrow rejects is irregular.
     """
     check_text_head(path, kind)  # a binary file is "not UTF-8", not a column count
     sniffed = sniff_delimiter(path)

@@ -39,12 +39,10 @@ def evaluate(
     missing: Missing = "zero",
     precision: Precision = "float32",
 ) -> pd.DataFrame:
-    """Score `run` against `qrels`: a long frame [query_id, measure, value], one row per pair.
-
-    `run` has `rank` (read_run's) or `score` (ranked here in `precision`). Names are printed with
-    their threshold; a string without `(rel=N)` gets the one the qrels call for (1 for binary qrels,
-    said with a RelgradeWarning, else 2). Queries in `query_order`. attrs: `missing`, `n_queries`,
-    `qrels_queries`, `unjudged_queries` (run queries the qrels lack).
+    """Score `run` (with `rank`, or `score` ranked here in `precision`) against `qrels`: a long
+    frame [query_id, measure, value]. A name without `(rel=N)` gets the threshold the qrels call for
+    (an inferred 1 is a RelgradeWarning). attrs: `missing`, `n_queries`, `qrels_queries`,
+    `unjudged_queries`.
     """
     from grader.metrics.join_arrow import join_run, judgments_of  # Arrow: never for `score`
 

@@ -187,11 +187,9 @@ def join(
     precision: Precision = "float32",
     depth: int | None = None,
 ) -> Ranked:
-    """Join a qrels frame [query_id, doc_id, grade] with a run [query_id, doc_id, rank|score].
-
-    Queries are the qrels', in order of first appearance; others are ignored, as by trec_eval. A
-    `rank` column is kept (read_run's), else ranks come from `score`. With `depth`, only the top
-    `depth` of each ranking is looked up and counted in `returned`.
+    """Join a qrels frame with a run [query_id, doc_id, rank|score]: the qrels' queries in order of
+    first appearance (others ignored, as by trec_eval); with `depth`, only each ranking's top
+    `depth`.
     """
     return join_run(judgments_of(qrels), run, precision=precision, depth=depth)
 

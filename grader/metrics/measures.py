@@ -49,11 +49,9 @@ def parse_measure(
     default_rel: int = DEFAULT_THRESHOLD,
     trec_eval_level: int = foreign.TREC_EVAL_LEVEL,
 ) -> Measure:
-    """Parse `nDCG@10`, `RR(rel=3)@10`, `P_10`, an ir_measures object ... into a Measure.
-
-    Families match case-insensitively; a name without `(rel=N)` gets `default_rel`; trec_eval's
-    names are read at `trec_eval_level` (its -l). Raises InputError naming what is wrong and
-    listing the valid names.
+    """Parse `nDCG@10`, `RR(rel=3)@10`, `P_10` (trec_eval's, at `trec_eval_level`), an ir_measures
+    object ... into a Measure; a name without `(rel=N)` gets `default_rel`. InputError lists the
+    valid names.
     """
     if isinstance(name, Measure):
         return name

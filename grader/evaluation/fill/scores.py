@@ -178,16 +178,11 @@ def evaluate_fill(
     check: bool = True,
     baseline: str | None = None,
 ) -> FillResult:
-    """Score every run under the three regimes (see the module docstring).
+    """Score every run under the three regimes (module docstring; docs/filling-holes.md).
 
-    `human` and `llm` are qrels frames (the LLM's grades on queries people did not judge are
-    left out); `runs` maps a name to a run frame. `weights`: 1/pi of each also-judged pair
-    (its manifest); `level` None: no interval; `seed` seeds the imputations. `design`: the
-    pairs graded by both come from the judged pool ("judged", `grade --also-judged`) or are a
-    sample of the holes ("holes": only the pairs in `weights`). A run and measure the overlap
-    does not reach get a reason (`FillResult.refused`, `fill.reach`) instead of an interval
-    unless `check` is False. `baseline`: each other run's corrected difference from it
-    (`FillResult.differences`, `fill.difference`).
+    `weights`: 1/pi of each also-judged pair; `level` None: no interval; `design`: the overlap
+    drawn from the judged pool ("judged") or a sample of the holes ("holes"); `check` False keeps
+    the intervals `fill.reach` refuses; `baseline`: the corrected differences from that run.
     """
     from grader.metrics.join_arrow import join
 
