@@ -3,7 +3,8 @@ the Python API names them (`grader.evaluation.baseline` compares)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any, cast
 
 from grader.errors import InputError
@@ -39,3 +40,22 @@ def baseline_options(
     sources = [str(run) if is_path(run) else None for _, run in run_inputs(runs)]
     name = baseline_name(str(baseline), names, sources, "baseline=")
     return Options(name, cast(Test, test), permutations, int(seed), cast(Correction, correction))
+
+
+def baseline_comparison(
+    baseline: Any, runs: Any, test: str, permutations: int, seed: int, correction: str
+) -> Callable[[Sequence[str]], Options] | None:
+    """The options of `baseline=` from the runs' names (None without a baseline), its
+    choices checked at once, before any input is read."""
+    if baseline is None:
+        return None
+    check_choices(test, permutations, correction)
+    return partial(
+        baseline_options,
+        baseline,
+        runs,
+        test=test,
+        permutations=permutations,
+        seed=seed,
+        correction=correction,
+    )

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import pandas as pd
 
 from grader.errors import InputError, RelgradeWarning
-from grader.evaluation.baseline import COLUMNS, compare
+from grader.evaluation.baseline import COLUMNS, Options, compare
 from grader.evaluation.inputs import read_qrels_input, run_joins
-from grader.evaluation.scoring import check_measures, evaluate_judged
+from grader.evaluation.scoring import Evaluation, check_measures, evaluate_judged
 from grader.io.python_inputs import grades_table, is_path, run_table
 from grader.metrics.measures import Measure
-from relgrade._baseline import baseline_options, check_choices
+from relgrade._baseline import baseline_comparison
 from relgrade._fill import evaluate_fill
 
 
@@ -54,35 +54,15 @@ def evaluate(
     seed: int = 0,
     correction: Literal["holm", "bonferroni", "none"] = "holm",
 ) -> pd.DataFrame:
-    """Score runs against qrels, as `relgrade evaluate QRELS RUN ... --format json` does.
+    """Score runs against qrels, as `relgrade evaluate QRELS RUN ... --format json` does:
+    the long frame `run, query_id, measure, value` (query_id "all" for the mean).
 
-    `qrels`: a path (TREC qrels, grades CSV or judgments JSONL, .gz ok), a DataFrame
-    (`query_id, doc_id, relevance|grade` or PyTerrier's `qid, docno, label`; the frame
-    `relgrade.grade` returns too: failed rows stay unjudged), a pytrec_eval dict
-    `{qid: {docid: grade}}` or an iterable of ir_datasets / ir_measures `Qrel`s.
-    `runs`: one run (a path, a DataFrame with `score`, a dict `{qid: {docid: score}}`, an
-    iterable of `ScoredDoc`s), a list of paths, or a mapping name -> run. `measures`: names or
-    ir_measures measure objects (default: the command's); an ir_measures object is computed as
-    ir_measures computes it (`ir_measures.P@10` is `P(rel=1)@10`), a trec_eval name (`P_10`,
-    `map`) as trec_eval does at `trec_eval_level` (its -l). Returns the long frame
-    `run, query_id, measure, value` (query_id "all" for the mean; `per_query` adds each query),
-    with `requested` (each measure as asked) when a name is another tool's, and `judged_share`
-    on the "all" rows of measures that look deeper than the labels. A threshold inferred from
-    binary qrels, a run that answers no qrels query or whose ids the qrels do not know, and a
-    measure looking deeper than the labels are said with a RelgradeWarning; `attrs["notes"]`
-    holds the command's other stderr lines.
-
-    `fill`: the LLM's grades (a judgments JSONL or qrels path, `relgrade.grade`'s frame, any
-    qrels form) on top of people's `qrels` (any integer grade): `relgrade evaluate QRELS RUN
-    ... --fill LLM_QRELS --format json`, each run three ways (column `regime`), the shares of
-    its top k as rows `Share@k` with a `source`, `corrected, ci_low, ci_high` on the filled
-    means with an interval (docs/filling-holes.md). `llm_scale` ("0:0,1:1,2:4,3:7" or a dict)
-    and `fill_manifest` are `--llm-scale` and `--fill-manifest`; `clamp` is not used.
-
-    `baseline`: a run's name (or path) to compare every other run with, as `--baseline`:
-    the "all" rows get `diff, p_value, p_adjusted, diff_ci_low, diff_ci_high` (NaN on the
-    baseline's); `test`, `permutations`, `seed` and `correction` are the command's flags
-    (docs/significance.md).
+    `qrels` and each run: a path, a DataFrame, a pytrec_eval dict or ir_datasets tuples;
+    `runs` one run, a list of paths or a mapping name -> run. `measures`: names or ir_measures
+    objects, each with its tool's meaning (`P_10` is trec_eval's at `trec_eval_level`).
+    `fill` is `--fill` (with `llm_scale`, `fill_manifest`), `baseline` is `--baseline` (with
+    `test`, `permutations`, `seed`, `correction`): docs/python-api.md. The command's warnings
+    are RelgradeWarnings; `attrs["notes"]` holds its other stderr lines.
 
     >>> import relgrade as rg
     >>> qrels = {"q1": {"d1": 1, "d2": 0}}
@@ -93,11 +73,8 @@ def evaluate(
     1  run      all       nDCG@10    1.0
     """
     names = measure_names(measures)
-    if baseline is not None:
-        check_choices(test, permutations, correction)
+    comparison = baseline_comparison(baseline, runs, test, permutations, seed, correction)
     if fill is not None:
-        if trec_eval_level != 1:
-            raise InputError("trec_eval_level= does not go with fill= (its names use level 1)")
         return evaluate_fill(
             qrels,
             runs,
@@ -108,40 +85,42 @@ def evaluate(
             precision=precision,
             llm_scale=llm_scale,
             fill_manifest=fill_manifest,
-            comparison=None
-            if baseline is None
-            else lambda names: baseline_options(
-                baseline,
-                runs,
-                names,
-                test=test,
-                permutations=permutations,
-                seed=seed,
-                correction=correction,
-            ),
+            comparison=comparison,
+            trec_eval_level=trec_eval_level,
         )
     if llm_scale is not None or fill_manifest is not None:
         raise InputError("llm_scale= and fill_manifest= go with fill=LLM_QRELS")
+    missing: Literal["zero", "skip"] = "skip" if trec_eval_missing else "zero"
+    return _scores(
+        qrels, runs, names, per_query, comparison, missing, precision, clamp, trec_eval_level
+    )
+
+
+def _scores(
+    qrels: Any,
+    runs: Any,
+    names: list[Any] | None,
+    per_query: bool,
+    comparison: Callable[[list[str]], Options] | None,
+    missing: Literal["zero", "skip"],
+    precision: Literal["float32", "float64"],
+    clamp: bool,
+    trec_eval_level: int,
+) -> pd.DataFrame:
+    """`evaluate` without `fill`."""
     check_measures(names)  # a bad name fails before any input is read
     judged, facts = read_qrels_input(qrels, clamp=clamp)
     joins = run_joins(runs, judged, precision=precision)
-    options = None
-    if baseline is not None:
-        names_given = [n for n, _ in joins]
-        options = baseline_options(
-            baseline,
-            runs,
-            names_given,
-            test=test,
-            permutations=permutations,
-            seed=seed,
-            correction=correction,
-        )
-    missing: Literal["zero", "skip"] = "skip" if trec_eval_missing else "zero"
+    options = None if comparison is None else comparison([n for n, _ in joins])
     evaluation = evaluate_judged(
         facts, joins, names, missing=missing, clamp=clamp, trec_eval_level=trec_eval_level
     )
     warn(evaluation.warnings)
+    return _frame(evaluation, per_query, options)
+
+
+def _frame(evaluation: Evaluation, per_query: bool, options: Options | None) -> pd.DataFrame:
+    """The long frame of an evaluation, with the comparison's columns when `options`."""
     records = evaluation.records(per_query)
     columns = evaluation.columns()
     if options is not None:

@@ -38,14 +38,14 @@ def evaluate_fill(
     llm_scale: str | Mapping[int, int] | None,
     fill_manifest: str | Path | None,
     comparison: Callable[[list[str]], Options] | None = None,
+    trec_eval_level: int = 1,
 ) -> pd.DataFrame:
-    """The records of `evaluate --fill --format json` as a frame with the columns of its
-    `--format csv` (`run, query_id, measure, regime, source, value, corrected, ci_low,
-    ci_high`; NaN where a record has no such key): each run and measure under the three
-    regimes, the shares as rows with measure `Share@k` and a `source`. The decided thresholds
-    are RelgradeWarnings; `attrs["notes"]` holds the command's other stderr lines.
-    `comparison` (baseline=) gives the comparison's options from the runs' names; the frame
-    then adds `grader.evaluation.fill.baseline`'s columns."""
+    """`evaluate --fill --format json`'s records as a frame with `--format csv`'s columns (NaN where
+    a record lacks a key); `comparison` (baseline=) gives the comparison's options from the runs'
+    names. The decided thresholds are RelgradeWarnings; `attrs["notes"]` the other stderr lines.
+    """
+    if trec_eval_level != 1:
+        raise InputError("trec_eval_level= does not go with fill= (its names use level 1)")
     given = check_measures(names)  # a bad name fails before any input is read
     human = people_grades(qrels)
     llm = llm_grades(fill)

@@ -18,9 +18,10 @@ import pytrec_eval
 import relgrade as rg
 from grader.cli.main import main
 from grader.errors import InputError, RelgradeWarning
-from grader.io.trec import read_qrels, write_run
+from grader.io.trec import read_qrels
 from grader.metrics import evaluate as metrics_evaluate
 from tests.helpers.params import quick_first
+from tests.helpers.trec import write_run
 
 
 def _dl2019() -> Path | None:

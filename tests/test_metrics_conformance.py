@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 import pytrec_eval  # a dev dependency: missing, this suite must fail, never skip
 
-from grader.io.trec import read_qrels, read_run, write_run
+from grader.io.trec import read_qrels, read_run
 from grader.metrics import (
     average_precision,
     evaluate,
@@ -31,7 +31,7 @@ from grader.metrics import (
 )
 from tests.helpers.ir_measures_ref import Qrels, Run, frames
 from tests.helpers.params import quick_first
-from tests.helpers.trec import DL2019, trec_order
+from tests.helpers.trec import DL2019, trec_order, write_run
 
 CUTOFFS = (1, 3, 5, 10, 20)
 THRESHOLDS = (1, 2, 3)

@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from grader.errors import InputError
-from grader.io.trec import read_qrels, read_run, write_qrels, write_run
+from grader.io.trec import read_qrels, read_run, write_qrels
+from tests.helpers.trec import write_run
 
 
 def _gunzip(path: Path) -> bytes:

@@ -123,6 +123,18 @@ def register(sub: Any) -> None:
     # QRELS and RUN are checked in `run`, not by argparse: `-m nDCG@10 QRELS RUN` (trec_eval's
     # order) makes -m take the files as measures, and only `run` can say so.
     parser.usage = "relgrade evaluate [options] QRELS RUN [RUN ...]"
+    _add_inputs(parser)
+    add_measures(parser, "measures to compute (see below; default: the list at the end)")
+    _add_options(parser)
+    from grader.cli.evaluate_fill import add_flags
+
+    add_flags(parser)
+    baseline.add_flags(parser)
+    # RUN ... may take no word (with --dataset): runs after an option come back as these
+    parser.set_defaults(func=run, extra_positionals=[])
+
+
+def _add_inputs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "qrels",
         metavar="QRELS",
@@ -143,7 +155,9 @@ def register(sub: Any) -> None:
         help="take the qrels from this ir_datasets id: then every positional is a RUN "
         "(needs relgrade[ir-datasets])",
     )
-    add_measures(parser, "measures to compute (see below; default: the list at the end)")
+
+
+def _add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--per-query", action="store_true", help="also print each query's values")
     parser.add_argument("--format", choices=("table", "csv", "json"), default="table")
     parser.add_argument(
@@ -178,16 +192,6 @@ def register(sub: Any) -> None:
         help="relevance level of trec_eval's names (P_10, map, recip_rank ...): trec_eval's -l "
         "(default 1, as trec_eval)",
     )
-    from grader.cli.evaluate_fill import add_flags
-
-    add_flags(parser)
-    baseline.add_flags(parser)
-    # RUN ... may take no word (with --dataset): runs after an option come back as these
-    parser.set_defaults(func=run, extra_positionals=[])
-
-
-def _clean(value: float) -> float | None:
-    return None if math.isnan(value) else value
 
 
 def _qrels(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
@@ -221,7 +225,8 @@ def _check_files_given(args: argparse.Namespace) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def _check_inputs(args: argparse.Namespace) -> None:
+    """The positionals and flags checked together, before any file is read."""
     if args.old_skip_missing:
         print(DEPRECATED_SKIP_MISSING, file=sys.stderr)
         args.skip_missing = True
@@ -233,7 +238,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         _check_files_given(args)
     check_measures(args.measures)  # a bad name fails before any file is read
-    options = baseline.options(args)
     from grader.cli.path_clash import one_stdin
 
     one_stdin(
@@ -244,6 +248,11 @@ def run(args: argparse.Namespace) -> int:
             ("--fill-manifest", args.fill_manifest),
         ]
     )
+
+
+def run(args: argparse.Namespace) -> int:
+    _check_inputs(args)
+    options = baseline.options(args)
     if args.fill:
         if args.trec_eval_level != 1:
             raise InputError("--trec-eval-level does not go with --fill (its names use level 1)")
@@ -256,7 +265,6 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--llm-scale and --fill-manifest go with --fill LLM_QRELS")
     judged, facts = _qrels(args)
     missing: Missing = "skip" if args.skip_missing else "zero"
-
     runs: list[tuple[str, RunJoin]] = [
         (name, path_join(path, judged, args.precision))
         for name, path in zip(run_names(args.runs), args.runs, strict=True)
@@ -274,29 +282,33 @@ def run(args: argparse.Namespace) -> int:
     if options:
         comparisons = compare(evaluation.results, options)
         comparisons.annotate(records)
-    notes, warnings = evaluation.notes, evaluation.warnings
-    if args.format == "json":
-        import json  # each output format imports only its own module
+    if args.format == "table":
+        notes = evaluation.notes
+        _print_tables(evaluation.results, evaluation.measures, notes, args.per_query, comparisons)
+    else:
+        _print_records(records, args.format)
+        _print_notes(evaluation.notes, sys.stderr)
+    _print_notes(evaluation.warnings, sys.stderr)
+    return 0
+
+
+def _print_records(records: list[dict[str, Any]], fmt: str) -> None:
+    """The records as JSON or CSV on stdout (each format imports only its own module)."""
+    if fmt == "json":
+        import json
 
         for r in records:
-            r["value"] = _clean(r["value"])
+            r["value"] = None if math.isnan(r["value"]) else r["value"]
         json.dump(records, sys.stdout, indent=1)
         sys.stdout.write("\n")
-        _print_notes(notes, sys.stderr)
-    elif args.format == "csv":
-        import csv
+        return
+    import csv
 
-        writer = csv.DictWriter(
-            sys.stdout, fieldnames=baseline.csv_fields(records), lineterminator="\n"
-        )
-        writer.writeheader()
-        for r in records:
-            writer.writerow({**r, "value": "" if math.isnan(r["value"]) else repr(r["value"])})
-        _print_notes(notes, sys.stderr)
-    else:
-        _print_tables(evaluation.results, evaluation.measures, notes, args.per_query, comparisons)
-    _print_notes(warnings, sys.stderr)
-    return 0
+    fields = baseline.csv_fields(records)
+    writer = csv.DictWriter(sys.stdout, fieldnames=fields, lineterminator="\n")
+    writer.writeheader()
+    for r in records:
+        writer.writerow({**r, "value": "" if math.isnan(r["value"]) else repr(r["value"])})
 
 
 def _print_notes(notes: list[str], stream: Any) -> None:

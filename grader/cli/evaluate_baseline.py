@@ -1,10 +1,6 @@
-"""`relgrade evaluate QRELS RUN... --baseline NAME`: each other run compared with the baseline.
-
-The numbers are `grader.evaluation.baseline`'s (docs/significance.md). JSON and CSV: the "all"
-records gain `diff`, `p_value`, `p_adjusted`, `diff_ci_low`, `diff_ci_high` (null on the
-baseline's own); the table marks with `*` the means that differ from the baseline at
-p_adjusted < 0.05, lists each run's comparisons, and says the test and correction on a
-legend line.
+"""`relgrade evaluate QRELS RUN... --baseline NAME`: the flags and the printing of
+`grader.evaluation.baseline`'s comparisons (the table marks with `*` means that differ at
+p_adjusted < 0.05).
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""`relgrade evaluate --fill LLM_QRELS HUMAN_QRELS RUN ...`: each run scored three ways side by
-side (holes as non-relevant, judged only, holes filled by the LLM), and how much of its top k
-people judged, the LLM filled, and nobody graded. The numbers are `grader.evaluation.fill.scores`'s.
-
-JSON: the records of `evaluate --format json` ({"run", "query_id", "measure", "value"}) with a
-`regime` ("holes_nonrelevant", "judged_only", "filled"); the filled means with an interval add
-`corrected`, `ci_low`, `ci_high`; the shares are records with measure `Share@k` (`Share` for
-the whole ranking), regime "filled" and `source` ("human", "llm", "unjudged").
+"""`relgrade evaluate HUMAN_QRELS RUN ... --fill LLM_QRELS`: each run scored three ways and who
+judged its top k (`grader.evaluation.fill`), printed as a table, CSV or JSON.
 """
 
 from __future__ import annotations

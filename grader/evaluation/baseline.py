@@ -1,14 +1,9 @@
 """`evaluate --baseline NAME`: every other run compared with the baseline, measure by measure.
 
-For each run other than the baseline and each measure: `diff` (the mean of the per-query
-differences, run minus baseline), `p_value` (the paired test's, two-sided), `p_adjusted` (the
-p-value corrected over the family of every run x measure compared) and `diff_ci_low`,
-`diff_ci_high` (the test's 95% interval of `diff`); `grader.evaluation.significance` computes
-them. The pairs are the queries both runs are scored on: every qrels query when missing queries
-score 0 (the default, so `diff` is the difference of the two means), the queries both answer
-under trec_eval's missing mode. A count (NumRet, NumRel, NumRelRet), summed in the "all" row,
-is compared by its sum: `diff` and the interval are n times the mean's. Judged@k says how
-far the labels reach, not how well a run ranks: it is neither tested nor counted in the family.
+Per run and measure: `diff` (mean of the per-query differences), `p_value` (the paired test's),
+`p_adjusted` (over every run x measure compared) and `diff_ci_low`, `diff_ci_high`
+(`significance`; docs/significance.md), over the queries both runs are scored on. A count is
+compared by its sum; Judged@k (how far the labels reach) is neither tested nor counted.
 """
 
 from __future__ import annotations
@@ -121,9 +116,9 @@ class Comparisons:
 def baseline_name(
     given: str, names: Sequence[str], sources: Sequence[str | None], flag: str
 ) -> str:
-    """The run `given` names: a run's name as printed, or the path it was read from. Fewer
-    than two runs, or a name that is not among them, is an InputError (`flag` names the
-    option: `--baseline` or `baseline=`)."""
+    """The run `given` names (a name as printed, or its path); fewer than two runs or an unknown
+    name is an InputError naming `flag`.
+    """
     if len(names) < 2:
         raise InputError(
             f"{flag.rstrip(' =')} compares runs with a baseline: give at least two runs "

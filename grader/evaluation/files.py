@@ -1,11 +1,8 @@
 """Which reader reads `relgrade evaluate`'s files, so that a small run scores in a blink.
 
-Small TREC qrels and runs (up to `grader.io.trec_small.SMALL_BYTES` of text) are read in plain
-Python and Arrow is never imported: importing it takes longer than scoring such a run. Larger
-files, and any file the plain reader does not take as is (every bad file among them), go to the
-Arrow readers, which name file, line and fix (`grader.io` says which reader reads what); a
-grades CSV or a judgments JSONL as qrels goes to the pandas readers. The answer is the same
-whichever reader ran (tests/test_trec_small.py).
+Small TREC files (`trec_small.SMALL_BYTES`) are read in plain Python without importing Arrow,
+which takes longer than scoring them; others, and any the plain reader does not take, go to the
+Arrow readers, grades CSV and judgments to pandas' (`grader.io` says which reads what).
 """
 
 from __future__ import annotations
@@ -28,10 +25,9 @@ if TYPE_CHECKING:
 
 
 def read_grades(path: str, *, clamp: bool) -> tuple[DictJudgments | Judgments, dict[str, Any]]:
-    """TREC qrels (any integer grade), a judgments JSONL, or a human-grades CSV (LLM and human
-    grades: 0..3, or `clamp`), told apart by the first line that is not a `#` comment, indexed
-    for the join; and what was read: `source`, `top` (the highest grade, None without
-    judgments), `clamped`, `ungraded`, `failed`. Qrels without a judgment are an InputError."""
+    """QRELS (TREC qrels, judgments JSONL or grades CSV, told by the first data line) indexed for
+    the join, and the facts read: `source`, `top`, `clamped`, `ungraded`, `failed`.
+    """
     for lineno, line in iter_lines(path):
         if line.strip() and not line.lstrip().startswith("#"):
             if looks_like_run(line):
@@ -115,9 +111,10 @@ def judged_run_file(
     precision: Precision,
     depth: int | None,
 ) -> JudgedRun:
-    """The run at `path` (`-`: stdin) joined with `judged`: in plain Python when both are
-    small and plain, else by the Arrow block reader (`grader.io.run_stream`). A run that
-    fails to read and whose first line reads as qrels is said to look like qrels."""
+    """The run at `path` (`-`: stdin) joined with `judged`, in plain Python when both are small,
+    else block by block (`run_stream`); a run that fails and reads as qrels is said to look like
+    qrels.
+    """
     try:
         return _judged_run_file(path, judged, precision=precision, depth=depth)
     except InputError as exc:
@@ -156,13 +153,9 @@ def _judged_run_file(
 
 
 def arrow_without_pandas() -> None:
-    """Have pyarrow settle, before its first conversion, that it runs without pandas.
-
-    pyarrow looks for pandas the first time it converts anything (a numpy array, a scalar) and
-    imports it when installed: an import `relgrade evaluate` of TREC files never needs.
-    With pandas refused for that one look, pyarrow carries on without its pandas integration;
-    whatever needs pandas later (a judgments JSONL, a run read whole, `to_pandas`) imports it
-    as usual, and pyarrow then finds it (it looks again whenever pandas is required).
+    """Have pyarrow settle, before its first conversion, that it runs without pandas: it would
+    import it on its first look, which `relgrade evaluate` of TREC files never needs (later needs of
+    pandas import it as usual).
     """
     if "pandas" in sys.modules:
         return

@@ -1,18 +1,11 @@
 """Measures that look deeper than the labels, and runs whose document ids the qrels do not know.
 
-A measure reads an unjudged result as not relevant. Where the labels stop above the depth a
-measure looks at (qrels from `grade --depth 10` scored with R@100 or AP), its number rests on
-that assumption: R(rel=2)@100 = 0.805 beside Judged@10 = 1.0 says nothing of Judged@100 = 0.21.
-
-- A measure's depth is its cutoff k, or the whole ranking without one (AP, Rprec, R, nDCG).
-  Its `judged_share` is the share of the results within that depth that are judged, per query
-  over min(k, returned) (ir_measures' Judged@k reading: no result, nothing unjudged), averaged
-  over the queries the run answers. Above `UNJUDGED_SHARE` (10%) unjudged, the measure gets a
-  caution. Judged, the counts NumRet and NumRel, Bpref and judged_only=True measures read
-  judged results only (or none), so they get none.
-- A run whose top 10 is almost never judged (`MISMATCH_JUDGED`: Judged@10 below 5% on the
-  queries it shares with the qrels) most likely names documents with other ids (MS MARCO v1 vs
-  v2, ids read as numbers): every measure is then near 0 for a reason no measure shows.
+A measure reads an unjudged result as not relevant, so where labels stop above its depth (its
+cutoff, or the whole ranking) its number rests on that. `judged_share`: the share of results
+within the depth that are judged, per query over min(k, returned), averaged over answered
+queries; above `UNJUDGED_SHARE` unjudged the measure gets a caution (not those that read judged
+results only). A run whose top 10 is almost never judged (`MISMATCH_JUDGED`) most likely names
+documents with other ids (MS MARCO v1 vs v2, ids read as numbers).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""One evaluation of several runs against one qrels: scores, records, warnings and notes.
-
-`relgrade evaluate` and `relgrade.evaluate` both call `evaluate_judged`; the command prints the
-records as a table, CSV or JSON and the lines on stderr, the API returns the records as a frame
-and warns with the warnings. The records are `--format json`'s: {"run", "query_id", "measure",
-"value"}, query_id "all" for the mean (the sum for counts), counts as ints.
+"""One evaluation of several runs against one qrels: scores, records, warnings and notes, shared by
+`relgrade evaluate` (which prints them) and `relgrade.evaluate` (a frame and warnings). The
+records are `--format json`'s.
 """
 
 from __future__ import annotations
@@ -34,11 +31,10 @@ class RunJoin(Protocol):
 
 @dataclass
 class Evaluation:
-    """Each run's scores (in the order given), the canonical measure names, and the lines the
-    command prints on stderr: `warnings` (said as warnings by the API) and `notes`.
-    `requested`: the name each measure was asked by, when one is another tool's (else None);
-    `judged_shares`: (run, measure) -> the judged share at the depth of a measure that looks
-    deeper than the labels (`judged_depth`)."""
+    """Each run's scores, the canonical measure names, and the stderr lines: `warnings` (warnings in
+    the API) and `notes`; `requested` the names as asked when one is another tool's; `judged_shares`
+    (run, measure) -> the judged share of a measure looking deeper than the labels.
+    """
 
     results: list[tuple[str, Scores]]
     measures: list[str]
@@ -49,9 +45,9 @@ class Evaluation:
     judged_shares: dict[tuple[str, str], float] = field(default_factory=dict)
 
     def records(self, per_query: bool) -> list[dict[str, Any]]:
-        """`--format json`'s records, NaN kept as NaN (JSON writes it as null): with
-        "requested" (the name as asked) when a name is another tool's, and "judged_share" on
-        the "all" records of measures that look deeper than the labels."""
+        """`--format json`'s records (NaN kept), with "requested" and "judged_share" where they
+        apply.
+        """
         rows = [r for name, scores in self.results for r in _records(name, scores, per_query)]
         asked = dict(zip(self.measures, self.requested or [], strict=False))
         for row in rows:
@@ -87,11 +83,9 @@ def evaluate_judged(
     clamp: bool = False,
     trec_eval_level: int = TREC_EVAL_LEVEL,
 ) -> Evaluation:
-    """Score each named run (joined by its `RunJoin`) with the qrels `facts` describe (`top`,
-    `source`, `clamped`, `ungraded`, `failed`, as `read_grades` gives them); measures without a
-    threshold get the one the qrels call for, said in `warnings`; trec_eval's names get
-    `trec_eval_level` (trec_eval's -l). A run whose ids the qrels do not know, and measures that
-    look deeper than the labels, are said in `warnings` too (`judged_depth`)."""
+    """Score each named run against the qrels `facts` describe (as `read_grades` gives them); the
+    thresholds decided, unknown ids and measures deeper than the labels are said in `warnings`.
+    """
     names = check_measures(given)
     top = facts.get("top")
     measures, warnings = resolve_thresholds(

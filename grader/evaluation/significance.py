@@ -1,34 +1,12 @@
 """Paired significance tests between two runs' per-query scores, and multiple-test corrections.
 
-Each test takes the per-query differences d (run minus baseline, one per query both are scored
-on) and gives the mean difference, a two-sided p-value and a 95% interval of the mean difference:
-
-- `t`: the paired Student t test (scipy's `ttest_rel`): t = mean(d) / (sd(d) / sqrt(n)) with
-  n - 1 degrees of freedom; the interval is mean(d) +- t_{0.975, n-1} sd(d) / sqrt(n).
-- `randomization`: Fisher's paired randomization test (Smucker et al., CIKM 2007; ranx's
-  `fisher_randomization_test`): under the null hypothesis each query's two scores are
-  exchangeable, so each difference's sign is flipped at random; p is the share of sign
-  patterns whose |mean| reaches the observed |mean(d)|. All 2^n patterns are enumerated when
-  2^n <= `permutations` (the exact p-value); else `permutations` random patterns, and p is
-  their share with no +1 in numerator and denominator, as ranx computes it (a p-value of 0 then
-  reads "below 1 / permutations"). The interval is the percentile bootstrap's (below): a
-  randomization test has no interval of its own without inverting it over shifts.
-- `bootstrap`: the paired bootstrap (Efron and Tibshirani 1993, 16.4): `permutations`
-  resamples of the n queries with replacement. The interval is the percentile interval of the
-  resampled means (scipy's `bootstrap(..., method="percentile")`, the same draws for the same
-  seed); p is the share of resampled means, shifted to the null (mean 0), whose |mean| reaches
-  the observed |mean(d)|, with no +1 either.
-
-Draws come from `numpy.random.default_rng(seed)`, new for each comparison: the same seed gives
-the same p-values, whichever other runs and measures are compared. A tie with the observed
-statistic counts as reaching it (within 1e-10 of sum|d|: a rounding error is not a difference).
-
-Fewer than two queries: p-value and interval are NaN. All differences equal (no spread): the
-t test's p-value is 1 when they are 0 and 0 otherwise, and its interval is that one value
-(scipy gives NaN there).
-
-`adjust` corrects a family of p-values: Holm's step-down or Bonferroni (statsmodels'
-`multipletests`), NaN p-values left out of the family and kept NaN.
+Each test takes the per-query differences d and gives the mean, a two-sided p-value and a 95%
+interval (docs/significance.md): `t` (scipy's `ttest_rel`), `randomization` (Fisher's, exact
+when 2^n <= `permutations`, p without the +1 as ranx computes it; the bootstrap's interval) and
+`bootstrap` (percentile interval as scipy's, p from the resamples shifted to the null). Draws
+come from `numpy.random.default_rng(seed)` new for each comparison; a tie with the observed
+statistic (within 1e-10 of sum|d|) counts as reaching it. Under two queries: NaN; all
+differences equal: the t test's p is 1 at 0, else 0. `adjust`: Holm or Bonferroni, NaN kept out.
 """
 
 from __future__ import annotations

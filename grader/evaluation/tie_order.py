@@ -1,9 +1,5 @@
-"""Ranks in ir_measures' order for RR@k and Judged@k: score descending, ties by doc id ascending.
-
-trec_eval (and pytrec_eval, and so most of ir_measures) ranks equal scores by doc id
-descending; ir_measures computes RR@k with MS MARCO's script and Judged@k with its own code,
-which sort by (-score, doc id) in double precision, ties ascending. A measure written with
-`ties=asc` (what `ir_measures.RR@10` becomes) is scored on the run ranked this way.
+"""Ranks in ir_measures' order for RR@k and Judged@k (`ties=asc`): score descending in double
+precision, ties by doc id ascending, where trec_eval breaks them descending.
 """
 
 from __future__ import annotations

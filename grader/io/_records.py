@@ -1,7 +1,5 @@
-"""Helpers shared by the line-oriented readers (queries, docs, judgments, grades).
-
-They keep the error messages uniform: every problem names the file, the 1-based line and what is
-wrong, and the same id twice names both lines.
+"""Helpers of the line-oriented readers (queries, docs, judgments, grades): every error names the
+file, the line and what is wrong; the same id twice names both lines.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""An ir_datasets collection by its id (`--dataset ID`): queries, documents and qrels.
-
-ir_datasets is an optional extra (`pip install 'relgrade[ir-datasets]'`); it downloads a
-collection on first use into its own cache (`$IR_DATASETS_HOME`), and a dataset registered in
-the process (`ir_datasets.registry.register`) is found by its id too.
+"""An ir_datasets collection by its id (`--dataset ID`): queries, documents and qrels (the optional
+extra `relgrade[ir-datasets]`; a dataset registered in the process is found too).
 """
 
 from __future__ import annotations
@@ -41,9 +38,9 @@ def iterate(dataset: Any, part: str) -> Iterator[Any]:
 
 @contextmanager
 def downloading(dataset: Any, part: str) -> Iterator[None]:
-    """Turn a download that failed while ir_datasets reads `part` of `dataset` (no network,
-    a proxy, a mirror gone: requests' errors are OSErrors, ir_datasets' own "All download
-    sources failed" a RuntimeError) into an InputError of one line."""
+    """A download that failed while ir_datasets reads `part` of `dataset` as an InputError of one
+    line.
+    """
     try:
         yield
     except (OSError, RuntimeError) as exc:

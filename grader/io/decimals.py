@@ -1,12 +1,8 @@
 """Numbers in a byte buffer, parsed in numpy exactly as `float()` parses them.
 
-A TREC run's scores are short decimals (`12.5`, `-0.0321`). A cell of the form
-`[-+]?digits[.digits]` with at most MAX_DIGITS digits has a mantissa and a power of ten that are
-both exact doubles, so one IEEE division gives the correctly rounded value, the one `float()`
-gives (Clinger's fast path); numpy does that for every such cell at once. Any other cell
-(an exponent, more digits, `inf`, a bad cell) goes through `float()` alone, refused
-(ValueError) when it holds `_` or a non-ASCII character, which `float()` reads and the
-Arrow readers do not.
+A cell `[-+]?digits[.digits]` of at most MAX_DIGITS digits has an exact mantissa and power of
+ten, so one IEEE division gives float()'s value (Clinger's fast path), for every cell at once.
+Any other cell goes through `float()`, refused when it holds `_` or non-ASCII (Arrow would).
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
 """Document files: JSONL or TSV, told apart by content (a first line starting with `{` is JSONL).
 
-JSONL: the id is the first present of `doc_id`, `docid`, `id`; the text the first present of
-`text`, `doc`, `contents`; `title` is optional (string or null). Every other field is kept in
-`Doc.metadata` (e.g. `path`, `symbol`, `language` of a code chunk); a `metadata` object is merged
-into it, so a `Doc.model_dump()` line reads back as the same Doc.
-
-TSV: `docid<TAB>text`, or `docid<TAB>title<TAB>text` when the file has 3 columns. The first line
-fixes the column count for the whole file, so a stray TAB inside a text is caught, not silently
-shifted into the title. An optional header line (`docid<TAB>text` or `docid<TAB>title<TAB>text`)
-is skipped.
-
-`ids` restricts what is kept (a run's top documents out of a large collection): lines of other
-documents are still checked for well-formedness, but duplicates are only detected among kept ids.
+JSONL: id from `doc_id`/`docid`/`id`, text from `text`/`doc`/`contents`, optional `title`; other
+fields (and a `metadata` object) go to `Doc.metadata`, so a `Doc.model_dump()` line reads back.
+TSV: `docid<TAB>text` or `docid<TAB>title<TAB>text`, the first line fixing the width (a stray TAB
+is caught); a header line is skipped. `ids` keeps only those documents (all lines are checked).
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
-"""The duplicate check of the TREC readers: a (query, doc) listed twice, found with a 64-bit
-hash of every id (vectorised over the Arrow buffers: equal strings hash equal) and confirmed on
-the ids, then named with both its rows.
+"""The duplicate check of the TREC readers: a (query, doc) listed twice, found by a vectorised
+64-bit hash of every id, confirmed on the ids, and named with both its rows.
 """
 
 from __future__ import annotations
@@ -19,11 +18,8 @@ _HASH_ROWS = 1 << 20
 
 
 def string_hashes(column: pa.ChunkedArray | pa.Array) -> npt.NDArray[np.uint64]:
-    """A 64-bit polynomial hash of every string, vectorised over the Arrow buffers.
-
-    Equal strings always hash equal; callers needing exactness confirm matches on the strings.
-    Hashing 10M ids costs about one pass over their bytes, far less than building a
-    10M-entry hash table.
+    """A 64-bit polynomial hash of every string, vectorised over the Arrow buffers (equal strings
+    hash equal; callers confirm matches): one pass over the bytes, far less than a hash table.
     """
     chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
     parts = [_hash_chunk(chunk) for chunk in chunks]
@@ -75,11 +71,7 @@ def _hash_by_position(
     lengths: npt.NDArray[np.int64],
     longest: int,
 ) -> npt.NDArray[np.uint64]:
-    """Hash of ids of similar length: byte j of every id at once, packed 8 to a word.
-
-    Costs n x longest cheap operations, about half the per-byte polynomial when lengths are
-    even (MS MARCO ids, hashes); exact for ids of up to 8 bytes before the length is mixed in.
-    """
+    """Hash of ids of similar length: byte j of every id at once, packed 8 to a word."""
     h = lengths.astype(np.uint64)
     word = np.zeros(len(starts), dtype=np.uint64)
     last = len(data) - 1
@@ -97,9 +89,9 @@ def check_duplicates(
     qcodes: npt.NDArray[np.int64],
     error: Callable[[str, str, list[int]], InputError],
 ) -> None:
-    """Raise `error(query_id, doc_id, [row, row])` when a (query_id, doc_id) appears twice: the
-    earliest row that repeats one before it, and that one. Memory: a few arrays of one int per
-    row."""
+    """Raise `error(query_id, doc_id, [row, row])` at the earliest row that repeats a (query_id,
+    doc_id) before it.
+    """
     key = string_hashes(table["doc_id"]) ^ (
         qcodes.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
     )

@@ -1,12 +1,9 @@
 """Low-level file handling shared by every reader and writer.
 
-- `.gz`, `.bz2`, `.xz` and `.zst` files are read and written transparently, and a pipe, FIFO
-  or `<(...)` is read once (`grader.io.spool`).
-- Text must be UTF-8; anything else is an `InputError` naming the file and line, never a crash.
-- Outputs are written atomically (temp file in the same folder, fsync, rename), so a crash never
-  leaves half a file behind. The temp file is `.NAME.relgrade-HOST-PID-XXXXXXXX.tmp` beside the
-  target: a kill (SIGKILL, power loss) before the rename leaves it there, and the next write of
-  the same target (or `remove_stale_temp_files`) removes it once its process is gone.
+Compressed files are read and written transparently, a stream read once (`spool`); text that is
+not UTF-8 is an InputError naming file and line. Outputs are written atomically (a temp file
+`.NAME.relgrade-HOST-PID-XXXXXXXX.tmp` beside the target, fsync, rename); one a kill left behind
+is removed by the next write of the target once its process is gone.
 """
 
 from __future__ import annotations
@@ -40,9 +37,9 @@ def _open_binary(path: Path) -> IO[bytes]:
 
 
 def iter_lines(path: str | Path, *, limit: int = LINE_LIMIT) -> Iterator[tuple[int, str]]:
-    """Yield (1-based line number, line without its newline) of a UTF-8 text file (compressed,
-    or a stream: see `grader.io.spool`). A line longer than `limit` bytes is an InputError
-    naming it, raised after reading `limit` bytes of it."""
+    """(1-based line number, line without its newline) of a UTF-8 text file; a line over `limit`
+    bytes is an InputError naming it.
+    """
     p = Path(path)
     with _open_binary(p) as fh:
         lineno = 0
@@ -160,11 +157,8 @@ def _pause_for_tests(target: Path) -> None:
 
 @contextlib.contextmanager
 def atomic_write(path: str | Path) -> Iterator[IO[str]]:
-    """Open `path` for writing text; it appears only when the block ends without an exception.
-
-    Compresses as the name says (`.gz`, `.bz2`, `.xz`, `.zst`), as the readers read it. On
-    error the temp file is removed and any existing file at `path` is left untouched. Stale
-    temp files of earlier, killed writes of `path` are removed first.
+    """Open `path` for writing text (compressed as its name says); it appears only when the block
+    ends without an exception, else any file at `path` is left untouched.
     """
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")

@@ -10,12 +10,8 @@ DISTRIBUTION_COLUMNS = ("p_grade_0", "p_grade_1", "p_grade_2", "p_grade_3")
 
 
 def looks_like_qrels(line: str) -> bool:
-    """Whether a first line reads as TREC qrels (`qid iter docid grade`) rather than CSV.
-
-    Four whitespace-separated cells and no comma make qrels, whatever the grade cell holds
-    (`2.0`, `nan`, `0x2`): the qrels reader then names the bad grade with file and line, instead
-    of a CSV reader complaining about a header. A TSV header naming query_id, doc_id and grade is
-    not qrels.
+    """Whether a first line reads as TREC qrels rather than CSV: four whitespace-separated cells and
+    no comma (the qrels reader then names a bad grade), unless it is a TSV header.
     """
     cells = line.split()
     if len(cells) != 4 or "," in line:

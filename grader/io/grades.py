@@ -1,23 +1,11 @@
 """Grade tables for calibration: human grades (CSV or qrels) and LLM grades (judgments or qrels).
 
-Both readers return a DataFrame `[query_id, doc_id, grade, ...]` (ids as text, grade an int in
-0..3), told apart by content, not by file name:
-
-- Human grades: a CSV whose header holds `query_id,doc_id,grade` (`qid`/`docid` accepted, any case)
-  with more columns kept as they are (numbers when every value is a number), TREC qrels, or a
-  judgments JSONL (read as LLM grades are: ok judgments only; e.g. `grade --merged-out`). A
-  header with TABs and no comma makes it a TSV, read the same way. A CSV
-  row with an empty grade is a pair nobody has graded yet (e.g. a sample still being annotated): it
-  is left out and counted in `attrs["ungraded"]`, never read as 0.
-- LLM grades: a judgments JSONL (only `ok` judgments give rows; `attrs["failed"]` counts the
-  failed ones, which are never turned into grades) or TREC qrels. From judgments the frame also
-  holds `judge`, and `expected_grade` and `confidence` when at least one judgment has them, and
-  the grade distribution as `p_grade_0` .. `p_grade_3` (NaN for a judgment without one) when at
-  least one judgment has it.
-
-A grade outside 0..3 is an error naming file and line unless `clamp=True` (then it moves to the
-nearest of 0 and 3, counted in `attrs["clamped"]`); the same (query, doc) twice is an error naming
-both lines.
+Both return `[query_id, doc_id, grade, ...]` (ids as text, grade an int in 0..3), the format
+told by content (docs/file-formats.md). A CSV keeps its other columns; a row with an empty grade
+is a pair nobody graded yet, counted in `attrs["ungraded"]`, never read as 0. From judgments
+only `ok` ones give rows (`attrs["failed"]` counts the others) and `judge`, `expected_grade`,
+`confidence` and `p_grade_0..3` come along when some judgment has them. A grade outside 0..3 is
+an error unless `clamp=True` (counted in `attrs["clamped"]`); a pair twice names both lines.
 """
 
 from __future__ import annotations
@@ -116,10 +104,8 @@ def _header(path: str | Path, lineno: int, row: list[str]) -> list[str]:
 def parse_grade(
     text: str, *, clamp: bool = False, path: str | Path, lineno: int | None
 ) -> tuple[int, bool]:
-    """A grade cell as an int in 0..3 and whether it was clamped; anything else is an error.
-
-    The one grade parser: "2", " 2 " and "2.0" are 2; NaN, infinities, fractions and words are
-    not integers; with `clamp`, an integer outside 0..3 moves to the nearest end.
+    """A grade cell as an int in 0..3 and whether it was clamped: "2", " 2 " and "2.0" are 2; NaN,
+    infinities, fractions and words are errors; `clamp` moves an integer outside to the nearest end.
     """
     text = text.strip()
     try:
@@ -218,11 +204,9 @@ def _distribution_columns(distribution: list[float] | None) -> dict[str, float |
 def read_llm_grades(
     path: str | Path, *, clamp: bool = False, judge: str | None = None
 ) -> pd.DataFrame:
-    """LLM grades from a judgments JSONL (ok judgments only) or TREC qrels.
-
-    `judge` keeps only the judgments of that judge id (a file holding several judges' lines for
-    the same pair needs it). `attrs["failed"]` counts failed judgments left out, and
-    `attrs["clamped"]` the grades moved into 0..3 (with `clamp`); `attrs["ungraded"]` is 0.
+    """LLM grades from a judgments JSONL (ok judgments only) or TREC qrels. `judge` keeps that
+    judge's judgments only (a file mixing judges needs it); attrs `failed`, `clamped`, `ungraded`
+    (0).
     """
     first = _first_line(path)
     if first is None:
@@ -232,6 +216,28 @@ def read_llm_grades(
         frame.attrs["failed"] = 0
         frame.attrs["path"] = str(path)
         return frame
+    rows, failed, clamped = _judgment_rows(path, clamp, judge)
+    if not rows:
+        what = f"all {failed} judgments failed" if failed else "no judgments"
+        raise InputError(f"{what}; there are no grades to use", path=path)
+    frame = pd.DataFrame(rows)
+    frame["grade"] = frame["grade"].astype("int64")
+    for optional in ("expected_grade", "confidence", *DISTRIBUTION_COLUMNS):
+        if frame[optional].isna().all():
+            frame = frame.drop(columns=optional)
+        else:
+            frame[optional] = frame[optional].astype("float64")
+    frame.attrs.update(
+        source="judgments", failed=failed, clamped=clamped, ungraded=0, path=str(path)
+    )
+    return frame
+
+
+def _judgment_rows(
+    path: str | Path, clamp: bool, judge: str | None
+) -> tuple[list[dict[str, Any]], int, int]:
+    """(rows of the ok judgments, failed ones, clamped grades) of a judgments JSONL, by `judge`
+    only when given; the same pair twice is an error naming both lines."""
     rows: list[dict[str, Any]] = []
     seen: dict[tuple[str, str], tuple[int, str]] = {}
     failed = 0
@@ -278,20 +284,7 @@ def read_llm_grades(
             path=path,
             hint="give --judge one of these ids",
         )
-    if not rows:
-        what = f"all {failed} judgments failed" if failed else "no judgments"
-        raise InputError(f"{what}; there are no grades to use", path=path)
-    frame = pd.DataFrame(rows)
-    frame["grade"] = frame["grade"].astype("int64")
-    for optional in ("expected_grade", "confidence", *DISTRIBUTION_COLUMNS):
-        if frame[optional].isna().all():
-            frame = frame.drop(columns=optional)
-        else:
-            frame[optional] = frame[optional].astype("float64")
-    frame.attrs.update(
-        source="judgments", failed=failed, clamped=clamped, ungraded=0, path=str(path)
-    )
-    return frame
+    return rows, failed, clamped
 
 
 def read_grades_file(path: str | Path, *, clamp: bool = False) -> pd.DataFrame:

@@ -1,8 +1,5 @@
-"""Judgments files: JSONL, one `Judgment` per line, read strictly and written atomically.
-
-Each line is validated by the pydantic model, so a line that would let a failure pass as a grade
-(status ok without a grade, a failed judgment with one, a grade outside 0..3) is refused with the
-file, the line and pydantic's reason. Blank lines are ignored; an empty file is an error.
+"""Judgments files: JSONL, one `Judgment` per line, read strictly and written atomically. A line
+that would let a failure pass as a grade is refused with file, line and pydantic's reason.
 """
 
 from __future__ import annotations
@@ -35,10 +32,8 @@ class Graded(Protocol):
 
 
 def qrels_frame(graded: Iterable[Graded]) -> pd.DataFrame:
-    """The qrels frame `[query_id, doc_id, grade]` (grade int64) of the items that have a grade.
-
-    The one way judgments become qrels: a failed judgment carries no grade, so it is left out
-    (unjudged), never turned into 0. Order is kept.
+    """The qrels frame `[query_id, doc_id, grade]` of the items that have a grade: a failed judgment
+    is left out (unjudged), never turned into 0.
     """
     rows = [(g.query_id, g.doc_id, g.grade) for g in graded if g.grade is not None]
     frame = pd.DataFrame(rows, columns=["query_id", "doc_id", "grade"])

@@ -1,11 +1,7 @@
-"""Outputs of one run that belong together (a judgments JSONL and its qrels): written one by
-one, each atomically, with a marker file that says when the set was left half written.
-
-Each file is atomic on its own, but a process killed between two of them leaves one new and one
-old (or missing). So before the first write a marker `.NAME.relgrade-outputs.json` is put beside
-the first output, listing the set and, as they land, the files already rewritten; it is removed
-when the last one is written. A marker whose process is gone means the set is incomplete:
-`previous()` tells the next run which files were rewritten and which were not.
+"""Outputs of one run that belong together (a judgments JSONL and its qrels), each written
+atomically, with a marker `.NAME.relgrade-outputs.json` beside the first listing the set and
+the files rewritten so far: a marker whose process is gone tells the next run (`previous()`)
+that the set was left half written.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """Qrels, runs and grades as people hold them in a notebook, made into relgrade's frames.
 
-The Python API (`relgrade`) takes, besides a path: a DataFrame with either convention's columns
-(`query_id, doc_id, relevance|grade, score` as ir_datasets and ir_measures name them, or
-PyTerrier's `qid, docno, label, score`), a pytrec_eval dict (`{qid: {docid: grade}}`, runs
-`{qid: {docid: score}}`), or an iterable of ir_datasets / ir_measures namedtuples (`Qrel`,
-`ScoredDoc`, `TrecQrel`, ...). Each becomes the frame the readers of files give:
-qrels `[query_id, doc_id, grade]`, runs `[query_id, doc_id, score, rank]` ranked as trec_eval
-ranks (score descending in float32, ties by doc id descending; a `rank` column given is not
-trusted). Other columns are an InputError naming the columns found and those expected.
+A DataFrame (ir_measures' `query_id, doc_id, relevance|grade, score` or PyTerrier's `qid,
+docno, label, score`), a pytrec_eval dict or an iterable of ir_datasets / ir_measures tuples
+becomes the frame the file readers give; runs are ranked as trec_eval ranks (docs/python-api.md).
 """
 
 from __future__ import annotations
@@ -48,9 +43,9 @@ IDS_AS_TEXT = (
 
 
 def check_ids(column: pd.Series, what: str) -> None:
-    """An InputError when an id column holds ids pandas read as numbers with a decimal point
-    ("1" as 1.0, "007" as 7.0) or an empty id: as text they would be other ids ("1.0", "nan").
-    Integers are fine: they are their digits."""
+    """InputError for ids pandas read as decimal numbers ("1" as 1.0, "007" as 7.0) or empty: as
+    text they would be other ids. Integers are their digits.
+    """
     empty = column.isna().to_numpy()
     if empty.any():
         raise InputError(
@@ -149,9 +144,9 @@ def as_frame(value: Any, column: str, what: str, expected: str) -> pd.DataFrame:
 
 
 def grades_table(value: Any, what: str = "qrels") -> pd.DataFrame:
-    """Qrels or grades (not a path) as [query_id, doc_id, grade, ...]: ids as text, grades as
-    int64. Rows without a grade (a failed judgment of `relgrade.grade`, an ungraded pair) are
-    left out and counted in `attrs["failed"]` (status "failed") or `attrs["ungraded"]`."""
+    """Qrels or grades as [query_id, doc_id, grade, ...]; rows without a grade are left out, counted
+    in `attrs["failed"]` (status "failed") or `attrs["ungraded"]`.
+    """
     frame = _renamed(
         as_frame(value, "grade", what, QRELS_EXPECTED),
         {"query_id": QUERY_ID, "doc_id": DOC_ID, "grade": GRADE},
@@ -212,6 +207,7 @@ def run_table(value: Any, *, precision: Precision = "float32", what: str = "run"
 
     from grader.io.duplicates import check_duplicates
     from grader.io.trec import query_codes, ranked_frame
+    from grader.metrics.join_arrow import arrow_strings
 
     frame = _renamed(
         as_frame(value, "score", what, RUN_EXPECTED),
@@ -228,7 +224,7 @@ def run_table(value: Any, *, precision: Precision = "float32", what: str = "run"
     check_ids(frame["query_id"], what)
     check_ids(frame["doc_id"], what)
     table = pa.table(
-        {"query_id": _arrow_strings(frame["query_id"]), "doc_id": _arrow_strings(frame["doc_id"])}
+        {"query_id": arrow_strings(frame["query_id"]), "doc_id": arrow_strings(frame["doc_id"])}
     )
     codes = query_codes(table["query_id"])
 
@@ -240,20 +236,6 @@ def run_table(value: Any, *, precision: Precision = "float32", what: str = "run"
 
     check_duplicates(table, codes, twice)
     return ranked_frame(table, codes, scores, precision)
-
-
-def _arrow_strings(column: pd.Series) -> Any:
-    """A column as an Arrow string array (zero-copy when pandas holds it in Arrow already)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    array = column.array
-    out = array.__arrow_array__() if hasattr(array, "__arrow_array__") else None
-    if out is None:
-        out = pa.array(column.astype(str).to_numpy(dtype=object), pa.string())
-    if not pa.types.is_string(out.type) and not pa.types.is_large_string(out.type):
-        out = pc.cast(out, pa.string())
-    return out
 
 
 def run_inputs(runs: Any) -> list[tuple[str | None, Any]]:
@@ -276,9 +258,7 @@ def _is_nested_scores(value: Mapping[Any, Any]) -> bool:
 
 
 def on_scale(frame: pd.DataFrame, what: str, *, clamp: bool = False) -> pd.DataFrame:
-    """LLM or human grades held to 0..3, as the readers of files hold them: a grade outside
-    is an InputError unless `clamp` (then it moves to the nearest end, counted in
-    `attrs["clamped"]`)."""
+    """Grades held to 0..3 as the file readers hold them: outside, an InputError unless `clamp`."""
     from grader.models import MAX_GRADE, MIN_GRADE
 
     grades = frame["grade"].to_numpy()
@@ -298,10 +278,9 @@ def on_scale(frame: pd.DataFrame, what: str, *, clamp: bool = False) -> pd.DataF
 
 
 def llm_grades_table(value: Any, *, clamp: bool = False) -> pd.DataFrame:
-    """LLM grades (not a path) with the columns `read_llm_grades` gives a judgments file:
-    `query_id, doc_id, grade`, `judge`, and `expected_grade` / `confidence` / `p_grade_0` ..
-    `p_grade_3` when some row has them (from a `distribution` column: the chosen grade's
-    probability is the confidence)."""
+    """LLM grades with the columns `read_llm_grades` gives a judgments file (from a `distribution`
+    column: the chosen grade's probability is the confidence).
+    """
     frame = on_scale(grades_table(value, "llm grades"), "llm grades", clamp=clamp)
     out = frame[["query_id", "doc_id", "grade"]].copy()
     if "judge" in frame.columns:

@@ -1,20 +1,11 @@
 """A TREC run read block by block against indexed qrels: only its judged rows are kept.
 
-Every measure needs, per query, the ranks and grades of the judged documents a run returned and
-how many it returned (see `grader.metrics.join_arrow`). So a 10-million-line run need not be held
-whole: it is read in blocks of a few MiB cut at line ends (each parsed by Arrow), each complete
-ranking is ordered as trec_eval orders it (score descending in the chosen precision, ties by
-doc id descending), and of its rows only (qrels query code, rank, grade) of judged documents
-are kept, as int64 arrays. Peak memory is a block, not the file; no per-row Python object is
-made.
-
-The checks are those of `read_run`. A block the fast path does not take as is (a line with the
-wrong number of columns, a score that is not a finite number, bad UTF-8, a NUL byte) has its
-lines checked one by one, and the first bad one is named (file and line) as soon as its block
-is read, in the memory of that block; a (query, doc) listed twice in a ranking is named with
-both its lines, found by a scan of the file. A block rejected only for irregular whitespace, or
-a query whose lines are not together in the file, make the run be read whole by `read_run`,
-which reads irregular files: the answer never depends on which path ran.
+Every measure needs only the ranks and grades of the judged documents a run returned, and how
+many it returned (`grader.metrics.join_arrow`). So a run is read in blocks of a few MiB (each
+parsed by Arrow), each complete ranking is ordered as trec_eval orders it, and only (qrels query
+code, rank, grade) of its judged rows are kept: peak memory is a block, not the file. The checks
+and errors are `read_run`'s; a block with irregular whitespace, or a query whose lines are not
+together, make the run be read whole by `read_run`: the answer never depends on the path.
 """
 
 from __future__ import annotations
@@ -31,13 +22,12 @@ from grader.errors import InputError
 from grader.io.duplicates import duplicate_error
 from grader.io.runs import run_source
 from grader.io.trec import RUN_COLUMNS, RUN_EXAMPLE, read_run, score_check
-from grader.io.trec_arrow import _sniff_delimiter, read_block, regular_rows
+from grader.io.trec_arrow import arrow_table, sniff_delimiter
 from grader.io.trec_lines import (
     TREC_LINE_LIMIT,
     check_lines,
     check_text_head,
     line_blocks,
-    plain_block,
 )
 from grader.metrics.join_arrow import Judgments, join_run
 from grader.metrics.judged_rows import JudgedRun
@@ -61,8 +51,7 @@ def judged_run_file(
     depth: int | None = None,
     stdin: BinaryIO | None = None,
 ) -> JudgedRun:
-    """`judged_run` of a run file, or with `-` of the run on `stdin` (default: the process's);
-    errors then name "stdin"."""
+    """`judged_run` of a run file, or with `-` of the run on `stdin` (errors then name "stdin")."""
     with run_source(path, stdin) as source:
         return judged_run(source, judged, precision=precision, depth=depth)
 
@@ -74,8 +63,9 @@ def judged_run(
     precision: Precision = "float32",
     depth: int | None = None,
 ) -> JudgedRun:
-    """The run at `path` joined with `judged`, as `join(qrels, read_run(path), depth=depth)`
-    gives it, read in blocks. Raises what `read_run` raises (file, line, fix)."""
+    """The run at `path` joined with `judged`, as `join(qrels, read_run(path), depth=depth)` gives
+    it, read in blocks. Raises what `read_run` raises.
+    """
     if precision not in ("float32", "float64"):
         raise InputError(f"unknown precision {precision!r}", hint="use float32 or float64")
     try:
@@ -98,7 +88,7 @@ class _Blocks:
 
     def read(self) -> JudgedRun:
         check_text_head(self.path, "run")  # a binary file is told as such
-        sniffed = _sniff_delimiter(self.path)
+        sniffed = sniff_delimiter(self.path)
         if sniffed is None:
             raise _ReadWhole  # empty, a BOM, mixed separators: read_run's
         carry: tuple[pa.Array, pa.Array, npt.NDArray[np.float64]] | None = None
@@ -122,10 +112,9 @@ class _Blocks:
     def _checked(
         self, block: bytes, before: int, sniffed: tuple[str, int]
     ) -> tuple[pa.Array, pa.Array, npt.NDArray[np.float64]]:
-        """A block's (query ids, doc ids, scores) without comment lines. A block the fast path
-        does not take (a bad line, a missing or non-finite score, an empty field) raises at
-        its first bad line, named as `read_run` names it; one without a bad line (irregular
-        whitespace) raises _ReadWhole."""
+        """A block's (query ids, doc ids, scores) without comment lines; a rejected block raises at
+        its first bad line, or _ReadWhole when it has none.
+        """
         rows = _parse(block, sniffed)
         scores = None if rows is None else rows.column("score").to_numpy(zero_copy_only=False)
         if rows is None or scores is None or not np.isfinite(scores).all():
@@ -173,9 +162,10 @@ class _Blocks:
         self.kept.append((row_query[at], rank[picked[at]], grade))
 
     def _duplicate(self, keyed: Int, queries: pa.Array, docs: pa.Array, heads: pa.Array) -> None:
-        """Raise `read_run`'s error for the earliest line that repeats a (query, doc) of its
-        ranking, found by a scan of the file; _ReadWhole when a query id came back (a repeat
-        across rankings may then come earlier: `read_run` finds it)."""
+        """Raise `read_run`'s error for the first (query, doc) repeated within a ranking, both lines
+        found by a scan of the file; _ReadWhole when a query id came back (`read_run` finds it
+        then).
+        """
         seen = pa.concat_arrays(self.heads)
         if len(pc.unique(seen)) != len(seen):
             raise _ReadWhole
@@ -205,30 +195,18 @@ class _Blocks:
 
 
 def _parse(block: bytes, sniffed: tuple[str, int]) -> pa.RecordBatch | None:
-    """A block of whole run lines as one batch (ids as strings, scores as float64) when
-    Arrow's fast path takes it as it is, else None."""
-    if not plain_block(block):
-        return None  # a NUL byte, or a line over the limit
-    types = {n: pa.string() for n in RUN_COLUMNS}
-    types["score"] = pa.float64()
-    try:
-        table = read_block(
-            block, RUN_COLUMNS, types, sniffed, extra_columns=True, chunk=_PARSE_CHUNK
-        )
-    except pa.ArrowException:
+    """A block of whole run lines as one batch when Arrow's fast path takes it, else None."""
+    table = arrow_table(
+        block, RUN_COLUMNS, "score", True, sniffed, ids=pa.string(), chunk=_PARSE_CHUNK
+    )
+    if table is None:
         return None
-    rows = regular_rows(table.combine_chunks(), RUN_COLUMNS, "score")
-    if rows is None:
-        return None
-    batches = rows.to_batches()
-    if not batches:
-        return pa.RecordBatch.from_pylist([], schema=rows.schema)
-    return batches[0]
+    batches = table.combine_chunks().to_batches()
+    return batches[0] if batches else pa.RecordBatch.from_pylist([], schema=table.schema)
 
 
 def _pair_lines(path: Path, qid: str, did: str) -> list[int]:
-    """The first two lines of the run naming (qid, did), read block by block (a block without
-    the doc id is passed over in C)."""
+    """The first two lines of the run naming (qid, did), read block by block."""
     q, d = qid.encode(), did.encode()
     found: list[int] = []
     for before, block in line_blocks(path, BLOCK):

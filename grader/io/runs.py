@@ -1,10 +1,8 @@
 """Reading runs, and the one rule for naming them (`evaluate`, `calibrate` and `regrade` alike).
 
-A run is named by its file stem (`bm25.txt.gz` -> `bm25`; `.bz2`, `.xz`, `.zst` alike). Stems
-that repeat get their folder prepended (`a/run`, `b/run`), or, in the same folder, the whole
-file name (`r.txt`, `r.txt.gz`); the very same file given twice gets a prime (`r.txt'`). `-`
-reads the run from stdin, named `stdin`. Two runs never share a name, so no command has to
-refuse them.
+A run is named by its file stem (`bm25.txt.gz` -> `bm25`); repeated stems get their folder
+(`a/run`), or in one folder the whole name (`r.txt`); the same file twice gets a prime (`r.txt'`);
+`-` is `stdin`. Two runs never share a name, so no command has to refuse them.
 """
 
 from __future__ import annotations
@@ -54,12 +52,10 @@ def _without_compression(name: str) -> str:
 
 @contextlib.contextmanager
 def run_source(path: str, stdin: BinaryIO | None = None) -> Iterator[str | Path]:
-    """The file to read run `path` from. `-` with `stdin` given: that stream, copied
-    (decompressed, lines bounded: `grader.io.spool.spool`) to a temporary file for the
-    block's length; an InputError raised in the block then names "stdin" instead of the copy.
-    Any other path, and `-` for the process's stdin, is read through the one opener
-    (`grader.io.spool.open_binary`: a pipe, FIFO or stdin is copied once, on its first open,
-    and every later open in this process reads the copy)."""
+    """The file to read run `path` from: for `-` with `stdin` given, a temporary copy of that stream
+    (an InputError then names "stdin"); any other path as it is (`spool.open_binary` copies a pipe
+    on its first open).
+    """
     if path != STDIN or stdin is None:
         yield path
         return

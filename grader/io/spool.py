@@ -1,15 +1,10 @@
 """Streams read once: a pipe, FIFO or `<(...)` given as an input path.
 
-A path that is not a regular file (a pipe, `<(...)` i.e. /dev/fd/N, a FIFO, /dev/stdin, a
-device) can be read only once, while a reader may open a file several times (a look at its
-head, the fast reader, the exact line of an error). Its first open starts copying its text,
-decompressed (told by name or by the first bytes), to a temporary file, as far as any reader
-has read: every open of that path in this process reads the copy, and pulls more from the
-stream when it reaches the copy's end. So answers and `file:line` errors are those of the same
-text in a regular file, a bad line is named as soon as it is read (the rest of the stream is
-never read), and errors name the path as given. A line longer than LINE_LIMIT stops the copy
-(`/dev/zero` fails after the limit, never filling memory or disk). Copies are removed when the
-process ends.
+Such a path can be read once, while a reader may open a file several times (its head, the fast
+reader, an error's line). Its first open copies its text, decompressed, to a temporary file as
+far as any reader has read; every open in this process reads the copy, so answers and
+`file:line` errors are those of a regular file and a bad line is named as soon as it is read.
+A line over LINE_LIMIT stops the copy (`/dev/zero` fails); copies go when the process ends.
 """
 
 from __future__ import annotations
@@ -44,9 +39,9 @@ _folder: list[Path] = []
 
 
 def open_binary(path: str | Path) -> IO[bytes]:
-    """`path` opened for reading its text's bytes: a regular file decompressed as its name
-    says, or a stream's copy (see above); `-` is stdin, copied the same way. InputError when
-    it does not exist or is a folder."""
+    """`path` opened for reading its text's bytes: a regular file decompressed as its name says, or
+    a stream's copy; `-` is stdin. InputError when it does not exist or is a folder.
+    """
     if str(path) == STDIN:
         return _open_stdin()
     p = Path(path)

@@ -1,11 +1,8 @@
 """Compression and bounded lines, shared by every reader and writer.
 
-- Compression is told by the name: `.gz`, `.bz2`, `.xz` (the standard library) and `.zst`
-  (pyarrow's zstd codec, already a dependency); a stream whose name says nothing is told by
-  its first bytes (`MAGIC`, used by `grader.io.spool`). Writers compress as the name says.
-- A line longer than a limit is an InputError naming file and line, raised once the limit of
-  it is read (`bounded_lines`; `line_too_long` is the one message, which the TREC readers
-  raise at their own, smaller limit too). LINE_LIMIT also bounds CSV fields.
+Compression is told by the name (`.gz`, `.bz2`, `.xz`, `.zst` through pyarrow's codec), or for
+a stream by its first bytes (`MAGIC`). A line over a limit is an InputError naming file and line
+once the limit of it is read (`line_too_long`, the one message); LINE_LIMIT bounds CSV fields.
 """
 
 from __future__ import annotations
@@ -46,10 +43,9 @@ READ_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error)
 CHUNK = 1 << 20
 
 BLANK_LIMIT = 64 << 20
-"""The most input (decompressed) read in a row without a data line (one that is neither blank
-nor a `#` comment) before a reader stops, with BLANK_LINES: a decompression bomb of blank
-lines fails in seconds instead of minutes. `RELGRADE_BLANK_LIMIT` (bytes) sets another
-bound."""
+"""The most input read in a row without a data line before a reader stops: a decompression bomb of
+blank lines fails in seconds. `RELGRADE_BLANK_LIMIT` (bytes) sets another bound.
+"""
 BLANK_LINES = 1 << 20
 """The most blank or comment lines read in a row (a reader spends its time per line: a
 million one-byte lines cost as much as a large file)."""
@@ -79,9 +75,9 @@ def _size(n: int) -> str:
 
 
 def bounded_lines(fh: IO[bytes], name: str | Path, limit: int) -> Iterator[bytes]:
-    """The lines of `fh` without their newline, read in chunks; a line longer than `limit`
-    bytes is an InputError naming `name` and the line, raised once `limit` bytes of it are
-    read (never more held)."""
+    """The lines of `fh` without their newline; a line over `limit` bytes is an InputError naming
+    `name` and the line, raised once `limit` bytes of it are read.
+    """
     done = 0  # lines yielded
     pieces: list[bytes] = []  # the line not yet ended
     held = 0
@@ -114,9 +110,9 @@ def bounded_lines(fh: IO[bytes], name: str | Path, limit: int) -> Iterator[bytes
 
 
 def guarded(inner: IO[bytes], name: str | Path, compression: str | None) -> IO[bytes]:
-    """`inner` read so that no read ends in a traceback or runs unbounded: a corrupt or cut
-    compressed stream is an InputError naming `name` and the cause, and more than the blank
-    limit (`BLANK_LIMIT`) read in a row without a data line is an InputError too."""
+    """`inner` read without tracebacks or unbounded reads: a corrupt or cut stream, or more than
+    `BLANK_LIMIT` read without a data line, is an InputError naming `name`.
+    """
     return io.BufferedReader(_Guarded(inner, name, compression), CHUNK)
 
 
@@ -198,9 +194,7 @@ def _kind(text: bytes) -> str:
 
 
 def _has_data_line(chunk: bytes) -> bool:
-    """Whether `chunk`, which starts at a line's start, holds a line that is neither blank nor
-    a `#` comment. In C-speed bytes operations: a chunk starting with data is told from its
-    head."""
+    """Whether `chunk` (starting at a line's start) holds a line neither blank nor a `#` comment."""
     head = chunk[:256].lstrip()
     if head and head[:1] != b"#":
         return True

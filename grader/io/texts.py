@@ -1,8 +1,5 @@
-"""Query and document texts as people hold them: a file, a mapping, a DataFrame, or an
-ir_datasets dataset (`queries_iter()`, `docs_store()`, `docs_iter()`) or its namedtuples.
-
-An ir_datasets record gives its text by `default_text()` (ir_datasets >= 0.5: a TREC topic's
-title, a document's title and body), else by its `text` field.
+"""Query and document texts as people hold them: a file, a mapping, a DataFrame, or an ir_datasets
+dataset or its namedtuples (text from `default_text()`, else the `text` field).
 """
 
 from __future__ import annotations

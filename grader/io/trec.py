@@ -1,15 +1,9 @@
-"""TREC run and qrels files: fast, strict readers and atomic writers.
+"""TREC run and qrels files: strict readers (Arrow, checks vectorised) and atomic writers.
 
-Runs are `qid Q0 docid rank score tag`; qrels are `qid iter docid grade`, whitespace separated,
-`.gz` transparent. As trec_eval 10 reads them, `#` comment lines are skipped and run columns
-after the sixth are ignored. Tokenising is Arrow's (`trec_arrow`; `grader.io` says which reader
-reads what) and every check is vectorised, so a 10-million-line run reads in seconds; the slow
-path (re-reading the file line by line) runs only to name the exact line of an error.
-
-The rank column of a run is never trusted: `rank` is recomputed the way trec_eval orders a
-ranking, by score descending with ties broken by doc id descending. Scores are compared in
-float32 by default (trec_eval 9 and pytrec_eval store scores as C floats, so scores equal in
-float32 are ties); `precision="float64"` compares in double precision (trec_eval 10).
+Runs are `qid Q0 docid rank score tag`, qrels `qid iter docid grade`; `#` comment lines are
+skipped and run columns after the sixth ignored, as trec_eval 10 reads them. The rank column is
+never trusted: runs are ranked as trec_eval ranks (score descending, compared in float32 by
+default as trec_eval 9 and pytrec_eval do, ties by doc id descending).
 """
 
 from __future__ import annotations
@@ -88,11 +82,11 @@ def score_check(path: Path) -> NumberCheck:
 
 
 def _finite_scores(path: Path, table: pa.Table) -> npt.NDArray[np.float64]:
-    scores, text = float_column(table["score"])
+    scores = float_column(table["score"])
     bad = np.flatnonzero(~np.isfinite(scores))
     if bad.size:
         row = int(bad[0])
-        raise _bad_score(path, text[row].as_py(), line_of(path, row))
+        raise _bad_score(path, table["score"][row].as_py(), line_of(path, row))
     return scores
 
 
@@ -103,13 +97,8 @@ def _frame(columns: dict[str, pa.ChunkedArray | pa.Array | np.ndarray]) -> pd.Da
 
 
 def read_run(path: str | Path, *, precision: Precision = "float32") -> pd.DataFrame:
-    """Read a TREC run into [query_id, doc_id, score, rank], sorted by query then rank.
-
-    `rank` is 1-based and recomputed in trec_eval's order (score descending compared in
-    `precision`, ties by doc id descending); the file's rank column is ignored, and so are
-    columns after the sixth and `#` comment lines (as trec_eval). Raises InputError (file,
-    line, fix) on a line with fewer than six columns, a non-numeric score, a duplicate
-    (query, doc) (naming both lines) or bytes that are not UTF-8.
+    """Read a TREC run into [query_id, doc_id, score, rank], ranked in trec_eval's order (scores
+    compared in `precision`); a bad line raises InputError naming file, line and fix.
     """
     p = Path(path)
     if precision not in ("float32", "float64"):
@@ -140,8 +129,9 @@ def ranked_frame(
     scores: npt.NDArray[np.float64],
     precision: Precision,
 ) -> pd.DataFrame:
-    """[query_id, doc_id, score, rank] of a run's `table` (query_id, doc_id) in trec_eval's
-    order, sorted by query then rank (`qcodes`: `query_codes` of its query ids)."""
+    """[query_id, doc_id, score, rank] of a run's `table` in trec_eval's order (`qcodes`: its
+    `query_codes`).
+    """
     order = rank_order(qcodes, scores, table["doc_id"], precision)
     identity = bool(np.all(order == np.arange(len(order))))
     grouped = identity or bool(np.all(qcodes[order] == qcodes))
@@ -171,14 +161,9 @@ class QrelsColumns:
 
 
 def read_qrels(path: str | Path, *, clamp: bool = False, any_grade: bool = False) -> pd.DataFrame:
-    """Read TREC qrels into [query_id, doc_id, grade] (grade an int in 0..3).
-
-    A grade outside 0..3 is an InputError unless `clamp=True`, which moves it to the nearest end
-    (e.g. -1 -> 0, 4 -> 3). With `any_grade=True` every integer is kept as written, as trec_eval
-    takes qrels (TREC Web's -2..4, MS MARCO's 0/1) and `clamp` is not used: that is how
-    `evaluate` reads qrels; the 0..3 scale is for LLM and human grades. A non-integer grade, a
-    malformed line, a duplicate (query, doc) (naming both lines) or non-UTF-8 bytes raise
-    InputError naming the file and line. `#` comment lines are skipped.
+    """Read TREC qrels into [query_id, doc_id, grade]: grades in 0..3 (`clamp=True` moves others to
+    the nearest end), or with `any_grade=True` every integer as written, as trec_eval and
+    `evaluate` read qrels.
     """
     columns = read_qrels_columns(path, clamp=clamp, any_grade=any_grade)
     frame = _frame({"query_id": columns.query_id, "doc_id": columns.doc_id, "grade": columns.grade})
@@ -204,57 +189,47 @@ def read_qrels_columns(
     table = parse_columns(
         p, QRELS_COLUMNS, "grade", "qrels", "qid 0 docid grade", number_error=grade_check
     )
-    grades, text = float_column(table["grade"])
+    grades = float_column(table["grade"])
     bad = np.flatnonzero(~np.isfinite(grades) | (grades != np.round(grades)))
     if bad.size:
-        row = int(bad[0])
-        raise InputError(
-            f"grade {text[row].as_py()!r} is not an integer",
-            path=p,
-            line=line_of(p, row),
-            hint=hint,
-        )
+        raise _grade_error(p, table, bad, "is not an integer", hint, written=False)
     if any_grade:
-        return _qrels_columns(p, table, _int_grades(p, grades, text), clamped=0)
+        huge = np.flatnonzero(np.abs(grades) > LARGEST_GRADE)
+        if huge.size:
+            hint = "qrels grades are small integers such as -2..4"
+            raise _grade_error(p, table, huge, "is too large", hint)
+        return _qrels_columns(p, table, grades.astype(np.int64), clamped=0)
     from grader.models import MAX_GRADE, MIN_GRADE
 
     # Range check and clip on the floats: a huge grade cast to int64 first would wrap around.
     outside = np.flatnonzero((grades < MIN_GRADE) | (grades > MAX_GRADE))
     if outside.size and not clamp:
-        row = int(outside[0])
-        line = line_of(p, row)
-        raise InputError(
-            f"grade {_written_cell(p, line, 3, text[row].as_py())} is outside "
-            f"{MIN_GRADE}..{MAX_GRADE}",
-            path=p,
-            line=line,
-            hint=f"fix the grade, or pass {option('--clamp', 'clamp=True')} to move it to the "
-            "nearest of 0 and 3",
-        )
+        hint = f"fix the grade, or pass {option('--clamp', 'clamp=True')} to move it to the "
+        hint += "nearest of 0 and 3"
+        raise _grade_error(p, table, outside, f"is outside {MIN_GRADE}..{MAX_GRADE}", hint)
     ints = np.clip(grades, MIN_GRADE, MAX_GRADE).astype(np.int64)
     return _qrels_columns(p, table, ints, clamped=int(outside.size) if clamp else 0)
 
 
 LARGEST_GRADE = 2.0**53
-"""The largest grade (either sign) read as written: beyond it a float64 no longer holds every
-integer, and from 2**63 an int64 wraps around (a grade of 2**63 would score nDCG 1.46)."""
+"""The largest grade read as written: beyond 2**53 a float64 no longer holds every integer."""
 
 
-def _int_grades(
-    path: Path, grades: npt.NDArray[np.float64], text: pa.ChunkedArray
-) -> npt.NDArray[np.int64]:
-    """Integer grades as written; one too large to hold exactly is an error, not a wrap-around."""
-    huge = np.flatnonzero(np.abs(grades) > LARGEST_GRADE)
-    if huge.size:
-        row = int(huge[0])
-        line = line_of(path, row)
-        raise InputError(
-            f"grade {_written_cell(path, line, 3, text[row].as_py())} is too large",
-            path=path,
-            line=line,
-            hint="qrels grades are small integers such as -2..4",
-        )
-    return grades.astype(np.int64)
+def _grade_error(
+    path: Path,
+    table: pa.Table,
+    rows: npt.NDArray[np.intp],
+    why: str,
+    hint: str,
+    written: bool = True,
+) -> InputError:
+    """The error for the grade of the first of `rows`, as written in the file (`written`) or
+    as parsed."""
+    row = int(rows[0])
+    line = line_of(path, row)
+    cell = table["grade"][row].as_py()
+    text = _written_cell(path, line, 3, cell) if written else repr(cell)
+    return InputError(f"grade {text} {why}", path=path, line=line, hint=hint)
 
 
 def _qrels_columns(
@@ -315,39 +290,6 @@ def write_qrels(path: str | Path, frame: pd.DataFrame) -> None:
             "iteration": "0",
             "doc_id": frame["doc_id"].astype(str),
             "grade": grades.astype(np.int64),
-        }
-    )
-    with atomic_write(p) as fh:
-        out.to_csv(fh, sep=" ", header=False, index=False, lineterminator="\n")
-
-
-def write_run(path: str | Path, frame: pd.DataFrame, tag: str) -> None:
-    """Write [query_id, doc_id, score] (rank optional) as a TREC run, atomically.
-
-    Rows are written per query in trec_eval's order (score descending, ties by doc id
-    descending) with ranks 1..n, so the file's rank column agrees with what readers recompute.
-    """
-    import pandas as pd
-
-    p = Path(path)
-    if not tag or re.search(r"\s", tag):
-        raise InputError(f"run tag {tag!r} must be one non-empty word", path=p)
-    _check_ids(frame, ("query_id", "doc_id", "score"), p)
-    scores = pd.to_numeric(frame["score"], errors="coerce").to_numpy(dtype=np.float64)
-    if not np.all(np.isfinite(scores)):
-        raise InputError("scores must be finite numbers", path=p)
-    qids = frame["query_id"].astype(str).reset_index(drop=True)
-    qcodes, _ = pd.factorize(qids)
-    docs = frame["doc_id"].astype(str).reset_index(drop=True)
-    order = rank_order(qcodes, scores, docs, "float64")
-    out = pd.DataFrame(
-        {
-            "query_id": qids.take(order).reset_index(drop=True),
-            "q0": "Q0",
-            "doc_id": docs.take(order).reset_index(drop=True),
-            "rank": ranks_within(qcodes[order]),
-            "score": scores[order],
-            "tag": tag,
         }
     )
     with atomic_write(p) as fh:

@@ -1,25 +1,17 @@
 """TREC files into Arrow columns: the reader of every file `trec_small` does not take.
 
-The fast path is pyarrow's multi-threaded CSV reader with the file's single delimiter, ids as
-large strings and the numeric column parsed to float64 in C++, fed blocks of 16 MiB of whole
-lines (`trec_lines.line_blocks`). A block it rejects has its lines checked at once, so a bad line
-is named (file and line) as soon as its block is read, in that block's memory. A file with no
-bad line that the fast path still cannot take (repeated or mixed spaces and tabs, a byte order
-mark) is read again block by block with its whitespace normalised (`_irregular_table`): the cells
-are those of splitting each line on runs of spaces and tabs, quoted cells are unquoted, and the
-numeric column stays text for the caller to check. Memory is a block plus the columns either way.
-
-Both paths read files as trec_eval 10 does: a line whose first non-blank character is `#` is a
-comment and skipped, and (for runs, `extra_columns=True`) the columns after the expected ones
-are ignored. A line with fewer columns stays an error naming file and line.
+pyarrow's multi-threaded CSV reader takes blocks of 16 MiB of whole lines; a block it rejects
+has its lines checked at once (`trec_lines`), so a bad line is named in that block's memory. A
+file with no bad line that it still cannot take (repeated or mixed spaces and tabs, a byte order
+mark) is read again with its whitespace normalised (`_irregular_table`), its numbers as text.
+`#` comment lines are skipped and, with `extra_columns`, later columns ignored, as trec_eval 10.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -35,7 +27,6 @@ from grader.io.trec_lines import (
     NumberCheck,
     check_lines,
     check_text_head,
-    first_bad_line,
     line_blocks,
     parses_as_number,
     plain_block,
@@ -43,7 +34,6 @@ from grader.io.trec_lines import (
 
 _ID_COLUMNS = ("query_id", "doc_id")
 _BOM = b"\xef\xbb\xbf"
-_Rows = TypeVar("_Rows", pa.Table, pa.RecordBatch)
 
 
 def is_comment(line: str) -> bool:
@@ -61,20 +51,12 @@ def parse_columns(
     extra_columns: bool = False,
     number_error: NumberCheck | None = None,
 ) -> pa.Table:
-    """The file as an Arrow table: ids as large strings, `numeric` as float64 when parseable.
-
-    On the irregular path `numeric` stays a string column (so the caller can name a bad value);
-    every other column is a string column in both paths. `#` comment lines are skipped; with
-    `extra_columns`, columns after `names` are ignored (else they are an error).
-
-    When the fast path rejects a file, its first bad line is looked for in bounded memory
-    (`trec_lines`): a wrong column count, bad UTF-8, or a `numeric` cell `number_error` refuses
-    (default: not a number) raises there; only a file with no bad line is read as irregular.
-    A file the fast path cannot start on (a byte order mark, mixed separators on its first line)
-    is read as irregular at once: its structure is checked there, its numbers by the caller.
+    """The file as an Arrow table: ids as large strings, `numeric` as float64 (as text on the
+    irregular path, for the caller to name a bad value). A bad line (column count, UTF-8, a
+    `numeric` cell `number_error` refuses) raises; a file with none that Arrow rejects is irregular.
     """
     check_text_head(path, kind)  # a binary file is "not UTF-8", not a column count
-    sniffed = _sniff_delimiter(path)
+    sniffed = sniff_delimiter(path)
     if sniffed is None:
         return _irregular_table(path, names, numeric, kind, example, extra_columns)
     number_error = number_error or _not_a_number(path, numeric)
@@ -82,14 +64,11 @@ def parse_columns(
         path, names, numeric, kind, example, sniffed,
         extra_columns=extra_columns, number_error=number_error,
     )  # fmt: skip
-    if table is not None:
-        return table
-    first_bad_line(  # an irregular block: is a later line bad?
-        path, _block_check(names, numeric, extra_columns, sniffed),
-        names, numeric, kind, example,
-        extra_columns=extra_columns, number_error=number_error,
-    )  # fmt: skip
-    return _irregular_table(path, names, numeric, kind, example, extra_columns)
+    return (
+        _irregular_table(path, names, numeric, kind, example, extra_columns)
+        if table is None
+        else table
+    )
 
 
 _PARSE_BLOCK = 1 << 24  # the fast path parses the file in blocks of 16 MiB of whole lines
@@ -107,35 +86,32 @@ def _arrow_blocks(
     extra_columns: bool,
     number_error: NumberCheck,
 ) -> pa.Table | None:
-    """The file read by Arrow block by block. A block Arrow rejects has its lines checked at
-    once, and the first bad one raises (file and line, in that block's memory); None when it
-    holds no bad line (irregular whitespace: the irregular path's business)."""
-    tables = []
+    """The file read by Arrow block by block. The first bad line of a rejected block raises; a
+    rejected block without one (irregular whitespace) makes it None once every block is checked.
+    """
+    tables: list[pa.Table] | None = []
     for before, block in line_blocks(path, _PARSE_BLOCK):
-        table = _arrow_table(block, names, numeric, extra_columns, sniffed)
+        table = arrow_table(block, names, numeric, extra_columns, sniffed)
         if table is None:
             check_lines(
                 path, block, before, names, numeric, kind, example,
                 extra_columns=extra_columns, number_error=number_error,
             )  # fmt: skip
-            return None
-        tables.append(table)
+            tables = None  # irregular: only the checks go on
+        elif tables is not None:
+            tables.append(table)
+    if tables is None:
+        return None
     return pa.concat_tables(tables) if tables else _empty(names, numeric)
-
-
-def _block_check(
-    names: tuple[str, ...], numeric: str, extra_columns: bool, sniffed: tuple[str, int]
-) -> Callable[[bytes], bool]:
-    """Whether Arrow's fast path takes a block of whole lines as it is."""
-    return lambda block: _arrow_table(block, names, numeric, extra_columns, sniffed) is not None
 
 
 _HEAD = 4096
 
 
-def _sniff_delimiter(path: Path) -> tuple[str, int] | None:
-    """(the single delimiter, the number of cells) of the file's first line that is neither blank
-    nor a comment, or None when it is not that simple."""
+def sniff_delimiter(path: Path) -> tuple[str, int] | None:
+    """(the delimiter, the number of cells) of the file's first data line when it has one kind of
+    single separator, else None.
+    """
     with _open_binary(path) as fh:
         try:
             head = fh.read(_HEAD)
@@ -170,21 +146,24 @@ def _not_a_number(path: Path, numeric: str) -> NumberCheck:
     return check
 
 
-def _arrow_table(
+def arrow_table(
     block: bytes,
     names: tuple[str, ...],
     numeric: str,
     extra_columns: bool,
     sniffed: tuple[str, int],
+    *,
+    ids: pa.DataType | None = None,
+    chunk: int = _CHUNK,
 ) -> pa.Table | None:
-    """A block of whole lines read by pyarrow when it is regular; None means: check its lines
-    (and maybe read the file as irregular)."""
+    """A block of whole lines read by pyarrow when it is regular; None means: check its lines."""
     if not plain_block(block):
         return None  # a NUL byte, or a line over the limit: `check_lines` names it
-    types = {n: pa.large_string() if n in _ID_COLUMNS else pa.string() for n in names}
+    id_type = ids or pa.large_string()
+    types = {n: id_type if n in _ID_COLUMNS else pa.string() for n in names}
     types[numeric] = pa.float64()
     try:
-        table = read_block(block, names, types, sniffed, extra_columns=extra_columns, chunk=_CHUNK)
+        table = read_block(block, names, types, sniffed, extra_columns=extra_columns, chunk=chunk)
     except pa.ArrowException:
         return None
     return regular_rows(table, names, numeric)
@@ -201,8 +180,9 @@ def read_block(
     quoted: bool = False,
 ) -> pa.Table:
     """A block of whole lines of `sniffed` (delimiter, cells per line) read by Arrow into the
-    `names` columns typed `types`, in chunks of `chunk` bytes parsed in parallel (both fast
-    readers: this and `run_stream`). Raises pa.ArrowException when Arrow cannot take it."""
+    `names` columns typed `types`, in chunks of `chunk` bytes parsed in parallel. Raises
+    pa.ArrowException when Arrow cannot take it.
+    """
     delimiter, width = sniffed
     columns = list(names)
     if extra_columns and width > len(names):
@@ -210,37 +190,26 @@ def read_block(
     return pacsv.read_csv(
         pa.BufferReader(block),
         read_options=pacsv.ReadOptions(column_names=columns, block_size=chunk),
-        parse_options=parse_options(delimiter, quoted=quoted),
-        convert_options=convert_options(names, types),
+        parse_options=pacsv.ParseOptions(
+            delimiter=delimiter,
+            quote_char='"' if quoted else False,  # the irregular path unquotes
+            escape_char=False,
+            ignore_empty_lines=True,
+            invalid_row_handler=_skip_comment,  # comment lines of another width
+        ),
+        convert_options=pacsv.ConvertOptions(
+            column_types=types,
+            include_columns=list(names),
+            strings_can_be_null=False,
+            quoted_strings_can_be_null=False,
+            check_utf8=True,
+        ),
     )
 
 
-def parse_options(delimiter: str, *, quoted: bool = False) -> pacsv.ParseOptions:
-    """How Arrow splits a TREC file on its one `delimiter`: quoting only when `quoted` (the
-    irregular path unquotes), blank lines skipped, comment lines of the wrong width skipped."""
-    return pacsv.ParseOptions(
-        delimiter=delimiter,
-        quote_char='"' if quoted else False,
-        escape_char=False,
-        ignore_empty_lines=True,
-        invalid_row_handler=_skip_comment,
-    )
-
-
-def convert_options(names: Sequence[str], types: dict[str, pa.DataType]) -> pacsv.ConvertOptions:
-    """Arrow's typing of the `names` columns (later columns dropped): no null strings, UTF-8."""
-    return pacsv.ConvertOptions(
-        column_types=types,
-        include_columns=list(names),
-        strings_can_be_null=False,
-        quoted_strings_can_be_null=False,
-        check_utf8=True,
-    )
-
-
-def regular_rows(rows: _Rows, names: Sequence[str], numeric: str) -> _Rows | None:
-    """`rows` (a table or a block of one) without `#` comments of the right width, or None
-    when a field is empty (a doubled separator: the irregular path's business)."""
+def regular_rows(rows: pa.Table, names: Sequence[str], numeric: str) -> pa.Table | None:
+    """`rows` without `#` comments, or None when a field is empty (a doubled separator: the
+    irregular path's business)."""
     comments = pc.starts_with(rows.column(names[0]), "#")  # comments that have the right width
     if rows.num_rows and pc.any(comments).as_py():
         rows = rows.filter(pc.invert(comments))
@@ -260,10 +229,9 @@ def _irregular_table(
     example: str,
     extra_columns: bool,
 ) -> pa.Table:
-    """The file read block by block with its whitespace normalised (`_normalised`), `numeric`
-    as text. A block Arrow still rejects has its structure checked (`check_lines`: column
-    counts, UTF-8, NUL bytes), which names the first bad line; a block rejected all the same
-    (an unclosed quote) is an InputError naming the file."""
+    """The file read block by block with its whitespace normalised, `numeric` as text; a block Arrow
+    still rejects names its first bad line (`check_lines`), or the file.
+    """
     tables = []
     for before, raw in line_blocks(path, _PARSE_BLOCK):
         block = raw[len(_BOM) :] if not before and raw.startswith(_BOM) else raw
@@ -287,8 +255,9 @@ def _irregular_table(
 def _irregular_block(
     block: bytes, names: tuple[str, ...], numeric: str, extra_columns: bool
 ) -> pa.Table:
-    """One block of the irregular path as a table; raises pa.ArrowException when Arrow cannot
-    take it even normalised. A run's lines of several widths are cut to their first columns."""
+    """One normalised block as a table (pa.ArrowException when Arrow cannot take it); a run's lines
+    of several widths are cut to their first columns.
+    """
     if not plain_block(block):
         raise pa.ArrowInvalid("a NUL byte or an over-long line")
     text = _normalised(block)
@@ -325,8 +294,7 @@ _FIRST_CELLS = {
 
 
 def _normalised(block: bytes) -> bytes:
-    """A block of whole lines with the spaces and tabs between cells made one space, and none
-    at either end of a line: the cells of splitting on runs of spaces and tabs (`check_lines`)."""
+    """A block with the spaces and tabs between cells made one space and none at a line's ends."""
     block = block.replace(b"\t", b" ")
     while b"  " in block:
         block = block.replace(b"  ", b" ")
@@ -336,8 +304,7 @@ def _normalised(block: bytes) -> bytes:
 
 
 def _first_width(text: bytes) -> int:
-    """The number of cells of the first line of a normalised block that is neither blank nor
-    a comment (0 when there is none)."""
+    """The number of cells of the first data line of a normalised block (0 when none)."""
     start = 0
     while start < len(text):
         end = text.find(b"\n", start)
@@ -367,8 +334,7 @@ def line_of(path: Path, row: int) -> int:
 
 
 def lines_of(path: Path, rows: Sequence[int]) -> list[int]:
-    """File line numbers of parsed rows `rows`, streaming the file up to the last of them (for
-    error messages: nothing is kept but the answers)."""
+    """File line numbers of parsed rows `rows`, streaming the file up to the last (for messages)."""
     wanted = set(rows)
     found: dict[int, int] = {}
     row = -1
@@ -382,10 +348,10 @@ def lines_of(path: Path, rows: Sequence[int]) -> list[int]:
     return [found[r] for r in rows]
 
 
-def float_column(column: pa.ChunkedArray) -> tuple[npt.NDArray[np.float64], pa.ChunkedArray]:
-    """(values as float64 with NaN where not a number, the column's text for messages)."""
+def float_column(column: pa.ChunkedArray) -> npt.NDArray[np.float64]:
+    """The values as float64, NaN where not a number."""
     if pa.types.is_floating(column.type):
-        return np.asarray(column.to_numpy(), dtype=np.float64), column
+        return np.asarray(column.to_numpy(), dtype=np.float64)
     try:
         values = pc.cast(column, pa.float64()).to_numpy()
     except pa.ArrowException:
@@ -393,4 +359,4 @@ def float_column(column: pa.ChunkedArray) -> tuple[npt.NDArray[np.float64], pa.C
 
         series = pd.Series(column.to_numpy(zero_copy_only=False), dtype=object)
         values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64)
-    return np.asarray(values, dtype=np.float64), column
+    return np.asarray(values, dtype=np.float64)

@@ -1,16 +1,10 @@
 """TREC files as blocks of whole lines, and the line checks that name the first bad line.
 
 The Arrow readers read a file in blocks cut at line ends (`line_blocks`); the lines of a block
-Arrow rejects are checked one by one in Python (`check_lines`). When the fast path rejects a
-file, it is read again block by block (4 MiB, `first_bad_line`): a block Arrow accepts is passed
-over at Arrow speed. So a bad score on line 2 of a 1 GB run is named after one block, a bad
-score on its last line after one streaming pass, and neither holds more than a block in memory.
-
-The line checks split cells on runs of spaces and tabs, as the irregular path reads them, and
-are never stricter than it: a line with too few columns (or too many, unless extra columns are
-allowed), bytes that are not UTF-8, or a number cell the caller's check refuses. A block
-rejected for something these checks accept (irregular whitespace, say) yields no error, and
-the caller then reads the file on the irregular path.
+Arrow rejects are checked one by one (`check_lines`), so a bad line is named in one block's
+memory. The checks split cells on runs of spaces and tabs, as the irregular path does, and are
+never stricter than it: a block rejected for what they accept (irregular whitespace) raises
+nothing, and the caller reads the file on the irregular path.
 """
 
 from __future__ import annotations
@@ -34,11 +28,8 @@ NumberCheck = Callable[[str, int], InputError | None]
 
 
 def parses_as_number(cell: str) -> bool:
-    """Whether the irregular path's number conversion (Arrow's cast, else pandas' to_numeric)
-    could take `cell` as a number.
-
-    Python's float() accepts a superset of what Arrow and pandas parse, except for `_` digit
-    separators and non-ASCII digits, which neither takes.
+    """Whether Arrow's cast or pandas' to_numeric could take `cell` as a number: what float() takes
+    but `_` separators and non-ASCII digits.
     """
     if not cell.isascii() or "_" in cell:
         return False
@@ -54,34 +45,10 @@ def finite_number(cell: str) -> bool:
     return parses_as_number(cell) and math.isfinite(float(cell))
 
 
-def first_bad_line(
-    path: Path,
-    accepts: Callable[[bytes], bool],
-    names: tuple[str, ...],
-    numeric: str,
-    kind: str,
-    example: str,
-    *,
-    extra_columns: bool,
-    number_error: NumberCheck,
-) -> None:
-    """Raise InputError at the first bad line of `path`; return when no line is bad.
-
-    `accepts(block)` says whether Arrow reads a block of whole lines as the fast path would.
-    """
-    for before, block in line_blocks(path):
-        if block and not accepts(block):
-            check_lines(
-                path, block, before, names, numeric, kind, example,
-                extra_columns=extra_columns, number_error=number_error,
-            )  # fmt: skip
-
-
 def plain_block(block: bytes) -> bool:
-    """Whether a block of whole lines holds no NUL byte and no line longer than
-    TREC_LINE_LIMIT (the fast readers' test; `check_lines` names the line otherwise). Cheap:
-    a line over the limit covers a whole half-limit window without a newline, and only such a
-    window is looked at closer."""
+    """Whether a block holds no NUL byte and no line over TREC_LINE_LIMIT (else `check_lines` names
+    it). Only a half-limit window without a newline is looked at closer.
+    """
     if b"\x00" in block:
         return False
     half = TREC_LINE_LIMIT // 2
@@ -95,9 +62,9 @@ def plain_block(block: bytes) -> bool:
 
 
 def line_blocks(path: Path, size: int = BLOCK) -> Iterator[tuple[int, bytes]]:
-    """(lines before it, a block) of `path`, blocks of about `size` bytes cut after a newline
-    (the last one may end without). A line longer than TREC_LINE_LIMIT is an InputError naming
-    it, raised before more than the limit of it is read."""
+    """(lines before it, a block) of `path`, blocks of about `size` bytes cut after a newline. A
+    line over TREC_LINE_LIMIT is an InputError naming it, raised before more of it is read.
+    """
     before = 0
     carry = b""
     try:
@@ -124,10 +91,10 @@ TEXT_HEAD = TREC_LINE_LIMIT + 1
 
 
 def check_text_head(path: Path, kind: str) -> None:
-    """Raise InputError when the first TEXT_HEAD bytes of `path` are not UTF-8 text (invalid
-    UTF-8, or a NUL byte) or hold no line break (a line longer than TREC_LINE_LIMIT), naming
-    the line: a binary file given as a run or qrels is told as such, before any line of it is
-    blamed for its column count. Unreadable files are left to the readers, which say why."""
+    """Raise InputError when the head of `path` is not UTF-8 text (bad UTF-8, a NUL byte, no line
+    break within the limit): a binary file is told as such before a line is blamed for its column
+    count. Unreadable files are left to the readers.
+    """
     try:
         with _open_binary(path) as fh:
             head = fh.read(TEXT_HEAD)
@@ -173,7 +140,7 @@ def _not_text(path: Path, raw: bytes, lineno: int, kind: str) -> InputError | No
 
 
 def _lines(block: bytes) -> Iterator[bytes]:
-    """`block.split(b"\\n")` one line at a time (a block's list of lines would hold it twice)."""
+    """`block.split(b"\\n")` one line at a time (the list would hold the block twice)."""
     start = 0
     while (end := block.find(b"\n", start)) >= 0:
         yield block[start:end]

@@ -1,21 +1,12 @@
 """Small TREC files read in plain Python: no Arrow to import (`grader.io` says why).
 
-Importing pyarrow takes longer than reading and scoring a run of a few MB, so `relgrade
-evaluate` reads qrels and runs of up to SMALL_BYTES of text here, into lists and dicts
-(`grader.metrics.join_dicts`), and leaves larger ones to the Arrow readers (`trec`,
-`run_stream`).
-
-Only files that this module reads exactly as those readers do are taken; for any other file the
-functions return None and the caller uses the Arrow reader, which reads it or names the file,
-line and fix. So answers and errors never depend on which reader ran (tests/test_trec_small.py
-and tests/test_trec_small_random.py give both the same inputs; bench/evaluate_small.py
---baseline measures what this module saves). Taken: UTF-8 text without a byte order mark or
-NUL, lines ending in `\\n` or `\\r\\n`, cells separated by spaces or by tabs (one of the two
-in a file; repeated, leading or trailing ones split as the irregular path splits them), no other
-whitespace character and no `"` (the irregular path unquotes it), `#` comment lines and blank lines,
-every other line with its columns (a run's later ones ignored), finite scores and integer grades
-(at most 2^53) in the notation Arrow and `float()` parse alike (`grader.io.decimals`), and no
-(query, doc) twice.
+`relgrade evaluate` reads qrels and runs of up to SMALL_BYTES here, into lists and dicts
+(`grader.metrics.join_dicts`). Only files read exactly as the Arrow readers read them are taken
+(UTF-8 without BOM or NUL, `\\n` or `\\r\\n` line ends, one kind of separator, no `"`, finite
+scores and integer grades in the notation Arrow and `float()` parse alike, no (query, doc)
+twice); for any other the functions return None and the Arrow reader reads it or names the
+error. tests/test_trec_small_random.py feeds both the same files; bench/evaluate_small.py
+measures the gain.
 """
 
 from __future__ import annotations
@@ -43,9 +34,9 @@ _EXACT = 2.0**53  # a larger grade is "too large" for the Arrow reader
 
 
 def small_bytes(path: Path, limit: int | None = None) -> bytes | None:
-    """The bytes of `path` (gunzipped, `\\r\\n` as `\\n`, ending in a newline) when it is at
-    most `limit` bytes (default SMALL_BYTES) and this module takes it (see above), else None
-    (the Arrow readers then read it)."""
+    """The bytes of `path` (gunzipped, `\\r\\n` as `\\n`, ending in a newline) when it is at most
+    `limit` bytes (default SMALL_BYTES) and this module takes it, else None.
+    """
     limit = SMALL_BYTES if limit is None else limit
     try:
         with _open_binary(path) as fh:
@@ -77,11 +68,10 @@ def _longest_line(data: bytes) -> int:
 def _table(
     data: bytes, width: int, number: int, *, extra: bool
 ) -> tuple[list[bytes], Int, list[bytes], npt.NDArray[np.float64]]:
-    """(query ids in order of first appearance, each line's query code, doc ids, the numbers
-    of column `number`) of every line that is not blank or a comment. ValueError when a line
-    has other than `width` cells (more are allowed with `extra`) or a number is not one
-    (`parse_decimals`). A regular file is cut where numpy finds its separators; any other is
-    split line by line."""
+    """(query ids in order of first appearance, each line's query code, doc ids, the numbers of
+    column `number`) of the data lines. ValueError when a line has other than `width` cells (more
+    with `extra`) or a number is not one.
+    """
     regular = _regular_cells(data)
     if regular is None:
         queries, docs, cells = _split_lines(data, width, (0, 2, number), extra=extra)
@@ -114,9 +104,9 @@ def _split_lines(
 
 
 def _regular_cells(data: bytes) -> tuple[Int, Int] | None:
-    """(start, end) offsets of every cell, one row per line, when every line has the same number
-    of cells separated by one space or one tab (no blank line, no comment, no repeated, leading
-    or trailing separator), else None."""
+    """(start, end) offsets of every cell, one row per line, when every line has the same cells
+    separated by one space or one tab (no blank, comment or empty cell), else None.
+    """
     if not data:
         return None
     b = np.frombuffer(data, dtype=np.uint8)
@@ -149,9 +139,9 @@ _LONGEST_COMPARED = 64
 
 
 def _query_groups(data: bytes, starts: Int, ends: Int) -> tuple[list[bytes], Int] | None:
-    """`query_codes` of the ids at these offsets when each id's lines are together, found by
-    comparing each id with the one before byte by byte in numpy; None when an id comes back
-    later or ids are longer than _LONGEST_COMPARED bytes."""
+    """`query_codes` of the ids at these offsets when each id's lines are together (compared byte by
+    byte in numpy); None when an id comes back or ids are over _LONGEST_COMPARED bytes.
+    """
     lengths = ends - starts
     longest = int(lengths.max())
     if longest > _LONGEST_COMPARED:
@@ -171,8 +161,9 @@ def _query_groups(data: bytes, starts: Int, ends: Int) -> tuple[list[bytes], Int
 
 
 def small_qrels(path: str | Path, limit: int | None = None) -> DictJudgments | None:
-    """TREC qrels (`qid iter docid grade`, any integer grade) as `read_qrels_columns(path,
-    any_grade=True)` reads them, indexed; None when this module does not take the file."""
+    """TREC qrels as `read_qrels_columns(path, any_grade=True)` reads them, indexed; None when this
+    module does not take the file.
+    """
     data = small_bytes(Path(path), limit)
     if data is None:
         return None

@@ -1,8 +1,5 @@
 """The metrics core: measure names, list functions on graded lists, and the vectorised evaluator.
-
-Pure: no I/O, no LLM. Every measure agrees with trec_eval (pytrec_eval) to 1e-9; see each
-module's docstring for its definition and edge cases. A measure is its module and one `register`
-call (`registry`; docs/adding-a-measure.md).
+Pure (no I/O, no LLM); every measure agrees with trec_eval to 1e-9 (docs/adding-a-measure.md).
 """
 
 from grader.metrics.ap import average_precision

@@ -2,12 +2,8 @@
 
     AP@k = (1 / n_relevant) * sum_{i <= k, rel_i >= threshold} P@i
 
-- n_relevant: documents judged relevant (grade >= threshold) in the qrels for the query,
-  returned or not, so relevant documents the run missed count as precision 0 (trec_eval's
-  map; AP@k is trec_eval's map_cut_k, which keeps the same denominator).
-- k: only relevant results within the top k add; without k the whole ranking counts.
-- threshold: binary relevance level, default 2; unjudged documents are not relevant.
-- Edge cases: a query with no relevant judged documents scores 0; so does an empty ranking.
+n_relevant counts the query's judged relevant documents, returned or not (trec_eval's map;
+AP@k, map_cut_k, keeps that denominator).
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
-"""Binary preference (Bpref): how often judged relevant results come before judged
-non-relevant ones, looking at judged documents only (trec_eval's bpref, ir_measures' Bpref).
+"""Binary preference (Bpref): how often judged relevant results come before judged non-relevant
+ones, unjudged ones skipped (trec_eval's bpref, ir_measures' Bpref).
 
     Bpref = (1 / R) * sum_{relevant retrieved r} (1 - min(n_r, R) / min(N, R))
 
-- R: documents judged relevant (grade >= threshold) for the query, returned or not.
-- N: documents judged non-relevant (0 <= grade < threshold) for the query.
-- n_r: judged non-relevant documents returned above r. When n_r = 0 the term is 1 (so a
-  query with N = 0 scores the share of its relevant documents returned).
-- Unjudged documents are skipped, not counted as non-relevant: that is the point of Bpref
-  for incomplete labels. A negative grade is neither relevant nor non-relevant (trec_eval).
-- No k: the whole ranking counts. threshold: binary relevance level, default 2.
-- Edge cases: a query with no relevant judged documents scores 0; so does an empty ranking.
+R: judged relevant, N: judged non-relevant (0 <= grade < threshold), n_r: judged non-relevant
+returned above r (n_r = 0 gives 1). A negative grade is neither. No k.
 """
 
 from __future__ import annotations

@@ -1,19 +1,8 @@
-"""judged_only=True: score the condensed list, the ranking with its unjudged results removed.
+"""judged_only=True: score the condensed list, the ranking with its unjudged results removed and
+its ranks renumbered (trec_eval -J, ir_measures' judged_only; Sakai's condensed lists).
 
-    condensed = [ d in ranking : d has a grade ], ranks renumbered 1, 2, ...
-
-Then any measure is computed on the condensed list as usual (trec_eval -J, ir_measures'
-`judged_only=True`; Sakai's condensed-list measures). With incomplete labels, as LLM labels
-are, it scores a run on what was judged instead of counting every missing label as
-non-relevant; `Judged@k` says how much was removed.
-
-- Which measures: those ir_measures defines judged_only on that relgrade has: nDCG, RR, P,
-  R, AP, Rprec, Success. k applies to the condensed list (P@10 looks at the first 10 judged
-  results and still divides by 10).
-- The qrels side does not change: recall denominators and nDCG's ideal use every judgment.
-- A negative grade counts as unjudged here, as trec_eval (and so ir_measures) reads it.
-- Edge cases: a query whose results are all unjudged has an empty condensed list and scores
-  0; it still counts in the mean (it was answered).
+For nDCG, RR, P, R, AP, Rprec and Success; k applies to the condensed list, the qrels side
+(recall's denominator, nDCG's ideal) does not change, and a negative grade counts as unjudged.
 """
 
 from __future__ import annotations

@@ -1,22 +1,12 @@
 """Expected reciprocal rank (ERR, ERR@k), as gdeval computes it (ir_measures' ERR).
 
-A cascade user reads down the ranking and stops at result i, satisfied, with probability
-R(g_i); ERR is the expected reciprocal of the rank where they stop (Chapelle et al., 2009):
+A cascade user stops at result i with probability R(g_i) (Chapelle et al., 2009):
 
-    R(g)  = (2^g - 1) / 2^4            (4 = gdeval's maximum grade, fixed, not the query's)
+    R(g)  = (2^g - 1) / 2^4            (4 = gdeval's maximum grade, fixed: ERR is not normalised)
     ERR@k = sum_{i <= k} R(g_i) / i * prod_{j < i} (1 - R(g_j))
 
-- Matches ir_measures' ERR@k, which runs the TREC Web track's gdeval.pl (that prints 5
-  decimals; relgrade keeps full precision). Because the maximum grade is fixed at 4, a grade 3
-  result at rank 1 gives 7/16 = 0.4375, not 1: ERR is not normalised.
-- k: only the first k results count; without k the whole ranking (gdeval always has a k; the
-  sum simply runs to the end).
-- No threshold: the grades are the stopping probabilities. Unjudged documents and grades
-  <= 0 give R = 0 (gdeval keeps only positive judgments).
-- Ranking: relgrade's trec_eval order (score descending, doc id descending). gdeval compares
-  scores in double precision: with scores equal in float32 only, use `precision="float64"`.
-- Edge cases: an empty ranking or a query without a positive grade scores 0. A grade above 4
-  is an error, as in gdeval (R would exceed 1).
+Unjudged documents and grades <= 0 give R = 0; a grade above 4 is an error, as in gdeval. Ties
+are ranked in trec_eval's order; gdeval compares in double precision (`precision="float64"`).
 """
 
 from __future__ import annotations

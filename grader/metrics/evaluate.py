@@ -1,14 +1,8 @@
-"""The vectorised qrels x run evaluator: per-query and mean tables (pandas).
+"""The vectorised qrels x run evaluator: per-query and mean tables.
 
-Which queries count (the denominator of every mean):
-
-- `missing="zero"` (default, like `trec_eval -c`): every query in the qrels counts; a query the
-  run does not answer scores 0 on every measure. A run cannot look better by skipping hard
-  queries.
-- `missing="skip"` (trec_eval's default): only queries that are both in the qrels and in the run.
-
-Queries of the run that the qrels do not know are ignored in both modes (no judgments, no
-score), as trec_eval does. Queries in the qrels with no relevant document count (and score 0).
+`missing="zero"` (default, trec_eval -c): every qrels query counts, one the run does not answer
+scores 0, so a run cannot look better by skipping hard queries; `missing="skip"` (trec_eval's
+default): only queries in both. Run queries the qrels lack are ignored, as by trec_eval.
 """
 
 from __future__ import annotations
@@ -45,18 +39,10 @@ def evaluate(
     missing: Missing = "zero",
     precision: Precision = "float32",
 ) -> pd.DataFrame:
-    """Score `run` against `qrels`: a long frame [query_id, measure, value], one row per pair.
-
-    `qrels` has [query_id, doc_id, grade]; `run` has [query_id, doc_id] and `rank` (as read_run
-    gives, in trec_eval order) or `score` (ranked here, compared in `precision`). Measure names
-    in the output are canonical, with the threshold explicit (`RR(rel=2)@10`); a name given as a
-    string without `(rel=N)` gets the threshold the qrels call for, as `relgrade evaluate`
-    infers it (1 for binary qrels, else 2); the inferred 1 is said with a RelgradeWarning, as
-    is a threshold above every grade. Measure objects keep theirs. Queries are listed
-    in `query_order` (by number when every id is a whole number, else as text).
-    attrs: `missing` = qrels queries absent from the run (scored 0, or left out with
-    missing="skip"), `n_queries` = queries in the mean, `qrels_queries` = queries in the qrels,
-    `unjudged_queries` = run queries the qrels lack (ignored).
+    """Score `run` (with `rank`, or `score` ranked here in `precision`) against `qrels`: a long
+    frame [query_id, measure, value]. A name without `(rel=N)` gets the threshold the qrels call for
+    (an inferred 1 is a RelgradeWarning). attrs: `missing`, `n_queries`, `qrels_queries`,
+    `unjudged_queries`.
     """
     from grader.metrics.join_arrow import join_run, judgments_of  # Arrow: never for `score`
 
@@ -80,10 +66,8 @@ def depth_needed(measures: Sequence[Measure]) -> int | None:
 
 @dataclass(frozen=True)
 class Scores:
-    """Per-query values of one run: `values[i, j]` is measure i on query `query_ids[j]`.
-
-    The same content as `evaluate`'s frame, as plain arrays (no pandas): `missing`, `n_queries`,
-    `qrels_queries` and `unjudged_queries` mean what the frame's attrs mean.
+    """Per-query values of one run: `values[i, j]` is measure i on query `query_ids[j]`; the other
+    fields mean what `evaluate`'s frame attrs mean.
     """
 
     query_ids: list[str]
@@ -162,10 +146,8 @@ def score(ranked: Ranked, measures: Sequence[Measure], *, missing: Missing = "ze
 def mean_scores(per_query: pd.DataFrame) -> pd.DataFrame:
     """The mean of each measure over the queries of an `evaluate` frame: [measure, value].
 
-    Counts (NumRet, NumRel, NumRelRet) are summed instead, as trec_eval and ir_measures do.
-    Measures keep their order. A mean over no queries (an empty run with missing="skip") is
-    NaN; a sum over no queries is 0. Sums are exact (`math.fsum`), so they do not depend on the
-    order queries are listed in: two runs with the same per-query values tie exactly.
+    Counts (NumRet, NumRel, NumRelRet) are summed, as by trec_eval; no queries give NaN (a sum 0).
+    Sums are exact (`math.fsum`): runs with the same per-query values tie whatever the order.
     """
     import pandas as pd
 

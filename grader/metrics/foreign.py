@@ -1,21 +1,11 @@
 """Names from other tools, keeping their meaning: trec_eval's names and ir_measures' objects.
 
-- trec_eval's names (`P_10`, `map`, `recip_rank`, `ndcg_cut_10`, `ndcg`, `recall_100`,
-  `Rprec`, `success_10`, `bpref`, `map_cut_10`, `num_ret`, `num_rel`, `num_rel_ret`) mean what
-  trec_eval computes at its relevance level (`-l`, 1 by default; `--trec-eval-level`): `P_10` is
-  `P(rel=1)@10`. trec_eval's ndcg and ndcg_cut use every grade as gain whatever `-l` is, as
-  relgrade's nDCG does. A name `FAMILY_k` (or `FAMILY.k`) is trec_eval's whatever its case; a
-  bare word is trec_eval's as trec_eval writes it (`map`, `recip_rank`, `ndcg`, `Rprec`,
-  `bpref`), and in any case where relgrade has no word of its own like it (`MAP`, `RECIP_RANK`;
-  but `nDCG`, `Bpref` are relgrade's).
-- ir_measures' measure objects (`ir_measures.P@10`) mean what `ir_measures.calc_aggregate`
-  computes: a binary measure without `rel=` is rel=1 there. Its RR@k (MS MARCO's script) and
-  Judged@k rank equal scores by doc id ascending in double precision, where trec_eval (and
-  ir_measures' other measures, through pytrec_eval) rank them by doc id descending: those two
-  get `ties=asc`, and Judged@k divides by min(k, returned) there (`of=returned`).
-
-Both are spelled here as relgrade's names with the threshold written; `parse_measure` parses
-that spelling. Nothing here imports ir_measures: an object is read by its `NAME` and `params`.
+trec_eval's names (`P_10`, `map`, `ndcg_cut_10` ...) mean what trec_eval computes at its level
+(`-l`, `--trec-eval-level`): `P_10` is `P(rel=1)@10`. `FAMILY_k` is trec_eval's in any case; a
+bare word as trec_eval writes it, or in any case where relgrade has no such word (`MAP`, but
+`nDCG` is relgrade's). ir_measures' objects mean what `calc_aggregate` computes: rel=1 by
+default, and its RR@k and Judged@k rank ties by doc id ascending (`ties=asc`), Judged@k dividing
+by min(k, returned) (`of=returned`). Nothing here imports ir_measures.
 """
 
 from __future__ import annotations

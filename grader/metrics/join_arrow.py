@@ -1,10 +1,7 @@
 """The qrels x run join with Arrow: judged run rows (`Ranked`) as flat numpy arrays.
 
-Every measure relgrade computes only needs, per query, the ranks and grades of the *judged*
-documents the run returned, how many documents it returned, and the query's judged grades
-(for recall denominators and nDCG's ideal; see `grader.metrics.judged_rows`). So the 10M-row
-run is touched once, to look its (query, doc) pairs up among the qrels (ids as Arrow
-dictionary codes, `Judgments`); everything after works on the judged rows only.
+Measures need only the judged documents a run returned (`grader.metrics.judged_rows`), so the
+run is touched once, to look its (query, doc) pairs up among the qrels' Arrow dictionary codes.
 """
 
 from __future__ import annotations
@@ -26,7 +23,7 @@ if TYPE_CHECKING:  # pandas is imported where a frame is read: `relgrade evaluat
 __all__ = ["Judgments", "Ranked", "join", "join_run", "judgments", "judgments_of"]
 
 
-def _strings(series: pd.Series) -> pa.Array:
+def arrow_strings(series: pd.Series) -> pa.Array:
     """A string column as one Arrow array (zero-copy when pandas already stores it in Arrow)."""
     arr = series.array
     out = arr.__arrow_array__() if hasattr(arr, "__arrow_array__") else None
@@ -84,11 +81,9 @@ def _grouped_ranks(run: pd.DataFrame, precision: Precision) -> Int:
 
 @dataclass(frozen=True)
 class Judgments:
-    """The judgments of a qrels as the join looks them up: ids as categorical codes.
-
-    `query_ids` and `doc_ids` are the distinct ids (Arrow strings; queries in order of first
-    appearance); a judgment's key is `query code * len(doc_ids) + doc code`, and `sorted_keys`
-    holds every key in order with `sorted_grades` beside it. `ideal_*` are as in `Ranked`.
+    """The judgments of a qrels as the join looks them up: distinct `query_ids` (first appearance)
+    and `doc_ids`; a judgment's key is `query code * len(doc_ids) + doc code`, `sorted_keys` in
+    order with `sorted_grades` beside them; `ideal_*` as in `Ranked`.
     """
 
     query_ids: pa.Array
@@ -108,10 +103,8 @@ class Judgments:
         return _index_in(queries, self.query_ids)
 
     def grades_of(self, query_codes: Int, docs: pa.Array) -> tuple[Int, Int]:
-        """(positions, grades) of the judged (query, doc) pairs among rows of known queries.
-
-        Doc ids are looked up among the judged docs of these queries only: a block of a large
-        run then hashes a few thousand ids, not every judged doc of the qrels again.
+        """(positions, grades) of the judged (query, doc) pairs among rows of known queries; doc ids
+        are looked up among these queries' judged docs only (a block of a large run hashes a few).
         """
         n_docs = max(len(self.doc_ids), 1)
         queries = np.unique(query_codes)
@@ -183,7 +176,7 @@ def judgments(query_ids: pa.Array, doc_ids: pa.Array, grades: Int) -> Judgments:
 def judgments_of(qrels: pd.DataFrame) -> Judgments:
     """`judgments` of a qrels frame [query_id, doc_id, grade]."""
     return judgments(
-        _strings(qrels["query_id"]), _strings(qrels["doc_id"]), _grades(qrels["grade"])
+        arrow_strings(qrels["query_id"]), arrow_strings(qrels["doc_id"]), _grades(qrels["grade"])
     )
 
 
@@ -194,13 +187,9 @@ def join(
     precision: Precision = "float32",
     depth: int | None = None,
 ) -> Ranked:
-    """Join a qrels frame [query_id, doc_id, grade] with a run [query_id, doc_id, rank|score].
-
-    Queries are those of the qrels, in order of first appearance; run queries the qrels do not
-    know are ignored (trec_eval does the same). Run rows keep their `rank` column if present
-    (read_run computes it in trec_eval order); otherwise ranks come from `score`.
-    With `depth`, only the top `depth` results of each query are looked up (enough for
-    measures that all have a cutoff <= depth) and `returned` counts up to `depth`.
+    """Join a qrels frame with a run [query_id, doc_id, rank|score]: the qrels' queries in order of
+    first appearance (others ignored, as by trec_eval); with `depth`, only each ranking's top
+    `depth`.
     """
     return join_run(judgments_of(qrels), run, precision=precision, depth=depth)
 
@@ -214,7 +203,7 @@ def join_run(
 ) -> Ranked:
     """`join` with the qrels already indexed (see `judgments`)."""
     ranks = _grouped_ranks(run, precision)
-    run_queries, run_docs = _strings(run["query_id"]), _strings(run["doc_id"])
+    run_queries, run_docs = arrow_strings(run["query_id"]), arrow_strings(run["doc_id"])
     if depth is not None and len(ranks) and int(ranks.max()) > depth:
         top = pa.array(np.flatnonzero(ranks <= depth))
         run_queries, run_docs = run_queries.take(top), run_docs.take(top)

@@ -1,11 +1,7 @@
 """A qrels indexed in Python dicts, and the join of a run given as lists: no Arrow.
 
-What `grader.metrics.join_arrow` does with Arrow columns (`judgments`, `join_run`), for small files
-read in plain Python: importing Arrow costs more than a run of a few MB takes to score. Ids are
-the UTF-8 bytes of the file (doc ids are only looked up and compared, and bytes compare as
-trec_eval's strcmp does); query ids are decoded for the output. The answer is the same `Ranked`
-as Arrow's: queries in the qrels' order of first appearance, each ranking in trec_eval's order
-(`rank_order`), the judged rows of the top `depth` of each.
+`grader.metrics.join_arrow` for the small files read in plain Python. Ids are the file's UTF-8
+bytes (bytes compare as trec_eval's strcmp); the answer is the same `Ranked` as Arrow's.
 """
 
 from __future__ import annotations
@@ -29,10 +25,10 @@ _NO_GRADES: dict[bytes, int] = {}
 
 
 class DictJudgments:
-    """The judgments of a qrels: `grades[code][doc]` is the grade of a query's doc, `codes`
-    the code of each query id (its position in `query_ids`, the order of first appearance).
-    `rows` keeps the judgments as given, for `arrow`. (A plain class: a dataclass costs
-    time at import, and `relgrade evaluate` of a small run is mostly its start.)"""
+    """The judgments of a qrels: `grades[code][doc]` is a query's doc's grade, `codes` each query
+    id's code; `rows` the judgments as given, for `arrow`. (A plain class: a dataclass costs time at
+    import, and `relgrade evaluate` of a small run is mostly its start.)
+    """
 
     def __init__(
         self,
@@ -58,8 +54,7 @@ class DictJudgments:
 
     @cached_property
     def arrow(self) -> Judgments:
-        """The same judgments indexed by Arrow (`grader.metrics.join_arrow.judgments`), for a run
-        too large for plain Python."""
+        """The same judgments indexed by Arrow, for a run too large for plain Python."""
         import pyarrow as pa
 
         from grader.metrics.join_arrow import judgments
@@ -81,10 +76,9 @@ class DictJudgments:
         precision: Precision = "float32",
         depth: int | None = None,
     ) -> Ranked:
-        """The judged rows of a run given as columns, one row per line: each line's query as a
-        code into `heads` (`query_codes`; a query's lines together or not), its doc id and
-        score, as `grader.metrics.join_arrow.join_run` gives them. A (query, doc) listed twice is
-        an InputError (the caller's reader names the lines)."""
+        """The judged rows of a run given as columns (each line's query as a code into `heads`, doc
+        id, score), as `join_arrow.join_run` gives them. A (query, doc) twice is an InputError.
+        """
         grouped = bool((qcodes[1:] >= qcodes[:-1]).all())
         _check_unique(qcodes, docs, grouped)
         order = rank_order(qcodes, scores, docs, precision)
@@ -147,9 +141,9 @@ def _check_unique(qcodes: Int, docs: list[bytes], grouped: bool) -> None:
 def dict_judgments(
     heads: list[bytes], qcodes: Int, docs: list[bytes], grades: Int
 ) -> DictJudgments:
-    """Index a qrels given as columns, one row per judgment: its query as a code into `heads`
-    (`query_codes`), its doc id (ids as UTF-8 bytes) and grade. A (query, doc) graded twice is
-    an InputError."""
+    """Index a qrels given as columns (query codes into `heads`, doc ids as bytes, grades); a
+    (query, doc) graded twice is an InputError.
+    """
     tables: list[dict[bytes, int]] = [{} for _ in heads]
     for code, doc, grade in zip(qcodes.tolist(), docs, grades.tolist(), strict=True):
         table = tables[code]

@@ -2,18 +2,9 @@
 
     Judged@k = |{ i <= k : doc_i has a grade }| / k
 
-It shows where labels are still missing: a run scored with LLM labels that are absent for a
-third of its top 10 has Judged@10 = 0.67, and its other measures treat those documents as
-non-relevant.
-
-- k: the denominator is always k, like P@k and ir_measures' original Judged@k, also when fewer
-  than k documents were returned (a 3-result list fully graded has Judged@10 = 0.3). Recent
-  ir_measures releases divide by min(k, returned) instead; relgrade keeps k so that Judged@k
-  and P@k share a denominator (P(rel=N)@k <= Judged@k always holds). `Judged(of=returned)@k`
-  is ir_measures' (0.4) reading, what `ir_measures.Judged@k` becomes here. Without k: the share
-  of the whole returned list (0 for an empty list), which is the "min" reading.
-- No threshold: a grade of 0 is a judgment too.
-- Edge cases: an empty ranking scores 0.
+It shows where labels are still missing. The denominator is k, as P@k's (so P(rel=N)@k <=
+Judged@k) and ir_measures' first Judged@k; `Judged(of=returned)@k` divides by min(k, returned),
+as recent ir_measures does. Without k: the share of the whole returned list.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""The judged rows every measure reads (`Ranked`), as plain numpy arrays: no Arrow, no pandas.
-
-Every measure needs, per query, the ranks and grades of the *judged* documents a run returned,
-how many documents it returned, and the query's judged grades (recall denominators, nDCG's
-ideal). Both ways of indexing a qrels (Arrow columns in `grader.metrics.join_arrow`, Python dicts in
-`grader.metrics.join_dicts`) end here, so the kernels never know which one ran.
+"""The judged rows every measure reads (`Ranked`), as plain numpy arrays: both qrels indexes
+(`join_arrow`, `join_dicts`) end here, so the kernels never know which one ran.
 """
 
 from __future__ import annotations
@@ -19,11 +15,9 @@ Int = npt.NDArray[np.int64]
 
 @dataclass(frozen=True)
 class Ranked:
-    """Judged run rows and judged grades of one run against one qrels, by qrels query index.
-
-    Row arrays (`query`, `rank`, `grade`) hold one entry per returned document that has a
-    grade, sorted by query then rank. `ideal_*` hold every judgment of the qrels sorted by
-    query then grade descending (`ideal_pos` is the 1-based position in that ideal ranking).
+    """Judged run rows and judged grades of one run against one qrels, by qrels query index:
+    `query`, `rank`, `grade` per returned judged document, by query then rank; `ideal_*` every
+    judgment by query then grade descending (`ideal_pos`: 1-based position in the ideal ranking).
     """
 
     query_ids: list[str]

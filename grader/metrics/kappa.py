@@ -1,16 +1,9 @@
 """Cohen's kappa: the one implementation, on (stacks of) confusion matrices.
 
-C[a, b] is the (weighted) number of items the first rater graded a and the second b. Kappa is
-1 - sum(W*C) / sum(W*E), where E is the table expected by chance (outer product of the margins
-over the total) and W the disagreement weight: (a != b) unweighted, |a - b| linear, (a - b)^2
-quadratic. Unweighted, this is the classic (p_o - p_e) / (1 - p_e). Weights are grade distances on
-the fixed scale 0..size-1, which equals scikit-learn's `cohen_kappa_score` with
-`labels=range(size)`. A kappa that is undefined (no items, or both raters use one and the same
-grade, so chance agreement is 1) is NaN.
-
-Everything takes a stack of matrices (shape [..., k, k]) so a bootstrap or a threshold search
-computes many kappas in one vectorised pass. Pure numpy: the grade scale's size is passed in by the
-caller (`len(grader.models.GRADES)`).
+kappa = 1 - sum(W*C) / sum(W*E): E the table expected by chance, W the disagreement weight
+(unweighted, linear |a - b| or quadratic (a - b)^2 on the scale 0..size-1, as scikit-learn's
+`cohen_kappa_score(labels=range(size))`). Undefined (chance agreement 1): NaN. Stacks ([..., k,
+k]) make a bootstrap one vectorised pass.
 """
 
 from __future__ import annotations
@@ -45,10 +38,7 @@ def grouped_confusion(
     size: int,
     weights: npt.ArrayLike | None = None,
 ) -> FloatArray:
-    """One confusion matrix per group (e.g. per query): shape [n_groups, size, size].
-
-    `groups` holds each item's group index in 0..n_groups-1.
-    """
+    """One confusion matrix per group (`groups`: each item's index in 0..n_groups-1)."""
     g = np.asarray(groups, dtype=np.int64)
     x = np.asarray(a, dtype=np.int64)
     y = np.asarray(b, dtype=np.int64)

@@ -1,20 +1,9 @@
-"""Measure names as small immutable values that parse from and print back to the same string.
+"""Measure names, parsed into `Measure` values that print back to the same string.
 
-Names follow ir_measures: `nDCG@10`, `nDCG`, `RR`, `RR@10`, `P@10`, `R@100`, `AP`, `AP@100`,
-`Rprec`, `Success@10`, `Judged@10`; a binary threshold is written `(rel=N)` and exponential gain
-`(gain=exp)`, e.g. `P(rel=3)@10`, `nDCG(gain=exp)@10`.
-
-The binary threshold defaults to 2 (grades 0..3: TREC DL's and the specification's convention)
-and is always printed, so `RR` prints as `RR(rel=2)`: a number never travels without the
-threshold that produced it. `relgrade evaluate` parses names with the default its qrels call
-for (`default_threshold`: 1 for binary qrels, else 2). nDCG uses the grades themselves as gains
-and Judged counts any grade, so neither takes a threshold.
-
-ir_measures' own spellings mean what they mean there (see `spellings`): `nDCG(dcg='exp-log2')`
-is `nDCG(gain=exp)` and prints so; `nDCG(gains={0:0,1:1,2:3,3:7})` is a custom gain map;
-`judged_only=True` scores the condensed list on P, RR, R, AP, Rprec, Success and nDCG.
-The counts NumRet, NumRel(rel=N) and NumRelRet(rel=N) (ir_measures' NumRet(rel=N)) are summed
-over queries, not averaged, as trec_eval and ir_measures do.
+Names follow ir_measures (`nDCG@10`, `RR(rel=3)@10`, `nDCG(gain=exp)@10`; its `dcg=`, `gains=`
+and `judged_only=` too, `spellings`); trec_eval's names and ir_measures' objects keep their
+tool's meaning (`foreign`). The binary threshold (default 2, or `default_threshold` of the
+qrels) is always printed: a number never travels without the threshold that produced it.
 """
 
 from __future__ import annotations
@@ -25,13 +14,10 @@ from typing import Any
 
 from grader.errors import InputError
 from grader.metrics import foreign, registry, spellings
+from grader.metrics.registry import DEFAULT_THRESHOLD as DEFAULT_THRESHOLD
+from grader.metrics.registry import GAINS, MIN_THRESHOLD
+from grader.metrics.registry import Measure as Measure
 
-DEFAULT_THRESHOLD = 2
-MIN_THRESHOLD = 1
-
-GAINS = ("linear", "exp")
-
-_TREC_EVAL_RE = re.compile(r"^\s*([A-Za-z_]+?)[._](\d+)\s*$")
 _NAME_RE = re.compile(r"^\s*([A-Za-z_]+)\s*(?:\(([^)]*)\))?\s*(?:@\s*(\S+))?\s*$")
 
 
@@ -53,52 +39,6 @@ def is_summed(measure: str | Measure) -> bool:
     return registry.get(parse_measure(measure).name).summed
 
 
-@dataclass(frozen=True, order=True)
-class Measure:
-    """One measure: family name, cutoff k (None = whole ranking), threshold and gain.
-
-    `rel` is the binary threshold (a document is relevant when grade >= rel); it is None for
-    nDCG and Judged. `gain` is "linear" or "exp" for nDCG and None otherwise. `gains` is
-    nDCG's custom grade -> gain map (sorted, identity entries dropped; empty = none) and
-    `judged_only` scores the condensed list (unjudged results removed). `params` holds the
-    values of the family's own parameters (those it registered), sorted by key; a value of
-    None (a default that is no choice, as Judged's `of`) is not printed.
-    """
-
-    name: str
-    cutoff: int | None = None
-    rel: int | None = None
-    gain: str | None = None
-    gains: spellings.Gains = ()
-    judged_only: bool = False
-    params: tuple[tuple[str, Any], ...] = ()
-
-    def __str__(self) -> str:
-        params = []
-        if self.rel is not None:
-            params.append(f"rel={self.rel}")
-        if self.gain == "exp":
-            params.append("gain=exp")
-        if self.gains:
-            params.append(f"gains={spellings.format_gains(self.gains)}")
-        if self.judged_only:
-            params.append("judged_only=True")
-        params += [f"{key}={value}" for key, value in self.params if value is not None]
-        text = self.name + (f"({','.join(params)})" if params else "")
-        return text + (f"@{self.cutoff}" if self.cutoff is not None else "")
-
-    @property
-    def threshold(self) -> int:
-        """The binary threshold; only for measures that take one."""
-        if self.rel is None:
-            raise ValueError(f"{self} has no binary threshold")
-        return self.rel
-
-    def param(self, key: str) -> Any:
-        """The value of one of the family's own parameters (KeyError when it has none)."""
-        return dict(self.params)[key]
-
-
 def _bad(name: str, why: str, hint: str | None = None) -> InputError:
     return InputError(f"measure {name!r}: {why}", hint=hint or measure_help())
 
@@ -109,15 +49,9 @@ def parse_measure(
     default_rel: int = DEFAULT_THRESHOLD,
     trec_eval_level: int = foreign.TREC_EVAL_LEVEL,
 ) -> Measure:
-    """Parse `nDCG@10`, `RR(rel=3)@10`, `nDCG(gain=exp)` ... into a Measure.
-
-    The family is matched case-insensitively (`MRR` is accepted as RR). A name without
-    `(rel=N)` gets `default_rel`. trec_eval's names (`P_10`, `map`, `recip_rank`, `ndcg_cut_10`,
-    `recall_100`, `Rprec`, `success_10`, ...) and ir_measures' measure objects keep their tool's
-    meaning (`grader.metrics.foreign`): `P_10` is `P(rel=1)@10` (rel=`trec_eval_level`, trec_eval's
-    `-l`), `ir_measures.RR` is `RR(rel=1)`. `str(parse_measure(x))` is the canonical spelling,
-    with the threshold explicit. Raises InputError naming what is wrong and listing the valid
-    names.
+    """Parse `nDCG@10`, `RR(rel=3)@10`, `P_10` (trec_eval's, at `trec_eval_level`), an ir_measures
+    object ... into a Measure; a name without `(rel=N)` gets `default_rel`. InputError lists the
+    valid names.
     """
     if isinstance(name, Measure):
         return name
@@ -305,11 +239,8 @@ BINARY_THRESHOLD = 1
 
 
 def default_threshold(max_grade: int | None) -> int:
-    """The threshold a name without `(rel=N)` gets for qrels whose highest grade is `max_grade`.
-
-    1 for binary qrels (no grade above 1: MS MARCO's and BEIR's 0/1), where 2 would leave every
-    query without a relevant document; DEFAULT_THRESHOLD (2) for graded qrels (TREC DL's 0..3,
-    TREC Web's -2..4) and when there are no grades (None).
+    """The threshold a name without `(rel=N)` gets: 1 for binary qrels (highest grade <= 1: MS
+    MARCO, BEIR), where 2 would leave no query a relevant document; else DEFAULT_THRESHOLD.
     """
     if max_grade is not None and max_grade <= BINARY_THRESHOLD:
         return BINARY_THRESHOLD

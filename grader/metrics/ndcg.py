@@ -1,23 +1,12 @@
 """Normalised discounted cumulative gain (nDCG, nDCG@k), trec_eval's ndcg and ndcg_cut.
 
-    DCG@k  = sum_{i <= k} gain(rel_i) / log2(i + 1)
-    nDCG@k = DCG@k / IDCG@k
+    DCG@k  = sum_{i <= k} gain(rel_i) / log2(i + 1),   nDCG@k = DCG@k / IDCG@k
 
-- gain: linear, gain(g) = g (trec_eval's default), or exponential, gain(g) = 2^g - 1
-  (`nDCG(gain=exp)`, Burges et al.); unjudged documents gain 0.
-- Negative grades (TREC Web's -2 junk, -1): gain 0 under both gains, never less. trec_eval reads
-  a negative qrels grade as "in the pool, unjudged" and its default gain table holds levels
-  0..max only, so such a document gains nothing; exp gain follows (2^g - 1 would be negative).
-  A negative grade is also never in the ideal ranking's gain.
-- IDCG@k is the DCG@k of the *ideal* ranking built from ALL judged grades of the query, sorted
-  descending, whether the run returned those documents or not. Building the ideal from the
-  returned list instead is a common misuse: a run that returns 3 of 5 relevant documents at
-  the top then gets nDCG = 1.0 beside Recall = 0.6, hiding exactly what the run missed.
-- k: both DCG and IDCG are cut at k; without k, DCG covers the whole ranking and IDCG every
-  judged document. k past the end of the list adds nothing more.
-- No threshold: the grades themselves are the gains.
-- Edge cases: a query with no judged grade above 0 (IDCG = 0) scores 0, as in trec_eval;
-  an empty ranking scores 0.
+- gain: linear g (trec_eval's) or exponential 2^g - 1 (`gain=exp`); unjudged documents and
+  negative grades (TREC Web's junk) gain 0, as in trec_eval's gain table.
+- IDCG@k ranks ALL the query's judged grades, returned or not: an ideal built from the returned
+  list would give a run that found 3 of 5 relevant documents nDCG = 1.0.
+- No threshold. A query with IDCG = 0, or an empty ranking, scores 0.
 """
 
 from __future__ import annotations

@@ -1,16 +1,7 @@
 """nDCG with a custom gain map: ir_measures' `nDCG(gains={0:0,1:1,2:3,3:7})@k`.
 
-    DCG@k  = sum_{i <= k} gain(g_i) / log2(i + 1),  gain(g) = gains[g] if g in gains else g
-    nDCG@k = DCG@k / IDCG@k
-
-- The map takes grades >= 0 to gains >= 0. A grade it does not name keeps its grade as gain
-  (ir_measures maps `gains.get(grade, grade)`, and trec_eval's ndcg gain parameters do the
-  same); negative grades and unjudged documents gain 0.
-- IDCG@k is the DCG@k of all the query's judgments sorted by *gain* (a map need not keep the
-  grades' order), whether the run returned them or not, as in plain nDCG.
-- k: both DCG and IDCG are cut at k; without k, the whole ranking and every judgment.
-- No threshold. Edge cases: a query whose judgments all gain 0 (IDCG = 0) scores 0; an empty
-  ranking scores 0.
+gain(g) = gains.get(g, g) (as ir_measures and trec_eval), 0 for negative grades and unjudged
+documents; IDCG ranks all the query's judgments by gain (a map need not keep the grades' order).
 """
 
 from __future__ import annotations

@@ -1,14 +1,5 @@
-"""NumRel(rel=N): the number of documents judged relevant for the query (trec_eval's num_rel).
-
-    NumRel = |{ judged d : grade(d) >= threshold }|
-
-- It does not depend on the ranking: it is the denominator of recall, AP and Rprec, shown so
-  that a number like R@100 = 0.5 can be read as "5 of 10".
-- A count: the "all" row is the sum over queries, not the mean (trec_eval, ir_measures).
-- threshold: binary relevance level, default 2 (ir_measures' NumRel defaults to 1; the
-  printed name always shows the threshold).
-- Edge cases: a query the run does not answer counts 0, like every measure of an unanswered
-  query (trec_eval -c evaluates only answered queries and ir_measures fills in 0).
+"""NumRel(rel=N): the documents judged relevant for the query (trec_eval's num_rel), returned or
+not: the denominator of recall, AP and Rprec; a count, summed in the "all" row.
 """
 
 from __future__ import annotations

@@ -1,13 +1,5 @@
-"""NumRelRet(rel=N): the number of relevant results the run returned (trec_eval's num_rel_ret).
-
-    NumRelRet = |{ i : rel_i >= threshold }|
-
-- ir_measures spells it `NumRet(rel=N)` (and `NumRelRet` is its NumRet(rel=1)); relgrade
-  accepts both and prints `NumRelRet(rel=N)`.
-- A count: the "all" row is the sum over queries, not the mean (trec_eval, ir_measures).
-- threshold: binary relevance level, default 2; unjudged documents are not relevant.
-- No k: the whole ranking counts (P(rel=N)@k * k is the count within the top k).
-- Edge cases: an empty ranking counts 0.
+"""NumRelRet(rel=N): the relevant results the run returned (trec_eval's num_rel_ret; ir_measures'
+`NumRet(rel=N)`); a count, summed in the "all" row.
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""NumRet: the number of results a run returned for the query (trec_eval's num_ret).
-
-    NumRet = |ranking|
-
-- A count: the "all" row is the sum over queries, not the mean (trec_eval, ir_measures).
-- No threshold and no k: every returned document counts, judged or not. ir_measures'
-  `NumRet(rel=N)` is a different measure, relgrade's NumRelRet(rel=N).
-- Edge cases: a query the run does not answer counts 0 (trec_eval -c and ir_measures too).
+"""NumRet: the number of results a run returned for the query (trec_eval's num_ret), judged or
+not; a count, summed in the "all" row. ir_measures' `NumRet(rel=N)` is NumRelRet(rel=N).
 """
 
 from __future__ import annotations

@@ -2,10 +2,7 @@
 
     P@k = |{ i <= k : rel_i >= threshold }| / k
 
-- k: required. The denominator is always k, also when fewer than k documents were returned
-  (trec_eval's P_k): a short ranking is not rewarded for stopping early.
-- threshold: binary relevance level, default 2; unjudged documents are not relevant.
-- Edge cases: an empty ranking scores 0; k past the end of the list still divides by k.
+Always divided by k (trec_eval's P_k): a short ranking is not rewarded for stopping early.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""The one order in which query ids are listed (evaluate's per-query output, calibrate's
-per-query figures and HTML report): by number when every id is a whole number (2, 10, 100),
-as text otherwise (q10 before q2). Mixed ids sort as text, so the order never depends on which
-ids happen to look numeric; ids equal as numbers (1, 01) fall back to text.
+"""The one order query ids are listed in: by number when every id is a whole number (2, 10, 100),
+else as text; ids equal as numbers (1, 01) fall back to text.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """trec_eval's ranking order, vectorised: per query, score descending, ties by doc id descending.
 
-trec_eval 9 (and pytrec_eval) keep scores as C floats, so scores that are equal in float32 are
-ties even when the file's decimals differ; `precision="float64"` compares in double precision
-like trec_eval 10. Pure functions on arrays: no I/O. Doc ids may be Arrow arrays, a pandas
-Series or a plain list of str (the small-file reader's); Arrow is imported only to break ties
-among Arrow or pandas ids.
+Scores compare in float32 by default (trec_eval 9 and pytrec_eval keep C floats), in double
+with `precision="float64"` (trec_eval 10). Doc ids may be Arrow arrays, a pandas Series or a
+list of str; Arrow is imported only to break ties among Arrow or pandas ids.
 """
 
 from __future__ import annotations
@@ -68,9 +66,8 @@ def rank_order(
     doc_ids: DocIds,
     precision: Precision,
 ) -> np.ndarray:
-    """Row order of trec_eval: by query, score descending (in `precision`), doc id descending.
-
-    Doc ids compare bytewise in UTF-8, i.e. by code point, as trec_eval's strcmp does.
+    """Row order of trec_eval: by query, score descending (in `precision`), doc id descending
+    (bytewise in UTF-8, as strcmp).
     """
     key = scores.astype(np.float32 if precision == "float32" else np.float64)
     n = len(key)

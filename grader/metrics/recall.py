@@ -1,14 +1,8 @@
-"""Recall at k (R@k): the share of the query's relevant judged documents found in the top k.
+"""Recall at k (R@k): the share of the query's judged relevant documents found in the top k.
 
     R@k = |{ i <= k : rel_i >= threshold }| / n_relevant
 
-- n_relevant: the number of documents *judged* relevant for the query (grade >= threshold) in
-  the qrels, returned or not: never the number returned.
-- k: only the first k results count; without k the whole ranking counts (trec_eval's
-  set_recall). k past the end of the list looks at all of it.
-- threshold: binary relevance level, default 2; unjudged documents are not relevant.
-- Edge cases: a query with no relevant judged documents scores 0 (as trec_eval), as does an
-  empty ranking.
+n_relevant counts judged documents, never returned ones; without k, trec_eval's set_recall.
 """
 
 from __future__ import annotations

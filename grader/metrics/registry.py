@@ -1,17 +1,9 @@
 """The measure registry: a measure is one module and one `register(...)` call.
 
-`register` says everything the rest of relgrade needs to know about a measure family: its name
-and other spellings, which parameters it takes (`rel=`, `@k`, its own `key=value`s with their
-parsers and defaults), its vectorised function (what `evaluate` runs), its list function (the
-readable definition, for tests and callers), whether the "all" row sums instead of averaging,
-and its line in `relgrade evaluate --help`. `parse_measure`, `evaluate` and the CLI read it
-from here; none of them names a measure.
-
-The measures relgrade ships register when `grader.metrics.builtin` is imported (done on first
-use). Measures of other packages register when their module is imported, or, for installed
-packages, through the entry point group `relgrade.measures` (loaded by `grader.plugins` the first
-time a name is not found here; `RELGRADE_LOAD_PLUGINS=0` turns it off).
-Registering a name or spelling twice is a ValueError.
+`register` says all the rest of relgrade knows of a family (spellings, parameters, kernel, list
+function, help line): `parse_measure`, `evaluate` and the CLI read it, none names a measure.
+Built-in measures register when `grader.metrics.builtin` is imported; installed packages through
+the entry point group `relgrade.measures` (`grader.plugins`), the first time a name is unknown.
 """
 
 from __future__ import annotations
@@ -24,11 +16,11 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from grader.metrics import spellings
 from grader.plugins import load_entry_points
 
 if TYPE_CHECKING:
     from grader.metrics.judged_rows import Ranked
-    from grader.metrics.measures import Measure
 
 Kernel = Callable[["Measure", "Ranked"], npt.NDArray[np.float64]]
 """(measure, judged rows of one run) -> one value per qrels query, in `Ranked.query_ids` order."""
@@ -40,6 +32,53 @@ ValueError saying what is wrong."""
 Cutoff = Literal["optional", "required", "none"]
 
 ENTRY_POINTS = "relgrade.measures"
+
+DEFAULT_THRESHOLD = 2
+MIN_THRESHOLD = 1
+GAINS = ("linear", "exp")
+
+
+@dataclass(frozen=True, order=True)
+class Measure:
+    """One measure: family name, cutoff k (None = whole ranking), threshold and gain.
+
+    `rel`: the binary threshold (None for nDCG and Judged); `gain`: "linear" or "exp" for nDCG;
+    `gains`: nDCG's custom grade -> gain map (identity entries dropped); `judged_only`: score the
+    condensed list; `params`: the family's own parameters by key (a None value is not printed).
+    """
+
+    name: str
+    cutoff: int | None = None
+    rel: int | None = None
+    gain: str | None = None
+    gains: spellings.Gains = ()
+    judged_only: bool = False
+    params: tuple[tuple[str, Any], ...] = ()
+
+    def __str__(self) -> str:
+        params = []
+        if self.rel is not None:
+            params.append(f"rel={self.rel}")
+        if self.gain == "exp":
+            params.append("gain=exp")
+        if self.gains:
+            params.append(f"gains={spellings.format_gains(self.gains)}")
+        if self.judged_only:
+            params.append("judged_only=True")
+        params += [f"{key}={value}" for key, value in self.params if value is not None]
+        text = self.name + (f"({','.join(params)})" if params else "")
+        return text + (f"@{self.cutoff}" if self.cutoff is not None else "")
+
+    @property
+    def threshold(self) -> int:
+        """The binary threshold; only for measures that take one."""
+        if self.rel is None:
+            raise ValueError(f"{self} has no binary threshold")
+        return self.rel
+
+    def param(self, key: str) -> Any:
+        """The value of one of the family's own parameters (KeyError when it has none)."""
+        return dict(self.params)[key]
 
 
 @dataclass(frozen=True)
@@ -89,20 +128,12 @@ def register(
 ) -> MeasureDef:
     """Register the measure family `name` (e.g. "P") and return its definition.
 
-    - `compute(measure, ranked)`: the vectorised function `evaluate` runs.
-    - `usage`, `help`: its line in `relgrade evaluate --help` (`help` may hold several lines).
-    - `rel`: takes a binary threshold `(rel=N)` (default from the qrels, see `measures`).
-    - `cutoff`: `@k` is "optional", "required" or "none" (not allowed).
-    - `params`: its own parameters, `key -> parser of the value text`; `defaults`: the value of
-      each one a name leaves out (a parameter without a default must be written).
-    - `aliases`: other spellings (matched case-insensitively, as `name` is).
-    - `summed`: the "all" row is the sum over queries (counts), not the mean.
-    - `judged_only`: takes `judged_only=True` (scored on the condensed list).
-    - `gain`: takes nDCG's `gain=`, `dcg=` and `gains=` (linear gain by default).
-    - `trec_eval`: trec_eval's name with a cutoff (`P` for `P_10`, `ndcg_cut` for `ndcg_cut_10`).
-    - `with_rel`: the family a name means when written with `rel=` though this one takes none
-      (ir_measures' `NumRet(rel=N)` is `NumRelRet(rel=N)`).
-    - `list_function`: the measure on one graded list (not used by `evaluate`).
+    `compute(measure, ranked)` is the kernel `evaluate` runs; `usage` and `help` its line in
+    `relgrade evaluate --help`; `rel` it takes `(rel=N)`; `cutoff` "optional", "required" or "none";
+    `params` its own `key -> parser` with `defaults`; `aliases` other spellings; `summed` its "all"
+    row sums; `judged_only` and `gain` it takes those parameters; `trec_eval` trec_eval's name with
+    a cutoff (`ndcg_cut`); `with_rel` the family meant when written with `rel=` (NumRet(rel=N) is
+    NumRelRet); `list_function` the measure on one graded list. A name taken twice is a ValueError.
     """
     params = dict(params or {})
     defaults = dict(defaults or {})
@@ -114,22 +145,9 @@ def register(
     if taken:
         raise ValueError(f"measure {name}: {', '.join(taken)} is registered already")
     definition = MeasureDef(
-        name=name,
-        compute=compute,
-        usage=usage,
-        help=help,
-        rel=rel,
-        cutoff=cutoff,
-        params=params,
-        defaults=defaults,
-        aliases=aliases,
-        summed=summed,
-        judged_only=judged_only,
-        gain=gain,
-        trec_eval=trec_eval,
-        with_rel=with_rel,
-        list_function=list_function,
-    )
+        name, compute, usage, help, rel, cutoff, params, defaults, aliases, summed,
+        judged_only, gain, trec_eval, with_rel, list_function,
+    )  # fmt: skip
     _BY_NAME[name] = definition
     _SPELLINGS.update(dict.fromkeys(spellings, name))
     if trec_eval is not None:

@@ -1,11 +1,7 @@
-"""R-precision (Rprec): precision at rank R, where R is the query's number of relevant docs.
+"""R-precision (Rprec): precision at rank R, R the query's number of judged relevant documents;
+a ranking shorter than R still divides by R (trec_eval).
 
-    Rprec = |{ i <= R : rel_i >= threshold }| / R,   R = n_relevant
-
-- n_relevant: documents judged relevant (grade >= threshold) in the qrels for the query.
-- No k: the cutoff is R itself. A ranking shorter than R still divides by R (trec_eval).
-- threshold: binary relevance level, default 2; unjudged documents are not relevant.
-- Edge cases: a query with no relevant judged documents scores 0; so does an empty ranking.
+    Rprec = |{ i <= R : rel_i >= threshold }| / R
 """
 
 from __future__ import annotations

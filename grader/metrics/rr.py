@@ -1,16 +1,8 @@
 """Reciprocal rank (RR, RR@k) and its mean over queries (MRR).
 
-Definition: 1 / the rank of the first relevant document (grade >= threshold) in the ranking,
-or 0 when no relevant document is returned (within the top k for RR@k).
-
     RR@k = 1 / min{ i <= k : rel_i >= threshold }      (0 if the set is empty)
 
-- k: only the first k results are looked at; k past the end of the list looks at all of it.
-  Without k the whole ranking counts (trec_eval's recip_rank). RR@k equals trec_eval's
-  recip_rank on the run cut to its top k.
-- threshold: the binary relevance level, default 2 for 0..3 grades (trec_eval's
-  -l/relevance_level). Unjudged documents are not relevant.
-- Edge cases: an empty ranking or a query with no relevant documents scores 0.
+Without k the whole ranking counts (trec_eval's recip_rank; RR@k is it on the top k).
 """
 
 from __future__ import annotations

@@ -1,16 +1,7 @@
-"""ir_measures' parameter spellings inside a measure name: `dcg=`, `gains={...}`, `judged_only=`.
-
-Values are written as ir_measures writes them (Python literals), quotes optional for words:
-
-- `dcg='exp-log2'` is ir_measures' name for exponential gain (2^grade - 1), relgrade's
-  `gain=exp`; `dcg='log2'` is the default linear gain.
-- `gains={0:0,1:1,2:3,3:7}` maps grades >= 0 to gains >= 0 (integers). A grade the map does
-  not name keeps its grade as gain (ir_measures maps `gains.get(grade, grade)`; trec_eval's
-  ndcg gain parameters do the same), so entries `g:g` change nothing and are dropped when the
-  name prints, as ir_measures prints them: `nDCG(gains={2:3,3:7})`.
-- `judged_only=True` scores the condensed list (unjudged results removed first).
-
-Each function raises ValueError saying what is wrong; `parse_measure` turns it into InputError.
+"""ir_measures' parameter spellings inside a measure name, written as ir_measures writes them:
+`dcg='exp-log2'` (relgrade's `gain=exp`), `gains={0:0,1:1,2:3,3:7}` (a grade it does not name
+keeps its grade as gain, so `g:g` entries are dropped when printed) and `judged_only=True`.
+Each function raises ValueError saying what is wrong.
 """
 
 from __future__ import annotations

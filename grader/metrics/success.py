@@ -1,10 +1,5 @@
-"""Success at k (Success@k): 1 when any of the top k results is relevant, else 0.
-
-    Success@k = 1 if |{ i <= k : rel_i >= threshold }| > 0 else 0
-
-- k: required; k past the end of the list looks at all of it (trec_eval's success_k).
-- threshold: binary relevance level, default 2; unjudged documents are not relevant.
-- Edge cases: an empty ranking or a query with no relevant documents scores 0.
+"""Success at k (Success@k): 1 when any of the top k results is relevant, else 0 (trec_eval's
+success_k).
 """
 
 from __future__ import annotations

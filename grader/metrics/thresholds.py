@@ -1,9 +1,5 @@
-"""Which binary threshold a measure name without `(rel=N)` gets, and what is said about it.
-
-One rule for `relgrade evaluate`, `grader.metrics.evaluate` and `relgrade.evaluate`: the threshold
-comes from the qrels' highest grade (`default_threshold`: 1 for binary qrels, else 2), and the
-decision is said in words (the command prints them on stderr, the library warns with them), so
-binary qrels never score a silent 0.
+"""Which binary threshold a measure name without `(rel=N)` gets (`default_threshold` of the qrels'
+highest grade), and the words that say so: binary qrels never score a silent 0.
 """
 
 from __future__ import annotations
@@ -28,11 +24,10 @@ def resolve_thresholds(
     typed: bool,
     trec_eval_level: int = foreign.TREC_EVAL_LEVEL,
 ) -> tuple[list[Measure], list[str]]:
-    """The measures with the threshold qrels whose highest grade is `top` call for where a name
-    writes none (1 for binary qrels, else 2), and the lines that say what was decided: the
-    inferred 1, a threshold above every grade, and (for `typed` names, those a person wrote)
-    the 2 that ir_measures reads as 1. Measure objects keep their threshold; trec_eval's names
-    get `trec_eval_level` and ir_measures' objects rel=1 where they write none (`foreign`)."""
+    """The measures with the threshold the qrels call for where a name writes none, and the lines
+    saying what was decided (the inferred 1, a threshold above every grade, and for `typed` names
+    the 2 ir_measures reads as 1); other tools' names keep their tool's (`foreign`).
+    """
     default = default_threshold(top)
     measures = list(
         dict.fromkeys(
@@ -74,9 +69,9 @@ def requested_names(
     top: int | None,
     trec_eval_level: int = foreign.TREC_EVAL_LEVEL,
 ) -> list[str] | None:
-    """The name each measure of `resolve_thresholds` was asked by (the first, for a measure
-    asked twice), as typed (`P_10`; an ir_measures object as it prints), in the measures'
-    order; None when no name is another tool's (then every name prints as relgrade's)."""
+    """The name each measure was asked by, as typed, in the measures' order; None when no name is
+    another tool's.
+    """
     if not any(is_foreign(n) for n in names):
         return None
     default = default_threshold(top)

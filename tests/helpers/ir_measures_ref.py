@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from grader.io.trec import write_run
+from tests.helpers.trec import write_run
 
 GAINS = "{0:0,1:1,2:3,3:7}"
 """A gain map in ir_measures' spelling: trec_eval's exponential gains of grades 0..3."""

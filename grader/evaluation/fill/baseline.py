@@ -1,15 +1,6 @@
-"""`evaluate --fill ... --baseline NAME`: each other run compared with the baseline under the
-three regimes, and the corrected difference of the filled scores.
-
-Per regime (holes as non-relevant, judged only, filled), the "all" records get the plain paired
-test over queries (`diff`, `p_value`, `p_adjusted`, `diff_ci_low`, `diff_ci_high`, as
-`evaluate --baseline`; the correction runs over runs x measures within each regime: each
-regime is its own set of labels). The filled records of a run other than the baseline also get
-`corrected_diff`, `corrected_diff_ci_low`, `corrected_diff_ci_high` and `corrected_p_value`:
-the difference of the two runs' corrected filled scores, estimated jointly on the same
-imputations and pairs graded by both (`grader.evaluation.fill.difference`), whose interval carries
-the LLM's measured disagreement with people. It is null where either run's interval was
-refused (the record's or the baseline's `reason` says why).
+"""`evaluate --fill ... --baseline NAME`: per regime, the "all" records get `evaluate --baseline`'s
+paired test (corrected within the regime); the filled records add `corrected_diff`, its
+interval and `corrected_p_value` (`fill.difference`), null where an interval was refused.
 """
 
 from __future__ import annotations

@@ -1,19 +1,7 @@
-"""The corrected difference between two runs' filled scores, with an interval that carries the
-LLM's measured disagreement with people.
-
-The two runs are estimated jointly, never as two separate intervals: the same imputations of
-the holes, the same overlap pairs, the same queries. Per imputation, the difference of the two
-runs' mean scores on the imputed base, and per overlap pair the difference of its effects d on
-the two runs; `combine` (`grader.evaluation.fill.interval`) turns them into the corrected
-difference and its variance exactly as it does for one run. What the two runs share (a hole
-both rank high, a query both find hard, the imputation noise of the ideal) cancels in the
-difference, so its interval is narrower than either run's, and two overlapping intervals of
-the runs say nothing of whether they differ.
-
-The target is the difference people's grades of the holes would give on these queries (as
-for one run's interval); the queries are not resampled (a paired test over queries, such as
-`evaluate --baseline`'s, answers another question: whether the runs differ on queries like
-these).
+"""The corrected difference between two runs' filled scores, estimated jointly (the same
+imputations, overlap pairs and queries) and combined as one run's score is (`combine`): what
+the runs share cancels, so its interval is narrower than either run's. Queries are not
+resampled (`evaluate --baseline`'s paired test answers that question).
 """
 
 from __future__ import annotations
@@ -42,11 +30,9 @@ def corrected_differences(
     level: float = 0.95,
     refused: Mapping[str, Mapping[str, str]] | None = None,
 ) -> dict[str, dict[str, Interval]]:
-    """Per run other than `baseline` and measure: the corrected difference run - baseline and
-    its `level` interval (normal). `effects` maps each run to (means [m, measures], effects
-    [m, n, measures]) on the same imputations (`corrected_interval(effects_out=...)`);
-    `weights` are the overlap pairs' 1/pi, `holes` their count. A measure refused for either
-    run (`refused`: run -> measure -> reason) has no difference."""
+    """Per run other than `baseline` and measure: the corrected difference and its `level` interval,
+    from `effects` (`corrected_interval(effects_out=...)`); none where either run was `refused`.
+    """
     z = NormalDist().inv_cdf(0.5 + level / 2.0)
     base_means, base_effects = effects[baseline]
     skip = refused or {}

@@ -1,14 +1,6 @@
-"""`evaluate --fill` as one call: people's grades and the LLM's read from any input form, the
-same-collection check, the thresholds, `grader.evaluation.fill.scores.evaluate_fill`, and the
-records and stderr lines the command prints. `relgrade evaluate --fill` and `relgrade.evaluate(...,
-fill=...)` both call `evaluate_filled`.
-
-Records (`--format json`'s): the records of `evaluate` ({"run", "query_id", "measure",
-"value"}) with a `regime`; the filled means with an interval add `corrected`, `ci_low`,
-`ci_high`; those the overlap cannot vouch for have them null and a `reason` (the same line is
-printed as a warning); the shares are records with measure `Share@k` (`Share` for the whole
-ranking), regime "filled" and `source` ("human", "llm", "unjudged"). A NaN value is kept as
-NaN (JSON writes it as null); keys without a value are left out.
+"""`evaluate --fill` as one call, for the command and `relgrade.evaluate(..., fill=...)`: both
+grade sets read, the same-collection check, the thresholds, `evaluate_fill`, and the records
+(`--format json`'s with a `regime`; docs/filling-holes.md) and stderr lines.
 """
 
 from __future__ import annotations
@@ -58,9 +50,7 @@ class FillEvaluation:
 
 
 def people_grades(value: Any) -> pd.DataFrame:
-    """People's grades [query_id, doc_id, grade] (any integer grade): a path as
-    `read_people_grades` reads it, or any qrels form `evaluate` takes; a pair given twice is an
-    error."""
+    """People's grades [query_id, doc_id, grade] (any integer) from a path or any qrels form."""
     from grader.io.python_inputs import grades_table, is_path
 
     if is_path(value):
@@ -129,12 +119,10 @@ def evaluate_filled(
     design: Design = "judged",
     comparison: Options | None = None,
 ) -> FillEvaluation:
-    """Each run scored three ways (`evaluate_fill`), with the measures' thresholds decided on
-    people's grades and the LLM's mapped top (`typed`: the names were written by a person), and
-    the lines the command prints. `weights` are 1/pi of the also-judged pairs, read from
-    `manifest` (its path, said in the notes); `design` where they were drawn (see
-    `calibration.spotcheck.also_judged.fill_design`); `comparison` (--baseline) adds the
-    comparison with the baseline run (`grader.evaluation.fill.baseline`)."""
+    """Each run scored three ways (`evaluate_fill`), thresholds decided on people's grades and the
+    LLM's mapped top (`typed`: names written by a person), and the lines the command prints.
+    `weights`: 1/pi of the also-judged pairs from `manifest`; `comparison`: --baseline's.
+    """
     from grader.metrics.thresholds import resolve_thresholds
 
     check_same_collection(human, llm, llm_name, human_path)

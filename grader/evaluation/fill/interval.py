@@ -1,37 +1,12 @@
 """An interval for a filled score that carries the LLM's disagreement with people.
 
-Method: a PPI-style correction on an imputed base. The pairs graded by both people and the LLM
-(`grade --also-judged`, a random draw from the judged pool with inclusion probabilities pi)
-play the part of PPI's labelled data.
-
-1. Base: each hole gets a human grade drawn from P(human | LLM grade, query) (`_Imputer`:
-   Bayes' rule, P(LLM | human) from the overlap and a per-query prior from people's grades).
-   This puts the terms that depend on the qrels only (nDCG's ideal, recall's and AP's
-   denominators) near their values under people's grades; it cannot know how a run ranks the
-   truly relevant holes.
-2. Correction: for each overlap pair i and each run, d_i = the run's mean score with people's
-   grade of i minus the same with a predicted grade of i (drawn as in 1), changing the run's
-   rows only. Holes resembling the judged pool, the score under people's grades of the H holes
-   is about base + H * mean_w(d) (mean_w: the 1/pi-weighted Hajek mean), with variance
-   H^2 var(d) / n_eff (the mean is estimated from n pairs; n_eff = (sum w)^2 / sum w^2) +
-   H var(d) (which pairs are holes). Exact in expectation for what is linear in the run's
-   grades given the ideal (P@k, DCG@k over a fixed ideal, R@k); first order for RR and AP.
-3. Five imputations: each pair's d is averaged over them first, so the imputation noise it
-   carries is counted once (Rubin's rules, within + (1 + 1/m) between, counted it twice: each
-   imputation's within-variance already holds that imputation's draw); the variance is that
-   of the averaged d plus B / m, B the between-imputation variance of the estimates (`combine`).
-   Measures corrected to first order only, or whose qrels-only terms the holes move (AP, RR,
-   recall: `first_order`), keep Rubin's rules and their slack. The interval is normal at
-   `level`, centred on the corrected score; for a measure within 0..1 (`within_unit`) the
-   score and both ends are held to 0..1.
-
-The assumption: holes resemble the overlap given the LLM grade and the query (true when holes
-are a random share of the judged pool, as in DL 2019 with judgments removed at random, or when
-the overlap is a random sample of the holes themselves); `grader.evaluation.fill.reach` checks it
-before an interval is given. docs/filling-holes.md gives the coverage measured.
-
-A pair changes its own query's score only, so the d_i of pairs of different queries come from
-one rescoring: one rescoring per round, a round taking at most one overlap pair per query.
+A PPI-style correction on an imputed base (docs/filling-holes.md, "the method"): the pairs
+graded by both (`grade --also-judged`, drawn with inclusion probabilities pi) play PPI's
+labelled data. Each hole gets a human grade drawn from P(human | LLM grade, query) (`_Imputer`);
+each overlap pair's effect d (the run's score with people's grade minus with a predicted one)
+corrects the base by H * mean_w(d); five imputations are combined (`combine`). It assumes the
+holes resemble the overlap given the LLM grade and the query, which `fill.reach` checks first.
+A pair changes only its own query's score, so one rescoring per round serves one pair per query.
 """
 
 from __future__ import annotations
@@ -131,12 +106,11 @@ def pair_effects(
 
 @dataclass(frozen=True)
 class _Imputer:
-    """Draws a human grade for pairs people did not grade, by Bayes' rule with a prior per query:
-    P(h | l, q) is proportional to P(l | h) P_q(h). P(l | h), how the LLM grades pairs of human
-    grade h, comes from the overlap (1/pi weighted); P_q(h) from people's grades of query q,
-    shrunk towards the pool's share of h (`PRIOR_PAIRS` pseudo-pairs). The LLM's errors are
-    assumed to depend on the true grade, not on the query; queries differ in how many relevant
-    documents they have, which decides their ideal (IDCG, recall's denominator)."""
+    """A human grade for pairs people did not grade, by Bayes' rule: P(h | l, q) ~ P(l | h) P_q(h),
+    P(l | h) from the overlap (1/pi weighted), P_q(h) from people's grades of query q shrunk towards
+    the pool's (`PRIOR_PAIRS` pseudo-pairs): the LLM's errors depend on the true grade, not the
+    query.
+    """
 
     grades: Int  # the human grades that occur, ascending
     likelihood: Float  # [grade, llm grade 0..9]: P(llm | human)
@@ -230,15 +204,13 @@ def corrected_interval(
     holes_sample: bool = False,
     effects_out: dict[str, tuple[Float, Float]] | None = None,
 ) -> tuple[dict[str, dict[str, Interval]], str]:
-    """Per run and measure, the corrected filled score and its interval (module docstring).
+    """Per run and measure, the corrected filled score and its interval.
 
-    `coded` holds each run joined with the merged qrels coded by pair index into `grades`
-    (people's grades first, then the LLM's on the last `holes` pairs); `pairs` are the overlap
-    pairs' indices, `llm` their LLM grades (as merged), `weights` their 1/pi. `raw` gives the
-    LLM's own grades (before any scale map) of the holes and of the overlap pairs.
-    `holes_sample`: the overlap is a sample of the holes (the holes' prior shifts to its
-    grades). `effects_out` gets each run's (means [m, measures], effects [m, n, measures]), for
-    differences between runs on the same imputations (`grader.evaluation.fill.difference`).
+    `coded`: each run joined with the merged qrels coded by pair index into `grades` (people's
+    first, the LLM's on the last `holes`); `pairs`, `llm`, `weights`: the overlap pairs' indices,
+    LLM grades and 1/pi; `raw`: the LLM's own grades of holes and pairs (before a scale map).
+    `holes_sample`: the overlap samples the holes. `effects_out` gets each run's (means, effects),
+    for differences between runs (`fill.difference`).
     """
     z = NormalDist().inv_cdf(0.5 + level / 2.0)
     n = len(pairs)
@@ -269,12 +241,15 @@ def corrected_interval(
             str(m): _interval(m, e, z * s, level, n)
             for m, e, s in zip(measures, est.tolist(), np.sqrt(var).tolist(), strict=True)
         }
-    note = (
+    return out, _note(level, n, holes)
+
+
+def _note(level: float, n: int, holes: int) -> str:
+    return (
         f"{level:.0%} interval of the filled score: {METHOD}, from {n} pairs graded by both "
         f"people and the LLM, {holes} holes; centred on the corrected score (both held to "
         "0..1 for measures that lie there)"
     )
-    return out, note
 
 
 def combine(
@@ -286,18 +261,10 @@ def combine(
 ) -> tuple[Float, Float]:
     """The corrected score and its variance, per measure, from m imputations.
 
-    `means` [m, measures]: the run's mean scores on each imputed base; `effects` [m, n,
-    measures]: each overlap pair's effect d under each imputation; `weights`: the pairs' 1/pi.
-    Each pair's effect is averaged over the imputations first (d-bar), so the imputation noise
-    it carries is counted once, divided by m; the estimate is mean(means) + H mean_w(d-bar),
-    its variance H^2 var_w(d-bar) / n_eff (the mean is estimated) + H var_w(d-bar) (which pairs
-    are holes) + B / m, B the variance of the m estimates mean_i + H mean_w(d_i) (what the
-    imputations add beyond the pairs' effects, such as nDCG's ideal).
-
-    The measures marked `first_order` (see `first_order`: AP, RR, recall, ...) keep Rubin's
-    rules on each imputation, which count the imputation noise twice: that slack is what made
-    their intervals cover in simulation (bench/fill_dl2019.py); with the noise counted once,
-    AP(rel=2) covered 14 of 20 seeds for the best run, R(rel=2)@100 16 of 20 for the random one.
+    `means` [m, measures], `effects` [m, n, measures], `weights` the pairs' 1/pi. Each pair's effect
+    is averaged over the imputations first (d-bar): estimate mean(means) + H mean_w(d-bar), variance
+    H^2 var_w(d-bar) / n_eff + H var_w(d-bar) + B / m (B: the variance of the m estimates). The
+    `first_order` measures keep Rubin's rules, whose slack made them cover (bench/fill_dl2019.py).
     """
     m, n = effects.shape[0], effects.shape[1]
     w = weights / weights.sum()
@@ -331,11 +298,9 @@ LINEAR = frozenset({"nDCG", "P", "Judged", "NumRet", "NumRelRet"})
 
 
 def first_order(measures: Sequence[Measure]) -> npt.NDArray[np.bool_]:
-    """Which measures keep Rubin's rules: all but those linear in the run's grades given an
-    ideal the holes barely move (`LINEAR`, nDCG with a cutoff). AP, RR, ERR, Bpref, Success
-    are corrected to first order; recall's, R-precision's and NumRel's denominators, and the
-    ideal of nDCG without a cutoff, carry much of the holes' uncertainty in the qrels-only
-    terms, which averaged effects do not hold; a plug-in measure is not assumed linear."""
+    """Which measures keep Rubin's rules: all but those linear in the run's grades given an ideal
+    the holes barely move (`LINEAR`, nDCG with a cutoff); a plug-in measure is not assumed linear.
+    """
     return np.array(
         [m.name not in LINEAR or (m.name == "nDCG" and m.cutoff is None) for m in measures],
         dtype=bool,

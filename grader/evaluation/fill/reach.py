@@ -1,25 +1,11 @@
 """Whether the filled score's interval may be given, per run and measure, and why not.
 
-The correction (`grader.evaluation.fill.interval`) learns what the LLM gets wrong from the pairs
-graded by both people and the LLM (the overlap), and applies it to the holes. That is valid
-where the overlap resembles the holes. Two checks, on the run's top k (k the measure's cutoff;
-the whole ranking without one):
-
-- reach: the holes' slots in the top k and the overlap's slots there, each spread over cells
-  (rank band 1-3, 4-6, 7-10, 11-30, 31-100, 101+; LLM grade 0-1 or 2-3); the share of hole
-  slots that resemble overlap slots is the overlap of the two distributions, sum over cells
-  of min(share of holes, share of overlap pairs) (1 - the total variation distance). When
-  the runs' highest-ranked pairs are the holes (a new system) and the overlap was drawn from
-  the judged, lower-ranked pool, no overlap pair lies where the holes are: the share is near
-  0 and the interval would miss (bench/fill_coverage.py: 9-14% coverage there). Below
-  `MIN_REACH`, or with fewer than `MIN_SLOTS` overlap slots in the top k, no interval. The
-  design that works: people grade a random sample of the holes themselves (`relgrade
-  sample` on the LLM's grades of the holes, `annotate`, then `evaluate --fill` with that
-  sample's manifest as `--fill-manifest`).
-- nobody graded: a result neither people nor the LLM graded counts as not relevant in the
-  filled score, but people might find it relevant; the interval cannot say how many. Above
-  `MAX_UNJUDGED` of the top k's slots, no interval (AP and recall without a cutoff, after
-  `grade --depth 10`, look at every result).
+The correction learns the LLM's errors from the overlap, valid where it resembles the holes.
+On the run's top k: reach, the overlap of the holes' and the overlap pairs' distributions over
+cells (rank band x LLM grade), must be at least `MIN_REACH` with `MIN_SLOTS` overlap slots (a
+new system's top holes, with an overlap drawn from the judged pool, are not reached:
+bench/fill_coverage.py; people grading a sample of the holes is the design that works); and at
+most `MAX_UNJUDGED` of the slots may be graded by nobody.
 """
 
 from __future__ import annotations
@@ -53,9 +39,9 @@ class Reach:
     share: float
 
     def reason(self, run: str, design: str = "judged") -> str | None:
-        """Why the run's interval at this depth is not given, or None when it may be. A sample
-        of the holes themselves (`design` "holes") reaches them by design: only the share
-        nobody graded is checked."""
+        """Why the interval at this depth is not given, or None; a sample of the holes (`design`
+        "holes") reaches them by design, so only the share nobody graded is checked.
+        """
         top = "ranking" if self.k is None else f"top {self.k}"
         if self.slots and self.unjudged / self.slots > MAX_UNJUDGED:
             return (
@@ -86,9 +72,9 @@ class Reach:
 
 
 def reach(ranked: Ranked, k: int | None, first: int, overlap: Int, llm: Int) -> Reach:
-    """The `Reach` of a run coded by pair index (`ranked.grade`: index of the pair; the pairs
-    from `first` on are the holes), `overlap` the overlap pairs' indices, `llm` every pair's
-    LLM grade by index (-1 where it has none)."""
+    """The `Reach` of a run coded by pair index (holes from `first` on), `overlap` the overlap
+    pairs, `llm` every pair's LLM grade (-1: none).
+    """
     top = np.ones(len(ranked.rank), dtype=bool) if k is None else ranked.rank <= k
     index = ranked.grade[top]
     grade = np.where(llm[index] < 0, 0, np.where(llm[index] >= HIGH, 2, 1))

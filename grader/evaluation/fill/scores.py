@@ -1,27 +1,11 @@
 """Scores on top of people's labels: each run three ways, and how much of it rests on the LLM.
 
-Given people's qrels (`human`) and the LLM's grades (`llm`), every run and measure is scored
-under three regimes, side by side:
-
-- `holes_nonrelevant`: people's qrels alone; an unjudged result is not relevant (trec_eval).
-- `judged_only`: people's qrels on condensed lists (unjudged results removed first; trec_eval
-  -J, ir_measures' judged_only=True). A measure with no condensed form (Judged, ERR, Bpref,
-  the counts) is computed as it is.
-- `filled`: the merged qrels: people's grade where there is one, the LLM's (mapped by
-  `scale`) on the holes. Equal to `evaluate` on `grade --merged-out`'s file when the LLM graded
-  no query people left out.
-
-Every regime averages over the same queries, those of people's qrels (as `evaluate` on them
-does): the LLM's grades on a query people did not judge at all are left out (counted in
-`FillResult.outside`), so the three scores of a run are comparable.
-
-Per run, the share of its top-k results (pooled over the qrels queries it answers) that people
-judged, that the LLM filled, and that stays unjudged (`Shares`). When the LLM also graded some
-pairs people judged (`grade --also-judged`), the filled score gets an interval that carries the
-LLM's disagreement (`grader.evaluation.fill.interval`).
-
-Pure: DataFrames in, DataFrames out. Each measure's name in the output is the measure as asked
-(the judged_only regime's values are those of the `judged_only=True` measure).
+The regimes (docs/filling-holes.md): `holes_nonrelevant` (people's qrels alone, as trec_eval),
+`judged_only` (condensed lists; measures without a condensed form as they are) and `filled`
+(people's grade where there is one, the LLM's, mapped by `scale`, on the holes). All average
+over people's queries (the LLM's grades elsewhere are counted in `FillResult.outside`), so the
+three are comparable. `Shares` says who judged each run's top k; with pairs graded by both, the
+filled score gets an interval (`fill.interval`). Pure: DataFrames in, DataFrames out.
 """
 
 from __future__ import annotations
@@ -94,9 +78,10 @@ class FillResult:
     outside_queries: int = 0  # those queries
 
     def frame(self, per_query: bool = False) -> pd.DataFrame:
-        """The long frame [run, query_id, measure, regime, value], query_id "all" for the mean
-        (counts summed); the filled means with an interval add `corrected`, `ci_low` and
-        `ci_high` (see `grader.evaluation.fill.interval`), those refused one a `reason`."""
+        """The long frame [run, query_id, measure, regime, value] ("all": the mean, counts summed),
+        with `corrected, ci_low, ci_high` on the filled means with an interval, `reason` on those
+        refused.
+        """
         import pandas as pd
 
         rows: list[dict[str, object]] = []
@@ -193,20 +178,11 @@ def evaluate_fill(
     check: bool = True,
     baseline: str | None = None,
 ) -> FillResult:
-    """Score every run under the three regimes (see the module docstring).
+    """Score every run under the three regimes (module docstring; docs/filling-holes.md).
 
-    `human` and `llm` are qrels frames [query_id, doc_id, grade] (the LLM's grades on queries
-    people did not judge are left out); `runs` maps a name to a run frame [query_id, doc_id,
-    rank|score]. `weights` (1/pi of each also-judged pair, from its
-    manifest) weight the overlap; `level` None: no interval; `seed` seeds its imputations.
-    `design`: where the pairs graded by both were drawn, "judged" (from the judged pool,
-    `grade --also-judged`) or "holes" (a sample of the holes people then graded, given in
-    `human`; only the pairs in `weights` are the overlap). A run and measure whose holes the
-    overlap does not reach, or whose top k nobody graded in part, get a reason
-    (`FillResult.refused`) instead of an interval (`grader.evaluation.fill.reach`); `check`
-    False keeps those intervals beside their reasons (to study the method where it fails).
-    `baseline` (a run's name): each other run's corrected difference from it, with an interval,
-    estimated jointly (`FillResult.differences`, `grader.evaluation.fill.difference`).
+    `weights`: 1/pi of each also-judged pair; `level` None: no interval; `design`: the overlap
+    drawn from the judged pool ("judged") or a sample of the holes ("holes"); `check` False keeps
+    the intervals `fill.reach` refuses; `baseline`: the corrected differences from that run.
     """
     from grader.metrics.join_arrow import join
 
@@ -216,7 +192,6 @@ def evaluate_fill(
         raise InputError(
             f"the baseline {baseline!r} is none of the runs", hint=f"one of {', '.join(runs)}"
         )
-    condensed = [condensed_form(m) for m in parsed]
     people = set(human["query_id"].astype(str))
     inside = llm["query_id"].astype(str).isin(people).to_numpy()
     outside = llm[~inside]
@@ -229,14 +204,9 @@ def evaluate_fill(
     depth = depth_needed(parsed)
     ranked_coded = {}
     for name, run in runs.items():
-        plain = score(join(human, run, precision=precision, depth=depth), parsed, missing=missing)
-        cond = score(join(human, run, precision=precision), condensed, missing=missing)
-        filled = score(join(merged, run, precision=precision, depth=depth), parsed, missing=missing)
-        cond = dataclasses.replace(cond, measures=names)
-        result.scores[name] = {"holes_nonrelevant": plain, "judged_only": cond, "filled": filled}
-        coded_rows = join(coded, run, precision=precision, depth=depth)
-        ranked_coded[name] = coded_rows
-        result.shares[name] = _shares(coded_rows, n_human, depth)
+        result.scores[name] = _regimes(human, merged, run, parsed, precision, depth, missing)
+        ranked_coded[name] = join(coded, run, precision=precision, depth=depth)
+        result.shares[name] = _shares(ranked_coded[name], n_human, depth)
     both = overlap_pairs(human, llm)
     if design == "holes" and weights is not None:
         both = both[[k in weights for k in zip(both["query_id"], both["doc_id"], strict=True)]]
@@ -246,6 +216,26 @@ def evaluate_fill(
                    missing=missing, level=level, seed=seed, check=check,
                    baseline=baseline)  # fmt: skip
     return result
+
+
+def _regimes(
+    human: pd.DataFrame,
+    merged: pd.DataFrame,
+    run: pd.DataFrame,
+    parsed: list[Measure],
+    precision: Precision,
+    depth: int | None,
+    missing: Missing,
+) -> dict[str, Scores]:
+    """One run's scores under the three regimes."""
+    from grader.metrics.join_arrow import join
+
+    condensed = [condensed_form(m) for m in parsed]
+    plain = score(join(human, run, precision=precision, depth=depth), parsed, missing=missing)
+    cond = score(join(human, run, precision=precision), condensed, missing=missing)
+    filled = score(join(merged, run, precision=precision, depth=depth), parsed, missing=missing)
+    cond = dataclasses.replace(cond, measures=[str(m) for m in parsed])
+    return {"holes_nonrelevant": plain, "judged_only": cond, "filled": filled}
 
 
 def _intervals(
