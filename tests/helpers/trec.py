@@ -12,8 +12,9 @@ from grader.errors import InputError
 from grader.io.files import atomic_write
 from grader.io.trec import _check_ids
 from grader.metrics.rank_order import rank_order, ranks_within
+from tests.helpers.fill_data import DATA
 
-DL2019 = Path(__file__).resolve().parents[3] / "shared" / "data" / "trec-dl-2019"
+DL2019 = DATA  # beside the repository or beside the folder of worktrees
 
 
 def trec_order(docs: dict[str, float]) -> list[str]:
