@@ -64,7 +64,7 @@ def seed_store(path: Path, n: int = 6, *, failed: tuple[int, ...] = ()) -> list[
                     key=key,
                     cost=0.001,
                 )
-            store.put(j, query=q, doc=d, fingerprint=OLD_FINGERPRINT)
+            store.put_many([(j, OLD_FINGERPRINT)], queries=[q], docs=[d])
             olds.append(j)
     return olds
 

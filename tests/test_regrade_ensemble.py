@@ -108,7 +108,7 @@ def _judgment(store: Store, doc: str, grade: int | None, fp: dict[str, Any], **e
         {"query_id": "q1", "doc_id": doc, "grade": grade, "status": status, "judge": str(fp),
          "key": key, "error": error, **extra}
     )  # fmt: skip
-    store.put(j, query=q, doc=d, fingerprint=fp)
+    store.put_many([(j, fp)], queries=[q], docs=[d])
     return key
 
 

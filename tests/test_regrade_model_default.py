@@ -61,7 +61,7 @@ def test_a_selection_of_several_models_asks_for_one(
         key=content_key(fingerprint, query.text, doc.text),
     )
     with Store(db) as store:
-        store.put(other, query=query, doc=doc, fingerprint=fingerprint)
+        store.put_many([(other, fingerprint)], queries=[query], docs=[doc])
     prompt = new_prompt(tmp_path).source
     args = ["regrade", "--store", str(db), "--base-url", fake_server.base_url, "--quiet"]
     code = main([*args, "--prompt", str(prompt)])

@@ -207,7 +207,8 @@ async def _record_texts_and_pairs(
 ) -> None:
     """Keep the run's texts and every id pair of its keys in the store, off the event loop (a
     busy store makes these wait: `grader.store.busy`)."""
-    await asyncio.to_thread(store.put_texts, *distinct_texts(pairs))
+    queries, docs = distinct_texts(pairs)
+    await asyncio.to_thread(store.put_many, [], queries=queries, docs=docs)
     # Every id pair, also those answered under another pair's ids (same texts).
     ids = [k for state in states for k in state.id_keys()] + run.unlisted
     await asyncio.to_thread(store.put_pairs, ids)

@@ -125,7 +125,7 @@ class StoreRows:
         self, items: Iterable[tuple[Judgment, Mapping[str, Any] | None]]
     ) -> list[StoredRow]:
         """The rows the store writes of these judgments (`encode`, secrets masked), each
-        fingerprint's source made once: for `put_many` and `write_stored`."""
+        fingerprint's source made once."""
         sources: dict[tuple[int, str, PromptRef | None], tuple[Any, Source]] = {}
         out = []
         for judgment, fingerprint in items:
