@@ -17,11 +17,8 @@ from grader.store.store import Store
 
 @dataclass(frozen=True)
 class Estimate:
-    """Estimated size of the requests still to send (dry run, budget).
-
-    `completion_tokens` and `cost` are the ceiling (every reply at its `max_tokens`, what
-    --max-cost reserves); the `expected_` figures use each judge's expected reply, and `basis`
-    says where each judge's expectation comes from."""
+    """Estimated size of the requests still to send: `completion_tokens` and `cost` at the ceiling
+    (what --max-cost reserves), `expected_` at each judge's expected reply (`basis` says whence)."""
 
     requests: int = 0
     prompt_tokens: int = 0
@@ -67,11 +64,8 @@ def expected_reply(judge: Judge, store: Store | None) -> ExpectedReply | None:
 
 
 def estimate_request(judge: Judge, pair: Pair) -> Estimate:
-    """The judge's estimate of one request (zero for judges that cost nothing, e.g. lexical).
-
-    A judge may offer `estimate(query, doc)` (a Usage: prompt and completion tokens) and
-    `estimate_cost(query, doc)` (USD, None when no price is known), as `LLMJudge` does.
-    """
+    """The judge's estimate of one request (`estimate` and `estimate_cost` when it offers them; zero
+    for judges that cost nothing)."""
     estimate = getattr(judge, "estimate", None)
     if estimate is None:
         return Estimate(requests=1, cost=0.0)
@@ -150,11 +144,8 @@ def estimate_requests(
 def check_priced(
     requests: Iterable[tuple[Judge, Pair]], verifier: Judge | None, pairs: Sequence[Pair]
 ) -> None:
-    """--max-cost can only be kept when every judge that will be asked has a price: the judge
-    of each of `requests` (judge, pair) and the `verifier` (if any, priced on the first pair).
-
-    Raises InputError naming the first judge without a price.
-    """
+    """--max-cost can only be kept when every judge asked (and the `verifier`) has a price;
+    InputError naming the first that has none."""
     checked: set[int] = set()
     for judge, pair in requests:
         if id(judge) in checked:

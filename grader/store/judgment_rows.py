@@ -1,20 +1,9 @@
 """How the store keeps a judgment: a few columns and one payload, written by one encoder.
 
-A judgments row keeps in columns what the store selects and counts by: the content key (a
-`sha256:` key as its 32 raw bytes), the ids, status, grade, the time (as the judgment's JSON
-writes it) and its source, the judge, prompt, model and fingerprint that a million rows share,
-kept once in `judgment_sources`. Every other field of `grader.models.Judgment` is in `payload`,
-the JSON that `encode` writes (pydantic-core's serializer): the one encoder of the live path and
-of an import's workers. `encode` takes the fields by name, from a Judgment or from a dict; a field
-not given takes the model's default. So a field added to `Judgment` or `Usage` is a change to
-models.py alone: it is in the payload of what is written from then on, and a row written before
-reads back with the default.
-
-A judgment's JSON is put back together at one place, `json_sql`, in SQL: the columns' fields then
-the payload's, so a rerun streams stored judgments to `--out` without a Python step per field.
-It equals pydantic's `model_dump_json` as JSON (the fields in another order). The view
-`judgment_rows` (`ROWS_VIEW`, made when a store opens) shows each judgment with its columns and
-whole JSON, for readers and for anyone with the sqlite3 shell.
+Columns are what the store selects by (key as 32 bytes, ids, status, grade, time, source: judge,
+prompt, model and fingerprint once in `judgment_sources`); every other field is the payload that
+`encode` writes, so a field added to `Judgment` changes models.py alone. `json_sql` puts a
+judgment's JSON back together in SQL, and the view `judgment_rows` shows it.
 """
 
 from __future__ import annotations
@@ -245,12 +234,8 @@ payload."""
 
 
 def encode(fields: Mapping[str, Any]) -> Columns:
-    """The row of a judgment with these fields, by name (a Judgment's `vars()`, or a dict with
-    the column fields and any others: those left out take the model's defaults). The one
-    encoder of judgments: the live path and an import's workers both write through it.
-
-    A field of NULL_FIELDS that is None is left out of the payload (eight of a lexical
-    judgment's, about 130 bytes), and `json_sql` writes it back as null."""
+    """The row of a judgment with these fields by name (a Judgment's `vars()` or a dict; the rest
+    take the model's defaults). NULL_FIELDS that are None are left out of the payload."""
     payload = {}
     for name, default in _PAYLOAD_DEFAULTS.items():
         value = fields.get(name, default)
@@ -283,10 +268,8 @@ def replaceable(judgment: Judgment) -> int:
 
 
 def from_journal_row(row: Sequence[Any]) -> StoredRow:
-    """The StoredRow of a journal row (`Store.rows`: key, ids, judge, model, prompt
-    name/version/sha, status, grade, created_at, fingerprint, masked judgment JSON[,
-    replaceable]). Its JSON goes through the model, so a row an older version wrote is stored as
-    this one writes it."""
+    """The StoredRow of a journal row (`Store.rows`); its JSON goes through the model, so an older
+    version's row is stored as this one writes it."""
     key, qid, did, judge, model, name, version, sha = row[:8]
     source = sources_for_columns(judge, model, name, version, sha, row[11])
     judgment = Judgment.model_validate_json(row[12])
@@ -298,10 +281,8 @@ def from_journal_row(row: Sequence[Any]) -> StoredRow:
 
 
 def json_sql(j: str, s: str, ids: str | None = None) -> str:
-    """SQL giving a judgment's whole JSON from its judgments row `j` and source row `s`, with
-    the ids of row `ids` (default: `j`'s own): the one place a judgment is put back together.
-    Each of NULL_FIELDS the payload left out (`encode`) comes back null, after the payload's
-    fields (`json_insert` adds only what is missing and keeps the payload's text as written)."""
+    """SQL giving a judgment's whole JSON from judgments row `j` and source row `s`, with the ids of
+    row `ids` (default `j`); NULL_FIELDS left out come back null."""
     ids = ids or j
     return (
         f"""'{{"query_id":' || json_quote({ids}.query_id) || ',"doc_id":'"""

@@ -1,15 +1,7 @@
 """Schema 8 as migration 8 wrote it, frozen: judgments in parts, keys as raw bytes.
 
-Before schema 8 a judgments row held the whole JSON of its judgment beside columns that repeated
-a third of it, and every key three times as 71 characters of text. Schema 8 kept in a row what
-only it says, the judge and prompt once in `judgment_sources`, keys as 32 bytes, and the JSON of
-the other fields cut at five field names into `head` (reason, distribution, expected grade),
-`tail` (attempts .. error) and `extra` (an ensemble's or verifier's fields, NULL when all null).
-Migration 11 (`grader.store.payload_tables`) folds those parts into one payload; this module is
-only what migration 8 needs to take a store of schema 7 or older to schema 8 on the way there.
-
-A row whose JSON an older version wrote otherwise (a tagged prompt sha) goes through the model
-first and comes out as pydantic writes it, as reading it always did.
+Migration 11 folds the parts (`head`, `tail`, `extra`) into one payload; this module is what
+migration 8 needs to take a store of schema 7 or older there.
 """
 
 from __future__ import annotations

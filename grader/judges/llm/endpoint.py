@@ -1,16 +1,8 @@
 """Which API key goes to which server: the one rule, for the library and the command line.
 
-- A key given explicitly is sent as it is, to any server.
-- `OPENAI_API_KEY` is the key for any server except one on this machine (localhost, 127.0.0.0/8,
-  ::1, however the address is spelled: `127.1`, `2130706433`, `0x7f000001`,
-  `[::ffff:127.0.0.1]`, or a name the resolver gives as one of those): a local server needs no
-  key, and the OpenAI key is not handed to whatever listens on a local port. Ask for a key there
-  explicitly (`api_key=`, or the CLI's `--api-key-env NAME`).
-- No key, and the endpoint is OpenAI's own (no base URL, or host `api.openai.com`): an error
-  naming `OPENAI_API_KEY`, since every request would be refused.
-- No key, and any other OpenAI-compatible server (vLLM, Ollama, llama.cpp server on this machine
-  or another, e.g. `http://gpu-box:8000/v1`): `PLACEHOLDER_KEY`, because the SDK needs some key
-  and such servers accept any.
+A key given explicitly goes anywhere. `OPENAI_API_KEY` goes to any server except one on this machine
+(however its address is spelled). No key: an error for OpenAI's own endpoint, `PLACEHOLDER_KEY` for
+any other server.
 """
 
 from __future__ import annotations
