@@ -1,10 +1,6 @@
 """A full disk under the store: telling it from other errors, and naming the file system.
 
-SQLite says `database or disk is full` (SQLITE_FULL) when the store or its WAL cannot grow, and
-may roll its transaction back itself (a ROLLBACK after it then fails: "no transaction is
-active"); a journal write says ENOSPC (or EDQUOT over a quota). Either becomes `StoreFullError`,
-whose message names the file system, so the CLI stops with exit 2 and says where space is
-needed. What the writer does with paid answers meanwhile is `grader.store.writer`'s.
+SQLITE_FULL, ENOSPC or EDQUOT become `StoreFullError`, whose message names the file system.
 """
 
 from __future__ import annotations

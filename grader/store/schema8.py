@@ -20,7 +20,10 @@ from grader.store.judgment_rows import (
     sources_for_columns,
 )
 
-JUDGMENTS_TABLE = """CREATE TABLE judgments (
+
+def judgments_table(name: str, parts: str) -> str:
+    """The judgments table of schema 8 (`parts`: head, tail, extra) or 11 (payload)."""
+    return f"""CREATE TABLE {name} (
     key BLOB NOT NULL,
     query_id TEXT NOT NULL,
     doc_id TEXT NOT NULL,
@@ -28,11 +31,12 @@ JUDGMENTS_TABLE = """CREATE TABLE judgments (
     status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
     grade INTEGER CHECK (grade IS NULL OR grade BETWEEN 0 AND 3),
     created_at TEXT NOT NULL,
-    head TEXT NOT NULL,
-    tail TEXT NOT NULL,
-    extra TEXT,
+    {parts},
     CHECK ((status = 'ok') = (grade IS NOT NULL))
 )"""
+
+
+JUDGMENTS_TABLE = judgments_table("judgments", "head TEXT NOT NULL, tail TEXT NOT NULL, extra TEXT")
 
 SOURCES_TABLE = """CREATE TABLE judgment_sources (
     id INTEGER PRIMARY KEY,
