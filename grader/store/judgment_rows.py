@@ -12,7 +12,7 @@ import functools
 import json
 import sqlite3
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -97,17 +97,7 @@ class Source:
     @functools.cached_property
     def signature(self) -> str:
         """One text naming this source (the table's unique column)."""
-        return json.dumps(
-            [
-                self.judge,
-                self.model,
-                self.prompt_name,
-                self.prompt_version,
-                self.prompt_sha,
-                self.fingerprint,
-            ],
-            ensure_ascii=False,
-        )
+        return json.dumps(astuple(self), ensure_ascii=False)
 
 
 def _prompt_json(name: str | None, version: str | None, sha: str | None) -> str:
@@ -164,20 +154,8 @@ def source_id(conn: sqlite3.Connection, source: Source, cache: dict[str, int]) -
     signature = source.signature
     found = cache.get(signature)
     if found is None:
-        found = cache[signature] = conn.execute(
-            _INSERT_SOURCE,
-            (
-                signature,
-                source.judge,
-                source.model,
-                source.prompt_name,
-                source.prompt_version,
-                source.prompt_sha,
-                source.fingerprint,
-                source.judge_json,
-                source.prompt_json,
-            ),
-        ).fetchone()[0]
+        columns = (signature, *astuple(source), source.judge_json, source.prompt_json)
+        found = cache[signature] = conn.execute(_INSERT_SOURCE, columns).fetchone()[0]
     return found
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from grader.models import Doc, Judgment, Query
 from grader.store.judgment_rows import decode_key, encode_key, encode_keys, json_sql
 
+_FILTERS = {"status", "judge", "model", "prompt_name", "prompt_version", "prompt_sha"}
 _CHUNK = 500  # keys per `IN (...)` query, below SQLite's variable limit
 
 # The judgments whose keys are the 32-byte digests joined in ?1 (?2 of them).
@@ -73,38 +74,16 @@ class StoreReading:
                 found[decode_key(key)] = status
         return found
 
-    def iter_judgments(
-        self,
-        *,
-        status: str | None = None,
-        judge: str | None = None,
-        model: str | None = None,
-        prompt_name: str | None = None,
-        prompt_sha: str | None = None,
-        query_ids: Iterable[str] | None = None,
-    ) -> Iterator[Judgment]:
-        """Stored judgments matching every filter given, ordered by (query_id, doc_id, judge)."""
-        where: list[str] = []
-        params: list[Any] = []
-        for column, value in (
-            ("status", status),
-            ("judge", judge),
-            ("model", model),
-            ("prompt_name", prompt_name),
-            ("prompt_sha", prompt_sha),
-        ):
-            if value is not None:
-                where.append(f"{column} = ?")
-                params.append(value)
-        if query_ids is not None:
-            ids = list(query_ids)
-            where.append(f"query_id IN ({','.join('?' * len(ids))})")
-            params.extend(ids)
+    def iter_judgments(self, **where: str) -> Iterator[Judgment]:
+        """Stored judgments whose columns (status, judge, model, prompt_name...) equal `where`,
+        ordered by (query_id, doc_id, judge)."""
+        if not set(where) <= _FILTERS:
+            raise ValueError(f"iter_judgments filters on {sorted(_FILTERS)}")
         sql = "SELECT judgment FROM judgment_rows"
         if where:
-            sql += " WHERE " + " AND ".join(where)
+            sql += " WHERE " + " AND ".join(f"{column} = ?" for column in where)
         sql += " ORDER BY query_id, doc_id, judge, key"
-        for (text,) in self._conn.execute(sql, params):
+        for (text,) in self._conn.execute(sql, list(where.values())):
             yield Judgment.model_validate_json(text)
 
     def iter_pair_judgments(self) -> Iterator[tuple[str, str, Judgment]]:

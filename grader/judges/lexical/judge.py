@@ -24,32 +24,10 @@ from grader.errors import InputError
 from grader.judges.base import failed, ok
 from grader.judges.lexical.config import (
     LexicalConfig,
-    Thresholds,
-    default_config_path,
     default_settings_sha256,
     load_lexical_config,
-    read_thresholds,
-    write_thresholds,
 )
-from grader.judges.lexical.fit import fit_lexical_thresholds, grades_for
 from grader.models import Doc, Judgment, JudgmentError, PromptRef, Query
-
-__all__ = [
-    "ALGORITHM_VERSION",
-    "LexicalConfig",
-    "LexicalJudge",
-    "LexicalScore",
-    "Thresholds",
-    "default_config_path",
-    "fit_lexical_thresholds",
-    "grades_for",
-    "lexical_scores",
-    "light_stem",
-    "load_lexical_config",
-    "read_thresholds",
-    "tokenize",
-    "write_thresholds",
-]
 
 ALGORITHM_VERSION = "bm25-max-normalised/1"
 JUDGE_ID = "lexical"
