@@ -151,9 +151,8 @@ as the shipped prompts ask, about 50 tokens."""
 
 
 def expected_reply_tokens(schema: Mapping[str, Any], max_tokens: int) -> int:
-    """The expected completion tokens of one reply before any is stored: the JSON reply that
-    `schema` asks for written out (each string, such as the reason, REASON_CHARS long; each enum
-    at its longest value), at most `max_tokens`."""
+    """The expected completion tokens of one reply before any is stored: the JSON reply `schema`
+    asks for written out (strings REASON_CHARS long), at most `max_tokens`."""
     example: dict[str, Any] = {}
     for name, prop in (schema.get("properties") or {}).items():
         if not isinstance(prop, Mapping):

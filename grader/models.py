@@ -62,9 +62,8 @@ class Usage(BaseModel):
 
 @dataclass(frozen=True)
 class CallRecord:
-    """One HTTP attempt, the one type the store's call log takes. `outcome`: ok | invalid
-    (re-asked or final) | retry (transient error) | error (not retried) | mode_rejected (output
-    mode switched) | fatal. A plain frozen dataclass: one is made per attempt, on the hot path."""
+    """One HTTP attempt, the one type the call log takes; `outcome`: ok | invalid | retry | error |
+    mode_rejected | fatal. A plain dataclass: one per attempt, on the hot path."""
 
     key: str
     query_id: str

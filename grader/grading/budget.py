@@ -38,9 +38,8 @@ class ExpectedReply:
 
 
 def expected_reply(judge: Judge, store: Store | None) -> ExpectedReply | None:
-    """The expected completion of one reply of `judge`: the median of the replies stored for its
-    judge id (model) and prompt sha when there are some, else the judge's reply-schema guess
-    (`expected_completion_tokens`). None for judges that send no request (lexical)."""
+    """The expected completion of one reply of `judge`: the median of those stored for its model and
+    prompt, else its schema's guess; None for judges that send nothing."""
     guess = getattr(judge, "expected_completion_tokens", None)
     prompt = getattr(judge, "prompt", None)
     if guess is None or not isinstance(prompt, PromptSpec):
@@ -92,9 +91,8 @@ def estimate_cost(judge: Judge, pair: Pair) -> float | None:
 
 
 def all_priced(judges: Sequence[Judge | None], pairs: Sequence[Pair]) -> bool:
-    """Whether every judge given has a price (asked on the first pair). A judge that cannot
-    estimate that pair (a document too long for its context: the pair will fail, unpaid) is
-    left to its judgments to say (`GradingReport.unpriced`)."""
+    """Whether every judge given has a price (asked on the first pair; a pair it cannot estimate is
+    left to its judgments to say)."""
     for judge in judges:
         if judge is None or not pairs:
             continue

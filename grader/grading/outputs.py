@@ -37,10 +37,8 @@ def read_back(
     final: Collection[int],
     report: GradingReport,
 ) -> None:
-    """Make each output judgment the one the store holds: when another process sharing the
-    store stored its answer for a key first, that answer is final and this run adopts it, so
-    every process's outputs equal the store. Reads only the rows that differ. `final`: the
-    pairs whose output is a stored ok answer of the run's one judge (no process replaces it)."""
+    """Make each output the one the store holds (another process's first answer is final), reading
+    only the rows that differ; `final`: pairs whose output is a stored ok answer."""
     held = [(i, j) for i, j in enumerate(outputs) if j is not None and i not in final]
     stamps = store.stamps(j.key for _, j in held)
     differ: list[tuple[int, Judgment]] = []

@@ -122,9 +122,8 @@ async def _run_workers(
     freeze_gc: bool,
     flush_interval: float,
 ) -> list[asyncio.Task[None]]:
-    """Judge the run's queue with `concurrency` workers, flushing answers to the store and
-    renewing leases meanwhile, until it is done or stopped; then store what is left and let
-    go of the leases. The workers' tasks (their errors are `_finish`'s to raise)."""
+    """Judge the run's queue with `concurrency` workers, flushing answers and renewing leases
+    meanwhile; then store what is left and let go of the leases. Returns the workers' tasks."""
     ctrl_c.install(handle_sigint=handle_sigint, stop=stop)
     flush_task = asyncio.create_task(_flusher(writer, flush_interval))
     renew_task = asyncio.create_task(_renewer(run))

@@ -210,9 +210,8 @@ class GradingRun(RunWaiting):
         return StoredOutputs(str(self.store.path), self.stored_rows, order)
 
     def _store_group(self, answer: tuple[Judgment, dict[str, Any] | None] | None = None) -> None:
-        """Queue a judge's `answer` and the output judgments it completed for the store, so one
-        commit holds them all (the writer queues a group at once and commits all it holds in one
-        transaction)."""
+        """Queue a judge's `answer` and the output judgments it completed for the store as one
+        group, so one commit holds them all."""
         items = ([answer] if answer is not None else []) + self.composite.take_group()
         if not items:
             return

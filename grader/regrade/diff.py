@@ -138,9 +138,8 @@ def _failure(pair: VersionPair, new: Judgment) -> dict[str, str]:
 def _costs(
     pairs: Sequence[VersionPair], batch_keys: frozenset[str] | set[str], batch_discount: float
 ) -> tuple[float | None, float | None]:
-    """The cost of the new judgments (each content key once), and what it would have been
-    without the Batch API discount; both None when some new judgment used tokens but has no
-    price."""
+    """The cost of the new judgments (each key once), and without the Batch API discount; both None
+    when some new judgment used tokens but has no price."""
     cost = 0.0
     cost_without = 0.0
     unpriced = 0

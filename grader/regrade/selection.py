@@ -252,9 +252,8 @@ def select_candidates(
 
 
 def old_versions(store: Store, criteria: Sequence[Criterion]) -> tuple[list[PromptRef], list[str]]:
-    """The distinct prompts and the distinct judge ids (`openai:MODEL`, `ensemble(...)`, ...) of
-    the judgments `criteria` select as the old side: what `regrade` defaults its prompt and its
-    model to."""
+    """The distinct prompts and judge ids of the old side `criteria` select: what `regrade` defaults
+    its prompt and model to."""
     probe = {"old prompts": True}  # no judgment has this key: nothing counts as the new version
     prompts: dict[tuple[str, str], PromptRef] = {}
     judges: set[str] = set()

@@ -27,9 +27,8 @@ _SQLITE_LOCKED = 6
 
 @dataclass(frozen=True)
 class StoreBusyEvent:
-    """A wait for the store's write lock: `what` waits (e.g. "writing answers"), for `waited_s`
-    so far; `held` answers are kept in memory and `journaled` in the journal meanwhile; `over`
-    when the lock was obtained and the wait ended."""
+    """A wait for the store's write lock: `what` waits, for `waited_s` so far, with `held` answers
+    in memory and `journaled` ones in the journal; `over` when it ended."""
 
     path: Path
     what: str

@@ -90,9 +90,8 @@ def full_error(path: str | Path, what: str) -> StoreFullError:
 
 
 def roll_back(conn: sqlite3.Connection, exc: BaseException, path: str | Path, what: str) -> None:
-    """After `exc` in a transaction on `conn`: roll it back if SQLite has not (a full disk may
-    have), and raise `StoreFullError` when `exc` says the disk is full (the caller re-raises
-    any other error)."""
+    """After `exc` in a transaction on `conn`: roll it back if SQLite has not, and raise
+    `StoreFullError` when the disk is full (the caller re-raises any other error)."""
     if conn.in_transaction:
         conn.execute("ROLLBACK")
     if is_full(exc, path) and not isinstance(exc, StoreFullError):

@@ -133,9 +133,8 @@ class Journal:
                 raise
 
     def drain(self, write: Callable[[Rows], object]) -> int:
-        """Give every journaled row to `write` (one store transaction) and, once it returned,
-        remove the journal; returns how many rows were drained. If `write` raises, the journal
-        stays as it was."""
+        """Give every journaled row to `write` (one transaction), then remove the journal; how many
+        rows. If `write` raises, the journal stays."""
         with self._locked(create=False) as fd:
             if fd is None:
                 return 0

@@ -231,9 +231,8 @@ def encode(fields: Mapping[str, Any]) -> Columns:
 
 
 class StoredRow(NamedTuple):
-    """A judgments row as the store writes it: its columns (`encode`, the payload masked), its
-    source, and whether a newer ok answer may replace it (an output built from answers: see
-    `Store`)."""
+    """A judgments row as the store writes it: its columns (`encode`, masked), its source, and
+    whether a newer ok answer may replace it."""
 
     columns: Columns
     source: Source
@@ -273,9 +272,8 @@ def json_sql(j: str, s: str, ids: str | None = None) -> str:
 
 
 def judgment_json(judgment: Judgment) -> str:
-    """The JSON `json_sql` gives of `judgment` once stored (no secret masked), made in Python:
-    the `--out` lines of judgments a run holds are byte for byte those it streams from the
-    store (a test holds the two together)."""
+    """The JSON `json_sql` gives of `judgment` once stored, made in Python: `--out` lines of held
+    judgments equal those streamed from the store (tested)."""
     fields = vars(judgment)
     _, query_id, doc_id, status, grade, created_at, payload = encode(fields)
     prompt_json = _prompt_json(*_prompt_columns(judgment.prompt))

@@ -232,9 +232,8 @@ class Store(StoreTransactions, StoreRows, StoreReading):
         queries: Iterable[Query | None] = (),
         docs: Iterable[Doc | None] = (),
     ) -> int:
-        """Store judgments with their fingerprints in one transaction; returns how many were
-        written (an ok judgment is never replaced by a failed one, and a judge's ok answer by
-        nothing: see the module docstring). Releases this process's leases on their keys."""
+        """Store judgments with their fingerprints (and texts) in one transaction, releasing this
+        process's leases on their keys; how many were written (module docstring)."""
         items = list(items)
         rows = self.stored_rows(items)
         with self._transaction():

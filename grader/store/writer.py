@@ -121,9 +121,8 @@ class StoreWriter:
             self._calls.append(record)
 
     def flush(self) -> None:
-        """Commit everything queued, in one transaction each for judgments and calls, and any
-        journaled rows; while the store is busy, wait (module docstring). Blocks: call it off the
-        event loop. On another error the items go back to the queue and the error is raised."""
+        """Commit everything queued and any journaled rows, waiting while the store is busy; blocks
+        (call it off the event loop). On another error the items go back and it raises."""
         with self._flushing:
             held = self._take()
             held.extend(self._unsaved)  # tried again: room may have been made

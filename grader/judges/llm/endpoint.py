@@ -77,9 +77,8 @@ def resolved(host: str) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
 
 
 def is_loopback(base_url: str | None) -> bool:
-    """Whether `base_url` is a server on this machine: localhost, 127.0.0.0/8, ::1 (or 0.0.0.0),
-    the host read as the client will connect to it (`host_address`; a name, as the resolver
-    gives it: a name of this machine in /etc/hosts is loopback too)."""
+    """Whether `base_url` is a server on this machine (localhost, 127.0.0.0/8, ::1, 0.0.0.0), its
+    host read as the client will connect to it."""
     host = host_of(base_url).rstrip(".")
     if not host:
         return False
@@ -96,9 +95,8 @@ def env_key_for(base_url: str | None, environ_key: str | None) -> str | None:
 
 
 def api_key_for(base_url: str | None, key: str | None, *, sending: bool = True) -> str:
-    """The key to send to `base_url` (see module docstring); `sending=False` (a dry run, which
-    sends nothing) never needs one. Raises JudgeError naming OPENAI_API_KEY for OpenAI without a
-    key."""
+    """The key to send to `base_url` (module docstring); a dry run (`sending=False`) needs none.
+    JudgeError naming OPENAI_API_KEY for OpenAI without a key."""
     if key:
         return key
     if sending and is_openai(base_url):

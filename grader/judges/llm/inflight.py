@@ -142,9 +142,8 @@ class InFlight:
             )
 
     def timed_out(self, sent_at: float) -> bool:
-        """A request sent at `sent_at` (`clock`) timed out; True when that lowered the bound
-        (the server answered another request meanwhile: it is queueing, not gone; and the
-        request was sent after the bound was last lowered, not in the burst that lowered it)."""
+        """A request sent at `sent_at` timed out; True when that lowered the bound (the server
+        answered another meanwhile, and the request was not in the burst that lowered it last)."""
         if self.last_answer <= sent_at or sent_at <= self.lowered_at:
             return False
         current = self.limit if self.limit is not None else self.peak

@@ -301,9 +301,8 @@ class LLMJudge:
         return self._recorder.ok(state, reply, started)
 
     def _still_invalid(self, state: CallState, exc: openai.APIError, started: float) -> Judgment:
-        """The failure of a pair whose model answered invalidly and whose last attempt then
-        failed in transport: the invalid reply is what the pair is known for (its error and raw
-        reply), the transport failure is added to its message."""
+        """A pair whose model answered invalidly, then whose last attempt failed in transport:
+        failed as invalid, the transport failure added to its message."""
         invalid = state.invalid
         assert invalid is not None
         state.last_raw = invalid.raw

@@ -83,9 +83,8 @@ def is_fatal(exc: BaseException) -> bool:
 
 
 def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
-    """Seconds the server asked us to wait: `retry-after-ms`, then `retry-after` as seconds or
-    as an HTTP date (relative to `now`, epoch seconds). None when absent or unreadable;
-    never negative."""
+    """Seconds the server asked us to wait (`retry-after-ms`, then `retry-after` as seconds or an
+    HTTP date relative to `now`); None when absent, never negative."""
     raw_ms = headers.get("retry-after-ms")
     if raw_ms is not None:
         try:

@@ -91,9 +91,8 @@ class ServerSettings:
     async def adapt(
         self, used: OutputMode, body: dict[str, Any], message: str, status: int = 400
     ) -> bool:
-        """Whether this refusal (`status` and `message`, for `body`, sent in mode `used`)
-        refused something we can do without; if so the run's settings have changed (now or by
-        another worker) and the request should be sent again."""
+        """Whether this refusal refused something we can do without; if so the run's settings
+        changed and the request should be sent again."""
         if status not in FORMAT_STATUSES:
             return False
         said = message.lower()

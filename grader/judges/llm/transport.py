@@ -37,9 +37,8 @@ def unreachable_after_for(concurrency: int) -> int:
 
 @asynccontextmanager
 async def deadline(seconds: float | None, method: str, url: str) -> AsyncIterator[asyncio.Timeout]:
-    """Bound the whole request inside the block to `seconds` (None: no bound; the handle it
-    yields can move it); an overrun raises `openai.APITimeoutError` (retried as a timeout), with
-    the request's method and URL."""
+    """Bound the whole request inside the block to `seconds` (None: none; the handle can move it);
+    an overrun raises `openai.APITimeoutError`."""
     try:
         async with asyncio.timeout(seconds) as bound:
             yield bound
@@ -138,9 +137,8 @@ class ServerHealth:
             self.dropped = detail
 
     def failed(self, *, timed_out: bool = False) -> bool:
-        """One more timeout or connection failure; True once the server counts as not answering
-        (and from then on: a late answer does not revive it). A timeout ends it only once the
-        server has been quiet for `quiet_s` too."""
+        """One more timeout or connection failure; True once the server counts as not answering, for
+        good (a timeout only after `quiet_s` of quiet too)."""
         self.in_a_row += 1
         quiet = not timed_out or self.clock() - self.last_answer >= self.quiet_s
         if self.in_a_row >= self.threshold and quiet:
