@@ -10,14 +10,15 @@ import pytest
 from grader.errors import StoreError
 from grader.models import CallRecord, Doc, Query, Usage
 from grader.store import migrations as store_migrations
-from grader.store.store import Store
+from grader.store.store import Store, text_rows
 from tests.helpers.judgments import FP, failed, ok
 
 
 def test_round_trip_keeps_every_field(tmp_path: Path) -> None:
     j = ok("k1")
     with Store(tmp_path / "s.db") as store:
-        assert store.put_many([(j, FP)], queries=[Query(query_id="q1", text="what")]) == 1
+        assert store.put_many([(j, FP)]) == 1
+        store.put_text_rows(*text_rows([Query(query_id="q1", text="what")], []))
     with Store(tmp_path / "s.db") as store:
         got = store.get_many(["k1", "missing"])
         assert got == {"k1": j}
@@ -30,8 +31,8 @@ def test_round_trip_keeps_every_field(tmp_path: Path) -> None:
 def test_texts_are_kept_for_regrading(tmp_path: Path) -> None:
     doc = Doc(doc_id="a.py::f", text="def f(): ...", title="f", metadata={"path": "a.py"})
     with Store(tmp_path / "s.db") as store:
-        store.put_many([], queries=[Query(query_id="q1", text="find f")], docs=[doc])
-        store.put_many([], queries=[Query(query_id="q1", text="find f, new text")], docs=[doc])
+        store.put_text_rows(*text_rows([Query(query_id="q1", text="find f")], [doc]))
+        store.put_text_rows(*text_rows([Query(query_id="q1", text="find f, new text")], [doc]))
         assert store.queries() == {"q1": Query(query_id="q1", text="find f, new text")}
         assert store.docs(["a.py::f", "nope"]) == {"a.py::f": doc}
 

@@ -32,7 +32,7 @@ from grader.grading.units import PairState
 from grader.judges.base import Judge
 from grader.models import Doc, Query
 from grader.store.claims import RENEW_S, ClaimBook
-from grader.store.store import Store
+from grader.store.store import Store, text_rows
 from grader.store.writer import StoreWriter
 
 __all__ = [
@@ -158,8 +158,7 @@ async def _record_texts_and_pairs(
 ) -> None:
     """Keep the run's texts and every id pair of its keys in the store, off the event loop (a
     busy store makes these wait), and open the run's leases."""
-    queries, docs = distinct_texts(pairs)
-    await asyncio.to_thread(store.put_many, [], queries=queries, docs=docs)
+    await asyncio.to_thread(store.put_text_rows, *text_rows(*distinct_texts(pairs)))
     # Every id pair, also those answered under another pair's ids (same texts).
     ids = [k for state in states for k in state.id_keys()] + run.unlisted
     await asyncio.to_thread(store.put_pairs, ids)

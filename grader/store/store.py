@@ -70,6 +70,13 @@ def doc_row(doc: Doc) -> DocRow:
     return doc.doc_id, doc.text, doc.title, metadata
 
 
+def text_rows(
+    queries: Iterable[Query], docs: Iterable[Doc]
+) -> tuple[list[tuple[str, str]], list[DocRow]]:
+    """The rows `Store.put_text_rows` keeps of queries and documents."""
+    return [(q.query_id, q.text) for q in queries], [doc_row(d) for d in docs]
+
+
 class Store(StoreTransactions, StoreRows, StoreReading):
     """A judgment store at `path` (created and migrated on open; a journal left beside it is
     replayed). Waits for the write lock while another process holds it, telling `on_busy`."""
@@ -225,19 +232,12 @@ class Store(StoreTransactions, StoreRows, StoreReading):
 
     # ---- writing -------------------------------------------------------------------------
 
-    def put_many(
-        self,
-        items: Iterable[tuple[Judgment, Mapping[str, Any] | None]],
-        *,
-        queries: Iterable[Query | None] = (),
-        docs: Iterable[Doc | None] = (),
-    ) -> int:
-        """Store judgments with their fingerprints (and texts) in one transaction, releasing this
-        process's leases on their keys; how many were written (module docstring)."""
+    def put_many(self, items: Iterable[tuple[Judgment, Mapping[str, Any] | None]]) -> int:
+        """Store judgments with their fingerprints in one transaction, releasing this process's
+        leases on their keys; how many were written (module docstring)."""
         items = list(items)
         rows = self.stored_rows(items)
         with self._transaction():
-            self._put_texts(queries, docs)
             written = self._upsert_stored(rows)
             self._conn.executemany(INSERT_PAIR, (row.columns[:3] for row in rows))
             release_stored(self._conn, (judgment.key for judgment, _ in items))
@@ -272,16 +272,10 @@ class Store(StoreTransactions, StoreRows, StoreReading):
             self._conn.executemany(INSERT_PAIR, encoded)
 
     def put_text_rows(self, queries: Iterable[tuple[str, str]], docs: Iterable[DocRow]) -> None:
-        """Keep texts of rows already made: (query_id, text) and `doc_row`s."""
+        """Keep the texts (rows of `text_rows`) so the store alone can regrade them later."""
         with self._transaction():
             self._conn.executemany(UPSERT_QUERY, queries)
             self._conn.executemany(UPSERT_DOC, docs)
-
-    def _put_texts(self, queries: Iterable[Query | None], docs: Iterable[Doc | None]) -> None:
-        self._conn.executemany(
-            UPSERT_QUERY, ((q.query_id, q.text) for q in queries if q is not None)
-        )
-        self._conn.executemany(UPSERT_DOC, (doc_row(d) for d in docs if d is not None))
 
     def log_calls(self, records: Iterable[CallRecord]) -> None:
         """Append HTTP attempts to the call log. Secrets in the error message are masked."""
