@@ -1,10 +1,8 @@
 """A grading run's OUTPUT judgments when it combines answers: building, keying and storing them.
 
-An ensemble's combined judgment is keyed by the members' fingerprints and the aggregation rule; a
-verified judgment (`--verify-low`) by the first judgment's fingerprint, the verifier's and the
-verification rule (`grader.judges.ensemble` says how answers combine). An output judgment identical
-to the stored one is reused as stored (a rerun changes nothing); any other is queued for the store
-with the answer that completed it (see `grader.grading.pipeline`).
+An ensemble's is keyed by the members' fingerprints and the rule, a verified one by both judges' and
+the rule; one identical to the stored one is reused, any other stored with the answer that completed
+it.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """The grading pipeline: store lookup, bounded concurrent judging, immediate storage.
 
-A stored ok judgment is reused (a rerun sends nothing); the rest is judged by `concurrency`
-workers on one queue, each answer stored within `flush_interval`, so a killed run loses only the
-calls in flight. A combined output (ensemble, `--verify-low`) is committed with the answer that
-completed it. `max_cost` reserves each request's upper estimate before sending. The first Ctrl-C
-lets calls in flight finish for `grace_s`, a second abandons them. Nothing process-wide changes
-unless asked (`handle_sigint`, `freeze_gc`). Keys are leased (`grader.store.claims`), so several
-processes on one store pay each key once. The run's state is `grader.grading.run`.
+A stored ok judgment is reused; the rest is judged by `concurrency` workers and each answer stored
+within `flush_interval`, so a killed run loses only the calls in flight. `max_cost` reserves each
+request's upper estimate; Ctrl-C lets calls in flight finish for `grace_s`. The run's state is
+`grader.grading.run`.
 """
 
 from __future__ import annotations

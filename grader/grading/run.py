@@ -1,10 +1,6 @@
 """The state machine of one grading run: planning from the store, the queue of judge calls,
-delivering answers to pairs (shared content keys included), filling the run's report.
-
-`grader.grading.pipeline.grade_pairs` drives it (workers, Ctrl-C, flushing); the output judgments of
-ensembles and `--verify-low` are built in `grader.grading.outputs`; the report and its outputs
-in pair order are `grader.grading.report`'s.
-"""
+delivering answers to pairs (shared content keys included), filling the run's report; driven by
+`grader.grading.pipeline`."""
 
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
 """Regrading stored pairs under a new prompt or model, keeping the old judgments.
 
-A pair's old side is its latest output judgment (an ensemble's or verified one, never the answers it
-was built from); a failed judgment of the new version is retried. Each pair's new key comes from the
-new judge's fingerprint and the stored texts; keys already ok or waiting in open batches are
-skipped. Criteria (`--select`, all must hold): `all`, `failed`, `grade<=N`, `sample FILE`,
-`disagreement`, `prompt=OLD`.
+A pair's old side is its latest output judgment (a failed one of the new version is retried); keys
+already ok or waiting in open batches are skipped. Criteria (`--select`, all must hold): `all`,
+`failed`, `grade<=N`, `sample FILE`, `disagreement`, `prompt=OLD`.
 """
 
 from __future__ import annotations

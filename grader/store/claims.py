@@ -1,9 +1,8 @@
 """Leases on content keys in flight, so processes sharing one store pay for each key once.
 
-A claim, in one short IMMEDIATE transaction, finds a key `STORED` (take the answer), `HELD` by
-another live owner (wait) or `CLAIMED`. Storing a judgment releases its lease in the same
-transaction. On this host a lease is taken over once its process is gone, never while it lives (it
-may still store its answer); on another host, once it is not renewed for `LEASE_S`.
+A claim finds a key `STORED`, `HELD` by another live owner, or `CLAIMED`; storing a judgment
+releases its lease in the same transaction. A lease is taken over once its process is gone (on this
+host) or not renewed for `LEASE_S` (on another).
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """An append-only journal beside the store for answers not stored yet.
 
-Named by the store's id (`relgrade-journal-<id>.jsonl`), so it is never replayed into another store.
-Replaying is idempotent (judgments by key, calls by their time). When the store's disk is full and
-the journal's too, rescue journals go to another file system (`rescue_journals`). Every access holds
-a `flock` and checks the path still names the locked file, so processes can share it.
+Named by the store's id, replayed idempotently, shared between processes under a `flock`; when the
+disk is full, rescue journals go to another file system (`rescue_journals`).
 """
 
 from __future__ import annotations

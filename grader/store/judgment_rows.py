@@ -1,9 +1,8 @@
 """How the store keeps a judgment: a few columns and one payload, written by one encoder.
 
-Columns are what the store selects by (key as 32 bytes, ids, status, grade, time, source: judge,
-prompt, model and fingerprint once in `judgment_sources`); every other field is the payload that
-`encode` writes, so a field added to `Judgment` changes models.py alone. `json_sql` puts a
-judgment's JSON back together in SQL, and the view `judgment_rows` shows it.
+Columns are what the store selects by (key as 32 bytes, ids, status, grade, time, source once in
+`judgment_sources`); every other field is the payload `encode` writes, so a new `Judgment` field
+changes models.py alone. `json_sql` puts the JSON back together in SQL.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """Batched writes of judgments and call records to the store, for the grading pipeline.
 
-A `durable` writer journals each paid answer as it is queued (a kill -9 loses none). A busy store is
-waited for as long as it takes, the answers moved to the fsync'd journal once the wait passes
-`journal_after_s`; a full disk sends them to the journal or a rescue journal, and `full` stops the
-run. The next open of the store replays the journals, so nothing is paid twice.
+A `durable` writer journals each paid answer as it is queued. A busy store is waited for as long as
+it takes (answers moved to the journal after `journal_after_s`), a full disk sends them to a journal
+or rescue journal and stops the run; the next open replays them.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """Where a reply's grade is, and what its token's logprobs say of it.
 
-`top_level_grade_offset` finds the top-level `grade` value in a JSON reply; `grade_distribution`
-renormalises the grade alternatives of the token there into P(grade = 0..3). When those hold less
-than `MIN_GRADE_MASS` (a grammar-constrained server reports unconstrained alternatives) the
-distribution is `Absent`, not a guess from a sliver.
+`top_level_grade_offset` finds the top-level `grade` value; `grade_distribution` renormalises the
+grade alternatives of its token into P(grade = 0..3), or says it is `Absent` when they hold less
+than `MIN_GRADE_MASS`.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """How many requests a judge keeps in flight, lowered when the server turns out to queue them.
 
-A server answering one request at a time keeps the others in its queue, where `--timeout` would cut
-them off. `InFlight` halves its bound when a request times out while the server answered another
-meanwhile, and each request's deadline follows the queue (`Ticket`): slow is not dead, so a request
-still behind others waits while the server answers, and is cut at `--timeout` only once it is the
-oldest.
+The bound halves when a request times out while the server answered another meanwhile, and each
+request's deadline follows the queue (`Ticket`): slow is not dead, so a request behind others is cut
+at `--timeout` only once it is the oldest.
 """
 
 from __future__ import annotations

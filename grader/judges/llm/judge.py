@@ -1,11 +1,8 @@
 """The LLM judge: one validated 0..3 grade per (query, document) from any OpenAI-compatible server.
 
-Through the official SDK, its own retries off: `grader.judges.llm.retry` resends on transient
-transport errors and re-asks on invalid content; every HTTP attempt goes to `on_call`. A server
-that rejects the output mode moves the judge, once, to the next mode (`mode_switches`). After the
-last attempt the judgment is `failed`, never a grade; 401/403/404 raise `JudgeError` at once, and
-a server that stops answering raises `ServerNotAnswering` (`grader.judges.llm.transport`).
-Several servers share the work (`grader.judges.llm.pool`); the store's key names none of them.
+The SDK's own retries are off: `grader.judges.llm.retry` decides, every attempt goes to `on_call`,
+and after the last one the judgment is `failed`, never a grade. 401/403/404 raise `JudgeError`; a
+server that stops answering raises `ServerNotAnswering`. Several servers share the work (`pool`).
 """
 
 from __future__ import annotations

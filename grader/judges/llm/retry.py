@@ -1,10 +1,7 @@
 """The retry policy's decisions, as small pure functions (openai-python style).
 
-The SDK's own retries are off (`max_retries=0`); tenacity (in `grader.judges.llm.judge`) drives the
-loop and asks these functions what to do: whether an exception is worth another request
-(`should_retry`), how long the server asked us to wait (`parse_retry_after`), and how long to wait
-otherwise (`backoff`: exponential with jitter). Time and randomness are parameters, so the tests
-freeze them.
+Tenacity (in `grader.judges.llm.judge`) drives the loop and asks `should_retry`, `parse_retry_after`
+and `backoff`; time and randomness are parameters, so tests freeze them.
 """
 
 from __future__ import annotations

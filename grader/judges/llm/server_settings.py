@@ -1,9 +1,8 @@
 """What a run's server accepts, learned once from its refusals and shared by every worker.
 
-The first refusal of JSON-schema output, logprobs, `max_tokens` or a fixed temperature switches the
-setting for the whole run, under a lock, and is told once to `on_switch`. A refusal of the output
-mode is a 400/422 naming the format, or a 500 naming it and saying it is not taken (`REFUSAL_WORDS`:
-llama.cpp's server); modes fall back along `FALLBACK` down to text.
+The first refusal of an output mode, logprobs, `max_tokens` or a fixed temperature switches the
+setting for the whole run under a lock (told once to `on_switch`); modes fall back along `FALLBACK`
+down to text.
 """
 
 from __future__ import annotations
