@@ -1,17 +1,9 @@
 """What grading costs: an editable price table, the cost of a Usage, and the --dry-run estimate.
 
-Prices live in TOML (`grader/prices.toml`, shipped in the package), overridden and extended by a
-user file given as an argument or by `RELGRADE_PRICES`. A model without a price gets cost None and
-a note saying how to add it: a made-up price would be worse than none.
-
-The dry-run estimate cannot call a tokenizer for every model and server, so it counts about
-4 characters per token (`CHARS_PER_TOKEN`, the usual rule of thumb for English text with OpenAI
-tokenizers; code and non-English text run higher) over the rendered messages. A reply is
-estimated twice: its ceiling, the prompt's whole `max_tokens` (what `--max-cost` reserves, so a
-budget is never overrun), and its expected size (`expected_reply_tokens`: the reply the schema
-asks for, a grade and a short reason; the grading layer prefers the median of the replies already
-stored for that prompt and model). Real replies are far below the ceiling: a grade and one or two
-sentences use a few dozen tokens of a 300-token `max_tokens`.
+Prices live in TOML (`grader/prices.toml`, extended by a user file or `RELGRADE_PRICES`); a model
+without a price costs None, never a made-up price. The estimate counts `CHARS_PER_TOKEN` over the
+rendered messages, and a reply twice: its ceiling (`max_tokens`, what `--max-cost` reserves) and its
+expected size (`expected_reply_tokens`).
 """
 
 from __future__ import annotations
@@ -159,9 +151,8 @@ as the shipped prompts ask, about 50 tokens."""
 
 
 def expected_reply_tokens(schema: Mapping[str, Any], max_tokens: int) -> int:
-    """The expected completion tokens of one reply before any is stored: the JSON reply that
-    `schema` asks for written out (each string, such as the reason, REASON_CHARS long; each enum
-    at its longest value), at most `max_tokens`."""
+    """The expected completion tokens of one reply before any is stored: the JSON reply `schema`
+    asks for written out (strings REASON_CHARS long), at most `max_tokens`."""
     example: dict[str, Any] = {}
     for name, prop in (schema.get("properties") or {}).items():
         if not isinstance(prop, Mapping):

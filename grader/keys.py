@@ -1,9 +1,7 @@
 """Content keys: what makes two judgments the same judgment.
 
-The key is sha256 of the canonical JSON (sorted keys, no spaces, UTF-8) of the judge's fingerprint
-(judge id, model, prompt sha, sampling params) and the query and document text. A rerun with
-nothing changed finds every key in the store; a changed prompt or model changes exactly the keys
-it touches.
+sha256 of the canonical JSON of the judge's fingerprint and the query and document text: a rerun
+with nothing changed finds every key; a changed prompt or model changes exactly its keys.
 """
 
 from __future__ import annotations
@@ -22,9 +20,7 @@ def canonical_json(value: Any) -> str:
 
 def json_string(text: str) -> bytes:
     """`text` as a JSON string, UTF-8: exactly `json.dumps(text, ensure_ascii=False)` encoded
-    (only `"`, `\\` and control characters escaped; tested equal), by msgspec, several times
-    faster than json's encoder. A lone surrogate raises UnicodeEncodeError, as encoding json's
-    text does."""
+    (tested equal), by msgspec, several times faster."""
     return msgspec.json.encode(text)
 
 
@@ -40,13 +36,8 @@ def content_key(fingerprint: dict[str, Any], query_text: str, doc_text: str) -> 
 
 
 class ContentKeys:
-    """`content_key` for one judge fingerprint over many pairs, computed faster and equal to it.
-
-    A run of a million pairs repeats each text a hundred times; encoding a document's JSON once
-    per distinct text (and hashing the part before the query once per document) instead of once
-    per pair gives the same bytes, so the same keys. A text's JSON is `json_string`'s, what
-    `canonical_json` gives for a str. Tests draw fingerprints and texts for both ways
-    (tests/test_grade_scale.py); bench/grade_scale.py's rerun is what this saves."""
+    """`content_key` for one fingerprint over many pairs, equal to it and faster: each distinct text
+    encoded once (tests/test_grade_scale.py, bench/grade_scale.py)."""
 
     def __init__(self, fingerprint: dict[str, Any]) -> None:
         self._middle = (',"judge":' + canonical_json(fingerprint) + ',"query":').encode("utf-8")

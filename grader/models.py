@@ -1,7 +1,6 @@
 """The data model shared by every part: queries, documents, judgments.
 
-A failure is never a grade: `Judgment.grade` is None unless `status` is "ok", and the model
-refuses any other combination, so no code path can turn an error into 0 by accident.
+A failure is never a grade: `Judgment.grade` is None unless `status` is "ok", enforced here.
 """
 
 from __future__ import annotations
@@ -63,9 +62,8 @@ class Usage(BaseModel):
 
 @dataclass(frozen=True)
 class CallRecord:
-    """One HTTP attempt, the one type the store's call log takes. `outcome`: ok | invalid
-    (re-asked or final) | retry (transient error) | error (not retried) | mode_rejected (output
-    mode switched) | fatal. A plain frozen dataclass: one is made per attempt, on the hot path."""
+    """One HTTP attempt, the one type the call log takes; `outcome`: ok | invalid | retry | error |
+    mode_rejected | fatal. A plain dataclass: one per attempt, on the hot path."""
 
     key: str
     query_id: str
@@ -104,12 +102,8 @@ def bare_sha256(digest: str) -> str:
 
 
 class PromptRef(BaseModel):
-    """Which prompt file produced a judgment: `name@version` and the sha256 of the file.
-
-    `sha256` is always bare hex (what `sha256sum` and `relgrade prompts list` print; the field
-    name says the algorithm). Judgments written before this was one format (the lexical judge
-    wrote `sha256:<hex>`) read back in the same form.
-    """
+    """Which prompt file produced a judgment: `name@version` and the bare-hex sha256 of the file (an
+    older `sha256:<hex>` reads back in the same form)."""
 
     model_config = ConfigDict(frozen=True)  # shared by every judgment of a judge
 
@@ -127,14 +121,8 @@ class PromptRef(BaseModel):
 
 
 class Judgment(BaseModel):
-    """One graded (query, document) pair, or one failure to grade it.
-
-    `distribution` is P(grade = 0..3) from the grade token's logprobs when the server gives them;
-    `expected_grade` is its mean. `output_mode` is the output mode of the reply that gave the
-    grade (an LLM judge's); `notes` say what the reader noticed: logprobs left out and why, a
-    most likely grade other than the one given, a reply read leniently. `judges` holds each
-    member's grade when an ensemble produced it.
-    """
+    """One graded (query, document) pair, or one failure to grade it. `distribution` is P(grade =
+    0..3) from logprobs; `judges` holds an ensemble's member grades."""
 
     query_id: str
     doc_id: str

@@ -48,15 +48,9 @@ RESERVED_TOKENS = 30
 
 
 def bounded_strings(schema: dict[str, Any], max_tokens: int) -> dict[str, Any]:
-    """`schema` with a `maxLength` on each top-level string property that has none, so a reply
-    sampled under its grammar closes the string and writes the grade within `max_tokens`.
-
-    A small model under a grammar may write a reason until `max_tokens` cuts it off, and a reply
-    cut off is no grade; a reason ended early still leaves the grade. The bound is
-    CHARS_PER_TOKEN characters per token of `max_tokens` less RESERVED_TOKENS, shared by the
-    strings (810 characters for one string at 300 tokens). OpenAI's strict `json_schema` takes no
-    `maxLength`, so it is sent only in GRAMMAR_MODES; the prompt file, and so the content key,
-    are unchanged."""
+    """`schema` with a `maxLength` on each top-level string property that has none, so a reply under
+    a grammar ends its reason in time to write the grade (GRAMMAR_MODES only; the content key is
+    unchanged)."""
     properties = schema.get("properties")
     if not isinstance(properties, dict):
         return schema

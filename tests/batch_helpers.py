@@ -11,7 +11,7 @@ from grader.judges.llm.retry import RetryPolicy
 from grader.keys import content_key
 from grader.models import Doc, Judgment, JudgmentError, PromptRef, Query
 from grader.prompts import PromptSpec, load_prompt
-from grader.store.store import Store
+from grader.store.store import Store, text_rows
 
 OLD_REF = PromptRef(name="passage", version="1", sha256="0" * 64)
 PRICES = PriceTable(
@@ -64,7 +64,8 @@ def seed_store(path: Path, n: int = 6, *, failed: tuple[int, ...] = ()) -> list[
                     key=key,
                     cost=0.001,
                 )
-            store.put(j, query=q, doc=d, fingerprint=OLD_FINGERPRINT)
+            store.put_many([(j, OLD_FINGERPRINT)])
+            store.put_text_rows(*text_rows([q], [d]))
             olds.append(j)
     return olds
 

@@ -65,11 +65,10 @@ def test_files_and_rows_equal_the_plain_way(tmp_path: Path, limits: tuple[int, i
     stored = ContentKeys(judge.fingerprint()).key(pairs[1][0].text, pairs[1][1].text)
     with Store(db) as store:
         ref = PromptRef(name="p", version="1", sha256="0" * 64)
-        store.put(
-            Judgment(
-                query_id="q0", doc_id="d1", grade=2, status="ok", judge="j", prompt=ref, key=stored
-            )
+        old = Judgment(
+            query_id="q0", doc_id="d1", grade=2, status="ok", judge="j", prompt=ref, key=stored
         )
+        store.put_many([(old, None)])
         summary = export_requests(
             store,
             judge,

@@ -33,7 +33,7 @@ from grader.prompts import (
     render_messages,
 )
 from grader.prompts.render import _render_template
-from grader.store.store import Store
+from grader.store.store import Store, text_rows
 from tests.helpers.batch_export import reference_render
 from tests.helpers.hypothesis_scale import examples
 
@@ -268,7 +268,7 @@ def test_the_import_reads_a_cut_from_long_texts_alone(
     text = "".join(bit * count for bit, count in runs) or "x"
     texts = {"given": text, "at": "a" * budget, "over": "a" * (budget + 1), "wide": "é" * budget}
     with Store(tmp_path_factory.mktemp("s") / "s.db") as store:
-        store.put_texts([], [Doc(doc_id=d, text=t) for d, t in texts.items()])
+        store.put_text_rows(*text_rows([], [Doc(doc_id=d, text=t) for d, t in texts.items()]))
         long = store.long_doc_texts([*texts, "absent"], budget)
     assert set(long) == set(texts)
     for doc_id, whole in texts.items():

@@ -12,7 +12,9 @@ from grader.io.docs import read_docs
 from grader.io.grades import read_human_grades
 from grader.io.queries import read_queries
 from grader.io.trec import read_run
-from grader.judges.lexical.judge import fit_lexical_thresholds, lexical_scores, read_thresholds
+from grader.judges.lexical.config import read_thresholds
+from grader.judges.lexical.fit import fit_lexical_thresholds
+from grader.judges.lexical.judge import lexical_scores
 from grader.metrics.evaluate import evaluate, mean_scores
 from grader.models import Doc, Query
 

@@ -156,8 +156,8 @@ _STORED = [content_key({"n": i}, "q", "d") for i in range(12)]
 def status_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
     with Store(tmp_path_factory.mktemp("statuses") / "s.db") as store:
         for i, key in enumerate(_STORED):
-            store.put(_judgment(key, ok=i % 3 != 0))
-        store.put(_judgment("plain-key", ok=True))
+            store.put_many([(_judgment(key, ok=i % 3 != 0), None)])
+        store.put_many([(_judgment("plain-key", ok=True), None)])
         yield store
 
 

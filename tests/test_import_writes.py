@@ -1,6 +1,7 @@
 """The store's side of a results import: the lines a worker reads in file order
 (`ExportState.lines_in_order`); what the writing process does with the rows workers made
-(`Store.write_stored`: rows already in parts; `ExportState.set_outcomes_at`: outcomes by place);
+(`Store.write_stored_parts`: rows already made;
+`ExportState.set_outcomes_at`: outcomes by place);
 and the garbage collector left to the work (`grader.batch.files.collector`)."""
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def test_rows_in_parts_read_back_as_put_many_writes_them(tmp_path: Path) -> None
     with Store(tmp_path / "a.db") as a, Store(tmp_path / "b.db") as b:
         a.put_many((j, FP) for j in judgments)
         rows = [from_journal_row(r) for r in b.rows((j, FP) for j in judgments).judgments]
-        assert b.write_stored(rows) == 2
+        assert b.write_stored_parts([rows])[0] == 2
         assert b.get_many([KEY_A, KEY_B]) == a.get_many([KEY_A, KEY_B])
         pairs = [(q, d, j.key) for q, d, j in b.iter_pair_judgments()]
         assert pairs == [(q, d, j.key) for q, d, j in a.iter_pair_judgments()]
@@ -56,28 +57,30 @@ def test_rows_can_be_written_without_their_id_pairs(tmp_path: Path) -> None:
         rows = [
             from_journal_row(r) for r in store.rows([(ok(KEY_A, qid="q9", did="d9"), FP)]).judgments
         ]
-        assert store.write_stored(rows, pairs=False) == 1
+        assert store.write_stored_parts([rows], pairs=False)[0] == 1
         assert list(store.iter_pair_judgments()) == []  # left to whoever listed them
-        assert store.write_stored(rows) == 0  # the same row again: only its pair is added
+        assert (
+            store.write_stored_parts([rows])[0] == 0
+        )  # the same row again: only its pair is added
         assert [(q, d) for q, d, _ in store.iter_pair_judgments()] == [("q9", "d9")]
 
 
 def test_writing_the_same_rows_twice_changes_nothing(tmp_path: Path) -> None:
     with Store(tmp_path / "s.db") as store:
         rows = [from_journal_row(r) for r in store.rows([(ok(KEY_A), FP)]).judgments]
-        assert store.write_stored(rows) == 1
-        assert store.write_stored(rows) == 0  # an ok answer keeps its place
+        assert store.write_stored_parts([rows])[0] == 1
+        assert store.write_stored_parts([rows])[0] == 0  # an ok answer keeps its place
         later = [from_journal_row(r) for r in store.rows([(failed(KEY_A), FP)]).judgments]
-        assert store.write_stored(later) == 0  # never replaced by a failure
+        assert store.write_stored_parts([later])[0] == 0  # never replaced by a failure
         assert store.get_many([KEY_A])[KEY_A].status == "ok"
 
 
 def test_a_failure_is_replaced_by_an_ok_answer(tmp_path: Path) -> None:
     with Store(tmp_path / "s.db") as store:
         first = [from_journal_row(r) for r in store.rows([(failed(KEY_A), FP)]).judgments]
-        assert store.write_stored(first) == 1
+        assert store.write_stored_parts([first])[0] == 1
         then = [from_journal_row(r) for r in store.rows([(ok(KEY_A), FP)]).judgments]
-        assert store.write_stored(then) == 1
+        assert store.write_stored_parts([then])[0] == 1
         got = store.get_many([KEY_A])[KEY_A]
         assert got.status == "ok" and got.grade == 2
 

@@ -33,7 +33,7 @@ imported = {"key": "sha256:" + "c" * 64, "query_id": "q2", "doc_id": "d2", "stat
 with Store(path) as store:
     store.put_many([(live, {"model": "m1"})])
     source = store.source_for("llm:m1", None, {"model": "m1"})
-    store.write_stored([store.stored_row(imported, source)])
+    store.write_stored_parts([[store.stored_row(imported, source)]])[0]
     got = store.get_many([live.key, imported["key"]])
 rows = [(bytes.fromhex("b" * 64), "q1", "d1"), (bytes.fromhex("c" * 64), "q2", "d2")]
 found = look_up(path, rows)

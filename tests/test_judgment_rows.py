@@ -262,7 +262,7 @@ def test_an_ok_row_with_a_secret_in_its_reason_is_masked(tmp_path: Path) -> None
             "created_at": datetime(2026, 1, 2, tzinfo=UTC),
         }
         row = _ok_row(store, fields, {"model": "m1"})
-        assert store.write_stored([row]) == 1
+        assert store.write_stored_parts([[row]])[0] == 1
         (got,) = store.get_many([fields["key"]]).values()
         assert got.reason == "the key [redacted] leaked"
         fingerprint = {"model": "m1"}

@@ -14,18 +14,15 @@ from grader.cli.main import main
 from grader.errors import InputError
 from grader.io.judgments import read_judgments
 from grader.judges.base import Judge
-from grader.judges.lexical.config import LexicalConfig, default_config_path
-from grader.judges.lexical.judge import (
-    LexicalJudge,
-    fit_lexical_thresholds,
-    grades_for,
-    lexical_scores,
-    light_stem,
+from grader.judges.lexical.config import (
+    LexicalConfig,
+    default_config_path,
     load_lexical_config,
     read_thresholds,
-    tokenize,
     write_thresholds,
 )
+from grader.judges.lexical.fit import fit_lexical_thresholds, grades_for
+from grader.judges.lexical.judge import LexicalJudge, lexical_scores, light_stem, tokenize
 from grader.keys import content_key
 from grader.models import Doc, Query
 from tests.grade_data import write_grade_files

@@ -16,7 +16,7 @@ from grader.io.judgments import read_judgments
 from grader.keys import content_key
 from grader.models import Doc, Judgment, Query
 from grader.regrade.selection import parse_selection, select_candidates
-from grader.store.store import Store
+from grader.store.store import Store, text_rows
 from tests.fakeserver import FakeServer, default_grade
 from tests.grade_data import GradeFiles, write_grade_files
 
@@ -108,7 +108,8 @@ def _judgment(store: Store, doc: str, grade: int | None, fp: dict[str, Any], **e
         {"query_id": "q1", "doc_id": doc, "grade": grade, "status": status, "judge": str(fp),
          "key": key, "error": error, **extra}
     )  # fmt: skip
-    store.put(j, query=q, doc=d, fingerprint=fp)
+    store.put_many([(j, fp)])
+    store.put_text_rows(*text_rows([q], [d]))
     return key
 
 

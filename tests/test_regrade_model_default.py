@@ -13,7 +13,7 @@ from grader.io.judgments import read_judgments
 from grader.keys import content_key
 from grader.models import Doc, Judgment, Query
 from grader.regrade.selection import judge_models
-from grader.store.store import Store
+from grader.store.store import Store, text_rows
 from tests.batch_helpers import OLD_REF, new_prompt, seed_store
 from tests.fakeserver import FakeServer
 
@@ -61,7 +61,8 @@ def test_a_selection_of_several_models_asks_for_one(
         key=content_key(fingerprint, query.text, doc.text),
     )
     with Store(db) as store:
-        store.put(other, query=query, doc=doc, fingerprint=fingerprint)
+        store.put_many([(other, fingerprint)])
+        store.put_text_rows(*text_rows([query], [doc]))
     prompt = new_prompt(tmp_path).source
     args = ["regrade", "--store", str(db), "--base-url", fake_server.base_url, "--quiet"]
     code = main([*args, "--prompt", str(prompt)])

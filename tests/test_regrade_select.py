@@ -17,7 +17,7 @@ from grader.regrade.selection import (
     select_candidates,
     to_grade,
 )
-from grader.store.store import Store
+from grader.store.store import Store, text_rows
 
 NEW_FP = {"judge": "openai:new", "prompt_sha": "n" * 64}
 
@@ -31,7 +31,8 @@ def _put(store: Store, doc: str, grade: int, version: str, **extra: Any) -> Judg
         prompt=PromptRef(name="passage", version=version, sha256=version * 64),
         key=content_key(fp, q.text, d.text), **extra,
     )  # fmt: skip
-    store.put(j, query=q, doc=d, fingerprint=fp)
+    store.put_many([(j, fp)])
+    store.put_text_rows(*text_rows([q], [d]))
     return j
 
 
@@ -111,7 +112,8 @@ def test_a_failed_judgment_of_the_same_version_is_retried(tmp_path: Path) -> Non
         error=JudgmentError(type="InvalidReply", message="malformed JSON"),
     )
     with Store(tmp_path / "s.db") as store:
-        store.put(failed, query=q, doc=d, fingerprint=fp)
+        store.put_many([(failed, fp)])
+        store.put_text_rows(*text_rows([q], [d]))
         _put(store, "d2", 1, "1")  # an ok pair of the same version: nothing to retry
         picked = select_candidates(store, parse_selection(["failed"]), fp)
         assert [(c.doc.doc_id, c.old.status, c.new_key) for c in picked] == [

@@ -21,7 +21,7 @@ from grader.io.judgments import read_judgments
 from grader.keys import content_key
 from grader.models import Doc, Query
 from grader.regrade.selection import select_candidates
-from grader.store.store import Store
+from grader.store.store import Store, text_rows
 from tests.fake_batch import BatchPlan, FakeBatchAPI
 from tests.fakeserver import FakeServer
 from tests.helpers.batch_api import fresh_batch_api
@@ -247,8 +247,10 @@ def test_store_put_records_every_id_pair_of_a_key(tmp_path: Path) -> None:
     doc = Doc(doc_id="d1", text="text")
     judgment = make_judgment("q1", "d1", 2).model_copy(update={"key": "k"})
     with Store(tmp_path / "s.db") as store:
-        store.put(judgment, query=q1, doc=doc)
-        store.put(judgment.model_copy(update={"query_id": "q2"}), query=q2, doc=doc)
+        store.put_many([(judgment, None)])
+        store.put_text_rows(*text_rows([q1], [doc]))
+        store.put_many([(judgment.model_copy(update={"query_id": "q2"}), None)])
+        store.put_text_rows(*text_rows([q2], [doc]))
         store.put_pairs([("k", "q3", "d1"), ("k", "q3", "d1"), ("unstored", "q4", "d1")])
         assert store.count() == 1
         listed = [(q, d, j.key) for q, d, j in store.iter_pair_judgments()]

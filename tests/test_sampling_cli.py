@@ -106,12 +106,12 @@ def test_texts_come_from_the_default_store_when_present(
 ) -> None:
     from grader.io.docs import read_docs
     from grader.io.queries import read_queries
-    from grader.store.store import Store
+    from grader.store.store import Store, text_rows
 
     judgments, queries, docs = _inputs(tmp_path)
     monkeypatch.chdir(tmp_path)
     with Store(tmp_path / "relgrade.db") as store:
-        store.put_texts(read_queries(queries).values(), read_docs(docs).values())
+        store.put_text_rows(*text_rows(read_queries(queries).values(), read_docs(docs).values()))
     argv = ["sample", "--judgments", str(judgments), "--n", "3", "--out", str(tmp_path / "s.csv")]
     assert main(argv) == 0
     assert "texts taken from the store relgrade.db" in capsys.readouterr().err

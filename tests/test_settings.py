@@ -230,7 +230,7 @@ def test_masking_is_identical_everywhere(fake_server: FakeServer, tmp_path: Path
 
     # The store's rows.
     with Store(tmp_path / "s.db", secrets=[SECRET]) as store:
-        store.put(failed)
+        store.put_many([(failed, None)])
         (stored,) = store.get_many(["k2"]).values()
     assert stored.error is not None and stored.error.message == expected
     assert SECRET.encode() not in (tmp_path / "s.db").read_bytes()

@@ -10,14 +10,15 @@ import pytest
 from grader.errors import StoreError
 from grader.models import CallRecord, Doc, Query, Usage
 from grader.store import migrations as store_migrations
-from grader.store.store import Store
+from grader.store.store import Store, text_rows
 from tests.helpers.judgments import FP, failed, ok
 
 
 def test_round_trip_keeps_every_field(tmp_path: Path) -> None:
     j = ok("k1")
     with Store(tmp_path / "s.db") as store:
-        assert store.put(j, query=Query(query_id="q1", text="what"), fingerprint=FP)
+        assert store.put_many([(j, FP)]) == 1
+        store.put_text_rows(*text_rows([Query(query_id="q1", text="what")], []))
     with Store(tmp_path / "s.db") as store:
         got = store.get_many(["k1", "missing"])
         assert got == {"k1": j}
@@ -30,26 +31,26 @@ def test_round_trip_keeps_every_field(tmp_path: Path) -> None:
 def test_texts_are_kept_for_regrading(tmp_path: Path) -> None:
     doc = Doc(doc_id="a.py::f", text="def f(): ...", title="f", metadata={"path": "a.py"})
     with Store(tmp_path / "s.db") as store:
-        store.put_texts([Query(query_id="q1", text="find f")], [doc])
-        store.put_texts([Query(query_id="q1", text="find f, new text")], [doc])
+        store.put_text_rows(*text_rows([Query(query_id="q1", text="find f")], [doc]))
+        store.put_text_rows(*text_rows([Query(query_id="q1", text="find f, new text")], [doc]))
         assert store.queries() == {"q1": Query(query_id="q1", text="find f, new text")}
         assert store.docs(["a.py::f", "nope"]) == {"a.py::f": doc}
 
 
 def test_ok_is_never_overwritten_by_a_failure(tmp_path: Path) -> None:
     with Store(tmp_path / "s.db") as store:
-        store.put(ok("k1", grade=3))
-        assert store.put(failed("k1")) is False
+        store.put_many([(ok("k1", grade=3), None)])
+        assert store.put_many([(failed("k1"), None)]) == 0
         assert store.get_many(["k1"])["k1"].grade == 3
 
 
 def test_a_failure_is_replaced_by_a_later_ok(tmp_path: Path) -> None:
     with Store(tmp_path / "s.db") as store:
-        store.put(failed("k1"))
+        store.put_many([(failed("k1"), None)])
         assert store.statuses(["k1"]) == {"k1": "failed"}
         stored = store.get_many(["k1"])["k1"]
         assert stored.error is not None and stored.error.raw_reply == "7"
-        assert store.put(ok("k1", grade=1))
+        assert store.put_many([(ok("k1", grade=1), None)]) == 1
         assert store.get_many(["k1"])["k1"].grade == 1
         assert store.count() == 1
 
@@ -63,22 +64,24 @@ def test_get_many_handles_more_keys_than_sqlite_variables(tmp_path: Path) -> Non
 def test_call_log_masks_secrets(tmp_path: Path) -> None:
     secret = "sk-test-SECRET-123"
     with Store(tmp_path / "s.db", secrets=[secret]) as store:
-        store.log_call(
-            CallRecord(
-                key="k1",
-                query_id="q1",
-                doc_id="d1",
-                judge="m",
-                model="m",
-                attempt=2,
-                outcome="error",
-                output_mode="json_schema",
-                http_status=401,
-                latency_ms=12.5,
-                usage=Usage(prompt_tokens=5),
-                error_type="AuthenticationError",
-                error_message=f"bad key {secret}",
-            )
+        store.log_calls(
+            [
+                CallRecord(
+                    key="k1",
+                    query_id="q1",
+                    doc_id="d1",
+                    judge="m",
+                    model="m",
+                    attempt=2,
+                    outcome="error",
+                    output_mode="json_schema",
+                    http_status=401,
+                    latency_ms=12.5,
+                    usage=Usage(prompt_tokens=5),
+                    error_type="AuthenticationError",
+                    error_message=f"bad key {secret}",
+                )
+            ]
         )
         (call,) = store.calls("k1")
         assert call["attempt"] == 2 and call["http_status"] == 401
@@ -99,7 +102,7 @@ def test_appended_migration_upgrades_an_old_store(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with Store(tmp_path / "s.db") as store:
-        store.put(ok("k1"))
+        store.put_many([(ok("k1"), None)])
     extra = store_migrations.Migration(
         store_migrations.latest_version() + 1,
         "test column",

@@ -200,14 +200,14 @@ def _judgment(key: str, grade: int | None, **extra: Any) -> Judgment:
 
 def test_first_ok_answer_is_final(tmp_path: Path) -> None:
     with Store(tmp_path / "s.db") as store:
-        assert store.put(_judgment("k", None))
-        assert store.put(_judgment("k", 2))  # an ok answer replaces a failure
-        assert not store.put(_judgment("k", 0))  # but not another ok answer
-        assert not store.put(_judgment("k", None))
+        assert store.put_many([(_judgment("k", None), None)]) == 1
+        assert store.put_many([(_judgment("k", 2), None)]) == 1  # an ok answer replaces a failure
+        assert store.put_many([(_judgment("k", 0), None)]) == 0  # but not another ok answer
+        assert store.put_many([(_judgment("k", None), None)]) == 0
         assert store.get_many(["k"])["k"].grade == 2
         # An output built from answers (an ensemble's) is rebuilt from more answers.
-        assert store.put(_judgment("e", 1, judges={"a": 1, "b": None}))
-        assert store.put(_judgment("e", 2, judges={"a": 1, "b": 3}))
+        assert store.put_many([(_judgment("e", 1, judges={"a": 1, "b": None}), None)]) == 1
+        assert store.put_many([(_judgment("e", 2, judges={"a": 1, "b": 3}), None)]) == 1
         assert store.get_many(["e"])["e"].grade == 2
 
 
@@ -220,7 +220,7 @@ def test_a_lease_is_held_released_on_store_and_taken_over_when_it_ends(tmp_path:
             assert other.claim_many(["a", "b"])["a"].outcome is Outcome.CLAIMED
             assert mine.claim_many(["a"])["a"].outcome is Outcome.HELD
             # Storing the answer releases the lease in the same transaction.
-            store.put(_judgment("a", 3))
+            store.put_many([(_judgment("a", 3), None)])
             assert other.held() == ["b"]
             claim = mine.claim_many(["a"])["a"]
             assert claim.outcome is Outcome.STORED

@@ -77,9 +77,8 @@ def queries_in_runs(runs: Any) -> dict[str, Query] | None:
 
 
 def judgments_table(report: GradingReport) -> pd.DataFrame:
-    """Every output judgment in pair order, as `--out` writes them, one row each: `grade` is
-    a nullable integer (a failed pair has no grade, never 0), `prompt` is `name@version`,
-    `error` is `Type: message` for failed pairs."""
+    """Every output judgment in pair order, one row each as `--out` writes it: `grade` nullable
+    (never 0 for a failure), `prompt` as `name@version`, `error` as `Type: message`."""
     records = [json.loads(line) for block in report.blocks() for line in block.lines.splitlines()]
     for record in records:
         prompt = record.get("prompt")

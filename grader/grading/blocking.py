@@ -1,11 +1,8 @@
 """Running a grading coroutine to the end from synchronous code, wherever it is called.
 
-In Jupyter an event loop already runs in the main thread, so `asyncio.run` cannot be called
-there. `run_blocking` runs the coroutine in a worker thread with a loop of its own and waits.
-Ctrl-C (a notebook's stop button: SIGINT, a KeyboardInterrupt in the waiting thread) presses
-the run's `StopButton`: the run stops taking new work, lets the calls in flight finish and be
-stored, and ends; a second Ctrl-C abandons the calls in flight. The store is left resumable
-either way; the caller raises KeyboardInterrupt once the run has ended.
+Where a loop already runs (Jupyter) the coroutine runs in a thread with its own loop. Ctrl-C presses
+the run's `StopButton` (a second abandons the calls in flight); the caller raises KeyboardInterrupt
+once the run has ended, the store resumable.
 """
 
 from __future__ import annotations

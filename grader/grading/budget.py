@@ -17,11 +17,8 @@ from grader.store.store import Store
 
 @dataclass(frozen=True)
 class Estimate:
-    """Estimated size of the requests still to send (dry run, budget).
-
-    `completion_tokens` and `cost` are the ceiling (every reply at its `max_tokens`, what
-    --max-cost reserves); the `expected_` figures use each judge's expected reply, and `basis`
-    says where each judge's expectation comes from."""
+    """Estimated size of the requests still to send: `completion_tokens` and `cost` at the ceiling
+    (what --max-cost reserves), `expected_` at each judge's expected reply (`basis` says whence)."""
 
     requests: int = 0
     prompt_tokens: int = 0
@@ -41,9 +38,8 @@ class ExpectedReply:
 
 
 def expected_reply(judge: Judge, store: Store | None) -> ExpectedReply | None:
-    """The expected completion of one reply of `judge`: the median of the replies stored for its
-    judge id (model) and prompt sha when there are some, else the judge's reply-schema guess
-    (`expected_completion_tokens`). None for judges that send no request (lexical)."""
+    """The expected completion of one reply of `judge`: the median of those stored for its model and
+    prompt, else its schema's guess; None for judges that send nothing."""
     guess = getattr(judge, "expected_completion_tokens", None)
     prompt = getattr(judge, "prompt", None)
     if guess is None or not isinstance(prompt, PromptSpec):
@@ -67,11 +63,8 @@ def expected_reply(judge: Judge, store: Store | None) -> ExpectedReply | None:
 
 
 def estimate_request(judge: Judge, pair: Pair) -> Estimate:
-    """The judge's estimate of one request (zero for judges that cost nothing, e.g. lexical).
-
-    A judge may offer `estimate(query, doc)` (a Usage: prompt and completion tokens) and
-    `estimate_cost(query, doc)` (USD, None when no price is known), as `LLMJudge` does.
-    """
+    """The judge's estimate of one request (`estimate` and `estimate_cost` when it offers them; zero
+    for judges that cost nothing)."""
     estimate = getattr(judge, "estimate", None)
     if estimate is None:
         return Estimate(requests=1, cost=0.0)
@@ -98,9 +91,8 @@ def estimate_cost(judge: Judge, pair: Pair) -> float | None:
 
 
 def all_priced(judges: Sequence[Judge | None], pairs: Sequence[Pair]) -> bool:
-    """Whether every judge given has a price (asked on the first pair). A judge that cannot
-    estimate that pair (a document too long for its context: the pair will fail, unpaid) is
-    left to its judgments to say (`GradingReport.unpriced`)."""
+    """Whether every judge given has a price (asked on the first pair; a pair it cannot estimate is
+    left to its judgments to say)."""
     for judge in judges:
         if judge is None or not pairs:
             continue
@@ -150,11 +142,8 @@ def estimate_requests(
 def check_priced(
     requests: Iterable[tuple[Judge, Pair]], verifier: Judge | None, pairs: Sequence[Pair]
 ) -> None:
-    """--max-cost can only be kept when every judge that will be asked has a price: the judge
-    of each of `requests` (judge, pair) and the `verifier` (if any, priced on the first pair).
-
-    Raises InputError naming the first judge without a price.
-    """
+    """--max-cost can only be kept when every judge asked (and the `verifier`) has a price;
+    InputError naming the first that has none."""
     checked: set[int] = set()
     for judge, pair in requests:
         if id(judge) in checked:

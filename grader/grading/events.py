@@ -13,10 +13,9 @@ from typing import Any
 
 @dataclass(frozen=True)
 class ProgressEvent:
-    """Where a grading run stands: `total` pairs need requests (pairs found in the store are
-    counted in `cached` instead); `done` of them finished, `failed` of those as failures;
-    `spend` is the USD of the priced judgments so far; `cost_known` is False when a judge of
-    the run has no price (its judgments cost an unknown amount, never 0)."""
+    """Where a grading run stands: `total` pairs need requests (stored ones are `cached`), `done` of
+    them finished, `failed` of those; `spend` USD so far, `cost_known` False when a judge has no
+    price."""
 
     total: int
     cached: int
@@ -32,10 +31,8 @@ call; from the event loop's thread, so it must return quickly."""
 
 
 class StopButton:
-    """Ctrl-C pressed from outside a grading run's event loop (another thread: a notebook's
-    stop button while the run has a loop of its own). `press()` does what SIGINT does to a run
-    with `handle_sigint`: the first stops taking new work and lets calls in flight finish and
-    be stored, the second abandons them."""
+    """Ctrl-C pressed from another thread (a notebook's stop button): `press()` does what SIGINT
+    does with `handle_sigint`; a second press abandons the calls in flight."""
 
     def __init__(self) -> None:
         self._press: Callable[[], None] | None = None

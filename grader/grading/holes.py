@@ -1,13 +1,8 @@
-"""Labels on top of people's: which pairs of the runs people judged, which are holes, and the
-merged qrels (people's grade where there is one, the LLM's elsewhere).
+"""Labels on top of people's: which pairs of the runs people judged, which are holes, and the merged
+qrels (people's grade where there is one, the LLM's elsewhere).
 
-`grade --skip-judged HUMAN_QRELS` sends only the holes (and, with `--also-judged N`, N judged
-pairs drawn at random, so agreement on this very collection can be measured). The merged qrels
-keep every human line as written (any integer grade, pairs the runs never retrieved too) and
-add the LLM's grade of each hole, mapped by the `--llm-scale` map (identity by default). A
-failed judgment has no grade: its pair stays a hole. In the judgments JSONL each line says
-whose grade the merged qrels carry for its pair: `source` "llm" for a hole, "human" for an
-also-judged pair (people's grade wins; the line keeps the LLM's grade for calibration).
+The merged qrels keep every human line and add the LLM's grade of each hole (by `--llm-scale`); a
+failed judgment has no grade, so its pair stays a hole.
 """
 
 from __future__ import annotations
@@ -68,10 +63,8 @@ def _quoted(text: str) -> str:
 
 
 def with_source(lines: str, pairs: Iterator[PairId], also: Collection[PairId]) -> str:
-    """JSONL judgment lines, each given `"source"`: "human" for an also-judged pair (people's
-    grade is the merged one), else "llm" (a hole: the LLM's grade, or, with status failed and
-    grade null, no grade, so the pair stays a hole). `pairs` yields each line's ids in line
-    order; a line that does not start with them (never expected) is read for its ids instead."""
+    """JSONL judgment lines, each given `"source"`: "human" for an also-judged pair, else "llm";
+    `pairs` yields each line's ids in line order."""
     out = []
     for line in lines.splitlines():
         qid, did = next(pairs)

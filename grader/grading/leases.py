@@ -1,12 +1,8 @@
 """A run's leases on the keys it sends (`grader.store.claims`), taken in rounds.
 
-A worker asks for the lease on the key it is about to send. The keys the run's workers ask for
-meanwhile are claimed together, in one transaction on a worker thread, so eight workers take one
-transaction for eight requests. When the run's judge answers within `FAST_JUDGE_S` (an offline
-judge), the next `AHEAD` keys of the queue are claimed too, topped up as they are used: the
-rounds run while the workers judge, not between their answers. A network judge's keys are leased
-right before each request, so a killed process strands the leases of its calls in flight only
-(on this host they die with it anyway).
+The keys workers ask for meanwhile are claimed in one transaction; a fast (offline) judge's next
+`AHEAD` keys are claimed ahead too. A network judge's keys are leased right before each request, so
+a killed process strands only its calls in flight.
 """
 
 from __future__ import annotations

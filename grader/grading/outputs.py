@@ -1,10 +1,8 @@
 """A grading run's OUTPUT judgments when it combines answers: building, keying and storing them.
 
-An ensemble's combined judgment is keyed by the members' fingerprints and the aggregation rule; a
-verified judgment (`--verify-low`) by the first judgment's fingerprint, the verifier's and the
-verification rule (`grader.judges.ensemble` says how answers combine). An output judgment identical
-to the stored one is reused as stored (a rerun changes nothing); any other is queued for the store
-with the answer that completed it (see `grader.grading.pipeline`).
+An ensemble's is keyed by the members' fingerprints and the rule, a verified one by both judges' and
+the rule; one identical to the stored one is reused, any other stored with the answer that completed
+it.
 """
 
 from __future__ import annotations
@@ -37,10 +35,8 @@ def read_back(
     final: Collection[int],
     report: GradingReport,
 ) -> None:
-    """Make each output judgment the one the store holds: when another process sharing the
-    store stored its answer for a key first, that answer is final and this run adopts it, so
-    every process's outputs equal the store. Reads only the rows that differ. `final`: the
-    pairs whose output is a stored ok answer of the run's one judge (no process replaces it)."""
+    """Make each output the one the store holds (another process's first answer is final), reading
+    only the rows that differ; `final`: pairs whose output is a stored ok answer."""
     held = [(i, j) for i, j in enumerate(outputs) if j is not None and i not in final]
     stamps = store.stamps(j.key for _, j in held)
     differ: list[tuple[int, Judgment]] = []

@@ -1,14 +1,8 @@
 """Which (query, document) pairs to grade: the top `depth` of each run, merged and filtered.
 
-From each TREC run, the top `depth` documents per query in trec_eval's order (score descending,
-ties by doc id descending; the file's rank column is not trusted). Pairs are deduplicated across
-runs (the first run that names a pair decides its place in the order), pairs already graded by
-people (`skip_judged` qrels) are left out, and ids absent from the queries or documents are
-either one `InputError` listing the count and the first few, or skipped and counted.
-
-`docs` may be a loader, called once with the doc ids the selection needs (after depth,
-deduplication and `skip_judged`): `relgrade grade` streams a large docs file through it and
-keeps only those documents.
+Each run's top `depth` per query in trec_eval's order, deduplicated across runs, without pairs
+people judged (`skip_judged`); unknown ids are one InputError or skipped and counted. `docs` may be
+a loader, called once with the doc ids the selection needs.
 """
 
 from __future__ import annotations
@@ -103,11 +97,8 @@ def pairs_to_grade(
     judged_pairs: Collection[tuple[str, str]] = (),
     regrade_judged: Callable[[list[tuple[str, str]]], Collection[tuple[str, str]]] | None = None,
 ) -> PairSelection:
-    """The pairs to grade from `runs` (see the module docstring); raises InputError on unknown
-    ids unless `skip_missing`. `judged_pairs` are left out as `skip_judged`'s are; those that
-    `regrade_judged` picks from the judged candidates (in pair order) are graded all the same.
-    A run or qrels may be a frame as `read_run` (named by `attrs["name"]`) or
-    `read_human_grades` gives it."""
+    """The pairs to grade from `runs` (frames or files); InputError on unknown ids unless
+    `skip_missing`. `regrade_judged` picks judged pairs graded all the same."""
     if depth < 1:
         raise InputError(f"{option('--depth', 'depth')} must be at least 1, not {depth}")
     if not runs:

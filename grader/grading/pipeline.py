@@ -1,41 +1,9 @@
 """The grading pipeline: store lookup, bounded concurrent judging, immediate storage.
 
-For each pair and each judge the content key is looked up in the store first: an ok judgment is
-reused and costs nothing (a rerun with nothing changed sends zero requests); a stored failure is
-retried. The rest is judged by `concurrency` worker tasks pulling from one queue (not one task per
-pair), and every finished judgment goes to the store at once (small batches committed every
-`flush_interval` seconds), so a killed process loses at most the calls in flight and a rerun
-finishes the work with every pair graded exactly once.
-
-This module drives a run (workers, budget stop, Ctrl-C, flushing to the store); the run's state
-machine is `grader.grading.run`, the combined / verified output judgments `grader.grading.outputs`,
-the dry-run and budget estimates `grader.grading.budget`.
-
-- Ensembles and `--verify-low`: see `grader.judges.ensemble` for how answers combine. Each judge's
-  answer is stored under its own key, and so is the pair's OUTPUT judgment when it combines answers:
-  the ensemble's combined judgment under the key of the members' fingerprints and the aggregation
-  rule, the verified judgment under the key of the first judgment's fingerprint, the verifier's and
-  the verification rule. A combined judgment is committed in the same transaction as the answer that
-  completed it (so it never exists without its members); a rerun rebuilds it from the stored answers
-  (no request) and stores it again only if it is missing or differs, so the output and the store
-  agree. `grader.regrade.selection` takes a pair's old version from these output judgments.
-- `max_cost`: before each request its estimated cost (the judge's upper estimate) is reserved; a
-  request that would take spent + reserved past the budget is not sent, so the run stops before
-  spending more than the budget (retries of a request are part of its estimate only as far as the
-  judge's estimate covers them). The budget is per run: cached pairs cost nothing.
-- Ctrl-C (SIGINT), with `handle_sigint` (the CLI opts in): stop taking new work and let the calls
-  in flight finish and be stored (for at most `grace_s` seconds); a second Ctrl-C abandons them at
-  once. Abandoned calls store nothing, so the store is consistent either way; rerunning resumes.
-- No process-wide side effects by default: progress goes to the caller's `progress` callback
-  (`grader.grading.events`; the CLI draws a bar), no SIGINT handler is installed and the garbage
-  collector is left alone unless asked (`handle_sigint`, `freeze_gc`), so several gradings can run
-  in one process, even in one event loop.
-- `dry_run`: look up the store and estimate, send nothing, write nothing.
-- Several processes on one store (`grader.store.claims`): a key is leased in the store before
-  its request is sent and the lease renewed while it is in flight; a key another live process
-  holds waits for that process's answer (or is taken over when its process dies), so each key is
-  paid once. The first ok answer stored for a key is final, and the output judgments are read
-  back from the store at the end, so every process's outputs equal the store.
+A stored ok judgment is reused; the rest is judged by `concurrency` workers and each answer stored
+within `flush_interval`, so a killed run loses only the calls in flight. `max_cost` reserves each
+request's upper estimate; Ctrl-C lets calls in flight finish for `grace_s`. The run's state is
+`grader.grading.run`.
 """
 
 from __future__ import annotations
@@ -61,7 +29,7 @@ from grader.grading.units import PairState
 from grader.judges.base import Judge
 from grader.models import Doc, Query
 from grader.store.claims import RENEW_S, ClaimBook
-from grader.store.store import Store
+from grader.store.store import Store, text_rows
 from grader.store.writer import StoreWriter
 
 __all__ = [
@@ -99,27 +67,10 @@ async def grade_pairs(
     before_sending: Callable[[], None] | None = None,
     stop: StopButton | None = None,
 ) -> GradingReport:
-    """Grade `pairs` with `judges` (several = an ensemble), reusing the store (module docstring).
-
-    `progress` gets a `ProgressEvent` when sending starts and after every judge call.
-    `handle_sigint` installs the Ctrl-C handler for the run (main thread only); `stop` is a
-    Ctrl-C another thread can press (the Python API's KeyboardInterrupt); `freeze_gc`
-    freezes the objects alive at the start out of the cyclic GC for the run (for a process that
-    runs one grading at a time, as the CLI does: the first run to end unfreezes them all).
-    `stream_final` (one judge, no verifier): pairs whose answer is stored ok are decided by one
-    set-based lookup and their outputs left in the store, not loaded: `report.judgments` holds
-    the others and `report.blocks()` gives them all in order.
-    `before_sending` is called once, after the store lookup, when some request is to be sent (not
-    when every answer is stored, nor in a dry run); what it raises stops the run before anything
-    is sent or written (the CLI raises there when no API key was given).
-
-    Raises JudgeError when a judge reports a problem that dooms the whole run (bad credentials,
-    unknown model), after storing everything finished so far.
-    """
-    if not judges:
-        raise ValueError("at least one judge is needed")
-    if concurrency < 1:
-        raise ValueError("concurrency must be at least 1")
+    """Grade `pairs` with `judges` (several = an ensemble), reusing the store. `stream_final`
+    leaves stored ok outputs in the store (`report.blocks()`); `before_sending` may raise to stop
+    the run before its first request. Raises JudgeError when a judge dooms the run."""
+    _check_arguments(judges, concurrency)
     writer = writer if writer is not None else StoreWriter(store)
     run = GradingRun(
         pairs,
@@ -142,8 +93,6 @@ async def grade_pairs(
         before_sending()
     if store is not None:
         await _record_texts_and_pairs(store, pairs, states, run)
-        run.claims = ClaimBook(store.path)
-        run.leases = Leases(run.claims)
     workers = await _run_workers(
         run,
         writer,
@@ -170,9 +119,8 @@ async def _run_workers(
     freeze_gc: bool,
     flush_interval: float,
 ) -> list[asyncio.Task[None]]:
-    """Judge the run's queue with `concurrency` workers, flushing answers to the store and
-    renewing leases meanwhile, until it is done or stopped; then store what is left and let
-    go of the leases. The workers' tasks (their errors are `_finish`'s to raise)."""
+    """Judge the run's queue with `concurrency` workers, flushing answers and renewing leases
+    meanwhile; then store what is left and let go of the leases. Returns the workers' tasks."""
     ctrl_c.install(handle_sigint=handle_sigint, stop=stop)
     flush_task = asyncio.create_task(_flusher(writer, flush_interval))
     renew_task = asyncio.create_task(_renewer(run))
@@ -206,11 +154,13 @@ async def _record_texts_and_pairs(
     store: Store, pairs: Sequence[Pair], states: Sequence[PairState], run: GradingRun
 ) -> None:
     """Keep the run's texts and every id pair of its keys in the store, off the event loop (a
-    busy store makes these wait: `grader.store.busy`)."""
-    await asyncio.to_thread(store.put_texts, *distinct_texts(pairs))
+    busy store makes these wait), and open the run's leases."""
+    await asyncio.to_thread(store.put_text_rows, *text_rows(*distinct_texts(pairs)))
     # Every id pair, also those answered under another pair's ids (same texts).
     ids = [k for state in states for k in state.id_keys()] + run.unlisted
     await asyncio.to_thread(store.put_pairs, ids)
+    run.claims = ClaimBook(store.path)
+    run.leases = Leases(run.claims)
 
 
 class _CtrlC:
@@ -338,6 +288,13 @@ async def _flush(writer: StoreWriter) -> None:
     except asyncio.CancelledError:
         writer.flush()
         raise
+
+
+def _check_arguments(judges: Sequence[Judge], concurrency: int) -> None:
+    if not judges:
+        raise ValueError("at least one judge is needed")
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
 
 
 def distinct_texts(pairs: Sequence[Pair]) -> tuple[list[Query], list[Doc]]:

@@ -60,9 +60,8 @@ class GradingReport:
         return len(self.judgments) + stored
 
     def blocks(self) -> Iterator[Block]:
-        """Every output in pair order, as `--out` lines and qrels lines (a failed judgment has
-        no grade: unjudged in the qrels, never 0): those in `judgments` serialised, those left
-        in the store streamed from it, a block of consecutive ones at a time."""
+        """Every output in pair order as `--out` and qrels lines (a failed judgment unjudged, never
+        0), a block of consecutive ones at a time, streamed from the store where left there."""
         so = self.stored_outputs
         if so is None:
             yield from _held_blocks(self.judgments)
@@ -99,9 +98,8 @@ def _held_block(judgments: Sequence[Judgment]) -> Block:
 
 @dataclass
 class StoredOutputs:
-    """Output judgments a run leaves in the store instead of holding them: the stored ok answers
-    of its one judge (final: no process replaces them), read back while the outputs are written
-    (`GradingReport.blocks`)."""
+    """Output judgments a run leaves in the store (its one judge's stored ok answers: final), read
+    back while the outputs are written."""
 
     path: str
     rows: list[StoredRef]  # (judgments rowid, query_id, doc_id, stored key) of each, in pair order

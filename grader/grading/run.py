@@ -1,10 +1,6 @@
 """The state machine of one grading run: planning from the store, the queue of judge calls,
-delivering answers to pairs (shared content keys included), filling the run's report.
-
-`grader.grading.pipeline.grade_pairs` drives it (workers, Ctrl-C, flushing); the output judgments of
-ensembles and `--verify-low` are built in `grader.grading.outputs`; the report and its outputs
-in pair order are `grader.grading.report`'s.
-"""
+delivering answers to pairs (shared content keys included), filling the run's report; driven by
+`grader.grading.pipeline`."""
 
 from __future__ import annotations
 
@@ -76,14 +72,12 @@ class GradingRun(RunWaiting):
         self.secrets = tuple(s for s in secrets if s)
         self.fingerprints = [j.fingerprint() for j in self.judges]
         self.verify_fingerprint = verify_judge.fingerprint() if verify_judge else None
-        # Each distinct text's JSON is encoded once per run, not once per pair (grader.keys).
         self.key_makers = [ContentKeys(fp) for fp in self.fingerprints]
         self.verify_keys = (
             ContentKeys(self.verify_fingerprint) if self.verify_fingerprint is not None else None
         )
         self.dry_run = dry_run
-        # Combined / verified output judgments: built, reused or queued for the store; what
-        # one step (a judge's answer, or planning one pair) stores together is taken from here.
+        # Combined / verified output judgments, built, reused or queued for the store.
         self.composite = OutputJudgments(
             self.judges, self.fingerprints, self.verify_fingerprint, dry_run=dry_run
         )
@@ -96,12 +90,11 @@ class GradingRun(RunWaiting):
         self.fatal: BaseException | None = None
         self.on_progress: ProgressCallback | None = None
         self.priced: bool | None = None  # every judge has a price (`_all_priced`)
-        # Pairs with equal texts (e.g. duplicate passages under two ids) share a content key:
-        # the key is requested once per run and its answer given to every pair that needs it.
+        # Pairs with equal texts share a key: asked once, its answer given to each of them.
         self.followers: dict[str, list[Unit]] = {}
         self.results: dict[str, Judgment] = {}
-        # Leases on keys in flight, when processes may share the store (grader.store.claims):
-        # a unit whose key another process holds waits in `waiting` for its answer.
+        # Leases on keys in flight (grader.store.claims); a unit whose key another process
+        # holds waits in `waiting`.
         self.claims: ClaimBook | None = None
         self.leases: Leases | None = None  # leasing the keys sent, in rounds (with `claims`)
         self.waiting: list[Unit] = []
@@ -109,10 +102,8 @@ class GradingRun(RunWaiting):
         self.hold_wait_s = HOLD_WAIT_S
         self.polling = False
         self.poll_s = POLL_S
-        # Pairs whose output is a stored ok answer of the run's one judge (see `read_back`).
         self.final_from_store: set[int] = set()
-        # With `stream_final` (one judge, no verifier, a store): stored ok answers are decided
-        # by one set-based lookup and left in the store (`StoredOutputs`), not loaded.
+        # Stored ok answers decided by one set-based lookup and left in the store, not loaded.
         self.streamed = (
             stream_final and store is not None and len(self.judges) == 1 and verify_judge is None
         )
@@ -215,9 +206,8 @@ class GradingRun(RunWaiting):
         return StoredOutputs(str(self.store.path), self.stored_rows, order)
 
     def _store_group(self, answer: tuple[Judgment, dict[str, Any] | None] | None = None) -> None:
-        """Queue a judge's `answer` and the output judgments it completed for the store, so one
-        commit holds them all (the writer queues a group at once and commits all it holds in one
-        transaction)."""
+        """Queue a judge's `answer` and the output judgments it completed for the store as one
+        group, so one commit holds them all."""
         items = ([answer] if answer is not None else []) + self.composite.take_group()
         if not items:
             return

@@ -1,13 +1,9 @@
 """What every judge (LLM, ensemble, lexical) promises the grading pipeline, and the helpers that
 make its judgments.
 
-A judge never raises for a per-pair failure: it returns a `Judgment` with status "failed" and the
-error. It raises (`JudgeError`) only for what dooms the whole run (bad credentials, unknown model),
-so the pipeline can stop early instead of failing every pair the same way.
-
-The content key belongs to the pipeline: a judge is asked under a key and must answer under that
-key (`ok` and `failed` copy it). The pipeline checks each answer (`check_key`): a judgment under
-another key would be stored where no rerun looks, so every rerun would pay for every pair again.
+A judge returns a failed `Judgment` for a per-pair failure and raises `JudgeError` only for what
+dooms the run. It answers under the key it was asked with (`ok` and `failed` copy it; the pipeline's
+`check_key` refuses another, which no rerun would find).
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
 """Combining several judges' answers for one pair: ensembles and low-grade verification.
 
-Ensemble (`--model A --model B ...`): every member's judgment is stored under its own key; the
-pair's output judgment records each member's grade (`judges`), the aggregate and the
-disagreement (max - min of the ok members' grades; None when fewer than two members answered
-ok, because one answer cannot show agreement: a failed member is not a vote for the others, and
-uncertainty sampling gives None the highest uncertainty). The aggregate is the LOWER median of
-the ok members' grades: with an odd count it is the median; with an even count it is the lower
-of the two middle grades, so it is always a grade some judge gave (never an invented 1.5
-rounded either way) and it leans conservative. Failed members are left out of the aggregate
-(and recorded as None); when every member failed, the pair is failed.
-
-Verification (`--verify-low`): a pair whose grade is 0 or 1 is sent to a second prompt or model.
-Both answers are kept in `verification`. The final grade is the verifier's when the verifier
-answered (it is the more careful second look at exactly the pairs where one judge most often
-misses relevance); when the verifier failed, the first grade stands and the failure is recorded.
+An ensemble's grade is the LOWER median of its ok members' grades (always a grade some judge gave);
+failed members are left out, and when all failed the pair fails. Disagreement is max - min, None
+with fewer than two ok answers. `--verify-low` sends grades 0 and 1 to a second judge whose answer,
+when it has one, is final; both answers are kept in `verification`.
 """
 
 from __future__ import annotations

@@ -1,25 +1,9 @@
 """Whether a failed judgment is worth asking again: which failures a rerun can fix.
 
-- `transient`: the transport or the server (timeouts, refused or dropped connections, 408, 409,
-  429, 5xx), or a cause not known to be permanent: a rerun retries it and may well succeed.
-- `invalid`: the model's reply failed validation after every re-ask. A rerun asks again; a model
-  that answered badly once may answer the same way.
-- `permanent`: the same input fails the same way every time: a deterministic judge that cannot
-  grade the pair (the lexical baseline on a query without scorable terms) or a request the server
-  rejects as such (400, 413, 422, a prompt past the server's context, ...). A rerun cannot fix
-  it; only another input or judge can.
-- `unknown`: an error type this module does not know (never assumed transient: saying "rerun"
-  for a failure that is not would send the user round in circles).
-
-An ensemble's failure (`EnsembleFailed`) takes the kind of its members': transient when any
-member's failure is (a rerun may then grade the pair), else invalid when any is, else permanent
-when all are, else unknown.
-
-The kind is read from `Judgment.error.type` (the exception class or the judge's failure name)
-and, for a bare HTTP status error, the status at the start of its message.
-
-`failure_cause` names what happened in a few words ("connection refused", "timeout", "HTTP 503",
-"invalid reply (bad_grade)"), so that a summary can group failures by cause.
+Kinds: `transient` (transport, 408/409/429/5xx: a rerun may succeed), `invalid` (the reply failed
+validation), `permanent` (the same input fails every time: 400/413/422, too long a prompt, a query
+the lexical judge cannot score) and `unknown` (never assumed transient). An ensemble's failure takes
+its members' kind; `failure_cause` names the cause in a few words.
 """
 
 from __future__ import annotations

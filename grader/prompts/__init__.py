@@ -1,21 +1,9 @@
 """Prompt files: load, validate and render the whole request a judge sends.
 
-A prompt file (TOML, `prompts/NAME-vVERSION.toml`) holds the system and user templates, the grade
-scale's meanings, the sampling parameters, the document budget and the reply format (JSON schema,
-JSON instruction, final-line format for servers without structured output). No prompt text lives in
-Python. Templates use `string.Template` placeholders, which don't clash with JSON braces:
-
-- `$query`, `$document` (required in the user template), `$title`, `$path`, `$symbol`, `$language`
-  (optional: a template line whose optional placeholders are all absent is left out, so a passage
-  without a title shows no empty `Title:` line), `$scale` (system template: the scale's meanings).
-
-Documents and queries are untrusted: before they are put in the template, anything that looks like
-one of the template's own delimiter tags (`<passage>`, `</query>`, ...) is escaped, so a document
-cannot close its tag and talk as the instructions. The document is cut to the file's budget
-(characters) and the cut is reported as `truncated`.
-
-The modules: `spec` (the validated file, `PromptSpec`), `files` (finding and reading prompt
-files), `render` (the chat messages of one pair).
+A prompt file (TOML) holds the templates (`string.Template`: `$query`, `$document`, optional
+`$title`..., `$scale`), the scale, sampling, the document budget and the reply format; no prompt
+text lives in Python. Texts that look like the template's delimiter tags are escaped, so a document
+cannot talk as the instructions. Modules: `spec`, `files`, `render`.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Prompt files: where the shipped ones are, and reading one into a validated `PromptSpec`.
 
-A prompt is found by file path, by shipped stem (`passage-v1`), by `name@version`, or by bare
-name (its highest version). Shipped prompts come from the installed wheel's `grader/_prompts`,
-then the checkout's `prompts/` folder; a TOML there without messages (the lexical judge's
-settings) is not a judge prompt.
+Found by path, shipped stem (`passage-v1`), `name@version` or bare name (its highest version), in
+the wheel's `grader/_prompts`, then the checkout's `prompts/`.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """Rendering the request a judge sends: the chat messages of one (query, document) pair.
 
-Templates are filled line by line: a line whose optional placeholders are all absent is left
-out, so a passage without a title shows no empty `Title:` line. Documents and queries are
-untrusted: anything in them that looks like one of the template's own delimiter tags
-(`<passage>`, `</query>`, ...) is escaped, so a document cannot close its tag and talk as the
-instructions. The document is cut to the prompt's budget (characters), and the cut reported.
+A template line whose optional placeholders are all absent is left out; texts that look like the
+template's delimiter tags are escaped, so a document cannot talk as the instructions; the document
+is cut to the prompt's budget and the cut reported.
 """
 
 from __future__ import annotations

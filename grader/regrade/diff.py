@@ -1,10 +1,6 @@
-"""What changed between two versions of the same judgments: the old->new transition matrix,
-Cohen's kappa between the versions, the pairs whose grade moved (with both reasons), failures and
-the cost of the regrade with and without the Batch API discount.
-
-Pure functions over `Judgment`s; no I/O. Kappa is the metrics core's (`grader.metrics.kappa`),
-the same one calibration uses.
-"""
+"""What changed between two versions of the same judgments: the transition matrix, Cohen's
+kappa between the versions (`grader.metrics.kappa`), the pairs whose grade moved, failures and the
+cost with and without the Batch API discount. Pure functions; no I/O."""
 
 from __future__ import annotations
 
@@ -66,11 +62,7 @@ class RegradeDiff:
 
 
 def cohen_kappa(old: Sequence[int], new: Sequence[int]) -> float | None:
-    """Unweighted Cohen's kappa over grades 0..3: (p_o - p_e) / (1 - p_e).
-
-    None when undefined: no pairs, or both versions put every pair in one and the same grade
-    (p_e = 1, so agreement beyond chance cannot be measured).
-    """
+    """Unweighted Cohen's kappa over grades 0..3; None when undefined (no pairs, or p_e = 1)."""
     if len(old) != len(new):
         raise ValueError("old and new must have the same length")
     value = float(kappa(transition_matrix(old, new), "none"))
@@ -91,40 +83,23 @@ def diff_versions(
     batch_keys: frozenset[str] | set[str] = frozenset(),
     batch_discount: float = 0.5,
 ) -> RegradeDiff:
-    """Compare old and new judgments of the selected pairs.
-
-    `batch_keys` are the new keys graded through the Batch API; their stored cost already carries
-    `batch_discount`, so the cost without it is cost / discount. A failed new judgment is counted
-    in `failed`, never compared as a grade; a pair with no new judgment yet is `pending`.
-
-    Every count is of id pairs (`pairs`); id pairs with equal texts share one new judgment (one
-    content key, one request), whose cost is counted once.
-    """
+    """Compare old and new judgments of the selected id pairs. A failed new judgment is
+    `failed`, never a grade; none yet is `pending`; `batch_keys` were graded at `batch_discount`
+    (the cost without it is cost / discount); a key shared by several pairs is paid once."""
     old_grades: list[int] = []
     new_grades: list[int] = []
     changed: list[ChangedPair] = []
     failed: list[dict[str, str]] = []
-    pending = 0
-    batch_graded = 0
-    no_old_grade = 0
+    pending = batch_graded = no_old_grade = 0
     for pair in pairs:
-        new = pair.new
+        new, old = pair.new, pair.old
         if new is None:
             pending += 1
             continue
-        if new.key in batch_keys:
-            batch_graded += 1
+        batch_graded += new.key in batch_keys
         if new.status != "ok" or new.grade is None:
-            error = new.error
-            failed.append(
-                {
-                    "query_id": pair.query_id,
-                    "doc_id": pair.doc_id,
-                    "error": f"{error.type}: {error.message}" if error else "failed",
-                }
-            )
+            failed.append(_failure(pair, new))
             continue
-        old = pair.old
         if old is None or old.status != "ok" or old.grade is None:
             no_old_grade += 1
             continue
@@ -133,12 +108,7 @@ def diff_versions(
         if old.grade != new.grade:
             changed.append(
                 ChangedPair(
-                    query_id=pair.query_id,
-                    doc_id=pair.doc_id,
-                    old_grade=old.grade,
-                    new_grade=new.grade,
-                    old_reason=old.reason,
-                    new_reason=new.reason,
+                    pair.query_id, pair.doc_id, old.grade, new.grade, old.reason, new.reason
                 )
             )
     cost, cost_without = _costs(pairs, batch_keys, batch_discount)
@@ -159,12 +129,17 @@ def diff_versions(
     )
 
 
+def _failure(pair: VersionPair, new: Judgment) -> dict[str, str]:
+    error = new.error
+    message = f"{error.type}: {error.message}" if error else "failed"
+    return {"query_id": pair.query_id, "doc_id": pair.doc_id, "error": message}
+
+
 def _costs(
     pairs: Sequence[VersionPair], batch_keys: frozenset[str] | set[str], batch_discount: float
 ) -> tuple[float | None, float | None]:
-    """The cost of the new judgments (each content key once), and what it would have been
-    without the Batch API discount; both None when some new judgment used tokens but has no
-    price."""
+    """The cost of the new judgments (each key once), and without the Batch API discount; both None
+    when some new judgment used tokens but has no price."""
     cost = 0.0
     cost_without = 0.0
     unpriced = 0

@@ -1,10 +1,7 @@
 """Running a regrade: select, skip what is done, grade the rest by batch or concurrently, diff.
 
-See `grader.regrade.selection` for the selection and `grader.batch` for the Batch API path. The old
-judgments are never touched: the new version is stored under its own content keys.
-
-Every selected id pair is in the outcome and the diff, also pairs whose texts repeat under other
-ids; such pairs share one content key, so each content is sent (and paid) once.
+The old judgments are never touched: the new version has its own content keys. Every selected id
+pair is in the outcome; pairs with equal texts share one key, sent (and paid) once.
 """
 
 from __future__ import annotations
@@ -78,19 +75,10 @@ async def regrade(
     sleep: Sleep | None = None,
     writer: StoreWriter | None = None,
 ) -> RegradeOutcome:
-    """Regrade the selected stored pairs with `judge` (through `runner` when given); several
-    judges make an ensemble (live only), whose combined judgment is the new version.
-
-    With a runner, `batch_judge` is `judge` seen by the Batch API, `judge_for` rebuilds the judge
-    of any open job from its config (jobs of earlier, stopped runs are continued too), and
-    `job_config` is recorded with the new jobs so that can be done. Without a runner,
-    `progress`, `handle_sigint` and `freeze_gc` go to `grade_pairs` (all off by default).
-    """
-    judges = list(judge) if isinstance(judge, Sequence) else [judge]
-    if not judges:
-        raise ValueError("at least one judge is needed")
-    if runner is not None and len(judges) > 1:
-        raise ValueError("an ensemble regrades live: the batch path takes one judge")
+    """Regrade the selected stored pairs with `judge` (several: an ensemble, live only), through
+    `runner` when given: `judge_for` rebuilds the judge of any open job from its `job_config`,
+    so jobs of earlier runs are continued too."""
+    judges = _judges(judge, batch=runner is not None)
     fingerprint = new_fingerprint(judges)
     candidates = select_candidates(store, criteria, fingerprint)
     record_pairs(store, candidates)
@@ -122,6 +110,15 @@ async def regrade(
     pairs = version_pairs(store, candidates)
     diff = diff_versions(pairs, batch_keys=batch_keys, batch_discount=batch_discount)
     return RegradeOutcome(candidates=candidates, pairs=pairs, diff=diff, **outcome_fields)
+
+
+def _judges(judge: Judge | Sequence[Judge], *, batch: bool) -> list[Judge]:
+    judges = list(judge) if isinstance(judge, Sequence) else [judge]
+    if not judges:
+        raise ValueError("at least one judge is needed")
+    if batch and len(judges) > 1:
+        raise ValueError("an ensemble regrades live: the batch path takes one judge")
+    return judges
 
 
 def _counts(candidates: list[Candidate], todo: list[Candidate], in_batches: int) -> dict[str, Any]:

@@ -1,31 +1,8 @@
 """Regrading stored pairs under a new prompt or model, keeping the old judgments.
 
-The store holds every version of a pair under its own content key. A regrade:
-
-1. picks the pairs (`Selection`) over the stored judgments that are NOT the new version; the
-   pair's "old" judgment is its latest OUTPUT judgment: what `grade` gave for the pair. When a
-   run combined several answers (an ensemble, `--verify-low`), the pipeline stores the combined
-   (or verified) judgment under its own key, and the answers it was built from (the members,
-   the first judgment, the verifier's answer) are never the old side of that pair: only output
-   judgments compete, and the most recent wins (after the `prompt=OLD` filter, when given, so
-   the old side is exactly that prompt's output). A store written before output judgments were
-   stored holds only the answers: rerunning the same `grade` command stores the outputs without
-   sending a request. A pair whose only stored judgment is a FAILED one of the new version
-   itself (same prompt and model) is retried, with that failure as its old side;
-2. computes each pair's new key from the new judge's fingerprint and the stored texts, and skips
-   the keys already ok in the store (a rerun sends nothing) and the keys waiting in open batches;
-3. grades the rest through the Batch API (`grader.batch`) or concurrently through the grading
-   pipeline, then pairs old and new judgments for the diff (`grader.regrade.diff`).
-
-Pairs are id pairs: pairs whose texts repeat under other ids share one content key (one
-judgment, one request), and every one of them is selected, graded, written and counted in the
-diff on its own, with the shared judgment rebound to its ids (`grader.grading.outputs.for_pair`).
-
-Selection criteria (`--select`, all must hold): `all`, `failed`, `grade<=N`, `sample FILE` (the
-pairs in a CSV with query_id,doc_id columns, a TREC qrels or run file, or `qid docid` lines),
-`disagreement` (an ensemble's judges or a verification disagreed; a pair where a member or the
-verifier FAILED counts as disagreeing too, since nothing shows the judges agree there), `prompt=OLD`
-(OLD is a prompt name, `name@version`, or a prompt file stem `name-vN`).
+A pair's old side is its latest output judgment (a failed one of the new version is retried); keys
+already ok or waiting in open batches are skipped. Criteria (`--select`, all must hold): `all`,
+`failed`, `grade<=N`, `sample FILE`, `disagreement`, `prompt=OLD`.
 """
 
 from __future__ import annotations
@@ -189,10 +166,8 @@ def _parts(store: Store, output: Judgment, query: Query, doc: Doc) -> set[str]:
 
 
 def _kept_member(judgments: Sequence[Judgment], members: set[str]) -> set[str]:
-    """The member of the NEW version (an ensemble regrade) that was an answer before it: the
-    one strictly older than the other members, e.g. the old judge kept in the new ensemble,
-    whose stored answers the regrade reused. It stays the old side on a rerun, as it was on the
-    first run; the members the regrade asked stay hidden."""
+    """The member of the new ensemble that was an answer before it (strictly older than the others):
+    it stays the old side on a rerun."""
     ordered = sorted((j for j in judgments if j.key in members), key=lambda j: j.created_at)
     if len(ordered) > 1 and ordered[0].created_at < ordered[1].created_at:
         return {ordered[0].key}
@@ -275,9 +250,8 @@ def select_candidates(
 
 
 def old_versions(store: Store, criteria: Sequence[Criterion]) -> tuple[list[PromptRef], list[str]]:
-    """The distinct prompts and the distinct judge ids (`openai:MODEL`, `ensemble(...)`, ...) of
-    the judgments `criteria` select as the old side: what `regrade` defaults its prompt and its
-    model to."""
+    """The distinct prompts and judge ids of the old side `criteria` select: what `regrade` defaults
+    its prompt and model to."""
     probe = {"old prompts": True}  # no judgment has this key: nothing counts as the new version
     prompts: dict[tuple[str, str], PromptRef] = {}
     judges: set[str] = set()

@@ -1,18 +1,8 @@
-"""The store tables that keep Batch API jobs, appended to the store's numbered migrations.
+"""The store tables that keep Batch API jobs (owner: `grader.batch`).
 
-A job is one input file / one batch. Its `phase` records how far relgrade got, so a process that
-stops anywhere can be continued by another (`relgrade batch collect` or rerunning regrade):
-
-- prepared: the items (content key, query id, doc id) are recorded; nothing is uploaded yet
-- uploaded: the input file is on the server (`input_file_id`), the batch not yet created
-- submitted: the batch exists (`batch_id`); `remote_status` is its last known status
-- collected: every item has a judgment (ok or failed) in the store
-
-An item's `outcome` says how it ended: graded from the batch output (`batch`, at the discounted
-price), re-asked live (`live`), or `failed`.
-
-A job also records the endpoint it was sent to (`base_url`, added later: NULL on older jobs),
-never the key, so `relgrade batch status|collect` reach the same server without --base-url.
+A job's `phase` (prepared, uploaded, submitted, collected) lets another process continue it; an
+item's `outcome` is `batch`, `live` or `failed`; `base_url` is the endpoint it was sent to, never
+the key.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """Waiting for a store whose write lock another process holds: settings, event and backoff.
 
-SQLite's own busy timeout is kept short (`busy_timeout_s`, 2 s) so a wait is noticed and reported
-soon; after it our own loop tries again with backoff, as long as it takes (a paid answer is never
-given up). The library reports each wait through a `BusyCallback` (`StoreBusyEvent`: started, now
-and then while it lasts, and when it is over); the CLI prints it. Both thresholds can be set from
-the environment, mostly for tests: `RELGRADE_STORE_BUSY_TIMEOUT` and
-`RELGRADE_STORE_BUSY_JOURNAL_AFTER` (seconds, e.g. `2`, `1.5s` or `500ms`).
+SQLite's busy timeout is short (`busy_timeout_s`) so a wait is reported soon; then our loop retries
+with backoff as long as it takes, told through a `BusyCallback`. Set from the environment (mostly
+tests): `RELGRADE_STORE_BUSY_TIMEOUT`, `RELGRADE_STORE_BUSY_JOURNAL_AFTER`.
 """
 
 from __future__ import annotations
@@ -30,9 +27,8 @@ _SQLITE_LOCKED = 6
 
 @dataclass(frozen=True)
 class StoreBusyEvent:
-    """A wait for the store's write lock: `what` waits (e.g. "writing answers"), for `waited_s`
-    so far; `held` answers are kept in memory and `journaled` in the journal meanwhile; `over`
-    when the lock was obtained and the wait ended."""
+    """A wait for the store's write lock: `what` waits, for `waited_s` so far, with `held` answers
+    in memory and `journaled` ones in the journal; `over` when it ended."""
 
     path: Path
     what: str

@@ -1,17 +1,8 @@
-"""Checkpoints of a store's write-ahead log on a thread of their own, for bulk writes (a batch
-export).
+"""Checkpoints of a store's write-ahead log on a thread of their own, for bulk writes.
 
-By default SQLite checkpoints at the commit that takes the log past 1,000 pages, on the
-committing thread: it copies the log into the database file and waits for the disk twice
-(synchronous=NORMAL syncs the log and then the file). A bulk writer committing large
-transactions would wait at each of them. Inside `checkpoints_beside`, the writer's connections
-do not checkpoint at commit; the writer calls `due()` after a commit, and a thread runs a
-PASSIVE checkpoint on a connection of its own. sqlite3 lets go of the GIL for the whole
-checkpoint, so the copy and the disk waits overlap the writer's work. One checkpoint runs at a
-time, and `due()` while one runs asks for one more after it, so the log stays within about two
-of the writer's transactions. On leaving, a last checkpoint is waited for and the connections
-checkpoint at commit again. A PASSIVE checkpoint never blocks a writer or a reader, and the
-durability of each commit is SQLite's as before.
+Inside `checkpoints_beside` the writer's connections do not checkpoint at commit: `due()` asks a
+thread to run a PASSIVE checkpoint on its own connection (sqlite3 releases the GIL), so the copy and
+disk waits overlap the writer's work. Durability is SQLite's as before.
 """
 
 from __future__ import annotations

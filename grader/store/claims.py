@@ -1,17 +1,8 @@
 """Leases on content keys in flight, so processes sharing one store pay for each key once.
 
-Before a grading run sends a request it claims the key in the store's `claims` table, in one
-short IMMEDIATE transaction that also looks at the judgments: a key already answered ok is
-`STORED` (take that answer, pay nothing), a key leased by another live owner is `HELD` (wait and
-look again), anything else is `CLAIMED` by this owner. A lease names its owner (a random token
-per run), the process (pid, its start time, host) and an expiry; the run renews its leases while
-calls are in flight. Storing a judgment releases this process's lease on its key in the same
-transaction (`release_stored`, called by `Store.put_many`), so no other process ever sees a key
-neither leased nor answered while its answer waits to be committed. On this host a lease is taken
-over once its process is gone (no such pid, a zombie, or another process under that pid), so a
-SIGKILL never strands a key, and never while it lives: a process kept from renewing by a long
-write lock elsewhere still stores its answer (its journal), which must not be paid again. On
-another host only the expiry tells, so a lease not renewed for `LEASE_S` is taken over there.
+A claim finds a key `STORED`, `HELD` by another live owner, or `CLAIMED`; storing a judgment
+releases its lease in the same transaction. A lease is taken over once its process is gone (on this
+host) or not renewed for `LEASE_S` (on another).
 """
 
 from __future__ import annotations
@@ -243,10 +234,8 @@ class ClaimBook:
             return cursor.rowcount
 
     def release_all(self) -> bool:
-        """Release every lease this owner still holds (calls abandoned, or answers not stored);
-        False when another process held the store's write lock all the while, or the disk is
-        full. Nothing is lost then: a lease dies with its process on this host and at its expiry
-        on another, so the end of a run (its outputs) does not wait on it."""
+        """Release every lease this owner still holds; False when the store stayed locked or its
+        disk is full (a lease dies with its process or at its expiry anyway)."""
         with self._lock:
             try:
                 self._conn.execute("DELETE FROM claims WHERE owner = ?", (self.owner,))

@@ -1,10 +1,6 @@
 """A full disk under the store: telling it from other errors, and naming the file system.
 
-SQLite says `database or disk is full` (SQLITE_FULL) when the store or its WAL cannot grow, and
-may roll its transaction back itself (a ROLLBACK after it then fails: "no transaction is
-active"); a journal write says ENOSPC (or EDQUOT over a quota). Either becomes `StoreFullError`,
-whose message names the file system, so the CLI stops with exit 2 and says where space is
-needed. What the writer does with paid answers meanwhile is `grader.store.writer`'s.
+SQLITE_FULL, ENOSPC or EDQUOT become `StoreFullError`, whose message names the file system.
 """
 
 from __future__ import annotations
@@ -94,9 +90,8 @@ def full_error(path: str | Path, what: str) -> StoreFullError:
 
 
 def roll_back(conn: sqlite3.Connection, exc: BaseException, path: str | Path, what: str) -> None:
-    """After `exc` in a transaction on `conn`: roll it back if SQLite has not (a full disk may
-    have), and raise `StoreFullError` when `exc` says the disk is full (the caller re-raises
-    any other error)."""
+    """After `exc` in a transaction on `conn`: roll it back if SQLite has not, and raise
+    `StoreFullError` when the disk is full (the caller re-raises any other error)."""
     if conn.in_transaction:
         conn.execute("ROLLBACK")
     if is_full(exc, path) and not isinstance(exc, StoreFullError):

@@ -1,22 +1,8 @@
-"""The store tables that keep batch file exports (owner: `grader.batch.files.exports`),
-appended to the store's numbered migrations.
+"""The store tables of batch file exports (owner: `grader.batch.files.exports`).
 
-An export is one `relgrade batch export`: request files in the OpenAI batch format for any
-inference engine (vLLM run-batch, Ray Data, ...), imported back later by `relgrade batch import`,
-from any process. It records:
-
-- exports: the judge configuration (model, prompt and its sha256, output mode, fingerprint), the
-  folder, how many lines and id pairs it holds, and whether writing it finished (`complete`)
-- export_files: each request file with its line count, size and sha256
-- export_lines: one line per content key: the request file it is in and its place there, the
-  id pair its judgment is stored under, and how its result came back (`outcome`: NULL until
-  imported, then `ok` or `failed`). Since schema 9 the rows are kept in file order (file, line)
-  with a unique index on the key: an import sets the outcomes of results lines in the order an
-  engine writes them, so each transaction touches a few pages in a row instead of one page per
-  line at random, and no index holds the outcome.
-
-A line's `custom_id` is `relgrade:EXPORT_ID:KEY`, so a results line names its export and its
-content key; a line of another store's export, or a key this export never asked, is refused.
+`exports` holds the judge's configuration and whether writing finished, `export_files` each request
+file, `export_lines` one line per content key, in file order since schema 9 (an import sets outcomes
+on neighbouring rows). A line's `custom_id` is `relgrade:EXPORT_ID:KEY`.
 """
 
 from __future__ import annotations

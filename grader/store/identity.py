@@ -1,11 +1,7 @@
 """Each store's id, kept in the store: its journals are named by it, not by the store's path.
 
-A store moved to another folder (or renamed) with its journal beside it still finds it, and an
-orphan journal left at the old place is never replayed into a different store created there
-later (that store has another id). The id is made the first time a store is opened by a
-relgrade that knows ids (a table of one row, created outside the schema migrations so any
-version's store gets one); a store that existed before ids also replays the journal named by its
-path, as earlier versions named it.
+A moved store still finds its journal, and an orphan journal is never replayed into another store
+made at the old place. A store from before ids also replays the journal named by its path.
 """
 
 from __future__ import annotations

@@ -1,27 +1,7 @@
 """An append-only journal beside the store for answers not stored yet.
 
-Every paid answer is appended to it (written to the OS, not fsynced: a killed process loses
-none; a power cut may) as the writer receives it, before anything else is done with it, and is
-drained into the store by the writer's next flush; a killed run's journal is replayed by the
-next open of the store. The journal is named by the store's id (`grader.store.identity`):
-`relgrade-journal-<id>.jsonl` beside the store, so a store moved with its journal finds it and
-a journal left behind is never replayed into another store.
-
-When another process holds the store's write lock for long, the writer appends the rows it holds
-(already masked, exactly as the store would write them) to `<store>.journal.jsonl` and fsyncs, so
-a killed process still loses no paid answer. The rows are drained into the store by the next write
-that gets the lock, or when the store is next opened; replaying is idempotent (judgments by content
-key, calls by their recorded time), so a crash between the commit and the journal's removal only
-replays what is already there.
-
-When the store's disk is full (`grader.store.disk_full`), the writer appends there too, and when
-that disk has no room for the journal either, to a rescue journal of the same store on another
-file system (`rescue_journals`: under $XDG_STATE_HOME, else ~/.local/state, then the temporary
-folder), found by the store's resolved path; opening the store replays those as well.
-
-Several processes may share one journal: every access holds an exclusive `flock` on the file and
-checks that the path still names the locked file (the drainer unlinks it), so no line appended by
-one process is removed before it reached the store.
+Named by the store's id, replayed idempotently, shared between processes under a `flock`; when the
+disk is full, rescue journals go to another file system (`rescue_journals`).
 """
 
 from __future__ import annotations
@@ -151,9 +131,8 @@ class Journal:
                 raise
 
     def drain(self, write: Callable[[Rows], object]) -> int:
-        """Give every journaled row to `write` (one store transaction) and, once it returned,
-        remove the journal; returns how many rows were drained. If `write` raises, the journal
-        stays as it was."""
+        """Give every journaled row to `write` (one transaction), then remove the journal; how many
+        rows. If `write` raises, the journal stays."""
         with self._locked(create=False) as fd:
             if fd is None:
                 return 0

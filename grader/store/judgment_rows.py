@@ -1,20 +1,8 @@
 """How the store keeps a judgment: a few columns and one payload, written by one encoder.
 
-A judgments row keeps in columns what the store selects and counts by: the content key (a
-`sha256:` key as its 32 raw bytes), the ids, status, grade, the time (as the judgment's JSON
-writes it) and its source, the judge, prompt, model and fingerprint that a million rows share,
-kept once in `judgment_sources`. Every other field of `grader.models.Judgment` is in `payload`,
-the JSON that `encode` writes (pydantic-core's serializer): the one encoder of the live path and
-of an import's workers. `encode` takes the fields by name, from a Judgment or from a dict; a field
-not given takes the model's default. So a field added to `Judgment` or `Usage` is a change to
-models.py alone: it is in the payload of what is written from then on, and a row written before
-reads back with the default.
-
-A judgment's JSON is put back together at one place, `json_sql`, in SQL: the columns' fields then
-the payload's, so a rerun streams stored judgments to `--out` without a Python step per field.
-It equals pydantic's `model_dump_json` as JSON (the fields in another order). The view
-`judgment_rows` (`ROWS_VIEW`, made when a store opens) shows each judgment with its columns and
-whole JSON, for readers and for anyone with the sqlite3 shell.
+Columns are what the store selects by (key as 32 bytes, ids, status, grade, time, source once in
+`judgment_sources`); every other field is the payload `encode` writes, so a new `Judgment` field
+changes models.py alone. `json_sql` puts the JSON back together in SQL.
 """
 
 from __future__ import annotations
@@ -23,7 +11,7 @@ import functools
 import json
 import sqlite3
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -108,17 +96,7 @@ class Source:
     @functools.cached_property
     def signature(self) -> str:
         """One text naming this source (the table's unique column)."""
-        return json.dumps(
-            [
-                self.judge,
-                self.model,
-                self.prompt_name,
-                self.prompt_version,
-                self.prompt_sha,
-                self.fingerprint,
-            ],
-            ensure_ascii=False,
-        )
+        return json.dumps(astuple(self), ensure_ascii=False)
 
 
 def _prompt_json(name: str | None, version: str | None, sha: str | None) -> str:
@@ -175,20 +153,8 @@ def source_id(conn: sqlite3.Connection, source: Source, cache: dict[str, int]) -
     signature = source.signature
     found = cache.get(signature)
     if found is None:
-        found = cache[signature] = conn.execute(
-            _INSERT_SOURCE,
-            (
-                signature,
-                source.judge,
-                source.model,
-                source.prompt_name,
-                source.prompt_version,
-                source.prompt_sha,
-                source.fingerprint,
-                source.judge_json,
-                source.prompt_json,
-            ),
-        ).fetchone()[0]
+        columns = (signature, *astuple(source), source.judge_json, source.prompt_json)
+        found = cache[signature] = conn.execute(_INSERT_SOURCE, columns).fetchone()[0]
     return found
 
 
@@ -245,12 +211,8 @@ payload."""
 
 
 def encode(fields: Mapping[str, Any]) -> Columns:
-    """The row of a judgment with these fields, by name (a Judgment's `vars()`, or a dict with
-    the column fields and any others: those left out take the model's defaults). The one
-    encoder of judgments: the live path and an import's workers both write through it.
-
-    A field of NULL_FIELDS that is None is left out of the payload (eight of a lexical
-    judgment's, about 130 bytes), and `json_sql` writes it back as null."""
+    """The row of a judgment with these fields by name (a Judgment's `vars()` or a dict; the rest
+    take the model's defaults). NULL_FIELDS that are None are left out of the payload."""
     payload = {}
     for name, default in _PAYLOAD_DEFAULTS.items():
         value = fields.get(name, default)
@@ -268,9 +230,8 @@ def encode(fields: Mapping[str, Any]) -> Columns:
 
 
 class StoredRow(NamedTuple):
-    """A judgments row as the store writes it: its columns (`encode`, the payload masked), its
-    source, and whether a newer ok answer may replace it (an output built from answers: see
-    `Store`)."""
+    """A judgments row as the store writes it: its columns (`encode`, masked), its source, and
+    whether a newer ok answer may replace it."""
 
     columns: Columns
     source: Source
@@ -283,10 +244,8 @@ def replaceable(judgment: Judgment) -> int:
 
 
 def from_journal_row(row: Sequence[Any]) -> StoredRow:
-    """The StoredRow of a journal row (`Store.rows`: key, ids, judge, model, prompt
-    name/version/sha, status, grade, created_at, fingerprint, masked judgment JSON[,
-    replaceable]). Its JSON goes through the model, so a row an older version wrote is stored as
-    this one writes it."""
+    """The StoredRow of a journal row (`Store.rows`); its JSON goes through the model, so an older
+    version's row is stored as this one writes it."""
     key, qid, did, judge, model, name, version, sha = row[:8]
     source = sources_for_columns(judge, model, name, version, sha, row[11])
     judgment = Judgment.model_validate_json(row[12])
@@ -298,10 +257,8 @@ def from_journal_row(row: Sequence[Any]) -> StoredRow:
 
 
 def json_sql(j: str, s: str, ids: str | None = None) -> str:
-    """SQL giving a judgment's whole JSON from its judgments row `j` and source row `s`, with
-    the ids of row `ids` (default: `j`'s own): the one place a judgment is put back together.
-    Each of NULL_FIELDS the payload left out (`encode`) comes back null, after the payload's
-    fields (`json_insert` adds only what is missing and keeps the payload's text as written)."""
+    """SQL giving a judgment's whole JSON from judgments row `j` and source row `s`, with the ids of
+    row `ids` (default `j`); NULL_FIELDS left out come back null."""
     ids = ids or j
     return (
         f"""'{{"query_id":' || json_quote({ids}.query_id) || ',"doc_id":'"""
@@ -314,9 +271,8 @@ def json_sql(j: str, s: str, ids: str | None = None) -> str:
 
 
 def judgment_json(judgment: Judgment) -> str:
-    """The JSON `json_sql` gives of `judgment` once stored (no secret masked), made in Python:
-    the `--out` lines of judgments a run holds are byte for byte those it streams from the
-    store (a test holds the two together)."""
+    """The JSON `json_sql` gives of `judgment` once stored, made in Python: `--out` lines of held
+    judgments equal those streamed from the store (tested)."""
     fields = vars(judgment)
     _, query_id, doc_id, status, grade, created_at, payload = encode(fields)
     prompt_json = _prompt_json(*_prompt_columns(judgment.prompt))

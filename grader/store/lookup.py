@@ -1,12 +1,8 @@
 """Set-based lookups of a run's content keys, for runs of a million pairs.
 
-A rerun decides which pairs are already answered without parsing a judgment: one sequential scan
-of the judgments table when the run names a good part of the store, else one join of a temporary
-table of its keys. It learns the row of each answer, and later streams those rows to its outputs
-in pair order, a block of rows at a time fetched by row id: SQLite joins each judgment's columns
-and payload (`grader.store.judgment_rows.json_sql`) and Python only prefixes the pair's own ids.
-Reads use their own connection to the store file, so they work after the run's `Store` is
-closed.
+A rerun decides which pairs are answered without parsing a judgment (one scan, or a join of a
+temporary key table) and later streams those rows to its outputs in pair order, the JSON made in
+SQL. Reads use their own connection, so they work after the run's `Store` is closed.
 """
 
 from __future__ import annotations

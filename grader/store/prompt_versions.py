@@ -1,12 +1,8 @@
 """A prompt's `name@version` means one text: checked against the judgments in the store.
 
-A copy of a prompt whose text was edited but whose `version` was not would be stored as the same
-name@version with another sha256: two different prompts under one name, which `--select
-prompt=code@1`, the diff and every report would then mix. So when the store already holds
-judgments of that name@version with another sha256, `check_prompt_version` refuses (unless
-allowed: `--allow-changed-prompt`). The other way round, a version bump whose requests are
-identical to a stored version's (only `version` changed) is legal but regrades for nothing: the
-note says so.
+An edited prompt under an unchanged version would mix two prompts under one name, so
+`check_prompt_version` refuses it (unless `--allow-changed-prompt`); a version bump with identical
+requests is legal, and a note says it regrades for nothing.
 """
 
 from __future__ import annotations

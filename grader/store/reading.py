@@ -13,6 +13,7 @@ from typing import Any
 from grader.models import Doc, Judgment, Query
 from grader.store.judgment_rows import decode_key, encode_key, encode_keys, json_sql
 
+_FILTERS = {"status", "judge", "model", "prompt_name", "prompt_version", "prompt_sha"}
 _CHUNK = 500  # keys per `IN (...)` query, below SQLite's variable limit
 
 # The judgments whose keys are the 32-byte digests joined in ?1 (?2 of them).
@@ -47,9 +48,8 @@ class StoreReading:
         }
 
     def stamps(self, keys: Iterable[str]) -> dict[str, tuple[str, str]]:
-        """(status, created_at as the judgment's JSON writes it: `created_text`) of each key
-        among `keys` that is stored: tells cheaply whether the stored row is the judgment a run
-        holds, without parsing it."""
+        """(status, created_at text) of each stored key among `keys`: whether the stored row is the
+        judgment a run holds, without parsing it."""
         return {
             key: (status, created)
             for key, status, created in self._by_keys("key, status, created_at", keys)
@@ -73,44 +73,21 @@ class StoreReading:
                 found[decode_key(key)] = status
         return found
 
-    def iter_judgments(
-        self,
-        *,
-        status: str | None = None,
-        judge: str | None = None,
-        model: str | None = None,
-        prompt_name: str | None = None,
-        prompt_sha: str | None = None,
-        query_ids: Iterable[str] | None = None,
-    ) -> Iterator[Judgment]:
-        """Stored judgments matching every filter given, ordered by (query_id, doc_id, judge)."""
-        where: list[str] = []
-        params: list[Any] = []
-        for column, value in (
-            ("status", status),
-            ("judge", judge),
-            ("model", model),
-            ("prompt_name", prompt_name),
-            ("prompt_sha", prompt_sha),
-        ):
-            if value is not None:
-                where.append(f"{column} = ?")
-                params.append(value)
-        if query_ids is not None:
-            ids = list(query_ids)
-            where.append(f"query_id IN ({','.join('?' * len(ids))})")
-            params.extend(ids)
+    def iter_judgments(self, **where: str) -> Iterator[Judgment]:
+        """Stored judgments whose columns (status, judge, model, prompt_name...) equal `where`,
+        ordered by (query_id, doc_id, judge)."""
+        if not set(where) <= _FILTERS:
+            raise ValueError(f"iter_judgments filters on {sorted(_FILTERS)}")
         sql = "SELECT judgment FROM judgment_rows"
         if where:
-            sql += " WHERE " + " AND ".join(where)
+            sql += " WHERE " + " AND ".join(f"{column} = ?" for column in where)
         sql += " ORDER BY query_id, doc_id, judge, key"
-        for (text,) in self._conn.execute(sql, params):
+        for (text,) in self._conn.execute(sql, list(where.values())):
             yield Judgment.model_validate_json(text)
 
     def iter_pair_judgments(self) -> Iterator[tuple[str, str, Judgment]]:
-        """(query_id, doc_id, judgment) for every id pair and every judgment stored under one of
-        its content keys, ordered by (query_id, doc_id, judge). The judgment is as stored: its
-        own ids may be those of another pair with the same texts (rebind it for this pair)."""
+        """(query_id, doc_id, judgment) for every id pair and judgment stored under its keys, by
+        (query_id, doc_id, judge); the judgment's own ids may be another pair's."""
         sql = (
             f"SELECT p.query_id, p.doc_id, j.rowid, {json_sql('j', 's')} FROM judgment_pairs p"
             " JOIN judgments j ON j.key = p.key JOIN judgment_sources s ON s.id = j.source_id"
@@ -174,10 +151,8 @@ class StoreReading:
         return {did: Doc(doc_id=did, text=text) for did, text in rows}
 
     def long_doc_texts(self, ids: Iterable[str], longer_than: int) -> dict[str, str | None]:
-        """The stored documents among `ids`, by id, each with its text when that is over
-        `longer_than` bytes of UTF-8, else None (so it has at most that many characters):
-        whether a text was cut for a prompt, told without making a string of every text
-        (an import's workers ask it of every line)."""
+        """The stored documents among `ids`, each with its text when over `longer_than` bytes of
+        UTF-8, else None: whether a text was cut, without a string of every text."""
         sql = (
             f"SELECT doc_id, CASE WHEN length(CAST(text AS BLOB)) > {int(longer_than)}"
             " THEN text END FROM docs"

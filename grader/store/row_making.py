@@ -125,7 +125,7 @@ class StoreRows:
         self, items: Iterable[tuple[Judgment, Mapping[str, Any] | None]]
     ) -> list[StoredRow]:
         """The rows the store writes of these judgments (`encode`, secrets masked), each
-        fingerprint's source made once: for `put_many` and `write_stored`."""
+        fingerprint's source made once."""
         sources: dict[tuple[int, str, PromptRef | None], tuple[Any, Source]] = {}
         out = []
         for judgment, fingerprint in items:
@@ -143,10 +143,9 @@ class StoreRows:
     def stored_row(
         self, fields: Mapping[str, Any], source: Source, replaceable: int = 0
     ) -> StoredRow:
-        """The row the store writes of a judgment with these fields by name (`encode`: a
-        Judgment's `vars()`, or a dict of some fields, the others at the model's defaults),
-        its payload's secrets masked, from `source` (`source_for`). An import's workers make a
-        million, without the Judgment between."""
+        """The row the store writes of a judgment with these fields by name (`encode`; the rest at
+        the model's defaults), secrets masked, from `source`: an import makes a million without the
+        Judgment."""
         columns = encode(fields)
         if self._secrets:
             columns = (*columns[:6], self._mask(columns[6]))

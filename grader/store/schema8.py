@@ -1,15 +1,7 @@
 """Schema 8 as migration 8 wrote it, frozen: judgments in parts, keys as raw bytes.
 
-Before schema 8 a judgments row held the whole JSON of its judgment beside columns that repeated
-a third of it, and every key three times as 71 characters of text. Schema 8 kept in a row what
-only it says, the judge and prompt once in `judgment_sources`, keys as 32 bytes, and the JSON of
-the other fields cut at five field names into `head` (reason, distribution, expected grade),
-`tail` (attempts .. error) and `extra` (an ensemble's or verifier's fields, NULL when all null).
-Migration 11 (`grader.store.payload_tables`) folds those parts into one payload; this module is
-only what migration 8 needs to take a store of schema 7 or older to schema 8 on the way there.
-
-A row whose JSON an older version wrote otherwise (a tagged prompt sha) goes through the model
-first and comes out as pydantic writes it, as reading it always did.
+Migration 11 folds the parts (`head`, `tail`, `extra`) into one payload; this module is what
+migration 8 needs to take a store of schema 7 or older there.
 """
 
 from __future__ import annotations
@@ -28,7 +20,10 @@ from grader.store.judgment_rows import (
     sources_for_columns,
 )
 
-JUDGMENTS_TABLE = """CREATE TABLE judgments (
+
+def judgments_table(name: str, parts: str) -> str:
+    """The judgments table of schema 8 (`parts`: head, tail, extra) or 11 (payload)."""
+    return f"""CREATE TABLE {name} (
     key BLOB NOT NULL,
     query_id TEXT NOT NULL,
     doc_id TEXT NOT NULL,
@@ -36,11 +31,12 @@ JUDGMENTS_TABLE = """CREATE TABLE judgments (
     status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
     grade INTEGER CHECK (grade IS NULL OR grade BETWEEN 0 AND 3),
     created_at TEXT NOT NULL,
-    head TEXT NOT NULL,
-    tail TEXT NOT NULL,
-    extra TEXT,
+    {parts},
     CHECK ((status = 'ok') = (grade IS NOT NULL))
 )"""
+
+
+JUDGMENTS_TABLE = judgments_table("judgments", "head TEXT NOT NULL, tail TEXT NOT NULL, extra TEXT")
 
 SOURCES_TABLE = """CREATE TABLE judgment_sources (
     id INTEGER PRIMARY KEY,

@@ -1,32 +1,9 @@
 """The judgment store: SQLite (WAL) keyed by content key, with the texts and a call log.
 
-- One row per judgment, keyed by `grader.keys.content_key`; a rerun finds every key it already
-  paid for. Failed judgments are stored too (with their error) so they can be inspected, but a
-  later ok judgment replaces them, and an ok judgment is never replaced by a failure. The first
-  ok answer of a judge is final: a later answer for the same key (another process's) is not
-  written (a regrade is a new key). Only an output judgment built from answers (an ensemble's
-  or a verified one: `judges` / `verification`) is replaced by a newer ok one, rebuilt from more
-  answers.
-- Storing a judgment releases this process's lease on its key (`grader.store.claims`) in the
-  same transaction.
-- A judgment is kept as columns and one payload written by one encoder
-  (`grader.store.judgment_rows`), its judge and prompt once in `judgment_sources`; the view
-  `judgment_rows` gives each judgment's whole JSON (and the old columns) to a plain SELECT.
-- Query and document texts (title, metadata) are kept so regrading needs only the store.
-- Every (query_id, doc_id) pair of a content key is kept (`judgment_pairs`): pairs whose texts
-  repeat under other ids share one key and one judgment row, but each id pair is listed, so
-  `iter_pair_judgments` gives every id pair its judgments.
-- The call log has one row per HTTP attempt (status, latency, tokens, error); never credentials.
-  Text given in `secrets` is masked in everything the store writes, as a second line of defence.
-- WAL with synchronous=NORMAL: a commit survives a killed process (not a power cut, which may lose
-  the last commits but never corrupts the file).
-- A store whose write lock another process holds makes every write (migrations included) wait, as
-  long as it takes, reported through `on_busy` (`grader.store.busy`); the writer keeps its answers
-  meanwhile, in a journal beside the store once the wait grows (`grader.store.journal`), and a
-  journal left behind is replayed into the store when it is next opened.
-- One connection per thread, so the writer can commit on its own thread while others read.
-- This module opens, migrates and writes; reading is `grader.store.reading` and making the rows
-  written is `grader.store.row_making` (mixins of Store).
+An ok judgment is never replaced by a failure, and a judge's first ok answer is final; only an
+output built from answers (ensemble, verification) is replaced by a newer ok one. Storing a
+judgment releases this process's lease on its key. Reading is `grader.store.reading`; making
+rows is `grader.store.row_making`.
 """
 
 from __future__ import annotations
@@ -91,6 +68,13 @@ def doc_row(doc: Doc) -> DocRow:
     """A document's row in `docs`: id, text, title and its metadata as sorted JSON."""
     metadata = json.dumps(doc.metadata, sort_keys=True, default=str) if doc.metadata else "{}"
     return doc.doc_id, doc.text, doc.title, metadata
+
+
+def text_rows(
+    queries: Iterable[Query], docs: Iterable[Doc]
+) -> tuple[list[tuple[str, str]], list[DocRow]]:
+    """The rows `Store.put_text_rows` keeps of queries and documents."""
+    return [(q.query_id, q.text) for q in queries], [doc_row(d) for d in docs]
 
 
 class Store(StoreTransactions, StoreRows, StoreReading):
@@ -248,31 +232,12 @@ class Store(StoreTransactions, StoreRows, StoreReading):
 
     # ---- writing -------------------------------------------------------------------------
 
-    def put(
-        self,
-        judgment: Judgment,
-        *,
-        query: Query | None = None,
-        doc: Doc | None = None,
-        fingerprint: Mapping[str, Any] | None = None,
-    ) -> bool:
-        """Store one judgment (and its texts); False when an ok judgment kept its place."""
-        return self.put_many([(judgment, fingerprint)], queries=[query], docs=[doc]) == 1
-
-    def put_many(
-        self,
-        items: Iterable[tuple[Judgment, Mapping[str, Any] | None]],
-        *,
-        queries: Iterable[Query | None] = (),
-        docs: Iterable[Doc | None] = (),
-    ) -> int:
-        """Store judgments with their fingerprints in one transaction; returns how many were
-        written (an ok judgment is never replaced by a failed one, and a judge's ok answer by
-        nothing: see the module docstring). Releases this process's leases on their keys."""
+    def put_many(self, items: Iterable[tuple[Judgment, Mapping[str, Any] | None]]) -> int:
+        """Store judgments with their fingerprints in one transaction, releasing this process's
+        leases on their keys; how many were written (module docstring)."""
         items = list(items)
         rows = self.stored_rows(items)
         with self._transaction():
-            self._put_texts(queries, docs)
             written = self._upsert_stored(rows)
             self._conn.executemany(INSERT_PAIR, (row.columns[:3] for row in rows))
             release_stored(self._conn, (judgment.key for judgment, _ in items))
@@ -306,26 +271,11 @@ class Store(StoreTransactions, StoreRows, StoreReading):
         with self._transaction():
             self._conn.executemany(INSERT_PAIR, encoded)
 
-    def put_texts(self, queries: Iterable[Query | None], docs: Iterable[Doc | None]) -> None:
-        """Keep the query and document texts so the store alone can regrade them later."""
-        with self._transaction():
-            self._put_texts(queries, docs)
-
     def put_text_rows(self, queries: Iterable[tuple[str, str]], docs: Iterable[DocRow]) -> None:
-        """`put_texts` of rows already made: (query_id, text) and `doc_row`s."""
+        """Keep the texts (rows of `text_rows`) so the store alone can regrade them later."""
         with self._transaction():
             self._conn.executemany(UPSERT_QUERY, queries)
             self._conn.executemany(UPSERT_DOC, docs)
-
-    def _put_texts(self, queries: Iterable[Query | None], docs: Iterable[Doc | None]) -> None:
-        self._conn.executemany(
-            UPSERT_QUERY, ((q.query_id, q.text) for q in queries if q is not None)
-        )
-        self._conn.executemany(UPSERT_DOC, (doc_row(d) for d in docs if d is not None))
-
-    def log_call(self, record: CallRecord) -> None:
-        """Append one HTTP attempt to the call log (see `log_calls`)."""
-        self.log_calls([record])
 
     def log_calls(self, records: Iterable[CallRecord]) -> None:
         """Append HTTP attempts to the call log. Secrets in the error message are masked."""
@@ -345,19 +295,11 @@ class Store(StoreTransactions, StoreRows, StoreReading):
             self._conn.executemany(INSERT_CALL_ONCE, rows.calls)
             release_stored(self._conn, (row[0] for row in rows.judgments))
 
-    def write_stored(self, rows: Sequence[StoredRow], *, pairs: bool = True) -> int:
-        """Store rows already made (`stored_row(s)`, by an import's worker process) and their
-        id pairs in one transaction; how many were written (writing them twice changes
-        nothing). `pairs=False`: the caller knows each row's id pair is listed already (a
-        batch export records them before its lines), and they are not probed again. Releases no
-        lease: an import takes none."""
-        return self.write_stored_parts([rows], pairs=pairs)[0]
-
     def write_stored_parts(
         self, parts: Sequence[Sequence[StoredRow]], *, pairs: bool = True
     ) -> list[int]:
-        """`write_stored` of several parts of rows in one transaction; how many rows of each
-        part were written (a row not written: the store holds an ok answer for its key)."""
+        """Store parts of rows already made (an import's) in one transaction; how many of each
+        part were written. `pairs=False`: their id pairs are listed already. Takes no lease."""
         with self._transaction("writing imported answers"):
             written = [self._upsert_stored(rows) for rows in parts]
             if pairs:

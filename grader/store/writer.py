@@ -1,21 +1,8 @@
 """Batched writes of judgments and call records to the store, for the grading pipeline.
 
-A `durable` writer (an LLM judge's: its answers are paid) appends each judgment to the store's
-journal as it is queued, before anything else is done with it (written to the OS: a kill -9
-loses none); the flush that stores it drains the journal, and a killed run's journal is
-replayed when the store is next opened. Call records are not journaled (a kill loses at most the
-last `FLUSH_SIZE` of the log, never an answer).
-
-A paid answer is never lost to a busy store: while another process holds the write lock, `flush`
-keeps what it holds and tries again with backoff, as long as it takes; once the wait passes
-`journal_after_s` the answers go to the fsync'd journal beside the store (`grader.store.journal`),
-so even a killed process loses none. Waits are reported to the store's `on_busy`.
-
-Neither is one lost to a full disk (`grader.store.disk_full`): what cannot be stored goes to the
-journal, or when its disk is full too to a rescue journal on another file system, or when no
-journal takes it stays in memory (each flush tries again); `full` then holds the error, so the
-run stops sending requests, and `full_error()` tells where the answers are. The next run (the
-store's open) replays the journals, so nothing answered is paid twice.
+A `durable` writer journals each paid answer as it is queued. A busy store is waited for as long as
+it takes (answers moved to the journal after `journal_after_s`), a full disk sends them to a journal
+or rescue journal and stops the run; the next open replays them.
 """
 
 from __future__ import annotations
@@ -52,14 +39,8 @@ class _Held:
 
 
 class StoreWriter:
-    """Buffers judgments and call records and commits them in small batches.
-
-    `flush()` is called by the pipeline at least every `FLUSH_INTERVAL_S` seconds and whenever
-    `FLUSH_SIZE` items wait (on a worker thread when called from an event loop), so a crash loses
-    at most that much. Pass `log_call` as the judge's `on_call` so every HTTP attempt lands in the
-    store's call log. Thread-safe; one flush runs at a time. `journal_after_s` defaults to
-    $RELGRADE_STORE_BUSY_JOURNAL_AFTER (10 s).
-    """
+    """Buffers judgments and call records and commits them in small batches (every
+    `FLUSH_INTERVAL_S` or `FLUSH_SIZE` items). Thread-safe; one flush runs at a time."""
 
     def __init__(
         self,
@@ -139,9 +120,8 @@ class StoreWriter:
             self._calls.append(record)
 
     def flush(self) -> None:
-        """Commit everything queued, in one transaction each for judgments and calls, and any
-        journaled rows; while the store is busy, wait (module docstring). Blocks: call it off the
-        event loop. On another error the items go back to the queue and the error is raised."""
+        """Commit everything queued and any journaled rows, waiting while the store is busy; blocks
+        (call it off the event loop). On another error the items go back and it raises."""
         with self._flushing:
             held = self._take()
             held.extend(self._unsaved)  # tried again: room may have been made

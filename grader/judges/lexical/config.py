@@ -1,11 +1,8 @@
 """The settings file of the `lexical` judge (TOML): scoring settings, three thresholds, provenance.
 
-Which file the judge reads, first match wins: `--lexical-config PATH`; the file named by the
-environment variable RELGRADE_LEXICAL_CONFIG, else `relgrade-lexical.toml` in the working folder,
-when it exists (that is where `relgrade calibrate --fit-lexical` writes by default); the shipped
-default `prompts/lexical-v1.toml` (in the wheel as `grader/_prompts/`). Fitting never overwrites
-the shipped default: it writes a complete file (settings copied, new thresholds, provenance),
-atomically.
+Which file, first match wins: `--lexical-config`, `RELGRADE_LEXICAL_CONFIG`, `relgrade-lexical.toml`
+in the working folder, the shipped `prompts/lexical-v1.toml`. Fitting writes a complete new file,
+atomically, never over the shipped one.
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
 """Fitting the lexical judge's three thresholds on human grades.
 
-The objective is quadratic-weighted Cohen's kappa between the human grades and the grades the
-thresholds give (it rewards getting the order right and punishes far misses most, which is what
-nDCG cares about). Ties are broken by exact agreement, then by the lowest thresholds, so the fit
-is deterministic. When every human grade is the same, kappa means nothing and exact agreement
-alone decides; otherwise a choice with undefined kappa (all predictions equal) never wins.
-
-Candidates are the cut points between neighbouring distinct scores (their midpoints), plus one
-below every score and one above (so a grade may go unused when people never gave it). With many
-distinct scores, an evenly spaced subset of at most `max_candidates` cut points is searched.
+Maximises quadratic-weighted kappa, ties broken by exact agreement then the lowest thresholds
+(deterministic); candidates are midpoints between distinct scores, at most `max_candidates`.
 """
 
 from __future__ import annotations

@@ -1,21 +1,9 @@
 """The offline judge `lexical`: a deterministic BM25-style term-overlap BASELINE, not an LLM.
 
-It needs no network and no model, so it is what the quickstart runs on a machine with no LLM
-configured, and a floor any LLM judge should beat. How it grades one (query, document) pair:
-
-1. Tokenise both (lowercase; split on anything not a letter or digit, so paths, dots and
-   snake_case split, then split camelCase; drop stopwords and short tokens; light stemming).
-2. BM25 over the query's distinct terms, with document frequencies and average length taken from
-   the documents the judge was built from (`LexicalJudge.from_docs`): pass the same documents when
-   fitting thresholds and when grading.
-3. Divide by the largest score those terms could reach (each term saturated: idf * (k1 + 1)), so
-   the score lies in [0, 1) for every query and one set of thresholds serves all queries.
-4. grade = how many of the three ascending thresholds the score reaches.
-
-Every setting (k1, b, stopwords, stemmer, fields, thresholds) lives in a TOML file
-(`prompts/lexical-v1.toml` by default); fitting thresholds on human grades writes a new file
-(`grader.judges.lexical.fit`). The fingerprint holds all settings, the algorithm version and a
-digest of the collection, so a refitted file or another collection gives new content keys.
+BM25 over the query's terms (collection statistics from the judge's documents), divided by the
+largest score those terms could reach, so one set of ascending thresholds serves every query: grade
+= how many thresholds the score reaches. Settings live in a TOML file; the fingerprint holds them,
+the algorithm version and a digest of the collection.
 """
 
 from __future__ import annotations
@@ -36,32 +24,10 @@ from grader.errors import InputError
 from grader.judges.base import failed, ok
 from grader.judges.lexical.config import (
     LexicalConfig,
-    Thresholds,
-    default_config_path,
     default_settings_sha256,
     load_lexical_config,
-    read_thresholds,
-    write_thresholds,
 )
-from grader.judges.lexical.fit import fit_lexical_thresholds, grades_for
 from grader.models import Doc, Judgment, JudgmentError, PromptRef, Query
-
-__all__ = [
-    "ALGORITHM_VERSION",
-    "LexicalConfig",
-    "LexicalJudge",
-    "LexicalScore",
-    "Thresholds",
-    "default_config_path",
-    "fit_lexical_thresholds",
-    "grades_for",
-    "lexical_scores",
-    "light_stem",
-    "load_lexical_config",
-    "read_thresholds",
-    "tokenize",
-    "write_thresholds",
-]
 
 ALGORITHM_VERSION = "bm25-max-normalised/1"
 JUDGE_ID = "lexical"
@@ -159,12 +125,8 @@ class LexicalJudge:
     def from_docs(
         cls, docs: Iterable[Doc] | Mapping[str, Doc], config: LexicalConfig | None = None
     ) -> LexicalJudge:
-        """A judge whose collection statistics come from `docs` (the documents being graded).
-
-        The collection digest (part of the fingerprint, so of every content key) is computed
-        here; the statistics (tokenising every document) only when a pair is first scored, so
-        a run whose pairs are all stored pays nothing for them. Grades are the same either way:
-        the statistics always come from all of `docs`."""
+        """A judge whose collection statistics come from `docs`, computed only when a pair is first
+        scored (a run whose pairs are all stored pays nothing)."""
         cfg = config if config is not None else load_lexical_config()
         items = list(docs.values()) if isinstance(docs, Mapping) else list(docs)
         digest = hashlib.sha256()
@@ -221,10 +183,8 @@ class LexicalJudge:
 
     @property
     def judge_id(self) -> str:
-        """`lexical` with the shipped default settings; `lexical+<sha8>` (the first 8 hex of the
-        settings' sha256) with any other, e.g. thresholds fitted by `calibrate --fit-lexical`,
-        so judgments say which settings graded them and default and fitted grades never share
-        a content key (the default's id, and so its keys, are as before)."""
+        """`lexical` with the shipped settings, `lexical+<sha8>` with any other (e.g. fitted), so
+        default and fitted grades never share a content key."""
         if self._judge_id is None:  # the config is frozen: hashed once, not once per pair
             sha = self.config.sha256
             self._judge_id = (
@@ -332,11 +292,8 @@ def lexical_scores(
     *,
     config: LexicalConfig | None = None,
 ) -> np.ndarray:
-    """Normalised lexical scores of (query_id, doc_id) pairs, for fitting thresholds.
-
-    Collection statistics come from all of `docs` (pass the documents you grade with). A pair
-    whose query has no scorable terms scores NaN: drop it (np.isfinite) before fitting.
-    """
+    """Normalised lexical scores of (query_id, doc_id) pairs, for fitting thresholds; a query with
+    no scorable terms scores NaN."""
     wanted = list(pairs)
     missing = [p for p in wanted if p[0] not in queries or p[1] not in docs]
     if missing:

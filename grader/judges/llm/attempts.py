@@ -1,13 +1,8 @@
 """One HTTP attempt of a judgment: send the request, read the reply, record the call.
 
-`AttemptSender.send` waits for the rate limiter and for a turn among the requests in flight,
-sends the request under its deadline, and reads the reply into a grade. Every attempt is
-recorded (`JudgmentRecorder.record`). On the way it keeps the run's shared state: the server's
-health (answered, or one more transport failure), the bound on requests in flight (a timeout
-while others were answered), the output mode and parameters the server takes (a refusal it can
-do without raises `ModeRejected`: resend), and for an invalid reply the re-ask appended to the
-judgment's messages. What to do next (resend, wait, give up) is the retry loop's
-(`grader.judges.llm.judge`).
+`AttemptSender.send` waits for the rate limiter and a turn in flight, sends under the deadline,
+reads the reply into a grade and records the call, keeping the run's shared state (health, in-flight
+bound, output mode: `ModeRejected` means resend). What to do next is the retry loop's.
 """
 
 from __future__ import annotations

@@ -1,22 +1,9 @@
 """The HTTP client every request to a server goes through: a deadline on the whole request and a
 bound on the size of its reply.
 
-The SDK's `timeout` bounds each socket read, so a server that sends one byte every half second
-(in its headers or its body) keeps a request open for as long as it likes, and a server streaming
-an endless body fills memory. `BoundedHTTPClient.send` takes the request's timeout (the SDK puts
-it in the request) as the deadline of the whole request: connect, send, headers and the full
-body. An overrun is an `httpx2.ReadTimeout`, so the SDK raises `openai.APITimeoutError` and it is
-retried as any timeout. Reading is cancelled at the deadline, and the connection closed.
-
-The body is read, decompressed, into memory up to a bound (`ReplyLimits`): past it the read
-stops, the connection is closed and the request fails with `ReplyTooLarge` ("reply larger than N
-bytes"), which the SDK raises as `openai.APIConnectionError`: a failed attempt, its cause named.
-A chat reply's bound is the judge's `max_reply_bytes`, else `RELGRADE_MAX_REPLY_BYTES`, else
-8 MiB.
-
-Two kinds of request get more time, never unbounded: an upload, one second per MiB it sends
-(`UPLOAD_BYTES_PER_S`); a download (`.../content`), one second per `DOWNLOAD_BYTES_PER_S` it has
-received so far, so a large file coming at a fair pace is not cut, and a trickle still is.
+The deadline covers connect, send, headers and the full body (an overrun is a timeout the SDK
+retries); a reply past `ReplyLimits` fails with `ReplyTooLarge`. Uploads and downloads get time in
+proportion to their size, never unbounded.
 """
 
 from __future__ import annotations

@@ -30,10 +30,8 @@ def make_client(
     timeout: float,
     limits: ReplyLimits | None = None,
 ) -> tuple[openai.AsyncOpenAI, tuple[str, ...]]:
-    """The client for `base_url` (else `OPENAI_BASE_URL`, else OpenAI) with `api_key` (else the
-    key the endpoint rule gives), or `client` with the judge's options; and the keys to redact
-    (the placeholder and keys under 4 characters are not secrets). A client made here sends
-    through `BoundedHTTPClient` (a deadline on each whole request, `limits` on each reply)."""
+    """The client for `base_url` with `api_key` (by the endpoint rule), or `client` with the judge's
+    options, sending through `BoundedHTTPClient`; and the keys to redact."""
     url = base_url or os.environ.get(BASE_URL_ENV) or None
     key = api_key if api_key is not None else env_key_for(url, os.environ.get(KEY_ENV))
     if client is None:

@@ -1,11 +1,8 @@
-"""A chat.completion body decoded into structs: the parts the reply validator
-(`grader.judges.llm.replies`) reads of it, for a batch import's fast path (`accepted_reply`).
+"""A chat.completion body decoded into structs, for a batch import's fast path (`accepted_reply`).
 
-msgspec decodes a results line into these in about half the time it makes dicts of it, and they
-are freed faster (no key tables; `gc=False`: none can hold a cycle). Each field's default is what
-`dict.get` gives the validator when the key is absent, so it reads the same values either way. A
-part of another shape (a string where an object is, an object where a list is, ...) fails the
-decode: such a line is read as a dict, by `parse_completion`.
+msgspec decodes a line into these in about half the time of dicts; each default is what `dict.get`
+gives the validator, so it reads the same values. A part of another shape fails the decode, and the
+line is read as a dict.
 """
 
 from __future__ import annotations

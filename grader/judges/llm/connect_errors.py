@@ -1,13 +1,8 @@
 """What a failed connection was: refused, a DNS lookup that failed, a TLS handshake that failed.
 
-The SDK raises one `openai.APIConnectionError` ("Connection error.") for all of them; the cause is
-further down the exception chain (httpx's `ConnectError`, then the `OSError` of the socket).
-`connect_failure` reads it, so that a message can say "connection refused" instead of
-"Connection error.", and so that a run whose first requests all fail to connect can stop at once
-(`grader.judges.llm.transport.ServerHealth`): nothing at that address will answer the next one.
-
-A timeout (`openai.APITimeoutError`) or a connection dropped after it was made is not a failure
-to connect: the server was reached.
+The SDK says "Connection error." for all of them; `connect_failure` reads the cause down the
+exception chain, so a message names it and a run whose first requests all fail to connect stops at
+once. A timeout or a dropped connection is no failure to connect: the server was reached.
 """
 
 from __future__ import annotations

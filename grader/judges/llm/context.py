@@ -1,17 +1,8 @@
 """What a run learns of its server before the first request, and how documents fit its context.
 
-`fetch_server_info` reads `GET /v1/models` once: the model ids it serves and, when it says, its
-context in tokens (vLLM's `max_model_len`; llama.cpp's `meta.n_ctx` or `meta.n_ctx_train`;
-`context_length` / `context_window` elsewhere). A server without that route, or one that fails,
-gives nothing: the run goes on without it. The read has the run's `--timeout` as its whole
-deadline and a reply bound of 1 MiB (`grader.judges.llm.bounded_http`).
-
-`ContextFit` cuts a document so that the whole request fits `max_context` tokens: the prompt
-around the document, the reply's `max_tokens`, and a margin. Tokens are counted without the
-server's tokenizer, so the document's share is taken at `CHARS_PER_TOKEN` characters a token
-(English text runs near 4; 3 leaves room for numbers, code and other scripts). A server that still
-answers `context_length_exceeded` fails the pair for good (`grader.judges.failures`), never
-retried.
+`fetch_server_info` reads `GET /v1/models` once (models, context length), bounded and optional.
+`ContextFit` cuts a document so the request fits `max_context` tokens, counting `CHARS_PER_TOKEN`
+characters a token; a server that still answers `context_length_exceeded` fails the pair for good.
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
 """Which API key goes to which server: the one rule, for the library and the command line.
 
-- A key given explicitly is sent as it is, to any server.
-- `OPENAI_API_KEY` is the key for any server except one on this machine (localhost, 127.0.0.0/8,
-  ::1, however the address is spelled: `127.1`, `2130706433`, `0x7f000001`,
-  `[::ffff:127.0.0.1]`, or a name the resolver gives as one of those): a local server needs no
-  key, and the OpenAI key is not handed to whatever listens on a local port. Ask for a key there
-  explicitly (`api_key=`, or the CLI's `--api-key-env NAME`).
-- No key, and the endpoint is OpenAI's own (no base URL, or host `api.openai.com`): an error
-  naming `OPENAI_API_KEY`, since every request would be refused.
-- No key, and any other OpenAI-compatible server (vLLM, Ollama, llama.cpp server on this machine
-  or another, e.g. `http://gpu-box:8000/v1`): `PLACEHOLDER_KEY`, because the SDK needs some key
-  and such servers accept any.
+A key given explicitly goes anywhere. `OPENAI_API_KEY` goes to any server except one on this machine
+(however its address is spelled). No key: an error for OpenAI's own endpoint, `PLACEHOLDER_KEY` for
+any other server.
 """
 
 from __future__ import annotations
@@ -85,9 +77,8 @@ def resolved(host: str) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
 
 
 def is_loopback(base_url: str | None) -> bool:
-    """Whether `base_url` is a server on this machine: localhost, 127.0.0.0/8, ::1 (or 0.0.0.0),
-    the host read as the client will connect to it (`host_address`; a name, as the resolver
-    gives it: a name of this machine in /etc/hosts is loopback too)."""
+    """Whether `base_url` is a server on this machine (localhost, 127.0.0.0/8, ::1, 0.0.0.0), its
+    host read as the client will connect to it."""
     host = host_of(base_url).rstrip(".")
     if not host:
         return False
@@ -104,9 +95,8 @@ def env_key_for(base_url: str | None, environ_key: str | None) -> str | None:
 
 
 def api_key_for(base_url: str | None, key: str | None, *, sending: bool = True) -> str:
-    """The key to send to `base_url` (see module docstring); `sending=False` (a dry run, which
-    sends nothing) never needs one. Raises JudgeError naming OPENAI_API_KEY for OpenAI without a
-    key."""
+    """The key to send to `base_url` (module docstring); a dry run (`sending=False`) needs none.
+    JudgeError naming OPENAI_API_KEY for OpenAI without a key."""
     if key:
         return key
     if sending and is_openai(base_url):

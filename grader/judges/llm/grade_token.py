@@ -1,16 +1,8 @@
 """Where a reply's grade is, and what its token's logprobs say of it.
 
-`top_level_grade_offset` finds the character offset of the top-level `grade` value of a JSON
-reply (never a nested `"grade"`); `grade_distribution` walks the logprobs' tokens to the one
-holding that offset, which must hold the grade given, and renormalises its top alternatives
-that are grade tokens (others are ignored) into P(grade = 0..3). `grader.judges.llm.replies`
-uses both for the expected grade and the confidence (the probability of the grade given).
-
-The rule when the grade tokens hold little of the mass: a server that constrains the reply by a
-grammar (llama.cpp's json_object + schema) reports the model's unconstrained alternatives, so at
-the grade token the top alternatives may be mostly other words. When the grade tokens among them
-hold less than `MIN_GRADE_MASS` of the probability (summed before renormalising), the
-distribution is absent, with the reason (`Absent`), not a renormalised guess from a sliver.
+`top_level_grade_offset` finds the top-level `grade` value; `grade_distribution` renormalises the
+grade alternatives of its token into P(grade = 0..3), or says it is `Absent` when they hold less
+than `MIN_GRADE_MASS`.
 """
 
 from __future__ import annotations
@@ -50,12 +42,8 @@ ends."""
 
 
 def top_level_grade_offset(content: str, *, valid: bool = False) -> int | None:
-    """Character offset of the top-level `grade` value's first digit (inside quotes for a
-    string) of a reply that is valid JSON, found by walking the object's members (or at once
-    when the grade comes first, or second after a string reason); None when it cannot be
-    located. `valid`: the content is known to be one valid JSON text (it was decoded), so
-    what follows a matched opening is the grade's value and is not scanned again (JSON's
-    grammar reads a text one way: the opening's tokens are the ones its decode read)."""
+    """Character offset of the top-level `grade` value's first digit of a JSON reply, None when it
+    cannot be located. `valid`: the content is known to be one valid JSON text."""
     opening = _GRADE_FIRST_OR_SECOND.match(content)
     if opening is None or content[opening.end() : opening.end() + 1].isspace():
         return walk_to_grade(content)  # (other whitespace the walk's `\s` skips too)
@@ -105,16 +93,9 @@ def walk_to_grade(content: str) -> int | None:
 def grade_distribution(
     logprobs: Any, content: str, offset: int | None, *, grade: int | None = None
 ) -> list[float] | Absent | None:
-    """P(grade = 0..3) from the logprobs of the token holding the grade digit at `offset`.
-
-    The token is found by walking the tokens' text up to the digit's character offset; its top
-    alternatives that are grade digits (surrounding spaces or quotes ignored) are summed per grade
-    and renormalised. None when there are no logprobs, the token holds more than the digit, or
-    (with `grade`, the grade parsed from the reply) the token is not that grade: a distribution
-    read from another token would be about something else. The token, not the argmax, must agree:
-    a sampled grade need not be the most likely one. `Absent` (with the reason) when the grade
-    tokens hold less than MIN_GRADE_MASS of the token's probability.
-    """
+    """P(grade = 0..3) from the logprobs of the token holding the grade digit at `offset`; None when
+    there are none or that token is not exactly `grade` (the token, not the argmax, must agree),
+    `Absent` when the grade tokens hold too little mass."""
     if offset is None or not isinstance(logprobs, dict):
         return None
     tokens = logprobs.get("content")
@@ -174,10 +155,8 @@ def token_distribution(
 def _renormalised(
     chosen: int, hit_token: Any, hit_logprob: Any, alternatives: Iterable[tuple[Any, Any]]
 ) -> list[float] | Absent | None:
-    """P(grade = 0..3) from the (token, logprob) alternatives of the token that holds grade
-    `chosen`: those that are grade tokens summed per grade (the token's own logprob added
-    when it is not among them), renormalised; None when no mass is left, `Absent` when the
-    grade tokens hold less than MIN_GRADE_MASS."""
+    """P(grade = 0..3) from the alternatives of the token holding grade `chosen`, renormalised; None
+    when no mass is left, `Absent` under MIN_GRADE_MASS."""
     mass = [0.0] * len(GRADES)
     seen_self = False
     known, exp = _GRADE_OF, math.exp

@@ -1,28 +1,8 @@
 """How many requests a judge keeps in flight, lowered when the server turns out to queue them.
 
-A server that answers one request at a time (llama.cpp's server with one slot) keeps the others
-waiting in its queue; with `--concurrency 8` and a model taking 5 s a reply, the eighth request
-waits 35 s before the model starts on it, and a `--timeout` that fits one reply cuts it off
-there: a timeout the client itself caused, retried into the same queue. `InFlight` bounds the
-requests sent at once. It starts unbounded (the run's worker count bounds it); when a request
-times out while the server has answered another within that request's time, the server is
-queueing, and the bound halves (down to 1), told once per change through `on_notice`. The
-requests in flight when the bound was lowered time out together (a burst): the first of them
-halves the bound, the rest were sent under the old bound and leave it as it is; only a timeout
-of a request sent since halves it again. A request waiting for its turn here is not yet sent,
-so its deadline has not started: only the server's time counts against `--timeout`.
-
-Slow is not dead. A request sent behind others still in flight waits in the server's queue
-before the model starts on it; cutting it at `--timeout` would leave the server to answer it
-anyway (paid, and lost), and the resend would queue again. So each request's deadline follows
-the queue (`Ticket`): a request is cut at `--timeout` after it was sent, unless the server has
-answered something since it was sent (it is working through its queue); then it waits while
-requests sent before it are still in flight, and once it is the oldest, gets `--timeout` from
-the server's last answer or its own sending, whichever is later. The oldest request always has
-a finite deadline, so the wait is bounded; a server that answers nothing cuts every request at
-`--timeout` as before. A request that waited past `--timeout` this way shows the server's pace:
-the bound on requests in flight comes down to the answers it gave in the last `--timeout`
-(at least 1), told once per change.
+The bound halves when a request times out while the server answered another meanwhile, and each
+request's deadline follows the queue (`Ticket`): slow is not dead, so a request behind others is cut
+at `--timeout` only once it is the oldest.
 """
 
 from __future__ import annotations
@@ -117,10 +97,7 @@ class InFlight:
             self.done(ticket)
 
     def longest(self, ticket: Ticket) -> float | None:
-        """The most `ticket`'s request can wait by this rule, with a margin: `timeout` for each
-        request in flight before it and two for itself (the oldest's deadline counts from the
-        last answer, which came within its first `timeout`); the HTTP client's own bound on it
-        (None: no timeout)."""
+        """The most `ticket`'s request can wait by this rule, with a margin (None: no timeout)."""
         if self.timeout is None:
             return None
         return self.timeout * (self.tickets.index(ticket) + 2)
@@ -163,9 +140,8 @@ class InFlight:
             )
 
     def timed_out(self, sent_at: float) -> bool:
-        """A request sent at `sent_at` (`clock`) timed out; True when that lowered the bound
-        (the server answered another request meanwhile: it is queueing, not gone; and the
-        request was sent after the bound was last lowered, not in the burst that lowered it)."""
+        """A request sent at `sent_at` timed out; True when that lowered the bound (the server
+        answered another meanwhile, and the request was not in the burst that lowered it last)."""
         if self.last_answer <= sent_at or sent_at <= self.lowered_at:
             return False
         current = self.limit if self.limit is not None else self.peak

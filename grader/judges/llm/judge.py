@@ -1,42 +1,8 @@
 """The LLM judge: one validated 0..3 grade per (query, document) from any OpenAI-compatible server.
 
-Through the official SDK (`AsyncOpenAI`, its own retries off). One retry policy, in one place:
-tenacity resends on transient transport errors (429, 5xx, timeouts, dropped connections; jittered
-exponential backoff honouring Retry-After, see `grader.judges.llm.retry`) and re-asks on invalid
-content (the bad reply and the validation error go back to the model as the next messages).
-Every HTTP attempt is reported to `on_call` as a `CallRecord` (the store logs them).
-
-Output mode: structured output by JSON schema; when the server rejects that (a 400 naming
-response_format / json_schema, as vLLM or Ollama builds may), JSON mode, then the prompt's strict
-final line. The switch happens once per run: the first rejection moves the judge (shared by all
-workers) to the next mode, under a lock, and is recorded in `mode_switches`.
-
-After the last attempt the judgment is `failed` with the error, the raw last reply, the attempts
-and the tokens of every attempt; never a grade. Bad credentials, missing permission or an unknown
-model (401/403/404) raise `JudgeError` at once, since every other pair would fail the same way.
-
-`timeout` is the deadline of each whole request, headers and body (a server trickling its reply
-byte by byte is cut off at it, as a timeout, and retried); a reply past `max_reply_bytes` (else
-`RELGRADE_MAX_REPLY_BYTES`, else 8 MiB) is cut there and fails the attempt, "reply larger than N
-bytes" (`grader.judges.llm.bounded_http`). Transport failures in a row with no answer in between
-(`dead_after`, shared by every worker; `grader.judges.llm.transport`) mean the server is not
-answering: the judge raises `ServerNotAnswering` for the pair that saw the last of them and for
-every pair that would send again, so the run stops without storing those pairs as failed.
-When the first `unreachable_after` requests all fail to connect (refused, DNS, TLS) and nothing
-ever answered, the same stop comes at once, naming the cause (`ServerHealth.could_not_connect`).
-The API key is redacted from every message this judge produces (judgments and call records are
-built in `grader.judges.llm.results`).
-
-Endpoints: OpenAI by default; any OpenAI-compatible server by `base_url` / `OPENAI_BASE_URL`
-(vLLM `http://host:8000/v1`, Ollama `http://localhost:11434/v1`, llama.cpp server, Azure
-OpenAI's v1 endpoint `https://RESOURCE.openai.azure.com/openai/v1/`); which key goes where is
-`grader.judges.llm.endpoint`'s rule (a server other than OpenAI's without a key gets the one
-placeholder). Several servers (`base_url` a list, the same model on each; one key each or
-one for all): each attempt goes to the live one with the fewest requests in flight, a dead one
-is dropped with a notice and its pairs go to the others (`grader.judges.llm.pool`); the
-fingerprint and the store's key do not name the server. `Judgment.latency_ms` is the wall time
-of the whole judgment, retries and waits included; each `CallRecord` has the latency of its
-own request.
+The SDK's own retries are off: `grader.judges.llm.retry` decides, every attempt goes to `on_call`,
+and after the last one the judgment is `failed`, never a grade. 401/403/404 raise `JudgeError`; a
+server that stops answering raises `ServerNotAnswering`. Several servers share the work (`pool`).
 """
 
 from __future__ import annotations
@@ -71,6 +37,27 @@ from grader.models import Doc, Judgment, Query, Usage
 from grader.prompts import OutputMode, PromptSpec, load_prompt
 
 __all__ = ["CallRecord", "LLMJudge", "ModeSwitch", "RenderedRequest", "request_body"]
+
+
+def _clients(
+    base_url: str | Sequence[str] | None,
+    api_key: str | Sequence[str | None] | None,
+    client: openai.AsyncOpenAI | None,
+    timeout: float,
+    max_reply_bytes: int | None,
+) -> list[tuple[openai.AsyncOpenAI, tuple[str, ...]]]:
+    """One client per server (with the secrets it holds): one key per URL, or one for all."""
+    urls = [base_url] if base_url is None or isinstance(base_url, str) else list(base_url)
+    keys: list[str | None] = (
+        list(api_key) if isinstance(api_key, list | tuple) else [api_key] * len(urls)  # type: ignore[list-item]
+    )
+    if not urls or len(keys) != len(urls) or (client is not None and len(urls) > 1):
+        raise ValueError("give one api_key per base_url, and a client only with one server")
+    limits = ReplyLimits(chat=chat_reply_limit(max_reply_bytes))
+    return [
+        make_client(base_url=u, api_key=k, client=client, timeout=timeout, limits=limits)
+        for u, k in zip(urls, keys, strict=True)
+    ]
 
 
 class LLMJudge:
@@ -121,32 +108,27 @@ class LLMJudge:
         self._on_notice = on_notice
         self.abandoned = Usage()
         """Tokens of answered attempts of judgments cut short (Ctrl-C): paid, in no judgment."""
-        urls = [base_url] if base_url is None or isinstance(base_url, str) else list(base_url)
-        keys: list[str | None] = (
-            list(api_key) if isinstance(api_key, list | tuple) else [api_key] * len(urls)  # type: ignore[list-item]
-        )
-        if not urls or len(keys) != len(urls) or (client is not None and len(urls) > 1):
-            raise ValueError("give one api_key per base_url, and a client only with one server")
-        limits = ReplyLimits(chat=chat_reply_limit(max_reply_bytes))
-        made = [
-            make_client(base_url=u, api_key=k, client=client, timeout=timeout, limits=limits)
-            for u, k in zip(urls, keys, strict=True)
-        ]
+        made = _clients(base_url, api_key, client, timeout, max_reply_bytes)
+        self._open(made, (dead_after, unreachable_after))
+
+    def _open(
+        self, made: list[tuple[openai.AsyncOpenAI, tuple[str, ...]]], health: tuple[int, int | None]
+    ) -> None:
+        """The recorder, the reply reader and the pool of servers, one sender each."""
         self._recorder = JudgmentRecorder(
             RecorderConfig(
                 judge_id=self.judge_id,
-                model=model,
+                model=self.model,
                 prompt=self.prompt.ref(),
-                prices=prices,
-                on_call=on_call,
+                prices=self.prices,
+                on_call=self.on_call,
                 secrets=tuple(s for _, secrets in made for s in secrets),
             )
         )
         self._reader = ReplyReader(
             self.prompt, JudgmentRecorder(dataclasses.replace(self._recorder.config, on_call=None))
         )
-        health = (dead_after, unreachable_after)
-        self.pool = EndpointPool([self._sender_for(c, health) for c, _ in made], on_notice)
+        self.pool = EndpointPool([self._sender_for(c, health) for c, _ in made], self._on_notice)
         first = self.pool.members[0].sender
         self.client, self.base_url = first.client, first.base_url
         self.health, self.inflight = first.health, first.inflight
@@ -316,9 +298,8 @@ class LLMJudge:
         return self._recorder.ok(state, reply, started)
 
     def _still_invalid(self, state: CallState, exc: openai.APIError, started: float) -> Judgment:
-        """The failure of a pair whose model answered invalidly and whose last attempt then
-        failed in transport: the invalid reply is what the pair is known for (its error and raw
-        reply), the transport failure is added to its message."""
+        """A pair whose model answered invalidly, then whose last attempt failed in transport:
+        failed as invalid, the transport failure added to its message."""
         invalid = state.invalid
         assert invalid is not None
         state.last_raw = invalid.raw

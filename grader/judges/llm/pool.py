@@ -1,20 +1,9 @@
-"""Several servers behind one judge: each attempt goes to the live server with the fewest
-requests in flight, and a server that dies is dropped while the others carry on.
+"""Several servers behind one judge: each attempt goes to the live server with the fewest requests
+in flight, and a server that dies is dropped while the others carry on.
 
-Each server (`Member`) has its own client, its own health (`ServerHealth`: not answering, keeps
-failing) and its own bound on requests in flight (`InFlight`), exactly as one server has alone;
-the output mode, the retry policy, the rate limiter and the recorder are the judge's, shared.
-An attempt picks the live server with the fewest requests in flight (ties: the one sent fewer);
-a pair whose last attempt failed there (an HTTP error, a timeout) goes to another server first.
-
-When a server is declared dead by its own rule, it is dropped, said once through `on_notice`,
-and the attempt that found it dead goes to another server at once (it counts as no attempt of
-the pair). An attempt that could not reach its server (refused, dropped connection: not a
-timeout, which may still be answered) also goes to another server not yet tried for it, so a
-killed server's pairs move to the others without using up their attempts; the dead server's own
-rule then drops it. The run stops (`ServerNotAnswering`) only when every server is dead.
-
-With one server this is today's behaviour: no other server to move to, and its own stop.
+Each `Member` has its own client, health and in-flight bound. An attempt that could not reach its
+server goes to another without using up the pair's attempts; the run stops (`ServerNotAnswering`)
+only when every server is dead.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """A shared async limiter: requests per minute, tokens per minute, and a pause after a 429.
 
-One `RateLimiter` is shared by every concurrent worker of a run (and by every judge of an
-ensemble that talks to the same endpoint). Each request first `acquire`s one request and its
-estimated tokens from two token buckets that refill continuously (capacity: one minute's worth,
-so a run may start with a burst up to the limit, as the providers' own limits allow). When the
-server answers 429, `pause(seconds)` holds back every worker, not only the one that was told,
-so the whole run backs off together instead of hammering the server 32 times over.
+Shared by every worker of a run: two token buckets of one minute's worth, and a 429's `pause` holds
+back every worker, so the whole run backs off together.
 """
 
 from __future__ import annotations

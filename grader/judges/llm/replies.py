@@ -1,15 +1,8 @@
 """Turn one chat.completion response body into a validated grade, or say exactly why not.
 
-This is the one validator of LLM replies: the live judge and the Batch API collector both call
-`parse_completion`, so a reply is accepted or refused the same way however it arrived. A refusal,
-a reply cut by `max_tokens`, a body that is not JSON, content that breaks the schema, and a grade
-outside 0..3 all raise `InvalidReply` (the judge re-asks, then records a failure). Nothing here
-ever guesses a grade: in text mode only the strict final line counts, never a digit found
-elsewhere. A JSON reply naming a key twice (`{"grade": 3, "grade": 0}`) is refused, not
-resolved by "last key wins", and only ASCII digits are grades ("٣" or "３" are not).
-
-With logprobs, the grade's token gives P(grade = 0..3), the expected grade and the confidence
-(`grader.judges.llm.grade_token`).
+The one validator of LLM replies (live judge and Batch API alike). A refusal, a cut reply, bad JSON,
+a schema break, a duplicate key or a grade outside 0..3 raise `InvalidReply`; nothing here guesses a
+grade. With logprobs the grade's token gives P(grade = 0..3).
 """
 
 from __future__ import annotations
@@ -173,10 +166,8 @@ def parse_completion(body: dict[str, Any], *, mode: OutputMode, spec: PromptSpec
 def accepted_reply(
     body: CompletionBody, *, mode: OutputMode, spec: PromptSpec
 ) -> GradeReply | None:
-    """`parse_completion` of a body decoded into structs (`completion_body`, a batch import's
-    fast path): the reply it gives the same body as a dict, read from the same fields and
-    validated by the same code; None where it would refuse the body or raise (validate the
-    dict then: it says why)."""
+    """`parse_completion` of a body decoded into structs (a batch import's fast path); None where it
+    would refuse (validate the dict then: it says why)."""
     try:
         usage = _NO_USAGE if body.usage is None else _usage_counted(body.usage)
         choices = body.choices
@@ -221,10 +212,8 @@ def _graded(
     mode: OutputMode,
     spec: PromptSpec,
 ) -> GradeReply:
-    """The grade of a reply's first choice (its message's content and refusal, its finish
-    reason and logprobs: None when absent or not an object), or InvalidReply;
-    `distribution_of` reads the logprobs (`grade_distribution` of a dict, `token_distribution`
-    of structs)."""
+    """The grade of a reply's first choice, or InvalidReply; `distribution_of` reads its
+    logprobs."""
     if refusal:
         raise InvalidReply("refusal", f"the model refused: {refusal}", raw=refusal, usage=usage)
     if finish == "length":

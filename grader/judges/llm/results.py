@@ -22,9 +22,8 @@ from grader.redact import redact
 
 @dataclass(frozen=True)
 class RecorderConfig:
-    """What the recorder stamps on every judgment and call record of one judge, fixed when the
-    judge is built: its id, model, prompt, prices (None: cost unknown), where each HTTP attempt
-    is reported, and the secrets to redact."""
+    """What the recorder stamps on every judgment and call record of one judge: id, model, prompt,
+    prices, `on_call` and the secrets to redact."""
 
     judge_id: str
     model: str

@@ -1,10 +1,7 @@
 """The retry policy's decisions, as small pure functions (openai-python style).
 
-The SDK's own retries are off (`max_retries=0`); tenacity (in `grader.judges.llm.judge`) drives the
-loop and asks these functions what to do: whether an exception is worth another request
-(`should_retry`), how long the server asked us to wait (`parse_retry_after`), and how long to wait
-otherwise (`backoff`: exponential with jitter). Time and randomness are parameters, so the tests
-freeze them.
+Tenacity (in `grader.judges.llm.judge`) drives the loop and asks `should_retry`, `parse_retry_after`
+and `backoff`; time and randomness are parameters, so tests freeze them.
 """
 
 from __future__ import annotations
@@ -83,9 +80,8 @@ def is_fatal(exc: BaseException) -> bool:
 
 
 def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
-    """Seconds the server asked us to wait: `retry-after-ms`, then `retry-after` as seconds or
-    as an HTTP date (relative to `now`, epoch seconds). None when absent or unreadable;
-    never negative."""
+    """Seconds the server asked us to wait (`retry-after-ms`, then `retry-after` as seconds or an
+    HTTP date relative to `now`); None when absent, never negative."""
     raw_ms = headers.get("retry-after-ms")
     if raw_ms is not None:
         try:

@@ -1,21 +1,8 @@
 """What a run's server accepts, learned once from its refusals and shared by every worker.
 
-A server may refuse JSON-schema output, logprobs, `max_tokens` (OpenAI reasoning models want
-`max_completion_tokens`) or a fixed temperature. The first refusal that says so switches the
-setting for the whole run, under a lock, so concurrent workers do not each discover it (and the
-run does not mix output modes); every switch is recorded and reported once to `on_switch`.
-
-A refusal of the output mode is a 400 or 422 whose message names the request's format
-(`response_format`, `json_schema`, `json_object`, `guided_json`, `structured_outputs`, ...), or a
-500 whose message names it and says it is not taken ("not supported", "Input should be ...",
-"unknown field", ...: `REFUSAL_WORDS`): llama.cpp's server (llama-cpp-python) answers
-`json_schema` with a 500 ("Input should be 'text' or 'json_object'"), vLLM and Ollama builds
-with a 400. A 500 that only quotes the request (an unrelated failure) is no refusal.
-
-Output modes fall back along `FALLBACK`: json_schema -> json_object_schema (llama.cpp's
-`{"type": "json_object", "schema": ...}`, which its server enforces by grammar) -> json_object ->
-text (the prompt's strict final line); vLLM's and Ollama's own forms (chosen with `output_mode`)
-fall back to json_object.
+The first refusal of an output mode, logprobs, `max_tokens` or a fixed temperature switches the
+setting for the whole run under a lock (told once to `on_switch`); modes fall back along `FALLBACK`
+down to text.
 """
 
 from __future__ import annotations
@@ -103,9 +90,8 @@ class ServerSettings:
     async def adapt(
         self, used: OutputMode, body: dict[str, Any], message: str, status: int = 400
     ) -> bool:
-        """Whether this refusal (`status` and `message`, for `body`, sent in mode `used`)
-        refused something we can do without; if so the run's settings have changed (now or by
-        another worker) and the request should be sent again."""
+        """Whether this refusal refused something we can do without; if so the run's settings
+        changed and the request should be sent again."""
         if status not in FORMAT_STATUSES:
             return False
         said = message.lower()
@@ -138,10 +124,8 @@ class ServerSettings:
         return False
 
     def judged(self, mode: OutputMode, *, valid: bool) -> None:
-        """A judgment in `mode` ended with a valid reply or with none after every re-ask. Plain
-        JSON mode lets a model write any JSON, and a server may ignore a vendor field it does
-        not know: PLAIN_JSON_GIVE_UP judgments in a row without a valid reply in such a mode
-        (and none valid before) move the run on along FALLBACK (json_object -> text)."""
+        """A judgment in `mode` ended with a valid reply or none; PLAIN_JSON_GIVE_UP in a row with
+        none (and none valid before) move the run on along FALLBACK."""
         if mode != self.mode or (mode != "json_object" and mode not in VENDOR_FIELDS):
             return
         if valid:

@@ -1,34 +1,9 @@
 """Bounds on talking to a server: a deadline for each whole request, and when to give up on it.
 
-`--timeout` in the SDK bounds each socket read, so a server that trickles a valid reply one byte
-at a time keeps a request open for as long as it likes. `deadline` bounds the whole request
-(connect, send, wait, read the full body) and turns an overrun into `openai.APITimeoutError`, so
-the one retry policy treats it as any other timeout.
-
-`ServerHealth` counts transport failures (timeouts, refused or dropped connections) in a row with
-no answer from the server in between; any HTTP answer (a 5xx included: the server is there)
-resets the count. At `threshold` the server is declared not answering, for good: the run stops
-instead of paying `attempts x timeout` for every remaining pair. The threshold is
-`dead_after_for(concurrency)`: at least 16, and two full rounds of every worker (2 x
-concurrency), so that a burst of timeouts on a busy but working server, where all workers wait at
-once, does not stop the run.
-
-Timeouts reach the threshold only once nothing at all has come back for `quiet_s` as well (one
-deadline in the judge, beside the two rounds of workers the threshold takes): a server that is
-slow, or queues, is not dead while it answers.
-
-A server that answers, but the same failure to everything (a 500 to every request, a reply
-past its size bound every time), is given up on too: `same_failure` counts attempts in a row that
-failed with one cause (an HTTP status, or "reply larger than N bytes"), across pairs; at
-`threshold` of them, over at least `MIN_PAIRS` pairs and at least `same_for_s` seconds
-(`SAME_FAILURE_S` in the judge: a burst of 503s from an overloaded API is waited out), with no
-good answer in between, the run stops and the error names the cause (`failing`).
-
-A server never reached is told sooner: when the first `unreachable_after` requests all fail to
-connect (refused, a DNS lookup or TLS handshake that failed: `connect_failure`) and nothing has
-ever answered, the address is wrong or the server is down, and waiting for the threshold (with
-backoff) would only delay the same stop. `unreachable_after_for(concurrency)` is one request per
-worker (at least 2): the first round.
+`deadline` bounds the whole request (a server trickling bytes is cut off as a timeout).
+`ServerHealth` declares a server not answering after `threshold` transport failures in a row with
+nothing back for `quiet_s`, the same failure to everything, or (sooner) when the first requests all
+fail to connect; the run then stops instead of paying every remaining pair's timeouts.
 """
 
 from __future__ import annotations
@@ -62,9 +37,8 @@ def unreachable_after_for(concurrency: int) -> int:
 
 @asynccontextmanager
 async def deadline(seconds: float | None, method: str, url: str) -> AsyncIterator[asyncio.Timeout]:
-    """Bound the whole request inside the block to `seconds` (None: no bound; the handle it
-    yields can move it); an overrun raises `openai.APITimeoutError` (retried as a timeout), with
-    the request's method and URL."""
+    """Bound the whole request inside the block to `seconds` (None: none; the handle can move it);
+    an overrun raises `openai.APITimeoutError`."""
     try:
         async with asyncio.timeout(seconds) as bound:
             yield bound
@@ -118,10 +92,8 @@ class ServerHealth:
         """The cause (and its last message) when the same failure stopped the run; else None."""
 
     def same_failure(self, cause: str, key: str, message: str) -> bool:
-        """An attempt of pair `key` answered with the failure `cause` ("HTTP 500", "reply
-        larger than N bytes"); True once the same cause, `threshold` times in a row over at
-        least MIN_PAIRS pairs and `same_for_s` seconds, makes the server count as failing
-        everything (and dead)."""
+        """An attempt of pair `key` failed with `cause`; True once that cause, `threshold` times in
+        a row over MIN_PAIRS pairs and `same_for_s` seconds, makes the server dead."""
         if cause != self.cause:
             self.cause, self.same, self.pairs, self.since = cause, 0, set(), self.clock()
         self.same += 1
@@ -165,9 +137,8 @@ class ServerHealth:
             self.dropped = detail
 
     def failed(self, *, timed_out: bool = False) -> bool:
-        """One more timeout or connection failure; True once the server counts as not answering
-        (and from then on: a late answer does not revive it). A timeout ends it only once the
-        server has been quiet for `quiet_s` too."""
+        """One more timeout or connection failure; True once the server counts as not answering, for
+        good (a timeout only after `quiet_s` of quiet too)."""
         self.in_a_row += 1
         quiet = not timed_out or self.clock() - self.last_answer >= self.quiet_s
         if self.in_a_row >= self.threshold and quiet:

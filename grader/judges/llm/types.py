@@ -1,10 +1,6 @@
-"""What the LLM judge sends and reports: the request body, and the records of its calls.
-
-`request_body` builds the chat.completions body from a prompt file (the live judge, `relgrade
-prompts render` and the Batch API all send exactly this); `CallRecord` (defined in
-`grader.models`, below both the judges and the store) is one HTTP attempt of the store's call log;
-`ModeSwitch` records a once-per-run fallback (output mode or parameter).
-"""
+"""What the LLM judge sends and reports: `request_body` (what the live judge, `prompts render` and
+the Batch API all send), `CallRecord` (one HTTP attempt) and `ModeSwitch` (a once-per-run
+fallback)."""
 
 from __future__ import annotations
 
