@@ -1,29 +1,10 @@
 """The `estimates` section of `relgrade calibrate`: PPI++ estimates that follow the sample design.
 
-- `relevant_share`: the share of relevant pairs (grade >= threshold) among the N LLM-graded
-  pairs at hand (a finite population: labelled pairs are part of it). Pair designs: pair-level
-  PPI++ weighted by 1/pi, normal quantile; the LLM's prediction in the correction is
-  P(grade >= threshold) where the judge gave a grade distribution, else its 0/1 relevance.
-  Whole-queries design: PPI with lambda cross-fitted across the drawn queries and a
-  delete-one-query jackknife variance, scaled up when the drawn queries are more alike than all
-  of them, t quantile on the logit scale (`calibration.stats.ppi_clusters`: no bias from
-  fitting lambda on the queries it corrects); its prediction is the 0/1 relevance (the interval
-  was tuned by simulation on it).
-- `runs`: each run's mean measure over the Q queries with LLM grades, under the whole-queries
-  design only (the labelled unit is a query people graded whole); under a pair design the
-  human-based figures are left out with the reason, never invented. Below FEW_QUERIES whole
-  queries they are human-only (lambda = 0): on TREC DL 2019's built runs PPI++ with lambda fitted
-  on 3 to 6 queries covered 91.8-92.3% on average (worst 88.6%), the human-only t interval
-  94.1-95.2% (worst run 92.5%) (bench/whole_queries_runs.py).
-
-- `mean_grade`: the mean human grade (0..3) over the N pairs, the same design-based PPI++ with
-  the LLM's expected grade as the prediction, and the pool's mean bias (mean LLM grade, known,
-  minus it) with its interval (bench/calibrate_coverage.py, part mean).
-- A sample graded in part (`calibration.spotcheck.graded_part`): a uniform sample's graded
-  prefix with pi = n / N; part of a stratified or other sample gets no interval, and says why.
-
-Every estimate names its design and estimand, and carries a `caution` when its interval could
-mislead (too wide to conclude, or too few whole queries for the t interval to be trusted).
+`relevant_share` and `mean_grade` are over the N LLM-graded pairs (pair designs: 1/pi weights;
+whole queries: `calibration.stats.ppi_clusters`). `runs` exist under whole queries only (a
+per-query measure needs the query graded whole); below FEW_QUERIES they are human-only, which
+covered better than PPI++ on 3-6 queries (bench/whole_queries_runs.py). Every estimate names
+its design and estimand, and a `caution` when its interval could mislead.
 """
 
 from __future__ import annotations

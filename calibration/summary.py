@@ -1,15 +1,7 @@
 """Everything `relgrade calibrate` reports, as one `CalibrationSummary` (calibration.summary_model).
 
-Ties the parts together: pairs graded on both sides -> agreement figures with query-bootstrap
-intervals -> per-query agreement -> bias (distributions, length, rank, verdict) -> system ranking
-under both label sets -> PPI++ estimates when people graded only part of the LLM-graded pairs.
-
-Two choices worth knowing:
-- System scores (the `systems` section) are computed on the same pool for both sides: the pairs
-  graded by both. Only the labels differ, so a change in ranking is the labels' doing. When people
-  graded a sample of pairs drawn one by one (a pair design), no ranking is made: a per-query
-  measure of scattered pairs means nothing, and `systems.left_out` says so.
-- PPI++ estimates follow how the human sample was drawn (`calibration.estimates_section`).
+System scores use the pairs graded by both for both label sets, so a change in ranking is the
+labels' doing; a sample of scattered pairs ranks no system (`systems.left_out` says why).
 """
 
 from __future__ import annotations

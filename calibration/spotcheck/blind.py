@@ -1,12 +1,5 @@
-"""Blind sample files for people: the CSV they grade, and reading it back as human grades.
-
-The blind CSV holds the query and document text (the document as the LLM saw it: cut to its
-prompt's budget, with a `truncated` column saying so) and empty `grade` and `notes` columns, nothing
-that reveals the LLM's grade: no grade, no confidence, no stratum, and rows in the sample's seeded
-random order (never sorted by grade or stratum). The manifest beside it keeps the design.
-
-Reading a filled CSV back checks it against the sample's manifest: a pair the sample does not
-hold, a missing grade, or a grade outside 0..3 is an error naming the file and line.
+"""Blind sample files for people: the CSV they grade (texts as the LLM saw them, nothing that
+reveals its grade, rows in the sample's random order), and reading it back against the manifest.
 """
 
 from __future__ import annotations

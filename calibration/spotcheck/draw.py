@@ -1,9 +1,4 @@
-"""Drawing a blind spot-check sample from judgments, as `relgrade sample` does.
-
-`draw_blind_sample` takes the judgments (failed ones and pairs people already graded are left
-out), draws the sample, fetches the texts people need and builds the manifest; `write` puts the
-blind CSV and its manifest beside it. The command and `relgrade.sample` both call it.
-"""
+"""Drawing a blind spot-check sample from judgments, for `relgrade sample` and the API."""
 
 from __future__ import annotations
 

@@ -1,13 +1,6 @@
-"""The manifest beside a spot-check sample: how it was drawn and each pair's inclusion probability.
-
-`SAMPLE.csv` gets `SAMPLE.manifest.json` beside it (same stem). Human grades exported or
-imported from that sample (`human.csv`) get a copy as `human.manifest.json`, which is where
-`relgrade calibrate` looks; `--manifest FILE` overrides. Calibration weights each graded pair by
-1/pi (Horvitz-Thompson), so figures from a stratified or uncertainty sample stand for the whole
-set of judgments the sample was drawn from, not for the sample.
-
-The manifest names the stratum of each pair (for stratified samples: the LLM grade). It is for
-calibration, not for graders: hand people the CSV or the annotate page, never the manifest.
+"""The manifest beside a spot-check sample (`SAMPLE.manifest.json`): how it was drawn and each
+pair's inclusion probability, copied beside imported grades for `calibrate`'s 1/pi weights.
+It is for calibration, never for graders.
 """
 
 from __future__ import annotations

@@ -1,36 +1,12 @@
 """Spot-check sampling of LLM judgments, with the exact inclusion probability of every pair.
 
-Every strategy is one design: give each eligible pair an inclusion probability pi (summing to the
-sample size n, each at most 1), then draw by systematic sampling over a list ordered by stratum
-with a random order inside each stratum and a random start. Systematic sampling gives each pair
-exactly its pi (a pair's interval of length pi holds one of the points u, u+1, ..., u+n-1 with
-probability pi), draws exactly n pairs, and spreads them over the strata in proportion to pi.
-Because every pair's pi is known and > 0, calibration can weight a sample back to the whole set
-(Horvitz-Thompson, weight 1/pi).
-
-Strategies:
-
-- uniform: pi = n / N for every pair.
-- stratified: strata are the LLM grades; `equal` allocation gives each grade the same expected
-  count (capped by its size; the rest flows to the other grades), `proportional` gives each grade
-  its share of N.
-- low: two strata, grades 0-1 and grades 2-3; `low_share` of the sample goes to the low stratum
-  (capped by its size). The high stratum keeps pi > 0 so the sample still stands for the whole set.
-- uncertainty: probability proportional to uncertainty plus a floor, pi_i = n (u_i + floor) /
-  sum(u + floor), capped at 1 (a capped pair is taken for sure and the rest re-shared). u is
-  1 - confidence from the logprob distribution, else the ensemble disagreement. Top-k selection
-  would give pi in {0, 1}, which no weighting can undo; the floor keeps every pair's pi > 0.
-- active: pairs drawn one at a time, the uncertain ones more often (successive sampling with
-  weights from the LLM's uncertainty about relevance, mixed with uniform; see
-  `calibration.spotcheck.sequential`). Every prefix of the order is a sample with known draw
-  probabilities, so people may stop grading at any point (`calibration.stats.confseq`).
-- query-balanced: strata are the queries, equal allocation, so a query with 300 graded documents
-  does not drown one with 5.
-- whole-queries: cluster sampling. m of the Q queries are drawn uniformly without replacement
-  and every eligible pair of a drawn query is in the sample, so pi = m / Q for every pair and
-  the sample size is only about n (m = round(n Q / N), at least 1). Per-query measures (nDCG,
-  RR, ...) need every judged grade of a query, so this is the design that lets calibration
-  estimate each run's mean measure (PPI++ over queries), not only pair-level figures.
+Each strategy gives every eligible pair an inclusion probability pi (summing to n, each <= 1),
+then draws systematically along a list ordered by stratum, random inside each, so each pair
+gets exactly its pi and calibration can weight by 1/pi. uniform: pi = n / N; stratified: strata
+are LLM grades (equal or proportional allocation); low: `low_share` from grades 0-1;
+uncertainty: pi proportional to uncertainty + floor (never 0, unlike top-k); active: drawn one at
+a time (`calibration.spotcheck.sequential`); query-balanced: strata are queries; whole-queries:
+m of Q queries drawn whole, pi = m / Q (the design that lets calibration estimate runs).
 """
 
 from __future__ import annotations

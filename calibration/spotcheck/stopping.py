@@ -1,11 +1,6 @@
-"""When people may stop grading: the relevant share's confidence sequence over the graded prefix.
-
-One function serves `relgrade calibrate` (`estimates.relevant_share.cs`, `more_for_0_05`) and the
-annotation page (live, after each grade), so both show the same numbers on the same grades. The
-sample's manifest lists its pairs in the order people grade them, each with its draw
-probability (uniform and active samples); the sequence uses the graded prefix of that order:
-the pairs before the first one not graded yet. Grades further on wait for that gap to be filled
-(a pair skipped because it looked hard would otherwise bias the estimate).
+"""When people may stop grading: the relevant share's confidence sequence over the graded prefix of
+the sample's order, one function for `calibrate` and the annotation page, so both show the same
+numbers. Grades past a gap wait for it to be filled (a skipped hard pair would bias the share).
 """
 
 from __future__ import annotations

@@ -1,27 +1,10 @@
 """Agreement between LLM and human grades, all from one (weighted) 4x4 confusion matrix.
 
-Every figure here (exact and within-one agreement, Cohen's kappa unweighted / linear / quadratic,
-Krippendorff's alpha ordinal and interval, kappa after binarising at each threshold, per-grade
-precision and recall, mean bias) is a function of the confusion matrix C, where C[h, l] is the
-(weighted) number of pairs that people graded h and the LLM graded l. Computing them from C instead
-of calling scikit-learn and the krippendorff package pays three times:
-
-- `weights` (inverse inclusion probabilities from a sampling manifest) weight every figure simply
-  by weighting C; the krippendorff package takes no weights at all.
-- The functions accept a stack of matrices (shape [..., 4, 4]), so the query bootstrap computes
-  1,000 resamples in one vectorised pass instead of 1,000 library calls per figure.
-- No runtime dependency for a few lines of algebra. The tests cross-check every figure against
-  scikit-learn's `cohen_kappa_score` (all three weightings, with `sample_weight`), the krippendorff
-  package and the TREC DL 2019 reference kappas.
-
-Kappa itself is `grader.metrics.kappa.kappa` (the one implementation, which `regrade`'s diff and
-the lexical fit use too); this module adds the 0..3 scale and every other figure.
-
-Conventions: kappa weights use grade distance (|h - l| or (h - l)^2) on the fixed scale 0..3, which
-equals scikit-learn with `labels=[0, 1, 2, 3]`. A figure that is undefined (e.g. kappa when both
-sides use one grade only, so chance agreement is 1) is NaN, printed as null in JSON.
-Krippendorff's alpha with two coders and no missing values uses the coincidence matrix C + C^T and
-n = 2 * (total weight) in its small-sample factor (n - 1).
+Computing every figure from C[h, l] rather than calling scikit-learn and krippendorff lets
+1/pi weights weight them all, and lets the query bootstrap pass a stack of matrices ([..., 4, 4])
+in one vectorised call; the tests cross-check each figure against both packages. Kappa weights
+use grade distance on the fixed scale 0..3 (scikit-learn's `labels=[0, 1, 2, 3]`); an undefined
+figure is NaN (null in JSON).
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""Where and how the LLM's grades lean: distributions, bias by document length and by rank,
-and a verdict in plain words.
-
-Bias is always LLM grade minus human grade, so positive means lenient. LLM judges are known to
-favour long text, hence the length quintiles; by rank position shows whether the judge is kinder
-to what rankers put on top. All figures take optional per-pair `weights`.
+"""Where the LLM's grades lean (LLM minus human, positive = lenient): distributions, bias by
+document length and by rank, and a verdict in plain words. All take optional per-pair weights.
 """
 
 from __future__ import annotations

@@ -1,49 +1,15 @@
 """An anytime-valid 95% confidence sequence for a share, from grades given one at a time.
 
-The design (`calibration.spotcheck.sequential`): pairs are drawn one after another without
-replacement, the t-th with a known probability p_t among the pairs not yet drawn (1/(N - t + 1)
-for a uniform sample; proportional to the LLM's uncertainty, mixed with uniform, for an active
-one). People grade in that order, so after any number t of grades the graded pairs are exactly
-the first t draws.
-
-The estimate (Des Raj's ordered estimator, 1956, with a prediction-powered correction): with
-e = Y - c_t - lambda_t f (Y the human relevance, f the LLM's) and F the LLM total over all
-N pairs,
-
-    z_t = (c_t N + lambda_t F + sum_{j<t} e_j + e_t / p_t) / N
-
-has mean theta (the true share) given everything before t, for any c_t, lambda_t fixed before
-the t-th grade (here: the regression of Y on f over the grades before t, weighted so that it
-minimises the variance of e / p rather than the plain spread of e, `predictable_fit`; slope
-clipped to [0, 1]; both 0 before MIN_LAMBDA_GRADES grades). The intercept matters for an
-active design: a residual with a non-zero mean, divided by unequal p_t, would add variance.
-So z_t - theta are martingale differences and the running mean of the z_t estimates theta
-after any number of grades (prediction-powered inference, Angelopoulos et al. 2023, with an
-active, uncertainty-driven design as in Zrnic and Candes, "Active Statistical Inference",
-ICML 2024).
-
-The fixed-n interval (`regression_fixed`): at a number of grades fixed in advance, the same
-terms with (c, lambda) fitted on all the grades, as PPI++ fits lambda on its sample (bias of
-order 1/n), so the early grades' rough predictable fit costs nothing; normal quantile.
-
-The sequence: the asymptotic confidence sequence of Waudby-Smith, Arnold, Wu and Ramdas
-("Time-uniform central limit theory and asymptotic confidence sequences", Annals of Statistics
-2024; arXiv:2103.06476), the normal-mixture (Robbins) boundary on the running mean,
-
-    mean_t +- sd_t sqrt(2 (t rho^2 + 1) / (t^2 rho^2) * log(sqrt(t rho^2 + 1) / alpha)),
-
-with rho tuned so the boundary is tightest at T_STAR grades. Why this one: the terms z_t are
-not bounded by anything useful (e / p_t is large for a rare draw of a confident pair), so a
-betting sequence for [0, 1] values does not apply to them, while the asymptotic sequence needs
-only a consistent variance and covers martingale differences; it is 1.68-1.70 times the
-fixed-n interval at 100 grades, 1.56-1.57 at 300 and 1.59-1.60 at 1,000 (uniform paths on TREC
-DL 2019: bench/calibrate_coverage.py, part sequence). It is asymptotic, so the running variance
-starts from PRIOR_GRADES pseudo-observations of PRIOR_VARIANCE (a 0/1 value's largest variance)
-times the design's variance factor mean(w) mean(1/w) (1 for a uniform sample: what unequal draw
-probabilities do to the variance of a term): a run of identical early grades, the step when
-lambda starts, or rare draws not seen yet cannot make it overconfident; their weight fades
-after PRIOR_UNTIL grades. tests/test_confseq_coverage.py measures the time-uniform
-coverage by simulation (docs/spot-checks-that-stop.md gives the figures).
+Pairs are drawn one by one, the t-th with a known probability p_t (`spotcheck.sequential`). The
+terms z_t = (c_t N + lambda_t F + sum_{j<t} e_j + e_t / p_t) / N, e = Y - c_t - lambda_t f, with
+(c_t, lambda_t) fitted on the grades before t (`predictable_fit`), are martingale differences
+around the share (Des Raj 1956 with prediction-powered inference; Zrnic and Candes, ICML 2024).
+The boundary is Waudby-Smith et al.'s asymptotic normal-mixture sequence (Ann. Statist. 2024),
+tightest at T_STAR grades: the terms are unbounded, so betting sequences do not apply. Its
+running variance starts from PRIOR_GRADES pseudo-observations so early grades cannot make it
+overconfident. `regression_fixed` is the fixed-n interval with (c, lambda) fitted on all grades.
+Widths against the fixed-n interval: bench/calibrate_coverage.py (part sequence); coverage:
+tests/test_confseq_coverage.py.
 """
 
 from __future__ import annotations

@@ -1,40 +1,10 @@
-"""Prediction-powered estimates (PPI++) of a mean from a few human labels and many LLM labels.
+"""PPI++ (Angelopoulos et al. 2023): the mean of human values Y from a labelled sample, corrected by
+LLM predictions f known for every unit, lambda in [0, 1] tuned to shorten the interval.
 
-PPI++ (Angelopoulos, Duchi and Zrnic, "PPI++: Efficient Prediction-Powered Inference", 2023):
-with n labelled units (human value Y_i, LLM value f_i) among N units that all have an LLM value,
-
-    theta_lambda = lambda * mean_all(f) + mean_labelled(Y - lambda * f)
-
-unbiased whatever the LLM's errors; lambda (clipped to [0, 1]; 0 is the human-only mean, 1 plain
-PPI) is tuned to make the interval short, so it is never much wider than the human-only one.
-
-Two estimands (`population`):
-
-- "finite" (what `relgrade calibrate` reports): the mean over THESE N units, e.g. the share of
-  relevant pairs among the N LLM-graded pairs. The LLM value of every unit is known, so the only
-  randomness is which units people graded (labelled is a subset of all). With inclusion
-  probabilities pi (weights w = 1/pi; without weights pi = n / N, or m / M for whole clusters),
-  the labelled mean is the Hajek mean sum w e / sum w of e = Y - lambda f, lambda is the
-  (weighted) regression slope of Y on f, and the variance is the design-based one:
-
-      var = G / (G - 1) * sum_c (1 - pi_c) * (sum_{i in c} p_i (e_i - mean_e))^2,  p = w / sum w
-
-  over labelled units or, with `groups`, labelled clusters c (a cluster is drawn whole, so its
-  pairs' terms are summed before squaring). For n pairs drawn at random this is the textbook
-  (1 - n/N) s_e^2 / n; it is 0 when everything is graded. Stratification is ignored (slightly
-  conservative) and unequal-probability draws use Hajek's (1 - pi) approximation.
-- "infinite": the mean of the process the units come from, as `ppi_py` (the PPI++ authors'
-  package) takes it: labelled and unlabelled units are independent draws, the estimate is
-  mean_labelled(Y - lambda f) + lambda mean_unlabelled(f) with lambda = cov(Y, f) / ((1 + n/N_u)
-  var(f)), and each cluster's labelled and unlabelled contributions are summed before squaring
-  (the parts share queries: their covariance counts). Unweighted only.
-
-`quantile="t"` uses Student's t with (labelled clusters - 1) degrees of freedom instead of the
-normal quantile: with a handful of whole queries graded, the normal one under-covers.
-
-`relevant_share` is a per-pair estimand (labelled unit: a pair graded by both). Per-run mean
-measures are per-query estimands; the labelled unit is a query whose LLM-graded pairs were ALL
-graded by people, because a per-query measure such as nDCG needs every judged grade of the query.
+"finite" (what `calibrate` reports): the mean over THESE N units; the Hajek mean of
+e = Y - lambda f with the design-based variance sum_c (1 - pi_c) (sum_{i in c} p_i (e_i -
+mean_e))^2 over labelled units or clusters (`groups`). "infinite": ppi_py's estimand (labelled
+and unlabelled independent draws), unweighted. `quantile="t"` uses t with (clusters - 1) df.
 """
 
 from __future__ import annotations

@@ -1,20 +1,7 @@
-"""System-ranking agreement: do systems rank the same under LLM labels as under human labels?
-
-Kendall's tau-b and Spearman's rho are the textbook rank correlations (scipy's `kendalltau` and
-`spearmanr` give the same; the tests check it). They are written out here, a dozen lines for a
-handful of systems, so that the library needs no scipy at runtime.
-
-tau_AP (Yilmaz, Aslam and Robertson, "A new rank correlation coefficient for information
-retrieval", SIGIR 2008) is in no common library. It weights a swap near the top of the ranking
-more than one near the bottom, which is what matters when the question is "which system is best":
-
-    tau_AP = 2 / (N - 1) * sum_{i=2..N} C(i) / (i - 1) - 1
-
-where systems are ordered by the *estimated* (LLM) score, best first, and C(i) counts the systems
-above position i that the *reference* (human) scores also put above the system at i. It is
-asymmetric by design: the human ranking is the truth. Two choices the paper leaves open: a tie in
-the reference scores counts as half a correct pair, and a tie in the estimated order is broken by
-run name so that the figure is deterministic.
+"""System-ranking agreement under LLM and human labels: Kendall's tau-b, Spearman's rho (checked
+against scipy in the tests; written out so the library needs no scipy) and tau_AP (Yilmaz,
+Aslam and Robertson, SIGIR 2008: a swap near the top weighs more; the human ranking is the
+truth, a tie in it counts half, a tie in the LLM order is broken by run name).
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
 """`relgrade sample`: draw a blind spot-check sample of LLM judgments, or import its grades back.
 
-Draw: `relgrade sample --judgments J (--n N | --fraction F) --strategy S --queries Q --docs D
---out SAMPLE.csv` writes the blind CSV (no LLM grade, shuffled rows), `SAMPLE.manifest.json`
-beside it (design and every pair's inclusion probability), and with `--labelstudio T.json`
-Label Studio tasks. Only ok judgments are sampled; pairs in `--exclude` human grades are left out.
-
-Import: `relgrade sample --import FILLED.csv|EXPORT.json|EXPORT.csv|EXPORT.tsv --out HUMAN.csv`
-checks the grades against the sample's manifest and writes `HUMAN.csv` with `HUMAN.manifest.json`
-beside it, which `relgrade calibrate` uses to weight the grades back to the whole set of judgments.
-Label Studio exports are read in its JSON, JSON-MIN, CSV and TSV formats, the same way: a pair
-graded by two people needs `--annotator` (one person's grades; import each person on their own),
-one person's latest annotation of a pair counts, and the import says how many sampled pairs came
-back graded, skipped (JSON only) and missing.
+Draw: `--judgments J (--n N | --fraction F) --strategy S --out SAMPLE.csv` writes the blind CSV,
+`SAMPLE.manifest.json` beside it and, with `--labelstudio`, Label Studio tasks.
+Import: `--import FILLED.csv|EXPORT.json|.csv|.tsv --out HUMAN.csv` checks the grades against the
+manifest and writes them with the manifest beside, for `calibrate`'s weights.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""The grades one person gave a sample: an append-only JSONL file beside it, one line per grade.
-
-`SAMPLE.<annotator>.grades.jsonl` gets one line per click, written and fsynced before the page is
-told it is saved, so a crash loses nothing. Reading takes the latest grade per pair, so changing
-one's mind is just another line. Each annotator has their own file, which lets calibration
-compare two people on the same sample.
+"""The grades one person gave a sample: `SAMPLE.<annotator>.grades.jsonl`, one fsynced line per
+grade, so a crash loses nothing; the latest grade of a pair counts.
 """
 
 from __future__ import annotations
