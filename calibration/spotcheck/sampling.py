@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -237,59 +238,64 @@ def plan_design(
     index = {k: i for i, k in enumerate(keys)}
     stratum_of = np.array([index[k] for k in labels], dtype=np.int64)
     sizes = np.bincount(stratum_of, minlength=len(keys)).astype(np.float64)
-    unc: np.ndarray | None = None
-    source: str | None = None
-    imputed = 0
-    queries_drawn: int | None = None
-    weights: np.ndarray | None = None
-    expected: np.ndarray
+    extra: dict[str, Any] = {}
     if strategy == "active":
         if not 0 < uniform_share <= 1:
             raise InputError(f"--uniform-share must be in (0, 1], got {uniform_share}")
         unc, source, imputed = estimand_uncertainty(pop, threshold)
         weights = active_weights(unc, uniform_share)
         pi = inclusion_approx(weights, size)
-        expected = np.bincount(stratum_of, weights=pi, minlength=len(keys))
-    elif strategy == "whole-queries":
-        n_queries = len(keys)
-        queries_drawn = min(n_queries, max(1, round(size * n_queries / len(pop))))
-        pi = np.full(len(pop), queries_drawn / n_queries)
-        expected = sizes * queries_drawn / n_queries
+        extra = {"weights": weights, "uniform_share": uniform_share, "threshold": threshold}
     elif strategy == "uncertainty":
         if floor <= 0:
             raise InputError(f"--floor must be > 0 so every pair can be drawn, got {floor}")
         unc, source, imputed = _uncertainties(pop)
         pi = allocate(unc + floor, np.ones(len(pop)), size)
-        expected = np.bincount(stratum_of, weights=pi, minlength=len(keys))
     else:
-        if strategy == "uniform" or (strategy == "stratified" and allocation == "proportional"):
-            shares = sizes
-        elif strategy == "low":
-            shares = np.array([low_share if k == "grades 0-1" else 1 - low_share for k in keys])
-        else:
-            shares = np.ones(len(keys))
-        expected = allocate(shares, sizes, size)
-        if strategy == "stratified":
-            expected = _integer_counts(expected)
-        pi = (expected / sizes)[stratum_of]
-    strata = {
-        k: {"size": int(sizes[i]), "expected": float(expected[i])} for i, k in enumerate(keys)
-    }
+        pi, expected, drawn = _stratum_pi(
+            strategy, allocation, keys, sizes, stratum_of, size, low_share
+        )
+        extra = {"queries_drawn": drawn}
+    if strategy in ("active", "uncertainty"):
+        expected = np.bincount(stratum_of, weights=pi, minlength=len(keys))
+        extra |= {"uncertainty": unc, "uncertainty_source": source, "uncertainty_imputed": imputed}
     return Design(
         judgments=pop,
         labels=labels,
         pi=np.clip(pi, 0.0, 1.0),
-        strata=strata,
+        strata={
+            k: {"size": int(sizes[i]), "expected": float(expected[i])} for i, k in enumerate(keys)
+        },
         strategy=strategy,
         allocation=allocation if strategy == "stratified" else None,
-        uncertainty=unc,
-        uncertainty_source=source,
-        uncertainty_imputed=imputed,
-        queries_drawn=queries_drawn,
-        weights=weights,
-        uniform_share=uniform_share if strategy == "active" else None,
-        threshold=threshold if strategy == "active" else None,
+        **extra,
     )
+
+
+def _stratum_pi(
+    strategy: str,
+    allocation: str,
+    keys: list[str],
+    sizes: np.ndarray,
+    stratum_of: np.ndarray,
+    size: int,
+    low_share: float,
+) -> tuple[np.ndarray, np.ndarray, int | None]:
+    """pi and each stratum's expected count when a stratum's pairs share one pi, and how many
+    whole queries are drawn (whole-queries only)."""
+    if strategy == "whole-queries":
+        drawn = min(len(keys), max(1, round(size * len(keys) / len(stratum_of))))
+        return np.full(len(stratum_of), drawn / len(keys)), sizes * drawn / len(keys), drawn
+    if strategy == "uniform" or (strategy == "stratified" and allocation == "proportional"):
+        shares = sizes
+    elif strategy == "low":
+        shares = np.array([low_share if k == "grades 0-1" else 1 - low_share for k in keys])
+    else:
+        shares = np.ones(len(keys))
+    expected = allocate(shares, sizes, size)
+    if strategy == "stratified":
+        expected = _integer_counts(expected)
+    return (expected / sizes)[stratum_of], expected, None
 
 
 def draw_from(design: Design, seed: int) -> SampleDraw:
@@ -341,31 +347,13 @@ def draw_from(design: Design, seed: int) -> SampleDraw:
 def draw_sample(
     judgments: Iterable[Judgment],
     *,
-    strategy: str,
     n: int | None = None,
     fraction: float | None = None,
-    allocation: str = "equal",
     seed: int = 0,
-    low_share: float = 0.8,
-    floor: float = 0.05,
-    uniform_share: float = UNIFORM_SHARE,
-    threshold: int = 2,
+    **design: Any,
 ) -> SampleDraw:
-    """Draw a spot-check sample from ok judgments (one per pair) with exact inclusion probabilities.
-
-    The caller removes failed judgments and pairs people already graded: what remains is the
-    population the sample stands for.
-    """
+    """Draw a spot-check sample from ok judgments (one per pair); `design`: `plan_design`'s
+    options. The caller leaves out failed judgments and pairs people already graded."""
     pop = list(judgments)
     size = sample_size(len(pop), n=n, fraction=fraction)
-    design = plan_design(
-        pop,
-        strategy=strategy,
-        size=size,
-        allocation=allocation,
-        low_share=low_share,
-        floor=floor,
-        uniform_share=uniform_share,
-        threshold=threshold,
-    )
-    return draw_from(design, seed)
+    return draw_from(plan_design(pop, size=size, **design), seed)

@@ -155,12 +155,8 @@ def ppi_mean(
     quantile: Quantile = "normal",
 ) -> MeanEstimate:
     """PPI++ estimate of the mean of Y from labelled (y, f) and unlabelled f (module docstring).
-
-    `weights` (one per labelled unit, 1/inclusion probability, so each >= 1) weight the
-    labelled units and give their inclusion probabilities; `groups` / `groups_unlabelled` make
-    clusters the sampled units; `lam` fixes lambda instead of tuning it; `bounds` (the
-    estimand's range) clip the intervals, not the estimate. Raises ValueError on bad input.
-    """
+    `weights`: 1/pi per labelled unit; `groups`: clusters; `lam`: fixed lambda; `bounds` clip
+    the intervals, not the estimate. Raises ValueError on bad input."""
     yl = np.asarray(y, dtype=np.float64)
     fl = np.asarray(f, dtype=np.float64)
     fu = np.asarray(f_unlabelled, dtype=np.float64)
@@ -182,15 +178,7 @@ def ppi_mean(
                 "uniform sample when inclusion probabilities differ"
             )
         return _infinite(yl, fl, fu, codes_l, codes_u, lam, q, df, bounds, llm_only, clusters)
-    if weights is None:  # a uniform draw of units (or of whole clusters): pi = drawn / all
-        w = np.ones(n)
-        all_units = int(max(codes_l.max(), codes_u.max(initial=-1))) + 1  # codes are 0..G-1
-        pi = np.full(n, labelled_units / all_units)
-    else:
-        w = np.asarray(weights, dtype=np.float64)
-        if w.shape != yl.shape or not np.all(np.isfinite(w)) or np.any(w < 1.0 - 1e-9):
-            raise ValueError("weights must be one 1/inclusion-probability (>= 1) per labelled unit")
-        pi = np.minimum(1.0 / w, 1.0)
+    w, pi = _design_weights(weights, n, labelled_units, codes_l, codes_u)
     p = w / w.sum()
     keep = 1.0 - pi
     human = float(np.sum(p * yl))
@@ -201,20 +189,29 @@ def ppi_mean(
     e_mean = float(np.sum(p * e))
     est = lam * llm_only + e_mean
     variance = _clustered_variance(p * (e - e_mean), codes_l, keep, p)
+    ci, human_ci = _interval(est, variance, q, bounds), _interval(human, human_var, q, bounds)
+    weighted = weights is not None
     return MeanEstimate(
-        llm_only,
-        human,
-        est,
-        _interval(est, variance, q, bounds),
-        _interval(human, human_var, q, bounds),
-        lam,
-        n,
-        n_u,
-        weights is not None,
-        clusters,
-        "finite",
-        df,
+        llm_only, human, est, ci, human_ci, lam, n, n_u, weighted, clusters, "finite", df
     )
+
+
+def _design_weights(
+    weights: npt.ArrayLike | None,
+    n: int,
+    labelled_units: int,
+    codes_l: npt.NDArray[np.int64],
+    codes_u: npt.NDArray[np.int64],
+) -> tuple[FloatArray, FloatArray]:
+    """Each labelled unit's weight and inclusion probability; without weights a uniform draw of
+    units (or of whole clusters): pi = drawn / all."""
+    if weights is None:
+        all_units = int(max(codes_l.max(), codes_u.max(initial=-1))) + 1  # codes are 0..G-1
+        return np.ones(n), np.full(n, labelled_units / all_units)
+    w = np.asarray(weights, dtype=np.float64)
+    if w.shape != (n,) or not np.all(np.isfinite(w)) or np.any(w < 1.0 - 1e-9):
+        raise ValueError("weights must be one 1/inclusion-probability (>= 1) per labelled unit")
+    return w, np.minimum(1.0 / w, 1.0)
 
 
 def _infinite(
@@ -251,19 +248,9 @@ def _infinite(
     t_u = lam * (fu - fu.mean()) / n_u * (np.sqrt(g_u / (g_u - 1)) if g_u > 1 else 0.0)
     sums = _sum_by(np.concatenate([codes_l, codes_u]), np.concatenate([t_l, t_u]))
     variance = float(np.sum(sums**2))
+    ci = _interval(est, variance, q, bounds)
     return MeanEstimate(
-        llm_only,
-        human,
-        est,
-        _interval(est, variance, q, bounds),
-        human_ci,
-        lam,
-        n,
-        n_u,
-        False,
-        clusters,
-        "infinite",
-        df,
+        llm_only, human, est, ci, human_ci, lam, n, n_u, False, clusters, "infinite", df
     )
 
 

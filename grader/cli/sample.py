@@ -75,6 +75,13 @@ def register(sub: Any) -> None:
         help="uncertainty: added to every pair's uncertainty so each can be drawn (default 0.05)",
     )
     _add_active_flags(parser)
+    _add_text_flags(parser)
+    _add_import_flags(parser)
+    parser.add_argument("--out", required=True, help="SAMPLE.csv to write (import: HUMAN.csv)")
+    parser.set_defaults(func=run)
+
+
+def _add_text_flags(parser: Any) -> None:
     parser.add_argument(
         "--exclude",
         action="append",
@@ -93,6 +100,9 @@ def register(sub: Any) -> None:
         help="prompt the pairs were graded with: documents are cut to its budget as the LLM saw "
         "them, and its scale goes into the Label Studio config (default: each judgment's)",
     )
+
+
+def _add_import_flags(parser: Any) -> None:
     parser.add_argument(
         "--import",
         dest="import_file",
@@ -113,8 +123,6 @@ def register(sub: Any) -> None:
         "Label Studio 1.2x exports completed_by as one) or the email (when the export holds it). "
         "Needed when two people graded the same pair",
     )
-    parser.add_argument("--out", required=True, help="SAMPLE.csv to write (import: HUMAN.csv)")
-    parser.set_defaults(func=run)
 
 
 def _add_active_flags(parser: Any) -> None:
