@@ -48,10 +48,8 @@ def blind_items(
     allow_missing_text: bool = False,
     budgets: Budgets | None = None,
 ) -> list[BlindItem]:
-    """The items of a sample, in the order given; a pair whose text is unknown is an error,
-    unless `allow_missing_text` (no text source at all: the rows then carry ids only). A pair
-    in `budgets` shows its document as that prompt gave it to the LLM: cut to the prompt's
-    budget, with its marker, and `truncated` as the judgment records it."""
+    """The items of a sample, in the order given, documents cut to their prompt's budget (`budgets`)
+    as the LLM saw them; a pair without text is an error unless `allow_missing_text`."""
     if allow_missing_text:
         return [BlindItem(query_id=q, doc_id=d, query="", document="") for q, d in pairs]
     out: list[BlindItem] = []
@@ -157,11 +155,8 @@ class HumanGrade:
 
 
 def parse_grade(text: str, *, path: str | Path, line: int | None) -> int:
-    """A grade typed by a person: an integer 0..3 (\"2\" or \"2.0\"); anything else is an error.
-
-    `grader.io.grades.parse_grade` decides (the one parser); the message lists the grades a person
-    may type, since these imports take no --clamp.
-    """
+    """A grade typed by a person: an integer 0..3 ("2" or "2.0"), parsed by
+    `grader.io.grades.parse_grade`; these imports take no --clamp."""
     try:
         grade, _ = parse_grade_cell(text, path=path, lineno=line)
     except InputError:
@@ -179,12 +174,8 @@ def read_filled_csv(
     allow_missing: bool = False,
     delimiter: str = ",",
 ) -> list[HumanGrade]:
-    """Grades from a filled blind CSV (or any query_id,doc_id,grade CSV or TSV), checked vs the
-    sample.
-
-    Unknown pairs (not in the manifest), missing grades (unless `allow_missing`, which drops
-    them) and grades outside 0..3 are errors naming the file and line.
-    """
+    """Grades from a filled blind CSV (or any query_id,doc_id,grade CSV or TSV); unknown pairs,
+    missing grades (unless `allow_missing`) and grades outside 0..3 are errors."""
     rows = _csv_rows(path, delimiter)
     header, body = rows[0][1], rows[1:]
     col = _columns(path, header, ("query_id", "doc_id", "grade"))
@@ -240,11 +231,8 @@ def write_human_csv(path: str | Path, grades: Sequence[HumanGrade]) -> None:
 
 
 def write_human_grades(path: str | Path, grades: Sequence[HumanGrade]) -> None:
-    """Write human grades as TREC qrels when the name ends in .qrels or .txt, else as CSV.
-
-    Qrels let one person's grades stand in the `--llm` slot of `relgrade calibrate`, which is
-    how two people grading the same sample are compared (human vs human).
-    """
+    """Write human grades as TREC qrels when the name ends in .qrels or .txt (so they can stand in
+    calibrate's `--llm` slot), else as CSV."""
     name = Path(path).name.removesuffix(".gz")
     if name.endswith((".qrels", ".txt")):
         write_qrels(path, qrels_frame(grades))

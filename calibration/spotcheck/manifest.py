@@ -177,11 +177,8 @@ def read_manifest(path: str | Path) -> Manifest:
 
 
 def sample_weights(manifest: Manifest, frame: pd.DataFrame) -> np.ndarray:
-    """1/pi for each row of `frame` (columns query_id, doc_id), in row order.
-
-    A row whose pair the manifest does not hold is an error: its inclusion probability is
-    unknown, so it cannot be weighted (it was not drawn by this sample).
-    """
+    """1/pi for each row of `frame` (query_id, doc_id), in row order; a pair the manifest does
+    not hold is an error (it was not drawn by this sample)."""
     probs = manifest.probabilities()
     qids = frame["query_id"].astype(str).tolist()
     dids = frame["doc_id"].astype(str).tolist()

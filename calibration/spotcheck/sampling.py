@@ -88,11 +88,8 @@ def sample_size(population: int, *, n: int | None = None, fraction: float | None
 
 
 def allocate(shares: np.ndarray, caps: np.ndarray, n: float) -> np.ndarray:
-    """Water-filling: split `n` in proportion to `shares`, no part above its cap.
-
-    A part that would pass its cap gets the cap, and what it cannot take is re-shared among
-    the others. Parts with share 0 get 0. Returns real (not rounded) expected counts.
-    """
+    """Water-filling: split `n` in proportion to `shares`, no part above its cap (the excess is
+    re-shared). Returns real expected counts."""
     shares = np.asarray(shares, dtype=np.float64)
     caps = np.asarray(caps, dtype=np.float64)
     if n > caps[shares > 0].sum() + 1e-9:
@@ -117,11 +114,8 @@ def allocate(shares: np.ndarray, caps: np.ndarray, n: float) -> np.ndarray:
 
 
 def _integer_counts(expected: np.ndarray) -> np.ndarray:
-    """Round expected counts to integers (largest remainder), keeping their sum.
-
-    Used for grade strata so each grade gets a fixed count; returns the input unchanged when
-    rounding would leave a non-empty stratum with no draw (its pairs would get pi = 0).
-    """
+    """Round expected counts to integers (largest remainder), keeping their sum; unchanged
+    when a non-empty stratum would get no draw (pi = 0)."""
     total = round(expected.sum())
     floors = np.floor(expected + 1e-9)
     rest = total - int(floors.sum())

@@ -57,10 +57,7 @@ def stopping_figures(
     predictions: Mapping[Pair, float] | None = None,
 ) -> tuple[Sequence | None, dict[str, Any]]:
     """The sequence over the graded prefix and the figures to show (`cs`, `more_for_0_05`, ...),
-    or None and a `cs_note` saying why there is none. `llm` holds every LLM-graded pair of the
-    population the sample was drawn from; `predictions` the LLM's P(relevant) of those pairs
-    (from the grade distribution, `calibration.join.relevance_prediction`), used in the
-    correction instead of the 0/1 relevance of the grade."""
+    or None and a `cs_note` saying why; `predictions`: the LLM's P(relevant) of every pair."""
     human_at = threshold if human_threshold is None else human_threshold
     if len(llm) != order.population:
         return None, {

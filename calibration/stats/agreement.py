@@ -38,10 +38,7 @@ def grouped_confusion(
     llm: npt.ArrayLike,
     weights: npt.ArrayLike | None = None,
 ) -> FloatArray:
-    """One confusion matrix per group (e.g. per query): shape [n_groups, 4, 4].
-
-    `groups` holds each pair's group index in 0..n_groups-1.
-    """
+    """One confusion matrix per group (`groups`: each pair's index in 0..n_groups-1)."""
     return _kappa.grouped_confusion(groups, n_groups, human, llm, K, weights)
 
 
@@ -56,13 +53,8 @@ def binarise(c: FloatArray, threshold: int) -> FloatArray:
 
 
 def krippendorff_alpha(c: FloatArray, level: str = "ordinal") -> FloatArray:
-    """Krippendorff's alpha for two coders with no missing values, from confusion matrices.
-
-    Coincidence matrix o = C + C^T, n_g its margins, n = sum(n_g);
-    alpha = 1 - (n - 1) * sum(o * delta) / sum(n_c * n_k * delta), where delta is the squared
-    difference (interval) or the squared count of values between c and k minus half their own
-    counts (ordinal, Krippendorff 2011). NaN when there is no expected disagreement.
-    """
+    """Krippendorff's alpha for two coders with no missing values, from the coincidence matrix
+    C + C^T (ordinal distance: Krippendorff 2011). NaN without expected disagreement."""
     c = np.asarray(c, dtype=np.float64)
     o = c + np.swapaxes(c, -1, -2)
     n_g = o.sum(axis=-1)
@@ -134,11 +126,8 @@ def to_float(value: Any) -> float | None:
 def agreement(
     human: npt.ArrayLike, llm: npt.ArrayLike, weights: npt.ArrayLike | None = None
 ) -> dict[str, Any]:
-    """All agreement figures of paired grades, in the shape `calibrate --format json` prints.
-
-    `weights` (one per pair, e.g. inverse inclusion probabilities) weight every figure; `n` stays
-    the number of pairs and `weighted_n` is the total weight.
-    """
+    """All agreement figures of paired grades, as `calibrate --format json` prints them;
+    `weights` weight every figure (`n` stays the pair count, `weighted_n` the total weight)."""
     h = np.asarray(human, dtype=np.int64)
     c = confusion_matrix(h, llm, weights)
     figures = scalar_figures(c)

@@ -41,12 +41,8 @@ def _before(a: FloatArray) -> FloatArray:
 def predictable_fit(
     y: FloatArray, f: FloatArray, p: FloatArray, n_pop: int
 ) -> tuple[FloatArray, FloatArray]:
-    """(c_t, lambda_t) from the grades before t: the regression of Y on f weighted by
-    1/(N p_j) (so it speaks for all N pairs) times 1/((N - j) p_j) (the inverse of pair j's
-    weight relative to the mean weight of the pairs left when it was drawn), so it minimises the
-    variance of the terms e / p rather than the residuals' plain spread (slope clipped to
-    [0, 1]; intercept c = mean Y - lambda mean f). For a uniform design the second factor is 1.
-    Both are 0 before MIN_LAMBDA_GRADES grades (human-only terms)."""
+    """(c_t, lambda_t) from the grades before t: the regression of Y on f weighted so that it
+    minimises the variance of e / p (slope clipped to [0, 1]); 0 before MIN_LAMBDA_GRADES."""
     left = n_pop - np.arange(y.shape[-1], dtype=np.float64)  # pairs not drawn before j
     v = 1.0 / (n_pop * p) / np.maximum(left * p, 1e-300)
     sv, sy, sf = _before(v), _before(v * y), _before(v * f)
@@ -75,11 +71,8 @@ def desraj_terms(
 def regression_fixed(
     y: FloatArray, f: FloatArray, p: FloatArray, f_total: float, n_pop: int
 ) -> tuple[FloatArray, FloatArray]:
-    """The fixed-n estimate after all the grades given, and its standard error, along the last
-    axis: Des Raj's terms with (c, lambda) fitted on all of them (as PPI++ fits lambda on its
-    sample; bias of order 1/n). z_t = a_t - c b_t - lambda d_t, where b_t and d_t (the draw's
-    estimates of N and F, minus N and F) have mean 0 given the past; the least-squares fit of a_t
-    on (1, b_t, d_t) gives the estimate (intercept) and the residual variance."""
+    """The fixed-n estimate and its standard error along the last axis: Des Raj's terms with
+    (c, lambda) fitted on all the grades by least squares (bias of order 1/n, as PPI++)."""
     t = y.shape[-1]
     j = np.arange(t, dtype=np.float64)
     a = (_before(y) + y / p) / n_pop
@@ -143,10 +136,8 @@ def more_for(target: float, t: int, sd: float, alpha: float = ALPHA) -> int:
 def projected_sd(
     t_future: Any, t: int, ss: float, v_future: float, variance_factor: float = 1.0
 ) -> Any:
-    """`running`'s standard deviation after t_future terms, if the terms still to come spread
-    as `v_future` (the variance of the terms since the predictable fit started): the squared
-    deviations `ss` of the t terms so far plus v_future per term to come, with the prior
-    pseudo-observations fading as `running` fades them."""
+    """`running`'s standard deviation after t_future terms, if those still to come spread as
+    `v_future`, the prior fading as `running` fades it."""
     big = np.asarray(t_future, dtype=np.float64)
     k = PRIOR_GRADES * np.minimum(1.0, PRIOR_UNTIL / big)
     total = k * PRIOR_VARIANCE * variance_factor + ss + np.maximum(big - t, 0.0) * v_future
@@ -161,10 +152,8 @@ def projected_more(
     variance_factor: float = 1.0,
     alpha: float = ALPHA,
 ) -> int:
-    """How many more grades (beyond t) likely bring the half-width to `target`: the least T >= t
-    with projected_sd(T) * boundary(T) <= target, minus t. Unlike `more_for` it lets the
-    spread shrink as it will: the prior's pseudo-observations fade and the early terms (before
-    the predictable fit, wider) weigh less (bench/calibrate_coverage.py measures both)."""
+    """How many more grades likely bring the half-width to `target` (bench/calibrate_coverage.py
+    compares it with `more_for`)."""
 
     def half(big: int) -> float:
         sd = projected_sd(big, t, ss, v_future, variance_factor)

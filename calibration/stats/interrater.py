@@ -34,14 +34,8 @@ def human_vs_human(
     llm: pd.DataFrame,
     weights: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
-    """Agreement of `second` with `human`, and of the LLM with `human`, on pairs all three graded.
-
-    `weights` (columns query_id, doc_id, weight; e.g. 1/pi of the sample manifest for every pair
-    graded by `human` and the LLM) weight both comparisons alike. Returns {"n", "second_only",
-    "weighted", "humans": {figures}, "llm": {figures}} where figures are the
-    `calibration.stats.agreement.agreement` keys in HEADLINE plus `confusion` and `mean_bias` (the
-    column's grade minus `human`'s: second person minus first, LLM minus first).
-    """
+    """Agreement of `second` with `human`, and of the LLM with `human`, on the pairs all three
+    graded, weighted alike by `weights` (query_id, doc_id, weight); mean bias is minus `human`."""
     humans = pair_grades(second, human).frame  # "llm" column holds the second person's grades
     llm_side = llm[["query_id", "doc_id", "grade"]].astype({"query_id": str, "doc_id": str})
     three = humans.merge(llm_side, on=["query_id", "doc_id"], how="inner")

@@ -92,13 +92,8 @@ def _clustered_variance(
     keep: FloatArray | None,
     p: FloatArray | None = None,
 ) -> float:
-    """The variance of a linearised mean from its per-unit terms p_i (x_i - mean).
-
-    Each cluster's terms are summed before squaring, times keep_c = 1 - pi_c (the finite
-    population correction; None: 1, a draw with replacement). The small-sample factor is
-    1 / (1 - h_c), h_c = the cluster's share of p (CR2: exact for equal variances, and n/(n-1)
-    for n equal units), or G/(G-1) without p. NaN with fewer than 2 clusters.
-    """
+    """The variance of a linearised mean from its per-unit terms: cluster sums squared, times
+    keep = 1 - pi, with the CR2 factor 1 / (1 - h_c) (or G/(G-1) without `p`); NaN below 2."""
     counts = _sum_by(codes, np.ones(codes.size))
     present = counts > 0
     g = int(present.sum())

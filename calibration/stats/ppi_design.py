@@ -71,10 +71,8 @@ def infer_design(paired: PairedGrades) -> SampleDesign:
 
 
 def caution(estimate: dict[str, Any], design: SampleDesign, units: str) -> str | None:
-    """A warning to show next to an estimate whose interval could mislead, or None.
-
-    `units` names what people graded ("pairs" or "queries").
-    """
+    """A warning for an estimate whose interval could mislead, or None (`units`: "pairs" or
+    "queries")."""
     ci = estimate.get("ppi_ci")
     if estimate.get("ppi") is None:
         return None

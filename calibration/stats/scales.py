@@ -42,12 +42,8 @@ def binary_comparison(
     n_bootstrap: int = 0,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """Binary human grades (1 = relevant) against LLM grades split at `threshold`.
-
-    Returns the 2x2 `confusion` (rows human 0/1, columns LLM < threshold / >= threshold, weighted),
-    `exact_agreement`, `cohen_kappa`, both relevant shares, and `intervals` from a bootstrap over
-    queries (`query_codes` index each pair's query in 0..n_queries-1) when `n_bootstrap` > 0.
-    """
+    """Binary human grades against LLM grades split at `threshold`: the weighted 2x2
+    confusion, agreement, kappa, both relevant shares, and query-bootstrap `intervals`."""
     h = np.asarray(human, dtype=np.int64) >= 1
     m = np.asarray(llm, dtype=np.int64) >= threshold
     w = np.ones(h.size) if weights is None else np.asarray(weights, dtype=np.float64)

@@ -73,12 +73,8 @@ def _ranks(scores: Mapping[str, float]) -> dict[str, int]:
 def compare_systems(
     human: Mapping[str, float], llm: Mapping[str, float], *, top_swaps: int = 5
 ) -> dict[str, Any]:
-    """Rank agreement of systems scored under human and LLM labels.
-
-    Returns kendall_tau, spearman_rho, tau_ap (human ranking as the reference), `per_system`
-    (run, human, llm, ranks, rank_change = human rank - LLM rank; positive means the LLM labels
-    promote the run) and `largest_swaps` (the runs whose rank moves most, biggest first).
-    """
+    """Rank agreement of systems under human and LLM labels: tau, rho, tau_AP, `per_system`
+    (rank_change > 0: the LLM promotes the run) and `largest_swaps`."""
     names = sorted(set(human) & set(llm))
     h = np.array([human[n] for n in names], dtype=np.float64)
     m = np.array([llm[n] for n in names], dtype=np.float64)
@@ -117,12 +113,8 @@ def rank_agreement_intervals(
     seed: int = 0,
     level: float = 0.95,
 ) -> dict[str, list[float | None]]:
-    """95% intervals of Kendall's tau, Spearman's rho and tau_AP, resampling queries.
-
-    `human` and `llm` are [queries, systems] per-query scores (same query order). Each resample
-    draws the queries with replacement, averages each system's scores, and recomputes the three
-    figures; the interval is the percentile one. Seeded.
-    """
+    """Percentile intervals of tau, rho and tau_AP from `human` and `llm` [queries, systems]
+    scores, resampling queries (seeded)."""
     h = np.asarray(human, dtype=np.float64)
     m = np.asarray(llm, dtype=np.float64)
     q = h.shape[0]
