@@ -77,22 +77,11 @@ def _binary_scale(s: CalibrationSummary) -> Markup:
     warnings = "".join(f'<p class="note warning">{_e(w)}</p>' for w in s.warnings)
     rows = _escaped(binary_rows(s))
     figures = [
-        [
-            "exact agreement",
-            f'<span id="binary_exact_agreement">{fmt(b.exact_agreement)}</span>',
-            ci(iv.get("exact_agreement")),
-        ],
-        [
-            "Cohen's kappa",
-            f'<span id="binary_cohen_kappa">{fmt(b.cohen_kappa)}</span>',
-            ci(iv.get("cohen_kappa")),
-        ],
-        [
-            "relevant share, human / LLM",
-            f"{fmt(b.human_relevant, 3)} / {fmt(b.llm_relevant, 3)}",
-            "",
-        ],
+        [label, f'<span id="binary_{key}">{fmt(b[key])}</span>', ci(iv.get(key))]
+        for key, label in (("exact_agreement", "exact agreement"), ("cohen_kappa", "Cohen's kappa"))
     ]
+    shares = f"{fmt(b.human_relevant, 3)} / {fmt(b.llm_relevant, 3)}"
+    figures.append(["relevant share, human / LLM", shares, ""])
     return _joined(
         [
             "<h2>Binary comparison (the scales differ)</h2>",
@@ -148,48 +137,37 @@ def _estimates(est: Estimates) -> Markup:
     return Markup(caption + table(headers, _escaped(rows), "estimates"))
 
 
+BIAS_PARTS = (  # (attribute, id, chart's axis and title, chart's caption, table's caption)
+    (
+        "bias_by_length",
+        "length",
+        "document length quintile",
+        "Bias by length",
+        "Mean bias by document length (characters)",
+        "Mean bias by document length quintile (characters)",
+    ),
+    (
+        "bias_by_rank",
+        "rank",
+        "best rank in the runs",
+        "Bias by rank",
+        "Mean bias by rank position",
+        "Mean bias by best rank any run gave the pair",
+    ),
+)
+
+
 def _bias(s: CalibrationSummary) -> Markup:
     """Charts and tables of bias by length and by rank (each only when computed)."""
-    parts: list[str] = []
-    charts = []
-    if s.bias_by_length:
-        charts.append(
-            _figure(
-                bias_svg(s.bias_by_length, "document length quintile", "Bias by length"),
-                "length-chart",
-                "Mean bias by document length (characters)",
-            )
-        )
-    if s.bias_by_rank:
-        charts.append(
-            _figure(
-                bias_svg(s.bias_by_rank, "best rank in the runs", "Bias by rank"),
-                "rank-chart",
-                "Mean bias by rank position",
-            )
-        )
-    if charts:
-        parts += ['<div class="charts">', *charts, "</div>"]
+    charts, tables = [], []
     headers = ["bucket", "n", "human mean", "LLM mean", "bias"]
-    if s.bias_by_length:
-        parts.append(
-            table(
-                headers,
-                _escaped(bias_rows(s.bias_by_length, True)),
-                "bias-length",
-                "Mean bias by document length quintile (characters)",
-            )
-        )
-    if s.bias_by_rank:
-        parts.append(
-            table(
-                headers,
-                _escaped(bias_rows(s.bias_by_rank, False)),
-                "bias-rank",
-                "Mean bias by best rank any run gave the pair",
-            )
-        )
-    return _lines(parts)
+    for key, name, axis, title, chart_caption, table_caption in BIAS_PARTS:
+        rows = getattr(s, key)
+        if rows:
+            charts.append(_figure(bias_svg(rows, axis, title), f"{name}-chart", chart_caption))
+            cells = _escaped(bias_rows(rows, name == "length"))
+            tables.append(table(headers, cells, f"bias-{name}", table_caption))
+    return _lines(['<div class="charts">', *charts, "</div>", *tables] if charts else [])
 
 
 def _confidence(conf: Confidence | None) -> Markup:
