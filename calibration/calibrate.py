@@ -255,26 +255,24 @@ def _check_human_scale(given: CalibrationInputs) -> pd.DataFrame:
     return human
 
 
+NOTES = (  # (attrs key, what it says, whether the LLM side can have it)
+    ("failed", "{} failed judgments in {} were left out (never a grade)", True),
+    ("clamped", "{} grades outside 0..3 in {} were clamped (--clamp)", True),
+    ("ungraded", "{} rows in {} have an empty grade and were left out", False),
+)
+
+
 def _input_notes(llm: Any, human: Any, second: Any | None) -> list[str]:
-    """Notes on what reading the grades left out or changed: failed judgments, clamped grades,
-    rows with an empty grade (never read as 0)."""
-    notes: list[str] = []
-    inputs = [("--llm", llm), ("--human", human)]
-    if second is not None:
-        inputs.append(("--second-human", second))
-    for flag, frame in inputs:
-        failed = frame.attrs.get("failed", 0)
-        if failed:
-            notes.append(f"{failed} failed judgments in {flag} were left out (never a grade)")
-    for flag, frame in inputs:
-        clamped = frame.attrs.get("clamped", 0)
-        if clamped:
-            notes.append(f"{clamped} grades outside 0..3 in {flag} were clamped (--clamp)")
-    for flag, frame in inputs[1:]:
-        ungraded = frame.attrs.get("ungraded", 0)
-        if ungraded:
-            notes.append(f"{ungraded} rows in {flag} have an empty grade and were left out")
-    return notes
+    """Notes on what reading the grades left out or changed (an empty grade is never a 0)."""
+    inputs = [("--llm", llm), ("--human", human)] + (
+        [("--second-human", second)] if second is not None else []
+    )
+    return [
+        text.format(frame.attrs[key], flag)
+        for key, text, llm_too in NOTES
+        for flag, frame in inputs[0 if llm_too else 1 :]
+        if frame.attrs.get(key, 0)
+    ]
 
 
 def _coverage_warnings(given: CalibrationInputs, llm: pd.DataFrame, manifest: str) -> list[str]:
