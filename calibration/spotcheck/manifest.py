@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -110,33 +111,17 @@ def build_manifest(
     src = None
     if source is not None:
         src = SourceFile(path=str(Path(source).resolve()), sha256=file_sha256(source))
+    copied = "strategy allocation seed population strata uncertainty_source uniform_share"
+    copied += " threshold variance_factor"
     return Manifest(
-        strategy=draw.strategy,
-        allocation=draw.allocation,
-        seed=draw.seed,
-        population=draw.population,
+        **{name: getattr(draw, name) for name in copied.split()},
         n=len(draw.pairs),
         source=src,
         prompt=prompt,
         judge=judge,
         excluded=dict(excluded or {}),
-        strata=draw.strata,
-        uncertainty_source=draw.uncertainty_source,
-        uniform_share=draw.uniform_share,
-        threshold=draw.threshold,
-        variance_factor=draw.variance_factor,
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        pairs=[
-            ManifestPair(
-                query_id=p.query_id,
-                doc_id=p.doc_id,
-                inclusion_probability=p.inclusion_probability,
-                stratum=p.stratum,
-                uncertainty=p.uncertainty,
-                draw_probability=p.draw_probability,
-            )
-            for p in draw.pairs
-        ],
+        pairs=[ManifestPair(**asdict(p)) for p in draw.pairs],
     )
 
 
