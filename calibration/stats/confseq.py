@@ -116,21 +116,25 @@ def fixed_error(se: float, t: int, variance_factor: float = 1.0) -> float:
     return math.sqrt((k * PRIOR_VARIANCE * variance_factor + se * se * t * df) / (df + k) / t)
 
 
-def more_for(target: float, t: int, sd: float, alpha: float = ALPHA) -> int:
-    """How many more grades (beyond t) likely bring the half-width to `target`, if the spread
-    of the terms stays `sd`: the least T >= t with sd * boundary(T) <= target, minus t."""
-    if not sd > 0 or sd * float(boundary(t, alpha)) <= target:
+def _grades_to(half: Any, t: int, target: float) -> int:
+    """The least T >= t with half(T) <= target, minus t (half falls with T)."""
+    if half(t) <= target:
         return 0
     lo, hi = t, max(2 * t, 2)
-    while sd * float(boundary(hi, alpha)) > target:
+    while half(hi) > target:
         lo, hi = hi, hi * 2
+        if hi > 1 << 40:  # never reached: the terms would have to stop varying
+            return hi - t
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if sd * float(boundary(mid, alpha)) <= target:
-            hi = mid
-        else:
-            lo = mid
+        lo, hi = (lo, mid) if half(mid) <= target else (mid, hi)
     return hi - t
+
+
+def more_for(target: float, t: int, sd: float, alpha: float = ALPHA) -> int:
+    """How many more grades (beyond t) likely bring the half-width to `target`, if the spread
+    of the terms stays `sd`."""
+    return _grades_to(lambda big: sd * float(boundary(big, alpha)), t, target) if sd > 0 else 0
 
 
 def projected_sd(
@@ -159,20 +163,7 @@ def projected_more(
         sd = projected_sd(big, t, ss, v_future, variance_factor)
         return float(sd) * float(boundary(big, alpha))
 
-    if not v_future > 0 or half(t) <= target:
-        return 0
-    lo, hi = t, max(2 * t, 2)
-    while half(hi) > target:
-        lo, hi = hi, hi * 2
-        if hi > 1 << 40:  # never reached: the terms would have to stop varying
-            return hi - t
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if half(mid) <= target:
-            hi = mid
-        else:
-            lo = mid
-    return hi - t
+    return _grades_to(half, t, target) if v_future > 0 else 0
 
 
 @dataclass(frozen=True)
