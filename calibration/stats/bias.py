@@ -117,14 +117,8 @@ def bias_by_rank(
         return []
     buckets = [*RANK_BUCKETS, (RANK_BUCKETS[-1][1] + 1, None)]
     names = [f"{lo}" if lo == hi else (f"{lo}-{hi}" if hi else f">{lo - 1}") for lo, hi in buckets]
-
-    def bucket(rank: float) -> str:
-        for name, (lo, hi) in zip(names, buckets, strict=True):
-            if rank >= lo and (hi is None or rank <= hi):
-                return name
-        return names[-1]
-
-    frame["bucket"] = [bucket(r) for r in frame["rank"]]
+    edges = [-np.inf] + [hi for _, hi in RANK_BUCKETS] + [np.inf]
+    frame["bucket"] = pd.cut(frame["rank"], edges, labels=names).astype(str)
     return _group_bias(
         frame, "bucket", [(n, lo, hi) for n, (lo, hi) in zip(names, buckets, strict=True)]
     )
