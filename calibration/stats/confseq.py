@@ -188,19 +188,6 @@ class Sequence:
             return more_for(target, self.n, self.sd)
         return projected_more(target, self.n, self.ss, self.v_future, self.variance_factor)
 
-    def to_json(self, target: float = TARGET) -> dict[str, Any]:
-        """The figures `calibrate` and the annotation page show."""
-        return {
-            "n": self.n,
-            "estimate": self.estimate,
-            "cs": list(self.cs),
-            "half_width": self.half_width,
-            "fixed_ci": list(self.fixed_ci),
-            "target": target,
-            "more": self.more_for(target),
-            "may_stop": self.half_width <= target,
-        }
-
 
 def share_sequence(
     y: npt.ArrayLike,
