@@ -95,18 +95,9 @@ def _systems_left_out(
         "sides rank no system (draw the sample with `relgrade sample --strategy whole-queries` "
         "to compare rankings)"
     )
-    return {
-        "measure": measure,
-        "pool": POOL,
-        "n_systems": len(runs),
-        "kendall_tau": None,
-        "spearman_rho": None,
-        "tau_ap": None,
-        "per_system": [],
-        "largest_swaps": [],
-        "intervals": {},
-        "left_out": why,
-    }
+    empty = {"per_system": [], "largest_swaps": [], "intervals": {}, "left_out": why}
+    none = dict.fromkeys(("kendall_tau", "spearman_rho", "tau_ap"))
+    return {"measure": measure, "pool": POOL, "n_systems": len(runs), **none, **empty}
 
 
 def summarize(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from calibration.spotcheck.manifest import Manifest
@@ -95,21 +95,11 @@ def write_blind_csv(path: str | Path, items: Sequence[BlindItem]) -> None:
     cut = ["truncated"] if any(i.truncated for i in items) else []
     columns = ["query_id", "doc_id", "query", *extra, "document", *cut, "grade", "notes"]
     with atomic_write(path) as fh:
-        writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(columns)
-        for item in items:
-            row = {
-                "query_id": item.query_id,
-                "doc_id": item.doc_id,
-                "query": item.query,
-                "title": item.title or "",
-                "path": item.path or "",
-                "document": item.document,
-                "truncated": "yes" if item.truncated else "",
-                "grade": "",
-                "notes": "",
-            }
-            writer.writerow([row[c] for c in columns])
+        writer = csv.DictWriter(fh, columns, lineterminator="\n", extrasaction="ignore")
+        writer.writeheader()
+        for item in items:  # grade and notes stay empty
+            cells = {"title": item.title or "", "path": item.path or ""}
+            writer.writerow({**asdict(item), **cells, "truncated": "yes" if item.truncated else ""})
 
 
 def read_blind_csv(path: str | Path) -> tuple[list[BlindItem], dict[tuple[str, str], str]]:
@@ -219,15 +209,13 @@ def read_filled_csv(
 
 def write_human_csv(path: str | Path, grades: Sequence[HumanGrade]) -> None:
     """Write human grades as `query_id,doc_id,grade[,annotator]` CSV (atomically)."""
-    with_annotator = any(g.annotator for g in grades)
+    columns = ["query_id", "doc_id", "grade"] + (
+        ["annotator"] if any(g.annotator for g in grades) else []
+    )
     with atomic_write(path) as fh:
-        writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(["query_id", "doc_id", "grade", *(["annotator"] if with_annotator else [])])
-        for g in grades:
-            row: list[object] = [g.query_id, g.doc_id, g.grade]
-            if with_annotator:
-                row.append(g.annotator or "")
-            writer.writerow(row)
+        writer = csv.DictWriter(fh, columns, lineterminator="\n", extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows({**asdict(g), "annotator": g.annotator or ""} for g in grades)
 
 
 def write_human_grades(path: str | Path, grades: Sequence[HumanGrade]) -> None:
