@@ -9,20 +9,11 @@ from typing import Any
 import pandas as pd
 
 from calibration.calibrate import calibrate_grades, load_inputs
-from calibration.summary_model import CalibrationSummary
+from calibration.summary_model import AGREEMENT_FIGURES, CalibrationSummary
 from grader.errors import RelgradeWarning
 from relgrade._evaluate import measure_names
 
-FIGURES = (
-    "n",
-    "exact_agreement",
-    "within_one",
-    "cohen_kappa",
-    "weighted_kappa_linear",
-    "weighted_kappa_quadratic",
-    "krippendorff_alpha_ordinal",
-    "mean_bias",
-)
+FIGURES = ("n", *(f for f in AGREEMENT_FIGURES if f != "krippendorff_alpha_interval"))
 
 
 class Calibration:
