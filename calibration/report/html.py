@@ -15,29 +15,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from calibration.report.cells import (
-    CI_HEADER,
-    CONFIDENCE_HEADERS,
-    ESTIMATE_HEADERS,
-    QUERY_HEADERS,
-    SYSTEM_HEADERS,
-    agreement_rows,
-    bias_rows,
-    binary_rows,
-    cells_note,
-    ci,
-    confidence_rows,
-    confusion_rows,
-    design_sample_sentence,
-    estimate_cells,
-    estimate_rows,
-    estimates_caption,
-    fmt,
-    human_vs_human_rows,
-    human_vs_human_title,
-    query_rows,
-    system_rows,
-)
+from calibration.report import cells
+from calibration.report.cells import ci, fmt
 from calibration.report.page import Markup, fill, stylesheet, table, template
 from calibration.report.plots import bias_svg, confusion_svg, distributions_svg, systems_svg
 from calibration.summary_model import CalibrationSummary, Confidence, Estimates, Systems
@@ -62,9 +41,9 @@ def _figure(svg: str, figure_id: str, caption: str) -> Markup:
 def _agreement(s: CalibrationSummary) -> Markup:
     rows = [
         [_e(label), f'<span id="{key}">{fmt(value)}</span>', interval]
-        for key, label, value, interval in agreement_rows(s)
+        for key, label, value, interval in cells.agreement_rows(s)
     ]
-    return table(["figure", "value", CI_HEADER], rows, "agreement")
+    return table(["figure", "value", cells.CI_HEADER], rows, "agreement")
 
 
 def _binary_scale(s: CalibrationSummary) -> Markup:
@@ -75,7 +54,7 @@ def _binary_scale(s: CalibrationSummary) -> Markup:
     iv = b.intervals
     t = b.threshold
     warnings = "".join(f'<p class="note warning">{_e(w)}</p>' for w in s.warnings)
-    rows = _escaped(binary_rows(s))
+    rows = _escaped(cells.binary_rows(s))
     figures = [
         [label, f'<span id="binary_{key}">{fmt(b[key])}</span>', ci(iv.get(key))]
         for key, label in (("exact_agreement", "exact agreement"), ("cohen_kappa", "Cohen's kappa"))
@@ -86,12 +65,12 @@ def _binary_scale(s: CalibrationSummary) -> Markup:
         [
             "<h2>Binary comparison (the scales differ)</h2>",
             warnings,
-            table(["figure", "value", CI_HEADER], figures, "binary-figures"),
+            table(["figure", "value", cells.CI_HEADER], figures, "binary-figures"),
             table(
                 ["human \\ LLM", f"not relevant (< {t})", f"relevant (>= {t})"],
                 rows,
                 "binary-confusion",
-                f"Binary comparison: {b.split}{cells_note(s)}",
+                f"Binary comparison: {b.split}{cells.cells_note(s)}",
             ),
         ]
     )
@@ -100,15 +79,15 @@ def _binary_scale(s: CalibrationSummary) -> Markup:
 def _human_vs_human(s: CalibrationSummary) -> Markup:
     if not (hh := s.human_vs_human):
         return Markup("")
-    rows = _escaped(human_vs_human_rows(hh))
-    caption = human_vs_human_title(hh)
+    rows = _escaped(cells.human_vs_human_rows(hh))
+    caption = cells.human_vs_human_title(hh)
     return table(["figure", "human B vs A", "LLM vs A"], rows, "human-vs-human", caption)
 
 
 def _confusion(s: CalibrationSummary) -> Markup:
     headers = ["human \\ LLM", "0", "1", "2", "3", "recall"]
-    caption = f"Confusion: rows human grade, columns LLM grade{cells_note(s)}"
-    return table(headers, confusion_rows(s), "confusion", caption)
+    caption = f"Confusion: rows human grade, columns LLM grade{cells.cells_note(s)}"
+    return table(headers, cells.confusion_rows(s), "confusion", caption)
 
 
 def _systems(sy: Systems, suffix: str = "") -> Markup:
@@ -126,14 +105,16 @@ def _systems(sy: Systems, suffix: str = "") -> Markup:
         f"{_e(r['run'])} {r['human_rank']} &rarr; {r['llm_rank']}" for r in sy.largest_swaps
     )
     swaps = f"<p>Largest rank swaps (human &rarr; LLM): {moves or 'none'}.</p>"
-    rows = _escaped(system_rows(sy))
-    return Markup(summary + table(SYSTEM_HEADERS, rows, f"systems{suffix}") + swaps)
+    rows = _escaped(cells.system_rows(sy))
+    return Markup(summary + table(cells.SYSTEM_HEADERS, rows, f"systems{suffix}") + swaps)
 
 
 def _estimates(est: Estimates) -> Markup:
-    rows = [[*estimate_cells(label, e), e.caution or ""] for label, e in estimate_rows(est)]
-    headers = [*ESTIMATE_HEADERS[:-1], "labelled / all", "note"]
-    caption = f'<p class="design">{_e(estimates_caption(est))}</p>'
+    rows = [
+        [*cells.estimate_cells(label, e), e.caution or ""] for label, e in cells.estimate_rows(est)
+    ]
+    headers = [*cells.ESTIMATE_HEADERS[:-1], "labelled / all", "note"]
+    caption = f'<p class="design">{_e(cells.estimates_caption(est))}</p>'
     return Markup(caption + table(headers, _escaped(rows), "estimates"))
 
 
@@ -165,8 +146,8 @@ def _bias(s: CalibrationSummary) -> Markup:
         rows = getattr(s, key)
         if rows:
             charts.append(_figure(bias_svg(rows, axis, title), f"{name}-chart", chart_caption))
-            cells = _escaped(bias_rows(rows, name == "length"))
-            tables.append(table(headers, cells, f"bias-{name}", table_caption))
+            shown = _escaped(cells.bias_rows(rows, name == "length"))
+            tables.append(table(headers, shown, f"bias-{name}", table_caption))
     return _lines(['<div class="charts">', *charts, "</div>", *tables] if charts else [])
 
 
@@ -175,9 +156,9 @@ def _confidence(conf: Confidence | None) -> Markup:
         return Markup("")
     ece = fmt(conf.expected_calibration_error, 3)
     caption = f"Agreement by the judge's confidence (expected calibration error {ece})"
-    rows = confidence_rows(conf)
+    rows = cells.confidence_rows(conf)
     return _lines(
-        ["<h2>Judge confidence</h2>", table(CONFIDENCE_HEADERS, rows, "confidence", caption)]
+        ["<h2>Judge confidence</h2>", table(cells.CONFIDENCE_HEADERS, rows, "confidence", caption)]
     )
 
 
@@ -219,7 +200,7 @@ def render_report(s: CalibrationSummary, title: str = "relgrade calibration") ->
     c = s.counts
     weighted = " Every figure is weighted by the sample manifest (1/pi)." if s.weighted else ""
     if s.design_sample is not None and s.design_sample.outside:
-        weighted = " " + design_sample_sentence(s.design_sample)
+        weighted = " " + cells.design_sample_sentence(s.design_sample)
     data = html.escape(json.dumps(s.to_json(), allow_nan=False), quote=False)
     estimates = s.estimates
     return fill(
@@ -234,7 +215,7 @@ def render_report(s: CalibrationSummary, title: str = "relgrade calibration") ->
         verdict=s.verdict.text,
         binary_scale=_binary_scale(s),
         confusion_chart=_figure(
-            confusion_svg(s.confusion), "confusion-chart", f"Confusion matrix{cells_note(s)}"
+            confusion_svg(s.confusion), "confusion-chart", f"Confusion matrix{cells.cells_note(s)}"
         ),
         distribution_chart=_figure(
             distributions_svg(s.distributions), "distribution-chart", "Grade shares"
@@ -248,7 +229,7 @@ def render_report(s: CalibrationSummary, title: str = "relgrade calibration") ->
         estimates=_lines(["<h2>Estimates (PPI++)</h2>", _estimates(estimates)])
         if estimates
         else Markup(""),
-        per_query=table(QUERY_HEADERS, _escaped(query_rows(s.per_query)), "per-query"),
+        per_query=table(cells.QUERY_HEADERS, _escaped(cells.query_rows(s.per_query)), "per-query"),
         notes=_lines([f'<p class="note">{_e(n)}</p>' for n in s.notes]),
         data=Markup(data),
     )

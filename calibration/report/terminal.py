@@ -8,29 +8,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from calibration.report.cells import (
-    CI_HEADER,
-    CONFIDENCE_HEADERS,
-    ESTIMATE_HEADERS,
-    QUERY_HEADERS,
-    SYSTEM_HEADERS,
-    agreement_rows,
-    bias_rows,
-    binary_rows,
-    cells_note,
-    ci,
-    confidence_rows,
-    confusion_rows,
-    design_sample_sentence,
-    estimate_cells,
-    estimate_rows,
-    estimates_caption,
-    fmt,
-    human_vs_human_rows,
-    human_vs_human_title,
-    query_rows,
-    system_rows,
-)
+from calibration.report import cells
+from calibration.report.cells import ci, fmt
 from calibration.summary_model import (
     BiasRow,
     CalibrationSummary,
@@ -66,16 +45,16 @@ def agreement_table(s: CalibrationSummary) -> Table:
     )
     if c.design_sample is not None:
         title += f"; design sample: {c.design_sample} pairs of the manifest"
-    rows = [[label, fmt(value), interval] for _, label, value, interval in agreement_rows(s)]
-    return _table(title, ["figure", "value", CI_HEADER], rows)
+    rows = [[label, fmt(value), interval] for _, label, value, interval in cells.agreement_rows(s)]
+    return _table(title, ["figure", "value", cells.CI_HEADER], rows)
 
 
 def confusion_table(s: CalibrationSummary) -> Table:
     """Rows human grade, columns LLM grade, with per-grade precision and recall."""
     ref = " on the 0..3 scale, for reference only: human grades are 0/1" if s.binary_scale else ""
-    title = f"Confusion (rows human, columns LLM{cells_note(s)}){ref}"
+    title = f"Confusion (rows human, columns LLM{cells.cells_note(s)}){ref}"
     headers = ["human \\ LLM", *[str(g) for g in GRADES], "recall"]
-    return _table(title, headers, confusion_rows(s))
+    return _table(title, headers, cells.confusion_rows(s))
 
 
 def distribution_table(s: CalibrationSummary) -> Table:
@@ -88,7 +67,7 @@ def distribution_table(s: CalibrationSummary) -> Table:
 def bias_table(rows: list[BiasRow], title: str, what: str) -> Table:
     """Mean bias per bucket (length quintile or rank range)."""
     headers = [what, "n", "human mean", "LLM mean", "bias"]
-    return _table(title, headers, bias_rows(rows, what == "length"))
+    return _table(title, headers, cells.bias_rows(rows, what == "length"))
 
 
 def systems_table(sy: Systems) -> Table:
@@ -100,22 +79,22 @@ def systems_table(sy: Systems) -> Table:
         f"{ci(iv.get('kendall_tau'))}, Spearman rho {fmt(sy.spearman_rho)} "
         f"{ci(iv.get('spearman_rho'))}, tau_AP {fmt(sy.tau_ap)} {ci(iv.get('tau_ap'))}"
     )
-    return _table(title, SYSTEM_HEADERS, system_rows(sy))
+    return _table(title, cells.SYSTEM_HEADERS, cells.system_rows(sy))
 
 
 def estimates_table(est: Estimates) -> Table:
     """LLM-only, human-only and PPI++ estimates with the PPI++ 95% interval; a mark next to an
     interval that could mislead points to its caution in the caption."""
-    rows = estimate_rows(est, short=True)
+    rows = cells.estimate_rows(est, short=True)
     cautions = [(label, e.caution) for label, e in rows if e.caution]
-    caption = estimates_caption(est) + "".join(
+    caption = cells.estimates_caption(est) + "".join(
         f" ({i}) {label}: {text}." for i, (label, text) in enumerate(cautions, 1)
     )
     marks = {label: f"({i})" for i, (label, _) in enumerate(cautions, 1)}
-    cells = [estimate_cells(label, e) for label, e in rows]
-    for (label, _), row in zip(rows, cells, strict=True):
+    shown = [cells.estimate_cells(label, e) for label, e in rows]
+    for (label, _), row in zip(rows, shown, strict=True):
         row[4] = " ".join(filter(None, (row[4], marks.get(label))))
-    return _table("Estimates (PPI++, 95% CI)", ESTIMATE_HEADERS, cells, caption, ratio=1)
+    return _table("Estimates (PPI++, 95% CI)", cells.ESTIMATE_HEADERS, shown, caption, ratio=1)
 
 
 def worst_queries_table(per_query: list[QueryFigures], k: int = 5) -> Table:
@@ -126,7 +105,7 @@ def worst_queries_table(per_query: list[QueryFigures], k: int = 5) -> Table:
         key=lambda q: (q["exact_agreement"] or 0.0, -q["n"]),
     )[:k]
     title = f"The {len(rows)} queries with the lowest agreement"
-    return _table(title, QUERY_HEADERS, query_rows(rows))
+    return _table(title, cells.QUERY_HEADERS, cells.query_rows(rows))
 
 
 def swaps_text(sy: Systems) -> Text:
@@ -141,13 +120,13 @@ def confidence_table(conf: Confidence) -> Table:
     """Exact agreement per quintile of the judge's own confidence."""
     ece = fmt(conf.expected_calibration_error, 3)
     title = f"Judge confidence vs agreement (expected calibration error {ece})"
-    return _table(title, CONFIDENCE_HEADERS, confidence_rows(conf))
+    return _table(title, cells.CONFIDENCE_HEADERS, cells.confidence_rows(conf))
 
 
 def human_vs_human_table(hh: HumanVsHuman) -> Table:
     """Two people against each other, and the LLM against the first person, on the same pairs."""
     headers = ["figure", "human B vs human A", "LLM vs human A"]
-    return _table(human_vs_human_title(hh), headers, human_vs_human_rows(hh))
+    return _table(cells.human_vs_human_title(hh), headers, cells.human_vs_human_rows(hh))
 
 
 def binary_scale_table(s: CalibrationSummary) -> Table:
@@ -157,12 +136,12 @@ def binary_scale_table(s: CalibrationSummary) -> Table:
         raise ValueError("the summary has no binary comparison (people did not grade 0/1)")
     iv, t = b.intervals, b.threshold
     title = (
-        f"Binary comparison ({b.split}{cells_note(s)}): exact agreement "
+        f"Binary comparison ({b.split}{cells.cells_note(s)}): exact agreement "
         f"{fmt(b.exact_agreement)} {ci(iv.get('exact_agreement'))}, Cohen's kappa "
         f"{fmt(b.cohen_kappa)} {ci(iv.get('cohen_kappa'))}"
     )
     shares = f"{fmt(b.human_relevant, 3)} / {fmt(b.llm_relevant, 3)}"
-    rows = [*binary_rows(s), ["relevant share (human / LLM)", shares, ""]]
+    rows = [*cells.binary_rows(s), ["relevant share (human / LLM)", shares, ""]]
     headers = ["human \\ LLM", f"not relevant (< {t})", f"relevant (>= {t})"]
     return _table(title, headers, rows)
 
@@ -201,7 +180,7 @@ def render(s: CalibrationSummary) -> RenderableType:
     if s.estimates:
         parts.append(estimates_table(s.estimates))
     if s.design_sample and s.design_sample.outside:
-        parts.append(Text(design_sample_sentence(s.design_sample)))
+        parts.append(Text(cells.design_sample_sentence(s.design_sample)))
     parts.append(Text(f"Verdict: {s.verdict.text}", style="bold"))
     for note in s.notes:
         parts.append(Text(f"note: {note}", style="dim"))

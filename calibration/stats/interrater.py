@@ -1,9 +1,5 @@
-"""Human-vs-human agreement beside LLM-vs-human, on the same pairs.
-
-When a second person grades the same sample, the fair question is not "how well does the LLM
-agree with one person" but "does it agree with a person about as well as two people agree with
-each other". Both figures are computed on the pairs all three graded, with the same per-pair
-weights (1/pi from the sample manifest) as the main agreement table, so they are comparable.
+"""Human-vs-human agreement beside LLM-vs-human, on the pairs all three graded, with the same
+weights: does the LLM agree with a person about as well as two people agree with each other?
 """
 
 from __future__ import annotations
@@ -16,16 +12,10 @@ import pandas as pd
 
 from calibration.join import pair_grades
 from calibration.stats.agreement import agreement
+from calibration.summary_model import AGREEMENT_FIGURES
 from grader.errors import InputError
 
-HEADLINE = (
-    "exact_agreement",
-    "within_one",
-    "cohen_kappa",
-    "weighted_kappa_linear",
-    "weighted_kappa_quadratic",
-    "krippendorff_alpha_ordinal",
-)
+HEADLINE = AGREEMENT_FIGURES[:6]  # exact_agreement .. krippendorff_alpha_ordinal
 
 
 def human_vs_human(
