@@ -36,6 +36,7 @@ __getattr__  # relgrade's lazy attributes (PEP 562)
 # Fields of records written out whole (the calibrate JSON report's pydantic models, a batch
 # job's row): read by the report's readers, not by name in the code.
 bin
+bucket
 clustered_by
 expected_grade_mae
 grade_mae

@@ -22,8 +22,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from calibration.estimates_section import per_query_scores  # noqa: E402
 from calibration.stats.ppi import ppi_mean  # noqa: E402
-from calibration.summary import per_query_scores  # noqa: E402
 from tests.helpers.fill_data import dl2019_runs, human_qrels, label_set  # noqa: E402
 from tests.helpers.spotcheck_sim import LABEL_SETS  # noqa: E402
 

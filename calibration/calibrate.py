@@ -1,9 +1,5 @@
-"""One calibration as `relgrade calibrate` computes it, from grade frames already read.
-
-The command reads its files and calls `calibrate_grades`; the Python API (`relgrade.calibrate`)
-reads DataFrames, dicts and paths alike and calls it too, so the two give the same summary:
-the sample manifest's weights, the figures, a second person's agreement, the notes on what
-reading left out and the warnings on a sample without its manifest.
+"""One calibration as `relgrade calibrate` computes it; the command and `relgrade.calibrate` both
+load their inputs with `load_inputs` and call `calibrate_grades`, so they give the same summary.
 """
 
 from __future__ import annotations
@@ -26,21 +22,18 @@ from calibration.spotcheck.design_sample import (
 )
 from calibration.summary_model import AGREEMENT_FIGURES, CalibrationSummary, DesignSample
 from grader.errors import InputError
+from grader.io.python_inputs import grades_table, is_path, llm_grades_table, on_scale
 
 
 @dataclass
 class CalibrationInputs:
-    """What to calibrate: the grade frames (as `read_llm_grades` / `read_human_grades` give
-    them), runs by name, and where the human grades came from (`human_path`: a file, for the
-    manifest beside it and the warnings; None for a frame)."""
+    """The grade frames, runs by name, and the paths they came from (None for a frame)."""
 
     llm: pd.DataFrame
     human: pd.DataFrame
-    llm_name: str
     llm_path: str | None
     human_path: str | None
     runs: Mapping[str, pd.DataFrame]
-    run_names: list[str]
     second_human: pd.DataFrame | None = None
     second_name: str | None = None
     manifest: str | Path | None = None
@@ -48,6 +41,72 @@ class CalibrationInputs:
     doc_lengths: Mapping[str, int] | None = None
     human_scale: str | None = None
     """The scale people graded on ("0-3", "binary"); None: inferred."""
+
+
+def _grades(value: Any, what: str, *, clamp: bool, judge: str | None = None) -> pd.DataFrame:
+    if is_path(value):
+        from grader.io.grades import read_human_grades, read_llm_grades
+
+        if what == "llm":
+            return read_llm_grades(value, clamp=clamp, judge=judge)
+        return read_human_grades(value, clamp=clamp)
+    if what == "llm":
+        frame = llm_grades_table(value, clamp=clamp)
+        if judge is not None and "judge" in frame.columns:
+            frame = frame[frame["judge"] == judge].reset_index(drop=True)
+        return frame
+    return on_scale(grades_table(value, f"{what} grades"), f"{what} grades", clamp=clamp)
+
+
+def _runs(runs: Any) -> dict[str, pd.DataFrame]:
+    if runs is None or (isinstance(runs, list) and not runs):
+        return {}
+    from grader.io.python_inputs import run_inputs, run_table
+    from grader.io.runs import read_run_file, run_names
+
+    items = run_inputs(runs)
+    paths = iter(run_names([str(r) for _, r in items if is_path(r)]))
+    out: dict[str, pd.DataFrame] = {}
+    for name, run in items:
+        if is_path(run):
+            out[name or next(paths)] = read_run_file(str(run))
+        else:
+            out[name or "run"] = run_table(run)
+    return out
+
+
+def load_inputs(
+    llm: Any,
+    human: Any,
+    *,
+    runs: Any = None,
+    second_human: Any = None,
+    docs: Any = None,
+    clamp: bool = False,
+    judge: str | None = None,
+    **options: Any,
+) -> CalibrationInputs:
+    """Grades, runs and docs as paths or in-memory forms; `options`: manifest, no_manifest,
+    human_scale."""
+    from grader.io.texts import all_docs
+
+    llm_frame = _grades(llm, "llm", clamp=clamp, judge=judge)
+    human_frame = _grades(human, "human", clamp=clamp)
+    lengths = None
+    if docs is not None:
+        texts = all_docs(docs, ids=set(human_frame["doc_id"]) | set(llm_frame["doc_id"]))
+        lengths = {doc_id: len(doc.text) for doc_id, doc in texts.items()}
+    return CalibrationInputs(
+        llm=llm_frame,
+        human=human_frame,
+        llm_path=str(llm) if is_path(llm) else None,
+        human_path=str(human) if is_path(human) else None,
+        runs=_runs(runs),
+        second_human=None if second_human is None else _grades(second_human, "human", clamp=clamp),
+        second_name=str(second_human) if is_path(second_human) else None,
+        doc_lengths=lengths,
+        **options,
+    )
 
 
 def _design(use: ManifestInUse) -> tuple[Any, Any]:
@@ -95,7 +154,6 @@ def calibrate_grades(
     """The summary `relgrade calibrate` prints (tables) and writes (`--format json`, report)."""
     from calibration.join import pair_grades
     from calibration.summary import DEFAULT_MEASURE, summarize
-    from calibration.summary_model import HumanVsHuman, Inputs
 
     if bootstrap < 0:
         raise InputError("--bootstrap must be 0 or more")
@@ -111,7 +169,6 @@ def calibrate_grades(
         split = split_weights(use, paired.frame)
         weights = split.weights
         design, order = _design(use)
-    manifest = str(use.path) if use is not None else ""
     names = list(measures or [DEFAULT_MEASURE])
     if given.runs:
         from grader.metrics import parse_measure
@@ -132,6 +189,28 @@ def calibrate_grades(
         order=order,
         human_scale=given.human_scale,
     )
+    _add_inputs(summary, given, llm, paired, weights)
+    if use is not None and split is not None:
+        summary.manifest = str(use.path)
+        summary.design_sample = _design_sample(use, paired, split)
+        summary.counts.design_sample = summary.design_sample.n
+        summary.notes.insert(0, _weights_note(str(use.path), split, paired.n))
+    if also_note:
+        summary.notes.insert(0, also_note)
+    summary.warnings.extend(_coverage_warnings(given, llm, summary.manifest or ""))
+    return summary
+
+
+def _add_inputs(
+    summary: CalibrationSummary,
+    given: CalibrationInputs,
+    llm: Any,
+    paired: PairedGrades,
+    weights: Any,
+) -> None:
+    """The inputs' names, a second person's agreement, and the notes on what reading left out."""
+    from calibration.summary_model import HumanVsHuman, Inputs
+
     second = given.second_human
     if second is not None:
         from calibration.stats.interrater import human_vs_human
@@ -140,24 +219,16 @@ def calibrate_grades(
         if weights is not None:
             pair_weights = paired.frame[["query_id", "doc_id"]].assign(weight=weights)
         summary.human_vs_human = HumanVsHuman.model_validate(
-            human_vs_human(human, second, llm, pair_weights)
+            human_vs_human(given.human, second, llm, pair_weights)
         )
-    summary.manifest = manifest or None
+    summary.manifest = None
     summary.inputs = Inputs(
-        llm=given.llm_name,
+        llm=given.llm_path or "(DataFrame)",
         human=given.human_path or "(DataFrame)",
         second_human=given.second_name,
-        runs=list(given.run_names),
+        runs=list(given.runs),
     )
-    summary.notes.extend(_input_notes(llm, human, second))
-    if use is not None and split is not None:
-        summary.design_sample = _design_sample(use, paired, split)
-        summary.counts.design_sample = summary.design_sample.n
-        summary.notes.insert(0, _weights_note(manifest, split, paired.n))
-    if also_note:
-        summary.notes.insert(0, also_note)
-    summary.warnings.extend(_coverage_warnings(given, llm, manifest))
-    return summary
+    summary.notes.extend(_input_notes(llm, given.human, second))
 
 
 def _weights_note(manifest: str, split: DesignSplit, n: int) -> str:
@@ -184,26 +255,24 @@ def _check_human_scale(given: CalibrationInputs) -> pd.DataFrame:
     return human
 
 
+NOTES = (  # (attrs key, what it says, whether the LLM side can have it)
+    ("failed", "{} failed judgments in {} were left out (never a grade)", True),
+    ("clamped", "{} grades outside 0..3 in {} were clamped (--clamp)", True),
+    ("ungraded", "{} rows in {} have an empty grade and were left out", False),
+)
+
+
 def _input_notes(llm: Any, human: Any, second: Any | None) -> list[str]:
-    """Notes on what reading the grades left out or changed: failed judgments, clamped grades,
-    rows with an empty grade (never read as 0)."""
-    notes: list[str] = []
-    inputs = [("--llm", llm), ("--human", human)]
-    if second is not None:
-        inputs.append(("--second-human", second))
-    for flag, frame in inputs:
-        failed = frame.attrs.get("failed", 0)
-        if failed:
-            notes.append(f"{failed} failed judgments in {flag} were left out (never a grade)")
-    for flag, frame in inputs:
-        clamped = frame.attrs.get("clamped", 0)
-        if clamped:
-            notes.append(f"{clamped} grades outside 0..3 in {flag} were clamped (--clamp)")
-    for flag, frame in inputs[1:]:
-        ungraded = frame.attrs.get("ungraded", 0)
-        if ungraded:
-            notes.append(f"{ungraded} rows in {flag} have an empty grade and were left out")
-    return notes
+    """Notes on what reading the grades left out or changed (an empty grade is never a 0)."""
+    inputs = [("--llm", llm), ("--human", human)] + (
+        [("--second-human", second)] if second is not None else []
+    )
+    return [
+        text.format(frame.attrs[key], flag)
+        for key, text, llm_too in NOTES
+        for flag, frame in inputs[0 if llm_too else 1 :]
+        if frame.attrs.get(key, 0)
+    ]
 
 
 def _coverage_warnings(given: CalibrationInputs, llm: pd.DataFrame, manifest: str) -> list[str]:

@@ -1,34 +1,15 @@
 """The `estimates` section of `relgrade calibrate`: PPI++ estimates that follow the sample design.
 
-- `relevant_share`: the share of relevant pairs (grade >= threshold) among the N LLM-graded
-  pairs at hand (a finite population: labelled pairs are part of it). Pair designs: pair-level
-  PPI++ weighted by 1/pi, normal quantile; the LLM's prediction in the correction is
-  P(grade >= threshold) where the judge gave a grade distribution, else its 0/1 relevance.
-  Whole-queries design: PPI with lambda cross-fitted across the drawn queries and a
-  delete-one-query jackknife variance, scaled up when the drawn queries are more alike than all
-  of them, t quantile on the logit scale (`calibration.stats.ppi_clusters`: no bias from
-  fitting lambda on the queries it corrects); its prediction is the 0/1 relevance (the interval
-  was tuned by simulation on it).
-- `runs`: each run's mean measure over the Q queries with LLM grades, under the whole-queries
-  design only (the labelled unit is a query people graded whole); under a pair design the
-  human-based figures are left out with the reason, never invented. Below FEW_QUERIES whole
-  queries they are human-only (lambda = 0): on TREC DL 2019's built runs PPI++ with lambda fitted
-  on 3 to 6 queries covered 91.8-92.3% on average (worst 88.6%), the human-only t interval
-  94.1-95.2% (worst run 92.5%) (bench/whole_queries_runs.py).
-
-- `mean_grade`: the mean human grade (0..3) over the N pairs, the same design-based PPI++ with
-  the LLM's expected grade as the prediction, and the pool's mean bias (mean LLM grade, known,
-  minus it) with its interval (bench/calibrate_coverage.py, part mean).
-- A sample graded in part (`calibration.spotcheck.graded_part`): a uniform sample's graded
-  prefix with pi = n / N; part of a stratified or other sample gets no interval, and says why.
-
-Every estimate names its design and estimand, and carries a `caution` when its interval could
-mislead (too wide to conclude, or too few whole queries for the t interval to be trusted).
+`relevant_share` and `mean_grade` are over the N LLM-graded pairs (pair designs: 1/pi weights;
+whole queries: `calibration.stats.ppi_clusters`). `runs` exist under whole queries only (a
+per-query measure needs the query graded whole); below FEW_QUERIES they are human-only, which
+covered better than PPI++ on 3-6 queries (bench/whole_queries_runs.py). Every estimate names
+its design and estimand, and a `caution` when its interval could mislead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -43,58 +24,66 @@ from calibration.stats.ppi_clusters import crossfit_cluster_share
 from calibration.stats.ppi_design import FEW_QUERIES, SampleDesign, caution
 from calibration.summary_model import Design, Estimate, Estimates
 
-# (qrels frame query_id/doc_id/grade, run frame, measure) -> one value per judged query
-Scorer = Callable[[pd.DataFrame, pd.DataFrame, str], pd.Series]
+Weights = npt.NDArray[np.float64] | None
+MEAN_GRADE_NOTE = (
+    "the agreement intervals resample queries: they say how the figures would vary on "
+    "another set of queries like these, not how well the sample measures these pairs; "
+    "for these pairs' mean bias see estimates.mean_grade (mean_bias, mean_bias_ci: "
+    "design-based, 1/pi)"
+)
+
+
+def per_query_scores(qrels: pd.DataFrame, run: pd.DataFrame, measure: str) -> pd.Series:
+    """One measure per judged query (queries absent from the run score 0), indexed by query_id."""
+    from grader.metrics import evaluate, parse_measure  # only needed when runs are given
+
+    long = evaluate(qrels, run, [parse_measure(measure)], missing="zero")
+    long = long[long["query_id"].astype(str) != "all"]
+    means: pd.Series = long.groupby(long["query_id"].astype(str))["value"].mean()
+    return means.astype(np.float64)
 
 
 def estimates_section(
     paired: PairedGrades,
-    *,
     design: SampleDesign,
-    weights: npt.NDArray[np.float64] | None,
+    weights: Weights,
     threshold: int,
     runs: Mapping[str, pd.DataFrame] | None,
-    measure: str,
-    scorer: Scorer,
-    human_threshold: int | None = None,
+    measures: Sequence[str],
+    *,
     order: DrawOrder | None = None,
     binary: bool = False,
 ) -> tuple[Estimates, list[str]]:
-    """The `estimates` section (threshold, design, relevant_share, mean_grade, runs) and notes
-    for people.
-
-    `human_threshold` (default `threshold`) is the human grade that means relevant: 1 when people
-    graded on a binary scale, else every human pair would count as irrelevant. `binary`: people
-    graded 0/1, so there is no mean grade on the LLM's 0..3 scale."""
+    """The `estimates` section and its notes for people. `binary`: people graded 0/1, so a
+    human 1 is relevant and there is no mean grade on the LLM's 0..3 scale."""
+    share = relevant_share(paired, design, weights, threshold, 1 if binary else None, order=order)
     out = Estimates(
-        threshold=threshold,
-        design=Design.model_validate(design.to_json()),
-        relevant_share=relevant_share(
-            paired, design, weights, threshold, human_threshold, order=order
-        ),
+        threshold=threshold, design=Design.model_validate(design.to_json()), relevant_share=share
     )
-    if not binary:
-        out.mean_grade = mean_grade(paired, design, weights, order=order)
     notes: list[str] = []
     if runs:
-        out.runs, notes = run_estimates(paired, design, weights, runs, measure, scorer)
+        by_measure: dict[str, dict[str, Estimate]] = {}
+        for measure in measures:
+            by_measure[measure], said = run_estimates(paired, design, weights, runs, measure)
+            notes = notes if measure != measures[0] else said
+        out.runs, out.runs_by_measure = by_measure[measures[0]], by_measure
+    if not binary:
+        out.mean_grade = mean_grade(paired, design, weights, order=order)
+        notes.append(MEAN_GRADE_NOTE)
     return out, notes
 
 
 def relevant_share(
     paired: PairedGrades,
     design: SampleDesign,
-    weights: npt.NDArray[np.float64] | None,
+    weights: Weights,
     threshold: int,
     human_threshold: int | None = None,
     *,
     order: DrawOrder | None = None,
 ) -> Estimate:
-    """PPI++ estimate of the share of relevant pairs among all LLM-graded pairs (a human pair is
-    relevant at grade >= `human_threshold`, by default `threshold`). With the draw `order` of a
-    uniform or active sample, also the confidence sequence (`cs`, `more_for_0_05`); an active
-    sample's `ppi` and `ppi_ci` are then the sequential design's (Des Raj) fixed-n figures
-    (`calibration.stats.confseq.regression_fixed`)."""
+    """PPI++ estimate of the share of relevant pairs among all LLM-graded pairs (human relevant
+    at grade >= `human_threshold`, default `threshold`); with an `order`, its sequence too."""
     human_at = threshold if human_threshold is None else human_threshold
     both, llm = paired.frame, paired.llm
     only = _not_graded(paired)
@@ -110,45 +99,76 @@ def relevant_share(
     data = est.to_json()
     data["llm_only"] = float(np.mean(llm["grade"].to_numpy() >= threshold))
     if whole:
-        ppi, ci, lam = crossfit_cluster_share(
-            (both["human"].to_numpy() >= human_at).astype(np.float64),
-            (both["llm"].to_numpy() >= threshold).astype(np.float64),
-            both["query_id"].to_numpy(),
-            (llm["grade"].to_numpy() >= threshold).astype(np.float64),
-            llm["query_id"].to_numpy(),
-        )
-        clean = [None if np.isnan(x) else x for x in ci]
-        data.update({"ppi": ppi, "ppi_ci": clean, "lambda": lam})
-        data["interval"] = (
-            f"jackknife over queries, cross-fitted lambda, Isaki-scaled, logit t, {est.df} df"
-        )
-    data = {
-        **data,
+        data.update(_cluster_share(paired, y, threshold, est.df))
+    extra = "" if human_at == threshold else f"; human grade >= {human_at}"
+    data.update(_framing(design, whole))
+    data["estimand"] = (
+        f"share of relevant pairs (grade >= {threshold}{extra}) among these {len(llm)} "
+        "LLM-graded pairs"
+    )
+    if order is not None:
+        _add_sequence(data, paired, design, order, threshold, human_at, pred_llm)
+    return Estimate.model_validate(_with_part(data, part, design, whole))
+
+
+def _framing(design: SampleDesign, whole: bool) -> dict[str, Any]:
+    """The keys every per-pair estimate states: unit, clustering, design and population."""
+    clustered = "query" if whole else None
+    return {
         "unit": "pair",
-        "clustered_by": "query" if whole else None,
+        "clustered_by": clustered,
         "design": design.kind,
         "population": "finite",
-        "estimand": f"share of relevant pairs (grade >= {threshold}"
-        + ("" if human_at == threshold else f"; human grade >= {human_at}")
-        + f") among these {len(llm)} LLM-graded pairs",
     }
-    if order is not None:
-        both_keys = list(zip(both["query_id"].tolist(), both["doc_id"].tolist(), strict=True))
-        llm_keys = list(zip(llm["query_id"].tolist(), llm["doc_id"].tolist(), strict=True))
-        seq, figures = stopping_figures(
-            order,
-            dict(zip(both_keys, both["human"].tolist(), strict=True)),
-            dict(zip(llm_keys, llm["grade"].tolist(), strict=True)),
-            threshold=threshold,
-            human_threshold=human_at,
-            predictions=dict(zip(llm_keys, pred_llm.tolist(), strict=True)),
-        )
-        data.update(figures)
-        if seq is not None and design.strategy == "active":
-            fixed = seq.estimate if seq.fixed_estimate is None else seq.fixed_estimate
-            data["ppi"], data["ppi_ci"] = fixed, list(seq.fixed_ci)
-            data["interval"] = f"normal, sequential design (Des Raj), first {seq.n} pairs"
-    return Estimate.model_validate(_with_part(data, part, design, whole))
+
+
+def _cluster_share(
+    paired: PairedGrades, y: npt.NDArray[np.float64], threshold: int, df: int | None
+) -> dict[str, Any]:
+    """Whole queries: the cross-fitted share and its jackknife interval (`ppi_clusters`)."""
+    both, llm = paired.frame, paired.llm
+    ppi, ci, lam = crossfit_cluster_share(
+        y,
+        (both["llm"].to_numpy() >= threshold).astype(np.float64),
+        both["query_id"].to_numpy(),
+        (llm["grade"].to_numpy() >= threshold).astype(np.float64),
+        llm["query_id"].to_numpy(),
+    )
+    return {
+        "ppi": ppi,
+        "ppi_ci": [None if np.isnan(x) else x for x in ci],
+        "lambda": lam,
+        "interval": f"jackknife over queries, cross-fitted lambda, Isaki-scaled, logit t, {df} df",
+    }
+
+
+def _add_sequence(
+    data: dict[str, Any],
+    paired: PairedGrades,
+    design: SampleDesign,
+    order: DrawOrder,
+    threshold: int,
+    human_at: int,
+    pred_llm: npt.NDArray[np.float64],
+) -> None:
+    """The confidence sequence over the graded prefix; an active sample's fixed-n figures are
+    the sequential design's (Des Raj)."""
+    both, llm = paired.frame, paired.llm
+    both_keys = list(zip(both["query_id"].tolist(), both["doc_id"].tolist(), strict=True))
+    llm_keys = list(zip(llm["query_id"].tolist(), llm["doc_id"].tolist(), strict=True))
+    seq, figures = stopping_figures(
+        order,
+        dict(zip(both_keys, both["human"].tolist(), strict=True)),
+        dict(zip(llm_keys, llm["grade"].tolist(), strict=True)),
+        threshold=threshold,
+        human_threshold=human_at,
+        predictions=dict(zip(llm_keys, pred_llm.tolist(), strict=True)),
+    )
+    data.update(figures)
+    if seq is not None and design.strategy == "active":
+        fixed = seq.estimate if seq.fixed_estimate is None else seq.fixed_estimate
+        data["ppi"], data["ppi_ci"] = fixed, list(seq.fixed_ci)
+        data["interval"] = f"normal, sequential design (Des Raj), first {seq.n} pairs"
 
 
 def _not_graded(paired: PairedGrades) -> npt.NDArray[np.bool_]:
@@ -171,16 +191,10 @@ def _expected_grade(frame: pd.DataFrame, column: str) -> npt.NDArray[np.float64]
 
 
 def mean_grade(
-    paired: PairedGrades,
-    design: SampleDesign,
-    weights: npt.NDArray[np.float64] | None,
-    *,
-    order: DrawOrder | None = None,
+    paired: PairedGrades, design: SampleDesign, weights: Weights, *, order: DrawOrder | None = None
 ) -> Estimate:
-    """PPI++ estimate of the mean human grade (0..3) over all LLM-graded pairs, design-based as
-    the relevant share's (1/pi, query clusters and t for whole queries; a uniform sample graded
-    in part by its prefix), the LLM's expected grade (or grade) as the prediction; and the
-    pool's mean bias (mean LLM grade, known for every pair, minus it) with its interval."""
+    """PPI++ estimate of the mean human grade (0..3) over all LLM-graded pairs, designed as the
+    relevant share's, and the pool's mean bias (mean LLM grade minus it) with its interval."""
     both, llm = paired.frame, paired.llm
     only = _not_graded(paired)
     whole = design.kind == "whole-queries"
@@ -200,10 +214,7 @@ def mean_grade(
                 None if high is None else llm_mean - high,
                 None if low is None else llm_mean - low,
             ],
-            "unit": "pair",
-            "clustered_by": "query" if whole else None,
-            "design": design.kind,
-            "population": "finite",
+            **_framing(design, whole),
             "estimand": f"mean human grade (0-3) over these {len(llm)} LLM-graded pairs",
         }
     )
@@ -220,15 +231,13 @@ def design_ppi(
     f_both: npt.NDArray[np.float64],
     f_only: npt.NDArray[np.float64],
     only: npt.NDArray[np.bool_],
-    weights: npt.NDArray[np.float64] | None,
+    weights: Weights,
     part: GradedPart | None,
     *,
     bounds: tuple[float, float],
 ) -> MeanEstimate:
-    """PPI++ of a per-pair mean under the sample design: 1/pi weights, query clusters and t for
-    whole queries; a uniform sample graded in part uses its graded prefix with pi = t / N
-    (`calibration.spotcheck.graded_part`; the other graded pairs count as LLM-only there).
-    `only` marks the LLM-graded pairs (rows of `paired.llm`) people did not grade."""
+    """PPI++ of a per-pair mean under the sample design; a uniform sample graded in part uses
+    its graded prefix with pi = t / N (`graded_part`). `only`: the pairs people did not grade."""
     if part is not None and part.prefix is not None and part.t >= 2:
         inside = part.prefix
         unlabelled = np.concatenate([f_only, f_both[~inside]])
@@ -253,9 +262,8 @@ def _with_part(
     whole: bool,
     scale: float = 1.0,
 ) -> dict[str, Any]:
-    """The estimate's caution (its width judged on a [0, 1] scale: `scale` is the estimand's
-    range), and no fixed-n interval when only part of a sample is graded and that part is no
-    design sample (`calibration.spotcheck.graded_part`)."""
+    """The estimate's caution (its width judged on [0, 1]: `scale` is the estimand's range), and
+    no fixed-n interval when the graded part of a sample is no design sample."""
     ci = data.get("ppi_ci")
     scaled = [None if c is None else c / scale for c in ci] if ci else ci
     said = [caution({**data, "ppi_ci": scaled}, design, "queries" if whole else "pairs") or ""]
@@ -270,18 +278,8 @@ def _with_part(
     return data
 
 
-def _left_out(partly: int) -> str | None:
-    """The note on sampled queries people graded only in part (left out of per-run figures)."""
-    if not partly:
-        return None
-    return (
-        f"{partly} queries of the sample are only partly graded by people: they are left "
-        "out of the per-run estimates (grade the rest of their pairs to count them)"
-    )
-
-
 def _query_weights(
-    paired: PairedGrades, weights: npt.NDArray[np.float64] | None, labelled: list[str]
+    paired: PairedGrades, weights: Weights, labelled: list[str]
 ) -> npt.NDArray[np.float64] | None:
     """1/pi of each labelled query: that of any of its pairs (None without weights)."""
     if weights is None:
@@ -292,22 +290,56 @@ def _query_weights(
     )
 
 
+def _llm_only_runs(
+    design: SampleDesign,
+    llm: pd.DataFrame,
+    runs: Mapping[str, pd.DataFrame],
+    partly: int,
+    common: dict[str, Any],
+    measure: str,
+) -> tuple[dict[str, Estimate], list[str]]:
+    """Each run's LLM-only measure, and why no human-based figure (a pair design, or no query
+    graded whole)."""
+    why: str | None = None  # said beside each run's estimate: why it has no interval
+    if design.kind == "whole-queries":
+        why = (
+            f"LLM-only: none of the {partly} sampled queries is wholly graded by people, and "
+            "a per-query measure needs every pair of a query graded; grade the rest of their pairs"
+        )
+        note = f"per-run estimates are {why}"
+    else:
+        note = (
+            "per-run estimates are LLM-only: a per-query measure needs the whole query graded "
+            f"by people, and the human grades are {design.text} (draw the sample with "
+            "`relgrade sample --strategy whole-queries`)"
+        )
+    empty = {"human_only": None, "ppi": None, "ppi_ci": None, "human_only_ci": None}
+    out = {}
+    for name, run in runs.items():
+        f = per_query_scores(llm, run, measure)
+        data = {"llm_only": float(f.mean()) if len(f) else None, **empty, "n_labelled": 0}
+        out[name] = Estimate.model_validate(
+            {**data, "n_unlabelled": len(f), "caution": why, **common}
+        )
+    return out, [note]
+
+
 def run_estimates(
     paired: PairedGrades,
     design: SampleDesign,
-    weights: npt.NDArray[np.float64] | None,
+    weights: Weights,
     runs: Mapping[str, pd.DataFrame],
     measure: str,
-    scorer: Scorer,
 ) -> tuple[dict[str, Estimate], list[str]]:
     """Each run's mean measure: PPI++ over whole queries, or LLM-only with the reason."""
     llm = paired.llm
     llm_per_query = llm.groupby("query_id").size()
-    both_per_query = paired.frame.groupby("query_id").size()
-    full = both_per_query.reindex(llm_per_query.index, fill_value=0) == llm_per_query
+    both_per_query = (
+        paired.frame.groupby("query_id").size().reindex(llm_per_query.index, fill_value=0)
+    )
+    full = both_per_query == llm_per_query
     labelled = sorted(str(q) for q in full[full].index)
-    partly = int((both_per_query.reindex(llm_per_query.index, fill_value=0) > 0).sum())
-    partly -= len(labelled)
+    partly = int((both_per_query > 0).sum()) - len(labelled)
     common = {
         "measure": measure,
         "unit": "query",
@@ -315,49 +347,23 @@ def run_estimates(
         "population": "finite",
         "estimand": f"mean {measure} over these {len(llm_per_query)} queries with LLM grades",
     }
-    notes: list[str] = []
     if design.kind != "whole-queries" or not labelled:
-        why: str | None = None  # said beside each run's estimate: why it has no interval
-        if design.kind == "whole-queries":
-            why = (
-                f"LLM-only: none of the {partly} sampled queries is wholly graded by people, and "
-                "a per-query measure needs every pair of a query graded; grade the rest of their "
-                "pairs"
-            )
-            notes.append(f"per-run estimates are {why}")
-        else:
-            notes.append(
-                "per-run estimates are LLM-only: a per-query measure needs the whole query "
-                f"graded by people, and the human grades are {design.text} (draw the sample "
-                "with `relgrade sample --strategy whole-queries`)"
-            )
-        return {
-            name: Estimate.model_validate(
-                {
-                    "llm_only": float(f.mean()) if len(f) else None,
-                    "human_only": None,
-                    "ppi": None,
-                    "ppi_ci": None,
-                    "human_only_ci": None,
-                    "n_labelled": 0,
-                    "n_unlabelled": len(f),
-                    "caution": why,
-                    **common,
-                }
-            )
-            for name, f in ((n, scorer(llm, r, measure)) for n, r in runs.items())
-        }, notes
-    left_out = _left_out(partly)
-    notes.extend([left_out] if left_out else [])
+        return _llm_only_runs(design, llm, runs, partly, common, measure)
+    left_out = None
+    if partly:
+        left_out = (
+            f"{partly} queries of the sample are only partly graded by people: they are left "
+            "out of the per-run estimates (grade the rest of their pairs to count them)"
+        )
     query_weights = _query_weights(paired, weights, labelled)
     few = len(labelled) < FEW_QUERIES  # PPI++ would cover less than human-only (module docstring)
     frame = paired.frame[paired.frame["query_id"].isin(labelled)]
     human_qrels = frame[["query_id", "doc_id", "human"]].rename(columns={"human": "grade"})
     out: dict[str, Estimate] = {}
     for name, run in runs.items():
-        f_all = scorer(llm, run, measure)
+        f_all = per_query_scores(llm, run, measure)
         est = ppi_mean(
-            scorer(human_qrels, run, measure).reindex(labelled).to_numpy(),
+            per_query_scores(human_qrels, run, measure).reindex(labelled).to_numpy(),
             f_all.reindex(labelled).to_numpy(),
             f_all.drop(index=labelled, errors="ignore").to_numpy(),
             weights=query_weights,
@@ -371,4 +377,4 @@ def run_estimates(
         said = [c for c in (caution(data, design, "queries"), left_out) if c]
         data["caution"] = "; ".join(said) or None
         out[name] = Estimate.model_validate(data)
-    return out, notes
+    return out, [left_out] if left_out else []

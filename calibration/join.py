@@ -17,14 +17,8 @@ LLM_EXTRAS: tuple[str, ...] = ("confidence", "expected_grade", *DISTRIBUTION_COL
 
 @dataclass(frozen=True)
 class PairedGrades:
-    """Grades of the pairs graded on both sides, plus what only one side graded.
-
-    `frame` has columns query_id, doc_id, human, llm (ints), sorted by query then doc, plus
-    confidence, expected_grade and the grade distribution p_grade_0..3 (floats, NaN when
-    unknown) when the LLM side has them; `llm` holds every LLM-graded pair (query_id, doc_id,
-    grade, and the distribution when known); `llm_only` / `human_only` count the pairs graded
-    on one side only.
-    """
+    """Grades of the pairs graded on both sides (`frame`: query_id, doc_id, human, llm and the
+    LLM's confidence and distribution when known), every LLM-graded pair (`llm`), and counts."""
 
     frame: pd.DataFrame
     llm: pd.DataFrame

@@ -39,11 +39,8 @@ def fit_and_write(
     *,
     clamp: bool = False,
 ) -> dict[str, Any]:
-    """Fit thresholds on the human grades, write the settings file, and say how well they fit.
-
-    Returns n (pairs used), dropped (pairs whose query has no scorable terms), thresholds,
-    path, and the agreement of the fitted grades with the human ones (kappa, quadratic kappa).
-    """
+    """Fit thresholds on the human grades, write the settings file, and return n, dropped,
+    thresholds, path and the fitted grades' kappas against the human ones."""
     human = read_human_grades(human_path, clamp=clamp)
     queries = read_queries(queries_path)
     docs = read_docs(docs_path)

@@ -1,15 +1,7 @@
 """Everything `relgrade calibrate` reports, as one `CalibrationSummary` (calibration.summary_model).
 
-Ties the parts together: pairs graded on both sides -> agreement figures with query-bootstrap
-intervals -> per-query agreement -> bias (distributions, length, rank, verdict) -> system ranking
-under both label sets -> PPI++ estimates when people graded only part of the LLM-graded pairs.
-
-Two choices worth knowing:
-- System scores (the `systems` section) are computed on the same pool for both sides: the pairs
-  graded by both. Only the labels differ, so a change in ranking is the labels' doing. When people
-  graded a sample of pairs drawn one by one (a pair design), no ranking is made: a per-query
-  measure of scattered pairs means nothing, and `systems.left_out` says so.
-- PPI++ estimates follow how the human sample was drawn (`calibration.estimates_section`).
+System scores use the pairs graded by both for both label sets, so a change in ranking is the
+labels' doing; a sample of scattered pairs ranks no system (`systems.left_out` says why).
 """
 
 from __future__ import annotations
@@ -21,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from calibration.estimates_section import estimates_section, run_estimates
+from calibration.estimates_section import estimates_section, per_query_scores
 from calibration.join import PairedGrades, pair_grades
 from calibration.spotcheck.stopping import DrawOrder
 from calibration.stats.agreement import agreement, grouped_confusion, scalar_figures, to_float
@@ -42,7 +34,7 @@ from calibration.stats.scales import (
     scales_verdict,
 )
 from calibration.stats.systems import compare_systems, rank_agreement_intervals
-from calibration.summary_model import BinaryScale, CalibrationSummary, Estimates, Verdict
+from calibration.summary_model import BinaryScale, CalibrationSummary, Verdict
 from grader.metrics.evaluate import exact_mean
 from grader.metrics.query_order import query_order
 
@@ -50,16 +42,6 @@ DEFAULT_MEASURE = "nDCG@10"
 DEFAULT_THRESHOLD = 2
 POOL = "pairs graded on both sides"
 """The pool both label sets score the runs on (`systems.pool`)."""
-
-
-def per_query_scores(qrels: pd.DataFrame, run: pd.DataFrame, measure: str) -> pd.Series:
-    """One measure per judged query (queries absent from the run score 0), indexed by query_id."""
-    from grader.metrics import evaluate, parse_measure  # only needed when runs are given
-
-    long = evaluate(qrels, run, [parse_measure(measure)], missing="zero")
-    long = long[long["query_id"].astype(str) != "all"]
-    means: pd.Series = long.groupby(long["query_id"].astype(str))["value"].mean()
-    return means.astype(np.float64)
 
 
 def _qrels(frame: pd.DataFrame, column: str) -> pd.DataFrame:
@@ -113,18 +95,9 @@ def _systems_left_out(
         "sides rank no system (draw the sample with `relgrade sample --strategy whole-queries` "
         "to compare rankings)"
     )
-    return {
-        "measure": measure,
-        "pool": POOL,
-        "n_systems": len(runs),
-        "kendall_tau": None,
-        "spearman_rho": None,
-        "tau_ap": None,
-        "per_system": [],
-        "largest_swaps": [],
-        "intervals": {},
-        "left_out": why,
-    }
+    empty = {"per_system": [], "largest_swaps": [], "intervals": {}, "left_out": why}
+    none = dict.fromkeys(("kendall_tau", "spearman_rho", "tau_ap"))
+    return {"measure": measure, "pool": POOL, "n_systems": len(runs), **none, **empty}
 
 
 def summarize(
@@ -132,8 +105,7 @@ def summarize(
     human: pd.DataFrame,
     *,
     runs: Mapping[str, pd.DataFrame] | None = None,
-    measure: str = DEFAULT_MEASURE,
-    measures: Sequence[str] = (),
+    measures: Sequence[str] = (DEFAULT_MEASURE,),
     doc_lengths: Mapping[str, int] | None = None,
     weights: npt.NDArray[np.float64] | None = None,
     seed: int = 0,
@@ -146,67 +118,64 @@ def summarize(
 ) -> CalibrationSummary:
     """The calibration of `llm` grades against `human` grades (frames query_id, doc_id, grade).
 
-    `weights` are per paired pair, in the order of `pair_grades(llm, human).frame`
-    (pass `paired` to reuse that join). `runs` maps run names to `read_run` frames.
-    `design` is how the human sample was drawn (from its manifest); None: inferred. `order`:
-    the draw order of a uniform or active sample (from its manifest), for the sequence.
-    `human_scale` ("0-3" or "binary") says the people's scale; None infers it (binary when
-    every human grade is 0 or 1 and the LLM used a grade above 1).
-    `measures`: every measure for the systems and run estimates (`systems_by_measure`,
-    `estimates.runs_by_measure`); when given, `measure` is ignored and the first of them is the
-    one of `systems` and `estimates.runs`.
-    """
-    asked = list(dict.fromkeys(measures)) or [measure]
+    `weights`: one per pair of `paired` (default `pair_grades(llm, human)`). `design`, `order`:
+    the sample's, from its manifest (None: inferred, none). `human_scale` ("0-3", "binary"):
+    None infers it. The first of `measures` is the one of `systems` and `estimates.runs`."""
+    asked = list(dict.fromkeys(measures)) or [DEFAULT_MEASURE]
     paired = paired if paired is not None else pair_grades(llm, human)
     f = paired.frame
-    h, m = f["human"].to_numpy(), f["llm"].to_numpy()
-    figures = agreement(h, m, weights)
-    notes: list[str] = []
-    queries, codes = paired.query_index()
-    per_query_mats = grouped_confusion(codes, len(queries), h, m, weights)
-    intervals = agreement_intervals(per_query_mats, n_bootstrap, seed)
+    figures = _figures(paired, weights, n_bootstrap, seed)
     judged, binary_scale = _verdict(
-        paired, figures, intervals, weights, threshold, human_scale, n_bootstrap, seed
+        paired, figures, figures["intervals"], weights, threshold, human_scale, n_bootstrap, seed
     )
-    warnings = [] if binary_scale is None else [scale_warning(threshold, bool(runs))]
-    optional = _confidence(f)  # the sections that exist only with their inputs
-    by_length = _bias_by_length(f, doc_lengths, weights, notes)
-    sample_design = None  # how people's sample was drawn, when they graded part of the pairs
-    if paired.llm_only > 0:
-        sample_design = design if design is not None else infer_design(paired)
+    notes: list[str] = []
+    sections = _confidence(f)  # the sections that exist only with their inputs
+    sections["bias_by_length"] = _bias_by_length(f, doc_lengths, weights, notes)
+    if paired.llm_only == 0:  # people graded every pair: no sample design, no estimates
+        design = None
+    elif design is None:
+        design = infer_design(paired)
     if runs:
-        optional.update(
-            _run_sections(paired, runs, asked, sample_design, weights, n_bootstrap, seed, notes)
+        sections.update(
+            _run_sections(paired, runs, asked, design, weights, n_bootstrap, seed, notes)
         )
     if binary_scale is None:  # a bias across scales says nothing
-        judged.text += _spread_sentences(by_length, optional.get("bias_by_rank"))
-    if sample_design is not None:
+        judged.text += _spread_sentences(sections["bias_by_length"], sections.get("bias_by_rank"))
+    if design is not None:
         binary = binary_scale is not None
-        optional["estimates"] = _estimates(
-            paired, sample_design, weights, threshold, runs, asked, binary, order, notes
+        sections["estimates"], said = estimates_section(
+            paired, design, weights, threshold, runs, asked, order=order, binary=binary
         )
+        notes.extend(said)
     return CalibrationSummary.model_validate(
         {
             **figures,
-            "intervals": intervals,
-            "bootstrap": {"resamples": n_bootstrap, "seed": seed, "unit": "query"},
-            "counts": {
-                "paired": paired.n,
-                "llm_only": paired.llm_only,
-                "human_only": paired.human_only,
-                "queries": len(queries),
-            },
             "threshold": threshold,
-            "per_query": _per_query(paired, weights),
-            "distributions": grade_distributions(h, m, weights),
             "verdict": judged,
             "binary_scale": binary_scale,
-            "warnings": warnings,
-            "bias_by_length": by_length,
+            "warnings": [] if binary_scale is None else [scale_warning(threshold, bool(runs))],
             "notes": notes,
-            **optional,
+            **sections,
         }
     )
+
+
+def _figures(
+    paired: PairedGrades, weights: npt.NDArray[np.float64] | None, n_bootstrap: int, seed: int
+) -> dict[str, Any]:
+    """The agreement figures, their query-bootstrap intervals, counts and distributions."""
+    h, m = paired.frame["human"].to_numpy(), paired.frame["llm"].to_numpy()
+    queries, codes = paired.query_index()
+    per_query_mats = grouped_confusion(codes, len(queries), h, m, weights)
+    counts = {"paired": paired.n, "llm_only": paired.llm_only, "human_only": paired.human_only}
+    return {
+        **agreement(h, m, weights),
+        "intervals": agreement_intervals(per_query_mats, n_bootstrap, seed),
+        "bootstrap": {"resamples": n_bootstrap, "seed": seed, "unit": "query"},
+        "counts": {**counts, "queries": len(queries)},
+        "per_query": _per_query(paired, weights),
+        "distributions": grade_distributions(h, m, weights),
+    }
 
 
 def _verdict(
@@ -324,52 +293,3 @@ def _run_sections(
         "systems": by_measure[asked[0]],
         "systems_by_measure": by_measure,
     }
-
-
-def _estimates(
-    paired: PairedGrades,
-    design: SampleDesign,
-    weights: npt.NDArray[np.float64] | None,
-    threshold: int,
-    runs: Mapping[str, pd.DataFrame] | None,
-    asked: list[str],
-    binary: bool,
-    order: DrawOrder | None,
-    notes: list[str],
-) -> Estimates:
-    """The PPI++ estimates section (`calibration.estimates_section`), with the run estimates of
-    every measure asked; `binary`: people graded 0/1. Its notes go to `notes`."""
-    measure = asked[0]
-    section, run_notes = estimates_section(
-        paired,
-        design=design,
-        weights=weights,
-        threshold=threshold,
-        runs=runs,
-        measure=measure,
-        scorer=per_query_scores,
-        human_threshold=1 if binary else None,  # people: 1 = relevant
-        order=order,
-        binary=binary,
-    )
-    notes.extend(run_notes)
-    if section.mean_grade is not None:
-        notes.append(
-            "the agreement intervals resample queries: they say how the figures would vary on "
-            "another set of queries like these, not how well the sample measures these pairs; "
-            "for these pairs' mean bias see estimates.mean_grade (mean_bias, mean_bias_ci: "
-            "design-based, 1/pi)"
-        )
-    if runs:
-        by_run: dict[str, Any] = {measure: section.runs}
-        for other in asked[1:]:
-            by_run[other], _ = run_estimates(
-                paired,
-                design,
-                weights,
-                runs,
-                other,
-                per_query_scores,
-            )
-        section.runs_by_measure = by_run
-    return section

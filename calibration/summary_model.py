@@ -1,11 +1,7 @@
 """What `relgrade calibrate` computes, as one typed value: `CalibrationSummary` and its parts.
 
-The tables, the HTML report and the CLI read attributes, not string keys. `to_json()` is the
-object `calibrate --format json` prints: fields in declaration order, and a key is printed only
-when it was set, so sections that only exist with their inputs (`weighted_n` with weights,
-`confidence` with logprobs, `systems` with runs, `estimates` with LLM-only pairs, ...) stay absent
-rather than null, while a figure that is undefined prints as null. Rows that the plots and scripts
-read as records (per query, per system, bias buckets) stay dicts, typed as `TypedDict`s.
+`to_json()` prints only the keys that were set, so sections that need their inputs stay absent
+while an undefined figure prints as null. Record rows stay dicts (`TypedDict`s).
 """
 
 from __future__ import annotations

@@ -8,30 +8,12 @@ from typing import Any
 
 import pandas as pd
 
-from calibration.calibrate import CalibrationInputs, calibrate_grades
-from calibration.summary_model import CalibrationSummary
+from calibration.calibrate import calibrate_grades, load_inputs
+from calibration.summary_model import AGREEMENT_FIGURES, CalibrationSummary
 from grader.errors import RelgradeWarning
-from grader.io.python_inputs import (
-    grades_table,
-    is_path,
-    llm_grades_table,
-    on_scale,
-    run_inputs,
-    run_table,
-)
-from grader.io.texts import all_docs
 from relgrade._evaluate import measure_names
 
-FIGURES = (
-    "n",
-    "exact_agreement",
-    "within_one",
-    "cohen_kappa",
-    "weighted_kappa_linear",
-    "weighted_kappa_quadratic",
-    "krippendorff_alpha_ordinal",
-    "mean_bias",
-)
+FIGURES = ("n", *(f for f in AGREEMENT_FIGURES if f != "krippendorff_alpha_interval"))
 
 
 class Calibration:
@@ -89,37 +71,6 @@ class Calibration:
         )
 
 
-def _grades(value: Any, what: str, *, clamp: bool, judge: str | None = None) -> pd.DataFrame:
-    if is_path(value):
-        from grader.io.grades import read_human_grades, read_llm_grades
-
-        if what == "llm":
-            return read_llm_grades(value, clamp=clamp, judge=judge)
-        return read_human_grades(value, clamp=clamp)
-    if what == "llm":
-        frame = llm_grades_table(value, clamp=clamp)
-        if judge is not None and "judge" in frame.columns:
-            frame = frame[frame["judge"] == judge].reset_index(drop=True)
-        return frame
-    return on_scale(grades_table(value, f"{what} grades"), f"{what} grades", clamp=clamp)
-
-
-def _runs(runs: Any) -> tuple[dict[str, pd.DataFrame], list[str]]:
-    if runs is None:
-        return {}, []
-    from grader.io.runs import read_run_file, run_names
-
-    items = run_inputs(runs)
-    paths = iter(run_names([str(r) for _, r in items if is_path(r)]))
-    out: dict[str, pd.DataFrame] = {}
-    for name, run in items:
-        if is_path(run):
-            out[name or next(paths)] = read_run_file(str(run))
-        else:
-            out[name or "run"] = run_table(run)
-    return out, list(out)
-
-
 def calibrate(
     llm: Any,
     human: Any,
@@ -152,27 +103,16 @@ def calibrate(
     >>> result.to_dict()["exact_agreement"]
     0.6
     """
-    llm_frame = _grades(llm, "llm", clamp=clamp, judge=judge)
-    human_frame = _grades(human, "human", clamp=clamp)
-    second = None if second_human is None else _grades(second_human, "human", clamp=clamp)
-    run_frames, names = _runs(runs)
-    lengths = None
-    if docs is not None:
-        texts = all_docs(docs, ids=set(human_frame["doc_id"]) | set(llm_frame["doc_id"]))
-        lengths = {doc_id: len(doc.text) for doc_id, doc in texts.items()}
-    given = CalibrationInputs(
-        llm=llm_frame,
-        human=human_frame,
-        llm_name=str(llm) if is_path(llm) else "(DataFrame)",
-        llm_path=str(llm) if is_path(llm) else None,
-        human_path=str(human) if is_path(human) else None,
-        runs=run_frames,
-        run_names=names,
-        second_human=second,
-        second_name=str(second_human) if is_path(second_human) else None,
+    given = load_inputs(
+        llm,
+        human,
+        runs=runs,
+        second_human=second_human,
+        docs=docs,
+        clamp=clamp,
+        judge=judge,
         manifest=manifest,
         no_manifest=no_manifest,
-        doc_lengths=lengths,
         human_scale=human_scale,
     )
     listed = measure_names(measures)

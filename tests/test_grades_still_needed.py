@@ -26,7 +26,7 @@ def test_more_within_reach_is_the_sequences_own() -> None:
 
 
 def test_the_sentence_never_says_reached_when_no_pair_is_left() -> None:
-    from calibration.report.terminal import sequence_sentence
+    from calibration.report.cells import sequence_sentence
     from calibration.summary_model import Estimate
 
     wide = Estimate.model_construct(

@@ -10,6 +10,7 @@ dynamic text reaches a page unescaped by accident.
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from functools import cache
 from importlib.resources import files
 from string import Template
@@ -50,3 +51,15 @@ def fill(page: Template, **values: object) -> str:
         raise KeyError(f"template slots: missing {missing}, unknown {unknown}")
     safe = {k: v if isinstance(v, Markup) else escape(v) for k, v in values.items()}
     return page.substitute(safe)
+
+
+def table(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], table_id: str, caption: str = ""
+) -> Markup:
+    """A table; `rows` hold cells that are HTML already (numbers, or escaped text)."""
+    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    cap = f"<caption>{escape(caption)}</caption>" if caption else ""
+    return Markup(
+        f'<table id="{table_id}">{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from calibration.report.page import Markup, escape, fill, stylesheet, template
+from calibration.report.page import Markup, escape, fill, stylesheet, table, template
 from grader.cost import usd_or_unknown
 from grader.io.files import atomic_write
 from grader.models import GRADES
@@ -30,15 +30,19 @@ def _heat(count: int, row_total: int) -> str:
 def _metric_deltas(diff: RegradeDiff) -> Markup:
     if not diff.metric_deltas:
         return Markup("")
-    body = "".join(
-        f"<tr><td>{escape(d['run'])}</td><td>{escape(d['measure'])}</td><td>{d['old']:.4f}</td>"
-        f"<td>{d['new']:.4f}</td><td>{d['delta']:+.4f}</td></tr>"
+    rows = [
+        [
+            escape(d["run"]),
+            escape(d["measure"]),
+            f"{d['old']:.4f}",
+            f"{d['new']:.4f}",
+            f"{d['delta']:+.4f}",
+        ]
         for d in diff.metric_deltas
-    )
+    ]
+    headers = ["run", "measure", "old", "new", "delta"]
     return Markup(
-        "\n<h2>Metric deltas</h2>\n"
-        '<table id="metric-deltas"><thead><tr><th>run</th><th>measure</th><th>old</th>'
-        f"<th>new</th><th>delta</th></tr></thead><tbody>{body}</tbody></table>\n"
+        f"\n<h2>Metric deltas</h2>\n{table(headers, rows, 'metric-deltas')}\n"
         '<p class="note">Both versions scored on the pairs graded ok in both.</p>'
     )
 
@@ -50,31 +54,21 @@ def _changed_pairs(diff: RegradeDiff) -> Markup:
         return Markup(
             f'<p id="changed-pairs" class="note">No pair {compared}changed its grade.</p>'
         )
-    body = "".join(
-        f"<tr><td>{escape(c.query_id)}</td><td>{escape(c.doc_id)}</td><td>{c.old_grade}</td>"
-        f"<td>{c.new_grade}</td><td>{escape(c.old_reason or '')}</td>"
-        f"<td>{escape(c.new_reason or '')}</td></tr>"
+    rows = [
+        [escape(v) for v in (c.query_id, c.doc_id, c.old_grade, c.new_grade)]
+        + [escape(c.old_reason or ""), escape(c.new_reason or "")]
         for c in diff.changed_pairs
-    )
-    return Markup(
-        '<table id="changed-pairs"><thead><tr><th>query</th><th>doc</th><th>old</th><th>new</th>'
-        f"<th>old reason</th><th>new reason</th></tr></thead><tbody>{body}</tbody></table>"
-    )
+    ]
+    headers = ["query", "doc", "old", "new", "old reason", "new reason"]
+    return table(headers, rows, "changed-pairs")
 
 
 def _failed_pairs(diff: RegradeDiff) -> Markup:
     if not diff.failed_pairs:
         return Markup("")
-    body = "".join(
-        f"<tr><td>{escape(f['query_id'])}</td><td>{escape(f['doc_id'])}</td>"
-        f"<td>{escape(f['error'])}</td></tr>"
-        for f in diff.failed_pairs
-    )
-    return Markup(
-        "\n<h2>Failed (rerun to retry)</h2>\n"
-        '<table id="failed-pairs"><thead><tr><th>query</th><th>doc</th><th>error</th></tr>'
-        f"</thead><tbody>{body}</tbody></table>"
-    )
+    rows = [[escape(f[k]) for k in ("query_id", "doc_id", "error")] for f in diff.failed_pairs]
+    failed = table(["query", "doc", "error"], rows, "failed-pairs")
+    return Markup(f"\n<h2>Failed (rerun to retry)</h2>\n{failed}")
 
 
 def render_diff_html(diff: RegradeDiff, *, title: str, old_label: str, new_label: str) -> str:

@@ -1,13 +1,6 @@
-"""`grade --also-judged N`: N pairs people already judged, drawn at random to be graded too, and
-the manifest that lets `calibrate` and `evaluate --fill` weight them back to the judged pool.
-
-The population is the judged pool: the pairs within the runs' top --depth that the human qrels
-grade. Uniform: pi = N / M for each of the M judged pairs. Stratified (`--stratify`): strata
-are the human grades, equal allocation (each grade the same expected count, capped by its size,
-the rest re-shared), so rare grades are measured too; pi = n_h / M_h in stratum h. The draw is
-systematic over a seeded random order (see `calibration.spotcheck.sampling`), so every pair's
-pi is exact. The manifest is written beside the judgments JSONL (`<stem>.manifest.json`, as
-`relgrade sample` writes one beside its CSV) with `kind: "also-judged"`.
+"""`grade --also-judged N`: N pairs people already judged, drawn at random (uniform, or stratified
+by human grade) to be graded too, and the manifest (`kind: "also-judged"`) that lets `calibrate`
+and `evaluate --fill` weight them back to the judged pool.
 """
 
 from __future__ import annotations

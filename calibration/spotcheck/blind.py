@@ -1,12 +1,5 @@
-"""Blind sample files for people: the CSV they grade, and reading it back as human grades.
-
-The blind CSV holds the query and document text (the document as the LLM saw it: cut to its
-prompt's budget, with a `truncated` column saying so) and empty `grade` and `notes` columns, nothing
-that reveals the LLM's grade: no grade, no confidence, no stratum, and rows in the sample's seeded
-random order (never sorted by grade or stratum). The manifest beside it keeps the design.
-
-Reading a filled CSV back checks it against the sample's manifest: a pair the sample does not
-hold, a missing grade, or a grade outside 0..3 is an error naming the file and line.
+"""Blind sample files for people: the CSV they grade (texts as the LLM saw them, nothing that
+reveals its grade, rows in the sample's random order), and reading it back against the manifest.
 """
 
 from __future__ import annotations
@@ -14,7 +7,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from calibration.spotcheck.manifest import Manifest
@@ -55,10 +48,8 @@ def blind_items(
     allow_missing_text: bool = False,
     budgets: Budgets | None = None,
 ) -> list[BlindItem]:
-    """The items of a sample, in the order given; a pair whose text is unknown is an error,
-    unless `allow_missing_text` (no text source at all: the rows then carry ids only). A pair
-    in `budgets` shows its document as that prompt gave it to the LLM: cut to the prompt's
-    budget, with its marker, and `truncated` as the judgment records it."""
+    """The items of a sample, in the order given, documents cut to their prompt's budget (`budgets`)
+    as the LLM saw them; a pair without text is an error unless `allow_missing_text`."""
     if allow_missing_text:
         return [BlindItem(query_id=q, doc_id=d, query="", document="") for q, d in pairs]
     out: list[BlindItem] = []
@@ -104,21 +95,11 @@ def write_blind_csv(path: str | Path, items: Sequence[BlindItem]) -> None:
     cut = ["truncated"] if any(i.truncated for i in items) else []
     columns = ["query_id", "doc_id", "query", *extra, "document", *cut, "grade", "notes"]
     with atomic_write(path) as fh:
-        writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(columns)
-        for item in items:
-            row = {
-                "query_id": item.query_id,
-                "doc_id": item.doc_id,
-                "query": item.query,
-                "title": item.title or "",
-                "path": item.path or "",
-                "document": item.document,
-                "truncated": "yes" if item.truncated else "",
-                "grade": "",
-                "notes": "",
-            }
-            writer.writerow([row[c] for c in columns])
+        writer = csv.DictWriter(fh, columns, lineterminator="\n", extrasaction="ignore")
+        writer.writeheader()
+        for item in items:  # grade and notes stay empty
+            cells = {"title": item.title or "", "path": item.path or ""}
+            writer.writerow({**asdict(item), **cells, "truncated": "yes" if item.truncated else ""})
 
 
 def read_blind_csv(path: str | Path) -> tuple[list[BlindItem], dict[tuple[str, str], str]]:
@@ -164,11 +145,8 @@ class HumanGrade:
 
 
 def parse_grade(text: str, *, path: str | Path, line: int | None) -> int:
-    """A grade typed by a person: an integer 0..3 (\"2\" or \"2.0\"); anything else is an error.
-
-    `grader.io.grades.parse_grade` decides (the one parser); the message lists the grades a person
-    may type, since these imports take no --clamp.
-    """
+    """A grade typed by a person: an integer 0..3 ("2" or "2.0"), parsed by
+    `grader.io.grades.parse_grade`; these imports take no --clamp."""
     try:
         grade, _ = parse_grade_cell(text, path=path, lineno=line)
     except InputError:
@@ -186,12 +164,8 @@ def read_filled_csv(
     allow_missing: bool = False,
     delimiter: str = ",",
 ) -> list[HumanGrade]:
-    """Grades from a filled blind CSV (or any query_id,doc_id,grade CSV or TSV), checked vs the
-    sample.
-
-    Unknown pairs (not in the manifest), missing grades (unless `allow_missing`, which drops
-    them) and grades outside 0..3 are errors naming the file and line.
-    """
+    """Grades from a filled blind CSV (or any query_id,doc_id,grade CSV or TSV); unknown pairs,
+    missing grades (unless `allow_missing`) and grades outside 0..3 are errors."""
     rows = _csv_rows(path, delimiter)
     header, body = rows[0][1], rows[1:]
     col = _columns(path, header, ("query_id", "doc_id", "grade"))
@@ -235,23 +209,18 @@ def read_filled_csv(
 
 def write_human_csv(path: str | Path, grades: Sequence[HumanGrade]) -> None:
     """Write human grades as `query_id,doc_id,grade[,annotator]` CSV (atomically)."""
-    with_annotator = any(g.annotator for g in grades)
+    columns = ["query_id", "doc_id", "grade"] + (
+        ["annotator"] if any(g.annotator for g in grades) else []
+    )
     with atomic_write(path) as fh:
-        writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(["query_id", "doc_id", "grade", *(["annotator"] if with_annotator else [])])
-        for g in grades:
-            row: list[object] = [g.query_id, g.doc_id, g.grade]
-            if with_annotator:
-                row.append(g.annotator or "")
-            writer.writerow(row)
+        writer = csv.DictWriter(fh, columns, lineterminator="\n", extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows({**asdict(g), "annotator": g.annotator or ""} for g in grades)
 
 
 def write_human_grades(path: str | Path, grades: Sequence[HumanGrade]) -> None:
-    """Write human grades as TREC qrels when the name ends in .qrels or .txt, else as CSV.
-
-    Qrels let one person's grades stand in the `--llm` slot of `relgrade calibrate`, which is
-    how two people grading the same sample are compared (human vs human).
-    """
+    """Write human grades as TREC qrels when the name ends in .qrels or .txt (so they can stand in
+    calibrate's `--llm` slot), else as CSV."""
     name = Path(path).name.removesuffix(".gz")
     if name.endswith((".qrels", ".txt")):
         write_qrels(path, qrels_frame(grades))

@@ -1,21 +1,9 @@
 """Which pairs a sample manifest speaks for, and whether it belongs to the grades at hand.
 
-`calibrate` counts two things that may differ:
-- agreement (`n`, the kappas, the confusion): every pair graded by both people and the LLM;
-- the design sample (`counts.design_sample`, `design_sample`): the manifest's pairs graded by both,
-  weighted by 1/pi so they speak for the population the sample was drawn from.
-
-They differ with an also-judged manifest (`grade --also-judged N`, beside `--llm`) and a human file
-that grades more than the drawn pairs (e.g. people graded some of the holes too): the drawn pairs
-are a design sample of the judged pool, the others are not, yet every one of them is a pair both
-graded. Agreement then uses them all, unweighted (their inclusion probabilities are unknown), and
-the manifest's weights serve the design figures only.
-
-A manifest that does not belong to the LLM grades is refused, as `evaluate --fill` refuses it: an
-also-judged manifest lists the pairs the LLM was asked to grade, so a manifest whose pairs the LLM
-did not grade (beyond the judgments that failed) was written by another draw (another `--seed`,
-another `--also-judged N`) or left by an interrupted `grade`; weighting by it would count a
-handful of pairs that the two draws share.
+Agreement (`n`, kappas) uses every pair graded by both, unweighted when some are outside the
+manifest; the design sample (`design_sample`) uses the manifest's pairs, weighted by 1/pi. A
+manifest whose pairs the LLM did not grade came from another draw and is refused, as
+`evaluate --fill` refuses it.
 """
 
 from __future__ import annotations

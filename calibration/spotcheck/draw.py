@@ -1,9 +1,4 @@
-"""Drawing a blind spot-check sample from judgments, as `relgrade sample` does.
-
-`draw_blind_sample` takes the judgments (failed ones and pairs people already graded are left
-out), draws the sample, fetches the texts people need and builds the manifest; `write` puts the
-blind CSV and its manifest beside it. The command and `relgrade.sample` both call it.
-"""
+"""Drawing a blind spot-check sample from judgments, for `relgrade sample` and the API."""
 
 from __future__ import annotations
 
@@ -116,10 +111,8 @@ def draw_blind_sample(
     budgets: Budgets | None = None,
     **design: Any,
 ) -> DrawnSample:
-    """Draw from the ok judgments not in `excluded` (`design`: `draw_sample`'s keywords:
-    strategy, n, fraction, allocation, seed, low_share, floor); `source` is the judgments
-    file the manifest records (with its sha256), None for judgments held in memory; `budgets`
-    cuts each document to the budget of the prompt its pair was graded with."""
+    """Draw from the ok judgments not in `excluded` (`design`: `draw_sample`'s keywords);
+    `source`: the judgments file the manifest records; `budgets`: each prompt's budget."""
     ok = [j for j in judgments if j.status == "ok"]
     failed = len(judgments) - len(ok)
     graded = set(excluded)

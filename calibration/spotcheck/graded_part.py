@@ -1,21 +1,9 @@
 """A sample graded only in part: which graded pairs are still a design sample, and with what pi.
 
-A manifest's inclusion probabilities are those of the whole sample (pi = L / N for L pairs drawn
-uniformly from N). When people graded n < L of them, weighting the n by that pi gives the
-finite-population correction of L pairs, not of n: the interval is too short (85-87% coverage for
-the first 100-300 grades of a 2,000-pair sample of 4,423 pairs; bench/calibrate_coverage.py).
-
-- uniform: the manifest lists the pairs in their random draw order, and the first n of a uniform
-  random order are themselves a uniform sample, pi = n / N. The fixed-n interval takes the graded
-  prefix (the pairs before the first one not graded; later grades count once the gap is filled,
-  as for the confidence sequence) with that pi.
-- active: a prefix of the order is a sample of the sequential design, which the confidence
-  sequence and its Des Raj fixed-n figure use (`calibration.stats.confseq`); the manifest's
-  inclusion probabilities (of the whole sample) are not used.
-- every other design (stratified, uncertainty, low, query-balanced, whole queries): the graded
-  part has no known inclusion probabilities, so no fixed-n interval is given and the caution
-  says why (grade the rest of the sample, or draw a uniform or active one, whose prefixes are
-  samples).
+The whole sample's pi would give the finite-population correction of the whole sample, an
+interval too short (bench/calibrate_coverage.py). A uniform sample's graded prefix is itself a
+uniform sample (pi = n / N); an active one's prefix is the sequential design's
+(`calibration.stats.confseq`); any other part has no known pi, so no fixed-n interval.
 """
 
 from __future__ import annotations

@@ -1,25 +1,7 @@
-"""Label Studio round trip: export a blind sample as tasks, import an annotation export as grades.
+"""Label Studio tasks from a blind sample, and their labeling config (`<stem>.config.xml`).
 
-Tasks are `[{"data": {"query_id", "doc_id", "query", "document", ["title", "path"]}}, ...]` in
-the sample's shuffled order, with no LLM grade. Use this labeling config (also written beside the
-tasks file as `<stem>.config.xml`; with a prompt that has a scale, each choice carries its meaning
-as a hint and the meanings are listed above the choices):
-
-    <View>
-      <Style>.htx-text { white-space: pre-wrap; }</Style>
-      <Header value="$query"/>
-      <Text name="document" value="$document"/>
-      <Choices name="grade" toName="document" choice="single" required="true">
-        <Choice value="0" hotkey="0"/><Choice value="1" hotkey="1"/>
-        <Choice value="2" hotkey="2"/><Choice value="3" hotkey="3"/>
-      </Choices>
-      <TextArea name="notes" toName="document" required="false"/>
-    </View>
-
-The hotkey of each choice is its grade (Label Studio's default hotkeys 1..4 would record grade 1
-for the key "2"), and the document keeps its spaces and line breaks (code keeps its indentation).
-
-Import: `calibration.spotcheck.labelstudio_import` reads the JSON, JSON-MIN, CSV and TSV exports.
+Each choice's hotkey is its grade (Label Studio's default 1..4 would record 1 for the key "2"),
+and documents keep their line breaks. Exports are read back by `labelstudio_import`.
 """
 
 from __future__ import annotations

@@ -1,31 +1,10 @@
-"""Label Studio annotation exports read back as human grades: JSON, JSON-MIN, CSV and TSV.
+"""Label Studio annotation exports (JSON, JSON-MIN, CSV, TSV, as Label Studio 1.x writes them) read
+back as human grades.
 
-The shapes are those Label Studio 1.x writes (its converter, label_studio_sdk.converter):
-
-- JSON: the tasks, `[{"id", "data": {...}, "annotations": [{"id", "completed_by", "result":
-  [{"from_name": "grade", "type": "choices", "value": {"choices": ["2"]}}], "was_cancelled",
-  "created_at", "updated_at", ...}]}]`. A skipped task holds an annotation with `was_cancelled`
-  true; a task nobody opened has `"annotations": []` (exported only with all tasks).
-- JSON-MIN: one flat record per annotation that is not cancelled, the task's data fields beside
-  `"id"` (the task), `"grade": "2"`, `"annotator"`, `"annotation_id"`, `"created_at"`,
-  `"updated_at"`, `"lead_time"`. A task with no annotation is one record without `grade`;
-  skipped tasks are left out.
-- CSV and TSV: the JSON-MIN records as rows (columns sorted by name, strings quoted).
-
-People: `completed_by` is a user id (a number, as Label Studio 1.2x exports it) or an object with
-`id` and `email`; JSON-MIN and CSV name the person by that id or email in `annotator`. An
-`annotator` given to the import matches an id or an email (ids and emails of one person are
-tied together when the export shows both).
-
-One rule in every format:
-- with `annotator`, only that person's annotations count;
-- without it, a pair graded by two or more people is an error that lists the people: import each
-  person on their own (`--annotator`), e.g. to compare them with `calibrate --second-human`;
-- when one person graded a pair more than once, the latest annotation (updated_at, else
-  created_at, else the last in the file) counts, and `regraded` says how often that happened;
-- every pair of the sample is counted as graded, skipped (JSON only: all its annotations were
-  cancelled) or missing. JSON-MIN, CSV and TSV leave skipped tasks out, so there the two are one
-  figure, "missing or skipped". Unless `allow_missing`, a sampled pair without a grade is an error.
+One rule in every format: with `annotator` only that person's annotations count, without it a
+pair graded by two people is an error; a person's latest annotation of a pair counts
+(`regraded` says how often); every sampled pair is graded, skipped (JSON only: cancelled) or
+missing, and a pair without a grade is an error unless `allow_missing`.
 """
 
 from __future__ import annotations

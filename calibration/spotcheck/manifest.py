@@ -1,19 +1,13 @@
-"""The manifest beside a spot-check sample: how it was drawn and each pair's inclusion probability.
-
-`SAMPLE.csv` gets `SAMPLE.manifest.json` beside it (same stem). Human grades exported or
-imported from that sample (`human.csv`) get a copy as `human.manifest.json`, which is where
-`relgrade calibrate` looks; `--manifest FILE` overrides. Calibration weights each graded pair by
-1/pi (Horvitz-Thompson), so figures from a stratified or uncertainty sample stand for the whole
-set of judgments the sample was drawn from, not for the sample.
-
-The manifest names the stratum of each pair (for stratified samples: the LLM grade). It is for
-calibration, not for graders: hand people the CSV or the annotate page, never the manifest.
+"""The manifest beside a spot-check sample (`SAMPLE.manifest.json`): how it was drawn and each
+pair's inclusion probability, copied beside imported grades for `calibrate`'s 1/pi weights.
+It is for calibration, never for graders.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -117,33 +111,17 @@ def build_manifest(
     src = None
     if source is not None:
         src = SourceFile(path=str(Path(source).resolve()), sha256=file_sha256(source))
+    copied = "strategy allocation seed population strata uncertainty_source uniform_share"
+    copied += " threshold variance_factor"
     return Manifest(
-        strategy=draw.strategy,
-        allocation=draw.allocation,
-        seed=draw.seed,
-        population=draw.population,
+        **{name: getattr(draw, name) for name in copied.split()},
         n=len(draw.pairs),
         source=src,
         prompt=prompt,
         judge=judge,
         excluded=dict(excluded or {}),
-        strata=draw.strata,
-        uncertainty_source=draw.uncertainty_source,
-        uniform_share=draw.uniform_share,
-        threshold=draw.threshold,
-        variance_factor=draw.variance_factor,
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        pairs=[
-            ManifestPair(
-                query_id=p.query_id,
-                doc_id=p.doc_id,
-                inclusion_probability=p.inclusion_probability,
-                stratum=p.stratum,
-                uncertainty=p.uncertainty,
-                draw_probability=p.draw_probability,
-            )
-            for p in draw.pairs
-        ],
+        pairs=[ManifestPair(**asdict(p)) for p in draw.pairs],
     )
 
 
@@ -184,11 +162,8 @@ def read_manifest(path: str | Path) -> Manifest:
 
 
 def sample_weights(manifest: Manifest, frame: pd.DataFrame) -> np.ndarray:
-    """1/pi for each row of `frame` (columns query_id, doc_id), in row order.
-
-    A row whose pair the manifest does not hold is an error: its inclusion probability is
-    unknown, so it cannot be weighted (it was not drawn by this sample).
-    """
+    """1/pi for each row of `frame` (query_id, doc_id), in row order; a pair the manifest does
+    not hold is an error (it was not drawn by this sample)."""
     probs = manifest.probabilities()
     qids = frame["query_id"].astype(str).tolist()
     dids = frame["doc_id"].astype(str).tolist()

@@ -1,42 +1,19 @@
 """Spot-check sampling of LLM judgments, with the exact inclusion probability of every pair.
 
-Every strategy is one design: give each eligible pair an inclusion probability pi (summing to the
-sample size n, each at most 1), then draw by systematic sampling over a list ordered by stratum
-with a random order inside each stratum and a random start. Systematic sampling gives each pair
-exactly its pi (a pair's interval of length pi holds one of the points u, u+1, ..., u+n-1 with
-probability pi), draws exactly n pairs, and spreads them over the strata in proportion to pi.
-Because every pair's pi is known and > 0, calibration can weight a sample back to the whole set
-(Horvitz-Thompson, weight 1/pi).
-
-Strategies:
-
-- uniform: pi = n / N for every pair.
-- stratified: strata are the LLM grades; `equal` allocation gives each grade the same expected
-  count (capped by its size; the rest flows to the other grades), `proportional` gives each grade
-  its share of N.
-- low: two strata, grades 0-1 and grades 2-3; `low_share` of the sample goes to the low stratum
-  (capped by its size). The high stratum keeps pi > 0 so the sample still stands for the whole set.
-- uncertainty: probability proportional to uncertainty plus a floor, pi_i = n (u_i + floor) /
-  sum(u + floor), capped at 1 (a capped pair is taken for sure and the rest re-shared). u is
-  1 - confidence from the logprob distribution, else the ensemble disagreement. Top-k selection
-  would give pi in {0, 1}, which no weighting can undo; the floor keeps every pair's pi > 0.
-- active: pairs drawn one at a time, the uncertain ones more often (successive sampling with
-  weights from the LLM's uncertainty about relevance, mixed with uniform; see
-  `calibration.spotcheck.sequential`). Every prefix of the order is a sample with known draw
-  probabilities, so people may stop grading at any point (`calibration.stats.confseq`).
-- query-balanced: strata are the queries, equal allocation, so a query with 300 graded documents
-  does not drown one with 5.
-- whole-queries: cluster sampling. m of the Q queries are drawn uniformly without replacement
-  and every eligible pair of a drawn query is in the sample, so pi = m / Q for every pair and
-  the sample size is only about n (m = round(n Q / N), at least 1). Per-query measures (nDCG,
-  RR, ...) need every judged grade of a query, so this is the design that lets calibration
-  estimate each run's mean measure (PPI++ over queries), not only pair-level figures.
+Each strategy gives every eligible pair an inclusion probability pi (summing to n, each <= 1),
+then draws systematically along a list ordered by stratum, random inside each, so each pair
+gets exactly its pi and calibration can weight by 1/pi. uniform: pi = n / N; stratified: strata
+are LLM grades (equal or proportional allocation); low: `low_share` from grades 0-1;
+uncertainty: pi proportional to uncertainty + floor (never 0, unlike top-k); active: drawn one at
+a time (`calibration.spotcheck.sequential`); query-balanced: strata are queries; whole-queries:
+m of Q queries drawn whole, pi = m / Q (the design that lets calibration estimate runs).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -111,11 +88,8 @@ def sample_size(population: int, *, n: int | None = None, fraction: float | None
 
 
 def allocate(shares: np.ndarray, caps: np.ndarray, n: float) -> np.ndarray:
-    """Water-filling: split `n` in proportion to `shares`, no part above its cap.
-
-    A part that would pass its cap gets the cap, and what it cannot take is re-shared among
-    the others. Parts with share 0 get 0. Returns real (not rounded) expected counts.
-    """
+    """Water-filling: split `n` in proportion to `shares`, no part above its cap (the excess is
+    re-shared). Returns real expected counts."""
     shares = np.asarray(shares, dtype=np.float64)
     caps = np.asarray(caps, dtype=np.float64)
     if n > caps[shares > 0].sum() + 1e-9:
@@ -140,11 +114,8 @@ def allocate(shares: np.ndarray, caps: np.ndarray, n: float) -> np.ndarray:
 
 
 def _integer_counts(expected: np.ndarray) -> np.ndarray:
-    """Round expected counts to integers (largest remainder), keeping their sum.
-
-    Used for grade strata so each grade gets a fixed count; returns the input unchanged when
-    rounding would leave a non-empty stratum with no draw (its pairs would get pi = 0).
-    """
+    """Round expected counts to integers (largest remainder), keeping their sum; unchanged
+    when a non-empty stratum would get no draw (pi = 0)."""
     total = round(expected.sum())
     floors = np.floor(expected + 1e-9)
     rest = total - int(floors.sum())
@@ -261,59 +232,64 @@ def plan_design(
     index = {k: i for i, k in enumerate(keys)}
     stratum_of = np.array([index[k] for k in labels], dtype=np.int64)
     sizes = np.bincount(stratum_of, minlength=len(keys)).astype(np.float64)
-    unc: np.ndarray | None = None
-    source: str | None = None
-    imputed = 0
-    queries_drawn: int | None = None
-    weights: np.ndarray | None = None
-    expected: np.ndarray
+    extra: dict[str, Any] = {}
     if strategy == "active":
         if not 0 < uniform_share <= 1:
             raise InputError(f"--uniform-share must be in (0, 1], got {uniform_share}")
         unc, source, imputed = estimand_uncertainty(pop, threshold)
         weights = active_weights(unc, uniform_share)
         pi = inclusion_approx(weights, size)
-        expected = np.bincount(stratum_of, weights=pi, minlength=len(keys))
-    elif strategy == "whole-queries":
-        n_queries = len(keys)
-        queries_drawn = min(n_queries, max(1, round(size * n_queries / len(pop))))
-        pi = np.full(len(pop), queries_drawn / n_queries)
-        expected = sizes * queries_drawn / n_queries
+        extra = {"weights": weights, "uniform_share": uniform_share, "threshold": threshold}
     elif strategy == "uncertainty":
         if floor <= 0:
             raise InputError(f"--floor must be > 0 so every pair can be drawn, got {floor}")
         unc, source, imputed = _uncertainties(pop)
         pi = allocate(unc + floor, np.ones(len(pop)), size)
-        expected = np.bincount(stratum_of, weights=pi, minlength=len(keys))
     else:
-        if strategy == "uniform" or (strategy == "stratified" and allocation == "proportional"):
-            shares = sizes
-        elif strategy == "low":
-            shares = np.array([low_share if k == "grades 0-1" else 1 - low_share for k in keys])
-        else:
-            shares = np.ones(len(keys))
-        expected = allocate(shares, sizes, size)
-        if strategy == "stratified":
-            expected = _integer_counts(expected)
-        pi = (expected / sizes)[stratum_of]
-    strata = {
-        k: {"size": int(sizes[i]), "expected": float(expected[i])} for i, k in enumerate(keys)
-    }
+        pi, expected, drawn = _stratum_pi(
+            strategy, allocation, keys, sizes, stratum_of, size, low_share
+        )
+        extra = {"queries_drawn": drawn}
+    if strategy in ("active", "uncertainty"):
+        expected = np.bincount(stratum_of, weights=pi, minlength=len(keys))
+        extra |= {"uncertainty": unc, "uncertainty_source": source, "uncertainty_imputed": imputed}
     return Design(
         judgments=pop,
         labels=labels,
         pi=np.clip(pi, 0.0, 1.0),
-        strata=strata,
+        strata={
+            k: {"size": int(sizes[i]), "expected": float(expected[i])} for i, k in enumerate(keys)
+        },
         strategy=strategy,
         allocation=allocation if strategy == "stratified" else None,
-        uncertainty=unc,
-        uncertainty_source=source,
-        uncertainty_imputed=imputed,
-        queries_drawn=queries_drawn,
-        weights=weights,
-        uniform_share=uniform_share if strategy == "active" else None,
-        threshold=threshold if strategy == "active" else None,
+        **extra,
     )
+
+
+def _stratum_pi(
+    strategy: str,
+    allocation: str,
+    keys: list[str],
+    sizes: np.ndarray,
+    stratum_of: np.ndarray,
+    size: int,
+    low_share: float,
+) -> tuple[np.ndarray, np.ndarray, int | None]:
+    """pi and each stratum's expected count when a stratum's pairs share one pi, and how many
+    whole queries are drawn (whole-queries only)."""
+    if strategy == "whole-queries":
+        drawn = min(len(keys), max(1, round(size * len(keys) / len(stratum_of))))
+        return np.full(len(stratum_of), drawn / len(keys)), sizes * drawn / len(keys), drawn
+    if strategy == "uniform" or (strategy == "stratified" and allocation == "proportional"):
+        shares = sizes
+    elif strategy == "low":
+        shares = np.array([low_share if k == "grades 0-1" else 1 - low_share for k in keys])
+    else:
+        shares = np.ones(len(keys))
+    expected = allocate(shares, sizes, size)
+    if strategy == "stratified":
+        expected = _integer_counts(expected)
+    return (expected / sizes)[stratum_of], expected, None
 
 
 def draw_from(design: Design, seed: int) -> SampleDraw:
@@ -365,31 +341,13 @@ def draw_from(design: Design, seed: int) -> SampleDraw:
 def draw_sample(
     judgments: Iterable[Judgment],
     *,
-    strategy: str,
     n: int | None = None,
     fraction: float | None = None,
-    allocation: str = "equal",
     seed: int = 0,
-    low_share: float = 0.8,
-    floor: float = 0.05,
-    uniform_share: float = UNIFORM_SHARE,
-    threshold: int = 2,
+    **design: Any,
 ) -> SampleDraw:
-    """Draw a spot-check sample from ok judgments (one per pair) with exact inclusion probabilities.
-
-    The caller removes failed judgments and pairs people already graded: what remains is the
-    population the sample stands for.
-    """
+    """Draw a spot-check sample from ok judgments (one per pair); `design`: `plan_design`'s
+    options. The caller leaves out failed judgments and pairs people already graded."""
     pop = list(judgments)
     size = sample_size(len(pop), n=n, fraction=fraction)
-    design = plan_design(
-        pop,
-        strategy=strategy,
-        size=size,
-        allocation=allocation,
-        low_share=low_share,
-        floor=floor,
-        uniform_share=uniform_share,
-        threshold=threshold,
-    )
-    return draw_from(design, seed)
+    return draw_from(plan_design(pop, size=size, **design), seed)

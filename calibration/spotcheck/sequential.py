@@ -1,31 +1,11 @@
 """Active sequential sampling: pairs drawn one at a time, the uncertain ones more often.
 
-`relgrade sample --strategy active` orders pairs by successive sampling: the t-th pair is drawn
-from those not drawn yet with probability p_t = w_i / (sum of w over the pairs left), so every
-prefix of the order is itself a sample with known draw probabilities, and people may stop
-grading after any number of pairs (`calibration.stats.confseq`). The draw is an exponential race
-(Efraimidis and Spirakis 2006): pair i gets the key E_i / w_i with E_i ~ Exp(1); sorting the
-keys gives the successive-sampling order.
-
-The weights follow active statistical inference (Zrnic and Candes, ICML 2024): a pair's chance
-grows as the square root of q, the expected squared error E[(Y - f)^2] of the LLM's prediction f
-of relevance in the correction (`calibration.estimates_section`), so sqrt(q) is the residual's
-conditional standard deviation:
-
-- from the grade distribution (logprobs), where f = P(relevant) = r: q = r (1 - r);
-- else f is the 0/1 relevance (grade >= threshold) and q the chance that the grade lies on the
-  other side of the threshold: from an ensemble, the share of members on the other side from the
-  majority (or, without member grades, the disagreement / 3);
-- else from the grade's distance d to the threshold (d = 0.5 for grades 1 and 2 at threshold 2):
-  q = 0.5 / (1 + 2 (d - 0.5)), so 0.5, 0.17, 0.1.
-
-Then w = (1 - s) sqrt(q) / mean(sqrt(q)) + s, mixed with uniform by the share s
-(`--uniform-share`, default UNIFORM_SHARE): each pair's weight is at least s times the mean
-weight, so its chance to be drawn next is never below s times what a uniform draw would give it
-(the floor on pi). Inclusion probabilities of a fixed-size prefix have no closed form under
-successive sampling; the manifest records each pair's draw probability p_t (what the sequence
-needs, exactly) and an inclusion probability from the Poisson approximation 1 - exp(-w tau)
-(Rosen 1997), used only to weight the agreement figures.
+Successive sampling (an exponential race, Efraimidis and Spirakis 2006) makes every prefix of
+the order a sample with known draw probabilities, so people may stop at any point
+(`calibration.stats.confseq`). A pair's weight grows as sqrt(q), q the expected squared error
+of the LLM's relevance prediction (Zrnic and Candes, ICML 2024), mixed with uniform by
+`--uniform-share` so no pair's chance falls below that share of a uniform draw's. Inclusion
+probabilities use the Poisson approximation (Rosen 1997), for the agreement weights only.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""When people may stop grading: the relevant share's confidence sequence over the graded prefix.
-
-One function serves `relgrade calibrate` (`estimates.relevant_share.cs`, `more_for_0_05`) and the
-annotation page (live, after each grade), so both show the same numbers on the same grades. The
-sample's manifest lists its pairs in the order people grade them, each with its draw
-probability (uniform and active samples); the sequence uses the graded prefix of that order:
-the pairs before the first one not graded yet. Grades further on wait for that gap to be filled
-(a pair skipped because it looked hard would otherwise bias the estimate).
+"""When people may stop grading: the relevant share's confidence sequence over the graded prefix of
+the sample's order, one function for `calibrate` and the annotation page, so both show the same
+numbers. Grades past a gap wait for it to be filled (a skipped hard pair would bias the share).
 """
 
 from __future__ import annotations
@@ -62,10 +57,7 @@ def stopping_figures(
     predictions: Mapping[Pair, float] | None = None,
 ) -> tuple[Sequence | None, dict[str, Any]]:
     """The sequence over the graded prefix and the figures to show (`cs`, `more_for_0_05`, ...),
-    or None and a `cs_note` saying why there is none. `llm` holds every LLM-graded pair of the
-    population the sample was drawn from; `predictions` the LLM's P(relevant) of those pairs
-    (from the grade distribution, `calibration.join.relevance_prediction`), used in the
-    correction instead of the 0/1 relevance of the grade."""
+    or None and a `cs_note` saying why; `predictions`: the LLM's P(relevant) of every pair."""
     human_at = threshold if human_threshold is None else human_threshold
     if len(llm) != order.population:
         return None, {

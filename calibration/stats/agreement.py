@@ -1,27 +1,10 @@
 """Agreement between LLM and human grades, all from one (weighted) 4x4 confusion matrix.
 
-Every figure here (exact and within-one agreement, Cohen's kappa unweighted / linear / quadratic,
-Krippendorff's alpha ordinal and interval, kappa after binarising at each threshold, per-grade
-precision and recall, mean bias) is a function of the confusion matrix C, where C[h, l] is the
-(weighted) number of pairs that people graded h and the LLM graded l. Computing them from C instead
-of calling scikit-learn and the krippendorff package pays three times:
-
-- `weights` (inverse inclusion probabilities from a sampling manifest) weight every figure simply
-  by weighting C; the krippendorff package takes no weights at all.
-- The functions accept a stack of matrices (shape [..., 4, 4]), so the query bootstrap computes
-  1,000 resamples in one vectorised pass instead of 1,000 library calls per figure.
-- No runtime dependency for a few lines of algebra. The tests cross-check every figure against
-  scikit-learn's `cohen_kappa_score` (all three weightings, with `sample_weight`), the krippendorff
-  package and the TREC DL 2019 reference kappas.
-
-Kappa itself is `grader.metrics.kappa.kappa` (the one implementation, which `regrade`'s diff and
-the lexical fit use too); this module adds the 0..3 scale and every other figure.
-
-Conventions: kappa weights use grade distance (|h - l| or (h - l)^2) on the fixed scale 0..3, which
-equals scikit-learn with `labels=[0, 1, 2, 3]`. A figure that is undefined (e.g. kappa when both
-sides use one grade only, so chance agreement is 1) is NaN, printed as null in JSON.
-Krippendorff's alpha with two coders and no missing values uses the coincidence matrix C + C^T and
-n = 2 * (total weight) in its small-sample factor (n - 1).
+Computing every figure from C[h, l] rather than calling scikit-learn and krippendorff lets
+1/pi weights weight them all, and lets the query bootstrap pass a stack of matrices ([..., 4, 4])
+in one vectorised call; the tests cross-check each figure against both packages. Kappa weights
+use grade distance on the fixed scale 0..3 (scikit-learn's `labels=[0, 1, 2, 3]`); an undefined
+figure is NaN (null in JSON).
 """
 
 from __future__ import annotations
@@ -55,10 +38,7 @@ def grouped_confusion(
     llm: npt.ArrayLike,
     weights: npt.ArrayLike | None = None,
 ) -> FloatArray:
-    """One confusion matrix per group (e.g. per query): shape [n_groups, 4, 4].
-
-    `groups` holds each pair's group index in 0..n_groups-1.
-    """
+    """One confusion matrix per group (`groups`: each pair's index in 0..n_groups-1)."""
     return _kappa.grouped_confusion(groups, n_groups, human, llm, K, weights)
 
 
@@ -73,13 +53,8 @@ def binarise(c: FloatArray, threshold: int) -> FloatArray:
 
 
 def krippendorff_alpha(c: FloatArray, level: str = "ordinal") -> FloatArray:
-    """Krippendorff's alpha for two coders with no missing values, from confusion matrices.
-
-    Coincidence matrix o = C + C^T, n_g its margins, n = sum(n_g);
-    alpha = 1 - (n - 1) * sum(o * delta) / sum(n_c * n_k * delta), where delta is the squared
-    difference (interval) or the squared count of values between c and k minus half their own
-    counts (ordinal, Krippendorff 2011). NaN when there is no expected disagreement.
-    """
+    """Krippendorff's alpha for two coders with no missing values, from the coincidence matrix
+    C + C^T (ordinal distance: Krippendorff 2011). NaN without expected disagreement."""
     c = np.asarray(c, dtype=np.float64)
     o = c + np.swapaxes(c, -1, -2)
     n_g = o.sum(axis=-1)
@@ -151,11 +126,8 @@ def to_float(value: Any) -> float | None:
 def agreement(
     human: npt.ArrayLike, llm: npt.ArrayLike, weights: npt.ArrayLike | None = None
 ) -> dict[str, Any]:
-    """All agreement figures of paired grades, in the shape `calibrate --format json` prints.
-
-    `weights` (one per pair, e.g. inverse inclusion probabilities) weight every figure; `n` stays
-    the number of pairs and `weighted_n` is the total weight.
-    """
+    """All agreement figures of paired grades, as `calibrate --format json` prints them;
+    `weights` weight every figure (`n` stays the pair count, `weighted_n` the total weight)."""
     h = np.asarray(human, dtype=np.int64)
     c = confusion_matrix(h, llm, weights)
     figures = scalar_figures(c)

@@ -1,9 +1,5 @@
-"""Where and how the LLM's grades lean: distributions, bias by document length and by rank,
-and a verdict in plain words.
-
-Bias is always LLM grade minus human grade, so positive means lenient. LLM judges are known to
-favour long text, hence the length quintiles; by rank position shows whether the judge is kinder
-to what rankers put on top. All figures take optional per-pair `weights`.
+"""Where the LLM's grades lean (LLM minus human, positive = lenient): distributions, bias by
+document length and by rank, and a verdict in plain words. All take optional per-pair weights.
 """
 
 from __future__ import annotations
@@ -94,12 +90,8 @@ def bias_by_length(
     *,
     bins: int = 5,
 ) -> list[dict[str, Any]]:
-    """Mean bias per document-length quantile (quintiles by default), shortest first.
-
-    Lengths are in characters; pairs whose length is unknown (NaN) are left out. Each bucket is
-    (low - 1, high] as pd.qcut cuts; buckets with equal edges are merged, so fewer than `bins`
-    rows can come back.
-    """
+    """Mean bias per document-length quantile (characters, pd.qcut buckets, equal edges
+    merged), shortest first; pairs of unknown length are left out."""
     frame = _pairs_with(human, llm, weights, "length", lengths)
     if frame.empty:
         return []
@@ -118,24 +110,15 @@ def bias_by_rank(
     ranks: npt.ArrayLike,
     weights: npt.ArrayLike | None = None,
 ) -> list[dict[str, Any]]:
-    """Mean bias per rank bucket (1, 2-3, 4-10, 11-20, 21-100, >100), best rank first.
-
-    A pair's rank is the best (smallest) rank any given run put it at; NaN means no run
-    retrieved it, and such pairs are left out.
-    """
+    """Mean bias per best-rank bucket (1, 2-3, 4-10, 11-20, 21-100, >100); NaN ranks (no run
+    retrieved the pair) are left out."""
     frame = _pairs_with(human, llm, weights, "rank", ranks)
     if frame.empty:
         return []
     buckets = [*RANK_BUCKETS, (RANK_BUCKETS[-1][1] + 1, None)]
     names = [f"{lo}" if lo == hi else (f"{lo}-{hi}" if hi else f">{lo - 1}") for lo, hi in buckets]
-
-    def bucket(rank: float) -> str:
-        for name, (lo, hi) in zip(names, buckets, strict=True):
-            if rank >= lo and (hi is None or rank <= hi):
-                return name
-        return names[-1]
-
-    frame["bucket"] = [bucket(r) for r in frame["rank"]]
+    edges = [-np.inf] + [hi for _, hi in RANK_BUCKETS] + [np.inf]
+    frame["bucket"] = pd.cut(frame["rank"], edges, labels=names).astype(str)
     return _group_bias(
         frame, "bucket", [(n, lo, hi) for n, (lo, hi) in zip(names, buckets, strict=True)]
     )
@@ -148,17 +131,9 @@ def verdict(
     llm_relevant: float | None,
     threshold: int = 2,
 ) -> dict[str, Any]:
-    """lenient / strict / balanced / inconclusive, with a sentence that gives the numbers.
-
-    With m = LENIENCY_MARGIN and the 95% interval [lo, hi] of the mean bias:
-    - lenient (strict): the bias is at least m above (below) zero and the interval excludes zero;
-    - balanced: the whole interval lies within +-m (-m < lo and hi < m): any bias the data
-      allow is small;
-    - inconclusive: otherwise. The interval reaches a bias of m or more (or the bias itself is
-      sizeable while the interval holds 0): the data cannot tell a balanced judge from a lenient
-      or strict one (too few queries, or queries that disagree), so nothing is claimed.
-    Without an interval (no bootstrap) the bias alone decides between lenient, strict, balanced.
-    """
+    """lenient / strict (bias beyond +-LENIENCY_MARGIN, interval excludes 0), balanced (whole
+    interval within the margin) or inconclusive, with a sentence giving the numbers. Without
+    an interval the bias alone decides."""
     if mean_bias is None:
         return {"label": "unknown", "text": "No pair is graded on both sides."}
     lo, hi = (interval or [None, None])[:2]
@@ -197,11 +172,8 @@ def verdict(
 
 
 def spread_sentence(rows: list[dict[str, Any]], what: str, prefix: str = "") -> str | None:
-    """One sentence on how the bias moves across buckets, or None when it barely moves.
-
-    Says nothing when the spread between the least and most biased bucket is under
-    LENIENCY_MARGIN, so the verdict only grows when there is something to see.
-    """
+    """One sentence on how the bias moves across buckets, or None when its spread is under
+    LENIENCY_MARGIN."""
     known = [r for r in rows if r["mean_bias"] is not None]
     if len(known) < 2:
         return None

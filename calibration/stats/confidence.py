@@ -25,10 +25,8 @@ def confidence_report(
     expected: npt.ArrayLike | None,
     bins: int = 5,
 ) -> dict[str, Any] | None:
-    """The confidence section of the summary, or None when the judge gave no probabilities.
-
-    Pairs with an unknown confidence (NaN) are left out of the per-bin figures.
-    """
+    """The confidence section, or None when the judge gave no probabilities (NaN confidences
+    are left out of the bins)."""
     h = np.asarray(human, dtype=np.float64)
     m = np.asarray(llm, dtype=np.float64)
     out: dict[str, Any] = {}

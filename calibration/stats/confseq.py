@@ -1,49 +1,15 @@
 """An anytime-valid 95% confidence sequence for a share, from grades given one at a time.
 
-The design (`calibration.spotcheck.sequential`): pairs are drawn one after another without
-replacement, the t-th with a known probability p_t among the pairs not yet drawn (1/(N - t + 1)
-for a uniform sample; proportional to the LLM's uncertainty, mixed with uniform, for an active
-one). People grade in that order, so after any number t of grades the graded pairs are exactly
-the first t draws.
-
-The estimate (Des Raj's ordered estimator, 1956, with a prediction-powered correction): with
-e = Y - c_t - lambda_t f (Y the human relevance, f the LLM's) and F the LLM total over all
-N pairs,
-
-    z_t = (c_t N + lambda_t F + sum_{j<t} e_j + e_t / p_t) / N
-
-has mean theta (the true share) given everything before t, for any c_t, lambda_t fixed before
-the t-th grade (here: the regression of Y on f over the grades before t, weighted so that it
-minimises the variance of e / p rather than the plain spread of e, `predictable_fit`; slope
-clipped to [0, 1]; both 0 before MIN_LAMBDA_GRADES grades). The intercept matters for an
-active design: a residual with a non-zero mean, divided by unequal p_t, would add variance.
-So z_t - theta are martingale differences and the running mean of the z_t estimates theta
-after any number of grades (prediction-powered inference, Angelopoulos et al. 2023, with an
-active, uncertainty-driven design as in Zrnic and Candes, "Active Statistical Inference",
-ICML 2024).
-
-The fixed-n interval (`regression_fixed`): at a number of grades fixed in advance, the same
-terms with (c, lambda) fitted on all the grades, as PPI++ fits lambda on its sample (bias of
-order 1/n), so the early grades' rough predictable fit costs nothing; normal quantile.
-
-The sequence: the asymptotic confidence sequence of Waudby-Smith, Arnold, Wu and Ramdas
-("Time-uniform central limit theory and asymptotic confidence sequences", Annals of Statistics
-2024; arXiv:2103.06476), the normal-mixture (Robbins) boundary on the running mean,
-
-    mean_t +- sd_t sqrt(2 (t rho^2 + 1) / (t^2 rho^2) * log(sqrt(t rho^2 + 1) / alpha)),
-
-with rho tuned so the boundary is tightest at T_STAR grades. Why this one: the terms z_t are
-not bounded by anything useful (e / p_t is large for a rare draw of a confident pair), so a
-betting sequence for [0, 1] values does not apply to them, while the asymptotic sequence needs
-only a consistent variance and covers martingale differences; it is 1.68-1.70 times the
-fixed-n interval at 100 grades, 1.56-1.57 at 300 and 1.59-1.60 at 1,000 (uniform paths on TREC
-DL 2019: bench/calibrate_coverage.py, part sequence). It is asymptotic, so the running variance
-starts from PRIOR_GRADES pseudo-observations of PRIOR_VARIANCE (a 0/1 value's largest variance)
-times the design's variance factor mean(w) mean(1/w) (1 for a uniform sample: what unequal draw
-probabilities do to the variance of a term): a run of identical early grades, the step when
-lambda starts, or rare draws not seen yet cannot make it overconfident; their weight fades
-after PRIOR_UNTIL grades. tests/test_confseq_coverage.py measures the time-uniform
-coverage by simulation (docs/spot-checks-that-stop.md gives the figures).
+Pairs are drawn one by one, the t-th with a known probability p_t (`spotcheck.sequential`). The
+terms z_t = (c_t N + lambda_t F + sum_{j<t} e_j + e_t / p_t) / N, e = Y - c_t - lambda_t f, with
+(c_t, lambda_t) fitted on the grades before t (`predictable_fit`), are martingale differences
+around the share (Des Raj 1956 with prediction-powered inference; Zrnic and Candes, ICML 2024).
+The boundary is Waudby-Smith et al.'s asymptotic normal-mixture sequence (Ann. Statist. 2024),
+tightest at T_STAR grades: the terms are unbounded, so betting sequences do not apply. Its
+running variance starts from PRIOR_GRADES pseudo-observations so early grades cannot make it
+overconfident. `regression_fixed` is the fixed-n interval with (c, lambda) fitted on all grades.
+Widths against the fixed-n interval: bench/calibrate_coverage.py (part sequence); coverage:
+tests/test_confseq_coverage.py.
 """
 
 from __future__ import annotations
@@ -75,12 +41,8 @@ def _before(a: FloatArray) -> FloatArray:
 def predictable_fit(
     y: FloatArray, f: FloatArray, p: FloatArray, n_pop: int
 ) -> tuple[FloatArray, FloatArray]:
-    """(c_t, lambda_t) from the grades before t: the regression of Y on f weighted by
-    1/(N p_j) (so it speaks for all N pairs) times 1/((N - j) p_j) (the inverse of pair j's
-    weight relative to the mean weight of the pairs left when it was drawn), so it minimises the
-    variance of the terms e / p rather than the residuals' plain spread (slope clipped to
-    [0, 1]; intercept c = mean Y - lambda mean f). For a uniform design the second factor is 1.
-    Both are 0 before MIN_LAMBDA_GRADES grades (human-only terms)."""
+    """(c_t, lambda_t) from the grades before t: the regression of Y on f weighted so that it
+    minimises the variance of e / p (slope clipped to [0, 1]); 0 before MIN_LAMBDA_GRADES."""
     left = n_pop - np.arange(y.shape[-1], dtype=np.float64)  # pairs not drawn before j
     v = 1.0 / (n_pop * p) / np.maximum(left * p, 1e-300)
     sv, sy, sf = _before(v), _before(v * y), _before(v * f)
@@ -109,11 +71,8 @@ def desraj_terms(
 def regression_fixed(
     y: FloatArray, f: FloatArray, p: FloatArray, f_total: float, n_pop: int
 ) -> tuple[FloatArray, FloatArray]:
-    """The fixed-n estimate after all the grades given, and its standard error, along the last
-    axis: Des Raj's terms with (c, lambda) fitted on all of them (as PPI++ fits lambda on its
-    sample; bias of order 1/n). z_t = a_t - c b_t - lambda d_t, where b_t and d_t (the draw's
-    estimates of N and F, minus N and F) have mean 0 given the past; the least-squares fit of a_t
-    on (1, b_t, d_t) gives the estimate (intercept) and the residual variance."""
+    """The fixed-n estimate and its standard error along the last axis: Des Raj's terms with
+    (c, lambda) fitted on all the grades by least squares (bias of order 1/n, as PPI++)."""
     t = y.shape[-1]
     j = np.arange(t, dtype=np.float64)
     a = (_before(y) + y / p) / n_pop
@@ -157,30 +116,32 @@ def fixed_error(se: float, t: int, variance_factor: float = 1.0) -> float:
     return math.sqrt((k * PRIOR_VARIANCE * variance_factor + se * se * t * df) / (df + k) / t)
 
 
-def more_for(target: float, t: int, sd: float, alpha: float = ALPHA) -> int:
-    """How many more grades (beyond t) likely bring the half-width to `target`, if the spread
-    of the terms stays `sd`: the least T >= t with sd * boundary(T) <= target, minus t."""
-    if not sd > 0 or sd * float(boundary(t, alpha)) <= target:
+def _grades_to(half: Any, t: int, target: float) -> int:
+    """The least T >= t with half(T) <= target, minus t (half falls with T)."""
+    if half(t) <= target:
         return 0
     lo, hi = t, max(2 * t, 2)
-    while sd * float(boundary(hi, alpha)) > target:
+    while half(hi) > target:
         lo, hi = hi, hi * 2
+        if hi > 1 << 40:  # never reached: the terms would have to stop varying
+            return hi - t
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if sd * float(boundary(mid, alpha)) <= target:
-            hi = mid
-        else:
-            lo = mid
+        lo, hi = (lo, mid) if half(mid) <= target else (mid, hi)
     return hi - t
+
+
+def more_for(target: float, t: int, sd: float, alpha: float = ALPHA) -> int:
+    """How many more grades (beyond t) likely bring the half-width to `target`, if the spread
+    of the terms stays `sd`."""
+    return _grades_to(lambda big: sd * float(boundary(big, alpha)), t, target) if sd > 0 else 0
 
 
 def projected_sd(
     t_future: Any, t: int, ss: float, v_future: float, variance_factor: float = 1.0
 ) -> Any:
-    """`running`'s standard deviation after t_future terms, if the terms still to come spread
-    as `v_future` (the variance of the terms since the predictable fit started): the squared
-    deviations `ss` of the t terms so far plus v_future per term to come, with the prior
-    pseudo-observations fading as `running` fades them."""
+    """`running`'s standard deviation after t_future terms, if those still to come spread as
+    `v_future`, the prior fading as `running` fades it."""
     big = np.asarray(t_future, dtype=np.float64)
     k = PRIOR_GRADES * np.minimum(1.0, PRIOR_UNTIL / big)
     total = k * PRIOR_VARIANCE * variance_factor + ss + np.maximum(big - t, 0.0) * v_future
@@ -195,29 +156,14 @@ def projected_more(
     variance_factor: float = 1.0,
     alpha: float = ALPHA,
 ) -> int:
-    """How many more grades (beyond t) likely bring the half-width to `target`: the least T >= t
-    with projected_sd(T) * boundary(T) <= target, minus t. Unlike `more_for` it lets the
-    spread shrink as it will: the prior's pseudo-observations fade and the early terms (before
-    the predictable fit, wider) weigh less (bench/calibrate_coverage.py measures both)."""
+    """How many more grades likely bring the half-width to `target` (bench/calibrate_coverage.py
+    compares it with `more_for`)."""
 
     def half(big: int) -> float:
         sd = projected_sd(big, t, ss, v_future, variance_factor)
         return float(sd) * float(boundary(big, alpha))
 
-    if not v_future > 0 or half(t) <= target:
-        return 0
-    lo, hi = t, max(2 * t, 2)
-    while half(hi) > target:
-        lo, hi = hi, hi * 2
-        if hi > 1 << 40:  # never reached: the terms would have to stop varying
-            return hi - t
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if half(mid) <= target:
-            hi = mid
-        else:
-            lo = mid
-    return hi - t
+    return _grades_to(half, t, target) if v_future > 0 else 0
 
 
 @dataclass(frozen=True)
@@ -241,19 +187,6 @@ class Sequence:
         if self.ss is None or self.v_future is None:
             return more_for(target, self.n, self.sd)
         return projected_more(target, self.n, self.ss, self.v_future, self.variance_factor)
-
-    def to_json(self, target: float = TARGET) -> dict[str, Any]:
-        """The figures `calibrate` and the annotation page show."""
-        return {
-            "n": self.n,
-            "estimate": self.estimate,
-            "cs": list(self.cs),
-            "half_width": self.half_width,
-            "fixed_ci": list(self.fixed_ci),
-            "target": target,
-            "more": self.more_for(target),
-            "may_stop": self.half_width <= target,
-        }
 
 
 def share_sequence(

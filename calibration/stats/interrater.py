@@ -1,9 +1,5 @@
-"""Human-vs-human agreement beside LLM-vs-human, on the same pairs.
-
-When a second person grades the same sample, the fair question is not "how well does the LLM
-agree with one person" but "does it agree with a person about as well as two people agree with
-each other". Both figures are computed on the pairs all three graded, with the same per-pair
-weights (1/pi from the sample manifest) as the main agreement table, so they are comparable.
+"""Human-vs-human agreement beside LLM-vs-human, on the pairs all three graded, with the same
+weights: does the LLM agree with a person about as well as two people agree with each other?
 """
 
 from __future__ import annotations
@@ -16,16 +12,10 @@ import pandas as pd
 
 from calibration.join import pair_grades
 from calibration.stats.agreement import agreement
+from calibration.summary_model import AGREEMENT_FIGURES
 from grader.errors import InputError
 
-HEADLINE = (
-    "exact_agreement",
-    "within_one",
-    "cohen_kappa",
-    "weighted_kappa_linear",
-    "weighted_kappa_quadratic",
-    "krippendorff_alpha_ordinal",
-)
+HEADLINE = AGREEMENT_FIGURES[:6]  # exact_agreement .. krippendorff_alpha_ordinal
 
 
 def human_vs_human(
@@ -34,14 +24,8 @@ def human_vs_human(
     llm: pd.DataFrame,
     weights: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
-    """Agreement of `second` with `human`, and of the LLM with `human`, on pairs all three graded.
-
-    `weights` (columns query_id, doc_id, weight; e.g. 1/pi of the sample manifest for every pair
-    graded by `human` and the LLM) weight both comparisons alike. Returns {"n", "second_only",
-    "weighted", "humans": {figures}, "llm": {figures}} where figures are the
-    `calibration.stats.agreement.agreement` keys in HEADLINE plus `confusion` and `mean_bias` (the
-    column's grade minus `human`'s: second person minus first, LLM minus first).
-    """
+    """Agreement of `second` with `human`, and of the LLM with `human`, on the pairs all three
+    graded, weighted alike by `weights` (query_id, doc_id, weight); mean bias is minus `human`."""
     humans = pair_grades(second, human).frame  # "llm" column holds the second person's grades
     llm_side = llm[["query_id", "doc_id", "grade"]].astype({"query_id": str, "doc_id": str})
     three = humans.merge(llm_side, on=["query_id", "doc_id"], how="inner")

@@ -1,40 +1,10 @@
-"""Prediction-powered estimates (PPI++) of a mean from a few human labels and many LLM labels.
+"""PPI++ (Angelopoulos et al. 2023): the mean of human values Y from a labelled sample, corrected by
+LLM predictions f known for every unit, lambda in [0, 1] tuned to shorten the interval.
 
-PPI++ (Angelopoulos, Duchi and Zrnic, "PPI++: Efficient Prediction-Powered Inference", 2023):
-with n labelled units (human value Y_i, LLM value f_i) among N units that all have an LLM value,
-
-    theta_lambda = lambda * mean_all(f) + mean_labelled(Y - lambda * f)
-
-unbiased whatever the LLM's errors; lambda (clipped to [0, 1]; 0 is the human-only mean, 1 plain
-PPI) is tuned to make the interval short, so it is never much wider than the human-only one.
-
-Two estimands (`population`):
-
-- "finite" (what `relgrade calibrate` reports): the mean over THESE N units, e.g. the share of
-  relevant pairs among the N LLM-graded pairs. The LLM value of every unit is known, so the only
-  randomness is which units people graded (labelled is a subset of all). With inclusion
-  probabilities pi (weights w = 1/pi; without weights pi = n / N, or m / M for whole clusters),
-  the labelled mean is the Hajek mean sum w e / sum w of e = Y - lambda f, lambda is the
-  (weighted) regression slope of Y on f, and the variance is the design-based one:
-
-      var = G / (G - 1) * sum_c (1 - pi_c) * (sum_{i in c} p_i (e_i - mean_e))^2,  p = w / sum w
-
-  over labelled units or, with `groups`, labelled clusters c (a cluster is drawn whole, so its
-  pairs' terms are summed before squaring). For n pairs drawn at random this is the textbook
-  (1 - n/N) s_e^2 / n; it is 0 when everything is graded. Stratification is ignored (slightly
-  conservative) and unequal-probability draws use Hajek's (1 - pi) approximation.
-- "infinite": the mean of the process the units come from, as `ppi_py` (the PPI++ authors'
-  package) takes it: labelled and unlabelled units are independent draws, the estimate is
-  mean_labelled(Y - lambda f) + lambda mean_unlabelled(f) with lambda = cov(Y, f) / ((1 + n/N_u)
-  var(f)), and each cluster's labelled and unlabelled contributions are summed before squaring
-  (the parts share queries: their covariance counts). Unweighted only.
-
-`quantile="t"` uses Student's t with (labelled clusters - 1) degrees of freedom instead of the
-normal quantile: with a handful of whole queries graded, the normal one under-covers.
-
-`relevant_share` is a per-pair estimand (labelled unit: a pair graded by both). Per-run mean
-measures are per-query estimands; the labelled unit is a query whose LLM-graded pairs were ALL
-graded by people, because a per-query measure such as nDCG needs every judged grade of the query.
+"finite" (what `calibrate` reports): the mean over THESE N units; the Hajek mean of
+e = Y - lambda f with the design-based variance sum_c (1 - pi_c) (sum_{i in c} p_i (e_i -
+mean_e))^2 over labelled units or clusters (`groups`). "infinite": ppi_py's estimand (labelled
+and unlabelled independent draws), unweighted. `quantile="t"` uses t with (clusters - 1) df.
 """
 
 from __future__ import annotations
@@ -122,13 +92,8 @@ def _clustered_variance(
     keep: FloatArray | None,
     p: FloatArray | None = None,
 ) -> float:
-    """The variance of a linearised mean from its per-unit terms p_i (x_i - mean).
-
-    Each cluster's terms are summed before squaring, times keep_c = 1 - pi_c (the finite
-    population correction; None: 1, a draw with replacement). The small-sample factor is
-    1 / (1 - h_c), h_c = the cluster's share of p (CR2: exact for equal variances, and n/(n-1)
-    for n equal units), or G/(G-1) without p. NaN with fewer than 2 clusters.
-    """
+    """The variance of a linearised mean from its per-unit terms: cluster sums squared, times
+    keep = 1 - pi, with the CR2 factor 1 / (1 - h_c) (or G/(G-1) without `p`); NaN below 2."""
     counts = _sum_by(codes, np.ones(codes.size))
     present = counts > 0
     g = int(present.sum())
@@ -185,12 +150,8 @@ def ppi_mean(
     quantile: Quantile = "normal",
 ) -> MeanEstimate:
     """PPI++ estimate of the mean of Y from labelled (y, f) and unlabelled f (module docstring).
-
-    `weights` (one per labelled unit, 1/inclusion probability, so each >= 1) weight the
-    labelled units and give their inclusion probabilities; `groups` / `groups_unlabelled` make
-    clusters the sampled units; `lam` fixes lambda instead of tuning it; `bounds` (the
-    estimand's range) clip the intervals, not the estimate. Raises ValueError on bad input.
-    """
+    `weights`: 1/pi per labelled unit; `groups`: clusters; `lam`: fixed lambda; `bounds` clip
+    the intervals, not the estimate. Raises ValueError on bad input."""
     yl = np.asarray(y, dtype=np.float64)
     fl = np.asarray(f, dtype=np.float64)
     fu = np.asarray(f_unlabelled, dtype=np.float64)
@@ -212,15 +173,7 @@ def ppi_mean(
                 "uniform sample when inclusion probabilities differ"
             )
         return _infinite(yl, fl, fu, codes_l, codes_u, lam, q, df, bounds, llm_only, clusters)
-    if weights is None:  # a uniform draw of units (or of whole clusters): pi = drawn / all
-        w = np.ones(n)
-        all_units = int(max(codes_l.max(), codes_u.max(initial=-1))) + 1  # codes are 0..G-1
-        pi = np.full(n, labelled_units / all_units)
-    else:
-        w = np.asarray(weights, dtype=np.float64)
-        if w.shape != yl.shape or not np.all(np.isfinite(w)) or np.any(w < 1.0 - 1e-9):
-            raise ValueError("weights must be one 1/inclusion-probability (>= 1) per labelled unit")
-        pi = np.minimum(1.0 / w, 1.0)
+    w, pi = _design_weights(weights, n, labelled_units, codes_l, codes_u)
     p = w / w.sum()
     keep = 1.0 - pi
     human = float(np.sum(p * yl))
@@ -231,20 +184,29 @@ def ppi_mean(
     e_mean = float(np.sum(p * e))
     est = lam * llm_only + e_mean
     variance = _clustered_variance(p * (e - e_mean), codes_l, keep, p)
+    ci, human_ci = _interval(est, variance, q, bounds), _interval(human, human_var, q, bounds)
+    weighted = weights is not None
     return MeanEstimate(
-        llm_only,
-        human,
-        est,
-        _interval(est, variance, q, bounds),
-        _interval(human, human_var, q, bounds),
-        lam,
-        n,
-        n_u,
-        weights is not None,
-        clusters,
-        "finite",
-        df,
+        llm_only, human, est, ci, human_ci, lam, n, n_u, weighted, clusters, "finite", df
     )
+
+
+def _design_weights(
+    weights: npt.ArrayLike | None,
+    n: int,
+    labelled_units: int,
+    codes_l: npt.NDArray[np.int64],
+    codes_u: npt.NDArray[np.int64],
+) -> tuple[FloatArray, FloatArray]:
+    """Each labelled unit's weight and inclusion probability; without weights a uniform draw of
+    units (or of whole clusters): pi = drawn / all."""
+    if weights is None:
+        all_units = int(max(codes_l.max(), codes_u.max(initial=-1))) + 1  # codes are 0..G-1
+        return np.ones(n), np.full(n, labelled_units / all_units)
+    w = np.asarray(weights, dtype=np.float64)
+    if w.shape != (n,) or not np.all(np.isfinite(w)) or np.any(w < 1.0 - 1e-9):
+        raise ValueError("weights must be one 1/inclusion-probability (>= 1) per labelled unit")
+    return w, np.minimum(1.0 / w, 1.0)
 
 
 def _infinite(
@@ -281,19 +243,9 @@ def _infinite(
     t_u = lam * (fu - fu.mean()) / n_u * (np.sqrt(g_u / (g_u - 1)) if g_u > 1 else 0.0)
     sums = _sum_by(np.concatenate([codes_l, codes_u]), np.concatenate([t_l, t_u]))
     variance = float(np.sum(sums**2))
+    ci = _interval(est, variance, q, bounds)
     return MeanEstimate(
-        llm_only,
-        human,
-        est,
-        _interval(est, variance, q, bounds),
-        human_ci,
-        lam,
-        n,
-        n_u,
-        False,
-        clusters,
-        "infinite",
-        df,
+        llm_only, human, est, ci, human_ci, lam, n, n_u, False, clusters, "infinite", df
     )
 
 

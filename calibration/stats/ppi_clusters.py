@@ -1,23 +1,10 @@
 """The share of relevant pairs from a few whole queries: cross-fitted PPI with a jackknife interval.
 
-With m whole queries drawn at random out of Q, PPI++ with lambda fitted on the same queries and
-a Hajek ratio is biased downward when m is small (lambda and the ratio both follow the queries
-drawn; about -0.01 to -0.02 at 6 queries on TREC DL 2019). Here each drawn query q gets
-lambda_{-q}, the slope of human on LLM relevance over the OTHER drawn queries (pair level,
-over var(f) of all pairs), so a query's own grades never tune its own correction:
-
-    theta = mean_q(lambda_{-q}) F / N + sum_q (Y_q - lambda_{-q} F_q) / sum_q n_q
-
-(F the LLM total over all N pairs; Y_q, F_q, n_q the human and LLM totals and the size of drawn
-query q). Its variance is the delete-one-query jackknife of that whole estimator (lambda refit
-each time) with the finite-population factor 1 - m / Q, then scaled up, never down, by Isaki's
-ratio S2 / s2 (Isaki, "Variance estimation using auxiliary information", JASA 1983): S2 is the
-spread over all Q queries of the LLM's residuals F_q - n_q F / N, known because the LLM graded
-every query, and s2 the same over the drawn ones. Drawn queries more alike than the population
-(the draws that miss the few queries with many relevant pairs) thereby get the width they lack.
-The interval is Student's t with m - 1 degrees of freedom on the logit scale (delta method),
-mapped back, so it leans the way a share near 0 errs. docs/spot-checks-that-stop.md gives the
-coverage simulated for this and the alternatives (Horvitz-Thompson, normal scale, no scaling).
+Each drawn query's lambda is fitted on the other drawn queries, so its own grades never tune its
+correction (in-sample lambda is biased downward with few queries). The variance is the
+delete-one-query jackknife with 1 - m / Q, scaled up (never down) by Isaki's ratio (JASA 1983)
+of the LLM residuals' spread over all queries to that over the drawn ones; the interval is
+Student's t with m - 1 df on the logit scale. Coverage: docs/spot-checks-that-stop.md.
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
-"""How the human-graded sample was drawn: it decides the variance of the PPI++ estimates.
-
-Two designs (see `calibration.stats.ppi` for the formulas):
-
-- pairs: pairs were drawn one by one (`relgrade sample` strategies uniform, stratified,
-  uncertainty, low, query-balanced). Pair-level PPI++ weighted by 1/pi, with the finite
-  population correction; pairs of one query are not clustered (the pairs were drawn, not the
-  queries), and the normal quantile.
-- whole-queries: queries were drawn and every LLM-graded pair of a drawn query was graded. The
-  query is the sampled unit: one query-clustered variance and Student's t with (queries - 1)
-  degrees of freedom. Per-run measure estimates exist only under this design, since a
-  per-query measure needs every judged pair of the query.
-
-The sample manifest records the strategy. Without one the design is inferred from the grades:
-when every graded query has all its LLM-graded pairs graded, whole queries; otherwise pairs
-drawn uniformly at random. Either way the output says which, and how it was known.
+"""How the human sample was drawn, which decides the variance of the PPI++ estimates: pairs drawn
+one by one (1/pi weights, normal quantile), or whole queries (clustered by query, Student's t;
+the only design with per-run estimates). From the manifest, else inferred from the grades.
 """
 
 from __future__ import annotations
@@ -84,10 +71,8 @@ def infer_design(paired: PairedGrades) -> SampleDesign:
 
 
 def caution(estimate: dict[str, Any], design: SampleDesign, units: str) -> str | None:
-    """A warning to show next to an estimate whose interval could mislead, or None.
-
-    `units` names what people graded ("pairs" or "queries").
-    """
+    """A warning for an estimate whose interval could mislead, or None (`units`: "pairs" or
+    "queries")."""
     ci = estimate.get("ppi_ci")
     if estimate.get("ppi") is None:
         return None

@@ -1,13 +1,6 @@
-"""When people graded on a binary scale (0/1) and the LLM on 0..3: compare at the matching split.
-
-Many human judgments are binary (MS MARCO, BEIR, a quick spot check: relevant or not). Against
-0..3 LLM grades, the 4x4 figures compare different scales: a human 1 ("relevant") sits beside an
-LLM 1 ("related"), the mean bias counts every LLM 2 or 3 as leniency, and a split at grade 2 calls
-every human pair irrelevant ("people 0% relevant"). The meaningful comparison is binary: human 1
-means relevant, and the LLM calls a pair relevant at the binary threshold (grade >= t, default 2,
-`calibrate --threshold`). This module detects the case and reports that comparison: its 2x2
-confusion, exact agreement and Cohen's kappa with query-bootstrap intervals, and both relevant
-shares, with the same per-pair weights as every other figure.
+"""When people graded 0/1 and the LLM 0..3, the 4x4 figures compare different scales; this module
+detects it and compares at the matching split (LLM grade >= threshold): the 2x2 confusion, exact
+agreement and kappa with query-bootstrap intervals, and both relevant shares.
 """
 
 from __future__ import annotations
@@ -49,12 +42,8 @@ def binary_comparison(
     n_bootstrap: int = 0,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """Binary human grades (1 = relevant) against LLM grades split at `threshold`.
-
-    Returns the 2x2 `confusion` (rows human 0/1, columns LLM < threshold / >= threshold, weighted),
-    `exact_agreement`, `cohen_kappa`, both relevant shares, and `intervals` from a bootstrap over
-    queries (`query_codes` index each pair's query in 0..n_queries-1) when `n_bootstrap` > 0.
-    """
+    """Binary human grades against LLM grades split at `threshold`: the weighted 2x2
+    confusion, agreement, kappa, both relevant shares, and query-bootstrap `intervals`."""
     h = np.asarray(human, dtype=np.int64) >= 1
     m = np.asarray(llm, dtype=np.int64) >= threshold
     w = np.ones(h.size) if weights is None else np.asarray(weights, dtype=np.float64)

@@ -1,20 +1,7 @@
-"""System-ranking agreement: do systems rank the same under LLM labels as under human labels?
-
-Kendall's tau-b and Spearman's rho are the textbook rank correlations (scipy's `kendalltau` and
-`spearmanr` give the same; the tests check it). They are written out here, a dozen lines for a
-handful of systems, so that the library needs no scipy at runtime.
-
-tau_AP (Yilmaz, Aslam and Robertson, "A new rank correlation coefficient for information
-retrieval", SIGIR 2008) is in no common library. It weights a swap near the top of the ranking
-more than one near the bottom, which is what matters when the question is "which system is best":
-
-    tau_AP = 2 / (N - 1) * sum_{i=2..N} C(i) / (i - 1) - 1
-
-where systems are ordered by the *estimated* (LLM) score, best first, and C(i) counts the systems
-above position i that the *reference* (human) scores also put above the system at i. It is
-asymmetric by design: the human ranking is the truth. Two choices the paper leaves open: a tie in
-the reference scores counts as half a correct pair, and a tie in the estimated order is broken by
-run name so that the figure is deterministic.
+"""System-ranking agreement under LLM and human labels: Kendall's tau-b, Spearman's rho (checked
+against scipy in the tests; written out so the library needs no scipy) and tau_AP (Yilmaz,
+Aslam and Robertson, SIGIR 2008: a swap near the top weighs more; the human ranking is the
+truth, a tie in it counts half, a tie in the LLM order is broken by run name).
 """
 
 from __future__ import annotations
@@ -48,14 +35,8 @@ def kendall_tau(x: npt.ArrayLike, y: npt.ArrayLike) -> float:
 
 def spearman_rho(x: npt.ArrayLike, y: npt.ArrayLike) -> float:
     """Spearman's rho: Pearson correlation of average ranks; NaN when a side is constant."""
-    a = pd.Series(np.asarray(x, dtype=np.float64)).rank(method="average").to_numpy()
-    b = pd.Series(np.asarray(y, dtype=np.float64)).rank(method="average").to_numpy()
-    if a.size < 2:
-        return float("nan")
-    a = a - a.mean()
-    b = b - b.mean()
-    den = float(np.sqrt(np.sum(a * a) * np.sum(b * b)))
-    return float("nan") if den == 0 else float(np.sum(a * b)) / den
+    a, b = pd.Series(np.asarray(x, dtype=np.float64)), pd.Series(np.asarray(y, dtype=np.float64))
+    return float(a.rank().corr(b.rank())) if a.size >= 2 else float("nan")
 
 
 def tau_ap(
@@ -86,12 +67,8 @@ def _ranks(scores: Mapping[str, float]) -> dict[str, int]:
 def compare_systems(
     human: Mapping[str, float], llm: Mapping[str, float], *, top_swaps: int = 5
 ) -> dict[str, Any]:
-    """Rank agreement of systems scored under human and LLM labels.
-
-    Returns kendall_tau, spearman_rho, tau_ap (human ranking as the reference), `per_system`
-    (run, human, llm, ranks, rank_change = human rank - LLM rank; positive means the LLM labels
-    promote the run) and `largest_swaps` (the runs whose rank moves most, biggest first).
-    """
+    """Rank agreement of systems under human and LLM labels: tau, rho, tau_AP, `per_system`
+    (rank_change > 0: the LLM promotes the run) and `largest_swaps`."""
     names = sorted(set(human) & set(llm))
     h = np.array([human[n] for n in names], dtype=np.float64)
     m = np.array([llm[n] for n in names], dtype=np.float64)
@@ -130,12 +107,8 @@ def rank_agreement_intervals(
     seed: int = 0,
     level: float = 0.95,
 ) -> dict[str, list[float | None]]:
-    """95% intervals of Kendall's tau, Spearman's rho and tau_AP, resampling queries.
-
-    `human` and `llm` are [queries, systems] per-query scores (same query order). Each resample
-    draws the queries with replacement, averages each system's scores, and recomputes the three
-    figures; the interval is the percentile one. Seeded.
-    """
+    """Percentile intervals of tau, rho and tau_AP from `human` and `llm` [queries, systems]
+    scores, resampling queries (seeded)."""
     h = np.asarray(human, dtype=np.float64)
     m = np.asarray(llm, dtype=np.float64)
     q = h.shape[0]

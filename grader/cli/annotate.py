@@ -1,26 +1,11 @@
 """`relgrade annotate SAMPLE.csv`: grade a blind sample in a local web page, or export the grades.
 
-Serve: opens a page on 127.0.0.1 (a free port unless `--port`) showing one query and document at
-a time; keys 0-3 grade, ← / k back, → / j skip. Every grade is appended (fsynced) to
-`SAMPLE.<annotator>.grades.jsonl` beside the sample; reopening resumes at the first ungraded item.
-A second person uses another `--annotator` and gets their own file.
+Serve: a page on 127.0.0.1; keys 0-3 grade, <- / k back, -> / j skip. Each grade is appended to
+`SAMPLE.<annotator>.grades.jsonl`; a second person uses another `--annotator`. For a uniform or
+active sample the page shows the live confidence sequence and when one may stop (`--target`).
 
-Export: `relgrade annotate SAMPLE.csv --export human.csv [--annotator NAME]` writes that
-person's latest grades as `query_id,doc_id,grade,annotator` (or TREC qrels when the name ends
-in .qrels or .txt) with the sample's manifest copied beside (`human.manifest.json`), ready for
-`relgrade calibrate --human human.csv`. Human vs human: export each person's grades and give
-the second to calibrate's `--second-human`: `relgrade calibrate --llm judgments.jsonl --human
-a.csv --second-human b.csv` shows person B against person A beside the LLM against A, on the
-pairs all three graded.
-
-Live stopping figures: for a uniform or active sample (`relgrade sample --strategy active`) the
-page shows, after each grade, the relevant share's estimate and anytime-valid 95% confidence
-sequence, "you may stop" once its half-width reaches `--target` (default 0.05), and how many more
-grades that likely takes. It needs the LLM grades the sample was drawn from: `--llm J`, else the
-judgments file the manifest names. Grade in the order shown: the figures use the graded prefix.
-
-The scale's meanings come from the prompt named by `--prompt`, else the one the sample's
-judgments were graded with (from its manifest); without either, plain 0..3 labels are shown.
+Export: `--export human.csv [--annotator NAME]` writes that person's latest grades (qrels for
+.qrels/.txt) with the manifest beside, for `calibrate --human` (or `--second-human`).
 """
 
 from __future__ import annotations

@@ -50,9 +50,7 @@ def register(sub: Any) -> None:
         "0 or 1): 0-3 for a 0..3 sample that happened to hold no 2 or 3",
     )
     p.add_argument("--report", type=Path, help="write a self-contained HTML report here")
-    p.add_argument(
-        "--format", choices=("table", "json"), default="table", help="table (default) or json"
-    )
+    p.add_argument("--format", choices=("table", "json"), default="table")
     p.add_argument("--docs", type=Path, help="document texts (for bias by length; --fit-lexical)")
     p.add_argument("--queries", type=Path, help="query texts (for --fit-lexical)")
     p.add_argument(
@@ -101,34 +99,19 @@ def run(args: argparse.Namespace) -> int:
         return _fit_lexical(args)
     if not args.llm:
         raise InputError("--llm is required", hint="give the LLM grades (judgments or qrels)")
-    if args.bootstrap < 0:
-        raise InputError("--bootstrap must be 0 or more")
-    from calibration.calibrate import CalibrationInputs, calibrate_grades
-    from calibration.join import pair_grades
-    from grader.io.grades import read_human_grades, read_llm_grades
-    from grader.io.runs import read_runs
+    from calibration.calibrate import calibrate_grades, load_inputs
 
-    llm = read_llm_grades(args.llm, clamp=args.clamp, judge=args.judge)
-    human = read_human_grades(args.human, clamp=args.clamp)
-    runs = read_runs(args.run)
-    lengths = None
-    if args.docs:
-        lengths = _doc_lengths(args.docs, set(pair_grades(llm, human).frame["doc_id"]))
-    second = read_human_grades(args.second_human, clamp=args.clamp) if args.second_human else None
-    given = CalibrationInputs(
-        llm=llm,
-        human=human,
-        llm_name=str(args.llm),
-        llm_path=str(args.llm),
-        human_path=str(args.human),
-        runs=runs,
-        run_names=list(runs),
-        second_human=second,
-        second_name=args.second_human,
+    given = load_inputs(
+        args.llm,
+        args.human,
+        runs=args.run,
+        second_human=args.second_human,
+        docs=args.docs,
+        clamp=args.clamp,
+        judge=args.judge,
         manifest=args.manifest,
         no_manifest=args.no_manifest,
         human_scale=args.human_scale,
-        doc_lengths=lengths,
     )
     summary = calibrate_grades(
         given,
@@ -139,6 +122,12 @@ def run(args: argparse.Namespace) -> int:
     )
     for warning in summary.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    _write(args, summary)
+    return 0
+
+
+def _write(args: argparse.Namespace, summary: Any) -> None:
+    """The report (--report), then the summary on stdout as JSON or tables."""
     if args.report:
         from calibration.report.html import write_report
 
@@ -155,14 +144,6 @@ def run(args: argparse.Namespace) -> int:
         console.print(render(summary))
         if args.report:
             console.print(f"report written to {args.report}", soft_wrap=True, highlight=False)
-    return 0
-
-
-def _doc_lengths(path: Path, ids: set[str]) -> dict[str, int]:
-    from grader.io.docs import read_docs
-
-    docs = read_docs(path, ids=ids)
-    return {doc_id: len(doc.text) for doc_id, doc in docs.items()}
 
 
 def _fit_lexical(args: argparse.Namespace) -> int:

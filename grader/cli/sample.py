@@ -1,17 +1,9 @@
 """`relgrade sample`: draw a blind spot-check sample of LLM judgments, or import its grades back.
 
-Draw: `relgrade sample --judgments J (--n N | --fraction F) --strategy S --queries Q --docs D
---out SAMPLE.csv` writes the blind CSV (no LLM grade, shuffled rows), `SAMPLE.manifest.json`
-beside it (design and every pair's inclusion probability), and with `--labelstudio T.json`
-Label Studio tasks. Only ok judgments are sampled; pairs in `--exclude` human grades are left out.
-
-Import: `relgrade sample --import FILLED.csv|EXPORT.json|EXPORT.csv|EXPORT.tsv --out HUMAN.csv`
-checks the grades against the sample's manifest and writes `HUMAN.csv` with `HUMAN.manifest.json`
-beside it, which `relgrade calibrate` uses to weight the grades back to the whole set of judgments.
-Label Studio exports are read in its JSON, JSON-MIN, CSV and TSV formats, the same way: a pair
-graded by two people needs `--annotator` (one person's grades; import each person on their own),
-one person's latest annotation of a pair counts, and the import says how many sampled pairs came
-back graded, skipped (JSON only) and missing.
+Draw: `--judgments J (--n N | --fraction F) --strategy S --out SAMPLE.csv` writes the blind CSV,
+`SAMPLE.manifest.json` beside it and, with `--labelstudio`, Label Studio tasks.
+Import: `--import FILLED.csv|EXPORT.json|.csv|.tsv --out HUMAN.csv` checks the grades against the
+manifest and writes them with the manifest beside, for `calibrate`'s weights.
 """
 
 from __future__ import annotations
@@ -83,6 +75,13 @@ def register(sub: Any) -> None:
         help="uncertainty: added to every pair's uncertainty so each can be drawn (default 0.05)",
     )
     _add_active_flags(parser)
+    _add_text_flags(parser)
+    _add_import_flags(parser)
+    parser.add_argument("--out", required=True, help="SAMPLE.csv to write (import: HUMAN.csv)")
+    parser.set_defaults(func=run)
+
+
+def _add_text_flags(parser: Any) -> None:
     parser.add_argument(
         "--exclude",
         action="append",
@@ -101,6 +100,9 @@ def register(sub: Any) -> None:
         help="prompt the pairs were graded with: documents are cut to its budget as the LLM saw "
         "them, and its scale goes into the Label Studio config (default: each judgment's)",
     )
+
+
+def _add_import_flags(parser: Any) -> None:
     parser.add_argument(
         "--import",
         dest="import_file",
@@ -121,8 +123,6 @@ def register(sub: Any) -> None:
         "Label Studio 1.2x exports completed_by as one) or the email (when the export holds it). "
         "Needed when two people graded the same pair",
     )
-    parser.add_argument("--out", required=True, help="SAMPLE.csv to write (import: HUMAN.csv)")
-    parser.set_defaults(func=run)
 
 
 def _add_active_flags(parser: Any) -> None:

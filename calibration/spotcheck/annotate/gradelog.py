@@ -1,9 +1,5 @@
-"""The grades one person gave a sample: an append-only JSONL file beside it, one line per grade.
-
-`SAMPLE.<annotator>.grades.jsonl` gets one line per click, written and fsynced before the page is
-told it is saved, so a crash loses nothing. Reading takes the latest grade per pair, so changing
-one's mind is just another line. Each annotator has their own file, which lets calibration
-compare two people on the same sample.
+"""The grades one person gave a sample: `SAMPLE.<annotator>.grades.jsonl`, one fsynced line per
+grade, so a crash loses nothing; the latest grade of a pair counts.
 """
 
 from __future__ import annotations
@@ -40,12 +36,8 @@ def grade_log_path(sample: str | Path, annotator: str) -> Path:
 
 
 class GradeLog:
-    """Append-only grade log of one annotator for one sample; thread-safe appends.
-
-    The latest grade per pair is kept in memory: the file is read once, then only the bytes
-    appended since (by this object or another process), so an append costs the same at 0 and at
-    100,000 grades. `bytes_read` counts the bytes taken from the file so far.
-    """
+    """Append-only grade log of one annotator for one sample; thread-safe appends. Only the bytes
+    appended since the last read are read, so an append costs the same at 0 and 100,000 grades."""
 
     def __init__(self, path: str | Path, annotator: str) -> None:
         self.path = Path(path)
@@ -114,12 +106,8 @@ class GradeLog:
             self._end = at
 
     def _catch_up(self) -> bytes:
-        """Index the whole lines appended since the last call; returns the unterminated tail.
-
-        The first call reads the whole file; a file replaced or cut shorter is read again. A
-        corrupt whole line raises, unless it is the file's last line (a crash mid-write), which
-        is left unindexed and returned as the tail.
-        """
+        """Index the whole lines appended since the last call; returns the unterminated tail. A
+        corrupt line raises unless it is the last (a crash mid-write): that one is the tail."""
         try:
             st = os.stat(self.path)
         except FileNotFoundError:

@@ -1,12 +1,5 @@
-"""The figures the grading page shows after each grade: may people stop yet?
-
-`LiveStopping` holds the sample's draw order (from its manifest) and the LLM grades of the
-population it was drawn from; given this annotator's grades it returns the relevant share's
-estimate, its anytime-valid 95% confidence sequence, whether the half-width reached the target
-(`relgrade annotate --target`, default 0.05) and how many more grades that likely takes. The
-numbers come from `calibration.spotcheck.stopping`, the same function `relgrade calibrate` uses,
-so they equal calibrate's on the same grades (people grade 0..3 here; calibrate reads a sample
-holding only 0 and 1 as a binary scale unless told `--human-scale 0-3`).
+"""The figures the grading page shows after each grade: may people stop yet? They come from
+`calibration.spotcheck.stopping`, as `relgrade calibrate`'s do, so both agree on the same grades.
 """
 
 from __future__ import annotations

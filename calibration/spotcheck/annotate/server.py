@@ -1,24 +1,9 @@
 """The local grading page: a stdlib HTTP server (in a thread) serving one page and a JSON API.
 
-The standard library's ThreadingHTTPServer is enough for one person on 127.0.0.1 and adds no
-runtime dependency. Routes:
-
-- `GET /` the page, `GET /static/<file>` its script and style (no external URL, no CDN);
-- `GET /api/state` items (ids, query, document, title, path), this annotator's grades so far,
-  the scale and, for a uniform or active sample with its LLM grades, the live stopping figures
-  (`live`: estimate, confidence sequence, may people stop, how many more; `annotate.live`);
-- `POST /api/grade` `{"query_id", "doc_id", "grade"}`: appended to the grade log (fsynced)
-  before the reply, so a saved grade is on disk; the reply holds the new `live` figures.
-
-A careless or hostile client gets an answer and never holds a thread forever: a malformed
-request (Content-Length missing, not a number, negative or over 4 KB, chunked, a body that is not
-a JSON object or nests too deep) is answered 400 or 413 and the connection closed; every socket
-read and write has a timeout (`timeout`, 10 s), so a client that sends less than it announced, or
-nothing, is dropped, and a connection lasts at most `deadline` (60 s) however slowly it trickles.
-At most `max_connections` (32) connections are handled at once, a thread each; one more is
-answered `503 Service Unavailable` with `Retry-After: 1` at once and closed (the page says
-"NOT saved" and the grade can be given again), so idle connections cannot pile up threads. A
-browser opens about 6 connections per host, so one annotator never meets the limit.
+`GET /`, `GET /static/<file>`, `GET /api/state`, and `POST /api/grade` (fsynced to the grade log
+before the reply). A hostile client gets 400/413 and a closed connection, every socket operation
+a timeout, each connection a deadline, and past `max_connections` a 503, so it cannot hold
+threads.
 """
 
 from __future__ import annotations
