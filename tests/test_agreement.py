@@ -21,8 +21,9 @@ from calibration.stats.agreement import (
     scalar_figures,
 )
 from calibration.stats.bootstrap import agreement_intervals
+from tests.helpers.fill_data import DATA as SHARED_DL2019
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"
+DATA = SHARED_DL2019
 SK_WEIGHTS = {"none": None, "linear": "linear", "quadratic": "quadratic"}
 
 

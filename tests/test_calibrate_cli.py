@@ -18,9 +18,10 @@ from tests.helpers.calibrate_files import (
     write_grades_csv,
     write_qrels_rows,
 )
+from tests.helpers.fill_data import DATA as SHARED_DL2019
 from tests.helpers.params import quick_first
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"
+DATA = SHARED_DL2019
 REQUIRED = {
     "n",
     "exact_agreement",

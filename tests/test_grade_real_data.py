@@ -11,8 +11,9 @@ import pytest
 from grader.cli.main import main
 from grader.io.judgments import read_judgments
 from grader.io.trec import read_qrels
+from tests.helpers.fill_data import DATA as SHARED_DL2019
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"
+DATA = SHARED_DL2019
 pytestmark = [
     pytest.mark.skipif(not DATA.exists(), reason="TREC DL 2019 data absent"),
     pytest.mark.slow,

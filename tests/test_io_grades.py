@@ -13,6 +13,7 @@ from grader.errors import InputError
 from grader.io.grades import read_human_grades, read_llm_grades
 from grader.io.judgments import write_judgments
 from grader.models import Judgment, JudgmentError
+from tests.helpers.fill_data import DATA as SHARED_DL2019
 
 
 def write(path: Path, text: str) -> Path:
@@ -231,7 +232,7 @@ def test_llm_grades_bad_line_and_empty(tmp_path: Path) -> None:
         read_llm_grades(write(tmp_path / "e.jsonl", "\n"))
 
 
-DL2019 = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"
+DL2019 = SHARED_DL2019
 
 
 @pytest.mark.skipif(not DL2019.is_dir(), reason="TREC DL 2019 data not present")

@@ -12,6 +12,7 @@ from grader.errors import InputError
 from grader.io.docs import read_docs
 from grader.io.queries import read_queries
 from grader.models import Doc
+from tests.helpers.fill_data import DATA as SHARED_DL2019
 
 
 def write(path: Path, text: str) -> Path:
@@ -183,7 +184,7 @@ def test_docs_gz_empty_and_non_utf8(tmp_path: Path) -> None:
         read_docs(bad)
 
 
-DL2019 = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"
+DL2019 = SHARED_DL2019
 
 
 @pytest.mark.skipif(not DL2019.is_dir(), reason="TREC DL 2019 data not present")

@@ -25,8 +25,9 @@ from scipy import stats
 from calibration.stats.ppi import ppi_mean
 from calibration.stats.student_t import t_quantile
 from grader.cli.main import main
+from tests.helpers.fill_data import DATA as SHARED_DL2019
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"
+DATA = SHARED_DL2019
 LABELS = "dl2019_test_4prompts_llama70b"
 
 

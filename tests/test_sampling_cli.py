@@ -12,6 +12,7 @@ import pytest
 from calibration.spotcheck.manifest import read_manifest
 from grader.cli.main import main
 from grader.io.judgments import read_judgments, write_judgments
+from tests.helpers.fill_data import DATA as SHARED_DL2019
 from tests.helpers.sampling import make_judgment, population
 
 
@@ -268,7 +269,7 @@ def test_query_balanced_on_the_command_line(
     assert "q0: 3 drawn of 19" in capsys.readouterr().out
 
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"
+DATA = SHARED_DL2019
 
 
 @pytest.mark.slow

@@ -23,6 +23,7 @@ from calibration.spotcheck.manifest import (
 from calibration.spotcheck.sampling import draw_sample
 from calibration.stats.agreement import agreement
 from grader.models import Judgment
+from tests.helpers.fill_data import DATA as SHARED_DL2019
 from tests.helpers.sampling import make_judgment
 
 SHARES = {0: 0.70, 1: 0.15, 2: 0.10, 3: 0.05}
@@ -95,7 +96,7 @@ def test_weighted_agreement_matches_the_population_and_unweighted_does_not(
     assert abs(ht_total - true_total) / true_total < 0.05
 
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"
+DATA = SHARED_DL2019
 
 
 @pytest.mark.slow
