@@ -234,7 +234,7 @@ def run(args: argparse.Namespace) -> int:
         _check_files_given(args)
     check_measures(args.measures)  # a bad name fails before any file is read
     options = baseline.options(args)
-    from grader.cli.path_clash import one_stdin
+    from grader.job.path_clash import one_stdin
 
     one_stdin(
         [

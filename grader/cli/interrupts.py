@@ -31,7 +31,7 @@ def report_interrupted(report: GradingReport, done: int, total: int, *, quiet: b
     """Print what an interrupted live run stored (its summary line too, unless `quiet`) and how
     to resume it; the exit code (130)."""
     if not quiet:
-        from grader.cli.grade_summary import summary_line
+        from grader.job.summary import summary_line
 
         print(summary_line(report), file=sys.stderr)
     print(interrupted_text(done, total), file=sys.stderr)

@@ -10,10 +10,10 @@ import sys
 from typing import Any
 
 from grader.cli.batch_endpoint import batch_command
-from grader.cli.failed_pairs import failure_causes_text
-from grader.cli.settings import Settings
 from grader.cost import usd_or_unknown
 from grader.grading import run as grading_run
+from grader.job.endpoint import Settings
+from grader.job.failures_text import failure_causes_text
 from grader.redact import redact_url
 from grader.regrade.diff import RegradeDiff
 from grader.regrade.run import RegradeOutcome

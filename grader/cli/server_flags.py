@@ -5,10 +5,9 @@ mode to start in, the context the server has (when its `/v1/models` does not say
 from __future__ import annotations
 
 import argparse
-import sys
 
-from grader.judges.llm.types import ModeSwitch
-from grader.prompts import OUTPUT_MODES, PromptSpec, load_prompt
+from grader import defaults
+from grader.prompts import OUTPUT_MODES
 
 OUTPUT_MODE_HELP = (
     "the output mode to start in (json_schema): a server that refuses it moves the run, once, "
@@ -21,7 +20,7 @@ OUTPUT_MODE_HELP = (
 def add_server_flags(p: argparse.ArgumentParser) -> None:
     """--output-mode MODE and --max-context TOKENS."""
     p.add_argument(
-        "--output-mode", choices=OUTPUT_MODES, default="json_schema", help=OUTPUT_MODE_HELP
+        "--output-mode", choices=OUTPUT_MODES, default=defaults.OUTPUT_MODE, help=OUTPUT_MODE_HELP
     )
     p.add_argument(
         "--max-context",
@@ -40,32 +39,5 @@ NO_LOGPROBS_HELP = (
 
 
 def add_logprobs_flag(p: argparse.ArgumentParser) -> None:
-    """--no-logprobs."""
-    p.add_argument("--no-logprobs", action="store_true", help=NO_LOGPROBS_HELP)
-
-
-def run_prompt(args: argparse.Namespace, name: str) -> PromptSpec:
-    """The prompt `name` as this run asks it: without logprobs under --no-logprobs."""
-    spec = load_prompt(name)
-    return spec.without_logprobs() if getattr(args, "no_logprobs", False) else spec
-
-
-def switch_text(switch: ModeSwitch) -> str:
-    """What to say, once, when the run moved to another output mode or parameter, and why."""
-    said = " ".join(switch.reason.split())
-    if len(said) > 240:
-        said = said[:237] + "..."
-    return (
-        f"output mode {switch.from_mode} -> {switch.to_mode}: this run now uses "
-        f"{switch.to_mode} (each call's mode is in the store's call log), because: {said}"
-    )
-
-
-def print_switch(switch: ModeSwitch) -> None:
-    """Tell, once, that the run moved to another output mode or parameter, and why."""
-    print(switch_text(switch), file=sys.stderr)
-
-
-def print_notice(text: str) -> None:
-    """A warning about the server (a model it does not list)."""
-    print(f"warning: {text}", file=sys.stderr)
+    """--no-logprobs (option `logprobs`)."""
+    p.add_argument("--no-logprobs", dest="logprobs", action="store_false", help=NO_LOGPROBS_HELP)
