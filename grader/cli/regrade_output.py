@@ -12,31 +12,21 @@ from typing import Any
 from grader.cli.batch_endpoint import batch_command
 from grader.cost import usd_or_unknown
 from grader.grading import run as grading_run
+from grader.grading.report import GradingReport
 from grader.job.endpoint import Settings
 from grader.job.failures_text import failure_causes_text
+from grader.job.judgments_and_qrels import write_judgments_and_qrels
 from grader.redact import redact_url
 from grader.regrade.diff import RegradeDiff
 from grader.regrade.run import RegradeOutcome
 
 
 def write_outputs(args: argparse.Namespace, outcome: RegradeOutcome) -> None:
-    """Write --out (the new judgments) and --qrels-out (their ok grades) of a regrade."""
-    from grader.io.output_set import OutputSet
-
+    """--out (the new judgments) and --qrels-out (their ok grades) of a regrade, by grade's
+    writer."""
     new = [p.new for p in outcome.pairs if p.new is not None]
-    outputs = OutputSet([p for p in (args.out, args.qrels_out) if p])
-    outputs.begin()  # a kill between the two files is told to the next run
-    if args.out:
-        from grader.io.judgments import write_judgments
-
-        write_judgments(args.out, new)
-        outputs.done(args.out)
-    if args.qrels_out:
-        from grader.io.judgments import qrels_frame
-        from grader.io.trec import write_qrels
-
-        write_qrels(args.qrels_out, qrels_frame(new))
-    outputs.finish()
+    blocks = GradingReport(judgments=new).blocks()
+    write_judgments_and_qrels(blocks, args.out, args.qrels_out)
 
 
 OUTPUTS_PENDING = (
