@@ -26,8 +26,7 @@ from grader.cli.batch_common import JudgeFactory
 from grader.cli.batch_exports import left_out_text, pending_warning
 from grader.cli.flags import add_runs, add_store
 from grader.cli.judge_options import add_judge_options
-from grader.cli.server_flags import add_server_flags
-from grader.cli.settings import add_api_key_env, add_llm_options
+from grader.cli.settings import add_api_key_env, add_llm_options, add_server_flags
 from grader.cli.store_busy import print_store_busy
 from grader.errors import InputError
 from grader.job.endpoint import Settings

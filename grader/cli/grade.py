@@ -11,14 +11,12 @@ import sys
 from typing import Any
 
 from grader import defaults
-from grader.cli import grade_holes
 from grader.cli.commands import COMMANDS
 from grader.cli.flags import add_runs, add_store
 from grader.cli.interrupts import resume_hint
 from grader.cli.judge_options import add_judge_options
 from grader.cli.prompt_check import add_allow_changed_prompt
-from grader.cli.server_flags import add_logprobs_flag
-from grader.cli.settings import add_llm_options
+from grader.cli.settings import add_llm_options, add_logprobs_flag
 from grader.cli.store_busy import print_store_busy
 from grader.display.progress import GradingProgress
 from grader.errors import BudgetError
@@ -140,8 +138,38 @@ def register(sub: Any) -> None:
     p.add_argument("--verify-low", action="store_true", help="regrade 0-1 grades a second time")
     p.add_argument("--verify-prompt", metavar="NAME", help="prompt of the verifier")
     p.add_argument("--verify-model", metavar="M", help="model of the verifier")
-    grade_holes.add_flags(p)
+    _add_people_flags(p)
     p.set_defaults(func=run)
+
+
+def _add_people_flags(p: argparse.ArgumentParser) -> None:
+    """The flags of grading on top of people's labels (`grader.job.people`)."""
+    p.add_argument(
+        "--merged-out",
+        metavar="MERGED.qrels",
+        help="with one --skip-judged: write people's grades (as written, any integer) and the "
+        "LLM's on the holes, as TREC qrels; failed judgments stay holes",
+    )
+    p.add_argument(
+        "--llm-scale",
+        metavar="MAP",
+        help="how --merged-out writes LLM grades, e.g. 0:0,1:1,2:4,3:7 for a 0..7 human scale "
+        "(default identity 0:0,1:1,2:2,3:3)",
+    )
+    p.add_argument(
+        "--also-judged",
+        type=int,
+        metavar="N",
+        help="also grade N pairs people judged (drawn at random, seeded by --seed) so that "
+        "calibrate measures agreement on this collection; the draw's manifest is written "
+        "beside --out / --qrels-out",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of --also-judged's draw (0)")
+    p.add_argument(
+        "--stratify",
+        action="store_true",
+        help="--also-judged draws the same expected count from each human grade",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

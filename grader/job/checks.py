@@ -11,6 +11,7 @@ from grader.job import people
 from grader.job.judges import check_judge_args
 from grader.job.options import GradeOptions
 from grader.job.path_clash import refuse_clashes
+from grader.prompts import OUTPUT_MODES
 from grader.spelling import option
 
 
@@ -23,6 +24,8 @@ def check_options(o: GradeOptions, also_judged: people.AlsoJudged) -> None:
     if o.max_cost is not None and o.max_cost < 0:
         raise InputError(f"{option('--max-cost', 'max_cost')} must not be negative")
     check_judge_args(o)
+    if o.output_mode not in OUTPUT_MODES:
+        raise InputError(f"{option('--output-mode', 'output_mode')}: no mode {o.output_mode!r}")
     if (o.verify_prompt or o.verify_model) and not o.verify_low:
         raise InputError("--verify-prompt/--verify-model need --verify-low")
     _refuse_clashes(o, also_judged)
@@ -31,23 +34,17 @@ def check_options(o: GradeOptions, also_judged: people.AlsoJudged) -> None:
 
 def _check_folders(o: GradeOptions) -> None:
     """Fail before grading (and paying) when an output or the store could not be written."""
-    paths = [("--out", "out", o.out), ("--qrels-out", "qrels_out", o.qrels_out)]
-    paths.append(("--merged-out", "merged_out", o.merged_out))
-    if not o.dry_run:  # a dry run never creates a store
-        paths.append(("--store", "store", o.store))
-    for flag, keyword, value in paths:
-        if value is None:
+    names = ["out", "qrels_out", "merged_out"] + ([] if o.dry_run else ["store"])
+    for name in names:  # a dry run never creates a store
+        if (value := getattr(o, name)) is None:
             continue
-        path = Path(value)
-        folder = path.parent if str(path.parent) else Path(".")
-        if not folder.is_dir():
+        path, said = Path(value), option("--" + name.replace("_", "-"), name)
+        if not (path.parent if str(path.parent) else Path(".")).is_dir():
             raise InputError(
-                f"{option(flag, keyword)}: the folder does not exist",
-                path=path,
-                hint="create it first",
+                f"{said}: the folder does not exist", path=path, hint="create it first"
             )
         if path.is_dir():
-            raise InputError(f"{option(flag, keyword)}: is a folder, not a file", path=path)
+            raise InputError(f"{said}: is a folder, not a file", path=path)
 
 
 def _refuse_clashes(o: GradeOptions, also_judged: people.AlsoJudged) -> None:

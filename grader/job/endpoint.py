@@ -1,18 +1,7 @@
-"""What `grade`, `regrade` and `batch` resolve once from their flags and the environment: the
-endpoint, the API key, the default model, the price table and the rate limiters; and the LLM
-judges and Batch API client built from them.
-
-The environment part is one typed model (`Environment`, pydantic-settings): `OPENAI_API_KEY`,
-`OPENAI_BASE_URL`, `RELGRADE_MODEL`, `RELGRADE_PRICES`, read and checked in one place (the key as
-a `SecretStr`, so it never shows in a repr). Which key goes to which server is the library's one
-rule (`grader.judges.llm.endpoint`): the CLI accepts exactly what the library accepts.
-`OPENAI_API_KEY` goes to any server but a loopback one (localhost, 127.0.0.0/8, ::1), which gets
-no key unless `--api-key-env NAME` asks for the key in the variable NAME (sent to any server).
-
-Rate limiters are shared per model and base URL: a server's limits (and its 429 pauses) apply
-to a model, so every judge of one model on one server — ensemble members, a verifier, the live
-judge of a regrade and the judges rebuilt for its batch jobs — waits on the same limiter.
-"""
+"""The endpoint a command sends to, resolved once from its options and the environment
+(`Environment`: OPENAI_API_KEY, OPENAI_BASE_URL, RELGRADE_MODEL, RELGRADE_PRICES): base URLs, key,
+default model, prices, and one rate limiter per model and server that every judge of the run
+shares. Which key goes to which server is `grader.judges.llm.endpoint`'s rule."""
 
 from __future__ import annotations
 
@@ -117,8 +106,7 @@ class Settings:
     max_context: int | None = None
     """--max-context: the server's context in tokens (None: ask its /v1/models)."""
     notice: Callable[[str], None] | None = field(default=None, repr=False)
-    """Where the judges' notices about the server go (None: a RelgradeWarning); the command
-    says them on stderr."""
+    """Where the judges' notices about the server go (None: a RelgradeWarning)."""
     _keys: dict[str | None, str] = field(default_factory=dict, repr=False)
     _prices: PriceTable | None = field(default=None, repr=False)
     _limiters: dict[tuple[str, str | None], RateLimiter] = field(default_factory=dict, repr=False)
@@ -248,7 +236,7 @@ class Settings:
             on_call=on_call,
             dead_after=dead_after_for(self.concurrency),
             unreachable_after=unreachable_after_for(self.concurrency),
-            output_mode=self.output_mode,  # type: ignore[arg-type]  # argparse checked it
+            output_mode=self.output_mode,  # type: ignore[arg-type]  # checked with the options
             on_switch=lambda switch: self.tell(switch_text(switch)),
             max_context=self.max_context,
             probe_server=self.sending,

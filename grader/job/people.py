@@ -1,10 +1,6 @@
 """Grading on top of people's labels (one `skip_judged` qrels): the holes report, `merged_out`,
-`llm_scale`, `also_judged` (with its manifest) and the `source` of each `--out` line.
-
-The rules are `grader.grading.holes`'s; the also-judged draw and its manifest are calibration's,
-given by the caller (`AlsoJudged`: grader never imports calibration; `grader.cli.grade` and
-`relgrade.grade` tie the two).
-"""
+`llm_scale`, `also_judged` and the `source` of each `--out` line (`grader.grading.holes`'s
+rules). The also-judged draw is calibration's, given by the caller (`AlsoJudged`)."""
 
 from __future__ import annotations
 

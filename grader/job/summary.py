@@ -26,11 +26,8 @@ def _by_judge(label: str, counts: dict[str, int]) -> str:
 
 
 def summary_line(report: GradingReport) -> str:
-    """The one-line summary: graded, cached, failed (pairs), tokens, cost, and how many judge
-    answers (not pairs) another process paid for while this run waited on them. With several
-    judges (an ensemble, --verify-low) each pair count is followed by the answers per judge:
-    those asked this run after "graded", those reused from the store after "cached". With
-    several servers, the replies each one gave ("answers: URL 12, URL 11")."""
+    """The one-line summary: graded, cached, failed (pairs), tokens, cost, the answers per judge
+    (several judges), per server (several servers), and those another process paid for."""
     judges = sorted({*report.stored_by_judge, *report.asked_by_judge})
     asked = stored = ""
     if len(judges) > 1:

@@ -36,10 +36,9 @@ def save_unsaved(
     store_id: str,
     say: Callable[[str], None],
 ) -> None:
-    """Paid answers that neither the store nor any journal took (every disk tried is full):
-    written to `out` as judgments JSONL when it can be, each line with the store's id, its
-    content key and its store row (`journal_row`), so the next run on that store reads them
-    back (`read_back_unsaved`) instead of paying again; told to `say` either way."""
+    """Paid answers that no store or journal took (every disk full), to `out` as judgments
+    JSONL with the store's id and each store row (`journal_row`), so that the next run on that
+    store reads them back (`read_back_unsaved`) instead of paying again."""
     if not judgments:
         return
     if out:
