@@ -13,7 +13,6 @@ from grader.grading.api_frames import judgments_table, pairs_from_table, queries
 from grader.grading.events import StopButton
 from grader.grading.pairs import PairSelection
 from grader.io.python_inputs import grades_table, is_path, run_inputs, run_table
-from grader.job.failures_text import failure_causes_text
 from grader.job.grade import GradeJob, GradeResult, Outcome, Tell
 from grader.job.options import options_from
 from grader.job.people import AlsoJudged
@@ -61,8 +60,7 @@ class _Call:
             raise KeyboardInterrupt(text)
         if result.outcome is Outcome.BUDGET:
             raise BudgetError(text)
-        causes = [failure_causes_text(report.judgments)] if report.failed else []
-        warn([line for line in [*causes, text] if line], stacklevel=4)
+        warn([line for line in (result.causes_text(), text) if line], stacklevel=4)
         frame = judgments_table(report)
         frame.attrs["summary"] = summary_line(report)
         frame.attrs["notes"] = [*self.notes, *filter(None, [result.holes_text()])]

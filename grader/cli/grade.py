@@ -190,8 +190,9 @@ def run(args: argparse.Namespace) -> int:
         if args.verbose:
             sys.stdout.writelines(f"{q}\t{d}\t{judge}\n" for q, d, judge in report.to_send)
         return 0
-    for line in [summary_line(report), *result.notes()]:
-        print(line, file=sys.stderr)
+    for line in (summary_line(report), result.holes_text(), result.causes_text()):
+        if line:
+            print(line, file=sys.stderr)
     text = result.outcome_text(f"rerun the same command: {resume_hint()}")
     if result.outcome is Outcome.BUDGET:
         raise BudgetError(text)

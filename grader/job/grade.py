@@ -17,7 +17,6 @@ from grader.grading.pairs import PairSelection
 from grader.grading.pipeline import GradingReport, StoreWriter, grade_pairs
 from grader.job import people
 from grader.job.checks import check_options
-from grader.job.failures_text import failed_pairs_text, failure_causes_text
 from grader.job.judges import GradeJudges, prompt_notes
 from grader.job.judgments_and_qrels import clean_outputs, write_judgments_and_qrels
 from grader.job.options import GradeOptions
@@ -65,16 +64,17 @@ class GradeResult:
     plan: people.Plan | None
     verify: bool
 
-    def holes_text(self) -> str | None:
-        """The holes report, on top of people's labels."""
-        return people.summary(self.plan, self.report) if self.plan is not None else None
+    def holes_text(self) -> str:
+        """The holes report, on top of people's labels ("" without)."""
+        return people.summary(self.plan, self.report) if self.plan is not None else ""
 
-    def notes(self) -> list[str]:
-        """What follows the summary line: the holes report, the causes of the failures."""
-        lines = list(filter(None, [self.holes_text()]))
-        if self.report.failed:
-            lines.append(failure_causes_text(self.report.judgments))
-        return lines
+    def causes_text(self) -> str:
+        """The causes of the failures ("" when none failed)."""
+        if not self.report.failed:
+            return ""
+        from grader.job.failures_text import failure_causes_text  # loads the openai SDK
+
+        return failure_causes_text(self.report.judgments)
 
     def estimate_text(self) -> str:
         """A dry run's estimate, with the holes it would fill."""
@@ -100,10 +100,14 @@ class GradeResult:
             flag = option("--max-cost", "max_cost")
             return (
                 f"stopped before exceeding {flag} ${o.max_cost:g}: spent ${r.cost:.4f}, {done},"
-                f" {r.pending} left; outputs not written. To finish, {resume} with a higher"
-                f" {flag} (stored answers cost nothing)"
+                f" {r.pending} left; outputs not written. {option('Rerun', 'Call')} again with a"
+                f" higher {flag} to finish (stored answers cost nothing)"
             )
-        return failed_pairs_text(r.judgments) if self.outcome is Outcome.FAILED else ""
+        if self.outcome is not Outcome.FAILED:
+            return ""
+        from grader.job.failures_text import failed_pairs_text
+
+        return failed_pairs_text(r.judgments)
 
 
 def outcome_of(report: GradingReport) -> Outcome:
