@@ -88,7 +88,7 @@ class GradeResult:
         r, o = self.report, self.options
         done = f"{r.done()} of {r.pairs} pairs done and stored"
         if self.outcome is Outcome.INTERRUPTED:
-            return f"interrupted: {done}; to resume, {resume}"
+            return interrupted_text(r.done(), r.pairs, resume)
         if self.outcome is Outcome.HELD_ELSEWHERE:
             return (
                 f"{r.held_elsewhere} pairs are being graded by another process sharing the"
@@ -108,6 +108,11 @@ class GradeResult:
         from grader.job.failures_text import failed_pairs_text
 
         return failed_pairs_text(r.judgments)
+
+
+def interrupted_text(done: int, total: int, resume: str) -> str:
+    """What an interrupted run tells: the pairs done and stored, and how to resume."""
+    return f"interrupted: {done} of {total} pairs done and stored; to resume, {resume}"
 
 
 def outcome_of(report: GradingReport) -> Outcome:
