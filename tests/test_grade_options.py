@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -85,3 +87,48 @@ def test_logprobs_off_and_out_work_from_the_api(fake_server: FakeServer, tmp_pat
     )
     qrels = (tmp_path / "q.qrels").read_text().splitlines()
     assert qrels == [f"{j.query_id} 0 {j.doc_id} {j.grade}" for j in written]
+
+
+def test_the_api_grades_on_top_of_people_as_the_command(tmp_path: Path) -> None:
+    """One job: the same options through the command and the API write the same files."""
+    from grader.cli.main import main
+    from tests.test_holes import HUMAN
+
+    files = write_grade_files(tmp_path, n_queries=4, depth=6)
+    human = tmp_path / "human.qrels"
+    human.write_text(HUMAN)
+    written: dict[str, list[str]] = {}
+    for how in ("cli", "api"):
+        folder = tmp_path / how
+        folder.mkdir()
+        options: dict[str, Any] = {
+            "judge": "lexical",
+            "store": str(folder / "s.db"),
+            "skip_judged": str(human),
+            "out": str(folder / "j.jsonl"),
+            "merged_out": str(folder / "merged.qrels"),
+            "also_judged": 4,
+            "seed": 3,
+        }
+        if how == "cli":
+            flags = [f"--{k.replace('_', '-')}={v}" for k, v in options.items()]
+            assert main([*files.args(*flags), "--quiet"]) == 0
+        else:
+            frame = rg.grade(
+                runs=files.run, queries=files.queries, docs=files.docs, progress=False, **options
+            )
+            assert any("holes 12" in note for note in frame.attrs["notes"])
+        names = ("j.jsonl", "merged.qrels", "j.manifest.json")
+        written[how] = [(folder / name).read_text().replace(str(folder), "") for name in names]
+    cli, api = written["cli"], written["api"]
+    assert cli[1] == api[1] and cli[1]  # --merged-out
+    strip = [_without_times(text) for text in (cli[0], api[0])]
+    assert strip[0] == strip[1]  # --out, with `source` per line
+    assert json.loads(cli[2])["pairs"] == json.loads(api[2])["pairs"]  # the also-judged draw
+
+
+def _without_times(jsonl: str) -> list[dict[str, object]]:
+    lines = [json.loads(line) for line in jsonl.splitlines()]
+    return [
+        {k: v for k, v in line.items() if k not in ("created_at", "latency_ms")} for line in lines
+    ]
