@@ -30,17 +30,18 @@ from grader.store.store import Store
 
 
 class Outcome(enum.Enum):
-    """How a grade run ended, each with its exit status."""
+    """How a grade run ended."""
 
-    DONE = 0
-    FAILED = 1
+    DONE = "done"
+    FAILED = "failed"
     HELD_ELSEWHERE = "held elsewhere"
-    BUDGET = 3
-    INTERRUPTED = 130
+    BUDGET = "budget"
+    INTERRUPTED = "interrupted"
 
     @property
     def exit_code(self) -> int:
-        return 1 if self is Outcome.HELD_ELSEWHERE else int(self.value)
+        """The command's exit status."""
+        return {"done": 0, "budget": 3, "interrupted": 130}.get(self.value, 1)
 
 
 @dataclass
