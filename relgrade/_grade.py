@@ -40,13 +40,12 @@ class _Call:
             selection = (PairSelection(pairs=chosen, candidates=len(chosen)), texts)
         elif given["runs"] is None:
             raise InputError("give pairs= (ids and texts) or runs= with queries= and docs=")
-        options = options_from(_options(given))
-        self.job = GradeJob(options, _also_judged(), self.notes.append, selection)
         self.tell = Tell(
             say=self.notes.append,
             notice=self.notices.append,
             busy=lambda event: self.notices.append(busy_text(event)),
         )
+        self.job = GradeJob(options_from(_options(given)), _also_judged(), self.tell, selection)
 
     def frame(self, result: GradeResult, pressed: bool) -> pd.DataFrame:
         """The frame of a finished job; what the command says on stderr as warnings, and its
@@ -160,7 +159,7 @@ def grade(
     from grader.grading.blocking import run_blocking
 
     def graded(stop: StopButton) -> Any:
-        return call.job.run(call.tell, stop=stop)
+        return call.job.run(stop=stop)
 
     with progress_for_api(progress) as call.tell.progress:
         result, pressed = run_blocking(graded)
@@ -196,5 +195,5 @@ async def agrade(
     from grader.display.progress_line import progress_for_api
 
     with progress_for_api(progress) as call.tell.progress:
-        result = await call.job.run(call.tell)
+        result = await call.job.run()
     return call.frame(result, False)

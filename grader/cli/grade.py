@@ -179,12 +179,12 @@ def _add_people_flags(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     given = {k: v for k, v in vars(args).items() if k not in PARSER_KEYS}
-    job = GradeJob(options_from(given), also_judged_tools(), say_on_stderr)
     tell = Tell(say=say_on_stderr, notice=say_on_stderr, busy=print_store_busy)
+    job = GradeJob(options_from(given), also_judged_tools(), tell)
     results: list[GradeResult] = []
 
     async def grading() -> GradingReport:
-        results.append(await job.run(tell, handle_sigint=True, freeze_gc=True))
+        results.append(await job.run(handle_sigint=True, freeze_gc=True))
         return results[0].report
 
     with GradingProgress(enabled=False if args.quiet else None) as tell.progress:

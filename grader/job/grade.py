@@ -134,26 +134,26 @@ class GradeJob:
         self,
         options: GradeOptions,
         also_judged: people.AlsoJudged,
-        say: Callable[[str], None],
+        tell: Tell,
         selection: tuple[PairSelection, dict[str, Any]] | None = None,
     ):
         """`selection`: pairs the caller chose with their documents (else the runs')."""
         check_options(options, also_judged)
-        self.options = options
+        self.options, self.tell = options, tell
         if not options.dry_run:
             o = options
             paths = [o.out, o.qrels_out, o.merged_out, *people.manifest_paths(o, also_judged)]
             for line in clean_outputs(paths):
-                say(line)
+                tell.say(line)
         self.plan = people.plan(options, also_judged) if selection is None else None
         if selection is None:
-            selection = select_pairs(options, self.plan, say)
+            selection = select_pairs(options, self.plan, tell.say)
         self.selection, self.docs = selection
 
-    async def run(self, tell: Tell, **pipeline: Any) -> GradeResult:
+    async def run(self, **pipeline: Any) -> GradeResult:
         """Grade the pairs with the store and write the outputs when every pair is done;
         `pipeline` goes to `grade_pairs` (Ctrl-C handling, a stop button)."""
-        o = self.options
+        o, tell = self.options, self.tell
         path = Path(o.store)
         # A dry run never creates a store; it reads one if it exists.
         store = None if o.dry_run and not path.exists() else Store(path, on_busy=tell.busy)
