@@ -11,10 +11,10 @@ from typing import Any
 
 from grader.cli.batch_endpoint import batch_command
 from grader.cost import usd_or_unknown
-from grader.grading import run as grading_run
 from grader.grading.report import GradingReport
 from grader.job.endpoint import Settings
 from grader.job.failures_text import failure_causes_text
+from grader.job.grade import held_text
 from grader.job.judgments_and_qrels import write_judgments_and_qrels
 from grader.redact import redact_url
 from grader.regrade.diff import RegradeDiff
@@ -113,13 +113,8 @@ def print_outcome(args: argparse.Namespace, outcome: RegradeOutcome) -> int:
         return 1 if outcome.diff.failed else 0
     held = _held_elsewhere(outcome)
     if held:
-        print(
-            f"{held} pairs are being graded by another process sharing the store "
-            f"({args.store}) that has not answered them in "
-            f"{grading_run.HOLD_WAIT_S / 60:.0f} minutes; rerun this same command once that"
-            " process is done (or gone)",
-            file=sys.stderr,
-        )
+        again = "rerun this same command once that process is done (or gone)"
+        print(f"{held_text(held, args.store)}; {again}", file=sys.stderr)
     if outcome.diff.pending > held:
         print(
             f"{outcome.diff.pending - held} pairs are waiting in batches; "

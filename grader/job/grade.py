@@ -91,12 +91,8 @@ class GradeResult:
         if self.outcome is Outcome.INTERRUPTED:
             return interrupted_text(r.done(), r.pairs, resume)
         if self.outcome is Outcome.HELD_ELSEWHERE:
-            return (
-                f"{r.held_elsewhere} pairs are being graded by another process sharing the"
-                f" store ({o.store}) that has not answered them in"
-                f" {grading_run.HOLD_WAIT_S / 60:.0f} minutes; {done}; outputs not written."
-                f" Once that process is done (or gone), {resume}"
-            )
+            left = f"{done}; outputs not written. Once that process is done (or gone)"
+            return f"{held_text(r.held_elsewhere, o.store)}; {left}, {resume}"
         if self.outcome is Outcome.BUDGET:
             flag = option("--max-cost", "max_cost")
             return (
@@ -109,6 +105,14 @@ class GradeResult:
         from grader.job.failures_text import failed_pairs_text
 
         return failed_pairs_text(r.judgments)
+
+
+def held_text(held: int, store: str) -> str:
+    """Pairs left to another process sharing the store, which holds them but has not answered."""
+    return (
+        f"{held} pairs are being graded by another process sharing the store ({store}) that"
+        f" has not answered them in {grading_run.HOLD_WAIT_S / 60:.0f} minutes"
+    )
 
 
 def interrupted_text(done: int, total: int, resume: str) -> str:
