@@ -16,3 +16,21 @@ Batch API client's retry policy too."""
 BATCH_TIMEOUT_S = 120.0
 """Seconds for one Batch API call (upload, create, status, download), where no --timeout is
 given."""
+
+DEPTH = 10
+"""Results graded per query of each run (`--depth`)."""
+
+PROMPT = "passage"
+"""The prompt `grade` asks with (`--prompt`)."""
+
+JUDGE = "llm"
+"""The judge that grades (`--judge`)."""
+
+MODEL = "gpt-4o-mini"
+"""The model where neither --model nor $RELGRADE_MODEL names one."""
+
+OUTPUT_MODE = "json_schema"
+"""The output mode a run starts in (`--output-mode`)."""
+
+STORE = "relgrade.db"
+"""Where every command keeps (or looks for) judgments, texts and batch jobs."""

@@ -1,84 +1,104 @@
-"""`relgrade.grade` and `relgrade.agrade`: `relgrade grade` for notebooks and async code."""
+"""`relgrade.grade` and `relgrade.agrade`: the grade job (`grader.job.grade`) for notebooks and
+async code; its keywords are grade's options (`grader.job.options`)."""
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
 import pandas as pd
 
 from grader import defaults
-from grader.cli.grade_job import grade_flags, grade_selection
 from grader.errors import BudgetError, InputError
 from grader.grading.api_frames import judgments_table, pairs_from_table, queries_in_runs
-from grader.grading.events import ProgressCallback, StopButton
-from grader.grading.pairs import PairSelection, pairs_to_grade
-from grader.grading.pipeline import GradingReport
+from grader.grading.events import StopButton
+from grader.grading.pairs import PairSelection
 from grader.io.python_inputs import grades_table, is_path, run_inputs, run_table
-from grader.io.texts import all_docs, docs_of, queries_of
-from grader.judges.registry import judge_kind
-from grader.models import Doc
+from grader.job.grade import GradeJob, GradeResult, Outcome, Tell
+from grader.job.options import options_from
+from grader.job.people import AlsoJudged
+from grader.job.summary import busy_text, summary_line
 from relgrade._evaluate import warn
 
+AGAIN = "call again with the same arguments (stored answers are reused)"
 
-class _Job:
-    """One call's flags, pairs and documents (for the lexical judge's statistics)."""
 
-    def __init__(self, args: argparse.Namespace, selection: PairSelection, docs: dict[str, Doc]):
-        self.args, self.selection, self.docs = args, selection, docs
+class _Call:
+    """One call's job, and what it said: notes (kept) and notices (warned)."""
+
+    def __init__(self, given: dict[str, Any]) -> None:
         self.notes: list[str] = []
         self.notices: list[str] = []
-        """The judges' notices about the server (a mode switch, a model not listed): warned."""
-
-    async def graded(
-        self, progress: ProgressCallback | None, stop: StopButton | None
-    ) -> GradingReport:
-        report, _ = await grade_selection(
-            self.args,
-            self.selection.pairs,
-            self.docs,
-            progress=progress,
+        given = dict(given)
+        pairs, docs = given.pop("pairs"), given["docs"]
+        selection = None
+        if pairs is not None:
+            if given["runs"] is not None:
+                raise InputError("give pairs= or runs=, not both")
+            if not isinstance(pairs, pd.DataFrame):
+                raise InputError("pairs= takes a DataFrame", hint="query_id, doc_id, query, text")
+            chosen, texts = pairs_from_table(pairs, docs)
+            selection = (PairSelection(pairs=chosen, candidates=len(chosen)), texts)
+        elif given["runs"] is None:
+            raise InputError("give pairs= (ids and texts) or runs= with queries= and docs=")
+        self.tell = Tell(
             say=self.notes.append,
             notice=self.notices.append,
-            stop=stop,
+            busy=lambda event: self.notices.append(busy_text(event)),
         )
-        return report
+        self.job = GradeJob(options_from(_options(given)), _also_judged(), self.tell, selection)
+
+    def frame(self, result: GradeResult, pressed: bool) -> pd.DataFrame:
+        """The frame of a finished job; what the command says on stderr as warnings, and its
+        exit codes as exceptions (KeyboardInterrupt for 130, BudgetError for 3)."""
+        report = result.report
+        warn(self.notices, stacklevel=4)
+        if pressed:
+            result.outcome = Outcome.INTERRUPTED
+        text = result.outcome_text(AGAIN)
+        if result.outcome is Outcome.INTERRUPTED:
+            raise KeyboardInterrupt(text)
+        if result.outcome is Outcome.BUDGET:
+            raise BudgetError(text)
+        warn([line for line in (result.causes_text(), text) if line], stacklevel=4)
+        frame = judgments_table(report)
+        frame.attrs["summary"] = summary_line(report)
+        frame.attrs["notes"] = [*self.notes, *filter(None, [result.holes_text()])]
+        frame.attrs["answers_by_server"] = dict(report.answers_by_server)
+        return frame
 
 
-def _job(given: dict[str, Any]) -> _Job:
-    """The job of one call of `grade` or `agrade` from its arguments (their `locals()`: the
-    two take the same ones): grade's flags from the keywords, then the pairs to grade."""
-    given = dict(given)
-    inputs = {k: given.pop(k) for k in ("pairs", "runs", "queries", "docs", "skip_judged")}
-    return _select(**inputs, args=_flags(**given))
-
-
-def _flags(
-    *,
-    model: Any,
-    judge: str,
-    prompt: str | None,
-    base_url: str | list[str] | None,
-    store: Any,
-    concurrency: int,
-    depth: int,
-    progress: bool,
-    options: dict[str, Any],
-) -> argparse.Namespace:
-    models = [] if model is None else [model] if isinstance(model, str) else list(model)
-    given: dict[str, Any] = {
-        "model": models,
-        "judge": judge,
-        "base_url": base_url,
-        "store": str(store),
-        "concurrency": concurrency,
-        "depth": depth,
+def _options(given: dict[str, Any]) -> dict[str, Any]:
+    """grade's options from the keywords: runs, skip_judged and model as lists, progress as
+    quiet, the other keywords by their names."""
+    options = given.pop("options")
+    runs, queries, skip = given.pop("runs"), given.pop("queries"), given.pop("skip_judged")
+    model, prompt, progress = given.pop("model"), given.pop("prompt"), given.pop("progress")
+    if runs is not None and queries is None:
+        queries = queries_in_runs(runs)
+    skips = [] if skip is None else skip if isinstance(skip, list) else [skip]
+    return {
+        **given,
+        "run": _runs(runs) if runs is not None else [],
+        "queries": queries,
+        "skip_judged": [str(s) if is_path(s) else grades_table(s, "skip_judged") for s in skips],
+        "model": [] if model is None else [model] if isinstance(model, str) else list(model),
+        "prompt": defaults.PROMPT if prompt is None else prompt,
+        "store": str(given["store"]),
         "quiet": not progress,
         **options,
     }
-    if prompt is not None:
-        given["prompt"] = prompt
-    return grade_flags(**given)
+
+
+def _also_judged() -> AlsoJudged:
+    """calibration's also-judged draw and manifest, for the grade job (as the command's)."""
+    from calibration.spotcheck import also_judged, manifest
+
+    return AlsoJudged(
+        also_judged.draw_also_judged,
+        also_judged.also_judged_manifest,
+        also_judged.write_also_judged,
+        manifest.manifest_path_for,
+    )
 
 
 def _runs(runs: Any) -> list[Any]:
@@ -94,97 +114,19 @@ def _runs(runs: Any) -> list[Any]:
     return out
 
 
-def _select(
-    pairs: Any, runs: Any, queries: Any, docs: Any, skip_judged: Any, args: argparse.Namespace
-) -> _Job:
-    if pairs is not None:
-        if runs is not None:
-            raise InputError("give pairs= or runs=, not both")
-        if not isinstance(pairs, pd.DataFrame):
-            raise InputError("pairs= takes a DataFrame", hint="query_id, doc_id, query, text")
-        selected, texts = pairs_from_table(pairs, docs)
-        return _Job(args, PairSelection(pairs=selected, candidates=len(selected)), texts)
-    if runs is None:
-        raise InputError("give pairs= (ids and texts) or runs= with queries= and docs=")
-    queries = queries if queries is not None else queries_in_runs(runs)
-    if queries is None or docs is None:
-        raise InputError(
-            "runs= needs queries= and docs=",
-            hint="paths, dicts, DataFrames or an ir_datasets dataset",
-        )
-    lexical = judge_kind(args.judge).needs_all_docs
-    texts = all_docs(docs) if lexical else {}
-    skips = (
-        []
-        if skip_judged is None
-        else skip_judged
-        if isinstance(skip_judged, list)
-        else [skip_judged]
-    )
-    selection = pairs_to_grade(
-        _runs(runs),
-        queries_of(queries),
-        texts if lexical else docs_of(docs),
-        depth=args.depth,
-        skip_judged=[str(s) if is_path(s) else grades_table(s, "skip_judged") for s in skips],
-        skip_missing=args.skip_missing,
-    )
-    job = _Job(args, selection, texts)
-    if selection.missing:
-        job.notes.append(f"skipped {selection.missing} pairs with unknown ids")
-    return job
-
-
-def _outcome(job: _Job, report: GradingReport, pressed: bool) -> pd.DataFrame:
-    """The frame of a finished run; what the command says on stderr as warnings, and its
-    exit codes as exceptions (KeyboardInterrupt for 130, BudgetError for 3)."""
-    from grader.cli.grade_summary import summary_line
-
-    args = job.args
-    warn(job.notices, stacklevel=4)  # the library never prints: the server's notices warn
-    if report.interrupted or pressed:
-        raise KeyboardInterrupt(
-            f"interrupted: {report.done()} of {report.pairs} pairs done and stored; "
-            "to resume, call again with the same arguments (stored answers are reused)"
-        )
-    if report.budget_reached:
-        raise BudgetError(
-            f"stopped before exceeding max_cost ${args.max_cost:g}: spent ${report.cost:.4f}, "
-            f"{report.done()} of {report.pairs} pairs done and stored, {report.pending} left. "
-            "Call again with a higher max_cost to finish (stored answers cost nothing)"
-        )
-    lines = []
-    if report.held_elsewhere:
-        lines.append(
-            f"{report.held_elsewhere} pairs are being graded by another process sharing the "
-            f"store ({args.store}) that has not answered them; {report.done()} of "
-            f"{report.pairs} pairs done and stored; call again once that process is done"
-        )
-    if report.failed:
-        from grader.cli.failed_pairs import failed_pairs_text, failure_causes_text
-
-        lines += [failure_causes_text(report.judgments), failed_pairs_text(report.judgments)]
-    warn([line for line in lines if line], stacklevel=4)
-    frame = judgments_table(report)
-    frame.attrs["summary"] = summary_line(report)
-    frame.attrs["notes"] = list(job.notes)
-    frame.attrs["answers_by_server"] = dict(report.answers_by_server)
-    return frame
-
-
 def grade(
     pairs: pd.DataFrame | None = None,
     *,
     runs: Any = None,
     queries: Any = None,
     docs: Any = None,
-    depth: int = 10,
+    depth: int = defaults.DEPTH,
     skip_judged: Any = None,
     model: str | list[str] | None = None,
-    judge: str = "llm",
+    judge: str = defaults.JUDGE,
     prompt: str | None = None,
     base_url: str | list[str] | None = None,
-    store: Any = "relgrade.db",
+    store: Any = defaults.STORE,
     concurrency: int = defaults.CONCURRENCY,
     progress: bool = True,
     **options: Any,
@@ -200,7 +142,7 @@ def grade(
     those servers, `attrs["answers_by_server"]` counts each one's replies; a dead one is dropped
     with a RelgradeWarning) and `$OPENAI_API_KEY` as the command does. `options` are grade's
     other flags by name (`max_cost`, `timeout`, `max_attempts`, `rpm`, `tpm`, `verify_low`,
-    `lexical_config`, `skip_missing`, ...).
+    `judge_config`, `skip_missing`, `logprobs`, `out`, `qrels_out`, ...).
     Works where an event loop runs (Jupyter): the grading gets a thread and a loop of its own.
     Failed pairs are rows with status "failed" and no grade, said with a RelgradeWarning;
     KeyboardInterrupt stops the run cleanly (the store keeps every answer; call again to
@@ -212,13 +154,16 @@ def grade(
     >>> rg.grade(pairs, judge="lexical", store="doc.db", progress=False).status.tolist()
     ['ok']
     """
-    job = _job(locals())  # first thing: locals() holds the arguments only
-    from grader.cli.progress_line import progress_for_api
+    call = _Call(locals())  # first thing: locals() holds the arguments only
+    from grader.display.progress_line import progress_for_api
     from grader.grading.blocking import run_blocking
 
-    with progress_for_api(progress) as bar:
-        report, pressed = run_blocking(lambda stop: job.graded(bar, stop))
-    return _outcome(job, report, pressed)
+    def graded(stop: StopButton) -> Any:
+        return call.job.run(stop=stop)
+
+    with progress_for_api(progress) as call.tell.progress:
+        result, pressed = run_blocking(graded)
+    return call.frame(result, pressed)
 
 
 async def agrade(
@@ -227,13 +172,13 @@ async def agrade(
     runs: Any = None,
     queries: Any = None,
     docs: Any = None,
-    depth: int = 10,
+    depth: int = defaults.DEPTH,
     skip_judged: Any = None,
     model: str | list[str] | None = None,
-    judge: str = "llm",
+    judge: str = defaults.JUDGE,
     prompt: str | None = None,
     base_url: str | list[str] | None = None,
-    store: Any = "relgrade.db",
+    store: Any = defaults.STORE,
     concurrency: int = defaults.CONCURRENCY,
     progress: bool = True,
     **options: Any,
@@ -246,9 +191,9 @@ async def agrade(
     >>> asyncio.run(rg.agrade(pairs, judge="lexical", store="doc.db", progress=False)).grade
     ... # doctest: +SKIP
     """
-    job = _job(locals())  # first thing: locals() holds the arguments only
-    from grader.cli.progress_line import progress_for_api
+    call = _Call(locals())  # first thing: locals() holds the arguments only
+    from grader.display.progress_line import progress_for_api
 
-    with progress_for_api(progress) as bar:
-        report = await job.graded(bar, None)
-    return _outcome(job, report, False)
+    with progress_for_api(progress) as call.tell.progress:
+        result = await call.job.run()
+    return call.frame(result, False)

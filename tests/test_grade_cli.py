@@ -352,8 +352,8 @@ def test_a_model_without_a_price_reports_cost_unknown_not_zero(
 
 
 def test_summary_says_how_many_cached_answers_another_process_paid_for() -> None:
-    from grader.cli.grade_summary import summary_line
     from grader.grading.report import GradingReport
+    from grader.job.summary import summary_line
 
     report = GradingReport()
     report.cached, report.adopted = 5, 3

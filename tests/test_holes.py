@@ -312,12 +312,12 @@ def test_skip_missing_counts_the_skipped_holes_in_the_summary(
 def test_the_manifest_is_written_before_the_outputs(
     files: GradeFiles, human: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import grader.cli.grade_holes as grade_holes
+    import grader.job.people as people
 
     def crash(*args: object, **kwargs: object) -> None:
         raise OSError("the process dies here")
 
-    monkeypatch.setattr(grade_holes, "merged_lines", crash)
+    monkeypatch.setattr(people, "merged_lines", crash)
     out, merged = tmp_path / "j.jsonl", tmp_path / "merged.qrels"
     args = files.args(
         "--judge", "lexical", "--store", tmp_path / "s.db", "--quiet", "--skip-judged", human,

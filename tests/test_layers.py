@@ -1,8 +1,8 @@
 """The import-linter contracts in pyproject.toml hold on the real tree and break on a bad import.
 
-Each breaking case copies grader/, calibration/ and pyproject.toml to a temporary directory, adds
-one import that a layer rule forbids, and runs `lint-imports` there: it must exit non-zero, report
-the contracts that import breaks as BROKEN and every other contract as KEPT.
+Each breaking case copies grader/, calibration/, relgrade/ and pyproject.toml to a temporary
+directory, adds one import that a layer rule forbids, and runs `lint-imports` there: it must exit
+non-zero, report the contracts that import breaks as BROKEN and every other contract as KEPT.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ CALIBRATION_FROM_GRADER = "calibration reads grader's files and metrics; never g
 JUDGES_INDEPENDENT = "each judge stands alone: lexical and LLM never import each other"
 METRICS_PURE = "metrics imports nothing of the project but grader.errors"
 BATCH = "grader.batch: api and files never import each other"
+NO_CLI = "relgrade never imports grader.cli (the API is thin over the library)"
+ARGPARSE = "the library never imports argparse outside grader.cli"
 ALL_CONTRACTS = (
     LAYERS,
     NO_CALIBRATION,
@@ -34,6 +36,8 @@ ALL_CONTRACTS = (
     JUDGES_INDEPENDENT,
     METRICS_PURE,
     BATCH,
+    NO_CLI,
+    ARGPARSE,
 )
 
 
@@ -51,7 +55,7 @@ def _lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
 
 def _copy_tree(dest: Path) -> None:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "static")
-    for package in ("grader", "calibration"):
+    for package in ("grader", "calibration", "relgrade"):
         shutil.copytree(ROOT / package, dest / package, ignore=ignore)
     shutil.copy2(ROOT / "pyproject.toml", dest / "pyproject.toml")
 
@@ -91,7 +95,12 @@ def _slow(module: str, line: str, broken: set[str]) -> Any:
         ),
         # grading and batch share a layer and stay independent
         _slow("grader/grading/budget.py", "import grader.batch.requests", {LAYERS}),
-        _slow("calibration/summary.py", "import grader.cli.main", {CALIBRATION_FROM_GRADER}),
+        # (relgrade imports calibration's summary: it would reach grader.cli through it)
+        _slow(
+            "calibration/summary.py",
+            "import grader.cli.main",
+            {CALIBRATION_FROM_GRADER, NO_CLI},
+        ),
         # calibration may read grader's files but never reach its store
         ("calibration/stats/bias.py", "import grader.store.store", {CALIBRATION_FROM_GRADER}),
         # statistics know nothing of spot-check files
@@ -107,6 +116,9 @@ def _slow(module: str, line: str, broken: set[str]) -> Any:
         ),
         # the Batch API and batch files stay apart
         _slow("grader/batch/files/exports.py", "import grader.batch.api.state", {BATCH}),
+        # the API is thin over the library, and only the command line parses flags
+        ("relgrade/_grade.py", "import grader.cli.grade", {NO_CLI}),
+        _slow("grader/job/options.py", "import argparse", {ARGPARSE}),
         # a new top-level module must be given a layer (the layers contract is exhaustive)
         ("grader/unplaced.py", "import grader.errors", {LAYERS}),
     ],

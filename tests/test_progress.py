@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import io
 
-from grader.cli.progress import GradingProgress
+from grader.display.progress import GradingProgress
 from grader.grading.events import ProgressEvent
 
 
@@ -66,7 +66,7 @@ class _Clock:
 
 
 def test_rate_of_a_slow_server_is_taken_over_the_run_not_a_burst() -> None:
-    from grader.cli.progress import RecentRate
+    from grader.display.progress import RecentRate
 
     clock = _Clock()
     rate = RecentRate(clock)
@@ -82,7 +82,7 @@ def test_rate_of_a_slow_server_is_taken_over_the_run_not_a_burst() -> None:
 
 
 def test_rate_follows_the_recent_window_once_the_run_is_long() -> None:
-    from grader.cli.progress import WINDOW_DONE, WINDOW_S, RecentRate
+    from grader.display.progress import WINDOW_DONE, WINDOW_S, RecentRate
 
     clock = _Clock()
     rate = RecentRate(clock)

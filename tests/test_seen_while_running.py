@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 import relgrade as rg
-from grader.cli import progress_line
 from grader.cli.main import main
-from grader.cli.progress import GradingProgress
+from grader.display import progress_line
+from grader.display.progress import GradingProgress
 from grader.errors import RelgradeWarning
 from grader.grading.events import ProgressEvent
 from tests.fakeserver import FakeServer

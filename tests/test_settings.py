@@ -15,11 +15,11 @@ from grader.batch.adapter import LLMBatchJudge
 from grader.batch.api.client import BatchClient
 from grader.batch.job_config import job_config
 from grader.cli.batch_common import JudgeFactory
-from grader.cli.grade_job import GradeJudges
 from grader.cli.main import build_parser, main
-from grader.cli.settings import Environment, Settings
 from grader.errors import InputError, JudgeError
 from grader.grading.run import _mask
+from grader.job.endpoint import Environment, Settings
+from grader.job.judges import GradeJudges
 from grader.judges.llm import endpoint
 from grader.judges.llm.endpoint import PLACEHOLDER_KEY, api_key_for, is_loopback, is_openai
 from grader.judges.llm.judge import LLMJudge
@@ -165,7 +165,7 @@ def test_grade_shares_one_limiter_per_model(tmp_path: Path) -> None:
         "--rpm",
         "60",
     )
-    judges = GradeJudges(args, {}, StoreWriter(None))
+    judges = GradeJudges(args, {}, StoreWriter(None), print)
     first, second = judges.members
     assert isinstance(first, LLMJudge) and isinstance(second, LLMJudge)
     assert isinstance(judges.verifier, LLMJudge) and judges.verifier.model == "a"

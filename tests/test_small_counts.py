@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from grader.cli.main import main
-from grader.cli.progress import GradingProgress
 from grader.cost import spend_short
+from grader.display.progress import GradingProgress
 from grader.grading.events import ProgressEvent
 from tests.fakeserver import FakeServer
 from tests.grade_data import GradeFiles, write_grade_files

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from grader.cli.store_busy import busy_text
 from grader.errors import StoreError
 from grader.grading.pairs import Pair
 from grader.grading.pipeline import grade_pairs
 from grader.io.judgments import read_judgments
+from grader.job.summary import busy_text
 from grader.judges.llm.judge import LLMJudge
 from grader.models import Doc, Query
 from grader.prompts import load_prompt

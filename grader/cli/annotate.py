@@ -107,7 +107,7 @@ def _scale(args: argparse.Namespace, manifest: Manifest | None) -> list[tuple[in
 
 
 def run(args: argparse.Namespace) -> int:
-    from grader.cli.path_clash import refuse_clashes
+    from grader.job.path_clash import refuse_clashes
 
     refuse_clashes([("SAMPLE.csv", args.sample)], [("--export", args.export)])
     if not 0 < args.target < 1:

@@ -35,9 +35,10 @@ from grader.cli.batch_outputs import (
 )
 from grader.cli.commands import COMMANDS
 from grader.cli.flags import add_store
-from grader.cli.settings import Settings, add_api_key_env, add_llm_options
+from grader.cli.settings import add_api_key_env, add_llm_options
 from grader.cli.store_busy import print_store_busy
 from grader.errors import InputError
+from grader.job.endpoint import Settings
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
 

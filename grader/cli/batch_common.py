@@ -13,9 +13,9 @@ from grader.batch.api.jobs import BatchOptions, BatchRunner
 from grader.batch.api.state import Job
 from grader.batch.job_config import JobJudges
 from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE
-from grader.cli.judge_options import build_judges
-from grader.cli.settings import Settings
 from grader.errors import InputError
+from grader.job.endpoint import Settings
+from grader.job.judges import build_judges
 from grader.judges.base import Judge
 from grader.judges.llm.judge import LLMJudge
 from grader.judges.registry import JudgeSettings

@@ -25,11 +25,12 @@ from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE
 from grader.cli.batch_common import JudgeFactory
 from grader.cli.batch_exports import left_out_text, pending_warning
 from grader.cli.flags import add_runs, add_store
-from grader.cli.judge_options import add_judge_options, build_judges, check_judge_args
-from grader.cli.server_flags import add_server_flags
-from grader.cli.settings import Settings, add_api_key_env, add_llm_options
+from grader.cli.judge_options import add_judge_options
+from grader.cli.settings import add_api_key_env, add_llm_options, add_server_flags
 from grader.cli.store_busy import print_store_busy
 from grader.errors import InputError
+from grader.job.endpoint import Settings
+from grader.job.judges import build_judges, check_judge_args
 from grader.judges.llm.judge import LLMJudge
 from grader.judges.registry import JudgeSettings
 from grader.models import Doc, Query
@@ -213,7 +214,7 @@ def _export_pairs(args: argparse.Namespace, store: Store, fingerprint: dict[str,
 
 
 def run_export(args: argparse.Namespace) -> int:
-    from grader.cli.path_clash import refuse_clashes
+    from grader.job.path_clash import refuse_clashes
 
     refuse_clashes(
         [
@@ -317,7 +318,7 @@ def import_text(summary: ImportSummary) -> str:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    from grader.cli.path_clash import refuse_clashes
+    from grader.job.path_clash import refuse_clashes
 
     refuse_clashes([("RESULTS", args.results)], [("--store", args.store)])
     if args.concurrency < 1:

@@ -81,7 +81,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from grader.cli.path_clash import refuse_clashes
+    from grader.job.path_clash import refuse_clashes
 
     refuse_clashes(
         [

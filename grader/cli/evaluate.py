@@ -238,7 +238,7 @@ def _check_inputs(args: argparse.Namespace) -> None:
     else:
         _check_files_given(args)
     check_measures(args.measures)  # a bad name fails before any file is read
-    from grader.cli.path_clash import one_stdin
+    from grader.job.path_clash import one_stdin
 
     one_stdin(
         [

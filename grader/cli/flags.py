@@ -13,6 +13,8 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
+from grader import defaults
+
 
 class StoreOnce(argparse._StoreAction):
     """argparse's `store`, but a second occurrence of the flag in one command line is an
@@ -54,7 +56,7 @@ class Parser(argparse.ArgumentParser):
         self.register("action", "store", StoreOnce)
 
 
-DEFAULT_STORE = "relgrade.db"
+DEFAULT_STORE = defaults.STORE
 """Where every command keeps (or looks for) judgments, texts and batch jobs by default."""
 
 

@@ -10,22 +10,24 @@ import argparse
 import sys
 from typing import Any
 
-from grader.cli import grade_holes
+from grader import defaults
 from grader.cli.commands import COMMANDS
 from grader.cli.flags import add_runs, add_store
-from grader.cli.grade_job import check_args, grade_selection, say_on_stderr, select_pairs
-from grader.cli.grade_summary import print_dry_run, summary_line
-from grader.cli.interrupts import interrupted_text, resume_hint
+from grader.cli.interrupts import resume_hint
 from grader.cli.judge_options import add_judge_options
-from grader.cli.progress import GradingProgress
 from grader.cli.prompt_check import add_allow_changed_prompt
-from grader.cli.server_flags import add_logprobs_flag
-from grader.cli.settings import add_llm_options
+from grader.cli.settings import add_llm_options, add_logprobs_flag
+from grader.cli.store_busy import print_store_busy
+from grader.display.progress import GradingProgress
 from grader.errors import BudgetError
-from grader.grading import run as grading_run
 from grader.grading.pipeline import GradingReport, run_report
+from grader.job.grade import GradeJob, GradeResult, Outcome, Tell
+from grader.job.options import options_from
+from grader.job.people import AlsoJudged
+from grader.job.summary import summary_line
 
-DEFAULT_PROMPT = "passage"
+PARSER_KEYS = ("command", "func")
+"""What the parser adds to grade's options."""
 
 EPILOG = """\
 Models and endpoints: --model defaults to $RELGRADE_MODEL, else gpt-4o-mini. The endpoint is
@@ -72,29 +74,10 @@ def register(sub: Any) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--queries", metavar="Q", help="queries (TSV or JSONL)")
-    p.add_argument("--docs", metavar="D", help="documents (JSONL or TSV)")
+    _add_inputs(p)
     p.add_argument(
-        "--dataset",
-        metavar="ID",
-        help="an ir_datasets id: its queries and documents, where --queries/--docs are not "
-        "given (needs relgrade[ir-datasets])",
+        "--prompt", default=defaults.PROMPT, help=f"prompt name or file ({defaults.PROMPT})"
     )
-    add_runs(p, "TREC run(s) whose top --depth results are graded", required=True)
-    p.add_argument("--depth", type=int, default=10, metavar="K", help="top K per query (10)")
-    p.add_argument(
-        "--skip-judged",
-        action="append",
-        default=[],
-        metavar="QRELS",
-        help="leave out pairs these qrels already grade",
-    )
-    p.add_argument(
-        "--skip-missing",
-        action="store_true",
-        help="skip pairs whose query or doc id is not in --queries/--docs (else an error)",
-    )
-    p.add_argument("--prompt", default=DEFAULT_PROMPT, help="prompt name or file (passage)")
     add_allow_changed_prompt(p)
     p.add_argument(
         "--model",
@@ -128,71 +111,113 @@ def register(sub: Any) -> None:
     p.add_argument("--verify-low", action="store_true", help="regrade 0-1 grades a second time")
     p.add_argument("--verify-prompt", metavar="NAME", help="prompt of the verifier")
     p.add_argument("--verify-model", metavar="M", help="model of the verifier")
-    grade_holes.add_flags(p)
+    _add_people_flags(p)
     p.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    from grader.cli.output_files import clean_outputs
+def _add_inputs(p: argparse.ArgumentParser) -> None:
+    """What is graded: the runs' top --depth, less --skip-judged, with the texts."""
+    p.add_argument("--queries", metavar="Q", help="queries (TSV or JSONL)")
+    p.add_argument("--docs", metavar="D", help="documents (JSONL or TSV)")
+    p.add_argument(
+        "--dataset",
+        metavar="ID",
+        help="an ir_datasets id: its queries and documents, where --queries/--docs are not "
+        "given (needs relgrade[ir-datasets])",
+    )
+    add_runs(p, "TREC run(s) whose top --depth results are graded", required=True)
+    p.add_argument(
+        "--depth",
+        type=int,
+        default=defaults.DEPTH,
+        metavar="K",
+        help=f"top K per query ({defaults.DEPTH})",
+    )
+    p.add_argument(
+        "--skip-judged",
+        action="append",
+        default=[],
+        metavar="QRELS",
+        help="leave out pairs these qrels already grade",
+    )
+    p.add_argument(
+        "--skip-missing",
+        action="store_true",
+        help="skip pairs whose query or doc id is not in --queries/--docs (else an error)",
+    )
 
-    check_args(args)
-    if not args.dry_run:
-        clean_outputs(
-            [args.out, args.qrels_out, args.merged_out, *grade_holes.manifest_paths(args)]
-        )
-    selection, docs, holes = select_pairs(args, say_on_stderr)
-    verify = False
+
+def _add_people_flags(p: argparse.ArgumentParser) -> None:
+    """The flags of grading on top of people's labels (`grader.job.people`)."""
+    p.add_argument(
+        "--merged-out",
+        metavar="MERGED.qrels",
+        help="with one --skip-judged: write people's grades (as written, any integer) and the "
+        "LLM's on the holes, as TREC qrels; failed judgments stay holes",
+    )
+    p.add_argument(
+        "--llm-scale",
+        metavar="MAP",
+        help="how --merged-out writes LLM grades, e.g. 0:0,1:1,2:4,3:7 for a 0..7 human scale "
+        "(default identity 0:0,1:1,2:2,3:3)",
+    )
+    p.add_argument(
+        "--also-judged",
+        type=int,
+        metavar="N",
+        help="also grade N pairs people judged (drawn at random, seeded by --seed) so that "
+        "calibrate measures agreement on this collection; the draw's manifest is written "
+        "beside --out / --qrels-out",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of --also-judged's draw (0)")
+    p.add_argument(
+        "--stratify",
+        action="store_true",
+        help="--also-judged draws the same expected count from each human grade",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    given = {k: v for k, v in vars(args).items() if k not in PARSER_KEYS}
+    tell = Tell(say=say_on_stderr, notice=say_on_stderr, busy=print_store_busy)
+    job = GradeJob(options_from(given), also_judged_tools(), tell)
+    results: list[GradeResult] = []
 
     async def grading() -> GradingReport:
-        nonlocal verify
-        report, verify = await grade_selection(
-            args,
-            selection.pairs,
-            docs,
-            progress=bar,
-            say=say_on_stderr,
-            handle_sigint=True,
-            freeze_gc=True,
-        )
-        return report
+        results.append(await job.run(handle_sigint=True, freeze_gc=True))
+        return results[0].report
 
-    with GradingProgress(enabled=False if args.quiet else None) as bar:
+    with GradingProgress(enabled=False if args.quiet else None) as tell.progress:
         report = run_report(grading)
+    result = results[0]
     if args.dry_run:
-        also = grade_holes.summary(holes, report, dry_run=True) if holes is not None else None
-        print_dry_run(report, verify, args.verbose, also)
+        print(result.estimate_text(), file=sys.stderr, flush=True)
+        if args.verbose:
+            sys.stdout.writelines(f"{q}\t{d}\t{judge}\n" for q, d, judge in report.to_send)
         return 0
-    print(summary_line(report), file=sys.stderr)
-    if holes is not None:
-        print(grade_holes.summary(holes, report), file=sys.stderr)
-    if report.failed:
-        from grader.cli.failed_pairs import failure_causes_text  # imports the LLM judge's errors
+    for line in (summary_line(report), result.holes_text(), result.causes_text()):
+        if line:
+            print(line, file=sys.stderr)
+    text = result.outcome_text(resume_hint())
+    if result.outcome is Outcome.BUDGET:
+        raise BudgetError(text)
+    if text:
+        print(text, file=sys.stderr)
+    return result.outcome.exit_code
 
-        print(failure_causes_text(report.judgments), file=sys.stderr)
-    if report.interrupted:
-        print(interrupted_text(report.done(), report.pairs), file=sys.stderr)
-        return 130
-    if report.held_elsewhere:
-        print(
-            f"{report.held_elsewhere} pairs are being graded by another process sharing the store"
-            f" ({args.store}) that has not answered them in {grading_run.HOLD_WAIT_S / 60:.0f}"
-            " minutes; "
-            f"{report.done()} of {report.pairs} pairs done and stored; outputs not written. "
-            f"Rerun the same command once that process is done (or gone): {resume_hint()}",
-            file=sys.stderr,
-        )
-        return 1
-    if report.budget_reached:
-        raise BudgetError(
-            f"stopped before exceeding --max-cost ${args.max_cost:g}: spent ${report.cost:.4f}, "
-            f"{report.done()} of {report.pairs} pairs done and stored, "
-            f"{report.pending} left; outputs not written. Rerun the same command with a higher "
-            "--max-cost to finish (stored answers cost nothing)"
-        )
-    grade_holes.write_outputs(args, report, holes)
-    if report.failed:
-        from grader.cli.failed_pairs import failed_pairs_text
 
-        print(failed_pairs_text(report.judgments), file=sys.stderr)
-        return 1
-    return 0
+def say_on_stderr(line: str) -> None:
+    """How the command says a note: a line on stderr."""
+    print(line, file=sys.stderr)
+
+
+def also_judged_tools() -> AlsoJudged:
+    """calibration's also-judged draw and manifest, for the grade job."""
+    from calibration.spotcheck import also_judged, manifest
+
+    return AlsoJudged(
+        also_judged.draw_also_judged,
+        also_judged.also_judged_manifest,
+        also_judged.write_also_judged,
+        manifest.manifest_path_for,
+    )

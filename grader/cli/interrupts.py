@@ -12,29 +12,22 @@ from collections.abc import Iterator
 from types import FrameType
 
 from grader.grading.report import GradingReport
+from grader.job.grade import interrupted_text
 
 
 def resume_hint() -> str:
-    """The command line that resumes this run (the same command)."""
-    return "relgrade " + shlex.join(sys.argv[1:])
-
-
-def interrupted_text(done: int, total: int) -> str:
-    """What an interrupted run tells: how many pairs are done and stored, and how to resume."""
-    return (
-        f"interrupted: {done} of {total} pairs done and stored; "
-        f"to resume, rerun the same command: {resume_hint()}"
-    )
+    """How to resume this run: the same command line."""
+    return "rerun the same command: relgrade " + shlex.join(sys.argv[1:])
 
 
 def report_interrupted(report: GradingReport, done: int, total: int, *, quiet: bool) -> int:
     """Print what an interrupted live run stored (its summary line too, unless `quiet`) and how
     to resume it; the exit code (130)."""
     if not quiet:
-        from grader.cli.grade_summary import summary_line
+        from grader.job.summary import summary_line
 
         print(summary_line(report), file=sys.stderr)
-    print(interrupted_text(done, total), file=sys.stderr)
+    print(interrupted_text(done, total, resume_hint()), file=sys.stderr)
     return 130
 
 

@@ -12,12 +12,14 @@ import gc
 import importlib
 import os
 import sys
+import warnings
 from collections.abc import Iterator, Sequence
+from typing import TextIO
 
 from grader import __version__
 from grader.cli.commands import COMMANDS
 from grader.cli.flags import Parser
-from grader.errors import RelgradeError
+from grader.errors import RelgradeError, RelgradeWarning
 from grader.spelling import command_line
 
 # Each module defines `register(subparsers)`, which adds its parser and sets `func(args) -> int`.
@@ -110,7 +112,7 @@ def _run(command: str | None, words: list[str]) -> int:
     if extra:
         args.extra_positionals = extra
     try:
-        with command_line(), _dataset_log(args):
+        with command_line(), _dataset_log(args), _warnings_as_lines():
             code: int = args.func(args)
     except RelgradeError as exc:
         print(f"relgrade {args.command}: error: {exc}", file=sys.stderr)
@@ -121,6 +123,29 @@ def _run(command: str | None, words: list[str]) -> int:
     except BrokenPipeError:
         return 0
     return code
+
+
+@contextlib.contextmanager
+def _warnings_as_lines() -> Iterator[None]:
+    """The library's notices (RelgradeWarnings), said as the command's stderr lines."""
+    with warnings.catch_warnings():
+        shown = warnings.showwarning
+
+        def show(
+            message: Warning | str,
+            category: type[Warning],
+            filename: str,
+            lineno: int,
+            file: TextIO | None = None,
+            line: str | None = None,
+        ) -> None:
+            if issubclass(category, RelgradeWarning):
+                print(f"warning: {message}", file=sys.stderr)
+            else:
+                shown(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        yield
 
 
 def _dataset_log(args: argparse.Namespace) -> contextlib.AbstractContextManager[None]:

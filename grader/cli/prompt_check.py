@@ -7,8 +7,8 @@ import argparse
 import sys
 from collections.abc import Iterable
 
+from grader.job.judges import prompt_notes
 from grader.prompts import PromptSpec
-from grader.store.prompt_versions import check_prompt_version
 from grader.store.store import Store
 
 
@@ -22,13 +22,6 @@ def add_allow_changed_prompt(p: argparse.ArgumentParser) -> None:
 
 
 def check_prompts(store: Store, specs: Iterable[PromptSpec], *, allow_changed: bool) -> None:
-    """Check each distinct prompt against the store (PromptError when one changed under the
-    same name@version and that is not allowed); print the notes on stderr."""
-    seen: set[str] = set()
-    for spec in specs:
-        if spec.sha256 in seen:
-            continue
-        seen.add(spec.sha256)
-        note = check_prompt_version(store, spec, allow_changed=allow_changed)
-        if note:
-            print(note, file=sys.stderr)
+    """`prompt_notes`, printed on stderr."""
+    for note in prompt_notes(store, specs, allow_changed=allow_changed):
+        print(note, file=sys.stderr)

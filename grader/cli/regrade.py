@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from grader import defaults
 from grader.batch.adapter import LLMBatchJudge
 from grader.batch.job_config import job_config
 from grader.cli.batch_common import (
@@ -24,17 +25,18 @@ from grader.cli.batch_common import (
 )
 from grader.cli.commands import COMMANDS
 from grader.cli.flags import add_measures, add_runs, add_store
-from grader.cli.grade import DEFAULT_PROMPT
 from grader.cli.interrupts import interrupt_at_once, report_interrupted
-from grader.cli.judge_options import add_judge_options, check_regrade_judge, llm_judges
-from grader.cli.progress import GradingProgress
+from grader.cli.judge_options import add_judge_options
 from grader.cli.prompt_check import add_allow_changed_prompt, check_prompts
 from grader.cli.regrade_defaults import old_versions_in, stored_models, stored_prompt
 from grader.cli.regrade_output import print_outcome, print_submitted, write_outputs
-from grader.cli.settings import Settings, add_llm_options
+from grader.cli.settings import add_llm_options
 from grader.cli.store_busy import print_store_busy
 from grader.cost import cost_range
+from grader.display.progress import GradingProgress
 from grader.errors import InputError
+from grader.job.endpoint import Settings
+from grader.job.judges import check_regrade_judge, llm_judges
 from grader.judges.llm.judge import LLMJudge
 from grader.judges.registry import JudgeSettings, judge_kind
 from grader.prompts import PromptSpec, load_prompt
@@ -130,7 +132,7 @@ def _warn_pairs_without_texts(path: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from grader.cli.path_clash import refuse_clashes
+    from grader.job.path_clash import refuse_clashes
 
     refuse_clashes(
         [("--run", args.run)],
@@ -184,7 +186,7 @@ def _checked_selection(args: argparse.Namespace) -> list[Criterion]:
     if args.concurrency < 1:
         raise InputError("--concurrency must be at least 1")
     criteria = parse_selection(args.select)
-    check_regrade_judge(args, DEFAULT_PROMPT)
+    check_regrade_judge(args, defaults.PROMPT)
     if not Path(args.store).is_file():
         raise InputError("no store here", path=args.store, hint="grade into it first")
     if args.batch and len(args.model) > 1:

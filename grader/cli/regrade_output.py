@@ -10,33 +10,23 @@ import sys
 from typing import Any
 
 from grader.cli.batch_endpoint import batch_command
-from grader.cli.failed_pairs import failure_causes_text
-from grader.cli.settings import Settings
 from grader.cost import usd_or_unknown
-from grader.grading import run as grading_run
+from grader.grading.report import GradingReport
+from grader.job.endpoint import Settings
+from grader.job.failures_text import failure_causes_text
+from grader.job.grade import held_text
+from grader.job.judgments_and_qrels import write_judgments_and_qrels
 from grader.redact import redact_url
 from grader.regrade.diff import RegradeDiff
 from grader.regrade.run import RegradeOutcome
 
 
 def write_outputs(args: argparse.Namespace, outcome: RegradeOutcome) -> None:
-    """Write --out (the new judgments) and --qrels-out (their ok grades) of a regrade."""
-    from grader.io.output_set import OutputSet
-
+    """--out (the new judgments) and --qrels-out (their ok grades) of a regrade, by grade's
+    writer."""
     new = [p.new for p in outcome.pairs if p.new is not None]
-    outputs = OutputSet([p for p in (args.out, args.qrels_out) if p])
-    outputs.begin()  # a kill between the two files is told to the next run
-    if args.out:
-        from grader.io.judgments import write_judgments
-
-        write_judgments(args.out, new)
-        outputs.done(args.out)
-    if args.qrels_out:
-        from grader.io.judgments import qrels_frame
-        from grader.io.trec import write_qrels
-
-        write_qrels(args.qrels_out, qrels_frame(new))
-    outputs.finish()
+    blocks = GradingReport(judgments=new).blocks()
+    write_judgments_and_qrels(blocks, args.out, args.qrels_out)
 
 
 OUTPUTS_PENDING = (
@@ -123,13 +113,8 @@ def print_outcome(args: argparse.Namespace, outcome: RegradeOutcome) -> int:
         return 1 if outcome.diff.failed else 0
     held = _held_elsewhere(outcome)
     if held:
-        print(
-            f"{held} pairs are being graded by another process sharing the store "
-            f"({args.store}) that has not answered them in "
-            f"{grading_run.HOLD_WAIT_S / 60:.0f} minutes; rerun this same command once that"
-            " process is done (or gone)",
-            file=sys.stderr,
-        )
+        again = "rerun this same command once that process is done (or gone)"
+        print(f"{held_text(held, args.store)}; {again}", file=sys.stderr)
     if outcome.diff.pending > held:
         print(
             f"{outcome.diff.pending - held} pairs are waiting in batches; "

@@ -34,8 +34,9 @@ from calibration.spotcheck.sampling import ALLOCATIONS, STRATEGIES
 from calibration.spotcheck.sequential import UNIFORM_SHARE
 from grader.cli.commands import COMMANDS
 from grader.cli.flags import add_store
-from grader.cli.sample_texts import prompt_budgets, sample_texts
+from grader.cli.sample_texts import sample_texts
 from grader.errors import InputError, RelgradeError
+from grader.prompts.budgets import prompt_budgets
 
 
 def register(sub: Any) -> None:
@@ -156,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
 def _refuse_clashes(args: argparse.Namespace) -> None:
     """No output on an input, or on another output (a draw also writes the manifest beside
     --out)."""
-    from grader.cli.path_clash import refuse_clashes
+    from grader.job.path_clash import refuse_clashes
 
     outputs: list[tuple[str, Any]] = [("--out", args.out), ("--labelstudio", args.labelstudio)]
     if not args.import_file:

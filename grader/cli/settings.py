@@ -1,47 +1,12 @@
-"""What `grade`, `regrade` and `batch` resolve once from their flags and the environment: the
-endpoint, the API key, the default model, the price table and the rate limiters; and the LLM
-judges and Batch API client built from them.
-
-The environment part is one typed model (`Environment`, pydantic-settings): `OPENAI_API_KEY`,
-`OPENAI_BASE_URL`, `RELGRADE_MODEL`, `RELGRADE_PRICES`, read and checked in one place (the key as
-a `SecretStr`, so it never shows in a repr). Which key goes to which server is the library's one
-rule (`grader.judges.llm.endpoint`): the CLI accepts exactly what the library accepts.
-`OPENAI_API_KEY` goes to any server but a loopback one (localhost, 127.0.0.0/8, ::1), which gets
-no key unless `--api-key-env NAME` asks for the key in the variable NAME (sent to any server).
-
-Rate limiters are shared per model and base URL: a server's limits (and its 429 pauses) apply
-to a model, so every judge of one model on one server — ensemble members, a verifier, the live
-judge of a regrade and the judges rebuilt for its batch jobs — waits on the same limiter.
-"""
+"""The flags of every command that sends requests to an LLM server (`grade`, `regrade`, `batch`);
+what they resolve to is `grader.job.endpoint.Settings`."""
 
 from __future__ import annotations
 
 import argparse
-import os
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING
-from urllib.parse import urlparse
-
-from pydantic import Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from grader import defaults
-from grader.cli.server_flags import add_server_flags
-from grader.cost import PriceTable
-from grader.errors import InputError, JudgeError
-from grader.judges.llm.endpoint import KEY_ENV, PLACEHOLDER_KEY, api_key_for, env_key_for
-from grader.prompts import PromptSpec
-from grader.spelling import option
-
-if TYPE_CHECKING:  # the LLM client and the openai SDK load only when a command asks for them
-    from grader.batch.api.client import BatchClient
-    from grader.judges.llm.judge import LLMJudge
-    from grader.judges.llm.ratelimit import RateLimiter
-    from grader.judges.llm.types import CallRecord, ModeSwitch
-
-DEFAULT_MODEL = "gpt-4o-mini"
+from grader.prompts import OUTPUT_MODES
 
 API_KEY_ENV_HELP = (
     "send the key held in environment variable NAME, to any server (a local one included); "
@@ -96,232 +61,35 @@ def add_llm_options(p: argparse.ArgumentParser, *, several_servers: bool = False
     p.add_argument("--quiet", action="store_true", help="no progress output")
 
 
-class Environment(BaseSettings):
-    """The environment variables relgrade reads (empty ones count as unset)."""
-
-    model_config = SettingsConfigDict(case_sensitive=True, env_ignore_empty=True, extra="ignore")
-
-    openai_api_key: SecretStr | None = Field(default=None, alias="OPENAI_API_KEY")
-    openai_base_url: str | None = Field(default=None, alias="OPENAI_BASE_URL")
-    relgrade_model: str | None = Field(default=None, alias="RELGRADE_MODEL")
-    relgrade_prices: Path | None = Field(default=None, alias="RELGRADE_PRICES")
-
-    @field_validator("openai_base_url")
-    @classmethod
-    def _http_url(cls, value: str | None) -> str | None:
-        if value is not None:
-            check_base_url(value, "OPENAI_BASE_URL")
-        return value
+OUTPUT_MODE_HELP = (
+    "the output mode to start in (json_schema): a server that refuses it moves the run, once, "
+    "along json_schema -> json_object_schema (llama.cpp) -> json_object -> text; "
+    "vllm_structured_outputs, vllm_guided_json and ollama_format send vLLM's or Ollama's own "
+    "request fields (see docs/servers.md)"
+)
 
 
-def check_base_url(url: str, where: str) -> None:
-    """Raise ValueError unless `url` is an http(s) URL with a host."""
-    parsed = urlparse(url)
-    if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        raise ValueError(f"{where} must be an http(s) URL such as http://localhost:8000/v1")
+def add_server_flags(p: argparse.ArgumentParser) -> None:
+    """--output-mode MODE and --max-context TOKENS."""
+    p.add_argument(
+        "--output-mode", choices=OUTPUT_MODES, default=defaults.OUTPUT_MODE, help=OUTPUT_MODE_HELP
+    )
+    p.add_argument(
+        "--max-context",
+        type=int,
+        metavar="TOKENS",
+        help="the server's context in tokens (default: what its /v1/models says, if anything); "
+        "documents are cut to fit it, with the truncation flag",
+    )
 
 
-def flag_urls(given: str | list[str] | tuple[str, ...] | None) -> list[str]:
-    """The --base-url values (one, or a list when it may be repeated), each checked; a URL
-    given twice is an InputError (a server is not two)."""
-    urls = [given] if isinstance(given, str) else list(given or [])
-    flag = option("--base-url", "base_url")
-    for url in urls:
-        try:
-            check_base_url(url, flag)
-        except ValueError as exc:
-            raise InputError(str(exc)) from None
-    twice = sorted({u for u in urls if urls.count(u) > 1})
-    if twice:
-        raise InputError(f"{flag}: {twice[0]} is given twice", hint="give each server once")
-    return urls
+NO_LOGPROBS_HELP = (
+    "ask for no logprobs, whatever the prompt file says: the judgments then carry no grade "
+    "distribution (what `sample --strategy uncertainty` and `active` draw by), and each "
+    "judgment is cheaper (2.4x faster on llama-cpp-python's server; docs/servers.md)"
+)
 
 
-def read_environment() -> Environment:
-    """The environment, validated; a bad value is an InputError naming the variable."""
-    try:
-        return Environment()
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        name = ".".join(str(p) for p in first["loc"]) or "environment"
-        raise InputError(f"{name}: {first['msg']}", hint=f"fix or unset {name}") from None
-
-
-@dataclass
-class Settings:
-    """One command's resolved endpoint, key, model, prices and limits (see module docstring)."""
-
-    base_url: str | None
-    env: Environment
-    more_urls: tuple[str, ...] = ()
-    """The servers after `base_url` when --base-url was repeated (requests are spread)."""
-    model_default: str = DEFAULT_MODEL
-    prices_path: str | None = None
-    rpm: float | None = None
-    tpm: float | None = None
-    timeout: float = defaults.TIMEOUT_S
-    max_attempts: int = defaults.MAX_ATTEMPTS
-    concurrency: int = defaults.CONCURRENCY
-    """Workers at once; sets how many transport failures in a row stop a run (`dead_after_for`)."""
-    sending: bool = True
-    """False for a dry run: nothing is sent, so no key is needed."""
-    api_key_env: str | None = None
-    """--api-key-env: the variable holding the key to send, to any server."""
-    output_mode: str = "json_schema"
-    """--output-mode: the mode a run starts in."""
-    max_context: int | None = None
-    """--max-context: the server's context in tokens (None: ask its /v1/models)."""
-    notice: Callable[[str], None] | None = field(default=None, repr=False)
-    """Where the judges' notices about the server go (None: stderr, as the command says them);
-    the Python API collects them to warn."""
-    _keys: dict[str | None, str] = field(default_factory=dict, repr=False)
-    _prices: PriceTable | None = field(default=None, repr=False)
-    _limiters: dict[tuple[str, str | None], RateLimiter] = field(default_factory=dict, repr=False)
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace, env: Environment | None = None) -> Settings:
-        """The settings of a command from its flags (those it lacks keep their defaults)."""
-        env = env if env is not None else read_environment()
-        urls = flag_urls(getattr(args, "base_url", None))
-        flag_url = urls[0] if urls else None
-        rpm, tpm = getattr(args, "rpm", None), getattr(args, "tpm", None)
-        for flag, value in (("--rpm", rpm), ("--tpm", tpm)):
-            if value is not None and value < 0:
-                raise InputError(f"{flag} must not be negative")
-        return cls(
-            base_url=flag_url or env.openai_base_url or None,
-            env=env,
-            more_urls=tuple(urls[1:]),
-            model_default=env.relgrade_model or DEFAULT_MODEL,
-            prices_path=getattr(args, "prices", None),
-            rpm=rpm or None,  # 0 means no limit, as before
-            tpm=tpm or None,
-            timeout=getattr(args, "timeout", defaults.TIMEOUT_S),
-            max_attempts=getattr(args, "max_attempts", defaults.MAX_ATTEMPTS),
-            concurrency=getattr(args, "concurrency", defaults.CONCURRENCY),
-            sending=not getattr(args, "dry_run", False),
-            api_key_env=getattr(args, "api_key_env", None),
-            output_mode=getattr(args, "output_mode", None) or "json_schema",
-            max_context=getattr(args, "max_context", None),
-        )
-
-    def model(self, flag: str | None = None) -> str:
-        """`flag`, else $RELGRADE_MODEL, else gpt-4o-mini."""
-        return flag or self.model_default
-
-    @property
-    def urls(self) -> list[str | None]:
-        """Every server of this command (one, unless --base-url was repeated)."""
-        return [self.base_url, *self.more_urls]
-
-    @property
-    def key(self) -> str:
-        """The key to send to `base_url` (`key_for`)."""
-        return self.key_for(self.base_url)
-
-    def key_for(self, url: str | None) -> str:
-        """The key to send to `url` (resolved on first use, so the offline lexical judge
-        needs none); an InputError naming OPENAI_API_KEY when OpenAI's API gets no key."""
-        if url not in self._keys:
-            try:
-                self._keys[url] = api_key_for(url, self._given_key(url), sending=self.sending)
-            except JudgeError as exc:
-                raise InputError(
-                    str(exc),
-                    hint=f"set {KEY_ENV}, point {option('--base-url', 'base_url=')} at an "
-                    "OpenAI-compatible server, or use "
-                    f"{option('--judge lexical', 'judge=' + repr('lexical'))} (offline)",
-                ) from None
-        return self._keys[url]
-
-    def defer_missing_key(self) -> InputError | None:
-        """The error of a missing key, kept for later (None when there is a key): a run whose
-        every answer is stored sends nothing and needs no key and no URL. The judges then hold
-        the placeholder key; the caller raises the error before the first request is sent."""
-        for url in self.urls:
-            try:
-                _ = self.key_for(url)
-            except InputError as exc:
-                self._keys[url] = PLACEHOLDER_KEY
-                return exc
-        return None
-
-    def _given_key(self, url: str | None) -> str | None:
-        if self.api_key_env:
-            value = os.environ.get(self.api_key_env)
-            if not value and self.sending:
-                raise InputError(
-                    f"--api-key-env {self.api_key_env}: that environment variable is not set",
-                    hint=f"export {self.api_key_env}=... or drop --api-key-env",
-                )
-            return value or None
-        given = self.env.openai_api_key
-        return env_key_for(url, given.get_secret_value() if given else None)
-
-    @property
-    def secrets(self) -> list[str]:
-        """What must be masked in everything written: the keys, but the placeholder."""
-        keys = dict.fromkeys(self.key_for(url) for url in self.urls)
-        return [key for key in keys if key != PLACEHOLDER_KEY]
-
-    @property
-    def prices(self) -> PriceTable:
-        """The shipped price table, then $RELGRADE_PRICES, then --prices."""
-        if self._prices is None:
-            self._prices = PriceTable.from_files(self.env.relgrade_prices, self.prices_path)
-        return self._prices
-
-    def limiter(self, model: str) -> RateLimiter:
-        """The one limiter of `model` on this base URL (its --rpm/--tpm and 429 pauses)."""
-        from grader.judges.llm.ratelimit import RateLimiter
-
-        slot = (model, self.base_url)
-        if slot not in self._limiters:
-            self._limiters[slot] = RateLimiter(self.rpm, self.tpm)
-        return self._limiters[slot]
-
-    def llm_judge(
-        self,
-        model: str,
-        prompt: PromptSpec | str,
-        on_call: Callable[[CallRecord], None] | None = None,
-    ) -> LLMJudge:
-        """An LLM judge of `model` and `prompt` with these settings."""
-        from grader.cli.server_flags import print_notice, print_switch, switch_text
-        from grader.judges.llm.judge import LLMJudge
-        from grader.judges.llm.transport import dead_after_for, unreachable_after_for
-
-        notice = self.notice
-
-        def told(switch: ModeSwitch) -> None:
-            if notice is None:
-                print_switch(switch)
-            else:
-                notice(switch_text(switch))
-
-        return LLMJudge(
-            model=model,
-            prompt=prompt,
-            base_url=self.urls if self.more_urls else self.base_url,  # type: ignore[arg-type]
-            api_key=[self.key_for(u) for u in self.urls] if self.more_urls else self.key,
-            timeout=self.timeout,
-            max_attempts=self.max_attempts,
-            limiter=self.limiter(model),
-            prices=self.prices,
-            on_call=on_call,
-            dead_after=dead_after_for(self.concurrency),
-            unreachable_after=unreachable_after_for(self.concurrency),
-            output_mode=self.output_mode,  # type: ignore[arg-type]  # argparse checked it
-            on_switch=told,
-            max_context=self.max_context,
-            probe_server=self.sending,
-            on_notice=print_notice if notice is None else notice,
-        )
-
-    def batch_client(self, timeout: float | None = None) -> BatchClient:
-        """A Batch API client for this endpoint and key (`timeout`: else --timeout's)."""
-        from grader.batch.api.client import BatchClient
-
-        return BatchClient(
-            base_url=self.base_url, api_key=self.key, timeout=timeout or self.timeout
-        )
+def add_logprobs_flag(p: argparse.ArgumentParser) -> None:
+    """--no-logprobs (option `logprobs`)."""
+    p.add_argument("--no-logprobs", dest="logprobs", action="store_false", help=NO_LOGPROBS_HELP)

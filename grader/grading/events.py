@@ -1,6 +1,6 @@
 """How a grading run reports its progress: a typed event handed to a callback the caller gives.
 
-The library draws nothing itself; the CLI passes a bar (`grader.cli.progress`), a test or an
+The library draws nothing itself; the CLI passes a bar (`grader.display.progress`), a test or an
 embedding program may pass any callable, or nothing.
 """
 

@@ -61,7 +61,7 @@ class JudgeSettings:
     - `config`: the judge's own settings file (`--judge-config`), if given.
     - `endpoint`: the command's LLM endpoint, for judges that call a server.
     - `on_call`: where an LLM judge reports each request (the store's call log).
-    - `options`: every flag of the command, by its argparse name.
+    - `options`: every option of the run, by name (`grader.job.options`).
     """
 
     model: str | None = None

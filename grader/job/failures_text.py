@@ -1,11 +1,6 @@
-"""What `grade` tells about its failed pairs: how many, and whether rerunning can fix them.
-
-A rerun retries every failed pair, but only a transient failure (timeouts, connections, 429, 5xx)
-is likely to go away; a permanent one (the lexical judge on a query without scorable terms, a
-request the server rejects) fails the same way every time, and saying "rerun" would send the user
-round in circles. The kinds are `grader.judges.failures`'. `failure_causes_text` adds what
-happened, grouped by cause: "failed 10: connection refused ×10".
-"""
+"""What a run tells about its failed pairs: how many, their causes, and whether a rerun can fix
+them: only a transient failure is likely to go away, and saying "rerun" of a permanent one would
+send the user round in circles (the kinds are `grader.judges.failures`')."""
 
 from __future__ import annotations
 

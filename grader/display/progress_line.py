@@ -1,12 +1,6 @@
-"""Grading progress where no terminal is: a notebook cell, a log.
-
-In Jupyter (stderr is no terminal) the Python API draws a tqdm bar (`tqdm.auto`: a widget when
-ipywidgets is installed; tqdm's text bar, quietly, when it is not) if tqdm is installed, else one
-line that it rewrites in place (a carriage return, which notebooks honour); on a terminal, the
-command's bar (`grader.cli.progress.GradingProgress`), and in a script whose stderr is a log, its
-plain line every 30 s. Updates are throttled: a run calls back once per judge
-call, from its event loop's thread.
-"""
+"""The Python API's progress: in Jupyter a tqdm bar (a widget with ipywidgets) or else one line
+rewritten in place; elsewhere the command's bar (`grader.display.progress`). Updates are
+throttled: a run calls back once per judge call, from its event loop's thread."""
 
 from __future__ import annotations
 
@@ -87,7 +81,7 @@ def _tqdm(total: int, file: TextIO) -> Any:
 
 def progress_for_api(enabled: bool) -> Any:
     """The progress callback (a context manager) `relgrade.grade` draws with."""
-    from grader.cli.progress import GradingProgress
+    from grader.display.progress import GradingProgress
 
     if not enabled:
         return GradingProgress(enabled=False)

@@ -1,12 +1,11 @@
-"""What `relgrade grade` prints: the one-line summary of a run, and a dry run's estimate (then,
-with --verbose, the pairs it would send)."""
+"""What a grade job says: the one-line summary of a run, a dry run's estimate, and the store's
+waits for its lock."""
 
 from __future__ import annotations
 
-import sys
-
 from grader.cost import cost_range, spend_text
 from grader.grading.pipeline import GradingReport
+from grader.store.busy import StoreBusyEvent
 
 
 def _fmt_tokens(report: GradingReport) -> str:
@@ -27,11 +26,8 @@ def _by_judge(label: str, counts: dict[str, int]) -> str:
 
 
 def summary_line(report: GradingReport) -> str:
-    """The one-line summary: graded, cached, failed (pairs), tokens, cost, and how many judge
-    answers (not pairs) another process paid for while this run waited on them. With several
-    judges (an ensemble, --verify-low) each pair count is followed by the answers per judge:
-    those asked this run after "graded", those reused from the store after "cached". With
-    several servers, the replies each one gave ("answers: URL 12, URL 11")."""
+    """The one-line summary: graded, cached, failed (pairs), tokens, cost, the answers per judge
+    (several judges), per server (several servers), and those another process paid for."""
     judges = sorted({*report.stored_by_judge, *report.asked_by_judge})
     asked = stored = ""
     if len(judges) > 1:
@@ -54,11 +50,8 @@ def summary_line(report: GradingReport) -> str:
     return line
 
 
-def print_dry_run(
-    report: GradingReport, verify: bool, verbose: bool, also: str | None = None
-) -> None:
-    """The estimate (stderr) first, with `also` (e.g. the holes it would fill), then with
-    `verbose` the pairs it counts (stdout)."""
+def dry_run_text(report: GradingReport, verify: bool, verbose: bool, also: str | None) -> str:
+    """A dry run's estimate, with `also` (e.g. the holes it would fill)."""
     est = report.estimate
     assert est is not None
     shared = ""
@@ -81,6 +74,25 @@ def print_dry_run(
         lines.append(also)
     if not verbose and report.to_send:
         lines.append("--verbose lists the pairs that would be sent")
-    print("\n".join(lines), file=sys.stderr, flush=True)
-    if verbose:
-        sys.stdout.writelines(f"{qid}\t{did}\t{judge}\n" for qid, did, judge in report.to_send)
+    return "\n".join(lines)
+
+
+def busy_text(event: StoreBusyEvent) -> str:
+    """One line about a wait for the store (started, still going, journaled, or over)."""
+    if event.over:
+        text = f"store free again after {event.waited_s:.1f} s: {event.path}"
+        if event.journaled:
+            text += f" ({event.journaled} answers went through the journal; all stored)"
+        return text
+    text = (
+        f"store busy, waiting (held by another process): {event.path}, {event.what}, "
+        f"{event.waited_s:.0f} s so far"
+    )
+    kept = []
+    if event.held:
+        kept.append(f"{event.held} answers kept in memory")
+    if event.journaled:
+        kept.append(f"{event.journaled} in the journal {event.journal}")
+    if kept:
+        text += "; " + ", ".join(kept) + " until it is free"
+    return text

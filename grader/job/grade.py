@@ -1,0 +1,210 @@
+"""The grade job, one path for `relgrade grade` and `relgrade.grade`: check the options once,
+select the pairs, build the judges, grade with the store, classify the outcome and write the
+outputs. It tells through callbacks (`Tell`) and never prints; each outcome has one wording,
+said by the command on stderr and by the API as a warning or an exception."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from grader.grading import run as grading_run
+from grader.grading.events import ProgressCallback
+from grader.grading.pairs import PairSelection
+from grader.grading.pipeline import GradingReport, StoreWriter, grade_pairs
+from grader.job import people
+from grader.job.checks import check_options
+from grader.job.judges import GradeJudges, prompt_notes
+from grader.job.judgments_and_qrels import clean_outputs, write_judgments_and_qrels
+from grader.job.options import GradeOptions
+from grader.job.selection import select_pairs
+from grader.job.summary import dry_run_text
+from grader.job.unsaved import read_back_unsaved, saving_unsaved
+from grader.judges.registry import judge_kind
+from grader.spelling import option
+from grader.store.busy import StoreBusyEvent
+from grader.store.store import Store
+
+
+class Outcome(enum.Enum):
+    """How a grade run ended."""
+
+    DONE = "done"
+    FAILED = "failed"
+    HELD_ELSEWHERE = "held elsewhere"
+    BUDGET = "budget"
+    INTERRUPTED = "interrupted"
+
+    @property
+    def exit_code(self) -> int:
+        """The command's exit status."""
+        return {"done": 0, "budget": 3, "interrupted": 130}.get(self.value, 1)
+
+
+@dataclass
+class Tell:
+    """Where the job's reports go: `say` its notes, `notice` the judges' notices about the
+    server (None: a RelgradeWarning), `busy` the store's waits for its lock."""
+
+    say: Callable[[str], None]
+    notice: Callable[[str], None] | None = None
+    busy: Callable[[StoreBusyEvent], None] | None = None
+    progress: ProgressCallback | None = None
+
+
+@dataclass
+class GradeResult:
+    """A finished grade job: its report, outcome and the plan on people's labels, if any."""
+
+    report: GradingReport
+    outcome: Outcome
+    options: GradeOptions
+    plan: people.Plan | None
+    verify: bool
+
+    def holes_text(self) -> str:
+        """The holes report, on top of people's labels ("" without)."""
+        return people.summary(self.plan, self.report) if self.plan is not None else ""
+
+    def causes_text(self) -> str:
+        """The causes of the failures ("" when none failed)."""
+        if not self.report.failed:
+            return ""
+        from grader.job.failures_text import failure_causes_text  # loads the openai SDK
+
+        return failure_causes_text(self.report.judgments)
+
+    def estimate_text(self) -> str:
+        """A dry run's estimate, with the holes it would fill."""
+        plan, r = self.plan, self.report
+        also = people.summary(plan, r, dry_run=True) if plan is not None else None
+        return dry_run_text(r, self.verify, self.options.verbose, also)
+
+    def outcome_text(self, resume: str) -> str:
+        """The one wording of the outcome ("" when every pair was graded); `resume` says how
+        to run the job again (the command line, or a call)."""
+        r, o = self.report, self.options
+        done = f"{r.done()} of {r.pairs} pairs done and stored"
+        if self.outcome is Outcome.INTERRUPTED:
+            return interrupted_text(r.done(), r.pairs, resume)
+        if self.outcome is Outcome.HELD_ELSEWHERE:
+            left = f"{done}; outputs not written. Once that process is done (or gone)"
+            return f"{held_text(r.held_elsewhere, o.store)}; {left}, {resume}"
+        if self.outcome is Outcome.BUDGET:
+            flag = option("--max-cost", "max_cost")
+            return (
+                f"stopped before exceeding {flag} ${o.max_cost:g}: spent ${r.cost:.4f}, {done},"
+                f" {r.pending} left; outputs not written. {option('Rerun', 'Call')} again with a"
+                f" higher {flag} to finish (stored answers cost nothing)"
+            )
+        if self.outcome is not Outcome.FAILED:
+            return ""
+        from grader.job.failures_text import failed_pairs_text
+
+        return failed_pairs_text(r.judgments)
+
+
+def held_text(held: int, store: str) -> str:
+    """Pairs left to another process sharing the store, which holds them but has not answered."""
+    return (
+        f"{held} pairs are being graded by another process sharing the store ({store}) that"
+        f" has not answered them in {grading_run.HOLD_WAIT_S / 60:.0f} minutes"
+    )
+
+
+def interrupted_text(done: int, total: int, resume: str) -> str:
+    """What an interrupted run tells: the pairs done and stored, and how to resume."""
+    return f"interrupted: {done} of {total} pairs done and stored; to resume, {resume}"
+
+
+def outcome_of(report: GradingReport) -> Outcome:
+    """The outcome of a report, classified once."""
+    if report.interrupted:
+        return Outcome.INTERRUPTED
+    if report.held_elsewhere:
+        return Outcome.HELD_ELSEWHERE
+    if report.budget_reached:
+        return Outcome.BUDGET
+    return Outcome.FAILED if report.failed else Outcome.DONE
+
+
+class GradeJob:
+    """One grade run: the options checked and the pairs selected at once, graded by `run`."""
+
+    def __init__(
+        self,
+        options: GradeOptions,
+        also_judged: people.AlsoJudged,
+        tell: Tell,
+        selection: tuple[PairSelection, dict[str, Any]] | None = None,
+    ):
+        """`selection`: pairs the caller chose with their documents (else the runs')."""
+        check_options(options, also_judged)
+        self.options, self.tell = options, tell
+        if not options.dry_run:
+            o = options
+            paths = [o.out, o.qrels_out, o.merged_out, *people.manifest_paths(o, also_judged)]
+            for line in clean_outputs(paths):
+                tell.say(line)
+        self.plan = people.plan(options, also_judged) if selection is None else None
+        if selection is None:
+            selection = select_pairs(options, self.plan, tell.say)
+        self.selection, self.docs = selection
+
+    async def run(self, **pipeline: Any) -> GradeResult:
+        """Grade the pairs with the store and write the outputs when every pair is done;
+        `pipeline` goes to `grade_pairs` (Ctrl-C handling, a stop button)."""
+        o, tell = self.options, self.tell
+        path = Path(o.store)
+        # A dry run never creates a store; it reads one if it exists.
+        store = None if o.dry_run and not path.exists() else Store(path, on_busy=tell.busy)
+        judges: GradeJudges | None = None
+        try:
+            # An LLM's answers are paid: each is journaled as it arrives (a kill loses none).
+            writer = StoreWriter(store, durable=judge_kind(o.judge).takes_model)
+            judges = GradeJudges(o, self.docs, writer, tell.say, tell.notice)
+            if store is not None:
+                self._check_store(store, judges, tell.say)
+            # A full disk stops the run: paid answers no journal took go to --out (and are said).
+            with saving_unsaved(o.out, writer, tell.say):
+                report = await grade_pairs(
+                    self.selection.pairs,
+                    judges.members,
+                    store=store,
+                    writer=writer,
+                    verify_judge=judges.verifier,
+                    concurrency=o.concurrency,
+                    max_cost=o.max_cost,
+                    dry_run=o.dry_run,
+                    progress=tell.progress,
+                    secrets=judges.secrets,
+                    stream_final=True,
+                    before_sending=judges.check_key,
+                    **pipeline,
+                )
+            report.answers_by_server = judges.answers_by_server()
+            report.cached_reported = judges.cached_reported()
+            report.local = judges.local()
+        finally:
+            if judges is not None:
+                await judges.aclose()
+            if store is not None:
+                store.close()
+        result = GradeResult(report, outcome_of(report), o, self.plan, judges.verifier is not None)
+        if not o.dry_run and result.outcome in (Outcome.DONE, Outcome.FAILED):
+            blocks = report.blocks()
+            write_judgments_and_qrels(blocks, o.out, o.qrels_out, **people.writer_args(self.plan))
+        return result
+
+    def _check_store(self, store: Store, judges: GradeJudges, say: Callable[[str], None]) -> None:
+        """The keys to mask, the prompts against the versions stored, and the paid answers a
+        full disk left in --out, read back."""
+        o = self.options
+        store.add_secrets(judges.secrets)
+        for note in prompt_notes(store, judges.prompts(), allow_changed=o.allow_changed_prompt):
+            say(note)
+        if not o.dry_run and (found := read_back_unsaved(store, o.out)):
+            say(f"{found:,} paid answers a full disk left in {o.out} are now stored")

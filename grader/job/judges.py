@@ -1,0 +1,216 @@
+"""The judges a grade run asks for, built through the registry (`grader.judges.registry`) from
+the run's options and its one `Settings`: checks, the members, the verifier and their prompts."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from grader.errors import InputError
+from grader.job.endpoint import Settings
+from grader.judges import registry
+from grader.judges.base import Judge
+from grader.judges.registry import JudgeSettings, build_judge, judge_kind, judge_names
+from grader.prompts import PromptSpec, load_prompt
+from grader.store.prompt_versions import check_prompt_version
+from grader.store.store import Store
+from grader.store.writer import StoreWriter
+
+if TYPE_CHECKING:
+    from grader.judges.llm.judge import LLMJudge
+
+
+def check_judge_args(args: Any) -> None:
+    """Fail before reading any file when the flags ask a judge for what it does not take."""
+    kind = judge_kind(args.judge)
+    models = _models(args)
+    if models and not kind.takes_model:
+        raise InputError(
+            f"--model is for LLM judges: judge {kind.name!r} takes no model",
+            hint=f"drop --model or --judge {kind.name}",
+        )
+
+
+def check_regrade_judge(args: Any, default_prompt: str) -> None:
+    """`check_judge_args`, and what regrading asks more: the Batch API sends LLM requests only,
+    and the stored pairs are all the documents there are (no --docs to read a collection). A
+    judge that takes no model reads no prompt: it gets `default_prompt` when --prompt is not
+    given (the prompt of the stored judgments may not load)."""
+    check_judge_args(args)
+    kind = judge_kind(args.judge)
+    if not kind.takes_model and not args.prompt:
+        args.prompt = default_prompt
+    if getattr(args, "batch", False) and not kind.batch:
+        raise InputError(
+            f"--batch sends LLM requests: judge {kind.name!r} makes none",
+            hint=f"drop --batch, or use --judge {' or '.join(judge_names(batch=True))}",
+        )
+    if kind.needs_all_docs:
+        raise InputError(
+            f"judge {kind.name!r} reads every document of the collection, which regrade has not",
+            hint=f"grade again: relgrade grade --judge {kind.name} --docs D ...",
+        )
+
+
+def _models(args: Any) -> list[str]:
+    given = getattr(args, "model", None)
+    if given is None:
+        return []
+    return [given] if isinstance(given, str) else list(given)
+
+
+def build_judges(
+    args: Any, base: JudgeSettings, models: Sequence[str] | None = None
+) -> list[Judge]:
+    """The judges `--judge` asks for (`grader.judges.registry.build_judges`). `base` holds what
+    the command has; --judge-config and every flag are added here; `models` defaults to the
+    --model values."""
+    settings = dataclasses.replace(base, config=args.judge_config, options=vars(args))
+    wanted = list(models) if models is not None else _models(args)
+    return registry.build_judges(args.judge, settings, wanted)
+
+
+def llm_judges(args: Any, base: JudgeSettings, models: Sequence[str]) -> list[LLMJudge]:
+    """The LLM judges --judge asks for (one per model), for an estimate of what they would
+    send; an InputError for a judge that sends nothing."""
+    from grader.judges.llm.judge import LLMJudge
+
+    judges = [j for j in build_judges(args, base, models) if isinstance(j, LLMJudge)]
+    if not judges:
+        raise InputError(
+            f"--dry-run estimates LLM requests; judge {args.judge!r} sends none",
+            hint="drop --dry-run: an offline judge costs nothing",
+        )
+    return judges
+
+
+def run_prompt(options: Any, name: str) -> PromptSpec:
+    """The prompt `name` as this run asks it: without logprobs when `logprobs` is off."""
+    spec = load_prompt(name)
+    return spec if getattr(options, "logprobs", True) else spec.without_logprobs()
+
+
+def lexical_settings_note(path: str | None, judge_id: str) -> str:
+    """Which settings file the lexical judge reads, and the judge id it stamps."""
+    from grader.judges.lexical.judge import JUDGE_ID
+
+    which = "the shipped default" if judge_id == JUDGE_ID else "not the shipped default"
+    return f"lexical judge settings: {path} ({which}; judgments say judge {judge_id})"
+
+
+class GradeJudges:
+    """The judges of one run, built from its options and the one `Settings`."""
+
+    def __init__(
+        self,
+        options: Any,
+        docs: dict[str, Any],
+        writer: StoreWriter,
+        say: Callable[[str], None],
+        notice: Callable[[str], None] | None = None,
+    ):
+        self.options = options
+        self.settings = Settings.from_args(options)
+        self.settings.notice = notice
+        self.writer = writer
+        self.verifier: Judge | None = None
+        # Every judge an LLM: a missing key only matters once a request is to be sent.
+        llm = judge_kind(options.judge).takes_model
+        self.missing_key = self.settings.defer_missing_key() if llm else None
+        base = JudgeSettings(
+            prompt=run_prompt(options, options.prompt),
+            docs=docs,
+            endpoint=self.settings,
+            on_call=writer.log_call,
+        )
+        self.members = build_judges(options, base)
+        self.secrets = self.settings.secrets if llm else []
+        if options.judge == "lexical":
+            from grader.judges.lexical.judge import LexicalJudge
+
+            for judge in self.members:
+                if isinstance(judge, LexicalJudge):
+                    say(lexical_settings_note(judge.config.path, judge.judge_id))
+        if options.verify_low:
+            self.verifier = self._verifier()
+
+    def _verifier(self) -> Judge:
+        """The registry's `llm` judge of the verify model and prompt, whatever --judge is."""
+        o = self.options
+        settings = JudgeSettings(
+            model=self.settings.model(o.verify_model or (o.model or [None])[0]),
+            prompt=run_prompt(o, o.verify_prompt or o.prompt),
+            endpoint=self.settings,
+            on_call=self.writer.log_call,
+        )
+        verifier = build_judge("llm", settings)
+        self.secrets = self.settings.secrets
+        if any(verifier.fingerprint() == m.fingerprint() for m in self.members):
+            raise InputError(
+                "--verify-low would ask the same judge twice",
+                hint="give --verify-prompt or --verify-model different from the first judge",
+            )
+        return verifier
+
+    @property
+    def every(self) -> list[Judge]:
+        """The members, then the verifier if any."""
+        return [*self.members, *([self.verifier] if self.verifier else [])]
+
+    async def aclose(self) -> None:
+        """Close every judge's HTTP client, on this run's event loop: a client left to the
+        garbage collector would close on another loop (the next call's), where it fails."""
+        for judge in self.every:
+            close = getattr(judge, "aclose", None)
+            if close is not None:
+                with contextlib.suppress(Exception):
+                    await close()
+
+    def _said(self, name: str) -> list[Any]:
+        """What each judge that has the method `name` answers."""
+        return [m() for judge in self.every if (m := getattr(judge, name, None)) is not None]
+
+    def answers_by_server(self) -> dict[str, int]:
+        """Replies per server over every judge, when some judge spread its requests over
+        several servers (else empty)."""
+        counts: dict[str, int] = {}
+        said = self._said("answers_by_server")
+        for mine in said:
+            for url, n in mine.items():
+                counts[url] = counts.get(url, 0) + n
+        return counts if any(len(mine) > 1 for mine in said) else {}
+
+    def local(self) -> bool:
+        """Whether every judge that sends requests does so to this machine (loopback)."""
+        said = self._said("local")
+        return bool(said) and all(said)
+
+    def cached_reported(self) -> bool | None:
+        """Whether any reply this run said its cached prompt tokens; None when no judge sends
+        requests (nothing to report)."""
+        said = self._said("cached_reported")
+        return any(said) if said else None
+
+    def check_key(self) -> None:
+        """Raise the missing key's error: called when some pair is not stored (nothing sent)."""
+        if self.missing_key is not None:
+            raise self.missing_key
+
+    def prompts(self) -> list[PromptSpec]:
+        """The prompt files of the LLM judges. An LLM judge exists only once its module is
+        loaded: a lexical run does not import it (nor the openai SDK, ~1 s)."""
+        llm = sys.modules.get("grader.judges.llm.judge")
+        if llm is None:
+            return []
+        return [j.prompt for j in self.every if isinstance(j, llm.LLMJudge)]
+
+
+def prompt_notes(store: Store, specs: Iterable[PromptSpec], *, allow_changed: bool) -> list[str]:
+    """Check each distinct prompt against the versions the store holds (a PromptError when one
+    changed under the same name@version and that is not allowed); the notes to say."""
+    found = {spec.sha256: spec for spec in specs}.values()
+    notes = [check_prompt_version(store, s, allow_changed=allow_changed) for s in found]
+    return [note for note in notes if note]
