@@ -3,7 +3,8 @@
 TREC DL 2019 stratified pairs (bench/real_quality.py's, --pairs N) are graded with logprobs by a
 real model on llama.cpp's server (`relgrade grade`, a prompt that asks for them, --prompt; the
 store in --work keeps every answer, so a rerun or a larger --pairs asks only for what is
-missing), or read from graded judgments (--judgments). The judgments' grade distributions are
+missing; pairs in --judgments, graded already with the same prompt, are not asked again; --pairs 0
+reads --judgments alone). The judgments' grade distributions are
 the judge: the uncertainty `relgrade sample --strategy active` weighs (calibration's
 `estimand_uncertainty`: P(the other side of grade 2)), its successive-sampling design at each
 uniform share (--shares), and the fixed-n interval of the share relevant (people's grade >= 2)
@@ -26,6 +27,7 @@ import numpy.typing as npt
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from active_sampling import auc
+from real_cost import run_file
 from real_models import MODELS, fetch
 from real_quality import DATA, ROOT, LlamaServer
 from real_quality_data import _qrels as qrels
@@ -47,30 +49,32 @@ Arr = npt.NDArray[np.float64]
 THRESHOLD = 2
 
 
-def grade(args: Any) -> list[Judgment]:
-    """The pairs graded with logprobs (a server started on --model unless --base-url)."""
+def grade(args: Any, known: list[Judgment]) -> list[Judgment]:
+    """The pairs not in `known` graded with logprobs (a server started unless --base-url)."""
     pairs = load_pairs(args.data, args.pairs, args.seed, args.work)
+    seen = {(j.query_id, j.doc_id) for j in known}
+    todo = [p for p in pairs.order if p not in seen]
     out = args.work / f"{args.model}.{args.prompt}.logprobs.jsonl"
     server, url = None, args.base_url
-    if url is None:
+    if url is None and todo:
         path = fetch(MODELS[args.model], args.models_cache)
         server = LlamaServer(args.llama_python, path, args.model, args.work / "server.log", 2048)
         url = server.url
     try:
-        for k in range(args.chunk, len(pairs) + args.chunk, args.chunk):
+        for k in range(args.chunk, len(todo) + args.chunk, args.chunk):
+            run = run_file(todo[:k], args.work / "run.txt")
             argv = ["grade", "--queries", str(pairs.queries), "--docs", str(pairs.docs)]
-            argv += ["--run", str(pairs.run_of_first(min(k, len(pairs)))), "--depth", "100000"]
-            argv += ["--prompt", args.prompt, "--base-url", url, "--model", args.model]
+            argv += ["--run", str(run), "--depth", "100000", "--prompt", args.prompt]
+            argv += ["--base-url", str(url), "--model", args.model, "--timeout", "900"]
             argv += ["--output-mode", "json_object_schema", "--max-context", "2048"]
-            argv += ["--concurrency", "1", "--timeout", "900", "--quiet"]
-            argv += ["--store", str(args.work / "store.db"), "--out", str(out)]
-            if relgrade(argv) not in (0, 1):
+            argv += ["--concurrency", "1", "--quiet", "--store", str(args.work / "store.db")]
+            if relgrade([*argv, "--out", str(out)]) not in (0, 1):
                 raise SystemExit(f"relgrade grade stopped ({args.model}, {args.prompt})")
-            print(f"  real_active: {min(k, len(pairs))}/{len(pairs)} graded", file=sys.stderr)
+            print(f"  real_active: {min(k, len(todo))}/{len(todo)} graded", file=sys.stderr)
     finally:
         if server is not None:
             server.stop()
-    return list(read_judgments(out))
+    return known + (list(read_judgments(out)) if todo else [])
 
 
 def half_widths(y: Arr, f: Arr, w: Arr, n: int, paths: int, seed: int) -> Arr:
@@ -139,13 +143,13 @@ def report(judged: list[Judgment], human: dict[tuple[str, str], int], args: Any)
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pairs", type=int, default=96, help="pairs, N/4 per grade (96)")
+    parser.add_argument("--pairs", type=int, default=96, help="pairs, N/4 per grade (96; 0: none)")
     parser.add_argument("--n", type=int, help="sample size (a quarter of the pairs)")
     parser.add_argument("--paths", type=int, default=2000)
     parser.add_argument("--shares", type=float, nargs="+", default=[0.5, 0.3, 0.7])
     parser.add_argument("--model", default="qwen2.5-coder-0.5b", choices=sorted(MODELS))
     parser.add_argument("--prompt", default="passage-v1")
-    parser.add_argument("--judgments", type=Path, nargs="+", help="graded already: no server")
+    parser.add_argument("--judgments", type=Path, nargs="+", help="graded already (not asked)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--chunk", type=int, default=8)
     parser.add_argument("--data", type=Path, default=DATA)
@@ -155,10 +159,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--llama-python", type=Path, default=ROOT / ".venv-llama/bin/python")
     args = parser.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
-    if args.judgments:
-        judged = [j for path in args.judgments for j in read_judgments(path)]
-    else:
-        judged = grade(args)
+    known = [j for path in args.judgments or [] for j in read_judgments(path)]
+    graded = grade(args, known) if args.pairs else known
+    judged = list({(j.query_id, j.doc_id): j for j in graded}.values())  # one per pair
     human = {(q, d): g for q, d, g in qrels(args.data / "2019qrels-pass.txt")}
     report(judged, human, args)
     return 0

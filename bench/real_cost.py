@@ -11,7 +11,9 @@ grade, seed --seed) are graded by each arm (--arms) on the same server and model
 - `default`: `relgrade grade` with its default prompt (passage-v1, logprobs on);
 - `no-logprobs`: the same with `--no-logprobs`;
 - `short`: `--prompt passage-short-v1 --no-logprobs` (grade only, a few output tokens);
-- `short-logprobs`: `--prompt passage-short-v1` (logprobs on).
+- `short-logprobs`: `--prompt passage-short-v1` (logprobs on);
+- `text`, `short-text`: passage-v1 or passage-short-v1, `--no-logprobs --output-mode text` (a
+  `Grade: N` line, no grammar; the others use `json_object_schema`, llama.cpp's grammar).
 
 Runs alternate: the pairs go by --chunk, and each chunk is graded by every arm in turn, the order
 rotated from chunk to chunk, so the machine's load hits every arm alike. relgrade runs in this
@@ -51,11 +53,13 @@ from grader.io.judgments import read_judgments
 
 Pair = tuple[str, str]
 _HIT = re.compile(r"Llama\.generate: (\d+) prefix-match hit")
-RELGRADE_ARMS = {  # arm -> (prompt, logprobs)
-    "default": ("passage-v1", True),
-    "no-logprobs": ("passage-v1", False),
-    "short": ("passage-short-v1", False),
-    "short-logprobs": ("passage-short-v1", True),
+RELGRADE_ARMS = {  # arm -> (prompt, logprobs, output mode)
+    "default": ("passage-v1", True, "json_object_schema"),
+    "no-logprobs": ("passage-v1", False, "json_object_schema"),
+    "short": ("passage-short-v1", False, "json_object_schema"),
+    "short-logprobs": ("passage-short-v1", True, "json_object_schema"),
+    "text": ("passage-v1", False, "text"),
+    "short-text": ("passage-short-v1", False, "text"),
 }
 ARMS = ("naive", "naive-pair-first", *RELGRADE_ARMS)
 
@@ -106,7 +110,8 @@ def _naive(arm: str, chunk: list[Pair], texts: dict[str, dict[str, str]], args: 
     return out
 
 
-def _run_file(chunk: list[Pair], path: Path) -> Path:
+def run_file(chunk: list[Pair], path: Path) -> Path:
+    """A TREC run holding these pairs (each query's documents in the order given)."""
     ranks: Counter[str] = Counter()
     lines = []
     for qid, did in chunk:
@@ -117,12 +122,12 @@ def _run_file(chunk: list[Pair], path: Path) -> Path:
 
 
 def _relgrade(arm: str, chunk: list[Pair], pairs: Pairs, step: int, args: Any) -> Tally:
-    prompt, logprobs = RELGRADE_ARMS[arm]
-    run = _run_file(chunk, args.work / f"run-{step}.txt")
+    prompt, logprobs, mode = RELGRADE_ARMS[arm]
+    run = run_file(chunk, args.work / f"run-{step}.txt")
     out_path = args.work / f"{arm}-{step}.jsonl"
     argv = ["grade", "--queries", str(pairs.queries), "--docs", str(pairs.docs)]
     argv += ["--run", str(run), "--depth", "100000", "--prompt", prompt]
-    argv += ["--base-url", args.url, "--model", args.model, "--output-mode", "json_object_schema"]
+    argv += ["--base-url", args.url, "--model", args.model, "--output-mode", mode]
     argv += ["--max-context", str(args.ctx), "--concurrency", "1", "--timeout", "900"]
     argv += ["--store", str(args.work / "store.db"), "--out", str(out_path), "--quiet"]
     code = relgrade(argv if logprobs else [*argv, "--no-logprobs"])
