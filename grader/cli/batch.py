@@ -13,16 +13,18 @@ import asyncio
 import json
 import sys
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 from grader import defaults
 from grader.batch.api.client import TERMINAL_STATUSES
 from grader.batch.api.state import BatchState, Job
+from grader.batch.files.exports import ExportState
+from grader.cli import batch_exports, batch_files, batch_run
 from grader.cli.batch_common import (
     JudgeFactory,
     add_batch_options,
     make_runner,
+    open_store,
     progress_printer,
 )
 from grader.cli.batch_endpoint import batch_command, use_stored_base_url
@@ -36,7 +38,6 @@ from grader.cli.batch_outputs import (
 from grader.cli.commands import COMMANDS
 from grader.cli.flags import add_store
 from grader.cli.settings import Settings, add_api_key_env, add_llm_options
-from grader.cli.store_busy import print_store_busy
 from grader.errors import InputError
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
@@ -51,6 +52,31 @@ def register(sub: Any) -> None:
     )
     actions = p.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
+    _add_status(actions)
+    collect = actions.add_parser(
+        "collect",
+        help="finish the open batch jobs of a store",
+        description="Finish the open Batch API jobs of the store: upload and create what was "
+        "not, wait for the server (--no-wait: one round of checks), validate every output line "
+        "as live grading does, re-ask the rest live (or mark them failed with --no-live-retry) "
+        "and store the judgments. Then print the diff and write --out/--qrels-out as the "
+        "regrade command that submitted the jobs would.",
+    )
+    add_store(collect, "the store regrade --batch recorded its jobs in")
+    collect.add_argument(
+        "--no-wait", action="store_true", help="one round of checks; collect what is done"
+    )
+    add_llm_options(collect)
+    add_batch_options(collect)
+    add_output_options(collect)
+    collect.set_defaults(func=run_collect)
+    batch_files.register(actions)
+    batch_exports.register(actions)
+    batch_run.register(actions)
+    p.set_defaults(func=run_status)
+
+
+def _add_status(actions: Any) -> None:
     status = actions.add_parser(
         "status",
         help="list the batch jobs of a store",
@@ -74,59 +100,27 @@ def register(sub: Any) -> None:
         action="store_true",
         help="list only the batch file exports (batch export) and how many lines came back",
     )
+    status.add_argument(
+        "--files",
+        action="store_true",
+        help="list each request file of the exports: answered, partial or untouched, and what "
+        "`batch close` would mark missing",
+    )
     status.set_defaults(func=run_status)
-    collect = actions.add_parser(
-        "collect",
-        help="finish the open batch jobs of a store",
-        description="Finish the open Batch API jobs of the store: upload and create what was "
-        "not, wait for the server (--no-wait: one round of checks), validate every output line "
-        "as live grading does, re-ask the rest live (or mark them failed with --no-live-retry) "
-        "and store the judgments. Then print the diff and write --out/--qrels-out as the "
-        "regrade command that submitted the jobs would.",
-    )
-    add_store(collect, "the store regrade --batch recorded its jobs in")
-    collect.add_argument(
-        "--no-wait", action="store_true", help="one round of checks; collect what is done"
-    )
-    add_llm_options(collect)
-    add_batch_options(collect)
-    add_output_options(collect)
-    collect.set_defaults(func=run_collect)
-    from grader.cli.batch_exports import add_files_flag
-    from grader.cli.batch_exports import register as register_close
-
-    add_files_flag(status)
-    from grader.cli.batch_files import register as register_files
-
-    register_files(actions)
-    register_close(actions)
-    from grader.cli.batch_run import register as register_run
-
-    register_run(actions)
-    p.set_defaults(func=run_status)
-
-
-def _open_store(path: str) -> Store:
-    if not Path(path).is_file():
-        raise InputError("no store here", path=path, hint="give the --store regrade used")
-    return Store(path, on_busy=print_store_busy)
 
 
 def run_status(args: argparse.Namespace) -> int:
-    from grader.batch.files.exports import ExportState
-    from grader.cli.batch_exports import export_json, exports_table, print_files
-
-    with _open_store(args.store) as store, BatchState(store) as state:
+    with open_store(args.store) as store, BatchState(store) as state:
         with ExportState(store) as export_state:
             exports = export_state.exports()
         if getattr(args, "files", False):
-            print_files(store, exports, args.format)
+            batch_exports.print_files(store, exports, args.format)
             return 0
         if getattr(args, "exports", False):
             if args.format == "json":
-                print(json.dumps([export_json(e) for e in exports], indent=2))
+                print(json.dumps([batch_exports.export_json(e) for e in exports], indent=2))
             else:
-                print(exports_table(exports))
+                print(batch_exports.exports_table(exports))
             return 0
         note = None
         if not args.no_refresh:
@@ -139,7 +133,7 @@ def run_status(args: argparse.Namespace) -> int:
         print(render_jobs(jobs, args.store))
         if exports:
             print("\nbatch file exports (batch export / batch import):")
-            print(exports_table(exports))
+            print(batch_exports.exports_table(exports))
     if note:
         print(note, file=sys.stderr)
     return 0
@@ -196,7 +190,7 @@ def render_jobs(jobs: list[Job], store: str = "relgrade.db") -> str:
 def run_collect(args: argparse.Namespace) -> int:
     from grader.cli.output_files import clean_outputs
 
-    with _open_store(args.store) as store:
+    with open_store(args.store) as store:
         with BatchState(store) as state:
             versions = job_versions(state.jobs(open_only=True))
         check_one_version(args, versions)

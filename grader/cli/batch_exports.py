@@ -8,15 +8,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from grader.batch.files.closing import CloseSummary, ExportFiles, FileState, close_export
 from grader.batch.files.exports import ExportInfo
-from grader.cli.batch_common import JudgeFactory
+from grader.cli.batch_common import JudgeFactory, open_store
 from grader.cli.flags import add_store
-from grader.cli.store_busy import print_store_busy
-from grader.errors import InputError
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
 
@@ -53,25 +50,9 @@ def register(actions: Any) -> None:
     close.set_defaults(func=run_close)
 
 
-def add_files_flag(status: argparse.ArgumentParser) -> None:
-    """`batch status --files`."""
-    status.add_argument(
-        "--files",
-        action="store_true",
-        help="list each request file of the exports: answered, partial or untouched, and what "
-        "`batch close` would mark missing",
-    )
-
-
-def _open_store(path: str) -> Store:
-    if not Path(path).is_file():
-        raise InputError("no store here", path=path, hint="give the --store batch export used")
-    return Store(path, on_busy=print_store_busy)
-
-
 def run_close(args: argparse.Namespace) -> int:
     args.dry_run = True  # nothing is sent, no key needed
-    with _open_store(args.store) as store:
+    with open_store(args.store, "batch export") as store:
         with ExportFiles(store) as files:
             chosen = list(dict.fromkeys(e for given in args.export for e in files.resolve(given)))
         writer = StoreWriter(store)

@@ -15,20 +15,15 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from grader.batch.engines.http_requests import Requester, Servers
 from grader.batch.engines.results_out import ResultsWriter
-from grader.batch.engines.sent_log import (
-    SentCounts,
-    SentLog,
-    count_sent,
-    run_log_dir,
-    sent_before,
-)
+from grader.batch.engines.sent_log import SentCounts, SentLog, count_sent, run_log_dir, sent_before
+from grader.batch.files.export_files import LineProgress, Progress
 from grader.errors import InputError
 
 INSTALL_HINT = "pip install 'relgrade[ray]'"
@@ -107,6 +102,7 @@ class RayRun:
     concurrency: int = 64
     actors: int | None = None  # None: one per node of the cluster (`cluster_actors`)
     timeout_s: float = 600.0
+    lines: int | None = None  # request lines in all (for progress)
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
 
     @property
@@ -125,10 +121,6 @@ class RayOutcome:
     actors: int = 0
     interrupted: bool = False
     sent_before: int = 0  # requests an earlier run into the same folder had sent already
-
-
-Progress = Callable[[int, float], None]
-"""Called with the results lines written so far and the seconds since the start."""
 
 
 def run_ray(run: RayRun, progress: Progress | None = None) -> RayOutcome:
@@ -158,7 +150,7 @@ def run_ray(run: RayRun, progress: Progress | None = None) -> RayOutcome:
             writer.write(path, lines)
             errors += sum(1 for line in lines if _is_error(line))
             if progress is not None:
-                progress(writer.written, time.monotonic() - started)
+                progress(LineProgress(writer.written, run.lines, time.monotonic() - started))
     except KeyboardInterrupt:
         interrupted = True
     finally:
