@@ -1,13 +1,6 @@
-"""The LLM judge seen from the Batch API: the same request body and the same reply validation as
-live grading, at the batch price.
-
-`LLMBatchJudge` wraps `grader.judges.llm.judge.LLMJudge`. Requests are built by the judge's
-`build_request` in one fixed output mode (recorded with the job, so whichever process collects
-parses in the mode the requests asked for), and each output line goes through the judge's
-reply reader (`LLMJudge.reply_reader`), which calls the one reply validator
-(`grader.judges.llm.replies`) live grading uses: a reply is accepted or refused the same way
-however it arrived. `BatchReplies` is that reading alone, picklable, for worker processes.
-"""
+"""The LLM judge seen from a batch: the same request body and the same reply validation as live
+grading (`LLMJudge.reply_reader`), at the batch price, in the output mode recorded with the job.
+`BatchReplies` is that reading alone, picklable, for worker processes."""
 
 from __future__ import annotations
 

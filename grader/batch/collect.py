@@ -1,22 +1,20 @@
-"""Turning Batch API output and error files into judgments.
-
-Every output line is validated exactly as a live reply is (the judge's reply validator, given as
-`parse`). A line that fails validation, a line in the error file, a line missing from both files
-(the batch expired, failed or was cancelled) is never a grade: it is re-asked live through the
-judge, concurrently, or, with live retries off, stored as failed with its reason.
-"""
+"""Batch output and error lines turned into judgments, each validated exactly as a live reply. A
+line that fails validation, an error line or a missing line is never a grade: it is re-asked
+live, or stored failed with its reason."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeGuard
+from typing import Any, Protocol, TypeGuard
 
 from grader import defaults
+from grader.errors import InputError
 from grader.models import Doc, Judgment, JudgmentError, Query
+from grader.store.store import Store
 
 ParseReply = Callable[[Mapping[str, Any], Query, Doc, str], Judgment]
 """(chat.completion body, query, doc, key) -> an ok Judgment; raises when the reply is invalid."""
@@ -224,6 +222,35 @@ def failed_judgment(
             type=problem.type, message=problem.message, raw_reply=problem.raw_reply
         ),
     )
+
+
+class _Pair(Protocol):
+    @property
+    def key(self) -> str: ...
+    @property
+    def query_id(self) -> str: ...
+    @property
+    def doc_id(self) -> str: ...
+
+
+def pair_texts(
+    store: Store, pairs: Iterable[_Pair], *, whole: bool
+) -> tuple[dict[str, Query], dict[str, Doc]]:
+    """The query and document texts of these id pairs (`whole`: documents with title and
+    metadata, as a live request needs; else text alone). A pair without its texts is an
+    InputError: the store is not the one the pairs were recorded in."""
+    pairs = list(pairs)
+    queries = store.queries({x.query_id for x in pairs})
+    ids = {x.doc_id for x in pairs}
+    docs = store.docs(ids) if whole else store.doc_texts(ids)
+    for x in pairs:
+        if x.query_id not in queries or x.doc_id not in docs:
+            raise InputError(
+                f"the store has no text for ({x.query_id}, {x.doc_id}), recorded as {x.key}",
+                path=store.path,
+                hint="export or regrade again from this store",
+            )
+    return queries, docs
 
 
 async def retry_live(

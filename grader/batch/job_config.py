@@ -1,10 +1,6 @@
-"""The judge configuration a batch job is stored with, and the judge rebuilt from it.
-
-A job outlives the process that submitted it: `batch collect` (or a later `regrade`) must parse
-its output lines with the same judge. The job records the model, the prompt (the argument given,
-the resolved file, its id and sha256), the output mode the requests asked for and the judge's
-fingerprint; `JobJudges.for_job` rebuilds that judge and refuses one that no longer matches.
-"""
+"""The judge configuration a batch job or export is stored with (model, prompt file and sha256,
+output mode, fingerprint), and the judge rebuilt from it in another process, refused when it no
+longer matches."""
 
 from __future__ import annotations
 

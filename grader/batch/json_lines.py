@@ -1,18 +1,7 @@
-"""Results lines decoded fast, to exactly what `json.loads` gives.
-
-A results line (~1.8 KB with logprobs) is decoded by msgspec, which is several times faster than
-the standard library's decoder on such lines. Where msgspec decodes a line, the
-value equals `json.loads`'s (duplicate keys: the last wins in both; integers of any size stay
-integers; floats are correctly rounded in both); every line msgspec refuses (NaN and Infinity,
-numbers out of float range, lone surrogates, a byte-order mark, other encodings than UTF-8, or
-anything malformed) is decoded again by `json.loads`, so what is accepted and what is refused, and
-with which error, stays the standard library's.
-
-`loads_line` decodes only what an import reads of a line that holds a reply (`ANSWER_KEYS`),
-into structs (`ResultLine`; its body: `grader.judges.llm.completion_body`): msgspec skips the
-rest (ids, token bytes) without making objects of it, and a struct has no key table to make and
-free.
-"""
+"""Results lines decoded fast (msgspec), to exactly what `json.loads` gives: a line msgspec
+refuses is decoded again by `json.loads`, so what is accepted or refused, and with which error,
+stays the standard library's. `loads_line` keeps only what an import reads (`ANSWER_KEYS`), as
+structs."""
 
 from __future__ import annotations
 

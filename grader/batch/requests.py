@@ -1,9 +1,5 @@
-"""Batch API request files: one JSONL line per chat.completions request, split into files that
-stay under the API's limits.
-
-The `custom_id` of each line is the judgment's content key, so an output line maps back to exactly
-one key whatever order the server answers in. The limits are arguments so tests can use small ones.
-"""
+"""Batch API request files: one JSONL line per chat.completions request (`custom_id`: the content
+key), split under the API's limits."""
 
 from __future__ import annotations
 

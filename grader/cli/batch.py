@@ -1,10 +1,5 @@
-"""`relgrade batch status|collect`: the Batch API jobs recorded in a store.
-
-`status` lists every job (refreshing open ones from the server when it can reach it); `collect`
-finishes what a stopped `regrade --batch` left: uploads and creates what was not, polls until
-the server is done, validates every output line as live grading does, re-asks the rest live
-(or marks them failed with `--no-live-retry`) and stores the judgments.
-"""
+"""`relgrade batch status|collect`: the Batch API jobs recorded in a store (and the parser of
+every `batch` action)."""
 
 from __future__ import annotations
 

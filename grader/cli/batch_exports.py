@@ -1,7 +1,4 @@
-"""What `relgrade batch status` shows of batch file exports (each export, and with `--files`
-each request file: answered, partial or untouched), and `relgrade batch close`: an export whose
-engine died is closed, so the next `batch export` writes exactly what it left unanswered
-(`grader.batch.files.closing`)."""
+"""What `batch status` shows of file exports (`--exports`, `--files`), and `relgrade batch close`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""`relgrade batch export|import`: request files for any inference engine (vLLM run-batch, Ray
-Data, ...) and its results, with the guarantees of live grading (`grader.batch.files.export_files`,
-`grader.batch.files.import_files`)."""
+"""`relgrade batch export|import`: request files for any inference engine and its results."""
 
 from __future__ import annotations
 

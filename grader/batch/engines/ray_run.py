@@ -1,12 +1,7 @@
-"""`relgrade batch run --engine ray`: Ray Data reads the request files, actors answer their
-lines with relgrade's own request function (`grader.batch.engines.http_requests`: many requests
-in flight per actor, spread over every server), and this process writes each answer to the
-results file of its request file as it comes (`grader.batch.engines.results_out`).
-
-Ray is imported only when a run starts (the `relgrade[ray]` extra). Ray is at-least-once: a
-block whose worker died is run again, so the actors log every request they send
-(`grader.batch.engines.sent_log`) and the run reports how many were sent more than once.
-"""
+"""`relgrade batch run --engine ray`: Ray Data reads the request files, actors answer their lines
+(`http_requests`), and this process appends each answer to its results file as it comes. Ray is
+imported only when a run starts. Ray is at-least-once: the actors log every request they send
+(`sent_log`), so the run reports how many were sent more than once."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The request files `relgrade batch run` answers: a folder's (or the given) `.jsonl` files of
-`relgrade batch export`, each checked against its export's record in the store, with the model
-that export asked."""
+"""The request files `batch run` answers (a folder's `.jsonl` files, or one), each of an export
+this store records, with the model it asked."""
 
 from __future__ import annotations
 

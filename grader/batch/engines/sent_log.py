@@ -1,7 +1,6 @@
-"""What a `batch run --engine ray` sent, counted from logs the request actors append to: one
-line per request sent (retries and re-run blocks included) and one per block started. Ray Data
-runs a block again when a worker dies (at-least-once), so a request can be paid twice; these
-logs say how many were."""
+"""What a `batch run --engine ray` sent, counted from logs its actors append to (a line per request
+sent, a line per block started): Ray runs a block again when a worker dies, so a request can be
+paid twice."""
 
 from __future__ import annotations
 

@@ -1,26 +1,11 @@
-"""`relgrade batch export`: request files in the OpenAI batch format for any inference engine
-(vLLM run-batch, Ray Data, ...), recorded in the store so any process can import the results.
+"""`relgrade batch export`: request files in the OpenAI batch format for any inference engine,
+recorded in the store so any process can import the results.
 
-Each line is `{"custom_id", "method", "url", "body"}`; the body is exactly what live grading
-sends for the pair (the judge's `build_request`: same prompt rendering, schema and sampling;
-made byte for byte by `grader.batch.files.request_lines` without a dict per line) and `custom_id`
-is `relgrade:EXPORT_ID:KEY` (`grader.batch.files.exports`). Pairs whose key is already ok in the
-store are not exported; pairs sharing a key (same texts) are one line, and every id pair is
-listed under its key in the store, so outputs cover them all. Files are split under a line and
-a byte limit (`grader.batch.requests.split_requests`'s limits), written under a temporary name
-(`grader.batch.files.request_files`); each one's lines, bytes and sha256 are recorded.
-
-The work streams in chunks of pairs: memory does not grow with the number of lines (the pairs
-given may be a generator). Each chunk's new lines are rendered and written to the request files;
-the texts and id pairs not recorded yet are written to the store every `BATCH_PAIRS` id pairs
-and before a file is published (an import needs both), in one transaction each, the store's log
-checkpointed on a thread of its own (`grader.store.checkpoint_thread`); a file is published
-(renamed to its final name) once written whole, and listed with its lines in one transaction:
-a line is recorded only once its file is published, so an export killed at any point leaves no
-request waiting in a file no engine sees (the next export into the folder removes the file it
-left under its temporary name). Which keys the export already holds is asked of the store, but
-for the keys of lines not recorded yet, which are kept here (a file's worth at most).
-"""
+Each line's body is byte for byte what live grading sends (`request_lines`); `custom_id` is
+`relgrade:EXPORT_ID:KEY`; pairs already ok, or waiting in another export, are left out. It
+streams in chunks (memory does not grow with the pairs). A line is recorded only in the
+transaction that publishes its file, so a killed export leaves no request waiting in a file no
+engine sees."""
 
 from __future__ import annotations
 

@@ -1,34 +1,12 @@
-"""`relgrade batch import`: an inference engine's results files, validated as live replies.
+"""`relgrade batch import`: an engine's results files, every line validated as a live reply.
 
-Each results line (`{"id", "custom_id", "response": {"status_code", "request_id", "body"},
-"error"}`, the Batch API's and vLLM run-batch's shape) goes through `parse_output_record`: the
-one reply validator of live grading (`parse_completion`). An ok reply is stored as the pair's
-judgment; an error line, a refused reply, and a request of a touched request file that no line
-answered (`missing`) are stored as `failed` with the reason, never as a grade, and can be asked
-again live (`reask_failed`; `grader.batch.files.import_followup`).
-
-The files are cut into ranges of whole lines (~4 MB); each range is decoded, checked and
-validated (`grader.batch.files.import_work`) by worker processes for a large import, in this process
-for a small one, and this process alone writes: it takes the ranges back in file order, decides
-which answers are new as if the lines were read one by one, and writes them in one transaction
-per ~50,000 lines (or 3 s), judgments in key order, then their outcomes. A crash loses at most
-what was not written yet (import again), and memory does not grow with the files.
-
-- A `custom_id` that is not `relgrade:EXPORT_ID:KEY`, names an export this store did not make,
-  or a key its export never asked, stops the import with an InputError naming the file and the
-  line, before anything of that range is stored (a file from another store, prompt or model);
-  the lines before it are stored.
-- Importing the same file twice changes nothing: a key already ok in the store is skipped, and
-  so is a failed line whose key already holds a failure.
-- A last line cut short (the engine was killed while writing) is reported, not an error; its
-  request counts as missing. A malformed line elsewhere is reported with its number.
-- A line answered by another model than the export asked (an engine that ignored the request's
-  model) is `failed` (ModelMismatch), never stored as the exported model's grade.
-- An empty results file is reported (its requests stay as they were); when every file given is
-  empty the import stops with an InputError (the engine did not run or wrote elsewhere), and
-  so it does when no line at all holds a usable result (not JSON, or one line cut short),
-  saying why.
-"""
+The files are cut into ranges of whole lines, read by worker processes for a large import
+(`import_work`); this process alone writes, takes the ranges back in file order, decides which
+answers are new as if the lines were read one by one, and writes them in one transaction per
+~50,000 lines (or 3 s). Importing twice changes nothing; a killed import loses nothing. A
+`custom_id` this store did not export stops the import with an InputError naming the line; an
+error line, a refused reply, another model's answer or a request no line answered is stored
+failed with the reason, never a grade."""
 
 from __future__ import annotations
 

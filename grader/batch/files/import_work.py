@@ -1,20 +1,7 @@
-"""One byte range of a results file read, checked and validated: the part of `relgrade batch
-import` that runs in worker processes (`grader.batch.files.import_files` writes what they give
-back).
-
-A range holds whole lines. Each line is decoded (`grader.batch.json_lines`), its `custom_id`
-split into export and content key, the key looked up in its export's lines and in the store, and
-its reply validated by the export's `BatchReplies` exactly as a live reply; the judgment (ok, or
-failed with the reason) comes back as the row the store writes, made by the store's one encoder
-(`Store.stored_row(s)`: the writing process only inserts it). Nothing is written
-here: which answers are new is decided by the one process that writes, from what was read here
-and what it wrote since (`Answer.stored`, `Answer.outcome`).
-
-A problem that stops the import (a `custom_id` relgrade did not write, a key its export never
-asked, a pair without texts) comes back as `RangeResult.error`, and an export with no reader yet as
-`RangeResult.need_export`: the writing process raises the error, or builds that export's judge
-and sends the range again.
-"""
+"""One byte range of a results file decoded, checked and validated: the part of `batch import`
+that runs in worker processes. Judgments come back as the rows the store writes; nothing is
+written here. What stops the import comes back as `RangeResult.error`; an export with no reader
+yet as `RangeResult.need_export` (the writer builds its judge and sends the range again)."""
 
 from __future__ import annotations
 
@@ -34,12 +21,13 @@ from grader.batch.collect import (
     answered_body,
     failed_judgment,
     other_model,
+    pair_texts,
     parse_output_record,
 )
 from grader.batch.files.exports import ExportState, Line, split_custom_id
 from grader.batch.json_lines import ResultLine, loads, loads_line
 from grader.errors import InputError
-from grader.models import Doc, Judgment, Query
+from grader.models import Judgment
 from grader.store.judgment_rows import StoredRow
 from grader.store.store import Store
 
@@ -115,26 +103,6 @@ class RangeResult:
     n_malformed: int = 0
     error: RangeError | None = None
     need_export: tuple[str, int] | None = None  # (export id, the line that names it)
-
-
-def pair_texts(
-    store: Store, lines: Iterable[Line], *, whole: bool
-) -> tuple[dict[str, Query], dict[str, Doc]]:
-    """The query and document texts of export lines' id pairs (`whole`: documents with title
-    and metadata, as asking a judge live needs; else text alone, all a reply's judgment
-    reads). A pair without its texts is an InputError: the store is not the one exported."""
-    lines = list(lines)
-    queries = store.queries({x.query_id for x in lines})
-    ids = {x.doc_id for x in lines}
-    docs = store.docs(ids) if whole else store.doc_texts(ids)
-    for x in lines:
-        if x.query_id not in queries or x.doc_id not in docs:
-            raise InputError(
-                f"the store has no text for ({x.query_id}, {x.doc_id}), exported as {x.key}",
-                path=store.path,
-                hint="export again from this store",
-            )
-    return queries, docs
 
 
 class _Record(NamedTuple):

@@ -1,16 +1,7 @@
-"""The request files of a batch export, split under a line and a byte limit.
-
-`RequestFiles.add` decides where each line goes (the file and its place there) and gathers lines
-into blocks of about `BLOCK_BYTES`, each written and hashed (sha256) at once. A file is written
-under a temporary name; once full it is flushed, fsynced and closed, and becomes a
-`WrittenFile`, which the export publishes: its size on disk is checked, and it is renamed to its
-final name, to be listed in the store with its sha256 and its lines in one transaction. A file
-the store lists always has its lines recorded, and a line is recorded only once its file is
-listed. `abandon` removes the file being written; `remove_temporaries` removes whatever is left
-under an export's temporary names. A file being written is locked (`hold`), until its listing is
-committed, so the next export into the folder removes what a killed one left (`drop_stale`),
-never a live one's file.
-"""
+"""The request files of a batch export, split under a line and a byte limit, written in blocks
+and hashed as written. A file is written locked under a temporary name, fsynced, then published
+(renamed) in the transaction that lists it with its lines; the next export into the folder
+removes what a killed one left (`drop_stale`), never a live one's file."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The results files a `relgrade batch import` is given: folders opened, empty files told, and
-the error when no line of them holds a usable result (`grader.batch.files.import_files`)."""
+"""The results files a `batch import` is given: folders opened, request files and empty files
+told, and the error when no line holds a usable result."""
 
 from __future__ import annotations
 
