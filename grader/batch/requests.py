@@ -10,11 +10,8 @@ from typing import Any
 
 from grader.errors import InputError
 
-MAX_REQUESTS_PER_FILE = 50_000
-"""The Batch API's limit on requests in one input file."""
-
+MAX_REQUESTS_PER_FILE = 50_000  # the Batch API's limits on one input file
 MAX_BYTES_PER_FILE = 200 * 1024 * 1024
-"""The Batch API's limit on the size of one input file (200 MB)."""
 
 CHAT_ENDPOINT = "/v1/chat/completions"
 
@@ -50,11 +47,8 @@ def split_requests(
     max_requests: int = MAX_REQUESTS_PER_FILE,
     max_bytes: int = MAX_BYTES_PER_FILE,
 ) -> Iterator[RequestFile]:
-    """Group (key, body) requests into files of at most `max_requests` lines and `max_bytes` bytes.
-
-    Keys must be unique (the API rejects a file with a repeated custom_id, and a repeated key would
-    be graded twice). A single request larger than `max_bytes` can never be sent: InputError.
-    """
+    """Group (key, body) requests into files of at most `max_requests` lines and `max_bytes`
+    bytes; a repeated key or a request over `max_bytes` is an InputError."""
     if max_requests < 1 or max_bytes < 1:
         raise InputError("batch limits must be positive", hint="check --batch-max-requests/bytes")
     seen: set[str] = set()

@@ -1,4 +1,4 @@
-"""What `batch status` shows of file exports (`--exports`, `--files`), and `relgrade batch close`."""
+"""What `batch status` shows of file exports (`--exports`, `--files`); `relgrade batch close`."""
 
 from __future__ import annotations
 

@@ -23,9 +23,9 @@ from grader.errors import InputError
 
 INSTALL_HINT = "pip install 'relgrade[ray]'"
 BLOCK_BYTES = 128 * 1024
+# Tests only: a file path; the first actor to answer a batch while it does not exist creates it
+# and exits before returning the answers (a worker that died: Ray runs the block again).
 DIE_ONCE_ENV = "RELGRADE_TEST_RAY_DIE_ONCE"
-"""Tests only: a file path; the first actor to answer a batch while it does not exist creates
-it and exits before returning the answers (a worker that died: Ray runs the block again)."""
 
 
 def import_ray() -> Any:
@@ -41,8 +41,8 @@ def import_ray() -> Any:
 
 
 class RequestActor:
-    """A Ray Data actor: answers each batch of request lines concurrently (up to `limit` in
-    flight), over `base_urls`, logging each request sent in `log_dir`."""
+    """A Ray Data actor: answers each batch of request lines, up to `limit` in flight, over
+    `base_urls`, logging each request sent in `log_dir`."""
 
     def __init__(self, base_urls: list[str], limit: int, log_dir: str, timeout_s: float) -> None:
         import ray
@@ -157,9 +157,8 @@ def run_ray(run: RayRun, progress: Progress | None = None) -> RayOutcome:
 
 
 def cluster_actors(ray: Any, concurrency: int) -> int:
-    """How many request actors a run starts: one per live node of the cluster, at least 2 (so
-    one actor's batch still has requests out while another's ends), and no more than
-    `concurrency` (each keeps its share of it in flight)."""
+    """Request actors: one per live node, at least 2 (one's batch still has requests out while
+    another's ends), at most `concurrency`."""
     nodes = sum(1 for node in ray.nodes() if node.get("Alive"))
     return max(1, min(concurrency, max(2, nodes)))
 

@@ -49,22 +49,18 @@ RANGE_BYTES = 4 << 20  # bytes of results lines per range (~2,300 lines of 1.8 K
 BATCH_LINES = 50_000  # lines decided before they are written, in one transaction
 BATCH_SECONDS = 3.0  # ... or after this long, so a crash loses little
 PARALLEL_BYTES = 32 << 20  # smaller imports run in this process (starting workers takes ~1 s)
-# Workers are forked where the platform can: a forked worker starts with the modules loaded (a
-# spawned one imports them again, the openai SDK among them, ~1 s of CPU each). It opens its own
-# connections and never touches the ones it inherits (`start_worker`).
+# Forked where the platform can: a spawned worker imports the modules again (~1 s of CPU each).
 _START_METHOD = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
 MAX_WORKERS = 4  # worker processes at most (the writing process is the limit past that)
-COLLECT_WRITES = 8  # writes between two collections (with `freeze_gc`): a collection walks
-# every object of the ranges in flight, and a write leaves few cycles to free
-IN_FLIGHT = 8  # ranges sent ahead per worker, so the workers keep reading while this process
-# writes a batch of lines (each range's result is ~1 MB)
+COLLECT_WRITES = 8  # writes between two collections (with `freeze_gc`)
+IN_FLIGHT = 8  # ranges sent ahead per worker, so workers keep reading while this process writes
 
 JudgeFor = Callable[[dict[str, Any]], LLMBatchJudge]
 
 
 class _Pending:
-    """Answers decided but not yet written: judgment rows by key, and outcomes by export and
-    key with the export line's place (file, line) the outcome is written at."""
+    """Answers decided, not yet written: rows by key, and outcomes by export and key with the
+    line's place (file, line)."""
 
     def __init__(self) -> None:
         self.rows: dict[str, StoredRow] = {}
@@ -76,24 +72,7 @@ class _Pending:
         return bool(self.rows or self.outcomes)
 
 
-class _Inline:
-    """Runs each range in this process when its result is asked for (small imports)."""
-
-    def __init__(self, reader: RangeReader) -> None:
-        self.reader = reader
-
-    def submit(self, task: RangeTask) -> Callable[[], RangeResult]:
-        return lambda: self.reader.read(task)
-
-
-class _Pool:
-    """Ranges read by worker processes, each with its own store connections."""
-
-    def __init__(self, pool: ProcessPoolExecutor) -> None:
-        self.pool = pool
-
-    def submit(self, task: RangeTask) -> Callable[[], RangeResult]:
-        return self.pool.submit(read_in_worker, task).result
+Submit = Callable[[RangeTask], Callable[[], RangeResult]]  # a range -> the call that reads it
 
 
 class Importer(ImportFollowUp):
@@ -118,14 +97,11 @@ class Importer(ImportFollowUp):
         self.secrets = tuple(secrets)
         self.batch_lines = batch_lines
         self.range_bytes = range_bytes
-        # Automatic collections off and one after every `COLLECT_WRITES` writes, when asked
-        # (`grader.batch.files.collector`).
         self.freeze_gc = freeze_gc
         self.state = ExportState(store)
         self._judges: dict[str, LLMBatchJudge] = {}
         self._pending = _Pending()
-        # key -> (status, {export_id: outcome}) this import wrote: the status is the store's
-        # (one per key), the outcome each export's line's own.
+        # key -> (the store's status, {export_id: its line's outcome}) this import wrote
         self._known: dict[str, tuple[str, dict[str, str]]] = {}
         self._written: deque[tuple[int, set[str]]] = deque()  # (ranges sent before, keys)
         self._sent = 0
@@ -158,8 +134,8 @@ class Importer(ImportFollowUp):
         return judge
 
     def run(self, paths: Sequence[str | Path]) -> ImportSummary:
-        """Import every results file, then mark the unanswered requests of the request files
-        they touched as failed (`missing`)."""
+        """Import every results file, then store failed the unanswered requests of the request
+        files they touched (`missing`)."""
         files = results_files(paths)
         refuse_request_files(files)
         empty = [p for p in files if blank(p)]
@@ -189,11 +165,18 @@ class Importer(ImportFollowUp):
                         initargs=(str(self.store.path), self.secrets),
                     ) as pool:
                         self._import(
-                            files, _Pool(pool), IN_FLIGHT * workers + 1, summary, started, total
+                            lambda t: pool.submit(read_in_worker, t).result,
+                            files,
+                            IN_FLIGHT * workers + 1,
+                            summary,
+                            started,
+                            total,
                         )
                 else:
                     reader = RangeReader(self.store, self.state)
-                    self._import(files, _Inline(reader), 1, summary, started, total)
+                    self._import(
+                        lambda t: lambda: reader.read(t), files, 1, summary, started, total
+                    )
             finally:
                 self._flush()  # what was decided before a stop is kept
         if not summary.lines:
@@ -203,8 +186,8 @@ class Importer(ImportFollowUp):
 
     def _import(
         self,
+        submit: Submit,
         files: list[Path],
-        runner: _Inline | _Pool,
         window: int,
         summary: ImportSummary,
         started: float,
@@ -220,7 +203,7 @@ class Importer(ImportFollowUp):
         done_bytes = 0
         while True:
             while len(flight) < window and (task := next(tasks, None)) is not None:
-                flight.append((task, runner.submit(task), self._sent))
+                flight.append((task, submit(task), self._sent))
                 self._sent += 1
             if not flight:
                 break
@@ -232,7 +215,7 @@ class Importer(ImportFollowUp):
                 task = RangeTask(
                     task.path, task.start, task.end, task.first_line, task.at_eof, dict(readers)
                 )
-                result = runner.submit(task)()
+                result = submit(task)()
             if result.error is not None:
                 raise result.error.error()
             self._take(result, sent, summary)
@@ -250,8 +233,7 @@ class Importer(ImportFollowUp):
             self._report(summary, started, done_bytes / total)
 
     def _take(self, result: RangeResult, sent: int, summary: ImportSummary) -> None:
-        """Decide each answer of a range, in file order, as if the lines were read one by
-        one: the store's status and the line's outcome are those the worker read, unless this
+        """Decide each answer of a range, in file order, from what the worker read, unless this
         import wrote the key since (`_known`)."""
         summary.truncated.extend(result.truncated)
         summary.n_malformed += result.n_malformed
@@ -316,19 +298,17 @@ class Importer(ImportFollowUp):
 
     def _flush(self) -> None:
         """Write the answers decided so far: judgments first, then outcomes (a crash between
-        leaves outcomes to repair, never an answer lost: the next import sets them)."""
+        leaves outcomes to repair, never an answer lost)."""
         pending = self._pending
         if not pending:
             return
         if pending.rows:
-            # The export recorded each line's id pair before the line itself, so these rows'
-            # pairs are listed already (`write_stored`'s `pairs=False`).
+            # (the export recorded each line's id pair already: `pairs=False`)
             ordered = [pending.rows[k] for k in sorted(pending.rows)]
             ok = [r for r in ordered if r.columns[3] == "ok"]
             failed = [r for r in ordered if r.columns[3] != "ok"]
             ok_written, failed_written = self.store.write_stored_parts([ok, failed], pairs=False)
-            # A row not written: another process stored an ok answer for its key meanwhile
-            # (the first ok answer is final), so it was stored already, not by this import.
+            # a row not written: another process stored an ok answer meanwhile (final)
             summary = self._summary
             summary.ok -= len(ok) - ok_written
             summary.failed -= len(failed) - failed_written
@@ -342,8 +322,8 @@ class Importer(ImportFollowUp):
         self._pending = _Pending()
 
     def _forget(self) -> None:
-        """Drop what `_known` holds of writes every range still in flight was sent after
-        (those ranges read them from the store)."""
+        """Drop from `_known` the writes every range in flight was sent after (they read them
+        from the store)."""
         while self._written and self._written[0][0] <= self._done:
             _, keys = self._written.popleft()
             pending = self._pending

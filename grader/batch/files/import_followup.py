@@ -148,8 +148,7 @@ class ImportFollowUp:
                     continue
                 queries, docs = pair_texts(self.store, lines, whole=True)
                 items = {x.key: (queries[x.query_id], docs[x.doc_id]) for x in lines}
-                asked = {k: LineProblem("reask", "asked live") for k in items}
-                answers = await retry_live(asked, items, live, concurrency=concurrency)
+                answers = await retry_live(items, items, live, concurrency=concurrency)
                 fingerprint = judge.fingerprint()
                 self.store.put_many((j, fingerprint) for j in answers.values())
                 self.state.set_outcomes(export_id, {k: j.status for k, j in answers.items()})
