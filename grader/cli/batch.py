@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import sys
 from dataclasses import asdict
 from typing import Any
 
@@ -21,6 +20,7 @@ from grader.cli.batch_common import (
     make_runner,
     open_store,
     progress_printer,
+    say,
 )
 from grader.cli.batch_endpoint import batch_command, use_stored_base_url
 from grader.cli.batch_outputs import (
@@ -123,14 +123,14 @@ def run_status(args: argparse.Namespace) -> int:
             note = asyncio.run(_refresh(state, Settings.from_args(args)))
         jobs = state.jobs()
     if args.format == "json":
-        print(json.dumps([_job_json(j) for j in jobs], indent=2))
+        print(json.dumps([batch_exports.judge_json(asdict(j)) for j in jobs], indent=2))
     else:
         print(render_jobs(jobs, args.store))
         if exports:
             print("\nbatch file exports (batch export / batch import):")
             print(batch_exports.exports_table(exports))
     if note:
-        print(note, file=sys.stderr)
+        say(note)
     return 0
 
 
@@ -153,14 +153,6 @@ async def _refresh(state: BatchState, settings: Settings) -> str | None:
     finally:
         await client.close()
     return None
-
-
-def _job_json(job: Job) -> dict[str, Any]:
-    data = asdict(job)
-    config = data.pop("judge_config")
-    data["model"] = config.get("model")
-    data["prompt"] = config.get("prompt_id")
-    return data
 
 
 def render_jobs(jobs: list[Job], store: str = "relgrade.db") -> str:
@@ -197,19 +189,14 @@ def run_collect(args: argparse.Namespace) -> int:
             left = state.jobs(open_only=True)
             discount = Settings.from_args(args).prices.batch_discount
             outcomes = [version_outcome(store, state, v, discount) for v in versions]
-    print(
+    say(
         f"collected {summary.jobs} batch{'' if summary.jobs == 1 else 'es'} "
-        f"({summary.pairs} pairs): "
-        f"{summary.batch} graded from the batch, "
-        f"{summary.live} re-asked live, {summary.failed} failed",
-        file=sys.stderr,
+        f"({summary.pairs} pairs): {summary.batch} graded from the batch, "
+        f"{summary.live} re-asked live, {summary.failed} failed"
     )
     if left:
         waited = " after waiting the longest a batch may take" if summary.waited_out else ""
-        print(
-            f"{len(left)} jobs still open (the server is not done{waited}); run this again later",
-            file=sys.stderr,
-        )
+        say(f"{len(left)} jobs still open (the server is not done{waited}); run this again later")
     code = print_and_write(args, outcomes) if outcomes else 0
     return 1 if summary.failed else code
 

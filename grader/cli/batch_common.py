@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from grader.batch.adapter import LLMBatchJudge
 from grader.batch.api.jobs import BatchOptions, BatchRunner
 from grader.batch.api.state import Job
 from grader.batch.files.export_files import LineProgress
@@ -69,21 +68,20 @@ def add_batch_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-class JudgeFactory:
+class JudgeFactory(JobJudges):
     """Builds LLM judges from the command's `Settings`, and the judge of a stored job from its
-    configuration (`grader.batch.job_config`)."""
+    configuration (`offline`: they call no server, so no key is resolved)."""
 
     def __init__(
         self, args: argparse.Namespace, writer: StoreWriter, *, offline: bool = False
     ) -> None:
-        """`offline`: the judges call no server, so no key is resolved (none may be set)."""
+        super().__init__(self.llm)
         self.args = args
         self.writer = writer
         self.settings = Settings.from_args(args)
         self.key = None if offline else self.settings.key
         self.secrets = [] if offline else self.settings.secrets
         self.prices = self.settings.prices
-        self.jobs = JobJudges(self.llm)
         self.made: list[LLMJudge] = []
 
     def llm(self, model: str, prompt: PromptSpec) -> LLMJudge:
@@ -97,13 +95,6 @@ class JudgeFactory:
         made = build_judges(self.args, base, models)
         self.made += [judge for judge in made if isinstance(judge, LLMJudge)]
         return made
-
-    def remember(self, config: dict[str, Any], judge: LLMBatchJudge) -> None:
-        self.jobs.remember(config, judge)
-
-    def for_job(self, config: dict[str, Any]) -> LLMBatchJudge:
-        """The judge a stored job was submitted with, checked against its fingerprint."""
-        return self.jobs.for_job(config)
 
     async def aclose(self) -> None:
         for judge in self.made:

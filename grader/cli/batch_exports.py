@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
+from dataclasses import asdict
 from typing import Any
 
 from grader.batch.files.closing import CloseSummary, ExportFiles, FileState, close_export
 from grader.batch.files.exports import ExportInfo
-from grader.cli.batch_common import JudgeFactory, open_store
+from grader.cli.batch_common import JudgeFactory, open_store, say
 from grader.cli.flags import add_store
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
@@ -57,7 +57,7 @@ def run_close(args: argparse.Namespace) -> int:
         summaries = [close_export(store, factory.for_job, e) for e in chosen]
         writer.flush()
     for summary in summaries:
-        print(close_text(summary, args.store), file=sys.stderr)
+        say(close_text(summary, args.store))
     return 0
 
 
@@ -101,17 +101,9 @@ def files_table(states: list[FileState]) -> str:
 
 
 def file_json(f: FileState) -> dict[str, Any]:
-    return {
-        "export_id": f.export_id,
-        "file": f.file_no,
-        "path": f.path,
-        "state": f.state,
-        "lines": f.lines,
-        "ok": f.ok,
-        "failed": f.failed,
-        "waiting": f.waiting,
-        "close_would_mark_missing": f.waiting,
-    }
+    data = asdict(f)
+    data["file"] = data.pop("file_no")
+    return {**data, "state": f.state, "close_would_mark_missing": f.waiting}
 
 
 def print_files(store: Store, exports: list[ExportInfo], fmt: str) -> None:
@@ -140,21 +132,17 @@ def exports_table(exports: list[ExportInfo]) -> str:
     return "\n".join(rows)
 
 
+def judge_json(data: dict[str, Any]) -> dict[str, Any]:
+    """A job's or an export's fields, its judge configuration as `model` and `prompt`."""
+    config = data.pop("judge_config")
+    data["model"], data["prompt"] = config.get("model"), config.get("prompt_id")
+    return data
+
+
 def export_json(e: ExportInfo) -> dict[str, Any]:
-    return {
-        "export_id": e.export_id,
-        "model": e.judge_config.get("model"),
-        "prompt": e.judge_config.get("prompt_id"),
-        "out_dir": e.out_dir,
-        "lines": e.n_lines,
-        "pairs": e.n_pairs,
-        "files": e.files,
-        "returned": e.returned,
-        "returned_ok": e.returned_ok,
-        "returned_failed": e.returned_failed,
-        "complete": e.complete,
-        "created_at": e.created_at,
-    }
+    data = judge_json(asdict(e))
+    data["lines"], data["pairs"] = data.pop("n_lines"), data.pop("n_pairs")
+    return {**data, "returned": e.returned}
 
 
 def left_out_text(pending: int, exports: list[str], store: str) -> str:

@@ -6,7 +6,6 @@ import argparse
 import asyncio
 import dataclasses
 import os
-from collections.abc import Iterator
 from typing import Any
 
 from grader.batch.adapter import LLMBatchJudge
@@ -25,7 +24,6 @@ from grader.cli.settings import Settings, add_api_key_env, add_llm_options
 from grader.errors import InputError
 from grader.judges.llm.judge import LLMJudge
 from grader.judges.registry import JudgeSettings
-from grader.models import Doc, Query
 from grader.prompts import load_prompt
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
@@ -128,8 +126,7 @@ def _add_export(actions: Any) -> None:
     ex.set_defaults(func=run_export)
 
 
-PAUSE_ENV = "RELGRADE_TEST_IMPORT_PAUSE"
-"""Tests only: seconds to wait after each stored chunk, so a test can kill a real import."""
+PAUSE_ENV = "RELGRADE_TEST_IMPORT_PAUSE"  # tests: seconds to wait after each stored chunk
 
 
 def _export_pairs(args: argparse.Namespace, store: Store, fingerprint: dict[str, Any]) -> Any:
@@ -153,12 +150,7 @@ def _export_pairs(args: argparse.Namespace, store: Store, fingerprint: dict[str,
     )
     if selection.missing and not args.quiet:
         say(f"skipped {selection.missing} pairs with unknown ids")
-
-    def pairs() -> Iterator[tuple[Query, Doc]]:
-        for pair in selection.pairs:
-            yield pair.query, pair.doc
-
-    return pairs(), len(selection.pairs)
+    return ((pair.query, pair.doc) for pair in selection.pairs), len(selection.pairs)
 
 
 def run_export(args: argparse.Namespace) -> int:

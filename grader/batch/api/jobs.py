@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from grader import defaults
+from grader.batch.adapter import LLMBatchJudge
 from grader.batch.api.client import TERMINAL_STATUSES, BatchClient, BatchInfo, poll_delays
 from grader.batch.api.state import BatchState, Item, Job
 from grader.batch.collect import (
@@ -24,30 +25,12 @@ from grader.batch.collect import (
 )
 from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE, split_requests
 from grader.errors import JudgeError, NoBatchAPI
-from grader.models import Doc, Judgment, PromptRef, Query
+from grader.models import Doc, Judgment, Query
 from grader.store.store import Store
 
-
-class BatchJudge(Protocol):
-    """What the batch path needs of a judge: live grading's request body and reply validation,
-    and the live judge for retries."""
-
-    @property
-    def judge_id(self) -> str: ...
-
-    @property
-    def prompt_ref(self) -> PromptRef | None: ...
-
-    def fingerprint(self) -> dict[str, Any]: ...
-
-    def build_request(self, query: Query, doc: Doc) -> dict[str, Any]: ...
-
-    def parse_reply(self, body: Mapping[str, Any], query: Query, doc: Doc, key: str) -> Judgment:
-        """An ok Judgment at the batch price, or raise when the reply fails validation."""
-        ...
-
-    async def judge(self, query: Query, doc: Doc, *, key: str) -> Judgment: ...
-
+BatchJudge = (
+    LLMBatchJudge  # what the batch path needs of a judge: live grading's request and checks
+)
 
 JudgeFor = Callable[[dict[str, Any]], BatchJudge]  # the judge of a job's stored config
 

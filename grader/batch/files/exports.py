@@ -123,16 +123,17 @@ class ExportState:
             roll_back(self._conn, exc, self.path, "writing the export tables")
             raise
 
+    def _one(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        """One statement over `rows`, in a transaction of its own."""
+        self._tx([(sql, rows)])
+
     def add_export(self, export_id: str, judge_config: dict[str, Any], out_dir: str) -> None:
         now = now_iso()
-        self._tx(
-            [
-                (
-                    "INSERT INTO exports (export_id, judge_config, out_dir, created_at,"
-                    " updated_at) VALUES (?, ?, ?, ?, ?)",
-                    [(export_id, json.dumps(judge_config, sort_keys=True), out_dir, now, now)],
-                )
-            ]
+        config = json.dumps(judge_config, sort_keys=True)
+        self._one(
+            "INSERT INTO exports (export_id, judge_config, out_dir, created_at, updated_at)"
+            " VALUES (?, ?, ?, ?, ?)",
+            [(export_id, config, out_dir, now, now)],
         )
 
     def add_lines(self, export_id: str, lines: Sequence[LineRow], n_pairs: int) -> None:
@@ -169,46 +170,30 @@ class ExportState:
 
     def drop(self, export_id: str) -> None:
         """Forget an export that could not be written whole."""
-        self._tx(
-            [
-                (f"DELETE FROM {table} WHERE export_id = ?", [(export_id,)])
-                for table in ("export_lines", "export_files", "exports")
-            ]
-        )
+        tables = ("export_lines", "export_files", "exports")
+        self._tx([(f"DELETE FROM {t} WHERE export_id = ?", [(export_id,)]) for t in tables])
 
     def finish(self, export_id: str) -> None:
-        self._tx(
-            [
-                (
-                    "UPDATE exports SET complete = 1, updated_at = ? WHERE export_id = ?",
-                    [(now_iso(), export_id)],
-                )
-            ]
+        self._one(
+            "UPDATE exports SET complete = 1, updated_at = ? WHERE export_id = ?",
+            [(now_iso(), export_id)],
         )
 
     def set_outcomes(self, export_id: str, outcomes: dict[str, str]) -> None:
         """Record how each key's result came back: 'ok' or 'failed'."""
         if outcomes:
-            self._tx(
-                [
-                    (
-                        "UPDATE export_lines SET outcome = ? WHERE export_id = ? AND key = ?",
-                        [(o, export_id, k) for k, o in outcomes.items()],
-                    )
-                ]
+            self._one(
+                "UPDATE export_lines SET outcome = ? WHERE export_id = ? AND key = ?",
+                [(o, export_id, k) for k, o in outcomes.items()],
             )
 
     def set_outcomes_at(self, export_id: str, places: Iterable[tuple[int, int, str]]) -> None:
         """`set_outcomes` for lines named by place (file, line, outcome), in file order: each
         run of consecutive lines with one outcome is set by one statement."""
-        self._tx(
-            [
-                (
-                    "UPDATE export_lines SET outcome = ? WHERE export_id = ? AND file_no = ?"
-                    " AND line_no BETWEEN ? AND ?",
-                    ((o, export_id, f, first, last) for f, first, last, o in runs_of(places)),
-                )
-            ]
+        self._one(
+            "UPDATE export_lines SET outcome = ? WHERE export_id = ? AND file_no = ?"
+            " AND line_no BETWEEN ? AND ?",
+            ((o, export_id, f, first, last) for f, first, last, o in runs_of(places)),
         )
 
     def config(self, export_id: str) -> dict[str, Any] | None:

@@ -37,9 +37,9 @@ from grader.batch.files.import_work import (
 from grader.batch.files.line_ranges import line_ranges
 from grader.batch.files.results_files import (
     blank,
+    jsonl_files,
     nothing_usable,
     refuse_request_files,
-    results_files,
 )
 from grader.errors import InputError
 from grader.store.judgment_rows import StoredRow
@@ -136,7 +136,7 @@ class Importer(ImportFollowUp):
     def run(self, paths: Sequence[str | Path]) -> ImportSummary:
         """Import every results file, then store failed the unanswered requests of the request
         files they touched (`missing`)."""
-        files = results_files(paths)
+        files = jsonl_files(paths)
         refuse_request_files(files)
         empty = [p for p in files if blank(p)]
         if files and len(empty) == len(files):
