@@ -15,17 +15,12 @@ from grader.store.store import Store
 from grader.store.writer import StoreWriter
 
 CLOSE_EPILOG = """\
-Use it once the engine that ran an export is dead (a driver or node that died, an engine killed
-between files) and its results are imported: its request files that got no results line at all
-still wait, and `batch export` leaves their pairs out so that a run still alive is not paid
-twice. Closing stores each such line as failed (Batch:missing, with the reason; never a grade),
-so the same `batch export` command then writes exactly the pairs that have no ok answer. Run
-the engine on those files and import them. A result for a closed line that still comes back is
-imported: the first ok answer of a pair is final (never a second grade), and `batch import`
-counts the requests paid twice.
-
-While the first run is still alive, do not close: wait and import its results, or give
-`batch export --include-pending` (those pairs are then paid twice).
+Once the engine that ran an export is dead and what it wrote is imported: each line with no
+results line (which `batch export` leaves out while a run may still answer it) is stored failed
+(Batch:missing, never a grade), so the same `batch export` command then writes exactly the pairs
+with no ok answer. A result that still comes back is imported (the first ok answer is final).
+While the first run is alive, do not close: import its results, or `batch export
+--include-pending` (paid twice). See docs/regrade-and-batch.md.
 
 EXPORT: an export id (or a prefix only it has), one of its request files, or its folder.
 `relgrade batch status --files` shows each request file and what closing would mark missing.

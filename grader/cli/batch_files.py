@@ -29,29 +29,23 @@ from grader.store.store import Store
 from grader.store.writer import StoreWriter
 
 EXPORT_EPILOG = """\
-Pairs: the top --depth of --run files (as grade picks them: --queries, --docs, --skip-judged,
---skip-missing), or --select over the pairs in the store (as regrade: all | failed | grade<=N |
-sample FILE | disagreement | prompt=OLD). Pairs whose answer is already ok in the store are not
-exported, so after a partial import the same command exports only what is missing; nor are
-pairs whose request waits in an earlier export not imported yet (--include-pending: they are;
-`relgrade batch close` an export whose engine died: its unanswered lines no longer wait).
+Pairs: the top --depth of --run files (as grade picks them), or --select over the pairs in the
+store (as regrade). Pairs already ok in the store are not exported (after a partial import the
+same command exports only what is missing), nor pairs waiting in an earlier export not imported
+yet (--include-pending: they are; `relgrade batch close` an export whose engine died).
 
 Each line is {"custom_id", "method", "url", "body"}: the body is exactly what live grading
-sends; custom_id is relgrade:EXPORT_ID:KEY. Files are split under --batch-max-requests lines
-and --batch-max-bytes bytes; each file's lines, size and sha256 are kept in the store, so any
-process can `relgrade batch import` the results. Nothing is sent anywhere.
+sends; custom_id is relgrade:EXPORT_ID:KEY. Each file's lines, size and sha256 are kept in the
+store, so any process can `relgrade batch import` the results. Nothing is sent anywhere.
 """
 
 IMPORT_EPILOG = """\
 RESULTS: files in the shape vLLM run-batch and the Batch API write ({"id", "custom_id",
 "response": {"status_code", "request_id", "body"}, "error"}), or folders of *.jsonl files.
 Each line is validated exactly as a live reply; error lines, refused replies and requests of a
-touched request file that no line answers are stored as failed with the reason (never a grade).
---reask asks those live (needs the endpoint flags). A last line cut short (the engine was
-killed) is reported and its request counts as missing. Importing a file twice changes nothing;
-a killed import loses nothing: import again. Results of another store's export, or lines its
-export never asked for, are refused. Then grade/regrade write --out and --qrels-out from the
-store as usual.
+touched request file that no line answers are stored failed with the reason (never a grade);
+--reask asks them live. Importing twice changes nothing; a killed import loses nothing. Results
+of another store's export are refused. Then grade/regrade write --out and --qrels-out.
 
 Exit status: 0 every line imported ok; 1 some requests failed or are missing (export again to
 get only those, or --reask); 2 bad input.

@@ -15,14 +15,13 @@ from grader.cli.flags import add_store
 from grader.errors import InputError
 
 RUN_EPILOG = """\
---engine ray: Ray Data reads the request files and its actors answer every line with relgrade's
-own request function (one actor per node of the cluster, at least 2, or --actors N;
---concurrency requests in flight in all, shared by the actors, spread over every --base-url,
-least in flight first; a reply that is not JSON, or a server error, becomes an error line for
-that request). Each answer is written to DIR/NAME.results.jsonl as it comes, so Ctrl-C leaves
-what was written importable. Ray is at-least-once: a block whose worker died is run again; the
-run says how many requests were sent more than once. On a cluster (--ray-address), REQUEST_DIR
-and DIR must sit on storage every node sees, and relgrade must be installed on every node.
+--engine ray: Ray Data's actors answer every line with relgrade's own request function,
+--concurrency in flight in all, spread over every --base-url (a reply that is not JSON, or a
+server error, is an error line for that request). Each answer is written to
+DIR/NAME.results.jsonl as it comes, so Ctrl-C leaves what was written importable. Ray is
+at-least-once: the run says how many requests were sent more than once. On a cluster
+(--ray-address), REQUEST_DIR and DIR must sit on storage every node sees, and relgrade must be
+installed on every node.
 
 --engine vllm: `vllm run-batch` for this node's share of the files (--node K --nodes N: file i
 goes to node i % N), with the export's model; the commands are printed, or run with --exec
