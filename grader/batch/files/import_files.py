@@ -118,21 +118,6 @@ class Importer(ImportFollowUp):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def judge(self, export_id: str, path: str | Path, line: int | None = None) -> LLMBatchJudge:
-        judge = self._judges.get(export_id)
-        if judge is None:
-            config = self.state.config(export_id)
-            if config is None:
-                raise InputError(
-                    f"these results are of export {export_id}, which this store did not make "
-                    f"(another store's export, or one made before this store was replaced)",
-                    path=path,
-                    line=line,
-                    hint="import them with --store pointing at the store that exported them",
-                )
-            judge = self._judges[export_id] = self.judge_for(config)
-        return judge
-
     def run(self, paths: Sequence[str | Path]) -> ImportSummary:
         """Import every results file, then store failed the unanswered requests of the request
         files they touched (`missing`)."""

@@ -4,14 +4,16 @@ import's summary. A mixin of `Importer`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from grader import defaults
 from grader.batch.adapter import LLMBatchJudge
 from grader.batch.collect import LineProblem, failed_judgment, pair_texts, retry_live
 from grader.batch.files.exports import ExportState, Line
+from grader.errors import InputError
 from grader.judges.failures import failure_kind
 from grader.models import Doc, Judgment, Query
 from grader.store.store import Store
@@ -47,10 +49,23 @@ class ImportFollowUp:
 
     store: Store
     state: ExportState
+    judge_for: Callable[[dict[str, Any]], LLMBatchJudge]
     _judges: dict[str, LLMBatchJudge]
 
     def judge(self, export_id: str, path: str | Path, line: int | None = None) -> LLMBatchJudge:
-        raise NotImplementedError  # (the importer's)
+        judge = self._judges.get(export_id)
+        if judge is None:
+            config = self.state.config(export_id)
+            if config is None:
+                raise InputError(
+                    f"these results are of export {export_id}, which this store did not make "
+                    f"(another store's export, or one made before this store was replaced)",
+                    path=path,
+                    line=line,
+                    hint="import them with --store pointing at the store that exported them",
+                )
+            judge = self._judges[export_id] = self.judge_for(config)
+        return judge
 
     def _not_ok(self, export_id: str, lines: list[Line]) -> list[Line]:
         """`lines` but those whose key the store holds ok by now (answered live, or through
