@@ -1,21 +1,18 @@
-"""Batch jobs kept in the store (`grader.store.batch_tables`) on a connection of their own, one
-committed transaction per phase change, so `batch status|collect` or a rerun can continue them."""
+"""Batch API jobs kept in the store (`grader.store.batch_tables`), one transaction per phase
+change, so `batch status|collect` or a rerun can continue them."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from grader.batch.api.client import BatchInfo
+from grader.batch.beside import TablesBeside
 from grader.errors import StoreError
-from grader.store.connection_beside import connect_beside, now_iso
-from grader.store.disk_full import roll_back
-from grader.store.store import Store
+from grader.store.connection_beside import now_iso
 
 PHASES = ("prepared", "uploaded", "submitted", "collected")
 
@@ -59,32 +56,10 @@ def public_base_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
 
 
-class BatchState:
+class BatchState(TablesBeside):
     """Read and write the batch tables of a store."""
 
-    def __init__(self, store: Store) -> None:
-        self.path = store.path
-        self._conn = connect_beside(self.path, "batch_jobs", "batch tables")
-
-    def close(self) -> None:
-        self._conn.close()
-
-    def __enter__(self) -> BatchState:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    @contextlib.contextmanager
-    def _tx(self, doing: str) -> Iterator[sqlite3.Connection]:
-        """One transaction, rolled back (and a full disk said) on any exception."""
-        self._conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield self._conn
-            self._conn.execute("COMMIT")
-        except BaseException as exc:
-            roll_back(self._conn, exc, self.path, doing)
-            raise
+    TABLE, WHAT = "batch_jobs", "batch tables"
 
     def add_job(
         self, judge_config: dict[str, Any], items: Sequence[Item], *, base_url: str | None = None
@@ -94,7 +69,7 @@ class BatchState:
         now = now_iso()
         url = public_base_url(base_url) if base_url else None
         config = json.dumps(judge_config, sort_keys=True)
-        with self._tx("recording a batch job") as conn:
+        with self._transaction() as conn:
             cursor = conn.execute(
                 "INSERT INTO batch_jobs (phase, judge_config, n_requests, created_at, updated_at,"
                 " base_url) VALUES ('prepared', ?, ?, ?, ?, ?)",
@@ -137,7 +112,7 @@ class BatchState:
 
     def set_outcomes(self, job_id: int, outcomes: dict[str, str]) -> None:
         """Record how each key of a job ended: 'batch', 'live' or 'failed'."""
-        with self._tx("recording batch outcomes") as conn:
+        with self._transaction() as conn:
             conn.executemany(
                 "UPDATE batch_items SET outcome = ? WHERE job_id = ? AND key = ?",
                 ((outcome, job_id, key) for key, outcome in outcomes.items()),
@@ -145,7 +120,7 @@ class BatchState:
 
     def drop_prepared(self, job_id: int) -> bool:
         """Forget a job that never reached the server (its upload was refused); True if gone."""
-        with self._tx("dropping a batch job") as conn:
+        with self._transaction() as conn:
             gone = conn.execute(
                 "DELETE FROM batch_jobs WHERE job_id = ? AND phase = 'prepared'", (job_id,)
             ).rowcount

@@ -37,9 +37,6 @@ class FileState:
 class ExportFiles(ExportState):
     """The export tables read file by file."""
 
-    def __enter__(self) -> ExportFiles:
-        return self
-
     def file_states(self, export_id: str) -> list[FileState]:
         """Each request file of `export_id` with its lines by outcome, in file order."""
         paths = {file_no: path for file_no, path, *_ in self.files(export_id)}

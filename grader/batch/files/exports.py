@@ -1,6 +1,5 @@
-"""Batch file exports kept in the store (`grader.store.export_tables`) on a connection of their
-own, one committed transaction per write: `batch import`, `batch status` and `batch close` read
-them."""
+"""Batch file exports kept in the store (`grader.store.export_tables`): what `batch import`,
+`batch status` and `batch close` read."""
 
 from __future__ import annotations
 
@@ -9,10 +8,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from grader.batch.beside import TablesBeside
 from grader.batch.files.line_ranges import runs_of
-from grader.store.connection_beside import connect_beside, now_iso
-from grader.store.disk_full import roll_back
-from grader.store.store import Store
+from grader.store.connection_beside import now_iso
 
 CUSTOM_ID_PREFIX = "relgrade"
 
@@ -85,17 +83,10 @@ def _line_statements(export_id: str, lines: Sequence[LineRow], n_pairs: int) -> 
     ]
 
 
-class ExportState:
+class ExportState(TablesBeside):
     """Read and write the export tables of a store."""
 
-    def __init__(self, store: Store) -> None:
-        self.path = store.path
-        self._conn = connect_beside(
-            self.path, "exports", "export tables", pragmas=("synchronous = NORMAL",)
-        )
-
-    def close(self) -> None:
-        self._conn.close()
+    TABLE, WHAT, PRAGMAS = "exports", "export tables", ("synchronous = NORMAL",)
 
     def set_cache(self, kib: int) -> None:
         self._conn.execute(f"PRAGMA cache_size = -{int(kib)}")
@@ -103,25 +94,14 @@ class ExportState:
     def set_autocheckpoint(self, pages: int) -> None:
         self._conn.execute(f"PRAGMA wal_autocheckpoint = {int(pages)}")
 
-    def __enter__(self) -> ExportState:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def _tx(
         self, statements: Statements, before_commit: Callable[[], object] | None = None
     ) -> None:
-        self._conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self._transaction() as conn:
             for sql, rows in statements:
-                self._conn.executemany(sql, rows)
+                conn.executemany(sql, rows)
             if before_commit is not None:
                 before_commit()
-            self._conn.execute("COMMIT")
-        except BaseException as exc:
-            roll_back(self._conn, exc, self.path, "writing the export tables")
-            raise
 
     def _one(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         """One statement over `rows`, in a transaction of its own."""
