@@ -23,6 +23,15 @@ def request_line(key: str, body: Mapping[str, Any], *, url: str = CHAT_ENDPOINT)
     return (text + "\n").encode("utf-8")
 
 
+def check_size(size: int, max_bytes: int) -> None:
+    """InputError when a line of `size` bytes cannot fit any file."""
+    if size > max_bytes:
+        raise InputError(
+            f"a request is {size} bytes, over the {max_bytes}-byte file limit",
+            hint="lower the prompt's document budget or raise --batch-max-bytes",
+        )
+
+
 @dataclass
 class RequestFile:
     """The bytes of one input file and the content keys it asks for, in order."""
@@ -60,11 +69,7 @@ def split_requests(
             )
         seen.add(key)
         line = request_line(key, body)
-        if len(line) > max_bytes:
-            raise InputError(
-                f"request {key} is {len(line)} bytes, over the {max_bytes}-byte file limit",
-                hint="lower the prompt's document budget",
-            )
+        check_size(len(line), max_bytes)
         if current.keys and (
             len(current.keys) >= max_requests or current.size + len(line) > max_bytes
         ):

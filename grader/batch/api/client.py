@@ -17,7 +17,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 
 from grader import defaults
 from grader.errors import JudgeError, NoBatchAPI
-from grader.judges.llm.bounded_http import bounded_http_client
+from grader.judges.llm.bounded_http import UPLOAD_BYTES_PER_S, bounded_http_client
 from grader.judges.llm.endpoint import BASE_URL_ENV, KEY_ENV, api_key_for, env_key_for
 from grader.judges.llm.retry import RetryPolicy, retry_delay, should_retry, status_of
 from grader.judges.llm.transport import deadline
@@ -27,7 +27,6 @@ T = TypeVar("T")
 
 TERMINAL_STATUSES = frozenset({"completed", "failed", "expired", "cancelled"})
 NO_BATCH_API_STATUSES = frozenset({404, 405, 501})  # an upload or create without a Batch API
-UPLOAD_BYTES_PER_S = 1 << 20  # the slowest upload rate an upload's deadline allows for
 
 
 def upload_deadline(timeout: float, size: int) -> float:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from grader.errors import InputError
+from grader.batch.requests import check_size
 
 try:
     import fcntl
@@ -21,15 +21,6 @@ except ImportError:  # (Windows)
     fcntl = None  # type: ignore[assignment]
 
 BLOCK_BYTES = 1 << 20
-
-
-def check_size(size: int, max_bytes: int) -> None:
-    """InputError when a line of `size` bytes cannot fit any file."""
-    if size > max_bytes:
-        raise InputError(
-            f"a request is {size} bytes, over the {max_bytes}-byte file limit",
-            hint="lower the prompt's document budget or raise --batch-max-bytes",
-        )
 
 
 def final_name(out_dir: Path, export_id: str, file_no: int) -> Path:
