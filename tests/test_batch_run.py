@@ -178,7 +178,7 @@ def test_actors_between_one_and_concurrency(
 
 
 def test_base_package_never_imports_ray() -> None:
-    code = "import grader.cli.main, grader.cli.batch_run, grader.cli.batch_run_ray, sys; "
+    code = "import grader.cli.main, grader.batch.engines.ray_run, sys; "
     code += "print('ray' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=subprocess_env(), check=True).stdout  # fmt: skip

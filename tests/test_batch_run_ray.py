@@ -281,3 +281,50 @@ def test_the_driver_killed_mid_run_then_close_export_run_import(
         assert "had been sent by an earlier run" not in err
     _graded_once(db, requests, 40)
     _sends_nothing(files, db, fake_server)
+
+
+def test_ctrl_c_leaves_what_was_written_importable_and_a_rerun_completes(
+    cluster: tuple[str, Path],
+    fake_server: FakeServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`relgrade batch run` stopped by Ctrl-C (SIGINT) with some answers written: exit 130,
+    the lines written import, and the same `batch run` again then `batch import` grade every
+    pair once with the server's grade (what the first run answered is paid twice, and said)."""
+    address, marker = cluster
+    marker.touch()  # no worker dies here
+    files = write_grade_files(tmp_path, n_queries=8, depth=5)
+    db = tmp_path / "s.db"
+    requests = cli_export(files, db, tmp_path / "req", "--batch-max-requests", "5")
+    out = tmp_path / "res"
+    fake_server.latency_ms = 200  # 40 requests, 2 in flight: the run lasts seconds
+    argv = [sys.executable, "-m", "grader.cli.main"]
+    argv += [*_argv(db, address, out, fake_server.base_url), "--concurrency", "2"]
+    driver = subprocess.Popen(argv, cwd=ROOT, env=subprocess_env(), stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while _results_lines(out) < 4 and driver.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        driver.send_signal(signal.SIGINT)
+        _, err = driver.communicate(timeout=120)
+    finally:
+        driver.kill()
+        fake_server.latency_ms = 0
+    assert driver.returncode == 130, err.decode()
+    assert "interrupted: " in err.decode()
+    written = _results_lines(out)
+    assert 4 <= written < 40, written
+    assert all(p.read_bytes().endswith(b"\n") for p in out.glob("*.jsonl"))  # whole lines
+
+    assert cli_import(db, out) in (0, 1)  # 1: the rest of a file it touched is missing
+    with Store(db) as store:
+        assert len(list(store.iter_judgments(status="ok"))) == written
+    _settled(fake_server)
+    capsys.readouterr()
+    assert _run(db, address, out, fake_server.base_url) == 0  # the same command again
+    err_text = capsys.readouterr().err
+    assert "requests had been sent by an earlier run into" in err_text
+    assert cli_import(db, out) == 0
+    _graded_once(db, requests, 40)
+    _sends_nothing(files, db, fake_server)

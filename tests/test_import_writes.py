@@ -227,4 +227,4 @@ def test_a_gap_in_the_answered_lines_keeps_its_line_unanswered(tmp_path: Path) -
         rows = [("e1", 1, n, k, "q", f"d{n}") for n, k in enumerate(keys, start=1)]
         state.add_lines("e1", rows, len(rows))
         state.set_outcomes_at("e1", [(1, 1, "ok"), (1, 2, "ok"), (1, 4, "ok")])
-        assert [x.line_no for x in state.lines_without_outcome("e1", 1)] == [3]
+        assert [x.line_no for x in state.lines_with(None, "e1", 1)] == [3]

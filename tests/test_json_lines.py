@@ -7,14 +7,17 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import types
+import typing
 from typing import Any, cast
 
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grader.batch.collect import answered_body, other_model
-from grader.batch.json_lines import ANSWER_KEYS, loads, loads_line
+from grader.batch.json_lines import ResultLine, loads, loads_line
 from grader.judges.llm.replies import InvalidReply, parse_completion
 from grader.prompts import load_prompt
 from tests.helpers.hypothesis_scale import examples
@@ -184,6 +187,20 @@ def _reading(value: Any, path: tuple[str, ...], read: set[tuple[str, ...]]) -> A
     if isinstance(value, list):
         return [_reading(v, path, read) for v in value]
     return value
+
+
+def _keys_of(shape: Any) -> dict[str, Any] | None:
+    """The fields of a struct type, each with its value's (None: a value taken whole)."""
+    args = [a for a in typing.get_args(shape) if a is not type(None)]
+    if typing.get_origin(shape) in (list, types.UnionType) and len(args) == 1:
+        return _keys_of(args[0])
+    if isinstance(shape, type) and issubclass(shape, msgspec.Struct):
+        hints = typing.get_type_hints(shape)
+        return {name: _keys_of(hints[name]) for name in shape.__struct_fields__}
+    return None
+
+
+ANSWER_KEYS: dict[str, Any] = _keys_of(ResultLine) or {}  # what `loads_line` keeps, nested
 
 
 def _kept_path(path: tuple[str, ...]) -> bool:

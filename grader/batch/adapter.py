@@ -1,13 +1,6 @@
-"""The LLM judge seen from the Batch API: the same request body and the same reply validation as
-live grading, at the batch price.
-
-`LLMBatchJudge` wraps `grader.judges.llm.judge.LLMJudge`. Requests are built by the judge's
-`build_request` in one fixed output mode (recorded with the job, so whichever process collects
-parses in the mode the requests asked for), and each output line goes through the judge's
-reply reader (`LLMJudge.reply_reader`), which calls the one reply validator
-(`grader.judges.llm.replies`) live grading uses: a reply is accepted or refused the same way
-however it arrived. `BatchReplies` is that reading alone, picklable, for worker processes.
-"""
+"""The LLM judge seen from a batch: the same request body and the same reply validation as live
+grading (`LLMJudge.reply_reader`), at the batch price, in the output mode recorded with the job.
+`BatchReplies` is that reading alone, picklable, for worker processes."""
 
 from __future__ import annotations
 
@@ -29,8 +22,8 @@ from grader.store.store import Store
 
 @dataclass(frozen=True)
 class BatchReplies:
-    """How one batch judge reads an output line's body, and the fingerprint its judgments are
-    stored with: no client, so it can be sent to another process."""
+    """How one batch judge reads an output line's body, and its fingerprint: no client, so it
+    can be sent to another process."""
 
     reader: ReplyReader
     mode: OutputMode
@@ -39,25 +32,21 @@ class BatchReplies:
     fingerprint: dict[str, Any]
 
     def parse_reply(self, body: Mapping[str, Any], query: Query, doc: Doc, key: str) -> Judgment:
-        """A Judgment at the batch price: ok, or failed when live grading would refuse the
-        reply (the collector then re-asks it live or keeps the failure)."""
+        """A Judgment at the batch price: ok, or failed when live grading would refuse it."""
         truncated = is_truncated(self.reader.prompt, doc)  # render_messages's, without rendering
         return self.reader.judgment(
             dict(body), query, doc, key=key, mode=self.mode, truncated=truncated, batch=True
         )
 
     def is_cut(self, text: str) -> bool:
-        """Whether a document with this text is cut for this judge's prompt."""
         return is_text_truncated(self.reader.prompt, text)
 
     @property
     def doc_budget(self) -> int:
-        """The characters of a document this judge's prompt keeps (`is_cut` past them)."""
         return self.reader.prompt.doc_budget_chars
 
     def valid_reply(self, body: Mapping[str, Any]) -> GradeReply | None:
-        """The validated reply of an output body, when live grading would accept it; None
-        otherwise (`parse_reply` then makes the failed judgment that says why)."""
+        """The validated reply of an output body, when live grading would accept it."""
         try:
             plain = body if type(body) is dict else dict(body)
             return parse_completion(plain, mode=self.mode, spec=self.reader.prompt)
@@ -66,9 +55,8 @@ class BatchReplies:
 
     def line_reply(self, line: ResultLine) -> GradeReply | None:
         """The validated reply of a results line decoded into structs (`loads_line`), when it
-        holds a reply (as `answered_body` finds), of the model exported (`other_model` finds
-        none other) and live grading accepts it (`accepted_reply`); None otherwise: read the
-        line as a dict then, as `valid_reply` and `parse_reply` do."""
+        holds a reply of the model exported that live grading accepts; None otherwise (then
+        read it as a dict)."""
         response = line.response
         if response is None or line.error or response.status_code != 200:
             return None
@@ -87,10 +75,8 @@ class BatchReplies:
         key: str,
         created_at: datetime | None = None,
     ) -> StoredRow:
-        """The store row of the ok judgment `parse_reply` makes of `reply` to the document
-        `doc_id` (`truncated`: its text was cut for the prompt, `is_cut`), written by the
-        store's one encoder without the Judgment between (`Store.stored_row`: the fields not
-        named here take the model's defaults); made at `created_at` (None: now)."""
+        """The store row of the ok judgment `parse_reply` makes of `reply`, by the store's one
+        encoder without a Judgment between (`Store.stored_row`); made at `created_at`."""
         recorder = self.reader.recorder
         usage = reply.usage
         fields = {
@@ -140,8 +126,6 @@ class LLMBatchJudge:
         return self.live.build_request(query, doc, mode=self.mode)
 
     def parse_reply(self, body: Mapping[str, Any], query: Query, doc: Doc, key: str) -> Judgment:
-        """A Judgment at the batch price: ok, or failed when live grading would refuse the
-        reply (the collector then re-asks it live or keeps the failure)."""
         return self.replies.parse_reply(body, query, doc, key)
 
     async def judge(self, query: Query, doc: Doc, *, key: str) -> Judgment:

@@ -1,34 +1,29 @@
-"""Turning Batch API output and error files into judgments.
-
-Every output line is validated exactly as a live reply is (the judge's reply validator, given as
-`parse`). A line that fails validation, a line in the error file, a line missing from both files
-(the batch expired, failed or was cancelled) is never a grade: it is re-asked live through the
-judge, concurrently, or, with live retries off, stored as failed with its reason.
-"""
+"""Batch output and error lines turned into judgments, each validated exactly as a live reply. A
+line that fails validation, an error line or a missing line is never a grade: it is re-asked
+live, or stored failed with its reason."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeGuard
+from typing import Any, Protocol, TypeGuard
 
 from grader import defaults
+from grader.errors import InputError
 from grader.models import Doc, Judgment, JudgmentError, Query
+from grader.store.store import Store
 
-ParseReply = Callable[[Mapping[str, Any], Query, Doc, str], Judgment]
-"""(chat.completion body, query, doc, key) -> an ok Judgment; raises when the reply is invalid."""
-
-JudgeLive = Callable[[Query, Doc, str], Awaitable[Judgment]]
-"""(query, doc, key) -> the live judge's Judgment (ok or failed, never raises per pair)."""
+ParseReply = Callable[[Mapping[str, Any], Query, Doc, str], Judgment]  # (body, q, d, key)
+JudgeLive = Callable[[Query, Doc, str], Awaitable[Judgment]]  # (q, d, key): never raises per pair
 
 
 @dataclass(frozen=True)
 class LineProblem:
-    """Why a key got no usable answer from the batch (`judgment`: the failed judgment the
-    validator made of its output line, with that line's tokens, when there was one)."""
+    """Why a key got no usable answer from the batch (`judgment`: the failed judgment made of
+    its output line, when there was one)."""
 
     type: str
     message: str
@@ -46,8 +41,7 @@ class ParsedFiles:
 
 def _error_text(record: Mapping[str, Any]) -> tuple[str, str]:
     """(code, message) of an error line: `http_STATUS` and "HTTP STATUS [type]: message" when
-    an HTTP status is known (vLLM's error lines; the Batch API's error bodies), else the Batch
-    API's error code (`batch_expired`, ...)."""
+    an HTTP status is known, else the Batch API's error code (`batch_expired`, ...)."""
     error = record.get("error")
     response = record.get("response")
     status = response.get("status_code") if _is_mapping(response) else None
@@ -74,7 +68,6 @@ def _error_text(record: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def _http(status: object, kind: object, message: str) -> tuple[str, str]:
-    """The code and message of an error with an HTTP status (and the error's type)."""
     said = f"HTTP {status}" + (f" {kind}" if isinstance(kind, str) and kind else "")
     return f"http_{status}", f"{said}: {message}" if message else said
 
@@ -94,10 +87,8 @@ def parse_result_files(
     items: Mapping[str, tuple[Query, Doc]],
     parse: ParseReply,
 ) -> ParsedFiles:
-    """Validate the lines of an output file and read an error file, for the keys in `items`.
-
-    Lines whose custom_id is not one of `items` are ignored (they were not asked for).
-    """
+    """Validate the lines of an output file and read an error file, for the keys in `items`
+    (other lines were not asked for: ignored)."""
     result = ParsedFiles()
     for number, raw in enumerate(errors.splitlines(), start=1):
         record = _load(raw)
@@ -132,10 +123,8 @@ def parse_result_files(
 def parse_output_record(
     record: Mapping[str, Any], query: Query, doc: Doc, key: str, parse: ParseReply, *, where: str
 ) -> Judgment | LineProblem:
-    """One output line (`{"custom_id", "response": {"status_code", "body"}, "error"}`, as the
-    Batch API and vLLM's run-batch write it) validated exactly as a live reply: an ok Judgment,
-    or the problem (an error line, a refused reply) with `where` (file and line) in its message.
-    """
+    """One output line (`{"custom_id", "response": {"status_code", "body"}, "error"}`)
+    validated exactly as a live reply: an ok Judgment, or the problem with `where` in it."""
     body = answered_body(record)
     if body is None:
         code, message = _error_text(record)
@@ -156,8 +145,7 @@ def parse_output_record(
 
 
 def answered_body(record: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The reply body of an output line that holds one (no error, HTTP 200, a JSON object);
-    None for an error line (`parse_output_record` says what the error was)."""
+    """The reply body of an output line that holds one (no error, HTTP 200, a JSON object)."""
     response = record.get("response")
     if not _is_mapping(response) or record.get("error"):
         return None
@@ -168,18 +156,16 @@ def answered_body(record: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 
 def other_model(record: Mapping[str, Any], model: object) -> str | None:
-    """The model a results line says answered it, when that is not `model` (nor one of its
-    dated snapshots, `model-YYYY-MM-DD`, as OpenAI names them); None when it is, or when the
-    line names no model. An engine that ignores the request's model would otherwise have its
-    answers stored as the exported model's."""
+    """The model a results line says answered it, when that is not `model`
+    (`model_other_than`): an engine that ignored the request's model."""
     response = record.get("response")
     body = response.get("body") if _is_mapping(response) else None
     return model_other_than(body.get("model") if _is_mapping(body) else None, model)
 
 
 def model_other_than(got: object, model: object) -> str | None:
-    """`got`, the model a line names, when it is not `model` nor one of its snapshots; None
-    when it is, or is no name (`other_model`)."""
+    """`got`, the model a line names, when it is not `model` nor one of its dated snapshots
+    (`model-YYYY-MM-DD`); None when it is, or is no name."""
     if not isinstance(got, str) or not isinstance(model, str) or got == model:
         return None
     if _SNAPSHOT.fullmatch(got[len(model) :]) and got.startswith(model):
@@ -191,8 +177,7 @@ _SNAPSHOT = re.compile(r"-\d{4}-\d{2}-\d{2}")
 
 
 def _is_mapping(value: object) -> TypeGuard[Mapping[str, Any]]:
-    """isinstance(value, Mapping), without the ABC's check for a plain dict (what JSON
-    decodes to, several times a results line)."""
+    """isinstance(value, Mapping), a plain dict told first (the ABC's check is slow)."""
     return type(value) is dict or isinstance(value, Mapping)
 
 
@@ -209,7 +194,7 @@ def _load(raw: bytes) -> dict[str, Any] | None:
 def failed_judgment(
     key: str, query: Query, doc: Doc, problem: LineProblem, *, judge_id: str, prompt: Any
 ) -> Judgment:
-    """The failed judgment recorded when a batch line is not retried live."""
+    """The failed judgment stored when a batch line is not retried live."""
     if problem.judgment is not None:
         return problem.judgment
     return Judgment(
@@ -226,14 +211,43 @@ def failed_judgment(
     )
 
 
+class _Pair(Protocol):
+    @property
+    def key(self) -> str: ...
+    @property
+    def query_id(self) -> str: ...
+    @property
+    def doc_id(self) -> str: ...
+
+
+def pair_texts(
+    store: Store, pairs: Iterable[_Pair], *, whole: bool
+) -> tuple[dict[str, Query], dict[str, Doc]]:
+    """The query and document texts of these id pairs (`whole`: documents with title and
+    metadata, as a live request needs; else text alone). A pair without its texts is an
+    InputError: the store is not the one the pairs were recorded in."""
+    pairs = list(pairs)
+    queries = store.queries({x.query_id for x in pairs})
+    ids = {x.doc_id for x in pairs}
+    docs = store.docs(ids) if whole else store.doc_texts(ids)
+    for x in pairs:
+        if x.query_id not in queries or x.doc_id not in docs:
+            raise InputError(
+                f"the store has no text for ({x.query_id}, {x.doc_id}), recorded as {x.key}",
+                path=store.path,
+                hint="export or regrade again from this store",
+            )
+    return queries, docs
+
+
 async def retry_live(
-    problems: Mapping[str, LineProblem],
+    keys: Iterable[str],
     items: Mapping[str, tuple[Query, Doc]],
     judge_live: JudgeLive,
     *,
     concurrency: int = defaults.CONCURRENCY,
 ) -> dict[str, Judgment]:
-    """Ask the live judge for every key with a problem, at most `concurrency` at a time."""
+    """Ask the live judge for each of `keys`, at most `concurrency` at a time."""
     gate = asyncio.Semaphore(max(1, concurrency))
 
     async def one(key: str) -> tuple[str, Judgment]:
@@ -241,5 +255,5 @@ async def retry_live(
         async with gate:
             return key, await judge_live(query, doc, key)
 
-    done = await asyncio.gather(*(one(k) for k in problems))
+    done = await asyncio.gather(*(one(k) for k in keys))
     return dict(done)

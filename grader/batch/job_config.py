@@ -1,10 +1,6 @@
-"""The judge configuration a batch job is stored with, and the judge rebuilt from it.
-
-A job outlives the process that submitted it: `batch collect` (or a later `regrade`) must parse
-its output lines with the same judge. The job records the model, the prompt (the argument given,
-the resolved file, its id and sha256), the output mode the requests asked for and the judge's
-fingerprint; `JobJudges.for_job` rebuilds that judge and refuses one that no longer matches.
-"""
+"""The judge configuration a batch job or export is stored with (model, prompt file and sha256,
+output mode, fingerprint), and the judge rebuilt from it in another process, refused when it no
+longer matches."""
 
 from __future__ import annotations
 
@@ -18,15 +14,14 @@ from grader.errors import InputError
 from grader.judges.llm.judge import LLMJudge
 from grader.prompts import OUTPUT_MODES, PromptSpec, load_prompt
 
-MakeJudge = Callable[[str, PromptSpec], LLMJudge]
-"""Builds the live judge of (model, prompt) with the caller's endpoint, key and limits."""
+MakeJudge = Callable[[str, PromptSpec], LLMJudge]  # (model, prompt) -> the live judge
 
 
 def job_config(
     judge: LLMBatchJudge, prompt_arg: str, select: Sequence[str] | None = None
 ) -> dict[str, Any]:
-    """What a job records to rebuild its judge in another process, and `select`: the
-    regrade's --select, so that `batch collect` can write what that regrade would."""
+    """What a job records to rebuild its judge in another process, and the regrade's
+    --select (`batch collect` writes what that regrade would)."""
     spec = judge.live.prompt
     config = {
         "judge_id": judge.judge_id,
@@ -51,7 +46,7 @@ class JobJudges:
         self._jobs: dict[str, LLMBatchJudge] = {}
 
     def remember(self, config: dict[str, Any], judge: LLMBatchJudge) -> None:
-        """Use `judge` for jobs stored with `config` (the judge that is submitting them)."""
+        """Use `judge` for jobs stored with `config`."""
         self._jobs[json.dumps(config, sort_keys=True)] = judge
 
     def for_job(self, config: dict[str, Any]) -> LLMBatchJudge:

@@ -1,24 +1,11 @@
-"""Results lines decoded fast, to exactly what `json.loads` gives.
-
-A results line (~1.8 KB with logprobs) is decoded by msgspec, which is several times faster than
-the standard library's decoder on such lines. Where msgspec decodes a line, the
-value equals `json.loads`'s (duplicate keys: the last wins in both; integers of any size stay
-integers; floats are correctly rounded in both); every line msgspec refuses (NaN and Infinity,
-numbers out of float range, lone surrogates, a byte-order mark, other encodings than UTF-8, or
-anything malformed) is decoded again by `json.loads`, so what is accepted and what is refused, and
-with which error, stays the standard library's.
-
-`loads_line` decodes only what an import reads of a line that holds a reply (`ANSWER_KEYS`),
-into structs (`ResultLine`; its body: `grader.judges.llm.completion_body`): msgspec skips the
-rest (ids, token bytes) without making objects of it, and a struct has no key table to make and
-free.
-"""
+"""Results lines decoded fast (msgspec), to exactly what `json.loads` gives: a line msgspec
+refuses is decoded again by `json.loads`, so what is accepted or refused, and with which error,
+stays the standard library's. `loads_line` keeps only what an import reads (`ResultLine`), as
+structs."""
 
 from __future__ import annotations
 
 import json
-import types
-import typing
 from typing import Any
 
 import msgspec
@@ -29,8 +16,7 @@ _DECODER = msgspec.json.Decoder()
 
 
 def loads(raw: bytes) -> Any:
-    """The JSON value of `raw`, as `json.loads(raw)` gives it (raises as it raises; a value
-    nested too deeply to decode is a ValueError, not the RecursionError both decoders raise)."""
+    """The JSON value of `raw`, as `json.loads(raw)` gives it (too deeply nested: ValueError)."""
     try:
         try:
             return _DECODER.decode(raw)
@@ -46,46 +32,21 @@ class Response(msgspec.Struct, gc=False):
 
 
 class ResultLine(msgspec.Struct, gc=False):
-    """A results line (the keys an import reads; a field's default is what `dict.get` gives
-    when the key is absent)."""
+    """The keys an import reads of a results line (a default: what `dict.get` gives)."""
 
     custom_id: Any = None
     response: Response | None = None
     error: Any = None
 
 
-# What the import (`grader.batch.collect`: custom_id, error, response's status and body's model)
-# and the reply validator (`grader.judges.llm.replies.parse_completion`) read of a results line.
-# A key either of them reads must be a field: a test walks the validator with dicts that record
-# the keys read.
-
-
-def _keys_of(shape: Any) -> dict[str, Any] | None:
-    """The fields of a struct type, each with its value's fields (a list's or an optional
-    value's: those of its items; None: a value taken whole)."""
-    args = [a for a in typing.get_args(shape) if a is not type(None)]
-    if typing.get_origin(shape) in (list, types.UnionType) and len(args) == 1:
-        return _keys_of(args[0])
-    if isinstance(shape, type) and issubclass(shape, msgspec.Struct):
-        hints = typing.get_type_hints(shape)
-        return {name: _keys_of(hints[name]) for name in shape.__struct_fields__}
-    return None
-
-
-ANSWER_KEYS: dict[str, Any] = _keys_of(ResultLine) or {}
-"""The keys `loads_line` keeps, nested as in a line (a list's items under the list's key;
-None: the value whole)."""
-
+# A key the import or the reply validator reads must be a field (tests/test_json_lines.py).
 _LINE_DECODER = msgspec.json.Decoder(ResultLine)
 
 
 def loads_line(raw: bytes) -> ResultLine | None:
-    """`loads(raw)` with only `ANSWER_KEYS` kept, at every level, as structs: every value kept
-    equals `loads`'s (a key absent reads as `dict.get` gives it); None when the line is not
-    ASCII or not of that shape (a reply's objects where the keys are, lists where lists are):
-    then decode it whole. A line read so is one `loads` accepts (JSON syntax is checked in the
-    parts skipped too; UTF-8 is not, hence ASCII only: what engines write, as they escape
-    other characters)."""
+    """`loads(raw)` with only the keys of `ResultLine` kept, as structs, each value equal to
+    `loads`'s; None when the line is not ASCII (msgspec does not check UTF-8 in skipped parts)
+    or not of that shape: then decode it whole."""
     if not raw.isascii():
         return None
     try:

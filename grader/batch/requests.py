@@ -1,9 +1,5 @@
-"""Batch API request files: one JSONL line per chat.completions request, split into files that
-stay under the API's limits.
-
-The `custom_id` of each line is the judgment's content key, so an output line maps back to exactly
-one key whatever order the server answers in. The limits are arguments so tests can use small ones.
-"""
+"""Batch API request files: one JSONL line per chat.completions request (`custom_id`: the content
+key), split under the API's limits."""
 
 from __future__ import annotations
 
@@ -14,11 +10,8 @@ from typing import Any
 
 from grader.errors import InputError
 
-MAX_REQUESTS_PER_FILE = 50_000
-"""The Batch API's limit on requests in one input file."""
-
+MAX_REQUESTS_PER_FILE = 50_000  # the Batch API's limits on one input file
 MAX_BYTES_PER_FILE = 200 * 1024 * 1024
-"""The Batch API's limit on the size of one input file (200 MB)."""
 
 CHAT_ENDPOINT = "/v1/chat/completions"
 
@@ -28,6 +21,15 @@ def request_line(key: str, body: Mapping[str, Any], *, url: str = CHAT_ENDPOINT)
     record = {"custom_id": key, "method": "POST", "url": url, "body": body}
     text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
     return (text + "\n").encode("utf-8")
+
+
+def check_size(size: int, max_bytes: int) -> None:
+    """InputError when a line of `size` bytes cannot fit any file."""
+    if size > max_bytes:
+        raise InputError(
+            f"a request is {size} bytes, over the {max_bytes}-byte file limit",
+            hint="lower the prompt's document budget or raise --batch-max-bytes",
+        )
 
 
 @dataclass
@@ -54,11 +56,8 @@ def split_requests(
     max_requests: int = MAX_REQUESTS_PER_FILE,
     max_bytes: int = MAX_BYTES_PER_FILE,
 ) -> Iterator[RequestFile]:
-    """Group (key, body) requests into files of at most `max_requests` lines and `max_bytes` bytes.
-
-    Keys must be unique (the API rejects a file with a repeated custom_id, and a repeated key would
-    be graded twice). A single request larger than `max_bytes` can never be sent: InputError.
-    """
+    """Group (key, body) requests into files of at most `max_requests` lines and `max_bytes`
+    bytes; a repeated key or a request over `max_bytes` is an InputError."""
     if max_requests < 1 or max_bytes < 1:
         raise InputError("batch limits must be positive", hint="check --batch-max-requests/bytes")
     seen: set[str] = set()
@@ -70,11 +69,7 @@ def split_requests(
             )
         seen.add(key)
         line = request_line(key, body)
-        if len(line) > max_bytes:
-            raise InputError(
-                f"request {key} is {len(line)} bytes, over the {max_bytes}-byte file limit",
-                hint="lower the prompt's document budget",
-            )
+        check_size(len(line), max_bytes)
         if current.keys and (
             len(current.keys) >= max_requests or current.size + len(line) > max_bytes
         ):

@@ -1,29 +1,26 @@
-"""`relgrade batch status|collect`: the Batch API jobs recorded in a store.
-
-`status` lists every job (refreshing open ones from the server when it can reach it); `collect`
-finishes what a stopped `regrade --batch` left: uploads and creates what was not, polls until
-the server is done, validates every output line as live grading does, re-asks the rest live
-(or marks them failed with `--no-live-retry`) and stores the judgments.
-"""
+"""`relgrade batch status|collect`: the Batch API jobs recorded in a store (and the parser of
+every `batch` action)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import json
-import sys
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 from grader import defaults
 from grader.batch.api.client import TERMINAL_STATUSES
 from grader.batch.api.state import BatchState, Job
+from grader.batch.files.exports import ExportState
+from grader.cli import batch_exports, batch_files, batch_run
 from grader.cli.batch_common import (
     JudgeFactory,
     add_batch_options,
     make_runner,
+    open_store,
     progress_printer,
+    say,
 )
 from grader.cli.batch_endpoint import batch_command, use_stored_base_url
 from grader.cli.batch_outputs import (
@@ -36,7 +33,6 @@ from grader.cli.batch_outputs import (
 from grader.cli.commands import COMMANDS
 from grader.cli.flags import add_store
 from grader.cli.settings import add_api_key_env, add_llm_options
-from grader.cli.store_busy import print_store_busy
 from grader.errors import InputError
 from grader.job.endpoint import Settings
 from grader.store.store import Store
@@ -52,6 +48,31 @@ def register(sub: Any) -> None:
     )
     actions = p.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
+    _add_status(actions)
+    collect = actions.add_parser(
+        "collect",
+        help="finish the open batch jobs of a store",
+        description="Finish the open Batch API jobs of the store: upload and create what was "
+        "not, wait for the server (--no-wait: one round of checks), validate every output line "
+        "as live grading does, re-ask the rest live (or mark them failed with --no-live-retry) "
+        "and store the judgments. Then print the diff and write --out/--qrels-out as the "
+        "regrade command that submitted the jobs would.",
+    )
+    add_store(collect, "the store regrade --batch recorded its jobs in")
+    collect.add_argument(
+        "--no-wait", action="store_true", help="one round of checks; collect what is done"
+    )
+    add_llm_options(collect)
+    add_batch_options(collect)
+    add_output_options(collect)
+    collect.set_defaults(func=run_collect)
+    batch_files.register(actions)
+    batch_exports.register(actions)
+    batch_run.register(actions)
+    p.set_defaults(func=run_status)
+
+
+def _add_status(actions: Any) -> None:
     status = actions.add_parser(
         "status",
         help="list the batch jobs of a store",
@@ -75,59 +96,27 @@ def register(sub: Any) -> None:
         action="store_true",
         help="list only the batch file exports (batch export) and how many lines came back",
     )
+    status.add_argument(
+        "--files",
+        action="store_true",
+        help="list each request file of the exports: answered, partial or untouched, and what "
+        "`batch close` would mark missing",
+    )
     status.set_defaults(func=run_status)
-    collect = actions.add_parser(
-        "collect",
-        help="finish the open batch jobs of a store",
-        description="Finish the open Batch API jobs of the store: upload and create what was "
-        "not, wait for the server (--no-wait: one round of checks), validate every output line "
-        "as live grading does, re-ask the rest live (or mark them failed with --no-live-retry) "
-        "and store the judgments. Then print the diff and write --out/--qrels-out as the "
-        "regrade command that submitted the jobs would.",
-    )
-    add_store(collect, "the store regrade --batch recorded its jobs in")
-    collect.add_argument(
-        "--no-wait", action="store_true", help="one round of checks; collect what is done"
-    )
-    add_llm_options(collect)
-    add_batch_options(collect)
-    add_output_options(collect)
-    collect.set_defaults(func=run_collect)
-    from grader.cli.batch_exports import add_files_flag
-    from grader.cli.batch_exports import register as register_close
-
-    add_files_flag(status)
-    from grader.cli.batch_files import register as register_files
-
-    register_files(actions)
-    register_close(actions)
-    from grader.cli.batch_run import register as register_run
-
-    register_run(actions)
-    p.set_defaults(func=run_status)
-
-
-def _open_store(path: str) -> Store:
-    if not Path(path).is_file():
-        raise InputError("no store here", path=path, hint="give the --store regrade used")
-    return Store(path, on_busy=print_store_busy)
 
 
 def run_status(args: argparse.Namespace) -> int:
-    from grader.batch.files.exports import ExportState
-    from grader.cli.batch_exports import export_json, exports_table, print_files
-
-    with _open_store(args.store) as store, BatchState(store) as state:
+    with open_store(args.store) as store, BatchState(store) as state:
         with ExportState(store) as export_state:
             exports = export_state.exports()
         if getattr(args, "files", False):
-            print_files(store, exports, args.format)
+            batch_exports.print_files(store, exports, args.format)
             return 0
         if getattr(args, "exports", False):
             if args.format == "json":
-                print(json.dumps([export_json(e) for e in exports], indent=2))
+                print(json.dumps([batch_exports.export_json(e) for e in exports], indent=2))
             else:
-                print(exports_table(exports))
+                print(batch_exports.exports_table(exports))
             return 0
         note = None
         if not args.no_refresh:
@@ -135,14 +124,14 @@ def run_status(args: argparse.Namespace) -> int:
             note = asyncio.run(_refresh(state, Settings.from_args(args)))
         jobs = state.jobs()
     if args.format == "json":
-        print(json.dumps([_job_json(j) for j in jobs], indent=2))
+        print(json.dumps([batch_exports.judge_json(asdict(j)) for j in jobs], indent=2))
     else:
         print(render_jobs(jobs, args.store))
         if exports:
             print("\nbatch file exports (batch export / batch import):")
-            print(exports_table(exports))
+            print(batch_exports.exports_table(exports))
     if note:
-        print(note, file=sys.stderr)
+        say(note)
     return 0
 
 
@@ -167,14 +156,6 @@ async def _refresh(state: BatchState, settings: Settings) -> str | None:
     return None
 
 
-def _job_json(job: Job) -> dict[str, Any]:
-    data = asdict(job)
-    config = data.pop("judge_config")
-    data["model"] = config.get("model")
-    data["prompt"] = config.get("prompt_id")
-    return data
-
-
 def render_jobs(jobs: list[Job], store: str = "relgrade.db") -> str:
     if not jobs:
         return "no batch jobs in this store"
@@ -197,7 +178,7 @@ def render_jobs(jobs: list[Job], store: str = "relgrade.db") -> str:
 def run_collect(args: argparse.Namespace) -> int:
     from grader.cli.output_files import clean_outputs
 
-    with _open_store(args.store) as store:
+    with open_store(args.store) as store:
         with BatchState(store) as state:
             versions = job_versions(state.jobs(open_only=True))
         check_one_version(args, versions)
@@ -209,19 +190,14 @@ def run_collect(args: argparse.Namespace) -> int:
             left = state.jobs(open_only=True)
             discount = Settings.from_args(args).prices.batch_discount
             outcomes = [version_outcome(store, state, v, discount) for v in versions]
-    print(
+    say(
         f"collected {summary.jobs} batch{'' if summary.jobs == 1 else 'es'} "
-        f"({summary.pairs} pairs): "
-        f"{summary.batch} graded from the batch, "
-        f"{summary.live} re-asked live, {summary.failed} failed",
-        file=sys.stderr,
+        f"({summary.pairs} pairs): {summary.batch} graded from the batch, "
+        f"{summary.live} re-asked live, {summary.failed} failed"
     )
     if left:
         waited = " after waiting the longest a batch may take" if summary.waited_out else ""
-        print(
-            f"{len(left)} jobs still open (the server is not done{waited}); run this again later",
-            file=sys.stderr,
-        )
+        say(f"{len(left)} jobs still open (the server is not done{waited}); run this again later")
     code = print_and_write(args, outcomes) if outcomes else 0
     return 1 if summary.failed else code
 

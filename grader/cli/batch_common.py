@@ -1,18 +1,21 @@
-"""What `relgrade regrade` and `relgrade batch` share: Batch API flags, the judges built
-from the command's `Settings` (and rebuilt for stored batch jobs), and the batch progress line."""
+"""What `relgrade regrade` and `relgrade batch` share: Batch API flags, the store, the judges
+built from the command's `Settings` (and rebuilt for stored batch jobs), and progress lines."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from grader.batch.adapter import LLMBatchJudge
 from grader.batch.api.jobs import BatchOptions, BatchRunner
 from grader.batch.api.state import Job
+from grader.batch.files.export_files import LineProgress
 from grader.batch.job_config import JobJudges
 from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE
+from grader.cli.store_busy import print_store_busy
 from grader.errors import InputError
 from grader.job.endpoint import Settings
 from grader.job.judges import build_judges
@@ -24,21 +27,34 @@ from grader.store.store import Store
 from grader.store.writer import StoreWriter
 
 
-def add_batch_options(p: argparse.ArgumentParser) -> None:
+def open_store(path: str, by: str = "regrade", *, create: bool = False) -> Store:
+    """The store at `path`; without `create`, InputError when there is none (`by`: the
+    command that should have made it)."""
+    if not create and not Path(path).is_file():
+        raise InputError("no store here", path=path, hint=f"give the --store {by} used")
+    return Store(path, on_busy=print_store_busy)
+
+
+def add_batch_limits(p: argparse.ArgumentParser, per: str, note: str = "") -> None:
+    """--batch-max-requests and --batch-max-bytes: lines and bytes per `per`."""
     p.add_argument(
         "--batch-max-requests",
         type=int,
         default=MAX_REQUESTS_PER_FILE,
         metavar="N",
-        help=f"requests per batch ({MAX_REQUESTS_PER_FILE:,}, the API's limit)",
+        help=f"requests per {per} ({MAX_REQUESTS_PER_FILE:,}{note})",
     )
     p.add_argument(
         "--batch-max-bytes",
         type=int,
         default=MAX_BYTES_PER_FILE,
         metavar="BYTES",
-        help="bytes per batch input file (200 MB, the API's limit)",
+        help=f"bytes per {per} (200 MB{note})",
     )
+
+
+def add_batch_options(p: argparse.ArgumentParser) -> None:
+    add_batch_limits(p, "batch", ", the API's limit")
     p.add_argument(
         "--poll-interval", type=float, default=5.0, metavar="S", help="first wait between checks"
     )
@@ -52,21 +68,20 @@ def add_batch_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-class JudgeFactory:
+class JudgeFactory(JobJudges):
     """Builds LLM judges from the command's `Settings`, and the judge of a stored job from its
-    configuration (`grader.batch.job_config`)."""
+    configuration (`offline`: they call no server, so no key is resolved)."""
 
     def __init__(
         self, args: argparse.Namespace, writer: StoreWriter, *, offline: bool = False
     ) -> None:
-        """`offline`: the judges call no server, so no key is resolved (none may be set)."""
+        super().__init__(self.llm)
         self.args = args
         self.writer = writer
         self.settings = Settings.from_args(args)
         self.key = None if offline else self.settings.key
         self.secrets = [] if offline else self.settings.secrets
         self.prices = self.settings.prices
-        self.jobs = JobJudges(self.llm)
         self.made: list[LLMJudge] = []
 
     def llm(self, model: str, prompt: PromptSpec) -> LLMJudge:
@@ -80,13 +95,6 @@ class JudgeFactory:
         made = build_judges(self.args, base, models)
         self.made += [judge for judge in made if isinstance(judge, LLMJudge)]
         return made
-
-    def remember(self, config: dict[str, Any], judge: LLMBatchJudge) -> None:
-        self.jobs.remember(config, judge)
-
-    def for_job(self, config: dict[str, Any]) -> LLMBatchJudge:
-        """The judge a stored job was submitted with, checked against its fingerprint."""
-        return self.jobs.for_job(config)
 
     async def aclose(self) -> None:
         for judge in self.made:
@@ -122,3 +130,34 @@ def progress_printer(quiet: bool) -> Any:
         print("batch: " + "; ".join(parts), file=sys.stderr, flush=True)
 
     return show
+
+
+def say(text: str) -> None:
+    """A line on stderr, flushed."""
+    print(text, file=sys.stderr, flush=True)
+
+
+class Printer:
+    """Progress on stderr, at most one line a second: lines/s and ETA (`pause`: tests only,
+    seconds to wait at each call, so a test can kill a real import)."""
+
+    def __init__(self, what: str, quiet: bool, *, pause: float = 0.0) -> None:
+        self.what, self.quiet, self.pause = what, quiet, pause
+        self.last = 0.0
+
+    def __call__(self, p: LineProgress) -> None:
+        if self.pause > 0:
+            time.sleep(self.pause)
+        now = time.monotonic()
+        if self.quiet or now - self.last < 1.0:
+            return
+        self.last = now
+        of = f" of {p.total:,}" if p.total is not None else ""
+        if p.fraction is not None:
+            of += f" ({p.fraction:.0%})"
+        eta = f", ETA {p.eta:,.0f} s" if p.eta is not None else ""
+        print(
+            f"{self.what}: {p.lines:,}{of} lines, {p.per_second:,.0f} lines/s{eta}",
+            file=sys.stderr,
+            flush=True,
+        )

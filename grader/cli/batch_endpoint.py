@@ -1,10 +1,5 @@
-"""Which server `relgrade batch status|collect` talk to, and the commands printed to follow a
-batch: both work as pasted.
-
-Each Batch API job is stored with the endpoint it was sent to (its base URL without credentials;
-never the key). Without `--base-url`, `batch status|collect` use that one, so the hint `regrade
---batch --no-wait` prints needs no flag the user must remember.
-"""
+"""Which server `batch status|collect` talk to (the one stored with the jobs, without
+credentials), and the commands printed to follow a batch."""
 
 from __future__ import annotations
 

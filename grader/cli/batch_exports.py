@@ -1,37 +1,26 @@
-"""What `relgrade batch status` shows of batch file exports (each export, and with `--files`
-each request file: answered, partial or untouched), and `relgrade batch close`: an export whose
-engine died is closed, so the next `batch export` writes exactly what it left unanswered
-(`grader.batch.files.closing`)."""
+"""What `batch status` shows of file exports (`--exports`, `--files`); `relgrade batch close`."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
-from pathlib import Path
+from dataclasses import asdict
 from typing import Any
 
 from grader.batch.files.closing import CloseSummary, ExportFiles, FileState, close_export
 from grader.batch.files.exports import ExportInfo
-from grader.cli.batch_common import JudgeFactory
+from grader.cli.batch_common import JudgeFactory, open_store, say
 from grader.cli.flags import add_store
-from grader.cli.store_busy import print_store_busy
-from grader.errors import InputError
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
 
 CLOSE_EPILOG = """\
-Use it once the engine that ran an export is dead (a driver or node that died, an engine killed
-between files) and its results are imported: its request files that got no results line at all
-still wait, and `batch export` leaves their pairs out so that a run still alive is not paid
-twice. Closing stores each such line as failed (Batch:missing, with the reason; never a grade),
-so the same `batch export` command then writes exactly the pairs that have no ok answer. Run
-the engine on those files and import them. A result for a closed line that still comes back is
-imported: the first ok answer of a pair is final (never a second grade), and `batch import`
-counts the requests paid twice.
-
-While the first run is still alive, do not close: wait and import its results, or give
-`batch export --include-pending` (those pairs are then paid twice).
+Once the engine that ran an export is dead and what it wrote is imported: each line with no
+results line (which `batch export` leaves out while a run may still answer it) is stored failed
+(Batch:missing, never a grade), so the same `batch export` command then writes exactly the pairs
+with no ok answer. A result that still comes back is imported (the first ok answer is final).
+While the first run is alive, do not close: import its results, or `batch export
+--include-pending` (paid twice). See docs/regrade-and-batch.md.
 
 EXPORT: an export id (or a prefix only it has), one of its request files, or its folder.
 `relgrade batch status --files` shows each request file and what closing would mark missing.
@@ -53,25 +42,9 @@ def register(actions: Any) -> None:
     close.set_defaults(func=run_close)
 
 
-def add_files_flag(status: argparse.ArgumentParser) -> None:
-    """`batch status --files`."""
-    status.add_argument(
-        "--files",
-        action="store_true",
-        help="list each request file of the exports: answered, partial or untouched, and what "
-        "`batch close` would mark missing",
-    )
-
-
-def _open_store(path: str) -> Store:
-    if not Path(path).is_file():
-        raise InputError("no store here", path=path, hint="give the --store batch export used")
-    return Store(path, on_busy=print_store_busy)
-
-
 def run_close(args: argparse.Namespace) -> int:
     args.dry_run = True  # nothing is sent, no key needed
-    with _open_store(args.store) as store:
+    with open_store(args.store, "batch export") as store:
         with ExportFiles(store) as files:
             chosen = list(dict.fromkeys(e for given in args.export for e in files.resolve(given)))
         writer = StoreWriter(store)
@@ -79,7 +52,7 @@ def run_close(args: argparse.Namespace) -> int:
         summaries = [close_export(store, factory.for_job, e) for e in chosen]
         writer.flush()
     for summary in summaries:
-        print(close_text(summary, args.store), file=sys.stderr)
+        say(close_text(summary, args.store))
     return 0
 
 
@@ -123,17 +96,9 @@ def files_table(states: list[FileState]) -> str:
 
 
 def file_json(f: FileState) -> dict[str, Any]:
-    return {
-        "export_id": f.export_id,
-        "file": f.file_no,
-        "path": f.path,
-        "state": f.state,
-        "lines": f.lines,
-        "ok": f.ok,
-        "failed": f.failed,
-        "waiting": f.waiting,
-        "close_would_mark_missing": f.waiting,
-    }
+    data = asdict(f)
+    data["file"] = data.pop("file_no")
+    return {**data, "state": f.state, "close_would_mark_missing": f.waiting}
 
 
 def print_files(store: Store, exports: list[ExportInfo], fmt: str) -> None:
@@ -162,21 +127,17 @@ def exports_table(exports: list[ExportInfo]) -> str:
     return "\n".join(rows)
 
 
+def judge_json(data: dict[str, Any]) -> dict[str, Any]:
+    """A job's or an export's fields, its judge configuration as `model` and `prompt`."""
+    config = data.pop("judge_config")
+    data["model"], data["prompt"] = config.get("model"), config.get("prompt_id")
+    return data
+
+
 def export_json(e: ExportInfo) -> dict[str, Any]:
-    return {
-        "export_id": e.export_id,
-        "model": e.judge_config.get("model"),
-        "prompt": e.judge_config.get("prompt_id"),
-        "out_dir": e.out_dir,
-        "lines": e.n_lines,
-        "pairs": e.n_pairs,
-        "files": e.files,
-        "returned": e.returned,
-        "returned_ok": e.returned_ok,
-        "returned_failed": e.returned_failed,
-        "complete": e.complete,
-        "created_at": e.created_at,
-    }
+    data = judge_json(asdict(e))
+    data["lines"], data["pairs"] = data.pop("n_lines"), data.pop("n_pairs")
+    return {**data, "returned": e.returned}
 
 
 def left_out_text(pending: int, exports: list[str], store: str) -> str:

@@ -1,6 +1,4 @@
-"""`relgrade batch export|import`: request files for any inference engine (vLLM run-batch, Ray
-Data, ...) and its results, with the guarantees of live grading (`grader.batch.files.export_files`,
-`grader.batch.files.import_files`)."""
+"""`relgrade batch export|import`: request files for any inference engine and its results."""
 
 from __future__ import annotations
 
@@ -8,60 +6,47 @@ import argparse
 import asyncio
 import dataclasses
 import os
-import sys
-import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from grader.batch.adapter import LLMBatchJudge
 from grader.batch.files.engine_modes import check_batch_mode
-from grader.batch.files.export_files import LineProgress, export_requests
+from grader.batch.files.export_files import export_requests
 from grader.batch.files.exports import ExportState
 from grader.batch.files.import_files import Importer
 from grader.batch.files.import_followup import ImportSummary
 from grader.batch.job_config import job_config
-from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE
-from grader.cli.batch_common import JudgeFactory
+from grader.cli.batch_common import JudgeFactory, Printer, add_batch_limits, open_store, say
 from grader.cli.batch_exports import left_out_text, pending_warning
 from grader.cli.flags import add_runs, add_store
 from grader.cli.judge_options import add_judge_options
 from grader.cli.settings import add_api_key_env, add_llm_options, add_server_flags
-from grader.cli.store_busy import print_store_busy
 from grader.errors import InputError
 from grader.job.endpoint import Settings
 from grader.job.judges import build_judges, check_judge_args
 from grader.judges.llm.judge import LLMJudge
 from grader.judges.registry import JudgeSettings
-from grader.models import Doc, Query
 from grader.prompts import load_prompt
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
 
 EXPORT_EPILOG = """\
-Pairs: the top --depth of --run files (as grade picks them: --queries, --docs, --skip-judged,
---skip-missing), or --select over the pairs in the store (as regrade: all | failed | grade<=N |
-sample FILE | disagreement | prompt=OLD). Pairs whose answer is already ok in the store are not
-exported, so after a partial import the same command exports only what is missing; nor are
-pairs whose request waits in an earlier export not imported yet (--include-pending: they are;
-`relgrade batch close` an export whose engine died: its unanswered lines no longer wait).
+Pairs: the top --depth of --run files (as grade picks them), or --select over the pairs in the
+store (as regrade). Pairs already ok in the store are not exported (after a partial import the
+same command exports only what is missing), nor pairs waiting in an earlier export not imported
+yet (--include-pending: they are; `relgrade batch close` an export whose engine died).
 
 Each line is {"custom_id", "method", "url", "body"}: the body is exactly what live grading
-sends; custom_id is relgrade:EXPORT_ID:KEY. Files are split under --batch-max-requests lines
-and --batch-max-bytes bytes; each file's lines, size and sha256 are kept in the store, so any
-process can `relgrade batch import` the results. Nothing is sent anywhere.
+sends; custom_id is relgrade:EXPORT_ID:KEY. Each file's lines, size and sha256 are kept in the
+store, so any process can `relgrade batch import` the results. Nothing is sent anywhere.
 """
 
 IMPORT_EPILOG = """\
 RESULTS: files in the shape vLLM run-batch and the Batch API write ({"id", "custom_id",
 "response": {"status_code", "request_id", "body"}, "error"}), or folders of *.jsonl files.
 Each line is validated exactly as a live reply; error lines, refused replies and requests of a
-touched request file that no line answers are stored as failed with the reason (never a grade).
---reask asks those live (needs the endpoint flags). A last line cut short (the engine was
-killed) is reported and its request counts as missing. Importing a file twice changes nothing;
-a killed import loses nothing: import again. Results of another store's export, or lines its
-export never asked for, are refused. Then grade/regrade write --out and --qrels-out from the
-store as usual.
+touched request file that no line answers are stored failed with the reason (never a grade);
+--reask asks them live. Importing twice changes nothing; a killed import loses nothing. Results
+of another store's export are refused. Then grade/regrade write --out and --qrels-out.
 
 Exit status: 0 every line imported ok; 1 some requests failed or are missing (export again to
 get only those, or --reask); 2 bad input.
@@ -70,6 +55,32 @@ get only those, or --reask); 2 bad input.
 
 def register(actions: Any) -> None:
     """Add `export` and `import` to `relgrade batch`."""
+    _add_export(actions)
+    im = actions.add_parser(
+        "import",
+        help="import an engine's results files, validated as live replies",
+        description="Import the results of `relgrade batch export` request files into the store, "
+        "every line validated exactly as a live reply.",
+        epilog=IMPORT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_store(im)
+    im.add_argument("results", nargs="+", metavar="RESULTS", help="results files or folders")
+    im.add_argument(
+        "--reask", action="store_true", help="ask failed and missing requests live afterwards"
+    )
+    im.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="processes that validate lines (default: one per core, at most 4, for results over "
+        "32 MB; 0: none, this process does it all)",
+    )
+    add_llm_options(im)
+    im.set_defaults(func=run_import)
+
+
+def _add_export(actions: Any) -> None:
     ex = actions.add_parser(
         "export",
         help="write request files in the OpenAI batch format for any inference engine",
@@ -96,20 +107,7 @@ def register(actions: Any) -> None:
     ex.add_argument("--model", metavar="M", help="model ($RELGRADE_MODEL, else gpt-4o-mini)")
     add_judge_options(ex, batch=True)
     ex.add_argument("--out-dir", required=True, metavar="DIR", help="folder for request files")
-    ex.add_argument(
-        "--batch-max-requests",
-        type=int,
-        default=MAX_REQUESTS_PER_FILE,
-        metavar="N",
-        help=f"lines per request file ({MAX_REQUESTS_PER_FILE:,})",
-    )
-    ex.add_argument(
-        "--batch-max-bytes",
-        type=int,
-        default=MAX_BYTES_PER_FILE,
-        metavar="BYTES",
-        help="bytes per request file (200 MB)",
-    )
+    add_batch_limits(ex, "request file")
     ex.add_argument(
         "--include-pending",
         action="store_true",
@@ -122,66 +120,8 @@ def register(actions: Any) -> None:
     ex.add_argument("--quiet", action="store_true", help="no progress output")
     ex.set_defaults(func=run_export)
 
-    im = actions.add_parser(
-        "import",
-        help="import an engine's results files, validated as live replies",
-        description="Import the results of `relgrade batch export` request files into the store, "
-        "every line validated exactly as a live reply.",
-        epilog=IMPORT_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    add_store(im)
-    im.add_argument("results", nargs="+", metavar="RESULTS", help="results files or folders")
-    im.add_argument(
-        "--reask", action="store_true", help="ask failed and missing requests live afterwards"
-    )
-    im.add_argument(
-        "--workers",
-        type=int,
-        metavar="N",
-        help="processes that validate lines (default: one per core, at most 4, for results over "
-        "32 MB; 0: none, this process does it all)",
-    )
-    add_llm_options(im)
-    im.set_defaults(func=run_import)
 
-
-PAUSE_ENV = "RELGRADE_TEST_IMPORT_PAUSE"
-"""Tests only: seconds to wait after each stored chunk, so a test can kill a real import."""
-
-
-class _Printer:
-    """Progress on stderr, at most one line a second: lines/s and ETA."""
-
-    def __init__(self, what: str, quiet: bool, *, pause: float = 0.0) -> None:
-        self.what = what
-        self.quiet = quiet
-        self.pause = pause
-        self.last = 0.0
-
-    def __call__(self, p: LineProgress) -> None:
-        if self.pause > 0:
-            time.sleep(self.pause)
-        now = time.monotonic()
-        if self.quiet or now - self.last < 1.0:
-            return
-        self.last = now
-        of = f" of {p.total:,}" if p.total is not None else ""
-        if p.fraction is not None:
-            of += f" ({p.fraction:.0%})"
-        eta = p.eta
-        eta_text = f", ETA {eta:,.0f} s" if eta is not None else ""
-        print(
-            f"{self.what}: {p.lines:,}{of} lines, {p.per_second:,.0f} lines/s{eta_text}",
-            file=sys.stderr,
-            flush=True,
-        )
-
-
-def _open_store(path: str, *, create: bool) -> Store:
-    if not create and not Path(path).is_file():
-        raise InputError("no store here", path=path, hint="give the --store batch export used")
-    return Store(path, on_busy=print_store_busy)
+PAUSE_ENV = "RELGRADE_TEST_IMPORT_PAUSE"  # tests: seconds to wait after each stored chunk
 
 
 def _export_pairs(args: argparse.Namespace, store: Store, fingerprint: dict[str, Any]) -> Any:
@@ -204,16 +144,60 @@ def _export_pairs(args: argparse.Namespace, store: Store, fingerprint: dict[str,
         skip_missing=args.skip_missing,
     )
     if selection.missing and not args.quiet:
-        print(f"skipped {selection.missing} pairs with unknown ids", file=sys.stderr)
-
-    def pairs() -> Iterator[tuple[Query, Doc]]:
-        for pair in selection.pairs:
-            yield pair.query, pair.doc
-
-    return pairs(), len(selection.pairs)
+        say(f"skipped {selection.missing} pairs with unknown ids")
+    return ((pair.query, pair.doc) for pair in selection.pairs), len(selection.pairs)
 
 
 def run_export(args: argparse.Namespace) -> int:
+    _check_export_args(args)
+    settings = dataclasses.replace(Settings.from_args(args), sending=False)  # sends nothing
+    spec = load_prompt(args.prompt)
+    live = build_judges(args, JudgeSettings(prompt=spec, endpoint=settings))[0]
+    if not isinstance(live, LLMJudge):  # judges registered with batch=True build LLM judges
+        raise InputError(f"judge {args.judge!r} made no LLM judge: nothing to export")
+    try:
+        judge = LLMBatchJudge(live)
+        check_batch_mode(judge.mode)  # a mode batch engines would drop is refused
+        config = job_config(judge, args.prompt)
+        with open_store(args.store, "batch export", create=not args.select) as store:
+            pairs, total = _export_pairs(args, store, judge.fingerprint())
+            summary = export_requests(
+                store,
+                judge,
+                config,
+                pairs,
+                args.out_dir,
+                max_requests=args.batch_max_requests,
+                max_bytes=args.batch_max_bytes,
+                total=total,
+                progress=Printer("export", args.quiet),
+                freeze_gc=True,
+                include_pending=args.include_pending,
+            )
+            with ExportState(store) as state:
+                waiting = state.waiting_elsewhere(summary.export_id)
+    finally:
+        asyncio.run(live.aclose())
+    say(
+        f"exported {summary.lines:,} requests ({summary.pairs:,} pairs) in "
+        f"{len(summary.files)} files to {args.out_dir} (export {summary.export_id}); "
+        f"{summary.stored:,} pairs already graded in the store were left out"
+    )
+    if summary.stale:
+        say(
+            f"removed {summary.stale} request files a killed export left unlisted (none of"
+            " their requests was recorded: they are in this export)"
+        )
+    if summary.pending:
+        say(left_out_text(summary.pending, list(summary.waiting_in), args.store))
+    for other, count in waiting.items():
+        say(pending_warning(count, other, args.store))
+    for path in summary.files:
+        print(path)
+    return 0
+
+
+def _check_export_args(args: argparse.Namespace) -> None:
     from grader.job.path_clash import refuse_clashes
 
     refuse_clashes(
@@ -232,54 +216,7 @@ def run_export(args: argparse.Namespace) -> int:
         )
     if args.run and not (args.queries and args.docs):
         raise InputError("--run needs --queries and --docs")
-    settings = dataclasses.replace(Settings.from_args(args), sending=False)  # sends nothing
-    spec = load_prompt(args.prompt)
     check_judge_args(args)
-    live = build_judges(args, JudgeSettings(prompt=spec, endpoint=settings))[0]
-    if not isinstance(live, LLMJudge):  # judges registered with batch=True build LLM judges
-        raise InputError(f"judge {args.judge!r} made no LLM judge: nothing to export")
-    try:
-        judge = LLMBatchJudge(live)
-        check_batch_mode(judge.mode)  # a mode batch engines would drop is refused
-        config = job_config(judge, args.prompt)
-        with _open_store(args.store, create=not args.select) as store:
-            pairs, total = _export_pairs(args, store, judge.fingerprint())
-            summary = export_requests(
-                store,
-                judge,
-                config,
-                pairs,
-                args.out_dir,
-                max_requests=args.batch_max_requests,
-                max_bytes=args.batch_max_bytes,
-                total=total,
-                progress=_Printer("export", args.quiet),
-                freeze_gc=True,
-                include_pending=args.include_pending,
-            )
-            with ExportState(store) as state:
-                waiting = state.waiting_elsewhere(summary.export_id)
-    finally:
-        asyncio.run(live.aclose())
-    print(
-        f"exported {summary.lines:,} requests ({summary.pairs:,} pairs) in "
-        f"{len(summary.files)} files to {args.out_dir} (export {summary.export_id}); "
-        f"{summary.stored:,} pairs already graded in the store were left out",
-        file=sys.stderr,
-    )
-    if summary.stale:
-        print(
-            f"removed {summary.stale} request files a killed export left unlisted (none of"
-            " their requests was recorded: they are in this export)",
-            file=sys.stderr,
-        )
-    if summary.pending:
-        print(left_out_text(summary.pending, list(summary.waiting_in), args.store), file=sys.stderr)
-    for other, count in waiting.items():
-        print(pending_warning(count, other, args.store), file=sys.stderr)
-    for path in summary.files:
-        print(path)
-    return 0
 
 
 def import_text(summary: ImportSummary) -> str:
@@ -326,7 +263,7 @@ def run_import(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 0:
         raise InputError("--workers must be 0 or more")
     args.dry_run = not args.reask  # Settings: without --reask nothing is sent, no key needed
-    with _open_store(args.store, create=False) as store:
+    with open_store(args.store, "batch export") as store:
         writer = StoreWriter(store)
         factory = JudgeFactory(args, writer)
         store.add_secrets(factory.secrets)
@@ -335,9 +272,7 @@ def run_import(args: argparse.Namespace) -> int:
             with Importer(
                 store,
                 factory.for_job,
-                progress=_Printer(
-                    "import", args.quiet, pause=float(os.environ.get(PAUSE_ENV) or 0)
-                ),
+                progress=Printer("import", args.quiet, pause=float(os.environ.get(PAUSE_ENV) or 0)),
                 workers=args.workers,
                 secrets=factory.secrets,
                 freeze_gc=True,
@@ -351,13 +286,12 @@ def run_import(args: argparse.Namespace) -> int:
             writer.flush()
             if not closed:
                 asyncio.run(factory.aclose())
-    print(import_text(summary), file=sys.stderr)
+    say(import_text(summary))
     if left:
-        print(
+        say(
             f"{left:,} requests have no grade (stored as failed with the reason): run "
             "`relgrade batch export` again with the same selection (it exports only those), "
-            "or import again with --reask",
-            file=sys.stderr,
+            "or import again with --reask"
         )
         return 1
     return 0

@@ -1,8 +1,6 @@
-"""What `batch collect` prints and writes once the open jobs are collected: for the version those
-jobs regrade, the diff between versions and --out/--qrels-out, as the `regrade` command that
-submitted them would. That command's --select is stored with its jobs; for jobs stored before it
-was, the selection is the pairs those jobs (of that version) hold.
-"""
+"""What `batch collect` prints and writes once the open jobs are collected: the diff and
+--out/--qrels-out, as the `regrade` command that submitted them would (its --select is stored
+with its jobs)."""
 
 from __future__ import annotations
 

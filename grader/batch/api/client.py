@@ -1,22 +1,8 @@
-"""The Batch API through the official `openai` SDK: upload an input file, create a batch with the
-24h window, look a batch up, find one made from a given file, and download output and error files.
-
-The SDK's own retries are off (`max_retries=0`); transient transport errors (429, 5xx, timeouts,
-dropped connections) are retried by tenacity with the project's one policy
-(`grader.judges.llm.retry`: its should-retry decision, Retry-After and jittered backoff). Polling
-waits grow by a factor up to a cap (`poll_delays`), so a batch that takes hours costs a few hundred
-status calls.
-
-`timeout` is the deadline of each whole call that exchanges small bodies (create, status, cancel;
-a list scan gets it once per page), not only of each socket read, so a server trickling its reply
-cannot hold a call open; an overrun is a timeout, retried as one. Uploads get the deadline plus
-one second per MiB (`upload_deadline`). Every call of a client made here also goes through
-`grader.judges.llm.bounded_http`: downloads get the deadline plus one second per 256 KiB received
-(a trickle is cut, a large file at a fair pace is not), and every reply has a size bound.
-
-An upload or create answered 404, 405 or 501 means the server has no Batch API (vLLM, Ollama,
-llama.cpp): `NoBatchAPI`, which says to drop --batch.
-"""
+"""The Batch API through the official `openai` SDK: upload, create (24h window), retrieve, find by
+input file, cancel, download. The SDK's retries are off; the project's retry policy
+(`grader.judges.llm.retry`) retries transient errors. `timeout` bounds each whole small call;
+uploads get a second more per MiB, downloads one per 256 KiB received
+(`grader.judges.llm.bounded_http`). An upload or create answered 404/405/501 is `NoBatchAPI`."""
 
 from __future__ import annotations
 
@@ -31,7 +17,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 
 from grader import defaults
 from grader.errors import JudgeError, NoBatchAPI
-from grader.judges.llm.bounded_http import bounded_http_client
+from grader.judges.llm.bounded_http import UPLOAD_BYTES_PER_S, bounded_http_client
 from grader.judges.llm.endpoint import BASE_URL_ENV, KEY_ENV, api_key_for, env_key_for
 from grader.judges.llm.retry import RetryPolicy, retry_delay, should_retry, status_of
 from grader.judges.llm.transport import deadline
@@ -40,14 +26,7 @@ from grader.redact import redact_url
 T = TypeVar("T")
 
 TERMINAL_STATUSES = frozenset({"completed", "failed", "expired", "cancelled"})
-"""Batch statuses after which the server does no more work on the batch."""
-
-
-NO_BATCH_API_STATUSES = frozenset({404, 405, 501})
-"""What an upload or create answers on a server without the Batch API."""
-
-UPLOAD_BYTES_PER_S = 1 << 20
-"""The slowest upload rate an upload's deadline allows for (1 MiB/s)."""
+NO_BATCH_API_STATUSES = frozenset({404, 405, 501})  # an upload or create without a Batch API
 
 
 def upload_deadline(timeout: float, size: int) -> float:
@@ -129,7 +108,12 @@ class BatchClient:
         return str(self.client.base_url)
 
     async def _call(
-        self, what: str, fn: Callable[[], Awaitable[T]], *, seconds: float | None, method: str
+        self,
+        what: str,
+        fn: Callable[[], Awaitable[T]],
+        *,
+        seconds: float | None,
+        method: str = "GET",
     ) -> T:
         """`fn` with the retry policy, each attempt bounded by `seconds` as a whole (None: by
         the SDK's per-read timeout only)."""
@@ -193,14 +177,8 @@ class BatchClient:
 
     async def retrieve(self, batch_id: str) -> BatchInfo:
         """The batch's current status and counts."""
-        return _info(
-            await self._call(
-                "status",
-                lambda: self.client.batches.retrieve(batch_id),
-                seconds=self.timeout,
-                method="GET",
-            )
-        )
+        batch = self.client.batches.retrieve
+        return _info(await self._call("status", lambda: batch(batch_id), seconds=self.timeout))
 
     async def find_by_input_file(
         self, input_file_id: str, *, max_scan: int = 1000
@@ -219,18 +197,13 @@ class BatchClient:
             return None
 
         pages = -(-max_scan // 100)  # the scan may read up to this many pages of 100
-        return await self._call("list", scan, seconds=self.timeout * pages, method="GET")
+        return await self._call("list", scan, seconds=self.timeout * pages)
 
     async def cancel(self, batch_id: str) -> BatchInfo:
         """Ask the server to stop a batch."""
-        return _info(
-            await self._call(
-                "cancel",
-                lambda: self.client.batches.cancel(batch_id),
-                seconds=self.timeout,
-                method="POST",
-            )
-        )
+        cancel = self.client.batches.cancel
+        call = self._call("cancel", lambda: cancel(batch_id), seconds=self.timeout, method="POST")
+        return _info(await call)
 
     async def download(self, file_id: str) -> bytes:
         """The content of an output or error file."""
@@ -239,7 +212,7 @@ class BatchClient:
             response = await self.client.files.content(file_id)
             return bytes(response.content)
 
-        return await self._call("download", fetch, seconds=None, method="GET")
+        return await self._call("download", fetch, seconds=None)
 
     async def close(self) -> None:
         await self.client.close()

@@ -1,73 +1,50 @@
-"""Submitting, following and collecting Batch API jobs, resumable at every step.
-
-Each step is recorded in the store before the next begins (see `grader.store.batch_tables`): a job
-is `prepared` (items recorded), then `uploaded` (input file id), then `submitted` (batch id), then
-`collected`. Any process can pick up any open job: a prepared job is rebuilt from the texts in the
-store and uploaded; an uploaded job first looks for a batch already made from its file (a crash
-right after `batches.create`) before creating one; a submitted job is polled and, once the server is
-done with it, collected.
-"""
+"""Submitting, following and collecting Batch API jobs, resumable at every step: a job is
+`prepared`, `uploaded`, `submitted`, then `collected`, each recorded before the next begins, so
+any process can pick up any open job (an uploaded one first looks for a batch already made from
+its file)."""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from grader import defaults
-from grader.batch.api.client import BatchClient, BatchInfo, poll_delays
+from grader.batch.adapter import LLMBatchJudge
+from grader.batch.api.client import TERMINAL_STATUSES, BatchClient, BatchInfo, poll_delays
 from grader.batch.api.state import BatchState, Item, Job
 from grader.batch.collect import (
     LineProblem,
     ParsedFiles,
     failed_judgment,
+    pair_texts,
     parse_result_files,
     retry_live,
 )
 from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE, split_requests
-from grader.errors import InputError, JudgeError, NoBatchAPI
-from grader.models import Doc, Judgment, PromptRef, Query
+from grader.errors import JudgeError, NoBatchAPI
+from grader.models import Doc, Judgment, Query
 from grader.store.store import Store
 
+BatchJudge = (
+    LLMBatchJudge  # what the batch path needs of a judge: live grading's request and checks
+)
 
-class BatchJudge(Protocol):
-    """What the batch path needs from a judge: the same request body and the same reply
-    validation as live grading, plus the live judge itself for retries."""
-
-    @property
-    def judge_id(self) -> str: ...
-
-    @property
-    def prompt_ref(self) -> PromptRef | None: ...
-
-    def fingerprint(self) -> dict[str, Any]: ...
-
-    def build_request(self, query: Query, doc: Doc) -> dict[str, Any]: ...
-
-    def parse_reply(self, body: Mapping[str, Any], query: Query, doc: Doc, key: str) -> Judgment:
-        """An ok Judgment at the batch price, or raise when the reply fails validation."""
-        ...
-
-    async def judge(self, query: Query, doc: Doc, *, key: str) -> Judgment: ...
-
-
-JudgeFor = Callable[[dict[str, Any]], BatchJudge]
-"""Rebuild the judge of a job from its stored config (for jobs another process submitted)."""
+JudgeFor = Callable[[dict[str, Any]], BatchJudge]  # the judge of a job's stored config
 
 
 @dataclass(frozen=True)
 class BatchOptions:
-    """Limits and timing; the defaults are the Batch API's limits and a gentle polling pace."""
+    """Limits and timing: the Batch API's limits and a gentle polling pace."""
 
     max_requests: int = MAX_REQUESTS_PER_FILE
     max_bytes: int = MAX_BYTES_PER_FILE
     poll_initial: float = 5.0
     poll_factor: float = 1.5
     poll_cap: float = 120.0
-    # How long `run(wait=True)` polls at most: the Batch API ends (or expires) every batch
-    # within its 24 h completion window; a server that never does is not waited for forever.
+    # How long `run(wait=True)` polls at most: the API ends every batch within its 24 h window.
     max_wait_s: float = 26 * 3600.0
     live_retry: bool = True
     concurrency: int = defaults.CONCURRENCY
@@ -75,8 +52,8 @@ class BatchOptions:
 
 @dataclass
 class CollectSummary:
-    """What collecting produced, per outcome (counted in requests: one per content key), and
-    how many id pairs got a judgment (`pairs`: pairs with equal texts share a request)."""
+    """What collecting produced, per outcome, in requests (one per content key), and the id
+    pairs that got a judgment."""
 
     jobs: int = 0
     batch: int = 0
@@ -115,8 +92,6 @@ class BatchRunner:
         self.options = options or BatchOptions()
         self.state = state or BatchState(store)
 
-    # ---- submitting ----------------------------------------------------------------------
-
     async def submit(
         self,
         judge: BatchJudge,
@@ -124,10 +99,8 @@ class BatchRunner:
         *,
         config: dict[str, Any],
     ) -> list[int]:
-        """Record, upload and create batches for (query, doc, key) pairs; returns the job ids.
-
-        Pairs sharing a key (same texts) are one request. Splits under the options' limits.
-        """
+        """Record, upload and create batches for (query, doc, key) pairs (one request per
+        key), split under the options' limits; the job ids."""
         first: dict[str, tuple[Query, Doc]] = {}
         items: dict[str, list[Item]] = {}
         for query, doc, key in pairs:
@@ -145,9 +118,7 @@ class BatchRunner:
             except NoBatchAPI:
                 self.state.drop_prepared(job_id)  # nothing reached the server
                 raise
-            except JudgeError as exc:
-                # Refused (not a crash): nothing reached the server, so keep no open job that
-                # would hold these keys back.
+            except JudgeError as exc:  # refused: keep no open job holding these keys back
                 self.state.drop_prepared(job_id)
                 raise JudgeError(
                     f"{exc} (a server without the Batch API, such as vLLM, Ollama or llama.cpp, "
@@ -172,20 +143,11 @@ class BatchRunner:
         return info
 
     def _texts(self, items: Sequence[Item]) -> dict[str, tuple[Query, Doc]]:
-        queries = self.store.queries({i.query_id for i in items})
-        docs = self.store.docs({i.doc_id for i in items})
+        queries, docs = pair_texts(self.store, items, whole=True)
         found: dict[str, tuple[Query, Doc]] = {}
-        for item in items:
-            if item.query_id not in queries or item.doc_id not in docs:
-                raise InputError(
-                    f"the store has no text for ({item.query_id}, {item.doc_id})",
-                    path=self.store.path,
-                    hint="the pair was recorded without its texts; regrade it again",
-                )
-            found.setdefault(item.key, (queries[item.query_id], docs[item.doc_id]))
+        for i in items:
+            found.setdefault(i.key, (queries[i.query_id], docs[i.doc_id]))
         return found
-
-    # ---- following -----------------------------------------------------------------------
 
     async def advance(self, job: Job, judge_for: JudgeFor) -> Job:
         """Take one step on an open job: upload, create, or check its status."""
@@ -198,7 +160,7 @@ class BatchRunner:
             await self._create(self.state.job(job.job_id))
         elif job.phase == "uploaded":
             await self._create(job)
-        elif job.phase == "submitted" and job.remote_status not in _TERMINAL:
+        elif job.phase == "submitted" and job.remote_status not in TERMINAL_STATUSES:
             assert job.batch_id is not None
             self.state.set_remote(job.job_id, await self.client.retrieve(job.batch_id))
         return self.state.job(job.job_id)
@@ -214,8 +176,7 @@ class BatchRunner:
         clock: Callable[[], float] = time.monotonic,
     ) -> CollectSummary:
         """Drive open jobs (all, or `job_ids`): advance each, collect the finished ones; with
-        `wait`, poll with growing delays until all are collected or `options.max_wait_s` has
-        passed (the jobs left stay open in the store for a later collect)."""
+        `wait`, poll with growing delays until all are collected or `options.max_wait_s`."""
         summary = CollectSummary()
         delays = poll_delays(
             self.options.poll_initial, self.options.poll_factor, self.options.poll_cap
@@ -231,7 +192,7 @@ class BatchRunner:
             if progress is not None:
                 progress(current)
             for job in current:
-                if job.phase == "submitted" and job.remote_status in _TERMINAL:
+                if job.phase == "submitted" and job.remote_status in TERMINAL_STATUSES:
                     summary.add(await self.collect(job, judge_for(job.judge_config)))
             if not wait:
                 break
@@ -242,12 +203,9 @@ class BatchRunner:
                 await sleep(min(next(delays), max(0.0, deadline - clock())))
         return summary
 
-    # ---- collecting ----------------------------------------------------------------------
-
     async def collect(self, job: Job, judge: BatchJudge) -> CollectSummary:
         """Download a finished batch's files, validate every line, re-ask or fail the rest, and
-        store a judgment for every item: every id pair, under its own ids in the store's list
-        of the pairs of each key (items sharing a key share its one request)."""
+        store a judgment for every id pair of the job."""
         items = self.state.items(job.job_id)
         texts = self._texts(items)
         output = await self.client.download(job.output_file_id) if job.output_file_id else b""
@@ -264,12 +222,11 @@ class BatchRunner:
         outcomes = {key: "batch" for key in parsed.judgments}
         final: dict[str, Judgment] = dict(parsed.judgments)
         if parsed.problems and self.options.live_retry:
-
-            async def live(query: Query, doc: Doc, key: str) -> Judgment:
-                return await judge.judge(query, doc, key=key)
-
             retried = await retry_live(
-                parsed.problems, texts, live, concurrency=self.options.concurrency
+                parsed.problems,
+                texts,
+                lambda query, doc, key: judge.judge(query, doc, key=key),
+                concurrency=self.options.concurrency,
             )
             for key, judgment in retried.items():
                 final[key] = judgment
@@ -293,9 +250,6 @@ class BatchRunner:
             pairs=len({(item.query_id, item.doc_id) for item in items}),
             problems=dict(parsed.problems),
         )
-
-
-_TERMINAL = frozenset({"completed", "failed", "expired", "cancelled"})
 
 
 def _for_pair(judgment: Judgment, item: Item) -> Judgment:

@@ -1,9 +1,5 @@
-"""Batch jobs kept in the store (tables from `grader.store.batch_tables`), so any later process
-can see and continue them: `relgrade batch status`, `relgrade batch collect`, or rerunning regrade.
-
-Uses its own SQLite connection to the store file (WAL lets it sit beside the Store's); every phase
-change is one committed transaction, written right after the server call it records.
-"""
+"""Batch API jobs kept in the store (`grader.store.batch_tables`), one transaction per phase
+change, so `batch status|collect` or a rerun can continue them."""
 
 from __future__ import annotations
 
@@ -14,10 +10,9 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from grader.batch.api.client import BatchInfo
+from grader.batch.beside import TablesBeside
 from grader.errors import StoreError
-from grader.store.connection_beside import connect_beside, now_iso
-from grader.store.disk_full import roll_back
-from grader.store.store import Store
+from grader.store.connection_beside import now_iso
 
 PHASES = ("prepared", "uploaded", "submitted", "collected")
 
@@ -48,8 +43,7 @@ class Job:
     n_failed: int
     created_at: str
     updated_at: str
-    base_url: str | None = None
-    """The endpoint the job was sent to (None: a job from before relgrade stored it)."""
+    base_url: str | None = None  # where it was sent (None: a job from before it was stored)
 
 
 def public_base_url(url: str) -> str:
@@ -62,27 +56,10 @@ def public_base_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
 
 
-class BatchState:
+class BatchState(TablesBeside):
     """Read and write the batch tables of a store."""
 
-    def __init__(self, store: Store) -> None:
-        self.path = store.path
-        self._conn = connect_beside(self.path, "batch_jobs", "batch tables")
-
-    def close(self) -> None:
-        self._conn.close()
-
-    def __enter__(self) -> BatchState:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _write(self, sql: str, params: Sequence[Any]) -> int:
-        cursor = self._conn.execute(sql, params)
-        return cursor.rowcount
-
-    # ---- writing -------------------------------------------------------------------------
+    TABLE, WHAT = "batch_jobs", "batch tables"
 
     def add_job(
         self, judge_config: dict[str, Any], items: Sequence[Item], *, base_url: str | None = None
@@ -91,33 +68,23 @@ class BatchState:
         (`base_url`, stored without credentials: `public_base_url`); returns the job id."""
         now = now_iso()
         url = public_base_url(base_url) if base_url else None
-        self._conn.execute("BEGIN IMMEDIATE")
-        try:
-            cursor = self._conn.execute(
+        config = json.dumps(judge_config, sort_keys=True)
+        with self._transaction() as conn:
+            cursor = conn.execute(
                 "INSERT INTO batch_jobs (phase, judge_config, n_requests, created_at, updated_at,"
                 " base_url) VALUES ('prepared', ?, ?, ?, ?, ?)",
-                (
-                    json.dumps(judge_config, sort_keys=True),
-                    len({i.key for i in items}),
-                    now,
-                    now,
-                    url,
-                ),
+                (config, len({i.key for i in items}), now, now, url),
             )
             job_id = int(cursor.lastrowid or 0)
-            self._conn.executemany(
+            conn.executemany(
                 "INSERT OR IGNORE INTO batch_items (job_id, key, query_id, doc_id)"
                 " VALUES (?, ?, ?, ?)",
                 ((job_id, i.key, i.query_id, i.doc_id) for i in items),
             )
-            self._conn.execute("COMMIT")
-        except BaseException as exc:
-            roll_back(self._conn, exc, self.path, "recording a batch job")
-            raise
         return job_id
 
     def set_uploaded(self, job_id: int, input_file_id: str) -> None:
-        self._write(
+        self._conn.execute(
             "UPDATE batch_jobs SET phase = 'uploaded', input_file_id = ?, updated_at = ?"
             " WHERE job_id = ?",
             (input_file_id, now_iso(), job_id),
@@ -125,7 +92,7 @@ class BatchState:
 
     def set_remote(self, job_id: int, info: BatchInfo) -> None:
         """Record the batch's id and latest status (moves a job to `submitted`)."""
-        self._write(
+        self._conn.execute(
             "UPDATE batch_jobs SET phase = CASE WHEN phase = 'collected' THEN phase"
             " ELSE 'submitted' END, batch_id = ?, input_file_id = ?, output_file_id = ?,"
             " error_file_id = ?, remote_status = ?, n_completed = ?, n_failed = ?,"
@@ -145,39 +112,27 @@ class BatchState:
 
     def set_outcomes(self, job_id: int, outcomes: dict[str, str]) -> None:
         """Record how each key of a job ended: 'batch', 'live' or 'failed'."""
-        self._conn.execute("BEGIN IMMEDIATE")
-        try:
-            self._conn.executemany(
+        with self._transaction() as conn:
+            conn.executemany(
                 "UPDATE batch_items SET outcome = ? WHERE job_id = ? AND key = ?",
                 ((outcome, job_id, key) for key, outcome in outcomes.items()),
             )
-            self._conn.execute("COMMIT")
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
 
     def drop_prepared(self, job_id: int) -> bool:
         """Forget a job that never reached the server (its upload was refused); True if gone."""
-        self._conn.execute("BEGIN IMMEDIATE")
-        try:
-            gone = self._conn.execute(
+        with self._transaction() as conn:
+            gone = conn.execute(
                 "DELETE FROM batch_jobs WHERE job_id = ? AND phase = 'prepared'", (job_id,)
             ).rowcount
             if gone:
-                self._conn.execute("DELETE FROM batch_items WHERE job_id = ?", (job_id,))
-            self._conn.execute("COMMIT")
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
+                conn.execute("DELETE FROM batch_items WHERE job_id = ?", (job_id,))
         return bool(gone)
 
     def set_collected(self, job_id: int) -> None:
-        self._write(
+        self._conn.execute(
             "UPDATE batch_jobs SET phase = 'collected', updated_at = ? WHERE job_id = ?",
             (now_iso(), job_id),
         )
-
-    # ---- reading -------------------------------------------------------------------------
 
     def jobs(self, *, open_only: bool = False) -> list[Job]:
         """All jobs (or those not yet collected), oldest first."""
@@ -189,25 +144,10 @@ class BatchState:
         if open_only:
             sql += " WHERE phase != 'collected'"
         sql += " ORDER BY job_id"
-        return [
-            Job(
-                job_id=row[0],
-                phase=row[1],
-                batch_id=row[2],
-                input_file_id=row[3],
-                output_file_id=row[4],
-                error_file_id=row[5],
-                remote_status=row[6],
-                judge_config=json.loads(row[7]),
-                n_requests=row[8],
-                n_completed=row[9],
-                n_failed=row[10],
-                created_at=row[11],
-                updated_at=row[12],
-                base_url=row[13],
-            )
-            for row in self._conn.execute(sql)
-        ]
+        rows: list[list[Any]] = [list(row) for row in self._conn.execute(sql)]
+        for row in rows:
+            row[7] = json.loads(row[7])  # judge_config
+        return [Job(*row) for row in rows]
 
     def job(self, job_id: int) -> Job:
         for job in self.jobs():

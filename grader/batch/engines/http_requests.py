@@ -1,11 +1,7 @@
-"""relgrade's own request function for batch request lines: many requests in flight, spread over
-several servers (least in flight first), each answer written as a results line in vLLM
-run-batch's shape with its status code and request id. A reply that is not JSON, a server error
-or a dropped connection becomes an error line for that request: never an exception that stops
-the other requests, never a grade (`batch import` stores it failed with its reason).
-
-No Ray here: `grader.batch.engines.ray_run` runs this inside Ray Data actors.
-"""
+"""relgrade's own request function for batch request lines: many in flight, spread over several
+servers (least in flight first), each answer a results line in run-batch's shape with its status
+and request id. A non-JSON reply, a server error or a dropped connection is an error line for
+that request, never an exception that stops the others, never a grade."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""`relgrade batch run --engine ray`: Ray Data reads the request files, actors answer their
-lines with relgrade's own request function (`grader.batch.engines.http_requests`: many requests
-in flight per actor, spread over every server), and this process writes each answer to the
-results file of its request file as it comes (`grader.batch.engines.results_out`).
-
-Ray is imported only when a run starts (the `relgrade[ray]` extra). Ray is at-least-once: a
-block whose worker died is run again, so the actors log every request they send
-(`grader.batch.engines.sent_log`) and the run reports how many were sent more than once.
-"""
+"""`relgrade batch run --engine ray`: Ray Data reads the request files, actors answer their lines
+(`http_requests`), and this process appends each answer to its results file as it comes. Ray is
+imported only when a run starts. Ray is at-least-once: the actors log every request they send
+(`sent_log`), so the run reports how many were sent more than once."""
 
 from __future__ import annotations
 
@@ -15,27 +10,22 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from grader.batch.engines.http_requests import Requester, Servers
 from grader.batch.engines.results_out import ResultsWriter
-from grader.batch.engines.sent_log import (
-    SentCounts,
-    SentLog,
-    count_sent,
-    run_log_dir,
-    sent_before,
-)
+from grader.batch.engines.sent_log import SentCounts, SentLog, count_sent, run_log_dir, sent_before
+from grader.batch.files.export_files import LineProgress, Progress
 from grader.errors import InputError
 
 INSTALL_HINT = "pip install 'relgrade[ray]'"
 BLOCK_BYTES = 128 * 1024
+# Tests only: a file path; the first actor to answer a batch while it does not exist creates it
+# and exits before returning the answers (a worker that died: Ray runs the block again).
 DIE_ONCE_ENV = "RELGRADE_TEST_RAY_DIE_ONCE"
-"""Tests only: a file path; the first actor to answer a batch while it does not exist creates
-it and exits before returning the answers (a worker that died: Ray runs the block again)."""
 
 
 def import_ray() -> Any:
@@ -51,8 +41,8 @@ def import_ray() -> Any:
 
 
 class RequestActor:
-    """A Ray Data actor: answers each batch of request lines concurrently (up to `limit` in
-    flight), over `base_urls`, logging each request sent in `log_dir`."""
+    """A Ray Data actor: answers each batch of request lines, up to `limit` in flight, over
+    `base_urls`, logging each request sent in `log_dir`."""
 
     def __init__(self, base_urls: list[str], limit: int, log_dir: str, timeout_s: float) -> None:
         import ray
@@ -107,6 +97,7 @@ class RayRun:
     concurrency: int = 64
     actors: int | None = None  # None: one per node of the cluster (`cluster_actors`)
     timeout_s: float = 600.0
+    lines: int | None = None  # request lines in all (for progress)
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
 
     @property
@@ -125,10 +116,6 @@ class RayOutcome:
     actors: int = 0
     interrupted: bool = False
     sent_before: int = 0  # requests an earlier run into the same folder had sent already
-
-
-Progress = Callable[[int, float], None]
-"""Called with the results lines written so far and the seconds since the start."""
 
 
 def run_ray(run: RayRun, progress: Progress | None = None) -> RayOutcome:
@@ -158,7 +145,7 @@ def run_ray(run: RayRun, progress: Progress | None = None) -> RayOutcome:
             writer.write(path, lines)
             errors += sum(1 for line in lines if _is_error(line))
             if progress is not None:
-                progress(writer.written, time.monotonic() - started)
+                progress(LineProgress(writer.written, run.lines, time.monotonic() - started))
     except KeyboardInterrupt:
         interrupted = True
     finally:
@@ -170,9 +157,8 @@ def run_ray(run: RayRun, progress: Progress | None = None) -> RayOutcome:
 
 
 def cluster_actors(ray: Any, concurrency: int) -> int:
-    """How many request actors a run starts: one per live node of the cluster, at least 2 (so
-    one actor's batch still has requests out while another's ends), and no more than
-    `concurrency` (each keeps its share of it in flight)."""
+    """Request actors: one per live node, at least 2 (one's batch still has requests out while
+    another's ends), at most `concurrency`."""
     nodes = sum(1 for node in ray.nodes() if node.get("Alive"))
     return max(1, min(concurrency, max(2, nodes)))
 

@@ -1,6 +1,5 @@
-"""The request files `relgrade batch run` answers: a folder's (or the given) `.jsonl` files of
-`relgrade batch export`, each checked against its export's record in the store, with the model
-that export asked."""
+"""The request files `batch run` answers (a folder's `.jsonl` files, or one), each of an export
+this store records, with the model it asked."""
 
 from __future__ import annotations
 
@@ -9,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.batch.files.exports import ExportState, split_custom_id
+from grader.batch.files.results_files import jsonl_files
 from grader.errors import InputError
 
 
@@ -42,17 +42,8 @@ def _count_lines(path: Path) -> int:
 def request_files(given: Path, state: ExportState) -> list[RequestFile]:
     """The request files in `given` (a folder: its `.jsonl` files in name order; or one file),
     each of an export this store records (InputError naming the first that is not)."""
-    given = given.resolve()
-    if given.is_dir():
-        paths = sorted(p for p in given.iterdir() if p.is_file() and p.suffix == ".jsonl")
-    elif given.is_file():
-        paths = [given]
-    else:
-        raise InputError("no such request folder or file", path=given)
-    if not paths:
-        raise InputError("no .jsonl request file in this folder", path=given)
     found = []
-    for path in paths:
+    for path in jsonl_files([given.resolve()], "request"):
         request = _first_request(path)
         ids = split_custom_id(request.get("custom_id"))
         config = state.config(ids[0]) if ids else None

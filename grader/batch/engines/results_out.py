@@ -1,7 +1,6 @@
-"""The results files of `relgrade batch run`: one per request file, named so `relgrade batch
-import DIR` takes the folder. Lines are appended whole and flushed as they come, so a run
-stopped at any point (Ctrl-C, a killed driver) leaves a file `batch import` reads: at worst a
-last line cut short, which the next run of the same file trims before appending."""
+"""The results files of `batch run`, one per request file, named so `batch import DIR` takes the
+folder. Lines are appended whole and flushed, so a stopped run leaves an importable file: at
+worst a last line cut short, which the next run trims."""
 
 from __future__ import annotations
 

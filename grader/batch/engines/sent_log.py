@@ -1,29 +1,26 @@
-"""What a `batch run --engine ray` sent, counted from logs the request actors append to: one
-line per request sent (retries and re-run blocks included) and one per block started. Ray Data
-runs a block again when a worker dies (at-least-once), so a request can be paid twice; these
-logs say how many were."""
+"""What a `batch run --engine ray` sent, counted from logs its actors append to (a line per request
+sent, a line per block started): Ray runs a block again when a worker dies, so a request can be
+paid twice."""
 
 from __future__ import annotations
 
 import collections
 import os
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-SENT_DIR = ".sent"
-"""Under the results folder (a folder, so `batch import DIR` does not read the logs)."""
+SENT_DIR = ".sent"  # under the results folder (a folder: `batch import DIR` skips it)
 
 
 def run_log_dir(out_dir: Path, run_id: str) -> Path:
-    """Where the actors of one run write their logs."""
     return out_dir / SENT_DIR / run_id
 
 
 class SentLog:
-    """One actor's log (its own file: no two processes write the same one), named after the
-    node it runs on (`actor-NODE-PID-RANDOM.log`). Each line is written whole with one
-    unbuffered write, so a killed actor leaves complete lines."""
+    """One actor's log, its own file (`actor-NODE-PID-RANDOM.log`), each line written whole
+    by one unbuffered write."""
 
     def __init__(self, log_dir: Path, node: str = "local") -> None:
         log_dir.mkdir(parents=True, exist_ok=True)
@@ -32,11 +29,10 @@ class SentLog:
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
 
     def block(self, key: str) -> None:
-        """A block (a batch of request lines) started: `key` names it the same on a re-run."""
+        """A block of request lines started (`key`: the same on a re-run)."""
         os.write(self._fd, f"B\t{key}\n".encode())
 
     def sent(self, custom_id: str, server: int) -> None:
-        """A request was sent to server number `server`."""
         os.write(self._fd, f"S\t{server}\t{custom_id}\n".encode())
 
     def close(self) -> None:
@@ -55,21 +51,25 @@ class SentCounts:
     per_node: dict[str, int] = field(default_factory=dict)  # requests sent by each node's actors
 
 
-def sent_keys(log_dir: Path) -> set[str]:
-    """The content keys of the requests a run's logs say were sent (whatever the export)."""
-    keys = set()
+def _entries(log_dir: Path) -> Iterator[tuple[str, list[str]]]:
+    """(node, fields) of each whole line of a run's logs (a killed actor's cut line left out)."""
     for path in sorted(log_dir.glob("actor-*.log")) if log_dir.is_dir() else []:
+        node = path.name.split("-")[1]
         with path.open(encoding="utf-8", errors="replace") as fh:
             for line in fh:
-                parts = line.rstrip("\n").split("\t")
-                if line.endswith("\n") and parts[0] == "S" and len(parts) == 3:
-                    keys.add(parts[2].split(":", 2)[-1])
-    return keys
+                if line.endswith("\n"):
+                    yield node, line[:-1].split("\t")
+
+
+def sent_keys(log_dir: Path) -> set[str]:
+    """The content keys of the requests a run's logs say were sent (whatever the export)."""
+    sent = (fields for _, fields in _entries(log_dir) if fields[0] == "S" and len(fields) == 3)
+    return {fields[2].split(":", 2)[-1] for fields in sent}
 
 
 def sent_before(out_dir: Path, run_id: str) -> int:
-    """How many requests of run `run_id` earlier runs into `out_dir` had sent already (a
-    driver killed, its pairs closed and exported again): paid twice across runs."""
+    """How many requests of run `run_id` earlier runs into `out_dir` had sent already (paid
+    twice across runs)."""
     runs = out_dir / SENT_DIR
     earlier: set[str] = set()
     for log_dir in sorted(runs.iterdir()) if runs.is_dir() else []:
@@ -79,24 +79,18 @@ def sent_before(out_dir: Path, run_id: str) -> int:
 
 
 def count_sent(log_dir: Path) -> SentCounts:
-    """Count the logs of a run (a cut last line, from a killed actor, is left out)."""
+    """Count the logs of a run."""
     per_request: collections.Counter[str] = collections.Counter()
     blocks: collections.Counter[str] = collections.Counter()
     servers: collections.Counter[int] = collections.Counter()
     nodes: collections.Counter[str] = collections.Counter()
-    for path in sorted(log_dir.glob("actor-*.log")) if log_dir.is_dir() else []:
-        node = path.name.split("-")[1]
-        with path.open(encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if not line.endswith("\n"):
-                    continue
-                parts = line.rstrip("\n").split("\t")
-                if parts[0] == "S" and len(parts) == 3:
-                    per_request[parts[2]] += 1
-                    servers[int(parts[1])] += 1
-                    nodes[node] += 1
-                elif parts[0] == "B" and len(parts) == 2:
-                    blocks[parts[1]] += 1
+    for node, fields in _entries(log_dir):
+        if fields[0] == "S" and len(fields) == 3:
+            per_request[fields[2]] += 1
+            servers[int(fields[1])] += 1
+            nodes[node] += 1
+        elif fields[0] == "B" and len(fields) == 2:
+            blocks[fields[1]] += 1
     return SentCounts(
         sent=sum(per_request.values()),
         requests=len(per_request),

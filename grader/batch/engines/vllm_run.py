@@ -1,14 +1,10 @@
 """`relgrade batch run --engine vllm`: vLLM's own `run-batch` on this node's share of the
-request files (file i goes to node i % N, so a Slurm array or an indexed Kubernetes job gives
-each node its K), one results file per request file. The commands are printed, or run one
-after another with `--exec` (a file whose results file already has a line per request is
-skipped, so a node restarted after a kill goes on where it stopped)."""
+request files (file i goes to node i % N: a Slurm array or an indexed Kubernetes job gives each
+node its K), one results file per request file."""
 
 from __future__ import annotations
 
-import shlex
 import shutil
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -30,13 +26,9 @@ def command(file: RequestFile, out_dir: Path, vllm: str = "vllm") -> list[str]:
     return [vllm, "run-batch", "-i", str(file.path), "-o", str(out), "--model", file.model]
 
 
-def shell_line(argv: Sequence[str]) -> str:
-    """A command as it is pasted into a shell."""
-    return shlex.join(argv)
-
-
 def answered(file: RequestFile, out_dir: Path) -> bool:
-    """Whether the file's results file holds a complete line per request."""
+    """Whether the file's results file holds a complete line per request (a node restarted
+    after a kill skips it)."""
     out = results_name(out_dir, file.path)
     if not out.is_file():
         return False
@@ -54,8 +46,3 @@ def find_vllm() -> str:
             "commands",
         )
     return found
-
-
-def run_one(argv: Sequence[str]) -> int:
-    """Run one command; its exit status."""
-    return subprocess.run(list(argv), check=False).returncode

@@ -1,2 +1,2 @@
-"""Batch files for any inference engine: `relgrade batch export` writes request files and
-`relgrade batch import` validates their results as live replies."""
+"""Batch files for any inference engine: `batch export` writes request files, `batch import`
+validates their results as live replies, `batch close` ends an export whose engine died."""

@@ -1,15 +1,6 @@
-"""Where an export's request files stand, and `relgrade batch close`: an export whose engine
-died is closed, so the next `batch export` asks again exactly what it left unanswered.
-
-A request file is `answered` when every line came back (ok or failed), `untouched` when none
-did, `partial` between (an engine killed in the middle of it). A line with no result yet waits:
-`batch export` leaves its pair out, since an engine still running on it would otherwise be paid
-twice. Once that engine is known dead, `close_export` stores each waiting line as failed
-(`Batch:missing`, never a grade) with the reason; the next `batch export` writes them again.
-A result for a closed line that arrives later is still imported (`batch import`): the first ok
-answer of a key is final, so a pair is never graded twice, and the import counts what was paid
-twice.
-"""
+"""Where an export's request files stand (answered, partial, untouched), and `relgrade batch
+close`: once an export's engine is known dead, each line with no result yet is stored failed
+(`Batch:missing`, never a grade), so the next `batch export` asks exactly those again."""
 
 from __future__ import annotations
 
@@ -45,9 +36,6 @@ class FileState:
 
 class ExportFiles(ExportState):
     """The export tables read file by file."""
-
-    def __enter__(self) -> ExportFiles:
-        return self
 
     def file_states(self, export_id: str) -> list[FileState]:
         """Each request file of `export_id` with its lines by outcome, in file order."""

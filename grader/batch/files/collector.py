@@ -1,7 +1,5 @@
-"""The cyclic garbage collector during a batch export or import, which makes ~100 short-lived
-objects a line: automatic collections would walk what stays alive (modules, the store, the lines
-in flight) again and again. Both are asked for by the caller (`freeze_gc`): the library leaves
-the process's collector alone otherwise."""
+"""The cyclic garbage collector during a batch export or import (~100 short-lived objects a
+line), on the caller's request (`freeze_gc`): what stays alive is not walked again and again."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The output modes a batch file export may ask for: those an engine that reads OpenAI batch
-files honours. Live grading falls back when a server refuses a mode (`grader.judges.llm`);
-a batch engine does not refuse, it drops what it does not read, and the replies come back
-unconstrained. So an export in such a mode is refused before anything is written, with the
-reason and the mode to use instead.
-"""
+"""The output modes a batch file export may ask for: a batch engine does not refuse a mode it does
+not read, it drops the constraint, so such a mode is refused before anything is written."""
 
 from __future__ import annotations
 

@@ -1,26 +1,11 @@
-"""`relgrade batch export`: request files in the OpenAI batch format for any inference engine
-(vLLM run-batch, Ray Data, ...), recorded in the store so any process can import the results.
+"""`relgrade batch export`: request files in the OpenAI batch format for any inference engine,
+recorded in the store so any process can import the results.
 
-Each line is `{"custom_id", "method", "url", "body"}`; the body is exactly what live grading
-sends for the pair (the judge's `build_request`: same prompt rendering, schema and sampling;
-made byte for byte by `grader.batch.files.request_lines` without a dict per line) and `custom_id`
-is `relgrade:EXPORT_ID:KEY` (`grader.batch.files.exports`). Pairs whose key is already ok in the
-store are not exported; pairs sharing a key (same texts) are one line, and every id pair is
-listed under its key in the store, so outputs cover them all. Files are split under a line and
-a byte limit (`grader.batch.requests.split_requests`'s limits), written under a temporary name
-(`grader.batch.files.request_files`); each one's lines, bytes and sha256 are recorded.
-
-The work streams in chunks of pairs: memory does not grow with the number of lines (the pairs
-given may be a generator). Each chunk's new lines are rendered and written to the request files;
-the texts and id pairs not recorded yet are written to the store every `BATCH_PAIRS` id pairs
-and before a file is published (an import needs both), in one transaction each, the store's log
-checkpointed on a thread of its own (`grader.store.checkpoint_thread`); a file is published
-(renamed to its final name) once written whole, and listed with its lines in one transaction:
-a line is recorded only once its file is published, so an export killed at any point leaves no
-request waiting in a file no engine sees (the next export into the folder removes the file it
-left under its temporary name). Which keys the export already holds is asked of the store, but
-for the keys of lines not recorded yet, which are kept here (a file's worth at most).
-"""
+Each line's body is byte for byte what live grading sends (`request_lines`); `custom_id` is
+`relgrade:EXPORT_ID:KEY`; pairs already ok, or waiting in another export, are left out. It
+streams in chunks (memory does not grow with the pairs). A line is recorded only in the
+transaction that publishes its file, so a killed export leaves no request waiting in a file no
+engine sees."""
 
 from __future__ import annotations
 
@@ -36,7 +21,7 @@ from typing import Any
 from grader.batch.adapter import LLMBatchJudge
 from grader.batch.files.collector import frozen
 from grader.batch.files.exports import ExportState, LineRow, custom_id
-from grader.batch.files.request_files import RequestFiles, remove_temporaries
+from grader.batch.files.request_files import RequestFiles, drop_stale, remove_temporaries
 from grader.batch.files.request_lines import RequestLines
 from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE
 from grader.errors import DiskFullError, InputError
@@ -53,8 +38,8 @@ CACHE_KIB = 32_768  # SQLite pages each of the export's connections keeps (2 MiB
 
 @dataclass(frozen=True)
 class LineProgress:
-    """How far an export or import is: `lines` done of `total` (None: unknown) after
-    `elapsed` seconds; `fraction` done when the total is known another way (bytes read)."""
+    """How far an export, import or run is: `lines` done of `total` (None: unknown) after
+    `elapsed` seconds; `fraction` done when known another way (bytes read)."""
 
     lines: int
     total: int | None
@@ -82,10 +67,8 @@ Progress = Callable[[LineProgress], None]
 
 @dataclass
 class ExportSummary:
-    """What an export wrote: its id, request files, lines (one per content key) and the id
-    pairs they cover; pairs left out because the store already holds their answer, and those
-    left out because another export's request for them waits for its results (`waiting`, by
-    export; unless `include_pending`)."""
+    """What an export wrote: request files, lines (one per content key) and the id pairs they
+    cover; pairs left out as stored ok already, or as waiting in another export (`pending`)."""
 
     export_id: str
     files: list[Path]
@@ -98,7 +81,6 @@ class ExportSummary:
     stale: int = 0  # temporary files a killed export left, removed
 
     def left_out(self, export_id: str) -> None:
-        """Count a pair left out because its request waits in `export_id`."""
         self.pending += 1
         self.waiting_in[export_id] = self.waiting_in.get(export_id, 0) + 1
 
@@ -125,22 +107,13 @@ def export_requests(
     freeze_gc: bool = False,
     include_pending: bool = False,
 ) -> ExportSummary:
-    """Write request files for `pairs` into `out_dir` and record the export (see the module
-    docstring); `config` is the judge's `job_config`, what import rebuilds the judge from.
-    A pair whose request waits in another export not imported yet is left out (an engine run
-    on both would be paid twice), unless `include_pending`. `freeze_gc` freezes what is alive
-    now out of the cyclic garbage collector's reach for the export; undone at the end. Stopped
-    halfway (an error, Ctrl-C), the files written whole are published with their lines and the
-    rest removed."""
+    """Write request files for `pairs` into `out_dir` and record the export; `config` is the
+    judge's `job_config`, what import rebuilds the judge from. A pair waiting in another export
+    is left out unless `include_pending`. `freeze_gc`: see `collector`. Stopped halfway, the
+    files written whole are published with their lines and the rest removed."""
     if max_requests < 1 or max_bytes < 1:
         raise InputError("--batch-max-requests and --batch-max-bytes must be positive")
-    folder = Path(out_dir)
-    if not folder.parent.is_dir():
-        raise InputError("--out-dir: its parent folder does not exist", path=folder)
-    try:
-        folder.mkdir(exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"--out-dir: cannot create it ({exc.strerror})", path=folder) from None
+    folder = _out_folder(Path(out_dir))
     export_id = secrets.token_hex(6)
     started = time.perf_counter()
     with (
@@ -154,7 +127,7 @@ def export_requests(
         summary = ExportSummary(export_id, [])
         summary.waiting = [] if include_pending else state.exports_waiting(export_id)
         files = RequestFiles(folder, export_id, max_requests, max_bytes)
-        summary.stale = files.drop_stale(_Unlisted(state))  # what a killed export left
+        summary.stale = drop_stale(folder, _Unlisted(state))  # what a killed export left
         export = _Export(store, state, judge, files, batch_pairs, checkpoints)
         try:
             for part in _chunks(pairs, chunk):
@@ -165,18 +138,22 @@ def export_requests(
             files.close()
             export.record()
         except BaseException as exc:
-            if not is_full(exc, folder):
-                export.abandon()
-                raise
-            export.discard()
-            raise DiskFullError(
-                f"{folder}: no room left on {file_system(folder)} while writing export "
-                f"{export_id}: its request files are removed and it is not listed "
-                f"{export.dropped}; free space there and run the same command again"
-            ) from None
+            export.stop(exc)
+            raise
         summary.files = export.published
         state.finish(export_id)
     return summary
+
+
+def _out_folder(folder: Path) -> Path:
+    """`folder`, made when its parent exists (InputError otherwise)."""
+    if not folder.parent.is_dir():
+        raise InputError("--out-dir: its parent folder does not exist", path=folder)
+    try:
+        folder.mkdir(exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"--out-dir: cannot create it ({exc.strerror})", path=folder) from None
+    return folder
 
 
 class _Export:
@@ -213,8 +190,8 @@ class _Export:
         self._pairs: set[tuple[str, str, str]] = set()
 
     def add(self, part: list[tuple[Query, Doc]], summary: ExportSummary) -> None:
-        """Write the new lines of a chunk of pairs; record what waits once there is enough,
-        or a file to publish."""
+        """Write the new lines of a chunk of pairs; record them once there is enough, or a
+        file to publish."""
         keys = ContentKeys(self.fingerprint)  # one per chunk: its text cache stays small
         keyed = [(keys.key(q.text, d.text), q, d) for q, d in part]
         statuses = self.store.statuses(k for k, _, _ in keyed)
@@ -250,8 +227,7 @@ class _Export:
 
     def record(self) -> None:
         """Write the texts and id pairs not recorded yet; then publish each file written
-        whole, its lines recorded in the transaction that lists it (a line is recorded only
-        once its file is published: a kill leaves none waiting in a file no engine sees)."""
+        whole, its lines recorded in the transaction that lists it."""
         if self._queries or self._docs:
             queries, docs = self._queries, self._docs
             self.store.put_text_rows(
@@ -280,14 +256,26 @@ class _Export:
         self.checkpoints.due()  # after the publishing: its commits do not wait on the disk
 
     def _take_lines(self, file_no: int) -> list[LineRow]:
-        """The lines of file `file_no` (all of them: it is written whole), in key order (into
-        the key index page after page); they are forgotten here."""
+        """The lines of file `file_no`, forgotten here, in key order (the index's)."""
         rows = [row for row in self._lines if row[1] == file_no]
         self._lines = [row for row in self._lines if row[1] != file_no]
         for row in rows:
             del self._keys[row[3]]
         rows.sort(key=_line_key)
         return rows
+
+    def stop(self, exc: BaseException) -> None:
+        """Stop on `exc`: `abandon`, or on a full disk `discard` and raise a DiskFullError."""
+        folder = self.files.out_dir
+        if not is_full(exc, folder):
+            self.abandon()
+            return
+        self.discard()
+        raise DiskFullError(
+            f"{folder}: no room left on {file_system(folder)} while writing export "
+            f"{self.export_id}: its request files are removed and it is not listed "
+            f"{self.dropped}; free space there and run the same command again"
+        ) from None
 
     def abandon(self) -> None:
         """Stop: the files written whole are published with their lines, when the store
@@ -298,8 +286,8 @@ class _Export:
         remove_temporaries(self.files.out_dir, self.export_id)
 
     def discard(self) -> None:
-        """Stop on a full disk: every file of the export is removed, published or not, and the
-        store forgets it (when its own disk lets it: `dropped` says)."""
+        """Stop on a full disk: every file of the export is removed, and the store forgets it
+        when its own disk lets it (`dropped` says)."""
         self.files.abandon()
         remove_temporaries(self.files.out_dir, self.export_id)
         for written in self.files.take_written():

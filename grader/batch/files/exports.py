@@ -1,21 +1,16 @@
-"""Batch file exports kept in the store (tables from `grader.store.export_tables`), so any later
-process can import an engine's results: `relgrade batch import`, `relgrade batch status`.
-
-Uses its own SQLite connection to the store file (WAL lets it sit beside the Store's), like
-`grader.batch.api.state`; every write is one committed transaction.
-"""
+"""Batch file exports kept in the store (`grader.store.export_tables`): what `batch import`,
+`batch status` and `batch close` read."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from grader.batch.beside import TablesBeside
 from grader.batch.files.line_ranges import runs_of
-from grader.store.connection_beside import connect_beside, now_iso
-from grader.store.disk_full import roll_back
-from grader.store.store import Store
+from grader.store.connection_beside import now_iso
 
 CUSTOM_ID_PREFIX = "relgrade"
 
@@ -36,9 +31,8 @@ def split_custom_id(value: object) -> tuple[str, str] | None:
 
 
 class Line(NamedTuple):
-    """One exported request: its content key, request file and place there (from 1), the id
-    pair it is stored under, and how its result came back (None: not yet). A tuple, cheaper to
-    make than a dataclass: an import reads a million."""
+    """One exported request: key, request file and place there (from 1), id pair, and how its
+    result came back (None: not yet). A tuple: an import reads a million."""
 
     key: str
     file_no: int
@@ -50,9 +44,7 @@ class Line(NamedTuple):
 
 Statements = Sequence[tuple[str, Iterable[Sequence[Any]]]]  # (SQL, rows), run in one transaction
 
-LineRow = tuple[str, int, int, str, str, str]
-"""A line as `ExportState.add_lines` records it: export_id, file_no, line_no, key, query_id,
-doc_id."""
+LineRow = tuple[str, int, int, str, str, str]  # export_id, file_no, line_no, key, qid, doc_id
 
 
 @dataclass(frozen=True)
@@ -91,64 +83,42 @@ def _line_statements(export_id: str, lines: Sequence[LineRow], n_pairs: int) -> 
     ]
 
 
-class ExportState:
+class ExportState(TablesBeside):
     """Read and write the export tables of a store."""
 
-    def __init__(self, store: Store) -> None:
-        self.path = store.path
-        self._conn = connect_beside(
-            self.path, "exports", "export tables", pragmas=("synchronous = NORMAL",)
-        )
-
-    def close(self) -> None:
-        self._conn.close()
+    TABLE, WHAT, PRAGMAS = "exports", "export tables", ("synchronous = NORMAL",)
 
     def set_cache(self, kib: int) -> None:
-        """Let this connection keep up to `kib` KiB of pages (see `Store.set_cache`)."""
         self._conn.execute(f"PRAGMA cache_size = -{int(kib)}")
 
     def set_autocheckpoint(self, pages: int) -> None:
-        """See `Store.set_autocheckpoint`."""
         self._conn.execute(f"PRAGMA wal_autocheckpoint = {int(pages)}")
-
-    def __enter__(self) -> ExportState:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _tx(
         self, statements: Statements, before_commit: Callable[[], object] | None = None
     ) -> None:
-        self._conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self._transaction() as conn:
             for sql, rows in statements:
-                self._conn.executemany(sql, rows)
+                conn.executemany(sql, rows)
             if before_commit is not None:
                 before_commit()
-            self._conn.execute("COMMIT")
-        except BaseException as exc:
-            roll_back(self._conn, exc, self.path, "writing the export tables")
-            raise
 
-    # ---- writing -------------------------------------------------------------------------
+    def _one(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        """One statement over `rows`, in a transaction of its own."""
+        self._tx([(sql, rows)])
 
     def add_export(self, export_id: str, judge_config: dict[str, Any], out_dir: str) -> None:
         now = now_iso()
-        self._tx(
-            [
-                (
-                    "INSERT INTO exports (export_id, judge_config, out_dir, created_at,"
-                    " updated_at) VALUES (?, ?, ?, ?, ?)",
-                    [(export_id, json.dumps(judge_config, sort_keys=True), out_dir, now, now)],
-                )
-            ]
+        config = json.dumps(judge_config, sort_keys=True)
+        self._one(
+            "INSERT INTO exports (export_id, judge_config, out_dir, created_at, updated_at)"
+            " VALUES (?, ?, ?, ?, ?)",
+            [(export_id, config, out_dir, now, now)],
         )
 
     def add_lines(self, export_id: str, lines: Sequence[LineRow], n_pairs: int) -> None:
-        """Record lines written in one transaction, and count `n_pairs` more id pairs. The
-        table keeps them in file order whatever the order given; given in key order, the
-        inserts into the key index go from page to page."""
+        """Record lines (best given in key order: the key index is filled page by page), and
+        count `n_pairs` more id pairs."""
         self._tx(_line_statements(export_id, lines, n_pairs))
 
     def add_file(
@@ -164,10 +134,8 @@ class ExportState:
         rows: Sequence[LineRow] = (),
         n_pairs: int = 0,
     ) -> None:
-        """List a request file, and record its lines `rows` (and `n_pairs` more id pairs) in
-        the same transaction, so no line is recorded before its file is published: `publish`
-        (its rename to `path`) runs right before the commit: a failed rename records nothing,
-        and only a kill -9 during the commit leaves a file published and not listed."""
+        """List a request file with its lines `rows` (and `n_pairs` more id pairs) in one
+        transaction; `publish` (its rename to `path`) runs right before the commit."""
         self._tx(
             [
                 *(_line_statements(export_id, rows, n_pairs) if rows or n_pairs else []),
@@ -181,70 +149,44 @@ class ExportState:
         )
 
     def drop(self, export_id: str) -> None:
-        """Forget an export that could not be written whole: its lines, files and row."""
-        self._tx(
-            [
-                (f"DELETE FROM {table} WHERE export_id = ?", [(export_id,)])
-                for table in ("export_lines", "export_files", "exports")
-            ]
-        )
+        """Forget an export that could not be written whole."""
+        tables = ("export_lines", "export_files", "exports")
+        self._tx([(f"DELETE FROM {t} WHERE export_id = ?", [(export_id,)]) for t in tables])
 
     def finish(self, export_id: str) -> None:
-        self._tx(
-            [
-                (
-                    "UPDATE exports SET complete = 1, updated_at = ? WHERE export_id = ?",
-                    [(now_iso(), export_id)],
-                )
-            ]
+        self._one(
+            "UPDATE exports SET complete = 1, updated_at = ? WHERE export_id = ?",
+            [(now_iso(), export_id)],
         )
 
     def set_outcomes(self, export_id: str, outcomes: dict[str, str]) -> None:
-        """Record how each key's result came back: 'ok' or 'failed' (found by key, set on
-        rows kept in file order: results in the order of their request file touch few pages)."""
+        """Record how each key's result came back: 'ok' or 'failed'."""
         if outcomes:
-            self._tx(
-                [
-                    (
-                        "UPDATE export_lines SET outcome = ? WHERE export_id = ? AND key = ?",
-                        [(o, export_id, k) for k, o in outcomes.items()],
-                    )
-                ]
+            self._one(
+                "UPDATE export_lines SET outcome = ? WHERE export_id = ? AND key = ?",
+                [(o, export_id, k) for k, o in outcomes.items()],
             )
 
     def set_outcomes_at(self, export_id: str, places: Iterable[tuple[int, int, str]]) -> None:
-        """`set_outcomes` for lines named by their place (file, line, outcome), in file order:
-        no lookup by key. Consecutive lines of one file with one outcome (nearly all of an
-        import's) are set by one statement, not one each."""
-        self._tx(
-            [
-                (
-                    "UPDATE export_lines SET outcome = ? WHERE export_id = ? AND file_no = ?"
-                    " AND line_no BETWEEN ? AND ?",
-                    ((o, export_id, f, first, last) for f, first, last, o in runs_of(places)),
-                )
-            ]
+        """`set_outcomes` for lines named by place (file, line, outcome), in file order: each
+        run of consecutive lines with one outcome is set by one statement."""
+        self._one(
+            "UPDATE export_lines SET outcome = ? WHERE export_id = ? AND file_no = ?"
+            " AND line_no BETWEEN ? AND ?",
+            ((o, export_id, f, first, last) for f, first, last, o in runs_of(places)),
         )
 
-    # ---- reading -------------------------------------------------------------------------
-
     def config(self, export_id: str) -> dict[str, Any] | None:
-        """The judge configuration of an export of this store (None: not one of its exports)."""
+        """The judge configuration of an export (None: not one of this store's)."""
         row = self._conn.execute(
             "SELECT judge_config FROM exports WHERE export_id = ?", (export_id,)
         ).fetchone()
-        if row is None:
-            return None
-        value: dict[str, Any] = json.loads(row[0])
-        return value
+        return None if row is None else dict(json.loads(row[0]))
 
     def lines(self, export_id: str, keys: Iterable[str]) -> dict[str, Line]:
         """The lines of `export_id` among `keys`, by key."""
-        unique = list(dict.fromkeys(keys))
         found: dict[str, Line] = {}
-        for start in range(0, len(unique), 500):
-            chunk = unique[start : start + 500]
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in _chunks(keys):
             for key, file_no, line_no, qid, did, outcome in self._conn.execute(
                 "SELECT key, file_no, line_no, query_id, doc_id, outcome FROM export_lines"
                 # by key: without statistics SQLite would scan the export's lines instead
@@ -255,9 +197,8 @@ class ExportState:
         return found
 
     def lines_in_order(self, export_id: str, keys: Sequence[str]) -> dict[str, Line]:
-        """`lines`, faster for keys in the order of their request file (as an engine writes
-        its results): the first key is looked up, the lines after it are read in file order,
-        and only keys not among them are looked up one by one."""
+        """`lines`, faster for keys in request file order (as engines write results): the
+        lines after the first key's are read in file order, the others looked up."""
         if not keys:
             return {}
         first = self.lines(export_id, keys[:1])
@@ -278,32 +219,23 @@ class ExportState:
             found.update(self.lines(export_id, (k for k in keys if k not in found)))
         return found
 
-    def lines_without_outcome(
-        self, export_id: str, file_no: int, *, after: int = 0, limit: int = 2000
+    def lines_with(
+        self,
+        outcome: str | None,
+        export_id: str,
+        file_no: int,
+        *,
+        after: int = 0,
+        limit: int = 2000,
     ) -> list[Line]:
-        """Lines of one request file no result has come back for, in file order after line
-        `after`."""
+        """Lines of one request file with `outcome` (None: no result yet), in file order after
+        line `after`."""
         return [
-            Line(k, file_no, n, q, d, None)
+            Line(k, file_no, n, q, d, outcome)
             for n, k, q, d in self._conn.execute(
                 "SELECT line_no, key, query_id, doc_id FROM export_lines WHERE export_id = ?"
-                " AND file_no = ? AND line_no > ? AND outcome IS NULL ORDER BY line_no LIMIT ?",
-                (export_id, file_no, after, limit),
-            )
-        ]
-
-    def failed_lines(
-        self, export_id: str, file_no: int, *, after: int = 0, limit: int = 2000
-    ) -> list[Line]:
-        """Lines of one request file whose result came back failed, in file order after line
-        `after`."""
-        return [
-            Line(k, file_no, n, q, d, "failed")
-            for n, k, q, d in self._conn.execute(
-                "SELECT line_no, key, query_id, doc_id FROM export_lines WHERE export_id = ?"
-                " AND file_no = ? AND line_no > ? AND outcome = 'failed' ORDER BY line_no"
-                " LIMIT ?",
-                (export_id, file_no, after, limit),
+                " AND file_no = ? AND line_no > ? AND outcome IS ? ORDER BY line_no LIMIT ?",
+                (export_id, file_no, after, outcome, limit),
             )
         ]
 
@@ -320,14 +252,12 @@ class ExportState:
         ]
 
     def keys_waiting(self, exports: Sequence[str], keys: Iterable[str]) -> dict[str, str]:
-        """Those of `keys` a line of one of `exports` asks and has no result for yet, with
-        the first such export."""
+        """Those of `keys` a line of one of `exports` asks with no result yet, with the first
+        such export."""
         unique = list(dict.fromkeys(keys))
         found: dict[str, str] = {}
         for other in exports:
-            for start in range(0, len(unique), 500):
-                chunk = unique[start : start + 500]
-                marks = ",".join("?" * len(chunk))
+            for chunk, marks in _chunks(unique):
                 found.update(
                     (key, other)
                     for (key,) in self._conn.execute(
@@ -340,10 +270,8 @@ class ExportState:
         return found
 
     def waiting_elsewhere(self, export_id: str) -> dict[str, int]:
-        """How many of `export_id`'s lines each other export also asked and has no result
-        for yet (requests an engine would be paid for twice if both are run), by export. One
-        lookup a line per export with lines waiting (1,000,000 lines against another export
-        of as many: ~4.5 s); exports imported whole are passed over at once."""
+        """How many of `export_id`'s lines each other export also asks with no result yet
+        (paid twice if both are run), by export."""
         others = self.exports_waiting(export_id)  # (an export imported whole is passed over)
         found: dict[str, int] = {}
         for other in others:
@@ -372,26 +300,21 @@ class ExportState:
         """Every export, oldest first, with how many lines came back."""
         rows = self._conn.execute(
             "SELECT e.export_id, e.judge_config, e.out_dir, e.n_lines, e.n_pairs, e.complete,"
-            " e.created_at,"
             " (SELECT COUNT(*) FROM export_files f WHERE f.export_id = e.export_id),"
             " (SELECT COUNT(*) FROM export_lines l WHERE l.export_id = e.export_id"
             "  AND l.outcome = 'ok'),"
             " (SELECT COUNT(*) FROM export_lines l WHERE l.export_id = e.export_id"
-            "  AND l.outcome = 'failed')"
-            " FROM exports e ORDER BY e.created_at, e.export_id"
+            "  AND l.outcome = 'failed'),"
+            " e.created_at FROM exports e ORDER BY e.created_at, e.export_id"
         ).fetchall()
         return [
-            ExportInfo(
-                export_id=r[0],
-                judge_config=json.loads(r[1]),
-                out_dir=r[2],
-                n_lines=r[3],
-                n_pairs=r[4],
-                complete=bool(r[5]),
-                created_at=r[6],
-                files=r[7],
-                returned_ok=r[8],
-                returned_failed=r[9],
-            )
-            for r in rows
+            ExportInfo(r[0], json.loads(r[1]), r[2], r[3], r[4], bool(r[5]), *r[6:]) for r in rows
         ]
+
+
+def _chunks(keys: Iterable[str], size: int = 500) -> Iterator[tuple[list[str], str]]:
+    """The distinct `keys` in chunks, each with its `?` marks for `IN (...)`."""
+    unique = list(dict.fromkeys(keys))
+    for start in range(0, len(unique), size):
+        chunk = unique[start : start + size]
+        yield chunk, ",".join("?" * len(chunk))

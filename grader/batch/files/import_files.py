@@ -1,34 +1,12 @@
-"""`relgrade batch import`: an inference engine's results files, validated as live replies.
+"""`relgrade batch import`: an engine's results files, every line validated as a live reply.
 
-Each results line (`{"id", "custom_id", "response": {"status_code", "request_id", "body"},
-"error"}`, the Batch API's and vLLM run-batch's shape) goes through `parse_output_record`: the
-one reply validator of live grading (`parse_completion`). An ok reply is stored as the pair's
-judgment; an error line, a refused reply, and a request of a touched request file that no line
-answered (`missing`) are stored as `failed` with the reason, never as a grade, and can be asked
-again live (`reask_failed`; `grader.batch.files.import_followup`).
-
-The files are cut into ranges of whole lines (~4 MB); each range is decoded, checked and
-validated (`grader.batch.files.import_work`) by worker processes for a large import, in this process
-for a small one, and this process alone writes: it takes the ranges back in file order, decides
-which answers are new as if the lines were read one by one, and writes them in one transaction
-per ~50,000 lines (or 3 s), judgments in key order, then their outcomes. A crash loses at most
-what was not written yet (import again), and memory does not grow with the files.
-
-- A `custom_id` that is not `relgrade:EXPORT_ID:KEY`, names an export this store did not make,
-  or a key its export never asked, stops the import with an InputError naming the file and the
-  line, before anything of that range is stored (a file from another store, prompt or model);
-  the lines before it are stored.
-- Importing the same file twice changes nothing: a key already ok in the store is skipped, and
-  so is a failed line whose key already holds a failure.
-- A last line cut short (the engine was killed while writing) is reported, not an error; its
-  request counts as missing. A malformed line elsewhere is reported with its number.
-- A line answered by another model than the export asked (an engine that ignored the request's
-  model) is `failed` (ModelMismatch), never stored as the exported model's grade.
-- An empty results file is reported (its requests stay as they were); when every file given is
-  empty the import stops with an InputError (the engine did not run or wrote elsewhere), and
-  so it does when no line at all holds a usable result (not JSON, or one line cut short),
-  saying why.
-"""
+The files are cut into ranges of whole lines, read by worker processes for a large import
+(`import_work`); this process alone writes, takes the ranges back in file order, decides which
+answers are new as if the lines were read one by one, and writes them in one transaction per
+~50,000 lines (or 3 s). Importing twice changes nothing; a killed import loses nothing. A
+`custom_id` this store did not export stops the import with an InputError naming the line; an
+error line, a refused reply, another model's answer or a request no line answered is stored
+failed with the reason, never a grade."""
 
 from __future__ import annotations
 
@@ -59,9 +37,9 @@ from grader.batch.files.import_work import (
 from grader.batch.files.line_ranges import line_ranges
 from grader.batch.files.results_files import (
     blank,
+    jsonl_files,
     nothing_usable,
     refuse_request_files,
-    results_files,
 )
 from grader.errors import InputError
 from grader.store.judgment_rows import StoredRow
@@ -71,22 +49,18 @@ RANGE_BYTES = 4 << 20  # bytes of results lines per range (~2,300 lines of 1.8 K
 BATCH_LINES = 50_000  # lines decided before they are written, in one transaction
 BATCH_SECONDS = 3.0  # ... or after this long, so a crash loses little
 PARALLEL_BYTES = 32 << 20  # smaller imports run in this process (starting workers takes ~1 s)
-# Workers are forked where the platform can: a forked worker starts with the modules loaded (a
-# spawned one imports them again, the openai SDK among them, ~1 s of CPU each). It opens its own
-# connections and never touches the ones it inherits (`start_worker`).
+# Forked where the platform can: a spawned worker imports the modules again (~1 s of CPU each).
 _START_METHOD = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
 MAX_WORKERS = 4  # worker processes at most (the writing process is the limit past that)
-COLLECT_WRITES = 8  # writes between two collections (with `freeze_gc`): a collection walks
-# every object of the ranges in flight, and a write leaves few cycles to free
-IN_FLIGHT = 8  # ranges sent ahead per worker, so the workers keep reading while this process
-# writes a batch of lines (each range's result is ~1 MB)
+COLLECT_WRITES = 8  # writes between two collections (with `freeze_gc`)
+IN_FLIGHT = 8  # ranges sent ahead per worker, so workers keep reading while this process writes
 
 JudgeFor = Callable[[dict[str, Any]], LLMBatchJudge]
 
 
 class _Pending:
-    """Answers decided but not yet written: judgment rows by key, and outcomes by export and
-    key with the export line's place (file, line) the outcome is written at."""
+    """Answers decided, not yet written: rows by key, and outcomes by export and key with the
+    line's place (file, line)."""
 
     def __init__(self) -> None:
         self.rows: dict[str, StoredRow] = {}
@@ -98,24 +72,7 @@ class _Pending:
         return bool(self.rows or self.outcomes)
 
 
-class _Inline:
-    """Runs each range in this process when its result is asked for (small imports)."""
-
-    def __init__(self, reader: RangeReader) -> None:
-        self.reader = reader
-
-    def submit(self, task: RangeTask) -> Callable[[], RangeResult]:
-        return lambda: self.reader.read(task)
-
-
-class _Pool:
-    """Ranges read by worker processes, each with its own store connections."""
-
-    def __init__(self, pool: ProcessPoolExecutor) -> None:
-        self.pool = pool
-
-    def submit(self, task: RangeTask) -> Callable[[], RangeResult]:
-        return self.pool.submit(read_in_worker, task).result
+Submit = Callable[[RangeTask], Callable[[], RangeResult]]  # a range -> the call that reads it
 
 
 class Importer(ImportFollowUp):
@@ -140,14 +97,11 @@ class Importer(ImportFollowUp):
         self.secrets = tuple(secrets)
         self.batch_lines = batch_lines
         self.range_bytes = range_bytes
-        # Automatic collections off and one after every `COLLECT_WRITES` writes, when asked
-        # (`grader.batch.files.collector`).
         self.freeze_gc = freeze_gc
         self.state = ExportState(store)
         self._judges: dict[str, LLMBatchJudge] = {}
         self._pending = _Pending()
-        # key -> (status, {export_id: outcome}) this import wrote: the status is the store's
-        # (one per key), the outcome each export's line's own.
+        # key -> (the store's status, {export_id: its line's outcome}) this import wrote
         self._known: dict[str, tuple[str, dict[str, str]]] = {}
         self._written: deque[tuple[int, set[str]]] = deque()  # (ranges sent before, keys)
         self._sent = 0
@@ -164,25 +118,10 @@ class Importer(ImportFollowUp):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def judge(self, export_id: str, path: str | Path, line: int | None = None) -> LLMBatchJudge:
-        judge = self._judges.get(export_id)
-        if judge is None:
-            config = self.state.config(export_id)
-            if config is None:
-                raise InputError(
-                    f"these results are of export {export_id}, which this store did not make "
-                    f"(another store's export, or one made before this store was replaced)",
-                    path=path,
-                    line=line,
-                    hint="import them with --store pointing at the store that exported them",
-                )
-            judge = self._judges[export_id] = self.judge_for(config)
-        return judge
-
     def run(self, paths: Sequence[str | Path]) -> ImportSummary:
-        """Import every results file, then mark the unanswered requests of the request files
-        they touched as failed (`missing`)."""
-        files = results_files(paths)
+        """Import every results file, then store failed the unanswered requests of the request
+        files they touched (`missing`)."""
+        files = jsonl_files(paths)
         refuse_request_files(files)
         empty = [p for p in files if blank(p)]
         if files and len(empty) == len(files):
@@ -211,11 +150,18 @@ class Importer(ImportFollowUp):
                         initargs=(str(self.store.path), self.secrets),
                     ) as pool:
                         self._import(
-                            files, _Pool(pool), IN_FLIGHT * workers + 1, summary, started, total
+                            lambda t: pool.submit(read_in_worker, t).result,
+                            files,
+                            IN_FLIGHT * workers + 1,
+                            summary,
+                            started,
+                            total,
                         )
                 else:
                     reader = RangeReader(self.store, self.state)
-                    self._import(files, _Inline(reader), 1, summary, started, total)
+                    self._import(
+                        lambda t: lambda: reader.read(t), files, 1, summary, started, total
+                    )
             finally:
                 self._flush()  # what was decided before a stop is kept
         if not summary.lines:
@@ -225,8 +171,8 @@ class Importer(ImportFollowUp):
 
     def _import(
         self,
+        submit: Submit,
         files: list[Path],
-        runner: _Inline | _Pool,
         window: int,
         summary: ImportSummary,
         started: float,
@@ -242,7 +188,7 @@ class Importer(ImportFollowUp):
         done_bytes = 0
         while True:
             while len(flight) < window and (task := next(tasks, None)) is not None:
-                flight.append((task, runner.submit(task), self._sent))
+                flight.append((task, submit(task), self._sent))
                 self._sent += 1
             if not flight:
                 break
@@ -254,7 +200,7 @@ class Importer(ImportFollowUp):
                 task = RangeTask(
                     task.path, task.start, task.end, task.first_line, task.at_eof, dict(readers)
                 )
-                result = runner.submit(task)()
+                result = submit(task)()
             if result.error is not None:
                 raise result.error.error()
             self._take(result, sent, summary)
@@ -272,8 +218,7 @@ class Importer(ImportFollowUp):
             self._report(summary, started, done_bytes / total)
 
     def _take(self, result: RangeResult, sent: int, summary: ImportSummary) -> None:
-        """Decide each answer of a range, in file order, as if the lines were read one by
-        one: the store's status and the line's outcome are those the worker read, unless this
+        """Decide each answer of a range, in file order, from what the worker read, unless this
         import wrote the key since (`_known`)."""
         summary.truncated.extend(result.truncated)
         summary.n_malformed += result.n_malformed
@@ -338,19 +283,17 @@ class Importer(ImportFollowUp):
 
     def _flush(self) -> None:
         """Write the answers decided so far: judgments first, then outcomes (a crash between
-        leaves outcomes to repair, never an answer lost: the next import sets them)."""
+        leaves outcomes to repair, never an answer lost)."""
         pending = self._pending
         if not pending:
             return
         if pending.rows:
-            # The export recorded each line's id pair before the line itself, so these rows'
-            # pairs are listed already (`write_stored`'s `pairs=False`).
+            # (the export recorded each line's id pair already: `pairs=False`)
             ordered = [pending.rows[k] for k in sorted(pending.rows)]
             ok = [r for r in ordered if r.columns[3] == "ok"]
             failed = [r for r in ordered if r.columns[3] != "ok"]
             ok_written, failed_written = self.store.write_stored_parts([ok, failed], pairs=False)
-            # A row not written: another process stored an ok answer for its key meanwhile
-            # (the first ok answer is final), so it was stored already, not by this import.
+            # a row not written: another process stored an ok answer meanwhile (final)
             summary = self._summary
             summary.ok -= len(ok) - ok_written
             summary.failed -= len(failed) - failed_written
@@ -364,8 +307,8 @@ class Importer(ImportFollowUp):
         self._pending = _Pending()
 
     def _forget(self) -> None:
-        """Drop what `_known` holds of writes every range still in flight was sent after
-        (those ranges read them from the store)."""
+        """Drop from `_known` the writes every range in flight was sent after (they read them
+        from the store)."""
         while self._written and self._written[0][0] <= self._done:
             _, keys = self._written.popleft()
             pending = self._pending

@@ -1,20 +1,19 @@
-"""What `relgrade batch import` does after the results lines (`grader.batch.files.import_files`):
-requests of the touched request files that no line answered are stored as failed
-(`Batch:missing`), never as a grade, and failed requests can be asked again live (`--reask`).
-Also the import's summary. A mixin of `Importer`, on its store and export tables.
-"""
+"""What `batch import` does after the results lines: unanswered requests of the touched request
+files stored failed (`Batch:missing`), failed requests asked again live (`--reask`), and the
+import's summary. A mixin of `Importer`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from grader import defaults
 from grader.batch.adapter import LLMBatchJudge
-from grader.batch.collect import LineProblem, failed_judgment, retry_live
+from grader.batch.collect import LineProblem, failed_judgment, pair_texts, retry_live
 from grader.batch.files.exports import ExportState, Line
-from grader.batch.files.import_work import pair_texts
+from grader.errors import InputError
 from grader.judges.failures import failure_kind
 from grader.models import Doc, Judgment, Query
 from grader.store.store import Store
@@ -23,8 +22,7 @@ from grader.store.store import Store
 @dataclass
 class ImportSummary:
     """What an import did, in result lines (one per content key): `ok`, `failed` and `missing`
-    this import stored, `already` stored before it (or by another process meanwhile: the
-    first ok answer is final), and after `unresolved`, `still_missing`."""
+    this import stored, `already` stored before it (or meanwhile by another process)."""
 
     files: int = 0
     lines: int = 0
@@ -51,67 +49,58 @@ class ImportFollowUp:
 
     store: Store
     state: ExportState
+    judge_for: Callable[[dict[str, Any]], LLMBatchJudge]
     _judges: dict[str, LLMBatchJudge]
+
+    def judge(self, export_id: str, path: str | Path, line: int | None = None) -> LLMBatchJudge:
+        judge = self._judges.get(export_id)
+        if judge is None:
+            config = self.state.config(export_id)
+            if config is None:
+                raise InputError(
+                    f"these results are of export {export_id}, which this store did not make "
+                    f"(another store's export, or one made before this store was replaced)",
+                    path=path,
+                    line=line,
+                    hint="import them with --store pointing at the store that exported them",
+                )
+            judge = self._judges[export_id] = self.judge_for(config)
+        return judge
+
+    def _not_ok(self, export_id: str, lines: list[Line]) -> list[Line]:
+        """`lines` but those whose key the store holds ok by now (answered live, or through
+        another export), which are set ok."""
+        statuses = self.store.statuses(x.key for x in lines)
+        done = {x.key for x in lines if statuses.get(x.key) == "ok"}
+        if done:
+            self.state.set_outcomes(export_id, dict.fromkeys(done, "ok"))
+        return [x for x in lines if x.key not in done]
 
     def unresolved(self, summary: ImportSummary) -> int:
         """Requests of the touched request files with no ok answer in the store now (also
-        `summary.still_missing`). A failed line whose key the store holds ok by now (answered
-        live, by another export or another import) is set ok: it is not missing."""
+        `summary.still_missing`)."""
         left = 0
         for export_id, file_no in sorted(summary.touched):
             after = 0
-            while lines := self.state.failed_lines(export_id, file_no, after=after):
+            while lines := self.state.lines_with("failed", export_id, file_no, after=after):
                 after = lines[-1].line_no
-                statuses = self.store.statuses(x.key for x in lines)
-                done = {x.key for x in lines if statuses.get(x.key) == "ok"}
-                if done:
-                    self.state.set_outcomes(export_id, dict.fromkeys(done, "ok"))
-                left += sum(1 for x in lines if x.key not in done)
+                left += len(self._not_ok(export_id, lines))
         summary.still_missing = left
         return left
 
-    def _put(
-        self,
-        judge: LLMBatchJudge,
-        export_id: str,
-        results: dict[str, Judgment],
-        outcomes: dict[str, str],
-        summary: ImportSummary,
-    ) -> None:
-        fingerprint = judge.fingerprint()
-        if results:
-            self.store.put_many((j, fingerprint) for j in results.values())
-        self.state.set_outcomes(export_id, outcomes)  # after the judgments: a crash between
-        # leaves outcomes to repair, never an answer lost (the next import sets them)
-        for judgment in results.values():
-            if judgment.status == "ok":
-                summary.ok += 1
-            elif judgment.error is not None and judgment.error.type == "Batch:missing":
-                summary.missing += 1
-            else:
-                summary.failed += 1
-                kind = judgment.error.type if judgment.error else "failed"
-                summary.problems[kind] = summary.problems.get(kind, 0) + 1
-
     def _mark_missing(self, summary: ImportSummary, *, closed: bool = False) -> None:
-        """Requests of the request files these results touched that no line answered
-        (`closed`: of an export `batch close` closed)."""
+        """Store failed the requests of the touched request files no line answered (`closed`:
+        of an export `batch close` closed)."""
         for export_id, file_no in sorted(summary.touched):
             judge = self._judges[export_id]
             after = 0
-            while lines := self.state.lines_without_outcome(export_id, file_no, after=after):
+            while lines := self.state.lines_with(None, export_id, file_no, after=after):
                 after = lines[-1].line_no
-                queries, docs = pair_texts(self.store, lines, whole=True)
-                statuses = self.store.statuses(x.key for x in lines)
-                results: dict[str, Judgment] = {}
-                outcomes: dict[str, str] = {}
-                for x in lines:
-                    status = statuses.get(x.key)
-                    if status == "ok":
-                        outcomes[x.key] = "ok"
-                        continue
-                    problem = LineProblem("Batch:missing", _missing(export_id, file_no, closed))
-                    results[x.key] = failed_judgment(
+                todo = self._not_ok(export_id, lines)
+                queries, docs = pair_texts(self.store, todo, whole=True)
+                problem = LineProblem("Batch:missing", _missing(export_id, file_no, closed))
+                results = {
+                    x.key: failed_judgment(
                         x.key,
                         queries[x.query_id],
                         docs[x.doc_id],
@@ -119,27 +108,28 @@ class ImportFollowUp:
                         judge_id=judge.judge_id,
                         prompt=judge.prompt_ref,
                     )
-                    outcomes[x.key] = "failed"
-                self._put(judge, export_id, results, outcomes, summary)
+                    for x in todo
+                }
+                if results:
+                    fingerprint = judge.fingerprint()
+                    self.store.put_many((j, fingerprint) for j in results.values())
+                # outcomes after the judgments: a crash between leaves outcomes to repair,
+                # never an answer lost (the next import sets them)
+                self.state.set_outcomes(export_id, dict.fromkeys(results, "failed"))
+                summary.missing += len(results)
 
     def close_files(self, export_id: str, file_nos: Iterable[int]) -> ImportSummary:
-        """`relgrade batch close`: every line of these request files of `export_id` no result
-        came back for is stored failed (`Batch:missing`), so it no longer waits and the next
-        `batch export` asks it again; a line whose key is ok in the store by now is set ok.
-        Results that come back for it later are still imported (the first ok answer is final)."""
+        """`batch close`: every line of these request files with no result yet is stored failed
+        (`Batch:missing`); results that come back for it later are still imported."""
         summary = ImportSummary()
         self.judge(export_id, self.store.path)
         summary.touched = {(export_id, file_no) for file_no in file_nos}
         self._mark_missing(summary, closed=True)
         return summary
 
-    def judge(self, export_id: str, path: str | Path, line: int | None = None) -> LLMBatchJudge:
-        raise NotImplementedError  # (the importer's)
-
     def _not_permanent(self, lines: list[Line], summary: ImportSummary) -> list[Line]:
-        """The lines whose stored failure a new request may fix: a permanent one (the server
-        refused the request as it is: past the context, an unknown model) fails again, and
-        is paid again where the server charges for the prompt (counted in `permanent`)."""
+        """The lines whose stored failure a new request may fix: a permanent one (past the
+        context, an unknown model) fails again, and may be paid again (`permanent`)."""
         stored = self.store.get_many(x.key for x in lines)
         kept = [
             x
@@ -152,10 +142,9 @@ class ImportFollowUp:
     async def reask_failed(
         self, summary: ImportSummary, *, concurrency: int = defaults.CONCURRENCY
     ) -> None:
-        """Ask live every failed request of the request files this import touched (bad,
-        refused or missing lines, this import's or an earlier one's), through each export's
-        judge; each answer (ok, or failed with its reason) is stored as live grading stores it.
-        A fatal JudgeError (the server stopped answering) stops it; what was answered is kept."""
+        """Ask live every failed request of the touched request files, through each export's
+        judge, storing each answer as live grading does. A fatal JudgeError stops it; what was
+        answered is kept."""
         for export_id, file_no in sorted(summary.touched):
             judge = self._judges[export_id]
 
@@ -165,28 +154,22 @@ class ImportFollowUp:
                 return await judge.judge(query, doc, key=key)
 
             after = 0
-            while lines := self.state.failed_lines(export_id, file_no, after=after, limit=500):
+            while lines := self.state.lines_with(
+                "failed", export_id, file_no, after=after, limit=500
+            ):
                 after = lines[-1].line_no
-                # A key answered ok since (live, or through another export) is not paid again.
-                statuses = self.store.statuses(x.key for x in lines)
-                done = {k for k, status in statuses.items() if status == "ok"}
-                self.state.set_outcomes(export_id, dict.fromkeys(done, "ok"))
-                lines = [x for x in lines if x.key not in done]
-                lines = self._not_permanent(lines, summary)
+                lines = self._not_permanent(self._not_ok(export_id, lines), summary)
                 if not lines:
                     continue
                 queries, docs = pair_texts(self.store, lines, whole=True)
                 items = {x.key: (queries[x.query_id], docs[x.doc_id]) for x in lines}
-                asked = {k: LineProblem("reask", "asked live") for k in items}
-                answers = await retry_live(asked, items, live, concurrency=concurrency)
+                answers = await retry_live(items, items, live, concurrency=concurrency)
                 fingerprint = judge.fingerprint()
                 self.store.put_many((j, fingerprint) for j in answers.values())
                 self.state.set_outcomes(export_id, {k: j.status for k, j in answers.items()})
-                for answer in answers.values():
-                    if answer.status == "ok":
-                        summary.reasked_ok += 1
-                    else:
-                        summary.reasked_failed += 1
+                ok = sum(1 for a in answers.values() if a.status == "ok")
+                summary.reasked_ok += ok
+                summary.reasked_failed += len(answers) - ok
 
 
 def _missing(export_id: str, file_no: int, closed: bool) -> str:

@@ -1,20 +1,7 @@
-"""One byte range of a results file read, checked and validated: the part of `relgrade batch
-import` that runs in worker processes (`grader.batch.files.import_files` writes what they give
-back).
-
-A range holds whole lines. Each line is decoded (`grader.batch.json_lines`), its `custom_id`
-split into export and content key, the key looked up in its export's lines and in the store, and
-its reply validated by the export's `BatchReplies` exactly as a live reply; the judgment (ok, or
-failed with the reason) comes back as the row the store writes, made by the store's one encoder
-(`Store.stored_row(s)`: the writing process only inserts it). Nothing is written
-here: which answers are new is decided by the one process that writes, from what was read here
-and what it wrote since (`Answer.stored`, `Answer.outcome`).
-
-A problem that stops the import (a `custom_id` relgrade did not write, a key its export never
-asked, a pair without texts) comes back as `RangeResult.error`, and an export with no reader yet as
-`RangeResult.need_export`: the writing process raises the error, or builds that export's judge
-and sends the range again.
-"""
+"""One byte range of a results file decoded, checked and validated: the part of `batch import`
+that runs in worker processes. Judgments come back as the rows the store writes; nothing is
+written here. What stops the import comes back as `RangeResult.error`; an export with no reader
+yet as `RangeResult.need_export` (the writer builds its judge and sends the range again)."""
 
 from __future__ import annotations
 
@@ -34,12 +21,13 @@ from grader.batch.collect import (
     answered_body,
     failed_judgment,
     other_model,
+    pair_texts,
     parse_output_record,
 )
 from grader.batch.files.exports import ExportState, Line, split_custom_id
 from grader.batch.json_lines import ResultLine, loads, loads_line
 from grader.errors import InputError
-from grader.models import Doc, Judgment, Query
+from grader.models import Judgment
 from grader.store.judgment_rows import StoredRow
 from grader.store.store import Store
 
@@ -49,8 +37,8 @@ GROUP = 500  # lines looked up and validated together
 
 @dataclass(frozen=True)
 class RangeTask:
-    """Bytes `start`..`end` of results file `path` (whole lines; `first_line` is the number of
-    the first; `at_eof`: the range ends the file), read with these exports' readers."""
+    """Bytes `start`..`end` (whole lines, the first numbered `first_line`) of results file
+    `path`, read with these exports' readers."""
 
     path: str
     start: int
@@ -61,9 +49,8 @@ class RangeTask:
 
 
 class Answer(NamedTuple):
-    """One results line: its key, export and place in the request file (file, line); the key's
-    status in the store and its export line's outcome when read; the judgment's status, error
-    type and store row (None: not validated, the store already held an ok answer)."""
+    """One results line: key, export, place (file, line), the key's stored status and line
+    outcome as read, and the judgment's status, error type and row (None: stored ok already)."""
 
     key: str
     export_id: str
@@ -85,8 +72,6 @@ class Answer(NamedTuple):
         error_type: str | None = None,
         row: StoredRow | None = None,
     ) -> Answer:
-        """The answer of export line `line`: its judgment's status, error type and row (no
-        row: the store held it ok already)."""
         key, file_no, line_no, _, _, outcome = line
         return cls(key, export_id, file_no, line_no, stored, outcome, status, error_type, row)
 
@@ -106,8 +91,8 @@ class RangeError:
 
 @dataclass
 class RangeResult:
-    """What one range gave: an answer per line with a custom_id (in file order), the lines cut
-    short or unreadable, or what stopped it."""
+    """What one range gave: an answer per line (in file order), the lines cut short or
+    unreadable, or what stopped it."""
 
     answers: list[Answer] = field(default_factory=list)
     truncated: list[str] = field(default_factory=list)
@@ -117,29 +102,8 @@ class RangeResult:
     need_export: tuple[str, int] | None = None  # (export id, the line that names it)
 
 
-def pair_texts(
-    store: Store, lines: Iterable[Line], *, whole: bool
-) -> tuple[dict[str, Query], dict[str, Doc]]:
-    """The query and document texts of export lines' id pairs (`whole`: documents with title
-    and metadata, as asking a judge live needs; else text alone, all a reply's judgment
-    reads). A pair without its texts is an InputError: the store is not the one exported."""
-    lines = list(lines)
-    queries = store.queries({x.query_id for x in lines})
-    ids = {x.doc_id for x in lines}
-    docs = store.docs(ids) if whole else store.doc_texts(ids)
-    for x in lines:
-        if x.query_id not in queries or x.doc_id not in docs:
-            raise InputError(
-                f"the store has no text for ({x.query_id}, {x.doc_id}), exported as {x.key}",
-                path=store.path,
-                hint="export again from this store",
-            )
-    return queries, docs
-
-
 class _Record(NamedTuple):
-    """A results line: its export and key, its JSON (the keys `loads_line` keeps, as structs;
-    or all of it, as dicts), its number and its bytes."""
+    """A results line: export, key, JSON (structs from `loads_line`, or a dict), number, bytes."""
 
     export_id: str
     key: str
@@ -173,8 +137,7 @@ class RangeReader:
         return result
 
     def _group(self, task: RangeTask, group: list[_Record], result: RangeResult) -> None:
-        """Look up and validate some lines together (a few hundred: their decoded objects
-        go before the next are made)."""
+        """Look up and validate a few hundred lines together."""
         by_export: dict[str, list[_Record]] = {}
         for rec in group:
             by_export.setdefault(rec.export_id, []).append(rec)
@@ -187,8 +150,7 @@ class RangeReader:
         with open(task.path, "rb") as fh:
             fh.seek(task.start)
             data = fh.read(task.end - task.start)
-        # Lines found by `find` (memchr): `split` went through the bytes one by one, and
-        # `strip` copied each line to see that it is not blank.
+        # lines found by `find` (memchr), faster than `split`
         find, size = data.find, len(data)
         start, number = 0, task.first_line - 1
         while start < size:
@@ -283,10 +245,8 @@ class RangeReader:
             self._judge_rest(name, replies, export_id, model, rest, answers)
 
     def _docs_cut(self, replies: BatchReplies, lines: Iterable[Line]) -> dict[str, bool]:
-        """Whether each of these lines' documents is cut for the prompt (all a valid reply's
-        row needs of its texts; only texts longer in bytes than the prompt keeps characters
-        are read); an InputError, as `pair_texts` words it, for a pair the store has no texts
-        of (not the store exported from)."""
+        """Whether each of these lines' documents is cut for the prompt (only texts longer than
+        the prompt keeps are read); InputError for a pair without texts (`pair_texts`)."""
         lines = list(lines)
         queries = self.store.query_ids({x.query_id for x in lines})
         docs = self.store.long_doc_texts({x.doc_id for x in lines}, replies.doc_budget)
@@ -305,7 +265,7 @@ class RangeReader:
         answers: dict[int, Answer],
     ) -> None:
         """Judgments of the lines that are not a valid reply (an error line, a refused reply,
-        another model's), made as live grading makes them, with the pairs' texts."""
+        another model's), made as live grading makes them."""
         queries, docs = pair_texts(self.store, [line for _, line, _, _ in rest], whole=False)
         judged: list[tuple[_Record, Line, str | None, Judgment]] = []
         for rec, line, stored, other in rest:
@@ -351,13 +311,9 @@ _READER: RangeReader | None = None
 
 
 def start_worker(store_path: str, secrets: tuple[str, ...]) -> None:
-    """Process pool initializer: this worker's own connections to the store. A forked worker
-    holds copies of its parent's objects, connections to the store among them: they are frozen
-    at once, so no collection here finalizes (closes) one, and the worker ends with `os._exit`
-    (as the pool's processes do), which runs no finalizer either. It also holds SQLite's
-    in-process record of its parent's locks, which its own connections then count as theirs:
-    at the fork the parent holds only an open WAL connection's standing locks (a test checks:
-    no read or write transaction's), which stand while it lives, and a worker ends with it."""
+    """Process pool initializer: this worker's own connections to the store. The parent's
+    connections a fork copies are frozen at once, so no collection here closes one, and the
+    worker ends with `os._exit` (a test checks the parent holds no transaction at the fork)."""
     global _READER
     gc.freeze()
     parent = os.getppid()
@@ -368,7 +324,7 @@ def start_worker(store_path: str, secrets: tuple[str, ...]) -> None:
 
 
 def _exit_with(parent: int) -> None:
-    """End this worker once the process that started it is gone (killed: nothing else would)."""
+    """End this worker once the process that started it is gone."""
     while os.getppid() == parent:
         time.sleep(1.0)
     os._exit(0)

@@ -1,6 +1,5 @@
-"""A results file cut into ranges of whole lines, each with the number of its first line: what
-`batch import` hands its worker processes (`grader.batch.files.import_files`); and runs of
-consecutive lines with one outcome, which the import sets by one statement each."""
+"""A results file cut into ranges of whole lines (what `batch import` hands its workers), and runs
+of consecutive lines with one outcome (set by one statement each)."""
 
 from __future__ import annotations
 

@@ -1,16 +1,7 @@
-"""The request files of a batch export, split under a line and a byte limit.
-
-`RequestFiles.add` decides where each line goes (the file and its place there) and gathers lines
-into blocks of about `BLOCK_BYTES`, each written and hashed (sha256) at once. A file is written
-under a temporary name; once full it is flushed, fsynced and closed, and becomes a
-`WrittenFile`, which the export publishes: its size on disk is checked, and it is renamed to its
-final name, to be listed in the store with its sha256 and its lines in one transaction. A file
-the store lists always has its lines recorded, and a line is recorded only once its file is
-listed. `abandon` removes the file being written; `remove_temporaries` removes whatever is left
-under an export's temporary names. A file being written is locked (`hold`), until its listing is
-committed, so the next export into the folder removes what a killed one left (`drop_stale`),
-never a live one's file.
-"""
+"""The request files of a batch export, split under a line and a byte limit, written in blocks
+and hashed as written. A file is written locked under a temporary name, fsynced, then published
+(renamed) in the transaction that lists it with its lines; the next export into the folder
+removes what a killed one left (`drop_stale`), never a live one's file."""
 
 from __future__ import annotations
 
@@ -22,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from grader.errors import InputError
+from grader.batch.requests import check_size
 
 try:
     import fcntl
@@ -30,15 +21,6 @@ except ImportError:  # (Windows)
     fcntl = None  # type: ignore[assignment]
 
 BLOCK_BYTES = 1 << 20
-
-
-def check_size(size: int, max_bytes: int) -> None:
-    """InputError when a line of `size` bytes cannot fit any file."""
-    if size > max_bytes:
-        raise InputError(
-            f"a request is {size} bytes, over the {max_bytes}-byte file limit",
-            hint="lower the prompt's document budget or raise --batch-max-bytes",
-        )
 
 
 def final_name(out_dir: Path, export_id: str, file_no: int) -> Path:
@@ -52,28 +34,22 @@ def temporary_name(final: Path) -> Path:
 
 
 def remove_temporaries(out_dir: Path, export_id: str) -> None:
-    """Remove the files of an export still under their temporary names (an export stopped
-    halfway)."""
+    """Remove the files of an export still under their temporary names."""
     for path in out_dir.glob(f".requests-{export_id}-*.jsonl.tmp"):
         path.unlink(missing_ok=True)
 
 
 def hold(handle: IO[bytes]) -> None:
-    """Lock a request file being written (an exclusive `flock`, which ends with the process
-    however it ends), so another export can tell a live one's file from a killed one's; it is
-    taken before the file has its temporary name, so a file under that name is always locked
-    while its export lives. Where the platform has no `flock`, nothing."""
+    """Lock a request file being written (an exclusive `flock`, which ends with the process),
+    so another export tells a live one's file from a killed one's (no `flock`: nothing)."""
     if fcntl is not None:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
 def drop_stale(out_dir: Path, unlisted: Callable[[str, int], bool]) -> int:
-    """Remove what a killed export left in `out_dir`, none of whose lines is recorded (a line
-    is recorded in the transaction that lists its file): files under a temporary name, and a
-    published file `unlisted(export_id, file_no)` says the store does not list (killed
-    between the rename and the commit); how many. A file whose lock a process holds (a live
-    export's, until its listing is committed) is left alone, and so is every file where the
-    platform has no `flock`."""
+    """Remove what a killed export left in `out_dir` (files under a temporary name, and
+    published files `unlisted(export_id, file_no)`), but files a live export holds locked;
+    how many."""
     if fcntl is None:
         return 0
     dropped = 0
@@ -120,8 +96,7 @@ class WrittenFile:
     lock: int | None = None  # a descriptor holding the file's lock until `release`
 
     def sha256(self) -> str:
-        """The hex sha256 of the file as written (hashed as it was written; its size on disk
-        is checked: an OSError when the file changed since)."""
+        """The hex sha256 of the file as written (OSError when its size on disk changed)."""
         path = temporary_name(self.final)
         size = path.stat().st_size
         if size != self.size:
@@ -129,12 +104,11 @@ class WrittenFile:
         return self.digest
 
     def publish(self) -> Path:
-        """Rename the file to its final name; that name."""
         os.replace(temporary_name(self.final), self.final)
         return self.final
 
     def release(self) -> None:
-        """Let go of the file's lock (once its listing is committed, or it is given up)."""
+        """Let go of the file's lock (its listing committed, or given up)."""
         if self.lock is not None:
             os.close(self.lock)
             object.__setattr__(self, "lock", None)
@@ -142,7 +116,7 @@ class WrittenFile:
 
 @dataclass
 class _File:
-    """The file lines go to now: its names, handle, what was placed in it, and its hash."""
+    """The file lines go to now."""
 
     file_no: int
     final: Path
@@ -201,10 +175,6 @@ class RequestFiles:
             WrittenFile(file.file_no, file.final, file.lines, file.size, digest, lock)
         )
 
-    def drop_stale(self, unlisted: Callable[[str, int], bool]) -> int:
-        """`drop_stale` of this export's folder."""
-        return drop_stale(self.out_dir, unlisted)
-
     def take_written(self) -> list[WrittenFile]:
         """The files finished since the last call, in order."""
         taken, self.written = self.written, []
@@ -220,7 +190,7 @@ class RequestFiles:
             temporary_name(file.final).unlink(missing_ok=True)
 
     def _open(self, path: Path) -> IO[bytes]:
-        """Open a file to write at `path`, locked before it has that name (`hold`)."""
+        """Open a file to write at `path`, locked before it has that name."""
         if fcntl is None:
             return path.open("wb")
         staging = path.with_name(path.name + ".new")

@@ -1,17 +1,7 @@
-"""Request lines of a batch export, built fast: byte for byte what
-`request_line(custom_id, judge.build_request(query, doc))` gives.
-
-That line is a fixed frame (method, url, model, sampling, schema) around three strings: the
-`custom_id` and the two messages' contents. The frame is serialized once, by the same
-`request_line` and `build_request` path, with marks in place of those strings, and cut at the
-marks; each pair's line is then the frame's pieces (UTF-8) around its three strings
-JSON-encoded as `json.dumps(..., ensure_ascii=False)` encodes them (`grader.keys.json_string`,
-straight to UTF-8). The contents come from one
-`grader.prompts.MessageRenderer` (what `render_messages` runs, its per-prompt work done once),
-and a system message that is the same for every pair is encoded once. Every `CHECK_EVERY`-th
-line (the first among them) is also built the slow way and compared; should they ever differ,
-the slow way is used from then on.
-"""
+"""Request lines built fast, byte for byte what `request_line(custom_id,
+judge.build_request(query, doc))` gives: a frame serialized once with marks, cut at them, and
+each pair's three strings JSON-encoded into it. Every `CHECK_EVERY`-th line is also built the
+slow way and compared; should they differ, the slow way is used from then on."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The results files a `relgrade batch import` is given: folders opened, empty files told, and
-the error when no line of them holds a usable result (`grader.batch.files.import_files`)."""
+"""The results files a `batch import` is given: folders opened, request files and empty files
+told, and the error when no line holds a usable result."""
 
 from __future__ import annotations
 
@@ -19,20 +19,20 @@ def blank(path: Path) -> bool:
     return not path.read_bytes().strip()
 
 
-def results_files(paths: Sequence[str | Path]) -> list[Path]:
-    """The results files named: files as given, folders' `*.jsonl` in name order."""
+def jsonl_files(paths: Sequence[str | Path], what: str = "results") -> list[Path]:
+    """The files named: files as given, folders' `*.jsonl` in name order."""
     found: list[Path] = []
     for given in paths:
         path = Path(given)
         if path.is_dir():
             inside = sorted(p for p in path.iterdir() if p.is_file() and p.suffix == ".jsonl")
             if not inside:
-                raise InputError("no .jsonl results file in this folder", path=path)
+                raise InputError(f"no .jsonl {what} file in this folder", path=path)
             found.extend(inside)
         elif path.is_file():
             found.append(path)
         else:
-            raise InputError("no such results file or folder", path=path)
+            raise InputError(f"no such {what} file or folder", path=path)
     return found
 
 
