@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -140,23 +140,9 @@ def sample(
     for grades in [] if exclude is None else exclude if isinstance(exclude, list) else [exclude]:
         frame = _human(grades)
         excluded.update(zip(frame["query_id"], frame["doc_id"], strict=True))
-
-    def texts(pairs: list[tuple[str, str]]) -> tuple[dict[str, Query], dict[str, Doc]]:
-        if queries is None and docs is None:
-            warnings.warn(
-                "no texts for the sample (ids only): pass queries= and docs= so that people "
-                "see the query and document",
-                RelgradeWarning,
-                stacklevel=4,
-            )
-            return {}, {}
-        if queries is None or docs is None:
-            raise InputError("queries and docs go together", hint="pass both")
-        return queries_of(queries), all_docs(docs, ids={d for _, d in pairs})
-
     drawn = draw_blind_sample(
         population,
-        texts,
+        _texts_reader(queries, docs),
         source=str(judgments) if is_path(judgments) else None,
         excluded=excluded,
         budgets=lambda eligible, pairs: prompt_budgets(prompt, eligible, pairs),
@@ -171,6 +157,28 @@ def sample(
         threshold=threshold,
     )
     return Sample(drawn)
+
+
+def _texts_reader(
+    queries: Any, docs: Any
+) -> Callable[[list[tuple[str, str]]], tuple[dict[str, Query], dict[str, Doc]]]:
+    """The texts of the drawn pairs, read only once the pairs are known (ids only, warned,
+    without queries and docs)."""
+
+    def texts(pairs: list[tuple[str, str]]) -> tuple[dict[str, Query], dict[str, Doc]]:
+        if queries is None and docs is None:
+            warnings.warn(
+                "no texts for the sample (ids only): pass queries= and docs= so that people "
+                "see the query and document",
+                RelgradeWarning,
+                stacklevel=4,
+            )
+            return {}, {}
+        if queries is None or docs is None:
+            raise InputError("queries and docs go together", hint="pass both")
+        return queries_of(queries), all_docs(docs, ids={d for _, d in pairs})
+
+    return texts
 
 
 def _human(grades: Any) -> pd.DataFrame:
