@@ -7,6 +7,7 @@ os.environ["RELGRADE_LOAD_PLUGINS"] = "0"
 
 from hypothesis import settings
 
+from tests.fixtures_env import llm_env  # noqa: F401
 from tests.fixtures_fakeserver import _fake_server_session, fake_server  # noqa: F401
 from tests.helpers.batch_api import batch_server  # noqa: F401
 from tests.helpers.hypothesis_scale import CI_EXAMPLES

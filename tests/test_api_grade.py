@@ -27,13 +27,6 @@ def files(tmp_path: Path) -> GradeFiles:
     return write_grade_files(tmp_path)
 
 
-@pytest.fixture
-def llm_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-api")
-    for name in ("OPENAI_BASE_URL", "RELGRADE_MODEL", "RELGRADE_PRICES"):
-        monkeypatch.delenv(name, raising=False)
-
-
 def _command_grades(
     files: GradeFiles, server: FakeServer, store: Path, out: Path
 ) -> dict[tuple[str, str], int | None]:

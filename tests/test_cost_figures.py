@@ -28,13 +28,6 @@ output = 10000.0
 """
 
 
-@pytest.fixture
-def llm_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-numbers")
-    for name in ("OPENAI_BASE_URL", "RELGRADE_MODEL", "RELGRADE_PRICES"):
-        monkeypatch.delenv(name, raising=False)
-
-
 def _grade_args(files: GradeFiles, server: FakeServer, folder: Path, *extra: str) -> list[str]:
     prices = folder / "prices.toml"
     prices.write_text(PRICES)

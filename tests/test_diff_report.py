@@ -13,13 +13,6 @@ from tests.fakeserver import FakeServer
 from tests.grade_data import write_grade_files
 
 
-@pytest.fixture
-def llm_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-diff")
-    for name in ("OPENAI_BASE_URL", "RELGRADE_MODEL", "RELGRADE_PRICES"):
-        monkeypatch.delenv(name, raising=False)
-
-
 @pytest.mark.slow
 @pytest.mark.usefixtures("llm_env")
 def test_diff_html_with_nothing_changed_says_so_and_has_a_page_margin(

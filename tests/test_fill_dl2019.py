@@ -53,13 +53,6 @@ def _answers(pairs: list[tuple[str, str]], labels: dict[tuple[str, str], int]) -
     return out
 
 
-@pytest.fixture
-def llm_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dl2019")
-    for name in ("OPENAI_BASE_URL", "RELGRADE_MODEL", "RELGRADE_PRICES"):
-        monkeypatch.delenv(name, raising=False)
-
-
 def _ids(frame: pd.DataFrame) -> set[tuple[str, str, int]]:
     return set(zip(frame["query_id"], frame["doc_id"], frame["grade"].tolist(), strict=True))
 

@@ -30,13 +30,6 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "code-search"
 BM25, WEAK = EXAMPLES / "run.bm25.txt", EXAMPLES / "run.weak.txt"
 
 
-@pytest.fixture
-def env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-flags")
-    for name in ("OPENAI_BASE_URL", "RELGRADE_MODEL", "RELGRADE_PRICES"):
-        monkeypatch.delenv(name, raising=False)
-
-
 def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> Any:
     capsys.readouterr()
     assert main(argv) == 0, capsys.readouterr().err
@@ -201,7 +194,7 @@ def test_store_defaults_to_relgrade_db_everywhere(
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("env")
+@pytest.mark.usefixtures("llm_env")
 def test_regrade_and_batch_use_the_default_store_of_grade(
     fake_server: FakeServer,
     tmp_path: Path,
@@ -234,7 +227,7 @@ def _grade(files: GradeFiles, db: Path, url: str, *models: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("env")
+@pytest.mark.usefixtures("llm_env")
 def test_regrade_defaults_to_the_stored_prompt_and_takes_an_ensemble(
     fake_server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -271,7 +264,7 @@ def test_regrade_defaults_to_the_stored_prompt_and_takes_an_ensemble(
     assert "ensemble" in capsys.readouterr().err
 
 
-@pytest.mark.usefixtures("env")
+@pytest.mark.usefixtures("llm_env")
 def test_regrade_without_prompt_names_the_prompts_when_they_differ(
     fake_server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

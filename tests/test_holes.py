@@ -37,13 +37,6 @@ def human(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.fixture
-def llm_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-holes")
-    for name in ("OPENAI_BASE_URL", "RELGRADE_MODEL", "RELGRADE_PRICES"):
-        monkeypatch.delenv(name, raising=False)
-
-
 def _lines(path: Path) -> set[tuple[str, str, int]]:
     frame = read_qrels(path, any_grade=True)
     return set(zip(frame["query_id"], frame["doc_id"], frame["grade"].tolist(), strict=True))

@@ -6,7 +6,6 @@ from pathlib import Path
 import grimp
 import pytest
 
-
 PACKAGES = ("grader", "calibration", "relgrade")
 
 

@@ -28,13 +28,6 @@ def human(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.fixture
-def llm_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-clash")
-    for name in ("OPENAI_BASE_URL", "RELGRADE_MODEL", "RELGRADE_PRICES"):
-        monkeypatch.delenv(name, raising=False)
-
-
 def _snapshot(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
 

@@ -15,13 +15,6 @@ from tests.grade_data import write_grade_files
 HEX64 = r"[0-9a-f]{64}"
 
 
-@pytest.fixture
-def llm_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-prompt-sha")
-    for name in ("OPENAI_BASE_URL", "RELGRADE_MODEL", "RELGRADE_PRICES"):
-        monkeypatch.delenv(name, raising=False)
-
-
 def _store_rows(db: Path) -> dict[str, tuple[str | None, str]]:
     import sqlite3
 

@@ -21,13 +21,6 @@ from tests.fakeserver import FakeServer, default_grade
 from tests.grade_data import GradeFiles, write_grade_files
 
 
-@pytest.fixture
-def env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-regrade")
-    for name in ("OPENAI_BASE_URL", "RELGRADE_MODEL", "RELGRADE_PRICES"):
-        monkeypatch.delenv(name, raising=False)
-
-
 def _text(body: dict[str, Any]) -> str:
     users = [m for m in body.get("messages", []) if m.get("role") == "user"]
     return str(users[0].get("content", "")) if users else ""
@@ -52,7 +45,7 @@ def _regrade(db: Path, url: str, *extra: str, capsys: pytest.CaptureFixture[str]
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("env")
+@pytest.mark.usefixtures("llm_env")
 def test_regrade_after_an_ensemble_selects_disagreements_against_the_combined_grade(
     fake_server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
