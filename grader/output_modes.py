@@ -6,7 +6,7 @@ where the schema goes (docs/servers.md has the table and which server takes whic
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 OutputMode = Literal[
     "json_schema",
@@ -17,15 +17,7 @@ OutputMode = Literal[
     "vllm_guided_json",
     "ollama_format",
 ]
-OUTPUT_MODES: tuple[OutputMode, ...] = (
-    "json_schema",
-    "json_object_schema",
-    "json_object",
-    "text",
-    "vllm_structured_outputs",
-    "vllm_guided_json",
-    "ollama_format",
-)
+OUTPUT_MODES: tuple[OutputMode, ...] = get_args(OutputMode)
 """Every output mode: OpenAI's JSON schema; llama.cpp's JSON mode with a schema (its server
 constrains the reply by a grammar made from it); plain JSON mode; the prompt's strict final line;
 vLLM's `structured_outputs` (>= 0.10.2) and `guided_json` (before 0.12) request fields; the

@@ -31,22 +31,24 @@ class Judge(Protocol):
         ...
 
 
-def ok(judge: Judge, query: Query, doc: Doc, *, key: str, grade: int, **fields: Any) -> Judgment:
-    """The ok judgment of `judge` for (query, doc) asked under `key`: the ids, the judge id and
-    the key filled in; `fields` are the rest (`reason`, `attempts`, `cost`, `usage` ...)."""
+def ok(
+    judge: Judge | str, query: Query, doc: Doc, *, key: str, grade: int, **fields: Any
+) -> Judgment:
+    """The ok judgment of `judge` (or a judge id) for (query, doc) asked under `key`; `fields`
+    are the rest (`reason`, `attempts`, `cost`, `usage` ...)."""
     return Judgment(
         status="ok",
         grade=grade,
         query_id=query.query_id,
         doc_id=doc.doc_id,
-        judge=judge.judge_id,
+        judge=judge if isinstance(judge, str) else judge.judge_id,
         key=key,
         **fields,
     )
 
 
 def failed(
-    judge: Judge,
+    judge: Judge | str,
     query: Query,
     doc: Doc,
     *,
@@ -62,7 +64,7 @@ def failed(
         status="failed",
         query_id=query.query_id,
         doc_id=doc.doc_id,
-        judge=judge.judge_id,
+        judge=judge if isinstance(judge, str) else judge.judge_id,
         key=key,
         error=error,
         **fields,

@@ -11,6 +11,7 @@ from typing import Any
 import openai
 
 from grader.cost import PriceTable
+from grader.judges.base import failed, ok
 from grader.judges.llm.connect_errors import connection_message
 from grader.judges.llm.replies import GradeReply, InvalidReply
 from grader.judges.llm.retry import status_of
@@ -66,22 +67,22 @@ class JudgmentRecorder:
         self, state: CallState, reply: GradeReply, started: float | None, *, batch: bool = False
     ) -> Judgment:
         """The ok judgment from a valid `reply` (`started` None: a batch line, no latency)."""
-        return Judgment(
-            query_id=state.query.query_id,
-            doc_id=state.doc.doc_id,
+        usage = state.usage if started is not None else reply.usage
+        return ok(
+            self.config.judge_id,
+            state.query,
+            state.doc,
+            key=state.key,
             grade=reply.grade,
-            status="ok",
             reason=reply.reason,
             distribution=reply.distribution,
             expected_grade=reply.expected_grade,
             output_mode=state.mode,
             notes=reply.notes,
-            judge=self.config.judge_id,
             prompt=self.config.prompt,  # frozen: one for every judgment
-            key=state.key,
             attempts=state.attempts,
-            usage=state.usage if started is not None else reply.usage,
-            cost=self.cost(state.usage if started is not None else reply.usage, batch),
+            usage=usage,
+            cost=self.cost(usage, batch),
             latency_ms=_elapsed_ms(started),
             truncated=state.truncated,
         )
@@ -97,19 +98,18 @@ class JudgmentRecorder:
     ) -> Judgment:
         """The failed judgment: error `kind` and `message`, the last raw reply, redacted."""
         raw = self.redact(state.last_raw) if state.last_raw is not None else None
-        return Judgment(
-            query_id=state.query.query_id,
-            doc_id=state.doc.doc_id,
-            status="failed",
-            judge=self.config.judge_id,
-            prompt=self.config.prompt,  # frozen: one for every judgment
+        return failed(
+            self.config.judge_id,
+            state.query,
+            state.doc,
             key=state.key,
+            error=JudgmentError(type=kind, message=self.redact(message), raw_reply=raw),
+            prompt=self.config.prompt,  # frozen: one for every judgment
             attempts=state.attempts,
             usage=state.usage,
             cost=self.cost(state.usage, batch),
             latency_ms=_elapsed_ms(started),
             truncated=state.truncated,
-            error=JudgmentError(type=kind, message=self.redact(message), raw_reply=raw),
         )
 
     def cost(self, usage: Usage, batch: bool) -> float | None:
