@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from grader.store import schema8
-from grader.store.export_tables import EXPORT_STATEMENTS
+from grader.store.migrations import EXPORT_STATEMENTS
 from grader.store.store import Store
 from tests.fakeserver import FakeServer
 from tests.helpers.batch_import import engine_results, export_pairs, import_results

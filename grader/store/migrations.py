@@ -10,12 +10,123 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from grader.store.batch_tables import BATCH_STATEMENTS, add_base_url_column
 from grader.store.claims import CLAIMS_TABLE
-from grader.store.export_tables import EXPORT_LINES_IN_FILE_ORDER, EXPORT_STATEMENTS
-from grader.store.payload_tables import FOLD_STATEMENTS
 from grader.store.schema7 import SCHEMA7_STATEMENTS, judgments_table, pairs_table
-from grader.store.schema8 import upgrade_to_parts
+from grader.store.schema8 import DEFAULT_EXTRA, INDEXES, upgrade_to_parts
+from grader.store.schema8 import judgments_table as judgments_table8
+
+# Batch API jobs (owner: grader.batch). A job's `phase` lets another process continue it; an
+# item's `outcome` is `batch`, `live` or `failed`; `base_url` is the endpoint, never the key.
+BATCH_STATEMENTS: tuple[str, ...] = (
+    """CREATE TABLE batch_jobs (
+        job_id INTEGER PRIMARY KEY AUTOINCREMENT,
+        phase TEXT NOT NULL CHECK (phase IN ('prepared', 'uploaded', 'submitted', 'collected')),
+        batch_id TEXT UNIQUE,
+        input_file_id TEXT,
+        output_file_id TEXT,
+        error_file_id TEXT,
+        remote_status TEXT,
+        judge_config TEXT NOT NULL,
+        n_requests INTEGER NOT NULL,
+        n_completed INTEGER NOT NULL DEFAULT 0,
+        n_failed INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    )""",
+    """CREATE TABLE batch_items (
+        job_id INTEGER NOT NULL REFERENCES batch_jobs (job_id),
+        key TEXT NOT NULL,
+        query_id TEXT NOT NULL,
+        doc_id TEXT NOT NULL,
+        outcome TEXT CHECK (outcome IS NULL OR outcome IN ('batch', 'live', 'failed')),
+        PRIMARY KEY (job_id, key, query_id, doc_id)
+    )""",
+    "CREATE INDEX batch_items_key ON batch_items (key)",
+    "CREATE INDEX batch_jobs_phase ON batch_jobs (phase)",
+)
+
+
+def add_base_url_column(conn: sqlite3.Connection) -> None:
+    """Add `batch_jobs.base_url` (the endpoint of each job, without credentials or query; never
+    the key), unless a store migrated by hand already has it."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(batch_jobs)")}
+    if "base_url" not in columns:
+        conn.execute("ALTER TABLE batch_jobs ADD COLUMN base_url TEXT")
+
+
+# Batch file exports (owner: grader.batch.files.exports): the judge's configuration, each request
+# file, one line per content key. A line's `custom_id` is `relgrade:EXPORT_ID:KEY`.
+EXPORT_STATEMENTS: tuple[str, ...] = (
+    """CREATE TABLE exports (
+        export_id TEXT PRIMARY KEY,
+        judge_config TEXT NOT NULL,
+        out_dir TEXT NOT NULL,
+        n_lines INTEGER NOT NULL DEFAULT 0,
+        n_pairs INTEGER NOT NULL DEFAULT 0,
+        complete INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    )""",
+    """CREATE TABLE export_files (
+        export_id TEXT NOT NULL REFERENCES exports (export_id),
+        file_no INTEGER NOT NULL,
+        path TEXT NOT NULL,
+        lines INTEGER NOT NULL,
+        bytes INTEGER NOT NULL,
+        sha256 TEXT NOT NULL,
+        PRIMARY KEY (export_id, file_no)
+    )""",
+    """CREATE TABLE export_lines (
+        export_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        file_no INTEGER NOT NULL,
+        query_id TEXT NOT NULL,
+        doc_id TEXT NOT NULL,
+        outcome TEXT CHECK (outcome IS NULL OR outcome IN ('ok', 'failed')),
+        PRIMARY KEY (export_id, key)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX export_lines_file ON export_lines (export_id, file_no, outcome)",
+)
+
+
+# Schema 9: export_lines in file order (an import sets outcomes on neighbouring rows), numbered
+# from 1; lines exported before schema 9 are numbered in key order within their file.
+EXPORT_LINES_IN_FILE_ORDER: tuple[str, ...] = (
+    """CREATE TABLE export_lines_9 (
+        export_id TEXT NOT NULL,
+        file_no INTEGER NOT NULL,
+        line_no INTEGER NOT NULL,
+        key TEXT NOT NULL,
+        query_id TEXT NOT NULL,
+        doc_id TEXT NOT NULL,
+        outcome TEXT CHECK (outcome IS NULL OR outcome IN ('ok', 'failed')),
+        PRIMARY KEY (export_id, file_no, line_no)
+    ) WITHOUT ROWID""",
+    """INSERT INTO export_lines_9 (export_id, file_no, line_no, key, query_id, doc_id, outcome)
+    SELECT export_id, file_no,
+        ROW_NUMBER() OVER (PARTITION BY export_id, file_no ORDER BY key),
+        key, query_id, doc_id, outcome
+    FROM export_lines""",
+    "DROP TABLE export_lines",
+    "ALTER TABLE export_lines_9 RENAME TO export_lines",
+    "CREATE UNIQUE INDEX export_lines_key ON export_lines (export_id, key)",
+)
+
+
+# Schema 11: a judgments row keeps its columns and one payload (grader.store.judgment_rows).
+# Schema 8's parts are consecutive runs of the fields pydantic wrote, so folding them in SQL gives
+# the payload the encoder writes.
+FOLD_STATEMENTS: tuple[str, ...] = (
+    "DROP VIEW IF EXISTS judgment_rows",
+    judgments_table8("judgments_v10", "payload TEXT NOT NULL"),
+    "INSERT INTO judgments_v10 (rowid, key, query_id, doc_id, source_id, status, grade,"
+    " created_at, payload) SELECT rowid, key, query_id, doc_id, source_id, status, grade,"
+    f" created_at, '{{' || head || ',' || tail || ',' || ifnull(extra, '{DEFAULT_EXTRA}') || '}}'"
+    " FROM judgments ORDER BY rowid",
+    "DROP TABLE judgments",
+    "ALTER TABLE judgments_v10 RENAME TO judgments",
+    *INDEXES,
+)
 
 
 @dataclass(frozen=True)
@@ -99,7 +210,7 @@ MIGRATIONS: list[Migration] = [
     Migration(9, "export lines in file order", EXPORT_LINES_IN_FILE_ORDER),
     # Each HTTP attempt's output mode, refusals included (rows `mode_rejected`).
     Migration(10, "call output mode", ("ALTER TABLE calls ADD COLUMN output_mode TEXT",)),
-    # Judgments as columns and one payload (grader.store.payload_tables).
+    # Judgments as columns and one payload (FOLD_STATEMENTS above).
     Migration(11, "judgments as columns and one payload", FOLD_STATEMENTS, vacuum=True),
 ]
 
