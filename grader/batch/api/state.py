@@ -1,4 +1,4 @@
-"""Batch API jobs kept in the store (`grader.store.batch_tables`), one transaction per phase
+"""Batch API jobs kept in the store (`grader.store.migrations`), one transaction per phase
 change, so `batch status|collect` or a rerun can continue them."""
 
 from __future__ import annotations

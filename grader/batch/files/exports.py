@@ -1,4 +1,4 @@
-"""Batch file exports kept in the store (`grader.store.export_tables`): what `batch import`,
+"""Batch file exports kept in the store (`grader.store.migrations`): what `batch import`,
 `batch status` and `batch close` read."""
 
 from __future__ import annotations
