@@ -301,7 +301,15 @@ def test_ctrl_c_leaves_what_was_written_importable_and_a_rerun_completes(
     fake_server.latency_ms = 500  # 40 requests, 2 in flight: the run lasts 10 s and more
     argv = [sys.executable, "-m", "grader.cli.main"]
     argv += [*_argv(db, address, out, fake_server.base_url), "--concurrency", "2"]
-    driver = subprocess.Popen(argv, cwd=ROOT, env=subprocess_env(), stderr=subprocess.PIPE)
+    driver = subprocess.Popen(
+        argv,
+        cwd=ROOT,
+        env=subprocess_env(),
+        stderr=subprocess.PIPE,
+        # As from a terminal: a suite started in the background (`cmd &`) ignores SIGINT, and
+        # its children would inherit that.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         deadline = time.monotonic() + 120
         while _results_lines(out) < 4 and driver.poll() is None and time.monotonic() < deadline:
