@@ -66,7 +66,8 @@ def _paired(records: list[dict[str, Any]], run: str, base: str, measure: str) ->
 
 def _within(ours: float, theirs: float) -> bool:
     """Two Monte Carlo p-values of 10,000 draws each, within 4.5 standard errors."""
-    error = math.sqrt(2 * max(theirs, 1 / PERMUTATIONS) * (1 - theirs) / PERMUTATIONS)
+    p = max(ours, theirs, 1 / PERMUTATIONS)  # the larger of the two bounds both variances
+    error = math.sqrt(2 * p * (1 - p) / PERMUTATIONS)
     return abs(ours - theirs) <= 4.5 * error + 1e-4
 
 
