@@ -23,7 +23,6 @@ from grader.errors import BudgetError
 from grader.grading.pipeline import GradingReport, run_report
 from grader.job.grade import GradeJob, GradeResult, Outcome, Tell
 from grader.job.options import options_from
-from grader.job.people import AlsoJudged
 from grader.job.summary import summary_line
 
 PARSER_KEYS = ("command", "func")
@@ -180,7 +179,9 @@ def _add_people_flags(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     given = {k: v for k, v in vars(args).items() if k not in PARSER_KEYS}
     tell = Tell(say=say_on_stderr, notice=say_on_stderr, busy=print_store_busy)
-    job = GradeJob(options_from(given), also_judged_tools(), tell)
+    from calibration.spotcheck import also_judged
+
+    job = GradeJob(options_from(given), also_judged, tell)
     results: list[GradeResult] = []
 
     async def grading() -> GradingReport:
@@ -209,15 +210,3 @@ def run(args: argparse.Namespace) -> int:
 def say_on_stderr(line: str) -> None:
     """How the command says a note: a line on stderr."""
     print(line, file=sys.stderr)
-
-
-def also_judged_tools() -> AlsoJudged:
-    """calibration's also-judged draw and manifest, for the grade job."""
-    from calibration.spotcheck import also_judged, manifest
-
-    return AlsoJudged(
-        also_judged.draw_also_judged,
-        also_judged.also_judged_manifest,
-        also_judged.write_also_judged,
-        manifest.manifest_path_for,
-    )

@@ -13,9 +13,9 @@ from grader.cli.batch_endpoint import batch_command
 from grader.cost import usd_or_unknown
 from grader.grading.report import GradingReport
 from grader.job.endpoint import Settings
-from grader.job.failures_text import failure_causes_text
 from grader.job.grade import held_text
 from grader.job.judgments_and_qrels import write_judgments_and_qrels
+from grader.job.summary import failure_causes_text
 from grader.redact import redact_url
 from grader.regrade.diff import RegradeDiff
 from grader.regrade.run import RegradeOutcome
