@@ -15,7 +15,7 @@ from grader.batch.api.state import Job
 from grader.batch.files.export_files import LineProgress
 from grader.batch.job_config import JobJudges
 from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE
-from grader.cli.store_busy import print_store_busy
+from grader.cli.stderr import print_store_busy
 from grader.errors import InputError
 from grader.job.endpoint import Settings
 from grader.job.judges import build_judges
@@ -130,11 +130,6 @@ def progress_printer(quiet: bool) -> Any:
         print("batch: " + "; ".join(parts), file=sys.stderr, flush=True)
 
     return show
-
-
-def say(text: str) -> None:
-    """A line on stderr, flushed."""
-    print(text, file=sys.stderr, flush=True)
 
 
 class Printer:

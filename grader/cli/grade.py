@@ -12,12 +12,15 @@ from typing import Any
 
 from grader import defaults
 from grader.cli.commands import COMMANDS
-from grader.cli.flags import add_runs, add_store
-from grader.cli.interrupts import resume_hint
-from grader.cli.judge_options import add_judge_options
-from grader.cli.prompt_check import add_allow_changed_prompt
-from grader.cli.settings import add_llm_options, add_logprobs_flag
-from grader.cli.store_busy import print_store_busy
+from grader.cli.flags import (
+    add_allow_changed_prompt,
+    add_judge_options,
+    add_llm_options,
+    add_logprobs_flag,
+    add_runs,
+    add_store,
+)
+from grader.cli.stderr import print_store_busy, resume_hint
 from grader.display.progress import GradingProgress
 from grader.errors import BudgetError
 from grader.grading.pipeline import GradingReport, run_report
