@@ -17,20 +17,21 @@ from grader.cli import batch_exports, batch_files, batch_run
 from grader.cli.batch_common import (
     JudgeFactory,
     add_batch_options,
+    batch_command,
     make_runner,
     open_store,
     progress_printer,
+    use_stored_base_url,
 )
-from grader.cli.batch_endpoint import batch_command, use_stored_base_url
-from grader.cli.batch_outputs import (
+from grader.cli.commands import COMMANDS
+from grader.cli.flags import add_api_key_env, add_llm_options, add_store
+from grader.cli.regrade_output import (
     add_output_options,
     check_one_version,
     job_versions,
     print_and_write,
     version_outcome,
 )
-from grader.cli.commands import COMMANDS
-from grader.cli.flags import add_api_key_env, add_llm_options, add_store
 from grader.cli.stderr import clean_outputs, say
 from grader.errors import InputError
 from grader.job.endpoint import Settings

@@ -33,7 +33,12 @@ from grader.cli.flags import (
     add_store,
 )
 from grader.cli.regrade_defaults import old_versions_in, stored_models, stored_prompt
-from grader.cli.regrade_output import print_outcome, print_submitted, write_outputs
+from grader.cli.regrade_output import (
+    add_output_options,
+    print_outcome,
+    print_submitted,
+    write_outputs,
+)
 from grader.cli.stderr import (
     clean_outputs,
     interrupt_at_once,
@@ -106,9 +111,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--no-wait", action="store_true", help="with --batch: submit and exit; collect later"
     )
-    p.add_argument("--out", metavar="J.jsonl", help="write the new judgments (JSONL)")
-    p.add_argument("--qrels-out", metavar="QRELS", help="write the new grades as TREC qrels")
-    p.add_argument("--format", choices=["table", "json"], default="table", help="diff format")
+    add_output_options(p)
     add_allow_changed_prompt(p)
     add_runs(p, "TREC runs whose metrics are compared old vs new")
     add_measures(p, "measures for --run (default: evaluate's)")
@@ -116,7 +119,6 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--dry-run", action="store_true", help="what would be sent and its cost; send nothing"
     )
-    p.add_argument("--show", type=int, default=20, metavar="N", help="changed pairs shown (20)")
     add_judge_options(p)
     add_llm_options(p, several_servers=True)
     add_batch_options(p)
