@@ -20,7 +20,7 @@ from grader.cli.flags import (
     add_runs,
     add_store,
 )
-from grader.cli.stderr import print_store_busy, resume_hint
+from grader.cli.stderr import print_store_busy, resume_hint, say
 from grader.display.progress import GradingProgress
 from grader.errors import BudgetError
 from grader.grading.pipeline import GradingReport, run_report
@@ -181,7 +181,7 @@ def _add_people_flags(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     given = {k: v for k, v in vars(args).items() if k not in PARSER_KEYS}
-    tell = Tell(say=say_on_stderr, notice=say_on_stderr, busy=print_store_busy)
+    tell = Tell(say=say, notice=say, busy=print_store_busy)
     from calibration.spotcheck import also_judged
 
     job = GradeJob(options_from(given), also_judged, tell)
@@ -208,8 +208,3 @@ def run(args: argparse.Namespace) -> int:
     if text:
         print(text, file=sys.stderr)
     return result.outcome.exit_code
-
-
-def say_on_stderr(line: str) -> None:
-    """How the command says a note: a line on stderr."""
-    print(line, file=sys.stderr)

@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import gc
 import importlib
+import logging
 import os
 import sys
 import warnings
@@ -111,8 +112,10 @@ def _run(command: str | None, words: list[str]) -> int:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if extra:
         args.extra_positionals = extra
+    # ir_datasets' log lines are held while a command reads --dataset
+    held = held_dataset_log() if getattr(args, "dataset", None) else contextlib.nullcontext()
     try:
-        with command_line(), _dataset_log(args), _warnings_as_lines():
+        with command_line(), held, _warnings_as_lines():
             code: int = args.func(args)
     except RelgradeError as exc:
         print(f"relgrade {args.command}: error: {exc}", file=sys.stderr)
@@ -148,13 +151,55 @@ def _warnings_as_lines() -> Iterator[None]:
         yield
 
 
-def _dataset_log(args: argparse.Namespace) -> contextlib.AbstractContextManager[None]:
-    """ir_datasets' log lines held while a command reads --dataset (grader.cli.dataset_log)."""
-    if not getattr(args, "dataset", None):
-        return contextlib.nullcontext()
-    from grader.cli.dataset_log import held_dataset_log
+LOGGER = "ir_datasets"
+RETRIES = ("download error", "Download failed")
 
-    return held_dataset_log()
+
+class _Held(logging.Filter):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+        self.passing = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.passing:
+            return True
+        message = record.getMessage()
+        if message.startswith(RETRIES):
+            return False
+        if message.startswith("["):  # "[starting] ...": past the download
+            self.release()
+            return True
+        self.records.append(record)
+        return False
+
+    def release(self) -> None:
+        self.passing = True
+        logger = logging.getLogger(LOGGER)
+        for record in self.records:
+            logger.handle(record)
+        self.records = []
+
+
+@contextlib.contextmanager
+def held_dataset_log() -> Iterator[None]:
+    """Hold ir_datasets' notices for the command inside. It logs to stderr as it downloads: a
+    notice before a download (the usage agreement), a line per retry, a warning when it gives up;
+    offline, a screen of lines before relgrade's one-line error says the same. So the notices
+    wait until ir_datasets moves past the download (its next progress line) or the command ends
+    well, and are dropped when it fails; retry lines are dropped."""
+    held = _Held()
+    logger = logging.getLogger(LOGGER)
+    logger.addFilter(held)
+    try:
+        yield
+    except BaseException:
+        held.records = []
+        raise
+    else:
+        held.release()
+    finally:
+        logger.removeFilter(held)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,10 @@ from grader.errors import InputError, RelgradeError
 from grader.models import Doc, Query
 from grader.prompts.budgets import prompt_budgets
 
+DESIGN: tuple[str, ...] = ("strategy", "n", "fraction", "allocation", "seed", "low_share")
+DESIGN += ("floor", "uniform_share", "threshold")
+"""The flags of the draw's design, passed to `draw_blind_sample` by name."""
+
 
 def register(sub: Any) -> None:
     parser = sub.add_parser(
@@ -195,15 +199,7 @@ def _draw(args: argparse.Namespace) -> int:
         source=args.judgments,
         excluded=_excluded_pairs(args.exclude),
         budgets=lambda eligible, pairs: prompt_budgets(args.prompt, eligible, pairs),
-        strategy=args.strategy,
-        n=args.n,
-        fraction=args.fraction,
-        allocation=args.allocation,
-        seed=args.seed,
-        low_share=args.low_share,
-        floor=args.floor,
-        uniform_share=args.uniform_share,
-        threshold=args.threshold,
+        **{name: getattr(args, name) for name in DESIGN},
     )
     manifest_path = sample.write(args.out)
     for line in sample.summary_lines():
