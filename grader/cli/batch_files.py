@@ -29,6 +29,7 @@ from grader.cli.stderr import say
 from grader.errors import InputError
 from grader.job.endpoint import Settings
 from grader.job.judges import build_judges, check_judge_args
+from grader.job.path_clash import refuse_clashes
 from grader.judges.llm.judge import LLMJudge
 from grader.judges.registry import JudgeSettings
 from grader.prompts import load_prompt
@@ -204,8 +205,6 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def _check_export_args(args: argparse.Namespace) -> None:
-    from grader.job.path_clash import refuse_clashes
-
     refuse_clashes(
         [
             ("--run", args.run),
@@ -261,8 +260,6 @@ def import_text(summary: ImportSummary) -> str:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    from grader.job.path_clash import refuse_clashes
-
     refuse_clashes([("RESULTS", args.results)], [("--store", args.store)])
     if args.concurrency < 1:
         raise InputError("--concurrency must be at least 1")

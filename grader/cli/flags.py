@@ -1,11 +1,6 @@
-"""Flags that several commands share, defined once so each means one thing everywhere.
-
-`--store` defaults to relgrade.db in every command; `-m/--measure` and `--run` take several
-values either way (`-m A B` or `-m A -m B`, `--run A B` or `--run A --run B`). A flag that keeps
-one value is an error when given twice (`StoreOnce`, every parser's default action through
-`Parser`): never silently the last one. The flags of the commands that send requests to an
-LLM server (`grade`, `regrade`, `batch`) resolve to `grader.job.endpoint.Settings`.
-"""
+"""Flags that several commands share, defined once so each means one thing everywhere; a flag
+that keeps one value is an error when given twice (`StoreOnce`). The LLM server flags resolve
+to `grader.job.endpoint.Settings`."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""`relgrade` entry point: builds the sub-command parsers and maps errors to exit codes.
-
-Exit codes: 0 success, 1 runtime failure, 2 bad input (file, flag, prompt), 3 budget reached,
-130 interrupted (Ctrl-C; the store is left resumable).
-"""
+"""`relgrade` entry point: builds the sub-command parsers and maps errors to exit codes (0 done,
+1 runtime failure, 2 bad input, 3 budget reached, 130 interrupted)."""
 
 from __future__ import annotations
 
@@ -23,23 +20,13 @@ from grader.cli.flags import Parser
 from grader.errors import RelgradeError, RelgradeWarning
 from grader.spelling import command_line
 
-# Each module defines `register(subparsers)`, which adds its parser and sets `func(args) -> int`.
-# Only the module of the command being run is imported (the others pull in the openai SDK,
-# pandas, matplotlib...), so `relgrade evaluate` and `relgrade --help` start fast; the one-line
-# summaries in grader.cli.commands are what `relgrade --help` lists.
+# Only the module of the command being run is imported (`register(subparsers)`): the others pull
+# in the openai SDK, pandas, matplotlib..., so `relgrade evaluate` and `relgrade --help` start fast.
 
 
 QUICK = frozenset({"evaluate"})
-"""Commands that do no linear algebra and make few Python objects, started for speed:
-
-- numpy's OpenBLAS starts a thread per core when numpy is imported, which slows the start on
-  a loaded machine: they ask it for one (OPENBLAS_NUM_THREADS, unless set), when numpy is not
-  loaded yet;
-- the cyclic garbage collector runs collections while numpy and rich are imported: it is off
-  for the command (which makes few reference cycles), and back on after.
-
-Both are undone when the command returns, so an in-process caller of `main` (a test, a
-notebook) keeps neither: a process it starts later gets numpy's usual threads."""
+"""Commands started for speed: one OpenBLAS thread (numpy starts one per core on import) and the
+cyclic garbage collector off while they run (they make few cycles); both undone on return."""
 
 
 @contextlib.contextmanager
@@ -183,11 +170,8 @@ class _Held(logging.Filter):
 
 @contextlib.contextmanager
 def held_dataset_log() -> Iterator[None]:
-    """Hold ir_datasets' notices for the command inside. It logs to stderr as it downloads: a
-    notice before a download (the usage agreement), a line per retry, a warning when it gives up;
-    offline, a screen of lines before relgrade's one-line error says the same. So the notices
-    wait until ir_datasets moves past the download (its next progress line) or the command ends
-    well, and are dropped when it fails; retry lines are dropped."""
+    """Hold ir_datasets' download notices until it moves past the download or the command ends
+    well; drop them, and every retry line, when it fails (relgrade's one-line error says it)."""
     held = _Held()
     logger = logging.getLogger(LOGGER)
     logger.addFilter(held)

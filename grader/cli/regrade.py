@@ -1,10 +1,6 @@
 """`relgrade regrade`: grade stored pairs again under a new prompt or model, and show what changed.
-
-The old judgments stay in the store (the new version has its own content keys), so both versions
-remain queryable. With `--batch` the requests go through the OpenAI Batch API (half price); the
-batches are recorded in the store, so `relgrade batch status|collect` or rerunning this command
-continues them after the process exits.
-"""
+Both versions stay in the store; `--batch` jobs are recorded there, so `relgrade batch collect` or
+this command again continues them after the process exits."""
 
 from __future__ import annotations
 
@@ -51,6 +47,7 @@ from grader.display.progress import GradingProgress
 from grader.errors import InputError
 from grader.job.endpoint import Settings
 from grader.job.judges import check_regrade_judge, llm_judges, prompt_notes
+from grader.job.path_clash import refuse_clashes
 from grader.judges.llm.judge import LLMJudge
 from grader.judges.registry import JudgeSettings, judge_kind
 from grader.prompts import PromptSpec, load_prompt
@@ -143,8 +140,6 @@ def _warn_pairs_without_texts(path: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from grader.job.path_clash import refuse_clashes
-
     refuse_clashes(
         [("--run", args.run)],
         [

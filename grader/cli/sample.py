@@ -35,6 +35,7 @@ from calibration.spotcheck.sequential import UNIFORM_SHARE
 from grader.cli.commands import COMMANDS
 from grader.cli.flags import DEFAULT_STORE, add_store
 from grader.errors import InputError, RelgradeError
+from grader.job.path_clash import refuse_clashes
 from grader.models import Doc, Query
 from grader.prompts.budgets import prompt_budgets
 
@@ -161,8 +162,6 @@ def run(args: argparse.Namespace) -> int:
 def _refuse_clashes(args: argparse.Namespace) -> None:
     """No output on an input, or on another output (a draw also writes the manifest beside
     --out)."""
-    from grader.job.path_clash import refuse_clashes
-
     outputs: list[tuple[str, Any]] = [("--out", args.out), ("--labelstudio", args.labelstudio)]
     if not args.import_file:
         outputs.append(("--out's manifest", manifest_path_for(args.out)))
