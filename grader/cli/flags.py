@@ -10,8 +10,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from grader import defaults
-from grader.judges.registry import judge_kinds
-from grader.prompts import OUTPUT_MODES
 
 
 class StoreOnce(argparse._StoreAction):
@@ -98,6 +96,8 @@ def add_measures(p: argparse.ArgumentParser, what: str) -> None:
 def add_judge_options(p: argparse.ArgumentParser, *, batch: bool = False) -> None:
     """--judge NAME (the registered judges; `batch`: those the Batch API can send) and
     --judge-config FILE (--lexical-config, its older name)."""
+    from grader.judges.registry import judge_kinds  # pydantic: not for `evaluate`'s flags
+
     kinds = judge_kinds(batch=batch)
     listed = "; ".join(f"{k.name}: {k.help}" for k in kinds)
     p.add_argument(
@@ -189,6 +189,8 @@ OUTPUT_MODE_HELP = (
 
 def add_server_flags(p: argparse.ArgumentParser) -> None:
     """--output-mode MODE and --max-context TOKENS."""
+    from grader.prompts import OUTPUT_MODES  # pydantic: not for `evaluate`'s flags
+
     p.add_argument(
         "--output-mode", choices=OUTPUT_MODES, default=defaults.OUTPUT_MODE, help=OUTPUT_MODE_HELP
     )
