@@ -14,7 +14,7 @@ from grader.errors import InputError, RelgradeWarning
 from grader.evaluation.baseline import COLUMNS, Options, compare
 from grader.evaluation.inputs import read_qrels_input, run_joins
 from grader.evaluation.scoring import Evaluation, check_measures, evaluate_judged
-from grader.io.python_inputs import grades_table, is_path, run_inputs, run_table
+from grader.io.python_inputs import grades_table, is_path, run_table
 from grader.job.fill import evaluate_fill, fill_frame
 from grader.metrics.measures import Measure
 from relgrade._baseline import baseline_comparison
@@ -76,10 +76,6 @@ def evaluate(
     names = measure_names(measures)
     comparison = baseline_comparison(baseline, runs, test, permutations, seed, correction)
     if fill is not None:
-        if any(is_path(run) and str(run) == "-" for _, run in run_inputs(runs)):
-            raise InputError(
-                "fill= reads each run from a file, not stdin (-)", hint="save it first"
-            )
         evaluation = evaluate_fill(
             qrels,
             runs,

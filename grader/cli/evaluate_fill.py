@@ -55,6 +55,7 @@ def run_fill(args: argparse.Namespace, comparison: Options | None = None) -> int
         precision=args.precision,
         comparison=(lambda names: comparison) if comparison else None,
         trec_eval_level=args.trec_eval_level,
+        stdin=True,
     )
     records = [{**r, "value": _clean(r["value"])} for r in evaluation.records(args.per_query)]
     if args.format == "json":

@@ -45,15 +45,17 @@ def evaluate_fill(
     precision: Precision,
     comparison: Callable[[list[str]], Options] | None,
     trec_eval_level: int = 1,
+    stdin: bool = False,
 ) -> FillEvaluation:
     """Score `runs` (paths or tables) with `qrels` (people's) and `fill` (the LLM's);
-    `comparison` (--baseline) gives the comparison's options from the runs' names."""
+    `comparison` (--baseline) gives the comparison's options from the runs' names; a run `-`
+    reads stdin with `stdin` (the command's), else it is refused."""
     if trec_eval_level != 1:
         level, filled = option("--trec-eval-level", "trec_eval_level="), option("--fill", "fill=")
         raise InputError(f"{level} does not go with {filled} (its names use level 1)")
     given = check_measures(names)  # a bad name fails before any input is read
     human, llm = people_grades(qrels), llm_grades(fill)
-    frames = _run_frames(runs, precision)
+    frames = _run_frames(runs, precision, stdin)
     llm_path = str(fill) if is_path(fill) else None
     weights, manifest = also_judged.also_judged_weights(llm_path, fill_manifest)
     return evaluate_filled(
@@ -97,7 +99,7 @@ def _scale(given: str | Mapping[int, int] | None) -> dict[int, int] | None:
     return parse_llm_scale(given)
 
 
-def _run_frames(runs: Any, precision: Precision) -> dict[str, pd.DataFrame]:
+def _run_frames(runs: Any, precision: Precision, stdin: bool) -> dict[str, pd.DataFrame]:
     """Each run by its name, as `evaluate` names them (a path's by `run_names`, an unnamed
     table "run")."""
     from grader.io.trec import read_run
@@ -106,6 +108,10 @@ def _run_frames(runs: Any, precision: Precision) -> dict[str, pd.DataFrame]:
     paths = iter(run_names([str(r) for _, r in items if is_path(r)]))
     frames: dict[str, pd.DataFrame] = {}
     for name, run in items:
+        if is_path(run) and str(run) == "-" and not stdin:
+            raise InputError(
+                "fill= reads each run from a file, not stdin (-)", hint="save it first"
+            )
         if is_path(run):
             frames[name or next(paths)] = read_run(str(run), precision=precision)
         else:
