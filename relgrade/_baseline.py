@@ -4,7 +4,6 @@ the Python API names them (`grader.evaluation.baseline` compares)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from functools import partial
 from typing import Any, cast
 
 from grader.errors import InputError
@@ -13,9 +12,13 @@ from grader.evaluation.significance import CORRECTIONS, TESTS, Correction, Test
 from grader.io.python_inputs import is_path, run_inputs
 
 
-def check_choices(test: str, permutations: int, correction: str) -> None:
-    """`test`, `permutations` and `correction` as `evaluate` takes them, before any input is
-    read."""
+def baseline_comparison(
+    baseline: Any, runs: Any, test: str, permutations: int, seed: int, correction: str
+) -> Callable[[Sequence[str]], Options] | None:
+    """The options of `baseline=` from the runs' names, in the order `run_inputs(runs)` gives
+    them (None without a baseline); its choices are checked at once, before any input is read."""
+    if baseline is None:
+        return None
     if test not in TESTS:
         raise InputError(f"test={test!r} is not a test", hint=f"one of {', '.join(TESTS)}")
     if correction not in CORRECTIONS:
@@ -24,38 +27,11 @@ def check_choices(test: str, permutations: int, correction: str) -> None:
     if isinstance(permutations, bool) or not isinstance(permutations, int) or permutations < 1:
         raise InputError(f"permutations must be a whole number >= 1, not {permutations!r}")
 
+    def options(names: Sequence[str]) -> Options:
+        sources = [str(run) if is_path(run) else None for _, run in run_inputs(runs)]
+        name = baseline_name(str(baseline), names, sources, "baseline=")
+        return Options(
+            name, cast(Test, test), permutations, int(seed), cast(Correction, correction)
+        )
 
-def baseline_options(
-    baseline: Any,
-    runs: Any,
-    names: Sequence[str],
-    *,
-    test: str,
-    permutations: int,
-    seed: int,
-    correction: str,
-) -> Options:
-    """The comparison `evaluate(..., baseline=...)` asks for, its baseline named among `names`
-    (the runs' names, in the order `run_inputs(runs)` gives them) by name or by path."""
-    sources = [str(run) if is_path(run) else None for _, run in run_inputs(runs)]
-    name = baseline_name(str(baseline), names, sources, "baseline=")
-    return Options(name, cast(Test, test), permutations, int(seed), cast(Correction, correction))
-
-
-def baseline_comparison(
-    baseline: Any, runs: Any, test: str, permutations: int, seed: int, correction: str
-) -> Callable[[Sequence[str]], Options] | None:
-    """The options of `baseline=` from the runs' names (None without a baseline), its
-    choices checked at once, before any input is read."""
-    if baseline is None:
-        return None
-    check_choices(test, permutations, correction)
-    return partial(
-        baseline_options,
-        baseline,
-        runs,
-        test=test,
-        permutations=permutations,
-        seed=seed,
-        correction=correction,
-    )
+    return options

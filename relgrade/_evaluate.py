@@ -9,14 +9,15 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from calibration.spotcheck import also_judged
 from grader.errors import InputError, RelgradeWarning
 from grader.evaluation.baseline import COLUMNS, Options, compare
 from grader.evaluation.inputs import read_qrels_input, run_joins
 from grader.evaluation.scoring import Evaluation, check_measures, evaluate_judged
 from grader.io.python_inputs import grades_table, is_path, run_table
+from grader.job.fill import evaluate_fill, fill_frame
 from grader.metrics.measures import Measure
 from relgrade._baseline import baseline_comparison
-from relgrade._fill import evaluate_fill
 
 
 def measure_names(measures: Any) -> list[str | Measure | Any] | None:
@@ -75,19 +76,20 @@ def evaluate(
     names = measure_names(measures)
     comparison = baseline_comparison(baseline, runs, test, permutations, seed, correction)
     if fill is not None:
-        return evaluate_fill(
+        evaluation = evaluate_fill(
             qrels,
             runs,
             fill,
             names,
-            per_query,
-            trec_eval_missing=trec_eval_missing,
-            precision=precision,
+            also_judged=also_judged,
             llm_scale=llm_scale,
             fill_manifest=fill_manifest,
+            skip_missing=trec_eval_missing,
+            precision=precision,
             comparison=comparison,
             trec_eval_level=trec_eval_level,
         )
+        return fill_frame(evaluation, per_query)
     if llm_scale is not None or fill_manifest is not None:
         raise InputError("llm_scale= and fill_manifest= go with fill=LLM_QRELS")
     missing: Literal["zero", "skip"] = "skip" if trec_eval_missing else "zero"

@@ -15,7 +15,6 @@ from grader.grading.pairs import PairSelection
 from grader.io.python_inputs import grades_table, is_path, run_inputs, run_table
 from grader.job.grade import GradeJob, GradeResult, Outcome, Tell
 from grader.job.options import options_from
-from grader.job.people import AlsoJudged
 from grader.job.summary import busy_text, summary_line
 from relgrade._evaluate import warn
 
@@ -45,7 +44,9 @@ class _Call:
             notice=self.notices.append,
             busy=lambda event: self.notices.append(busy_text(event)),
         )
-        self.job = GradeJob(options_from(_options(given)), _also_judged(), self.tell, selection)
+        from calibration.spotcheck import also_judged
+
+        self.job = GradeJob(options_from(_options(given)), also_judged, self.tell, selection)
 
     def frame(self, result: GradeResult, pressed: bool) -> pd.DataFrame:
         """The frame of a finished job; what the command says on stderr as warnings, and its
@@ -87,18 +88,6 @@ def _options(given: dict[str, Any]) -> dict[str, Any]:
         "quiet": not progress,
         **options,
     }
-
-
-def _also_judged() -> AlsoJudged:
-    """calibration's also-judged draw and manifest, for the grade job (as the command's)."""
-    from calibration.spotcheck import also_judged, manifest
-
-    return AlsoJudged(
-        also_judged.draw_also_judged,
-        also_judged.also_judged_manifest,
-        also_judged.write_also_judged,
-        manifest.manifest_path_for,
-    )
 
 
 def _runs(runs: Any) -> list[Any]:

@@ -30,22 +30,11 @@ class Sample:
     @property
     def pairs(self) -> pd.DataFrame:
         """One row per sampled pair, in the order of the blind CSV."""
-        probability = {(p.query_id, p.doc_id): p for p in self.drawn.draw.pairs}
-        rows = []
-        for item in self.drawn.items:
-            drawn = probability[item.query_id, item.doc_id]
-            rows.append(
-                {
-                    "query_id": item.query_id,
-                    "doc_id": item.doc_id,
-                    "query": item.query,
-                    "document": item.document,
-                    "stratum": drawn.stratum,
-                    "inclusion_probability": drawn.inclusion_probability,
-                    "uncertainty": drawn.uncertainty,
-                }
-            )
-        return pd.DataFrame(rows)
+        ids = ["query_id", "doc_id"]
+        items = pd.DataFrame(self.drawn.items, columns=[*ids, "query", "document"])
+        design = [*ids, "stratum", "inclusion_probability", "uncertainty"]
+        drawn = pd.DataFrame(self.drawn.draw.pairs, columns=design)
+        return items.merge(drawn, on=ids, how="left")
 
     def to_csv(self, path: str | Path) -> Path:
         """Write the blind CSV at `path` and its manifest beside it; returns the manifest's

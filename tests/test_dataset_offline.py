@@ -108,7 +108,7 @@ def test_the_command_holds_ir_datasets_notices_until_past_the_download() -> None
     retry lines never, and nothing of it when the command fails."""
     import logging
 
-    from grader.cli.dataset_log import held_dataset_log
+    from grader.cli.main import held_dataset_log
 
     logger = logging.getLogger("ir_datasets")
     seen: list[str] = []

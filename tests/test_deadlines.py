@@ -26,7 +26,7 @@ from starlette.responses import Response, StreamingResponse
 from grader.batch.api.client import BatchClient
 from grader.cli.main import main
 from grader.errors import JudgeError, ServerNotAnswering
-from grader.job.failures_text import failed_pairs_text
+from grader.job.summary import failed_pairs_text
 from grader.judges.failures import failure_kind
 from grader.judges.llm.judge import CallRecord, LLMJudge
 from grader.judges.llm.retry import RetryPolicy

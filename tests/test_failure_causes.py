@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from grader.cli.main import main
-from grader.job.failures_text import failure_causes_text
+from grader.job.summary import failure_causes_text
 from grader.judges.failures import failure_cause
 from grader.judges.llm.judge import LLMJudge
 from grader.judges.llm.retry import RetryPolicy

@@ -1,4 +1,4 @@
-"""One settings path for `grade`, `regrade` and `batch` (grader/cli/settings.py): one placeholder
+"""One settings path for `grade`, `regrade` and `batch` (grader/cli/flags.py): one placeholder
 key and one key rule for the library and the CLI, limiters shared per model and base URL in both
 `grade` and `regrade`, and secrets masked one way everywhere."""
 

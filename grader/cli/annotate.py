@@ -33,6 +33,7 @@ from calibration.spotcheck.manifest import (
 from calibration.spotcheck.stopping import DrawOrder
 from grader.cli.commands import COMMANDS
 from grader.errors import InputError, RelgradeError
+from grader.job.path_clash import refuse_clashes
 
 
 def register(sub: Any) -> None:
@@ -107,8 +108,6 @@ def _scale(args: argparse.Namespace, manifest: Manifest | None) -> list[tuple[in
 
 
 def run(args: argparse.Namespace) -> int:
-    from grader.job.path_clash import refuse_clashes
-
     refuse_clashes([("SAMPLE.csv", args.sample)], [("--export", args.export)])
     if not 0 < args.target < 1:
         raise InputError(f"--target must be in (0, 1), got {args.target}", hint="e.g. 0.05")

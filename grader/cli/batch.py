@@ -17,22 +17,22 @@ from grader.cli import batch_exports, batch_files, batch_run
 from grader.cli.batch_common import (
     JudgeFactory,
     add_batch_options,
+    batch_command,
     make_runner,
     open_store,
     progress_printer,
-    say,
+    use_stored_base_url,
 )
-from grader.cli.batch_endpoint import batch_command, use_stored_base_url
-from grader.cli.batch_outputs import (
+from grader.cli.commands import COMMANDS
+from grader.cli.flags import add_api_key_env, add_llm_options, add_store
+from grader.cli.regrade_output import (
     add_output_options,
     check_one_version,
     job_versions,
     print_and_write,
     version_outcome,
 )
-from grader.cli.commands import COMMANDS
-from grader.cli.flags import add_store
-from grader.cli.settings import add_api_key_env, add_llm_options
+from grader.cli.stderr import clean_outputs, say
 from grader.errors import InputError
 from grader.job.endpoint import Settings
 from grader.store.store import Store
@@ -176,8 +176,6 @@ def render_jobs(jobs: list[Job], store: str = "relgrade.db") -> str:
 
 
 def run_collect(args: argparse.Namespace) -> int:
-    from grader.cli.output_files import clean_outputs
-
     with open_store(args.store) as store:
         with BatchState(store) as state:
             versions = job_versions(state.jobs(open_only=True))

@@ -1,9 +1,11 @@
 """What `relgrade regrade` and `relgrade batch` share: Batch API flags, the store, the judges
-built from the command's `Settings` (and rebuilt for stored batch jobs), and progress lines."""
+built from the command's `Settings` (and rebuilt for stored batch jobs), progress lines, which
+server `batch status|collect` talk to, and the commands printed to follow a batch."""
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import time
 from collections.abc import Sequence
@@ -11,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from grader.batch.api.jobs import BatchOptions, BatchRunner
-from grader.batch.api.state import Job
+from grader.batch.api.state import BatchState, Job
 from grader.batch.files.export_files import LineProgress
 from grader.batch.job_config import JobJudges
 from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE
-from grader.cli.store_busy import print_store_busy
+from grader.cli.stderr import print_store_busy
 from grader.errors import InputError
 from grader.job.endpoint import Settings
 from grader.job.judges import build_judges
@@ -23,6 +25,7 @@ from grader.judges.base import Judge
 from grader.judges.llm.judge import LLMJudge
 from grader.judges.registry import JudgeSettings
 from grader.prompts import PromptSpec
+from grader.redact import redact_url
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
 
@@ -132,11 +135,6 @@ def progress_printer(quiet: bool) -> Any:
     return show
 
 
-def say(text: str) -> None:
-    """A line on stderr, flushed."""
-    print(text, file=sys.stderr, flush=True)
-
-
 class Printer:
     """Progress on stderr, at most one line a second: lines/s and ETA (`pause`: tests only,
     seconds to wait at each call, so a test can kill a real import)."""
@@ -161,3 +159,40 @@ class Printer:
             file=sys.stderr,
             flush=True,
         )
+
+
+def use_stored_base_url(args: argparse.Namespace, state: BatchState) -> None:
+    """Without --base-url, set `args.base_url` to the endpoint stored with the open jobs (said on
+    stderr); open jobs sent to several endpoints need --base-url (an InputError listing them)."""
+    if getattr(args, "base_url", None):
+        return
+    urls: dict[str, list[int]] = {}
+    for job in state.jobs(open_only=True):
+        if job.base_url:
+            urls.setdefault(job.base_url, []).append(job.job_id)
+    if not urls:
+        return
+    if len(urls) > 1:
+        listed = "; ".join(
+            f"{redact_url(url)} (jobs {', '.join(map(str, ids))})" for url, ids in urls.items()
+        )
+        raise InputError(
+            f"the open batch jobs were sent to {len(urls)} endpoints: {listed}",
+            path=state.path,
+            hint="give --base-url to follow the jobs of one of them",
+        )
+    (url,) = urls
+    args.base_url = url
+    print(
+        f"endpoint {redact_url(url)} (stored with the batch jobs; --base-url to change)",
+        file=sys.stderr,
+    )
+
+
+def batch_command(action: str, store: str, api_key_env: str | None = None) -> str:
+    """`relgrade batch ACTION --store STORE`, quoted to paste; the key's variable is named when
+    it is not the default one (the endpoint is in the store)."""
+    words = ["relgrade", "batch", action, "--store", store]
+    if api_key_env:
+        words += ["--api-key-env", api_key_env]
+    return shlex.join(words)

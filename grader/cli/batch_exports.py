@@ -9,8 +9,9 @@ from typing import Any
 
 from grader.batch.files.closing import CloseSummary, ExportFiles, FileState, close_export
 from grader.batch.files.exports import ExportInfo
-from grader.cli.batch_common import JudgeFactory, open_store, say
+from grader.cli.batch_common import JudgeFactory, open_store
 from grader.cli.flags import add_store
+from grader.cli.stderr import say
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
 

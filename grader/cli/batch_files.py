@@ -15,14 +15,21 @@ from grader.batch.files.exports import ExportState
 from grader.batch.files.import_files import Importer
 from grader.batch.files.import_followup import ImportSummary
 from grader.batch.job_config import job_config
-from grader.cli.batch_common import JudgeFactory, Printer, add_batch_limits, open_store, say
+from grader.cli.batch_common import JudgeFactory, Printer, add_batch_limits, open_store
 from grader.cli.batch_exports import left_out_text, pending_warning
-from grader.cli.flags import add_runs, add_store
-from grader.cli.judge_options import add_judge_options
-from grader.cli.settings import add_api_key_env, add_llm_options, add_server_flags
+from grader.cli.flags import (
+    add_api_key_env,
+    add_judge_options,
+    add_llm_options,
+    add_runs,
+    add_server_flags,
+    add_store,
+)
+from grader.cli.stderr import say
 from grader.errors import InputError
 from grader.job.endpoint import Settings
 from grader.job.judges import build_judges, check_judge_args
+from grader.job.path_clash import refuse_clashes
 from grader.judges.llm.judge import LLMJudge
 from grader.judges.registry import JudgeSettings
 from grader.prompts import load_prompt
@@ -198,8 +205,6 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def _check_export_args(args: argparse.Namespace) -> None:
-    from grader.job.path_clash import refuse_clashes
-
     refuse_clashes(
         [
             ("--run", args.run),
@@ -255,8 +260,6 @@ def import_text(summary: ImportSummary) -> str:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    from grader.job.path_clash import refuse_clashes
-
     refuse_clashes([("RESULTS", args.results)], [("--store", args.store)])
     if args.concurrency < 1:
         raise InputError("--concurrency must be at least 1")

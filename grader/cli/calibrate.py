@@ -17,6 +17,7 @@ from typing import Any
 from grader.cli.commands import COMMANDS
 from grader.cli.flags import add_measures, add_runs
 from grader.errors import InputError
+from grader.job.path_clash import refuse_clashes
 
 
 def register(sub: Any) -> None:
@@ -81,8 +82,6 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from grader.job.path_clash import refuse_clashes
-
     refuse_clashes(
         [
             ("--llm", args.llm),

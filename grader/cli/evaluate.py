@@ -254,13 +254,11 @@ def run(args: argparse.Namespace) -> int:
     _check_inputs(args)
     options = baseline.options(args)
     if args.fill:
-        if args.trec_eval_level != 1:
-            raise InputError("--trec-eval-level does not go with --fill (its names use level 1)")
         if args.dataset:
             raise InputError("--fill reads people's qrels from QRELS, not from --dataset")
         from grader.cli.evaluate_fill import run_fill
 
-        return run_fill(args, args.measures or list(DEFAULT_MEASURES), options)
+        return run_fill(args, options)
     if args.llm_scale or args.fill_manifest:
         raise InputError("--llm-scale and --fill-manifest go with --fill LLM_QRELS")
     judged, facts = _qrels(args)

@@ -37,38 +37,25 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run_fill(args: argparse.Namespace, given: list[str], comparison: Options | None = None) -> int:
+def run_fill(args: argparse.Namespace, comparison: Options | None = None) -> int:
     """The `evaluate --fill` command (see the module docstring); `comparison` is
     `--baseline`'s (`grader.evaluation.fill.baseline`)."""
-    from calibration.spotcheck.also_judged import also_judged_weights, fill_design
-    from grader.evaluation.fill.evaluation import evaluate_filled, llm_grades, people_grades
-    from grader.io.people_grades import parse_llm_scale
-    from grader.io.runs import run_names
-    from grader.io.trec import read_run
+    from calibration.spotcheck import also_judged
+    from grader.job.fill import evaluate_fill
 
-    human = people_grades(args.qrels)
-    llm = llm_grades(args.fill)
-    scale = parse_llm_scale(args.llm_scale) if args.llm_scale else None
-    runs = {
-        name: read_run(path, precision=args.precision)
-        for name, path in zip(run_names(args.runs), args.runs, strict=True)
-    }
-    weights, manifest = also_judged_weights(args.fill, args.fill_manifest)
-    evaluation = evaluate_filled(
-        human,
-        llm,
-        runs,
-        given,
-        typed=bool(args.measures),
-        llm_name=args.fill,
-        human_path=args.qrels,
-        scale=scale,
-        missing="skip" if args.skip_missing else "zero",
+    evaluation = evaluate_fill(
+        args.qrels,
+        args.runs,
+        args.fill,
+        args.measures,
+        also_judged=also_judged,
+        llm_scale=args.llm_scale or None,
+        fill_manifest=args.fill_manifest,
+        skip_missing=args.skip_missing,
         precision=args.precision,
-        weights=weights,
-        manifest=manifest,
-        design=fill_design(manifest),
-        comparison=comparison,
+        comparison=(lambda names: comparison) if comparison else None,
+        trec_eval_level=args.trec_eval_level,
+        stdin=True,
     )
     records = [{**r, "value": _clean(r["value"])} for r in evaluation.records(args.per_query)]
     if args.format == "json":

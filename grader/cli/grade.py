@@ -12,18 +12,20 @@ from typing import Any
 
 from grader import defaults
 from grader.cli.commands import COMMANDS
-from grader.cli.flags import add_runs, add_store
-from grader.cli.interrupts import resume_hint
-from grader.cli.judge_options import add_judge_options
-from grader.cli.prompt_check import add_allow_changed_prompt
-from grader.cli.settings import add_llm_options, add_logprobs_flag
-from grader.cli.store_busy import print_store_busy
+from grader.cli.flags import (
+    add_allow_changed_prompt,
+    add_judge_options,
+    add_llm_options,
+    add_logprobs_flag,
+    add_runs,
+    add_store,
+)
+from grader.cli.stderr import print_store_busy, resume_hint, say
 from grader.display.progress import GradingProgress
 from grader.errors import BudgetError
 from grader.grading.pipeline import GradingReport, run_report
 from grader.job.grade import GradeJob, GradeResult, Outcome, Tell
 from grader.job.options import options_from
-from grader.job.people import AlsoJudged
 from grader.job.summary import summary_line
 
 PARSER_KEYS = ("command", "func")
@@ -179,8 +181,10 @@ def _add_people_flags(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     given = {k: v for k, v in vars(args).items() if k not in PARSER_KEYS}
-    tell = Tell(say=say_on_stderr, notice=say_on_stderr, busy=print_store_busy)
-    job = GradeJob(options_from(given), also_judged_tools(), tell)
+    tell = Tell(say=say, notice=say, busy=print_store_busy)
+    from calibration.spotcheck import also_judged
+
+    job = GradeJob(options_from(given), also_judged, tell)
     results: list[GradeResult] = []
 
     async def grading() -> GradingReport:
@@ -204,20 +208,3 @@ def run(args: argparse.Namespace) -> int:
     if text:
         print(text, file=sys.stderr)
     return result.outcome.exit_code
-
-
-def say_on_stderr(line: str) -> None:
-    """How the command says a note: a line on stderr."""
-    print(line, file=sys.stderr)
-
-
-def also_judged_tools() -> AlsoJudged:
-    """calibration's also-judged draw and manifest, for the grade job."""
-    from calibration.spotcheck import also_judged, manifest
-
-    return AlsoJudged(
-        also_judged.draw_also_judged,
-        also_judged.also_judged_manifest,
-        also_judged.write_also_judged,
-        manifest.manifest_path_for,
-    )

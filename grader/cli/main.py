@@ -1,8 +1,5 @@
-"""`relgrade` entry point: builds the sub-command parsers and maps errors to exit codes.
-
-Exit codes: 0 success, 1 runtime failure, 2 bad input (file, flag, prompt), 3 budget reached,
-130 interrupted (Ctrl-C; the store is left resumable).
-"""
+"""`relgrade` entry point: builds the sub-command parsers and maps errors to exit codes (0 done,
+1 runtime failure, 2 bad input, 3 budget reached, 130 interrupted)."""
 
 from __future__ import annotations
 
@@ -10,6 +7,7 @@ import argparse
 import contextlib
 import gc
 import importlib
+import logging
 import os
 import sys
 import warnings
@@ -22,23 +20,13 @@ from grader.cli.flags import Parser
 from grader.errors import RelgradeError, RelgradeWarning
 from grader.spelling import command_line
 
-# Each module defines `register(subparsers)`, which adds its parser and sets `func(args) -> int`.
-# Only the module of the command being run is imported (the others pull in the openai SDK,
-# pandas, matplotlib...), so `relgrade evaluate` and `relgrade --help` start fast; the one-line
-# summaries in grader.cli.commands are what `relgrade --help` lists.
+# Only the module of the command being run is imported (`register(subparsers)`): the others pull
+# in the openai SDK, pandas, matplotlib..., so `relgrade evaluate` and `relgrade --help` start fast.
 
 
 QUICK = frozenset({"evaluate"})
-"""Commands that do no linear algebra and make few Python objects, started for speed:
-
-- numpy's OpenBLAS starts a thread per core when numpy is imported, which slows the start on
-  a loaded machine: they ask it for one (OPENBLAS_NUM_THREADS, unless set), when numpy is not
-  loaded yet;
-- the cyclic garbage collector runs collections while numpy and rich are imported: it is off
-  for the command (which makes few reference cycles), and back on after.
-
-Both are undone when the command returns, so an in-process caller of `main` (a test, a
-notebook) keeps neither: a process it starts later gets numpy's usual threads."""
+"""Commands started for speed: one OpenBLAS thread (numpy starts one per core on import) and the
+cyclic garbage collector off while they run (they make few cycles); both undone on return."""
 
 
 @contextlib.contextmanager
@@ -111,8 +99,10 @@ def _run(command: str | None, words: list[str]) -> int:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if extra:
         args.extra_positionals = extra
+    # ir_datasets' log lines are held while a command reads --dataset
+    held = held_dataset_log() if getattr(args, "dataset", None) else contextlib.nullcontext()
     try:
-        with command_line(), _dataset_log(args), _warnings_as_lines():
+        with command_line(), held, _warnings_as_lines():
             code: int = args.func(args)
     except RelgradeError as exc:
         print(f"relgrade {args.command}: error: {exc}", file=sys.stderr)
@@ -148,13 +138,52 @@ def _warnings_as_lines() -> Iterator[None]:
         yield
 
 
-def _dataset_log(args: argparse.Namespace) -> contextlib.AbstractContextManager[None]:
-    """ir_datasets' log lines held while a command reads --dataset (grader.cli.dataset_log)."""
-    if not getattr(args, "dataset", None):
-        return contextlib.nullcontext()
-    from grader.cli.dataset_log import held_dataset_log
+LOGGER = "ir_datasets"
+RETRIES = ("download error", "Download failed")
 
-    return held_dataset_log()
+
+class _Held(logging.Filter):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+        self.passing = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.passing:
+            return True
+        message = record.getMessage()
+        if message.startswith(RETRIES):
+            return False
+        if message.startswith("["):  # "[starting] ...": past the download
+            self.release()
+            return True
+        self.records.append(record)
+        return False
+
+    def release(self) -> None:
+        self.passing = True
+        logger = logging.getLogger(LOGGER)
+        for record in self.records:
+            logger.handle(record)
+        self.records = []
+
+
+@contextlib.contextmanager
+def held_dataset_log() -> Iterator[None]:
+    """Hold ir_datasets' download notices until it moves past the download or the command ends
+    well; drop them, and every retry line, when it fails (relgrade's one-line error says it)."""
+    held = _Held()
+    logger = logging.getLogger(LOGGER)
+    logger.addFilter(held)
+    try:
+        yield
+    except BaseException:
+        held.records = []
+        raise
+    else:
+        held.release()
+    finally:
+        logger.removeFilter(held)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,6 @@
 """`relgrade regrade`: grade stored pairs again under a new prompt or model, and show what changed.
-
-The old judgments stay in the store (the new version has its own content keys), so both versions
-remain queryable. With `--batch` the requests go through the OpenAI Batch API (half price); the
-batches are recorded in the store, so `relgrade batch status|collect` or rerunning this command
-continues them after the process exits.
-"""
+Both versions stay in the store; `--batch` jobs are recorded there, so `relgrade batch collect` or
+this command again continues them after the process exits."""
 
 from __future__ import annotations
 
@@ -24,19 +20,34 @@ from grader.cli.batch_common import (
     progress_printer,
 )
 from grader.cli.commands import COMMANDS
-from grader.cli.flags import add_measures, add_runs, add_store
-from grader.cli.interrupts import interrupt_at_once, report_interrupted
-from grader.cli.judge_options import add_judge_options
-from grader.cli.prompt_check import add_allow_changed_prompt, check_prompts
+from grader.cli.flags import (
+    add_allow_changed_prompt,
+    add_judge_options,
+    add_llm_options,
+    add_measures,
+    add_runs,
+    add_store,
+)
 from grader.cli.regrade_defaults import old_versions_in, stored_models, stored_prompt
-from grader.cli.regrade_output import print_outcome, print_submitted, write_outputs
-from grader.cli.settings import add_llm_options
-from grader.cli.store_busy import print_store_busy
+from grader.cli.regrade_output import (
+    add_output_options,
+    print_outcome,
+    print_submitted,
+    write_outputs,
+)
+from grader.cli.stderr import (
+    clean_outputs,
+    interrupt_at_once,
+    print_store_busy,
+    report_interrupted,
+    say,
+)
 from grader.cost import cost_range
 from grader.display.progress import GradingProgress
 from grader.errors import InputError
 from grader.job.endpoint import Settings
-from grader.job.judges import check_regrade_judge, llm_judges
+from grader.job.judges import check_regrade_judge, llm_judges, prompt_notes
+from grader.job.path_clash import refuse_clashes
 from grader.judges.llm.judge import LLMJudge
 from grader.judges.registry import JudgeSettings, judge_kind
 from grader.prompts import PromptSpec, load_prompt
@@ -97,9 +108,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--no-wait", action="store_true", help="with --batch: submit and exit; collect later"
     )
-    p.add_argument("--out", metavar="J.jsonl", help="write the new judgments (JSONL)")
-    p.add_argument("--qrels-out", metavar="QRELS", help="write the new grades as TREC qrels")
-    p.add_argument("--format", choices=["table", "json"], default="table", help="diff format")
+    add_output_options(p)
     add_allow_changed_prompt(p)
     add_runs(p, "TREC runs whose metrics are compared old vs new")
     add_measures(p, "measures for --run (default: evaluate's)")
@@ -107,7 +116,6 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--dry-run", action="store_true", help="what would be sent and its cost; send nothing"
     )
-    p.add_argument("--show", type=int, default=20, metavar="N", help="changed pairs shown (20)")
     add_judge_options(p)
     add_llm_options(p, several_servers=True)
     add_batch_options(p)
@@ -132,8 +140,6 @@ def _warn_pairs_without_texts(path: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from grader.job.path_clash import refuse_clashes
-
     refuse_clashes(
         [("--run", args.run)],
         [
@@ -213,7 +219,8 @@ def _settle_prompt_and_models(args: argparse.Namespace, criteria: list[Criterion
         args.model = stored_models(args.store, found)
     if args.prompt:  # a prompt from the store is the text it was graded with
         with Store(args.store, on_busy=print_store_busy) as store:
-            check_prompts(store, [spec], allow_changed=args.allow_changed_prompt)
+            for note in prompt_notes(store, [spec], allow_changed=args.allow_changed_prompt):
+                say(note)
     args.prompt = args.prompt or spec.source  # what batch jobs record to rebuild the judge
     return spec
 
@@ -223,8 +230,6 @@ def _regrade_store(
 ) -> RegradeOutcome:
     """Regrade the selection in the store (--out and --qrels-out cleaned first); on Ctrl-C
     with --batch, say how the submitted batches are collected."""
-    from grader.cli.output_files import clean_outputs
-
     clean_outputs([args.out, args.qrels_out])
     with Store(args.store, on_busy=print_store_busy) as store:
         # A live LLM's answers are paid: each is journaled as it arrives (a kill loses none).

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from grader.cli.store_busy import print_store_busy
+from grader.cli.stderr import print_store_busy
 from grader.errors import InputError, PromptError
 from grader.models import PromptRef
 from grader.prompts import PromptSpec, load_prompt

@@ -33,10 +33,15 @@ from calibration.spotcheck.manifest import (
 from calibration.spotcheck.sampling import ALLOCATIONS, STRATEGIES
 from calibration.spotcheck.sequential import UNIFORM_SHARE
 from grader.cli.commands import COMMANDS
-from grader.cli.flags import add_store
-from grader.cli.sample_texts import sample_texts
+from grader.cli.flags import DEFAULT_STORE, add_store
 from grader.errors import InputError, RelgradeError
+from grader.job.path_clash import refuse_clashes
+from grader.models import Doc, Query
 from grader.prompts.budgets import prompt_budgets
+
+DESIGN: tuple[str, ...] = ("strategy", "n", "fraction", "allocation", "seed", "low_share")
+DESIGN += ("floor", "uniform_share", "threshold")
+"""The flags of the draw's design, passed to `draw_blind_sample` by name."""
 
 
 def register(sub: Any) -> None:
@@ -157,8 +162,6 @@ def run(args: argparse.Namespace) -> int:
 def _refuse_clashes(args: argparse.Namespace) -> None:
     """No output on an input, or on another output (a draw also writes the manifest beside
     --out)."""
-    from grader.job.path_clash import refuse_clashes
-
     outputs: list[tuple[str, Any]] = [("--out", args.out), ("--labelstudio", args.labelstudio)]
     if not args.import_file:
         outputs.append(("--out's manifest", manifest_path_for(args.out)))
@@ -195,15 +198,7 @@ def _draw(args: argparse.Namespace) -> int:
         source=args.judgments,
         excluded=_excluded_pairs(args.exclude),
         budgets=lambda eligible, pairs: prompt_budgets(args.prompt, eligible, pairs),
-        strategy=args.strategy,
-        n=args.n,
-        fraction=args.fraction,
-        allocation=args.allocation,
-        seed=args.seed,
-        low_share=args.low_share,
-        floor=args.floor,
-        uniform_share=args.uniform_share,
-        threshold=args.threshold,
+        **{name: getattr(args, name) for name in DESIGN},
     )
     manifest_path = sample.write(args.out)
     for line in sample.summary_lines():
@@ -295,3 +290,43 @@ def _import(args: argparse.Namespace) -> int:
     )
     print(f"  {counts}")
     return 0
+
+
+def sample_texts(
+    args: argparse.Namespace, pairs: list[tuple[str, str]]
+) -> tuple[dict[str, Query], dict[str, Doc]]:
+    """Query and document texts for the sample: --queries/--docs, else --store, else the default
+    store of `relgrade grade` (./relgrade.db) when present. With none of them the sample is still
+    drawn (ids only) and a warning says how to add the texts."""
+    qids = {q for q, _ in pairs}
+    dids = {d for _, d in pairs}
+    if args.queries or args.docs:
+        if not (args.queries and args.docs):
+            raise InputError(
+                "--queries and --docs go together",
+                hint="pass both (or --store DB, which keeps the texts graded)",
+            )
+        from grader.io.docs import read_docs
+        from grader.io.queries import read_queries
+
+        return read_queries(args.queries), read_docs(args.docs, ids=dids)
+    store_path = args.store
+    default = store_path == DEFAULT_STORE
+    if default and Path(store_path).is_file():
+        print(f"texts taken from the store {DEFAULT_STORE}", file=sys.stderr)
+    if default and not Path(store_path).is_file():
+        print(
+            "warning: no texts for the sample (ids only): pass --queries Q --docs D or --store DB "
+            "so that people see the query and document",
+            file=sys.stderr,
+        )
+        return {}, {}
+    from grader.store.store import Store
+
+    if not Path(store_path).is_file():
+        raise InputError("store not found", path=store_path, hint="the --store given to grade")
+    store = Store(store_path)
+    try:
+        return store.queries(qids), store.docs(dids)
+    finally:
+        store.close()

@@ -122,6 +122,8 @@ class Settings:
         for flag, value in (("--rpm", rpm), ("--tpm", tpm)):
             if value is not None and value < 0:
                 raise InputError(f"{flag} must not be negative")
+        same = ("timeout", "max_attempts", "concurrency", "api_key_env", "max_context")
+        given = {name: getattr(args, name) for name in same if hasattr(args, name)}
         return cls(
             base_url=flag_url or env.openai_base_url or None,
             env=env,
@@ -130,13 +132,9 @@ class Settings:
             prices_path=getattr(args, "prices", None),
             rpm=rpm or None,  # 0 means no limit, as before
             tpm=tpm or None,
-            timeout=getattr(args, "timeout", defaults.TIMEOUT_S),
-            max_attempts=getattr(args, "max_attempts", defaults.MAX_ATTEMPTS),
-            concurrency=getattr(args, "concurrency", defaults.CONCURRENCY),
             sending=not getattr(args, "dry_run", False),
-            api_key_env=getattr(args, "api_key_env", None),
             output_mode=getattr(args, "output_mode", None) or defaults.OUTPUT_MODE,
-            max_context=getattr(args, "max_context", None),
+            **given,
         )
 
     def model(self, flag: str | None = None) -> str:

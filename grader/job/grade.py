@@ -11,19 +11,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grader.errors import InputError
 from grader.grading import run as grading_run
 from grader.grading.events import ProgressCallback
-from grader.grading.pairs import PairSelection
+from grader.grading.pairs import PairSelection, pairs_to_grade
 from grader.grading.pipeline import GradingReport, StoreWriter, grade_pairs
+from grader.io.python_inputs import is_path
 from grader.job import people
-from grader.job.checks import check_options
-from grader.job.judges import GradeJudges, prompt_notes
-from grader.job.judgments_and_qrels import clean_outputs, write_judgments_and_qrels
+from grader.job.judges import GradeJudges, check_judge_args, prompt_notes
+from grader.job.judgments_and_qrels import (
+    clean_outputs,
+    read_back_unsaved,
+    saving_unsaved,
+    write_judgments_and_qrels,
+)
 from grader.job.options import GradeOptions
-from grader.job.selection import select_pairs
-from grader.job.summary import dry_run_text
-from grader.job.unsaved import read_back_unsaved, saving_unsaved
+from grader.job.path_clash import refuse_clashes
+from grader.job.summary import dry_run_text, failed_pairs_text, failure_causes_text
 from grader.judges.registry import judge_kind
+from grader.prompts import OUTPUT_MODES
 from grader.spelling import option
 from grader.store.busy import StoreBusyEvent
 from grader.store.store import Store
@@ -73,8 +79,6 @@ class GradeResult:
         """The causes of the failures ("" when none failed)."""
         if not self.report.failed:
             return ""
-        from grader.job.failures_text import failure_causes_text  # loads the openai SDK
-
         return failure_causes_text(self.report.judgments)
 
     def estimate_text(self) -> str:
@@ -102,8 +106,6 @@ class GradeResult:
             )
         if self.outcome is not Outcome.FAILED:
             return ""
-        from grader.job.failures_text import failed_pairs_text
-
         return failed_pairs_text(r.judgments)
 
 
@@ -129,6 +131,110 @@ def outcome_of(report: GradingReport) -> Outcome:
     if report.budget_reached:
         return Outcome.BUDGET
     return Outcome.FAILED if report.failed else Outcome.DONE
+
+
+def check_options(o: GradeOptions, also_judged: people.AlsoJudged) -> None:
+    """Raise InputError for options that cannot go together or hold a bad value."""
+    if o.concurrency < 1:
+        raise InputError(f"{option('--concurrency', 'concurrency')} must be at least 1")
+    if o.max_attempts < 1:
+        raise InputError(f"{option('--max-attempts', 'max_attempts')} must be at least 1")
+    if o.max_cost is not None and o.max_cost < 0:
+        raise InputError(f"{option('--max-cost', 'max_cost')} must not be negative")
+    check_judge_args(o)
+    if o.output_mode not in OUTPUT_MODES:
+        raise InputError(f"{option('--output-mode', 'output_mode')}: no mode {o.output_mode!r}")
+    if (o.verify_prompt or o.verify_model) and not o.verify_low:
+        raise InputError("--verify-prompt/--verify-model need --verify-low")
+    _refuse_clashes(o, also_judged)
+    _check_folders(o)
+
+
+def _check_folders(o: GradeOptions) -> None:
+    """Fail before grading (and paying) when an output or the store could not be written."""
+    names = ["out", "qrels_out", "merged_out"] + ([] if o.dry_run else ["store"])
+    for name in names:  # a dry run never creates a store
+        if (value := getattr(o, name)) is None:
+            continue
+        path, said = Path(value), option("--" + name.replace("_", "-"), name)
+        if not (path.parent if str(path.parent) else Path(".")).is_dir():
+            raise InputError(
+                f"{said}: the folder does not exist", path=path, hint="create it first"
+            )
+        if path.is_dir():
+            raise InputError(f"{said}: is a folder, not a file", path=path)
+
+
+def _refuse_clashes(o: GradeOptions, also_judged: people.AlsoJudged) -> None:
+    def paths(values: list[object]) -> list[str]:
+        return [str(v) for v in values if is_path(v)]
+
+    refuse_clashes(
+        [
+            ("--run", paths(o.run)),
+            ("--skip-judged", paths(o.skip_judged)),
+            ("--queries", paths([o.queries])),
+            ("--docs", paths([o.docs])),
+        ],
+        [
+            ("--out", o.out),
+            ("--qrels-out", o.qrels_out),
+            ("--merged-out", o.merged_out),
+            ("--also-judged's manifest", list(people.manifest_paths(o, also_judged))),
+            ("--store", o.store),
+        ],
+    )
+
+
+def _texts(o: GradeOptions) -> tuple[Any, Any]:
+    """Where the queries and the documents come from: as given, else `dataset`'s."""
+    queries, docs = o.queries, o.docs
+    if (queries is None or docs is None) and o.dataset:
+        from grader.io.datasets import load_dataset, require
+
+        dataset = load_dataset(o.dataset)
+        for part, given in (("queries", queries), ("docs", docs)):
+            if given is None:
+                require(dataset, o.dataset, part)
+        queries = dataset if queries is None else queries
+        docs = dataset if docs is None else docs
+    if queries is None or docs is None:
+        raise InputError(
+            option("grade needs --queries and --docs", "runs= needs queries= and docs="),
+            hint=option(
+                "or --dataset ID (an ir_datasets id)",
+                "paths, dicts, DataFrames or an ir_datasets dataset",
+            ),
+        )
+    return queries, docs
+
+
+def select_pairs(
+    o: GradeOptions, plan: people.Plan | None, say: Callable[[str], None]
+) -> tuple[PairSelection, dict[str, Any]]:
+    """The pairs the options select, and the docs the lexical judge needs (all of them)."""
+    from grader.io.texts import all_docs, docs_of, queries_of
+
+    queries, docs = _texts(o)
+    # The lexical judge's collection statistics need every document; an LLM judge needs only
+    # those of the selected pairs, so a large docs file (or collection) is streamed and the
+    # rest not kept.
+    lexical = judge_kind(o.judge).needs_all_docs
+    texts = all_docs(docs) if lexical else {}
+    selection = pairs_to_grade(
+        o.run,
+        queries_of(queries),
+        texts if lexical else docs_of(docs),
+        depth=o.depth,
+        skip_judged=[] if plan is not None else o.skip_judged,
+        skip_missing=o.skip_missing,
+        **people.selection_kwargs(plan),
+    )
+    if plan is not None:
+        people.take_selection(plan, selection)
+    if selection.missing:
+        say(f"skipped {selection.missing} pairs with unknown ids")
+    return selection, texts
 
 
 class GradeJob:

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from grader.errors import InputError
@@ -26,15 +27,9 @@ from grader.io.python_inputs import is_path
 from grader.job.judgments_and_qrels import Merged
 from grader.job.options import GradeOptions
 
-
-@dataclass(frozen=True)
-class AlsoJudged:
-    """calibration's also-judged draw and manifest (`calibration.spotcheck.also_judged`)."""
-
-    draw: Callable[..., Any]
-    manifest: Callable[[Any, str], Any]
-    write: Callable[[Any, str], Any]
-    path_for: Callable[[str], Path]
+AlsoJudged = ModuleType
+"""The module `calibration.spotcheck.also_judged` (its draw, manifest and path), given by the
+caller: grader never imports calibration."""
 
 
 @dataclass
@@ -92,7 +87,7 @@ def selection_kwargs(found: Plan | None) -> dict[str, Any]:
             (str(q), str(d)): int(g)
             for q, d, g in human[["query_id", "doc_id", "grade"]].itertuples(index=False)
         }
-        found.draw = found.tools.draw(
+        found.draw = found.tools.draw_also_judged(
             pool, grades, n=o.also_judged, seed=o.seed, stratify=o.stratify
         )
         return {(p.query_id, p.doc_id) for p in found.draw.pairs}
@@ -138,7 +133,7 @@ def manifest_paths(options: GradeOptions, tools: AlsoJudged) -> dict[Path, str]:
     found: dict[Path, str] = {}
     for target in (options.out, options.qrels_out):
         if target:
-            found.setdefault(tools.path_for(target), target)
+            found.setdefault(tools.manifest_path_for(target), target)
     return found
 
 
@@ -150,9 +145,9 @@ def writer_args(found: Plan | None) -> dict[str, Any]:
     o, tools, also = found.options, found.tools, found.holes.also
     first: dict[Path, Callable[[], object]] = {}
     if found.draw is not None:
-        manifest = tools.manifest(found.draw, str(o.skip_judged[0]))
+        manifest = tools.also_judged_manifest(found.draw, str(o.skip_judged[0]))
         for path, beside in manifest_paths(o, tools).items():
-            first[path] = partial(tools.write, manifest, beside)
+            first[path] = partial(tools.write_also_judged, manifest, beside)
     pairs: Iterator[PairId] = iter(found.pairs)
     merged: Merged | None = None
     if o.merged_out:

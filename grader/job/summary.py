@@ -1,11 +1,20 @@
-"""What a grade job says: the one-line summary of a run, a dry run's estimate, and the store's
-waits for its lock."""
+"""What a grade job says: the one-line summary of a run, a dry run's estimate, the store's
+waits for its lock, and the failed pairs: their causes and whether a rerun can fix them."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from grader.cost import cost_range, spend_text
 from grader.grading.pipeline import GradingReport
+from grader.models import Judgment
 from grader.store.busy import StoreBusyEvent
+
+if TYPE_CHECKING:  # grader.judges.failures loads the openai SDK: only when a pair failed
+    from grader.judges.failures import FailureKind
+
+_EXAMPLE_CHARS = 200
 
 
 def _fmt_tokens(report: GradingReport) -> str:
@@ -96,3 +105,72 @@ def busy_text(event: StoreBusyEvent) -> str:
     if kept:
         text += "; " + ", ".join(kept) + " until it is free"
     return text
+
+
+def _example(judgment: Judgment) -> str:
+    error = judgment.error
+    what = f"{error.type}: {error.message}" if error is not None else "no error recorded"
+    if len(what) > _EXAMPLE_CHARS:
+        what = what[: _EXAMPLE_CHARS - 3] + "..."
+    return f"e.g. query {judgment.query_id} doc {judgment.doc_id}: {what}"
+
+
+_LABELS: dict[FailureKind, str] = {
+    "transient": "on transport or server errors (timeouts, connections, 429, 5xx)",
+    "invalid": "with no valid reply after every re-ask",
+    "permanent": "permanently",
+    "unknown": "with errors relgrade does not classify",
+}
+
+
+def _advice(kind: FailureKind, group: list[Judgment]) -> str:
+    if kind == "transient":
+        return "rerunning the same command retries them"
+    if kind == "unknown":
+        return f"read the error to see whether a rerun can help ({_example(group[0])})"
+    if kind == "invalid":
+        return (
+            "rerunning the same command retries them, but the model may answer the same way "
+            f"({_example(group[0])})"
+        )
+    return (
+        "the same input fails the same way every time, so rerunning will not change them; grade "
+        f"them with another judge or prompt, or leave them out ({_example(group[0])})"
+    )
+
+
+def failed_pairs_text(judgments: Sequence[Judgment]) -> str:
+    """The summary of the failed judgments among `judgments` (empty when none failed)."""
+    from grader.judges.failures import failure_kind
+
+    groups: dict[FailureKind, list[Judgment]] = {}
+    for judgment in judgments:
+        if judgment.status == "failed":
+            groups.setdefault(failure_kind(judgment.error), []).append(judgment)
+    kinds = [kind for kind in _LABELS if kind in groups]
+    if len(kinds) == 1:
+        kind = kinds[0]
+        group = groups[kind]
+        return (
+            f"{len(group)} pairs failed {_LABELS[kind]} and are left out of the qrels; "
+            f"{_advice(kind, group)}"
+        )
+    lines = [f"{sum(len(g) for g in groups.values())} pairs failed and are left out of the qrels:"]
+    lines += [f"  {len(groups[k])} {_LABELS[k]}: {_advice(k, groups[k])}" for k in kinds]
+    return "\n".join(lines) if kinds else ""
+
+
+def failure_causes_text(judgments: Sequence[Judgment]) -> str:
+    """The text "failed N: CAUSE ×n, CAUSE ×m" over the failed judgments among `judgments`, the most
+    frequent cause first (empty when none failed)."""
+    from grader.judges.failures import failure_cause
+
+    counts: dict[str, int] = {}
+    for judgment in judgments:
+        if judgment.status == "failed":
+            cause = failure_cause(judgment.error)
+            counts[cause] = counts.get(cause, 0) + 1
+    if not counts:
+        return ""
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return f"failed {sum(counts.values())}: " + ", ".join(f"{c} ×{n}" for c, n in ranked)

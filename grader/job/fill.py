@@ -1,20 +1,23 @@
-"""`relgrade.evaluate(qrels, runs, fill=LLM)`: `relgrade evaluate QRELS RUN ... --fill LLM`."""
+"""`evaluate --fill`, one path for the command and `relgrade.evaluate(fill=)`: each run scored
+three ways (`grader.evaluation.fill`), with the also-judged weights of calibration's module
+(`also_judged`, given by the caller: grader never imports calibration)."""
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Literal
 
 import pandas as pd
 
-from calibration.spotcheck.also_judged import also_judged_weights, fill_design
 from grader.errors import InputError, RelgradeWarning
 from grader.evaluation.baseline import Options
 from grader.evaluation.fill.evaluation import (
     BASELINE_COLUMNS,
     COLUMNS,
+    FillEvaluation,
     evaluate_filled,
     llm_grades,
     people_grades,
@@ -24,6 +27,9 @@ from grader.io.people_grades import parse_llm_scale
 from grader.io.python_inputs import is_path, run_inputs, run_table
 from grader.io.runs import run_names
 from grader.metrics.measures import Measure
+from grader.spelling import option
+
+Precision = Literal["float32", "float64"]
 
 
 def evaluate_fill(
@@ -31,29 +37,28 @@ def evaluate_fill(
     runs: Any,
     fill: Any,
     names: Sequence[str | Measure] | None,
-    per_query: bool,
     *,
-    trec_eval_missing: bool,
-    precision: Literal["float32", "float64"],
+    also_judged: ModuleType,
     llm_scale: str | Mapping[int, int] | None,
     fill_manifest: str | Path | None,
-    comparison: Callable[[list[str]], Options] | None = None,
+    skip_missing: bool,
+    precision: Precision,
+    comparison: Callable[[list[str]], Options] | None,
     trec_eval_level: int = 1,
-) -> pd.DataFrame:
-    """`evaluate --fill --format json`'s records as a frame with `--format csv`'s columns (NaN where
-    a record lacks a key); `comparison` (baseline=) gives the comparison's options from the runs'
-    names. The decided thresholds are RelgradeWarnings; `attrs["notes"]` the other stderr lines.
-    """
+    stdin: bool = False,
+) -> FillEvaluation:
+    """Score `runs` (paths or tables) with `qrels` (people's) and `fill` (the LLM's);
+    `comparison` (--baseline) gives the comparison's options from the runs' names; a run `-`
+    reads stdin with `stdin` (the command's), else it is refused."""
     if trec_eval_level != 1:
-        raise InputError("trec_eval_level= does not go with fill= (its names use level 1)")
+        level, filled = option("--trec-eval-level", "trec_eval_level="), option("--fill", "fill=")
+        raise InputError(f"{level} does not go with {filled} (its names use level 1)")
     given = check_measures(names)  # a bad name fails before any input is read
-    human = people_grades(qrels)
-    llm = llm_grades(fill)
-    scale = _scale(llm_scale)
-    frames = _run_frames(runs, precision)
+    human, llm = people_grades(qrels), llm_grades(fill)
+    frames = _run_frames(runs, precision, stdin)
     llm_path = str(fill) if is_path(fill) else None
-    weights, manifest = also_judged_weights(llm_path, fill_manifest)
-    evaluation = evaluate_filled(
+    weights, manifest = also_judged.also_judged_weights(llm_path, fill_manifest)
+    return evaluate_filled(
         human,
         llm,
         frames,
@@ -61,19 +66,24 @@ def evaluate_fill(
         typed=bool(names),
         llm_name=llm_path or "the fill= table",
         human_path=str(qrels) if is_path(qrels) else None,
-        scale=scale,
-        missing="skip" if trec_eval_missing else "zero",
+        scale=_scale(llm_scale),
+        missing="skip" if skip_missing else "zero",
         precision=precision,
         weights=weights,
         manifest=manifest,
-        design=fill_design(manifest),
+        design=also_judged.fill_design(manifest),
         comparison=comparison(list(frames)) if comparison else None,
     )
+
+
+def fill_frame(evaluation: FillEvaluation, per_query: bool) -> pd.DataFrame:
+    """`--format json`'s records as a frame with `--format csv`'s columns (NaN where a record
+    lacks a key); the decided thresholds as RelgradeWarnings, `attrs["notes"]` the other lines."""
     for line in evaluation.warnings:
         warnings.warn(line.removeprefix("warning: "), RelgradeWarning, stacklevel=3)
-    columns = COLUMNS + (BASELINE_COLUMNS if comparison else [])
-    frame = pd.DataFrame(evaluation.records(per_query), columns=columns)
-    for column in ["value", *(BASELINE_COLUMNS if comparison else [])]:
+    baseline = BASELINE_COLUMNS if evaluation.comparison else []
+    frame = pd.DataFrame(evaluation.records(per_query), columns=COLUMNS + baseline)
+    for column in ["value", *baseline]:
         frame[column] = frame[column].astype("float64")
     frame.attrs["notes"] = list(evaluation.notes)
     frame.attrs["measures"] = list(evaluation.result.measures)
@@ -89,7 +99,7 @@ def _scale(given: str | Mapping[int, int] | None) -> dict[int, int] | None:
     return parse_llm_scale(given)
 
 
-def _run_frames(runs: Any, precision: Literal["float32", "float64"]) -> dict[str, pd.DataFrame]:
+def _run_frames(runs: Any, precision: Precision, stdin: bool) -> dict[str, pd.DataFrame]:
     """Each run by its name, as `evaluate` names them (a path's by `run_names`, an unnamed
     table "run")."""
     from grader.io.trec import read_run
@@ -98,9 +108,9 @@ def _run_frames(runs: Any, precision: Literal["float32", "float64"]) -> dict[str
     paths = iter(run_names([str(r) for _, r in items if is_path(r)]))
     frames: dict[str, pd.DataFrame] = {}
     for name, run in items:
-        if is_path(run) and str(run) == "-":
+        if is_path(run) and str(run) == "-" and not stdin:
             raise InputError(
-                "--fill reads each RUN from a file, not stdin (-)", hint="save it first"
+                "fill= reads each run from a file, not stdin (-)", hint="save it first"
             )
         if is_path(run):
             frames[name or next(paths)] = read_run(str(run), precision=precision)

@@ -1,5 +1,6 @@
-"""Ctrl-C in the CLI: an interrupt raised at once (also inside `asyncio.run`), and the line that
-tells what an interrupted run stored and how to resume it."""
+"""What the commands say on stderr beside their results: notes, the store's waits for its lock,
+what killed runs left beside the outputs; and Ctrl-C, raised at once (also inside `asyncio.run`),
+with the line that tells what an interrupted run stored and how to resume it."""
 
 from __future__ import annotations
 
@@ -8,11 +9,31 @@ import shlex
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from types import FrameType
 
 from grader.grading.report import GradingReport
+from grader.job import judgments_and_qrels
 from grader.job.grade import interrupted_text
+from grader.job.summary import busy_text
+from grader.store.busy import StoreBusyEvent
+
+
+def say(text: str) -> None:
+    """A line on stderr, flushed."""
+    print(text, file=sys.stderr, flush=True)
+
+
+def print_store_busy(event: StoreBusyEvent) -> None:
+    """The store's `on_busy`: the wait for its lock, on stderr (also from the writer's thread)."""
+    say(busy_text(event))
+
+
+def clean_outputs(paths: Sequence[str | Path | None]) -> None:
+    """`judgments_and_qrels.clean_outputs`, said on stderr."""
+    for line in judgments_and_qrels.clean_outputs(paths):
+        print(line, file=sys.stderr)
 
 
 def resume_hint() -> str:
