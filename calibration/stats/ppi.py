@@ -18,7 +18,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from calibration.stats.agreement import to_float
-from calibration.stats.student_t import t_quantile
+from grader.evaluation.student_t import t_quantile
 
 LEVEL = 0.95
 FloatArray = npt.NDArray[np.float64]

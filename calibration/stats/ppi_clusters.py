@@ -14,7 +14,7 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from calibration.stats.student_t import t_quantile
+from grader.evaluation.student_t import t_quantile
 
 FloatArray = npt.NDArray[np.float64]
 
