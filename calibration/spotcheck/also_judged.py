@@ -18,7 +18,9 @@ from calibration.spotcheck.sampling import (
     SampleDraw,
     _integer_counts,
     allocate,
-    systematic_draw,
+    strata_of,
+    strata_table,
+    stratified_draw,
 )
 from grader.errors import InputError
 
@@ -43,32 +45,22 @@ def draw_also_judged(
             hint="lower --also-judged",
         )
     labels = [f"human grade {grades[p]}" if stratify else "judged" for p in judged]
-    keys = sorted(set(labels))
-    index = {k: i for i, k in enumerate(keys)}
-    stratum = np.array([index[k] for k in labels], dtype=np.int64)
-    sizes = np.bincount(stratum, minlength=len(keys)).astype(np.float64)
+    keys, stratum, sizes = strata_of(labels)
     expected = allocate(np.ones(len(keys)) if stratify else sizes, sizes, float(n))
     if stratify:
         expected = _integer_counts(expected)
     pi = np.clip((expected / sizes)[stratum], 0.0, 1.0)
-    rng = np.random.default_rng(seed)
-    order = np.concatenate(
-        [rng.permutation(np.flatnonzero(stratum == s)) for s in range(len(keys))]
-    )
-    chosen = np.sort(systematic_draw(pi, order, rng))
+    chosen = np.sort(stratified_draw(pi, stratum, np.random.default_rng(seed)))
     pairs = [
         SampledPair(judged[i][0], judged[i][1], float(pi[i]), labels[i]) for i in chosen.tolist()
     ]
-    strata = {
-        k: {"size": int(sizes[i]), "expected": float(expected[i])} for i, k in enumerate(keys)
-    }
     return SampleDraw(
-        pairs=pairs,
         strategy="stratified" if stratify else "uniform",
         allocation="equal" if stratify else None,
-        seed=seed,
         population=len(judged),
-        strata=strata,
+        strata=strata_table(keys, sizes, expected),
+        pairs=pairs,
+        seed=seed,
     )
 
 
