@@ -17,8 +17,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from calibration.join import PairedGrades, relevance_prediction
-from calibration.spotcheck.graded_part import GradedPart, graded_part
-from calibration.spotcheck.stopping import DrawOrder, stopping_figures
+from calibration.spotcheck.stopping import DrawOrder, GradedPart, graded_part, stopping_figures
 from calibration.stats.ppi import MeanEstimate, ppi_mean
 from calibration.stats.ppi_clusters import crossfit_cluster_share
 from calibration.stats.ppi_design import FEW_QUERIES, SampleDesign, caution

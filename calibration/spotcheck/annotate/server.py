@@ -22,8 +22,8 @@ from importlib import resources
 from typing import Any
 
 from calibration.spotcheck.annotate.gradelog import GradeLog
-from calibration.spotcheck.annotate.live import LiveStopping
 from calibration.spotcheck.blind import BlindItem
+from calibration.spotcheck.stopping import LiveStopping
 from grader.errors import RelgradeError
 from grader.models import GRADES
 
