@@ -1,11 +1,6 @@
 """The `estimates` section of `relgrade calibrate`: PPI++ estimates that follow the sample design.
-
-`relevant_share` and `mean_grade` are over the N LLM-graded pairs (pair designs: 1/pi weights;
-whole queries: `calibration.stats.ppi_clusters`). `runs` exist under whole queries only (a
-per-query measure needs the query graded whole); below FEW_QUERIES they are human-only, which
-covered better than PPI++ on 3-6 queries (bench/whole_queries_runs.py). Every estimate names
-its design and estimand, and a `caution` when its interval could mislead.
-"""
+`runs` exist under whole queries only; below FEW_QUERIES they are human-only, which covered better
+than PPI++ on 3-6 queries (bench/whole_queries_runs.py)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
 """What `relgrade calibrate` computes, as one typed value: `CalibrationSummary` and its parts.
-
-`to_json()` prints only the keys that were set, so sections that need their inputs stay absent
-while an undefined figure prints as null. Record rows stay dicts (`TypedDict`s).
-"""
+`to_json()` prints only the keys that were set, so a section without its inputs stays absent
+while an undefined figure prints as null."""
 
 from __future__ import annotations
 

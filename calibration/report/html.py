@@ -1,11 +1,6 @@
-"""The calibration report: one self-contained HTML file with pictures and the numbers in tables.
-
-The page skeleton is `templates/calibration.html` (see `calibration.report.page`); this module
-builds the sections it holds, escaping every dynamic text. Pictures are inline SVG (see
-`calibration.report.plots`); there is no script, stylesheet, font or image from elsewhere, so the
-file opens offline, can be mailed, and shows the same in every browser.
-Key figures carry stable ids (e.g. `id="cohen_kappa"`) so tests and scripts can read them.
-"""
+"""The calibration report: one self-contained HTML file (no script, stylesheet or image from
+elsewhere), pictures as inline SVG, every dynamic text escaped. Key figures carry stable ids
+(e.g. `id="cohen_kappa"`) so tests and scripts can read them."""
 
 from __future__ import annotations
 

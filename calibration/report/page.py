@@ -1,11 +1,6 @@
-"""Pages from template files. The HTML page skeletons live in `templates/` as `string.Template`
-files (`$name` slots, which don't clash with CSS braces); the stylesheet is
-`templates/report.css`, shared by every page.
-
-Filling is escape-by-default: a value is HTML-escaped unless it is `Markup`, HTML that this
-package built from escaped parts. Documents, query ids and run names are untrusted, so no
-dynamic text reaches a page unescaped by accident.
-"""
+"""Pages from `string.Template` files in `templates/` (`$name` slots don't clash with CSS braces).
+Filling escapes by default: only `Markup` (HTML built here from escaped parts) goes in as is,
+since documents, query ids and run names are untrusted."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""The report's pictures as inline SVG strings (matplotlib's Figure API with no pyplot state;
-no files, nothing fetched): confusion heatmap, the two grade distributions, bias by length,
-systems' scores.
-
-SVG keeps the report one self-contained file that prints and zooms sharply. Text stays text
-(`svg.fonttype = none`), so a browser test can read the numbers inside the pictures.
-"""
+"""The report's pictures as inline SVG (matplotlib's Figure API, no pyplot state): confusion
+heatmap, grade distributions, bias by length, systems' scores. Text stays text
+(`svg.fonttype = none`), so a browser test can read the numbers."""
 
 from __future__ import annotations
 

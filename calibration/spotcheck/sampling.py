@@ -1,13 +1,6 @@
-"""Spot-check sampling of LLM judgments, with the exact inclusion probability of every pair.
-
-Each strategy gives every eligible pair an inclusion probability pi (summing to n, each <= 1),
-then draws systematically along a list ordered by stratum, random inside each, so each pair
-gets exactly its pi and calibration can weight by 1/pi. uniform: pi = n / N; stratified: strata
-are LLM grades (equal or proportional allocation); low: `low_share` from grades 0-1;
-uncertainty: pi proportional to uncertainty + floor (never 0, unlike top-k); active: drawn one at
-a time (`calibration.spotcheck.sequential`); query-balanced: strata are queries; whole-queries:
-m of Q queries drawn whole, pi = m / Q (the design that lets calibration estimate runs).
-"""
+"""Spot-check sampling with the exact inclusion probability pi of every pair (summing to n, each
+<= 1), drawn systematically along a list ordered by stratum, so calibration can weight by 1/pi.
+Each strategy's strata and pi: `_labels`, `_stratum_pi` and `plan_design`."""
 
 from __future__ import annotations
 

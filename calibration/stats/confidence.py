@@ -1,11 +1,6 @@
-"""Does the LLM's own confidence mean anything? Only when the judgments carry logprobs.
-
-With `confidence` (the probability of the chosen grade) and `expected_grade` (the mean of
-P(grade)) from the judge, this reports exact agreement with people per confidence quintile (a
-trustworthy judge is right more often when it is sure; that is what uncertainty sampling counts
-on), the expected calibration error |confidence - accuracy| averaged over the quintiles, and how
-close the expected grade comes to the human grade compared with the hard grade.
-"""
+"""Does the LLM's own confidence (from logprobs) mean anything? Exact agreement per confidence
+quintile, the expected calibration error, and whether the expected grade comes closer to the
+human grade than the hard grade."""
 
 from __future__ import annotations
 

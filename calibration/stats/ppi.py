@@ -1,11 +1,6 @@
-"""PPI++ (Angelopoulos et al. 2023): the mean of human values Y from a labelled sample, corrected by
-LLM predictions f known for every unit, lambda in [0, 1] tuned to shorten the interval.
-
-"finite" (what `calibrate` reports): the mean over THESE N units; the Hajek mean of
-e = Y - lambda f with the design-based variance sum_c (1 - pi_c) (sum_{i in c} p_i (e_i -
-mean_e))^2 over labelled units or clusters (`groups`). "infinite": ppi_py's estimand (labelled
-and unlabelled independent draws), unweighted. `quantile="t"` uses t with (clusters - 1) df.
-"""
+"""PPI++ (Angelopoulos et al. 2023): the mean of human values Y from a labelled sample, corrected
+by LLM predictions f of every unit. "finite" (what `calibrate` reports): the Hajek mean over THESE
+N units, design-based variance; "infinite": ppi_py's estimand, unweighted."""
 
 from __future__ import annotations
 
