@@ -44,8 +44,7 @@ def confusion_svg(confusion: Sequence[Sequence[float]]) -> str:
                 ax.text(m, h, label, ha="center", va="center", color=colour)
         ax.set_xticks(GRADES, [str(g) for g in GRADES])
         ax.set_yticks(GRADES, [str(g) for g in GRADES])
-        ax.set_xlabel("LLM grade")
-        ax.set_ylabel("human grade")
+        ax.set(xlabel="LLM grade", ylabel="human grade")
         ax.set_title("Confusion (colour: share of the human row)")
         fig.colorbar(im, ax=ax, fraction=0.046)
         return _svg(fig)
@@ -88,9 +87,7 @@ def distributions_svg(dist: Mapping[str, Any]) -> str:
             missing += [g + shift for g, v in zip(grades, values, strict=True) if not _defined(v)]
         _na_labels(ax, missing)
         ax.set_xticks(grades, [str(int(g)) for g in grades])
-        ax.set_xlabel("grade")
-        ax.set_ylabel("share of pairs")
-        ax.set_title("Grade distributions")
+        ax.set(xlabel="grade", ylabel="share of pairs", title="Grade distributions")
         ax.legend()
         return _svg(fig)
 
@@ -109,9 +106,7 @@ def bias_svg(rows: Sequence[Mapping[str, Any]], xlabel: str, title: str) -> str:
         ax.axhline(0, color="black", linewidth=0.8)
         _na_labels(ax, [float(i) for i in range(len(rows)) if i not in shown])
         ax.set_xticks(range(len(rows)), labels)
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel("mean bias (LLM - human)")
-        ax.set_title(title)
+        ax.set(xlabel=xlabel, ylabel="mean bias (LLM - human)", title=title)
         return _svg(fig)
 
 
@@ -132,8 +127,7 @@ def systems_svg(per_system: Sequence[Mapping[str, Any]], measure: str) -> str:
         hi = float(max(x.max(), y.max())) if x.size else 1.0
         pad = (hi - lo) * 0.05 or 0.05
         ax.plot([lo - pad, hi + pad], [lo - pad, hi + pad], color="grey", linestyle="--")
-        ax.set_xlabel(f"{measure}, human labels")
-        ax.set_ylabel(f"{measure}, LLM labels")
+        ax.set(xlabel=f"{measure}, human labels", ylabel=f"{measure}, LLM labels")
         ax.set_title("Systems: human vs LLM labels")
         if undefined:
             ax.text(
