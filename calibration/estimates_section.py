@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from calibration.join import PairedGrades, relevance_prediction
+from calibration.join import PairedGrades, pair_keys, relevance_prediction
 from calibration.spotcheck.stopping import DrawOrder, GradedPart, graded_part, stopping_figures
 from calibration.stats.ppi import MeanEstimate, ppi_mean
 from calibration.stats.ppi_clusters import crossfit_cluster_share
@@ -148,8 +148,7 @@ def _add_sequence(
     """The confidence sequence over the graded prefix; an active sample's fixed-n figures are
     the sequential design's (Des Raj)."""
     both, llm = paired.frame, paired.llm
-    both_keys = list(zip(both["query_id"].tolist(), both["doc_id"].tolist(), strict=True))
-    llm_keys = list(zip(llm["query_id"].tolist(), llm["doc_id"].tolist(), strict=True))
+    both_keys, llm_keys = pair_keys(both), pair_keys(llm)
     seq, figures = stopping_figures(
         order,
         dict(zip(both_keys, both["human"].tolist(), strict=True)),
@@ -167,10 +166,8 @@ def _add_sequence(
 
 def _not_graded(paired: PairedGrades) -> npt.NDArray[np.bool_]:
     """Which LLM-graded pairs (rows of `paired.llm`) people did not grade."""
-    both, llm = paired.frame, paired.llm
-    graded = set(zip(both["query_id"].tolist(), both["doc_id"].tolist(), strict=True))
-    every = zip(llm["query_id"].tolist(), llm["doc_id"].tolist(), strict=True)
-    return np.fromiter((k not in graded for k in every), dtype=bool, count=len(llm))
+    graded = set(pair_keys(paired.frame))
+    return np.array([k not in graded for k in pair_keys(paired.llm)], dtype=bool)
 
 
 def _expected_grade(frame: pd.DataFrame, column: str) -> npt.NDArray[np.float64]:

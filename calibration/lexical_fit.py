@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from calibration.join import pair_keys
 from calibration.stats.agreement import agreement
 from grader.errors import InputError
 from grader.io.docs import read_docs
@@ -38,7 +39,7 @@ def fit_and_write(
     human = read_human_grades(human_path, clamp=clamp)
     queries = read_queries(queries_path)
     docs = read_docs(docs_path)
-    pairs = list(zip(human["query_id"].astype(str), human["doc_id"].astype(str), strict=True))
+    pairs = pair_keys(human)
     scores = lexical_scores(queries, docs, pairs)
     keep = np.isfinite(scores)
     if not keep.any():

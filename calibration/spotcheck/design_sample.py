@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from calibration.join import pair_keys
 from calibration.spotcheck.also_judged import is_also_judged
 from calibration.spotcheck.manifest import (
     Manifest,
@@ -20,8 +21,6 @@ from calibration.spotcheck.manifest import (
     read_manifest,
 )
 from grader.errors import InputError
-
-Pair = tuple[str, str]
 
 
 @dataclass(frozen=True)
@@ -55,16 +54,12 @@ def resolve_manifest(
     return ManifestInUse(beside, found, True) if is_also_judged(found) else None
 
 
-def _keys(frame: pd.DataFrame) -> list[Pair]:
-    return list(zip(frame["query_id"].astype(str), frame["doc_id"].astype(str), strict=True))
-
-
 def check_belongs(use: ManifestInUse, llm: pd.DataFrame) -> None:
     """Refuse an also-judged manifest whose drawn pairs the LLM did not grade (another draw, as
     `evaluate --fill` refuses it); as many as the judgments that failed are allowed."""
     if not use.also_judged:
         return
-    graded = set(_keys(llm))
+    graded = set(pair_keys(llm))
     missing = [p for p in use.manifest.probabilities() if p not in graded]
     failed = int(llm.attrs.get("failed", 0) or 0)
     if len(missing) <= failed:
@@ -86,8 +81,8 @@ def keep_for_also_judged(
     """The LLM grades calibrate uses with an also-judged manifest: the drawn pairs and every
     other pair people graded too; the holes nobody graded are left out. And a note saying so."""
     drawn = set(use.manifest.probabilities())
-    people = set(_keys(human))
-    keep = [k in drawn or k in people for k in _keys(llm)]
+    people = set(pair_keys(human))
+    keep = [k in drawn or k in people for k in pair_keys(llm)]
     kept = llm[keep]
     kept.attrs.update(llm.attrs)
     m = use.manifest
@@ -125,7 +120,7 @@ def split_weights(use: ManifestInUse, frame: pd.DataFrame) -> DesignSplit:
         w = np.asarray(sample_weights(use.manifest, frame), dtype=np.float64)
         return DesignSplit(w, np.ones(len(frame), dtype=bool), w)
     probs = use.manifest.probabilities()
-    pi = np.array([probs.get(k, np.nan) for k in _keys(frame)], dtype=np.float64)
+    pi = np.array([probs.get(k, np.nan) for k in pair_keys(frame)], dtype=np.float64)
     inside = ~np.isnan(pi)
     w = np.where(inside, 1.0 / np.where(inside, pi, 1.0), np.nan)
     return DesignSplit(w if inside.all() else None, inside, w[inside])
@@ -139,7 +134,7 @@ def unweighted_sample_warning(
     llm: pd.DataFrame, human: pd.DataFrame, human_path: str | Path
 ) -> str | None:
     """The warning for human grades that look like a sample of `llm` but have no manifest."""
-    llm_pairs, human_pairs = set(_keys(llm)), set(_keys(human))
+    llm_pairs, human_pairs = set(pair_keys(llm)), set(pair_keys(human))
     if not human_pairs or not human_pairs < llm_pairs:
         return None
     if len(human_pairs) >= SAMPLE_SHARE * len(llm_pairs):
@@ -159,7 +154,7 @@ def unweighted_sample_warning(
 def ungraded_sample_warning(manifest: Manifest, human: pd.DataFrame) -> str | None:
     """The warning for sampled pairs (in `manifest`) that have no human grade."""
     sampled = set(manifest.probabilities())
-    ungraded = len(sampled - set(_keys(human)))
+    ungraded = len(sampled - set(pair_keys(human)))
     if not ungraded:
         return None
     return (

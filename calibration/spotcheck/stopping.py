@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from calibration.join import PairedGrades, relevance_prediction
+from calibration.join import PairedGrades, pair_keys, relevance_prediction
 from calibration.spotcheck.manifest import Manifest
 from calibration.stats.confseq import TARGET, Sequence, share_sequence
 from calibration.stats.ppi_design import SampleDesign
@@ -173,7 +173,7 @@ def graded_part(
     if strategy != "uniform" or order is None:
         return part
     f = paired.frame
-    keys = list(zip(f["query_id"].tolist(), f["doc_id"].tolist(), strict=True))
+    keys = pair_keys(f)
     t = graded_prefix(order, dict.fromkeys(keys, 0))
     first = set(order.pairs[:t])
     mask = np.array([k in first for k in keys], dtype=bool)
@@ -206,7 +206,7 @@ class LiveStopping:
     ) -> LiveStopping:
         """From an LLM grades frame (`read_llm_grades`): grades, and P(relevant) where the
         judge gave a grade distribution, as `relgrade calibrate` takes them."""
-        pairs = list(zip(frame["query_id"].astype(str), frame["doc_id"].astype(str), strict=True))
+        pairs = pair_keys(frame)
         pred = relevance_prediction(frame["grade"], frame, threshold)
         return cls(
             order,

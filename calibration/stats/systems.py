@@ -4,7 +4,8 @@ the human ranking counts half, one in the LLM order is broken by run name)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -13,6 +14,7 @@ import pandas as pd
 
 from calibration.stats.agreement import to_float
 from calibration.stats.bootstrap import percentile_interval, resampled_confusions
+from grader.metrics.kappa import FloatArray
 
 
 def kendall_tau(x: npt.ArrayLike, y: npt.ArrayLike) -> float:
@@ -112,10 +114,10 @@ def rank_agreement_intervals(
     if h.shape[0] == 0 or n_resamples <= 0 or h.shape[1] < 2:
         return {}
     means = resampled_confusions(np.stack([h, m], axis=1), n_resamples, seed) / h.shape[0]
-    figures = {
+    figures: dict[str, Callable[[FloatArray, FloatArray], float]] = {
         "kendall_tau": kendall_tau,
         "spearman_rho": spearman_rho,
-        "tau_ap": lambda a, b: tau_ap(a, b, names),
+        "tau_ap": partial(tau_ap, names=names),
     }
     return {
         key: percentile_interval(np.array([figure(hb, mb) for hb, mb in means]))
