@@ -96,7 +96,7 @@ def _also_judged() -> AlsoJudged:
     return AlsoJudged(
         also_judged.draw_also_judged,
         also_judged.also_judged_manifest,
-        also_judged.write_also_judged,
+        manifest.copy_manifest_beside,
         manifest.manifest_path_for,
     )
 

@@ -11,8 +11,7 @@ from typing import Literal
 
 import numpy as np
 
-from calibration.spotcheck.manifest import Manifest, build_manifest, manifest_path_for
-from calibration.spotcheck.manifest import write_manifest as _write
+from calibration.spotcheck.manifest import Manifest, build_manifest
 from calibration.spotcheck.sampling import (
     SampledPair,
     SampleDraw,
@@ -70,13 +69,6 @@ def also_judged_manifest(draw: SampleDraw, human: str | Path) -> Manifest:
     data = manifest.model_dump(mode="json")
     data["kind"] = KIND
     return Manifest.model_validate(data)
-
-
-def write_also_judged(manifest: Manifest, judgments: str | Path) -> Path:
-    """Write the manifest beside the judgments file (`<stem>.manifest.json`); returns its path."""
-    target = manifest_path_for(judgments)
-    _write(target, manifest)
-    return target
 
 
 def is_also_judged(manifest: Manifest) -> bool:
