@@ -13,7 +13,7 @@ import pandas as pd
 
 from calibration.join import PairedGrades, pair_keys, relevance_prediction
 from calibration.spotcheck.stopping import DrawOrder, GradedPart, graded_part, stopping_figures
-from calibration.stats.ppi import MeanEstimate, ppi_mean
+from calibration.stats.ppi import ppi_mean
 from calibration.stats.ppi_clusters import crossfit_cluster_share
 from calibration.stats.ppi_design import FEW_QUERIES, SampleDesign, caution
 from calibration.summary_model import Design, Estimate, Estimates
@@ -80,22 +80,16 @@ def relevant_share(
     at grade >= `human_threshold`, default `threshold`); with an `order`, its sequence too."""
     human_at = threshold if human_threshold is None else human_threshold
     both, llm = paired.frame, paired.llm
-    only = _not_graded(paired)
     whole = design.kind == "whole-queries"
     # the prediction in the correction: P(relevant) where the judge gave a grade distribution
     pred_both = relevance_prediction(both["llm"], None if whole else both, threshold)
     pred_llm = relevance_prediction(llm["grade"], None if whole else llm, threshold)
-    part = None if whole else graded_part(paired, design, order)
     y = (both["human"].to_numpy() >= human_at).astype(np.float64)
-    est = design_ppi(
-        paired, design, y, pred_both, pred_llm[only], only, weights, part, bounds=(0.0, 1.0)
-    )
-    data = est.to_json()
+    data, part = _pair_estimate(paired, design, weights, order, y, pred_both, pred_llm, (0, 1))
     data["llm_only"] = float(np.mean(llm["grade"].to_numpy() >= threshold))
-    if whole:
-        data.update(_cluster_share(paired, y, threshold, est.df))
+    if whole:  # t with (queries - 1) df, as ppi_mean's
+        data.update(_cluster_share(paired, y, threshold, data["labelled_clusters"] - 1))
     extra = "" if human_at == threshold else f"; human grade >= {human_at}"
-    data.update(_framing(design, whole))
     data["estimand"] = (
         f"share of relevant pairs (grade >= {threshold}{extra}) among these {len(llm)} "
         "LLM-graded pairs"
@@ -103,17 +97,6 @@ def relevant_share(
     if order is not None:
         _add_sequence(data, paired, design, order, threshold, human_at, pred_llm)
     return Estimate.model_validate(_with_part(data, part, design, whole))
-
-
-def _framing(design: SampleDesign, whole: bool) -> dict[str, Any]:
-    """The keys every per-pair estimate states: unit, clustering, design and population."""
-    clustered = "query" if whole else None
-    return {
-        "unit": "pair",
-        "clustered_by": clustered,
-        "design": design.kind,
-        "population": "finite",
-    }
 
 
 def _cluster_share(
@@ -187,14 +170,11 @@ def mean_grade(
     """PPI++ estimate of the mean human grade (0..3) over all LLM-graded pairs, designed as the
     relevant share's, and the pool's mean bias (mean LLM grade minus it) with its interval."""
     both, llm = paired.frame, paired.llm
-    only = _not_graded(paired)
     whole = design.kind == "whole-queries"
-    part = None if whole else graded_part(paired, design, order)
     f_both = both["llm"].to_numpy(dtype=np.float64) if whole else _expected_grade(both, "llm")
     f_llm = llm["grade"].to_numpy(dtype=np.float64) if whole else _expected_grade(llm, "grade")
     y = both["human"].to_numpy(dtype=np.float64)
-    est = design_ppi(paired, design, y, f_both, f_llm[only], only, weights, part, bounds=(0, 3))
-    data = est.to_json()
+    data, part = _pair_estimate(paired, design, weights, order, y, f_both, f_llm, (0, 3))
     llm_mean = float(llm["grade"].to_numpy(dtype=np.float64).mean())
     low, high = data["ppi_ci"]
     data.update(
@@ -205,7 +185,6 @@ def mean_grade(
                 None if high is None else llm_mean - high,
                 None if low is None else llm_mean - low,
             ],
-            **_framing(design, whole),
             "estimand": f"mean human grade (0-3) over these {len(llm)} LLM-graded pairs",
         }
     )
@@ -215,35 +194,38 @@ def mean_grade(
     return Estimate.model_validate(data)
 
 
-def design_ppi(
+def _pair_estimate(
     paired: PairedGrades,
     design: SampleDesign,
+    weights: Weights,
+    order: DrawOrder | None,
     y: npt.NDArray[np.float64],
     f_both: npt.NDArray[np.float64],
-    f_only: npt.NDArray[np.float64],
-    only: npt.NDArray[np.bool_],
-    weights: Weights,
-    part: GradedPart | None,
-    *,
+    f_llm: npt.NDArray[np.float64],
     bounds: tuple[float, float],
-) -> MeanEstimate:
-    """PPI++ of a per-pair mean under the sample design; a uniform sample graded in part uses
-    its graded prefix with pi = t / N (`graded_part`). `only`: the pairs people did not grade."""
+) -> tuple[dict[str, Any], GradedPart | None]:
+    """PPI++ of a per-pair mean under the sample design, with the keys stating its design, and
+    the graded part: a uniform sample graded in part uses its graded prefix, pi = t / N."""
+    whole = design.kind == "whole-queries"
+    part = None if whole else graded_part(paired, design, order)
+    only = _not_graded(paired)
     if part is not None and part.prefix is not None and part.t >= 2:
         inside = part.prefix
-        unlabelled = np.concatenate([f_only, f_both[~inside]])
-        return ppi_mean(y[inside], f_both[inside], unlabelled, bounds=bounds)
-    whole = design.kind == "whole-queries"
-    return ppi_mean(
-        y,
-        f_both,
-        f_only,
-        weights=weights,
-        groups=paired.frame["query_id"].to_numpy() if whole else None,
-        groups_unlabelled=paired.llm.loc[only, "query_id"].to_numpy() if whole else None,
-        bounds=bounds,
-        quantile="t" if whole else "normal",
-    )
+        unlabelled = np.concatenate([f_llm[only], f_both[~inside]])
+        est = ppi_mean(y[inside], f_both[inside], unlabelled, bounds=bounds)
+    else:
+        est = ppi_mean(
+            y,
+            f_both,
+            f_llm[only],
+            weights=weights,
+            groups=paired.frame["query_id"].to_numpy() if whole else None,
+            groups_unlabelled=paired.llm.loc[only, "query_id"].to_numpy() if whole else None,
+            bounds=bounds,
+            quantile="t" if whole else "normal",
+        )
+    framing = {"unit": "pair", "clustered_by": "query" if whole else None}
+    return {**est.to_json(), **framing, "design": design.kind, "population": "finite"}, part
 
 
 def _with_part(
