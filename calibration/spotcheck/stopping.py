@@ -6,7 +6,7 @@ gap wait for it to be filled (a skipped hard pair would bias the share).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 import numpy as np
@@ -180,25 +180,20 @@ def graded_part(
     return GradedPart(paired.n, design.sampled, strategy, mask, t)
 
 
+@dataclass
 class LiveStopping:
     """Stopping figures for one sample and one population of LLM grades."""
 
-    def __init__(
-        self,
-        order: DrawOrder,
-        llm: Mapping[Pair, int],
-        *,
-        threshold: int = 2,
-        target: float = TARGET,
-        predictions: Mapping[Pair, float] | None = None,
-    ) -> None:
-        if not 0 < target < 1:
-            raise ValueError(f"the target half-width must be in (0, 1), got {target}")
-        self.order = order
-        self.llm = dict(llm)
-        self.threshold = threshold
-        self.target = target
-        self.predictions = None if predictions is None else dict(predictions)
+    order: DrawOrder
+    llm: Mapping[Pair, int]
+    _: KW_ONLY
+    threshold: int = 2
+    target: float = TARGET
+    predictions: Mapping[Pair, float] | None = None
+
+    def __post_init__(self) -> None:
+        if not 0 < self.target < 1:
+            raise ValueError(f"the target half-width must be in (0, 1), got {self.target}")
 
     @classmethod
     def from_frame(
