@@ -48,10 +48,8 @@ def _qrels(frame: pd.DataFrame, column: str) -> pd.DataFrame:
     return frame[["query_id", "doc_id", column]].rename(columns={column: "grade"})
 
 
-def _per_query(paired: PairedGrades, weights: npt.NDArray[np.float64] | None) -> list[Any]:
-    queries, codes = paired.query_index()
-    f = paired.frame
-    mats = grouped_confusion(codes, len(queries), f["human"], f["llm"], weights)
+def _per_query(queries: list[str], codes: npt.NDArray[np.int64], mats: Any) -> list[Any]:
+    """Agreement on each query's pairs, from its confusion matrix (`mats[i]`)."""
     figs = scalar_figures(mats)
     keys = ("exact_agreement", "cohen_kappa", "weighted_kappa_quadratic", "mean_bias")
     counts = np.bincount(codes, minlength=len(queries))
@@ -173,7 +171,7 @@ def _figures(
         "intervals": agreement_intervals(per_query_mats, n_bootstrap, seed),
         "bootstrap": {"resamples": n_bootstrap, "seed": seed, "unit": "query"},
         "counts": {**counts, "queries": len(queries)},
-        "per_query": _per_query(paired, weights),
+        "per_query": _per_query(queries, codes, per_query_mats),
         "distributions": grade_distributions(h, m, weights),
     }
 
