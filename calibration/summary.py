@@ -20,12 +20,12 @@ from calibration.stats.agreement import agreement, grouped_confusion, scalar_fig
 from calibration.stats.bias import (
     bias_by_length,
     bias_by_rank,
+    confidence_report,
     grade_distributions,
     spread_sentence,
     verdict,
 )
 from calibration.stats.bootstrap import DEFAULT_RESAMPLES, agreement_intervals
-from calibration.stats.confidence import confidence_report
 from calibration.stats.ppi_design import SampleDesign, infer_design
 from calibration.stats.scales import (
     binary_comparison,

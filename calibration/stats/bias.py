@@ -1,6 +1,6 @@
 """Where the LLM's grades lean (LLM minus human, positive = lenient): distributions, bias by
-document length and by rank, and a verdict in plain words. All take optional per-pair weights.
-"""
+document length and by rank, a verdict in plain words; and whether the judge's own confidence
+(from logprobs) tracks its agreement with people."""
 
 from __future__ import annotations
 
@@ -185,3 +185,47 @@ def spread_sentence(rows: list[dict[str, Any]], what: str, prefix: str = "") -> 
         f"By {what}, the bias ranges from {lo['mean_bias']:+.2f} ({prefix}{lo['bucket']}) "
         f"to {hi['mean_bias']:+.2f} ({prefix}{hi['bucket']})."
     )
+
+
+def confidence_report(
+    human: npt.ArrayLike,
+    llm: npt.ArrayLike,
+    confidence: npt.ArrayLike | None,
+    expected: npt.ArrayLike | None,
+    bins: int = 5,
+) -> dict[str, Any] | None:
+    """The confidence section, or None when the judge gave no probabilities (NaN confidences
+    are left out of the bins)."""
+    h = np.asarray(human, dtype=np.float64)
+    m = np.asarray(llm, dtype=np.float64)
+    out: dict[str, Any] = {}
+    if confidence is not None:
+        c = np.asarray(confidence, dtype=np.float64)
+        known = np.isfinite(c)
+        if known.sum() >= bins:
+            frame = pd.DataFrame({"c": c[known], "right": (h == m)[known].astype(float)})
+            frame["bin"] = pd.qcut(frame["c"].rank(method="first"), bins, labels=False)
+            rows = []
+            gap = 0.0
+            for b in range(bins):
+                part = frame[frame["bin"] == b]
+                conf, acc = float(part["c"].mean()), float(part["right"].mean())
+                gap += abs(conf - acc) * len(part)
+                rows.append(
+                    {
+                        "bin": b + 1,
+                        "n": len(part),
+                        "mean_confidence": to_float(conf),
+                        "exact_agreement": to_float(acc),
+                    }
+                )
+            out["by_confidence"] = rows
+            out["expected_calibration_error"] = to_float(gap / len(frame))
+            out["n_with_confidence"] = int(known.sum())
+    if expected is not None:
+        e = np.asarray(expected, dtype=np.float64)
+        known = np.isfinite(e)
+        if known.any():
+            out["expected_grade_mae"] = to_float(np.mean(np.abs(e[known] - h[known])))
+            out["grade_mae"] = to_float(np.mean(np.abs(m[known] - h[known])))
+    return out or None
