@@ -115,10 +115,8 @@ def summarize(
     human_scale: str | None = None,
 ) -> CalibrationSummary:
     """The calibration of `llm` grades against `human` grades (frames query_id, doc_id, grade).
-
-    `weights`: one per pair of `paired` (default `pair_grades(llm, human)`). `design`, `order`:
-    the sample's, from its manifest (None: inferred, none). `human_scale` ("0-3", "binary"):
-    None infers it. The first of `measures` is the one of `systems` and `estimates.runs`."""
+    `weights`: one per pair of `paired`; `design`, `human_scale` ("0-3", "binary"): None infers
+    them; `order`: a sequential sample's; the first of `measures` is that of `systems`."""
     asked = list(dict.fromkeys(measures)) or [DEFAULT_MEASURE]
     paired = paired if paired is not None else pair_grades(llm, human)
     f = paired.frame

@@ -277,10 +277,8 @@ def neutral_scale() -> Scale:
 
 
 def prompt_scale(name: str) -> Scale:
-    """The scale of prompt `name` (`passage`, `passage@1`, or a path to a prompt file).
-
-    Raises PromptError when it cannot be loaded, RelgradeError when it lacks a 0..3 meaning.
-    """
+    """The scale of prompt `name` (`passage`, `passage@1`, or a path to a prompt file); a
+    RelgradeError when it lacks a 0..3 meaning."""
     try:
         spec = load_prompt(name)
     except NotAJudgePrompt:

@@ -364,17 +364,9 @@ def write_labelstudio_tasks(
 ) -> Path:
     """Write the tasks JSON and its labeling config beside it; returns the config's path."""
     tasks = []
-    for item in items:
-        data: dict[str, str] = {
-            "query_id": item.query_id,
-            "doc_id": item.doc_id,
-            "query": item.query,
-            "document": item.document,
-        }
-        if item.title:
-            data["title"] = item.title
-        if item.path:
-            data["path"] = item.path
+    for item in items:  # title and path only when the document has them
+        data = {k: getattr(item, k) for k in ("query_id", "doc_id", "query", "document")}
+        data |= {k: v for k in ("title", "path") if (v := getattr(item, k))}
         tasks.append({"data": data})
     with atomic_write(path) as fh:
         json.dump(tasks, fh, indent=1, ensure_ascii=False)
