@@ -167,23 +167,36 @@ def ppi_mean(
                 "weights need population='finite': the unlabelled part is not a "
                 "uniform sample when inclusion probabilities differ"
             )
-        return _infinite(yl, fl, fu, codes_l, codes_u, lam, q, df, bounds, llm_only, clusters)
-    w, pi = _design_weights(weights, n, labelled_units, codes_l, codes_u)
-    p = w / w.sum()
-    keep = 1.0 - pi
+        figures = _infinite(yl, fl, fu, codes_l, codes_u, lam)
+    else:
+        w, pi = _design_weights(weights, n, labelled_units, codes_l, codes_u)
+        figures = _finite(yl, fl, f_all, codes_l, w / w.sum(), 1.0 - pi, lam)
+    human, human_var, est, variance, lam = figures
+    ci, human_ci = _interval(est, variance, q, bounds), _interval(human, human_var, q, bounds)
+    weighted = weights is not None
+    return MeanEstimate(
+        llm_only, human, est, ci, human_ci, lam, n, n_u, weighted, clusters, population, df
+    )
+
+
+def _finite(
+    yl: FloatArray,
+    fl: FloatArray,
+    f_all: FloatArray,
+    codes_l: npt.NDArray[np.int64],
+    p: FloatArray,
+    keep: FloatArray,
+    lam: float | None,
+) -> tuple[float, float, float, float, float]:
+    """The Hajek means and design-based variances (module docstring): human-only, then PPI++."""
     human = float(np.sum(p * yl))
     human_var = _clustered_variance(p * (yl - human), codes_l, keep, p)
     if lam is None:
         lam = _slope(yl, fl, p, f_all)
     e = yl - lam * fl
     e_mean = float(np.sum(p * e))
-    est = lam * llm_only + e_mean
-    variance = _clustered_variance(p * (e - e_mean), codes_l, keep, p)
-    ci, human_ci = _interval(est, variance, q, bounds), _interval(human, human_var, q, bounds)
-    weighted = weights is not None
-    return MeanEstimate(
-        llm_only, human, est, ci, human_ci, lam, n, n_u, weighted, clusters, "finite", df
-    )
+    est = lam * float(f_all.mean()) + e_mean
+    return human, human_var, est, _clustered_variance(p * (e - e_mean), codes_l, keep, p), lam
 
 
 def _design_weights(
@@ -211,20 +224,14 @@ def _infinite(
     codes_l: npt.NDArray[np.int64],
     codes_u: npt.NDArray[np.int64],
     lam: float | None,
-    q: float,
-    df: int | None,
-    bounds: tuple[float, float] | None,
-    llm_only: float,
-    clusters: int | None,
-) -> MeanEstimate:
-    """ppi_py's PPI++ (independent labelled and unlabelled draws), one clustered variance."""
+) -> tuple[float, float, float, float, float]:
+    """ppi_py's PPI++ (independent labelled and unlabelled draws), one clustered variance;
+    without unlabelled units, the human-only mean."""
     n, n_u = yl.size, fu.size
     human = float(yl.mean())
-    human_ci = _interval(human, _clustered_variance((yl - human) / n, codes_l, None), q, bounds)
+    human_var = _clustered_variance((yl - human) / n, codes_l, None)
     if n_u == 0:
-        return MeanEstimate(
-            llm_only, human, human, human_ci, human_ci, 0.0, n, 0, False, clusters, "infinite", df
-        )
+        return human, human_var, human, human_var, 0.0
     if lam is None:  # ppi_py's tuning: cov(Y, f) / ((1 + n / N_u) var(f))
         cov = float(np.mean((yl - yl.mean()) * (fl - fl.mean())))
         var_f = float(np.var(np.concatenate([fl, fu]), ddof=1))
@@ -237,11 +244,7 @@ def _infinite(
     t_l = (e - e.mean()) / n * (np.sqrt(g_l / (g_l - 1)) if g_l > 1 else np.nan)
     t_u = lam * (fu - fu.mean()) / n_u * (np.sqrt(g_u / (g_u - 1)) if g_u > 1 else 0.0)
     sums = _sum_by(np.concatenate([codes_l, codes_u]), np.concatenate([t_l, t_u]))
-    variance = float(np.sum(sums**2))
-    ci = _interval(est, variance, q, bounds)
-    return MeanEstimate(
-        llm_only, human, est, ci, human_ci, lam, n, n_u, False, clusters, "infinite", df
-    )
+    return human, human_var, est, float(np.sum(sums**2)), lam
 
 
 def _slope(yl: FloatArray, fl: FloatArray, p: FloatArray, f_all: FloatArray) -> float:
