@@ -113,7 +113,7 @@ def _design(use: ManifestInUse) -> tuple[Any, Any]:
     """The sample design a manifest records and the draw order of a uniform or active sample
     (or None)."""
     from calibration.spotcheck.stopping import DrawOrder
-    from calibration.stats.ppi_design import design_of_strategy
+    from calibration.stats.ppi import design_of_strategy
 
     try:
         design = design_of_strategy(use.manifest.strategy, sampled=len(use.manifest.pairs))

@@ -13,9 +13,8 @@ import pandas as pd
 
 from calibration.join import PairedGrades, pair_keys, relevance_prediction
 from calibration.spotcheck.stopping import DrawOrder, GradedPart, graded_part, stopping_figures
-from calibration.stats.ppi import ppi_mean
+from calibration.stats.ppi import FEW_QUERIES, SampleDesign, caution, ppi_mean
 from calibration.stats.ppi_clusters import crossfit_cluster_share
-from calibration.stats.ppi_design import FEW_QUERIES, SampleDesign, caution
 from calibration.summary_model import Design, Estimate, Estimates
 
 Weights = npt.NDArray[np.float64] | None

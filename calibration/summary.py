@@ -26,7 +26,7 @@ from calibration.stats.bias import (
     verdict,
 )
 from calibration.stats.bootstrap import DEFAULT_RESAMPLES, agreement_intervals
-from calibration.stats.ppi_design import SampleDesign, infer_design
+from calibration.stats.ppi import SampleDesign, infer_design
 from calibration.stats.scales import (
     binary_comparison,
     is_binary_against_graded,

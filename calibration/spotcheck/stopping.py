@@ -16,7 +16,7 @@ import pandas as pd
 from calibration.join import PairedGrades, pair_keys, relevance_prediction
 from calibration.spotcheck.manifest import Manifest
 from calibration.stats.confseq import TARGET, Sequence, share_sequence
-from calibration.stats.ppi_design import SampleDesign
+from calibration.stats.ppi import SampleDesign
 
 Pair = tuple[str, str]
 
