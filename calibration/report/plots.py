@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
-from matplotlib import rc_context
-from matplotlib.figure import Figure
 
 from grader.models import GRADES
 
@@ -20,7 +19,18 @@ HUMAN_COLOUR = "#4C72B0"
 LLM_COLOUR = "#DD8452"
 
 
-def _svg(fig: Figure) -> str:
+@contextmanager
+def _axes(width: float, height: float) -> Iterator[tuple[Any, Any]]:
+    """A figure in the report's style and its axes (matplotlib loads when a picture is drawn)."""
+    from matplotlib import rc_context
+    from matplotlib.figure import Figure
+
+    with rc_context(STYLE):
+        fig = Figure(figsize=(width, height), layout="constrained")
+        yield fig, fig.subplots()
+
+
+def _svg(fig: Any) -> str:
     buf = io.StringIO()
     fig.savefig(buf, format="svg", metadata={"Date": None})
     text = buf.getvalue()
@@ -33,9 +43,7 @@ def confusion_svg(confusion: Sequence[Sequence[float]]) -> str:
     """Heatmap of the confusion matrix: rows human grade, columns LLM grade, counts written in."""
     c = np.asarray(confusion, dtype=np.float64)
     share = c / c.sum(axis=1, keepdims=True).clip(min=1e-12)
-    with rc_context(STYLE):
-        fig = Figure(figsize=(4.2, 3.6), layout="constrained")
-        ax = fig.subplots()
+    with _axes(4.2, 3.6) as (fig, ax):
         im = ax.imshow(share, cmap="Blues", vmin=0, vmax=1)
         for h in range(c.shape[0]):
             for m in range(c.shape[1]):
@@ -73,9 +81,7 @@ def _na_labels(ax: Any, xs: list[float]) -> None:
 def distributions_svg(dist: Mapping[str, Any]) -> str:
     """Grouped bars: share of each grade, human beside LLM; an undefined share is labelled n/a."""
     grades = [float(g) for g in dist["grades"]]
-    with rc_context(STYLE):
-        fig = Figure(figsize=(4.6, 3.2), layout="constrained")
-        ax = fig.subplots()
+    with _axes(4.6, 3.2) as (fig, ax):
         missing: list[float] = []
         for shift, values, label, colour in (
             (-0.2, dist["human"], "human", HUMAN_COLOUR),
@@ -98,9 +104,7 @@ def bias_svg(rows: Sequence[Mapping[str, Any]], xlabel: str, title: str) -> str:
     labels = [str(r["bucket"]) for r in rows]
     shown = [i for i, r in enumerate(rows) if _defined(r["mean_bias"])]
     values = [float(rows[i]["mean_bias"]) for i in shown]
-    with rc_context(STYLE):
-        fig = Figure(figsize=(4.6, 3.2), layout="constrained")
-        ax = fig.subplots()
+    with _axes(4.6, 3.2) as (fig, ax):
         colours = [LLM_COLOUR if v >= 0 else HUMAN_COLOUR for v in values]
         ax.bar(shown, values, color=colours)
         ax.axhline(0, color="black", linewidth=0.8)
@@ -117,9 +121,7 @@ def systems_svg(per_system: Sequence[Mapping[str, Any]], measure: str) -> str:
     undefined = [str(r["run"]) for r in per_system if r not in drawn]
     x = np.asarray([float(r["human"]) for r in drawn], dtype=np.float64)
     y = np.asarray([float(r["llm"]) for r in drawn], dtype=np.float64)
-    with rc_context(STYLE):
-        fig = Figure(figsize=(4.6, 4.0), layout="constrained")
-        ax = fig.subplots()
+    with _axes(4.6, 4.0) as (fig, ax):
         ax.scatter(x, y, color=LLM_COLOUR, zorder=3)
         for r, xi, yi in zip(drawn, x, y, strict=True):
             ax.annotate(str(r["run"]), (xi, yi), textcoords="offset points", xytext=(4, 4))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from calibration.report.page import Markup, escape, fill, stylesheet, table, template
+from calibration.report.html import Markup, escape, fill, stylesheet, table, template
 from grader.cost import usd_or_unknown
 from grader.io.files import atomic_write
 from grader.models import GRADES
