@@ -15,8 +15,7 @@ from calibration.spotcheck.manifest import Manifest, build_manifest
 from calibration.spotcheck.sampling import (
     SampledPair,
     SampleDraw,
-    _integer_counts,
-    allocate,
+    _stratum_pi,
     strata_of,
     strata_table,
     stratified_draw,
@@ -45,16 +44,15 @@ def draw_also_judged(
         )
     labels = [f"human grade {grades[p]}" if stratify else "judged" for p in judged]
     keys, stratum, sizes = strata_of(labels)
-    expected = allocate(np.ones(len(keys)) if stratify else sizes, sizes, float(n))
-    if stratify:
-        expected = _integer_counts(expected)
-    pi = np.clip((expected / sizes)[stratum], 0.0, 1.0)
+    strategy = "stratified" if stratify else "uniform"
+    pi, expected, _ = _stratum_pi(strategy, "equal", keys, sizes, stratum, n, 0.0)
+    pi = np.clip(pi, 0.0, 1.0)
     chosen = np.sort(stratified_draw(pi, stratum, np.random.default_rng(seed)))
     pairs = [
         SampledPair(judged[i][0], judged[i][1], float(pi[i]), labels[i]) for i in chosen.tolist()
     ]
     return SampleDraw(
-        strategy="stratified" if stratify else "uniform",
+        strategy=strategy,
         allocation="equal" if stratify else None,
         population=len(judged),
         strata=strata_table(keys, sizes, expected),
