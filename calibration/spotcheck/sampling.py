@@ -59,7 +59,7 @@ class SampleDraw:
     seed: int = 0
     judgments: list[Judgment] = field(default_factory=list, repr=False)
     labels: list[str] = field(default_factory=list, repr=False)
-    pi: np.ndarray | None = field(default=None, repr=False)
+    pi: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     uncertainty: np.ndarray | None = field(default=None, repr=False)
     uncertainty_source: str | None = None
     uncertainty_imputed: int = 0
@@ -298,7 +298,6 @@ def _stratum_pi(
 def draw_from(design: SampleDraw, seed: int) -> SampleDraw:
     """Draw one sample from a design; the pairs come back in a seeded random order."""
     rng = np.random.default_rng(seed)
-    assert design.pi is not None
     keys, stratum_of, _ = strata_of(design.labels)
     p_draw: np.ndarray | None = None
     if design.weights is not None:  # active: successive sampling, in the order drawn
