@@ -20,19 +20,17 @@ from calibration.stats.agreement import agreement, grouped_confusion, scalar_fig
 from calibration.stats.bias import (
     bias_by_length,
     bias_by_rank,
+    binary_comparison,
     confidence_report,
     grade_distributions,
+    is_binary_against_graded,
+    scale_warning,
+    scales_verdict,
     spread_sentence,
     verdict,
 )
 from calibration.stats.bootstrap import DEFAULT_RESAMPLES, agreement_intervals
 from calibration.stats.ppi import SampleDesign, infer_design
-from calibration.stats.scales import (
-    binary_comparison,
-    is_binary_against_graded,
-    scale_warning,
-    scales_verdict,
-)
 from calibration.stats.systems import compare_systems, rank_agreement_intervals
 from calibration.summary_model import BinaryScale, CalibrationSummary, Verdict
 from grader.metrics.evaluate import exact_mean
