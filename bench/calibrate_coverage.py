@@ -53,8 +53,7 @@ from calibration.stats.confseq import (  # noqa: E402
     running,
     share_sequence,
 )
-from calibration.stats.ppi import ppi_mean  # noqa: E402
-from calibration.stats.ppi_design import SampleDesign  # noqa: E402
+from calibration.stats.ppi import SampleDesign, ppi_mean  # noqa: E402
 from tests.helpers.spotcheck_sim import LABEL_SETS, LabelSets, load_label_sets  # noqa: E402
 
 Arr = npt.NDArray[np.float64]

@@ -113,7 +113,7 @@ def _design(use: ManifestInUse) -> tuple[Any, Any]:
     """The sample design a manifest records and the draw order of a uniform or active sample
     (or None)."""
     from calibration.spotcheck.stopping import DrawOrder
-    from calibration.stats.ppi_design import design_of_strategy
+    from calibration.stats.ppi import design_of_strategy
 
     try:
         design = design_of_strategy(use.manifest.strategy, sampled=len(use.manifest.pairs))
@@ -277,7 +277,10 @@ def _input_notes(llm: Any, human: Any, second: Any | None) -> list[str]:
 
 def _coverage_warnings(given: CalibrationInputs, llm: pd.DataFrame, manifest: str) -> list[str]:
     """Human grades that look like a sample but have no manifest; sampled pairs never graded."""
-    from calibration.spotcheck.coverage import ungraded_sample_warning, unweighted_sample_warning
+    from calibration.spotcheck.design_sample import (
+        ungraded_sample_warning,
+        unweighted_sample_warning,
+    )
     from calibration.spotcheck.manifest import read_manifest
 
     if manifest:

@@ -1,11 +1,6 @@
 """The `estimates` section of `relgrade calibrate`: PPI++ estimates that follow the sample design.
-
-`relevant_share` and `mean_grade` are over the N LLM-graded pairs (pair designs: 1/pi weights;
-whole queries: `calibration.stats.ppi_clusters`). `runs` exist under whole queries only (a
-per-query measure needs the query graded whole); below FEW_QUERIES they are human-only, which
-covered better than PPI++ on 3-6 queries (bench/whole_queries_runs.py). Every estimate names
-its design and estimand, and a `caution` when its interval could mislead.
-"""
+`runs` exist under whole queries only; below FEW_QUERIES they are human-only, which covered better
+than PPI++ on 3-6 queries (bench/whole_queries_runs.py)."""
 
 from __future__ import annotations
 
@@ -16,12 +11,10 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from calibration.join import PairedGrades, relevance_prediction
-from calibration.spotcheck.graded_part import GradedPart, graded_part
-from calibration.spotcheck.stopping import DrawOrder, stopping_figures
-from calibration.stats.ppi import MeanEstimate, ppi_mean
+from calibration.join import PairedGrades, pair_keys, relevance_prediction
+from calibration.spotcheck.stopping import DrawOrder, GradedPart, graded_part, stopping_figures
+from calibration.stats.ppi import FEW_QUERIES, SampleDesign, caution, ppi_mean
 from calibration.stats.ppi_clusters import crossfit_cluster_share
-from calibration.stats.ppi_design import FEW_QUERIES, SampleDesign, caution
 from calibration.summary_model import Design, Estimate, Estimates
 
 Weights = npt.NDArray[np.float64] | None
@@ -86,22 +79,16 @@ def relevant_share(
     at grade >= `human_threshold`, default `threshold`); with an `order`, its sequence too."""
     human_at = threshold if human_threshold is None else human_threshold
     both, llm = paired.frame, paired.llm
-    only = _not_graded(paired)
     whole = design.kind == "whole-queries"
     # the prediction in the correction: P(relevant) where the judge gave a grade distribution
     pred_both = relevance_prediction(both["llm"], None if whole else both, threshold)
     pred_llm = relevance_prediction(llm["grade"], None if whole else llm, threshold)
-    part = None if whole else graded_part(paired, design, order)
     y = (both["human"].to_numpy() >= human_at).astype(np.float64)
-    est = design_ppi(
-        paired, design, y, pred_both, pred_llm[only], only, weights, part, bounds=(0.0, 1.0)
-    )
-    data = est.to_json()
+    data, part = _pair_estimate(paired, design, weights, order, y, pred_both, pred_llm, (0, 1))
     data["llm_only"] = float(np.mean(llm["grade"].to_numpy() >= threshold))
-    if whole:
-        data.update(_cluster_share(paired, y, threshold, est.df))
+    if whole:  # t with (queries - 1) df, as ppi_mean's
+        data.update(_cluster_share(paired, y, threshold, data["labelled_clusters"] - 1))
     extra = "" if human_at == threshold else f"; human grade >= {human_at}"
-    data.update(_framing(design, whole))
     data["estimand"] = (
         f"share of relevant pairs (grade >= {threshold}{extra}) among these {len(llm)} "
         "LLM-graded pairs"
@@ -109,17 +96,6 @@ def relevant_share(
     if order is not None:
         _add_sequence(data, paired, design, order, threshold, human_at, pred_llm)
     return Estimate.model_validate(_with_part(data, part, design, whole))
-
-
-def _framing(design: SampleDesign, whole: bool) -> dict[str, Any]:
-    """The keys every per-pair estimate states: unit, clustering, design and population."""
-    clustered = "query" if whole else None
-    return {
-        "unit": "pair",
-        "clustered_by": clustered,
-        "design": design.kind,
-        "population": "finite",
-    }
 
 
 def _cluster_share(
@@ -154,8 +130,7 @@ def _add_sequence(
     """The confidence sequence over the graded prefix; an active sample's fixed-n figures are
     the sequential design's (Des Raj)."""
     both, llm = paired.frame, paired.llm
-    both_keys = list(zip(both["query_id"].tolist(), both["doc_id"].tolist(), strict=True))
-    llm_keys = list(zip(llm["query_id"].tolist(), llm["doc_id"].tolist(), strict=True))
+    both_keys, llm_keys = pair_keys(both), pair_keys(llm)
     seq, figures = stopping_figures(
         order,
         dict(zip(both_keys, both["human"].tolist(), strict=True)),
@@ -173,10 +148,8 @@ def _add_sequence(
 
 def _not_graded(paired: PairedGrades) -> npt.NDArray[np.bool_]:
     """Which LLM-graded pairs (rows of `paired.llm`) people did not grade."""
-    both, llm = paired.frame, paired.llm
-    graded = set(zip(both["query_id"].tolist(), both["doc_id"].tolist(), strict=True))
-    every = zip(llm["query_id"].tolist(), llm["doc_id"].tolist(), strict=True)
-    return np.fromiter((k not in graded for k in every), dtype=bool, count=len(llm))
+    graded = set(pair_keys(paired.frame))
+    return np.array([k not in graded for k in pair_keys(paired.llm)], dtype=bool)
 
 
 def _expected_grade(frame: pd.DataFrame, column: str) -> npt.NDArray[np.float64]:
@@ -196,14 +169,11 @@ def mean_grade(
     """PPI++ estimate of the mean human grade (0..3) over all LLM-graded pairs, designed as the
     relevant share's, and the pool's mean bias (mean LLM grade minus it) with its interval."""
     both, llm = paired.frame, paired.llm
-    only = _not_graded(paired)
     whole = design.kind == "whole-queries"
-    part = None if whole else graded_part(paired, design, order)
     f_both = both["llm"].to_numpy(dtype=np.float64) if whole else _expected_grade(both, "llm")
     f_llm = llm["grade"].to_numpy(dtype=np.float64) if whole else _expected_grade(llm, "grade")
     y = both["human"].to_numpy(dtype=np.float64)
-    est = design_ppi(paired, design, y, f_both, f_llm[only], only, weights, part, bounds=(0, 3))
-    data = est.to_json()
+    data, part = _pair_estimate(paired, design, weights, order, y, f_both, f_llm, (0, 3))
     llm_mean = float(llm["grade"].to_numpy(dtype=np.float64).mean())
     low, high = data["ppi_ci"]
     data.update(
@@ -214,7 +184,6 @@ def mean_grade(
                 None if high is None else llm_mean - high,
                 None if low is None else llm_mean - low,
             ],
-            **_framing(design, whole),
             "estimand": f"mean human grade (0-3) over these {len(llm)} LLM-graded pairs",
         }
     )
@@ -224,35 +193,38 @@ def mean_grade(
     return Estimate.model_validate(data)
 
 
-def design_ppi(
+def _pair_estimate(
     paired: PairedGrades,
     design: SampleDesign,
+    weights: Weights,
+    order: DrawOrder | None,
     y: npt.NDArray[np.float64],
     f_both: npt.NDArray[np.float64],
-    f_only: npt.NDArray[np.float64],
-    only: npt.NDArray[np.bool_],
-    weights: Weights,
-    part: GradedPart | None,
-    *,
+    f_llm: npt.NDArray[np.float64],
     bounds: tuple[float, float],
-) -> MeanEstimate:
-    """PPI++ of a per-pair mean under the sample design; a uniform sample graded in part uses
-    its graded prefix with pi = t / N (`graded_part`). `only`: the pairs people did not grade."""
+) -> tuple[dict[str, Any], GradedPart | None]:
+    """PPI++ of a per-pair mean under the sample design, with the keys stating its design, and
+    the graded part: a uniform sample graded in part uses its graded prefix, pi = t / N."""
+    whole = design.kind == "whole-queries"
+    part = None if whole else graded_part(paired, design, order)
+    only = _not_graded(paired)
     if part is not None and part.prefix is not None and part.t >= 2:
         inside = part.prefix
-        unlabelled = np.concatenate([f_only, f_both[~inside]])
-        return ppi_mean(y[inside], f_both[inside], unlabelled, bounds=bounds)
-    whole = design.kind == "whole-queries"
-    return ppi_mean(
-        y,
-        f_both,
-        f_only,
-        weights=weights,
-        groups=paired.frame["query_id"].to_numpy() if whole else None,
-        groups_unlabelled=paired.llm.loc[only, "query_id"].to_numpy() if whole else None,
-        bounds=bounds,
-        quantile="t" if whole else "normal",
-    )
+        unlabelled = np.concatenate([f_llm[only], f_both[~inside]])
+        est = ppi_mean(y[inside], f_both[inside], unlabelled, bounds=bounds)
+    else:
+        est = ppi_mean(
+            y,
+            f_both,
+            f_llm[only],
+            weights=weights,
+            groups=paired.frame["query_id"].to_numpy() if whole else None,
+            groups_unlabelled=paired.llm.loc[only, "query_id"].to_numpy() if whole else None,
+            bounds=bounds,
+            quantile="t" if whole else "normal",
+        )
+    framing = {"unit": "pair", "clustered_by": "query" if whole else None}
+    return {**est.to_json(), **framing, "design": design.kind, "population": "finite"}, part
 
 
 def _with_part(

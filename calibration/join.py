@@ -36,6 +36,11 @@ class PairedGrades:
         return [str(q) for q in uniques], np.asarray(codes, dtype=np.int64)
 
 
+def pair_keys(frame: pd.DataFrame) -> list[tuple[str, str]]:
+    """The (query_id, doc_id) of each row, as strings."""
+    return list(zip(frame["query_id"].astype(str), frame["doc_id"].astype(str), strict=True))
+
+
 def _keyed(frame: pd.DataFrame, side: str) -> pd.DataFrame:
     missing = {"query_id", "doc_id", "grade"} - set(frame.columns)
     if missing:

@@ -1,12 +1,6 @@
-"""`calibrate --fit-lexical`: fit the offline lexical judge's thresholds on human grades.
-
-Scores every human-graded pair with the lexical judge (collection statistics from all of
-`--docs`, as when grading), fits the three thresholds (`grader.judges.lexical.fit`, which
-maximises quadratic-weighted kappa), and writes a complete settings file. By default that is
-`./relgrade-lexical.toml` (or $RELGRADE_LEXICAL_CONFIG), which `relgrade grade --judge lexical`
-reads when no `--lexical-config` is given, so the next grading run uses the fitted thresholds.
-The shipped default is never overwritten.
-"""
+"""`calibrate --fit-lexical`: fit the lexical judge's three thresholds on human grades (maximising
+quadratic-weighted kappa) and write a complete settings file, by default the one `grade --judge
+lexical` reads next (`./relgrade-lexical.toml`); the shipped default is never overwritten."""
 
 from __future__ import annotations
 
@@ -16,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from calibration.join import pair_keys
 from calibration.stats.agreement import agreement
 from grader.errors import InputError
 from grader.io.docs import read_docs
@@ -44,7 +39,7 @@ def fit_and_write(
     human = read_human_grades(human_path, clamp=clamp)
     queries = read_queries(queries_path)
     docs = read_docs(docs_path)
-    pairs = list(zip(human["query_id"].astype(str), human["doc_id"].astype(str), strict=True))
+    pairs = pair_keys(human)
     scores = lexical_scores(queries, docs, pairs)
     keep = np.isfinite(scores)
     if not keep.any():

@@ -20,19 +20,17 @@ from calibration.stats.agreement import agreement, grouped_confusion, scalar_fig
 from calibration.stats.bias import (
     bias_by_length,
     bias_by_rank,
+    binary_comparison,
+    confidence_report,
     grade_distributions,
+    is_binary_against_graded,
+    scale_warning,
+    scales_verdict,
     spread_sentence,
     verdict,
 )
 from calibration.stats.bootstrap import DEFAULT_RESAMPLES, agreement_intervals
-from calibration.stats.confidence import confidence_report
-from calibration.stats.ppi_design import SampleDesign, infer_design
-from calibration.stats.scales import (
-    binary_comparison,
-    is_binary_against_graded,
-    scale_warning,
-    scales_verdict,
-)
+from calibration.stats.ppi import SampleDesign, infer_design
 from calibration.stats.systems import compare_systems, rank_agreement_intervals
 from calibration.summary_model import BinaryScale, CalibrationSummary, Verdict
 from grader.metrics.evaluate import exact_mean
@@ -48,10 +46,8 @@ def _qrels(frame: pd.DataFrame, column: str) -> pd.DataFrame:
     return frame[["query_id", "doc_id", column]].rename(columns={column: "grade"})
 
 
-def _per_query(paired: PairedGrades, weights: npt.NDArray[np.float64] | None) -> list[Any]:
-    queries, codes = paired.query_index()
-    f = paired.frame
-    mats = grouped_confusion(codes, len(queries), f["human"], f["llm"], weights)
+def _per_query(queries: list[str], codes: npt.NDArray[np.int64], mats: Any) -> list[Any]:
+    """Agreement on each query's pairs, from its confusion matrix (`mats[i]`)."""
     figs = scalar_figures(mats)
     keys = ("exact_agreement", "cohen_kappa", "weighted_kappa_quadratic", "mean_bias")
     counts = np.bincount(codes, minlength=len(queries))
@@ -117,10 +113,8 @@ def summarize(
     human_scale: str | None = None,
 ) -> CalibrationSummary:
     """The calibration of `llm` grades against `human` grades (frames query_id, doc_id, grade).
-
-    `weights`: one per pair of `paired` (default `pair_grades(llm, human)`). `design`, `order`:
-    the sample's, from its manifest (None: inferred, none). `human_scale` ("0-3", "binary"):
-    None infers it. The first of `measures` is the one of `systems` and `estimates.runs`."""
+    `weights`: one per pair of `paired`; `design`, `human_scale` ("0-3", "binary"): None infers
+    them; `order`: a sequential sample's; the first of `measures` is that of `systems`."""
     asked = list(dict.fromkeys(measures)) or [DEFAULT_MEASURE]
     paired = paired if paired is not None else pair_grades(llm, human)
     f = paired.frame
@@ -173,7 +167,7 @@ def _figures(
         "intervals": agreement_intervals(per_query_mats, n_bootstrap, seed),
         "bootstrap": {"resamples": n_bootstrap, "seed": seed, "unit": "query"},
         "counts": {**counts, "queries": len(queries)},
-        "per_query": _per_query(paired, weights),
+        "per_query": _per_query(queries, codes, per_query_mats),
         "distributions": grade_distributions(h, m, weights),
     }
 

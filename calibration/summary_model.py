@@ -1,8 +1,6 @@
 """What `relgrade calibrate` computes, as one typed value: `CalibrationSummary` and its parts.
-
-`to_json()` prints only the keys that were set, so sections that need their inputs stay absent
-while an undefined figure prints as null. Record rows stay dicts (`TypedDict`s).
-"""
+`to_json()` prints only the keys that were set, so a section without its inputs stays absent
+while an undefined figure prints as null."""
 
 from __future__ import annotations
 
@@ -81,8 +79,7 @@ class Counts(SummaryPart):
     human_only: int
     queries: int
     design_sample: int | None = None
-    """With a manifest: the pairs graded by both that it holds (the design sample its 1/pi
-    weights speak for); `paired` (= `n`) may be more (`DesignSample`)."""
+    """With a manifest: the pairs graded by both that it holds (`DesignSample`); `paired` >= it."""
 
 
 class QueryFigures(TypedDict):
@@ -182,8 +179,7 @@ class Systems(SummaryPart):
     largest_swaps: list[SystemRow]
     intervals: dict[str, Interval]
     left_out: str | None = None
-    """Why the comparison is left out (figures None, tables empty): people graded pairs drawn
-    one by one, and a per-query measure needs whole queries graded."""
+    """Why the comparison is left out: a per-query measure needs whole queries graded."""
 
 
 class Design(SummaryPart):
@@ -219,8 +215,7 @@ class Estimate(SummaryPart):
     estimand: str
     caution: str | None
     cs: Interval | None = None
-    """Uniform and active samples: the anytime-valid 95% confidence sequence after the graded
-    prefix of the sample's order (`calibration.stats.confseq`)."""
+    """Uniform and active samples: the anytime-valid 95% sequence over the graded prefix."""
     more_for_0_05: int | None = None
     """How many more grades would likely bring the sequence's half-width to 0.05."""
     cs_estimate: float | None = None
@@ -239,12 +234,11 @@ class Estimates(SummaryPart):
     design: Design
     relevant_share: Estimate
     mean_grade: Estimate | None = None
-    """The mean human grade (0..3) over the LLM-graded pairs, and the pool's mean bias (not
-    when people graded 0/1)."""
+    """The mean human grade (0..3) and the pool's mean bias (not when people graded 0/1)."""
     runs: dict[str, Estimate] | None = None
     """Each run's estimate of the first (or only) measure."""
     runs_by_measure: dict[str, dict[str, Estimate]] | None = None
-    """With runs: each run's estimate of every asked measure, by measure name, then run."""
+    """With runs: each run's estimate of every asked measure, by measure, then run."""
 
 
 class PairFigures(SummaryPart):
@@ -333,8 +327,7 @@ class CalibrationSummary(SummaryPart):
     systems: Systems | None = None
     """The first (or only) measure's systems section."""
     systems_by_measure: dict[str, Systems] | None = None
-    """With runs: every asked measure's systems section, by measure name (`systems` is the
-    first of them)."""
+    """With runs: every asked measure's systems section, by measure (`systems` is the first)."""
     estimates: Estimates | None = None
     design_sample: DesignSample | None = None
     """With a manifest: its pairs' figures, weighted (see `DesignSample`)."""

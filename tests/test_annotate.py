@@ -16,9 +16,8 @@ from typing import Any
 import pytest
 
 from calibration.spotcheck.annotate.gradelog import GradeLog, grade_log_path
-from calibration.spotcheck.annotate.scale import neutral_scale, prompt_scale
 from calibration.spotcheck.annotate.server import AnnotateServer
-from calibration.spotcheck.blind import read_blind_csv
+from calibration.spotcheck.blind import neutral_scale, prompt_scale, read_blind_csv
 from grader.cli.main import main
 from grader.errors import InputError, NotAJudgePrompt, RelgradeError
 from grader.prompts import load_prompt

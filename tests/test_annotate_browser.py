@@ -12,9 +12,8 @@ from typing import Any
 import pytest
 
 from calibration.spotcheck.annotate.gradelog import GradeLog, grade_log_path
-from calibration.spotcheck.annotate.scale import prompt_scale
 from calibration.spotcheck.annotate.server import AnnotateServer
-from calibration.spotcheck.blind import read_blind_csv
+from calibration.spotcheck.blind import prompt_scale, read_blind_csv
 from tests.helpers.annotate_sample import SCRIPT_DOC, write_sample
 from tests.helpers.chromium import chromium, needs_chromium
 

@@ -11,9 +11,8 @@ from typing import Any
 import pytest
 
 from calibration.spotcheck.annotate.gradelog import GradeLog, grade_log_path
-from calibration.spotcheck.annotate.scale import neutral_scale
 from calibration.spotcheck.annotate.server import AnnotateServer
-from calibration.spotcheck.blind import BlindItem, read_blind_csv, write_blind_csv
+from calibration.spotcheck.blind import BlindItem, neutral_scale, read_blind_csv, write_blind_csv
 from grader.cli.main import main
 from tests.helpers.chromium import chromium, needs_chromium
 

@@ -11,11 +11,8 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 
 import relgrade as rg
-from calibration.spotcheck.also_judged import (
-    also_judged_manifest,
-    draw_also_judged,
-    write_also_judged,
-)
+from calibration.spotcheck.also_judged import also_judged_manifest, draw_also_judged
+from calibration.spotcheck.manifest import copy_manifest_beside
 from grader.cli.main import main
 from tests.helpers.calibrate_files import (
     Rows,
@@ -45,7 +42,7 @@ def _world(tmp_path: Path, *, seed: int = 0, stratify: bool = False) -> dict[str
     pool = write_qrels_rows(tmp_path / "pool.qrels", kept)
     full = write_qrels_rows(tmp_path / "full.qrels", human)
     lp = write_qrels_rows(tmp_path / "llm.qrels", llm_rows)
-    write_also_judged(also_judged_manifest(draw, pool), lp)
+    copy_manifest_beside(also_judged_manifest(draw, pool), lp)
     return {
         "llm": lp,
         "full": full,

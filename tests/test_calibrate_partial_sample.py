@@ -16,8 +16,7 @@ from calibration.estimates_section import mean_grade, relevant_share
 from calibration.join import PairedGrades
 from calibration.spotcheck.sequential import uniform_draw_probabilities
 from calibration.spotcheck.stopping import DrawOrder
-from calibration.stats.ppi import ppi_mean
-from calibration.stats.ppi_design import SampleDesign
+from calibration.stats.ppi import SampleDesign, ppi_mean
 from tests.helpers.spotcheck_sim import synthetic_population
 
 Z = NormalDist().inv_cdf(0.975)

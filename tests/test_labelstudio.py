@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 
 from calibration.spotcheck.blind import BlindItem
-from calibration.spotcheck.labelstudio import write_labelstudio_tasks
-from calibration.spotcheck.labelstudio_import import read_labelstudio_export
+from calibration.spotcheck.labelstudio import read_labelstudio_export, write_labelstudio_tasks
 from calibration.spotcheck.manifest import Manifest, ManifestPair
 from grader.errors import InputError
 
@@ -173,7 +172,7 @@ def test_allow_missing_imports_only_graded_tasks(tmp_path: Path) -> None:
 def test_a_json_min_record_with_two_grades_is_an_error_not_its_first(
     tmp_path: Path, grade: object
 ) -> None:
-    from calibration.spotcheck.labelstudio_import import read_labelstudio_export
+    from calibration.spotcheck.labelstudio import read_labelstudio_export
     from grader.errors import InputError
 
     path = tmp_path / "export.json"

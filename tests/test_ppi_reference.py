@@ -23,8 +23,8 @@ from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 from scipy import stats
 
 from calibration.stats.ppi import ppi_mean
-from calibration.stats.student_t import t_quantile
 from grader.cli.main import main
+from grader.evaluation.student_t import t_quantile
 from tests.helpers.fill_data import DATA as SHARED_DL2019
 
 DATA = SHARED_DL2019

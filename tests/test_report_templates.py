@@ -10,8 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibration.report.html import render_report
-from calibration.report.page import Markup, fill, template
+from calibration.report.html import Markup, fill, render_report, template
 from calibration.report.regrade_diff import render_diff_html
 from calibration.summary import summarize
 from grader.regrade.diff import ChangedPair, RegradeDiff

@@ -77,15 +77,17 @@ def confusion_rows(s: CalibrationSummary) -> list[list[str]]:
     return rows
 
 
+def _cells(record: Any, keys: tuple[str, ...], digits: int) -> list[str]:
+    """The record's `keys` as table cells (numbers to `digits`)."""
+    return [fmt(record[k], digits) for k in keys]
+
+
 def bias_rows(rows: list[BiasRow], with_span: bool) -> list[list[str]]:
     """Bucket (with its span for lengths), n, both means and the bias."""
     return [
         [
             f"{r['bucket']} ({r['low']}-{r['high']})" if with_span else r["bucket"],
-            str(r["n"]),
-            fmt(r["human_mean"], 3),
-            fmt(r["llm_mean"], 3),
-            fmt(r["mean_bias"], 3),
+            *_cells(r, ("n", "human_mean", "llm_mean", "mean_bias"), 3),
         ]
         for r in rows
     ]
@@ -93,40 +95,20 @@ def bias_rows(rows: list[BiasRow], with_span: bool) -> list[list[str]]:
 
 def system_rows(sy: Systems) -> list[list[str]]:
     """Each run's score under both label sets and its ranks."""
-    return [
-        [
-            r["run"],
-            fmt(r["human"]),
-            fmt(r["llm"]),
-            str(r["human_rank"]),
-            str(r["llm_rank"]),
-            f"{r['rank_change']:+d}",
-        ]
-        for r in sy.per_system
-    ]
+    keys = ("run", "human", "llm", "human_rank", "llm_rank")
+    return [[*_cells(r, keys, 4), f"{r['rank_change']:+d}"] for r in sy.per_system]
 
 
 def query_rows(per_query: list[QueryFigures]) -> list[list[str]]:
     """Agreement on each query's pairs."""
-    return [
-        [
-            str(q["query_id"]),
-            str(q["n"]),
-            fmt(q["exact_agreement"], 3),
-            fmt(q["cohen_kappa"], 3),
-            fmt(q["weighted_kappa_quadratic"], 3),
-            fmt(q["mean_bias"], 3),
-        ]
-        for q in per_query
-    ]
+    keys = ("query_id", "n", "exact_agreement", "cohen_kappa", "weighted_kappa_quadratic")
+    return [_cells(q, (*keys, "mean_bias"), 3) for q in per_query]
 
 
 def confidence_rows(conf: Confidence) -> list[list[str]]:
     """Exact agreement per quintile of the judge's own confidence."""
-    return [
-        [str(r["bin"]), str(r["n"]), fmt(r["mean_confidence"], 3), fmt(r["exact_agreement"], 3)]
-        for r in conf.by_confidence or []
-    ]
+    keys = ("bin", "n", "mean_confidence", "exact_agreement")
+    return [_cells(r, keys, 3) for r in conf.by_confidence or []]
 
 
 def binary_rows(s: CalibrationSummary) -> list[list[str]]:

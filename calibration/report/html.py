@@ -1,46 +1,90 @@
-"""The calibration report: one self-contained HTML file with pictures and the numbers in tables.
-
-The page skeleton is `templates/calibration.html` (see `calibration.report.page`); this module
-builds the sections it holds, escaping every dynamic text. Pictures are inline SVG (see
-`calibration.report.plots`); there is no script, stylesheet, font or image from elsewhere, so the
-file opens offline, can be mailed, and shows the same in every browser.
-Key figures carry stable ids (e.g. `id="cohen_kappa"`) so tests and scripts can read them.
-"""
+"""The calibration report: one self-contained HTML file (no script, stylesheet or image from
+elsewhere), pictures as inline SVG. Pages fill `string.Template` files in `templates/`, escaping
+every value but `Markup`; key figures carry stable ids (e.g. `id="cohen_kappa"`) for tests."""
 
 from __future__ import annotations
 
 import html
 import json
 import re
+from collections.abc import Sequence
+from functools import cache
+from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from string import Template
 
 from calibration.report import cells
 from calibration.report.cells import ci, fmt
-from calibration.report.page import Markup, fill, stylesheet, table, template
 from calibration.report.plots import bias_svg, confusion_svg, distributions_svg, systems_svg
 from calibration.summary_model import CalibrationSummary, Confidence, Estimates, Systems
 from grader.io.files import atomic_write
+
+
+class Markup(str):
+    """HTML built by the report code from escaped parts: goes into a template as is."""
+
+    __slots__ = ()
+
+
+def escape(value: object) -> Markup:
+    """`value` as HTML text (quotes escaped too)."""
+    return Markup(html.escape(str(value)))
+
+
+@cache
+def _text(name: str) -> str:
+    return (files("calibration.report") / "templates" / name).read_text(encoding="utf-8")
+
+
+def template(name: str) -> Template:
+    """The page skeleton `templates/<name>` (its final newline dropped: pages end at the tag)."""
+    return Template(_text(name).removesuffix("\n"))
+
+
+def stylesheet() -> str:
+    """The reports' shared stylesheet."""
+    return _text("report.css")
+
+
+def fill(page: Template, **values: object) -> str:
+    """`page` with every slot filled: `Markup` as is, anything else HTML-escaped. A missing or
+    unknown slot is an error, never a silently empty spot."""
+    names = set(page.get_identifiers())
+    if names != set(values):
+        missing, unknown = sorted(names - set(values)), sorted(set(values) - names)
+        raise KeyError(f"template slots: missing {missing}, unknown {unknown}")
+    safe = {k: v if isinstance(v, Markup) else escape(v) for k, v in values.items()}
+    return page.substitute(safe)
+
+
+def table(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], table_id: str, caption: str = ""
+) -> Markup:
+    """A table; `rows` hold cells that are HTML already (numbers, or escaped text)."""
+    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    cap = f"<caption>{escape(caption)}</caption>" if caption else ""
+    return Markup(
+        f'<table id="{table_id}">{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    )
+
 
 CSS = stylesheet()
 """The reports' stylesheet (templates/report.css)."""
 
 
-def _e(value: Any) -> str:
-    return html.escape(str(value))
-
-
 def _escaped(rows: list[list[str]]) -> list[list[str]]:
-    return [[_e(c) for c in row] for row in rows]
+    return [[escape(c) for c in row] for row in rows]
 
 
 def _figure(svg: str, figure_id: str, caption: str) -> Markup:
-    return Markup(f'<figure id="{figure_id}">{svg}<figcaption>{_e(caption)}</figcaption></figure>')
+    cap = escape(caption)
+    return Markup(f'<figure id="{figure_id}">{svg}<figcaption>{cap}</figcaption></figure>')
 
 
 def _agreement(s: CalibrationSummary) -> Markup:
     rows = [
-        [_e(label), f'<span id="{key}">{fmt(value)}</span>', interval]
+        [escape(label), f'<span id="{key}">{fmt(value)}</span>', interval]
         for key, label, value, interval in cells.agreement_rows(s)
     ]
     return table(["figure", "value", cells.CI_HEADER], rows, "agreement")
@@ -53,7 +97,7 @@ def _binary_scale(s: CalibrationSummary) -> Markup:
         return Markup("")
     iv = b.intervals
     t = b.threshold
-    warnings = "".join(f'<p class="note warning">{_e(w)}</p>' for w in s.warnings)
+    warnings = "".join(f'<p class="note warning">{escape(w)}</p>' for w in s.warnings)
     rows = _escaped(cells.binary_rows(s))
     figures = [
         [label, f'<span id="binary_{key}">{fmt(b[key])}</span>', ci(iv.get(key))]
@@ -61,19 +105,15 @@ def _binary_scale(s: CalibrationSummary) -> Markup:
     ]
     shares = f"{fmt(b.human_relevant, 3)} / {fmt(b.llm_relevant, 3)}"
     figures.append(["relevant share, human / LLM", shares, ""])
-    return _joined(
-        [
-            "<h2>Binary comparison (the scales differ)</h2>",
-            warnings,
-            table(["figure", "value", cells.CI_HEADER], figures, "binary-figures"),
-            table(
-                ["human \\ LLM", f"not relevant (< {t})", f"relevant (>= {t})"],
-                rows,
-                "binary-confusion",
-                f"Binary comparison: {b.split}{cells.cells_note(s)}",
-            ),
-        ]
+    confusion = table(
+        ["human \\ LLM", f"not relevant (< {t})", f"relevant (>= {t})"],
+        rows,
+        "binary-confusion",
+        f"Binary comparison: {b.split}{cells.cells_note(s)}",
     )
+    figures_table = table(["figure", "value", cells.CI_HEADER], figures, "binary-figures")
+    heading = "<h2>Binary comparison (the scales differ)</h2>"
+    return Markup("\n".join([heading, warnings, figures_table, confusion]))
 
 
 def _human_vs_human(s: CalibrationSummary) -> Markup:
@@ -98,11 +138,11 @@ def _systems(sy: Systems, suffix: str = "") -> Markup:
         f'Spearman rho <span id="spearman_rho{suffix}">{fmt(sy.spearman_rho)}</span> '
         f"{ci(iv.get('spearman_rho'))}, "
         f'tau_AP <span id="tau_ap{suffix}">{fmt(sy.tau_ap)}</span> {ci(iv.get("tau_ap"))} '
-        f"over {sy.n_systems} runs ({_e(sy.measure)}; pool: {_e(sy.pool)}; "
+        f"over {sy.n_systems} runs ({escape(sy.measure)}; pool: {escape(sy.pool)}; "
         "95% intervals resample queries).</p>"
     )
     moves = "; ".join(
-        f"{_e(r['run'])} {r['human_rank']} &rarr; {r['llm_rank']}" for r in sy.largest_swaps
+        f"{escape(r['run'])} {r['human_rank']} &rarr; {r['llm_rank']}" for r in sy.largest_swaps
     )
     swaps = f"<p>Largest rank swaps (human &rarr; LLM): {moves or 'none'}.</p>"
     rows = _escaped(cells.system_rows(sy))
@@ -114,7 +154,7 @@ def _estimates(est: Estimates) -> Markup:
         [*cells.estimate_cells(label, e), e.caution or ""] for label, e in cells.estimate_rows(est)
     ]
     headers = [*cells.ESTIMATE_HEADERS[:-1], "labelled / all", "note"]
-    caption = f'<p class="design">{_e(cells.estimates_caption(est))}</p>'
+    caption = f'<p class="design">{escape(cells.estimates_caption(est))}</p>'
     return Markup(caption + table(headers, _escaped(rows), "estimates"))
 
 
@@ -175,19 +215,14 @@ def _systems_sections(systems: list[Systems | None]) -> Markup:
         while suffix in used:
             suffix += f"-{i}"
         used.add(suffix)
-        heading = f"<h2>System ranking ({_e(sy.measure)})</h2>"
+        heading = f"<h2>System ranking ({escape(sy.measure)})</h2>"
         if sy.left_out:
-            parts += [heading, f'<p id="systems-left-out{suffix}">{_e(sy.left_out)}</p>']
+            parts += [heading, f'<p id="systems-left-out{suffix}">{escape(sy.left_out)}</p>']
             continue
         svg = systems_svg(sy.per_system, sy.measure)
         chart = _figure(svg, f"systems-chart{suffix}", f"Systems: {sy.measure}")
         parts += [heading, chart, _systems(sy, suffix)]
     return _lines(parts)
-
-
-def _joined(parts: list[str]) -> Markup:
-    """Parts of one section, one per line."""
-    return Markup("\n".join(parts))
 
 
 def _lines(parts: list[str]) -> Markup:
@@ -230,7 +265,7 @@ def render_report(s: CalibrationSummary, title: str = "relgrade calibration") ->
         if estimates
         else Markup(""),
         per_query=table(cells.QUERY_HEADERS, _escaped(cells.query_rows(s.per_query)), "per-query"),
-        notes=_lines([f'<p class="note">{_e(n)}</p>' for n in s.notes]),
+        notes=_lines([f'<p class="note">{escape(n)}</p>' for n in s.notes]),
         data=Markup(data),
     )
 

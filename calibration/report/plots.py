@@ -1,21 +1,16 @@
-"""The report's pictures as inline SVG strings (matplotlib's Figure API with no pyplot state;
-no files, nothing fetched): confusion heatmap, the two grade distributions, bias by length,
-systems' scores.
-
-SVG keeps the report one self-contained file that prints and zooms sharply. Text stays text
-(`svg.fonttype = none`), so a browser test can read the numbers inside the pictures.
-"""
+"""The report's pictures as inline SVG (matplotlib's Figure API, no pyplot state): confusion
+heatmap, grade distributions, bias by length, systems' scores. Text stays text
+(`svg.fonttype = none`), so a browser test can read the numbers."""
 
 from __future__ import annotations
 
 import io
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
-from matplotlib import rc_context
-from matplotlib.figure import Figure
 
 from grader.models import GRADES
 
@@ -24,7 +19,18 @@ HUMAN_COLOUR = "#4C72B0"
 LLM_COLOUR = "#DD8452"
 
 
-def _svg(fig: Figure) -> str:
+@contextmanager
+def _axes(width: float, height: float) -> Iterator[tuple[Any, Any]]:
+    """A figure in the report's style and its axes (matplotlib loads when a picture is drawn)."""
+    from matplotlib import rc_context
+    from matplotlib.figure import Figure
+
+    with rc_context(STYLE):
+        fig = Figure(figsize=(width, height), layout="constrained")
+        yield fig, fig.subplots()
+
+
+def _svg(fig: Any) -> str:
     buf = io.StringIO()
     fig.savefig(buf, format="svg", metadata={"Date": None})
     text = buf.getvalue()
@@ -37,9 +43,7 @@ def confusion_svg(confusion: Sequence[Sequence[float]]) -> str:
     """Heatmap of the confusion matrix: rows human grade, columns LLM grade, counts written in."""
     c = np.asarray(confusion, dtype=np.float64)
     share = c / c.sum(axis=1, keepdims=True).clip(min=1e-12)
-    with rc_context(STYLE):
-        fig = Figure(figsize=(4.2, 3.6), layout="constrained")
-        ax = fig.subplots()
+    with _axes(4.2, 3.6) as (fig, ax):
         im = ax.imshow(share, cmap="Blues", vmin=0, vmax=1)
         for h in range(c.shape[0]):
             for m in range(c.shape[1]):
@@ -48,8 +52,7 @@ def confusion_svg(confusion: Sequence[Sequence[float]]) -> str:
                 ax.text(m, h, label, ha="center", va="center", color=colour)
         ax.set_xticks(GRADES, [str(g) for g in GRADES])
         ax.set_yticks(GRADES, [str(g) for g in GRADES])
-        ax.set_xlabel("LLM grade")
-        ax.set_ylabel("human grade")
+        ax.set(xlabel="LLM grade", ylabel="human grade")
         ax.set_title("Confusion (colour: share of the human row)")
         fig.colorbar(im, ax=ax, fraction=0.046)
         return _svg(fig)
@@ -78,9 +81,7 @@ def _na_labels(ax: Any, xs: list[float]) -> None:
 def distributions_svg(dist: Mapping[str, Any]) -> str:
     """Grouped bars: share of each grade, human beside LLM; an undefined share is labelled n/a."""
     grades = [float(g) for g in dist["grades"]]
-    with rc_context(STYLE):
-        fig = Figure(figsize=(4.6, 3.2), layout="constrained")
-        ax = fig.subplots()
+    with _axes(4.6, 3.2) as (fig, ax):
         missing: list[float] = []
         for shift, values, label, colour in (
             (-0.2, dist["human"], "human", HUMAN_COLOUR),
@@ -92,9 +93,7 @@ def distributions_svg(dist: Mapping[str, Any]) -> str:
             missing += [g + shift for g, v in zip(grades, values, strict=True) if not _defined(v)]
         _na_labels(ax, missing)
         ax.set_xticks(grades, [str(int(g)) for g in grades])
-        ax.set_xlabel("grade")
-        ax.set_ylabel("share of pairs")
-        ax.set_title("Grade distributions")
+        ax.set(xlabel="grade", ylabel="share of pairs", title="Grade distributions")
         ax.legend()
         return _svg(fig)
 
@@ -105,17 +104,13 @@ def bias_svg(rows: Sequence[Mapping[str, Any]], xlabel: str, title: str) -> str:
     labels = [str(r["bucket"]) for r in rows]
     shown = [i for i, r in enumerate(rows) if _defined(r["mean_bias"])]
     values = [float(rows[i]["mean_bias"]) for i in shown]
-    with rc_context(STYLE):
-        fig = Figure(figsize=(4.6, 3.2), layout="constrained")
-        ax = fig.subplots()
+    with _axes(4.6, 3.2) as (fig, ax):
         colours = [LLM_COLOUR if v >= 0 else HUMAN_COLOUR for v in values]
         ax.bar(shown, values, color=colours)
         ax.axhline(0, color="black", linewidth=0.8)
         _na_labels(ax, [float(i) for i in range(len(rows)) if i not in shown])
         ax.set_xticks(range(len(rows)), labels)
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel("mean bias (LLM - human)")
-        ax.set_title(title)
+        ax.set(xlabel=xlabel, ylabel="mean bias (LLM - human)", title=title)
         return _svg(fig)
 
 
@@ -126,9 +121,7 @@ def systems_svg(per_system: Sequence[Mapping[str, Any]], measure: str) -> str:
     undefined = [str(r["run"]) for r in per_system if r not in drawn]
     x = np.asarray([float(r["human"]) for r in drawn], dtype=np.float64)
     y = np.asarray([float(r["llm"]) for r in drawn], dtype=np.float64)
-    with rc_context(STYLE):
-        fig = Figure(figsize=(4.6, 4.0), layout="constrained")
-        ax = fig.subplots()
+    with _axes(4.6, 4.0) as (fig, ax):
         ax.scatter(x, y, color=LLM_COLOUR, zorder=3)
         for r, xi, yi in zip(drawn, x, y, strict=True):
             ax.annotate(str(r["run"]), (xi, yi), textcoords="offset points", xytext=(4, 4))
@@ -136,8 +129,7 @@ def systems_svg(per_system: Sequence[Mapping[str, Any]], measure: str) -> str:
         hi = float(max(x.max(), y.max())) if x.size else 1.0
         pad = (hi - lo) * 0.05 or 0.05
         ax.plot([lo - pad, hi + pad], [lo - pad, hi + pad], color="grey", linestyle="--")
-        ax.set_xlabel(f"{measure}, human labels")
-        ax.set_ylabel(f"{measure}, LLM labels")
+        ax.set(xlabel=f"{measure}, human labels", ylabel=f"{measure}, LLM labels")
         ax.set_title("Systems: human vs LLM labels")
         if undefined:
             ax.text(

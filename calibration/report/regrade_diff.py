@@ -1,18 +1,12 @@
-"""`regrade --report diff.html`: the diff between versions as one self-contained HTML file, in
-the calibration report's look (its stylesheet; no script or outside resource).
-
-The page skeleton is `templates/regrade_diff.html`; every dynamic text is escaped. Stable ids
-(`n`, `changed`, `kappa_between_versions`, `failed`, `cost`, `cost_without_batch`, `transition`,
-`changed-pairs`, `metric-deltas`) let tests and scripts read the figures. It lives here, beside
-the calibration report it shares its look with, because the `grader` library never imports
-`calibration`: the CLI ties the two together.
-"""
+"""`regrade --report diff.html`: the diff between versions as one self-contained HTML file with
+stable ids for tests; here, beside the calibration report whose look it shares, because the
+`grader` library never imports `calibration`."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from calibration.report.page import Markup, escape, fill, stylesheet, table, template
+from calibration.report.html import Markup, escape, fill, stylesheet, table, template
 from grader.cost import usd_or_unknown
 from grader.io.files import atomic_write
 from grader.models import GRADES

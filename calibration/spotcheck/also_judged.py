@@ -11,18 +11,32 @@ from typing import Literal
 
 import numpy as np
 
-from calibration.spotcheck.manifest import Manifest, build_manifest, manifest_path_for
-from calibration.spotcheck.manifest import write_manifest as _write
+from calibration.spotcheck.manifest import (
+    Manifest,
+    build_manifest,
+    copy_manifest_beside,
+    manifest_path_for,
+)
 from calibration.spotcheck.sampling import (
     SampledPair,
     SampleDraw,
-    _integer_counts,
-    allocate,
-    systematic_draw,
+    _stratum_pi,
+    strata_of,
+    strata_table,
+    stratified_draw,
 )
 from grader.errors import InputError
 
 KIND = "also-judged"
+__all__ = [  # the grade job is given this module: the manifest's path and writer come with it
+    "also_judged_manifest",
+    "also_judged_weights",
+    "copy_manifest_beside",
+    "draw_also_judged",
+    "fill_design",
+    "is_also_judged",
+    "manifest_path_for",
+]
 
 
 def draw_also_judged(
@@ -43,32 +57,21 @@ def draw_also_judged(
             hint="lower --also-judged",
         )
     labels = [f"human grade {grades[p]}" if stratify else "judged" for p in judged]
-    keys = sorted(set(labels))
-    index = {k: i for i, k in enumerate(keys)}
-    stratum = np.array([index[k] for k in labels], dtype=np.int64)
-    sizes = np.bincount(stratum, minlength=len(keys)).astype(np.float64)
-    expected = allocate(np.ones(len(keys)) if stratify else sizes, sizes, float(n))
-    if stratify:
-        expected = _integer_counts(expected)
-    pi = np.clip((expected / sizes)[stratum], 0.0, 1.0)
-    rng = np.random.default_rng(seed)
-    order = np.concatenate(
-        [rng.permutation(np.flatnonzero(stratum == s)) for s in range(len(keys))]
-    )
-    chosen = np.sort(systematic_draw(pi, order, rng))
+    keys, stratum, sizes = strata_of(labels)
+    strategy = "stratified" if stratify else "uniform"
+    pi, expected, _ = _stratum_pi(strategy, "equal", keys, sizes, stratum, n, 0.0)
+    pi = np.clip(pi, 0.0, 1.0)
+    chosen = np.sort(stratified_draw(pi, stratum, np.random.default_rng(seed)))
     pairs = [
         SampledPair(judged[i][0], judged[i][1], float(pi[i]), labels[i]) for i in chosen.tolist()
     ]
-    strata = {
-        k: {"size": int(sizes[i]), "expected": float(expected[i])} for i, k in enumerate(keys)
-    }
     return SampleDraw(
-        pairs=pairs,
-        strategy="stratified" if stratify else "uniform",
+        strategy=strategy,
         allocation="equal" if stratify else None,
-        seed=seed,
         population=len(judged),
-        strata=strata,
+        strata=strata_table(keys, sizes, expected),
+        pairs=pairs,
+        seed=seed,
     )
 
 
@@ -78,13 +81,6 @@ def also_judged_manifest(draw: SampleDraw, human: str | Path) -> Manifest:
     data = manifest.model_dump(mode="json")
     data["kind"] = KIND
     return Manifest.model_validate(data)
-
-
-def write_also_judged(manifest: Manifest, judgments: str | Path) -> Path:
-    """Write the manifest beside the judgments file (`<stem>.manifest.json`); returns its path."""
-    target = manifest_path_for(judgments)
-    _write(target, manifest)
-    return target
 
 
 def is_also_judged(manifest: Manifest) -> bool:

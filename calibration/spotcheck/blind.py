@@ -1,5 +1,6 @@
 """Blind sample files for people: the CSV they grade (texts as the LLM saw them, nothing that
-reveals its grade, rows in the sample's random order), and reading it back against the manifest.
+reveals its grade, rows in the sample's random order), reading it back against the manifest,
+and the grade scale people see (meanings from a prompt file's `[scale]`, else neutral 0..3).
 """
 
 from __future__ import annotations
@@ -11,14 +12,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from calibration.spotcheck.manifest import Manifest
-from grader.errors import InputError
+from grader.errors import InputError, NotAJudgePrompt, RelgradeError
 from grader.io.files import atomic_write, read_text
 from grader.io.grades import parse_grade as parse_grade_cell
 from grader.io.judgments import qrels_frame
 from grader.io.streams import allow_long_csv_fields
 from grader.io.trec import write_qrels
 from grader.models import GRADES, Doc, Query
-from grader.prompts import PromptSpec, truncate
+from grader.prompts import PromptSpec, load_prompt, truncate
 
 OPTIONAL_DOC_COLUMNS = ("title", "path")
 
@@ -265,3 +266,26 @@ def _getter(row: list[str], col: dict[str, int]) -> Callable[[str], str]:
         return row[i] if i is not None and i < len(row) else ""
 
     return get
+
+
+Scale = list[tuple[int, str]]
+
+
+def neutral_scale() -> Scale:
+    """Grades 0..3 with no meaning attached."""
+    return [(g, "") for g in GRADES]
+
+
+def prompt_scale(name: str) -> Scale:
+    """The scale of prompt `name` (`passage`, `passage@1`, or a path to a prompt file); a
+    RelgradeError when it lacks a 0..3 meaning."""
+    try:
+        spec = load_prompt(name)
+    except NotAJudgePrompt:
+        raise RelgradeError(
+            f"{name} is the offline lexical judge's settings, not an LLM prompt: its grades have "
+            "no written meanings"
+        ) from None
+    if set(spec.scale) != set(GRADES):
+        raise RelgradeError(f"prompt {name!r} has no [scale] with meanings for 0..3")
+    return [(g, spec.scale[g]) for g in GRADES]

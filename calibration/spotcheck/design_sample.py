@@ -1,9 +1,6 @@
-"""Which pairs a sample manifest speaks for, and whether it belongs to the grades at hand.
-
-Agreement (`n`, kappas) uses every pair graded by both, unweighted when some are outside the
-manifest; the design sample (`design_sample`) uses the manifest's pairs, weighted by 1/pi. A
-manifest whose pairs the LLM did not grade came from another draw and is refused, as
-`evaluate --fill` refuses it.
+"""Which pairs a sample manifest speaks for, whether it belongs to the grades at hand, and
+warnings when human grades do not cover their sample. Agreement uses every pair graded by both;
+the design sample (`design_sample`) only the manifest's pairs, weighted by 1/pi.
 """
 
 from __future__ import annotations
@@ -15,11 +12,15 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from calibration.join import pair_keys
 from calibration.spotcheck.also_judged import is_also_judged
-from calibration.spotcheck.manifest import Manifest, find_manifest, read_manifest
+from calibration.spotcheck.manifest import (
+    Manifest,
+    find_manifest,
+    manifest_path_for,
+    read_manifest,
+)
 from grader.errors import InputError
-
-Pair = tuple[str, str]
 
 
 @dataclass(frozen=True)
@@ -53,16 +54,12 @@ def resolve_manifest(
     return ManifestInUse(beside, found, True) if is_also_judged(found) else None
 
 
-def _keys(frame: pd.DataFrame) -> list[Pair]:
-    return list(zip(frame["query_id"].astype(str), frame["doc_id"].astype(str), strict=True))
-
-
 def check_belongs(use: ManifestInUse, llm: pd.DataFrame) -> None:
-    """Refuse an also-judged manifest whose drawn pairs the LLM did not grade (module docstring);
-    as many of them as the judgments that failed are allowed (a failure is never a grade)."""
+    """Refuse an also-judged manifest whose drawn pairs the LLM did not grade (another draw, as
+    `evaluate --fill` refuses it); as many as the judgments that failed are allowed."""
     if not use.also_judged:
         return
-    graded = set(_keys(llm))
+    graded = set(pair_keys(llm))
     missing = [p for p in use.manifest.probabilities() if p not in graded]
     failed = int(llm.attrs.get("failed", 0) or 0)
     if len(missing) <= failed:
@@ -84,8 +81,8 @@ def keep_for_also_judged(
     """The LLM grades calibrate uses with an also-judged manifest: the drawn pairs and every
     other pair people graded too; the holes nobody graded are left out. And a note saying so."""
     drawn = set(use.manifest.probabilities())
-    people = set(_keys(human))
-    keep = [k in drawn or k in people for k in _keys(llm)]
+    people = set(pair_keys(human))
+    keep = [k in drawn or k in people for k in pair_keys(llm)]
     kept = llm[keep]
     kept.attrs.update(llm.attrs)
     m = use.manifest
@@ -123,7 +120,46 @@ def split_weights(use: ManifestInUse, frame: pd.DataFrame) -> DesignSplit:
         w = np.asarray(sample_weights(use.manifest, frame), dtype=np.float64)
         return DesignSplit(w, np.ones(len(frame), dtype=bool), w)
     probs = use.manifest.probabilities()
-    pi = np.array([probs.get(k, np.nan) for k in _keys(frame)], dtype=np.float64)
+    pi = np.array([probs.get(k, np.nan) for k in pair_keys(frame)], dtype=np.float64)
     inside = ~np.isnan(pi)
     w = np.where(inside, 1.0 / np.where(inside, pi, 1.0), np.nan)
     return DesignSplit(w if inside.all() else None, inside, w[inside])
+
+
+SAMPLE_SHARE = 0.9
+"""Human pairs below this share of the LLM pairs (and none outside them) look like a sample."""
+
+
+def unweighted_sample_warning(
+    llm: pd.DataFrame, human: pd.DataFrame, human_path: str | Path
+) -> str | None:
+    """The warning for human grades that look like a sample of `llm` but have no manifest."""
+    llm_pairs, human_pairs = set(pair_keys(llm)), set(pair_keys(human))
+    if not human_pairs or not human_pairs < llm_pairs:
+        return None
+    if len(human_pairs) >= SAMPLE_SHARE * len(llm_pairs):
+        return None
+    share = len(human_pairs) / len(llm_pairs)
+    return (
+        f"the human grades look like a sample ({len(human_pairs)} of the {len(llm_pairs)} "
+        f"LLM-graded pairs, {share:.1%}, and no other pair) but no sample manifest was found "
+        f"beside {human_path} ({manifest_path_for(human_path).name}): every figure is "
+        "UNWEIGHTED and biased unless the sample was uniform (a stratified, uncertainty or low "
+        "sample over-represents some grades). Keep the sample's manifest beside the CSV "
+        "(`relgrade sample --import` and `relgrade annotate --export` put it there) or pass "
+        "--manifest SAMPLE.manifest.json; --no-manifest if these grades are not a sample"
+    )
+
+
+def ungraded_sample_warning(manifest: Manifest, human: pd.DataFrame) -> str | None:
+    """The warning for sampled pairs (in `manifest`) that have no human grade."""
+    sampled = set(manifest.probabilities())
+    ungraded = len(sampled - set(pair_keys(human)))
+    if not ungraded:
+        return None
+    return (
+        f"{ungraded} of the {len(sampled)} sampled pairs in the manifest were never graded "
+        f"(skipped or not done): the figures rest on the {len(sampled) - ungraded} graded ones, "
+        "and are biased if the ungraded ones differ (people tend to skip the hard ones); grade "
+        "them to remove that doubt"
+    )

@@ -92,11 +92,8 @@ def find_manifest(grades_path: str | Path) -> Path | None:
 
 def file_sha256(path: str | Path) -> str:
     """`sha256:<hex>` of a file's bytes."""
-    digest = hashlib.sha256()
     with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return "sha256:" + digest.hexdigest()
+        return "sha256:" + hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def build_manifest(

@@ -1,18 +1,11 @@
-"""Spot-check sampling of LLM judgments, with the exact inclusion probability of every pair.
-
-Each strategy gives every eligible pair an inclusion probability pi (summing to n, each <= 1),
-then draws systematically along a list ordered by stratum, random inside each, so each pair
-gets exactly its pi and calibration can weight by 1/pi. uniform: pi = n / N; stratified: strata
-are LLM grades (equal or proportional allocation); low: `low_share` from grades 0-1;
-uncertainty: pi proportional to uncertainty + floor (never 0, unlike top-k); active: drawn one at
-a time (`calibration.spotcheck.sequential`); query-balanced: strata are queries; whole-queries:
-m of Q queries drawn whole, pi = m / Q (the design that lets calibration estimate runs).
-"""
+"""Spot-check sampling with the exact inclusion probability pi of every pair (summing to n, each
+<= 1), drawn systematically along a list ordered by stratum, so calibration can weight by 1/pi.
+Each strategy's strata and pi: `_labels`, `_stratum_pi` and `plan_design`."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -55,19 +48,52 @@ class SampledPair:
 
 @dataclass
 class SampleDraw:
-    """The result of a draw: pairs in a seeded random order, and what the design was."""
+    """A design (each eligible pair's stratum and inclusion probability under one strategy) and,
+    once drawn (`draw_from`), its pairs in a seeded random order."""
 
-    pairs: list[SampledPair]
     strategy: str
     allocation: str | None
-    seed: int
     population: int
     strata: dict[str, dict[str, int | float]] = field(default_factory=dict)
+    pairs: list[SampledPair] = field(default_factory=list)
+    seed: int = 0
+    judgments: list[Judgment] = field(default_factory=list, repr=False)
+    labels: list[str] = field(default_factory=list, repr=False)
+    pi: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    uncertainty: np.ndarray | None = field(default=None, repr=False)
     uncertainty_source: str | None = None
     uncertainty_imputed: int = 0
+    queries_drawn: int | None = None  # whole-queries: how many queries are drawn
+    weights: np.ndarray | None = field(default=None, repr=False)  # active: successive sampling
     uniform_share: float | None = None
     threshold: int | None = None
-    variance_factor: float | None = None
+
+    @property
+    def variance_factor(self) -> float | None:
+        """Active: the successive-sampling weights' variance factor (`sequential`)."""
+        return None if self.weights is None else variance_factor(self.weights)
+
+
+def strata_of(labels: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The sorted stratum names, each unit's stratum index and each stratum's size."""
+    keys = sorted(set(labels))
+    index = {k: i for i, k in enumerate(keys)}
+    stratum_of = np.array([index[k] for k in labels], dtype=np.int64)
+    return keys, stratum_of, np.bincount(stratum_of, minlength=len(keys)).astype(np.float64)
+
+
+def strata_table(
+    keys: list[str], sizes: np.ndarray, expected: np.ndarray
+) -> dict[str, dict[str, int | float]]:
+    """Each stratum's size and expected count, as the manifest records them."""
+    return {k: {"size": int(sizes[i]), "expected": float(expected[i])} for i, k in enumerate(keys)}
+
+
+def stratified_draw(pi: np.ndarray, stratum_of: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A systematic draw along a list ordered by stratum, random inside each."""
+    groups = range(int(stratum_of.max()) + 1)
+    order = np.concatenate([rng.permutation(np.flatnonzero(stratum_of == s)) for s in groups])
+    return systematic_draw(pi, order, rng)
 
 
 def sample_size(population: int, *, n: int | None = None, fraction: float | None = None) -> int:
@@ -160,25 +186,6 @@ def _uncertainties(judgments: Sequence[Judgment]) -> tuple[np.ndarray, str, int]
     return np.array([top if v is None else v for v in values], dtype=np.float64), source, missing
 
 
-@dataclass
-class Design:
-    """Every eligible pair's stratum and inclusion probability under one strategy."""
-
-    judgments: list[Judgment]
-    labels: list[str]
-    pi: np.ndarray
-    strata: dict[str, dict[str, int | float]]
-    strategy: str
-    allocation: str | None
-    uncertainty: np.ndarray | None = None
-    uncertainty_source: str | None = None
-    uncertainty_imputed: int = 0
-    queries_drawn: int | None = None  # whole-queries: how many queries are drawn
-    weights: np.ndarray | None = None  # active: successive-sampling weights
-    uniform_share: float | None = None
-    threshold: int | None = None
-
-
 def _check_population(pop: list[Judgment]) -> None:
     if not pop:
         raise InputError("no eligible judgments to sample from")
@@ -219,7 +226,7 @@ def plan_design(
     floor: float = 0.05,
     uniform_share: float = UNIFORM_SHARE,
     threshold: int = 2,
-) -> Design:
+) -> SampleDraw:
     """Strata and exact inclusion probabilities (summing to `size`) of every eligible pair."""
     if strategy not in STRATEGIES:
         raise InputError(f"unknown strategy {strategy!r}", hint=f"one of {', '.join(STRATEGIES)}")
@@ -228,10 +235,7 @@ def plan_design(
     pop = list(judgments)
     _check_population(pop)
     labels = _labels(pop, strategy, low_share)
-    keys = sorted(set(labels))
-    index = {k: i for i, k in enumerate(keys)}
-    stratum_of = np.array([index[k] for k in labels], dtype=np.int64)
-    sizes = np.bincount(stratum_of, minlength=len(keys)).astype(np.float64)
+    keys, stratum_of, sizes = strata_of(labels)
     extra: dict[str, Any] = {}
     if strategy == "active":
         if not 0 < uniform_share <= 1:
@@ -253,15 +257,14 @@ def plan_design(
     if strategy in ("active", "uncertainty"):
         expected = np.bincount(stratum_of, weights=pi, minlength=len(keys))
         extra |= {"uncertainty": unc, "uncertainty_source": source, "uncertainty_imputed": imputed}
-    return Design(
+    return SampleDraw(
+        strategy=strategy,
+        allocation=allocation if strategy == "stratified" else None,
+        population=len(pop),
+        strata=strata_table(keys, sizes, expected),
         judgments=pop,
         labels=labels,
         pi=np.clip(pi, 0.0, 1.0),
-        strata={
-            k: {"size": int(sizes[i]), "expected": float(expected[i])} for i, k in enumerate(keys)
-        },
-        strategy=strategy,
-        allocation=allocation if strategy == "stratified" else None,
         **extra,
     )
 
@@ -292,12 +295,10 @@ def _stratum_pi(
     return (expected / sizes)[stratum_of], expected, None
 
 
-def draw_from(design: Design, seed: int) -> SampleDraw:
+def draw_from(design: SampleDraw, seed: int) -> SampleDraw:
     """Draw one sample from a design; the pairs come back in a seeded random order."""
     rng = np.random.default_rng(seed)
-    keys = sorted(design.strata)
-    index = {k: i for i, k in enumerate(keys)}
-    stratum_of = np.array([index[k] for k in design.labels], dtype=np.int64)
+    keys, stratum_of, _ = strata_of(design.labels)
     p_draw: np.ndarray | None = None
     if design.weights is not None:  # active: successive sampling, in the order drawn
         chosen, p_draw = sequential_draw(design.weights, round(float(design.pi.sum())), rng)
@@ -305,12 +306,9 @@ def draw_from(design: Design, seed: int) -> SampleDraw:
         picked = rng.choice(len(keys), size=design.queries_drawn, replace=False)
         chosen = rng.permutation(np.flatnonzero(np.isin(stratum_of, picked)))
     else:
-        order = np.concatenate(
-            [rng.permutation(np.flatnonzero(stratum_of == s)) for s in range(len(keys))]
-        )
-        chosen = rng.permutation(systematic_draw(design.pi, order, rng))
+        chosen = rng.permutation(stratified_draw(design.pi, stratum_of, rng))
         if design.strategy == "uniform":  # a uniform sample in random order: successive SRS
-            p_draw = uniform_draw_probabilities(len(chosen), len(design.judgments))
+            p_draw = uniform_draw_probabilities(len(chosen), design.population)
     pop, unc = design.judgments, design.uncertainty
     pairs = [
         SampledPair(
@@ -323,19 +321,7 @@ def draw_from(design: Design, seed: int) -> SampleDraw:
         )
         for t, i in enumerate(chosen)
     ]
-    return SampleDraw(
-        pairs=pairs,
-        strategy=design.strategy,
-        allocation=design.allocation,
-        seed=seed,
-        population=len(pop),
-        strata=design.strata,
-        uncertainty_source=design.uncertainty_source,
-        uncertainty_imputed=design.uncertainty_imputed,
-        uniform_share=design.uniform_share,
-        threshold=design.threshold,
-        variance_factor=None if design.weights is None else variance_factor(design.weights),
-    )
+    return replace(design, pairs=pairs, seed=seed)
 
 
 def draw_sample(

@@ -1,12 +1,6 @@
-"""Active sequential sampling: pairs drawn one at a time, the uncertain ones more often.
-
-Successive sampling (an exponential race, Efraimidis and Spirakis 2006) makes every prefix of
-the order a sample with known draw probabilities, so people may stop at any point
-(`calibration.stats.confseq`). A pair's weight grows as sqrt(q), q the expected squared error
-of the LLM's relevance prediction (Zrnic and Candes, ICML 2024), mixed with uniform by
-`--uniform-share` so no pair's chance falls below that share of a uniform draw's. Inclusion
-probabilities use the Poisson approximation (Rosen 1997), for the agreement weights only.
-"""
+"""Active sequential sampling: successive sampling (Efraimidis and Spirakis 2006) makes every
+prefix a sample with known draw probabilities; weights grow as sqrt(q), q the expected squared
+error of the LLM's relevance prediction (Zrnic and Candes 2024), mixed with `--uniform-share`."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""Agreement between LLM and human grades, all from one (weighted) 4x4 confusion matrix.
-
-Computing every figure from C[h, l] rather than calling scikit-learn and krippendorff lets
-1/pi weights weight them all, and lets the query bootstrap pass a stack of matrices ([..., 4, 4])
-in one vectorised call; the tests cross-check each figure against both packages. Kappa weights
-use grade distance on the fixed scale 0..3 (scikit-learn's `labels=[0, 1, 2, 3]`); an undefined
-figure is NaN (null in JSON).
-"""
+"""Agreement between LLM and human grades, all from one (weighted) 4x4 confusion matrix, so 1/pi
+weights weight every figure and the query bootstrap passes a stack of matrices in one call;
+cross-checked against scikit-learn and krippendorff. Undefined figures are NaN (null in JSON)."""
 
 from __future__ import annotations
 

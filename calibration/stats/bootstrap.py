@@ -1,11 +1,6 @@
-"""95% bootstrap intervals for the agreement figures that resample QUERIES, not pairs.
-
-Pairs of one query share the query's difficulty and the judge's reading of it, so they are not
-independent; resampling pairs would give intervals that are too narrow. Each resample draws the
-queries with replacement and adds up their (weighted) confusion matrices; every figure is then
-computed for all resamples at once from the stacked matrices (see `calibration.stats.agreement`).
-Seeded, so the same input and seed give the same interval.
-"""
+"""95% bootstrap intervals that resample QUERIES, not pairs: a query's pairs share its difficulty,
+so resampling pairs would give too narrow intervals. Every figure is computed for all resamples
+at once from the stacked confusion matrices; seeded."""
 
 from __future__ import annotations
 

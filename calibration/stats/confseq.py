@@ -1,16 +1,9 @@
-"""An anytime-valid 95% confidence sequence for a share, from grades given one at a time.
-
-Pairs are drawn one by one, the t-th with a known probability p_t (`spotcheck.sequential`). The
-terms z_t = (c_t N + lambda_t F + sum_{j<t} e_j + e_t / p_t) / N, e = Y - c_t - lambda_t f, with
-(c_t, lambda_t) fitted on the grades before t (`predictable_fit`), are martingale differences
-around the share (Des Raj 1956 with prediction-powered inference; Zrnic and Candes, ICML 2024).
-The boundary is Waudby-Smith et al.'s asymptotic normal-mixture sequence (Ann. Statist. 2024),
-tightest at T_STAR grades: the terms are unbounded, so betting sequences do not apply. Its
-running variance starts from PRIOR_GRADES pseudo-observations so early grades cannot make it
-overconfident. `regression_fixed` is the fixed-n interval with (c, lambda) fitted on all grades.
-Widths against the fixed-n interval: bench/calibrate_coverage.py (part sequence); coverage:
-tests/test_confseq_coverage.py.
-"""
+"""An anytime-valid 95% confidence sequence for a share, from grades drawn one at a time with known
+probabilities p_t: Des Raj terms z_t = (c_t N + lambda_t F + sum_{j<t} e_j + e_t / p_t) / N, e = Y
+- c_t - lambda_t f, (c_t, lambda_t) fitted on earlier grades, are martingale differences (Zrnic
+and Candes 2024); the boundary is Waudby-Smith et al.'s normal mixture (Ann. Statist. 2024),
+tightest at T_STAR, its variance started from PRIOR_GRADES pseudo-observations. Coverage:
+tests/test_confseq_coverage.py; widths: bench/calibrate_coverage.py (part sequence)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""The share of relevant pairs from a few whole queries: cross-fitted PPI with a jackknife interval.
-
-Each drawn query's lambda is fitted on the other drawn queries, so its own grades never tune its
-correction (in-sample lambda is biased downward with few queries). The variance is the
-delete-one-query jackknife with 1 - m / Q, scaled up (never down) by Isaki's ratio (JASA 1983)
-of the LLM residuals' spread over all queries to that over the drawn ones; the interval is
-Student's t with m - 1 df on the logit scale. Coverage: docs/spot-checks-that-stop.md.
-"""
+"""The relevant share from a few whole queries: each query's lambda is fitted on the others
+(cross-fitting), the variance is the delete-one-query jackknife scaled up by Isaki's ratio (JASA
+1983), the interval logit-scale t (docs/spot-checks-that-stop.md)."""
 
 from __future__ import annotations
 
@@ -14,7 +9,7 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from calibration.stats.student_t import t_quantile
+from grader.evaluation.student_t import t_quantile
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -1,12 +1,11 @@
-"""System-ranking agreement under LLM and human labels: Kendall's tau-b, Spearman's rho (checked
-against scipy in the tests; written out so the library needs no scipy) and tau_AP (Yilmaz,
-Aslam and Robertson, SIGIR 2008: a swap near the top weighs more; the human ranking is the
-truth, a tie in it counts half, a tie in the LLM order is broken by run name).
-"""
+"""System-ranking agreement under LLM and human labels: Kendall's tau-b, Spearman's rho (no scipy
+at run time) and tau_AP (Yilmaz et al., SIGIR 2008: a swap near the top weighs more; a tie in
+the human ranking counts half, one in the LLM order is broken by run name)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -14,6 +13,8 @@ import numpy.typing as npt
 import pandas as pd
 
 from calibration.stats.agreement import to_float
+from calibration.stats.bootstrap import percentile_interval, resampled_confusions
+from grader.metrics.kappa import FloatArray
 
 
 def kendall_tau(x: npt.ArrayLike, y: npt.ArrayLike) -> float:
@@ -105,34 +106,20 @@ def rank_agreement_intervals(
     names: list[str],
     n_resamples: int = 1000,
     seed: int = 0,
-    level: float = 0.95,
 ) -> dict[str, list[float | None]]:
     """Percentile intervals of tau, rho and tau_AP from `human` and `llm` [queries, systems]
     scores, resampling queries (seeded)."""
     h = np.asarray(human, dtype=np.float64)
     m = np.asarray(llm, dtype=np.float64)
-    q = h.shape[0]
-    if q == 0 or n_resamples <= 0 or h.shape[1] < 2:
+    if h.shape[0] == 0 or n_resamples <= 0 or h.shape[1] < 2:
         return {}
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(0, q, size=(n_resamples, q))
-    cells = (np.arange(n_resamples)[:, None] * q + picks).ravel()
-    counts = np.bincount(cells, minlength=n_resamples * q).reshape(n_resamples, q) / q
-    h_means = counts @ h
-    m_means = counts @ m
-    values: dict[str, list[float]] = {"kendall_tau": [], "spearman_rho": [], "tau_ap": []}
-    for hb, mb in zip(h_means, m_means, strict=True):
-        values["kendall_tau"].append(kendall_tau(hb, mb))
-        values["spearman_rho"].append(spearman_rho(hb, mb))
-        values["tau_ap"].append(tau_ap(hb, mb, names))
-    tail = (1.0 - level) / 2.0 * 100.0
-    out: dict[str, list[float | None]] = {}
-    for key, vals in values.items():
-        arr = np.asarray(vals)
-        arr = arr[np.isfinite(arr)]
-        if arr.size == 0:
-            out[key] = [None, None]
-        else:
-            lo, hi = np.percentile(arr, [tail, 100.0 - tail])
-            out[key] = [to_float(lo), to_float(hi)]
-    return out
+    means = resampled_confusions(np.stack([h, m], axis=1), n_resamples, seed) / h.shape[0]
+    figures: dict[str, Callable[[FloatArray, FloatArray], float]] = {
+        "kendall_tau": kendall_tau,
+        "spearman_rho": spearman_rho,
+        "tau_ap": partial(tau_ap, names=names),
+    }
+    return {
+        key: percentile_interval(np.array([figure(hb, mb) for hb, mb in means]))
+        for key, figure in figures.items()
+    }

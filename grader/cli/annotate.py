@@ -20,17 +20,21 @@ from pathlib import Path
 from typing import Any
 
 from calibration.spotcheck.annotate.gradelog import GradeLog, grade_log_path
-from calibration.spotcheck.annotate.live import LiveStopping
-from calibration.spotcheck.annotate.scale import neutral_scale, prompt_scale
 from calibration.spotcheck.annotate.server import AnnotateServer
-from calibration.spotcheck.blind import HumanGrade, read_blind_csv, write_human_grades
+from calibration.spotcheck.blind import (
+    HumanGrade,
+    neutral_scale,
+    prompt_scale,
+    read_blind_csv,
+    write_human_grades,
+)
 from calibration.spotcheck.manifest import (
     Manifest,
     copy_manifest_beside,
     find_manifest,
     read_manifest,
 )
-from calibration.spotcheck.stopping import DrawOrder
+from calibration.spotcheck.stopping import DrawOrder, LiveStopping
 from grader.cli.commands import COMMANDS
 from grader.errors import InputError, RelgradeError
 from grader.job.path_clash import refuse_clashes

@@ -13,15 +13,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from calibration.spotcheck.annotate.scale import prompt_scale
 from calibration.spotcheck.blind import (
+    prompt_scale,
     read_filled_csv,
     write_human_grades,
 )
-from calibration.spotcheck.labelstudio import write_labelstudio_tasks
-from calibration.spotcheck.labelstudio_import import (
+from calibration.spotcheck.labelstudio import (
     is_labelstudio_table,
     read_labelstudio_export,
+    write_labelstudio_tasks,
 )
 from calibration.spotcheck.manifest import (
     Manifest,

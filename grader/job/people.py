@@ -147,7 +147,7 @@ def writer_args(found: Plan | None) -> dict[str, Any]:
     if found.draw is not None:
         manifest = tools.also_judged_manifest(found.draw, str(o.skip_judged[0]))
         for path, beside in manifest_paths(o, tools).items():
-            first[path] = partial(tools.write_also_judged, manifest, beside)
+            first[path] = partial(tools.copy_manifest_beside, manifest, beside)
     pairs: Iterator[PairId] = iter(found.pairs)
     merged: Merged | None = None
     if o.merged_out:

@@ -7,12 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from calibration.spotcheck.annotate.gradelog import GradeLog, grade_log_path
-from calibration.spotcheck.annotate.live import LiveStopping
-from calibration.spotcheck.annotate.scale import neutral_scale
 from calibration.spotcheck.annotate.server import AnnotateServer
-from calibration.spotcheck.blind import read_blind_csv
+from calibration.spotcheck.blind import neutral_scale, read_blind_csv
 from calibration.spotcheck.manifest import read_manifest
-from calibration.spotcheck.stopping import DrawOrder
+from calibration.spotcheck.stopping import DrawOrder, LiveStopping
 from grader.cli.main import main
 from grader.io.grades import read_llm_grades
 from grader.io.judgments import write_judgments

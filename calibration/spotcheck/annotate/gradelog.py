@@ -133,17 +133,17 @@ class GradeLog:
             n = self._lines + 1
             pos += len(raw)
             if raw.strip():
-                try:
-                    key, grade = _parse(raw)
-                except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError):
+                found = _parse(raw)
+                if found is None:
                     if tail or pos < len(whole):
                         raise InputError(
                             "not a grade record",
                             path=self.path,
                             line=n,
                             hint="was the file edited?",
-                        ) from None
+                        )
                     return raw  # the last line, torn by a crash: not indexed
+                key, grade = found
                 if grade not in GRADES or isinstance(grade, bool):
                     raise InputError(f"grade {grade!r} is not one of 0..3", path=self.path, line=n)
                 self._grades[key] = grade
@@ -158,19 +158,18 @@ class GradeLog:
         self._lines = 0
 
 
-def _parse(raw: bytes) -> tuple[tuple[str, str], Any]:
-    rec = json.loads(raw.decode("utf-8"))
-    return (str(rec["query_id"]), str(rec["doc_id"])), rec["grade"]
+def _parse(raw: bytes) -> tuple[tuple[str, str], Any] | None:
+    """The (pair, grade) of a record line, or None when it is not one."""
+    try:
+        rec = json.loads(raw.decode("utf-8"))
+        return (str(rec["query_id"]), str(rec["doc_id"])), rec["grade"]
+    except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError):
+        return None
 
 
 def _record(tail: bytes) -> tuple[tuple[str, str], int] | None:
     """The grade in an unterminated last line when it is a whole, valid record, else None."""
-    if not tail.strip():
+    found = _parse(tail) if tail.strip() else None
+    if found is None or found[1] not in GRADES or isinstance(found[1], bool):
         return None
-    try:
-        key, grade = _parse(tail)
-    except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError):
-        return None
-    if grade not in GRADES or isinstance(grade, bool):
-        return None
-    return key, grade
+    return found

@@ -1,10 +1,6 @@
-"""The local grading page: a stdlib HTTP server (in a thread) serving one page and a JSON API.
-
-`GET /`, `GET /static/<file>`, `GET /api/state`, and `POST /api/grade` (fsynced to the grade log
-before the reply). A hostile client gets 400/413 and a closed connection, every socket operation
-a timeout, each connection a deadline, and past `max_connections` a 503, so it cannot hold
-threads.
-"""
+"""The local grading page: a stdlib HTTP server (in a thread) serving one page and a JSON API,
+each grade fsynced to the grade log before the reply. A hostile client gets 400/413, timeouts,
+deadlines and past `max_connections` a 503, so it cannot hold threads."""
 
 from __future__ import annotations
 
@@ -22,8 +18,8 @@ from importlib import resources
 from typing import Any
 
 from calibration.spotcheck.annotate.gradelog import GradeLog
-from calibration.spotcheck.annotate.live import LiveStopping
 from calibration.spotcheck.blind import BlindItem
+from calibration.spotcheck.stopping import LiveStopping
 from grader.errors import RelgradeError
 from grader.models import GRADES
 
