@@ -160,7 +160,7 @@ class GradingProgress:
         )
         self._log.flush()
 
-    def _fields(self, event: ProgressEvent) -> dict[str, object]:
+    def _fields(self, event: ProgressEvent) -> dict[str, Any]:
         speed = self._rate.rate(self._first_done)
         return {
             "cached": event.cached,
