@@ -5,11 +5,12 @@ cost with and without the Batch API discount. Pure functions; no I/O."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from grader.metrics.kappa import kappa
+from grader.metrics.kappa import cohen_kappa as kappa_of
+from grader.metrics.kappa import confusion_matrix
 from grader.models import GRADES, Judgment
 
 
@@ -63,18 +64,8 @@ class RegradeDiff:
 
 def cohen_kappa(old: Sequence[int], new: Sequence[int]) -> float | None:
     """Unweighted Cohen's kappa over grades 0..3; None when undefined (no pairs, or p_e = 1)."""
-    if len(old) != len(new):
-        raise ValueError("old and new must have the same length")
-    value = float(kappa(transition_matrix(old, new), "none"))
+    value = kappa_of(old, new, len(GRADES))
     return None if math.isnan(value) else value
-
-
-def transition_matrix(old: Iterable[int], new: Iterable[int]) -> list[list[int]]:
-    """4x4 counts: rows old grade 0..3, columns new grade 0..3."""
-    matrix = [[0] * len(GRADES) for _ in GRADES]
-    for a, b in zip(old, new, strict=True):
-        matrix[a][b] += 1
-    return matrix
 
 
 def diff_versions(
@@ -117,7 +108,7 @@ def diff_versions(
         compared=len(old_grades),
         changed=len(changed),
         kappa_between_versions=cohen_kappa(old_grades, new_grades),
-        transition=transition_matrix(old_grades, new_grades),
+        transition=confusion_matrix(old_grades, new_grades, len(GRADES)).astype(int).tolist(),
         failed=len(failed),
         pending=pending,
         cost=cost,

@@ -13,8 +13,8 @@ from grader.batch.api.state import BatchState
 from grader.grading.budget import expected_reply
 from grader.judges.llm.judge import LLMJudge
 from grader.keys import content_key
-from grader.regrade.run import new_fingerprint
-from grader.regrade.selection import Criterion, distinct_keys, select_candidates, to_grade
+from grader.regrade.run import new_fingerprint, work
+from grader.regrade.selection import Criterion, distinct_keys, select_candidates
 from grader.store.store import Store
 
 
@@ -50,7 +50,7 @@ def estimate_regrade(
     candidates = select_candidates(store, criteria, new_fingerprint(judges))
     with BatchState(store) as state:
         waiting = state.open_keys()
-    todo = to_grade(store, candidates, exclude=waiting)
+    todo, counts = work(store, candidates, waiting)
     requests = distinct_keys(todo)
     # live and batch, each at the ceiling and as expected: None once any request is unpriced
     costs: dict[tuple[bool, bool], float | None] = {
@@ -75,11 +75,10 @@ def estimate_regrade(
                     c.query, c.doc, batch=batch, completion_tokens=tokens if is_expected else None
                 )
                 costs[batch, is_expected] = None if total is None or one is None else total + one
-    in_batches = sum(1 for c in candidates if c.new_key in waiting)
     return RegradeEstimate(
         selected=len(candidates),
-        already_done=len(candidates) - len(todo) - in_batches,
-        in_batches=in_batches,
+        already_done=counts["already_done"],
+        in_batches=counts["waiting_in_batches"],
         pairs=len(todo),
         requests=count,
         live_cost=costs[False, False],
