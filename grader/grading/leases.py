@@ -1,17 +1,25 @@
-"""A run's leases on the keys it sends (`grader.store.claims`), taken in rounds.
+"""Sharing a store with other processes during a run: a key is leased before its request is sent
+(`grader.store.claims`); a key another live process holds waits for its answer, looked at again
+every `POLL_S`, and is taken over once that process lets go.
 
-The keys workers ask for meanwhile are claimed in one transaction; a fast (offline) judge's next
-`AHEAD` keys are claimed ahead too. A network judge's keys are leased right before each request, so
-a killed process strands only its calls in flight.
+Leases are taken in rounds: the keys workers ask for meanwhile are claimed in one transaction; a
+fast (offline) judge's next `AHEAD` keys are claimed ahead too. A network judge's keys are leased
+right before each request, so a killed process strands only its calls in flight.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import functools
-from collections.abc import Callable, Iterable
+import itertools
+import time
+from collections.abc import Callable, Iterable, Iterator
 
-from grader.store.claims import Claim, ClaimBook
+from grader.grading.report import GradingReport
+from grader.grading.units import Unit
+from grader.models import Judgment
+from grader.store.claims import POLL_S, Claim, ClaimBook, Outcome
 
 FAST_JUDGE_S = 0.005
 """A judge that answered within this long (an offline one) gets the next keys leased ahead."""
@@ -98,3 +106,75 @@ class Leases:
         while self._round is not None:
             await asyncio.wait([self._round])
             await asyncio.sleep(0)  # its callback ran
+
+
+class RunWaiting:
+    """The leasing and waiting of `grader.grading.run.GradingRun` (a mixin: see the module
+    docstring); a key held elsewhere for `hold_wait_s` is given up."""
+
+    queue: collections.deque[Unit]
+    stopping: bool
+    report: GradingReport
+
+    def __init__(self, hold_wait_s: float) -> None:
+        self.claims: ClaimBook | None = None  # opened when the run starts sending
+        self.leases: Leases | None = None
+        self.waiting: list[Unit] = []
+        self.waiting_since: dict[str, float] = {}  # key -> when a unit began waiting for it
+        self.hold_wait_s = hold_wait_s
+        self.polling = False
+
+    def _adopt(self, unit: Unit, judgment: Judgment) -> None:
+        raise NotImplementedError  # GradingRun's
+
+    async def _claimed(self, unit: Unit) -> bool:
+        """Lease the unit's key before paying for it: False when another process holds it (the
+        unit waits) or has stored its answer (the unit takes it)."""
+        if self.claims is None:
+            return True
+        assert self.leases is not None
+        claim = await self.leases.claim(unit.key, self._queued_keys)
+        if claim.outcome is Outcome.CLAIMED:
+            return True
+        if claim.outcome is Outcome.STORED:
+            assert claim.judgment is not None
+            self._adopt(unit, claim.judgment)
+        else:
+            self.waiting_since.setdefault(unit.key, time.monotonic())
+            self.waiting.append(unit)
+        return False
+
+    def _queued_keys(self, n: int) -> Iterator[str]:
+        """The keys of the first `n` units of the queue."""
+        return (unit.key for unit in itertools.islice(self.queue, n))
+
+    async def _poll_waiting(self) -> None:
+        """Wait a little, then look again at the keys other processes hold: take the answers
+        they stored, queue the keys whose lease ended (their process died or let go)."""
+        if self.polling or self.claims is None:
+            await asyncio.sleep(POLL_S)
+            return
+        self.polling = True
+        try:
+            await asyncio.sleep(POLL_S)
+            units, self.waiting = self.waiting, []
+            if self.stopping or not units:
+                self.waiting = units + self.waiting
+                return
+            claims = await self.claims.claim(u.key for u in units)
+            now = time.monotonic()
+            for unit in units:
+                claim = claims[unit.key]
+                if claim.outcome is Outcome.STORED:
+                    assert claim.judgment is not None
+                    self._adopt(unit, claim.judgment)
+                elif claim.outcome is Outcome.CLAIMED:
+                    self.queue.append(unit)  # leased to this run now
+                elif now - self.waiting_since.get(unit.key, now) >= self.hold_wait_s:
+                    # Another live process has held it this long without an answer: stop
+                    # waiting (the pair stays not done; a rerun takes its answer or its lease).
+                    self.report.held_elsewhere += 1
+                else:
+                    self.waiting.append(unit)
+        finally:
+            self.polling = False

@@ -22,6 +22,7 @@ from grader import defaults
 from grader.grading.budget import Estimate, check_priced, estimate_requests
 from grader.grading.events import ProgressCallback, ProgressEvent, StopButton
 from grader.grading.leases import Leases
+from grader.grading.outputs import read_back
 from grader.grading.pairs import Pair, pairs_to_grade
 from grader.grading.report import GradingReport
 from grader.grading.run import GradingRun
@@ -70,7 +71,10 @@ async def grade_pairs(
     """Grade `pairs` with `judges` (several = an ensemble), reusing the store. `stream_final`
     leaves stored ok outputs in the store (`report.blocks()`); `before_sending` may raise to stop
     the run before its first request. Raises JudgeError when a judge dooms the run."""
-    _check_arguments(judges, concurrency)
+    if not judges:
+        raise ValueError("at least one judge is needed")
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
     writer = writer if writer is not None else StoreWriter(store)
     run = GradingRun(
         pairs,
@@ -84,8 +88,8 @@ async def grade_pairs(
         stream_final=stream_final,
     )
     states = run.plan()
-    if max_cost is not None:
-        _check_priced(run)
+    if max_cost is not None:  # it can only be kept when every judge asked has a price
+        check_priced([(u.judge, u.state.pair) for u in run.queue], verify_judge, pairs)
     if dry_run:
         _fill_dry_run(run)
         return run.report
@@ -237,12 +241,10 @@ def _finish(
     full = writer.full_error()
     if full is not None:  # the store's disk is full: the error says where the answers are
         raise full
-    run.read_back()
-    verify = [run.verify_judge] if run.verify_judge is not None else []
-    _count_abandoned(run.report, [*run.judges, *verify])
-    run.report.judgments = [j for j in run.outputs if j is not None]
-    run.report.stored_outputs = run.stored_outputs()
-    run.report.pending = len(run.pairs) - run.report.done()
+    if run.store is not None:  # another process's first answer is final
+        read_back(run.store, run.pairs, run.outputs, run.final_from_store, run.report)
+    _count_abandoned(run.report, [*run.judges, run.verify_judge])
+    run.close_report()
     if run.fatal is not None:
         raise run.fatal
     # A worker that died of an error outside the judge call (the store, a bug) left its pairs
@@ -266,18 +268,13 @@ async def _let_go(run: GradingRun) -> None:
             run.claims.close()
 
 
-def _count_abandoned(report: GradingReport, judges: list[Judge]) -> None:
+def _count_abandoned(report: GradingReport, judges: Sequence[Judge | None]) -> None:
     """Add to the report the tokens and cost of answered attempts of pairs cut short (Ctrl-C):
     paid for, though no judgment holds them (a judge that tracks them has `take_abandoned`)."""
     for judge in {id(j): j for j in judges}.values():
         take = getattr(judge, "take_abandoned", None)
-        if take is None:
-            continue
-        usage, cost = take()
-        if usage.prompt_tokens or usage.completion_tokens:
-            report.usage = report.usage + usage
-            report.cost += cost or 0.0
-            report.unpriced += cost is None
+        if take is not None:
+            report.pay(*take())
 
 
 async def _flush(writer: StoreWriter) -> None:
@@ -290,13 +287,6 @@ async def _flush(writer: StoreWriter) -> None:
         raise
 
 
-def _check_arguments(judges: Sequence[Judge], concurrency: int) -> None:
-    if not judges:
-        raise ValueError("at least one judge is needed")
-    if concurrency < 1:
-        raise ValueError("concurrency must be at least 1")
-
-
 def distinct_texts(pairs: Sequence[Pair]) -> tuple[list[Query], list[Doc]]:
     """Each query and document of `pairs` once (by id; in C, not a Python step per pair)."""
     queries = list(map(itemgetter(0), pairs))
@@ -306,15 +296,9 @@ def distinct_texts(pairs: Sequence[Pair]) -> tuple[list[Query], list[Doc]]:
     return list(by_qid.values()), list(by_did.values())
 
 
-def _check_priced(run: GradingRun) -> None:
-    """--max-cost can only be kept when every judge that will be asked has a price."""
-    requests = [(unit.judge, unit.state.pair) for unit in run.queue]
-    check_priced(requests, run.verify_judge, run.pairs)
-
-
 def _fill_dry_run(run: GradingRun) -> None:
     report = run.report
-    units = run.pending_units()
+    units = list(run.queue)
     report.estimate = estimate_requests(((u.judge, u.state.pair) for u in units), run.store)
     for unit in units:
         pair = unit.state.pair
@@ -322,9 +306,7 @@ def _fill_dry_run(run: GradingRun) -> None:
     sent = {unit.state.index for unit in units}
     followers = {u.state.index for group in run.followers.values() for u in group}
     report.shared = len(followers - sent)
-    report.judgments = [j for j in run.outputs if j is not None]
-    report.stored_outputs = run.stored_outputs()
-    report.pending = len(run.pairs) - report.done()
+    run.close_report()
 
 
 def run_grading(

@@ -54,6 +54,12 @@ class GradingReport:
     # With `stream_final`: the outputs that are stored final answers, left in the store.
     stored_outputs: StoredOutputs | None = None
 
+    def pay(self, usage: Usage, cost: float | None) -> None:
+        """Count tokens and USD paid for; tokens without a price are `unpriced`, never $0."""
+        self.usage = self.usage + usage
+        self.cost += cost or 0.0
+        self.unpriced += cost is None and bool(usage.prompt_tokens or usage.completion_tokens)
+
     def done(self) -> int:
         """How many pairs have an output judgment (held in `judgments` or left in the store)."""
         stored = len(self.stored_outputs.rows) if self.stored_outputs is not None else 0

@@ -13,18 +13,16 @@ from typing import Any
 from grader.errors import JudgeError
 from grader.grading.budget import all_priced, estimate_cost
 from grader.grading.events import ProgressCallback, ProgressEvent
-from grader.grading.leases import Leases
-from grader.grading.outputs import OutputJudgments, for_pair, read_back
+from grader.grading.leases import RunWaiting
+from grader.grading.outputs import OutputJudgments, for_pair
 from grader.grading.pairs import Pair
 from grader.grading.report import GradingReport, StoredOutputs
 from grader.grading.units import PairState, Unit, ask, failure
-from grader.grading.waiting import RunWaiting
 from grader.judges.base import Judge
 from grader.judges.ensemble import needs_verification
 from grader.keys import ContentKeys
 from grader.models import Judgment
 from grader.redact import redact
-from grader.store.claims import POLL_S, ClaimBook
 from grader.store.disk_full import StoreFullError
 from grader.store.judgment_rows import decode_key
 from grader.store.lookup import StoredRef, look_up
@@ -63,6 +61,7 @@ class GradingRun(RunWaiting):
         dry_run: bool = False,
         stream_final: bool = False,
     ) -> None:
+        super().__init__(HOLD_WAIT_S)
         self.pairs = pairs
         self.judges = list(judges)
         self.store = store
@@ -93,15 +92,6 @@ class GradingRun(RunWaiting):
         # Pairs with equal texts share a key: asked once, its answer given to each of them.
         self.followers: dict[str, list[Unit]] = {}
         self.results: dict[str, Judgment] = {}
-        # Leases on keys in flight (grader.store.claims); a unit whose key another process
-        # holds waits in `waiting`.
-        self.claims: ClaimBook | None = None
-        self.leases: Leases | None = None  # leasing the keys sent, in rounds (with `claims`)
-        self.waiting: list[Unit] = []
-        self.waiting_since: dict[str, float] = {}  # key -> when a unit began waiting for it
-        self.hold_wait_s = HOLD_WAIT_S
-        self.polling = False
-        self.poll_s = POLL_S
         self.final_from_store: set[int] = set()
         # Stored ok answers decided by one set-based lookup and left in the store, not loaded.
         self.streamed = (
@@ -193,17 +183,21 @@ class GradingRun(RunWaiting):
         self.unlisted = [(decode_key(rows[i][0]), rows[i][1], rows[i][2]) for i in found.unlisted]
         return states
 
-    def stored_outputs(self) -> StoredOutputs | None:
-        """The outputs left in the store, in pair order among the run's other outputs."""
-        if not self.streamed:
-            return None
-        assert self.store is not None
-        order = bytearray(
-            1 if stored else 0
-            for stored, j in zip(self.from_store, self.outputs, strict=True)
-            if stored or j is not None
-        )
-        return StoredOutputs(str(self.store.path), self.stored_rows, order)
+    def close_report(self) -> GradingReport:
+        """The report with the run's outputs: those it holds, and those left in the store (in pair
+        order among the others)."""
+        report = self.report
+        report.judgments = [j for j in self.outputs if j is not None]
+        if self.streamed:
+            assert self.store is not None
+            order = bytearray(
+                1 if stored else 0
+                for stored, j in zip(self.from_store, self.outputs, strict=True)
+                if stored or j is not None
+            )
+            report.stored_outputs = StoredOutputs(str(self.store.path), self.stored_rows, order)
+        report.pending = len(self.pairs) - report.done()
+        return report
 
     def _store_group(self, answer: tuple[Judgment, dict[str, Any] | None] | None = None) -> None:
         """Queue a judge's `answer` and the output judgments it completed for the store as one
@@ -344,12 +338,7 @@ class GradingRun(RunWaiting):
         except Exception as exc:  # a judge bug must not lose the pair or invent a grade
             judgment = failure(unit, exc)
         judgment = _mask(judgment, self.secrets)
-        self.report.usage = self.report.usage + judgment.usage
-        self.report.cost += judgment.cost or 0.0
-        if judgment.cost is None and (
-            judgment.usage.prompt_tokens or judgment.usage.completion_tokens
-        ):
-            self.report.unpriced += 1
+        self.report.pay(judgment.usage, judgment.cost)
         fingerprint = self.verify_fingerprint if unit.slot < 0 else self.fingerprints[unit.slot]
         self.results[unit.key] = judgment
         for follower in [unit, *self.followers.pop(unit.key, [])]:
@@ -379,11 +368,3 @@ class GradingRun(RunWaiting):
         """Count one judge answer given to a pair: asked this run (`paid`) or reused."""
         counts = self.report.asked_by_judge if paid else self.report.stored_by_judge
         counts[judge.judge_id] = counts.get(judge.judge_id, 0) + 1
-
-    def read_back(self) -> None:
-        """`read_back` of the run's outputs (those the store decided already left out)."""
-        if self.store is not None and not self.dry_run:
-            read_back(self.store, self.pairs, self.outputs, self.final_from_store, self.report)
-
-    def pending_units(self) -> list[Unit]:
-        return list(self.queue)

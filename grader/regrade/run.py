@@ -6,6 +6,7 @@ pair is in the outcome; pairs with equal texts share one key, sent (and paid) on
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,7 +67,7 @@ async def regrade(
     wait: bool = True,
     batch_progress: Progress | None = None,
     batch_discount: float = 0.5,
-    sleep: Sleep | None = None,
+    sleep: Sleep = asyncio.sleep,
     **grading: Any,
 ) -> RegradeOutcome:
     """Regrade the selected stored pairs with `judge` (several: an ensemble, live only): live with
@@ -91,9 +92,8 @@ async def regrade(
             fields["job_ids"] = await runner.submit(
                 batch_judge, [(c.query, c.doc, c.new_key) for c in todo], config=job_config or {}
             )
-        more = {"sleep": sleep} if sleep is not None else {}
         fields["collected"] = await runner.run(
-            judge_for, wait=wait, progress=batch_progress, **more
+            judge_for, wait=wait, progress=batch_progress, sleep=sleep
         )
         batch_keys = runner.state.keys_with_outcome("batch")
     pairs = version_pairs(store, candidates)
