@@ -156,7 +156,7 @@ def grade(
     """
     call = _Call(locals())  # first thing: locals() holds the arguments only
     from grader.display.progress import progress_for_api
-    from grader.grading.blocking import run_blocking
+    from grader.grading.events import run_blocking
 
     def graded(stop: StopButton) -> Any:
         return call.job.run(stop=stop)

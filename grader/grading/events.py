@@ -1,14 +1,21 @@
-"""How a grading run reports its progress: a typed event handed to a callback the caller gives.
-
-The library draws nothing itself; the CLI passes a bar (`grader.display.progress`), a test or an
-embedding program may pass any callable, or nothing.
+"""How a caller follows and drives a grading run: progress events handed to its callback (the
+library draws nothing: the CLI passes a bar, `grader.display.progress`), a stop button, and
+running a grading coroutine to the end from synchronous code, wherever it is called.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import contextlib
+import signal
+import threading
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+WAIT_S = 0.1  # how often `run_blocking`'s waiting thread wakes (Ctrl-C lands between waits)
 
 
 @dataclass(frozen=True)
@@ -54,3 +61,56 @@ class StopButton:
         loop, press = self._loop, self._press
         if loop is not None and press is not None:
             loop.call_soon_threadsafe(press)
+
+
+@contextlib.contextmanager
+def _ctrl_c_raises() -> Iterator[None]:
+    """Python's own SIGINT handler (KeyboardInterrupt) while the main thread waits, as
+    ipykernel sets it while a cell runs: a loop's handler there (`asyncio.run`'s cancels its
+    main task, which this wait never yields to) would leave Ctrl-C unheard until the end."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def run_blocking(make: Callable[[StopButton], Awaitable[T]]) -> tuple[T, bool]:
+    """Run `make(stop)` in a worker thread with its own event loop; return its result and
+    whether Ctrl-C was pressed meanwhile (where a loop already runs, as in Jupyter). Ctrl-C presses
+    `stop`, a second abandons the calls in flight; its exception is raised here."""
+    stop = StopButton()
+    box: dict[str, object] = {}
+
+    async def main() -> None:
+        box["value"] = await make(stop)
+
+    done = threading.Event()
+
+    def target() -> None:
+        try:
+            asyncio.run(main())
+        except BaseException as exc:  # raised again in the caller's thread
+            box["error"] = exc
+        finally:
+            done.set()
+
+    # An Event, not Thread.join: a KeyboardInterrupt inside join can leave the thread marked
+    # as ended while it still runs (CPython's join is not safe to interrupt).
+    thread = threading.Thread(target=target, name="relgrade-grading", daemon=True)
+    with _ctrl_c_raises():
+        thread.start()
+        while not done.is_set():
+            try:
+                done.wait(WAIT_S)
+            except KeyboardInterrupt:
+                stop.press()
+    thread.join()
+    error = box.get("error")
+    if isinstance(error, BaseException):
+        raise error
+    return box["value"], stop.presses > 0  # type: ignore[return-value]

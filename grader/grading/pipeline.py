@@ -16,7 +16,6 @@ import sqlite3
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from operator import attrgetter, itemgetter
-from typing import Any
 
 from grader import defaults
 from grader.grading.budget import Estimate, check_priced, estimate_requests
@@ -41,7 +40,6 @@ __all__ = [
     "StoreWriter",
     "grade_pairs",
     "pairs_to_grade",
-    "run_grading",
 ]
 
 FLUSH_INTERVAL_S = 0.1
@@ -307,15 +305,6 @@ def _fill_dry_run(run: GradingRun) -> None:
     followers = {u.state.index for group in run.followers.values() for u in group}
     report.shared = len(followers - sent)
     run.close_report()
-
-
-def run_grading(
-    pairs: Sequence[Pair],
-    judges: Sequence[Judge],
-    **options: Any,
-) -> GradingReport:
-    """`grade_pairs` from synchronous code (the CLI); same arguments."""
-    return run_report(lambda: grade_pairs(pairs, judges, **options))
 
 
 def run_report(make: Callable[[], Awaitable[GradingReport]]) -> GradingReport:
