@@ -56,27 +56,3 @@ def bounded_strings(schema: dict[str, Any], max_tokens: int) -> dict[str, Any]:
     share = max(1, CHARS_PER_TOKEN * (max_tokens - RESERVED_TOKENS) // len(strings))
     bounded = {name: {**properties[name], "maxLength": share} for name in strings}
     return {**schema, "properties": {**properties, **bounded}}
-
-
-def response_format(mode: OutputMode, schema: dict[str, Any]) -> dict[str, Any] | None:
-    """The `response_format` request field of `mode` (None: the mode sends none)."""
-    if mode == "json_schema":
-        return {
-            "type": "json_schema",
-            "json_schema": {"name": "relevance_grade", "strict": True, "schema": schema},
-        }
-    if mode == "json_object_schema":
-        return {"type": "json_object", "schema": schema}
-    if mode == "json_object":
-        return {"type": "json_object"}
-    return None
-
-
-def vendor_fields(mode: OutputMode, schema: dict[str, Any]) -> dict[str, Any]:
-    """The request fields outside `response_format` that carry the schema in `mode`."""
-    name = VENDOR_FIELDS.get(mode)
-    if name is None:
-        return {}
-    if name == "structured_outputs":
-        return {name: {"json": schema}}
-    return {name: schema}

@@ -36,7 +36,7 @@ from grader.cli.commands import COMMANDS
 from grader.cli.flags import add_store
 from grader.cli.sample_texts import sample_texts
 from grader.errors import InputError, RelgradeError
-from grader.prompts.budgets import prompt_budgets
+from grader.prompts.files import prompt_budgets
 
 
 def register(sub: Any) -> None:

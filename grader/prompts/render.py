@@ -19,15 +19,9 @@ _TAG = re.compile(r"</?([A-Za-z_][A-Za-z0-9_]*)>")
 
 
 @functools.lru_cache(maxsize=64)
-def _delimiter_tags(template_text: str) -> tuple[str, ...]:
-    return tuple(sorted({m.group(1) for m in _TAG.finditer(template_text)}))
-
-
-@functools.lru_cache(maxsize=64)
 def _prompt_tags(user: str, system: str) -> tuple[str, ...]:
-    """The delimiter tags of a prompt's templates (cached on the two strings, not on their
-    concatenation, which would be built and hashed again for every pair)."""
-    return _delimiter_tags(user + system)
+    """The delimiter tags of a prompt's templates (cached on the two strings)."""
+    return tuple(sorted({m.group(1) for t in (user, system) for m in _TAG.finditer(t)}))
 
 
 @functools.lru_cache(maxsize=64)
@@ -56,20 +50,8 @@ def truncate(text: str, budget: int, marker: str = "") -> tuple[str, bool]:
     return cut.rstrip() + marker, True
 
 
-@functools.lru_cache(maxsize=64)
-def _template_lines(template: str) -> tuple[tuple[string.Template, tuple[str, ...]], ...]:
-    """Each line's template and, when every placeholder on it is optional, their names."""
-    compiled = []
-    for line in template.splitlines():
-        names = placeholders(line)
-        optional = tuple(sorted(n for n in names if n in OPTIONAL_FIELDS))
-        droppable = optional if optional and len(optional) == len(names) else ()
-        compiled.append((string.Template(line), droppable))
-    return tuple(compiled)
-
-
 def _format_string(line: str) -> str:
-    """A `string.Template` line (checked by `_template_lines`: no stray `$`) as a
+    """A `string.Template` line (checked by `placeholders`: no stray `$`) as a
     `str.format_map` string giving the same text: `$$` is `$`, `$name` and `${name}` are
     `{name}`, braces are doubled."""
     out: list[str] = []
@@ -89,14 +71,16 @@ def _template_blocks(template: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     each line that may be left out (all its placeholders optional) a block of its own."""
     blocks: list[tuple[str, tuple[str, ...]]] = []
     run: list[str] = []
-    for line, droppable in _template_lines(template):
-        if droppable:
+    for line in template.splitlines():
+        names = placeholders(line)
+        optional = tuple(sorted(n for n in names if n in OPTIONAL_FIELDS))
+        if optional and len(optional) == len(names):
             if run:
                 blocks.append(("\n".join(run), ()))
                 run = []
-            blocks.append((_format_string(line.template), droppable))
+            blocks.append((_format_string(line), optional))
         else:
-            run.append(_format_string(line.template))
+            run.append(_format_string(line))
     if run:
         blocks.append(("\n".join(run), ()))
     return tuple(blocks)
