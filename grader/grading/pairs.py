@@ -67,17 +67,10 @@ def _judged_pairs(skip_judged: Sequence[str | Path | pd.DataFrame]) -> set[tuple
 
 
 def _read(run: str | Path | pd.DataFrame, precision: Precision) -> tuple[pd.DataFrame, Path | str]:
-    """A run as read_run gives it, and how errors name it."""
+    """A run as read_run gives it, and how errors name it (its path, or a frame's name)."""
     if isinstance(run, pd.DataFrame):
-        return run, _label(run)
+        return run, f"run {run.attrs.get('name', 'run')}"
     return read_run(Path(run), precision=precision), Path(run)
-
-
-def _label(run: str | Path | pd.DataFrame) -> str:
-    """How an error names a run: its path, or a frame's name."""
-    if isinstance(run, pd.DataFrame):
-        return f"run {run.attrs.get('name', 'run')}"
-    return str(run)
 
 
 def _first(ids: list[str]) -> str:
@@ -168,21 +161,10 @@ def _pair_up(
     missing_d = {did: None for _, did in wanted if did not in found}
     selection.missing_query_ids = list(missing_q)
     selection.missing_doc_ids = list(missing_d)
-    if not missing_q and not missing_d:
-        selection.pairs = make_pairs(
-            map(queries.__getitem__, map(itemgetter(0), wanted)),
-            map(found.__getitem__, map(itemgetter(1), wanted)),
-        )
-        return
-    first_missing_run: Path | str | None = None
-    for qid, did in wanted:
-        query, doc = queries.get(qid), found.get(did)
-        if query is None or doc is None:
-            selection.missing += 1
-            if first_missing_run is None:
-                first_missing_run = first_run[qid, did]
-            continue
-        selection.pairs.append(Pair(query, doc))
+    kept = wanted
+    if missing_q or missing_d:
+        kept = [p for p in wanted if p[0] not in missing_q and p[1] not in missing_d]
+    selection.missing = len(wanted) - len(kept)
     if selection.missing and not skip_missing:
         parts = []
         if missing_q:
@@ -192,7 +174,11 @@ def _pair_up(
         raise InputError(
             f"{selection.missing} pair(s) to grade name ids absent from the queries or docs: "
             + " and ".join(parts),
-            path=first_missing_run,
+            path=next(first_run[p] for p in wanted if p[0] in missing_q or p[1] in missing_d),
             hint=f"add them to {option('--queries / --docs', 'queries= / docs=')}, or pass "
             f"{option('--skip-missing', 'skip_missing=True')} to leave those pairs out",
         )
+    selection.pairs = make_pairs(
+        map(queries.__getitem__, map(itemgetter(0), kept)),
+        map(found.__getitem__, map(itemgetter(1), kept)),
+    )

@@ -18,11 +18,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from operator import attrgetter, itemgetter
 
 from grader import defaults
-from grader.grading.budget import Estimate, check_priced, estimate_requests
-from grader.grading.events import ProgressCallback, ProgressEvent, StopButton
+from grader.grading.budget import check_priced, estimate_requests
+from grader.grading.events import ProgressCallback, StopButton
 from grader.grading.leases import Leases
 from grader.grading.outputs import read_back
-from grader.grading.pairs import Pair, pairs_to_grade
+from grader.grading.pairs import Pair
 from grader.grading.report import GradingReport
 from grader.grading.run import GradingRun
 from grader.grading.units import PairState
@@ -32,15 +32,7 @@ from grader.store.claims import RENEW_S, ClaimBook
 from grader.store.store import Store, text_rows
 from grader.store.writer import StoreWriter
 
-__all__ = [
-    "Estimate",
-    "GradingReport",
-    "ProgressCallback",
-    "ProgressEvent",
-    "StoreWriter",
-    "grade_pairs",
-    "pairs_to_grade",
-]
+__all__ = ["GradingReport", "StoreWriter", "grade_pairs", "run_report"]
 
 FLUSH_INTERVAL_S = 0.1
 GRACE_S = 15.0  # after Ctrl-C, how long calls in flight may take to finish
