@@ -1,10 +1,6 @@
-"""What grading costs: an editable price table, the cost of a Usage, and the --dry-run estimate.
-
-Prices live in TOML (`grader/prices.toml`, extended by a user file or `RELGRADE_PRICES`); a model
-without a price costs None, never a made-up price. The estimate counts `CHARS_PER_TOKEN` over the
-rendered messages, and a reply twice: its ceiling (`max_tokens`, what `--max-cost` reserves) and its
-expected size (`expected_reply_tokens`).
-"""
+"""What grading costs: a TOML price table (`grader/prices.toml`, extended by a user file or
+`RELGRADE_PRICES`; a model without a price costs None, never a made-up price), the cost of a Usage,
+and the --dry-run estimate of a request and its reply (at `max_tokens`, and as expected)."""
 
 from __future__ import annotations
 
@@ -88,16 +84,6 @@ class PriceTable:
             + usage.completion_tokens * price.output
         ) / PER_TOKENS
         return total * self.batch_discount if batch else total
-
-    def note(self, model: str) -> str | None:
-        """A sentence for the summary when `model` has no price; None when it has one."""
-        if self.price(model) is not None:
-            return None
-        return (
-            f'no price for model {model!r}: cost unknown (add [models."{model}"] with input, '
-            f"cached_input and output USD per 1M tokens to a TOML file passed by --prices or "
-            f"{PRICES_ENV})"
-        )
 
 
 def _read(path: Path) -> dict[str, Any]:

@@ -22,7 +22,6 @@ from grader.regrade.selection import (
     Candidate,
     Criterion,
     distinct_keys,
-    record_pairs,
     select_candidates,
     to_grade,
     version_pairs,
@@ -81,7 +80,8 @@ async def regrade(
     if runner is not None and (batch_judge is None or judge_for is None):
         raise ValueError("the batch path needs batch_judge and judge_for")
     candidates = select_candidates(store, criteria, new_fingerprint(judges))
-    record_pairs(store, candidates)
+    # Each id pair under its new key, so a later regrade finds those another pair's request gave.
+    store.put_pairs((c.new_key, c.query.query_id, c.doc.doc_id) for c in candidates)
     if runner is None:
         fields, batch_keys = await _live(store, candidates, judges, grading)
     else:

@@ -37,33 +37,22 @@ def parse_selection(tokens: Sequence[str]) -> list[Criterion]:
     """`["prompt=passage-v1", "grade<=1"]` or `["sample", "FILE"]` -> criteria (all must hold)."""
     criteria: list[Criterion] = []
     items = list(tokens) or ["all"]
-    i = 0
-    while i < len(items):
-        token = items[i].strip()
-        i += 1
-        if token == "all":
-            criteria.append(Criterion("all"))
-        elif token == "failed":
-            criteria.append(Criterion("failed"))
-        elif token == "disagreement":
-            criteria.append(Criterion("disagreement"))
+    while items:
+        token = items.pop(0).strip()
+        if token in ("all", "failed", "disagreement"):
+            criteria.append(Criterion(token))
         elif token.startswith("grade<="):
-            text = token[len("grade<=") :]
-            if text not in ("0", "1", "2", "3"):
+            if token[7:] not in ("0", "1", "2", "3"):
                 raise InputError(f"--select {token}: N must be 0, 1, 2 or 3", hint="grade<=1")
-            criteria.append(Criterion("grade<=", int(text)))
+            criteria.append(Criterion("grade<=", int(token[7:])))
         elif token.startswith("prompt="):
-            name = token[len("prompt=") :]
-            if not name:
+            if token == "prompt=":
                 raise InputError("--select prompt=OLD needs a prompt name", hint="prompt=passage")
-            criteria.append(Criterion("prompt", name))
-        elif token in ("sample",) or token.startswith(("sample=", "sample:")):
-            path = token[len("sample") + 1 :] if token != "sample" else None
-            if path is None:
-                if i >= len(items):
-                    raise InputError("--select sample needs a FILE", hint="--select sample s.csv")
-                path = items[i]
-                i += 1
+            criteria.append(Criterion("prompt", token[7:]))
+        elif token == "sample" or token.startswith(("sample=", "sample:")):
+            if token == "sample" and not items:
+                raise InputError("--select sample needs a FILE", hint="--select sample s.csv")
+            path = items.pop(0) if token == "sample" else token[7:]
             criteria.append(Criterion("sample", read_pair_list(path)))
         else:
             raise InputError(
@@ -288,12 +277,6 @@ def version_pairs(store: Store, candidates: Iterable[Candidate]) -> list[Version
             new = for_pair(new, Pair(c.query, c.doc))
         out.append(VersionPair(c.query.query_id, c.doc.doc_id, c.old, new))
     return out
-
-
-def record_pairs(store: Store, candidates: Iterable[Candidate]) -> None:
-    """List each candidate's id pair under its new key in the store, so a later regrade of the
-    new version finds every pair, also those whose new judgment another pair's request gave."""
-    store.put_pairs((c.new_key, c.query.query_id, c.doc.doc_id) for c in candidates)
 
 
 def distinct_keys(candidates: Iterable[Candidate]) -> list[Candidate]:
