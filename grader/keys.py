@@ -1,8 +1,5 @@
-"""Content keys: what makes two judgments the same judgment.
-
-sha256 of the canonical JSON of the judge's fingerprint and the query and document text: a rerun
-with nothing changed finds every key; a changed prompt or model changes exactly its keys.
-"""
+"""Content keys: sha256 of the canonical JSON of the judge's fingerprint and the query and document
+text. A rerun with nothing changed finds every key; a changed prompt or model changes its keys."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""The data model shared by every part: queries, documents, judgments.
-
-A failure is never a grade: `Judgment.grade` is None unless `status` is "ok", enforced here.
-"""
+"""The data model shared by every part: queries, documents, judgments. A failure is never a grade:
+`Judgment.grade` is None unless `status` is "ok", enforced here."""
 
 from __future__ import annotations
 

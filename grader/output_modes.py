@@ -1,8 +1,5 @@
-"""The output modes a judge can ask a server for, and the request fields each one sends.
-
-Every mode but `text` asks for a JSON reply holding the prompt file's schema; they differ in
-where the schema goes (docs/servers.md has the table and which server takes which).
-"""
+"""The output modes a judge can ask a server for: every mode but `text` asks for a JSON reply
+holding the prompt file's schema; they differ in where the schema goes (docs/servers.md)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,6 @@
-"""The one loader of installed plug-ins, for both registries (measures and judges).
-
-An installed package adds measures or judges through an entry point group (`relgrade.measures`,
-`relgrade.judges`): each entry point names a module (importing it registers) or a function
-(called with no arguments). `load_entry_points(group)` loads a group, each registry once.
-
-`RELGRADE_LOAD_PLUGINS=0` (or empty, `false`, `no`, `off`) turns installed plug-ins off: only the
-built-in measures and judges, and those of modules imported by hand, are registered. Unset, they
-load. The test suite runs with them off, so a package installed beside relgrade cannot change
-what it checks.
-"""
+"""The one loader of installed plug-ins (entry point groups `relgrade.measures`, `relgrade.judges`:
+a module is imported, a function called). `RELGRADE_LOAD_PLUGINS=0` (or empty, `false`, `no`,
+`off`) turns them off, as the test suite does, so a package beside relgrade cannot change it."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The one way secrets are masked: every occurrence of each secret becomes `[redacted]`.
-
-Used wherever text may carry an API key before it is stored, written or shown: the LLM judge's
-messages and raw replies, the grading run's judgments, and the store's rows and call log. A
-URL is shown through `redact_url`, which masks the password of credentials written into it.
-"""
+"""The one way secrets are masked (each occurrence becomes `[redacted]`) wherever text may carry
+an API key before it is stored, written or shown; `redact_url` masks a URL's password."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
 """Labels on top of people's: which pairs of the runs people judged, which are holes, and the merged
-qrels (people's grade where there is one, the LLM's elsewhere).
-
-The merged qrels keep every human line and add the LLM's grade of each hole (by `--llm-scale`); a
-failed judgment has no grade, so its pair stays a hole.
-"""
+qrels (every human line, then the LLM's grade of each hole by `--llm-scale`; a failed judgment has
+no grade, so its pair stays a hole)."""
 
 from __future__ import annotations
 

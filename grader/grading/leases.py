@@ -1,11 +1,6 @@
-"""Sharing a store with other processes during a run: a key is leased before its request is sent
-(`grader.store.claims`); a key another live process holds waits for its answer, looked at again
-every `POLL_S`, and is taken over once that process lets go.
-
-Leases are taken in rounds: the keys workers ask for meanwhile are claimed in one transaction; a
-fast (offline) judge's next `AHEAD` keys are claimed ahead too. A network judge's keys are leased
-right before each request, so a killed process strands only its calls in flight.
-"""
+"""Sharing a store with other processes during a run: each key is leased before its request is
+sent, in rounds (a fast judge's next `AHEAD` keys ahead); a key another live process holds waits
+for its answer, looked at every `POLL_S`, and is taken over once that process lets go."""
 
 from __future__ import annotations
 

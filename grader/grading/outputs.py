@@ -1,9 +1,6 @@
-"""A grading run's OUTPUT judgments when it combines answers: building, keying and storing them.
-
-An ensemble's is keyed by the members' fingerprints and the rule, a verified one by both judges' and
-the rule; one identical to the stored one is reused, any other stored with the answer that completed
-it.
-"""
+"""A run's combined output judgments: an ensemble's keyed by its members' fingerprints and the rule,
+a verified one by both judges' and the rule; one identical to the stored one is reused, any other
+stored with the answer that completed it."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Which (query, document) pairs to grade: the top `depth` of each run, merged and filtered.
-
-Each run's top `depth` per query in trec_eval's order, deduplicated across runs, without pairs
-people judged (`skip_judged`); unknown ids are one InputError or skipped and counted. `docs` may be
-a loader, called once with the doc ids the selection needs.
-"""
+"""Which (query, document) pairs to grade: each run's top `depth` per query in trec_eval's order,
+deduplicated across runs, without pairs people judged; unknown ids are one InputError or skipped
+and counted. `docs` may be a loader, called once with the doc ids the selection needs."""
 
 from __future__ import annotations
 

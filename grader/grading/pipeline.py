@@ -1,10 +1,6 @@
-"""The grading pipeline: store lookup, bounded concurrent judging, immediate storage.
-
-A stored ok judgment is reused; the rest is judged by `concurrency` workers and each answer stored
-within `flush_interval`, so a killed run loses only the calls in flight. `max_cost` reserves each
-request's upper estimate; Ctrl-C lets calls in flight finish for `grace_s`. The run's state is
-`grader.grading.run`.
-"""
+"""The grading pipeline: store lookup, `concurrency` workers, each answer stored within
+`flush_interval` (a killed run loses only the calls in flight); `max_cost` reserves each request's
+upper estimate; Ctrl-C lets calls in flight finish for `grace_s`. State: `grader.grading.run`."""
 
 from __future__ import annotations
 

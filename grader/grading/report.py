@@ -1,7 +1,5 @@
-"""What a grading run did (`GradingReport`), and its outputs in pair order as `--out` and
-qrels lines: the judgments it holds serialised, the stored answers it left in the store streamed
-from it (`StoredOutputs`, read through `grader.store.lookup.StoredReader`), a block at a time.
-"""
+"""What a grading run did (`GradingReport`), and its outputs in pair order as `--out` and qrels
+lines, a block at a time: those it holds, and those it left in the store (`StoredOutputs`)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""Prompt files: load, validate and render the whole request a judge sends.
-
-A prompt file (TOML) holds the templates (`string.Template`: `$query`, `$document`, optional
-`$title`..., `$scale`), the scale, sampling, the document budget and the reply format; no prompt
-text lives in Python. Texts that look like the template's delimiter tags are escaped, so a document
-cannot talk as the instructions. Modules: `spec`, `files`, `render`.
-"""
+"""Prompt files (TOML: templates, scale, sampling, document budget, reply format; no prompt text
+lives in Python): load, validate and render the whole request a judge sends, texts that look like
+the template's delimiter tags escaped so a document cannot talk as the instructions."""
 
 from __future__ import annotations
 

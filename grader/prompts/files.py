@@ -1,9 +1,6 @@
-"""Prompt files: where the shipped ones are, reading one into a validated `PromptSpec`, and the
-prompts of stored judgments.
-
-Found by path, shipped stem (`passage-v1`), `name@version` or bare name (its highest version), in
-the wheel's `grader/_prompts`, then the checkout's `prompts/`.
-"""
+"""Prompt files: found by path, shipped stem (`passage-v1`), `name@version` or bare name (its
+highest version) in the wheel's `grader/_prompts`, then the checkout's `prompts/`; read into a
+validated `PromptSpec`; and the prompts of stored judgments."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Rendering the request a judge sends: the chat messages of one (query, document) pair.
-
-A template line whose optional placeholders are all absent is left out; texts that look like the
-template's delimiter tags are escaped, so a document cannot talk as the instructions; the document
-is cut to the prompt's budget and the cut reported.
-"""
+"""Rendering the chat messages of one (query, document) pair: a line whose optional placeholders are
+all absent is left out, texts that look like delimiter tags are escaped, the document is cut to the
+prompt's budget and the cut reported."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""What a regrade would send and what it would cost, live and by batch, without sending anything.
-
-Id pairs with equal texts are one request (one content key), as in the regrade itself; pairs
-already regraded and pairs waiting in open batch jobs are not counted again.
-"""
+"""What a regrade would send and cost, live and by batch, without sending anything: one request per
+content key; pairs already regraded or waiting in open batch jobs are not counted again."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""How a regrade moves each run's scores: every measure under the old and the new grades.
-
-Both qrels hold the same pairs, those graded ok in both versions (a pair failed or pending in
-either version would otherwise count as unjudged on one side only and fake a delta).
-"""
+"""How a regrade moves each run's scores, over the pairs graded ok in both versions (a pair failed
+or pending on one side would count as unjudged there only and fake a delta)."""
 
 from __future__ import annotations
 

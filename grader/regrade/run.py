@@ -1,8 +1,6 @@
-"""Running a regrade: select, skip what is done, grade the rest by batch or concurrently, diff.
-
-The old judgments are never touched: the new version has its own content keys. Every selected id
-pair is in the outcome; pairs with equal texts share one key, sent (and paid) once.
-"""
+"""Running a regrade: select, skip what is done, grade the rest by batch or live, diff. The old
+judgments are never touched (the new version has its own content keys); pairs with equal texts
+share one key, sent and paid once."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Regrading stored pairs under a new prompt or model, keeping the old judgments.
-
-A pair's old side is its latest output judgment (a failed one of the new version is retried); keys
-already ok or waiting in open batches are skipped. Criteria (`--select`, all must hold): `all`,
-`failed`, `grade<=N`, `sample FILE`, `disagreement`, `prompt=OLD`.
-"""
+"""Which stored pairs a regrade takes: a pair's old side is its latest output judgment (a failed one
+of the new version is retried). Criteria (`--select`, all must hold): `all`, `failed`, `grade<=N`,
+`sample FILE`, `disagreement`, `prompt=OLD`."""
 
 from __future__ import annotations
 
