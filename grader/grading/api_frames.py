@@ -28,7 +28,9 @@ def pairs_from_table(pairs: pd.DataFrame, docs: Any = None) -> tuple[list[Pair],
         did = next((c for c in DOC_ID if c in pairs.columns), None)
         if did is not None:
             ids = id_text(pairs[did], "pairs DataFrame")
-            texts = doc_texts(docs, set(ids))
+            source = docs_of(docs)
+            loaded = source(set(ids)) if callable(source) else source
+            texts = {d: doc.text for d, doc in loaded.items()}
             pairs = pairs.assign(text=ids.map(texts))
             if pairs["text"].isna().any():
                 missing = pairs.loc[pairs["text"].isna(), did].iloc[0]
@@ -56,13 +58,6 @@ def pairs_from_table(pairs: pd.DataFrame, docs: Any = None) -> tuple[list[Pair],
         by_id.setdefault(did, Doc(doc_id=did, text=text))
     keys = list(pairs[cols[:2]].drop_duplicates().itertuples(index=False))
     return make_pairs((queries[q] for q, _ in keys), (by_id[d] for _, d in keys)), by_id
-
-
-def doc_texts(docs: Any, ids: set[str]) -> dict[str, str]:
-    """The texts of the documents `ids` from any docs input."""
-    found = docs_of(docs)
-    loaded = found(ids) if callable(found) else found
-    return {d: doc.text for d, doc in loaded.items() if d in ids}
 
 
 def queries_in_runs(runs: Any) -> dict[str, Query] | None:

@@ -76,8 +76,7 @@ def estimate_cost(judge: Judge, pair: Pair) -> float | None:
 
 
 def all_priced(judges: Sequence[Judge | None], pairs: Sequence[Pair]) -> bool:
-    """Whether every judge given has a price (asked on the first pair; a pair it cannot estimate is
-    left to its judgments to say)."""
+    """Whether every judge given has a price (asked on the first pair)."""
     for judge in judges:
         if judge is None or not pairs:
             continue
@@ -128,8 +127,7 @@ def estimate_requests(
 def check_priced(
     requests: Iterable[tuple[Judge, Pair]], verifier: Judge | None, pairs: Sequence[Pair]
 ) -> None:
-    """--max-cost can only be kept when every judge asked (and the `verifier`) has a price;
-    InputError naming the first that has none."""
+    """InputError naming the first judge asked (or `verifier`) without a price."""
     first: dict[int, tuple[Judge, Pair]] = {}
     for judge, pair in requests:
         first.setdefault(id(judge), (judge, pair))

@@ -70,8 +70,7 @@ class Leases:
             self._asked.append(key)
 
     def _start_round(self) -> None:
-        """Claim the keys asked for on a worker thread, unless a round is running (when it
-        ends, the next one starts)."""
+        """Claim the keys asked for on a worker thread, unless a round is running."""
         if self._round is not None or not self._asked or self._settling:
             return
         keys, self._asked = self._asked, []
@@ -95,8 +94,7 @@ class Leases:
         self._start_round()
 
     async def settle(self) -> None:
-        """Start no more rounds and wait for the running one (before the run lets go of its
-        leases: none is taken after)."""
+        """Start no more rounds and wait for the running one (before the leases are let go)."""
         self._settling = True
         while self._round is not None:
             await asyncio.wait([self._round])
@@ -104,8 +102,7 @@ class Leases:
 
 
 class RunWaiting:
-    """The leasing and waiting of `grader.grading.run.GradingRun` (a mixin: see the module
-    docstring); a key held elsewhere for `hold_wait_s` is given up."""
+    """The leasing and waiting of `grader.grading.run.GradingRun` (a mixin)."""
 
     queue: collections.deque[Unit]
     stopping: bool

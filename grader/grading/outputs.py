@@ -18,8 +18,7 @@ from grader.store.store import Store
 
 
 def for_pair(judgment: Judgment, pair: Pair) -> Judgment:
-    """`judgment` as the answer for `pair`: a stored answer may have been given to another pair
-    with the same texts (same content key) under other ids."""
+    """`judgment` under the ids of `pair` (an answer is shared by pairs of equal texts)."""
     if judgment.query_id == pair.query.query_id and judgment.doc_id == pair.doc.doc_id:
         return judgment
     return judgment.model_copy(update={"query_id": pair.query.query_id, "doc_id": pair.doc.doc_id})
@@ -55,8 +54,7 @@ def read_back(
 
 
 def ensemble_fingerprint(fingerprints: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The fingerprint an ensemble's combined judgment is keyed by: its members' fingerprints
-    and the aggregation rule."""
+    """What an ensemble's combined judgment is keyed by: members and rule."""
     return {"ensemble": list(fingerprints), "aggregate": AGGREGATE_RULE}
 
 
@@ -117,8 +115,7 @@ class OutputJudgments:
         return group
 
     def _output(self, judgment: Judgment, fingerprint: dict[str, Any], pair: Pair) -> Judgment:
-        """A combined output judgment: the stored one when identical (a rerun changes nothing),
-        else `judgment`, queued for the store."""
+        """The stored output judgment when identical, else `judgment`, queued for the store."""
         stored = self.stored.get(judgment.key)
         if stored is not None and _same(stored, judgment):
             return for_pair(stored, pair)

@@ -109,8 +109,7 @@ async def _run_workers(
     freeze_gc: bool,
     flush_interval: float,
 ) -> list[asyncio.Task[None]]:
-    """Judge the run's queue with `concurrency` workers, flushing answers and renewing leases
-    meanwhile; then store what is left and let go of the leases. Returns the workers' tasks."""
+    """Judge the queue with `concurrency` workers, flushing answers and renewing leases."""
     ctrl_c.install(handle_sigint=handle_sigint, stop=stop)
     flush_task = asyncio.create_task(_flusher(writer, flush_interval))
     renew_task = asyncio.create_task(_renewer(run))
@@ -143,8 +142,7 @@ async def _run_workers(
 async def _record_texts_and_pairs(
     store: Store, pairs: Sequence[Pair], states: Sequence[PairState], run: GradingRun
 ) -> None:
-    """Keep the run's texts and every id pair of its keys in the store, off the event loop (a
-    busy store makes these wait), and open the run's leases."""
+    """Store the run's texts and id pairs off the event loop; open its leases."""
     await asyncio.to_thread(store.put_text_rows, *text_rows(*distinct_texts(pairs)))
     # Every id pair, also those answered under another pair's ids (same texts).
     ids = [k for state in states for k in state.id_keys()] + run.unlisted
@@ -199,8 +197,7 @@ class _CtrlC:
 
 
 async def _flusher(writer: StoreWriter, interval: float) -> None:
-    """Flush the writer every `interval` seconds, on a worker thread (a busy store waits there,
-    not in the loop)."""
+    """Flush the writer every `interval` seconds on a worker thread (a busy store waits there)."""
     while True:
         await asyncio.sleep(interval)
         await asyncio.to_thread(writer.flush)
@@ -222,8 +219,7 @@ async def _renewer(run: GradingRun) -> None:
 def _finish(
     run: GradingRun, writer: StoreWriter, workers: Sequence[asyncio.Task[None]]
 ) -> GradingReport:
-    """The run's report once its workers ended and its answers are stored, or the error that
-    ended it (a full disk, a judge's fatal error, a worker's)."""
+    """The run's report once its workers ended, or the error that ended it."""
     full = writer.full_error()
     if full is not None:  # the store's disk is full: the error says where the answers are
         raise full
@@ -243,8 +239,7 @@ def _finish(
 
 
 async def _let_go(run: GradingRun) -> None:
-    """Release the leases the run still holds (answers stored released theirs), once its last
-    round of claims has ended."""
+    """Release the leases the run still holds, once its last round of claims has ended."""
     try:
         if run.leases is not None:
             await run.leases.settle()
@@ -264,8 +259,7 @@ def _count_abandoned(report: GradingReport, judges: Sequence[Judge | None]) -> N
 
 
 async def _flush(writer: StoreWriter) -> None:
-    """The run's last flush, off the event loop; if this task is cancelled meanwhile, finish it
-    here (a paid answer is never dropped)."""
+    """The run's last flush, off the loop; finished here if cancelled (a paid answer is kept)."""
     try:
         await asyncio.to_thread(writer.flush)
     except asyncio.CancelledError:

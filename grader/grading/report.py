@@ -85,25 +85,18 @@ class GradingReport:
 
 
 def _held_blocks(judgments: Sequence[Judgment]) -> Iterator[Block]:
-    """The `--out` and qrels lines of judgments a run holds, a block of them at a time (the
-    text of a million at once would be ~0.7 GB)."""
+    """The `--out` and qrels lines of held judgments, a block at a time (not ~0.7 GB)."""
     for start in range(0, len(judgments), BLOCK):
-        yield _held_block(judgments[start : start + BLOCK])
-
-
-def _held_block(judgments: Sequence[Judgment]) -> Block:
-    """The `--out` and qrels lines of judgments a run holds."""
-    qrels = "".join(
-        f"{j.query_id} 0 {j.doc_id} {j.grade}\n" for j in judgments if j.grade is not None
-    )
-    lines = "".join(judgment_json(j) + "\n" for j in judgments)
-    return Block(lines, qrels, len(judgments))
+        block = judgments[start : start + BLOCK]
+        qrels = "".join(
+            f"{j.query_id} 0 {j.doc_id} {j.grade}\n" for j in block if j.grade is not None
+        )
+        yield Block("".join(judgment_json(j) + "\n" for j in block), qrels, len(block))
 
 
 @dataclass
 class StoredOutputs:
-    """Output judgments a run leaves in the store (its one judge's stored ok answers: final), read
-    back while the outputs are written."""
+    """Output judgments a run leaves in the store, read back as the outputs are written."""
 
     path: str
     rows: list[StoredRef]  # (judgments rowid, query_id, doc_id, stored key) of each, in pair order

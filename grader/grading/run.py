@@ -17,7 +17,7 @@ from grader.grading.leases import RunWaiting
 from grader.grading.outputs import OutputJudgments, for_pair
 from grader.grading.pairs import Pair
 from grader.grading.report import GradingReport, StoredOutputs
-from grader.grading.units import PairState, Unit, ask, failure
+from grader.grading.units import PairState, Unit
 from grader.judges.base import Judge
 from grader.judges.ensemble import needs_verification
 from grader.keys import ContentKeys
@@ -152,8 +152,7 @@ class GradingRun(RunWaiting):
         return states
 
     def _plan_streamed(self) -> list[PairState]:
-        """`plan` for one judge, equal to it (tests/test_plan_streamed_random.py): pairs whose
-        key is stored ok are done without reading their judgments; the others are queued."""
+        """`plan` for one judge, equal to it: pairs stored ok are done without reading them."""
         assert self.store is not None
         maker, judge = self.key_makers[0], self.judges[0]
         digest = maker.digest
@@ -184,8 +183,7 @@ class GradingRun(RunWaiting):
         return states
 
     def close_report(self) -> GradingReport:
-        """The report with the run's outputs: those it holds, and those left in the store (in pair
-        order among the others)."""
+        """The report with the run's outputs, held or left in the store (in pair order)."""
         report = self.report
         report.judgments = [j for j in self.outputs if j is not None]
         if self.streamed:
@@ -200,8 +198,7 @@ class GradingRun(RunWaiting):
         return report
 
     def _store_group(self, answer: tuple[Judgment, dict[str, Any] | None] | None = None) -> None:
-        """Queue a judge's `answer` and the output judgments it completed for the store as one
-        group, so one commit holds them all."""
+        """Queue `answer` and the output judgments it completed for one store commit."""
         items = ([answer] if answer is not None else []) + self.composite.take_group()
         if not items:
             return
@@ -283,8 +280,7 @@ class GradingRun(RunWaiting):
         return cost
 
     async def worker(self) -> None:
-        """Judge queued units until none is left or the run stops; a full disk under the
-        store (no lease, or no answer, could be written) stops it: nothing more is paid for."""
+        """Judge queued units until none is left or the run stops (a full disk stops it)."""
         try:
             await self._work()
         except StoreFullError as exc:
@@ -326,7 +322,7 @@ class GradingRun(RunWaiting):
         self.report.requests += 1
         started = time.perf_counter()
         try:
-            judgment = await ask(unit)  # the judge's answer, under the key it was asked with
+            judgment = await unit.ask()
             if self.leases is not None:
                 self.leases.answered(time.perf_counter() - started)
         except JudgeError as exc:
@@ -336,7 +332,7 @@ class GradingRun(RunWaiting):
         except (asyncio.CancelledError, KeyboardInterrupt):
             raise
         except Exception as exc:  # a judge bug must not lose the pair or invent a grade
-            judgment = failure(unit, exc)
+            judgment = unit.failure(exc)
         judgment = _mask(judgment, self.secrets)
         self.report.pay(judgment.usage, judgment.cost)
         fingerprint = self.verify_fingerprint if unit.slot < 0 else self.fingerprints[unit.slot]
@@ -347,8 +343,7 @@ class GradingRun(RunWaiting):
         self._report_progress()
 
     def _deliver(self, unit: Unit, judgment: Judgment, *, paid: bool = True) -> None:
-        """Give a judge's answer to the pair of `unit` (ids rebound to that pair); `paid` when
-        this run requested it."""
+        """Give a judge's answer to the pair of `unit`; `paid` when this run requested it."""
         state = unit.state
         if paid:
             state.requested = True

@@ -1,6 +1,4 @@
-"""What a grading run queues and tracks: a judge call (`Unit`), a pair's state (`PairState`),
-the call itself (`ask`: the answer is checked to come under the key it was asked with) and the
-failed judgment of a call whose judge raised."""
+"""What a grading run queues and tracks: a judge call (`Unit`) and a pair's state (`PairState`)."""
 
 from __future__ import annotations
 
@@ -20,6 +18,17 @@ class Unit:
     judge: Judge
     key: str
 
+    async def ask(self) -> Judgment:
+        """The judge's answer; a JudgeError when it comes under another key (see `check_key`)."""
+        pair = self.state.pair
+        answer = await self.judge.judge(pair.query, pair.doc, key=self.key)
+        return check_key(self.judge, answer, self.key)
+
+    def failure(self, exc: BaseException) -> Judgment:
+        """The failed judgment of a call whose judge raised `exc` (never a grade)."""
+        pair = self.state.pair
+        return failed(self.judge, pair.query, pair.doc, key=self.key, error=exc)
+
 
 @dataclass
 class PairState:
@@ -37,22 +46,7 @@ class PairState:
     final_key: str | None = None  # key of the verified judgment (--verify-low only)
 
     def id_keys(self) -> list[tuple[str, str, str]]:
-        """(key, query_id, doc_id) for each content key of this pair (for the store's list of
-        the id pairs of each key)."""
+        """(key, query_id, doc_id) of each content key of this pair."""
         qid, did = self.pair.query.query_id, self.pair.doc.doc_id
         keys = [*self.keys, self.verify_key, self.ensemble_key, self.final_key]
         return [(k, qid, did) for k in keys if k is not None]
-
-
-def failure(unit: Unit, exc: BaseException) -> Judgment:
-    """The failed judgment of a call whose judge raised `exc` (never a grade)."""
-    pair = unit.state.pair
-    return failed(unit.judge, pair.query, pair.doc, key=unit.key, error=exc)
-
-
-async def ask(unit: Unit) -> Judgment:
-    """The judge's answer for the unit's pair; a JudgeError naming the judge when it answers
-    under another key than the unit's (the pipeline owns the key: see `check_key`)."""
-    pair = unit.state.pair
-    answer = await unit.judge.judge(pair.query, pair.doc, key=unit.key)
-    return check_key(unit.judge, answer, unit.key)

@@ -17,25 +17,20 @@ from grader.store.store import Store
 
 @dataclass(frozen=True)
 class RegradeEstimate:
-    """The counts and estimated costs of a regrade (a cost is None when the model has no price)."""
+    """The counts and estimated costs of a regrade: `pairs` to grade, the `requests` sent for them
+    (one per content and judge), costs live and by batch at the ceiling (every reply at max_tokens)
+    and as expected (`basis`: whence each judge's expected reply); None when a model is unpriced."""
 
     selected: int
     already_done: int
     in_batches: int
     pairs: int
-    """Pairs that would be graded."""
     requests: int
-    """Requests that would be sent for them (one per distinct content and judge; an ensemble
-    member's stored answers are not asked again)."""
     live_cost: float | None
-    """Live cost at the ceiling (every reply at max_tokens; what a budget must reserve)."""
     batch_cost: float | None
-    """Batch API cost at the ceiling."""
     expected_live_cost: float | None = None
-    """Live cost with the expected replies (`grader.grading.budget.expected_reply`)."""
     expected_batch_cost: float | None = None
     basis: tuple[str, ...] = ()
-    """Where each judge's expected reply size comes from."""
 
 
 def estimate_regrade(
