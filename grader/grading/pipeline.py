@@ -83,34 +83,22 @@ async def grade_pairs(
         before_sending()
     if store is not None:
         await _record_texts_and_pairs(store, pairs, states, run)
-    workers = await _run_workers(
-        run,
-        writer,
-        concurrency=concurrency,
-        progress=progress,
-        ctrl_c=_CtrlC(run, asyncio.get_running_loop(), grace_s),
-        handle_sigint=handle_sigint,
-        stop=stop,
-        freeze_gc=freeze_gc,
-        flush_interval=flush_interval,
-    )
+    run.on_progress = progress
+    ctrl_c = _CtrlC(run, grace_s, handle_sigint=handle_sigint, stop=stop)
+    workers = await _run_workers(run, writer, ctrl_c, concurrency, freeze_gc, flush_interval)
     return _finish(run, writer, workers)
 
 
 async def _run_workers(
     run: GradingRun,
     writer: StoreWriter,
-    *,
-    concurrency: int,
-    progress: ProgressCallback | None,
     ctrl_c: _CtrlC,
-    handle_sigint: bool,
-    stop: StopButton | None,
+    concurrency: int,
     freeze_gc: bool,
     flush_interval: float,
 ) -> list[asyncio.Task[None]]:
     """Judge the queue with `concurrency` workers, flushing answers and renewing leases."""
-    ctrl_c.install(handle_sigint=handle_sigint, stop=stop)
+    ctrl_c.install()
     flush_task = asyncio.create_task(_flusher(writer, flush_interval))
     renew_task = asyncio.create_task(_renewer(run))
     # The pairs, texts and modules alive now live for the whole run: freezing them keeps the
@@ -119,9 +107,8 @@ async def _run_workers(
     if freeze_gc:
         gc.freeze()
     try:
-        run.on_progress = progress
-        if progress is not None:
-            progress(run.progress())
+        if run.on_progress is not None:
+            run.on_progress(run.progress())
         ctrl_c.workers = [asyncio.create_task(run.worker()) for _ in range(concurrency)]
         await asyncio.wait(ctrl_c.workers)
     finally:
@@ -155,13 +142,16 @@ class _CtrlC:
     """Ctrl-C during a run (SIGINT with `handle_sigint`, or the `stop` button): the first press
     stops taking work and abandons the calls in flight after `grace_s`, a second at once."""
 
-    def __init__(self, run: GradingRun, loop: asyncio.AbstractEventLoop, grace_s: float) -> None:
+    def __init__(
+        self, run: GradingRun, grace_s: float, *, handle_sigint: bool, stop: StopButton | None
+    ) -> None:
         self.run = run
-        self.loop = loop
+        self.loop = asyncio.get_running_loop()
         self.grace_s = grace_s
+        self.handle_sigint = handle_sigint
+        self.stop = stop
         self.workers: list[asyncio.Task[None]] = []
         self.presses = 0
-        self.stop: StopButton | None = None
         self.installed = False
         self.previous = signal.getsignal(signal.SIGINT)
 
@@ -178,11 +168,10 @@ class _CtrlC:
         else:
             self.loop.call_later(self.grace_s, self.abandon)
 
-    def install(self, *, handle_sigint: bool, stop: StopButton | None) -> None:
-        self.stop = stop
-        if stop is not None:
-            stop.attach(self.loop, self.press)
-        if handle_sigint and threading.current_thread() is threading.main_thread():
+    def install(self) -> None:
+        if self.stop is not None:
+            self.stop.attach(self.loop, self.press)
+        if self.handle_sigint and threading.current_thread() is threading.main_thread():
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 self.loop.add_signal_handler(signal.SIGINT, self.press)
                 self.installed = True

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -88,7 +89,6 @@ class GradingRun(RunWaiting):
         self.stopping = False
         self.fatal: BaseException | None = None
         self.on_progress: ProgressCallback | None = None
-        self.priced: bool | None = None  # every judge has a price (`_all_priced`)
         # Pairs with equal texts share a key: asked once, its answer given to each of them.
         self.followers: dict[str, list[Unit]] = {}
         self.results: dict[str, Judgment] = {}
@@ -255,13 +255,13 @@ class GradingRun(RunWaiting):
             done=report.graded + report.failed,
             failed=report.failed,
             spend=report.cost,
-            cost_known=not report.unpriced and self._all_priced(),
+            cost_known=not report.unpriced and self.all_priced,
         )
 
-    def _all_priced(self) -> bool:
-        if self.priced is None:
-            self.priced = all_priced([*self.judges, self.verify_judge], self.pairs)
-        return self.priced
+    @functools.cached_property
+    def all_priced(self) -> bool:
+        """Whether every judge has a price (asked once)."""
+        return all_priced([*self.judges, self.verify_judge], self.pairs)
 
     def _report_progress(self) -> None:
         if self.on_progress is not None:

@@ -5,7 +5,7 @@ the template's delimiter tags escaped so a document cannot talk as the instructi
 from __future__ import annotations
 
 from grader.output_modes import OUTPUT_MODES, VENDOR_FIELDS, OutputMode
-from grader.prompts.files import list_prompts, load_prompt, prompt_dirs, shipped_prompt_files
+from grader.prompts.files import list_prompts, load_prompt, shipped_prompt_files
 from grader.prompts.render import (
     MessageRenderer,
     is_text_truncated,
@@ -16,13 +16,11 @@ from grader.prompts.render import (
     render_scale,
     truncate,
 )
-from grader.prompts.spec import OPTIONAL_FIELDS, REQUIRED_USER, SYSTEM_FIELDS, PromptSpec
+from grader.prompts.spec import OPTIONAL_FIELDS, PromptSpec
 
 __all__ = [
     "OPTIONAL_FIELDS",
     "OUTPUT_MODES",
-    "REQUIRED_USER",
-    "SYSTEM_FIELDS",
     "VENDOR_FIELDS",
     "MessageRenderer",
     "OutputMode",
@@ -32,7 +30,6 @@ __all__ = [
     "list_prompts",
     "load_prompt",
     "neutralise",
-    "prompt_dirs",
     "render_messages",
     "render_reask",
     "render_scale",
