@@ -125,8 +125,7 @@ def estimate_tokens(text: str) -> int:
 
 
 def estimate_usage(messages: list[dict[str, str]], max_tokens: int) -> Usage:
-    """The dry-run estimate of one request: its rendered messages' tokens (plus a few per message
-    for the chat format) and a reply of the full `max_tokens`."""
+    """The dry-run estimate of one request: its messages' tokens and a full reply."""
     prompt = sum(estimate_tokens(m.get("content") or "") + 4 for m in messages)
     return Usage(prompt_tokens=prompt, completion_tokens=max_tokens, cached_tokens=0)
 
@@ -164,16 +163,14 @@ def usd_or_unknown(value: float | None) -> str:
 
 
 def cost_range(expected: float | None, ceiling: float | None) -> str:
-    """An estimated cost for people: the expected figure and the ceiling, labelled, or
-    "unknown" when a model has no price."""
+    """An estimated cost for people: expected and ceiling, or unknown without a price."""
     if expected is None or ceiling is None:
         return usd_or_unknown(None)
     return f"${expected:.4f} expected (at most ${ceiling:.4f})"
 
 
 def spend_short(cost: float, known: bool = True) -> str:
-    """Spend for a progress line: `$0.0123`, or `$?` (`$0.0123+?`) when a judge has no price:
-    an unknown cost is never shown as $0."""
+    """Spend for a progress line: `$0.0123`, or `$?` / `$0.0123+?` when a judge is unpriced."""
     if known:
         return f"${cost:.4f}"
     return f"${cost:.4f}+?" if cost else "$?"

@@ -47,8 +47,7 @@ class PromptError(RelgradeError):
 
 
 class NotAJudgePrompt(PromptError):
-    """The name is a shipped settings file beside the prompts (the lexical judge's), not a
-    judge prompt: it has no messages and no scale."""
+    """The name is a shipped settings file beside the prompts, not a judge prompt."""
 
 
 class JudgeError(RelgradeError):
@@ -63,8 +62,7 @@ class ServerNotAnswering(JudgeError):
 
 
 class NoBatchAPI(JudgeError):
-    """The server has no Batch API (its /files or /batches answered 404): a batch regrade cannot
-    start there, but a live one can."""
+    """The server has no Batch API (404): a batch regrade cannot start there."""
 
     exit_code = 2
 
@@ -74,8 +72,7 @@ class StoreError(RelgradeError):
 
 
 class NotAStore(StoreError, InputError):
-    """The store path is not a relgrade store (a text file, a folder, another program's
-    database): bad input (exit 2), not a failure of the run."""
+    """The store path is not a relgrade store: bad input (exit 2)."""
 
 
 class DiskFullError(RelgradeError):

@@ -16,8 +16,7 @@ def canonical_json(value: Any) -> str:
 
 
 def json_string(text: str) -> bytes:
-    """`text` as a JSON string, UTF-8: exactly `json.dumps(text, ensure_ascii=False)` encoded
-    (tested equal), by msgspec, several times faster."""
+    """`text` as a JSON string, UTF-8, as `json.dumps(text, ensure_ascii=False)` (msgspec)."""
     return msgspec.json.encode(text)
 
 

@@ -96,8 +96,7 @@ def bare_sha256(digest: str) -> str:
 
 
 class PromptRef(BaseModel):
-    """Which prompt file produced a judgment: `name@version` and the bare-hex sha256 of the file (an
-    older `sha256:<hex>` reads back in the same form)."""
+    """Which prompt file produced a judgment: `name@version` and the file's bare-hex sha256."""
 
     model_config = ConfigDict(frozen=True)  # shared by every judgment of a judge
 
@@ -115,8 +114,7 @@ class PromptRef(BaseModel):
 
 
 class Judgment(BaseModel):
-    """One graded (query, document) pair, or one failure to grade it. `distribution` is P(grade =
-    0..3) from logprobs; `judges` holds an ensemble's member grades."""
+    """One graded pair, or one failure to grade it (`distribution`: P(grade) from logprobs)."""
 
     query_id: str
     doc_id: str

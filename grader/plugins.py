@@ -20,9 +20,7 @@ def plugins_enabled() -> bool:
 
 
 def load_entry_points(group: str) -> list[str]:
-    """Load each entry point of `group` (a module is imported, a function is called) and return
-    their names; none when plug-ins are switched off. A plug-in that fails to load is an
-    InputError naming it and its package."""
+    """Load `group`'s entry points, return their names (none when off); InputError if one fails."""
     if not plugins_enabled():
         return []
     from importlib.metadata import entry_points  # slow to scan: only when asked

@@ -31,8 +31,7 @@ def url_secrets(url: str | None) -> tuple[str, ...]:
 
 
 def redact_url(url: str) -> str:
-    """`url` with the password of its credentials, if any, replaced by `MASK`
-    (`http://user:[redacted]@host/v1`), fit to be shown."""
+    """`url` with its password, if any, replaced by `MASK`, fit to be shown."""
     parts = urlsplit(url)
     if parts.password is None:
         return url

@@ -128,8 +128,7 @@ class GradingProgress:
             self._progress.stop()
 
     def __call__(self, event: ProgressEvent) -> None:
-        """Show `event` (the `ProgressCallback` the grading run calls); the bar starts with the
-        first event (after the store lookup, so a dry run draws nothing)."""
+        """Show `event`; the bar starts with the first (after the lookup: a dry run draws none)."""
         self.last = event
         progress = self._progress
         if self._log is None and (progress is None or not self._entered):
@@ -177,8 +176,7 @@ class GradingProgress:
 
 
 def log_every() -> float:
-    """Seconds between progress lines where stderr is no terminal: `RELGRADE_PROGRESS_EVERY`,
-    else LOG_EVERY_S."""
+    """Seconds between log lines: `RELGRADE_PROGRESS_EVERY`, else LOG_EVERY_S."""
     try:
         return max(0.0, float(os.environ.get(LOG_EVERY_ENV) or LOG_EVERY_S))
     except ValueError:

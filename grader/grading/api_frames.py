@@ -21,8 +21,7 @@ COLUMNS = ["query_id", "doc_id", "grade", "status", "reason", "judge", "prompt"]
 
 
 def pairs_from_table(pairs: pd.DataFrame, docs: Any = None) -> tuple[list[Pair], dict[str, Doc]]:
-    """Pairs given with their texts: `query_id|qid, doc_id|docno, query, text`; without a
-    `text` column, the texts of `docs` (any form `grade` takes)."""
+    """Pairs given with their texts (or without a `text` column, `docs`' texts)."""
     names = {"query_id": QUERY_ID, "doc_id": DOC_ID, "query": ("query",), "text": ("text",)}
     if "text" not in pairs.columns and docs is not None:
         did = next((c for c in DOC_ID if c in pairs.columns), None)

@@ -38,8 +38,7 @@ call; from the event loop's thread, so it must return quickly."""
 
 
 class StopButton:
-    """Ctrl-C pressed from another thread (a notebook's stop button): `press()` does what SIGINT
-    does with `handle_sigint`; a second press abandons the calls in flight."""
+    """Ctrl-C pressed from another thread (a notebook's stop button), as SIGINT would."""
 
     def __init__(self) -> None:
         self._press: Callable[[], None] | None = None

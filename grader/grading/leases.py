@@ -120,8 +120,7 @@ class RunWaiting:
         raise NotImplementedError  # GradingRun's
 
     async def _claimed(self, unit: Unit) -> bool:
-        """Lease the unit's key before paying for it: False when another process holds it (the
-        unit waits) or has stored its answer (the unit takes it)."""
+        """Lease the unit's key: False when another process holds it or stored its answer."""
         if self.claims is None:
             return True
         assert self.leases is not None
@@ -141,8 +140,7 @@ class RunWaiting:
         return (unit.key for unit in itertools.islice(self.queue, n))
 
     async def _poll_waiting(self) -> None:
-        """Wait a little, then look again at the keys other processes hold: take the answers
-        they stored, queue the keys whose lease ended (their process died or let go)."""
+        """Look again at keys held elsewhere: take stored answers, queue released keys."""
         if self.polling or self.claims is None:
             await asyncio.sleep(POLL_S)
             return

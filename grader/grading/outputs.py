@@ -65,8 +65,7 @@ def _same(stored: Judgment, rebuilt: Judgment) -> bool:
 
 
 class OutputJudgments:
-    """The combined / verified output judgments of one run: their keys, the stored ones, and
-    the new or changed ones waiting to be stored with the answer that completed them."""
+    """A run's combined / verified output judgments: keys, stored ones, ones to store."""
 
     def __init__(
         self,

@@ -49,8 +49,7 @@ class PairSelection:
 
 
 def make_pairs(queries: Iterable[Query], docs: Iterable[Doc]) -> list[Pair]:
-    """`Pair(query, doc)` of each (query, doc), built in C (a NamedTuple's own constructor is a
-    Python function)."""
+    """`Pair(query, doc)` of each (query, doc), built in C."""
     return list(map(tuple.__new__, repeat(Pair), zip(queries, docs, strict=True)))
 
 
@@ -118,8 +117,7 @@ def _candidates(
     precision: Precision,
     selection: PairSelection,
 ) -> dict[tuple[str, str], Path | str]:
-    """Each id pair within `depth` once, where the first run that names it puts it, with that
-    run (for error messages); counts candidates and duplicates in `selection`."""
+    """Each id pair within `depth` once, with the first run that names it."""
     first_run: dict[tuple[str, str], Path | str] = {}
     for run in runs:
         frame, run_path = _read(run, precision)
@@ -152,8 +150,7 @@ def _pair_up(
     *,
     skip_missing: bool,
 ) -> None:
-    """`selection.pairs` of the `wanted` ids; ids absent from `queries` or `found` are one
-    InputError, or with `skip_missing` left out and counted."""
+    """`selection.pairs` of the `wanted` ids; unknown ids an InputError or skipped."""
     missing_q = {qid: None for qid, _ in wanted if qid not in queries}
     missing_d = {did: None for _, did in wanted if did not in found}
     selection.missing_query_ids = list(missing_q)

@@ -34,8 +34,7 @@ def _packaged_dir() -> Path | None:
 
 
 def prompt_dirs() -> list[Path]:
-    """Where shipped prompts are found: the installed wheel's `grader/_prompts`, then the
-    checkout's `prompts/` folder."""
+    """Where shipped prompts are: the wheel's `grader/_prompts`, the checkout's `prompts/`."""
     dirs = [d for d in (_packaged_dir(), _CHECKOUT_DIR) if d is not None and d.is_dir()]
     return list(dict.fromkeys(dirs))
 
@@ -50,8 +49,7 @@ def shipped_prompt_files() -> list[Path]:
 
 
 def list_prompts() -> list[PromptSpec]:
-    """Every shipped prompt that is a judge prompt: what `prompts list` prints and the
-    unknown-prompt error names (settings files beside them, e.g. lexical thresholds, are not)."""
+    """Every shipped judge prompt (not the settings files beside them)."""
     specs = []
     for path in shipped_prompt_files():
         data = _read_toml(path)
@@ -61,8 +59,7 @@ def list_prompts() -> list[PromptSpec]:
 
 
 def load_prompt(name_or_path: str | Path) -> PromptSpec:
-    """A prompt by file path, by shipped stem (`passage-v1`), by `name@version`, or by bare
-    name (`passage`: its highest version)."""
+    """A prompt by path, shipped stem, `name@version` or bare name (its highest version)."""
     text = str(name_or_path)
     as_path = Path(text)
     if as_path.suffix == ".toml" or as_path.is_file():

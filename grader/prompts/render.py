@@ -34,8 +34,7 @@ def neutralise(text: str, tags: list[str] | tuple[str, ...]) -> str:
 
 
 def truncate(text: str, budget: int, marker: str = "") -> tuple[str, bool]:
-    """Cut `text` to `budget` characters (at a whitespace when one is near), marked; and whether
-    it was cut."""
+    """Cut `text` to `budget` characters (at a nearby whitespace), marked; and whether cut."""
     if len(text) <= budget:
         return text, False
     cut = text[:budget]
@@ -64,8 +63,7 @@ def _format_string(line: str) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _template_blocks(template: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """The template as format strings: runs of lines always kept joined into one block, and
-    each line that may be left out (all its placeholders optional) a block of its own."""
+    """The template as format strings; each line that may be left out a block alone."""
     blocks: list[tuple[str, tuple[str, ...]]] = []
     run: list[str] = []
     for line in template.splitlines():
@@ -95,8 +93,7 @@ def _render_template(template: str, values: dict[str, str]) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _static_system(template: str, scale: str, instruction: str) -> str | None:
-    """The system message when its template uses no placeholder but `$scale` (the same for
-    every pair, so rendered once); None when it depends on the pair."""
+    """The system message when it uses no field of the pair (rendered once), else None."""
     if not placeholders(template) <= set(SYSTEM_FIELDS):
         return None
     return _render_template(template, {"scale": scale}) + "\n\n" + instruction.strip()
@@ -168,8 +165,7 @@ def render_messages(
 
 
 def is_truncated(spec: PromptSpec, doc: Doc) -> bool:
-    """Whether `render_messages` cuts this document to the prompt's budget (its `truncated`),
-    told without rendering: what an imported batch reply records."""
+    """Whether `render_messages` cuts this document, told without rendering."""
     return is_text_truncated(spec, doc.text)
 
 

@@ -72,8 +72,7 @@ class PromptSpec:
         return sampling
 
     def without_logprobs(self) -> PromptSpec:
-        """This prompt asking for no logprobs (`grade --no-logprobs`): the same text, another
-        sampling, so other content keys; its judgments carry no grade distribution."""
+        """This prompt asking for no logprobs (`--no-logprobs`): other content keys."""
         return self if not self.logprobs else dataclasses.replace(self, logprobs=False)
 
     def final_line_pattern(self) -> re.Pattern[str]:
@@ -101,8 +100,7 @@ class PromptSpec:
         return {name: {"json": schema} if name == "structured_outputs" else schema}
 
     def request_schema(self, mode: OutputMode) -> dict[str, Any]:
-        """The reply schema as sent in `mode`: in a grammar mode its strings are bounded so a
-        reply fits `max_tokens` (`bounded_strings`)."""
+        """The reply schema as sent in `mode` (strings bounded in a grammar mode)."""
         if mode in GRAMMAR_MODES:
             return bounded_strings(self.schema, self.max_tokens)
         return self.schema

@@ -38,8 +38,7 @@ class ChangedPair:
 
 @dataclass
 class RegradeDiff:
-    """The diff between versions. `transition[i][j]` counts pairs old grade i -> new grade j,
-    over the pairs graded ok in both versions (`compared`)."""
+    """The diff between versions; `transition[i][j]`: pairs graded ok in both, old i, new j."""
 
     n: int
     compared: int
@@ -129,8 +128,7 @@ def _failure(pair: VersionPair, new: Judgment) -> dict[str, str]:
 def _costs(
     pairs: Sequence[VersionPair], batch_keys: frozenset[str] | set[str], batch_discount: float
 ) -> tuple[float | None, float | None]:
-    """The cost of the new judgments (each key once), and without the Batch API discount; both None
-    when some new judgment used tokens but has no price."""
+    """The new judgments' cost (each key once) and without the Batch discount; None if unpriced."""
     cost = 0.0
     cost_without = 0.0
     unpriced = 0

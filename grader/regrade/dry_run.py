@@ -36,8 +36,7 @@ class RegradeEstimate:
 def estimate_regrade(
     store: Store, judge: LLMJudge | Sequence[LLMJudge], criteria: Sequence[Criterion]
 ) -> RegradeEstimate:
-    """The estimate of regrading the pairs `criteria` select in `store` with `judge` (several:
-    an ensemble, one request per member and content, members' stored answers not counted)."""
+    """The estimate of regrading what `criteria` select with `judge` (several: an ensemble)."""
     judges = list(judge) if isinstance(judge, Sequence) else [judge]
     candidates = select_candidates(store, criteria, new_fingerprint(judges))
     with BatchState(store) as state:

@@ -45,8 +45,7 @@ class RegradeOutcome:
 
 
 def new_fingerprint(judges: Sequence[Judge]) -> dict[str, Any]:
-    """The fingerprint the new version is keyed by: the judge's, or for several judges (an
-    ensemble, as `grade --model A --model B` builds) that of their combined judgment."""
+    """What the new version is keyed by: the judge's, or an ensemble's combined one."""
     if len(judges) == 1:
         return judges[0].fingerprint()
     return ensemble_fingerprint([j.fingerprint() for j in judges])
@@ -102,8 +101,7 @@ async def regrade(
 def work(
     store: Store, candidates: list[Candidate], waiting: set[str]
 ) -> tuple[list[Candidate], dict[str, Any]]:
-    """The candidates to send (new key neither ok nor `waiting` in open batches) and the
-    outcome's counts of them: sent, distinct requests, already done, waiting."""
+    """The candidates to send (neither ok nor `waiting` in open batches) and the counts."""
     todo = to_grade(store, candidates, exclude=waiting)
     in_batches = sum(1 for c in candidates if c.new_key in waiting)
     return todo, {
@@ -117,8 +115,7 @@ def work(
 async def _live(
     store: Store, candidates: list[Candidate], judges: list[Judge], grading: dict[str, Any]
 ) -> tuple[dict[str, Any], set[str]]:
-    """Grade live the pairs not done nor waiting in open batches (they stay pending until collected,
-    not paid twice); the outcome's fields and the keys an earlier `batch collect` graded."""
+    """Grade live what is not done nor waiting in open batches; also the keys batches graded."""
     with BatchState(store) as state:
         waiting = state.open_keys()
         batch_keys = state.keys_with_outcome("batch")

@@ -60,8 +60,7 @@ def parse_selection(tokens: Sequence[str]) -> list[Criterion]:
 
 
 def absolute_selection(tokens: Sequence[str]) -> list[str]:
-    """`tokens` with each sample FILE as an absolute path: the same selection from any folder
-    (what a batch job records for `batch collect`)."""
+    """`tokens` with each sample FILE made absolute (what a batch job records)."""
     out: list[str] = []
     for token in tokens:
         if out and out[-1] == "sample":
@@ -152,8 +151,7 @@ def _parts(store: Store, output: Judgment, query: Query, doc: Doc) -> set[str]:
 
 
 def _kept_member(judgments: Sequence[Judgment], members: set[str]) -> set[str]:
-    """The member of the new ensemble that was an answer before it (strictly older than the others):
-    it stays the old side on a rerun."""
+    """The new ensemble's member that was an answer before it: the old side on a rerun."""
     ordered = sorted((j for j in judgments if j.key in members), key=lambda j: j.created_at)
     if len(ordered) > 1 and ordered[0].created_at < ordered[1].created_at:
         return {ordered[0].key}
@@ -236,8 +234,7 @@ def select_candidates(
 
 
 def old_versions(store: Store, criteria: Sequence[Criterion]) -> tuple[list[PromptRef], list[str]]:
-    """The distinct prompts and judge ids of the old side `criteria` select: what `regrade` defaults
-    its prompt and model to."""
+    """The distinct prompts and judge ids of the old side: `regrade`'s defaults."""
     probe = {"old prompts": True}  # no judgment has this key: nothing counts as the new version
     prompts: dict[tuple[str, str], PromptRef] = {}
     judges: set[str] = set()
@@ -263,8 +260,7 @@ def judge_models(judge_id: str) -> list[str] | None:
 
 
 def version_pairs(store: Store, candidates: Iterable[Candidate]) -> list[VersionPair]:
-    """Each candidate with its old judgment and its new one as stored now (None if not yet),
-    both under the candidate's ids (a new judgment is shared by the pairs of its texts)."""
+    """Each candidate with its old judgment and its new one as stored now (or None)."""
     listed = list(candidates)
     stored = store.get_many(c.new_key for c in listed)
     out: list[VersionPair] = []
@@ -287,8 +283,7 @@ def distinct_keys(candidates: Iterable[Candidate]) -> list[Candidate]:
 def to_grade(
     store: Store, candidates: Sequence[Candidate], *, exclude: Iterable[str] = ()
 ) -> list[Candidate]:
-    """Candidates whose new key is not ok in the store (nor among `exclude`, e.g. keys waiting
-    in open batches)."""
+    """Candidates whose new key is not ok in the store, nor among `exclude`."""
     statuses = store.statuses(c.new_key for c in candidates)
     skip = set(exclude)
     return [c for c in candidates if statuses.get(c.new_key) != "ok" and c.new_key not in skip]
