@@ -1,20 +1,22 @@
-"""Running a regrade: select, skip what is done, grade the rest by batch or live, diff. The old
-judgments are never touched (the new version has its own content keys); pairs with equal texts
-share one key, sent and paid once."""
+"""Running a regrade: select, skip what is done, grade the rest by batch or live, diff; or estimate
+it without sending anything. The old judgments are never touched (the new version has its own
+content keys); pairs with equal texts share one key, sent and paid once."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from grader.batch.api.jobs import BatchJudge, BatchRunner, CollectSummary, JudgeFor, Progress, Sleep
 from grader.batch.api.state import BatchState
+from grader.grading.budget import expected_reply
 from grader.grading.outputs import ensemble_fingerprint
 from grader.grading.pairs import Pair
 from grader.grading.pipeline import GradingReport, grade_pairs
 from grader.judges.base import Judge
+from grader.keys import content_key
 from grader.regrade.diff import RegradeDiff, VersionPair, diff_versions
 from grader.regrade.selection import (
     Candidate,
@@ -25,6 +27,9 @@ from grader.regrade.selection import (
     version_pairs,
 )
 from grader.store.store import Store
+
+if TYPE_CHECKING:
+    from grader.judges.llm.judge import LLMJudge
 
 
 @dataclass
@@ -124,3 +129,68 @@ async def _live(
         pairs = [Pair(c.query, c.doc) for c in todo]
         fields["report"] = await grade_pairs(pairs, judges, store=store, **grading)
     return fields, batch_keys
+
+
+@dataclass(frozen=True)
+class RegradeEstimate:
+    """The counts and estimated costs of a regrade: `pairs` to grade, the `requests` sent for them
+    (one per content and judge), costs live and by batch at the ceiling (every reply at max_tokens)
+    and as expected (`basis`: whence each judge's expected reply); None when a model is unpriced."""
+
+    selected: int
+    already_done: int
+    in_batches: int
+    pairs: int
+    requests: int
+    live_cost: float | None
+    batch_cost: float | None
+    expected_live_cost: float | None = None
+    expected_batch_cost: float | None = None
+    basis: tuple[str, ...] = ()
+
+
+def estimate_regrade(
+    store: Store, judge: LLMJudge | Sequence[LLMJudge], criteria: Sequence[Criterion]
+) -> RegradeEstimate:
+    """The estimate of regrading what `criteria` select with `judge` (several: an ensemble)."""
+    judges = list(judge) if isinstance(judge, Sequence) else [judge]
+    candidates = select_candidates(store, criteria, new_fingerprint(judges))
+    with BatchState(store) as state:
+        waiting = state.open_keys()
+    todo, counts = work(store, candidates, waiting)
+    requests = distinct_keys(todo)
+    # live and batch, each at the ceiling and as expected: None once any request is unpriced
+    costs: dict[tuple[bool, bool], float | None] = {
+        (b, e): 0.0 for b in (False, True) for e in (False, True)
+    }
+    count = 0
+    basis: list[str] = []
+    for member in judges:
+        fingerprint = member.fingerprint()
+        keys = {c.new_key: content_key(fingerprint, c.query.text, c.doc.text) for c in requests}
+        stored = store.statuses(keys.values()) if len(judges) > 1 else {}
+        expected = expected_reply(member, store)
+        tokens = None if expected is None else expected.tokens
+        if expected is not None:
+            basis.append(expected.basis)
+        for c in requests:
+            if stored.get(keys[c.new_key]) == "ok":
+                continue  # an ensemble member's answer already stored is reused
+            count += 1
+            for (batch, is_expected), total in costs.items():
+                one = member.estimate_cost(
+                    c.query, c.doc, batch=batch, completion_tokens=tokens if is_expected else None
+                )
+                costs[batch, is_expected] = None if total is None or one is None else total + one
+    return RegradeEstimate(
+        selected=len(candidates),
+        already_done=counts["already_done"],
+        in_batches=counts["waiting_in_batches"],
+        pairs=len(todo),
+        requests=count,
+        live_cost=costs[False, False],
+        batch_cost=costs[True, False],
+        expected_live_cost=costs[False, True],
+        expected_batch_cost=costs[True, True],
+        basis=tuple(basis),
+    )
