@@ -11,8 +11,8 @@ import itertools
 import time
 from collections.abc import Callable, Iterable, Iterator
 
+from grader.grading.pairs import Unit
 from grader.grading.report import GradingReport
-from grader.grading.units import Unit
 from grader.models import Judgment
 from grader.store.claims import POLL_S, Claim, ClaimBook, Outcome
 

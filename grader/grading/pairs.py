@@ -1,6 +1,6 @@
 """Which (query, document) pairs to grade: each run's top `depth` per query in trec_eval's order,
-deduplicated across runs, without pairs people judged; unknown ids are one InputError or skipped
-and counted. `docs` may be a loader, called once with the doc ids the selection needs."""
+deduplicated, without pairs people judged (unknown ids: an InputError, or skipped); `docs` may be a
+loader. And what a run tracks of each pair (`PairState`) and queues for it (`Unit`)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ import pandas as pd
 from grader.errors import InputError
 from grader.io.grades import read_human_grades
 from grader.io.trec import read_run
+from grader.judges.base import Judge, check_key, failed
 from grader.metrics.rank_order import Precision
-from grader.models import Doc, Query
+from grader.models import Doc, Judgment, Query
 from grader.spelling import option
 
 SHOW_IDS = 5  # how many missing ids an error names
@@ -176,3 +177,46 @@ def _pair_up(
         map(queries.__getitem__, map(itemgetter(0), kept)),
         map(found.__getitem__, map(itemgetter(1), kept)),
     )
+
+
+@dataclass
+class Unit:
+    """One judge call of a pair: its judge and the content key it is asked under."""
+
+    state: PairState
+    slot: int  # member index, or -1 for the verifier
+    judge: Judge
+    key: str
+
+    async def ask(self) -> Judgment:
+        """The judge's answer; a JudgeError when it comes under another key (see `check_key`)."""
+        pair = self.state.pair
+        answer = await self.judge.judge(pair.query, pair.doc, key=self.key)
+        return check_key(self.judge, answer, self.key)
+
+    def failure(self, exc: BaseException) -> Judgment:
+        """The failed judgment of a call whose judge raised `exc` (never a grade)."""
+        pair = self.state.pair
+        return failed(self.judge, pair.query, pair.doc, key=self.key, error=exc)
+
+
+@dataclass
+class PairState:
+    """A pair's answers so far, its keys, and its output once done."""
+
+    index: int
+    pair: Pair
+    keys: list[str]
+    members: list[Judgment | None]
+    missing: int
+    requested: bool = False
+    primary: Judgment | None = None
+    verify_key: str | None = None
+    ensemble_key: str | None = None  # key of the combined judgment (ensembles only)
+    final_key: str | None = None  # key of the verified judgment (--verify-low only)
+
+    def id_keys(self) -> list[tuple[str, str, str]]:
+        """(key, query_id, doc_id) of each content key of this pair."""
+        qid, did = self.pair.query.query_id, self.pair.doc.doc_id
+        keys = [*self.keys, self.verify_key, self.ensemble_key, self.final_key]
+        return [(k, qid, did) for k in keys if k is not None]

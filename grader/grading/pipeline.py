@@ -17,11 +17,9 @@ from grader import defaults
 from grader.grading.budget import check_priced, estimate_requests
 from grader.grading.events import ProgressCallback, StopButton
 from grader.grading.leases import Leases
-from grader.grading.outputs import read_back
-from grader.grading.pairs import Pair
-from grader.grading.report import GradingReport
+from grader.grading.pairs import Pair, PairState
+from grader.grading.report import GradingReport, read_back
 from grader.grading.run import GradingRun
-from grader.grading.units import PairState
 from grader.judges.base import Judge
 from grader.models import Doc, Query
 from grader.store.claims import RENEW_S, ClaimBook

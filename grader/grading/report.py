@@ -1,15 +1,22 @@
-"""What a grading run did (`GradingReport`), and its outputs in pair order as `--out` and qrels
-lines, a block at a time: those it holds, and those it left in the store (`StoredOutputs`)."""
+"""What a grading run did (`GradingReport`) and its outputs: in pair order as `--out` and qrels
+lines, held or left in the store (`StoredOutputs`); combined ones (`OutputJudgments`) reused when
+identical to the stored one, else stored with the answer that completed them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from grader.grading.budget import Estimate
+from grader.grading.pairs import Pair
+from grader.judges.base import Judge
+from grader.judges.ensemble import AGGREGATE_RULE, VERIFY_RULE, apply_verification, combine_members
+from grader.keys import ContentKeys
 from grader.models import Judgment, Usage
-from grader.store.judgment_rows import judgment_json
+from grader.store.judgment_rows import created_text, judgment_json
 from grader.store.lookup import BLOCK, Block, StoredReader, StoredRef
+from grader.store.store import Store
 
 
 @dataclass
@@ -101,3 +108,122 @@ class StoredOutputs:
     path: str
     rows: list[StoredRef]  # (judgments rowid, query_id, doc_id, stored key) of each, in pair order
     order: bytearray  # per output in pair order: 1 from `rows`, 0 from the report's judgments
+
+
+def for_pair(judgment: Judgment, pair: Pair) -> Judgment:
+    """`judgment` under the ids of `pair` (an answer is shared by pairs of equal texts)."""
+    if judgment.query_id == pair.query.query_id and judgment.doc_id == pair.doc.doc_id:
+        return judgment
+    return judgment.model_copy(update={"query_id": pair.query.query_id, "doc_id": pair.doc.doc_id})
+
+
+def read_back(
+    store: Store,
+    pairs: Sequence[Pair],
+    outputs: list[Judgment | None],
+    final: Collection[int],
+    report: GradingReport,
+) -> None:
+    """Make each output the one the store holds (another process's first answer is final), reading
+    only the rows that differ; `final`: pairs whose output is a stored ok answer."""
+    held = [(i, j) for i, j in enumerate(outputs) if j is not None and i not in final]
+    stamps = store.stamps(j.key for _, j in held)
+    differ: list[tuple[int, Judgment]] = []
+    for i, held_judgment in held:
+        stamp = (held_judgment.status, created_text(held_judgment))
+        if stamps.get(held_judgment.key, stamp) != stamp:
+            differ.append((i, held_judgment))
+    if not differ:
+        return
+    stored = store.get_many(j.key for _, j in differ)
+    for i, ours in differ:
+        theirs = stored.get(ours.key)
+        if theirs is None:
+            continue
+        if ours.status != "ok" and theirs.status == "ok":
+            report.failed -= 1
+            report.graded += 1
+        outputs[i] = for_pair(theirs, pairs[i])
+
+
+def ensemble_fingerprint(fingerprints: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """What an ensemble's combined judgment is keyed by: members and rule."""
+    return {"ensemble": list(fingerprints), "aggregate": AGGREGATE_RULE}
+
+
+def _same(stored: Judgment, rebuilt: Judgment) -> bool:
+    """Whether a stored output judgment says what the rebuilt one says (times and ids aside)."""
+    skip = {"created_at", "query_id", "doc_id"}
+    return stored.model_dump(exclude=skip) == rebuilt.model_dump(exclude=skip)
+
+
+class OutputJudgments:
+    """A run's combined / verified output judgments: keys, stored ones, ones to store."""
+
+    def __init__(
+        self,
+        judges: Sequence[Judge],
+        fingerprints: list[dict[str, Any]],
+        verify_fingerprint: dict[str, Any] | None,
+        *,
+        dry_run: bool = False,
+    ) -> None:
+        self.ensemble = len(judges) > 1
+        self.ensemble_fingerprint = ensemble_fingerprint(fingerprints)
+        primary_fp = fingerprints[0] if not self.ensemble else self.ensemble_fingerprint
+        self.final_fingerprint: dict[str, Any] | None = (
+            None
+            if verify_fingerprint is None
+            else {"verified": primary_fp, "verifier": verify_fingerprint, "rule": VERIFY_RULE}
+        )
+        self._ensemble_keys = ContentKeys(self.ensemble_fingerprint)
+        self._final_keys = (
+            ContentKeys(self.final_fingerprint) if self.final_fingerprint is not None else None
+        )
+        self.ensemble_id = "ensemble(" + ",".join(j.judge_id for j in judges) + ")"
+        self.dry_run = dry_run
+        # Output judgments stored by earlier runs (combined / verified), by key.
+        self.stored: dict[str, Judgment] = {}
+        # Output judgments to store with the current step's answer (see `take_group`).
+        self.group: list[tuple[Judgment, dict[str, Any] | None]] = []
+
+    def keys(self, pair: Pair) -> tuple[str | None, str | None]:
+        """The pair's (combined key, verified key); None where the run has no such output."""
+        ensemble_key = final_key = None
+        if self.ensemble:
+            ensemble_key = self._ensemble_keys.key(pair.query.text, pair.doc.text)
+        if self._final_keys is not None:
+            final_key = self._final_keys.key(pair.query.text, pair.doc.text)
+        return ensemble_key, final_key
+
+    def load(self, store: Store | None, keys: list[str]) -> None:
+        """Look up the output judgments earlier runs stored under `keys`."""
+        if store is not None and keys:
+            self.stored = store.get_many(keys)
+
+    def take_group(self) -> list[tuple[Judgment, dict[str, Any] | None]]:
+        """The output judgments queued since the last call (with their fingerprints)."""
+        group, self.group = self.group, []
+        return group
+
+    def _output(self, judgment: Judgment, fingerprint: dict[str, Any], pair: Pair) -> Judgment:
+        """The stored output judgment when identical, else `judgment`, queued for the store."""
+        stored = self.stored.get(judgment.key)
+        if stored is not None and _same(stored, judgment):
+            return for_pair(stored, pair)
+        if not self.dry_run:
+            self.group.append((judgment, fingerprint))
+        return judgment
+
+    def combined(self, members: list[Judgment], key: str, pair: Pair) -> Judgment:
+        """The ensemble's output judgment for `pair` from its members' answers."""
+        combined = combine_members(members, key=key, judge_id=self.ensemble_id)
+        return self._output(combined, self.ensemble_fingerprint, pair)
+
+    def verified(
+        self, primary: Judgment, answer: Judgment, key: str | None, pair: Pair
+    ) -> Judgment:
+        """The verified output judgment for `pair` from the first judgment and the verifier's."""
+        assert self.final_fingerprint is not None
+        final = apply_verification(primary, answer, key=key)
+        return self._output(final, self.final_fingerprint, pair)

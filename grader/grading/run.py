@@ -15,10 +15,8 @@ from grader.errors import JudgeError
 from grader.grading.budget import all_priced, estimate_cost
 from grader.grading.events import ProgressCallback, ProgressEvent
 from grader.grading.leases import RunWaiting
-from grader.grading.outputs import OutputJudgments, for_pair
-from grader.grading.pairs import Pair
-from grader.grading.report import GradingReport, StoredOutputs
-from grader.grading.units import PairState, Unit
+from grader.grading.pairs import Pair, PairState, Unit
+from grader.grading.report import GradingReport, OutputJudgments, StoredOutputs, for_pair
 from grader.judges.base import Judge
 from grader.judges.ensemble import needs_verification
 from grader.keys import ContentKeys

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 from grader.batch.api.jobs import BatchJudge, BatchRunner, CollectSummary, JudgeFor, Progress, Sleep
 from grader.batch.api.state import BatchState
 from grader.grading.budget import expected_reply
-from grader.grading.outputs import ensemble_fingerprint
 from grader.grading.pairs import Pair
 from grader.grading.pipeline import GradingReport, grade_pairs
+from grader.grading.report import ensemble_fingerprint
 from grader.judges.base import Judge
 from grader.keys import content_key
 from grader.regrade.diff import RegradeDiff, VersionPair, diff_versions

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from grader.errors import InputError
-from grader.grading.outputs import for_pair
 from grader.grading.pairs import Pair
+from grader.grading.report import for_pair
 from grader.io.files import read_text
 from grader.io.streams import allow_long_csv_fields
 from grader.keys import content_key
