@@ -15,10 +15,8 @@ OutputMode = Literal[
     "ollama_format",
 ]
 OUTPUT_MODES: tuple[OutputMode, ...] = get_args(OutputMode)
-"""Every output mode: OpenAI's JSON schema; llama.cpp's JSON mode with a schema (its server
-constrains the reply by a grammar made from it); plain JSON mode; the prompt's strict final line;
-vLLM's `structured_outputs` (>= 0.10.2) and `guided_json` (before 0.12) request fields; the
-`format` field (a schema) of Ollama's native API."""
+"""Every output mode: OpenAI's JSON schema; llama.cpp's JSON mode with a schema; plain JSON mode;
+the prompt's strict final line; vLLM's two request fields; Ollama's `format` (docs/servers.md)."""
 VENDOR_FIELDS: dict[str, str] = {
     "vllm_structured_outputs": "structured_outputs",
     "vllm_guided_json": "guided_json",
@@ -29,17 +27,15 @@ GRAMMAR_MODES = frozenset({"json_object_schema", *VENDOR_FIELDS})
 """Modes whose server turns the schema into a grammar the reply is sampled under (llama.cpp,
 vLLM, Ollama): a string's `maxLength` there ends the string in time (`bounded_strings`)."""
 CHARS_PER_TOKEN = 3
-"""Characters a reply's token is counted for: below English prose's average of about four, so
-a reason at the bound fits its tokens with room to spare (a text of many one-character tokens
-can still be cut off: then it fails as before, never as a grade)."""
+"""Characters a reply's token is counted for: below prose's average of four, so a reason at the
+bound fits its tokens (one cut off anyway fails, never as a grade)."""
 RESERVED_TOKENS = 30
 """Tokens of a reply kept for its JSON braces, key names and grade, beside its strings."""
 
 
 def bounded_strings(schema: dict[str, Any], max_tokens: int) -> dict[str, Any]:
     """`schema` with a `maxLength` on each top-level string property that has none, so a reply under
-    a grammar ends its reason in time to write the grade (GRAMMAR_MODES only; the content key is
-    unchanged)."""
+    a grammar ends its reason in time to write the grade (GRAMMAR_MODES only; same content key)."""
     properties = schema.get("properties")
     if not isinstance(properties, dict):
         return schema

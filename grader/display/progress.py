@@ -1,11 +1,6 @@
-"""The grading progress on stderr: done / cached / failed, rate, ETA and spend.
-
-The library only reports `ProgressEvent`s (`grader.grading.events`); these are the callbacks the CLI
-and the Python API give it. On a terminal a rich bar; elsewhere (nohup, Slurm, CI logs) a plain line
-every `log_every()` seconds; in Jupyter a tqdm bar or one line rewritten in place (`LineProgress`).
-The rate and ETA are `RecentRate`'s: rich's 30-second window is blank for a model answering every
-30 s, and several times too high after a burst of replies that waited in the server's queue.
-"""
+"""The `ProgressEvent` callbacks the CLI and the Python API give a grading run: a rich bar on a
+terminal, a log line every `log_every()` seconds elsewhere, a tqdm bar or one line in Jupyter. The
+rate is `RecentRate`'s: rich's 30 s window is blank for a slow model, too high after a burst."""
 
 from __future__ import annotations
 

@@ -22,20 +22,12 @@ from grader.prompts.spec import (
 )
 
 _CHECKOUT_DIR = Path(__file__).resolve().parents[2] / "prompts"
-
-
-def _packaged_dir() -> Path | None:
-    try:
-        root = importlib.resources.files("grader") / "_prompts"
-    except (ModuleNotFoundError, TypeError):  # pragma: no cover
-        return None
-    path = Path(str(root))
-    return path if path.is_dir() else None
+_PACKAGED_DIR = Path(str(importlib.resources.files("grader") / "_prompts"))
 
 
 def prompt_dirs() -> list[Path]:
     """Where shipped prompts are: the wheel's `grader/_prompts`, the checkout's `prompts/`."""
-    dirs = [d for d in (_packaged_dir(), _CHECKOUT_DIR) if d is not None and d.is_dir()]
+    dirs = [d for d in (_PACKAGED_DIR, _CHECKOUT_DIR) if d.is_dir()]
     return list(dict.fromkeys(dirs))
 
 

@@ -94,7 +94,8 @@ def diff_versions(
             continue
         batch_graded += new.key in batch_keys
         if new.status != "ok" or new.grade is None:
-            failed.append(_failure(pair, new))
+            error = f"{new.error.type}: {new.error.message}" if new.error else "failed"
+            failed.append({"query_id": pair.query_id, "doc_id": pair.doc_id, "error": error})
             continue
         if old is None or old.status != "ok" or old.grade is None:
             no_old_grade += 1
@@ -123,12 +124,6 @@ def diff_versions(
         failed_pairs=failed,
         no_old_grade=no_old_grade,
     )
-
-
-def _failure(pair: VersionPair, new: Judgment) -> dict[str, str]:
-    error = new.error
-    message = f"{error.type}: {error.message}" if error else "failed"
-    return {"query_id": pair.query_id, "doc_id": pair.doc_id, "error": message}
 
 
 def _costs(
