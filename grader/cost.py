@@ -52,16 +52,13 @@ class PriceTable:
         shipped = importlib.resources.files("grader") / "prices.toml"
         data = tomllib.loads(shipped.read_text(encoding="utf-8"))
         models, discount = _parse(data, "grader/prices.toml")
-        table = cls(models=models, batch_discount=discount or 0.5, sources=("grader/prices.toml",))
-        for extra in paths:
-            if extra:
-                models, discount = _parse(_read(Path(extra)), str(extra))
-                table = PriceTable(
-                    models={**table.models, **models},
-                    batch_discount=table.batch_discount if discount is None else discount,
-                    sources=(*table.sources, str(extra)),
-                )
-        return table
+        sources = ["grader/prices.toml"]
+        for extra in filter(None, paths):
+            more, their_discount = _parse(_read(Path(extra)), str(extra))
+            models.update(more)
+            discount = discount if their_discount is None else their_discount
+            sources.append(str(extra))
+        return cls(models, discount or 0.5, tuple(sources))
 
     def price(self, model: str) -> ModelPrice | None:
         """The entry for `model`: exact, else the listed name of which `model` is a dated
