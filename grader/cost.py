@@ -61,9 +61,7 @@ class PriceTable:
         return cls(models, discount or 0.5, tuple(sources))
 
     def price(self, model: str) -> ModelPrice | None:
-        """The entry for `model`: exact, else the listed name of which `model` is a dated
-        snapshot (`gpt-4o-mini-2024-07-18`, `gpt-4-0613`, `...-latest`); nothing else, since
-        `gpt-4o-audio-preview` is not priced like `gpt-4o`."""
+        """The entry for `model`, or for the name it is a dated snapshot of (`...-2024-07-18`)."""
         if model in self.models:
             return self.models[model]
         match = _SNAPSHOT.fullmatch(model)
@@ -133,8 +131,7 @@ as the shipped prompts ask, about 50 tokens."""
 
 
 def expected_reply_tokens(schema: Mapping[str, Any], max_tokens: int) -> int:
-    """The expected completion tokens of one reply before any is stored: the JSON reply `schema`
-    asks for written out (strings REASON_CHARS long), at most `max_tokens`."""
+    """A reply's expected completion tokens before any is stored: its schema written out."""
     example: dict[str, Any] = {}
     for name, prop in (schema.get("properties") or {}).items():
         if not isinstance(prop, Mapping):
@@ -174,8 +171,7 @@ def spend_short(cost: float, known: bool = True) -> str:
 
 
 def spend_text(cost: float, unpriced: int, *, local: bool = False) -> str:
-    """`$0.0123` spent, or what is unknown: requests without a price cost "unknown", never $0;
-    `local`: the model is served on this machine, which has no price to add."""
+    """`$0.0123` spent, or what is unknown (never $0); `local`: a model served on this machine."""
     if not unpriced:
         return f"${cost:.4f}"
     known = f"${cost:.4f} + " if cost else ""

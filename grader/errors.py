@@ -55,8 +55,7 @@ class JudgeError(RelgradeError):
 
 
 class ServerNotAnswering(JudgeError):
-    """The LLM server stopped answering: requests in a row timed out or could not connect, with
-    no answer in between. The run stops; what was answered is stored, the rest is left to do."""
+    """The LLM server stopped answering (timeouts or refusals in a row): the run stops."""
 
     exit_code = 2
 
@@ -88,5 +87,4 @@ class BudgetError(RelgradeError):
 
 
 class RelgradeWarning(UserWarning):
-    """What the command prints as a warning on stderr, raised by the library as a Python warning
-    (`warnings.warn`): an inferred threshold, a run that answers no query, failed judgments."""
+    """A notice the command prints on stderr, raised by the library as a Python warning."""

@@ -56,8 +56,7 @@ class Usage(BaseModel):
 
 @dataclass(frozen=True)
 class CallRecord:
-    """One HTTP attempt, the one type the call log takes; `outcome`: ok | invalid | retry | error |
-    mode_rejected | fatal. A plain dataclass: one per attempt, on the hot path."""
+    """One HTTP attempt for the call log (a plain dataclass: one per attempt, on the hot path)."""
 
     key: str
     query_id: str
@@ -87,8 +86,7 @@ _HEX64 = re.compile(r"[0-9a-fA-F]{64}")
 
 
 def bare_sha256(digest: str) -> str:
-    """A sha256 digest as 64 bare hex digits: `sha256:<hex>` loses its tag, anything else is
-    returned as given (it is not a sha256 digest this function can vouch for)."""
+    """A sha256 digest as 64 bare hex digits (`sha256:` dropped); anything else as given."""
     hexpart = digest.removeprefix("sha256:")
     if len(hexpart) == 64 and _HEX64.fullmatch(hexpart):  # a regex: read per stored judgment
         return hexpart.lower()

@@ -35,9 +35,7 @@ WINDOW_DONE = 20
 
 
 class RecentRate:
-    """Pairs per second over the last WINDOW_S seconds or the last WINDOW_DONE completions,
-    whichever reaches further back, up to now (so a stall lowers it), from the run's start
-    while the run is younger; and the ETA of the rest at that rate."""
+    """Pairs per second over the last WINDOW_S seconds or WINDOW_DONE completions, up to now."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
@@ -75,9 +73,7 @@ class RecentRate:
 
 
 class GradingProgress:
-    """Progress of one grading run, drawn on `file` (default: stderr): the bar counts the pairs
-    that need requests (stored ones are shown as `cached`). `enabled` None: draw only when `file`
-    is a terminal, else log lines; with --quiet (False) every call is a no-op."""
+    """Progress of one grading run on `file`: `enabled` None draws only on a terminal."""
 
     def __init__(self, *, enabled: bool | None = None, file: TextIO | None = None) -> None:
         stream = file if file is not None else sys.stderr
@@ -224,8 +220,7 @@ class LineProgress:
 
 
 def _tqdm(total: int, file: TextIO) -> Any:
-    """A tqdm bar when tqdm is installed (its notebook widget only when ipywidgets is too: else
-    tqdm.auto would warn, naming a path, and fall back), else None (the plain line)."""
+    """A tqdm bar (a notebook widget only with ipywidgets), or None without tqdm."""
     try:
         if importlib.util.find_spec("ipywidgets") is not None:
             from tqdm.auto import tqdm

@@ -17,8 +17,7 @@ from grader.store.store import Store
 
 @dataclass(frozen=True)
 class Estimate:
-    """Estimated size of the requests still to send: `completion_tokens` and `cost` at the ceiling
-    (what --max-cost reserves), `expected_` at each judge's expected reply (`basis` says whence)."""
+    """The requests still to send: tokens and cost at the ceiling (--max-cost's) and expected."""
 
     requests: int = 0
     prompt_tokens: int = 0
@@ -38,8 +37,7 @@ class ExpectedReply:
 
 
 def expected_reply(judge: Judge, store: Store | None) -> ExpectedReply | None:
-    """The expected completion of one reply of `judge`: the median of those stored for its model and
-    prompt, else its schema's guess; None for judges that send nothing."""
+    """One reply's expected completion: the median stored for its prompt, else a guess."""
     guess = getattr(judge, "expected_completion_tokens", None)
     prompt = getattr(judge, "prompt", None)
     if guess is None or not isinstance(prompt, PromptSpec):
@@ -91,8 +89,7 @@ def all_priced(judges: Sequence[Judge | None], pairs: Sequence[Pair]) -> bool:
 def estimate_requests(
     requests: Iterable[tuple[Judge, Pair]], store: Store | None = None
 ) -> Estimate:
-    """The summed estimate of `requests` (judge, pair), at the ceiling and as expected (from the
-    replies `store` holds, when given); a cost is None when any one request is unpriced."""
+    """The summed estimate of `requests` (judge, pair); a cost is None when one is unpriced."""
     count = prompt_tokens = completion_tokens = expected_tokens = 0
     cost: float | None = 0.0
     expected_cost: float | None = 0.0

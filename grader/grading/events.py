@@ -20,9 +20,7 @@ WAIT_S = 0.1  # how often `run_blocking`'s waiting thread wakes (Ctrl-C lands be
 
 @dataclass(frozen=True)
 class ProgressEvent:
-    """Where a grading run stands: `total` pairs need requests (stored ones are `cached`), `done` of
-    them finished, `failed` of those; `spend` USD so far, `cost_known` False when a judge has no
-    price."""
+    """Where a run stands: `total` pairs need requests, `done` of them (`failed` among them)."""
 
     total: int
     cached: int
@@ -79,9 +77,7 @@ def _ctrl_c_raises() -> Iterator[None]:
 
 
 def run_blocking(make: Callable[[StopButton], Awaitable[T]]) -> tuple[T, bool]:
-    """Run `make(stop)` in a worker thread with its own event loop; return its result and
-    whether Ctrl-C was pressed meanwhile (where a loop already runs, as in Jupyter). Ctrl-C presses
-    `stop`, a second abandons the calls in flight; its exception is raised here."""
+    """Run `make(stop)` in a thread with its own loop: its result, and whether Ctrl-C was hit."""
     stop = StopButton()
     box: dict[str, object] = {}
 

@@ -42,8 +42,7 @@ class Leases:
         self.fast = seconds < FAST_JUDGE_S
 
     async def claim(self, key: str, queued: Callable[[int], Iterable[str]]) -> Claim:
-        """The claim of `key` (`ClaimBook.claim_many`); `queued(n)` gives the first `n` keys
-        the run sends next, in order, leased ahead when the judge is fast."""
+        """The claim of `key`; `queued(n)`: the run's next `n` keys (leased ahead if fast)."""
         known = self._ahead.pop(key, None)
         # Keys leased or being leased ahead: the first `held` of the queue.
         held = len(self._ahead) + len(self._claiming) - len(self._waiters)

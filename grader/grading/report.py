@@ -71,8 +71,7 @@ class GradingReport:
         return len(self.judgments) + stored
 
     def blocks(self) -> Iterator[Block]:
-        """Every output in pair order as `--out` and qrels lines (a failed judgment unjudged, never
-        0), a block of consecutive ones at a time, streamed from the store where left there."""
+        """Every output in pair order as `--out` and qrels lines, a block at a time."""
         so = self.stored_outputs
         if so is None:
             yield from _held_blocks(self.judgments)
@@ -124,8 +123,7 @@ def read_back(
     final: Collection[int],
     report: GradingReport,
 ) -> None:
-    """Make each output the one the store holds (another process's first answer is final), reading
-    only the rows that differ; `final`: pairs whose output is a stored ok answer."""
+    """Make each output the one the store holds (another process's first answer is final)."""
     held = [(i, j) for i, j in enumerate(outputs) if j is not None and i not in final]
     stamps = store.stamps(j.key for _, j in held)
     differ: list[tuple[int, Judgment]] = []

@@ -172,9 +172,7 @@ def _validate(spec: PromptSpec, path: Path) -> None:
 def prompt_budgets(
     chosen: str | None, judgments: list[Judgment], pairs: set[tuple[str, str]]
 ) -> dict[tuple[str, str], PromptSpec]:
-    """The prompt each sampled pair was graded with (`chosen`: the --prompt for every pair), so
-    a sample shows its document cut as the LLM saw it; a pair whose prompt is unknown or not an
-    LLM prompt (qrels, the lexical judge) keeps its whole text."""
+    """The prompt each sampled pair was graded with, so its document is cut as the LLM saw it."""
     specs: dict[str, PromptSpec | None] = {}
 
     def spec_of(name: str) -> PromptSpec | None:

@@ -47,9 +47,7 @@ def truncate(text: str, budget: int, marker: str = "") -> tuple[str, bool]:
 
 
 def _format_string(line: str) -> str:
-    """A `string.Template` line (checked by `placeholders`: no stray `$`) as a
-    `str.format_map` string giving the same text: `$$` is `$`, `$name` and `${name}` are
-    `{name}`, braces are doubled."""
+    """A `string.Template` line as a `str.format_map` string giving the same text."""
     out: list[str] = []
     last = 0
     for match in string.Template.pattern.finditer(line):
@@ -107,9 +105,7 @@ _METADATA_FIELDS = OPTIONAL_FIELDS[1:]  # the optional fields read from a docume
 
 
 class MessageRenderer:
-    """`render_messages` for one prompt in one output mode, with what does not depend on the
-    pair worked out once: the delimiter tags, the scale, the reply instruction and a system
-    message that uses no field of the pair. A batch export renders a million pairs with one."""
+    """`render_messages` for one prompt and mode, what no pair changes worked out once."""
 
     def __init__(self, spec: PromptSpec, mode: OutputMode = "json_schema") -> None:
         self.spec = spec

@@ -79,9 +79,7 @@ def diff_versions(
     batch_keys: frozenset[str] | set[str] = frozenset(),
     batch_discount: float = 0.5,
 ) -> RegradeDiff:
-    """Compare old and new judgments of the selected id pairs. A failed new judgment is
-    `failed`, never a grade; none yet is `pending`; `batch_keys` were graded at `batch_discount`
-    (the cost without it is cost / discount); a key shared by several pairs is paid once."""
+    """Compare old and new judgments: a failed new one is `failed` (never a grade)."""
     old_grades: list[int] = []
     new_grades: list[int] = []
     changed: list[ChangedPair] = []

@@ -34,8 +34,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class RegradeOutcome:
-    """What a regrade selected, sent and found, and the diff between versions. Counts are of
-    id pairs, except `requests`: the distinct contents sent (pairs with equal texts share one)."""
+    """What a regrade selected, sent and found, and the diff (`requests`: contents sent)."""
 
     candidates: list[Candidate]
     pairs: list[VersionPair]
@@ -133,9 +132,7 @@ async def _live(
 
 @dataclass(frozen=True)
 class RegradeEstimate:
-    """The counts and estimated costs of a regrade: `pairs` to grade, the `requests` sent for them
-    (one per content and judge), costs live and by batch at the ceiling (every reply at max_tokens)
-    and as expected (`basis`: whence each judge's expected reply); None when a model is unpriced."""
+    """A regrade's counts and its costs live and by batch, at the ceiling and as expected."""
 
     selected: int
     already_done: int
