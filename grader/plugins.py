@@ -13,15 +13,10 @@ SWITCH = "RELGRADE_LOAD_PLUGINS"
 _OFF = {"", "0", "false", "no", "off"}
 
 
-def plugins_enabled() -> bool:
-    """Whether installed plug-ins load: unless `RELGRADE_LOAD_PLUGINS` says off."""
-    value = os.environ.get(SWITCH)
-    return value is None or value.strip().lower() not in _OFF
-
-
 def load_entry_points(group: str) -> list[str]:
     """Load `group`'s entry points, return their names (none when off); InputError if one fails."""
-    if not plugins_enabled():
+    switch = os.environ.get(SWITCH)
+    if switch is not None and switch.strip().lower() in _OFF:
         return []
     from importlib.metadata import entry_points  # slow to scan: only when asked
 

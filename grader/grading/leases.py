@@ -115,8 +115,7 @@ class RunWaiting:
         self.hold_wait_s = hold_wait_s
         self.polling = False
 
-    def _adopt(self, unit: Unit, judgment: Judgment) -> None:
-        raise NotImplementedError  # GradingRun's
+    _adopt: Callable[[Unit, Judgment], None]  # GradingRun's
 
     async def _claimed(self, unit: Unit) -> bool:
         """Lease the unit's key: False when another process holds it or stored its answer."""

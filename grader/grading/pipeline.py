@@ -99,9 +99,8 @@ async def _run_workers(
     ctrl_c.install()
     flush_task = asyncio.create_task(_flusher(writer, flush_interval))
     renew_task = asyncio.create_task(_renewer(run))
-    # The pairs, texts and modules alive now live for the whole run: freezing them keeps the
-    # cyclic GC from walking them again and again while thousands of replies are parsed.
-    # Undone when the run ends.
+    # What is alive now lives for the whole run: frozen, the cyclic GC stops walking it again
+    # and again while thousands of replies are parsed.
     if freeze_gc:
         gc.freeze()
     try:
@@ -281,9 +280,8 @@ def run_report(make: Callable[[], Awaitable[GradingReport]]) -> GradingReport:
     reports: list[GradingReport] = []
 
     async def main() -> None:
-        # The report is handed over outside the task's result: on Python 3.11 `asyncio.run`
-        # ends with `signal.getsignal(SIGINT)`, which formats the main task's repr (and so its
-        # result, every judgment of the run) when another handler is set.
+        # Not the task's result: Python 3.11's `asyncio.run` may format the main task's repr,
+        # and so every judgment of the run, at its end.
         reports.append(await make())
 
     asyncio.run(main())

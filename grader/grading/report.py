@@ -41,20 +41,17 @@ class GradingReport:
     stored_ok: int = 0  # judge answers found ok in the store before starting
     stored_failed: int = 0  # judge answers found failed in the store (to retry)
     adopted: int = 0  # answers another process sharing the store paid for during this run
-    # Pairs left not done because another live process held their key for `HOLD_WAIT_S`
-    # without storing an answer (hung, or far slower than this run).
+    # Pairs left not done: another live process held their key for `HOLD_WAIT_S`, unanswered.
     held_elsewhere: int = 0
     estimate: Estimate | None = None  # dry run: what the remaining requests would take
     # Judge answers given to pairs, by judge id: asked this run (ok or failed), and reused
     # from the store (or stored meanwhile by another process sharing it).
     asked_by_judge: dict[str, int] = field(default_factory=dict)
     stored_by_judge: dict[str, int] = field(default_factory=dict)
-    # Replies (status 200) per server when requests were spread over several (--base-url
-    # repeated), by URL without credentials; empty with one server.
+    # Replies per server when --base-url is repeated, by URL without credentials.
     answers_by_server: dict[str, int] = field(default_factory=dict)
     to_send: list[tuple[str, str, str]] = field(default_factory=list)  # dry run: (qid, did, judge)
-    # Dry run: pairs whose request is another pair's (the same query and document texts under
-    # other ids), sent once and its answer given to each.
+    # Dry run: pairs whose request is another pair's (the same texts under other ids).
     shared: int = 0
     # With `stream_final`: the outputs that are stored final answers, left in the store.
     stored_outputs: StoredOutputs | None = None
