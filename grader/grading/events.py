@@ -62,9 +62,8 @@ class StopButton:
 
 @contextlib.contextmanager
 def _ctrl_c_raises() -> Iterator[None]:
-    """Python's own SIGINT handler (KeyboardInterrupt) while the main thread waits, as
-    ipykernel sets it while a cell runs: a loop's handler there (`asyncio.run`'s cancels its
-    main task, which this wait never yields to) would leave Ctrl-C unheard until the end."""
+    """Python's own SIGINT handler while the main thread waits, as ipykernel sets it in a cell: a
+    loop's handler (cancelling a task this wait never yields to) would leave Ctrl-C unheard."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

@@ -119,14 +119,9 @@ class GradingRun(RunWaiting):
         found = self.store.get_many(wanted) if self.store is not None else {}
         outputs = [k for s in states for k in (s.ensemble_key, s.final_key) if k]
         self.composite.load(self.store, outputs)
-        for key in set(wanted):
-            stored = found.get(key)
-            if stored is None:
-                continue
-            if stored.status == "ok":
-                self.report.stored_ok += 1
-            else:
-                self.report.stored_failed += 1
+        statuses = [found[key].status for key in set(wanted) if key in found]
+        self.report.stored_ok += statuses.count("ok")
+        self.report.stored_failed += len(statuses) - statuses.count("ok")
         self.verified = {
             s.verify_key: found[s.verify_key]
             for s in states
@@ -236,10 +231,9 @@ class GradingRun(RunWaiting):
 
     def _finish(self, state: PairState, judgment: Judgment) -> None:
         self.outputs[state.index] = judgment
-        failed = judgment.status != "ok"
         if not state.requested:
             self.report.cached += 1
-        elif failed:
+        elif judgment.status != "ok":
             self.report.failed += 1
         else:
             self.report.graded += 1

@@ -70,9 +70,8 @@ async def regrade(
     sleep: Sleep = asyncio.sleep,
     **grading: Any,
 ) -> RegradeOutcome:
-    """Regrade the selected stored pairs with `judge` (several: an ensemble, live only): live with
-    `grade_pairs(**grading)`, or through `runner`, where `judge_for` rebuilds the judge of any open
-    job from its `job_config`, so jobs of earlier runs are continued too."""
+    """Regrade the selected stored pairs with `judge` (several: an ensemble) live, by `grade_pairs(
+    **grading)`, or through `runner` (`judge_for` rebuilds any open job's judge from its config)."""
     judges = list(judge) if isinstance(judge, Sequence) else [judge]
     if not judges:
         raise ValueError("at least one judge is needed")
