@@ -16,8 +16,8 @@ from grader.io.python_inputs import DOC_ID, QUERY_ID, id_text, run_inputs
 from grader.io.texts import docs_of, queries_of
 from grader.models import Doc, Query
 
+# The first columns of a judgments table; the rest follow the judgments JSONL's order.
 COLUMNS = ["query_id", "doc_id", "grade", "status", "reason", "judge", "prompt"]
-"""The first columns of a judgments table; the rest follow the judgments JSONL's order."""
 
 
 def pairs_from_table(pairs: pd.DataFrame, docs: Any = None) -> tuple[list[Pair], dict[str, Doc]]:

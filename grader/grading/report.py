@@ -191,11 +191,6 @@ class OutputJudgments:
             final_key = self._final_keys.key(pair.query.text, pair.doc.text)
         return ensemble_key, final_key
 
-    def load(self, store: Store | None, keys: list[str]) -> None:
-        """Look up the output judgments earlier runs stored under `keys`."""
-        if store is not None and keys:
-            self.stored = store.get_many(keys)
-
     def take_group(self) -> list[tuple[Judgment, dict[str, Any] | None]]:
         """The output judgments queued since the last call (with their fingerprints)."""
         group, self.group = self.group, []

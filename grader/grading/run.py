@@ -118,7 +118,8 @@ class GradingRun(RunWaiting):
         wanted += [s.verify_key for s in states if s.verify_key]
         found = self.store.get_many(wanted) if self.store is not None else {}
         outputs = [k for s in states for k in (s.ensemble_key, s.final_key) if k]
-        self.composite.load(self.store, outputs)
+        if self.store is not None and outputs:  # output judgments earlier runs stored
+            self.composite.stored = self.store.get_many(outputs)
         statuses = [found[key].status for key in set(wanted) if key in found]
         self.report.stored_ok += statuses.count("ok")
         self.report.stored_failed += len(statuses) - statuses.count("ok")
