@@ -1,5 +1,5 @@
 """The `ProgressEvent` callbacks the CLI and the Python API give a grading run: a rich bar on a
-terminal, a log line every `log_every()` seconds elsewhere, a tqdm bar or one line in Jupyter. The
+terminal, a log line every LOG_EVERY_S seconds elsewhere, a tqdm bar or one line in Jupyter. The
 rate is `RecentRate`'s: rich's 30 s window is blank for a slow model, too high after a burst."""
 
 from __future__ import annotations
@@ -82,7 +82,10 @@ class GradingProgress:
             enabled = stream.isatty()
             self._log = None if enabled else stream
         self.enabled = enabled
-        self._log_every = log_every()
+        try:  # `RELGRADE_PROGRESS_EVERY`, else LOG_EVERY_S
+            self._log_every = max(0.0, float(os.environ.get(LOG_EVERY_ENV) or LOG_EVERY_S))
+        except ValueError:
+            self._log_every = LOG_EVERY_S
         self._logged: float | None = None  # when the first event came, then the last line
         self.last: ProgressEvent | None = None
         self._entered = False
@@ -164,14 +167,6 @@ class GradingProgress:
         """Draw the bar now (rich otherwise redraws on its own thread)."""
         if self._progress is not None and self._task is not None:
             self._progress.refresh()
-
-
-def log_every() -> float:
-    """Seconds between log lines: `RELGRADE_PROGRESS_EVERY`, else LOG_EVERY_S."""
-    try:
-        return max(0.0, float(os.environ.get(LOG_EVERY_ENV) or LOG_EVERY_S))
-    except ValueError:
-        return LOG_EVERY_S
 
 
 class LineProgress:

@@ -4,6 +4,7 @@ validated `PromptSpec`; and the prompts of stored judgments."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.resources
 import re
@@ -173,24 +174,21 @@ def prompt_budgets(
     chosen: str | None, judgments: list[Judgment], pairs: set[tuple[str, str]]
 ) -> dict[tuple[str, str], PromptSpec]:
     """The prompt each sampled pair was graded with, so its document is cut as the LLM saw it."""
-    specs: dict[str, PromptSpec | None] = {}
 
+    @functools.cache
     def spec_of(name: str) -> PromptSpec | None:
-        if name not in specs:
-            try:
-                specs[name] = load_prompt(name)
-            except RelgradeError:
-                if name == chosen:
-                    raise
-                specs[name] = None  # e.g. the lexical judge's: it read the whole text
-        return specs[name]
+        try:
+            return load_prompt(name)
+        except RelgradeError:
+            if name == chosen:
+                raise
+            return None  # e.g. the lexical judge's: it read the whole text
 
     budgets: dict[tuple[str, str], PromptSpec] = {}
     for j in judgments:
         pair = (j.query_id, j.doc_id)
         name = chosen or (str(j.prompt) if j.prompt else None)
-        if pair in pairs and name:
-            spec = spec_of(name)
-            if spec is not None:
-                budgets[pair] = spec
+        spec = spec_of(name) if pair in pairs and name else None
+        if spec is not None:
+            budgets[pair] = spec
     return budgets
