@@ -126,8 +126,7 @@ def estimate_usage(messages: list[dict[str, str]], max_tokens: int) -> Usage:
 
 
 REASON_CHARS = 200
-"""The expected length of a reply's reason when nothing is stored yet: "one or two sentences",
-as the shipped prompts ask, about 50 tokens."""
+"""A reply's expected reason before any is stored: "one or two sentences", about 50 tokens."""
 
 
 def expected_reply_tokens(schema: Mapping[str, Any], max_tokens: int) -> int:

@@ -24,8 +24,7 @@ VENDOR_FIELDS: dict[str, str] = {
 }
 """The request field that carries the schema in each mode outside `response_format`."""
 GRAMMAR_MODES = frozenset({"json_object_schema", *VENDOR_FIELDS})
-"""Modes whose server turns the schema into a grammar the reply is sampled under (llama.cpp,
-vLLM, Ollama): a string's `maxLength` there ends the string in time (`bounded_strings`)."""
+"""Modes whose server samples the reply under a grammar of the schema (`bounded_strings`)."""
 CHARS_PER_TOKEN = 3
 """Characters a reply's token is counted for: below prose's average of four, so a reason at the
 bound fits its tokens (one cut off anyway fails, never as a grade)."""

@@ -14,11 +14,11 @@ from grader.models import Doc, Query
 from grader.prompts import (
     list_prompts,
     load_prompt,
-    neutralise,
     render_messages,
     shipped_prompt_files,
     truncate,
 )
+from grader.prompts.render import neutralise
 from tests.fakeserver import FakeServer
 from tests.grade_data import write_grade_files
 

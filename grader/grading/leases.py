@@ -20,8 +20,7 @@ FAST_JUDGE_S = 0.005
 """A judge that answered within this long (an offline one) gets the next keys leased ahead."""
 
 AHEAD = 1024
-"""How many keys of the queue are leased ahead for a fast judge (a fraction of a second of its
-answers, so a round has time to end before they are used)."""
+"""Keys of the queue leased ahead for a fast judge (a fraction of a second of its answers)."""
 
 
 class Leases:

@@ -29,9 +29,8 @@ from grader.store.store import Store
 from grader.store.writer import StoreWriter
 
 HOLD_WAIT_S = 1200.0
-"""How long a run waits for a key another live process holds (renewing its lease) before it
-stops waiting: longer than any one request with its retries takes, so a hung process never
-keeps a run waiting forever."""
+"""How long a run waits for a key another live process holds (renewing its lease): longer than
+any request with its retries takes, so a hung process never keeps a run waiting forever."""
 
 
 def _mask(judgment: Judgment, secrets: Sequence[str]) -> Judgment:

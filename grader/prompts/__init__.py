@@ -10,16 +10,13 @@ from grader.prompts.render import (
     MessageRenderer,
     is_text_truncated,
     is_truncated,
-    neutralise,
     render_messages,
     render_reask,
-    render_scale,
     truncate,
 )
-from grader.prompts.spec import OPTIONAL_FIELDS, PromptSpec
+from grader.prompts.spec import PromptSpec
 
 __all__ = [
-    "OPTIONAL_FIELDS",
     "OUTPUT_MODES",
     "VENDOR_FIELDS",
     "MessageRenderer",
@@ -29,10 +26,8 @@ __all__ = [
     "is_truncated",
     "list_prompts",
     "load_prompt",
-    "neutralise",
     "render_messages",
     "render_reask",
-    "render_scale",
     "shipped_prompt_files",
     "truncate",
 ]
