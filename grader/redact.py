@@ -19,8 +19,7 @@ def redact(text: str, secrets: Iterable[str]) -> str:
 
 
 def url_secrets(url: str | None) -> tuple[str, ...]:
-    """The credentials a URL carries (`http://user:SECRET@host/v1`): its password and its
-    `user:password` part, longest first; none when it has no password."""
+    """The credentials a URL carries: its password and `user:password`, longest first."""
     if not url:
         return ()
     parts = urlsplit(url)

@@ -93,8 +93,7 @@ def run_blocking(make: Callable[[StopButton], Awaitable[T]]) -> tuple[T, bool]:
         finally:
             done.set()
 
-    # An Event, not Thread.join: a KeyboardInterrupt inside join can leave the thread marked
-    # as ended while it still runs (CPython's join is not safe to interrupt).
+    # An Event, not Thread.join: CPython's join is not safe to interrupt with KeyboardInterrupt.
     thread = threading.Thread(target=target, name="relgrade-grading", daemon=True)
     with _ctrl_c_raises():
         thread.start()

@@ -52,8 +52,7 @@ class Leases:
                 self._ask(other)
         self._start_round()
         if known is not None:
-            # A worker with leases in hand would run on without a pause: let the loop take
-            # the end of a round and the writer's flushes meanwhile.
+            # Let the loop take a round's end and the writer's flushes between leased keys.
             await asyncio.sleep(0)
             return known
         future = self._waiters.get(key)
@@ -158,8 +157,7 @@ class RunWaiting:
                 elif claim.outcome is Outcome.CLAIMED:
                     self.queue.append(unit)  # leased to this run now
                 elif now - self.waiting_since.get(unit.key, now) >= self.hold_wait_s:
-                    # Another live process has held it this long without an answer: stop
-                    # waiting (the pair stays not done; a rerun takes its answer or its lease).
+                    # Held this long elsewhere, unanswered: the pair stays not done (a rerun may).
                     self.report.held_elsewhere += 1
                 else:
                     self.waiting.append(unit)

@@ -136,8 +136,7 @@ async def _record_texts_and_pairs(
 
 
 class _CtrlC:
-    """Ctrl-C during a run (SIGINT with `handle_sigint`, or the `stop` button): the first press
-    stops taking work and abandons the calls in flight after `grace_s`, a second at once."""
+    """Ctrl-C (SIGINT or the `stop` button): stop taking work, abandon calls after `grace_s`."""
 
     def __init__(
         self, run: GradingRun, grace_s: float, *, handle_sigint: bool, stop: StopButton | None
@@ -196,8 +195,7 @@ async def _renewer(run: GradingRun) -> None:
         try:
             await run.claims.renew_async()
         except sqlite3.OperationalError as exc:
-            # Another process holds the write lock: try again next round. Dying here
-            # would make the end of the run raise before its last flush.
+            # Another process holds the write lock: try next round (not die before the last flush).
             if "locked" not in str(exc) and "busy" not in str(exc):
                 raise
 
@@ -215,8 +213,7 @@ def _finish(
     run.close_report()
     if run.fatal is not None:
         raise run.fatal
-    # A worker that died of an error outside the judge call (the store, a bug) left its pairs
-    # unfinished: raise it rather than return a report that looks done with pairs missing.
+    # A worker that died outside the judge call left pairs unfinished: raise, not a report.
     errors = [task.exception() for task in workers if not task.cancelled()]
     for error in errors:  # each retrieved, so none is logged as never retrieved
         if error is not None:
@@ -236,8 +233,7 @@ async def _let_go(run: GradingRun) -> None:
 
 
 def _count_abandoned(report: GradingReport, judges: Sequence[Judge | None]) -> None:
-    """Add to the report the tokens and cost of answered attempts of pairs cut short (Ctrl-C):
-    paid for, though no judgment holds them (a judge that tracks them has `take_abandoned`)."""
+    """Add the tokens and cost of attempts paid for but cut short (`take_abandoned`)."""
     for judge in {id(j): j for j in judges}.values():
         take = getattr(judge, "take_abandoned", None)
         if take is not None:

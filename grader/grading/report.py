@@ -44,8 +44,7 @@ class GradingReport:
     # Pairs left not done: another live process held their key for `HOLD_WAIT_S`, unanswered.
     held_elsewhere: int = 0
     estimate: Estimate | None = None  # dry run: what the remaining requests would take
-    # Judge answers given to pairs, by judge id: asked this run (ok or failed), and reused
-    # from the store (or stored meanwhile by another process sharing it).
+    # Judge answers given to pairs, by judge id: asked this run, and reused from the store.
     asked_by_judge: dict[str, int] = field(default_factory=dict)
     stored_by_judge: dict[str, int] = field(default_factory=dict)
     # Replies per server when --base-url is repeated, by URL without credentials.

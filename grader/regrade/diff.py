@@ -168,13 +168,11 @@ def metric_deltas(
     records: list[dict[str, Any]] = []
     if old_qrels.empty:
         return records
-    # LLM grades are on the 0..3 scale: names without (rel=N) take its threshold (2) on both
-    # sides, whatever grades one version happens to reach.
+    # Names without (rel=N) take the 0..3 scale's threshold (2) on both sides, whatever they reach.
     parsed = [parse_measure(m) for m in measures]
     for name, run in runs.items():
         with warnings.catch_warnings():
-            # A version whose grades all stay below the threshold scores 0: that is the delta
-            # this table shows, not a mistake to warn about.
+            # A version whose grades all stay below the threshold scores 0: a delta, not a mistake.
             warnings.simplefilter("ignore", RelgradeWarning)
             old = mean_scores(evaluate(old_qrels, run, parsed))
             new = mean_scores(evaluate(new_qrels, run, parsed))

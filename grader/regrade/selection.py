@@ -133,8 +133,7 @@ def _disagrees(judgment: Judgment) -> bool:
 
 
 def _parts(store: Store, output: Judgment, query: Query, doc: Doc) -> set[str]:
-    """The keys of the answers an output judgment was combined from (members, first judgment,
-    verifier), found from its `verification` and its stored fingerprint."""
+    """The keys of the answers an output judgment was combined from (members, verifier)."""
     keys: set[str] = set()
     verification = output.verification or {}
     for side in ("primary", "verifier"):
