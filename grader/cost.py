@@ -53,7 +53,7 @@ class PriceTable:
         data = tomllib.loads(shipped.read_text(encoding="utf-8"))
         models, discount = _parse(data, "grader/prices.toml")
         sources = ["grader/prices.toml"]
-        for extra in filter(None, paths):
+        for extra in (p for p in paths if p):
             more, their_discount = _parse(_read(Path(extra)), str(extra))
             models.update(more)
             discount = discount if their_discount is None else their_discount
