@@ -1,10 +1,6 @@
-"""What grading costs: an editable price table, the cost of a Usage, and the --dry-run estimate.
-
-Prices live in TOML (`grader/prices.toml`, extended by a user file or `RELGRADE_PRICES`); a model
-without a price costs None, never a made-up price. The estimate counts `CHARS_PER_TOKEN` over the
-rendered messages, and a reply twice: its ceiling (`max_tokens`, what `--max-cost` reserves) and its
-expected size (`expected_reply_tokens`).
-"""
+"""What grading costs: a TOML price table (`grader/prices.toml`, extended by a user file or
+`RELGRADE_PRICES`; a model without a price costs None, never a made-up price), the cost of a Usage,
+and the --dry-run estimate of a request and its reply (at `max_tokens`, and as expected)."""
 
 from __future__ import annotations
 
@@ -56,21 +52,16 @@ class PriceTable:
         shipped = importlib.resources.files("grader") / "prices.toml"
         data = tomllib.loads(shipped.read_text(encoding="utf-8"))
         models, discount = _parse(data, "grader/prices.toml")
-        table = cls(models=models, batch_discount=discount or 0.5, sources=("grader/prices.toml",))
-        for extra in paths:
-            if extra:
-                models, discount = _parse(_read(Path(extra)), str(extra))
-                table = PriceTable(
-                    models={**table.models, **models},
-                    batch_discount=table.batch_discount if discount is None else discount,
-                    sources=(*table.sources, str(extra)),
-                )
-        return table
+        sources = ["grader/prices.toml"]
+        for extra in (p for p in paths if p):
+            more, their_discount = _parse(_read(Path(extra)), str(extra))
+            models.update(more)
+            discount = discount if their_discount is None else their_discount
+            sources.append(str(extra))
+        return cls(models, discount or 0.5, tuple(sources))
 
     def price(self, model: str) -> ModelPrice | None:
-        """The entry for `model`: exact, else the listed name of which `model` is a dated
-        snapshot (`gpt-4o-mini-2024-07-18`, `gpt-4-0613`, `...-latest`); nothing else, since
-        `gpt-4o-audio-preview` is not priced like `gpt-4o`."""
+        """The entry for `model`, or for the name it is a dated snapshot of (`...-2024-07-18`)."""
         if model in self.models:
             return self.models[model]
         match = _SNAPSHOT.fullmatch(model)
@@ -88,16 +79,6 @@ class PriceTable:
             + usage.completion_tokens * price.output
         ) / PER_TOKENS
         return total * self.batch_discount if batch else total
-
-    def note(self, model: str) -> str | None:
-        """A sentence for the summary when `model` has no price; None when it has one."""
-        if self.price(model) is not None:
-            return None
-        return (
-            f'no price for model {model!r}: cost unknown (add [models."{model}"] with input, '
-            f"cached_input and output USD per 1M tokens to a TOML file passed by --prices or "
-            f"{PRICES_ENV})"
-        )
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -139,20 +120,17 @@ def estimate_tokens(text: str) -> int:
 
 
 def estimate_usage(messages: list[dict[str, str]], max_tokens: int) -> Usage:
-    """The dry-run estimate of one request: its rendered messages' tokens (plus a few per message
-    for the chat format) and a reply of the full `max_tokens`."""
+    """The dry-run estimate of one request: its messages' tokens and a full reply."""
     prompt = sum(estimate_tokens(m.get("content") or "") + 4 for m in messages)
     return Usage(prompt_tokens=prompt, completion_tokens=max_tokens, cached_tokens=0)
 
 
 REASON_CHARS = 200
-"""The expected length of a reply's reason when nothing is stored yet: "one or two sentences",
-as the shipped prompts ask, about 50 tokens."""
+"""A reply's expected reason before any is stored: "one or two sentences", about 50 tokens."""
 
 
 def expected_reply_tokens(schema: Mapping[str, Any], max_tokens: int) -> int:
-    """The expected completion tokens of one reply before any is stored: the JSON reply `schema`
-    asks for written out (strings REASON_CHARS long), at most `max_tokens`."""
+    """A reply's expected completion tokens before any is stored: its schema written out."""
     example: dict[str, Any] = {}
     for name, prop in (schema.get("properties") or {}).items():
         if not isinstance(prop, Mapping):
@@ -178,24 +156,21 @@ def usd_or_unknown(value: float | None) -> str:
 
 
 def cost_range(expected: float | None, ceiling: float | None) -> str:
-    """An estimated cost for people: the expected figure and the ceiling, labelled, or
-    "unknown" when a model has no price."""
+    """An estimated cost for people: expected and ceiling, or unknown without a price."""
     if expected is None or ceiling is None:
         return usd_or_unknown(None)
     return f"${expected:.4f} expected (at most ${ceiling:.4f})"
 
 
 def spend_short(cost: float, known: bool = True) -> str:
-    """Spend for a progress line: `$0.0123`, or `$?` (`$0.0123+?`) when a judge has no price:
-    an unknown cost is never shown as $0."""
+    """Spend for a progress line: `$0.0123`, or `$?` / `$0.0123+?` when a judge is unpriced."""
     if known:
         return f"${cost:.4f}"
     return f"${cost:.4f}+?" if cost else "$?"
 
 
 def spend_text(cost: float, unpriced: int, *, local: bool = False) -> str:
-    """`$0.0123` spent, or what is unknown: requests without a price cost "unknown", never $0;
-    `local`: the model is served on this machine, which has no price to add."""
+    """`$0.0123` spent, or what is unknown (never $0); `local`: a model served on this machine."""
     if not unpriced:
         return f"${cost:.4f}"
     known = f"${cost:.4f} + " if cost else ""

@@ -10,12 +10,10 @@ TIMEOUT_S = 60.0
 """Seconds for one whole request, retries apart (`--timeout`)."""
 
 MAX_ATTEMPTS = 4
-"""Attempts per pair before it is recorded failed (`--max-attempts`); the LLM judge's and the
-Batch API client's retry policy too."""
+"""Attempts per pair before it is recorded failed (`--max-attempts`); the Batch API client's too."""
 
 BATCH_TIMEOUT_S = 120.0
-"""Seconds for one Batch API call (upload, create, status, download), where no --timeout is
-given."""
+"""Seconds for one Batch API call (upload, create, status, download) without --timeout."""
 
 DEPTH = 10
 """Results graded per query of each run (`--depth`)."""

@@ -47,8 +47,7 @@ class PromptError(RelgradeError):
 
 
 class NotAJudgePrompt(PromptError):
-    """The name is a shipped settings file beside the prompts (the lexical judge's), not a
-    judge prompt: it has no messages and no scale."""
+    """The name is a shipped settings file beside the prompts, not a judge prompt."""
 
 
 class JudgeError(RelgradeError):
@@ -56,15 +55,13 @@ class JudgeError(RelgradeError):
 
 
 class ServerNotAnswering(JudgeError):
-    """The LLM server stopped answering: requests in a row timed out or could not connect, with
-    no answer in between. The run stops; what was answered is stored, the rest is left to do."""
+    """The LLM server stopped answering (timeouts or refusals in a row): the run stops."""
 
     exit_code = 2
 
 
 class NoBatchAPI(JudgeError):
-    """The server has no Batch API (its /files or /batches answered 404): a batch regrade cannot
-    start there, but a live one can."""
+    """The server has no Batch API (404): a batch regrade cannot start there."""
 
     exit_code = 2
 
@@ -74,8 +71,7 @@ class StoreError(RelgradeError):
 
 
 class NotAStore(StoreError, InputError):
-    """The store path is not a relgrade store (a text file, a folder, another program's
-    database): bad input (exit 2), not a failure of the run."""
+    """The store path is not a relgrade store: bad input (exit 2)."""
 
 
 class DiskFullError(RelgradeError):
@@ -91,5 +87,4 @@ class BudgetError(RelgradeError):
 
 
 class RelgradeWarning(UserWarning):
-    """What the command prints as a warning on stderr, raised by the library as a Python warning
-    (`warnings.warn`): an inferred threshold, a run that answers no query, failed judgments."""
+    """A notice the command prints on stderr, raised by the library as a Python warning."""

@@ -1,8 +1,5 @@
-"""Content keys: what makes two judgments the same judgment.
-
-sha256 of the canonical JSON of the judge's fingerprint and the query and document text: a rerun
-with nothing changed finds every key; a changed prompt or model changes exactly its keys.
-"""
+"""Content keys: sha256 of the canonical JSON of the judge's fingerprint and the query and document
+text. A rerun with nothing changed finds every key; a changed prompt or model changes its keys."""
 
 from __future__ import annotations
 
@@ -19,25 +16,18 @@ def canonical_json(value: Any) -> str:
 
 
 def json_string(text: str) -> bytes:
-    """`text` as a JSON string, UTF-8: exactly `json.dumps(text, ensure_ascii=False)` encoded
-    (tested equal), by msgspec, several times faster."""
+    """`text` as a JSON string, UTF-8, as `json.dumps(text, ensure_ascii=False)` (msgspec)."""
     return msgspec.json.encode(text)
-
-
-def tagged_sha256(text: str) -> str:
-    """`sha256:<hex>` of the UTF-8 text."""
-    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def content_key(fingerprint: dict[str, Any], query_text: str, doc_text: str) -> str:
     """The store key of grading `doc_text` for `query_text` with the judge of `fingerprint`."""
-    payload = {"judge": fingerprint, "query": query_text, "document": doc_text}
-    return tagged_sha256(canonical_json(payload))
+    return ContentKeys(fingerprint).key(query_text, doc_text)
 
 
 class ContentKeys:
-    """`content_key` for one fingerprint over many pairs, equal to it and faster: each distinct text
-    encoded once (tests/test_grade_scale.py, bench/grade_scale.py)."""
+    """Content keys under one fingerprint: sha256 of `{"document", "judge", "query"}` as canonical
+    JSON, each distinct text encoded once (tests/test_grade_scale.py, bench/grade_scale.py)."""
 
     def __init__(self, fingerprint: dict[str, Any]) -> None:
         self._middle = (',"judge":' + canonical_json(fingerprint) + ',"query":').encode("utf-8")

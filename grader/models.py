@@ -1,7 +1,5 @@
-"""The data model shared by every part: queries, documents, judgments.
-
-A failure is never a grade: `Judgment.grade` is None unless `status` is "ok", enforced here.
-"""
+"""The data model shared by every part: queries, documents, judgments. A failure is never a grade:
+`Judgment.grade` is None unless `status` is "ok", enforced here."""
 
 from __future__ import annotations
 
@@ -53,17 +51,12 @@ class Usage(BaseModel):
     cached_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-            completion_tokens=self.completion_tokens + other.completion_tokens,
-            cached_tokens=self.cached_tokens + other.cached_tokens,
-        )
+        return Usage(**{k: getattr(self, k) + getattr(other, k) for k in Usage.model_fields})
 
 
 @dataclass(frozen=True)
 class CallRecord:
-    """One HTTP attempt, the one type the call log takes; `outcome`: ok | invalid | retry | error |
-    mode_rejected | fatal. A plain dataclass: one per attempt, on the hot path."""
+    """One HTTP attempt for the call log (a plain dataclass: one per attempt, on the hot path)."""
 
     key: str
     query_id: str
@@ -93,8 +86,7 @@ _HEX64 = re.compile(r"[0-9a-fA-F]{64}")
 
 
 def bare_sha256(digest: str) -> str:
-    """A sha256 digest as 64 bare hex digits: `sha256:<hex>` loses its tag, anything else is
-    returned as given (it is not a sha256 digest this function can vouch for)."""
+    """A sha256 digest as 64 bare hex digits (`sha256:` dropped); anything else as given."""
     hexpart = digest.removeprefix("sha256:")
     if len(hexpart) == 64 and _HEX64.fullmatch(hexpart):  # a regex: read per stored judgment
         return hexpart.lower()
@@ -102,8 +94,7 @@ def bare_sha256(digest: str) -> str:
 
 
 class PromptRef(BaseModel):
-    """Which prompt file produced a judgment: `name@version` and the bare-hex sha256 of the file (an
-    older `sha256:<hex>` reads back in the same form)."""
+    """Which prompt file produced a judgment: `name@version` and the file's bare-hex sha256."""
 
     model_config = ConfigDict(frozen=True)  # shared by every judgment of a judge
 
@@ -121,8 +112,7 @@ class PromptRef(BaseModel):
 
 
 class Judgment(BaseModel):
-    """One graded (query, document) pair, or one failure to grade it. `distribution` is P(grade =
-    0..3) from logprobs; `judges` holds an ensemble's member grades."""
+    """One graded pair, or one failure to grade it (`distribution`: P(grade) from logprobs)."""
 
     query_id: str
     doc_id: str

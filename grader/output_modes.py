@@ -1,8 +1,5 @@
-"""The output modes a judge can ask a server for, and the request fields each one sends.
-
-Every mode but `text` asks for a JSON reply holding the prompt file's schema; they differ in
-where the schema goes (docs/servers.md has the table and which server takes which).
-"""
+"""The output modes a judge can ask a server for: every mode but `text` asks for a JSON reply
+holding the prompt file's schema; they differ in where the schema goes (docs/servers.md)."""
 
 from __future__ import annotations
 
@@ -18,10 +15,8 @@ OutputMode = Literal[
     "ollama_format",
 ]
 OUTPUT_MODES: tuple[OutputMode, ...] = get_args(OutputMode)
-"""Every output mode: OpenAI's JSON schema; llama.cpp's JSON mode with a schema (its server
-constrains the reply by a grammar made from it); plain JSON mode; the prompt's strict final line;
-vLLM's `structured_outputs` (>= 0.10.2) and `guided_json` (before 0.12) request fields; the
-`format` field (a schema) of Ollama's native API."""
+"""Every output mode: OpenAI's JSON schema; llama.cpp's JSON mode with a schema; plain JSON mode;
+the prompt's strict final line; vLLM's two request fields; Ollama's `format` (docs/servers.md)."""
 VENDOR_FIELDS: dict[str, str] = {
     "vllm_structured_outputs": "structured_outputs",
     "vllm_guided_json": "guided_json",
@@ -29,20 +24,17 @@ VENDOR_FIELDS: dict[str, str] = {
 }
 """The request field that carries the schema in each mode outside `response_format`."""
 GRAMMAR_MODES = frozenset({"json_object_schema", *VENDOR_FIELDS})
-"""Modes whose server turns the schema into a grammar the reply is sampled under (llama.cpp,
-vLLM, Ollama): a string's `maxLength` there ends the string in time (`bounded_strings`)."""
+"""Modes whose server samples the reply under a grammar of the schema (`bounded_strings`)."""
 CHARS_PER_TOKEN = 3
-"""Characters a reply's token is counted for: below English prose's average of about four, so
-a reason at the bound fits its tokens with room to spare (a text of many one-character tokens
-can still be cut off: then it fails as before, never as a grade)."""
+"""Characters a reply's token is counted for: below prose's average of four, so a reason at the
+bound fits its tokens (one cut off anyway fails, never as a grade)."""
 RESERVED_TOKENS = 30
 """Tokens of a reply kept for its JSON braces, key names and grade, beside its strings."""
 
 
 def bounded_strings(schema: dict[str, Any], max_tokens: int) -> dict[str, Any]:
     """`schema` with a `maxLength` on each top-level string property that has none, so a reply under
-    a grammar ends its reason in time to write the grade (GRAMMAR_MODES only; the content key is
-    unchanged)."""
+    a grammar ends its reason in time to write the grade (GRAMMAR_MODES only; same content key)."""
     properties = schema.get("properties")
     if not isinstance(properties, dict):
         return schema
@@ -56,27 +48,3 @@ def bounded_strings(schema: dict[str, Any], max_tokens: int) -> dict[str, Any]:
     share = max(1, CHARS_PER_TOKEN * (max_tokens - RESERVED_TOKENS) // len(strings))
     bounded = {name: {**properties[name], "maxLength": share} for name in strings}
     return {**schema, "properties": {**properties, **bounded}}
-
-
-def response_format(mode: OutputMode, schema: dict[str, Any]) -> dict[str, Any] | None:
-    """The `response_format` request field of `mode` (None: the mode sends none)."""
-    if mode == "json_schema":
-        return {
-            "type": "json_schema",
-            "json_schema": {"name": "relevance_grade", "strict": True, "schema": schema},
-        }
-    if mode == "json_object_schema":
-        return {"type": "json_object", "schema": schema}
-    if mode == "json_object":
-        return {"type": "json_object"}
-    return None
-
-
-def vendor_fields(mode: OutputMode, schema: dict[str, Any]) -> dict[str, Any]:
-    """The request fields outside `response_format` that carry the schema in `mode`."""
-    name = VENDOR_FIELDS.get(mode)
-    if name is None:
-        return {}
-    if name == "structured_outputs":
-        return {name: {"json": schema}}
-    return {name: schema}

@@ -1,14 +1,6 @@
-"""The one loader of installed plug-ins, for both registries (measures and judges).
-
-An installed package adds measures or judges through an entry point group (`relgrade.measures`,
-`relgrade.judges`): each entry point names a module (importing it registers) or a function
-(called with no arguments). `load_entry_points(group)` loads a group, each registry once.
-
-`RELGRADE_LOAD_PLUGINS=0` (or empty, `false`, `no`, `off`) turns installed plug-ins off: only the
-built-in measures and judges, and those of modules imported by hand, are registered. Unset, they
-load. The test suite runs with them off, so a package installed beside relgrade cannot change
-what it checks.
-"""
+"""The one loader of installed plug-ins (entry point groups `relgrade.measures`, `relgrade.judges`:
+a module is imported, a function called). `RELGRADE_LOAD_PLUGINS=0` (or empty, `false`, `no`,
+`off`) turns them off, as the test suite does, so a package beside relgrade cannot change it."""
 
 from __future__ import annotations
 
@@ -21,17 +13,10 @@ SWITCH = "RELGRADE_LOAD_PLUGINS"
 _OFF = {"", "0", "false", "no", "off"}
 
 
-def plugins_enabled() -> bool:
-    """Whether installed plug-ins load: unless `RELGRADE_LOAD_PLUGINS` says off."""
-    value = os.environ.get(SWITCH)
-    return value is None or value.strip().lower() not in _OFF
-
-
 def load_entry_points(group: str) -> list[str]:
-    """Load each entry point of `group` (a module is imported, a function is called) and return
-    their names; none when plug-ins are switched off. A plug-in that fails to load is an
-    InputError naming it and its package."""
-    if not plugins_enabled():
+    """Load `group`'s entry points, return their names (none when off); InputError if one fails."""
+    switch = os.environ.get(SWITCH)
+    if switch is not None and switch.strip().lower() in _OFF:
         return []
     from importlib.metadata import entry_points  # slow to scan: only when asked
 

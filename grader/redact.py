@@ -1,9 +1,5 @@
-"""The one way secrets are masked: every occurrence of each secret becomes `[redacted]`.
-
-Used wherever text may carry an API key before it is stored, written or shown: the LLM judge's
-messages and raw replies, the grading run's judgments, and the store's rows and call log. A
-URL is shown through `redact_url`, which masks the password of credentials written into it.
-"""
+"""The one way secrets are masked (each occurrence becomes `[redacted]`) wherever text may carry
+an API key before it is stored, written or shown; `redact_url` masks a URL's password."""
 
 from __future__ import annotations
 
@@ -23,8 +19,7 @@ def redact(text: str, secrets: Iterable[str]) -> str:
 
 
 def url_secrets(url: str | None) -> tuple[str, ...]:
-    """The credentials a URL carries (`http://user:SECRET@host/v1`): its password and its
-    `user:password` part, longest first; none when it has no password."""
+    """The credentials a URL carries: its password and `user:password`, longest first."""
     if not url:
         return ()
     parts = urlsplit(url)
@@ -35,8 +30,7 @@ def url_secrets(url: str | None) -> tuple[str, ...]:
 
 
 def redact_url(url: str) -> str:
-    """`url` with the password of its credentials, if any, replaced by `MASK`
-    (`http://user:[redacted]@host/v1`), fit to be shown."""
+    """`url` with its password, if any, replaced by `MASK`, fit to be shown."""
     parts = urlsplit(url)
     if parts.password is None:
         return url

@@ -1,9 +1,5 @@
-"""How a message names an option: the flag on the command line, the keyword in Python.
-
-A library error that suggests a fix names the option its caller can use: `--clamp` when the
-command runs, `clamp=True` from Python. The command says so around each command
-(`command_line()`, in grader/cli/main.py); any other caller is a Python one.
-"""
+"""How a message names an option: the flag (`--clamp`) while a command runs (`command_line()`,
+around each command in grader/cli/main.py), else the Python keyword (`clamp=True`)."""
 
 from __future__ import annotations
 

@@ -144,8 +144,8 @@ def grade(
     ['ok']
     """
     call = _Call(locals())  # first thing: locals() holds the arguments only
-    from grader.display.progress_line import progress_for_api
-    from grader.grading.blocking import run_blocking
+    from grader.display.progress import progress_for_api
+    from grader.grading.events import run_blocking
 
     def graded(stop: StopButton) -> Any:
         return call.job.run(stop=stop)
@@ -181,7 +181,7 @@ async def agrade(
     ... # doctest: +SKIP
     """
     call = _Call(locals())  # first thing: locals() holds the arguments only
-    from grader.display.progress_line import progress_for_api
+    from grader.display.progress import progress_for_api
 
     with progress_for_api(progress) as call.tell.progress:
         result = await call.job.run()

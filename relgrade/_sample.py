@@ -15,7 +15,7 @@ from grader.errors import InputError, RelgradeWarning
 from grader.io.python_inputs import grades_table, id_text, is_path
 from grader.io.texts import all_docs, queries_of
 from grader.models import Doc, Judgment, JudgmentError, Query
-from grader.prompts.budgets import prompt_budgets
+from grader.prompts.files import prompt_budgets
 
 
 class Sample:

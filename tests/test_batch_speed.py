@@ -25,7 +25,6 @@ from grader.judges.llm.judge import LLMJudge
 from grader.judges.llm.replies import InvalidReply, parse_completion
 from grader.models import Doc, Query
 from grader.prompts import (
-    OPTIONAL_FIELDS,
     OutputMode,
     is_text_truncated,
     is_truncated,
@@ -33,6 +32,7 @@ from grader.prompts import (
     render_messages,
 )
 from grader.prompts.render import _render_template
+from grader.prompts.spec import OPTIONAL_FIELDS
 from grader.store.store import Store, text_rows
 from tests.helpers.batch_export import reference_render
 from tests.helpers.hypothesis_scale import examples

@@ -28,12 +28,10 @@ from grader.prompts import (
     OutputMode,
     PromptSpec,
     load_prompt,
-    neutralise,
     render_messages,
-    render_scale,
     truncate,
 )
-from grader.prompts.render import _prompt_tags
+from grader.prompts.render import _prompt_tags, neutralise, render_scale
 from grader.store.judgment_rows import encode_key
 from grader.store.store import Store
 from tests.helpers.batch_export import batch_judge, export_pairs, reference_render

@@ -392,6 +392,7 @@ def test_llm_flags_mean_one_thing_in_every_command_that_sends() -> None:
     assert grade["--max-attempts"][0] == defaults.MAX_ATTEMPTS
     # The library's own defaults are the same numbers.
     assert inspect.signature(LLMJudge).parameters["timeout"].default == defaults.TIMEOUT_S
-    for function in (grade_pairs, regrade):
-        concurrency = inspect.signature(function).parameters["concurrency"]
-        assert concurrency.default == defaults.CONCURRENCY
+    concurrency = inspect.signature(grade_pairs).parameters["concurrency"]
+    assert concurrency.default == defaults.CONCURRENCY
+    # regrade hands its live grading options (concurrency among them) on to grade_pairs.
+    assert inspect.signature(regrade).parameters["grading"].kind is inspect.Parameter.VAR_KEYWORD

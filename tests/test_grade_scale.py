@@ -15,13 +15,19 @@ from hypothesis import strategies as st
 
 from grader.judges.lexical.config import load_lexical_config
 from grader.judges.lexical.judge import LexicalJudge, scored_text, tokenize
-from grader.keys import ContentKeys, content_key
+from grader.keys import ContentKeys, canonical_json
 from grader.models import Doc, Query
 
 FINGERPRINTS = [
     {"judge": "lexical", "settings": {"k1": 1.2, "stopwords": ["a", "é"]}, "collection": None},
     {"judge": "openai:m", "model": "m", "prompt": "ab" * 32, "sampling": {"temperature": 0}},
 ]
+
+
+def content_key(fingerprint: dict[str, object], query: str, doc: str) -> str:
+    """The key as the store defines it: sha256 of the canonical JSON, computed the plain way."""
+    payload = canonical_json({"judge": fingerprint, "query": query, "document": doc})
+    return "sha256:" + hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
 @given(

@@ -21,12 +21,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grader.grading.pairs import Pair
-from grader.grading.pipeline import run_grading
 from grader.grading.report import GradingReport
 from grader.models import Doc, Query
 from grader.store.store import Store
 from tests.helpers.hypothesis_scale import examples
-from tests.helpers.scripted_judge import GradeFn, ScriptedJudge
+from tests.helpers.scripted_judge import GradeFn, ScriptedJudge, run_grading
 
 TEXTS = ["tides", "moon", "sugar", "caf\u00e9", 'a "quoted"\ttext']
 COUNTS = ["pairs", "cached", "graded", "failed", "pending", "requests"]

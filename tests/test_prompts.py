@@ -14,11 +14,11 @@ from grader.models import Doc, Query
 from grader.prompts import (
     list_prompts,
     load_prompt,
-    neutralise,
     render_messages,
     shipped_prompt_files,
     truncate,
 )
+from grader.prompts.render import neutralise
 from tests.fakeserver import FakeServer
 from tests.grade_data import write_grade_files
 
@@ -75,7 +75,7 @@ def test_packaged_prompts_are_found_first(tmp_path: Path, monkeypatch: pytest.Mo
     packaged.mkdir()
     text = (PROMPTS_DIR / "passage-v1.toml").read_text().replace('version = "1"', 'version = "9"')
     (packaged / "passage-v9.toml").write_text(text)
-    monkeypatch.setattr(prompt_files, "_packaged_dir", lambda: packaged)
+    monkeypatch.setattr(prompt_files, "_PACKAGED_DIR", packaged)
     assert load_prompt("passage").version == "9"
     assert any(p.parent == packaged for p in shipped_prompt_files())
 

@@ -9,8 +9,7 @@ from calibration.spotcheck.blind import HumanGrade, write_human_grades
 from grader.io.judgments import qrels_frame
 from grader.io.trec import read_qrels, write_qrels
 from grader.models import Judgment, JudgmentError
-from grader.regrade.diff import VersionPair
-from grader.regrade.metric_deltas import version_qrels
+from grader.regrade.diff import VersionPair, version_qrels
 
 
 def _ok(qid: str, did: str, grade: int) -> Judgment:

@@ -19,7 +19,7 @@ import pytest
 
 import relgrade as rg
 from grader.cli.main import main
-from grader.display import progress_line
+from grader.display import progress as progress_line
 from grader.display.progress import GradingProgress
 from grader.errors import RelgradeWarning
 from grader.grading.events import ProgressEvent

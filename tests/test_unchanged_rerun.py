@@ -16,7 +16,6 @@ import pytest
 from grader.cli.main import main
 from grader.errors import StoreError
 from grader.grading.pairs import Pair
-from grader.grading.pipeline import run_grading
 from grader.judges.lexical.config import load_lexical_config
 from grader.judges.lexical.judge import LexicalJudge
 from grader.keys import ContentKeys
@@ -24,6 +23,7 @@ from grader.models import Doc, Judgment, Query
 from grader.store import lookup
 from grader.store.claims import ClaimBook
 from grader.store.store import Store
+from tests.helpers.scripted_judge import run_grading
 
 QUERIES = {
     "q1": "how do tides work",

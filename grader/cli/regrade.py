@@ -165,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
         return print_submitted(args, outcome)
     if runs:
         from grader.metrics import DEFAULT_MEASURES
-        from grader.regrade.metric_deltas import metric_deltas
+        from grader.regrade.diff import metric_deltas
 
         measures = args.measures or list(DEFAULT_MEASURES)
         outcome.diff.metric_deltas = metric_deltas(outcome.pairs, runs, measures)
@@ -304,7 +304,7 @@ async def _regrade(
 
 def _dry_run(args: argparse.Namespace, spec: Any, criteria: list[Criterion]) -> int:
     """Print what a regrade would send and what it would cost, live and by batch."""
-    from grader.regrade.dry_run import estimate_regrade
+    from grader.regrade.run import estimate_regrade
 
     base = JudgeSettings(prompt=spec, endpoint=Settings.from_args(args))
     judges = llm_judges(args, base, _models(args))

@@ -37,7 +37,7 @@ from grader.cli.flags import DEFAULT_STORE, add_store
 from grader.errors import InputError, RelgradeError
 from grader.job.path_clash import refuse_clashes
 from grader.models import Doc, Query
-from grader.prompts.budgets import prompt_budgets
+from grader.prompts.files import prompt_budgets
 
 DESIGN: tuple[str, ...] = ("strategy", "n", "fraction", "allocation", "seed", "low_share")
 DESIGN += ("floor", "uniform_share", "threshold")

@@ -1,27 +1,16 @@
-"""The grading progress bar on stderr: done / cached / failed, rate, ETA and spend.
-
-The library only reports `ProgressEvent`s (`grader.grading.events`); this bar is the callback the
-CLI gives it. Drawn when its stream is a terminal and not `--quiet`. Where stderr is no terminal
-(nohup, Slurm, CI logs) it writes a plain line instead, every `LOG_EVERY_S` seconds (the
-environment variable `RELGRADE_PROGRESS_EVERY` sets it): done, cached, failed, rate, ETA, spend.
-With `--quiet` every call is a no-op. The bar starts with the first event (after the store
-lookup, so a dry run draws nothing).
-Rich redraws on its own thread at a few frames per second, so an update per judgment stays cheap.
-
-The rate and ETA are `RecentRate`'s, not rich's 30-second window: a local model answering a pair
-every 30 s (0.03 pairs/s) leaves at most one completion in 30 s, so rich's rate is blank, or a
-burst of replies that waited in the server's queue makes it several times too high.
-"""
+"""The `ProgressEvent` callbacks the CLI and the Python API give a grading run: a rich bar on a
+terminal, a log line every LOG_EVERY_S seconds elsewhere, a tqdm bar or one line in Jupyter. The
+rate is `RecentRate`'s: rich's 30 s window is blank for a slow model, too high after a burst."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 import time
 from collections import deque
 from collections.abc import Callable
-from types import TracebackType
-from typing import TextIO
+from typing import Any, TextIO
 
 from rich.console import Console
 from rich.progress import (
@@ -38,6 +27,7 @@ from grader.grading.events import ProgressEvent
 LOG_EVERY_S = 30.0
 """Seconds between two progress lines where stderr is no terminal."""
 LOG_EVERY_ENV = "RELGRADE_PROGRESS_EVERY"
+EVERY_S = 0.25  # how often `LineProgress` redraws
 WINDOW_S = 300.0
 """The least time the rate is taken over (the whole run, while it is younger)."""
 WINDOW_DONE = 20
@@ -45,9 +35,7 @@ WINDOW_DONE = 20
 
 
 class RecentRate:
-    """Pairs per second over the last WINDOW_S seconds or the last WINDOW_DONE completions,
-    whichever reaches further back, up to now (so a stall lowers it), from the run's start
-    while the run is younger; and the ETA of the rest at that rate."""
+    """Pairs per second over the last WINDOW_S seconds or WINDOW_DONE completions, up to now."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
@@ -85,9 +73,7 @@ class RecentRate:
 
 
 class GradingProgress:
-    """Progress of one grading run, drawn on `file` (default: stderr): the bar counts the pairs
-    that need requests; pairs found in the store are shown as `cached` (they would otherwise
-    inflate the rate and ETA). `enabled` None: draw only when `file` is a terminal."""
+    """Progress of one grading run on `file`: `enabled` None draws only on a terminal."""
 
     def __init__(self, *, enabled: bool | None = None, file: TextIO | None = None) -> None:
         stream = file if file is not None else sys.stderr
@@ -96,8 +82,11 @@ class GradingProgress:
             enabled = stream.isatty()
             self._log = None if enabled else stream
         self.enabled = enabled
-        self._log_every = log_every()
-        self._logged = float("-inf")
+        try:  # `RELGRADE_PROGRESS_EVERY`, else LOG_EVERY_S
+            self._log_every = max(0.0, float(os.environ.get(LOG_EVERY_ENV) or LOG_EVERY_S))
+        except ValueError:
+            self._log_every = LOG_EVERY_S
+        self._logged: float | None = None  # when the first event came, then the last line
         self.last: ProgressEvent | None = None
         self._entered = False
         self._progress: Progress | None = None
@@ -127,74 +116,52 @@ class GradingProgress:
         self._entered = True
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._entered = False
         if self._progress is not None and self._task is not None:
             self._progress.stop()
 
     def __call__(self, event: ProgressEvent) -> None:
-        """Show `event` (the `ProgressCallback` the grading run calls)."""
+        """Show `event`; the bar starts with the first (after the lookup: a dry run draws none)."""
         self.last = event
-        if self._log is not None:
-            self._log_line(event)
-            return
         progress = self._progress
-        if progress is None or not self._entered:
+        if self._log is None and (progress is None or not self._entered):
             return
-        spend = spend_short(event.spend, event.cost_known)
-        if self._task is None:
-            self._first_done = event.done
-            self._rate = RecentRate()
-            self._task = progress.add_task(
-                "grading",
-                total=event.total,
-                completed=event.done,
-                cached=event.cached,
-                failed=event.failed,
-                rate="-",
-                eta="-:--:--",
-                spend=spend,
+        if self._logged is None:  # the first event: the rate starts here
+            self._first_done, self._rate, self._logged = event.done, RecentRate(), time.monotonic()
+            if progress is not None:
+                self._task = progress.add_task(
+                    "grading", total=event.total, completed=event.done, **self._fields(event)
+                )
+                progress.start()
+            return
+        self._rate.update(event.done)
+        if progress is not None:
+            assert self._task is not None
+            progress.update(
+                self._task, total=event.total, completed=event.done, **self._fields(event)
             )
-            progress.start()
             return
-        self._rate.update(event.done)
-        speed = self._rate.rate(self._first_done)
-        progress.update(
-            self._task,
-            total=event.total,
-            completed=event.done,
-            cached=event.cached,
-            failed=event.failed,
-            rate="-" if not speed else f"{speed:.2f}",
-            eta=self._rate.eta(event.total - event.done, self._first_done),
-            spend=spend,
-        )
-
-    def _log_line(self, event: ProgressEvent) -> None:
-        """A plain line every `log_every()` seconds (module docstring)."""
-        if self._logged == float("-inf"):  # the first event: the rate starts here
-            self._first_done, self._rate = event.done, RecentRate()
-            self._logged = time.monotonic()
-            return
-        self._rate.update(event.done)
         now = time.monotonic()
         if now - self._logged < self._log_every:
             return
         self._logged = now
-        speed = self._rate.rate(self._first_done)
         assert self._log is not None
         self._log.write(
-            f"grading {event.done}/{event.total} · cached {event.cached} · failed "
-            f"{event.failed} · {'-' if not speed else f'{speed:.2f}'}/s · ETA "
-            f"{self._rate.eta(event.total - event.done, self._first_done)} · "
-            f"{spend_short(event.spend, event.cost_known)}\n"
+            "grading {done}/{total} · cached {cached} · failed {failed} · {rate}/s · ETA {eta} · "
+            "{spend}\n".format(done=event.done, total=event.total, **self._fields(event))
         )
         self._log.flush()
+
+    def _fields(self, event: ProgressEvent) -> dict[str, Any]:
+        speed = self._rate.rate(self._first_done)
+        return {
+            "cached": event.cached,
+            "failed": event.failed,
+            "rate": f"{speed:.2f}" if speed else "-",
+            "eta": self._rate.eta(event.total - event.done, self._first_done),
+            "spend": spend_short(event.spend, event.cost_known),
+        }
 
     def refresh(self) -> None:
         """Draw the bar now (rich otherwise redraws on its own thread)."""
@@ -202,10 +169,67 @@ class GradingProgress:
             self._progress.refresh()
 
 
-def log_every() -> float:
-    """Seconds between progress lines where stderr is no terminal: `RELGRADE_PROGRESS_EVERY`,
-    else LOG_EVERY_S."""
+class LineProgress:
+    """`grading 12/40 · cached 3 · failed 0 · $0.0021`, rewritten in place on `file`."""
+
+    def __init__(self, file: TextIO | None = None) -> None:
+        self.file = file if file is not None else sys.stderr
+        self.last: ProgressEvent | None = None
+        self._shown = 0.0
+        self._bar: Any = None
+        self._tried = False
+
+    def __enter__(self) -> LineProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.last is not None:
+            self._show(self.last)
+            if self._bar is not None:
+                self._bar.close()
+            else:
+                self.file.write("\n")
+                self.file.flush()
+
+    def __call__(self, event: ProgressEvent) -> None:
+        first = self.last is None
+        self.last = event
+        now = time.monotonic()
+        if first or now - self._shown >= EVERY_S or event.done == event.total:
+            self._shown = now
+            self._show(event)
+
+    def _show(self, event: ProgressEvent) -> None:
+        if not self._tried:
+            self._tried = True
+            self._bar = _tqdm(event.total, self.file)
+        spend = spend_short(event.spend, event.cost_known)
+        text = f"cached {event.cached} · failed {event.failed} · {spend}"
+        if self._bar is not None:
+            self._bar.total = event.total
+            self._bar.n = event.done
+            self._bar.set_postfix_str(text, refresh=True)
+            return
+        self.file.write(f"\rgrading {event.done}/{event.total} · {text}")
+        self.file.flush()
+
+
+def _tqdm(total: int, file: TextIO) -> Any:
+    """A tqdm bar (a notebook widget only with ipywidgets), or None without tqdm."""
     try:
-        return max(0.0, float(os.environ.get(LOG_EVERY_ENV) or LOG_EVERY_S))
-    except ValueError:
-        return LOG_EVERY_S
+        if importlib.util.find_spec("ipywidgets") is not None:
+            from tqdm.auto import tqdm
+        else:
+            from tqdm.std import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, desc="grading", file=file)
+
+
+def progress_for_api(enabled: bool) -> Any:
+    """The progress callback (a context manager) `relgrade.grade` draws with."""
+    if not enabled:
+        return GradingProgress(enabled=False)
+    if sys.stderr.isatty() or "ipykernel" not in sys.modules:
+        return GradingProgress()  # a bar on a terminal; else (a script's log) a line now and then
+    return LineProgress()

@@ -16,19 +16,20 @@ from grader.io.python_inputs import DOC_ID, QUERY_ID, id_text, run_inputs
 from grader.io.texts import docs_of, queries_of
 from grader.models import Doc, Query
 
+# The first columns of a judgments table; the rest follow the judgments JSONL's order.
 COLUMNS = ["query_id", "doc_id", "grade", "status", "reason", "judge", "prompt"]
-"""The first columns of a judgments table; the rest follow the judgments JSONL's order."""
 
 
 def pairs_from_table(pairs: pd.DataFrame, docs: Any = None) -> tuple[list[Pair], dict[str, Doc]]:
-    """Pairs given with their texts: `query_id|qid, doc_id|docno, query, text`; without a
-    `text` column, the texts of `docs` (any form `grade` takes)."""
+    """Pairs given with their texts (or without a `text` column, `docs`' texts)."""
     names = {"query_id": QUERY_ID, "doc_id": DOC_ID, "query": ("query",), "text": ("text",)}
     if "text" not in pairs.columns and docs is not None:
         did = next((c for c in DOC_ID if c in pairs.columns), None)
         if did is not None:
             ids = id_text(pairs[did], "pairs DataFrame")
-            texts = doc_texts(docs, set(ids))
+            source = docs_of(docs)
+            loaded = source(set(ids)) if callable(source) else source
+            texts = {d: doc.text for d, doc in loaded.items()}
             pairs = pairs.assign(text=ids.map(texts))
             if pairs["text"].isna().any():
                 missing = pairs.loc[pairs["text"].isna(), did].iloc[0]
@@ -56,13 +57,6 @@ def pairs_from_table(pairs: pd.DataFrame, docs: Any = None) -> tuple[list[Pair],
         by_id.setdefault(did, Doc(doc_id=did, text=text))
     keys = list(pairs[cols[:2]].drop_duplicates().itertuples(index=False))
     return make_pairs((queries[q] for q, _ in keys), (by_id[d] for _, d in keys)), by_id
-
-
-def doc_texts(docs: Any, ids: set[str]) -> dict[str, str]:
-    """The texts of the documents `ids` from any docs input."""
-    found = docs_of(docs)
-    loaded = found(ids) if callable(found) else found
-    return {d: doc.text for d, doc in loaded.items() if d in ids}
 
 
 def queries_in_runs(runs: Any) -> dict[str, Query] | None:

@@ -17,8 +17,7 @@ from grader.store.store import Store
 
 @dataclass(frozen=True)
 class Estimate:
-    """Estimated size of the requests still to send: `completion_tokens` and `cost` at the ceiling
-    (what --max-cost reserves), `expected_` at each judge's expected reply (`basis` says whence)."""
+    """The requests still to send: tokens and cost at the ceiling (--max-cost's) and expected."""
 
     requests: int = 0
     prompt_tokens: int = 0
@@ -38,8 +37,7 @@ class ExpectedReply:
 
 
 def expected_reply(judge: Judge, store: Store | None) -> ExpectedReply | None:
-    """The expected completion of one reply of `judge`: the median of those stored for its model and
-    prompt, else its schema's guess; None for judges that send nothing."""
+    """One reply's expected completion: the median stored for its prompt, else a guess."""
     guess = getattr(judge, "expected_completion_tokens", None)
     prompt = getattr(judge, "prompt", None)
     if guess is None or not isinstance(prompt, PromptSpec):
@@ -62,21 +60,6 @@ def expected_reply(judge: Judge, store: Store | None) -> ExpectedReply | None:
     )
 
 
-def estimate_request(judge: Judge, pair: Pair) -> Estimate:
-    """The judge's estimate of one request (`estimate` and `estimate_cost` when it offers them; zero
-    for judges that cost nothing)."""
-    estimate = getattr(judge, "estimate", None)
-    if estimate is None:
-        return Estimate(requests=1, cost=0.0)
-    value = estimate(pair.query, pair.doc)
-    return Estimate(
-        requests=1,
-        prompt_tokens=int(getattr(value, "prompt_tokens", 0) or 0),
-        completion_tokens=int(getattr(value, "completion_tokens", 0) or 0),
-        cost=estimate_cost(judge, pair),
-    )
-
-
 def estimate_cost(judge: Judge, pair: Pair) -> float | None:
     """The judge's estimated USD for one request: 0 for free judges, None when unpriced."""
     cost_fn = getattr(judge, "estimate_cost", None)
@@ -91,8 +74,7 @@ def estimate_cost(judge: Judge, pair: Pair) -> float | None:
 
 
 def all_priced(judges: Sequence[Judge | None], pairs: Sequence[Pair]) -> bool:
-    """Whether every judge given has a price (asked on the first pair; a pair it cannot estimate is
-    left to its judgments to say)."""
+    """Whether every judge given has a price (asked on the first pair)."""
     for judge in judges:
         if judge is None or not pairs:
             continue
@@ -107,24 +89,24 @@ def all_priced(judges: Sequence[Judge | None], pairs: Sequence[Pair]) -> bool:
 def estimate_requests(
     requests: Iterable[tuple[Judge, Pair]], store: Store | None = None
 ) -> Estimate:
-    """The summed estimate of `requests` (judge, pair), at the ceiling and as expected (from the
-    replies `store` holds, when given); a cost is None when any one request is unpriced."""
+    """The summed estimate of `requests` (judge, pair); a cost is None when one is unpriced."""
     count = prompt_tokens = completion_tokens = expected_tokens = 0
     cost: float | None = 0.0
     expected_cost: float | None = 0.0
     expected: dict[int, ExpectedReply | None] = {}
     for judge, pair in requests:
-        estimate = estimate_request(judge, pair)
         count += 1
-        prompt_tokens += estimate.prompt_tokens
-        completion_tokens += estimate.completion_tokens
-        cost = None if cost is None or estimate.cost is None else cost + estimate.cost
+        one_cost = estimate_cost(judge, pair)
+        estimate = getattr(judge, "estimate", None)  # none: a judge that costs nothing
+        value = estimate(pair.query, pair.doc) if estimate is not None else None
+        prompt_tokens += int(getattr(value, "prompt_tokens", 0) or 0)
+        one_tokens = int(getattr(value, "completion_tokens", 0) or 0)
+        completion_tokens += one_tokens
+        cost = None if cost is None or one_cost is None else cost + one_cost
         if id(judge) not in expected:
             expected[id(judge)] = expected_reply(judge, store)
         reply = expected[id(judge)]
-        if reply is None:  # a free judge: nothing to expect beyond its estimate
-            one_tokens, one_cost = estimate.completion_tokens, estimate.cost
-        else:
+        if reply is not None:  # a judge that sends requests: its expected reply and cost
             one_tokens = reply.tokens
             cost_fn = getattr(judge, "estimate_cost", None)
             one_cost = None
@@ -142,27 +124,16 @@ def estimate_requests(
 def check_priced(
     requests: Iterable[tuple[Judge, Pair]], verifier: Judge | None, pairs: Sequence[Pair]
 ) -> None:
-    """--max-cost can only be kept when every judge asked (and the `verifier`) has a price;
-    InputError naming the first that has none."""
-    checked: set[int] = set()
+    """InputError naming the first judge asked (or `verifier`) without a price."""
+    first: dict[int, tuple[Judge, Pair]] = {}
     for judge, pair in requests:
-        if id(judge) in checked:
-            continue
-        checked.add(id(judge))
+        first.setdefault(id(judge), (judge, pair))
+    if verifier is not None and pairs:
+        first.setdefault(id(verifier), (verifier, pairs[0]))
+    for judge, pair in first.values():
         if estimate_cost(judge, pair) is None:
-            raise _unpriced(judge)
-    if (
-        verifier is not None
-        and pairs
-        and id(verifier) not in checked
-        and estimate_cost(verifier, pairs[0]) is None
-    ):
-        raise _unpriced(verifier)
-
-
-def _unpriced(judge: Judge) -> InputError:
-    """The error of a budget that cannot be kept: `judge` has no price."""
-    return InputError(
-        f"{option('--max-cost', 'max_cost')} needs a price for {judge.judge_id}, and none is known",
-        hint=f"add the model to a price table passed by {option('--prices', 'prices=')}",
-    )
+            raise InputError(
+                f"{option('--max-cost', 'max_cost')} needs a price for {judge.judge_id}, and none "
+                "is known",
+                hint=f"add the model to a price table passed by {option('--prices', 'prices=')}",
+            )

@@ -1,9 +1,6 @@
 """Labels on top of people's: which pairs of the runs people judged, which are holes, and the merged
-qrels (people's grade where there is one, the LLM's elsewhere).
-
-The merged qrels keep every human line and add the LLM's grade of each hole (by `--llm-scale`); a
-failed judgment has no grade, so its pair stays a hole.
-"""
+qrels (every human line, then the LLM's grade of each hole by `--llm-scale`; a failed judgment has
+no grade, so its pair stays a hole)."""
 
 from __future__ import annotations
 
@@ -15,6 +12,7 @@ import pandas as pd
 
 from grader.errors import InputError
 from grader.io.people_grades import scale_text
+from grader.keys import json_string
 
 PairId = tuple[str, str]
 
@@ -57,18 +55,13 @@ def check_overlap(human: pd.DataFrame, candidates: Collection[PairId], judged: i
         )
 
 
-def _quoted(text: str) -> str:
-    """`text` as a JSON string, as pydantic writes it (UTF-8, not escaped)."""
-    return json.dumps(text, ensure_ascii=False)
-
-
 def with_source(lines: str, pairs: Iterator[PairId], also: Collection[PairId]) -> str:
     """JSONL judgment lines, each given `"source"`: "human" for an also-judged pair, else "llm";
     `pairs` yields each line's ids in line order."""
     out = []
     for line in lines.splitlines():
         qid, did = next(pairs)
-        head = f'{{"query_id":{_quoted(qid)},"doc_id":{_quoted(did)},'
+        head = f'{{"query_id":{json_string(qid).decode()},"doc_id":{json_string(did).decode()},'
         if not line.startswith(head):
             record = json.loads(line)
             qid, did = record["query_id"], record["doc_id"]

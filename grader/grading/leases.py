@@ -1,24 +1,26 @@
-"""A run's leases on the keys it sends (`grader.store.claims`), taken in rounds.
-
-The keys workers ask for meanwhile are claimed in one transaction; a fast (offline) judge's next
-`AHEAD` keys are claimed ahead too. A network judge's keys are leased right before each request, so
-a killed process strands only its calls in flight.
-"""
+"""Sharing a store with other processes during a run: each key is leased before its request is
+sent, in rounds (a fast judge's next `AHEAD` keys ahead); a key another live process holds waits
+for its answer, looked at every `POLL_S`, and is taken over once that process lets go."""
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import functools
-from collections.abc import Callable, Iterable
+import itertools
+import time
+from collections.abc import Callable, Iterable, Iterator
 
-from grader.store.claims import Claim, ClaimBook
+from grader.grading.pairs import Unit
+from grader.grading.report import GradingReport
+from grader.models import Judgment
+from grader.store.claims import POLL_S, Claim, ClaimBook, Outcome
 
 FAST_JUDGE_S = 0.005
 """A judge that answered within this long (an offline one) gets the next keys leased ahead."""
 
 AHEAD = 1024
-"""How many keys of the queue are leased ahead for a fast judge (a fraction of a second of its
-answers, so a round has time to end before they are used)."""
+"""Keys of the queue leased ahead for a fast judge (a fraction of a second of its answers)."""
 
 
 class Leases:
@@ -39,8 +41,7 @@ class Leases:
         self.fast = seconds < FAST_JUDGE_S
 
     async def claim(self, key: str, queued: Callable[[int], Iterable[str]]) -> Claim:
-        """The claim of `key` (`ClaimBook.claim_many`); `queued(n)` gives the first `n` keys
-        the run sends next, in order, leased ahead when the judge is fast."""
+        """The claim of `key`; `queued(n)`: the run's next `n` keys (leased ahead if fast)."""
         known = self._ahead.pop(key, None)
         # Keys leased or being leased ahead: the first `held` of the queue.
         held = len(self._ahead) + len(self._claiming) - len(self._waiters)
@@ -51,8 +52,7 @@ class Leases:
                 self._ask(other)
         self._start_round()
         if known is not None:
-            # A worker with leases in hand would run on without a pause: let the loop take
-            # the end of a round and the writer's flushes meanwhile.
+            # Let the loop take a round's end and the writer's flushes between leased keys.
             await asyncio.sleep(0)
             return known
         future = self._waiters.get(key)
@@ -67,8 +67,7 @@ class Leases:
             self._asked.append(key)
 
     def _start_round(self) -> None:
-        """Claim the keys asked for on a worker thread, unless a round is running (when it
-        ends, the next one starts)."""
+        """Claim the keys asked for on a worker thread, unless a round is running."""
         if self._round is not None or not self._asked or self._settling:
             return
         keys, self._asked = self._asked, []
@@ -92,9 +91,75 @@ class Leases:
         self._start_round()
 
     async def settle(self) -> None:
-        """Start no more rounds and wait for the running one (before the run lets go of its
-        leases: none is taken after)."""
+        """Start no more rounds and wait for the running one (before the leases are let go)."""
         self._settling = True
         while self._round is not None:
             await asyncio.wait([self._round])
             await asyncio.sleep(0)  # its callback ran
+
+
+class RunWaiting:
+    """The leasing and waiting of `grader.grading.run.GradingRun` (a mixin)."""
+
+    queue: collections.deque[Unit]
+    stopping: bool
+    report: GradingReport
+
+    def __init__(self, hold_wait_s: float) -> None:
+        self.claims: ClaimBook | None = None  # opened when the run starts sending
+        self.leases: Leases | None = None
+        self.waiting: list[Unit] = []
+        self.waiting_since: dict[str, float] = {}  # key -> when a unit began waiting for it
+        self.hold_wait_s = hold_wait_s
+        self.polling = False
+
+    _adopt: Callable[[Unit, Judgment], None]  # GradingRun's
+
+    async def _claimed(self, unit: Unit) -> bool:
+        """Lease the unit's key: False when another process holds it or stored its answer."""
+        if self.claims is None:
+            return True
+        assert self.leases is not None
+        claim = await self.leases.claim(unit.key, self._queued_keys)
+        if claim.outcome is Outcome.CLAIMED:
+            return True
+        if claim.outcome is Outcome.STORED:
+            assert claim.judgment is not None
+            self._adopt(unit, claim.judgment)
+        else:
+            self.waiting_since.setdefault(unit.key, time.monotonic())
+            self.waiting.append(unit)
+        return False
+
+    def _queued_keys(self, n: int) -> Iterator[str]:
+        """The keys of the first `n` units of the queue."""
+        return (unit.key for unit in itertools.islice(self.queue, n))
+
+    async def _poll_waiting(self) -> None:
+        """Look again at keys held elsewhere: take stored answers, queue released keys."""
+        if self.polling or self.claims is None:
+            await asyncio.sleep(POLL_S)
+            return
+        self.polling = True
+        try:
+            await asyncio.sleep(POLL_S)
+            units, self.waiting = self.waiting, []
+            if self.stopping or not units:
+                self.waiting = units + self.waiting
+                return
+            claims = await self.claims.claim(u.key for u in units)
+            now = time.monotonic()
+            for unit in units:
+                claim = claims[unit.key]
+                if claim.outcome is Outcome.STORED:
+                    assert claim.judgment is not None
+                    self._adopt(unit, claim.judgment)
+                elif claim.outcome is Outcome.CLAIMED:
+                    self.queue.append(unit)  # leased to this run now
+                elif now - self.waiting_since.get(unit.key, now) >= self.hold_wait_s:
+                    # Held this long elsewhere, unanswered: the pair stays not done (a rerun may).
+                    self.report.held_elsewhere += 1
+                else:
+                    self.waiting.append(unit)
+        finally:
+            self.polling = False

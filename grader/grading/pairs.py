@@ -1,9 +1,6 @@
-"""Which (query, document) pairs to grade: the top `depth` of each run, merged and filtered.
-
-Each run's top `depth` per query in trec_eval's order, deduplicated across runs, without pairs
-people judged (`skip_judged`); unknown ids are one InputError or skipped and counted. `docs` may be
-a loader, called once with the doc ids the selection needs.
-"""
+"""Which (query, document) pairs to grade: each run's top `depth` per query in trec_eval's order,
+deduplicated, without pairs people judged (unknown ids: an InputError, or skipped); `docs` may be a
+loader. And what a run tracks of each pair (`PairState`) and queues for it (`Unit`)."""
 
 from __future__ import annotations
 
@@ -19,8 +16,9 @@ import pandas as pd
 from grader.errors import InputError
 from grader.io.grades import read_human_grades
 from grader.io.trec import read_run
+from grader.judges.base import Judge, check_key, failed
 from grader.metrics.rank_order import Precision
-from grader.models import Doc, Query
+from grader.models import Doc, Judgment, Query
 from grader.spelling import option
 
 SHOW_IDS = 5  # how many missing ids an error names
@@ -52,8 +50,7 @@ class PairSelection:
 
 
 def make_pairs(queries: Iterable[Query], docs: Iterable[Doc]) -> list[Pair]:
-    """`Pair(query, doc)` of each (query, doc), built in C (a NamedTuple's own constructor is a
-    Python function)."""
+    """`Pair(query, doc)` of each (query, doc), built in C."""
     return list(map(tuple.__new__, repeat(Pair), zip(queries, docs, strict=True)))
 
 
@@ -67,17 +64,10 @@ def _judged_pairs(skip_judged: Sequence[str | Path | pd.DataFrame]) -> set[tuple
 
 
 def _read(run: str | Path | pd.DataFrame, precision: Precision) -> tuple[pd.DataFrame, Path | str]:
-    """A run as read_run gives it, and how errors name it."""
+    """A run as read_run gives it, and how errors name it (its path, or a frame's name)."""
     if isinstance(run, pd.DataFrame):
-        return run, _label(run)
+        return run, f"run {run.attrs.get('name', 'run')}"
     return read_run(Path(run), precision=precision), Path(run)
-
-
-def _label(run: str | Path | pd.DataFrame) -> str:
-    """How an error names a run: its path, or a frame's name."""
-    if isinstance(run, pd.DataFrame):
-        return f"run {run.attrs.get('name', 'run')}"
-    return str(run)
 
 
 def _first(ids: list[str]) -> str:
@@ -128,8 +118,7 @@ def _candidates(
     precision: Precision,
     selection: PairSelection,
 ) -> dict[tuple[str, str], Path | str]:
-    """Each id pair within `depth` once, where the first run that names it puts it, with that
-    run (for error messages); counts candidates and duplicates in `selection`."""
+    """Each id pair within `depth` once, with the first run that names it."""
     first_run: dict[tuple[str, str], Path | str] = {}
     for run in runs:
         frame, run_path = _read(run, precision)
@@ -162,27 +151,15 @@ def _pair_up(
     *,
     skip_missing: bool,
 ) -> None:
-    """`selection.pairs` of the `wanted` ids; ids absent from `queries` or `found` are one
-    InputError, or with `skip_missing` left out and counted."""
+    """`selection.pairs` of the `wanted` ids; unknown ids an InputError or skipped."""
     missing_q = {qid: None for qid, _ in wanted if qid not in queries}
     missing_d = {did: None for _, did in wanted if did not in found}
     selection.missing_query_ids = list(missing_q)
     selection.missing_doc_ids = list(missing_d)
-    if not missing_q and not missing_d:
-        selection.pairs = make_pairs(
-            map(queries.__getitem__, map(itemgetter(0), wanted)),
-            map(found.__getitem__, map(itemgetter(1), wanted)),
-        )
-        return
-    first_missing_run: Path | str | None = None
-    for qid, did in wanted:
-        query, doc = queries.get(qid), found.get(did)
-        if query is None or doc is None:
-            selection.missing += 1
-            if first_missing_run is None:
-                first_missing_run = first_run[qid, did]
-            continue
-        selection.pairs.append(Pair(query, doc))
+    kept = wanted
+    if missing_q or missing_d:
+        kept = [p for p in wanted if p[0] not in missing_q and p[1] not in missing_d]
+    selection.missing = len(wanted) - len(kept)
     if selection.missing and not skip_missing:
         parts = []
         if missing_q:
@@ -192,7 +169,54 @@ def _pair_up(
         raise InputError(
             f"{selection.missing} pair(s) to grade name ids absent from the queries or docs: "
             + " and ".join(parts),
-            path=first_missing_run,
+            path=next(first_run[p] for p in wanted if p[0] in missing_q or p[1] in missing_d),
             hint=f"add them to {option('--queries / --docs', 'queries= / docs=')}, or pass "
             f"{option('--skip-missing', 'skip_missing=True')} to leave those pairs out",
         )
+    selection.pairs = make_pairs(
+        map(queries.__getitem__, map(itemgetter(0), kept)),
+        map(found.__getitem__, map(itemgetter(1), kept)),
+    )
+
+
+@dataclass
+class Unit:
+    """One judge call of a pair: its judge and the content key it is asked under."""
+
+    state: PairState
+    slot: int  # member index, or -1 for the verifier
+    judge: Judge
+    key: str
+
+    async def ask(self) -> Judgment:
+        """The judge's answer; a JudgeError when it comes under another key (see `check_key`)."""
+        pair = self.state.pair
+        answer = await self.judge.judge(pair.query, pair.doc, key=self.key)
+        return check_key(self.judge, answer, self.key)
+
+    def failure(self, exc: BaseException) -> Judgment:
+        """The failed judgment of a call whose judge raised `exc` (never a grade)."""
+        pair = self.state.pair
+        return failed(self.judge, pair.query, pair.doc, key=self.key, error=exc)
+
+
+@dataclass
+class PairState:
+    """A pair's answers so far, its keys, and its output once done."""
+
+    index: int
+    pair: Pair
+    keys: list[str]
+    members: list[Judgment | None]
+    missing: int
+    requested: bool = False
+    primary: Judgment | None = None
+    verify_key: str | None = None
+    ensemble_key: str | None = None  # key of the combined judgment (ensembles only)
+    final_key: str | None = None  # key of the verified judgment (--verify-low only)
+
+    def id_keys(self) -> list[tuple[str, str, str]]:
+        """(key, query_id, doc_id) of each content key of this pair."""
+        qid, did = self.pair.query.query_id, self.pair.doc.doc_id
+        keys = [*self.keys, self.verify_key, self.ensemble_key, self.final_key]
+        return [(k, qid, did) for k in keys if k is not None]

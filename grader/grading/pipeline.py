@@ -1,10 +1,6 @@
-"""The grading pipeline: store lookup, bounded concurrent judging, immediate storage.
-
-A stored ok judgment is reused; the rest is judged by `concurrency` workers and each answer stored
-within `flush_interval`, so a killed run loses only the calls in flight. `max_cost` reserves each
-request's upper estimate; Ctrl-C lets calls in flight finish for `grace_s`. The run's state is
-`grader.grading.run`.
-"""
+"""The grading pipeline: store lookup, `concurrency` workers, each answer stored within
+`flush_interval` (a killed run loses only the calls in flight); `max_cost` reserves each request's
+upper estimate; Ctrl-C lets calls in flight finish for `grace_s`. State: `grader.grading.run`."""
 
 from __future__ import annotations
 
@@ -16,32 +12,21 @@ import sqlite3
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from operator import attrgetter, itemgetter
-from typing import Any
 
 from grader import defaults
-from grader.grading.budget import Estimate, check_priced, estimate_requests
-from grader.grading.events import ProgressCallback, ProgressEvent, StopButton
+from grader.grading.budget import check_priced, estimate_requests
+from grader.grading.events import ProgressCallback, StopButton
 from grader.grading.leases import Leases
-from grader.grading.pairs import Pair, pairs_to_grade
-from grader.grading.report import GradingReport
+from grader.grading.pairs import Pair, PairState
+from grader.grading.report import GradingReport, read_back
 from grader.grading.run import GradingRun
-from grader.grading.units import PairState
 from grader.judges.base import Judge
 from grader.models import Doc, Query
 from grader.store.claims import RENEW_S, ClaimBook
 from grader.store.store import Store, text_rows
 from grader.store.writer import StoreWriter
 
-__all__ = [
-    "Estimate",
-    "GradingReport",
-    "ProgressCallback",
-    "ProgressEvent",
-    "StoreWriter",
-    "grade_pairs",
-    "pairs_to_grade",
-    "run_grading",
-]
+__all__ = ["GradingReport", "StoreWriter", "grade_pairs", "run_report"]
 
 FLUSH_INTERVAL_S = 0.1
 GRACE_S = 15.0  # after Ctrl-C, how long calls in flight may take to finish
@@ -70,7 +55,10 @@ async def grade_pairs(
     """Grade `pairs` with `judges` (several = an ensemble), reusing the store. `stream_final`
     leaves stored ok outputs in the store (`report.blocks()`); `before_sending` may raise to stop
     the run before its first request. Raises JudgeError when a judge dooms the run."""
-    _check_arguments(judges, concurrency)
+    if not judges:
+        raise ValueError("at least one judge is needed")
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
     writer = writer if writer is not None else StoreWriter(store)
     run = GradingRun(
         pairs,
@@ -84,8 +72,8 @@ async def grade_pairs(
         stream_final=stream_final,
     )
     states = run.plan()
-    if max_cost is not None:
-        _check_priced(run)
+    if max_cost is not None:  # it can only be kept when every judge asked has a price
+        check_priced([(u.judge, u.state.pair) for u in run.queue], verify_judge, pairs)
     if dry_run:
         _fill_dry_run(run)
         return run.report
@@ -93,46 +81,31 @@ async def grade_pairs(
         before_sending()
     if store is not None:
         await _record_texts_and_pairs(store, pairs, states, run)
-    workers = await _run_workers(
-        run,
-        writer,
-        concurrency=concurrency,
-        progress=progress,
-        ctrl_c=_CtrlC(run, asyncio.get_running_loop(), grace_s),
-        handle_sigint=handle_sigint,
-        stop=stop,
-        freeze_gc=freeze_gc,
-        flush_interval=flush_interval,
-    )
+    run.on_progress = progress
+    ctrl_c = _CtrlC(run, grace_s, handle_sigint=handle_sigint, stop=stop)
+    workers = await _run_workers(run, writer, ctrl_c, concurrency, freeze_gc, flush_interval)
     return _finish(run, writer, workers)
 
 
 async def _run_workers(
     run: GradingRun,
     writer: StoreWriter,
-    *,
-    concurrency: int,
-    progress: ProgressCallback | None,
     ctrl_c: _CtrlC,
-    handle_sigint: bool,
-    stop: StopButton | None,
+    concurrency: int,
     freeze_gc: bool,
     flush_interval: float,
 ) -> list[asyncio.Task[None]]:
-    """Judge the run's queue with `concurrency` workers, flushing answers and renewing leases
-    meanwhile; then store what is left and let go of the leases. Returns the workers' tasks."""
-    ctrl_c.install(handle_sigint=handle_sigint, stop=stop)
+    """Judge the queue with `concurrency` workers, flushing answers and renewing leases."""
+    ctrl_c.install()
     flush_task = asyncio.create_task(_flusher(writer, flush_interval))
     renew_task = asyncio.create_task(_renewer(run))
-    # The pairs, texts and modules alive now live for the whole run: freezing them keeps the
-    # cyclic GC from walking them again and again while thousands of replies are parsed.
-    # Undone when the run ends.
+    # What is alive now lives for the whole run: frozen, the cyclic GC stops walking it again
+    # and again while thousands of replies are parsed.
     if freeze_gc:
         gc.freeze()
     try:
-        run.on_progress = progress
-        if progress is not None:
-            progress(run.progress())
+        if run.on_progress is not None:
+            run.on_progress(run.progress())
         ctrl_c.workers = [asyncio.create_task(run.worker()) for _ in range(concurrency)]
         await asyncio.wait(ctrl_c.workers)
     finally:
@@ -153,8 +126,7 @@ async def _run_workers(
 async def _record_texts_and_pairs(
     store: Store, pairs: Sequence[Pair], states: Sequence[PairState], run: GradingRun
 ) -> None:
-    """Keep the run's texts and every id pair of its keys in the store, off the event loop (a
-    busy store makes these wait), and open the run's leases."""
+    """Store the run's texts and id pairs off the event loop; open its leases."""
     await asyncio.to_thread(store.put_text_rows, *text_rows(*distinct_texts(pairs)))
     # Every id pair, also those answered under another pair's ids (same texts).
     ids = [k for state in states for k in state.id_keys()] + run.unlisted
@@ -164,16 +136,18 @@ async def _record_texts_and_pairs(
 
 
 class _CtrlC:
-    """Ctrl-C during a run (SIGINT with `handle_sigint`, or the `stop` button): the first press
-    stops taking work and abandons the calls in flight after `grace_s`, a second at once."""
+    """Ctrl-C (SIGINT or the `stop` button): stop taking work, abandon calls after `grace_s`."""
 
-    def __init__(self, run: GradingRun, loop: asyncio.AbstractEventLoop, grace_s: float) -> None:
+    def __init__(
+        self, run: GradingRun, grace_s: float, *, handle_sigint: bool, stop: StopButton | None
+    ) -> None:
         self.run = run
-        self.loop = loop
+        self.loop = asyncio.get_running_loop()
         self.grace_s = grace_s
+        self.handle_sigint = handle_sigint
+        self.stop = stop
         self.workers: list[asyncio.Task[None]] = []
         self.presses = 0
-        self.stop: StopButton | None = None
         self.installed = False
         self.previous = signal.getsignal(signal.SIGINT)
 
@@ -190,11 +164,10 @@ class _CtrlC:
         else:
             self.loop.call_later(self.grace_s, self.abandon)
 
-    def install(self, *, handle_sigint: bool, stop: StopButton | None) -> None:
-        self.stop = stop
-        if stop is not None:
-            stop.attach(self.loop, self.press)
-        if handle_sigint and threading.current_thread() is threading.main_thread():
+    def install(self) -> None:
+        if self.stop is not None:
+            self.stop.attach(self.loop, self.press)
+        if self.handle_sigint and threading.current_thread() is threading.main_thread():
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 self.loop.add_signal_handler(signal.SIGINT, self.press)
                 self.installed = True
@@ -209,8 +182,7 @@ class _CtrlC:
 
 
 async def _flusher(writer: StoreWriter, interval: float) -> None:
-    """Flush the writer every `interval` seconds, on a worker thread (a busy store waits there,
-    not in the loop)."""
+    """Flush the writer every `interval` seconds on a worker thread (a busy store waits there)."""
     while True:
         await asyncio.sleep(interval)
         await asyncio.to_thread(writer.flush)
@@ -223,8 +195,7 @@ async def _renewer(run: GradingRun) -> None:
         try:
             await run.claims.renew_async()
         except sqlite3.OperationalError as exc:
-            # Another process holds the write lock: try again next round. Dying here
-            # would make the end of the run raise before its last flush.
+            # Another process holds the write lock: try next round (not die before the last flush).
             if "locked" not in str(exc) and "busy" not in str(exc):
                 raise
 
@@ -232,21 +203,17 @@ async def _renewer(run: GradingRun) -> None:
 def _finish(
     run: GradingRun, writer: StoreWriter, workers: Sequence[asyncio.Task[None]]
 ) -> GradingReport:
-    """The run's report once its workers ended and its answers are stored, or the error that
-    ended it (a full disk, a judge's fatal error, a worker's)."""
+    """The run's report once its workers ended, or the error that ended it."""
     full = writer.full_error()
     if full is not None:  # the store's disk is full: the error says where the answers are
         raise full
-    run.read_back()
-    verify = [run.verify_judge] if run.verify_judge is not None else []
-    _count_abandoned(run.report, [*run.judges, *verify])
-    run.report.judgments = [j for j in run.outputs if j is not None]
-    run.report.stored_outputs = run.stored_outputs()
-    run.report.pending = len(run.pairs) - run.report.done()
+    if run.store is not None:  # another process's first answer is final
+        read_back(run.store, run.pairs, run.outputs, run.final_from_store, run.report)
+    _count_abandoned(run.report, [*run.judges, run.verify_judge])
+    run.close_report()
     if run.fatal is not None:
         raise run.fatal
-    # A worker that died of an error outside the judge call (the store, a bug) left its pairs
-    # unfinished: raise it rather than return a report that looks done with pairs missing.
+    # A worker that died outside the judge call left pairs unfinished: raise, not a report.
     errors = [task.exception() for task in workers if not task.cancelled()]
     for error in errors:  # each retrieved, so none is logged as never retrieved
         if error is not None:
@@ -255,8 +222,7 @@ def _finish(
 
 
 async def _let_go(run: GradingRun) -> None:
-    """Release the leases the run still holds (answers stored released theirs), once its last
-    round of claims has ended."""
+    """Release the leases the run still holds, once its last round of claims has ended."""
     try:
         if run.leases is not None:
             await run.leases.settle()
@@ -266,35 +232,21 @@ async def _let_go(run: GradingRun) -> None:
             run.claims.close()
 
 
-def _count_abandoned(report: GradingReport, judges: list[Judge]) -> None:
-    """Add to the report the tokens and cost of answered attempts of pairs cut short (Ctrl-C):
-    paid for, though no judgment holds them (a judge that tracks them has `take_abandoned`)."""
+def _count_abandoned(report: GradingReport, judges: Sequence[Judge | None]) -> None:
+    """Add the tokens and cost of attempts paid for but cut short (`take_abandoned`)."""
     for judge in {id(j): j for j in judges}.values():
         take = getattr(judge, "take_abandoned", None)
-        if take is None:
-            continue
-        usage, cost = take()
-        if usage.prompt_tokens or usage.completion_tokens:
-            report.usage = report.usage + usage
-            report.cost += cost or 0.0
-            report.unpriced += cost is None
+        if take is not None:
+            report.pay(*take())
 
 
 async def _flush(writer: StoreWriter) -> None:
-    """The run's last flush, off the event loop; if this task is cancelled meanwhile, finish it
-    here (a paid answer is never dropped)."""
+    """The run's last flush, off the loop; finished here if cancelled (a paid answer is kept)."""
     try:
         await asyncio.to_thread(writer.flush)
     except asyncio.CancelledError:
         writer.flush()
         raise
-
-
-def _check_arguments(judges: Sequence[Judge], concurrency: int) -> None:
-    if not judges:
-        raise ValueError("at least one judge is needed")
-    if concurrency < 1:
-        raise ValueError("concurrency must be at least 1")
 
 
 def distinct_texts(pairs: Sequence[Pair]) -> tuple[list[Query], list[Doc]]:
@@ -306,15 +258,9 @@ def distinct_texts(pairs: Sequence[Pair]) -> tuple[list[Query], list[Doc]]:
     return list(by_qid.values()), list(by_did.values())
 
 
-def _check_priced(run: GradingRun) -> None:
-    """--max-cost can only be kept when every judge that will be asked has a price."""
-    requests = [(unit.judge, unit.state.pair) for unit in run.queue]
-    check_priced(requests, run.verify_judge, run.pairs)
-
-
 def _fill_dry_run(run: GradingRun) -> None:
     report = run.report
-    units = run.pending_units()
+    units = list(run.queue)
     report.estimate = estimate_requests(((u.judge, u.state.pair) for u in units), run.store)
     for unit in units:
         pair = unit.state.pair
@@ -322,18 +268,7 @@ def _fill_dry_run(run: GradingRun) -> None:
     sent = {unit.state.index for unit in units}
     followers = {u.state.index for group in run.followers.values() for u in group}
     report.shared = len(followers - sent)
-    report.judgments = [j for j in run.outputs if j is not None]
-    report.stored_outputs = run.stored_outputs()
-    report.pending = len(run.pairs) - report.done()
-
-
-def run_grading(
-    pairs: Sequence[Pair],
-    judges: Sequence[Judge],
-    **options: Any,
-) -> GradingReport:
-    """`grade_pairs` from synchronous code (the CLI); same arguments."""
-    return run_report(lambda: grade_pairs(pairs, judges, **options))
+    run.close_report()
 
 
 def run_report(make: Callable[[], Awaitable[GradingReport]]) -> GradingReport:
@@ -341,9 +276,8 @@ def run_report(make: Callable[[], Awaitable[GradingReport]]) -> GradingReport:
     reports: list[GradingReport] = []
 
     async def main() -> None:
-        # The report is handed over outside the task's result: on Python 3.11 `asyncio.run`
-        # ends with `signal.getsignal(SIGINT)`, which formats the main task's repr (and so its
-        # result, every judgment of the run) when another handler is set.
+        # Not the task's result: Python 3.11's `asyncio.run` may format the main task's repr,
+        # and so every judgment of the run, at its end.
         reports.append(await make())
 
     asyncio.run(main())

@@ -1,17 +1,22 @@
-"""What a grading run did (`GradingReport`), and its outputs in pair order as `--out` and
-qrels lines: the judgments it holds serialised, the stored answers it left in the store streamed
-from it (`StoredOutputs`, read through `grader.store.lookup.StoredReader`), a block at a time.
-"""
+"""What a grading run did (`GradingReport`) and its outputs: in pair order as `--out` and qrels
+lines, held or left in the store (`StoredOutputs`); combined ones (`OutputJudgments`) reused when
+identical to the stored one, else stored with the answer that completed them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from grader.grading.budget import Estimate
+from grader.grading.pairs import Pair
+from grader.judges.base import Judge
+from grader.judges.ensemble import AGGREGATE_RULE, VERIFY_RULE, apply_verification, combine_members
+from grader.keys import ContentKeys
 from grader.models import Judgment, Usage
-from grader.store.judgment_rows import judgment_json
+from grader.store.judgment_rows import created_text, judgment_json
 from grader.store.lookup import BLOCK, Block, StoredReader, StoredRef
+from grader.store.store import Store
 
 
 @dataclass
@@ -36,23 +41,25 @@ class GradingReport:
     stored_ok: int = 0  # judge answers found ok in the store before starting
     stored_failed: int = 0  # judge answers found failed in the store (to retry)
     adopted: int = 0  # answers another process sharing the store paid for during this run
-    # Pairs left not done because another live process held their key for `HOLD_WAIT_S`
-    # without storing an answer (hung, or far slower than this run).
+    # Pairs left not done: another live process held their key for `HOLD_WAIT_S`, unanswered.
     held_elsewhere: int = 0
     estimate: Estimate | None = None  # dry run: what the remaining requests would take
-    # Judge answers given to pairs, by judge id: asked this run (ok or failed), and reused
-    # from the store (or stored meanwhile by another process sharing it).
+    # Judge answers given to pairs, by judge id: asked this run, and reused from the store.
     asked_by_judge: dict[str, int] = field(default_factory=dict)
     stored_by_judge: dict[str, int] = field(default_factory=dict)
-    # Replies (status 200) per server when requests were spread over several (--base-url
-    # repeated), by URL without credentials; empty with one server.
+    # Replies per server when --base-url is repeated, by URL without credentials.
     answers_by_server: dict[str, int] = field(default_factory=dict)
     to_send: list[tuple[str, str, str]] = field(default_factory=list)  # dry run: (qid, did, judge)
-    # Dry run: pairs whose request is another pair's (the same query and document texts under
-    # other ids), sent once and its answer given to each.
+    # Dry run: pairs whose request is another pair's (the same texts under other ids).
     shared: int = 0
     # With `stream_final`: the outputs that are stored final answers, left in the store.
     stored_outputs: StoredOutputs | None = None
+
+    def pay(self, usage: Usage, cost: float | None) -> None:
+        """Count tokens and USD paid for; tokens without a price are `unpriced`, never $0."""
+        self.usage = self.usage + usage
+        self.cost += cost or 0.0
+        self.unpriced += cost is None and bool(usage.prompt_tokens or usage.completion_tokens)
 
     def done(self) -> int:
         """How many pairs have an output judgment (held in `judgments` or left in the store)."""
@@ -60,8 +67,7 @@ class GradingReport:
         return len(self.judgments) + stored
 
     def blocks(self) -> Iterator[Block]:
-        """Every output in pair order as `--out` and qrels lines (a failed judgment unjudged, never
-        0), a block of consecutive ones at a time, streamed from the store where left there."""
+        """Every output in pair order as `--out` and qrels lines, a block at a time."""
         so = self.stored_outputs
         if so is None:
             yield from _held_blocks(self.judgments)
@@ -81,26 +87,132 @@ class GradingReport:
 
 
 def _held_blocks(judgments: Sequence[Judgment]) -> Iterator[Block]:
-    """The `--out` and qrels lines of judgments a run holds, a block of them at a time (the
-    text of a million at once would be ~0.7 GB)."""
+    """The `--out` and qrels lines of held judgments, a block at a time (not ~0.7 GB)."""
     for start in range(0, len(judgments), BLOCK):
-        yield _held_block(judgments[start : start + BLOCK])
-
-
-def _held_block(judgments: Sequence[Judgment]) -> Block:
-    """The `--out` and qrels lines of judgments a run holds."""
-    qrels = "".join(
-        f"{j.query_id} 0 {j.doc_id} {j.grade}\n" for j in judgments if j.grade is not None
-    )
-    lines = "".join(judgment_json(j) + "\n" for j in judgments)
-    return Block(lines, qrels, len(judgments))
+        block = judgments[start : start + BLOCK]
+        qrels = "".join(
+            f"{j.query_id} 0 {j.doc_id} {j.grade}\n" for j in block if j.grade is not None
+        )
+        yield Block("".join(judgment_json(j) + "\n" for j in block), qrels, len(block))
 
 
 @dataclass
 class StoredOutputs:
-    """Output judgments a run leaves in the store (its one judge's stored ok answers: final), read
-    back while the outputs are written."""
+    """Output judgments a run leaves in the store, read back as the outputs are written."""
 
     path: str
     rows: list[StoredRef]  # (judgments rowid, query_id, doc_id, stored key) of each, in pair order
     order: bytearray  # per output in pair order: 1 from `rows`, 0 from the report's judgments
+
+
+def for_pair(judgment: Judgment, pair: Pair) -> Judgment:
+    """`judgment` under the ids of `pair` (an answer is shared by pairs of equal texts)."""
+    if judgment.query_id == pair.query.query_id and judgment.doc_id == pair.doc.doc_id:
+        return judgment
+    return judgment.model_copy(update={"query_id": pair.query.query_id, "doc_id": pair.doc.doc_id})
+
+
+def read_back(
+    store: Store,
+    pairs: Sequence[Pair],
+    outputs: list[Judgment | None],
+    final: Collection[int],
+    report: GradingReport,
+) -> None:
+    """Make each output the one the store holds (another process's first answer is final)."""
+    held = [(i, j) for i, j in enumerate(outputs) if j is not None and i not in final]
+    stamps = store.stamps(j.key for _, j in held)
+    differ: list[tuple[int, Judgment]] = []
+    for i, held_judgment in held:
+        stamp = (held_judgment.status, created_text(held_judgment))
+        if stamps.get(held_judgment.key, stamp) != stamp:
+            differ.append((i, held_judgment))
+    if not differ:
+        return
+    stored = store.get_many(j.key for _, j in differ)
+    for i, ours in differ:
+        theirs = stored.get(ours.key)
+        if theirs is None:
+            continue
+        if ours.status != "ok" and theirs.status == "ok":
+            report.failed -= 1
+            report.graded += 1
+        outputs[i] = for_pair(theirs, pairs[i])
+
+
+def ensemble_fingerprint(fingerprints: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """What an ensemble's combined judgment is keyed by: members and rule."""
+    return {"ensemble": list(fingerprints), "aggregate": AGGREGATE_RULE}
+
+
+def _same(stored: Judgment, rebuilt: Judgment) -> bool:
+    """Whether a stored output judgment says what the rebuilt one says (times and ids aside)."""
+    skip = {"created_at", "query_id", "doc_id"}
+    return stored.model_dump(exclude=skip) == rebuilt.model_dump(exclude=skip)
+
+
+class OutputJudgments:
+    """A run's combined / verified output judgments: keys, stored ones, ones to store."""
+
+    def __init__(
+        self,
+        judges: Sequence[Judge],
+        fingerprints: list[dict[str, Any]],
+        verify_fingerprint: dict[str, Any] | None,
+        *,
+        dry_run: bool = False,
+    ) -> None:
+        self.ensemble = len(judges) > 1
+        self.ensemble_fingerprint = ensemble_fingerprint(fingerprints)
+        primary_fp = fingerprints[0] if not self.ensemble else self.ensemble_fingerprint
+        self.final_fingerprint: dict[str, Any] | None = (
+            None
+            if verify_fingerprint is None
+            else {"verified": primary_fp, "verifier": verify_fingerprint, "rule": VERIFY_RULE}
+        )
+        self._ensemble_keys = ContentKeys(self.ensemble_fingerprint)
+        self._final_keys = (
+            ContentKeys(self.final_fingerprint) if self.final_fingerprint is not None else None
+        )
+        self.ensemble_id = "ensemble(" + ",".join(j.judge_id for j in judges) + ")"
+        self.dry_run = dry_run
+        # Output judgments stored by earlier runs (combined / verified), by key.
+        self.stored: dict[str, Judgment] = {}
+        # Output judgments to store with the current step's answer (see `take_group`).
+        self.group: list[tuple[Judgment, dict[str, Any] | None]] = []
+
+    def keys(self, pair: Pair) -> tuple[str | None, str | None]:
+        """The pair's (combined key, verified key); None where the run has no such output."""
+        ensemble_key = final_key = None
+        if self.ensemble:
+            ensemble_key = self._ensemble_keys.key(pair.query.text, pair.doc.text)
+        if self._final_keys is not None:
+            final_key = self._final_keys.key(pair.query.text, pair.doc.text)
+        return ensemble_key, final_key
+
+    def take_group(self) -> list[tuple[Judgment, dict[str, Any] | None]]:
+        """The output judgments queued since the last call (with their fingerprints)."""
+        group, self.group = self.group, []
+        return group
+
+    def _output(self, judgment: Judgment, fingerprint: dict[str, Any], pair: Pair) -> Judgment:
+        """The stored output judgment when identical, else `judgment`, queued for the store."""
+        stored = self.stored.get(judgment.key)
+        if stored is not None and _same(stored, judgment):
+            return for_pair(stored, pair)
+        if not self.dry_run:
+            self.group.append((judgment, fingerprint))
+        return judgment
+
+    def combined(self, members: list[Judgment], key: str, pair: Pair) -> Judgment:
+        """The ensemble's output judgment for `pair` from its members' answers."""
+        combined = combine_members(members, key=key, judge_id=self.ensemble_id)
+        return self._output(combined, self.ensemble_fingerprint, pair)
+
+    def verified(
+        self, primary: Judgment, answer: Judgment, key: str | None, pair: Pair
+    ) -> Judgment:
+        """The verified output judgment for `pair` from the first judgment and the verifier's."""
+        assert self.final_fingerprint is not None
+        final = apply_verification(primary, answer, key=key)
+        return self._output(final, self.final_fingerprint, pair)

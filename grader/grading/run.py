@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -13,18 +14,14 @@ from typing import Any
 from grader.errors import JudgeError
 from grader.grading.budget import all_priced, estimate_cost
 from grader.grading.events import ProgressCallback, ProgressEvent
-from grader.grading.leases import Leases
-from grader.grading.outputs import OutputJudgments, for_pair, read_back
-from grader.grading.pairs import Pair
-from grader.grading.report import GradingReport, StoredOutputs
-from grader.grading.units import PairState, Unit, ask, failure
-from grader.grading.waiting import RunWaiting
+from grader.grading.leases import RunWaiting
+from grader.grading.pairs import Pair, PairState, Unit
+from grader.grading.report import GradingReport, OutputJudgments, StoredOutputs, for_pair
 from grader.judges.base import Judge
 from grader.judges.ensemble import needs_verification
 from grader.keys import ContentKeys
 from grader.models import Judgment
 from grader.redact import redact
-from grader.store.claims import POLL_S, ClaimBook
 from grader.store.disk_full import StoreFullError
 from grader.store.judgment_rows import decode_key
 from grader.store.lookup import StoredRef, look_up
@@ -32,9 +29,8 @@ from grader.store.store import Store
 from grader.store.writer import StoreWriter
 
 HOLD_WAIT_S = 1200.0
-"""How long a run waits for a key another live process holds (renewing its lease) before it
-stops waiting: longer than any one request with its retries takes, so a hung process never
-keeps a run waiting forever."""
+"""How long a run waits for a key another live process holds (renewing its lease): longer than
+any request with its retries takes, so a hung process never keeps a run waiting forever."""
 
 
 def _mask(judgment: Judgment, secrets: Sequence[str]) -> Judgment:
@@ -63,6 +59,7 @@ class GradingRun(RunWaiting):
         dry_run: bool = False,
         stream_final: bool = False,
     ) -> None:
+        super().__init__(HOLD_WAIT_S)
         self.pairs = pairs
         self.judges = list(judges)
         self.store = store
@@ -89,19 +86,9 @@ class GradingRun(RunWaiting):
         self.stopping = False
         self.fatal: BaseException | None = None
         self.on_progress: ProgressCallback | None = None
-        self.priced: bool | None = None  # every judge has a price (`_all_priced`)
         # Pairs with equal texts share a key: asked once, its answer given to each of them.
         self.followers: dict[str, list[Unit]] = {}
         self.results: dict[str, Judgment] = {}
-        # Leases on keys in flight (grader.store.claims); a unit whose key another process
-        # holds waits in `waiting`.
-        self.claims: ClaimBook | None = None
-        self.leases: Leases | None = None  # leasing the keys sent, in rounds (with `claims`)
-        self.waiting: list[Unit] = []
-        self.waiting_since: dict[str, float] = {}  # key -> when a unit began waiting for it
-        self.hold_wait_s = HOLD_WAIT_S
-        self.polling = False
-        self.poll_s = POLL_S
         self.final_from_store: set[int] = set()
         # Stored ok answers decided by one set-based lookup and left in the store, not loaded.
         self.streamed = (
@@ -130,15 +117,11 @@ class GradingRun(RunWaiting):
         wanted += [s.verify_key for s in states if s.verify_key]
         found = self.store.get_many(wanted) if self.store is not None else {}
         outputs = [k for s in states for k in (s.ensemble_key, s.final_key) if k]
-        self.composite.load(self.store, outputs)
-        for key in set(wanted):
-            stored = found.get(key)
-            if stored is None:
-                continue
-            if stored.status == "ok":
-                self.report.stored_ok += 1
-            else:
-                self.report.stored_failed += 1
+        if self.store is not None and outputs:  # output judgments earlier runs stored
+            self.composite.stored = self.store.get_many(outputs)
+        statuses = [found[key].status for key in set(wanted) if key in found]
+        self.report.stored_ok += statuses.count("ok")
+        self.report.stored_failed += len(statuses) - statuses.count("ok")
         self.verified = {
             s.verify_key: found[s.verify_key]
             for s in states
@@ -162,8 +145,7 @@ class GradingRun(RunWaiting):
         return states
 
     def _plan_streamed(self) -> list[PairState]:
-        """`plan` for one judge, equal to it (tests/test_plan_streamed_random.py): pairs whose
-        key is stored ok are done without reading their judgments; the others are queued."""
+        """`plan` for one judge, equal to it: pairs stored ok are done without reading them."""
         assert self.store is not None
         maker, judge = self.key_makers[0], self.judges[0]
         digest = maker.digest
@@ -193,21 +175,23 @@ class GradingRun(RunWaiting):
         self.unlisted = [(decode_key(rows[i][0]), rows[i][1], rows[i][2]) for i in found.unlisted]
         return states
 
-    def stored_outputs(self) -> StoredOutputs | None:
-        """The outputs left in the store, in pair order among the run's other outputs."""
-        if not self.streamed:
-            return None
-        assert self.store is not None
-        order = bytearray(
-            1 if stored else 0
-            for stored, j in zip(self.from_store, self.outputs, strict=True)
-            if stored or j is not None
-        )
-        return StoredOutputs(str(self.store.path), self.stored_rows, order)
+    def close_report(self) -> GradingReport:
+        """The report with the run's outputs, held or left in the store (in pair order)."""
+        report = self.report
+        report.judgments = [j for j in self.outputs if j is not None]
+        if self.streamed:
+            assert self.store is not None
+            order = bytearray(
+                1 if stored else 0
+                for stored, j in zip(self.from_store, self.outputs, strict=True)
+                if stored or j is not None
+            )
+            report.stored_outputs = StoredOutputs(str(self.store.path), self.stored_rows, order)
+        report.pending = len(self.pairs) - report.done()
+        return report
 
     def _store_group(self, answer: tuple[Judgment, dict[str, Any] | None] | None = None) -> None:
-        """Queue a judge's `answer` and the output judgments it completed for the store as one
-        group, so one commit holds them all."""
+        """Queue `answer` and the output judgments it completed for one store commit."""
         items = ([answer] if answer is not None else []) + self.composite.take_group()
         if not items:
             return
@@ -247,10 +231,9 @@ class GradingRun(RunWaiting):
 
     def _finish(self, state: PairState, judgment: Judgment) -> None:
         self.outputs[state.index] = judgment
-        failed = judgment.status != "ok"
         if not state.requested:
             self.report.cached += 1
-        elif failed:
+        elif judgment.status != "ok":
             self.report.failed += 1
         else:
             self.report.graded += 1
@@ -264,13 +247,13 @@ class GradingRun(RunWaiting):
             done=report.graded + report.failed,
             failed=report.failed,
             spend=report.cost,
-            cost_known=not report.unpriced and self._all_priced(),
+            cost_known=not report.unpriced and self.all_priced,
         )
 
-    def _all_priced(self) -> bool:
-        if self.priced is None:
-            self.priced = all_priced([*self.judges, self.verify_judge], self.pairs)
-        return self.priced
+    @functools.cached_property
+    def all_priced(self) -> bool:
+        """Whether every judge has a price (asked once)."""
+        return all_priced([*self.judges, self.verify_judge], self.pairs)
 
     def _report_progress(self) -> None:
         if self.on_progress is not None:
@@ -289,8 +272,7 @@ class GradingRun(RunWaiting):
         return cost
 
     async def worker(self) -> None:
-        """Judge queued units until none is left or the run stops; a full disk under the
-        store (no lease, or no answer, could be written) stops it: nothing more is paid for."""
+        """Judge queued units until none is left or the run stops (a full disk stops it)."""
         try:
             await self._work()
         except StoreFullError as exc:
@@ -332,7 +314,7 @@ class GradingRun(RunWaiting):
         self.report.requests += 1
         started = time.perf_counter()
         try:
-            judgment = await ask(unit)  # the judge's answer, under the key it was asked with
+            judgment = await unit.ask()
             if self.leases is not None:
                 self.leases.answered(time.perf_counter() - started)
         except JudgeError as exc:
@@ -342,14 +324,9 @@ class GradingRun(RunWaiting):
         except (asyncio.CancelledError, KeyboardInterrupt):
             raise
         except Exception as exc:  # a judge bug must not lose the pair or invent a grade
-            judgment = failure(unit, exc)
+            judgment = unit.failure(exc)
         judgment = _mask(judgment, self.secrets)
-        self.report.usage = self.report.usage + judgment.usage
-        self.report.cost += judgment.cost or 0.0
-        if judgment.cost is None and (
-            judgment.usage.prompt_tokens or judgment.usage.completion_tokens
-        ):
-            self.report.unpriced += 1
+        self.report.pay(judgment.usage, judgment.cost)
         fingerprint = self.verify_fingerprint if unit.slot < 0 else self.fingerprints[unit.slot]
         self.results[unit.key] = judgment
         for follower in [unit, *self.followers.pop(unit.key, [])]:
@@ -358,8 +335,7 @@ class GradingRun(RunWaiting):
         self._report_progress()
 
     def _deliver(self, unit: Unit, judgment: Judgment, *, paid: bool = True) -> None:
-        """Give a judge's answer to the pair of `unit` (ids rebound to that pair); `paid` when
-        this run requested it."""
+        """Give a judge's answer to the pair of `unit`; `paid` when this run requested it."""
         state = unit.state
         if paid:
             state.requested = True
@@ -379,11 +355,3 @@ class GradingRun(RunWaiting):
         """Count one judge answer given to a pair: asked this run (`paid`) or reused."""
         counts = self.report.asked_by_judge if paid else self.report.stored_by_judge
         counts[judge.judge_id] = counts.get(judge.judge_id, 0) + 1
-
-    def read_back(self) -> None:
-        """`read_back` of the run's outputs (those the store decided already left out)."""
-        if self.store is not None and not self.dry_run:
-            read_back(self.store, self.pairs, self.outputs, self.final_from_store, self.report)
-
-    def pending_units(self) -> list[Unit]:
-        return list(self.queue)

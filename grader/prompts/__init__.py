@@ -1,32 +1,23 @@
-"""Prompt files: load, validate and render the whole request a judge sends.
-
-A prompt file (TOML) holds the templates (`string.Template`: `$query`, `$document`, optional
-`$title`..., `$scale`), the scale, sampling, the document budget and the reply format; no prompt
-text lives in Python. Texts that look like the template's delimiter tags are escaped, so a document
-cannot talk as the instructions. Modules: `spec`, `files`, `render`.
-"""
+"""Prompt files (TOML: templates, scale, sampling, document budget, reply format; no prompt text
+lives in Python): load, validate and render the whole request a judge sends, texts that look like
+the template's delimiter tags escaped so a document cannot talk as the instructions."""
 
 from __future__ import annotations
 
 from grader.output_modes import OUTPUT_MODES, VENDOR_FIELDS, OutputMode
-from grader.prompts.files import list_prompts, load_prompt, prompt_dirs, shipped_prompt_files
+from grader.prompts.files import list_prompts, load_prompt, shipped_prompt_files
 from grader.prompts.render import (
     MessageRenderer,
     is_text_truncated,
     is_truncated,
-    neutralise,
     render_messages,
     render_reask,
-    render_scale,
     truncate,
 )
-from grader.prompts.spec import OPTIONAL_FIELDS, REQUIRED_USER, SYSTEM_FIELDS, PromptSpec
+from grader.prompts.spec import PromptSpec
 
 __all__ = [
-    "OPTIONAL_FIELDS",
     "OUTPUT_MODES",
-    "REQUIRED_USER",
-    "SYSTEM_FIELDS",
     "VENDOR_FIELDS",
     "MessageRenderer",
     "OutputMode",
@@ -35,11 +26,8 @@ __all__ = [
     "is_truncated",
     "list_prompts",
     "load_prompt",
-    "neutralise",
-    "prompt_dirs",
     "render_messages",
     "render_reask",
-    "render_scale",
     "shipped_prompt_files",
     "truncate",
 ]

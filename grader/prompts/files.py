@@ -1,11 +1,10 @@
-"""Prompt files: where the shipped ones are, and reading one into a validated `PromptSpec`.
-
-Found by path, shipped stem (`passage-v1`), `name@version` or bare name (its highest version), in
-the wheel's `grader/_prompts`, then the checkout's `prompts/`.
-"""
+"""Prompt files: found by path, shipped stem (`passage-v1`), `name@version` or bare name (its
+highest version) in the wheel's `grader/_prompts`, then the checkout's `prompts/`; read into a
+validated `PromptSpec`; and the prompts of stored judgments."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.resources
 import re
@@ -13,7 +12,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from grader.errors import NotAJudgePrompt, PromptError
+from grader.errors import NotAJudgePrompt, PromptError, RelgradeError
+from grader.models import Judgment
 from grader.prompts.spec import (
     OPTIONAL_FIELDS,
     REQUIRED_USER,
@@ -23,21 +23,12 @@ from grader.prompts.spec import (
 )
 
 _CHECKOUT_DIR = Path(__file__).resolve().parents[2] / "prompts"
-
-
-def _packaged_dir() -> Path | None:
-    try:
-        root = importlib.resources.files("grader") / "_prompts"
-    except (ModuleNotFoundError, TypeError):  # pragma: no cover
-        return None
-    path = Path(str(root))
-    return path if path.is_dir() else None
+_PACKAGED_DIR = Path(str(importlib.resources.files("grader") / "_prompts"))
 
 
 def prompt_dirs() -> list[Path]:
-    """Where shipped prompts are found: the installed wheel's `grader/_prompts`, then the
-    checkout's `prompts/` folder."""
-    dirs = [d for d in (_packaged_dir(), _CHECKOUT_DIR) if d is not None and d.is_dir()]
+    """Where shipped prompts are: the wheel's `grader/_prompts`, the checkout's `prompts/`."""
+    dirs = [d for d in (_PACKAGED_DIR, _CHECKOUT_DIR) if d.is_dir()]
     return list(dict.fromkeys(dirs))
 
 
@@ -50,26 +41,18 @@ def shipped_prompt_files() -> list[Path]:
     return [found[stem] for stem in sorted(found)]
 
 
-def _is_judge_prompt(data: dict[str, Any]) -> bool:
-    """Whether a shipped TOML is a judge prompt (it has messages), not other settings beside
-    the prompts (the lexical judge's thresholds, `lexical-v1.toml`)."""
-    return "messages" in data
-
-
 def list_prompts() -> list[PromptSpec]:
-    """Every shipped prompt that is a judge prompt: what `prompts list` prints and the
-    unknown-prompt error names (settings files beside them, e.g. lexical thresholds, are not)."""
+    """Every shipped judge prompt (not the settings files beside them)."""
     specs = []
     for path in shipped_prompt_files():
         data = _read_toml(path)
-        if _is_judge_prompt(data):
+        if "messages" in data:  # not settings beside the prompts (the lexical judge's)
             specs.append(_spec_from(data, path))
     return specs
 
 
 def load_prompt(name_or_path: str | Path) -> PromptSpec:
-    """A prompt by file path, by shipped stem (`passage-v1`), by `name@version`, or by bare
-    name (`passage`: its highest version)."""
+    """A prompt by path, shipped stem, `name@version` or bare name (its highest version)."""
     text = str(name_or_path)
     as_path = Path(text)
     if as_path.suffix == ".toml" or as_path.is_file():
@@ -83,7 +66,7 @@ def load_prompt(name_or_path: str | Path) -> PromptSpec:
         stem = max(versions, key=lambda s: int(s.rsplit("-v", 1)[1]))
     if stem in shipped:
         data = _read_toml(shipped[stem])
-        if _is_judge_prompt(data):
+        if "messages" in data:
             return _spec_from(data, shipped[stem])
         raise NotAJudgePrompt(
             f"{shipped[stem]} is not a judge prompt but the offline lexical judge's settings: "
@@ -111,13 +94,9 @@ def _get(data: dict[str, Any], dotted: str, kind: type | tuple[type, ...], path:
             raise PromptError(f"{path}: missing key `{dotted}` (see prompts/passage-v1.toml)")
         node = node[part]
     if not isinstance(node, kind) or (kind is int and isinstance(node, bool)):
-        raise PromptError(f"{path}: `{dotted}` must be {_kind_name(kind)}, not {node!r}")
+        kinds = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
+        raise PromptError(f"{path}: `{dotted}` must be {kinds}, not {node!r}")
     return node
-
-
-def _kind_name(kind: type | tuple[type, ...]) -> str:
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    return " or ".join(k.__name__ for k in kinds)
 
 
 def _spec_from(data: dict[str, Any], path: Path) -> PromptSpec:
@@ -189,3 +168,27 @@ def _validate(spec: PromptSpec, path: Path) -> None:
         raise PromptError(f"{path}: `sampling.top_logprobs` must be within 0..20")
     if spec.max_tokens < 1 or spec.doc_budget_chars < 1:
         raise PromptError(f"{path}: `max_tokens` and `document.budget_chars` must be positive")
+
+
+def prompt_budgets(
+    chosen: str | None, judgments: list[Judgment], pairs: set[tuple[str, str]]
+) -> dict[tuple[str, str], PromptSpec]:
+    """The prompt each sampled pair was graded with, so its document is cut as the LLM saw it."""
+
+    @functools.cache
+    def spec_of(name: str) -> PromptSpec | None:
+        try:
+            return load_prompt(name)
+        except RelgradeError:
+            if name == chosen:
+                raise
+            return None  # e.g. the lexical judge's: it read the whole text
+
+    budgets: dict[tuple[str, str], PromptSpec] = {}
+    for j in judgments:
+        pair = (j.query_id, j.doc_id)
+        name = chosen or (str(j.prompt) if j.prompt else None)
+        spec = spec_of(name) if pair in pairs and name else None
+        if spec is not None:
+            budgets[pair] = spec
+    return budgets

@@ -1,9 +1,6 @@
-"""Rendering the request a judge sends: the chat messages of one (query, document) pair.
-
-A template line whose optional placeholders are all absent is left out; texts that look like the
-template's delimiter tags are escaped, so a document cannot talk as the instructions; the document
-is cut to the prompt's budget and the cut reported.
-"""
+"""Rendering the chat messages of one (query, document) pair: a line whose optional placeholders are
+all absent is left out, texts that look like delimiter tags are escaped, the document is cut to the
+prompt's budget and the cut reported."""
 
 from __future__ import annotations
 
@@ -19,15 +16,9 @@ _TAG = re.compile(r"</?([A-Za-z_][A-Za-z0-9_]*)>")
 
 
 @functools.lru_cache(maxsize=64)
-def _delimiter_tags(template_text: str) -> tuple[str, ...]:
-    return tuple(sorted({m.group(1) for m in _TAG.finditer(template_text)}))
-
-
-@functools.lru_cache(maxsize=64)
 def _prompt_tags(user: str, system: str) -> tuple[str, ...]:
-    """The delimiter tags of a prompt's templates (cached on the two strings, not on their
-    concatenation, which would be built and hashed again for every pair)."""
-    return _delimiter_tags(user + system)
+    """The delimiter tags of a prompt's templates (cached on the two strings)."""
+    return tuple(sorted({m.group(1) for t in (user, system) for m in _TAG.finditer(t)}))
 
 
 @functools.lru_cache(maxsize=64)
@@ -43,8 +34,7 @@ def neutralise(text: str, tags: list[str] | tuple[str, ...]) -> str:
 
 
 def truncate(text: str, budget: int, marker: str = "") -> tuple[str, bool]:
-    """Cut `text` to `budget` characters (at a whitespace when one is near), marked; and whether
-    it was cut."""
+    """Cut `text` to `budget` characters (at a nearby whitespace), marked; and whether cut."""
     if len(text) <= budget:
         return text, False
     cut = text[:budget]
@@ -56,22 +46,8 @@ def truncate(text: str, budget: int, marker: str = "") -> tuple[str, bool]:
     return cut.rstrip() + marker, True
 
 
-@functools.lru_cache(maxsize=64)
-def _template_lines(template: str) -> tuple[tuple[string.Template, tuple[str, ...]], ...]:
-    """Each line's template and, when every placeholder on it is optional, their names."""
-    compiled = []
-    for line in template.splitlines():
-        names = placeholders(line)
-        optional = tuple(sorted(n for n in names if n in OPTIONAL_FIELDS))
-        droppable = optional if optional and len(optional) == len(names) else ()
-        compiled.append((string.Template(line), droppable))
-    return tuple(compiled)
-
-
 def _format_string(line: str) -> str:
-    """A `string.Template` line (checked by `_template_lines`: no stray `$`) as a
-    `str.format_map` string giving the same text: `$$` is `$`, `$name` and `${name}` are
-    `{name}`, braces are doubled."""
+    """A `string.Template` line as a `str.format_map` string giving the same text."""
     out: list[str] = []
     last = 0
     for match in string.Template.pattern.finditer(line):
@@ -85,18 +61,19 @@ def _format_string(line: str) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _template_blocks(template: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """The template as format strings: runs of lines always kept joined into one block, and
-    each line that may be left out (all its placeholders optional) a block of its own."""
+    """The template as format strings; each line that may be left out a block alone."""
     blocks: list[tuple[str, tuple[str, ...]]] = []
     run: list[str] = []
-    for line, droppable in _template_lines(template):
-        if droppable:
+    for line in template.splitlines():
+        names = placeholders(line)
+        optional = tuple(sorted(n for n in names if n in OPTIONAL_FIELDS))
+        if optional and len(optional) == len(names):
             if run:
                 blocks.append(("\n".join(run), ()))
                 run = []
-            blocks.append((_format_string(line.template), droppable))
+            blocks.append((_format_string(line), optional))
         else:
-            run.append(_format_string(line.template))
+            run.append(_format_string(line))
     if run:
         blocks.append(("\n".join(run), ()))
     return tuple(blocks)
@@ -114,8 +91,7 @@ def _render_template(template: str, values: dict[str, str]) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _static_system(template: str, scale: str, instruction: str) -> str | None:
-    """The system message when its template uses no placeholder but `$scale` (the same for
-    every pair, so rendered once); None when it depends on the pair."""
+    """The system message when it uses no field of the pair (rendered once), else None."""
     if not placeholders(template) <= set(SYSTEM_FIELDS):
         return None
     return _render_template(template, {"scale": scale}) + "\n\n" + instruction.strip()
@@ -129,9 +105,7 @@ _METADATA_FIELDS = OPTIONAL_FIELDS[1:]  # the optional fields read from a docume
 
 
 class MessageRenderer:
-    """`render_messages` for one prompt in one output mode, with what does not depend on the
-    pair worked out once: the delimiter tags, the scale, the reply instruction and a system
-    message that uses no field of the pair. A batch export renders a million pairs with one."""
+    """`render_messages` for one prompt and mode, what no pair changes worked out once."""
 
     def __init__(self, spec: PromptSpec, mode: OutputMode = "json_schema") -> None:
         self.spec = spec
@@ -187,8 +161,7 @@ def render_messages(
 
 
 def is_truncated(spec: PromptSpec, doc: Doc) -> bool:
-    """Whether `render_messages` cuts this document to the prompt's budget (its `truncated`),
-    told without rendering: what an imported batch reply records."""
+    """Whether `render_messages` cuts this document, told without rendering."""
     return is_text_truncated(spec, doc.text)
 
 

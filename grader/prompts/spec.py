@@ -12,13 +12,7 @@ from typing import Any
 
 from grader.errors import PromptError
 from grader.models import PromptRef
-from grader.output_modes import (
-    GRAMMAR_MODES,
-    OutputMode,
-    bounded_strings,
-    response_format,
-    vendor_fields,
-)
+from grader.output_modes import GRAMMAR_MODES, VENDOR_FIELDS, OutputMode, bounded_strings
 
 REQUIRED_USER = ("query", "document")
 OPTIONAL_FIELDS = ("title", "path", "symbol", "language")
@@ -78,8 +72,7 @@ class PromptSpec:
         return sampling
 
     def without_logprobs(self) -> PromptSpec:
-        """This prompt asking for no logprobs (`grade --no-logprobs`): the same text, another
-        sampling, so other content keys; its judgments carry no grade distribution."""
+        """This prompt asking for no logprobs (`--no-logprobs`): other content keys."""
         return self if not self.logprobs else dataclasses.replace(self, logprobs=False)
 
     def final_line_pattern(self) -> re.Pattern[str]:
@@ -89,16 +82,25 @@ class PromptSpec:
         return re.compile(r"^\s*" + parts[0] + r"\s*(-?\d+(?:\.\d+)?)\s*" + parts[1] + r"\s*$")
 
     def response_format(self, mode: OutputMode) -> dict[str, Any] | None:
-        """The `response_format` request field for an output mode (None: the mode has none)."""
-        return response_format(mode, self.request_schema(mode))
+        """The `response_format` request field of `mode` (None: the mode sends none)."""
+        schema = self.request_schema(mode)
+        if mode == "json_schema":
+            named = {"name": "relevance_grade", "strict": True, "schema": schema}
+            return {"type": "json_schema", "json_schema": named}
+        if mode == "json_object_schema":
+            return {"type": "json_object", "schema": schema}
+        return {"type": "json_object"} if mode == "json_object" else None
 
     def vendor_fields(self, mode: OutputMode) -> dict[str, Any]:
         """The request fields outside `response_format` that carry the schema in `mode`."""
-        return vendor_fields(mode, self.request_schema(mode))
+        name = VENDOR_FIELDS.get(mode)
+        if name is None:
+            return {}
+        schema = self.request_schema(mode)
+        return {name: {"json": schema} if name == "structured_outputs" else schema}
 
     def request_schema(self, mode: OutputMode) -> dict[str, Any]:
-        """The reply schema as sent in `mode`: in a grammar mode its strings are bounded so a
-        reply fits `max_tokens` (`bounded_strings`)."""
+        """The reply schema as sent in `mode` (strings bounded in a grammar mode)."""
         if mode in GRAMMAR_MODES:
             return bounded_strings(self.schema, self.max_tokens)
         return self.schema

@@ -1,15 +1,22 @@
-"""What changed between two versions of the same judgments: the transition matrix, Cohen's
-kappa between the versions (`grader.metrics.kappa`), the pairs whose grade moved, failures and the
-cost with and without the Batch API discount. Pure functions; no I/O."""
+"""What changed between two versions of the same judgments: the transition matrix, kappa between
+them, the pairs whose grade moved, failures, the cost with and without the Batch API discount, and
+each run's scores under both (over pairs graded ok in both: else a one-sided hole fakes a delta)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from grader.metrics.kappa import kappa
+import pandas as pd
+
+from grader.errors import RelgradeWarning
+from grader.io.judgments import qrels_frame
+from grader.metrics import evaluate, mean_scores, parse_measure
+from grader.metrics.kappa import cohen_kappa as kappa_of
+from grader.metrics.kappa import confusion_matrix
 from grader.models import GRADES, Judgment
 
 
@@ -37,8 +44,7 @@ class ChangedPair:
 
 @dataclass
 class RegradeDiff:
-    """The diff between versions. `transition[i][j]` counts pairs old grade i -> new grade j,
-    over the pairs graded ok in both versions (`compared`)."""
+    """The diff between versions; `transition[i][j]`: pairs graded ok in both, old i, new j."""
 
     n: int
     compared: int
@@ -63,18 +69,8 @@ class RegradeDiff:
 
 def cohen_kappa(old: Sequence[int], new: Sequence[int]) -> float | None:
     """Unweighted Cohen's kappa over grades 0..3; None when undefined (no pairs, or p_e = 1)."""
-    if len(old) != len(new):
-        raise ValueError("old and new must have the same length")
-    value = float(kappa(transition_matrix(old, new), "none"))
+    value = kappa_of(old, new, len(GRADES))
     return None if math.isnan(value) else value
-
-
-def transition_matrix(old: Iterable[int], new: Iterable[int]) -> list[list[int]]:
-    """4x4 counts: rows old grade 0..3, columns new grade 0..3."""
-    matrix = [[0] * len(GRADES) for _ in GRADES]
-    for a, b in zip(old, new, strict=True):
-        matrix[a][b] += 1
-    return matrix
 
 
 def diff_versions(
@@ -83,9 +79,7 @@ def diff_versions(
     batch_keys: frozenset[str] | set[str] = frozenset(),
     batch_discount: float = 0.5,
 ) -> RegradeDiff:
-    """Compare old and new judgments of the selected id pairs. A failed new judgment is
-    `failed`, never a grade; none yet is `pending`; `batch_keys` were graded at `batch_discount`
-    (the cost without it is cost / discount); a key shared by several pairs is paid once."""
+    """Compare old and new judgments: a failed new one is `failed` (never a grade)."""
     old_grades: list[int] = []
     new_grades: list[int] = []
     changed: list[ChangedPair] = []
@@ -98,7 +92,8 @@ def diff_versions(
             continue
         batch_graded += new.key in batch_keys
         if new.status != "ok" or new.grade is None:
-            failed.append(_failure(pair, new))
+            error = f"{new.error.type}: {new.error.message}" if new.error else "failed"
+            failed.append({"query_id": pair.query_id, "doc_id": pair.doc_id, "error": error})
             continue
         if old is None or old.status != "ok" or old.grade is None:
             no_old_grade += 1
@@ -117,7 +112,7 @@ def diff_versions(
         compared=len(old_grades),
         changed=len(changed),
         kappa_between_versions=cohen_kappa(old_grades, new_grades),
-        transition=transition_matrix(old_grades, new_grades),
+        transition=confusion_matrix(old_grades, new_grades, len(GRADES)).astype(int).tolist(),
         failed=len(failed),
         pending=pending,
         cost=cost,
@@ -129,17 +124,10 @@ def diff_versions(
     )
 
 
-def _failure(pair: VersionPair, new: Judgment) -> dict[str, str]:
-    error = new.error
-    message = f"{error.type}: {error.message}" if error else "failed"
-    return {"query_id": pair.query_id, "doc_id": pair.doc_id, "error": message}
-
-
 def _costs(
     pairs: Sequence[VersionPair], batch_keys: frozenset[str] | set[str], batch_discount: float
 ) -> tuple[float | None, float | None]:
-    """The cost of the new judgments (each key once), and without the Batch API discount; both None
-    when some new judgment used tokens but has no price."""
+    """The new judgments' cost (each key once) and without the Batch discount; None if unpriced."""
     cost = 0.0
     cost_without = 0.0
     unpriced = 0
@@ -158,3 +146,44 @@ def _costs(
     if unpriced:
         return None, None
     return round(cost, 10), round(cost_without, 10)
+
+
+def version_qrels(pairs: Sequence[VersionPair]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(old qrels, new qrels) over the pairs graded ok in both versions."""
+    both = [
+        (p.old, p.new)
+        for p in pairs
+        if p.old is not None and p.new is not None and p.old.status == p.new.status == "ok"
+    ]
+    return qrels_frame(old for old, _ in both), qrels_frame(new for _, new in both)
+
+
+def metric_deltas(
+    pairs: Sequence[VersionPair],
+    runs: Mapping[str, pd.DataFrame],
+    measures: Sequence[str],
+) -> list[dict[str, Any]]:
+    """One record per (run, measure): {"run", "measure", "old", "new", "delta"} (new - old)."""
+    old_qrels, new_qrels = version_qrels(pairs)
+    records: list[dict[str, Any]] = []
+    if old_qrels.empty:
+        return records
+    # Names without (rel=N) take the 0..3 scale's threshold (2) on both sides, whatever they reach.
+    parsed = [parse_measure(m) for m in measures]
+    for name, run in runs.items():
+        with warnings.catch_warnings():
+            # A version whose grades all stay below the threshold scores 0: a delta, not a mistake.
+            warnings.simplefilter("ignore", RelgradeWarning)
+            old = mean_scores(evaluate(old_qrels, run, parsed))
+            new = mean_scores(evaluate(new_qrels, run, parsed))
+        for measure, before, after in zip(old["measure"], old["value"], new["value"], strict=True):
+            records.append(
+                {
+                    "run": name,
+                    "measure": str(measure),
+                    "old": float(before),
+                    "new": float(after),
+                    "delta": float(after) - float(before),
+                }
+            )
+    return records

@@ -1,40 +1,40 @@
-"""Running a regrade: select, skip what is done, grade the rest by batch or concurrently, diff.
-
-The old judgments are never touched: the new version has its own content keys. Every selected id
-pair is in the outcome; pairs with equal texts share one key, sent (and paid) once.
-"""
+"""Running a regrade: select, skip what is done, grade the rest by batch or live, diff; or estimate
+it without sending anything. The old judgments are never touched (the new version has its own
+content keys); pairs with equal texts share one key, sent and paid once."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from grader import defaults
 from grader.batch.api.jobs import BatchJudge, BatchRunner, CollectSummary, JudgeFor, Progress, Sleep
 from grader.batch.api.state import BatchState
-from grader.grading.events import ProgressCallback
-from grader.grading.outputs import ensemble_fingerprint
+from grader.grading.budget import expected_reply
 from grader.grading.pairs import Pair
-from grader.grading.pipeline import GradingReport, StoreWriter, grade_pairs
+from grader.grading.pipeline import GradingReport, grade_pairs
+from grader.grading.report import ensemble_fingerprint
 from grader.judges.base import Judge
+from grader.keys import content_key
 from grader.regrade.diff import RegradeDiff, VersionPair, diff_versions
 from grader.regrade.selection import (
     Candidate,
     Criterion,
     distinct_keys,
-    record_pairs,
     select_candidates,
     to_grade,
     version_pairs,
 )
 from grader.store.store import Store
 
+if TYPE_CHECKING:
+    from grader.judges.llm.judge import LLMJudge
+
 
 @dataclass
 class RegradeOutcome:
-    """What a regrade selected, sent and found, and the diff between versions. Counts are of
-    id pairs, except `requests`: the distinct contents sent (pairs with equal texts share one)."""
+    """What a regrade selected, sent and found, and the diff (`requests`: contents sent)."""
 
     candidates: list[Candidate]
     pairs: list[VersionPair]
@@ -49,8 +49,7 @@ class RegradeOutcome:
 
 
 def new_fingerprint(judges: Sequence[Judge]) -> dict[str, Any]:
-    """The fingerprint the new version is keyed by: the judge's, or for several judges (an
-    ensemble, as `grade --model A --model B` builds) that of their combined judgment."""
+    """What the new version is keyed by: the judge's, or an ensemble's combined one."""
     if len(judges) == 1:
         return judges[0].fingerprint()
     return ensemble_fingerprint([j.fingerprint() for j in judges])
@@ -66,64 +65,49 @@ async def regrade(
     judge_for: JudgeFor | None = None,
     job_config: dict[str, Any] | None = None,
     wait: bool = True,
-    concurrency: int = defaults.CONCURRENCY,
-    progress: ProgressCallback | None = None,
-    handle_sigint: bool = False,
-    freeze_gc: bool = False,
     batch_progress: Progress | None = None,
     batch_discount: float = 0.5,
-    sleep: Sleep | None = None,
-    writer: StoreWriter | None = None,
+    sleep: Sleep = asyncio.sleep,
+    **grading: Any,
 ) -> RegradeOutcome:
-    """Regrade the selected stored pairs with `judge` (several: an ensemble, live only), through
-    `runner` when given: `judge_for` rebuilds the judge of any open job from its `job_config`,
-    so jobs of earlier runs are continued too."""
-    judges = _judges(judge, batch=runner is not None)
-    fingerprint = new_fingerprint(judges)
-    candidates = select_candidates(store, criteria, fingerprint)
-    record_pairs(store, candidates)
-    if runner is not None:
-        if batch_judge is None or judge_for is None:
-            raise ValueError("the batch path needs batch_judge and judge_for")
-        outcome_fields, batch_keys = await _by_batch(
-            store,
-            candidates,
-            runner,
-            batch_judge,
-            judge_for,
-            config=job_config or {},
-            wait=wait,
-            batch_progress=batch_progress,
-            sleep=sleep,
-        )
-    else:
-        outcome_fields, batch_keys = await _live(
-            store,
-            candidates,
-            judges,
-            concurrency=concurrency,
-            progress=progress,
-            handle_sigint=handle_sigint,
-            freeze_gc=freeze_gc,
-            writer=writer,
-        )
-    pairs = version_pairs(store, candidates)
-    diff = diff_versions(pairs, batch_keys=batch_keys, batch_discount=batch_discount)
-    return RegradeOutcome(candidates=candidates, pairs=pairs, diff=diff, **outcome_fields)
-
-
-def _judges(judge: Judge | Sequence[Judge], *, batch: bool) -> list[Judge]:
+    """Regrade the selected stored pairs with `judge` (several: an ensemble) live, by `grade_pairs(
+    **grading)`, or through `runner` (`judge_for` rebuilds any open job's judge from its config)."""
     judges = list(judge) if isinstance(judge, Sequence) else [judge]
     if not judges:
         raise ValueError("at least one judge is needed")
-    if batch and len(judges) > 1:
+    if runner is not None and len(judges) > 1:
         raise ValueError("an ensemble regrades live: the batch path takes one judge")
-    return judges
+    if runner is not None and (batch_judge is None or judge_for is None):
+        raise ValueError("the batch path needs batch_judge and judge_for")
+    candidates = select_candidates(store, criteria, new_fingerprint(judges))
+    # Each id pair under its new key, so a later regrade finds those another pair's request gave.
+    store.put_pairs((c.new_key, c.query.query_id, c.doc.doc_id) for c in candidates)
+    if runner is None:
+        fields, batch_keys = await _live(store, candidates, judges, grading)
+    else:
+        assert batch_judge is not None and judge_for is not None
+        # Keys waiting in open batch jobs are not sent again (nor counted by the dry run).
+        todo, fields = work(store, candidates, runner.state.open_keys())
+        if todo:  # every id pair is an item; pairs sharing a key are one request
+            fields["job_ids"] = await runner.submit(
+                batch_judge, [(c.query, c.doc, c.new_key) for c in todo], config=job_config or {}
+            )
+        fields["collected"] = await runner.run(
+            judge_for, wait=wait, progress=batch_progress, sleep=sleep
+        )
+        batch_keys = runner.state.keys_with_outcome("batch")
+    pairs = version_pairs(store, candidates)
+    diff = diff_versions(pairs, batch_keys=batch_keys, batch_discount=batch_discount)
+    return RegradeOutcome(candidates=candidates, pairs=pairs, diff=diff, **fields)
 
 
-def _counts(candidates: list[Candidate], todo: list[Candidate], in_batches: int) -> dict[str, Any]:
-    """The outcome's counts of pairs sent, distinct requests, already done and waiting."""
-    return {
+def work(
+    store: Store, candidates: list[Candidate], waiting: set[str]
+) -> tuple[list[Candidate], dict[str, Any]]:
+    """The candidates to send (neither ok nor `waiting` in open batches) and the counts."""
+    todo = to_grade(store, candidates, exclude=waiting)
+    in_batches = sum(1 for c in candidates if c.new_key in waiting)
+    return todo, {
         "sent": len(todo),
         "requests": len(distinct_keys(todo)),
         "already_done": len(candidates) - len(todo) - in_batches,
@@ -131,70 +115,78 @@ def _counts(candidates: list[Candidate], todo: list[Candidate], in_batches: int)
     }
 
 
-async def _by_batch(
-    store: Store,
-    candidates: list[Candidate],
-    runner: BatchRunner,
-    batch_judge: BatchJudge,
-    judge_for: JudgeFor,
-    *,
-    config: dict[str, Any],
-    wait: bool,
-    batch_progress: Progress | None,
-    sleep: Sleep | None,
-) -> tuple[dict[str, Any], set[str]]:
-    """Submit the pairs not done nor waiting in open batches, run the batches (every open job,
-    earlier runs' too); the outcome's fields and the keys graded by batch."""
-    waiting = runner.state.open_keys()
-    todo = to_grade(store, candidates, exclude=waiting)
-    in_batches = sum(1 for c in candidates if c.new_key in waiting)
-    job_ids: list[int] = []
-    if todo:  # every id pair is an item; pairs sharing a key are one request
-        job_ids = await runner.submit(
-            batch_judge, [(c.query, c.doc, c.new_key) for c in todo], config=config
-        )
-    run_options: dict[str, Any] = {"wait": wait, "progress": batch_progress}
-    if sleep is not None:
-        run_options["sleep"] = sleep
-    collected = await runner.run(judge_for, **run_options)
-    fields = _counts(candidates, todo, in_batches)
-    fields.update(job_ids=job_ids, collected=collected)
-    return fields, runner.state.keys_with_outcome("batch")
-
-
 async def _live(
-    store: Store,
-    candidates: list[Candidate],
-    judges: list[Judge],
-    *,
-    concurrency: int,
-    progress: ProgressCallback | None,
-    handle_sigint: bool,
-    freeze_gc: bool,
-    writer: StoreWriter | None,
+    store: Store, candidates: list[Candidate], judges: list[Judge], grading: dict[str, Any]
 ) -> tuple[dict[str, Any], set[str]]:
-    """Grade the pairs not done nor waiting in open batches live; the outcome's fields and the
-    keys graded by batch (by an earlier `batch collect`)."""
-    # Keys waiting in open batch jobs are not sent again live (they would be paid twice,
-    # and the dry run does not count them): they stay pending until the batch is collected.
+    """Grade live what is not done nor waiting in open batches; also the keys batches graded."""
     with BatchState(store) as state:
         waiting = state.open_keys()
-        # Pairs an earlier batch (a `batch collect`) graded count as graded by batch.
         batch_keys = state.keys_with_outcome("batch")
-    todo = to_grade(store, candidates, exclude=waiting)
-    in_batches = sum(1 for c in candidates if c.new_key in waiting)
-    report = None
+    todo, fields = work(store, candidates, waiting)
     if todo:
-        report = await grade_pairs(
-            [Pair(c.query, c.doc) for c in todo],
-            judges,
-            store=store,
-            concurrency=concurrency,
-            progress=progress,
-            handle_sigint=handle_sigint,
-            freeze_gc=freeze_gc,
-            writer=writer,
-        )
-    fields = _counts(candidates, todo, in_batches)
-    fields["report"] = report
+        pairs = [Pair(c.query, c.doc) for c in todo]
+        fields["report"] = await grade_pairs(pairs, judges, store=store, **grading)
     return fields, batch_keys
+
+
+@dataclass(frozen=True)
+class RegradeEstimate:
+    """A regrade's counts and its costs live and by batch, at the ceiling and as expected."""
+
+    selected: int
+    already_done: int
+    in_batches: int
+    pairs: int
+    requests: int
+    live_cost: float | None
+    batch_cost: float | None
+    expected_live_cost: float | None = None
+    expected_batch_cost: float | None = None
+    basis: tuple[str, ...] = ()
+
+
+def estimate_regrade(
+    store: Store, judge: LLMJudge | Sequence[LLMJudge], criteria: Sequence[Criterion]
+) -> RegradeEstimate:
+    """The estimate of regrading what `criteria` select with `judge` (several: an ensemble)."""
+    judges = list(judge) if isinstance(judge, Sequence) else [judge]
+    candidates = select_candidates(store, criteria, new_fingerprint(judges))
+    with BatchState(store) as state:
+        waiting = state.open_keys()
+    todo, counts = work(store, candidates, waiting)
+    requests = distinct_keys(todo)
+    # live and batch, each at the ceiling and as expected: None once any request is unpriced
+    costs: dict[tuple[bool, bool], float | None] = {
+        (b, e): 0.0 for b in (False, True) for e in (False, True)
+    }
+    count = 0
+    basis: list[str] = []
+    for member in judges:
+        fingerprint = member.fingerprint()
+        keys = {c.new_key: content_key(fingerprint, c.query.text, c.doc.text) for c in requests}
+        stored = store.statuses(keys.values()) if len(judges) > 1 else {}
+        expected = expected_reply(member, store)
+        tokens = None if expected is None else expected.tokens
+        if expected is not None:
+            basis.append(expected.basis)
+        for c in requests:
+            if stored.get(keys[c.new_key]) == "ok":
+                continue  # an ensemble member's answer already stored is reused
+            count += 1
+            for (batch, is_expected), total in costs.items():
+                one = member.estimate_cost(
+                    c.query, c.doc, batch=batch, completion_tokens=tokens if is_expected else None
+                )
+                costs[batch, is_expected] = None if total is None or one is None else total + one
+    return RegradeEstimate(
+        selected=len(candidates),
+        already_done=counts["already_done"],
+        in_batches=counts["waiting_in_batches"],
+        pairs=len(todo),
+        requests=count,
+        live_cost=costs[False, False],
+        batch_cost=costs[True, False],
+        expected_live_cost=costs[False, True],
+        expected_batch_cost=costs[True, True],
+        basis=tuple(basis),
+    )

@@ -1,9 +1,6 @@
-"""Regrading stored pairs under a new prompt or model, keeping the old judgments.
-
-A pair's old side is its latest output judgment (a failed one of the new version is retried); keys
-already ok or waiting in open batches are skipped. Criteria (`--select`, all must hold): `all`,
-`failed`, `grade<=N`, `sample FILE`, `disagreement`, `prompt=OLD`.
-"""
+"""Which stored pairs a regrade takes: a pair's old side is its latest output judgment (a failed one
+of the new version is retried). Criteria (`--select`, all must hold): `all`, `failed`, `grade<=N`,
+`sample FILE`, `disagreement`, `prompt=OLD`."""
 
 from __future__ import annotations
 
@@ -15,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from grader.errors import InputError
-from grader.grading.outputs import for_pair
 from grader.grading.pairs import Pair
+from grader.grading.report import for_pair
 from grader.io.files import read_text
 from grader.io.streams import allow_long_csv_fields
 from grader.keys import content_key
@@ -37,33 +34,22 @@ def parse_selection(tokens: Sequence[str]) -> list[Criterion]:
     """`["prompt=passage-v1", "grade<=1"]` or `["sample", "FILE"]` -> criteria (all must hold)."""
     criteria: list[Criterion] = []
     items = list(tokens) or ["all"]
-    i = 0
-    while i < len(items):
-        token = items[i].strip()
-        i += 1
-        if token == "all":
-            criteria.append(Criterion("all"))
-        elif token == "failed":
-            criteria.append(Criterion("failed"))
-        elif token == "disagreement":
-            criteria.append(Criterion("disagreement"))
+    while items:
+        token = items.pop(0).strip()
+        if token in ("all", "failed", "disagreement"):
+            criteria.append(Criterion(token))
         elif token.startswith("grade<="):
-            text = token[len("grade<=") :]
-            if text not in ("0", "1", "2", "3"):
+            if token[7:] not in ("0", "1", "2", "3"):
                 raise InputError(f"--select {token}: N must be 0, 1, 2 or 3", hint="grade<=1")
-            criteria.append(Criterion("grade<=", int(text)))
+            criteria.append(Criterion("grade<=", int(token[7:])))
         elif token.startswith("prompt="):
-            name = token[len("prompt=") :]
-            if not name:
+            if token == "prompt=":
                 raise InputError("--select prompt=OLD needs a prompt name", hint="prompt=passage")
-            criteria.append(Criterion("prompt", name))
-        elif token in ("sample",) or token.startswith(("sample=", "sample:")):
-            path = token[len("sample") + 1 :] if token != "sample" else None
-            if path is None:
-                if i >= len(items):
-                    raise InputError("--select sample needs a FILE", hint="--select sample s.csv")
-                path = items[i]
-                i += 1
+            criteria.append(Criterion("prompt", token[7:]))
+        elif token == "sample" or token.startswith(("sample=", "sample:")):
+            if token == "sample" and not items:
+                raise InputError("--select sample needs a FILE", hint="--select sample s.csv")
+            path = items.pop(0) if token == "sample" else token[7:]
             criteria.append(Criterion("sample", read_pair_list(path)))
         else:
             raise InputError(
@@ -74,8 +60,7 @@ def parse_selection(tokens: Sequence[str]) -> list[Criterion]:
 
 
 def absolute_selection(tokens: Sequence[str]) -> list[str]:
-    """`tokens` with each sample FILE as an absolute path: the same selection from any folder
-    (what a batch job records for `batch collect`)."""
+    """`tokens` with each sample FILE made absolute (what a batch job records)."""
     out: list[str] = []
     for token in tokens:
         if out and out[-1] == "sample":
@@ -148,8 +133,7 @@ def _disagrees(judgment: Judgment) -> bool:
 
 
 def _parts(store: Store, output: Judgment, query: Query, doc: Doc) -> set[str]:
-    """The keys of the answers an output judgment was combined from (members, first judgment,
-    verifier), found from its `verification` and its stored fingerprint."""
+    """The keys of the answers an output judgment was combined from (members, verifier)."""
     keys: set[str] = set()
     verification = output.verification or {}
     for side in ("primary", "verifier"):
@@ -166,8 +150,7 @@ def _parts(store: Store, output: Judgment, query: Query, doc: Doc) -> set[str]:
 
 
 def _kept_member(judgments: Sequence[Judgment], members: set[str]) -> set[str]:
-    """The member of the new ensemble that was an answer before it (strictly older than the others):
-    it stays the old side on a rerun."""
+    """The new ensemble's member that was an answer before it: the old side on a rerun."""
     ordered = sorted((j for j in judgments if j.key in members), key=lambda j: j.created_at)
     if len(ordered) > 1 and ordered[0].created_at < ordered[1].created_at:
         return {ordered[0].key}
@@ -250,8 +233,7 @@ def select_candidates(
 
 
 def old_versions(store: Store, criteria: Sequence[Criterion]) -> tuple[list[PromptRef], list[str]]:
-    """The distinct prompts and judge ids of the old side `criteria` select: what `regrade` defaults
-    its prompt and model to."""
+    """The distinct prompts and judge ids of the old side: `regrade`'s defaults."""
     probe = {"old prompts": True}  # no judgment has this key: nothing counts as the new version
     prompts: dict[tuple[str, str], PromptRef] = {}
     judges: set[str] = set()
@@ -277,8 +259,7 @@ def judge_models(judge_id: str) -> list[str] | None:
 
 
 def version_pairs(store: Store, candidates: Iterable[Candidate]) -> list[VersionPair]:
-    """Each candidate with its old judgment and its new one as stored now (None if not yet),
-    both under the candidate's ids (a new judgment is shared by the pairs of its texts)."""
+    """Each candidate with its old judgment and its new one as stored now (or None)."""
     listed = list(candidates)
     stored = store.get_many(c.new_key for c in listed)
     out: list[VersionPair] = []
@@ -288,12 +269,6 @@ def version_pairs(store: Store, candidates: Iterable[Candidate]) -> list[Version
             new = for_pair(new, Pair(c.query, c.doc))
         out.append(VersionPair(c.query.query_id, c.doc.doc_id, c.old, new))
     return out
-
-
-def record_pairs(store: Store, candidates: Iterable[Candidate]) -> None:
-    """List each candidate's id pair under its new key in the store, so a later regrade of the
-    new version finds every pair, also those whose new judgment another pair's request gave."""
-    store.put_pairs((c.new_key, c.query.query_id, c.doc.doc_id) for c in candidates)
 
 
 def distinct_keys(candidates: Iterable[Candidate]) -> list[Candidate]:
@@ -307,8 +282,7 @@ def distinct_keys(candidates: Iterable[Candidate]) -> list[Candidate]:
 def to_grade(
     store: Store, candidates: Sequence[Candidate], *, exclude: Iterable[str] = ()
 ) -> list[Candidate]:
-    """Candidates whose new key is not ok in the store (nor among `exclude`, e.g. keys waiting
-    in open batches)."""
+    """Candidates whose new key is not ok in the store, nor among `exclude`."""
     statuses = store.statuses(c.new_key for c in candidates)
     skip = set(exclude)
     return [c for c in candidates if statuses.get(c.new_key) != "ok" and c.new_key not in skip]

@@ -96,3 +96,8 @@ async def grade(
 ) -> GradingReport:
     """`grade_pairs` with the scripted judges."""
     return await grade_pairs(pairs, judges, store=store, **kw)
+
+
+def run_grading(pairs: list[Pair], judges: list[Any], **options: Any) -> GradingReport:
+    """`grade_pairs` to its end from synchronous code."""
+    return asyncio.run(grade_pairs(pairs, judges, **options))
