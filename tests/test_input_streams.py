@@ -26,10 +26,9 @@ import pytest
 
 from grader.cli.main import main
 from grader.errors import InputError
-from grader.io.docs import read_docs
+from grader.io.docs import read_docs, read_queries
 from grader.io.grades import read_human_grades
 from grader.io.judgments import read_judgments
-from grader.io.queries import read_queries
 from grader.io.trec import read_qrels, read_run
 from tests.helpers.fifo import fifo
 

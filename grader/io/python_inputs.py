@@ -43,21 +43,31 @@ IDS_AS_TEXT = (
 
 
 def check_ids(column: pd.Series, what: str) -> None:
-    """InputError for ids pandas read as decimal numbers ("1" as 1.0, "007" as 7.0) or empty: as
-    text they would be other ids. Integers are their digits.
+    """InputError for an id that is empty, neither text nor an integer (a tuple, a bool), or a
+    decimal number pandas read ("1" as 1.0, "007" as 7.0): as text it would be no id or another.
     """
-    empty = column.isna().to_numpy()
+    empty = column.isna().to_numpy().copy()
+    kind = pd.api.types.infer_dtype(column, skipna=True)
+    if kind == "string":
+        empty |= column.eq("").to_numpy()
+    for row, value in enumerate(column if kind not in _ID_KINDS else ()):
+        if isinstance(value, bool | np.bool_) or not isinstance(
+            value, str | int | np.integer | float | np.floating
+        ):
+            raise InputError(
+                f"the {what}'s {column.name} column holds a {type(value).__name__} "
+                f"({value!r}, row {row}): an id is text or an integer",
+                hint="give each id as text",
+            )
+        empty[row] |= isinstance(value, str) and not value.strip()
     if empty.any():
         raise InputError(
             f"the {what}'s {column.name} column has an empty id (row {int(empty.argmax())})",
             hint="give every row an id",
         )
-    from grader.io.frame_checks import check_id_values
-
-    check_id_values(column, what)
     if pd.api.types.is_float_dtype(column.dtype):
         decimal = column
-    elif column.dtype == object and pd.api.types.infer_dtype(column) != "string":
+    elif column.dtype == object and kind != "string":
         decimal = column[[isinstance(v, float | np.floating) for v in column]]
     else:
         return
@@ -68,6 +78,40 @@ def check_ids(column: pd.Series, what: str) -> None:
             'as 1.0, "007" as 7.0)',
             hint=IDS_AS_TEXT,
         )
+
+
+_ID_KINDS = ("integer", "floating", "empty", "string")  # no value to look at one by one
+
+
+def check_texts(frame: pd.DataFrame, columns: list[str], what: str) -> None:
+    """InputError for a missing text (NaN, None) in any of `columns`, naming row and column."""
+    for name in columns:
+        empty = frame[name].isna().to_numpy()
+        if empty.any():
+            raise InputError(
+                f"the {what}'s {name} column has no text (row {int(empty.argmax())})",
+                hint="give every row its text (an empty string if it has none)",
+            )
+
+
+def one_text_per_id(ids: pd.Series, texts: pd.Series, what: str) -> None:
+    """InputError when one id is given two different texts (a file may not give an id twice),
+    naming the id, both rows and the text column."""
+    pairs = pd.DataFrame({"id": ids.to_numpy(), "text": texts.astype(str).to_numpy()})
+    distinct = pairs.drop_duplicates()
+    clash = distinct["id"].duplicated()
+    if not clash.any():
+        return
+    twice = distinct.loc[clash, "id"].iloc[0]
+    rows = [int(r) for r in pairs.index[pairs["id"] == twice]]
+    text = pairs["text"].tolist()
+    first = rows[0]
+    other = next(r for r in rows if text[r] != text[first])
+    raise InputError(
+        f"the {what} gives {ids.name} {twice!r} two different {texts.name} values (rows "
+        f"{first} and {other})",
+        hint=f"one {texts.name} per {ids.name}, as in a file",
+    )
 
 
 def id_text(column: pd.Series, what: str) -> pd.Series:
