@@ -201,11 +201,11 @@ def test_grade_and_calibrate_read_every_input_from_fifos(
 
 
 def test_stdin_may_be_compressed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from grader.io.runs import read_run_file
-
     run = EXAMPLES / "run.bm25.txt"
-    stdin = io.BytesIO(_compress(run.read_bytes(), "gz"))
-    frame = read_run_file("-", stdin=stdin)
+    monkeypatch.setattr(
+        sys, "stdin", io.TextIOWrapper(io.BytesIO(_compress(run.read_bytes(), "gz")))
+    )
+    frame = read_run("-")
     assert frame.drop(columns=[]).to_dict("list") == read_run(run).to_dict("list")
 
 

@@ -11,7 +11,6 @@ together, make the run be read whole by `read_run`: the answer never depends on 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import BinaryIO
 
 import numpy as np
 import numpy.typing as npt
@@ -20,7 +19,6 @@ import pyarrow.compute as pc
 
 from grader.errors import InputError
 from grader.io.duplicates import duplicate_error
-from grader.io.runs import run_source
 from grader.io.trec import RUN_COLUMNS, RUN_EXAMPLE, read_run, score_check
 from grader.io.trec_arrow import arrow_table, sniff_delimiter
 from grader.io.trec_lines import (
@@ -41,19 +39,6 @@ Int = npt.NDArray[np.int64]
 
 class _ReadWhole(Exception):
     """The block reader cannot take this file as is: `read_run` reads it (or names the error)."""
-
-
-def judged_run_file(
-    path: str,
-    judged: Judgments,
-    *,
-    precision: Precision = "float32",
-    depth: int | None = None,
-    stdin: BinaryIO | None = None,
-) -> JudgedRun:
-    """`judged_run` of a run file, or with `-` of the run on `stdin` (errors then name "stdin")."""
-    with run_source(path, stdin) as source:
-        return judged_run(source, judged, precision=precision, depth=depth)
 
 
 def judged_run(

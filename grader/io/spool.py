@@ -75,19 +75,6 @@ def _open_stdin() -> IO[bytes]:
     return io.BufferedReader(_SpoolReader(known[1]), CHUNK)
 
 
-def spool(raw: IO[bytes], name: str | Path) -> Path:
-    """Copy all of stream `raw` (decompressed when its first bytes or `name` say so) to a new
-    temporary file, lines bounded; errors name `name`."""
-    whole = _Spool(raw, name, owned=False)
-    try:
-        while whole.pull():
-            pass
-    except BaseException:
-        whole.copy.unlink(missing_ok=True)
-        raise
-    return whole.copy
-
-
 class _Spool:
     """A stream copied to a temporary file as far as it has been read."""
 
