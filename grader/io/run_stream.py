@@ -1,11 +1,9 @@
-"""A TREC run read block by block against indexed qrels: only its judged rows are kept.
+"""A TREC run read block by block against indexed qrels, keeping only its judged rows.
 
-Every measure needs only the ranks and grades of the judged documents a run returned, and how
-many it returned (`grader.metrics.join_arrow`). So a run is read in blocks of a few MiB (each
-parsed by Arrow), each complete ranking is ordered as trec_eval orders it, and only (qrels query
-code, rank, grade) of its judged rows are kept: peak memory is a block, not the file. The checks
-and errors are `read_run`'s; a block with irregular whitespace, or a query whose lines are not
-together, make the run be read whole by `read_run`: the answer never depends on the path.
+Measures need only the ranks and grades of the judged documents a run returned and how many it
+returned (`grader.metrics.join_arrow`): peak memory is a block, not the file. A bad line is named
+as `read_run` names it; irregular whitespace, a query's lines apart or a (query, doc) twice have
+the run read whole by `read_run`: the answer never depends on the path.
 """
 
 from __future__ import annotations
@@ -18,7 +16,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from grader.errors import InputError
-from grader.io.duplicates import duplicate_error
 from grader.io.trec import RUN_COLUMNS, RUN_EXAMPLE, read_run, score_check
 from grader.io.trec_arrow import arrow_table, sniff_delimiter
 from grader.io.trec_lines import (
@@ -122,10 +119,9 @@ class _Blocks:
         self.heads.append(heads)
         encoded = pc.dictionary_encode(docs)
         doc_codes = np.asarray(encoded.indices.to_numpy(), dtype=np.int64)
-        keyed = group * max(len(encoded.dictionary), 1) + doc_codes
-        pairs = np.sort(keyed)
+        pairs = np.sort(group * max(len(encoded.dictionary), 1) + doc_codes)
         if bool(np.any(pairs[1:] == pairs[:-1])):
-            self._duplicate(keyed, queries, docs, heads)
+            raise _ReadWhole  # a (query, doc) twice: `read_run` names both lines
         order = rank_order(group, scores, docs, self.precision)
         rank = np.empty(n, dtype=np.int64)
         rank[order] = ranks_within(group[order])
@@ -145,23 +141,6 @@ class _Blocks:
         row_docs = docs if len(picked) == n else docs.take(pa.array(picked))
         at, grade = self.judged.grades_of(row_query, row_docs)
         self.kept.append((row_query[at], rank[picked[at]], grade))
-
-    def _duplicate(self, keyed: Int, queries: pa.Array, docs: pa.Array, heads: pa.Array) -> None:
-        """Raise `read_run`'s error for the first (query, doc) repeated within a ranking, both lines
-        found by a scan of the file; _ReadWhole when a query id came back (`read_run` finds it
-        then).
-        """
-        seen = pa.concat_arrays(self.heads)
-        if len(pc.unique(seen)) != len(seen):
-            raise _ReadWhole
-        order = np.argsort(keyed, kind="stable")
-        ordered = keyed[order]
-        row = int(order[1:][ordered[1:] == ordered[:-1]].min())
-        qid, did = str(queries[row].as_py()), str(docs[row].as_py())
-        lines = _pair_lines(self.path, qid, did)
-        if len(lines) < 2:
-            raise _ReadWhole
-        raise duplicate_error(self.path, qid, did, lines[0], lines[1], "run")
 
     def _result(self) -> JudgedRun:
         heads = pa.concat_arrays(self.heads) if self.heads else pa.array([], pa.string())
@@ -188,22 +167,6 @@ def _parse(block: bytes, sniffed: tuple[str, int]) -> pa.RecordBatch | None:
         return None
     batches = table.combine_chunks().to_batches()
     return batches[0] if batches else pa.RecordBatch.from_pylist([], schema=table.schema)
-
-
-def _pair_lines(path: Path, qid: str, did: str) -> list[int]:
-    """The first two lines of the run naming (qid, did), read block by block."""
-    q, d = qid.encode(), did.encode()
-    found: list[int] = []
-    for before, block in line_blocks(path, BLOCK):
-        if d not in block:
-            continue
-        for offset, line in enumerate(block.split(b"\n")):
-            cells = line.split()
-            if len(cells) > 2 and cells[0] == q and cells[2] == d:
-                found.append(before + offset + 1)
-                if len(found) == 2:
-                    return found
-    return found
 
 
 def _starts(queries: pa.Array) -> Int:
