@@ -42,7 +42,7 @@ def run_fill(args: argparse.Namespace, given: list[str], comparison: Options | N
     `--baseline`'s (`grader.evaluation.fill.baseline`)."""
     from calibration.spotcheck.also_judged import also_judged_weights, fill_design
     from grader.evaluation.fill.evaluation import evaluate_filled, llm_grades, people_grades
-    from grader.io.people_grades import parse_llm_scale
+    from grader.io.grades import parse_llm_scale
     from grader.io.runs import run_names
     from grader.io.trec import read_run
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from grader.errors import InputError
-from grader.io.people_grades import scale_text
+from grader.io.grades import scale_text
 
 PairId = tuple[str, str]
 

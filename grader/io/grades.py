@@ -25,10 +25,10 @@ from grader.io.grade_format import DISTRIBUTION_COLUMNS
 from grader.io.grade_format import HEADER_ALIASES as _HEADER_ALIASES
 from grader.io.grade_format import REQUIRED as _REQUIRED
 from grader.io.grade_format import looks_like_qrels as looks_like_qrels
-from grader.io.judgments import ReadCounts, iter_judgments
+from grader.io.judgments import iter_judgments
 from grader.io.streams import allow_long_csv_fields
 from grader.io.trec import read_qrels
-from grader.models import MAX_GRADE, MIN_GRADE
+from grader.models import GRADES, MAX_GRADE, MIN_GRADE
 from grader.spelling import option
 
 _HUMAN_EXAMPLE = (
@@ -38,8 +38,10 @@ _HUMAN_EXAMPLE = (
 
 
 def _first_line(path: str | Path) -> str | None:
+    """The first line neither blank nor a `#` comment, which tells the format."""
     for _, line in content_lines(path):
-        return line
+        if not line.lstrip().startswith("#"):
+            return line
     return None
 
 
@@ -241,11 +243,9 @@ def _judgment_rows(
     rows: list[dict[str, Any]] = []
     seen: dict[tuple[str, str], tuple[int, str]] = {}
     failed = 0
-    counts = ReadCounts()
-    clamped = seen_clamps = 0
+    clamped = 0
     judges: dict[str, int] = {}  # every judge id in the file, with its count of lines
-    for n, j in iter_judgments(path, clamp=clamp, counts=counts):
-        moved, seen_clamps = counts.clamped - seen_clamps, counts.clamped
+    for n, j, moved in iter_judgments(path, clamp=clamp):
         judges[j.judge] = judges.get(j.judge, 0) + 1
         if judge is not None and j.judge != judge:
             continue
@@ -298,3 +298,45 @@ def read_grades_file(path: str | Path, *, clamp: bool = False) -> pd.DataFrame:
         frame.attrs.update(source="trec", path=str(path))
         return frame
     return read_human_grades(path, clamp=clamp)
+
+
+def read_people_grades(path: str | Path) -> pd.DataFrame:
+    """Human grades [query_id, doc_id, grade] as written (`grade --skip-judged`, `evaluate
+    --fill`): TREC qrels with any integer grade, as trec_eval reads them, or a grades file."""
+    frame = read_grades_file(path)
+    if frame.empty:
+        raise InputError("holds no grades", path=path, hint="give TREC qrels (qid 0 docid grade)")
+    out = frame[["query_id", "doc_id", "grade"]]
+    out.attrs["path"] = str(path)
+    return out
+
+
+IDENTITY_SCALE = {g: g for g in GRADES}
+
+
+def parse_llm_scale(text: str) -> dict[int, int]:
+    """`0:0,1:1,2:2,3:3` (`--llm-scale`) as {llm grade: people's grade}; every LLM grade 0..3
+    exactly once."""
+    scale: dict[int, int] = {}
+    hint = "write LLM:HUMAN for each LLM grade 0..3, e.g. --llm-scale 0:0,1:1,2:2,3:3"
+    for part in text.split(","):
+        left, sep, right = part.strip().partition(":")
+        try:
+            llm, human = int(left), int(right)
+        except ValueError:
+            raise InputError(f"--llm-scale: {part.strip()!r} is not LLM:HUMAN", hint=hint) from None
+        if not sep or llm not in GRADES:
+            raise InputError(f"--llm-scale: {llm} is not an LLM grade (0..3)", hint=hint)
+        if llm in scale:
+            raise InputError(f"--llm-scale: grade {llm} is mapped twice", hint=hint)
+        scale[llm] = human
+    if set(scale) != set(GRADES):
+        missing = ", ".join(str(g) for g in GRADES if g not in scale)
+        raise InputError(f"--llm-scale: no mapping for LLM grade(s) {missing}", hint=hint)
+    return scale
+
+
+def scale_text(scale: dict[int, int]) -> str:
+    """`0:0,1:1,2:2,3:3`, and whether that is the identity."""
+    text = ",".join(f"{g}:{scale[g]}" for g in sorted(scale))
+    return text + (" (identity)" if scale == IDENTITY_SCALE else "")

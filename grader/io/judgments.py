@@ -5,7 +5,6 @@ that would let a failure pass as a grade is refused with file, line and pydantic
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -52,40 +51,28 @@ def validation_reason(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-@dataclass
-class ReadCounts:
-    """What a reader changed on the way in: `clamped` grades moved into 0..3 (with `clamp`)."""
-
-    clamped: int = 0
-
-
 def iter_judgments(
-    path: str | Path, *, clamp: bool = False, counts: ReadCounts | None = None
-) -> Iterator[tuple[int, Judgment]]:
-    """(line number, Judgment) of every non-blank line; with `clamp`, grades are cut into 0..3
-    and each grade moved is counted in `counts.clamped` (when `counts` is given)."""
+    path: str | Path, *, clamp: bool = False
+) -> Iterator[tuple[int, Judgment, bool]]:
+    """(line number, Judgment, whether its grade was moved) of every non-blank line; with `clamp`,
+    grades are cut into 0..3."""
     for n, line in content_lines(path):
         record = parse_json_object(path, n, line)
         grade = record.get("grade")
         if clamp and isinstance(grade, int) and not isinstance(grade, bool):
             record["grade"] = min(3, max(0, grade))
-            if record["grade"] != grade and counts is not None:
-                counts.clamped += 1
         try:
             judgment = Judgment.model_validate(record)
         except ValidationError as exc:
             raise InputError(
                 f"not a valid judgment: {validation_reason(exc)}", path=path, line=n
             ) from None
-        yield n, judgment
+        yield n, judgment, record.get("grade") != grade
 
 
-def read_judgments(
-    path: str | Path, *, clamp: bool = False, counts: ReadCounts | None = None
-) -> list[Judgment]:
-    """Every judgment of a JSONL file, in file order; an empty file is an error. Clamped grades
-    are counted in `counts.clamped` when `counts` is given."""
-    judgments = [j for _, j in iter_judgments(path, clamp=clamp, counts=counts)]
+def read_judgments(path: str | Path, *, clamp: bool = False) -> list[Judgment]:
+    """Every judgment of a JSONL file, in file order; an empty file is an error."""
+    judgments = [j for _, j, _ in iter_judgments(path, clamp=clamp)]
     if not judgments:
         raise empty_file_error(path, "judgments", _EXAMPLE)
     return judgments
