@@ -16,14 +16,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from grader.errors import InputError
-from grader.io.trec import RUN_COLUMNS, RUN_EXAMPLE, read_run, score_check
-from grader.io.trec_arrow import arrow_table, sniff_delimiter
-from grader.io.trec_lines import (
-    TREC_LINE_LIMIT,
-    check_lines,
-    check_text_head,
-    line_blocks,
-)
+from grader.io.trec import read_run, score_check
+from grader.io.trec_arrow import block_table, sniff_delimiter
+from grader.io.trec_lines import RUN, TREC_LINE_LIMIT, check_lines, check_text_head, line_blocks
 from grader.metrics.join_arrow import Judgments, join_run
 from grader.metrics.judged_rows import JudgedRun
 from grader.metrics.rank_order import Precision, rank_order, ranks_within
@@ -71,8 +66,6 @@ class _Blocks:
     def read(self) -> JudgedRun:
         check_text_head(self.path, "run")  # a binary file is told as such
         sniffed = sniff_delimiter(self.path)
-        if sniffed is None:
-            raise _ReadWhole  # empty, a BOM, mixed separators: read_run's
         carry: tuple[pa.Array, pa.Array, npt.NDArray[np.float64]] | None = None
         for before, block in line_blocks(self.path, BLOCK):
             queries, docs, scores = self._checked(block, before, sniffed)
@@ -92,22 +85,19 @@ class _Blocks:
         return self._result()
 
     def _checked(
-        self, block: bytes, before: int, sniffed: tuple[str, int]
+        self, block: bytes, before: int, sniffed: tuple[str, int] | None
     ) -> tuple[pa.Array, pa.Array, npt.NDArray[np.float64]]:
-        """A block's (query ids, doc ids, scores) without comment lines; a rejected block raises at
-        its first bad line, or _ReadWhole when it has none.
-        """
-        rows = _parse(block, sniffed)
-        scores = None if rows is None else rows.column("score").to_numpy(zero_copy_only=False)
-        if rows is None or scores is None or not np.isfinite(scores).all():
-            check_lines(
-                self.path, block, before, RUN_COLUMNS, "score", "run", RUN_EXAMPLE,
-                extra_columns=True, number_error=score_check(self.path),
-            )  # fmt: skip
+        """A block's (query ids, doc ids, scores) without comment lines; a bad line raises."""
+        check = score_check(self.path)
+        table = block_table(
+            self.path, block, before, RUN, check, sniffed, ids=pa.string(), chunk=_PARSE_CHUNK
+        )
+        scores = np.asarray(table["score"].to_numpy(), dtype=np.float64)
+        if not np.isfinite(scores).all():
+            check_lines(self.path, block, before, RUN, check)  # names the line
             raise _ReadWhole
-        self.rows += rows.num_rows
-        scores = np.asarray(scores, dtype=np.float64)
-        return rows.column("query_id"), rows.column("doc_id"), scores
+        self.rows += table.num_rows
+        return table["query_id"].combine_chunks(), table["doc_id"].combine_chunks(), scores
 
     def _rankings(self, queries: pa.Array, docs: pa.Array, scores: npt.NDArray[np.float64]) -> None:
         """Rank whole rankings (a query's lines, together) and keep their judged rows."""
@@ -156,17 +146,6 @@ class _Blocks:
         )
         ranked = self.judged.ranked(query, rank, grade, self.returned, unjudged)
         return JudgedRun(ranked, self.rows)
-
-
-def _parse(block: bytes, sniffed: tuple[str, int]) -> pa.RecordBatch | None:
-    """A block of whole run lines as one batch when Arrow's fast path takes it, else None."""
-    table = arrow_table(
-        block, RUN_COLUMNS, "score", True, sniffed, ids=pa.string(), chunk=_PARSE_CHUNK
-    )
-    if table is None:
-        return None
-    batches = table.combine_chunks().to_batches()
-    return batches[0] if batches else pa.RecordBatch.from_pylist([], schema=table.schema)
 
 
 def _starts(queries: pa.Array) -> Int:

@@ -21,22 +21,13 @@ import pyarrow.compute as pc
 from grader.errors import InputError
 from grader.io.duplicates import check_duplicates, duplicate_error
 from grader.io.files import atomic_write, iter_lines
-from grader.io.trec_arrow import (
-    float_column,
-    line_of,
-    lines_of,
-    parse_columns,
-)
-from grader.io.trec_lines import NumberCheck, finite_number, parses_as_number
+from grader.io.trec_arrow import line_of, lines_of, parse_columns
+from grader.io.trec_lines import QRELS, RUN, NumberCheck, finite_number, parses_as_number
 from grader.metrics.rank_order import Precision, rank_order, ranks_within
 from grader.spelling import option
 
 if TYPE_CHECKING:  # pandas (and pydantic, through grader.models) load only where used, so
     import pandas as pd  # `relgrade evaluate` of a small run starts fast
-
-RUN_COLUMNS = ("query_id", "q0", "doc_id", "file_rank", "score", "tag")
-QRELS_COLUMNS = ("query_id", "iteration", "doc_id", "grade")
-RUN_EXAMPLE = "qid Q0 docid rank score tag"
 
 
 def query_codes(column: pa.ChunkedArray) -> npt.NDArray[np.int64]:
@@ -82,7 +73,7 @@ def score_check(path: Path) -> NumberCheck:
 
 
 def _finite_scores(path: Path, table: pa.Table) -> npt.NDArray[np.float64]:
-    scores = float_column(table["score"])
+    scores = np.asarray(table["score"].to_numpy(), dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(scores))
     if bad.size:
         row = int(bad[0])
@@ -103,15 +94,7 @@ def read_run(path: str | Path, *, precision: Precision = "float32") -> pd.DataFr
     p = Path(path)
     if precision not in ("float32", "float64"):
         raise InputError(f"unknown precision {precision!r}", hint="use float32 or float64")
-    table = parse_columns(
-        p,
-        RUN_COLUMNS,
-        "score",
-        "run",
-        RUN_EXAMPLE,
-        extra_columns=True,
-        number_error=score_check(p),
-    )
+    table = parse_columns(p, RUN, score_check(p))
     scores = _finite_scores(p, table)
     table = table.select(["query_id", "doc_id", "tag"])  # free the other columns early
     qcodes = query_codes(table["query_id"])
@@ -186,10 +169,8 @@ def read_qrels_columns(
             return None
         return InputError(f"grade {cell!r} is not an integer", path=p, line=line, hint=hint)
 
-    table = parse_columns(
-        p, QRELS_COLUMNS, "grade", "qrels", "qid 0 docid grade", number_error=grade_check
-    )
-    grades = float_column(table["grade"])
+    table = parse_columns(p, QRELS, grade_check)
+    grades = np.asarray(table["grade"].to_numpy(), dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(grades) | (grades != np.round(grades)))
     if bad.size:
         raise _grade_error(p, table, bad, "is not an integer", hint, written=False)

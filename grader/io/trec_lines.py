@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from grader.errors import InputError
@@ -25,6 +26,31 @@ _CELL_SEPARATORS = re.compile(rb"[ \t]+")  # what the irregular path splits on
 
 NumberCheck = Callable[[str, int], InputError | None]
 """(cell text, file line) -> the error for a number cell the caller refuses, else None."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The lines of a TREC file: its columns, the one holding a number, later columns allowed."""
+
+    names: tuple[str, ...]
+    numeric: str
+    kind: str
+    example: str
+    extra_columns: bool = False
+
+    @property
+    def hint(self) -> str:
+        return f"each line must be `{self.example}`, separated by spaces or tabs"
+
+
+RUN = Layout(
+    ("query_id", "q0", "doc_id", "file_rank", "score", "tag"),
+    "score",
+    "run",
+    "qid Q0 docid rank score tag",
+    extra_columns=True,
+)
+QRELS = Layout(("query_id", "iteration", "doc_id", "grade"), "grade", "qrels", "qid 0 docid grade")
 
 
 def parses_as_number(cell: str) -> bool:
@@ -149,36 +175,27 @@ def _lines(block: bytes) -> Iterator[bytes]:
 
 
 def check_lines(
-    path: Path,
-    block: bytes,
-    before: int,
-    names: tuple[str, ...],
-    numeric: str,
-    kind: str,
-    example: str,
-    *,
-    extra_columns: bool,
-    number_error: NumberCheck,
+    path: Path, block: bytes, before: int, layout: Layout, number_error: NumberCheck
 ) -> None:
     """Raise at the first bad line of `block`, whose first line is file line `before + 1`."""
-    index = names.index(numeric)
-    hint = f"each line must be `{example}`, separated by spaces or tabs"
+    names = layout.names
+    index = names.index(layout.numeric)
     for offset, raw in enumerate(_lines(block)):
         lineno = before + offset + 1
         if len(raw) > TREC_LINE_LIMIT:
             raise line_too_long(path, lineno, TREC_LINE_LIMIT)
-        not_text = _not_text(path, raw, lineno, kind)
+        not_text = _not_text(path, raw, lineno, layout.kind)
         if not_text is not None:
             raise not_text
         cells = [c for c in _CELL_SEPARATORS.split(raw.rstrip(b"\r")) if c]
         if not cells or cells[0].startswith(b"#"):
             continue  # blank or a comment
-        if len(cells) < len(names) or (len(cells) > len(names) and not extra_columns):
+        if len(cells) < len(names) or (len(cells) > len(names) and not layout.extra_columns):
             raise InputError(
-                f"expected {len(names)} columns in a {kind} line, found {len(cells)}",
+                f"expected {len(names)} columns in a {layout.kind} line, found {len(cells)}",
                 path=path,
                 line=lineno,
-                hint=hint,
+                hint=layout.hint,
             )
         error = number_error(cells[index].decode(), lineno)
         if error is not None:
