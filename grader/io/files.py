@@ -25,6 +25,7 @@ from grader.io.streams import (
     bounded_lines,
     compressed_writer,
     compression_of,
+    not_utf8,
 )
 
 STALE_AFTER_HOURS = 24.0  # a temp file of a live process (or another host's) this old is stale
@@ -32,16 +33,12 @@ PAUSE_ENV = "RELGRADE_TEST_WRITE_PAUSE"  # tests only: `NAME:SECONDS`, wait befo
 _TEMP_RE = re.compile(r"\.relgrade-(?P<host>[A-Za-z0-9]*)-(?P<pid>\d+)-[a-z0-9_]+\.tmp")
 
 
-def _open_binary(path: Path) -> IO[bytes]:
-    return open_binary(path)
-
-
 def iter_lines(path: str | Path, *, limit: int = LINE_LIMIT) -> Iterator[tuple[int, str]]:
     """(1-based line number, line without its newline) of a UTF-8 text file; a line over `limit`
     bytes is an InputError naming it.
     """
     p = Path(path)
-    with _open_binary(p) as fh:
+    with open_binary(p) as fh:
         lineno = 0
         try:
             for raw in bounded_lines(fh, p, limit):
@@ -49,12 +46,7 @@ def iter_lines(path: str | Path, *, limit: int = LINE_LIMIT) -> Iterator[tuple[i
                 try:
                     line = raw.decode("utf-8")
                 except UnicodeDecodeError as exc:
-                    raise InputError(
-                        f"not valid UTF-8 (byte {exc.start} of the line)",
-                        path=p,
-                        line=lineno,
-                        hint="re-encode the file as UTF-8",
-                    ) from None
+                    raise not_utf8(p, lineno, exc.start) from None
                 if lineno == 1 and line.startswith("\ufeff"):
                     line = line[1:]
                 yield lineno, line.rstrip("\r\n")
@@ -65,7 +57,7 @@ def iter_lines(path: str | Path, *, limit: int = LINE_LIMIT) -> Iterator[tuple[i
 def read_text(path: str | Path) -> str:
     """The whole file as text (UTF-8, or .gz of UTF-8)."""
     p = Path(path)
-    with _open_binary(p) as fh:
+    with open_binary(p) as fh:
         try:
             data = fh.read()
         except READ_ERRORS as exc:
@@ -73,10 +65,8 @@ def read_text(path: str | Path) -> str:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise InputError(
-            "not valid UTF-8", path=p, line=line, hint="re-encode the file as UTF-8"
-        ) from None
+        start = data.rfind(b"\n", 0, exc.start) + 1  # of the line
+        raise not_utf8(p, data.count(b"\n", 0, start) + 1, exc.start - start) from None
     return text.removeprefix("\ufeff")
 
 
@@ -87,20 +77,16 @@ def _default_file_mode() -> int:
     return 0o666 & ~umask
 
 
-def _host() -> str:
+def host_tag() -> str:
+    """This host's name, letters and digits only (part of temp file and marker names)."""
     import socket  # writers only: readers (`relgrade evaluate`) start without it
 
     return re.sub(r"[^A-Za-z0-9]", "", socket.gethostname())[:32]
 
 
-def host_tag() -> str:
-    """This host's name, letters and digits only (part of temp file and marker names)."""
-    return _host()
-
-
 def writer_gone(host: str, pid: int) -> bool:
     """Whether process `pid` of `host` is known to be gone (only this host's can be checked)."""
-    if host != _host() or pid == os.getpid():
+    if host != host_tag() or pid == os.getpid():
         return False
     try:
         os.kill(pid, 0)
@@ -168,7 +154,7 @@ def atomic_write(path: str | Path) -> Iterator[IO[str]]:
     import tempfile  # writers only, as socket
 
     fd, tmp_name = tempfile.mkstemp(
-        prefix=f".{target.name}.relgrade-{_host()}-{os.getpid()}-", suffix=".tmp", dir=folder
+        prefix=f".{target.name}.relgrade-{host_tag()}-{os.getpid()}-", suffix=".tmp", dir=folder
     )
     tmp = Path(tmp_name)
     try:

@@ -70,6 +70,12 @@ def line_too_long(path: str | Path, line: int, limit: int) -> InputError:
     )
 
 
+def not_utf8(path: str | Path, line: int, byte: int) -> InputError:
+    """The error for line `line`, not UTF-8 from its byte `byte` on."""
+    hint = "re-encode the file as UTF-8"
+    return InputError(f"not valid UTF-8 (byte {byte} of the line)", path=path, line=line, hint=hint)
+
+
 def _size(n: int) -> str:
     return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n:,} bytes"
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.errors import InputError
-from grader.io.files import _open_binary
-from grader.io.streams import READ_ERRORS, line_too_long
+from grader.io.spool import open_binary
+from grader.io.streams import READ_ERRORS, line_too_long, not_utf8
 
 BLOCK = 1 << 22
 TREC_LINE_LIMIT = 1 << 20
@@ -94,7 +94,7 @@ def line_blocks(path: Path, size: int = BLOCK) -> Iterator[tuple[int, bytes]]:
     before = 0
     carry = b""
     try:
-        with _open_binary(path) as fh:
+        with open_binary(path) as fh:
             while True:
                 data = fh.read(size)
                 block = carry + data
@@ -122,7 +122,7 @@ def check_text_head(path: Path, kind: str) -> None:
     count. Unreadable files are left to the readers.
     """
     try:
-        with _open_binary(path) as fh:
+        with open_binary(path) as fh:
             head = fh.read(TEXT_HEAD)
     except (*READ_ERRORS, ValueError):
         return
@@ -147,12 +147,7 @@ def _not_text(path: Path, raw: bytes, lineno: int, kind: str) -> InputError | No
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return InputError(
-            f"not valid UTF-8 (byte {exc.start} of the line)",
-            path=path,
-            line=lineno,
-            hint="re-encode the file as UTF-8",
-        )
+        return not_utf8(path, lineno, exc.start)
     nul = raw.find(b"\x00")
     if nul >= 0:  # valid UTF-8, but no text file holds NUL: a binary file, or UTF-16
         return InputError(

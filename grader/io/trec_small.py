@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from grader.errors import InputError
 from grader.io.decimals import parse_cells, parse_decimals
-from grader.io.files import _open_binary
+from grader.io.spool import open_binary
 from grader.io.trec_lines import TREC_LINE_LIMIT
 from grader.metrics.join_dicts import DictJudgments, dict_judgments, query_codes
 from grader.metrics.judged_rows import Int, JudgedRun
@@ -39,7 +39,7 @@ def small_bytes(path: Path, limit: int | None = None) -> bytes | None:
     """
     limit = SMALL_BYTES if limit is None else limit
     try:
-        with _open_binary(path) as fh:
+        with open_binary(path) as fh:
             data = fh.read(limit + 1)
     except (InputError, OSError, EOFError):  # gzip.BadGzipFile is an OSError
         return None  # the Arrow reader says what is wrong
