@@ -21,7 +21,7 @@ import pandas as pd
 from grader.errors import InputError
 from grader.io._records import content_lines, empty_file_error
 from grader.io.files import iter_lines
-from grader.io.grade_format import DISTRIBUTION_COLUMNS
+from grader.io.grade_format import DISTRIBUTION_COLUMNS, clamp_hint
 from grader.io.grade_format import HEADER_ALIASES as _HEADER_ALIASES
 from grader.io.grade_format import REQUIRED as _REQUIRED
 from grader.io.grade_format import looks_like_qrels as looks_like_qrels
@@ -29,7 +29,6 @@ from grader.io.judgments import iter_judgments
 from grader.io.streams import allow_long_csv_fields
 from grader.io.trec import read_qrels
 from grader.models import GRADES, MAX_GRADE, MIN_GRADE
-from grader.spelling import option
 
 _HUMAN_EXAMPLE = (
     "a CSV with the header query_id,doc_id,grade, TREC qrels (qid 0 docid grade), or a "
@@ -129,8 +128,7 @@ def parse_grade(
             f"grade {text} is outside {MIN_GRADE}..{MAX_GRADE}",
             path=path,
             line=lineno,
-            hint=f"fix the grade, or pass {option('--clamp', 'clamp=True')} to move it to the "
-            f"nearest of {MIN_GRADE} and {MAX_GRADE}",
+            hint=clamp_hint(),
         )
     return min(MAX_GRADE, max(MIN_GRADE, grade)), True
 

@@ -21,10 +21,10 @@ import pyarrow.compute as pc
 from grader.errors import InputError
 from grader.io.duplicates import check_duplicates, duplicate_error
 from grader.io.files import atomic_write, iter_lines
+from grader.io.grade_format import LARGE_HINT, LARGEST_GRADE, clamp_hint
 from grader.io.trec_arrow import line_of, lines_of, parse_columns
 from grader.io.trec_lines import QRELS, RUN, NumberCheck, finite_number, parses_as_number
 from grader.metrics.rank_order import Precision, rank_order, ranks_within
-from grader.spelling import option
 
 if TYPE_CHECKING:  # pandas (and pydantic, through grader.models) load only where used, so
     import pandas as pd  # `relgrade evaluate` of a small run starts fast
@@ -177,23 +177,17 @@ def read_qrels_columns(
     if any_grade:
         huge = np.flatnonzero(np.abs(grades) > LARGEST_GRADE)
         if huge.size:
-            hint = "qrels grades are small integers such as -2..4"
-            raise _grade_error(p, table, huge, "is too large", hint)
+            raise _grade_error(p, table, huge, "is too large", LARGE_HINT)
         return _qrels_columns(p, table, grades.astype(np.int64), clamped=0)
     from grader.models import MAX_GRADE, MIN_GRADE
 
     # Range check and clip on the floats: a huge grade cast to int64 first would wrap around.
     outside = np.flatnonzero((grades < MIN_GRADE) | (grades > MAX_GRADE))
     if outside.size and not clamp:
-        hint = f"fix the grade, or pass {option('--clamp', 'clamp=True')} to move it to the "
-        hint += "nearest of 0 and 3"
-        raise _grade_error(p, table, outside, f"is outside {MIN_GRADE}..{MAX_GRADE}", hint)
+        why = f"is outside {MIN_GRADE}..{MAX_GRADE}"
+        raise _grade_error(p, table, outside, why, clamp_hint())
     ints = np.clip(grades, MIN_GRADE, MAX_GRADE).astype(np.int64)
     return _qrels_columns(p, table, ints, clamped=int(outside.size) if clamp else 0)
-
-
-LARGEST_GRADE = 2.0**53
-"""The largest grade read as written: beyond 2**53 a float64 no longer holds every integer."""
 
 
 def _grade_error(
