@@ -1,8 +1,6 @@
-"""Numbers in a byte buffer, parsed in numpy exactly as `float()` parses them.
-
-A cell `[-+]?digits[.digits]` of at most MAX_DIGITS digits has an exact mantissa and power of
-ten, so one IEEE division gives float()'s value (Clinger's fast path), for every cell at once.
-Any other cell goes through `float()`, refused when it holds `_` or non-ASCII (Arrow would).
+"""Numbers in a byte buffer parsed in numpy exactly as `float()` parses them: a short decimal
+has an exact mantissa and power of ten, so one IEEE division gives float()'s value (Clinger's
+fast path). Any other cell goes through `float()`.
 """
 
 from __future__ import annotations

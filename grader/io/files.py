@@ -1,9 +1,6 @@
-"""Low-level file handling shared by every reader and writer.
-
-Compressed files are read and written transparently, a stream read once (`spool`); text that is
-not UTF-8 is an InputError naming file and line. Outputs are written atomically (a temp file
-`.NAME.relgrade-HOST-PID-XXXXXXXX.tmp` beside the target, fsync, rename); one a kill left behind
-is removed by the next write of the target once its process is gone.
+"""Reading text lines and writing outputs atomically (a temp file
+`.NAME.relgrade-HOST-PID-XXXXXXXX.tmp` beside the target, fsync, rename); a temp file a kill left
+behind is removed by the next write of the target once its process is gone.
 """
 
 from __future__ import annotations

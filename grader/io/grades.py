@@ -1,11 +1,7 @@
-"""Grade tables for calibration: human grades (CSV or qrels) and LLM grades (judgments or qrels).
+"""Grade tables `[query_id, doc_id, grade, ...]`: people's (CSV, qrels) and LLMs' (judgments).
 
-Both return `[query_id, doc_id, grade, ...]` (ids as text, grade an int in 0..3), the format
-told by content (docs/file-formats.md). A CSV keeps its other columns; a row with an empty grade
-is a pair nobody graded yet, counted in `attrs["ungraded"]`, never read as 0. From judgments
-only `ok` ones give rows (`attrs["failed"]` counts the others) and `judge`, `expected_grade`,
-`confidence` and `p_grade_0..3` come along when some judgment has them. A grade outside 0..3 is
-an error unless `clamp=True` (counted in `attrs["clamped"]`); a pair twice names both lines.
+The format is told by content (docs/file-formats.md). attrs count what gave no row: `ungraded`
+(an empty CSV grade, never read as 0), `failed` judgments, `clamped` grades (with `clamp=True`).
 """
 
 from __future__ import annotations

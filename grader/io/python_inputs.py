@@ -1,8 +1,5 @@
-"""Qrels, runs and grades as people hold them in a notebook, made into relgrade's frames.
-
-A DataFrame (ir_measures' `query_id, doc_id, relevance|grade, score` or PyTerrier's `qid,
-docno, label, score`), a pytrec_eval dict or an iterable of ir_datasets / ir_measures tuples
-becomes the frame the file readers give; runs are ranked as trec_eval ranks (docs/python-api.md).
+"""Qrels, runs and grades as a notebook holds them (DataFrames of either convention, pytrec_eval
+dicts, ir_datasets / ir_measures tuples) made into the frames the file readers give.
 """
 
 from __future__ import annotations

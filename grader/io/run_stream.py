@@ -1,9 +1,6 @@
-"""A TREC run read block by block against indexed qrels, keeping only its judged rows.
-
-Measures need only the ranks and grades of the judged documents a run returned and how many it
-returned (`grader.metrics.join_arrow`): peak memory is a block, not the file. A bad line is named
-as `read_run` names it; irregular whitespace, a query's lines apart or a (query, doc) twice have
-the run read whole by `read_run`: the answer never depends on the path.
+"""A TREC run read block by block against indexed qrels, keeping only its judged rows: peak
+memory is a block, not the file. A bad line is named as `read_run` names it; a query's lines
+apart or a (query, doc) twice have the run read whole by `read_run`, with the same answer.
 """
 
 from __future__ import annotations

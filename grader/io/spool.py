@@ -1,10 +1,7 @@
-"""Streams read once: a pipe, FIFO or `<(...)` given as an input path.
+"""Streams read once (a pipe, FIFO, `<(...)` or `-`), copied to a temporary file as far as read.
 
-Such a path can be read once, while a reader may open a file several times (its head, the fast
-reader, an error's line). Its first open copies its text, decompressed, to a temporary file as
-far as any reader has read; every open in this process reads the copy, so answers and
-`file:line` errors are those of a regular file and a bad line is named as soon as it is read.
-A line over LINE_LIMIT stops the copy (`/dev/zero` fails); copies go when the process ends.
+A reader may open a file several times (its head, the fast reader, an error's line): every open
+in this process reads the copy, so answers and `file:line` errors are those of a regular file.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """Compression and bounded lines, shared by every reader and writer.
 
-Compression is told by the name (`.gz`, `.bz2`, `.xz`, `.zst` through pyarrow's codec), or for
-a stream by its first bytes (`MAGIC`). A line over a limit is an InputError naming file and line
-once the limit of it is read (`line_too_long`, the one message); LINE_LIMIT bounds CSV fields.
+Compression is told by the name (`.gz`, `.bz2`, `.xz`, `.zst`) or a stream's first bytes
+(`MAGIC`); a line over a limit is an InputError naming file and line once the limit is read.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ import os
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Literal
 
 from grader.errors import InputError
 
@@ -215,43 +214,31 @@ def _has_data_line(chunk: bytes) -> bool:
 
 def decompressed(raw: IO[bytes], compression: str | None) -> IO[bytes]:
     """`raw` read through `compression` (None: as it is)."""
-    if compression is None:
-        return raw
-    if compression == "gzip":
-        import gzip
-
-        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
-    if compression == "bz2":
-        import bz2
-
-        return bz2.BZ2File(raw, "rb")
-    if compression == "xz":
-        return lzma.LZMAFile(raw, "rb")
-    import pyarrow as pa  # zstd: pyarrow's codec (no other dependency)
-
-    stream = pa.CompressedInputStream(pa.PythonFile(raw, mode="r"), "zstd")
-    return io.BufferedReader(stream)
+    return _coded(raw, compression, "rb")
 
 
 def compressed_writer(raw: IO[bytes], compression: str | None) -> IO[bytes]:
     """A binary writer compressing into `raw` (None: `raw` itself); closing it leaves `raw`
     open (the caller syncs and closes it)."""
+    return _coded(raw, compression, "wb")
+
+
+def _coded(raw: IO[bytes], compression: str | None, mode: Literal["rb", "wb"]) -> IO[bytes]:
     if compression is None:
         return raw
     if compression == "gzip":
         import gzip
 
-        return gzip.GzipFile(fileobj=raw, mode="wb", mtime=0)  # type: ignore[return-value]
-    if compression == "bz2":
+        return gzip.GzipFile(fileobj=raw, mode=mode, mtime=0)  # type: ignore[return-value]
+    if compression in ("bz2", "xz"):
         import bz2
 
-        return bz2.BZ2File(raw, "wb")
-    if compression == "xz":
-        return lzma.LZMAFile(raw, "wb")
-    import pyarrow as pa
+        return (bz2.BZ2File if compression == "bz2" else lzma.LZMAFile)(raw, mode)
+    import pyarrow as pa  # zstd: pyarrow's codec (no other dependency)
 
-    sink = pa.PythonFile(_Unclosed(raw), mode="w")
-    stream: IO[bytes] = pa.CompressedOutputStream(sink, "zstd")
+    if mode == "rb":
+        return io.BufferedReader(pa.CompressedInputStream(pa.PythonFile(raw, mode="r"), "zstd"))
+    stream: IO[bytes] = pa.CompressedOutputStream(pa.PythonFile(_Unclosed(raw), mode="w"), "zstd")
     return stream
 
 

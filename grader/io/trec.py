@@ -1,9 +1,8 @@
-"""TREC run and qrels files: strict readers (Arrow, checks vectorised) and atomic writers.
+"""TREC run and qrels files: strict readers and an atomic writer.
 
-Runs are `qid Q0 docid rank score tag`, qrels `qid iter docid grade`; `#` comment lines are
-skipped and run columns after the sixth ignored, as trec_eval 10 reads them. The rank column is
-never trusted: runs are ranked as trec_eval ranks (score descending, compared in float32 by
-default as trec_eval 9 and pytrec_eval do, ties by doc id descending).
+`#` comment lines are skipped and run columns after the sixth ignored, as trec_eval 10 reads
+them; runs are ranked as trec_eval ranks (score descending, in float32 by default, ties by doc id
+descending), never by their rank column.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
-"""TREC files into Arrow columns: the reader of every file `trec_small` does not take.
+"""TREC files into Arrow columns, in blocks of 16 MiB of whole lines read by pyarrow's CSV reader.
 
-pyarrow's multi-threaded CSV reader takes blocks of 16 MiB of whole lines. A block it rejects has
-its lines checked at once (`trec_lines`), so a bad line is named in that block's memory; a block
-with no bad line that it still cannot take (repeated or mixed spaces and tabs, a byte order mark)
-is read again with its whitespace normalised. `#` comment lines are skipped and, for a run, later
-columns ignored, as trec_eval 10 reads them.
+A block it rejects has its lines checked (`trec_lines`), so a bad line is named in one block's
+memory; one without a bad line (repeated or mixed spaces and tabs, a byte order mark) is read
+with its whitespace normalised.
 """
 
 from __future__ import annotations

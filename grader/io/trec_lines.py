@@ -1,10 +1,7 @@
 """TREC files as blocks of whole lines, and the line checks that name the first bad line.
 
-The Arrow readers read a file in blocks cut at line ends (`line_blocks`); the lines of a block
-Arrow rejects are checked one by one (`check_lines`), so a bad line is named in one block's
-memory. The checks split cells on runs of spaces and tabs, as the irregular path does, and are
-never stricter than it: a block rejected for what they accept (irregular whitespace) raises
-nothing, and the caller reads the file on the irregular path.
+The checks split cells on runs of spaces and tabs as the normalised read does, and are never
+stricter: a block rejected only for irregular whitespace passes them and is read normalised.
 """
 
 from __future__ import annotations

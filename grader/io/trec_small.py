@@ -1,12 +1,8 @@
-"""Small TREC files read in plain Python: no Arrow to import (`grader.io` says why).
+"""Small TREC files read in plain Python, without importing Arrow (`grader.io` says why).
 
-`relgrade evaluate` reads qrels and runs of up to SMALL_BYTES here, into lists and dicts
-(`grader.metrics.join_dicts`). Only files read exactly as the Arrow readers read them are taken
-(UTF-8 without BOM or NUL, `\\n` or `\\r\\n` line ends, one kind of separator, no `"`, finite
-scores and integer grades in the notation Arrow and `float()` parse alike, no (query, doc)
-twice); for any other the functions return None and the Arrow reader reads it or names the
-error. tests/test_trec_small_random.py feeds both the same files; bench/evaluate_small.py
-measures the gain.
+Only files the Arrow readers read exactly alike are taken (UTF-8, one kind of separator, no `"`,
+numbers both parse alike, no (query, doc) twice); for any other the functions return None and
+the Arrow reader reads it or names the error (tests/test_trec_small_random.py).
 """
 
 from __future__ import annotations
