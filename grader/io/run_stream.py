@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from grader.errors import InputError
-from grader.io.trec import read_run, score_check
+from grader.io.trec import group_starts, read_run, score_check
 from grader.io.trec_arrow import block_table, sniff_delimiter
 from grader.io.trec_lines import RUN, TREC_LINE_LIMIT, check_lines, check_text_head, line_blocks
 from grader.metrics.join_arrow import Judgments, join_run
@@ -73,7 +73,7 @@ class _Blocks:
             if not len(queries):
                 continue
             # the last ranking may go on in the next block: keep it for then
-            last = _starts(queries)[-1]
+            last = group_starts(queries)[-1]
             if last:
                 self._rankings(queries.slice(0, last), docs.slice(0, last), scores[:last])
             carry = (queries.slice(last), docs.slice(last), scores[last:])
@@ -99,7 +99,7 @@ class _Blocks:
     def _rankings(self, queries: pa.Array, docs: pa.Array, scores: npt.NDArray[np.float64]) -> None:
         """Rank whole rankings (a query's lines, together) and keep their judged rows."""
         n = len(queries)
-        starts = _starts(queries)
+        starts = group_starts(queries)
         sizes = np.diff(np.append(starts, n))
         group = np.repeat(np.arange(len(starts), dtype=np.int64), sizes)
         heads = queries.take(pa.array(starts))
@@ -143,13 +143,3 @@ class _Blocks:
         )
         ranked = self.judged.ranked(query, rank, grade, self.returned, unjudged)
         return JudgedRun(ranked, self.rows)
-
-
-def _starts(queries: pa.Array) -> Int:
-    """Row index where each run of equal query ids begins."""
-    n = len(queries)
-    if n < 2:
-        return np.zeros(min(n, 1), dtype=np.int64)
-    change = pc.not_equal(queries.slice(1), queries.slice(0, n - 1))
-    flags = np.asarray(change.to_numpy(zero_copy_only=False), dtype=bool)
-    return np.concatenate(([0], np.flatnonzero(flags) + 1)).astype(np.int64)

@@ -29,16 +29,22 @@ if TYPE_CHECKING:  # pandas (and pydantic, through grader.models) load only wher
     import pandas as pd  # `relgrade evaluate` of a small run starts fast
 
 
+def group_starts(column: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.int64]:
+    """Row index where each run of equal values begins."""
+    n = len(column)
+    if n < 2:
+        return np.zeros(min(n, 1), dtype=np.int64)
+    change = pc.not_equal(column.slice(1), column.slice(0, n - 1))
+    flags = np.asarray(change.to_numpy(zero_copy_only=False), dtype=bool)
+    return np.concatenate(([0], np.flatnonzero(flags) + 1)).astype(np.int64)
+
+
 def query_codes(column: pa.ChunkedArray) -> npt.NDArray[np.int64]:
     """Integer code per row, equal codes for equal query ids (order of first appearance)."""
-    n = len(column)
-    if n > 1:
-        # runs are grouped by query: number the groups, unless a query comes back later
-        change = pc.not_equal(column.slice(1), column.slice(0, n - 1))
-        starts = np.concatenate(([True], np.asarray(change.to_numpy(), dtype=bool)))
-        heads = column.take(pa.array(np.flatnonzero(starts)))
-        if len(pc.unique(heads)) == len(heads):
-            return np.cumsum(starts, dtype=np.int64) - 1
+    starts = group_starts(column)  # runs are grouped by query, unless a query comes back
+    if len(pc.unique(column.take(pa.array(starts)))) == len(starts):
+        sizes = np.diff(np.append(starts, len(column)))
+        return np.repeat(np.arange(len(starts), dtype=np.int64), sizes)
     encoded = pc.dictionary_encode(column)
     chunks = [np.asarray(c.indices.to_numpy(), dtype=np.int64) for c in encoded.chunks]
     # chunks of a dictionary_encode'd ChunkedArray share one dictionary
