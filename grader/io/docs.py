@@ -7,20 +7,13 @@ JSONL fields have aliases (`*_ID_FIELDS`, `*_TEXT_FIELDS`); a document's other f
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Iterator
 from pathlib import Path
+from typing import Any
 
 from grader.errors import InputError
-from grader.io._records import (
-    as_id,
-    as_text,
-    check_duplicate,
-    content_lines,
-    empty_file_error,
-    parse_json_object,
-    pick_field,
-    sniff_format,
-)
+from grader.io._records import content_lines, empty_file_error, parse_json_object
 from grader.models import Doc, Query
 
 QUERY_ID_FIELDS = ("query_id", "qid", "id")
@@ -57,16 +50,24 @@ def read_docs(path: str | Path, *, ids: Collection[str] | None = None) -> dict[s
 def _read(path: str | Path, kind: str, wanted: set[str] | None) -> Iterator[Query | Doc]:
     """The queries or docs (`kind`) of a file, only `wanted` ids when given; the same id twice
     names both lines."""
-    fmt = sniff_format(path)
-    if fmt is None:
+    first = next((line for _, line in content_lines(path)), None)
+    if first is None:
         noun = "queries" if kind == "query" else "documents"
         raise empty_file_error(path, noun, _EXAMPLES[kind])
     seen: dict[str, int] = {}
-    for n, item in _jsonl(path, kind) if fmt == "jsonl" else _tsv(path, kind):
+    for n, item in _jsonl(path, kind) if first.lstrip().startswith("{") else _tsv(path, kind):
         key = item.query_id if isinstance(item, Query) else item.doc_id
-        if wanted is None or key in wanted:
-            check_duplicate(seen, key, path=path, lineno=n, what=f"{kind} id")
-            yield item
+        if wanted is not None and key not in wanted:
+            continue
+        if key in seen:
+            raise InputError(
+                f"{kind} id {key!r} appears twice, on lines {seen[key]} and {n}",
+                path=path,
+                line=n,
+                hint="keep one of them",
+            )
+        seen[key] = n
+        yield item
 
 
 def _query(qid: str, text: str, path: str | Path, n: int) -> Query:
@@ -80,16 +81,14 @@ def _jsonl(path: str | Path, kind: str) -> Iterator[tuple[int, Query | Doc]]:
     noun = "query" if kind == "query" else "document"
     for n, line in content_lines(path):
         record = parse_json_object(path, n, line)
-        id_field, raw_id = pick_field(record, ids, path=path, lineno=n, what=f"{kind} id")
-        text_field, raw_text = pick_field(record, texts, path=path, lineno=n, what=f"{noun} text")
-        key = as_id(raw_id, path=path, lineno=n, what=f"{kind} id")
-        text = as_text(raw_text, path=path, lineno=n, what=f"{noun} text")
+        id_field, key = _field(record, ids, f"{kind} id", path, n)
+        text_field, text = _field(record, texts, f"{noun} text", path, n)
         if kind == "query":
             yield n, _query(key, text, path, n)
             continue
-        title = record.get("title")
-        if title is not None:
-            title = as_text(title, path=path, lineno=n, what="title")
+        title = None
+        if record.get("title") is not None:
+            title = _field(record, ("title",), "title", path, n)[1]
         nested = record.get("metadata", {})
         if not isinstance(nested, dict):
             raise InputError(
@@ -100,6 +99,26 @@ def _jsonl(path: str | Path, kind: str) -> Iterator[tuple[int, Query | Doc]]:
             if name not in (id_field, text_field, "title", "metadata"):
                 metadata[name] = value
         yield n, Doc(doc_id=key, text=text, title=title, metadata=metadata)
+
+
+def _field(
+    record: dict[str, Any], names: tuple[str, ...], what: str, path: str | Path, n: int
+) -> tuple[str, str]:
+    """(name, value) of the first of `names` in `record`: a text, or for an id also an integer."""
+    name = next((f for f in names if f in record), None)
+    if name is None:
+        choices = ", ".join(f'"{f}"' for f in names)
+        raise InputError(f"no {what} field (expected one of {choices})", path=path, line=n)
+    value, why = record[name], None
+    if not what.endswith(" id"):
+        why = None if isinstance(value, str) else f"a string, found {type(value).__name__}"
+    elif isinstance(value, bool) or not isinstance(value, str | int):
+        why = f"a string or an integer, found {json.dumps(value)[:40]}"
+    elif not str(value).strip():
+        raise InputError(f"{what} is empty", path=path, line=n)
+    if why:
+        raise InputError(f"{what} must be {why}", path=path, line=n)
+    return name, str(value)
 
 
 def _tsv(path: str | Path, kind: str) -> Iterator[tuple[int, Query | Doc]]:
