@@ -77,14 +77,10 @@ def _home() -> str:
         return "$IR_DATASETS_HOME"
 
 
-def has_part(dataset: Any, part: str) -> bool:
-    """Whether the dataset provides `part` ("queries", "docs", "qrels")."""
-    check = getattr(dataset, f"has_{part}", None)
-    return bool(check()) if callable(check) else hasattr(dataset, f"{part}_iter")
-
-
 def require(dataset: Any, dataset_id: str, part: str) -> None:
-    if not has_part(dataset, part):
+    """InputError when the dataset does not provide `part` ("queries", "docs", "qrels")."""
+    check = getattr(dataset, f"has_{part}", None)
+    if not (check() if callable(check) else hasattr(dataset, f"{part}_iter")):
         raise InputError(
             f"--dataset {dataset_id} has no {part}", hint=f"give the {part} as a file instead"
         )

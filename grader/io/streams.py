@@ -121,22 +121,14 @@ def guarded(inner: IO[bytes], name: str | Path, compression: str | None) -> IO[b
     return io.BufferedReader(_Guarded(inner, name, compression), CHUNK)
 
 
-def blank_limits() -> tuple[int, int]:
-    """(bytes, lines): `BLANK_LIMIT` and `BLANK_LINES`, or the bytes `RELGRADE_BLANK_LIMIT`
-    gives (and as many lines, at most BLANK_LINES)."""
-    given = os.environ.get(BLANK_LIMIT_ENV, "")
-    if not given.isdigit():
-        return BLANK_LIMIT, BLANK_LINES
-    size = int(given)
-    return size, min(BLANK_LINES, size)
-
-
 class _Guarded(io.RawIOBase):
     """See `guarded`."""
 
     def __init__(self, inner: IO[bytes], name: str | Path, compression: str | None) -> None:
         self._inner, self._name, self._compression = inner, name, compression
-        self._limit, self._line_limit = blank_limits()
+        given = os.environ.get(BLANK_LIMIT_ENV, "")  # bytes, and as many lines at most
+        self._limit = int(given) if given.isdigit() else BLANK_LIMIT
+        self._line_limit = min(BLANK_LINES, self._limit)
         self._blank = self._lines = 0  # bytes, lines read since the last piece with a data line
         self._open: str | None = None  # the line a piece ended in: blank, comment, data
 
