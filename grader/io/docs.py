@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.errors import InputError
-from grader.io._records import content_lines, empty_file_error, parse_json_object
+from grader.io.files import content_lines, empty_file_error, parse_json_object
 from grader.models import Doc, Query
 
 QUERY_ID_FIELDS = ("query_id", "qid", "id")

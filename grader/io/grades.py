@@ -15,8 +15,7 @@ from typing import Any
 import pandas as pd
 
 from grader.errors import InputError
-from grader.io._records import content_lines, empty_file_error
-from grader.io.files import iter_lines
+from grader.io.files import content_lines, empty_file_error, iter_lines
 from grader.io.grade_format import DISTRIBUTION_COLUMNS, clamp_hint
 from grader.io.grade_format import HEADER_ALIASES as _HEADER_ALIASES
 from grader.io.grade_format import REQUIRED as _REQUIRED

@@ -12,8 +12,7 @@ import pandas as pd
 from pydantic import ValidationError
 
 from grader.errors import InputError
-from grader.io._records import content_lines, empty_file_error, parse_json_object
-from grader.io.files import atomic_write
+from grader.io.files import atomic_write, content_lines, empty_file_error, parse_json_object
 from grader.models import Judgment
 
 _EXAMPLE = "one Judgment JSON object per line (as written by `relgrade grade --out`)"

@@ -31,44 +31,38 @@ from grader.io.streams import (
 STDIN = "-"
 """The path that means the process's stdin, in every command (named "stdin" in errors)."""
 
-_spools: dict[str, tuple[tuple[int, int], _Spool]] = {}
+_spools: dict[str, tuple[object, _Spool]] = {}  # path -> (what the stream is, its copy)
 _folder: list[Path] = []
 
 
 def open_binary(path: str | Path) -> IO[bytes]:
     """`path` opened for reading its text's bytes: a regular file decompressed as its name says, or
-    a stream's copy; `-` is stdin. InputError when it does not exist or is a folder.
+    a stream's copy (later opens read it again from the start); `-` is stdin. InputError when it
+    does not exist or is a folder.
     """
-    if str(path) == STDIN:
-        return _open_stdin()
     p = Path(path)
-    try:
-        st = os.stat(p)
-    except FileNotFoundError:
-        raise InputError("file not found", path=p, hint="check the path") from None
-    except OSError as exc:
-        raise InputError(f"cannot open: {exc.strerror}", path=p) from None
-    if stat.S_ISDIR(st.st_mode):
-        raise InputError("is a folder, not a file", path=p)
-    if stat.S_ISREG(st.st_mode):
-        compression = compression_of(p)
-        return guarded(decompressed(open(p, "rb"), compression), p, compression)
-    ident = (st.st_dev, st.st_ino)
-    known = _spools.get(str(p))
+    if str(path) == STDIN:  # the same `sys.stdin` (held by its copy: its id is not reused)
+        ident: object = id(sys.stdin.buffer)
+    else:
+        try:
+            st = os.stat(p)
+        except FileNotFoundError:
+            raise InputError("file not found", path=p, hint="check the path") from None
+        except OSError as exc:
+            raise InputError(f"cannot open: {exc.strerror}", path=p) from None
+        if stat.S_ISDIR(st.st_mode):
+            raise InputError("is a folder, not a file", path=p)
+        if stat.S_ISREG(st.st_mode):
+            compression = compression_of(p)
+            return guarded(decompressed(open(p, "rb"), compression), p, compression)
+        ident = (st.st_dev, st.st_ino)
+    known = _spools.get(str(path))
     if known is None or known[0] != ident:
-        known = (ident, _Spool(open(p, "rb"), p))  # noqa: SIM115 (held until the stream ends)
-        _spools[str(p)] = known
-    return io.BufferedReader(_SpoolReader(known[1]), CHUNK)
-
-
-def _open_stdin() -> IO[bytes]:
-    """One open of stdin's copy: the first open starts it, later ones (this process, the
-    same `sys.stdin`) read it again from the start."""
-    raw = sys.stdin.buffer
-    known = _spools.get(STDIN)
-    if known is None or known[1].raw is not raw:  # the copy holds `raw`: its id is not reused
-        known = ((-1, -1), _Spool(raw, "stdin", owned=False))
-        _spools[STDIN] = known
+        if str(path) == STDIN:
+            copy = _Spool(sys.stdin.buffer, "stdin", owned=False)
+        else:
+            copy = _Spool(open(p, "rb"), p)  # noqa: SIM115 (held until the stream ends)
+        known = _spools[str(path)] = (ident, copy)
     return io.BufferedReader(_SpoolReader(known[1]), CHUNK)
 
 
