@@ -1,6 +1,5 @@
 """An ir_datasets collection by its id (`--dataset ID`): queries, documents and qrels (the optional
-extra `relgrade[ir-datasets]`; a dataset registered in the process is found too).
-"""
+extra `relgrade[ir-datasets]`; a dataset registered in the process is found too)."""
 
 from __future__ import annotations
 
@@ -39,8 +38,7 @@ def iterate(dataset: Any, part: str) -> Iterator[Any]:
 @contextmanager
 def downloading(dataset: Any, part: str) -> Iterator[None]:
     """A download that failed while ir_datasets reads `part` of `dataset` as an InputError of one
-    line.
-    """
+    line."""
     try:
         yield
     except (OSError, RuntimeError) as exc:

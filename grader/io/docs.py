@@ -2,8 +2,7 @@
 
 JSONL fields have aliases (`*_ID_FIELDS`, `*_TEXT_FIELDS`); a document's other fields go to
 `Doc.metadata`, so a `Doc.model_dump()` line reads back. TSV: `qid<TAB>text`, `docid<TAB>text` or
-`docid<TAB>title<TAB>text` (the first line fixes the width), a header line skipped.
-"""
+`docid<TAB>title<TAB>text` (the first line fixes the width), a header line skipped."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """Reading text lines and writing outputs atomically (a temp file
 `.NAME.relgrade-HOST-PID-XXXXXXXX.tmp` beside the target, fsync, rename); a temp file a kill left
-behind is removed by the next write of the target once its process is gone.
-"""
+behind is removed by the next write of the target once its process is gone."""
 
 from __future__ import annotations
 
@@ -33,8 +32,7 @@ _TEMP_RE = re.compile(r"\.relgrade-(?P<host>[A-Za-z0-9]*)-(?P<pid>\d+)-[a-z0-9_]
 
 def iter_lines(path: str | Path, *, limit: int = LINE_LIMIT) -> Iterator[tuple[int, str]]:
     """(1-based line number, line without its newline) of a UTF-8 text file; a line over `limit`
-    bytes is an InputError naming it.
-    """
+    bytes is an InputError naming it."""
     p = Path(path)
     with open_binary(p) as fh:
         lineno = 0
@@ -172,8 +170,7 @@ def _pause_for_tests(target: Path) -> None:
 @contextlib.contextmanager
 def atomic_write(path: str | Path) -> Iterator[IO[str]]:
     """Open `path` for writing text (compressed as its name says); it appears only when the block
-    ends without an exception, else any file at `path` is left untouched.
-    """
+    ends without an exception, else any file at `path` is left untouched."""
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
     if not folder.exists():

@@ -24,8 +24,7 @@ def clamp_hint() -> str:
 
 def looks_like_qrels(line: str) -> bool:
     """Whether a first line reads as TREC qrels rather than CSV: four whitespace-separated cells and
-    no comma (the qrels reader then names a bad grade), unless it is a TSV header.
-    """
+    no comma (the qrels reader then names a bad grade), unless it is a TSV header."""
     cells = line.split()
     if len(cells) != 4 or "," in line:
         return False

@@ -1,8 +1,7 @@
 """Grade tables `[query_id, doc_id, grade, ...]`: people's (CSV, qrels) and LLMs' (judgments).
 
 The format is told by content (docs/file-formats.md). attrs count what gave no row: `ungraded`
-(an empty CSV grade, never read as 0), `failed` judgments, `clamped` grades (with `clamp=True`).
-"""
+(an empty CSV grade, never read as 0), `failed` judgments, `clamped` grades (with `clamp=True`)."""
 
 from __future__ import annotations
 
@@ -201,8 +200,7 @@ def read_llm_grades(
 ) -> pd.DataFrame:
     """LLM grades from a judgments JSONL (ok judgments only) or TREC qrels. `judge` keeps that
     judge's judgments only (a file mixing judges needs it); attrs `failed`, `clamped`, `ungraded`
-    (0).
-    """
+    (0)."""
     first = _first_line(path)
     if first is None:
         raise empty_file_error(path, "grades", "a judgments JSONL or TREC qrels")

@@ -1,6 +1,5 @@
 """Judgments files: JSONL, one `Judgment` per line, read strictly and written atomically. A line
-that would let a failure pass as a grade is refused with file, line and pydantic's reason.
-"""
+that would let a failure pass as a grade is refused with file, line and pydantic's reason."""
 
 from __future__ import annotations
 
@@ -31,8 +30,7 @@ class Graded(Protocol):
 
 def qrels_frame(graded: Iterable[Graded]) -> pd.DataFrame:
     """The qrels frame `[query_id, doc_id, grade]` of the items that have a grade: a failed judgment
-    is left out (unjudged), never turned into 0.
-    """
+    is left out (unjudged), never turned into 0."""
     rows = [(g.query_id, g.doc_id, g.grade) for g in graded if g.grade is not None]
     frame = pd.DataFrame(rows, columns=["query_id", "doc_id", "grade"])
     return frame.astype({"query_id": str, "doc_id": str, "grade": "int64"})

@@ -1,7 +1,6 @@
 """Outputs of one run that belong together (judgments and qrels), with a marker beside the first
 listing those rewritten so far: a marker whose process is gone tells the next run the set was
-left half written (`previous()`).
-"""
+left half written (`previous()`)."""
 
 from __future__ import annotations
 

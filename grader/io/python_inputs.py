@@ -1,6 +1,5 @@
 """Qrels, runs and grades as a notebook holds them (DataFrames of either convention, pytrec_eval
-dicts, ir_datasets / ir_measures tuples) made into the frames the file readers give.
-"""
+dicts, ir_datasets / ir_measures tuples) made into the frames the file readers give."""
 
 from __future__ import annotations
 
@@ -41,8 +40,7 @@ IDS_AS_TEXT = (
 
 def check_ids(column: pd.Series, what: str) -> None:
     """InputError for an id that is empty, neither text nor an integer (a tuple, a bool), or a
-    decimal number pandas read ("1" as 1.0, "007" as 7.0): as text it would be no id or another.
-    """
+    decimal number pandas read ("1" as 1.0, "007" as 7.0): as text it would be no id or another."""
     empty = column.isna().to_numpy().copy()
     kind = pd.api.types.infer_dtype(column, skipna=True)
     if kind == "string":
@@ -182,8 +180,7 @@ def as_frame(value: Any, column: str, what: str) -> pd.DataFrame:
 
 def grades_table(value: Any, what: str = "qrels") -> pd.DataFrame:
     """Qrels or grades as [query_id, doc_id, grade, ...]; rows without a grade are left out, counted
-    in `attrs["failed"]` (status "failed") or `attrs["ungraded"]`.
-    """
+    in `attrs["failed"]` (status "failed") or `attrs["ungraded"]`."""
     frame = as_frame(value, "grade", what)
     grades = pd.to_numeric(frame["grade"], errors="coerce")
     absent = grades.isna().to_numpy()
@@ -300,8 +297,7 @@ def on_scale(frame: pd.DataFrame, what: str, *, clamp: bool = False) -> pd.DataF
 
 def llm_grades_table(value: Any, *, clamp: bool = False) -> pd.DataFrame:
     """LLM grades with the columns `read_llm_grades` gives a judgments file (from a `distribution`
-    column: the chosen grade's probability is the confidence).
-    """
+    column: the chosen grade's probability is the confidence)."""
     frame = on_scale(grades_table(value, "llm grades"), "llm grades", clamp=clamp)
     out = frame[["query_id", "doc_id", "grade"]].copy()
     if "judge" in frame.columns:

@@ -1,7 +1,6 @@
 """A TREC run read block by block against indexed qrels, keeping only its judged rows: peak
 memory is a block, not the file. A bad line is named as `read_run` names it; a query's lines
-apart or a (query, doc) twice have the run read whole by `read_run`, with the same answer.
-"""
+apart or a (query, doc) twice have the run read whole by `read_run`, with the same answer."""
 
 from __future__ import annotations
 
@@ -38,8 +37,7 @@ def judged_run(
     depth: int | None = None,
 ) -> JudgedRun:
     """The run at `path` joined with `judged`, as `join(qrels, read_run(path), depth=depth)` gives
-    it, read in blocks. Raises what `read_run` raises.
-    """
+    it, read in blocks. Raises what `read_run` raises."""
     if precision not in ("float32", "float64"):
         raise InputError(f"unknown precision {precision!r}", hint="use float32 or float64")
     try:

@@ -2,8 +2,7 @@
 
 A run is named by its file stem (`bm25.txt.gz` -> `bm25`); repeated stems get their folder
 (`a/run`), or in one folder the whole name (`r.txt`); the same file twice gets a prime (`r.txt'`);
-`-` is `stdin`. Two runs never share a name, so no command has to refuse them.
-"""
+`-` is `stdin`. Two runs never share a name, so no command has to refuse them."""
 
 from __future__ import annotations
 

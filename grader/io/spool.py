@@ -1,8 +1,7 @@
 """Streams read once (a pipe, FIFO, `<(...)` or `-`), copied to a temporary file as far as read.
 
 A reader may open a file several times (its head, the fast reader, an error's line): every open
-in this process reads the copy, so answers and `file:line` errors are those of a regular file.
-"""
+in this process reads the copy, so answers and `file:line` errors are those of a regular file."""
 
 from __future__ import annotations
 
@@ -38,8 +37,7 @@ _folder: list[Path] = []
 def open_binary(path: str | Path) -> IO[bytes]:
     """`path` opened for reading its text's bytes: a regular file decompressed as its name says, or
     a stream's copy (later opens read it again from the start); `-` is stdin. InputError when it
-    does not exist or is a folder.
-    """
+    does not exist or is a folder."""
     p = Path(path)
     if str(path) == STDIN:  # the same `sys.stdin` (held by its copy: its id is not reused)
         ident: object = id(sys.stdin.buffer)

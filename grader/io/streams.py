@@ -1,8 +1,7 @@
 """Compression and bounded lines, shared by every reader and writer.
 
 Compression is told by the name (`.gz`, `.bz2`, `.xz`, `.zst`) or a stream's first bytes
-(`MAGIC`); a line over a limit is an InputError naming file and line once the limit is read.
-"""
+(`MAGIC`); a line over a limit is an InputError naming file and line once the limit is read."""
 
 from __future__ import annotations
 
@@ -81,8 +80,7 @@ def _size(n: int) -> str:
 
 def bounded_lines(fh: IO[bytes], name: str | Path, limit: int) -> Iterator[bytes]:
     """The lines of `fh` without their newline; a line over `limit` bytes is an InputError naming
-    `name` and the line, raised once `limit` bytes of it are read.
-    """
+    `name` and the line, raised once `limit` bytes of it are read."""
     done = 0  # lines yielded
     pieces: list[bytes] = []  # the line not yet ended
     held = 0
@@ -116,8 +114,7 @@ def bounded_lines(fh: IO[bytes], name: str | Path, limit: int) -> Iterator[bytes
 
 def guarded(inner: IO[bytes], name: str | Path, compression: str | None) -> IO[bytes]:
     """`inner` read without tracebacks or unbounded reads: a corrupt or cut stream, or more than
-    `BLANK_LIMIT` read without a data line, is an InputError naming `name`.
-    """
+    `BLANK_LIMIT` read without a data line, is an InputError naming `name`."""
     return io.BufferedReader(_Guarded(inner, name, compression), CHUNK)
 
 

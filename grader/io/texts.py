@@ -1,6 +1,5 @@
 """Query and document texts as people hold them: a file, a mapping, a DataFrame, or an ir_datasets
-dataset or its namedtuples (text from `default_text()`, else the `text` field).
-"""
+dataset or its namedtuples (text from `default_text()`, else the `text` field)."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 
 `#` comment lines are skipped and run columns after the sixth ignored, as trec_eval 10 reads
 them; runs are ranked as trec_eval ranks (score descending, in float32 by default, ties by doc id
-descending), never by their rank column.
-"""
+descending), never by their rank column."""
 
 from __future__ import annotations
 
@@ -94,8 +93,7 @@ def _frame(columns: dict[str, pa.ChunkedArray | pa.Array | np.ndarray]) -> pd.Da
 
 def read_run(path: str | Path, *, precision: Precision = "float32") -> pd.DataFrame:
     """Read a TREC run into [query_id, doc_id, score, rank], ranked in trec_eval's order (scores
-    compared in `precision`); a bad line raises InputError naming file, line and fix.
-    """
+    compared in `precision`); a bad line raises InputError naming file, line and fix."""
     p = Path(path)
     if precision not in ("float32", "float64"):
         raise InputError(f"unknown precision {precision!r}", hint="use float32 or float64")
@@ -118,8 +116,7 @@ def ranked_frame(
     precision: Precision,
 ) -> pd.DataFrame:
     """[query_id, doc_id, score, rank] of a run's `table` in trec_eval's order (`qcodes`: its
-    `query_codes`).
-    """
+    `query_codes`)."""
     order = rank_order(qcodes, scores, table["doc_id"], precision)
     identity = bool(np.all(order == np.arange(len(order))))
     grouped = identity or bool(np.all(qcodes[order] == qcodes))
@@ -151,8 +148,7 @@ class QrelsColumns:
 def read_qrels(path: str | Path, *, clamp: bool = False, any_grade: bool = False) -> pd.DataFrame:
     """Read TREC qrels into [query_id, doc_id, grade]: grades in 0..3 (`clamp=True` moves others to
     the nearest end), or with `any_grade=True` every integer as written, as trec_eval and
-    `evaluate` read qrels.
-    """
+    `evaluate` read qrels."""
     columns = read_qrels_columns(path, clamp=clamp, any_grade=any_grade)
     frame = _frame({"query_id": columns.query_id, "doc_id": columns.doc_id, "grade": columns.grade})
     frame.attrs["path"] = columns.path

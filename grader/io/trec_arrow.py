@@ -2,8 +2,7 @@
 
 A block it rejects has its lines checked (`trec_lines`), so a bad line is named in one block's
 memory; one without a bad line (repeated or mixed spaces and tabs, a byte order mark) is read
-with its whitespace normalised.
-"""
+with its whitespace normalised."""
 
 from __future__ import annotations
 
@@ -42,8 +41,7 @@ def is_comment(line: str) -> bool:
 
 def parse_columns(path: Path, layout: Layout, number_error: NumberCheck) -> pa.Table:
     """The file as an Arrow table, ids as large strings and the number column as float64; a bad
-    line (column count, UTF-8, a number `number_error` refuses) raises InputError naming it.
-    """
+    line (column count, UTF-8, a number `number_error` refuses) raises InputError naming it."""
     check_text_head(path, layout.kind)  # a binary file is "not UTF-8", not a column count
     sniffed = sniff_delimiter(path)
     tables = [
@@ -91,8 +89,7 @@ _HEAD = 4096
 
 def sniff_delimiter(path: Path) -> tuple[str, int] | None:
     """(the delimiter, the number of cells) of the file's first data line when it has one kind of
-    single separator, else None.
-    """
+    single separator, else None."""
     with open_binary(path) as fh:
         try:
             head = fh.read(_HEAD)
@@ -143,8 +140,7 @@ def _read_block(
     block: bytes, layout: Layout, sniffed: tuple[str, int], ids: pa.DataType, chunk: int
 ) -> pa.Table:
     """A block of lines of `sniffed` (delimiter, cells per line) read by Arrow in chunks of `chunk`
-    bytes parsed in parallel; pa.ArrowException when Arrow cannot take it.
-    """
+    bytes parsed in parallel; pa.ArrowException when Arrow cannot take it."""
     delimiter, width = sniffed
     columns = list(layout.names)
     if layout.extra_columns and width > len(columns):
@@ -173,8 +169,7 @@ def _read_block(
 
 def _irregular_block(block: bytes, layout: Layout, ids: pa.DataType) -> pa.Table:
     """A block without bad lines read with its whitespace normalised (pa.ArrowException when Arrow
-    still cannot take it); a run's lines of several widths are cut to their first columns.
-    """
+    still cannot take it); a run's lines of several widths are cut to their first columns."""
     if not plain_block(block):
         raise pa.ArrowInvalid("a NUL byte or an over-long line")
     text = _COMMENT.sub(rb"\1", _normalised(block))

@@ -1,8 +1,7 @@
 """TREC files as blocks of whole lines, and the line checks that name the first bad line.
 
 The checks split cells on runs of spaces and tabs as the normalised read does, and are never
-stricter: a block rejected only for irregular whitespace passes them and is read normalised.
-"""
+stricter: a block rejected only for irregular whitespace passes them and is read normalised."""
 
 from __future__ import annotations
 
@@ -52,8 +51,7 @@ QRELS = Layout(("query_id", "iteration", "doc_id", "grade"), "grade", "qrels", "
 
 def parses_as_number(cell: str) -> bool:
     """Whether Arrow's cast or pandas' to_numeric could take `cell` as a number: what float() takes
-    but `_` separators and non-ASCII digits.
-    """
+    but `_` separators and non-ASCII digits."""
     if not cell.isascii() or "_" in cell:
         return False
     try:
@@ -70,8 +68,7 @@ def finite_number(cell: str) -> bool:
 
 def plain_block(block: bytes) -> bool:
     """Whether a block holds no NUL byte and no line over TREC_LINE_LIMIT (else `check_lines` names
-    it). Only a half-limit window without a newline is looked at closer.
-    """
+    it). Only a half-limit window without a newline is looked at closer."""
     if b"\x00" in block:
         return False
     half = TREC_LINE_LIMIT // 2
@@ -86,8 +83,7 @@ def plain_block(block: bytes) -> bool:
 
 def line_blocks(path: Path, size: int = BLOCK) -> Iterator[tuple[int, bytes]]:
     """(lines before it, a block) of `path`, blocks of about `size` bytes cut after a newline. A
-    line over TREC_LINE_LIMIT is an InputError naming it, raised before more of it is read.
-    """
+    line over TREC_LINE_LIMIT is an InputError naming it, raised before more of it is read."""
     before = 0
     carry = b""
     try:
@@ -116,8 +112,7 @@ TEXT_HEAD = TREC_LINE_LIMIT + 1
 def check_text_head(path: Path, kind: str) -> None:
     """Raise InputError when the head of `path` is not UTF-8 text (bad UTF-8, a NUL byte, no line
     break within the limit): a binary file is told as such before a line is blamed for its column
-    count. Unreadable files are left to the readers.
-    """
+    count. Unreadable files are left to the readers."""
     try:
         with open_binary(path) as fh:
             head = fh.read(TEXT_HEAD)

@@ -2,8 +2,7 @@
 
 Only files the Arrow readers read exactly alike are taken (UTF-8, one kind of separator, no `"`,
 numbers both parse alike, no (query, doc) twice); for any other the functions return None and
-the Arrow reader reads it or names the error (tests/test_trec_small_random.py).
-"""
+the Arrow reader reads it or names the error (tests/test_trec_small_random.py)."""
 
 from __future__ import annotations
 
@@ -30,8 +29,7 @@ _EXACT = 2.0**53  # a larger grade is "too large" for the Arrow reader
 
 def small_bytes(path: Path, limit: int | None = None) -> bytes | None:
     """The bytes of `path` (gunzipped, `\\r\\n` as `\\n`, ending in a newline) when it is at most
-    `limit` bytes (default SMALL_BYTES) and this module takes it, else None.
-    """
+    `limit` bytes (default SMALL_BYTES) and this module takes it, else None."""
     limit = SMALL_BYTES if limit is None else limit
     try:
         with open_binary(path) as fh:
@@ -65,8 +63,7 @@ def _table(
 ) -> tuple[list[bytes], Int, list[bytes], npt.NDArray[np.float64]]:
     """(query ids in order of first appearance, each line's query code, doc ids, the numbers of
     column `number`) of the data lines. ValueError when a line has other than `width` cells (more
-    with `extra`) or a number is not one.
-    """
+    with `extra`) or a number is not one."""
     regular = _regular_cells(data)
     if regular is None:
         queries, docs, cells = _split_lines(data, width, (0, 2, number), extra=extra)
@@ -100,8 +97,7 @@ def _split_lines(
 
 def _regular_cells(data: bytes) -> tuple[Int, Int] | None:
     """(start, end) offsets of every cell, one row per line, when every line has the same cells
-    separated by one space or one tab (no blank, comment or empty cell), else None.
-    """
+    separated by one space or one tab (no blank, comment or empty cell), else None."""
     if not data:
         return None
     b = np.frombuffer(data, dtype=np.uint8)
@@ -135,8 +131,7 @@ _LONGEST_COMPARED = 64
 
 def _query_groups(data: bytes, starts: Int, ends: Int) -> tuple[list[bytes], Int] | None:
     """`query_codes` of the ids at these offsets when each id's lines are together (compared byte by
-    byte in numpy); None when an id comes back or ids are over _LONGEST_COMPARED bytes.
-    """
+    byte in numpy); None when an id comes back or ids are over _LONGEST_COMPARED bytes."""
     lengths = ends - starts
     longest = int(lengths.max())
     if longest > _LONGEST_COMPARED:
@@ -157,8 +152,7 @@ def _query_groups(data: bytes, starts: Int, ends: Int) -> tuple[list[bytes], Int
 
 def small_qrels(path: str | Path, limit: int | None = None) -> DictJudgments | None:
     """TREC qrels as `read_qrels_columns(path, any_grade=True)` reads them, indexed; None when this
-    module does not take the file.
-    """
+    module does not take the file."""
     data = small_bytes(Path(path), limit)
     if data is None:
         return None
