@@ -11,7 +11,6 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from grader.errors import InputError
 from grader.io.trec import group_starts, read_run, score_check
 from grader.io.trec_arrow import block_table, sniff_delimiter
 from grader.io.trec_lines import RUN, TREC_LINE_LIMIT, check_lines, check_text_head, line_blocks
@@ -38,8 +37,6 @@ def judged_run(
 ) -> JudgedRun:
     """The run at `path` joined with `judged`, as `join(qrels, read_run(path), depth=depth)` gives
     it, read in blocks. Raises what `read_run` raises."""
-    if precision not in ("float32", "float64"):
-        raise InputError(f"unknown precision {precision!r}", hint="use float32 or float64")
     try:
         return _Blocks(Path(path), judged, precision, depth).read()
     except (_ReadWhole, pa.ArrowException):

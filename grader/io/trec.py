@@ -85,12 +85,6 @@ def _finite_scores(path: Path, table: pa.Table) -> npt.NDArray[np.float64]:
     return scores
 
 
-def _frame(columns: dict[str, pa.ChunkedArray | pa.Array | np.ndarray]) -> pd.DataFrame:
-    """A DataFrame whose string columns stay in Arrow memory (pandas' str dtype)."""
-    frame: pd.DataFrame = pa.table(columns).to_pandas()
-    return frame
-
-
 def read_run(path: str | Path, *, precision: Precision = "float32") -> pd.DataFrame:
     """Read a TREC run into [query_id, doc_id, score, rank], ranked in trec_eval's order (scores
     compared in `precision`); a bad line raises InputError naming file, line and fix."""
@@ -120,14 +114,14 @@ def ranked_frame(
     order = rank_order(qcodes, scores, table["doc_id"], precision)
     identity = bool(np.all(order == np.arange(len(order))))
     grouped = identity or bool(np.all(qcodes[order] == qcodes))
-    frame = _frame(
+    frame: pd.DataFrame = pa.table(  # string columns stay in Arrow memory (pandas' str dtype)
         {
             "query_id": table["query_id"] if grouped else table["query_id"].take(pa.array(order)),
             "doc_id": table["doc_id"] if identity else table["doc_id"].take(pa.array(order)),
             "score": scores[order],
             "rank": ranks_within(qcodes[order]),
         }
-    )
+    ).to_pandas()
     return frame
 
 
@@ -139,7 +133,6 @@ class QrelsColumns:
     doc_id: pa.ChunkedArray
     grade: npt.NDArray[np.int64]
     clamped: int
-    path: str
 
     def __len__(self) -> int:
         return len(self.grade)
@@ -150,8 +143,9 @@ def read_qrels(path: str | Path, *, clamp: bool = False, any_grade: bool = False
     the nearest end), or with `any_grade=True` every integer as written, as trec_eval and
     `evaluate` read qrels."""
     columns = read_qrels_columns(path, clamp=clamp, any_grade=any_grade)
-    frame = _frame({"query_id": columns.query_id, "doc_id": columns.doc_id, "grade": columns.grade})
-    frame.attrs["path"] = columns.path
+    ids = {"query_id": columns.query_id, "doc_id": columns.doc_id}
+    frame: pd.DataFrame = pa.table({**ids, "grade": columns.grade}).to_pandas()
+    frame.attrs["path"] = str(Path(path))
     frame.attrs["clamped"] = columns.clamped
     return frame
 
@@ -174,7 +168,7 @@ def read_qrels_columns(
     grades = np.asarray(table["grade"].to_numpy(), dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(grades) | (grades != np.round(grades)))
     if bad.size:
-        raise _grade_error(p, table, bad, "is not an integer", hint, written=False)
+        raise _grade_error(p, table, bad, "is not an integer", hint)
     if any_grade:
         huge = np.flatnonzero(np.abs(grades) > LARGEST_GRADE)
         if huge.size:
@@ -192,19 +186,12 @@ def read_qrels_columns(
 
 
 def _grade_error(
-    path: Path,
-    table: pa.Table,
-    rows: npt.NDArray[np.intp],
-    why: str,
-    hint: str,
-    written: bool = True,
+    path: Path, table: pa.Table, rows: npt.NDArray[np.intp], why: str, hint: str
 ) -> InputError:
-    """The error for the grade of the first of `rows`, as written in the file (`written`) or
-    as parsed."""
+    """The error for the grade of the first of `rows`, as written in the file."""
     row = int(rows[0])
     line = line_of(path, row)
-    cell = table["grade"][row].as_py()
-    text = _written_cell(path, line, 3, cell) if written else repr(cell)
+    text = _written_cell(path, line, 3, table["grade"][row].as_py())
     return InputError(f"grade {text} {why}", path=path, line=line, hint=hint)
 
 
@@ -212,7 +199,7 @@ def _qrels_columns(
     path: Path, table: pa.Table, grades: npt.NDArray[np.int64], *, clamped: int
 ) -> QrelsColumns:
     _check_duplicates(path, table, query_codes(table["query_id"]), "qrels")
-    return QrelsColumns(table["query_id"], table["doc_id"], grades, clamped, str(path))
+    return QrelsColumns(table["query_id"], table["doc_id"], grades, clamped)
 
 
 def _written_cell(path: Path, line: int, index: int, fallback: object) -> str:
