@@ -135,17 +135,16 @@ def stale_temp_files(path: str | Path, *, max_age_hours: float = STALE_AFTER_HOU
     except OSError:
         return stale
     for entry in entries:
-        if not entry.name.startswith(prefix):
-            continue
-        match = _TEMP_RE.fullmatch(entry.name, len(prefix))
+        match = (
+            _TEMP_RE.fullmatch(entry.name, len(prefix)) if entry.name.startswith(prefix) else None
+        )
         if match is None or not entry.is_file(follow_symlinks=False):
             continue
-        pid = int(match["pid"])
         try:
             age = time.time() - entry.stat(follow_symlinks=False).st_mtime
         except FileNotFoundError:
             continue
-        if age > max_age_hours * 3600 or writer_gone(match["host"], pid):
+        if age > max_age_hours * 3600 or writer_gone(match["host"], int(match["pid"])):
             stale.append(Path(entry.path))
     return sorted(stale)
 

@@ -115,10 +115,6 @@ def id_text(column: pd.Series, what: str) -> pd.Series:
     return column.astype(str)
 
 
-def _column(frame: pd.DataFrame, names: tuple[str, ...]) -> str | None:
-    return next((n for n in names if n in frame.columns), None)
-
-
 def _records_frame(items: Iterable[Any], what: str, expected: str) -> pd.DataFrame:
     """An iterable of namedtuples (ir_datasets, ir_measures) as a frame of their fields."""
     rows = list(items)
@@ -166,7 +162,8 @@ def as_frame(value: Any, column: str, what: str) -> pd.DataFrame:
             hint="give a path, a DataFrame, a dict {query_id: {doc_id: value}} or namedtuples",
         )
     wanted = {"query_id": QUERY_ID, "doc_id": DOC_ID, column: GRADE if column == "grade" else SCORE}
-    found = {target: _column(value, names) for target, names in wanted.items()}
+    columns = set(value.columns)
+    found = {t: next((n for n in names if n in columns), None) for t, names in wanted.items()}
     lacking = [t for t, v in found.items() if v is None]
     if lacking:
         raise InputError(

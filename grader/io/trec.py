@@ -20,7 +20,7 @@ from grader.errors import InputError
 from grader.io.duplicates import check_duplicates, duplicate_error
 from grader.io.files import atomic_write, iter_lines
 from grader.io.grade_format import LARGE_HINT, LARGEST_GRADE, clamp_hint
-from grader.io.trec_arrow import line_of, lines_of, parse_columns
+from grader.io.trec_arrow import lines_of, parse_columns
 from grader.io.trec_lines import QRELS, RUN, NumberCheck, finite_number, parses_as_number
 from grader.metrics.rank_order import Precision, rank_order, ranks_within
 
@@ -81,7 +81,7 @@ def _finite_scores(path: Path, table: pa.Table) -> npt.NDArray[np.float64]:
     bad = np.flatnonzero(~np.isfinite(scores))
     if bad.size:
         row = int(bad[0])
-        raise _bad_score(path, table["score"][row].as_py(), line_of(path, row))
+        raise _bad_score(path, table["score"][row].as_py(), lines_of(path, [row])[0])
     return scores
 
 
@@ -190,7 +190,7 @@ def _grade_error(
 ) -> InputError:
     """The error for the grade of the first of `rows`, as written in the file."""
     row = int(rows[0])
-    line = line_of(path, row)
+    (line,) = lines_of(path, [row])
     text = _written_cell(path, line, 3, table["grade"][row].as_py())
     return InputError(f"grade {text} {why}", path=path, line=line, hint=hint)
 

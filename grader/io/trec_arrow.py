@@ -220,11 +220,6 @@ def _empty(layout: Layout, ids: pa.DataType) -> pa.Table:
     return pa.table({n: pa.array([], t) for n, t in types.items()})
 
 
-def line_of(path: Path, row: int) -> int:
-    """File line number of parsed row `row` (re-reads the file: for error messages only)."""
-    return lines_of(path, [row])[0]
-
-
 def lines_of(path: Path, rows: Sequence[int]) -> list[int]:
     """File line numbers of parsed rows `rows`, streaming the file up to the last (for messages)."""
     wanted = set(rows)

@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from grader.errors import InputError
+from grader.io.grade_format import LARGEST_GRADE
 from grader.io.spool import open_binary
 from grader.io.trec_lines import TREC_LINE_LIMIT
 from grader.metrics.join_dicts import DictJudgments, dict_judgments, query_codes
@@ -24,13 +25,12 @@ SMALL_BYTES = 4 << 20
 
 _NOT_TAKEN = (b"\x00", b"\r", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\x1f", b'"')
 _OTHER_SPACE = re.compile(r"[^\S \t\n]")  # whitespace Python's str methods see, the readers not
-_EXACT = 2.0**53  # a larger grade is "too large" for the Arrow reader
 
 
-def small_bytes(path: Path, limit: int | None = None) -> bytes | None:
+def small_bytes(path: Path) -> bytes | None:
     """The bytes of `path` (gunzipped, `\\r\\n` as `\\n`, ending in a newline) when it is at most
-    `limit` bytes (default SMALL_BYTES) and this module takes it, else None."""
-    limit = SMALL_BYTES if limit is None else limit
+    SMALL_BYTES and this module takes it, else None."""
+    limit = SMALL_BYTES
     try:
         with open_binary(path) as fh:
             data = fh.read(limit + 1)
@@ -150,17 +150,17 @@ def _query_groups(data: bytes, starts: Int, ends: Int) -> tuple[list[bytes], Int
     return heads, np.repeat(np.arange(len(heads), dtype=np.int64), sizes)
 
 
-def small_qrels(path: str | Path, limit: int | None = None) -> DictJudgments | None:
+def small_qrels(path: str | Path) -> DictJudgments | None:
     """TREC qrels as `read_qrels_columns(path, any_grade=True)` reads them, indexed; None when this
     module does not take the file."""
-    data = small_bytes(Path(path), limit)
+    data = small_bytes(Path(path))
     if data is None:
         return None
     try:
         heads, qcodes, docs, numbers = _table(data, 4, 3, extra=False)
     except ValueError:
         return None
-    if not (np.abs(numbers) <= _EXACT).all() or (numbers != np.round(numbers)).any():
+    if not (np.abs(numbers) <= LARGEST_GRADE).all() or (numbers != np.round(numbers)).any():
         return None  # not an integer, or too large to hold exactly (nan and inf too)
     try:
         return dict_judgments(heads, qcodes, docs, numbers.astype(np.int64))
@@ -174,11 +174,10 @@ def small_judged_run(
     *,
     precision: Precision = "float32",
     depth: int | None = None,
-    limit: int | None = None,
 ) -> JudgedRun | None:
     """The run at `path` joined with `judged`, as `run_stream.judged_run` gives it; None when
     this module does not take the file."""
-    data = small_bytes(Path(path), limit)
+    data = small_bytes(Path(path))
     if data is None:
         return None
     try:
