@@ -9,8 +9,6 @@ from typing import Any
 
 from grader.errors import InputError
 
-EXTRA_HINT = "pip install 'relgrade[ir-datasets]'"
-
 
 def load_dataset(dataset_id: str) -> Any:
     """The ir_datasets dataset of `dataset_id`; InputError when ir_datasets is missing or
@@ -18,7 +16,8 @@ def load_dataset(dataset_id: str) -> Any:
     try:
         import ir_datasets
     except ImportError:
-        raise InputError(f"--dataset {dataset_id} needs ir_datasets", hint=EXTRA_HINT) from None
+        hint = "pip install 'relgrade[ir-datasets]'"
+        raise InputError(f"--dataset {dataset_id} needs ir_datasets", hint=hint) from None
     try:
         return ir_datasets.load(dataset_id)
     except KeyError:

@@ -20,7 +20,6 @@ from grader.io.streams import (
     CHUNK,
     LINE_LIMIT,
     MAGIC,
-    READ_ERRORS,
     compression_of,
     decompressed,
     guarded,
@@ -68,7 +67,7 @@ class _Spool:
     """A stream copied to a temporary file as far as it has been read."""
 
     def __init__(self, raw: IO[bytes], name: str | Path, *, owned: bool = True) -> None:
-        head = _read_head(raw)
+        head = raw.read(8)  # a buffered read: 8 bytes unless the stream ends first
         self.owned = owned  # close `raw` at its end (not a stream the caller gave, e.g. stdin)
         magic = next((c for m, c in MAGIC if head.startswith(m)), None)
         self.name, self.raw = name, raw
@@ -94,8 +93,6 @@ class _Spool:
             data = self.source.read(CHUNK)
         except InputError as exc:
             self._fail(InputError(exc.reason, path=self.name, hint=exc.hint))
-        except READ_ERRORS as exc:
-            self._fail(InputError(f"cannot read: {exc}", path=self.name, line=self.lines + 1))
         if not data:
             self.done = True
             self._close()
@@ -178,16 +175,6 @@ class _Prefixed(io.RawIOBase):
         data = self._raw.read(len(view))
         view[: len(data)] = data
         return len(data)
-
-
-def _read_head(raw: IO[bytes]) -> bytes:
-    head = b""
-    while len(head) < 8:
-        data = raw.read(8 - len(head))
-        if not data:
-            break
-        head += data
-    return head
 
 
 def _new_copy() -> Path:
