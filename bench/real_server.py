@@ -27,8 +27,7 @@ from pathlib import Path
 import openai
 
 from grader.cli.main import main as relgrade
-from grader.io.docs import read_docs
-from grader.io.queries import read_queries
+from grader.io.docs import read_docs, read_queries
 from grader.io.trec import read_run
 from grader.judges.llm.judge import LLMJudge
 from grader.judges.llm.types import sdk_arguments

@@ -62,14 +62,15 @@ def _runs(runs: Any) -> dict[str, pd.DataFrame]:
     if runs is None or (isinstance(runs, list) and not runs):
         return {}
     from grader.io.python_inputs import run_inputs, run_table
-    from grader.io.runs import read_run_file, run_names
+    from grader.io.runs import run_names
+    from grader.io.trec import read_run
 
     items = run_inputs(runs)
     paths = iter(run_names([str(r) for _, r in items if is_path(r)]))
     out: dict[str, pd.DataFrame] = {}
     for name, run in items:
         if is_path(run):
-            out[name or next(paths)] = read_run_file(str(run))
+            out[name or next(paths)] = read_run(str(run))
         else:
             out[name or "run"] = run_table(run)
     return out

@@ -13,9 +13,8 @@ import numpy as np
 from calibration.join import pair_keys
 from calibration.stats.agreement import agreement
 from grader.errors import InputError
-from grader.io.docs import read_docs
+from grader.io.docs import read_docs, read_queries
 from grader.io.grades import read_human_grades
-from grader.io.queries import read_queries
 from grader.judges.lexical.config import (
     default_config_path,
     fitted_config_path,

@@ -162,7 +162,7 @@ def read_run(run: Any, *, precision: Literal["float32", "float64"] = "float32") 
     1       q1     d1    0.5     2
     """
     if is_path(run):
-        from grader.io.runs import read_run_file
+        from grader.io.trec import read_run
 
-        return read_run_file(str(run), precision=precision)
+        return read_run(str(run), precision=precision)
     return run_table(run, precision=precision)

@@ -1,4 +1,4 @@
-"""Numbers parsed in numpy (grader/io/decimals.py) are `float()`'s, bit for bit, or refused alike.
+"""Numbers parsed in numpy (grader/io/trec_small.py) are `float()`'s, bit for bit, or refused alike.
 
 The small-file reader of `relgrade evaluate` takes scores and grades from `parse_decimals`; a
 score that differs in its last bit can reorder a ranking, so every cell is checked against
@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grader.io import decimals
-from grader.io.decimals import parse_cells, parse_decimals
+from grader.io import trec_small
+from grader.io.trec_small import parse_cells, parse_decimals
 from tests.helpers.hypothesis_scale import examples
 
 EDGES = [
@@ -81,6 +81,6 @@ def test_short_decimals_are_parsed_in_numpy(monkeypatch: pytest.MonkeyPatch) -> 
     def refuse(cell: bytes) -> float:
         raise AssertionError(f"{cell!r} went through float()")
 
-    monkeypatch.setattr(decimals, "_slow", refuse)
+    monkeypatch.setattr(trec_small, "_slow", refuse)
     many = [f"{i / 7:.6f}" for i in range(-500, 500)] + ["-0", "+.5", "5.", "123456789012345"]
     assert _bits(_parse(many)) == _bits([float(c) for c in many])

@@ -8,9 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from grader.io.docs import read_docs
+from grader.io.docs import read_docs, read_queries
 from grader.io.grades import read_human_grades
-from grader.io.queries import read_queries
 from grader.io.trec import read_run
 from grader.judges.lexical.config import read_thresholds
 from grader.judges.lexical.fit import fit_lexical_thresholds

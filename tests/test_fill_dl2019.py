@@ -22,8 +22,7 @@ import pytest
 from calibration.spotcheck.also_judged import draw_also_judged
 from grader.cli.main import main
 from grader.evaluation.fill.scores import evaluate_fill
-from grader.io.docs import read_docs
-from grader.io.queries import read_queries
+from grader.io.docs import read_docs, read_queries
 from grader.io.trec import read_qrels, read_run
 from grader.metrics.evaluate import evaluate
 from grader.prompts import load_prompt, render_messages

@@ -14,7 +14,7 @@ import pytest
 from grader.cli.main import main
 from grader.errors import InputError
 from grader.evaluation.fill.scores import evaluate_fill
-from grader.io.people_grades import parse_llm_scale
+from grader.io.grades import parse_llm_scale
 from grader.io.trec import read_qrels, read_run
 from tests.fakeserver import FakeServer, faults
 from tests.grade_data import GradeFiles, write_grade_files

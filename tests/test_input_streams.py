@@ -26,10 +26,9 @@ import pytest
 
 from grader.cli.main import main
 from grader.errors import InputError
-from grader.io.docs import read_docs
+from grader.io.docs import read_docs, read_queries
 from grader.io.grades import read_human_grades
 from grader.io.judgments import read_judgments
-from grader.io.queries import read_queries
 from grader.io.trec import read_qrels, read_run
 from tests.helpers.fifo import fifo
 
@@ -202,11 +201,11 @@ def test_grade_and_calibrate_read_every_input_from_fifos(
 
 
 def test_stdin_may_be_compressed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from grader.io.runs import read_run_file
-
     run = EXAMPLES / "run.bm25.txt"
-    stdin = io.BytesIO(_compress(run.read_bytes(), "gz"))
-    frame = read_run_file("-", stdin=stdin)
+    monkeypatch.setattr(
+        sys, "stdin", io.TextIOWrapper(io.BytesIO(_compress(run.read_bytes(), "gz")))
+    )
+    frame = read_run("-")
     assert frame.drop(columns=[]).to_dict("list") == read_run(run).to_dict("list")
 
 

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from grader.errors import InputError
-from grader.io.judgments import ReadCounts, read_judgments, write_judgments
+from grader.io.grades import read_llm_grades
+from grader.io.judgments import read_judgments, write_judgments
 from grader.models import Judgment, JudgmentError, PromptRef, Usage
 
 
@@ -104,13 +105,10 @@ def test_clamped_grades_are_counted(tmp_path: Path) -> None:
     ]
     path = tmp_path / "j.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in lines))
-    counts = ReadCounts()
-    grades = [j.grade for j in read_judgments(path, clamp=True, counts=counts)]
-    assert grades == [3, 2, 0] and counts.clamped == 2
-    counts = ReadCounts()
+    frame = read_llm_grades(path, clamp=True)
+    assert frame["grade"].tolist() == [3, 2, 0] and frame.attrs["clamped"] == 2
     path.write_text(json.dumps(lines[1]) + "\n")
-    read_judgments(path, clamp=True, counts=counts)
-    assert counts.clamped == 0
+    assert read_llm_grades(path, clamp=True).attrs["clamped"] == 0
 
 
 def test_missing_field_bad_json_empty_and_non_utf8(tmp_path: Path) -> None:

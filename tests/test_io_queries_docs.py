@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from grader.errors import InputError
-from grader.io.docs import read_docs
-from grader.io.queries import read_queries
+from grader.io.docs import read_docs, read_queries
 from grader.models import Doc
 from tests.helpers.fill_data import DATA as SHARED_DL2019
 

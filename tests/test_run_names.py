@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 
 from grader.cli.main import main
 from grader.errors import InputError
-from grader.io.runs import read_run_file, read_runs, run_names
+from grader.io.runs import read_runs, run_names
 from grader.io.trec import read_qrels, read_run
 from grader.metrics import evaluate, mean_scores
 from tests.batch_helpers import new_prompt, seed_store
@@ -44,11 +45,13 @@ def test_read_runs_keeps_both_runs_of_one_stem(tmp_path: Path) -> None:
     assert runs["a/run"]["doc_id"].tolist() == ["d1"] and runs["b/run"]["doc_id"].tolist() == ["d2"]
 
 
-def test_a_run_on_stdin_is_named_and_blamed_as_stdin() -> None:
-    frame = read_run_file("-", stdin=io.BytesIO(b"q1 Q0 d1 1 2.5 x\n"))
+def test_a_run_on_stdin_is_named_and_blamed_as_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"q1 Q0 d1 1 2.5 x\n")))
+    frame = read_run("-")
     assert frame["doc_id"].tolist() == ["d1"] and frame.attrs["path"] == "-"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"q1 Q0 d1\n")))
     with pytest.raises(InputError, match=r"^stdin:1: ") as info:
-        read_run_file("-", stdin=io.BytesIO(b"q1 Q0 d1\n"))
+        read_run("-")
     assert info.value.line == 1
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,7 @@ import pytrec_eval
 from grader.cli.main import main
 from grader.errors import InputError
 from grader.io import run_stream
-from grader.io.run_stream import judged_run, judged_run_file
+from grader.io.run_stream import judged_run
 from grader.io.trec import read_qrels, read_run
 from grader.metrics import evaluate, mean_scores, parse_measure
 from grader.metrics.evaluate import depth_needed, score
@@ -179,14 +180,19 @@ def test_errors_are_read_runs_errors(tmp_path: Path, data: bytes, words: str, li
     assert blocks.value.line == line
 
 
-def test_stdin_run_and_its_errors_are_named_stdin(tmp_path: Path) -> None:
+def test_stdin_run_and_its_errors_are_named_stdin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "qrels.txt").write_text("q1 0 a 1\nq1 0 b 3\n")
     judged = judgments_of(read_qrels(tmp_path / "qrels.txt", any_grade=True))
-    run = judged_run_file("-", judged, stdin=io.BytesIO(b"q1 Q0 a 1 1.0 t\nq1 Q0 b 2 2.0 t\n"))
+    stdin = io.BytesIO(b"q1 Q0 a 1 1.0 t\nq1 Q0 b 2 2.0 t\n")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(stdin))
+    run = judged_run("-", judged)
     assert run.rows == 2
     assert run.ranked.grade.tolist() == [3, 1]  # b scores higher: rank 1
     with pytest.raises(InputError) as bad:
-        judged_run_file("-", judged, stdin=io.BytesIO(b"q1 Q0 a 1 x t\n"))
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"q1 Q0 a 1 x t\n")))
+        judged_run("-", judged)
     assert bad.value.path is not None and str(bad.value.path) == "stdin"
     assert bad.value.line == 1
 

@@ -105,8 +105,7 @@ def test_without_texts_the_sample_is_drawn_with_ids_and_a_warning(
 def test_texts_come_from_the_default_store_when_present(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from grader.io.docs import read_docs
-    from grader.io.queries import read_queries
+    from grader.io.docs import read_docs, read_queries
     from grader.store.store import Store, text_rows
 
     judgments, queries, docs = _inputs(tmp_path)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.io import trec_small
 from grader.io.trec_small import small_judged_run, small_qrels
 from tests.helpers.trec_small_files import (
     NOT_TAKEN,
@@ -86,12 +87,14 @@ def test_integer_spellings_are_read_as_arrow_reads_them(tmp_path: Path) -> None:
     assert compare_readers(tmp_path / "qrels.txt", tmp_path / "run.txt") == (True, True)
 
 
-def test_larger_files_go_to_arrow(tmp_path: Path) -> None:
+def test_larger_files_go_to_arrow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "run.txt").write_text(RUN)
     (tmp_path / "qrels.txt").write_text(QRELS)
     judged = small_qrels(tmp_path / "qrels.txt")
     assert judged is not None
-    size = len(RUN.encode())
-    assert small_judged_run(tmp_path / "run.txt", judged, limit=size) is not None
-    assert small_judged_run(tmp_path / "run.txt", judged, limit=size - 1) is None
-    assert small_qrels(tmp_path / "qrels.txt", limit=len(QRELS) - 1) is None
+    monkeypatch.setattr(trec_small, "SMALL_BYTES", len(RUN.encode()))
+    assert small_judged_run(tmp_path / "run.txt", judged) is not None
+    monkeypatch.setattr(trec_small, "SMALL_BYTES", len(RUN.encode()) - 1)
+    assert small_judged_run(tmp_path / "run.txt", judged) is None
+    monkeypatch.setattr(trec_small, "SMALL_BYTES", len(QRELS) - 1)
+    assert small_qrels(tmp_path / "qrels.txt") is None

@@ -139,8 +139,7 @@ def _export_pairs(args: argparse.Namespace, store: Store, fingerprint: dict[str,
         chosen = select_candidates(store, parse_selection(args.select), fingerprint)
         return [(c.query, c.doc) for c in chosen], len(chosen)
     from grader.grading.pairs import pairs_to_grade
-    from grader.io.docs import read_docs
-    from grader.io.queries import read_queries
+    from grader.io.docs import read_docs, read_queries
 
     selection = pairs_to_grade(
         args.run,

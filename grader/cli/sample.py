@@ -306,8 +306,7 @@ def sample_texts(
                 "--queries and --docs go together",
                 hint="pass both (or --store DB, which keeps the texts graded)",
             )
-        from grader.io.docs import read_docs
-        from grader.io.queries import read_queries
+        from grader.io.docs import read_docs, read_queries
 
         return read_queries(args.queries), read_docs(args.docs, ids=dids)
     store_path = args.store

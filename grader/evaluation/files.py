@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 from grader.errors import InputError
 from grader.io.files import iter_lines
 from grader.io.grade_format import looks_like_qrels, looks_like_run
-from grader.io.runs import run_source
 from grader.io.trec_small import small_judged_run, small_qrels
 from grader.metrics.join_dicts import DictJudgments
 
@@ -93,11 +92,11 @@ def path_join(
                 hint="write the run to a file",
             )
         from grader.evaluation.tie_order import ascending_ties
-        from grader.io.runs import read_run_file
+        from grader.io.trec import read_run
         from grader.metrics.join_arrow import join_run
         from grader.metrics.judged_rows import JudgedRun
 
-        frame = ascending_ties(read_run_file(path, precision=precision))
+        frame = ascending_ties(read_run(path, precision=precision))
         indexed = judged.arrow if isinstance(judged, DictJudgments) else judged
         return JudgedRun(join_run(indexed, frame, precision=precision, depth=depth), len(frame))
 
@@ -120,8 +119,7 @@ def judged_run_file(
     except InputError as exc:
         if exc.line is None or "columns in a run line" not in exc.reason:
             raise
-        with run_source(path) as source:
-            first = next(((n, t) for n, t in iter_lines(source) if t.strip()), None)
+        first = next(((n, t) for n, t in iter_lines(path) if t.strip()), None)
         if first is None or not looks_like_qrels(first[1]) or first[0] != exc.line:
             raise
         raise InputError(
@@ -139,17 +137,16 @@ def _judged_run_file(
     precision: Precision,
     depth: int | None,
 ) -> JudgedRun:
-    with run_source(path) as source:
-        if isinstance(judged, DictJudgments):
-            small = small_judged_run(source, judged, precision=precision, depth=depth)
-            if small is not None:
-                return small
-        arrow_without_pandas()  # before Arrow's first conversion, `judged.arrow` among them
-        if isinstance(judged, DictJudgments):
-            judged = judged.arrow
-        from grader.io.run_stream import judged_run
+    if isinstance(judged, DictJudgments):
+        small = small_judged_run(path, judged, precision=precision, depth=depth)
+        if small is not None:
+            return small
+    arrow_without_pandas()  # before Arrow's first conversion, `judged.arrow` among them
+    if isinstance(judged, DictJudgments):
+        judged = judged.arrow
+    from grader.io.run_stream import judged_run
 
-        return judged_run(source, judged, precision=precision, depth=depth)
+    return judged_run(path, judged, precision=precision, depth=depth)
 
 
 def arrow_without_pandas() -> None:

@@ -11,8 +11,14 @@ import pandas as pd
 from grader.errors import InputError
 from grader.grading.pairs import Pair, make_pairs
 from grader.grading.report import GradingReport
-from grader.io.frame_checks import check_texts, one_text_per_id
-from grader.io.python_inputs import DOC_ID, QUERY_ID, id_text, run_inputs
+from grader.io.python_inputs import (
+    DOC_ID,
+    QUERY_ID,
+    check_texts,
+    id_text,
+    one_text_per_id,
+    run_inputs,
+)
 from grader.io.texts import docs_of, queries_of
 from grader.models import Doc, Query
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from grader.errors import InputError
-from grader.io.people_grades import scale_text
+from grader.io.grades import scale_text
 from grader.keys import json_string
 
 PairId = tuple[str, str]

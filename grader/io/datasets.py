@@ -1,6 +1,5 @@
 """An ir_datasets collection by its id (`--dataset ID`): queries, documents and qrels (the optional
-extra `relgrade[ir-datasets]`; a dataset registered in the process is found too).
-"""
+extra `relgrade[ir-datasets]`; a dataset registered in the process is found too)."""
 
 from __future__ import annotations
 
@@ -10,8 +9,6 @@ from typing import Any
 
 from grader.errors import InputError
 
-EXTRA_HINT = "pip install 'relgrade[ir-datasets]'"
-
 
 def load_dataset(dataset_id: str) -> Any:
     """The ir_datasets dataset of `dataset_id`; InputError when ir_datasets is missing or
@@ -19,7 +16,8 @@ def load_dataset(dataset_id: str) -> Any:
     try:
         import ir_datasets
     except ImportError:
-        raise InputError(f"--dataset {dataset_id} needs ir_datasets", hint=EXTRA_HINT) from None
+        hint = "pip install 'relgrade[ir-datasets]'"
+        raise InputError(f"--dataset {dataset_id} needs ir_datasets", hint=hint) from None
     try:
         return ir_datasets.load(dataset_id)
     except KeyError:
@@ -39,8 +37,7 @@ def iterate(dataset: Any, part: str) -> Iterator[Any]:
 @contextmanager
 def downloading(dataset: Any, part: str) -> Iterator[None]:
     """A download that failed while ir_datasets reads `part` of `dataset` as an InputError of one
-    line.
-    """
+    line."""
     try:
         yield
     except (OSError, RuntimeError) as exc:
@@ -77,14 +74,10 @@ def _home() -> str:
         return "$IR_DATASETS_HOME"
 
 
-def has_part(dataset: Any, part: str) -> bool:
-    """Whether the dataset provides `part` ("queries", "docs", "qrels")."""
-    check = getattr(dataset, f"has_{part}", None)
-    return bool(check()) if callable(check) else hasattr(dataset, f"{part}_iter")
-
-
 def require(dataset: Any, dataset_id: str, part: str) -> None:
-    if not has_part(dataset, part):
+    """InputError when the dataset does not provide `part` ("queries", "docs", "qrels")."""
+    check = getattr(dataset, f"has_{part}", None)
+    if not (check() if callable(check) else hasattr(dataset, f"{part}_iter")):
         raise InputError(
             f"--dataset {dataset_id} has no {part}", hint=f"give the {part} as a file instead"
         )

@@ -1,6 +1,5 @@
 """The duplicate check of the TREC readers: a (query, doc) listed twice, found by a vectorised
-64-bit hash of every id, confirmed on the ids, and named with both its rows.
-"""
+64-bit hash of every id, confirmed on the ids, and named with both its rows."""
 
 from __future__ import annotations
 
@@ -19,8 +18,7 @@ _HASH_ROWS = 1 << 20
 
 def string_hashes(column: pa.ChunkedArray | pa.Array) -> npt.NDArray[np.uint64]:
     """A 64-bit polynomial hash of every string, vectorised over the Arrow buffers (equal strings
-    hash equal; callers confirm matches): one pass over the bytes, far less than a hash table.
-    """
+    hash equal; callers confirm matches): one pass over the bytes, far less than a hash table."""
     chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
     parts = [_hash_chunk(chunk) for chunk in chunks]
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)
@@ -90,8 +88,7 @@ def check_duplicates(
     error: Callable[[str, str, list[int]], InputError],
 ) -> None:
     """Raise `error(query_id, doc_id, [row, row])` at the earliest row that repeats a (query_id,
-    doc_id) before it.
-    """
+    doc_id) before it."""
     key = string_hashes(table["doc_id"]) ^ (
         qcodes.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
     )

@@ -1,21 +1,18 @@
-"""Low-level file handling shared by every reader and writer.
-
-Compressed files are read and written transparently, a stream read once (`spool`); text that is
-not UTF-8 is an InputError naming file and line. Outputs are written atomically (a temp file
-`.NAME.relgrade-HOST-PID-XXXXXXXX.tmp` beside the target, fsync, rename); one a kill left behind
-is removed by the next write of the target once its process is gone.
-"""
+"""Reading text lines and writing outputs atomically (a temp file
+`.NAME.relgrade-HOST-PID-XXXXXXXX.tmp` beside the target, fsync, rename); a temp file a kill left
+behind is removed by the next write of the target once its process is gone."""
 
 from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from grader.errors import InputError
 from grader.io.spool import open_binary
@@ -25,6 +22,7 @@ from grader.io.streams import (
     bounded_lines,
     compressed_writer,
     compression_of,
+    not_utf8,
 )
 
 STALE_AFTER_HOURS = 24.0  # a temp file of a live process (or another host's) this old is stale
@@ -32,16 +30,11 @@ PAUSE_ENV = "RELGRADE_TEST_WRITE_PAUSE"  # tests only: `NAME:SECONDS`, wait befo
 _TEMP_RE = re.compile(r"\.relgrade-(?P<host>[A-Za-z0-9]*)-(?P<pid>\d+)-[a-z0-9_]+\.tmp")
 
 
-def _open_binary(path: Path) -> IO[bytes]:
-    return open_binary(path)
-
-
 def iter_lines(path: str | Path, *, limit: int = LINE_LIMIT) -> Iterator[tuple[int, str]]:
     """(1-based line number, line without its newline) of a UTF-8 text file; a line over `limit`
-    bytes is an InputError naming it.
-    """
+    bytes is an InputError naming it."""
     p = Path(path)
-    with _open_binary(p) as fh:
+    with open_binary(p) as fh:
         lineno = 0
         try:
             for raw in bounded_lines(fh, p, limit):
@@ -49,12 +42,7 @@ def iter_lines(path: str | Path, *, limit: int = LINE_LIMIT) -> Iterator[tuple[i
                 try:
                     line = raw.decode("utf-8")
                 except UnicodeDecodeError as exc:
-                    raise InputError(
-                        f"not valid UTF-8 (byte {exc.start} of the line)",
-                        path=p,
-                        line=lineno,
-                        hint="re-encode the file as UTF-8",
-                    ) from None
+                    raise not_utf8(p, lineno, exc.start) from None
                 if lineno == 1 and line.startswith("\ufeff"):
                     line = line[1:]
                 yield lineno, line.rstrip("\r\n")
@@ -62,10 +50,40 @@ def iter_lines(path: str | Path, *, limit: int = LINE_LIMIT) -> Iterator[tuple[i
             raise InputError(f"cannot read: {exc}", path=p, line=lineno + 1) from None
 
 
+def content_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """(line number, line) of every line that is not blank; numbering counts blank lines too."""
+    for lineno, line in iter_lines(path):
+        if line.strip():
+            yield lineno, line
+
+
+def parse_json_object(path: str | Path, lineno: int, line: str) -> dict[str, Any]:
+    """One JSONL line as a dict, or an InputError saying why it is not a JSON object."""
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"not valid JSON ({exc.msg} at column {exc.colno})",
+            path=path,
+            line=lineno,
+            hint="each line must be one JSON object",
+        ) from None
+    if not isinstance(value, dict):
+        raise InputError(
+            f"expected a JSON object, found {type(value).__name__}", path=path, line=lineno
+        )
+    return value
+
+
+def empty_file_error(path: str | Path, what: str, example: str) -> InputError:
+    """The error for a file with no records."""
+    return InputError(f"no {what} in the file (it is empty)", path=path, hint=f"expected {example}")
+
+
 def read_text(path: str | Path) -> str:
     """The whole file as text (UTF-8, or .gz of UTF-8)."""
     p = Path(path)
-    with _open_binary(p) as fh:
+    with open_binary(p) as fh:
         try:
             data = fh.read()
         except READ_ERRORS as exc:
@@ -73,10 +91,8 @@ def read_text(path: str | Path) -> str:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise InputError(
-            "not valid UTF-8", path=p, line=line, hint="re-encode the file as UTF-8"
-        ) from None
+        start = data.rfind(b"\n", 0, exc.start) + 1  # of the line
+        raise not_utf8(p, data.count(b"\n", 0, start) + 1, exc.start - start) from None
     return text.removeprefix("\ufeff")
 
 
@@ -87,20 +103,16 @@ def _default_file_mode() -> int:
     return 0o666 & ~umask
 
 
-def _host() -> str:
+def host_tag() -> str:
+    """This host's name, letters and digits only (part of temp file and marker names)."""
     import socket  # writers only: readers (`relgrade evaluate`) start without it
 
     return re.sub(r"[^A-Za-z0-9]", "", socket.gethostname())[:32]
 
 
-def host_tag() -> str:
-    """This host's name, letters and digits only (part of temp file and marker names)."""
-    return _host()
-
-
 def writer_gone(host: str, pid: int) -> bool:
     """Whether process `pid` of `host` is known to be gone (only this host's can be checked)."""
-    if host != _host() or pid == os.getpid():
+    if host != host_tag() or pid == os.getpid():
         return False
     try:
         os.kill(pid, 0)
@@ -123,17 +135,16 @@ def stale_temp_files(path: str | Path, *, max_age_hours: float = STALE_AFTER_HOU
     except OSError:
         return stale
     for entry in entries:
-        if not entry.name.startswith(prefix):
-            continue
-        match = _TEMP_RE.fullmatch(entry.name, len(prefix))
+        match = (
+            _TEMP_RE.fullmatch(entry.name, len(prefix)) if entry.name.startswith(prefix) else None
+        )
         if match is None or not entry.is_file(follow_symlinks=False):
             continue
-        pid = int(match["pid"])
         try:
             age = time.time() - entry.stat(follow_symlinks=False).st_mtime
         except FileNotFoundError:
             continue
-        if age > max_age_hours * 3600 or writer_gone(match["host"], pid):
+        if age > max_age_hours * 3600 or writer_gone(match["host"], int(match["pid"])):
             stale.append(Path(entry.path))
     return sorted(stale)
 
@@ -158,8 +169,7 @@ def _pause_for_tests(target: Path) -> None:
 @contextlib.contextmanager
 def atomic_write(path: str | Path) -> Iterator[IO[str]]:
     """Open `path` for writing text (compressed as its name says); it appears only when the block
-    ends without an exception, else any file at `path` is left untouched.
-    """
+    ends without an exception, else any file at `path` is left untouched."""
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
     if not folder.exists():
@@ -168,7 +178,7 @@ def atomic_write(path: str | Path) -> Iterator[IO[str]]:
     import tempfile  # writers only, as socket
 
     fd, tmp_name = tempfile.mkstemp(
-        prefix=f".{target.name}.relgrade-{_host()}-{os.getpid()}-", suffix=".tmp", dir=folder
+        prefix=f".{target.name}.relgrade-{host_tag()}-{os.getpid()}-", suffix=".tmp", dir=folder
     )
     tmp = Path(tmp_name)
     try:

@@ -9,10 +9,22 @@ REQUIRED = ("query_id", "doc_id", "grade")
 DISTRIBUTION_COLUMNS = ("p_grade_0", "p_grade_1", "p_grade_2", "p_grade_3")
 
 
+LARGEST_GRADE = 2.0**53
+"""The largest grade read as written: beyond 2**53 a float64 no longer holds every integer."""
+LARGE_HINT = "qrels grades are small integers such as -2..4"
+
+
+def clamp_hint() -> str:
+    """The fix for a grade outside 0..3, naming `--clamp` or `clamp=True` as the caller uses it."""
+    from grader.spelling import option
+
+    flag = option("--clamp", "clamp=True")
+    return f"fix the grade, or pass {flag} to move it to the nearest of 0 and 3"
+
+
 def looks_like_qrels(line: str) -> bool:
     """Whether a first line reads as TREC qrels rather than CSV: four whitespace-separated cells and
-    no comma (the qrels reader then names a bad grade), unless it is a TSV header.
-    """
+    no comma (the qrels reader then names a bad grade), unless it is a TSV header."""
     cells = line.split()
     if len(cells) != 4 or "," in line:
         return False

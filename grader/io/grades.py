@@ -1,12 +1,7 @@
-"""Grade tables for calibration: human grades (CSV or qrels) and LLM grades (judgments or qrels).
+"""Grade tables `[query_id, doc_id, grade, ...]`: people's (CSV, qrels) and LLMs' (judgments).
 
-Both return `[query_id, doc_id, grade, ...]` (ids as text, grade an int in 0..3), the format
-told by content (docs/file-formats.md). A CSV keeps its other columns; a row with an empty grade
-is a pair nobody graded yet, counted in `attrs["ungraded"]`, never read as 0. From judgments
-only `ok` ones give rows (`attrs["failed"]` counts the others) and `judge`, `expected_grade`,
-`confidence` and `p_grade_0..3` come along when some judgment has them. A grade outside 0..3 is
-an error unless `clamp=True` (counted in `attrs["clamped"]`); a pair twice names both lines.
-"""
+The format is told by content (docs/file-formats.md). attrs count what gave no row: `ungraded`
+(an empty CSV grade, never read as 0), `failed` judgments, `clamped` grades (with `clamp=True`)."""
 
 from __future__ import annotations
 
@@ -19,17 +14,15 @@ from typing import Any
 import pandas as pd
 
 from grader.errors import InputError
-from grader.io._records import content_lines, empty_file_error
-from grader.io.files import iter_lines
-from grader.io.grade_format import DISTRIBUTION_COLUMNS
+from grader.io.files import content_lines, empty_file_error, iter_lines
+from grader.io.grade_format import DISTRIBUTION_COLUMNS, clamp_hint
 from grader.io.grade_format import HEADER_ALIASES as _HEADER_ALIASES
 from grader.io.grade_format import REQUIRED as _REQUIRED
 from grader.io.grade_format import looks_like_qrels as looks_like_qrels
-from grader.io.judgments import ReadCounts, iter_judgments
+from grader.io.judgments import iter_judgments
 from grader.io.streams import allow_long_csv_fields
 from grader.io.trec import read_qrels
-from grader.models import MAX_GRADE, MIN_GRADE
-from grader.spelling import option
+from grader.models import GRADES, MAX_GRADE, MIN_GRADE
 
 _HUMAN_EXAMPLE = (
     "a CSV with the header query_id,doc_id,grade, TREC qrels (qid 0 docid grade), or a "
@@ -38,8 +31,10 @@ _HUMAN_EXAMPLE = (
 
 
 def _first_line(path: str | Path) -> str | None:
+    """The first line neither blank nor a `#` comment, which tells the format."""
     for _, line in content_lines(path):
-        return line
+        if not line.lstrip().startswith("#"):
+            return line
     return None
 
 
@@ -127,8 +122,7 @@ def parse_grade(
             f"grade {text} is outside {MIN_GRADE}..{MAX_GRADE}",
             path=path,
             line=lineno,
-            hint=f"fix the grade, or pass {option('--clamp', 'clamp=True')} to move it to the "
-            f"nearest of {MIN_GRADE} and {MAX_GRADE}",
+            hint=clamp_hint(),
         )
     return min(MAX_GRADE, max(MIN_GRADE, grade)), True
 
@@ -206,8 +200,7 @@ def read_llm_grades(
 ) -> pd.DataFrame:
     """LLM grades from a judgments JSONL (ok judgments only) or TREC qrels. `judge` keeps that
     judge's judgments only (a file mixing judges needs it); attrs `failed`, `clamped`, `ungraded`
-    (0).
-    """
+    (0)."""
     first = _first_line(path)
     if first is None:
         raise empty_file_error(path, "grades", "a judgments JSONL or TREC qrels")
@@ -241,11 +234,9 @@ def _judgment_rows(
     rows: list[dict[str, Any]] = []
     seen: dict[tuple[str, str], tuple[int, str]] = {}
     failed = 0
-    counts = ReadCounts()
-    clamped = seen_clamps = 0
+    clamped = 0
     judges: dict[str, int] = {}  # every judge id in the file, with its count of lines
-    for n, j in iter_judgments(path, clamp=clamp, counts=counts):
-        moved, seen_clamps = counts.clamped - seen_clamps, counts.clamped
+    for n, j, moved in iter_judgments(path, clamp=clamp):
         judges[j.judge] = judges.get(j.judge, 0) + 1
         if judge is not None and j.judge != judge:
             continue
@@ -298,3 +289,45 @@ def read_grades_file(path: str | Path, *, clamp: bool = False) -> pd.DataFrame:
         frame.attrs.update(source="trec", path=str(path))
         return frame
     return read_human_grades(path, clamp=clamp)
+
+
+def read_people_grades(path: str | Path) -> pd.DataFrame:
+    """Human grades [query_id, doc_id, grade] as written (`grade --skip-judged`, `evaluate
+    --fill`): TREC qrels with any integer grade, as trec_eval reads them, or a grades file."""
+    frame = read_grades_file(path)
+    if frame.empty:
+        raise InputError("holds no grades", path=path, hint="give TREC qrels (qid 0 docid grade)")
+    out = frame[["query_id", "doc_id", "grade"]]
+    out.attrs["path"] = str(path)
+    return out
+
+
+IDENTITY_SCALE = {g: g for g in GRADES}
+
+
+def parse_llm_scale(text: str) -> dict[int, int]:
+    """`0:0,1:1,2:2,3:3` (`--llm-scale`) as {llm grade: people's grade}; every LLM grade 0..3
+    exactly once."""
+    scale: dict[int, int] = {}
+    hint = "write LLM:HUMAN for each LLM grade 0..3, e.g. --llm-scale 0:0,1:1,2:2,3:3"
+    for part in text.split(","):
+        left, sep, right = part.strip().partition(":")
+        try:
+            llm, human = int(left), int(right)
+        except ValueError:
+            raise InputError(f"--llm-scale: {part.strip()!r} is not LLM:HUMAN", hint=hint) from None
+        if not sep or llm not in GRADES:
+            raise InputError(f"--llm-scale: {llm} is not an LLM grade (0..3)", hint=hint)
+        if llm in scale:
+            raise InputError(f"--llm-scale: grade {llm} is mapped twice", hint=hint)
+        scale[llm] = human
+    if set(scale) != set(GRADES):
+        missing = ", ".join(str(g) for g in GRADES if g not in scale)
+        raise InputError(f"--llm-scale: no mapping for LLM grade(s) {missing}", hint=hint)
+    return scale
+
+
+def scale_text(scale: dict[int, int]) -> str:
+    """`0:0,1:1,2:2,3:3`, and whether that is the identity."""
+    text = ",".join(f"{g}:{scale[g]}" for g in sorted(scale))
+    return text + (" (identity)" if scale == IDENTITY_SCALE else "")

@@ -1,11 +1,9 @@
 """Judgments files: JSONL, one `Judgment` per line, read strictly and written atomically. A line
-that would let a failure pass as a grade is refused with file, line and pydantic's reason.
-"""
+that would let a failure pass as a grade is refused with file, line and pydantic's reason."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -13,8 +11,7 @@ import pandas as pd
 from pydantic import ValidationError
 
 from grader.errors import InputError
-from grader.io._records import content_lines, empty_file_error, parse_json_object
-from grader.io.files import atomic_write
+from grader.io.files import atomic_write, content_lines, empty_file_error, parse_json_object
 from grader.models import Judgment
 
 _EXAMPLE = "one Judgment JSON object per line (as written by `relgrade grade --out`)"
@@ -33,8 +30,7 @@ class Graded(Protocol):
 
 def qrels_frame(graded: Iterable[Graded]) -> pd.DataFrame:
     """The qrels frame `[query_id, doc_id, grade]` of the items that have a grade: a failed judgment
-    is left out (unjudged), never turned into 0.
-    """
+    is left out (unjudged), never turned into 0."""
     rows = [(g.query_id, g.doc_id, g.grade) for g in graded if g.grade is not None]
     frame = pd.DataFrame(rows, columns=["query_id", "doc_id", "grade"])
     return frame.astype({"query_id": str, "doc_id": str, "grade": "int64"})
@@ -52,40 +48,28 @@ def validation_reason(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-@dataclass
-class ReadCounts:
-    """What a reader changed on the way in: `clamped` grades moved into 0..3 (with `clamp`)."""
-
-    clamped: int = 0
-
-
 def iter_judgments(
-    path: str | Path, *, clamp: bool = False, counts: ReadCounts | None = None
-) -> Iterator[tuple[int, Judgment]]:
-    """(line number, Judgment) of every non-blank line; with `clamp`, grades are cut into 0..3
-    and each grade moved is counted in `counts.clamped` (when `counts` is given)."""
+    path: str | Path, *, clamp: bool = False
+) -> Iterator[tuple[int, Judgment, bool]]:
+    """(line number, Judgment, whether its grade was moved) of every non-blank line; with `clamp`,
+    grades are cut into 0..3."""
     for n, line in content_lines(path):
         record = parse_json_object(path, n, line)
         grade = record.get("grade")
         if clamp and isinstance(grade, int) and not isinstance(grade, bool):
             record["grade"] = min(3, max(0, grade))
-            if record["grade"] != grade and counts is not None:
-                counts.clamped += 1
         try:
             judgment = Judgment.model_validate(record)
         except ValidationError as exc:
             raise InputError(
                 f"not a valid judgment: {validation_reason(exc)}", path=path, line=n
             ) from None
-        yield n, judgment
+        yield n, judgment, record.get("grade") != grade
 
 
-def read_judgments(
-    path: str | Path, *, clamp: bool = False, counts: ReadCounts | None = None
-) -> list[Judgment]:
-    """Every judgment of a JSONL file, in file order; an empty file is an error. Clamped grades
-    are counted in `counts.clamped` when `counts` is given."""
-    judgments = [j for _, j in iter_judgments(path, clamp=clamp, counts=counts)]
+def read_judgments(path: str | Path, *, clamp: bool = False) -> list[Judgment]:
+    """Every judgment of a JSONL file, in file order; an empty file is an error."""
+    judgments = [j for _, j, _ in iter_judgments(path, clamp=clamp)]
     if not judgments:
         raise empty_file_error(path, "judgments", _EXAMPLE)
     return judgments

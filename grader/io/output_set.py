@@ -1,8 +1,6 @@
-"""Outputs of one run that belong together (a judgments JSONL and its qrels), each written
-atomically, with a marker `.NAME.relgrade-outputs.json` beside the first listing the set and
-the files rewritten so far: a marker whose process is gone tells the next run (`previous()`)
-that the set was left half written.
-"""
+"""Outputs of one run that belong together (judgments and qrels), with a marker beside the first
+listing those rewritten so far: a marker whose process is gone tells the next run the set was
+left half written (`previous()`)."""
 
 from __future__ import annotations
 

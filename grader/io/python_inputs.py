@@ -1,9 +1,5 @@
-"""Qrels, runs and grades as people hold them in a notebook, made into relgrade's frames.
-
-A DataFrame (ir_measures' `query_id, doc_id, relevance|grade, score` or PyTerrier's `qid,
-docno, label, score`), a pytrec_eval dict or an iterable of ir_datasets / ir_measures tuples
-becomes the frame the file readers give; runs are ranked as trec_eval ranks (docs/python-api.md).
-"""
+"""Qrels, runs and grades as a notebook holds them (DataFrames of either convention, pytrec_eval
+dicts, ir_datasets / ir_measures tuples) made into the frames the file readers give."""
 
 from __future__ import annotations
 
@@ -18,8 +14,8 @@ import pandas as pd
 from grader.errors import InputError
 from grader.io.datasets import iterate
 from grader.io.grade_format import DISTRIBUTION_COLUMNS as DISTRIBUTION
+from grader.io.grade_format import LARGE_HINT, LARGEST_GRADE, clamp_hint
 from grader.metrics.rank_order import Precision
-from grader.spelling import option
 
 #: Each column relgrade reads, and the names either convention gives it (first found wins).
 QUERY_ID = ("query_id", "qid")
@@ -43,21 +39,30 @@ IDS_AS_TEXT = (
 
 
 def check_ids(column: pd.Series, what: str) -> None:
-    """InputError for ids pandas read as decimal numbers ("1" as 1.0, "007" as 7.0) or empty: as
-    text they would be other ids. Integers are their digits.
-    """
-    empty = column.isna().to_numpy()
+    """InputError for an id that is empty, neither text nor an integer (a tuple, a bool), or a
+    decimal number pandas read ("1" as 1.0, "007" as 7.0): as text it would be no id or another."""
+    empty = column.isna().to_numpy().copy()
+    kind = pd.api.types.infer_dtype(column, skipna=True)
+    if kind == "string":
+        empty |= column.eq("").to_numpy()
+    for row, value in enumerate(column if kind not in _ID_KINDS else ()):
+        if isinstance(value, bool | np.bool_) or not isinstance(
+            value, str | int | np.integer | float | np.floating
+        ):
+            raise InputError(
+                f"the {what}'s {column.name} column holds a {type(value).__name__} "
+                f"({value!r}, row {row}): an id is text or an integer",
+                hint="give each id as text",
+            )
+        empty[row] |= isinstance(value, str) and not value.strip()
     if empty.any():
         raise InputError(
             f"the {what}'s {column.name} column has an empty id (row {int(empty.argmax())})",
             hint="give every row an id",
         )
-    from grader.io.frame_checks import check_id_values
-
-    check_id_values(column, what)
     if pd.api.types.is_float_dtype(column.dtype):
         decimal = column
-    elif column.dtype == object and pd.api.types.infer_dtype(column) != "string":
+    elif column.dtype == object and kind != "string":
         decimal = column[[isinstance(v, float | np.floating) for v in column]]
     else:
         return
@@ -70,29 +75,44 @@ def check_ids(column: pd.Series, what: str) -> None:
         )
 
 
+_ID_KINDS = ("integer", "floating", "empty", "string")  # no value to look at one by one
+
+
+def check_texts(frame: pd.DataFrame, columns: list[str], what: str) -> None:
+    """InputError for a missing text (NaN, None) in any of `columns`, naming row and column."""
+    for name in columns:
+        empty = frame[name].isna().to_numpy()
+        if empty.any():
+            raise InputError(
+                f"the {what}'s {name} column has no text (row {int(empty.argmax())})",
+                hint="give every row its text (an empty string if it has none)",
+            )
+
+
+def one_text_per_id(ids: pd.Series, texts: pd.Series, what: str) -> None:
+    """InputError when one id is given two different texts (a file may not give an id twice),
+    naming the id, both rows and the text column."""
+    pairs = pd.DataFrame({"id": ids.to_numpy(), "text": texts.astype(str).to_numpy()})
+    distinct = pairs.drop_duplicates()
+    clash = distinct["id"].duplicated()
+    if not clash.any():
+        return
+    twice = distinct.loc[clash, "id"].iloc[0]
+    rows = [int(r) for r in pairs.index[pairs["id"] == twice]]
+    text = pairs["text"].tolist()
+    first = rows[0]
+    other = next(r for r in rows if text[r] != text[first])
+    raise InputError(
+        f"the {what} gives {ids.name} {twice!r} two different {texts.name} values (rows "
+        f"{first} and {other})",
+        hint=f"one {texts.name} per {ids.name}, as in a file",
+    )
+
+
 def id_text(column: pd.Series, what: str) -> pd.Series:
     """An id column as text, as a file gives it (`check_ids` first)."""
     check_ids(column, what)
     return column.astype(str)
-
-
-def _column(frame: pd.DataFrame, names: tuple[str, ...]) -> str | None:
-    return next((n for n in names if n in frame.columns), None)
-
-
-def _renamed(
-    frame: pd.DataFrame, wanted: dict[str, tuple[str, ...]], what: str, expected: str
-) -> pd.DataFrame:
-    """The frame's columns under relgrade's names, or an InputError naming what was found."""
-    found = {target: _column(frame, names) for target, names in wanted.items()}
-    if any(v is None for v in found.values()):
-        lacking = [t for t, v in found.items() if v is None]
-        raise InputError(
-            f"the {what} has columns {', '.join(map(str, frame.columns)) or '(none)'}: it lacks "
-            f"{', '.join(lacking)}; expected {expected}",
-            hint="rename the columns, e.g. frame.rename(columns={...})",
-        )
-    return frame.rename(columns={v: k for k, v in found.items() if v is not None and v != k})
 
 
 def _records_frame(items: Iterable[Any], what: str, expected: str) -> pd.DataFrame:
@@ -126,33 +146,39 @@ def _nested(values: Mapping[Any, Any], column: str) -> pd.DataFrame:
     return pd.DataFrame({"query_id": qids, "doc_id": dids, column: cells})
 
 
-def as_frame(value: Any, column: str, what: str, expected: str) -> pd.DataFrame:
-    """A DataFrame, a pytrec_eval dict or an iterable of namedtuples as a frame (columns as
-    given: `_renamed` maps them)."""
-    if isinstance(value, pd.DataFrame):
-        return value
+def as_frame(value: Any, column: str, what: str) -> pd.DataFrame:
+    """A DataFrame, a pytrec_eval dict or an iterable of namedtuples as a frame of query_id,
+    doc_id and `column` ("grade" or "score"), found under either convention's names."""
+    expected = QRELS_EXPECTED if column == "grade" else RUN_EXPECTED
     if hasattr(value, "qrels_iter") and column == "grade":
         value = iterate(value, "qrels")  # an ir_datasets dataset given as qrels
     if isinstance(value, Mapping):
-        return _nested(value, column)
-    if isinstance(value, Iterable) and not isinstance(value, str | bytes):
-        return _records_frame(value, what, expected)
-    raise InputError(
-        f"the {what} is a {type(value).__name__}",
-        hint="give a path, a DataFrame, a dict {query_id: {doc_id: value}} or namedtuples",
-    )
+        value = _nested(value, column)
+    elif isinstance(value, Iterable) and not isinstance(value, str | bytes | pd.DataFrame):
+        value = _records_frame(value, what, expected)
+    elif not isinstance(value, pd.DataFrame):
+        raise InputError(
+            f"the {what} is a {type(value).__name__}",
+            hint="give a path, a DataFrame, a dict {query_id: {doc_id: value}} or namedtuples",
+        )
+    wanted = {"query_id": QUERY_ID, "doc_id": DOC_ID, column: GRADE if column == "grade" else SCORE}
+    columns = set(value.columns)
+    found = {t: next((n for n in names if n in columns), None) for t, names in wanted.items()}
+    lacking = [t for t, v in found.items() if v is None]
+    if lacking:
+        raise InputError(
+            f"the {what} has columns {', '.join(map(str, value.columns)) or '(none)'}: it lacks "
+            f"{', '.join(lacking)}; expected {expected}",
+            hint="rename the columns, e.g. frame.rename(columns={...})",
+        )
+    renamed: pd.DataFrame = value.rename(columns={v: k for k, v in found.items() if v != k})
+    return renamed
 
 
 def grades_table(value: Any, what: str = "qrels") -> pd.DataFrame:
     """Qrels or grades as [query_id, doc_id, grade, ...]; rows without a grade are left out, counted
-    in `attrs["failed"]` (status "failed") or `attrs["ungraded"]`.
-    """
-    frame = _renamed(
-        as_frame(value, "grade", what, QRELS_EXPECTED),
-        {"query_id": QUERY_ID, "doc_id": DOC_ID, "grade": GRADE},
-        what,
-        QRELS_EXPECTED,
-    )
+    in `attrs["failed"]` (status "failed") or `attrs["ungraded"]`."""
+    frame = as_frame(value, "grade", what)
     grades = pd.to_numeric(frame["grade"], errors="coerce")
     absent = grades.isna().to_numpy()
     failed = (
@@ -171,7 +197,8 @@ def grades_table(value: Any, what: str = "qrels") -> pd.DataFrame:
     values = grades[~absent].to_numpy(dtype=np.float64)
     if len(values) and np.any(values != np.round(values)):
         raise InputError(f"the {what} holds a grade that is not an integer", hint="round it")
-    _check_size(kept, values, what)
+    if len(values):
+        _refuse(kept, np.abs(values) > LARGEST_GRADE, what, "is too large", LARGE_HINT)
     kept["query_id"] = id_text(kept["query_id"], what)
     kept["doc_id"] = id_text(kept["doc_id"], what)
     kept["grade"] = values.astype(np.int64)
@@ -186,17 +213,16 @@ def grades_table(value: Any, what: str = "qrels") -> pd.DataFrame:
     return kept
 
 
-def _check_size(kept: pd.DataFrame, values: npt.NDArray[np.float64], what: str) -> None:
-    """A grade too large to read as written is refused, as the TREC reader refuses it."""
-    from grader.io.trec import LARGEST_GRADE
-
-    huge = np.abs(values) > LARGEST_GRADE
-    if len(values) and huge.any():
-        row = int(np.argmax(huge))
+def _refuse(
+    frame: pd.DataFrame, bad: npt.NDArray[np.bool_], what: str, why: str, hint: str
+) -> None:
+    """InputError naming the grade and ids of the first `bad` row, and `why` it is refused."""
+    if bad.any():
+        row = int(np.argmax(bad))
         raise InputError(
-            f"the {what} grade {kept['grade'].iloc[row]} of ({kept['query_id'].iloc[row]}, "
-            f"{kept['doc_id'].iloc[row]}) is too large",
-            hint="qrels grades are small integers such as -2..4",
+            f"the {what} grade {frame['grade'].iloc[row]} of ({frame['query_id'].iloc[row]}, "
+            f"{frame['doc_id'].iloc[row]}) {why}",
+            hint=hint,
         )
 
 
@@ -209,12 +235,7 @@ def run_table(value: Any, *, precision: Precision = "float32", what: str = "run"
     from grader.io.trec import query_codes, ranked_frame
     from grader.metrics.join_arrow import arrow_strings
 
-    frame = _renamed(
-        as_frame(value, "score", what, RUN_EXPECTED),
-        {"query_id": QUERY_ID, "doc_id": DOC_ID, "score": SCORE},
-        what,
-        RUN_EXPECTED,
-    )
+    frame = as_frame(value, "score", what)
     scores = np.asarray(pd.to_numeric(frame["score"], errors="coerce"), dtype=np.float64)
     if not np.all(np.isfinite(scores)):
         raise InputError(
@@ -263,14 +284,8 @@ def on_scale(frame: pd.DataFrame, what: str, *, clamp: bool = False) -> pd.DataF
 
     grades = frame["grade"].to_numpy()
     outside = (grades < MIN_GRADE) | (grades > MAX_GRADE)
-    if outside.any() and not clamp:
-        row = int(np.argmax(outside))
-        raise InputError(
-            f"the {what} grade {grades[row]} of ({frame['query_id'].iloc[row]}, "
-            f"{frame['doc_id'].iloc[row]}) is outside {MIN_GRADE}..{MAX_GRADE}",
-            hint=f"fix the grade, or pass {option('--clamp', 'clamp=True')} to move it to the "
-            f"nearest of {MIN_GRADE} and {MAX_GRADE}",
-        )
+    if not clamp:
+        _refuse(frame, outside, what, f"is outside {MIN_GRADE}..{MAX_GRADE}", clamp_hint())
     if outside.any():
         frame = frame.assign(grade=np.clip(grades, MIN_GRADE, MAX_GRADE))
         frame.attrs["clamped"] = int(outside.sum())
@@ -279,8 +294,7 @@ def on_scale(frame: pd.DataFrame, what: str, *, clamp: bool = False) -> pd.DataF
 
 def llm_grades_table(value: Any, *, clamp: bool = False) -> pd.DataFrame:
     """LLM grades with the columns `read_llm_grades` gives a judgments file (from a `distribution`
-    column: the chosen grade's probability is the confidence).
-    """
+    column: the chosen grade's probability is the confidence)."""
     frame = on_scale(grades_table(value, "llm grades"), "llm grades", clamp=clamp)
     out = frame[["query_id", "doc_id", "grade"]].copy()
     if "judge" in frame.columns:

@@ -1,34 +1,19 @@
-"""A TREC run read block by block against indexed qrels: only its judged rows are kept.
-
-Every measure needs only the ranks and grades of the judged documents a run returned, and how
-many it returned (`grader.metrics.join_arrow`). So a run is read in blocks of a few MiB (each
-parsed by Arrow), each complete ranking is ordered as trec_eval orders it, and only (qrels query
-code, rank, grade) of its judged rows are kept: peak memory is a block, not the file. The checks
-and errors are `read_run`'s; a block with irregular whitespace, or a query whose lines are not
-together, make the run be read whole by `read_run`: the answer never depends on the path.
-"""
+"""A TREC run read block by block against indexed qrels, keeping only its judged rows: peak
+memory is a block, not the file. A bad line is named as `read_run` names it; a query's lines
+apart or a (query, doc) twice have the run read whole by `read_run`, with the same answer."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import BinaryIO
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from grader.errors import InputError
-from grader.io.duplicates import duplicate_error
-from grader.io.runs import run_source
-from grader.io.trec import RUN_COLUMNS, RUN_EXAMPLE, read_run, score_check
-from grader.io.trec_arrow import arrow_table, sniff_delimiter
-from grader.io.trec_lines import (
-    TREC_LINE_LIMIT,
-    check_lines,
-    check_text_head,
-    line_blocks,
-)
+from grader.io.trec import group_starts, read_run, score_check
+from grader.io.trec_arrow import block_table, sniff_delimiter
+from grader.io.trec_lines import RUN, TREC_LINE_LIMIT, check_lines, check_text_head, line_blocks
 from grader.metrics.join_arrow import Judgments, join_run
 from grader.metrics.judged_rows import JudgedRun
 from grader.metrics.rank_order import Precision, rank_order, ranks_within
@@ -43,19 +28,6 @@ class _ReadWhole(Exception):
     """The block reader cannot take this file as is: `read_run` reads it (or names the error)."""
 
 
-def judged_run_file(
-    path: str,
-    judged: Judgments,
-    *,
-    precision: Precision = "float32",
-    depth: int | None = None,
-    stdin: BinaryIO | None = None,
-) -> JudgedRun:
-    """`judged_run` of a run file, or with `-` of the run on `stdin` (errors then name "stdin")."""
-    with run_source(path, stdin) as source:
-        return judged_run(source, judged, precision=precision, depth=depth)
-
-
 def judged_run(
     path: str | Path,
     judged: Judgments,
@@ -64,10 +36,7 @@ def judged_run(
     depth: int | None = None,
 ) -> JudgedRun:
     """The run at `path` joined with `judged`, as `join(qrels, read_run(path), depth=depth)` gives
-    it, read in blocks. Raises what `read_run` raises.
-    """
-    if precision not in ("float32", "float64"):
-        raise InputError(f"unknown precision {precision!r}", hint="use float32 or float64")
+    it, read in blocks. Raises what `read_run` raises."""
     try:
         return _Blocks(Path(path), judged, precision, depth).read()
     except (_ReadWhole, pa.ArrowException):
@@ -89,8 +58,6 @@ class _Blocks:
     def read(self) -> JudgedRun:
         check_text_head(self.path, "run")  # a binary file is told as such
         sniffed = sniff_delimiter(self.path)
-        if sniffed is None:
-            raise _ReadWhole  # empty, a BOM, mixed separators: read_run's
         carry: tuple[pa.Array, pa.Array, npt.NDArray[np.float64]] | None = None
         for before, block in line_blocks(self.path, BLOCK):
             queries, docs, scores = self._checked(block, before, sniffed)
@@ -101,7 +68,7 @@ class _Blocks:
             if not len(queries):
                 continue
             # the last ranking may go on in the next block: keep it for then
-            last = _starts(queries)[-1]
+            last = group_starts(queries)[-1]
             if last:
                 self._rankings(queries.slice(0, last), docs.slice(0, last), scores[:last])
             carry = (queries.slice(last), docs.slice(last), scores[last:])
@@ -110,37 +77,33 @@ class _Blocks:
         return self._result()
 
     def _checked(
-        self, block: bytes, before: int, sniffed: tuple[str, int]
+        self, block: bytes, before: int, sniffed: tuple[str, int] | None
     ) -> tuple[pa.Array, pa.Array, npt.NDArray[np.float64]]:
-        """A block's (query ids, doc ids, scores) without comment lines; a rejected block raises at
-        its first bad line, or _ReadWhole when it has none.
-        """
-        rows = _parse(block, sniffed)
-        scores = None if rows is None else rows.column("score").to_numpy(zero_copy_only=False)
-        if rows is None or scores is None or not np.isfinite(scores).all():
-            check_lines(
-                self.path, block, before, RUN_COLUMNS, "score", "run", RUN_EXAMPLE,
-                extra_columns=True, number_error=score_check(self.path),
-            )  # fmt: skip
+        """A block's (query ids, doc ids, scores) without comment lines; a bad line raises."""
+        check = score_check(self.path)
+        table = block_table(
+            self.path, block, before, RUN, check, sniffed, ids=pa.string(), chunk=_PARSE_CHUNK
+        )
+        scores = np.asarray(table["score"].to_numpy(), dtype=np.float64)
+        if not np.isfinite(scores).all():
+            check_lines(self.path, block, before, RUN, check)  # names the line
             raise _ReadWhole
-        self.rows += rows.num_rows
-        scores = np.asarray(scores, dtype=np.float64)
-        return rows.column("query_id"), rows.column("doc_id"), scores
+        self.rows += table.num_rows
+        return table["query_id"].combine_chunks(), table["doc_id"].combine_chunks(), scores
 
     def _rankings(self, queries: pa.Array, docs: pa.Array, scores: npt.NDArray[np.float64]) -> None:
         """Rank whole rankings (a query's lines, together) and keep their judged rows."""
         n = len(queries)
-        starts = _starts(queries)
+        starts = group_starts(queries)
         sizes = np.diff(np.append(starts, n))
         group = np.repeat(np.arange(len(starts), dtype=np.int64), sizes)
         heads = queries.take(pa.array(starts))
         self.heads.append(heads)
         encoded = pc.dictionary_encode(docs)
         doc_codes = np.asarray(encoded.indices.to_numpy(), dtype=np.int64)
-        keyed = group * max(len(encoded.dictionary), 1) + doc_codes
-        pairs = np.sort(keyed)
+        pairs = np.sort(group * max(len(encoded.dictionary), 1) + doc_codes)
         if bool(np.any(pairs[1:] == pairs[:-1])):
-            self._duplicate(keyed, queries, docs, heads)
+            raise _ReadWhole  # a (query, doc) twice: `read_run` names both lines
         order = rank_order(group, scores, docs, self.precision)
         rank = np.empty(n, dtype=np.int64)
         rank[order] = ranks_within(group[order])
@@ -161,23 +124,6 @@ class _Blocks:
         at, grade = self.judged.grades_of(row_query, row_docs)
         self.kept.append((row_query[at], rank[picked[at]], grade))
 
-    def _duplicate(self, keyed: Int, queries: pa.Array, docs: pa.Array, heads: pa.Array) -> None:
-        """Raise `read_run`'s error for the first (query, doc) repeated within a ranking, both lines
-        found by a scan of the file; _ReadWhole when a query id came back (`read_run` finds it
-        then).
-        """
-        seen = pa.concat_arrays(self.heads)
-        if len(pc.unique(seen)) != len(seen):
-            raise _ReadWhole
-        order = np.argsort(keyed, kind="stable")
-        ordered = keyed[order]
-        row = int(order[1:][ordered[1:] == ordered[:-1]].min())
-        qid, did = str(queries[row].as_py()), str(docs[row].as_py())
-        lines = _pair_lines(self.path, qid, did)
-        if len(lines) < 2:
-            raise _ReadWhole
-        raise duplicate_error(self.path, qid, did, lines[0], lines[1], "run")
-
     def _result(self) -> JudgedRun:
         heads = pa.concat_arrays(self.heads) if self.heads else pa.array([], pa.string())
         if len(pc.unique(heads)) != len(heads):
@@ -192,40 +138,3 @@ class _Blocks:
         )
         ranked = self.judged.ranked(query, rank, grade, self.returned, unjudged)
         return JudgedRun(ranked, self.rows)
-
-
-def _parse(block: bytes, sniffed: tuple[str, int]) -> pa.RecordBatch | None:
-    """A block of whole run lines as one batch when Arrow's fast path takes it, else None."""
-    table = arrow_table(
-        block, RUN_COLUMNS, "score", True, sniffed, ids=pa.string(), chunk=_PARSE_CHUNK
-    )
-    if table is None:
-        return None
-    batches = table.combine_chunks().to_batches()
-    return batches[0] if batches else pa.RecordBatch.from_pylist([], schema=table.schema)
-
-
-def _pair_lines(path: Path, qid: str, did: str) -> list[int]:
-    """The first two lines of the run naming (qid, did), read block by block."""
-    q, d = qid.encode(), did.encode()
-    found: list[int] = []
-    for before, block in line_blocks(path, BLOCK):
-        if d not in block:
-            continue
-        for offset, line in enumerate(block.split(b"\n")):
-            cells = line.split()
-            if len(cells) > 2 and cells[0] == q and cells[2] == d:
-                found.append(before + offset + 1)
-                if len(found) == 2:
-                    return found
-    return found
-
-
-def _starts(queries: pa.Array) -> Int:
-    """Row index where each run of equal query ids begins."""
-    n = len(queries)
-    if n < 2:
-        return np.zeros(min(n, 1), dtype=np.int64)
-    change = pc.not_equal(queries.slice(1), queries.slice(0, n - 1))
-    flags = np.asarray(change.to_numpy(zero_copy_only=False), dtype=bool)
-    return np.concatenate(([0], np.flatnonzero(flags) + 1)).astype(np.int64)

@@ -1,11 +1,7 @@
-"""Streams read once: a pipe, FIFO or `<(...)` given as an input path.
+"""Streams read once (a pipe, FIFO, `<(...)` or `-`), copied to a temporary file as far as read.
 
-Such a path can be read once, while a reader may open a file several times (its head, the fast
-reader, an error's line). Its first open copies its text, decompressed, to a temporary file as
-far as any reader has read; every open in this process reads the copy, so answers and
-`file:line` errors are those of a regular file and a bad line is named as soon as it is read.
-A line over LINE_LIMIT stops the copy (`/dev/zero` fails); copies go when the process ends.
-"""
+A reader may open a file several times (its head, the fast reader, an error's line): every open
+in this process reads the copy, so answers and `file:line` errors are those of a regular file."""
 
 from __future__ import annotations
 
@@ -24,7 +20,6 @@ from grader.io.streams import (
     CHUNK,
     LINE_LIMIT,
     MAGIC,
-    READ_ERRORS,
     compression_of,
     decompressed,
     guarded,
@@ -34,65 +29,45 @@ from grader.io.streams import (
 STDIN = "-"
 """The path that means the process's stdin, in every command (named "stdin" in errors)."""
 
-_spools: dict[str, tuple[tuple[int, int], _Spool]] = {}
+_spools: dict[str, tuple[object, _Spool]] = {}  # path -> (what the stream is, its copy)
 _folder: list[Path] = []
 
 
 def open_binary(path: str | Path) -> IO[bytes]:
     """`path` opened for reading its text's bytes: a regular file decompressed as its name says, or
-    a stream's copy; `-` is stdin. InputError when it does not exist or is a folder.
-    """
-    if str(path) == STDIN:
-        return _open_stdin()
+    a stream's copy (later opens read it again from the start); `-` is stdin. InputError when it
+    does not exist or is a folder."""
     p = Path(path)
-    try:
-        st = os.stat(p)
-    except FileNotFoundError:
-        raise InputError("file not found", path=p, hint="check the path") from None
-    except OSError as exc:
-        raise InputError(f"cannot open: {exc.strerror}", path=p) from None
-    if stat.S_ISDIR(st.st_mode):
-        raise InputError("is a folder, not a file", path=p)
-    if stat.S_ISREG(st.st_mode):
-        compression = compression_of(p)
-        return guarded(decompressed(open(p, "rb"), compression), p, compression)
-    ident = (st.st_dev, st.st_ino)
-    known = _spools.get(str(p))
+    if str(path) == STDIN:  # the same `sys.stdin` (held by its copy: its id is not reused)
+        ident: object = id(sys.stdin.buffer)
+    else:
+        try:
+            st = os.stat(p)
+        except FileNotFoundError:
+            raise InputError("file not found", path=p, hint="check the path") from None
+        except OSError as exc:
+            raise InputError(f"cannot open: {exc.strerror}", path=p) from None
+        if stat.S_ISDIR(st.st_mode):
+            raise InputError("is a folder, not a file", path=p)
+        if stat.S_ISREG(st.st_mode):
+            compression = compression_of(p)
+            return guarded(decompressed(open(p, "rb"), compression), p, compression)
+        ident = (st.st_dev, st.st_ino)
+    known = _spools.get(str(path))
     if known is None or known[0] != ident:
-        known = (ident, _Spool(open(p, "rb"), p))  # noqa: SIM115 (held until the stream ends)
-        _spools[str(p)] = known
+        if str(path) == STDIN:
+            copy = _Spool(sys.stdin.buffer, "stdin", owned=False)
+        else:
+            copy = _Spool(open(p, "rb"), p)  # noqa: SIM115 (held until the stream ends)
+        known = _spools[str(path)] = (ident, copy)
     return io.BufferedReader(_SpoolReader(known[1]), CHUNK)
-
-
-def _open_stdin() -> IO[bytes]:
-    """One open of stdin's copy: the first open starts it, later ones (this process, the
-    same `sys.stdin`) read it again from the start."""
-    raw = sys.stdin.buffer
-    known = _spools.get(STDIN)
-    if known is None or known[1].raw is not raw:  # the copy holds `raw`: its id is not reused
-        known = ((-1, -1), _Spool(raw, "stdin", owned=False))
-        _spools[STDIN] = known
-    return io.BufferedReader(_SpoolReader(known[1]), CHUNK)
-
-
-def spool(raw: IO[bytes], name: str | Path) -> Path:
-    """Copy all of stream `raw` (decompressed when its first bytes or `name` say so) to a new
-    temporary file, lines bounded; errors name `name`."""
-    whole = _Spool(raw, name, owned=False)
-    try:
-        while whole.pull():
-            pass
-    except BaseException:
-        whole.copy.unlink(missing_ok=True)
-        raise
-    return whole.copy
 
 
 class _Spool:
     """A stream copied to a temporary file as far as it has been read."""
 
     def __init__(self, raw: IO[bytes], name: str | Path, *, owned: bool = True) -> None:
-        head = _read_head(raw)
+        head = raw.read(8)  # a buffered read: 8 bytes unless the stream ends first
         self.owned = owned  # close `raw` at its end (not a stream the caller gave, e.g. stdin)
         magic = next((c for m, c in MAGIC if head.startswith(m)), None)
         self.name, self.raw = name, raw
@@ -118,8 +93,6 @@ class _Spool:
             data = self.source.read(CHUNK)
         except InputError as exc:
             self._fail(InputError(exc.reason, path=self.name, hint=exc.hint))
-        except READ_ERRORS as exc:
-            self._fail(InputError(f"cannot read: {exc}", path=self.name, line=self.lines + 1))
         if not data:
             self.done = True
             self._close()
@@ -202,16 +175,6 @@ class _Prefixed(io.RawIOBase):
         data = self._raw.read(len(view))
         view[: len(data)] = data
         return len(data)
-
-
-def _read_head(raw: IO[bytes]) -> bytes:
-    head = b""
-    while len(head) < 8:
-        data = raw.read(8 - len(head))
-        if not data:
-            break
-        head += data
-    return head
 
 
 def _new_copy() -> Path:

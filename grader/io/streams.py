@@ -1,9 +1,7 @@
 """Compression and bounded lines, shared by every reader and writer.
 
-Compression is told by the name (`.gz`, `.bz2`, `.xz`, `.zst` through pyarrow's codec), or for
-a stream by its first bytes (`MAGIC`). A line over a limit is an InputError naming file and line
-once the limit of it is read (`line_too_long`, the one message); LINE_LIMIT bounds CSV fields.
-"""
+Compression is told by the name (`.gz`, `.bz2`, `.xz`, `.zst`) or a stream's first bytes
+(`MAGIC`); a line over a limit is an InputError naming file and line once the limit is read."""
 
 from __future__ import annotations
 
@@ -13,7 +11,7 @@ import os
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Literal
 
 from grader.errors import InputError
 
@@ -70,14 +68,19 @@ def line_too_long(path: str | Path, line: int, limit: int) -> InputError:
     )
 
 
+def not_utf8(path: str | Path, line: int, byte: int) -> InputError:
+    """The error for line `line`, not UTF-8 from its byte `byte` on."""
+    hint = "re-encode the file as UTF-8"
+    return InputError(f"not valid UTF-8 (byte {byte} of the line)", path=path, line=line, hint=hint)
+
+
 def _size(n: int) -> str:
     return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n:,} bytes"
 
 
 def bounded_lines(fh: IO[bytes], name: str | Path, limit: int) -> Iterator[bytes]:
     """The lines of `fh` without their newline; a line over `limit` bytes is an InputError naming
-    `name` and the line, raised once `limit` bytes of it are read.
-    """
+    `name` and the line, raised once `limit` bytes of it are read."""
     done = 0  # lines yielded
     pieces: list[bytes] = []  # the line not yet ended
     held = 0
@@ -111,19 +114,8 @@ def bounded_lines(fh: IO[bytes], name: str | Path, limit: int) -> Iterator[bytes
 
 def guarded(inner: IO[bytes], name: str | Path, compression: str | None) -> IO[bytes]:
     """`inner` read without tracebacks or unbounded reads: a corrupt or cut stream, or more than
-    `BLANK_LIMIT` read without a data line, is an InputError naming `name`.
-    """
+    `BLANK_LIMIT` read without a data line, is an InputError naming `name`."""
     return io.BufferedReader(_Guarded(inner, name, compression), CHUNK)
-
-
-def blank_limits() -> tuple[int, int]:
-    """(bytes, lines): `BLANK_LIMIT` and `BLANK_LINES`, or the bytes `RELGRADE_BLANK_LIMIT`
-    gives (and as many lines, at most BLANK_LINES)."""
-    given = os.environ.get(BLANK_LIMIT_ENV, "")
-    if not given.isdigit():
-        return BLANK_LIMIT, BLANK_LINES
-    size = int(given)
-    return size, min(BLANK_LINES, size)
 
 
 class _Guarded(io.RawIOBase):
@@ -131,7 +123,9 @@ class _Guarded(io.RawIOBase):
 
     def __init__(self, inner: IO[bytes], name: str | Path, compression: str | None) -> None:
         self._inner, self._name, self._compression = inner, name, compression
-        self._limit, self._line_limit = blank_limits()
+        given = os.environ.get(BLANK_LIMIT_ENV, "")  # bytes, and as many lines at most
+        self._limit = int(given) if given.isdigit() else BLANK_LIMIT
+        self._line_limit = min(BLANK_LINES, self._limit)
         self._blank = self._lines = 0  # bytes, lines read since the last piece with a data line
         self._open: str | None = None  # the line a piece ended in: blank, comment, data
 
@@ -209,43 +203,31 @@ def _has_data_line(chunk: bytes) -> bool:
 
 def decompressed(raw: IO[bytes], compression: str | None) -> IO[bytes]:
     """`raw` read through `compression` (None: as it is)."""
-    if compression is None:
-        return raw
-    if compression == "gzip":
-        import gzip
-
-        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
-    if compression == "bz2":
-        import bz2
-
-        return bz2.BZ2File(raw, "rb")
-    if compression == "xz":
-        return lzma.LZMAFile(raw, "rb")
-    import pyarrow as pa  # zstd: pyarrow's codec (no other dependency)
-
-    stream = pa.CompressedInputStream(pa.PythonFile(raw, mode="r"), "zstd")
-    return io.BufferedReader(stream)
+    return _coded(raw, compression, "rb")
 
 
 def compressed_writer(raw: IO[bytes], compression: str | None) -> IO[bytes]:
     """A binary writer compressing into `raw` (None: `raw` itself); closing it leaves `raw`
     open (the caller syncs and closes it)."""
+    return _coded(raw, compression, "wb")
+
+
+def _coded(raw: IO[bytes], compression: str | None, mode: Literal["rb", "wb"]) -> IO[bytes]:
     if compression is None:
         return raw
     if compression == "gzip":
         import gzip
 
-        return gzip.GzipFile(fileobj=raw, mode="wb", mtime=0)  # type: ignore[return-value]
-    if compression == "bz2":
+        return gzip.GzipFile(fileobj=raw, mode=mode, mtime=0)  # type: ignore[return-value]
+    if compression in ("bz2", "xz"):
         import bz2
 
-        return bz2.BZ2File(raw, "wb")
-    if compression == "xz":
-        return lzma.LZMAFile(raw, "wb")
-    import pyarrow as pa
+        return (bz2.BZ2File if compression == "bz2" else lzma.LZMAFile)(raw, mode)
+    import pyarrow as pa  # zstd: pyarrow's codec (no other dependency)
 
-    sink = pa.PythonFile(_Unclosed(raw), mode="w")
-    stream: IO[bytes] = pa.CompressedOutputStream(sink, "zstd")
+    if mode == "rb":
+        return io.BufferedReader(pa.CompressedInputStream(pa.PythonFile(raw, mode="r"), "zstd"))
+    stream: IO[bytes] = pa.CompressedOutputStream(pa.PythonFile(_Unclosed(raw), mode="w"), "zstd")
     return stream
 
 

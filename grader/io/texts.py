@@ -1,6 +1,5 @@
 """Query and document texts as people hold them: a file, a mapping, a DataFrame, or an ir_datasets
-dataset or its namedtuples (text from `default_text()`, else the `text` field).
-"""
+dataset or its namedtuples (text from `default_text()`, else the `text` field)."""
 
 from __future__ import annotations
 
@@ -13,8 +12,7 @@ import pandas as pd
 
 from grader.errors import InputError
 from grader.io.datasets import downloading, iterate
-from grader.io.frame_checks import check_texts, one_text_per_id
-from grader.io.python_inputs import DOC_ID, QUERY_ID, id_text, is_path
+from grader.io.python_inputs import DOC_ID, QUERY_ID, check_texts, id_text, is_path, one_text_per_id
 from grader.models import Doc, Query
 
 QUERY_TEXT = ("text", "query")
@@ -50,7 +48,7 @@ def queries_of(value: Any) -> dict[str, Query]:
     """Queries by id from a path (TSV or JSONL), a mapping id -> text (or Query), a DataFrame
     (`query_id|qid`, `text|query`), an ir_datasets dataset or its query namedtuples."""
     if is_path(value):
-        from grader.io.queries import read_queries
+        from grader.io.docs import read_queries
 
         return read_queries(value)
     if hasattr(value, "queries_iter"):

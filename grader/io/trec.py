@@ -1,10 +1,8 @@
-"""TREC run and qrels files: strict readers (Arrow, checks vectorised) and atomic writers.
+"""TREC run and qrels files: strict readers and an atomic writer.
 
-Runs are `qid Q0 docid rank score tag`, qrels `qid iter docid grade`; `#` comment lines are
-skipped and run columns after the sixth ignored, as trec_eval 10 reads them. The rank column is
-never trusted: runs are ranked as trec_eval ranks (score descending, compared in float32 by
-default as trec_eval 9 and pytrec_eval do, ties by doc id descending).
-"""
+`#` comment lines are skipped and run columns after the sixth ignored, as trec_eval 10 reads
+them; runs are ranked as trec_eval ranks (score descending, in float32 by default, ties by doc id
+descending), never by their rank column."""
 
 from __future__ import annotations
 
@@ -21,34 +19,31 @@ import pyarrow.compute as pc
 from grader.errors import InputError
 from grader.io.duplicates import check_duplicates, duplicate_error
 from grader.io.files import atomic_write, iter_lines
-from grader.io.trec_arrow import (
-    float_column,
-    line_of,
-    lines_of,
-    parse_columns,
-)
-from grader.io.trec_lines import NumberCheck, finite_number, parses_as_number
+from grader.io.grade_format import LARGE_HINT, LARGEST_GRADE, clamp_hint
+from grader.io.trec_arrow import lines_of, parse_columns
+from grader.io.trec_lines import QRELS, RUN, NumberCheck, finite_number, parses_as_number
 from grader.metrics.rank_order import Precision, rank_order, ranks_within
-from grader.spelling import option
 
 if TYPE_CHECKING:  # pandas (and pydantic, through grader.models) load only where used, so
     import pandas as pd  # `relgrade evaluate` of a small run starts fast
 
-RUN_COLUMNS = ("query_id", "q0", "doc_id", "file_rank", "score", "tag")
-QRELS_COLUMNS = ("query_id", "iteration", "doc_id", "grade")
-RUN_EXAMPLE = "qid Q0 docid rank score tag"
+
+def group_starts(column: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.int64]:
+    """Row index where each run of equal values begins."""
+    n = len(column)
+    if n < 2:
+        return np.zeros(min(n, 1), dtype=np.int64)
+    change = pc.not_equal(column.slice(1), column.slice(0, n - 1))
+    flags = np.asarray(change.to_numpy(zero_copy_only=False), dtype=bool)
+    return np.concatenate(([0], np.flatnonzero(flags) + 1)).astype(np.int64)
 
 
 def query_codes(column: pa.ChunkedArray) -> npt.NDArray[np.int64]:
     """Integer code per row, equal codes for equal query ids (order of first appearance)."""
-    n = len(column)
-    if n > 1:
-        # runs are grouped by query: number the groups, unless a query comes back later
-        change = pc.not_equal(column.slice(1), column.slice(0, n - 1))
-        starts = np.concatenate(([True], np.asarray(change.to_numpy(), dtype=bool)))
-        heads = column.take(pa.array(np.flatnonzero(starts)))
-        if len(pc.unique(heads)) == len(heads):
-            return np.cumsum(starts, dtype=np.int64) - 1
+    starts = group_starts(column)  # runs are grouped by query, unless a query comes back
+    if len(pc.unique(column.take(pa.array(starts)))) == len(starts):
+        sizes = np.diff(np.append(starts, len(column)))
+        return np.repeat(np.arange(len(starts), dtype=np.int64), sizes)
     encoded = pc.dictionary_encode(column)
     chunks = [np.asarray(c.indices.to_numpy(), dtype=np.int64) for c in encoded.chunks]
     # chunks of a dictionary_encode'd ChunkedArray share one dictionary
@@ -82,36 +77,21 @@ def score_check(path: Path) -> NumberCheck:
 
 
 def _finite_scores(path: Path, table: pa.Table) -> npt.NDArray[np.float64]:
-    scores = float_column(table["score"])
+    scores = np.asarray(table["score"].to_numpy(), dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(scores))
     if bad.size:
         row = int(bad[0])
-        raise _bad_score(path, table["score"][row].as_py(), line_of(path, row))
+        raise _bad_score(path, table["score"][row].as_py(), lines_of(path, [row])[0])
     return scores
-
-
-def _frame(columns: dict[str, pa.ChunkedArray | pa.Array | np.ndarray]) -> pd.DataFrame:
-    """A DataFrame whose string columns stay in Arrow memory (pandas' str dtype)."""
-    frame: pd.DataFrame = pa.table(columns).to_pandas()
-    return frame
 
 
 def read_run(path: str | Path, *, precision: Precision = "float32") -> pd.DataFrame:
     """Read a TREC run into [query_id, doc_id, score, rank], ranked in trec_eval's order (scores
-    compared in `precision`); a bad line raises InputError naming file, line and fix.
-    """
+    compared in `precision`); a bad line raises InputError naming file, line and fix."""
     p = Path(path)
     if precision not in ("float32", "float64"):
         raise InputError(f"unknown precision {precision!r}", hint="use float32 or float64")
-    table = parse_columns(
-        p,
-        RUN_COLUMNS,
-        "score",
-        "run",
-        RUN_EXAMPLE,
-        extra_columns=True,
-        number_error=score_check(p),
-    )
+    table = parse_columns(p, RUN, score_check(p))
     scores = _finite_scores(p, table)
     table = table.select(["query_id", "doc_id", "tag"])  # free the other columns early
     qcodes = query_codes(table["query_id"])
@@ -130,19 +110,18 @@ def ranked_frame(
     precision: Precision,
 ) -> pd.DataFrame:
     """[query_id, doc_id, score, rank] of a run's `table` in trec_eval's order (`qcodes`: its
-    `query_codes`).
-    """
+    `query_codes`)."""
     order = rank_order(qcodes, scores, table["doc_id"], precision)
     identity = bool(np.all(order == np.arange(len(order))))
     grouped = identity or bool(np.all(qcodes[order] == qcodes))
-    frame = _frame(
+    frame: pd.DataFrame = pa.table(  # string columns stay in Arrow memory (pandas' str dtype)
         {
             "query_id": table["query_id"] if grouped else table["query_id"].take(pa.array(order)),
             "doc_id": table["doc_id"] if identity else table["doc_id"].take(pa.array(order)),
             "score": scores[order],
             "rank": ranks_within(qcodes[order]),
         }
-    )
+    ).to_pandas()
     return frame
 
 
@@ -154,7 +133,6 @@ class QrelsColumns:
     doc_id: pa.ChunkedArray
     grade: npt.NDArray[np.int64]
     clamped: int
-    path: str
 
     def __len__(self) -> int:
         return len(self.grade)
@@ -163,11 +141,11 @@ class QrelsColumns:
 def read_qrels(path: str | Path, *, clamp: bool = False, any_grade: bool = False) -> pd.DataFrame:
     """Read TREC qrels into [query_id, doc_id, grade]: grades in 0..3 (`clamp=True` moves others to
     the nearest end), or with `any_grade=True` every integer as written, as trec_eval and
-    `evaluate` read qrels.
-    """
+    `evaluate` read qrels."""
     columns = read_qrels_columns(path, clamp=clamp, any_grade=any_grade)
-    frame = _frame({"query_id": columns.query_id, "doc_id": columns.doc_id, "grade": columns.grade})
-    frame.attrs["path"] = columns.path
+    ids = {"query_id": columns.query_id, "doc_id": columns.doc_id}
+    frame: pd.DataFrame = pa.table({**ids, "grade": columns.grade}).to_pandas()
+    frame.attrs["path"] = str(Path(path))
     frame.attrs["clamped"] = columns.clamped
     return frame
 
@@ -186,49 +164,34 @@ def read_qrels_columns(
             return None
         return InputError(f"grade {cell!r} is not an integer", path=p, line=line, hint=hint)
 
-    table = parse_columns(
-        p, QRELS_COLUMNS, "grade", "qrels", "qid 0 docid grade", number_error=grade_check
-    )
-    grades = float_column(table["grade"])
+    table = parse_columns(p, QRELS, grade_check)
+    grades = np.asarray(table["grade"].to_numpy(), dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(grades) | (grades != np.round(grades)))
     if bad.size:
-        raise _grade_error(p, table, bad, "is not an integer", hint, written=False)
+        raise _grade_error(p, table, bad, "is not an integer", hint)
     if any_grade:
         huge = np.flatnonzero(np.abs(grades) > LARGEST_GRADE)
         if huge.size:
-            hint = "qrels grades are small integers such as -2..4"
-            raise _grade_error(p, table, huge, "is too large", hint)
+            raise _grade_error(p, table, huge, "is too large", LARGE_HINT)
         return _qrels_columns(p, table, grades.astype(np.int64), clamped=0)
     from grader.models import MAX_GRADE, MIN_GRADE
 
     # Range check and clip on the floats: a huge grade cast to int64 first would wrap around.
     outside = np.flatnonzero((grades < MIN_GRADE) | (grades > MAX_GRADE))
     if outside.size and not clamp:
-        hint = f"fix the grade, or pass {option('--clamp', 'clamp=True')} to move it to the "
-        hint += "nearest of 0 and 3"
-        raise _grade_error(p, table, outside, f"is outside {MIN_GRADE}..{MAX_GRADE}", hint)
+        why = f"is outside {MIN_GRADE}..{MAX_GRADE}"
+        raise _grade_error(p, table, outside, why, clamp_hint())
     ints = np.clip(grades, MIN_GRADE, MAX_GRADE).astype(np.int64)
     return _qrels_columns(p, table, ints, clamped=int(outside.size) if clamp else 0)
 
 
-LARGEST_GRADE = 2.0**53
-"""The largest grade read as written: beyond 2**53 a float64 no longer holds every integer."""
-
-
 def _grade_error(
-    path: Path,
-    table: pa.Table,
-    rows: npt.NDArray[np.intp],
-    why: str,
-    hint: str,
-    written: bool = True,
+    path: Path, table: pa.Table, rows: npt.NDArray[np.intp], why: str, hint: str
 ) -> InputError:
-    """The error for the grade of the first of `rows`, as written in the file (`written`) or
-    as parsed."""
+    """The error for the grade of the first of `rows`, as written in the file."""
     row = int(rows[0])
-    line = line_of(path, row)
-    cell = table["grade"][row].as_py()
-    text = _written_cell(path, line, 3, cell) if written else repr(cell)
+    (line,) = lines_of(path, [row])
+    text = _written_cell(path, line, 3, table["grade"][row].as_py())
     return InputError(f"grade {text} {why}", path=path, line=line, hint=hint)
 
 
@@ -236,7 +199,7 @@ def _qrels_columns(
     path: Path, table: pa.Table, grades: npt.NDArray[np.int64], *, clamped: int
 ) -> QrelsColumns:
     _check_duplicates(path, table, query_codes(table["query_id"]), "qrels")
-    return QrelsColumns(table["query_id"], table["doc_id"], grades, clamped, str(path))
+    return QrelsColumns(table["query_id"], table["doc_id"], grades, clamped)
 
 
 def _written_cell(path: Path, line: int, index: int, fallback: object) -> str:

@@ -1,11 +1,8 @@
-"""TREC files into Arrow columns: the reader of every file `trec_small` does not take.
+"""TREC files into Arrow columns, in blocks of 16 MiB of whole lines read by pyarrow's CSV reader.
 
-pyarrow's multi-threaded CSV reader takes blocks of 16 MiB of whole lines; a block it rejects
-has its lines checked at once (`trec_lines`), so a bad line is named in that block's memory. A
-file with no bad line that it still cannot take (repeated or mixed spaces and tabs, a byte order
-mark) is read again with its whitespace normalised (`_irregular_table`), its numbers as text.
-`#` comment lines are skipped and, with `extra_columns`, later columns ignored, as trec_eval 10.
-"""
+A block it rejects has its lines checked (`trec_lines`), so a bad line is named in one block's
+memory; one without a bad line (repeated or mixed spaces and tabs, a byte order mark) is read
+with its whitespace normalised."""
 
 from __future__ import annotations
 
@@ -13,27 +10,28 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from grader.errors import InputError
-from grader.io.files import _open_binary, iter_lines
+from grader.io.files import iter_lines
+from grader.io.spool import open_binary
 from grader.io.streams import READ_ERRORS
 from grader.io.trec_lines import (
     TREC_LINE_LIMIT,
+    Layout,
     NumberCheck,
     check_lines,
     check_text_head,
     line_blocks,
-    parses_as_number,
     plain_block,
 )
 
 _ID_COLUMNS = ("query_id", "doc_id")
 _BOM = b"\xef\xbb\xbf"
+_PARSE_BLOCK = 1 << 24  # the file is parsed in blocks of 16 MiB of whole lines
+_CHUNK = _PARSE_BLOCK + 2 * TREC_LINE_LIMIT  # a block is one chunk (columns converted in parallel)
 
 
 def is_comment(line: str) -> bool:
@@ -41,68 +39,49 @@ def is_comment(line: str) -> bool:
     return line.lstrip().startswith("#")
 
 
-def parse_columns(
-    path: Path,
-    names: tuple[str, ...],
-    numeric: str,
-    kind: str,
-    example: str,
-    *,
-    extra_columns: bool = False,
-    number_error: NumberCheck | None = None,
-) -> pa.Table:
-    """The file as an Arrow table: ids as large strings, `numeric` as float64 (as text on the
-    irregular path, for the caller to name a bad value). A bad line (column count, UTF-8, a
-    `numeric` cell `number_error` refuses) raises; a file with none that Arrow rejects is irregular.
-    """
-    check_text_head(path, kind)  # a binary file is "not UTF-8", not a column count
+def parse_columns(path: Path, layout: Layout, number_error: NumberCheck) -> pa.Table:
+    """The file as an Arrow table, ids as large strings and the number column as float64; a bad
+    line (column count, UTF-8, a number `number_error` refuses) raises InputError naming it."""
+    check_text_head(path, layout.kind)  # a binary file is "not UTF-8", not a column count
     sniffed = sniff_delimiter(path)
-    if sniffed is None:
-        return _irregular_table(path, names, numeric, kind, example, extra_columns)
-    number_error = number_error or _not_a_number(path, numeric)
-    table = _arrow_blocks(
-        path, names, numeric, kind, example, sniffed,
-        extra_columns=extra_columns, number_error=number_error,
-    )  # fmt: skip
-    return (
-        _irregular_table(path, names, numeric, kind, example, extra_columns)
-        if table is None
-        else table
-    )
+    tables = [
+        block_table(path, block, before, layout, number_error, sniffed)
+        for before, block in line_blocks(path, _PARSE_BLOCK)
+    ]
+    return pa.concat_tables(tables) if tables else _empty(layout, pa.large_string())
 
 
-_PARSE_BLOCK = 1 << 24  # the fast path parses the file in blocks of 16 MiB of whole lines
-_CHUNK = _PARSE_BLOCK + 2 * TREC_LINE_LIMIT  # a block is one chunk (columns converted in parallel)
-
-
-def _arrow_blocks(
+def block_table(
     path: Path,
-    names: tuple[str, ...],
-    numeric: str,
-    kind: str,
-    example: str,
-    sniffed: tuple[str, int],
-    *,
-    extra_columns: bool,
+    block: bytes,
+    before: int,
+    layout: Layout,
     number_error: NumberCheck,
-) -> pa.Table | None:
-    """The file read by Arrow block by block. The first bad line of a rejected block raises; a
-    rejected block without one (irregular whitespace) makes it None once every block is checked.
-    """
-    tables: list[pa.Table] | None = []
-    for before, block in line_blocks(path, _PARSE_BLOCK):
-        table = arrow_table(block, names, numeric, extra_columns, sniffed)
-        if table is None:
-            check_lines(
-                path, block, before, names, numeric, kind, example,
-                extra_columns=extra_columns, number_error=number_error,
-            )  # fmt: skip
-            tables = None  # irregular: only the checks go on
-        elif tables is not None:
-            tables.append(table)
-    if tables is None:
-        return None
-    return pa.concat_tables(tables) if tables else _empty(names, numeric)
+    sniffed: tuple[str, int] | None,
+    *,
+    ids: pa.DataType | None = None,
+    chunk: int = _CHUNK,
+) -> pa.Table:
+    """A block of whole lines (`before` lines before it) as a table, ids typed `ids` (default large
+    strings): read by Arrow as `sniffed` (delimiter, cells), else its first bad line raises, else
+    it is read normalised."""
+    ids = ids or pa.large_string()
+    table = None if sniffed is None else arrow_table(block, layout, sniffed, ids=ids, chunk=chunk)
+    if table is not None:
+        return table
+    check_lines(path, block, before, layout, number_error)
+    if not before and block.startswith(_BOM):
+        block = block[len(_BOM) :]
+    if not block.strip(b" \t\r\n"):
+        return _empty(layout, ids)  # blank lines only: Arrow would call it an empty file
+    try:
+        return _irregular_block(block, layout, ids)
+    except pa.ArrowException as exc:
+        raise InputError(
+            f"cannot parse {layout.kind} file: {str(exc).splitlines()[0][:200]}",
+            path=path,
+            hint=layout.hint,
+        ) from None
 
 
 _HEAD = 4096
@@ -110,14 +89,13 @@ _HEAD = 4096
 
 def sniff_delimiter(path: Path) -> tuple[str, int] | None:
     """(the delimiter, the number of cells) of the file's first data line when it has one kind of
-    single separator, else None.
-    """
-    with _open_binary(path) as fh:
+    single separator, else None."""
+    with open_binary(path) as fh:
         try:
             head = fh.read(_HEAD)
         except (*READ_ERRORS, ValueError):
             return None
-    if not head or head.startswith(b"\xef\xbb\xbf"):
+    if not head or head.startswith(_BOM):
         return None
     lines = head.split(b"\n")
     if len(head) == _HEAD:
@@ -137,69 +115,51 @@ def _skip_comment(row: pacsv.InvalidRow) -> str:
     return "skip" if is_comment(row.text) else "error"
 
 
-def _not_a_number(path: Path, numeric: str) -> NumberCheck:
-    def check(cell: str, line: int) -> InputError | None:
-        if parses_as_number(cell):
-            return None
-        return InputError(f"{numeric} {cell!r} is not a number", path=path, line=line)
-
-    return check
-
-
 def arrow_table(
-    block: bytes,
-    names: tuple[str, ...],
-    numeric: str,
-    extra_columns: bool,
-    sniffed: tuple[str, int],
-    *,
-    ids: pa.DataType | None = None,
-    chunk: int = _CHUNK,
+    block: bytes, layout: Layout, sniffed: tuple[str, int], *, ids: pa.DataType, chunk: int
 ) -> pa.Table | None:
     """A block of whole lines read by pyarrow when it is regular; None means: check its lines."""
     if not plain_block(block):
         return None  # a NUL byte, or a line over the limit: `check_lines` names it
-    id_type = ids or pa.large_string()
-    types = {n: id_type if n in _ID_COLUMNS else pa.string() for n in names}
-    types[numeric] = pa.float64()
     try:
-        table = read_block(block, names, types, sniffed, extra_columns=extra_columns, chunk=chunk)
+        table = _read_block(block, layout, sniffed, ids, chunk)
     except pa.ArrowException:
         return None
-    return regular_rows(table, names, numeric)
+    comments = pc.starts_with(table.column(0), "#")  # comments that have the right width
+    if table.num_rows and pc.any(comments).as_py():
+        table = table.filter(pc.invert(comments))
+    if table.column(layout.numeric).null_count:
+        return None  # an empty numeric field
+    for name in layout.names:
+        if name != layout.numeric and pc.any(pc.equal(table.column(name), "")).as_py():
+            return None  # an empty field: a doubled or trailing delimiter somewhere
+    return table
 
 
-def read_block(
-    block: bytes,
-    names: Sequence[str],
-    types: dict[str, pa.DataType],
-    sniffed: tuple[str, int],
-    *,
-    extra_columns: bool,
-    chunk: int,
-    quoted: bool = False,
+def _read_block(
+    block: bytes, layout: Layout, sniffed: tuple[str, int], ids: pa.DataType, chunk: int
 ) -> pa.Table:
-    """A block of whole lines of `sniffed` (delimiter, cells per line) read by Arrow into the
-    `names` columns typed `types`, in chunks of `chunk` bytes parsed in parallel. Raises
-    pa.ArrowException when Arrow cannot take it.
-    """
+    """A block of lines of `sniffed` (delimiter, cells per line) read by Arrow in chunks of `chunk`
+    bytes parsed in parallel; pa.ArrowException when Arrow cannot take it."""
     delimiter, width = sniffed
-    columns = list(names)
-    if extra_columns and width > len(names):
-        columns += [f"extra_{i}" for i in range(width - len(names))]  # read, then dropped
+    columns = list(layout.names)
+    if layout.extra_columns and width > len(columns):
+        columns += [f"extra_{i}" for i in range(width - len(columns))]  # read, then dropped
+    types = {n: ids if n in _ID_COLUMNS else pa.string() for n in layout.names}
+    types[layout.numeric] = pa.float64()
     return pacsv.read_csv(
         pa.BufferReader(block),
         read_options=pacsv.ReadOptions(column_names=columns, block_size=chunk),
         parse_options=pacsv.ParseOptions(
             delimiter=delimiter,
-            quote_char='"' if quoted else False,  # the irregular path unquotes
+            quote_char=False,
             escape_char=False,
             ignore_empty_lines=True,
             invalid_row_handler=_skip_comment,  # comment lines of another width
         ),
         convert_options=pacsv.ConvertOptions(
             column_types=types,
-            include_columns=list(names),
+            include_columns=list(layout.names),
             strings_can_be_null=False,
             quoted_strings_can_be_null=False,
             check_utf8=True,
@@ -207,85 +167,22 @@ def read_block(
     )
 
 
-def regular_rows(rows: pa.Table, names: Sequence[str], numeric: str) -> pa.Table | None:
-    """`rows` without `#` comments, or None when a field is empty (a doubled separator: the
-    irregular path's business)."""
-    comments = pc.starts_with(rows.column(names[0]), "#")  # comments that have the right width
-    if rows.num_rows and pc.any(comments).as_py():
-        rows = rows.filter(pc.invert(comments))
-    if rows.column(numeric).null_count:
-        return None  # an empty numeric field
-    for name in names:
-        if name != numeric and pc.any(pc.equal(rows.column(name), "")).as_py():
-            return None  # an empty field: a doubled or trailing delimiter somewhere
-    return rows
-
-
-def _irregular_table(
-    path: Path,
-    names: tuple[str, ...],
-    numeric: str,
-    kind: str,
-    example: str,
-    extra_columns: bool,
-) -> pa.Table:
-    """The file read block by block with its whitespace normalised, `numeric` as text; a block Arrow
-    still rejects names its first bad line (`check_lines`), or the file.
-    """
-    tables = []
-    for before, raw in line_blocks(path, _PARSE_BLOCK):
-        block = raw[len(_BOM) :] if not before and raw.startswith(_BOM) else raw
-        if not block.strip(b" \t\r\n"):
-            continue  # blank lines only: Arrow would call it an empty file
-        try:
-            tables.append(_irregular_block(block, names, numeric, extra_columns))
-        except pa.ArrowException as exc:
-            check_lines(
-                path, block, before, names, numeric, kind, example,
-                extra_columns=extra_columns, number_error=_any_cell,
-            )  # fmt: skip
-            raise InputError(
-                f"cannot parse {kind} file: {str(exc).splitlines()[0][:200]}",
-                path=path,
-                hint=f"each line must be `{example}`, separated by spaces or tabs",
-            ) from None
-    return pa.concat_tables(tables) if tables else _empty(names, None)
-
-
-def _irregular_block(
-    block: bytes, names: tuple[str, ...], numeric: str, extra_columns: bool
-) -> pa.Table:
-    """One normalised block as a table (pa.ArrowException when Arrow cannot take it); a run's lines
-    of several widths are cut to their first columns.
-    """
+def _irregular_block(block: bytes, layout: Layout, ids: pa.DataType) -> pa.Table:
+    """A block without bad lines read with its whitespace normalised (pa.ArrowException when Arrow
+    still cannot take it); a run's lines of several widths are cut to their first columns."""
     if not plain_block(block):
         raise pa.ArrowInvalid("a NUL byte or an over-long line")
-    text = _normalised(block)
-    types = dict.fromkeys(names, pa.large_string())
-
-    def read(data: bytes, width: int) -> pa.Table:
-        sniffed = (" ", width)
-        extra = width > len(names)
-        return read_block(
-            data, names, types, sniffed, extra_columns=extra, chunk=_CHUNK, quoted=True
-        )
-
-    width = max(len(names), _first_width(text)) if extra_columns else len(names)
-    try:
-        table = read(text, width)
-    except pa.ArrowException:
-        if not extra_columns:
-            raise
-        try:  # a quoted cell holding a space, or lines of several widths
-            table = read(text, len(names))
+    text = _COMMENT.sub(rb"\1", _normalised(block))
+    width = len(layout.names)
+    if layout.extra_columns:
+        try:
+            return _read_block(text, layout, (" ", max(width, _first_width(text))), ids, _CHUNK)
         except pa.ArrowException:
-            table = read(_FIRST_CELLS[len(names)].sub(rb"\1\2", text), len(names))
-    rows = regular_rows(table, names, numeric)
-    if rows is None:
-        raise pa.ArrowInvalid("an empty field")
-    return rows
+            text = _FIRST_CELLS[width].sub(rb"\1\2", text)
+    return _read_block(text, layout, (" ", width), ids, _CHUNK)
 
 
+_COMMENT = re.compile(rb"(^|\r)#[^\r\n]*", re.MULTILINE)
 _FIRST_CELLS = {
     n: re.compile(rb"(^|\r)((?:[^ \r\n]+ ){%d}[^ \r\n]+) [^\r\n]*" % (n - 1), re.MULTILINE)
     for n in (4, 6)
@@ -304,33 +201,23 @@ def _normalised(block: bytes) -> bytes:
 
 
 def _first_width(text: bytes) -> int:
-    """The number of cells of the first data line of a normalised block (0 when none)."""
+    """The number of cells of the first line of a normalised block without comments."""
     start = 0
     while start < len(text):
         end = text.find(b"\n", start)
         end = len(text) if end < 0 else end
         line = text[start:end].rstrip(b"\r")
-        if line and not line.startswith(b"#"):
+        if line:
             return line.count(b" ") + 1
         start = end + 1
     return 0
 
 
-def _any_cell(cell: str, line: int) -> InputError | None:
-    """The number check of the irregular path: none (the caller checks the column after)."""
-    return None
-
-
-def _empty(names: tuple[str, ...], numeric: str | None) -> pa.Table:
+def _empty(layout: Layout, ids: pa.DataType) -> pa.Table:
     """The table of a file without data lines."""
-    return pa.table(
-        {n: pa.array([], pa.float64() if n == numeric else pa.large_string()) for n in names}
-    )
-
-
-def line_of(path: Path, row: int) -> int:
-    """File line number of parsed row `row` (re-reads the file: for error messages only)."""
-    return lines_of(path, [row])[0]
+    types = {n: ids if n in _ID_COLUMNS else pa.string() for n in layout.names}
+    types[layout.numeric] = pa.float64()
+    return pa.table({n: pa.array([], t) for n, t in types.items()})
 
 
 def lines_of(path: Path, rows: Sequence[int]) -> list[int]:
@@ -346,17 +233,3 @@ def lines_of(path: Path, rows: Sequence[int]) -> list[int]:
                 if len(found) == len(wanted):
                     break
     return [found[r] for r in rows]
-
-
-def float_column(column: pa.ChunkedArray) -> npt.NDArray[np.float64]:
-    """The values as float64, NaN where not a number."""
-    if pa.types.is_floating(column.type):
-        return np.asarray(column.to_numpy(), dtype=np.float64)
-    try:
-        values = pc.cast(column, pa.float64()).to_numpy()
-    except pa.ArrowException:
-        import pandas as pd
-
-        series = pd.Series(column.to_numpy(zero_copy_only=False), dtype=object)
-        values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64)
-    return np.asarray(values, dtype=np.float64)

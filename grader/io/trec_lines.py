@@ -1,22 +1,19 @@
 """TREC files as blocks of whole lines, and the line checks that name the first bad line.
 
-The Arrow readers read a file in blocks cut at line ends (`line_blocks`); the lines of a block
-Arrow rejects are checked one by one (`check_lines`), so a bad line is named in one block's
-memory. The checks split cells on runs of spaces and tabs, as the irregular path does, and are
-never stricter than it: a block rejected for what they accept (irregular whitespace) raises
-nothing, and the caller reads the file on the irregular path.
-"""
+The checks split cells on runs of spaces and tabs as the normalised read does, and are never
+stricter: a block rejected only for irregular whitespace passes them and is read normalised."""
 
 from __future__ import annotations
 
 import math
 import re
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from grader.errors import InputError
-from grader.io.files import _open_binary
-from grader.io.streams import READ_ERRORS, line_too_long
+from grader.io.spool import open_binary
+from grader.io.streams import READ_ERRORS, line_too_long, not_utf8
 
 BLOCK = 1 << 22
 TREC_LINE_LIMIT = 1 << 20
@@ -27,10 +24,34 @@ NumberCheck = Callable[[str, int], InputError | None]
 """(cell text, file line) -> the error for a number cell the caller refuses, else None."""
 
 
+@dataclass(frozen=True)
+class Layout:
+    """The lines of a TREC file: its columns, the one holding a number, later columns allowed."""
+
+    names: tuple[str, ...]
+    numeric: str
+    kind: str
+    example: str
+    extra_columns: bool = False
+
+    @property
+    def hint(self) -> str:
+        return f"each line must be `{self.example}`, separated by spaces or tabs"
+
+
+RUN = Layout(
+    ("query_id", "q0", "doc_id", "file_rank", "score", "tag"),
+    "score",
+    "run",
+    "qid Q0 docid rank score tag",
+    extra_columns=True,
+)
+QRELS = Layout(("query_id", "iteration", "doc_id", "grade"), "grade", "qrels", "qid 0 docid grade")
+
+
 def parses_as_number(cell: str) -> bool:
     """Whether Arrow's cast or pandas' to_numeric could take `cell` as a number: what float() takes
-    but `_` separators and non-ASCII digits.
-    """
+    but `_` separators and non-ASCII digits."""
     if not cell.isascii() or "_" in cell:
         return False
     try:
@@ -47,8 +68,7 @@ def finite_number(cell: str) -> bool:
 
 def plain_block(block: bytes) -> bool:
     """Whether a block holds no NUL byte and no line over TREC_LINE_LIMIT (else `check_lines` names
-    it). Only a half-limit window without a newline is looked at closer.
-    """
+    it). Only a half-limit window without a newline is looked at closer."""
     if b"\x00" in block:
         return False
     half = TREC_LINE_LIMIT // 2
@@ -63,12 +83,11 @@ def plain_block(block: bytes) -> bool:
 
 def line_blocks(path: Path, size: int = BLOCK) -> Iterator[tuple[int, bytes]]:
     """(lines before it, a block) of `path`, blocks of about `size` bytes cut after a newline. A
-    line over TREC_LINE_LIMIT is an InputError naming it, raised before more of it is read.
-    """
+    line over TREC_LINE_LIMIT is an InputError naming it, raised before more of it is read."""
     before = 0
     carry = b""
     try:
-        with _open_binary(path) as fh:
+        with open_binary(path) as fh:
             while True:
                 data = fh.read(size)
                 block = carry + data
@@ -93,10 +112,9 @@ TEXT_HEAD = TREC_LINE_LIMIT + 1
 def check_text_head(path: Path, kind: str) -> None:
     """Raise InputError when the head of `path` is not UTF-8 text (bad UTF-8, a NUL byte, no line
     break within the limit): a binary file is told as such before a line is blamed for its column
-    count. Unreadable files are left to the readers.
-    """
+    count. Unreadable files are left to the readers."""
     try:
-        with _open_binary(path) as fh:
+        with open_binary(path) as fh:
             head = fh.read(TEXT_HEAD)
     except (*READ_ERRORS, ValueError):
         return
@@ -121,12 +139,7 @@ def _not_text(path: Path, raw: bytes, lineno: int, kind: str) -> InputError | No
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return InputError(
-            f"not valid UTF-8 (byte {exc.start} of the line)",
-            path=path,
-            line=lineno,
-            hint="re-encode the file as UTF-8",
-        )
+        return not_utf8(path, lineno, exc.start)
     nul = raw.find(b"\x00")
     if nul >= 0:  # valid UTF-8, but no text file holds NUL: a binary file, or UTF-16
         return InputError(
@@ -149,36 +162,27 @@ def _lines(block: bytes) -> Iterator[bytes]:
 
 
 def check_lines(
-    path: Path,
-    block: bytes,
-    before: int,
-    names: tuple[str, ...],
-    numeric: str,
-    kind: str,
-    example: str,
-    *,
-    extra_columns: bool,
-    number_error: NumberCheck,
+    path: Path, block: bytes, before: int, layout: Layout, number_error: NumberCheck
 ) -> None:
     """Raise at the first bad line of `block`, whose first line is file line `before + 1`."""
-    index = names.index(numeric)
-    hint = f"each line must be `{example}`, separated by spaces or tabs"
+    names = layout.names
+    index = names.index(layout.numeric)
     for offset, raw in enumerate(_lines(block)):
         lineno = before + offset + 1
         if len(raw) > TREC_LINE_LIMIT:
             raise line_too_long(path, lineno, TREC_LINE_LIMIT)
-        not_text = _not_text(path, raw, lineno, kind)
+        not_text = _not_text(path, raw, lineno, layout.kind)
         if not_text is not None:
             raise not_text
         cells = [c for c in _CELL_SEPARATORS.split(raw.rstrip(b"\r")) if c]
         if not cells or cells[0].startswith(b"#"):
             continue  # blank or a comment
-        if len(cells) < len(names) or (len(cells) > len(names) and not extra_columns):
+        if len(cells) < len(names) or (len(cells) > len(names) and not layout.extra_columns):
             raise InputError(
-                f"expected {len(names)} columns in a {kind} line, found {len(cells)}",
+                f"expected {len(names)} columns in a {layout.kind} line, found {len(cells)}",
                 path=path,
                 line=lineno,
-                hint=hint,
+                hint=layout.hint,
             )
         error = number_error(cells[index].decode(), lineno)
         if error is not None:

@@ -1,13 +1,8 @@
-"""Small TREC files read in plain Python: no Arrow to import (`grader.io` says why).
+"""Small TREC files read in plain Python, without importing Arrow (`grader.io` says why).
 
-`relgrade evaluate` reads qrels and runs of up to SMALL_BYTES here, into lists and dicts
-(`grader.metrics.join_dicts`). Only files read exactly as the Arrow readers read them are taken
-(UTF-8 without BOM or NUL, `\\n` or `\\r\\n` line ends, one kind of separator, no `"`, finite
-scores and integer grades in the notation Arrow and `float()` parse alike, no (query, doc)
-twice); for any other the functions return None and the Arrow reader reads it or names the
-error. tests/test_trec_small_random.py feeds both the same files; bench/evaluate_small.py
-measures the gain.
-"""
+Only files the Arrow readers read exactly alike are taken (UTF-8, one kind of separator, no `"`,
+numbers both parse alike, no (query, doc) twice); for any other the functions return None and
+the Arrow reader reads it or names the error (tests/test_trec_small_random.py)."""
 
 from __future__ import annotations
 
@@ -18,8 +13,8 @@ import numpy as np
 import numpy.typing as npt
 
 from grader.errors import InputError
-from grader.io.decimals import parse_cells, parse_decimals
-from grader.io.files import _open_binary
+from grader.io.grade_format import LARGEST_GRADE
+from grader.io.spool import open_binary
 from grader.io.trec_lines import TREC_LINE_LIMIT
 from grader.metrics.join_dicts import DictJudgments, dict_judgments, query_codes
 from grader.metrics.judged_rows import Int, JudgedRun
@@ -30,16 +25,14 @@ SMALL_BYTES = 4 << 20
 
 _NOT_TAKEN = (b"\x00", b"\r", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\x1f", b'"')
 _OTHER_SPACE = re.compile(r"[^\S \t\n]")  # whitespace Python's str methods see, the readers not
-_EXACT = 2.0**53  # a larger grade is "too large" for the Arrow reader
 
 
-def small_bytes(path: Path, limit: int | None = None) -> bytes | None:
+def small_bytes(path: Path) -> bytes | None:
     """The bytes of `path` (gunzipped, `\\r\\n` as `\\n`, ending in a newline) when it is at most
-    `limit` bytes (default SMALL_BYTES) and this module takes it, else None.
-    """
-    limit = SMALL_BYTES if limit is None else limit
+    SMALL_BYTES and this module takes it, else None."""
+    limit = SMALL_BYTES
     try:
-        with _open_binary(path) as fh:
+        with open_binary(path) as fh:
             data = fh.read(limit + 1)
     except (InputError, OSError, EOFError):  # gzip.BadGzipFile is an OSError
         return None  # the Arrow reader says what is wrong
@@ -70,8 +63,7 @@ def _table(
 ) -> tuple[list[bytes], Int, list[bytes], npt.NDArray[np.float64]]:
     """(query ids in order of first appearance, each line's query code, doc ids, the numbers of
     column `number`) of the data lines. ValueError when a line has other than `width` cells (more
-    with `extra`) or a number is not one.
-    """
+    with `extra`) or a number is not one."""
     regular = _regular_cells(data)
     if regular is None:
         queries, docs, cells = _split_lines(data, width, (0, 2, number), extra=extra)
@@ -105,8 +97,7 @@ def _split_lines(
 
 def _regular_cells(data: bytes) -> tuple[Int, Int] | None:
     """(start, end) offsets of every cell, one row per line, when every line has the same cells
-    separated by one space or one tab (no blank, comment or empty cell), else None.
-    """
+    separated by one space or one tab (no blank, comment or empty cell), else None."""
     if not data:
         return None
     b = np.frombuffer(data, dtype=np.uint8)
@@ -140,8 +131,7 @@ _LONGEST_COMPARED = 64
 
 def _query_groups(data: bytes, starts: Int, ends: Int) -> tuple[list[bytes], Int] | None:
     """`query_codes` of the ids at these offsets when each id's lines are together (compared byte by
-    byte in numpy); None when an id comes back or ids are over _LONGEST_COMPARED bytes.
-    """
+    byte in numpy); None when an id comes back or ids are over _LONGEST_COMPARED bytes."""
     lengths = ends - starts
     longest = int(lengths.max())
     if longest > _LONGEST_COMPARED:
@@ -160,18 +150,17 @@ def _query_groups(data: bytes, starts: Int, ends: Int) -> tuple[list[bytes], Int
     return heads, np.repeat(np.arange(len(heads), dtype=np.int64), sizes)
 
 
-def small_qrels(path: str | Path, limit: int | None = None) -> DictJudgments | None:
+def small_qrels(path: str | Path) -> DictJudgments | None:
     """TREC qrels as `read_qrels_columns(path, any_grade=True)` reads them, indexed; None when this
-    module does not take the file.
-    """
-    data = small_bytes(Path(path), limit)
+    module does not take the file."""
+    data = small_bytes(Path(path))
     if data is None:
         return None
     try:
         heads, qcodes, docs, numbers = _table(data, 4, 3, extra=False)
     except ValueError:
         return None
-    if not (np.abs(numbers) <= _EXACT).all() or (numbers != np.round(numbers)).any():
+    if not (np.abs(numbers) <= LARGEST_GRADE).all() or (numbers != np.round(numbers)).any():
         return None  # not an integer, or too large to hold exactly (nan and inf too)
     try:
         return dict_judgments(heads, qcodes, docs, numbers.astype(np.int64))
@@ -185,11 +174,10 @@ def small_judged_run(
     *,
     precision: Precision = "float32",
     depth: int | None = None,
-    limit: int | None = None,
 ) -> JudgedRun | None:
     """The run at `path` joined with `judged`, as `run_stream.judged_run` gives it; None when
     this module does not take the file."""
-    data = small_bytes(Path(path), limit)
+    data = small_bytes(Path(path))
     if data is None:
         return None
     try:
@@ -203,3 +191,59 @@ def small_judged_run(
     except InputError:
         return None  # a (query, doc) twice: the Arrow reader names both lines
     return JudgedRun(ranked, len(docs))
+
+
+MAX_DIGITS = 15
+"""Digits of the numbers parsed in numpy, as float() parses them: a mantissa of 15 digits and a
+power of ten are exact doubles, so one IEEE division gives float()'s value (Clinger's fast path)."""
+
+_POW10_FLOAT = np.array([float(10**k) for k in range(MAX_DIGITS + 1)])  # exact doubles
+_ZERO, _DOT, _MINUS, _PLUS = ord("0"), ord("."), ord("-"), ord("+")
+
+
+def parse_decimals(
+    data: bytes, starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64]
+) -> npt.NDArray[np.float64]:
+    """`float(data[starts[i]:ends[i]])` of every cell; ValueError for a cell `float()` refuses,
+    or that holds `_` or a non-ASCII character."""
+    n = len(starts)
+    if not n:
+        return np.empty(0, dtype=np.float64)
+    buffer = np.frombuffer(data, dtype=np.uint8)
+    last = len(buffer) - 1
+    first = buffer[np.minimum(starts, last)]
+    negative = first == _MINUS
+    at = starts + (negative | (first == _PLUS))  # after the sign
+    mantissa = np.zeros(n, dtype=np.int64)
+    digits = np.zeros(n, dtype=np.int64)
+    fraction = np.zeros(n, dtype=np.int64)  # digits after the dot
+    dotted = np.zeros(n, dtype=bool)
+    fast = ends - at <= MAX_DIGITS + 1  # the digits and a dot
+    for k in range(int((ends - at).max()) if fast.any() else 0):
+        where = at + k
+        inside = fast & (where < ends)
+        byte = buffer[np.minimum(where, last)]
+        digit = inside & (byte - _ZERO <= 9)  # uint8: a byte below "0" wraps above 9
+        dot = inside & (byte == _DOT)
+        fast &= ~inside | digit | (dot & ~dotted)
+        mantissa = np.where(digit, mantissa * 10 + (byte - _ZERO), mantissa)
+        digits += digit
+        fraction += digit & dotted
+        dotted |= dot
+    fast &= (digits >= 1) & (digits <= MAX_DIGITS)
+    values = mantissa.astype(np.float64) / _POW10_FLOAT[np.minimum(fraction, MAX_DIGITS)]
+    out: npt.NDArray[np.float64] = np.where(negative, -values, values)
+    for row in np.flatnonzero(~fast).tolist():
+        out[row] = _slow(data[starts[row] : ends[row]])
+    return out
+
+
+def parse_cells(cells: list[bytes]) -> npt.NDArray[np.float64]:
+    """`parse_decimals` of cells already cut (a file read line by line)."""
+    return np.fromiter(map(_slow, cells), dtype=np.float64, count=len(cells))
+
+
+def _slow(cell: bytes) -> float:
+    if not cell.isascii() or b"_" in cell:
+        raise ValueError(f"not a number the readers take: {cell!r}")
+    return float(cell)

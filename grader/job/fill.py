@@ -23,7 +23,7 @@ from grader.evaluation.fill.evaluation import (
     people_grades,
 )
 from grader.evaluation.scoring import check_measures
-from grader.io.people_grades import parse_llm_scale
+from grader.io.grades import parse_llm_scale
 from grader.io.python_inputs import is_path, run_inputs, run_table
 from grader.io.runs import run_names
 from grader.metrics.measures import Measure

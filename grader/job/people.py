@@ -22,7 +22,7 @@ from grader.grading.holes import (
 )
 from grader.grading.pairs import PairSelection
 from grader.grading.report import GradingReport
-from grader.io.people_grades import parse_llm_scale, read_people_grades
+from grader.io.grades import parse_llm_scale, read_people_grades
 from grader.io.python_inputs import is_path
 from grader.job.judgments_and_qrels import Merged
 from grader.job.options import GradeOptions

@@ -54,7 +54,7 @@ def people_grades(value: Any) -> pd.DataFrame:
     from grader.io.python_inputs import grades_table, is_path
 
     if is_path(value):
-        from grader.io.people_grades import read_people_grades
+        from grader.io.grades import read_people_grades
 
         return read_people_grades(value)
     frame = grades_table(value, "human qrels")[["query_id", "doc_id", "grade"]]
@@ -168,7 +168,7 @@ def fill_notes(
         _queries_note(result, missing),
     ]
     if scale is not None:
-        from grader.io.people_grades import scale_text
+        from grader.io.grades import scale_text
 
         notes.append(f"LLM grades mapped by --llm-scale {scale_text(scale)}")
     if result.interval_note:
