@@ -31,7 +31,7 @@ from grader.io.docs import read_docs
 from grader.io.queries import read_queries
 from grader.io.trec import read_run
 from grader.judges.llm.judge import LLMJudge
-from grader.judges.llm.types import sdk_arguments
+from grader.judges.llm.server_settings import sdk_arguments
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "passages"
 

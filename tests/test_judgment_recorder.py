@@ -19,8 +19,7 @@ from grader.judges.llm import results
 from grader.judges.llm.judge import LLMJudge
 from grader.judges.llm.replies import GradeReply, InvalidReply
 from grader.judges.llm.results import CallState, JudgmentRecorder, RecorderConfig
-from grader.judges.llm.types import CallRecord
-from grader.models import Doc, PromptRef, Query, Usage
+from grader.models import CallRecord, Doc, PromptRef, Query, Usage
 from grader.prompts import load_prompt
 
 SECRET = "sk-recorder-test-0123456789"

@@ -13,7 +13,7 @@ from grader.batch.collect import model_other_than
 from grader.batch.json_lines import ResultLine
 from grader.judges.llm.judge import LLMJudge
 from grader.judges.llm.replies import GradeReply, accepted_reply, parse_completion
-from grader.judges.llm.reply_reader import ReplyReader
+from grader.judges.llm.results import ReplyReader
 from grader.models import Doc, Judgment, PromptRef, Query
 from grader.prompts import OutputMode, is_text_truncated, is_truncated
 from grader.store.judgment_rows import StoredRow

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from grader.judges.llm.connect_errors import CONNECT_CAUSES
 from grader.judges.llm.retry import RETRY_STATUSES, is_context_exceeded
+from grader.judges.llm.transport import CONNECT_CAUSES
 from grader.models import JudgmentError
 
 FailureKind = Literal["transient", "invalid", "permanent", "unknown"]

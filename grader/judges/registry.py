@@ -22,11 +22,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from grader.errors import InputError
 from grader.judges.base import Judge
-from grader.models import Doc
+from grader.models import CallRecord, Doc
 from grader.plugins import load_entry_points
 
 if TYPE_CHECKING:
-    from grader.judges.llm.types import CallRecord
     from grader.prompts import PromptSpec
 
 ENTRY_POINTS = "relgrade.judges"

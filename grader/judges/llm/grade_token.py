@@ -2,7 +2,8 @@
 
 `top_level_grade_offset` finds the top-level `grade` value; `grade_distribution` renormalises the
 grade alternatives of its token into P(grade = 0..3), or says it is `Absent` when they hold less
-than `MIN_GRADE_MASS`.
+than `MIN_GRADE_MASS`. `CompletionBody` is a reply body decoded by msgspec (a batch import's fast
+path, about twice as fast as dicts): each default is what `dict.get` gives, so it reads the same.
 """
 
 from __future__ import annotations
@@ -13,8 +14,58 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from grader.judges.llm.completion_body import Logprobs
+import msgspec
+
 from grader.models import GRADES
+
+
+class TopLogprob(msgspec.Struct, gc=False):
+    """One alternative of a token."""
+
+    token: Any = ""
+    logprob: Any = None
+
+
+class TokenLogprob(msgspec.Struct, gc=False):
+    """One token of the reply, with its top alternatives."""
+
+    token: Any = ""
+    logprob: Any = None
+    top_logprobs: list[TopLogprob] | None = None
+
+
+class Logprobs(msgspec.Struct, gc=False):
+    content: list[TokenLogprob] | None = None
+
+
+class Message(msgspec.Struct, gc=False):
+    content: Any = None
+    refusal: Any = None
+
+
+class Choice(msgspec.Struct, gc=False):
+    message: Message | None = None
+    finish_reason: Any = None
+    logprobs: Logprobs | None = None
+
+
+class TokenDetails(msgspec.Struct, gc=False):
+    cached_tokens: Any = None
+
+
+class UsageCounts(msgspec.Struct, gc=False):
+    prompt_tokens: Any = None
+    completion_tokens: Any = None
+    prompt_tokens_details: TokenDetails | None = None
+
+
+class CompletionBody(msgspec.Struct, gc=False):
+    """The body of a chat.completion reply (the parts read)."""
+
+    model: Any = None
+    usage: UsageCounts | None = None
+    choices: list[Choice] | None = None
+
 
 MIN_GRADE_MASS = 0.5
 """The least probability the grade tokens must hold at the grade token for a distribution."""
@@ -127,7 +178,7 @@ def grade_distribution(
 def token_distribution(
     logprobs: Logprobs | None, content: str, offset: int | None, *, grade: int | None = None
 ) -> list[float] | Absent | None:
-    """`grade_distribution` of logprobs decoded into structs (`completion_body`): the same
+    """`grade_distribution` of logprobs decoded into structs (`CompletionBody`): the same
     value, read from the same fields (a field's default is what `dict.get` gives)."""
     if offset is None or logprobs is None:
         return None

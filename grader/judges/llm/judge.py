@@ -2,7 +2,7 @@
 
 The SDK's own retries are off: `grader.judges.llm.retry` decides, every attempt goes to `on_call`,
 and after the last one the judgment is `failed`, never a grade. 401/403/404 raise `JudgeError`; a
-server that stops answering raises `ServerNotAnswering`. Several servers share the work (`pool`).
+server that stops answering raises `ServerNotAnswering`. Several servers share the work (`EndpointPool`).
 """
 
 from __future__ import annotations
@@ -19,24 +19,29 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 from grader import defaults
 from grader.cost import PriceTable, estimate_usage, expected_reply_tokens
 from grader.errors import JudgeError
-from grader.judges.llm.attempts import MODE_REJECTED, RESEND_KINDS, AttemptSender, ModeRejected
-from grader.judges.llm.bounded_http import ReplyLimits, chat_reply_limit
-from grader.judges.llm.client import make_client
+from grader.judges.llm.attempts import (
+    MODE_REJECTED,
+    RESEND_KINDS,
+    AttemptSender,
+    EndpointPool,
+    ModeRejected,
+)
 from grader.judges.llm.context import ContextFit, DocumentDoesNotFit, ServerInfo, learn_server
+from grader.judges.llm.endpoint import ReplyLimits, chat_reply_limit, make_client
 from grader.judges.llm.inflight import InFlight
-from grader.judges.llm.pool import EndpointPool
-from grader.judges.llm.ratelimit import RateLimiter
 from grader.judges.llm.replies import InvalidReply
-from grader.judges.llm.reply_reader import ReplyReader
-from grader.judges.llm.results import CallState, JudgmentRecorder, RecorderConfig
-from grader.judges.llm.retry import RetryPolicy, is_context_exceeded, retry_delay, should_retry
-from grader.judges.llm.server_settings import ServerSettings
+from grader.judges.llm.results import CallState, JudgmentRecorder, RecorderConfig, ReplyReader
+from grader.judges.llm.retry import (
+    RateLimiter,
+    RetryPolicy,
+    is_context_exceeded,
+    retry_delay,
+    should_retry,
+)
+from grader.judges.llm.server_settings import ModeSwitch, ServerSettings
 from grader.judges.llm.transport import DEAD_AFTER, SAME_FAILURE_S, ServerHealth
-from grader.judges.llm.types import CallRecord, ModeSwitch, RenderedRequest, request_body
-from grader.models import Doc, Judgment, Query, Usage
+from grader.models import CallRecord, Doc, Judgment, Query, Usage
 from grader.prompts import OutputMode, PromptSpec, load_prompt
-
-__all__ = ["CallRecord", "LLMJudge", "ModeSwitch", "RenderedRequest", "request_body"]
 
 
 def _clients(
@@ -194,23 +199,20 @@ class LLMJudge:
             "sampling": self.prompt.sampling(),
         }
 
-    def render(self, query: Query, doc: Doc, *, mode: OutputMode | None = None) -> RenderedRequest:
-        """The request body for one pair (in `mode`, default the run's current mode)."""
-        mode = mode or self.server.mode
-        messages, truncated = self.fit.messages(query, doc, mode)
-        return RenderedRequest(self._body(messages, mode), truncated, mode)
-
     def build_request(
         self, query: Query, doc: Doc, *, mode: OutputMode | None = None
     ) -> dict[str, Any]:
-        """The chat.completions body for one pair (also what a Batch API line carries)."""
-        return self.render(query, doc, mode=mode).body
+        """The chat.completions body for one pair in `mode` (default the run's current one):
+        also what a Batch API line carries."""
+        mode = mode or self.server.mode
+        messages, _ = self.fit.messages(query, doc, mode)
+        return self.server.body(self.prompt, self.model, messages, mode)
 
     def estimate(self, query: Query, doc: Doc, *, completion_tokens: int | None = None) -> Usage:
         """Estimated tokens of grading this pair once (for --dry-run and --max-cost): the reply
         at its ceiling, the prompt's `max_tokens`, unless `completion_tokens` is given."""
-        rendered = self.render(query, doc)
-        usage = estimate_usage(rendered.body["messages"], self.prompt.max_tokens)
+        messages = self.build_request(query, doc)["messages"]
+        usage = estimate_usage(messages, self.prompt.max_tokens)
         if completion_tokens is None:
             return usage
         return usage.model_copy(update={"completion_tokens": completion_tokens})
@@ -233,9 +235,6 @@ class LLMJudge:
     async def aclose(self) -> None:
         for member in self.pool.members:
             await member.sender.client.close()
-
-    def _body(self, messages: list[dict[str, Any]], mode: OutputMode) -> dict[str, Any]:
-        return self.server.body(self.prompt, self.model, messages, mode)
 
     # -- grading -------------------------------------------------------------------------------
 

@@ -14,9 +14,10 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from grader.judges.llm.completion_body import CompletionBody, UsageCounts
 from grader.judges.llm.grade_token import (
     Absent,
+    CompletionBody,
+    UsageCounts,
     grade_distribution,
     token_distribution,
     top_level_grade_offset,

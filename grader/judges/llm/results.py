@@ -1,5 +1,5 @@
-"""What the LLM judge makes of its attempts: the Judgment (ok, or failed with the reason), the
-`CallRecord` of every HTTP attempt, and the API key redacted from every message and reply."""
+"""What the LLM judge makes of its attempts and of batch reply bodies: the Judgment (ok, or failed
+with the reason), the `CallRecord` of every HTTP attempt, the API key redacted from every text."""
 
 from __future__ import annotations
 
@@ -12,12 +12,11 @@ import openai
 
 from grader.cost import PriceTable
 from grader.judges.base import failed, ok
-from grader.judges.llm.connect_errors import connection_message
-from grader.judges.llm.replies import GradeReply, InvalidReply
+from grader.judges.llm.replies import GradeReply, InvalidReply, parse_completion
 from grader.judges.llm.retry import status_of
-from grader.judges.llm.types import CallRecord
-from grader.models import Doc, Judgment, JudgmentError, PromptRef, Query, Usage
-from grader.prompts import OutputMode
+from grader.judges.llm.transport import connection_message
+from grader.models import CallRecord, Doc, Judgment, JudgmentError, PromptRef, Query, Usage
+from grader.prompts import OutputMode, PromptSpec
 from grader.redact import redact
 
 
@@ -182,3 +181,36 @@ def _error_type(exc: BaseException | None) -> str | None:
 
 def _elapsed_ms(started: float | None) -> float | None:
     return None if started is None else (time.perf_counter() - started) * 1000.0
+
+
+@dataclass(frozen=True)
+class ReplyReader:
+    """How a judge reads a reply body obtained elsewhere (a batch output line): its prompt and
+    recorder, no client or `on_call`, so it can go to another process."""
+
+    prompt: PromptSpec
+    recorder: JudgmentRecorder
+
+    def judgment(
+        self,
+        body: dict[str, Any],
+        query: Query,
+        doc: Doc,
+        *,
+        key: str,
+        mode: OutputMode,
+        truncated: bool,
+        batch: bool = True,
+    ) -> Judgment:
+        """The Judgment of one reply body: live grading's validation, but no re-ask, so an
+        invalid reply fails."""
+        state = CallState(query, doc, key, mode, [], truncated, attempts=1)
+        try:
+            reply = parse_completion(body, mode=mode, spec=self.prompt)
+        except InvalidReply as exc:
+            state.usage = exc.usage
+            state.last_raw = exc.raw
+            return self.recorder.failed(
+                state, "InvalidReply", f"{exc.kind}: {exc.message}", None, batch=batch
+            )
+        return self.recorder.ok(state, reply, None, batch=batch)
