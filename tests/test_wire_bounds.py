@@ -25,7 +25,7 @@ import pytest
 
 from grader.batch.api.client import BatchClient
 from grader.errors import JudgeError
-from grader.judges.llm.endpoint import MiB
+from grader.judges.llm.client import MiB
 from grader.judges.llm.judge import LLMJudge
 from grader.judges.llm.retry import RetryPolicy
 from grader.models import CallRecord, Doc, Query

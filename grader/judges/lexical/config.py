@@ -27,6 +27,7 @@ FITTED_NAME = "relgrade-lexical.toml"
 FITTED_ENV = "RELGRADE_LEXICAL_CONFIG"
 KIND = "lexical-thresholds"
 STEMMERS = ("light", "none")
+SCORING_FIELDS = ("k1", "b", "stemmer", "min_token_length", "doc_fields", "stopwords")
 
 Thresholds = tuple[float, float, float]
 
@@ -165,11 +166,6 @@ def load_lexical_config(path: str | Path | None = None) -> LexicalConfig:
     return config
 
 
-def read_thresholds(path: str | Path | None = None) -> Thresholds:
-    """The three thresholds of a lexical settings file (the default file when None)."""
-    return load_lexical_config(path).thresholds
-
-
 def _toml_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -199,12 +195,7 @@ def write_thresholds(
         f"version = {_toml_value(base.version)}",
         "",
         "[scoring]",
-        f"k1 = {_toml_value(base.k1)}",
-        f"b = {_toml_value(base.b)}",
-        f"stemmer = {_toml_value(base.stemmer)}",
-        f"min_token_length = {_toml_value(base.min_token_length)}",
-        f"doc_fields = {_toml_value(list(base.doc_fields))}",
-        f"stopwords = {_toml_value(list(base.stopwords))}",
+        *(f"{k} = {_toml_value(getattr(base, k))}" for k in SCORING_FIELDS),
         "",
         "[thresholds]",
         *(f"t{i} = {_toml_value(v)}" for i, v in enumerate(t, start=1)),

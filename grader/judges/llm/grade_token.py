@@ -20,15 +20,11 @@ from grader.models import GRADES
 
 
 class TopLogprob(msgspec.Struct, gc=False):
-    """One alternative of a token."""
-
     token: Any = ""
     logprob: Any = None
 
 
 class TokenLogprob(msgspec.Struct, gc=False):
-    """One token of the reply, with its top alternatives."""
-
     token: Any = ""
     logprob: Any = None
     top_logprobs: list[TopLogprob] | None = None
@@ -141,65 +137,40 @@ def walk_to_grade(content: str) -> int | None:
     return None
 
 
+def field(obj: Any, name: str, default: Any = None) -> Any:
+    """`obj[name]` of a dict, `obj.name` of a decoded struct (`CompletionBody`), else `default`:
+    one reader for both shapes of a reply."""
+    if isinstance(obj, dict):
+        return obj.get(name, default)
+    return getattr(obj, name, default) if isinstance(obj, msgspec.Struct) else default
+
+
 def grade_distribution(
     logprobs: Any, content: str, offset: int | None, *, grade: int | None = None
 ) -> list[float] | Absent | None:
     """P(grade = 0..3) from the logprobs of the token holding the grade digit at `offset`; None when
     there are none or that token is not exactly `grade` (the token, not the argmax, must agree),
     `Absent` when the grade tokens hold too little mass."""
-    if offset is None or not isinstance(logprobs, dict):
-        return None
-    tokens = logprobs.get("content")
-    if not isinstance(tokens, list) or not tokens:
-        return None
-    position = 0
-    hit: dict[str, Any] | None = None
-    for token in tokens:
-        text = token.get("token", "") if isinstance(token, dict) else ""
-        if position <= offset < position + len(text):
-            hit = token
-            break
-        position += len(text)
-    if hit is None:
-        return None
-    hit_token = hit.get("token", "")
-    chosen = _grade_of(hit_token)
-    if chosen is None or (grade is not None and chosen != grade):
-        return None
-    alternatives = hit.get("top_logprobs") or []
-    return _renormalised(
-        chosen,
-        hit_token,
-        hit.get("logprob"),
-        ((alt.get("token", ""), alt.get("logprob")) for alt in alternatives),
-    )
-
-
-def token_distribution(
-    logprobs: Logprobs | None, content: str, offset: int | None, *, grade: int | None = None
-) -> list[float] | Absent | None:
-    """`grade_distribution` of logprobs decoded into structs (`CompletionBody`): the same
-    value, read from the same fields (a field's default is what `dict.get` gives)."""
-    if offset is None or logprobs is None:
-        return None
-    tokens = logprobs.content
-    if not tokens:
+    tokens = field(logprobs, "content")
+    if offset is None or not isinstance(tokens, list):
         return None
     position = 0
     for token in tokens:
-        text = token.token
+        text = field(token, "token", "")
         if position <= offset < position + len(text):
             break
         position += len(text)
     else:
         return None
-    hit_token = token.token
-    chosen = _grade_of(hit_token)
+    chosen = _grade_of(text)
     if chosen is None or (grade is not None and chosen != grade):
         return None
-    alternatives = token.top_logprobs or ()
+    alternatives = field(token, "top_logprobs") or ()
     return _renormalised(
-        chosen, hit_token, token.logprob, ((alt.token, alt.logprob) for alt in alternatives)
+        chosen,
+        text,
+        field(token, "logprob"),
+        ((field(alt, "token", ""), field(alt, "logprob")) for alt in alternatives),
     )
 
 

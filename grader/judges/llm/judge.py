@@ -2,7 +2,7 @@
 
 The SDK's own retries are off: `grader.judges.llm.retry` decides, every attempt goes to `on_call`,
 and after the last one the judgment is `failed`, never a grade. 401/403/404 raise `JudgeError`; a
-server that stops answering raises `ServerNotAnswering`. Several servers share the work (`EndpointPool`).
+server that stops answering raises `ServerNotAnswering`. Several servers share the work.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from grader.judges.llm.attempts import (
     EndpointPool,
     ModeRejected,
 )
+from grader.judges.llm.client import ReplyLimits, chat_reply_limit, make_client
 from grader.judges.llm.context import ContextFit, DocumentDoesNotFit, ServerInfo, learn_server
-from grader.judges.llm.endpoint import ReplyLimits, chat_reply_limit, make_client
 from grader.judges.llm.inflight import InFlight
 from grader.judges.llm.replies import InvalidReply
 from grader.judges.llm.results import CallState, JudgmentRecorder, RecorderConfig, ReplyReader

@@ -20,7 +20,7 @@ import httpx2
 import openai
 
 from grader.errors import ServerNotAnswering
-from grader.judges.llm.endpoint import ReplyTooLarge
+from grader.judges.llm.client import ReplyTooLarge
 from grader.redact import redact_url
 
 DEAD_AFTER = 16
