@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grader.judges.llm import types as llm_types
+from grader.judges.llm import results as llm_results
 from grader.judges.llm.judge import LLMJudge
 from grader.judges.llm.retry import RetryPolicy
 from grader.models import CallRecord, Doc, Query
@@ -18,7 +18,7 @@ KEY = "sk-test-abcdef0123456789SECRET"
 
 
 def test_the_judge_and_the_store_share_one_call_record_type() -> None:
-    assert llm_types.CallRecord is CallRecord
+    assert llm_results.CallRecord is CallRecord
 
 
 async def test_every_attempt_of_the_judge_lands_in_the_call_log(

@@ -96,8 +96,7 @@ class BatchReplies:
             "output_mode": self.mode,
             "notes": reply.notes,
         }
-        config = recorder.config
-        source = store.source_for(config.judge_id, config.prompt, self.fingerprint)
+        source = store.source_for(recorder.judge_id, recorder.prompt, self.fingerprint)
         return store.stored_row(fields, source)
 
 

@@ -30,7 +30,7 @@ from grader.judges.llm.client import ReplyLimits, chat_reply_limit, make_client
 from grader.judges.llm.context import ContextFit, DocumentDoesNotFit, ServerInfo, learn_server
 from grader.judges.llm.inflight import InFlight
 from grader.judges.llm.replies import InvalidReply
-from grader.judges.llm.results import CallState, JudgmentRecorder, RecorderConfig, ReplyReader
+from grader.judges.llm.results import CallState, JudgmentRecorder, ReplyReader
 from grader.judges.llm.retry import (
     RateLimiter,
     RetryPolicy,
@@ -121,18 +121,14 @@ class LLMJudge:
     ) -> None:
         """The recorder, the reply reader and the pool of servers, one sender each."""
         self._recorder = JudgmentRecorder(
-            RecorderConfig(
-                judge_id=self.judge_id,
-                model=self.model,
-                prompt=self.prompt.ref(),
-                prices=self.prices,
-                on_call=self.on_call,
-                secrets=tuple(s for _, secrets in made for s in secrets),
-            )
+            judge_id=self.judge_id,
+            model=self.model,
+            prompt=self.prompt.ref(),
+            prices=self.prices,
+            on_call=self.on_call,
+            secrets=tuple(s for _, secrets in made for s in secrets),
         )
-        self._reader = ReplyReader(
-            self.prompt, JudgmentRecorder(dataclasses.replace(self._recorder.config, on_call=None))
-        )
+        self._reader = ReplyReader(self.prompt, dataclasses.replace(self._recorder, on_call=None))
         self.pool = EndpointPool([self._sender_for(c, health) for c, _ in made], self._on_notice)
         first = self.pool.members[0].sender
         self.client, self.base_url = first.client, first.base_url
