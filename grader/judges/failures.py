@@ -59,14 +59,12 @@ def _kind_of(kind: str, message: str) -> FailureKind:
         return "permanent"
     if kind in INVALID_TYPES:
         return "invalid"
-    if kind in TRANSIENT_TYPES:
+    if kind in TRANSIENT_TYPES or kind in BATCH_TRANSIENT:
         return "transient"
     if kind == "APIStatusError":  # a status the SDK has no class for: 408, 413, 451, ...
         head = message.split(" ", 1)[0]
         if head.isdigit():
             return _status_kind(int(head))
-    if kind in BATCH_TRANSIENT:
-        return "transient"
     if kind.startswith("Batch:http_") and kind[11:].isdigit():  # an engine's error line
         return _status_kind(int(kind[11:]))
     return "unknown"

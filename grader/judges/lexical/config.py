@@ -27,7 +27,15 @@ FITTED_NAME = "relgrade-lexical.toml"
 FITTED_ENV = "RELGRADE_LEXICAL_CONFIG"
 KIND = "lexical-thresholds"
 STEMMERS = ("light", "none")
-SCORING_FIELDS = ("k1", "b", "stemmer", "min_token_length", "doc_fields", "stopwords")
+_SCORING: dict[str, Any] = {
+    "k1": float,
+    "b": float,
+    "stemmer": str,
+    "min_token_length": int,
+    "doc_fields": lambda v: tuple(str(f) for f in v),
+    "stopwords": lambda v: tuple(str(w).lower() for w in v),
+}
+"""The [scoring] settings, each with how its TOML value is read (absent: the field's default)."""
 
 Thresholds = tuple[float, float, float]
 
@@ -146,12 +154,7 @@ def load_lexical_config(path: str | Path | None = None) -> LexicalConfig:
     try:
         config = LexicalConfig(
             thresholds=thresholds,
-            k1=float(scoring.get("k1", 1.2)),
-            b=float(scoring.get("b", 0.75)),
-            stemmer=str(scoring.get("stemmer", "light")),
-            min_token_length=int(scoring.get("min_token_length", 2)),
-            doc_fields=tuple(str(f) for f in scoring.get("doc_fields", ["title", "text"])),
-            stopwords=tuple(str(w).lower() for w in scoring.get("stopwords", [])),
+            **{k: read(scoring[k]) for k, read in _SCORING.items() if k in scoring},
             name=str(data.get("name", "lexical")),
             version=str(data.get("version", "1")),
             provenance=dict(data.get("provenance", {})),
@@ -195,7 +198,7 @@ def write_thresholds(
         f"version = {_toml_value(base.version)}",
         "",
         "[scoring]",
-        *(f"{k} = {_toml_value(getattr(base, k))}" for k in SCORING_FIELDS),
+        *(f"{k} = {_toml_value(getattr(base, k))}" for k in _SCORING),
         "",
         "[thresholds]",
         *(f"t{i} = {_toml_value(v)}" for i, v in enumerate(t, start=1)),

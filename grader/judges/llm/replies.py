@@ -11,8 +11,6 @@ import json
 import re
 from typing import Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
-
 from grader.judges.llm.grade_token import (
     Absent,
     Choice,
@@ -72,26 +70,6 @@ class GradeReply(NamedTuple):
     raw: str
     finish_reason: str | None
     notes: list[str] | None = None
-
-
-class _ReplyModel(BaseModel):
-    """The JSON reply: a grade (an integer 0..3; a lone digit string is accepted) and a reason."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    grade: int
-    reason: str | None = None
-
-    @field_validator("grade", mode="before")
-    @classmethod
-    def _strict_grade(cls, value: Any) -> Any:
-        if isinstance(value, (bool, float)):
-            raise ValueError(f"grade must be an integer 0..3, got {value!r}")
-        if isinstance(value, str):
-            if not _ASCII_INT.fullmatch(value):
-                raise ValueError(f"grade must be an integer 0..3, got {value!r}")
-            return int(value)
-        return value
 
 
 def usage_of(body: Any) -> Usage:
@@ -277,21 +255,20 @@ def _parse_json(content: str, usage: Usage) -> tuple[int, str | None, list[str] 
             usage=usage,
         )
     grade, reason = data.get("grade"), data.get("reason")
-    if type(grade) is int and (reason is None or type(reason) is str):
-        # What the model gives for these (nearly every reply), without its validation's cost.
-        _check_range(grade, content, usage)
-        return grade, (reason or None), notes
-    try:
-        reply = _ReplyModel.model_validate(data)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or 'reply'}: {e['msg']}" for e in exc.errors()
-        )
+    if type(grade) is str and _ASCII_INT.fullmatch(grade):
+        grade = int(grade)  # a lone digit string is accepted
+    problems = [] if type(grade) is int else [f"grade must be an integer 0..3, got {grade!r}"]
+    if reason is not None and type(reason) is not str:
+        problems.append(f"reason must be a string, got {reason!r}")
+    if problems:
         raise InvalidReply(
-            "schema", f"the reply does not match the schema ({problems})", raw=content, usage=usage
-        ) from None
-    _check_range(reply.grade, content, usage)
-    return reply.grade, (reply.reason or None), notes
+            "schema",
+            f"the reply does not match the schema ({'; '.join(problems)})",
+            raw=content,
+            usage=usage,
+        )
+    _check_range(grade, content, usage)
+    return grade, (reason or None), notes
 
 
 LENIENT_NOTE = "reply read leniently: its JSON has raw control characters (newlines) in a string"
