@@ -77,12 +77,7 @@ def scored_text(doc: Doc, fields: Iterable[str]) -> str:
     """The document fields the judge scores, joined by newlines (missing ones skipped)."""
     parts: list[str] = []
     for field in fields:
-        if field == "text":
-            value: Any = doc.text
-        elif field == "title":
-            value = doc.title
-        else:
-            value = doc.metadata.get(field)
+        value = getattr(doc, field) if field in ("text", "title") else doc.metadata.get(field)
         if isinstance(value, str) and value:
             parts.append(value)
     return "\n".join(parts)
@@ -114,7 +109,6 @@ class LexicalJudge:
             digest.update(doc.doc_id.encode() + b"\0" + text.encode() + b"\0")
         self.collection_digest = "sha256:" + digest.hexdigest()
         self._query_terms = lru_cache(maxsize=4096)(self._terms_of)
-        self._judge_id: str | None = None
         self._prompt: PromptRef | None = None
 
     @cached_property
@@ -137,16 +131,12 @@ class LexicalJudge:
         """Document frequency of each term in the collection."""
         return dict(Counter(t for counts, _ in self._counts.values() for t in counts))
 
-    @property
+    @cached_property
     def judge_id(self) -> str:
         """`lexical` with the shipped settings, `lexical+<sha8>` with any other (e.g. fitted), so
-        default and fitted grades never share a content key."""
-        if self._judge_id is None:  # the config is frozen: hashed once, not once per pair
-            sha = self.config.sha256
-            self._judge_id = (
-                JUDGE_ID if sha == default_settings_sha256() else f"{JUDGE_ID}+{sha[:8]}"
-            )
-        return self._judge_id
+        default and fitted grades never share a content key (hashed once: the config is frozen)."""
+        sha = self.config.sha256
+        return JUDGE_ID if sha == default_settings_sha256() else f"{JUDGE_ID}+{sha[:8]}"
 
     def fingerprint(self) -> dict[str, Any]:
         """Settings, thresholds, algorithm version and collection digest: all that moves a grade."""

@@ -21,7 +21,6 @@ import openai
 from grader.cost import estimate_usage
 from grader.errors import JudgeError, ServerNotAnswering
 from grader.judges.llm.context import ContextFit
-from grader.judges.llm.endpoint import is_loopback
 from grader.judges.llm.inflight import InFlight
 from grader.judges.llm.replies import (
     GradeReply,
@@ -53,8 +52,7 @@ from grader.prompts import OutputMode, PromptSpec, render_reask
 from grader.redact import redact_url
 
 RESEND_KINDS = frozenset({"not_json_body", "no_choice"})
-"""Invalid replies that are the server's fault, not the model's: resent as they were, after a
-backoff, rather than re-asked."""
+"""Invalid replies that are the server's fault: resent after a backoff rather than re-asked."""
 
 
 class ModeRejected(Exception):
@@ -62,8 +60,7 @@ class ModeRejected(Exception):
 
 
 MODE_REJECTED = "_ModeRejected"
-"""The error type a judgment that fails by a `ModeRejected` records (as stored judgments hold
-it; `grader.judges.failures` reads it)."""
+"""The error type of a judgment failed by `ModeRejected` (stored; `grader.judges.failures`)."""
 
 
 @dataclass
@@ -261,18 +258,6 @@ class EndpointPool:
     def dead(self) -> bool:
         """Whether every server is dead: the run stops."""
         return all(m.dead for m in self.members)
-
-    def local(self) -> bool:
-        """Whether every server is on this machine (a loopback address)."""
-        return all(is_loopback(m.sender.base_url) for m in self.members)
-
-    def cached_reported(self) -> bool:
-        """Whether any server's reply said its cached prompt tokens."""
-        return any(m.sender.cached_reported for m in self.members)
-
-    def answers(self) -> dict[str, int]:
-        """Replies per server, in the order the servers were given."""
-        return {m.name: m.answers for m in self.members}
 
     def _pick(self, tried: set[int], avoid: str | None = None) -> Member | None:
         live = [m for m in self.members if not m.dead and id(m) not in tried]

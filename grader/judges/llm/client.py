@@ -59,13 +59,8 @@ class ReplyLimits:
     other: int = 8 * MiB
 
     def for_path(self, path: str) -> int:
-        if path.endswith("/chat/completions"):
-            return self.chat
-        if path.endswith("/models"):
-            return self.models
-        if path.endswith("/content"):
-            return self.download
-        return self.other
+        kinds = {"/chat/completions": self.chat, "/models": self.models, "/content": self.download}
+        return next((cap for end, cap in kinds.items() if path.endswith(end)), self.other)
 
 
 def request_deadline(request: httpx2.Request) -> float:

@@ -11,6 +11,7 @@ import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import openai
@@ -101,7 +102,7 @@ class ContextFit:
     def __init__(self, spec: PromptSpec, max_context: int | None = None) -> None:
         self.spec = spec
         self.max_context = max_context
-        self._renderers: dict[tuple[OutputMode, int], MessageRenderer] = {}
+        self._renderer = lru_cache(maxsize=256)(self._make_renderer)
 
     def messages(
         self, query: Query, doc: Doc, mode: OutputMode
@@ -128,11 +129,5 @@ class ContextFit:
         free = self.max_context - around - self.spec.max_tokens - MARGIN_TOKENS
         return max(0, free * CHARS_PER_TOKEN)
 
-    def _renderer(self, mode: OutputMode, budget: int) -> MessageRenderer:
-        renderer = self._renderers.get((mode, budget))
-        if renderer is None:
-            if len(self._renderers) > 256:
-                self._renderers.clear()
-            spec = dataclasses.replace(self.spec, doc_budget_chars=budget)
-            renderer = self._renderers[(mode, budget)] = MessageRenderer(spec, mode)
-        return renderer
+    def _make_renderer(self, mode: OutputMode, budget: int) -> MessageRenderer:
+        return MessageRenderer(dataclasses.replace(self.spec, doc_budget_chars=budget), mode)

@@ -140,9 +140,9 @@ def walk_to_grade(content: str) -> int | None:
 def field(obj: Any, name: str, default: Any = None) -> Any:
     """`obj[name]` of a dict, `obj.name` of a decoded struct (`CompletionBody`), else `default`:
     one reader for both shapes of a reply."""
-    if isinstance(obj, dict):
+    if type(obj) is dict:
         return obj.get(name, default)
-    return getattr(obj, name, default) if isinstance(obj, msgspec.Struct) else default
+    return getattr(obj, name, default)  # (no other JSON value has an attribute of these names)
 
 
 def grade_distribution(
@@ -156,7 +156,7 @@ def grade_distribution(
         return None
     position = 0
     for token in tokens:
-        text = field(token, "token", "")
+        text = token.get("token", "") if type(token) is dict else getattr(token, "token", "")
         if position <= offset < position + len(text):
             break
         position += len(text)

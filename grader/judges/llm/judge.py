@@ -28,6 +28,7 @@ from grader.judges.llm.attempts import (
 )
 from grader.judges.llm.client import ReplyLimits, chat_reply_limit, make_client
 from grader.judges.llm.context import ContextFit, DocumentDoesNotFit, ServerInfo, learn_server
+from grader.judges.llm.endpoint import is_loopback
 from grader.judges.llm.inflight import InFlight
 from grader.judges.llm.replies import InvalidReply
 from grader.judges.llm.results import CallState, JudgmentRecorder, ReplyReader
@@ -156,15 +157,15 @@ class LLMJudge:
 
     def local(self) -> bool:
         """Whether the model is served on this machine (every server a loopback address)."""
-        return self.pool.local()
+        return all(is_loopback(m.sender.base_url) for m in self.pool.members)
 
     def cached_reported(self) -> bool:
         """Whether any reply this run said its cached prompt tokens (`AttemptSender`)."""
-        return self.pool.cached_reported()
+        return any(m.sender.cached_reported for m in self.pool.members)
 
     def answers_by_server(self) -> dict[str, int]:
         """Replies (status 200) per server this run, by URL without credentials."""
-        return self.pool.answers()
+        return {m.name: m.answers for m in self.pool.members}
 
     def __repr__(self) -> str:
         return (

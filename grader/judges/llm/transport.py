@@ -24,8 +24,7 @@ from grader.judges.llm.client import ReplyTooLarge
 from grader.redact import redact_url
 
 DEAD_AFTER = 16
-"""Transport failures in a row, with no answer in between, that mean the server is not answering
-(at the least; see `dead_after_for`)."""
+"""Transport failures in a row, with no answer between, that mean a server is not answering."""
 
 
 def dead_after_for(concurrency: int) -> int:
@@ -34,8 +33,8 @@ def dead_after_for(concurrency: int) -> int:
 
 
 def unreachable_after_for(concurrency: int) -> int:
-    """Failures to connect, with nothing ever answered, that stop a run at its start (module
-    docstring): one per worker, at least 2."""
+    """Failures to connect, nothing ever answered, that stop a run at its start: one a worker,
+    at least 2."""
     return max(2, concurrency)
 
 
