@@ -18,7 +18,6 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
 from grader import defaults
 from grader.cost import PriceTable, estimate_usage, expected_reply_tokens
-from grader.errors import JudgeError
 from grader.judges.llm.attempts import (
     MODE_REJECTED,
     RESEND_KINDS,
@@ -240,12 +239,7 @@ class LLMJudge:
         started = time.perf_counter()
         if self._probe is not None:
             await self._learn_server()
-        try:
-            messages, truncated = self.fit.messages(query, doc, self.server.mode)
-        except DocumentDoesNotFit as exc:  # permanent, and nothing sent: never a grade
-            state = CallState(query, doc, key, self.server.mode, [], True)
-            return self._recorder.failed(state, "ContextLengthExceeded", str(exc), started)
-        state = CallState(query, doc, key, self.server.mode, messages, truncated)
+        state = CallState(query, doc, key, self.server.mode, [], True)
         retrying = AsyncRetrying(
             retry=retry_if_exception(self._retryable),
             stop=lambda rs: self._stop(state, rs),
@@ -254,44 +248,40 @@ class LLMJudge:
             reraise=True,
         )
         try:
+            state.messages, state.truncated = self.fit.messages(query, doc, state.mode)
             async for attempt in retrying:
                 with attempt:
                     reply = await self.pool.send(state)
-        except JudgeError:
-            raise
-        except DocumentDoesNotFit as exc:  # the mode changed to one whose prompt is longer
-            return self._recorder.failed(state, "ContextLengthExceeded", str(exc), started)
         except asyncio.CancelledError:
             self.abandoned = self.abandoned + state.usage  # answered attempts are paid for
             raise
-        except InvalidReply as exc:
-            self.server.judged(state.mode, valid=False)
-            return self._recorder.failed(
-                state, "InvalidReply", f"{exc.kind}: {exc.message}", started
-            )
-        except openai.APIStatusError as exc:
-            if state.invalid is not None and should_retry(exc):
-                return self._still_invalid(state, exc, started)
-            body = (
-                self._recorder.redact(exc.response.text[:2000])
-                if exc.response is not None
-                else None
-            )
-            state.last_raw = body or state.last_raw
-            message = self._recorder.message(exc)
-            kind = type(exc).__name__
-            if exc.code == "context_length_exceeded" or is_context_exceeded(body or message):
-                kind = "ContextLengthExceeded"  # permanent: the same prompt never fits
-            return self._recorder.failed(state, kind, message, started)
-        except (openai.APIError, ModeRejected) as exc:
-            if self.pool.dead and isinstance(exc, openai.APIConnectionError):
-                raise self.pool.not_answering() from exc  # stopped, not failed: a rerun does it
-            if state.invalid is not None and isinstance(exc, openai.APIError):
-                return self._still_invalid(state, exc, started)
-            kind = MODE_REJECTED if isinstance(exc, ModeRejected) else type(exc).__name__
-            return self._recorder.failed(state, kind, self._recorder.message(exc), started)
+        except (DocumentDoesNotFit, InvalidReply, openai.APIError, ModeRejected) as exc:
+            return self._failed(state, exc, started)
         self.server.judged(state.mode, valid=True)
         return self._recorder.ok(state, reply, started)
+
+    def _failed(self, state: CallState, exc: Exception, started: float) -> Judgment:
+        """The failed judgment after the last attempt's `exc`; raises when every server is dead
+        (stopped, not failed: a rerun does the pair)."""
+        if isinstance(exc, DocumentDoesNotFit):  # permanent, as is: never a grade
+            return self._recorder.failed(state, "ContextLengthExceeded", str(exc), started)
+        if isinstance(exc, InvalidReply):
+            self.server.judged(state.mode, valid=False)
+            message = f"{exc.kind}: {exc.message}"
+            return self._recorder.failed(state, "InvalidReply", message, started)
+        if self.pool.dead and isinstance(exc, openai.APIConnectionError):
+            raise self.pool.not_answering() from exc
+        transport = not isinstance(exc, openai.APIStatusError) or should_retry(exc)
+        if state.invalid is not None and isinstance(exc, openai.APIError) and transport:
+            return self._still_invalid(state, exc, started)
+        message = self._recorder.message(exc)
+        kind = MODE_REJECTED if isinstance(exc, ModeRejected) else type(exc).__name__
+        if isinstance(exc, openai.APIStatusError):
+            body = self._recorder.redact(exc.response.text[:2000])
+            state.last_raw = body or state.last_raw
+            if exc.code == "context_length_exceeded" or is_context_exceeded(body or message):
+                kind = "ContextLengthExceeded"  # permanent: the same prompt never fits
+        return self._recorder.failed(state, kind, message, started)
 
     def _still_invalid(self, state: CallState, exc: openai.APIError, started: float) -> Judgment:
         """A pair whose model answered invalidly, then whose last attempt failed in transport:
