@@ -254,7 +254,8 @@ def _parse_json(content: str, usage: Usage) -> tuple[int, str | None, list[str] 
             raw=content,
             usage=usage,
         )
-    grade, reason = data.get("grade"), data.get("reason")
+    grade: Any = data.get("grade")
+    reason: Any = data.get("reason")
     if type(grade) is str and _ASCII_INT.fullmatch(grade):
         grade = int(grade)  # a lone digit string is accepted
     problems = [] if type(grade) is int else [f"grade must be an integer 0..3, got {grade!r}"]
