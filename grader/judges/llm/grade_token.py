@@ -140,7 +140,7 @@ def walk_to_grade(content: str) -> int | None:
 def field(obj: Any, name: str, default: Any = None) -> Any:
     """`obj[name]` of a dict, `obj.name` of a decoded struct (`CompletionBody`), else `default`:
     one reader for both shapes of a reply."""
-    if type(obj) is dict:
+    if isinstance(obj, dict):
         return obj.get(name, default)
     return getattr(obj, name, default)  # (no other JSON value has an attribute of these names)
 
@@ -156,7 +156,7 @@ def grade_distribution(
         return None
     position = 0
     for token in tokens:
-        text = token.get("token", "") if type(token) is dict else getattr(token, "token", "")
+        text = token.get("token", "") if isinstance(token, dict) else getattr(token, "token", "")
         if position <= offset < position + len(text):
             break
         position += len(text)
