@@ -119,7 +119,7 @@ class JudgmentRecorder:
         exc: BaseException | None = None,
         status: int | None = None,
     ) -> None:
-        """Report one HTTP attempt to the config's `on_call`, if any."""
+        """Report one HTTP attempt to `on_call`, if any."""
         on_call = self.on_call
         if on_call is None:
             return
