@@ -83,3 +83,6 @@ _content
 # (grader/batch/engines/ray_run.py).
 enable_progress_bars
 target_max_block_size
+
+# Reply fields msgspec decodes, read by name (grader.judges.llm.grade_token.field).
+prompt_tokens_details

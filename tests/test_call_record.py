@@ -3,10 +3,12 @@ column, through the same StoreWriter the grading pipeline uses."""
 
 from __future__ import annotations
 
+import typing
+from collections.abc import Callable
 from pathlib import Path
 
-from grader.judges.llm import types as llm_types
 from grader.judges.llm.judge import LLMJudge
+from grader.judges.llm.results import JudgmentRecorder
 from grader.judges.llm.retry import RetryPolicy
 from grader.models import CallRecord, Doc, Query
 from grader.prompts import load_prompt
@@ -18,7 +20,8 @@ KEY = "sk-test-abcdef0123456789SECRET"
 
 
 def test_the_judge_and_the_store_share_one_call_record_type() -> None:
-    assert llm_types.CallRecord is CallRecord
+    on_call = typing.get_type_hints(JudgmentRecorder)["on_call"]
+    assert on_call == Callable[[CallRecord], None] | None
 
 
 async def test_every_attempt_of_the_judge_lands_in_the_call_log(

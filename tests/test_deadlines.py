@@ -28,10 +28,10 @@ from grader.cli.main import main
 from grader.errors import JudgeError, ServerNotAnswering
 from grader.job.summary import failed_pairs_text
 from grader.judges.failures import failure_kind
-from grader.judges.llm.judge import CallRecord, LLMJudge
+from grader.judges.llm.judge import LLMJudge
 from grader.judges.llm.retry import RetryPolicy
 from grader.judges.llm.transport import DEAD_AFTER, ServerHealth, dead_after_for
-from grader.models import Doc, Judgment, JudgmentError, Query
+from grader.models import CallRecord, Doc, Judgment, JudgmentError, Query
 from grader.prompts import load_prompt
 from grader.store.store import Store
 from tests.batch_helpers import new_prompt, seed_store

@@ -11,7 +11,7 @@ import pytest
 from grader.io.docs import read_docs, read_queries
 from grader.io.grades import read_human_grades
 from grader.io.trec import read_run
-from grader.judges.lexical.config import read_thresholds
+from grader.judges.lexical.config import load_lexical_config
 from grader.judges.lexical.fit import fit_lexical_thresholds
 from grader.judges.lexical.judge import lexical_scores
 from grader.metrics.evaluate import evaluate, mean_scores
@@ -93,7 +93,7 @@ def test_default_lexical_thresholds_are_a_fit_on_this_set(code_set: CodeSet) -> 
     scores = lexical_scores(queries, docs, pairs)
     assert np.isfinite(scores).all()
     fitted = fit_lexical_thresholds(scores, human["grade"].to_numpy())
-    assert read_thresholds() == pytest.approx(fitted, abs=0.01)
+    assert load_lexical_config().thresholds == pytest.approx(fitted, abs=0.01)
 
 
 PASSAGES = Path(__file__).resolve().parents[1] / "examples" / "passages"

@@ -89,32 +89,28 @@ def _docs(n: int, seed: int = 3) -> list[Doc]:
 def test_lexical_statistics_are_counted_when_first_needed_and_equal_an_eager_count() -> None:
     config = load_lexical_config()
     docs = _docs(200)
-    judge = LexicalJudge.from_docs(docs, config)
+    judge = LexicalJudge(docs, config)
     # Nothing tokenised yet: a run whose pairs are all stored never pays for the index.
-    assert judge._pending is not None
+    assert "_counts" not in vars(judge)
     # The fingerprint (so every key) needs only the digest of the collection.
     digest = hashlib.sha256()
     for doc in sorted(docs, key=lambda d: d.doc_id):
         text = scored_text(doc, config.doc_fields)
         digest.update(doc.doc_id.encode() + b"\0" + text.encode() + b"\0")
     assert judge.fingerprint()["collection"] == "sha256:" + digest.hexdigest()
-    assert judge._pending is not None
+    assert "_counts" not in vars(judge)
     # Counted on first use, from every document, as an eager count gives.
     counts = [Counter(tokenize(scored_text(d, config.doc_fields), config)) for d in docs]
     doc_freq: Counter[str] = Counter()
     for c in counts:
         doc_freq.update(c.keys())
-    eager = LexicalJudge(
-        config,
-        n_docs=len(docs),
-        avg_length=sum(sum(c.values()) for c in counts) / len(docs),
-        doc_freq=doc_freq,
-        collection_digest=judge.collection_digest,
-    )
+    eager = LexicalJudge(docs, config)
+    assert eager.doc_freq == dict(doc_freq) and eager.n_docs == len(docs)  # counted first
+    assert eager.avg_length == sum(sum(c.values()) for c in counts) / len(docs)
     query = Query(query_id="q", text="cache eviction policy")
     lazy_grades = [asyncio.run(judge.judge(query, d, key="k")).grade for d in docs]
     eager_grades = [asyncio.run(eager.judge(query, d, key="k")).grade for d in docs]
-    assert judge._pending is None
+    assert "_counts" in vars(judge)
     assert judge.doc_freq == dict(doc_freq) and judge.n_docs == len(docs)
     assert judge.avg_length == eager.avg_length
     assert lazy_grades == eager_grades

@@ -11,8 +11,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from grader.judges.llm.completion_body import CompletionBody
-from grader.judges.llm.grade_token import MIN_GRADE_MASS
+from grader.judges.llm.grade_token import MIN_GRADE_MASS, CompletionBody
 from grader.judges.llm.replies import (
     LENIENT_LOGPROBS_NOTE,
     LENIENT_NOTE,

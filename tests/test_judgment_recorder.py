@@ -1,7 +1,7 @@
 """The judgment recorder works from a frozen config, not from the judge that owns it.
 
 `grader.judges.llm.results` must not import the judge module (not even under TYPE_CHECKING):
-the recorder is built, and tested here, from a `RecorderConfig` alone.
+the recorder is built, and tested here, from its settings alone.
 """
 
 from __future__ import annotations
@@ -18,9 +18,8 @@ from grader.cost import PriceTable
 from grader.judges.llm import results
 from grader.judges.llm.judge import LLMJudge
 from grader.judges.llm.replies import GradeReply, InvalidReply
-from grader.judges.llm.results import CallState, JudgmentRecorder, RecorderConfig
-from grader.judges.llm.types import CallRecord
-from grader.models import Doc, PromptRef, Query, Usage
+from grader.judges.llm.results import CallState, JudgmentRecorder
+from grader.models import CallRecord, Doc, PromptRef, Query, Usage
 from grader.prompts import load_prompt
 
 SECRET = "sk-recorder-test-0123456789"
@@ -69,7 +68,7 @@ def test_results_module_does_not_import_the_judge_module() -> None:
 
 
 def test_config_is_frozen() -> None:
-    config = RecorderConfig(judge_id="openai:m", model="m", prompt=PROMPT)
+    config = JudgmentRecorder(judge_id="openai:m", model="m", prompt=PROMPT)
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.model = "other"  # type: ignore[misc]
 
@@ -77,8 +76,8 @@ def test_config_is_frozen() -> None:
 def test_ok_judgment_carries_the_configs_identity_and_price() -> None:
     prices = PriceTable.load()
     usage = Usage(prompt_tokens=1000, completion_tokens=100)
-    config = RecorderConfig(judge_id="openai:gpt-4o-mini", model="gpt-4o-mini", prompt=PROMPT)
-    priced = JudgmentRecorder(dataclasses.replace(config, prices=prices))
+    config = JudgmentRecorder(judge_id="openai:gpt-4o-mini", model="gpt-4o-mini", prompt=PROMPT)
+    priced = dataclasses.replace(config, prices=prices)
     state = _state(attempts=1, usage=usage)
     judgment = priced.ok(state, _reply(usage), time.perf_counter())
     assert (judgment.status, judgment.grade, judgment.judge) == ("ok", 2, "openai:gpt-4o-mini")
@@ -89,15 +88,14 @@ def test_ok_judgment_carries_the_configs_identity_and_price() -> None:
     assert batch.latency_ms is None
     assert batch.cost == pytest.approx(judgment.cost * prices.batch_discount)
     # Without a price table the cost is unknown, never 0.
-    assert JudgmentRecorder(config).ok(state, _reply(usage), None).cost is None
+    assert config.ok(state, _reply(usage), None).cost is None
 
 
 def test_failed_judgment_and_call_records_redact_the_configs_secrets() -> None:
     calls: list[CallRecord] = []
-    config = RecorderConfig(
+    recorder = JudgmentRecorder(
         judge_id="openai:m", model="m", prompt=PROMPT, on_call=calls.append, secrets=(SECRET,)
     )
-    recorder = JudgmentRecorder(config)
     state = _state(attempts=2, last_raw=f"echo {SECRET}")
     exc = InvalidReply("out_of_range", f"grade 7 from key {SECRET}", raw=f"raw {SECRET}")
     failed = recorder.failed(state, "InvalidReply", recorder.message(exc), time.perf_counter())
@@ -129,7 +127,7 @@ def test_llm_judge_builds_its_recorder_from_its_own_settings() -> None:
         prices=prices,
         on_call=calls.append,
     )
-    config = judge._recorder.config
+    config = judge._recorder
     assert config.judge_id == judge.judge_id and config.model == "gpt-4o-mini"
     assert config.prompt == judge.prompt.ref()
     assert config.prices is prices and config.on_call == calls.append

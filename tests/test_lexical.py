@@ -18,7 +18,6 @@ from grader.judges.lexical.config import (
     LexicalConfig,
     default_config_path,
     load_lexical_config,
-    read_thresholds,
     write_thresholds,
 )
 from grader.judges.lexical.fit import fit_lexical_thresholds, grades_for
@@ -84,7 +83,7 @@ def test_light_stem_folds_variants_together(words: tuple[str, ...], stem: str) -
 
 
 def test_score_is_normalised_and_ranks_the_target_first() -> None:
-    judge = LexicalJudge.from_docs(DOCS)
+    judge = LexicalJudge(DOCS)
     query = "how is the Retry-After header parsed"
     scores = {d.doc_id: judge.score(query, d).score for d in DOCS}
     assert all(0.0 <= s < 1.0 for s in scores.values())
@@ -92,11 +91,11 @@ def test_score_is_normalised_and_ranks_the_target_first() -> None:
     assert scores["skiff/pool.py::ConnectionPool"] == 0.0
     assert scores["empty"] == 0.0
     # identical statistics from a dict of docs or a list: the same judge
-    assert LexicalJudge.from_docs({d.doc_id: d for d in DOCS}).fingerprint() == judge.fingerprint()
+    assert LexicalJudge({d.doc_id: d for d in DOCS}).fingerprint() == judge.fingerprint()
 
 
 async def test_judge_returns_an_honest_ok_judgment() -> None:
-    judge = LexicalJudge.from_docs(DOCS)
+    judge = LexicalJudge(DOCS)
     assert isinstance(judge, Judge)
     query = Query(query_id="q1", text="how is the Retry-After header parsed")
     key = content_key(judge.fingerprint(), query.text, DOCS[0].text)
@@ -121,7 +120,7 @@ async def test_judge_returns_an_honest_ok_judgment() -> None:
 
 
 async def test_grade_follows_thresholds_inclusively() -> None:
-    judge = LexicalJudge.from_docs(DOCS)
+    judge = LexicalJudge(DOCS)
     query = Query(query_id="q", text="cached value expired")
     score = judge.score(query.text, DOCS[1]).score
     assert 0 < score < 1
@@ -131,24 +130,22 @@ async def test_grade_follows_thresholds_inclusively() -> None:
         ((0.0, 0.0, score), 3),
         ((score + 1e-9, 0.99, 0.995), 0),
     ]:
-        j = await LexicalJudge.from_docs(DOCS, config_with(thresholds)).judge(
-            query, DOCS[1], key="sha256:k"
-        )
+        j = await LexicalJudge(DOCS, config_with(thresholds)).judge(query, DOCS[1], key="sha256:k")
         assert j.grade == grade
 
 
 async def test_query_without_terms_fails_instead_of_grading_zero() -> None:
-    judge = LexicalJudge.from_docs(DOCS)
+    judge = LexicalJudge(DOCS)
     j = await judge.judge(Query(query_id="q", text="how is the"), DOCS[0], key="sha256:k")
     assert j.status == "failed" and j.grade is None
     assert j.error is not None and j.error.type == "NoQueryTerms"
 
 
 def test_fingerprint_moves_with_thresholds_and_collection() -> None:
-    base = LexicalJudge.from_docs(DOCS)
-    again = LexicalJudge.from_docs(list(reversed(DOCS)))
-    refit = LexicalJudge.from_docs(DOCS, config_with((0.1, 0.2, 0.3)))
-    other = LexicalJudge.from_docs(DOCS[:2])
+    base = LexicalJudge(DOCS)
+    again = LexicalJudge(list(reversed(DOCS)))
+    refit = LexicalJudge(DOCS, config_with((0.1, 0.2, 0.3)))
+    other = LexicalJudge(DOCS[:2])
     fp = base.fingerprint()
     assert fp == again.fingerprint()
     assert fp["algorithm"] and fp["judge"] == "lexical"
@@ -158,7 +155,7 @@ def test_fingerprint_moves_with_thresholds_and_collection() -> None:
 
 
 def test_doc_outside_the_collection_is_scored_on_the_fly() -> None:
-    judge = LexicalJudge.from_docs(DOCS)
+    judge = LexicalJudge(DOCS)
     stranger = Doc(doc_id="new", text="parse the Retry-After header")
     assert judge.score("retry after header", stranger).score > 0
 
@@ -171,7 +168,7 @@ def test_lexical_scores_aligns_with_the_judge_and_names_missing_pairs() -> None:
     docs = {d.doc_id: d for d in DOCS}
     pairs = [("q", DOCS[0].doc_id), ("q", DOCS[2].doc_id), ("e", DOCS[0].doc_id)]
     scores = lexical_scores(queries, docs, pairs)
-    judge = LexicalJudge.from_docs(docs)
+    judge = LexicalJudge(docs)
     assert scores[0] == judge.score("retry after header", DOCS[0]).score
     assert scores[1] == 0.0 and np.isnan(scores[2])
     with pytest.raises(InputError, match=r"2 pair\(s\) name a query or document.*\(x, "):
@@ -245,7 +242,7 @@ def test_shipped_default_file_loads() -> None:
     path = default_config_path()
     assert path.name == "lexical-v1.toml"
     cfg = load_lexical_config()
-    assert cfg.thresholds == read_thresholds(path)
+    assert cfg.thresholds == load_lexical_config(path).thresholds
     assert cfg.thresholds[0] <= cfg.thresholds[1] <= cfg.thresholds[2]
     assert "the" in cfg.stopword_set and cfg.stemmer == "light"
 
@@ -255,7 +252,7 @@ def test_write_then_read_round_trip(tmp_path: Path) -> None:
     cfg = write_thresholds(
         out, (0.1, 0.2, 0.4), {"fitted_on": "human.csv", "n": 196, "kappa": 0.66}
     )
-    assert read_thresholds(out) == (0.1, 0.2, 0.4)
+    assert load_lexical_config(out).thresholds == (0.1, 0.2, 0.4)
     assert cfg.provenance == {"fitted_on": "human.csv", "n": 196, "kappa": 0.66}
     default = load_lexical_config()
     assert (cfg.k1, cfg.b, cfg.stopwords, cfg.doc_fields) == (

@@ -14,10 +14,9 @@ import pytest
 
 from grader.cost import PriceTable
 from grader.errors import JudgeError
-from grader.judges.llm.judge import CallRecord, LLMJudge
-from grader.judges.llm.ratelimit import RateLimiter
-from grader.judges.llm.retry import RetryPolicy
-from grader.models import Doc, Judgment, Query, Usage
+from grader.judges.llm.judge import LLMJudge
+from grader.judges.llm.retry import RateLimiter, RetryPolicy
+from grader.models import CallRecord, Doc, Judgment, Query, Usage
 from grader.prompts import load_prompt
 from tests.fakeserver import FakeServer, default_grade, faults, grade_probabilities
 

@@ -21,10 +21,9 @@ from typing import Any
 
 import pytest
 
-from grader.judges.llm.judge import CallRecord, LLMJudge
-from grader.judges.llm.ratelimit import RateLimiter
-from grader.judges.llm.retry import RetryPolicy
-from grader.models import Doc, Judgment, Query
+from grader.judges.llm.judge import LLMJudge
+from grader.judges.llm.retry import RateLimiter, RetryPolicy
+from grader.models import CallRecord, Doc, Judgment, Query
 from tests.fakeserver import FakeServer, Fault, default_grade, faults
 
 TIMEOUT_S = 3.0

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from grader.judges.base import Judge
-from grader.judges.llm.judge import CallRecord, LLMJudge
-from grader.models import Doc, Query
+from grader.judges.llm.judge import LLMJudge
+from grader.models import CallRecord, Doc, Query
 from grader.prompts import load_prompt
 from tests.fakeserver import FakeServer, completion, faults
 from tests.helpers.llm_judges import formats, make_judge, pairs

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from grader.judges.llm.grade_token import (
     JSON_STRING,
@@ -22,7 +22,6 @@ from grader.judges.llm.replies import (
     _STRICT_JSON,
     InvalidReply,
     _decode_strict,
-    _ReplyModel,
     parse_body,
     parse_completion,
 )
@@ -262,12 +261,31 @@ GRADE_VALUES = st.one_of(
 REASON_VALUES = st.one_of(st.none(), st.text(max_size=8), st.integers(), st.lists(st.integers()))
 
 
+class _ReplyModel(BaseModel):
+    """The reply schema as pydantic reads it: an integer grade (a lone ASCII digit string is
+    accepted; a bool or a float is not) and an optional string reason."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    grade: int
+    reason: str | None = None
+
+    @field_validator("grade", mode="before")
+    @classmethod
+    def _strict_grade(cls, value: Any) -> Any:
+        if isinstance(value, bool | float) or (
+            isinstance(value, str) and not re.fullmatch(r"\s*-?[0-9]+\s*", value)
+        ):
+            raise ValueError(f"grade must be an integer 0..3, got {value!r}")
+        return int(value) if isinstance(value, str) else value
+
+
 @given(grade=GRADE_VALUES, reason=REASON_VALUES, extra=st.booleans())
 def test_a_json_reply_reads_as_its_schema_model_reads_it(
     grade: Any, reason: Any, extra: bool
 ) -> None:
-    """The validator reads a plain grade and reason without the model: the outcome (grade and
-    reason, or the error's kind) is the model's either way."""
+    """The validator reads a grade and reason as pydantic's model of the schema reads them: the
+    outcome (grade and reason, or the error's kind) is the model's."""
     data = {"reason": reason, "grade": grade, **({"other": [1]} if extra else {})}
     try:
         model = _ReplyModel.model_validate(data)

@@ -22,9 +22,9 @@ from grader.cli.main import main
 from grader.errors import JudgeError
 from grader.judges import registry as judges
 from grader.judges.base import Judge
-from grader.judges.llm.types import CallRecord
 from grader.metrics import judged_at_k
 from grader.metrics import registry as measures
+from grader.models import CallRecord
 from grader.prompts import PromptSpec, load_prompt
 from relgrade.testing import check_judge, check_measure
 from tests.fakeserver import FakeServer

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from grader.batch.adapter import BatchReplies, LLMBatchJudge
 from grader.batch.collect import answered_body, other_model
 from grader.batch.json_lines import loads, loads_line
-from grader.judges.llm.grade_token import grade_distribution, token_distribution
+from grader.judges.llm.grade_token import grade_distribution
 from grader.judges.llm.judge import LLMJudge
 from grader.judges.llm.replies import GradeReply
 from grader.prompts import OutputMode
@@ -154,7 +154,7 @@ def test_any_line_the_fast_path_takes_gives_the_dict_paths_reply(
 
 @settings(max_examples=examples(300), deadline=None)
 @given(st.data(), contents, st.integers(0, 40), st.sampled_from([None, 0, 1, 2, 3]))
-def test_token_distribution_is_grade_distribution_of_the_dicts(
+def test_grade_distribution_of_structs_is_that_of_the_dicts(
     data: st.DataObject, content: str, offset: int, grade: int | None
 ) -> None:
     logprobs = {"content": data.draw(tokens(content))}
@@ -166,5 +166,5 @@ def test_token_distribution_is_grade_distribution_of_the_dicts(
     assert line is not None and line.response is not None and line.response.body is not None
     choices = line.response.body.choices
     assert choices is not None
-    ours = token_distribution(choices[0].logprobs, content, offset, grade=grade)
+    ours = grade_distribution(choices[0].logprobs, content, offset, grade=grade)
     assert ours == grade_distribution(logprobs, content, offset, grade=grade)

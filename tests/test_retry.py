@@ -11,8 +11,8 @@ import httpx2
 import openai
 import pytest
 
-from grader.judges.llm.ratelimit import RateLimiter
 from grader.judges.llm.retry import (
+    RateLimiter,
     RetryPolicy,
     backoff,
     is_fatal,

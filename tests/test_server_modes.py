@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from grader.judges.llm.types import ModeSwitch
+from grader.judges.llm.server_settings import ModeSwitch
 from grader.output_modes import OutputMode
 from grader.prompts import load_prompt, shipped_prompt_files
 from tests.fake_flavours import llama_cpp, ollama_native_format, vllm_guided_only

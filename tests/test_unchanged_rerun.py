@@ -104,7 +104,7 @@ def _pairs() -> list[Pair]:
 
 def _judge() -> LexicalJudge:
     docs = [Doc(doc_id=d, text=t) for d, t in DOCS.items()]
-    return LexicalJudge.from_docs(docs, load_lexical_config())
+    return LexicalJudge(docs, load_lexical_config())
 
 
 @pytest.mark.parametrize("scan_ratio", [0, 4], ids=["probe-keys", "scan-judgments"])

@@ -25,10 +25,10 @@ import pytest
 
 from grader.batch.api.client import BatchClient
 from grader.errors import JudgeError
-from grader.judges.llm.bounded_http import MiB
-from grader.judges.llm.judge import CallRecord, LLMJudge
+from grader.judges.llm.client import MiB
+from grader.judges.llm.judge import LLMJudge
 from grader.judges.llm.retry import RetryPolicy
-from grader.models import Doc, Query
+from grader.models import CallRecord, Doc, Query
 from grader.prompts import load_prompt
 from grader.store.store import Store
 from tests.fakeserver import FakeServer, faults

@@ -13,7 +13,7 @@ from grader.batch.collect import model_other_than
 from grader.batch.json_lines import ResultLine
 from grader.judges.llm.judge import LLMJudge
 from grader.judges.llm.replies import GradeReply, accepted_reply, parse_completion
-from grader.judges.llm.reply_reader import ReplyReader
+from grader.judges.llm.results import ReplyReader
 from grader.models import Doc, Judgment, PromptRef, Query
 from grader.prompts import OutputMode, is_text_truncated, is_truncated
 from grader.store.judgment_rows import StoredRow
@@ -96,8 +96,7 @@ class BatchReplies:
             "output_mode": self.mode,
             "notes": reply.notes,
         }
-        config = recorder.config
-        source = store.source_for(config.judge_id, config.prompt, self.fingerprint)
+        source = store.source_for(recorder.judge_id, recorder.prompt, self.fingerprint)
         return store.stored_row(fields, source)
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 
-from grader.judges.llm.completion_body import CompletionBody
+from grader.judges.llm.grade_token import CompletionBody
 
 _DECODER = msgspec.json.Decoder()
 

@@ -80,7 +80,7 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_render(args: argparse.Namespace) -> int:
-    from grader.judges.llm.judge import request_body
+    from grader.judges.llm.server_settings import request_body
 
     spec = load_prompt(args.name)
     metadata = {k: getattr(args, k) for k in ("path", "symbol", "language") if getattr(args, k)}

@@ -26,8 +26,9 @@ from grader.spelling import option
 if TYPE_CHECKING:  # the LLM client and the openai SDK load only when a command asks for them
     from grader.batch.api.client import BatchClient
     from grader.judges.llm.judge import LLMJudge
-    from grader.judges.llm.ratelimit import RateLimiter
-    from grader.judges.llm.types import CallRecord, ModeSwitch
+    from grader.judges.llm.retry import RateLimiter
+    from grader.judges.llm.server_settings import ModeSwitch
+    from grader.models import CallRecord
 
 
 class Environment(BaseSettings):
@@ -205,7 +206,7 @@ class Settings:
 
     def limiter(self, model: str) -> RateLimiter:
         """The one limiter of `model` on this base URL (its --rpm/--tpm and 429 pauses)."""
-        from grader.judges.llm.ratelimit import RateLimiter
+        from grader.judges.llm.retry import RateLimiter
 
         slot = (model, self.base_url)
         if slot not in self._limiters:

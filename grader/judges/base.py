@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Protocol, runtime_checkable
 
 from grader.errors import JudgeError
-from grader.models import Doc, Judgment, JudgmentError, Query
+from grader.models import Doc, Judgment, JudgmentError, JudgmentStatus, Query
 
 
 @runtime_checkable
@@ -36,15 +36,7 @@ def ok(
 ) -> Judgment:
     """The ok judgment of `judge` (or a judge id) for (query, doc) asked under `key`; `fields`
     are the rest (`reason`, `attempts`, `cost`, `usage` ...)."""
-    return Judgment(
-        status="ok",
-        grade=grade,
-        query_id=query.query_id,
-        doc_id=doc.doc_id,
-        judge=judge if isinstance(judge, str) else judge.judge_id,
-        key=key,
-        **fields,
-    )
+    return _judgment("ok", judge, query, doc, key, grade=grade, **fields)
 
 
 def failed(
@@ -60,14 +52,15 @@ def failed(
     `error` says why (an exception becomes its class name and message)."""
     if isinstance(error, BaseException):
         error = JudgmentError(type=type(error).__name__, message=str(error) or repr(error))
+    return _judgment("failed", judge, query, doc, key, error=error, **fields)
+
+
+def _judgment(
+    status: JudgmentStatus, judge: Judge | str, query: Query, doc: Doc, key: str, **fields: Any
+) -> Judgment:
+    judge_id = judge if isinstance(judge, str) else judge.judge_id
     return Judgment(
-        status="failed",
-        query_id=query.query_id,
-        doc_id=doc.doc_id,
-        judge=judge if isinstance(judge, str) else judge.judge_id,
-        key=key,
-        error=error,
-        **fields,
+        status=status, query_id=query.query_id, doc_id=doc.doc_id, judge=judge_id, key=key, **fields
     )
 
 

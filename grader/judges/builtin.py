@@ -23,7 +23,7 @@ def lexical_judge(settings: JudgeSettings) -> Judge:
     from grader.judges.lexical.config import load_lexical_config
     from grader.judges.lexical.judge import LexicalJudge
 
-    return LexicalJudge.from_docs(settings.docs, load_lexical_config(settings.config))
+    return LexicalJudge(settings.docs, load_lexical_config(settings.config))
 
 
 register_judge(

@@ -40,13 +40,6 @@ def _sum_cost(judgments: list[Judgment]) -> float | None:
     return sum(costs) if costs else None
 
 
-def _sum_usage(judgments: list[Judgment]) -> Usage:
-    total = Usage()
-    for j in judgments:
-        total = total + j.usage
-    return total
-
-
 def combine_members(members: list[Judgment], *, key: str, judge_id: str) -> Judgment:
     """The ensemble's judgment of one pair from its members' judgments (module docstring)."""
     first = members[0]
@@ -59,7 +52,7 @@ def combine_members(members: list[Judgment], *, key: str, judge_id: str) -> Judg
         "prompt": first.prompt,
         "key": key,
         "attempts": sum(m.attempts for m in members),
-        "usage": _sum_usage(members),
+        "usage": sum((m.usage for m in members), Usage()),
         "cost": _sum_cost(members),
         "latency_ms": max((m.latency_ms or 0.0 for m in members), default=None),
         "truncated": any(m.truncated for m in members),
@@ -77,8 +70,7 @@ def combine_members(members: list[Judgment], *, key: str, judge_id: str) -> Judg
         )
     grades = [m.grade for m in ok if m.grade is not None]
     grade = lower_median(grades)
-    distribution = None
-    expected = None
+    distribution = expected = None
     dists = [m.distribution for m in ok if m.distribution is not None]
     if len(dists) == len(ok):
         distribution = [sum(d[g] for d in dists) / len(dists) for g in GRADES]

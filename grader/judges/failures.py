@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from grader.judges.llm.connect_errors import CONNECT_CAUSES
 from grader.judges.llm.retry import RETRY_STATUSES, is_context_exceeded
+from grader.judges.llm.transport import CONNECT_CAUSES
 from grader.models import JudgmentError
 
 FailureKind = Literal["transient", "invalid", "permanent", "unknown"]
@@ -59,14 +59,12 @@ def _kind_of(kind: str, message: str) -> FailureKind:
         return "permanent"
     if kind in INVALID_TYPES:
         return "invalid"
-    if kind in TRANSIENT_TYPES:
+    if kind in TRANSIENT_TYPES or kind in BATCH_TRANSIENT:
         return "transient"
     if kind == "APIStatusError":  # a status the SDK has no class for: 408, 413, 451, ...
         head = message.split(" ", 1)[0]
         if head.isdigit():
             return _status_kind(int(head))
-    if kind in BATCH_TRANSIENT:
-        return "transient"
     if kind.startswith("Batch:http_") and kind[11:].isdigit():  # an engine's error line
         return _status_kind(int(kind[11:]))
     return "unknown"

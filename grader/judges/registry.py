@@ -1,15 +1,9 @@
 """The judge registry: a kind of judge is registered once, by name, with a factory.
 
-Every command that grades (`grade`, `regrade`, `batch export`) and the Python API build their
-judges here: `--judge` lists `judge_names()` and `build_judges(name, settings, models)` makes
-them (one per model for an LLM judge: several make an ensemble).
-A factory takes one `JudgeSettings`, which holds whatever the command has (model, prompt,
-documents, endpoint, every flag), so a new judge needs no change to the command line.
-
-The built-in kinds (`llm`, `lexical`) register in `grader.judges.builtin`, imported on first
-use; their factories import the judge's module only when called. Judges of installed packages
-register through the entry point group `relgrade.judges`, loaded on first use by
-`grader.plugins` (which `RELGRADE_LOAD_PLUGINS=0` turns off).
+Every command that grades and the Python API build their judges here, from one `JudgeSettings`
+holding whatever the command has, so a new judge needs no change to the command line. Built-in
+kinds register in `grader.judges.builtin`, those of installed packages through the entry point
+group `relgrade.judges` (`grader.plugins`); both load on first use.
 """
 
 from __future__ import annotations
@@ -22,19 +16,17 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from grader.errors import InputError
 from grader.judges.base import Judge
-from grader.models import Doc
+from grader.models import CallRecord, Doc
 from grader.plugins import load_entry_points
 
 if TYPE_CHECKING:
-    from grader.judges.llm.types import CallRecord
     from grader.prompts import PromptSpec
 
 ENTRY_POINTS = "relgrade.judges"
 
 
 class Endpoint(Protocol):
-    """The resolved LLM endpoint of a command (`grader.cli.settings.Settings` is one): key,
-    base URL, limits and prices, and the LLM judges built with them."""
+    """The resolved LLM endpoint of a command (`grader.job.endpoint.Settings` is one)."""
 
     def model(self, flag: str | None = None) -> str:
         """`flag`, else the default model."""
@@ -52,17 +44,9 @@ class Endpoint(Protocol):
 
 @dataclass(frozen=True, kw_only=True)
 class JudgeSettings:
-    """Everything a factory may use to build one judge.
-
-    - `model`: one `--model` (a judge kind that takes models gets one call per model; several
-      make an ensemble); None when none was given.
-    - `prompt`: the prompt the command loaded (`--prompt`), if any.
-    - `docs`: every document, for kinds registered with `needs_all_docs` (else empty).
-    - `config`: the judge's own settings file (`--judge-config`), if given.
-    - `endpoint`: the command's LLM endpoint, for judges that call a server.
-    - `on_call`: where an LLM judge reports each request (the store's call log).
-    - `options`: every option of the run, by name (`grader.job.options`).
-    """
+    """Everything a factory may use to build one judge: one `--model` (None: none given), the
+    `--prompt`, every document (for `needs_all_docs` kinds), `--judge-config`, the LLM endpoint,
+    where an LLM judge reports each request, and every option of the run by name."""
 
     model: str | None = None
     prompt: PromptSpec | None = None
@@ -101,17 +85,9 @@ def register_judge(
     needs_all_docs: bool = False,
     batch: bool = False,
 ) -> JudgeKind:
-    """Register the judge kind `name` (what `--judge NAME` asks for).
-
-    - `factory(settings)`: builds one judge; raises InputError for settings it cannot use.
-    - `help`: a few words for `--help`.
-    - `takes_model`: one judge per `--model` (several make an ensemble); else `--model` is an
-      error.
-    - `needs_all_docs`: the factory reads every document (collection statistics), not only
-      those of the pairs to grade.
-    - `batch`: its judges are LLM judges the Batch API and `batch export` can send.
-    Registering a name twice is a ValueError.
-    """
+    """Register the judge kind `name` (`--judge NAME`): `factory` builds one judge (InputError
+    for settings it cannot use); `takes_model`: one judge per `--model`; `needs_all_docs`: it
+    reads every document; `batch`: the Batch API can send its judges. A name twice: ValueError."""
     if name in _KINDS:
         raise ValueError(f"a judge named {name!r} is registered already")
     kind = JudgeKind(name, factory, help, takes_model, needs_all_docs, batch)

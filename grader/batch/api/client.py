@@ -2,7 +2,7 @@
 input file, cancel, download. The SDK's retries are off; the project's retry policy
 (`grader.judges.llm.retry`) retries transient errors. `timeout` bounds each whole small call;
 uploads get a second more per MiB, downloads one per 256 KiB received
-(`grader.judges.llm.bounded_http`). An upload or create answered 404/405/501 is `NoBatchAPI`."""
+(`grader.judges.llm.client`). An upload or create answered 404/405/501 is `NoBatchAPI`."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 
 from grader import defaults
 from grader.errors import JudgeError, NoBatchAPI
-from grader.judges.llm.bounded_http import UPLOAD_BYTES_PER_S, bounded_http_client
+from grader.judges.llm.client import UPLOAD_BYTES_PER_S, BoundedHTTPClient
 from grader.judges.llm.endpoint import BASE_URL_ENV, KEY_ENV, api_key_for, env_key_for
 from grader.judges.llm.retry import RetryPolicy, retry_delay, should_retry, status_of
 from grader.judges.llm.transport import deadline
@@ -96,7 +96,7 @@ class BatchClient:
                 api_key=key,
                 max_retries=0,
                 timeout=timeout,
-                http_client=bounded_http_client(),
+                http_client=BoundedHTTPClient(),
             )
         self.client = client
         self.policy = policy or RetryPolicy()

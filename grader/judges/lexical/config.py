@@ -27,6 +27,15 @@ FITTED_NAME = "relgrade-lexical.toml"
 FITTED_ENV = "RELGRADE_LEXICAL_CONFIG"
 KIND = "lexical-thresholds"
 STEMMERS = ("light", "none")
+_SCORING: dict[str, Any] = {
+    "k1": float,
+    "b": float,
+    "stemmer": str,
+    "min_token_length": int,
+    "doc_fields": lambda v: tuple(str(f) for f in v),
+    "stopwords": lambda v: tuple(str(w).lower() for w in v),
+}
+"""The [scoring] settings, each with how its TOML value is read (absent: the field's default)."""
 
 Thresholds = tuple[float, float, float]
 
@@ -145,12 +154,7 @@ def load_lexical_config(path: str | Path | None = None) -> LexicalConfig:
     try:
         config = LexicalConfig(
             thresholds=thresholds,
-            k1=float(scoring.get("k1", 1.2)),
-            b=float(scoring.get("b", 0.75)),
-            stemmer=str(scoring.get("stemmer", "light")),
-            min_token_length=int(scoring.get("min_token_length", 2)),
-            doc_fields=tuple(str(f) for f in scoring.get("doc_fields", ["title", "text"])),
-            stopwords=tuple(str(w).lower() for w in scoring.get("stopwords", [])),
+            **{k: read(scoring[k]) for k, read in _SCORING.items() if k in scoring},
             name=str(data.get("name", "lexical")),
             version=str(data.get("version", "1")),
             provenance=dict(data.get("provenance", {})),
@@ -163,11 +167,6 @@ def load_lexical_config(path: str | Path | None = None) -> LexicalConfig:
     if config.k1 < 0 or not 0 <= config.b <= 1:
         raise InputError("k1 must be >= 0 and b within 0..1", path=p)
     return config
-
-
-def read_thresholds(path: str | Path | None = None) -> Thresholds:
-    """The three thresholds of a lexical settings file (the default file when None)."""
-    return load_lexical_config(path).thresholds
 
 
 def _toml_value(value: Any) -> str:
@@ -199,12 +198,7 @@ def write_thresholds(
         f"version = {_toml_value(base.version)}",
         "",
         "[scoring]",
-        f"k1 = {_toml_value(base.k1)}",
-        f"b = {_toml_value(base.b)}",
-        f"stemmer = {_toml_value(base.stemmer)}",
-        f"min_token_length = {_toml_value(base.min_token_length)}",
-        f"doc_fields = {_toml_value(list(base.doc_fields))}",
-        f"stopwords = {_toml_value(list(base.stopwords))}",
+        *(f"{k} = {_toml_value(getattr(base, k))}" for k in _SCORING),
         "",
         "[thresholds]",
         *(f"t{i} = {_toml_value(v)}" for i, v in enumerate(t, start=1)),

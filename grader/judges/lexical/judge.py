@@ -15,7 +15,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 import numpy as np
@@ -77,12 +77,7 @@ def scored_text(doc: Doc, fields: Iterable[str]) -> str:
     """The document fields the judge scores, joined by newlines (missing ones skipped)."""
     parts: list[str] = []
     for field in fields:
-        if field == "text":
-            value: Any = doc.text
-        elif field == "title":
-            value = doc.title
-        else:
-            value = doc.metadata.get(field)
+        value = getattr(doc, field) if field in ("text", "title") else doc.metadata.get(field)
         if isinstance(value, str) and value:
             parts.append(value)
     return "\n".join(parts)
@@ -101,96 +96,47 @@ class LexicalJudge:
     """The `lexical` judge (see the module docstring): offline, deterministic, free."""
 
     def __init__(
-        self,
-        config: LexicalConfig,
-        *,
-        n_docs: int,
-        avg_length: float,
-        doc_freq: Mapping[str, int],
-        collection_digest: str,
+        self, docs: Iterable[Doc] | Mapping[str, Doc], config: LexicalConfig | None = None
     ) -> None:
-        self.config = config
-        self._n_docs = n_docs
-        self._avg_length = avg_length
-        self._doc_freq = dict(doc_freq)
-        self.collection_digest = collection_digest
-        self._doc_cache: dict[str, tuple[str, Counter[str], int]] = {}
-        self._query_terms = lru_cache(maxsize=4096)(self._terms_of)
-        # Scored texts whose statistics are not counted yet (`from_docs`): counted on first use.
-        self._pending: list[tuple[str, str]] | None = None
-        self._judge_id: str | None = None
-        self._prompt: PromptRef | None = None
-
-    @classmethod
-    def from_docs(
-        cls, docs: Iterable[Doc] | Mapping[str, Doc], config: LexicalConfig | None = None
-    ) -> LexicalJudge:
-        """A judge whose collection statistics come from `docs`, computed only when a pair is first
-        scored (a run whose pairs are all stored pays nothing)."""
-        cfg = config if config is not None else load_lexical_config()
+        """A judge whose collection statistics come from `docs`, counted only when a pair is
+        first scored (a run whose pairs are all stored pays nothing)."""
+        self.config = config if config is not None else load_lexical_config()
         items = list(docs.values()) if isinstance(docs, Mapping) else list(docs)
         digest = hashlib.sha256()
-        texts: list[tuple[str, str]] = []
+        self._texts: dict[str, str] = {}
         for doc in sorted(items, key=lambda d: d.doc_id):
-            text = scored_text(doc, cfg.doc_fields)
-            texts.append((doc.doc_id, text))
+            text = self._texts[doc.doc_id] = scored_text(doc, self.config.doc_fields)
             digest.update(doc.doc_id.encode() + b"\0" + text.encode() + b"\0")
-        judge = cls(
-            cfg,
-            n_docs=len({doc_id for doc_id, _ in texts}),
-            avg_length=0.0,
-            doc_freq={},
-            collection_digest="sha256:" + digest.hexdigest(),
-        )
-        judge._pending = texts
-        return judge
+        self.collection_digest = "sha256:" + digest.hexdigest()
+        self._query_terms = lru_cache(maxsize=4096)(self._terms_of)
+        self._prompt: PromptRef | None = None
 
-    def _count(self) -> None:
-        """Count the collection statistics of the documents given to `from_docs` (once)."""
-        pending, self._pending = self._pending, None
-        if pending is None:
-            return
-        doc_freq: Counter[str] = Counter()
-        total = 0
-        cache: dict[str, tuple[str, Counter[str], int]] = {}
-        for doc_id, text in pending:
-            counts = Counter(tokenize(text, self.config))
-            length = sum(counts.values())
-            doc_freq.update(counts.keys())
-            total += length
-            cache[doc_id] = (text, counts, length)
-        n = len(cache)
-        self._n_docs, self._avg_length = n, total / n if n else 0.0
-        self._doc_freq, self._doc_cache = dict(doc_freq), cache
+    @cached_property
+    def _counts(self) -> dict[str, tuple[Counter[str], int]]:
+        """Each document's term counts and scored length (counted on first use)."""
+        counted = {d: Counter(tokenize(t, self.config)) for d, t in self._texts.items()}
+        return {d: (c, sum(c.values())) for d, c in counted.items()}
 
-    @property
+    @cached_property
     def n_docs(self) -> int:
-        """Documents in the collection."""
-        self._count()
-        return self._n_docs
+        return len(self._counts)
 
-    @property
+    @cached_property
     def avg_length(self) -> float:
         """Mean scored length (tokens) of the collection's documents."""
-        self._count()
-        return self._avg_length
+        return sum(n for _, n in self._counts.values()) / self.n_docs if self.n_docs else 0.0
 
-    @property
+    @cached_property
     def doc_freq(self) -> dict[str, int]:
         """Document frequency of each term in the collection."""
-        self._count()
-        return self._doc_freq
+        return dict(Counter(t for counts, _ in self._counts.values() for t in counts))
 
-    @property
+    @cached_property
     def judge_id(self) -> str:
         """`lexical` with the shipped settings, `lexical+<sha8>` with any other (e.g. fitted), so
-        default and fitted grades never share a content key."""
-        if self._judge_id is None:  # the config is frozen: hashed once, not once per pair
-            sha = self.config.sha256
-            self._judge_id = (
-                JUDGE_ID if sha == default_settings_sha256() else f"{JUDGE_ID}+{sha[:8]}"
-            )
-        return self._judge_id
+        default and fitted grades never share a content key (hashed once: the config is frozen)."""
+        sha = self.config.sha256
+        return JUDGE_ID if sha == default_settings_sha256() else f"{JUDGE_ID}+{sha[:8]}"
 
     def fingerprint(self) -> dict[str, Any]:
         """Settings, thresholds, algorithm version and collection digest: all that moves a grade."""
@@ -210,11 +156,9 @@ class LexicalJudge:
         return tuple(dict.fromkeys(tokenize(text, self.config)))
 
     def _doc_counts(self, doc: Doc) -> tuple[Counter[str], int]:
-        self._count()
         text = scored_text(doc, self.config.doc_fields)
-        cached = self._doc_cache.get(doc.doc_id)
-        if cached is not None and cached[0] == text:
-            return cached[1], cached[2]
+        if self._texts.get(doc.doc_id) == text:
+            return self._counts[doc.doc_id]
         counts = Counter(tokenize(text, self.config))
         return counts, sum(counts.values())
 
@@ -302,7 +246,7 @@ def lexical_scores(
             f"{len(missing)} pair(s) name a query or document that is not loaded, e.g. {first}",
             hint="pass the queries and docs files the grades were made on",
         )
-    judge = LexicalJudge.from_docs(docs, config)
+    judge = LexicalJudge(docs, config)
     return np.array(
         [judge.score(queries[q].text, docs[d]).score for q, d in wanted], dtype=np.float64
     )

@@ -3,11 +3,16 @@
 `AttemptSender.send` waits for the rate limiter and a turn in flight, sends under the deadline,
 reads the reply into a grade and records the call, keeping the run's shared state (health, in-flight
 bound, output mode: `ModeRejected` means resend). What to do next is the retry loop's.
+
+Several servers behind one judge make an `EndpointPool`: each attempt goes to the live server with
+the fewest requests in flight; an attempt that could not reach its server goes to another without
+using up the pair's attempts, and the run stops only when every server is dead.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,11 +20,8 @@ import openai
 
 from grader.cost import estimate_usage
 from grader.errors import JudgeError, ServerNotAnswering
-from grader.judges.llm.bounded_http import too_large
-from grader.judges.llm.connect_errors import connect_failure, connection_message
 from grader.judges.llm.context import ContextFit
 from grader.judges.llm.inflight import InFlight
-from grader.judges.llm.ratelimit import RateLimiter
 from grader.judges.llm.replies import (
     GradeReply,
     InvalidReply,
@@ -29,22 +31,28 @@ from grader.judges.llm.replies import (
 )
 from grader.judges.llm.results import CallState, JudgmentRecorder
 from grader.judges.llm.retry import (
+    RateLimiter,
     RetryPolicy,
     is_context_exceeded,
     is_fatal,
     retry_delay,
     should_retry,
 )
-from grader.judges.llm.server_settings import ServerSettings
-from grader.judges.llm.transport import ServerHealth, deadline, not_answering
-from grader.judges.llm.types import sdk_arguments
+from grader.judges.llm.server_settings import ServerSettings, sdk_arguments
+from grader.judges.llm.transport import (
+    ServerHealth,
+    connect_failure,
+    connection_message,
+    deadline,
+    not_answering,
+    too_large,
+)
 from grader.models import Usage
 from grader.prompts import OutputMode, PromptSpec, render_reask
 from grader.redact import redact_url
 
 RESEND_KINDS = frozenset({"not_json_body", "no_choice"})
-"""Invalid replies that are the server's fault, not the model's: resent as they were, after a
-backoff, rather than re-asked."""
+"""Invalid replies that are the server's fault: resent after a backoff rather than re-asked."""
 
 
 class ModeRejected(Exception):
@@ -52,8 +60,7 @@ class ModeRejected(Exception):
 
 
 MODE_REJECTED = "_ModeRejected"
-"""The error type a judgment that fails by a `ModeRejected` records (as stored judgments hold
-it; `grader.judges.failures` reads it)."""
+"""The error type of a judgment failed by `ModeRejected` (stored; `grader.judges.failures`)."""
 
 
 @dataclass
@@ -212,3 +219,112 @@ class AttemptSender:
                 self.limiter.pause(retry_delay(exc, state.transient + 1, self.policy))
         else:
             self.recorder.record(state, "error", t0, Usage(), exc=exc)
+
+
+@dataclass(eq=False)
+class Member:
+    """One server of a pool: its sender (client, health, in-flight bound) and its counts."""
+
+    sender: AttemptSender
+    busy: int = 0
+    """Attempts on this server now (sent, or waiting for a turn among its requests in flight)."""
+    sent: int = 0
+    answers: int = 0
+    """Replies with a 200 (valid or not): what the server produced for this run."""
+    dropped: bool = False
+
+    @property
+    def name(self) -> str:
+        """The server's URL as it may be shown (no credentials)."""
+        return redact_url(self.sender.base_url).rstrip("/")
+
+    @property
+    def dead(self) -> bool:
+        return self.dropped or self.sender.health.dead
+
+
+class EndpointPool:
+    """The servers of one judge (module docstring); one event loop, so no lock."""
+
+    def __init__(
+        self, members: list[AttemptSender], on_notice: Callable[[str], None] | None = None
+    ) -> None:
+        if not members:
+            raise ValueError("a pool needs at least one server")
+        self.members = [Member(sender) for sender in members]
+        self._on_notice = on_notice
+
+    @property
+    def dead(self) -> bool:
+        """Whether every server is dead: the run stops."""
+        return all(m.dead for m in self.members)
+
+    def _pick(self, tried: set[int], avoid: str | None = None) -> Member | None:
+        live = [m for m in self.members if not m.dead and id(m) not in tried]
+        return min(live, key=lambda m: (m.name == avoid, m.busy, m.sent)) if live else None
+
+    async def send(self, state: CallState) -> GradeReply:
+        """One attempt of `state`'s judgment on the server the pool picks (module docstring)."""
+        tried: set[int] = set()
+        member = self._pick(tried, state.failed_on) or self.members[0]
+        while True:
+            current = member
+            current.busy += 1
+            current.sent += 1
+            try:
+                reply = await current.sender.send(state)
+            except ServerNotAnswering as exc:
+                self._drop(current, exc)
+                tried.add(id(current))
+                member = self._next(tried, exc)
+                continue
+            except InvalidReply:
+                current.answers += 1
+                raise
+            except (openai.APITimeoutError, openai.APIStatusError):
+                state.failed_on = current.name  # the retry goes to another server if it can
+                raise  # a timeout may still be answered: the retry policy's, as for one server
+            except openai.APIConnectionError:
+                tried.add(id(current))
+                other = self._pick(tried)
+                if other is None:
+                    raise
+                member = other
+                continue
+            finally:
+                current.busy -= 1
+            current.answers += 1
+            state.failed_on = None
+            return reply
+
+    def _next(self, tried: set[int], exc: Exception) -> Member:
+        """The server to try next after one died; raises when none is left."""
+        chosen = self._pick(tried) or self._pick(set())
+        if chosen is not None:
+            return chosen
+        if len(self.members) == 1 and isinstance(exc, ServerNotAnswering):
+            raise exc
+        raise self.not_answering(exc) from exc
+
+    def not_answering(self, last: Exception | None = None) -> ServerNotAnswering:
+        """The error that stops the run: every server is dead (with one, its own error)."""
+        if len(self.members) == 1:
+            return self.members[0].sender.not_answering()
+        names = ", ".join(m.name for m in self.members)
+        said = f"; the last: {last}" if last is not None else ""
+        return ServerNotAnswering(
+            f"none of the {len(self.members)} servers of this run is answering ({names}){said}"
+        )
+
+    def _drop(self, member: Member, exc: ServerNotAnswering) -> None:
+        """Drop a dead server, said once (with one server, nothing to say: the run stops)."""
+        if member.dropped or len(self.members) == 1:
+            member.dropped = member.dropped or len(self.members) > 1
+            return
+        member.dropped = True
+        left = sum(not m.dead for m in self.members)
+        if left and self._on_notice is not None:
+            self._on_notice(
+                f"{member.name} is dropped from this run, its pairs go to the "
+                f"{'other server' if left == 1 else f'other {left} servers'}: {exc}"
+            )

@@ -1,17 +1,20 @@
-"""The SDK client an LLM judge sends with, and the secrets to keep out of what it records.
+"""The SDK client a judge sends with: a deadline on each whole request and a bound on its reply.
 
-The key and URL follow `grader.judges.llm.endpoint`'s rule (a server other than OpenAI's without
-a key gets the one placeholder). The SDK's own retries are off: the judge's retry loop is the
-only one. A client given by the caller is used with those options; its key is a secret too.
+The deadline covers connect, send, headers and the whole body (an overrun is a timeout); a reply
+past `ReplyLimits` fails with `ReplyTooLarge`; uploads and downloads get time in proportion to their
+size. The SDK's own retries are off: the judge's retry loop is the only one.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
+from dataclasses import dataclass
+from typing import Any
 
+import httpx2
 import openai
 
-from grader.judges.llm.bounded_http import ReplyLimits, bounded_http_client
 from grader.judges.llm.endpoint import (
     BASE_URL_ENV,
     KEY_ENV,
@@ -20,6 +23,95 @@ from grader.judges.llm.endpoint import (
     env_key_for,
 )
 from grader.redact import url_secrets
+
+MiB = 1 << 20
+
+UPLOAD_BYTES_PER_S = MiB
+"""The slowest upload rate a request's deadline allows for."""
+DOWNLOAD_BYTES_PER_S = 256 * 1024
+"""Bytes of a download that earn it one more second past its deadline."""
+DEFAULT_DEADLINE_S = 600.0
+MAX_REPLY_ENV = "RELGRADE_MAX_REPLY_BYTES"
+
+
+def chat_reply_limit(given: int | None = None) -> int:
+    """The bound on a chat reply: `given`, else `RELGRADE_MAX_REPLY_BYTES`, else 8 MiB."""
+    if given is not None:
+        return given
+    try:
+        return int(os.environ.get(MAX_REPLY_ENV) or ReplyLimits.chat)
+    except ValueError:
+        return ReplyLimits.chat
+
+
+class ReplyTooLarge(httpx2.RequestError):
+    """A reply body past its bound; the read stopped there."""
+
+
+@dataclass(frozen=True)
+class ReplyLimits:
+    """Bytes a reply body may hold, by kind of request (after decompression): a chat
+    completion, `GET /v1/models`, a Batch API file download, anything else."""
+
+    chat: int = 8 * MiB
+    models: int = 1 * MiB
+    download: int = 4096 * MiB
+    other: int = 8 * MiB
+
+    def for_path(self, path: str) -> int:
+        kinds = {"/chat/completions": self.chat, "/models": self.models, "/content": self.download}
+        return next((cap for end, cap in kinds.items() if path.endswith(end)), self.other)
+
+
+def request_deadline(request: httpx2.Request) -> float:
+    """Seconds the whole request may take: its timeout, plus one second per MiB it uploads."""
+    timeout: Any = request.extensions.get("timeout") or {}
+    seconds = timeout.get("read") if isinstance(timeout, dict) else None
+    base = float(seconds) if seconds is not None else DEFAULT_DEADLINE_S
+    try:
+        size = int(request.headers.get("content-length") or 0)
+    except ValueError:
+        size = 0
+    return base + size / UPLOAD_BYTES_PER_S
+
+
+class BoundedHTTPClient(openai.DefaultAsyncHttpxClient):
+    """The SDK's default HTTP client with a whole-request deadline and a reply bound."""
+
+    def __init__(self, *, limits: ReplyLimits | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.reply_limits = limits or ReplyLimits()
+
+    async def send(
+        self, request: httpx2.Request, *, stream: bool = False, **kwargs: Any
+    ) -> httpx2.Response:
+        seconds = request_deadline(request)
+        cap = self.reply_limits.for_path(request.url.path)
+        grows = request.url.path.endswith("/content")
+        started = asyncio.get_running_loop().time()
+        try:
+            async with asyncio.timeout(seconds) as bound:
+                response = await super().send(request, stream=True, **kwargs)
+                if stream:  # the caller reads it; only the headers were bounded here
+                    return response
+                try:
+                    chunks: list[bytes] = []
+                    size = 0
+                    async for chunk in response.aiter_bytes():
+                        size += len(chunk)
+                        if size > cap:
+                            raise ReplyTooLarge(f"reply larger than {cap} bytes", request=request)
+                        chunks.append(chunk)
+                        if grows:
+                            bound.reschedule(started + seconds + size / DOWNLOAD_BYTES_PER_S)
+                finally:
+                    await response.aclose()
+        except TimeoutError as exc:
+            raise httpx2.ReadTimeout(
+                f"no complete reply within {seconds:g} s", request=request
+            ) from exc
+        response._content = b"".join(chunks)  # what `Response.aread` sets
+        return response
 
 
 def make_client(
@@ -30,8 +122,8 @@ def make_client(
     timeout: float,
     limits: ReplyLimits | None = None,
 ) -> tuple[openai.AsyncOpenAI, tuple[str, ...]]:
-    """The client for `base_url` with `api_key` (by the endpoint rule), or `client` with the judge's
-    options, sending through `BoundedHTTPClient`; and the keys to redact."""
+    """The client for `base_url` with `api_key`, or `client` with the judge's options; and the
+    keys to redact (a caller's client's key too)."""
     url = base_url or os.environ.get(BASE_URL_ENV) or None
     key = api_key if api_key is not None else env_key_for(url, os.environ.get(KEY_ENV))
     if client is None:
@@ -41,7 +133,7 @@ def make_client(
             base_url=url,
             timeout=timeout,
             max_retries=0,
-            http_client=bounded_http_client(limits),
+            http_client=BoundedHTTPClient(limits=limits),
         )
     else:
         client = client.with_options(max_retries=0, timeout=timeout)

@@ -1,6 +1,6 @@
 """What a run learns of its server before the first request, and how documents fit its context.
 
-`fetch_server_info` reads `GET /v1/models` once (models, context length), bounded and optional.
+`learn_server` reads `GET /v1/models` once (models, context length), bounded and optional.
 `ContextFit` cuts a document so the request fits `max_context` tokens, counting `CHARS_PER_TOKEN`
 characters a token; a server that still answers `context_length_exceeded` fails the pair for good.
 """
@@ -11,6 +11,7 @@ import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import openai
@@ -25,17 +26,16 @@ from grader.spelling import option
 CHARS_PER_TOKEN = 3
 """Characters of document text counted as one token when cutting it to a context."""
 MARGIN_TOKENS = 64
+"""Tokens kept free besides the prompt and the reply (chat template, estimate's error)."""
 MIN_DOC_CHARS = 200
-"""A document cut to fit the context keeps at least this many characters (or all of a shorter
-one); when the prompt around it leaves less, the pair fails (`DocumentDoesNotFit`), ungraded:
-a model shown an empty or near-empty document would grade the cut, not the document."""
+"""A cut document keeps at least this many characters (or all of a shorter one), else the pair
+fails (`DocumentDoesNotFit`): a model shown a near-empty document would grade the cut."""
 
 
 class DocumentDoesNotFit(Exception):
     """The prompt around a document leaves it too little of the server's context."""
 
 
-"""Tokens kept free besides the prompt and the reply (chat template, estimate's error)."""
 _CONTEXT_KEYS = ("max_model_len", "n_ctx", "context_length", "context_window", "n_ctx_train")
 
 
@@ -65,34 +65,6 @@ def read_models(payload: Any) -> ServerInfo:
     return ServerInfo(tuple(models), context)
 
 
-async def fetch_server_info(
-    client: openai.AsyncOpenAI, timeout: float | None = None
-) -> ServerInfo | None:
-    """`read_models` of the server's `/v1/models`, or None when it does not answer with one
-    within `timeout` seconds for the whole request (None: the client's own bounds)."""
-    url = str(client.base_url).rstrip("/") + "/models"
-    try:
-        async with deadline(timeout, "GET", url):
-            raw = await client.models.with_raw_response.list()
-            text = raw.http_response.text
-        return read_models(json.loads(text))
-    except (openai.APIError, ValueError):
-        return None
-
-
-def model_notice(model: str, info: ServerInfo, base_url: str) -> str | None:
-    """A warning when the server lists models and `model` is not one of them (llama.cpp's
-    server answers any name with its one model), else None."""
-    if not info.models or model in info.models:
-        return None
-    listed = ", ".join(info.models[:5]) + (" ..." if len(info.models) > 5 else "")
-    return (
-        f"{redact_url(base_url)} lists the models {listed}, not {model!r}: a server with one "
-        f"model (llama.cpp) answers with that one whatever the name. Give "
-        f"{option('--model', 'model=')} as listed to be sure"
-    )
-
-
 async def learn_server(
     client: openai.AsyncOpenAI,
     model: str,
@@ -101,12 +73,23 @@ async def learn_server(
     on_notice: Callable[[str], None] | None,
     timeout: float | None = None,
 ) -> ServerInfo:
-    """What the server's `/v1/models` says (nothing when it does not answer): a model it does
-    not list is told to `on_notice`; its context is taken when `fit` has none."""
-    info = await fetch_server_info(client, timeout) or ServerInfo((), None)
-    notice = model_notice(model, info, base_url)
-    if notice and on_notice is not None:
-        on_notice(notice)
+    """What the server's `/v1/models` says within `timeout` (nothing when it does not answer): a
+    model it does not list is told to `on_notice` (llama.cpp's server answers any name with its
+    one model); its context is taken when `fit` has none."""
+    url = str(client.base_url).rstrip("/") + "/models"
+    try:
+        async with deadline(timeout, "GET", url):
+            raw = await client.models.with_raw_response.list()
+            info = read_models(json.loads(raw.http_response.text))
+    except (openai.APIError, ValueError):
+        info = ServerInfo((), None)
+    if info.models and model not in info.models and on_notice is not None:
+        listed = ", ".join(info.models[:5]) + (" ..." if len(info.models) > 5 else "")
+        on_notice(
+            f"{redact_url(base_url)} lists the models {listed}, not {model!r}: a server with one "
+            f"model (llama.cpp) answers with that one whatever the name. Give "
+            f"{option('--model', 'model=')} as listed to be sure"
+        )
     if fit.max_context is None and info.context is not None:
         fit.max_context = info.context
     return info
@@ -119,7 +102,7 @@ class ContextFit:
     def __init__(self, spec: PromptSpec, max_context: int | None = None) -> None:
         self.spec = spec
         self.max_context = max_context
-        self._renderers: dict[tuple[OutputMode, int], MessageRenderer] = {}
+        self._renderer = lru_cache(maxsize=256)(self._make_renderer)
 
     def messages(
         self, query: Query, doc: Doc, mode: OutputMode
@@ -146,11 +129,5 @@ class ContextFit:
         free = self.max_context - around - self.spec.max_tokens - MARGIN_TOKENS
         return max(0, free * CHARS_PER_TOKEN)
 
-    def _renderer(self, mode: OutputMode, budget: int) -> MessageRenderer:
-        renderer = self._renderers.get((mode, budget))
-        if renderer is None:
-            if len(self._renderers) > 256:
-                self._renderers.clear()
-            spec = dataclasses.replace(self.spec, doc_budget_chars=budget)
-            renderer = self._renderers[(mode, budget)] = MessageRenderer(spec, mode)
-        return renderer
+    def _make_renderer(self, mode: OutputMode, budget: int) -> MessageRenderer:
+        return MessageRenderer(dataclasses.replace(self.spec, doc_budget_chars=budget), mode)

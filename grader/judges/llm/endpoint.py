@@ -16,14 +16,9 @@ from urllib.parse import urlparse
 from grader.errors import JudgeError
 
 KEY_ENV = "OPENAI_API_KEY"
-"""The environment variable that holds the API key by default."""
-
 BASE_URL_ENV = "OPENAI_BASE_URL"
-"""The environment variable that names the endpoint when no base URL is given."""
-
 PLACEHOLDER_KEY = "no-key-needed"
 """The one key sent to a server that needs none (the SDK insists on some key)."""
-
 OPENAI_HOST = "api.openai.com"
 
 
@@ -38,9 +33,8 @@ def is_openai(base_url: str | None) -> bool:
 
 
 def host_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    """The address the HTTP client connects to for a numeric `host`, however it is spelled
-    (`127.1`, `2130706433`, `0x7f000001`: the C library's `inet_aton` forms, which the
-    client's resolver accepts; an IPv4-mapped IPv6 address as its IPv4 one); None for a name."""
+    """The address the client connects to for a numeric `host`, however spelled (`127.1`,
+    `0x7f000001`: `inet_aton`'s forms; IPv4-mapped IPv6 as IPv4); None for a name."""
     host = host.strip("[]")
     try:
         address = ipaddress.ip_address(host)
@@ -55,12 +49,11 @@ def host_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | N
 
 
 RESOLVE_S = 2.0
-"""Seconds a host name's lookup may take when telling whether it is this machine."""
 
 
 def resolved(host: str) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
-    """The addresses the system resolver gives for the name `host` (as the HTTP client will ask
-    it: /etc/hosts, then DNS), within RESOLVE_S seconds; none when it fails or takes longer."""
+    """The addresses the system resolver gives for `host` within RESOLVE_S seconds (none when
+    it fails or takes longer)."""
     found: list[ipaddress.IPv4Address | ipaddress.IPv6Address] = []
 
     def look_up() -> None:
@@ -77,8 +70,7 @@ def resolved(host: str) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
 
 
 def is_loopback(base_url: str | None) -> bool:
-    """Whether `base_url` is a server on this machine (localhost, 127.0.0.0/8, ::1, 0.0.0.0), its
-    host read as the client will connect to it."""
+    """Whether `base_url` is a server on this machine (localhost, 127.0.0.0/8, ::1, 0.0.0.0)."""
     host = host_of(base_url).rstrip(".")
     if not host:
         return False
@@ -95,8 +87,7 @@ def env_key_for(base_url: str | None, environ_key: str | None) -> str | None:
 
 
 def api_key_for(base_url: str | None, key: str | None, *, sending: bool = True) -> str:
-    """The key to send to `base_url` (module docstring); a dry run (`sending=False`) needs none.
-    JudgeError naming OPENAI_API_KEY for OpenAI without a key."""
+    """The key to send to `base_url` (module docstring); a dry run (`sending=False`) needs none."""
     if key:
         return key
     if sending and is_openai(base_url):

@@ -2,7 +2,8 @@
 
 `top_level_grade_offset` finds the top-level `grade` value; `grade_distribution` renormalises the
 grade alternatives of its token into P(grade = 0..3), or says it is `Absent` when they hold less
-than `MIN_GRADE_MASS`.
+than `MIN_GRADE_MASS`. `CompletionBody` is a reply body decoded by msgspec (a batch import's fast
+path, about twice as fast as dicts): each default is what `dict.get` gives, so it reads the same.
 """
 
 from __future__ import annotations
@@ -13,8 +14,54 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from grader.judges.llm.completion_body import Logprobs
+import msgspec
+
 from grader.models import GRADES
+
+
+class TopLogprob(msgspec.Struct, gc=False):
+    token: Any = ""
+    logprob: Any = None
+
+
+class TokenLogprob(msgspec.Struct, gc=False):
+    token: Any = ""
+    logprob: Any = None
+    top_logprobs: list[TopLogprob] | None = None
+
+
+class Logprobs(msgspec.Struct, gc=False):
+    content: list[TokenLogprob] | None = None
+
+
+class Message(msgspec.Struct, gc=False):
+    content: Any = None
+    refusal: Any = None
+
+
+class Choice(msgspec.Struct, gc=False):
+    message: Message | None = None
+    finish_reason: Any = None
+    logprobs: Logprobs | None = None
+
+
+class TokenDetails(msgspec.Struct, gc=False):
+    cached_tokens: Any = None
+
+
+class UsageCounts(msgspec.Struct, gc=False):
+    prompt_tokens: Any = None
+    completion_tokens: Any = None
+    prompt_tokens_details: TokenDetails | None = None
+
+
+class CompletionBody(msgspec.Struct, gc=False):
+    """The body of a chat.completion reply (the parts read)."""
+
+    model: Any = None
+    usage: UsageCounts | None = None
+    choices: list[Choice] | None = None
+
 
 MIN_GRADE_MASS = 0.5
 """The least probability the grade tokens must hold at the grade token for a distribution."""
@@ -90,65 +137,40 @@ def walk_to_grade(content: str) -> int | None:
     return None
 
 
+def field(obj: Any, name: str, default: Any = None) -> Any:
+    """`obj[name]` of a dict, `obj.name` of a decoded struct (`CompletionBody`), else `default`:
+    one reader for both shapes of a reply."""
+    if isinstance(obj, dict):
+        return obj.get(name, default)
+    return getattr(obj, name, default)  # (no other JSON value has an attribute of these names)
+
+
 def grade_distribution(
     logprobs: Any, content: str, offset: int | None, *, grade: int | None = None
 ) -> list[float] | Absent | None:
     """P(grade = 0..3) from the logprobs of the token holding the grade digit at `offset`; None when
     there are none or that token is not exactly `grade` (the token, not the argmax, must agree),
     `Absent` when the grade tokens hold too little mass."""
-    if offset is None or not isinstance(logprobs, dict):
-        return None
-    tokens = logprobs.get("content")
-    if not isinstance(tokens, list) or not tokens:
-        return None
-    position = 0
-    hit: dict[str, Any] | None = None
-    for token in tokens:
-        text = token.get("token", "") if isinstance(token, dict) else ""
-        if position <= offset < position + len(text):
-            hit = token
-            break
-        position += len(text)
-    if hit is None:
-        return None
-    hit_token = hit.get("token", "")
-    chosen = _grade_of(hit_token)
-    if chosen is None or (grade is not None and chosen != grade):
-        return None
-    alternatives = hit.get("top_logprobs") or []
-    return _renormalised(
-        chosen,
-        hit_token,
-        hit.get("logprob"),
-        ((alt.get("token", ""), alt.get("logprob")) for alt in alternatives),
-    )
-
-
-def token_distribution(
-    logprobs: Logprobs | None, content: str, offset: int | None, *, grade: int | None = None
-) -> list[float] | Absent | None:
-    """`grade_distribution` of logprobs decoded into structs (`completion_body`): the same
-    value, read from the same fields (a field's default is what `dict.get` gives)."""
-    if offset is None or logprobs is None:
-        return None
-    tokens = logprobs.content
-    if not tokens:
+    tokens = field(logprobs, "content")
+    if offset is None or not isinstance(tokens, list):
         return None
     position = 0
     for token in tokens:
-        text = token.token
+        text = token.get("token", "") if isinstance(token, dict) else getattr(token, "token", "")
         if position <= offset < position + len(text):
             break
         position += len(text)
     else:
         return None
-    hit_token = token.token
-    chosen = _grade_of(hit_token)
+    chosen = _grade_of(text)
     if chosen is None or (grade is not None and chosen != grade):
         return None
-    alternatives = token.top_logprobs or ()
+    alternatives = field(token, "top_logprobs") or ()
     return _renormalised(
-        chosen, hit_token, token.logprob, ((alt.token, alt.logprob) for alt in alternatives)
+        chosen,
+        text,
+        field(token, "logprob"),
+        ((field(alt, "token", ""), field(alt, "logprob")) for alt in alternatives),
     )
 
 

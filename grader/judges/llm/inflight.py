@@ -49,17 +49,11 @@ class InFlight:
         self.answers: list[float] = []
         """When the server's recent answers came (those of the last `timeout`)."""
         self._on_notice = on_notice
-        self._changed: asyncio.Condition | None = None
-
-    def _condition(self) -> asyncio.Condition:
-        if self._changed is None:
-            self._changed = asyncio.Condition()
-        return self._changed
+        self._changed = asyncio.Condition()
 
     async def __aenter__(self) -> Ticket:
-        changed = self._condition()
-        async with changed:
-            await changed.wait_for(lambda: self.limit is None or self.active < self.limit)
+        async with self._changed:
+            await self._changed.wait_for(lambda: self.limit is None or self.active < self.limit)
             self.active += 1
             self.peak = max(self.peak, self.active)
         ticket = Ticket(self.clock())
@@ -72,10 +66,9 @@ class InFlight:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        changed = self._condition()
-        async with changed:
+        async with self._changed:
             self.active -= 1
-            changed.notify_all()
+            self._changed.notify_all()
 
     def done(self, ticket: Ticket) -> None:
         """`ticket`'s request is over (answered, failed or cut): the ones behind move up."""

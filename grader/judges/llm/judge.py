@@ -2,7 +2,7 @@
 
 The SDK's own retries are off: `grader.judges.llm.retry` decides, every attempt goes to `on_call`,
 and after the last one the judgment is `failed`, never a grade. 401/403/404 raise `JudgeError`; a
-server that stops answering raises `ServerNotAnswering`. Several servers share the work (`pool`).
+server that stops answering raises `ServerNotAnswering`. Several servers share the work.
 """
 
 from __future__ import annotations
@@ -18,25 +18,30 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
 from grader import defaults
 from grader.cost import PriceTable, estimate_usage, expected_reply_tokens
-from grader.errors import JudgeError
-from grader.judges.llm.attempts import MODE_REJECTED, RESEND_KINDS, AttemptSender, ModeRejected
-from grader.judges.llm.bounded_http import ReplyLimits, chat_reply_limit
-from grader.judges.llm.client import make_client
+from grader.judges.llm.attempts import (
+    MODE_REJECTED,
+    RESEND_KINDS,
+    AttemptSender,
+    EndpointPool,
+    ModeRejected,
+)
+from grader.judges.llm.client import ReplyLimits, chat_reply_limit, make_client
 from grader.judges.llm.context import ContextFit, DocumentDoesNotFit, ServerInfo, learn_server
+from grader.judges.llm.endpoint import is_loopback
 from grader.judges.llm.inflight import InFlight
-from grader.judges.llm.pool import EndpointPool
-from grader.judges.llm.ratelimit import RateLimiter
 from grader.judges.llm.replies import InvalidReply
-from grader.judges.llm.reply_reader import ReplyReader
-from grader.judges.llm.results import CallState, JudgmentRecorder, RecorderConfig
-from grader.judges.llm.retry import RetryPolicy, is_context_exceeded, retry_delay, should_retry
-from grader.judges.llm.server_settings import ServerSettings
+from grader.judges.llm.results import CallState, JudgmentRecorder, ReplyReader
+from grader.judges.llm.retry import (
+    RateLimiter,
+    RetryPolicy,
+    is_context_exceeded,
+    retry_delay,
+    should_retry,
+)
+from grader.judges.llm.server_settings import ModeSwitch, ServerSettings
 from grader.judges.llm.transport import DEAD_AFTER, SAME_FAILURE_S, ServerHealth
-from grader.judges.llm.types import CallRecord, ModeSwitch, RenderedRequest, request_body
-from grader.models import Doc, Judgment, Query, Usage
+from grader.models import CallRecord, Doc, Judgment, Query, Usage
 from grader.prompts import OutputMode, PromptSpec, load_prompt
-
-__all__ = ["CallRecord", "LLMJudge", "ModeSwitch", "RenderedRequest", "request_body"]
 
 
 def _clients(
@@ -116,18 +121,14 @@ class LLMJudge:
     ) -> None:
         """The recorder, the reply reader and the pool of servers, one sender each."""
         self._recorder = JudgmentRecorder(
-            RecorderConfig(
-                judge_id=self.judge_id,
-                model=self.model,
-                prompt=self.prompt.ref(),
-                prices=self.prices,
-                on_call=self.on_call,
-                secrets=tuple(s for _, secrets in made for s in secrets),
-            )
+            judge_id=self.judge_id,
+            model=self.model,
+            prompt=self.prompt.ref(),
+            prices=self.prices,
+            on_call=self.on_call,
+            secrets=tuple(s for _, secrets in made for s in secrets),
         )
-        self._reader = ReplyReader(
-            self.prompt, JudgmentRecorder(dataclasses.replace(self._recorder.config, on_call=None))
-        )
+        self._reader = ReplyReader(self.prompt, dataclasses.replace(self._recorder, on_call=None))
         self.pool = EndpointPool([self._sender_for(c, health) for c, _ in made], self._on_notice)
         first = self.pool.members[0].sender
         self.client, self.base_url = first.client, first.base_url
@@ -155,15 +156,15 @@ class LLMJudge:
 
     def local(self) -> bool:
         """Whether the model is served on this machine (every server a loopback address)."""
-        return self.pool.local()
+        return all(is_loopback(m.sender.base_url) for m in self.pool.members)
 
     def cached_reported(self) -> bool:
         """Whether any reply this run said its cached prompt tokens (`AttemptSender`)."""
-        return self.pool.cached_reported()
+        return any(m.sender.cached_reported for m in self.pool.members)
 
     def answers_by_server(self) -> dict[str, int]:
         """Replies (status 200) per server this run, by URL without credentials."""
-        return self.pool.answers()
+        return {m.name: m.answers for m in self.pool.members}
 
     def __repr__(self) -> str:
         return (
@@ -194,23 +195,20 @@ class LLMJudge:
             "sampling": self.prompt.sampling(),
         }
 
-    def render(self, query: Query, doc: Doc, *, mode: OutputMode | None = None) -> RenderedRequest:
-        """The request body for one pair (in `mode`, default the run's current mode)."""
-        mode = mode or self.server.mode
-        messages, truncated = self.fit.messages(query, doc, mode)
-        return RenderedRequest(self._body(messages, mode), truncated, mode)
-
     def build_request(
         self, query: Query, doc: Doc, *, mode: OutputMode | None = None
     ) -> dict[str, Any]:
-        """The chat.completions body for one pair (also what a Batch API line carries)."""
-        return self.render(query, doc, mode=mode).body
+        """The chat.completions body for one pair in `mode` (default the run's current one):
+        also what a Batch API line carries."""
+        mode = mode or self.server.mode
+        messages, _ = self.fit.messages(query, doc, mode)
+        return self.server.body(self.prompt, self.model, messages, mode)
 
     def estimate(self, query: Query, doc: Doc, *, completion_tokens: int | None = None) -> Usage:
         """Estimated tokens of grading this pair once (for --dry-run and --max-cost): the reply
         at its ceiling, the prompt's `max_tokens`, unless `completion_tokens` is given."""
-        rendered = self.render(query, doc)
-        usage = estimate_usage(rendered.body["messages"], self.prompt.max_tokens)
+        messages = self.build_request(query, doc)["messages"]
+        usage = estimate_usage(messages, self.prompt.max_tokens)
         if completion_tokens is None:
             return usage
         return usage.model_copy(update={"completion_tokens": completion_tokens})
@@ -234,9 +232,6 @@ class LLMJudge:
         for member in self.pool.members:
             await member.sender.client.close()
 
-    def _body(self, messages: list[dict[str, Any]], mode: OutputMode) -> dict[str, Any]:
-        return self.server.body(self.prompt, self.model, messages, mode)
-
     # -- grading -------------------------------------------------------------------------------
 
     async def judge(self, query: Query, doc: Doc, *, key: str) -> Judgment:
@@ -244,12 +239,7 @@ class LLMJudge:
         started = time.perf_counter()
         if self._probe is not None:
             await self._learn_server()
-        try:
-            messages, truncated = self.fit.messages(query, doc, self.server.mode)
-        except DocumentDoesNotFit as exc:  # permanent, and nothing sent: never a grade
-            state = CallState(query, doc, key, self.server.mode, [], True)
-            return self._recorder.failed(state, "ContextLengthExceeded", str(exc), started)
-        state = CallState(query, doc, key, self.server.mode, messages, truncated)
+        state = CallState(query, doc, key, self.server.mode, [], True)
         retrying = AsyncRetrying(
             retry=retry_if_exception(self._retryable),
             stop=lambda rs: self._stop(state, rs),
@@ -258,44 +248,40 @@ class LLMJudge:
             reraise=True,
         )
         try:
+            state.messages, state.truncated = self.fit.messages(query, doc, state.mode)
             async for attempt in retrying:
                 with attempt:
                     reply = await self.pool.send(state)
-        except JudgeError:
-            raise
-        except DocumentDoesNotFit as exc:  # the mode changed to one whose prompt is longer
-            return self._recorder.failed(state, "ContextLengthExceeded", str(exc), started)
         except asyncio.CancelledError:
             self.abandoned = self.abandoned + state.usage  # answered attempts are paid for
             raise
-        except InvalidReply as exc:
-            self.server.judged(state.mode, valid=False)
-            return self._recorder.failed(
-                state, "InvalidReply", f"{exc.kind}: {exc.message}", started
-            )
-        except openai.APIStatusError as exc:
-            if state.invalid is not None and should_retry(exc):
-                return self._still_invalid(state, exc, started)
-            body = (
-                self._recorder.redact(exc.response.text[:2000])
-                if exc.response is not None
-                else None
-            )
-            state.last_raw = body or state.last_raw
-            message = self._recorder.message(exc)
-            kind = type(exc).__name__
-            if exc.code == "context_length_exceeded" or is_context_exceeded(body or message):
-                kind = "ContextLengthExceeded"  # permanent: the same prompt never fits
-            return self._recorder.failed(state, kind, message, started)
-        except (openai.APIError, ModeRejected) as exc:
-            if self.pool.dead and isinstance(exc, openai.APIConnectionError):
-                raise self.pool.not_answering() from exc  # stopped, not failed: a rerun does it
-            if state.invalid is not None and isinstance(exc, openai.APIError):
-                return self._still_invalid(state, exc, started)
-            kind = MODE_REJECTED if isinstance(exc, ModeRejected) else type(exc).__name__
-            return self._recorder.failed(state, kind, self._recorder.message(exc), started)
+        except (DocumentDoesNotFit, InvalidReply, openai.APIError, ModeRejected) as exc:
+            return self._failed(state, exc, started)
         self.server.judged(state.mode, valid=True)
         return self._recorder.ok(state, reply, started)
+
+    def _failed(self, state: CallState, exc: Exception, started: float) -> Judgment:
+        """The failed judgment after the last attempt's `exc`; raises when every server is dead
+        (stopped, not failed: a rerun does the pair)."""
+        if isinstance(exc, DocumentDoesNotFit):  # permanent, as is: never a grade
+            return self._recorder.failed(state, "ContextLengthExceeded", str(exc), started)
+        if isinstance(exc, InvalidReply):
+            self.server.judged(state.mode, valid=False)
+            message = f"{exc.kind}: {exc.message}"
+            return self._recorder.failed(state, "InvalidReply", message, started)
+        if self.pool.dead and isinstance(exc, openai.APIConnectionError):
+            raise self.pool.not_answering() from exc
+        transport = not isinstance(exc, openai.APIStatusError) or should_retry(exc)
+        if state.invalid is not None and isinstance(exc, openai.APIError) and transport:
+            return self._still_invalid(state, exc, started)
+        message = self._recorder.message(exc)
+        kind = MODE_REJECTED if isinstance(exc, ModeRejected) else type(exc).__name__
+        if isinstance(exc, openai.APIStatusError):
+            body = self._recorder.redact(exc.response.text[:2000])
+            state.last_raw = body or state.last_raw
+            if exc.code == "context_length_exceeded" or is_context_exceeded(body or message):
+                kind = "ContextLengthExceeded"  # permanent: the same prompt never fits
+        return self._recorder.failed(state, kind, message, started)
 
     def _still_invalid(self, state: CallState, exc: openai.APIError, started: float) -> Judgment:
         """A pair whose model answered invalidly, then whose last attempt failed in transport:

@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
-
-from grader.judges.llm.completion_body import CompletionBody, UsageCounts
 from grader.judges.llm.grade_token import (
     Absent,
+    Choice,
+    CompletionBody,
+    Logprobs,
+    field,
     grade_distribution,
-    token_distribution,
     top_level_grade_offset,
 )
 from grader.models import GRADES, Usage
@@ -73,42 +72,19 @@ class GradeReply(NamedTuple):
     notes: list[str] | None = None
 
 
-class _ReplyModel(BaseModel):
-    """The JSON reply: a grade (an integer 0..3; a lone digit string is accepted) and a reason."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    grade: int
-    reason: str | None = None
-
-    @field_validator("grade", mode="before")
-    @classmethod
-    def _strict_grade(cls, value: Any) -> Any:
-        if isinstance(value, (bool, float)):
-            raise ValueError(f"grade must be an integer 0..3, got {value!r}")
-        if isinstance(value, str):
-            if not _ASCII_INT.fullmatch(value):
-                raise ValueError(f"grade must be an integer 0..3, got {value!r}")
-            return int(value)
-        return value
-
-
-def usage_of(body: dict[str, Any]) -> Usage:
+def usage_of(body: Any) -> Usage:
     """Prompt, completion and cached tokens of a response body (zeros when absent)."""
-    usage = body.get("usage") if isinstance(body, dict) else None
-    if not isinstance(usage, dict):
-        return Usage()
-    details = usage.get("prompt_tokens_details") or {}
-    cached = details.get("cached_tokens") if isinstance(details, dict) else 0
-    return _usage(usage.get("prompt_tokens"), usage.get("completion_tokens"), cached)
+    usage = field(body, "usage")
+    details = field(usage, "prompt_tokens_details")
+    cached = field(details, "cached_tokens", 0)
+    return _usage(field(usage, "prompt_tokens"), field(usage, "completion_tokens"), cached)
 
 
 def reports_cached(body: dict[str, Any]) -> bool:
     """Whether a response body says its cached prompt tokens (`usage.prompt_tokens_details.
     cached_tokens`, 0 included); llama.cpp's server leaves it out."""
-    usage = body.get("usage")
-    details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else None
-    return isinstance(details, dict) and isinstance(details.get("cached_tokens"), int)
+    details = field(field(body, "usage"), "prompt_tokens_details")
+    return isinstance(field(details, "cached_tokens"), int)
 
 
 def _usage(prompt: Any, completion: Any, cached: Any) -> Usage:
@@ -140,23 +116,23 @@ def parse_body(text: str) -> dict[str, Any]:
     return body
 
 
-def parse_completion(body: dict[str, Any], *, mode: OutputMode, spec: PromptSpec) -> GradeReply:
-    """Validate one chat.completion body (as a dict) into a grade, or raise InvalidReply."""
+def parse_completion(
+    body: dict[str, Any] | CompletionBody, *, mode: OutputMode, spec: PromptSpec
+) -> GradeReply:
+    """Validate one chat.completion body (a dict, or decoded into structs) into a grade, or raise
+    InvalidReply."""
     usage = usage_of(body)
-    choices = body.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+    choices = field(body, "choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict | Choice):
         raise InvalidReply("no_choice", "the reply has no choices", raw=_dump(body), usage=usage)
     choice = choices[0]
-    message = choice.get("message")
-    if not isinstance(message, dict):  # a malformed body is an invalid reply, not a judge bug
-        message = {}
-    logprobs = choice.get("logprobs")
+    message = field(choice, "message")
+    logprobs = field(choice, "logprobs")
     return _graded(
-        message.get("content"),
-        choice.get("finish_reason"),
-        message.get("refusal"),
-        logprobs if isinstance(logprobs, dict) else None,
-        grade_distribution,
+        field(message, "content"),
+        field(choice, "finish_reason"),
+        field(message, "refusal"),
+        logprobs if isinstance(logprobs, dict | Logprobs) else None,
         usage,
         mode,
         spec,
@@ -169,37 +145,9 @@ def accepted_reply(
     """`parse_completion` of a body decoded into structs (a batch import's fast path); None where it
     would refuse (validate the dict then: it says why)."""
     try:
-        usage = _NO_USAGE if body.usage is None else _usage_counted(body.usage)
-        choices = body.choices
-        if not choices:  # (the decode made each a Choice)
-            return None
-        choice = choices[0]
-        message = choice.message
-        if message is None:
-            return None
-        return _graded(
-            message.content,
-            choice.finish_reason,
-            message.refusal,
-            choice.logprobs,
-            token_distribution,
-            usage,
-            mode,
-            spec,
-        )
+        return parse_completion(body, mode=mode, spec=spec)
     except Exception:  # InvalidReply, or a value parse_completion raises on too
         return None
-
-
-def _usage_counted(usage: UsageCounts) -> Usage:
-    """`usage_of` of a body's usage decoded into a struct."""
-    details = usage.prompt_tokens_details
-    cached = None if details is None else details.cached_tokens
-    return _usage(usage.prompt_tokens, usage.completion_tokens, cached)
-
-
-_NO_USAGE = Usage()
-"""The usage of a reply that gives none."""
 
 
 def _graded(
@@ -207,13 +155,11 @@ def _graded(
     finish: Any,
     refusal: Any,
     logprobs: Any,
-    distribution_of: Callable[..., list[float] | Absent | None],
     usage: Usage,
     mode: OutputMode,
     spec: PromptSpec,
 ) -> GradeReply:
-    """The grade of a reply's first choice, or InvalidReply; `distribution_of` reads its
-    logprobs."""
+    """The grade of a reply's first choice, or InvalidReply."""
     if refusal:
         raise InvalidReply("refusal", f"the model refused: {refusal}", raw=refusal, usage=usage)
     if finish == "length":
@@ -237,9 +183,9 @@ def _graded(
         # Where the grade is matters only to read its logprobs (a walk over the reply).
         # (`valid`: `_parse_json` decoded it)
         offset = top_level_grade_offset(content, valid=True) if logprobs is not None else None
-        if offset is None and notes is not None and _has_tokens(logprobs):
+        if offset is None and notes is not None and field(logprobs, "content"):
             notes = [*notes, LENIENT_LOGPROBS_NOTE]  # (notes: the lenient read's, only then)
-    distribution = distribution_of(logprobs, content, offset, grade=grade)
+    distribution = grade_distribution(logprobs, content, offset, grade=grade)
     expected = confidence = None
     if isinstance(distribution, Absent):
         notes = [*(notes or ()), str(distribution)]
@@ -260,13 +206,6 @@ def _graded(
         GradeReply,
         (grade, reason, distribution, expected, confidence, usage, content, finish, notes),
     )
-
-
-def _has_tokens(logprobs: Any) -> bool:
-    """Whether a reply's logprobs (a dict, or decoded into structs) hold any token."""
-    if isinstance(logprobs, dict):
-        return bool(logprobs.get("content"))
-    return bool(getattr(logprobs, "content", None))
 
 
 def _dump(body: Any) -> str:
@@ -315,22 +254,22 @@ def _parse_json(content: str, usage: Usage) -> tuple[int, str | None, list[str] 
             raw=content,
             usage=usage,
         )
-    grade, reason = data.get("grade"), data.get("reason")
-    if type(grade) is int and (reason is None or type(reason) is str):
-        # What the model gives for these (nearly every reply), without its validation's cost.
-        _check_range(grade, content, usage)
-        return grade, (reason or None), notes
-    try:
-        reply = _ReplyModel.model_validate(data)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or 'reply'}: {e['msg']}" for e in exc.errors()
-        )
+    grade: Any = data.get("grade")
+    reason: Any = data.get("reason")
+    if type(grade) is str and _ASCII_INT.fullmatch(grade):
+        grade = int(grade)  # a lone digit string is accepted
+    problems = [] if type(grade) is int else [f"grade must be an integer 0..3, got {grade!r}"]
+    if reason is not None and type(reason) is not str:
+        problems.append(f"reason must be a string, got {reason!r}")
+    if problems:
         raise InvalidReply(
-            "schema", f"the reply does not match the schema ({problems})", raw=content, usage=usage
-        ) from None
-    _check_range(reply.grade, content, usage)
-    return reply.grade, (reply.reason or None), notes
+            "schema",
+            f"the reply does not match the schema ({'; '.join(problems)})",
+            raw=content,
+            usage=usage,
+        )
+    _check_range(grade, content, usage)
+    return grade, (reason or None), notes
 
 
 LENIENT_NOTE = "reply read leniently: its JSON has raw control characters (newlines) in a string"

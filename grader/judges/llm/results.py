@@ -1,5 +1,5 @@
-"""What the LLM judge makes of its attempts: the Judgment (ok, or failed with the reason), the
-`CallRecord` of every HTTP attempt, and the API key redacted from every message and reply."""
+"""What the LLM judge makes of its attempts and of batch reply bodies: the Judgment (ok, or failed
+with the reason), the `CallRecord` of every HTTP attempt, the API key redacted from every text."""
 
 from __future__ import annotations
 
@@ -12,26 +12,12 @@ import openai
 
 from grader.cost import PriceTable
 from grader.judges.base import failed, ok
-from grader.judges.llm.connect_errors import connection_message
-from grader.judges.llm.replies import GradeReply, InvalidReply
+from grader.judges.llm.replies import GradeReply, InvalidReply, parse_completion
 from grader.judges.llm.retry import status_of
-from grader.judges.llm.types import CallRecord
-from grader.models import Doc, Judgment, JudgmentError, PromptRef, Query, Usage
-from grader.prompts import OutputMode
+from grader.judges.llm.transport import connection_message
+from grader.models import CallRecord, Doc, Judgment, JudgmentError, PromptRef, Query, Usage
+from grader.prompts import OutputMode, PromptSpec
 from grader.redact import redact
-
-
-@dataclass(frozen=True)
-class RecorderConfig:
-    """What the recorder stamps on every judgment and call record of one judge: id, model, prompt,
-    prices, `on_call` and the secrets to redact."""
-
-    judge_id: str
-    model: str
-    prompt: PromptRef
-    prices: PriceTable | None = None
-    on_call: Callable[[CallRecord], None] | None = None
-    secrets: tuple[str, ...] = ()
 
 
 @dataclass
@@ -56,12 +42,17 @@ class CallState:
     """With several servers: the one whose last attempt failed (the next goes elsewhere)."""
 
 
+@dataclass(frozen=True)
 class JudgmentRecorder:
-    """Builds the judgments and call records of one judge (as `config` describes it) and
-    redacts the config's secrets from their text."""
+    """Builds the judgments and call records of one judge (id, model, prompt, prices, `on_call`)
+    and redacts its secrets from their text."""
 
-    def __init__(self, config: RecorderConfig) -> None:
-        self.config = config
+    judge_id: str
+    model: str
+    prompt: PromptRef
+    prices: PriceTable | None = None
+    on_call: Callable[[CallRecord], None] | None = None
+    secrets: tuple[str, ...] = ()
 
     def ok(
         self, state: CallState, reply: GradeReply, started: float | None, *, batch: bool = False
@@ -69,22 +60,16 @@ class JudgmentRecorder:
         """The ok judgment from a valid `reply` (`started` None: a batch line, no latency)."""
         usage = state.usage if started is not None else reply.usage
         return ok(
-            self.config.judge_id,
+            self.judge_id,
             state.query,
             state.doc,
-            key=state.key,
             grade=reply.grade,
             reason=reply.reason,
             distribution=reply.distribution,
             expected_grade=reply.expected_grade,
             output_mode=state.mode,
             notes=reply.notes,
-            prompt=self.config.prompt,  # frozen: one for every judgment
-            attempts=state.attempts,
-            usage=usage,
-            cost=self.cost(usage, batch),
-            latency_ms=_elapsed_ms(started),
-            truncated=state.truncated,
+            **self._common(state, usage, started, batch),
         )
 
     def failed(
@@ -99,23 +84,30 @@ class JudgmentRecorder:
         """The failed judgment: error `kind` and `message`, the last raw reply, redacted."""
         raw = self.redact(state.last_raw) if state.last_raw is not None else None
         return failed(
-            self.config.judge_id,
+            self.judge_id,
             state.query,
             state.doc,
-            key=state.key,
             error=JudgmentError(type=kind, message=self.redact(message), raw_reply=raw),
-            prompt=self.config.prompt,  # frozen: one for every judgment
-            attempts=state.attempts,
-            usage=state.usage,
-            cost=self.cost(state.usage, batch),
-            latency_ms=_elapsed_ms(started),
-            truncated=state.truncated,
+            **self._common(state, state.usage, started, batch),
         )
+
+    def _common(
+        self, state: CallState, usage: Usage, started: float | None, batch: bool
+    ) -> dict[str, Any]:
+        """The fields an ok and a failed judgment share (`started` None: no latency)."""
+        return {
+            "key": state.key,
+            "prompt": self.prompt,  # frozen: one for every judgment
+            "attempts": state.attempts,
+            "usage": usage,
+            "cost": self.cost(usage, batch),
+            "latency_ms": None if started is None else (time.perf_counter() - started) * 1000.0,
+            "truncated": state.truncated,
+        }
 
     def cost(self, usage: Usage, batch: bool) -> float | None:
         """USD of `usage` at the judge's price (None when it has no price table)."""
-        prices = self.config.prices
-        return prices.cost(self.config.model, usage, batch=batch) if prices else None
+        return self.prices.cost(self.model, usage, batch=batch) if self.prices else None
 
     def record(
         self,
@@ -127,8 +119,8 @@ class JudgmentRecorder:
         exc: BaseException | None = None,
         status: int | None = None,
     ) -> None:
-        """Report one HTTP attempt to the config's `on_call`, if any."""
-        on_call = self.config.on_call
+        """Report one HTTP attempt to `on_call`, if any."""
+        on_call = self.on_call
         if on_call is None:
             return
         on_call(
@@ -136,8 +128,8 @@ class JudgmentRecorder:
                 key=state.key,
                 query_id=state.query.query_id,
                 doc_id=state.doc.doc_id,
-                judge=self.config.judge_id,
-                model=self.config.model,
+                judge=self.judge_id,
+                model=self.model,
                 attempt=state.attempts,
                 outcome=outcome,
                 output_mode=state.mode,
@@ -169,7 +161,7 @@ class JudgmentRecorder:
 
     def redact(self, text: str) -> str:
         """`text` with every secret masked (`grader.redact`)."""
-        return redact(text, self.config.secrets)
+        return redact(text, self.secrets)
 
 
 def _error_type(exc: BaseException | None) -> str | None:
@@ -180,5 +172,34 @@ def _error_type(exc: BaseException | None) -> str | None:
     return type(exc).__name__
 
 
-def _elapsed_ms(started: float | None) -> float | None:
-    return None if started is None else (time.perf_counter() - started) * 1000.0
+@dataclass(frozen=True)
+class ReplyReader:
+    """How a judge reads a reply body obtained elsewhere (a batch output line): its prompt and
+    recorder, no client or `on_call`, so it can go to another process."""
+
+    prompt: PromptSpec
+    recorder: JudgmentRecorder
+
+    def judgment(
+        self,
+        body: dict[str, Any],
+        query: Query,
+        doc: Doc,
+        *,
+        key: str,
+        mode: OutputMode,
+        truncated: bool,
+        batch: bool = True,
+    ) -> Judgment:
+        """The Judgment of one reply body: live grading's validation, but no re-ask, so an
+        invalid reply fails."""
+        state = CallState(query, doc, key, mode, [], truncated, attempts=1)
+        try:
+            reply = parse_completion(body, mode=mode, spec=self.prompt)
+        except InvalidReply as exc:
+            state.usage = exc.usage
+            state.last_raw = exc.raw
+            return self.recorder.failed(
+                state, "InvalidReply", f"{exc.kind}: {exc.message}", None, batch=batch
+            )
+        return self.recorder.ok(state, reply, None, batch=batch)

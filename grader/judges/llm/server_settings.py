@@ -1,4 +1,5 @@
-"""What a run's server accepts, learned once from its refusals and shared by every worker.
+"""What a run sends (`request_body`: the live judge, `prompts render` and the Batch API alike), and
+what its server accepts, learned once from its refusals and shared by every worker.
 
 The first refusal of an output mode, logprobs, `max_tokens` or a fixed temperature switches the
 setting for the whole run under a lock (told once to `on_switch`); modes fall back along `FALLBACK`
@@ -9,10 +10,82 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from grader.judges.llm.types import ModeSwitch, request_body
 from grader.prompts import VENDOR_FIELDS, OutputMode, PromptSpec
+
+
+@dataclass(frozen=True)
+class ModeSwitch:
+    """A recorded output-mode fallback: from which mode to which, and the server's words."""
+
+    from_mode: str
+    to_mode: str
+    reason: str
+
+
+def request_body(
+    spec: PromptSpec,
+    model: str,
+    messages: list[dict[str, Any]],
+    mode: OutputMode,
+    *,
+    logprobs: bool | None = None,
+    token_param: str = "max_tokens",
+    temperature: bool = True,
+) -> dict[str, Any]:
+    """The chat.completions body: messages plus the prompt file's sampling and output format.
+    `logprobs`, `token_param` and `temperature` let a run drop what its server refuses."""
+    body: dict[str, Any] = {"model": model, "messages": messages}
+    if temperature:
+        body["temperature"] = spec.temperature
+    body[token_param] = spec.max_tokens
+    if spec.logprobs if logprobs is None else logprobs:
+        body["logprobs"] = True
+        if spec.top_logprobs:
+            body["top_logprobs"] = spec.top_logprobs
+    response_format = spec.response_format(mode)
+    if response_format is not None:
+        body["response_format"] = response_format
+    body.update(spec.vendor_fields(mode))
+    for name, value in spec.extra_sampling.items():
+        body.setdefault(name, value)
+    return body
+
+
+OPENAI_FIELDS = frozenset(
+    [
+        "model",
+        "messages",
+        "temperature",
+        "max_tokens",
+        "max_completion_tokens",
+        "logprobs",
+        "top_logprobs",
+        "response_format",
+        "seed",
+        "top_p",
+        "stop",
+        "n",
+        "frequency_penalty",
+        "presence_penalty",
+    ]
+)
+"""Request fields the SDK's `chat.completions.create` takes as keywords; any other field of a
+body (vLLM's `structured_outputs`, llama.cpp's `repeat_penalty`, ...) goes in `extra_body`."""
+
+
+def sdk_arguments(body: dict[str, Any]) -> dict[str, Any]:
+    """`body` as `chat.completions.create` keywords: the fields outside OpenAI's in
+    `extra_body` (the SDK merges them into the JSON it sends, so the server gets `body`)."""
+    extra = {k: v for k, v in body.items() if k not in OPENAI_FIELDS}
+    if not extra:
+        return body
+    args = {k: v for k, v in body.items() if k in OPENAI_FIELDS}
+    args["extra_body"] = extra
+    return args
+
 
 _FORMAT_WORDS = (
     "response_format",
@@ -98,11 +171,8 @@ class ServerSettings:
         async with self._lock:
             fields = [f for f in _FORMAT_FIELDS if f in body]
             if fields and _refuses_format(said, fields, status):
-                if self.mode == used and used in FALLBACK:
-                    following = FALLBACK[used]
-                    said_as = message if message.startswith(str(status)) else f"{status} {message}"
-                    self._switch(used, following, f"HTTP {said_as}")
-                    self.mode = following
+                said_as = message if message.startswith(str(status)) else f"{status} {message}"
+                self.switch_mode(used, f"HTTP {said_as}")
                 return self.mode != used
             if status == 500:  # only an output mode is told apart in a 500's words
                 return False

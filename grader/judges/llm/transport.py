@@ -1,14 +1,17 @@
-"""Bounds on talking to a server: a deadline for each whole request, and when to give up on it.
+"""Bounds on talking to a server: a deadline for each whole request, what a failed connection
+was, and when to give up on the server.
 
-`deadline` bounds the whole request (a server trickling bytes is cut off as a timeout).
 `ServerHealth` declares a server not answering after `threshold` transport failures in a row with
 nothing back for `quiet_s`, the same failure to everything, or (sooner) when the first requests all
-fail to connect; the run then stops instead of paying every remaining pair's timeouts.
+fail to connect (`connect_failure` reads the cause the SDK's "Connection error." hides); the run
+then stops instead of paying every remaining pair's timeouts.
 """
 
 from __future__ import annotations
 
 import asyncio
+import socket
+import ssl
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -17,11 +20,11 @@ import httpx2
 import openai
 
 from grader.errors import ServerNotAnswering
+from grader.judges.llm.client import ReplyTooLarge
 from grader.redact import redact_url
 
 DEAD_AFTER = 16
-"""Transport failures in a row, with no answer in between, that mean the server is not answering
-(at the least; see `dead_after_for`)."""
+"""Transport failures in a row, with no answer between, that mean a server is not answering."""
 
 
 def dead_after_for(concurrency: int) -> int:
@@ -30,8 +33,8 @@ def dead_after_for(concurrency: int) -> int:
 
 
 def unreachable_after_for(concurrency: int) -> int:
-    """Failures to connect, with nothing ever answered, that stop a run at its start (module
-    docstring): one per worker, at least 2."""
+    """Failures to connect, nothing ever answered, that stop a run at its start: one a worker,
+    at least 2."""
     return max(2, concurrency)
 
 
@@ -181,3 +184,60 @@ def not_answering(
         "failed. Check that the server is up at that address (--base-url, --timeout), then "
         "rerun the same command to do the rest"
     )
+
+
+CONNECT_CAUSES = ("connection refused", "DNS lookup failed", "TLS failed", "could not connect")
+"""The labels `connect_failure` starts its text with; the part before the colon."""
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not s for s in seen) and len(seen) < 16:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
+
+
+def too_large(exc: BaseException) -> ReplyTooLarge | None:
+    """The `ReplyTooLarge` in `exc`'s chain, if any."""
+    return next((e for e in _chain(exc) if isinstance(e, ReplyTooLarge)), None)
+
+
+def connect_failure(exc: BaseException) -> str | None:
+    """`label: detail` when `exc` is a failure to connect (label one of `CONNECT_CAUSES`), else
+    None (a timeout, a dropped connection, an HTTP answer, anything else)."""
+    if not isinstance(exc, openai.APIConnectionError) or isinstance(exc, openai.APITimeoutError):
+        return None
+    chain = _chain(exc)
+    if not any(type(e).__name__ == "ConnectError" for e in chain):
+        return None  # reached the server, then lost it (a dropped connection)
+    root = chain[-1]
+    detail = str(root) or type(root).__name__
+    for e in chain:
+        if isinstance(e, ConnectionRefusedError):
+            return f"connection refused: {e}"
+        if isinstance(e, socket.gaierror):
+            return f"DNS lookup failed: {e}"
+        if isinstance(e, ssl.SSLError):
+            return f"TLS failed: {e}"
+    return f"could not connect: {detail}"
+
+
+def connection_message(exc: openai.APIConnectionError) -> str:
+    """The SDK's message with the cause the chain holds: "Connection error. (connection refused:
+    ...)", or "Connection error. (connection dropped: ...)" once connected; a timeout as is."""
+    text = str(exc)
+    if isinstance(exc, openai.APITimeoutError):
+        return text
+    large = too_large(exc)
+    if large is not None:
+        return f"{large} (the read stopped there)"
+    cause = connect_failure(exc)
+    if cause is None:
+        chain = _chain(exc)
+        if len(chain) < 2:
+            return text
+        root = chain[-1]
+        cause = f"connection dropped: {str(root) or type(root).__name__}"
+    return f"{text} ({cause})"
