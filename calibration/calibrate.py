@@ -213,7 +213,7 @@ def _add_inputs(
 
     second = given.second_human
     if second is not None:
-        from calibration.stats.interrater import human_vs_human
+        from calibration.stats.agreement import human_vs_human
 
         pair_weights = None
         if weights is not None:

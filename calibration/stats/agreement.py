@@ -8,7 +8,11 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import pandas as pd
 
+from calibration.join import pair_grades
+from calibration.summary_model import PairFigures
+from grader.errors import InputError
 from grader.metrics import kappa as _kappa
 from grader.metrics.kappa import FloatArray, kappa
 from grader.metrics.kappa import check_weights as _weights
@@ -175,3 +179,43 @@ def mean_bias(
     if h.size == 0:
         return float("nan")
     return float(np.average(m - h, weights=w))
+
+
+def human_vs_human(
+    human: pd.DataFrame,
+    second: pd.DataFrame,
+    llm: pd.DataFrame,
+    weights: pd.DataFrame | None = None,
+) -> dict[str, Any]:
+    """Human-vs-human agreement (`second` against `human`) beside the LLM's against `human`, on
+    the pairs all three graded, weighted alike by `weights` (query_id, doc_id, weight)."""
+    humans = pair_grades(second, human).frame  # "llm" column holds the second person's grades
+    llm_side = llm[["query_id", "doc_id", "grade"]].astype({"query_id": str, "doc_id": str})
+    three = humans.merge(llm_side, on=["query_id", "doc_id"], how="inner")
+    if three.empty:
+        raise InputError(
+            "no pair is graded by both people and the LLM",
+            hint="the second person's file must cover the same sample as --human",
+        )
+    w: npt.NDArray[np.float64] | None = None
+    if weights is not None:
+        keyed = weights[["query_id", "doc_id", "weight"]].astype({"query_id": str, "doc_id": str})
+        joined = three[["query_id", "doc_id"]].merge(keyed, on=["query_id", "doc_id"], how="left")
+        if joined["weight"].isna().any():
+            row = joined[joined["weight"].isna()].iloc[0]
+            raise InputError(
+                f"pair ({row['query_id']}, {row['doc_id']}) graded by both people has no weight",
+                hint="weights must cover every pair graded by --human and the LLM",
+            )
+        w = joined["weight"].to_numpy(dtype=np.float64)
+    first = three["human"].to_numpy(dtype=np.int64)
+    between = agreement(first, three["llm"].to_numpy(dtype=np.int64), w)
+    with_llm = agreement(first, three["grade"].to_numpy(dtype=np.int64), w)
+    keep = PairFigures.model_fields  # exact_agreement .. alpha ordinal, mean bias, confusion
+    return {
+        "n": len(three),
+        "second_only": int(len(second) - len(humans)),
+        "weighted": w is not None,
+        "humans": {k: between[k] for k in keep},
+        "llm": {k: with_llm[k] for k in keep},
+    }
