@@ -85,9 +85,7 @@ def also_judged_manifest(draw: SampleDraw, human: str | Path) -> Manifest:
 
 def is_also_judged(manifest: Manifest) -> bool:
     """Whether a manifest records an also-judged draw (not a spot-check sample)."""
-    return (
-        getattr(manifest, "kind", None) == KIND or (manifest.model_extra or {}).get("kind") == KIND
-    )
+    return (manifest.model_extra or {}).get("kind") == KIND
 
 
 def also_judged_weights(
