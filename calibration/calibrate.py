@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from calibration.join import PairedGrades
+from calibration.join import PairedGrades, pair_keys
 from calibration.spotcheck.design_sample import (
     DesignSplit,
     ManifestInUse,
@@ -215,9 +215,8 @@ def _add_inputs(
     if second is not None:
         from calibration.stats.agreement import human_vs_human
 
-        pair_weights = None
-        if weights is not None:
-            pair_weights = paired.frame[["query_id", "doc_id"]].assign(weight=weights)
+        keys = pair_keys(paired.frame)
+        pair_weights = None if weights is None else dict(zip(keys, weights, strict=True))
         summary.human_vs_human = HumanVsHuman.model_validate(
             human_vs_human(given.human, second, llm, pair_weights)
         )

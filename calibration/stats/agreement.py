@@ -5,13 +5,14 @@ Intervals resample QUERIES, not pairs: a query's pairs share its difficulty (see
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from calibration.join import pair_grades
+from calibration.join import pair_grades, pair_keys
 from calibration.summary_model import PairFigures
 from grader.errors import InputError
 from grader.metrics import kappa as _kappa
@@ -230,10 +231,10 @@ def human_vs_human(
     human: pd.DataFrame,
     second: pd.DataFrame,
     llm: pd.DataFrame,
-    weights: pd.DataFrame | None = None,
+    weights: Mapping[tuple[str, str], float] | None = None,
 ) -> dict[str, Any]:
     """Human-vs-human agreement (`second` against `human`) beside the LLM's against `human`, on
-    the pairs all three graded, weighted alike by `weights` (query_id, doc_id, weight)."""
+    the pairs all three graded, weighted alike by `weights` ((query_id, doc_id) -> 1/pi)."""
     humans = pair_grades(second, human).frame  # "llm" column holds the second person's grades
     llm_side = llm[["query_id", "doc_id", "grade"]].astype({"query_id": str, "doc_id": str})
     three = humans.merge(llm_side, on=["query_id", "doc_id"], how="inner")
@@ -244,15 +245,14 @@ def human_vs_human(
         )
     w: npt.NDArray[np.float64] | None = None
     if weights is not None:
-        keyed = weights[["query_id", "doc_id", "weight"]].astype({"query_id": str, "doc_id": str})
-        joined = three[["query_id", "doc_id"]].merge(keyed, on=["query_id", "doc_id"], how="left")
-        if joined["weight"].isna().any():
-            row = joined[joined["weight"].isna()].iloc[0]
+        keys = pair_keys(three)
+        w = np.array([weights.get(k, np.nan) for k in keys], dtype=np.float64)
+        if np.isnan(w).any():
+            q, d = keys[int(np.flatnonzero(np.isnan(w))[0])]
             raise InputError(
-                f"pair ({row['query_id']}, {row['doc_id']}) graded by both people has no weight",
+                f"pair ({q}, {d}) graded by both people has no weight",
                 hint="weights must cover every pair graded by --human and the LLM",
             )
-        w = joined["weight"].to_numpy(dtype=np.float64)
     first = three["human"].to_numpy(dtype=np.int64)
     between = agreement(first, three["llm"].to_numpy(dtype=np.int64), w)
     with_llm = agreement(first, three["grade"].to_numpy(dtype=np.int64), w)
