@@ -43,8 +43,7 @@ from calibration.estimates_section import mean_grade, relevant_share  # noqa: E4
 from calibration.join import PairedGrades  # noqa: E402
 from calibration.spotcheck.sequential import uniform_draw_probabilities  # noqa: E402
 from calibration.spotcheck.stopping import DrawOrder  # noqa: E402
-from calibration.stats.agreement import grouped_confusion  # noqa: E402
-from calibration.stats.bootstrap import agreement_intervals  # noqa: E402
+from calibration.stats.agreement import agreement_intervals, grouped_confusion  # noqa: E402
 from calibration.stats.confseq import (  # noqa: E402
     TARGET,
     boundary,

@@ -25,8 +25,7 @@ import krippendorff
 import numpy as np
 from sklearn.metrics import cohen_kappa_score
 
-from calibration.stats.agreement import agreement, grouped_confusion
-from calibration.stats.bootstrap import agreement_intervals
+from calibration.stats.agreement import agreement, agreement_intervals, grouped_confusion
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"
 

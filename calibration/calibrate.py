@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from calibration.join import PairedGrades
+from calibration.join import PairedGrades, pair_keys
 from calibration.spotcheck.design_sample import (
     DesignSplit,
     ManifestInUse,
@@ -214,11 +214,10 @@ def _add_inputs(
 
     second = given.second_human
     if second is not None:
-        from calibration.stats.interrater import human_vs_human
+        from calibration.stats.agreement import human_vs_human
 
-        pair_weights = None
-        if weights is not None:
-            pair_weights = paired.frame[["query_id", "doc_id"]].assign(weight=weights)
+        keys = pair_keys(paired.frame)
+        pair_weights = None if weights is None else dict(zip(keys, weights, strict=True))
         summary.human_vs_human = HumanVsHuman.model_validate(
             human_vs_human(given.human, second, llm, pair_weights)
         )

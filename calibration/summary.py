@@ -16,7 +16,14 @@ import pandas as pd
 from calibration.estimates_section import estimates_section, per_query_scores
 from calibration.join import PairedGrades, pair_grades
 from calibration.spotcheck.stopping import DrawOrder
-from calibration.stats.agreement import agreement, grouped_confusion, scalar_figures, to_float
+from calibration.stats.agreement import (
+    DEFAULT_RESAMPLES,
+    agreement,
+    agreement_intervals,
+    grouped_confusion,
+    scalar_figures,
+    to_float,
+)
 from calibration.stats.bias import (
     bias_by_length,
     bias_by_rank,
@@ -29,7 +36,6 @@ from calibration.stats.bias import (
     spread_sentence,
     verdict,
 )
-from calibration.stats.bootstrap import DEFAULT_RESAMPLES, agreement_intervals
 from calibration.stats.ppi import SampleDesign, infer_design
 from calibration.stats.systems import compare_systems, rank_agreement_intervals
 from calibration.summary_model import BinaryScale, CalibrationSummary, Verdict

@@ -13,6 +13,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from calibration.stats.agreement import (
     agreement,
+    agreement_intervals,
     alpha,
     cohen_kappa,
     confusion_matrix,
@@ -20,7 +21,6 @@ from calibration.stats.agreement import (
     mean_bias,
     scalar_figures,
 )
-from calibration.stats.bootstrap import agreement_intervals
 from tests.helpers.fill_data import DATA as SHARED_DL2019
 
 DATA = SHARED_DL2019

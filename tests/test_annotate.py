@@ -27,7 +27,7 @@ from tests.helpers.annotate_sample import write_sample
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[AnnotateServer, str, Path]]:
     sample = write_sample(tmp_path)
-    items, _ = read_blind_csv(sample)
+    items = read_blind_csv(sample)
     log = GradeLog(grade_log_path(sample, "ann"), "ann")
     server = AnnotateServer(
         list(items),
@@ -208,7 +208,7 @@ def test_two_annotators_compared_by_calibrate(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     sample = write_sample(tmp_path)
-    items, _ = read_blind_csv(sample)
+    items = read_blind_csv(sample)
     for name, grades in (("ann", [0, 1, 2, 3]), ("bob", [0, 1, 2, 2])):
         log = GradeLog(grade_log_path(sample, name), name)
         for item, g in zip(items, grades, strict=True):

@@ -31,7 +31,7 @@ class Page:
     """A grading server for one annotator plus a browser tab on it."""
 
     def __init__(self, browser: Any, sample: Path, annotator: str) -> None:
-        items, _ = read_blind_csv(sample)
+        items = read_blind_csv(sample)
         self.log = GradeLog(grade_log_path(sample, annotator), annotator)
         self.server = AnnotateServer(
             list(items),

@@ -26,7 +26,7 @@ def _sample(folder: Path) -> Path:
 
 
 def _server(sample: Path) -> AnnotateServer:
-    items, _ = read_blind_csv(sample)
+    items = read_blind_csv(sample)
     return AnnotateServer(
         list(items), GradeLog(grade_log_path(sample, "ann"), "ann"), neutral_scale()
     )

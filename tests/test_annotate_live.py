@@ -42,7 +42,7 @@ def test_live_figures_follow_each_grade_and_equal_calibrate(
         with urllib.request.urlopen(url + "api/state", timeout=10) as reply:
             state = json.loads(reply.read())
         assert state["live"]["available"] is False and "grade the first" in state["live"]["note"]
-        items, _ = read_blind_csv(sample)
+        items = read_blind_csv(sample)
         live: dict[str, Any] = {}
         for t, item in enumerate(items, 1):
             grade = llm[(item.query_id, item.doc_id)]

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from calibration.stats.interrater import human_vs_human
+from calibration.stats.agreement import human_vs_human
 from grader.cli.main import main
 from tests.helpers.calibrate_files import Rows, calibrate_json, write_grades_csv, write_qrels_rows
 

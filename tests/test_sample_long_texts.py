@@ -92,7 +92,7 @@ def test_a_sample_with_a_300000_character_document_opens_imports_and_calibrates(
     argv += ["--queries", queries, "--docs", docs, "--out", sample]
     assert main([str(a) for a in argv]) == 0, capsys.readouterr().err
 
-    items, _ = read_blind_csv(sample)  # what `relgrade annotate` opens
+    items = read_blind_csv(sample)  # what `relgrade annotate` opens
     long = next(i for i in items if i.doc_id == "long")
     if ref is None:  # the lexical judge read the whole text: it is all there
         assert len(long.document) == LONG and not long.truncated

@@ -41,11 +41,6 @@ def template(name: str) -> Template:
     return Template(_text(name).removesuffix("\n"))
 
 
-def stylesheet() -> str:
-    """The reports' shared stylesheet."""
-    return _text("report.css")
-
-
 def fill(page: Template, **values: object) -> str:
     """`page` with every slot filled: `Markup` as is, anything else HTML-escaped. A missing or
     unknown slot is an error, never a silently empty spot."""
@@ -69,8 +64,8 @@ def table(
     )
 
 
-CSS = stylesheet()
-"""The reports' stylesheet (templates/report.css)."""
+CSS = Markup(_text("report.css"))
+"""The reports' shared stylesheet (templates/report.css)."""
 
 
 def _escaped(rows: list[list[str]]) -> list[list[str]]:
@@ -241,7 +236,7 @@ def render_report(s: CalibrationSummary, title: str = "relgrade calibration") ->
     return fill(
         template("calibration.html"),
         title=title,
-        css=Markup(CSS),
+        css=CSS,
         n=s.n,
         queries=c.queries,
         llm_only=c.llm_only,

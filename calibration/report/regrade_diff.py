@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from calibration.report.html import Markup, escape, fill, stylesheet, table, template
+from calibration.report.html import CSS, Markup, escape, fill, table, template
 from grader.cost import usd_or_unknown
 from grader.io.files import atomic_write
 from grader.models import GRADES
@@ -75,7 +75,7 @@ def render_diff_html(diff: RegradeDiff, *, title: str, old_label: str, new_label
     return fill(
         template("regrade_diff.html"),
         title=title,
-        css=Markup(stylesheet()),
+        css=CSS,
         old_label=old_label,
         new_label=new_label,
         n=diff.n,

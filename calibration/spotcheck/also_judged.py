@@ -20,10 +20,10 @@ from calibration.spotcheck.manifest import (
 from calibration.spotcheck.sampling import (
     SampledPair,
     SampleDraw,
-    _stratum_pi,
     strata_of,
     strata_table,
     stratified_draw,
+    stratum_pi,
 )
 from grader.errors import InputError
 
@@ -59,7 +59,7 @@ def draw_also_judged(
     labels = [f"human grade {grades[p]}" if stratify else "judged" for p in judged]
     keys, stratum, sizes = strata_of(labels)
     strategy = "stratified" if stratify else "uniform"
-    pi, expected, _ = _stratum_pi(strategy, "equal", keys, sizes, stratum, n, 0.0)
+    pi, expected, _ = stratum_pi(strategy, "equal", keys, sizes, stratum, n, 0.0)
     pi = np.clip(pi, 0.0, 1.0)
     chosen = np.sort(stratified_draw(pi, stratum, np.random.default_rng(seed)))
     pairs = [
@@ -85,9 +85,7 @@ def also_judged_manifest(draw: SampleDraw, human: str | Path) -> Manifest:
 
 def is_also_judged(manifest: Manifest) -> bool:
     """Whether a manifest records an also-judged draw (not a spot-check sample)."""
-    return (
-        getattr(manifest, "kind", None) == KIND or (manifest.model_extra or {}).get("kind") == KIND
-    )
+    return (manifest.model_extra or {}).get("kind") == KIND
 
 
 def also_judged_weights(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -103,36 +103,20 @@ def write_blind_csv(path: str | Path, items: Sequence[BlindItem]) -> None:
             writer.writerow({**asdict(item), **cells, "truncated": "yes" if item.truncated else ""})
 
 
-def read_blind_csv(path: str | Path) -> tuple[list[BlindItem], dict[tuple[str, str], str]]:
-    """The items of a blind CSV and any grades already typed into it ((qid, did) -> text)."""
-    rows = _csv_rows(path)
-    header, body = rows[0][1], rows[1:]
-    col = _columns(path, header, ("query_id", "doc_id", "query", "document"))
-    items: list[BlindItem] = []
-    filled: dict[tuple[str, str], str] = {}
-    seen: dict[tuple[str, str], int] = {}
-    for line, row in body:
-        get = _getter(row, col)
-        key = (get("query_id"), get("doc_id"))
-        if key in seen:
-            raise InputError(
-                f"pair {key} is listed twice (first on line {seen[key]})", path=path, line=line
-            )
-        seen[key] = line
-        items.append(
-            BlindItem(
-                query_id=key[0],
-                doc_id=key[1],
-                query=get("query"),
-                document=get("document"),
-                title=get("title") or None,
-                path=get("path") or None,
-                truncated=get("truncated").strip().lower() in ("yes", "true", "1"),
-            )
+def read_blind_csv(path: str | Path) -> list[BlindItem]:
+    """The items of a blind CSV."""
+    return [
+        BlindItem(
+            query_id=key[0],
+            doc_id=key[1],
+            query=get("query"),
+            document=get("document"),
+            title=get("title") or None,
+            path=get("path") or None,
+            truncated=get("truncated").strip().lower() in ("yes", "true", "1"),
         )
-        if get("grade").strip():
-            filled[key] = get("grade").strip()
-    return items, filled
+        for _, key, get in _pair_rows(path, ("query_id", "doc_id", "query", "document"))
+    ]
 
 
 @dataclass(frozen=True)
@@ -167,16 +151,10 @@ def read_filled_csv(
 ) -> list[HumanGrade]:
     """Grades from a filled blind CSV (or any query_id,doc_id,grade CSV or TSV); unknown pairs,
     missing grades (unless `allow_missing`) and grades outside 0..3 are errors."""
-    rows = _csv_rows(path, delimiter)
-    header, body = rows[0][1], rows[1:]
-    col = _columns(path, header, ("query_id", "doc_id", "grade"))
     known = manifest.probabilities() if manifest is not None else None
     out: list[HumanGrade] = []
-    seen: dict[tuple[str, str], int] = {}
     missing: list[int] = []
-    for line, row in body:
-        get = _getter(row, col)
-        key = (get("query_id"), get("doc_id"))
+    for line, key, get in _pair_rows(path, ("query_id", "doc_id", "grade"), delimiter):
         if known is not None and key not in known:
             raise InputError(
                 f"pair ({key[0]}, {key[1]}) is not in the sample",
@@ -184,13 +162,6 @@ def read_filled_csv(
                 line=line,
                 hint="grade only the rows of the sample; do not add or edit ids",
             )
-        if key in seen:
-            raise InputError(
-                f"pair ({key[0]}, {key[1]}) is graded twice (first on line {seen[key]})",
-                path=path,
-                line=line,
-            )
-        seen[key] = line
         if not get("grade").strip():
             missing.append(line)
             continue
@@ -227,6 +198,26 @@ def write_human_grades(path: str | Path, grades: Sequence[HumanGrade]) -> None:
         write_qrels(path, qrels_frame(grades))
     else:
         write_human_csv(path, grades)
+
+
+def _pair_rows(
+    path: str | Path, needed: Sequence[str], delimiter: str = ","
+) -> Iterator[tuple[int, tuple[str, str], Callable[[str], str]]]:
+    """(line, (query_id, doc_id), cell getter) of each record; a pair listed twice is an error."""
+    rows = _csv_rows(path, delimiter)
+    col = _columns(path, rows[0][1], needed)
+    seen: dict[tuple[str, str], int] = {}
+    for line, row in rows[1:]:
+        get = _getter(row, col)
+        key = (get("query_id"), get("doc_id"))
+        if key in seen:
+            raise InputError(
+                f"pair ({key[0]}, {key[1]}) is graded twice (first on line {seen[key]})",
+                path=path,
+                line=line,
+            )
+        seen[key] = line
+        yield line, key, get
 
 
 def _csv_rows(path: str | Path, delimiter: str = ",") -> list[tuple[int, list[str]]]:

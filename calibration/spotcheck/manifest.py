@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from calibration.join import pair_keys
 from calibration.spotcheck.sampling import SampleDraw
 from grader.errors import InputError
 from grader.io.files import atomic_write, read_text
@@ -162,16 +163,8 @@ def sample_weights(manifest: Manifest, frame: pd.DataFrame) -> np.ndarray:
     """1/pi for each row of `frame` (query_id, doc_id), in row order; a pair the manifest does
     not hold is an error (it was not drawn by this sample)."""
     probs = manifest.probabilities()
-    qids = frame["query_id"].astype(str).tolist()
-    dids = frame["doc_id"].astype(str).tolist()
-    out = np.empty(len(qids), dtype=np.float64)
-    missing: list[tuple[str, str]] = []
-    for i, key in enumerate(zip(qids, dids, strict=True)):
-        pi = probs.get(key)
-        if pi is None:
-            missing.append(key)
-        else:
-            out[i] = 1.0 / pi
+    keys = pair_keys(frame)
+    missing = [key for key in keys if key not in probs]
     if missing:
         shown = ", ".join(f"({q}, {d})" for q, d in missing[:5])
         more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
@@ -179,7 +172,7 @@ def sample_weights(manifest: Manifest, frame: pd.DataFrame) -> np.ndarray:
             f"{len(missing)} graded pair(s) are not in the sample manifest: {shown}{more}",
             hint="grade only pairs of the sample, or pass the manifest of their sample",
         )
-    return out
+    return np.array([1.0 / probs[key] for key in keys], dtype=np.float64)
 
 
 def copy_manifest_beside(manifest: Manifest, grades_path: str | Path) -> Path:

@@ -1,6 +1,6 @@
 """Spot-check sampling with the exact inclusion probability pi of every pair (summing to n, each
 <= 1), drawn systematically along a list ordered by stratum, so calibration can weight by 1/pi.
-Each strategy's strata and pi: `_labels`, `_stratum_pi` and `plan_design`."""
+Each strategy's strata and pi: `_labels`, `stratum_pi` and `plan_design`."""
 
 from __future__ import annotations
 
@@ -250,7 +250,7 @@ def plan_design(
         unc, source, imputed = _uncertainties(pop)
         pi = allocate(unc + floor, np.ones(len(pop)), size)
     else:
-        pi, expected, drawn = _stratum_pi(
+        pi, expected, drawn = stratum_pi(
             strategy, allocation, keys, sizes, stratum_of, size, low_share
         )
         extra = {"queries_drawn": drawn}
@@ -269,7 +269,7 @@ def plan_design(
     )
 
 
-def _stratum_pi(
+def stratum_pi(
     strategy: str,
     allocation: str,
     keys: list[str],

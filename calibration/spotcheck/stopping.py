@@ -45,10 +45,7 @@ class DrawOrder:
 
 def graded_prefix(order: DrawOrder, human: Mapping[Pair, int]) -> int:
     """How many pairs from the start of the order are graded."""
-    for t, pair in enumerate(order.pairs):
-        if pair not in human:
-            return t
-    return len(order.pairs)
+    return next((t for t, pair in enumerate(order.pairs) if pair not in human), len(order.pairs))
 
 
 def stopping_figures(

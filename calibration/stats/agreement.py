@@ -1,14 +1,20 @@
 """Agreement between LLM and human grades, all from one (weighted) 4x4 confusion matrix, so 1/pi
 weights weight every figure and the query bootstrap passes a stack of matrices in one call;
-cross-checked against scikit-learn and krippendorff. Undefined figures are NaN (null in JSON)."""
+cross-checked against scikit-learn and krippendorff. Undefined figures are NaN (null in JSON).
+Intervals resample QUERIES, not pairs: a query's pairs share its difficulty (seeded)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import pandas as pd
 
+from calibration.join import pair_grades, pair_keys
+from calibration.summary_model import PairFigures
+from grader.errors import InputError
 from grader.metrics import kappa as _kappa
 from grader.metrics.kappa import FloatArray, kappa
 from grader.metrics.kappa import check_weights as _weights
@@ -175,3 +181,86 @@ def mean_bias(
     if h.size == 0:
         return float("nan")
     return float(np.average(m - h, weights=w))
+
+
+DEFAULT_RESAMPLES = 1000
+CHUNK = 200
+
+
+def resampled_confusions(
+    per_query: FloatArray, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+) -> FloatArray:
+    """[n_resamples, 4, 4]: the summed confusion matrices of query resamples."""
+    q = per_query.shape[0]
+    if q == 0 or n_resamples <= 0:
+        return np.zeros((0, *per_query.shape[1:]), dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    flat = per_query.reshape(q, -1)
+    out = np.empty((n_resamples, flat.shape[1]), dtype=np.float64)
+    for start in range(0, n_resamples, CHUNK):
+        b = min(CHUNK, n_resamples - start)
+        picks = rng.integers(0, q, size=(b, q))
+        cells = (np.arange(b)[:, None] * q + picks).ravel()
+        counts = np.bincount(cells, minlength=b * q).reshape(b, q).astype(np.float64)
+        out[start : start + b] = counts @ flat
+    return out.reshape(n_resamples, *per_query.shape[1:])
+
+
+def percentile_interval(values: FloatArray, level: float = 0.95) -> list[float | None]:
+    """[low, high] percentile interval, ignoring resamples where the figure is undefined."""
+    finite = values[np.isfinite(values)]
+    if finite.size == 0:
+        return [None, None]
+    tail = (1.0 - level) / 2.0 * 100.0
+    lo, hi = np.percentile(finite, [tail, 100.0 - tail])
+    return [to_float(lo), to_float(hi)]
+
+
+def agreement_intervals(
+    per_query: FloatArray, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+) -> dict[str, list[float | None]]:
+    """{figure: [low, high]} for every scalar figure except n, resampling queries."""
+    stacked = resampled_confusions(per_query, n_resamples, seed)
+    if stacked.shape[0] == 0:
+        return {}
+    figures = scalar_figures(stacked)
+    return {key: percentile_interval(vals) for key, vals in figures.items() if key != "n"}
+
+
+def human_vs_human(
+    human: pd.DataFrame,
+    second: pd.DataFrame,
+    llm: pd.DataFrame,
+    weights: Mapping[tuple[str, str], float] | None = None,
+) -> dict[str, Any]:
+    """Human-vs-human agreement (`second` against `human`) beside the LLM's against `human`, on
+    the pairs all three graded, weighted alike by `weights` ((query_id, doc_id) -> 1/pi)."""
+    humans = pair_grades(second, human).frame  # "llm" column holds the second person's grades
+    llm_side = llm[["query_id", "doc_id", "grade"]].astype({"query_id": str, "doc_id": str})
+    three = humans.merge(llm_side, on=["query_id", "doc_id"], how="inner")
+    if three.empty:
+        raise InputError(
+            "no pair is graded by both people and the LLM",
+            hint="the second person's file must cover the same sample as --human",
+        )
+    w: npt.NDArray[np.float64] | None = None
+    if weights is not None:
+        keys = pair_keys(three)
+        w = np.array([weights.get(k, np.nan) for k in keys], dtype=np.float64)
+        if np.isnan(w).any():
+            q, d = keys[int(np.flatnonzero(np.isnan(w))[0])]
+            raise InputError(
+                f"pair ({q}, {d}) graded by both people has no weight",
+                hint="weights must cover every pair graded by --human and the LLM",
+            )
+    first = three["human"].to_numpy(dtype=np.int64)
+    between = agreement(first, three["llm"].to_numpy(dtype=np.int64), w)
+    with_llm = agreement(first, three["grade"].to_numpy(dtype=np.int64), w)
+    keep = PairFigures.model_fields  # exact_agreement .. alpha ordinal, mean bias, confusion
+    return {
+        "n": len(three),
+        "second_only": int(len(second) - len(humans)),
+        "weighted": w is not None,
+        "humans": {k: between[k] for k in keep},
+        "llm": {k: with_llm[k] for k in keep},
+    }

@@ -10,9 +10,8 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from calibration.stats.agreement import to_float
-from calibration.stats.bootstrap import percentile_interval, resampled_confusions
-from grader.metrics.kappa import FloatArray, kappa
+from calibration.stats.agreement import percentile_interval, resampled_confusions, to_float
+from grader.metrics.kappa import FloatArray, confusion_matrix, grouped_confusion, kappa, ratio
 from grader.models import GRADES
 
 LENIENCY_MARGIN = 0.1
@@ -241,9 +240,7 @@ def is_binary_against_graded(human_grades: npt.ArrayLike, llm_grades: npt.ArrayL
 
 
 def _binary_figures(c: FloatArray) -> dict[str, FloatArray]:
-    total = c.sum(axis=(-2, -1))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        exact = np.where(total > 0, (c[..., 0, 0] + c[..., 1, 1]) / total, np.nan)
+    exact = ratio(c[..., 0, 0] + c[..., 1, 1], c.sum(axis=(-2, -1)))
     return {"exact_agreement": exact, "cohen_kappa": kappa(c, "none")}
 
 
@@ -260,11 +257,9 @@ def binary_comparison(
 ) -> dict[str, Any]:
     """Binary human grades against LLM grades split at `threshold`: the weighted 2x2
     confusion, agreement, kappa, both relevant shares, and query-bootstrap `intervals`."""
-    h = np.asarray(human, dtype=np.int64) >= 1
-    m = np.asarray(llm, dtype=np.int64) >= threshold
-    w = np.ones(h.size) if weights is None else np.asarray(weights, dtype=np.float64)
-    cell = h.astype(np.int64) * 2 + m.astype(np.int64)
-    c = np.bincount(cell, weights=w, minlength=4).reshape(2, 2).astype(np.float64)
+    h = (np.asarray(human, dtype=np.int64) >= 1).astype(np.int64)
+    m = (np.asarray(llm, dtype=np.int64) >= threshold).astype(np.int64)
+    c = confusion_matrix(h, m, 2, weights)
     figures = _binary_figures(c)
     total = float(c.sum())
     out: dict[str, Any] = {
@@ -278,9 +273,7 @@ def binary_comparison(
         "intervals": {},
     }
     if query_codes is not None and n_bootstrap > 0 and n_queries > 0:
-        codes = np.asarray(query_codes, dtype=np.int64)
-        per_query = np.bincount(codes * 4 + cell, weights=w, minlength=n_queries * 4)
-        cells = np.asarray(per_query, dtype=np.float64).reshape(n_queries, 2, 2)
+        cells = grouped_confusion(query_codes, n_queries, h, m, 2, weights)
         stacked = resampled_confusions(cells, n_bootstrap, seed)
         out["intervals"] = {
             key: percentile_interval(values) for key, values in _binary_figures(stacked).items()

@@ -294,12 +294,7 @@ class SampleDesign:
 
     def to_json(self) -> dict[str, Any]:
         """The `estimates.design` object of `calibrate --format json`."""
-        return {
-            "kind": self.kind,
-            "source": self.source,
-            "strategy": self.strategy,
-            "text": self.text,
-        }
+        return {k: getattr(self, k) for k in ("kind", "source", "strategy", "text")}
 
 
 def design_of_strategy(strategy: str, sampled: int | None = None) -> SampleDesign:

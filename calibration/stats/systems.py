@@ -12,8 +12,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from calibration.stats.agreement import to_float
-from calibration.stats.bootstrap import percentile_interval, resampled_confusions
+from calibration.stats.agreement import percentile_interval, resampled_confusions, to_float
 from grader.metrics.kappa import FloatArray
 
 

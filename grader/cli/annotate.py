@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--target must be in (0, 1), got {args.target}", hint="e.g. 0.05")
     annotator = args.annotator or default_annotator()
     log = GradeLog(grade_log_path(args.sample, annotator), annotator)
-    items, _ = read_blind_csv(args.sample)
+    items = read_blind_csv(args.sample)
     manifest = _manifest(args.sample)
     if args.export:
         return _export(args, items, log, manifest)

@@ -30,7 +30,7 @@ def active_sample(folder: Path, n: int = 120) -> tuple[Path, Path, dict[tuple[st
 
 def live_server(sample: Path, judgments: Path, target: float) -> AnnotateServer:
     """A grading server for `ann` with live figures, as `relgrade annotate` builds it."""
-    items, _ = read_blind_csv(sample)
+    items = read_blind_csv(sample)
     manifest = read_manifest(sample.with_name("sample.manifest.json"))
     order = DrawOrder.from_manifest(manifest)
     assert order is not None
