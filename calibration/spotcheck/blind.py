@@ -212,7 +212,7 @@ def _pair_rows(
         key = (get("query_id"), get("doc_id"))
         if key in seen:
             raise InputError(
-                f"pair ({key[0]}, {key[1]}) is graded twice (first on line {seen[key]})",
+                f"pair ({key[0]}, {key[1]}) is listed twice (first on line {seen[key]})",
                 path=path,
                 line=line,
             )
