@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 Int = npt.NDArray[np.int64]
+Float = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -34,23 +35,31 @@ class Ranked:
     def n_queries(self) -> int:
         return len(self.query_ids)
 
-    def per_query(
-        self, rows: npt.NDArray[np.bool_], weights: npt.NDArray[np.float64] | None = None
-    ) -> npt.NDArray[np.float64]:
+    def per_query(self, rows: npt.NDArray[np.bool_], weights: Float | None = None) -> Float:
         """Sum over the selected judged rows, per query (counts when `weights` is None)."""
         w = None if weights is None else weights[rows]
-        out: npt.NDArray[np.float64] = np.bincount(
-            self.query[rows], weights=w, minlength=self.n_queries
-        ).astype(np.float64)
-        return out
+        return np.bincount(self.query[rows], weights=w, minlength=self.n_queries).astype(np.float64)
 
-    def n_relevant(self, threshold: int) -> npt.NDArray[np.float64]:
+    def top(self, k: int | None) -> npt.NDArray[np.bool_]:
+        """The rows ranked within the top k (every row when k is None)."""
+        return self.rank <= k if k is not None else np.ones(len(self.rank), dtype=bool)
+
+    def relevant(self, threshold: int, k: int | None = None) -> npt.NDArray[np.bool_]:
+        """The rows graded >= threshold, within the top k when k is given."""
+        sel = self.grade >= threshold
+        if k is not None:
+            sel &= self.rank <= k
+        return sel
+
+    def n_relevant(self, threshold: int) -> Float:
         """Number of judged documents with grade >= threshold, per query."""
         sel = self.ideal_grade >= threshold
-        out: npt.NDArray[np.float64] = np.bincount(
-            self.ideal_query[sel], minlength=self.n_queries
-        ).astype(np.float64)
-        return out
+        return np.bincount(self.ideal_query[sel], minlength=self.n_queries).astype(np.float64)
+
+
+def divide(num: Float, den: Float) -> Float:
+    """num / den per query, 0 where den is 0 (a query without relevant documents scores 0)."""
+    return np.divide(num, den, out=np.zeros_like(num), where=den > 0)
 
 
 class Ideal(NamedTuple):  # a NamedTuple: cheaper to define at import than a dataclass
