@@ -39,7 +39,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
 
 def run_fill(args: argparse.Namespace, given: list[str], comparison: Options | None = None) -> int:
     """The `evaluate --fill` command (see the module docstring); `comparison` is
-    `--baseline`'s (`grader.evaluation.fill.baseline`)."""
+    `--baseline`'s (`grader.evaluation.fill.evaluation`)."""
     from calibration.spotcheck.also_judged import also_judged_weights, fill_design
     from grader.evaluation.fill.evaluation import evaluate_filled, llm_grades, people_grades
     from grader.io.people_grades import parse_llm_scale
@@ -92,7 +92,7 @@ def run_fill(args: argparse.Namespace, given: list[str], comparison: Options | N
 
 def _print_differences(records: list[dict[str, Any]], comparison: Options) -> None:
     """Each run's filled score against the baseline's: the paired test over queries, and the
-    corrected difference (grader.evaluation.fill.baseline)."""
+    corrected difference (grader.evaluation.fill.evaluation)."""
     from rich.console import Console
     from rich.table import Table
 

@@ -1,6 +1,8 @@
 """`evaluate --fill` as one call, for the command and `relgrade.evaluate(..., fill=...)`: both
 grade sets read, the same-collection check, the thresholds, `evaluate_fill`, and the records
-(`--format json`'s with a `regime`; docs/filling-holes.md) and stderr lines.
+(`--format json`'s with a `regime`; docs/filling-holes.md) and stderr lines. With `--baseline`,
+per regime the "all" records get `evaluate --baseline`'s paired test (corrected within the
+regime), and the filled ones `corrected_diff`, its interval and `corrected_p_value`.
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from grader.errors import InputError
+from grader.evaluation import baseline
 from grader.evaluation.baseline import Options
-from grader.evaluation.fill.scores import SOURCES, Design, FillResult, evaluate_fill
+from grader.evaluation.fill.interval import p_value
+from grader.evaluation.fill.scores import REGIMES, SOURCES, Design, FillResult, evaluate_fill
 from grader.metrics.evaluate import Missing
 from grader.metrics.measures import Measure
 
@@ -23,9 +27,9 @@ if TYPE_CHECKING:
 
 COLUMNS = ["run", "query_id", "measure", "regime", "source", "value", "corrected", "ci_low"]
 COLUMNS += ["ci_high", "reason"]
-BASELINE_COLUMNS = ["diff", "p_value", "p_adjusted", "diff_ci_low", "diff_ci_high"]
-BASELINE_COLUMNS += ["corrected_diff", "corrected_diff_ci_low", "corrected_diff_ci_high"]
-BASELINE_COLUMNS += ["corrected_p_value"]
+CORRECTED = ["corrected_diff", "corrected_diff_ci_low", "corrected_diff_ci_high"]
+CORRECTED += ["corrected_p_value"]
+BASELINE_COLUMNS = [*baseline.COLUMNS, *CORRECTED]
 
 
 @dataclass
@@ -36,17 +40,31 @@ class FillEvaluation:
     result: FillResult
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    comparison: Options | None = None  # --baseline: grader.evaluation.fill.baseline
+    comparison: Options | None = None  # --baseline's
 
     def records(self, per_query: bool = False) -> list[dict[str, Any]]:
         """`--format json`'s records: scores by regime, then the shares by source; with a
         baseline, the comparison columns on the "all" records."""
         records = fill_records(self.result, per_query)
         if self.comparison is not None:
-            from grader.evaluation.fill.baseline import annotate_fill
-
-            annotate_fill(records, self.result, self.comparison)
+            _annotate(records, self.result, self.comparison)
         return records
+
+
+def _annotate(records: list[dict[str, Any]], result: FillResult, options: Options) -> None:
+    """The comparison columns added to the "all" records, in place (see the module docstring)."""
+    scored = [r for r in records if "source" not in r]
+    for regime in REGIMES:
+        results = [(run, regimes[regime]) for run, regimes in result.scores.items()]
+        baseline.compare(results, options).annotate([r for r in scored if r["regime"] == regime])
+    for record in scored:
+        if record["regime"] != "filled" or record["query_id"] != "all":
+            continue
+        if record["run"] == options.baseline:
+            continue
+        found = result.differences.get(record["run"], {}).get(record["measure"])
+        values = (found.estimate, found.low, found.high, p_value(found)) if found else (None,) * 4
+        record.update(zip(CORRECTED, values, strict=True))
 
 
 def people_grades(value: Any) -> pd.DataFrame:

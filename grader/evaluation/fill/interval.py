@@ -7,6 +7,8 @@ each overlap pair's effect d (the run's score with people's grade minus with a p
 corrects the base by H * mean_w(d); five imputations are combined (`combine`). It assumes the
 holes resemble the overlap given the LLM grade and the query, which `fill.reach` checks first.
 A pair changes only its own query's score, so one rescoring per round serves one pair per query.
+Two runs' difference is estimated jointly (`corrected_differences`: the same imputations, overlap
+pairs and queries), so what they share cancels; queries are not resampled (`--baseline`'s test).
 """
 
 from __future__ import annotations
@@ -210,7 +212,7 @@ def corrected_interval(
     first, the LLM's on the last `holes`); `pairs`, `llm`, `weights`: the overlap pairs' indices,
     LLM grades and 1/pi; `raw`: the LLM's own grades of holes and pairs (before a scale map).
     `holes_sample`: the overlap samples the holes. `effects_out` gets each run's (means, effects),
-    for differences between runs (`fill.difference`).
+    for differences between runs (`corrected_differences`).
     """
     z = NormalDist().inv_cdf(0.5 + level / 2.0)
     n = len(pairs)
@@ -316,3 +318,49 @@ def within_unit(measure: Measure) -> bool:
     found = registry.get(measure.name)
     builtin = {f"grader.metrics.{module}" for module in MODULES}
     return not found.summed and found.compute.__module__ in builtin
+
+
+DIFFERENCE = "difference of the corrected filled scores, on shared imputations and overlap pairs"
+
+
+def corrected_differences(
+    effects: Mapping[str, tuple[Float, Float]],
+    baseline: str,
+    measures: Sequence[Measure],
+    weights: Float,
+    holes: int,
+    *,
+    level: float = 0.95,
+    refused: Mapping[str, Mapping[str, str]] | None = None,
+) -> dict[str, dict[str, Interval]]:
+    """Per run other than `baseline` and measure: the corrected difference and its `level` interval,
+    from `effects` (`corrected_interval(effects_out=...)`); none where either run was `refused`.
+    """
+    z = NormalDist().inv_cdf(0.5 + level / 2.0)
+    base_means, base_effects = effects[baseline]
+    skip = refused or {}
+    out: dict[str, dict[str, Interval]] = {}
+    for run, (means, run_effects) in effects.items():
+        if run == baseline:
+            continue
+        est, var = combine(
+            means - base_means, run_effects - base_effects, weights, holes, first_order(measures)
+        )
+        names = [str(m) for m in measures]
+        out[run] = {
+            name: Interval(e, e - z * s, e + z * s, level, len(weights), DIFFERENCE)
+            for name, e, s in zip(names, est.tolist(), np.sqrt(var).tolist(), strict=True)
+            if name not in skip.get(run, {}) and name not in skip.get(baseline, {})
+        }
+    return out
+
+
+def p_value(interval: Interval) -> float:
+    """The two-sided p-value of "no difference" from a difference's normal interval (the
+    z-test its interval inverts); 1.0 for an interval of no width around 0."""
+    dist = NormalDist()
+    half = interval.high - interval.estimate
+    se = half / dist.inv_cdf(0.5 + interval.level / 2.0)
+    if se <= 0:
+        return 1.0 if interval.estimate == 0 else 0.0
+    return 2.0 * (1.0 - dist.cdf(abs(interval.estimate) / se))

@@ -283,7 +283,7 @@ def _intervals(
     result.intervals = intervals
     result.interval_note = note
     if baseline is not None:
-        from grader.evaluation.fill.difference import corrected_differences
+        from grader.evaluation.fill.interval import corrected_differences
 
         result.baseline = baseline
         refused = result.refused if check else None
