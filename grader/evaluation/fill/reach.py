@@ -10,14 +10,14 @@ most `MAX_UNJUDGED` of the slots may be graded by nobody.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
-from grader.metrics.judged_rows import Ranked
-
-Int = npt.NDArray[np.int64]
+from grader.evaluation.fill.interval import Overlap
+from grader.metrics.judged_rows import Int, Ranked
+from grader.metrics.measures import Measure
 
 BANDS = np.array([3, 6, 10, 30, 100])  # rank bands: 1-3, 4-6, 7-10, 11-30, 31-100, 101+
 HIGH = 2  # LLM grades 0-1 and 2-3 (the 0..3 scale, before --llm-scale): two cells per band
@@ -91,3 +91,23 @@ def reach(ranked: Ranked, k: int | None, first: int, overlap: Int, llm: Int) -> 
         p_both = np.bincount(both, minlength=size) / len(both)
         share = float(np.minimum(p_holes, p_both).sum())
     return Reach(k, len(holes), len(both), unjudged, slots, share)
+
+
+def refusals(
+    coded: Mapping[str, Ranked], measures: Sequence[Measure], overlap: Overlap, design: str
+) -> dict[str, dict[str, str]]:
+    """run -> measure -> why it gets no interval, one `reach` per run and cutoff."""
+    raw_of = np.full(len(overlap.grades), -1, dtype=np.int64)  # the LLM's own grade of a pair
+    raw_of[overlap.first :] = overlap.hole_raw
+    raw_of[overlap.pairs] = overlap.pair_raw
+    out: dict[str, dict[str, str]] = {}
+    for run, ranked in coded.items():
+        found: dict[int | None, Reach] = {}
+        for measure in measures:
+            k = measure.cutoff
+            if k not in found:
+                found[k] = reach(ranked, k, overlap.first, overlap.pairs, raw_of)
+            why = found[k].reason(run, design)
+            if why is not None:
+                out.setdefault(run, {})[str(measure)] = why
+    return out

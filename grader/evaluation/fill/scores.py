@@ -19,7 +19,13 @@ import numpy as np
 import numpy.typing as npt
 
 from grader.errors import InputError
-from grader.evaluation.fill.interval import Interval, corrected_interval
+from grader.evaluation.fill.interval import (
+    Interval,
+    Overlap,
+    corrected_differences,
+    corrected_interval,
+    note,
+)
 from grader.metrics import registry
 from grader.metrics.evaluate import Missing, Scores, depth_needed, score
 from grader.metrics.measures import Measure, parse_measure
@@ -27,7 +33,6 @@ from grader.metrics.measures import Measure, parse_measure
 if TYPE_CHECKING:
     import pandas as pd
 
-    from grader.evaluation.fill.reach import Reach
     from grader.metrics.judged_rows import Ranked
     from grader.metrics.rank_order import Precision
 
@@ -187,34 +192,32 @@ def evaluate_fill(
     from grader.metrics.join_arrow import join
 
     parsed = [parse_measure(m) for m in measures]
-    names = [str(m) for m in parsed]
     if baseline is not None and baseline not in runs:
         raise InputError(
             f"the baseline {baseline!r} is none of the runs", hint=f"one of {', '.join(runs)}"
         )
     people = set(human["query_id"].astype(str))
     inside = llm["query_id"].astype(str).isin(people).to_numpy()
-    outside = llm[~inside]
-    llm = llm[inside].reset_index(drop=True)
+    outside, llm = llm[~inside], llm[inside].reset_index(drop=True)
     merged = merge(human, llm, scale)
-    n_human = len(human)
     coded = merged.assign(grade=np.arange(len(merged), dtype=np.int64))
-    result = FillResult(measures=names, holes=len(merged) - n_human, queries=len(people))
-    result.outside, result.outside_queries = len(outside), outside["query_id"].nunique()
+    result = FillResult([str(m) for m in parsed], holes=len(merged) - len(human), design=design)
+    result.queries, result.outside = len(people), len(outside)
+    result.outside_queries = outside["query_id"].nunique()
     depth = depth_needed(parsed)
     ranked_coded = {}
     for name, run in runs.items():
         result.scores[name] = _regimes(human, merged, run, parsed, precision, depth, missing)
         ranked_coded[name] = join(coded, run, precision=precision, depth=depth)
-        result.shares[name] = _shares(ranked_coded[name], n_human, depth)
+        result.shares[name] = _shares(ranked_coded[name], len(human), depth)
     both = overlap_pairs(human, llm)
     if design == "holes" and weights is not None:
         both = both[[k in weights for k in zip(both["query_id"], both["doc_id"], strict=True)]]
-    result.overlap, result.design = len(both), design
+    result.overlap = len(both)
     if len(both) > 1 and level is not None:
-        _intervals(result, ranked_coded, parsed, merged, human, llm, both, scale, weights,
-                   missing=missing, level=level, seed=seed, check=check,
-                   baseline=baseline)  # fmt: skip
+        some = next(iter(ranked_coded.values()))
+        overlap = _overlap(merged, _holes(human, llm), both, scale, weights, some)
+        _intervals(result, ranked_coded, parsed, overlap, missing, level, seed, check, baseline)
     return result
 
 
@@ -238,83 +241,64 @@ def _regimes(
     return {"holes_nonrelevant": plain, "judged_only": cond, "filled": filled}
 
 
-def _intervals(
-    result: FillResult,
-    ranked_coded: Mapping[str, Ranked],
-    parsed: Sequence[Measure],
+def _overlap(
     merged: pd.DataFrame,
-    human: pd.DataFrame,
-    llm: pd.DataFrame,
+    holes: pd.DataFrame,
     both: pd.DataFrame,
     scale: Mapping[int, int] | None,
     weights: Mapping[tuple[str, str], float] | None,
-    *,
+    ranked: Ranked,
+) -> Overlap:
+    """The pairs graded by both, coded by index in `merged` (`ranked`: a run joined with it)."""
+    position = dict(zip(_keys(merged), range(len(merged)), strict=False))
+    llm_grades = both["llm"].astype("int64")
+    if scale is not None:
+        llm_grades = llm_grades.map(dict(scale)).astype("int64")
+    query_code = np.zeros(len(merged), dtype=np.int64)
+    query_code[ranked.ideal_grade] = ranked.ideal_query  # the coded ideal lists every pair
+    return Overlap(
+        grades=merged["grade"].to_numpy(dtype=np.int64),
+        holes=len(holes),
+        pairs=np.array([position[k] for k in _keys(both)], dtype=np.int64),
+        llm=np.asarray(llm_grades.to_numpy(), dtype=np.int64),
+        weights=_overlap_weights(both, weights),
+        hole_raw=holes["grade"].to_numpy(dtype=np.int64),
+        pair_raw=both["llm"].to_numpy(dtype=np.int64),
+        query_code=query_code,
+        n_queries=ranked.n_queries,
+    )
+
+
+def _intervals(
+    result: FillResult,
+    coded: Mapping[str, Ranked],
+    parsed: Sequence[Measure],
+    overlap: Overlap,
     missing: Missing,
     level: float,
     seed: int,
     check: bool,
-    baseline: str | None = None,
+    baseline: str | None,
 ) -> None:
-    """The filled score's intervals (`corrected_interval`), and the reasons (`fill_reach`)
-    for the runs and measures that get none."""
-    position = dict(zip(_keys(merged), range(len(merged)), strict=False))
-    pairs = np.array([position[k] for k in _keys(both)], dtype=np.int64)
-    llm_grades = both["llm"].astype("int64")
-    if scale is not None:
-        llm_grades = llm_grades.map(dict(scale)).astype("int64")
-    hole_raw = _holes(human, llm)["grade"].to_numpy(dtype=np.int64)
-    pair_raw = both["llm"].to_numpy(dtype=np.int64)
-    first = len(human)
-    effects: dict[str, tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]] = {}
-    overlap_weights = _overlap_weights(both, weights)
-    grades = merged["grade"].to_numpy(dtype=np.int64)
-    intervals, note = corrected_interval(
-        ranked_coded, parsed, grades, pairs, np.asarray(llm_grades.to_numpy(), dtype=np.int64),
-        overlap_weights, result.holes, raw=(hole_raw, pair_raw), missing=missing, level=level,
-        seed=seed, holes_sample=result.design == "holes", effects_out=effects,
-    )  # fmt: skip
-    raw_of = np.full(len(merged), -1, dtype=np.int64)
-    raw_of[first:] = hole_raw
-    raw_of[pairs] = pair_raw
-    result.refused = _reasons(ranked_coded, parsed, first, pairs, raw_of, result.design)
+    """The filled score's intervals (`corrected_interval`), the reasons some get none
+    (`fill.reach`; dropped unless `check` is False) and the differences from `baseline`."""
+    from grader.evaluation.fill.reach import refusals
+
+    holes_sample = result.design == "holes"
+    intervals, effects = corrected_interval(
+        coded, parsed, overlap, missing=missing, level=level, seed=seed, holes_sample=holes_sample
+    )
+    result.refused = refusals(coded, parsed, overlap, result.design)
     for run, reasons in result.refused.items():
         for measure in reasons if check else ():
             intervals[run].pop(measure, None)
-    result.intervals = intervals
-    result.interval_note = note
+    result.intervals, result.interval_note = intervals, note(level, overlap)
     if baseline is not None:
-        from grader.evaluation.fill.interval import corrected_differences
-
-        result.baseline = baseline
         refused = result.refused if check else None
+        result.baseline = baseline
         result.differences = corrected_differences(
-            effects, baseline, parsed, overlap_weights, result.holes, level=level, refused=refused
+            effects, baseline, parsed, overlap.weights, overlap.holes, level=level, refused=refused
         )
-
-
-def _reasons(
-    ranked_coded: Mapping[str, Ranked],
-    parsed: Sequence[Measure],
-    first: int,
-    pairs: npt.NDArray[np.int64],
-    raw_of: npt.NDArray[np.int64],
-    design: Design,
-) -> dict[str, dict[str, str]]:
-    """run -> measure -> why it gets no interval (`grader.evaluation.fill.reach`), one reach per
-    run and cutoff."""
-    from grader.evaluation.fill.reach import reach
-
-    out: dict[str, dict[str, str]] = {}
-    for run, ranked in ranked_coded.items():
-        found: dict[int | None, Reach] = {}
-        for measure in parsed:
-            k = measure.cutoff
-            if k not in found:
-                found[k] = reach(ranked, k, first, pairs, raw_of)
-            why = found[k].reason(run, design)
-            if why is not None:
-                out.setdefault(run, {})[str(measure)] = why
-    return out
 
 
 def _overlap_weights(
@@ -336,11 +320,8 @@ def _overlap_weights(
     return np.array([weights[k] for k in keys], dtype=np.float64)
 
 
-def _shares(coded: object, n_human: int, depth: int | None) -> Shares:
+def _shares(coded: Ranked, n_human: int, depth: int | None) -> Shares:
     """Counts by source of the run's top-`depth` results over the qrels queries."""
-    from grader.metrics.judged_rows import Ranked
-
-    assert isinstance(coded, Ranked)
     human = int((coded.grade < n_human).sum())
     llm = int(len(coded.grade) - human)
     unjudged = int(coded.returned.sum()) - human - llm
