@@ -9,7 +9,7 @@ qrels) is always printed: a number never travels without the threshold that prod
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 from grader.errors import InputError
@@ -63,9 +63,7 @@ def parse_measure(
             hint="a grade >= N is relevant; use a level of 1 or more",
         )
     trec = foreign.trec_eval_spelling(name, trec_eval_level)
-    if trec is not None:
-        return _parse(trec, default_rel)
-    return _parse(name, default_rel)
+    return _parse(trec if trec is not None else name, default_rel)
 
 
 def _from_object(measure: Any) -> Measure:
@@ -95,44 +93,38 @@ def _parse(name: str, default_rel: int) -> Measure:
     found = registry.find(family_text)
     if found is None:
         raise _bad(name, f"unknown measure {family_text!r}")
-    parts = spellings.split_params(params_text)
-    if found.with_rel and any(p.partition("=")[0].strip() == "rel" for p in parts):
-        found = registry.get(
-            found.with_rel
-        )  # ir_measures' NumRet(rel=N) is trec_eval's num_rel_ret
+    texts = spellings.split_params(params_text)
+    parts = [(p, *(s.strip() for s in p.partition("="))) for p in texts]
+    if found.with_rel and any(key == "rel" for _, key, _, _ in parts):
+        # ir_measures' NumRet(rel=N) is trec_eval's num_rel_ret
+        found = registry.get(found.with_rel)
     cutoff = _cutoff(name, found, cutoff_text)
-    given = _Given(default_rel if found.rel else None, "linear" if found.gain else None)
-    for part in parts:
-        key, sep, value = (s.strip() for s in part.partition("="))
+    given: dict[str, Any] = {"rel": default_rel if found.rel else None}
+    given["gain"] = "linear" if found.gain else None
+    own = dict(found.defaults)
+    for part, key, sep, value in parts:
         if not sep:
-            raise _bad(name, f"parameter {part.strip()!r} must be key=value")
-        _apply(name, found, key, value, given)
-    if given.gains and given.gain == "exp":
+            raise _bad(name, f"parameter {part!r} must be key=value")
+        if key in ("rel", "gain", "dcg", "gains", "judged_only"):
+            given.update(_common(name, found, key, value))
+        elif key in found.params:
+            try:
+                own[key] = found.params[key](value)
+            except ValueError as error:
+                raise _bad(name, f"{key}={value}: {error}") from None
+        else:
+            raise _bad(
+                name,
+                f"unknown parameter {key!r}",
+                "parameters are rel=N, gain=exp (or dcg='exp-log2'), gains={grade:gain,...} "
+                "and judged_only=True" + "".join(f", {k}=..." for k in found.params),
+            )
+    if given.get("gains") and given["gain"] == "exp":
         raise _bad(name, "exponential gain and a gains map contradict", "give one of them")
-    own = {**found.defaults, **given.own}
     needed = sorted(set(found.params) - set(own))
     if needed:
         raise _bad(name, f"{found.name} needs {', '.join(k + '=' for k in needed)}")
-    return Measure(
-        found.name,
-        cutoff,
-        given.rel,
-        given.gain,
-        given.gains,
-        given.judged_only,
-        tuple(sorted(own.items())),
-    )
-
-
-@dataclass
-class _Given:
-    """The parameters of one name as they are read."""
-
-    rel: int | None
-    gain: str | None
-    gains: spellings.Gains = ()
-    judged_only: bool = False
-    own: dict[str, Any] = field(default_factory=dict)
+    return Measure(found.name, cutoff, params=tuple(sorted(own.items())), **given)
 
 
 def _cutoff(name: str, found: registry.MeasureDef, text: str | None) -> int | None:
@@ -148,71 +140,30 @@ def _cutoff(name: str, found: registry.MeasureDef, text: str | None) -> int | No
     return int(text)
 
 
-def _apply(name: str, found: registry.MeasureDef, key: str, value: str, given: _Given) -> None:
-    """Read one `key=value` of a name into `given`."""
+def _common(name: str, found: registry.MeasureDef, key: str, value: str) -> dict[str, Any]:
+    """The Measure field one of `rel=`, `gain=` and ir_measures' `dcg=`, `gains=`, `judged_only=`
+    sets, checked against what the family takes."""
     family = found.name
-    if key == "rel":
-        if not found.rel:
-            raise _bad(
-                name,
-                f"{family} takes no threshold",
-                "nDCG uses the grades as gains and Judged counts any grade",
-            )
-        if not value.isdigit() or int(value) < MIN_THRESHOLD:
-            raise _bad(
-                name,
-                f"rel={value} is not a grade threshold",
-                "use a whole number from 1 up: rel=2 for 0..3 grades, rel=1 for binary qrels",
-            )
-        given.rel = int(value)
-    elif key == "gain":
-        if not found.gain:
-            raise _bad(name, f"{family} takes no gain")
-        if value not in GAINS:
-            raise _bad(name, f"unknown gain {value!r}", "use gain=linear or gain=exp")
-        given.gain = value
-    elif key in ("dcg", "gains", "judged_only"):
-        given.gain, given.gains, given.judged_only = _ir_measures_param(
-            name, found, key, value, (given.gain, given.gains, given.judged_only)
-        )
-    elif key in found.params:
-        try:
-            given.own[key] = found.params[key](value)
-        except ValueError as error:
-            raise _bad(name, f"{key}={value}: {error}") from None
-    else:
-        own = "".join(f", {k}=..." for k in found.params)
-        raise _bad(
-            name,
-            f"unknown parameter {key!r}",
-            "parameters are rel=N, gain=exp (or dcg='exp-log2'), gains={grade:gain,...} "
-            f"and judged_only=True{own}",
-        )
-
-
-def _ir_measures_param(
-    name: str,
-    found: registry.MeasureDef,
-    key: str,
-    value: str,
-    current: tuple[str | None, spellings.Gains, bool],
-) -> tuple[str | None, spellings.Gains, bool]:
-    """Apply one of ir_measures' `dcg=`, `gains=`, `judged_only=` to (gain, gains, judged_only)."""
-    gain, gains, judged_only = current
-    family = found.name
+    if key == "rel" and not found.rel:
+        why = "nDCG uses the grades as gains and Judged counts any grade"
+        raise _bad(name, f"{family} takes no threshold", why)
+    if key == "rel" and (not value.isdigit() or int(value) < MIN_THRESHOLD):
+        why = "use a whole number from 1 up: rel=2 for 0..3 grades, rel=1 for binary qrels"
+        raise _bad(name, f"rel={value} is not a grade threshold", why)
     if key == "judged_only" and not found.judged_only:
         takers = sorted(d.name for d in registry.registered() if d.judged_only)
-        raise _bad(
-            name, f"{family} takes no judged_only", "judged_only=True is for " + ", ".join(takers)
-        )
-    if key != "judged_only" and not found.gain:
-        raise _bad(name, f"{family} takes no {key}", f"{key}= is for nDCG")
+        why = "judged_only=True is for " + ", ".join(takers)
+        raise _bad(name, f"{family} takes no judged_only", why)
+    if key in ("gain", "dcg", "gains") and not found.gain:
+        hint = None if key == "gain" else f"{key}= is for nDCG"
+        raise _bad(name, f"{family} takes no {key}", hint)
+    if key == "gain" and value not in GAINS:
+        raise _bad(name, f"unknown gain {value!r}", "use gain=linear or gain=exp")
+    read: dict[str, Callable[[str], Any]] = {"rel": int, "gain": str}
+    read["judged_only"] = spellings.parse_flag
+    read.update(dcg=spellings.parse_dcg, gains=spellings.parse_gains)
     try:
-        if key == "judged_only":
-            return gain, gains, spellings.parse_flag(value)
-        if key == "dcg":
-            return spellings.parse_dcg(value), gains, judged_only
-        return gain, spellings.parse_gains(value), judged_only
+        return {"gain" if key == "dcg" else key: read[key](value)}
     except ValueError as error:
         raise _bad(name, str(error)) from None
 

@@ -83,7 +83,14 @@ class Measure:
 
 @dataclass(frozen=True)
 class MeasureDef:
-    """One registered measure family (see `register` for the fields)."""
+    """One registered measure family. `compute(measure, ranked)` is the kernel `evaluate` runs;
+    `usage` and `help` its line in `relgrade evaluate --help`; `rel` it takes `(rel=N)`; `cutoff`
+    "optional", "required" or "none"; `params` its own `key -> parser` with `defaults`; `aliases`
+    other spellings; `summed` its "all" row sums; `judged_only` and `gain` it takes those
+    parameters; `trec_eval` trec_eval's name with a cutoff (`ndcg_cut`); `with_rel` the family
+    meant when written with `rel=` (NumRet(rel=N) is NumRelRet); `list_function` the measure on
+    one graded list.
+    """
 
     name: str
     compute: Kernel
@@ -108,50 +115,21 @@ _TREC_EVAL: dict[str, str] = {}
 _loaded = {"builtin": False, "plugins": False}
 
 
-def register(
-    name: str,
-    compute: Kernel,
-    *,
-    usage: str,
-    help: str,
-    rel: bool = True,
-    cutoff: Cutoff = "optional",
-    params: Mapping[str, ParamParser] | None = None,
-    defaults: Mapping[str, Any] | None = None,
-    aliases: tuple[str, ...] = (),
-    summed: bool = False,
-    judged_only: bool = False,
-    gain: bool = False,
-    trec_eval: str | None = None,
-    with_rel: str | None = None,
-    list_function: Callable[..., float] | None = None,
-) -> MeasureDef:
-    """Register the measure family `name` (e.g. "P") and return its definition.
-
-    `compute(measure, ranked)` is the kernel `evaluate` runs; `usage` and `help` its line in
-    `relgrade evaluate --help`; `rel` it takes `(rel=N)`; `cutoff` "optional", "required" or "none";
-    `params` its own `key -> parser` with `defaults`; `aliases` other spellings; `summed` its "all"
-    row sums; `judged_only` and `gain` it takes those parameters; `trec_eval` trec_eval's name with
-    a cutoff (`ndcg_cut`); `with_rel` the family meant when written with `rel=` (NumRet(rel=N) is
-    NumRelRet); `list_function` the measure on one graded list. A name taken twice is a ValueError.
-    """
-    params = dict(params or {})
-    defaults = dict(defaults or {})
-    unknown = set(defaults) - set(params)
+def register(name: str, compute: Kernel, **fields: Any) -> MeasureDef:
+    """Register the measure family `name` (e.g. "P"), the other `MeasureDef` fields given by
+    keyword, and return its definition. A name taken twice is a ValueError."""
+    definition = MeasureDef(name, compute, **fields)
+    unknown = set(definition.defaults) - set(definition.params)
     if unknown:
         raise ValueError(f"measure {name}: defaults for parameters it does not take: {unknown}")
-    spellings = {s.lower() for s in (name, *aliases)}
+    spellings = {s.lower() for s in (name, *definition.aliases)}
     taken = sorted(s for s in spellings if s in _SPELLINGS)
     if taken:
         raise ValueError(f"measure {name}: {', '.join(taken)} is registered already")
-    definition = MeasureDef(
-        name, compute, usage, help, rel, cutoff, params, defaults, aliases, summed,
-        judged_only, gain, trec_eval, with_rel, list_function,
-    )  # fmt: skip
     _BY_NAME[name] = definition
     _SPELLINGS.update(dict.fromkeys(spellings, name))
-    if trec_eval is not None:
-        _TREC_EVAL[trec_eval.lower()] = name
+    if definition.trec_eval is not None:
+        _TREC_EVAL[definition.trec_eval.lower()] = name
     return definition
 
 
