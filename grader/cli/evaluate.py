@@ -18,10 +18,11 @@ from grader.cli.flags import add_measures
 from grader.errors import InputError
 from grader.evaluation.baseline import Comparisons, compare
 from grader.evaluation.files import path_join, read_grades
-from grader.evaluation.scoring import RunJoin, check_measures, evaluate_judged, is_count
+from grader.evaluation.scoring import RunJoin, check_measures, evaluate_judged
 from grader.io.runs import run_names
 from grader.metrics import DEFAULT_MEASURES, registry
 from grader.metrics.evaluate import Missing, Scores
+from grader.metrics.measures import is_summed as is_count
 
 # pyarrow, pandas, rich and pydantic are imported only where a path needs them (a large run, a
 # judgments JSONL or a grades CSV, the table): `relgrade evaluate` of small TREC files starts

@@ -11,6 +11,8 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from grader.errors import InputError
 from grader.io.files import iter_lines
 from grader.io.grade_format import looks_like_qrels, looks_like_run
@@ -19,6 +21,8 @@ from grader.io.trec_small import small_judged_run, small_qrels
 from grader.metrics.join_dicts import DictJudgments
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from grader.metrics.join_arrow import Judgments
     from grader.metrics.judged_rows import JudgedRun
     from grader.metrics.rank_order import Precision
@@ -92,14 +96,36 @@ def path_join(
                 "a measure with ties=asc (ir_measures' RR@k, Judged@k) needs a run file, not -",
                 hint="write the run to a file",
             )
-        from grader.evaluation.tie_order import ascending_ties
         from grader.io.runs import read_run_file
-        from grader.metrics.join_arrow import join_run
-        from grader.metrics.judged_rows import JudgedRun
 
-        frame = ascending_ties(read_run_file(path, precision=precision))
-        indexed = judged.arrow if isinstance(judged, DictJudgments) else judged
-        return JudgedRun(join_run(indexed, frame, precision=precision, depth=depth), len(frame))
+        return table_join(read_run_file(path, precision=precision), judged, precision)(depth, ties)
+
+    return join
+
+
+def table_join(
+    frame: pd.DataFrame, judged: DictJudgments | Judgments, precision: Precision
+) -> Callable[..., JudgedRun]:
+    """The `RunJoin` of a run table [query_id, doc_id, score|rank]; `ties="asc"` ranks it as
+    ir_measures' RR@k and Judged@k do: score descending in double precision, ties by doc id
+    ascending (code points), where trec_eval breaks them descending."""
+    from grader.metrics.join_arrow import join_run
+    from grader.metrics.judged_rows import JudgedRun
+
+    indexed = judged.arrow if isinstance(judged, DictJudgments) else judged
+
+    def join(depth: int | None, ties: str | None = None) -> JudgedRun:
+        ranked = frame
+        if ties is not None:
+            keyed = frame[["query_id", "doc_id", "score"]].astype(
+                {"query_id": str, "doc_id": str, "score": np.float64}
+            )
+            ordered = keyed.sort_values(
+                ["query_id", "score", "doc_id"], ascending=[True, False, True], kind="stable"
+            )
+            ranks = ordered.groupby("query_id", sort=False).cumcount() + 1
+            ranked = frame.assign(rank=ranks.reindex(frame.index).to_numpy(dtype=np.int64))
+        return JudgedRun(join_run(indexed, ranked, precision=precision, depth=depth), len(frame))
 
     return join
 

@@ -7,12 +7,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from grader.errors import InputError
-from grader.evaluation.files import path_join, read_grades
+from grader.evaluation.files import path_join, read_grades, table_join
 from grader.evaluation.scoring import RunJoin
 from grader.io.python_inputs import grades_table, is_path, run_inputs, run_table
 from grader.io.runs import run_names
 from grader.metrics.join_dicts import DictJudgments
-from grader.metrics.judged_rows import JudgedRun
 from grader.metrics.rank_order import Precision
 
 if TYPE_CHECKING:
@@ -53,22 +52,5 @@ def run_joins(
             joins.append((name, path_join(str(run), judged, precision)))
         else:
             frame = run_table(run, precision=precision)
-            joins.append((given or UNNAMED_RUN, _table_join(frame, judged, precision)))
+            joins.append((given or UNNAMED_RUN, table_join(frame, judged, precision)))
     return joins
-
-
-def _table_join(frame: Any, judged: DictJudgments | Judgments, precision: Precision) -> RunJoin:
-    from grader.metrics.join_arrow import join_run
-
-    indexed = judged.arrow if isinstance(judged, DictJudgments) else judged
-
-    def join(depth: int | None, ties: str | None = None) -> JudgedRun:
-        if ties is not None:
-            from grader.evaluation.tie_order import ascending_ties
-
-            ranked = join_run(indexed, ascending_ties(frame), precision=precision, depth=depth)
-            return JudgedRun(ranked, len(frame))
-        ranked = join_run(indexed, frame, precision=precision, depth=depth)
-        return JudgedRun(ranked, len(frame))
-
-    return join

@@ -14,9 +14,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from grader.metrics.evaluate import exact_mean
+from grader.metrics.judged_at_k import judged_of_returned
 from grader.metrics.judged_rows import Ranked
 from grader.metrics.measures import Measure
 
@@ -41,14 +40,7 @@ def judged_share(ranked: Ranked, k: int | None) -> float:
     """The share of the results within the top k (the whole ranking when None) that are
     judged, per query over min(k, returned), averaged over the answered queries (NaN: none)."""
     answered = ranked.returned > 0
-    if not answered.any():
-        return math.nan
-    within = ranked.rank <= k if k is not None else np.ones(len(ranked.rank), dtype=bool)
-    found = ranked.per_query(within)
-    shown = ranked.returned.astype(np.float64)
-    if k is not None:
-        shown = np.minimum(shown, float(k))
-    return exact_mean(found[answered] / shown[answered])
+    return exact_mean(judged_of_returned(ranked, k)[answered]) if answered.any() else math.nan
 
 
 def depth_label(ranked: Ranked, k: int | None) -> str:

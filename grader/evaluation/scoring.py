@@ -154,16 +154,11 @@ def _records(name: str, scores: Scores, with_queries: bool) -> list[dict[str, An
                 rows.append({"run": name, "query_id": qid, "measure": measure, "value": value})
     for measure, value in scores.means():
         rows.append({"run": name, "query_id": "all", "measure": measure, "value": value})
-    counts = {m for m in scores.measures if is_count(m)}
+    counts = {m for m in scores.measures if is_summed(m)}
     for row in rows:
         if row["measure"] in counts and not math.isnan(row["value"]):
             row["value"] = int(row["value"])  # counts print as trec_eval prints them
     return rows
-
-
-def is_count(measure: str) -> bool:
-    """NumRet, NumRel, NumRelRet: whole numbers, summed (not averaged) in the "all" row."""
-    return is_summed(measure)
 
 
 def _note(name: str, scores: Scores, skip: bool) -> str:

@@ -109,10 +109,7 @@ class Scores:
 
 def _aggregate(measure: str, values: npt.NDArray[np.float64]) -> float:
     """A count's exact sum, any other measure's exact mean (NaN over no queries)."""
-    total = math.fsum(values.tolist())
-    if is_summed(measure):
-        return total
-    return total / len(values) if len(values) else float("nan")
+    return math.fsum(values.tolist()) if is_summed(measure) else exact_mean(values)
 
 
 def score(ranked: Ranked, measures: Sequence[Measure], *, missing: Missing = "zero") -> Scores:
@@ -152,16 +149,8 @@ def mean_scores(per_query: pd.DataFrame) -> pd.DataFrame:
     import pandas as pd
 
     order = per_query.attrs.get("measures") or [str(m) for m in pd.unique(per_query["measure"])]
-    groups = per_query.groupby("measure", sort=False)["value"]
-    sums = groups.agg(math.fsum)
-    means = sums / groups.size()
-    summed = {m for m in order if is_summed(m)}
-    values = [
-        (float(sums[m]) if m in sums.index else 0.0)
-        if m in summed
-        else (float(means[m]) if m in means.index else float("nan"))
-        for m in order
-    ]
+    groups = dict(tuple(per_query.groupby("measure", sort=False)["value"]))
+    values = [_aggregate(m, groups[m].to_numpy() if m in groups else np.zeros(0)) for m in order]
     frame = pd.DataFrame({"measure": pd.Series(order, dtype=str), "value": values})
     frame.attrs.update(per_query.attrs)
     return frame
