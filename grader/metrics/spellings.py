@@ -16,19 +16,7 @@ _INT = re.compile(r"^[+-]?\d+$")
 
 def split_params(text: str | None) -> list[str]:
     """The `key=value` parts of a parameter list, split at commas outside `{...}`."""
-    source = text or ""
-    parts: list[str] = []
-    depth, start = 0, 0
-    for i, char in enumerate(source):
-        if char == "{":
-            depth += 1
-        elif char == "}":
-            depth -= 1
-        elif char == "," and depth == 0:
-            parts.append(source[start:i])
-            start = i + 1
-    parts.append(source[start:])
-    return [p.strip() for p in parts if p.strip()]
+    return [p.strip() for p in re.split(r",(?![^{]*\})", text or "") if p.strip()]
 
 
 def unquote(value: str) -> str:
