@@ -3,8 +3,7 @@
 Per run and measure: `diff` (mean of the per-query differences), `p_value` (the paired test's),
 `p_adjusted` (over every run x measure compared) and `diff_ci_low`, `diff_ci_high`
 (`significance`; docs/significance.md), over the queries both runs are scored on. A count is
-compared by its sum; Judged@k (how far the labels reach) is neither tested nor counted.
-"""
+compared by its sum; Judged@k (how far the labels reach) is neither tested nor counted."""
 
 from __future__ import annotations
 
@@ -117,8 +116,7 @@ def baseline_name(
     given: str, names: Sequence[str], sources: Sequence[str | None], flag: str
 ) -> str:
     """The run `given` names (a name as printed, or its path); fewer than two runs or an unknown
-    name is an InputError naming `flag`.
-    """
+    name is an InputError naming `flag`."""
     if len(names) < 2:
         raise InputError(
             f"{flag.rstrip(' =')} compares runs with a baseline: give at least two runs "

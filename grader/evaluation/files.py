@@ -2,8 +2,7 @@
 
 Small TREC files (`trec_small.SMALL_BYTES`) are read in plain Python without importing Arrow,
 which takes longer than scoring them; others, and any the plain reader does not take, go to the
-Arrow readers, grades CSV and judgments to pandas' (`grader.io` says which reads what).
-"""
+Arrow readers, grades CSV and judgments to pandas' (`grader.io` says which reads what)."""
 
 from __future__ import annotations
 
@@ -30,8 +29,7 @@ if TYPE_CHECKING:
 
 def read_grades(path: str, *, clamp: bool) -> tuple[DictJudgments | Judgments, dict[str, Any]]:
     """QRELS (TREC qrels, judgments JSONL or grades CSV, told by the first data line) indexed for
-    the join, and the facts read: `source`, `top`, `clamped`, `ungraded`, `failed`.
-    """
+    the join, and the facts read: `source`, `top`, `clamped`, `ungraded`, `failed`."""
     for lineno, line in iter_lines(path):
         if line.strip() and not line.lstrip().startswith("#"):
             if looks_like_run(line):
@@ -139,8 +137,7 @@ def judged_run_file(
 ) -> JudgedRun:
     """The run at `path` (`-`: stdin) joined with `judged`, in plain Python when both are small,
     else block by block (`run_stream`); a run that fails and reads as qrels is said to look like
-    qrels.
-    """
+    qrels."""
     try:
         return _judged_run_file(path, judged, precision=precision, depth=depth)
     except InputError as exc:
@@ -181,8 +178,7 @@ def _judged_run_file(
 def arrow_without_pandas() -> None:
     """Have pyarrow settle, before its first conversion, that it runs without pandas: it would
     import it on its first look, which `relgrade evaluate` of TREC files never needs (later needs of
-    pandas import it as usual).
-    """
+    pandas import it as usual)."""
     if "pandas" in sys.modules:
         return
     import pyarrow as pa

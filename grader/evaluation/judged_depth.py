@@ -5,8 +5,7 @@ cutoff, or the whole ranking) its number rests on that. `judged_share`: the shar
 within the depth that are judged, per query over min(k, returned), averaged over answered
 queries; above `UNJUDGED_SHARE` unjudged the measure gets a caution (not those that read judged
 results only). A run whose top 10 is almost never judged (`MISMATCH_JUDGED`) most likely names
-documents with other ids (MS MARCO v1 vs v2, ids read as numbers).
-"""
+documents with other ids (MS MARCO v1 vs v2, ids read as numbers)."""
 
 from __future__ import annotations
 

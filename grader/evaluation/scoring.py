@@ -1,7 +1,6 @@
 """One evaluation of several runs against one qrels: scores, records, warnings and notes, shared by
 `relgrade evaluate` (which prints them) and `relgrade.evaluate` (a frame and warnings). The
-records are `--format json`'s.
-"""
+records are `--format json`'s."""
 
 from __future__ import annotations
 
@@ -33,8 +32,7 @@ class RunJoin(Protocol):
 class Evaluation:
     """Each run's scores, the canonical measure names, and the stderr lines: `warnings` (warnings in
     the API) and `notes`; `requested` the names as asked when one is another tool's; `judged_shares`
-    (run, measure) -> the judged share of a measure looking deeper than the labels.
-    """
+    (run, measure) -> the judged share of a measure looking deeper than the labels."""
 
     results: list[tuple[str, Scores]]
     measures: list[str]
@@ -46,8 +44,7 @@ class Evaluation:
 
     def records(self, per_query: bool) -> list[dict[str, Any]]:
         """`--format json`'s records (NaN kept), with "requested" and "judged_share" where they
-        apply.
-        """
+        apply."""
         rows = [r for name, scores in self.results for r in _records(name, scores, per_query)]
         asked = dict(zip(self.measures, self.requested or [], strict=False))
         for row in rows:
@@ -84,8 +81,7 @@ def evaluate_judged(
     trec_eval_level: int = TREC_EVAL_LEVEL,
 ) -> Evaluation:
     """Score each named run against the qrels `facts` describe (as `read_grades` gives them); the
-    thresholds decided, unknown ids and measures deeper than the labels are said in `warnings`.
-    """
+    thresholds decided, unknown ids and measures deeper than the labels are said in `warnings`."""
     names = check_measures(given)
     top = facts.get("top")
     measures, warnings = resolve_thresholds(

@@ -6,8 +6,7 @@ when 2^n <= `permutations`, p without the +1 as ranx computes it; the bootstrap'
 `bootstrap` (percentile interval as scipy's, p from the resamples shifted to the null). Draws
 come from `numpy.random.default_rng(seed)` new for each comparison; a tie with the observed
 statistic (within 1e-10 of sum|d|) counts as reaching it. Under two queries: NaN; all
-differences equal: the t test's p is 1 at 0, else 0. `adjust`: Holm or Bonferroni, NaN kept out.
-"""
+differences equal: the t test's p is 1 at 0, else 0. `adjust`: Holm or Bonferroni, NaN kept out."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """Student's t without scipy at run time: the two-sided tail (the regularized incomplete beta by
 its continued fraction, on the side that converges fast) and its quantile, any real df > 0.
-Cross-checked against scipy.stats.t in tests/test_significance.py to 1e-12.
-"""
+Cross-checked against scipy.stats.t in tests/test_significance.py to 1e-12."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """The metrics core: measure names, list functions on graded lists, and the vectorised evaluator.
-Pure (no I/O, no LLM); every measure agrees with trec_eval to 1e-9 (docs/adding-a-measure.md).
-"""
+Pure (no I/O, no LLM); every measure agrees with trec_eval to 1e-9 (docs/adding-a-measure.md)."""
 
 from grader.metrics.ap import average_precision as average_precision
 from grader.metrics.evaluate import evaluate as evaluate

@@ -3,8 +3,7 @@
     AP@k = (1 / n_relevant) * sum_{i <= k, rel_i >= threshold} P@i
 
 n_relevant counts the query's judged relevant documents, returned or not (trec_eval's map;
-AP@k, map_cut_k, keeps that denominator).
-"""
+AP@k, map_cut_k, keeps that denominator)."""
 
 from __future__ import annotations
 

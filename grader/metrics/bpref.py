@@ -4,8 +4,7 @@ ones, unjudged ones skipped (trec_eval's bpref, ir_measures' Bpref).
     Bpref = (1 / R) * sum_{relevant retrieved r} (1 - min(n_r, R) / min(N, R))
 
 R: judged relevant, N: judged non-relevant (0 <= grade < threshold), n_r: judged non-relevant
-returned above r (n_r = 0 gives 1). A negative grade is neither. No k.
-"""
+returned above r (n_r = 0 gives 1). A negative grade is neither. No k."""
 
 from __future__ import annotations
 

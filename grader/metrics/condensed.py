@@ -2,8 +2,7 @@
 its ranks renumbered (trec_eval -J, ir_measures' judged_only; Sakai's condensed lists).
 
 For nDCG, RR, P, R, AP, Rprec and Success; k applies to the condensed list, the qrels side
-(recall's denominator, nDCG's ideal) does not change, and a negative grade counts as unjudged.
-"""
+(recall's denominator, nDCG's ideal) does not change, and a negative grade counts as unjudged."""
 
 from __future__ import annotations
 

@@ -6,8 +6,7 @@ A cascade user stops at result i with probability R(g_i) (Chapelle et al., 2009)
     ERR@k = sum_{i <= k} R(g_i) / i * prod_{j < i} (1 - R(g_j))
 
 Unjudged documents and grades <= 0 give R = 0; a grade above 4 is an error, as in gdeval. Ties
-are ranked in trec_eval's order; gdeval compares in double precision (`precision="float64"`).
-"""
+are ranked in trec_eval's order; gdeval compares in double precision (`precision="float64"`)."""
 
 from __future__ import annotations
 

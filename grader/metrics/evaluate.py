@@ -2,8 +2,7 @@
 
 `missing="zero"` (default, trec_eval -c): every qrels query counts, one the run does not answer
 scores 0, so a run cannot look better by skipping hard queries; `missing="skip"` (trec_eval's
-default): only queries in both. Run queries the qrels lack are ignored, as by trec_eval.
-"""
+default): only queries in both. Run queries the qrels lack are ignored, as by trec_eval."""
 
 from __future__ import annotations
 
@@ -42,8 +41,7 @@ def evaluate(
     """Score `run` (with `rank`, or `score` ranked here in `precision`) against `qrels`: a long
     frame [query_id, measure, value]. A name without `(rel=N)` gets the threshold the qrels call for
     (an inferred 1 is a RelgradeWarning). attrs: `missing`, `n_queries`, `qrels_queries`,
-    `unjudged_queries`.
-    """
+    `unjudged_queries`."""
     from grader.metrics.join_arrow import join_run, judgments_of  # Arrow: never for `score`
 
     judged = judgments_of(qrels)
@@ -67,8 +65,7 @@ def depth_needed(measures: Sequence[Measure]) -> int | None:
 @dataclass(frozen=True)
 class Scores:
     """Per-query values of one run: `values[i, j]` is measure i on query `query_ids[j]`; the other
-    fields mean what `evaluate`'s frame attrs mean.
-    """
+    fields mean what `evaluate`'s frame attrs mean."""
 
     query_ids: list[str]
     measures: list[str]
@@ -144,8 +141,7 @@ def mean_scores(per_query: pd.DataFrame) -> pd.DataFrame:
     """The mean of each measure over the queries of an `evaluate` frame: [measure, value].
 
     Counts (NumRet, NumRel, NumRelRet) are summed, as by trec_eval; no queries give NaN (a sum 0).
-    Sums are exact (`math.fsum`): runs with the same per-query values tie whatever the order.
-    """
+    Sums are exact (`math.fsum`): runs with the same per-query values tie whatever the order."""
     import pandas as pd
 
     order = per_query.attrs.get("measures") or [str(m) for m in pd.unique(per_query["measure"])]

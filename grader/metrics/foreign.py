@@ -5,8 +5,7 @@ trec_eval's names (`P_10`, `map`, `ndcg_cut_10` ...) mean what trec_eval compute
 bare word as trec_eval writes it, or in any case where relgrade has no such word (`MAP`, but
 `nDCG` is relgrade's). ir_measures' objects mean what `calc_aggregate` computes: rel=1 by
 default, and its RR@k and Judged@k rank ties by doc id ascending (`ties=asc`), Judged@k dividing
-by min(k, returned) (`of=returned`). Nothing here imports ir_measures.
-"""
+by min(k, returned) (`of=returned`). Nothing here imports ir_measures."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """The qrels x run join with Arrow: judged run rows (`Ranked`) as flat numpy arrays.
 
 Measures need only the judged documents a run returned (`grader.metrics.judged_rows`), so the
-run is touched once, to look its (query, doc) pairs up among the qrels' Arrow dictionary codes.
-"""
+run is touched once, to look its (query, doc) pairs up among the qrels' Arrow dictionary codes."""
 
 from __future__ import annotations
 
@@ -83,8 +82,7 @@ def _grouped_ranks(run: pd.DataFrame, precision: Precision) -> Int:
 class Judgments:
     """The judgments of a qrels as the join looks them up: distinct `query_ids` (first appearance)
     and `doc_ids`; a judgment's key is `query code * len(doc_ids) + doc code`, `sorted_keys` in
-    order with `sorted_grades` beside them; `ideal_*` as in `Ranked`.
-    """
+    order with `sorted_grades` beside them; `ideal_*` as in `Ranked`."""
 
     query_ids: pa.Array
     doc_ids: pa.Array
@@ -189,8 +187,7 @@ def join(
 ) -> Ranked:
     """Join a qrels frame with a run [query_id, doc_id, rank|score]: the qrels' queries in order of
     first appearance (others ignored, as by trec_eval); with `depth`, only each ranking's top
-    `depth`.
-    """
+    `depth`."""
     return join_run(judgments_of(qrels), run, precision=precision, depth=depth)
 
 

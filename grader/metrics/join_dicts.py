@@ -1,8 +1,7 @@
 """A qrels indexed in Python dicts, and the join of a run given as lists: no Arrow.
 
 `grader.metrics.join_arrow` for the small files read in plain Python. Ids are the file's UTF-8
-bytes (bytes compare as trec_eval's strcmp); the answer is the same `Ranked` as Arrow's.
-"""
+bytes (bytes compare as trec_eval's strcmp); the answer is the same `Ranked` as Arrow's."""
 
 from __future__ import annotations
 
@@ -27,8 +26,7 @@ _NO_GRADES: dict[bytes, int] = {}
 class DictJudgments:
     """The judgments of a qrels: `grades[code][doc]` is a query's doc's grade, `codes` each query
     id's code; `rows` the judgments as given, for `arrow`. (A plain class: a dataclass costs time at
-    import, and `relgrade evaluate` of a small run is mostly its start.)
-    """
+    import, and `relgrade evaluate` of a small run is mostly its start.)"""
 
     def __init__(
         self,
@@ -77,8 +75,7 @@ class DictJudgments:
         depth: int | None = None,
     ) -> Ranked:
         """The judged rows of a run given as columns (each line's query as a code into `heads`, doc
-        id, score), as `join_arrow.join_run` gives them. A (query, doc) twice is an InputError.
-        """
+        id, score), as `join_arrow.join_run` gives them. A (query, doc) twice is an InputError."""
         grouped = bool((qcodes[1:] >= qcodes[:-1]).all())
         _check_unique(qcodes, docs, grouped)
         order = rank_order(qcodes, scores, docs, precision)
@@ -142,8 +139,7 @@ def dict_judgments(
     heads: list[bytes], qcodes: Int, docs: list[bytes], grades: Int
 ) -> DictJudgments:
     """Index a qrels given as columns (query codes into `heads`, doc ids as bytes, grades); a
-    (query, doc) graded twice is an InputError.
-    """
+    (query, doc) graded twice is an InputError."""
     tables: list[dict[bytes, int]] = [{} for _ in heads]
     for code, doc, grade in zip(qcodes.tolist(), docs, grades.tolist(), strict=True):
         table = tables[code]

@@ -4,8 +4,7 @@
 
 It shows where labels are still missing. The denominator is k, as P@k's (so P(rel=N)@k <=
 Judged@k) and ir_measures' first Judged@k; `Judged(of=returned)@k` divides by min(k, returned),
-as recent ir_measures does. Without k: the share of the whole returned list.
-"""
+as recent ir_measures does. Without k: the share of the whole returned list."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """The judged rows every measure reads (`Ranked`), as plain numpy arrays: both qrels indexes
-(`join_arrow`, `join_dicts`) end here, so the kernels never know which one ran.
-"""
+(`join_arrow`, `join_dicts`) end here, so the kernels never know which one ran."""
 
 from __future__ import annotations
 
@@ -18,8 +17,7 @@ Float = npt.NDArray[np.float64]
 class Ranked:
     """Judged run rows and judged grades of one run against one qrels, by qrels query index:
     `query`, `rank`, `grade` per returned judged document, by query then rank; `ideal_*` every
-    judgment by query then grade descending (`ideal_pos`: 1-based position in the ideal ranking).
-    """
+    judgment by query then grade descending (`ideal_pos`: 1-based position in the ideal ranking)."""
 
     query_ids: list[str]
     query: Int

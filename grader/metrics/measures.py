@@ -3,8 +3,7 @@
 Names follow ir_measures (`nDCG@10`, `RR(rel=3)@10`, `nDCG(gain=exp)@10`; its `dcg=`, `gains=`
 and `judged_only=` too, `spellings`); trec_eval's names and ir_measures' objects keep their
 tool's meaning (`foreign`). The binary threshold (default 2, or `default_threshold` of the
-qrels) is always printed: a number never travels without the threshold that produced it.
-"""
+qrels) is always printed: a number never travels without the threshold that produced it."""
 
 from __future__ import annotations
 
@@ -51,8 +50,7 @@ def parse_measure(
 ) -> Measure:
     """Parse `nDCG@10`, `RR(rel=3)@10`, `P_10` (trec_eval's, at `trec_eval_level`), an ir_measures
     object ... into a Measure; a name without `(rel=N)` gets `default_rel`. InputError lists the
-    valid names.
-    """
+    valid names."""
     if isinstance(name, Measure):
         return name
     if not isinstance(name, str):
@@ -191,8 +189,7 @@ BINARY_THRESHOLD = 1
 
 def default_threshold(max_grade: int | None) -> int:
     """The threshold a name without `(rel=N)` gets: 1 for binary qrels (highest grade <= 1: MS
-    MARCO, BEIR), where 2 would leave no query a relevant document; else DEFAULT_THRESHOLD.
-    """
+    MARCO, BEIR), where 2 would leave no query a relevant document; else DEFAULT_THRESHOLD."""
     if max_grade is not None and max_grade <= BINARY_THRESHOLD:
         return BINARY_THRESHOLD
     return DEFAULT_THRESHOLD

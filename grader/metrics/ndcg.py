@@ -7,8 +7,7 @@
   Web's junk) gain 0, as in trec_eval's gain table.
 - IDCG@k ranks ALL the query's judged grades by gain, returned or not: an ideal built from the
   returned list would give a run that found 3 of 5 relevant documents nDCG = 1.0.
-- No threshold. A query with IDCG = 0, or an empty ranking, scores 0.
-"""
+- No threshold. A query with IDCG = 0, or an empty ranking, scores 0."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """NumRel(rel=N): the documents judged relevant for the query (trec_eval's num_rel), returned or
-not: the denominator of recall, AP and Rprec; a count, summed in the "all" row.
-"""
+not: the denominator of recall, AP and Rprec; a count, summed in the "all" row."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """NumRelRet(rel=N): the relevant results the run returned (trec_eval's num_rel_ret; ir_measures'
-`NumRet(rel=N)`); a count, summed in the "all" row.
-"""
+`NumRet(rel=N)`); a count, summed in the "all" row."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """NumRet: the number of results a run returned for the query (trec_eval's num_ret), judged or
-not; a count, summed in the "all" row. ir_measures' `NumRet(rel=N)` is NumRelRet(rel=N).
-"""
+not; a count, summed in the "all" row. ir_measures' `NumRet(rel=N)` is NumRelRet(rel=N)."""
 
 from __future__ import annotations
 

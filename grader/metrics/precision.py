@@ -2,8 +2,7 @@
 
     P@k = |{ i <= k : rel_i >= threshold }| / k
 
-Always divided by k (trec_eval's P_k): a short ranking is not rewarded for stopping early.
-"""
+Always divided by k (trec_eval's P_k): a short ranking is not rewarded for stopping early."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """The one order query ids are listed in: by number when every id is a whole number (2, 10, 100),
-else as text; ids equal as numbers (1, 01) fall back to text.
-"""
+else as text; ids equal as numbers (1, 01) fall back to text."""
 
 from __future__ import annotations
 

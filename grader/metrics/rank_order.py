@@ -2,8 +2,7 @@
 
 Scores compare in float32 by default (trec_eval 9 and pytrec_eval keep C floats), in double
 with `precision="float64"` (trec_eval 10). Doc ids may be Arrow arrays, a pandas Series or a
-list of str; Arrow is imported only to break ties among Arrow or pandas ids.
-"""
+list of str; Arrow is imported only to break ties among Arrow or pandas ids."""
 
 from __future__ import annotations
 
@@ -67,8 +66,7 @@ def rank_order(
     precision: Precision,
 ) -> np.ndarray:
     """Row order of trec_eval: by query, score descending (in `precision`), doc id descending
-    (bytewise in UTF-8, as strcmp).
-    """
+    (bytewise in UTF-8, as strcmp)."""
     key = scores.astype(np.float32 if precision == "float32" else np.float64)
     n = len(key)
     if n == 0:

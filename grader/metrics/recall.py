@@ -2,8 +2,7 @@
 
     R@k = |{ i <= k : rel_i >= threshold }| / n_relevant
 
-n_relevant counts judged documents, never returned ones; without k, trec_eval's set_recall.
-"""
+n_relevant counts judged documents, never returned ones; without k, trec_eval's set_recall."""
 
 from __future__ import annotations
 

@@ -3,8 +3,7 @@
 `register` says all the rest of relgrade knows of a family (spellings, parameters, kernel, list
 function, help line): `parse_measure`, `evaluate` and the CLI read it, none names a measure.
 Built-in measures register when `grader.metrics.builtin` is imported; installed packages through
-the entry point group `relgrade.measures` (`grader.plugins`), the first time a name is unknown.
-"""
+the entry point group `relgrade.measures` (`grader.plugins`), the first time a name is unknown."""
 
 from __future__ import annotations
 
@@ -44,8 +43,7 @@ class Measure:
 
     `rel`: the binary threshold (None for nDCG and Judged); `gain`: "linear" or "exp" for nDCG;
     `gains`: nDCG's custom grade -> gain map (identity entries dropped); `judged_only`: score the
-    condensed list; `params`: the family's own parameters by key (a None value is not printed).
-    """
+    condensed list; `params`: the family's own parameters by key (a None value is not printed)."""
 
     name: str
     cutoff: int | None = None
@@ -89,8 +87,7 @@ class MeasureDef:
     other spellings; `summed` its "all" row sums; `judged_only` and `gain` it takes those
     parameters; `trec_eval` trec_eval's name with a cutoff (`ndcg_cut`); `with_rel` the family
     meant when written with `rel=` (NumRet(rel=N) is NumRelRet); `list_function` the measure on
-    one graded list.
-    """
+    one graded list."""
 
     name: str
     compute: Kernel

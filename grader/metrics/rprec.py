@@ -1,8 +1,7 @@
 """R-precision (Rprec): precision at rank R, R the query's number of judged relevant documents;
 a ranking shorter than R still divides by R (trec_eval).
 
-    Rprec = |{ i <= R : rel_i >= threshold }| / R
-"""
+    Rprec = |{ i <= R : rel_i >= threshold }| / R"""
 
 from __future__ import annotations
 

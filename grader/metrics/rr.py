@@ -2,8 +2,7 @@
 
     RR@k = 1 / min{ i <= k : rel_i >= threshold }      (0 if the set is empty)
 
-Without k the whole ranking counts (trec_eval's recip_rank; RR@k is it on the top k).
-"""
+Without k the whole ranking counts (trec_eval's recip_rank; RR@k is it on the top k)."""
 
 from __future__ import annotations
 

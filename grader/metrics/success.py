@@ -1,6 +1,5 @@
 """Success at k (Success@k): 1 when any of the top k results is relevant, else 0 (trec_eval's
-success_k).
-"""
+success_k)."""
 
 from __future__ import annotations
 

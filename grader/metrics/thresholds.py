@@ -1,6 +1,5 @@
 """Which binary threshold a measure name without `(rel=N)` gets (`default_threshold` of the qrels'
-highest grade), and the words that say so: binary qrels never score a silent 0.
-"""
+highest grade), and the words that say so: binary qrels never score a silent 0."""
 
 from __future__ import annotations
 
@@ -26,8 +25,7 @@ def resolve_thresholds(
 ) -> tuple[list[Measure], list[str]]:
     """The measures with the threshold the qrels call for where a name writes none, and the lines
     saying what was decided (the inferred 1, a threshold above every grade, and for `typed` names
-    the 2 ir_measures reads as 1); other tools' names keep their tool's (`foreign`).
-    """
+    the 2 ir_measures reads as 1); other tools' names keep their tool's (`foreign`)."""
     default = default_threshold(top)
     measures = list(
         dict.fromkeys(
@@ -70,8 +68,7 @@ def requested_names(
     trec_eval_level: int = foreign.TREC_EVAL_LEVEL,
 ) -> list[str] | None:
     """The name each measure was asked by, as typed, in the measures' order; None when no name is
-    another tool's.
-    """
+    another tool's."""
     if not any(is_foreign(n) for n in names):
         return None
     default = default_threshold(top)

@@ -7,5 +7,4 @@
 - `evaluation`: one call from any input form to the records and lines the command prints
   (`--baseline` under `--fill` too).
 
-The metrics core (`grader.metrics`) stays pure IR: these modules use it, never the reverse.
-"""
+The metrics core (`grader.metrics`) stays pure IR: these modules use it, never the reverse."""

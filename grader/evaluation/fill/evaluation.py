@@ -2,8 +2,7 @@
 grade sets read, the same-collection check, the thresholds, `evaluate_fill`, and the records
 (`--format json`'s with a `regime`; docs/filling-holes.md) and stderr lines. With `--baseline`,
 per regime the "all" records get `evaluate --baseline`'s paired test (corrected within the
-regime), and the filled ones `corrected_diff`, its interval and `corrected_p_value`.
-"""
+regime), and the filled ones `corrected_diff`, its interval and `corrected_p_value`."""
 
 from __future__ import annotations
 
@@ -139,8 +138,7 @@ def evaluate_filled(
 ) -> FillEvaluation:
     """Each run scored three ways (`evaluate_fill`), thresholds decided on people's grades and the
     LLM's mapped top (`typed`: names written by a person), and the lines the command prints.
-    `weights`: 1/pi of the also-judged pairs from `manifest`; `comparison`: --baseline's.
-    """
+    `weights`: 1/pi of the also-judged pairs from `manifest`; `comparison`: --baseline's."""
     from grader.metrics.thresholds import resolve_thresholds
 
     check_same_collection(human, llm, llm_name, human_path)
@@ -232,10 +230,9 @@ def _clean(value: Any) -> Any:
 
 def fill_records(result: FillResult, per_query: bool = False) -> list[dict[str, Any]]:
     """The records (see the module docstring), a NaN value kept as NaN."""
-    frame = result.frame(per_query)
     records: list[dict[str, Any]] = []
-    for row in frame.to_dict(orient="records"):
-        record = {str(k): v for k, v in row.items() if k == "value" or _clean(v) is not None}
+    for row in result.rows(per_query):
+        record = {k: v for k, v in row.items() if k == "value" or _clean(v) is not None}
         if "reason" in record:  # no interval: said as null, with the reason
             record.update(corrected=None, ci_low=None, ci_high=None)
         records.append(record)

@@ -8,8 +8,7 @@ corrects the base by H * mean_w(d); five imputations are combined (`combine`). I
 holes resemble the overlap given the LLM grade and the query, which `fill.reach` checks first.
 A pair changes only its own query's score, so one rescoring per round serves one pair per query.
 Two runs' difference is estimated jointly (`corrected_differences`: the same imputations, overlap
-pairs and queries), so what they share cancels; queries are not resampled (`--baseline`'s test).
-"""
+pairs and queries), so what they share cancels; queries are not resampled (`--baseline`'s test)."""
 
 from __future__ import annotations
 
@@ -132,8 +131,7 @@ class _Imputer:
     """A human grade for pairs people did not grade, by Bayes' rule: P(h | l, q) ~ P(l | h) P_q(h),
     P(l | h) from the overlap (1/pi weighted), P_q(h) from people's grades of query q shrunk towards
     the pool's (`PRIOR_PAIRS` pseudo-pairs): the LLM's errors depend on the true grade, not the
-    query.
-    """
+    query."""
 
     grades: Int  # the human grades that occur, ascending
     likelihood: Float  # [grade, llm grade 0..9]: P(llm | human)

@@ -5,8 +5,7 @@ On the run's top k: reach, the overlap of the holes' and the overlap pairs' dist
 cells (rank band x LLM grade), must be at least `MIN_REACH` with `MIN_SLOTS` overlap slots (a
 new system's top holes, with an overlap drawn from the judged pool, are not reached:
 bench/fill_coverage.py; people grading a sample of the holes is the design that works); and at
-most `MAX_UNJUDGED` of the slots may be graded by nobody.
-"""
+most `MAX_UNJUDGED` of the slots may be graded by nobody."""
 
 from __future__ import annotations
 
@@ -40,8 +39,7 @@ class Reach:
 
     def reason(self, run: str, design: str = "judged") -> str | None:
         """Why the interval at this depth is not given, or None; a sample of the holes (`design`
-        "holes") reaches them by design, so only the share nobody graded is checked.
-        """
+        "holes") reaches them by design, so only the share nobody graded is checked."""
         top = "ranking" if self.k is None else f"top {self.k}"
         if self.slots and self.unjudged / self.slots > MAX_UNJUDGED:
             return (
@@ -73,8 +71,7 @@ class Reach:
 
 def reach(ranked: Ranked, k: int | None, first: int, overlap: Int, llm: Int) -> Reach:
     """The `Reach` of a run coded by pair index (holes from `first` on), `overlap` the overlap
-    pairs, `llm` every pair's LLM grade (-1: none).
-    """
+    pairs, `llm` every pair's LLM grade (-1: none)."""
     top = np.ones(len(ranked.rank), dtype=bool) if k is None else ranked.rank <= k
     index = ranked.grade[top]
     grade = np.where(llm[index] < 0, 0, np.where(llm[index] >= HIGH, 2, 1))

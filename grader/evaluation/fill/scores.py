@@ -5,15 +5,14 @@ The regimes (docs/filling-holes.md): `holes_nonrelevant` (people's qrels alone, 
 (people's grade where there is one, the LLM's, mapped by `scale`, on the holes). All average
 over people's queries (the LLM's grades elsewhere are counted in `FillResult.outside`), so the
 three are comparable. `Shares` says who judged each run's top k; with pairs graded by both, the
-filled score gets an interval (`fill.interval`). Pure: DataFrames in, DataFrames out.
-"""
+filled score gets an interval (`fill.interval`). Pure: DataFrames in, DataFrames out."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -82,27 +81,31 @@ class FillResult:
     outside: int = 0  # LLM grades on queries people did not judge (left out)
     outside_queries: int = 0  # those queries
 
+    def rows(self, per_query: bool = False) -> list[dict[str, Any]]:
+        """[run, query_id, measure, regime, value] ("all": the mean, counts summed), with
+        `corrected, ci_low, ci_high` on the filled means with an interval, `reason` on those
+        refused."""
+        rows = [
+            row
+            for run, regimes in self.scores.items()
+            for regime in REGIMES
+            for row in _rows(run, regime, regimes[regime], self.measures, per_query)
+        ]
+        for row in rows:
+            if row["regime"] == "filled" and row["query_id"] == "all":
+                found = self.intervals.get(row["run"], {}).get(row["measure"])
+                if found is not None:
+                    row.update(corrected=found.estimate, ci_low=found.low, ci_high=found.high)
+                why = self.refused.get(row["run"], {}).get(row["measure"])
+                if why is not None:
+                    row["reason"] = why
+        return rows
+
     def frame(self, per_query: bool = False) -> pd.DataFrame:
-        """The long frame [run, query_id, measure, regime, value] ("all": the mean, counts summed),
-        with `corrected, ci_low, ci_high` on the filled means with an interval, `reason` on those
-        refused.
-        """
+        """`rows` as a frame."""
         import pandas as pd
 
-        rows: list[dict[str, object]] = []
-        for run, regimes in self.scores.items():
-            for regime in REGIMES:
-                rows.extend(_rows(run, regime, regimes[regime], self.measures, per_query))
-            for row in rows:
-                if row["run"] == run and row["regime"] == "filled" and row["query_id"] == "all":
-                    found = self.intervals.get(run, {}).get(str(row["measure"]))
-                    if found is not None:
-                        row["corrected"] = found.estimate
-                        row["ci_low"], row["ci_high"] = found.low, found.high
-                    why = self.refused.get(run, {}).get(str(row["measure"]))
-                    if why is not None:
-                        row["reason"] = why
-        return pd.DataFrame(rows)
+        return pd.DataFrame(self.rows(per_query))
 
     def shares_frame(self) -> pd.DataFrame:
         """[run, k, source, share]: who graded each run's top k (k None: the whole ranking)."""
@@ -118,19 +121,12 @@ class FillResult:
 
 def _rows(
     run: str, regime: str, scores: Scores, names: list[str], per_query: bool
-) -> list[dict[str, object]]:
-    rows: list[dict[str, object]] = []
-    means = [value for _, value in scores.means()]
+) -> Iterator[dict[str, Any]]:
+    means = [mean for _, mean in scores.means()]
     for name, values, mean in zip(names, scores.values.tolist(), means, strict=True):
-        if per_query:
-            for qid, value in zip(scores.query_ids, values, strict=True):
-                rows.append(
-                    {"run": run, "query_id": qid, "measure": name, "regime": regime, "value": value}
-                )
-        rows.append(
-            {"run": run, "query_id": "all", "measure": name, "regime": regime, "value": mean}
-        )
-    return rows
+        queries = zip(scores.query_ids, values, strict=True) if per_query else ()
+        for qid, value in [*queries, ("all", mean)]:
+            yield {"run": run, "query_id": qid, "measure": name, "regime": regime, "value": value}
 
 
 def merge(
@@ -187,8 +183,7 @@ def evaluate_fill(
 
     `weights`: 1/pi of each also-judged pair; `level` None: no interval; `design`: the overlap
     drawn from the judged pool ("judged") or a sample of the holes ("holes"); `check` False keeps
-    the intervals `fill.reach` refuses; `baseline`: the corrected differences from that run.
-    """
+    the intervals `fill.reach` refuses; `baseline`: the corrected differences from that run."""
     from grader.metrics.join_arrow import join
 
     parsed = [parse_measure(m) for m in measures]
