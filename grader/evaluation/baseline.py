@@ -1,9 +1,6 @@
-"""`evaluate --baseline NAME`: every other run compared with the baseline, measure by measure.
-
-Per run and measure: `diff` (mean of the per-query differences), `p_value` (the paired test's),
-`p_adjusted` (over every run x measure compared) and `diff_ci_low`, `diff_ci_high`
-(`significance`; docs/significance.md), over the queries both runs are scored on. A count is
-compared by its sum; Judged@k (how far the labels reach) is neither tested nor counted."""
+"""`evaluate --baseline NAME`: every other run against the baseline, measure by measure, on the
+queries both are scored on (COLUMNS; `significance`, docs/significance.md). A count is compared
+by its sum; Judged@k (how far the labels reach) is neither tested nor counted."""
 
 from __future__ import annotations
 

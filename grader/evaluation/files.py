@@ -1,8 +1,6 @@
-"""Which reader reads `relgrade evaluate`'s files, so that a small run scores in a blink.
-
-Small TREC files (`trec_small.SMALL_BYTES`) are read in plain Python without importing Arrow,
-which takes longer than scoring them; others, and any the plain reader does not take, go to the
-Arrow readers, grades CSV and judgments to pandas' (`grader.io` says which reads what)."""
+"""Which reader reads `relgrade evaluate`'s files: small TREC files (`trec_small.SMALL_BYTES`)
+in plain Python without importing Arrow, which takes longer than scoring them; others with Arrow,
+grades CSV and judgments with pandas (`grader.io` says which reads what)."""
 
 from __future__ import annotations
 
@@ -135,9 +133,8 @@ def judged_run_file(
     precision: Precision,
     depth: int | None,
 ) -> JudgedRun:
-    """The run at `path` (`-`: stdin) joined with `judged`, in plain Python when both are small,
-    else block by block (`run_stream`); a run that fails and reads as qrels is said to look like
-    qrels."""
+    """The run at `path` (`-`: stdin) joined with `judged`: in plain Python when both are small,
+    else block by block (`run_stream`); a run that fails but reads as qrels is said to be qrels."""
     try:
         return _judged_run_file(path, judged, precision=precision, depth=depth)
     except InputError as exc:
@@ -176,9 +173,8 @@ def _judged_run_file(
 
 
 def arrow_without_pandas() -> None:
-    """Have pyarrow settle, before its first conversion, that it runs without pandas: it would
-    import it on its first look, which `relgrade evaluate` of TREC files never needs (later needs of
-    pandas import it as usual)."""
+    """Have pyarrow settle, before its first conversion, that it runs without pandas, which it would
+    import on its first look and `relgrade evaluate` of TREC files never needs."""
     if "pandas" in sys.modules:
         return
     import pyarrow as pa

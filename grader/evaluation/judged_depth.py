@@ -1,11 +1,8 @@
 """Measures that look deeper than the labels, and runs whose document ids the qrels do not know.
 
-A measure reads an unjudged result as not relevant, so where labels stop above its depth (its
-cutoff, or the whole ranking) its number rests on that. `judged_share`: the share of results
-within the depth that are judged, per query over min(k, returned), averaged over answered
-queries; above `UNJUDGED_SHARE` unjudged the measure gets a caution (not those that read judged
-results only). A run whose top 10 is almost never judged (`MISMATCH_JUDGED`) most likely names
-documents with other ids (MS MARCO v1 vs v2, ids read as numbers)."""
+An unjudged result counts as not relevant, so where labels stop above a measure's depth its
+number rests on that: above `UNJUDGED_SHARE` unjudged there (`judged_share`) it gets a caution. A
+run whose top 10 is almost never judged (`MISMATCH_JUDGED`) most likely names other ids."""
 
 from __future__ import annotations
 

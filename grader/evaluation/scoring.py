@@ -1,6 +1,5 @@
-"""One evaluation of several runs against one qrels: scores, records, warnings and notes, shared by
-`relgrade evaluate` (which prints them) and `relgrade.evaluate` (a frame and warnings). The
-records are `--format json`'s."""
+"""One evaluation of several runs against one qrels: scores, `--format json`'s records, warnings
+and notes, shared by `relgrade evaluate` and `relgrade.evaluate`."""
 
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
-"""Paired significance tests between two runs' per-query scores, and multiple-test corrections.
-
-Each test takes the per-query differences d and gives the mean, a two-sided p-value and a 95%
-interval (docs/significance.md): `t` (scipy's `ttest_rel`), `randomization` (Fisher's, exact
-when 2^n <= `permutations`, p without the +1 as ranx computes it; the bootstrap's interval) and
-`bootstrap` (percentile interval as scipy's, p from the resamples shifted to the null). Draws
-come from `numpy.random.default_rng(seed)` new for each comparison; a tie with the observed
-statistic (within 1e-10 of sum|d|) counts as reaching it. Under two queries: NaN; all
-differences equal: the t test's p is 1 at 0, else 0. `adjust`: Holm or Bonferroni, NaN kept out."""
+"""Paired significance tests on two runs' per-query differences d (mean, two-sided p, 95%
+interval; docs/significance.md): `t` (scipy's `ttest_rel`), `randomization` (exact when 2^n <=
+`permutations`, p as ranx computes it) and `bootstrap` (scipy's percentile interval), draws from
+`default_rng(seed)`; a tie within 1e-10 of sum|d| reaches the observed. `adjust`: Holm or
+Bonferroni as statsmodels', NaN kept out."""
 
 from __future__ import annotations
 

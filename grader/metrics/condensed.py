@@ -1,8 +1,5 @@
-"""judged_only=True: score the condensed list, the ranking with its unjudged results removed and
-its ranks renumbered (trec_eval -J, ir_measures' judged_only; Sakai's condensed lists).
-
-For nDCG, RR, P, R, AP, Rprec and Success; k applies to the condensed list, the qrels side
-(recall's denominator, nDCG's ideal) does not change, and a negative grade counts as unjudged."""
+"""judged_only=True: the condensed list, the ranking without its unjudged (or negatively graded)
+results, ranks renumbered (trec_eval -J); k applies to it, the qrels side does not change."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""The vectorised qrels x run evaluator: per-query and mean tables.
-
-`missing="zero"` (default, trec_eval -c): every qrels query counts, one the run does not answer
-scores 0, so a run cannot look better by skipping hard queries; `missing="skip"` (trec_eval's
-default): only queries in both. Run queries the qrels lack are ignored, as by trec_eval."""
+"""The vectorised qrels x run evaluator. `missing="zero"` (default, trec_eval -c): every qrels
+query counts, one the run does not answer scores 0; `missing="skip"` (trec_eval's default): only
+queries in both. Run queries the qrels lack are ignored, as by trec_eval."""
 
 from __future__ import annotations
 
@@ -138,10 +136,8 @@ def score(ranked: Ranked, measures: Sequence[Measure], *, missing: Missing = "ze
 
 
 def mean_scores(per_query: pd.DataFrame) -> pd.DataFrame:
-    """The mean of each measure over the queries of an `evaluate` frame: [measure, value].
-
-    Counts (NumRet, NumRel, NumRelRet) are summed, as by trec_eval; no queries give NaN (a sum 0).
-    Sums are exact (`math.fsum`): runs with the same per-query values tie whatever the order."""
+    """The mean of each measure over the queries of an `evaluate` frame: [measure, value]; counts
+    (NumRet, NumRel, NumRelRet) summed as by trec_eval. Exact sums (`math.fsum`): ties stay ties."""
     import pandas as pd
 
     order = per_query.attrs.get("measures") or [str(m) for m in pd.unique(per_query["measure"])]

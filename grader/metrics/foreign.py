@@ -1,11 +1,7 @@
-"""Names from other tools, keeping their meaning: trec_eval's names and ir_measures' objects.
-
-trec_eval's names (`P_10`, `map`, `ndcg_cut_10` ...) mean what trec_eval computes at its level
-(`-l`, `--trec-eval-level`): `P_10` is `P(rel=1)@10`. `FAMILY_k` is trec_eval's in any case; a
-bare word as trec_eval writes it, or in any case where relgrade has no such word (`MAP`, but
-`nDCG` is relgrade's). ir_measures' objects mean what `calc_aggregate` computes: rel=1 by
-default, and its RR@k and Judged@k rank ties by doc id ascending (`ties=asc`), Judged@k dividing
-by min(k, returned) (`of=returned`). Nothing here imports ir_measures."""
+"""Names from other tools, keeping their meaning. trec_eval's (`P_10`, `map`, `ndcg_cut_10` ...)
+mean what trec_eval computes at its level (`-l`): `P_10` is `P(rel=1)@10`. ir_measures' objects
+mean what `calc_aggregate` computes: rel=1 by default, its RR@k and Judged@k rank ties by doc id
+ascending (`ties=asc`), Judged@k divides by min(k, returned). Nothing here imports ir_measures."""
 
 from __future__ import annotations
 

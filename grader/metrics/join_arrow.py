@@ -1,7 +1,5 @@
-"""The qrels x run join with Arrow: judged run rows (`Ranked`) as flat numpy arrays.
-
-Measures need only the judged documents a run returned (`grader.metrics.judged_rows`), so the
-run is touched once, to look its (query, doc) pairs up among the qrels' Arrow dictionary codes."""
+"""The qrels x run join with Arrow: the run is touched once, to look its (query, doc) pairs up
+among the qrels' Arrow dictionary codes, giving the judged rows (`Ranked`)."""
 
 from __future__ import annotations
 
@@ -101,9 +99,8 @@ class Judgments:
         return _index_in(queries, self.query_ids)
 
     def grades_of(self, query_codes: Int, docs: pa.Array) -> tuple[Int, Int]:
-        """(positions, grades) of the judged (query, doc) pairs among rows of known queries; doc ids
-        are looked up among these queries' judged docs only (a block of a large run hashes a few).
-        """
+        """(positions, grades) of the judged (query, doc) pairs among rows of known queries; doc
+        ids are looked up among these queries' judged docs only (a block of a large run has few)."""
         n_docs = max(len(self.doc_ids), 1)
         queries = np.unique(query_codes)
         if len(queries) == self.n_queries:
@@ -186,8 +183,7 @@ def join(
     depth: int | None = None,
 ) -> Ranked:
     """Join a qrels frame with a run [query_id, doc_id, rank|score]: the qrels' queries in order of
-    first appearance (others ignored, as by trec_eval); with `depth`, only each ranking's top
-    `depth`."""
+    first appearance (others ignored, as by trec_eval); with `depth`, each ranking's top `depth`."""
     return join_run(judgments_of(qrels), run, precision=precision, depth=depth)
 
 

@@ -1,7 +1,5 @@
-"""A qrels indexed in Python dicts, and the join of a run given as lists: no Arrow.
-
-`grader.metrics.join_arrow` for the small files read in plain Python. Ids are the file's UTF-8
-bytes (bytes compare as trec_eval's strcmp); the answer is the same `Ranked` as Arrow's."""
+"""`join_arrow` without Arrow, in Python dicts, for the small files read in plain Python: ids are
+the file's UTF-8 bytes (compared as trec_eval's strcmp); the answer is the same `Ranked`."""
 
 from __future__ import annotations
 
@@ -24,9 +22,8 @@ _NO_GRADES: dict[bytes, int] = {}
 
 
 class DictJudgments:
-    """The judgments of a qrels: `grades[code][doc]` is a query's doc's grade, `codes` each query
-    id's code; `rows` the judgments as given, for `arrow`. (A plain class: a dataclass costs time at
-    import, and `relgrade evaluate` of a small run is mostly its start.)"""
+    """The judgments of a qrels: `grades[code][doc]` a query's doc's grade, `codes` each query id's
+    code, `rows` the judgments as given (a plain class: a dataclass costs time at import)."""
 
     def __init__(
         self,

@@ -1,9 +1,6 @@
-"""Cohen's kappa: the one implementation, on (stacks of) confusion matrices.
-
-kappa = 1 - sum(W*C) / sum(W*E): E the table expected by chance, W the disagreement weight
-(unweighted, linear |a - b| or quadratic (a - b)^2 on the scale 0..size-1, as scikit-learn's
-`cohen_kappa_score(labels=range(size))`). Undefined (chance agreement 1): NaN. Stacks ([..., k,
-k]) make a bootstrap one vectorised pass."""
+"""Cohen's kappa, the one implementation: 1 - sum(W*C) / sum(W*E), E the table expected by
+chance, W the disagreement weight (none, linear or quadratic, as scikit-learn's
+`cohen_kappa_score`); NaN when undefined. Stacks [..., k, k] make a bootstrap one pass."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Measure names, parsed into `Measure` values that print back to the same string.
-
-Names follow ir_measures (`nDCG@10`, `RR(rel=3)@10`, `nDCG(gain=exp)@10`; its `dcg=`, `gains=`
-and `judged_only=` too, `spellings`); trec_eval's names and ir_measures' objects keep their
-tool's meaning (`foreign`). The binary threshold (default 2, or `default_threshold` of the
-qrels) is always printed: a number never travels without the threshold that produced it."""
+"""Measure names, parsed into `Measure` values that print back to the same string. Names follow
+ir_measures (`nDCG@10`, `RR(rel=3)@10`, `nDCG(gain=exp)@10`); the binary threshold is always
+printed: a number never travels without the threshold that produced it."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""The measure registry: a measure is one module and one `register(...)` call.
-
-`register` says all the rest of relgrade knows of a family (spellings, parameters, kernel, list
-function, help line): `parse_measure`, `evaluate` and the CLI read it, none names a measure.
-Built-in measures register when `grader.metrics.builtin` is imported; installed packages through
-the entry point group `relgrade.measures` (`grader.plugins`), the first time a name is unknown."""
+"""The measure registry: a measure is one module and one `register(...)` call, which says all
+the rest of relgrade knows of it; none of `parse_measure`, `evaluate` and the CLI names a measure.
+Installed packages register through the entry points `relgrade.measures` (`grader.plugins`)."""
 
 from __future__ import annotations
 
@@ -39,11 +36,9 @@ GAINS = ("linear", "exp")
 
 @dataclass(frozen=True, order=True)
 class Measure:
-    """One measure: family name, cutoff k (None = whole ranking), threshold and gain.
-
-    `rel`: the binary threshold (None for nDCG and Judged); `gain`: "linear" or "exp" for nDCG;
-    `gains`: nDCG's custom grade -> gain map (identity entries dropped); `judged_only`: score the
-    condensed list; `params`: the family's own parameters by key (a None value is not printed)."""
+    """One measure: family name, cutoff k (None = whole ranking), `rel` the binary threshold (None
+    for nDCG and Judged), nDCG's `gain` ("linear", "exp") and `gains` map, `judged_only` (score the
+    condensed list) and the family's own `params` by key (a None value is not printed)."""
 
     name: str
     cutoff: int | None = None

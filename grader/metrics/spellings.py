@@ -1,7 +1,6 @@
-"""ir_measures' parameter spellings inside a measure name, written as ir_measures writes them:
-`dcg='exp-log2'` (relgrade's `gain=exp`), `gains={0:0,1:1,2:3,3:7}` (a grade it does not name
-keeps its grade as gain, so `g:g` entries are dropped when printed) and `judged_only=True`.
-Each function raises ValueError saying what is wrong."""
+"""ir_measures' parameter spellings in a measure name: `dcg='exp-log2'` (`gain=exp`),
+`gains={0:0,1:1,2:3,3:7}` (identity entries dropped) and `judged_only=True`; each function raises
+ValueError saying what is wrong."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""`evaluate --fill` as one call, for the command and `relgrade.evaluate(..., fill=...)`: both
-grade sets read, the same-collection check, the thresholds, `evaluate_fill`, and the records
-(`--format json`'s with a `regime`; docs/filling-holes.md) and stderr lines. With `--baseline`,
-per regime the "all" records get `evaluate --baseline`'s paired test (corrected within the
-regime), and the filled ones `corrected_diff`, its interval and `corrected_p_value`."""
+"""`evaluate --fill` as one call, for the command and `relgrade.evaluate(..., fill=...)`: the
+inputs read and checked, the thresholds, `evaluate_fill`, the records (docs/filling-holes.md) and
+stderr lines; with `--baseline`, the paired test per regime and the corrected difference."""
 
 from __future__ import annotations
 

@@ -1,14 +1,8 @@
-"""An interval for a filled score that carries the LLM's disagreement with people.
-
-A PPI-style correction on an imputed base (docs/filling-holes.md, "the method"): the pairs
-graded by both (`grade --also-judged`, drawn with inclusion probabilities pi) play PPI's
-labelled data. Each hole gets a human grade drawn from P(human | LLM grade, query) (`_Imputer`);
-each overlap pair's effect d (the run's score with people's grade minus with a predicted one)
-corrects the base by H * mean_w(d); five imputations are combined (`combine`). It assumes the
-holes resemble the overlap given the LLM grade and the query, which `fill.reach` checks first.
-A pair changes only its own query's score, so one rescoring per round serves one pair per query.
-Two runs' difference is estimated jointly (`corrected_differences`: the same imputations, overlap
-pairs and queries), so what they share cancels; queries are not resampled (`--baseline`'s test)."""
+"""An interval for a filled score that carries the LLM's disagreement with people: a PPI-style
+correction on an imputed base (docs/filling-holes.md, "the method"). Holes get human grades drawn
+from P(human | LLM grade, query); each overlap pair's effect d corrects the base by H * mean_w(d);
+five imputations are combined (`combine`). A pair changes only its own query's score, so one
+rescoring per round serves one pair per query. Two runs' difference is estimated jointly."""
 
 from __future__ import annotations
 
@@ -130,8 +124,7 @@ def pair_effects(
 class _Imputer:
     """A human grade for pairs people did not grade, by Bayes' rule: P(h | l, q) ~ P(l | h) P_q(h),
     P(l | h) from the overlap (1/pi weighted), P_q(h) from people's grades of query q shrunk towards
-    the pool's (`PRIOR_PAIRS` pseudo-pairs): the LLM's errors depend on the true grade, not the
-    query."""
+    the pool's (`PRIOR_PAIRS` pseudo-pairs)."""
 
     grades: Int  # the human grades that occur, ascending
     likelihood: Float  # [grade, llm grade 0..9]: P(llm | human)
@@ -192,10 +185,9 @@ def corrected_interval(
     seed: int = 0,
     holes_sample: bool = False,
 ) -> tuple[dict[str, dict[str, Interval]], dict[str, tuple[Float, Float]]]:
-    """Per run and measure, the corrected filled score and its interval; and each run's (means,
-    effects), for differences between runs (`corrected_differences`). `coded`: each run joined
-    with the merged qrels coded by pair index into `overlap.grades`; `holes_sample`: the overlap
-    samples the holes."""
+    """Per run and measure, the corrected filled score and its interval, and each run's (means,
+    effects) for `corrected_differences`; `coded`: each run joined with the merged qrels coded by
+    pair index into `overlap.grades`."""
     grades, code, first = overlap.grades, overlap.query_code, overlap.first
     imputer = _imputer(overlap, holes_sample)
     rng = np.random.default_rng(seed)
@@ -254,13 +246,9 @@ def combine(
     holes: int,
     first_order: npt.NDArray[np.bool_] | None = None,
 ) -> tuple[Float, Float]:
-    """The corrected score and its variance, per measure, from m imputations.
-
-    `means` [m, measures], `effects` [m, n, measures], `weights` the pairs' 1/pi. Each pair's effect
-    is averaged over the imputations first (d-bar): estimate mean(means) + H mean_w(d-bar), variance
-    H^2 var_w(d-bar) / n_eff + H var_w(d-bar) + B / m (B: the variance of the m estimates). The
-    `first_order` measures keep Rubin's rules, whose slack made them cover (bench/fill_dl2019.py).
-    """
+    """The corrected score and its variance, per measure, from m imputations: `means` [m,
+    measures], `effects` [m, n, measures], `weights` the pairs' 1/pi. Each pair's effect is
+    averaged over the imputations first; the `first_order` measures keep Rubin's rules."""
     m, n = effects.shape[0], effects.shape[1]
     w = weights / weights.sum()
     n_eff = float(weights.sum() ** 2 / (weights**2).sum())
@@ -286,8 +274,7 @@ LINEAR = frozenset({"nDCG", "P", "Judged", "NumRet", "NumRelRet"})
 
 def first_order(measures: Sequence[Measure]) -> npt.NDArray[np.bool_]:
     """Which measures keep Rubin's rules: all but those linear in the run's grades given an ideal
-    the holes barely move (`LINEAR`, nDCG with a cutoff); a plug-in measure is not assumed linear.
-    """
+    the holes barely move (`LINEAR`, nDCG with a cutoff); a plug-in is not assumed linear."""
     return np.array(
         [m.name not in LINEAR or (m.name == "nDCG" and m.cutoff is None) for m in measures],
         dtype=bool,

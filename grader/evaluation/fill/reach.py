@@ -1,11 +1,8 @@
-"""Whether the filled score's interval may be given, per run and measure, and why not.
-
-The correction learns the LLM's errors from the overlap, valid where it resembles the holes.
-On the run's top k: reach, the overlap of the holes' and the overlap pairs' distributions over
-cells (rank band x LLM grade), must be at least `MIN_REACH` with `MIN_SLOTS` overlap slots (a
-new system's top holes, with an overlap drawn from the judged pool, are not reached:
-bench/fill_coverage.py; people grading a sample of the holes is the design that works); and at
-most `MAX_UNJUDGED` of the slots may be graded by nobody."""
+"""Whether the filled score's interval may be given, per run and measure, and why not: the
+correction learns the LLM's errors from the overlap, valid where it resembles the holes. On the
+run's top k, the overlap of the holes' and the overlap pairs' distributions over cells (rank band
+x LLM grade) must reach `MIN_REACH` with `MIN_SLOTS` overlap slots (bench/fill_coverage.py), and
+at most `MAX_UNJUDGED` of the slots may be graded by nobody."""
 
 from __future__ import annotations
 

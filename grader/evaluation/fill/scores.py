@@ -1,11 +1,7 @@
-"""Scores on top of people's labels: each run three ways, and how much of it rests on the LLM.
-
-The regimes (docs/filling-holes.md): `holes_nonrelevant` (people's qrels alone, as trec_eval),
-`judged_only` (condensed lists; measures without a condensed form as they are) and `filled`
-(people's grade where there is one, the LLM's, mapped by `scale`, on the holes). All average
-over people's queries (the LLM's grades elsewhere are counted in `FillResult.outside`), so the
-three are comparable. `Shares` says who judged each run's top k; with pairs graded by both, the
-filled score gets an interval (`fill.interval`). Pure: DataFrames in, DataFrames out."""
+"""Each run scored three ways on top of people's labels (docs/filling-holes.md):
+`holes_nonrelevant` (people's qrels alone), `judged_only` (condensed lists) and `filled` (the
+LLM's grades, mapped by `scale`, on the holes), all over people's queries; `Shares` says who
+judged each run's top k. Pure: DataFrames in, DataFrames out."""
 
 from __future__ import annotations
 
