@@ -27,8 +27,8 @@ import pytrec_eval
 
 from grader.io.trec import read_qrels, read_run
 from grader.metrics import evaluate, mean_scores, parse_measure
+from grader.metrics._lists import condensed
 from grader.metrics.bpref import bpref
-from grader.metrics.condensed import condensed
 from grader.metrics.err import err
 from grader.metrics.ndcg import ndcg
 from grader.metrics.precision import precision_at_k

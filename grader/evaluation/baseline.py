@@ -72,12 +72,9 @@ class Comparisons:
     baseline: str
     options: Options
     rows: list[Comparison] = field(default_factory=list)
-    _index: dict[tuple[str, str], Comparison] = field(default_factory=dict, repr=False)
 
     def get(self, run: str, measure: str) -> Comparison | None:
-        if len(self._index) != len(self.rows):
-            self._index = {(c.run, c.measure): c for c in self.rows}
-        return self._index.get((run, measure))
+        return next((c for c in self.rows if (c.run, c.measure) == (run, measure)), None)
 
     def annotate(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The "all" records with COLUMNS added (None on the baseline's and where nothing was
@@ -159,19 +156,9 @@ def compare(results: Sequence[tuple[str, Scores]], options: Options) -> Comparis
     adjusted = adjust([p.p_value for _, _, p in pending], options.correction)
     comparisons = Comparisons(options.baseline, options)
     for (run, measure, p), p_adjusted in zip(pending, adjusted.tolist(), strict=True):
-        scale = p.n if is_summed(measure) else 1
-        comparisons.rows.append(
-            Comparison(
-                run,
-                measure,
-                p.n,
-                p.diff * scale,
-                p.p_value,
-                p_adjusted,
-                p.ci_low * scale,
-                p.ci_high * scale,
-            )
-        )
+        s = p.n if is_summed(measure) else 1  # a count is compared by its sum
+        row = (p.n, p.diff * s, p.p_value, p_adjusted, p.ci_low * s, p.ci_high * s)
+        comparisons.rows.append(Comparison(run, measure, *row))
     return comparisons
 
 

@@ -15,7 +15,6 @@ import numpy.typing as npt
 
 from grader.errors import RelgradeWarning
 from grader.metrics import registry
-from grader.metrics.condensed import condense
 from grader.metrics.judged_rows import Ranked
 from grader.metrics.measures import Measure, is_summed
 from grader.metrics.query_order import query_order
@@ -94,10 +93,8 @@ class Scores:
                 "value": self.values.ravel(),
             }
         )
-        frame.attrs["missing"] = list(self.missing)
-        frame.attrs["n_queries"] = n
-        frame.attrs["measures"] = list(self.measures)
-        frame.attrs["qrels_queries"] = self.qrels_queries
+        frame.attrs.update(missing=list(self.missing), n_queries=n, measures=list(self.measures))
+        frame.attrs.update(qrels_queries=self.qrels_queries)
         frame.attrs["unjudged_queries"] = list(self.unjudged_queries)
         return frame
 
@@ -117,7 +114,7 @@ def score(ranked: Ranked, measures: Sequence[Measure], *, missing: Missing = "ze
     listed = query_order(list(qids))  # numeric ids by number, like calibrate's per-query lists
     qids = qids[listed]
     columns: dict[str, npt.NDArray[np.float64]] = {}
-    condensed = condense(ranked) if any(m.judged_only for m in measures) else ranked
+    condensed = ranked.condensed() if any(m.judged_only for m in measures) else ranked
     for measure in measures:
         kernel = registry.get(measure.name).compute
         values = kernel(measure, condensed if measure.judged_only else ranked)

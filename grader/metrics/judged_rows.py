@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -48,6 +49,17 @@ class Ranked:
         if k is not None:
             sel &= self.rank <= k
         return sel
+
+    def condensed(self) -> Ranked:
+        """judged_only=True's rows: without unjudged (or negatively graded) results, ranked 1..
+        again, `returned` counting them (trec_eval -J); the qrels side does not change."""
+        from grader.metrics.rank_order import ranks_within
+
+        keep = self.grade >= 0
+        query = self.query[keep]
+        returned = np.bincount(query, minlength=self.n_queries).astype(np.int64)
+        rank, grade = ranks_within(query), self.grade[keep]
+        return dataclasses.replace(self, query=query, rank=rank, grade=grade, returned=returned)
 
     def n_relevant(self, threshold: int) -> Float:
         """Number of judged documents with grade >= threshold, per query."""
