@@ -21,8 +21,9 @@ from grader.evaluation.significance import (
     adjust,
     paired_differences,
     paired_test,
+    t_quantile,
+    two_sided_p,
 )
-from grader.evaluation.student_t import t_quantile, two_sided_p
 
 ALL_TESTS: tuple[Test, ...] = ("t", "randomization", "bootstrap")
 FAMILY_CORRECTIONS: tuple[Correction, ...] = ("holm", "bonferroni")
