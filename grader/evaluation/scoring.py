@@ -17,8 +17,13 @@ from grader.metrics.evaluate import Missing, Scores, depth_needed, exact_mean, s
 from grader.metrics.foreign import TREC_EVAL_LEVEL, ties_of
 from grader.metrics.judged_at_k import judged_of_returned
 from grader.metrics.judged_rows import JudgedRun, Ranked
-from grader.metrics.measures import Measure, is_summed
-from grader.metrics.thresholds import foreign_lines, requested_names, resolve_thresholds
+from grader.metrics.measures import (
+    Measure,
+    foreign_lines,
+    is_summed,
+    requested_names,
+    resolve_thresholds,
+)
 from grader.spelling import option
 
 

@@ -1,6 +1,7 @@
 """The measure registry: a measure is one module and one `register(...)` call, which says all
 the rest of relgrade knows of it; none of `parse_measure`, `evaluate` and the CLI names a measure.
-Installed packages register through the entry points `relgrade.measures` (`grader.plugins`)."""
+Built-in measures register the first time one is looked up (`MODULES`), installed packages
+through the entry points `relgrade.measures` (`grader.plugins`)."""
 
 from __future__ import annotations
 
@@ -125,10 +126,30 @@ def register(name: str, compute: Kernel, **fields: Any) -> MeasureDef:
     return definition
 
 
+#: The measures relgrade ships, each a module of this package ending in one `register(...)`, in
+#: the order `relgrade evaluate --help` lists them.
+MODULES = (
+    "ndcg",
+    "rr",
+    "precision",
+    "recall",
+    "ap",
+    "rprec",
+    "success",
+    "judged_at_k",
+    "err",
+    "bpref",
+    "numret",
+    "numrel",
+    "numrelret",
+)
+
+
 def _load_builtin() -> None:
     if not _loaded["builtin"]:
         _loaded["builtin"] = True
-        importlib.import_module("grader.metrics.builtin")
+        for module in MODULES:
+            importlib.import_module(f"grader.metrics.{module}")
 
 
 def load_plugins() -> None:
@@ -163,11 +184,9 @@ def trec_eval_family(name: str) -> str | None:
 
 
 def registered() -> list[MeasureDef]:
-    """Every registered family: the built-in ones in `builtin.MODULES` order, then the others in
-    the order they registered."""
+    """Every registered family: the built-in ones in `MODULES` order, then the others in the
+    order they registered."""
     _load_builtin()
-    from grader.metrics.builtin import MODULES
-
     order = {f"grader.metrics.{module}": i for i, module in enumerate(MODULES)}
     return sorted(_BY_NAME.values(), key=lambda d: order.get(d.compute.__module__, len(order)))
 

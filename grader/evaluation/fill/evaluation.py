@@ -137,7 +137,7 @@ def evaluate_filled(
     """Each run scored three ways (`evaluate_fill`), thresholds decided on people's grades and the
     LLM's mapped top (`typed`: names written by a person), and the lines the command prints.
     `weights`: 1/pi of the also-judged pairs from `manifest`; `comparison`: --baseline's."""
-    from grader.metrics.thresholds import resolve_thresholds
+    from grader.metrics.measures import resolve_thresholds
 
     check_same_collection(human, llm, llm_name, human_path)
     top = int(max(human["grade"].max(), max((scale or {3: 3}).values())))

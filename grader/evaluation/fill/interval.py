@@ -285,10 +285,9 @@ def within_unit(measure: Measure) -> bool:
     """Whether the measure's mean lies in 0..1: every built-in measure that is averaged (a
     count is summed; a plug-in measure declares no range, so none is assumed)."""
     from grader.metrics import registry
-    from grader.metrics.builtin import MODULES
 
     found = registry.get(measure.name)
-    builtin = {f"grader.metrics.{module}" for module in MODULES}
+    builtin = {f"grader.metrics.{module}" for module in registry.MODULES}
     return not found.summed and found.compute.__module__ in builtin
 
 
