@@ -40,11 +40,11 @@ def read_grades(path: str, *, clamp: bool) -> tuple[DictJudgments | Judgments, d
             if line.lstrip().startswith("{"):
                 from grader.io.grades import read_llm_grades
 
-                return _indexed(read_llm_grades(path, clamp=clamp))
+                return indexed(read_llm_grades(path, clamp=clamp))
             if not looks_like_qrels(line):
                 from grader.io.grades import read_human_grades
 
-                return _indexed(read_human_grades(path, clamp=clamp))
+                return indexed(read_human_grades(path, clamp=clamp))
             break
     small = small_qrels(path)
     if small is not None:
@@ -70,7 +70,7 @@ def _no_judgments(path: str) -> InputError:
     )
 
 
-def _indexed(frame: Any) -> tuple[Judgments, dict[str, Any]]:
+def indexed(frame: Any) -> tuple[Judgments, dict[str, Any]]:
     """A grades frame (judgments JSONL, grades CSV) indexed, with its attrs as facts."""
     from grader.metrics.join_arrow import judgments_of
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from grader.errors import InputError
-from grader.evaluation.files import path_join, read_grades, table_join
+from grader.evaluation.files import indexed, path_join, read_grades, table_join
 from grader.evaluation.scoring import RunJoin
 from grader.io.python_inputs import grades_table, is_path, run_inputs, run_table
 from grader.io.runs import run_names
@@ -24,17 +24,13 @@ def read_qrels_input(qrels: Any, *, clamp: bool = False) -> tuple[Any, dict[str,
     """(judgments indexed for the join, facts as `read_grades` gives them) of any qrels input."""
     if is_path(qrels):
         return read_grades(str(qrels), clamp=clamp)
-    from grader.metrics.join_arrow import judgments_of
-
     frame = grades_table(qrels)
     if not len(frame):
         raise InputError(
             "no judgments in the qrels (it is empty, or no row has a grade)",
             hint="give rows query_id, doc_id, grade",
         )
-    facts: dict[str, Any] = {str(k): v for k, v in frame.attrs.items()}
-    facts["top"] = int(frame["grade"].max())
-    return judgments_of(frame), facts
+    return indexed(frame)
 
 
 def run_joins(
