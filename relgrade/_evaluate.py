@@ -11,7 +11,7 @@ import pandas as pd
 
 from grader.errors import InputError, RelgradeWarning
 from grader.evaluation.baseline import COLUMNS, Options, compare
-from grader.evaluation.inputs import read_qrels_input, run_joins
+from grader.evaluation.files import read_qrels_input, run_joins
 from grader.evaluation.scoring import Evaluation, check_measures, evaluate_judged
 from grader.io.python_inputs import grades_table, is_path, run_table
 from grader.metrics.measures import Measure

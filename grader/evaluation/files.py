@@ -191,3 +191,44 @@ def arrow_without_pandas() -> None:
         pa.array([0])  # pyarrow's first conversion: it looks for pandas here, once
     finally:
         sys.meta_path.remove(refuse)
+
+
+UNNAMED_RUN = "run"
+
+
+def read_qrels_input(qrels: Any, *, clamp: bool = False) -> tuple[Any, dict[str, Any]]:
+    """(judgments indexed for the join, facts as `read_grades` gives them) of any qrels input:
+    a path, a DataFrame, a pytrec_eval dict or namedtuples (`grader.io.python_inputs`)."""
+    from grader.io.python_inputs import grades_table, is_path
+
+    if is_path(qrels):
+        return read_grades(str(qrels), clamp=clamp)
+    frame = grades_table(qrels)
+    if not len(frame):
+        raise InputError(
+            "no judgments in the qrels (it is empty, or no row has a grade)",
+            hint="give rows query_id, doc_id, grade",
+        )
+    return indexed(frame)
+
+
+def run_joins(
+    runs: Any, judged: DictJudgments | Judgments, *, precision: Precision = "float32"
+) -> list[tuple[str, Callable[..., JudgedRun]]]:
+    """Each run of `runs` (one run, a list of paths, or a mapping name -> run) with its name
+    (a path's is `run_names`', an unnamed table's is "run") and its join with `judged`."""
+    from grader.io.python_inputs import is_path, run_inputs, run_table
+    from grader.io.runs import run_names
+
+    items = run_inputs(runs)
+    paths = [str(r) for _, r in items if is_path(r)]
+    path_names = iter(run_names(paths))
+    joins: list[tuple[str, Callable[..., JudgedRun]]] = []
+    for given, run in items:
+        if is_path(run):
+            name = given or next(path_names)
+            joins.append((name, path_join(str(run), judged, precision)))
+        else:
+            frame = run_table(run, precision=precision)
+            joins.append((given or UNNAMED_RUN, table_join(frame, judged, precision)))
+    return joins
