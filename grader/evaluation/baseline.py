@@ -58,7 +58,7 @@ class Comparison:
 
     def columns(self) -> dict[str, float | None]:
         """The record keys (COLUMNS), NaN as None (null in JSON)."""
-        return {c: _clean(getattr(self, c)) for c in COLUMNS}
+        return {c: clean(getattr(self, c)) for c in COLUMNS}
 
     @property
     def significant(self) -> bool:
@@ -173,5 +173,6 @@ def _differences(run: Scores, base: Scores, measure: str) -> Any:
     return values[:, 0] - values[:, 1]
 
 
-def _clean(value: float) -> float | None:
-    return None if math.isnan(value) else value
+def clean(value: Any) -> Any:
+    """NaN as None (null in JSON)."""
+    return None if isinstance(value, float) and math.isnan(value) else value

@@ -39,24 +39,11 @@ class Paired:
     ci_high: float
 
 
-def paired_test(
-    run: npt.ArrayLike,
-    baseline: npt.ArrayLike,
-    test: Test = "t",
-    *,
-    permutations: int = PERMUTATIONS,
-    seed: int = 0,
-) -> Paired:
-    """Compare `run` with `baseline`, two arrays of per-query scores on the same queries in
-    the same order, by `test` (see the module docstring)."""
-    d = np.asarray(run, dtype=np.float64) - np.asarray(baseline, dtype=np.float64)
-    return paired_differences(d, test, permutations=permutations, seed=seed)
-
-
 def paired_differences(
     d: npt.ArrayLike, test: Test = "t", *, permutations: int = PERMUTATIONS, seed: int = 0
 ) -> Paired:
-    """`paired_test` on the per-query differences `d` themselves."""
+    """Compare two runs by their per-query differences `d` (run - baseline, on the same queries)
+    by `test` (see the module docstring)."""
     d = np.asarray(d, dtype=np.float64).ravel()
     if test not in TESTS:
         raise ValueError(f"test must be one of {', '.join(TESTS)}, not {test!r}")

@@ -4,7 +4,6 @@ stderr lines; with `--baseline`, the paired test per regime and the corrected di
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -222,15 +221,11 @@ def _queries_note(result: FillResult, missing: Missing) -> str:
     return text
 
 
-def _clean(value: Any) -> Any:
-    return None if isinstance(value, float) and math.isnan(value) else value
-
-
 def fill_records(result: FillResult, per_query: bool = False) -> list[dict[str, Any]]:
     """The records (see the module docstring), a NaN value kept as NaN."""
     records: list[dict[str, Any]] = []
     for row in result.rows(per_query):
-        record = {k: v for k, v in row.items() if k == "value" or _clean(v) is not None}
+        record = {k: v for k, v in row.items() if k == "value" or baseline.clean(v) is not None}
         if "reason" in record:  # no interval: said as null, with the reason
             record.update(corrected=None, ci_low=None, ci_high=None)
         records.append(record)

@@ -37,13 +37,6 @@ REGIMES = ("holes_nonrelevant", "judged_only", "filled")
 SOURCES = ("human", "llm", "unjudged")
 
 
-def condensed_form(measure: Measure) -> Measure:
-    """The judged_only=True form of a measure, or the measure itself when it has none."""
-    if registry.get(measure.name).judged_only:
-        return dataclasses.replace(measure, judged_only=True)
-    return measure
-
-
 @dataclass(frozen=True)
 class Shares:
     """Of a run's top `k` results over the qrels queries: counts by source."""
@@ -224,7 +217,10 @@ def _regimes(
     """One run's scores under the three regimes."""
     from grader.metrics.join_arrow import join
 
-    condensed = [condensed_form(m) for m in parsed]
+    # judged_only: the condensed form where the family has one
+    condensed = [
+        dataclasses.replace(m, judged_only=registry.get(m.name).judged_only) for m in parsed
+    ]
     plain = score(join(human, run, precision=precision, depth=depth), parsed, missing=missing)
     cond = score(join(human, run, precision=precision), condensed, missing=missing)
     filled = score(join(merged, run, precision=precision, depth=depth), parsed, missing=missing)
