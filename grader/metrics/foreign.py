@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from grader.metrics import registry
+from grader.metrics import registry, spellings
 
 TREC_EVAL_LEVEL = 1
 """trec_eval's default relevance level (`-l`)."""
@@ -115,7 +115,7 @@ def ir_measures_spelling(measure: Any) -> str | None:
 def _value(value: object) -> str:
     """A parameter value as relgrade's names write it (ir_measures' Python literals)."""
     if isinstance(value, dict):
-        return "{" + ",".join(f"{g}:{v}" for g, v in sorted(value.items())) + "}"
+        return spellings.format_gains(tuple(sorted(value.items())))
     if isinstance(value, str):
         return f"'{value}'"
     return str(value)
