@@ -68,13 +68,13 @@ def compute(measure: Measure, ranked: Ranked) -> Float:
     k = measure.cutoff
     weights = _gains(ranked.grade, measure) / np.log2(ranked.rank + 1.0)
     actual = ranked.per_query(ranked.top(k), weights)
-    query, gain, pos = ranked.ideal_query, _gains(ranked.ideal_grade, measure), ranked.ideal_pos
+    query, grade, pos = ranked.ideal_query, ranked.ideal_grade, ranked.ideal_pos
     if measure.gains:  # a map need not keep the grades' order: rank the judgments by gain
-        order = np.lexsort((-gain, query))
-        query, gain = query[order], gain[order]
+        order = np.lexsort((-_gains(grade, measure), query))
+        query, grade = query[order], grade[order]
         pos = ranks_within(query)
     keep = pos <= k if k is not None else np.ones(len(pos), dtype=bool)
-    iweights = gain[keep] / np.log2(pos[keep] + 1.0)
+    iweights = _gains(grade[keep], measure) / np.log2(pos[keep] + 1.0)
     best = np.bincount(query[keep], weights=iweights, minlength=ranked.n_queries)
     return divide(actual, best.astype(np.float64))
 
