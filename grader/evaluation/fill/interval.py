@@ -64,14 +64,9 @@ class Overlap:
 
 def rescored(ranked: Ranked, grades: Int) -> Ranked:
     """A coded `Ranked` (grade = the pair's index in `grades`) with the pairs' grades put in."""
-    ideal = ideal_of(ranked.ideal_query, grades[ranked.ideal_grade])
-    return dataclasses.replace(
-        ranked,
-        grade=grades[ranked.grade],
-        ideal_query=ideal.query,
-        ideal_grade=ideal.grade,
-        ideal_pos=ideal.pos,
-    )
+    ideal = ideal_of(ranked.ideal_query, grades[ranked.ideal_grade])._asdict()
+    fields = {f"ideal_{key}": value for key, value in ideal.items()}
+    return dataclasses.replace(ranked, grade=grades[ranked.grade], **fields)
 
 
 def _rounds(query_of: Int) -> Int:

@@ -128,9 +128,7 @@ def merge(
     grades = holes["grade"].astype("int64")
     if scale is not None:
         grades = grades.map(dict(scale)).astype("int64")
-    filled = pd.DataFrame(
-        {"query_id": holes["query_id"], "doc_id": holes["doc_id"], "grade": grades}
-    )
+    filled = holes[["query_id", "doc_id"]].assign(grade=grades)
     merged = pd.concat([human[["query_id", "doc_id", "grade"]], filled], ignore_index=True)
     return merged.astype({"query_id": str, "doc_id": str, "grade": "int64"})
 
