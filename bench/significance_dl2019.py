@@ -31,7 +31,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import relgrade as rg  # noqa: E402
-from grader.evaluation.significance import Correction, Test, adjust, paired_test  # noqa: E402
+from grader.evaluation.significance import (  # noqa: E402
+    Correction,
+    Test,
+    adjust,
+    paired_differences,
+)
 from tests.helpers import fill_data as fd  # noqa: E402
 
 MEASURES = ["nDCG@10", "AP(rel=2)", "P(rel=2)@10"]
@@ -91,7 +96,7 @@ def ties(values: dict[tuple[str, str], np.ndarray], permutations: int) -> None:
     rng = np.random.default_rng(1)
     for run in ("flant5", "sun", "order3210"):
         mine = values[(run, "P(rel=2)@10")]
-        ours = paired_test(mine, base, "randomization", permutations=permutations).p_value
+        ours = paired_differences(mine - base, "randomization", permutations=permutations).p_value
         tenths = np.round((mine - base) * 10).astype(np.int64)
         reached = 0
         for _ in range(100):
@@ -125,7 +130,7 @@ def null_size(values: dict[tuple[str, str], np.ndarray], trials: int, permutatio
             for run, measure in pairs:
                 mine, base = values[(run, measure)], values[(BASE, measure)]
                 a, b = np.where(swap, base, mine), np.where(swap, mine, base)
-                result = paired_test(a, b, test, permutations=permutations, seed=trial)
+                result = paired_differences(a - b, test, permutations=permutations, seed=trial)
                 p.append(result.p_value)
             single[test] += sum(x < 0.05 for x in p)
             for correction in CORRECTIONS:

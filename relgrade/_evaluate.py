@@ -12,7 +12,7 @@ import pandas as pd
 from calibration.spotcheck import also_judged
 from grader.errors import InputError, RelgradeWarning
 from grader.evaluation.baseline import COLUMNS, Options, compare
-from grader.evaluation.inputs import read_qrels_input, run_joins
+from grader.evaluation.files import read_qrels_input, run_joins
 from grader.evaluation.scoring import Evaluation, check_measures, evaluate_judged
 from grader.io.python_inputs import grades_table, is_path, run_table
 from grader.job.fill import evaluate_fill, fill_frame

@@ -18,8 +18,7 @@ import pytest
 import relgrade as rg
 from grader.cli.main import main
 from grader.errors import InputError, RelgradeWarning
-from grader.evaluation.fill.difference import corrected_differences, p_value
-from grader.evaluation.fill.interval import Interval, combine
+from grader.evaluation.fill.interval import Interval, combine, corrected_differences, p_value
 from grader.evaluation.fill.scores import evaluate_fill
 from grader.io.trec import read_qrels, read_run
 from grader.metrics.evaluate import evaluate

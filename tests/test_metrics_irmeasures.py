@@ -27,11 +27,10 @@ import pytrec_eval
 
 from grader.io.trec import read_qrels, read_run
 from grader.metrics import evaluate, mean_scores, parse_measure
+from grader.metrics._lists import condensed
 from grader.metrics.bpref import bpref
-from grader.metrics.condensed import condensed
 from grader.metrics.err import err
 from grader.metrics.ndcg import ndcg
-from grader.metrics.ndcg_gains import ndcg_with_gains
 from grader.metrics.precision import precision_at_k
 from grader.metrics.rr import reciprocal_rank
 from tests.helpers.ir_measures_ref import GAINS, Qrels, Run, Values, frames, irm_name, write_trec
@@ -183,7 +182,7 @@ def list_values(qrels: Qrels, run: Run) -> Values:
         short = condensed(rels)
         gains = parse_measure(f"nDCG(gains={GAINS})").gains
         out[qid, "nDCG(judged_only=True)"] = ndcg(short, ideal)
-        out[qid, str(parse_measure(f"nDCG(gains={GAINS})"))] = ndcg_with_gains(rels, ideal, gains)
+        out[qid, str(parse_measure(f"nDCG(gains={GAINS})"))] = ndcg(rels, ideal, gains=gains)
         for k in CUTOFFS:
             out[qid, f"ERR@{k}"] = err(rels, k)
             out[qid, f"nDCG(judged_only=True)@{k}"] = ndcg(short, ideal, k)

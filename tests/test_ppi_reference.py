@@ -24,7 +24,7 @@ from scipy import stats
 
 from calibration.stats.ppi import ppi_mean
 from grader.cli.main import main
-from grader.evaluation.student_t import t_quantile
+from grader.evaluation.significance import t_quantile
 from tests.helpers.fill_data import DATA as SHARED_DL2019
 
 DATA = SHARED_DL2019

@@ -25,7 +25,8 @@ from grader.io.run_stream import judged_run
 from grader.io.trec import read_qrels, read_run
 from grader.metrics import evaluate, mean_scores, parse_measure
 from grader.metrics.evaluate import depth_needed, score
-from grader.metrics.join_arrow import Ranked, join, judgments_of
+from grader.metrics.join_arrow import join, judgments_of
+from grader.metrics.judged_rows import Ranked
 from tests.helpers.params import quick_first
 
 

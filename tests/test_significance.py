@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -20,9 +21,16 @@ from grader.evaluation.significance import (
     Test,
     adjust,
     paired_differences,
-    paired_test,
+    t_quantile,
+    two_sided_p,
 )
-from grader.evaluation.student_t import t_quantile, two_sided_p
+
+
+def paired_test(run: Any, base: Any, test: Test = "t", **options: Any) -> Paired:
+    """The test on two runs' per-query scores (their differences, as `compare` gives them)."""
+    d = np.asarray(run, dtype=np.float64) - np.asarray(base, dtype=np.float64)
+    return paired_differences(d, test, **options)
+
 
 ALL_TESTS: tuple[Test, ...] = ("t", "randomization", "bootstrap")
 FAMILY_CORRECTIONS: tuple[Correction, ...] = ("holm", "bonferroni")

@@ -15,7 +15,7 @@ import pandas as pd
 
 from calibration.join import PairedGrades
 from calibration.stats.agreement import to_float
-from grader.evaluation.student_t import t_quantile
+from grader.evaluation.significance import t_quantile
 
 LEVEL = 0.95
 FloatArray = npt.NDArray[np.float64]

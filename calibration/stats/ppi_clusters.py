@@ -9,7 +9,7 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from grader.evaluation.student_t import t_quantile
+from grader.evaluation.significance import t_quantile
 
 FloatArray = npt.NDArray[np.float64]
 

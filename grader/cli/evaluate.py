@@ -18,10 +18,11 @@ from grader.cli.flags import add_measures
 from grader.errors import InputError
 from grader.evaluation.baseline import Comparisons, compare
 from grader.evaluation.files import path_join, read_grades
-from grader.evaluation.scoring import RunJoin, check_measures, evaluate_judged, is_count
+from grader.evaluation.scoring import RunJoin, check_measures, evaluate_judged
 from grader.io.runs import run_names
 from grader.metrics import DEFAULT_MEASURES, registry
 from grader.metrics.evaluate import Missing, Scores
+from grader.metrics.measures import is_summed as is_count
 
 # pyarrow, pandas, rich and pydantic are imported only where a path needs them (a large run, a
 # judgments JSONL or a grades CSV, the table): `relgrade evaluate` of small TREC files starts
@@ -198,7 +199,7 @@ def _qrels(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     """QRELS as read_grades reads it, or --dataset's qrels."""
     if not args.dataset:
         return read_grades(args.qrels, clamp=args.clamp)
-    from grader.evaluation.inputs import read_qrels_input
+    from grader.evaluation.files import read_qrels_input
     from grader.io.datasets import iterate, load_dataset, require
 
     dataset = load_dataset(args.dataset)

@@ -39,7 +39,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
 
 def run_fill(args: argparse.Namespace, comparison: Options | None = None) -> int:
     """The `evaluate --fill` command (see the module docstring); `comparison` is
-    `--baseline`'s (`grader.evaluation.fill.baseline`)."""
+    `--baseline`'s (`grader.evaluation.fill.evaluation`)."""
     from calibration.spotcheck import also_judged
     from grader.job.fill import evaluate_fill
 
@@ -79,7 +79,7 @@ def run_fill(args: argparse.Namespace, comparison: Options | None = None) -> int
 
 def _print_differences(records: list[dict[str, Any]], comparison: Options) -> None:
     """Each run's filled score against the baseline's: the paired test over queries, and the
-    corrected difference (grader.evaluation.fill.baseline)."""
+    corrected difference (grader.evaluation.fill.evaluation)."""
     from rich.console import Console
     from rich.table import Table
 

@@ -1,10 +1,6 @@
-"""`evaluate --baseline NAME`: every other run compared with the baseline, measure by measure.
-
-Per run and measure: `diff` (mean of the per-query differences), `p_value` (the paired test's),
-`p_adjusted` (over every run x measure compared) and `diff_ci_low`, `diff_ci_high`
-(`significance`; docs/significance.md), over the queries both runs are scored on. A count is
-compared by its sum; Judged@k (how far the labels reach) is neither tested nor counted.
-"""
+"""`evaluate --baseline NAME`: every other run against the baseline, measure by measure, on the
+queries both are scored on (COLUMNS; `significance`, docs/significance.md). A count is compared
+by its sum; Judged@k (how far the labels reach) is neither tested nor counted."""
 
 from __future__ import annotations
 
@@ -62,7 +58,7 @@ class Comparison:
 
     def columns(self) -> dict[str, float | None]:
         """The record keys (COLUMNS), NaN as None (null in JSON)."""
-        return {c: _clean(getattr(self, c)) for c in COLUMNS}
+        return {c: clean(getattr(self, c)) for c in COLUMNS}
 
     @property
     def significant(self) -> bool:
@@ -76,12 +72,9 @@ class Comparisons:
     baseline: str
     options: Options
     rows: list[Comparison] = field(default_factory=list)
-    _index: dict[tuple[str, str], Comparison] = field(default_factory=dict, repr=False)
 
     def get(self, run: str, measure: str) -> Comparison | None:
-        if len(self._index) != len(self.rows):
-            self._index = {(c.run, c.measure): c for c in self.rows}
-        return self._index.get((run, measure))
+        return next((c for c in self.rows if (c.run, c.measure) == (run, measure)), None)
 
     def annotate(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The "all" records with COLUMNS added (None on the baseline's and where nothing was
@@ -117,8 +110,7 @@ def baseline_name(
     given: str, names: Sequence[str], sources: Sequence[str | None], flag: str
 ) -> str:
     """The run `given` names (a name as printed, or its path); fewer than two runs or an unknown
-    name is an InputError naming `flag`.
-    """
+    name is an InputError naming `flag`."""
     if len(names) < 2:
         raise InputError(
             f"{flag.rstrip(' =')} compares runs with a baseline: give at least two runs "
@@ -164,19 +156,9 @@ def compare(results: Sequence[tuple[str, Scores]], options: Options) -> Comparis
     adjusted = adjust([p.p_value for _, _, p in pending], options.correction)
     comparisons = Comparisons(options.baseline, options)
     for (run, measure, p), p_adjusted in zip(pending, adjusted.tolist(), strict=True):
-        scale = p.n if is_summed(measure) else 1
-        comparisons.rows.append(
-            Comparison(
-                run,
-                measure,
-                p.n,
-                p.diff * scale,
-                p.p_value,
-                p_adjusted,
-                p.ci_low * scale,
-                p.ci_high * scale,
-            )
-        )
+        s = p.n if is_summed(measure) else 1  # a count is compared by its sum
+        row = (p.n, p.diff * s, p.p_value, p_adjusted, p.ci_low * s, p.ci_high * s)
+        comparisons.rows.append(Comparison(run, measure, *row))
     return comparisons
 
 
@@ -191,5 +173,6 @@ def _differences(run: Scores, base: Scores, measure: str) -> Any:
     return values[:, 0] - values[:, 1]
 
 
-def _clean(value: float) -> float | None:
-    return None if math.isnan(value) else value
+def clean(value: Any) -> Any:
+    """NaN as None (null in JSON)."""
+    return None if isinstance(value, float) and math.isnan(value) else value

@@ -1,15 +1,14 @@
-"""Which reader reads `relgrade evaluate`'s files, so that a small run scores in a blink.
-
-Small TREC files (`trec_small.SMALL_BYTES`) are read in plain Python without importing Arrow,
-which takes longer than scoring them; others, and any the plain reader does not take, go to the
-Arrow readers, grades CSV and judgments to pandas' (`grader.io` says which reads what).
-"""
+"""Which reader reads `relgrade evaluate`'s files: small TREC files (`trec_small.SMALL_BYTES`)
+in plain Python without importing Arrow, which takes longer than scoring them; others with Arrow,
+grades CSV and judgments with pandas (`grader.io` says which reads what)."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from grader.errors import InputError
 from grader.io.files import iter_lines
@@ -18,6 +17,8 @@ from grader.io.trec_small import small_judged_run, small_qrels
 from grader.metrics.join_dicts import DictJudgments
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from grader.metrics.join_arrow import Judgments
     from grader.metrics.judged_rows import JudgedRun
     from grader.metrics.rank_order import Precision
@@ -25,8 +26,7 @@ if TYPE_CHECKING:
 
 def read_grades(path: str, *, clamp: bool) -> tuple[DictJudgments | Judgments, dict[str, Any]]:
     """QRELS (TREC qrels, judgments JSONL or grades CSV, told by the first data line) indexed for
-    the join, and the facts read: `source`, `top`, `clamped`, `ungraded`, `failed`.
-    """
+    the join, and the facts read: `source`, `top`, `clamped`, `ungraded`, `failed`."""
     for lineno, line in iter_lines(path):
         if line.strip() and not line.lstrip().startswith("#"):
             if looks_like_run(line):
@@ -39,11 +39,11 @@ def read_grades(path: str, *, clamp: bool) -> tuple[DictJudgments | Judgments, d
             if line.lstrip().startswith("{"):
                 from grader.io.grades import read_llm_grades
 
-                return _indexed(read_llm_grades(path, clamp=clamp))
+                return indexed(read_llm_grades(path, clamp=clamp))
             if not looks_like_qrels(line):
                 from grader.io.grades import read_human_grades
 
-                return _indexed(read_human_grades(path, clamp=clamp))
+                return indexed(read_human_grades(path, clamp=clamp))
             break
     small = small_qrels(path)
     if small is not None:
@@ -69,7 +69,7 @@ def _no_judgments(path: str) -> InputError:
     )
 
 
-def _indexed(frame: Any) -> tuple[Judgments, dict[str, Any]]:
+def indexed(frame: Any) -> tuple[Judgments, dict[str, Any]]:
     """A grades frame (judgments JSONL, grades CSV) indexed, with its attrs as facts."""
     from grader.metrics.join_arrow import judgments_of
 
@@ -91,14 +91,36 @@ def path_join(
                 "a measure with ties=asc (ir_measures' RR@k, Judged@k) needs a run file, not -",
                 hint="write the run to a file",
             )
-        from grader.evaluation.tie_order import ascending_ties
         from grader.io.trec import read_run
-        from grader.metrics.join_arrow import join_run
-        from grader.metrics.judged_rows import JudgedRun
 
-        frame = ascending_ties(read_run(path, precision=precision))
-        indexed = judged.arrow if isinstance(judged, DictJudgments) else judged
-        return JudgedRun(join_run(indexed, frame, precision=precision, depth=depth), len(frame))
+        return table_join(read_run(path, precision=precision), judged, precision)(depth, ties)
+
+    return join
+
+
+def table_join(
+    frame: pd.DataFrame, judged: DictJudgments | Judgments, precision: Precision
+) -> Callable[..., JudgedRun]:
+    """The `RunJoin` of a run table [query_id, doc_id, score|rank]; `ties="asc"` ranks it as
+    ir_measures' RR@k and Judged@k do: score descending in double precision, ties by doc id
+    ascending (code points), where trec_eval breaks them descending."""
+    from grader.metrics.join_arrow import join_run
+    from grader.metrics.judged_rows import JudgedRun
+
+    indexed = judged.arrow if isinstance(judged, DictJudgments) else judged
+
+    def join(depth: int | None, ties: str | None = None) -> JudgedRun:
+        ranked = frame
+        if ties is not None:
+            keyed = frame[["query_id", "doc_id", "score"]].astype(
+                {"query_id": str, "doc_id": str, "score": np.float64}
+            )
+            ordered = keyed.sort_values(
+                ["query_id", "score", "doc_id"], ascending=[True, False, True], kind="stable"
+            )
+            ranks = ordered.groupby("query_id", sort=False).cumcount() + 1
+            ranked = frame.assign(rank=ranks.reindex(frame.index).to_numpy(dtype=np.int64))
+        return JudgedRun(join_run(indexed, ranked, precision=precision, depth=depth), len(frame))
 
     return join
 
@@ -110,10 +132,8 @@ def judged_run_file(
     precision: Precision,
     depth: int | None,
 ) -> JudgedRun:
-    """The run at `path` (`-`: stdin) joined with `judged`, in plain Python when both are small,
-    else block by block (`run_stream`); a run that fails and reads as qrels is said to look like
-    qrels.
-    """
+    """The run at `path` (`-`: stdin) joined with `judged`: in plain Python when both are small,
+    else block by block (`run_stream`); a run that fails but reads as qrels is said to be qrels."""
     try:
         return _judged_run_file(path, judged, precision=precision, depth=depth)
     except InputError as exc:
@@ -150,10 +170,8 @@ def _judged_run_file(
 
 
 def arrow_without_pandas() -> None:
-    """Have pyarrow settle, before its first conversion, that it runs without pandas: it would
-    import it on its first look, which `relgrade evaluate` of TREC files never needs (later needs of
-    pandas import it as usual).
-    """
+    """Have pyarrow settle, before its first conversion, that it runs without pandas, which it would
+    import on its first look and `relgrade evaluate` of TREC files never needs."""
     if "pandas" in sys.modules:
         return
     import pyarrow as pa
@@ -170,3 +188,44 @@ def arrow_without_pandas() -> None:
         pa.array([0])  # pyarrow's first conversion: it looks for pandas here, once
     finally:
         sys.meta_path.remove(refuse)
+
+
+UNNAMED_RUN = "run"
+
+
+def read_qrels_input(qrels: Any, *, clamp: bool = False) -> tuple[Any, dict[str, Any]]:
+    """(judgments indexed for the join, facts as `read_grades` gives them) of any qrels input:
+    a path, a DataFrame, a pytrec_eval dict or namedtuples (`grader.io.python_inputs`)."""
+    from grader.io.python_inputs import grades_table, is_path
+
+    if is_path(qrels):
+        return read_grades(str(qrels), clamp=clamp)
+    frame = grades_table(qrels)
+    if not len(frame):
+        raise InputError(
+            "no judgments in the qrels (it is empty, or no row has a grade)",
+            hint="give rows query_id, doc_id, grade",
+        )
+    return indexed(frame)
+
+
+def run_joins(
+    runs: Any, judged: DictJudgments | Judgments, *, precision: Precision = "float32"
+) -> list[tuple[str, Callable[..., JudgedRun]]]:
+    """Each run of `runs` (one run, a list of paths, or a mapping name -> run) with its name
+    (a path's is `run_names`', an unnamed table's is "run") and its join with `judged`."""
+    from grader.io.python_inputs import is_path, run_inputs, run_table
+    from grader.io.runs import run_names
+
+    items = run_inputs(runs)
+    paths = [str(r) for _, r in items if is_path(r)]
+    path_names = iter(run_names(paths))
+    joins: list[tuple[str, Callable[..., JudgedRun]]] = []
+    for given, run in items:
+        if is_path(run):
+            name = given or next(path_names)
+            joins.append((name, path_join(str(run), judged, precision)))
+        else:
+            frame = run_table(run, precision=precision)
+            joins.append((given or UNNAMED_RUN, table_join(frame, judged, precision)))
+    return joins

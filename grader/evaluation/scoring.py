@@ -1,7 +1,7 @@
-"""One evaluation of several runs against one qrels: scores, records, warnings and notes, shared by
-`relgrade evaluate` (which prints them) and `relgrade.evaluate` (a frame and warnings). The
-records are `--format json`'s.
-"""
+"""One evaluation of several runs against one qrels: scores, `--format json`'s records, warnings
+and notes, shared by `relgrade evaluate` and `relgrade.evaluate`. An unjudged result counts as not
+relevant, so a measure looking where more than `UNJUDGED_SHARE` is unjudged gets a caution, and a
+run whose top 10 is almost never judged (`MISMATCH_JUDGED`) most likely names other ids."""
 
 from __future__ import annotations
 
@@ -12,13 +12,18 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from grader.evaluation import judged_depth
 from grader.metrics import DEFAULT_MEASURES, parse_measures
-from grader.metrics.evaluate import Missing, Scores, depth_needed, score
+from grader.metrics.evaluate import Missing, Scores, depth_needed, exact_mean, score
 from grader.metrics.foreign import TREC_EVAL_LEVEL, ties_of
-from grader.metrics.judged_rows import JudgedRun
-from grader.metrics.measures import Measure, is_summed
-from grader.metrics.thresholds import foreign_lines, requested_names, resolve_thresholds
+from grader.metrics.judged_at_k import judged_of_returned
+from grader.metrics.judged_rows import JudgedRun, Ranked
+from grader.metrics.measures import (
+    Measure,
+    foreign_lines,
+    is_summed,
+    requested_names,
+    resolve_thresholds,
+)
 from grader.spelling import option
 
 
@@ -33,8 +38,7 @@ class RunJoin(Protocol):
 class Evaluation:
     """Each run's scores, the canonical measure names, and the stderr lines: `warnings` (warnings in
     the API) and `notes`; `requested` the names as asked when one is another tool's; `judged_shares`
-    (run, measure) -> the judged share of a measure looking deeper than the labels.
-    """
+    (run, measure) -> the judged share of a measure looking deeper than the labels."""
 
     results: list[tuple[str, Scores]]
     measures: list[str]
@@ -46,8 +50,7 @@ class Evaluation:
 
     def records(self, per_query: bool) -> list[dict[str, Any]]:
         """`--format json`'s records (NaN kept), with "requested" and "judged_share" where they
-        apply.
-        """
+        apply."""
         rows = [r for name, scores in self.results for r in _records(name, scores, per_query)]
         asked = dict(zip(self.measures, self.requested or [], strict=False))
         for row in rows:
@@ -84,8 +87,7 @@ def evaluate_judged(
     trec_eval_level: int = TREC_EVAL_LEVEL,
 ) -> Evaluation:
     """Score each named run against the qrels `facts` describe (as `read_grades` gives them); the
-    thresholds decided, unknown ids and measures deeper than the labels are said in `warnings`.
-    """
+    thresholds decided, unknown ids and measures deeper than the labels are said in `warnings`."""
     names = check_measures(given)
     top = facts.get("top")
     measures, warnings = resolve_thresholds(
@@ -104,11 +106,11 @@ def evaluate_judged(
         scores = _scores(join, joined, measures, depth, missing)
         evaluation.results.append((name, scores))
         warning = _run_warning(name, joined.rows, scores)
-        warning = warning or judged_depth.mismatch_warning(name, joined.ranked, depth)
-        deep = judged_depth.too_deep(joined.ranked, measures)
+        warning = warning or mismatch_warning(name, joined.ranked, depth)
+        deep = too_deep(joined.ranked, measures)
         evaluation.judged_shares.update({(name, d.measure): d.judged_share for d in deep})
         if warning or deep:
-            warnings.append(warning or judged_depth.caution_line(name, deep))
+            warnings.append(warning or caution_line(name, deep))
     evaluation.notes = foreign_lines(names, trec_eval_level)
     evaluation.notes += [_note(n, s, evaluation.skip_missing) for n, s in evaluation.results]
     evaluation.notes += _fact_notes(facts)
@@ -154,16 +156,11 @@ def _records(name: str, scores: Scores, with_queries: bool) -> list[dict[str, An
                 rows.append({"run": name, "query_id": qid, "measure": measure, "value": value})
     for measure, value in scores.means():
         rows.append({"run": name, "query_id": "all", "measure": measure, "value": value})
-    counts = {m for m in scores.measures if is_count(m)}
+    counts = {m for m in scores.measures if is_summed(m)}
     for row in rows:
         if row["measure"] in counts and not math.isnan(row["value"]):
             row["value"] = int(row["value"])  # counts print as trec_eval prints them
     return rows
-
-
-def is_count(measure: str) -> bool:
-    """NumRet, NumRel, NumRelRet: whole numbers, summed (not averaged) in the "all" row."""
-    return is_summed(measure)
 
 
 def _note(name: str, scores: Scores, skip: bool) -> str:
@@ -196,3 +193,92 @@ def _run_warning(name: str, rows: int, scores: Scores) -> str | None:
             "run and the qrels for the same topics?"
         )
     return None
+
+
+UNJUDGED_SHARE = 0.10
+MISMATCH_JUDGED = 0.05
+MISMATCH_K = 10
+
+_JUDGED_ONLY_READERS = frozenset({"Judged", "NumRet", "NumRel", "Bpref"})
+"""Families that do not read an unjudged result as not relevant."""
+
+
+@dataclass(frozen=True)
+class DeepMeasure:
+    """A measure of one run that looks where more than `UNJUDGED_SHARE` is unjudged."""
+
+    measure: str
+    label: str
+    judged_share: float
+
+
+def judged_share(ranked: Ranked, k: int | None) -> float:
+    """The share of the results within the top k (the whole ranking when None) that are
+    judged, per query over min(k, returned), averaged over the answered queries (NaN: none)."""
+    answered = ranked.returned > 0
+    return exact_mean(judged_of_returned(ranked, k)[answered]) if answered.any() else math.nan
+
+
+def depth_label(ranked: Ranked, k: int | None) -> str:
+    """`Judged@k`; for the whole ranking `Judged@n` when every answered query returns n results,
+    else `Judged (whole ranking)`."""
+    if k is not None:
+        return f"Judged@{k}"
+    lengths = set(ranked.returned[ranked.returned > 0].tolist())
+    return f"Judged@{lengths.pop()}" if len(lengths) == 1 else "Judged (whole ranking)"
+
+
+def too_deep(ranked: Ranked, measures: Sequence[Measure]) -> list[DeepMeasure]:
+    """The measures whose depth holds more than `UNJUDGED_SHARE` unjudged results."""
+    shares: dict[int | None, float] = {}
+    deep = []
+    for measure in measures:
+        if measure.name in _JUDGED_ONLY_READERS or measure.judged_only:
+            continue
+        if measure.cutoff not in shares:
+            shares[measure.cutoff] = judged_share(ranked, measure.cutoff)
+        share = shares[measure.cutoff]
+        if not math.isnan(share) and 1.0 - share > UNJUDGED_SHARE + 1e-12:
+            deep.append(DeepMeasure(str(measure), depth_label(ranked, measure.cutoff), share))
+    return deep
+
+
+def caution_line(run: str, deep: Sequence[DeepMeasure]) -> str:
+    """One caution naming each deep measure of `run` with the Judged share at its depth."""
+    by_depth: dict[tuple[str, float], list[str]] = {}
+    for d in deep:
+        by_depth.setdefault((d.label, d.judged_share), []).append(d.measure)
+    parts = "; ".join(
+        f"{', '.join(names)} where {label} = {share:.4f}"
+        for (label, share), names in by_depth.items()
+    )
+    return (
+        f"caution: run {run}: {parts}: more than {UNJUDGED_SHARE:.0%} unjudged at the depth "
+        "these measures look at; unjudged results count as not relevant and recall's and AP's "
+        "denominators know only the judged relevant documents, so the score may be far from "
+        "what complete labels give, above or below (`judged_share` in JSON)"
+    )
+
+
+def mismatch_warning(run: str, ranked: Ranked, depth: int | None) -> str | None:
+    """A warning when almost none of the run's top 10 is judged on the queries it shares with
+    the qrels (Judged@10 below `MISMATCH_JUDGED`); None otherwise or when it shares none."""
+    k = MISMATCH_K if depth is None else min(MISMATCH_K, depth)
+    share = judged_share(ranked, k)
+    if math.isnan(share) or share >= MISMATCH_JUDGED:
+        return None
+    shared = int((ranked.returned > 0).sum())
+    queries = "query" if shared == 1 else "queries"
+    ids = (
+        "(MS MARCO v1 vs v2 ids? ids read as numbers, 0012 as 12?)"
+        if len(ranked.rank) == 0
+        else "(or do the qrels judge very few documents per query?)"
+    )
+    found = (
+        "none of its document ids is" if len(ranked.rank) == 0 else f"almost none of its top {k} is"
+    )
+    return (
+        f"warning: run {run}: {found} in the qrels on the {shared} {queries} they share "
+        f"(Judged@{k} = {share:.4f}), so every measure is near 0: are the run and the qrels "
+        f"from the same collection, with the same document ids {ids}"
+    )

@@ -3,16 +3,14 @@
     AP@k = (1 / n_relevant) * sum_{i <= k, rel_i >= threshold} P@i
 
 n_relevant counts the query's judged relevant documents, returned or not (trec_eval's map;
-AP@k, map_cut_k, keeps that denominator).
-"""
+AP@k, map_cut_k, keeps that denominator)."""
 
 from __future__ import annotations
 
 import numpy as np
-import numpy.typing as npt
 
-from grader.metrics._lists import Grades, is_relevant, top
-from grader.metrics.judged_rows import Ranked
+from grader.metrics._lists import Grades, of_relevant, relevant_ranks
+from grader.metrics.judged_rows import Float, Ranked, divide
 from grader.metrics.measures import DEFAULT_THRESHOLD, Measure
 from grader.metrics.rank_order import ranks_within
 from grader.metrics.registry import register
@@ -22,28 +20,18 @@ def average_precision(
     rels: Grades, n_relevant: int, threshold: int = DEFAULT_THRESHOLD, k: int | None = None
 ) -> float:
     """AP (AP@k) of one graded list, given the query's number of relevant judged documents."""
-    total, found = 0.0, 0
-    for i, grade in enumerate(top(rels, k), start=1):
-        if is_relevant(grade, threshold):
-            found += 1
-            total += found / i
-    if n_relevant < found:
-        raise ValueError(f"n_relevant={n_relevant} is less than the {found} relevant found")
-    return total / n_relevant if n_relevant else 0.0
+    ranks = relevant_ranks(rels, threshold, k)
+    return of_relevant(sum(n / i for n, i in enumerate(ranks, 1)), len(ranks), n_relevant)
 
 
-def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
+def compute(measure: Measure, ranked: Ranked) -> Float:
     """AP per qrels query (vectorised)."""
-    sel = ranked.grade >= measure.threshold
-    if measure.cutoff is not None:
-        sel &= ranked.rank <= measure.cutoff
+    sel = ranked.relevant(measure.threshold, measure.cutoff)
     query = ranked.query[sel]
     # rows are sorted by query then rank, so the running count is the position among hits
-    found = ranks_within(query).astype(np.float64)
-    precisions = found / ranked.rank[sel]
+    precisions = ranks_within(query) / ranked.rank[sel]
     total = np.bincount(query, weights=precisions, minlength=ranked.n_queries).astype(np.float64)
-    n_rel = ranked.n_relevant(measure.threshold)
-    return np.divide(total, n_rel, out=np.zeros_like(total), where=n_rel > 0)
+    return divide(total, ranked.n_relevant(measure.threshold))
 
 
 register(

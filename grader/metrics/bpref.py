@@ -4,16 +4,14 @@ ones, unjudged ones skipped (trec_eval's bpref, ir_measures' Bpref).
     Bpref = (1 / R) * sum_{relevant retrieved r} (1 - min(n_r, R) / min(N, R))
 
 R: judged relevant, N: judged non-relevant (0 <= grade < threshold), n_r: judged non-relevant
-returned above r (n_r = 0 gives 1). A negative grade is neither. No k.
-"""
+returned above r (n_r = 0 gives 1). A negative grade is neither. No k."""
 
 from __future__ import annotations
 
 import numpy as np
-import numpy.typing as npt
 
 from grader.metrics._lists import Grades
-from grader.metrics.judged_rows import Ranked
+from grader.metrics.judged_rows import Float, Ranked, divide
 from grader.metrics.measures import DEFAULT_THRESHOLD, Measure
 from grader.metrics.rank_order import sum_before_within
 from grader.metrics.registry import register
@@ -38,7 +36,7 @@ def bpref(
     return total / n_relevant
 
 
-def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
+def compute(measure: Measure, ranked: Ranked) -> Float:
     """Bpref per qrels query (vectorised)."""
     t = measure.threshold
     n_rel = ranked.n_relevant(t)
@@ -47,7 +45,7 @@ def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
         np.float64
     )
     nonrel = (ranked.grade >= 0) & (ranked.grade < t)
-    relevant = ranked.grade >= t
+    relevant = ranked.relevant(t)
     # non-relevant rows above each row of its query (rows are sorted by query then rank)
     above = sum_before_within(nonrel.astype(np.int64), ranked.query)
     query = ranked.query[relevant]
@@ -60,7 +58,7 @@ def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
         1.0,
     )
     total = np.bincount(query, weights=terms, minlength=ranked.n_queries).astype(np.float64)
-    return np.divide(total, n_rel, out=np.zeros_like(total), where=n_rel > 0)
+    return divide(total, n_rel)
 
 
 register(

@@ -6,17 +6,15 @@ A cascade user stops at result i with probability R(g_i) (Chapelle et al., 2009)
     ERR@k = sum_{i <= k} R(g_i) / i * prod_{j < i} (1 - R(g_j))
 
 Unjudged documents and grades <= 0 give R = 0; a grade above 4 is an error, as in gdeval. Ties
-are ranked in trec_eval's order; gdeval compares in double precision (`precision="float64"`).
-"""
+are ranked in trec_eval's order; gdeval compares in double precision (`precision="float64"`)."""
 
 from __future__ import annotations
 
 import numpy as np
-import numpy.typing as npt
 
 from grader.errors import InputError
 from grader.metrics._lists import Grades, top
-from grader.metrics.judged_rows import Ranked
+from grader.metrics.judged_rows import Float, Ranked
 from grader.metrics.measures import Measure
 from grader.metrics.rank_order import sum_before_within
 from grader.metrics.registry import register
@@ -40,7 +38,7 @@ def err(rels: Grades, k: int | None = None) -> float:
     return total
 
 
-def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
+def compute(measure: Measure, ranked: Ranked) -> Float:
     """ERR per qrels query (vectorised; unjudged rows stop no one, so only judged rows count)."""
     if len(ranked.ideal_grade) and int(ranked.ideal_grade.max()) > MAX_GRADE:
         raise InputError(
@@ -48,18 +46,13 @@ def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
             f"{int(ranked.ideal_grade.max())}",
             hint="map the grades onto 0..4 first, or leave ERR out",
         )
-    sel = ranked.grade > 0
-    if measure.cutoff is not None:
-        sel &= ranked.rank <= measure.cutoff
+    sel = ranked.relevant(1, measure.cutoff)
     query, rank = ranked.query[sel], ranked.rank[sel]
     r = (np.exp2(ranked.grade[sel].astype(np.float64)) - 1.0) / 2.0**MAX_GRADE
     # P(reaching row i) = prod of (1 - r) over earlier rows of its query: an exclusive cumulative
     # sum of logs, restarted at each query (rows are sorted by query then rank)
     values = np.exp(sum_before_within(np.log1p(-r), query)) * r / rank
-    out: npt.NDArray[np.float64] = np.bincount(
-        query, weights=values, minlength=ranked.n_queries
-    ).astype(np.float64)
-    return out
+    return np.bincount(query, weights=values, minlength=ranked.n_queries).astype(np.float64)
 
 
 register(

@@ -1,9 +1,6 @@
-"""The vectorised qrels x run evaluator: per-query and mean tables.
-
-`missing="zero"` (default, trec_eval -c): every qrels query counts, one the run does not answer
-scores 0, so a run cannot look better by skipping hard queries; `missing="skip"` (trec_eval's
-default): only queries in both. Run queries the qrels lack are ignored, as by trec_eval.
-"""
+"""The vectorised qrels x run evaluator. `missing="zero"` (default, trec_eval -c): every qrels
+query counts, one the run does not answer scores 0; `missing="skip"` (trec_eval's default): only
+queries in both. Run queries the qrels lack are ignored, as by trec_eval."""
 
 from __future__ import annotations
 
@@ -18,12 +15,10 @@ import numpy.typing as npt
 
 from grader.errors import RelgradeWarning
 from grader.metrics import registry
-from grader.metrics.condensed import condense
 from grader.metrics.judged_rows import Ranked
-from grader.metrics.measures import Measure, is_summed
+from grader.metrics.measures import Measure, is_summed, resolve_thresholds
 from grader.metrics.query_order import query_order
 from grader.metrics.rank_order import Precision
-from grader.metrics.thresholds import resolve_thresholds
 
 if TYPE_CHECKING:  # pandas only where a frame is asked for: `relgrade evaluate` never imports it
     import pandas as pd
@@ -42,8 +37,7 @@ def evaluate(
     """Score `run` (with `rank`, or `score` ranked here in `precision`) against `qrels`: a long
     frame [query_id, measure, value]. A name without `(rel=N)` gets the threshold the qrels call for
     (an inferred 1 is a RelgradeWarning). attrs: `missing`, `n_queries`, `qrels_queries`,
-    `unjudged_queries`.
-    """
+    `unjudged_queries`."""
     from grader.metrics.join_arrow import join_run, judgments_of  # Arrow: never for `score`
 
     judged = judgments_of(qrels)
@@ -67,8 +61,7 @@ def depth_needed(measures: Sequence[Measure]) -> int | None:
 @dataclass(frozen=True)
 class Scores:
     """Per-query values of one run: `values[i, j]` is measure i on query `query_ids[j]`; the other
-    fields mean what `evaluate`'s frame attrs mean.
-    """
+    fields mean what `evaluate`'s frame attrs mean."""
 
     query_ids: list[str]
     measures: list[str]
@@ -99,20 +92,15 @@ class Scores:
                 "value": self.values.ravel(),
             }
         )
-        frame.attrs["missing"] = list(self.missing)
-        frame.attrs["n_queries"] = n
-        frame.attrs["measures"] = list(self.measures)
-        frame.attrs["qrels_queries"] = self.qrels_queries
+        frame.attrs.update(missing=list(self.missing), n_queries=n, measures=list(self.measures))
+        frame.attrs.update(qrels_queries=self.qrels_queries)
         frame.attrs["unjudged_queries"] = list(self.unjudged_queries)
         return frame
 
 
 def _aggregate(measure: str, values: npt.NDArray[np.float64]) -> float:
     """A count's exact sum, any other measure's exact mean (NaN over no queries)."""
-    total = math.fsum(values.tolist())
-    if is_summed(measure):
-        return total
-    return total / len(values) if len(values) else float("nan")
+    return math.fsum(values.tolist()) if is_summed(measure) else exact_mean(values)
 
 
 def score(ranked: Ranked, measures: Sequence[Measure], *, missing: Missing = "zero") -> Scores:
@@ -125,7 +113,7 @@ def score(ranked: Ranked, measures: Sequence[Measure], *, missing: Missing = "ze
     listed = query_order(list(qids))  # numeric ids by number, like calibrate's per-query lists
     qids = qids[listed]
     columns: dict[str, npt.NDArray[np.float64]] = {}
-    condensed = condense(ranked) if any(m.judged_only for m in measures) else ranked
+    condensed = ranked.condensed() if any(m.judged_only for m in measures) else ranked
     for measure in measures:
         kernel = registry.get(measure.name).compute
         values = kernel(measure, condensed if measure.judged_only else ranked)
@@ -144,24 +132,13 @@ def score(ranked: Ranked, measures: Sequence[Measure], *, missing: Missing = "ze
 
 
 def mean_scores(per_query: pd.DataFrame) -> pd.DataFrame:
-    """The mean of each measure over the queries of an `evaluate` frame: [measure, value].
-
-    Counts (NumRet, NumRel, NumRelRet) are summed, as by trec_eval; no queries give NaN (a sum 0).
-    Sums are exact (`math.fsum`): runs with the same per-query values tie whatever the order.
-    """
+    """The mean of each measure over the queries of an `evaluate` frame: [measure, value]; counts
+    (NumRet, NumRel, NumRelRet) summed as by trec_eval. Exact sums (`math.fsum`): ties stay ties."""
     import pandas as pd
 
     order = per_query.attrs.get("measures") or [str(m) for m in pd.unique(per_query["measure"])]
-    groups = per_query.groupby("measure", sort=False)["value"]
-    sums = groups.agg(math.fsum)
-    means = sums / groups.size()
-    summed = {m for m in order if is_summed(m)}
-    values = [
-        (float(sums[m]) if m in sums.index else 0.0)
-        if m in summed
-        else (float(means[m]) if m in means.index else float("nan"))
-        for m in order
-    ]
+    groups = dict(tuple(per_query.groupby("measure", sort=False)["value"]))
+    values = [_aggregate(m, groups[m].to_numpy() if m in groups else np.zeros(0)) for m in order]
     frame = pd.DataFrame({"measure": pd.Series(order, dtype=str), "value": values})
     frame.attrs.update(per_query.attrs)
     return frame

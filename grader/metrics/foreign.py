@@ -1,19 +1,14 @@
-"""Names from other tools, keeping their meaning: trec_eval's names and ir_measures' objects.
-
-trec_eval's names (`P_10`, `map`, `ndcg_cut_10` ...) mean what trec_eval computes at its level
-(`-l`, `--trec-eval-level`): `P_10` is `P(rel=1)@10`. `FAMILY_k` is trec_eval's in any case; a
-bare word as trec_eval writes it, or in any case where relgrade has no such word (`MAP`, but
-`nDCG` is relgrade's). ir_measures' objects mean what `calc_aggregate` computes: rel=1 by
-default, and its RR@k and Judged@k rank ties by doc id ascending (`ties=asc`), Judged@k dividing
-by min(k, returned) (`of=returned`). Nothing here imports ir_measures.
-"""
+"""Names from other tools, keeping their meaning. trec_eval's (`P_10`, `map`, `ndcg_cut_10` ...)
+mean what trec_eval computes at its level (`-l`): `P_10` is `P(rel=1)@10`. ir_measures' objects
+mean what `calc_aggregate` computes: rel=1 by default, its RR@k and Judged@k rank ties by doc id
+ascending (`ties=asc`), Judged@k divides by min(k, returned). Nothing here imports ir_measures."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
-from grader.metrics import registry
+from grader.metrics import registry, spellings
 
 TREC_EVAL_LEVEL = 1
 """trec_eval's default relevance level (`-l`)."""
@@ -120,7 +115,7 @@ def ir_measures_spelling(measure: Any) -> str | None:
 def _value(value: object) -> str:
     """A parameter value as relgrade's names write it (ir_measures' Python literals)."""
     if isinstance(value, dict):
-        return "{" + ",".join(f"{g}:{v}" for g, v in sorted(value.items())) + "}"
+        return spellings.format_gains(tuple(sorted(value.items())))
     if isinstance(value, str):
         return f"'{value}'"
     return str(value)

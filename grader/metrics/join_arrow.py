@@ -1,8 +1,5 @@
-"""The qrels x run join with Arrow: judged run rows (`Ranked`) as flat numpy arrays.
-
-Measures need only the judged documents a run returned (`grader.metrics.judged_rows`), so the
-run is touched once, to look its (query, doc) pairs up among the qrels' Arrow dictionary codes.
-"""
+"""The qrels x run join with Arrow: the run is touched once, to look its (query, doc) pairs up
+among the qrels' Arrow dictionary codes, giving the judged rows (`Ranked`)."""
 
 from __future__ import annotations
 
@@ -19,8 +16,6 @@ from grader.metrics.rank_order import Precision, rank_order, ranks_within
 
 if TYPE_CHECKING:  # pandas is imported where a frame is read: `relgrade evaluate` never needs it
     import pandas as pd
-
-__all__ = ["Judgments", "Ranked", "join", "join_run", "judgments", "judgments_of"]
 
 
 def arrow_strings(series: pd.Series) -> pa.Array:
@@ -83,16 +78,13 @@ def _grouped_ranks(run: pd.DataFrame, precision: Precision) -> Int:
 class Judgments:
     """The judgments of a qrels as the join looks them up: distinct `query_ids` (first appearance)
     and `doc_ids`; a judgment's key is `query code * len(doc_ids) + doc code`, `sorted_keys` in
-    order with `sorted_grades` beside them; `ideal_*` as in `Ranked`.
-    """
+    order with `sorted_grades` beside them; `ideal` as in `Ranked`."""
 
     query_ids: pa.Array
     doc_ids: pa.Array
     sorted_keys: Int
     sorted_grades: Int
-    ideal_query: Int
-    ideal_grade: Int
-    ideal_pos: Int
+    ideal: Ideal
 
     @property
     def n_queries(self) -> int:
@@ -103,9 +95,8 @@ class Judgments:
         return _index_in(queries, self.query_ids)
 
     def grades_of(self, query_codes: Int, docs: pa.Array) -> tuple[Int, Int]:
-        """(positions, grades) of the judged (query, doc) pairs among rows of known queries; doc ids
-        are looked up among these queries' judged docs only (a block of a large run hashes a few).
-        """
+        """(positions, grades) of the judged (query, doc) pairs among rows of known queries; doc
+        ids are looked up among these queries' judged docs only (a block of a large run has few)."""
         n_docs = max(len(self.doc_ids), 1)
         queries = np.unique(query_codes)
         if len(queries) == self.n_queries:
@@ -135,13 +126,8 @@ class Judgments:
         unjudged_queries: tuple[str, ...] = (),
     ) -> Ranked:
         """The `Ranked` of judged run rows given in any order (sorted here by query, rank)."""
-        return ranked_rows(
-            [str(q) for q in self.query_ids.to_pylist()],
-            Ideal(self.ideal_query, self.ideal_grade, self.ideal_pos),
-            (query, rank, grade),
-            returned,
-            unjudged_queries,
-        )
+        query_ids = [str(q) for q in self.query_ids.to_pylist()]
+        return ranked_rows(query_ids, self.ideal, (query, rank, grade), returned, unjudged_queries)
 
 
 def judgments(query_ids: pa.Array, doc_ids: pa.Array, grades: Int) -> Judgments:
@@ -162,15 +148,7 @@ def judgments(query_ids: pa.Array, doc_ids: pa.Array, grades: Int) -> Judgments:
             hint="keep one grade per (query, doc), e.g. drop_duplicates or aggregate first",
         )
     ideal = ideal_of(q_of_judgment, grades)
-    return Judgments(
-        query_ids=q_unique,
-        doc_ids=d_unique,
-        sorted_keys=sorted_keys,
-        sorted_grades=grades[by_key],
-        ideal_query=ideal.query,
-        ideal_grade=ideal.grade,
-        ideal_pos=ideal.pos,
-    )
+    return Judgments(q_unique, d_unique, sorted_keys, grades[by_key], ideal)
 
 
 def judgments_of(qrels: pd.DataFrame) -> Judgments:
@@ -188,9 +166,7 @@ def join(
     depth: int | None = None,
 ) -> Ranked:
     """Join a qrels frame with a run [query_id, doc_id, rank|score]: the qrels' queries in order of
-    first appearance (others ignored, as by trec_eval); with `depth`, only each ranking's top
-    `depth`.
-    """
+    first appearance (others ignored, as by trec_eval); with `depth`, each ranking's top `depth`."""
     return join_run(judgments_of(qrels), run, precision=precision, depth=depth)
 
 

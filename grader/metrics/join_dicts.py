@@ -1,8 +1,5 @@
-"""A qrels indexed in Python dicts, and the join of a run given as lists: no Arrow.
-
-`grader.metrics.join_arrow` for the small files read in plain Python. Ids are the file's UTF-8
-bytes (bytes compare as trec_eval's strcmp); the answer is the same `Ranked` as Arrow's.
-"""
+"""`join_arrow` without Arrow, in Python dicts, for the small files read in plain Python: ids are
+the file's UTF-8 bytes (compared as trec_eval's strcmp); the answer is the same `Ranked`."""
 
 from __future__ import annotations
 
@@ -25,10 +22,8 @@ _NO_GRADES: dict[bytes, int] = {}
 
 
 class DictJudgments:
-    """The judgments of a qrels: `grades[code][doc]` is a query's doc's grade, `codes` each query
-    id's code; `rows` the judgments as given, for `arrow`. (A plain class: a dataclass costs time at
-    import, and `relgrade evaluate` of a small run is mostly its start.)
-    """
+    """The judgments of a qrels: `grades[code][doc]` a query's doc's grade, `codes` each query id's
+    code, `rows` the judgments as given (a plain class: a dataclass costs time at import)."""
 
     def __init__(
         self,
@@ -77,8 +72,7 @@ class DictJudgments:
         depth: int | None = None,
     ) -> Ranked:
         """The judged rows of a run given as columns (each line's query as a code into `heads`, doc
-        id, score), as `join_arrow.join_run` gives them. A (query, doc) twice is an InputError.
-        """
+        id, score), as `join_arrow.join_run` gives them. A (query, doc) twice is an InputError."""
         grouped = bool((qcodes[1:] >= qcodes[:-1]).all())
         _check_unique(qcodes, docs, grouped)
         order = rank_order(qcodes, scores, docs, precision)
@@ -142,8 +136,7 @@ def dict_judgments(
     heads: list[bytes], qcodes: Int, docs: list[bytes], grades: Int
 ) -> DictJudgments:
     """Index a qrels given as columns (query codes into `heads`, doc ids as bytes, grades); a
-    (query, doc) graded twice is an InputError.
-    """
+    (query, doc) graded twice is an InputError."""
     tables: list[dict[bytes, int]] = [{} for _ in heads]
     for code, doc, grade in zip(qcodes.tolist(), docs, grades.tolist(), strict=True):
         table = tables[code]

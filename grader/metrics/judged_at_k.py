@@ -4,17 +4,15 @@
 
 It shows where labels are still missing. The denominator is k, as P@k's (so P(rel=N)@k <=
 Judged@k) and ir_measures' first Judged@k; `Judged(of=returned)@k` divides by min(k, returned),
-as recent ir_measures does. Without k: the share of the whole returned list.
-"""
+as recent ir_measures does. Without k: the share of the whole returned list."""
 
 from __future__ import annotations
 
 import numpy as np
-import numpy.typing as npt
 
 from grader.metrics._lists import Grades, top
 from grader.metrics.foreign import parse_ties
-from grader.metrics.judged_rows import Ranked
+from grader.metrics.judged_rows import Float, Ranked, divide
 from grader.metrics.measures import Measure
 from grader.metrics.registry import register
 
@@ -35,17 +33,19 @@ def of_returned(text: str) -> str | None:
     return "returned" if text == "returned" else None
 
 
-def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
+def compute(measure: Measure, ranked: Ranked) -> Float:
     """Judged@k per qrels query (vectorised; every row of `ranked` has a grade)."""
     k = measure.cutoff
     if k is not None and measure.param("of") is None:
-        return ranked.per_query(ranked.rank <= k) / k
-    within = ranked.rank <= k if k is not None else np.ones(len(ranked.rank), dtype=bool)
-    found = ranked.per_query(within)
+        return ranked.per_query(ranked.top(k)) / k
+    return judged_of_returned(ranked, k)
+
+
+def judged_of_returned(ranked: Ranked, k: int | None) -> Float:
+    """Per query, the judged share of the top min(k, returned) (`Judged(of=returned)@k`)."""
     returned = ranked.returned.astype(np.float64)
-    if k is not None:
-        returned = np.minimum(returned, float(k))
-    return np.divide(found, returned, out=np.zeros_like(found), where=returned > 0)
+    shown = returned if k is None else np.minimum(returned, float(k))
+    return divide(ranked.per_query(ranked.top(k)), shown)
 
 
 register(

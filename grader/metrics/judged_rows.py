@@ -1,9 +1,9 @@
 """The judged rows every measure reads (`Ranked`), as plain numpy arrays: both qrels indexes
-(`join_arrow`, `join_dicts`) end here, so the kernels never know which one ran.
-"""
+(`join_arrow`, `join_dicts`) end here, so the kernels never know which one ran."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -11,14 +11,14 @@ import numpy as np
 import numpy.typing as npt
 
 Int = npt.NDArray[np.int64]
+Float = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
 class Ranked:
     """Judged run rows and judged grades of one run against one qrels, by qrels query index:
     `query`, `rank`, `grade` per returned judged document, by query then rank; `ideal_*` every
-    judgment by query then grade descending (`ideal_pos`: 1-based position in the ideal ranking).
-    """
+    judgment by query then grade descending (`ideal_pos`: 1-based position in the ideal ranking)."""
 
     query_ids: list[str]
     query: Int
@@ -34,23 +34,42 @@ class Ranked:
     def n_queries(self) -> int:
         return len(self.query_ids)
 
-    def per_query(
-        self, rows: npt.NDArray[np.bool_], weights: npt.NDArray[np.float64] | None = None
-    ) -> npt.NDArray[np.float64]:
+    def per_query(self, rows: npt.NDArray[np.bool_], weights: Float | None = None) -> Float:
         """Sum over the selected judged rows, per query (counts when `weights` is None)."""
         w = None if weights is None else weights[rows]
-        out: npt.NDArray[np.float64] = np.bincount(
-            self.query[rows], weights=w, minlength=self.n_queries
-        ).astype(np.float64)
-        return out
+        return np.bincount(self.query[rows], weights=w, minlength=self.n_queries).astype(np.float64)
 
-    def n_relevant(self, threshold: int) -> npt.NDArray[np.float64]:
+    def top(self, k: int | None) -> npt.NDArray[np.bool_]:
+        """The rows ranked within the top k (every row when k is None)."""
+        return self.rank <= k if k is not None else np.ones(len(self.rank), dtype=bool)
+
+    def relevant(self, threshold: int, k: int | None = None) -> npt.NDArray[np.bool_]:
+        """The rows graded >= threshold, within the top k when k is given."""
+        sel = self.grade >= threshold
+        if k is not None:
+            sel &= self.rank <= k
+        return sel
+
+    def condensed(self) -> Ranked:
+        """judged_only=True's rows: without unjudged (or negatively graded) results, ranked 1..
+        again, `returned` counting them (trec_eval -J); the qrels side does not change."""
+        from grader.metrics.rank_order import ranks_within
+
+        keep = self.grade >= 0
+        query = self.query[keep]
+        returned = np.bincount(query, minlength=self.n_queries).astype(np.int64)
+        rank, grade = ranks_within(query), self.grade[keep]
+        return dataclasses.replace(self, query=query, rank=rank, grade=grade, returned=returned)
+
+    def n_relevant(self, threshold: int) -> Float:
         """Number of judged documents with grade >= threshold, per query."""
         sel = self.ideal_grade >= threshold
-        out: npt.NDArray[np.float64] = np.bincount(
-            self.ideal_query[sel], minlength=self.n_queries
-        ).astype(np.float64)
-        return out
+        return np.bincount(self.ideal_query[sel], minlength=self.n_queries).astype(np.float64)
+
+
+def divide(num: Float, den: Float) -> Float:
+    """num / den per query, 0 where den is 0 (a query without relevant documents scores 0)."""
+    return np.divide(num, den, out=np.zeros_like(num), where=den > 0)
 
 
 class Ideal(NamedTuple):  # a NamedTuple: cheaper to define at import than a dataclass

@@ -1,10 +1,6 @@
-"""Cohen's kappa: the one implementation, on (stacks of) confusion matrices.
-
-kappa = 1 - sum(W*C) / sum(W*E): E the table expected by chance, W the disagreement weight
-(unweighted, linear |a - b| or quadratic (a - b)^2 on the scale 0..size-1, as scikit-learn's
-`cohen_kappa_score(labels=range(size))`). Undefined (chance agreement 1): NaN. Stacks ([..., k,
-k]) make a bootstrap one vectorised pass.
-"""
+"""Cohen's kappa, the one implementation: 1 - sum(W*C) / sum(W*E), E the table expected by
+chance, W the disagreement weight (none, linear or quadratic, as scikit-learn's
+`cohen_kappa_score`); NaN when undefined. Stacks [..., k, k] make a bootstrap one pass."""
 
 from __future__ import annotations
 
@@ -20,14 +16,9 @@ def confusion_matrix(
     """The size x size matrix C[a, b]: (weighted) count of items graded a by one rater, b by the
     other."""
     x = np.asarray(a, dtype=np.int64)
-    y = np.asarray(b, dtype=np.int64)
-    if x.shape != y.shape:
+    if x.shape != np.shape(b):
         raise ValueError("human and llm grades must have the same length")
-    check_grades(x, size)
-    check_grades(y, size)
-    w = check_weights(weights, x.shape[0])
-    flat = np.bincount(x * size + y, weights=w, minlength=size * size)
-    return flat.reshape(size, size).astype(np.float64)
+    return grouped_confusion(np.zeros_like(x), 1, x, b, size, weights).reshape(size, size)
 
 
 def grouped_confusion(
@@ -39,9 +30,7 @@ def grouped_confusion(
     weights: npt.ArrayLike | None = None,
 ) -> FloatArray:
     """One confusion matrix per group (`groups`: each item's index in 0..n_groups-1)."""
-    g = np.asarray(groups, dtype=np.int64)
-    x = np.asarray(a, dtype=np.int64)
-    y = np.asarray(b, dtype=np.int64)
+    g, x, y = (np.asarray(v, dtype=np.int64) for v in (groups, a, b))
     check_grades(x, size)
     check_grades(y, size)
     w = check_weights(weights, x.shape[0])

@@ -1,15 +1,12 @@
-"""Measure names, parsed into `Measure` values that print back to the same string.
-
-Names follow ir_measures (`nDCG@10`, `RR(rel=3)@10`, `nDCG(gain=exp)@10`; its `dcg=`, `gains=`
-and `judged_only=` too, `spellings`); trec_eval's names and ir_measures' objects keep their
-tool's meaning (`foreign`). The binary threshold (default 2, or `default_threshold` of the
-qrels) is always printed: a number never travels without the threshold that produced it.
-"""
+"""Measure names, parsed into `Measure` values that print back to the same string. Names follow
+ir_measures (`nDCG@10`, `RR(rel=3)@10`, `nDCG(gain=exp)@10`); the binary threshold is always
+printed: a number never travels without the threshold that produced it, and binary qrels never
+score a silent 0 (`resolve_thresholds`)."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from grader.errors import InputError
@@ -51,8 +48,7 @@ def parse_measure(
 ) -> Measure:
     """Parse `nDCG@10`, `RR(rel=3)@10`, `P_10` (trec_eval's, at `trec_eval_level`), an ir_measures
     object ... into a Measure; a name without `(rel=N)` gets `default_rel`. InputError lists the
-    valid names.
-    """
+    valid names."""
     if isinstance(name, Measure):
         return name
     if not isinstance(name, str):
@@ -63,9 +59,7 @@ def parse_measure(
             hint="a grade >= N is relevant; use a level of 1 or more",
         )
     trec = foreign.trec_eval_spelling(name, trec_eval_level)
-    if trec is not None:
-        return _parse(trec, default_rel)
-    return _parse(name, default_rel)
+    return _parse(trec if trec is not None else name, default_rel)
 
 
 def _from_object(measure: Any) -> Measure:
@@ -95,44 +89,38 @@ def _parse(name: str, default_rel: int) -> Measure:
     found = registry.find(family_text)
     if found is None:
         raise _bad(name, f"unknown measure {family_text!r}")
-    parts = spellings.split_params(params_text)
-    if found.with_rel and any(p.partition("=")[0].strip() == "rel" for p in parts):
-        found = registry.get(
-            found.with_rel
-        )  # ir_measures' NumRet(rel=N) is trec_eval's num_rel_ret
+    texts = spellings.split_params(params_text)
+    parts = [(p, *(s.strip() for s in p.partition("="))) for p in texts]
+    if found.with_rel and any(key == "rel" for _, key, _, _ in parts):
+        # ir_measures' NumRet(rel=N) is trec_eval's num_rel_ret
+        found = registry.get(found.with_rel)
     cutoff = _cutoff(name, found, cutoff_text)
-    given = _Given(default_rel if found.rel else None, "linear" if found.gain else None)
-    for part in parts:
-        key, sep, value = (s.strip() for s in part.partition("="))
+    given: dict[str, Any] = {"rel": default_rel if found.rel else None}
+    given["gain"] = "linear" if found.gain else None
+    own = dict(found.defaults)
+    for part, key, sep, value in parts:
         if not sep:
-            raise _bad(name, f"parameter {part.strip()!r} must be key=value")
-        _apply(name, found, key, value, given)
-    if given.gains and given.gain == "exp":
+            raise _bad(name, f"parameter {part!r} must be key=value")
+        if key in ("rel", "gain", "dcg", "gains", "judged_only"):
+            given.update(_common(name, found, key, value))
+        elif key in found.params:
+            try:
+                own[key] = found.params[key](value)
+            except ValueError as error:
+                raise _bad(name, f"{key}={value}: {error}") from None
+        else:
+            raise _bad(
+                name,
+                f"unknown parameter {key!r}",
+                "parameters are rel=N, gain=exp (or dcg='exp-log2'), gains={grade:gain,...} "
+                "and judged_only=True" + "".join(f", {k}=..." for k in found.params),
+            )
+    if given.get("gains") and given["gain"] == "exp":
         raise _bad(name, "exponential gain and a gains map contradict", "give one of them")
-    own = {**found.defaults, **given.own}
     needed = sorted(set(found.params) - set(own))
     if needed:
         raise _bad(name, f"{found.name} needs {', '.join(k + '=' for k in needed)}")
-    return Measure(
-        found.name,
-        cutoff,
-        given.rel,
-        given.gain,
-        given.gains,
-        given.judged_only,
-        tuple(sorted(own.items())),
-    )
-
-
-@dataclass
-class _Given:
-    """The parameters of one name as they are read."""
-
-    rel: int | None
-    gain: str | None
-    gains: spellings.Gains = ()
-    judged_only: bool = False
-    own: dict[str, Any] = field(default_factory=dict)
+    return Measure(found.name, cutoff, params=tuple(sorted(own.items())), **given)
 
 
 def _cutoff(name: str, found: registry.MeasureDef, text: str | None) -> int | None:
@@ -148,71 +136,30 @@ def _cutoff(name: str, found: registry.MeasureDef, text: str | None) -> int | No
     return int(text)
 
 
-def _apply(name: str, found: registry.MeasureDef, key: str, value: str, given: _Given) -> None:
-    """Read one `key=value` of a name into `given`."""
+def _common(name: str, found: registry.MeasureDef, key: str, value: str) -> dict[str, Any]:
+    """The Measure field one of `rel=`, `gain=` and ir_measures' `dcg=`, `gains=`, `judged_only=`
+    sets, checked against what the family takes."""
     family = found.name
-    if key == "rel":
-        if not found.rel:
-            raise _bad(
-                name,
-                f"{family} takes no threshold",
-                "nDCG uses the grades as gains and Judged counts any grade",
-            )
-        if not value.isdigit() or int(value) < MIN_THRESHOLD:
-            raise _bad(
-                name,
-                f"rel={value} is not a grade threshold",
-                "use a whole number from 1 up: rel=2 for 0..3 grades, rel=1 for binary qrels",
-            )
-        given.rel = int(value)
-    elif key == "gain":
-        if not found.gain:
-            raise _bad(name, f"{family} takes no gain")
-        if value not in GAINS:
-            raise _bad(name, f"unknown gain {value!r}", "use gain=linear or gain=exp")
-        given.gain = value
-    elif key in ("dcg", "gains", "judged_only"):
-        given.gain, given.gains, given.judged_only = _ir_measures_param(
-            name, found, key, value, (given.gain, given.gains, given.judged_only)
-        )
-    elif key in found.params:
-        try:
-            given.own[key] = found.params[key](value)
-        except ValueError as error:
-            raise _bad(name, f"{key}={value}: {error}") from None
-    else:
-        own = "".join(f", {k}=..." for k in found.params)
-        raise _bad(
-            name,
-            f"unknown parameter {key!r}",
-            "parameters are rel=N, gain=exp (or dcg='exp-log2'), gains={grade:gain,...} "
-            f"and judged_only=True{own}",
-        )
-
-
-def _ir_measures_param(
-    name: str,
-    found: registry.MeasureDef,
-    key: str,
-    value: str,
-    current: tuple[str | None, spellings.Gains, bool],
-) -> tuple[str | None, spellings.Gains, bool]:
-    """Apply one of ir_measures' `dcg=`, `gains=`, `judged_only=` to (gain, gains, judged_only)."""
-    gain, gains, judged_only = current
-    family = found.name
+    if key == "rel" and not found.rel:
+        why = "nDCG uses the grades as gains and Judged counts any grade"
+        raise _bad(name, f"{family} takes no threshold", why)
+    if key == "rel" and (not value.isdigit() or int(value) < MIN_THRESHOLD):
+        why = "use a whole number from 1 up: rel=2 for 0..3 grades, rel=1 for binary qrels"
+        raise _bad(name, f"rel={value} is not a grade threshold", why)
     if key == "judged_only" and not found.judged_only:
         takers = sorted(d.name for d in registry.registered() if d.judged_only)
-        raise _bad(
-            name, f"{family} takes no judged_only", "judged_only=True is for " + ", ".join(takers)
-        )
-    if key != "judged_only" and not found.gain:
-        raise _bad(name, f"{family} takes no {key}", f"{key}= is for nDCG")
+        why = "judged_only=True is for " + ", ".join(takers)
+        raise _bad(name, f"{family} takes no judged_only", why)
+    if key in ("gain", "dcg", "gains") and not found.gain:
+        hint = None if key == "gain" else f"{key}= is for nDCG"
+        raise _bad(name, f"{family} takes no {key}", hint)
+    if key == "gain" and value not in GAINS:
+        raise _bad(name, f"unknown gain {value!r}", "use gain=linear or gain=exp")
+    read: dict[str, Callable[[str], Any]] = {"rel": int, "gain": str}
+    read["judged_only"] = spellings.parse_flag
+    read.update(dcg=spellings.parse_dcg, gains=spellings.parse_gains)
     try:
-        if key == "judged_only":
-            return gain, gains, spellings.parse_flag(value)
-        if key == "dcg":
-            return spellings.parse_dcg(value), gains, judged_only
-        return gain, spellings.parse_gains(value), judged_only
+        return {"gain" if key == "dcg" else key: read[key](value)}
     except ValueError as error:
         raise _bad(name, str(error)) from None
 
@@ -240,8 +187,7 @@ BINARY_THRESHOLD = 1
 
 def default_threshold(max_grade: int | None) -> int:
     """The threshold a name without `(rel=N)` gets: 1 for binary qrels (highest grade <= 1: MS
-    MARCO, BEIR), where 2 would leave no query a relevant document; else DEFAULT_THRESHOLD.
-    """
+    MARCO, BEIR), where 2 would leave no query a relevant document; else DEFAULT_THRESHOLD."""
     if max_grade is not None and max_grade <= BINARY_THRESHOLD:
         return BINARY_THRESHOLD
     return DEFAULT_THRESHOLD
@@ -254,3 +200,93 @@ def uses_default_threshold(name: str | Measure) -> bool:
     return parse_measure(name, default_rel=BINARY_THRESHOLD) != parse_measure(
         name, default_rel=DEFAULT_THRESHOLD
     )
+
+
+def resolve_thresholds(
+    names: Sequence[str | Measure | Any],
+    top: int | None,
+    *,
+    typed: bool,
+    trec_eval_level: int = foreign.TREC_EVAL_LEVEL,
+) -> tuple[list[Measure], list[str]]:
+    """The measures with the threshold the qrels call for where a name writes none, and the lines
+    saying what was decided (the inferred 1, a threshold above every grade, and for `typed` names
+    the 2 ir_measures reads as 1); other tools' names keep their tool's (`foreign`)."""
+    default = default_threshold(top)
+    measures = list(
+        dict.fromkeys(
+            parse_measure(n, default_rel=default, trec_eval_level=trec_eval_level) for n in names
+        )
+    )
+    bare = [n for n in names if isinstance(n, str) and uses_default_threshold(n)]
+    lines = []
+    if bare and default == BINARY_THRESHOLD:
+        shown = str(parse_measure(bare[0], default_rel=default))
+        lines.append(
+            f"binary qrels (highest grade {top}): measures without (rel=N) use "
+            f"rel={default}, e.g. {shown}"
+        )
+    elif bare and typed:
+        lines.append(
+            f"{', '.join(bare)}: rel={default} here (graded qrels); ir_measures and trec_eval "
+            "read a name without (rel=N) as rel=1 (write (rel=1) for their numbers)"
+        )
+    above = [str(m) for m in measures if m.rel is not None and top is not None and m.rel > top]
+    if above:
+        verb = "it scores" if len(above) == 1 else "they score"
+        lines.append(
+            f"no qrels grade reaches the threshold of {', '.join(above)} (highest grade {top}): "
+            f"no query has a relevant document, so {verb} 0"
+        )
+    return measures, lines
+
+
+def is_foreign(name: object) -> bool:
+    """Whether a name is another tool's: a trec_eval name or an ir_measures measure object."""
+    if isinstance(name, str):
+        return foreign.trec_eval_spelling(name) is not None
+    return foreign.is_ir_measures(name)
+
+
+def requested_names(
+    names: Sequence[str | Measure | Any],
+    top: int | None,
+    trec_eval_level: int = foreign.TREC_EVAL_LEVEL,
+) -> list[str] | None:
+    """The name each measure was asked by, as typed, in the measures' order; None when no name is
+    another tool's."""
+    if not any(is_foreign(n) for n in names):
+        return None
+    default = default_threshold(top)
+    typed: dict[Measure, str] = {}
+    for name in names:
+        measure = parse_measure(name, default_rel=default, trec_eval_level=trec_eval_level)
+        typed.setdefault(measure, str(name))
+    return list(typed.values())
+
+
+def foreign_lines(
+    names: Sequence[str | Measure | Any], trec_eval_level: int = foreign.TREC_EVAL_LEVEL
+) -> list[str]:
+    """What other tools' names were computed as: `P_10 = P(rel=1)@10` (trec_eval's, at its
+    level) and `P@10 = P(rel=1)@10` (ir_measures' objects); a level given to no trec_eval name."""
+    trec = [n for n in names if isinstance(n, str) and is_foreign(n)]
+    objects = [n for n in names if not isinstance(n, str | Measure) and is_foreign(n)]
+    lines = []
+    if trec:
+        pairs = ", ".join(
+            f"{n} = {parse_measure(n, trec_eval_level=trec_eval_level)}" for n in trec
+        )
+        lines.append(
+            f"trec_eval's names as trec_eval computes them (relevance level {trec_eval_level}, "
+            f"trec_eval -l {trec_eval_level}): {pairs}"
+        )
+    elif trec_eval_level != foreign.TREC_EVAL_LEVEL:
+        lines.append(
+            f"trec_eval level {trec_eval_level} applies to trec_eval's names only (P_10, map, "
+            "ndcg_cut_10 ...): none was given"
+        )
+    if objects:
+        pairs = ", ".join(f"{n} = {parse_measure(n)}" for n in objects)
+        lines.append(f"ir_measures' measures as ir_measures computes them: {pairs}")
+    return lines

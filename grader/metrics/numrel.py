@@ -1,24 +1,20 @@
 """NumRel(rel=N): the documents judged relevant for the query (trec_eval's num_rel), returned or
-not: the denominator of recall, AP and Rprec; a count, summed in the "all" row.
-"""
+not: the denominator of recall, AP and Rprec; a count, summed in the "all" row."""
 
 from __future__ import annotations
 
-import numpy as np
-import numpy.typing as npt
-
-from grader.metrics._lists import is_relevant
-from grader.metrics.judged_rows import Ranked
+from grader.metrics._lists import hits
+from grader.metrics.judged_rows import Float, Ranked
 from grader.metrics.measures import DEFAULT_THRESHOLD, Measure
 from grader.metrics.registry import register
 
 
 def num_rel(judged: list[int], threshold: int = DEFAULT_THRESHOLD) -> int:
     """How many of the query's judged grades reach the threshold."""
-    return sum(1 for g in judged if is_relevant(g, threshold))
+    return hits(judged, threshold)
 
 
-def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
+def compute(measure: Measure, ranked: Ranked) -> Float:
     """NumRel per qrels query (vectorised)."""
     return ranked.n_relevant(measure.threshold)
 

@@ -1,14 +1,10 @@
 """NumRelRet(rel=N): the relevant results the run returned (trec_eval's num_rel_ret; ir_measures'
-`NumRet(rel=N)`); a count, summed in the "all" row.
-"""
+`NumRet(rel=N)`); a count, summed in the "all" row."""
 
 from __future__ import annotations
 
-import numpy as np
-import numpy.typing as npt
-
 from grader.metrics._lists import Grades, hits
-from grader.metrics.judged_rows import Ranked
+from grader.metrics.judged_rows import Float, Ranked
 from grader.metrics.measures import DEFAULT_THRESHOLD, Measure
 from grader.metrics.registry import register
 
@@ -18,9 +14,9 @@ def num_rel_ret(rels: Grades, threshold: int = DEFAULT_THRESHOLD) -> int:
     return hits(rels, threshold)
 
 
-def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
+def compute(measure: Measure, ranked: Ranked) -> Float:
     """NumRelRet per qrels query (vectorised)."""
-    return ranked.per_query(ranked.grade >= measure.threshold)
+    return ranked.per_query(ranked.relevant(measure.threshold))
 
 
 register(

@@ -1,14 +1,12 @@
 """NumRet: the number of results a run returned for the query (trec_eval's num_ret), judged or
-not; a count, summed in the "all" row. ir_measures' `NumRet(rel=N)` is NumRelRet(rel=N).
-"""
+not; a count, summed in the "all" row. ir_measures' `NumRet(rel=N)` is NumRelRet(rel=N)."""
 
 from __future__ import annotations
 
 import numpy as np
-import numpy.typing as npt
 
 from grader.metrics._lists import Grades
-from grader.metrics.judged_rows import Ranked
+from grader.metrics.judged_rows import Float, Ranked
 from grader.metrics.measures import Measure
 from grader.metrics.registry import register
 
@@ -18,10 +16,9 @@ def num_ret(rels: Grades) -> int:
     return len(rels)
 
 
-def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
+def compute(measure: Measure, ranked: Ranked) -> Float:
     """NumRet per qrels query (vectorised)."""
-    out: npt.NDArray[np.float64] = ranked.returned.astype(np.float64)
-    return out
+    return ranked.returned.astype(np.float64)
 
 
 register(

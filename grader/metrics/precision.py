@@ -2,33 +2,25 @@
 
     P@k = |{ i <= k : rel_i >= threshold }| / k
 
-Always divided by k (trec_eval's P_k): a short ranking is not rewarded for stopping early.
-"""
+Always divided by k (trec_eval's P_k): a short ranking is not rewarded for stopping early."""
 
 from __future__ import annotations
 
-import numpy as np
-import numpy.typing as npt
-
-from grader.metrics._lists import Grades, check_k, hits, top
-from grader.metrics.judged_rows import Ranked
+from grader.metrics._lists import Grades, hits
+from grader.metrics.judged_rows import Float, Ranked
 from grader.metrics.measures import DEFAULT_THRESHOLD, Measure
 from grader.metrics.registry import register
 
 
 def precision_at_k(rels: Grades, k: int, threshold: int = DEFAULT_THRESHOLD) -> float:
     """P@k of one graded list."""
-    check_k(k)
-    return hits(top(rels, k), threshold) / k
+    return hits(rels, threshold, k) / k
 
 
-def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
-    """P@k per qrels query (vectorised)."""
-    k = measure.cutoff
-    if k is None:
-        raise ValueError("P needs a cutoff")
-    sel = (ranked.grade >= measure.threshold) & (ranked.rank <= k)
-    return ranked.per_query(sel) / k
+def compute(measure: Measure, ranked: Ranked) -> Float:
+    """P@k per qrels query (vectorised; the registry makes the cutoff required)."""
+    k: int = measure.cutoff  # type: ignore[assignment]
+    return ranked.per_query(ranked.relevant(measure.threshold, k)) / k
 
 
 register(

@@ -1,10 +1,9 @@
 """The one order query ids are listed in: by number when every id is a whole number (2, 10, 100),
-else as text; ids equal as numbers (1, 01) fall back to text.
-"""
+else as text; ids equal as numbers (1, 01) fall back to text."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -23,9 +22,3 @@ def query_order(query_ids: Sequence[str]) -> npt.NDArray[np.intp]:
     else:
         order = sorted(range(len(ids)), key=ids.__getitem__)
     return np.asarray(order, dtype=np.intp)
-
-
-def sort_query_ids(query_ids: Iterable[str]) -> list[str]:
-    """`query_ids` in the one order: numeric when all are whole numbers, else text."""
-    ids = [str(q) for q in query_ids]
-    return [ids[i] for i in query_order(ids)]

@@ -1,9 +1,5 @@
-"""trec_eval's ranking order, vectorised: per query, score descending, ties by doc id descending.
-
-Scores compare in float32 by default (trec_eval 9 and pytrec_eval keep C floats), in double
-with `precision="float64"` (trec_eval 10). Doc ids may be Arrow arrays, a pandas Series or a
-list of str; Arrow is imported only to break ties among Arrow or pandas ids.
-"""
+"""trec_eval's ranking order, vectorised: per query, score descending, ties by doc id descending;
+scores compare in float32 (trec_eval 9, pytrec_eval) or, `precision="float64"`, in double."""
 
 from __future__ import annotations
 
@@ -67,8 +63,7 @@ def rank_order(
     precision: Precision,
 ) -> np.ndarray:
     """Row order of trec_eval: by query, score descending (in `precision`), doc id descending
-    (bytewise in UTF-8, as strcmp).
-    """
+    (bytewise in UTF-8, as strcmp)."""
     key = scores.astype(np.float32 if precision == "float32" else np.float64)
     n = len(key)
     if n == 0:

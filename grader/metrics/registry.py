@@ -1,10 +1,7 @@
-"""The measure registry: a measure is one module and one `register(...)` call.
-
-`register` says all the rest of relgrade knows of a family (spellings, parameters, kernel, list
-function, help line): `parse_measure`, `evaluate` and the CLI read it, none names a measure.
-Built-in measures register when `grader.metrics.builtin` is imported; installed packages through
-the entry point group `relgrade.measures` (`grader.plugins`), the first time a name is unknown.
-"""
+"""The measure registry: a measure is one module and one `register(...)` call, which says all
+the rest of relgrade knows of it; none of `parse_measure`, `evaluate` and the CLI names a measure.
+Built-in measures register the first time one is looked up (`MODULES`), installed packages
+through the entry points `relgrade.measures` (`grader.plugins`)."""
 
 from __future__ import annotations
 
@@ -40,12 +37,9 @@ GAINS = ("linear", "exp")
 
 @dataclass(frozen=True, order=True)
 class Measure:
-    """One measure: family name, cutoff k (None = whole ranking), threshold and gain.
-
-    `rel`: the binary threshold (None for nDCG and Judged); `gain`: "linear" or "exp" for nDCG;
-    `gains`: nDCG's custom grade -> gain map (identity entries dropped); `judged_only`: score the
-    condensed list; `params`: the family's own parameters by key (a None value is not printed).
-    """
+    """One measure: family name, cutoff k (None = whole ranking), `rel` the binary threshold (None
+    for nDCG and Judged), nDCG's `gain` ("linear", "exp") and `gains` map, `judged_only` (score the
+    condensed list) and the family's own `params` by key (a None value is not printed)."""
 
     name: str
     cutoff: int | None = None
@@ -83,7 +77,13 @@ class Measure:
 
 @dataclass(frozen=True)
 class MeasureDef:
-    """One registered measure family (see `register` for the fields)."""
+    """One registered measure family. `compute(measure, ranked)` is the kernel `evaluate` runs;
+    `usage` and `help` its line in `relgrade evaluate --help`; `rel` it takes `(rel=N)`; `cutoff`
+    "optional", "required" or "none"; `params` its own `key -> parser` with `defaults`; `aliases`
+    other spellings; `summed` its "all" row sums; `judged_only` and `gain` it takes those
+    parameters; `trec_eval` trec_eval's name with a cutoff (`ndcg_cut`); `with_rel` the family
+    meant when written with `rel=` (NumRet(rel=N) is NumRelRet); `list_function` the measure on
+    one graded list."""
 
     name: str
     compute: Kernel
@@ -108,57 +108,48 @@ _TREC_EVAL: dict[str, str] = {}
 _loaded = {"builtin": False, "plugins": False}
 
 
-def register(
-    name: str,
-    compute: Kernel,
-    *,
-    usage: str,
-    help: str,
-    rel: bool = True,
-    cutoff: Cutoff = "optional",
-    params: Mapping[str, ParamParser] | None = None,
-    defaults: Mapping[str, Any] | None = None,
-    aliases: tuple[str, ...] = (),
-    summed: bool = False,
-    judged_only: bool = False,
-    gain: bool = False,
-    trec_eval: str | None = None,
-    with_rel: str | None = None,
-    list_function: Callable[..., float] | None = None,
-) -> MeasureDef:
-    """Register the measure family `name` (e.g. "P") and return its definition.
-
-    `compute(measure, ranked)` is the kernel `evaluate` runs; `usage` and `help` its line in
-    `relgrade evaluate --help`; `rel` it takes `(rel=N)`; `cutoff` "optional", "required" or "none";
-    `params` its own `key -> parser` with `defaults`; `aliases` other spellings; `summed` its "all"
-    row sums; `judged_only` and `gain` it takes those parameters; `trec_eval` trec_eval's name with
-    a cutoff (`ndcg_cut`); `with_rel` the family meant when written with `rel=` (NumRet(rel=N) is
-    NumRelRet); `list_function` the measure on one graded list. A name taken twice is a ValueError.
-    """
-    params = dict(params or {})
-    defaults = dict(defaults or {})
-    unknown = set(defaults) - set(params)
+def register(name: str, compute: Kernel, **fields: Any) -> MeasureDef:
+    """Register the measure family `name` (e.g. "P"), the other `MeasureDef` fields given by
+    keyword, and return its definition. A name taken twice is a ValueError."""
+    definition = MeasureDef(name, compute, **fields)
+    unknown = set(definition.defaults) - set(definition.params)
     if unknown:
         raise ValueError(f"measure {name}: defaults for parameters it does not take: {unknown}")
-    spellings = {s.lower() for s in (name, *aliases)}
+    spellings = {s.lower() for s in (name, *definition.aliases)}
     taken = sorted(s for s in spellings if s in _SPELLINGS)
     if taken:
         raise ValueError(f"measure {name}: {', '.join(taken)} is registered already")
-    definition = MeasureDef(
-        name, compute, usage, help, rel, cutoff, params, defaults, aliases, summed,
-        judged_only, gain, trec_eval, with_rel, list_function,
-    )  # fmt: skip
     _BY_NAME[name] = definition
     _SPELLINGS.update(dict.fromkeys(spellings, name))
-    if trec_eval is not None:
-        _TREC_EVAL[trec_eval.lower()] = name
+    if definition.trec_eval is not None:
+        _TREC_EVAL[definition.trec_eval.lower()] = name
     return definition
+
+
+#: The measures relgrade ships, each a module of this package ending in one `register(...)`, in
+#: the order `relgrade evaluate --help` lists them.
+MODULES = (
+    "ndcg",
+    "rr",
+    "precision",
+    "recall",
+    "ap",
+    "rprec",
+    "success",
+    "judged_at_k",
+    "err",
+    "bpref",
+    "numret",
+    "numrel",
+    "numrelret",
+)
 
 
 def _load_builtin() -> None:
     if not _loaded["builtin"]:
         _loaded["builtin"] = True
-        importlib.import_module("grader.metrics.builtin")
+        for module in MODULES:
+            importlib.import_module(f"grader.metrics.{module}")
 
 
 def load_plugins() -> None:
@@ -193,11 +184,9 @@ def trec_eval_family(name: str) -> str | None:
 
 
 def registered() -> list[MeasureDef]:
-    """Every registered family: the built-in ones in `builtin.MODULES` order, then the others in
-    the order they registered."""
+    """Every registered family: the built-in ones in `MODULES` order, then the others in the
+    order they registered."""
     _load_builtin()
-    from grader.metrics.builtin import MODULES
-
     order = {f"grader.metrics.{module}": i for i, module in enumerate(MODULES)}
     return sorted(_BY_NAME.values(), key=lambda d: order.get(d.compute.__module__, len(order)))
 

@@ -2,19 +2,17 @@
 
     RR@k = 1 / min{ i <= k : rel_i >= threshold }      (0 if the set is empty)
 
-Without k the whole ranking counts (trec_eval's recip_rank; RR@k is it on the top k).
-"""
+Without k the whole ranking counts (trec_eval's recip_rank; RR@k is it on the top k)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
 import numpy as np
-import numpy.typing as npt
 
-from grader.metrics._lists import Grades, is_relevant, top
+from grader.metrics._lists import Grades, relevant_ranks
 from grader.metrics.foreign import parse_ties
-from grader.metrics.judged_rows import Ranked
+from grader.metrics.judged_rows import Float, Ranked
 from grader.metrics.measures import DEFAULT_THRESHOLD, Measure
 from grader.metrics.registry import register
 
@@ -23,10 +21,8 @@ def reciprocal_rank(
     rels: Grades, threshold: int = DEFAULT_THRESHOLD, k: int | None = None
 ) -> float:
     """RR of one graded list: 1/rank of the first grade >= threshold, 0 when none."""
-    for i, grade in enumerate(top(rels, k), start=1):
-        if is_relevant(grade, threshold):
-            return 1.0 / i
-    return 0.0
+    ranks = relevant_ranks(rels, threshold, k)
+    return 1.0 / ranks[0] if ranks else 0.0
 
 
 def mrr(lists: Iterable[Grades], threshold: int = DEFAULT_THRESHOLD, k: int | None = None) -> float:
@@ -37,11 +33,9 @@ def mrr(lists: Iterable[Grades], threshold: int = DEFAULT_THRESHOLD, k: int | No
     return sum(values) / len(values)
 
 
-def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
+def compute(measure: Measure, ranked: Ranked) -> Float:
     """RR per qrels query (vectorised)."""
-    sel = ranked.grade >= measure.threshold
-    if measure.cutoff is not None:
-        sel &= ranked.rank <= measure.cutoff
+    sel = ranked.relevant(measure.threshold, measure.cutoff)
     out = np.zeros(ranked.n_queries, dtype=np.float64)
     queries, first = np.unique(ranked.query[sel], return_index=True)
     out[queries] = 1.0 / ranked.rank[sel][first]

@@ -1,8 +1,6 @@
-"""ir_measures' parameter spellings inside a measure name, written as ir_measures writes them:
-`dcg='exp-log2'` (relgrade's `gain=exp`), `gains={0:0,1:1,2:3,3:7}` (a grade it does not name
-keeps its grade as gain, so `g:g` entries are dropped when printed) and `judged_only=True`.
-Each function raises ValueError saying what is wrong.
-"""
+"""ir_measures' parameter spellings in a measure name: `dcg='exp-log2'` (`gain=exp`),
+`gains={0:0,1:1,2:3,3:7}` (identity entries dropped) and `judged_only=True`; each function raises
+ValueError saying what is wrong."""
 
 from __future__ import annotations
 
@@ -16,19 +14,7 @@ _INT = re.compile(r"^[+-]?\d+$")
 
 def split_params(text: str | None) -> list[str]:
     """The `key=value` parts of a parameter list, split at commas outside `{...}`."""
-    source = text or ""
-    parts: list[str] = []
-    depth, start = 0, 0
-    for i, char in enumerate(source):
-        if char == "{":
-            depth += 1
-        elif char == "}":
-            depth -= 1
-        elif char == "," and depth == 0:
-            parts.append(source[start:i])
-            start = i + 1
-    parts.append(source[start:])
-    return [p.strip() for p in parts if p.strip()]
+    return [p.strip() for p in re.split(r",(?![^{]*\})", text or "") if p.strip()]
 
 
 def unquote(value: str) -> str:

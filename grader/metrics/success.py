@@ -1,30 +1,24 @@
 """Success at k (Success@k): 1 when any of the top k results is relevant, else 0 (trec_eval's
-success_k).
-"""
+success_k)."""
 
 from __future__ import annotations
 
 import numpy as np
-import numpy.typing as npt
 
-from grader.metrics._lists import Grades, check_k, hits, top
-from grader.metrics.judged_rows import Ranked
+from grader.metrics._lists import Grades, hits
+from grader.metrics.judged_rows import Float, Ranked
 from grader.metrics.measures import DEFAULT_THRESHOLD, Measure
 from grader.metrics.registry import register
 
 
 def success_at_k(rels: Grades, k: int, threshold: int = DEFAULT_THRESHOLD) -> float:
     """Success@k of one graded list (1.0 or 0.0)."""
-    check_k(k)
-    return 1.0 if hits(top(rels, k), threshold) else 0.0
+    return 1.0 if hits(rels, threshold, k) else 0.0
 
 
-def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
-    """Success@k per qrels query (vectorised)."""
-    k = measure.cutoff
-    if k is None:
-        raise ValueError("Success needs a cutoff")
-    sel = (ranked.grade >= measure.threshold) & (ranked.rank <= k)
+def compute(measure: Measure, ranked: Ranked) -> Float:
+    """Success@k per qrels query (vectorised; the registry makes the cutoff required)."""
+    sel = ranked.relevant(measure.threshold, measure.cutoff)
     return (ranked.per_query(sel) > 0).astype(np.float64)
 
 

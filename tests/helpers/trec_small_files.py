@@ -59,9 +59,9 @@ def compare_readers(
     if small is None:
         return False, False
     assert small.query_ids == [str(q) for q in expected_qrels.query_ids.to_pylist()]
-    for field in ("ideal_query", "ideal_grade", "ideal_pos"):
+    for field in ("query", "grade", "pos"):
         np.testing.assert_array_equal(
-            getattr(small.ideal, field.removeprefix("ideal_")), getattr(expected_qrels, field)
+            getattr(small.ideal, field), getattr(expected_qrels.ideal, field)
         )
     expected = arrow_run(run, expected_qrels, precision, depth)
     got = small_judged_run(run, small, precision=precision, depth=depth)  # type: ignore[arg-type]

@@ -33,9 +33,7 @@ def rbp(
 def compute(measure: Measure, ranked: Ranked) -> npt.NDArray[np.float64]:
     """ToyRBP per qrels query."""
     p: float = measure.param("p")
-    sel = ranked.grade >= measure.threshold
-    if measure.cutoff is not None:
-        sel &= ranked.rank <= measure.cutoff
+    sel = ranked.relevant(measure.threshold, measure.cutoff)
     weights = np.asarray((1 - p) * np.power(p, ranked.rank - 1.0), dtype=np.float64)
     return ranked.per_query(sel, weights)
 

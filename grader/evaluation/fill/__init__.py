@@ -1,11 +1,3 @@
-"""`evaluate --fill`: people's qrels with their holes filled by LLM grades (docs/filling-holes.md).
-
-- `scores`: each run scored three ways, the shares of its top k by source (`evaluate_fill`).
-- `interval`: the corrected filled score and its interval (imputations plus pairs graded by both).
-- `reach`: whether the pairs graded by both reach where a run's holes are (else no interval).
-- `difference`: the corrected difference between two runs, estimated jointly.
-- `evaluation`: one call from any input form to the records and lines the command prints.
-- `baseline`: `--baseline` under `--fill`.
-
-The metrics core (`grader.metrics`) stays pure IR: these modules use it, never the reverse.
-"""
+"""`evaluate --fill`: people's qrels with their holes filled by LLM grades (docs/filling-holes.md):
+`scores` (three regimes, shares), `interval` (the corrected score, differences), `reach` (when no
+interval), `evaluation` (one call for the command and the API). It uses `grader.metrics`."""

@@ -1,18 +1,18 @@
-"""`evaluate --fill` as one call, for the command and `relgrade.evaluate(..., fill=...)`: both
-grade sets read, the same-collection check, the thresholds, `evaluate_fill`, and the records
-(`--format json`'s with a `regime`; docs/filling-holes.md) and stderr lines.
-"""
+"""`evaluate --fill` as one call, for the command and `relgrade.evaluate(..., fill=...)`: the
+inputs read and checked, the thresholds, `evaluate_fill`, the records (docs/filling-holes.md) and
+stderr lines; with `--baseline`, the paired test per regime and the corrected difference."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from grader.errors import InputError
+from grader.evaluation import baseline
 from grader.evaluation.baseline import Options
-from grader.evaluation.fill.scores import SOURCES, Design, FillResult, evaluate_fill
+from grader.evaluation.fill.interval import p_value
+from grader.evaluation.fill.scores import REGIMES, SOURCES, Design, FillResult, evaluate_fill
 from grader.metrics.evaluate import Missing
 from grader.metrics.measures import Measure
 
@@ -23,9 +23,9 @@ if TYPE_CHECKING:
 
 COLUMNS = ["run", "query_id", "measure", "regime", "source", "value", "corrected", "ci_low"]
 COLUMNS += ["ci_high", "reason"]
-BASELINE_COLUMNS = ["diff", "p_value", "p_adjusted", "diff_ci_low", "diff_ci_high"]
-BASELINE_COLUMNS += ["corrected_diff", "corrected_diff_ci_low", "corrected_diff_ci_high"]
-BASELINE_COLUMNS += ["corrected_p_value"]
+CORRECTED = ["corrected_diff", "corrected_diff_ci_low", "corrected_diff_ci_high"]
+CORRECTED += ["corrected_p_value"]
+BASELINE_COLUMNS = [*baseline.COLUMNS, *CORRECTED]
 
 
 @dataclass
@@ -36,17 +36,31 @@ class FillEvaluation:
     result: FillResult
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    comparison: Options | None = None  # --baseline: grader.evaluation.fill.baseline
+    comparison: Options | None = None  # --baseline's
 
     def records(self, per_query: bool = False) -> list[dict[str, Any]]:
         """`--format json`'s records: scores by regime, then the shares by source; with a
         baseline, the comparison columns on the "all" records."""
         records = fill_records(self.result, per_query)
         if self.comparison is not None:
-            from grader.evaluation.fill.baseline import annotate_fill
-
-            annotate_fill(records, self.result, self.comparison)
+            _annotate(records, self.result, self.comparison)
         return records
+
+
+def _annotate(records: list[dict[str, Any]], result: FillResult, options: Options) -> None:
+    """The comparison columns added to the "all" records, in place (see the module docstring)."""
+    scored = [r for r in records if "source" not in r]
+    for regime in REGIMES:
+        results = [(run, regimes[regime]) for run, regimes in result.scores.items()]
+        baseline.compare(results, options).annotate([r for r in scored if r["regime"] == regime])
+    for record in scored:
+        if record["regime"] != "filled" or record["query_id"] != "all":
+            continue
+        if record["run"] == options.baseline:
+            continue
+        found = result.differences.get(record["run"], {}).get(record["measure"])
+        values = (found.estimate, found.low, found.high, p_value(found)) if found else (None,) * 4
+        record.update(zip(CORRECTED, values, strict=True))
 
 
 def people_grades(value: Any) -> pd.DataFrame:
@@ -121,9 +135,8 @@ def evaluate_filled(
 ) -> FillEvaluation:
     """Each run scored three ways (`evaluate_fill`), thresholds decided on people's grades and the
     LLM's mapped top (`typed`: names written by a person), and the lines the command prints.
-    `weights`: 1/pi of the also-judged pairs from `manifest`; `comparison`: --baseline's.
-    """
-    from grader.metrics.thresholds import resolve_thresholds
+    `weights`: 1/pi of the also-judged pairs from `manifest`; `comparison`: --baseline's."""
+    from grader.metrics.measures import resolve_thresholds
 
     check_same_collection(human, llm, llm_name, human_path)
     top = int(max(human["grade"].max(), max((scale or {3: 3}).values())))
@@ -208,16 +221,11 @@ def _queries_note(result: FillResult, missing: Missing) -> str:
     return text
 
 
-def _clean(value: Any) -> Any:
-    return None if isinstance(value, float) and math.isnan(value) else value
-
-
 def fill_records(result: FillResult, per_query: bool = False) -> list[dict[str, Any]]:
     """The records (see the module docstring), a NaN value kept as NaN."""
-    frame = result.frame(per_query)
     records: list[dict[str, Any]] = []
-    for row in frame.to_dict(orient="records"):
-        record = {str(k): v for k, v in row.items() if k == "value" or _clean(v) is not None}
+    for row in result.rows(per_query):
+        record = {k: v for k, v in row.items() if k == "value" or baseline.clean(v) is not None}
         if "reason" in record:  # no interval: said as null, with the reason
             record.update(corrected=None, ci_low=None, ci_high=None)
         records.append(record)

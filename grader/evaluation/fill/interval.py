@@ -1,13 +1,8 @@
-"""An interval for a filled score that carries the LLM's disagreement with people.
-
-A PPI-style correction on an imputed base (docs/filling-holes.md, "the method"): the pairs
-graded by both (`grade --also-judged`, drawn with inclusion probabilities pi) play PPI's
-labelled data. Each hole gets a human grade drawn from P(human | LLM grade, query) (`_Imputer`);
-each overlap pair's effect d (the run's score with people's grade minus with a predicted one)
-corrects the base by H * mean_w(d); five imputations are combined (`combine`). It assumes the
-holes resemble the overlap given the LLM grade and the query, which `fill.reach` checks first.
-A pair changes only its own query's score, so one rescoring per round serves one pair per query.
-"""
+"""An interval for a filled score that carries the LLM's disagreement with people: a PPI-style
+correction on an imputed base (docs/filling-holes.md, "the method"). Holes get human grades drawn
+from P(human | LLM grade, query); each overlap pair's effect d corrects the base by H * mean_w(d);
+five imputations are combined (`combine`). A pair changes only its own query's score, so one
+rescoring per round serves one pair per query. Two runs' difference is estimated jointly."""
 
 from __future__ import annotations
 
@@ -44,16 +39,34 @@ class Interval:
     method: str = METHOD
 
 
+@dataclass(frozen=True)
+class Overlap:
+    """The merged qrels coded by pair index (`grades`: people's, then the LLM's on the last
+    `holes`), and the pairs graded by both: `pairs` their indices, `llm` their LLM grades (mapped),
+    `weights` their 1/pi; `hole_raw`, `pair_raw` the LLM's own grades (before a scale map) of the
+    holes and the pairs; `query_code` each pair's query among `n_queries`."""
+
+    grades: Int
+    holes: int
+    pairs: Int
+    llm: Int
+    weights: Float
+    hole_raw: Int
+    pair_raw: Int
+    query_code: Int
+    n_queries: int
+
+    @property
+    def first(self) -> int:
+        """The index of the first hole."""
+        return len(self.grades) - self.holes
+
+
 def rescored(ranked: Ranked, grades: Int) -> Ranked:
     """A coded `Ranked` (grade = the pair's index in `grades`) with the pairs' grades put in."""
-    ideal = ideal_of(ranked.ideal_query, grades[ranked.ideal_grade])
-    return dataclasses.replace(
-        ranked,
-        grade=grades[ranked.grade],
-        ideal_query=ideal.query,
-        ideal_grade=ideal.grade,
-        ideal_pos=ideal.pos,
-    )
+    ideal = ideal_of(ranked.ideal_query, grades[ranked.ideal_grade])._asdict()
+    fields = {f"ideal_{key}": value for key, value in ideal.items()}
+    return dataclasses.replace(ranked, grade=grades[ranked.grade], **fields)
 
 
 def _rounds(query_of: Int) -> Int:
@@ -69,7 +82,7 @@ def pair_effects(
     ranked: Ranked,
     measures: Sequence[Measure],
     grades: Int,
-    pairs: Int,
+    overlap: Overlap,
     llm: Int,
     *,
     missing: Missing = "zero",
@@ -80,18 +93,16 @@ def pair_effects(
     base = score(start, measures, missing=missing)
     means = np.array([value for _, value in base.means()], dtype=np.float64)
     column = {q: i for i, q in enumerate(base.query_ids)}
-    query_code = np.full(len(grades), -1, dtype=np.int64)
-    query_code[ranked.ideal_grade] = ranked.ideal_query  # the coded ideal lists every pair
-    codes = query_code[pairs]
+    codes = overlap.query_code[overlap.pairs]
     col = np.array([column.get(ranked.query_ids[c], -1) for c in codes.tolist()], dtype=np.int64)
-    effects = np.zeros((len(pairs), len(measures)), dtype=np.float64)
+    effects = np.zeros((len(overlap.pairs), len(measures)), dtype=np.float64)
     rounds = _rounds(codes)
     for r in range(int(rounds.max()) + 1 if len(rounds) else 0):
         chosen = np.flatnonzero((rounds == r) & (col >= 0))
         if not len(chosen):
             continue
         swapped = grades.copy()
-        swapped[pairs[chosen]] = llm[chosen]
+        swapped[overlap.pairs[chosen]] = llm[chosen]
         # The run's rows change, the ideal lists (qrels-only terms) stay those of `grades`.
         other = score(
             dataclasses.replace(start, grade=swapped[ranked.grade]), measures, missing=missing
@@ -108,9 +119,7 @@ def pair_effects(
 class _Imputer:
     """A human grade for pairs people did not grade, by Bayes' rule: P(h | l, q) ~ P(l | h) P_q(h),
     P(l | h) from the overlap (1/pi weighted), P_q(h) from people's grades of query q shrunk towards
-    the pool's (`PRIOR_PAIRS` pseudo-pairs): the LLM's errors depend on the true grade, not the
-    query.
-    """
+    the pool's (`PRIOR_PAIRS` pseudo-pairs)."""
 
     grades: Int  # the human grades that occur, ascending
     likelihood: Float  # [grade, llm grade 0..9]: P(llm | human)
@@ -132,28 +141,19 @@ class _Imputer:
 PRIOR_PAIRS = 5.0
 
 
-def _imputer(
-    human: Int,
-    llm: Int,
-    weights: Float,
-    people: Int,
-    people_query: Int,
-    n_queries: int,
-    holes_sample: bool = False,
-) -> _Imputer:
-    """The imputer from the overlap (`human`, `llm`, `weights`) and every human grade (`people`,
-    with its query code); `holes_sample`: the overlap is a sample of the holes."""
+def _imputer(overlap: Overlap, holes_sample: bool) -> _Imputer:
+    """The imputer from the overlap pairs and every human grade; `holes_sample`: the overlap is a
+    sample of the holes."""
+    human, llm, weights = overlap.grades[overlap.pairs], overlap.pair_raw, overlap.weights
+    people, people_query = overlap.grades[: overlap.first], overlap.query_code[: overlap.first]
     grades = np.unique(np.concatenate([human, people]))
-    index = {g: i for i, g in enumerate(grades.tolist())}
     likelihood = np.zeros((len(grades), 10))
-    for h, g, w in zip(human.tolist(), llm.tolist(), weights.tolist(), strict=True):
-        if 0 <= g < 10:
-            likelihood[index[h], g] += w
+    known = (llm >= 0) & (llm < 10)
+    np.add.at(likelihood, (np.searchsorted(grades, human[known]), llm[known]), weights[known])
     rows = likelihood.sum(axis=1, keepdims=True)
     likelihood = np.divide(likelihood, rows, out=np.zeros_like(likelihood), where=rows > 0)
-    codes = np.array([index[g] for g in people.tolist()], dtype=np.int64)
-    counts = np.zeros((n_queries, len(grades)))
-    np.add.at(counts, (people_query, codes), 1.0)
+    counts = np.zeros((overlap.n_queries, len(grades)))
+    np.add.at(counts, (people_query, np.searchsorted(grades, people)), 1.0)
     pool = counts.sum(axis=0) / max(counts.sum(), 1.0)
     prior = (counts + PRIOR_PAIRS * pool) / (counts.sum(axis=1, keepdims=True) + PRIOR_PAIRS)
     if holes_sample:
@@ -161,7 +161,7 @@ def _imputer(
         # (a new system's holes are more often relevant). Each query's prior is shifted by the
         # ratio of the holes' share of each grade (the sample, 1/pi weighted) to the pool's.
         share = np.zeros(len(grades))
-        np.add.at(share, [index[h] for h in human.tolist()], weights)
+        np.add.at(share, np.searchsorted(grades, human), weights)
         share /= share.sum()
         ratio = np.divide(share, pool, out=np.zeros_like(share), where=pool > 0)
         prior = prior * ratio
@@ -169,86 +169,68 @@ def _imputer(
     return _Imputer(grades, likelihood, prior)
 
 
-def _draw(
-    imputer: _Imputer,
-    rng: np.random.Generator,
-    grades: Int,
-    first: int,
-    query_code: Int,
-    raw: tuple[Int, Int],
-    pairs: Int,
-    llm: Int,
-) -> tuple[Int, Int]:
-    """One imputation: the grades with the holes (from `first` on) drawn, and a predicted grade
-    of each overlap pair."""
-    hole_raw, pair_raw = raw
-    base = grades.copy()
-    base[first:] = imputer.draw(rng, query_code[first:], hole_raw, grades[first:])
-    return base, imputer.draw(rng, query_code[pairs], pair_raw, llm)
-
-
 def corrected_interval(
     coded: Mapping[str, Ranked],
     measures: Sequence[Measure],
-    grades: Int,
-    pairs: Int,
-    llm: Int,
-    weights: Float,
-    holes: int,
+    overlap: Overlap,
     *,
-    raw: tuple[Int, Int] | None = None,
     missing: Missing = "zero",
     level: float = 0.95,
     imputations: int = 5,
     seed: int = 0,
     holes_sample: bool = False,
-    effects_out: dict[str, tuple[Float, Float]] | None = None,
-) -> tuple[dict[str, dict[str, Interval]], str]:
-    """Per run and measure, the corrected filled score and its interval.
-
-    `coded`: each run joined with the merged qrels coded by pair index into `grades` (people's
-    first, the LLM's on the last `holes`); `pairs`, `llm`, `weights`: the overlap pairs' indices,
-    LLM grades and 1/pi; `raw`: the LLM's own grades of holes and pairs (before a scale map).
-    `holes_sample`: the overlap samples the holes. `effects_out` gets each run's (means, effects),
-    for differences between runs (`fill.difference`).
-    """
-    z = NormalDist().inv_cdf(0.5 + level / 2.0)
-    n = len(pairs)
-    hole_raw, pair_raw = raw if raw is not None else (grades[len(grades) - holes :], llm)
-    first = len(grades) - holes
-    some = next(iter(coded.values()))
-    query_code = np.zeros(len(grades), dtype=np.int64)
-    query_code[some.ideal_grade] = some.ideal_query  # the coded ideal lists every pair
-    people = (grades[:first], query_code[:first])
-    imputer = _imputer(grades[pairs], pair_raw, weights, *people, some.n_queries, holes_sample)
+) -> tuple[dict[str, dict[str, Interval]], dict[str, tuple[Float, Float]]]:
+    """Per run and measure, the corrected filled score and its interval, and each run's (means,
+    effects) for `corrected_differences`; `coded`: each run joined with the merged qrels coded by
+    pair index into `overlap.grades`."""
+    grades, code, first = overlap.grades, overlap.query_code, overlap.first
+    imputer = _imputer(overlap, holes_sample)
     rng = np.random.default_rng(seed)
-    draws = [
-        _draw(imputer, rng, grades, first, query_code, (hole_raw, pair_raw), pairs, llm)
-        for _ in range(imputations)
-    ]
+    draws = []
+    for _ in range(imputations):
+        base = grades.copy()
+        base[first:] = imputer.draw(rng, code[first:], overlap.hole_raw, grades[first:])
+        draws.append((base, imputer.draw(rng, code[overlap.pairs], overlap.pair_raw, overlap.llm)))
     out: dict[str, dict[str, Interval]] = {}
+    effects: dict[str, tuple[Float, Float]] = {}
     for run, ranked in coded.items():
         found = [
-            pair_effects(ranked, measures, base, pairs, predicted, missing=missing)
+            pair_effects(ranked, measures, base, overlap, predicted, missing=missing)
             for base, predicted in draws
         ]
-        means = np.array([m for m, _ in found])
-        effects = np.array([d for _, d in found])
-        if effects_out is not None:
-            effects_out[run] = (means, effects)
-        est, var = combine(means, effects, weights, holes, first_order(measures))
-        out[run] = {
-            str(m): _interval(m, e, z * s, level, n)
-            for m, e, s in zip(measures, est.tolist(), np.sqrt(var).tolist(), strict=True)
-        }
-    return out, _note(level, n, holes)
+        effects[run] = (np.array([m for m, _ in found]), np.array([d for _, d in found]))
+        out[run] = intervals(*effects[run], overlap.weights, overlap.holes, measures, level)
+    return out, effects
 
 
-def _note(level: float, n: int, holes: int) -> str:
+def intervals(
+    means: Float,
+    effects: Float,
+    weights: Float,
+    holes: int,
+    measures: Sequence[Measure],
+    level: float,
+    method: str = METHOD,
+) -> dict[str, Interval]:
+    """Each measure's `level` interval from m imputations (`combine`); a run's score (`method`
+    METHOD), not a difference, is held to 0..1 where the measure lies there (`within_unit`)."""
+    z = NormalDist().inv_cdf(0.5 + level / 2.0)
+    est, var = combine(means, effects, weights, holes, first_order(measures))
+    out = {}
+    for m, e, s in zip(measures, est.tolist(), np.sqrt(var).tolist(), strict=True):
+        low, high = e - z * s, e + z * s
+        if method == METHOD and within_unit(m):
+            e, low, high = (min(max(v, 0.0), 1.0) for v in (e, low, high))
+        out[str(m)] = Interval(e, low, high, level, len(weights), method)
+    return out
+
+
+def note(level: float, overlap: Overlap) -> str:
+    """How the intervals were made."""
     return (
-        f"{level:.0%} interval of the filled score: {METHOD}, from {n} pairs graded by both "
-        f"people and the LLM, {holes} holes; centred on the corrected score (both held to "
-        "0..1 for measures that lie there)"
+        f"{level:.0%} interval of the filled score: {METHOD}, from {len(overlap.pairs)} pairs "
+        f"graded by both people and the LLM, {overlap.holes} holes; centred on the corrected "
+        "score (both held to 0..1 for measures that lie there)"
     )
 
 
@@ -259,13 +241,9 @@ def combine(
     holes: int,
     first_order: npt.NDArray[np.bool_] | None = None,
 ) -> tuple[Float, Float]:
-    """The corrected score and its variance, per measure, from m imputations.
-
-    `means` [m, measures], `effects` [m, n, measures], `weights` the pairs' 1/pi. Each pair's effect
-    is averaged over the imputations first (d-bar): estimate mean(means) + H mean_w(d-bar), variance
-    H^2 var_w(d-bar) / n_eff + H var_w(d-bar) + B / m (B: the variance of the m estimates). The
-    `first_order` measures keep Rubin's rules, whose slack made them cover (bench/fill_dl2019.py).
-    """
+    """The corrected score and its variance, per measure, from m imputations: `means` [m,
+    measures], `effects` [m, n, measures], `weights` the pairs' 1/pi. Each pair's effect is
+    averaged over the imputations first; the `first_order` measures keep Rubin's rules."""
     m, n = effects.shape[0], effects.shape[1]
     w = weights / weights.sum()
     n_eff = float(weights.sum() ** 2 / (weights**2).sum())
@@ -286,21 +264,12 @@ def combine(
     return estimate, variance
 
 
-def _interval(measure: Measure, estimate: float, half: float, level: float, n: int) -> Interval:
-    """estimate +- half, each end (and the estimate) held to 0..1 when the measure lies there."""
-    ends = [estimate, estimate - half, estimate + half]
-    if within_unit(measure):
-        ends = [min(max(v, 0.0), 1.0) for v in ends]
-    return Interval(float(ends[0]), float(ends[1]), float(ends[2]), level, n)
-
-
 LINEAR = frozenset({"nDCG", "P", "Judged", "NumRet", "NumRelRet"})
 
 
 def first_order(measures: Sequence[Measure]) -> npt.NDArray[np.bool_]:
     """Which measures keep Rubin's rules: all but those linear in the run's grades given an ideal
-    the holes barely move (`LINEAR`, nDCG with a cutoff); a plug-in measure is not assumed linear.
-    """
+    the holes barely move (`LINEAR`, nDCG with a cutoff); a plug-in is not assumed linear."""
     return np.array(
         [m.name not in LINEAR or (m.name == "nDCG" and m.cutoff is None) for m in measures],
         dtype=bool,
@@ -311,8 +280,45 @@ def within_unit(measure: Measure) -> bool:
     """Whether the measure's mean lies in 0..1: every built-in measure that is averaged (a
     count is summed; a plug-in measure declares no range, so none is assumed)."""
     from grader.metrics import registry
-    from grader.metrics.builtin import MODULES
 
     found = registry.get(measure.name)
-    builtin = {f"grader.metrics.{module}" for module in MODULES}
+    builtin = {f"grader.metrics.{module}" for module in registry.MODULES}
     return not found.summed and found.compute.__module__ in builtin
+
+
+DIFFERENCE = "difference of the corrected filled scores, on shared imputations and overlap pairs"
+
+
+def corrected_differences(
+    effects: Mapping[str, tuple[Float, Float]],
+    baseline: str,
+    measures: Sequence[Measure],
+    weights: Float,
+    holes: int,
+    *,
+    level: float = 0.95,
+    refused: Mapping[str, Mapping[str, str]] | None = None,
+) -> dict[str, dict[str, Interval]]:
+    """Per run other than `baseline` and measure: the corrected difference and its `level` interval,
+    from `effects` (`corrected_interval`'s); none where either run was `refused`."""
+    base_means, base_effects = effects[baseline]
+    skip = {**(refused or {}).get(baseline, {})}
+    out: dict[str, dict[str, Interval]] = {}
+    for run, (means, run_effects) in effects.items():
+        if run != baseline:
+            d, d_effects = means - base_means, run_effects - base_effects
+            found = intervals(d, d_effects, weights, holes, measures, level, DIFFERENCE)
+            gone = {**skip, **(refused or {}).get(run, {})}
+            out[run] = {name: iv for name, iv in found.items() if name not in gone}
+    return out
+
+
+def p_value(interval: Interval) -> float:
+    """The two-sided p-value of "no difference" from a difference's normal interval (the
+    z-test its interval inverts); 1.0 for an interval of no width around 0."""
+    dist = NormalDist()
+    half = interval.high - interval.estimate
+    se = half / dist.inv_cdf(0.5 + interval.level / 2.0)
+    if se <= 0:
+        return 1.0 if interval.estimate == 0 else 0.0
+    return 2.0 * (1.0 - dist.cdf(abs(interval.estimate) / se))

@@ -1,23 +1,19 @@
-"""Whether the filled score's interval may be given, per run and measure, and why not.
-
-The correction learns the LLM's errors from the overlap, valid where it resembles the holes.
-On the run's top k: reach, the overlap of the holes' and the overlap pairs' distributions over
-cells (rank band x LLM grade), must be at least `MIN_REACH` with `MIN_SLOTS` overlap slots (a
-new system's top holes, with an overlap drawn from the judged pool, are not reached:
-bench/fill_coverage.py; people grading a sample of the holes is the design that works); and at
-most `MAX_UNJUDGED` of the slots may be graded by nobody.
-"""
+"""Whether the filled score's interval may be given, per run and measure, and why not: the
+correction learns the LLM's errors from the overlap, valid where it resembles the holes. On the
+run's top k, the overlap of the holes' and the overlap pairs' distributions over cells (rank band
+x LLM grade) must reach `MIN_REACH` with `MIN_SLOTS` overlap slots (bench/fill_coverage.py), and
+at most `MAX_UNJUDGED` of the slots may be graded by nobody."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
-from grader.metrics.judged_rows import Ranked
-
-Int = npt.NDArray[np.int64]
+from grader.evaluation.fill.interval import Overlap
+from grader.metrics.judged_rows import Int, Ranked
+from grader.metrics.measures import Measure
 
 BANDS = np.array([3, 6, 10, 30, 100])  # rank bands: 1-3, 4-6, 7-10, 11-30, 31-100, 101+
 HIGH = 2  # LLM grades 0-1 and 2-3 (the 0..3 scale, before --llm-scale): two cells per band
@@ -40,8 +36,7 @@ class Reach:
 
     def reason(self, run: str, design: str = "judged") -> str | None:
         """Why the interval at this depth is not given, or None; a sample of the holes (`design`
-        "holes") reaches them by design, so only the share nobody graded is checked.
-        """
+        "holes") reaches them by design, so only the share nobody graded is checked."""
         top = "ranking" if self.k is None else f"top {self.k}"
         if self.slots and self.unjudged / self.slots > MAX_UNJUDGED:
             return (
@@ -73,8 +68,7 @@ class Reach:
 
 def reach(ranked: Ranked, k: int | None, first: int, overlap: Int, llm: Int) -> Reach:
     """The `Reach` of a run coded by pair index (holes from `first` on), `overlap` the overlap
-    pairs, `llm` every pair's LLM grade (-1: none).
-    """
+    pairs, `llm` every pair's LLM grade (-1: none)."""
     top = np.ones(len(ranked.rank), dtype=bool) if k is None else ranked.rank <= k
     index = ranked.grade[top]
     grade = np.where(llm[index] < 0, 0, np.where(llm[index] >= HIGH, 2, 1))
@@ -91,3 +85,23 @@ def reach(ranked: Ranked, k: int | None, first: int, overlap: Int, llm: Int) -> 
         p_both = np.bincount(both, minlength=size) / len(both)
         share = float(np.minimum(p_holes, p_both).sum())
     return Reach(k, len(holes), len(both), unjudged, slots, share)
+
+
+def refusals(
+    coded: Mapping[str, Ranked], measures: Sequence[Measure], overlap: Overlap, design: str
+) -> dict[str, dict[str, str]]:
+    """run -> measure -> why it gets no interval, one `reach` per run and cutoff."""
+    raw_of = np.full(len(overlap.grades), -1, dtype=np.int64)  # the LLM's own grade of a pair
+    raw_of[overlap.first :] = overlap.hole_raw
+    raw_of[overlap.pairs] = overlap.pair_raw
+    out: dict[str, dict[str, str]] = {}
+    for run, ranked in coded.items():
+        found: dict[int | None, Reach] = {}
+        for measure in measures:
+            k = measure.cutoff
+            if k not in found:
+                found[k] = reach(ranked, k, overlap.first, overlap.pairs, raw_of)
+            why = found[k].reason(run, design)
+            if why is not None:
+                out.setdefault(run, {})[str(measure)] = why
+    return out

@@ -1,25 +1,26 @@
-"""Scores on top of people's labels: each run three ways, and how much of it rests on the LLM.
-
-The regimes (docs/filling-holes.md): `holes_nonrelevant` (people's qrels alone, as trec_eval),
-`judged_only` (condensed lists; measures without a condensed form as they are) and `filled`
-(people's grade where there is one, the LLM's, mapped by `scale`, on the holes). All average
-over people's queries (the LLM's grades elsewhere are counted in `FillResult.outside`), so the
-three are comparable. `Shares` says who judged each run's top k; with pairs graded by both, the
-filled score gets an interval (`fill.interval`). Pure: DataFrames in, DataFrames out.
-"""
+"""Each run scored three ways on top of people's labels (docs/filling-holes.md):
+`holes_nonrelevant` (people's qrels alone), `judged_only` (condensed lists) and `filled` (the
+LLM's grades, mapped by `scale`, on the holes), all over people's queries; `Shares` says who
+judged each run's top k. Pure: DataFrames in, DataFrames out."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from grader.errors import InputError
-from grader.evaluation.fill.interval import Interval, corrected_interval
+from grader.evaluation.fill.interval import (
+    Interval,
+    Overlap,
+    corrected_differences,
+    corrected_interval,
+    note,
+)
 from grader.metrics import registry
 from grader.metrics.evaluate import Missing, Scores, depth_needed, score
 from grader.metrics.measures import Measure, parse_measure
@@ -27,7 +28,6 @@ from grader.metrics.measures import Measure, parse_measure
 if TYPE_CHECKING:
     import pandas as pd
 
-    from grader.evaluation.fill.reach import Reach
     from grader.metrics.judged_rows import Ranked
     from grader.metrics.rank_order import Precision
 
@@ -35,13 +35,6 @@ Design = Literal["judged", "holes"]
 
 REGIMES = ("holes_nonrelevant", "judged_only", "filled")
 SOURCES = ("human", "llm", "unjudged")
-
-
-def condensed_form(measure: Measure) -> Measure:
-    """The judged_only=True form of a measure, or the measure itself when it has none."""
-    if registry.get(measure.name).judged_only:
-        return dataclasses.replace(measure, judged_only=True)
-    return measure
 
 
 @dataclass(frozen=True)
@@ -77,27 +70,31 @@ class FillResult:
     outside: int = 0  # LLM grades on queries people did not judge (left out)
     outside_queries: int = 0  # those queries
 
+    def rows(self, per_query: bool = False) -> list[dict[str, Any]]:
+        """[run, query_id, measure, regime, value] ("all": the mean, counts summed), with
+        `corrected, ci_low, ci_high` on the filled means with an interval, `reason` on those
+        refused."""
+        rows = [
+            row
+            for run, regimes in self.scores.items()
+            for regime in REGIMES
+            for row in _rows(run, regime, regimes[regime], self.measures, per_query)
+        ]
+        for row in rows:
+            if row["regime"] == "filled" and row["query_id"] == "all":
+                found = self.intervals.get(row["run"], {}).get(row["measure"])
+                if found is not None:
+                    row.update(corrected=found.estimate, ci_low=found.low, ci_high=found.high)
+                why = self.refused.get(row["run"], {}).get(row["measure"])
+                if why is not None:
+                    row["reason"] = why
+        return rows
+
     def frame(self, per_query: bool = False) -> pd.DataFrame:
-        """The long frame [run, query_id, measure, regime, value] ("all": the mean, counts summed),
-        with `corrected, ci_low, ci_high` on the filled means with an interval, `reason` on those
-        refused.
-        """
+        """`rows` as a frame."""
         import pandas as pd
 
-        rows: list[dict[str, object]] = []
-        for run, regimes in self.scores.items():
-            for regime in REGIMES:
-                rows.extend(_rows(run, regime, regimes[regime], self.measures, per_query))
-            for row in rows:
-                if row["run"] == run and row["regime"] == "filled" and row["query_id"] == "all":
-                    found = self.intervals.get(run, {}).get(str(row["measure"]))
-                    if found is not None:
-                        row["corrected"] = found.estimate
-                        row["ci_low"], row["ci_high"] = found.low, found.high
-                    why = self.refused.get(run, {}).get(str(row["measure"]))
-                    if why is not None:
-                        row["reason"] = why
-        return pd.DataFrame(rows)
+        return pd.DataFrame(self.rows(per_query))
 
     def shares_frame(self) -> pd.DataFrame:
         """[run, k, source, share]: who graded each run's top k (k None: the whole ranking)."""
@@ -113,19 +110,12 @@ class FillResult:
 
 def _rows(
     run: str, regime: str, scores: Scores, names: list[str], per_query: bool
-) -> list[dict[str, object]]:
-    rows: list[dict[str, object]] = []
-    means = [value for _, value in scores.means()]
+) -> Iterator[dict[str, Any]]:
+    means = [mean for _, mean in scores.means()]
     for name, values, mean in zip(names, scores.values.tolist(), means, strict=True):
-        if per_query:
-            for qid, value in zip(scores.query_ids, values, strict=True):
-                rows.append(
-                    {"run": run, "query_id": qid, "measure": name, "regime": regime, "value": value}
-                )
-        rows.append(
-            {"run": run, "query_id": "all", "measure": name, "regime": regime, "value": mean}
-        )
-    return rows
+        queries = zip(scores.query_ids, values, strict=True) if per_query else ()
+        for qid, value in [*queries, ("all", mean)]:
+            yield {"run": run, "query_id": qid, "measure": name, "regime": regime, "value": value}
 
 
 def merge(
@@ -138,9 +128,7 @@ def merge(
     grades = holes["grade"].astype("int64")
     if scale is not None:
         grades = grades.map(dict(scale)).astype("int64")
-    filled = pd.DataFrame(
-        {"query_id": holes["query_id"], "doc_id": holes["doc_id"], "grade": grades}
-    )
+    filled = holes[["query_id", "doc_id"]].assign(grade=grades)
     merged = pd.concat([human[["query_id", "doc_id", "grade"]], filled], ignore_index=True)
     return merged.astype({"query_id": str, "doc_id": str, "grade": "int64"})
 
@@ -182,39 +170,36 @@ def evaluate_fill(
 
     `weights`: 1/pi of each also-judged pair; `level` None: no interval; `design`: the overlap
     drawn from the judged pool ("judged") or a sample of the holes ("holes"); `check` False keeps
-    the intervals `fill.reach` refuses; `baseline`: the corrected differences from that run.
-    """
+    the intervals `fill.reach` refuses; `baseline`: the corrected differences from that run."""
     from grader.metrics.join_arrow import join
 
     parsed = [parse_measure(m) for m in measures]
-    names = [str(m) for m in parsed]
     if baseline is not None and baseline not in runs:
         raise InputError(
             f"the baseline {baseline!r} is none of the runs", hint=f"one of {', '.join(runs)}"
         )
     people = set(human["query_id"].astype(str))
     inside = llm["query_id"].astype(str).isin(people).to_numpy()
-    outside = llm[~inside]
-    llm = llm[inside].reset_index(drop=True)
+    outside, llm = llm[~inside], llm[inside].reset_index(drop=True)
     merged = merge(human, llm, scale)
-    n_human = len(human)
     coded = merged.assign(grade=np.arange(len(merged), dtype=np.int64))
-    result = FillResult(measures=names, holes=len(merged) - n_human, queries=len(people))
-    result.outside, result.outside_queries = len(outside), outside["query_id"].nunique()
+    result = FillResult([str(m) for m in parsed], holes=len(merged) - len(human), design=design)
+    result.queries, result.outside = len(people), len(outside)
+    result.outside_queries = outside["query_id"].nunique()
     depth = depth_needed(parsed)
     ranked_coded = {}
     for name, run in runs.items():
         result.scores[name] = _regimes(human, merged, run, parsed, precision, depth, missing)
         ranked_coded[name] = join(coded, run, precision=precision, depth=depth)
-        result.shares[name] = _shares(ranked_coded[name], n_human, depth)
+        result.shares[name] = _shares(ranked_coded[name], len(human), depth)
     both = overlap_pairs(human, llm)
     if design == "holes" and weights is not None:
         both = both[[k in weights for k in zip(both["query_id"], both["doc_id"], strict=True)]]
-    result.overlap, result.design = len(both), design
+    result.overlap = len(both)
     if len(both) > 1 and level is not None:
-        _intervals(result, ranked_coded, parsed, merged, human, llm, both, scale, weights,
-                   missing=missing, level=level, seed=seed, check=check,
-                   baseline=baseline)  # fmt: skip
+        some = next(iter(ranked_coded.values()))
+        overlap = _overlap(merged, _holes(human, llm), both, scale, weights, some)
+        _intervals(result, ranked_coded, parsed, overlap, missing, level, seed, check, baseline)
     return result
 
 
@@ -230,7 +215,10 @@ def _regimes(
     """One run's scores under the three regimes."""
     from grader.metrics.join_arrow import join
 
-    condensed = [condensed_form(m) for m in parsed]
+    # judged_only: the condensed form where the family has one
+    condensed = [
+        dataclasses.replace(m, judged_only=registry.get(m.name).judged_only) for m in parsed
+    ]
     plain = score(join(human, run, precision=precision, depth=depth), parsed, missing=missing)
     cond = score(join(human, run, precision=precision), condensed, missing=missing)
     filled = score(join(merged, run, precision=precision, depth=depth), parsed, missing=missing)
@@ -238,83 +226,64 @@ def _regimes(
     return {"holes_nonrelevant": plain, "judged_only": cond, "filled": filled}
 
 
-def _intervals(
-    result: FillResult,
-    ranked_coded: Mapping[str, Ranked],
-    parsed: Sequence[Measure],
+def _overlap(
     merged: pd.DataFrame,
-    human: pd.DataFrame,
-    llm: pd.DataFrame,
+    holes: pd.DataFrame,
     both: pd.DataFrame,
     scale: Mapping[int, int] | None,
     weights: Mapping[tuple[str, str], float] | None,
-    *,
+    ranked: Ranked,
+) -> Overlap:
+    """The pairs graded by both, coded by index in `merged` (`ranked`: a run joined with it)."""
+    position = dict(zip(_keys(merged), range(len(merged)), strict=False))
+    llm_grades = both["llm"].astype("int64")
+    if scale is not None:
+        llm_grades = llm_grades.map(dict(scale)).astype("int64")
+    query_code = np.zeros(len(merged), dtype=np.int64)
+    query_code[ranked.ideal_grade] = ranked.ideal_query  # the coded ideal lists every pair
+    return Overlap(
+        grades=merged["grade"].to_numpy(dtype=np.int64),
+        holes=len(holes),
+        pairs=np.array([position[k] for k in _keys(both)], dtype=np.int64),
+        llm=np.asarray(llm_grades.to_numpy(), dtype=np.int64),
+        weights=_overlap_weights(both, weights),
+        hole_raw=holes["grade"].to_numpy(dtype=np.int64),
+        pair_raw=both["llm"].to_numpy(dtype=np.int64),
+        query_code=query_code,
+        n_queries=ranked.n_queries,
+    )
+
+
+def _intervals(
+    result: FillResult,
+    coded: Mapping[str, Ranked],
+    parsed: Sequence[Measure],
+    overlap: Overlap,
     missing: Missing,
     level: float,
     seed: int,
     check: bool,
-    baseline: str | None = None,
+    baseline: str | None,
 ) -> None:
-    """The filled score's intervals (`corrected_interval`), and the reasons (`fill_reach`)
-    for the runs and measures that get none."""
-    position = dict(zip(_keys(merged), range(len(merged)), strict=False))
-    pairs = np.array([position[k] for k in _keys(both)], dtype=np.int64)
-    llm_grades = both["llm"].astype("int64")
-    if scale is not None:
-        llm_grades = llm_grades.map(dict(scale)).astype("int64")
-    hole_raw = _holes(human, llm)["grade"].to_numpy(dtype=np.int64)
-    pair_raw = both["llm"].to_numpy(dtype=np.int64)
-    first = len(human)
-    effects: dict[str, tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]] = {}
-    overlap_weights = _overlap_weights(both, weights)
-    grades = merged["grade"].to_numpy(dtype=np.int64)
-    intervals, note = corrected_interval(
-        ranked_coded, parsed, grades, pairs, np.asarray(llm_grades.to_numpy(), dtype=np.int64),
-        overlap_weights, result.holes, raw=(hole_raw, pair_raw), missing=missing, level=level,
-        seed=seed, holes_sample=result.design == "holes", effects_out=effects,
-    )  # fmt: skip
-    raw_of = np.full(len(merged), -1, dtype=np.int64)
-    raw_of[first:] = hole_raw
-    raw_of[pairs] = pair_raw
-    result.refused = _reasons(ranked_coded, parsed, first, pairs, raw_of, result.design)
+    """The filled score's intervals (`corrected_interval`), the reasons some get none
+    (`fill.reach`; dropped unless `check` is False) and the differences from `baseline`."""
+    from grader.evaluation.fill.reach import refusals
+
+    holes_sample = result.design == "holes"
+    intervals, effects = corrected_interval(
+        coded, parsed, overlap, missing=missing, level=level, seed=seed, holes_sample=holes_sample
+    )
+    result.refused = refusals(coded, parsed, overlap, result.design)
     for run, reasons in result.refused.items():
         for measure in reasons if check else ():
             intervals[run].pop(measure, None)
-    result.intervals = intervals
-    result.interval_note = note
+    result.intervals, result.interval_note = intervals, note(level, overlap)
     if baseline is not None:
-        from grader.evaluation.fill.difference import corrected_differences
-
-        result.baseline = baseline
         refused = result.refused if check else None
+        result.baseline = baseline
         result.differences = corrected_differences(
-            effects, baseline, parsed, overlap_weights, result.holes, level=level, refused=refused
+            effects, baseline, parsed, overlap.weights, overlap.holes, level=level, refused=refused
         )
-
-
-def _reasons(
-    ranked_coded: Mapping[str, Ranked],
-    parsed: Sequence[Measure],
-    first: int,
-    pairs: npt.NDArray[np.int64],
-    raw_of: npt.NDArray[np.int64],
-    design: Design,
-) -> dict[str, dict[str, str]]:
-    """run -> measure -> why it gets no interval (`grader.evaluation.fill.reach`), one reach per
-    run and cutoff."""
-    from grader.evaluation.fill.reach import reach
-
-    out: dict[str, dict[str, str]] = {}
-    for run, ranked in ranked_coded.items():
-        found: dict[int | None, Reach] = {}
-        for measure in parsed:
-            k = measure.cutoff
-            if k not in found:
-                found[k] = reach(ranked, k, first, pairs, raw_of)
-            why = found[k].reason(run, design)
-            if why is not None:
-                out.setdefault(run, {})[str(measure)] = why
-    return out
 
 
 def _overlap_weights(
@@ -336,11 +305,8 @@ def _overlap_weights(
     return np.array([weights[k] for k in keys], dtype=np.float64)
 
 
-def _shares(coded: object, n_human: int, depth: int | None) -> Shares:
+def _shares(coded: Ranked, n_human: int, depth: int | None) -> Shares:
     """Counts by source of the run's top-`depth` results over the qrels queries."""
-    from grader.metrics.judged_rows import Ranked
-
-    assert isinstance(coded, Ranked)
     human = int((coded.grade < n_human).sum())
     llm = int(len(coded.grade) - human)
     unjudged = int(coded.returned.sum()) - human - llm
