@@ -39,8 +39,7 @@ from grader.batch.files.export_files import export_requests
 from grader.batch.files.exports import ExportState, split_custom_id
 from grader.batch.files.import_files import RANGE_BYTES, Importer
 from grader.batch.files.import_followup import ImportSummary
-from grader.batch.files.import_work import RangeReader, RangeResult, RangeTask
-from grader.batch.files.line_ranges import line_ranges
+from grader.batch.files.import_work import RangeReader, RangeResult, RangeTask, line_ranges
 from grader.batch.job_config import JobJudges, job_config
 from grader.judges.llm.judge import LLMJudge
 from grader.prompts import PromptSpec, load_prompt

@@ -25,7 +25,7 @@ from grader.batch import json_lines
 from grader.batch.files import import_work
 from grader.batch.files.import_files import Importer
 from grader.batch.files.import_followup import ImportSummary
-from grader.batch.files.line_ranges import count_newlines, line_ranges
+from grader.batch.files.import_work import count_newlines, line_ranges
 from grader.batch.job_config import JobJudges
 from grader.errors import InputError
 from grader.store.store import Store

@@ -9,8 +9,7 @@ import os
 from typing import Any
 
 from grader.batch.adapter import LLMBatchJudge
-from grader.batch.files.engine_modes import check_batch_mode
-from grader.batch.files.export_files import export_requests
+from grader.batch.files.export_files import check_batch_mode, export_requests
 from grader.batch.files.exports import ExportState
 from grader.batch.files.import_files import Importer
 from grader.batch.files.import_followup import ImportSummary

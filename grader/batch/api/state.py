@@ -14,8 +14,6 @@ from grader.batch.beside import TablesBeside
 from grader.errors import StoreError
 from grader.store.connection_beside import now_iso
 
-PHASES = ("prepared", "uploaded", "submitted", "collected")
-
 
 @dataclass(frozen=True)
 class Item:
@@ -59,7 +57,7 @@ def public_base_url(url: str) -> str:
 class BatchState(TablesBeside):
     """Read and write the batch tables of a store."""
 
-    TABLE, WHAT = "batch_jobs", "batch tables"
+    TABLE, WHAT, LINES, OWNER = "batch_jobs", "batch tables", "batch_items", "job_id"
 
     def add_job(
         self, judge_config: dict[str, Any], items: Sequence[Item], *, base_url: str | None = None
@@ -83,40 +81,26 @@ class BatchState(TablesBeside):
             )
         return job_id
 
-    def set_uploaded(self, job_id: int, input_file_id: str) -> None:
+    def _set(self, job_id: int, columns: str, *values: object) -> None:
+        """Set one job's `columns` ("a = ?, ...") to `values`, and its `updated_at`."""
         self._conn.execute(
-            "UPDATE batch_jobs SET phase = 'uploaded', input_file_id = ?, updated_at = ?"
-            " WHERE job_id = ?",
-            (input_file_id, now_iso(), job_id),
+            f"UPDATE batch_jobs SET {columns}, updated_at = ? WHERE job_id = ?",
+            (*values, now_iso(), job_id),
         )
+
+    def set_uploaded(self, job_id: int, input_file_id: str) -> None:
+        self._set(job_id, "phase = 'uploaded', input_file_id = ?", input_file_id)
 
     def set_remote(self, job_id: int, info: BatchInfo) -> None:
         """Record the batch's id and latest status (moves a job to `submitted`)."""
-        self._conn.execute(
-            "UPDATE batch_jobs SET phase = CASE WHEN phase = 'collected' THEN phase"
-            " ELSE 'submitted' END, batch_id = ?, input_file_id = ?, output_file_id = ?,"
-            " error_file_id = ?, remote_status = ?, n_completed = ?, n_failed = ?,"
-            " updated_at = ? WHERE job_id = ?",
-            (
-                info.id,
-                info.input_file_id,
-                info.output_file_id,
-                info.error_file_id,
-                info.status,
-                info.completed,
-                info.failed,
-                now_iso(),
-                job_id,
-            ),
+        files = (info.input_file_id, info.output_file_id, info.error_file_id)
+        self._set(
+            job_id,
+            "phase = CASE WHEN phase = 'collected' THEN phase ELSE 'submitted' END, batch_id = ?,"
+            " input_file_id = ?, output_file_id = ?, error_file_id = ?, remote_status = ?,"
+            " n_completed = ?, n_failed = ?",
+            *(info.id, *files, info.status, info.completed, info.failed),
         )
-
-    def set_outcomes(self, job_id: int, outcomes: dict[str, str]) -> None:
-        """Record how each key of a job ended: 'batch', 'live' or 'failed'."""
-        with self._transaction() as conn:
-            conn.executemany(
-                "UPDATE batch_items SET outcome = ? WHERE job_id = ? AND key = ?",
-                ((outcome, job_id, key) for key, outcome in outcomes.items()),
-            )
 
     def drop_prepared(self, job_id: int) -> bool:
         """Forget a job that never reached the server (its upload was refused); True if gone."""
@@ -129,10 +113,7 @@ class BatchState(TablesBeside):
         return bool(gone)
 
     def set_collected(self, job_id: int) -> None:
-        self._conn.execute(
-            "UPDATE batch_jobs SET phase = 'collected', updated_at = ? WHERE job_id = ?",
-            (now_iso(), job_id),
-        )
+        self._set(job_id, "phase = 'collected'")
 
     def jobs(self, *, open_only: bool = False) -> list[Job]:
         """All jobs (or those not yet collected), oldest first."""

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.batch.files.exports import ExportState, split_custom_id
-from grader.batch.files.results_files import jsonl_files
+from grader.batch.files.import_followup import jsonl_files
 from grader.errors import InputError
 
 

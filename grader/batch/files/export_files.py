@@ -1,7 +1,7 @@
 """`relgrade batch export`: request files in the OpenAI batch format for any inference engine,
 recorded in the store so any process can import the results.
 
-Each line's body is byte for byte what live grading sends (`request_lines`); `custom_id` is
+Each line's body is byte for byte what live grading sends (`RequestLines`); `custom_id` is
 `relgrade:EXPORT_ID:KEY`; pairs already ok, or waiting in another export, are left out. It
 streams in chunks (memory does not grow with the pairs). A line is recorded only in the
 transaction that publishes its file, so a killed export leaves no request waiting in a file no
@@ -10,6 +10,7 @@ engine sees."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import secrets
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -19,14 +20,18 @@ from pathlib import Path
 from typing import Any
 
 from grader.batch.adapter import LLMBatchJudge
-from grader.batch.files.collector import frozen
 from grader.batch.files.exports import ExportState, LineRow, custom_id
-from grader.batch.files.request_files import RequestFiles, drop_stale, remove_temporaries
-from grader.batch.files.request_lines import RequestLines
+from grader.batch.files.request_files import (
+    RequestFiles,
+    RequestLines,
+    drop_stale,
+    remove_temporaries,
+)
 from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE
 from grader.errors import DiskFullError, InputError
 from grader.keys import ContentKeys
 from grader.models import Doc, Query
+from grader.output_modes import OutputMode
 from grader.store.checkpoint_thread import Checkpoints, checkpoints_beside
 from grader.store.disk_full import file_system, is_full
 from grader.store.store import DocRow, Store, doc_row
@@ -34,6 +39,51 @@ from grader.store.store import DocRow, Store, doc_row
 CHUNK = 2000  # pairs per store lookup
 BATCH_PAIRS = 50_000  # id pairs whose texts, id pairs and lines are written in one transaction each
 CACHE_KIB = 32_768  # SQLite pages each of the export's connections keeps (2 MiB by default)
+
+DROPPED: dict[str, str] = {
+    "vllm_guided_json": (
+        "vLLM removed the guided_json request field (0.12): its run-batch takes the line, logs "
+        'that the field is removed ("output will NOT be constrained") and answers without '
+        "the schema; a batch has no refusal to fall back on"
+    ),
+    "ollama_format": (
+        "`format` is a field of Ollama's native /api/chat; a batch line goes to "
+        "/v1/chat/completions, where vLLM and Ollama ignore it, so the replies would not be "
+        "constrained"
+    ),
+}
+"""The output modes whose constraint batch engines drop (not refuse), and why."""
+
+
+def check_batch_mode(mode: OutputMode) -> None:
+    """InputError when batch engines would drop `mode`'s constraint (`DROPPED`)."""
+    why = DROPPED.get(mode)
+    if why is not None:
+        raise InputError(
+            f"--output-mode {mode} cannot be exported for a batch engine: {why}",
+            hint="use --output-mode json_schema (response_format json_schema, which vLLM, "
+            "SGLang, llama.cpp and Ollama's OpenAI endpoint honour) or vllm_structured_outputs "
+            "(vLLM >= 0.10.2)",
+        )
+
+
+@contextlib.contextmanager
+def frozen_gc(on: bool = True, *, by_hand: bool = False) -> Iterator[None]:
+    """Unless not `on`: what is alive on entry is left out of every collection inside
+    (`gc.freeze`, for ~100 short-lived objects a line); `by_hand`: automatic collections off
+    too, the work calling `gc.collect()` after a block of lines."""
+    was_on = gc.isenabled()
+    if on:
+        if by_hand:
+            gc.disable()
+        gc.freeze()
+    try:
+        yield
+    finally:
+        if on:
+            gc.unfreeze()
+        if was_on:
+            gc.enable()
 
 
 @dataclass(frozen=True)
@@ -109,7 +159,7 @@ def export_requests(
 ) -> ExportSummary:
     """Write request files for `pairs` into `out_dir` and record the export; `config` is the
     judge's `job_config`, what import rebuilds the judge from. A pair waiting in another export
-    is left out unless `include_pending`. `freeze_gc`: see `collector`. Stopped halfway, the
+    is left out unless `include_pending`. `freeze_gc`: see `frozen_gc`. Stopped halfway, the
     files written whole are published with their lines and the rest removed."""
     if max_requests < 1 or max_bytes < 1:
         raise InputError("--batch-max-requests and --batch-max-bytes must be positive")
@@ -117,7 +167,7 @@ def export_requests(
     export_id = secrets.token_hex(6)
     started = time.perf_counter()
     with (
-        frozen() if freeze_gc else contextlib.nullcontext(),
+        frozen_gc(freeze_gc),
         ExportState(store) as state,
         checkpoints_beside(store.path, [store, state]) as checkpoints,
     ):

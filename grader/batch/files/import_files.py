@@ -10,7 +10,6 @@ failed with the reason, never a grade."""
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import multiprocessing
 import os
@@ -22,24 +21,25 @@ from pathlib import Path
 from typing import Any
 
 from grader.batch.adapter import BatchReplies, LLMBatchJudge
-from grader.batch.files.collector import collect_by_hand
-from grader.batch.files.export_files import LineProgress, Progress
+from grader.batch.files.export_files import LineProgress, Progress, frozen_gc
 from grader.batch.files.exports import ExportState
-from grader.batch.files.import_followup import ImportFollowUp, ImportSummary
+from grader.batch.files.import_followup import (
+    CloseSummary,
+    ImportFollowUp,
+    ImportSummary,
+    blank,
+    jsonl_files,
+    nothing_usable,
+    refuse_request_files,
+)
 from grader.batch.files.import_work import (
     SHOW,
     RangeReader,
     RangeResult,
     RangeTask,
+    line_ranges,
     read_in_worker,
     start_worker,
-)
-from grader.batch.files.line_ranges import line_ranges
-from grader.batch.files.results_files import (
-    blank,
-    jsonl_files,
-    nothing_usable,
-    refuse_request_files,
 )
 from grader.errors import InputError
 from grader.store.judgment_rows import StoredRow
@@ -139,7 +139,7 @@ class Importer(ImportFollowUp):
         workers = self.workers
         if workers is None:
             workers = min(os.cpu_count() or 1, MAX_WORKERS) if total >= PARALLEL_BYTES else 0
-        with collect_by_hand() if self.freeze_gc else contextlib.nullcontext():
+        with frozen_gc(self.freeze_gc, by_hand=True):
             try:
                 if workers > 0:
                     context = multiprocessing.get_context(_START_METHOD)
@@ -214,7 +214,7 @@ class Importer(ImportFollowUp):
                 self._flush()
                 self._writes += 1
                 if self.freeze_gc and self._writes % COLLECT_WRITES == 0:
-                    gc.collect()  # what the lines written made (`collect_by_hand`)
+                    gc.collect()  # what the lines written made (`frozen_gc`)
             self._report(summary, started, done_bytes / total)
 
     def _take(self, result: RangeResult, sent: int, summary: ImportSummary) -> None:
@@ -323,3 +323,9 @@ class Importer(ImportFollowUp):
         if self.progress is not None:
             elapsed = time.perf_counter() - started
             self.progress(LineProgress(summary.lines, None, elapsed, min(1.0, fraction)))
+
+
+def close_export(store: Store, judge_for: JudgeFor, export_id: str) -> CloseSummary:
+    """`relgrade batch close` of `export_id` (`ImportFollowUp.close_export`)."""
+    with Importer(store, judge_for) as importer:
+        return importer.close_export(export_id)

@@ -1,10 +1,13 @@
-"""What `batch import` does after the results lines: unanswered requests of the touched request
-files stored failed (`Batch:missing`), failed requests asked again live (`--reask`), and the
-import's summary. A mixin of `Importer`."""
+"""What `batch import` does around the results lines: the files given checked, unanswered
+requests of the touched request files stored failed (`Batch:missing`), failed requests asked
+again live (`--reask`), and the import's summary. A mixin of `Importer`, which also does `batch
+close`: once an export's engine is known dead, each line with no result yet is stored failed
+(never a grade), so the next `batch export` asks exactly those again."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,8 +15,9 @@ from typing import Any
 from grader import defaults
 from grader.batch.adapter import LLMBatchJudge
 from grader.batch.collect import LineProblem, failed_judgment, pair_texts, retry_live
-from grader.batch.files.exports import ExportState, Line
+from grader.batch.files.exports import ExportState, FileState, Line
 from grader.errors import InputError
+from grader.io.streams import LINE_LIMIT
 from grader.judges.failures import failure_kind
 from grader.models import Doc, Judgment, Query
 from grader.store.store import Store
@@ -42,6 +46,22 @@ class ImportSummary:
     problems: dict[str, int] = field(default_factory=dict)  # failure type -> count
     empty: list[str] = field(default_factory=list)  # results files with no line at all
     still_missing: int | None = None  # requests of the touched files not ok in the store now
+
+
+@dataclass(frozen=True)
+class CloseSummary:
+    """What closing an export did: lines stored as missing, lines whose key was ok by now,
+    and the files as they stand after."""
+
+    export_id: str
+    missing: int
+    already: int
+    files: list[FileState]
+
+    @property
+    def to_export(self) -> int:
+        """Lines of the export with no ok answer: what the next `batch export` asks again."""
+        return sum(f.failed for f in self.files)
 
 
 class ImportFollowUp:
@@ -118,14 +138,15 @@ class ImportFollowUp:
                 self.state.set_outcomes(export_id, dict.fromkeys(results, "failed"))
                 summary.missing += len(results)
 
-    def close_files(self, export_id: str, file_nos: Iterable[int]) -> ImportSummary:
-        """`batch close`: every line of these request files with no result yet is stored failed
-        (`Batch:missing`); results that come back for it later are still imported."""
-        summary = ImportSummary()
+    def close_export(self, export_id: str) -> CloseSummary:
+        """`batch close` (module docstring): every line of `export_id` with no result yet is
+        stored failed; results that come back for it later are still imported."""
+        before = self.state.file_states(export_id)
         self.judge(export_id, self.store.path)
-        summary.touched = {(export_id, file_no) for file_no in file_nos}
+        summary = ImportSummary(touched={(export_id, f.file_no) for f in before if f.waiting})
         self._mark_missing(summary, closed=True)
-        return summary
+        already = sum(f.waiting for f in before) - summary.missing
+        return CloseSummary(export_id, summary.missing, already, self.state.file_states(export_id))
 
     def _not_permanent(self, lines: list[Line], summary: ImportSummary) -> list[Line]:
         """The lines whose stored failure a new request may fix: a permanent one (past the
@@ -182,4 +203,80 @@ def _missing(export_id: str, file_no: int, closed: bool) -> str:
     return (
         f"no results line for this request of request file {file_no} "
         f"(export {export_id}); rerun the engine on it, or import with --reask"
+    )
+
+
+def blank(path: Path) -> bool:
+    """Whether a results file holds nothing but whitespace (read only when small)."""
+    size = path.stat().st_size
+    if size > 4096:
+        return False
+    return not path.read_bytes().strip()
+
+
+def jsonl_files(paths: Sequence[str | Path], what: str = "results") -> list[Path]:
+    """The files named: files as given, folders' `*.jsonl` in name order."""
+    found: list[Path] = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            inside = sorted(p for p in path.iterdir() if p.is_file() and p.suffix == ".jsonl")
+            if not inside:
+                raise InputError(f"no .jsonl {what} file in this folder", path=path)
+            found.extend(inside)
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise InputError(f"no such {what} file or folder", path=path)
+    return found
+
+
+def refuse_request_files(files: Sequence[Path]) -> None:
+    """InputError when a file given as results is a request file (its first line has `method`,
+    `url` and `body` and no `response` or `error`): nothing is imported, none of its
+    requests is marked failed."""
+    for path in files:
+        with path.open("rb") as fh:
+            for number, raw in enumerate(iter(lambda: fh.readline(LINE_LIMIT), b""), 1):
+                if not raw.strip():
+                    continue
+                try:
+                    line = json.loads(raw)
+                except ValueError:
+                    break  # not JSON: the import says so, line by line
+                if (
+                    isinstance(line, dict)
+                    and {"method", "url", "body"} <= line.keys()
+                    and not {"response", "error"} & line.keys()
+                ):
+                    raise InputError(
+                        "this is a request file (its lines have method, url and body, no "
+                        "response): batch import takes the results an engine wrote for it; "
+                        "nothing was imported",
+                        path=path,
+                        line=number,
+                        hint="run the engine on it first (vllm run-batch -i REQUESTS -o "
+                        "RESULTS), then import RESULTS",
+                    )
+                break
+
+
+def nothing_usable(files: list[Path], summary: ImportSummary) -> InputError:
+    """The error of an import whose files hold no usable results line, with why."""
+    reasons = []
+    if summary.n_malformed:
+        shown = ", ".join(summary.malformed)
+        more = ", ..." if summary.n_malformed > len(summary.malformed) else ""
+        reasons.append(f"{summary.n_malformed:,} lines are not JSON ({shown}{more})")
+    if summary.truncated:
+        reasons.append(f"a last line is cut short ({', '.join(summary.truncated)})")
+    if summary.empty:
+        reasons.append(f"{len(summary.empty)} files are empty")
+    return InputError(
+        "no usable results line: "
+        + ("; ".join(reasons) or "no line holds a result")
+        + "; nothing was imported",
+        path=files[0] if len(files) == 1 else ", ".join(map(str, files)),
+        hint="import the results an engine wrote for the request files of `relgrade batch "
+        "export`, e.g. vllm run-batch -i REQUESTS -o RESULTS",
     )

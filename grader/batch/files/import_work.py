@@ -299,6 +299,43 @@ class RangeReader:
             answers[rec.line] = Answer.of(line, export_id, stored, judgment.status, error, row)
 
 
+def line_ranges(path: Path, block: int) -> Iterator[tuple[int, int, int, bool]]:
+    """(start, end, first line number, ends the file) of ranges of whole lines of about
+    `block` bytes (a line longer than that is a range of its own)."""
+    size = path.stat().st_size
+    start, line = 0, 1
+    with path.open("rb") as fh:
+        while start < size:
+            fh.seek(start)
+            data = fh.read(block)
+            end = start + len(data)
+            whole = len(data)  # bytes of `data` that are whole lines
+            while end < size and not data.endswith(b"\n"):
+                cut = data.rfind(b"\n")
+                if cut >= 0:
+                    whole = cut + 1  # counted in place: a slice would copy ~4 MB
+                    end = start + whole
+                    break
+                more = fh.read(block)  # no newline yet: one long line
+                data += more
+                end += len(more)
+                whole = len(data)
+            yield start, end, line, end >= size
+            line += count_newlines(data, whole)
+            start = end
+
+
+def count_newlines(data: bytes, end: int) -> int:
+    """`data.count(b"\n", 0, end)`, found by `find` (memchr): `count` of one byte goes
+    through the bytes one at a time."""
+    count, find = 0, data.find
+    at = find(b"\n", 0, end)
+    while at >= 0:
+        count += 1
+        at = find(b"\n", at + 1, end)
+    return count
+
+
 def _answered(record: ResultLine | dict[str, Any]) -> bool:
     """Whether a results line holds a reply (an answer the engine was paid for)."""
     if isinstance(record, ResultLine):
