@@ -224,7 +224,6 @@ class ExportState(TablesBeside):
         outcome: str | None,
         export_id: str,
         file_no: int,
-        *,
         after: int = 0,
         limit: int = 2000,
     ) -> list[Line]:

@@ -7,19 +7,19 @@ close`: once an export's engine is known dead, each line with no result yet is s
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from grader import defaults
 from grader.batch.adapter import LLMBatchJudge
-from grader.batch.collect import LineProblem, failed_judgment, pair_texts, retry_live
+from grader.batch.collect import LineProblem, failed_judgment, retry_live, texts_by_key
 from grader.batch.files.exports import ExportState, FileState, Line
 from grader.errors import InputError
 from grader.io.streams import LINE_LIMIT
 from grader.judges.failures import failure_kind
-from grader.models import Doc, Judgment, Query
+from grader.models import Judgment
 from grader.store.store import Store
 
 
@@ -96,47 +96,43 @@ class ImportFollowUp:
             self.state.set_outcomes(export_id, dict.fromkeys(done, "ok"))
         return [x for x in lines if x.key not in done]
 
+    def _open_lines(
+        self, summary: ImportSummary, outcome: str | None, limit: int = 2000
+    ) -> Iterator[tuple[str, int, list[Line]]]:
+        """(export, request file, lines) of the touched request files' lines with `outcome`, a
+        page at a time, but those whose key the store holds ok by now (`_not_ok`)."""
+        for export_id, file_no in sorted(summary.touched):
+            after = 0
+            while lines := self.state.lines_with(outcome, export_id, file_no, after, limit):
+                after = lines[-1].line_no
+                yield export_id, file_no, self._not_ok(export_id, lines)
+
+    def _store(self, export_id: str, judgments: dict[str, Judgment]) -> None:
+        """Store `judgments` by key, then their lines' outcomes: a crash between leaves outcomes
+        to repair (the next import sets them), never an answer lost."""
+        if judgments:
+            fingerprint = self._judges[export_id].fingerprint()
+            self.store.put_many((j, fingerprint) for j in judgments.values())
+            self.state.set_outcomes(export_id, {k: j.status for k, j in judgments.items()})
+
     def unresolved(self, summary: ImportSummary) -> int:
         """Requests of the touched request files with no ok answer in the store now (also
         `summary.still_missing`)."""
-        left = 0
-        for export_id, file_no in sorted(summary.touched):
-            after = 0
-            while lines := self.state.lines_with("failed", export_id, file_no, after=after):
-                after = lines[-1].line_no
-                left += len(self._not_ok(export_id, lines))
+        left = sum(len(lines) for _, _, lines in self._open_lines(summary, "failed"))
         summary.still_missing = left
         return left
 
     def _mark_missing(self, summary: ImportSummary, *, closed: bool = False) -> None:
         """Store failed the requests of the touched request files no line answered (`closed`:
         of an export `batch close` closed)."""
-        for export_id, file_no in sorted(summary.touched):
+        for export_id, file_no, todo in self._open_lines(summary, None):
             judge = self._judges[export_id]
-            after = 0
-            while lines := self.state.lines_with(None, export_id, file_no, after=after):
-                after = lines[-1].line_no
-                todo = self._not_ok(export_id, lines)
-                queries, docs = pair_texts(self.store, todo, whole=True)
-                problem = LineProblem("Batch:missing", _missing(export_id, file_no, closed))
-                results = {
-                    x.key: failed_judgment(
-                        x.key,
-                        queries[x.query_id],
-                        docs[x.doc_id],
-                        problem,
-                        judge_id=judge.judge_id,
-                        prompt=judge.prompt_ref,
-                    )
-                    for x in todo
-                }
-                if results:
-                    fingerprint = judge.fingerprint()
-                    self.store.put_many((j, fingerprint) for j in results.values())
-                # outcomes after the judgments: a crash between leaves outcomes to repair,
-                # never an answer lost (the next import sets them)
-                self.state.set_outcomes(export_id, dict.fromkeys(results, "failed"))
-                summary.missing += len(results)
+            who: dict[str, Any] = {"judge_id": judge.judge_id, "prompt": judge.prompt_ref}
+            problem = LineProblem("Batch:missing", _missing(export_id, file_no, closed))
+            texts = texts_by_key(self.store, todo)
+            failed = {k: failed_judgment(k, q, d, problem, **who) for k, (q, d) in texts.items()}
+            self._store(export_id, failed)
+            summary.missing += len(failed)
 
     def close_export(self, export_id: str) -> CloseSummary:
         """`batch close` (module docstring): every line of `export_id` with no result yet is
@@ -166,31 +162,15 @@ class ImportFollowUp:
         """Ask live every failed request of the touched request files, through each export's
         judge, storing each answer as live grading does. A fatal JudgeError stops it; what was
         answered is kept."""
-        for export_id, file_no in sorted(summary.touched):
-            judge = self._judges[export_id]
-
-            async def live(
-                query: Query, doc: Doc, key: str, judge: LLMBatchJudge = judge
-            ) -> Judgment:
-                return await judge.judge(query, doc, key=key)
-
-            after = 0
-            while lines := self.state.lines_with(
-                "failed", export_id, file_no, after=after, limit=500
-            ):
-                after = lines[-1].line_no
-                lines = self._not_permanent(self._not_ok(export_id, lines), summary)
-                if not lines:
-                    continue
-                queries, docs = pair_texts(self.store, lines, whole=True)
-                items = {x.key: (queries[x.query_id], docs[x.doc_id]) for x in lines}
-                answers = await retry_live(items, items, live, concurrency=concurrency)
-                fingerprint = judge.fingerprint()
-                self.store.put_many((j, fingerprint) for j in answers.values())
-                self.state.set_outcomes(export_id, {k: j.status for k, j in answers.items()})
-                ok = sum(1 for a in answers.values() if a.status == "ok")
-                summary.reasked_ok += ok
-                summary.reasked_failed += len(answers) - ok
+        for export_id, _, lines in self._open_lines(summary, "failed", limit=500):
+            items = texts_by_key(self.store, self._not_permanent(lines, summary))
+            answers = await retry_live(
+                items, items, self._judges[export_id], concurrency=concurrency
+            )
+            self._store(export_id, answers)
+            ok = sum(1 for a in answers.values() if a.status == "ok")
+            summary.reasked_ok += ok
+            summary.reasked_failed += len(answers) - ok
 
 
 def _missing(export_id: str, file_no: int, closed: bool) -> str:
