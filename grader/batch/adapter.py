@@ -102,31 +102,18 @@ class BatchReplies:
 
 
 class LLMBatchJudge:
-    """Adapts an `LLMJudge` to `grader.batch.api.jobs.BatchJudge`."""
+    """Adapts an `LLMJudge` to `grader.batch.api.jobs.BatchJudge`: its id, prompt, fingerprint
+    and live `judge`, with its request and reply checks in the batch's output `mode`."""
 
     def __init__(self, live: LLMJudge, *, mode: OutputMode | None = None) -> None:
         self.live = live
         self.mode: OutputMode = mode or live.output_mode
+        self.judge_id, self.prompt_ref = live.judge_id, live.prompt.ref()
+        self.fingerprint, self.judge = live.fingerprint, live.judge
         self.replies = BatchReplies(
-            live.reply_reader(), self.mode, live.judge_id, live.prompt.ref(), live.fingerprint()
+            live.reply_reader(), self.mode, self.judge_id, self.prompt_ref, live.fingerprint()
         )
-
-    @property
-    def judge_id(self) -> str:
-        return self.live.judge_id
-
-    @property
-    def prompt_ref(self) -> PromptRef | None:
-        return self.live.prompt.ref()
-
-    def fingerprint(self) -> dict[str, Any]:
-        return self.live.fingerprint()
+        self.parse_reply = self.replies.parse_reply
 
     def build_request(self, query: Query, doc: Doc) -> dict[str, Any]:
         return self.live.build_request(query, doc, mode=self.mode)
-
-    def parse_reply(self, body: Mapping[str, Any], query: Query, doc: Doc, key: str) -> Judgment:
-        return self.replies.parse_reply(body, query, doc, key)
-
-    async def judge(self, query: Query, doc: Doc, *, key: str) -> Judgment:
-        return await self.live.judge(query, doc, key=key)

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -177,7 +178,7 @@ def export_requests(
         summary = ExportSummary(export_id, [])
         summary.waiting = [] if include_pending else state.exports_waiting(export_id)
         files = RequestFiles(folder, export_id, max_requests, max_bytes)
-        summary.stale = drop_stale(folder, _Unlisted(state))  # what a killed export left
+        summary.stale = drop_stale(folder, state.unlisted)  # what a killed export left
         export = _Export(store, state, judge, files, batch_pairs, checkpoints)
         try:
             for part in _chunks(pairs, chunk):
@@ -311,7 +312,7 @@ class _Export:
         self._lines = [row for row in self._lines if row[1] != file_no]
         for row in rows:
             del self._keys[row[3]]
-        rows.sort(key=_line_key)
+        rows.sort(key=itemgetter(3))  # by key
         return rows
 
     def stop(self, exc: BaseException) -> None:
@@ -350,23 +351,3 @@ class _Export:
             self.dropped = "(but the store, on a full disk too, still lists it as unfinished)"
         else:
             self.dropped = "in the store"
-
-
-def _line_key(row: LineRow) -> str:
-    return row[3]
-
-
-class _Unlisted:
-    """Whether a request file named for an export of this store is not listed in it."""
-
-    def __init__(self, state: ExportState) -> None:
-        self.state = state
-        self.listed: dict[str, set[int] | None] = {}
-
-    def __call__(self, export_id: str, file_no: int) -> bool:
-        if export_id not in self.listed:
-            known = self.state.config(export_id) is not None
-            files = {f[0] for f in self.state.files(export_id)} if known else None
-            self.listed[export_id] = files
-        files = self.listed[export_id]
-        return files is not None and file_no not in files

@@ -295,6 +295,13 @@ class ExportState(TablesBeside):
             )
         )
 
+    def unlisted(self, export_id: str, file_no: int) -> bool:
+        """Whether request file `file_no` of `export_id`, an export of this store, is not listed."""
+        listed = self._conn.execute(
+            "SELECT 1 FROM export_files WHERE export_id = ? AND file_no = ?", (export_id, file_no)
+        ).fetchone()
+        return listed is None and self.config(export_id) is not None
+
     def exports(self) -> list[ExportInfo]:
         """Every export, oldest first, with how many lines came back."""
         rows = self._conn.execute(
