@@ -179,15 +179,16 @@ def test_an_error_recording_a_files_lines_is_raised_and_abandons(
     error is raised, the file published before it stays listed whole, and not one line of
     the others is recorded; their files are removed."""
     calls = {"n": 0}
-    real_file = ExportState.add_file
+    real_add = ExportState.add_lines
 
-    def add_file(self: ExportState, *args: Any, **kwargs: Any) -> None:
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise StoreError("disk full (test)")
-        real_file(self, *args, **kwargs)
+    def add_lines(self: ExportState, *args: Any, **kwargs: Any) -> None:
+        if (args[3] if len(args) > 3 else kwargs.get("file")) is not None:  # lists a file
+            calls["n"] += 1
+            if calls["n"] == 2:
+                raise StoreError("disk full (test)")
+        real_add(self, *args, **kwargs)
 
-    monkeypatch.setattr(ExportState, "add_file", add_file)
+    monkeypatch.setattr(ExportState, "add_lines", add_lines)
     listed = _stopped_export(
         tmp_path,
         export_pairs(300),

@@ -288,15 +288,12 @@ class _Export:
             self.store.put_pairs(sorted(self._pairs))
         self._clear()
         for written in self.files.take_written():
-            sha256 = written.sha256()
             where = str(written.final.resolve())
+            file = (written.file_no, where, written.lines, written.size, written.sha256())
             rows = self._take_lines(written.file_no)
             pairs = self._file_pairs.pop(written.file_no, 0) + self._held_pairs
             try:
-                self.state.add_file(
-                    self.export_id, written.file_no, where, written.lines, written.size, sha256,
-                    publish=written.publish, rows=rows, n_pairs=pairs,
-                )  # fmt: skip
+                self.state.add_lines(self.export_id, rows, pairs, file, written.publish)
             finally:
                 written.release()
             self._held_pairs = 0

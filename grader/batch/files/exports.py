@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from grader.batch.beside import Statements, TablesBeside
+from grader.batch.beside import TablesBeside
 from grader.errors import InputError
 from grader.store.connection_beside import now_iso
 
@@ -87,22 +87,6 @@ class FileState:
         return "untouched" if self.waiting == self.lines else "partial"
 
 
-def _line_statements(export_id: str, lines: Sequence[LineRow], n_pairs: int) -> Statements:
-    """Record lines of an export, and count `n_pairs` more id pairs."""
-    return [
-        (
-            "INSERT INTO export_lines (export_id, file_no, line_no, key, query_id, doc_id)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            lines,
-        ),
-        (
-            "UPDATE exports SET n_lines = n_lines + ?, n_pairs = n_pairs + ?, updated_at = ?"
-            " WHERE export_id = ?",
-            [(len(lines), n_pairs, now_iso(), export_id)],
-        ),
-    ]
-
-
 class ExportState(TablesBeside):
     """Read and write the export tables of a store."""
 
@@ -124,37 +108,38 @@ class ExportState(TablesBeside):
             [(export_id, config, out_dir, now, now)],
         )
 
-    def add_lines(self, export_id: str, lines: Sequence[LineRow], n_pairs: int) -> None:
-        """Record lines (best given in key order: the key index is filled page by page), and
-        count `n_pairs` more id pairs."""
-        self._tx(_line_statements(export_id, lines, n_pairs))
-
-    def add_file(
+    def add_lines(
         self,
         export_id: str,
-        file_no: int,
-        path: str,
-        lines: int,
-        size: int,
-        sha256: str,
-        *,
+        lines: Sequence[LineRow],
+        n_pairs: int,
+        file: tuple[int, str, int, int, str] | None = None,
         publish: Callable[[], object] | None = None,
-        rows: Sequence[LineRow] = (),
-        n_pairs: int = 0,
     ) -> None:
-        """List a request file with its lines `rows` (and `n_pairs` more id pairs) in one
-        transaction; `publish` (its rename to `path`) runs right before the commit."""
-        self._tx(
-            [
-                *(_line_statements(export_id, rows, n_pairs) if rows or n_pairs else []),
+        """Record lines (best in key order: the key index is filled page by page), count
+        `n_pairs` more id pairs, and list request `file` (file_no, path, lines, bytes, sha256) in
+        one transaction; `publish` (its rename to that path) runs right before the commit."""
+        statements: list[tuple[str, Iterable[Sequence[Any]]]] = [
+            (
+                "INSERT INTO export_lines (export_id, file_no, line_no, key, query_id, doc_id)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                lines,
+            ),
+            (
+                "UPDATE exports SET n_lines = n_lines + ?, n_pairs = n_pairs + ?, updated_at = ?"
+                " WHERE export_id = ?",
+                [(len(lines), n_pairs, now_iso(), export_id)],
+            ),
+        ]
+        if file is not None:
+            statements.append(
                 (
                     "INSERT INTO export_files (export_id, file_no, path, lines, bytes, sha256)"
                     " VALUES (?, ?, ?, ?, ?, ?)",
-                    [(export_id, file_no, path, lines, size, sha256)],
-                ),
-            ],
-            before_commit=publish,
-        )
+                    [(export_id, *file)],
+                )
+            )
+        self._tx(statements, before_commit=publish)
 
     def drop(self, export_id: str) -> None:
         """Forget an export that could not be written whole."""

@@ -221,7 +221,6 @@ class Importer(ImportFollowUp):
         known = self._known
         answers = result.answers
         summary.lines += len(answers)
-        summary.exports.update({a[1] for a in answers})  # (export_id, file_no)
         summary.touched.update({(a[1], a[2]) for a in answers})
         rows, outcomes = pending.rows, pending.outcomes
         for key, export_id, file_no, line_no, stored, outcome, status, error, row in answers:

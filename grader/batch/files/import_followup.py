@@ -41,7 +41,6 @@ class ImportSummary:
     reasked_ok: int = 0
     reasked_failed: int = 0
     permanent: int = 0  # failed requests --reask left alone: the same request fails again
-    exports: set[str] = field(default_factory=set)
     touched: set[tuple[str, int]] = field(default_factory=set)  # (export id, request file)
     problems: dict[str, int] = field(default_factory=dict)  # failure type -> count
     empty: list[str] = field(default_factory=list)  # results files with no line at all
