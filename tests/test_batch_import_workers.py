@@ -184,15 +184,16 @@ def test_sigkill_during_import_with_workers_then_import_again(tmp_path: Path) ->
     ("table", "where", "pair"),
     [("docs", "doc_id = 'd5'", "(q0, d5)"), ("queries", "query_id = 'q1'", "(q1, d10)")],
 )
+@pytest.mark.parametrize("workers", [0, 2])  # raised in this process, or in a worker
 def test_a_pair_whose_texts_are_gone_stops_the_import_naming_it(
-    tmp_path: Path, table: str, where: str, pair: str
+    tmp_path: Path, table: str, where: str, pair: str, workers: int
 ) -> None:
     db, requests = export_pairs(tmp_path, 30)
     results = engine_results(FakeServer(), requests, tmp_path / "results", bad=set())
     with sqlite3.connect(db) as conn:
         conn.execute(f"DELETE FROM {table} WHERE {where}")
     with pytest.raises(InputError, match=re.escape(f"the store has no text for {pair}")):
-        import_results(db, results, 0)
+        import_results(db, results, workers)
 
 
 def test_a_secret_in_a_reply_is_masked_in_the_stored_judgment(tmp_path: Path) -> None:

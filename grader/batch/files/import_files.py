@@ -193,8 +193,6 @@ class Importer(ImportFollowUp):
                     task.path, task.start, task.end, task.first_line, task.at_eof, dict(readers)
                 )
                 result = submit(task)()
-            if result.error is not None:
-                raise result.error.error()
             self._take(result)
             self._done += 1
             self._forget()

@@ -1,7 +1,7 @@
 """One byte range of a results file decoded, checked and validated: the part of `batch import`
 that runs in worker processes. Judgments come back as the rows the store writes; nothing is
-written here. What stops the import comes back as `RangeResult.error`; an export with no reader
-yet as `RangeResult.need_export` (the writer builds its judge and sends the range again)."""
+written here. An export with no reader yet comes back as `RangeResult.need_export` (the writer
+builds its judge and sends the range again)."""
 
 from __future__ import annotations
 
@@ -76,29 +76,15 @@ class Answer(NamedTuple):
         return cls(key, export_id, file_no, line_no, stored, outcome, status, error_type, row)
 
 
-@dataclass(frozen=True)
-class RangeError:
-    """An InputError, as data that crosses processes."""
-
-    message: str
-    path: str | None
-    line: int | None
-    hint: str | None
-
-    def error(self) -> InputError:
-        return InputError(self.message, path=self.path, line=self.line, hint=self.hint)
-
-
 @dataclass
 class RangeResult:
     """What one range gave: an answer per line (in file order), the lines cut short or
-    unreadable, or what stopped it."""
+    unreadable, or the export it needs a reader for."""
 
     answers: list[Answer] = field(default_factory=list)
     truncated: list[str] = field(default_factory=list)
     malformed: list[str] = field(default_factory=list)
     n_malformed: int = 0
-    error: RangeError | None = None
     need_export: tuple[str, int] | None = None  # (export id, the line that names it)
 
 
@@ -120,20 +106,17 @@ class RangeReader:
         self.state = state
 
     def read(self, task: RangeTask) -> RangeResult:
+        """What one range gives (an InputError, from a worker too, stops the import)."""
         result = RangeResult()
-        try:
-            group: list[_Record] = []
-            for rec in self._records(task, result):
-                if rec.export_id not in task.readers:
-                    return RangeResult(need_export=(rec.export_id, rec.line))
-                group.append(rec)
-                if len(group) >= GROUP:
-                    self._group(task, group, result)
-                    group = []
-            self._group(task, group, result)
-        except InputError as exc:
-            error = RangeError(exc.reason, exc.path, exc.line, exc.hint)
-            return RangeResult(error=error)
+        group: list[_Record] = []
+        for rec in self._records(task, result):
+            if rec.export_id not in task.readers:
+                return RangeResult(need_export=(rec.export_id, rec.line))
+            group.append(rec)
+            if len(group) >= GROUP:
+                self._group(task, group, result)
+                group = []
+        self._group(task, group, result)
         return result
 
     def _group(self, task: RangeTask, group: list[_Record], result: RangeResult) -> None:
