@@ -6,7 +6,7 @@ run leaves an importable file: at worst a last line cut short, which the next ru
 from __future__ import annotations
 
 import json
-import os
+import mmap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -71,20 +71,11 @@ def results_name(out_dir: Path, request_file: str | Path) -> Path:
 
 def trim_cut_line(path: Path) -> None:
     """Drop a last line with no newline (a run killed while writing it)."""
-    if not path.is_file():
+    if not path.is_file() or path.stat().st_size == 0:
         return
     with path.open("rb+") as fh:
-        size = fh.seek(0, os.SEEK_END)
-        keep = size
-        while keep > 0:
-            step = min(65536, keep)
-            fh.seek(keep - step)
-            chunk = fh.read(step)
-            cut = chunk.rfind(b"\n")
-            if cut >= 0:
-                keep = keep - step + cut + 1
-                break
-            keep -= step
+        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            size, keep = len(data), data.rfind(b"\n") + 1
         if keep != size:
             fh.truncate(keep)
 
