@@ -22,11 +22,10 @@ from typing import Any
 
 import pytest
 
-from grader.batch.adapter import LLMBatchJudge
+from grader.batch.adapter import LLMBatchJudge, job_config
 from grader.batch.files.export_files import export_requests
 from grader.batch.files.exports import ExportState, custom_id
 from grader.batch.files.request_files import RequestFiles, WrittenFile
-from grader.batch.job_config import job_config
 from grader.batch.requests import split_requests
 from grader.errors import DiskFullError, StoreError
 from grader.keys import ContentKeys
@@ -317,7 +316,7 @@ import sys, time
 from pathlib import Path
 from grader.batch.files import request_files
 from grader.batch.files.export_files import export_requests
-from grader.batch.job_config import job_config
+from grader.batch.adapter import job_config
 from grader.store.store import Store
 from tests.helpers.batch_export import batch_judge, export_pairs
 

@@ -21,12 +21,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader.batch import json_lines
+from grader.batch import adapter
+from grader.batch.adapter import JobJudges
 from grader.batch.files import import_work
 from grader.batch.files.import_files import Importer
 from grader.batch.files.import_followup import ImportSummary
 from grader.batch.files.import_work import count_newlines, line_ranges
-from grader.batch.job_config import JobJudges
 from grader.errors import InputError
 from grader.store.store import Store
 from tests import fake_engine
@@ -318,7 +318,7 @@ def test_valid_lines_are_read_as_structs_and_a_refused_one_is_decoded_whole_once
     db, requests = export_pairs(tmp_path, 33)
     results = engine_results(FakeServer(), requests, tmp_path / "res", bad={"3", "13", "23"})
     decoded: list[bytes] = []
-    real = json_lines.loads
+    real = adapter.loads
 
     def counted(raw: bytes) -> Any:
         decoded.append(raw)

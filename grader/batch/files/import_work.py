@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from grader.batch.adapter import BatchReplies
+from grader.batch.adapter import BatchReplies, ResultLine, loads, loads_line
 from grader.batch.collect import (
     LineProblem,
     answered_body,
@@ -25,7 +25,6 @@ from grader.batch.collect import (
     parse_output_record,
 )
 from grader.batch.files.exports import ExportState, Line, split_custom_id
-from grader.batch.json_lines import ResultLine, loads, loads_line
 from grader.errors import InputError
 from grader.models import Judgment
 from grader.store.judgment_rows import StoredRow
