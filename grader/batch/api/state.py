@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
 from grader.batch.api.client import BatchInfo
@@ -15,8 +15,7 @@ from grader.errors import StoreError
 from grader.store.connection_beside import now_iso
 
 
-@dataclass(frozen=True)
-class Item:
+class Item(NamedTuple):
     """One request of a job: the content key and the pair it grades."""
 
     key: str
@@ -138,13 +137,8 @@ class BatchState(TablesBeside):
 
     def items(self, job_id: int) -> list[Item]:
         """The items of one job, in the order they were recorded."""
-        return [
-            Item(key=k, query_id=q, doc_id=d)
-            for k, q, d in self._conn.execute(
-                "SELECT key, query_id, doc_id FROM batch_items WHERE job_id = ? ORDER BY rowid",
-                (job_id,),
-            )
-        ]
+        sql = "SELECT key, query_id, doc_id FROM batch_items WHERE job_id = ? ORDER BY rowid"
+        return [Item(*row) for row in self._conn.execute(sql, (job_id,))]
 
     def open_keys(self) -> set[str]:
         """Keys waiting in jobs not yet collected (never send them again meanwhile)."""

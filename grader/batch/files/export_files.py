@@ -1,10 +1,6 @@
-"""`relgrade batch export`: request files in the OpenAI batch format for any inference engine,
-recorded in the store so any process can import the results.
-
-Each line's body is byte for byte what live grading sends (`RequestLines`); `custom_id` is
-`relgrade:EXPORT_ID:KEY`; pairs already ok, or waiting in another export, are left out. It
-streams in chunks (memory does not grow with the pairs). A line is recorded only in the
-transaction that publishes its file, so a killed export leaves no request waiting in a file no
+"""`relgrade batch export`: request files in the OpenAI batch format for any engine, recorded in
+the store (`custom_id` is `relgrade:EXPORT_ID:KEY`), streamed in chunks. A line is recorded only in
+the transaction that publishes its file: a killed export leaves no request waiting in a file no
 engine sees."""
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""`relgrade batch import`: an engine's results files, every line validated as a live reply.
-
-The files are cut into ranges of whole lines, read by worker processes for a large import
-(`import_work`); this process alone writes, takes the ranges back in file order, decides which
-answers are new as if the lines were read one by one, and writes them in one transaction per
-~50,000 lines (or 3 s). Importing twice changes nothing; a killed import loses nothing. A
-`custom_id` this store did not export stops the import with an InputError naming the line; an
-error line, a refused reply, another model's answer or a request no line answered is stored
-failed with the reason, never a grade."""
+"""`relgrade batch import`: an engine's results files, every line validated as a live reply, in
+ranges of whole lines read by worker processes (`import_work`). This process alone writes, deciding
+the answers in file order as if read one by one: importing twice changes nothing, a killed import
+loses nothing, and a line that is no valid reply is stored failed with the reason, never a grade."""
 
 from __future__ import annotations
 
