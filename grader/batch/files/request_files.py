@@ -31,11 +31,6 @@ BLOCK_BYTES = 1 << 20
 CHECK_EVERY = 1000  # request lines built the fast way, one of this many also built the slow way
 
 
-def final_name(out_dir: Path, export_id: str, file_no: int) -> Path:
-    """Where request file `file_no` of an export is published."""
-    return out_dir / f"requests-{export_id}-{file_no:05d}.jsonl"
-
-
 def temporary_name(final: Path) -> Path:
     """Where a request file is written until it is published."""
     return final.with_name(f".{final.name}.tmp")
@@ -45,13 +40,6 @@ def remove_temporaries(out_dir: Path, export_id: str) -> None:
     """Remove the files of an export still under their temporary names."""
     for path in out_dir.glob(f".requests-{export_id}-*.jsonl.tmp"):
         path.unlink(missing_ok=True)
-
-
-def hold(handle: IO[bytes]) -> None:
-    """Lock a request file being written (an exclusive `flock`, which ends with the process),
-    so another export tells a live one's file from a killed one's (no `flock`: nothing)."""
-    if fcntl is not None:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
 def drop_stale(out_dir: Path, unlisted: Callable[[str, int], bool]) -> int:
@@ -158,7 +146,7 @@ class RequestFiles:
             file = None
         if file is None:
             self._file_no += 1
-            final = final_name(self.out_dir, self.export_id, self._file_no)
+            final = self.out_dir / f"requests-{self.export_id}-{self._file_no:05d}.jsonl"
             file = self._file = _File(self._file_no, final, self._open(temporary_name(final)))
         self._block.append(line)
         self._block_size += size
@@ -198,13 +186,15 @@ class RequestFiles:
             temporary_name(file.final).unlink(missing_ok=True)
 
     def _open(self, path: Path) -> IO[bytes]:
-        """Open a file to write at `path`, locked before it has that name."""
+        """Open a file to write at `path`, locked before it has that name (an exclusive
+        `flock`, which ends with the process: another export tells a live one's file from a
+        killed one's)."""
         if fcntl is None:
             return path.open("wb")
         staging = path.with_name(path.name + ".new")
         handle = staging.open("wb")
         try:
-            hold(handle)
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
             os.replace(staging, path)  # (the lock goes with the file)
         except BaseException:
             handle.close()
