@@ -241,16 +241,8 @@ class ExportState(TablesBeside):
         unique = list(dict.fromkeys(keys))
         found: dict[str, str] = {}
         for other in exports:
-            for chunk, marks in _chunks(unique):
-                found.update(
-                    (key, other)
-                    for (key,) in self._conn.execute(
-                        "SELECT key FROM export_lines INDEXED BY export_lines_key"
-                        f" WHERE export_id = ? AND key IN ({marks}) AND outcome IS NULL",
-                        [other, *chunk],
-                    )
-                    if key not in found
-                )
+            lines = self.lines(other, unique).values()
+            found.update((x.key, other) for x in lines if x.outcome is None and x.key not in found)
         return found
 
     def waiting_elsewhere(self, export_id: str) -> dict[str, int]:
