@@ -25,7 +25,6 @@ from grader.prompts import (
     OUTPUT_MODES,
     OutputMode,
     PromptSpec,
-    is_text_truncated,
     is_truncated,
     load_prompt,
 )
@@ -93,13 +92,6 @@ class BatchReplies:
         return self.reader.judgment(
             dict(body), query, doc, key=key, mode=self.mode, truncated=truncated, batch=True
         )
-
-    def is_cut(self, text: str) -> bool:
-        return is_text_truncated(self.reader.prompt, text)
-
-    @property
-    def doc_budget(self) -> int:
-        return self.reader.prompt.doc_budget_chars
 
     def valid_reply(self, body: Mapping[str, Any]) -> GradeReply | None:
         """The validated reply of an output body, when live grading would accept it."""

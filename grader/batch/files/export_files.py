@@ -127,10 +127,6 @@ class ExportSummary:
     waiting_in: dict[str, int] = field(default_factory=dict)  # left out, by export
     stale: int = 0  # temporary files a killed export left, removed
 
-    def left_out(self, export_id: str) -> None:
-        self.pending += 1
-        self.waiting_in[export_id] = self.waiting_in.get(export_id, 0) + 1
-
 
 def _chunks(pairs: Iterable[tuple[Query, Doc]], size: int) -> Iterator[list[tuple[Query, Doc]]]:
     it = iter(pairs)
@@ -254,8 +250,9 @@ class _Export:
             if statuses.get(key) == "ok":
                 summary.stored += 1
                 continue
-            if key in waiting:
-                summary.left_out(waiting[key])
+            if key in waiting:  # left out: waiting in another export
+                summary.pending += 1
+                summary.waiting_in[waiting[key]] = summary.waiting_in.get(waiting[key], 0) + 1
                 continue
             summary.pairs += 1
             if key in held:

@@ -27,6 +27,7 @@ from grader.batch.collect import (
 from grader.batch.files.exports import ExportState, Line, split_custom_id
 from grader.errors import InputError
 from grader.models import Judgment
+from grader.prompts import is_text_truncated
 from grader.store.judgment_rows import StoredRow
 from grader.store.store import Store
 
@@ -231,11 +232,12 @@ class RangeReader:
         the prompt keeps are read); InputError for a pair without texts (`pair_texts`)."""
         lines = list(lines)
         queries = self.store.query_ids({x.query_id for x in lines})
-        docs = self.store.long_doc_texts({x.doc_id for x in lines}, replies.doc_budget)
+        prompt = replies.reader.prompt
+        docs = self.store.long_doc_texts({x.doc_id for x in lines}, prompt.doc_budget_chars)
         for x in lines:
             if x.query_id not in queries or x.doc_id not in docs:
                 pair_texts(self.store, [x], whole=False)  # raises, naming the pair
-        return {doc_id: text is not None and replies.is_cut(text) for doc_id, text in docs.items()}
+        return {d: t is not None and is_text_truncated(prompt, t) for d, t in docs.items()}
 
     def _judge_rest(
         self,
