@@ -50,10 +50,6 @@ class BatchInfo:
     completed: int
     failed: int
 
-    @property
-    def terminal(self) -> bool:
-        return self.status in TERMINAL_STATUSES
-
 
 def _info(batch: Any) -> BatchInfo:
     counts = getattr(batch, "request_counts", None)

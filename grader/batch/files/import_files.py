@@ -23,7 +23,6 @@ from grader.batch.files.import_followup import (
     CloseSummary,
     ImportFollowUp,
     ImportSummary,
-    blank,
     jsonl_files,
     nothing_usable,
     refuse_request_files,
@@ -119,7 +118,7 @@ class Importer(ImportFollowUp):
         files they touched (`missing`)."""
         files = jsonl_files(paths)
         refuse_request_files(files)
-        empty = [p for p in files if blank(p)]
+        empty = [p for p in files if p.stat().st_size <= 4096 and not p.read_bytes().strip()]
         if files and len(empty) == len(files):
             raise InputError(
                 "no results lines: "

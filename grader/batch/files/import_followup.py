@@ -185,14 +185,6 @@ def _missing(export_id: str, file_no: int, closed: bool) -> str:
     )
 
 
-def blank(path: Path) -> bool:
-    """Whether a results file holds nothing but whitespace (read only when small)."""
-    size = path.stat().st_size
-    if size > 4096:
-        return False
-    return not path.read_bytes().strip()
-
-
 def jsonl_files(paths: Sequence[str | Path], what: str = "results") -> list[Path]:
     """The files named: files as given, folders' `*.jsonl` in name order."""
     found: list[Path] = []
