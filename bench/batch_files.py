@@ -31,10 +31,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from grader.batch.adapter import LLMBatchJudge
+from grader.batch.adapter import JobJudges, LLMBatchJudge, job_config
 from grader.batch.files.export_files import LineProgress, export_requests
 from grader.batch.files.import_files import Importer
-from grader.batch.job_config import JobJudges, job_config
 from grader.judges.llm.judge import LLMJudge
 from grader.models import Doc, Query
 from grader.prompts import PromptSpec, load_prompt

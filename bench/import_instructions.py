@@ -34,14 +34,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from batch_files import pairs  # (bench/, this script's folder, is on the path)
 
-from grader.batch.adapter import LLMBatchJudge
+from grader.batch.adapter import JobJudges, LLMBatchJudge, job_config
 from grader.batch.files.export_files import export_requests
 from grader.batch.files.exports import ExportState, split_custom_id
 from grader.batch.files.import_files import RANGE_BYTES, Importer
 from grader.batch.files.import_followup import ImportSummary
-from grader.batch.files.import_work import RangeReader, RangeResult, RangeTask
-from grader.batch.files.line_ranges import line_ranges
-from grader.batch.job_config import JobJudges, job_config
+from grader.batch.files.import_work import RangeReader, RangeResult, RangeTask, line_ranges
 from grader.judges.llm.judge import LLMJudge
 from grader.prompts import PromptSpec, load_prompt
 from grader.store.store import Store
@@ -108,11 +106,11 @@ def measure(work: Path, phase: str) -> int:
     shutil.copyfile(work / "bench.db", copy)
     with Store(copy) as store, Importer(store, JobJudges(make_judge).for_job) as importer:
         importer.judge(export_id[0], results)  # the judge made before, as a real import does
-        summary = ImportSummary(files=1)
+        summary = importer._summary = ImportSummary(files=1)
         _toggle(True)
         list(line_ranges(results, RANGE_BYTES))
         result: RangeResult = pickle.loads(sent)
-        importer._take(result, 0, summary)
+        importer._take(result)
         importer._flush()
         _toggle(False)
     copy.unlink()

@@ -36,10 +36,11 @@ async def test_upload_create_poll_download(batch_api: FakeBatchAPI) -> None:
     file_id = await client.upload(request_file.content(), filename="x.jsonl")
     assert batch_api.contents[file_id] == request_file.content()
     info = await client.create(file_id, metadata={"relgrade_job": "1"})
-    assert info.status == "validating" and info.metadata == {"relgrade_job": "1"}
+    assert info.status == "validating"
+    assert batch_api.batches[info.id]["metadata"] == {"relgrade_job": "1"}  # sent with it
     assert (await client.retrieve(info.id)).status == "in_progress"
     done = await client.retrieve(info.id)
-    assert done.terminal and done.status == "completed"
+    assert done.status == "completed"  # (one of TERMINAL_STATUSES)
     assert (done.total, done.completed, done.failed) == (3, 2, 1)
     assert done.output_file_id is not None and done.error_file_id is not None
     out = [json.loads(x) for x in (await client.download(done.output_file_id)).splitlines()]

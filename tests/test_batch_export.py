@@ -22,11 +22,10 @@ from typing import Any
 
 import pytest
 
-from grader.batch.adapter import LLMBatchJudge
+from grader.batch.adapter import LLMBatchJudge, job_config
 from grader.batch.files.export_files import export_requests
 from grader.batch.files.exports import ExportState, custom_id
 from grader.batch.files.request_files import RequestFiles, WrittenFile
-from grader.batch.job_config import job_config
 from grader.batch.requests import split_requests
 from grader.errors import DiskFullError, StoreError
 from grader.keys import ContentKeys
@@ -179,15 +178,16 @@ def test_an_error_recording_a_files_lines_is_raised_and_abandons(
     error is raised, the file published before it stays listed whole, and not one line of
     the others is recorded; their files are removed."""
     calls = {"n": 0}
-    real_file = ExportState.add_file
+    real_add = ExportState.add_lines
 
-    def add_file(self: ExportState, *args: Any, **kwargs: Any) -> None:
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise StoreError("disk full (test)")
-        real_file(self, *args, **kwargs)
+    def add_lines(self: ExportState, *args: Any, **kwargs: Any) -> None:
+        if (args[3] if len(args) > 3 else kwargs.get("file")) is not None:  # lists a file
+            calls["n"] += 1
+            if calls["n"] == 2:
+                raise StoreError("disk full (test)")
+        real_add(self, *args, **kwargs)
 
-    monkeypatch.setattr(ExportState, "add_file", add_file)
+    monkeypatch.setattr(ExportState, "add_lines", add_lines)
     listed = _stopped_export(
         tmp_path,
         export_pairs(300),
@@ -316,7 +316,7 @@ import sys, time
 from pathlib import Path
 from grader.batch.files import request_files
 from grader.batch.files.export_files import export_requests
-from grader.batch.job_config import job_config
+from grader.batch.adapter import job_config
 from grader.store.store import Store
 from tests.helpers.batch_export import batch_judge, export_pairs
 

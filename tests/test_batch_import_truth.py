@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from grader.batch.adapter import JobJudges
 from grader.batch.files.import_files import Importer
-from grader.batch.job_config import JobJudges
 from grader.cli.batch_files import import_text
 from grader.cli.main import main
 from grader.judges.llm.judge import LLMJudge

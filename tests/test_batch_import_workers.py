@@ -21,12 +21,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader.batch import json_lines
+from grader.batch import adapter
+from grader.batch.adapter import JobJudges
 from grader.batch.files import import_work
 from grader.batch.files.import_files import Importer
 from grader.batch.files.import_followup import ImportSummary
-from grader.batch.files.line_ranges import count_newlines, line_ranges
-from grader.batch.job_config import JobJudges
+from grader.batch.files.import_work import count_newlines, line_ranges
 from grader.errors import InputError
 from grader.store.store import Store
 from tests import fake_engine
@@ -184,15 +184,16 @@ def test_sigkill_during_import_with_workers_then_import_again(tmp_path: Path) ->
     ("table", "where", "pair"),
     [("docs", "doc_id = 'd5'", "(q0, d5)"), ("queries", "query_id = 'q1'", "(q1, d10)")],
 )
+@pytest.mark.parametrize("workers", [0, 2])  # raised in this process, or in a worker
 def test_a_pair_whose_texts_are_gone_stops_the_import_naming_it(
-    tmp_path: Path, table: str, where: str, pair: str
+    tmp_path: Path, table: str, where: str, pair: str, workers: int
 ) -> None:
     db, requests = export_pairs(tmp_path, 30)
     results = engine_results(FakeServer(), requests, tmp_path / "results", bad=set())
     with sqlite3.connect(db) as conn:
         conn.execute(f"DELETE FROM {table} WHERE {where}")
     with pytest.raises(InputError, match=re.escape(f"the store has no text for {pair}")):
-        import_results(db, results, 0)
+        import_results(db, results, workers)
 
 
 def test_a_secret_in_a_reply_is_masked_in_the_stored_judgment(tmp_path: Path) -> None:
@@ -317,7 +318,7 @@ def test_valid_lines_are_read_as_structs_and_a_refused_one_is_decoded_whole_once
     db, requests = export_pairs(tmp_path, 33)
     results = engine_results(FakeServer(), requests, tmp_path / "res", bad={"3", "13", "23"})
     decoded: list[bytes] = []
-    real = json_lines.loads
+    real = adapter.loads
 
     def counted(raw: bytes) -> Any:
         decoded.append(raw)

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from grader.batch.engines.http_requests import Requester, Servers
-from grader.batch.engines.results_out import ResultsWriter, trim_cut_line
-from grader.batch.engines.sent_log import SentLog, count_sent
+from grader.batch.engines.ray_run import SentLog, count_sent
+from grader.batch.engines.request_dir import ResultsWriter, trim_cut_line
 from grader.cli.main import main
 from tests.fakeserver import FakeServer, faults
 from tests.grade_data import GradeFiles, write_grade_files

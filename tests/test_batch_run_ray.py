@@ -20,8 +20,7 @@ from typing import Any
 
 import pytest
 
-from grader.batch.engines.ray_run import DIE_ONCE_ENV
-from grader.batch.engines.sent_log import SENT_DIR, count_sent, sent_keys
+from grader.batch.engines.ray_run import DIE_ONCE_ENV, SENT_DIR, count_sent, sent_keys
 from grader.cli.main import main
 from grader.store.store import Store
 from tests.fakeserver import FakeServer, faults

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from grader.batch.adapter import LLMBatchJudge
 from grader.batch.files.exports import custom_id
-from grader.batch.files.request_lines import RequestLines
+from grader.batch.files.request_files import RequestLines
 from grader.batch.requests import request_line
 from grader.errors import PromptError
 from grader.judges.llm.grade_token import top_level_grade_offset

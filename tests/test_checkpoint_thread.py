@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from grader.batch.adapter import job_config
 from grader.batch.files.export_files import export_requests
 from grader.batch.files.exports import ExportState
-from grader.batch.job_config import job_config
 from grader.store.checkpoint_thread import DEFAULT_AUTOCHECKPOINT, checkpoints_beside
 from grader.store.store import Store
 from tests.helpers.batch_export import batch_judge, export_pairs

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from grader.batch.adapter import job_config
 from grader.batch.files.export_files import export_requests
 from grader.batch.files.exports import custom_id
-from grader.batch.job_config import job_config
 from grader.batch.requests import request_line
 from grader.keys import ContentKeys, content_key, json_string
 from grader.models import Doc, Judgment, JudgmentError, PromptRef, Query

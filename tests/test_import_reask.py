@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from grader.batch.adapter import JobJudges
 from grader.batch.files.import_files import Importer
 from grader.batch.files.import_followup import ImportSummary
-from grader.batch.job_config import JobJudges
 from grader.cli.main import main
 from grader.judges.llm.judge import LLMJudge
 from grader.prompts import PromptSpec

@@ -2,7 +2,7 @@
 (`ExportState.lines_in_order`); what the writing process does with the rows workers made
 (`Store.write_stored_parts`: rows already made;
 `ExportState.set_outcomes_at`: outcomes by place);
-and the garbage collector left to the work (`grader.batch.files.collector`)."""
+and the garbage collector left to the work (`grader.batch.files.export_files.frozen_gc`)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch.files.collector import collect_by_hand
-from grader.batch.files.exports import ExportState, Line
+from grader.batch.files.export_files import frozen_gc
+from grader.batch.files.exports import ExportState, Line, runs_of
 from grader.batch.files.import_work import Answer, RangeResult
-from grader.batch.files.line_ranges import runs_of
 from grader.store.judgment_rows import StoredRow, from_journal_row
 from grader.store.store import Store
 from tests.helpers.judgments import FP, failed, ok
@@ -114,7 +113,7 @@ def test_collecting_by_hand_frees_cycles_and_restores_the_collector() -> None:
             self.me = self
 
     assert gc.isenabled()
-    with collect_by_hand():
+    with frozen_gc(by_hand=True):
         assert not gc.isenabled()
         frozen = gc.get_freeze_count()
         assert frozen > 0  # what was alive on entry is left out of collections
@@ -131,7 +130,7 @@ def test_collecting_by_hand_frees_cycles_and_restores_the_collector() -> None:
 def test_collecting_by_hand_keeps_the_collector_off_when_it_was_off() -> None:
     gc.disable()
     try:
-        with collect_by_hand():
+        with frozen_gc(by_hand=True):
             pass
         assert not gc.isenabled()
     finally:

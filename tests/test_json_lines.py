@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from grader.batch.adapter import ResultLine, loads, loads_line
 from grader.batch.collect import answered_body, other_model
-from grader.batch.json_lines import ResultLine, loads, loads_line
 from grader.judges.llm.replies import InvalidReply, parse_completion
 from grader.prompts import load_prompt
 from tests.helpers.hypothesis_scale import examples

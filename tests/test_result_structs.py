@@ -11,9 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grader.batch.adapter import BatchReplies, LLMBatchJudge
+from grader.batch.adapter import BatchReplies, LLMBatchJudge, loads, loads_line
 from grader.batch.collect import answered_body, other_model
-from grader.batch.json_lines import loads, loads_line
 from grader.judges.llm.grade_token import grade_distribution
 from grader.judges.llm.judge import LLMJudge
 from grader.judges.llm.replies import GradeReply

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch.adapter import LLMBatchJudge
+from grader.batch.adapter import LLMBatchJudge, job_config
 from grader.batch.api.client import BatchClient
-from grader.batch.job_config import job_config
 from grader.cli.batch_common import JudgeFactory
 from grader.cli.main import build_parser, main
 from grader.errors import InputError, JudgeError

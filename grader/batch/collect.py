@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeGuard
 
@@ -17,7 +17,6 @@ from grader.models import Doc, Judgment, JudgmentError, Query
 from grader.store.store import Store
 
 ParseReply = Callable[[Mapping[str, Any], Query, Doc, str], Judgment]  # (body, q, d, key)
-JudgeLive = Callable[[Query, Doc, str], Awaitable[Judgment]]  # (q, d, key): never raises per pair
 
 
 @dataclass(frozen=True)
@@ -211,6 +210,10 @@ def failed_judgment(
     )
 
 
+class _LiveJudge(Protocol):
+    async def judge(self, query: Query, doc: Doc, *, key: str) -> Judgment: ...
+
+
 class _Pair(Protocol):
     @property
     def key(self) -> str: ...
@@ -240,20 +243,32 @@ def pair_texts(
     return queries, docs
 
 
+def texts_by_key(store: Store, pairs: Iterable[_Pair]) -> dict[str, tuple[Query, Doc]]:
+    """The (query, document) each key of these pairs asks, whole as a live request needs (the
+    first pair's ids when several have a key)."""
+    pairs = list(pairs)
+    queries, docs = pair_texts(store, pairs, whole=True)
+    found: dict[str, tuple[Query, Doc]] = {}
+    for x in pairs:
+        found.setdefault(x.key, (queries[x.query_id], docs[x.doc_id]))
+    return found
+
+
 async def retry_live(
     keys: Iterable[str],
     items: Mapping[str, tuple[Query, Doc]],
-    judge_live: JudgeLive,
+    judge: _LiveJudge,
     *,
     concurrency: int = defaults.CONCURRENCY,
 ) -> dict[str, Judgment]:
-    """Ask the live judge for each of `keys`, at most `concurrency` at a time."""
+    """Ask the live judge for each of `keys`, at most `concurrency` at a time (a judge's
+    `judge` never raises per pair)."""
     gate = asyncio.Semaphore(max(1, concurrency))
 
     async def one(key: str) -> tuple[str, Judgment]:
         query, doc = items[key]
         async with gate:
-            return key, await judge_live(query, doc, key)
+            return key, await judge.judge(query, doc, key=key)
 
     done = await asyncio.gather(*(one(k) for k in keys))
     return dict(done)

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from grader.batch.adapter import JobJudges
 from grader.batch.api.jobs import BatchOptions, BatchRunner
 from grader.batch.api.state import BatchState, Job
 from grader.batch.files.export_files import LineProgress
-from grader.batch.job_config import JobJudges
 from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE
 from grader.cli.stderr import print_store_busy
 from grader.errors import InputError

@@ -7,8 +7,10 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from grader.batch.files.closing import CloseSummary, ExportFiles, FileState, close_export
-from grader.batch.files.exports import ExportInfo
+from grader.batch.files.exports import ExportInfo, FileState
+from grader.batch.files.exports import ExportState as ExportFiles
+from grader.batch.files.import_files import close_export
+from grader.batch.files.import_followup import CloseSummary
 from grader.cli.batch_common import JudgeFactory, open_store
 from grader.cli.flags import add_store
 from grader.cli.stderr import say

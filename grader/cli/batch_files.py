@@ -8,13 +8,11 @@ import dataclasses
 import os
 from typing import Any
 
-from grader.batch.adapter import LLMBatchJudge
-from grader.batch.files.engine_modes import check_batch_mode
-from grader.batch.files.export_files import export_requests
+from grader.batch.adapter import LLMBatchJudge, job_config
+from grader.batch.files.export_files import check_batch_mode, export_requests
 from grader.batch.files.exports import ExportState
 from grader.batch.files.import_files import Importer
 from grader.batch.files.import_followup import ImportSummary
-from grader.batch.job_config import job_config
 from grader.cli.batch_common import JudgeFactory, Printer, add_batch_limits, open_store
 from grader.cli.batch_exports import left_out_text, pending_warning
 from grader.cli.flags import (

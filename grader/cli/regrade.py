@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from grader import defaults
-from grader.batch.adapter import LLMBatchJudge
-from grader.batch.job_config import job_config
+from grader.batch.adapter import LLMBatchJudge, job_config
 from grader.cli.batch_common import (
     JudgeFactory,
     add_batch_options,

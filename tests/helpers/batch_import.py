@@ -6,11 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from grader.batch.adapter import LLMBatchJudge
+from grader.batch.adapter import JobJudges, LLMBatchJudge, job_config
 from grader.batch.files.export_files import export_requests
 from grader.batch.files.import_files import Importer
 from grader.batch.files.import_followup import ImportSummary
-from grader.batch.job_config import JobJudges, job_config
 from grader.judges.llm.judge import LLMJudge
 from grader.models import Doc, Query
 from grader.prompts import PromptSpec, load_prompt

@@ -1,5 +1,5 @@
 """The Batch API through the official `openai` SDK: upload, create (24h window), retrieve, find by
-input file, cancel, download. The SDK's retries are off; the project's retry policy
+input file, download. The SDK's retries are off; the project's retry policy
 (`grader.judges.llm.retry`) retries transient errors. `timeout` bounds each whole small call;
 uploads get a second more per MiB, downloads one per 256 KiB received
 (`grader.judges.llm.client`). An upload or create answered 404/405/501 is `NoBatchAPI`."""
@@ -29,11 +29,6 @@ TERMINAL_STATUSES = frozenset({"completed", "failed", "expired", "cancelled"})
 NO_BATCH_API_STATUSES = frozenset({404, 405, 501})  # an upload or create without a Batch API
 
 
-def upload_deadline(timeout: float, size: int) -> float:
-    """Seconds an upload of `size` bytes may take: `timeout` plus one second per MiB."""
-    return timeout + size / UPLOAD_BYTES_PER_S
-
-
 def poll_delays(initial: float = 5.0, factor: float = 1.5, cap: float = 120.0) -> Iterator[float]:
     """Seconds to wait before each successive status check: initial, x factor, ..., never > cap."""
     delay = initial
@@ -54,26 +49,13 @@ class BatchInfo:
     total: int
     completed: int
     failed: int
-    metadata: dict[str, str]
-
-    @property
-    def terminal(self) -> bool:
-        return self.status in TERMINAL_STATUSES
 
 
 def _info(batch: Any) -> BatchInfo:
     counts = getattr(batch, "request_counts", None)
-    return BatchInfo(
-        id=batch.id,
-        status=batch.status,
-        input_file_id=batch.input_file_id,
-        output_file_id=batch.output_file_id,
-        error_file_id=batch.error_file_id,
-        total=int(getattr(counts, "total", 0) or 0),
-        completed=int(getattr(counts, "completed", 0) or 0),
-        failed=int(getattr(counts, "failed", 0) or 0),
-        metadata=dict(batch.metadata or {}),
-    )
+    n = [int(getattr(counts, k, 0) or 0) for k in ("total", "completed", "failed")]
+    files = (batch.input_file_id, batch.output_file_id, batch.error_file_id)
+    return BatchInfo(batch.id, batch.status, *files, *n)
 
 
 class BatchClient:
@@ -155,7 +137,7 @@ class BatchClient:
             lambda: self.client.files.create(
                 file=(filename, content, "application/jsonl"), purpose="batch"
             ),
-            seconds=upload_deadline(self.timeout, len(content)),
+            seconds=self.timeout + len(content) / UPLOAD_BYTES_PER_S,
             method="POST",
         )
         return str(created.id)
@@ -198,12 +180,6 @@ class BatchClient:
 
         pages = -(-max_scan // 100)  # the scan may read up to this many pages of 100
         return await self._call("list", scan, seconds=self.timeout * pages)
-
-    async def cancel(self, batch_id: str) -> BatchInfo:
-        """Ask the server to stop a batch."""
-        cancel = self.client.batches.cancel
-        call = self._call("cancel", lambda: cancel(batch_id), seconds=self.timeout, method="POST")
-        return _info(await call)
 
     async def download(self, file_id: str) -> bytes:
         """The content of an output or error file."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,18 +20,16 @@ from grader.batch.collect import (
     LineProblem,
     ParsedFiles,
     failed_judgment,
-    pair_texts,
     parse_result_files,
     retry_live,
+    texts_by_key,
 )
 from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE, split_requests
 from grader.errors import JudgeError, NoBatchAPI
 from grader.models import Doc, Judgment, Query
 from grader.store.store import Store
 
-BatchJudge = (
-    LLMBatchJudge  # what the batch path needs of a judge: live grading's request and checks
-)
+BatchJudge = LLMBatchJudge  # what the batch path needs of a judge: live grading's request, checks
 
 JudgeFor = Callable[[dict[str, Any]], BatchJudge]  # the judge of a job's stored config
 
@@ -64,11 +63,8 @@ class CollectSummary:
     waited_out: bool = False  # `run` stopped polling after `BatchOptions.max_wait_s`
 
     def add(self, other: CollectSummary) -> None:
-        self.jobs += other.jobs
-        self.pairs += other.pairs
-        self.batch += other.batch
-        self.live += other.live
-        self.failed += other.failed
+        for name in ("jobs", "pairs", "batch", "live", "failed"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
         self.problems.update(other.problems)
 
 
@@ -142,17 +138,10 @@ class BatchRunner:
         self.state.set_remote(job.job_id, info)
         return info
 
-    def _texts(self, items: Sequence[Item]) -> dict[str, tuple[Query, Doc]]:
-        queries, docs = pair_texts(self.store, items, whole=True)
-        found: dict[str, tuple[Query, Doc]] = {}
-        for i in items:
-            found.setdefault(i.key, (queries[i.query_id], docs[i.doc_id]))
-        return found
-
     async def advance(self, job: Job, judge_for: JudgeFor) -> Job:
         """Take one step on an open job: upload, create, or check its status."""
         if job.phase == "prepared":
-            items = self._texts(self.state.items(job.job_id))
+            items = texts_by_key(self.store, self.state.items(job.job_id))
             judge = judge_for(job.judge_config)
             requests = [(k, judge.build_request(q, d)) for k, (q, d) in items.items()]
             (request_file,) = split_requests(requests, max_requests=len(requests) or 1)
@@ -207,7 +196,7 @@ class BatchRunner:
         """Download a finished batch's files, validate every line, re-ask or fail the rest, and
         store a judgment for every id pair of the job."""
         items = self.state.items(job.job_id)
-        texts = self._texts(items)
+        texts = texts_by_key(self.store, items)
         output = await self.client.download(job.output_file_id) if job.output_file_id else b""
         errors = await self.client.download(job.error_file_id) if job.error_file_id else b""
         parsed: ParsedFiles = parse_result_files(
@@ -222,12 +211,8 @@ class BatchRunner:
         outcomes = {key: "batch" for key in parsed.judgments}
         final: dict[str, Judgment] = dict(parsed.judgments)
         if parsed.problems and self.options.live_retry:
-            retried = await retry_live(
-                parsed.problems,
-                texts,
-                lambda query, doc, key: judge.judge(query, doc, key=key),
-                concurrency=self.options.concurrency,
-            )
+            concurrency = self.options.concurrency
+            retried = await retry_live(parsed.problems, texts, judge, concurrency=concurrency)
             for key, judgment in retried.items():
                 final[key] = judgment
                 outcomes[key] = "live" if judgment.status == "ok" else "failed"
@@ -242,14 +227,9 @@ class BatchRunner:
         self.store.put_many((_for_pair(final[item.key], item), fingerprint) for item in items)
         self.state.set_outcomes(job.job_id, outcomes)
         self.state.set_collected(job.job_id)
-        return CollectSummary(
-            jobs=1,
-            batch=sum(1 for o in outcomes.values() if o == "batch"),
-            live=sum(1 for o in outcomes.values() if o == "live"),
-            failed=sum(1 for o in outcomes.values() if o == "failed"),
-            pairs=len({(item.query_id, item.doc_id) for item in items}),
-            problems=dict(parsed.problems),
-        )
+        pairs = len({(item.query_id, item.doc_id) for item in items})
+        n = Counter(outcomes.values())
+        return CollectSummary(1, n["batch"], n["live"], n["failed"], pairs, dict(parsed.problems))
 
 
 def _for_pair(judgment: Judgment, item: Item) -> Judgment:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
 from grader.batch.api.client import BatchInfo
@@ -14,11 +14,8 @@ from grader.batch.beside import TablesBeside
 from grader.errors import StoreError
 from grader.store.connection_beside import now_iso
 
-PHASES = ("prepared", "uploaded", "submitted", "collected")
 
-
-@dataclass(frozen=True)
-class Item:
+class Item(NamedTuple):
     """One request of a job: the content key and the pair it grades."""
 
     key: str
@@ -59,7 +56,7 @@ def public_base_url(url: str) -> str:
 class BatchState(TablesBeside):
     """Read and write the batch tables of a store."""
 
-    TABLE, WHAT = "batch_jobs", "batch tables"
+    TABLE, WHAT, LINES, OWNER = "batch_jobs", "batch tables", "batch_items", "job_id"
 
     def add_job(
         self, judge_config: dict[str, Any], items: Sequence[Item], *, base_url: str | None = None
@@ -83,40 +80,26 @@ class BatchState(TablesBeside):
             )
         return job_id
 
-    def set_uploaded(self, job_id: int, input_file_id: str) -> None:
+    def _set(self, job_id: int, columns: str, *values: object) -> None:
+        """Set one job's `columns` ("a = ?, ...") to `values`, and its `updated_at`."""
         self._conn.execute(
-            "UPDATE batch_jobs SET phase = 'uploaded', input_file_id = ?, updated_at = ?"
-            " WHERE job_id = ?",
-            (input_file_id, now_iso(), job_id),
+            f"UPDATE batch_jobs SET {columns}, updated_at = ? WHERE job_id = ?",
+            (*values, now_iso(), job_id),
         )
+
+    def set_uploaded(self, job_id: int, input_file_id: str) -> None:
+        self._set(job_id, "phase = 'uploaded', input_file_id = ?", input_file_id)
 
     def set_remote(self, job_id: int, info: BatchInfo) -> None:
         """Record the batch's id and latest status (moves a job to `submitted`)."""
-        self._conn.execute(
-            "UPDATE batch_jobs SET phase = CASE WHEN phase = 'collected' THEN phase"
-            " ELSE 'submitted' END, batch_id = ?, input_file_id = ?, output_file_id = ?,"
-            " error_file_id = ?, remote_status = ?, n_completed = ?, n_failed = ?,"
-            " updated_at = ? WHERE job_id = ?",
-            (
-                info.id,
-                info.input_file_id,
-                info.output_file_id,
-                info.error_file_id,
-                info.status,
-                info.completed,
-                info.failed,
-                now_iso(),
-                job_id,
-            ),
+        files = (info.input_file_id, info.output_file_id, info.error_file_id)
+        self._set(
+            job_id,
+            "phase = CASE WHEN phase = 'collected' THEN phase ELSE 'submitted' END, batch_id = ?,"
+            " input_file_id = ?, output_file_id = ?, error_file_id = ?, remote_status = ?,"
+            " n_completed = ?, n_failed = ?",
+            *(info.id, *files, info.status, info.completed, info.failed),
         )
-
-    def set_outcomes(self, job_id: int, outcomes: dict[str, str]) -> None:
-        """Record how each key of a job ended: 'batch', 'live' or 'failed'."""
-        with self._transaction() as conn:
-            conn.executemany(
-                "UPDATE batch_items SET outcome = ? WHERE job_id = ? AND key = ?",
-                ((outcome, job_id, key) for key, outcome in outcomes.items()),
-            )
 
     def drop_prepared(self, job_id: int) -> bool:
         """Forget a job that never reached the server (its upload was refused); True if gone."""
@@ -129,10 +112,7 @@ class BatchState(TablesBeside):
         return bool(gone)
 
     def set_collected(self, job_id: int) -> None:
-        self._conn.execute(
-            "UPDATE batch_jobs SET phase = 'collected', updated_at = ? WHERE job_id = ?",
-            (now_iso(), job_id),
-        )
+        self._set(job_id, "phase = 'collected'")
 
     def jobs(self, *, open_only: bool = False) -> list[Job]:
         """All jobs (or those not yet collected), oldest first."""
@@ -157,13 +137,8 @@ class BatchState(TablesBeside):
 
     def items(self, job_id: int) -> list[Item]:
         """The items of one job, in the order they were recorded."""
-        return [
-            Item(key=k, query_id=q, doc_id=d)
-            for k, q, d in self._conn.execute(
-                "SELECT key, query_id, doc_id FROM batch_items WHERE job_id = ? ORDER BY rowid",
-                (job_id,),
-            )
-        ]
+        sql = "SELECT key, query_id, doc_id FROM batch_items WHERE job_id = ? ORDER BY rowid"
+        return [Item(*row) for row in self._conn.execute(sql, (job_id,))]
 
     def open_keys(self) -> set[str]:
         """Keys waiting in jobs not yet collected (never send them again meanwhile)."""

@@ -27,7 +27,6 @@ class Servers:
             raise ValueError("no server")
         self.urls = [u.rstrip("/") for u in base_urls]
         self.in_flight = [0] * len(self.urls)
-        self.answered = [0] * len(self.urls)
 
     def pick(self, avoid: int | None = None) -> int:
         """The index of the server to send the next request to."""
@@ -36,26 +35,23 @@ class Servers:
 
 
 def result_line(
-    custom_id: str, status: int, body: Any, error: dict[str, str] | None, request_id: str
+    custom_id: str, status: int, body: Any, error: dict[str, str] | None, request_id: str | None
 ) -> str:
     """One results line in run-batch's shape (`error` in the Batch API's {code, message})."""
+    rid = request_id or f"relgrade-{uuid.uuid4().hex}"
     record = {
         "id": f"relgrade-{uuid.uuid4().hex}",
         "custom_id": custom_id,
-        "response": {"status_code": status, "request_id": request_id, "body": body},
+        "response": {"status_code": status, "request_id": rid, "body": body},
         "error": error,
     }
     return json.dumps(record, ensure_ascii=False)
 
 
-def _request_id(reply: httpx2.Response) -> str:
-    return reply.headers.get("x-request-id") or f"relgrade-{uuid.uuid4().hex}"
-
-
 def reply_line(custom_id: str, reply: httpx2.Response) -> str:
     """The results line of an HTTP reply: its JSON body, or an error line when the body is
     not a JSON object (the first 500 characters of what came, as the message)."""
-    rid = _request_id(reply)
+    rid = reply.headers.get("x-request-id")
     try:
         body = reply.json()
     except ValueError:
@@ -118,12 +114,11 @@ class Requester:
             except httpx2.HTTPError as exc:
                 message = f"{type(exc).__name__}: {exc}"[:500]
                 error = {"code": "connection_error", "message": message}
-                line = result_line(custom_id, 0, None, error, f"relgrade-{uuid.uuid4().hex}")
+                line = result_line(custom_id, 0, None, error, None)
                 failed = i
             else:
                 line = reply_line(custom_id, reply)
                 if reply.status_code not in RETRY_STATUSES:
-                    self.servers.answered[i] += 1
                     return line
                 failed = i
             finally:

@@ -8,8 +8,7 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from grader.batch.engines.request_dir import RequestFile
-from grader.batch.engines.results_out import results_name
+from grader.batch.engines.request_dir import RequestFile, results_name
 from grader.errors import InputError
 
 

@@ -1,32 +1,34 @@
-"""`relgrade batch export`: request files in the OpenAI batch format for any inference engine,
-recorded in the store so any process can import the results.
-
-Each line's body is byte for byte what live grading sends (`request_lines`); `custom_id` is
-`relgrade:EXPORT_ID:KEY`; pairs already ok, or waiting in another export, are left out. It
-streams in chunks (memory does not grow with the pairs). A line is recorded only in the
-transaction that publishes its file, so a killed export leaves no request waiting in a file no
+"""`relgrade batch export`: request files in the OpenAI batch format for any engine, recorded in
+the store (`custom_id` is `relgrade:EXPORT_ID:KEY`), streamed in chunks. A line is recorded only in
+the transaction that publishes its file: a killed export leaves no request waiting in a file no
 engine sees."""
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import secrets
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 from grader.batch.adapter import LLMBatchJudge
-from grader.batch.files.collector import frozen
 from grader.batch.files.exports import ExportState, LineRow, custom_id
-from grader.batch.files.request_files import RequestFiles, drop_stale, remove_temporaries
-from grader.batch.files.request_lines import RequestLines
+from grader.batch.files.request_files import (
+    RequestFiles,
+    RequestLines,
+    drop_stale,
+    remove_temporaries,
+)
 from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE
 from grader.errors import DiskFullError, InputError
 from grader.keys import ContentKeys
 from grader.models import Doc, Query
+from grader.output_modes import OutputMode
 from grader.store.checkpoint_thread import Checkpoints, checkpoints_beside
 from grader.store.disk_full import file_system, is_full
 from grader.store.store import DocRow, Store, doc_row
@@ -34,6 +36,51 @@ from grader.store.store import DocRow, Store, doc_row
 CHUNK = 2000  # pairs per store lookup
 BATCH_PAIRS = 50_000  # id pairs whose texts, id pairs and lines are written in one transaction each
 CACHE_KIB = 32_768  # SQLite pages each of the export's connections keeps (2 MiB by default)
+
+DROPPED: dict[str, str] = {
+    "vllm_guided_json": (
+        "vLLM removed the guided_json request field (0.12): its run-batch takes the line, logs "
+        'that the field is removed ("output will NOT be constrained") and answers without '
+        "the schema; a batch has no refusal to fall back on"
+    ),
+    "ollama_format": (
+        "`format` is a field of Ollama's native /api/chat; a batch line goes to "
+        "/v1/chat/completions, where vLLM and Ollama ignore it, so the replies would not be "
+        "constrained"
+    ),
+}
+"""The output modes whose constraint batch engines drop (not refuse), and why."""
+
+
+def check_batch_mode(mode: OutputMode) -> None:
+    """InputError when batch engines would drop `mode`'s constraint (`DROPPED`)."""
+    why = DROPPED.get(mode)
+    if why is not None:
+        raise InputError(
+            f"--output-mode {mode} cannot be exported for a batch engine: {why}",
+            hint="use --output-mode json_schema (response_format json_schema, which vLLM, "
+            "SGLang, llama.cpp and Ollama's OpenAI endpoint honour) or vllm_structured_outputs "
+            "(vLLM >= 0.10.2)",
+        )
+
+
+@contextlib.contextmanager
+def frozen_gc(on: bool = True, *, by_hand: bool = False) -> Iterator[None]:
+    """Unless not `on`: what is alive on entry is left out of every collection inside
+    (`gc.freeze`, for ~100 short-lived objects a line); `by_hand`: automatic collections off
+    too, the work calling `gc.collect()` after a block of lines."""
+    was_on = gc.isenabled()
+    if on:
+        if by_hand:
+            gc.disable()
+        gc.freeze()
+    try:
+        yield
+    finally:
+        if on:
+            gc.unfreeze()
+        if was_on:
+            gc.enable()
 
 
 @dataclass(frozen=True)
@@ -80,10 +127,6 @@ class ExportSummary:
     waiting_in: dict[str, int] = field(default_factory=dict)  # left out, by export
     stale: int = 0  # temporary files a killed export left, removed
 
-    def left_out(self, export_id: str) -> None:
-        self.pending += 1
-        self.waiting_in[export_id] = self.waiting_in.get(export_id, 0) + 1
-
 
 def _chunks(pairs: Iterable[tuple[Query, Doc]], size: int) -> Iterator[list[tuple[Query, Doc]]]:
     it = iter(pairs)
@@ -109,7 +152,7 @@ def export_requests(
 ) -> ExportSummary:
     """Write request files for `pairs` into `out_dir` and record the export; `config` is the
     judge's `job_config`, what import rebuilds the judge from. A pair waiting in another export
-    is left out unless `include_pending`. `freeze_gc`: see `collector`. Stopped halfway, the
+    is left out unless `include_pending`. `freeze_gc`: see `frozen_gc`. Stopped halfway, the
     files written whole are published with their lines and the rest removed."""
     if max_requests < 1 or max_bytes < 1:
         raise InputError("--batch-max-requests and --batch-max-bytes must be positive")
@@ -117,7 +160,7 @@ def export_requests(
     export_id = secrets.token_hex(6)
     started = time.perf_counter()
     with (
-        frozen() if freeze_gc else contextlib.nullcontext(),
+        frozen_gc(freeze_gc),
         ExportState(store) as state,
         checkpoints_beside(store.path, [store, state]) as checkpoints,
     ):
@@ -127,7 +170,7 @@ def export_requests(
         summary = ExportSummary(export_id, [])
         summary.waiting = [] if include_pending else state.exports_waiting(export_id)
         files = RequestFiles(folder, export_id, max_requests, max_bytes)
-        summary.stale = drop_stale(folder, _Unlisted(state))  # what a killed export left
+        summary.stale = drop_stale(folder, state.unlisted)  # what a killed export left
         export = _Export(store, state, judge, files, batch_pairs, checkpoints)
         try:
             for part in _chunks(pairs, chunk):
@@ -207,8 +250,9 @@ class _Export:
             if statuses.get(key) == "ok":
                 summary.stored += 1
                 continue
-            if key in waiting:
-                summary.left_out(waiting[key])
+            if key in waiting:  # left out: waiting in another export
+                summary.pending += 1
+                summary.waiting_in[waiting[key]] = summary.waiting_in.get(waiting[key], 0) + 1
                 continue
             summary.pairs += 1
             if key in held:
@@ -237,15 +281,12 @@ class _Export:
             self.store.put_pairs(sorted(self._pairs))
         self._clear()
         for written in self.files.take_written():
-            sha256 = written.sha256()
             where = str(written.final.resolve())
+            file = (written.file_no, where, written.lines, written.size, written.sha256())
             rows = self._take_lines(written.file_no)
             pairs = self._file_pairs.pop(written.file_no, 0) + self._held_pairs
             try:
-                self.state.add_file(
-                    self.export_id, written.file_no, where, written.lines, written.size, sha256,
-                    publish=written.publish, rows=rows, n_pairs=pairs,
-                )  # fmt: skip
+                self.state.add_lines(self.export_id, rows, pairs, file, written.publish)
             finally:
                 written.release()
             self._held_pairs = 0
@@ -261,7 +302,7 @@ class _Export:
         self._lines = [row for row in self._lines if row[1] != file_no]
         for row in rows:
             del self._keys[row[3]]
-        rows.sort(key=_line_key)
+        rows.sort(key=itemgetter(3))  # by key
         return rows
 
     def stop(self, exc: BaseException) -> None:
@@ -300,23 +341,3 @@ class _Export:
             self.dropped = "(but the store, on a full disk too, still lists it as unfinished)"
         else:
             self.dropped = "in the store"
-
-
-def _line_key(row: LineRow) -> str:
-    return row[3]
-
-
-class _Unlisted:
-    """Whether a request file named for an export of this store is not listed in it."""
-
-    def __init__(self, state: ExportState) -> None:
-        self.state = state
-        self.listed: dict[str, set[int] | None] = {}
-
-    def __call__(self, export_id: str, file_no: int) -> bool:
-        if export_id not in self.listed:
-            known = self.state.config(export_id) is not None
-            files = {f[0] for f in self.state.files(export_id)} if known else None
-            self.listed[export_id] = files
-        files = self.listed[export_id]
-        return files is not None and file_no not in files

@@ -1,15 +1,16 @@
 """Batch file exports kept in the store (`grader.store.migrations`): what `batch import`,
-`batch status` and `batch close` read."""
+`batch status` and `batch close` read, and where each request file stands (`FileState`)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from grader.batch.beside import TablesBeside
-from grader.batch.files.line_ranges import runs_of
+from grader.errors import InputError
 from grader.store.connection_beside import now_iso
 
 CUSTOM_ID_PREFIX = "relgrade"
@@ -42,8 +43,6 @@ class Line(NamedTuple):
     outcome: str | None
 
 
-Statements = Sequence[tuple[str, Iterable[Sequence[Any]]]]  # (SQL, rows), run in one transaction
-
 LineRow = tuple[str, int, int, str, str, str]  # export_id, file_no, line_no, key, qid, doc_id
 
 
@@ -67,45 +66,38 @@ class ExportInfo:
         return self.returned_ok + self.returned_failed
 
 
-def _line_statements(export_id: str, lines: Sequence[LineRow], n_pairs: int) -> Statements:
-    """Record lines of an export, and count `n_pairs` more id pairs."""
-    return [
-        (
-            "INSERT INTO export_lines (export_id, file_no, line_no, key, query_id, doc_id)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            lines,
-        ),
-        (
-            "UPDATE exports SET n_lines = n_lines + ?, n_pairs = n_pairs + ?, updated_at = ?"
-            " WHERE export_id = ?",
-            [(len(lines), n_pairs, now_iso(), export_id)],
-        ),
-    ]
+@dataclass(frozen=True)
+class FileState:
+    """One request file of an export: its lines, how many came back ok or failed, and how
+    many wait (no result yet); `path` None: lines recorded for a file never listed."""
+
+    export_id: str
+    file_no: int
+    path: str | None
+    lines: int
+    ok: int
+    failed: int
+    waiting: int
+
+    @property
+    def state(self) -> str:
+        """answered | partial | untouched (module docstring)."""
+        if self.waiting == 0:
+            return "answered"
+        return "untouched" if self.waiting == self.lines else "partial"
 
 
 class ExportState(TablesBeside):
     """Read and write the export tables of a store."""
 
     TABLE, WHAT, PRAGMAS = "exports", "export tables", ("synchronous = NORMAL",)
+    LINES, OWNER = "export_lines", "export_id"
 
     def set_cache(self, kib: int) -> None:
         self._conn.execute(f"PRAGMA cache_size = -{int(kib)}")
 
     def set_autocheckpoint(self, pages: int) -> None:
         self._conn.execute(f"PRAGMA wal_autocheckpoint = {int(pages)}")
-
-    def _tx(
-        self, statements: Statements, before_commit: Callable[[], object] | None = None
-    ) -> None:
-        with self._transaction() as conn:
-            for sql, rows in statements:
-                conn.executemany(sql, rows)
-            if before_commit is not None:
-                before_commit()
-
-    def _one(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
-        """One statement over `rows`, in a transaction of its own."""
-        self._tx([(sql, rows)])
 
     def add_export(self, export_id: str, judge_config: dict[str, Any], out_dir: str) -> None:
         now = now_iso()
@@ -116,37 +108,38 @@ class ExportState(TablesBeside):
             [(export_id, config, out_dir, now, now)],
         )
 
-    def add_lines(self, export_id: str, lines: Sequence[LineRow], n_pairs: int) -> None:
-        """Record lines (best given in key order: the key index is filled page by page), and
-        count `n_pairs` more id pairs."""
-        self._tx(_line_statements(export_id, lines, n_pairs))
-
-    def add_file(
+    def add_lines(
         self,
         export_id: str,
-        file_no: int,
-        path: str,
-        lines: int,
-        size: int,
-        sha256: str,
-        *,
+        lines: Sequence[LineRow],
+        n_pairs: int,
+        file: tuple[int, str, int, int, str] | None = None,
         publish: Callable[[], object] | None = None,
-        rows: Sequence[LineRow] = (),
-        n_pairs: int = 0,
     ) -> None:
-        """List a request file with its lines `rows` (and `n_pairs` more id pairs) in one
-        transaction; `publish` (its rename to `path`) runs right before the commit."""
-        self._tx(
-            [
-                *(_line_statements(export_id, rows, n_pairs) if rows or n_pairs else []),
+        """Record lines (best in key order: the key index is filled page by page), count
+        `n_pairs` more id pairs, and list request `file` (file_no, path, lines, bytes, sha256) in
+        one transaction; `publish` (its rename to that path) runs right before the commit."""
+        statements: list[tuple[str, Iterable[Sequence[Any]]]] = [
+            (
+                "INSERT INTO export_lines (export_id, file_no, line_no, key, query_id, doc_id)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                lines,
+            ),
+            (
+                "UPDATE exports SET n_lines = n_lines + ?, n_pairs = n_pairs + ?, updated_at = ?"
+                " WHERE export_id = ?",
+                [(len(lines), n_pairs, now_iso(), export_id)],
+            ),
+        ]
+        if file is not None:
+            statements.append(
                 (
                     "INSERT INTO export_files (export_id, file_no, path, lines, bytes, sha256)"
                     " VALUES (?, ?, ?, ?, ?, ?)",
-                    [(export_id, file_no, path, lines, size, sha256)],
-                ),
-            ],
-            before_commit=publish,
-        )
+                    [(export_id, *file)],
+                )
+            )
+        self._tx(statements, before_commit=publish)
 
     def drop(self, export_id: str) -> None:
         """Forget an export that could not be written whole."""
@@ -158,14 +151,6 @@ class ExportState(TablesBeside):
             "UPDATE exports SET complete = 1, updated_at = ? WHERE export_id = ?",
             [(now_iso(), export_id)],
         )
-
-    def set_outcomes(self, export_id: str, outcomes: dict[str, str]) -> None:
-        """Record how each key's result came back: 'ok' or 'failed'."""
-        if outcomes:
-            self._one(
-                "UPDATE export_lines SET outcome = ? WHERE export_id = ? AND key = ?",
-                [(o, export_id, k) for k, o in outcomes.items()],
-            )
 
     def set_outcomes_at(self, export_id: str, places: Iterable[tuple[int, int, str]]) -> None:
         """`set_outcomes` for lines named by place (file, line, outcome), in file order: each
@@ -224,7 +209,6 @@ class ExportState(TablesBeside):
         outcome: str | None,
         export_id: str,
         file_no: int,
-        *,
         after: int = 0,
         limit: int = 2000,
     ) -> list[Line]:
@@ -257,16 +241,8 @@ class ExportState(TablesBeside):
         unique = list(dict.fromkeys(keys))
         found: dict[str, str] = {}
         for other in exports:
-            for chunk, marks in _chunks(unique):
-                found.update(
-                    (key, other)
-                    for (key,) in self._conn.execute(
-                        "SELECT key FROM export_lines INDEXED BY export_lines_key"
-                        f" WHERE export_id = ? AND key IN ({marks}) AND outcome IS NULL",
-                        [other, *chunk],
-                    )
-                    if key not in found
-                )
+            lines = self.lines(other, unique).values()
+            found.update((x.key, other) for x in lines if x.outcome is None and x.key not in found)
         return found
 
     def waiting_elsewhere(self, export_id: str) -> dict[str, int]:
@@ -296,6 +272,13 @@ class ExportState(TablesBeside):
             )
         )
 
+    def unlisted(self, export_id: str, file_no: int) -> bool:
+        """Whether request file `file_no` of `export_id`, an export of this store, is not listed."""
+        listed = self._conn.execute(
+            "SELECT 1 FROM export_files WHERE export_id = ? AND file_no = ?", (export_id, file_no)
+        ).fetchone()
+        return listed is None and self.config(export_id) is not None
+
     def exports(self) -> list[ExportInfo]:
         """Every export, oldest first, with how many lines came back."""
         rows = self._conn.execute(
@@ -311,6 +294,45 @@ class ExportState(TablesBeside):
             ExportInfo(r[0], json.loads(r[1]), r[2], r[3], r[4], bool(r[5]), *r[6:]) for r in rows
         ]
 
+    def file_states(self, export_id: str) -> list[FileState]:
+        """Each request file of `export_id` with its lines by outcome, in file order."""
+        paths = {file_no: path for file_no, path, *_ in self.files(export_id)}
+        rows = self._conn.execute(
+            "SELECT file_no, COUNT(*), COUNT(CASE WHEN outcome = 'ok' THEN 1 END),"
+            " COUNT(CASE WHEN outcome = 'failed' THEN 1 END) FROM export_lines"
+            " WHERE export_id = ? GROUP BY file_no ORDER BY file_no",
+            (export_id,),
+        ).fetchall()
+        return [
+            FileState(export_id, f, paths.get(f), n, ok, failed, n - ok - failed)
+            for f, n, ok, failed in rows
+        ]
+
+    def resolve(self, given: str) -> list[str]:
+        """The exports `given` names: an export id (or a prefix of one only it has), one of its
+        request files, or the folder it wrote into (its exports, oldest first)."""
+        ids = [e.export_id for e in self.exports()]
+        if given in ids:
+            return [given]
+        path = Path(given)
+        if path.is_dir():
+            folder = str(path.resolve())
+            found = [e.export_id for e in self.exports() if e.out_dir == folder]
+            if found:
+                return found
+        for export_id in ids:
+            if path.name.startswith(f"requests-{export_id}-"):
+                return [export_id]
+        prefixed = [i for i in ids if i.startswith(given)] if len(given) >= 4 else []
+        if len(prefixed) == 1:
+            return prefixed
+        raise InputError(
+            f"{given!r} names no export of this store"
+            + (f" (it starts {len(prefixed)} export ids)" if prefixed else ""),
+            hint="give an export id, one of its request files or its folder; "
+            "`relgrade batch status --exports` lists them",
+        )
+
 
 def _chunks(keys: Iterable[str], size: int = 500) -> Iterator[tuple[list[str], str]]:
     """The distinct `keys` in chunks, each with its `?` marks for `IN (...)`."""
@@ -318,3 +340,18 @@ def _chunks(keys: Iterable[str], size: int = 500) -> Iterator[tuple[list[str], s
     for start in range(0, len(unique), size):
         chunk = unique[start : start + size]
         yield chunk, ",".join("?" * len(chunk))
+
+
+def runs_of(places: Iterable[tuple[int, int, str]]) -> Iterator[tuple[int, int, int, str]]:
+    """(file, first line, last line, outcome) of each run of consecutive lines of one file
+    with one outcome, for `places` (file, line, outcome) in file order."""
+    run: list[Any] | None = None
+    for file_no, line_no, outcome in places:
+        if run is not None and run[0] == file_no and run[2] + 1 == line_no and run[3] == outcome:
+            run[2] = line_no
+            continue
+        if run is not None:
+            yield run[0], run[1], run[2], run[3]
+        run = [file_no, line_no, line_no, outcome]
+    if run is not None:
+        yield run[0], run[1], run[2], run[3]

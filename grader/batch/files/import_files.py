@@ -1,12 +1,7 @@
-"""`relgrade batch import`: an engine's results files, every line validated as a live reply.
-
-The files are cut into ranges of whole lines, read by worker processes for a large import
-(`import_work`); this process alone writes, takes the ranges back in file order, decides which
-answers are new as if the lines were read one by one, and writes them in one transaction per
-~50,000 lines (or 3 s). Importing twice changes nothing; a killed import loses nothing. A
-`custom_id` this store did not export stops the import with an InputError naming the line; an
-error line, a refused reply, another model's answer or a request no line answered is stored
-failed with the reason, never a grade."""
+"""`relgrade batch import`: an engine's results files, every line validated as a live reply, in
+ranges of whole lines read by worker processes (`import_work`). This process alone writes, deciding
+the answers in file order as if read one by one: importing twice changes nothing, a killed import
+loses nothing, and a line that is no valid reply is stored failed with the reason, never a grade."""
 
 from __future__ import annotations
 
@@ -22,24 +17,24 @@ from pathlib import Path
 from typing import Any
 
 from grader.batch.adapter import BatchReplies, LLMBatchJudge
-from grader.batch.files.collector import collect_by_hand
-from grader.batch.files.export_files import LineProgress, Progress
+from grader.batch.files.export_files import LineProgress, Progress, frozen_gc
 from grader.batch.files.exports import ExportState
-from grader.batch.files.import_followup import ImportFollowUp, ImportSummary
+from grader.batch.files.import_followup import (
+    CloseSummary,
+    ImportFollowUp,
+    ImportSummary,
+    jsonl_files,
+    nothing_usable,
+    refuse_request_files,
+)
 from grader.batch.files.import_work import (
     SHOW,
     RangeReader,
     RangeResult,
     RangeTask,
+    line_ranges,
     read_in_worker,
     start_worker,
-)
-from grader.batch.files.line_ranges import line_ranges
-from grader.batch.files.results_files import (
-    blank,
-    jsonl_files,
-    nothing_usable,
-    refuse_request_files,
 )
 from grader.errors import InputError
 from grader.store.judgment_rows import StoredRow
@@ -123,7 +118,7 @@ class Importer(ImportFollowUp):
         files they touched (`missing`)."""
         files = jsonl_files(paths)
         refuse_request_files(files)
-        empty = [p for p in files if blank(p)]
+        empty = [p for p in files if p.stat().st_size <= 4096 and not p.read_bytes().strip()]
         if files and len(empty) == len(files):
             raise InputError(
                 "no results lines: "
@@ -139,29 +134,10 @@ class Importer(ImportFollowUp):
         workers = self.workers
         if workers is None:
             workers = min(os.cpu_count() or 1, MAX_WORKERS) if total >= PARALLEL_BYTES else 0
-        with collect_by_hand() if self.freeze_gc else contextlib.nullcontext():
+        with frozen_gc(self.freeze_gc, by_hand=True), contextlib.ExitStack() as stack:
+            submit = self._reading(stack, workers)
             try:
-                if workers > 0:
-                    context = multiprocessing.get_context(_START_METHOD)
-                    with ProcessPoolExecutor(
-                        workers,
-                        mp_context=context,
-                        initializer=start_worker,
-                        initargs=(str(self.store.path), self.secrets),
-                    ) as pool:
-                        self._import(
-                            lambda t: pool.submit(read_in_worker, t).result,
-                            files,
-                            IN_FLIGHT * workers + 1,
-                            summary,
-                            started,
-                            total,
-                        )
-                else:
-                    reader = RangeReader(self.store, self.state)
-                    self._import(
-                        lambda t: lambda: reader.read(t), files, 1, summary, started, total
-                    )
+                self._import(submit, files, IN_FLIGHT * workers + 1, started, total)
             finally:
                 self._flush()  # what was decided before a stop is kept
         if not summary.lines:
@@ -169,14 +145,24 @@ class Importer(ImportFollowUp):
         self._mark_missing(summary)
         return summary
 
+    def _reading(self, stack: contextlib.ExitStack, workers: int) -> Submit:
+        """How ranges are read: by `workers` processes (their pool entered on `stack`), or
+        none: in this process."""
+        if workers == 0:
+            reader = RangeReader(self.store, self.state)
+            return lambda t: lambda: reader.read(t)
+        pool = stack.enter_context(
+            ProcessPoolExecutor(
+                workers,
+                mp_context=multiprocessing.get_context(_START_METHOD),
+                initializer=start_worker,
+                initargs=(str(self.store.path), self.secrets),
+            )
+        )
+        return lambda t: pool.submit(read_in_worker, t).result
+
     def _import(
-        self,
-        submit: Submit,
-        files: list[Path],
-        window: int,
-        summary: ImportSummary,
-        started: float,
-        total: int,
+        self, submit: Submit, files: list[Path], window: int, started: float, total: int
     ) -> None:
         readers: dict[str, BatchReplies] = {}
         tasks = (
@@ -184,15 +170,15 @@ class Importer(ImportFollowUp):
             for path in files
             for start, end, line, eof in line_ranges(path, self.range_bytes)
         )
-        flight: deque[tuple[RangeTask, Callable[[], RangeResult], int]] = deque()
+        flight: deque[tuple[RangeTask, Callable[[], RangeResult]]] = deque()
         done_bytes = 0
         while True:
             while len(flight) < window and (task := next(tasks, None)) is not None:
-                flight.append((task, submit(task), self._sent))
+                flight.append((task, submit(task)))
                 self._sent += 1
             if not flight:
                 break
-            task, result_of, sent = flight.popleft()
+            task, result_of = flight.popleft()
             result = result_of()
             while result.need_export is not None:
                 export_id, line = result.need_export
@@ -201,9 +187,7 @@ class Importer(ImportFollowUp):
                     task.path, task.start, task.end, task.first_line, task.at_eof, dict(readers)
                 )
                 result = submit(task)()
-            if result.error is not None:
-                raise result.error.error()
-            self._take(result, sent, summary)
+            self._take(result)
             self._done += 1
             self._forget()
             done_bytes += task.end - task.start
@@ -214,12 +198,13 @@ class Importer(ImportFollowUp):
                 self._flush()
                 self._writes += 1
                 if self.freeze_gc and self._writes % COLLECT_WRITES == 0:
-                    gc.collect()  # what the lines written made (`collect_by_hand`)
-            self._report(summary, started, done_bytes / total)
+                    gc.collect()  # what the lines written made (`frozen_gc`)
+            self._report(started, done_bytes / total)
 
-    def _take(self, result: RangeResult, sent: int, summary: ImportSummary) -> None:
+    def _take(self, result: RangeResult) -> None:
         """Decide each answer of a range, in file order, from what the worker read, unless this
         import wrote the key since (`_known`)."""
+        summary = self._summary
         summary.truncated.extend(result.truncated)
         summary.n_malformed += result.n_malformed
         room = SHOW - len(summary.malformed)
@@ -228,12 +213,8 @@ class Importer(ImportFollowUp):
         known = self._known
         answers = result.answers
         summary.lines += len(answers)
-        summary.exports.update({a[1] for a in answers})  # (export_id, file_no)
         summary.touched.update({(a[1], a[2]) for a in answers})
-        rows, outcomes_of = pending.rows, pending.outcomes
-        outcomes: dict[str, tuple[int, int, str]] = {}
-        outcomes_for = None  # the export `outcomes` are of (one, nearly always)
-        ok = 0
+        rows, outcomes = pending.rows, pending.outcomes
         for key, export_id, file_no, line_no, stored, outcome, status, error, row in answers:
             wrote = known.get(key)
             if wrote is not None:
@@ -243,42 +224,29 @@ class Importer(ImportFollowUp):
                 if status == "ok" and (outcome != "ok" or (wrote and export_id in wrote[1])):
                     summary.paid_twice += 1  # answered before by another line, not this one
                 if outcome != "ok":
-                    if export_id != outcomes_for:
-                        outcomes = outcomes_of.setdefault(export_id, {})
-                        outcomes_for = export_id
-                    outcomes[key] = (file_no, line_no, "ok")
-                    self._remember(key, "ok", export_id, "ok")
+                    outcomes.setdefault(export_id, {})[key] = (file_no, line_no, "ok")
+                    self._remember(key, "ok", export_id)
                 continue
-            if row is None:  # the worker found it ok, so it is
-                summary.already += 1
-                continue
-            if status != "ok" and stored == "failed" and outcome == "failed":
-                summary.already += 1
+            if row is None or (status != "ok" and stored == "failed" and outcome == "failed"):
+                summary.already += 1  # (row None: the worker found it ok, so it is)
                 continue
             rows[key] = row
             status = status or "failed"
-            if export_id != outcomes_for:
-                outcomes = outcomes_of.setdefault(export_id, {})
-                outcomes_for = export_id
-            outcomes[key] = (file_no, line_no, status)
-            if wrote is None:  # (`_remember` of a key this import has not written yet)
-                known[key] = (status, {export_id: status})
-            else:
-                self._remember(key, status, export_id, status)
+            outcomes.setdefault(export_id, {})[key] = (file_no, line_no, status)
+            self._remember(key, status, export_id)
             if status == "ok":
-                ok += 1
+                summary.ok += 1
             else:
                 summary.failed += 1
                 kind = error or "failed"
                 summary.problems[kind] = summary.problems.get(kind, 0) + 1
-        summary.ok += ok
         pending.lines += len(answers)
 
-    def _remember(self, key: str, status: str, export_id: str, outcome: str) -> None:
+    def _remember(self, key: str, status: str, export_id: str) -> None:
         """What this import wrote for `key`: the store's status, and `export_id`'s outcome."""
         wrote = self._known.get(key)
         outcomes = wrote[1] if wrote is not None else {}
-        outcomes[export_id] = outcome
+        outcomes[export_id] = status
         self._known[key] = (status, outcomes)
 
     def _flush(self) -> None:
@@ -319,7 +287,13 @@ class Importer(ImportFollowUp):
             for key in keys:
                 known.pop(key, None)
 
-    def _report(self, summary: ImportSummary, started: float, fraction: float) -> None:
+    def _report(self, started: float, fraction: float) -> None:
         if self.progress is not None:
             elapsed = time.perf_counter() - started
-            self.progress(LineProgress(summary.lines, None, elapsed, min(1.0, fraction)))
+            self.progress(LineProgress(self._summary.lines, None, elapsed, min(1.0, fraction)))
+
+
+def close_export(store: Store, judge_for: JudgeFor, export_id: str) -> CloseSummary:
+    """`relgrade batch close` of `export_id` (`ImportFollowUp.close_export`)."""
+    with Importer(store, judge_for) as importer:
+        return importer.close_export(export_id)

@@ -1,21 +1,25 @@
-"""What `batch import` does after the results lines: unanswered requests of the touched request
-files stored failed (`Batch:missing`), failed requests asked again live (`--reask`), and the
-import's summary. A mixin of `Importer`."""
+"""What `batch import` does around the results lines: the files given checked, unanswered
+requests of the touched request files stored failed (`Batch:missing`), failed requests asked
+again live (`--reask`), and the import's summary. A mixin of `Importer`, which also does `batch
+close`: once an export's engine is known dead, each line with no result yet is stored failed
+(never a grade), so the next `batch export` asks exactly those again."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import json
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from grader import defaults
 from grader.batch.adapter import LLMBatchJudge
-from grader.batch.collect import LineProblem, failed_judgment, pair_texts, retry_live
-from grader.batch.files.exports import ExportState, Line
+from grader.batch.collect import LineProblem, failed_judgment, retry_live, texts_by_key
+from grader.batch.files.exports import ExportState, FileState, Line
 from grader.errors import InputError
+from grader.io.streams import LINE_LIMIT
 from grader.judges.failures import failure_kind
-from grader.models import Doc, Judgment, Query
+from grader.models import Judgment
 from grader.store.store import Store
 
 
@@ -37,11 +41,26 @@ class ImportSummary:
     reasked_ok: int = 0
     reasked_failed: int = 0
     permanent: int = 0  # failed requests --reask left alone: the same request fails again
-    exports: set[str] = field(default_factory=set)
     touched: set[tuple[str, int]] = field(default_factory=set)  # (export id, request file)
     problems: dict[str, int] = field(default_factory=dict)  # failure type -> count
     empty: list[str] = field(default_factory=list)  # results files with no line at all
     still_missing: int | None = None  # requests of the touched files not ok in the store now
+
+
+@dataclass(frozen=True)
+class CloseSummary:
+    """What closing an export did: lines stored as missing, lines whose key was ok by now,
+    and the files as they stand after."""
+
+    export_id: str
+    missing: int
+    already: int
+    files: list[FileState]
+
+    @property
+    def to_export(self) -> int:
+        """Lines of the export with no ok answer: what the next `batch export` asks again."""
+        return sum(f.failed for f in self.files)
 
 
 class ImportFollowUp:
@@ -76,56 +95,53 @@ class ImportFollowUp:
             self.state.set_outcomes(export_id, dict.fromkeys(done, "ok"))
         return [x for x in lines if x.key not in done]
 
+    def _open_lines(
+        self, summary: ImportSummary, outcome: str | None, limit: int = 2000
+    ) -> Iterator[tuple[str, int, list[Line]]]:
+        """(export, request file, lines) of the touched request files' lines with `outcome`, a
+        page at a time, but those whose key the store holds ok by now (`_not_ok`)."""
+        for export_id, file_no in sorted(summary.touched):
+            after = 0
+            while lines := self.state.lines_with(outcome, export_id, file_no, after, limit):
+                after = lines[-1].line_no
+                yield export_id, file_no, self._not_ok(export_id, lines)
+
+    def _store(self, export_id: str, judgments: dict[str, Judgment]) -> None:
+        """Store `judgments` by key, then their lines' outcomes: a crash between leaves outcomes
+        to repair (the next import sets them), never an answer lost."""
+        if judgments:
+            fingerprint = self._judges[export_id].fingerprint()
+            self.store.put_many((j, fingerprint) for j in judgments.values())
+            self.state.set_outcomes(export_id, {k: j.status for k, j in judgments.items()})
+
     def unresolved(self, summary: ImportSummary) -> int:
         """Requests of the touched request files with no ok answer in the store now (also
         `summary.still_missing`)."""
-        left = 0
-        for export_id, file_no in sorted(summary.touched):
-            after = 0
-            while lines := self.state.lines_with("failed", export_id, file_no, after=after):
-                after = lines[-1].line_no
-                left += len(self._not_ok(export_id, lines))
+        left = sum(len(lines) for _, _, lines in self._open_lines(summary, "failed"))
         summary.still_missing = left
         return left
 
     def _mark_missing(self, summary: ImportSummary, *, closed: bool = False) -> None:
         """Store failed the requests of the touched request files no line answered (`closed`:
         of an export `batch close` closed)."""
-        for export_id, file_no in sorted(summary.touched):
+        for export_id, file_no, todo in self._open_lines(summary, None):
             judge = self._judges[export_id]
-            after = 0
-            while lines := self.state.lines_with(None, export_id, file_no, after=after):
-                after = lines[-1].line_no
-                todo = self._not_ok(export_id, lines)
-                queries, docs = pair_texts(self.store, todo, whole=True)
-                problem = LineProblem("Batch:missing", _missing(export_id, file_no, closed))
-                results = {
-                    x.key: failed_judgment(
-                        x.key,
-                        queries[x.query_id],
-                        docs[x.doc_id],
-                        problem,
-                        judge_id=judge.judge_id,
-                        prompt=judge.prompt_ref,
-                    )
-                    for x in todo
-                }
-                if results:
-                    fingerprint = judge.fingerprint()
-                    self.store.put_many((j, fingerprint) for j in results.values())
-                # outcomes after the judgments: a crash between leaves outcomes to repair,
-                # never an answer lost (the next import sets them)
-                self.state.set_outcomes(export_id, dict.fromkeys(results, "failed"))
-                summary.missing += len(results)
+            who: dict[str, Any] = {"judge_id": judge.judge_id, "prompt": judge.prompt_ref}
+            problem = LineProblem("Batch:missing", _missing(export_id, file_no, closed))
+            texts = texts_by_key(self.store, todo)
+            failed = {k: failed_judgment(k, q, d, problem, **who) for k, (q, d) in texts.items()}
+            self._store(export_id, failed)
+            summary.missing += len(failed)
 
-    def close_files(self, export_id: str, file_nos: Iterable[int]) -> ImportSummary:
-        """`batch close`: every line of these request files with no result yet is stored failed
-        (`Batch:missing`); results that come back for it later are still imported."""
-        summary = ImportSummary()
+    def close_export(self, export_id: str) -> CloseSummary:
+        """`batch close` (module docstring): every line of `export_id` with no result yet is
+        stored failed; results that come back for it later are still imported."""
+        before = self.state.file_states(export_id)
         self.judge(export_id, self.store.path)
-        summary.touched = {(export_id, file_no) for file_no in file_nos}
+        summary = ImportSummary(touched={(export_id, f.file_no) for f in before if f.waiting})
         self._mark_missing(summary, closed=True)
-        return summary
+        already = sum(f.waiting for f in before) - summary.missing
+        return CloseSummary(export_id, summary.missing, already, self.state.file_states(export_id))
 
     def _not_permanent(self, lines: list[Line], summary: ImportSummary) -> list[Line]:
         """The lines whose stored failure a new request may fix: a permanent one (past the
@@ -145,31 +161,15 @@ class ImportFollowUp:
         """Ask live every failed request of the touched request files, through each export's
         judge, storing each answer as live grading does. A fatal JudgeError stops it; what was
         answered is kept."""
-        for export_id, file_no in sorted(summary.touched):
-            judge = self._judges[export_id]
-
-            async def live(
-                query: Query, doc: Doc, key: str, judge: LLMBatchJudge = judge
-            ) -> Judgment:
-                return await judge.judge(query, doc, key=key)
-
-            after = 0
-            while lines := self.state.lines_with(
-                "failed", export_id, file_no, after=after, limit=500
-            ):
-                after = lines[-1].line_no
-                lines = self._not_permanent(self._not_ok(export_id, lines), summary)
-                if not lines:
-                    continue
-                queries, docs = pair_texts(self.store, lines, whole=True)
-                items = {x.key: (queries[x.query_id], docs[x.doc_id]) for x in lines}
-                answers = await retry_live(items, items, live, concurrency=concurrency)
-                fingerprint = judge.fingerprint()
-                self.store.put_many((j, fingerprint) for j in answers.values())
-                self.state.set_outcomes(export_id, {k: j.status for k, j in answers.items()})
-                ok = sum(1 for a in answers.values() if a.status == "ok")
-                summary.reasked_ok += ok
-                summary.reasked_failed += len(answers) - ok
+        for export_id, _, lines in self._open_lines(summary, "failed", limit=500):
+            items = texts_by_key(self.store, self._not_permanent(lines, summary))
+            answers = await retry_live(
+                items, items, self._judges[export_id], concurrency=concurrency
+            )
+            self._store(export_id, answers)
+            ok = sum(1 for a in answers.values() if a.status == "ok")
+            summary.reasked_ok += ok
+            summary.reasked_failed += len(answers) - ok
 
 
 def _missing(export_id: str, file_no: int, closed: bool) -> str:
@@ -182,4 +182,72 @@ def _missing(export_id: str, file_no: int, closed: bool) -> str:
     return (
         f"no results line for this request of request file {file_no} "
         f"(export {export_id}); rerun the engine on it, or import with --reask"
+    )
+
+
+def jsonl_files(paths: Sequence[str | Path], what: str = "results") -> list[Path]:
+    """The files named: files as given, folders' `*.jsonl` in name order."""
+    found: list[Path] = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            inside = sorted(p for p in path.iterdir() if p.is_file() and p.suffix == ".jsonl")
+            if not inside:
+                raise InputError(f"no .jsonl {what} file in this folder", path=path)
+            found.extend(inside)
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise InputError(f"no such {what} file or folder", path=path)
+    return found
+
+
+def refuse_request_files(files: Sequence[Path]) -> None:
+    """InputError when a file given as results is a request file (its first line has `method`,
+    `url` and `body` and no `response` or `error`): nothing is imported, none of its
+    requests is marked failed."""
+    for path in files:
+        with path.open("rb") as fh:
+            for number, raw in enumerate(iter(lambda: fh.readline(LINE_LIMIT), b""), 1):
+                if not raw.strip():
+                    continue
+                try:
+                    line = json.loads(raw)
+                except ValueError:
+                    break  # not JSON: the import says so, line by line
+                if (
+                    isinstance(line, dict)
+                    and {"method", "url", "body"} <= line.keys()
+                    and not {"response", "error"} & line.keys()
+                ):
+                    raise InputError(
+                        "this is a request file (its lines have method, url and body, no "
+                        "response): batch import takes the results an engine wrote for it; "
+                        "nothing was imported",
+                        path=path,
+                        line=number,
+                        hint="run the engine on it first (vllm run-batch -i REQUESTS -o "
+                        "RESULTS), then import RESULTS",
+                    )
+                break
+
+
+def nothing_usable(files: list[Path], summary: ImportSummary) -> InputError:
+    """The error of an import whose files hold no usable results line, with why."""
+    reasons = []
+    if summary.n_malformed:
+        shown = ", ".join(summary.malformed)
+        more = ", ..." if summary.n_malformed > len(summary.malformed) else ""
+        reasons.append(f"{summary.n_malformed:,} lines are not JSON ({shown}{more})")
+    if summary.truncated:
+        reasons.append(f"a last line is cut short ({', '.join(summary.truncated)})")
+    if summary.empty:
+        reasons.append(f"{len(summary.empty)} files are empty")
+    return InputError(
+        "no usable results line: "
+        + ("; ".join(reasons) or "no line holds a result")
+        + "; nothing was imported",
+        path=files[0] if len(files) == 1 else ", ".join(map(str, files)),
+        hint="import the results an engine wrote for the request files of `relgrade batch "
+        "export`, e.g. vllm run-batch -i REQUESTS -o RESULTS",
     )

@@ -1,7 +1,7 @@
 """One byte range of a results file decoded, checked and validated: the part of `batch import`
 that runs in worker processes. Judgments come back as the rows the store writes; nothing is
-written here. What stops the import comes back as `RangeResult.error`; an export with no reader
-yet as `RangeResult.need_export` (the writer builds its judge and sends the range again)."""
+written here. An export with no reader yet comes back as `RangeResult.need_export` (the writer
+builds its judge and sends the range again)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from grader.batch.adapter import BatchReplies
+from grader.batch.adapter import BatchReplies, ResultLine, loads, loads_line
 from grader.batch.collect import (
     LineProblem,
     answered_body,
@@ -25,9 +25,9 @@ from grader.batch.collect import (
     parse_output_record,
 )
 from grader.batch.files.exports import ExportState, Line, split_custom_id
-from grader.batch.json_lines import ResultLine, loads, loads_line
 from grader.errors import InputError
 from grader.models import Judgment
+from grader.prompts import is_text_truncated
 from grader.store.judgment_rows import StoredRow
 from grader.store.store import Store
 
@@ -76,29 +76,15 @@ class Answer(NamedTuple):
         return cls(key, export_id, file_no, line_no, stored, outcome, status, error_type, row)
 
 
-@dataclass(frozen=True)
-class RangeError:
-    """An InputError, as data that crosses processes."""
-
-    message: str
-    path: str | None
-    line: int | None
-    hint: str | None
-
-    def error(self) -> InputError:
-        return InputError(self.message, path=self.path, line=self.line, hint=self.hint)
-
-
 @dataclass
 class RangeResult:
     """What one range gave: an answer per line (in file order), the lines cut short or
-    unreadable, or what stopped it."""
+    unreadable, or the export it needs a reader for."""
 
     answers: list[Answer] = field(default_factory=list)
     truncated: list[str] = field(default_factory=list)
     malformed: list[str] = field(default_factory=list)
     n_malformed: int = 0
-    error: RangeError | None = None
     need_export: tuple[str, int] | None = None  # (export id, the line that names it)
 
 
@@ -120,20 +106,17 @@ class RangeReader:
         self.state = state
 
     def read(self, task: RangeTask) -> RangeResult:
+        """What one range gives (an InputError, from a worker too, stops the import)."""
         result = RangeResult()
-        try:
-            group: list[_Record] = []
-            for rec in self._records(task, result):
-                if rec.export_id not in task.readers:
-                    return RangeResult(need_export=(rec.export_id, rec.line))
-                group.append(rec)
-                if len(group) >= GROUP:
-                    self._group(task, group, result)
-                    group = []
-            self._group(task, group, result)
-        except InputError as exc:
-            error = RangeError(exc.reason, exc.path, exc.line, exc.hint)
-            return RangeResult(error=error)
+        group: list[_Record] = []
+        for rec in self._records(task, result):
+            if rec.export_id not in task.readers:
+                return RangeResult(need_export=(rec.export_id, rec.line))
+            group.append(rec)
+            if len(group) >= GROUP:
+                self._group(task, group, result)
+                group = []
+        self._group(task, group, result)
         return result
 
     def _group(self, task: RangeTask, group: list[_Record], result: RangeResult) -> None:
@@ -249,11 +232,12 @@ class RangeReader:
         the prompt keeps are read); InputError for a pair without texts (`pair_texts`)."""
         lines = list(lines)
         queries = self.store.query_ids({x.query_id for x in lines})
-        docs = self.store.long_doc_texts({x.doc_id for x in lines}, replies.doc_budget)
+        prompt = replies.reader.prompt
+        docs = self.store.long_doc_texts({x.doc_id for x in lines}, prompt.doc_budget_chars)
         for x in lines:
             if x.query_id not in queries or x.doc_id not in docs:
                 pair_texts(self.store, [x], whole=False)  # raises, naming the pair
-        return {doc_id: text is not None and replies.is_cut(text) for doc_id, text in docs.items()}
+        return {d: t is not None and is_text_truncated(prompt, t) for d, t in docs.items()}
 
     def _judge_rest(
         self,
@@ -297,6 +281,43 @@ class RangeReader:
         for (rec, line, stored, judgment), row in zip(judged, rows, strict=True):
             error = judgment.error.type if judgment.error else None
             answers[rec.line] = Answer.of(line, export_id, stored, judgment.status, error, row)
+
+
+def line_ranges(path: Path, block: int) -> Iterator[tuple[int, int, int, bool]]:
+    """(start, end, first line number, ends the file) of ranges of whole lines of about
+    `block` bytes (a line longer than that is a range of its own)."""
+    size = path.stat().st_size
+    start, line = 0, 1
+    with path.open("rb") as fh:
+        while start < size:
+            fh.seek(start)
+            data = fh.read(block)
+            end = start + len(data)
+            whole = len(data)  # bytes of `data` that are whole lines
+            while end < size and not data.endswith(b"\n"):
+                cut = data.rfind(b"\n")
+                if cut >= 0:
+                    whole = cut + 1  # counted in place: a slice would copy ~4 MB
+                    end = start + whole
+                    break
+                more = fh.read(block)  # no newline yet: one long line
+                data += more
+                end += len(more)
+                whole = len(data)
+            yield start, end, line, end >= size
+            line += count_newlines(data, whole)
+            start = end
+
+
+def count_newlines(data: bytes, end: int) -> int:
+    """`data.count(b"\n", 0, end)`, found by `find` (memchr): `count` of one byte goes
+    through the bytes one at a time."""
+    count, find = 0, data.find
+    at = find(b"\n", 0, end)
+    while at >= 0:
+        count += 1
+        at = find(b"\n", at + 1, end)
+    return count
 
 
 def _answered(record: ResultLine | dict[str, Any]) -> bool:
