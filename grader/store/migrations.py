@@ -139,6 +139,18 @@ class Migration:
     apply: Callable[[sqlite3.Connection], None] | None = None
     vacuum: bool = False  # rewrite the file after it, giving back the space it freed
 
+    def run(self, conn: sqlite3.Connection, applied_at: str) -> None:
+        """Apply this step and record it (in the caller's transaction)."""
+        for statement in self.statements:
+            conn.execute(statement)
+        if self.apply is not None:
+            self.apply(conn)
+        conn.execute(
+            "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+            (self.version, self.name, applied_at),
+        )
+        conn.execute(f"PRAGMA user_version = {int(self.version)}")
+
 
 MIGRATIONS: list[Migration] = [
     Migration(

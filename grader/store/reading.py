@@ -178,6 +178,17 @@ class StoreReading:
             rows.extend(self._conn.execute(f"{sql} WHERE {column} IN ({marks})", chunk))
         return rows
 
+    def pairs_without_texts(self) -> int:
+        """How many id pairs with a stored judgment lack their query or document text (the store
+        alone cannot regrade them)."""
+        row = self._conn.execute(
+            "SELECT COUNT(*) FROM (SELECT DISTINCT p.query_id, p.doc_id FROM judgment_pairs p"
+            " JOIN judgments j ON j.key = p.key"
+            " WHERE NOT EXISTS (SELECT 1 FROM queries q WHERE q.query_id = p.query_id)"
+            " OR NOT EXISTS (SELECT 1 FROM docs d WHERE d.doc_id = p.doc_id))"
+        ).fetchone()
+        return int(row[0])
+
     def calls(self, key: str | None = None) -> list[dict[str, Any]]:
         """The call log (for one key, when given), oldest first."""
         cursor = self._conn.execute(

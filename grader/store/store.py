@@ -1,64 +1,33 @@
 """The judgment store: SQLite (WAL) keyed by content key, with the texts and a call log.
 
-An ok judgment is never replaced by a failure, and a judge's first ok answer is final; only an
-output built from answers (ensemble, verification) is replaced by a newer ok one. Storing a
-judgment releases this process's lease on its key. Reading is `grader.store.reading`; making
-rows is `grader.store.row_making`.
+Writing is `grader.store.writing`, reading `grader.store.reading`. A write waits, as long as it
+takes, while another process holds the lock, telling `on_busy` (`grader.store.busy`); in a
+`no_wait()` block it raises StoreBusyError after one attempt instead (the writer waits its own way).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 from grader.errors import NotAStore, StoreError
-from grader.models import CallRecord, Doc, Judgment, Query
+from grader.models import Doc, Query
 from grader.spelling import option
-from grader.store.busy import BusyCallback, busy_timeout_s
-from grader.store.claims import release_stored
+from grader.store.busy import BusyCallback, BusyWait, StoreBusyError, busy_timeout_s, is_busy
 from grader.store.disk_full import full_error, is_full, roll_back
 from grader.store.identity import give_id, stored_id
-from grader.store.journal import (
-    Journal,
-    Rows,
-    journal_path,
-    legacy_rescue_journals,
-    rescue_journals,
-)
-from grader.store.judgment_rows import (
-    Source,
-    StoredRow,
-    encode_key,
-    encode_keys,
-    from_journal_row,
-    make_view,
-    source_id,
-    view_is_current,
-)
+from grader.store.journal import Journal, journal_path, legacy_rescue_journals, rescue_journals
+from grader.store.judgment_rows import make_view, view_is_current
 from grader.store.migrations import MIGRATIONS, latest_version
 from grader.store.reading import StoreReading
-from grader.store.row_making import StoreRows, now_text
-from grader.store.statements import (
-    INSERT_CALL,
-    INSERT_CALL_ONCE,
-    INSERT_PAIR,
-    UPSERT_DOC,
-    UPSERT_JUDGMENT,
-    UPSERT_QUERY,
-)
-from grader.store.transactions import StoreTransactions
+from grader.store.writing import StoreWriting, now_text
 
 BUSY_TIMEOUT_MS = 30_000  # for other tables' own connections (grader.batch.api.state)
 PAGE_SIZE = 8192  # bytes per page of a new store
-
-
-def _pair_rows(rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[Any, str, str]]:
-    """The (stored key, query_id, doc_id) of journal rows (`rows()`), for `judgment_pairs`."""
-    return ((encode_key(row[0]), row[1], row[2]) for row in rows)
 
 
 DocRow = tuple[str, str, str | None, str]
@@ -77,7 +46,7 @@ def text_rows(
     return [(q.query_id, q.text) for q in queries], [doc_row(d) for d in docs]
 
 
-class Store(StoreTransactions, StoreRows, StoreReading):
+class Store(StoreWriting, StoreReading):
     """A judgment store at `path` (created and migrated on open; a journal left beside it is
     replayed). Waits for the write lock while another process holds it, telling `on_busy`."""
 
@@ -90,7 +59,7 @@ class Store(StoreTransactions, StoreRows, StoreReading):
     ) -> None:
         self.path = Path(path)
         self._secrets = tuple(s for s in secrets if s)
-        self._sources = {}  # (`StoreRows.source_for`'s, typed there)
+        self._sources = {}  # (`StoreWriting.source_for`'s, typed there)
         self.on_busy = on_busy
         self.journal = Journal(self.path)  # named by the store's id once it is read
         self.rescues: list[Journal] = []  # when the journal's disk is full too
@@ -200,112 +169,64 @@ class Store(StoreTransactions, StoreRows, StoreReading):
         for migration in MIGRATIONS:
             if migration.version <= current:
                 continue
-            self._begin(f"schema migration {migration.version} ({migration.name})")
+            name = f"schema migration {migration.version} ({migration.name})"
             try:
-                # Another process may have migrated while we waited for the lock.
-                if self.schema_version >= migration.version:
-                    self._conn.execute("COMMIT")
-                    continue
-                for statement in migration.statements:
-                    self._conn.execute(statement)
-                if migration.apply is not None:
-                    migration.apply(self._conn)
-                self._conn.execute(
-                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-                    (migration.version, migration.name, now_text()),
-                )
-                self._conn.execute(f"PRAGMA user_version = {int(migration.version)}")
-                self._conn.execute("COMMIT")
-                # A new store (version 0) has nothing to give back.
-                vacuum = vacuum or (migration.vacuum and current > 0)
+                with self._transaction(name):
+                    # Another process may have migrated while we waited for the lock.
+                    if self.schema_version >= migration.version:
+                        continue
+                    migration.run(self._conn, now_text())
             except sqlite3.DatabaseError as exc:
-                roll_back(self._conn, exc, self.path, f"schema migration {migration.version}")
-                raise StoreError(
-                    f"{self.path}: schema migration {migration.version} ({migration.name}) "
-                    f"failed and was rolled back: {exc}"
-                ) from None
-            except BaseException as exc:
-                roll_back(self._conn, exc, self.path, f"schema migration {migration.version}")
-                raise
+                raise StoreError(f"{self.path}: {name} failed and was rolled back: {exc}") from None
+            # A new store (version 0) has nothing to give back.
+            vacuum = vacuum or (migration.vacuum and current > 0)
         if vacuum:
             self._wait(lambda: self._conn.execute("VACUUM"), "compacting the migrated store")
 
-    # ---- writing -------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _transaction(self, what: str = "writing to the store") -> Iterator[None]:
+        """BEGIN IMMEDIATE (waiting for the lock), then COMMIT, or a rollback (a full disk
+        raising StoreFullError) when the block or the commit raises."""
+        self._wait(lambda: self._conn.execute("BEGIN IMMEDIATE"), what)
+        try:
+            yield
+            self._conn.execute("COMMIT")
+        except BaseException as exc:
+            roll_back(self._conn, exc, self.path, what)
+            raise
 
-    def put_many(self, items: Iterable[tuple[Judgment, Mapping[str, Any] | None]]) -> int:
-        """Store judgments with their fingerprints in one transaction, releasing this process's
-        leases on their keys; how many were written (module docstring)."""
-        items = list(items)
-        rows = self.stored_rows(items)
-        with self._transaction():
-            written = self._upsert_stored(rows)
-            self._conn.executemany(INSERT_PAIR, (row.columns[:3] for row in rows))
-            release_stored(self._conn, (judgment.key for judgment, _ in items))
-        return written
-
-    def _upsert_stored(self, rows: Sequence[StoredRow]) -> int:
-        """Write rows (in the caller's transaction), each judge and prompt kept once in
-        `judgment_sources`; how many rows were written."""
-        sources: dict[str, int] = {}  # ids of this transaction (a rollback forgets new ones)
-        conn = self._conn
-        by_object: dict[int, tuple[Source, int]] = {}  # rows share a few Source objects
-        params = []
-        for columns, source, replaceable in rows:
-            known = by_object.get(id(source))
-            if known is None or known[0] is not source:
-                known = by_object[id(source)] = (source, source_id(conn, source, sources))
-            params.append((*columns[:3], known[1], *columns[3:], replaceable))
-        return conn.executemany(UPSERT_JUDGMENT, params).rowcount
-
-    def put_pairs(self, pairs: Iterable[tuple[str, str, str]]) -> None:
-        """Record (key, query_id, doc_id): the id pair's texts give that content key. A pair
-        whose key has no judgment yet is listed once one is stored (see `iter_pair_judgments`)."""
-        rows = pairs if isinstance(pairs, Sequence) else list(pairs)
-        blob = encode_keys([k for k, _, _ in rows])
-        if blob is None:
-            encoded: Iterable[tuple[bytes | str, str, str]] = (
-                (encode_key(k), q, d) for k, q, d in rows
-            )
-        else:  # every key decoded in one go
-            encoded = ((blob[i * 32 : i * 32 + 32], q, d) for i, (_, q, d) in enumerate(rows))
-        with self._transaction():
-            self._conn.executemany(INSERT_PAIR, encoded)
-
-    def put_text_rows(self, queries: Iterable[tuple[str, str]], docs: Iterable[DocRow]) -> None:
-        """Keep the texts (rows of `text_rows`) so the store alone can regrade them later."""
-        with self._transaction():
-            self._conn.executemany(UPSERT_QUERY, queries)
-            self._conn.executemany(UPSERT_DOC, docs)
-
-    def log_calls(self, records: Iterable[CallRecord]) -> None:
-        """Append HTTP attempts to the call log. Secrets in the error message are masked."""
-        rows = [self._call_row(r) for r in records]
-        if not rows:
+    def _wait(self, op: Callable[[], object], what: str) -> None:
+        """Run `op` until no other connection's lock stops it (module docstring); in a
+        `no_wait()` block, raise StoreBusyError after one attempt instead."""
+        wait: BusyWait | None = None
+        while True:
+            try:
+                op()
+            except (sqlite3.OperationalError, StoreBusyError) as exc:
+                if isinstance(exc, sqlite3.OperationalError) and not is_busy(exc):
+                    raise
+                if getattr(self._local, "no_wait", False):
+                    raise StoreBusyError(
+                        f"{self.path}: store busy (held by another process)"
+                    ) from None
+                if wait is None:
+                    wait = BusyWait(self.path, what, self.on_busy)
+                wait.failed()
+                continue
+            if wait is not None:
+                wait.done()
             return
-        with self._transaction():
-            self._conn.executemany(INSERT_CALL, rows)
 
-    # ---- rows kept while the store is busy ------------------------------------------------
-
-    def write_rows(self, rows: Rows) -> None:
-        """Store rows from `rows()` in one transaction; writing them twice changes nothing."""
-        with self._transaction("writing journaled answers"):
-            self._upsert_stored([from_journal_row(row) for row in rows.judgments])
-            self._conn.executemany(INSERT_PAIR, _pair_rows(rows.judgments))
-            self._conn.executemany(INSERT_CALL_ONCE, rows.calls)
-            release_stored(self._conn, (row[0] for row in rows.judgments))
-
-    def write_stored_parts(
-        self, parts: Sequence[Sequence[StoredRow]], *, pairs: bool = True
-    ) -> list[int]:
-        """Store parts of rows already made (an import's) in one transaction; how many of each
-        part were written. `pairs=False`: their id pairs are listed already. Takes no lease."""
-        with self._transaction("writing imported answers"):
-            written = [self._upsert_stored(rows) for rows in parts]
-            if pairs:
-                for rows in parts:
-                    self._conn.executemany(INSERT_PAIR, (r.columns[:3] for r in rows))
-        return written
+    @contextlib.contextmanager
+    def no_wait(self) -> Iterator[None]:
+        """In this block (on this thread) a write whose lock is held raises StoreBusyError after
+        one attempt instead of waiting; for a caller that waits its own way (the writer)."""
+        before = getattr(self._local, "no_wait", False)
+        self._local.no_wait = True
+        try:
+            yield
+        finally:
+            self._local.no_wait = before
 
     def _identify(self, had_schema: bool) -> None:
         """Read (or give) the store's id and name its journals by it; a store made before
