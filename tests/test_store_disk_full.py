@@ -200,7 +200,7 @@ def test_answers_no_journal_takes_stay_in_memory_until_room_is_made(
     blocked.write_text("")  # a file: no rescue journal's folder can be made under it
     path = tmp_path / "s.db"
     store = Store(path)
-    store.rescues = [Journal(path, path=blocked / "journals" / "s.journal.jsonl")]
+    store.rescues = [Journal(blocked / "journals" / "s.journal.jsonl")]
     store.put_many = _FullOnce(store, 1)  # type: ignore[method-assign]
     journal = store.journal
 
@@ -315,7 +315,7 @@ def test_a_busy_store_whose_journal_disk_is_full_journals_elsewhere(
     monkeypatch.setenv("RELGRADE_STORE_BUSY_TIMEOUT", "0.05s")
     path = tmp_path / "s.db"
     store = Store(path)
-    rescue = Journal(path, path=tmp_path / "rescue" / "s.journal.jsonl")
+    rescue = Journal(tmp_path / "rescue" / "s.journal.jsonl")
     store.rescues = [rescue]
 
     def no_room(rows: object, **kw: object) -> None:

@@ -9,9 +9,8 @@ import sqlite3
 from collections.abc import Iterator
 from typing import Self
 
-from grader.store.connection_beside import connect_beside
 from grader.store.disk_full import roll_back
-from grader.store.store import Store
+from grader.store.store import Store, connect_beside
 
 
 class TablesBeside:

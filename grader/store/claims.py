@@ -128,7 +128,6 @@ class ClaimBook:
         self._conn = sqlite3.connect(
             self.path, isolation_level=None, timeout=BUSY_TIMEOUT_S, check_same_thread=False
         )
-        self._conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
         # As the store's own connections: a lease survives a killed process, and one that a
         # power cut loses belonged to a process that died with it (no fsync per claim).
         self._conn.execute("PRAGMA synchronous = NORMAL")

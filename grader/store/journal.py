@@ -1,7 +1,8 @@
 """An append-only journal beside the store for answers not stored yet.
 
-Named by the store's id, replayed idempotently, shared between processes under a `flock`; when the
-disk is full, rescue journals go to another file system (`rescue_journals`).
+Named by the store's id (kept in the store: a moved store finds its journal, and an orphan journal
+is never replayed into another store made at the old place), replayed idempotently, shared between
+processes under a `flock`; when the disk is full, rescue journals go to another file system.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ import fcntl
 import hashlib
 import json
 import os
+import sqlite3
 import tempfile
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,58 +41,73 @@ class Rows:
         self.calls.extend(other.calls)
 
 
-def journal_path(store_path: Path, store_id: str | None = None) -> Path:
-    """Where the journal of the store at `store_path` lives: named by its id (`store_id`, else
-    read from the store), or as before ids when the store has none."""
+def stored_id(conn: sqlite3.Connection) -> str | None:
+    """The id of the store open on `conn`, or None when it has none yet."""
+    try:
+        row = conn.execute("SELECT store_id FROM store_identity WHERE one = 1").fetchone()
+    except sqlite3.OperationalError:  # no table yet
+        return None
+    return str(row[0]) if row else None
+
+
+def give_id(conn: sqlite3.Connection, now: str) -> str:
+    """Give the store open on `conn` an id unless it has one (inside a write transaction)."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS store_identity (one INTEGER PRIMARY KEY CHECK (one = 1),"
+        " store_id TEXT NOT NULL, made_at TEXT NOT NULL)"
+    )
+    conn.execute(
+        "INSERT OR IGNORE INTO store_identity (one, store_id, made_at) VALUES (1, ?, ?)",
+        (uuid.uuid4().hex, now),
+    )
+    return str(stored_id(conn))
+
+
+def read_store_id(path: Path) -> str | None:
+    """The id of the store file at `path` (read only), or None (no store, or no id yet)."""
+    if not path.is_file():
+        return None
+    try:
+        with contextlib.closing(
+            sqlite3.connect(f"file:{path.resolve()}?mode=ro", uri=True, timeout=30)
+        ) as conn:
+            return stored_id(conn)
+    except sqlite3.Error:
+        return None
+
+
+def journals(store_path: Path, store_id: str | None) -> list[Journal]:
+    """The journal beside the store at `store_path`, then its rescue journals: named by its id, or
+    as before ids (by the store's name, and its resolved path) when `store_id` is None."""
     if store_id is None:
-        from grader.store.identity import read_store_id
-
-        store_id = read_store_id(store_path)
-    if store_id is None:
-        return legacy_journal_path(store_path)
-    return store_path.with_name(f"relgrade-journal-{store_id}.jsonl")
-
-
-def legacy_journal_path(store_path: Path) -> Path:
-    """The journal's name before stores had ids: by the store's file name."""
-    return store_path.with_name(store_path.name + ".journal.jsonl")
-
-
-def rescue_dirs() -> list[Path]:
-    """The folders of rescue journals, in the order they are tried (module docstring)."""
+        resolved = str(Path(os.path.abspath(store_path)).resolve())
+        digest = hashlib.sha256(resolved.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+        beside = store_path.with_name(store_path.name + ".journal.jsonl")
+        name = f"{Path(resolved).name}-{digest}.journal.jsonl"
+    else:
+        name = f"relgrade-journal-{store_id}.jsonl"
+        beside = store_path.with_name(name)
     state = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
-    return [
-        Path(state) / "relgrade" / "journals",
-        Path(tempfile.gettempdir()) / "relgrade-journals",
-    ]
+    temp = Path(tempfile.gettempdir())
+    rescues = [Path(state) / "relgrade" / "journals", temp / "relgrade-journals"]
+    return [Journal(beside), *(Journal(folder / name) for folder in rescues)]
 
 
-def rescue_journals(store_path: Path, store_id: str | None = None) -> list[Journal]:
-    """The rescue journals of the store at `store_path` (module docstring), named by its id
-    (`store_id`, else read from the store; as before ids when it has none)."""
-    if store_id is None:
-        from grader.store.identity import read_store_id
-
-        store_id = read_store_id(store_path)
-    if store_id is None:
-        return legacy_rescue_journals(store_path)
-    name = f"relgrade-journal-{store_id}.jsonl"
-    return [Journal(store_path, path=folder / name) for folder in rescue_dirs()]
+def journal_path(store_path: Path) -> Path:
+    """Where the journal of the store at `store_path` lives (`journals`)."""
+    return journals(store_path, read_store_id(store_path))[0].path
 
 
-def legacy_rescue_journals(store_path: Path) -> list[Journal]:
-    """The rescue journals' names before stores had ids: by the store's resolved path."""
-    resolved = str(Path(os.path.abspath(store_path)).resolve())
-    digest = hashlib.sha256(resolved.encode("utf-8", "surrogateescape")).hexdigest()[:16]
-    name = f"{Path(resolved).name}-{digest}.journal.jsonl"
-    return [Journal(store_path, path=folder / name) for folder in rescue_dirs()]
+def rescue_journals(store_path: Path) -> list[Journal]:
+    """The rescue journals of the store at `store_path` (`journals`)."""
+    return journals(store_path, read_store_id(store_path))[1:]
 
 
 class Journal:
-    """The journal of one store (module docstring); `path`: a rescue journal's."""
+    """A journal file (module docstring)."""
 
-    def __init__(self, store_path: Path, *, path: Path | None = None) -> None:
-        self.path = legacy_journal_path(store_path) if path is None else path
+    def __init__(self, path: Path) -> None:
+        self.path = path
 
     def pending(self) -> bool:
         """Whether the journal holds rows (a cheap check, no lock)."""

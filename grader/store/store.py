@@ -19,14 +19,12 @@ from grader.models import Doc, Query
 from grader.spelling import option
 from grader.store.busy import BusyCallback, BusyWait, StoreBusyError, busy_timeout_s, is_busy
 from grader.store.disk_full import full_error, is_full, roll_back
-from grader.store.identity import give_id, stored_id
-from grader.store.journal import Journal, journal_path, legacy_rescue_journals, rescue_journals
+from grader.store.journal import Journal, give_id, journals, stored_id
 from grader.store.judgment_rows import make_view, view_is_current
 from grader.store.migrations import MIGRATIONS, latest_version
 from grader.store.reading import StoreReading
 from grader.store.writing import StoreWriting, now_text
 
-BUSY_TIMEOUT_MS = 30_000  # for other tables' own connections (grader.batch.api.state)
 PAGE_SIZE = 8192  # bytes per page of a new store
 
 
@@ -46,6 +44,24 @@ def text_rows(
     return [(q.query_id, q.text) for q in queries], [doc_row(d) for d in docs]
 
 
+def connect_beside(
+    path: str | Path, table: str, what: str, *, pragmas: Sequence[str] = ()
+) -> sqlite3.Connection:
+    """An autocommit connection beside the Store's (WAL lets them sit side by side) for tables
+    other modules own: waits 30 s for a lock, runs `pragmas`, and checks `table` can be read; else
+    StoreError ("cannot read the `what`")."""
+    try:
+        conn = sqlite3.connect(path, isolation_level=None, timeout=30.0)
+        for pragma in pragmas:
+            conn.execute(f"PRAGMA {pragma}")
+        conn.execute(f"SELECT 1 FROM {table} LIMIT 1")
+    except sqlite3.DatabaseError as exc:
+        if is_full(exc, path):
+            raise full_error(path, f"opening the {what}") from None
+        raise StoreError(f"{path}: cannot read the {what} ({exc})") from None
+    return conn
+
+
 class Store(StoreWriting, StoreReading):
     """A judgment store at `path` (created and migrated on open; a journal left beside it is
     replayed). Waits for the write lock while another process holds it, telling `on_busy`."""
@@ -61,8 +77,8 @@ class Store(StoreWriting, StoreReading):
         self._secrets = tuple(s for s in secrets if s)
         self._sources = {}  # (`StoreWriting.source_for`'s, typed there)
         self.on_busy = on_busy
-        self.journal = Journal(self.path)  # named by the store's id once it is read
-        self.rescues: list[Journal] = []  # when the journal's disk is full too
+        # Named by the store's id once it is read; rescue journals for when its disk is full.
+        self.journal, *self.rescues = journals(self.path, None)
         self.legacy: list[Journal] = []  # journals named as before ids (a store from then)
         self.store_id = ""
         self._busy_timeout_s = busy_timeout_s()
@@ -117,7 +133,6 @@ class Store(StoreWriting, StoreReading):
             conn = sqlite3.connect(
                 self.path, isolation_level=None, timeout=timeout, check_same_thread=False
             )
-            conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
             conn.execute("PRAGMA synchronous = NORMAL")
             with self._conns_lock:
                 self._conns.append(conn)
@@ -236,10 +251,9 @@ class Store(StoreWriting, StoreReading):
             with self._transaction("giving the store its id"):
                 found = give_id(self._conn, now_text())
             if had_schema:
-                self.legacy = [Journal(self.path), *legacy_rescue_journals(self.path)]
+                self.legacy = journals(self.path, None)
         self.store_id = found
-        self.journal = Journal(self.path, path=journal_path(self.path, found))
-        self.rescues = rescue_journals(self.path, found)
+        self.journal, *self.rescues = journals(self.path, found)
 
     def journal_pending(self) -> bool:
         """Whether the journal beside the store, or a rescue journal, holds rows."""

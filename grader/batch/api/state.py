@@ -12,7 +12,7 @@ from urllib.parse import urlsplit, urlunsplit
 from grader.batch.api.client import BatchInfo
 from grader.batch.beside import TablesBeside
 from grader.errors import StoreError
-from grader.store.connection_beside import now_iso
+from grader.store.writing import now_text
 
 PHASES = ("prepared", "uploaded", "submitted", "collected")
 
@@ -66,7 +66,7 @@ class BatchState(TablesBeside):
     ) -> int:
         """Record a new job in phase `prepared` with its items and the endpoint it goes to
         (`base_url`, stored without credentials: `public_base_url`); returns the job id."""
-        now = now_iso()
+        now = now_text()
         url = public_base_url(base_url) if base_url else None
         config = json.dumps(judge_config, sort_keys=True)
         with self._transaction() as conn:
@@ -87,7 +87,7 @@ class BatchState(TablesBeside):
         self._conn.execute(
             "UPDATE batch_jobs SET phase = 'uploaded', input_file_id = ?, updated_at = ?"
             " WHERE job_id = ?",
-            (input_file_id, now_iso(), job_id),
+            (input_file_id, now_text(), job_id),
         )
 
     def set_remote(self, job_id: int, info: BatchInfo) -> None:
@@ -105,7 +105,7 @@ class BatchState(TablesBeside):
                 info.status,
                 info.completed,
                 info.failed,
-                now_iso(),
+                now_text(),
                 job_id,
             ),
         )
@@ -131,7 +131,7 @@ class BatchState(TablesBeside):
     def set_collected(self, job_id: int) -> None:
         self._conn.execute(
             "UPDATE batch_jobs SET phase = 'collected', updated_at = ? WHERE job_id = ?",
-            (now_iso(), job_id),
+            (now_text(), job_id),
         )
 
     def jobs(self, *, open_only: bool = False) -> list[Job]:

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 from grader.batch.beside import TablesBeside
 from grader.batch.files.line_ranges import runs_of
-from grader.store.connection_beside import now_iso
+from grader.store.writing import now_text
 
 CUSTOM_ID_PREFIX = "relgrade"
 
@@ -78,7 +78,7 @@ def _line_statements(export_id: str, lines: Sequence[LineRow], n_pairs: int) -> 
         (
             "UPDATE exports SET n_lines = n_lines + ?, n_pairs = n_pairs + ?, updated_at = ?"
             " WHERE export_id = ?",
-            [(len(lines), n_pairs, now_iso(), export_id)],
+            [(len(lines), n_pairs, now_text(), export_id)],
         ),
     ]
 
@@ -108,7 +108,7 @@ class ExportState(TablesBeside):
         self._tx([(sql, rows)])
 
     def add_export(self, export_id: str, judge_config: dict[str, Any], out_dir: str) -> None:
-        now = now_iso()
+        now = now_text()
         config = json.dumps(judge_config, sort_keys=True)
         self._one(
             "INSERT INTO exports (export_id, judge_config, out_dir, created_at, updated_at)"
@@ -156,7 +156,7 @@ class ExportState(TablesBeside):
     def finish(self, export_id: str) -> None:
         self._one(
             "UPDATE exports SET complete = 1, updated_at = ? WHERE export_id = ?",
-            [(now_iso(), export_id)],
+            [(now_text(), export_id)],
         )
 
     def set_outcomes(self, export_id: str, outcomes: dict[str, str]) -> None:
