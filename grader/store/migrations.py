@@ -11,9 +11,54 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from grader.store.claims import CLAIMS_TABLE
-from grader.store.schema7 import SCHEMA7_STATEMENTS, judgments_table, pairs_table
-from grader.store.schema8 import DEFAULT_EXTRA, INDEXES, upgrade_to_parts
+from grader.store.schema8 import DEFAULT_EXTRA, INDEXES, pairs_table, upgrade_to_parts
 from grader.store.schema8 import judgments_table as judgments_table8
+
+
+def judgments_table(name: str, fingerprint: str) -> str:
+    """The judgments table of schema 1 (`fingerprint TEXT`) and 7 (a fingerprint id)."""
+    return f"""CREATE TABLE {name} (
+        key TEXT PRIMARY KEY,
+        query_id TEXT NOT NULL,
+        doc_id TEXT NOT NULL,
+        judge TEXT NOT NULL,
+        model TEXT,
+        prompt_name TEXT,
+        prompt_version TEXT,
+        prompt_sha TEXT,
+        status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
+        grade INTEGER CHECK (grade IS NULL OR grade BETWEEN 0 AND 3),
+        created_at TEXT NOT NULL,
+        {fingerprint},
+        judgment TEXT NOT NULL,
+        CHECK ((status = 'ok') = (grade IS NOT NULL))
+    )"""
+
+
+# Schema 7: judge fingerprints kept once (by id), and the id pairs as a WITHOUT ROWID table (no
+# second copy of each key).
+SCHEMA7_STATEMENTS: tuple[str, ...] = (
+    """CREATE TABLE judge_fingerprints (
+        id INTEGER PRIMARY KEY,
+        fingerprint TEXT NOT NULL UNIQUE
+    )""",
+    "INSERT OR IGNORE INTO judge_fingerprints (fingerprint)"
+    " SELECT fingerprint FROM judgments WHERE fingerprint IS NOT NULL",
+    judgments_table("judgments_lean", "fingerprint_id INTEGER REFERENCES judge_fingerprints (id)"),
+    "INSERT INTO judgments_lean SELECT j.key, j.query_id, j.doc_id, j.judge, j.model,"
+    " j.prompt_name, j.prompt_version, j.prompt_sha, j.status, j.grade, j.created_at,"
+    " f.id, j.judgment FROM judgments j LEFT JOIN judge_fingerprints f"
+    " ON f.fingerprint = j.fingerprint",
+    "DROP TABLE judgments",
+    "ALTER TABLE judgments_lean RENAME TO judgments",
+    "CREATE INDEX judgments_pair ON judgments (query_id, doc_id)",
+    "CREATE INDEX judgments_judge ON judgments (judge, prompt_name, status)",
+    pairs_table("judgment_pairs_lean") + " WITHOUT ROWID",
+    "INSERT INTO judgment_pairs_lean SELECT key, query_id, doc_id FROM judgment_pairs",
+    "DROP TABLE judgment_pairs",
+    "ALTER TABLE judgment_pairs_lean RENAME TO judgment_pairs",
+)
+
 
 # Batch API jobs (owner: grader.batch). A job's `phase` lets another process continue it; an
 # item's `outcome` is `batch`, `live` or `failed`; `base_url` is the endpoint, never the key.
@@ -214,7 +259,7 @@ MIGRATIONS: list[Migration] = [
     Migration(5, "batch file exports", EXPORT_STATEMENTS),
     # The endpoint each Batch API job was sent to (owner: grader.batch), never the key.
     Migration(6, "batch job endpoint", apply=add_base_url_column),
-    # A leaner store (grader.store.schema7); every judgment's JSON is copied as it was.
+    # A leaner store (SCHEMA7_STATEMENTS above); every judgment's JSON is copied as it was.
     Migration(7, "judge fingerprints kept once", SCHEMA7_STATEMENTS, vacuum=True),
     # Judgments in parts, judge and prompt once in `judgment_sources` (grader.store.schema8).
     Migration(8, "judgments in parts", apply=upgrade_to_parts, vacuum=True),

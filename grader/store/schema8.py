@@ -6,19 +6,22 @@ migration 8 needs to take a store of schema 7 or older there.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from typing import Any, NamedTuple
 
-from grader.errors import StoreError
 from grader.models import Judgment
-from grader.store.judgment_rows import (
-    Source,
-    encode_key,
-    id_json,
-    key_sql,
-    source_id,
-    sources_for_columns,
-)
+from grader.store.judgment_rows import Source, encode_key, id_json, source_id, sources_for_columns
+
+
+def pairs_table(name: str, key_type: str = "TEXT") -> str:
+    """The id pairs of each content key (schema 3, 7's copy of it, and 8's with keys as bytes)."""
+    return f"""CREATE TABLE {name} (
+        key {key_type} NOT NULL,
+        query_id TEXT NOT NULL,
+        doc_id TEXT NOT NULL,
+        PRIMARY KEY (key, query_id, doc_id)
+    )"""
 
 
 def judgments_table(name: str, parts: str) -> str:
@@ -65,17 +68,6 @@ _JUDGE = ',"judge":'
 _ATTEMPTS = ',"attempts":'
 _CREATED = ',"created_at":"'
 _JUDGES = '","judges":'
-
-ROWS_VIEW = f"""CREATE VIEW judgment_rows AS
-SELECT {key_sql("j.key")} AS key, j.query_id, j.doc_id, s.judge, s.model, s.prompt_name,
-       s.prompt_version, s.prompt_sha, j.status, j.grade, j.created_at, s.fingerprint,
-       '{{"query_id":' || json_quote(j.query_id) || ',"doc_id":' || json_quote(j.doc_id)
-       || ',"grade":' || ifnull(j.grade, 'null') || ',"status":"' || j.status || '",'
-       || j.head || ',"judge":' || s.judge_json || ',"prompt":' || s.prompt_json
-       || ',"key":' || json_quote({key_sql("j.key")}) || ',' || j.tail
-       || ',"created_at":"' || j.created_at || '",'
-       || ifnull(j.extra, '{DEFAULT_EXTRA}') || '}}' AS judgment, j.key AS stored_key, j.source_id
-FROM judgments j JOIN judgment_sources s ON s.id = j.source_id"""
 
 
 class _Parts(NamedTuple):
@@ -124,16 +116,15 @@ def _row_of(row: tuple[Any, ...]) -> tuple[tuple[Any, ...], Source]:
     source = sources_for_columns(judge, model, name, version, sha, row[11])
     text = row[12]
     for attempt in range(2):
-        try:
-            parts: _Parts | None = _split(text)
-        except ValueError:  # not as pydantic writes it (e.g. spaces after the separators)
-            parts = None
-        if parts is not None and text == _assemble(qid, did, grade, status, parts, source, key):
-            columns = (encode_key(key), qid, did, status, grade, parts.created_at)
-            return (*columns, parts.head, parts.tail, parts.extra), source
+        # (a text not as pydantic writes it, e.g. spaces after the separators, goes through it)
+        with contextlib.suppress(ValueError):
+            parts = _split(text)
+            if text == _assemble(qid, did, grade, status, parts, source, key):
+                columns = (encode_key(key), qid, did, status, grade, parts.created_at)
+                return (*columns, parts.head, parts.tail, parts.extra), source
         if attempt == 0:
             text = Judgment.model_validate_json(text).model_dump_json()
-    raise StoreError(f"the judgment of {qid} {did} ({key}) does not fit the store's layout")
+    raise ValueError(f"the judgment of {qid} {did} does not fit the store's layout")
 
 
 _BATCH = 5000
@@ -156,7 +147,7 @@ def upgrade_to_parts(conn: sqlite3.Connection) -> None:
         for row in batch:
             try:
                 columns, source = _row_of(row)
-            except (ValueError, StoreError) as exc:
+            except ValueError as exc:
                 message = f"the judgment of key {row[0]} is unreadable: {exc}"
                 raise sqlite3.DatabaseError(message) from None
             rows.append((*columns[:3], source_id(conn, source, cache), *columns[3:]))
@@ -169,17 +160,9 @@ def upgrade_to_parts(conn: sqlite3.Connection) -> None:
     conn.execute("DROP TABLE judge_fingerprints")
     for statement in INDEXES:
         conn.execute(statement)
-    conn.execute(ROWS_VIEW)
-    # The id pairs, their keys as bytes.
+    # The id pairs, their keys as bytes. (Migration 11 drops the view of schema 8.)
     conn.create_function("relgrade_encode_key", 1, encode_key, deterministic=True)
-    conn.execute(
-        """CREATE TABLE judgment_pairs_v8 (
-            key BLOB NOT NULL,
-            query_id TEXT NOT NULL,
-            doc_id TEXT NOT NULL,
-            PRIMARY KEY (key, query_id, doc_id)
-        ) WITHOUT ROWID"""
-    )
+    conn.execute(pairs_table("judgment_pairs_v8", "BLOB") + " WITHOUT ROWID")
     conn.execute(
         "INSERT OR IGNORE INTO judgment_pairs_v8 SELECT relgrade_encode_key(key), query_id,"
         " doc_id FROM judgment_pairs"
