@@ -221,7 +221,7 @@ async def _renewer(run: GradingRun) -> None:
     while run.claims is not None:
         await asyncio.sleep(RENEW_S)
         try:
-            await run.claims.renew_async()
+            await asyncio.to_thread(run.claims.renew)
         except sqlite3.OperationalError as exc:
             # Another process holds the write lock: try again next round. Dying here
             # would make the end of the run raise before its last flush.

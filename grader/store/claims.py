@@ -7,7 +7,6 @@ host) or not renewed for `LEASE_S` (on another).
 
 from __future__ import annotations
 
-import asyncio
 import enum
 import json
 import os
@@ -21,8 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.models import Judgment
+from grader.store.busy import is_busy
 from grader.store.disk_full import is_full, roll_back
 from grader.store.judgment_rows import encode_key
+from grader.store.reading import select_in
 
 LEASE_S = 60.0  # a lease not renewed for this long is taken over (owner on another host, hung)
 RENEW_S = 15.0  # how often a run renews its leases
@@ -38,9 +39,6 @@ CLAIMS_TABLE = """CREATE TABLE claims (
     claimed_at REAL NOT NULL,
     expires_at REAL NOT NULL
 )"""
-
-
-_CHUNK = 500  # keys a statement looks up (SQLite's variables per statement)
 
 # Lease every key of a JSON array in one statement (one step, whatever the number of keys).
 _LEASE_ALL = """
@@ -157,7 +155,7 @@ class ClaimBook:
             try:
                 return self._claim_many(keys)
             except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) and "busy" not in str(exc):
+                if not is_busy(exc):
                     raise
                 time.sleep(POLL_S)
 
@@ -195,18 +193,8 @@ class ClaimBook:
 
     def _stored_ok(self, keys: list[str]) -> dict[str, str]:
         """The JSON of the ok answer stored for each of `keys` that has one."""
-        found: dict[str, str] = {}
-        for start in range(0, len(keys), _CHUNK):
-            chunk = [encode_key(k) for k in keys[start : start + _CHUNK]]
-            marks = ",".join("?" * len(chunk))
-            found.update(
-                self._conn.execute(
-                    "SELECT key, judgment FROM judgment_rows"
-                    f" WHERE stored_key IN ({marks}) AND status = 'ok'",
-                    chunk,
-                )
-            )
-        return found
+        sql = "SELECT key, judgment FROM judgment_rows WHERE status = 'ok' AND stored_key IN ({})"
+        return dict(select_in(self._conn, sql, map(encode_key, keys)))
 
     def _leases(self, keys: list[str]) -> dict[str, tuple[str, int, str | None, str, float]]:
         """The lease on each of `keys` that has one: (owner, pid, pid_start, host, expiry)."""
@@ -239,8 +227,7 @@ class ClaimBook:
             try:
                 self._conn.execute("DELETE FROM claims WHERE owner = ?", (self.owner,))
             except sqlite3.OperationalError as exc:
-                busy = "locked" in str(exc) or "busy" in str(exc)
-                if not busy and not is_full(exc, self.path):
+                if not is_busy(exc) and not is_full(exc, self.path):
                     raise
                 return False
         return True
@@ -250,11 +237,3 @@ class ClaimBook:
         with self._lock:
             rows = self._conn.execute("SELECT key FROM claims WHERE owner = ?", (self.owner,))
             return [key for (key,) in rows]
-
-    async def claim(self, keys: Iterable[str]) -> dict[str, Claim]:
-        """`claim_many` off the event loop."""
-        return await asyncio.to_thread(self.claim_many, list(keys))
-
-    async def renew_async(self) -> int:
-        """`renew` off the event loop."""
-        return await asyncio.to_thread(self.renew)

@@ -23,6 +23,16 @@ _STATUS_OF_DIGESTS = (
 )
 
 
+def select_in(
+    conn: sqlite3.Connection, sql: str, values: Iterable[Any]
+) -> Iterator[tuple[Any, ...]]:
+    """The rows of `sql` whose `IN ({})` takes `values` (each once), a chunk at a time."""
+    unique = list(dict.fromkeys(values))
+    for start in range(0, len(unique), _CHUNK):
+        chunk = unique[start : start + _CHUNK]
+        yield from conn.execute(sql.format(",".join("?" * len(chunk))), chunk)
+
+
 class StoreReading:
     """The reading methods of `Store` (see the module docstring)."""
 
@@ -32,13 +42,8 @@ class StoreReading:
 
     def _by_keys(self, columns: str, keys: Iterable[str]) -> Iterator[tuple[Any, ...]]:
         """`SELECT columns FROM judgment_rows` for the stored judgments among `keys`."""
-        unique = list(dict.fromkeys(keys))
-        for start in range(0, len(unique), _CHUNK):
-            chunk = [encode_key(k) for k in unique[start : start + _CHUNK]]
-            marks = ",".join("?" * len(chunk))
-            yield from self._conn.execute(
-                f"SELECT {columns} FROM judgment_rows WHERE stored_key IN ({marks})", chunk
-            )
+        sql = f"SELECT {columns} FROM judgment_rows WHERE stored_key IN ({{}})"
+        return select_in(self._conn, sql, map(encode_key, keys))
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Judgment]:
         """The stored judgments (ok and failed) among `keys`, by key."""
@@ -57,21 +62,15 @@ class StoreReading:
 
     def statuses(self, keys: Iterable[str]) -> dict[str, str]:
         """The stored status ("ok" / "failed") of each key among `keys` that is stored."""
-        found: dict[str, str] = {}
         unique = list(dict.fromkeys(keys))
         blob = encode_keys(unique)
+        rows: Iterable[tuple[Any, ...]]
         if blob is not None:  # one statement, one parameter (cheaper than `IN (...)`)
-            for key, status in self._conn.execute(_STATUS_OF_DIGESTS, (blob, len(unique))):
-                found[decode_key(key)] = status
-            return found
-        for start in range(0, len(unique), _CHUNK):
-            chunk = [encode_key(k) for k in unique[start : start + _CHUNK]]
-            marks = ",".join("?" * len(chunk))
-            for key, status in self._conn.execute(
-                f"SELECT key, status FROM judgments WHERE key IN ({marks})", chunk
-            ):
-                found[decode_key(key)] = status
-        return found
+            rows = self._conn.execute(_STATUS_OF_DIGESTS, (blob, len(unique)))
+        else:
+            sql = "SELECT key, status FROM judgments WHERE key IN ({})"
+            rows = select_in(self._conn, sql, map(encode_key, unique))
+        return {decode_key(key): status for key, status in rows}
 
     def iter_judgments(self, **where: str) -> Iterator[Judgment]:
         """Stored judgments whose columns (status, judge, model, prompt_name...) equal `where`,
@@ -105,10 +104,7 @@ class StoreReading:
         row = self._conn.execute(
             "SELECT fingerprint FROM judgment_rows WHERE stored_key = ?", (encode_key(key),)
         ).fetchone()
-        if row is None or row[0] is None:
-            return None
-        value: dict[str, Any] = json.loads(row[0])
-        return value
+        return None if row is None or row[0] is None else json.loads(row[0])
 
     def completion_tokens(self, *, judge: str, prompt_sha: str) -> list[int]:
         """The completion tokens of each stored ok judgment of `judge` and prompt `prompt_sha`
@@ -123,13 +119,8 @@ class StoreReading:
 
     def count(self, *, status: str | None = None) -> int:
         """How many judgments are stored (with `status`, when given)."""
-        if status is None:
-            row = self._conn.execute("SELECT COUNT(*) FROM judgments").fetchone()
-        else:
-            row = self._conn.execute(
-                "SELECT COUNT(*) FROM judgments WHERE status = ?", (status,)
-            ).fetchone()
-        return int(row[0])
+        sql = "SELECT COUNT(*) FROM judgments" + (" WHERE status = ?" if status else "")
+        return int(self._conn.execute(sql, (status,) if status else ()).fetchone()[0])
 
     def queries(self, ids: Iterable[str] | None = None) -> dict[str, Query]:
         """Stored query texts (all, or those among `ids`)."""
@@ -170,13 +161,7 @@ class StoreReading:
     ) -> list[tuple[Any, ...]]:
         if ids is None:
             return self._conn.execute(sql).fetchall()
-        unique = list(dict.fromkeys(ids))
-        rows: list[tuple[Any, ...]] = []
-        for start in range(0, len(unique), _CHUNK):
-            chunk = unique[start : start + _CHUNK]
-            marks = ",".join("?" * len(chunk))
-            rows.extend(self._conn.execute(f"{sql} WHERE {column} IN ({marks})", chunk))
-        return rows
+        return list(select_in(self._conn, f"{sql} WHERE {column} IN ({{}})", ids))
 
     def pairs_without_texts(self) -> int:
         """How many id pairs with a stored judgment lack their query or document text (the store

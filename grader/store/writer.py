@@ -39,27 +39,19 @@ class _Held:
 
 
 class StoreWriter:
-    """Buffers judgments and call records and commits them in small batches (every
-    `FLUSH_INTERVAL_S` or `FLUSH_SIZE` items). Thread-safe; one flush runs at a time."""
+    """Buffers judgments and call records and commits them in small batches (`FLUSH_SIZE`
+    judgments, or as flushed). Thread-safe; one flush runs at a time."""
 
     def __init__(
-        self,
-        store: Store | None,
-        *,
-        flush_size: int = FLUSH_SIZE,
-        journal_after_s: float | None = None,
-        durable: bool = False,
+        self, store: Store | None, *, journal_after_s: float | None = None, durable: bool = False
     ) -> None:
         self.store = store
         self.durable = durable and store is not None
-        self.flush_size = flush_size
         self.journal_after_s = journal_after_s_env() if journal_after_s is None else journal_after_s
-        self._judgments: list[Item] = []
-        self._calls: list[CallRecord] = []
+        self._queue = _Held()
         self._lock = threading.Lock()
         self._flushing = threading.Lock()
         self._background: set[asyncio.Future[None]] = set()
-        self.written = 0  # judgments committed by this writer
         self.journaled = 0  # judgments this writer put in the journal (stored later)
         self.full: StoreFullError | None = None  # the store's disk was found full
         self.kept: dict[Path, int] = {}  # judgments in each journal while the disk is full
@@ -73,26 +65,14 @@ class StoreWriter:
         """Queue judgments that must be committed together (an answer and the output judgments
         it completed): one flush takes them all. A durable writer journals them first."""
         items = list(items)
-        if self.durable:
-            self._journal_now(items)
+        if self.durable:  # unsynced; no journal with room: they wait for the flush as they are
+            assert self.store is not None
+            self._journal(self.store, _Held(items), sync=False)
         with self._lock:
-            self._judgments.extend(items)
-            full = len(self._judgments) >= self.flush_size
+            self._queue.judgments.extend(items)
+            full = len(self._queue.judgments) >= FLUSH_SIZE
         if full:
             self._flush_soon()
-
-    def _journal_now(self, items: list[Item]) -> None:
-        """Append `items` to the first journal with room, unsynced (module docstring); none
-        with room: they wait in memory for the flush, as without a journal."""
-        store = self.store
-        assert store is not None
-        rows = store.rows(items)
-        for journal in [store.journal, *store.rescues]:
-            try:
-                journal.append(rows, sync=False)
-            except OSError:
-                continue
-            return
 
     def _flush_soon(self) -> None:
         """Flush now: on a worker thread when called from an event loop (a busy store must not
@@ -117,7 +97,7 @@ class StoreWriter:
     def log_call(self, record: CallRecord) -> None:
         """Queue one HTTP attempt for the call log (the judge's `on_call`)."""
         with self._lock:
-            self._calls.append(record)
+            self._queue.calls.append(record)
 
     def flush(self) -> None:
         """Commit everything queued and any journaled rows, waiting while the store is busy; blocks
@@ -166,20 +146,18 @@ class StoreWriter:
 
     def _take(self) -> _Held:
         with self._lock:
-            held = _Held(self._judgments, self._calls)
-            self._judgments, self._calls = [], []
+            held, self._queue = self._queue, _Held()
         return held
 
     def _put_back(self, held: _Held) -> None:
         with self._lock:
-            self._judgments[:0] = held.judgments
-            self._calls[:0] = held.calls
+            self._queue.judgments[:0] = held.judgments
+            self._queue.calls[:0] = held.calls
 
     def _write(self, store: Store, held: _Held) -> None:
         """One attempt; what is committed leaves `held`, so a retry never repeats it."""
         if held.judgments:
             store.put_many(held.judgments)
-            self.written += len(held.judgments)
             held.judgments = []
         if held.calls:
             store.log_calls(held.calls)
@@ -230,15 +208,16 @@ class StoreWriter:
             return []
         return self.store.rows(self._unsaved.judgments).judgments
 
-    def _journal(self, store: Store, held: _Held) -> Path | None:
+    def _journal(self, store: Store, held: _Held, *, sync: bool = True) -> Path | None:
         """Append `held` to the first journal with room: the one beside the store, then the
         rescue journals (`grader.store.journal`); which, or None when none took them."""
         rows = store.rows(held.judgments, held.calls)
         for journal in [store.journal, *store.rescues]:
             try:
-                journal.append(rows)
+                journal.append(rows, sync=sync)
             except OSError:  # full too (or not writable): the next one
                 continue
-            self.journaled += len(held.judgments)
+            if sync:
+                self.journaled += len(held.judgments)
             return journal.path
         return None
