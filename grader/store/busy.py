@@ -115,18 +115,17 @@ class BusyWait:
         time.sleep(self.pause)
         self.pause = min(self.pause * 2, BACKOFF_S[1])
 
-    def tell(self, *, held: int = 0, journaled: int = 0, journal: Path | None = None) -> None:
+    def tell(
+        self, *, held: int = 0, journaled: int = 0, journal: Path | None = None, over: bool = False
+    ) -> None:
         """Report the wait as it stands now."""
         if self.report is not None:
+            waited = self.waited_s
             self.report(
-                StoreBusyEvent(self.path, self.what, self.waited_s, held, journaled, journal)
+                StoreBusyEvent(self.path, self.what, waited, held, journaled, journal, over)
             )
 
     def done(self, *, journaled: int = 0, journal: Path | None = None) -> None:
         """The lock was obtained: report that the wait is over (if it was reported at all)."""
-        if self.reported_at is not None and self.report is not None:
-            self.report(
-                StoreBusyEvent(
-                    self.path, self.what, self.waited_s, 0, journaled, journal, over=True
-                )
-            )
+        if self.reported_at is not None:
+            self.tell(journaled=journaled, journal=journal, over=True)

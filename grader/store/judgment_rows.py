@@ -115,26 +115,14 @@ def sources_for_columns(
     sha: str | None,
     fingerprint: str | None,
 ) -> Source:
-    """The Source of these columns, made once (its JSON texts are cached on it)."""
-    return Source(
-        judge=judge,
-        model=model,
-        prompt_name=name,
-        prompt_version=version,
-        prompt_sha=None if sha is None else bare_sha256(sha),
-        fingerprint=fingerprint,
-    )
+    """The Source of these columns (fingerprint: masked JSON), made once (its JSON texts are
+    cached on it)."""
+    sha = None if sha is None else bare_sha256(sha)
+    return Source(judge, model, name, version, sha, fingerprint)
 
 
-def sources_for(
-    judge: str, model: str | None, prompt: PromptRef | None, fingerprint: str | None
-) -> Source:
-    """The source row of a judge's judgments, given its model, prompt and (masked) fingerprint
-    JSON (made once: `sources_for_columns` keeps the last few)."""
-    return sources_for_columns(judge, model, *_prompt_columns(prompt), fingerprint)
-
-
-def _prompt_columns(prompt: PromptRef | None) -> tuple[str | None, str | None, str | None]:
+def prompt_columns(prompt: PromptRef | None) -> tuple[str | None, str | None, str | None]:
+    """A prompt's name, version and sha256 (all None without one)."""
     if prompt is None:
         return None, None, None
     return prompt.name, prompt.version, prompt.sha256
@@ -193,11 +181,6 @@ def _unencodable(value: Any) -> Any:
 def time_text(moment: datetime) -> str:
     """A time as the judgment's JSON (and the `created_at` column) writes it."""
     return to_json(moment).decode()[1:-1]
-
-
-def created_text(judgment: Judgment) -> str:
-    """`judgment.created_at` as its JSON (and the `created_at` column) writes it."""
-    return time_text(judgment.created_at)
 
 
 def id_json(value: str) -> str:
@@ -275,7 +258,7 @@ def judgment_json(judgment: Judgment) -> str:
     judgments equal those streamed from the store (tested)."""
     fields = vars(judgment)
     _, query_id, doc_id, status, grade, created_at, payload = encode(fields)
-    prompt_json = _prompt_json(*_prompt_columns(judgment.prompt))
+    prompt_json = _prompt_json(*prompt_columns(judgment.prompt))
     return (
         f'{{"query_id":{id_json(query_id)},"doc_id":{id_json(doc_id)},'
         f'"grade":{"null" if grade is None else int(grade)},"status":"{status}",'
@@ -308,10 +291,3 @@ def view_is_current(conn: sqlite3.Connection) -> bool:
         "SELECT sql FROM sqlite_master WHERE type = 'view' AND name = 'judgment_rows'"
     ).fetchone()
     return row is not None and row[0] == ROWS_VIEW
-
-
-def make_view(conn: sqlite3.Connection) -> None:
-    """Make the view `judgment_rows` this version's (in the caller's transaction)."""
-    if not view_is_current(conn):
-        conn.execute("DROP VIEW IF EXISTS judgment_rows")
-        conn.execute(ROWS_VIEW)

@@ -6,12 +6,11 @@ migration 8 needs to take a store of schema 7 or older there.
 
 from __future__ import annotations
 
-import contextlib
 import sqlite3
-from typing import Any, NamedTuple
+from typing import Any
 
 from grader.models import Judgment
-from grader.store.judgment_rows import Source, encode_key, id_json, source_id, sources_for_columns
+from grader.store.judgment_rows import Source, encode_key, source_id, sources_for_columns, time_text
 
 
 def pairs_table(name: str, key_type: str = "TEXT") -> str:
@@ -62,51 +61,13 @@ INDEXES = (
 DEFAULT_EXTRA = '"judges":null,"disagreement":null,"verification":null'
 """`extra` when NULL (migration 11 folds it into the payload)."""
 
-# Field names at the seams, in the order pydantic wrote them.
-_REASON = ',"reason":'
-_JUDGE = ',"judge":'
-_ATTEMPTS = ',"attempts":'
-_CREATED = ',"created_at":"'
-_JUDGES = '","judges":'
-
-
-class _Parts(NamedTuple):
-    head: str
-    tail: str
-    created_at: str
-    extra: str | None  # None: DEFAULT_EXTRA
-
-
-def _split(text: str) -> _Parts:
-    """The parts of a judgment's JSON as pydantic writes it. Each seam is the first of its
-    field name after the previous seam: string values escape their quotes, so a name with its
-    quote and colon cannot occur inside one."""
-    head_at = text.index(_REASON) + 1
-    judge_at = text.index(_JUDGE, head_at)
-    tail_at = text.index(_ATTEMPTS, judge_at) + 1
-    created_at = text.index(_CREATED, tail_at)
-    extra_at = text.index(_JUDGES, created_at)
-    extra = text[extra_at + 2 : -1]
-    return _Parts(
-        head=text[head_at:judge_at],
-        tail=text[tail_at:created_at],
-        created_at=text[created_at + len(_CREATED) : extra_at],
-        extra=None if extra == DEFAULT_EXTRA else extra,
-    )
-
-
-def _assemble(
-    qid: str, did: str, grade: int | None, status: str, parts: _Parts, source: Source, key: str
-) -> str:
-    """A judgment's JSON from its schema 8 row (`_split` undone)."""
-    grade_json = "null" if grade is None else str(grade)
-    return (
-        f'{{"query_id":{id_json(qid)},"doc_id":{id_json(did)},"grade":{grade_json},'
-        f'"status":"{status}",{parts.head},"judge":{source.judge_json},'
-        f'"prompt":{source.prompt_json},"key":{id_json(key)},{parts.tail},'
-        f'"created_at":"{parts.created_at}",'
-        f"{DEFAULT_EXTRA if parts.extra is None else parts.extra}}}"
-    )
+_NAMES = list(Judgment.model_fields)
+_PARTS = [
+    set(_NAMES[_NAMES.index(first) + 1 : _NAMES.index(end) if end else None])
+    for first, end in (("status", "judge"), ("key", "created_at"), ("created_at", None))
+]
+"""The fields of `head`, `tail` and `extra`: the runs of fields pydantic writes between the
+columns (ids, grade, status), the source (judge, prompt), the key and `created_at`."""
 
 
 def _row_of(row: tuple[Any, ...]) -> tuple[tuple[Any, ...], Source]:
@@ -114,17 +75,13 @@ def _row_of(row: tuple[Any, ...]) -> tuple[tuple[Any, ...], Source]:
     created_at, fingerprint, judgment JSON) as schema 8 keeps it, and its source."""
     key, qid, did, judge, model, name, version, sha, status, grade = row[:10]
     source = sources_for_columns(judge, model, name, version, sha, row[11])
-    text = row[12]
-    for attempt in range(2):
-        # (a text not as pydantic writes it, e.g. spaces after the separators, goes through it)
-        with contextlib.suppress(ValueError):
-            parts = _split(text)
-            if text == _assemble(qid, did, grade, status, parts, source, key):
-                columns = (encode_key(key), qid, did, status, grade, parts.created_at)
-                return (*columns, parts.head, parts.tail, parts.extra), source
-        if attempt == 0:
-            text = Judgment.model_validate_json(text).model_dump_json()
-    raise ValueError(f"the judgment of {qid} {did} does not fit the store's layout")
+    judgment = Judgment.model_validate_json(row[12])
+    written = (judgment.key, judgment.query_id, judgment.doc_id, judgment.status, judgment.grade)
+    if written != (key, qid, did, status, grade):
+        raise ValueError(f"the judgment of {qid} {did} does not fit its columns")
+    head, tail, extra = (judgment.model_dump_json(include=part)[1:-1] for part in _PARTS)
+    columns = (encode_key(key), qid, did, status, grade, time_text(judgment.created_at))
+    return (*columns, head, tail, None if extra == DEFAULT_EXTRA else extra), source
 
 
 _BATCH = 5000

@@ -20,7 +20,7 @@ from grader.spelling import option
 from grader.store.busy import BusyCallback, BusyWait, StoreBusyError, busy_timeout_s, is_busy
 from grader.store.disk_full import full_error, is_full, roll_back
 from grader.store.journal import Journal, give_id, journals, stored_id
-from grader.store.judgment_rows import make_view, view_is_current
+from grader.store.judgment_rows import ROWS_VIEW, view_is_current
 from grader.store.migrations import MIGRATIONS, latest_version
 from grader.store.reading import StoreReading
 from grader.store.writing import StoreWriting, now_text
@@ -100,7 +100,8 @@ class Store(StoreWriting, StoreReading):
             self._migrate()
             if not view_is_current(self._conn):  # the view is this version's, made on open
                 with self._transaction("making the judgments view"):
-                    make_view(self._conn)
+                    self._conn.execute("DROP VIEW IF EXISTS judgment_rows")
+                    self._conn.execute(ROWS_VIEW)
             self._identify(had_schema)
         except StoreError:
             self.close()

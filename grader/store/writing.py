@@ -22,9 +22,10 @@ from grader.store.judgment_rows import (
     encode_key,
     encode_keys,
     from_journal_row,
+    prompt_columns,
     replaceable,
     source_id,
-    sources_for,
+    sources_for_columns,
 )
 
 if TYPE_CHECKING:
@@ -108,7 +109,8 @@ class StoreWriting:
             if fingerprint is not None:
                 model = fingerprint.get("model")
                 text = self._mask(json.dumps(fingerprint, sort_keys=True))
-            source = sources_for(judge, None if model is None else str(model), prompt, text)
+            model = None if model is None else str(model)
+            source = sources_for_columns(judge, model, *prompt_columns(prompt), text)
             known = self._sources[cache_key] = (fingerprint, source)
         return known[1]
 
