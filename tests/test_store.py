@@ -64,7 +64,8 @@ def test_get_many_handles_more_keys_than_sqlite_variables(tmp_path: Path) -> Non
 def test_call_log_masks_secrets(tmp_path: Path) -> None:
     secret = "sk-test-SECRET-123"
     with Store(tmp_path / "s.db", secrets=[secret]) as store:
-        store.log_calls(
+        store.put_many(
+            [],
             [
                 CallRecord(
                     key="k1",
@@ -81,7 +82,7 @@ def test_call_log_masks_secrets(tmp_path: Path) -> None:
                     error_type="AuthenticationError",
                     error_message=f"bad key {secret}",
                 )
-            ]
+            ],
         )
         (call,) = store.calls("k1")
         assert call["attempt"] == 2 and call["http_status"] == 401

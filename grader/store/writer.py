@@ -156,12 +156,9 @@ class StoreWriter:
 
     def _write(self, store: Store, held: _Held) -> None:
         """One attempt; what is committed leaves `held`, so a retry never repeats it."""
-        if held.judgments:
-            store.put_many(held.judgments)
-            held.judgments = []
-        if held.calls:
-            store.log_calls(held.calls)
-            held.calls = []
+        if held:
+            store.put_many(held.judgments, held.calls)
+            held.judgments, held.calls = [], []
         if store.journal_pending():
             store.replay_journal()
 

@@ -183,30 +183,60 @@ class StoreWriting:
             record.output_mode,
         )
 
-    def put_many(self, items: Iterable[tuple[Judgment, Mapping[str, Any] | None]]) -> int:
-        """Store judgments with their fingerprints in one transaction, releasing this process's
-        leases on their keys; how many were written (an ok judgment is never replaced by a
-        failure, and a judge's first ok answer is final)."""
+    def put_many(
+        self,
+        items: Iterable[tuple[Judgment, Mapping[str, Any] | None]],
+        calls: Iterable[CallRecord] = (),
+    ) -> int:
+        """Store judgments with their fingerprints, and HTTP attempts in the call log, in one
+        transaction, releasing this process's leases on their keys; how many judgments were written
+        (an ok judgment is never replaced by a failure, and a judge's first ok answer is final)."""
         items = list(items)
-        rows = self.stored_rows(items)
-        with self._transaction():
-            written = self._upsert_stored(rows)
-            self._conn.executemany(INSERT_PAIR, (row.columns[:3] for row in rows))
-            release_stored(self._conn, (judgment.key for judgment, _ in items))
+        call_rows = [self._call_row(c) for c in calls]
+        keys = [judgment.key for judgment, _ in items]
+        return self._write([self.stored_rows(items)], calls=call_rows, release=keys)[0]
+
+    def write_rows(self, rows: Rows) -> None:
+        """Store rows from `rows()` in one transaction; writing them twice changes nothing."""
+        parts = [[from_journal_row(row) for row in rows.judgments]]
+        keys = [row[0] for row in rows.judgments]
+        self._write(parts, "writing journaled answers", calls=rows.calls, release=keys)
+
+    def write_stored_parts(
+        self, parts: Sequence[Sequence[StoredRow]], *, pairs: bool = True
+    ) -> list[int]:
+        """Store parts of rows already made (an import's) in one transaction; how many of each
+        part were written. `pairs=False`: their id pairs are listed already. Takes no lease."""
+        return self._write(parts, "writing imported answers", pairs=pairs)
+
+    def _write(
+        self,
+        parts: Sequence[Sequence[StoredRow]],
+        what: str = "writing to the store",
+        *,
+        pairs: bool = True,
+        calls: Sequence[tuple[Any, ...]] = (),
+        release: Sequence[str] = (),
+    ) -> list[int]:
+        """Store `parts` (with their id pairs unless `pairs` is false) and call rows, releasing this
+        process's leases on `release`, in one transaction; how many of each part were written."""
+        with self._transaction(what):
+            written = [self._upsert_stored(rows) for rows in parts]
+            for rows in parts if pairs else ():
+                self._conn.executemany(INSERT_PAIR, (r.columns[:3] for r in rows))
+            self._conn.executemany(INSERT_CALL, calls)
+            release_stored(self._conn, release)
         return written
 
     def _upsert_stored(self, rows: Sequence[StoredRow]) -> int:
         """Write rows (in the caller's transaction), each judge and prompt kept once in
         `judgment_sources`; how many rows were written."""
-        sources: dict[str, int] = {}  # ids of this transaction (a rollback forgets new ones)
         conn = self._conn
-        by_object: dict[int, tuple[Source, int]] = {}  # rows share a few Source objects
-        params = []
-        for columns, source, may_replace in rows:
-            known = by_object.get(id(source))
-            if known is None or known[0] is not source:
-                known = by_object[id(source)] = (source, source_id(conn, source, sources))
-            params.append((*columns[:3], known[1], *columns[3:], may_replace))
+        sources: dict[str, int] = {}  # ids of this transaction (a rollback forgets new ones)
+        params = [
+            (*columns[:3], source_id(conn, source, sources), *columns[3:], may_replace)
+            for columns, source, may_replace in rows
+        ]
         return conn.executemany(UPSERT_JUDGMENT, params).rowcount
 
     def put_pairs(self, pairs: Iterable[tuple[str, str, str]]) -> None:
@@ -228,31 +258,3 @@ class StoreWriting:
         with self._transaction():
             self._conn.executemany(UPSERT_QUERY, queries)
             self._conn.executemany(UPSERT_DOC, docs)
-
-    def log_calls(self, records: Iterable[CallRecord]) -> None:
-        """Append HTTP attempts to the call log. Secrets in the error message are masked."""
-        rows = [self._call_row(r) for r in records]
-        if rows:
-            with self._transaction():
-                self._conn.executemany(INSERT_CALL, rows)
-
-    def write_rows(self, rows: Rows) -> None:
-        """Store rows from `rows()` in one transaction; writing them twice changes nothing."""
-        with self._transaction("writing journaled answers"):
-            self._upsert_stored([from_journal_row(row) for row in rows.judgments])
-            pairs = ((encode_key(row[0]), row[1], row[2]) for row in rows.judgments)
-            self._conn.executemany(INSERT_PAIR, pairs)
-            self._conn.executemany(INSERT_CALL, rows.calls)
-            release_stored(self._conn, (row[0] for row in rows.judgments))
-
-    def write_stored_parts(
-        self, parts: Sequence[Sequence[StoredRow]], *, pairs: bool = True
-    ) -> list[int]:
-        """Store parts of rows already made (an import's) in one transaction; how many of each
-        part were written. `pairs=False`: their id pairs are listed already. Takes no lease."""
-        with self._transaction("writing imported answers"):
-            written = [self._upsert_stored(rows) for rows in parts]
-            if pairs:
-                for rows in parts:
-                    self._conn.executemany(INSERT_PAIR, (r.columns[:3] for r in rows))
-        return written
