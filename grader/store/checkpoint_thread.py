@@ -28,33 +28,28 @@ class Checkpoints:
 
     def __init__(self, path: str | Path) -> None:
         self._path = path
-        self._changed = threading.Condition()
-        self._asked = False
+        self._asked = threading.Event()
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name="relgrade-checkpoints", daemon=True)
         self._thread.start()
 
     def due(self) -> None:
         """Ask for a checkpoint (one more after the one running, if any)."""
-        with self._changed:
-            self._asked = True
-            self._changed.notify()
+        self._asked.set()
 
     def stop(self) -> None:
         """Checkpoint once more (what was committed before this call) and end the thread."""
-        with self._changed:
-            self._asked = self._stopping = True
-            self._changed.notify()
+        self._stopping = True
+        self._asked.set()
         self._thread.join()
 
     def _run(self) -> None:
         conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
         try:
             while True:
-                with self._changed:
-                    self._changed.wait_for(lambda: self._asked)
-                    self._asked = False
-                    last = self._stopping
+                self._asked.wait()
+                self._asked.clear()
+                last = self._stopping  # (set before the event: read after clearing it)
                 # A failed checkpoint loses nothing: the log keeps every commit, and the
                 # writers' connections checkpoint again once this thread is stopped.
                 with contextlib.suppress(sqlite3.Error):

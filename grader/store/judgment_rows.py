@@ -239,13 +239,12 @@ def from_journal_row(row: Sequence[Any]) -> StoredRow:
 # ---- a judgment's JSON, put back together -----------------------------------------------
 
 
-def json_sql(j: str, s: str, ids: str | None = None) -> str:
-    """SQL giving a judgment's whole JSON from judgments row `j` and source row `s`, with the ids of
-    row `ids` (default `j`); NULL_FIELDS left out come back null."""
-    ids = ids or j
+def json_sql(j: str, s: str) -> str:
+    """SQL giving a judgment's whole JSON from judgments row `j` and source row `s`; NULL_FIELDS
+    left out come back null."""
     return (
-        f"""'{{"query_id":' || json_quote({ids}.query_id) || ',"doc_id":'"""
-        f""" || json_quote({ids}.doc_id) || ',"grade":' || ifnull({j}.grade, 'null')"""
+        f"""'{{"query_id":' || json_quote({j}.query_id) || ',"doc_id":'"""
+        f""" || json_quote({j}.doc_id) || ',"grade":' || ifnull({j}.grade, 'null')"""
         f""" || ',"status":"' || {j}.status || '","judge":' || {s}.judge_json"""
         f""" || ',"prompt":' || {s}.prompt_json || ',"key":' || json_quote({key_sql(f"{j}.key")})"""
         f""" || ',"created_at":"' || {j}.created_at || '",'"""

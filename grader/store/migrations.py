@@ -240,7 +240,6 @@ MIGRATIONS: list[Migration] = [
             )""",
         ),
     ),
-    # Batch API jobs and which keys each holds (owner: grader.batch).
     Migration(2, "batch jobs", BATCH_STATEMENTS),
     # Every (query_id, doc_id) pair of each content key (pairs with equal texts share a key).
     Migration(
@@ -255,19 +254,14 @@ MIGRATIONS: list[Migration] = [
     ),
     # Leases on content keys in flight (owner: grader.store.claims).
     Migration(4, "claims on keys in flight", (CLAIMS_TABLE,)),
-    # Batch file exports for any inference engine (owner: grader.batch.files.exports).
     Migration(5, "batch file exports", EXPORT_STATEMENTS),
-    # The endpoint each Batch API job was sent to (owner: grader.batch), never the key.
     Migration(6, "batch job endpoint", apply=add_base_url_column),
-    # A leaner store (SCHEMA7_STATEMENTS above); every judgment's JSON is copied as it was.
     Migration(7, "judge fingerprints kept once", SCHEMA7_STATEMENTS, vacuum=True),
     # Judgments in parts, judge and prompt once in `judgment_sources` (grader.store.schema8).
     Migration(8, "judgments in parts", apply=upgrade_to_parts, vacuum=True),
-    # Export lines kept in file order (owner: grader.batch.files.exports).
     Migration(9, "export lines in file order", EXPORT_LINES_IN_FILE_ORDER),
     # Each HTTP attempt's output mode, refusals included (rows `mode_rejected`).
     Migration(10, "call output mode", ("ALTER TABLE calls ADD COLUMN output_mode TEXT",)),
-    # Judgments as columns and one payload (FOLD_STATEMENTS above).
     Migration(11, "judgments as columns and one payload", FOLD_STATEMENTS, vacuum=True),
 ]
 

@@ -127,19 +127,17 @@ class StoreReading:
         rows = self._select_by_ids("SELECT query_id, text FROM queries", "query_id", ids)
         return {qid: Query(query_id=qid, text=text) for qid, text in rows}
 
-    def docs(self, ids: Iterable[str] | None = None) -> dict[str, Doc]:
-        """Stored documents (all, or those among `ids`) with title and metadata."""
+    def docs(self, ids: Iterable[str] | None = None, *, whole: bool = True) -> dict[str, Doc]:
+        """Stored documents (all, or those among `ids`) with title and metadata, or (not `whole`)
+        their text only: what judging a reply to them reads."""
+        if not whole:
+            rows = self._select_by_ids("SELECT doc_id, text FROM docs", "doc_id", ids)
+            return {did: Doc(doc_id=did, text=text) for did, text in rows}
         rows = self._select_by_ids("SELECT doc_id, text, title, metadata FROM docs", "doc_id", ids)
         return {
             did: Doc(doc_id=did, text=text, title=title, metadata=json.loads(meta))
             for did, text, title, meta in rows
         }
-
-    def doc_texts(self, ids: Iterable[str]) -> dict[str, Doc]:
-        """Stored documents among `ids` with their text only (no title, no metadata): what
-        judging a reply to them reads (titles and metadata are not decoded)."""
-        rows = self._select_by_ids("SELECT doc_id, text FROM docs", "doc_id", ids)
-        return {did: Doc(doc_id=did, text=text) for did, text in rows}
 
     def long_doc_texts(self, ids: Iterable[str], longer_than: int) -> dict[str, str | None]:
         """The stored documents among `ids`, each with its text when over `longer_than` bytes of
