@@ -1,9 +1,6 @@
-"""Waiting for a store whose write lock another process holds: settings, event and backoff.
-
-SQLite's busy timeout is short (`busy_timeout_s`) so a wait is reported soon; then our loop retries
-with backoff as long as it takes, told through a `BusyCallback`. Set from the environment (mostly
-tests): `RELGRADE_STORE_BUSY_TIMEOUT`, `RELGRADE_STORE_BUSY_JOURNAL_AFTER`.
-"""
+"""Waiting for a store whose write lock another process holds: a short SQLite busy timeout so a
+wait is reported soon, then retries with backoff as long as it takes, told to a `BusyCallback`.
+Tests set `RELGRADE_STORE_BUSY_TIMEOUT` and `RELGRADE_STORE_BUSY_JOURNAL_AFTER`."""
 
 from __future__ import annotations
 

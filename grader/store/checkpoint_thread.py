@@ -1,9 +1,6 @@
-"""Checkpoints of a store's write-ahead log on a thread of their own, for bulk writes.
-
-Inside `checkpoints_beside` the writer's connections do not checkpoint at commit: `due()` asks a
-thread to run a PASSIVE checkpoint on its own connection (sqlite3 releases the GIL), so the copy and
-disk waits overlap the writer's work. Durability is SQLite's as before.
-"""
+"""Checkpoints of a store's write-ahead log on a thread of their own, for bulk writes: inside
+`checkpoints_beside` the writers do not checkpoint at commit, so the copy and its disk waits overlap
+their work (sqlite3 releases the GIL). Durability is SQLite's as before."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Leases on content keys in flight, so processes sharing one store pay for each key once.
-
-A claim finds a key `STORED`, `HELD` by another live owner, or `CLAIMED`; storing a judgment
-releases its lease in the same transaction. A lease is taken over once its process is gone (on this
-host) or not renewed for `LEASE_S` (on another).
-"""
+"""Leases on content keys in flight, so processes sharing one store pay for each key once. A lease
+is released in the transaction storing its judgment, and taken over once its process is gone (on
+this host) or not renewed for `LEASE_S` (on another)."""
 
 from __future__ import annotations
 

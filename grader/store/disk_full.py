@@ -1,7 +1,5 @@
-"""A full disk under the store: telling it from other errors, and naming the file system.
-
-SQLITE_FULL, ENOSPC or EDQUOT become `StoreFullError`, whose message names the file system.
-"""
+"""A full disk under the store (SQLITE_FULL, ENOSPC, EDQUOT): `StoreFullError`, naming the file
+system."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""An append-only journal beside the store for answers not stored yet.
-
-Named by the store's id (kept in the store: a moved store finds its journal, and an orphan journal
-is never replayed into another store made at the old place), replayed idempotently, shared between
-processes under a `flock`; when the disk is full, rescue journals go to another file system.
-"""
+"""An append-only journal beside the store for answers not stored yet, shared under a `flock` and
+replayed idempotently. Named by the store's id, so a moved store finds it and another store made at
+the old place never replays it; when the disk is full, rescue journals go to another file system."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""How the store keeps a judgment: a few columns and one payload, written by one encoder.
-
-Columns are what the store selects by (key as 32 bytes, ids, status, grade, time, source once in
-`judgment_sources`); every other field is the payload `encode` writes, so a new `Judgment` field
-changes models.py alone. `json_sql` puts the JSON back together in SQL.
-"""
+"""How the store keeps a judgment: the columns it selects by (key as 32 bytes, ids, status, grade,
+time, source once in `judgment_sources`) and one payload `encode` writes of every other field, so a
+new `Judgment` field changes models.py alone. `json_sql` puts the JSON back together in SQL."""
 
 from __future__ import annotations
 

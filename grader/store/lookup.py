@@ -1,9 +1,6 @@
-"""Set-based lookups of a run's content keys, for runs of a million pairs.
-
-A rerun decides which pairs are answered without parsing a judgment (one scan, or a join of a
-temporary key table) and later streams those rows to its outputs in pair order, the JSON made in
-SQL. Reads use their own connection, so they work after the run's `Store` is closed.
-"""
+"""Set-based lookups of a run's content keys, for runs of a million pairs: which pairs are answered,
+without parsing a judgment, and their rows streamed to the outputs with the JSON made in SQL. Own
+connections, so they work after the run's `Store` is closed."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""The store's schema, as a numbered list of migrations applied in order.
-
-Each runs in its own transaction and sets `PRAGMA user_version`. To change the schema, APPEND a
-`Migration` (never edit a released one): older stores upgrade on open, newer ones are refused.
-"""
+"""The store's schema as numbered migrations, each in its own transaction. To change the schema,
+APPEND a `Migration` (never edit a released one): old stores upgrade on open, newer are refused."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""A prompt's `name@version` means one text: checked against the judgments in the store.
-
-An edited prompt under an unchanged version would mix two prompts under one name, so
-`check_prompt_version` refuses it (unless `--allow-changed-prompt`); a version bump with identical
-requests is legal, and a note says it regrades for nothing.
-"""
+"""A prompt's `name@version` means one text: an edited prompt under an unchanged version is refused
+(unless `--allow-changed-prompt`); a version bump with identical requests is legal, with a note."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Reading the store: judgments by key or filter, every id pair's judgments, texts, the call
-log. A mixin of `grader.store.store.Store`, on its connection; judgments come back as JSON put
-together in SQL (`grader.store.judgment_rows.json_sql`, and the view `judgment_rows`).
-"""
+"""Reading the store, a mixin of `grader.store.store.Store`: judgments (JSON put together in SQL,
+`grader.store.judgment_rows.json_sql`), id pairs, texts, the call log."""
 
 from __future__ import annotations
 

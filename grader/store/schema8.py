@@ -1,8 +1,5 @@
-"""Schema 8 as migration 8 wrote it, frozen: judgments in parts, keys as raw bytes.
-
-Migration 11 folds the parts (`head`, `tail`, `extra`) into one payload; this module is what
-migration 8 needs to take a store of schema 7 or older there.
-"""
+"""Migration 8, frozen: judgments in parts (`head`, `tail`, `extra`, which migration 11 folds into
+one payload) with their judge and prompt once in `judgment_sources`, keys as raw bytes."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""The judgment store: SQLite (WAL) keyed by content key, with the texts and a call log.
-
-Writing is `grader.store.writing`, reading `grader.store.reading`. A write waits, as long as it
-takes, while another process holds the lock, telling `on_busy` (`grader.store.busy`); in a
-`no_wait()` block it raises StoreBusyError after one attempt instead (the writer waits its own way).
-"""
+"""The judgment store: SQLite (WAL) keyed by content key, with the texts and a call log (writing:
+`grader.store.writing`, reading: `grader.store.reading`). A write waits for the lock as long as it
+takes, telling `on_busy`; in a `no_wait()` block it raises StoreBusyError after one attempt."""
 
 from __future__ import annotations
 

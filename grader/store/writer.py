@@ -1,9 +1,6 @@
-"""Batched writes of judgments and call records to the store, for the grading pipeline.
-
-A `durable` writer journals each paid answer as it is queued. A busy store is waited for as long as
-it takes (answers moved to the journal after `journal_after_s`), a full disk sends them to a journal
-or rescue journal and stops the run; the next open replays them.
-"""
+"""Batched writes of judgments and call records, for the grading pipeline. A busy store is waited
+for (answers journaled after `journal_after_s`; a `durable` writer journals each as queued); a full
+disk sends them to a journal or rescue journal and stops the run. The next open replays them."""
 
 from __future__ import annotations
 
