@@ -60,10 +60,6 @@ class Claim:
     judgment: Judgment | None = None
 
 
-_CLAIMED = Claim(Outcome.CLAIMED)
-_HELD = Claim(Outcome.HELD)
-
-
 def _process_start(pid: int) -> str | None:
     """The start time of process `pid` (Linux /proc, clock ticks since boot); None if unknown."""
     try:
@@ -171,12 +167,12 @@ class ClaimBook:
                         continue
                     lease = leases.get(key)
                     if lease is not None and self._live(*lease):
-                        found[key] = _HELD
+                        found[key] = Claim(Outcome.HELD)
                         continue
                     if lease is not None and lease[0] != self.owner:
                         self.taken_over += 1
                     claimed.append(key)
-                    found[key] = _CLAIMED
+                    found[key] = Claim(Outcome.CLAIMED)
                 now = time.time()
                 conn.execute(
                     _LEASE_ALL, (self.owner, self.pid, self.pid_start, self.host, now,

@@ -46,22 +46,15 @@ def no_room(path: str | Path) -> bool:
 
 
 def _mount_of(path: Path) -> tuple[str, str]:
-    """(mount point, file system type) of the mount holding `path` (Linux /proc/mounts)."""
-    best = ("/", "?")
+    """(mount point, file system type) of the mount holding `path` (Linux /proc/mounts; the last
+    of those mounted at its longest point)."""
     try:
         with open("/proc/mounts", encoding="utf-8", errors="replace") as fh:
-            mounts = [line.split() for line in fh]
+            mounts = [(f[1].replace("\\040", " "), f[2]) for f in map(str.split, fh) if len(f) > 2]
     except OSError:
-        return best
-    text = str(path)
-    for fields in mounts:
-        if len(fields) < 3:
-            continue
-        point = fields[1].replace("\\040", " ")
-        inside = text == point or text.startswith(point.rstrip("/") + "/")
-        if inside and len(point) >= len(best[0]):
-            best = (point, fields[2])
-    return best
+        mounts = []
+    inside = [m for m in reversed(mounts) if path.is_relative_to(m[0])]
+    return max(inside, key=lambda m: len(m[0]), default=("/", "?"))
 
 
 def file_system(path: str | Path) -> str:

@@ -32,11 +32,6 @@ class Rows:
     def __len__(self) -> int:
         return len(self.judgments) + len(self.calls)
 
-    def extend(self, other: Rows) -> None:
-        """Append `other`'s rows to these."""
-        self.judgments.extend(other.judgments)
-        self.calls.extend(other.calls)
-
 
 def stored_id(conn: sqlite3.Connection) -> str | None:
     """The id of the store open on `conn`, or None when it has none yet."""

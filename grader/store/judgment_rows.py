@@ -153,16 +153,12 @@ class _Required:
         self.name = name
 
 
-def _payload_defaults() -> dict[str, Any]:
-    """Each payload field of `Judgment`, in the model's order, with its default."""
-    return {
-        name: _Required(name) if info.is_required() else info.get_default(call_default_factory=True)
-        for name, info in Judgment.model_fields.items()
-        if name not in COLUMN_FIELDS
-    }
-
-
-_PAYLOAD_DEFAULTS = _payload_defaults()
+_PAYLOAD_DEFAULTS = {
+    name: _Required(name) if info.is_required() else info.get_default(call_default_factory=True)
+    for name, info in Judgment.model_fields.items()
+    if name not in COLUMN_FIELDS
+}
+"""Each payload field of `Judgment`, in the model's order, with its default."""
 NULL_FIELDS = tuple(name for name, default in _PAYLOAD_DEFAULTS.items() if default is None)
 """The payload fields whose default is None: a payload leaves out those that are None."""
 _NULLS_BACK = ", ".join(f"'$.{name}', NULL" for name in NULL_FIELDS)
