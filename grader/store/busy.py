@@ -5,6 +5,7 @@ Tests set `RELGRADE_STORE_BUSY_TIMEOUT` and `RELGRADE_STORE_BUSY_JOURNAL_AFTER`.
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import time
 from collections.abc import Callable
@@ -59,20 +60,12 @@ def seconds_from_env(name: str, default: float) -> float:
     raw = os.environ.get(name, "").strip().lower()
     if not raw:
         return default
-    scale = 1.0
-    if raw.endswith("ms"):
-        raw, scale = raw[:-2], 0.001
-    elif raw.endswith("s"):
-        raw = raw[:-1]
-    try:
-        value = float(raw) * scale
-    except ValueError:
-        value = -1.0
-    if not value >= 0 or value == float("inf"):
+    found = re.fullmatch(r"(\d+\.?\d*|\.\d+)\s*(ms|s)?", raw)
+    if found is None:
         raise StoreError(
             f"${name}={os.environ[name]!r} is not a duration; give seconds, e.g. {name}=2 or 500ms"
         )
-    return value
+    return float(found[1]) * (0.001 if found[2] == "ms" else 1.0)
 
 
 def busy_timeout_s() -> float:

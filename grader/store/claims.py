@@ -132,11 +132,9 @@ class ClaimBook:
         if owner == self.owner:
             return False
         if host == self.host:
-            # On this host a lease lives exactly as long as its process: a dead owner is known
-            # at once, and a live one that could not renew (another process held the store's
-            # write lock past the lease) may still store its answer, so it is not taken over
-            # (paid twice). One that never answers is waited for only so long (the run's
-            # HOLD_WAIT_S).
+            # On this host a lease lives as long as its process: one that could not renew (the
+            # store's lock held past the lease) may still store its answer, so it is not taken
+            # over, paid twice (the run waits HOLD_WAIT_S at most).
             return pid_alive(pid, pid_start)
         return expires > time.time()  # on another host, only the expiry tells
 

@@ -155,10 +155,8 @@ class Journal:
 
     def _read(self, fd: int) -> Rows:
         os.lseek(fd, 0, os.SEEK_SET)
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        lines = b"".join(chunks).split(b"\n")
+        with open(fd, "rb", closefd=False) as fh:
+            lines = fh.read().split(b"\n")
         rows = Rows()
         for number, line in enumerate(lines, start=1):
             if not line.strip():

@@ -24,9 +24,6 @@ COLUMN_FIELDS = ("key", "query_id", "doc_id", "status", "grade", "created_at", "
 payload."""
 
 
-# ---- keys -------------------------------------------------------------------------------
-
-
 def encode_key(key: str) -> bytes | str:
     """The stored form of a content key: `sha256:<64 lowercase hex>` as its 32 bytes; any other
     text (never written by relgrade's key functions) as it is."""
@@ -66,9 +63,6 @@ def key_sql(column: str) -> str:
         f"CASE typeof({column}) WHEN 'blob' THEN '{KEY_TAG}' || lower(hex({column}))"
         f" ELSE {column} END"
     )
-
-
-# ---- sources ----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -141,9 +135,6 @@ def source_id(conn: sqlite3.Connection, source: Source, cache: dict[str, int]) -
         columns = (signature, *astuple(source), source.judge_json, source.prompt_json)
         found = cache[signature] = conn.execute(_INSERT_SOURCE, columns).fetchone()[0]
     return found
-
-
-# ---- the encoder ------------------------------------------------------------------------
 
 
 class _Required:
@@ -227,9 +218,6 @@ def from_journal_row(row: Sequence[Any]) -> StoredRow:
     judgment = Judgment.model_validate_json(row[12])
     fields = {**vars(judgment), "key": key, "query_id": qid, "doc_id": did}
     return StoredRow(encode(fields), source, row[13] if len(row) > 13 else 0)
-
-
-# ---- a judgment's JSON, put back together -----------------------------------------------
 
 
 def json_sql(j: str, s: str) -> str:

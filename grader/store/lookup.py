@@ -139,9 +139,8 @@ class StoredReader:
             yield self._block(rows[start : start + block])
 
     def _block(self, part: Sequence[StoredRef]) -> Block:
-        # SQLite puts each judgment together with its row's own ids, in the block's order (a
-        # row id may come twice: pairs sharing a content); only a pair whose ids differ from
-        # its row's has them replaced here.
+        # SQLite writes each judgment with its row's ids, in the block's order (a row may come
+        # twice: pairs sharing a content); a pair whose ids differ has them replaced here.
         found = self._conn.execute(
             f"SELECT j.rowid, j.query_id, j.doc_id, {json_sql('j', 's')},"
             " j.query_id || ' 0 ' || j.doc_id || ' ' || j.grade"

@@ -87,12 +87,10 @@ class Store(StoreWriting, StoreReading):
         if not self.path.parent.exists():
             raise NotAStore("the folder does not exist", path=self.path, hint="create it first")
         try:
-            had_schema = self.path.exists() and self.path.stat().st_size > 0
-            had_schema = had_schema and self.schema_version > 0
-            if not self.path.exists() or self.path.stat().st_size == 0:
-                # A new store: pages that fit 7 LLM judgments (~1.1 KB) rather than 3, so
-                # less of each page is left unused; fixed once in WAL mode.
+            new = not self.path.exists() or self.path.stat().st_size == 0
+            if new:  # pages that fit 7 LLM judgments (~1.1 KB), not 3; fixed once in WAL mode
                 self._conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
+            had_schema = not new and self.schema_version > 0
             self._wait(lambda: self._conn.execute("PRAGMA journal_mode = WAL"), "opening the store")
             self._migrate()
             if not view_is_current(self._conn):  # the view is this version's, made on open
@@ -100,9 +98,6 @@ class Store(StoreWriting, StoreReading):
                     self._conn.execute("DROP VIEW IF EXISTS judgment_rows")
                     self._conn.execute(ROWS_VIEW)
             self._identify(had_schema)
-        except StoreError:
-            self.close()
-            raise
         except sqlite3.DatabaseError as exc:
             self.close()
             if is_full(exc, self.path):
@@ -115,10 +110,13 @@ class Store(StoreWriting, StoreReading):
                     "give store= the path of a relgrade store or of a new file",
                 ),
             ) from None
+        except BaseException:
+            self.close()
+            raise
         if self.journal_pending():
             try:
                 self.replay_journal()
-            except StoreError:
+            except BaseException:
                 self.close()
                 raise
 
@@ -136,8 +134,6 @@ class Store(StoreWriting, StoreReading):
                 self._conns.append(conn)
             self._local.conn = conn
         return conn
-
-    # ---- lifecycle -----------------------------------------------------------------------
 
     def set_cache(self, kib: int) -> None:
         """Let this thread's connection keep up to `kib` KiB of pages (SQLite's default is
