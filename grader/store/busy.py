@@ -68,17 +68,6 @@ def seconds_from_env(name: str, default: float) -> float:
     return float(found[1]) * (0.001 if found[2] == "ms" else 1.0)
 
 
-def busy_timeout_s() -> float:
-    """How long one attempt waits inside SQLite ($RELGRADE_STORE_BUSY_TIMEOUT, default 2 s)."""
-    return seconds_from_env("RELGRADE_STORE_BUSY_TIMEOUT", BUSY_TIMEOUT_S)
-
-
-def journal_after_s() -> float:
-    """How long the writer holds answers in memory before journaling them
-    ($RELGRADE_STORE_BUSY_JOURNAL_AFTER, default 10 s)."""
-    return seconds_from_env("RELGRADE_STORE_BUSY_JOURNAL_AFTER", JOURNAL_AFTER_S)
-
-
 class BusyWait:
     """One wait for the lock: backoff between attempts and the events to report (start, every
     `REPORT_EVERY_S`, over). Call `failed()` after each busy attempt and `done()` at the end."""

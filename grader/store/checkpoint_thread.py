@@ -42,7 +42,7 @@ class Checkpoints:
 
     def _run(self) -> None:
         conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
-        try:
+        with contextlib.closing(conn):
             while True:
                 self._asked.wait()
                 self._asked.clear()
@@ -53,14 +53,11 @@ class Checkpoints:
                     conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
                 if last:
                     return
-        finally:
-            conn.close()
 
 
 @contextlib.contextmanager
 def checkpoints_beside(path: str | Path, writers: Sequence[Writer]) -> Iterator[Checkpoints]:
-    """`writers` (connections to the store at `path`) stop checkpointing at commit, and a
-    thread checkpoints when asked (see the module docstring)."""
+    """`writers` of the store at `path` stop checkpointing at commit; a thread does it, asked."""
     for writer in writers:
         writer.set_autocheckpoint(0)
     checkpoints = Checkpoints(path)

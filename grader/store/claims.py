@@ -78,9 +78,7 @@ def pid_alive(pid: int, start: str | None) -> bool:
     """Whether process `pid` on this host is running and is the one that started at `start`."""
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
+    except PermissionError:  # running, as another user
         return True
     except OSError:
         return False
@@ -104,8 +102,7 @@ def release_stored(conn: sqlite3.Connection, keys: Iterable[str]) -> None:
 
 
 class ClaimBook:
-    """One run's leases in the store at `path`, through its own connection (thread-safe, so
-    the async methods run off the event loop)."""
+    """One run's leases in the store at `path`, on a connection of its own (thread-safe)."""
 
     def __init__(self, path: str | Path, *, lease_s: float = LEASE_S) -> None:
         self.path = Path(path)

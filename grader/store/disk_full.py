@@ -46,8 +46,7 @@ def no_room(path: str | Path) -> bool:
 
 
 def _mount_of(path: Path) -> tuple[str, str]:
-    """(mount point, file system type) of the mount holding `path` (Linux /proc/mounts; the last
-    of those mounted at its longest point)."""
+    """(mount point, type) of the last mount at the longest point holding `path` (/proc/mounts)."""
     try:
         with open("/proc/mounts", encoding="utf-8", errors="replace") as fh:
             mounts = [(f[1].replace("\\040", " "), f[2]) for f in map(str.split, fh) if len(f) > 2]

@@ -106,8 +106,7 @@ def sources_for_columns(
     sha: str | None,
     fingerprint: str | None,
 ) -> Source:
-    """The Source of these columns (fingerprint: masked JSON), made once (its JSON texts are
-    cached on it)."""
+    """The Source of these columns (fingerprint: masked JSON), made once."""
     sha = None if sha is None else bare_sha256(sha)
     return Source(judge, model, name, version, sha, fingerprint)
 
@@ -221,8 +220,7 @@ def from_journal_row(row: Sequence[Any]) -> StoredRow:
 
 
 def json_sql(j: str, s: str) -> str:
-    """SQL giving a judgment's whole JSON from judgments row `j` and source row `s`; NULL_FIELDS
-    left out come back null."""
+    """SQL giving a judgment's JSON from judgments row `j` and source row `s` (nulls put back)."""
     return (
         f"""'{{"query_id":' || json_quote({j}.query_id) || ',"doc_id":'"""
         f""" || json_quote({j}.doc_id) || ',"grade":' || ifnull({j}.grade, 'null')"""

@@ -89,8 +89,7 @@ BATCH_STATEMENTS: tuple[str, ...] = (
 
 
 def add_base_url_column(conn: sqlite3.Connection) -> None:
-    """Add `batch_jobs.base_url` (the endpoint of each job, without credentials or query; never
-    the key), unless a store migrated by hand already has it."""
+    """Add `batch_jobs.base_url` (never the key) unless a store migrated by hand has it."""
     columns = {row[1] for row in conn.execute("PRAGMA table_info(batch_jobs)")}
     if "base_url" not in columns:
         conn.execute("ALTER TABLE batch_jobs ADD COLUMN base_url TEXT")

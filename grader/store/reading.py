@@ -71,8 +71,7 @@ class StoreReading:
         return {decode_key(key): status for key, status in rows}
 
     def iter_judgments(self, **where: str) -> Iterator[Judgment]:
-        """Stored judgments whose columns (status, judge, model, prompt_name...) equal `where`,
-        ordered by (query_id, doc_id, judge)."""
+        """Stored judgments whose columns equal `where`, by (query_id, doc_id, judge)."""
         if not set(where) <= _FILTERS:
             raise ValueError(f"iter_judgments filters on {sorted(_FILTERS)}")
         sql = "SELECT judgment FROM judgment_rows"
@@ -160,8 +159,7 @@ class StoreReading:
         return list(select_in(self._conn, f"{sql} WHERE {column} IN ({{}})", ids))
 
     def pairs_without_texts(self) -> int:
-        """How many id pairs with a stored judgment lack their query or document text (the store
-        alone cannot regrade them)."""
+        """How many id pairs with a stored judgment lack their query or document text."""
         row = self._conn.execute(
             "SELECT COUNT(*) FROM (SELECT DISTINCT p.query_id, p.doc_id FROM judgment_pairs p"
             " JOIN judgments j ON j.key = p.key"

@@ -68,8 +68,7 @@ columns (ids, grade, status), the source (judge, prompt), the key and `created_a
 
 
 def _row_of(row: tuple[Any, ...]) -> tuple[tuple[Any, ...], Source]:
-    """A schema 7 row (key, ids, judge, model, prompt name/version/sha, status, grade,
-    created_at, fingerprint, judgment JSON) as schema 8 keeps it, and its source."""
+    """A schema 7 row (columns, fingerprint, JSON) as schema 8 keeps it, and its source."""
     key, qid, did, judge, model, name, version, sha, status, grade = row[:10]
     source = sources_for_columns(judge, model, name, version, sha, row[11])
     judgment = Judgment.model_validate_json(row[12])

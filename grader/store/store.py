@@ -14,7 +14,14 @@ from pathlib import Path
 from grader.errors import NotAStore, StoreError
 from grader.models import Doc, Query
 from grader.spelling import option
-from grader.store.busy import BusyCallback, BusyWait, StoreBusyError, busy_timeout_s, is_busy
+from grader.store.busy import (
+    BUSY_TIMEOUT_S,
+    BusyCallback,
+    BusyWait,
+    StoreBusyError,
+    is_busy,
+    seconds_from_env,
+)
 from grader.store.disk_full import full_error, is_full, roll_back
 from grader.store.journal import Journal, give_id, journals, stored_id
 from grader.store.judgment_rows import ROWS_VIEW, view_is_current
@@ -44,9 +51,8 @@ def text_rows(
 def connect_beside(
     path: str | Path, table: str, what: str, *, pragmas: Sequence[str] = ()
 ) -> sqlite3.Connection:
-    """An autocommit connection beside the Store's (WAL lets them sit side by side) for tables
-    other modules own: waits 30 s for a lock, runs `pragmas`, and checks `table` can be read; else
-    StoreError ("cannot read the `what`")."""
+    """An autocommit connection beside the Store's, for tables other modules own: runs `pragmas`
+    and checks `table` can be read; else StoreError ("cannot read the `what`")."""
     try:
         conn = sqlite3.connect(path, isolation_level=None, timeout=30.0)
         for pragma in pragmas:
@@ -78,7 +84,7 @@ class Store(StoreWriting, StoreReading):
         self.journal, *self.rescues = journals(self.path, None)
         self.legacy: list[Journal] = []  # journals named as before ids (a store from then)
         self.store_id = ""
-        self._busy_timeout_s = busy_timeout_s()
+        self._busy_timeout_s = seconds_from_env("RELGRADE_STORE_BUSY_TIMEOUT", BUSY_TIMEOUT_S)
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
@@ -141,8 +147,7 @@ class Store(StoreWriting, StoreReading):
         self._conn.execute(f"PRAGMA cache_size = -{int(kib)}")
 
     def set_autocheckpoint(self, pages: int) -> None:
-        """Let this thread's connection checkpoint at the commit that takes the log past
-        `pages` pages (0: never; see `grader.store.checkpoint_thread`)."""
+        """Checkpoint this thread's connection at commits past `pages` pages of log (0: never)."""
         self._conn.execute(f"PRAGMA wal_autocheckpoint = {int(pages)}")
 
     def close(self) -> None:
@@ -194,8 +199,7 @@ class Store(StoreWriting, StoreReading):
 
     @contextlib.contextmanager
     def _transaction(self, what: str = "writing to the store") -> Iterator[None]:
-        """BEGIN IMMEDIATE (waiting for the lock), then COMMIT, or a rollback (a full disk
-        raising StoreFullError) when the block or the commit raises."""
+        """BEGIN IMMEDIATE (waiting for the lock), then COMMIT, or roll back (a full disk said)."""
         self._wait(lambda: self._conn.execute("BEGIN IMMEDIATE"), what)
         try:
             yield
@@ -254,8 +258,7 @@ class Store(StoreWriting, StoreReading):
         return any(j.pending() for j in [self.journal, *self.rescues, *self.legacy])
 
     def replay_journal(self) -> int:
-        """Store every row of the journal beside the store (and of the rescue journals) and
-        remove it; how many rows."""
+        """Store every row of the store's journals and remove them; how many rows."""
         count = 0
         for journal in [self.journal, *self.rescues, *self.legacy]:
             if journal is not self.journal and not journal.pending():

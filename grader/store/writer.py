@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.models import CallRecord, Judgment
-from grader.store.busy import BusyWait, StoreBusyError
-from grader.store.busy import journal_after_s as journal_after_s_env
+from grader.store.busy import JOURNAL_AFTER_S, BusyWait, StoreBusyError, seconds_from_env
 from grader.store.disk_full import StoreFullError
 from grader.store.store import Store
 
@@ -36,15 +35,16 @@ class _Held:
 
 
 class StoreWriter:
-    """Buffers judgments and call records and commits them in small batches (`FLUSH_SIZE`
-    judgments, or as flushed). Thread-safe; one flush runs at a time."""
+    """Commits judgments and call records in small batches; thread-safe, one flush at a time."""
 
     def __init__(
         self, store: Store | None, *, journal_after_s: float | None = None, durable: bool = False
     ) -> None:
         self.store = store
         self.durable = durable and store is not None
-        self.journal_after_s = journal_after_s_env() if journal_after_s is None else journal_after_s
+        if journal_after_s is None:
+            journal_after_s = seconds_from_env("RELGRADE_STORE_BUSY_JOURNAL_AFTER", JOURNAL_AFTER_S)
+        self.journal_after_s = journal_after_s
         self._queue = _Held()
         self._lock = threading.Lock()
         self._flushing = threading.Lock()
@@ -160,8 +160,7 @@ class StoreWriter:
             store.replay_journal()
 
     def _keep(self, store: Store, held: _Held, exc: StoreFullError) -> None:
-        """The disk under the store is full: keep `held` in the first journal with room, else
-        in memory (module docstring)."""
+        """The store's disk is full: keep `held` in the first journal with room, else in memory."""
         self.full = exc
         if not held:
             return
@@ -172,8 +171,7 @@ class StoreWriter:
             self.kept[path] = self.kept.get(path, 0) + len(held.judgments)
 
     def full_error(self) -> StoreFullError | None:
-        """When the disk was found full: the error telling where the answers not stored are
-        (call after the last flush)."""
+        """The error telling where the answers a full disk left are (after the last flush)."""
         if self.full is None:
             return None
         kept = "; ".join(f"{n:,} in {path}" for path, n in self.kept.items() if n)

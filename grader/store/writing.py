@@ -126,9 +126,8 @@ class StoreWriting:
     def stored_row(
         self, fields: Mapping[str, Any], source: Source, replaceable: int = 0
     ) -> StoredRow:
-        """The row the store writes of a judgment with these fields by name (`encode`; the rest at
-        the model's defaults), secrets masked, from `source`: an import makes a million without the
-        Judgment."""
+        """The row of a judgment with these fields by name (`encode`), secrets masked, from
+        `source`: an import makes a million without the Judgment."""
         columns = encode(fields)
         if self._secrets:
             columns = (*columns[:6], self._mask(columns[6]))
@@ -188,9 +187,8 @@ class StoreWriting:
         items: Iterable[tuple[Judgment, Mapping[str, Any] | None]],
         calls: Iterable[CallRecord] = (),
     ) -> int:
-        """Store judgments with their fingerprints, and HTTP attempts in the call log, in one
-        transaction, releasing this process's leases on their keys; how many judgments were written
-        (an ok judgment is never replaced by a failure, and a judge's first ok answer is final)."""
+        """Store judgments with their fingerprints, and HTTP attempts, in one transaction, releasing
+        this process's leases on their keys; how many judgments were written."""
         items = list(items)
         call_rows = [self._call_row(c) for c in calls]
         keys = [judgment.key for judgment, _ in items]
@@ -229,8 +227,7 @@ class StoreWriting:
         return written
 
     def _upsert_stored(self, rows: Sequence[StoredRow]) -> int:
-        """Write rows (in the caller's transaction), each judge and prompt kept once in
-        `judgment_sources`; how many rows were written."""
+        """Write rows in the caller's transaction; how many were written."""
         conn = self._conn
         sources: dict[str, int] = {}  # ids of this transaction (a rollback forgets new ones)
         params = [
