@@ -116,8 +116,7 @@ class Journal:
         if not lines:
             return
         data = "".join(lines).encode()
-        if not self.path.parent.is_dir():
-            self.path.parent.mkdir(parents=True, exist_ok=True)  # (a rescue journal's folder)
+        self.path.parent.mkdir(parents=True, exist_ok=True)  # (a rescue journal's folder)
         with self._locked(create=True) as fd:
             assert fd is not None
             size = os.fstat(fd).st_size

@@ -4,6 +4,7 @@ connections, so they work after the run's `Store` is closed."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -105,7 +106,7 @@ class Block:
     count: int
 
 
-class StoredReader:
+class StoredReader(contextlib.AbstractContextManager["StoredReader"]):
     """Streams stored judgments to a run's outputs through its own connection (`blocks`)."""
 
     def __init__(self, path: str | Path) -> None:
@@ -114,9 +115,6 @@ class StoredReader:
 
     def close(self) -> None:
         self._conn.close()
-
-    def __enter__(self) -> StoredReader:
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()

@@ -65,7 +65,7 @@ def connect_beside(
     return conn
 
 
-class Store(StoreWriting, StoreReading):
+class Store(StoreWriting, StoreReading, contextlib.AbstractContextManager["Store"]):
     """A judgment store at `path` (created and migrated on open; a journal left beside it is
     replayed). Waits for the write lock while another process holds it, telling `on_busy`."""
 
@@ -157,9 +157,6 @@ class Store(StoreWriting, StoreReading):
         for conn in conns:
             conn.close()
         self._local = threading.local()
-
-    def __enter__(self) -> Store:
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
