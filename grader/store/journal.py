@@ -8,6 +8,7 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import mmap
 import os
 import sqlite3
 import tempfile
@@ -122,7 +123,8 @@ class Journal:
             size = os.fstat(fd).st_size
             if size:
                 # A line cut short by a killed appender (we hold the lock, so it is dead): drop it.
-                size = _complete_length(fd, size)
+                with mmap.mmap(fd, size, access=mmap.ACCESS_READ) as text:
+                    size = text.rfind(b"\n") + 1
                 os.ftruncate(fd, size)
             os.lseek(fd, 0, os.SEEK_END)
             try:
@@ -198,19 +200,6 @@ class Journal:
                     return
             finally:
                 os.close(fd)  # also releases the lock
-
-
-def _complete_length(fd: int, size: int) -> int:
-    """The length of the file up to and including its last newline."""
-    end = size
-    while end > 0:
-        start = max(0, end - 4096)
-        block = os.pread(fd, end - start, start)
-        cut = block.rfind(b"\n")
-        if cut >= 0:
-            return start + cut + 1
-        end = start
-    return 0
 
 
 def _fsync_dir(folder: Path) -> None:
