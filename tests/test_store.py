@@ -10,7 +10,8 @@ import pytest
 from grader.errors import StoreError
 from grader.models import CallRecord, Doc, Query, Usage
 from grader.store import migrations as store_migrations
-from grader.store.store import Store, text_rows
+from grader.store.store import Store
+from grader.store.writing import text_rows
 from tests.helpers.judgments import FP, failed, ok
 
 

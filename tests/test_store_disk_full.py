@@ -179,8 +179,8 @@ def test_answers_of_a_full_disk_go_to_the_journal_and_are_replayed(tmp_path: Pat
     store = Store(path)
     store.put_many = _FullOnce(store, 1)  # type: ignore[method-assign]
     writer = StoreWriter(store)
-    writer.add(ok("k1"), FP)
-    writer.add(ok("k2"), FP)
+    writer.add_group([(ok("k1"), FP)])
+    writer.add_group([(ok("k2"), FP)])
     writer.flush()  # does not raise: the answers are kept
     assert isinstance(writer.full, StoreFullError)
     assert store.journal.pending() and writer.kept == {store.journal.path: 2}
@@ -209,7 +209,7 @@ def test_answers_no_journal_takes_stay_in_memory_until_room_is_made(
 
     monkeypatch.setattr(journal, "append", no_room)
     writer = StoreWriter(store)
-    writer.add(ok("k1"), FP)
+    writer.add_group([(ok("k1"), FP)])
     writer.flush()
     assert [j.key for j in writer.unsaved()] == ["k1"]
     assert "1 paid answers could not be written anywhere" in str(writer.full_error())
@@ -323,7 +323,7 @@ def test_a_busy_store_whose_journal_disk_is_full_journals_elsewhere(
 
     monkeypatch.setattr(store.journal, "append", no_room)
     writer = StoreWriter(store, journal_after_s=0)
-    writer.add(ok("k1"), FP)
+    writer.add_group([(ok("k1"), FP)])
     holder = LockHolder(path)
     flushing = threading.Thread(target=writer.flush)
     flushing.start()

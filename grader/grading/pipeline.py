@@ -29,8 +29,9 @@ from grader.grading.units import PairState
 from grader.judges.base import Judge
 from grader.models import Doc, Query
 from grader.store.claims import RENEW_S, ClaimBook
-from grader.store.store import Store, text_rows
+from grader.store.store import Store
 from grader.store.writer import StoreWriter
+from grader.store.writing import text_rows
 
 __all__ = [
     "Estimate",

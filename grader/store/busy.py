@@ -42,8 +42,7 @@ BusyCallback = Callable[[StoreBusyEvent], None]
 
 
 class StoreBusyError(StoreError):
-    """The store's write lock was not free within one attempt (raised only where the caller
-    asked not to wait, e.g. the writer, which keeps its answers and tries again)."""
+    """The store's lock was not free within one attempt (where the caller asked not to wait)."""
 
 
 def is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -69,8 +68,7 @@ def seconds_from_env(name: str, default: float) -> float:
 
 
 class BusyWait:
-    """One wait for the lock: backoff between attempts and the events to report (start, every
-    `REPORT_EVERY_S`, over). Call `failed()` after each busy attempt and `done()` at the end."""
+    """One wait for the lock: backoff between attempts (`failed`) and the events to report."""
 
     def __init__(self, path: Path, what: str, report: BusyCallback | None) -> None:
         self.path = path

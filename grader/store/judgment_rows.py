@@ -20,8 +20,7 @@ from grader.models import Judgment, PromptRef, bare_sha256
 KEY_TAG = "sha256:"
 
 COLUMN_FIELDS = ("key", "query_id", "doc_id", "status", "grade", "created_at", "judge", "prompt")
-"""The fields of a Judgment a row keeps in its columns and its source; the others are its
-payload."""
+"""The fields a row keeps in its columns and its source; the others are its payload."""
 
 
 def encode_key(key: str) -> bytes | str:
@@ -38,8 +37,7 @@ def encode_key(key: str) -> bytes | str:
 
 
 def encode_keys(keys: Sequence[str]) -> bytes | None:
-    """`encode_key` of every one of `keys` joined, in one go, when each is 32 bytes (keys as
-    relgrade writes them); else None (then encode them one by one)."""
+    """`encode_key` of all `keys` joined, when each is 32 bytes; else None (encode one by one)."""
     if not keys or not all(len(k) == 71 and k.startswith(KEY_TAG) for k in keys):
         return None
     hexes = "".join(k[7:] for k in keys)
@@ -172,8 +170,7 @@ def id_json(value: str) -> str:
 
 
 Columns = tuple[bytes | str, str, str, str, int | None, str, str]
-"""A judgments row but its source: stored key, query_id, doc_id, status, grade, created_at,
-payload."""
+"""A judgments row but its source: key, ids, status, grade, created_at, payload."""
 
 
 def encode(fields: Mapping[str, Any]) -> Columns:

@@ -131,8 +131,7 @@ class StoredReader(contextlib.AbstractContextManager["StoredReader"]):
         raise StoreError(f"{self.path}: the store changed while this run wrote its outputs")
 
     def blocks(self, rows: Sequence[StoredRef], *, block: int = BLOCK) -> Iterator[Block]:
-        """The outputs of `rows`, in order, in blocks of up to `block`: each stored judgment's
-        JSON with the row's own ids. Raises StoreError when a row is no longer stored."""
+        """The outputs of `rows` in order, `block` at a time; StoreError when a row is gone."""
         for start in range(0, len(rows), block):
             yield self._block(rows[start : start + block])
 

@@ -51,8 +51,7 @@ class StoreReading:
         }
 
     def stamps(self, keys: Iterable[str]) -> dict[str, tuple[str, str]]:
-        """(status, created_at text) of each stored key among `keys`: whether the stored row is the
-        judgment a run holds, without parsing it."""
+        """(status, created_at) of each stored key among `keys`, without parsing the judgment."""
         return {
             key: (status, created)
             for key, status, created in self._by_keys("key, status, created_at", keys)

@@ -5,14 +5,12 @@ takes, telling `on_busy`; in a `no_wait()` block it raises StoreBusyError after 
 from __future__ import annotations
 
 import contextlib
-import json
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from grader.errors import NotAStore, StoreError
-from grader.models import Doc, Query
 from grader.spelling import option
 from grader.store.busy import (
     BUSY_TIMEOUT_S,
@@ -30,22 +28,6 @@ from grader.store.reading import StoreReading
 from grader.store.writing import StoreWriting, now_text
 
 PAGE_SIZE = 8192  # bytes per page of a new store
-
-
-DocRow = tuple[str, str, str | None, str]
-
-
-def doc_row(doc: Doc) -> DocRow:
-    """A document's row in `docs`: id, text, title and its metadata as sorted JSON."""
-    metadata = json.dumps(doc.metadata, sort_keys=True, default=str) if doc.metadata else "{}"
-    return doc.doc_id, doc.text, doc.title, metadata
-
-
-def text_rows(
-    queries: Iterable[Query], docs: Iterable[Doc]
-) -> tuple[list[tuple[str, str]], list[DocRow]]:
-    """The rows `Store.put_text_rows` keeps of queries and documents."""
-    return [(q.query_id, q.text) for q in queries], [doc_row(d) for d in docs]
 
 
 def connect_beside(
@@ -229,8 +211,7 @@ class Store(StoreWriting, StoreReading, contextlib.AbstractContextManager["Store
 
     @contextlib.contextmanager
     def no_wait(self) -> Iterator[None]:
-        """In this block (on this thread) a write whose lock is held raises StoreBusyError after
-        one attempt instead of waiting; for a caller that waits its own way (the writer)."""
+        """In this block (this thread) a write whose lock is held raises StoreBusyError at once."""
         before = getattr(self._local, "no_wait", False)
         self._local.no_wait = True
         try:

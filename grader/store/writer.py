@@ -54,10 +54,6 @@ class StoreWriter:
         self.kept: dict[Path, int] = {}  # judgments in each journal while the disk is full
         self._unsaved = _Held()  # what no journal took either (the disk is full)
 
-    def add(self, judgment: Judgment, fingerprint: Mapping[str, Any] | None) -> None:
-        """Queue one judgment for the store."""
-        self.add_group([(judgment, fingerprint)])
-
     def add_group(self, items: Iterable[Item]) -> None:
         """Queue judgments that must be committed together (an answer and the output judgments
         it completed): one flush takes them all. A durable writer journals them first."""

@@ -9,9 +9,9 @@ import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from grader.models import CallRecord, Judgment, PromptRef
+from grader.models import CallRecord, Doc, Judgment, PromptRef, Query
 from grader.redact import redact
 from grader.store.claims import release_stored
 from grader.store.journal import Rows
@@ -27,9 +27,6 @@ from grader.store.judgment_rows import (
     source_id,
     sources_for_columns,
 )
-
-if TYPE_CHECKING:
-    from grader.store.store import DocRow
 
 # An ok judgment keeps its place unless the new one is ok and the row may be replaced (last
 # parameter, see `StoredRow.replaceable`).
@@ -72,6 +69,22 @@ WHERE NOT EXISTS (SELECT 1 FROM calls WHERE key IS ?1 AND attempt IS ?2 AND stat
 def now_text() -> str:
     """The time now (UTC, ISO 8601), as the store's rows record it."""
     return datetime.now(UTC).isoformat()
+
+
+DocRow = tuple[str, str, str | None, str]
+
+
+def doc_row(doc: Doc) -> DocRow:
+    """A document's row in `docs`: id, text, title and its metadata as sorted JSON."""
+    metadata = json.dumps(doc.metadata, sort_keys=True, default=str) if doc.metadata else "{}"
+    return doc.doc_id, doc.text, doc.title, metadata
+
+
+def text_rows(
+    queries: Iterable[Query], docs: Iterable[Doc]
+) -> tuple[list[tuple[str, str]], list[DocRow]]:
+    """The rows `Store.put_text_rows` keeps of queries and documents."""
+    return [(q.query_id, q.text) for q in queries], [doc_row(d) for d in docs]
 
 
 class StoreWriting:
