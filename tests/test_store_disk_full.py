@@ -26,7 +26,7 @@ import pytest
 from grader.cli.main import main
 from grader.io.judgments import read_judgments
 from grader.store.disk_full import StoreFullError, is_full
-from grader.store.journal import Journal, journal_path, rescue_journals
+from grader.store.journal import Journal, journal_path, journals, read_store_id
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
 from tests.fakeserver import FakeServer
@@ -104,7 +104,7 @@ def _journaled(store: Path) -> set[str]:
     """The keys of the judgments waiting in the store's journals."""
     keys: set[str] = set()
     paths = [journal_path(store), store.with_name(store.name + ".journal.jsonl")]
-    paths += [j.path for j in rescue_journals(store)]
+    paths += [j.path for j in journals(store, read_store_id(store))[1:]]
     for path in paths:
         if path.exists():
             for line in path.read_text().splitlines():

@@ -156,18 +156,18 @@ class ClaimBook:
                 stored, leases = self._stored_ok(keys), self._leases(keys)
                 claimed: list[str] = []
                 for key in keys:
-                    judgment = stored.get(key)
-                    if judgment is not None:
-                        found[key] = Claim(Outcome.STORED, Judgment.model_validate_json(judgment))
-                        continue
                     lease = leases.get(key)
-                    if lease is not None and self._live(*lease):
+                    if key in stored:
+                        found[key] = Claim(
+                            Outcome.STORED, Judgment.model_validate_json(stored[key])
+                        )
+                    elif lease is not None and self._live(*lease):
                         found[key] = Claim(Outcome.HELD)
-                        continue
-                    if lease is not None and lease[0] != self.owner:
-                        self.taken_over += 1
-                    claimed.append(key)
-                    found[key] = Claim(Outcome.CLAIMED)
+                    else:
+                        if lease is not None and lease[0] != self.owner:
+                            self.taken_over += 1
+                        claimed.append(key)
+                        found[key] = Claim(Outcome.CLAIMED)
                 now = time.time()
                 conn.execute(
                     _LEASE_ALL, (self.owner, self.pid, self.pid_start, self.host, now,

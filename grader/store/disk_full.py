@@ -3,6 +3,7 @@ system."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import sqlite3
@@ -29,20 +30,14 @@ def is_full(exc: BaseException, path: str | Path | None = None) -> bool:
     if isinstance(exc, sqlite3.DatabaseError):
         code = getattr(exc, "sqlite_errorcode", None)
         if isinstance(code, int) and code & 0xFF == _SQLITE_IOERR and path is not None:
-            return no_room(path)
+            with contextlib.suppress(OSError):  # (next to) no room left there
+                stat = os.statvfs(Path(path).resolve().parent)
+                return stat.f_bavail * stat.f_frsize < _LOW_BYTES
+            return False
         if isinstance(code, int):
             return code & 0xFF == _SQLITE_FULL
         return "database or disk is full" in str(exc)
     return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
-
-
-def no_room(path: str | Path) -> bool:
-    """Whether the file system holding `path` has (next to) no room left."""
-    try:
-        stat = os.statvfs(Path(path).resolve().parent)
-    except OSError:
-        return False
-    return stat.f_bavail * stat.f_frsize < _LOW_BYTES
 
 
 def _mount_of(path: Path) -> tuple[str, str]:

@@ -91,11 +91,6 @@ def journal_path(store_path: Path) -> Path:
     return journals(store_path, read_store_id(store_path))[0].path
 
 
-def rescue_journals(store_path: Path) -> list[Journal]:
-    """The rescue journals of the store at `store_path` (`journals`)."""
-    return journals(store_path, read_store_id(store_path))[1:]
-
-
 class Journal:
     """A journal file (module docstring)."""
 
@@ -126,11 +121,9 @@ class Journal:
                 with mmap.mmap(fd, size, access=mmap.ACCESS_READ) as text:
                     size = text.rfind(b"\n") + 1
                 os.ftruncate(fd, size)
-            os.lseek(fd, 0, os.SEEK_END)
             try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
+                with open(fd, "ab", closefd=False) as fh:  # (at the end)
+                    fh.write(data)
                 if sync:
                     os.fsync(fd)
                     if not size:

@@ -50,9 +50,7 @@ def encode_keys(keys: Sequence[str]) -> bytes | None:
 
 def decode_key(value: bytes | str) -> str:
     """The content key of a stored key value (`encode_key` undone)."""
-    if isinstance(value, bytes):
-        return KEY_TAG + value.hex()
-    return value
+    return KEY_TAG + value.hex() if isinstance(value, bytes) else value
 
 
 def key_sql(column: str) -> str:

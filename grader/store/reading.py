@@ -146,9 +146,8 @@ class StoreReading:
 
     def query_ids(self, ids: Iterable[str]) -> set[str]:
         """Those of `ids` that are stored queries."""
-        return {
-            row[0] for row in self._select_by_ids("SELECT query_id FROM queries", "query_id", ids)
-        }
+        rows = self._select_by_ids("SELECT query_id FROM queries", "query_id", ids)
+        return {qid for (qid,) in rows}
 
     def _select_by_ids(
         self, sql: str, column: str, ids: Iterable[str] | None

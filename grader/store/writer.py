@@ -48,7 +48,7 @@ class StoreWriter:
         self._queue = _Held()
         self._lock = threading.Lock()
         self._flushing = threading.Lock()
-        self._background: set[asyncio.Future[None]] = set()
+        self._background: asyncio.Future[None] | None = None  # the flush queued on a thread
         self.journaled = 0  # judgments this writer put in the journal (stored later)
         self.full: StoreFullError | None = None  # the store's disk was found full
         self.kept: dict[Path, int] = {}  # judgments in each journal while the disk is full
@@ -75,15 +75,14 @@ class StoreWriter:
         except RuntimeError:
             self.flush()
             return
-        if self._background or self._flushing.locked():
+        if self._background is not None or self._flushing.locked():
             return
-        future = loop.run_in_executor(None, self.flush)
-        self._background.add(future)
+        self._background = loop.run_in_executor(None, self.flush)
         # Its error, if any, is met again by the next flush (the items went back to the queue).
-        future.add_done_callback(self._flushed)
+        self._background.add_done_callback(self._flushed)
 
     def _flushed(self, future: asyncio.Future[None]) -> None:
-        self._background.discard(future)
+        self._background = None
         if not future.cancelled():
             future.exception()  # retrieved: the next flush meets the error again and raises it
 
