@@ -160,8 +160,7 @@ def llm_bytes_per_judgment(folder: Path, n: int) -> tuple[float, str]:
                     http_status=200,
                 )
             )
-        store.put_many(items)
-        store.log_calls(calls)
+        store.put_many(items, calls)
     store.close()
     return store_bytes(path) / n, bytes_by_table(path, n)
 

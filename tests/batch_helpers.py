@@ -11,7 +11,8 @@ from grader.judges.llm.retry import RetryPolicy
 from grader.keys import content_key
 from grader.models import Doc, Judgment, JudgmentError, PromptRef, Query
 from grader.prompts import PromptSpec, load_prompt
-from grader.store.store import Store, text_rows
+from grader.store.store import Store
+from grader.store.writing import text_rows
 
 OLD_REF = PromptRef(name="passage", version="1", sha256="0" * 64)
 PRICES = PriceTable(

@@ -33,7 +33,8 @@ from grader.prompts import (
 )
 from grader.prompts.render import _render_template
 from grader.prompts.spec import OPTIONAL_FIELDS
-from grader.store.store import Store, text_rows
+from grader.store.store import Store
+from grader.store.writing import text_rows
 from tests.helpers.batch_export import reference_render
 from tests.helpers.hypothesis_scale import examples
 

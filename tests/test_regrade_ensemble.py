@@ -16,7 +16,8 @@ from grader.io.judgments import read_judgments
 from grader.keys import content_key
 from grader.models import Doc, Judgment, Query
 from grader.regrade.selection import parse_selection, select_candidates
-from grader.store.store import Store, text_rows
+from grader.store.store import Store
+from grader.store.writing import text_rows
 from tests.fakeserver import FakeServer, default_grade
 from tests.grade_data import GradeFiles, write_grade_files
 

@@ -13,7 +13,8 @@ from grader.io.judgments import read_judgments
 from grader.keys import content_key
 from grader.models import Doc, Judgment, Query
 from grader.regrade.selection import judge_models
-from grader.store.store import Store, text_rows
+from grader.store.store import Store
+from grader.store.writing import text_rows
 from tests.batch_helpers import OLD_REF, new_prompt, seed_store
 from tests.fakeserver import FakeServer
 

@@ -17,7 +17,8 @@ from grader.regrade.selection import (
     select_candidates,
     to_grade,
 )
-from grader.store.store import Store, text_rows
+from grader.store.store import Store
+from grader.store.writing import text_rows
 
 NEW_FP = {"judge": "openai:new", "prompt_sha": "n" * 64}
 

@@ -21,7 +21,8 @@ from grader.io.judgments import read_judgments
 from grader.keys import content_key
 from grader.models import Doc, Query
 from grader.regrade.selection import select_candidates
-from grader.store.store import Store, text_rows
+from grader.store.store import Store
+from grader.store.writing import text_rows
 from tests.fake_batch import BatchPlan, FakeBatchAPI
 from tests.fakeserver import FakeServer
 from tests.helpers.batch_api import fresh_batch_api

@@ -106,7 +106,8 @@ def test_texts_come_from_the_default_store_when_present(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from grader.io.docs import read_docs, read_queries
-    from grader.store.store import Store, text_rows
+    from grader.store.store import Store
+    from grader.store.writing import text_rows
 
     judgments, queries, docs = _inputs(tmp_path)
     monkeypatch.chdir(tmp_path)

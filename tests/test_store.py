@@ -10,7 +10,8 @@ import pytest
 from grader.errors import StoreError
 from grader.models import CallRecord, Doc, Query, Usage
 from grader.store import migrations as store_migrations
-from grader.store.store import Store, text_rows
+from grader.store.store import Store
+from grader.store.writing import text_rows
 from tests.helpers.judgments import FP, failed, ok
 
 
@@ -64,7 +65,8 @@ def test_get_many_handles_more_keys_than_sqlite_variables(tmp_path: Path) -> Non
 def test_call_log_masks_secrets(tmp_path: Path) -> None:
     secret = "sk-test-SECRET-123"
     with Store(tmp_path / "s.db", secrets=[secret]) as store:
-        store.log_calls(
+        store.put_many(
+            [],
             [
                 CallRecord(
                     key="k1",
@@ -81,7 +83,7 @@ def test_call_log_masks_secrets(tmp_path: Path) -> None:
                     error_type="AuthenticationError",
                     error_message=f"bad key {secret}",
                 )
-            ]
+            ],
         )
         (call,) = store.calls("k1")
         assert call["attempt"] == 2 and call["http_status"] == 401

@@ -176,7 +176,7 @@ def test_writer_journals_a_long_wait_and_stores_everything(tmp_path: Path) -> No
             del os.environ[name]
     writer = StoreWriter(store, journal_after_s=0.3)
     holder = LockHolder(path)
-    writer.add(ok("k1"), FP)
+    writer.add_group([(ok("k1"), FP)])
     writer.log_call(call_record("k1"))
     flushing = threading.Thread(target=writer.flush)
     flushing.start()
@@ -184,7 +184,7 @@ def test_writer_journals_a_long_wait_and_stores_everything(tmp_path: Path) -> No
     while not store.journal.pending():
         assert time.monotonic() < deadline, "answers never reached the journal"
         time.sleep(0.02)
-    writer.add(ok("k2", qid="q2"), FP)  # queued while the flush waits: taken by it too
+    writer.add_group([(ok("k2", qid="q2"), FP)])  # queued while the flush waits: taken by it too
     while writer.journaled < 2:  # the flush journals it on its next round (not a set time)
         assert time.monotonic() < deadline, "the answer added during the wait was not taken"
         time.sleep(0.02)
@@ -213,8 +213,8 @@ def test_journal_of_a_killed_process_is_replayed_on_open(tmp_path: Path) -> None
         "from tests.helpers.judgments import FP, call_record, ok\n"
         f"store = Store({str(path)!r})\n"
         "writer = StoreWriter(store, journal_after_s=0)\n"
-        "writer.add(ok('k1'), FP)\n"
-        "writer.add(ok('k2', qid='q2'), FP)\n"
+        "writer.add_group([(ok('k1'), FP)])\n"
+        "writer.add_group([(ok('k2', qid='q2'), FP)])\n"
         "writer.log_call(call_record('k1'))\n"
         "writer.flush()\n"
     )

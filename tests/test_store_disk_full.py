@@ -26,7 +26,7 @@ import pytest
 from grader.cli.main import main
 from grader.io.judgments import read_judgments
 from grader.store.disk_full import StoreFullError, is_full
-from grader.store.journal import Journal, journal_path, rescue_journals
+from grader.store.journal import Journal, journal_path, journals, read_store_id
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
 from tests.fakeserver import FakeServer
@@ -104,7 +104,7 @@ def _journaled(store: Path) -> set[str]:
     """The keys of the judgments waiting in the store's journals."""
     keys: set[str] = set()
     paths = [journal_path(store), store.with_name(store.name + ".journal.jsonl")]
-    paths += [j.path for j in rescue_journals(store)]
+    paths += [j.path for j in journals(store, read_store_id(store))[1:]]
     for path in paths:
         if path.exists():
             for line in path.read_text().splitlines():
@@ -179,8 +179,8 @@ def test_answers_of_a_full_disk_go_to_the_journal_and_are_replayed(tmp_path: Pat
     store = Store(path)
     store.put_many = _FullOnce(store, 1)  # type: ignore[method-assign]
     writer = StoreWriter(store)
-    writer.add(ok("k1"), FP)
-    writer.add(ok("k2"), FP)
+    writer.add_group([(ok("k1"), FP)])
+    writer.add_group([(ok("k2"), FP)])
     writer.flush()  # does not raise: the answers are kept
     assert isinstance(writer.full, StoreFullError)
     assert store.journal.pending() and writer.kept == {store.journal.path: 2}
@@ -200,7 +200,7 @@ def test_answers_no_journal_takes_stay_in_memory_until_room_is_made(
     blocked.write_text("")  # a file: no rescue journal's folder can be made under it
     path = tmp_path / "s.db"
     store = Store(path)
-    store.rescues = [Journal(path, path=blocked / "journals" / "s.journal.jsonl")]
+    store.rescues = [Journal(blocked / "journals" / "s.journal.jsonl")]
     store.put_many = _FullOnce(store, 1)  # type: ignore[method-assign]
     journal = store.journal
 
@@ -209,7 +209,7 @@ def test_answers_no_journal_takes_stay_in_memory_until_room_is_made(
 
     monkeypatch.setattr(journal, "append", no_room)
     writer = StoreWriter(store)
-    writer.add(ok("k1"), FP)
+    writer.add_group([(ok("k1"), FP)])
     writer.flush()
     assert [j.key for j in writer.unsaved()] == ["k1"]
     assert "1 paid answers could not be written anywhere" in str(writer.full_error())
@@ -315,7 +315,7 @@ def test_a_busy_store_whose_journal_disk_is_full_journals_elsewhere(
     monkeypatch.setenv("RELGRADE_STORE_BUSY_TIMEOUT", "0.05s")
     path = tmp_path / "s.db"
     store = Store(path)
-    rescue = Journal(path, path=tmp_path / "rescue" / "s.journal.jsonl")
+    rescue = Journal(tmp_path / "rescue" / "s.journal.jsonl")
     store.rescues = [rescue]
 
     def no_room(rows: object, **kw: object) -> None:
@@ -323,7 +323,7 @@ def test_a_busy_store_whose_journal_disk_is_full_journals_elsewhere(
 
     monkeypatch.setattr(store.journal, "append", no_room)
     writer = StoreWriter(store, journal_after_s=0)
-    writer.add(ok("k1"), FP)
+    writer.add_group([(ok("k1"), FP)])
     holder = LockHolder(path)
     flushing = threading.Thread(target=writer.flush)
     flushing.start()

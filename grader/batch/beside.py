@@ -9,9 +9,8 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Self
 
-from grader.store.connection_beside import connect_beside
 from grader.store.disk_full import roll_back
-from grader.store.store import Store
+from grader.store.store import Store, connect_beside
 
 Statements = Sequence[tuple[str, Iterable[Sequence[Any]]]]  # (SQL, rows), run in one transaction
 

@@ -232,7 +232,7 @@ def pair_texts(
     pairs = list(pairs)
     queries = store.queries({x.query_id for x in pairs})
     ids = {x.doc_id for x in pairs}
-    docs = store.docs(ids) if whole else store.doc_texts(ids)
+    docs = store.docs(ids, whole=whole)
     for x in pairs:
         if x.query_id not in queries or x.doc_id not in docs:
             raise InputError(

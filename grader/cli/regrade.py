@@ -124,10 +124,8 @@ def register(sub: Any) -> None:
 def _warn_pairs_without_texts(path: str) -> None:
     """Say on stderr how many stored pairs the store cannot regrade (no text kept): they are
     left out of every selection, not silently dropped."""
-    from grader.store.text_check import pairs_without_texts
-
     with Store(path, on_busy=print_store_busy) as store:
-        missing = pairs_without_texts(store)
+        missing = store.pairs_without_texts()
     if missing:
         print(
             f"note: {missing} stored pairs have no query or document text in the store and are"

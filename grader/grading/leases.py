@@ -147,7 +147,7 @@ class RunWaiting:
             if self.stopping or not units:
                 self.waiting = units + self.waiting
                 return
-            claims = await self.claims.claim(u.key for u in units)
+            claims = await asyncio.to_thread(self.claims.claim_many, [u.key for u in units])
             now = time.monotonic()
             for unit in units:
                 claim = claims[unit.key]

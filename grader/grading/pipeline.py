@@ -23,8 +23,9 @@ from grader.grading.run import GradingRun
 from grader.judges.base import Judge
 from grader.models import Doc, Query
 from grader.store.claims import RENEW_S, ClaimBook
-from grader.store.store import Store, text_rows
+from grader.store.store import Store
 from grader.store.writer import StoreWriter
+from grader.store.writing import text_rows
 
 __all__ = ["GradingReport", "StoreWriter", "grade_pairs", "run_report"]
 
@@ -193,7 +194,7 @@ async def _renewer(run: GradingRun) -> None:
     while run.claims is not None:
         await asyncio.sleep(RENEW_S)
         try:
-            await run.claims.renew_async()
+            await asyncio.to_thread(run.claims.renew)
         except sqlite3.OperationalError as exc:
             # Another process holds the write lock: try next round (not die before the last flush).
             if "locked" not in str(exc) and "busy" not in str(exc):

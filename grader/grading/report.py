@@ -14,7 +14,7 @@ from grader.judges.base import Judge
 from grader.judges.ensemble import AGGREGATE_RULE, VERIFY_RULE, apply_verification, combine_members
 from grader.keys import ContentKeys
 from grader.models import Judgment, Usage
-from grader.store.judgment_rows import created_text, judgment_json
+from grader.store.judgment_rows import judgment_json, time_text
 from grader.store.lookup import BLOCK, Block, StoredReader, StoredRef
 from grader.store.store import Store
 
@@ -124,7 +124,7 @@ def read_back(
     stamps = store.stamps(j.key for _, j in held)
     differ: list[tuple[int, Judgment]] = []
     for i, held_judgment in held:
-        stamp = (held_judgment.status, created_text(held_judgment))
+        stamp = (held_judgment.status, time_text(held_judgment.created_at))
         if stamps.get(held_judgment.key, stamp) != stamp:
             differ.append((i, held_judgment))
     if not differ:

@@ -1,13 +1,11 @@
-"""Waiting for a store whose write lock another process holds: settings, event and backoff.
-
-SQLite's busy timeout is short (`busy_timeout_s`) so a wait is reported soon; then our loop retries
-with backoff as long as it takes, told through a `BusyCallback`. Set from the environment (mostly
-tests): `RELGRADE_STORE_BUSY_TIMEOUT`, `RELGRADE_STORE_BUSY_JOURNAL_AFTER`.
-"""
+"""Waiting for a store whose write lock another process holds: a short SQLite busy timeout so a
+wait is reported soon, then retries with backoff as long as it takes, told to a `BusyCallback`.
+Tests set `RELGRADE_STORE_BUSY_TIMEOUT` and `RELGRADE_STORE_BUSY_JOURNAL_AFTER`."""
 
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import time
 from collections.abc import Callable
@@ -44,8 +42,7 @@ BusyCallback = Callable[[StoreBusyEvent], None]
 
 
 class StoreBusyError(StoreError):
-    """The store's write lock was not free within one attempt (raised only where the caller
-    asked not to wait, e.g. the writer, which keeps its answers and tries again)."""
+    """The store's lock was not free within one attempt (where the caller asked not to wait)."""
 
 
 def is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -62,36 +59,16 @@ def seconds_from_env(name: str, default: float) -> float:
     raw = os.environ.get(name, "").strip().lower()
     if not raw:
         return default
-    scale = 1.0
-    if raw.endswith("ms"):
-        raw, scale = raw[:-2], 0.001
-    elif raw.endswith("s"):
-        raw = raw[:-1]
-    try:
-        value = float(raw) * scale
-    except ValueError:
-        value = -1.0
-    if not value >= 0 or value == float("inf"):
+    found = re.fullmatch(r"(\d+\.?\d*|\.\d+)\s*(ms|s)?", raw)
+    if found is None:
         raise StoreError(
             f"${name}={os.environ[name]!r} is not a duration; give seconds, e.g. {name}=2 or 500ms"
         )
-    return value
-
-
-def busy_timeout_s() -> float:
-    """How long one attempt waits inside SQLite ($RELGRADE_STORE_BUSY_TIMEOUT, default 2 s)."""
-    return seconds_from_env("RELGRADE_STORE_BUSY_TIMEOUT", BUSY_TIMEOUT_S)
-
-
-def journal_after_s() -> float:
-    """How long the writer holds answers in memory before journaling them
-    ($RELGRADE_STORE_BUSY_JOURNAL_AFTER, default 10 s)."""
-    return seconds_from_env("RELGRADE_STORE_BUSY_JOURNAL_AFTER", JOURNAL_AFTER_S)
+    return float(found[1]) * (0.001 if found[2] == "ms" else 1.0)
 
 
 class BusyWait:
-    """One wait for the lock: backoff between attempts and the events to report (start, every
-    `REPORT_EVERY_S`, over). Call `failed()` after each busy attempt and `done()` at the end."""
+    """One wait for the lock: backoff between attempts (`failed`) and the events to report."""
 
     def __init__(self, path: Path, what: str, report: BusyCallback | None) -> None:
         self.path = path
@@ -115,18 +92,17 @@ class BusyWait:
         time.sleep(self.pause)
         self.pause = min(self.pause * 2, BACKOFF_S[1])
 
-    def tell(self, *, held: int = 0, journaled: int = 0, journal: Path | None = None) -> None:
+    def tell(
+        self, *, held: int = 0, journaled: int = 0, journal: Path | None = None, over: bool = False
+    ) -> None:
         """Report the wait as it stands now."""
         if self.report is not None:
+            waited = self.waited_s
             self.report(
-                StoreBusyEvent(self.path, self.what, self.waited_s, held, journaled, journal)
+                StoreBusyEvent(self.path, self.what, waited, held, journaled, journal, over)
             )
 
     def done(self, *, journaled: int = 0, journal: Path | None = None) -> None:
         """The lock was obtained: report that the wait is over (if it was reported at all)."""
-        if self.reported_at is not None and self.report is not None:
-            self.report(
-                StoreBusyEvent(
-                    self.path, self.what, self.waited_s, 0, journaled, journal, over=True
-                )
-            )
+        if self.reported_at is not None:
+            self.tell(journaled=journaled, journal=journal, over=True)

@@ -1,9 +1,6 @@
-"""Checkpoints of a store's write-ahead log on a thread of their own, for bulk writes.
-
-Inside `checkpoints_beside` the writer's connections do not checkpoint at commit: `due()` asks a
-thread to run a PASSIVE checkpoint on its own connection (sqlite3 releases the GIL), so the copy and
-disk waits overlap the writer's work. Durability is SQLite's as before.
-"""
+"""Checkpoints of a store's write-ahead log on a thread of their own, for bulk writes: inside
+`checkpoints_beside` the writers do not checkpoint at commit, so the copy and its disk waits overlap
+their work (sqlite3 releases the GIL). Durability is SQLite's as before."""
 
 from __future__ import annotations
 
@@ -28,47 +25,39 @@ class Checkpoints:
 
     def __init__(self, path: str | Path) -> None:
         self._path = path
-        self._changed = threading.Condition()
-        self._asked = False
+        self._asked = threading.Event()
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name="relgrade-checkpoints", daemon=True)
         self._thread.start()
 
     def due(self) -> None:
         """Ask for a checkpoint (one more after the one running, if any)."""
-        with self._changed:
-            self._asked = True
-            self._changed.notify()
+        self._asked.set()
 
     def stop(self) -> None:
         """Checkpoint once more (what was committed before this call) and end the thread."""
-        with self._changed:
-            self._asked = self._stopping = True
-            self._changed.notify()
+        self._stopping = True
+        self._asked.set()
         self._thread.join()
 
     def _run(self) -> None:
         conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
-        try:
+        with contextlib.closing(conn):
             while True:
-                with self._changed:
-                    self._changed.wait_for(lambda: self._asked)
-                    self._asked = False
-                    last = self._stopping
+                self._asked.wait()
+                self._asked.clear()
+                last = self._stopping  # (set before the event: read after clearing it)
                 # A failed checkpoint loses nothing: the log keeps every commit, and the
                 # writers' connections checkpoint again once this thread is stopped.
                 with contextlib.suppress(sqlite3.Error):
                     conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
                 if last:
                     return
-        finally:
-            conn.close()
 
 
 @contextlib.contextmanager
 def checkpoints_beside(path: str | Path, writers: Sequence[Writer]) -> Iterator[Checkpoints]:
-    """`writers` (connections to the store at `path`) stop checkpointing at commit, and a
-    thread checkpoints when asked (see the module docstring)."""
+    """`writers` of the store at `path` stop checkpointing at commit; a thread does it, asked."""
     for writer in writers:
         writer.set_autocheckpoint(0)
     checkpoints = Checkpoints(path)

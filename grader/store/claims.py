@@ -1,13 +1,9 @@
-"""Leases on content keys in flight, so processes sharing one store pay for each key once.
-
-A claim finds a key `STORED`, `HELD` by another live owner, or `CLAIMED`; storing a judgment
-releases its lease in the same transaction. A lease is taken over once its process is gone (on this
-host) or not renewed for `LEASE_S` (on another).
-"""
+"""Leases on content keys in flight, so processes sharing one store pay for each key once. A lease
+is released in the transaction storing its judgment, and taken over once its process is gone (on
+this host) or not renewed for `LEASE_S` (on another)."""
 
 from __future__ import annotations
 
-import asyncio
 import enum
 import json
 import os
@@ -21,8 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.models import Judgment
+from grader.store.busy import is_busy
 from grader.store.disk_full import is_full, roll_back
 from grader.store.judgment_rows import encode_key
+from grader.store.reading import select_in
 
 LEASE_S = 60.0  # a lease not renewed for this long is taken over (owner on another host, hung)
 RENEW_S = 15.0  # how often a run renews its leases
@@ -38,9 +36,6 @@ CLAIMS_TABLE = """CREATE TABLE claims (
     claimed_at REAL NOT NULL,
     expires_at REAL NOT NULL
 )"""
-
-
-_CHUNK = 500  # keys a statement looks up (SQLite's variables per statement)
 
 # Lease every key of a JSON array in one statement (one step, whatever the number of keys).
 _LEASE_ALL = """
@@ -65,10 +60,6 @@ class Claim:
     judgment: Judgment | None = None
 
 
-_CLAIMED = Claim(Outcome.CLAIMED)
-_HELD = Claim(Outcome.HELD)
-
-
 def _process_start(pid: int) -> str | None:
     """The start time of process `pid` (Linux /proc, clock ticks since boot); None if unknown."""
     try:
@@ -87,9 +78,7 @@ def pid_alive(pid: int, start: str | None) -> bool:
     """Whether process `pid` on this host is running and is the one that started at `start`."""
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
+    except PermissionError:  # running, as another user
         return True
     except OSError:
         return False
@@ -113,8 +102,7 @@ def release_stored(conn: sqlite3.Connection, keys: Iterable[str]) -> None:
 
 
 class ClaimBook:
-    """One run's leases in the store at `path`, through its own connection (thread-safe, so
-    the async methods run off the event loop)."""
+    """One run's leases in the store at `path`, on a connection of its own (thread-safe)."""
 
     def __init__(self, path: str | Path, *, lease_s: float = LEASE_S) -> None:
         self.path = Path(path)
@@ -128,7 +116,6 @@ class ClaimBook:
         self._conn = sqlite3.connect(
             self.path, isolation_level=None, timeout=BUSY_TIMEOUT_S, check_same_thread=False
         )
-        self._conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
         # As the store's own connections: a lease survives a killed process, and one that a
         # power cut loses belonged to a process that died with it (no fsync per claim).
         self._conn.execute("PRAGMA synchronous = NORMAL")
@@ -142,11 +129,9 @@ class ClaimBook:
         if owner == self.owner:
             return False
         if host == self.host:
-            # On this host a lease lives exactly as long as its process: a dead owner is known
-            # at once, and a live one that could not renew (another process held the store's
-            # write lock past the lease) may still store its answer, so it is not taken over
-            # (paid twice). One that never answers is waited for only so long (the run's
-            # HOLD_WAIT_S).
+            # On this host a lease lives as long as its process: one that could not renew (the
+            # store's lock held past the lease) may still store its answer, so it is not taken
+            # over, paid twice (the run waits HOLD_WAIT_S at most).
             return pid_alive(pid, pid_start)
         return expires > time.time()  # on another host, only the expiry tells
 
@@ -158,7 +143,7 @@ class ClaimBook:
             try:
                 return self._claim_many(keys)
             except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) and "busy" not in str(exc):
+                if not is_busy(exc):
                     raise
                 time.sleep(POLL_S)
 
@@ -171,18 +156,18 @@ class ClaimBook:
                 stored, leases = self._stored_ok(keys), self._leases(keys)
                 claimed: list[str] = []
                 for key in keys:
-                    judgment = stored.get(key)
-                    if judgment is not None:
-                        found[key] = Claim(Outcome.STORED, Judgment.model_validate_json(judgment))
-                        continue
                     lease = leases.get(key)
-                    if lease is not None and self._live(*lease):
-                        found[key] = _HELD
-                        continue
-                    if lease is not None and lease[0] != self.owner:
-                        self.taken_over += 1
-                    claimed.append(key)
-                    found[key] = _CLAIMED
+                    if key in stored:
+                        found[key] = Claim(
+                            Outcome.STORED, Judgment.model_validate_json(stored[key])
+                        )
+                    elif lease is not None and self._live(*lease):
+                        found[key] = Claim(Outcome.HELD)
+                    else:
+                        if lease is not None and lease[0] != self.owner:
+                            self.taken_over += 1
+                        claimed.append(key)
+                        found[key] = Claim(Outcome.CLAIMED)
                 now = time.time()
                 conn.execute(
                     _LEASE_ALL, (self.owner, self.pid, self.pid_start, self.host, now,
@@ -196,18 +181,8 @@ class ClaimBook:
 
     def _stored_ok(self, keys: list[str]) -> dict[str, str]:
         """The JSON of the ok answer stored for each of `keys` that has one."""
-        found: dict[str, str] = {}
-        for start in range(0, len(keys), _CHUNK):
-            chunk = [encode_key(k) for k in keys[start : start + _CHUNK]]
-            marks = ",".join("?" * len(chunk))
-            found.update(
-                self._conn.execute(
-                    "SELECT key, judgment FROM judgment_rows"
-                    f" WHERE stored_key IN ({marks}) AND status = 'ok'",
-                    chunk,
-                )
-            )
-        return found
+        sql = "SELECT key, judgment FROM judgment_rows WHERE status = 'ok' AND stored_key IN ({})"
+        return dict(select_in(self._conn, sql, map(encode_key, keys)))
 
     def _leases(self, keys: list[str]) -> dict[str, tuple[str, int, str | None, str, float]]:
         """The lease on each of `keys` that has one: (owner, pid, pid_start, host, expiry)."""
@@ -240,8 +215,7 @@ class ClaimBook:
             try:
                 self._conn.execute("DELETE FROM claims WHERE owner = ?", (self.owner,))
             except sqlite3.OperationalError as exc:
-                busy = "locked" in str(exc) or "busy" in str(exc)
-                if not busy and not is_full(exc, self.path):
+                if not is_busy(exc) and not is_full(exc, self.path):
                     raise
                 return False
         return True
@@ -251,11 +225,3 @@ class ClaimBook:
         with self._lock:
             rows = self._conn.execute("SELECT key FROM claims WHERE owner = ?", (self.owner,))
             return [key for (key,) in rows]
-
-    async def claim(self, keys: Iterable[str]) -> dict[str, Claim]:
-        """`claim_many` off the event loop."""
-        return await asyncio.to_thread(self.claim_many, list(keys))
-
-    async def renew_async(self) -> int:
-        """`renew` off the event loop."""
-        return await asyncio.to_thread(self.renew)

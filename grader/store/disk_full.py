@@ -1,10 +1,9 @@
-"""A full disk under the store: telling it from other errors, and naming the file system.
-
-SQLITE_FULL, ENOSPC or EDQUOT become `StoreFullError`, whose message names the file system.
-"""
+"""A full disk under the store (SQLITE_FULL, ENOSPC, EDQUOT): `StoreFullError`, naming the file
+system."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import sqlite3
@@ -31,39 +30,25 @@ def is_full(exc: BaseException, path: str | Path | None = None) -> bool:
     if isinstance(exc, sqlite3.DatabaseError):
         code = getattr(exc, "sqlite_errorcode", None)
         if isinstance(code, int) and code & 0xFF == _SQLITE_IOERR and path is not None:
-            return no_room(path)
+            with contextlib.suppress(OSError):  # (next to) no room left there
+                stat = os.statvfs(Path(path).resolve().parent)
+                return stat.f_bavail * stat.f_frsize < _LOW_BYTES
+            return False
         if isinstance(code, int):
             return code & 0xFF == _SQLITE_FULL
         return "database or disk is full" in str(exc)
     return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
 
 
-def no_room(path: str | Path) -> bool:
-    """Whether the file system holding `path` has (next to) no room left."""
-    try:
-        stat = os.statvfs(Path(path).resolve().parent)
-    except OSError:
-        return False
-    return stat.f_bavail * stat.f_frsize < _LOW_BYTES
-
-
 def _mount_of(path: Path) -> tuple[str, str]:
-    """(mount point, file system type) of the mount holding `path` (Linux /proc/mounts)."""
-    best = ("/", "?")
+    """(mount point, type) of the last mount at the longest point holding `path` (/proc/mounts)."""
     try:
         with open("/proc/mounts", encoding="utf-8", errors="replace") as fh:
-            mounts = [line.split() for line in fh]
+            mounts = [(f[1].replace("\\040", " "), f[2]) for f in map(str.split, fh) if len(f) > 2]
     except OSError:
-        return best
-    text = str(path)
-    for fields in mounts:
-        if len(fields) < 3:
-            continue
-        point = fields[1].replace("\\040", " ")
-        inside = text == point or text.startswith(point.rstrip("/") + "/")
-        if inside and len(point) >= len(best[0]):
-            best = (point, fields[2])
-    return best
+        mounts = []
+    inside = [m for m in reversed(mounts) if path.is_relative_to(m[0])]
+    return max(inside, key=lambda m: len(m[0]), default=("/", "?"))
 
 
 def file_system(path: str | Path) -> str:

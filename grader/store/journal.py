@@ -1,8 +1,6 @@
-"""An append-only journal beside the store for answers not stored yet.
-
-Named by the store's id, replayed idempotently, shared between processes under a `flock`; when the
-disk is full, rescue journals go to another file system (`rescue_journals`).
-"""
+"""An append-only journal beside the store for answers not stored yet, shared under a `flock` and
+replayed idempotently. Named by the store's id, so a moved store finds it and another store made at
+the old place never replays it; when the disk is full, rescue journals go to another file system."""
 
 from __future__ import annotations
 
@@ -10,8 +8,11 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import mmap
 import os
+import sqlite3
 import tempfile
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,64 +33,69 @@ class Rows:
     def __len__(self) -> int:
         return len(self.judgments) + len(self.calls)
 
-    def extend(self, other: Rows) -> None:
-        """Append `other`'s rows to these."""
-        self.judgments.extend(other.judgments)
-        self.calls.extend(other.calls)
+
+def stored_id(conn: sqlite3.Connection) -> str | None:
+    """The id of the store open on `conn`, or None when it has none yet."""
+    try:
+        row = conn.execute("SELECT store_id FROM store_identity WHERE one = 1").fetchone()
+    except sqlite3.OperationalError:  # no table yet
+        return None
+    return str(row[0]) if row else None
 
 
-def journal_path(store_path: Path, store_id: str | None = None) -> Path:
-    """Where the journal of the store at `store_path` lives: named by its id (`store_id`, else
-    read from the store), or as before ids when the store has none."""
+def give_id(conn: sqlite3.Connection, now: str) -> str:
+    """Give the store open on `conn` an id unless it has one (inside a write transaction)."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS store_identity (one INTEGER PRIMARY KEY CHECK (one = 1),"
+        " store_id TEXT NOT NULL, made_at TEXT NOT NULL)"
+    )
+    conn.execute(
+        "INSERT OR IGNORE INTO store_identity (one, store_id, made_at) VALUES (1, ?, ?)",
+        (uuid.uuid4().hex, now),
+    )
+    return str(stored_id(conn))
+
+
+def read_store_id(path: Path) -> str | None:
+    """The id of the store file at `path` (read only), or None (no store, or no id yet)."""
+    if not path.is_file():
+        return None
+    try:
+        with contextlib.closing(
+            sqlite3.connect(f"file:{path.resolve()}?mode=ro", uri=True, timeout=30)
+        ) as conn:
+            return stored_id(conn)
+    except sqlite3.Error:
+        return None
+
+
+def journals(store_path: Path, store_id: str | None) -> list[Journal]:
+    """The journal beside the store at `store_path`, then its rescue journals: named by its id, or
+    as before ids (by the store's name, and its resolved path) when `store_id` is None."""
     if store_id is None:
-        from grader.store.identity import read_store_id
-
-        store_id = read_store_id(store_path)
-    if store_id is None:
-        return legacy_journal_path(store_path)
-    return store_path.with_name(f"relgrade-journal-{store_id}.jsonl")
-
-
-def legacy_journal_path(store_path: Path) -> Path:
-    """The journal's name before stores had ids: by the store's file name."""
-    return store_path.with_name(store_path.name + ".journal.jsonl")
-
-
-def rescue_dirs() -> list[Path]:
-    """The folders of rescue journals, in the order they are tried (module docstring)."""
+        resolved = str(Path(os.path.abspath(store_path)).resolve())
+        digest = hashlib.sha256(resolved.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+        beside = store_path.with_name(store_path.name + ".journal.jsonl")
+        name = f"{Path(resolved).name}-{digest}.journal.jsonl"
+    else:
+        name = f"relgrade-journal-{store_id}.jsonl"
+        beside = store_path.with_name(name)
     state = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
-    return [
-        Path(state) / "relgrade" / "journals",
-        Path(tempfile.gettempdir()) / "relgrade-journals",
-    ]
+    temp = Path(tempfile.gettempdir())
+    rescues = [Path(state) / "relgrade" / "journals", temp / "relgrade-journals"]
+    return [Journal(beside), *(Journal(folder / name) for folder in rescues)]
 
 
-def rescue_journals(store_path: Path, store_id: str | None = None) -> list[Journal]:
-    """The rescue journals of the store at `store_path` (module docstring), named by its id
-    (`store_id`, else read from the store; as before ids when it has none)."""
-    if store_id is None:
-        from grader.store.identity import read_store_id
-
-        store_id = read_store_id(store_path)
-    if store_id is None:
-        return legacy_rescue_journals(store_path)
-    name = f"relgrade-journal-{store_id}.jsonl"
-    return [Journal(store_path, path=folder / name) for folder in rescue_dirs()]
-
-
-def legacy_rescue_journals(store_path: Path) -> list[Journal]:
-    """The rescue journals' names before stores had ids: by the store's resolved path."""
-    resolved = str(Path(os.path.abspath(store_path)).resolve())
-    digest = hashlib.sha256(resolved.encode("utf-8", "surrogateescape")).hexdigest()[:16]
-    name = f"{Path(resolved).name}-{digest}.journal.jsonl"
-    return [Journal(store_path, path=folder / name) for folder in rescue_dirs()]
+def journal_path(store_path: Path) -> Path:
+    """Where the journal of the store at `store_path` lives (`journals`)."""
+    return journals(store_path, read_store_id(store_path))[0].path
 
 
 class Journal:
-    """The journal of one store (module docstring); `path`: a rescue journal's."""
+    """A journal file (module docstring)."""
 
-    def __init__(self, store_path: Path, *, path: Path | None = None) -> None:
-        self.path = legacy_journal_path(store_path) if path is None else path
+    def __init__(self, path: Path) -> None:
+        self.path = path
 
     def pending(self) -> bool:
         """Whether the journal holds rows (a cheap check, no lock)."""
@@ -106,20 +112,18 @@ class Journal:
         if not lines:
             return
         data = "".join(lines).encode()
-        if not self.path.parent.is_dir():
-            self.path.parent.mkdir(parents=True, exist_ok=True)  # (a rescue journal's folder)
+        self.path.parent.mkdir(parents=True, exist_ok=True)  # (a rescue journal's folder)
         with self._locked(create=True) as fd:
             assert fd is not None
             size = os.fstat(fd).st_size
             if size:
                 # A line cut short by a killed appender (we hold the lock, so it is dead): drop it.
-                size = _complete_length(fd, size)
+                with mmap.mmap(fd, size, access=mmap.ACCESS_READ) as text:
+                    size = text.rfind(b"\n") + 1
                 os.ftruncate(fd, size)
-            os.lseek(fd, 0, os.SEEK_END)
             try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
+                with open(fd, "ab", closefd=False) as fh:  # (at the end)
+                    fh.write(data)
                 if sync:
                     os.fsync(fd)
                     if not size:
@@ -145,10 +149,8 @@ class Journal:
 
     def _read(self, fd: int) -> Rows:
         os.lseek(fd, 0, os.SEEK_SET)
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        lines = b"".join(chunks).split(b"\n")
+        with open(fd, "rb", closefd=False) as fh:
+            lines = fh.read().split(b"\n")
         rows = Rows()
         for number, line in enumerate(lines, start=1):
             if not line.strip():
@@ -191,19 +193,6 @@ class Journal:
                     return
             finally:
                 os.close(fd)  # also releases the lock
-
-
-def _complete_length(fd: int, size: int) -> int:
-    """The length of the file up to and including its last newline."""
-    end = size
-    while end > 0:
-        start = max(0, end - 4096)
-        block = os.pread(fd, end - start, start)
-        cut = block.rfind(b"\n")
-        if cut >= 0:
-            return start + cut + 1
-        end = start
-    return 0
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -1,9 +1,6 @@
-"""How the store keeps a judgment: a few columns and one payload, written by one encoder.
-
-Columns are what the store selects by (key as 32 bytes, ids, status, grade, time, source once in
-`judgment_sources`); every other field is the payload `encode` writes, so a new `Judgment` field
-changes models.py alone. `json_sql` puts the JSON back together in SQL.
-"""
+"""How the store keeps a judgment: the columns it selects by (key as 32 bytes, ids, status, grade,
+time, source once in `judgment_sources`) and one payload `encode` writes of every other field, so a
+new `Judgment` field changes models.py alone. `json_sql` puts the JSON back together in SQL."""
 
 from __future__ import annotations
 
@@ -23,11 +20,7 @@ from grader.models import Judgment, PromptRef, bare_sha256
 KEY_TAG = "sha256:"
 
 COLUMN_FIELDS = ("key", "query_id", "doc_id", "status", "grade", "created_at", "judge", "prompt")
-"""The fields of a Judgment a row keeps in its columns and its source; the others are its
-payload."""
-
-
-# ---- keys -------------------------------------------------------------------------------
+"""The fields a row keeps in its columns and its source; the others are its payload."""
 
 
 def encode_key(key: str) -> bytes | str:
@@ -44,8 +37,7 @@ def encode_key(key: str) -> bytes | str:
 
 
 def encode_keys(keys: Sequence[str]) -> bytes | None:
-    """`encode_key` of every one of `keys` joined, in one go, when each is 32 bytes (keys as
-    relgrade writes them); else None (then encode them one by one)."""
+    """`encode_key` of all `keys` joined, when each is 32 bytes; else None (encode one by one)."""
     if not keys or not all(len(k) == 71 and k.startswith(KEY_TAG) for k in keys):
         return None
     hexes = "".join(k[7:] for k in keys)
@@ -58,9 +50,7 @@ def encode_keys(keys: Sequence[str]) -> bytes | None:
 
 def decode_key(value: bytes | str) -> str:
     """The content key of a stored key value (`encode_key` undone)."""
-    if isinstance(value, bytes):
-        return KEY_TAG + value.hex()
-    return value
+    return KEY_TAG + value.hex() if isinstance(value, bytes) else value
 
 
 def key_sql(column: str) -> str:
@@ -69,9 +59,6 @@ def key_sql(column: str) -> str:
         f"CASE typeof({column}) WHEN 'blob' THEN '{KEY_TAG}' || lower(hex({column}))"
         f" ELSE {column} END"
     )
-
-
-# ---- sources ----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -115,26 +102,13 @@ def sources_for_columns(
     sha: str | None,
     fingerprint: str | None,
 ) -> Source:
-    """The Source of these columns, made once (its JSON texts are cached on it)."""
-    return Source(
-        judge=judge,
-        model=model,
-        prompt_name=name,
-        prompt_version=version,
-        prompt_sha=None if sha is None else bare_sha256(sha),
-        fingerprint=fingerprint,
-    )
+    """The Source of these columns (fingerprint: masked JSON), made once."""
+    sha = None if sha is None else bare_sha256(sha)
+    return Source(judge, model, name, version, sha, fingerprint)
 
 
-def sources_for(
-    judge: str, model: str | None, prompt: PromptRef | None, fingerprint: str | None
-) -> Source:
-    """The source row of a judge's judgments, given its model, prompt and (masked) fingerprint
-    JSON (made once: `sources_for_columns` keeps the last few)."""
-    return sources_for_columns(judge, model, *_prompt_columns(prompt), fingerprint)
-
-
-def _prompt_columns(prompt: PromptRef | None) -> tuple[str | None, str | None, str | None]:
+def prompt_columns(prompt: PromptRef | None) -> tuple[str | None, str | None, str | None]:
+    """A prompt's name, version and sha256 (all None without one)."""
     if prompt is None:
         return None, None, None
     return prompt.name, prompt.version, prompt.sha256
@@ -158,9 +132,6 @@ def source_id(conn: sqlite3.Connection, source: Source, cache: dict[str, int]) -
     return found
 
 
-# ---- the encoder ------------------------------------------------------------------------
-
-
 class _Required:
     """Stands for a payload field without a default, until a value is given for it."""
 
@@ -168,16 +139,12 @@ class _Required:
         self.name = name
 
 
-def _payload_defaults() -> dict[str, Any]:
-    """Each payload field of `Judgment`, in the model's order, with its default."""
-    return {
-        name: _Required(name) if info.is_required() else info.get_default(call_default_factory=True)
-        for name, info in Judgment.model_fields.items()
-        if name not in COLUMN_FIELDS
-    }
-
-
-_PAYLOAD_DEFAULTS = _payload_defaults()
+_PAYLOAD_DEFAULTS = {
+    name: _Required(name) if info.is_required() else info.get_default(call_default_factory=True)
+    for name, info in Judgment.model_fields.items()
+    if name not in COLUMN_FIELDS
+}
+"""Each payload field of `Judgment`, in the model's order, with its default."""
 NULL_FIELDS = tuple(name for name, default in _PAYLOAD_DEFAULTS.items() if default is None)
 """The payload fields whose default is None: a payload leaves out those that are None."""
 _NULLS_BACK = ", ".join(f"'$.{name}', NULL" for name in NULL_FIELDS)
@@ -195,19 +162,13 @@ def time_text(moment: datetime) -> str:
     return to_json(moment).decode()[1:-1]
 
 
-def created_text(judgment: Judgment) -> str:
-    """`judgment.created_at` as its JSON (and the `created_at` column) writes it."""
-    return time_text(judgment.created_at)
-
-
 def id_json(value: str) -> str:
     """An id as the judgment JSON writes it."""
     return to_json(value).decode()
 
 
 Columns = tuple[bytes | str, str, str, str, int | None, str, str]
-"""A judgments row but its source: stored key, query_id, doc_id, status, grade, created_at,
-payload."""
+"""A judgments row but its source: key, ids, status, grade, created_at, payload."""
 
 
 def encode(fields: Mapping[str, Any]) -> Columns:
@@ -253,16 +214,11 @@ def from_journal_row(row: Sequence[Any]) -> StoredRow:
     return StoredRow(encode(fields), source, row[13] if len(row) > 13 else 0)
 
 
-# ---- a judgment's JSON, put back together -----------------------------------------------
-
-
-def json_sql(j: str, s: str, ids: str | None = None) -> str:
-    """SQL giving a judgment's whole JSON from judgments row `j` and source row `s`, with the ids of
-    row `ids` (default `j`); NULL_FIELDS left out come back null."""
-    ids = ids or j
+def json_sql(j: str, s: str) -> str:
+    """SQL giving a judgment's JSON from judgments row `j` and source row `s` (nulls put back)."""
     return (
-        f"""'{{"query_id":' || json_quote({ids}.query_id) || ',"doc_id":'"""
-        f""" || json_quote({ids}.doc_id) || ',"grade":' || ifnull({j}.grade, 'null')"""
+        f"""'{{"query_id":' || json_quote({j}.query_id) || ',"doc_id":'"""
+        f""" || json_quote({j}.doc_id) || ',"grade":' || ifnull({j}.grade, 'null')"""
         f""" || ',"status":"' || {j}.status || '","judge":' || {s}.judge_json"""
         f""" || ',"prompt":' || {s}.prompt_json || ',"key":' || json_quote({key_sql(f"{j}.key")})"""
         f""" || ',"created_at":"' || {j}.created_at || '",'"""
@@ -275,7 +231,7 @@ def judgment_json(judgment: Judgment) -> str:
     judgments equal those streamed from the store (tested)."""
     fields = vars(judgment)
     _, query_id, doc_id, status, grade, created_at, payload = encode(fields)
-    prompt_json = _prompt_json(*_prompt_columns(judgment.prompt))
+    prompt_json = _prompt_json(*prompt_columns(judgment.prompt))
     return (
         f'{{"query_id":{id_json(query_id)},"doc_id":{id_json(doc_id)},'
         f'"grade":{"null" if grade is None else int(grade)},"status":"{status}",'
@@ -308,10 +264,3 @@ def view_is_current(conn: sqlite3.Connection) -> bool:
         "SELECT sql FROM sqlite_master WHERE type = 'view' AND name = 'judgment_rows'"
     ).fetchone()
     return row is not None and row[0] == ROWS_VIEW
-
-
-def make_view(conn: sqlite3.Connection) -> None:
-    """Make the view `judgment_rows` this version's (in the caller's transaction)."""
-    if not view_is_current(conn):
-        conn.execute("DROP VIEW IF EXISTS judgment_rows")
-        conn.execute(ROWS_VIEW)

@@ -1,12 +1,10 @@
-"""Set-based lookups of a run's content keys, for runs of a million pairs.
-
-A rerun decides which pairs are answered without parsing a judgment (one scan, or a join of a
-temporary key table) and later streams those rows to its outputs in pair order, the JSON made in
-SQL. Reads use their own connection, so they work after the run's `Store` is closed.
-"""
+"""Set-based lookups of a run's content keys, for runs of a million pairs: which pairs are answered,
+without parsing a judgment, and their rows streamed to the outputs with the JSON made in SQL. Own
+connections, so they work after the run's `Store` is closed."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -49,7 +47,7 @@ def look_up(path: str | Path, rows: Sequence[Row], *, listed: bool = True) -> Ke
     try:
         (stored,) = conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM judgments").fetchone()
         scan = len(rows) * SCAN_RATIO >= stored
-        found = _scan(conn, rows) if scan else _join(conn, rows)
+        found = _stored(conn, rows, scan)
         lookup = KeyLookup([0] * len(rows), bytearray(len(rows)))
         maybe_unlisted: list[int] = []
         for i, (key, qid, did) in enumerate(rows):
@@ -76,44 +74,27 @@ def look_up(path: str | Path, rows: Sequence[Row], *, listed: bool = True) -> Ke
 Hit = tuple[int, str, str, str]  # (rowid, status, the row's query_id, doc_id)
 
 
-def _scan(conn: sqlite3.Connection, rows: Sequence[Row]) -> dict[bytes | str, Hit]:
-    """The stored rows of the run's keys, by one sequential scan (the run names most of the
-    store: cheaper than a random index probe per key)."""
+def _stored(conn: sqlite3.Connection, rows: Sequence[Row], scan: bool) -> dict[bytes | str, Hit]:
+    """The stored rows of the run's keys: by one sequential scan when the run names most of the
+    store (cheaper than an index probe per key), else by a join of a temporary table of them."""
     wanted = {key for key, _, _ in rows}
+    tables = "judgments j"
+    if not scan:
+        conn.execute("CREATE TEMP TABLE run_keys (key BLOB PRIMARY KEY) WITHOUT ROWID")
+        conn.executemany("INSERT INTO run_keys VALUES (?)", ((k,) for k in wanted))
+        tables = "temp.run_keys r JOIN judgments j ON j.key = r.key"
+    sql = f"SELECT j.key, j.rowid, j.status, j.query_id, j.doc_id FROM {tables}"
     return {
         key: (rowid, status, qid, did)
-        for key, rowid, status, qid, did in conn.execute(
-            "SELECT key, rowid, status, query_id, doc_id FROM judgments"
-        )
+        for key, rowid, status, qid, did in conn.execute(sql)
         if key in wanted
     }
 
 
-def _join(conn: sqlite3.Connection, rows: Sequence[Row]) -> dict[bytes | str, Hit]:
-    """The stored rows of the run's keys, by a join of a temporary table of them."""
-    conn.execute("CREATE TEMP TABLE run_keys (key BLOB PRIMARY KEY) WITHOUT ROWID")
-    conn.executemany("INSERT OR IGNORE INTO run_keys VALUES (?)", ((k,) for k, _, _ in rows))
-    found = {
-        key: (rowid, status, qid, did)
-        for key, rowid, status, qid, did in conn.execute(
-            "SELECT j.key, j.rowid, j.status, j.query_id, j.doc_id FROM temp.run_keys r"
-            " JOIN judgments j ON j.key = r.key"
-        )
-    }
-    conn.execute("DROP TABLE temp.run_keys")
-    return found
-
-
 def _unlisted(conn: sqlite3.Connection, rows: Sequence[Row], candidates: list[int]) -> list[int]:
     """Of the rows `candidates`, those whose (key, query_id, doc_id) `judgment_pairs` lacks."""
-    missing: list[int] = []
-    for i in candidates:
-        hit = conn.execute(
-            "SELECT 1 FROM judgment_pairs WHERE key = ? AND query_id = ? AND doc_id = ?", rows[i]
-        ).fetchone()
-        if hit is None:
-            missing.append(i)
-    return missing
+    sql = "SELECT 1 FROM judgment_pairs WHERE key = ? AND query_id = ? AND doc_id = ?"
+    return [i for i in candidates if conn.execute(sql, rows[i]).fetchone() is None]
 
 
 @dataclass(frozen=True)
@@ -125,7 +106,7 @@ class Block:
     count: int
 
 
-class StoredReader:
+class StoredReader(contextlib.AbstractContextManager["StoredReader"]):
     """Streams stored judgments to a run's outputs through its own connection (`blocks`)."""
 
     def __init__(self, path: str | Path) -> None:
@@ -135,15 +116,8 @@ class StoredReader:
     def close(self) -> None:
         self._conn.close()
 
-    def __enter__(self) -> StoredReader:
-        return self
-
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def _prefix(self, qid: str, did: str) -> str:
-        """The start of a judgment's JSON up to its two ids."""
-        return '{"query_id":' + id_json(qid) + ',"doc_id":' + id_json(did)
 
     def _missing(self, part: Sequence[StoredRef], found: set[int]) -> None:
         """Raise StoreError naming the first pair of `part` whose row is gone."""
@@ -157,15 +131,13 @@ class StoredReader:
         raise StoreError(f"{self.path}: the store changed while this run wrote its outputs")
 
     def blocks(self, rows: Sequence[StoredRef], *, block: int = BLOCK) -> Iterator[Block]:
-        """The outputs of `rows`, in order, in blocks of up to `block`: each stored judgment's
-        JSON with the row's own ids. Raises StoreError when a row is no longer stored."""
+        """The outputs of `rows` in order, `block` at a time; StoreError when a row is gone."""
         for start in range(0, len(rows), block):
             yield self._block(rows[start : start + block])
 
     def _block(self, part: Sequence[StoredRef]) -> Block:
-        # SQLite puts each judgment together with its row's own ids, in the block's order (a
-        # row id may come twice: pairs sharing a content); only a pair whose ids differ from
-        # its row's has them replaced here.
+        # SQLite writes each judgment with its row's ids, in the block's order (a row may come
+        # twice: pairs sharing a content); a pair whose ids differ has them replaced here.
         found = self._conn.execute(
             f"SELECT j.rowid, j.query_id, j.doc_id, {json_sql('j', 's')},"
             " j.query_id || ' 0 ' || j.doc_id || ' ' || j.grade"
@@ -173,22 +145,20 @@ class StoredReader:
             " JOIN judgment_sources s ON s.id = j.source_id ORDER BY e.key",
             (json.dumps([ref[0] for ref in part]),),
         ).fetchall()
-        if len(found) != len(part):
+        if [row[0] for row in found] != [ref[0] for ref in part]:
             self._missing(part, {row[0] for row in found})
         lines: list[str] = []
         qrels: list[str] = []
-        for (rowid, qid, did, _), (got, row_qid, row_did, line, qline) in zip(
-            part, found, strict=True
-        ):
-            if got != rowid:  # the store changed under us
-                self._missing(part, {row[0] for row in found})
-            if qid == row_qid and did == row_did:
-                lines.append(line)
-                if qline is not None:
-                    qrels.append(qline)
-                continue
-            ids = len(self._prefix(row_qid, row_did))
-            lines.append(self._prefix(qid, did) + line[ids:])
+        for (_, qid, did, _), (_, row_qid, row_did, line, qline) in zip(part, found, strict=True):
+            if qid != row_qid or did != row_did:
+                line = _prefix(qid, did) + line[len(_prefix(row_qid, row_did)) :]
+                qline = None if qline is None else f"{qid} 0 {did} {qline.rsplit(' ', 1)[1]}"
+            lines.append(line)
             if qline is not None:
-                qrels.append(f"{qid} 0 {did} {qline.rsplit(' ', 1)[1]}")
+                qrels.append(qline)
         return Block("\n".join(lines) + "\n", "\n".join(qrels) + "\n" if qrels else "", len(part))
+
+
+def _prefix(qid: str, did: str) -> str:
+    """The start of a judgment's JSON up to its two ids."""
+    return '{"query_id":' + id_json(qid) + ',"doc_id":' + id_json(did)

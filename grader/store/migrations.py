@@ -1,8 +1,5 @@
-"""The store's schema, as a numbered list of migrations applied in order.
-
-Each runs in its own transaction and sets `PRAGMA user_version`. To change the schema, APPEND a
-`Migration` (never edit a released one): older stores upgrade on open, newer ones are refused.
-"""
+"""The store's schema as numbered migrations, each in its own transaction. To change the schema,
+APPEND a `Migration` (never edit a released one): old stores upgrade on open, newer are refused."""
 
 from __future__ import annotations
 
@@ -11,9 +8,54 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from grader.store.claims import CLAIMS_TABLE
-from grader.store.schema7 import SCHEMA7_STATEMENTS, judgments_table, pairs_table
-from grader.store.schema8 import DEFAULT_EXTRA, INDEXES, upgrade_to_parts
+from grader.store.schema8 import DEFAULT_EXTRA, INDEXES, pairs_table, upgrade_to_parts
 from grader.store.schema8 import judgments_table as judgments_table8
+
+
+def judgments_table(name: str, fingerprint: str) -> str:
+    """The judgments table of schema 1 (`fingerprint TEXT`) and 7 (a fingerprint id)."""
+    return f"""CREATE TABLE {name} (
+        key TEXT PRIMARY KEY,
+        query_id TEXT NOT NULL,
+        doc_id TEXT NOT NULL,
+        judge TEXT NOT NULL,
+        model TEXT,
+        prompt_name TEXT,
+        prompt_version TEXT,
+        prompt_sha TEXT,
+        status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
+        grade INTEGER CHECK (grade IS NULL OR grade BETWEEN 0 AND 3),
+        created_at TEXT NOT NULL,
+        {fingerprint},
+        judgment TEXT NOT NULL,
+        CHECK ((status = 'ok') = (grade IS NOT NULL))
+    )"""
+
+
+# Schema 7: judge fingerprints kept once (by id), and the id pairs as a WITHOUT ROWID table (no
+# second copy of each key).
+SCHEMA7_STATEMENTS: tuple[str, ...] = (
+    """CREATE TABLE judge_fingerprints (
+        id INTEGER PRIMARY KEY,
+        fingerprint TEXT NOT NULL UNIQUE
+    )""",
+    "INSERT OR IGNORE INTO judge_fingerprints (fingerprint)"
+    " SELECT fingerprint FROM judgments WHERE fingerprint IS NOT NULL",
+    judgments_table("judgments_lean", "fingerprint_id INTEGER REFERENCES judge_fingerprints (id)"),
+    "INSERT INTO judgments_lean SELECT j.key, j.query_id, j.doc_id, j.judge, j.model,"
+    " j.prompt_name, j.prompt_version, j.prompt_sha, j.status, j.grade, j.created_at,"
+    " f.id, j.judgment FROM judgments j LEFT JOIN judge_fingerprints f"
+    " ON f.fingerprint = j.fingerprint",
+    "DROP TABLE judgments",
+    "ALTER TABLE judgments_lean RENAME TO judgments",
+    "CREATE INDEX judgments_pair ON judgments (query_id, doc_id)",
+    "CREATE INDEX judgments_judge ON judgments (judge, prompt_name, status)",
+    pairs_table("judgment_pairs_lean") + " WITHOUT ROWID",
+    "INSERT INTO judgment_pairs_lean SELECT key, query_id, doc_id FROM judgment_pairs",
+    "DROP TABLE judgment_pairs",
+    "ALTER TABLE judgment_pairs_lean RENAME TO judgment_pairs",
+)
+
 
 # Batch API jobs (owner: grader.batch). A job's `phase` lets another process continue it; an
 # item's `outcome` is `batch`, `live` or `failed`; `base_url` is the endpoint, never the key.
@@ -47,8 +89,7 @@ BATCH_STATEMENTS: tuple[str, ...] = (
 
 
 def add_base_url_column(conn: sqlite3.Connection) -> None:
-    """Add `batch_jobs.base_url` (the endpoint of each job, without credentials or query; never
-    the key), unless a store migrated by hand already has it."""
+    """Add `batch_jobs.base_url` (never the key) unless a store migrated by hand has it."""
     columns = {row[1] for row in conn.execute("PRAGMA table_info(batch_jobs)")}
     if "base_url" not in columns:
         conn.execute("ALTER TABLE batch_jobs ADD COLUMN base_url TEXT")
@@ -139,6 +180,18 @@ class Migration:
     apply: Callable[[sqlite3.Connection], None] | None = None
     vacuum: bool = False  # rewrite the file after it, giving back the space it freed
 
+    def run(self, conn: sqlite3.Connection, applied_at: str) -> None:
+        """Apply this step and record it (in the caller's transaction)."""
+        for statement in self.statements:
+            conn.execute(statement)
+        if self.apply is not None:
+            self.apply(conn)
+        conn.execute(
+            "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+            (self.version, self.name, applied_at),
+        )
+        conn.execute(f"PRAGMA user_version = {int(self.version)}")
+
 
 MIGRATIONS: list[Migration] = [
     Migration(
@@ -183,7 +236,6 @@ MIGRATIONS: list[Migration] = [
             )""",
         ),
     ),
-    # Batch API jobs and which keys each holds (owner: grader.batch).
     Migration(2, "batch jobs", BATCH_STATEMENTS),
     # Every (query_id, doc_id) pair of each content key (pairs with equal texts share a key).
     Migration(
@@ -198,19 +250,14 @@ MIGRATIONS: list[Migration] = [
     ),
     # Leases on content keys in flight (owner: grader.store.claims).
     Migration(4, "claims on keys in flight", (CLAIMS_TABLE,)),
-    # Batch file exports for any inference engine (owner: grader.batch.files.exports).
     Migration(5, "batch file exports", EXPORT_STATEMENTS),
-    # The endpoint each Batch API job was sent to (owner: grader.batch), never the key.
     Migration(6, "batch job endpoint", apply=add_base_url_column),
-    # A leaner store (grader.store.schema7); every judgment's JSON is copied as it was.
     Migration(7, "judge fingerprints kept once", SCHEMA7_STATEMENTS, vacuum=True),
     # Judgments in parts, judge and prompt once in `judgment_sources` (grader.store.schema8).
     Migration(8, "judgments in parts", apply=upgrade_to_parts, vacuum=True),
-    # Export lines kept in file order (owner: grader.batch.files.exports).
     Migration(9, "export lines in file order", EXPORT_LINES_IN_FILE_ORDER),
     # Each HTTP attempt's output mode, refusals included (rows `mode_rejected`).
     Migration(10, "call output mode", ("ALTER TABLE calls ADD COLUMN output_mode TEXT",)),
-    # Judgments as columns and one payload (FOLD_STATEMENTS above).
     Migration(11, "judgments as columns and one payload", FOLD_STATEMENTS, vacuum=True),
 ]
 

@@ -1,9 +1,5 @@
-"""A prompt's `name@version` means one text: checked against the judgments in the store.
-
-An edited prompt under an unchanged version would mix two prompts under one name, so
-`check_prompt_version` refuses it (unless `--allow-changed-prompt`); a version bump with identical
-requests is legal, and a note says it regrades for nothing.
-"""
+"""A prompt's `name@version` means one text: an edited prompt under an unchanged version is refused
+(unless `--allow-changed-prompt`); a version bump with identical requests is legal, with a note."""
 
 from __future__ import annotations
 
@@ -51,8 +47,7 @@ def check_prompt_version(
     store: Store, spec: PromptSpec, *, allow_changed: bool = False
 ) -> str | None:
     """Refuse `spec` (PromptError) when the store holds its name@version with another sha256,
-    unless `allow_changed`; return a note for stderr when it is allowed anyway, or when `spec`
-    only bumps the version of a stored prompt with the same requests; else None."""
+    unless `allow_changed`; else a note for stderr when it is allowed or only bumps a version."""
     versions = stored_prompt_versions(store, spec.name)
     stored = versions.get(spec.version, set())
     if stored and spec.sha256 not in stored:

@@ -1,7 +1,5 @@
-"""Reading the store: judgments by key or filter, every id pair's judgments, texts, the call
-log. A mixin of `grader.store.store.Store`, on its connection; judgments come back as JSON put
-together in SQL (`grader.store.judgment_rows.json_sql`, and the view `judgment_rows`).
-"""
+"""Reading the store, a mixin of `grader.store.store.Store`: judgments (JSON put together in SQL,
+`grader.store.judgment_rows.json_sql`), id pairs, texts, the call log."""
 
 from __future__ import annotations
 
@@ -23,6 +21,16 @@ _STATUS_OF_DIGESTS = (
 )
 
 
+def select_in(
+    conn: sqlite3.Connection, sql: str, values: Iterable[Any]
+) -> Iterator[tuple[Any, ...]]:
+    """The rows of `sql` whose `IN ({})` takes `values` (each once), a chunk at a time."""
+    unique = list(dict.fromkeys(values))
+    for start in range(0, len(unique), _CHUNK):
+        chunk = unique[start : start + _CHUNK]
+        yield from conn.execute(sql.format(",".join("?" * len(chunk))), chunk)
+
+
 class StoreReading:
     """The reading methods of `Store` (see the module docstring)."""
 
@@ -32,13 +40,8 @@ class StoreReading:
 
     def _by_keys(self, columns: str, keys: Iterable[str]) -> Iterator[tuple[Any, ...]]:
         """`SELECT columns FROM judgment_rows` for the stored judgments among `keys`."""
-        unique = list(dict.fromkeys(keys))
-        for start in range(0, len(unique), _CHUNK):
-            chunk = [encode_key(k) for k in unique[start : start + _CHUNK]]
-            marks = ",".join("?" * len(chunk))
-            yield from self._conn.execute(
-                f"SELECT {columns} FROM judgment_rows WHERE stored_key IN ({marks})", chunk
-            )
+        sql = f"SELECT {columns} FROM judgment_rows WHERE stored_key IN ({{}})"
+        return select_in(self._conn, sql, map(encode_key, keys))
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Judgment]:
         """The stored judgments (ok and failed) among `keys`, by key."""
@@ -48,8 +51,7 @@ class StoreReading:
         }
 
     def stamps(self, keys: Iterable[str]) -> dict[str, tuple[str, str]]:
-        """(status, created_at text) of each stored key among `keys`: whether the stored row is the
-        judgment a run holds, without parsing it."""
+        """(status, created_at) of each stored key among `keys`, without parsing the judgment."""
         return {
             key: (status, created)
             for key, status, created in self._by_keys("key, status, created_at", keys)
@@ -57,25 +59,18 @@ class StoreReading:
 
     def statuses(self, keys: Iterable[str]) -> dict[str, str]:
         """The stored status ("ok" / "failed") of each key among `keys` that is stored."""
-        found: dict[str, str] = {}
         unique = list(dict.fromkeys(keys))
         blob = encode_keys(unique)
+        rows: Iterable[tuple[Any, ...]]
         if blob is not None:  # one statement, one parameter (cheaper than `IN (...)`)
-            for key, status in self._conn.execute(_STATUS_OF_DIGESTS, (blob, len(unique))):
-                found[decode_key(key)] = status
-            return found
-        for start in range(0, len(unique), _CHUNK):
-            chunk = [encode_key(k) for k in unique[start : start + _CHUNK]]
-            marks = ",".join("?" * len(chunk))
-            for key, status in self._conn.execute(
-                f"SELECT key, status FROM judgments WHERE key IN ({marks})", chunk
-            ):
-                found[decode_key(key)] = status
-        return found
+            rows = self._conn.execute(_STATUS_OF_DIGESTS, (blob, len(unique)))
+        else:
+            sql = "SELECT key, status FROM judgments WHERE key IN ({})"
+            rows = select_in(self._conn, sql, map(encode_key, unique))
+        return {decode_key(key): status for key, status in rows}
 
     def iter_judgments(self, **where: str) -> Iterator[Judgment]:
-        """Stored judgments whose columns (status, judge, model, prompt_name...) equal `where`,
-        ordered by (query_id, doc_id, judge)."""
+        """Stored judgments whose columns equal `where`, by (query_id, doc_id, judge)."""
         if not set(where) <= _FILTERS:
             raise ValueError(f"iter_judgments filters on {sorted(_FILTERS)}")
         sql = "SELECT judgment FROM judgment_rows"
@@ -105,10 +100,7 @@ class StoreReading:
         row = self._conn.execute(
             "SELECT fingerprint FROM judgment_rows WHERE stored_key = ?", (encode_key(key),)
         ).fetchone()
-        if row is None or row[0] is None:
-            return None
-        value: dict[str, Any] = json.loads(row[0])
-        return value
+        return None if row is None or row[0] is None else json.loads(row[0])
 
     def completion_tokens(self, *, judge: str, prompt_sha: str) -> list[int]:
         """The completion tokens of each stored ok judgment of `judge` and prompt `prompt_sha`
@@ -123,32 +115,25 @@ class StoreReading:
 
     def count(self, *, status: str | None = None) -> int:
         """How many judgments are stored (with `status`, when given)."""
-        if status is None:
-            row = self._conn.execute("SELECT COUNT(*) FROM judgments").fetchone()
-        else:
-            row = self._conn.execute(
-                "SELECT COUNT(*) FROM judgments WHERE status = ?", (status,)
-            ).fetchone()
-        return int(row[0])
+        sql = "SELECT COUNT(*) FROM judgments" + (" WHERE status = ?" if status else "")
+        return int(self._conn.execute(sql, (status,) if status else ()).fetchone()[0])
 
     def queries(self, ids: Iterable[str] | None = None) -> dict[str, Query]:
         """Stored query texts (all, or those among `ids`)."""
         rows = self._select_by_ids("SELECT query_id, text FROM queries", "query_id", ids)
         return {qid: Query(query_id=qid, text=text) for qid, text in rows}
 
-    def docs(self, ids: Iterable[str] | None = None) -> dict[str, Doc]:
-        """Stored documents (all, or those among `ids`) with title and metadata."""
+    def docs(self, ids: Iterable[str] | None = None, *, whole: bool = True) -> dict[str, Doc]:
+        """Stored documents (all, or those among `ids`) with title and metadata, or (not `whole`)
+        their text only: what judging a reply to them reads."""
+        if not whole:
+            rows = self._select_by_ids("SELECT doc_id, text FROM docs", "doc_id", ids)
+            return {did: Doc(doc_id=did, text=text) for did, text in rows}
         rows = self._select_by_ids("SELECT doc_id, text, title, metadata FROM docs", "doc_id", ids)
         return {
             did: Doc(doc_id=did, text=text, title=title, metadata=json.loads(meta))
             for did, text, title, meta in rows
         }
-
-    def doc_texts(self, ids: Iterable[str]) -> dict[str, Doc]:
-        """Stored documents among `ids` with their text only (no title, no metadata): what
-        judging a reply to them reads (titles and metadata are not decoded)."""
-        rows = self._select_by_ids("SELECT doc_id, text FROM docs", "doc_id", ids)
-        return {did: Doc(doc_id=did, text=text) for did, text in rows}
 
     def long_doc_texts(self, ids: Iterable[str], longer_than: int) -> dict[str, str | None]:
         """The stored documents among `ids`, each with its text when over `longer_than` bytes of
@@ -161,22 +146,25 @@ class StoreReading:
 
     def query_ids(self, ids: Iterable[str]) -> set[str]:
         """Those of `ids` that are stored queries."""
-        return {
-            row[0] for row in self._select_by_ids("SELECT query_id FROM queries", "query_id", ids)
-        }
+        rows = self._select_by_ids("SELECT query_id FROM queries", "query_id", ids)
+        return {qid for (qid,) in rows}
 
     def _select_by_ids(
         self, sql: str, column: str, ids: Iterable[str] | None
     ) -> list[tuple[Any, ...]]:
         if ids is None:
             return self._conn.execute(sql).fetchall()
-        unique = list(dict.fromkeys(ids))
-        rows: list[tuple[Any, ...]] = []
-        for start in range(0, len(unique), _CHUNK):
-            chunk = unique[start : start + _CHUNK]
-            marks = ",".join("?" * len(chunk))
-            rows.extend(self._conn.execute(f"{sql} WHERE {column} IN ({marks})", chunk))
-        return rows
+        return list(select_in(self._conn, f"{sql} WHERE {column} IN ({{}})", ids))
+
+    def pairs_without_texts(self) -> int:
+        """How many id pairs with a stored judgment lack their query or document text."""
+        row = self._conn.execute(
+            "SELECT COUNT(*) FROM (SELECT DISTINCT p.query_id, p.doc_id FROM judgment_pairs p"
+            " JOIN judgments j ON j.key = p.key"
+            " WHERE NOT EXISTS (SELECT 1 FROM queries q WHERE q.query_id = p.query_id)"
+            " OR NOT EXISTS (SELECT 1 FROM docs d WHERE d.doc_id = p.doc_id))"
+        ).fetchone()
+        return int(row[0])
 
     def calls(self, key: str | None = None) -> list[dict[str, Any]]:
         """The call log (for one key, when given), oldest first."""

@@ -1,24 +1,23 @@
-"""Schema 8 as migration 8 wrote it, frozen: judgments in parts, keys as raw bytes.
-
-Migration 11 folds the parts (`head`, `tail`, `extra`) into one payload; this module is what
-migration 8 needs to take a store of schema 7 or older there.
-"""
+"""Migration 8, frozen: judgments in parts (`head`, `tail`, `extra`, which migration 11 folds into
+one payload) with their judge and prompt once in `judgment_sources`, keys as raw bytes."""
 
 from __future__ import annotations
 
 import sqlite3
-from typing import Any, NamedTuple
+from typing import Any
 
-from grader.errors import StoreError
 from grader.models import Judgment
-from grader.store.judgment_rows import (
-    Source,
-    encode_key,
-    id_json,
-    key_sql,
-    source_id,
-    sources_for_columns,
-)
+from grader.store.judgment_rows import Source, encode_key, source_id, sources_for_columns, time_text
+
+
+def pairs_table(name: str, key_type: str = "TEXT") -> str:
+    """The id pairs of each content key (schema 3, 7's copy of it, and 8's with keys as bytes)."""
+    return f"""CREATE TABLE {name} (
+        key {key_type} NOT NULL,
+        query_id TEXT NOT NULL,
+        doc_id TEXT NOT NULL,
+        PRIMARY KEY (key, query_id, doc_id)
+    )"""
 
 
 def judgments_table(name: str, parts: str) -> str:
@@ -59,81 +58,26 @@ INDEXES = (
 DEFAULT_EXTRA = '"judges":null,"disagreement":null,"verification":null'
 """`extra` when NULL (migration 11 folds it into the payload)."""
 
-# Field names at the seams, in the order pydantic wrote them.
-_REASON = ',"reason":'
-_JUDGE = ',"judge":'
-_ATTEMPTS = ',"attempts":'
-_CREATED = ',"created_at":"'
-_JUDGES = '","judges":'
-
-ROWS_VIEW = f"""CREATE VIEW judgment_rows AS
-SELECT {key_sql("j.key")} AS key, j.query_id, j.doc_id, s.judge, s.model, s.prompt_name,
-       s.prompt_version, s.prompt_sha, j.status, j.grade, j.created_at, s.fingerprint,
-       '{{"query_id":' || json_quote(j.query_id) || ',"doc_id":' || json_quote(j.doc_id)
-       || ',"grade":' || ifnull(j.grade, 'null') || ',"status":"' || j.status || '",'
-       || j.head || ',"judge":' || s.judge_json || ',"prompt":' || s.prompt_json
-       || ',"key":' || json_quote({key_sql("j.key")}) || ',' || j.tail
-       || ',"created_at":"' || j.created_at || '",'
-       || ifnull(j.extra, '{DEFAULT_EXTRA}') || '}}' AS judgment, j.key AS stored_key, j.source_id
-FROM judgments j JOIN judgment_sources s ON s.id = j.source_id"""
-
-
-class _Parts(NamedTuple):
-    head: str
-    tail: str
-    created_at: str
-    extra: str | None  # None: DEFAULT_EXTRA
-
-
-def _split(text: str) -> _Parts:
-    """The parts of a judgment's JSON as pydantic writes it. Each seam is the first of its
-    field name after the previous seam: string values escape their quotes, so a name with its
-    quote and colon cannot occur inside one."""
-    head_at = text.index(_REASON) + 1
-    judge_at = text.index(_JUDGE, head_at)
-    tail_at = text.index(_ATTEMPTS, judge_at) + 1
-    created_at = text.index(_CREATED, tail_at)
-    extra_at = text.index(_JUDGES, created_at)
-    extra = text[extra_at + 2 : -1]
-    return _Parts(
-        head=text[head_at:judge_at],
-        tail=text[tail_at:created_at],
-        created_at=text[created_at + len(_CREATED) : extra_at],
-        extra=None if extra == DEFAULT_EXTRA else extra,
-    )
-
-
-def _assemble(
-    qid: str, did: str, grade: int | None, status: str, parts: _Parts, source: Source, key: str
-) -> str:
-    """A judgment's JSON from its schema 8 row (`_split` undone)."""
-    grade_json = "null" if grade is None else str(grade)
-    return (
-        f'{{"query_id":{id_json(qid)},"doc_id":{id_json(did)},"grade":{grade_json},'
-        f'"status":"{status}",{parts.head},"judge":{source.judge_json},'
-        f'"prompt":{source.prompt_json},"key":{id_json(key)},{parts.tail},'
-        f'"created_at":"{parts.created_at}",'
-        f"{DEFAULT_EXTRA if parts.extra is None else parts.extra}}}"
-    )
+_NAMES = list(Judgment.model_fields)
+_PARTS = [
+    set(_NAMES[_NAMES.index(first) + 1 : _NAMES.index(end) if end else None])
+    for first, end in (("status", "judge"), ("key", "created_at"), ("created_at", None))
+]
+"""The fields of `head`, `tail` and `extra`: the runs of fields pydantic writes between the
+columns (ids, grade, status), the source (judge, prompt), the key and `created_at`."""
 
 
 def _row_of(row: tuple[Any, ...]) -> tuple[tuple[Any, ...], Source]:
-    """A schema 7 row (key, ids, judge, model, prompt name/version/sha, status, grade,
-    created_at, fingerprint, judgment JSON) as schema 8 keeps it, and its source."""
+    """A schema 7 row (columns, fingerprint, JSON) as schema 8 keeps it, and its source."""
     key, qid, did, judge, model, name, version, sha, status, grade = row[:10]
     source = sources_for_columns(judge, model, name, version, sha, row[11])
-    text = row[12]
-    for attempt in range(2):
-        try:
-            parts: _Parts | None = _split(text)
-        except ValueError:  # not as pydantic writes it (e.g. spaces after the separators)
-            parts = None
-        if parts is not None and text == _assemble(qid, did, grade, status, parts, source, key):
-            columns = (encode_key(key), qid, did, status, grade, parts.created_at)
-            return (*columns, parts.head, parts.tail, parts.extra), source
-        if attempt == 0:
-            text = Judgment.model_validate_json(text).model_dump_json()
-    raise StoreError(f"the judgment of {qid} {did} ({key}) does not fit the store's layout")
+    judgment = Judgment.model_validate_json(row[12])
+    written = (judgment.key, judgment.query_id, judgment.doc_id, judgment.status, judgment.grade)
+    if written != (key, qid, did, status, grade):
+        raise ValueError(f"the judgment of {qid} {did} does not fit its columns")
+    head, tail, extra = (judgment.model_dump_json(include=part)[1:-1] for part in _PARTS)
+    columns = (encode_key(key), qid, did, status, grade, time_text(judgment.created_at))
+    return (*columns, head, tail, None if extra == DEFAULT_EXTRA else extra), source
 
 
 _BATCH = 5000
@@ -156,7 +100,7 @@ def upgrade_to_parts(conn: sqlite3.Connection) -> None:
         for row in batch:
             try:
                 columns, source = _row_of(row)
-            except (ValueError, StoreError) as exc:
+            except ValueError as exc:
                 message = f"the judgment of key {row[0]} is unreadable: {exc}"
                 raise sqlite3.DatabaseError(message) from None
             rows.append((*columns[:3], source_id(conn, source, cache), *columns[3:]))
@@ -169,17 +113,9 @@ def upgrade_to_parts(conn: sqlite3.Connection) -> None:
     conn.execute("DROP TABLE judge_fingerprints")
     for statement in INDEXES:
         conn.execute(statement)
-    conn.execute(ROWS_VIEW)
-    # The id pairs, their keys as bytes.
+    # The id pairs, their keys as bytes. (Migration 11 drops the view of schema 8.)
     conn.create_function("relgrade_encode_key", 1, encode_key, deterministic=True)
-    conn.execute(
-        """CREATE TABLE judgment_pairs_v8 (
-            key BLOB NOT NULL,
-            query_id TEXT NOT NULL,
-            doc_id TEXT NOT NULL,
-            PRIMARY KEY (key, query_id, doc_id)
-        ) WITHOUT ROWID"""
-    )
+    conn.execute(pairs_table("judgment_pairs_v8", "BLOB") + " WITHOUT ROWID")
     conn.execute(
         "INSERT OR IGNORE INTO judgment_pairs_v8 SELECT relgrade_encode_key(key), query_id,"
         " doc_id FROM judgment_pairs"

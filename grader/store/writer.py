@@ -1,9 +1,6 @@
-"""Batched writes of judgments and call records to the store, for the grading pipeline.
-
-A `durable` writer journals each paid answer as it is queued. A busy store is waited for as long as
-it takes (answers moved to the journal after `journal_after_s`), a full disk sends them to a journal
-or rescue journal and stops the run; the next open replays them.
-"""
+"""Batched writes of judgments and call records, for the grading pipeline. A busy store is waited
+for (answers journaled after `journal_after_s`; a `durable` writer journals each as queued); a full
+disk sends them to a journal or rescue journal and stops the run. The next open replays them."""
 
 from __future__ import annotations
 
@@ -15,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.models import CallRecord, Judgment
-from grader.store.busy import BusyWait, StoreBusyError
-from grader.store.busy import journal_after_s as journal_after_s_env
+from grader.store.busy import JOURNAL_AFTER_S, BusyWait, StoreBusyError, seconds_from_env
 from grader.store.disk_full import StoreFullError
 from grader.store.store import Store
 
@@ -39,60 +35,37 @@ class _Held:
 
 
 class StoreWriter:
-    """Buffers judgments and call records and commits them in small batches (every
-    `FLUSH_INTERVAL_S` or `FLUSH_SIZE` items). Thread-safe; one flush runs at a time."""
+    """Commits judgments and call records in small batches; thread-safe, one flush at a time."""
 
     def __init__(
-        self,
-        store: Store | None,
-        *,
-        flush_size: int = FLUSH_SIZE,
-        journal_after_s: float | None = None,
-        durable: bool = False,
+        self, store: Store | None, *, journal_after_s: float | None = None, durable: bool = False
     ) -> None:
         self.store = store
         self.durable = durable and store is not None
-        self.flush_size = flush_size
-        self.journal_after_s = journal_after_s_env() if journal_after_s is None else journal_after_s
-        self._judgments: list[Item] = []
-        self._calls: list[CallRecord] = []
+        if journal_after_s is None:
+            journal_after_s = seconds_from_env("RELGRADE_STORE_BUSY_JOURNAL_AFTER", JOURNAL_AFTER_S)
+        self.journal_after_s = journal_after_s
+        self._queue = _Held()
         self._lock = threading.Lock()
         self._flushing = threading.Lock()
-        self._background: set[asyncio.Future[None]] = set()
-        self.written = 0  # judgments committed by this writer
+        self._background: asyncio.Future[None] | None = None  # the flush queued on a thread
         self.journaled = 0  # judgments this writer put in the journal (stored later)
         self.full: StoreFullError | None = None  # the store's disk was found full
         self.kept: dict[Path, int] = {}  # judgments in each journal while the disk is full
         self._unsaved = _Held()  # what no journal took either (the disk is full)
 
-    def add(self, judgment: Judgment, fingerprint: Mapping[str, Any] | None) -> None:
-        """Queue one judgment for the store."""
-        self.add_group([(judgment, fingerprint)])
-
     def add_group(self, items: Iterable[Item]) -> None:
         """Queue judgments that must be committed together (an answer and the output judgments
         it completed): one flush takes them all. A durable writer journals them first."""
         items = list(items)
-        if self.durable:
-            self._journal_now(items)
+        if self.durable:  # unsynced; no journal with room: they wait for the flush as they are
+            assert self.store is not None
+            self._journal(self.store, _Held(items), sync=False)
         with self._lock:
-            self._judgments.extend(items)
-            full = len(self._judgments) >= self.flush_size
+            self._queue.judgments.extend(items)
+            full = len(self._queue.judgments) >= FLUSH_SIZE
         if full:
             self._flush_soon()
-
-    def _journal_now(self, items: list[Item]) -> None:
-        """Append `items` to the first journal with room, unsynced (module docstring); none
-        with room: they wait in memory for the flush, as without a journal."""
-        store = self.store
-        assert store is not None
-        rows = store.rows(items)
-        for journal in [store.journal, *store.rescues]:
-            try:
-                journal.append(rows, sync=False)
-            except OSError:
-                continue
-            return
 
     def _flush_soon(self) -> None:
         """Flush now: on a worker thread when called from an event loop (a busy store must not
@@ -102,22 +75,21 @@ class StoreWriter:
         except RuntimeError:
             self.flush()
             return
-        if self._background or self._flushing.locked():
+        if self._background is not None or self._flushing.locked():
             return
-        future = loop.run_in_executor(None, self.flush)
-        self._background.add(future)
+        self._background = loop.run_in_executor(None, self.flush)
         # Its error, if any, is met again by the next flush (the items went back to the queue).
-        future.add_done_callback(self._flushed)
+        self._background.add_done_callback(self._flushed)
 
     def _flushed(self, future: asyncio.Future[None]) -> None:
-        self._background.discard(future)
+        self._background = None
         if not future.cancelled():
             future.exception()  # retrieved: the next flush meets the error again and raises it
 
     def log_call(self, record: CallRecord) -> None:
         """Queue one HTTP attempt for the call log (the judge's `on_call`)."""
         with self._lock:
-            self._calls.append(record)
+            self._queue.calls.append(record)
 
     def flush(self) -> None:
         """Commit everything queued and any journaled rows, waiting while the store is busy; blocks
@@ -166,30 +138,24 @@ class StoreWriter:
 
     def _take(self) -> _Held:
         with self._lock:
-            held = _Held(self._judgments, self._calls)
-            self._judgments, self._calls = [], []
+            held, self._queue = self._queue, _Held()
         return held
 
     def _put_back(self, held: _Held) -> None:
         with self._lock:
-            self._judgments[:0] = held.judgments
-            self._calls[:0] = held.calls
+            self._queue.judgments[:0] = held.judgments
+            self._queue.calls[:0] = held.calls
 
     def _write(self, store: Store, held: _Held) -> None:
         """One attempt; what is committed leaves `held`, so a retry never repeats it."""
-        if held.judgments:
-            store.put_many(held.judgments)
-            self.written += len(held.judgments)
-            held.judgments = []
-        if held.calls:
-            store.log_calls(held.calls)
-            held.calls = []
+        if held:
+            store.put_many(held.judgments, held.calls)
+            held.judgments, held.calls = [], []
         if store.journal_pending():
             store.replay_journal()
 
     def _keep(self, store: Store, held: _Held, exc: StoreFullError) -> None:
-        """The disk under the store is full: keep `held` in the first journal with room, else
-        in memory (module docstring)."""
+        """The store's disk is full: keep `held` in the first journal with room, else in memory."""
         self.full = exc
         if not held:
             return
@@ -200,8 +166,7 @@ class StoreWriter:
             self.kept[path] = self.kept.get(path, 0) + len(held.judgments)
 
     def full_error(self) -> StoreFullError | None:
-        """When the disk was found full: the error telling where the answers not stored are
-        (call after the last flush)."""
+        """The error telling where the answers a full disk left are (after the last flush)."""
         if self.full is None:
             return None
         kept = "; ".join(f"{n:,} in {path}" for path, n in self.kept.items() if n)
@@ -230,15 +195,16 @@ class StoreWriter:
             return []
         return self.store.rows(self._unsaved.judgments).judgments
 
-    def _journal(self, store: Store, held: _Held) -> Path | None:
+    def _journal(self, store: Store, held: _Held, *, sync: bool = True) -> Path | None:
         """Append `held` to the first journal with room: the one beside the store, then the
         rescue journals (`grader.store.journal`); which, or None when none took them."""
         rows = store.rows(held.judgments, held.calls)
         for journal in [store.journal, *store.rescues]:
             try:
-                journal.append(rows)
+                journal.append(rows, sync=sync)
             except OSError:  # full too (or not writable): the next one
                 continue
-            self.journaled += len(held.judgments)
+            if sync:
+                self.journaled += len(held.judgments)
             return journal.path
         return None

@@ -46,15 +46,7 @@ def schema_store(path: Path, version: int, *, since: int = 0) -> sqlite3.Connect
             break
         if migration.version <= since:
             continue
-        for statement in migration.statements:
-            conn.execute(statement)
-        if migration.apply is not None:
-            migration.apply(conn)
-        conn.execute(
-            "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-            (migration.version, migration.name, "2026-01-01T00:00:00+00:00"),
-        )
-    conn.execute(f"PRAGMA user_version = {version}")
+        migration.run(conn, "2026-01-01T00:00:00+00:00")
     conn.execute("COMMIT")
     return conn
 

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit, urlunsplit
 from grader.batch.api.client import BatchInfo
 from grader.batch.beside import TablesBeside
 from grader.errors import StoreError
-from grader.store.connection_beside import now_iso
+from grader.store.writing import now_text
 
 
 class Item(NamedTuple):
@@ -63,7 +63,7 @@ class BatchState(TablesBeside):
     ) -> int:
         """Record a new job in phase `prepared` with its items and the endpoint it goes to
         (`base_url`, stored without credentials: `public_base_url`); returns the job id."""
-        now = now_iso()
+        now = now_text()
         url = public_base_url(base_url) if base_url else None
         config = json.dumps(judge_config, sort_keys=True)
         with self._transaction() as conn:
@@ -84,7 +84,7 @@ class BatchState(TablesBeside):
         """Set one job's `columns` ("a = ?, ...") to `values`, and its `updated_at`."""
         self._conn.execute(
             f"UPDATE batch_jobs SET {columns}, updated_at = ? WHERE job_id = ?",
-            (*values, now_iso(), job_id),
+            (*values, now_text(), job_id),
         )
 
     def set_uploaded(self, job_id: int, input_file_id: str) -> None:

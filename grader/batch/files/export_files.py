@@ -31,7 +31,8 @@ from grader.models import Doc, Query
 from grader.output_modes import OutputMode
 from grader.store.checkpoint_thread import Checkpoints, checkpoints_beside
 from grader.store.disk_full import file_system, is_full
-from grader.store.store import DocRow, Store, doc_row
+from grader.store.store import Store
+from grader.store.writing import DocRow, doc_row
 
 CHUNK = 2000  # pairs per store lookup
 BATCH_PAIRS = 50_000  # id pairs whose texts, id pairs and lines are written in one transaction each

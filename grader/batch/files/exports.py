@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 from grader.batch.beside import TablesBeside
 from grader.errors import InputError
-from grader.store.connection_beside import now_iso
+from grader.store.writing import now_text
 
 CUSTOM_ID_PREFIX = "relgrade"
 
@@ -100,7 +100,7 @@ class ExportState(TablesBeside):
         self._conn.execute(f"PRAGMA wal_autocheckpoint = {int(pages)}")
 
     def add_export(self, export_id: str, judge_config: dict[str, Any], out_dir: str) -> None:
-        now = now_iso()
+        now = now_text()
         config = json.dumps(judge_config, sort_keys=True)
         self._one(
             "INSERT INTO exports (export_id, judge_config, out_dir, created_at, updated_at)"
@@ -128,7 +128,7 @@ class ExportState(TablesBeside):
             (
                 "UPDATE exports SET n_lines = n_lines + ?, n_pairs = n_pairs + ?, updated_at = ?"
                 " WHERE export_id = ?",
-                [(len(lines), n_pairs, now_iso(), export_id)],
+                [(len(lines), n_pairs, now_text(), export_id)],
             ),
         ]
         if file is not None:
@@ -149,7 +149,7 @@ class ExportState(TablesBeside):
     def finish(self, export_id: str) -> None:
         self._one(
             "UPDATE exports SET complete = 1, updated_at = ? WHERE export_id = ?",
-            [(now_iso(), export_id)],
+            [(now_text(), export_id)],
         )
 
     def set_outcomes_at(self, export_id: str, places: Iterable[tuple[int, int, str]]) -> None:

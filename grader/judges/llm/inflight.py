@@ -12,7 +12,6 @@ import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import TracebackType
 
 
 @dataclass(eq=False)
@@ -60,12 +59,7 @@ class InFlight:
         self.tickets.append(ticket)
         return ticket
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         async with self._changed:
             self.active -= 1
             self._changed.notify_all()
