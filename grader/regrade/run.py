@@ -23,7 +23,6 @@ from grader.regrade.selection import (
     Criterion,
     distinct_keys,
     select_candidates,
-    to_grade,
     version_pairs,
 )
 from grader.store.store import Store
@@ -105,7 +104,8 @@ def work(
     store: Store, candidates: list[Candidate], waiting: set[str]
 ) -> tuple[list[Candidate], dict[str, Any]]:
     """The candidates to send (neither ok nor `waiting` in open batches) and the counts."""
-    todo = to_grade(store, candidates, exclude=waiting)
+    statuses = store.statuses(c.new_key for c in candidates)
+    todo = [c for c in candidates if statuses.get(c.new_key) != "ok" and c.new_key not in waiting]
     in_batches = sum(1 for c in candidates if c.new_key in waiting)
     return todo, {
         "sent": len(todo),

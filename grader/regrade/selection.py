@@ -277,12 +277,3 @@ def distinct_keys(candidates: Iterable[Candidate]) -> list[Candidate]:
     for c in candidates:
         first.setdefault(c.new_key, c)
     return list(first.values())
-
-
-def to_grade(
-    store: Store, candidates: Sequence[Candidate], *, exclude: Iterable[str] = ()
-) -> list[Candidate]:
-    """Candidates whose new key is not ok in the store, nor among `exclude`."""
-    statuses = store.statuses(c.new_key for c in candidates)
-    skip = set(exclude)
-    return [c for c in candidates if statuses.get(c.new_key) != "ok" and c.new_key not in skip]
