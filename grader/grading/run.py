@@ -255,10 +255,6 @@ class GradingRun(RunWaiting):
         """Whether every judge has a price (asked once)."""
         return all_priced([*self.judges, self.verify_judge], self.pairs)
 
-    def _report_progress(self) -> None:
-        if self.on_progress is not None:
-            self.on_progress(self.progress())
-
     # -- judging ---------------------------------------------------------------------------
 
     def _reserve(self, unit: Unit) -> float | None:
@@ -303,11 +299,23 @@ class GradingRun(RunWaiting):
     def _adopt(self, unit: Unit, judgment: Judgment) -> None:
         """Take the answer another process stored for the unit's key (this run pays nothing)."""
         self.report.adopted += 1
+        self._answered(unit, judgment, None, paid=False)
+
+    def _answered(
+        self,
+        unit: Unit,
+        judgment: Judgment,
+        stored: tuple[Judgment, dict[str, Any] | None] | None,
+        *,
+        paid: bool = True,
+    ) -> None:
+        """Give the answer to the unit's pair and to each pair waiting for its key."""
         self.results[unit.key] = judgment
         for follower in [unit, *self.followers.pop(unit.key, [])]:
-            self._deliver(follower, judgment, paid=False)
-        self._store_group()
-        self._report_progress()
+            self._deliver(follower, judgment, paid=paid)
+        self._store_group(stored)
+        if self.on_progress is not None:
+            self.on_progress(self.progress())
 
     async def _judge(self, unit: Unit) -> None:
         unit.state.requested = True
@@ -328,11 +336,7 @@ class GradingRun(RunWaiting):
         judgment = _mask(judgment, self.secrets)
         self.report.pay(judgment.usage, judgment.cost)
         fingerprint = self.verify_fingerprint if unit.slot < 0 else self.fingerprints[unit.slot]
-        self.results[unit.key] = judgment
-        for follower in [unit, *self.followers.pop(unit.key, [])]:
-            self._deliver(follower, judgment)
-        self._store_group((judgment, fingerprint))
-        self._report_progress()
+        self._answered(unit, judgment, (judgment, fingerprint))
 
     def _deliver(self, unit: Unit, judgment: Judgment, *, paid: bool = True) -> None:
         """Give a judge's answer to the pair of `unit`; `paid` when this run requested it."""
