@@ -299,21 +299,14 @@ class GradingRun(RunWaiting):
     def _adopt(self, unit: Unit, judgment: Judgment) -> None:
         """Take the answer another process stored for the unit's key (this run pays nothing)."""
         self.report.adopted += 1
-        self._answered(unit, judgment, None, paid=False)
+        self._answered(unit, judgment, None)
 
-    def _answered(
-        self,
-        unit: Unit,
-        judgment: Judgment,
-        stored: tuple[Judgment, dict[str, Any] | None] | None,
-        *,
-        paid: bool = True,
-    ) -> None:
-        """Give the answer to the unit's pair and to each pair waiting for its key."""
+    def _answered(self, unit: Unit, judgment: Judgment, fp: dict[str, Any] | None) -> None:
+        """Give the answer to the pairs waiting for its key; `fp` (of a paid one) stores it."""
         self.results[unit.key] = judgment
         for follower in [unit, *self.followers.pop(unit.key, [])]:
-            self._deliver(follower, judgment, paid=paid)
-        self._store_group(stored)
+            self._deliver(follower, judgment, paid=fp is not None)
+        self._store_group(None if fp is None else (judgment, fp))
         if self.on_progress is not None:
             self.on_progress(self.progress())
 
@@ -336,7 +329,7 @@ class GradingRun(RunWaiting):
         judgment = _mask(judgment, self.secrets)
         self.report.pay(judgment.usage, judgment.cost)
         fingerprint = self.verify_fingerprint if unit.slot < 0 else self.fingerprints[unit.slot]
-        self._answered(unit, judgment, (judgment, fingerprint))
+        self._answered(unit, judgment, fingerprint)
 
     def _deliver(self, unit: Unit, judgment: Judgment, *, paid: bool = True) -> None:
         """Give a judge's answer to the pair of `unit`; `paid` when this run requested it."""
