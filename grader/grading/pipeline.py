@@ -209,10 +209,7 @@ def _finish(
         raise full
     if run.store is not None:  # another process's first answer is final
         read_back(run.store, run.pairs, run.outputs, run.final_from_store, run.report)
-    for judge in {id(j): j for j in [*run.judges, run.verify_judge]}.values():
-        take = getattr(judge, "take_abandoned", None)  # attempts paid for but cut short
-        if take is not None:
-            run.report.pay(*take())
+    _count_abandoned(run.report, [*run.judges, run.verify_judge])
     run.close_report()
     if run.fatal is not None:
         raise run.fatal
@@ -233,6 +230,14 @@ async def _let_go(run: GradingRun) -> None:
         if run.claims is not None:
             run.claims.release_all()
             run.claims.close()
+
+
+def _count_abandoned(report: GradingReport, judges: Sequence[Judge | None]) -> None:
+    """Add the tokens and cost of attempts paid for but cut short (`take_abandoned`)."""
+    for judge in {id(j): j for j in judges}.values():
+        take = getattr(judge, "take_abandoned", None)
+        if take is not None:
+            report.pay(*take())
 
 
 async def _flush(writer: StoreWriter) -> None:
