@@ -219,14 +219,14 @@ class GradingRun(RunWaiting):
             primary = self.composite.combined(members, state.ensemble_key, state.pair)
         state.primary = primary
         if self.verify_judge is not None and state.verify_key and needs_verification(primary):
+            unit = Unit(state, -1, self.verify_judge, state.verify_key)
             cached = self.verified.get(state.verify_key)
-            if cached is None:
+            if cached is not None:
+                self._deliver(unit, cached, paid=False)
+            else:
                 state.requested = True
-                self._enqueue(Unit(state, -1, self.verify_judge, state.verify_key))
-                return
-            answer = for_pair(cached, state.pair)
-            self._count(self.verify_judge, paid=False)
-            primary = self.composite.verified(primary, answer, state.final_key, state.pair)
+                self._enqueue(unit)
+            return
         self._finish(state, primary)
 
     def _finish(self, state: PairState, judgment: Judgment) -> None:
