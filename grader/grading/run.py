@@ -170,8 +170,7 @@ class GradingRun(RunWaiting):
         done = len(stored_rows)
         self.report.cached += done
         if done:
-            counts = self.report.stored_by_judge
-            counts[judge.judge_id] = counts.get(judge.judge_id, 0) + done
+            self._count(judge, paid=False, n=done)
         self.unlisted = [(decode_key(rows[i][0]), rows[i][1], rows[i][2]) for i in found.unlisted]
         return states
 
@@ -181,11 +180,8 @@ class GradingRun(RunWaiting):
         report.judgments = [j for j in self.outputs if j is not None]
         if self.streamed:
             assert self.store is not None
-            order = bytearray(
-                1 if stored else 0
-                for stored, j in zip(self.from_store, self.outputs, strict=True)
-                if stored or j is not None
-            )
+            pairs = zip(self.from_store, self.outputs, strict=True)
+            order = bytearray(stored for stored, j in pairs if stored or j is not None)
             report.stored_outputs = StoredOutputs(str(self.store.path), self.stored_rows, order)
         report.pending = len(self.pairs) - report.done()
         return report
@@ -348,7 +344,7 @@ class GradingRun(RunWaiting):
         if state.missing == 0:
             self._members_done(state)
 
-    def _count(self, judge: Judge, *, paid: bool) -> None:
-        """Count one judge answer given to a pair: asked this run (`paid`) or reused."""
+    def _count(self, judge: Judge, *, paid: bool, n: int = 1) -> None:
+        """Count `n` answers of a judge given to pairs: asked this run (`paid`) or reused."""
         counts = self.report.asked_by_judge if paid else self.report.stored_by_judge
-        counts[judge.judge_id] = counts.get(judge.judge_id, 0) + 1
+        counts[judge.judge_id] = counts.get(judge.judge_id, 0) + n
