@@ -10,12 +10,12 @@ import pytest
 from grader.errors import InputError
 from grader.keys import content_key
 from grader.models import Doc, Judgment, PromptRef, Query
+from grader.regrade.run import work
 from grader.regrade.selection import (
     Criterion,
     parse_selection,
     read_pair_list,
     select_candidates,
-    to_grade,
 )
 from grader.store.store import Store
 from grader.store.writing import text_rows
@@ -82,7 +82,7 @@ def test_old_is_latest_non_new_version_and_prompt_filter_picks_it(tmp_path: Path
         same = {"judge": "openai:m", "v": "2"}
         picked = select_candidates(store, parse_selection(["all"]), same)
         assert [c.old.grade for c in picked] == [0]
-        assert to_grade(store, picked) == []  # its new key is already ok in the store
+        assert work(store, picked, set())[0] == []  # its new key is already ok in the store
 
 
 def test_disagreement_selects_ensembles_and_verifications_that_disagree(tmp_path: Path) -> None:
@@ -120,7 +120,7 @@ def test_a_failed_judgment_of_the_same_version_is_retried(tmp_path: Path) -> Non
         assert [(c.doc.doc_id, c.old.status, c.new_key) for c in picked] == [
             ("d1", "failed", failed.key)
         ]
-        assert [c.doc.doc_id for c in to_grade(store, picked)] == ["d1"]
+        assert [c.doc.doc_id for c in work(store, picked, set())[0]] == ["d1"]
         assert [c.doc.doc_id for c in select_candidates(store, parse_selection(["all"]), fp)] == [
             "d1"
         ]

@@ -60,11 +60,12 @@ def expected_reply(judge: Judge, store: Store | None) -> ExpectedReply | None:
     )
 
 
-def estimate_cost(judge: Judge, pair: Pair) -> float | None:
-    """The judge's estimated USD for one request: 0 for free judges, None when unpriced."""
+def estimate_cost(judge: Judge, pair: Pair, **reply: int) -> float | None:
+    """The judge's estimated USD for one request (`reply`: its `completion_tokens`): 0 for free
+    judges, None when unpriced."""
     cost_fn = getattr(judge, "estimate_cost", None)
     if cost_fn is not None:
-        value: float | None = cost_fn(pair.query, pair.doc)
+        value: float | None = cost_fn(pair.query, pair.doc, **reply)
         return value
     estimate = getattr(judge, "estimate", None)
     if estimate is None:
@@ -108,10 +109,7 @@ def estimate_requests(
         reply = expected[id(judge)]
         if reply is not None:  # a judge that sends requests: its expected reply and cost
             one_tokens = reply.tokens
-            cost_fn = getattr(judge, "estimate_cost", None)
-            one_cost = None
-            if cost_fn is not None:
-                one_cost = cost_fn(pair.query, pair.doc, completion_tokens=reply.tokens)
+            one_cost = estimate_cost(judge, pair, completion_tokens=reply.tokens)
         expected_tokens += one_tokens
         if expected_cost is not None:
             expected_cost = None if one_cost is None else expected_cost + one_cost

@@ -1,7 +1,5 @@
-"""How a caller follows and drives a grading run: progress events handed to its callback (the
-library draws nothing: the CLI passes a bar, `grader.display.progress`), a stop button, and
-running a grading coroutine to the end from synchronous code, wherever it is called.
-"""
+"""How a caller follows and drives a grading run: progress events for its callback (the library
+draws nothing), a stop button, and running a grading coroutine from synchronous code."""
 
 from __future__ import annotations
 

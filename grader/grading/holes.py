@@ -15,6 +15,7 @@ from grader.io.grades import scale_text
 from grader.keys import json_string
 
 PairId = tuple[str, str]
+OTHER_QRELS = "give the qrels of the runs' collection, or leave out --skip-judged"
 
 
 @dataclass
@@ -44,14 +45,14 @@ def check_overlap(human: pd.DataFrame, candidates: Collection[PairId], judged: i
             f"shares no query id with the runs ({len(run_queries)} queries): is it the qrels "
             "of another collection?",
             path=path,
-            hint="give the qrels of the runs' collection, or leave out --skip-judged",
+            hint=OTHER_QRELS,
         )
     if not judged:
         raise InputError(
             f"holds none of the runs' {len(candidates):,} pairs within --depth: is it the "
             "qrels of another collection (other doc ids)?",
             path=path,
-            hint="give the qrels of the runs' collection, or leave out --skip-judged",
+            hint=OTHER_QRELS,
         )
 
 

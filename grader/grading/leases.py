@@ -121,13 +121,19 @@ class RunWaiting:
             return True
         assert self.leases is not None
         claim = await self.leases.claim(unit.key, self._queued_keys)
+        return self._took(unit, claim, time.monotonic())
+
+    def _took(self, unit: Unit, claim: Claim, now: float) -> bool:
+        """Whether the run holds the key; else adopt its stored answer, wait, or give up."""
         if claim.outcome is Outcome.CLAIMED:
             return True
         if claim.outcome is Outcome.STORED:
             assert claim.judgment is not None
             self._adopt(unit, claim.judgment)
+        elif now - self.waiting_since.setdefault(unit.key, now) >= self.hold_wait_s:
+            # Held this long elsewhere, unanswered: the pair stays not done (a rerun may).
+            self.report.held_elsewhere += 1
         else:
-            self.waiting_since.setdefault(unit.key, time.monotonic())
             self.waiting.append(unit)
         return False
 
@@ -150,16 +156,7 @@ class RunWaiting:
             claims = await asyncio.to_thread(self.claims.claim_many, [u.key for u in units])
             now = time.monotonic()
             for unit in units:
-                claim = claims[unit.key]
-                if claim.outcome is Outcome.STORED:
-                    assert claim.judgment is not None
-                    self._adopt(unit, claim.judgment)
-                elif claim.outcome is Outcome.CLAIMED:
+                if self._took(unit, claims[unit.key], now):
                     self.queue.append(unit)  # leased to this run now
-                elif now - self.waiting_since.get(unit.key, now) >= self.hold_wait_s:
-                    # Held this long elsewhere, unanswered: the pair stays not done (a rerun may).
-                    self.report.held_elsewhere += 1
-                else:
-                    self.waiting.append(unit)
         finally:
             self.polling = False

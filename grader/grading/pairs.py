@@ -161,11 +161,11 @@ def _pair_up(
         kept = [p for p in wanted if p[0] not in missing_q and p[1] not in missing_d]
     selection.missing = len(wanted) - len(kept)
     if selection.missing and not skip_missing:
-        parts = []
-        if missing_q:
-            parts.append(f"{len(missing_q)} unknown query id(s) ({_first(list(missing_q))})")
-        if missing_d:
-            parts.append(f"{len(missing_d)} unknown doc id(s) ({_first(list(missing_d))})")
+        parts = [
+            f"{len(ids)} unknown {what} id(s) ({_first(list(ids))})"
+            for what, ids in (("query", missing_q), ("doc", missing_d))
+            if ids
+        ]
         raise InputError(
             f"{selection.missing} pair(s) to grade name ids absent from the queries or docs: "
             + " and ".join(parts),

@@ -140,8 +140,10 @@ def read_back(
         outputs[i] = for_pair(theirs, pairs[i])
 
 
-def ensemble_fingerprint(fingerprints: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """What an ensemble's combined judgment is keyed by: members and rule."""
+def primary_fingerprint(fingerprints: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """What a run's first output is keyed by: its judge's, or an ensemble's members and rule."""
+    if len(fingerprints) == 1:
+        return fingerprints[0]
     return {"ensemble": list(fingerprints), "aggregate": AGGREGATE_RULE}
 
 
@@ -163,8 +165,7 @@ class OutputJudgments:
         dry_run: bool = False,
     ) -> None:
         self.ensemble = len(judges) > 1
-        self.ensemble_fingerprint = ensemble_fingerprint(fingerprints)
-        primary_fp = fingerprints[0] if not self.ensemble else self.ensemble_fingerprint
+        self.ensemble_fingerprint = primary_fp = primary_fingerprint(fingerprints)
         self.final_fingerprint: dict[str, Any] | None = (
             None
             if verify_fingerprint is None

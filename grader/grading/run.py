@@ -170,8 +170,7 @@ class GradingRun(RunWaiting):
         done = len(stored_rows)
         self.report.cached += done
         if done:
-            counts = self.report.stored_by_judge
-            counts[judge.judge_id] = counts.get(judge.judge_id, 0) + done
+            self._count(judge, paid=False, n=done)
         self.unlisted = [(decode_key(rows[i][0]), rows[i][1], rows[i][2]) for i in found.unlisted]
         return states
 
@@ -181,11 +180,8 @@ class GradingRun(RunWaiting):
         report.judgments = [j for j in self.outputs if j is not None]
         if self.streamed:
             assert self.store is not None
-            order = bytearray(
-                1 if stored else 0
-                for stored, j in zip(self.from_store, self.outputs, strict=True)
-                if stored or j is not None
-            )
+            pairs = zip(self.from_store, self.outputs, strict=True)
+            order = bytearray(stored for stored, j in pairs if stored or j is not None)
             report.stored_outputs = StoredOutputs(str(self.store.path), self.stored_rows, order)
         report.pending = len(self.pairs) - report.done()
         return report
@@ -219,14 +215,14 @@ class GradingRun(RunWaiting):
             primary = self.composite.combined(members, state.ensemble_key, state.pair)
         state.primary = primary
         if self.verify_judge is not None and state.verify_key and needs_verification(primary):
+            unit = Unit(state, -1, self.verify_judge, state.verify_key)
             cached = self.verified.get(state.verify_key)
-            if cached is None:
+            if cached is not None:
+                self._deliver(unit, cached, paid=False)
+            else:
                 state.requested = True
-                self._enqueue(Unit(state, -1, self.verify_judge, state.verify_key))
-                return
-            answer = for_pair(cached, state.pair)
-            self._count(self.verify_judge, paid=False)
-            primary = self.composite.verified(primary, answer, state.final_key, state.pair)
+                self._enqueue(unit)
+            return
         self._finish(state, primary)
 
     def _finish(self, state: PairState, judgment: Judgment) -> None:
@@ -254,10 +250,6 @@ class GradingRun(RunWaiting):
     def all_priced(self) -> bool:
         """Whether every judge has a price (asked once)."""
         return all_priced([*self.judges, self.verify_judge], self.pairs)
-
-    def _report_progress(self) -> None:
-        if self.on_progress is not None:
-            self.on_progress(self.progress())
 
     # -- judging ---------------------------------------------------------------------------
 
@@ -303,11 +295,16 @@ class GradingRun(RunWaiting):
     def _adopt(self, unit: Unit, judgment: Judgment) -> None:
         """Take the answer another process stored for the unit's key (this run pays nothing)."""
         self.report.adopted += 1
+        self._answered(unit, judgment, None)
+
+    def _answered(self, unit: Unit, judgment: Judgment, fp: dict[str, Any] | None) -> None:
+        """Give the answer to the pairs waiting for its key; `fp` (of a paid one) stores it."""
         self.results[unit.key] = judgment
         for follower in [unit, *self.followers.pop(unit.key, [])]:
-            self._deliver(follower, judgment, paid=False)
-        self._store_group()
-        self._report_progress()
+            self._deliver(follower, judgment, paid=fp is not None)
+        self._store_group(None if fp is None else (judgment, fp))
+        if self.on_progress is not None:
+            self.on_progress(self.progress())
 
     async def _judge(self, unit: Unit) -> None:
         unit.state.requested = True
@@ -328,11 +325,7 @@ class GradingRun(RunWaiting):
         judgment = _mask(judgment, self.secrets)
         self.report.pay(judgment.usage, judgment.cost)
         fingerprint = self.verify_fingerprint if unit.slot < 0 else self.fingerprints[unit.slot]
-        self.results[unit.key] = judgment
-        for follower in [unit, *self.followers.pop(unit.key, [])]:
-            self._deliver(follower, judgment)
-        self._store_group((judgment, fingerprint))
-        self._report_progress()
+        self._answered(unit, judgment, fingerprint)
 
     def _deliver(self, unit: Unit, judgment: Judgment, *, paid: bool = True) -> None:
         """Give a judge's answer to the pair of `unit`; `paid` when this run requested it."""
@@ -351,7 +344,7 @@ class GradingRun(RunWaiting):
         if state.missing == 0:
             self._members_done(state)
 
-    def _count(self, judge: Judge, *, paid: bool) -> None:
-        """Count one judge answer given to a pair: asked this run (`paid`) or reused."""
+    def _count(self, judge: Judge, *, paid: bool, n: int = 1) -> None:
+        """Count `n` answers of a judge given to pairs: asked this run (`paid`) or reused."""
         counts = self.report.asked_by_judge if paid else self.report.stored_by_judge
-        counts[judge.judge_id] = counts.get(judge.judge_id, 0) + 1
+        counts[judge.judge_id] = counts.get(judge.judge_id, 0) + n

@@ -115,7 +115,6 @@ class MessageRenderer:
             spec.text_instruction if mode == "text" else spec.json_instruction
         ).strip()
         self.system = _static_system(spec.system, self.scale, self.instruction)
-        self._user_blocks = _template_blocks(spec.user)
 
     def contents(self, query: Query, doc: Doc) -> tuple[str, str, bool]:
         """The system and user messages' texts for one pair, and whether the document was cut."""
@@ -136,16 +135,7 @@ class MessageRenderer:
         system = self.system
         if system is None:
             system = _render_template(spec.system, values) + "\n\n" + self.instruction
-        parts = []  # _render_template(spec.user, values), its blocks looked up once
-        for text, droppable in self._user_blocks:
-            if droppable:
-                for name in droppable:
-                    if values[name]:
-                        break
-                else:
-                    continue  # every optional field of the line is absent: left out
-            parts.append(text.format_map(values))
-        return system, "\n".join(parts).strip(), truncated
+        return system, _render_template(spec.user, values), truncated
 
     def messages(self, query: Query, doc: Doc) -> tuple[list[dict[str, str]], bool]:
         """The chat messages for one pair, and whether the document was cut."""

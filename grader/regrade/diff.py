@@ -128,23 +128,19 @@ def _costs(
     pairs: Sequence[VersionPair], batch_keys: frozenset[str] | set[str], batch_discount: float
 ) -> tuple[float | None, float | None]:
     """The new judgments' cost (each key once) and without the Batch discount; None if unpriced."""
-    cost = 0.0
-    cost_without = 0.0
-    unpriced = 0
+    cost = cost_without = 0.0
     paid: set[str] = set()
     for pair in pairs:
         new = pair.new
         if new is None or new.key in paid:
             continue
         paid.add(new.key)
-        if new.cost is None and (new.usage.prompt_tokens or new.usage.completion_tokens):
-            unpriced += 1
-        if new.cost is not None:
-            cost += new.cost
-            in_batch = new.key in batch_keys
-            cost_without += new.cost / batch_discount if in_batch else new.cost
-    if unpriced:
-        return None, None
+        if new.cost is None:
+            if new.usage.prompt_tokens or new.usage.completion_tokens:
+                return None, None
+            continue
+        cost += new.cost
+        cost_without += new.cost / batch_discount if new.key in batch_keys else new.cost
     return round(cost, 10), round(cost_without, 10)
 
 

@@ -7,14 +7,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from grader.batch.api.jobs import BatchJudge, BatchRunner, CollectSummary, JudgeFor, Progress, Sleep
 from grader.batch.api.state import BatchState
 from grader.grading.budget import expected_reply
 from grader.grading.pairs import Pair
 from grader.grading.pipeline import GradingReport, grade_pairs
-from grader.grading.report import ensemble_fingerprint
+from grader.grading.report import primary_fingerprint
 from grader.judges.base import Judge
 from grader.keys import content_key
 from grader.regrade.diff import RegradeDiff, VersionPair, diff_versions
@@ -23,13 +23,14 @@ from grader.regrade.selection import (
     Criterion,
     distinct_keys,
     select_candidates,
-    to_grade,
     version_pairs,
 )
 from grader.store.store import Store
 
 if TYPE_CHECKING:
     from grader.judges.llm.judge import LLMJudge
+
+J = TypeVar("J", bound=Judge)
 
 
 @dataclass
@@ -48,11 +49,15 @@ class RegradeOutcome:
     report: GradingReport | None = None
 
 
-def new_fingerprint(judges: Sequence[Judge]) -> dict[str, Any]:
-    """What the new version is keyed by: the judge's, or an ensemble's combined one."""
-    if len(judges) == 1:
-        return judges[0].fingerprint()
-    return ensemble_fingerprint([j.fingerprint() for j in judges])
+def _select(
+    store: Store, judge: J | Sequence[J], criteria: Sequence[Criterion]
+) -> tuple[list[J], list[Candidate]]:
+    """The judges (several: an ensemble) and the pairs selected, under the new version's keys."""
+    judges = list(judge) if isinstance(judge, Sequence) else [judge]
+    if not judges:
+        raise ValueError("at least one judge is needed")
+    fingerprint = primary_fingerprint([j.fingerprint() for j in judges])
+    return judges, select_candidates(store, criteria, fingerprint)
 
 
 async def regrade(
@@ -72,14 +77,11 @@ async def regrade(
 ) -> RegradeOutcome:
     """Regrade the selected stored pairs with `judge` (several: an ensemble) live, by `grade_pairs(
     **grading)`, or through `runner` (`judge_for` rebuilds any open job's judge from its config)."""
-    judges = list(judge) if isinstance(judge, Sequence) else [judge]
-    if not judges:
-        raise ValueError("at least one judge is needed")
+    judges, candidates = _select(store, judge, criteria)
     if runner is not None and len(judges) > 1:
         raise ValueError("an ensemble regrades live: the batch path takes one judge")
     if runner is not None and (batch_judge is None or judge_for is None):
         raise ValueError("the batch path needs batch_judge and judge_for")
-    candidates = select_candidates(store, criteria, new_fingerprint(judges))
     # Each id pair under its new key, so a later regrade finds those another pair's request gave.
     store.put_pairs((c.new_key, c.query.query_id, c.doc.doc_id) for c in candidates)
     if runner is None:
@@ -105,7 +107,8 @@ def work(
     store: Store, candidates: list[Candidate], waiting: set[str]
 ) -> tuple[list[Candidate], dict[str, Any]]:
     """The candidates to send (neither ok nor `waiting` in open batches) and the counts."""
-    todo = to_grade(store, candidates, exclude=waiting)
+    statuses = store.statuses(c.new_key for c in candidates)
+    todo = [c for c in candidates if statuses.get(c.new_key) != "ok" and c.new_key not in waiting]
     in_batches = sum(1 for c in candidates if c.new_key in waiting)
     return todo, {
         "sent": len(todo),
@@ -149,8 +152,7 @@ def estimate_regrade(
     store: Store, judge: LLMJudge | Sequence[LLMJudge], criteria: Sequence[Criterion]
 ) -> RegradeEstimate:
     """The estimate of regrading what `criteria` select with `judge` (several: an ensemble)."""
-    judges = list(judge) if isinstance(judge, Sequence) else [judge]
-    candidates = select_candidates(store, criteria, new_fingerprint(judges))
+    judges, candidates = _select(store, judge, criteria)
     with BatchState(store) as state:
         waiting = state.open_keys()
     todo, counts = work(store, candidates, waiting)

@@ -4,18 +4,18 @@ of the new version is retried). Criteria (`--select`, all must hold): `all`, `fa
 
 from __future__ import annotations
 
-import csv
 import io
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from grader.errors import InputError
 from grader.grading.pairs import Pair
 from grader.grading.report import for_pair
 from grader.io.files import read_text
-from grader.io.streams import allow_long_csv_fields
 from grader.keys import content_key
 from grader.models import Doc, Judgment, PromptRef, Query
 from grader.regrade.diff import VersionPair
@@ -77,18 +77,14 @@ def read_pair_list(path: str | Path) -> frozenset[tuple[str, str]]:
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines:
         raise InputError("no pairs in the file", path=path, hint="a sample CSV or qrels")
-    pairs: set[tuple[str, str]] = set()
     if "," in lines[0]:
-        allow_long_csv_fields()
-        reader = csv.DictReader(io.StringIO(text))
-        fields = reader.fieldnames or []
-        qcol = next((c for c in ("query_id", "qid") if c in fields), None)
-        dcol = next((c for c in ("doc_id", "docid") if c in fields), None)
+        frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+        qcol = next((c for c in ("query_id", "qid") if c in frame.columns), None)
+        dcol = next((c for c in ("doc_id", "docid") if c in frame.columns), None)
         if qcol is None or dcol is None:
             raise InputError("a CSV of pairs needs query_id and doc_id columns", path=path, line=1)
-        for row in reader:
-            pairs.add((str(row[qcol]).strip(), str(row[dcol]).strip()))
-        return frozenset(pairs)
+        return frozenset(zip(frame[qcol].str.strip(), frame[dcol].str.strip(), strict=True))
+    pairs: set[tuple[str, str]] = set()
     for number, line in enumerate(lines, start=1):
         parts = line.split()
         if len(parts) == 2:
@@ -277,12 +273,3 @@ def distinct_keys(candidates: Iterable[Candidate]) -> list[Candidate]:
     for c in candidates:
         first.setdefault(c.new_key, c)
     return list(first.values())
-
-
-def to_grade(
-    store: Store, candidates: Sequence[Candidate], *, exclude: Iterable[str] = ()
-) -> list[Candidate]:
-    """Candidates whose new key is not ok in the store, nor among `exclude`."""
-    statuses = store.statuses(c.new_key for c in candidates)
-    skip = set(exclude)
-    return [c for c in candidates if statuses.get(c.new_key) != "ok" and c.new_key not in skip]
