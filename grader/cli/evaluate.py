@@ -284,30 +284,10 @@ def run(args: argparse.Namespace) -> int:
         notes = evaluation.notes
         _print_tables(evaluation.results, evaluation.measures, notes, args.per_query, comparisons)
     else:
-        print_records(records, args.format, baseline.csv_fields(records))
+        baseline.print_records(records, args.format, baseline.csv_fields(records))
         _print_notes(evaluation.notes, sys.stderr)
     _print_notes(evaluation.warnings, sys.stderr)
     return 0
-
-
-def print_records(records: list[dict[str, Any]], fmt: str, fields: list[str]) -> None:
-    """The records as JSON or CSV (`fields` its header) on stdout, a NaN value as null or ""
-    (each format imports only its own module)."""
-    for r in records:
-        value = r["value"]
-        r["value"] = None if isinstance(value, float) and math.isnan(value) else value
-    if fmt == "json":
-        import json
-
-        json.dump(records, sys.stdout, indent=1)
-        sys.stdout.write("\n")
-        return
-    import csv
-
-    writer = csv.DictWriter(sys.stdout, fieldnames=fields, lineterminator="\n")
-    writer.writeheader()
-    for r in records:
-        writer.writerow({**r, "value": "" if r["value"] is None else repr(r["value"])})
 
 
 def _print_notes(notes: list[str], stream: Any) -> None:

@@ -57,7 +57,7 @@ def run_fill(args: argparse.Namespace, comparison: Options | None = None) -> int
     )
     records = evaluation.records(args.per_query)
     if args.format != "table":
-        from grader.cli.evaluate import print_records
+        from grader.cli.evaluate_baseline import print_records
 
         print_records(records, args.format, COLUMNS + (BASELINE_COLUMNS if comparison else []))
     else:
