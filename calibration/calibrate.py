@@ -145,19 +145,23 @@ def _design_sample(use: ManifestInUse, paired: PairedGrades, split: DesignSplit)
 
 
 def calibrate_grades(
-    given: CalibrationInputs,
+    llm: Any,
+    human: Any,
     *,
-    measures: Sequence[str] | None = None,
+    measures: Sequence[Any] | None = None,
     seed: int = 0,
     bootstrap: int = 1000,
     threshold: int = 2,
+    **inputs: Any,
 ) -> CalibrationSummary:
-    """The summary `relgrade calibrate` prints (tables) and writes (`--format json`, report)."""
+    """The summary `relgrade calibrate` prints (tables) and writes (`--format json`, report);
+    `inputs` are `load_inputs`' keywords."""
     from calibration.join import pair_grades
     from calibration.summary import DEFAULT_MEASURE, summarize
 
     if bootstrap < 0:
         raise InputError("--bootstrap must be 0 or more")
+    given = load_inputs(llm, human, **inputs)
     human = _check_human_scale(given)
     use = resolve_manifest(given.manifest, given.human_path, given.llm_path, given.no_manifest)
     llm, also_note = given.llm, None
@@ -170,7 +174,7 @@ def calibrate_grades(
         split = split_weights(use, paired.frame)
         weights = split.weights
         design, order = _design(use)
-    names = list(measures or [DEFAULT_MEASURE])
+    names = [str(m) for m in measures or [DEFAULT_MEASURE]]
     if given.runs:
         from grader.metrics import parse_measure
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from calibration.calibrate import calibrate_grades, load_inputs
+from calibration.calibrate import calibrate_grades
 from calibration.summary_model import AGREEMENT_FIGURES, CalibrationSummary
 from grader.errors import RelgradeWarning
 from relgrade._evaluate import measure_names
@@ -103,26 +103,7 @@ def calibrate(
     >>> result.to_dict()["exact_agreement"]
     0.6
     """
-    given = load_inputs(
-        llm,
-        human,
-        runs=runs,
-        second_human=second_human,
-        docs=docs,
-        clamp=clamp,
-        judge=judge,
-        manifest=manifest,
-        no_manifest=no_manifest,
-        human_scale=human_scale,
-    )
-    listed = measure_names(measures)
-    summary = calibrate_grades(
-        given,
-        measures=[str(m) for m in listed] if listed else None,
-        seed=seed,
-        bootstrap=bootstrap,
-        threshold=threshold,
-    )
+    summary = calibrate_grades(**{**locals(), "measures": measure_names(measures)})  # the keywords
     for line in summary.warnings:
         warnings.warn(line, RelgradeWarning, stacklevel=2)
     return Calibration(summary)

@@ -19,7 +19,7 @@ from grader.cli.flags import (
     add_api_key_env,
     add_judge_options,
     add_llm_options,
-    add_runs,
+    add_pair_inputs,
     add_server_flags,
     add_store,
 )
@@ -95,12 +95,7 @@ def _add_export(actions: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_store(ex)
-    ex.add_argument("--queries", metavar="Q", help="queries (TSV or JSONL), with --run")
-    ex.add_argument("--docs", metavar="D", help="documents (JSONL or TSV), with --run")
-    add_runs(ex, "TREC run(s) whose top --depth results are exported")
-    ex.add_argument("--depth", type=int, default=10, metavar="K", help="top K per query (10)")
-    ex.add_argument("--skip-judged", action="append", default=[], metavar="QRELS")
-    ex.add_argument("--skip-missing", action="store_true", help="skip pairs with unknown ids")
+    add_pair_inputs(ex, "exported")
     ex.add_argument(
         "--select",
         nargs="+",

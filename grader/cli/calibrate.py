@@ -19,6 +19,10 @@ from grader.cli.flags import add_measures, add_runs
 from grader.errors import InputError
 from grader.job.path_clash import refuse_clashes
 
+KEYWORDS: tuple[str, ...] = ("second_human", "docs", "clamp", "judge", "manifest")
+KEYWORDS += ("no_manifest", "human_scale", "measures", "seed", "bootstrap", "threshold")
+"""The flags passed to `calibrate_grades` by their names."""
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -98,27 +102,10 @@ def run(args: argparse.Namespace) -> int:
         return _fit_lexical(args)
     if not args.llm:
         raise InputError("--llm is required", hint="give the LLM grades (judgments or qrels)")
-    from calibration.calibrate import calibrate_grades, load_inputs
+    from calibration.calibrate import calibrate_grades
 
-    given = load_inputs(
-        args.llm,
-        args.human,
-        runs=args.run,
-        second_human=args.second_human,
-        docs=args.docs,
-        clamp=args.clamp,
-        judge=args.judge,
-        manifest=args.manifest,
-        no_manifest=args.no_manifest,
-        human_scale=args.human_scale,
-    )
-    summary = calibrate_grades(
-        given,
-        measures=args.measures,
-        seed=args.seed,
-        bootstrap=args.bootstrap,
-        threshold=args.threshold,
-    )
+    given = {name: getattr(args, name) for name in KEYWORDS}
+    summary = calibrate_grades(args.llm, args.human, runs=args.run, **given)
     for warning in summary.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     _write(args, summary)

@@ -285,29 +285,10 @@ def run(args: argparse.Namespace) -> int:
         notes = evaluation.notes
         _print_tables(evaluation.results, evaluation.measures, notes, args.per_query, comparisons)
     else:
-        _print_records(records, args.format)
+        baseline.print_records(records, args.format, baseline.csv_fields(records))
         _print_notes(evaluation.notes, sys.stderr)
     _print_notes(evaluation.warnings, sys.stderr)
     return 0
-
-
-def _print_records(records: list[dict[str, Any]], fmt: str) -> None:
-    """The records as JSON or CSV on stdout (each format imports only its own module)."""
-    if fmt == "json":
-        import json
-
-        for r in records:
-            r["value"] = None if math.isnan(r["value"]) else r["value"]
-        json.dump(records, sys.stdout, indent=1)
-        sys.stdout.write("\n")
-        return
-    import csv
-
-    fields = baseline.csv_fields(records)
-    writer = csv.DictWriter(sys.stdout, fieldnames=fields, lineterminator="\n")
-    writer.writeheader()
-    for r in records:
-        writer.writerow({**r, "value": "" if math.isnan(r["value"]) else repr(r["value"])})
 
 
 def _print_notes(notes: list[str], stream: Any) -> None:

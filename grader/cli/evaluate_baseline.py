@@ -1,12 +1,13 @@
 """`relgrade evaluate QRELS RUN... --baseline NAME`: the flags and the printing of
 `grader.evaluation.baseline`'s comparisons (the table marks with `*` means that differ at
-p_adjusted < 0.05).
+p_adjusted < 0.05), and the JSON and CSV records of every evaluate path.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import sys
 from typing import Any
 
 from grader.errors import InputError
@@ -72,6 +73,26 @@ def csv_fields(records: list[dict[str, Any]]) -> list[str]:
     if any(COLUMNS[0] in record for record in records):
         fields.update(dict.fromkeys(COLUMNS))
     return list(fields)
+
+
+def print_records(records: list[dict[str, Any]], fmt: str, fields: list[str]) -> None:
+    """The records as JSON or CSV (`fields` its header) on stdout, a NaN value as null or ""
+    (each format imports only its own module)."""
+    for r in records:
+        value = r["value"]
+        r["value"] = None if isinstance(value, float) and math.isnan(value) else value
+    if fmt == "json":
+        import json
+
+        json.dump(records, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return
+    import csv
+
+    writer = csv.DictWriter(sys.stdout, fieldnames=fields, lineterminator="\n")
+    writer.writeheader()
+    for r in records:
+        writer.writerow({**r, "value": "" if r["value"] is None else repr(r["value"])})
 
 
 def mark(comparisons: Comparisons | None, run: str, measure: str) -> str:

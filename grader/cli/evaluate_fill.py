@@ -5,8 +5,6 @@ judged its top k (`grader.evaluation.fill`), printed as a table, CSV or JSON.
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -57,17 +55,11 @@ def run_fill(args: argparse.Namespace, comparison: Options | None = None) -> int
         trec_eval_level=args.trec_eval_level,
         stdin=True,
     )
-    records = [{**r, "value": _clean(r["value"])} for r in evaluation.records(args.per_query)]
-    if args.format == "json":
-        json.dump(records, sys.stdout, indent=1)
-        sys.stdout.write("\n")
-    elif args.format == "csv":
-        import csv
+    records = evaluation.records(args.per_query)
+    if args.format != "table":
+        from grader.cli.evaluate_baseline import print_records
 
-        fields = COLUMNS + (BASELINE_COLUMNS if comparison else [])
-        writer = csv.DictWriter(sys.stdout, fieldnames=fields, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(records)
+        print_records(records, args.format, COLUMNS + (BASELINE_COLUMNS if comparison else []))
     else:
         _print_table(evaluation.result)
         if comparison is not None:
@@ -108,10 +100,6 @@ def _print_differences(records: list[dict[str, Any]], comparison: Options) -> No
         )
         table.add_row(r["run"], r["measure"], plain, corrected)
     Console(highlight=False, width=160).print(table)
-
-
-def _clean(value: Any) -> Any:
-    return None if isinstance(value, float) and math.isnan(value) else value
 
 
 def _print_table(result: FillResult) -> None:

@@ -78,6 +78,40 @@ def add_runs(
     )
 
 
+def add_pair_inputs(p: argparse.ArgumentParser, done: str, *, dataset: bool = False) -> None:
+    """The pairs: the runs' top --depth (`done` to them), less --skip-judged, with the texts;
+    with `dataset` (grade's), --dataset too and --run required."""
+    p.add_argument("--queries", metavar="Q", help="queries (TSV or JSONL)")
+    p.add_argument("--docs", metavar="D", help="documents (JSONL or TSV)")
+    if dataset:
+        p.add_argument(
+            "--dataset",
+            metavar="ID",
+            help="an ir_datasets id: its queries and documents, where --queries/--docs are not "
+            "given (needs relgrade[ir-datasets])",
+        )
+    add_runs(p, f"TREC run(s) whose top --depth results are {done}", required=dataset)
+    p.add_argument(
+        "--depth",
+        type=int,
+        default=defaults.DEPTH,
+        metavar="K",
+        help=f"top K per query ({defaults.DEPTH})",
+    )
+    p.add_argument(
+        "--skip-judged",
+        action="append",
+        default=[],
+        metavar="QRELS",
+        help="leave out pairs these qrels already grade",
+    )
+    p.add_argument(
+        "--skip-missing",
+        action="store_true",
+        help="skip pairs whose query or doc id is not in --queries/--docs (else an error)",
+    )
+
+
 def add_measures(p: argparse.ArgumentParser, what: str) -> None:
     """-m/--measure MEASURE [MEASURE ...], repeatable: every value is kept, in order (dest
     `measures`; an empty list when not given)."""

@@ -17,7 +17,7 @@ from grader.cli.flags import (
     add_judge_options,
     add_llm_options,
     add_logprobs_flag,
-    add_runs,
+    add_pair_inputs,
     add_store,
 )
 from grader.cli.stderr import print_store_busy, resume_hint, say
@@ -76,7 +76,7 @@ def register(sub: Any) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _add_inputs(p)
+    add_pair_inputs(p, "graded", dataset=True)
     p.add_argument(
         "--prompt", default=defaults.PROMPT, help=f"prompt name or file ({defaults.PROMPT})"
     )
@@ -115,38 +115,6 @@ def register(sub: Any) -> None:
     p.add_argument("--verify-model", metavar="M", help="model of the verifier")
     _add_people_flags(p)
     p.set_defaults(func=run)
-
-
-def _add_inputs(p: argparse.ArgumentParser) -> None:
-    """What is graded: the runs' top --depth, less --skip-judged, with the texts."""
-    p.add_argument("--queries", metavar="Q", help="queries (TSV or JSONL)")
-    p.add_argument("--docs", metavar="D", help="documents (JSONL or TSV)")
-    p.add_argument(
-        "--dataset",
-        metavar="ID",
-        help="an ir_datasets id: its queries and documents, where --queries/--docs are not "
-        "given (needs relgrade[ir-datasets])",
-    )
-    add_runs(p, "TREC run(s) whose top --depth results are graded", required=True)
-    p.add_argument(
-        "--depth",
-        type=int,
-        default=defaults.DEPTH,
-        metavar="K",
-        help=f"top K per query ({defaults.DEPTH})",
-    )
-    p.add_argument(
-        "--skip-judged",
-        action="append",
-        default=[],
-        metavar="QRELS",
-        help="leave out pairs these qrels already grade",
-    )
-    p.add_argument(
-        "--skip-missing",
-        action="store_true",
-        help="skip pairs whose query or doc id is not in --queries/--docs (else an error)",
-    )
 
 
 def _add_people_flags(p: argparse.ArgumentParser) -> None:

@@ -27,7 +27,7 @@ from grader.cli.flags import (
     add_runs,
     add_store,
 )
-from grader.cli.regrade_defaults import old_versions_in, stored_models, stored_prompt
+from grader.cli.regrade_defaults import settle_prompt_and_models
 from grader.cli.regrade_output import (
     add_output_options,
     print_outcome,
@@ -39,17 +39,16 @@ from grader.cli.stderr import (
     interrupt_at_once,
     print_store_busy,
     report_interrupted,
-    say,
 )
 from grader.cost import cost_range
 from grader.display.progress import GradingProgress
 from grader.errors import InputError
 from grader.job.endpoint import Settings
-from grader.job.judges import check_regrade_judge, llm_judges, prompt_notes
+from grader.job.judges import check_regrade_judge, llm_judges
 from grader.job.path_clash import refuse_clashes
 from grader.judges.llm.judge import LLMJudge
 from grader.judges.registry import JudgeSettings, judge_kind
-from grader.prompts import PromptSpec, load_prompt
+from grader.prompts import PromptSpec
 from grader.regrade.run import RegradeOutcome, regrade
 from grader.regrade.selection import Criterion, absolute_selection, parse_selection
 from grader.store.store import Store
@@ -147,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
         ],
     )
     criteria = _checked_selection(args)
-    spec = _settle_prompt_and_models(args, criteria)
+    spec = settle_prompt_and_models(args, criteria)
     from grader.io.runs import read_runs
 
     runs = read_runs(args.run)
@@ -203,23 +202,6 @@ def _checked_selection(args: argparse.Namespace) -> list[Criterion]:
             hint="drop --batch, or give one --base-url",
         )
     return criteria
-
-
-def _settle_prompt_and_models(args: argparse.Namespace, criteria: list[Criterion]) -> PromptSpec:
-    """The new prompt: --prompt (checked against the store's record of it), else the prompt of
-    the selected judgments; --model, when not given, becomes the selection's models."""
-    takes_model = judge_kind(args.judge).takes_model
-    given = args.prompt and (args.model or not takes_model)
-    found = old_versions_in(args.store, criteria) if not given else None
-    spec = load_prompt(args.prompt) if args.prompt else stored_prompt(args.store, found)
-    if not args.model and takes_model:  # the model of the selection, as its prompt: never a default
-        args.model = stored_models(args.store, found)
-    if args.prompt:  # a prompt from the store is the text it was graded with
-        with Store(args.store, on_busy=print_store_busy) as store:
-            for note in prompt_notes(store, [spec], allow_changed=args.allow_changed_prompt):
-                say(note)
-    args.prompt = args.prompt or spec.source  # what batch jobs record to rebuild the judge
-    return spec
 
 
 def _regrade_store(

@@ -4,31 +4,44 @@ were graded with (`--prompt`) and their model(s) (`--model`), never a default mo
 from __future__ import annotations
 
 import sys
+from typing import Any
 
-from grader.cli.stderr import print_store_busy
+from grader.cli.stderr import print_store_busy, say
 from grader.errors import InputError, PromptError
+from grader.job.judges import prompt_notes
+from grader.judges.registry import judge_kind
 from grader.models import PromptRef
 from grader.prompts import PromptSpec, load_prompt
 from grader.regrade.selection import Criterion
 from grader.store.store import Store
 
-OldVersions = tuple[list[PromptRef], list[str]]
 
-
-def old_versions_in(store_path: str, criteria: list[Criterion]) -> OldVersions:
-    """The prompts and judge ids of the selected judgments (one pass over the selection)."""
+def settle_prompt_and_models(args: Any, criteria: list[Criterion]) -> PromptSpec:
+    """The new prompt: --prompt (checked against the store's record of it), else the prompt of
+    the selected judgments; --model, when not given, becomes the selection's models."""
     from grader.regrade.selection import old_versions
 
-    with Store(store_path, on_busy=print_store_busy) as store:
-        return old_versions(store, criteria)
+    takes_model = judge_kind(args.judge).takes_model
+    with Store(args.store, on_busy=print_store_busy) as store:
+        if args.prompt and (args.model or not takes_model):
+            spec = load_prompt(args.prompt)
+        else:
+            prompts, judges = old_versions(store, criteria)
+            spec = load_prompt(args.prompt) if args.prompt else stored_prompt(args.store, prompts)
+            if not args.model and takes_model:  # the selection's model, never a default one
+                args.model = stored_models(args.store, judges)
+        if args.prompt:  # a prompt from the store is the text it was graded with
+            for note in prompt_notes(store, [spec], allow_changed=args.allow_changed_prompt):
+                say(note)
+    args.prompt = args.prompt or spec.source  # what batch jobs record to rebuild the judge
+    return spec
 
 
-def stored_models(store_path: str, olds: OldVersions | None) -> list[str]:
+def stored_models(store_path: str, judges: list[str]) -> list[str]:
     """The model(s) of the selected judgments, when they share them (an ensemble's members in
     order); else an InputError asking for --model."""
     from grader.regrade.selection import judge_models
 
-    judges = olds[1] if olds else []
     models = {judge: judge_models(judge) for judge in judges}
     if not judges:
         raise InputError(
@@ -51,10 +64,9 @@ def stored_models(store_path: str, olds: OldVersions | None) -> list[str]:
     return found
 
 
-def stored_prompt(store_path: str, olds: OldVersions | None) -> PromptSpec:
+def stored_prompt(store_path: str, found: list[PromptRef]) -> PromptSpec:
     """The prompt of the selected judgments, when they share one and its file is at hand (a
     shipped prompt of that name@version and sha256); else an InputError asking for --prompt."""
-    found = olds[0] if olds else []
     if not found:
         raise InputError(
             "no prompt to default to: the selected judgments record none (or nothing is selected)",
