@@ -181,8 +181,7 @@ def _graded(
     else:
         grade, reason, notes = _parse_json(content, usage)
         # Where the grade is matters only to read its logprobs (a walk over the reply).
-        # (`valid`: `_parse_json` decoded it)
-        offset = top_level_grade_offset(content, valid=True) if logprobs is not None else None
+        offset = top_level_grade_offset(content) if logprobs is not None else None
         if offset is None and notes is not None and field(logprobs, "content"):
             notes = [*notes, LENIENT_LOGPROBS_NOTE]  # (notes: the lenient read's, only then)
     distribution = grade_distribution(logprobs, content, offset, grade=grade)
