@@ -21,7 +21,6 @@ import openai
 from grader.cost import estimate_usage
 from grader.errors import JudgeError, ServerNotAnswering
 from grader.judges.llm.context import ContextFit
-from grader.judges.llm.inflight import InFlight
 from grader.judges.llm.replies import (
     GradeReply,
     InvalidReply,
@@ -40,6 +39,7 @@ from grader.judges.llm.retry import (
 )
 from grader.judges.llm.server_settings import ServerSettings, sdk_arguments
 from grader.judges.llm.transport import (
+    InFlight,
     ServerHealth,
     connect_failure,
     connection_message,
@@ -101,7 +101,7 @@ class AttemptSender:
             raise self.not_answering()
         try:
             # --timeout bounds the whole request, not each socket read (.transport); the
-            # request's turn among those in flight comes first, outside it (.inflight)
+            # request's turn among those in flight comes first, outside it (`InFlight`)
             async with self.inflight as ticket:
                 t0 = time.perf_counter()
                 try:

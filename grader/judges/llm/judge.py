@@ -28,7 +28,6 @@ from grader.judges.llm.attempts import (
 from grader.judges.llm.client import ReplyLimits, chat_reply_limit, make_client
 from grader.judges.llm.context import ContextFit, DocumentDoesNotFit, ServerInfo, learn_server
 from grader.judges.llm.endpoint import is_loopback
-from grader.judges.llm.inflight import InFlight
 from grader.judges.llm.replies import InvalidReply
 from grader.judges.llm.results import CallState, JudgmentRecorder, ReplyReader
 from grader.judges.llm.retry import (
@@ -39,7 +38,7 @@ from grader.judges.llm.retry import (
     should_retry,
 )
 from grader.judges.llm.server_settings import ModeSwitch, ServerSettings
-from grader.judges.llm.transport import DEAD_AFTER, SAME_FAILURE_S, ServerHealth
+from grader.judges.llm.transport import DEAD_AFTER, SAME_FAILURE_S, InFlight, ServerHealth
 from grader.models import CallRecord, Doc, Judgment, Query, Usage
 from grader.prompts import OutputMode, PromptSpec, load_prompt
 
