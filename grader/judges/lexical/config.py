@@ -76,15 +76,8 @@ class LexicalConfig:
 
     def settings(self) -> dict[str, Any]:
         """Everything that changes a grade (not provenance): hashed into the fingerprint."""
-        return {
-            "thresholds": list(self.thresholds),
-            "k1": self.k1,
-            "b": self.b,
-            "stemmer": self.stemmer,
-            "min_token_length": self.min_token_length,
-            "doc_fields": list(self.doc_fields),
-            "stopwords": sorted(self.stopwords),
-        }
+        values = {k: getattr(self, k) for k in _SCORING}
+        return {**values, "thresholds": self.thresholds, "stopwords": sorted(self.stopwords)}
 
     @property
     def sha256(self) -> str:
