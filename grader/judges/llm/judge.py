@@ -270,10 +270,13 @@ class LLMJudge:
             return self._recorder.failed(state, "InvalidReply", message, started)
         if self.pool.dead and isinstance(exc, openai.APIConnectionError):
             raise self.pool.not_answering() from exc
+        message = self._recorder.message(exc)
         transport = not isinstance(exc, openai.APIStatusError) or should_retry(exc)
         if state.invalid is not None and isinstance(exc, openai.APIError) and transport:
-            return self._still_invalid(state, exc, started)
-        message = self._recorder.message(exc)
+            # the model answered invalidly, then the last attempt failed in transport
+            state.last_raw = state.invalid.raw
+            message = f"{state.invalid.kind}: {state.invalid.message} (then: {message})"
+            return self._recorder.failed(state, "InvalidReply", message, started)
         kind = MODE_REJECTED if isinstance(exc, ModeRejected) else type(exc).__name__
         if isinstance(exc, openai.APIStatusError):
             body = self._recorder.redact(exc.response.text[:2000])
@@ -281,15 +284,6 @@ class LLMJudge:
             if exc.code == "context_length_exceeded" or is_context_exceeded(body or message):
                 kind = "ContextLengthExceeded"  # permanent: the same prompt never fits
         return self._recorder.failed(state, kind, message, started)
-
-    def _still_invalid(self, state: CallState, exc: openai.APIError, started: float) -> Judgment:
-        """A pair whose model answered invalidly, then whose last attempt failed in transport:
-        failed as invalid, the transport failure added to its message."""
-        invalid = state.invalid
-        assert invalid is not None
-        state.last_raw = invalid.raw
-        message = f"{invalid.kind}: {invalid.message} (then: {self._recorder.message(exc)})"
-        return self._recorder.failed(state, "InvalidReply", message, started)
 
     async def _learn_server(self) -> None:
         """Read the server's `/v1/models` once (`grader.judges.llm.context.learn_server`)."""
