@@ -63,10 +63,10 @@ MODE_REJECTED = "_ModeRejected"
 """The error type of a judgment failed by `ModeRejected` (stored; `grader.judges.failures`)."""
 
 
-@dataclass
+@dataclass(eq=False)
 class AttemptSender:
-    """Sends the attempts of one judge's judgments (module docstring); the objects it holds
-    are the judge's own, shared by every worker."""
+    """Sends the attempts of one judge's judgments to one server (module docstring), and counts
+    them; the objects it holds are the judge's own, shared by every worker."""
 
     client: openai.AsyncOpenAI
     model: str
@@ -83,6 +83,22 @@ class AttemptSender:
     cached_reported: bool = False
     """Whether any reply said how many prompt tokens came from the server's cache (llama.cpp's
     server does not): a summary says "cached not reported" rather than "cached 0"."""
+    busy: int = 0
+    """Attempts on this server now (sent, or waiting for a turn among its requests in flight)."""
+    sent: int = 0
+    answers: int = 0
+    """Replies with a 200 (valid or not): what the server produced for this run."""
+    dropped: bool = False
+    """Dropped from its pool: dead, or left by the run."""
+
+    @property
+    def name(self) -> str:
+        """The server's URL as it may be shown (no credentials)."""
+        return redact_url(self.base_url).rstrip("/")
+
+    @property
+    def dead(self) -> bool:
+        return self.dropped or self.health.dead
 
     async def send(self, state: CallState) -> GradeReply:
         """One attempt of the judgment `state` describes: its valid reply, or the error."""
@@ -221,28 +237,6 @@ class AttemptSender:
             self.recorder.record(state, "error", t0, Usage(), exc=exc)
 
 
-@dataclass(eq=False)
-class Member:
-    """One server of a pool: its sender (client, health, in-flight bound) and its counts."""
-
-    sender: AttemptSender
-    busy: int = 0
-    """Attempts on this server now (sent, or waiting for a turn among its requests in flight)."""
-    sent: int = 0
-    answers: int = 0
-    """Replies with a 200 (valid or not): what the server produced for this run."""
-    dropped: bool = False
-
-    @property
-    def name(self) -> str:
-        """The server's URL as it may be shown (no credentials)."""
-        return redact_url(self.sender.base_url).rstrip("/")
-
-    @property
-    def dead(self) -> bool:
-        return self.dropped or self.sender.health.dead
-
-
 class EndpointPool:
     """The servers of one judge (module docstring); one event loop, so no lock."""
 
@@ -251,7 +245,7 @@ class EndpointPool:
     ) -> None:
         if not members:
             raise ValueError("a pool needs at least one server")
-        self.members = [Member(sender) for sender in members]
+        self.members = members
         self._on_notice = on_notice
 
     @property
@@ -259,7 +253,7 @@ class EndpointPool:
         """Whether every server is dead: the run stops."""
         return all(m.dead for m in self.members)
 
-    def _pick(self, tried: set[int], avoid: str | None = None) -> Member | None:
+    def _pick(self, tried: set[int], avoid: str | None = None) -> AttemptSender | None:
         live = [m for m in self.members if not m.dead and id(m) not in tried]
         return min(live, key=lambda m: (m.name == avoid, m.busy, m.sent)) if live else None
 
@@ -272,7 +266,7 @@ class EndpointPool:
             current.busy += 1
             current.sent += 1
             try:
-                reply = await current.sender.send(state)
+                reply = await current.send(state)
             except ServerNotAnswering as exc:
                 self._drop(current, exc)
                 tried.add(id(current))
@@ -297,7 +291,7 @@ class EndpointPool:
             state.failed_on = None
             return reply
 
-    def _next(self, tried: set[int], exc: Exception) -> Member:
+    def _next(self, tried: set[int], exc: Exception) -> AttemptSender:
         """The server to try next after one died; raises when none is left."""
         chosen = self._pick(tried) or self._pick(set())
         if chosen is not None:
@@ -309,14 +303,14 @@ class EndpointPool:
     def not_answering(self, last: Exception | None = None) -> ServerNotAnswering:
         """The error that stops the run: every server is dead (with one, its own error)."""
         if len(self.members) == 1:
-            return self.members[0].sender.not_answering()
+            return self.members[0].not_answering()
         names = ", ".join(m.name for m in self.members)
         said = f"; the last: {last}" if last is not None else ""
         return ServerNotAnswering(
             f"none of the {len(self.members)} servers of this run is answering ({names}){said}"
         )
 
-    def _drop(self, member: Member, exc: ServerNotAnswering) -> None:
+    def _drop(self, member: AttemptSender, exc: ServerNotAnswering) -> None:
         """Drop a dead server, said once (with one server, nothing to say: the run stops)."""
         if member.dropped or len(self.members) == 1:
             member.dropped = member.dropped or len(self.members) > 1

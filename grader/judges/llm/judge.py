@@ -129,7 +129,7 @@ class LLMJudge:
         )
         self._reader = ReplyReader(self.prompt, dataclasses.replace(self._recorder, on_call=None))
         self.pool = EndpointPool([self._sender_for(c, health) for c, _ in made], self._on_notice)
-        first = self.pool.members[0].sender
+        first = self.pool.members[0]
         self.client, self.base_url = first.client, first.base_url
         self.health, self.inflight = first.health, first.inflight
         """The first server's (the only one, mostly); `pool` has every server's."""
@@ -155,11 +155,11 @@ class LLMJudge:
 
     def local(self) -> bool:
         """Whether the model is served on this machine (every server a loopback address)."""
-        return all(is_loopback(m.sender.base_url) for m in self.pool.members)
+        return all(is_loopback(m.base_url) for m in self.pool.members)
 
     def cached_reported(self) -> bool:
         """Whether any reply this run said its cached prompt tokens (`AttemptSender`)."""
-        return any(m.sender.cached_reported for m in self.pool.members)
+        return any(m.cached_reported for m in self.pool.members)
 
     def answers_by_server(self) -> dict[str, int]:
         """Replies (status 200) per server this run, by URL without credentials."""
@@ -229,7 +229,7 @@ class LLMJudge:
 
     async def aclose(self) -> None:
         for member in self.pool.members:
-            await member.sender.client.close()
+            await member.client.close()
 
     # -- grading -------------------------------------------------------------------------------
 
