@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import openai
+from openai.types.chat.completion_create_params import CompletionCreateParamsBase
 
 from grader.cost import estimate_usage
 from grader.errors import JudgeError, ServerNotAnswering
@@ -37,7 +38,7 @@ from grader.judges.llm.retry import (
     retry_delay,
     should_retry,
 )
-from grader.judges.llm.server_settings import ServerSettings, sdk_arguments
+from grader.judges.llm.server_settings import ServerSettings
 from grader.judges.llm.transport import (
     InFlight,
     ServerHealth,
@@ -53,6 +54,22 @@ from grader.redact import redact_url
 
 RESEND_KINDS = frozenset({"not_json_body", "no_choice"})
 """Invalid replies that are the server's fault: resent after a backoff rather than re-asked."""
+
+
+OPENAI_FIELDS = frozenset(CompletionCreateParamsBase.__annotations__)
+"""Request fields the SDK's `chat.completions.create` takes as keywords; any other field of a
+body (vLLM's `structured_outputs`, llama.cpp's `repeat_penalty`, ...) goes in `extra_body`."""
+
+
+def sdk_arguments(body: dict[str, Any]) -> dict[str, Any]:
+    """`body` as `chat.completions.create` keywords: the fields outside OpenAI's in
+    `extra_body` (the SDK merges them into the JSON it sends, so the server gets `body`)."""
+    extra = {k: v for k, v in body.items() if k not in OPENAI_FIELDS}
+    if not extra:
+        return body
+    args = {k: v for k, v in body.items() if k in OPENAI_FIELDS}
+    args["extra_body"] = extra
+    return args
 
 
 class ModeRejected(Exception):
