@@ -127,9 +127,10 @@ def build_judge(name: str, settings: JudgeSettings) -> Judge:
     """A judge of the kind `name`, made by its factory from `settings`."""
     kind = judge_kind(name)
     if settings.model is not None and not kind.takes_model:
+        takers = ", ".join(k.name for k in _KINDS.values() if k.takes_model)
         raise InputError(
             f"--model is for LLM judges: judge {name!r} takes no model",
-            hint=f"drop --model or choose a judge that takes one ({_model_takers()})",
+            hint=f"drop --model or choose a judge that takes one ({takers})",
         )
     return kind.factory(settings)
 
@@ -144,10 +145,6 @@ def build_judges(name: str, settings: JudgeSettings, models: Sequence[str] = ())
         return [build_judge(name, settings)]
     wanted: list[str | None] = list(models) or [None]
     return [build_judge(name, dataclasses.replace(settings, model=m)) for m in wanted]
-
-
-def _model_takers() -> str:
-    return ", ".join(k.name for k in _KINDS.values() if k.takes_model)
 
 
 def _llm_judge(settings: JudgeSettings) -> Judge:

@@ -113,17 +113,10 @@ def fitted_config_path() -> Path:
     return Path(os.environ.get(FITTED_ENV) or FITTED_NAME)
 
 
-def resolve_config_path(path: str | Path | None = None) -> Path:
-    """The file the judge reads: `path`, else a fitted file if present, else the default."""
-    if path is not None:
-        return Path(path)
-    fitted = fitted_config_path()
-    return fitted if fitted.is_file() else default_config_path()
-
-
 def load_lexical_config(path: str | Path | None = None) -> LexicalConfig:
     """Read a lexical settings file (see the module docstring for which one when `path` is None)."""
-    p = resolve_config_path(path)
+    fitted = fitted_config_path()
+    p = Path(path) if path is not None else fitted if fitted.is_file() else default_config_path()
     text = read_text(p)
     try:
         data = tomllib.loads(text)

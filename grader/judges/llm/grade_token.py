@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable
 from typing import Any
 
 import msgspec
@@ -24,9 +23,7 @@ class TopLogprob(msgspec.Struct, gc=False):
     logprob: Any = None
 
 
-class TokenLogprob(msgspec.Struct, gc=False):
-    token: Any = ""
-    logprob: Any = None
+class TokenLogprob(TopLogprob, gc=False):
     top_logprobs: list[TopLogprob] | None = None
 
 
@@ -138,29 +135,17 @@ def grade_distribution(
     chosen = _grade_of(text)
     if chosen is None or (grade is not None and chosen != grade):
         return None
-    alternatives = field(token, "top_logprobs") or ()
-    return _renormalised(
-        chosen,
-        text,
-        field(token, "logprob"),
-        ((field(alt, "token", ""), field(alt, "logprob")) for alt in alternatives),
-    )
-
-
-def _renormalised(
-    chosen: int, hit_token: Any, hit_logprob: Any, alternatives: Iterable[tuple[Any, Any]]
-) -> list[float] | Absent | None:
-    """P(grade = 0..3) from the alternatives of the token holding grade `chosen`, renormalised; None
-    when no mass is left, `Absent` under MIN_GRADE_MASS."""
+    # renormalise the grade alternatives of that token (with itself, if not among them)
     mass = [0.0] * len(GRADES)
     seen_self = False
-    for alt_token, logprob in alternatives:
+    for alt in field(token, "top_logprobs") or ():
+        alt_token, logprob = field(alt, "token", ""), field(alt, "logprob")
         alt_grade = _grade_of(alt_token)
         if alt_grade is None or not isinstance(logprob, _NUMBER):
             continue
         mass[alt_grade] += math.exp(logprob)
-        # (a grade token is never "", so this is `alt_token == hit_token` of a grade token)
-        seen_self = seen_self or alt_token == hit_token
+        seen_self = seen_self or alt_token == text
+    hit_logprob = field(token, "logprob")
     if not seen_self and isinstance(hit_logprob, _NUMBER):
         mass[chosen] += math.exp(hit_logprob)
     total = sum(mass)
