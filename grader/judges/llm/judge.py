@@ -128,30 +128,28 @@ class LLMJudge:
             secrets=tuple(s for _, secrets in made for s in secrets),
         )
         self._reader = ReplyReader(self.prompt, dataclasses.replace(self._recorder, on_call=None))
-        self.pool = EndpointPool([self._sender_for(c, health) for c, _ in made], self._on_notice)
+        senders = [  # one a server, each with its own health and in-flight bound
+            AttemptSender(
+                client=client,
+                model=self.model,
+                prompt=self.prompt,
+                server=self.server,
+                fit=self.fit,
+                limiter=self.limiter,
+                health=ServerHealth(*health, quiet_s=self.timeout, same_for_s=SAME_FAILURE_S),
+                inflight=InFlight(self._on_notice, timeout=self.timeout),
+                recorder=self._recorder,
+                policy=self.policy,
+                timeout=self.timeout,
+                base_url=str(client.base_url),
+            )
+            for client, _ in made
+        ]
+        self.pool = EndpointPool(senders, self._on_notice)
         first = self.pool.members[0]
         self.client, self.base_url = first.client, first.base_url
         self.health, self.inflight = first.health, first.inflight
         """The first server's (the only one, mostly); `pool` has every server's."""
-
-    def _sender_for(
-        self, client: openai.AsyncOpenAI, health: tuple[int, int | None]
-    ) -> AttemptSender:
-        """The sender of one server: its client, and its own health and in-flight bound."""
-        return AttemptSender(
-            client=client,
-            model=self.model,
-            prompt=self.prompt,
-            server=self.server,
-            fit=self.fit,
-            limiter=self.limiter,
-            health=ServerHealth(*health, quiet_s=self.timeout, same_for_s=SAME_FAILURE_S),
-            inflight=InFlight(self._on_notice, timeout=self.timeout),
-            recorder=self._recorder,
-            policy=self.policy,
-            timeout=self.timeout,
-            base_url=str(client.base_url),
-        )
 
     def local(self) -> bool:
         """Whether the model is served on this machine (every server a loopback address)."""
