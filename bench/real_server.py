@@ -29,8 +29,8 @@ import openai
 from grader.cli.main import main as relgrade
 from grader.io.docs import read_docs, read_queries
 from grader.io.trec import read_run
+from grader.judges.llm.attempts import sdk_arguments
 from grader.judges.llm.judge import LLMJudge
-from grader.judges.llm.server_settings import sdk_arguments
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "passages"
 

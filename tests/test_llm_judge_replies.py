@@ -12,19 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from grader.judges.llm.grade_token import (
-    JSON_STRING,
-    grade_distribution,
-    top_level_grade_offset,
-    walk_to_grade,
-)
-from grader.judges.llm.replies import (
-    _STRICT_JSON,
-    InvalidReply,
-    _decode_strict,
-    parse_body,
-    parse_completion,
-)
+from grader.judges.llm.grade_token import grade_distribution, top_level_grade_offset
+from grader.judges.llm.replies import InvalidReply, parse_body, parse_completion
 from grader.models import Usage
 from grader.prompts import OutputMode, load_prompt
 
@@ -322,58 +311,3 @@ def test_the_grade_token_is_found_whatever_the_spacing(content: str) -> None:
     assert content[offset] == str(json.loads(content)["grade"])
     assert top_level_grade_offset('{"reason": "r"}') is None
     assert top_level_grade_offset('["grade", 1]') is None
-
-
-JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(-9, 9) | st.text(max_size=6),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner),
-    max_leaves=6,
-)
-
-
-@given(
-    members=st.dictionaries(st.sampled_from(["reason", "grade", "x", "grade "]), JSON_VALUES),
-    indent=st.sampled_from([None, 0, 2]),
-    separators=st.sampled_from([(",", ":"), (", ", ": "), (" , ", " : ")]),
-    ascii_only=st.booleans(),
-)
-def test_the_quick_way_to_the_grade_token_agrees_with_the_walk(
-    members: dict[str, Any], indent: int | None, separators: tuple[str, str], ascii_only: bool
-) -> None:
-    content = json.dumps(members, indent=indent, separators=separators, ensure_ascii=ascii_only)
-    assert top_level_grade_offset(content) == walk_to_grade(content)
-    # told that the text is valid JSON (it is), the value after the opening is not scanned
-    assert top_level_grade_offset(content, valid=True) == walk_to_grade(content)
-
-
-_STRING_BITS = st.sampled_from(['"', "\\", "u", "0", "a", "F", "n", "/", " ", "\x01", "\x7f", "é"])
-
-
-@given(st.lists(_STRING_BITS, max_size=12).map(lambda bits: '"' + "".join(bits)))
-def test_the_string_pattern_takes_what_the_json_scanner_takes(text: str) -> None:
-    """`JSON_STRING` matches a prefix of `text` exactly when json's scanner reads a string
-    there, and ends where the scanner does."""
-    try:
-        _, end = json.decoder.scanstring(text, 1, True)  # type: ignore[attr-defined]
-    except ValueError:
-        end = None
-    match = re.compile(JSON_STRING).match(text)
-    assert (match.end() if match else None) == end
-
-
-_REPLY_BITS = st.sampled_from(
-    ['{"grade": 2}', '{"reason": "r", "grade": 1}', "{", "}", " ", '"grade"', ":", ",", "3", "x"]
-)
-
-
-@given(st.lists(_REPLY_BITS, max_size=6).map("".join))
-def test_the_quick_decode_is_decode_value_and_error_alike(content: str) -> None:
-    """`_decode_strict` gives what `_STRICT_JSON.decode` gives, or raises what it raises."""
-
-    def outcome(decode: Any) -> Any:
-        try:
-            return ("value", decode(content))
-        except Exception as exc:  # the same type and words
-            return (type(exc).__name__, str(exc))
-
-    assert outcome(_decode_strict) == outcome(_STRICT_JSON.decode)

@@ -12,8 +12,8 @@ import pytest
 
 from grader.grading.pipeline import _count_abandoned
 from grader.grading.report import GradingReport
-from grader.judges.llm.inflight import InFlight
 from grader.judges.llm.server_settings import PLAIN_JSON_GIVE_UP
+from grader.judges.llm.transport import InFlight
 from grader.models import CallRecord
 from tests.fake_flavours import QueueingServer
 from tests.fakeserver import FakeServer, faults

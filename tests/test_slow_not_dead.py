@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from grader.cli.main import main
-from grader.judges.llm.inflight import InFlight
-from grader.judges.llm.transport import ServerHealth
+from grader.judges.llm.transport import InFlight, ServerHealth
 from grader.store.store import Store
 from tests.fakeserver import FakeServer, faults
 from tests.grade_data import write_grade_files

@@ -1,15 +1,14 @@
 """The judge registry: a kind of judge is registered once, by name, with a factory.
 
 Every command that grades and the Python API build their judges here, from one `JudgeSettings`
-holding whatever the command has, so a new judge needs no change to the command line. Built-in
-kinds register in `grader.judges.builtin`, those of installed packages through the entry point
-group `relgrade.judges` (`grader.plugins`); both load on first use.
+holding whatever the command has, so a new judge needs no change to the command line. The
+built-in `llm` and `lexical` register at the end of this module, those of installed packages
+through the entry point group `relgrade.judges` (`grader.plugins`) on first use.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -73,7 +72,7 @@ class JudgeKind:
 
 
 _KINDS: dict[str, JudgeKind] = {}
-_loaded = {"builtin": False, "plugins": False}
+_loaded = {"plugins": False}
 
 
 def register_judge(
@@ -96,9 +95,6 @@ def register_judge(
 
 
 def _load() -> None:
-    if not _loaded["builtin"]:
-        _loaded["builtin"] = True
-        importlib.import_module("grader.judges.builtin")
     if not _loaded["plugins"]:
         _loaded["plugins"] = True
         load_entry_points(ENTRY_POINTS)
@@ -131,9 +127,10 @@ def build_judge(name: str, settings: JudgeSettings) -> Judge:
     """A judge of the kind `name`, made by its factory from `settings`."""
     kind = judge_kind(name)
     if settings.model is not None and not kind.takes_model:
+        takers = ", ".join(k.name for k in _KINDS.values() if k.takes_model)
         raise InputError(
             f"--model is for LLM judges: judge {name!r} takes no model",
-            hint=f"drop --model or choose a judge that takes one ({_model_takers()})",
+            hint=f"drop --model or choose a judge that takes one ({takers})",
         )
     return kind.factory(settings)
 
@@ -150,5 +147,32 @@ def build_judges(name: str, settings: JudgeSettings, models: Sequence[str] = ())
     return [build_judge(name, dataclasses.replace(settings, model=m)) for m in wanted]
 
 
-def _model_takers() -> str:
-    return ", ".join(k.name for k in _KINDS.values() if k.takes_model)
+def _llm_judge(settings: JudgeSettings) -> Judge:
+    """An LLM judge of `settings.model` (else the endpoint's default) and `settings.prompt`."""
+    if settings.endpoint is None or settings.prompt is None:
+        raise InputError("the llm judge needs an endpoint and a prompt")
+    model = settings.endpoint.model(settings.model)
+    return settings.endpoint.llm_judge(model, settings.prompt, on_call=settings.on_call)
+
+
+def _lexical_judge(settings: JudgeSettings) -> Judge:
+    """The lexical judge over `settings.docs` with `settings.config` (imported only when used)."""
+    from grader.judges.lexical.config import load_lexical_config
+    from grader.judges.lexical.judge import LexicalJudge
+
+    return LexicalJudge(settings.docs, load_lexical_config(settings.config))
+
+
+register_judge(
+    "llm",
+    _llm_judge,
+    help="an LLM on an OpenAI-compatible server (--model, --prompt)",
+    takes_model=True,
+    batch=True,
+)
+register_judge(
+    "lexical",
+    _lexical_judge,
+    help="offline BM25-style baseline (--judge-config: its TOML)",
+    needs_all_docs=True,
+)

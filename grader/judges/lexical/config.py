@@ -76,15 +76,8 @@ class LexicalConfig:
 
     def settings(self) -> dict[str, Any]:
         """Everything that changes a grade (not provenance): hashed into the fingerprint."""
-        return {
-            "thresholds": list(self.thresholds),
-            "k1": self.k1,
-            "b": self.b,
-            "stemmer": self.stemmer,
-            "min_token_length": self.min_token_length,
-            "doc_fields": list(self.doc_fields),
-            "stopwords": sorted(self.stopwords),
-        }
+        values = {k: getattr(self, k) for k in _SCORING}
+        return {**values, "thresholds": self.thresholds, "stopwords": sorted(self.stopwords)}
 
     @property
     def sha256(self) -> str:
@@ -120,17 +113,10 @@ def fitted_config_path() -> Path:
     return Path(os.environ.get(FITTED_ENV) or FITTED_NAME)
 
 
-def resolve_config_path(path: str | Path | None = None) -> Path:
-    """The file the judge reads: `path`, else a fitted file if present, else the default."""
-    if path is not None:
-        return Path(path)
-    fitted = fitted_config_path()
-    return fitted if fitted.is_file() else default_config_path()
-
-
 def load_lexical_config(path: str | Path | None = None) -> LexicalConfig:
     """Read a lexical settings file (see the module docstring for which one when `path` is None)."""
-    p = resolve_config_path(path)
+    fitted = fitted_config_path()
+    p = Path(path) if path is not None else fitted if fitted.is_file() else default_config_path()
     text = read_text(p)
     try:
         data = tomllib.loads(text)

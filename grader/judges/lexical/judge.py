@@ -109,7 +109,6 @@ class LexicalJudge:
             digest.update(doc.doc_id.encode() + b"\0" + text.encode() + b"\0")
         self.collection_digest = "sha256:" + digest.hexdigest()
         self._query_terms = lru_cache(maxsize=4096)(self._terms_of)
-        self._prompt: PromptRef | None = None
 
     @cached_property
     def _counts(self) -> dict[str, tuple[Counter[str], int]]:
@@ -189,26 +188,19 @@ class LexicalJudge:
         """Grade one pair; a query with no scorable terms gives a failed judgment, never a 0."""
         started = time.perf_counter()
         result = self.score(query.text, doc)
-        common: dict[str, Any] = {"prompt": self.prompt_ref(), "attempts": 1, "cost": 0.0}
+        common: dict[str, Any] = {"key": key, "prompt": self.prompt_ref, "attempts": 1, "cost": 0.0}
         if math.isnan(result.score):
             error = JudgmentError(
                 type="NoQueryTerms",
                 message="the lexical baseline found no scorable terms in the query "
                 f"{query.text!r} (all stopwords or too short); it cannot grade it",
             )
-            latency_ms = (time.perf_counter() - started) * 1000.0
-            return failed(self, query, doc, key=key, error=error, latency_ms=latency_ms, **common)
+            common["latency_ms"] = (time.perf_counter() - started) * 1000.0
+            return failed(self, query, doc, error=error, **common)
         grade = self.grade_of(result.score)
-        return ok(
-            self,
-            query,
-            doc,
-            key=key,
-            grade=grade,
-            reason=self.reason(result, grade),
-            latency_ms=(time.perf_counter() - started) * 1000.0,
-            **common,
-        )
+        reason = self.reason(result, grade)
+        common["latency_ms"] = (time.perf_counter() - started) * 1000.0
+        return ok(self, query, doc, grade=grade, reason=reason, **common)
 
     def reason(self, result: LexicalScore, grade: int) -> str:
         """The plain statement of how the grade came about (and that it is only a baseline)."""
@@ -221,12 +213,11 @@ class LexicalJudge:
             f"terms: {matched}"
         )
 
+    @cached_property
     def prompt_ref(self) -> PromptRef:
         """The settings file as the judgment's provenance (`lexical@1`, sha of the settings)."""
-        if self._prompt is None:  # the config is frozen: hashed once, not once per pair
-            cfg = self.config
-            self._prompt = PromptRef(name=cfg.name, version=cfg.version, sha256=cfg.sha256)
-        return self._prompt
+        cfg = self.config
+        return PromptRef(name=cfg.name, version=cfg.version, sha256=cfg.sha256)
 
 
 def lexical_scores(

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import openai
+from openai.types.chat.completion_create_params import CompletionCreateParamsBase
 
 from grader.cost import estimate_usage
 from grader.errors import JudgeError, ServerNotAnswering
 from grader.judges.llm.context import ContextFit
-from grader.judges.llm.inflight import InFlight
 from grader.judges.llm.replies import (
     GradeReply,
     InvalidReply,
@@ -38,8 +38,9 @@ from grader.judges.llm.retry import (
     retry_delay,
     should_retry,
 )
-from grader.judges.llm.server_settings import ServerSettings, sdk_arguments
+from grader.judges.llm.server_settings import ServerSettings
 from grader.judges.llm.transport import (
+    InFlight,
     ServerHealth,
     connect_failure,
     connection_message,
@@ -55,6 +56,22 @@ RESEND_KINDS = frozenset({"not_json_body", "no_choice"})
 """Invalid replies that are the server's fault: resent after a backoff rather than re-asked."""
 
 
+OPENAI_FIELDS = frozenset(CompletionCreateParamsBase.__annotations__)
+"""Request fields the SDK's `chat.completions.create` takes as keywords; any other field of a
+body (vLLM's `structured_outputs`, llama.cpp's `repeat_penalty`, ...) goes in `extra_body`."""
+
+
+def sdk_arguments(body: dict[str, Any]) -> dict[str, Any]:
+    """`body` as `chat.completions.create` keywords: the fields outside OpenAI's in
+    `extra_body` (the SDK merges them into the JSON it sends, so the server gets `body`)."""
+    extra = {k: v for k, v in body.items() if k not in OPENAI_FIELDS}
+    if not extra:
+        return body
+    args = {k: v for k, v in body.items() if k in OPENAI_FIELDS}
+    args["extra_body"] = extra
+    return args
+
+
 class ModeRejected(Exception):
     """The server refused this request's output mode or a parameter; resend without it."""
 
@@ -63,10 +80,10 @@ MODE_REJECTED = "_ModeRejected"
 """The error type of a judgment failed by `ModeRejected` (stored; `grader.judges.failures`)."""
 
 
-@dataclass
+@dataclass(eq=False)
 class AttemptSender:
-    """Sends the attempts of one judge's judgments (module docstring); the objects it holds
-    are the judge's own, shared by every worker."""
+    """Sends the attempts of one judge's judgments to one server (module docstring), and counts
+    them; the objects it holds are the judge's own, shared by every worker."""
 
     client: openai.AsyncOpenAI
     model: str
@@ -83,6 +100,22 @@ class AttemptSender:
     cached_reported: bool = False
     """Whether any reply said how many prompt tokens came from the server's cache (llama.cpp's
     server does not): a summary says "cached not reported" rather than "cached 0"."""
+    busy: int = 0
+    """Attempts on this server now (sent, or waiting for a turn among its requests in flight)."""
+    sent: int = 0
+    answers: int = 0
+    """Replies with a 200 (valid or not): what the server produced for this run."""
+    dropped: bool = False
+    """Dropped from its pool: dead, or left by the run."""
+
+    @property
+    def name(self) -> str:
+        """The server's URL as it may be shown (no credentials)."""
+        return redact_url(self.base_url).rstrip("/")
+
+    @property
+    def dead(self) -> bool:
+        return self.dropped or self.health.dead
 
     async def send(self, state: CallState) -> GradeReply:
         """One attempt of the judgment `state` describes: its valid reply, or the error."""
@@ -101,7 +134,7 @@ class AttemptSender:
             raise self.not_answering()
         try:
             # --timeout bounds the whole request, not each socket read (.transport); the
-            # request's turn among those in flight comes first, outside it (.inflight)
+            # request's turn among those in flight comes first, outside it (`InFlight`)
             async with self.inflight as ticket:
                 t0 = time.perf_counter()
                 try:
@@ -221,28 +254,6 @@ class AttemptSender:
             self.recorder.record(state, "error", t0, Usage(), exc=exc)
 
 
-@dataclass(eq=False)
-class Member:
-    """One server of a pool: its sender (client, health, in-flight bound) and its counts."""
-
-    sender: AttemptSender
-    busy: int = 0
-    """Attempts on this server now (sent, or waiting for a turn among its requests in flight)."""
-    sent: int = 0
-    answers: int = 0
-    """Replies with a 200 (valid or not): what the server produced for this run."""
-    dropped: bool = False
-
-    @property
-    def name(self) -> str:
-        """The server's URL as it may be shown (no credentials)."""
-        return redact_url(self.sender.base_url).rstrip("/")
-
-    @property
-    def dead(self) -> bool:
-        return self.dropped or self.sender.health.dead
-
-
 class EndpointPool:
     """The servers of one judge (module docstring); one event loop, so no lock."""
 
@@ -251,7 +262,7 @@ class EndpointPool:
     ) -> None:
         if not members:
             raise ValueError("a pool needs at least one server")
-        self.members = [Member(sender) for sender in members]
+        self.members = members
         self._on_notice = on_notice
 
     @property
@@ -259,7 +270,7 @@ class EndpointPool:
         """Whether every server is dead: the run stops."""
         return all(m.dead for m in self.members)
 
-    def _pick(self, tried: set[int], avoid: str | None = None) -> Member | None:
+    def _pick(self, tried: set[int], avoid: str | None = None) -> AttemptSender | None:
         live = [m for m in self.members if not m.dead and id(m) not in tried]
         return min(live, key=lambda m: (m.name == avoid, m.busy, m.sent)) if live else None
 
@@ -272,7 +283,7 @@ class EndpointPool:
             current.busy += 1
             current.sent += 1
             try:
-                reply = await current.sender.send(state)
+                reply = await current.send(state)
             except ServerNotAnswering as exc:
                 self._drop(current, exc)
                 tried.add(id(current))
@@ -297,7 +308,7 @@ class EndpointPool:
             state.failed_on = None
             return reply
 
-    def _next(self, tried: set[int], exc: Exception) -> Member:
+    def _next(self, tried: set[int], exc: Exception) -> AttemptSender:
         """The server to try next after one died; raises when none is left."""
         chosen = self._pick(tried) or self._pick(set())
         if chosen is not None:
@@ -309,14 +320,14 @@ class EndpointPool:
     def not_answering(self, last: Exception | None = None) -> ServerNotAnswering:
         """The error that stops the run: every server is dead (with one, its own error)."""
         if len(self.members) == 1:
-            return self.members[0].sender.not_answering()
+            return self.members[0].not_answering()
         names = ", ".join(m.name for m in self.members)
         said = f"; the last: {last}" if last is not None else ""
         return ServerNotAnswering(
             f"none of the {len(self.members)} servers of this run is answering ({names}){said}"
         )
 
-    def _drop(self, member: Member, exc: ServerNotAnswering) -> None:
+    def _drop(self, member: AttemptSender, exc: ServerNotAnswering) -> None:
         """Drop a dead server, said once (with one server, nothing to say: the run stops)."""
         if member.dropped or len(self.members) == 1:
             member.dropped = member.dropped or len(self.members) > 1

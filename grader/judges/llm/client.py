@@ -8,6 +8,7 @@ size. The SDK's own retries are off: the judge's retry loop is the only one.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -63,18 +64,6 @@ class ReplyLimits:
         return next((cap for end, cap in kinds.items() if path.endswith(end)), self.other)
 
 
-def request_deadline(request: httpx2.Request) -> float:
-    """Seconds the whole request may take: its timeout, plus one second per MiB it uploads."""
-    timeout: Any = request.extensions.get("timeout") or {}
-    seconds = timeout.get("read") if isinstance(timeout, dict) else None
-    base = float(seconds) if seconds is not None else DEFAULT_DEADLINE_S
-    try:
-        size = int(request.headers.get("content-length") or 0)
-    except ValueError:
-        size = 0
-    return base + size / UPLOAD_BYTES_PER_S
-
-
 class BoundedHTTPClient(openai.DefaultAsyncHttpxClient):
     """The SDK's default HTTP client with a whole-request deadline and a reply bound."""
 
@@ -85,7 +74,12 @@ class BoundedHTTPClient(openai.DefaultAsyncHttpxClient):
     async def send(
         self, request: httpx2.Request, *, stream: bool = False, **kwargs: Any
     ) -> httpx2.Response:
-        seconds = request_deadline(request)
+        # the request's timeout, plus one second per MiB it uploads
+        timeout: Any = request.extensions.get("timeout") or {}
+        seconds = timeout.get("read") if isinstance(timeout, dict) else None
+        seconds = float(seconds) if seconds is not None else DEFAULT_DEADLINE_S
+        with contextlib.suppress(ValueError):
+            seconds += int(request.headers.get("content-length") or 0) / UPLOAD_BYTES_PER_S
         cap = self.reply_limits.for_path(request.url.path)
         grows = request.url.path.endswith("/content")
         started = asyncio.get_running_loop().time()

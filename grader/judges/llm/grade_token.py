@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable
 from typing import Any
 
 import msgspec
@@ -24,9 +23,7 @@ class TopLogprob(msgspec.Struct, gc=False):
     logprob: Any = None
 
 
-class TokenLogprob(msgspec.Struct, gc=False):
-    token: Any = ""
-    logprob: Any = None
+class TokenLogprob(TopLogprob, gc=False):
     top_logprobs: list[TopLogprob] | None = None
 
 
@@ -74,37 +71,10 @@ class Absent(str):
 _DECODER = json.JSONDecoder()
 _WS = re.compile(r"\s*")
 
-_JSON_WS = r"[ \t\n\r]*"
-JSON_STRING = r'"[^"\\\x00-\x1f]*+(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*+)*+"'
-"""A JSON string: runs of plain characters taken whole (possessive: nothing to backtrack), an
-escape between them, rather than one character at a time."""
-_GRADE_FIRST_OR_SECOND = re.compile(
-    rf"{_JSON_WS}\{{{_JSON_WS}"
-    rf'(?:"reason"{_JSON_WS}:{_JSON_WS}{JSON_STRING}{_JSON_WS},{_JSON_WS})?'
-    rf'"grade"{_JSON_WS}:{_JSON_WS}'
-)
-"""A reply that opens with its grade, or with a string reason (one the JSON scanner takes)
-then its grade (the schema's order, nearly every reply): the grade value starts where this
-ends."""
 
-
-def top_level_grade_offset(content: str, *, valid: bool = False) -> int | None:
-    """Character offset of the top-level `grade` value's first digit of a JSON reply, None when it
-    cannot be located. `valid`: the content is known to be one valid JSON text."""
-    opening = _GRADE_FIRST_OR_SECOND.match(content)
-    if opening is None or content[opening.end() : opening.end() + 1].isspace():
-        return walk_to_grade(content)  # (other whitespace the walk's `\s` skips too)
-    start = opening.end()
-    if not valid:
-        try:  # the value must be one, as the walk requires
-            _DECODER.scan_once(content, start)  # type: ignore[attr-defined]
-        except (ValueError, IndexError, StopIteration):
-            return None
-    return start + 1 if content[start] == '"' else start
-
-
-def walk_to_grade(content: str) -> int | None:
-    """`top_level_grade_offset` by walking the members of the reply's object."""
+def top_level_grade_offset(content: str) -> int | None:
+    """Character offset of the top-level `grade` value's first digit of a JSON reply (a walk over
+    its object's members), None when it cannot be located."""
     scan = _DECODER.scan_once  # type: ignore[attr-defined]  # raw_decode without its wrapper: StopIteration is its error
 
     def skip(i: int) -> int:
@@ -165,35 +135,17 @@ def grade_distribution(
     chosen = _grade_of(text)
     if chosen is None or (grade is not None and chosen != grade):
         return None
-    alternatives = field(token, "top_logprobs") or ()
-    return _renormalised(
-        chosen,
-        text,
-        field(token, "logprob"),
-        ((field(alt, "token", ""), field(alt, "logprob")) for alt in alternatives),
-    )
-
-
-def _renormalised(
-    chosen: int, hit_token: Any, hit_logprob: Any, alternatives: Iterable[tuple[Any, Any]]
-) -> list[float] | Absent | None:
-    """P(grade = 0..3) from the alternatives of the token holding grade `chosen`, renormalised; None
-    when no mass is left, `Absent` under MIN_GRADE_MASS."""
+    # renormalise the grade alternatives of that token (with itself, if not among them)
     mass = [0.0] * len(GRADES)
     seen_self = False
-    known, exp = _GRADE_OF, math.exp
-    for alt_token, logprob in alternatives:
-        # `_grade_of`, its memo looked up here first (~5 alternatives a reply; -1: not in it)
-        alt_grade = known.get(alt_token, -1) if type(alt_token) is str else -1
-        if alt_grade == -1:
-            alt_grade = _grade_of(alt_token)
-        if alt_grade is None:
+    for alt in field(token, "top_logprobs") or ():
+        alt_token, logprob = field(alt, "token", ""), field(alt, "logprob")
+        alt_grade = _grade_of(alt_token)
+        if alt_grade is None or not isinstance(logprob, _NUMBER):
             continue
-        if not isinstance(logprob, _NUMBER):
-            continue
-        mass[alt_grade] += exp(logprob)
-        # (a grade token is never "", so this is `alt_token == hit_token` of a grade token)
-        seen_self = seen_self or alt_token == hit_token
+        mass[alt_grade] += math.exp(logprob)
+        seen_self = seen_self or alt_token == text
+    hit_logprob = field(token, "logprob")
     if not seen_self and isinstance(hit_logprob, _NUMBER):
         mass[chosen] += math.exp(hit_logprob)
     total = sum(mass)
@@ -210,19 +162,6 @@ def _renormalised(
 _NUMBER = (int, float)
 
 
-def _grade_of(token: str) -> int | None:
-    if type(token) is str:  # only plain str: a subclass may strip otherwise
-        known = _GRADE_OF.get(token, _UNKNOWN)
-        if known is not _UNKNOWN:
-            return known  # type: ignore[return-value]
+def _grade_of(token: Any) -> int | None:
     core = token.strip().strip('"').strip()
-    grade = int(core) if core in {"0", "1", "2", "3"} else None
-    if type(token) is str and len(token) <= 8 and len(_GRADE_OF) < 4096:
-        _GRADE_OF[token] = grade
-    return grade
-
-
-_GRADE_OF: dict[str, int | None] = {}
-"""`_grade_of` of short tokens already seen: a reply's logprobs hold ~8 tokens and their
-alternatives, nearly always the same few ("3", " 2", '"', ...)."""
-_UNKNOWN = object()
+    return int(core) if core in {"0", "1", "2", "3"} else None

@@ -28,7 +28,6 @@ from grader.judges.llm.attempts import (
 from grader.judges.llm.client import ReplyLimits, chat_reply_limit, make_client
 from grader.judges.llm.context import ContextFit, DocumentDoesNotFit, ServerInfo, learn_server
 from grader.judges.llm.endpoint import is_loopback
-from grader.judges.llm.inflight import InFlight
 from grader.judges.llm.replies import InvalidReply
 from grader.judges.llm.results import CallState, JudgmentRecorder, ReplyReader
 from grader.judges.llm.retry import (
@@ -39,7 +38,7 @@ from grader.judges.llm.retry import (
     should_retry,
 )
 from grader.judges.llm.server_settings import ModeSwitch, ServerSettings
-from grader.judges.llm.transport import DEAD_AFTER, SAME_FAILURE_S, ServerHealth
+from grader.judges.llm.transport import DEAD_AFTER, SAME_FAILURE_S, InFlight, ServerHealth
 from grader.models import CallRecord, Doc, Judgment, Query, Usage
 from grader.prompts import OutputMode, PromptSpec, load_prompt
 
@@ -129,38 +128,36 @@ class LLMJudge:
             secrets=tuple(s for _, secrets in made for s in secrets),
         )
         self._reader = ReplyReader(self.prompt, dataclasses.replace(self._recorder, on_call=None))
-        self.pool = EndpointPool([self._sender_for(c, health) for c, _ in made], self._on_notice)
-        first = self.pool.members[0].sender
+        senders = [  # one a server, each with its own health and in-flight bound
+            AttemptSender(
+                client=client,
+                model=self.model,
+                prompt=self.prompt,
+                server=self.server,
+                fit=self.fit,
+                limiter=self.limiter,
+                health=ServerHealth(*health, quiet_s=self.timeout, same_for_s=SAME_FAILURE_S),
+                inflight=InFlight(self._on_notice, timeout=self.timeout),
+                recorder=self._recorder,
+                policy=self.policy,
+                timeout=self.timeout,
+                base_url=str(client.base_url),
+            )
+            for client, _ in made
+        ]
+        self.pool = EndpointPool(senders, self._on_notice)
+        first = self.pool.members[0]
         self.client, self.base_url = first.client, first.base_url
         self.health, self.inflight = first.health, first.inflight
         """The first server's (the only one, mostly); `pool` has every server's."""
 
-    def _sender_for(
-        self, client: openai.AsyncOpenAI, health: tuple[int, int | None]
-    ) -> AttemptSender:
-        """The sender of one server: its client, and its own health and in-flight bound."""
-        return AttemptSender(
-            client=client,
-            model=self.model,
-            prompt=self.prompt,
-            server=self.server,
-            fit=self.fit,
-            limiter=self.limiter,
-            health=ServerHealth(*health, quiet_s=self.timeout, same_for_s=SAME_FAILURE_S),
-            inflight=InFlight(self._on_notice, timeout=self.timeout),
-            recorder=self._recorder,
-            policy=self.policy,
-            timeout=self.timeout,
-            base_url=str(client.base_url),
-        )
-
     def local(self) -> bool:
         """Whether the model is served on this machine (every server a loopback address)."""
-        return all(is_loopback(m.sender.base_url) for m in self.pool.members)
+        return all(is_loopback(m.base_url) for m in self.pool.members)
 
     def cached_reported(self) -> bool:
         """Whether any reply this run said its cached prompt tokens (`AttemptSender`)."""
-        return any(m.sender.cached_reported for m in self.pool.members)
+        return any(m.cached_reported for m in self.pool.members)
 
     def answers_by_server(self) -> dict[str, int]:
         """Replies (status 200) per server this run, by URL without credentials."""
@@ -230,7 +227,7 @@ class LLMJudge:
 
     async def aclose(self) -> None:
         for member in self.pool.members:
-            await member.sender.client.close()
+            await member.client.close()
 
     # -- grading -------------------------------------------------------------------------------
 
@@ -271,10 +268,13 @@ class LLMJudge:
             return self._recorder.failed(state, "InvalidReply", message, started)
         if self.pool.dead and isinstance(exc, openai.APIConnectionError):
             raise self.pool.not_answering() from exc
+        message = self._recorder.message(exc)
         transport = not isinstance(exc, openai.APIStatusError) or should_retry(exc)
         if state.invalid is not None and isinstance(exc, openai.APIError) and transport:
-            return self._still_invalid(state, exc, started)
-        message = self._recorder.message(exc)
+            # the model answered invalidly, then the last attempt failed in transport
+            state.last_raw = state.invalid.raw
+            message = f"{state.invalid.kind}: {state.invalid.message} (then: {message})"
+            return self._recorder.failed(state, "InvalidReply", message, started)
         kind = MODE_REJECTED if isinstance(exc, ModeRejected) else type(exc).__name__
         if isinstance(exc, openai.APIStatusError):
             body = self._recorder.redact(exc.response.text[:2000])
@@ -282,15 +282,6 @@ class LLMJudge:
             if exc.code == "context_length_exceeded" or is_context_exceeded(body or message):
                 kind = "ContextLengthExceeded"  # permanent: the same prompt never fits
         return self._recorder.failed(state, kind, message, started)
-
-    def _still_invalid(self, state: CallState, exc: openai.APIError, started: float) -> Judgment:
-        """A pair whose model answered invalidly, then whose last attempt failed in transport:
-        failed as invalid, the transport failure added to its message."""
-        invalid = state.invalid
-        assert invalid is not None
-        state.last_raw = invalid.raw
-        message = f"{invalid.kind}: {invalid.message} (then: {self._recorder.message(exc)})"
-        return self._recorder.failed(state, "InvalidReply", message, started)
 
     async def _learn_server(self) -> None:
         """Read the server's `/v1/models` once (`grader.judges.llm.context.learn_server`)."""

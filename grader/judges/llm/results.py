@@ -123,6 +123,7 @@ class JudgmentRecorder:
         on_call = self.on_call
         if on_call is None:
             return
+        kind = f".{exc.kind}" if isinstance(exc, InvalidReply) else ""  # InvalidReply.<kind>
         on_call(
             CallRecord(
                 key=state.key,
@@ -136,7 +137,7 @@ class JudgmentRecorder:
                 latency_ms=(time.perf_counter() - t0) * 1000.0,
                 usage=usage,
                 http_status=status if status is not None else (status_of(exc) if exc else None),
-                error_type=_error_type(exc),
+                error_type=None if exc is None else type(exc).__name__ + kind,
                 error_message=self.message(exc) if exc is not None else None,
             )
         )
@@ -162,14 +163,6 @@ class JudgmentRecorder:
     def redact(self, text: str) -> str:
         """`text` with every secret masked (`grader.redact`)."""
         return redact(text, self.secrets)
-
-
-def _error_type(exc: BaseException | None) -> str | None:
-    if exc is None:
-        return None
-    if isinstance(exc, InvalidReply):
-        return f"InvalidReply.{exc.kind}"
-    return type(exc).__name__
 
 
 @dataclass(frozen=True)

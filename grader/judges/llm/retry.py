@@ -39,12 +39,6 @@ def status_of(exc: BaseException) -> int | None:
     return exc.status_code if isinstance(exc, openai.APIStatusError) else None
 
 
-def headers_of(exc: BaseException) -> Mapping[str, str]:
-    if isinstance(exc, openai.APIStatusError):
-        return exc.response.headers
-    return {}
-
-
 def is_context_exceeded(message: str) -> bool:
     """Whether a server's error message says the prompt is past its context (OpenAI's and
     llama.cpp's code `context_length_exceeded`, vLLM's "maximum context length")."""
@@ -58,19 +52,14 @@ def should_retry(exc: BaseException) -> bool:
     quota, a prompt past the context whatever its status) is not."""
     if isinstance(exc, openai.APITimeoutError | openai.APIConnectionError):
         return True
-    if is_fatal(exc):
+    if not isinstance(exc, openai.APIStatusError) or is_fatal(exc):
         return False
-    if isinstance(exc, openai.APIStatusError) and (
-        exc.code == "context_length_exceeded" or is_context_exceeded(exc.response.text[:4000])
-    ):
+    if exc.code == "context_length_exceeded" or is_context_exceeded(exc.response.text[:4000]):
         return False
-    status = status_of(exc)
-    if status is None:
-        return False
-    hint = headers_of(exc).get("x-should-retry", "").lower()
+    hint = exc.response.headers.get("x-should-retry", "").lower()
     if hint in ("true", "false"):
         return hint == "true"
-    return status in RETRY_STATUSES or status >= 500
+    return exc.status_code in RETRY_STATUSES or exc.status_code >= 500
 
 
 def is_fatal(exc: BaseException) -> bool:
@@ -126,7 +115,8 @@ def retry_delay(
 ) -> float:
     """How long to wait before the next request: the server's Retry-After when it gave one
     (capped at `max_retry_after`), else the jittered backoff."""
-    asked = parse_retry_after(headers_of(exc), now=now)
+    headers = exc.response.headers if isinstance(exc, openai.APIStatusError) else {}
+    asked = parse_retry_after(headers, now=now)
     if asked is not None:
         return min(asked, policy.max_retry_after)
     return backoff(attempt, policy, rand=rand)

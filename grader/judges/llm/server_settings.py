@@ -54,39 +54,6 @@ def request_body(
     return body
 
 
-OPENAI_FIELDS = frozenset(
-    [
-        "model",
-        "messages",
-        "temperature",
-        "max_tokens",
-        "max_completion_tokens",
-        "logprobs",
-        "top_logprobs",
-        "response_format",
-        "seed",
-        "top_p",
-        "stop",
-        "n",
-        "frequency_penalty",
-        "presence_penalty",
-    ]
-)
-"""Request fields the SDK's `chat.completions.create` takes as keywords; any other field of a
-body (vLLM's `structured_outputs`, llama.cpp's `repeat_penalty`, ...) goes in `extra_body`."""
-
-
-def sdk_arguments(body: dict[str, Any]) -> dict[str, Any]:
-    """`body` as `chat.completions.create` keywords: the fields outside OpenAI's in
-    `extra_body` (the SDK merges them into the JSON it sends, so the server gets `body`)."""
-    extra = {k: v for k, v in body.items() if k not in OPENAI_FIELDS}
-    if not extra:
-        return body
-    args = {k: v for k, v in body.items() if k in OPENAI_FIELDS}
-    args["extra_body"] = extra
-    return args
-
-
 _FORMAT_WORDS = (
     "response_format",
     "json_schema",
