@@ -13,7 +13,12 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from grader.judges.llm.grade_token import grade_distribution, top_level_grade_offset
-from grader.judges.llm.replies import InvalidReply, parse_body, parse_completion
+from grader.judges.llm.replies import (
+    BARE_GRADE_NOTE,
+    InvalidReply,
+    parse_body,
+    parse_completion,
+)
 from grader.models import Usage
 from grader.prompts import OutputMode, load_prompt
 
@@ -121,6 +126,21 @@ def test_final_line_mode(content: str, grade: int, reason: str | None) -> None:
     ],
 )
 def test_final_line_mode_takes_no_stray_digit(content: str, kind: str) -> None:
+    assert kind_of(body(content), mode="text") == kind
+
+
+@pytest.mark.parametrize("content", ["3", " 3\n", "**3**", "`3`"])
+def test_a_bare_grade_is_that_grade_with_a_note(content: str) -> None:
+    """Small models answer `3` to `Grade: N`: the grade as written, said, never asked again."""
+    reply = parse_completion(body(content), mode="text", spec=SPEC)
+    assert (reply.grade, reply.reason) == (3, None)
+    assert reply.notes is not None and BARE_GRADE_NOTE in reply.notes
+
+
+@pytest.mark.parametrize(
+    ("content", "kind"), [("7", "out_of_range"), ("-1", "out_of_range"), ("3\n2", "no_final_line")]
+)
+def test_a_bare_number_off_the_scale_is_no_grade(content: str, kind: str) -> None:
     assert kind_of(body(content), mode="text") == kind
 
 

@@ -177,7 +177,7 @@ def _graded(
         raise InvalidReply("empty", "the reply has no content", raw=content, usage=usage)
     notes: list[str] | None = None
     if mode == "text":
-        grade, reason, offset = _parse_final_line(content, spec, usage)
+        grade, reason, offset, notes = _parse_final_line(content, spec, usage)
     else:
         grade, reason, notes = _parse_json(content, usage)
         # Where the grade is matters only to read its logprobs (a walk over the reply).
@@ -277,12 +277,19 @@ LENIENT_LOGPROBS_NOTE = (
 _LENIENT_JSON = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys, strict=False)
 
 
+BARE_GRADE_NOTE = "reply read leniently: the grade alone, without its final line's words"
+
+
 def _parse_final_line(
     content: str, spec: PromptSpec, usage: Usage
-) -> tuple[int, str | None, int | None]:
+) -> tuple[int, str | None, int | None, list[str] | None]:
+    """The grade of a text reply, its reason, the grade's offset, and notes. A reply that is
+    a whole number and nothing else is that grade written bare (small models answer `3` to
+    `Grade: N`): read as such, with a note, rather than asked again."""
     lines = content.rstrip().splitlines()
     last = lines[-1] if lines else ""
-    match = spec.final_line_pattern().match(last.strip().strip("*`").strip())
+    bare = re.fullmatch(r"\s*[*`]*\s*(-?[0-9]+)\s*[*`]*\s*", content)
+    match = bare or spec.final_line_pattern().match(last.strip().strip("*`").strip())
     expected = spec.final_line.replace("$grade", "N")
     if match is None:
         raise InvalidReply(
@@ -301,4 +308,4 @@ def _parse_final_line(
     line_start = len(content.rstrip()) - len(last)
     offset = line_start + last.rfind(written)
     reason = "\n".join(lines[:-1]).strip() or None
-    return grade, reason, offset
+    return grade, reason, offset, [BARE_GRADE_NOTE] if bare else None
