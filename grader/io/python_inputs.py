@@ -231,8 +231,7 @@ def run_table(value: Any, *, precision: Precision = "float32", what: str = "run"
     sorted by query then rank, as `read_run` gives a file (the same ranking code)."""
     import pyarrow as pa
 
-    from grader.io.duplicates import check_duplicates
-    from grader.io.trec import query_codes, ranked_frame
+    from grader.io.trec import check_duplicates, query_codes, ranked_frame
     from grader.metrics.join_arrow import arrow_strings
 
     frame = as_frame(value, "score", what)

@@ -7,6 +7,7 @@ descending), never by their rank column."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,7 +18,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from grader.errors import InputError
-from grader.io.duplicates import check_duplicates, duplicate_error
 from grader.io.files import atomic_write, iter_lines
 from grader.io.grade_format import LARGE_HINT, LARGEST_GRADE, clamp_hint
 from grader.io.trec_arrow import lines_of, parse_columns
@@ -44,10 +44,35 @@ def query_codes(column: pa.ChunkedArray) -> npt.NDArray[np.int64]:
     if len(pc.unique(column.take(pa.array(starts)))) == len(starts):
         sizes = np.diff(np.append(starts, len(column)))
         return np.repeat(np.arange(len(starts), dtype=np.int64), sizes)
-    encoded = pc.dictionary_encode(column)
-    chunks = [np.asarray(c.indices.to_numpy(), dtype=np.int64) for c in encoded.chunks]
-    # chunks of a dictionary_encode'd ChunkedArray share one dictionary
-    return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int64)
+    return _codes(column)
+
+
+def _codes(column: pa.ChunkedArray) -> npt.NDArray[np.int64]:
+    """Equal codes for equal values (the chunks of an encoded column share one dictionary)."""
+    chunks = pc.dictionary_encode(column).chunks
+    codes = [np.asarray(c.indices.to_numpy(), dtype=np.int64) for c in chunks]
+    return np.concatenate(codes) if codes else np.zeros(0, dtype=np.int64)
+
+
+def check_duplicates(
+    table: pa.Table,
+    qcodes: npt.NDArray[np.int64],
+    error: Callable[[str, str, list[int]], InputError],
+) -> None:
+    """Raise `error(query_id, doc_id, [row, row])` at the earliest row that repeats a (query_id,
+    doc_id) before it."""
+    docs = _codes(table["doc_id"])
+    key = qcodes * (int(docs.max(initial=0)) + 1) + docs
+    ordered = np.sort(key)
+    if not bool(np.any(ordered[1:] == ordered[:-1])):
+        return
+    unique, firsts = np.unique(key, return_index=True)  # each key's first row
+    seen = np.zeros(len(key), dtype=bool)
+    seen[firsts] = True
+    second = int(np.argmin(seen))
+    first = int(firsts[np.searchsorted(unique, key[second])])
+    qid, did = (str(table[c][second].as_py()) for c in ("query_id", "doc_id"))
+    raise error(qid, did, [first, second])
 
 
 def _check_duplicates(
@@ -57,7 +82,12 @@ def _check_duplicates(
 
     def lines(qid: str, did: str, rows: list[int]) -> InputError:
         first, second = lines_of(path, rows)
-        return duplicate_error(path, qid, did, first, second, kind)
+        return InputError(
+            f"query {qid!r} lists doc {did!r} twice, on lines {first} and {second}",
+            path=path,
+            line=second,
+            hint=f"keep one line per (query, doc) in a {kind}",
+        )
 
     check_duplicates(table, qcodes, lines)
 

@@ -15,7 +15,6 @@ from grader.errors import InputError
 from grader.io.spool import open_binary
 from grader.io.streams import READ_ERRORS, line_too_long, not_utf8
 
-BLOCK = 1 << 22
 TREC_LINE_LIMIT = 1 << 20
 """The longest TREC line read (1 MiB): a longer one is an error naming file and line."""
 _CELL_SEPARATORS = re.compile(rb"[ \t]+")  # what the irregular path splits on
@@ -81,7 +80,7 @@ def plain_block(block: bytes) -> bool:
     return True
 
 
-def line_blocks(path: Path, size: int = BLOCK) -> Iterator[tuple[int, bytes]]:
+def line_blocks(path: Path, size: int) -> Iterator[tuple[int, bytes]]:
     """(lines before it, a block) of `path`, blocks of about `size` bytes cut after a newline. A
     line over TREC_LINE_LIMIT is an InputError naming it, raised before more of it is read."""
     before = 0
