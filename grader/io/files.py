@@ -20,7 +20,7 @@ from grader.io.streams import (
     LINE_LIMIT,
     READ_ERRORS,
     bounded_lines,
-    compressed_writer,
+    coded,
     compression_of,
     not_utf8,
 )
@@ -183,7 +183,7 @@ def atomic_write(path: str | Path) -> Iterator[IO[str]]:
     tmp = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as raw:
-            binary = compressed_writer(raw, compression_of(target))
+            binary = coded(raw, compression_of(target), "wb")
             text = io.TextIOWrapper(binary, encoding="utf-8", newline="\n")
             yield text
             text.flush()

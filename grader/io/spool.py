@@ -20,8 +20,8 @@ from grader.io.streams import (
     CHUNK,
     LINE_LIMIT,
     MAGIC,
+    coded,
     compression_of,
-    decompressed,
     guarded,
     line_too_long,
 )
@@ -51,7 +51,7 @@ def open_binary(path: str | Path) -> IO[bytes]:
             raise InputError("is a folder, not a file", path=p)
         if stat.S_ISREG(st.st_mode):
             compression = compression_of(p)
-            return guarded(decompressed(open(p, "rb"), compression), p, compression)
+            return guarded(coded(open(p, "rb"), compression, "rb"), p, compression)
         ident = (st.st_dev, st.st_ino)
     known = _spools.get(str(path))
     if known is None or known[0] != ident:
@@ -72,7 +72,7 @@ class _Spool:
         magic = next((c for m, c in MAGIC if head.startswith(m)), None)
         self.name, self.raw = name, raw
         compression = compression_of(name) or magic
-        source = decompressed(_Prefixed(head, raw), compression)  # type: ignore[arg-type]
+        source = coded(_Prefixed(head, raw), compression, "rb")  # type: ignore[arg-type]
         self.source = guarded(source, name, compression)
         self.copy = _new_copy()
         self.out = open(self.copy, "wb")  # noqa: SIM115 (written as the stream is read)

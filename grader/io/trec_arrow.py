@@ -16,8 +16,6 @@ import pyarrow.csv as pacsv
 
 from grader.errors import InputError
 from grader.io.files import iter_lines
-from grader.io.spool import open_binary
-from grader.io.streams import READ_ERRORS
 from grader.io.trec_lines import (
     TREC_LINE_LIMIT,
     Layout,
@@ -42,8 +40,7 @@ def is_comment(line: str) -> bool:
 def parse_columns(path: Path, layout: Layout, number_error: NumberCheck) -> pa.Table:
     """The file as an Arrow table, ids as large strings and the number column as float64; a bad
     line (column count, UTF-8, a number `number_error` refuses) raises InputError naming it."""
-    check_text_head(path, layout.kind)  # a binary file is "not UTF-8", not a column count
-    sniffed = sniff_delimiter(path)
+    sniffed = sniff_delimiter(path, layout.kind)
     tables = [
         block_table(path, block, before, layout, number_error, sniffed)
         for before, block in line_blocks(path, _PARSE_BLOCK)
@@ -87,14 +84,10 @@ def block_table(
 _HEAD = 4096
 
 
-def sniff_delimiter(path: Path) -> tuple[str, int] | None:
+def sniff_delimiter(path: Path, kind: str) -> tuple[str, int] | None:
     """(the delimiter, the number of cells) of the file's first data line when it has one kind of
-    single separator, else None."""
-    with open_binary(path) as fh:
-        try:
-            head = fh.read(_HEAD)
-        except (*READ_ERRORS, ValueError):
-            return None
+    single separator, else None; a head not UTF-8 text raises (`check_text_head`)."""
+    head = check_text_head(path, kind)[:_HEAD]
     if not head or head.startswith(_BOM):
         return None
     lines = head.split(b"\n")

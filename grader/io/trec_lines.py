@@ -108,15 +108,14 @@ TEXT_HEAD = TREC_LINE_LIMIT + 1
 """How much of a file `check_text_head` reads: a first line longer than the limit is told."""
 
 
-def check_text_head(path: Path, kind: str) -> None:
-    """Raise InputError when the head of `path` is not UTF-8 text (bad UTF-8, a NUL byte, no line
-    break within the limit): a binary file is told as such before a line is blamed for its column
-    count. Unreadable files are left to the readers."""
+def check_text_head(path: Path, kind: str) -> bytes:
+    """The head of `path`; InputError when it is not UTF-8 text (bad UTF-8, a NUL byte, no line
+    break within the limit), so a binary file is not blamed for a column count. Unreadable: b""."""
     try:
         with open_binary(path) as fh:
-            head = fh.read(TEXT_HEAD)
+            head = whole = fh.read(TEXT_HEAD)
     except (*READ_ERRORS, ValueError):
-        return
+        return b""
     tail = b""
     if len(head) == TEXT_HEAD:  # whole lines only: a cut character is no error
         cut = head.rfind(b"\n") + 1
@@ -131,6 +130,7 @@ def check_text_head(path: Path, kind: str) -> None:
         raise nul
     if len(tail) > TREC_LINE_LIMIT:
         raise line_too_long(path, len(lines), TREC_LINE_LIMIT)
+    return whole
 
 
 def _not_text(path: Path, raw: bytes, lineno: int, kind: str) -> InputError | None:
