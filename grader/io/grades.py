@@ -45,9 +45,7 @@ def read_human_grades(path: str | Path, *, clamp: bool = False) -> pd.DataFrame:
     if first is None:
         raise empty_file_error(path, "grades", _HUMAN_EXAMPLE)
     if first.lstrip().startswith("{"):
-        judged = read_llm_grades(path, clamp=clamp)
-        frame = judged[["query_id", "doc_id", "grade"]].copy()
-        frame.attrs.update(judged.attrs)
+        frame = read_llm_grades(path, clamp=clamp)[["query_id", "doc_id", "grade"]]
     elif looks_like_qrels(first):
         frame = _qrels_frame(path, clamp)
     else:
@@ -61,9 +59,7 @@ def _qrels_frame(path: str | Path, clamp: bool) -> pd.DataFrame:
     frame = read_qrels(path, clamp=clamp)
     if frame.empty:
         raise empty_file_error(path, "grades", _HUMAN_EXAMPLE)
-    frame.attrs["source"] = "qrels"
-    frame.attrs.setdefault("clamped", 0)
-    frame.attrs["ungraded"] = 0
+    frame.attrs.update(source="qrels", ungraded=0)
     return frame
 
 
@@ -206,8 +202,7 @@ def read_llm_grades(
         raise empty_file_error(path, "grades", "a judgments JSONL or TREC qrels")
     if not first.lstrip().startswith("{"):
         frame = _qrels_frame(path, clamp)
-        frame.attrs["failed"] = 0
-        frame.attrs["path"] = str(path)
+        frame.attrs.update(failed=0, path=str(path))
         return frame
     rows, failed, clamped = _judgment_rows(path, clamp, judge)
     if not rows:
@@ -294,12 +289,7 @@ def read_grades_file(path: str | Path, *, clamp: bool = False) -> pd.DataFrame:
 def read_people_grades(path: str | Path) -> pd.DataFrame:
     """Human grades [query_id, doc_id, grade] as written (`grade --skip-judged`, `evaluate
     --fill`): TREC qrels with any integer grade, as trec_eval reads them, or a grades file."""
-    frame = read_grades_file(path)
-    if frame.empty:
-        raise InputError("holds no grades", path=path, hint="give TREC qrels (qid 0 docid grade)")
-    out = frame[["query_id", "doc_id", "grade"]]
-    out.attrs["path"] = str(path)
-    return out
+    return read_grades_file(path)[["query_id", "doc_id", "grade"]]
 
 
 IDENTITY_SCALE = {g: g for g in GRADES}
