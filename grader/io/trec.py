@@ -6,7 +6,6 @@ descending), never by their rank column."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from grader.errors import InputError
-from grader.io.files import atomic_write, iter_lines
+from grader.io.files import atomic_write
 from grader.io.grade_format import LARGE_HINT, LARGEST_GRADE, clamp_hint
 from grader.io.trec_arrow import lines_of, parse_columns
 from grader.io.trec_lines import QRELS, RUN, NumberCheck, finite_number, parses_as_number
@@ -81,7 +80,7 @@ def _check_duplicates(
     """Raise naming both lines when the same (query_id, doc_id) appears twice."""
 
     def lines(qid: str, did: str, rows: list[int]) -> InputError:
-        first, second = lines_of(path, rows)
+        (first, _), (second, _) = lines_of(path, rows)
         return InputError(
             f"query {qid!r} lists doc {did!r} twice, on lines {first} and {second}",
             path=path,
@@ -111,7 +110,7 @@ def _finite_scores(path: Path, table: pa.Table) -> npt.NDArray[np.float64]:
     bad = np.flatnonzero(~np.isfinite(scores))
     if bad.size:
         row = int(bad[0])
-        raise _bad_score(path, table["score"][row].as_py(), lines_of(path, [row])[0])
+        raise _bad_score(path, table["score"][row].as_py(), lines_of(path, [row])[0][0])
     return scores
 
 
@@ -220,9 +219,10 @@ def _grade_error(
 ) -> InputError:
     """The error for the grade of the first of `rows`, as written in the file."""
     row = int(rows[0])
-    (line,) = lines_of(path, [row])
-    text = _written_cell(path, line, 3, table["grade"][row].as_py())
-    return InputError(f"grade {text} {why}", path=path, line=line, hint=hint)
+    ((line, text),) = lines_of(path, [row])
+    cells = text.split()
+    written = cells[3] if len(cells) > 3 else table["grade"][row].as_py()
+    return InputError(f"grade {written} {why}", path=path, line=line, hint=hint)
 
 
 def _qrels_columns(
@@ -230,15 +230,6 @@ def _qrels_columns(
 ) -> QrelsColumns:
     _check_duplicates(path, table, query_codes(table["query_id"]), "qrels")
     return QrelsColumns(table["query_id"], table["doc_id"], grades, clamped)
-
-
-def _written_cell(path: Path, line: int, index: int, fallback: object) -> str:
-    """Cell `index` of file line `line` as written (re-reads the file: for error messages only)."""
-    for n, text in iter_lines(path):
-        if n == line:
-            cells = re.split(r"[\s]+", text.strip())
-            return cells[index] if index < len(cells) else str(fallback)
-    return str(fallback)
 
 
 def _check_ids(frame: pd.DataFrame, columns: tuple[str, ...], path: Path) -> None:

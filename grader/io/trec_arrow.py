@@ -213,16 +213,17 @@ def _empty(layout: Layout, ids: pa.DataType) -> pa.Table:
     return pa.table({n: pa.array([], t) for n, t in types.items()})
 
 
-def lines_of(path: Path, rows: Sequence[int]) -> list[int]:
-    """File line numbers of parsed rows `rows`, streaming the file up to the last (for messages)."""
+def lines_of(path: Path, rows: Sequence[int]) -> list[tuple[int, str]]:
+    """(file line number, text) of parsed rows `rows`, streaming the file up to the last (for
+    messages)."""
     wanted = set(rows)
-    found: dict[int, int] = {}
+    found: dict[int, tuple[int, str]] = {}
     row = -1
     for lineno, text in iter_lines(path):
         if text.strip() and not is_comment(text):
             row += 1
             if row in wanted:
-                found[row] = lineno
+                found[row] = (lineno, text)
                 if len(found) == len(wanted):
                     break
     return [found[r] for r in rows]
