@@ -185,12 +185,6 @@ def _maybe_numeric(column: pd.Series) -> pd.Series:
     return column.astype(str)
 
 
-def _distribution_columns(distribution: list[float] | None) -> dict[str, float | None]:
-    if distribution is None or len(distribution) != len(DISTRIBUTION_COLUMNS):
-        return dict.fromkeys(DISTRIBUTION_COLUMNS)
-    return dict(zip(DISTRIBUTION_COLUMNS, distribution, strict=True))
-
-
 def read_llm_grades(
     path: str | Path, *, clamp: bool = False, judge: str | None = None
 ) -> pd.DataFrame:
@@ -260,7 +254,7 @@ def _judgment_rows(
                 "judge": j.judge,
                 "expected_grade": j.expected_grade,
                 "confidence": j.confidence,
-                **_distribution_columns(j.distribution),
+                **dict(zip(DISTRIBUTION_COLUMNS, j.distribution or [math.nan] * 4, strict=True)),
             }
         )
     if judge is not None and judge not in judges:

@@ -131,19 +131,15 @@ def _records_frame(items: Iterable[Any], what: str, expected: str) -> pd.DataFra
 
 def _nested(values: Mapping[Any, Any], column: str) -> pd.DataFrame:
     """A pytrec_eval dict {qid: {docid: value}} as a long frame."""
-    qids: list[str] = []
-    dids: list[str] = []
-    cells: list[Any] = []
+    rows: list[tuple[str, str, Any]] = []
     for qid, inner in values.items():
         if not isinstance(inner, Mapping):
             raise InputError(
                 f"the dict maps query {qid!r} to a {type(inner).__name__}, not to a dict",
                 hint="give {query_id: {doc_id: value}} as pytrec_eval takes it",
             )
-        qids.extend([str(qid)] * len(inner))
-        dids.extend(str(d) for d in inner)
-        cells.extend(inner.values())
-    return pd.DataFrame({"query_id": qids, "doc_id": dids, column: cells})
+        rows += [(str(qid), str(d), cell) for d, cell in inner.items()]
+    return pd.DataFrame(rows, columns=["query_id", "doc_id", column])
 
 
 def as_frame(value: Any, column: str, what: str) -> pd.DataFrame:

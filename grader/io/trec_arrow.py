@@ -103,11 +103,6 @@ def sniff_delimiter(path: Path, kind: str) -> tuple[str, int] | None:
     return None
 
 
-def _skip_comment(row: pacsv.InvalidRow) -> str:
-    """pyarrow's verdict on a row with the wrong number of columns: a comment is skipped."""
-    return "skip" if is_comment(row.text) else "error"
-
-
 def arrow_table(
     block: bytes, layout: Layout, sniffed: tuple[str, int], *, ids: pa.DataType, chunk: int
 ) -> pa.Table | None:
@@ -138,8 +133,6 @@ def _read_block(
     columns = list(layout.names)
     if layout.extra_columns and width > len(columns):
         columns += [f"extra_{i}" for i in range(width - len(columns))]  # read, then dropped
-    types = {n: ids if n in _ID_COLUMNS else pa.string() for n in layout.names}
-    types[layout.numeric] = pa.float64()
     return pacsv.read_csv(
         pa.BufferReader(block),
         read_options=pacsv.ReadOptions(column_names=columns, block_size=chunk),
@@ -148,10 +141,11 @@ def _read_block(
             quote_char=False,
             escape_char=False,
             ignore_empty_lines=True,
-            invalid_row_handler=_skip_comment,  # comment lines of another width
+            # comment lines of another width are skipped
+            invalid_row_handler=lambda row: "skip" if is_comment(row.text) else "error",
         ),
         convert_options=pacsv.ConvertOptions(
-            column_types=types,
+            column_types=_types(layout, ids),
             include_columns=list(layout.names),
             strings_can_be_null=False,
             quoted_strings_can_be_null=False,
@@ -195,22 +189,21 @@ def _normalised(block: bytes) -> bytes:
 
 def _first_width(text: bytes) -> int:
     """The number of cells of the first line of a normalised block without comments."""
-    start = 0
-    while start < len(text):
-        end = text.find(b"\n", start)
-        end = len(text) if end < 0 else end
-        line = text[start:end].rstrip(b"\r")
-        if line:
-            return line.count(b" ") + 1
-        start = end + 1
-    return 0
+    first = re.search(rb"[^\r\n]+", text)
+    return first.group().count(b" ") + 1 if first else 0
+
+
+def _types(layout: Layout, ids: pa.DataType) -> dict[str, pa.DataType]:
+    """The type of each column: ids as `ids`, the number column float64, others strings."""
+    return {
+        n: pa.float64() if n == layout.numeric else ids if n in _ID_COLUMNS else pa.string()
+        for n in layout.names
+    }
 
 
 def _empty(layout: Layout, ids: pa.DataType) -> pa.Table:
     """The table of a file without data lines."""
-    types = {n: ids if n in _ID_COLUMNS else pa.string() for n in layout.names}
-    types[layout.numeric] = pa.float64()
-    return pa.table({n: pa.array([], t) for n, t in types.items()})
+    return pa.table({n: pa.array([], t) for n, t in _types(layout, ids).items()})
 
 
 def lines_of(path: Path, rows: Sequence[int]) -> list[tuple[int, str]]:
