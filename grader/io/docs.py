@@ -17,7 +17,7 @@ import pandas as pd
 
 from grader.errors import InputError
 from grader.io.datasets import downloading, iterate
-from grader.io.files import content_lines, empty_file_error, parse_json_object
+from grader.io.files import content_lines, empty_file_error, parse_json_object, twice_error
 from grader.io.python_inputs import DOC_ID, QUERY_ID, check_texts, id_text, is_path, one_text_per_id
 from grader.models import Doc, Query
 
@@ -66,12 +66,7 @@ def _read(path: str | Path, kind: str, wanted: set[str] | None) -> Iterator[Quer
         if wanted is not None and key not in wanted:
             continue
         if key in seen:
-            raise InputError(
-                f"{kind} id {key!r} appears twice, on lines {seen[key]} and {n}",
-                path=path,
-                line=n,
-                hint="keep one of them",
-            )
+            raise twice_error(path, f"{kind} id {key!r}", seen[key], n, "keep one of them")
         seen[key] = n
         yield item
 

@@ -84,6 +84,13 @@ def empty_file_error(path: str | Path, what: str, example: str) -> InputError:
     return InputError(f"no {what} in the file (it is empty)", path=path, hint=f"expected {example}")
 
 
+def twice_error(path: str | Path, what: str, first: int, line: int, hint: str) -> InputError:
+    """The error for `what` (an id, a pair) given on two lines of a file."""
+    return InputError(
+        f"{what} appears twice, on lines {first} and {line}", path=path, line=line, hint=hint
+    )
+
+
 def read_text(path: str | Path) -> str:
     """The whole file as text (UTF-8, or .gz of UTF-8)."""
     p = Path(path)

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from grader.errors import InputError
-from grader.io.files import content_lines, empty_file_error, iter_lines
+from grader.io.files import content_lines, empty_file_error, iter_lines, twice_error
 from grader.io.grade_format import DISTRIBUTION_COLUMNS, clamp_hint
 from grader.io.grade_format import HEADER_ALIASES as _HEADER_ALIASES
 from grader.io.grade_format import REQUIRED as _REQUIRED
@@ -147,12 +147,8 @@ def _read_csv(path: str | Path, clamp: bool, delimiter: str) -> pd.DataFrame:
             raise InputError("query_id and doc_id must not be empty", path=path, line=n)
         pair = (qid, did)
         if pair in seen:
-            raise InputError(
-                f"the pair ({qid}, {did}) appears twice, on lines {seen[pair]} and {n}",
-                path=path,
-                line=n,
-                hint="keep one grade per pair",
-            )
+            what = f"the pair ({qid}, {did})"
+            raise twice_error(path, what, seen[pair], n, "keep one grade per pair")
         seen[pair] = n
         if not cells["grade"].strip():
             ungraded += 1
@@ -236,12 +232,7 @@ def _judgment_rows(
             hint = "keep one judgment per pair"
             if first_judge != j.judge:
                 hint = f"the file mixes judges {first_judge!r} and {j.judge!r}; pick one"
-            raise InputError(
-                f"the pair ({j.query_id}, {j.doc_id}) appears twice, on lines {first_line} and {n}",
-                path=path,
-                line=n,
-                hint=hint,
-            )
+            raise twice_error(path, f"the pair ({j.query_id}, {j.doc_id})", first_line, n, hint)
         seen[pair] = (n, j.judge)
         if j.status != "ok":
             failed += 1

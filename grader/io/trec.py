@@ -109,8 +109,8 @@ def _finite_scores(path: Path, table: pa.Table) -> npt.NDArray[np.float64]:
     scores = np.asarray(table["score"].to_numpy(), dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(scores))
     if bad.size:
-        row = int(bad[0])
-        raise _bad_score(path, table["score"][row].as_py(), lines_of(path, [row])[0][0])
+        line, cell = _written(path, bad, 4)
+        raise _bad_score(path, cell, line)
     return scores
 
 
@@ -197,11 +197,11 @@ def read_qrels_columns(
     grades = np.asarray(table["grade"].to_numpy(), dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(grades) | (grades != np.round(grades)))
     if bad.size:
-        raise _grade_error(p, table, bad, "is not an integer", hint)
+        raise _grade_error(p, bad, "is not an integer", hint)
     if any_grade:
         huge = np.flatnonzero(np.abs(grades) > LARGEST_GRADE)
         if huge.size:
-            raise _grade_error(p, table, huge, "is too large", LARGE_HINT)
+            raise _grade_error(p, huge, "is too large", LARGE_HINT)
         return _qrels_columns(p, table, grades.astype(np.int64), clamped=0)
     from grader.models import MAX_GRADE, MIN_GRADE
 
@@ -209,20 +209,21 @@ def read_qrels_columns(
     outside = np.flatnonzero((grades < MIN_GRADE) | (grades > MAX_GRADE))
     if outside.size and not clamp:
         why = f"is outside {MIN_GRADE}..{MAX_GRADE}"
-        raise _grade_error(p, table, outside, why, clamp_hint())
+        raise _grade_error(p, outside, why, clamp_hint())
     ints = np.clip(grades, MIN_GRADE, MAX_GRADE).astype(np.int64)
     return _qrels_columns(p, table, ints, clamped=int(outside.size) if clamp else 0)
 
 
-def _grade_error(
-    path: Path, table: pa.Table, rows: npt.NDArray[np.intp], why: str, hint: str
-) -> InputError:
+def _written(path: Path, rows: npt.NDArray[np.intp], column: int) -> tuple[int, str]:
+    """(file line, cell `column` as written) of the first of parsed `rows`, for an error."""
+    ((line, text),) = lines_of(path, [int(rows[0])])
+    return line, text.split()[column]
+
+
+def _grade_error(path: Path, rows: npt.NDArray[np.intp], why: str, hint: str) -> InputError:
     """The error for the grade of the first of `rows`, as written in the file."""
-    row = int(rows[0])
-    ((line, text),) = lines_of(path, [row])
-    cells = text.split()
-    written = cells[3] if len(cells) > 3 else table["grade"][row].as_py()
-    return InputError(f"grade {written} {why}", path=path, line=line, hint=hint)
+    line, cell = _written(path, rows, 3)
+    return InputError(f"grade {cell} {why}", path=path, line=line, hint=hint)
 
 
 def _qrels_columns(
