@@ -18,12 +18,10 @@ from typing import IO
 from grader.errors import InputError
 from grader.io.streams import (
     CHUNK,
-    LINE_LIMIT,
     MAGIC,
     coded,
     compression_of,
     guarded,
-    line_too_long,
 )
 
 STDIN = "-"
@@ -77,14 +75,12 @@ class _Spool:
         self.copy = _new_copy()
         self.out = open(self.copy, "wb")  # noqa: SIM115 (written as the stream is read)
         self.size = 0  # bytes copied
-        self.lines = 0  # complete lines copied
-        self.open_line = 0  # bytes of the line not yet ended
         self.done = False
         self.error: InputError | None = None
 
     def pull(self) -> bool:
-        """Copy one more chunk of the stream; False at its end. A stream's error (a line over
-        the limit, a cut compressed stream) is raised now and by every later pull."""
+        """Copy one more chunk of the stream; False at its end. A stream's error (a cut compressed
+        stream, a full disk) is raised now and by every later pull."""
         if self.error is not None:
             raise self.error
         if self.done:
@@ -97,7 +93,6 @@ class _Spool:
             self.done = True
             self._close()
             return False
-        self._count(data)
         try:
             self.out.write(data)
             self.out.flush()
@@ -106,18 +101,6 @@ class _Spool:
             self._fail(_no_room(self.name, self.copy, exc))
         self.size += len(data)
         return True
-
-    def _count(self, data: bytes) -> None:
-        first = data.find(b"\n")
-        if first < 0:
-            self.open_line += len(data)
-        elif self.open_line + first > LINE_LIMIT:
-            self._fail(line_too_long(self.name, self.lines + 1, LINE_LIMIT))
-        else:
-            self.lines += data.count(b"\n")
-            self.open_line = len(data) - data.rfind(b"\n") - 1
-        if self.open_line > LINE_LIMIT:
-            self._fail(line_too_long(self.name, self.lines + 1, LINE_LIMIT))
 
     def _fail(self, error: InputError) -> None:
         self.error = error
