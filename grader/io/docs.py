@@ -54,8 +54,7 @@ def read_docs(path: str | Path, *, ids: Collection[str] | None = None) -> dict[s
 
 
 def _read(path: str | Path, kind: str, wanted: set[str] | None) -> Iterator[Query | Doc]:
-    """The queries or docs (`kind`) of a file, only `wanted` ids when given; the same id twice
-    names both lines."""
+    """The queries or docs (`kind`) of a file, only `wanted` ids; an id twice names both lines."""
     first = next((line for _, line in content_lines(path)), None)
     if first is None:
         noun = "queries" if kind == "query" else "documents"

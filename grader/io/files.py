@@ -248,8 +248,7 @@ class OutputSet:
         self._started = ""
 
     def previous(self, *, max_age_hours: float = STALE_AFTER_HOURS) -> IncompleteOutputs | None:
-        """The set an earlier run left half written here, or None (none, or still being written
-        by a live process)."""
+        """The set an earlier run left half written here, or None (none, or a live writer's)."""
         try:
             record = json.loads(self.marker.read_text(encoding="utf-8"))
             pid, host = int(record["pid"]), str(record["host"])

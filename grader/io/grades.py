@@ -281,8 +281,7 @@ IDENTITY_SCALE = {g: g for g in GRADES}
 
 
 def parse_llm_scale(text: str) -> dict[int, int]:
-    """`0:0,1:1,2:2,3:3` (`--llm-scale`) as {llm grade: people's grade}; every LLM grade 0..3
-    exactly once."""
+    """`--llm-scale 0:0,1:1,2:2,3:3` as {llm grade: people's grade}, each LLM grade once."""
     scale: dict[int, int] = {}
     hint = "write LLM:HUMAN for each LLM grade 0..3, e.g. --llm-scale 0:0,1:1,2:2,3:3"
     for part in text.split(","):

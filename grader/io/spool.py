@@ -176,8 +176,7 @@ def _new_copy() -> Path:
 
 
 def _no_room(name: str | Path, where: Path, exc: OSError) -> InputError:
-    """The error for a stream that cannot be copied to the temporary folder (full, or not
-    writable)."""
+    """The error for a stream that cannot be copied to the temporary folder (full, read-only)."""
     return InputError(
         f"cannot copy it to a temporary file in {where.parent if where.suffix else where} "
         f"({exc.strerror or exc})",

@@ -58,8 +58,7 @@ def check_duplicates(
     qcodes: npt.NDArray[np.int64],
     error: Callable[[str, str, list[int]], InputError],
 ) -> None:
-    """Raise `error(query_id, doc_id, [row, row])` at the earliest row that repeats a (query_id,
-    doc_id) before it."""
+    """Raise `error(qid, doc_id, [row, row])` at the earliest row repeating a pair before it."""
     docs = _codes(table["doc_id"])
     key = qcodes * (int(docs.max(initial=0)) + 1) + docs
     ordered = np.sort(key)
@@ -138,8 +137,7 @@ def ranked_frame(
     scores: npt.NDArray[np.float64],
     precision: Precision,
 ) -> pd.DataFrame:
-    """[query_id, doc_id, score, rank] of a run's `table` in trec_eval's order (`qcodes`: its
-    `query_codes`)."""
+    """[query_id, doc_id, score, rank] of a run `table` (`qcodes`: its query codes)."""
     order = rank_order(qcodes, scores, table["doc_id"], precision)
     identity = bool(np.all(order == np.arange(len(order))))
     grouped = identity or bool(np.all(qcodes[order] == qcodes))

@@ -207,8 +207,7 @@ def _empty(layout: Layout, ids: pa.DataType) -> pa.Table:
 
 
 def lines_of(path: Path, rows: Sequence[int]) -> list[tuple[int, str]]:
-    """(file line number, text) of parsed rows `rows`, streaming the file up to the last (for
-    messages)."""
+    """(file line, text) of parsed `rows`, streaming the file up to the last (for messages)."""
     wanted = set(rows)
     found: dict[int, tuple[int, str]] = {}
     row = -1
