@@ -56,9 +56,7 @@ def read_human_grades(path: str | Path, *, clamp: bool = False) -> pd.DataFrame:
 
 
 def _qrels_frame(path: str | Path, clamp: bool) -> pd.DataFrame:
-    frame = read_qrels(path, clamp=clamp)
-    if frame.empty:
-        raise empty_file_error(path, "grades", _HUMAN_EXAMPLE)
+    frame = read_qrels(path, clamp=clamp)  # a first data line: never empty
     frame.attrs.update(source="qrels", ungraded=0)
     return frame
 

@@ -117,15 +117,12 @@ def id_text(column: pd.Series, what: str) -> pd.Series:
 def _records_frame(items: Iterable[Any], what: str, expected: str) -> pd.DataFrame:
     """An iterable of namedtuples (ir_datasets, ir_measures) as a frame of their fields."""
     rows = list(items)
-    if not rows:
-        return pd.DataFrame()
-    fields = getattr(rows[0], "_fields", None)
-    if fields is None:
+    if rows and not hasattr(rows[0], "_fields"):
         raise InputError(
             f"the {what} is an iterable of {type(rows[0]).__name__}, not of namedtuples",
             hint=f"give a path, a DataFrame, a dict, or namedtuples with fields {expected}",
         )
-    return pd.DataFrame.from_records(rows, columns=list(fields))
+    return pd.DataFrame(rows)  # columns named by the namedtuples' fields
 
 
 def _nested(values: Mapping[Any, Any], column: str) -> pd.DataFrame:
