@@ -14,9 +14,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
+import grader.io.trec as trec
 from grader.cli.main import main
 from grader.errors import InputError
 from grader.evaluation.files import judged_run_file, read_grades
@@ -129,9 +131,14 @@ def test_a_qrels_of_identical_lines_names_lines_1_and_2(tmp_path: Path) -> None:
         read_grades(str(path), clamp=False)
 
 
-def test_the_earliest_repeat_is_named(tmp_path: Path) -> None:
+@pytest.mark.parametrize("collide", [False, True])
+def test_the_earliest_repeat_is_named_even_when_hashes_collide(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, collide: bool
+) -> None:
     lines = ["q1 0 a 1", "q1 0 b 1", "q2 0 c 1", "q1 0 b 0", "q1 0 a 0"]
     path = _write(tmp_path / "q.qrels", lines)
+    if collide:
+        monkeypatch.setattr(trec, "string_hashes", lambda col: np.zeros(len(col), dtype=np.uint64))
     with pytest.raises(InputError, match=r"q\.qrels:4: query 'q1' lists doc 'b' twice, on lines 2"):
         read_qrels(path)
 

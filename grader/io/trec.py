@@ -43,14 +43,53 @@ def query_codes(column: pa.ChunkedArray) -> npt.NDArray[np.int64]:
     if len(pc.unique(column.take(pa.array(starts)))) == len(starts):
         sizes = np.diff(np.append(starts, len(column)))
         return np.repeat(np.arange(len(starts), dtype=np.int64), sizes)
-    return _codes(column)
+    encoded = pc.dictionary_encode(column)  # its chunks share one dictionary
+    chunks = [np.asarray(c.indices.to_numpy(), dtype=np.int64) for c in encoded.chunks]
+    return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int64)
 
 
-def _codes(column: pa.ChunkedArray) -> npt.NDArray[np.int64]:
-    """Equal codes for equal values (the chunks of an encoded column share one dictionary)."""
-    chunks = pc.dictionary_encode(column).chunks
-    codes = [np.asarray(c.indices.to_numpy(), dtype=np.int64) for c in chunks]
-    return np.concatenate(codes) if codes else np.zeros(0, dtype=np.int64)
+_HASH_BASE = np.uint64(1099511628211)
+_HASH_ROWS = 1 << 20
+
+
+def string_hashes(column: pa.ChunkedArray) -> npt.NDArray[np.uint64]:
+    """A 64-bit polynomial hash of every string, vectorised over the Arrow buffers: equal strings
+    hash equal in any chunk (callers confirm matches), in far less memory than a hash table."""
+    parts = [_hash_chunk(chunk) for chunk in column.chunks]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)
+
+
+def _hash_chunk(arr: pa.Array) -> npt.NDArray[np.uint64]:
+    n = len(arr)
+    out = np.zeros(n, dtype=np.uint64)
+    wide = pa.types.is_large_string(arr.type)
+    buffers = arr.buffers()
+    if n == 0 or buffers[2] is None:
+        return out
+    offsets = np.frombuffer(
+        buffers[1],
+        dtype=np.int64 if wide else np.int32,
+        count=n + 1,
+        offset=arr.offset * (8 if wide else 4),
+    ).astype(np.int64)
+    data = np.frombuffer(buffers[2], dtype=np.uint8)
+    lengths = np.diff(offsets)
+    longest = int(lengths.max())
+    powers = np.ones(max(longest, 1), dtype=np.uint64)
+    if longest > 1:
+        powers[1:] = np.cumprod(np.full(longest - 1, _HASH_BASE, dtype=np.uint64))
+    for start in range(0, n, _HASH_ROWS):
+        stop = min(start + _HASH_ROWS, n)
+        lo, hi = int(offsets[start]), int(offsets[stop])
+        if hi == lo:
+            continue
+        firsts = offsets[start:stop] - lo
+        lens = lengths[start:stop]
+        pos = np.arange(hi - lo, dtype=np.int64) - np.repeat(firsts, lens)
+        terms = data[lo:hi].astype(np.uint64) * powers[pos]
+        sums = np.add.reduceat(terms, np.minimum(firsts, hi - lo - 1))
+        out[start:stop] = np.where(lens > 0, sums + lens.astype(np.uint64), 0)
+    return out
 
 
 def check_duplicates(
@@ -59,18 +98,22 @@ def check_duplicates(
     error: Callable[[str, str, list[int]], InputError],
 ) -> None:
     """Raise `error(qid, doc_id, [row, row])` at the earliest row repeating a pair before it."""
-    docs = _codes(table["doc_id"])
-    key = qcodes * (int(docs.max(initial=0)) + 1) + docs
+    key = string_hashes(table["doc_id"]) ^ (
+        qcodes.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    )
     ordered = np.sort(key)
-    if not bool(np.any(ordered[1:] == ordered[:-1])):
+    repeated = ordered[1:][ordered[1:] == ordered[:-1]]
+    if not len(repeated):
         return
-    unique, firsts = np.unique(key, return_index=True)  # each key's first row
-    seen = np.zeros(len(key), dtype=bool)
-    seen[firsts] = True
-    second = int(np.argmin(seen))
-    first = int(firsts[np.searchsorted(unique, key[second])])
-    qid, did = (str(table[c][second].as_py()) for c in ("query_id", "doc_id"))
-    raise error(qid, did, [first, second])
+    # the rows whose hashes repeat, in file order, checked on the ids (hashes may collide)
+    rows = np.flatnonzero(np.isin(key, repeated))
+    taken = pa.array(rows)
+    pairs = zip(*(table[c].take(taken).to_pylist() for c in ("query_id", "doc_id")), strict=True)
+    seen: dict[tuple[str, str], int] = {}
+    for row, pair in zip(rows.tolist(), pairs, strict=True):
+        if pair in seen:
+            raise error(pair[0], pair[1], [seen[pair], row])
+        seen[pair] = row
 
 
 def _check_duplicates(
