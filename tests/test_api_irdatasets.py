@@ -154,7 +154,7 @@ def test_evaluate_dataset_flag_and_api_take_its_qrels(
 
 def test_unknown_dataset_id_is_an_input_error(files: GradeFiles, tmp_path: Path) -> None:
     with pytest.raises(InputError, match="ir_datasets knows no dataset by that id"):
-        from grader.io.docs import load_dataset
+        from grader.io.datasets import load_dataset
 
         load_dataset("relgrade-test/no-such-thing")
     code = main(["evaluate", "--dataset", "relgrade-test/no-such-thing", str(files.run)])

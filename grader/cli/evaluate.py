@@ -199,7 +199,7 @@ def _qrels(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     if not args.dataset:
         return read_grades(args.qrels, clamp=args.clamp)
     from grader.evaluation.inputs import read_qrels_input
-    from grader.io.docs import iterate, load_dataset, require
+    from grader.io.datasets import iterate, load_dataset, require
 
     dataset = load_dataset(args.dataset)
     require(dataset, args.dataset, "qrels")

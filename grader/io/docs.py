@@ -1,6 +1,5 @@
 """Queries and documents: files (JSONL or TSV, told apart by a first line starting with `{`), and
-as people hold them in Python (mappings, DataFrames, ir_datasets datasets or namedtuples), and an
-ir_datasets collection by its id (`--dataset ID`, the optional extra `relgrade[ir-datasets]`).
+as people hold them in Python (mappings, DataFrames, ir_datasets datasets or namedtuples).
 
 JSONL fields have aliases (`*_ID_FIELDS`, `*_TEXT_FIELDS`); a document's other fields go to
 `Doc.metadata`, so a `Doc.model_dump()` line reads back. TSV: `qid<TAB>text`, `docid<TAB>text` or
@@ -10,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
-from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -18,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from grader.errors import InputError
+from grader.io.datasets import downloading, iterate
 from grader.io.files import content_lines, empty_file_error, parse_json_object, twice_error
 from grader.io.python_inputs import DOC_ID, QUERY_ID, check_texts, id_text, is_path, one_text_per_id
 from grader.models import Doc, Query
@@ -278,73 +277,3 @@ def all_docs(value: Any, ids: Collection[str] | None = None) -> dict[str, Doc]:
     if isinstance(value, Iterable):
         return {str(r.doc_id): _doc(r.doc_id, r) for r in value}
     raise InputError(f"docs given as a {type(value).__name__}", hint=DOCS_HINT)
-
-
-def load_dataset(dataset_id: str) -> Any:
-    """The ir_datasets dataset of `dataset_id` (InputError: no ir_datasets, or an unknown id)."""
-    try:
-        import ir_datasets
-    except ImportError:
-        hint = "pip install 'relgrade[ir-datasets]'"
-        raise InputError(f"--dataset {dataset_id} needs ir_datasets", hint=hint) from None
-    try:
-        return ir_datasets.load(dataset_id)
-    except KeyError:
-        raise InputError(
-            f"--dataset {dataset_id}: ir_datasets knows no dataset by that id",
-            hint="see the ids at https://ir-datasets.com",
-        ) from None
-
-
-def iterate(dataset: Any, part: str) -> Iterator[Any]:
-    """The records of `part` of an ir_datasets dataset (downloaded on first use)."""
-    with downloading(dataset, part):
-        yield from getattr(dataset, f"{part}_iter")()
-
-
-@contextmanager
-def downloading(dataset: Any, part: str) -> Iterator[None]:
-    """A failed download while ir_datasets reads `part` of `dataset`, as a one-line InputError."""
-    try:
-        yield
-    except (OSError, RuntimeError) as exc:
-        raise InputError(
-            f"ir_datasets could not download {_name(dataset)} ({part}): {_cause(exc)}: no network?",
-            hint=f"what it downloads is kept in {_home()}; run again once online",
-        ) from exc
-
-
-def _name(dataset: Any) -> str:
-    get = getattr(dataset, "dataset_id", None)
-    try:
-        return str(get()) if callable(get) else "the dataset"
-    except Exception:  # a dataset object that cannot say its id: the message goes on
-        return "the dataset"
-
-
-def _cause(exc: BaseException) -> str:
-    """The kind of failure, short: the exception's class (the last mirror's when all failed)."""
-    if isinstance(exc, RuntimeError) and len(exc.args) == 2 and isinstance(exc.args[1], list):
-        errors = [e for e in exc.args[1] if isinstance(e, tuple) and len(e) == 2]
-        if errors:
-            exc = errors[-1][1]
-    return type(exc).__name__
-
-
-def _home() -> str:
-    """Where ir_datasets keeps its downloads ($IR_DATASETS_HOME, ~/.ir_datasets by default)."""
-    try:
-        from ir_datasets.util import home_path
-
-        return str(home_path())
-    except Exception:  # an ir_datasets without it: name the variable instead
-        return "$IR_DATASETS_HOME"
-
-
-def require(dataset: Any, dataset_id: str, part: str) -> None:
-    """InputError when the dataset does not provide `part` ("queries", "docs", "qrels")."""
-    check = getattr(dataset, f"has_{part}", None)
-    if not (check() if callable(check) else hasattr(dataset, f"{part}_iter")):
-        raise InputError(
-            f"--dataset {dataset_id} has no {part}", hint=f"give the {part} as a file instead"
-        )

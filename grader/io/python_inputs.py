@@ -12,6 +12,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from grader.errors import InputError
+from grader.io.datasets import iterate
 from grader.io.grade_format import DISTRIBUTION_COLUMNS as DISTRIBUTION
 from grader.io.grade_format import LARGE_HINT, LARGEST_GRADE, clamp_hint
 from grader.metrics.rank_order import Precision
@@ -143,8 +144,6 @@ def as_frame(value: Any, column: str, what: str) -> pd.DataFrame:
     doc_id and `column` ("grade" or "score"), found under either convention's names."""
     expected = QRELS_EXPECTED if column == "grade" else RUN_EXPECTED
     if hasattr(value, "qrels_iter") and column == "grade":
-        from grader.io.docs import iterate
-
         value = iterate(value, "qrels")  # an ir_datasets dataset given as qrels
     if isinstance(value, Mapping):
         value = _nested(value, column)

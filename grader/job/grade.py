@@ -190,7 +190,7 @@ def _texts(o: GradeOptions) -> tuple[Any, Any]:
     """Where the queries and the documents come from: as given, else `dataset`'s."""
     queries, docs = o.queries, o.docs
     if (queries is None or docs is None) and o.dataset:
-        from grader.io.docs import load_dataset, require
+        from grader.io.datasets import load_dataset, require
 
         dataset = load_dataset(o.dataset)
         for part, given in (("queries", queries), ("docs", docs)):
