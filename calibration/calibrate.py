@@ -89,7 +89,7 @@ def load_inputs(
 ) -> CalibrationInputs:
     """Grades, runs and docs as paths or in-memory forms; `options`: manifest, no_manifest,
     human_scale."""
-    from grader.io.texts import all_docs
+    from grader.io.docs import all_docs
 
     llm_frame = _grades(llm, "llm", clamp=clamp, judge=judge)
     human_frame = _grades(human, "human", clamp=clamp)

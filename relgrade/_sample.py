@@ -12,8 +12,8 @@ import pandas as pd
 from calibration.spotcheck.draw import DrawnSample, draw_blind_sample, read_population
 from calibration.spotcheck.sequential import UNIFORM_SHARE
 from grader.errors import InputError, RelgradeWarning
+from grader.io.docs import all_docs, queries_of
 from grader.io.python_inputs import grades_table, id_text, is_path
-from grader.io.texts import all_docs, queries_of
 from grader.models import Doc, Judgment, JudgmentError, Query
 from grader.prompts.files import prompt_budgets
 

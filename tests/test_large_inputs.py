@@ -88,7 +88,7 @@ def test_bad_line_is_found_across_blocks(
     tmp_path: Path, irregular_reads: list[bytes], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Small blocks: line numbers carry over block boundaries, comments and blank lines count."""
-    monkeypatch.setattr("grader.io.trec_lines.BLOCK", 4096)
+    monkeypatch.setattr("grader.io.trec_arrow._PARSE_BLOCK", 4096)
     lines = run_lines(20_000)
     lines[100] = "# a comment line\n"
     lines[200] = "\n"

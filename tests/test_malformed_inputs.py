@@ -15,14 +15,15 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
-import grader.io.duplicates as duplicates
+import grader.io.trec as trec
 from grader.cli.main import main
 from grader.errors import InputError
 from grader.evaluation.files import judged_run_file, read_grades
 from grader.io.files import iter_lines
-from grader.io.trec import read_qrels, read_run
+from grader.io.trec import check_duplicates, query_codes, read_qrels, read_run
 from grader.io.trec_lines import TREC_LINE_LIMIT
 from tests.grade_data import write_grade_files
 from tests.helpers.params import quick_first
@@ -130,16 +131,32 @@ def test_a_qrels_of_identical_lines_names_lines_1_and_2(tmp_path: Path) -> None:
         read_grades(str(path), clamp=False)
 
 
+@pytest.mark.parametrize("collide", [False, True])
 def test_the_earliest_repeat_is_named_even_when_hashes_collide(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, collide: bool
 ) -> None:
     lines = ["q1 0 a 1", "q1 0 b 1", "q2 0 c 1", "q1 0 b 0", "q1 0 a 0"]
     path = _write(tmp_path / "q.qrels", lines)
-    monkeypatch.setattr(
-        duplicates, "string_hashes", lambda col: np.zeros(len(col), dtype=np.uint64)
-    )
+    if collide:
+        monkeypatch.setattr(trec, "string_hashes", lambda col: np.zeros(len(col), dtype=np.uint64))
     with pytest.raises(InputError, match=r"q\.qrels:4: query 'q1' lists doc 'b' twice, on lines 2"):
         read_qrels(path)
+
+
+def test_a_repeat_across_blocks_of_other_id_lengths_is_found() -> None:
+    """Blocks of a file are chunks of one column: a pair in two of them is still a repeat."""
+    blocks = [["abc", "abcd"], ["x" * 100, "abc"]]
+    column = pa.chunked_array([pa.array(b, pa.large_string()) for b in blocks])
+    table = pa.table({"query_id": pa.chunked_array([["q"] * 2, ["q"] * 2]), "doc_id": column})
+    found: list[tuple[str, str, list[int]]] = []
+
+    def error(qid: str, did: str, rows: list[int]) -> InputError:
+        found.append((qid, did, rows))
+        return InputError("twice")
+
+    with pytest.raises(InputError):
+        check_duplicates(table, query_codes(table["query_id"]), error)
+    assert found == [("q", "abc", [0, 3])]
 
 
 # A NUL byte: one rule -----------------------------------------------------------------------

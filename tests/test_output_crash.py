@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.io.files import PAUSE_ENV, atomic_write, host_tag, stale_temp_files
+from grader.io.files import PAUSE_ENV, OutputSet, atomic_write, host_tag, stale_temp_files
 from grader.io.judgments import read_judgments
-from grader.io.output_set import OutputSet
 from grader.io.trec import read_qrels
 from tests.grade_data import GradeFiles, write_grade_files
 

@@ -11,6 +11,7 @@ import pandas as pd
 from grader.errors import InputError
 from grader.grading.pairs import Pair, make_pairs
 from grader.grading.report import GradingReport
+from grader.io.docs import docs_of, queries_of
 from grader.io.python_inputs import (
     DOC_ID,
     QUERY_ID,
@@ -19,7 +20,6 @@ from grader.io.python_inputs import (
     one_text_per_id,
     run_inputs,
 )
-from grader.io.texts import docs_of, queries_of
 from grader.models import Doc, Query
 
 # The first columns of a judgments table; the rest follow the judgments JSONL's order.

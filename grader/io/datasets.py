@@ -11,8 +11,7 @@ from grader.errors import InputError
 
 
 def load_dataset(dataset_id: str) -> Any:
-    """The ir_datasets dataset of `dataset_id`; InputError when ir_datasets is missing or
-    does not know the id."""
+    """The ir_datasets dataset of `dataset_id` (InputError: no ir_datasets, or an unknown id)."""
     try:
         import ir_datasets
     except ImportError:
@@ -28,16 +27,14 @@ def load_dataset(dataset_id: str) -> Any:
 
 
 def iterate(dataset: Any, part: str) -> Iterator[Any]:
-    """The records of `part` ("queries", "docs", "qrels") of an ir_datasets dataset, read
-    through `downloading` (ir_datasets downloads them on first use)."""
+    """The records of `part` of an ir_datasets dataset (downloaded on first use)."""
     with downloading(dataset, part):
         yield from getattr(dataset, f"{part}_iter")()
 
 
 @contextmanager
 def downloading(dataset: Any, part: str) -> Iterator[None]:
-    """A download that failed while ir_datasets reads `part` of `dataset` as an InputError of one
-    line."""
+    """A failed download while ir_datasets reads `part` of `dataset`, as a one-line InputError."""
     try:
         yield
     except (OSError, RuntimeError) as exc:

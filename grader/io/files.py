@@ -1,6 +1,8 @@
 """Reading text lines and writing outputs atomically (a temp file
 `.NAME.relgrade-HOST-PID-XXXXXXXX.tmp` beside the target, fsync, rename); a temp file a kill left
-behind is removed by the next write of the target once its process is gone."""
+behind is removed by the next write of the target once its process is gone. Outputs written
+together (`OutputSet`) keep a marker beside the first listing those rewritten so far: a marker
+whose process is gone tells the next run the set was left half written."""
 
 from __future__ import annotations
 
@@ -10,7 +12,9 @@ import json
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -20,7 +24,7 @@ from grader.io.streams import (
     LINE_LIMIT,
     READ_ERRORS,
     bounded_lines,
-    compressed_writer,
+    coded,
     compression_of,
     not_utf8,
 )
@@ -78,6 +82,13 @@ def parse_json_object(path: str | Path, lineno: int, line: str) -> dict[str, Any
 def empty_file_error(path: str | Path, what: str, example: str) -> InputError:
     """The error for a file with no records."""
     return InputError(f"no {what} in the file (it is empty)", path=path, hint=f"expected {example}")
+
+
+def twice_error(path: str | Path, what: str, first: int, line: int, hint: str) -> InputError:
+    """The error for `what` (an id, a pair) given on two lines of a file."""
+    return InputError(
+        f"{what} appears twice, on lines {first} and {line}", path=path, line=line, hint=hint
+    )
 
 
 def read_text(path: str | Path) -> str:
@@ -183,7 +194,7 @@ def atomic_write(path: str | Path) -> Iterator[IO[str]]:
     tmp = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as raw:
-            binary = compressed_writer(raw, compression_of(target))
+            binary = coded(raw, compression_of(target), "wb")
             text = io.TextIOWrapper(binary, encoding="utf-8", newline="\n")
             yield text
             text.flush()
@@ -199,3 +210,87 @@ def atomic_write(path: str | Path) -> Iterator[IO[str]]:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
         raise
+
+
+@dataclass(frozen=True)
+class IncompleteOutputs:
+    """What a killed run left: the set it was writing and the files it had rewritten."""
+
+    marker: Path
+    pid: int
+    started: str
+    targets: tuple[Path, ...]
+    written: tuple[Path, ...]
+
+    @property
+    def not_written(self) -> tuple[Path, ...]:
+        return tuple(t for t in self.targets if t not in self.written)
+
+    def describe(self) -> str:
+        """One sentence for a warning: which outputs do not belong with the others."""
+        done = ", ".join(map(str, self.written)) or "none"
+        missing = ", ".join(map(str, self.not_written))
+        return (
+            f"a run (pid {self.pid}, started {self.started}) was killed while writing its "
+            f"outputs: rewritten {done}; not rewritten {missing} (missing, or left from an "
+            "earlier run, so it does not match the others)"
+        )
+
+
+class OutputSet:
+    """The outputs of one run, written together (see the module docstring)."""
+
+    def __init__(self, targets: Sequence[str | Path]):
+        self.targets = tuple(Path(t).absolute() for t in targets)
+        first = self.targets[0] if self.targets else Path(".").absolute()
+        self.marker = first.with_name(f".{first.name}.relgrade-outputs.json")
+        self._written: list[Path] = []
+        self._started = ""
+
+    def previous(self, *, max_age_hours: float = STALE_AFTER_HOURS) -> IncompleteOutputs | None:
+        """The set an earlier run left half written here, or None (none, or a live writer's)."""
+        try:
+            record = json.loads(self.marker.read_text(encoding="utf-8"))
+            pid, host = int(record["pid"]), str(record["host"])
+            targets = tuple(Path(t) for t in record["targets"])
+            written = tuple(Path(t) for t in record["written"])
+            started = str(record["started"])
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError):  # unreadable: say what we can
+            pid, host, targets, written, started = -1, "", self.targets, (), "unknown"
+        with contextlib.suppress(OSError):
+            age = time.time() - self.marker.stat().st_mtime
+            if not writer_gone(host, pid) and age < max_age_hours * 3600:
+                return None  # another run is writing them right now, or this one
+        return IncompleteOutputs(self.marker, pid, started, targets, written)
+
+    def begin(self) -> None:
+        """Mark the set as being written (before the first file)."""
+        self._written = []
+        if self.targets:
+            self._save(datetime.now(UTC).isoformat(timespec="seconds"))
+
+    def finish(self) -> None:
+        """Every file is written: the set is complete, the marker goes."""
+        with contextlib.suppress(FileNotFoundError):
+            self.marker.unlink()
+
+    def done(self, target: str | Path) -> None:
+        """Record that `target` has been rewritten (after each file but the last)."""
+        path = Path(target).absolute()
+        if path in self.targets and path not in self._written:
+            self._written.append(path)
+            self._save(self._started)
+
+    def _save(self, started: str) -> None:
+        self._started = started
+        record = {
+            "pid": os.getpid(),
+            "host": host_tag(),
+            "started": started,
+            "targets": [str(t) for t in self.targets],
+            "written": [str(t) for t in self._written],
+        }
+        with atomic_write(self.marker) as fh:
+            json.dump(record, fh)

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from grader.errors import InputError
-from grader.io.files import content_lines, empty_file_error, iter_lines
+from grader.io.files import content_lines, empty_file_error, iter_lines, twice_error
 from grader.io.grade_format import DISTRIBUTION_COLUMNS, clamp_hint
 from grader.io.grade_format import HEADER_ALIASES as _HEADER_ALIASES
 from grader.io.grade_format import REQUIRED as _REQUIRED
@@ -45,9 +45,7 @@ def read_human_grades(path: str | Path, *, clamp: bool = False) -> pd.DataFrame:
     if first is None:
         raise empty_file_error(path, "grades", _HUMAN_EXAMPLE)
     if first.lstrip().startswith("{"):
-        judged = read_llm_grades(path, clamp=clamp)
-        frame = judged[["query_id", "doc_id", "grade"]].copy()
-        frame.attrs.update(judged.attrs)
+        frame = read_llm_grades(path, clamp=clamp)[["query_id", "doc_id", "grade"]]
     elif looks_like_qrels(first):
         frame = _qrels_frame(path, clamp)
     else:
@@ -58,12 +56,8 @@ def read_human_grades(path: str | Path, *, clamp: bool = False) -> pd.DataFrame:
 
 
 def _qrels_frame(path: str | Path, clamp: bool) -> pd.DataFrame:
-    frame = read_qrels(path, clamp=clamp)
-    if frame.empty:
-        raise empty_file_error(path, "grades", _HUMAN_EXAMPLE)
-    frame.attrs["source"] = "qrels"
-    frame.attrs.setdefault("clamped", 0)
-    frame.attrs["ungraded"] = 0
+    frame = read_qrels(path, clamp=clamp)  # a first data line: never empty
+    frame.attrs.update(source="qrels", ungraded=0)
     return frame
 
 
@@ -151,12 +145,8 @@ def _read_csv(path: str | Path, clamp: bool, delimiter: str) -> pd.DataFrame:
             raise InputError("query_id and doc_id must not be empty", path=path, line=n)
         pair = (qid, did)
         if pair in seen:
-            raise InputError(
-                f"the pair ({qid}, {did}) appears twice, on lines {seen[pair]} and {n}",
-                path=path,
-                line=n,
-                hint="keep one grade per pair",
-            )
+            what = f"the pair ({qid}, {did})"
+            raise twice_error(path, what, seen[pair], n, "keep one grade per pair")
         seen[pair] = n
         if not cells["grade"].strip():
             ungraded += 1
@@ -189,12 +179,6 @@ def _maybe_numeric(column: pd.Series) -> pd.Series:
     return column.astype(str)
 
 
-def _distribution_columns(distribution: list[float] | None) -> dict[str, float | None]:
-    if distribution is None or len(distribution) != len(DISTRIBUTION_COLUMNS):
-        return dict.fromkeys(DISTRIBUTION_COLUMNS)
-    return dict(zip(DISTRIBUTION_COLUMNS, distribution, strict=True))
-
-
 def read_llm_grades(
     path: str | Path, *, clamp: bool = False, judge: str | None = None
 ) -> pd.DataFrame:
@@ -206,8 +190,7 @@ def read_llm_grades(
         raise empty_file_error(path, "grades", "a judgments JSONL or TREC qrels")
     if not first.lstrip().startswith("{"):
         frame = _qrels_frame(path, clamp)
-        frame.attrs["failed"] = 0
-        frame.attrs["path"] = str(path)
+        frame.attrs.update(failed=0, path=str(path))
         return frame
     rows, failed, clamped = _judgment_rows(path, clamp, judge)
     if not rows:
@@ -247,12 +230,7 @@ def _judgment_rows(
             hint = "keep one judgment per pair"
             if first_judge != j.judge:
                 hint = f"the file mixes judges {first_judge!r} and {j.judge!r}; pick one"
-            raise InputError(
-                f"the pair ({j.query_id}, {j.doc_id}) appears twice, on lines {first_line} and {n}",
-                path=path,
-                line=n,
-                hint=hint,
-            )
+            raise twice_error(path, f"the pair ({j.query_id}, {j.doc_id})", first_line, n, hint)
         seen[pair] = (n, j.judge)
         if j.status != "ok":
             failed += 1
@@ -265,7 +243,7 @@ def _judgment_rows(
                 "judge": j.judge,
                 "expected_grade": j.expected_grade,
                 "confidence": j.confidence,
-                **_distribution_columns(j.distribution),
+                **dict(zip(DISTRIBUTION_COLUMNS, j.distribution or [math.nan] * 4, strict=True)),
             }
         )
     if judge is not None and judge not in judges:
@@ -294,20 +272,14 @@ def read_grades_file(path: str | Path, *, clamp: bool = False) -> pd.DataFrame:
 def read_people_grades(path: str | Path) -> pd.DataFrame:
     """Human grades [query_id, doc_id, grade] as written (`grade --skip-judged`, `evaluate
     --fill`): TREC qrels with any integer grade, as trec_eval reads them, or a grades file."""
-    frame = read_grades_file(path)
-    if frame.empty:
-        raise InputError("holds no grades", path=path, hint="give TREC qrels (qid 0 docid grade)")
-    out = frame[["query_id", "doc_id", "grade"]]
-    out.attrs["path"] = str(path)
-    return out
+    return read_grades_file(path)[["query_id", "doc_id", "grade"]]
 
 
 IDENTITY_SCALE = {g: g for g in GRADES}
 
 
 def parse_llm_scale(text: str) -> dict[int, int]:
-    """`0:0,1:1,2:2,3:3` (`--llm-scale`) as {llm grade: people's grade}; every LLM grade 0..3
-    exactly once."""
+    """`--llm-scale 0:0,1:1,2:2,3:3` as {llm grade: people's grade}, each LLM grade once."""
     scale: dict[int, int] = {}
     hint = "write LLM:HUMAN for each LLM grade 0..3, e.g. --llm-scale 0:0,1:1,2:2,3:3"
     for part in text.split(","):

@@ -51,8 +51,7 @@ def validation_reason(exc: ValidationError) -> str:
 def iter_judgments(
     path: str | Path, *, clamp: bool = False
 ) -> Iterator[tuple[int, Judgment, bool]]:
-    """(line number, Judgment, whether its grade was moved) of every non-blank line; with `clamp`,
-    grades are cut into 0..3."""
+    """(line number, Judgment, whether `clamp` moved its grade into 0..3) of each non-blank line."""
     for n, line in content_lines(path):
         record = parse_json_object(path, n, line)
         grade = record.get("grade")

@@ -118,32 +118,25 @@ def id_text(column: pd.Series, what: str) -> pd.Series:
 def _records_frame(items: Iterable[Any], what: str, expected: str) -> pd.DataFrame:
     """An iterable of namedtuples (ir_datasets, ir_measures) as a frame of their fields."""
     rows = list(items)
-    if not rows:
-        return pd.DataFrame()
-    fields = getattr(rows[0], "_fields", None)
-    if fields is None:
+    if rows and not hasattr(rows[0], "_fields"):
         raise InputError(
             f"the {what} is an iterable of {type(rows[0]).__name__}, not of namedtuples",
             hint=f"give a path, a DataFrame, a dict, or namedtuples with fields {expected}",
         )
-    return pd.DataFrame.from_records(rows, columns=list(fields))
+    return pd.DataFrame(rows)  # columns named by the namedtuples' fields
 
 
 def _nested(values: Mapping[Any, Any], column: str) -> pd.DataFrame:
     """A pytrec_eval dict {qid: {docid: value}} as a long frame."""
-    qids: list[str] = []
-    dids: list[str] = []
-    cells: list[Any] = []
+    rows: list[tuple[str, str, Any]] = []
     for qid, inner in values.items():
         if not isinstance(inner, Mapping):
             raise InputError(
                 f"the dict maps query {qid!r} to a {type(inner).__name__}, not to a dict",
                 hint="give {query_id: {doc_id: value}} as pytrec_eval takes it",
             )
-        qids.extend([str(qid)] * len(inner))
-        dids.extend(str(d) for d in inner)
-        cells.extend(inner.values())
-    return pd.DataFrame({"query_id": qids, "doc_id": dids, column: cells})
+        rows += [(str(qid), str(d), cell) for d, cell in inner.items()]
+    return pd.DataFrame(rows, columns=["query_id", "doc_id", column])
 
 
 def as_frame(value: Any, column: str, what: str) -> pd.DataFrame:
@@ -231,8 +224,7 @@ def run_table(value: Any, *, precision: Precision = "float32", what: str = "run"
     sorted by query then rank, as `read_run` gives a file (the same ranking code)."""
     import pyarrow as pa
 
-    from grader.io.duplicates import check_duplicates
-    from grader.io.trec import query_codes, ranked_frame
+    from grader.io.trec import check_duplicates, query_codes, ranked_frame
     from grader.metrics.join_arrow import arrow_strings
 
     frame = as_frame(value, "score", what)

@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 
 from grader.io.trec import group_starts, read_run, score_check
 from grader.io.trec_arrow import block_table, sniff_delimiter
-from grader.io.trec_lines import RUN, TREC_LINE_LIMIT, check_lines, check_text_head, line_blocks
+from grader.io.trec_lines import RUN, TREC_LINE_LIMIT, check_lines, line_blocks
 from grader.metrics.join_arrow import Judgments, join_run
 from grader.metrics.judged_rows import JudgedRun
 from grader.metrics.rank_order import Precision, rank_order, ranks_within
@@ -56,8 +56,7 @@ class _Blocks:
         self.kept: list[tuple[Int, Int, Int]] = []  # (qrels query code, rank, grade)
 
     def read(self) -> JudgedRun:
-        check_text_head(self.path, "run")  # a binary file is told as such
-        sniffed = sniff_delimiter(self.path)
+        sniffed = sniff_delimiter(self.path, "run")
         carry: tuple[pa.Array, pa.Array, npt.NDArray[np.float64]] | None = None
         for before, block in line_blocks(self.path, BLOCK):
             queries, docs, scores = self._checked(block, before, sniffed)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grader.io.spool import STDIN
-from grader.io.streams import COMPRESSED
+from grader.io.streams import compression_of
 from grader.metrics.rank_order import Precision
 
 if TYPE_CHECKING:
@@ -22,7 +22,9 @@ def run_names(paths: Sequence[str]) -> list[str]:
     """Each run's name, in order: the file stem, disambiguated as the module docstring says."""
     stems = []
     for text in paths:
-        name = "stdin" if text == STDIN else _without_compression(Path(text).name)
+        name = "stdin" if text == STDIN else Path(text).name
+        if compression_of(name):  # `bm25.txt.zst` is `bm25.txt`
+            name = name.removesuffix(Path(name).suffix)
         stems.append(Path(name).stem or name)
     parents = [Path(t).parent.name for t in paths]
     names: list[str] = []
@@ -37,12 +39,6 @@ def run_names(paths: Sequence[str]) -> list[str]:
             name += "'"
         names.append(name)
     return names
-
-
-def _without_compression(name: str) -> str:
-    """A file name without its compression suffix (`bm25.txt.zst` -> `bm25.txt`)."""
-    suffix = Path(name).suffix
-    return name.removesuffix(suffix) if suffix.lower() in COMPRESSED else name
 
 
 def read_runs(paths: Sequence[str], *, precision: Precision = "float32") -> dict[str, pd.DataFrame]:

@@ -18,12 +18,10 @@ from typing import IO
 from grader.errors import InputError
 from grader.io.streams import (
     CHUNK,
-    LINE_LIMIT,
     MAGIC,
+    coded,
     compression_of,
-    decompressed,
     guarded,
-    line_too_long,
 )
 
 STDIN = "-"
@@ -51,7 +49,7 @@ def open_binary(path: str | Path) -> IO[bytes]:
             raise InputError("is a folder, not a file", path=p)
         if stat.S_ISREG(st.st_mode):
             compression = compression_of(p)
-            return guarded(decompressed(open(p, "rb"), compression), p, compression)
+            return guarded(coded(open(p, "rb"), compression, "rb"), p, compression)
         ident = (st.st_dev, st.st_ino)
     known = _spools.get(str(path))
     if known is None or known[0] != ident:
@@ -72,19 +70,17 @@ class _Spool:
         magic = next((c for m, c in MAGIC if head.startswith(m)), None)
         self.name, self.raw = name, raw
         compression = compression_of(name) or magic
-        source = decompressed(_Prefixed(head, raw), compression)  # type: ignore[arg-type]
+        source = coded(_Prefixed(head, raw), compression, "rb")  # type: ignore[arg-type]
         self.source = guarded(source, name, compression)
         self.copy = _new_copy()
         self.out = open(self.copy, "wb")  # noqa: SIM115 (written as the stream is read)
         self.size = 0  # bytes copied
-        self.lines = 0  # complete lines copied
-        self.open_line = 0  # bytes of the line not yet ended
         self.done = False
         self.error: InputError | None = None
 
     def pull(self) -> bool:
-        """Copy one more chunk of the stream; False at its end. A stream's error (a line over
-        the limit, a cut compressed stream) is raised now and by every later pull."""
+        """Copy one more chunk of the stream; False at its end. A stream's error (a cut compressed
+        stream, a full disk) is raised now and by every later pull."""
         if self.error is not None:
             raise self.error
         if self.done:
@@ -97,7 +93,6 @@ class _Spool:
             self.done = True
             self._close()
             return False
-        self._count(data)
         try:
             self.out.write(data)
             self.out.flush()
@@ -106,18 +101,6 @@ class _Spool:
             self._fail(_no_room(self.name, self.copy, exc))
         self.size += len(data)
         return True
-
-    def _count(self, data: bytes) -> None:
-        first = data.find(b"\n")
-        if first < 0:
-            self.open_line += len(data)
-        elif self.open_line + first > LINE_LIMIT:
-            self._fail(line_too_long(self.name, self.lines + 1, LINE_LIMIT))
-        else:
-            self.lines += data.count(b"\n")
-            self.open_line = len(data) - data.rfind(b"\n") - 1
-        if self.open_line > LINE_LIMIT:
-            self._fail(line_too_long(self.name, self.lines + 1, LINE_LIMIT))
 
     def _fail(self, error: InputError) -> None:
         self.error = error
@@ -193,8 +176,7 @@ def _new_copy() -> Path:
 
 
 def _no_room(name: str | Path, where: Path, exc: OSError) -> InputError:
-    """The error for a stream that cannot be copied to the temporary folder (full, or not
-    writable)."""
+    """The error for a stream that cannot be copied to the temporary folder (full, read-only)."""
     return InputError(
         f"cannot copy it to a temporary file in {where.parent if where.suffix else where} "
         f"({exc.strerror or exc})",

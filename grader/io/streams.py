@@ -201,18 +201,9 @@ def _has_data_line(chunk: bytes) -> bool:
     return bool(text) and (text[:1] != b"#" or text.count(b"\n") > text.count(b"\n#"))
 
 
-def decompressed(raw: IO[bytes], compression: str | None) -> IO[bytes]:
-    """`raw` read through `compression` (None: as it is)."""
-    return _coded(raw, compression, "rb")
-
-
-def compressed_writer(raw: IO[bytes], compression: str | None) -> IO[bytes]:
-    """A binary writer compressing into `raw` (None: `raw` itself); closing it leaves `raw`
-    open (the caller syncs and closes it)."""
-    return _coded(raw, compression, "wb")
-
-
-def _coded(raw: IO[bytes], compression: str | None, mode: Literal["rb", "wb"]) -> IO[bytes]:
+def coded(raw: IO[bytes], compression: str | None, mode: Literal["rb", "wb"]) -> IO[bytes]:
+    """`raw` read or written through `compression` (None: `raw` itself); closing a writer leaves
+    `raw` open (the caller syncs and closes it)."""
     if compression is None:
         return raw
     if compression == "gzip":

@@ -6,7 +6,7 @@ descending), never by their rank column."""
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,8 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from grader.errors import InputError
-from grader.io.duplicates import check_duplicates, duplicate_error
-from grader.io.files import atomic_write, iter_lines
+from grader.io.files import atomic_write
 from grader.io.grade_format import LARGE_HINT, LARGEST_GRADE, clamp_hint
 from grader.io.trec_arrow import lines_of, parse_columns
 from grader.io.trec_lines import QRELS, RUN, NumberCheck, finite_number, parses_as_number
@@ -44,10 +43,77 @@ def query_codes(column: pa.ChunkedArray) -> npt.NDArray[np.int64]:
     if len(pc.unique(column.take(pa.array(starts)))) == len(starts):
         sizes = np.diff(np.append(starts, len(column)))
         return np.repeat(np.arange(len(starts), dtype=np.int64), sizes)
-    encoded = pc.dictionary_encode(column)
+    encoded = pc.dictionary_encode(column)  # its chunks share one dictionary
     chunks = [np.asarray(c.indices.to_numpy(), dtype=np.int64) for c in encoded.chunks]
-    # chunks of a dictionary_encode'd ChunkedArray share one dictionary
     return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int64)
+
+
+_HASH_BASE = np.uint64(1099511628211)
+_HASH_ROWS = 1 << 20
+
+
+def string_hashes(column: pa.ChunkedArray) -> npt.NDArray[np.uint64]:
+    """A 64-bit polynomial hash of every string, vectorised over the Arrow buffers: equal strings
+    hash equal in any chunk (callers confirm matches), in far less memory than a hash table."""
+    parts = [_hash_chunk(chunk) for chunk in column.chunks]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)
+
+
+def _hash_chunk(arr: pa.Array) -> npt.NDArray[np.uint64]:
+    n = len(arr)
+    out = np.zeros(n, dtype=np.uint64)
+    wide = pa.types.is_large_string(arr.type)
+    buffers = arr.buffers()
+    if n == 0 or buffers[2] is None:
+        return out
+    offsets = np.frombuffer(
+        buffers[1],
+        dtype=np.int64 if wide else np.int32,
+        count=n + 1,
+        offset=arr.offset * (8 if wide else 4),
+    ).astype(np.int64)
+    data = np.frombuffer(buffers[2], dtype=np.uint8)
+    lengths = np.diff(offsets)
+    longest = int(lengths.max())
+    powers = np.ones(max(longest, 1), dtype=np.uint64)
+    if longest > 1:
+        powers[1:] = np.cumprod(np.full(longest - 1, _HASH_BASE, dtype=np.uint64))
+    for start in range(0, n, _HASH_ROWS):
+        stop = min(start + _HASH_ROWS, n)
+        lo, hi = int(offsets[start]), int(offsets[stop])
+        if hi == lo:
+            continue
+        firsts = offsets[start:stop] - lo
+        lens = lengths[start:stop]
+        pos = np.arange(hi - lo, dtype=np.int64) - np.repeat(firsts, lens)
+        terms = data[lo:hi].astype(np.uint64) * powers[pos]
+        sums = np.add.reduceat(terms, np.minimum(firsts, hi - lo - 1))
+        out[start:stop] = np.where(lens > 0, sums + lens.astype(np.uint64), 0)
+    return out
+
+
+def check_duplicates(
+    table: pa.Table,
+    qcodes: npt.NDArray[np.int64],
+    error: Callable[[str, str, list[int]], InputError],
+) -> None:
+    """Raise `error(qid, doc_id, [row, row])` at the earliest row repeating a pair before it."""
+    key = string_hashes(table["doc_id"]) ^ (
+        qcodes.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    )
+    ordered = np.sort(key)
+    repeated = ordered[1:][ordered[1:] == ordered[:-1]]
+    if not len(repeated):
+        return
+    # the rows whose hashes repeat, in file order, checked on the ids (hashes may collide)
+    rows = np.flatnonzero(np.isin(key, repeated))
+    taken = pa.array(rows)
+    pairs = zip(*(table[c].take(taken).to_pylist() for c in ("query_id", "doc_id")), strict=True)
+    seen: dict[tuple[str, str], int] = {}
+    for row, pair in zip(rows.tolist(), pairs, strict=True):
+        if pair in seen:
+            raise error(pair[0], pair[1], [seen[pair], row])
+        seen[pair] = row
 
 
 def _check_duplicates(
@@ -56,8 +122,13 @@ def _check_duplicates(
     """Raise naming both lines when the same (query_id, doc_id) appears twice."""
 
     def lines(qid: str, did: str, rows: list[int]) -> InputError:
-        first, second = lines_of(path, rows)
-        return duplicate_error(path, qid, did, first, second, kind)
+        (first, _), (second, _) = lines_of(path, rows)
+        return InputError(
+            f"query {qid!r} lists doc {did!r} twice, on lines {first} and {second}",
+            path=path,
+            line=second,
+            hint=f"keep one line per (query, doc) in a {kind}",
+        )
 
     check_duplicates(table, qcodes, lines)
 
@@ -80,8 +151,8 @@ def _finite_scores(path: Path, table: pa.Table) -> npt.NDArray[np.float64]:
     scores = np.asarray(table["score"].to_numpy(), dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(scores))
     if bad.size:
-        row = int(bad[0])
-        raise _bad_score(path, table["score"][row].as_py(), lines_of(path, [row])[0])
+        line, cell = _written(path, bad, 4)
+        raise _bad_score(path, cell, line)
     return scores
 
 
@@ -109,8 +180,7 @@ def ranked_frame(
     scores: npt.NDArray[np.float64],
     precision: Precision,
 ) -> pd.DataFrame:
-    """[query_id, doc_id, score, rank] of a run's `table` in trec_eval's order (`qcodes`: its
-    `query_codes`)."""
+    """[query_id, doc_id, score, rank] of a run `table` (`qcodes`: its query codes)."""
     order = rank_order(qcodes, scores, table["doc_id"], precision)
     identity = bool(np.all(order == np.arange(len(order))))
     grouped = identity or bool(np.all(qcodes[order] == qcodes))
@@ -168,11 +238,11 @@ def read_qrels_columns(
     grades = np.asarray(table["grade"].to_numpy(), dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(grades) | (grades != np.round(grades)))
     if bad.size:
-        raise _grade_error(p, table, bad, "is not an integer", hint)
+        raise _grade_error(p, bad, "is not an integer", hint)
     if any_grade:
         huge = np.flatnonzero(np.abs(grades) > LARGEST_GRADE)
         if huge.size:
-            raise _grade_error(p, table, huge, "is too large", LARGE_HINT)
+            raise _grade_error(p, huge, "is too large", LARGE_HINT)
         return _qrels_columns(p, table, grades.astype(np.int64), clamped=0)
     from grader.models import MAX_GRADE, MIN_GRADE
 
@@ -180,19 +250,21 @@ def read_qrels_columns(
     outside = np.flatnonzero((grades < MIN_GRADE) | (grades > MAX_GRADE))
     if outside.size and not clamp:
         why = f"is outside {MIN_GRADE}..{MAX_GRADE}"
-        raise _grade_error(p, table, outside, why, clamp_hint())
+        raise _grade_error(p, outside, why, clamp_hint())
     ints = np.clip(grades, MIN_GRADE, MAX_GRADE).astype(np.int64)
     return _qrels_columns(p, table, ints, clamped=int(outside.size) if clamp else 0)
 
 
-def _grade_error(
-    path: Path, table: pa.Table, rows: npt.NDArray[np.intp], why: str, hint: str
-) -> InputError:
+def _written(path: Path, rows: npt.NDArray[np.intp], column: int) -> tuple[int, str]:
+    """(file line, cell `column` as written) of the first of parsed `rows`, for an error."""
+    ((line, text),) = lines_of(path, [int(rows[0])])
+    return line, text.split()[column]
+
+
+def _grade_error(path: Path, rows: npt.NDArray[np.intp], why: str, hint: str) -> InputError:
     """The error for the grade of the first of `rows`, as written in the file."""
-    row = int(rows[0])
-    (line,) = lines_of(path, [row])
-    text = _written_cell(path, line, 3, table["grade"][row].as_py())
-    return InputError(f"grade {text} {why}", path=path, line=line, hint=hint)
+    line, cell = _written(path, rows, 3)
+    return InputError(f"grade {cell} {why}", path=path, line=line, hint=hint)
 
 
 def _qrels_columns(
@@ -200,15 +272,6 @@ def _qrels_columns(
 ) -> QrelsColumns:
     _check_duplicates(path, table, query_codes(table["query_id"]), "qrels")
     return QrelsColumns(table["query_id"], table["doc_id"], grades, clamped)
-
-
-def _written_cell(path: Path, line: int, index: int, fallback: object) -> str:
-    """Cell `index` of file line `line` as written (re-reads the file: for error messages only)."""
-    for n, text in iter_lines(path):
-        if n == line:
-            cells = re.split(r"[\s]+", text.strip())
-            return cells[index] if index < len(cells) else str(fallback)
-    return str(fallback)
 
 
 def _check_ids(frame: pd.DataFrame, columns: tuple[str, ...], path: Path) -> None:

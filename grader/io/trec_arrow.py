@@ -16,8 +16,6 @@ import pyarrow.csv as pacsv
 
 from grader.errors import InputError
 from grader.io.files import iter_lines
-from grader.io.spool import open_binary
-from grader.io.streams import READ_ERRORS
 from grader.io.trec_lines import (
     TREC_LINE_LIMIT,
     Layout,
@@ -42,8 +40,7 @@ def is_comment(line: str) -> bool:
 def parse_columns(path: Path, layout: Layout, number_error: NumberCheck) -> pa.Table:
     """The file as an Arrow table, ids as large strings and the number column as float64; a bad
     line (column count, UTF-8, a number `number_error` refuses) raises InputError naming it."""
-    check_text_head(path, layout.kind)  # a binary file is "not UTF-8", not a column count
-    sniffed = sniff_delimiter(path)
+    sniffed = sniff_delimiter(path, layout.kind)
     tables = [
         block_table(path, block, before, layout, number_error, sniffed)
         for before, block in line_blocks(path, _PARSE_BLOCK)
@@ -87,14 +84,10 @@ def block_table(
 _HEAD = 4096
 
 
-def sniff_delimiter(path: Path) -> tuple[str, int] | None:
+def sniff_delimiter(path: Path, kind: str) -> tuple[str, int] | None:
     """(the delimiter, the number of cells) of the file's first data line when it has one kind of
-    single separator, else None."""
-    with open_binary(path) as fh:
-        try:
-            head = fh.read(_HEAD)
-        except (*READ_ERRORS, ValueError):
-            return None
+    single separator, else None; a head not UTF-8 text raises (`check_text_head`)."""
+    head = check_text_head(path, kind)[:_HEAD]
     if not head or head.startswith(_BOM):
         return None
     lines = head.split(b"\n")
@@ -108,11 +101,6 @@ def sniff_delimiter(path: Path) -> tuple[str, int] | None:
                 return None
             return delim.decode(), len(first.split(delim))
     return None
-
-
-def _skip_comment(row: pacsv.InvalidRow) -> str:
-    """pyarrow's verdict on a row with the wrong number of columns: a comment is skipped."""
-    return "skip" if is_comment(row.text) else "error"
 
 
 def arrow_table(
@@ -145,8 +133,6 @@ def _read_block(
     columns = list(layout.names)
     if layout.extra_columns and width > len(columns):
         columns += [f"extra_{i}" for i in range(width - len(columns))]  # read, then dropped
-    types = {n: ids if n in _ID_COLUMNS else pa.string() for n in layout.names}
-    types[layout.numeric] = pa.float64()
     return pacsv.read_csv(
         pa.BufferReader(block),
         read_options=pacsv.ReadOptions(column_names=columns, block_size=chunk),
@@ -155,10 +141,11 @@ def _read_block(
             quote_char=False,
             escape_char=False,
             ignore_empty_lines=True,
-            invalid_row_handler=_skip_comment,  # comment lines of another width
+            # comment lines of another width are skipped
+            invalid_row_handler=lambda row: "skip" if is_comment(row.text) else "error",
         ),
         convert_options=pacsv.ConvertOptions(
-            column_types=types,
+            column_types=_types(layout, ids),
             include_columns=list(layout.names),
             strings_can_be_null=False,
             quoted_strings_can_be_null=False,
@@ -202,34 +189,33 @@ def _normalised(block: bytes) -> bytes:
 
 def _first_width(text: bytes) -> int:
     """The number of cells of the first line of a normalised block without comments."""
-    start = 0
-    while start < len(text):
-        end = text.find(b"\n", start)
-        end = len(text) if end < 0 else end
-        line = text[start:end].rstrip(b"\r")
-        if line:
-            return line.count(b" ") + 1
-        start = end + 1
-    return 0
+    first = re.search(rb"[^\r\n]+", text)
+    return first.group().count(b" ") + 1 if first else 0
+
+
+def _types(layout: Layout, ids: pa.DataType) -> dict[str, pa.DataType]:
+    """The type of each column: ids as `ids`, the number column float64, others strings."""
+    return {
+        n: pa.float64() if n == layout.numeric else ids if n in _ID_COLUMNS else pa.string()
+        for n in layout.names
+    }
 
 
 def _empty(layout: Layout, ids: pa.DataType) -> pa.Table:
     """The table of a file without data lines."""
-    types = {n: ids if n in _ID_COLUMNS else pa.string() for n in layout.names}
-    types[layout.numeric] = pa.float64()
-    return pa.table({n: pa.array([], t) for n, t in types.items()})
+    return pa.table({n: pa.array([], t) for n, t in _types(layout, ids).items()})
 
 
-def lines_of(path: Path, rows: Sequence[int]) -> list[int]:
-    """File line numbers of parsed rows `rows`, streaming the file up to the last (for messages)."""
+def lines_of(path: Path, rows: Sequence[int]) -> list[tuple[int, str]]:
+    """(file line, text) of parsed `rows`, streaming the file up to the last (for messages)."""
     wanted = set(rows)
-    found: dict[int, int] = {}
+    found: dict[int, tuple[int, str]] = {}
     row = -1
     for lineno, text in iter_lines(path):
         if text.strip() and not is_comment(text):
             row += 1
             if row in wanted:
-                found[row] = lineno
+                found[row] = (lineno, text)
                 if len(found) == len(wanted):
                     break
     return [found[r] for r in rows]

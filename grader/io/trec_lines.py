@@ -15,7 +15,6 @@ from grader.errors import InputError
 from grader.io.spool import open_binary
 from grader.io.streams import READ_ERRORS, line_too_long, not_utf8
 
-BLOCK = 1 << 22
 TREC_LINE_LIMIT = 1 << 20
 """The longest TREC line read (1 MiB): a longer one is an error naming file and line."""
 _CELL_SEPARATORS = re.compile(rb"[ \t]+")  # what the irregular path splits on
@@ -81,7 +80,7 @@ def plain_block(block: bytes) -> bool:
     return True
 
 
-def line_blocks(path: Path, size: int = BLOCK) -> Iterator[tuple[int, bytes]]:
+def line_blocks(path: Path, size: int) -> Iterator[tuple[int, bytes]]:
     """(lines before it, a block) of `path`, blocks of about `size` bytes cut after a newline. A
     line over TREC_LINE_LIMIT is an InputError naming it, raised before more of it is read."""
     before = 0
@@ -109,15 +108,14 @@ TEXT_HEAD = TREC_LINE_LIMIT + 1
 """How much of a file `check_text_head` reads: a first line longer than the limit is told."""
 
 
-def check_text_head(path: Path, kind: str) -> None:
-    """Raise InputError when the head of `path` is not UTF-8 text (bad UTF-8, a NUL byte, no line
-    break within the limit): a binary file is told as such before a line is blamed for its column
-    count. Unreadable files are left to the readers."""
+def check_text_head(path: Path, kind: str) -> bytes:
+    """The head of `path`; InputError when it is not UTF-8 text (bad UTF-8, a NUL byte, no line
+    break within the limit), so a binary file is not blamed for a column count. Unreadable: b""."""
     try:
         with open_binary(path) as fh:
-            head = fh.read(TEXT_HEAD)
+            head = whole = fh.read(TEXT_HEAD)
     except (*READ_ERRORS, ValueError):
-        return
+        return b""
     tail = b""
     if len(head) == TEXT_HEAD:  # whole lines only: a cut character is no error
         cut = head.rfind(b"\n") + 1
@@ -132,6 +130,7 @@ def check_text_head(path: Path, kind: str) -> None:
         raise nul
     if len(tail) > TREC_LINE_LIMIT:
         raise line_too_long(path, len(lines), TREC_LINE_LIMIT)
+    return whole
 
 
 def _not_text(path: Path, raw: bytes, lineno: int, kind: str) -> InputError | None:

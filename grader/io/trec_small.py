@@ -151,8 +151,7 @@ def _query_groups(data: bytes, starts: Int, ends: Int) -> tuple[list[bytes], Int
 
 
 def small_qrels(path: str | Path) -> DictJudgments | None:
-    """TREC qrels as `read_qrels_columns(path, any_grade=True)` reads them, indexed; None when this
-    module does not take the file."""
+    """TREC qrels as `read_qrels_columns(path, any_grade=True)`, indexed; None if not taken here."""
     data = small_bytes(Path(path))
     if data is None:
         return None
@@ -175,8 +174,7 @@ def small_judged_run(
     precision: Precision = "float32",
     depth: int | None = None,
 ) -> JudgedRun | None:
-    """The run at `path` joined with `judged`, as `run_stream.judged_run` gives it; None when
-    this module does not take the file."""
+    """The run at `path` joined with `judged`, as `judged_run` gives it; None if not taken here."""
     data = small_bytes(Path(path))
     if data is None:
         return None

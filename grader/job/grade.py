@@ -213,7 +213,7 @@ def select_pairs(
     o: GradeOptions, plan: people.Plan | None, say: Callable[[str], None]
 ) -> tuple[PairSelection, dict[str, Any]]:
     """The pairs the options select, and the docs the lexical judge needs (all of them)."""
-    from grader.io.texts import all_docs, docs_of, queries_of
+    from grader.io.docs import all_docs, docs_of, queries_of
 
     queries, docs = _texts(o)
     # The lexical judge's collection statistics need every document; an LLM judge needs only

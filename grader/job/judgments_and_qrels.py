@@ -1,6 +1,6 @@
 """The one writer of `--out` (judgments JSONL) and `--qrels-out` (their ok grades), for `grade`
 and `regrade` alike: each file atomic, the set of them told to the next run when a kill
-falls between two (`grader.io.output_set`); and the paid answers a full disk left unstored,
+falls between two (`grader.io.files.OutputSet`); and the paid answers a full disk left unstored,
 written to --out and read back by the next run."""
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.errors import InputError
-from grader.io.files import atomic_write, remove_stale_temp_files
-from grader.io.output_set import OutputSet
+from grader.io.files import OutputSet, atomic_write, remove_stale_temp_files
 from grader.models import Judgment
 from grader.store.disk_full import StoreFullError
 from grader.store.lookup import Block
