@@ -17,11 +17,12 @@ grade, seed --seed) are graded by each arm (--arms) on the same server and model
 
 Runs alternate: the pairs go by --chunk, and each chunk is graded by every arm in turn, the order
 rotated from chunk to chunk, so the machine's load hits every arm alike. relgrade runs in this
-process on a fresh store (nothing cached from a past run). Printed per arm: pairs graded,
-failures, kappa against people (relgrade's `calibrate`, checked with scikit-learn), prompt
-tokens sent, prompt tokens the server evaluated (its log's prefix-match hits taken off), completion
-tokens, seconds per judgment (wall clock, one request at a time), each as a ratio to `naive`, and
-kappa minus naive's kappa with a paired bootstrap 95% interval over pairs (the noise at this n).
+process on a fresh store per arm (nothing cached from a past run or another arm). Printed per
+arm: pairs graded, failures, kappa against people (relgrade's `calibrate`, checked with
+scikit-learn), prompt tokens sent, prompt tokens the server evaluated (its log's prefix-match
+hits taken off), completion tokens, seconds per judgment (wall clock, one request at a time),
+each as a ratio to `naive`, and kappa minus naive's kappa with a paired bootstrap 95% interval
+over pairs (the noise at this n).
 Then the logprob cost: seconds per judgment with logprobs over without, same prompt and pairs.
 
     nice -n 5 python bench/real_cost.py --pairs 32 --model qwen2.5-coder-0.5b
@@ -129,7 +130,10 @@ def _relgrade(arm: str, chunk: list[Pair], pairs: Pairs, step: int, args: Any) -
     argv += ["--run", str(run), "--depth", "100000", "--prompt", prompt]
     argv += ["--base-url", args.url, "--model", args.model, "--output-mode", mode]
     argv += ["--max-context", str(args.ctx), "--concurrency", "1", "--timeout", "900"]
-    argv += ["--store", str(args.work / "store.db"), "--out", str(out_path), "--quiet"]
+    # A store per arm: the output mode is not part of a content key, so `short` and
+    # `short-text` would otherwise answer each other's pairs from the store.
+    store = args.work / f"store-{arm}.db"
+    argv += ["--store", str(store), "--out", str(out_path), "--quiet"]
     code = relgrade(argv if logprobs else [*argv, "--no-logprobs"])
     if code not in (0, 1):
         raise SystemExit(f"relgrade grade stopped with exit status {code} ({arm})")
