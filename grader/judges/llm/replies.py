@@ -219,6 +219,7 @@ def _check_range(grade: int, raw: str, usage: Usage) -> None:
 
 
 _STRICT_JSON = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys)
+"""What `json.loads(text, object_pairs_hook=_no_duplicate_keys)` uses, made once."""
 
 
 def _parse_json(content: str, usage: Usage) -> tuple[int, str | None, list[str] | None]:
@@ -228,7 +229,7 @@ def _parse_json(content: str, usage: Usage) -> tuple[int, str | None, list[str] 
             if content.startswith("\ufeff"):  # json.loads's own error for a byte-order mark
                 data = json.loads(content, object_pairs_hook=_no_duplicate_keys)
             else:
-                data = _STRICT_JSON.decode(content)
+                data = _decode_strict(content)
         except ValueError as exc:
             if "control character" not in str(exc):
                 raise
@@ -275,6 +276,23 @@ LENIENT_LOGPROBS_NOTE = (
     "logprobs left out: the grade's token cannot be located in a reply read leniently"
 )
 _LENIENT_JSON = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys, strict=False)
+
+
+def _decode_strict(content: str) -> Any:
+    """`_STRICT_JSON.decode(content)`; a reply that is one object with no space around it
+    (nearly every reply) is scanned at once, without `decode`'s two whitespace matches (any
+    other, and any error, goes through `decode`, so errors read as its own)."""
+    if content.startswith("{") and content.endswith("}"):
+        try:
+            data, end = _SCAN_STRICT(content, 0)
+        except (ValueError, StopIteration):  # malformed: `decode` says how, in its words
+            return _STRICT_JSON.decode(content)
+        if end == len(content):
+            return data
+    return _STRICT_JSON.decode(content)
+
+
+_SCAN_STRICT = _STRICT_JSON.scan_once  # type: ignore[attr-defined]
 
 
 BARE_GRADE_NOTE = "reply read leniently: the grade alone, without its final line's words"
