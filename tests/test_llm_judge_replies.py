@@ -14,8 +14,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from grader.judges.llm.grade_token import grade_distribution, top_level_grade_offset
 from grader.judges.llm.replies import (
+    _STRICT_JSON,
     BARE_GRADE_NOTE,
     InvalidReply,
+    _decode_strict,
     parse_body,
     parse_completion,
 )
@@ -331,3 +333,22 @@ def test_the_grade_token_is_found_whatever_the_spacing(content: str) -> None:
     assert content[offset] == str(json.loads(content)["grade"])
     assert top_level_grade_offset('{"reason": "r"}') is None
     assert top_level_grade_offset('["grade", 1]') is None
+
+
+_REPLY_BITS = st.sampled_from(
+    ['{"grade": 2}', '{"reason": "r", "grade": 1}', "{", "}", " ", '"grade"', ":", ",", "3", "x"]
+)
+
+
+@given(st.lists(_REPLY_BITS, max_size=6).map("".join))
+def test_the_quick_decode_is_decode_value_and_error_alike(content: str) -> None:
+    """`_decode_strict` (the batch import's fast path: 0.90-0.94x its time on
+    bench/batch_files.py) gives what `_STRICT_JSON.decode` gives, or raises what it raises."""
+
+    def outcome(decode: Any) -> Any:
+        try:
+            return ("value", decode(content))
+        except Exception as exc:  # the same type and words
+            return (type(exc).__name__, str(exc))
+
+    assert outcome(_decode_strict) == outcome(_STRICT_JSON.decode)
