@@ -22,7 +22,7 @@ from calibration.spotcheck.design_sample import (
 )
 from calibration.summary_model import AGREEMENT_FIGURES, CalibrationSummary, DesignSample
 from grader.errors import InputError
-from grader.io.python_inputs import grades_table, is_path, llm_grades_table, on_scale
+from grader.io.python_inputs import grades_table, is_path, llm_grades_table, on_scale, run_frames
 
 
 @dataclass
@@ -58,24 +58,6 @@ def _grades(value: Any, what: str, *, clamp: bool, judge: str | None = None) -> 
     return on_scale(grades_table(value, f"{what} grades"), f"{what} grades", clamp=clamp)
 
 
-def _runs(runs: Any) -> dict[str, pd.DataFrame]:
-    if runs is None or (isinstance(runs, list) and not runs):
-        return {}
-    from grader.io.python_inputs import run_inputs, run_table
-    from grader.io.runs import run_names
-    from grader.io.trec import read_run
-
-    items = run_inputs(runs)
-    paths = iter(run_names([str(r) for _, r in items if is_path(r)]))
-    out: dict[str, pd.DataFrame] = {}
-    for name, run in items:
-        if is_path(run):
-            out[name or next(paths)] = read_run(str(run))
-        else:
-            out[name or "run"] = run_table(run)
-    return out
-
-
 def load_inputs(
     llm: Any,
     human: Any,
@@ -102,7 +84,7 @@ def load_inputs(
         human=human_frame,
         llm_path=str(llm) if is_path(llm) else None,
         human_path=str(human) if is_path(human) else None,
-        runs=_runs(runs),
+        runs=run_frames(runs),
         second_human=None if second_human is None else _grades(second_human, "human", clamp=clamp),
         second_name=str(second_human) if is_path(second_human) else None,
         doc_lengths=lengths,

@@ -314,3 +314,28 @@ def llm_grades_table(value: Any, *, clamp: bool = False) -> pd.DataFrame:
             out[optional] = frame[optional].astype("float64")
     out.attrs.update(frame.attrs)
     return out
+
+
+def run_frames(
+    runs: Any, *, precision: Precision = "float32", stdin: bool = True
+) -> dict[str, pd.DataFrame]:
+    """Each run by its name, as `evaluate` names them (a path's by `run_names`, an unnamed
+    table "run"); `stdin=False` refuses `-` (a run the caller must read twice)."""
+    if runs is None or (isinstance(runs, list) and not runs):
+        return {}
+    from grader.io.runs import run_names
+    from grader.io.trec import read_run
+
+    items = run_inputs(runs)
+    paths = iter(run_names([str(r) for _, r in items if is_path(r)]))
+    frames: dict[str, pd.DataFrame] = {}
+    for name, run in items:
+        if is_path(run) and str(run) == "-" and not stdin:
+            raise InputError(
+                "fill= reads each run from a file, not stdin (-)", hint="save it first"
+            )
+        if is_path(run):
+            frames[name or next(paths)] = read_run(str(run), precision=precision)
+        else:
+            frames[name or "run"] = run_table(run, precision=precision)
+    return frames

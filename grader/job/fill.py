@@ -24,8 +24,7 @@ from grader.evaluation.fill.evaluation import (
 )
 from grader.evaluation.scoring import check_measures
 from grader.io.grades import parse_llm_scale
-from grader.io.python_inputs import is_path, run_inputs, run_table
-from grader.io.runs import run_names
+from grader.io.python_inputs import is_path, run_frames
 from grader.metrics.measures import Measure
 from grader.spelling import option
 
@@ -55,7 +54,7 @@ def evaluate_fill(
         raise InputError(f"{level} does not go with {filled} (its names use level 1)")
     given = check_measures(names)  # a bad name fails before any input is read
     human, llm = people_grades(qrels), llm_grades(fill)
-    frames = _run_frames(runs, precision, stdin)
+    frames = run_frames(runs, precision=precision, stdin=stdin)
     llm_path = str(fill) if is_path(fill) else None
     weights, manifest = also_judged.also_judged_weights(llm_path, fill_manifest)
     return evaluate_filled(
@@ -97,23 +96,3 @@ def _scale(given: str | Mapping[int, int] | None) -> dict[int, int] | None:
     if isinstance(given, Mapping):
         given = ",".join(f"{k}:{v}" for k, v in given.items())
     return parse_llm_scale(given)
-
-
-def _run_frames(runs: Any, precision: Precision, stdin: bool) -> dict[str, pd.DataFrame]:
-    """Each run by its name, as `evaluate` names them (a path's by `run_names`, an unnamed
-    table "run")."""
-    from grader.io.trec import read_run
-
-    items = run_inputs(runs)
-    paths = iter(run_names([str(r) for _, r in items if is_path(r)]))
-    frames: dict[str, pd.DataFrame] = {}
-    for name, run in items:
-        if is_path(run) and str(run) == "-" and not stdin:
-            raise InputError(
-                "fill= reads each run from a file, not stdin (-)", hint="save it first"
-            )
-        if is_path(run):
-            frames[name or next(paths)] = read_run(str(run), precision=precision)
-        else:
-            frames[name or "run"] = run_table(run, precision=precision)
-    return frames
