@@ -130,18 +130,11 @@ def register(name: str, compute: Kernel, **fields: Any) -> MeasureDef:
 #: the order `relgrade evaluate --help` lists them.
 MODULES = (
     "ndcg",
-    "rr",
-    "precision",
-    "recall",
-    "ap",
-    "rprec",
-    "success",
+    "binary",
     "judged_at_k",
     "err",
     "bpref",
-    "numret",
-    "numrel",
-    "numrelret",
+    "counts",
 )
 
 
