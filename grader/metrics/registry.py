@@ -145,21 +145,13 @@ def _load_builtin() -> None:
             importlib.import_module(f"grader.metrics.{module}")
 
 
-def load_plugins() -> None:
-    """Load the `relgrade.measures` entry points (once): a module is imported, a function
-    is called with no arguments."""
-    if _loaded["plugins"]:
-        return
-    _loaded["plugins"] = True
-    load_entry_points(ENTRY_POINTS)  # slow to scan: only when a name is not built in
-
-
 def find(spelling: str) -> MeasureDef | None:
     """The family a spelling names (case-insensitive), None when no measure has it."""
     _load_builtin()
     name = _SPELLINGS.get(spelling.lower())
     if name is None and not _loaded["plugins"]:
-        load_plugins()
+        _loaded["plugins"] = True
+        load_entry_points(ENTRY_POINTS)  # slow to scan: only when a name is not built in
         name = _SPELLINGS.get(spelling.lower())
     return _BY_NAME[name] if name is not None else None
 

@@ -15,11 +15,8 @@ import numpy as np
 import numpy.typing as npt
 
 from grader.metrics.evaluate import Missing, score
-from grader.metrics.judged_rows import Ranked, ideal_of
+from grader.metrics.judged_rows import Float, Int, Ranked, ideal_of
 from grader.metrics.measures import Measure, is_summed
-
-Int = npt.NDArray[np.int64]
-Float = npt.NDArray[np.float64]
 
 METHOD = (
     "PPI-style correction from the pairs graded by both, on holes imputed from them "
