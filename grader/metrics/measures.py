@@ -89,8 +89,8 @@ def _parse(name: str, default_rel: int) -> Measure:
     found = registry.find(family_text)
     if found is None:
         raise _bad(name, f"unknown measure {family_text!r}")
-    texts = spellings.split_params(params_text)
-    parts = [(p, *(s.strip() for s in p.partition("="))) for p in texts]
+    texts = [p.strip() for p in re.split(r",(?![^{]*\})", params_text or "") if p.strip()]
+    parts = [(p, *(s.strip() for s in p.partition("="))) for p in texts]  # commas outside {}
     if found.with_rel and any(key == "rel" for _, key, _, _ in parts):
         # ir_measures' NumRet(rel=N) is trec_eval's num_rel_ret
         found = registry.get(found.with_rel)
