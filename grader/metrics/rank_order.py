@@ -95,8 +95,6 @@ def ranks_within(query_codes: np.ndarray) -> np.ndarray:
 def sum_before_within(values: np.ndarray, query_codes: np.ndarray) -> np.ndarray:
     """For each row, the sum of `values` over the earlier rows of its query (rows grouped)."""
     before: np.ndarray = np.cumsum(values) - values
-    if len(before):
-        starts = np.flatnonzero(np.concatenate(([True], query_codes[1:] != query_codes[:-1])))
-        sizes = np.diff(np.append(starts, len(before)))
-        before = before - np.repeat(before[starts], sizes)
-    return before
+    first = np.arange(len(before)) - ranks_within(query_codes) + 1  # the query's first row
+    out: np.ndarray = before - before[first]
+    return out

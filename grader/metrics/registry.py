@@ -77,13 +77,8 @@ class Measure:
 
 @dataclass(frozen=True)
 class MeasureDef:
-    """One registered measure family. `compute(measure, ranked)` is the kernel `evaluate` runs;
-    `usage` and `help` its line in `relgrade evaluate --help`; `rel` it takes `(rel=N)`; `cutoff`
-    "optional", "required" or "none"; `params` its own `key -> parser` with `defaults`; `aliases`
-    other spellings; `summed` its "all" row sums; `judged_only` and `gain` it takes those
-    parameters; `trec_eval` trec_eval's name with a cutoff (`ndcg_cut`); `with_rel` the family
-    meant when written with `rel=` (NumRet(rel=N) is NumRelRet); `list_function` the measure on
-    one graded list."""
+    """One registered measure family, as `register` was given it (docs/adding-a-measure.md says
+    what each field means); `with_rel`: the family meant with `rel=` (NumRet(rel=N): NumRelRet)."""
 
     name: str
     compute: Kernel

@@ -210,15 +210,6 @@ def fill_records(result: FillResult, per_query: bool = False) -> list[dict[str, 
         records.append(record)
     for run, shares in result.shares.items():
         measure = "Share" if shares.k is None else f"Share@{shares.k}"
-        for source in SOURCES:
-            records.append(
-                {
-                    "run": run,
-                    "query_id": "all",
-                    "measure": measure,
-                    "regime": "filled",
-                    "source": source,
-                    "value": shares.share(source),
-                }
-            )
+        row = {"run": run, "query_id": "all", "measure": measure, "regime": "filled"}
+        records += [{**row, "source": s, "value": shares.share(s)} for s in SOURCES]
     return records

@@ -6,7 +6,8 @@ judged each run's top k. Pure: DataFrames in, DataFrames out."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping, Sequence
+import itertools
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -74,12 +75,14 @@ class FillResult:
         """[run, query_id, measure, regime, value] ("all": the mean, counts summed), with
         `corrected, ci_low, ci_high` on the filled means with an interval, `reason` on those
         refused."""
-        rows = [
-            row
-            for run, regimes in self.scores.items()
-            for regime in REGIMES
-            for row in _rows(run, regime, regimes[regime], self.measures, per_query)
-        ]
+        rows = []
+        for run, regime in itertools.product(self.scores, REGIMES):
+            scores = self.scores[run][regime]
+            for (name, mean), values in zip(scores.means(), scores.values.tolist(), strict=True):
+                queries = zip(scores.query_ids, values, strict=True) if per_query else ()
+                for qid, value in [*queries, ("all", mean)]:
+                    row = {"run": run, "query_id": qid, "measure": name, "regime": regime}
+                    rows.append({**row, "value": value})
         for row in rows:
             if row["regime"] == "filled" and row["query_id"] == "all":
                 found = self.intervals.get(row["run"], {}).get(row["measure"])
@@ -106,16 +109,6 @@ class FillResult:
             for source in SOURCES
         ]
         return pd.DataFrame(rows, columns=["run", "k", "source", "share"])
-
-
-def _rows(
-    run: str, regime: str, scores: Scores, names: list[str], per_query: bool
-) -> Iterator[dict[str, Any]]:
-    means = [mean for _, mean in scores.means()]
-    for name, values, mean in zip(names, scores.values.tolist(), means, strict=True):
-        queries = zip(scores.query_ids, values, strict=True) if per_query else ()
-        for qid, value in [*queries, ("all", mean)]:
-            yield {"run": run, "query_id": qid, "measure": name, "regime": regime, "value": value}
 
 
 def merge(
