@@ -64,9 +64,8 @@ class Evaluation:
     def columns(self) -> list[str]:
         """The records' keys, for CSV: the four, then those some records add."""
         extra = ["requested"] if self.requested is not None else []
-        return ["run", "query_id", "measure", "value", *extra] + (
-            ["judged_share"] if self.judged_shares else []
-        )
+        extra += ["judged_share"] if self.judged_shares else []
+        return ["run", "query_id", "measure", "value", *extra]
 
 
 def check_measures(given: Sequence[str | Measure | Any] | None) -> list[str | Measure | Any]:
