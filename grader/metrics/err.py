@@ -55,10 +55,8 @@ register(
     "ERR",
     compute,
     usage="ERR@k",
-    help=(
-        "expected reciprocal rank, gdeval's (ir_measures'): stop probability\n"
-        "(2^grade-1)/16 per result; not normalised. No threshold."
-    ),
+    help="expected reciprocal rank, gdeval's (ir_measures'): stop probability\n"
+    "(2^grade-1)/16 per result; not normalised. No threshold.",
     rel=False,
     list_function=err,
 )

@@ -13,8 +13,7 @@ FloatArray = npt.NDArray[np.float64]
 def confusion_matrix(
     a: npt.ArrayLike, b: npt.ArrayLike, size: int, weights: npt.ArrayLike | None = None
 ) -> FloatArray:
-    """The size x size matrix C[a, b]: (weighted) count of items graded a by one rater, b by the
-    other."""
+    """C[a, b] (size x size): the (weighted) count of items graded a by one rater, b by another."""
     x = np.asarray(a, dtype=np.int64)
     if x.shape != np.shape(b):
         raise ValueError("human and llm grades must have the same length")
@@ -70,8 +69,7 @@ def disagreement_weights(weighting: str, size: int) -> FloatArray:
 
 
 def kappa(c: npt.ArrayLike, weighting: str = "none") -> FloatArray:
-    """Cohen's kappa of confusion matrices [..., k, k]: 1 - sum(W*C) / sum(W*E); NaN if
-    undefined."""
+    """Cohen's kappa of confusion matrices [..., k, k] (the module's formula); NaN if undefined."""
     m = np.asarray(c, dtype=np.float64)
     w = disagreement_weights(weighting, m.shape[-1])
     total = m.sum(axis=(-2, -1))

@@ -183,8 +183,10 @@ def evaluate_fill(
     ranked_coded = {}
     for name, run in runs.items():
         result.scores[name] = _regimes(human, merged, run, parsed, precision, depth, missing)
-        ranked_coded[name] = join(coded, run, precision=precision, depth=depth)
-        result.shares[name] = _shares(ranked_coded[name], len(human), depth)
+        ranked_coded[name] = found = join(coded, run, precision=precision, depth=depth)
+        human_rows = int((found.grade < len(human)).sum())  # coded: people's pairs come first
+        unjudged = int(found.returned.sum()) - len(found.grade)
+        result.shares[name] = Shares(depth, human_rows, len(found.grade) - human_rows, unjudged)
     both = overlap_pairs(human, llm)
     if design == "holes" and weights is not None:
         both = both[[k in weights for k in zip(both["query_id"], both["doc_id"], strict=True)]]
@@ -296,11 +298,3 @@ def _overlap_weights(
             hint="give the LLM grades of that grade --also-judged run, or leave the manifest out",
         )
     return np.array([weights[k] for k in keys], dtype=np.float64)
-
-
-def _shares(coded: Ranked, n_human: int, depth: int | None) -> Shares:
-    """Counts by source of the run's top-`depth` results over the qrels queries."""
-    human = int((coded.grade < n_human).sum())
-    llm = int(len(coded.grade) - human)
-    unjudged = int(coded.returned.sum()) - human - llm
-    return Shares(depth, human, llm, unjudged)
