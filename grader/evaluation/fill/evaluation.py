@@ -132,21 +132,14 @@ def evaluate_filled(
     measures, warnings = resolve_thresholds(list(given), top, typed=typed)
     baseline = comparison.baseline if comparison else None
     result = evaluate_fill(human, llm, runs, measures, baseline=baseline, **options)
-    warnings += refusals(result)
-    notes = fill_notes(result, manifest, scale, options.get("missing", "zero"))
-    return FillEvaluation(result, warnings, notes, comparison)
-
-
-def refusals(result: FillResult) -> list[str]:
-    """One warning per run and reason: the measures that get no interval, and why."""
-    lines: list[str] = []
-    for run, reasons in result.refused.items():
+    for run, reasons in result.refused.items():  # a warning per run and reason: no interval
         by_reason: dict[str, list[str]] = {}
         for measure, why in reasons.items():
             by_reason.setdefault(why, []).append(measure)
-        for why, measures in by_reason.items():
-            lines.append(f"warning: no interval for {run} ({', '.join(measures)}): {why}")
-    return lines
+        for why, named in by_reason.items():
+            warnings.append(f"warning: no interval for {run} ({', '.join(named)}): {why}")
+    notes = fill_notes(result, manifest, scale, options.get("missing", "zero"))
+    return FillEvaluation(result, warnings, notes, comparison)
 
 
 def fill_notes(

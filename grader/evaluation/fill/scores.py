@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import numpy.typing as npt
 
 from grader.errors import InputError
 from grader.evaluation.fill.interval import (
@@ -229,7 +228,16 @@ def _overlap(
     weights: Mapping[tuple[str, str], float] | None,
     ranked: Ranked,
 ) -> Overlap:
-    """The pairs graded by both, coded by index in `merged` (`ranked`: a run joined with it)."""
+    """The pairs graded by both, coded by index in `merged` (`ranked`: a run joined with it), with
+    their 1/pi (1 without a manifest; a pair the manifest lacks has no known inclusion chance)."""
+    keys = list(zip(both["query_id"].tolist(), both["doc_id"].tolist(), strict=True))
+    unknown = [k for k in keys if weights is not None and k not in weights]
+    if unknown:
+        raise InputError(
+            f"{len(unknown)} pair(s) graded by both people and the LLM are not in the "
+            f"also-judged manifest, e.g. ({unknown[0][0]}, {unknown[0][1]})",
+            hint="give the LLM grades of that grade --also-judged run, or leave the manifest out",
+        )
     position = dict(zip(_keys(merged), range(len(merged)), strict=False))
     llm_grades = both["llm"].astype("int64")
     if scale is not None:
@@ -241,7 +249,7 @@ def _overlap(
         holes=len(holes),
         pairs=np.array([position[k] for k in _keys(both)], dtype=np.int64),
         llm=np.asarray(llm_grades.to_numpy(), dtype=np.int64),
-        weights=_overlap_weights(both, weights),
+        weights=np.array([1.0 if weights is None else weights[k] for k in keys], dtype=np.float64),
         hole_raw=holes["grade"].to_numpy(dtype=np.int64),
         pair_raw=both["llm"].to_numpy(dtype=np.int64),
         query_code=query_code,
@@ -279,22 +287,3 @@ def _intervals(
         result.differences = corrected_differences(
             effects, baseline, parsed, overlap.weights, overlap.holes, level=level, refused=refused
         )
-
-
-def _overlap_weights(
-    both: pd.DataFrame, weights: Mapping[tuple[str, str], float] | None
-) -> npt.NDArray[np.float64]:
-    """1/pi of each overlap pair (1 without a manifest); a pair the manifest lacks is an error:
-    its inclusion probability is unknown."""
-    if weights is None:
-        return np.ones(len(both), dtype=np.float64)
-    keys = list(zip(both["query_id"].tolist(), both["doc_id"].tolist(), strict=True))
-    missing = [k for k in keys if k not in weights]
-    if missing:
-        q, d = missing[0]
-        raise InputError(
-            f"{len(missing)} pair(s) graded by both people and the LLM are not in the "
-            f"also-judged manifest, e.g. ({q}, {d})",
-            hint="give the LLM grades of that grade --also-judged run, or leave the manifest out",
-        )
-    return np.array([weights[k] for k in keys], dtype=np.float64)
