@@ -27,12 +27,10 @@ import pytrec_eval
 
 from grader.io.trec import read_qrels, read_run
 from grader.metrics import evaluate, mean_scores, parse_measure
-from grader.metrics._lists import condensed
+from grader.metrics.binary import precision_at_k, reciprocal_rank
 from grader.metrics.bpref import bpref
 from grader.metrics.err import err
 from grader.metrics.ndcg import ndcg
-from grader.metrics.precision import precision_at_k
-from grader.metrics.rr import reciprocal_rank
 from tests.helpers.ir_measures_ref import GAINS, Qrels, Run, Values, frames, irm_name, write_trec
 from tests.helpers.params import quick_first
 from tests.helpers.trec import DL2019, trec_order
@@ -179,7 +177,7 @@ def list_values(qrels: Qrels, run: Run) -> Values:
             continue
         rels: list[int | None] = [judged.get(d) for d in trec_order(run[qid])]
         ideal = list(judged.values())
-        short = condensed(rels)
+        short = [g for g in rels if g is not None and g >= 0]  # judged_only=True's list
         gains = parse_measure(f"nDCG(gains={GAINS})").gains
         out[qid, "nDCG(judged_only=True)"] = ndcg(short, ideal)
         out[qid, str(parse_measure(f"nDCG(gains={GAINS})"))] = ndcg(rels, ideal, gains=gains)

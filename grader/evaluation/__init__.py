@@ -1,3 +1,2 @@
-"""Scoring runs against qrels as `relgrade evaluate` does: reading the files (`files`), and
-the records, warnings and notes of one evaluation (`scoring`), shared by the command and the
+"""Scoring runs against qrels as `relgrade evaluate` does, one path for the command and the
 Python API (`relgrade.evaluate`) so the two cannot drift."""

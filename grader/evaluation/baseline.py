@@ -4,6 +4,7 @@ by its sum; Judged@k (how far the labels reach) is neither tested nor counted.""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 from collections.abc import Sequence
@@ -120,21 +121,15 @@ def baseline_name(
     if given in names:
         return given
     for name, source in zip(names, sources, strict=True):
-        if source is not None and _same_path(given, source):
+        if source is not None and os.path.normpath(given) == os.path.normpath(source):
             return name
+        with contextlib.suppress(OSError):
+            if source is not None and os.path.samefile(given, source):
+                return name
     raise InputError(
         f"{flag}{given!r} is not one of the runs: {', '.join(names)}",
         hint="give a run's name as printed (its file stem) or the path it was read from",
     )
-
-
-def _same_path(given: str, source: str) -> bool:
-    if os.path.normpath(given) == os.path.normpath(source):
-        return True
-    try:
-        return os.path.samefile(given, source)
-    except OSError:
-        return False
 
 
 def compare(results: Sequence[tuple[str, Scores]], options: Options) -> Comparisons:

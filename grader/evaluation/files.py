@@ -135,7 +135,15 @@ def judged_run_file(
     """The run at `path` (`-`: stdin) joined with `judged`: in plain Python when both are small,
     else block by block (`run_stream`); a run that fails but reads as qrels is said to be qrels."""
     try:
-        return _judged_run_file(path, judged, precision=precision, depth=depth)
+        if isinstance(judged, DictJudgments):
+            small = small_judged_run(path, judged, precision=precision, depth=depth)
+            if small is not None:
+                return small
+        arrow_without_pandas()  # before Arrow's first conversion, `judged.arrow` among them
+        from grader.io.run_stream import judged_run
+
+        by_arrow = judged.arrow if isinstance(judged, DictJudgments) else judged
+        return judged_run(path, by_arrow, precision=precision, depth=depth)
     except InputError as exc:
         if exc.line is None or "columns in a run line" not in exc.reason:
             raise
@@ -148,25 +156,6 @@ def judged_run_file(
             line=exc.line,
             hint="give the qrels first, then the runs: relgrade evaluate QRELS RUN",
         ) from None
-
-
-def _judged_run_file(
-    path: str,
-    judged: DictJudgments | Judgments,
-    *,
-    precision: Precision,
-    depth: int | None,
-) -> JudgedRun:
-    if isinstance(judged, DictJudgments):
-        small = small_judged_run(path, judged, precision=precision, depth=depth)
-        if small is not None:
-            return small
-    arrow_without_pandas()  # before Arrow's first conversion, `judged.arrow` among them
-    if isinstance(judged, DictJudgments):
-        judged = judged.arrow
-    from grader.io.run_stream import judged_run
-
-    return judged_run(path, judged, precision=precision, depth=depth)
 
 
 def arrow_without_pandas() -> None:

@@ -14,7 +14,7 @@ import numpy as np
 
 from grader.metrics import DEFAULT_MEASURES, parse_measures
 from grader.metrics.evaluate import Missing, Scores, depth_needed, exact_mean, score
-from grader.metrics.foreign import TREC_EVAL_LEVEL, ties_of
+from grader.metrics.foreign import TREC_EVAL_LEVEL
 from grader.metrics.judged_at_k import judged_of_returned
 from grader.metrics.judged_rows import JudgedRun, Ranked
 from grader.metrics.measures import (
@@ -64,9 +64,8 @@ class Evaluation:
     def columns(self) -> list[str]:
         """The records' keys, for CSV: the four, then those some records add."""
         extra = ["requested"] if self.requested is not None else []
-        return ["run", "query_id", "measure", "value", *extra] + (
-            ["judged_share"] if self.judged_shares else []
-        )
+        extra += ["judged_share"] if self.judged_shares else []
+        return ["run", "query_id", "measure", "value", *extra]
 
 
 def check_measures(given: Sequence[str | Measure | Any] | None) -> list[str | Measure | Any]:
@@ -121,11 +120,11 @@ def _scores(
     join: RunJoin, joined: JudgedRun, measures: list[Measure], depth: int | None, missing: Missing
 ) -> Scores:
     """Every measure of one run: those with `ties=asc` on the run ranked that way."""
-    apart = [m for m in measures if ties_of(m) is not None]
+    apart = [m for m in measures if dict(m.params).get("ties") is not None]
     if not apart:
         return score(joined.ranked, measures, missing=missing)
     plain = score(joined.ranked, [m for m in measures if m not in apart], missing=missing)
-    other = score(join(depth, ties=ties_of(apart[0])).ranked, apart, missing=missing)
+    other = score(join(depth, ties=apart[0].param("ties")).ranked, apart, missing=missing)
     rows = {m: v for s in (plain, other) for m, v in zip(s.measures, s.values, strict=True)}
     names = [str(m) for m in measures]
     return replace(plain, measures=names, values=np.stack([rows[n] for n in names]))
@@ -219,17 +218,11 @@ def judged_share(ranked: Ranked, k: int | None) -> float:
     return exact_mean(judged_of_returned(ranked, k)[answered]) if answered.any() else math.nan
 
 
-def depth_label(ranked: Ranked, k: int | None) -> str:
-    """`Judged@k`; for the whole ranking `Judged@n` when every answered query returns n results,
-    else `Judged (whole ranking)`."""
-    if k is not None:
-        return f"Judged@{k}"
-    lengths = set(ranked.returned[ranked.returned > 0].tolist())
-    return f"Judged@{lengths.pop()}" if len(lengths) == 1 else "Judged (whole ranking)"
-
-
 def too_deep(ranked: Ranked, measures: Sequence[Measure]) -> list[DeepMeasure]:
-    """The measures whose depth holds more than `UNJUDGED_SHARE` unjudged results."""
+    """The measures whose depth holds more than `UNJUDGED_SHARE` unjudged results, labelled
+    `Judged@k` (the whole ranking: `Judged@n` when every answered query returns n results)."""
+    lengths = set(ranked.returned[ranked.returned > 0].tolist())
+    whole = f"Judged@{lengths.pop()}" if len(lengths) == 1 else "Judged (whole ranking)"
     shares: dict[int | None, float] = {}
     deep = []
     for measure in measures:
@@ -239,7 +232,8 @@ def too_deep(ranked: Ranked, measures: Sequence[Measure]) -> list[DeepMeasure]:
             shares[measure.cutoff] = judged_share(ranked, measure.cutoff)
         share = shares[measure.cutoff]
         if not math.isnan(share) and 1.0 - share > UNJUDGED_SHARE + 1e-12:
-            deep.append(DeepMeasure(str(measure), depth_label(ranked, measure.cutoff), share))
+            label = whole if measure.cutoff is None else f"Judged@{measure.cutoff}"
+            deep.append(DeepMeasure(str(measure), label, share))
     return deep
 
 

@@ -29,8 +29,3 @@ def of_relevant(value: float, found: int, n_relevant: int) -> float:
     if n_relevant < found:
         raise ValueError(f"n_relevant={n_relevant} is less than the {found} relevant found")
     return value / n_relevant if n_relevant else 0.0
-
-
-def condensed(rels: Grades) -> list[int]:
-    """judged_only=True's list: without its unjudged (None) and negatively graded results."""
-    return [g for g in rels if g is not None and g >= 0]

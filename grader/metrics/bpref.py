@@ -40,10 +40,7 @@ def compute(measure: Measure, ranked: Ranked) -> Float:
     """Bpref per qrels query (vectorised)."""
     t = measure.threshold
     n_rel = ranked.n_relevant(t)
-    judged_nonrel = (ranked.ideal_grade >= 0) & (ranked.ideal_grade < t)
-    n_nonrel = np.bincount(ranked.ideal_query[judged_nonrel], minlength=ranked.n_queries).astype(
-        np.float64
-    )
+    n_nonrel = ranked.n_relevant(0) - n_rel  # judged 0 <= grade < t
     nonrel = (ranked.grade >= 0) & (ranked.grade < t)
     relevant = ranked.relevant(t)
     # non-relevant rows above each row of its query (rows are sorted by query then rank)

@@ -22,17 +22,13 @@ from grader.metrics.registry import register
 MAX_GRADE = 4
 
 
-def _stop_probability(grade: int | None) -> float:
-    if grade is not None and grade > MAX_GRADE:
-        raise ValueError(f"ERR takes grades up to {MAX_GRADE} (gdeval's maximum), got {grade}")
-    return 0.0 if grade is None or grade <= 0 else (2.0**grade - 1.0) / 2.0**MAX_GRADE
-
-
 def err(rels: Grades, k: int | None = None) -> float:
     """ERR (ERR@k) of one graded list (unjudged documents are None)."""
     total, reach = 0.0, 1.0
     for i, grade in enumerate(top(rels, k), start=1):
-        r = _stop_probability(grade)
+        if grade is not None and grade > MAX_GRADE:
+            raise ValueError(f"ERR takes grades up to {MAX_GRADE} (gdeval's maximum), got {grade}")
+        r = 0.0 if grade is None or grade <= 0 else (2.0**grade - 1.0) / 2.0**MAX_GRADE
         total += reach * r / i
         reach *= 1.0 - r
     return total
@@ -59,10 +55,8 @@ register(
     "ERR",
     compute,
     usage="ERR@k",
-    help=(
-        "expected reciprocal rank, gdeval's (ir_measures'): stop probability\n"
-        "(2^grade-1)/16 per result; not normalised. No threshold."
-    ),
+    help="expected reciprocal rank, gdeval's (ir_measures'): stop probability\n"
+    "(2^grade-1)/16 per result; not normalised. No threshold.",
     rel=False,
     list_function=err,
 )

@@ -65,22 +65,12 @@ def trec_eval_spelling(name: str, level: int = TREC_EVAL_LEVEL) -> str | None:
     return f"{family}(rel={level}){cutoff}" if takes_rel else f"{family}{cutoff}"
 
 
-TIES_ASCENDING = "asc"
-"""`ties=asc`: equal scores ranked by doc id ascending, compared in double precision."""
-
-
 def parse_ties(text: str) -> str | None:
     """The parser of `ties=`: `asc` as ir_measures' RR@k and Judged@k rank ties (doc id
     ascending, scores in double precision); `desc` (the default) as trec_eval does."""
     if text not in ("asc", "desc"):
         raise ValueError("ties= is desc (trec_eval's order, the default) or asc (ir_measures')")
-    return TIES_ASCENDING if text == "asc" else None
-
-
-def ties_of(measure: Any) -> str | None:
-    """The tie order a Measure asks for: None (trec_eval's) or `TIES_ASCENDING`."""
-    value = dict(measure.params).get("ties")
-    return value if isinstance(value, str) else None
+    return "asc" if text == "asc" else None
 
 
 def is_ir_measures(measure: object) -> bool:

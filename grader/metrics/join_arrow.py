@@ -31,21 +31,6 @@ def arrow_strings(series: pd.Series) -> pa.Array:
     return out
 
 
-def _grades(column: pd.Series) -> Int:
-    """Integer grades; a missing or fractional grade is an error, never a 0."""
-    import pandas as pd
-
-    values = np.asarray(pd.to_numeric(column, errors="coerce"), dtype=np.float64)
-    bad = ~np.isfinite(values) | (values != np.round(values))
-    if bad.any():
-        raise InputError(
-            f"the qrels hold a grade that is not an integer: {column.iloc[int(np.argmax(bad))]!r}",
-            hint="drop failed judgments (no grade) before evaluating",
-        )
-    out: Int = values.astype(np.int64)
-    return out
-
-
 def _index_in(values: pa.Array, value_set: pa.Array) -> Int:
     """Position of each value in `value_set`, -1 when absent."""
     found = pc.index_in(values, value_set=value_set).fill_null(-1)
@@ -152,10 +137,20 @@ def judgments(query_ids: pa.Array, doc_ids: pa.Array, grades: Int) -> Judgments:
 
 
 def judgments_of(qrels: pd.DataFrame) -> Judgments:
-    """`judgments` of a qrels frame [query_id, doc_id, grade]."""
-    return judgments(
-        arrow_strings(qrels["query_id"]), arrow_strings(qrels["doc_id"]), _grades(qrels["grade"])
-    )
+    """`judgments` of a qrels frame [query_id, doc_id, grade]; a missing or fractional grade is an
+    error, never a 0."""
+    import pandas as pd
+
+    column = qrels["grade"]
+    grades = np.asarray(pd.to_numeric(column, errors="coerce"), dtype=np.float64)
+    bad = ~np.isfinite(grades) | (grades != np.round(grades))
+    if bad.any():
+        raise InputError(
+            f"the qrels hold a grade that is not an integer: {column.iloc[int(np.argmax(bad))]!r}",
+            hint="drop failed judgments (no grade) before evaluating",
+        )
+    queries, docs = arrow_strings(qrels["query_id"]), arrow_strings(qrels["doc_id"])
+    return judgments(queries, docs, grades.astype(np.int64))
 
 
 def join(

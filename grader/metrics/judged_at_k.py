@@ -18,8 +18,7 @@ from grader.metrics.registry import register
 
 
 def judged_at_k(rels: Grades, k: int | None = None, of: str | None = None) -> float:
-    """Judged@k of one list whose unjudged documents are None; `of="returned"` divides by
-    min(k, returned) (`Judged(of=returned)@k`)."""
+    """Judged@k of one list (unjudged documents None); `of="returned"`: of min(k, returned)."""
     shown = top(rels, k)
     judged = sum(1 for g in shown if g is not None)
     denominator = k if k is not None and of is None else len(shown)

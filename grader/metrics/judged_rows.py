@@ -10,6 +10,8 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from grader.metrics.rank_order import ranks_within
+
 Int = npt.NDArray[np.int64]
 Float = npt.NDArray[np.float64]
 
@@ -53,8 +55,6 @@ class Ranked:
     def condensed(self) -> Ranked:
         """judged_only=True's rows: without unjudged (or negatively graded) results, ranked 1..
         again, `returned` counting them (trec_eval -J); the qrels side does not change."""
-        from grader.metrics.rank_order import ranks_within
-
         keep = self.grade >= 0
         query = self.query[keep]
         returned = np.bincount(query, minlength=self.n_queries).astype(np.int64)
@@ -82,8 +82,6 @@ class Ideal(NamedTuple):  # a NamedTuple: cheaper to define at import than a dat
 
 def ideal_of(query_codes: Int, grades: Int) -> Ideal:
     """The ideal rankings of judgments given as (query code, grade) in file order."""
-    from grader.metrics.rank_order import ranks_within
-
     order = np.lexsort((-grades, query_codes))
     query = query_codes[order]
     return Ideal(query=query, grade=grades[order], pos=ranks_within(query))

@@ -13,8 +13,7 @@ FloatArray = npt.NDArray[np.float64]
 def confusion_matrix(
     a: npt.ArrayLike, b: npt.ArrayLike, size: int, weights: npt.ArrayLike | None = None
 ) -> FloatArray:
-    """The size x size matrix C[a, b]: (weighted) count of items graded a by one rater, b by the
-    other."""
+    """C[a, b] (size x size): the (weighted) count of items graded a by one rater, b by another."""
     x = np.asarray(a, dtype=np.int64)
     if x.shape != np.shape(b):
         raise ValueError("human and llm grades must have the same length")
@@ -31,17 +30,11 @@ def grouped_confusion(
 ) -> FloatArray:
     """One confusion matrix per group (`groups`: each item's index in 0..n_groups-1)."""
     g, x, y = (np.asarray(v, dtype=np.int64) for v in (groups, a, b))
-    check_grades(x, size)
-    check_grades(y, size)
+    if any(v.size and (v.min() < 0 or v.max() >= size) for v in (x, y)):
+        raise ValueError(f"grades must lie in 0..{size - 1}")
     w = check_weights(weights, x.shape[0])
     flat = np.bincount(g * size * size + x * size + y, weights=w, minlength=n_groups * size * size)
     return flat.reshape(n_groups, size, size).astype(np.float64)
-
-
-def check_grades(values: npt.NDArray[np.int64], size: int) -> None:
-    """Raise ValueError unless every grade lies in 0..size-1."""
-    if values.size and (values.min() < 0 or values.max() >= size):
-        raise ValueError(f"grades must lie in 0..{size - 1}")
 
 
 def check_weights(weights: npt.ArrayLike | None, n: int) -> FloatArray | None:
@@ -68,19 +61,15 @@ def ratio(num: npt.ArrayLike, den: npt.ArrayLike) -> FloatArray:
 def disagreement_weights(weighting: str, size: int) -> FloatArray:
     """W[a, b] for a weighting: none (a != b), linear |a - b| or quadratic (a - b)^2."""
     i = np.arange(size, dtype=np.float64)
-    d = i[:, None] - i[None, :]
-    if weighting == "none":
-        return np.asarray(d != 0, dtype=np.float64)
-    if weighting == "linear":
-        return np.asarray(np.abs(d), dtype=np.float64)
-    if weighting == "quadratic":
-        return np.asarray(d**2, dtype=np.float64)
-    raise ValueError(f"unknown kappa weighting {weighting!r} (none, linear, quadratic)")
+    d = np.abs(i[:, None] - i[None, :])
+    by_name = {"none": np.asarray(d > 0, dtype=np.float64), "linear": d, "quadratic": d**2}
+    if weighting not in by_name:
+        raise ValueError(f"unknown kappa weighting {weighting!r} (none, linear, quadratic)")
+    return by_name[weighting]
 
 
 def kappa(c: npt.ArrayLike, weighting: str = "none") -> FloatArray:
-    """Cohen's kappa of confusion matrices [..., k, k]: 1 - sum(W*C) / sum(W*E); NaN if
-    undefined."""
+    """Cohen's kappa of confusion matrices [..., k, k] (the module's formula); NaN if undefined."""
     m = np.asarray(c, dtype=np.float64)
     w = disagreement_weights(weighting, m.shape[-1])
     total = m.sum(axis=(-2, -1))

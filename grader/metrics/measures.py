@@ -51,8 +51,22 @@ def parse_measure(
     valid names."""
     if isinstance(name, Measure):
         return name
-    if not isinstance(name, str):
-        return _from_object(name)
+    if not isinstance(name, str):  # an ir_measures object: the Measure ir_measures computes
+        is_ir = foreign.is_ir_measures(name)
+        spelled = foreign.ir_measures_spelling(name) if is_ir else None
+        if spelled is None:
+            raise InputError(
+                f"measure {name!s}: relgrade cannot compute it"
+                + (" (an ir_measures measure)" if is_ir else ""),
+                hint=f"give a name or an ir_measures measure among: {measure_help()}",
+            )
+        try:
+            return _parse(spelled, DEFAULT_THRESHOLD)
+        except InputError as error:
+            raise InputError(
+                f"ir_measures measure {name!s}: relgrade cannot compute it ({error.reason})",
+                hint=error.hint,
+            ) from None
     if trec_eval_level < MIN_THRESHOLD:
         raise InputError(
             f"trec_eval level {trec_eval_level}: relgrade's thresholds start at 1",
@@ -60,24 +74,6 @@ def parse_measure(
         )
     trec = foreign.trec_eval_spelling(name, trec_eval_level)
     return _parse(trec if trec is not None else name, default_rel)
-
-
-def _from_object(measure: Any) -> Measure:
-    """An ir_measures measure object as the Measure ir_measures computes."""
-    spelled = foreign.ir_measures_spelling(measure) if foreign.is_ir_measures(measure) else None
-    if spelled is None:
-        raise InputError(
-            f"measure {measure!s}: relgrade cannot compute it"
-            + (" (an ir_measures measure)" if foreign.is_ir_measures(measure) else ""),
-            hint=f"give a name or an ir_measures measure among: {measure_help()}",
-        )
-    try:
-        return _parse(spelled, DEFAULT_THRESHOLD)
-    except InputError as error:
-        raise InputError(
-            f"ir_measures measure {measure!s}: relgrade cannot compute it ({error.reason})",
-            hint=error.hint,
-        ) from None
 
 
 def _parse(name: str, default_rel: int) -> Measure:
@@ -89,8 +85,8 @@ def _parse(name: str, default_rel: int) -> Measure:
     found = registry.find(family_text)
     if found is None:
         raise _bad(name, f"unknown measure {family_text!r}")
-    texts = spellings.split_params(params_text)
-    parts = [(p, *(s.strip() for s in p.partition("="))) for p in texts]
+    texts = [p.strip() for p in re.split(r",(?![^{]*\})", params_text or "") if p.strip()]
+    parts = [(p, *(s.strip() for s in p.partition("="))) for p in texts]  # commas outside {}
     if found.with_rel and any(key == "rel" for _, key, _, _ in parts):
         # ir_measures' NumRet(rel=N) is trec_eval's num_rel_ret
         found = registry.get(found.with_rel)

@@ -83,11 +83,9 @@ register(
     "nDCG",
     compute,
     usage="nDCG@k",
-    help=(
-        "normalised DCG, linear gain (the grade); nDCG(gain=exp)@k uses 2^grade-1.\n"
-        "The ideal ranking is built from ALL judged grades of the query, not from the\n"
-        "returned list, so missing relevant documents lower it. No threshold."
-    ),
+    help="normalised DCG, linear gain (the grade); nDCG(gain=exp)@k uses 2^grade-1.\n"
+    "The ideal ranking is built from ALL judged grades of the query, not from the\n"
+    "returned list, so missing relevant documents lower it. No threshold.",
     rel=False,
     judged_only=True,
     gain=True,

@@ -9,14 +9,10 @@ import numpy as np
 import numpy.typing as npt
 
 
-def _whole_number(text: str) -> bool:
-    return text.isascii() and text.isdigit()
-
-
 def query_order(query_ids: Sequence[str]) -> npt.NDArray[np.intp]:
     """Positions that list `query_ids` in the one order (a stable permutation)."""
     ids = [str(q) for q in query_ids]
-    if ids and all(_whole_number(q) for q in ids):
+    if ids and all(q.isascii() and q.isdigit() for q in ids):
         keyed: list[tuple[int, str]] = [(int(q), q) for q in ids]
         order = sorted(range(len(ids)), key=keyed.__getitem__)
     else:

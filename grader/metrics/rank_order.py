@@ -29,16 +29,6 @@ def _sort_by_query_score(q: np.ndarray, key: np.ndarray) -> np.ndarray:
     return np.lexsort((-key, q))
 
 
-def _strings_at(doc_ids: pd.Series | pa.ChunkedArray | pa.Array, rows: np.ndarray) -> pa.Array:
-    """The doc ids of the given rows as an Arrow string array."""
-    import pyarrow as pa
-
-    if not isinstance(doc_ids, pa.Array | pa.ChunkedArray):  # a pandas Series
-        return pa.array(doc_ids.take(rows).astype(str).to_numpy(dtype=object), pa.large_string())
-    taken = doc_ids.take(pa.array(rows))
-    return taken.combine_chunks() if isinstance(taken, pa.ChunkedArray) else taken
-
-
 def _doc_descending(doc_ids: DocIds, rows: np.ndarray, group: np.ndarray) -> np.ndarray:
     """Order of `rows` by tie group ascending, then doc id descending (bytewise in UTF-8)."""
     if isinstance(doc_ids, list):  # Python compares str by code point: UTF-8's byte order
@@ -49,7 +39,11 @@ def _doc_descending(doc_ids: DocIds, rows: np.ndarray, group: np.ndarray) -> np.
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    tied_docs = pa.table({"group": pa.array(group), "doc": _strings_at(doc_ids, rows)})
+    if not isinstance(doc_ids, pa.Array | pa.ChunkedArray):  # a pandas Series
+        docs = pa.array(doc_ids.take(rows).astype(str).to_numpy(dtype=object), pa.large_string())
+    else:
+        docs = doc_ids.take(pa.array(rows))
+    tied_docs = pa.table({"group": pa.array(group), "doc": docs})
     within: np.ndarray = pc.sort_indices(
         tied_docs, sort_keys=[("group", "ascending"), ("doc", "descending")]
     ).to_numpy()
@@ -101,8 +95,6 @@ def ranks_within(query_codes: np.ndarray) -> np.ndarray:
 def sum_before_within(values: np.ndarray, query_codes: np.ndarray) -> np.ndarray:
     """For each row, the sum of `values` over the earlier rows of its query (rows grouped)."""
     before: np.ndarray = np.cumsum(values) - values
-    if len(before):
-        starts = np.flatnonzero(np.concatenate(([True], query_codes[1:] != query_codes[:-1])))
-        sizes = np.diff(np.append(starts, len(before)))
-        before = before - np.repeat(before[starts], sizes)
-    return before
+    first = np.arange(len(before)) - ranks_within(query_codes) + 1  # the query's first row
+    out: np.ndarray = before - before[first]
+    return out

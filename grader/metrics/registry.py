@@ -77,13 +77,8 @@ class Measure:
 
 @dataclass(frozen=True)
 class MeasureDef:
-    """One registered measure family. `compute(measure, ranked)` is the kernel `evaluate` runs;
-    `usage` and `help` its line in `relgrade evaluate --help`; `rel` it takes `(rel=N)`; `cutoff`
-    "optional", "required" or "none"; `params` its own `key -> parser` with `defaults`; `aliases`
-    other spellings; `summed` its "all" row sums; `judged_only` and `gain` it takes those
-    parameters; `trec_eval` trec_eval's name with a cutoff (`ndcg_cut`); `with_rel` the family
-    meant when written with `rel=` (NumRet(rel=N) is NumRelRet); `list_function` the measure on
-    one graded list."""
+    """One registered measure family, as `register` was given it (docs/adding-a-measure.md says
+    what each field means); `with_rel`: the family meant with `rel=` (NumRet(rel=N): NumRelRet)."""
 
     name: str
     compute: Kernel
@@ -130,18 +125,11 @@ def register(name: str, compute: Kernel, **fields: Any) -> MeasureDef:
 #: the order `relgrade evaluate --help` lists them.
 MODULES = (
     "ndcg",
-    "rr",
-    "precision",
-    "recall",
-    "ap",
-    "rprec",
-    "success",
+    "binary",
     "judged_at_k",
     "err",
     "bpref",
-    "numret",
-    "numrel",
-    "numrelret",
+    "counts",
 )
 
 
@@ -152,21 +140,13 @@ def _load_builtin() -> None:
             importlib.import_module(f"grader.metrics.{module}")
 
 
-def load_plugins() -> None:
-    """Load the `relgrade.measures` entry points (once): a module is imported, a function
-    is called with no arguments."""
-    if _loaded["plugins"]:
-        return
-    _loaded["plugins"] = True
-    load_entry_points(ENTRY_POINTS)  # slow to scan: only when a name is not built in
-
-
 def find(spelling: str) -> MeasureDef | None:
     """The family a spelling names (case-insensitive), None when no measure has it."""
     _load_builtin()
     name = _SPELLINGS.get(spelling.lower())
     if name is None and not _loaded["plugins"]:
-        load_plugins()
+        _loaded["plugins"] = True
+        load_entry_points(ENTRY_POINTS)  # slow to scan: only when a name is not built in
         name = _SPELLINGS.get(spelling.lower())
     return _BY_NAME[name] if name is not None else None
 

@@ -12,11 +12,6 @@ DCG_GAINS = {"log2": "linear", "exp-log2": "exp"}
 _INT = re.compile(r"^[+-]?\d+$")
 
 
-def split_params(text: str | None) -> list[str]:
-    """The `key=value` parts of a parameter list, split at commas outside `{...}`."""
-    return [p.strip() for p in re.split(r",(?![^{]*\})", text or "") if p.strip()]
-
-
 def unquote(value: str) -> str:
     """A word with or without matching single or double quotes."""
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":

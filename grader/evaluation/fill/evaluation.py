@@ -12,14 +12,13 @@ from grader.errors import InputError
 from grader.evaluation import baseline
 from grader.evaluation.baseline import Options
 from grader.evaluation.fill.interval import p_value
-from grader.evaluation.fill.scores import REGIMES, SOURCES, Design, FillResult, evaluate_fill
+from grader.evaluation.fill.scores import REGIMES, SOURCES, FillResult, evaluate_fill
 from grader.metrics.evaluate import Missing
 from grader.metrics.measures import Measure
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from grader.metrics.rank_order import Precision
 
 COLUMNS = ["run", "query_id", "measure", "regime", "source", "value", "corrected", "ci_low"]
 COLUMNS += ["ci_high", "reason"]
@@ -103,19 +102,6 @@ def _check_pairs_once(frame: pd.DataFrame, what: str) -> None:
         )
 
 
-def check_same_collection(
-    human: pd.DataFrame, llm: pd.DataFrame, llm_name: str, human_path: str | None
-) -> None:
-    """An error when the LLM's grades share no query id with people's (another collection)."""
-    if not set(llm["query_id"].astype(str)) & set(human["query_id"].astype(str)):
-        raise InputError(
-            f"the LLM's grades ({llm_name}) share no query id with people's qrels: are they "
-            "for another collection?",
-            path=human_path,
-            hint="give the qrels and the LLM grades of the same collection",
-        )
-
-
 def evaluate_filled(
     human: pd.DataFrame,
     llm: pd.DataFrame,
@@ -125,49 +111,35 @@ def evaluate_filled(
     typed: bool,
     llm_name: str,
     human_path: str | None = None,
-    scale: dict[int, int] | None = None,
-    missing: Missing = "zero",
-    precision: Precision = "float32",
-    weights: Mapping[tuple[str, str], float] | None = None,
     manifest: str = "",
-    design: Design = "judged",
     comparison: Options | None = None,
+    **options: Any,
 ) -> FillEvaluation:
-    """Each run scored three ways (`evaluate_fill`), thresholds decided on people's grades and the
-    LLM's mapped top (`typed`: names written by a person), and the lines the command prints.
-    `weights`: 1/pi of the also-judged pairs from `manifest`; `comparison`: --baseline's."""
+    """Each run scored three ways (`evaluate_fill`, given `options`), thresholds decided on
+    people's grades and the LLM's mapped top (`typed`: names written by a person), and the lines
+    the command prints. `manifest` named the weights; `comparison`: --baseline's."""
     from grader.metrics.measures import resolve_thresholds
 
-    check_same_collection(human, llm, llm_name, human_path)
+    if not set(llm["query_id"].astype(str)) & set(human["query_id"].astype(str)):
+        raise InputError(
+            f"the LLM's grades ({llm_name}) share no query id with people's qrels: are they "
+            "for another collection?",
+            path=human_path,
+            hint="give the qrels and the LLM grades of the same collection",
+        )
+    scale = options.get("scale")
     top = int(max(human["grade"].max(), max((scale or {3: 3}).values())))
     measures, warnings = resolve_thresholds(list(given), top, typed=typed)
-    result = evaluate_fill(
-        human,
-        llm,
-        runs,
-        measures,
-        scale=scale,
-        missing=missing,
-        precision=precision,
-        weights=weights,
-        design=design,
-        baseline=comparison.baseline if comparison else None,
-    )
-    warnings += refusals(result)
-    notes = fill_notes(result, manifest, scale, missing)
-    return FillEvaluation(result, warnings, notes, comparison)
-
-
-def refusals(result: FillResult) -> list[str]:
-    """One warning per run and reason: the measures that get no interval, and why."""
-    lines: list[str] = []
-    for run, reasons in result.refused.items():
+    baseline = comparison.baseline if comparison else None
+    result = evaluate_fill(human, llm, runs, measures, baseline=baseline, **options)
+    for run, reasons in result.refused.items():  # a warning per run and reason: no interval
         by_reason: dict[str, list[str]] = {}
         for measure, why in reasons.items():
             by_reason.setdefault(why, []).append(measure)
-        for why, measures in by_reason.items():
-            lines.append(f"warning: no interval for {run} ({', '.join(measures)}): {why}")
-    return lines
+        for why, named in by_reason.items():
+            warnings.append(f"warning: no interval for {run} ({', '.join(named)}): {why}")
+    notes = fill_notes(result, manifest, scale, options.get("missing", "zero"))
+    return FillEvaluation(result, warnings, notes, comparison)
 
 
 def fill_notes(
@@ -231,15 +203,6 @@ def fill_records(result: FillResult, per_query: bool = False) -> list[dict[str, 
         records.append(record)
     for run, shares in result.shares.items():
         measure = "Share" if shares.k is None else f"Share@{shares.k}"
-        for source in SOURCES:
-            records.append(
-                {
-                    "run": run,
-                    "query_id": "all",
-                    "measure": measure,
-                    "regime": "filled",
-                    "source": source,
-                    "value": shares.share(source),
-                }
-            )
+        row = {"run": run, "query_id": "all", "measure": measure, "regime": "filled"}
+        records += [{**row, "source": s, "value": shares.share(s)} for s in SOURCES]
     return records

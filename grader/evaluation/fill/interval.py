@@ -15,11 +15,9 @@ import numpy as np
 import numpy.typing as npt
 
 from grader.metrics.evaluate import Missing, score
-from grader.metrics.judged_rows import Ranked, ideal_of
+from grader.metrics.judged_rows import Float, Int, Ranked, ideal_of
 from grader.metrics.measures import Measure, is_summed
-
-Int = npt.NDArray[np.int64]
-Float = npt.NDArray[np.float64]
+from grader.metrics.rank_order import ranks_within
 
 METHOD = (
     "PPI-style correction from the pairs graded by both, on holes imputed from them "
@@ -69,15 +67,6 @@ def rescored(ranked: Ranked, grades: Int) -> Ranked:
     return dataclasses.replace(ranked, grade=grades[ranked.grade], **fields)
 
 
-def _rounds(query_of: Int) -> Int:
-    """Round of each pair: its position among the pairs of its query (0, 1, ...)."""
-    order = np.argsort(query_of, kind="stable")
-    ranked_q = query_of[order]
-    out = np.empty(len(order), dtype=np.int64)
-    out[order] = np.arange(len(order)) - np.searchsorted(ranked_q, ranked_q)
-    return out
-
-
 def pair_effects(
     ranked: Ranked,
     measures: Sequence[Measure],
@@ -96,7 +85,9 @@ def pair_effects(
     codes = overlap.query_code[overlap.pairs]
     col = np.array([column.get(ranked.query_ids[c], -1) for c in codes.tolist()], dtype=np.int64)
     effects = np.zeros((len(overlap.pairs), len(measures)), dtype=np.float64)
-    rounds = _rounds(codes)
+    by_query = np.argsort(codes, kind="stable")
+    rounds = np.empty(len(codes), dtype=np.int64)  # a pair's position among its query's pairs
+    rounds[by_query] = ranks_within(codes[by_query]) - 1
     for r in range(int(rounds.max()) + 1 if len(rounds) else 0):
         chosen = np.flatnonzero((rounds == r) & (col >= 0))
         if not len(chosen):

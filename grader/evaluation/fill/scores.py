@@ -6,12 +6,12 @@ judged each run's top k. Pure: DataFrames in, DataFrames out."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping, Sequence
+import itertools
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import numpy.typing as npt
 
 from grader.errors import InputError
 from grader.evaluation.fill.interval import (
@@ -74,12 +74,14 @@ class FillResult:
         """[run, query_id, measure, regime, value] ("all": the mean, counts summed), with
         `corrected, ci_low, ci_high` on the filled means with an interval, `reason` on those
         refused."""
-        rows = [
-            row
-            for run, regimes in self.scores.items()
-            for regime in REGIMES
-            for row in _rows(run, regime, regimes[regime], self.measures, per_query)
-        ]
+        rows = []
+        for run, regime in itertools.product(self.scores, REGIMES):
+            scores = self.scores[run][regime]
+            for (name, mean), values in zip(scores.means(), scores.values.tolist(), strict=True):
+                queries = zip(scores.query_ids, values, strict=True) if per_query else ()
+                for qid, value in [*queries, ("all", mean)]:
+                    row = {"run": run, "query_id": qid, "measure": name, "regime": regime}
+                    rows.append({**row, "value": value})
         for row in rows:
             if row["regime"] == "filled" and row["query_id"] == "all":
                 found = self.intervals.get(row["run"], {}).get(row["measure"])
@@ -106,16 +108,6 @@ class FillResult:
             for source in SOURCES
         ]
         return pd.DataFrame(rows, columns=["run", "k", "source", "share"])
-
-
-def _rows(
-    run: str, regime: str, scores: Scores, names: list[str], per_query: bool
-) -> Iterator[dict[str, Any]]:
-    means = [mean for _, mean in scores.means()]
-    for name, values, mean in zip(names, scores.values.tolist(), means, strict=True):
-        queries = zip(scores.query_ids, values, strict=True) if per_query else ()
-        for qid, value in [*queries, ("all", mean)]:
-            yield {"run": run, "query_id": qid, "measure": name, "regime": regime, "value": value}
 
 
 def merge(
@@ -190,8 +182,10 @@ def evaluate_fill(
     ranked_coded = {}
     for name, run in runs.items():
         result.scores[name] = _regimes(human, merged, run, parsed, precision, depth, missing)
-        ranked_coded[name] = join(coded, run, precision=precision, depth=depth)
-        result.shares[name] = _shares(ranked_coded[name], len(human), depth)
+        ranked_coded[name] = found = join(coded, run, precision=precision, depth=depth)
+        human_rows = int((found.grade < len(human)).sum())  # coded: people's pairs come first
+        unjudged = int(found.returned.sum()) - len(found.grade)
+        result.shares[name] = Shares(depth, human_rows, len(found.grade) - human_rows, unjudged)
     both = overlap_pairs(human, llm)
     if design == "holes" and weights is not None:
         both = both[[k in weights for k in zip(both["query_id"], both["doc_id"], strict=True)]]
@@ -234,7 +228,16 @@ def _overlap(
     weights: Mapping[tuple[str, str], float] | None,
     ranked: Ranked,
 ) -> Overlap:
-    """The pairs graded by both, coded by index in `merged` (`ranked`: a run joined with it)."""
+    """The pairs graded by both, coded by index in `merged` (`ranked`: a run joined with it), with
+    their 1/pi (1 without a manifest; a pair the manifest lacks has no known inclusion chance)."""
+    keys = list(zip(both["query_id"].tolist(), both["doc_id"].tolist(), strict=True))
+    unknown = [k for k in keys if weights is not None and k not in weights]
+    if unknown:
+        raise InputError(
+            f"{len(unknown)} pair(s) graded by both people and the LLM are not in the "
+            f"also-judged manifest, e.g. ({unknown[0][0]}, {unknown[0][1]})",
+            hint="give the LLM grades of that grade --also-judged run, or leave the manifest out",
+        )
     position = dict(zip(_keys(merged), range(len(merged)), strict=False))
     llm_grades = both["llm"].astype("int64")
     if scale is not None:
@@ -246,7 +249,7 @@ def _overlap(
         holes=len(holes),
         pairs=np.array([position[k] for k in _keys(both)], dtype=np.int64),
         llm=np.asarray(llm_grades.to_numpy(), dtype=np.int64),
-        weights=_overlap_weights(both, weights),
+        weights=np.array([1.0 if weights is None else weights[k] for k in keys], dtype=np.float64),
         hole_raw=holes["grade"].to_numpy(dtype=np.int64),
         pair_raw=both["llm"].to_numpy(dtype=np.int64),
         query_code=query_code,
@@ -284,30 +287,3 @@ def _intervals(
         result.differences = corrected_differences(
             effects, baseline, parsed, overlap.weights, overlap.holes, level=level, refused=refused
         )
-
-
-def _overlap_weights(
-    both: pd.DataFrame, weights: Mapping[tuple[str, str], float] | None
-) -> npt.NDArray[np.float64]:
-    """1/pi of each overlap pair (1 without a manifest); a pair the manifest lacks is an error:
-    its inclusion probability is unknown."""
-    if weights is None:
-        return np.ones(len(both), dtype=np.float64)
-    keys = list(zip(both["query_id"].tolist(), both["doc_id"].tolist(), strict=True))
-    missing = [k for k in keys if k not in weights]
-    if missing:
-        q, d = missing[0]
-        raise InputError(
-            f"{len(missing)} pair(s) graded by both people and the LLM are not in the "
-            f"also-judged manifest, e.g. ({q}, {d})",
-            hint="give the LLM grades of that grade --also-judged run, or leave the manifest out",
-        )
-    return np.array([weights[k] for k in keys], dtype=np.float64)
-
-
-def _shares(coded: Ranked, n_human: int, depth: int | None) -> Shares:
-    """Counts by source of the run's top-`depth` results over the qrels queries."""
-    human = int((coded.grade < n_human).sum())
-    llm = int(len(coded.grade) - human)
-    unjudged = int(coded.returned.sum()) - human - llm
-    return Shares(depth, human, llm, unjudged)
