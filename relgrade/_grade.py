@@ -3,6 +3,7 @@ async code; its keywords are grade's options (`grader.job.options`)."""
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import pandas as pd
@@ -155,24 +156,9 @@ def grade(
     return call.frame(result, pressed)
 
 
-async def agrade(
-    pairs: pd.DataFrame | None = None,
-    *,
-    runs: Any = None,
-    queries: Any = None,
-    docs: Any = None,
-    depth: int = defaults.DEPTH,
-    skip_judged: Any = None,
-    model: str | list[str] | None = None,
-    judge: str = defaults.JUDGE,
-    prompt: str | None = None,
-    base_url: str | list[str] | None = None,
-    store: Any = defaults.STORE,
-    concurrency: int = defaults.CONCURRENCY,
-    progress: bool = True,
-    **options: Any,
-) -> pd.DataFrame:
-    """`grade` for async code: `await rg.agrade(...)` grades in the running event loop.
+async def agrade(*args: Any, **kwargs: Any) -> pd.DataFrame:
+    """`grade` for async code, with grade's arguments: `await rg.agrade(...)` grades in the
+    running event loop.
 
     >>> import asyncio, relgrade as rg, pandas as pd
     >>> pairs = pd.DataFrame({"qid": ["q1"], "docno": ["d1"], "query": ["sort"],
@@ -180,9 +166,14 @@ async def agrade(
     >>> asyncio.run(rg.agrade(pairs, judge="lexical", store="doc.db", progress=False)).grade
     ... # doctest: +SKIP
     """
-    call = _Call(locals())  # first thing: locals() holds the arguments only
+    bound = inspect.signature(grade).bind(*args, **kwargs)
+    bound.apply_defaults()
+    call = _Call(bound.arguments)
     from grader.display.progress import progress_for_api
 
-    with progress_for_api(progress) as call.tell.progress:
+    with progress_for_api(bound.arguments["progress"]) as call.tell.progress:
         result = await call.job.run()
     return call.frame(result, False)
+
+
+agrade.__signature__ = inspect.signature(grade)  # type: ignore[attr-defined]  # help(), IDEs
