@@ -63,16 +63,10 @@ def expected_reply(judge: Judge, store: Store | None) -> ExpectedReply | None:
 
 def estimate_cost(judge: Judge, pair: Pair, **reply: Any) -> float | None:
     """The judge's estimated USD for one request (`reply`: its `completion_tokens`, `batch`): 0
-    for free judges, None when unpriced."""
+    for a judge without `estimate_cost` (free), None when unpriced."""
     cost_fn = getattr(judge, "estimate_cost", None)
-    if cost_fn is not None:
-        value: float | None = cost_fn(pair.query, pair.doc, **reply)
-        return value
-    estimate = getattr(judge, "estimate", None)
-    if estimate is None:
-        return 0.0
-    cost = getattr(estimate(pair.query, pair.doc), "cost", None)
-    return None if cost is None else float(cost)
+    value: float | None = 0.0 if cost_fn is None else cost_fn(pair.query, pair.doc, **reply)
+    return value
 
 
 def all_priced(judges: Sequence[Judge | None], pairs: Sequence[Pair]) -> bool:
