@@ -26,16 +26,11 @@ _CHECKOUT_DIR = Path(__file__).resolve().parents[2] / "prompts"
 _PACKAGED_DIR = Path(str(importlib.resources.files("grader") / "_prompts"))
 
 
-def prompt_dirs() -> list[Path]:
-    """Where shipped prompts are: the wheel's `grader/_prompts`, the checkout's `prompts/`."""
-    dirs = [d for d in (_PACKAGED_DIR, _CHECKOUT_DIR) if d.is_dir()]
-    return list(dict.fromkeys(dirs))
-
-
 def shipped_prompt_files() -> list[Path]:
-    """Every shipped prompt file, by stem (the first folder wins), sorted."""
+    """Every shipped prompt file, by stem (the wheel's `grader/_prompts` first, then the
+    checkout's `prompts/`), sorted."""
     found: dict[str, Path] = {}
-    for folder in prompt_dirs():
+    for folder in dict.fromkeys(d for d in (_PACKAGED_DIR, _CHECKOUT_DIR) if d.is_dir()):
         for path in sorted(folder.glob("*.toml")):
             found.setdefault(path.stem, path)
     return [found[stem] for stem in sorted(found)]
