@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import inspect
 import json
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, ParamSpec
 
 import pandas as pd
 
@@ -34,6 +35,7 @@ from grader.models import Doc, Query
 from relgrade._evaluate import warn
 
 AGAIN = "call again with the same arguments (stored answers are reused)"
+P = ParamSpec("P")
 
 
 class _Call:
@@ -170,6 +172,19 @@ def grade(
     return call.frame(result, pressed)
 
 
+def _arguments_of(
+    sync: Callable[P, pd.DataFrame],
+) -> Callable[[Callable[..., Awaitable[pd.DataFrame]]], Callable[P, Awaitable[pd.DataFrame]]]:
+    """An async twin takes `sync`'s arguments: for type checkers, help() and IDEs."""
+
+    def typed(twin: Callable[..., Any]) -> Any:
+        twin.__signature__ = inspect.signature(sync)  # type: ignore[attr-defined]
+        return twin
+
+    return typed
+
+
+@_arguments_of(grade)
 async def agrade(*args: Any, **kwargs: Any) -> pd.DataFrame:
     """`grade` for async code, with grade's arguments: `await rg.agrade(...)` grades in the
     running event loop.
@@ -188,9 +203,6 @@ async def agrade(*args: Any, **kwargs: Any) -> pd.DataFrame:
     with progress_for_api(bound.arguments["progress"]) as call.tell.progress:
         result = await call.job.run()
     return call.frame(result, False)
-
-
-agrade.__signature__ = inspect.signature(grade)  # type: ignore[attr-defined]  # help(), IDEs
 
 
 # The first columns of a judgments table; the rest follow the judgments JSONL's order.
