@@ -32,6 +32,7 @@ _.should_exit
 _.shares_frame
 _.transform  # relgrade.pyterrier.Grader, called by PyTerrier
 __getattr__  # relgrade's lazy attributes (PEP 562)
+_.__signature__  # relgrade.agrade's, grade's: read by inspect (help, IDEs)
 
 # Fields of records written out whole (the calibrate JSON report's pydantic models, a batch
 # job's row): read by the report's readers, not by name in the code.

@@ -7,7 +7,6 @@ from __future__ import annotations
 import importlib.resources
 import json
 import math
-import os
 import re
 import tomllib
 from collections.abc import Mapping
@@ -19,7 +18,6 @@ from grader.errors import InputError
 from grader.models import Usage
 
 CHARS_PER_TOKEN = 4
-PRICES_ENV = "RELGRADE_PRICES"
 PER_TOKENS = 1_000_000
 _SNAPSHOT = re.compile(r"(.+?)-(\d{4}-\d{2}-\d{2}|\d{4}|latest)")
 
@@ -40,11 +38,6 @@ class PriceTable:
     models: dict[str, ModelPrice]
     batch_discount: float = 0.5
     sources: tuple[str, ...] = ()
-
-    @classmethod
-    def load(cls, path: str | Path | None = None) -> PriceTable:
-        """The shipped table, then `RELGRADE_PRICES`, then `path` (later entries win)."""
-        return cls.from_files(os.environ.get(PRICES_ENV), path)
 
     @classmethod
     def from_files(cls, *paths: str | Path | None) -> PriceTable:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +9,7 @@ import pandas as pd
 
 from calibration.calibrate import calibrate_grades
 from calibration.summary_model import AGREEMENT_FIGURES, CalibrationSummary
-from grader.errors import RelgradeWarning
-from relgrade._evaluate import measure_names
+from relgrade._evaluate import measure_names, warn
 
 FIGURES = ("n", *(f for f in AGREEMENT_FIGURES if f != "krippendorff_alpha_interval"))
 
@@ -104,6 +102,5 @@ def calibrate(
     0.6
     """
     summary = calibrate_grades(**{**locals(), "measures": measure_names(measures)})  # the keywords
-    for line in summary.warnings:
-        warnings.warn(line, RelgradeWarning, stacklevel=2)
+    warn(summary.warnings)
     return Calibration(summary)

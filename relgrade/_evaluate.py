@@ -5,19 +5,19 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import pandas as pd
 
 from calibration.spotcheck import also_judged
 from grader.errors import InputError, RelgradeWarning
-from grader.evaluation.baseline import COLUMNS, Options, compare
+from grader.evaluation.baseline import COLUMNS, Options, baseline_name, compare
 from grader.evaluation.files import read_qrels_input, run_joins
 from grader.evaluation.scoring import Evaluation, check_measures, evaluate_judged
-from grader.io.python_inputs import grades_table, is_path, run_table
+from grader.evaluation.significance import CORRECTIONS, TESTS, Correction, Test
+from grader.io.python_inputs import grades_table, is_path, run_inputs, run_table
 from grader.job.fill import evaluate_fill, fill_frame
 from grader.metrics.measures import Measure
-from relgrade._baseline import baseline_comparison
 
 
 def measure_names(measures: Any) -> list[str | Measure | Any] | None:
@@ -166,3 +166,29 @@ def read_run(run: Any, *, precision: Literal["float32", "float64"] = "float32") 
 
         return read_run(str(run), precision=precision)
     return run_table(run, precision=precision)
+
+
+def baseline_comparison(
+    baseline: Any, runs: Any, test: str, permutations: int, seed: int, correction: str
+) -> Callable[[Sequence[str]], Options] | None:
+    """The options of `baseline=` (`evaluate --baseline`) from the runs' names, in the order
+    `run_inputs(runs)` gives them (None without a baseline); its choices are checked at once,
+    before any input is read."""
+    if baseline is None:
+        return None
+    if test not in TESTS:
+        raise InputError(f"test={test!r} is not a test", hint=f"one of {', '.join(TESTS)}")
+    if correction not in CORRECTIONS:
+        hint = f"one of {', '.join(CORRECTIONS)}"
+        raise InputError(f"correction={correction!r} is not a correction", hint=hint)
+    if isinstance(permutations, bool) or not isinstance(permutations, int) or permutations < 1:
+        raise InputError(f"permutations must be a whole number >= 1, not {permutations!r}")
+
+    def options(names: Sequence[str]) -> Options:
+        sources = [str(run) if is_path(run) else None for _, run in run_inputs(runs)]
+        name = baseline_name(str(baseline), names, sources, "baseline=")
+        return Options(
+            name, cast(Test, test), permutations, int(seed), cast(Correction, correction)
+        )
+
+    return options

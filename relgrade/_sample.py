@@ -89,6 +89,9 @@ def _population(judgments: Any, strategy: str) -> list[Judgment]:
     return [_judgment(r) for r in frame.to_dict("records")]
 
 
+_NOT_DESIGN = ("judgments", "queries", "docs", "exclude", "prompt")
+
+
 def sample(
     judgments: Any,
     n: int | None = None,
@@ -122,6 +125,7 @@ def sample(
     >>> drawn.pairs["inclusion_probability"].tolist()
     [0.5, 0.5]
     """
+    design = {k: v for k, v in locals().items() if k not in _NOT_DESIGN}  # the draw's keywords
     if n is None and fraction is None:
         raise InputError("give n or fraction")
     population = _population(judgments, strategy)
@@ -135,15 +139,7 @@ def sample(
         source=str(judgments) if is_path(judgments) else None,
         excluded=excluded,
         budgets=lambda eligible, pairs: prompt_budgets(prompt, eligible, pairs),
-        strategy=strategy,
-        n=n,
-        fraction=fraction,
-        allocation=allocation,
-        seed=seed,
-        low_share=low_share,
-        floor=floor,
-        uniform_share=uniform_share,
-        threshold=threshold,
+        **design,
     )
     return Sample(drawn)
 

@@ -31,8 +31,8 @@ from grader.prompts import (
     load_prompt,
     render_messages,
 )
+from grader.prompts.files import OPTIONAL_FIELDS
 from grader.prompts.render import _render_template
-from grader.prompts.spec import OPTIONAL_FIELDS
 from grader.store.store import Store
 from grader.store.writing import text_rows
 from tests.helpers.batch_export import reference_render

@@ -184,7 +184,7 @@ def test_max_cost_stops_before_spending_more(
         prompt=load_prompt("passage"),
         base_url=fake_server.base_url,
         api_key="sk-test-cli",
-        prices=PriceTable.load(),
+        prices=PriceTable.from_files(),
     )
     per_pair = max(
         judge.estimate_cost(

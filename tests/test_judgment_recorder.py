@@ -74,7 +74,7 @@ def test_config_is_frozen() -> None:
 
 
 def test_ok_judgment_carries_the_configs_identity_and_price() -> None:
-    prices = PriceTable.load()
+    prices = PriceTable.from_files()
     usage = Usage(prompt_tokens=1000, completion_tokens=100)
     config = JudgmentRecorder(judge_id="openai:gpt-4o-mini", model="gpt-4o-mini", prompt=PROMPT)
     priced = dataclasses.replace(config, prices=prices)
@@ -118,7 +118,7 @@ def test_failed_judgment_and_call_records_redact_the_configs_secrets() -> None:
 
 def test_llm_judge_builds_its_recorder_from_its_own_settings() -> None:
     calls: list[CallRecord] = []
-    prices = PriceTable.load()
+    prices = PriceTable.from_files()
     client = openai.AsyncOpenAI(api_key=SECRET, base_url="http://127.0.0.1:9/v1")
     judge = LLMJudge(
         model="gpt-4o-mini",

@@ -13,6 +13,7 @@ import calibration.stats.agreement as calibration_agreement
 import grader.judges.lexical.fit as lexical_fit
 import grader.regrade.diff as regrade_diff
 from grader.metrics.kappa import cohen_kappa, confusion_matrix, grouped_confusion, kappa
+from grader.models import Judgment
 
 
 @pytest.mark.slow
@@ -60,10 +61,19 @@ def test_undefined_kappa_is_nan_not_a_number_that_lies() -> None:
         kappa(np.eye(4), "cubic")
 
 
+def _ok(key: str, grade: int) -> Judgment:
+    return Judgment(query_id="q", doc_id=key, grade=grade, status="ok", judge="j", key=key)
+
+
 def test_calibration_regrade_and_the_lexical_fit_share_it() -> None:
     old = [0, 1, 2, 3, 3, 1, 0, 2]
     new = [0, 1, 2, 2, 3, 0, 0, 2]
-    assert regrade_diff.cohen_kappa(old, new) == pytest.approx(cohen_kappa_score(old, new))
+    versions = [
+        regrade_diff.VersionPair("q", f"d{i}", _ok(f"old{i}", a), _ok(f"new{i}", b))
+        for i, (a, b) in enumerate(zip(old, new, strict=True))
+    ]
+    between = regrade_diff.diff_versions(versions).kappa_between_versions
+    assert between == pytest.approx(cohen_kappa_score(old, new))
     human = [0, 1, 2, 3, 3, 1, 0, 2]
     assert calibration_agreement.cohen_kappa(human, new, weighting="linear") == pytest.approx(
         cohen_kappa_score(human, new, weights="linear", labels=[0, 1, 2, 3])

@@ -55,7 +55,7 @@ async def test_live_endpoint_grades_obvious_pairs(query: Query, doc: Doc, expect
     assert MODEL is not None
     prompt = "code-v1" if doc.metadata else "passage-v1"
     judge = LLMJudge(
-        model=MODEL, prompt=prompt, base_url=BASE_URL, api_key=KEY, prices=PriceTable.load()
+        model=MODEL, prompt=prompt, base_url=BASE_URL, api_key=KEY, prices=PriceTable.from_files()
     )
     try:
         j = await judge.judge(query, doc, key="live")

@@ -39,7 +39,7 @@ class Harness:
             "base_url": server.base_url,
             "api_key": KEY,
             "policy": POLICY,
-            "prices": PriceTable.load(),
+            "prices": PriceTable.from_files(),
             "on_call": self.calls.append,
             "timeout": 5.0,
             "sleep": self._sleep,
@@ -87,7 +87,7 @@ async def test_valid_reply_gives_an_ok_judgment(harness: Callable[..., Harness])
     assert j.prompt == load_prompt("passage-v1").ref()
     assert j.key == "sha256:k1" and not j.truncated
     assert j.usage == h.calls[0].usage and j.usage.cached_tokens == 64
-    assert j.cost == PriceTable.load().cost("gpt-4o-mini", j.usage)
+    assert j.cost == PriceTable.from_files().cost("gpt-4o-mini", j.usage)
     assert j.grade is not None and j.distribution is not None
     sent = grade_probabilities(j.grade)  # what the fake put in top_logprobs, '"' among them
     in_grades = sum(sent[str(g)] for g in range(4))

@@ -8,7 +8,6 @@ import pytest
 
 from grader.cost import (
     CHARS_PER_TOKEN,
-    PRICES_ENV,
     PriceTable,
     estimate_tokens,
     estimate_usage,
@@ -19,13 +18,8 @@ from grader.judges.llm.judge import LLMJudge
 from grader.models import Doc, Query, Usage
 
 
-@pytest.fixture(autouse=True)
-def _no_user_prices(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(PRICES_ENV, raising=False)
-
-
 def test_cost_by_hand() -> None:
-    table = PriceTable.load()
+    table = PriceTable.from_files()
     usage = Usage(prompt_tokens=1_000_000, completion_tokens=500_000, cached_tokens=400_000)
     # gpt-4o-mini: 0.15 input, 0.075 cached input, 0.60 output per 1M tokens.
     live = 0.6 * 0.15 + 0.4 * 0.075 + 0.5 * 0.60
@@ -35,7 +29,7 @@ def test_cost_by_hand() -> None:
 
 
 def test_dated_snapshots_use_their_model_price_and_nothing_else_does() -> None:
-    table = PriceTable.load()
+    table = PriceTable.from_files()
     assert table.price("gpt-4o-mini-2024-07-18") == table.price("gpt-4o-mini")
     assert table.price("gpt-4o-2024-08-06") == table.price("gpt-4o")
     assert table.price("gpt-4.1-mini-latest") == table.price("gpt-4.1-mini")
@@ -44,26 +38,24 @@ def test_dated_snapshots_use_their_model_price_and_nothing_else_does() -> None:
 
 
 def test_unknown_model_costs_none_with_a_note() -> None:
-    table = PriceTable.load()
+    table = PriceTable.from_files()
     assert table.cost("llama3.1:8b", Usage(prompt_tokens=10)) is None
     assert table.price("llama3.1:8b") is None and table.price("gpt-4o") is not None
     assert "--prices" in spend_text(0.0, 1)  # what the summary says of its cost
 
 
-def test_user_file_and_env_override_and_extend(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_user_file_and_env_override_and_extend(tmp_path: Path) -> None:
+    """$RELGRADE_PRICES's file, then --prices's (the endpoint settings pass both)."""
     env_file = tmp_path / "env.toml"
     env_file.write_text('[models."llama3"]\ninput = 0.0\noutput = 0.0\n')
     arg_file = tmp_path / "mine.toml"
     arg_file.write_text('batch_discount = 0.4\n[models."gpt-4o-mini"]\ninput = 1.0\noutput = 2.0\n')
-    monkeypatch.setenv(PRICES_ENV, str(env_file))
-    table = PriceTable.load(arg_file)
+    table = PriceTable.from_files(env_file, arg_file)
     assert table.cost("llama3", Usage(prompt_tokens=99)) == 0.0
     mini = table.price("gpt-4o-mini")
     assert mini is not None and (mini.input, mini.cached_input, mini.output) == (1.0, 1.0, 2.0)
     assert table.batch_discount == 0.4
-    assert table.price("gpt-4o") == PriceTable.load().price("gpt-4o")
+    assert table.price("gpt-4o") == PriceTable.from_files().price("gpt-4o")
     assert table.sources == ("grader/prices.toml", str(env_file), str(arg_file))
 
 
@@ -80,7 +72,7 @@ def test_bad_price_files_name_the_file(tmp_path: Path, text: str, message: str) 
     path = tmp_path / "prices.toml"
     path.write_text(text)
     with pytest.raises(InputError, match=message) as caught:
-        PriceTable.load(path)
+        PriceTable.from_files(path)
     assert str(path) in str(caught.value)
 
 
@@ -94,7 +86,7 @@ def test_estimate_counts_four_characters_per_token() -> None:
 
 
 def test_judge_estimate_prices_the_rendered_request() -> None:
-    table = PriceTable.load()
+    table = PriceTable.from_files()
     judge = LLMJudge(
         model="gpt-4o",
         prompt="passage-v1",

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score
 
 from grader.models import Judgment, JudgmentError
-from grader.regrade.diff import VersionPair, cohen_kappa, diff_versions
+from grader.regrade.diff import VersionPair, diff_versions
 
 
 def _j(key: str, grade: int | None, reason: str = "r", cost: float | None = 0.01) -> Judgment:
@@ -62,6 +62,15 @@ def test_hand_computed_diff() -> None:
     json_keys = diff.to_json().keys()
     assert {"n", "changed", "kappa_between_versions", "transition", "failed", "cost"} <= json_keys
     assert "cost_without_batch" in json_keys
+
+
+def cohen_kappa(old: list[int], new: list[int]) -> float | None:
+    """The diff's kappa between versions of pairs graded `old` then `new`."""
+    pairs = [
+        VersionPair("q", f"d{i}", _j(f"o{i}", a), _j(f"n{i}", b))
+        for i, (a, b) in enumerate(zip(old, new, strict=True))
+    ]
+    return diff_versions(pairs).kappa_between_versions
 
 
 def test_kappa_undefined_when_nothing_to_compare() -> None:

@@ -6,6 +6,7 @@ import math
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from grader.errors import InputError
 from grader.grading.pairs import Pair
@@ -60,18 +61,12 @@ def expected_reply(judge: Judge, store: Store | None) -> ExpectedReply | None:
     )
 
 
-def estimate_cost(judge: Judge, pair: Pair, **reply: int) -> float | None:
-    """The judge's estimated USD for one request (`reply`: its `completion_tokens`): 0 for free
-    judges, None when unpriced."""
+def estimate_cost(judge: Judge, pair: Pair, **reply: Any) -> float | None:
+    """The judge's estimated USD for one request (`reply`: its `completion_tokens`, `batch`): 0
+    for a judge without `estimate_cost` (free), None when unpriced."""
     cost_fn = getattr(judge, "estimate_cost", None)
-    if cost_fn is not None:
-        value: float | None = cost_fn(pair.query, pair.doc, **reply)
-        return value
-    estimate = getattr(judge, "estimate", None)
-    if estimate is None:
-        return 0.0
-    cost = getattr(estimate(pair.query, pair.doc), "cost", None)
-    return None if cost is None else float(cost)
+    value: float | None = 0.0 if cost_fn is None else cost_fn(pair.query, pair.doc, **reply)
+    return value
 
 
 def all_priced(judges: Sequence[Judge | None], pairs: Sequence[Pair]) -> bool:
@@ -88,16 +83,18 @@ def all_priced(judges: Sequence[Judge | None], pairs: Sequence[Pair]) -> bool:
 
 
 def estimate_requests(
-    requests: Iterable[tuple[Judge, Pair]], store: Store | None = None
+    requests: Iterable[tuple[Judge, Pair]], store: Store | None = None, *, batch: bool = False
 ) -> Estimate:
-    """The summed estimate of `requests` (judge, pair); a cost is None when one is unpriced."""
+    """The summed estimate of `requests` (judge, pair), by the Batch API when `batch`; a cost
+    is None when one is unpriced."""
+    by_batch: dict[str, Any] = {"batch": True} if batch else {}
     count = prompt_tokens = completion_tokens = expected_tokens = 0
     cost: float | None = 0.0
     expected_cost: float | None = 0.0
     expected: dict[int, ExpectedReply | None] = {}
     for judge, pair in requests:
         count += 1
-        one_cost = estimate_cost(judge, pair)
+        one_cost = estimate_cost(judge, pair, **by_batch)
         estimate = getattr(judge, "estimate", None)  # none: a judge that costs nothing
         value = estimate(pair.query, pair.doc) if estimate is not None else None
         prompt_tokens += int(getattr(value, "prompt_tokens", 0) or 0)
@@ -109,7 +106,7 @@ def estimate_requests(
         reply = expected[id(judge)]
         if reply is not None:  # a judge that sends requests: its expected reply and cost
             one_tokens = reply.tokens
-            one_cost = estimate_cost(judge, pair, completion_tokens=reply.tokens)
+            one_cost = estimate_cost(judge, pair, completion_tokens=reply.tokens, **by_batch)
         expected_tokens += one_tokens
         if expected_cost is not None:
             expected_cost = None if one_cost is None else expected_cost + one_cost

@@ -47,7 +47,6 @@ async def grade_pairs(
     handle_sigint: bool = False,
     freeze_gc: bool = False,
     secrets: Sequence[str] = (),
-    flush_interval: float = FLUSH_INTERVAL_S,
     grace_s: float = GRACE_S,
     stream_final: bool = False,
     before_sending: Callable[[], None] | None = None,
@@ -84,7 +83,7 @@ async def grade_pairs(
         await _record_texts_and_pairs(store, pairs, states, run)
     run.on_progress = progress
     ctrl_c = _CtrlC(run, grace_s, handle_sigint=handle_sigint, stop=stop)
-    workers = await _run_workers(run, writer, ctrl_c, concurrency, freeze_gc, flush_interval)
+    workers = await _run_workers(run, writer, ctrl_c, concurrency, freeze_gc)
     return _finish(run, writer, workers)
 
 
@@ -94,11 +93,10 @@ async def _run_workers(
     ctrl_c: _CtrlC,
     concurrency: int,
     freeze_gc: bool,
-    flush_interval: float,
 ) -> list[asyncio.Task[None]]:
     """Judge the queue with `concurrency` workers, flushing answers and renewing leases."""
     ctrl_c.install()
-    flush_task = asyncio.create_task(_flusher(writer, flush_interval))
+    flush_task = asyncio.create_task(_flusher(writer, FLUSH_INTERVAL_S))
     renew_task = asyncio.create_task(_renewer(run))
     # What is alive now lives for the whole run: frozen, the cyclic GC stops walking it again
     # and again while thousands of replies are parsed.

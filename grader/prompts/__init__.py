@@ -5,7 +5,7 @@ the template's delimiter tags escaped so a document cannot talk as the instructi
 from __future__ import annotations
 
 from grader.output_modes import OUTPUT_MODES, VENDOR_FIELDS, OutputMode
-from grader.prompts.files import list_prompts, load_prompt, shipped_prompt_files
+from grader.prompts.files import PromptSpec, list_prompts, load_prompt, shipped_prompt_files
 from grader.prompts.render import (
     MessageRenderer,
     is_text_truncated,
@@ -14,7 +14,6 @@ from grader.prompts.render import (
     render_reask,
     truncate,
 )
-from grader.prompts.spec import PromptSpec
 
 __all__ = [
     "OUTPUT_MODES",

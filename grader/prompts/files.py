@@ -1,41 +1,139 @@
-"""Prompt files: found by path, shipped stem (`passage-v1`), `name@version` or bare name (its
-highest version) in the wheel's `grader/_prompts`, then the checkout's `prompts/`; read into a
-validated `PromptSpec`; and the prompts of stored judgments."""
+"""Prompt files: a file's validated contents (`PromptSpec`) and the placeholders its templates may
+use (`$query` and `$document` required in the user template, the optional `$title`, `$path`,
+`$symbol` and `$language`, `$scale` in the system one); found by path, shipped stem
+(`passage-v1`), `name@version` or bare name (its highest version) in the wheel's
+`grader/_prompts`, then the checkout's `prompts/`; and the prompts of stored judgments."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import importlib.resources
 import re
+import string
 import tomllib
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from grader.errors import NotAJudgePrompt, PromptError, RelgradeError
-from grader.models import Judgment
-from grader.prompts.spec import (
-    OPTIONAL_FIELDS,
-    REQUIRED_USER,
-    SYSTEM_FIELDS,
-    PromptSpec,
-    placeholders,
-)
+from grader.models import Judgment, PromptRef
+from grader.output_modes import GRAMMAR_MODES, VENDOR_FIELDS, OutputMode, bounded_strings
+
+REQUIRED_USER = ("query", "document")
+OPTIONAL_FIELDS = ("title", "path", "symbol", "language")
+SYSTEM_FIELDS = ("scale",)
+
+
+@dataclass(frozen=True)
+class PromptSpec:
+    """One prompt file, validated. `sha256` is the hex digest of the file's bytes."""
+
+    name: str
+    version: str
+    description: str
+    sha256: str
+    source: str
+    scale: dict[int, str]
+    system: str
+    user: str
+    reask: str
+    temperature: float
+    max_tokens: int
+    logprobs: bool
+    top_logprobs: int
+    doc_budget_chars: int
+    truncation_marker: str
+    json_instruction: str
+    text_instruction: str
+    final_line: str
+    schema: dict[str, Any] = field(default_factory=dict)
+    extra_sampling: dict[str, Any] = field(default_factory=dict)
+    """`[sampling.extra]`: parameters some servers take beyond OpenAI's (llama.cpp's
+    `repeat_penalty`, vLLM's `top_k`, ...), sent as they are (the SDK's `extra_body`)."""
+
+    @property
+    def id(self) -> str:
+        """`name@version`, as stored in judgments."""
+        return f"{self.name}@{self.version}"
+
+    @property
+    def file_stem(self) -> str:
+        """The shipped file's stem, `name-vVERSION` (what `--prompt` accepts)."""
+        return f"{self.name}-v{self.version}"
+
+    def ref(self) -> PromptRef:
+        return PromptRef(name=self.name, version=self.version, sha256=self.sha256)
+
+    def sampling(self) -> dict[str, Any]:
+        """The sampling parameters (part of every content key)."""
+        sampling: dict[str, Any] = {
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "logprobs": self.logprobs,
+            "top_logprobs": self.top_logprobs if self.logprobs else 0,
+        }
+        if self.extra_sampling:  # (only then: the keys of every other prompt stay as they were)
+            sampling["extra"] = dict(sorted(self.extra_sampling.items()))
+        return sampling
+
+    def without_logprobs(self) -> PromptSpec:
+        """This prompt asking for no logprobs (`--no-logprobs`): other content keys."""
+        return self if not self.logprobs else dataclasses.replace(self, logprobs=False)
+
+    def final_line_pattern(self) -> re.Pattern[str]:
+        """The regex of the final line in text mode; group 1 is the grade as written."""
+        head, _, tail = self.final_line.partition("$grade")
+        parts = [r"\s*".join(re.escape(w) for w in piece.split()) for piece in (head, tail)]
+        return re.compile(r"^\s*" + parts[0] + r"\s*(-?\d+(?:\.\d+)?)\s*" + parts[1] + r"\s*$")
+
+    def response_format(self, mode: OutputMode) -> dict[str, Any] | None:
+        """The `response_format` request field of `mode` (None: the mode sends none)."""
+        schema = self.request_schema(mode)
+        if mode == "json_schema":
+            named = {"name": "relevance_grade", "strict": True, "schema": schema}
+            return {"type": "json_schema", "json_schema": named}
+        if mode == "json_object_schema":
+            return {"type": "json_object", "schema": schema}
+        return {"type": "json_object"} if mode == "json_object" else None
+
+    def vendor_fields(self, mode: OutputMode) -> dict[str, Any]:
+        """The request fields outside `response_format` that carry the schema in `mode`."""
+        name = VENDOR_FIELDS.get(mode)
+        if name is None:
+            return {}
+        schema = self.request_schema(mode)
+        return {name: {"json": schema} if name == "structured_outputs" else schema}
+
+    def request_schema(self, mode: OutputMode) -> dict[str, Any]:
+        """The reply schema as sent in `mode` (strings bounded in a grammar mode)."""
+        if mode in GRAMMAR_MODES:
+            return bounded_strings(self.schema, self.max_tokens)
+        return self.schema
+
+
+def placeholders(template: str) -> set[str]:
+    """The placeholder names a `string.Template` text uses; PromptError for a stray `$`."""
+    names = set()
+    for match in string.Template.pattern.finditer(template):
+        name = match.group("named") or match.group("braced")
+        if name:
+            names.add(name)
+        elif match.group("invalid") is not None:
+            raise PromptError(f"a stray `$` at offset {match.start()}; write `$$` for a dollar")
+    return names
+
 
 _CHECKOUT_DIR = Path(__file__).resolve().parents[2] / "prompts"
 _PACKAGED_DIR = Path(str(importlib.resources.files("grader") / "_prompts"))
 
 
-def prompt_dirs() -> list[Path]:
-    """Where shipped prompts are: the wheel's `grader/_prompts`, the checkout's `prompts/`."""
-    dirs = [d for d in (_PACKAGED_DIR, _CHECKOUT_DIR) if d.is_dir()]
-    return list(dict.fromkeys(dirs))
-
-
 def shipped_prompt_files() -> list[Path]:
-    """Every shipped prompt file, by stem (the first folder wins), sorted."""
+    """Every shipped prompt file, by stem (the wheel's `grader/_prompts` first, then the
+    checkout's `prompts/`), sorted."""
     found: dict[str, Path] = {}
-    for folder in prompt_dirs():
+    for folder in dict.fromkeys(d for d in (_PACKAGED_DIR, _CHECKOUT_DIR) if d.is_dir()):
         for path in sorted(folder.glob("*.toml")):
             found.setdefault(path.stem, path)
     return [found[stem] for stem in sorted(found)]

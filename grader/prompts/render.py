@@ -10,7 +10,7 @@ import string
 
 from grader.models import Doc, Query
 from grader.output_modes import OutputMode
-from grader.prompts.spec import OPTIONAL_FIELDS, SYSTEM_FIELDS, PromptSpec, placeholders
+from grader.prompts.files import OPTIONAL_FIELDS, SYSTEM_FIELDS, PromptSpec, placeholders
 
 _TAG = re.compile(r"</?([A-Za-z_][A-Za-z0-9_]*)>")
 

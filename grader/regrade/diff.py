@@ -67,12 +67,6 @@ class RegradeDiff:
         return asdict(self)
 
 
-def cohen_kappa(old: Sequence[int], new: Sequence[int]) -> float | None:
-    """Unweighted Cohen's kappa over grades 0..3; None when undefined (no pairs, or p_e = 1)."""
-    value = kappa_of(old, new, len(GRADES))
-    return None if math.isnan(value) else value
-
-
 def diff_versions(
     pairs: Sequence[VersionPair],
     *,
@@ -107,11 +101,12 @@ def diff_versions(
                 )
             )
     cost, cost_without = _costs(pairs, batch_keys, batch_discount)
+    kappa = kappa_of(old_grades, new_grades, len(GRADES))  # NaN when undefined: None
     return RegradeDiff(
         n=len(pairs),
         compared=len(old_grades),
         changed=len(changed),
-        kappa_between_versions=cohen_kappa(old_grades, new_grades),
+        kappa_between_versions=None if math.isnan(kappa) else kappa,
         transition=confusion_matrix(old_grades, new_grades, len(GRADES)).astype(int).tolist(),
         failed=len(failed),
         pending=pending,

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from grader.batch.api.jobs import BatchJudge, BatchRunner, CollectSummary, JudgeFor, Progress, Sleep
 from grader.batch.api.state import BatchState
-from grader.grading.budget import expected_reply
+from grader.grading.budget import estimate_requests
 from grader.grading.pairs import Pair
 from grader.grading.pipeline import GradingReport, grade_pairs
 from grader.grading.report import primary_fingerprint
@@ -156,39 +156,26 @@ def estimate_regrade(
     with BatchState(store) as state:
         waiting = state.open_keys()
     todo, counts = work(store, candidates, waiting)
-    requests = distinct_keys(todo)
-    # live and batch, each at the ceiling and as expected: None once any request is unpriced
-    costs: dict[tuple[bool, bool], float | None] = {
-        (b, e): 0.0 for b in (False, True) for e in (False, True)
-    }
-    count = 0
-    basis: list[str] = []
-    for member in judges:
+    requests: list[tuple[Judge, Pair]] = []
+    for member in judges:  # an ensemble member's answer already stored is reused
         fingerprint = member.fingerprint()
-        keys = {c.new_key: content_key(fingerprint, c.query.text, c.doc.text) for c in requests}
+        keys = {c.new_key: content_key(fingerprint, c.query.text, c.doc.text) for c in todo}
         stored = store.statuses(keys.values()) if len(judges) > 1 else {}
-        expected = expected_reply(member, store)
-        tokens = None if expected is None else expected.tokens
-        if expected is not None:
-            basis.append(expected.basis)
-        for c in requests:
-            if stored.get(keys[c.new_key]) == "ok":
-                continue  # an ensemble member's answer already stored is reused
-            count += 1
-            for (batch, is_expected), total in costs.items():
-                one = member.estimate_cost(
-                    c.query, c.doc, batch=batch, completion_tokens=tokens if is_expected else None
-                )
-                costs[batch, is_expected] = None if total is None or one is None else total + one
+        requests += [
+            (member, Pair(c.query, c.doc))
+            for c in distinct_keys(todo)
+            if stored.get(keys[c.new_key]) != "ok"
+        ]
+    live, batch = (estimate_requests(requests, store, batch=b) for b in (False, True))
     return RegradeEstimate(
         selected=len(candidates),
         already_done=counts["already_done"],
         in_batches=counts["waiting_in_batches"],
         pairs=len(todo),
-        requests=count,
-        live_cost=costs[False, False],
-        batch_cost=costs[True, False],
-        expected_live_cost=costs[False, True],
-        expected_batch_cost=costs[True, True],
-        basis=tuple(basis),
+        requests=live.requests,
+        live_cost=live.cost,
+        batch_cost=batch.cost,
+        expected_live_cost=live.expected_cost,
+        expected_batch_cost=batch.expected_cost,
+        basis=live.basis,
     )

@@ -9,7 +9,7 @@ from grader.batch.adapter import LLMBatchJudge
 from grader.errors import PromptError
 from grader.judges.llm.judge import LLMJudge
 from grader.models import Doc, Query
-from grader.prompts.spec import OPTIONAL_FIELDS
+from grader.prompts.files import OPTIONAL_FIELDS
 
 
 def batch_judge(prompt: str = "passage") -> LLMBatchJudge:

@@ -77,6 +77,9 @@ class EstimatingJudge(ScriptedJudge):
     def estimate(self, query: Query, doc: Doc) -> Estimate:
         return Estimate(self.cost)
 
+    def estimate_cost(self, query: Query, doc: Doc, **reply: Any) -> float | None:
+        return self.cost
+
 
 def make_pairs(n: int) -> list[Pair]:
     """n pairs over three queries, doc i's text its id."""
