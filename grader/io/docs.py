@@ -18,14 +18,13 @@ import pandas as pd
 from grader.errors import InputError
 from grader.io.datasets import downloading, iterate
 from grader.io.files import content_lines, empty_file_error, parse_json_object, twice_error
-from grader.io.python_inputs import DOC_ID, QUERY_ID, check_texts, id_text, is_path, one_text_per_id
+from grader.io.python_inputs import DOC_ID, QUERY_ID, frame_texts, is_path
 from grader.models import Doc, Query
 
 QUERY_ID_FIELDS = ("query_id", "qid", "id")
 QUERY_TEXT_FIELDS = ("text", "query")
 DOC_ID_FIELDS = ("doc_id", "docid", "id")
 DOC_TEXT_FIELDS = ("text", "doc", "contents")
-DOC_TEXT = ("text", "body", "contents", "doc")  # a DataFrame's column
 _FIELDS = {"query": (QUERY_ID_FIELDS, QUERY_TEXT_FIELDS), "doc": (DOC_ID_FIELDS, DOC_TEXT_FIELDS)}
 _LAYOUTS = {"query": {2: "qid, text"}, "doc": {2: "docid, text", 3: "docid, title, text"}}
 _EXAMPLES = {
@@ -180,17 +179,6 @@ def record_text(record: Any) -> str:
     return str(text)
 
 
-def _pick(frame: pd.DataFrame, names: tuple[str, ...], what: str, expected: str) -> str:
-    found = next((n for n in names if n in frame.columns), None)
-    if found is None:
-        raise InputError(
-            f"the {what} has columns {', '.join(map(str, frame.columns)) or '(none)'}; "
-            f"expected {expected}",
-            hint="rename the columns, e.g. frame.rename(columns={...})",
-        )
-    return found
-
-
 def queries_of(value: Any) -> dict[str, Query]:
     """Queries by id from a path (TSV or JSONL), a mapping id -> text (or Query), a DataFrame
     (`query_id|qid`, `text|query`), an ir_datasets dataset or its query namedtuples."""
@@ -199,14 +187,10 @@ def queries_of(value: Any) -> dict[str, Query]:
     if hasattr(value, "queries_iter"):
         value = iterate(value, "queries")
     if isinstance(value, pd.DataFrame):
+        wanted = {"query_id": QUERY_ID, "text": QUERY_TEXT_FIELDS}
         expected = "query_id (or qid) and text (or query)"
-        qid = _pick(value, QUERY_ID, "queries DataFrame", expected)
-        text = _pick(value, QUERY_TEXT_FIELDS, "queries DataFrame", expected)
-        value = value.reset_index(drop=True)  # rows are named by their place
-        ids = id_text(value[qid], "queries DataFrame")
-        check_texts(value, [text], "queries DataFrame")
-        one_text_per_id(ids, value[text], "queries DataFrame")
-        return {q: Query(query_id=q, text=str(t)) for q, t in zip(ids, value[text], strict=True)}
+        ids, texts, _ = frame_texts(value, wanted, "queries DataFrame", expected)
+        return {q: Query(query_id=q, text=t) for q, t in zip(ids, texts, strict=True)}
     if isinstance(value, Mapping):
         return {
             str(q): t if isinstance(t, Query) else Query(query_id=str(q), text=str(t))
@@ -260,17 +244,13 @@ def all_docs(value: Any, ids: Collection[str] | None = None) -> dict[str, Doc]:
     if hasattr(value, "docs_iter"):
         value = iterate(value, "docs")
     if isinstance(value, pd.DataFrame):
+        wanted = {"doc_id": DOC_ID, "text": ("text", "body", "contents", "doc")}
         expected = "doc_id (or docno) and text (or body, contents, doc)"
-        did = _pick(value, DOC_ID, "docs DataFrame", expected)
-        text = _pick(value, DOC_TEXT, "docs DataFrame", expected)
-        value = value.reset_index(drop=True)  # rows are named by their place
+        ids, texts, value = frame_texts(value, wanted, "docs DataFrame", expected)
         titles = value["title"] if "title" in value.columns else [None] * len(value)
-        ids = id_text(value[did], "docs DataFrame")
-        check_texts(value, [text], "docs DataFrame")
-        one_text_per_id(ids, value[text], "docs DataFrame")
         return {
-            d: Doc(doc_id=d, text=str(t), title=None if pd.isna(h) else str(h))
-            for d, t, h in zip(ids, value[text], titles, strict=True)
+            d: Doc(doc_id=d, text=t, title=None if pd.isna(h) else str(h))
+            for d, t, h in zip(ids, texts, titles, strict=True)
         }
     if isinstance(value, Mapping):
         return {str(d): _doc(d, v) for d, v in value.items()}

@@ -14,6 +14,7 @@ from pathlib import Path
 from grader.errors import InputError
 from grader.io.spool import open_binary
 from grader.io.streams import READ_ERRORS, line_too_long, not_utf8
+from grader.io.streams import line_blocks as stream_blocks
 
 TREC_LINE_LIMIT = 1 << 20
 """The longest TREC line read (1 MiB): a longer one is an error naming file and line."""
@@ -81,25 +82,10 @@ def plain_block(block: bytes) -> bool:
 
 
 def line_blocks(path: Path, size: int) -> Iterator[tuple[int, bytes]]:
-    """(lines before it, a block) of `path`, blocks of about `size` bytes cut after a newline. A
-    line over TREC_LINE_LIMIT is an InputError naming it, raised before more of it is read."""
-    before = 0
-    carry = b""
+    """`streams.line_blocks` of the file at `path`, lines up to TREC_LINE_LIMIT."""
     try:
         with open_binary(path) as fh:
-            while True:
-                data = fh.read(size)
-                block = carry + data
-                if data:
-                    cut = block.rfind(b"\n") + 1
-                    block, carry = block[:cut], block[cut:]
-                    if len(carry) > TREC_LINE_LIMIT:
-                        raise line_too_long(path, before + block.count(b"\n") + 1, TREC_LINE_LIMIT)
-                if block:
-                    yield before, block
-                    before += block.count(b"\n")
-                if not data:
-                    return
+            yield from stream_blocks(fh, path, size, TREC_LINE_LIMIT)
     except READ_ERRORS as exc:
         raise InputError(f"cannot read: {exc}", path=path) from None
 
