@@ -147,15 +147,6 @@ def score_check(path: Path) -> NumberCheck:
     return lambda cell, line: None if finite_number(cell) else _bad_score(path, cell, line)
 
 
-def _finite_scores(path: Path, table: pa.Table) -> npt.NDArray[np.float64]:
-    scores = np.asarray(table["score"].to_numpy(), dtype=np.float64)
-    bad = np.flatnonzero(~np.isfinite(scores))
-    if bad.size:
-        line, cell = _written(path, bad, 4)
-        raise _bad_score(path, cell, line)
-    return scores
-
-
 def read_run(path: str | Path, *, precision: Precision = "float32") -> pd.DataFrame:
     """Read a TREC run into [query_id, doc_id, score, rank], ranked in trec_eval's order (scores
     compared in `precision`); a bad line raises InputError naming file, line and fix."""
@@ -163,7 +154,10 @@ def read_run(path: str | Path, *, precision: Precision = "float32") -> pd.DataFr
     if precision not in ("float32", "float64"):
         raise InputError(f"unknown precision {precision!r}", hint="use float32 or float64")
     table = parse_columns(p, RUN, score_check(p))
-    scores = _finite_scores(p, table)
+    scores = np.asarray(table["score"].to_numpy(), dtype=np.float64)
+    if (bad := np.flatnonzero(~np.isfinite(scores))).size:
+        line, cell = _written(p, bad, 4)
+        raise _bad_score(p, cell, line)
     table = table.select(["query_id", "doc_id", "tag"])  # free the other columns early
     qcodes = query_codes(table["query_id"])
     _check_duplicates(p, table, qcodes, "run")
