@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -182,38 +182,45 @@ def record_text(record: Any) -> str:
 def queries_of(value: Any) -> dict[str, Query]:
     """Queries by id from a path (TSV or JSONL), a mapping id -> text (or Query), a DataFrame
     (`query_id|qid`, `text|query`), an ir_datasets dataset or its query namedtuples."""
-    if is_path(value):
-        return read_queries(value)
-    if hasattr(value, "queries_iter"):
-        value = iterate(value, "queries")
+    return read_queries(value) if is_path(value) else cast(dict[str, Query], _items(value, "query"))
+
+
+_SOURCES: dict[str, tuple[str, dict[str, tuple[str, ...]]]] = {  # ir_datasets part, columns
+    "query": ("queries", {"query_id": QUERY_ID, "text": QUERY_TEXT_FIELDS}),
+    "doc": ("docs", {"doc_id": DOC_ID, "text": ("text", "body", "contents", "doc")}),
+}
+
+
+def _items(value: Any, kind: str) -> dict[str, Query | Doc]:
+    """Queries or documents (`kind`) by id from a value in Python (see `queries_of`)."""
+    part, wanted = _SOURCES[kind]
+    key = next(iter(wanted))
+    if hasattr(value, f"{part}_iter"):
+        value = iterate(value, part)
     if isinstance(value, pd.DataFrame):
-        wanted = {"query_id": QUERY_ID, "text": QUERY_TEXT_FIELDS}
-        expected = "query_id (or qid) and text (or query)"
-        ids, texts, _ = frame_texts(value, wanted, "queries DataFrame", expected)
-        return {q: Query(query_id=q, text=t) for q, t in zip(ids, texts, strict=True)}
+        expected = " and ".join(f"{n[0]} (or {', '.join(n[1:])})" for n in wanted.values())
+        ids, texts, value = frame_texts(value, wanted, f"{part} DataFrame", expected)
+        titles = value["title"] if "title" in value.columns else [None] * len(value)
+        return {i: _item(kind, i, t, h) for i, t, h in zip(ids, texts, titles, strict=True)}
     if isinstance(value, Mapping):
-        return {
-            str(q): t if isinstance(t, Query) else Query(query_id=str(q), text=str(t))
-            for q, t in value.items()
-        }
+        return {str(k): _item(kind, k, v) for k, v in value.items()}
     if isinstance(value, Iterable):
-        return {
-            str(r.query_id): Query(query_id=str(r.query_id), text=record_text(r)) for r in value
-        }
-    raise InputError(f"queries given as a {type(value).__name__}", hint=QUERIES_HINT)
+        return {str(getattr(r, key)): _item(kind, getattr(r, key), r) for r in value}
+    raise InputError(
+        f"{part} given as a {type(value).__name__}",
+        hint=f"give a path, a dict {{{key}: text}}, a DataFrame or an ir_datasets dataset",
+    )
 
 
-QUERIES_HINT = "give a path, a dict {query_id: text}, a DataFrame or an ir_datasets dataset"
-DOCS_HINT = "give a path, a dict {doc_id: text}, a DataFrame or an ir_datasets dataset"
-
-
-def _doc(doc_id: Any, value: Any) -> Doc:
-    if isinstance(value, Doc):
+def _item(kind: str, key: Any, value: Any, title: Any = None) -> Query | Doc:
+    """The Query or Doc of `key`: one made already, or of an ir_datasets namedtuple or a text."""
+    if isinstance(value, Query | Doc):
         return value
     if hasattr(value, "_fields"):
-        title = getattr(value, "title", None)
-        return Doc(doc_id=str(doc_id), text=record_text(value), title=title or None)
-    return Doc(doc_id=str(doc_id), text=str(value))
+        value, title = record_text(value), getattr(value, "title", None) or None
+    if kind == "query":
+        return Query(query_id=str(key), text=str(value))
+    return Doc(doc_id=str(key), text=str(value), title=None if pd.isna(title) else str(title))
 
 
 def docs_of(value: Any) -> dict[str, Doc] | Callable[[set[str]], dict[str, Doc]]:
@@ -234,26 +241,11 @@ def _from_docs_store(dataset: Any, store: Any, ids: set[str]) -> dict[str, Doc]:
     """The documents `ids` of a dataset's docs_store (downloaded and indexed on first use)."""
     with downloading(dataset, "docs"):
         found = store.get_many(ids)
-    return {d: _doc(d, r) for d, r in found.items()}
+    return cast(dict[str, Doc], {d: _item("doc", d, r) for d, r in found.items()})
 
 
 def all_docs(value: Any, ids: Collection[str] | None = None) -> dict[str, Doc]:
     """Every document (the lexical judge's collection statistics need them all)."""
-    if is_path(value):
-        return read_docs(value, ids=ids)
-    if hasattr(value, "docs_iter"):
-        value = iterate(value, "docs")
-    if isinstance(value, pd.DataFrame):
-        wanted = {"doc_id": DOC_ID, "text": ("text", "body", "contents", "doc")}
-        expected = "doc_id (or docno) and text (or body, contents, doc)"
-        ids, texts, value = frame_texts(value, wanted, "docs DataFrame", expected)
-        titles = value["title"] if "title" in value.columns else [None] * len(value)
-        return {
-            d: Doc(doc_id=d, text=t, title=None if pd.isna(h) else str(h))
-            for d, t, h in zip(ids, texts, titles, strict=True)
-        }
-    if isinstance(value, Mapping):
-        return {str(d): _doc(d, v) for d, v in value.items()}
-    if isinstance(value, Iterable):
-        return {str(r.doc_id): _doc(r.doc_id, r) for r in value}
-    raise InputError(f"docs given as a {type(value).__name__}", hint=DOCS_HINT)
+    return (
+        read_docs(value, ids=ids) if is_path(value) else cast(dict[str, Doc], _items(value, "doc"))
+    )

@@ -16,13 +16,7 @@ from pathlib import Path
 from typing import IO
 
 from grader.errors import InputError
-from grader.io.streams import (
-    CHUNK,
-    MAGIC,
-    coded,
-    compression_of,
-    guarded,
-)
+from grader.io.streams import CHUNK, MAGIC, coded, compression_of, guarded
 
 STDIN = "-"
 """The path that means the process's stdin, in every command (named "stdin" in errors)."""

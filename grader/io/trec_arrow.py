@@ -7,7 +7,7 @@ with its whitespace normalised."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pyarrow as pa
@@ -40,45 +40,30 @@ def is_comment(line: str) -> bool:
 def parse_columns(path: Path, layout: Layout, number_error: NumberCheck) -> pa.Table:
     """The file as an Arrow table, ids as large strings and the number column as float64; a bad
     line (column count, UTF-8, a number `number_error` refuses) raises InputError naming it."""
-    sniffed = sniff_delimiter(path, layout.kind)
-    tables = [
-        block_table(path, block, before, layout, number_error, sniffed)
-        for before, block in line_blocks(path, _PARSE_BLOCK)
-    ]
+    tables = [table for _, _, table in table_blocks(path, layout, number_error)]
     return pa.concat_tables(tables) if tables else _empty(layout, pa.large_string())
 
 
-def block_table(
+def table_blocks(
     path: Path,
-    block: bytes,
-    before: int,
     layout: Layout,
     number_error: NumberCheck,
-    sniffed: tuple[str, int] | None,
     *,
+    size: int = _PARSE_BLOCK,
     ids: pa.DataType | None = None,
     chunk: int = _CHUNK,
-) -> pa.Table:
-    """A block of whole lines (`before` lines before it) as a table, ids typed `ids` (default large
-    strings): read by Arrow as `sniffed` (delimiter, cells), else its first bad line raises, else
-    it is read normalised."""
+) -> Iterator[tuple[int, bytes, pa.Table]]:
+    """(lines before it, a block of whole lines, its table, ids typed `ids`) of the file: read by
+    Arrow as sniffed, else its first bad line raises, else it is read normalised."""
     ids = ids or pa.large_string()
-    table = None if sniffed is None else arrow_table(block, layout, sniffed, ids=ids, chunk=chunk)
-    if table is not None:
-        return table
-    check_lines(path, block, before, layout, number_error)
-    if not before and block.startswith(_BOM):
-        block = block[len(_BOM) :]
-    if not block.strip(b" \t\r\n"):
-        return _empty(layout, ids)  # blank lines only: Arrow would call it an empty file
-    try:
-        return _irregular_block(block, layout, ids)
-    except pa.ArrowException as exc:
-        raise InputError(
-            f"cannot parse {layout.kind} file: {str(exc).splitlines()[0][:200]}",
-            path=path,
-            hint=layout.hint,
-        ) from None
+    sniffed = sniff_delimiter(path, layout.kind)
+    for before, block in line_blocks(path, size):
+        table = arrow_table(block, layout, sniffed, ids=ids, chunk=chunk)
+        if table is None:
+            check_lines(path, block, before, layout, number_error)
+            text = block if before else block.removeprefix(_BOM)
+            table = _irregular_block(text, layout, ids, path)
+        yield before, block, table
 
 
 _HEAD = 4096
@@ -104,11 +89,11 @@ def sniff_delimiter(path: Path, kind: str) -> tuple[str, int] | None:
 
 
 def arrow_table(
-    block: bytes, layout: Layout, sniffed: tuple[str, int], *, ids: pa.DataType, chunk: int
+    block: bytes, layout: Layout, sniffed: tuple[str, int] | None, *, ids: pa.DataType, chunk: int
 ) -> pa.Table | None:
     """A block of whole lines read by pyarrow when it is regular; None means: check its lines."""
-    if not plain_block(block):
-        return None  # a NUL byte, or a line over the limit: `check_lines` names it
+    if sniffed is None or not plain_block(block):
+        return None  # not sniffed, a NUL byte, or a line over the limit: `check_lines` names it
     try:
         table = _read_block(block, layout, sniffed, ids, chunk)
     except pa.ArrowException:
@@ -154,19 +139,29 @@ def _read_block(
     )
 
 
-def _irregular_block(block: bytes, layout: Layout, ids: pa.DataType) -> pa.Table:
-    """A block without bad lines read with its whitespace normalised (pa.ArrowException when Arrow
-    still cannot take it); a run's lines of several widths are cut to their first columns."""
-    if not plain_block(block):
-        raise pa.ArrowInvalid("a NUL byte or an over-long line")
+def _irregular_block(block: bytes, layout: Layout, ids: pa.DataType, path: Path) -> pa.Table:
+    """A block without bad lines read with its whitespace normalised; a run's lines of several
+    widths are cut to their first columns."""
+    if not block.strip(b" \t\r\n"):
+        return _empty(layout, ids)  # blank lines only: Arrow would call it an empty file
     text = _COMMENT.sub(rb"\1", _normalised(block))
     width = len(layout.names)
-    if layout.extra_columns:
-        try:
-            return _read_block(text, layout, (" ", max(width, _first_width(text))), ids, _CHUNK)
-        except pa.ArrowException:
-            text = _FIRST_CELLS[width].sub(rb"\1\2", text)
-    return _read_block(text, layout, (" ", width), ids, _CHUNK)
+    try:
+        if not plain_block(block):
+            raise pa.ArrowInvalid("a NUL byte or an over-long line")
+        if layout.extra_columns:
+            try:
+                wide = (" ", max(width, _first_width(text)))
+                return _read_block(text, layout, wide, ids, _CHUNK)
+            except pa.ArrowException:
+                text = _FIRST_CELLS[width].sub(rb"\1\2", text)
+        return _read_block(text, layout, (" ", width), ids, _CHUNK)
+    except pa.ArrowException as exc:
+        raise InputError(
+            f"cannot parse {layout.kind} file: {str(exc).splitlines()[0][:200]}",
+            path=path,
+            hint=layout.hint,
+        ) from None
 
 
 _COMMENT = re.compile(rb"(^|\r)#[^\r\n]*", re.MULTILINE)
