@@ -11,9 +11,9 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from grader.io.streams import TREC_LINE_LIMIT
 from grader.io.trec import group_starts, read_run, score_check
-from grader.io.trec_arrow import table_blocks
-from grader.io.trec_lines import RUN, TREC_LINE_LIMIT, check_lines
+from grader.io.trec_arrow import RUN, check_lines, table_blocks
 from grader.metrics.join_arrow import Judgments, join_run
 from grader.metrics.judged_rows import JudgedRun
 from grader.metrics.rank_order import Precision, rank_order, ranks_within

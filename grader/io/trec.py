@@ -19,8 +19,15 @@ import pyarrow.compute as pc
 from grader.errors import InputError
 from grader.io.files import atomic_write
 from grader.io.grade_format import LARGE_HINT, LARGEST_GRADE, clamp_hint
-from grader.io.trec_arrow import lines_of, parse_columns
-from grader.io.trec_lines import QRELS, RUN, NumberCheck, finite_number, parses_as_number
+from grader.io.trec_arrow import (
+    QRELS,
+    RUN,
+    NumberCheck,
+    finite_number,
+    lines_of,
+    parse_columns,
+    parses_as_number,
+)
 from grader.metrics.rank_order import Precision, rank_order, ranks_within
 
 if TYPE_CHECKING:  # pandas (and pydantic, through grader.models) load only where used, so

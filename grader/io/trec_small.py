@@ -15,7 +15,7 @@ import numpy.typing as npt
 from grader.errors import InputError
 from grader.io.grade_format import LARGEST_GRADE
 from grader.io.spool import open_binary
-from grader.io.trec_lines import TREC_LINE_LIMIT
+from grader.io.streams import TREC_LINE_LIMIT
 from grader.metrics.join_dicts import DictJudgments, dict_judgments, query_codes
 from grader.metrics.judged_rows import Int, JudgedRun
 from grader.metrics.rank_order import Precision
