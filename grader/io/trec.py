@@ -241,19 +241,21 @@ def read_qrels_columns(
     if bad.size:
         raise _grade_error(p, bad, "is not an integer", hint)
     if any_grade:
-        huge = np.flatnonzero(np.abs(grades) > LARGEST_GRADE)
-        if huge.size:
-            raise _grade_error(p, huge, "is too large", LARGE_HINT)
-        return _qrels_columns(p, table, grades.astype(np.int64), clamped=0)
-    from grader.models import MAX_GRADE, MIN_GRADE
+        outside = np.flatnonzero(np.abs(grades) > LARGEST_GRADE)
+        if outside.size:
+            raise _grade_error(p, outside, "is too large", LARGE_HINT)
+        ints = grades.astype(np.int64)
+    else:
+        from grader.models import MAX_GRADE, MIN_GRADE
 
-    # Range check and clip on the floats: a huge grade cast to int64 first would wrap around.
-    outside = np.flatnonzero((grades < MIN_GRADE) | (grades > MAX_GRADE))
-    if outside.size and not clamp:
-        why = f"is outside {MIN_GRADE}..{MAX_GRADE}"
-        raise _grade_error(p, outside, why, clamp_hint())
-    ints = np.clip(grades, MIN_GRADE, MAX_GRADE).astype(np.int64)
-    return _qrels_columns(p, table, ints, clamped=int(outside.size) if clamp else 0)
+        # Range check and clip on the floats: a huge grade cast to int64 first would wrap around.
+        outside = np.flatnonzero((grades < MIN_GRADE) | (grades > MAX_GRADE))
+        if outside.size and not clamp:
+            why = f"is outside {MIN_GRADE}..{MAX_GRADE}"
+            raise _grade_error(p, outside, why, clamp_hint())
+        ints = np.clip(grades, MIN_GRADE, MAX_GRADE).astype(np.int64)
+    _check_duplicates(p, table, query_codes(table["query_id"]), "qrels")
+    return QrelsColumns(table["query_id"], table["doc_id"], ints, int(outside.size))
 
 
 def _written(path: Path, rows: npt.NDArray[np.intp], column: int) -> tuple[int, str]:
@@ -266,13 +268,6 @@ def _grade_error(path: Path, rows: npt.NDArray[np.intp], why: str, hint: str) ->
     """The error for the grade of the first of `rows`, as written in the file."""
     line, cell = _written(path, rows, 3)
     return InputError(f"grade {cell} {why}", path=path, line=line, hint=hint)
-
-
-def _qrels_columns(
-    path: Path, table: pa.Table, grades: npt.NDArray[np.int64], *, clamped: int
-) -> QrelsColumns:
-    _check_duplicates(path, table, query_codes(table["query_id"]), "qrels")
-    return QrelsColumns(table["query_id"], table["doc_id"], grades, clamped)
 
 
 def _check_ids(frame: pd.DataFrame, columns: tuple[str, ...], path: Path) -> None:
