@@ -22,7 +22,6 @@ from grader.errors import InputError
 from grader.io.spool import open_binary
 from grader.io.streams import (
     LINE_LIMIT,
-    READ_ERRORS,
     bounded_lines,
     coded,
     compression_of,
@@ -38,20 +37,13 @@ def iter_lines(path: str | Path, *, limit: int = LINE_LIMIT) -> Iterator[tuple[i
     """(1-based line number, line without its newline) of a UTF-8 text file; a line over `limit`
     bytes is an InputError naming it."""
     p = Path(path)
-    with open_binary(p) as fh:
-        lineno = 0
-        try:
-            for raw in bounded_lines(fh, p, limit):
-                lineno += 1
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise not_utf8(p, lineno, exc.start) from None
-                if lineno == 1 and line.startswith("\ufeff"):
-                    line = line[1:]
-                yield lineno, line.rstrip("\r\n")
-        except READ_ERRORS as exc:
-            raise InputError(f"cannot read: {exc}", path=p, line=lineno + 1) from None
+    with open_binary(p) as fh:  # a read error is an InputError already (`streams.guarded`)
+        for lineno, raw in enumerate(bounded_lines(fh, p, limit), 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise not_utf8(p, lineno, exc.start) from None
+            yield lineno, (line.removeprefix("\ufeff") if lineno == 1 else line).rstrip("\r\n")
 
 
 def content_lines(path: str | Path) -> Iterator[tuple[int, str]]:
@@ -95,10 +87,7 @@ def read_text(path: str | Path) -> str:
     """The whole file as text (UTF-8, or .gz of UTF-8)."""
     p = Path(path)
     with open_binary(p) as fh:
-        try:
-            data = fh.read()
-        except READ_ERRORS as exc:
-            raise InputError(f"cannot read: {exc}", path=p) from None
+        data = fh.read()
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

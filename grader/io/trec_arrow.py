@@ -88,11 +88,8 @@ def plain_block(block: bytes) -> bool:
 
 def line_blocks(path: Path, size: int) -> Iterator[tuple[int, bytes]]:
     """`streams.line_blocks` of the file at `path`, lines up to TREC_LINE_LIMIT."""
-    try:
-        with open_binary(path) as fh:
-            yield from stream_blocks(fh, path, size, TREC_LINE_LIMIT)
-    except READ_ERRORS as exc:
-        raise InputError(f"cannot read: {exc}", path=path) from None
+    with open_binary(path) as fh:
+        yield from stream_blocks(fh, path, size, TREC_LINE_LIMIT)
 
 
 TEXT_HEAD = TREC_LINE_LIMIT + 1
