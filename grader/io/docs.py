@@ -43,8 +43,7 @@ def read_queries(path: str | Path) -> dict[str, Query]:
 
 
 def read_docs(path: str | Path, *, ids: Collection[str] | None = None) -> dict[str, Doc]:
-    """Documents of a JSONL or TSV file keyed by doc id, in file order (only `ids` when given;
-    every line is checked)."""
+    """Documents of a JSONL or TSV file by id, in file order: only `ids` if given (all checked)."""
     wanted = set(ids) if ids is not None else None
     docs = {d.doc_id: d for d in _read(path, "doc", wanted) if isinstance(d, Doc)}
     if not docs and wanted is None:

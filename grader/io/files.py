@@ -34,8 +34,7 @@ _TEMP_RE = re.compile(r"\.relgrade-(?P<host>[A-Za-z0-9]*)-(?P<pid>\d+)-[a-z0-9_]
 
 
 def iter_lines(path: str | Path, *, limit: int = LINE_LIMIT) -> Iterator[tuple[int, str]]:
-    """(1-based line number, line without its newline) of a UTF-8 text file; a line over `limit`
-    bytes is an InputError naming it."""
+    """(line number, line without its newline) of a UTF-8 text file; lines up to `limit` bytes."""
     p = Path(path)
     with open_binary(p) as fh:  # a read error is an InputError already (`streams.guarded`)
         for lineno, raw in enumerate(bounded_lines(fh, p, limit), 1):

@@ -118,8 +118,7 @@ def id_text(column: pd.Series, what: str) -> pd.Series:
 def frame_texts(
     frame: pd.DataFrame, wanted: dict[str, tuple[str, ...]], what: str, expected: str
 ) -> tuple[pd.Series, pd.Series, pd.DataFrame]:
-    """(ids, texts, the frame) of a queries or docs DataFrame (`wanted`: the id then the text
-    column's names), checked as a file's lines are."""
+    """(ids, texts, frame) of a queries or docs DataFrame, checked as a file's lines are."""
     key, text = find_columns(frame, wanted, what, expected).values()
     frame = frame.reset_index(drop=True)  # rows are named by their place
     ids = id_text(frame[key], what)
@@ -176,8 +175,7 @@ def as_frame(value: Any, column: str, what: str) -> pd.DataFrame:
 def find_columns(
     frame: pd.DataFrame, wanted: Mapping[str, tuple[str, ...]], what: str, expected: str
 ) -> dict[str, str]:
-    """The column each of `wanted` is read from (the first of its names the frame has); an
-    InputError names those the frame lacks."""
+    """The column each of `wanted` is read from (its first name the frame has), else InputError."""
     found = {t: next((n for n in names if n in frame.columns), "") for t, names in wanted.items()}
     if lacking := [t for t, n in found.items() if not n]:
         raise InputError(
@@ -240,8 +238,7 @@ def _refuse(
 
 
 def run_table(value: Any, *, precision: Precision = "float32", what: str = "run") -> pd.DataFrame:
-    """A run (not a path) as [query_id, doc_id, score, rank], ranked in trec_eval's order and
-    sorted by query then rank, as `read_run` gives a file (the same ranking code)."""
+    """A run (not a path) as `read_run` gives a file's, ranked by the same code."""
     import pyarrow as pa
 
     from grader.io.trec import check_duplicates, query_codes, ranked_frame

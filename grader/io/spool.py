@@ -73,8 +73,8 @@ class _Spool:
         self.error: InputError | None = None
 
     def pull(self) -> bool:
-        """Copy one more chunk of the stream; False at its end. A stream's error (a cut compressed
-        stream, a full disk) is raised now and by every later pull."""
+        """Copy one more chunk of the stream; False at its end. An error is raised again by every
+        later pull."""
         if self.error is not None:
             raise self.error
         if self.done:

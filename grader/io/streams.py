@@ -105,8 +105,7 @@ def line_blocks(
 
 
 def bounded_lines(fh: IO[bytes], name: str | Path, limit: int) -> Iterator[bytes]:
-    """The lines of `fh` without their newline; a line over `limit` bytes is an InputError naming
-    `name` and the line, raised once `limit` bytes of it are read."""
+    """The lines of `fh` without their newline, each at most `limit` bytes (see `line_blocks`)."""
     for before, block in line_blocks(fh, name, CHUNK, limit):
         lines = block.split(b"\n")
         if block.endswith(b"\n"):

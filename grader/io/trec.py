@@ -210,9 +210,8 @@ class QrelsColumns:
 
 
 def read_qrels(path: str | Path, *, clamp: bool = False, any_grade: bool = False) -> pd.DataFrame:
-    """Read TREC qrels into [query_id, doc_id, grade]: grades in 0..3 (`clamp=True` moves others to
-    the nearest end), or with `any_grade=True` every integer as written, as trec_eval and
-    `evaluate` read qrels."""
+    """TREC qrels as [query_id, doc_id, grade]: grades in 0..3 (`clamp=True` moves others to the
+    nearest end), or with `any_grade=True` every integer as written, as trec_eval reads them."""
     columns = read_qrels_columns(path, clamp=clamp, any_grade=any_grade)
     ids = {"query_id": columns.query_id, "doc_id": columns.doc_id}
     frame: pd.DataFrame = pa.table({**ids, "grade": columns.grade}).to_pandas()

@@ -199,8 +199,7 @@ _ZERO, _DOT, _MINUS, _PLUS = ord("0"), ord("."), ord("-"), ord("+")
 def parse_decimals(
     data: bytes, starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64]
 ) -> npt.NDArray[np.float64]:
-    """`float(data[starts[i]:ends[i]])` of every cell; ValueError for a cell `float()` refuses,
-    or that holds `_` or a non-ASCII character."""
+    """`float(data[starts[i]:ends[i]])` of every cell; ValueError for one `_slow` refuses."""
     n = len(starts)
     if not n:
         return np.empty(0, dtype=np.float64)
