@@ -81,39 +81,38 @@ def _size(n: int) -> str:
     return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n:,} bytes"
 
 
-def line_blocks(
-    fh: IO[bytes], name: str | Path, size: int, limit: int
-) -> Iterator[tuple[int, bytes]]:
-    """(lines before it, a block of whole lines) of `fh`, read `size` bytes at a time (the last
-    may lack its newline); a line running past `limit` bytes unended is an InputError naming it."""
-    before = 0
+def bounded_lines(fh: IO[bytes], name: str | Path, limit: int) -> Iterator[bytes]:
+    """The lines of `fh` without their newline; a line over `limit` bytes is an InputError naming
+    `name` and the line, raised once `limit` bytes of it are read."""
+    done = 0  # lines yielded
     pieces: list[bytes] = []  # the line not yet ended
     held = 0
-    while data := fh.read(size):
-        cut = data.rfind(b"\n") + 1
-        if cut:
-            block = b"".join([*pieces, data[:cut]])
-            yield before, block
-            before += block.count(b"\n")
+    while data := fh.read(CHUNK):
+        if b"\n" not in data:
+            pieces.append(data)
+            held += len(data)
+            if held > limit:
+                raise line_too_long(name, done + 1, limit)
+            continue
+        lines = data.split(b"\n")
+        if pieces:
+            lines[0] = b"".join([*pieces, lines[0]])
             pieces, held = [], 0
-        pieces.append(data[cut:])
-        held += len(data) - cut
-        if held > limit:
-            raise line_too_long(name, before + 1, limit)
-    if held:
-        yield before, b"".join(pieces)
-
-
-def bounded_lines(fh: IO[bytes], name: str | Path, limit: int) -> Iterator[bytes]:
-    """The lines of `fh` without their newline, each at most `limit` bytes (see `line_blocks`)."""
-    for before, block in line_blocks(fh, name, CHUNK, limit):
-        lines = block.split(b"\n")
-        if block.endswith(b"\n"):
-            lines.pop()
-        for n, line in enumerate(lines, before + 1):
+        tail = lines.pop()
+        for line in lines:
+            done += 1
             if len(line) > limit:
-                raise line_too_long(name, n, limit)
+                raise line_too_long(name, done, limit)
             yield line
+        if tail:
+            pieces, held = [tail], len(tail)
+            if held > limit:
+                raise line_too_long(name, done + 1, limit)
+    if pieces:
+        line = b"".join(pieces)
+        if len(line) > limit:
+            raise line_too_long(name, done + 1, limit)
+        yield line
 
 
 def guarded(inner: IO[bytes], name: str | Path, compression: str | None) -> IO[bytes]:

@@ -21,7 +21,6 @@ from grader.errors import InputError
 from grader.io.files import iter_lines
 from grader.io.spool import open_binary
 from grader.io.streams import READ_ERRORS, TREC_LINE_LIMIT, line_too_long, not_utf8
-from grader.io.streams import line_blocks as stream_blocks
 
 _CELL_SEPARATORS = re.compile(rb"[ \t]+")  # what the irregular path splits on
 
@@ -87,9 +86,22 @@ def plain_block(block: bytes) -> bool:
 
 
 def line_blocks(path: Path, size: int) -> Iterator[tuple[int, bytes]]:
-    """`streams.line_blocks` of the file at `path`, lines up to TREC_LINE_LIMIT."""
+    """(lines before it, a block of whole lines) of `path`, read `size` bytes at a time. A line
+    over TREC_LINE_LIMIT ends them, yielded as far as read for `check_lines` to name."""
+    before = 0
+    carry = b""
     with open_binary(path) as fh:
-        yield from stream_blocks(fh, path, size, TREC_LINE_LIMIT)
+        while data := fh.read(size):
+            block = carry + data
+            cut = block.rfind(b"\n") + 1
+            block, carry = block[:cut], block[cut:]
+            if block:
+                yield before, block
+                before += block.count(b"\n")
+            if len(carry) > TREC_LINE_LIMIT:
+                break
+    if carry:
+        yield before, carry
 
 
 TEXT_HEAD = TREC_LINE_LIMIT + 1
