@@ -23,8 +23,8 @@ from grader.cli.main import main
 from grader.errors import InputError
 from grader.evaluation.files import judged_run_file, read_grades
 from grader.io.files import iter_lines
+from grader.io.streams import TREC_LINE_LIMIT
 from grader.io.trec import check_duplicates, query_codes, read_qrels, read_run
-from grader.io.trec_lines import TREC_LINE_LIMIT
 from tests.grade_data import write_grade_files
 from tests.helpers.params import quick_first
 

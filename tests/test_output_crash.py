@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.io.files import PAUSE_ENV, OutputSet, atomic_write, host_tag, stale_temp_files
+from grader.io.files import PAUSE_ENV, OutputSet, atomic_write, host_tag, remove_stale_temp_files
 from grader.io.judgments import read_judgments
 from grader.io.trec import read_qrels
 from tests.grade_data import GradeFiles, write_grade_files
@@ -99,12 +99,16 @@ def test_only_our_temp_files_of_gone_writers_are_stale(tmp_path: Path) -> None:
     old_elsewhere = tmp_path / ".out.qrels.relgrade-otherhost-1-zz9.tmp"
     not_ours = [tmp_path / ".out.qrels.abc123.tmp", tmp_path / ".out.qrels.tmp"]
     other_target = tmp_path / f".other.relgrade-{host}-{dead_pid()}-abc123.tmp"
+    day_ago = time.time() - 25 * 3600
     for p in (dead, live, mine, elsewhere, old_elsewhere, other_target, *not_ours):
         p.write_text("half a file")
-    day_ago = time.time() - 25 * 3600
     os.utime(old_elsewhere, (day_ago, day_ago))
-    assert stale_temp_files(target) == sorted([dead, old_elsewhere])
+    assert remove_stale_temp_files(target) == sorted([dead, old_elsewhere])
+    assert all(p.exists() for p in (live, mine, elsewhere, other_target, *not_ours))
 
+    dead.write_text("half a file")
+    old_elsewhere.write_text("half a file")
+    os.utime(old_elsewhere, (day_ago, day_ago))
     with atomic_write(target) as fh:  # a write removes the stale ones of its own target
         fh.write("q1 0 d1 1\n")
     assert not dead.exists() and not old_elsewhere.exists()

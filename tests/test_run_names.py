@@ -15,7 +15,8 @@ import pytest
 
 from grader.cli.main import main
 from grader.errors import InputError
-from grader.io.runs import read_runs, run_names
+from grader.io.python_inputs import run_frames
+from grader.io.runs import run_names
 from grader.io.trec import read_qrels, read_run
 from grader.metrics import evaluate, mean_scores
 from tests.batch_helpers import new_prompt, seed_store
@@ -40,7 +41,7 @@ def test_read_runs_keeps_both_runs_of_one_stem(tmp_path: Path) -> None:
         path = tmp_path / folder / "run.txt"
         path.write_text(f"q1 Q0 {doc} 1 1.0 x\n")
         paths.append(str(path))
-    runs = read_runs(paths)
+    runs = run_frames(paths)
     assert list(runs) == ["a/run", "b/run"]
     assert runs["a/run"]["doc_id"].tolist() == ["d1"] and runs["b/run"]["doc_id"].tolist() == ["d2"]
 

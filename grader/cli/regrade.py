@@ -147,9 +147,9 @@ def run(args: argparse.Namespace) -> int:
     )
     criteria = _checked_selection(args)
     spec = settle_prompt_and_models(args, criteria)
-    from grader.io.runs import read_runs
+    from grader.io.python_inputs import run_frames
 
-    runs = read_runs(args.run)
+    runs = run_frames(args.run)
     _warn_pairs_without_texts(args.store)
     if args.dry_run:
         return _dry_run(args, spec, criteria)

@@ -11,21 +11,20 @@ import json
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
 from grader.errors import InputError
 from grader.io.datasets import downloading, iterate
 from grader.io.files import content_lines, empty_file_error, parse_json_object, twice_error
-from grader.io.python_inputs import DOC_ID, QUERY_ID, check_texts, id_text, is_path, one_text_per_id
+from grader.io.python_inputs import DOC_ID, QUERY_ID, frame_texts, is_path
 from grader.models import Doc, Query
 
 QUERY_ID_FIELDS = ("query_id", "qid", "id")
 QUERY_TEXT_FIELDS = ("text", "query")
 DOC_ID_FIELDS = ("doc_id", "docid", "id")
 DOC_TEXT_FIELDS = ("text", "doc", "contents")
-DOC_TEXT = ("text", "body", "contents", "doc")  # a DataFrame's column
 _FIELDS = {"query": (QUERY_ID_FIELDS, QUERY_TEXT_FIELDS), "doc": (DOC_ID_FIELDS, DOC_TEXT_FIELDS)}
 _LAYOUTS = {"query": {2: "qid, text"}, "doc": {2: "docid, text", 3: "docid, title, text"}}
 _EXAMPLES = {
@@ -44,8 +43,7 @@ def read_queries(path: str | Path) -> dict[str, Query]:
 
 
 def read_docs(path: str | Path, *, ids: Collection[str] | None = None) -> dict[str, Doc]:
-    """Documents of a JSONL or TSV file keyed by doc id, in file order (only `ids` when given;
-    every line is checked)."""
+    """Documents of a JSONL or TSV file by id, in file order: only `ids` if given (all checked)."""
     wanted = set(ids) if ids is not None else None
     docs = {d.doc_id: d for d in _read(path, "doc", wanted) if isinstance(d, Doc)}
     if not docs and wanted is None:
@@ -180,56 +178,48 @@ def record_text(record: Any) -> str:
     return str(text)
 
 
-def _pick(frame: pd.DataFrame, names: tuple[str, ...], what: str, expected: str) -> str:
-    found = next((n for n in names if n in frame.columns), None)
-    if found is None:
-        raise InputError(
-            f"the {what} has columns {', '.join(map(str, frame.columns)) or '(none)'}; "
-            f"expected {expected}",
-            hint="rename the columns, e.g. frame.rename(columns={...})",
-        )
-    return found
-
-
 def queries_of(value: Any) -> dict[str, Query]:
     """Queries by id from a path (TSV or JSONL), a mapping id -> text (or Query), a DataFrame
     (`query_id|qid`, `text|query`), an ir_datasets dataset or its query namedtuples."""
-    if is_path(value):
-        return read_queries(value)
-    if hasattr(value, "queries_iter"):
-        value = iterate(value, "queries")
+    return read_queries(value) if is_path(value) else cast(dict[str, Query], _items(value, "query"))
+
+
+_SOURCES: dict[str, tuple[str, dict[str, tuple[str, ...]]]] = {  # ir_datasets part, columns
+    "query": ("queries", {"query_id": QUERY_ID, "text": QUERY_TEXT_FIELDS}),
+    "doc": ("docs", {"doc_id": DOC_ID, "text": ("text", "body", "contents", "doc")}),
+}
+
+
+def _items(value: Any, kind: str) -> dict[str, Query | Doc]:
+    """Queries or documents (`kind`) by id from a value in Python (see `queries_of`)."""
+    part, wanted = _SOURCES[kind]
+    key = next(iter(wanted))
+    if hasattr(value, f"{part}_iter"):
+        value = iterate(value, part)
     if isinstance(value, pd.DataFrame):
-        expected = "query_id (or qid) and text (or query)"
-        qid = _pick(value, QUERY_ID, "queries DataFrame", expected)
-        text = _pick(value, QUERY_TEXT_FIELDS, "queries DataFrame", expected)
-        value = value.reset_index(drop=True)  # rows are named by their place
-        ids = id_text(value[qid], "queries DataFrame")
-        check_texts(value, [text], "queries DataFrame")
-        one_text_per_id(ids, value[text], "queries DataFrame")
-        return {q: Query(query_id=q, text=str(t)) for q, t in zip(ids, value[text], strict=True)}
+        expected = " and ".join(f"{n[0]} (or {', '.join(n[1:])})" for n in wanted.values())
+        ids, texts, value = frame_texts(value, wanted, f"{part} DataFrame", expected)
+        titles = value["title"] if "title" in value.columns else [None] * len(value)
+        return {i: _item(kind, i, t, h) for i, t, h in zip(ids, texts, titles, strict=True)}
     if isinstance(value, Mapping):
-        return {
-            str(q): t if isinstance(t, Query) else Query(query_id=str(q), text=str(t))
-            for q, t in value.items()
-        }
+        return {str(k): _item(kind, k, v) for k, v in value.items()}
     if isinstance(value, Iterable):
-        return {
-            str(r.query_id): Query(query_id=str(r.query_id), text=record_text(r)) for r in value
-        }
-    raise InputError(f"queries given as a {type(value).__name__}", hint=QUERIES_HINT)
+        return {str(getattr(r, key)): _item(kind, getattr(r, key), r) for r in value}
+    raise InputError(
+        f"{part} given as a {type(value).__name__}",
+        hint=f"give a path, a dict {{{key}: text}}, a DataFrame or an ir_datasets dataset",
+    )
 
 
-QUERIES_HINT = "give a path, a dict {query_id: text}, a DataFrame or an ir_datasets dataset"
-DOCS_HINT = "give a path, a dict {doc_id: text}, a DataFrame or an ir_datasets dataset"
-
-
-def _doc(doc_id: Any, value: Any) -> Doc:
-    if isinstance(value, Doc):
+def _item(kind: str, key: Any, value: Any, title: Any = None) -> Query | Doc:
+    """The Query or Doc of `key`: one made already, or of an ir_datasets namedtuple or a text."""
+    if isinstance(value, Query | Doc):
         return value
     if hasattr(value, "_fields"):
-        title = getattr(value, "title", None)
-        return Doc(doc_id=str(doc_id), text=record_text(value), title=title or None)
-    return Doc(doc_id=str(doc_id), text=str(value))
+        value, title = record_text(value), getattr(value, "title", None) or None
+    if kind == "query":
+        return Query(query_id=str(key), text=str(value))
+    return Doc(doc_id=str(key), text=str(value), title=None if pd.isna(title) else str(title))
 
 
 def docs_of(value: Any) -> dict[str, Doc] | Callable[[set[str]], dict[str, Doc]]:
@@ -250,30 +240,11 @@ def _from_docs_store(dataset: Any, store: Any, ids: set[str]) -> dict[str, Doc]:
     """The documents `ids` of a dataset's docs_store (downloaded and indexed on first use)."""
     with downloading(dataset, "docs"):
         found = store.get_many(ids)
-    return {d: _doc(d, r) for d, r in found.items()}
+    return cast(dict[str, Doc], {d: _item("doc", d, r) for d, r in found.items()})
 
 
 def all_docs(value: Any, ids: Collection[str] | None = None) -> dict[str, Doc]:
     """Every document (the lexical judge's collection statistics need them all)."""
-    if is_path(value):
-        return read_docs(value, ids=ids)
-    if hasattr(value, "docs_iter"):
-        value = iterate(value, "docs")
-    if isinstance(value, pd.DataFrame):
-        expected = "doc_id (or docno) and text (or body, contents, doc)"
-        did = _pick(value, DOC_ID, "docs DataFrame", expected)
-        text = _pick(value, DOC_TEXT, "docs DataFrame", expected)
-        value = value.reset_index(drop=True)  # rows are named by their place
-        titles = value["title"] if "title" in value.columns else [None] * len(value)
-        ids = id_text(value[did], "docs DataFrame")
-        check_texts(value, [text], "docs DataFrame")
-        one_text_per_id(ids, value[text], "docs DataFrame")
-        return {
-            d: Doc(doc_id=d, text=str(t), title=None if pd.isna(h) else str(h))
-            for d, t, h in zip(ids, value[text], titles, strict=True)
-        }
-    if isinstance(value, Mapping):
-        return {str(d): _doc(d, v) for d, v in value.items()}
-    if isinstance(value, Iterable):
-        return {str(r.doc_id): _doc(r.doc_id, r) for r in value}
-    raise InputError(f"docs given as a {type(value).__name__}", hint=DOCS_HINT)
+    return (
+        read_docs(value, ids=ids) if is_path(value) else cast(dict[str, Doc], _items(value, "doc"))
+    )

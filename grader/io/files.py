@@ -22,7 +22,6 @@ from grader.errors import InputError
 from grader.io.spool import open_binary
 from grader.io.streams import (
     LINE_LIMIT,
-    READ_ERRORS,
     bounded_lines,
     coded,
     compression_of,
@@ -35,23 +34,15 @@ _TEMP_RE = re.compile(r"\.relgrade-(?P<host>[A-Za-z0-9]*)-(?P<pid>\d+)-[a-z0-9_]
 
 
 def iter_lines(path: str | Path, *, limit: int = LINE_LIMIT) -> Iterator[tuple[int, str]]:
-    """(1-based line number, line without its newline) of a UTF-8 text file; a line over `limit`
-    bytes is an InputError naming it."""
+    """(line number, line without its newline) of a UTF-8 text file; lines up to `limit` bytes."""
     p = Path(path)
-    with open_binary(p) as fh:
-        lineno = 0
-        try:
-            for raw in bounded_lines(fh, p, limit):
-                lineno += 1
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise not_utf8(p, lineno, exc.start) from None
-                if lineno == 1 and line.startswith("\ufeff"):
-                    line = line[1:]
-                yield lineno, line.rstrip("\r\n")
-        except READ_ERRORS as exc:
-            raise InputError(f"cannot read: {exc}", path=p, line=lineno + 1) from None
+    with open_binary(p) as fh:  # a read error is an InputError already (`streams.guarded`)
+        for lineno, raw in enumerate(bounded_lines(fh, p, limit), 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise not_utf8(p, lineno, exc.start) from None
+            yield lineno, (line.removeprefix("\ufeff") if lineno == 1 else line).rstrip("\r\n")
 
 
 def content_lines(path: str | Path) -> Iterator[tuple[int, str]]:
@@ -95,10 +86,7 @@ def read_text(path: str | Path) -> str:
     """The whole file as text (UTF-8, or .gz of UTF-8)."""
     p = Path(path)
     with open_binary(p) as fh:
-        try:
-            data = fh.read()
-        except READ_ERRORS as exc:
-            raise InputError(f"cannot read: {exc}", path=p) from None
+        data = fh.read()
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -134,40 +122,29 @@ def writer_gone(host: str, pid: int) -> bool:
     return False
 
 
-def stale_temp_files(path: str | Path, *, max_age_hours: float = STALE_AFTER_HOURS) -> list[Path]:
-    """Temp files `atomic_write` left beside `path` whose writer is gone: its process is dead
-    (same host), or the file is older than `max_age_hours`. Never another program's files."""
+def remove_stale_temp_files(path: str | Path) -> list[Path]:
+    """Remove the temp files `atomic_write` left beside `path` whose writer is gone: its process is
+    dead (same host), or the file is older than STALE_AFTER_HOURS (never another program's files).
+    Returns those removed, for the caller to report."""
     target = Path(path)
-    folder = target.parent if str(target.parent) else Path(".")
     prefix = f".{target.name}"
-    stale: list[Path] = []
+    removed: list[Path] = []
     try:
-        entries = list(os.scandir(folder))
+        entries = list(os.scandir(target.parent))
     except OSError:
-        return stale
+        return removed
     for entry in entries:
         match = (
             _TEMP_RE.fullmatch(entry.name, len(prefix)) if entry.name.startswith(prefix) else None
         )
         if match is None or not entry.is_file(follow_symlinks=False):
             continue
-        try:
+        with contextlib.suppress(FileNotFoundError):  # another writer removed it first
             age = time.time() - entry.stat(follow_symlinks=False).st_mtime
-        except FileNotFoundError:
-            continue
-        if age > max_age_hours * 3600 or writer_gone(match["host"], int(match["pid"])):
-            stale.append(Path(entry.path))
-    return sorted(stale)
-
-
-def remove_stale_temp_files(path: str | Path) -> list[Path]:
-    """Remove `stale_temp_files(path)`; the ones removed (for the caller to report)."""
-    removed = []
-    for stale in stale_temp_files(path):
-        with contextlib.suppress(FileNotFoundError):
-            stale.unlink()
-            removed.append(stale)
-    return removed
+            if age > STALE_AFTER_HOURS * 3600 or writer_gone(match["host"], int(match["pid"])):
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+    return sorted(removed)
 
 
 def _pause_for_tests(target: Path) -> None:
@@ -182,7 +159,7 @@ def atomic_write(path: str | Path) -> Iterator[IO[str]]:
     """Open `path` for writing text (compressed as its name says); it appears only when the block
     ends without an exception, else any file at `path` is left untouched."""
     target = Path(path)
-    folder = target.parent if str(target.parent) else Path(".")
+    folder = target.parent
     if not folder.exists():
         raise InputError("the output folder does not exist", path=target, hint="create it first")
     remove_stale_temp_files(target)
@@ -247,7 +224,7 @@ class OutputSet:
         self._written: list[Path] = []
         self._started = ""
 
-    def previous(self, *, max_age_hours: float = STALE_AFTER_HOURS) -> IncompleteOutputs | None:
+    def previous(self) -> IncompleteOutputs | None:
         """The set an earlier run left half written here, or None (none, or a live writer's)."""
         try:
             record = json.loads(self.marker.read_text(encoding="utf-8"))
@@ -261,7 +238,7 @@ class OutputSet:
             pid, host, targets, written, started = -1, "", self.targets, (), "unknown"
         with contextlib.suppress(OSError):
             age = time.time() - self.marker.stat().st_mtime
-            if not writer_gone(host, pid) and age < max_age_hours * 3600:
+            if not writer_gone(host, pid) and age < STALE_AFTER_HOURS * 3600:
                 return None  # another run is writing them right now, or this one
         return IncompleteOutputs(self.marker, pid, started, targets, written)
 

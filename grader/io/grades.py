@@ -270,8 +270,7 @@ def read_grades_file(path: str | Path, *, clamp: bool = False) -> pd.DataFrame:
 
 
 def read_people_grades(path: str | Path) -> pd.DataFrame:
-    """Human grades [query_id, doc_id, grade] as written (`grade --skip-judged`, `evaluate
-    --fill`): TREC qrels with any integer grade, as trec_eval reads them, or a grades file."""
+    """[query_id, doc_id, grade] of `read_grades_file` (`grade --skip-judged`, `--fill`)."""
     return read_grades_file(path)[["query_id", "doc_id", "grade"]]
 
 

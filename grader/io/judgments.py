@@ -29,8 +29,7 @@ class Graded(Protocol):
 
 
 def qrels_frame(graded: Iterable[Graded]) -> pd.DataFrame:
-    """The qrels frame `[query_id, doc_id, grade]` of the items that have a grade: a failed judgment
-    is left out (unjudged), never turned into 0."""
+    """`[query_id, doc_id, grade]` of the items with a grade: a failure is unjudged, never 0."""
     rows = [(g.query_id, g.doc_id, g.grade) for g in graded if g.grade is not None]
     frame = pd.DataFrame(rows, columns=["query_id", "doc_id", "grade"])
     return frame.astype({"query_id": str, "doc_id": str, "grade": "int64"})

@@ -115,6 +115,18 @@ def id_text(column: pd.Series, what: str) -> pd.Series:
     return column.astype(str)
 
 
+def frame_texts(
+    frame: pd.DataFrame, wanted: dict[str, tuple[str, ...]], what: str, expected: str
+) -> tuple[pd.Series, pd.Series, pd.DataFrame]:
+    """(ids, texts, frame) of a queries or docs DataFrame, checked as a file's lines are."""
+    key, text = find_columns(frame, wanted, what, expected).values()
+    frame = frame.reset_index(drop=True)  # rows are named by their place
+    ids = id_text(frame[key], what)
+    check_texts(frame, [text], what)
+    one_text_per_id(ids, frame[text], what)
+    return ids, frame[text].astype(str), frame
+
+
 def _records_frame(items: Iterable[Any], what: str, expected: str) -> pd.DataFrame:
     """An iterable of namedtuples (ir_datasets, ir_measures) as a frame of their fields."""
     rows = list(items)
@@ -155,17 +167,23 @@ def as_frame(value: Any, column: str, what: str) -> pd.DataFrame:
             hint="give a path, a DataFrame, a dict {query_id: {doc_id: value}} or namedtuples",
         )
     wanted = {"query_id": QUERY_ID, "doc_id": DOC_ID, column: GRADE if column == "grade" else SCORE}
-    columns = set(value.columns)
-    found = {t: next((n for n in names if n in columns), None) for t, names in wanted.items()}
-    lacking = [t for t, v in found.items() if v is None]
-    if lacking:
+    found = find_columns(value, wanted, what, expected)
+    renamed: pd.DataFrame = value.rename(columns={v: k for k, v in found.items() if v != k})
+    return renamed
+
+
+def find_columns(
+    frame: pd.DataFrame, wanted: Mapping[str, tuple[str, ...]], what: str, expected: str
+) -> dict[str, str]:
+    """The column each of `wanted` is read from (its first name the frame has), else InputError."""
+    found = {t: next((n for n in names if n in frame.columns), "") for t, names in wanted.items()}
+    if lacking := [t for t, n in found.items() if not n]:
         raise InputError(
-            f"the {what} has columns {', '.join(map(str, value.columns)) or '(none)'}: it lacks "
+            f"the {what} has columns {', '.join(map(str, frame.columns)) or '(none)'}: it lacks "
             f"{', '.join(lacking)}; expected {expected}",
             hint="rename the columns, e.g. frame.rename(columns={...})",
         )
-    renamed: pd.DataFrame = value.rename(columns={v: k for k, v in found.items() if v != k})
-    return renamed
+    return found
 
 
 def grades_table(value: Any, what: str = "qrels") -> pd.DataFrame:
@@ -220,8 +238,7 @@ def _refuse(
 
 
 def run_table(value: Any, *, precision: Precision = "float32", what: str = "run") -> pd.DataFrame:
-    """A run (not a path) as [query_id, doc_id, score, rank], ranked in trec_eval's order and
-    sorted by query then rank, as `read_run` gives a file (the same ranking code)."""
+    """A run (not a path) as `read_run` gives a file's, ranked by the same code."""
     import pyarrow as pa
 
     from grader.io.trec import check_duplicates, query_codes, ranked_frame

@@ -11,9 +11,9 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from grader.io.streams import TREC_LINE_LIMIT
 from grader.io.trec import group_starts, read_run, score_check
-from grader.io.trec_arrow import block_table, sniff_delimiter
-from grader.io.trec_lines import RUN, TREC_LINE_LIMIT, check_lines, line_blocks
+from grader.io.trec_arrow import RUN, check_lines, table_blocks
 from grader.metrics.join_arrow import Judgments, join_run
 from grader.metrics.judged_rows import JudgedRun
 from grader.metrics.rank_order import Precision, rank_order, ranks_within
@@ -56,10 +56,18 @@ class _Blocks:
         self.kept: list[tuple[Int, Int, Int]] = []  # (qrels query code, rank, grade)
 
     def read(self) -> JudgedRun:
-        sniffed = sniff_delimiter(self.path, "run")
+        check = score_check(self.path)
         carry: tuple[pa.Array, pa.Array, npt.NDArray[np.float64]] | None = None
-        for before, block in line_blocks(self.path, BLOCK):
-            queries, docs, scores = self._checked(block, before, sniffed)
+        blocks = table_blocks(
+            self.path, RUN, check, size=BLOCK, ids=pa.string(), chunk=_PARSE_CHUNK
+        )
+        for before, block, table in blocks:
+            scores = np.asarray(table["score"].to_numpy(), dtype=np.float64)
+            if not np.isfinite(scores).all():
+                check_lines(self.path, block, before, RUN, check)  # names the line
+                raise _ReadWhole
+            self.rows += table.num_rows
+            queries, docs = table["query_id"].combine_chunks(), table["doc_id"].combine_chunks()
             if carry is not None:
                 queries = pa.concat_arrays([carry[0], queries])
                 docs = pa.concat_arrays([carry[1], docs])
@@ -74,21 +82,6 @@ class _Blocks:
         if carry is not None and len(carry[0]):
             self._rankings(*carry)
         return self._result()
-
-    def _checked(
-        self, block: bytes, before: int, sniffed: tuple[str, int] | None
-    ) -> tuple[pa.Array, pa.Array, npt.NDArray[np.float64]]:
-        """A block's (query ids, doc ids, scores) without comment lines; a bad line raises."""
-        check = score_check(self.path)
-        table = block_table(
-            self.path, block, before, RUN, check, sniffed, ids=pa.string(), chunk=_PARSE_CHUNK
-        )
-        scores = np.asarray(table["score"].to_numpy(), dtype=np.float64)
-        if not np.isfinite(scores).all():
-            check_lines(self.path, block, before, RUN, check)  # names the line
-            raise _ReadWhole
-        self.rows += table.num_rows
-        return table["query_id"].combine_chunks(), table["doc_id"].combine_chunks(), scores
 
     def _rankings(self, queries: pa.Array, docs: pa.Array, scores: npt.NDArray[np.float64]) -> None:
         """Rank whole rankings (a query's lines, together) and keep their judged rows."""

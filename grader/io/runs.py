@@ -1,4 +1,4 @@
-"""Reading runs, and the one rule for naming them (`evaluate`, `calibrate` and `regrade` alike).
+"""The one rule for naming runs (`evaluate`, `calibrate` and `regrade` alike).
 
 A run is named by its file stem (`bm25.txt.gz` -> `bm25`); repeated stems get their folder
 (`a/run`), or in one folder the whole name (`r.txt`); the same file twice gets a prime (`r.txt'`);
@@ -8,14 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from grader.io.spool import STDIN
 from grader.io.streams import compression_of
-from grader.metrics.rank_order import Precision
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 
 def run_names(paths: Sequence[str]) -> list[str]:
@@ -39,13 +34,3 @@ def run_names(paths: Sequence[str]) -> list[str]:
             name += "'"
         names.append(name)
     return names
-
-
-def read_runs(paths: Sequence[str], *, precision: Precision = "float32") -> dict[str, pd.DataFrame]:
-    """Every run by its name (`run_names`), in the order given."""
-    from grader.io.trec import read_run  # Arrow and pandas: only where a frame is read
-
-    names = run_names(paths)
-    return {
-        name: read_run(path, precision=precision) for name, path in zip(names, paths, strict=True)
-    }

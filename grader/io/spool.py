@@ -16,13 +16,7 @@ from pathlib import Path
 from typing import IO
 
 from grader.errors import InputError
-from grader.io.streams import (
-    CHUNK,
-    MAGIC,
-    coded,
-    compression_of,
-    guarded,
-)
+from grader.io.streams import CHUNK, MAGIC, coded, compression_of, guarded
 
 STDIN = "-"
 """The path that means the process's stdin, in every command (named "stdin" in errors)."""
@@ -79,8 +73,8 @@ class _Spool:
         self.error: InputError | None = None
 
     def pull(self) -> bool:
-        """Copy one more chunk of the stream; False at its end. A stream's error (a cut compressed
-        stream, a full disk) is raised now and by every later pull."""
+        """Copy one more chunk of the stream; False at its end. An error is raised again by every
+        later pull."""
         if self.error is not None:
             raise self.error
         if self.done:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import lzma
 import os
+import re
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,8 +17,9 @@ from typing import IO, Literal
 from grader.errors import InputError
 
 LINE_LIMIT = 64 << 20
-"""The longest line any reader takes (64 MiB: a JSONL document, a CSV row); TREC readers allow
-less (`grader.io.trec_lines.TREC_LINE_LIMIT`)."""
+"""The longest line any reader takes (64 MiB: a JSONL document, a CSV row)."""
+TREC_LINE_LIMIT = 1 << 20
+"""The longest TREC line read (1 MiB): a longer one is an error naming file and line."""
 
 
 def allow_long_csv_fields() -> None:
@@ -50,6 +52,7 @@ million one-byte lines cost as much as a large file)."""
 BLANK_LIMIT_ENV = "RELGRADE_BLANK_LIMIT"
 _SPACES = b" \t\r\f\v"
 _PIECE = 16 << 10  # blank input is counted in pieces this large
+_DATA_LINE = re.compile(rb"^[ \t\r\f\v]*[^\s#]", re.MULTILINE)  # neither blank nor a comment
 
 
 def compression_of(path: str | Path) -> str | None:
@@ -174,7 +177,7 @@ class _Guarded(io.RawIOBase):
             return kind == "data"
         rest = piece[cut + 1 :]  # from a line's start
         self._open = None if rest.endswith(b"\n") or not rest else _kind(rest)
-        return kind == "data" or _has_data_line(rest)
+        return kind == "data" or _DATA_LINE.search(rest) is not None
 
     def close(self) -> None:
         self._inner.close()
@@ -185,20 +188,6 @@ def _kind(text: bytes) -> str:
     """What the last line of `text`, unfinished, is so far: blank, comment or data."""
     start = text[text.rfind(b"\n") + 1 :].lstrip(_SPACES)
     return ("comment" if start[:1] == b"#" else "data") if start else "blank"
-
-
-def _has_data_line(chunk: bytes) -> bool:
-    """Whether `chunk` (starting at a line's start) holds a line neither blank nor a `#` comment."""
-    head = chunk[:256].lstrip()
-    if head and head[:1] != b"#":
-        return True
-    text = chunk.translate(None, _SPACES)  # a line is now empty, a comment or data
-    if b"#" not in text:
-        return bool(text.strip(b"\n"))
-    while b"\n\n" in text:
-        text = text.replace(b"\n\n", b"\n")
-    text = text.strip(b"\n")  # lines of at least one byte, one newline between them
-    return bool(text) and (text[:1] != b"#" or text.count(b"\n") > text.count(b"\n#"))
 
 
 def coded(raw: IO[bytes], compression: str | None, mode: Literal["rb", "wb"]) -> IO[bytes]:

@@ -19,8 +19,15 @@ import pyarrow.compute as pc
 from grader.errors import InputError
 from grader.io.files import atomic_write
 from grader.io.grade_format import LARGE_HINT, LARGEST_GRADE, clamp_hint
-from grader.io.trec_arrow import lines_of, parse_columns
-from grader.io.trec_lines import QRELS, RUN, NumberCheck, finite_number, parses_as_number
+from grader.io.trec_arrow import (
+    QRELS,
+    RUN,
+    NumberCheck,
+    finite_number,
+    lines_of,
+    parse_columns,
+    parses_as_number,
+)
 from grader.metrics.rank_order import Precision, rank_order, ranks_within
 
 if TYPE_CHECKING:  # pandas (and pydantic, through grader.models) load only where used, so
@@ -147,15 +154,6 @@ def score_check(path: Path) -> NumberCheck:
     return lambda cell, line: None if finite_number(cell) else _bad_score(path, cell, line)
 
 
-def _finite_scores(path: Path, table: pa.Table) -> npt.NDArray[np.float64]:
-    scores = np.asarray(table["score"].to_numpy(), dtype=np.float64)
-    bad = np.flatnonzero(~np.isfinite(scores))
-    if bad.size:
-        line, cell = _written(path, bad, 4)
-        raise _bad_score(path, cell, line)
-    return scores
-
-
 def read_run(path: str | Path, *, precision: Precision = "float32") -> pd.DataFrame:
     """Read a TREC run into [query_id, doc_id, score, rank], ranked in trec_eval's order (scores
     compared in `precision`); a bad line raises InputError naming file, line and fix."""
@@ -163,7 +161,10 @@ def read_run(path: str | Path, *, precision: Precision = "float32") -> pd.DataFr
     if precision not in ("float32", "float64"):
         raise InputError(f"unknown precision {precision!r}", hint="use float32 or float64")
     table = parse_columns(p, RUN, score_check(p))
-    scores = _finite_scores(p, table)
+    scores = np.asarray(table["score"].to_numpy(), dtype=np.float64)
+    if (bad := np.flatnonzero(~np.isfinite(scores))).size:
+        line, cell = _written(p, bad, 4)
+        raise _bad_score(p, cell, line)
     table = table.select(["query_id", "doc_id", "tag"])  # free the other columns early
     qcodes = query_codes(table["query_id"])
     _check_duplicates(p, table, qcodes, "run")
@@ -209,9 +210,8 @@ class QrelsColumns:
 
 
 def read_qrels(path: str | Path, *, clamp: bool = False, any_grade: bool = False) -> pd.DataFrame:
-    """Read TREC qrels into [query_id, doc_id, grade]: grades in 0..3 (`clamp=True` moves others to
-    the nearest end), or with `any_grade=True` every integer as written, as trec_eval and
-    `evaluate` read qrels."""
+    """TREC qrels as [query_id, doc_id, grade]: grades in 0..3 (`clamp=True` moves others to the
+    nearest end), or with `any_grade=True` every integer as written, as trec_eval reads them."""
     columns = read_qrels_columns(path, clamp=clamp, any_grade=any_grade)
     ids = {"query_id": columns.query_id, "doc_id": columns.doc_id}
     frame: pd.DataFrame = pa.table({**ids, "grade": columns.grade}).to_pandas()
@@ -240,19 +240,21 @@ def read_qrels_columns(
     if bad.size:
         raise _grade_error(p, bad, "is not an integer", hint)
     if any_grade:
-        huge = np.flatnonzero(np.abs(grades) > LARGEST_GRADE)
-        if huge.size:
-            raise _grade_error(p, huge, "is too large", LARGE_HINT)
-        return _qrels_columns(p, table, grades.astype(np.int64), clamped=0)
-    from grader.models import MAX_GRADE, MIN_GRADE
+        outside = np.flatnonzero(np.abs(grades) > LARGEST_GRADE)
+        if outside.size:
+            raise _grade_error(p, outside, "is too large", LARGE_HINT)
+        ints = grades.astype(np.int64)
+    else:
+        from grader.models import MAX_GRADE, MIN_GRADE
 
-    # Range check and clip on the floats: a huge grade cast to int64 first would wrap around.
-    outside = np.flatnonzero((grades < MIN_GRADE) | (grades > MAX_GRADE))
-    if outside.size and not clamp:
-        why = f"is outside {MIN_GRADE}..{MAX_GRADE}"
-        raise _grade_error(p, outside, why, clamp_hint())
-    ints = np.clip(grades, MIN_GRADE, MAX_GRADE).astype(np.int64)
-    return _qrels_columns(p, table, ints, clamped=int(outside.size) if clamp else 0)
+        # Range check and clip on the floats: a huge grade cast to int64 first would wrap around.
+        outside = np.flatnonzero((grades < MIN_GRADE) | (grades > MAX_GRADE))
+        if outside.size and not clamp:
+            why = f"is outside {MIN_GRADE}..{MAX_GRADE}"
+            raise _grade_error(p, outside, why, clamp_hint())
+        ints = np.clip(grades, MIN_GRADE, MAX_GRADE).astype(np.int64)
+    _check_duplicates(p, table, query_codes(table["query_id"]), "qrels")
+    return QrelsColumns(table["query_id"], table["doc_id"], ints, int(outside.size))
 
 
 def _written(path: Path, rows: npt.NDArray[np.intp], column: int) -> tuple[int, str]:
@@ -265,13 +267,6 @@ def _grade_error(path: Path, rows: npt.NDArray[np.intp], why: str, hint: str) ->
     """The error for the grade of the first of `rows`, as written in the file."""
     line, cell = _written(path, rows, 3)
     return InputError(f"grade {cell} {why}", path=path, line=line, hint=hint)
-
-
-def _qrels_columns(
-    path: Path, table: pa.Table, grades: npt.NDArray[np.int64], *, clamped: int
-) -> QrelsColumns:
-    _check_duplicates(path, table, query_codes(table["query_id"]), "qrels")
-    return QrelsColumns(table["query_id"], table["doc_id"], grades, clamped)
 
 
 def _check_ids(frame: pd.DataFrame, columns: tuple[str, ...], path: Path) -> None:

@@ -1,13 +1,16 @@
 """TREC files into Arrow columns, in blocks of 16 MiB of whole lines read by pyarrow's CSV reader.
 
-A block it rejects has its lines checked (`trec_lines`), so a bad line is named in one block's
+A block it rejects has its lines checked (`check_lines`), so a bad line is named in one block's
 memory; one without a bad line (repeated or mixed spaces and tabs, a byte order mark) is read
-with its whitespace normalised."""
+with its whitespace normalised. The checks split cells on runs of spaces and tabs as the
+normalised read does, and are never stricter."""
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -16,15 +19,174 @@ import pyarrow.csv as pacsv
 
 from grader.errors import InputError
 from grader.io.files import iter_lines
-from grader.io.trec_lines import (
-    TREC_LINE_LIMIT,
-    Layout,
-    NumberCheck,
-    check_lines,
-    check_text_head,
-    line_blocks,
-    plain_block,
+from grader.io.spool import open_binary
+from grader.io.streams import READ_ERRORS, TREC_LINE_LIMIT, line_too_long, not_utf8
+
+_CELL_SEPARATORS = re.compile(rb"[ \t]+")  # what the irregular path splits on
+
+NumberCheck = Callable[[str, int], InputError | None]
+"""(cell text, file line) -> the error for a number cell the caller refuses, else None."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The lines of a TREC file: its columns, the one holding a number, later columns allowed."""
+
+    names: tuple[str, ...]
+    numeric: str
+    kind: str
+    example: str
+    extra_columns: bool = False
+
+    @property
+    def hint(self) -> str:
+        return f"each line must be `{self.example}`, separated by spaces or tabs"
+
+
+RUN = Layout(
+    ("query_id", "q0", "doc_id", "file_rank", "score", "tag"),
+    "score",
+    "run",
+    "qid Q0 docid rank score tag",
+    extra_columns=True,
 )
+QRELS = Layout(("query_id", "iteration", "doc_id", "grade"), "grade", "qrels", "qid 0 docid grade")
+
+
+def parses_as_number(cell: str) -> bool:
+    """Whether Arrow's cast or pandas' to_numeric could take `cell` as a number: what float() takes
+    but `_` separators and non-ASCII digits."""
+    if not cell.isascii() or "_" in cell:
+        return False
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def finite_number(cell: str) -> bool:
+    """Whether `cell` is a number (see `parses_as_number`) and finite."""
+    return parses_as_number(cell) and math.isfinite(float(cell))
+
+
+def plain_block(block: bytes) -> bool:
+    """Whether a block holds no NUL byte and no line over TREC_LINE_LIMIT (else `check_lines` names
+    it). Only a half-limit window without a newline is looked at closer."""
+    if b"\x00" in block:
+        return False
+    half = TREC_LINE_LIMIT // 2
+    for start in range(0, len(block) - half + 1, half):
+        if block.find(b"\n", start, start + half) < 0:
+            lo = block.rfind(b"\n", 0, start) + 1
+            hi = block.find(b"\n", start)
+            if (len(block) if hi < 0 else hi) - lo > TREC_LINE_LIMIT:
+                return False
+    return True
+
+
+def line_blocks(path: Path, size: int) -> Iterator[tuple[int, bytes]]:
+    """(lines before it, a block of whole lines) of `path`, read `size` bytes at a time. A line
+    over TREC_LINE_LIMIT ends them, yielded as far as read for `check_lines` to name."""
+    before = 0
+    carry = b""
+    with open_binary(path) as fh:
+        while data := fh.read(size):
+            block = carry + data
+            cut = block.rfind(b"\n") + 1
+            block, carry = block[:cut], block[cut:]
+            if block:
+                yield before, block
+                before += block.count(b"\n")
+            if len(carry) > TREC_LINE_LIMIT:
+                break
+    if carry:
+        yield before, carry
+
+
+TEXT_HEAD = TREC_LINE_LIMIT + 1
+"""How much of a file `check_text_head` reads: a first line longer than the limit is told."""
+
+
+def check_text_head(path: Path, kind: str) -> bytes:
+    """The head of `path`; InputError when it is not UTF-8 text (bad UTF-8, a NUL byte, no line
+    break within the limit), so a binary file is not blamed for a column count. Unreadable: b""."""
+    try:
+        with open_binary(path) as fh:
+            head = whole = fh.read(TEXT_HEAD)
+    except (*READ_ERRORS, ValueError):
+        return b""
+    tail = b""
+    if len(head) == TEXT_HEAD:  # whole lines only: a cut character is no error
+        cut = head.rfind(b"\n") + 1
+        head, tail = head[:cut], head[cut:]
+    lines = head.split(b"\n")
+    for offset, raw in enumerate(lines):
+        error = _not_text(path, raw, offset + 1, kind)
+        if error is not None:
+            raise error
+    nul = _not_text(path, tail[: tail.find(b"\x00") + 1], len(lines), kind)
+    if nul is not None:
+        raise nul
+    if len(tail) > TREC_LINE_LIMIT:
+        raise line_too_long(path, len(lines), TREC_LINE_LIMIT)
+    return whole
+
+
+def _not_text(path: Path, raw: bytes, lineno: int, kind: str) -> InputError | None:
+    """The error for line `lineno` (`raw`) when it is not UTF-8 text, else None."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return not_utf8(path, lineno, exc.start)
+    nul = raw.find(b"\x00")
+    if nul >= 0:  # valid UTF-8, but no text file holds NUL: a binary file, or UTF-16
+        return InputError(
+            f"not UTF-8 text: a NUL byte (byte {nul} of the line); this looks like a binary "
+            "file or text in another encoding such as UTF-16",
+            path=path,
+            line=lineno,
+            hint=f"give the {kind} file as UTF-8 text",
+        )
+    return None
+
+
+def _lines(block: bytes) -> Iterator[bytes]:
+    """`block.split(b"\\n")` one line at a time (the list would hold the block twice)."""
+    start = 0
+    while (end := block.find(b"\n", start)) >= 0:
+        yield block[start:end]
+        start = end + 1
+    yield block[start:]
+
+
+def check_lines(
+    path: Path, block: bytes, before: int, layout: Layout, number_error: NumberCheck
+) -> None:
+    """Raise at the first bad line of `block`, whose first line is file line `before + 1`."""
+    names = layout.names
+    index = names.index(layout.numeric)
+    for offset, raw in enumerate(_lines(block)):
+        lineno = before + offset + 1
+        if len(raw) > TREC_LINE_LIMIT:
+            raise line_too_long(path, lineno, TREC_LINE_LIMIT)
+        not_text = _not_text(path, raw, lineno, layout.kind)
+        if not_text is not None:
+            raise not_text
+        cells = [c for c in _CELL_SEPARATORS.split(raw.rstrip(b"\r")) if c]
+        if not cells or cells[0].startswith(b"#"):
+            continue  # blank or a comment
+        if len(cells) < len(names) or (len(cells) > len(names) and not layout.extra_columns):
+            raise InputError(
+                f"expected {len(names)} columns in a {layout.kind} line, found {len(cells)}",
+                path=path,
+                line=lineno,
+                hint=layout.hint,
+            )
+        error = number_error(cells[index].decode(), lineno)
+        if error is not None:
+            raise error
+
 
 _ID_COLUMNS = ("query_id", "doc_id")
 _BOM = b"\xef\xbb\xbf"
@@ -40,45 +202,30 @@ def is_comment(line: str) -> bool:
 def parse_columns(path: Path, layout: Layout, number_error: NumberCheck) -> pa.Table:
     """The file as an Arrow table, ids as large strings and the number column as float64; a bad
     line (column count, UTF-8, a number `number_error` refuses) raises InputError naming it."""
-    sniffed = sniff_delimiter(path, layout.kind)
-    tables = [
-        block_table(path, block, before, layout, number_error, sniffed)
-        for before, block in line_blocks(path, _PARSE_BLOCK)
-    ]
+    tables = [table for _, _, table in table_blocks(path, layout, number_error)]
     return pa.concat_tables(tables) if tables else _empty(layout, pa.large_string())
 
 
-def block_table(
+def table_blocks(
     path: Path,
-    block: bytes,
-    before: int,
     layout: Layout,
     number_error: NumberCheck,
-    sniffed: tuple[str, int] | None,
     *,
+    size: int = _PARSE_BLOCK,
     ids: pa.DataType | None = None,
     chunk: int = _CHUNK,
-) -> pa.Table:
-    """A block of whole lines (`before` lines before it) as a table, ids typed `ids` (default large
-    strings): read by Arrow as `sniffed` (delimiter, cells), else its first bad line raises, else
-    it is read normalised."""
+) -> Iterator[tuple[int, bytes, pa.Table]]:
+    """(lines before it, a block of whole lines, its table, ids typed `ids`) of the file: read by
+    Arrow as sniffed, else its first bad line raises, else it is read normalised."""
     ids = ids or pa.large_string()
-    table = None if sniffed is None else arrow_table(block, layout, sniffed, ids=ids, chunk=chunk)
-    if table is not None:
-        return table
-    check_lines(path, block, before, layout, number_error)
-    if not before and block.startswith(_BOM):
-        block = block[len(_BOM) :]
-    if not block.strip(b" \t\r\n"):
-        return _empty(layout, ids)  # blank lines only: Arrow would call it an empty file
-    try:
-        return _irregular_block(block, layout, ids)
-    except pa.ArrowException as exc:
-        raise InputError(
-            f"cannot parse {layout.kind} file: {str(exc).splitlines()[0][:200]}",
-            path=path,
-            hint=layout.hint,
-        ) from None
+    sniffed = sniff_delimiter(path, layout.kind)
+    for before, block in line_blocks(path, size):
+        table = arrow_table(block, layout, sniffed, ids=ids, chunk=chunk)
+        if table is None:
+            check_lines(path, block, before, layout, number_error)
+            text = block if before else block.removeprefix(_BOM)
+            table = _irregular_block(text, layout, ids, path)
+        yield before, block, table
 
 
 _HEAD = 4096
@@ -104,11 +251,11 @@ def sniff_delimiter(path: Path, kind: str) -> tuple[str, int] | None:
 
 
 def arrow_table(
-    block: bytes, layout: Layout, sniffed: tuple[str, int], *, ids: pa.DataType, chunk: int
+    block: bytes, layout: Layout, sniffed: tuple[str, int] | None, *, ids: pa.DataType, chunk: int
 ) -> pa.Table | None:
     """A block of whole lines read by pyarrow when it is regular; None means: check its lines."""
-    if not plain_block(block):
-        return None  # a NUL byte, or a line over the limit: `check_lines` names it
+    if sniffed is None or not plain_block(block):
+        return None  # not sniffed, a NUL byte, or a line over the limit: `check_lines` names it
     try:
         table = _read_block(block, layout, sniffed, ids, chunk)
     except pa.ArrowException:
@@ -154,19 +301,29 @@ def _read_block(
     )
 
 
-def _irregular_block(block: bytes, layout: Layout, ids: pa.DataType) -> pa.Table:
-    """A block without bad lines read with its whitespace normalised (pa.ArrowException when Arrow
-    still cannot take it); a run's lines of several widths are cut to their first columns."""
-    if not plain_block(block):
-        raise pa.ArrowInvalid("a NUL byte or an over-long line")
+def _irregular_block(block: bytes, layout: Layout, ids: pa.DataType, path: Path) -> pa.Table:
+    """A block without bad lines read with its whitespace normalised; a run's lines of several
+    widths are cut to their first columns."""
+    if not block.strip(b" \t\r\n"):
+        return _empty(layout, ids)  # blank lines only: Arrow would call it an empty file
     text = _COMMENT.sub(rb"\1", _normalised(block))
     width = len(layout.names)
-    if layout.extra_columns:
-        try:
-            return _read_block(text, layout, (" ", max(width, _first_width(text))), ids, _CHUNK)
-        except pa.ArrowException:
-            text = _FIRST_CELLS[width].sub(rb"\1\2", text)
-    return _read_block(text, layout, (" ", width), ids, _CHUNK)
+    try:
+        if not plain_block(block):
+            raise pa.ArrowInvalid("a NUL byte or an over-long line")
+        if layout.extra_columns:
+            try:
+                wide = (" ", max(width, _first_width(text)))
+                return _read_block(text, layout, wide, ids, _CHUNK)
+            except pa.ArrowException:
+                text = _FIRST_CELLS[width].sub(rb"\1\2", text)
+        return _read_block(text, layout, (" ", width), ids, _CHUNK)
+    except pa.ArrowException as exc:
+        raise InputError(
+            f"cannot parse {layout.kind} file: {str(exc).splitlines()[0][:200]}",
+            path=path,
+            hint=layout.hint,
+        ) from None
 
 
 _COMMENT = re.compile(rb"(^|\r)#[^\r\n]*", re.MULTILINE)

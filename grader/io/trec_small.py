@@ -15,7 +15,7 @@ import numpy.typing as npt
 from grader.errors import InputError
 from grader.io.grade_format import LARGEST_GRADE
 from grader.io.spool import open_binary
-from grader.io.trec_lines import TREC_LINE_LIMIT
+from grader.io.streams import TREC_LINE_LIMIT
 from grader.metrics.join_dicts import DictJudgments, dict_judgments, query_codes
 from grader.metrics.judged_rows import Int, JudgedRun
 from grader.metrics.rank_order import Precision
@@ -59,24 +59,29 @@ def _longest_line(data: bytes) -> int:
 
 
 def _table(
-    data: bytes, width: int, number: int, *, extra: bool
-) -> tuple[list[bytes], Int, list[bytes], npt.NDArray[np.float64]]:
+    path: str | Path, width: int, number: int, *, extra: bool
+) -> tuple[list[bytes], Int, list[bytes], npt.NDArray[np.float64]] | None:
     """(query ids in order of first appearance, each line's query code, doc ids, the numbers of
-    column `number`) of the data lines. ValueError when a line has other than `width` cells (more
-    with `extra`) or a number is not one."""
-    regular = _regular_cells(data)
-    if regular is None:
-        queries, docs, cells = _split_lines(data, width, (0, 2, number), extra=extra)
-        return (*query_codes(queries), docs, parse_cells(cells))
-    starts, ends = regular
-    found = starts.shape[1]
-    if found != width and not (extra and found > width):
-        raise ValueError("lines with other columns")
-    grouped = _query_groups(data, starts[:, 0], ends[:, 0])
-    if grouped is None:
-        grouped = query_codes(_cut(data, starts[:, 0], ends[:, 0]))
-    docs = _cut(data, starts[:, 2], ends[:, 2])
-    return (*grouped, docs, parse_decimals(data, starts[:, number], ends[:, number]))
+    column `number`) of a file taken here; None when not taken, a line has other than `width`
+    cells (more with `extra`) or a number is not one."""
+    data = small_bytes(Path(path))
+    if data is None:
+        return None
+    try:
+        if (regular := _regular_cells(data)) is None:
+            queries, docs, cells = _split_lines(data, width, (0, 2, number), extra=extra)
+            return (*query_codes(queries), docs, parse_cells(cells))
+        starts, ends = regular
+        found = starts.shape[1]
+        if found != width and not (extra and found > width):
+            return None
+        grouped = _query_groups(data, starts[:, 0], ends[:, 0])
+        if grouped is None:
+            grouped = query_codes(_cut(data, starts[:, 0], ends[:, 0]))
+        docs = _cut(data, starts[:, 2], ends[:, 2])
+        return (*grouped, docs, parse_decimals(data, starts[:, number], ends[:, number]))
+    except ValueError:
+        return None
 
 
 def _split_lines(
@@ -152,13 +157,10 @@ def _query_groups(data: bytes, starts: Int, ends: Int) -> tuple[list[bytes], Int
 
 def small_qrels(path: str | Path) -> DictJudgments | None:
     """TREC qrels as `read_qrels_columns(path, any_grade=True)`, indexed; None if not taken here."""
-    data = small_bytes(Path(path))
-    if data is None:
+    table = _table(path, 4, 3, extra=False)
+    if table is None:
         return None
-    try:
-        heads, qcodes, docs, numbers = _table(data, 4, 3, extra=False)
-    except ValueError:
-        return None
+    heads, qcodes, docs, numbers = table
     if not (np.abs(numbers) <= LARGEST_GRADE).all() or (numbers != np.round(numbers)).any():
         return None  # not an integer, or too large to hold exactly (nan and inf too)
     try:
@@ -175,15 +177,10 @@ def small_judged_run(
     depth: int | None = None,
 ) -> JudgedRun | None:
     """The run at `path` joined with `judged`, as `judged_run` gives it; None if not taken here."""
-    data = small_bytes(Path(path))
-    if data is None:
+    table = _table(path, 6, 4, extra=True)
+    if table is None or not np.isfinite(table[3]).all():
         return None
-    try:
-        heads, qcodes, docs, scores = _table(data, 6, 4, extra=True)
-    except ValueError:
-        return None
-    if not np.isfinite(scores).all():
-        return None
+    heads, qcodes, docs, scores = table
     try:
         ranked = judged.join(heads, qcodes, docs, scores, precision=precision, depth=depth)
     except InputError:
@@ -202,8 +199,7 @@ _ZERO, _DOT, _MINUS, _PLUS = ord("0"), ord("."), ord("-"), ord("+")
 def parse_decimals(
     data: bytes, starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64]
 ) -> npt.NDArray[np.float64]:
-    """`float(data[starts[i]:ends[i]])` of every cell; ValueError for a cell `float()` refuses,
-    or that holds `_` or a non-ASCII character."""
+    """`float(data[starts[i]:ends[i]])` of every cell; ValueError for one `_slow` refuses."""
     n = len(starts)
     if not n:
         return np.empty(0, dtype=np.float64)
