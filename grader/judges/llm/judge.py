@@ -29,7 +29,7 @@ from grader.judges.llm.client import ReplyLimits, chat_reply_limit, make_client
 from grader.judges.llm.context import ContextFit, DocumentDoesNotFit, ServerInfo, learn_server
 from grader.judges.llm.endpoint import is_loopback
 from grader.judges.llm.replies import InvalidReply
-from grader.judges.llm.results import CallState, JudgmentRecorder, ReplyReader
+from grader.judges.llm.results import CallState, JudgmentRecorder
 from grader.judges.llm.retry import (
     RateLimiter,
     RetryPolicy,
@@ -118,16 +118,16 @@ class LLMJudge:
     def _open(
         self, made: list[tuple[openai.AsyncOpenAI, tuple[str, ...]]], health: tuple[int, int | None]
     ) -> None:
-        """The recorder, the reply reader and the pool of servers, one sender each."""
+        """The recorder (without `on_call`, the reply reader) and the pool of servers."""
         self._recorder = JudgmentRecorder(
             judge_id=self.judge_id,
             model=self.model,
-            prompt=self.prompt.ref(),
+            prompt=self.prompt,
             prices=self.prices,
             on_call=self.on_call,
             secrets=tuple(s for _, secrets in made for s in secrets),
         )
-        self._reader = ReplyReader(self.prompt, dataclasses.replace(self._recorder, on_call=None))
+        self._reader = dataclasses.replace(self._recorder, on_call=None)
         senders = [  # one a server, each with its own health and in-flight bound
             AttemptSender(
                 client=client,
@@ -298,7 +298,7 @@ class LLMJudge:
         usage, self.abandoned = self.abandoned, Usage()
         return usage, self._recorder.cost(usage, False)
 
-    def reply_reader(self) -> ReplyReader:
+    def reply_reader(self) -> JudgmentRecorder:
         """How this judge reads a reply body obtained elsewhere (a batch output line), without
         the client or `on_call` (picklable)."""
         return self._reader
