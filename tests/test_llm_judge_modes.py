@@ -27,10 +27,10 @@ async def test_json_schema_rejected_falls_back_to_json_object_with_the_schema_on
     assert formats(fake_server) == ["json_schema"] + ["json_object"] * 4
     assert all("schema" in b["response_format"] for b in fake_server.requests[1:])
     assert judge.output_mode == "json_object_schema"
-    assert [(s.from_mode, s.to_mode) for s in judge.mode_switches] == [
+    assert [(s.from_mode, s.to_mode) for s in judge.server.switches] == [
         ("json_schema", "json_object_schema")
     ]
-    assert "json_schema is not supported" in judge.mode_switches[0].reason
+    assert "json_schema is not supported" in judge.server.switches[0].reason
 
 
 async def test_both_json_modes_rejected_fall_back_to_the_final_line(
@@ -71,7 +71,7 @@ async def test_fallback_under_concurrency_switches_exactly_once(fake_server: Fak
         *(judge.judge(q, d, key=f"k{i}") for i, (q, d) in enumerate(pairs(8)))
     )
     assert all(j.status == "ok" for j in first)
-    assert len(judge.mode_switches) == 1
+    assert len(judge.server.switches) == 1
     assert formats(fake_server).count("json_schema") == 8
     assert formats(fake_server).count("json_object") == 8
     fake_server.reset()
@@ -217,7 +217,7 @@ async def test_reasoning_model_parameters_are_adapted_once(fake_server: FakeServ
     last = fake_server.requests[-1]
     assert "max_tokens" not in last and last["max_completion_tokens"] == 300
     assert "temperature" not in last
-    assert [s.to_mode for s in judge.mode_switches] == [
+    assert [s.to_mode for s in judge.server.switches] == [
         "max_completion_tokens",
         "server-default temperature",
     ]

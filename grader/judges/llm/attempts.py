@@ -49,7 +49,7 @@ from grader.judges.llm.transport import (
     too_large,
 )
 from grader.models import Usage
-from grader.prompts import OutputMode, PromptSpec, render_reask
+from grader.prompts import OutputMode, render_reask
 from grader.redact import redact_url
 
 RESEND_KINDS = frozenset({"not_json_body", "no_choice"})
@@ -86,8 +86,6 @@ class AttemptSender:
     them; the objects it holds are the judge's own, shared by every worker."""
 
     client: openai.AsyncOpenAI
-    model: str
-    prompt: PromptSpec
     server: ServerSettings
     fit: ContextFit
     limiter: RateLimiter
@@ -96,7 +94,6 @@ class AttemptSender:
     recorder: JudgmentRecorder
     policy: RetryPolicy
     timeout: float
-    base_url: str
     cached_reported: bool = False
     """Whether any reply said how many prompt tokens came from the server's cache (llama.cpp's
     server does not): a summary says "cached not reported" rather than "cached 0"."""
@@ -107,6 +104,10 @@ class AttemptSender:
     """Replies with a 200 (valid or not): what the server produced for this run."""
     dropped: bool = False
     """Dropped from its pool: dead, or left by the run."""
+
+    @property
+    def base_url(self) -> str:
+        return str(self.client.base_url)
 
     @property
     def name(self) -> str:
@@ -123,12 +124,13 @@ class AttemptSender:
             state.mode = self.server.mode
             state.messages, state.truncated = self.fit.messages(state.query, state.doc, state.mode)
         mode = state.mode
-        body = self.server.body(self.prompt, self.model, state.messages, mode)
+        prompt = self.recorder.prompt
+        body = self.server.body(prompt, self.recorder.model, state.messages, mode)
         state.attempts += 1
         estimated = 0
         if self.limiter.tpm:
-            estimated = estimate_usage(body["messages"], self.prompt.max_tokens).prompt_tokens
-            estimated += self.prompt.max_tokens
+            estimated = estimate_usage(body["messages"], prompt.max_tokens).prompt_tokens
+            estimated += prompt.max_tokens
         await self.limiter.acquire(estimated)
         if self.health.dead:  # another worker found the server not answering: send nothing
             raise self.not_answering()
@@ -138,7 +140,8 @@ class AttemptSender:
             async with self.inflight as ticket:
                 t0 = time.perf_counter()
                 try:
-                    async with deadline(self.timeout, "POST", self.chat_url) as bound:
+                    url = self.base_url.rstrip("/") + "/chat/completions"
+                    async with deadline(self.timeout, "POST", url) as bound:
                         ticket.bound = bound
                         raw = await self.client.chat.completions.with_raw_response.create(
                             **sdk_arguments(body),
@@ -173,7 +176,7 @@ class AttemptSender:
         try:
             body = parse_body(text)
             self.cached_reported = self.cached_reported or reports_cached(body)
-            reply = parse_completion(body, mode=mode, spec=self.prompt)
+            reply = parse_completion(body, mode=mode, spec=self.recorder.prompt)
         except InvalidReply as exc:
             state.usage = state.usage + exc.usage
             state.last_raw = exc.raw
@@ -185,7 +188,7 @@ class AttemptSender:
                 state.messages = [
                     *state.messages,
                     {"role": "assistant", "content": exc.raw or ""},
-                    {"role": "user", "content": render_reask(self.prompt, exc.message)},
+                    {"role": "user", "content": render_reask(self.recorder.prompt, exc.message)},
                 ]
             raise
         state.usage = state.usage + reply.usage
@@ -193,10 +196,6 @@ class AttemptSender:
         self.limiter.settle(estimated, reply.usage.prompt_tokens + reply.usage.completion_tokens)
         self.recorder.record(state, "ok", t0, reply.usage, status=200)
         return reply
-
-    @property
-    def chat_url(self) -> str:
-        return self.base_url.rstrip("/") + "/chat/completions"
 
     def not_answering(self) -> ServerNotAnswering:
         """The error that stops the run: the server is not answering."""
@@ -227,6 +226,7 @@ class AttemptSender:
     ) -> None:
         """Record an HTTP error answer: JudgeError when it dooms every request, ModeRejected
         when the server refused something the run can do without, a 429's pause."""
+        message = self.recorder.message(exc)
         if is_fatal(exc):
             self.recorder.record(state, "fatal", t0, Usage(), exc=exc)
             hint = (
@@ -235,17 +235,19 @@ class AttemptSender:
                 else "check OPENAI_API_KEY, --model and --base-url"
             )
             raise JudgeError(
-                f"{redact_url(self.base_url)} answered {exc.status_code} for model {self.model!r}: "
-                f"{self.recorder.message(exc)} ({hint})"
+                f"{redact_url(self.base_url)} answered {exc.status_code} for model "
+                f"{self.recorder.model!r}: {message} ({hint})"
             ) from None
-        if await self.server.adapt(state.mode, body, self.recorder.message(exc), exc.status_code):
+        if await self.server.adapt(state.mode, body, message, exc.status_code):
             self.recorder.record(state, "mode_rejected", t0, Usage(), exc=exc)
-            raise ModeRejected(self.recorder.message(exc)) from None
-        if exc.status_code != 429 and not is_context_exceeded(self.recorder.message(exc)):
-            cause = f"HTTP {exc.status_code}"
-            if self.health.same_failure(cause, state.key, self.recorder.message(exc)):
-                self.recorder.record(state, "retry", t0, Usage(), exc=exc)
-                raise self.not_answering() from None
+            raise ModeRejected(message) from None
+        if (
+            exc.status_code != 429
+            and not is_context_exceeded(message)
+            and self.health.same_failure(f"HTTP {exc.status_code}", state.key, message)
+        ):
+            self.recorder.record(state, "retry", t0, Usage(), exc=exc)
+            raise self.not_answering() from None
         if should_retry(exc):
             self.recorder.record(state, "retry", t0, Usage(), exc=exc)
             if exc.status_code == 429:

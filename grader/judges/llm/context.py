@@ -68,7 +68,6 @@ def read_models(payload: Any) -> ServerInfo:
 async def learn_server(
     client: openai.AsyncOpenAI,
     model: str,
-    base_url: str,
     fit: ContextFit,
     on_notice: Callable[[str], None] | None,
     timeout: float | None = None,
@@ -76,7 +75,8 @@ async def learn_server(
     """What the server's `/v1/models` says within `timeout` (nothing when it does not answer): a
     model it does not list is told to `on_notice` (llama.cpp's server answers any name with its
     one model); its context is taken when `fit` has none."""
-    url = str(client.base_url).rstrip("/") + "/models"
+    base_url = str(client.base_url)
+    url = base_url.rstrip("/") + "/models"
     try:
         async with deadline(timeout, "GET", url):
             raw = await client.models.with_raw_response.list()

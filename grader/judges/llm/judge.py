@@ -131,8 +131,6 @@ class LLMJudge:
         senders = [  # one a server, each with its own health and in-flight bound
             AttemptSender(
                 client=client,
-                model=self.model,
-                prompt=self.prompt,
                 server=self.server,
                 fit=self.fit,
                 limiter=self.limiter,
@@ -141,14 +139,11 @@ class LLMJudge:
                 recorder=self._recorder,
                 policy=self.policy,
                 timeout=self.timeout,
-                base_url=str(client.base_url),
             )
             for client, _ in made
         ]
         self.pool = EndpointPool(senders, self._on_notice)
-        first = self.pool.members[0]
-        self.client, self.base_url = first.client, first.base_url
-        self.health, self.inflight = first.health, first.inflight
+        self.client = self.pool.members[0].client
         """The first server's (the only one, mostly); `pool` has every server's."""
 
     def local(self) -> bool:
@@ -179,11 +174,6 @@ class LLMJudge:
         """The output mode this run uses now (after any fallback)."""
         return self.server.mode
 
-    @property
-    def mode_switches(self) -> list[ModeSwitch]:
-        """Every once-per-run fallback so far (output mode or request parameter)."""
-        return self.server.switches
-
     def fingerprint(self) -> dict[str, Any]:
         return {
             "judge": self.judge_id,
@@ -201,23 +191,16 @@ class LLMJudge:
         messages, _ = self.fit.messages(query, doc, mode)
         return self.server.body(self.prompt, self.model, messages, mode)
 
-    def estimate(self, query: Query, doc: Doc, *, completion_tokens: int | None = None) -> Usage:
-        """Estimated tokens of grading this pair once (for --dry-run and --max-cost): the reply
-        at its ceiling, the prompt's `max_tokens`, unless `completion_tokens` is given."""
-        messages = self.build_request(query, doc)["messages"]
-        usage = estimate_usage(messages, self.prompt.max_tokens)
-        if completion_tokens is None:
-            return usage
-        return usage.model_copy(update={"completion_tokens": completion_tokens})
-
     def estimate_cost(
         self, query: Query, doc: Doc, *, batch: bool = False, completion_tokens: int | None = None
     ) -> float | None:
-        """Estimated USD of grading this pair (None when the model has no price): at the reply's
-        ceiling unless `completion_tokens` is given."""
+        """Estimated USD of grading this pair once (None without a price; --dry-run, --max-cost):
+        the reply at the prompt's `max_tokens` unless `completion_tokens` is given."""
         if self.prices is None:
             return None
-        usage = self.estimate(query, doc, completion_tokens=completion_tokens)
+        usage = estimate_usage(self.build_request(query, doc)["messages"], self.prompt.max_tokens)
+        if completion_tokens is not None:
+            usage = usage.model_copy(update={"completion_tokens": completion_tokens})
         return self.prices.cost(self.model, usage, batch=batch)
 
     def expected_completion_tokens(self) -> int:
@@ -289,7 +272,7 @@ class LLMJudge:
         async with self._probe:
             if self.server_info is None:
                 self.server_info = await learn_server(
-                    self.client, self.model, self.base_url, self.fit, self._on_notice, self.timeout
+                    self.client, self.model, self.fit, self._on_notice, self.timeout
                 )
 
     def take_abandoned(self) -> tuple[Usage, float | None]:

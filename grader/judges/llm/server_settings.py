@@ -1,5 +1,5 @@
-"""What a run sends (`request_body`: the live judge, `prompts render` and the Batch API alike), and
-what its server accepts, learned once from its refusals and shared by every worker.
+"""What a run sends (`ServerSettings.body`: the live judge, `prompts render` and the Batch API
+alike), and what its server accepts, learned once from its refusals and shared by every worker.
 
 The first refusal of an output mode, logprobs, `max_tokens` or a fixed temperature switches the
 setting for the whole run under a lock (told once to `on_switch`); modes fall back along `FALLBACK`
@@ -23,35 +23,6 @@ class ModeSwitch:
     from_mode: str
     to_mode: str
     reason: str
-
-
-def request_body(
-    spec: PromptSpec,
-    model: str,
-    messages: list[dict[str, Any]],
-    mode: OutputMode,
-    *,
-    logprobs: bool | None = None,
-    token_param: str = "max_tokens",
-    temperature: bool = True,
-) -> dict[str, Any]:
-    """The chat.completions body: messages plus the prompt file's sampling and output format.
-    `logprobs`, `token_param` and `temperature` let a run drop what its server refuses."""
-    body: dict[str, Any] = {"model": model, "messages": messages}
-    if temperature:
-        body["temperature"] = spec.temperature
-    body[token_param] = spec.max_tokens
-    if spec.logprobs if logprobs is None else logprobs:
-        body["logprobs"] = True
-        if spec.top_logprobs:
-            body["top_logprobs"] = spec.top_logprobs
-    response_format = spec.response_format(mode)
-    if response_format is not None:
-        body["response_format"] = response_format
-    body.update(spec.vendor_fields(mode))
-    for name, value in spec.extra_sampling.items():
-        body.setdefault(name, value)
-    return body
 
 
 _FORMAT_WORDS = (
@@ -116,16 +87,23 @@ class ServerSettings:
     def body(
         self, spec: PromptSpec, model: str, messages: list[dict[str, Any]], mode: OutputMode
     ) -> dict[str, Any]:
-        """The request body with the parameters this server accepts."""
-        return request_body(
-            spec,
-            model,
-            messages,
-            mode,
-            logprobs=self.logprobs,
-            token_param=self.token_param,
-            temperature=self.temperature,
-        )
+        """The chat.completions body: messages plus the prompt file's sampling and output format,
+        without what this server refused."""
+        body: dict[str, Any] = {"model": model, "messages": messages}
+        if self.temperature:
+            body["temperature"] = spec.temperature
+        body[self.token_param] = spec.max_tokens
+        if self.logprobs:
+            body["logprobs"] = True
+            if spec.top_logprobs:
+                body["top_logprobs"] = spec.top_logprobs
+        response_format = spec.response_format(mode)
+        if response_format is not None:
+            body["response_format"] = response_format
+        body.update(spec.vendor_fields(mode))
+        for name, value in spec.extra_sampling.items():
+            body.setdefault(name, value)
+        return body
 
     async def adapt(
         self, used: OutputMode, body: dict[str, Any], message: str, status: int = 400
