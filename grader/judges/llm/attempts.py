@@ -39,15 +39,7 @@ from grader.judges.llm.retry import (
     should_retry,
 )
 from grader.judges.llm.server_settings import ServerSettings
-from grader.judges.llm.transport import (
-    InFlight,
-    ServerHealth,
-    connect_failure,
-    connection_message,
-    deadline,
-    not_answering,
-    too_large,
-)
+from grader.judges.llm.transport import InFlight, ServerHealth, deadline
 from grader.models import Usage
 from grader.prompts import OutputMode, render_reask
 from grader.redact import redact_url
@@ -198,28 +190,45 @@ class AttemptSender:
         return reply
 
     def not_answering(self) -> ServerNotAnswering:
-        """The error that stops the run: the server is not answering."""
-        return not_answering(self.base_url, self.health, self.timeout, self.recorder.redact)
+        """The error that stops a run whose server is not answering (`ServerHealth`), naming its
+        URL and what to check."""
+        url, health, redact = self.name, self.health, self.recorder.redact
+        if health.failing is not None:
+            return ServerNotAnswering(
+                f"{url} keeps failing: the last {health.same} requests, for {len(health.pairs)} "
+                f"different pairs, all failed the same way ({redact(health.failing)}), so the run "
+                "stopped taking new pairs. The pairs that failed are stored as failed; check the "
+                "server, then rerun the same command to retry them and do the rest"
+            )
+        if health.unreachable is not None and health.dropped is not None:
+            return ServerNotAnswering(
+                f"{url} stopped answering: the server closed a connection in the middle of a "
+                f"request, with no reply ({redact(health.dropped)}), then stopped listening "
+                f"(the next {health.unreachable_after} requests could not connect: "
+                f"{redact(health.unreachable)}). It probably crashed: see its log. Nothing is "
+                "stored as failed. Restart the server, then rerun the same command"
+            )
+        if health.unreachable is not None:
+            return ServerNotAnswering(
+                f"{url} is not answering: the first {health.unreachable_after} requests could not "
+                f"connect ({redact(health.unreachable)}) and nothing has answered, so the run "
+                "stopped at once. Nothing is stored as failed. Check the address (--base-url or "
+                "OPENAI_BASE_URL) and that the server is up there, then rerun the same command"
+            )
+        return ServerNotAnswering(
+            f"{url} is not answering: {health.threshold} requests in a row timed out (no "
+            f"complete reply within {self.timeout:g} s) or could not connect, with no answer in "
+            "between, so the run stopped. Every answer received is stored; the pairs cut short "
+            "are not marked failed. Check that the server is up at that address (--base-url, "
+            "--timeout), then rerun the same command to do the rest"
+        )
 
     def _on_transport_error(self, state: CallState, exc: openai.APIError, t0: float) -> None:
         """Record a failure without an HTTP answer; raise ServerNotAnswering when it makes the
         server not answering (`ServerHealth`)."""
         self.recorder.record(state, "retry", t0, Usage(), exc=exc)
-        large = too_large(exc)
-        if large is not None:  # the server answered, too much: the same failure, maybe again
-            self.health.answered()
-            if self.health.same_failure(str(large), state.key, "the read stopped there"):
-                raise self.not_answering() from exc
-            return
-        if isinstance(exc, openai.APIConnectionError):
-            dead = self.health.failed(timed_out=isinstance(exc, openai.APITimeoutError))
-            cause = connect_failure(exc)
-            if cause is not None:
-                dead = self.health.could_not_connect(cause) or dead
-            elif not isinstance(exc, openai.APITimeoutError):
-                self.health.dropped_before_answer(connection_message(exc))
-            if dead:
-                raise self.not_answering() from exc
+        if self.health.transport_failed(exc, state.key):
+            raise self.not_answering() from exc
 
     async def _on_status_error(
         self, state: CallState, exc: openai.APIStatusError, body: dict[str, Any], t0: float

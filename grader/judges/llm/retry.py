@@ -96,15 +96,6 @@ def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -
     return max(0.0, when.timestamp() - current)
 
 
-def backoff(
-    attempt: int, policy: RetryPolicy, *, rand: Callable[[], float] = random.random
-) -> float:
-    """Exponential backoff for the retry after `attempt` (1-based) failed requests:
-    min(max_delay, base_delay * 2**(attempt-1)), less up to `jitter` of it at random."""
-    delay: float = min(policy.max_delay, policy.base_delay * 2.0 ** max(0, attempt - 1))
-    return delay * (1.0 - policy.jitter * rand())
-
-
 def retry_delay(
     exc: BaseException,
     attempt: int,
@@ -113,13 +104,15 @@ def retry_delay(
     now: float | None = None,
     rand: Callable[[], float] = random.random,
 ) -> float:
-    """How long to wait before the next request: the server's Retry-After when it gave one
-    (capped at `max_retry_after`), else the jittered backoff."""
+    """How long to wait after `attempt` (1-based) failed requests: the server's Retry-After
+    (capped at `max_retry_after`), else min(max_delay, base_delay * 2**(attempt-1)) less up to
+    `jitter` of it at random."""
     headers = exc.response.headers if isinstance(exc, openai.APIStatusError) else {}
     asked = parse_retry_after(headers, now=now)
     if asked is not None:
         return min(asked, policy.max_retry_after)
-    return backoff(attempt, policy, rand=rand)
+    delay: float = min(policy.max_delay, policy.base_delay * 2.0 ** max(0, attempt - 1))
+    return delay * (1.0 - policy.jitter * rand())
 
 
 class _Bucket:
@@ -184,10 +177,6 @@ class RateLimiter:
 
     async def acquire(self, tokens: int = 0) -> None:
         """Wait until one request of about `tokens` tokens fits every limit, then take it."""
-        if self._requests is None and self._tokens is None:
-            while (wait := self._paused_until - self._clock()) > 0:
-                await asyncio.sleep(wait)
-            return
         async with self._lock:
             while (wait := self.delay(tokens)) > 0:
                 await asyncio.sleep(wait)
