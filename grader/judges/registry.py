@@ -1,9 +1,6 @@
-"""The judge registry: a kind of judge is registered once, by name, with a factory.
-
-Every command that grades and the Python API build their judges here, from one `JudgeSettings`
-holding whatever the command has, so a new judge needs no change to the command line. The
-built-in `llm` and `lexical` register at the end of this module, those of installed packages
-through the entry point group `relgrade.judges` (`grader.plugins`) on first use.
+"""The judge registry: a kind of judge is registered once, by name, with a factory, so a new judge
+needs no change to the command line. The built-in `llm` and `lexical` register at the end of this
+module, installed packages' through the entry point group `relgrade.judges` on first use.
 """
 
 from __future__ import annotations

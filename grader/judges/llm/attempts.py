@@ -1,12 +1,8 @@
 """One HTTP attempt of a judgment: send the request, read the reply, record the call.
 
-`AttemptSender.send` waits for the rate limiter and a turn in flight, sends under the deadline,
-reads the reply into a grade and records the call, keeping the run's shared state (health, in-flight
-bound, output mode: `ModeRejected` means resend). What to do next is the retry loop's.
-
-Several servers behind one judge make an `EndpointPool`: each attempt goes to the live server with
-the fewest requests in flight; an attempt that could not reach its server goes to another without
-using up the pair's attempts, and the run stops only when every server is dead.
+`AttemptSender` keeps one server's share of the run's state (health, in-flight bound, output mode:
+`ModeRejected` means resend); an `EndpointPool` sends each attempt to the live server with the
+fewest requests in flight, and one that could not connect to another without using up an attempt.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""The SDK client a judge sends with: a deadline on each whole request and a bound on its reply.
-
-The deadline covers connect, send, headers and the whole body (an overrun is a timeout); a reply
-past `ReplyLimits` fails with `ReplyTooLarge`; uploads and downloads get time in proportion to their
-size. The SDK's own retries are off: the judge's retry loop is the only one.
+"""The SDK client a judge sends with: a deadline on each whole request (connect to last byte;
+uploads and downloads get time in proportion to their size) and a bound on the reply's size.
 """
 
 from __future__ import annotations
@@ -59,10 +56,6 @@ class ReplyLimits:
     download: int = 4096 * MiB
     other: int = 8 * MiB
 
-    def for_path(self, path: str) -> int:
-        kinds = {"/chat/completions": self.chat, "/models": self.models, "/content": self.download}
-        return next((cap for end, cap in kinds.items() if path.endswith(end)), self.other)
-
 
 class BoundedHTTPClient(openai.DefaultAsyncHttpxClient):
     """The SDK's default HTTP client with a whole-request deadline and a reply bound."""
@@ -80,8 +73,14 @@ class BoundedHTTPClient(openai.DefaultAsyncHttpxClient):
         seconds = float(seconds) if seconds is not None else DEFAULT_DEADLINE_S
         with contextlib.suppress(ValueError):
             seconds += int(request.headers.get("content-length") or 0) / UPLOAD_BYTES_PER_S
-        cap = self.reply_limits.for_path(request.url.path)
-        grows = request.url.path.endswith("/content")
+        limits, path = self.reply_limits, request.url.path
+        kinds = {
+            "/chat/completions": limits.chat,
+            "/models": limits.models,
+            "/content": limits.download,
+        }
+        cap = next((cap for end, cap in kinds.items() if path.endswith(end)), limits.other)
+        grows = path.endswith("/content")
         started = asyncio.get_running_loop().time()
         try:
             async with asyncio.timeout(seconds) as bound:

@@ -1,8 +1,5 @@
-"""What a run learns of its server before the first request, and how documents fit its context.
-
-`learn_server` reads `GET /v1/models` once (models, context length), bounded and optional.
-`ContextFit` cuts a document so the request fits `max_context` tokens, counting `CHARS_PER_TOKEN`
-characters a token; a server that still answers `context_length_exceeded` fails the pair for good.
+"""What a run learns of its server before the first request (`GET /v1/models`: models, context),
+and `ContextFit`, which cuts a document so the request fits that context.
 """
 
 from __future__ import annotations
@@ -109,8 +106,11 @@ class ContextFit:
     ) -> tuple[list[dict[str, str]], bool]:
         """The chat messages for one pair in `mode`, and whether the document was cut."""
         budget = self.spec.doc_budget_chars
-        if self.max_context is not None:
-            fits = self.document_chars(query, doc, mode)
+        if self.max_context is not None:  # the document characters that fit around the prompt
+            empty, _ = self._renderer(mode, 0).messages(query, doc.model_copy(update={"text": ""}))
+            around = estimate_usage(empty, self.spec.max_tokens).prompt_tokens
+            free = self.max_context - around - self.spec.max_tokens - MARGIN_TOKENS
+            fits = max(0, free * CHARS_PER_TOKEN)
             if fits < min(len(doc.text), MIN_DOC_CHARS, budget):
                 raise DocumentDoesNotFit(
                     f"the prompt around document {doc.doc_id} leaves {fits} of its "
@@ -120,14 +120,6 @@ class ContextFit:
                 )
             budget = min(budget, fits)
         return self._renderer(mode, budget).messages(query, doc)
-
-    def document_chars(self, query: Query, doc: Doc, mode: OutputMode) -> int:
-        """The document characters that fit the context around this pair's prompt."""
-        assert self.max_context is not None
-        empty, _ = self._renderer(mode, 0).messages(query, doc.model_copy(update={"text": ""}))
-        around = estimate_usage(empty, self.spec.max_tokens).prompt_tokens
-        free = self.max_context - around - self.spec.max_tokens - MARGIN_TOKENS
-        return max(0, free * CHARS_PER_TOKEN)
 
     def _make_renderer(self, mode: OutputMode, budget: int) -> MessageRenderer:
         return MessageRenderer(dataclasses.replace(self.spec, doc_budget_chars=budget), mode)

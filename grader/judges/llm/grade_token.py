@@ -1,9 +1,6 @@
-"""Where a reply's grade is, and what its token's logprobs say of it.
-
-`top_level_grade_offset` finds the top-level `grade` value; `grade_distribution` renormalises the
-grade alternatives of its token into P(grade = 0..3), or says it is `Absent` when they hold less
-than `MIN_GRADE_MASS`. `CompletionBody` is a reply body decoded by msgspec (a batch import's fast
-path, about twice as fast as dicts): each default is what `dict.get` gives, so it reads the same.
+"""Where a reply's grade is, and what its token's logprobs say of it: P(grade = 0..3), or `Absent`
+when the grade tokens hold less than `MIN_GRADE_MASS`. `CompletionBody` is a reply body decoded by
+msgspec (a batch import's fast path): each default is what `dict.get` gives, so it reads the same.
 """
 
 from __future__ import annotations

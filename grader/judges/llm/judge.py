@@ -288,16 +288,13 @@ class LLMJudge:
 
     # -- tenacity hooks --------------------------------------------------------------------------
 
-    @staticmethod
-    def _retryable(exc: BaseException) -> bool:
-        if isinstance(exc, InvalidReply | ModeRejected):
-            return True
-        return should_retry(exc)
+    def _retryable(self, exc: BaseException) -> bool:
+        if self.pool.dead and isinstance(exc, openai.APIConnectionError):
+            return False  # judge() raises ServerNotAnswering: no backoff, no more requests
+        return isinstance(exc, InvalidReply | ModeRejected) or should_retry(exc)
 
     def _stop(self, state: CallState, rs: RetryCallState) -> bool:
         exc = rs.outcome.exception() if rs.outcome is not None else None
-        if self.pool.dead and isinstance(exc, openai.APIConnectionError):
-            return True  # judge() raises ServerNotAnswering: no backoff, no more requests
         if not isinstance(exc, ModeRejected):
             state.counted += 1
         if state.counted >= self.policy.max_attempts:

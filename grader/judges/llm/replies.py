@@ -1,8 +1,5 @@
-"""Turn one chat.completion response body into a validated grade, or say exactly why not.
-
-The one validator of LLM replies (live judge and Batch API alike). A refusal, a cut reply, bad JSON,
-a schema break, a duplicate key or a grade outside 0..3 raise `InvalidReply`; nothing here guesses a
-grade. With logprobs the grade's token gives P(grade = 0..3).
+"""Turn one chat.completion response body into a validated grade, or say exactly why not: the one
+validator of LLM replies (live and batch alike); nothing here guesses a grade.
 """
 
 from __future__ import annotations
@@ -124,7 +121,8 @@ def parse_completion(
     usage = usage_of(body)
     choices = field(body, "choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict | Choice):
-        raise InvalidReply("no_choice", "the reply has no choices", raw=_dump(body), usage=usage)
+        raw = json.dumps(body, ensure_ascii=False)[:4000]
+        raise InvalidReply("no_choice", "the reply has no choices", raw=raw, usage=usage)
     choice = choices[0]
     message = field(choice, "message")
     logprobs = field(choice, "logprobs")
@@ -205,10 +203,6 @@ def _graded(
         GradeReply,
         (grade, reason, distribution, expected, confidence, usage, content, finish, notes),
     )
-
-
-def _dump(body: Any) -> str:
-    return json.dumps(body, ensure_ascii=False)[:4000]
 
 
 def _check_range(grade: int, raw: str, usage: Usage) -> None:

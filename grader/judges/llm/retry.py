@@ -1,8 +1,5 @@
-"""When to retry, how long to wait, and the shared rate limiter.
-
-Tenacity (in `grader.judges.llm.judge`) drives the loop and asks `should_retry` and `retry_delay`;
-time and randomness are parameters, so tests freeze them. `RateLimiter` holds requests and tokens
-per minute in two one-minute buckets, and a 429's `pause` holds back every worker of the run.
+"""When to retry and how long to wait (tenacity, in `grader.judges.llm.judge`, drives the loop),
+and the shared rate limiter: two one-minute buckets, and a 429's `pause` holds back every worker.
 """
 
 from __future__ import annotations

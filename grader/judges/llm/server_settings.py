@@ -1,9 +1,6 @@
-"""What a run sends (`ServerSettings.body`: the live judge, `prompts render` and the Batch API
-alike), and what its server accepts, learned once from its refusals and shared by every worker.
-
-The first refusal of an output mode, logprobs, `max_tokens` or a fixed temperature switches the
-setting for the whole run under a lock (told once to `on_switch`); modes fall back along `FALLBACK`
-down to text.
+"""What a run sends (`ServerSettings.body`: live, `prompts render` and the Batch API alike) and what
+its server accepts: the first refusal of an output mode, logprobs, `max_tokens` or a fixed
+temperature switches it for the whole run, told once to `on_switch` (modes fall back to text).
 """
 
 from __future__ import annotations
