@@ -178,11 +178,11 @@ def test_judgment_from_a_batch_body_validates_like_live() -> None:
     q, d = pairs(1)[0]
     body = judge.build_request(q, d)
     good = completion(body, content=json.dumps({"reason": "r", "grade": 2}))
-    ok = judge.reply_reader().judgment(good, q, d, key="k", mode="json_schema", truncated=False)
+    ok = judge.reader.judgment(good, q, d, key="k", mode="json_schema", truncated=False)
     assert (ok.status, ok.grade, ok.attempts, ok.reason) == ("ok", 2, 1, "r")
     assert ok.distribution is not None and ok.distribution[2] == pytest.approx(0.8 / 0.96)
     bad = completion(body, content=json.dumps({"reason": "r", "grade": 4}))
-    failed = judge.reply_reader().judgment(bad, q, d, key="k", mode="json_schema", truncated=True)
+    failed = judge.reader.judgment(bad, q, d, key="k", mode="json_schema", truncated=True)
     assert (failed.status, failed.grade, failed.truncated) == ("failed", None, True)
     assert failed.error is not None and failed.error.raw_reply == '{"reason": "r", "grade": 4}'
     assert failed.usage.prompt_tokens > 0

@@ -1,5 +1,5 @@
 """The LLM judge seen from a batch: the same request body and the same reply validation as live
-grading (`LLMJudge.reply_reader`), at the batch price, in the output mode recorded with the job
+grading (`LLMJudge.reader`), at the batch price, in the output mode recorded with the job
 (`job_config`), rebuilt from it in another process (`JobJudges`). `BatchReplies` is that reading
 alone, picklable, for worker processes; results lines are decoded fast (`loads_line`)."""
 
@@ -158,7 +158,7 @@ class LLMBatchJudge:
         self.judge_id, self.prompt_ref = live.judge_id, live.prompt.ref()
         self.fingerprint, self.judge = live.fingerprint, live.judge
         self.replies = BatchReplies(
-            live.reply_reader(), self.mode, self.judge_id, self.prompt_ref, live.fingerprint()
+            live.reader, self.mode, self.judge_id, self.prompt_ref, live.fingerprint()
         )
         self.parse_reply = self.replies.parse_reply
 

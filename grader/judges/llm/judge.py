@@ -127,7 +127,8 @@ class LLMJudge:
             on_call=self.on_call,
             secrets=tuple(s for _, secrets in made for s in secrets),
         )
-        self._reader = dataclasses.replace(self._recorder, on_call=None)
+        self.reader = dataclasses.replace(self._recorder, on_call=None)
+        """How this judge reads a reply body obtained elsewhere (a batch line): picklable."""
         senders = [  # one a server, each with its own health and in-flight bound
             AttemptSender(
                 client=client,
@@ -217,8 +218,12 @@ class LLMJudge:
     async def judge(self, query: Query, doc: Doc, *, key: str) -> Judgment:
         """Grade one pair: ok, or failed with the reason; raises JudgeError only when fatal."""
         started = time.perf_counter()
-        if self._probe is not None:
-            await self._learn_server()
+        if self._probe is not None:  # the server's `/v1/models`, read once
+            async with self._probe:
+                if self.server_info is None:
+                    self.server_info = await learn_server(
+                        self.client, self.model, self.fit, self._on_notice, self.timeout
+                    )
         state = CallState(query, doc, key, self.server.mode, [], True)
         retrying = AsyncRetrying(
             retry=retry_if_exception(self._retryable),
@@ -266,25 +271,11 @@ class LLMJudge:
                 kind = "ContextLengthExceeded"  # permanent: the same prompt never fits
         return self._recorder.failed(state, kind, message, started)
 
-    async def _learn_server(self) -> None:
-        """Read the server's `/v1/models` once (`grader.judges.llm.context.learn_server`)."""
-        assert self._probe is not None
-        async with self._probe:
-            if self.server_info is None:
-                self.server_info = await learn_server(
-                    self.client, self.model, self.fit, self._on_notice, self.timeout
-                )
-
     def take_abandoned(self) -> tuple[Usage, float | None]:
         """The tokens (and their cost, None without a price) of answered attempts of judgments
         cut short since the last call, which no judgment holds; reset to none."""
         usage, self.abandoned = self.abandoned, Usage()
         return usage, self._recorder.cost(usage, False)
-
-    def reply_reader(self) -> JudgmentRecorder:
-        """How this judge reads a reply body obtained elsewhere (a batch output line), without
-        the client or `on_call` (picklable)."""
-        return self._reader
 
     # -- tenacity hooks --------------------------------------------------------------------------
 

@@ -58,6 +58,18 @@ FALLBACK: dict[str, OutputMode] = {
 }
 """The mode a run moves to when its server refuses the one it uses (text has none)."""
 _FORMAT_FIELDS = ("response_format", *VENDOR_FIELDS.values())
+_PARAMETERS = (
+    ("logprobs", ("logprob",), "logprobs", False, "no-logprobs"),
+    (
+        "max_tokens",
+        ("max_completion_tokens",),
+        "token_param",
+        "max_completion_tokens",
+        "max_completion_tokens",
+    ),
+    ("temperature", ("temperature", "support"), "temperature", False, "server-default temperature"),
+)
+"""A refused request parameter: the field sent, the refusal's words, the setting that drops it."""
 PLAIN_JSON_GIVE_UP = 3
 """Judgments in a row without a valid reply in plain JSON mode that move a run to text."""
 
@@ -118,21 +130,12 @@ class ServerSettings:
                 return self.mode != used
             if status == 500:  # only an output mode is told apart in a 500's words
                 return False
-            if body.get("logprobs") and "logprob" in said:
-                if self.logprobs:
-                    self.logprobs = False
-                    self._switch("logprobs", "no-logprobs", message)
-                return True
-            if "max_tokens" in body and "max_completion_tokens" in said:
-                if self.token_param == "max_tokens":
-                    self.token_param = "max_completion_tokens"
-                    self._switch("max_tokens", "max_completion_tokens", message)
-                return True
-            if "temperature" in body and "temperature" in said and "support" in said:
-                if self.temperature:
-                    self.temperature = False
-                    self._switch("temperature", "server-default temperature", message)
-                return True
+            for sent, words, setting, value, switched_to in _PARAMETERS:
+                if sent in body and all(w in said for w in words):
+                    if getattr(self, setting) != value:
+                        setattr(self, setting, value)
+                        self._switch(sent, switched_to, message)
+                    return True
         return False
 
     def judged(self, mode: OutputMode, *, valid: bool) -> None:
