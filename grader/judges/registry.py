@@ -98,8 +98,7 @@ def _load() -> None:
 
 
 def judge_kinds(*, batch: bool = False) -> list[JudgeKind]:
-    """The registered kinds, in the order registered (`batch`: only those the Batch API can
-    send)."""
+    """The registered kinds, in order (`batch`: only those the Batch API can send)."""
     _load()
     return [k for k in _KINDS.values() if k.batch or not batch]
 

@@ -70,8 +70,7 @@ MODE_REJECTED = "_ModeRejected"
 
 @dataclass(eq=False)
 class AttemptSender:
-    """Sends the attempts of one judge's judgments to one server (module docstring), and counts
-    them; the objects it holds are the judge's own, shared by every worker."""
+    """Sends one judge's attempts to one server and counts them (its parts are the judge's)."""
 
     client: openai.AsyncOpenAI
     server: ServerSettings
@@ -220,8 +219,7 @@ class AttemptSender:
         )
 
     def _on_transport_error(self, state: CallState, exc: openai.APIError, t0: float) -> None:
-        """Record a failure without an HTTP answer; raise ServerNotAnswering when it makes the
-        server not answering (`ServerHealth`)."""
+        """Record a failure without an HTTP answer; ServerNotAnswering once the server is dead."""
         self.recorder.record(state, "retry", t0, Usage(), exc=exc)
         if self.health.transport_failed(exc, state.key):
             raise self.not_answering() from exc
@@ -294,7 +292,10 @@ class EndpointPool:
             except ServerNotAnswering as exc:
                 self._drop(current, exc)
                 tried.add(id(current))
-                member = self._next(tried, exc)
+                chosen = self._pick(tried) or self._pick(set())
+                if chosen is None:
+                    raise self.not_answering(exc) from exc
+                member = chosen
                 continue
             except InvalidReply:
                 current.answers += 1
@@ -315,15 +316,6 @@ class EndpointPool:
             state.failed_on = None
             return reply
 
-    def _next(self, tried: set[int], exc: Exception) -> AttemptSender:
-        """The server to try next after one died; raises when none is left."""
-        chosen = self._pick(tried) or self._pick(set())
-        if chosen is not None:
-            return chosen
-        if len(self.members) == 1 and isinstance(exc, ServerNotAnswering):
-            raise exc
-        raise self.not_answering(exc) from exc
-
     def not_answering(self, last: Exception | None = None) -> ServerNotAnswering:
         """The error that stops the run: every server is dead (with one, its own error)."""
         if len(self.members) == 1:
@@ -337,7 +329,6 @@ class EndpointPool:
     def _drop(self, member: AttemptSender, exc: ServerNotAnswering) -> None:
         """Drop a dead server, said once (with one server, nothing to say: the run stops)."""
         if member.dropped or len(self.members) == 1:
-            member.dropped = member.dropped or len(self.members) > 1
             return
         member.dropped = True
         left = sum(not m.dead for m in self.members)

@@ -48,8 +48,7 @@ class ReplyTooLarge(httpx2.RequestError):
 
 @dataclass(frozen=True)
 class ReplyLimits:
-    """Bytes a reply body may hold, by kind of request (after decompression): a chat
-    completion, `GET /v1/models`, a Batch API file download, anything else."""
+    """Bytes a reply body may hold (after decompression), by kind of request."""
 
     chat: int = 8 * MiB
     models: int = 1 * MiB
@@ -115,8 +114,7 @@ def make_client(
     timeout: float,
     limits: ReplyLimits | None = None,
 ) -> tuple[openai.AsyncOpenAI, tuple[str, ...]]:
-    """The client for `base_url` with `api_key`, or `client` with the judge's options; and the
-    keys to redact (a caller's client's key too)."""
+    """The client for `base_url` with `api_key` (or `client`, reconfigured); and its secrets."""
     url = base_url or os.environ.get(BASE_URL_ENV) or None
     key = api_key if api_key is not None else env_key_for(url, os.environ.get(KEY_ENV))
     if client is None:

@@ -93,8 +93,7 @@ async def learn_server(
 
 
 class ContextFit:
-    """Renders a pair's messages cut to fit `max_context` tokens (module docstring); without
-    a context, exactly `render_messages`."""
+    """Renders a pair's messages, the document cut to fit `max_context` tokens (if given)."""
 
     def __init__(self, spec: PromptSpec, max_context: int | None = None) -> None:
         self.spec = spec

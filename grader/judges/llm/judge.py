@@ -186,8 +186,7 @@ class LLMJudge:
     def build_request(
         self, query: Query, doc: Doc, *, mode: OutputMode | None = None
     ) -> dict[str, Any]:
-        """The chat.completions body for one pair in `mode` (default the run's current one):
-        also what a Batch API line carries."""
+        """The chat.completions body for one pair in `mode` (default: the run's), as batch too."""
         mode = mode or self.server.mode
         messages, _ = self.fit.messages(query, doc, mode)
         return self.server.body(self.prompt, self.model, messages, mode)
@@ -205,8 +204,7 @@ class LLMJudge:
         return self.prices.cost(self.model, usage, batch=batch)
 
     def expected_completion_tokens(self) -> int:
-        """The completion tokens one reply is expected to use before any is stored: the reply
-        the prompt's schema asks for (grader.cost.expected_reply_tokens)."""
+        """The completion tokens of the reply the prompt's schema asks for, before any is stored."""
         return expected_reply_tokens(self.prompt.schema, self.prompt.max_tokens)
 
     async def aclose(self) -> None:

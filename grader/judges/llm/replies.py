@@ -116,8 +116,7 @@ def parse_body(text: str) -> dict[str, Any]:
 def parse_completion(
     body: dict[str, Any] | CompletionBody, *, mode: OutputMode, spec: PromptSpec
 ) -> GradeReply:
-    """Validate one chat.completion body (a dict, or decoded into structs) into a grade, or raise
-    InvalidReply."""
+    """Validate one chat.completion body (a dict, or decoded structs) into a grade, or raise."""
     usage = usage_of(body)
     choices = field(body, "choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict | Choice):

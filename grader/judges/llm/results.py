@@ -69,8 +69,7 @@ class JudgmentRecorder:
         mode: OutputMode,
         truncated: bool,
     ) -> Judgment:
-        """The Judgment of a batch line's reply body, at the batch price: live grading's
-        validation, but no re-ask, so an invalid reply fails."""
+        """A batch line's reply body judged at the batch price (no re-ask: invalid fails)."""
         state = CallState(query, doc, key, mode, [], truncated, attempts=1)
         try:
             reply = parse_completion(body, mode=mode, spec=self.prompt)

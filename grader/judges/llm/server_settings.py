@@ -117,8 +117,7 @@ class ServerSettings:
     async def adapt(
         self, used: OutputMode, body: dict[str, Any], message: str, status: int = 400
     ) -> bool:
-        """Whether this refusal refused something we can do without; if so the run's settings
-        changed and the request should be sent again."""
+        """Whether this refusal refused something the run can do without (then resend)."""
         if status not in FORMAT_STATUSES:
             return False
         said = message.lower()
@@ -155,8 +154,7 @@ class ServerSettings:
                 )
 
     def switch_mode(self, used: OutputMode, reason: str) -> bool:
-        """Move the run from mode `used` to its fallback for `reason` (a decision of the
-        judge, not a server's refusal); False when it is no longer the mode or has none."""
+        """Move the run from mode `used` to its fallback for `reason`; False when it cannot."""
         if self.mode != used or used not in FALLBACK:
             return False
         following = FALLBACK[used]

@@ -29,8 +29,7 @@ def dead_after_for(concurrency: int) -> int:
 
 
 def unreachable_after_for(concurrency: int) -> int:
-    """Failures to connect, nothing ever answered, that stop a run at its start: one a worker,
-    at least 2."""
+    """Failures to connect, nothing ever answered, that stop a run: one a worker, at least 2."""
     return max(2, concurrency)
 
 
@@ -212,8 +211,7 @@ def connection_message(exc: openai.APIConnectionError) -> str:
 
 @dataclass(eq=False)
 class Ticket:
-    """One request in flight: when it was sent, its deadline's handle (`asyncio.Timeout`,
-    set by the sender), and whether the server answered anything since it was sent."""
+    """One request in flight: when sent, its deadline, whether the server answered since."""
 
     sent: float
     bound: asyncio.Timeout | None = None
@@ -287,8 +285,7 @@ class InFlight:
         return self.timeout * (self.tickets.index(ticket) + 2)
 
     def deadline(self, ticket: Ticket, oldest: bool) -> float | None:
-        """When `ticket`'s request is cut (`clock` time; None: not while older ones are in
-        flight), by the module docstring's rule."""
+        """When `ticket`'s request is cut (`clock` time; None: not while older ones wait)."""
         assert self.timeout is not None
         if not ticket.progressed:
             return ticket.sent + self.timeout
