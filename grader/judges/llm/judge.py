@@ -25,7 +25,7 @@ from grader.judges.llm.attempts import (
     EndpointPool,
     ModeRejected,
 )
-from grader.judges.llm.client import ReplyLimits, chat_reply_limit, make_client
+from grader.judges.llm.client import make_clients
 from grader.judges.llm.context import ContextFit, DocumentDoesNotFit, ServerInfo, learn_server
 from grader.judges.llm.endpoint import is_loopback
 from grader.judges.llm.replies import InvalidReply
@@ -41,27 +41,6 @@ from grader.judges.llm.server_settings import ModeSwitch, ServerSettings
 from grader.judges.llm.transport import DEAD_AFTER, SAME_FAILURE_S, InFlight, ServerHealth
 from grader.models import CallRecord, Doc, Judgment, Query, Usage
 from grader.prompts import OutputMode, PromptSpec, load_prompt
-
-
-def _clients(
-    base_url: str | Sequence[str] | None,
-    api_key: str | Sequence[str | None] | None,
-    client: openai.AsyncOpenAI | None,
-    timeout: float,
-    max_reply_bytes: int | None,
-) -> list[tuple[openai.AsyncOpenAI, tuple[str, ...]]]:
-    """One client per server (with the secrets it holds): one key per URL, or one for all."""
-    urls = [base_url] if base_url is None or isinstance(base_url, str) else list(base_url)
-    keys: list[str | None] = (
-        list(api_key) if isinstance(api_key, list | tuple) else [api_key] * len(urls)  # type: ignore[list-item]
-    )
-    if not urls or len(keys) != len(urls) or (client is not None and len(urls) > 1):
-        raise ValueError("give one api_key per base_url, and a client only with one server")
-    limits = ReplyLimits(chat=chat_reply_limit(max_reply_bytes))
-    return [
-        make_client(base_url=u, api_key=k, client=client, timeout=timeout, limits=limits)
-        for u, k in zip(urls, keys, strict=True)
-    ]
 
 
 class LLMJudge:
@@ -112,7 +91,7 @@ class LLMJudge:
         self._on_notice = on_notice
         self.abandoned = Usage()
         """Tokens of answered attempts of judgments cut short (Ctrl-C): paid, in no judgment."""
-        made = _clients(base_url, api_key, client, timeout, max_reply_bytes)
+        made = make_clients(base_url, api_key, client, timeout, max_reply_bytes)
         self._open(made, (dead_after, unreachable_after))
 
     def _open(
