@@ -63,8 +63,7 @@ def _judgment(
 
 
 def check_key(judge: Judge, judgment: Judgment, key: str) -> Judgment:
-    """`judgment` when it answers under `key`, the key `judge` was asked under; a JudgeError
-    naming the judge otherwise (stored under another key, no rerun would find it)."""
+    """`judgment` if it answers under `key`; else a JudgeError (no rerun would find it)."""
     if judgment.key != key:
         raise JudgeError(
             f"judge {judge.judge_id!r} ({type(judge).__module__}.{type(judge).__qualname__}) "

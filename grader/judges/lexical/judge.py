@@ -98,8 +98,7 @@ class LexicalJudge:
     def __init__(
         self, docs: Iterable[Doc] | Mapping[str, Doc], config: LexicalConfig | None = None
     ) -> None:
-        """A judge whose collection statistics come from `docs`, counted only when a pair is
-        first scored (a run whose pairs are all stored pays nothing)."""
+        """A judge whose collection statistics come from `docs`, counted at the first score."""
         self.config = config if config is not None else load_lexical_config()
         items = list(docs.values()) if isinstance(docs, Mapping) else list(docs)
         digest = hashlib.sha256()

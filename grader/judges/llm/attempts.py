@@ -151,8 +151,7 @@ class AttemptSender:
         except openai.APIError as exc:
             self._on_transport_error(state, exc, t0)
             raise
-        self.health.answered()
-        self.health.succeeded()
+        self.health.answered(ok=True)
         return self._read(state, text, mode, estimated, t0)
 
     def _read(
@@ -185,8 +184,7 @@ class AttemptSender:
         return reply
 
     def not_answering(self) -> ServerNotAnswering:
-        """The error that stops a run whose server is not answering (`ServerHealth`), naming its
-        URL and what to check."""
+        """The error that stops a run whose server is not answering, saying what to check."""
         url, health, redact = self.name, self.health, self.recorder.redact
         if health.failing is not None:
             return ServerNotAnswering(

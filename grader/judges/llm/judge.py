@@ -72,10 +72,9 @@ class LLMJudge:
     ) -> None:
         self.model = model
         self.prompt = load_prompt(prompt) if isinstance(prompt, str) else prompt
-        policy = policy or RetryPolicy()
+        self.policy = policy or RetryPolicy()
         if max_attempts is not None:
-            policy = RetryPolicy(**{**policy.__dict__, "max_attempts": max_attempts})
-        self.policy = policy
+            self.policy = dataclasses.replace(self.policy, max_attempts=max_attempts)
         # Without limits, still one shared limiter: a 429 then pauses every worker of this judge.
         self.limiter = limiter if limiter is not None else RateLimiter()
         self.prices = prices
@@ -143,8 +142,6 @@ class LLMJudge:
             f"LLMJudge(model={self.model!r}, prompt={self.prompt.id!r}, mode={self.server.mode!r})"
         )
 
-    # -- Judge protocol ------------------------------------------------------------------------
-
     @property
     def judge_id(self) -> str:
         return f"openai:{self.model}"
@@ -190,8 +187,6 @@ class LLMJudge:
         for member in self.pool.members:
             await member.client.close()
 
-    # -- grading -------------------------------------------------------------------------------
-
     async def judge(self, query: Query, doc: Doc, *, key: str) -> Judgment:
         """Grade one pair: ok, or failed with the reason; raises JudgeError only when fatal."""
         started = time.perf_counter()
@@ -223,8 +218,7 @@ class LLMJudge:
         return self._recorder.ok(state, reply, started)
 
     def _failed(self, state: CallState, exc: Exception, started: float) -> Judgment:
-        """The failed judgment after the last attempt's `exc`; raises when every server is dead
-        (stopped, not failed: a rerun does the pair)."""
+        """The failed judgment after the last attempt's `exc`; raises if every server is dead."""
         if isinstance(exc, DocumentDoesNotFit):  # permanent, as is: never a grade
             return self._recorder.failed(state, "ContextLengthExceeded", str(exc), started)
         if isinstance(exc, InvalidReply):
@@ -249,12 +243,9 @@ class LLMJudge:
         return self._recorder.failed(state, kind, message, started)
 
     def take_abandoned(self) -> tuple[Usage, float | None]:
-        """The tokens (and their cost, None without a price) of answered attempts of judgments
-        cut short since the last call, which no judgment holds; reset to none."""
+        """The tokens and cost of answered attempts of judgments cut short since the last call."""
         usage, self.abandoned = self.abandoned, Usage()
         return usage, self._recorder.cost(usage, False)
-
-    # -- tenacity hooks --------------------------------------------------------------------------
 
     def _retryable(self, exc: BaseException) -> bool:
         if self.pool.dead and isinstance(exc, openai.APIConnectionError):

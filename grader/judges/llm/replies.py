@@ -78,8 +78,7 @@ def usage_of(body: Any) -> Usage:
 
 
 def reports_cached(body: dict[str, Any]) -> bool:
-    """Whether a response body says its cached prompt tokens (`usage.prompt_tokens_details.
-    cached_tokens`, 0 included); llama.cpp's server leaves it out."""
+    """Whether a response body says its cached prompt tokens (llama.cpp's server does not)."""
     details = field(field(body, "usage"), "prompt_tokens_details")
     return isinstance(field(details, "cached_tokens"), int)
 
@@ -181,6 +180,9 @@ def _graded(
         offset = top_level_grade_offset(content) if logprobs is not None else None
         if offset is None and notes is not None and field(logprobs, "content"):
             notes = [*notes, LENIENT_LOGPROBS_NOTE]  # (notes: the lenient read's, only then)
+    if grade not in GRADES:
+        message = f"grade {grade} is outside 0..3; use 0, 1, 2 or 3"
+        raise InvalidReply("out_of_range", message, raw=content, usage=usage)
     distribution = grade_distribution(logprobs, content, offset, grade=grade)
     expected = confidence = None
     if isinstance(distribution, Absent):
@@ -202,13 +204,6 @@ def _graded(
         GradeReply,
         (grade, reason, distribution, expected, confidence, usage, content, finish, notes),
     )
-
-
-def _check_range(grade: int, raw: str, usage: Usage) -> None:
-    if grade not in GRADES:
-        raise InvalidReply(
-            "out_of_range", f"grade {grade} is outside 0..3; use 0, 1, 2 or 3", raw=raw, usage=usage
-        )
 
 
 _STRICT_JSON = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys)
@@ -260,7 +255,6 @@ def _parse_json(content: str, usage: Usage) -> tuple[int, str | None, list[str] 
             raw=content,
             usage=usage,
         )
-    _check_range(grade, content, usage)
     return grade, (reason or None), notes
 
 
@@ -315,7 +309,6 @@ def _parse_final_line(
             "out_of_range", f"grade {written} is not one of 0, 1, 2, 3", raw=content, usage=usage
         )
     grade = int(written)
-    _check_range(grade, content, usage)
     line_start = len(content.rstrip()) - len(last)
     offset = line_start + last.rfind(written)
     reason = "\n".join(lines[:-1]).strip() or None

@@ -68,8 +68,7 @@ def is_fatal(exc: BaseException) -> bool:
 
 
 def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
-    """Seconds the server asked us to wait (`retry-after-ms`, then `retry-after` as seconds or an
-    HTTP date relative to `now`); None when absent, never negative."""
+    """Seconds the server asked us to wait (`retry-after-ms`, else `retry-after`), or None."""
     raw_ms = headers.get("retry-after-ms")
     if raw_ms is not None:
         try:
@@ -101,9 +100,8 @@ def retry_delay(
     now: float | None = None,
     rand: Callable[[], float] = random.random,
 ) -> float:
-    """How long to wait after `attempt` (1-based) failed requests: the server's Retry-After
-    (capped at `max_retry_after`), else min(max_delay, base_delay * 2**(attempt-1)) less up to
-    `jitter` of it at random."""
+    """How long to wait after `attempt` failed requests: the server's Retry-After (capped), else
+    exponential backoff less up to `jitter` of it at random."""
     headers = exc.response.headers if isinstance(exc, openai.APIStatusError) else {}
     asked = parse_retry_after(headers, now=now)
     if asked is not None:

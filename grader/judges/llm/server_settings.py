@@ -96,8 +96,7 @@ class ServerSettings:
     def body(
         self, spec: PromptSpec, model: str, messages: list[dict[str, Any]], mode: OutputMode
     ) -> dict[str, Any]:
-        """The chat.completions body: messages plus the prompt file's sampling and output format,
-        without what this server refused."""
+        """The chat.completions body (the prompt's sampling and format), less what was refused."""
         body: dict[str, Any] = {"model": model, "messages": messages}
         if self.temperature:
             body["temperature"] = spec.temperature

@@ -35,8 +35,7 @@ def unreachable_after_for(concurrency: int) -> int:
 
 @asynccontextmanager
 async def deadline(seconds: float | None, method: str, url: str) -> AsyncIterator[asyncio.Timeout]:
-    """Bound the whole request inside the block to `seconds` (None: none; the handle can move it);
-    an overrun raises `openai.APITimeoutError`."""
+    """Bound the whole request in the block to `seconds`; an overrun is `APITimeoutError`."""
     try:
         async with asyncio.timeout(seconds) as bound:
             yield bound
@@ -108,20 +107,18 @@ class ServerHealth:
             self.dead = True
         return self.dead
 
-    def succeeded(self) -> None:
-        """The server gave a good answer (a 200): the same-failure count starts over."""
-        self.cause, self.same, self.pairs = None, 0, set()
-
-    def answered(self) -> None:
-        """The server sent an HTTP answer (any status): it is there."""
+    def answered(self, *, ok: bool = False) -> None:
+        """The server sent an HTTP answer (any status): it is there; `ok` (a 200) starts the
+        same-failure count over."""
+        if ok:
+            self.cause, self.same, self.pairs = None, 0, set()
         self.ever_answered = True
         self.last_answer = self.clock()
         if not self.dead:
             self.in_a_row = 0
 
     def failed(self, *, timed_out: bool = False) -> bool:
-        """One more timeout or connection failure; True once the server counts as not answering, for
-        good (a timeout only after `quiet_s` of quiet too)."""
+        """One more timeout or connection failure; True once the server counts as dead for good."""
         self.in_a_row += 1
         quiet = not timed_out or self.clock() - self.last_answer >= self.quiet_s
         if self.in_a_row >= self.threshold and quiet:
@@ -129,8 +126,7 @@ class ServerHealth:
         return self.dead
 
     def transport_failed(self, exc: openai.APIError, key: str) -> bool:
-        """An attempt of pair `key` got no HTTP answer (`exc`); True once the server counts as
-        not answering (a connection refused before any answer counts sooner)."""
+        """An attempt of pair `key` got no HTTP answer (`exc`); True once the server is dead."""
         large = too_large(exc)
         if large is not None:  # the server answered, too much: the same failure, maybe again
             self.answered()
