@@ -40,9 +40,8 @@ class Endpoint(Protocol):
 
 @dataclass(frozen=True, kw_only=True)
 class JudgeSettings:
-    """Everything a factory may use to build one judge: one `--model` (None: none given), the
-    `--prompt`, every document (for `needs_all_docs` kinds), `--judge-config`, the LLM endpoint,
-    where an LLM judge reports each request, and every option of the run by name."""
+    """Everything a factory may use to build one judge: `--model` (None: not given), `--prompt`,
+    the documents, `--judge-config`, the LLM endpoint, `on_call` and every option by name."""
 
     model: str | None = None
     prompt: PromptSpec | None = None
@@ -86,9 +85,8 @@ def register_judge(
     reads every document; `batch`: the Batch API can send its judges. A name twice: ValueError."""
     if name in _KINDS:
         raise ValueError(f"a judge named {name!r} is registered already")
-    kind = JudgeKind(name, factory, help, takes_model, needs_all_docs, batch)
-    _KINDS[name] = kind
-    return kind
+    _KINDS[name] = JudgeKind(name, factory, help, takes_model, needs_all_docs, batch)
+    return _KINDS[name]
 
 
 def _load() -> None:

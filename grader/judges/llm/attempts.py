@@ -263,8 +263,6 @@ class EndpointPool:
     def __init__(
         self, members: list[AttemptSender], on_notice: Callable[[str], None] | None = None
     ) -> None:
-        if not members:
-            raise ValueError("a pool needs at least one server")
         self.members = members
         self._on_notice = on_notice
 

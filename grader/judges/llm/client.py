@@ -104,8 +104,7 @@ def make_clients(
     timeout: float,
     max_reply_bytes: int | None,
 ) -> list[tuple[openai.AsyncOpenAI, tuple[str, ...]]]:
-    """One client per server (a caller's `client` reconfigured) and the secrets it holds: one key
-    per URL, or one for all; a chat reply bounded by `max_reply_bytes`, else MAX_REPLY_ENV's."""
+    """One client per server (or the caller's), with its secrets: a key per URL, or one for all."""
     urls = [base_url] if base_url is None or isinstance(base_url, str) else list(base_url)
     keys: list[str | None] = (
         list(api_key) if isinstance(api_key, list | tuple) else [api_key] * len(urls)  # type: ignore[list-item]

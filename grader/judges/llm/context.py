@@ -69,11 +69,9 @@ async def learn_server(
     on_notice: Callable[[str], None] | None,
     timeout: float | None = None,
 ) -> ServerInfo:
-    """What the server's `/v1/models` says within `timeout` (nothing when it does not answer): a
-    model it does not list is told to `on_notice` (llama.cpp's server answers any name with its
-    one model); its context is taken when `fit` has none."""
-    base_url = str(client.base_url)
-    url = base_url.rstrip("/") + "/models"
+    """What the server's `/v1/models` says within `timeout`: a model it does not list is told to
+    `on_notice` (llama.cpp answers any name with its one model); its context fills `fit`'s."""
+    url = str(client.base_url).rstrip("/") + "/models"
     try:
         async with deadline(timeout, "GET", url):
             raw = await client.models.with_raw_response.list()
@@ -83,8 +81,8 @@ async def learn_server(
     if info.models and model not in info.models and on_notice is not None:
         listed = ", ".join(info.models[:5]) + (" ..." if len(info.models) > 5 else "")
         on_notice(
-            f"{redact_url(base_url)} lists the models {listed}, not {model!r}: a server with one "
-            f"model (llama.cpp) answers with that one whatever the name. Give "
+            f"{redact_url(str(client.base_url))} lists the models {listed}, not {model!r}: a "
+            f"server with one model (llama.cpp) answers with that one whatever the name. Give "
             f"{option('--model', 'model=')} as listed to be sure"
         )
     if fit.max_context is None and info.context is not None:

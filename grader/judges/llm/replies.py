@@ -266,9 +266,8 @@ _LENIENT_JSON = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys, strict=Fa
 
 
 def _decode_strict(content: str) -> Any:
-    """`_STRICT_JSON.decode(content)`; a reply that is one object with no space around it
-    (nearly every reply) is scanned at once, without `decode`'s two whitespace matches (any
-    other, and any error, goes through `decode`, so errors read as its own)."""
+    """`_STRICT_JSON.decode(content)`; one object with no space around it (nearly every reply)
+    is scanned at once; any other, and any error, goes through `decode` (its own wording)."""
     if content.startswith("{") and content.endswith("}"):
         try:
             data, end = _SCAN_STRICT(content, 0)
@@ -288,9 +287,8 @@ BARE_GRADE_NOTE = "reply read leniently: the grade alone, without its final line
 def _parse_final_line(
     content: str, spec: PromptSpec, usage: Usage
 ) -> tuple[int, str | None, int | None, list[str] | None]:
-    """The grade of a text reply, its reason, the grade's offset, and notes. A reply that is
-    a whole number and nothing else is that grade written bare (small models answer `3` to
-    `Grade: N`): read as such, with a note, rather than asked again."""
+    """The grade of a text reply, its reason, the grade's offset, and notes; a bare number is
+    that grade (small models answer `3` to `Grade: N`), read with a note, not asked again."""
     lines = content.rstrip().splitlines()
     last = lines[-1] if lines else ""
     bare = re.fullmatch(r"\s*[*`]*\s*(-?[0-9]+)\s*[*`]*\s*", content)

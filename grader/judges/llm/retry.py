@@ -5,6 +5,7 @@ and the shared rate limiter: two one-minute buckets, and a 429's `pause` holds b
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import random
 import time
@@ -69,19 +70,13 @@ def is_fatal(exc: BaseException) -> bool:
 
 def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
     """Seconds the server asked us to wait (`retry-after-ms`, else `retry-after`), or None."""
-    raw_ms = headers.get("retry-after-ms")
-    if raw_ms is not None:
-        try:
-            return max(0.0, float(raw_ms) / 1000.0)
-        except ValueError:
-            pass
+    with contextlib.suppress(KeyError, ValueError):
+        return max(0.0, float(headers["retry-after-ms"]) / 1000.0)
     raw = headers.get("retry-after")
     if raw is None:
         return None
-    try:
+    with contextlib.suppress(ValueError):
         return max(0.0, float(raw))
-    except ValueError:
-        pass
     try:
         when = email.utils.parsedate_to_datetime(raw)
     except (TypeError, ValueError, IndexError):
@@ -118,8 +113,7 @@ class _Bucket:
         self.stamp = now
 
     def wait_for(self, amount: float, now: float) -> float:
-        """Seconds until `amount` is available (0: take it now). Amounts above the capacity
-        wait for a full bucket, so an oversized request is slow, never stuck."""
+        """Seconds until `amount` is available; an oversized one waits for a full bucket."""
         self.level = min(self.capacity, self.level + (now - self.stamp) * self.rate)
         self.stamp = now
         need = min(amount, self.capacity)

@@ -170,7 +170,7 @@ class ServerSettings:
 
 def _refuses_format(said: str, fields: list[str], status: int) -> bool:
     """Whether an error's lower-cased message `said` refuses the output format a request sent
-    in `fields`: it names the format, and a 500 also says it is not taken (module docstring)."""
+    in `fields`: it names the format, and a 500 also says it is not taken."""
     if not any(w in said for w in (*_FORMAT_WORDS, *fields)):
         return False
     return status != 500 or any(w in said for w in REFUSAL_WORDS)

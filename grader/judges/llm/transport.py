@@ -50,9 +50,8 @@ MIN_PAIRS = 3
 
 
 class ServerHealth:
-    """Whether a server is not answering: `threshold` transport failures in a row with nothing
-    back for `quiet_s`, the same failure to everything, or (sooner) the first requests all failing
-    to connect. One per server, used from one event loop (no lock)."""
+    """Whether a server is not answering: `threshold` transport failures in a row, the same
+    failure to everything, or (sooner) the first requests all failing to connect."""
 
     def __init__(
         self,
@@ -167,8 +166,7 @@ def too_large(exc: BaseException) -> ReplyTooLarge | None:
 
 
 def connect_failure(exc: BaseException) -> str | None:
-    """`label: detail` when `exc` is a failure to connect (label one of `CONNECT_CAUSES`), else
-    None (a timeout, a dropped connection, an HTTP answer, anything else)."""
+    """`label: detail` when `exc` is a failure to connect (a `CONNECT_CAUSES` label), else None."""
     if not isinstance(exc, openai.APIConnectionError) or isinstance(exc, openai.APITimeoutError):
         return None
     chain = _chain(exc)
@@ -234,7 +232,7 @@ class InFlight:
         self.last_answer = 0.0
         self.lowered_at = float("-inf")
         self.timeout = timeout
-        """`--timeout`: with it, deadlines follow the server's queue (module docstring)."""
+        """`--timeout`: with it, deadlines follow the server's queue (`InFlight`)."""
         self.tickets: list[Ticket] = []
         self.answers: list[float] = []
         """When the server's recent answers came (those of the last `timeout`)."""
@@ -301,8 +299,7 @@ class InFlight:
                     ticket.bound.reschedule(when)
 
     def _paced(self, now: float) -> None:
-        """A request waited past `timeout` in the queue and was answered: bring the bound on
-        requests in flight down to the answers of the last `timeout` (at least 1)."""
+        """A request answered after `timeout` queued: bound to the last `timeout`'s answers."""
         served = max(1, len(self.answers))
         current = self.limit if self.limit is not None else self.peak
         if served < current:
