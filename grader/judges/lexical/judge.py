@@ -14,9 +14,8 @@ import re
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -83,8 +82,7 @@ def scored_text(doc: Doc, fields: Iterable[str]) -> str:
     return "\n".join(parts)
 
 
-@dataclass(frozen=True)
-class LexicalScore:
+class LexicalScore(NamedTuple):
     """A normalised score in [0, 1) and the query terms the document matched."""
 
     score: float

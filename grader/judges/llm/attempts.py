@@ -55,9 +55,7 @@ def sdk_arguments(body: dict[str, Any]) -> dict[str, Any]:
     extra = {k: v for k, v in body.items() if k not in OPENAI_FIELDS}
     if not extra:
         return body
-    args = {k: v for k, v in body.items() if k in OPENAI_FIELDS}
-    args["extra_body"] = extra
-    return args
+    return {**{k: v for k, v in body.items() if k in OPENAI_FIELDS}, "extra_body": extra}
 
 
 class ModeRejected(Exception):

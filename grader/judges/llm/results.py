@@ -133,11 +133,10 @@ class JudgmentRecorder:
         status: int | None = None,
     ) -> None:
         """Report one HTTP attempt to `on_call`, if any."""
-        on_call = self.on_call
-        if on_call is None:
+        if self.on_call is None:
             return
         kind = f".{exc.kind}" if isinstance(exc, InvalidReply) else ""  # InvalidReply.<kind>
-        on_call(
+        self.on_call(
             CallRecord(
                 key=state.key,
                 query_id=state.query.query_id,
