@@ -19,13 +19,14 @@ from grader.judges.llm import results
 from grader.judges.llm.judge import LLMJudge
 from grader.judges.llm.replies import GradeReply, InvalidReply
 from grader.judges.llm.results import CallState, JudgmentRecorder
-from grader.models import CallRecord, Doc, PromptRef, Query, Usage
+from grader.models import CallRecord, Doc, Query, Usage
 from grader.prompts import load_prompt
 
 SECRET = "sk-recorder-test-0123456789"
 QUERY = Query(query_id="q1", text="how do cats purr")
 DOC = Doc(doc_id="d1", text="Cats purr by vibrating the larynx.")
-PROMPT = PromptRef(name="passage", version="1", sha256="ab" * 32)
+SPEC = load_prompt("passage-v1")
+PROMPT = SPEC.ref()
 
 
 def _state(**kw: object) -> CallState:
@@ -68,7 +69,7 @@ def test_results_module_does_not_import_the_judge_module() -> None:
 
 
 def test_config_is_frozen() -> None:
-    config = JudgmentRecorder(judge_id="openai:m", model="m", prompt=PROMPT)
+    config = JudgmentRecorder(judge_id="openai:m", model="m", prompt=SPEC)
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.model = "other"  # type: ignore[misc]
 
@@ -76,7 +77,7 @@ def test_config_is_frozen() -> None:
 def test_ok_judgment_carries_the_configs_identity_and_price() -> None:
     prices = PriceTable.from_files()
     usage = Usage(prompt_tokens=1000, completion_tokens=100)
-    config = JudgmentRecorder(judge_id="openai:gpt-4o-mini", model="gpt-4o-mini", prompt=PROMPT)
+    config = JudgmentRecorder(judge_id="openai:gpt-4o-mini", model="gpt-4o-mini", prompt=SPEC)
     priced = dataclasses.replace(config, prices=prices)
     state = _state(attempts=1, usage=usage)
     judgment = priced.ok(state, _reply(usage), time.perf_counter())
@@ -84,17 +85,17 @@ def test_ok_judgment_carries_the_configs_identity_and_price() -> None:
     assert judgment.prompt == PROMPT and judgment.key == "sha256:k1"
     assert judgment.cost == prices.cost("gpt-4o-mini", usage)
     assert judgment.cost is not None and judgment.cost > 0
-    batch = priced.ok(state, _reply(usage), None, batch=True)
+    batch = priced.ok(state, _reply(usage), None)  # no start: a batch line
     assert batch.latency_ms is None
     assert batch.cost == pytest.approx(judgment.cost * prices.batch_discount)
     # Without a price table the cost is unknown, never 0.
-    assert config.ok(state, _reply(usage), None).cost is None
+    assert config.ok(state, _reply(usage), time.perf_counter()).cost is None
 
 
 def test_failed_judgment_and_call_records_redact_the_configs_secrets() -> None:
     calls: list[CallRecord] = []
     recorder = JudgmentRecorder(
-        judge_id="openai:m", model="m", prompt=PROMPT, on_call=calls.append, secrets=(SECRET,)
+        judge_id="openai:m", model="m", prompt=SPEC, on_call=calls.append, secrets=(SECRET,)
     )
     state = _state(attempts=2, last_raw=f"echo {SECRET}")
     exc = InvalidReply("out_of_range", f"grade 7 from key {SECRET}", raw=f"raw {SECRET}")
@@ -129,6 +130,6 @@ def test_llm_judge_builds_its_recorder_from_its_own_settings() -> None:
     )
     config = judge._recorder
     assert config.judge_id == judge.judge_id and config.model == "gpt-4o-mini"
-    assert config.prompt == judge.prompt.ref()
+    assert config.prompt is judge.prompt and config.ref == judge.prompt.ref()
     assert config.prices is prices and config.on_call == calls.append
     assert set(config.secrets) == {SECRET}

@@ -27,10 +27,10 @@ async def test_json_schema_rejected_falls_back_to_json_object_with_the_schema_on
     assert formats(fake_server) == ["json_schema"] + ["json_object"] * 4
     assert all("schema" in b["response_format"] for b in fake_server.requests[1:])
     assert judge.output_mode == "json_object_schema"
-    assert [(s.from_mode, s.to_mode) for s in judge.mode_switches] == [
+    assert [(s.from_mode, s.to_mode) for s in judge.server.switches] == [
         ("json_schema", "json_object_schema")
     ]
-    assert "json_schema is not supported" in judge.mode_switches[0].reason
+    assert "json_schema is not supported" in judge.server.switches[0].reason
 
 
 async def test_both_json_modes_rejected_fall_back_to_the_final_line(
@@ -71,7 +71,7 @@ async def test_fallback_under_concurrency_switches_exactly_once(fake_server: Fak
         *(judge.judge(q, d, key=f"k{i}") for i, (q, d) in enumerate(pairs(8)))
     )
     assert all(j.status == "ok" for j in first)
-    assert len(judge.mode_switches) == 1
+    assert len(judge.server.switches) == 1
     assert formats(fake_server).count("json_schema") == 8
     assert formats(fake_server).count("json_object") == 8
     fake_server.reset()
@@ -178,11 +178,11 @@ def test_judgment_from_a_batch_body_validates_like_live() -> None:
     q, d = pairs(1)[0]
     body = judge.build_request(q, d)
     good = completion(body, content=json.dumps({"reason": "r", "grade": 2}))
-    ok = judge.reply_reader().judgment(good, q, d, key="k", mode="json_schema", truncated=False)
+    ok = judge.reader.judgment(good, q, d, key="k", mode="json_schema", truncated=False)
     assert (ok.status, ok.grade, ok.attempts, ok.reason) == ("ok", 2, 1, "r")
     assert ok.distribution is not None and ok.distribution[2] == pytest.approx(0.8 / 0.96)
     bad = completion(body, content=json.dumps({"reason": "r", "grade": 4}))
-    failed = judge.reply_reader().judgment(bad, q, d, key="k", mode="json_schema", truncated=True)
+    failed = judge.reader.judgment(bad, q, d, key="k", mode="json_schema", truncated=True)
     assert (failed.status, failed.grade, failed.truncated) == ("failed", None, True)
     assert failed.error is not None and failed.error.raw_reply == '{"reason": "r", "grade": 4}'
     assert failed.usage.prompt_tokens > 0
@@ -217,7 +217,7 @@ async def test_reasoning_model_parameters_are_adapted_once(fake_server: FakeServ
     last = fake_server.requests[-1]
     assert "max_tokens" not in last and last["max_completion_tokens"] == 300
     assert "temperature" not in last
-    assert [s.to_mode for s in judge.mode_switches] == [
+    assert [s.to_mode for s in judge.server.switches] == [
         "max_completion_tokens",
         "server-default temperature",
     ]

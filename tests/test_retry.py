@@ -14,7 +14,6 @@ import pytest
 from grader.judges.llm.retry import (
     RateLimiter,
     RetryPolicy,
-    backoff,
     is_fatal,
     parse_retry_after,
     retry_delay,
@@ -102,8 +101,13 @@ def test_parse_retry_after_http_date_with_frozen_now() -> None:
 
 def test_backoff_doubles_to_the_cap_and_jitters_down_only() -> None:
     policy = RetryPolicy(base_delay=0.5, max_delay=4.0, jitter=0.25)
-    assert [backoff(n, policy, rand=lambda: 0.0) for n in range(1, 6)] == [0.5, 1, 2, 4, 4]
-    assert [backoff(n, policy, rand=lambda: 1.0) for n in range(1, 4)] == [0.375, 0.75, 1.5]
+    exc = status_error(500)
+    assert [retry_delay(exc, n, policy, rand=lambda: 0.0) for n in range(1, 6)] == [0.5, 1, 2, 4, 4]
+    assert [retry_delay(exc, n, policy, rand=lambda: 1.0) for n in range(1, 4)] == [
+        0.375,
+        0.75,
+        1.5,
+    ]
 
 
 def test_retry_delay_prefers_the_server_and_caps_it() -> None:

@@ -35,7 +35,7 @@ async def test_llama_cpp_500_for_json_schema_moves_the_run_to_json_object_with_s
     assert fake_server.requests[-1]["response_format"]["schema"] == schema
     assert [(s.from_mode, s.to_mode) for s in told] == [("json_schema", "json_object_schema")]
     assert "HTTP 500" in told[0].reason and "json_object" in told[0].reason
-    assert judge.mode_switches == told
+    assert judge.server.switches == told
 
 
 async def test_a_500_that_names_no_output_format_is_retried_in_the_same_mode(
@@ -46,7 +46,7 @@ async def test_a_500_that_names_no_output_format_is_retried_in_the_same_mode(
     judgment = await judge.judge(*pairs(1)[0], key="k")
     assert (judgment.status, judgment.attempts, judgment.output_mode) == ("ok", 2, "json_schema")
     assert formats(fake_server) == ["json_schema", "json_schema"]
-    assert judge.mode_switches == []
+    assert judge.server.switches == []
 
 
 async def test_a_500_that_only_quotes_the_output_format_is_retried_in_the_same_mode(
@@ -61,7 +61,7 @@ async def test_a_500_that_only_quotes_the_output_format_is_retried_in_the_same_m
     judgment = await judge.judge(*pairs(1)[0], key="k")
     assert (judgment.status, judgment.attempts, judgment.output_mode) == ("ok", 2, "json_schema")
     assert formats(fake_server) == ["json_schema", "json_schema"]
-    assert judge.mode_switches == []
+    assert judge.server.switches == []
 
 
 async def test_a_500_saying_the_output_format_is_not_supported_moves_the_run(
@@ -71,7 +71,7 @@ async def test_a_500_saying_the_output_format_is_not_supported_moves_the_run(
     judge = make_judge(fake_server)
     judgment = await judge.judge(*pairs(1)[0], key="k")
     assert (judgment.status, judgment.output_mode) == ("ok", "json_object_schema")
-    assert [s.to_mode for s in judge.mode_switches] == ["json_object_schema"]
+    assert [s.to_mode for s in judge.server.switches] == ["json_object_schema"]
 
 
 async def test_json_object_with_schema_refused_too_falls_to_plain_json_then_text(
@@ -87,7 +87,11 @@ async def test_json_object_with_schema_refused_too_falls_to_plain_json_then_text
         "json_object",
         "text",
     ]
-    assert [s.to_mode for s in judge.mode_switches] == ["json_object_schema", "json_object", "text"]
+    assert [s.to_mode for s in judge.server.switches] == [
+        "json_object_schema",
+        "json_object",
+        "text",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -157,7 +161,7 @@ async def test_a_vendor_field_refused_falls_back_to_json_object(fake_server: Fak
     judge = make_judge(fake_server, output_mode="vllm_guided_json")
     judgment = await judge.judge(*pairs(1)[0], key="k")
     assert judgment.status == "ok" and judgment.output_mode == "json_object"
-    assert [(s.from_mode, s.to_mode) for s in judge.mode_switches] == [
+    assert [(s.from_mode, s.to_mode) for s in judge.server.switches] == [
         ("vllm_guided_json", "json_object")
     ]
 

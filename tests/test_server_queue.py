@@ -30,7 +30,8 @@ async def test_a_server_that_queues_gets_fewer_requests_in_flight_not_a_stopped_
         )
         await judge.aclose()
     assert [j.status for j in results] == ["ok"] * 8
-    assert judge.inflight.limit is not None and judge.inflight.limit < 8
+    inflight = judge.pool.members[0].inflight
+    assert inflight.limit is not None and inflight.limit < 8
     assert notices and "queues requests" in notices[0]
 
 
@@ -80,7 +81,7 @@ async def test_plain_json_mode_without_valid_replies_moves_the_run_to_the_final_
         failed = await judge.judge(q, d, key=f"k{i}")
         assert failed.status == "failed"
     assert judge.output_mode == "text"
-    assert "json_object mode" in judge.mode_switches[-1].reason
+    assert "json_object mode" in judge.server.switches[-1].reason
     fake_server.default_fault = None
     later = await judge.judge(*pairs(1)[0], key="later")
     assert later.status == "ok" and later.output_mode == "text"

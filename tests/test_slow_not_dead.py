@@ -108,14 +108,14 @@ async def test_a_deadline_follows_the_queue_and_the_oldest_request_always_has_on
 def test_the_same_failure_stops_only_across_pairs_and_a_good_answer_resets_it() -> None:
     health = ServerHealth(threshold=4)
     assert not any(health.same_failure("HTTP 500", "one pair", "boom") for _ in range(10))
-    health.succeeded()
+    health.answered(ok=True)
     said = [health.same_failure("HTTP 500", f"pair {i}", "boom") for i in range(4)]
     assert said == [False, False, False, True] and health.failing == "HTTP 500: boom"
     other = ServerHealth(threshold=4)
     for i in range(3):
         other.same_failure("HTTP 500", f"pair {i}", "boom")
     assert not other.same_failure("HTTP 502", "pair 3", "bad gateway")  # another cause
-    other.succeeded()
+    other.answered(ok=True)
     assert not other.same_failure("HTTP 502", "pair 4", "bad gateway")
 
 

@@ -1,5 +1,5 @@
 """The LLM judge seen from a batch: the same request body and the same reply validation as live
-grading (`LLMJudge.reply_reader`), at the batch price, in the output mode recorded with the job
+grading (`LLMJudge.reader`), at the batch price, in the output mode recorded with the job
 (`job_config`), rebuilt from it in another process (`JobJudges`). `BatchReplies` is that reading
 alone, picklable, for worker processes; results lines are decoded fast (`loads_line`)."""
 
@@ -19,7 +19,7 @@ from grader.errors import InputError
 from grader.judges.llm.grade_token import CompletionBody
 from grader.judges.llm.judge import LLMJudge
 from grader.judges.llm.replies import GradeReply, accepted_reply, parse_completion
-from grader.judges.llm.results import ReplyReader
+from grader.judges.llm.results import JudgmentRecorder
 from grader.models import Doc, Judgment, PromptRef, Query
 from grader.prompts import (
     OUTPUT_MODES,
@@ -80,7 +80,7 @@ class BatchReplies:
     """How one batch judge reads an output line's body, and its fingerprint: no client, so it
     can be sent to another process."""
 
-    reader: ReplyReader
+    reader: JudgmentRecorder
     mode: OutputMode
     judge_id: str
     prompt_ref: PromptRef | None
@@ -90,7 +90,7 @@ class BatchReplies:
         """A Judgment at the batch price: ok, or failed when live grading would refuse it."""
         truncated = is_truncated(self.reader.prompt, doc)  # render_messages's, without rendering
         return self.reader.judgment(
-            dict(body), query, doc, key=key, mode=self.mode, truncated=truncated, batch=True
+            dict(body), query, doc, key=key, mode=self.mode, truncated=truncated
         )
 
     def valid_reply(self, body: Mapping[str, Any]) -> GradeReply | None:
@@ -125,7 +125,7 @@ class BatchReplies:
     ) -> StoredRow:
         """The store row of the ok judgment `parse_reply` makes of `reply`, by the store's one
         encoder without a Judgment between (`Store.stored_row`); made at `created_at`."""
-        recorder = self.reader.recorder
+        recorder = self.reader
         usage = reply.usage
         fields = {
             "key": key,
@@ -144,7 +144,7 @@ class BatchReplies:
             "output_mode": self.mode,
             "notes": reply.notes,
         }
-        source = store.source_for(recorder.judge_id, recorder.prompt, self.fingerprint)
+        source = store.source_for(recorder.judge_id, recorder.ref, self.fingerprint)
         return store.stored_row(fields, source)
 
 
@@ -158,7 +158,7 @@ class LLMBatchJudge:
         self.judge_id, self.prompt_ref = live.judge_id, live.prompt.ref()
         self.fingerprint, self.judge = live.fingerprint, live.judge
         self.replies = BatchReplies(
-            live.reply_reader(), self.mode, self.judge_id, self.prompt_ref, live.fingerprint()
+            live.reader, self.mode, self.judge_id, self.prompt_ref, live.fingerprint()
         )
         self.parse_reply = self.replies.parse_reply
 

@@ -80,7 +80,7 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_render(args: argparse.Namespace) -> int:
-    from grader.judges.llm.server_settings import request_body
+    from grader.judges.llm.server_settings import ServerSettings
 
     spec = load_prompt(args.name)
     metadata = {k: getattr(args, k) for k in ("path", "symbol", "language") if getattr(args, k)}
@@ -93,6 +93,8 @@ def run_render(args: argparse.Namespace) -> int:
         for message in messages:
             print(f"--- {message['role']} ---\n{message['content']}")
         return 0
-    body = request_body(spec, args.model, messages, args.mode)
+    body = ServerSettings(args.mode, logprobs=spec.logprobs).body(
+        spec, args.model, messages, args.mode
+    )
     print(json.dumps(body, indent=2, ensure_ascii=False))
     return 0

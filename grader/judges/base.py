@@ -34,8 +34,7 @@ class Judge(Protocol):
 def ok(
     judge: Judge | str, query: Query, doc: Doc, *, key: str, grade: int, **fields: Any
 ) -> Judgment:
-    """The ok judgment of `judge` (or a judge id) for (query, doc) asked under `key`; `fields`
-    are the rest (`reason`, `attempts`, `cost`, `usage` ...)."""
+    """The ok judgment of `judge` (or a judge id) for (query, doc) asked under `key`."""
     return _judgment("ok", judge, query, doc, key, grade=grade, **fields)
 
 
@@ -48,8 +47,7 @@ def failed(
     error: JudgmentError | BaseException,
     **fields: Any,
 ) -> Judgment:
-    """The failed judgment (never a grade) of `judge` for (query, doc) asked under `key`;
-    `error` says why (an exception becomes its class name and message)."""
+    """The failed judgment (never a grade); an exception `error` becomes its name and message."""
     if isinstance(error, BaseException):
         error = JudgmentError(type=type(error).__name__, message=str(error) or repr(error))
     return _judgment("failed", judge, query, doc, key, error=error, **fields)
@@ -65,8 +63,7 @@ def _judgment(
 
 
 def check_key(judge: Judge, judgment: Judgment, key: str) -> Judgment:
-    """`judgment` when it answers under `key`, the key `judge` was asked under; a JudgeError
-    naming the judge otherwise (stored under another key, no rerun would find it)."""
+    """`judgment` if it answers under `key`; else a JudgeError (no rerun would find it)."""
     if judgment.key != key:
         raise JudgeError(
             f"judge {judge.judge_id!r} ({type(judge).__module__}.{type(judge).__qualname__}) "

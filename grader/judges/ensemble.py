@@ -107,8 +107,7 @@ def _summary(j: Judgment) -> dict[str, Any]:
 def apply_verification(
     primary: Judgment, verifier: Judgment, *, key: str | None = None
 ) -> Judgment:
-    """The pair's final judgment once the verifier answered (module docstring for the rule);
-    `key` is its own content key (the primary's when not given)."""
+    """The pair's final judgment once the verifier answered (module docstring), under `key`."""
     final_grade = verifier.grade if verifier.status == "ok" else primary.grade
     update: dict[str, Any] = {
         "key": key or primary.key,

@@ -97,10 +97,8 @@ def failure_cause(error: JudgmentError | None) -> str:
     if error.type == "APITimeoutError":
         return "timeout"
     if error.type == "APIConnectionError":
-        for label in (*CONNECT_CAUSES, "connection dropped"):
-            if f"({label}:" in message:
-                return label
-        return "connection error"
+        labels = (*CONNECT_CAUSES, "connection dropped")
+        return next((label for label in labels if f"({label}:" in message), "connection error")
     if error.type == "InvalidReply":
         kind = message.split(":", 1)[0].strip()
         return f"invalid reply ({kind})" if kind and " " not in kind else "invalid reply"

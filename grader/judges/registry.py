@@ -1,9 +1,6 @@
-"""The judge registry: a kind of judge is registered once, by name, with a factory.
-
-Every command that grades and the Python API build their judges here, from one `JudgeSettings`
-holding whatever the command has, so a new judge needs no change to the command line. The
-built-in `llm` and `lexical` register at the end of this module, those of installed packages
-through the entry point group `relgrade.judges` (`grader.plugins`) on first use.
+"""The judge registry: a kind of judge is registered once, by name, with a factory, so a new judge
+needs no change to the command line. The built-in `llm` and `lexical` register at the end of this
+module, installed packages' through the entry point group `relgrade.judges` on first use.
 """
 
 from __future__ import annotations
@@ -43,9 +40,8 @@ class Endpoint(Protocol):
 
 @dataclass(frozen=True, kw_only=True)
 class JudgeSettings:
-    """Everything a factory may use to build one judge: one `--model` (None: none given), the
-    `--prompt`, every document (for `needs_all_docs` kinds), `--judge-config`, the LLM endpoint,
-    where an LLM judge reports each request, and every option of the run by name."""
+    """Everything a factory may use to build one judge: `--model` (None: not given), `--prompt`,
+    the documents, `--judge-config`, the LLM endpoint, `on_call` and every option by name."""
 
     model: str | None = None
     prompt: PromptSpec | None = None
@@ -89,9 +85,8 @@ def register_judge(
     reads every document; `batch`: the Batch API can send its judges. A name twice: ValueError."""
     if name in _KINDS:
         raise ValueError(f"a judge named {name!r} is registered already")
-    kind = JudgeKind(name, factory, help, takes_model, needs_all_docs, batch)
-    _KINDS[name] = kind
-    return kind
+    _KINDS[name] = JudgeKind(name, factory, help, takes_model, needs_all_docs, batch)
+    return _KINDS[name]
 
 
 def _load() -> None:
@@ -101,8 +96,7 @@ def _load() -> None:
 
 
 def judge_kinds(*, batch: bool = False) -> list[JudgeKind]:
-    """The registered kinds, in the order registered (`batch`: only those the Batch API can
-    send)."""
+    """The registered kinds, in order (`batch`: only those the Batch API can send)."""
     _load()
     return [k for k in _KINDS.values() if k.batch or not batch]
 

@@ -14,28 +14,23 @@ import os
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from grader.errors import InputError
 from grader.io.files import atomic_write, read_text
+
+NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False, strict=True)]
 
 DEFAULT_NAME = "lexical-v1.toml"
 FITTED_NAME = "relgrade-lexical.toml"
 FITTED_ENV = "RELGRADE_LEXICAL_CONFIG"
 KIND = "lexical-thresholds"
-STEMMERS = ("light", "none")
-_SCORING: dict[str, Any] = {
-    "k1": float,
-    "b": float,
-    "stemmer": str,
-    "min_token_length": int,
-    "doc_fields": lambda v: tuple(str(f) for f in v),
-    "stopwords": lambda v: tuple(str(w).lower() for w in v),
-}
-"""The [scoring] settings, each with how its TOML value is read (absent: the field's default)."""
+SCORING = ("k1", "b", "stemmer", "min_token_length", "doc_fields", "stopwords")
+"""The [scoring] settings (absent: the field's default)."""
 
 Thresholds = tuple[float, float, float]
 
@@ -54,21 +49,34 @@ def default_config_path() -> Path:
     )
 
 
-@dataclass(frozen=True)
-class LexicalConfig:
+class LexicalConfig(BaseModel):
     """Scoring settings and thresholds of the lexical judge, as read from its TOML file."""
 
-    thresholds: Thresholds
-    k1: float = 1.2
-    b: float = 0.75
-    stemmer: str = "light"
+    model_config = ConfigDict(frozen=True)
+
+    thresholds: tuple[NonNegative, NonNegative, NonNegative]
+    k1: float = Field(1.2, ge=0)
+    b: float = Field(0.75, ge=0, le=1)
+    stemmer: Literal["light", "none"] = "light"
     min_token_length: int = 2
     doc_fields: tuple[str, ...] = ("title", "text")
     stopwords: tuple[str, ...] = ()
     name: str = "lexical"
     version: str = "1"
-    provenance: dict[str, Any] = field(default_factory=dict, compare=False)
-    path: str | None = field(default=None, compare=False)
+    provenance: dict[str, Any] = Field(default_factory=dict)
+    path: str | None = None
+
+    @field_validator("thresholds")
+    @classmethod
+    def _ascending(cls, t: Thresholds) -> Thresholds:
+        if not t[0] <= t[1] <= t[2]:
+            raise ValueError(f"thresholds {list(t)} are not ascending (t1 <= t2 <= t3)")
+        return t
+
+    @field_validator("stopwords", mode="before")
+    @classmethod
+    def _lower(cls, words: Any) -> Any:
+        return [str(w).lower() for w in words] if isinstance(words, list | tuple) else words
 
     @cached_property
     def stopword_set(self) -> frozenset[str]:
@@ -76,7 +84,7 @@ class LexicalConfig:
 
     def settings(self) -> dict[str, Any]:
         """Everything that changes a grade (not provenance): hashed into the fingerprint."""
-        values = {k: getattr(self, k) for k in _SCORING}
+        values = {k: getattr(self, k) for k in SCORING}
         return {**values, "thresholds": self.thresholds, "stopwords": sorted(self.stopwords)}
 
     @property
@@ -94,18 +102,13 @@ def default_settings_sha256() -> str:
     return load_lexical_config(default_config_path()).sha256
 
 
-def check_thresholds(values: Any, *, path: str | Path | None = None) -> Thresholds:
-    """Three finite, non-negative, ascending (t1 <= t2 <= t3) numbers, or an InputError."""
-    if not isinstance(values, list | tuple) or len(values) != 3:
-        raise InputError("thresholds must be three numbers t1 <= t2 <= t3", path=path)
-    out: list[float] = []
-    for v in values:
-        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0:
-            raise InputError(f"threshold {v!r} is not a finite number >= 0", path=path)
-        out.append(float(v))
-    if not out[0] <= out[1] <= out[2]:
-        raise InputError(f"thresholds {out} are not ascending (t1 <= t2 <= t3)", path=path)
-    return out[0], out[1], out[2]
+def _validated(values: dict[str, Any], path: str | Path) -> LexicalConfig:
+    """The config of `values`, or an InputError saying what is wrong in the file at `path`."""
+    try:
+        return LexicalConfig.model_validate(values)
+    except ValidationError as exc:
+        said = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise InputError(f"bad lexical settings ({said})", path=path) from None
 
 
 def fitted_config_path() -> Path:
@@ -136,23 +139,12 @@ def load_lexical_config(path: str | Path | None = None) -> LexicalConfig:
     missing = [k for k in ("t1", "t2", "t3") if k not in raw]
     if missing:
         raise InputError(f"[thresholds] lacks {', '.join(missing)}", path=p)
-    thresholds = check_thresholds([raw["t1"], raw["t2"], raw["t3"]], path=p)
-    try:
-        config = LexicalConfig(
-            thresholds=thresholds,
-            **{k: read(scoring[k]) for k, read in _SCORING.items() if k in scoring},
-            name=str(data.get("name", "lexical")),
-            version=str(data.get("version", "1")),
-            provenance=dict(data.get("provenance", {})),
-            path=str(p),
-        )
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"a [scoring] value has the wrong type ({exc})", path=p) from None
-    if config.stemmer not in STEMMERS:
-        raise InputError(f"stemmer {config.stemmer!r} is not one of {STEMMERS}", path=p)
-    if config.k1 < 0 or not 0 <= config.b <= 1:
-        raise InputError("k1 must be >= 0 and b within 0..1", path=p)
-    return config
+    values = {k: scoring[k] for k in SCORING if k in scoring}
+    values["thresholds"] = [raw["t1"], raw["t2"], raw["t3"]]
+    info = {k: str(data.get(k, default)) for k, default in (("name", "lexical"), ("version", "1"))}
+    return _validated(
+        {**values, **info, "provenance": data.get("provenance", {}), "path": str(p)}, p
+    )
 
 
 def _toml_value(value: Any) -> str:
@@ -175,7 +167,7 @@ def write_thresholds(
     """Write a complete settings file: `config`'s settings (default file's when None) with new
     thresholds and provenance (flat key = value: str, number, bool, list). Atomic. Returns it."""
     base = config if config is not None else load_lexical_config()
-    t = check_thresholds(list(thresholds), path=path)
+    t = _validated({**base.model_dump(), "thresholds": thresholds}, path).thresholds
     lines = [
         "# relgrade lexical judge settings: a BM25-style term-overlap baseline, not an LLM.",
         "# Written by relgrade (thresholds fitted on human grades); see prompts/lexical-v1.toml.",
@@ -184,7 +176,7 @@ def write_thresholds(
         f"version = {_toml_value(base.version)}",
         "",
         "[scoring]",
-        *(f"{k} = {_toml_value(getattr(base, k))}" for k in _SCORING),
+        *(f"{k} = {_toml_value(getattr(base, k))}" for k in SCORING),
         "",
         "[thresholds]",
         *(f"t{i} = {_toml_value(v)}" for i, v in enumerate(t, start=1)),

@@ -36,10 +36,8 @@ def _check(scores: np.ndarray, grades: np.ndarray) -> tuple[np.ndarray, np.ndarr
         raise InputError(
             "a score is NaN or infinite", hint="drop pairs whose query has no terms (NaN score)"
         )
-    if not np.issubdtype(g.dtype, np.integer):
-        if not np.all(np.equal(np.mod(g, 1), 0)):
-            raise InputError(f"grades must be integers {MIN_GRADE}..{MAX_GRADE}")
-        g = g.astype(np.int64)
+    if not np.issubdtype(g.dtype, np.integer) and not np.all(np.equal(np.mod(g, 1), 0)):
+        raise InputError(f"grades must be integers {MIN_GRADE}..{MAX_GRADE}")
     if g.min() < MIN_GRADE or g.max() > MAX_GRADE:
         raise InputError(f"grades must lie in {MIN_GRADE}..{MAX_GRADE}")
     return s, g.astype(np.int64)

@@ -14,9 +14,8 @@ import re
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -83,8 +82,7 @@ def scored_text(doc: Doc, fields: Iterable[str]) -> str:
     return "\n".join(parts)
 
 
-@dataclass(frozen=True)
-class LexicalScore:
+class LexicalScore(NamedTuple):
     """A normalised score in [0, 1) and the query terms the document matched."""
 
     score: float
@@ -98,8 +96,7 @@ class LexicalJudge:
     def __init__(
         self, docs: Iterable[Doc] | Mapping[str, Doc], config: LexicalConfig | None = None
     ) -> None:
-        """A judge whose collection statistics come from `docs`, counted only when a pair is
-        first scored (a run whose pairs are all stored pays nothing)."""
+        """A judge whose collection statistics come from `docs`, counted at the first score."""
         self.config = config if config is not None else load_lexical_config()
         items = list(docs.values()) if isinstance(docs, Mapping) else list(docs)
         digest = hashlib.sha256()
@@ -189,29 +186,24 @@ class LexicalJudge:
         started = time.perf_counter()
         result = self.score(query.text, doc)
         common: dict[str, Any] = {"key": key, "prompt": self.prompt_ref, "attempts": 1, "cost": 0.0}
+        common["latency_ms"] = (time.perf_counter() - started) * 1000.0
         if math.isnan(result.score):
             error = JudgmentError(
                 type="NoQueryTerms",
                 message="the lexical baseline found no scorable terms in the query "
                 f"{query.text!r} (all stopwords or too short); it cannot grade it",
             )
-            common["latency_ms"] = (time.perf_counter() - started) * 1000.0
             return failed(self, query, doc, error=error, **common)
         grade = self.grade_of(result.score)
-        reason = self.reason(result, grade)
-        common["latency_ms"] = (time.perf_counter() - started) * 1000.0
-        return ok(self, query, doc, grade=grade, reason=reason, **common)
-
-    def reason(self, result: LexicalScore, grade: int) -> str:
-        """The plain statement of how the grade came about (and that it is only a baseline)."""
         t1, t2, t3 = self.config.thresholds
         matched = ", ".join(result.matched) if result.matched else "none"
-        return (
+        reason = (  # how the grade came about, and that it is only a baseline
             "lexical baseline (BM25-style term overlap, not an LLM): "
             f"score {result.score:.3f} against thresholds {t1:.3f}/{t2:.3f}/{t3:.3f} "
             f"-> grade {grade}; matched {len(result.matched)} of {len(result.terms)} query "
             f"terms: {matched}"
         )
+        return ok(self, query, doc, grade=grade, reason=reason, **common)
 
     @cached_property
     def prompt_ref(self) -> PromptRef:
@@ -227,8 +219,7 @@ def lexical_scores(
     *,
     config: LexicalConfig | None = None,
 ) -> np.ndarray:
-    """Normalised lexical scores of (query_id, doc_id) pairs, for fitting thresholds; a query with
-    no scorable terms scores NaN."""
+    """Normalised lexical scores of (query_id, doc_id) pairs, for fitting thresholds (or NaN)."""
     wanted = list(pairs)
     missing = [p for p in wanted if p[0] not in queries or p[1] not in docs]
     if missing:

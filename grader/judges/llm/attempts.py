@@ -1,12 +1,8 @@
 """One HTTP attempt of a judgment: send the request, read the reply, record the call.
 
-`AttemptSender.send` waits for the rate limiter and a turn in flight, sends under the deadline,
-reads the reply into a grade and records the call, keeping the run's shared state (health, in-flight
-bound, output mode: `ModeRejected` means resend). What to do next is the retry loop's.
-
-Several servers behind one judge make an `EndpointPool`: each attempt goes to the live server with
-the fewest requests in flight; an attempt that could not reach its server goes to another without
-using up the pair's attempts, and the run stops only when every server is dead.
+`AttemptSender` keeps one server's share of the run's state (health, in-flight bound, output mode:
+`ModeRejected` means resend); an `EndpointPool` sends each attempt to the live server with the
+fewest requests in flight, and one that could not connect to another without using up an attempt.
 """
 
 from __future__ import annotations
@@ -39,17 +35,9 @@ from grader.judges.llm.retry import (
     should_retry,
 )
 from grader.judges.llm.server_settings import ServerSettings
-from grader.judges.llm.transport import (
-    InFlight,
-    ServerHealth,
-    connect_failure,
-    connection_message,
-    deadline,
-    not_answering,
-    too_large,
-)
+from grader.judges.llm.transport import InFlight, ServerHealth, deadline
 from grader.models import Usage
-from grader.prompts import OutputMode, PromptSpec, render_reask
+from grader.prompts import OutputMode, render_reask
 from grader.redact import redact_url
 
 RESEND_KINDS = frozenset({"not_json_body", "no_choice"})
@@ -67,9 +55,7 @@ def sdk_arguments(body: dict[str, Any]) -> dict[str, Any]:
     extra = {k: v for k, v in body.items() if k not in OPENAI_FIELDS}
     if not extra:
         return body
-    args = {k: v for k, v in body.items() if k in OPENAI_FIELDS}
-    args["extra_body"] = extra
-    return args
+    return {**{k: v for k, v in body.items() if k in OPENAI_FIELDS}, "extra_body": extra}
 
 
 class ModeRejected(Exception):
@@ -82,12 +68,9 @@ MODE_REJECTED = "_ModeRejected"
 
 @dataclass(eq=False)
 class AttemptSender:
-    """Sends the attempts of one judge's judgments to one server (module docstring), and counts
-    them; the objects it holds are the judge's own, shared by every worker."""
+    """Sends one judge's attempts to one server and counts them (its parts are the judge's)."""
 
     client: openai.AsyncOpenAI
-    model: str
-    prompt: PromptSpec
     server: ServerSettings
     fit: ContextFit
     limiter: RateLimiter
@@ -96,7 +79,6 @@ class AttemptSender:
     recorder: JudgmentRecorder
     policy: RetryPolicy
     timeout: float
-    base_url: str
     cached_reported: bool = False
     """Whether any reply said how many prompt tokens came from the server's cache (llama.cpp's
     server does not): a summary says "cached not reported" rather than "cached 0"."""
@@ -107,6 +89,10 @@ class AttemptSender:
     """Replies with a 200 (valid or not): what the server produced for this run."""
     dropped: bool = False
     """Dropped from its pool: dead, or left by the run."""
+
+    @property
+    def base_url(self) -> str:
+        return str(self.client.base_url)
 
     @property
     def name(self) -> str:
@@ -123,12 +109,13 @@ class AttemptSender:
             state.mode = self.server.mode
             state.messages, state.truncated = self.fit.messages(state.query, state.doc, state.mode)
         mode = state.mode
-        body = self.server.body(self.prompt, self.model, state.messages, mode)
+        prompt = self.recorder.prompt
+        body = self.server.body(prompt, self.recorder.model, state.messages, mode)
         state.attempts += 1
         estimated = 0
         if self.limiter.tpm:
-            estimated = estimate_usage(body["messages"], self.prompt.max_tokens).prompt_tokens
-            estimated += self.prompt.max_tokens
+            estimated = estimate_usage(body["messages"], prompt.max_tokens).prompt_tokens
+            estimated += prompt.max_tokens
         await self.limiter.acquire(estimated)
         if self.health.dead:  # another worker found the server not answering: send nothing
             raise self.not_answering()
@@ -138,7 +125,8 @@ class AttemptSender:
             async with self.inflight as ticket:
                 t0 = time.perf_counter()
                 try:
-                    async with deadline(self.timeout, "POST", self.chat_url) as bound:
+                    url = self.base_url.rstrip("/") + "/chat/completions"
+                    async with deadline(self.timeout, "POST", url) as bound:
                         ticket.bound = bound
                         raw = await self.client.chat.completions.with_raw_response.create(
                             **sdk_arguments(body),
@@ -161,8 +149,7 @@ class AttemptSender:
         except openai.APIError as exc:
             self._on_transport_error(state, exc, t0)
             raise
-        self.health.answered()
-        self.health.succeeded()
+        self.health.answered(ok=True)
         return self._read(state, text, mode, estimated, t0)
 
     def _read(
@@ -173,7 +160,7 @@ class AttemptSender:
         try:
             body = parse_body(text)
             self.cached_reported = self.cached_reported or reports_cached(body)
-            reply = parse_completion(body, mode=mode, spec=self.prompt)
+            reply = parse_completion(body, mode=mode, spec=self.recorder.prompt)
         except InvalidReply as exc:
             state.usage = state.usage + exc.usage
             state.last_raw = exc.raw
@@ -185,7 +172,7 @@ class AttemptSender:
                 state.messages = [
                     *state.messages,
                     {"role": "assistant", "content": exc.raw or ""},
-                    {"role": "user", "content": render_reask(self.prompt, exc.message)},
+                    {"role": "user", "content": render_reask(self.recorder.prompt, exc.message)},
                 ]
             raise
         state.usage = state.usage + reply.usage
@@ -194,39 +181,51 @@ class AttemptSender:
         self.recorder.record(state, "ok", t0, reply.usage, status=200)
         return reply
 
-    @property
-    def chat_url(self) -> str:
-        return self.base_url.rstrip("/") + "/chat/completions"
-
     def not_answering(self) -> ServerNotAnswering:
-        """The error that stops the run: the server is not answering."""
-        return not_answering(self.base_url, self.health, self.timeout, self.recorder.redact)
+        """The error that stops a run whose server is not answering, saying what to check."""
+        url, health, redact = self.name, self.health, self.recorder.redact
+        if health.failing is not None:
+            return ServerNotAnswering(
+                f"{url} keeps failing: the last {health.same} requests, for {len(health.pairs)} "
+                f"different pairs, all failed the same way ({redact(health.failing)}), so the run "
+                "stopped taking new pairs. The pairs that failed are stored as failed; check the "
+                "server, then rerun the same command to retry them and do the rest"
+            )
+        if health.unreachable is not None and health.dropped is not None:
+            return ServerNotAnswering(
+                f"{url} stopped answering: the server closed a connection in the middle of a "
+                f"request, with no reply ({redact(health.dropped)}), then stopped listening "
+                f"(the next {health.unreachable_after} requests could not connect: "
+                f"{redact(health.unreachable)}). It probably crashed: see its log. Nothing is "
+                "stored as failed. Restart the server, then rerun the same command"
+            )
+        if health.unreachable is not None:
+            return ServerNotAnswering(
+                f"{url} is not answering: the first {health.unreachable_after} requests could not "
+                f"connect ({redact(health.unreachable)}) and nothing has answered, so the run "
+                "stopped at once. Nothing is stored as failed. Check the address (--base-url or "
+                "OPENAI_BASE_URL) and that the server is up there, then rerun the same command"
+            )
+        return ServerNotAnswering(
+            f"{url} is not answering: {health.threshold} requests in a row timed out (no "
+            f"complete reply within {self.timeout:g} s) or could not connect, with no answer in "
+            "between, so the run stopped. Every answer received is stored; the pairs cut short "
+            "are not marked failed. Check that the server is up at that address (--base-url, "
+            "--timeout), then rerun the same command to do the rest"
+        )
 
     def _on_transport_error(self, state: CallState, exc: openai.APIError, t0: float) -> None:
-        """Record a failure without an HTTP answer; raise ServerNotAnswering when it makes the
-        server not answering (`ServerHealth`)."""
+        """Record a failure without an HTTP answer; ServerNotAnswering once the server is dead."""
         self.recorder.record(state, "retry", t0, Usage(), exc=exc)
-        large = too_large(exc)
-        if large is not None:  # the server answered, too much: the same failure, maybe again
-            self.health.answered()
-            if self.health.same_failure(str(large), state.key, "the read stopped there"):
-                raise self.not_answering() from exc
-            return
-        if isinstance(exc, openai.APIConnectionError):
-            dead = self.health.failed(timed_out=isinstance(exc, openai.APITimeoutError))
-            cause = connect_failure(exc)
-            if cause is not None:
-                dead = self.health.could_not_connect(cause) or dead
-            elif not isinstance(exc, openai.APITimeoutError):
-                self.health.dropped_before_answer(connection_message(exc))
-            if dead:
-                raise self.not_answering() from exc
+        if self.health.transport_failed(exc, state.key):
+            raise self.not_answering() from exc
 
     async def _on_status_error(
         self, state: CallState, exc: openai.APIStatusError, body: dict[str, Any], t0: float
     ) -> None:
         """Record an HTTP error answer: JudgeError when it dooms every request, ModeRejected
         when the server refused something the run can do without, a 429's pause."""
+        message = self.recorder.message(exc)
         if is_fatal(exc):
             self.recorder.record(state, "fatal", t0, Usage(), exc=exc)
             hint = (
@@ -235,17 +234,19 @@ class AttemptSender:
                 else "check OPENAI_API_KEY, --model and --base-url"
             )
             raise JudgeError(
-                f"{redact_url(self.base_url)} answered {exc.status_code} for model {self.model!r}: "
-                f"{self.recorder.message(exc)} ({hint})"
+                f"{redact_url(self.base_url)} answered {exc.status_code} for model "
+                f"{self.recorder.model!r}: {message} ({hint})"
             ) from None
-        if await self.server.adapt(state.mode, body, self.recorder.message(exc), exc.status_code):
+        if await self.server.adapt(state.mode, body, message, exc.status_code):
             self.recorder.record(state, "mode_rejected", t0, Usage(), exc=exc)
-            raise ModeRejected(self.recorder.message(exc)) from None
-        if exc.status_code != 429 and not is_context_exceeded(self.recorder.message(exc)):
-            cause = f"HTTP {exc.status_code}"
-            if self.health.same_failure(cause, state.key, self.recorder.message(exc)):
-                self.recorder.record(state, "retry", t0, Usage(), exc=exc)
-                raise self.not_answering() from None
+            raise ModeRejected(message) from None
+        if (
+            exc.status_code != 429
+            and not is_context_exceeded(message)
+            and self.health.same_failure(f"HTTP {exc.status_code}", state.key, message)
+        ):
+            self.recorder.record(state, "retry", t0, Usage(), exc=exc)
+            raise self.not_answering() from None
         if should_retry(exc):
             self.recorder.record(state, "retry", t0, Usage(), exc=exc)
             if exc.status_code == 429:
@@ -260,8 +261,6 @@ class EndpointPool:
     def __init__(
         self, members: list[AttemptSender], on_notice: Callable[[str], None] | None = None
     ) -> None:
-        if not members:
-            raise ValueError("a pool needs at least one server")
         self.members = members
         self._on_notice = on_notice
 
@@ -287,7 +286,10 @@ class EndpointPool:
             except ServerNotAnswering as exc:
                 self._drop(current, exc)
                 tried.add(id(current))
-                member = self._next(tried, exc)
+                chosen = self._pick(tried) or self._pick(set())
+                if chosen is None:
+                    raise self.not_answering(exc) from exc
+                member = chosen
                 continue
             except InvalidReply:
                 current.answers += 1
@@ -308,15 +310,6 @@ class EndpointPool:
             state.failed_on = None
             return reply
 
-    def _next(self, tried: set[int], exc: Exception) -> AttemptSender:
-        """The server to try next after one died; raises when none is left."""
-        chosen = self._pick(tried) or self._pick(set())
-        if chosen is not None:
-            return chosen
-        if len(self.members) == 1 and isinstance(exc, ServerNotAnswering):
-            raise exc
-        raise self.not_answering(exc) from exc
-
     def not_answering(self, last: Exception | None = None) -> ServerNotAnswering:
         """The error that stops the run: every server is dead (with one, its own error)."""
         if len(self.members) == 1:
@@ -330,7 +323,6 @@ class EndpointPool:
     def _drop(self, member: AttemptSender, exc: ServerNotAnswering) -> None:
         """Drop a dead server, said once (with one server, nothing to say: the run stops)."""
         if member.dropped or len(self.members) == 1:
-            member.dropped = member.dropped or len(self.members) > 1
             return
         member.dropped = True
         left = sum(not m.dead for m in self.members)

@@ -1,8 +1,5 @@
-"""The SDK client a judge sends with: a deadline on each whole request and a bound on its reply.
-
-The deadline covers connect, send, headers and the whole body (an overrun is a timeout); a reply
-past `ReplyLimits` fails with `ReplyTooLarge`; uploads and downloads get time in proportion to their
-size. The SDK's own retries are off: the judge's retry loop is the only one.
+"""The SDK client a judge sends with: a deadline on each whole request (connect to last byte;
+uploads and downloads get time in proportion to their size) and a bound on the reply's size.
 """
 
 from __future__ import annotations
@@ -10,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,33 +33,18 @@ DEFAULT_DEADLINE_S = 600.0
 MAX_REPLY_ENV = "RELGRADE_MAX_REPLY_BYTES"
 
 
-def chat_reply_limit(given: int | None = None) -> int:
-    """The bound on a chat reply: `given`, else `RELGRADE_MAX_REPLY_BYTES`, else 8 MiB."""
-    if given is not None:
-        return given
-    try:
-        return int(os.environ.get(MAX_REPLY_ENV) or ReplyLimits.chat)
-    except ValueError:
-        return ReplyLimits.chat
-
-
 class ReplyTooLarge(httpx2.RequestError):
     """A reply body past its bound; the read stopped there."""
 
 
 @dataclass(frozen=True)
 class ReplyLimits:
-    """Bytes a reply body may hold, by kind of request (after decompression): a chat
-    completion, `GET /v1/models`, a Batch API file download, anything else."""
+    """Bytes a reply body may hold (after decompression), by kind of request."""
 
     chat: int = 8 * MiB
     models: int = 1 * MiB
     download: int = 4096 * MiB
     other: int = 8 * MiB
-
-    def for_path(self, path: str) -> int:
-        kinds = {"/chat/completions": self.chat, "/models": self.models, "/content": self.download}
-        return next((cap for end, cap in kinds.items() if path.endswith(end)), self.other)
 
 
 class BoundedHTTPClient(openai.DefaultAsyncHttpxClient):
@@ -80,8 +63,14 @@ class BoundedHTTPClient(openai.DefaultAsyncHttpxClient):
         seconds = float(seconds) if seconds is not None else DEFAULT_DEADLINE_S
         with contextlib.suppress(ValueError):
             seconds += int(request.headers.get("content-length") or 0) / UPLOAD_BYTES_PER_S
-        cap = self.reply_limits.for_path(request.url.path)
-        grows = request.url.path.endswith("/content")
+        limits, path = self.reply_limits, request.url.path
+        kinds = {
+            "/chat/completions": limits.chat,
+            "/models": limits.models,
+            "/content": limits.download,
+        }
+        cap = next((cap for end, cap in kinds.items() if path.endswith(end)), limits.other)
+        grows = path.endswith("/content")
         started = asyncio.get_running_loop().time()
         try:
             async with asyncio.timeout(seconds) as bound:
@@ -108,33 +97,44 @@ class BoundedHTTPClient(openai.DefaultAsyncHttpxClient):
         return response
 
 
-def make_client(
-    *,
-    base_url: str | None,
-    api_key: str | None,
+def make_clients(
+    base_url: str | Sequence[str] | None,
+    api_key: str | Sequence[str | None] | None,
     client: openai.AsyncOpenAI | None,
     timeout: float,
-    limits: ReplyLimits | None = None,
-) -> tuple[openai.AsyncOpenAI, tuple[str, ...]]:
-    """The client for `base_url` with `api_key`, or `client` with the judge's options; and the
-    keys to redact (a caller's client's key too)."""
-    url = base_url or os.environ.get(BASE_URL_ENV) or None
-    key = api_key if api_key is not None else env_key_for(url, os.environ.get(KEY_ENV))
-    if client is None:
-        key = api_key_for(url, key)  # a server other than OpenAI's may need no key
-        client = openai.AsyncOpenAI(
-            api_key=key,
-            base_url=url,
-            timeout=timeout,
-            max_retries=0,
-            http_client=BoundedHTTPClient(limits=limits),
-        )
-    else:
-        client = client.with_options(max_retries=0, timeout=timeout)
-        key = key or getattr(client, "api_key", None)
-    secrets = tuple(
-        s
-        for s in (key, getattr(client, "api_key", None))
-        if s and len(s) >= 4 and s != PLACEHOLDER_KEY
-    ) + url_secrets(str(client.base_url))
-    return client, secrets
+    max_reply_bytes: int | None,
+) -> list[tuple[openai.AsyncOpenAI, tuple[str, ...]]]:
+    """One client per server (or the caller's), with its secrets: a key per URL, or one for all."""
+    urls = [base_url] if base_url is None or isinstance(base_url, str) else list(base_url)
+    keys: list[str | None] = (
+        list(api_key) if isinstance(api_key, list | tuple) else [api_key] * len(urls)  # type: ignore[list-item]
+    )
+    if not urls or len(keys) != len(urls) or (client is not None and len(urls) > 1):
+        raise ValueError("give one api_key per base_url, and a client only with one server")
+    if max_reply_bytes is None:
+        with contextlib.suppress(ValueError):
+            max_reply_bytes = int(os.environ.get(MAX_REPLY_ENV) or ReplyLimits.chat)
+    limits = ReplyLimits(chat=ReplyLimits.chat if max_reply_bytes is None else max_reply_bytes)
+    made = []
+    for given_url, given_key in zip(urls, keys, strict=True):
+        url = given_url or os.environ.get(BASE_URL_ENV) or None
+        key = given_key if given_key is not None else env_key_for(url, os.environ.get(KEY_ENV))
+        if client is None:
+            key = api_key_for(url, key)  # a server other than OpenAI's may need no key
+            made_client = openai.AsyncOpenAI(
+                api_key=key,
+                base_url=url,
+                timeout=timeout,
+                max_retries=0,
+                http_client=BoundedHTTPClient(limits=limits),
+            )
+        else:
+            made_client = client.with_options(max_retries=0, timeout=timeout)
+            key = key or getattr(client, "api_key", None)
+        secrets = tuple(
+            s
+            for s in (key, getattr(made_client, "api_key", None))
+            if s and len(s) >= 4 and s != PLACEHOLDER_KEY
+        ) + url_secrets(str(made_client.base_url))
+        made.append((made_client, secrets))
+    return made

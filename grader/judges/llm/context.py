@@ -1,8 +1,5 @@
-"""What a run learns of its server before the first request, and how documents fit its context.
-
-`learn_server` reads `GET /v1/models` once (models, context length), bounded and optional.
-`ContextFit` cuts a document so the request fits `max_context` tokens, counting `CHARS_PER_TOKEN`
-characters a token; a server that still answers `context_length_exceeded` fails the pair for good.
+"""What a run learns of its server before the first request (`GET /v1/models`: models, context),
+and `ContextFit`, which cuts a document so the request fits that context.
 """
 
 from __future__ import annotations
@@ -68,14 +65,12 @@ def read_models(payload: Any) -> ServerInfo:
 async def learn_server(
     client: openai.AsyncOpenAI,
     model: str,
-    base_url: str,
     fit: ContextFit,
     on_notice: Callable[[str], None] | None,
     timeout: float | None = None,
 ) -> ServerInfo:
-    """What the server's `/v1/models` says within `timeout` (nothing when it does not answer): a
-    model it does not list is told to `on_notice` (llama.cpp's server answers any name with its
-    one model); its context is taken when `fit` has none."""
+    """What the server's `/v1/models` says within `timeout`: a model it does not list is told to
+    `on_notice` (llama.cpp answers any name with its one model); its context fills `fit`'s."""
     url = str(client.base_url).rstrip("/") + "/models"
     try:
         async with deadline(timeout, "GET", url):
@@ -86,8 +81,8 @@ async def learn_server(
     if info.models and model not in info.models and on_notice is not None:
         listed = ", ".join(info.models[:5]) + (" ..." if len(info.models) > 5 else "")
         on_notice(
-            f"{redact_url(base_url)} lists the models {listed}, not {model!r}: a server with one "
-            f"model (llama.cpp) answers with that one whatever the name. Give "
+            f"{redact_url(str(client.base_url))} lists the models {listed}, not {model!r}: a "
+            f"server with one model (llama.cpp) answers with that one whatever the name. Give "
             f"{option('--model', 'model=')} as listed to be sure"
         )
     if fit.max_context is None and info.context is not None:
@@ -96,8 +91,7 @@ async def learn_server(
 
 
 class ContextFit:
-    """Renders a pair's messages cut to fit `max_context` tokens (module docstring); without
-    a context, exactly `render_messages`."""
+    """Renders a pair's messages, the document cut to fit `max_context` tokens (if given)."""
 
     def __init__(self, spec: PromptSpec, max_context: int | None = None) -> None:
         self.spec = spec
@@ -109,8 +103,11 @@ class ContextFit:
     ) -> tuple[list[dict[str, str]], bool]:
         """The chat messages for one pair in `mode`, and whether the document was cut."""
         budget = self.spec.doc_budget_chars
-        if self.max_context is not None:
-            fits = self.document_chars(query, doc, mode)
+        if self.max_context is not None:  # the document characters that fit around the prompt
+            empty, _ = self._renderer(mode, 0).messages(query, doc.model_copy(update={"text": ""}))
+            around = estimate_usage(empty, self.spec.max_tokens).prompt_tokens
+            free = self.max_context - around - self.spec.max_tokens - MARGIN_TOKENS
+            fits = max(0, free * CHARS_PER_TOKEN)
             if fits < min(len(doc.text), MIN_DOC_CHARS, budget):
                 raise DocumentDoesNotFit(
                     f"the prompt around document {doc.doc_id} leaves {fits} of its "
@@ -120,14 +117,6 @@ class ContextFit:
                 )
             budget = min(budget, fits)
         return self._renderer(mode, budget).messages(query, doc)
-
-    def document_chars(self, query: Query, doc: Doc, mode: OutputMode) -> int:
-        """The document characters that fit the context around this pair's prompt."""
-        assert self.max_context is not None
-        empty, _ = self._renderer(mode, 0).messages(query, doc.model_copy(update={"text": ""}))
-        around = estimate_usage(empty, self.spec.max_tokens).prompt_tokens
-        free = self.max_context - around - self.spec.max_tokens - MARGIN_TOKENS
-        return max(0, free * CHARS_PER_TOKEN)
 
     def _make_renderer(self, mode: OutputMode, budget: int) -> MessageRenderer:
         return MessageRenderer(dataclasses.replace(self.spec, doc_budget_chars=budget), mode)

@@ -52,8 +52,7 @@ RESOLVE_S = 2.0
 
 
 def resolved(host: str) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
-    """The addresses the system resolver gives for `host` within RESOLVE_S seconds (none when
-    it fails or takes longer)."""
+    """The addresses the system resolver gives for `host` within RESOLVE_S seconds (or none)."""
     found: list[ipaddress.IPv4Address | ipaddress.IPv6Address] = []
 
     def look_up() -> None:

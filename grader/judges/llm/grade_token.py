@@ -1,9 +1,6 @@
-"""Where a reply's grade is, and what its token's logprobs say of it.
-
-`top_level_grade_offset` finds the top-level `grade` value; `grade_distribution` renormalises the
-grade alternatives of its token into P(grade = 0..3), or says it is `Absent` when they hold less
-than `MIN_GRADE_MASS`. `CompletionBody` is a reply body decoded by msgspec (a batch import's fast
-path, about twice as fast as dicts): each default is what `dict.get` gives, so it reads the same.
+"""Where a reply's grade is, and what its token's logprobs say of it: P(grade = 0..3), or `Absent`
+when the grade tokens hold less than `MIN_GRADE_MASS`. `CompletionBody` is a reply body decoded by
+msgspec (a batch import's fast path): each default is what `dict.get` gives, so it reads the same.
 """
 
 from __future__ import annotations
@@ -73,13 +70,11 @@ _WS = re.compile(r"\s*")
 
 
 def top_level_grade_offset(content: str) -> int | None:
-    """Character offset of the top-level `grade` value's first digit of a JSON reply (a walk over
-    its object's members), None when it cannot be located."""
+    """Offset of the top-level `grade` value's first digit in a JSON reply (None: not found)."""
     scan = _DECODER.scan_once  # type: ignore[attr-defined]  # raw_decode without its wrapper: StopIteration is its error
 
     def skip(i: int) -> int:
-        """The position after any whitespace at `i` (`isspace` is `\\s`'s test: the regex
-        runs only where there is some)."""
+        """The position after any whitespace at `i` (the regex runs only where there is some)."""
         if content[i].isspace():
             return _WS.match(content, i).end()  # type: ignore[union-attr]  # always matches
         return i
@@ -108,8 +103,7 @@ def top_level_grade_offset(content: str) -> int | None:
 
 
 def field(obj: Any, name: str, default: Any = None) -> Any:
-    """`obj[name]` of a dict, `obj.name` of a decoded struct (`CompletionBody`), else `default`:
-    one reader for both shapes of a reply."""
+    """`obj[name]` of a dict, `obj.name` of a decoded struct (`CompletionBody`), else `default`."""
     if isinstance(obj, dict):
         return obj.get(name, default)
     return getattr(obj, name, default)  # (no other JSON value has an attribute of these names)

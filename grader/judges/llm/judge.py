@@ -25,11 +25,11 @@ from grader.judges.llm.attempts import (
     EndpointPool,
     ModeRejected,
 )
-from grader.judges.llm.client import ReplyLimits, chat_reply_limit, make_client
+from grader.judges.llm.client import make_clients
 from grader.judges.llm.context import ContextFit, DocumentDoesNotFit, ServerInfo, learn_server
 from grader.judges.llm.endpoint import is_loopback
 from grader.judges.llm.replies import InvalidReply
-from grader.judges.llm.results import CallState, JudgmentRecorder, ReplyReader
+from grader.judges.llm.results import CallState, JudgmentRecorder
 from grader.judges.llm.retry import (
     RateLimiter,
     RetryPolicy,
@@ -41,27 +41,6 @@ from grader.judges.llm.server_settings import ModeSwitch, ServerSettings
 from grader.judges.llm.transport import DEAD_AFTER, SAME_FAILURE_S, InFlight, ServerHealth
 from grader.models import CallRecord, Doc, Judgment, Query, Usage
 from grader.prompts import OutputMode, PromptSpec, load_prompt
-
-
-def _clients(
-    base_url: str | Sequence[str] | None,
-    api_key: str | Sequence[str | None] | None,
-    client: openai.AsyncOpenAI | None,
-    timeout: float,
-    max_reply_bytes: int | None,
-) -> list[tuple[openai.AsyncOpenAI, tuple[str, ...]]]:
-    """One client per server (with the secrets it holds): one key per URL, or one for all."""
-    urls = [base_url] if base_url is None or isinstance(base_url, str) else list(base_url)
-    keys: list[str | None] = (
-        list(api_key) if isinstance(api_key, list | tuple) else [api_key] * len(urls)  # type: ignore[list-item]
-    )
-    if not urls or len(keys) != len(urls) or (client is not None and len(urls) > 1):
-        raise ValueError("give one api_key per base_url, and a client only with one server")
-    limits = ReplyLimits(chat=chat_reply_limit(max_reply_bytes))
-    return [
-        make_client(base_url=u, api_key=k, client=client, timeout=timeout, limits=limits)
-        for u, k in zip(urls, keys, strict=True)
-    ]
 
 
 class LLMJudge:
@@ -93,10 +72,9 @@ class LLMJudge:
     ) -> None:
         self.model = model
         self.prompt = load_prompt(prompt) if isinstance(prompt, str) else prompt
-        policy = policy or RetryPolicy()
+        self.policy = policy or RetryPolicy()
         if max_attempts is not None:
-            policy = RetryPolicy(**{**policy.__dict__, "max_attempts": max_attempts})
-        self.policy = policy
+            self.policy = dataclasses.replace(self.policy, max_attempts=max_attempts)
         # Without limits, still one shared limiter: a 429 then pauses every worker of this judge.
         self.limiter = limiter if limiter is not None else RateLimiter()
         self.prices = prices
@@ -112,27 +90,26 @@ class LLMJudge:
         self._on_notice = on_notice
         self.abandoned = Usage()
         """Tokens of answered attempts of judgments cut short (Ctrl-C): paid, in no judgment."""
-        made = _clients(base_url, api_key, client, timeout, max_reply_bytes)
+        made = make_clients(base_url, api_key, client, timeout, max_reply_bytes)
         self._open(made, (dead_after, unreachable_after))
 
     def _open(
         self, made: list[tuple[openai.AsyncOpenAI, tuple[str, ...]]], health: tuple[int, int | None]
     ) -> None:
-        """The recorder, the reply reader and the pool of servers, one sender each."""
+        """The recorder (without `on_call`, the reply reader) and the pool of servers."""
         self._recorder = JudgmentRecorder(
             judge_id=self.judge_id,
             model=self.model,
-            prompt=self.prompt.ref(),
+            prompt=self.prompt,
             prices=self.prices,
             on_call=self.on_call,
             secrets=tuple(s for _, secrets in made for s in secrets),
         )
-        self._reader = ReplyReader(self.prompt, dataclasses.replace(self._recorder, on_call=None))
+        self.reader = dataclasses.replace(self._recorder, on_call=None)
+        """How this judge reads a reply body obtained elsewhere (a batch line): picklable."""
         senders = [  # one a server, each with its own health and in-flight bound
             AttemptSender(
                 client=client,
-                model=self.model,
-                prompt=self.prompt,
                 server=self.server,
                 fit=self.fit,
                 limiter=self.limiter,
@@ -141,14 +118,11 @@ class LLMJudge:
                 recorder=self._recorder,
                 policy=self.policy,
                 timeout=self.timeout,
-                base_url=str(client.base_url),
             )
             for client, _ in made
         ]
         self.pool = EndpointPool(senders, self._on_notice)
-        first = self.pool.members[0]
-        self.client, self.base_url = first.client, first.base_url
-        self.health, self.inflight = first.health, first.inflight
+        self.client = self.pool.members[0].client
         """The first server's (the only one, mostly); `pool` has every server's."""
 
     def local(self) -> bool:
@@ -168,8 +142,6 @@ class LLMJudge:
             f"LLMJudge(model={self.model!r}, prompt={self.prompt.id!r}, mode={self.server.mode!r})"
         )
 
-    # -- Judge protocol ------------------------------------------------------------------------
-
     @property
     def judge_id(self) -> str:
         return f"openai:{self.model}"
@@ -178,11 +150,6 @@ class LLMJudge:
     def output_mode(self) -> OutputMode:
         """The output mode this run uses now (after any fallback)."""
         return self.server.mode
-
-    @property
-    def mode_switches(self) -> list[ModeSwitch]:
-        """Every once-per-run fallback so far (output mode or request parameter)."""
-        return self.server.switches
 
     def fingerprint(self) -> dict[str, Any]:
         return {
@@ -195,47 +162,40 @@ class LLMJudge:
     def build_request(
         self, query: Query, doc: Doc, *, mode: OutputMode | None = None
     ) -> dict[str, Any]:
-        """The chat.completions body for one pair in `mode` (default the run's current one):
-        also what a Batch API line carries."""
+        """The chat.completions body for one pair in `mode` (default: the run's), as batch too."""
         mode = mode or self.server.mode
         messages, _ = self.fit.messages(query, doc, mode)
         return self.server.body(self.prompt, self.model, messages, mode)
 
-    def estimate(self, query: Query, doc: Doc, *, completion_tokens: int | None = None) -> Usage:
-        """Estimated tokens of grading this pair once (for --dry-run and --max-cost): the reply
-        at its ceiling, the prompt's `max_tokens`, unless `completion_tokens` is given."""
-        messages = self.build_request(query, doc)["messages"]
-        usage = estimate_usage(messages, self.prompt.max_tokens)
-        if completion_tokens is None:
-            return usage
-        return usage.model_copy(update={"completion_tokens": completion_tokens})
-
     def estimate_cost(
         self, query: Query, doc: Doc, *, batch: bool = False, completion_tokens: int | None = None
     ) -> float | None:
-        """Estimated USD of grading this pair (None when the model has no price): at the reply's
-        ceiling unless `completion_tokens` is given."""
+        """Estimated USD of grading this pair once (None without a price; --dry-run, --max-cost):
+        the reply at the prompt's `max_tokens` unless `completion_tokens` is given."""
         if self.prices is None:
             return None
-        usage = self.estimate(query, doc, completion_tokens=completion_tokens)
+        usage = estimate_usage(self.build_request(query, doc)["messages"], self.prompt.max_tokens)
+        if completion_tokens is not None:
+            usage = usage.model_copy(update={"completion_tokens": completion_tokens})
         return self.prices.cost(self.model, usage, batch=batch)
 
     def expected_completion_tokens(self) -> int:
-        """The completion tokens one reply is expected to use before any is stored: the reply
-        the prompt's schema asks for (grader.cost.expected_reply_tokens)."""
+        """The completion tokens of the reply the prompt's schema asks for, before any is stored."""
         return expected_reply_tokens(self.prompt.schema, self.prompt.max_tokens)
 
     async def aclose(self) -> None:
         for member in self.pool.members:
             await member.client.close()
 
-    # -- grading -------------------------------------------------------------------------------
-
     async def judge(self, query: Query, doc: Doc, *, key: str) -> Judgment:
         """Grade one pair: ok, or failed with the reason; raises JudgeError only when fatal."""
         started = time.perf_counter()
-        if self._probe is not None:
-            await self._learn_server()
+        if self._probe is not None:  # the server's `/v1/models`, read once
+            async with self._probe:
+                if self.server_info is None:
+                    self.server_info = await learn_server(
+                        self.client, self.model, self.fit, self._on_notice, self.timeout
+                    )
         state = CallState(query, doc, key, self.server.mode, [], True)
         retrying = AsyncRetrying(
             retry=retry_if_exception(self._retryable),
@@ -258,8 +218,7 @@ class LLMJudge:
         return self._recorder.ok(state, reply, started)
 
     def _failed(self, state: CallState, exc: Exception, started: float) -> Judgment:
-        """The failed judgment after the last attempt's `exc`; raises when every server is dead
-        (stopped, not failed: a rerun does the pair)."""
+        """The failed judgment after the last attempt's `exc`; raises if every server is dead."""
         if isinstance(exc, DocumentDoesNotFit):  # permanent, as is: never a grade
             return self._recorder.failed(state, "ContextLengthExceeded", str(exc), started)
         if isinstance(exc, InvalidReply):
@@ -283,38 +242,18 @@ class LLMJudge:
                 kind = "ContextLengthExceeded"  # permanent: the same prompt never fits
         return self._recorder.failed(state, kind, message, started)
 
-    async def _learn_server(self) -> None:
-        """Read the server's `/v1/models` once (`grader.judges.llm.context.learn_server`)."""
-        assert self._probe is not None
-        async with self._probe:
-            if self.server_info is None:
-                self.server_info = await learn_server(
-                    self.client, self.model, self.base_url, self.fit, self._on_notice, self.timeout
-                )
-
     def take_abandoned(self) -> tuple[Usage, float | None]:
-        """The tokens (and their cost, None without a price) of answered attempts of judgments
-        cut short since the last call, which no judgment holds; reset to none."""
+        """The tokens and cost of answered attempts of judgments cut short since the last call."""
         usage, self.abandoned = self.abandoned, Usage()
         return usage, self._recorder.cost(usage, False)
 
-    def reply_reader(self) -> ReplyReader:
-        """How this judge reads a reply body obtained elsewhere (a batch output line), without
-        the client or `on_call` (picklable)."""
-        return self._reader
-
-    # -- tenacity hooks --------------------------------------------------------------------------
-
-    @staticmethod
-    def _retryable(exc: BaseException) -> bool:
-        if isinstance(exc, InvalidReply | ModeRejected):
-            return True
-        return should_retry(exc)
+    def _retryable(self, exc: BaseException) -> bool:
+        if self.pool.dead and isinstance(exc, openai.APIConnectionError):
+            return False  # judge() raises ServerNotAnswering: no backoff, no more requests
+        return isinstance(exc, InvalidReply | ModeRejected) or should_retry(exc)
 
     def _stop(self, state: CallState, rs: RetryCallState) -> bool:
         exc = rs.outcome.exception() if rs.outcome is not None else None
-        if self.pool.dead and isinstance(exc, openai.APIConnectionError):
-            return True  # judge() raises ServerNotAnswering: no backoff, no more requests
         if not isinstance(exc, ModeRejected):
             state.counted += 1
         if state.counted >= self.policy.max_attempts:

@@ -1,8 +1,5 @@
-"""Turn one chat.completion response body into a validated grade, or say exactly why not.
-
-The one validator of LLM replies (live judge and Batch API alike). A refusal, a cut reply, bad JSON,
-a schema break, a duplicate key or a grade outside 0..3 raise `InvalidReply`; nothing here guesses a
-grade. With logprobs the grade's token gives P(grade = 0..3).
+"""Turn one chat.completion response body into a validated grade, or say exactly why not: the one
+validator of LLM replies (live and batch alike); nothing here guesses a grade.
 """
 
 from __future__ import annotations
@@ -81,8 +78,7 @@ def usage_of(body: Any) -> Usage:
 
 
 def reports_cached(body: dict[str, Any]) -> bool:
-    """Whether a response body says its cached prompt tokens (`usage.prompt_tokens_details.
-    cached_tokens`, 0 included); llama.cpp's server leaves it out."""
+    """Whether a response body says its cached prompt tokens (llama.cpp's server does not)."""
     details = field(field(body, "usage"), "prompt_tokens_details")
     return isinstance(field(details, "cached_tokens"), int)
 
@@ -119,12 +115,12 @@ def parse_body(text: str) -> dict[str, Any]:
 def parse_completion(
     body: dict[str, Any] | CompletionBody, *, mode: OutputMode, spec: PromptSpec
 ) -> GradeReply:
-    """Validate one chat.completion body (a dict, or decoded into structs) into a grade, or raise
-    InvalidReply."""
+    """Validate one chat.completion body (a dict, or decoded structs) into a grade, or raise."""
     usage = usage_of(body)
     choices = field(body, "choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict | Choice):
-        raise InvalidReply("no_choice", "the reply has no choices", raw=_dump(body), usage=usage)
+        raw = json.dumps(body, ensure_ascii=False)[:4000]
+        raise InvalidReply("no_choice", "the reply has no choices", raw=raw, usage=usage)
     choice = choices[0]
     message = field(choice, "message")
     logprobs = field(choice, "logprobs")
@@ -184,6 +180,9 @@ def _graded(
         offset = top_level_grade_offset(content) if logprobs is not None else None
         if offset is None and notes is not None and field(logprobs, "content"):
             notes = [*notes, LENIENT_LOGPROBS_NOTE]  # (notes: the lenient read's, only then)
+    if grade not in GRADES:
+        message = f"grade {grade} is outside 0..3; use 0, 1, 2 or 3"
+        raise InvalidReply("out_of_range", message, raw=content, usage=usage)
     distribution = grade_distribution(logprobs, content, offset, grade=grade)
     expected = confidence = None
     if isinstance(distribution, Absent):
@@ -205,17 +204,6 @@ def _graded(
         GradeReply,
         (grade, reason, distribution, expected, confidence, usage, content, finish, notes),
     )
-
-
-def _dump(body: Any) -> str:
-    return json.dumps(body, ensure_ascii=False)[:4000]
-
-
-def _check_range(grade: int, raw: str, usage: Usage) -> None:
-    if grade not in GRADES:
-        raise InvalidReply(
-            "out_of_range", f"grade {grade} is outside 0..3; use 0, 1, 2 or 3", raw=raw, usage=usage
-        )
 
 
 _STRICT_JSON = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys)
@@ -267,7 +255,6 @@ def _parse_json(content: str, usage: Usage) -> tuple[int, str | None, list[str] 
             raw=content,
             usage=usage,
         )
-    _check_range(grade, content, usage)
     return grade, (reason or None), notes
 
 
@@ -279,9 +266,8 @@ _LENIENT_JSON = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys, strict=Fa
 
 
 def _decode_strict(content: str) -> Any:
-    """`_STRICT_JSON.decode(content)`; a reply that is one object with no space around it
-    (nearly every reply) is scanned at once, without `decode`'s two whitespace matches (any
-    other, and any error, goes through `decode`, so errors read as its own)."""
+    """`_STRICT_JSON.decode(content)`; one object with no space around it (nearly every reply)
+    is scanned at once; any other, and any error, goes through `decode` (its own wording)."""
     if content.startswith("{") and content.endswith("}"):
         try:
             data, end = _SCAN_STRICT(content, 0)
@@ -301,9 +287,8 @@ BARE_GRADE_NOTE = "reply read leniently: the grade alone, without its final line
 def _parse_final_line(
     content: str, spec: PromptSpec, usage: Usage
 ) -> tuple[int, str | None, int | None, list[str] | None]:
-    """The grade of a text reply, its reason, the grade's offset, and notes. A reply that is
-    a whole number and nothing else is that grade written bare (small models answer `3` to
-    `Grade: N`): read as such, with a note, rather than asked again."""
+    """The grade of a text reply, its reason, the grade's offset, and notes; a bare number is
+    that grade (small models answer `3` to `Grade: N`), read with a note, not asked again."""
     lines = content.rstrip().splitlines()
     last = lines[-1] if lines else ""
     bare = re.fullmatch(r"\s*[*`]*\s*(-?[0-9]+)\s*[*`]*\s*", content)
@@ -322,7 +307,6 @@ def _parse_final_line(
             "out_of_range", f"grade {written} is not one of 0, 1, 2, 3", raw=content, usage=usage
         )
     grade = int(written)
-    _check_range(grade, content, usage)
     line_start = len(content.rstrip()) - len(last)
     offset = line_start + last.rfind(written)
     reason = "\n".join(lines[:-1]).strip() or None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import openai
@@ -44,19 +45,41 @@ class CallState:
 
 @dataclass(frozen=True)
 class JudgmentRecorder:
-    """Builds the judgments and call records of one judge (id, model, prompt, prices, `on_call`)
-    and redacts its secrets from their text."""
+    """Builds one judge's judgments and call records, its secrets redacted; without `on_call` it
+    reads reply bodies obtained elsewhere (batch lines) in another process."""
 
     judge_id: str
     model: str
-    prompt: PromptRef
+    prompt: PromptSpec
     prices: PriceTable | None = None
     on_call: Callable[[CallRecord], None] | None = None
     secrets: tuple[str, ...] = ()
 
-    def ok(
-        self, state: CallState, reply: GradeReply, started: float | None, *, batch: bool = False
+    @cached_property
+    def ref(self) -> PromptRef:
+        return self.prompt.ref()
+
+    def judgment(
+        self,
+        body: dict[str, Any],
+        query: Query,
+        doc: Doc,
+        *,
+        key: str,
+        mode: OutputMode,
+        truncated: bool,
     ) -> Judgment:
+        """A batch line's reply body judged at the batch price (no re-ask: invalid fails)."""
+        state = CallState(query, doc, key, mode, [], truncated, attempts=1)
+        try:
+            reply = parse_completion(body, mode=mode, spec=self.prompt)
+        except InvalidReply as exc:
+            state.usage = exc.usage
+            state.last_raw = exc.raw
+            return self.failed(state, "InvalidReply", self.message(exc), None)
+        return self.ok(state, reply, None)
+
+    def ok(self, state: CallState, reply: GradeReply, started: float | None) -> Judgment:
         """The ok judgment from a valid `reply` (`started` None: a batch line, no latency)."""
         usage = state.usage if started is not None else reply.usage
         return ok(
@@ -69,18 +92,10 @@ class JudgmentRecorder:
             expected_grade=reply.expected_grade,
             output_mode=state.mode,
             notes=reply.notes,
-            **self._common(state, usage, started, batch),
+            **self._common(state, usage, started),
         )
 
-    def failed(
-        self,
-        state: CallState,
-        kind: str,
-        message: str,
-        started: float | None,
-        *,
-        batch: bool = False,
-    ) -> Judgment:
+    def failed(self, state: CallState, kind: str, message: str, started: float | None) -> Judgment:
         """The failed judgment: error `kind` and `message`, the last raw reply, redacted."""
         raw = self.redact(state.last_raw) if state.last_raw is not None else None
         return failed(
@@ -88,19 +103,17 @@ class JudgmentRecorder:
             state.query,
             state.doc,
             error=JudgmentError(type=kind, message=self.redact(message), raw_reply=raw),
-            **self._common(state, state.usage, started, batch),
+            **self._common(state, state.usage, started),
         )
 
-    def _common(
-        self, state: CallState, usage: Usage, started: float | None, batch: bool
-    ) -> dict[str, Any]:
-        """The fields an ok and a failed judgment share (`started` None: no latency)."""
+    def _common(self, state: CallState, usage: Usage, started: float | None) -> dict[str, Any]:
+        """The fields an ok and a failed judgment share (`started` None: a batch line)."""
         return {
             "key": state.key,
-            "prompt": self.prompt,  # frozen: one for every judgment
+            "prompt": self.ref,
             "attempts": state.attempts,
             "usage": usage,
-            "cost": self.cost(usage, batch),
+            "cost": self.cost(usage, started is None),
             "latency_ms": None if started is None else (time.perf_counter() - started) * 1000.0,
             "truncated": state.truncated,
         }
@@ -120,11 +133,10 @@ class JudgmentRecorder:
         status: int | None = None,
     ) -> None:
         """Report one HTTP attempt to `on_call`, if any."""
-        on_call = self.on_call
-        if on_call is None:
+        if self.on_call is None:
             return
         kind = f".{exc.kind}" if isinstance(exc, InvalidReply) else ""  # InvalidReply.<kind>
-        on_call(
+        self.on_call(
             CallRecord(
                 key=state.key,
                 query_id=state.query.query_id,
@@ -163,36 +175,3 @@ class JudgmentRecorder:
     def redact(self, text: str) -> str:
         """`text` with every secret masked (`grader.redact`)."""
         return redact(text, self.secrets)
-
-
-@dataclass(frozen=True)
-class ReplyReader:
-    """How a judge reads a reply body obtained elsewhere (a batch output line): its prompt and
-    recorder, no client or `on_call`, so it can go to another process."""
-
-    prompt: PromptSpec
-    recorder: JudgmentRecorder
-
-    def judgment(
-        self,
-        body: dict[str, Any],
-        query: Query,
-        doc: Doc,
-        *,
-        key: str,
-        mode: OutputMode,
-        truncated: bool,
-        batch: bool = True,
-    ) -> Judgment:
-        """The Judgment of one reply body: live grading's validation, but no re-ask, so an
-        invalid reply fails."""
-        state = CallState(query, doc, key, mode, [], truncated, attempts=1)
-        try:
-            reply = parse_completion(body, mode=mode, spec=self.prompt)
-        except InvalidReply as exc:
-            state.usage = exc.usage
-            state.last_raw = exc.raw
-            return self.recorder.failed(
-                state, "InvalidReply", f"{exc.kind}: {exc.message}", None, batch=batch
-            )
-        return self.recorder.ok(state, reply, None, batch=batch)

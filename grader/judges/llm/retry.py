@@ -1,13 +1,11 @@
-"""When to retry, how long to wait, and the shared rate limiter.
-
-Tenacity (in `grader.judges.llm.judge`) drives the loop and asks `should_retry` and `retry_delay`;
-time and randomness are parameters, so tests freeze them. `RateLimiter` holds requests and tokens
-per minute in two one-minute buckets, and a 429's `pause` holds back every worker of the run.
+"""When to retry and how long to wait (tenacity, in `grader.judges.llm.judge`, drives the loop),
+and the shared rate limiter: two one-minute buckets, and a 429's `pause` holds back every worker.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import random
 import time
@@ -71,21 +69,14 @@ def is_fatal(exc: BaseException) -> bool:
 
 
 def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
-    """Seconds the server asked us to wait (`retry-after-ms`, then `retry-after` as seconds or an
-    HTTP date relative to `now`); None when absent, never negative."""
-    raw_ms = headers.get("retry-after-ms")
-    if raw_ms is not None:
-        try:
-            return max(0.0, float(raw_ms) / 1000.0)
-        except ValueError:
-            pass
+    """Seconds the server asked us to wait (`retry-after-ms`, else `retry-after`), or None."""
+    with contextlib.suppress(KeyError, ValueError):
+        return max(0.0, float(headers["retry-after-ms"]) / 1000.0)
     raw = headers.get("retry-after")
     if raw is None:
         return None
-    try:
+    with contextlib.suppress(ValueError):
         return max(0.0, float(raw))
-    except ValueError:
-        pass
     try:
         when = email.utils.parsedate_to_datetime(raw)
     except (TypeError, ValueError, IndexError):
@@ -96,15 +87,6 @@ def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -
     return max(0.0, when.timestamp() - current)
 
 
-def backoff(
-    attempt: int, policy: RetryPolicy, *, rand: Callable[[], float] = random.random
-) -> float:
-    """Exponential backoff for the retry after `attempt` (1-based) failed requests:
-    min(max_delay, base_delay * 2**(attempt-1)), less up to `jitter` of it at random."""
-    delay: float = min(policy.max_delay, policy.base_delay * 2.0 ** max(0, attempt - 1))
-    return delay * (1.0 - policy.jitter * rand())
-
-
 def retry_delay(
     exc: BaseException,
     attempt: int,
@@ -113,13 +95,14 @@ def retry_delay(
     now: float | None = None,
     rand: Callable[[], float] = random.random,
 ) -> float:
-    """How long to wait before the next request: the server's Retry-After when it gave one
-    (capped at `max_retry_after`), else the jittered backoff."""
+    """How long to wait after `attempt` failed requests: the server's Retry-After (capped), else
+    exponential backoff less up to `jitter` of it at random."""
     headers = exc.response.headers if isinstance(exc, openai.APIStatusError) else {}
     asked = parse_retry_after(headers, now=now)
     if asked is not None:
         return min(asked, policy.max_retry_after)
-    return backoff(attempt, policy, rand=rand)
+    delay: float = min(policy.max_delay, policy.base_delay * 2.0 ** max(0, attempt - 1))
+    return delay * (1.0 - policy.jitter * rand())
 
 
 class _Bucket:
@@ -130,8 +113,7 @@ class _Bucket:
         self.stamp = now
 
     def wait_for(self, amount: float, now: float) -> float:
-        """Seconds until `amount` is available (0: take it now). Amounts above the capacity
-        wait for a full bucket, so an oversized request is slow, never stuck."""
+        """Seconds until `amount` is available; an oversized one waits for a full bucket."""
         self.level = min(self.capacity, self.level + (now - self.stamp) * self.rate)
         self.stamp = now
         need = min(amount, self.capacity)
@@ -184,10 +166,6 @@ class RateLimiter:
 
     async def acquire(self, tokens: int = 0) -> None:
         """Wait until one request of about `tokens` tokens fits every limit, then take it."""
-        if self._requests is None and self._tokens is None:
-            while (wait := self._paused_until - self._clock()) > 0:
-                await asyncio.sleep(wait)
-            return
         async with self._lock:
             while (wait := self.delay(tokens)) > 0:
                 await asyncio.sleep(wait)

@@ -1,9 +1,6 @@
-"""What a run sends (`request_body`: the live judge, `prompts render` and the Batch API alike), and
-what its server accepts, learned once from its refusals and shared by every worker.
-
-The first refusal of an output mode, logprobs, `max_tokens` or a fixed temperature switches the
-setting for the whole run under a lock (told once to `on_switch`); modes fall back along `FALLBACK`
-down to text.
+"""What a run sends (`ServerSettings.body`: live, `prompts render` and the Batch API alike) and what
+its server accepts: the first refusal of an output mode, logprobs, `max_tokens` or a fixed
+temperature switches it for the whole run, told once to `on_switch` (modes fall back to text).
 """
 
 from __future__ import annotations
@@ -23,35 +20,6 @@ class ModeSwitch:
     from_mode: str
     to_mode: str
     reason: str
-
-
-def request_body(
-    spec: PromptSpec,
-    model: str,
-    messages: list[dict[str, Any]],
-    mode: OutputMode,
-    *,
-    logprobs: bool | None = None,
-    token_param: str = "max_tokens",
-    temperature: bool = True,
-) -> dict[str, Any]:
-    """The chat.completions body: messages plus the prompt file's sampling and output format.
-    `logprobs`, `token_param` and `temperature` let a run drop what its server refuses."""
-    body: dict[str, Any] = {"model": model, "messages": messages}
-    if temperature:
-        body["temperature"] = spec.temperature
-    body[token_param] = spec.max_tokens
-    if spec.logprobs if logprobs is None else logprobs:
-        body["logprobs"] = True
-        if spec.top_logprobs:
-            body["top_logprobs"] = spec.top_logprobs
-    response_format = spec.response_format(mode)
-    if response_format is not None:
-        body["response_format"] = response_format
-    body.update(spec.vendor_fields(mode))
-    for name, value in spec.extra_sampling.items():
-        body.setdefault(name, value)
-    return body
 
 
 _FORMAT_WORDS = (
@@ -90,6 +58,18 @@ FALLBACK: dict[str, OutputMode] = {
 }
 """The mode a run moves to when its server refuses the one it uses (text has none)."""
 _FORMAT_FIELDS = ("response_format", *VENDOR_FIELDS.values())
+_PARAMETERS = (
+    ("logprobs", ("logprob",), "logprobs", False, "no-logprobs"),
+    (
+        "max_tokens",
+        ("max_completion_tokens",),
+        "token_param",
+        "max_completion_tokens",
+        "max_completion_tokens",
+    ),
+    ("temperature", ("temperature", "support"), "temperature", False, "server-default temperature"),
+)
+"""A refused request parameter: the field sent, the refusal's words, the setting that drops it."""
 PLAIN_JSON_GIVE_UP = 3
 """Judgments in a row without a valid reply in plain JSON mode that move a run to text."""
 
@@ -116,22 +96,27 @@ class ServerSettings:
     def body(
         self, spec: PromptSpec, model: str, messages: list[dict[str, Any]], mode: OutputMode
     ) -> dict[str, Any]:
-        """The request body with the parameters this server accepts."""
-        return request_body(
-            spec,
-            model,
-            messages,
-            mode,
-            logprobs=self.logprobs,
-            token_param=self.token_param,
-            temperature=self.temperature,
-        )
+        """The chat.completions body (the prompt's sampling and format), less what was refused."""
+        body: dict[str, Any] = {"model": model, "messages": messages}
+        if self.temperature:
+            body["temperature"] = spec.temperature
+        body[self.token_param] = spec.max_tokens
+        if self.logprobs:
+            body["logprobs"] = True
+            if spec.top_logprobs:
+                body["top_logprobs"] = spec.top_logprobs
+        response_format = spec.response_format(mode)
+        if response_format is not None:
+            body["response_format"] = response_format
+        body.update(spec.vendor_fields(mode))
+        for name, value in spec.extra_sampling.items():
+            body.setdefault(name, value)
+        return body
 
     async def adapt(
         self, used: OutputMode, body: dict[str, Any], message: str, status: int = 400
     ) -> bool:
-        """Whether this refusal refused something we can do without; if so the run's settings
-        changed and the request should be sent again."""
+        """Whether this refusal refused something the run can do without (then resend)."""
         if status not in FORMAT_STATUSES:
             return False
         said = message.lower()
@@ -143,21 +128,12 @@ class ServerSettings:
                 return self.mode != used
             if status == 500:  # only an output mode is told apart in a 500's words
                 return False
-            if body.get("logprobs") and "logprob" in said:
-                if self.logprobs:
-                    self.logprobs = False
-                    self._switch("logprobs", "no-logprobs", message)
-                return True
-            if "max_tokens" in body and "max_completion_tokens" in said:
-                if self.token_param == "max_tokens":
-                    self.token_param = "max_completion_tokens"
-                    self._switch("max_tokens", "max_completion_tokens", message)
-                return True
-            if "temperature" in body and "temperature" in said and "support" in said:
-                if self.temperature:
-                    self.temperature = False
-                    self._switch("temperature", "server-default temperature", message)
-                return True
+            for sent, words, setting, value, switched_to in _PARAMETERS:
+                if sent in body and all(w in said for w in words):
+                    if getattr(self, setting) != value:
+                        setattr(self, setting, value)
+                        self._switch(sent, switched_to, message)
+                    return True
         return False
 
     def judged(self, mode: OutputMode, *, valid: bool) -> None:
@@ -177,8 +153,7 @@ class ServerSettings:
                 )
 
     def switch_mode(self, used: OutputMode, reason: str) -> bool:
-        """Move the run from mode `used` to its fallback for `reason` (a decision of the
-        judge, not a server's refusal); False when it is no longer the mode or has none."""
+        """Move the run from mode `used` to its fallback for `reason`; False when it cannot."""
         if self.mode != used or used not in FALLBACK:
             return False
         following = FALLBACK[used]
@@ -195,7 +170,7 @@ class ServerSettings:
 
 def _refuses_format(said: str, fields: list[str], status: int) -> bool:
     """Whether an error's lower-cased message `said` refuses the output format a request sent
-    in `fields`: it names the format, and a 500 also says it is not taken (module docstring)."""
+    in `fields`: it names the format, and a 500 also says it is not taken."""
     if not any(w in said for w in (*_FORMAT_WORDS, *fields)):
         return False
     return status != 500 or any(w in said for w in REFUSAL_WORDS)

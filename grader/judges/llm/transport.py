@@ -1,14 +1,6 @@
 """Bounds on talking to a server: a deadline for each whole request, what a failed connection
-was, and when to give up on the server.
-
-`ServerHealth` declares a server not answering after `threshold` transport failures in a row with
-nothing back for `quiet_s`, the same failure to everything, or (sooner) when the first requests all
-fail to connect (`connect_failure` reads the cause the SDK's "Connection error." hides); the run
-then stops instead of paying every remaining pair's timeouts.
-
-`InFlight` bounds the requests a judge keeps in flight, halved when a request times out while the
-server answered another meanwhile; each request's deadline follows the queue (`Ticket`): slow is not
-dead, so a request behind others is cut at `--timeout` only once it is the oldest.
+was, when to give up on the server (`ServerHealth`: the run stops rather than pay every pair's
+timeouts), and how many requests to keep in flight (`InFlight`: slow is not dead).
 """
 
 from __future__ import annotations
@@ -25,9 +17,7 @@ from dataclasses import dataclass
 import httpx2
 import openai
 
-from grader.errors import ServerNotAnswering
 from grader.judges.llm.client import ReplyTooLarge
-from grader.redact import redact_url
 
 DEAD_AFTER = 16
 """Transport failures in a row, with no answer between, that mean a server is not answering."""
@@ -39,15 +29,13 @@ def dead_after_for(concurrency: int) -> int:
 
 
 def unreachable_after_for(concurrency: int) -> int:
-    """Failures to connect, nothing ever answered, that stop a run at its start: one a worker,
-    at least 2."""
+    """Failures to connect, nothing ever answered, that stop a run: one a worker, at least 2."""
     return max(2, concurrency)
 
 
 @asynccontextmanager
 async def deadline(seconds: float | None, method: str, url: str) -> AsyncIterator[asyncio.Timeout]:
-    """Bound the whole request inside the block to `seconds` (None: none; the handle can move it);
-    an overrun raises `openai.APITimeoutError`."""
+    """Bound the whole request in the block to `seconds`; an overrun is `APITimeoutError`."""
     try:
         async with asyncio.timeout(seconds) as bound:
             yield bound
@@ -62,8 +50,8 @@ MIN_PAIRS = 3
 
 
 class ServerHealth:
-    """Transport failures in a row with no answer in between (module docstring). Shared by every
-    worker of one judge; used from one event loop, so no lock is needed."""
+    """Whether a server is not answering: `threshold` transport failures in a row, the same
+    failure to everything, or (sooner) the first requests all failing to connect."""
 
     def __init__(
         self,
@@ -118,78 +106,45 @@ class ServerHealth:
             self.dead = True
         return self.dead
 
-    def succeeded(self) -> None:
-        """The server gave a good answer (a 200): the same-failure count starts over."""
-        self.cause, self.same, self.pairs = None, 0, set()
-
-    def answered(self) -> None:
-        """The server sent an HTTP answer (any status): it is there."""
+    def answered(self, *, ok: bool = False) -> None:
+        """The server sent an HTTP answer (any status): it is there; `ok` (a 200) starts the
+        same-failure count over."""
+        if ok:
+            self.cause, self.same, self.pairs = None, 0, set()
         self.ever_answered = True
         self.last_answer = self.clock()
         if not self.dead:
             self.in_a_row = 0
 
-    def could_not_connect(self, cause: str) -> bool:
-        """One more failure to connect (`cause`: `connect_failure`'s text), also counted by
-        `failed`; True once the server counts as never reached (module docstring), and dead."""
-        if self.ever_answered or self.unreachable_after is None:
-            return self.dead
-        self.connect_failures += 1
-        if self.connect_failures >= self.unreachable_after and not self.dead:
-            self.unreachable = cause
-            self.dead = True
-        return self.dead
-
-    def dropped_before_answer(self, detail: str) -> None:
-        """A connection was made, then closed by the server with no reply (`detail`: how)."""
-        if not self.ever_answered and self.dropped is None:
-            self.dropped = detail
-
     def failed(self, *, timed_out: bool = False) -> bool:
-        """One more timeout or connection failure; True once the server counts as not answering, for
-        good (a timeout only after `quiet_s` of quiet too)."""
+        """One more timeout or connection failure; True once the server counts as dead for good."""
         self.in_a_row += 1
         quiet = not timed_out or self.clock() - self.last_answer >= self.quiet_s
         if self.in_a_row >= self.threshold and quiet:
             self.dead = True
         return self.dead
 
-
-def not_answering(
-    base_url: str, health: ServerHealth, timeout: float, redact: Callable[[str], str]
-) -> ServerNotAnswering:
-    """The error that stops a run whose server `health` says is not answering (never reached,
-    or `threshold` transport failures in a row), naming its URL and what to check."""
-    url = redact_url(base_url).rstrip("/")
-    if health.failing is not None:
-        return ServerNotAnswering(
-            f"{url} keeps failing: the last {health.same} requests, for {len(health.pairs)} "
-            f"different pairs, all failed the same way ({redact(health.failing)}), so the run "
-            "stopped taking new pairs. The pairs that failed are stored as failed; check the "
-            "server, then rerun the same command to retry them and do the rest"
-        )
-    if health.unreachable is not None and health.dropped is not None:
-        return ServerNotAnswering(
-            f"{url} stopped answering: the server closed a connection in the middle of a "
-            f"request, with no reply ({redact(health.dropped)}), then stopped listening "
-            f"(the next {health.unreachable_after} requests could not connect: "
-            f"{redact(health.unreachable)}). It probably crashed: see its log. Nothing is "
-            "stored as failed. Restart the server, then rerun the same command"
-        )
-    if health.unreachable is not None:
-        return ServerNotAnswering(
-            f"{url} is not answering: the first {health.unreachable_after} requests could not "
-            f"connect ({redact(health.unreachable)}) and nothing has answered, so the run "
-            "stopped at once. Nothing is stored as failed. Check the address (--base-url or "
-            "OPENAI_BASE_URL) and that the server is up there, then rerun the same command"
-        )
-    return ServerNotAnswering(
-        f"{url} is not answering: {health.threshold} requests in a row timed out (no complete "
-        f"reply within {timeout:g} s) or could not connect, with no answer in between, so the "
-        "run stopped. Every answer received is stored; the pairs cut short are not marked "
-        "failed. Check that the server is up at that address (--base-url, --timeout), then "
-        "rerun the same command to do the rest"
-    )
+    def transport_failed(self, exc: openai.APIError, key: str) -> bool:
+        """An attempt of pair `key` got no HTTP answer (`exc`); True once the server is dead."""
+        large = too_large(exc)
+        if large is not None:  # the server answered, too much: the same failure, maybe again
+            self.answered()
+            return self.same_failure(str(large), key, "the read stopped there")
+        if not isinstance(exc, openai.APIConnectionError):
+            return self.dead
+        timed_out = isinstance(exc, openai.APITimeoutError)
+        self.failed(timed_out=timed_out)
+        cause = connect_failure(exc)
+        if self.ever_answered or timed_out:
+            return self.dead
+        if cause is None and self.dropped is None:  # connected, then closed with no reply
+            self.dropped = connection_message(exc)
+        elif cause is not None and self.unreachable_after is not None:
+            self.connect_failures += 1
+            if self.connect_failures >= self.unreachable_after and not self.dead:
+                self.unreachable = cause
+                self.dead = True
+        return self.dead
 
 
 CONNECT_CAUSES = ("connection refused", "DNS lookup failed", "TLS failed", "could not connect")
@@ -211,8 +166,7 @@ def too_large(exc: BaseException) -> ReplyTooLarge | None:
 
 
 def connect_failure(exc: BaseException) -> str | None:
-    """`label: detail` when `exc` is a failure to connect (label one of `CONNECT_CAUSES`), else
-    None (a timeout, a dropped connection, an HTTP answer, anything else)."""
+    """`label: detail` when `exc` is a failure to connect (a `CONNECT_CAUSES` label), else None."""
     if not isinstance(exc, openai.APIConnectionError) or isinstance(exc, openai.APITimeoutError):
         return None
     chain = _chain(exc)
@@ -251,8 +205,7 @@ def connection_message(exc: openai.APIConnectionError) -> str:
 
 @dataclass(eq=False)
 class Ticket:
-    """One request in flight: when it was sent, its deadline's handle (`asyncio.Timeout`,
-    set by the sender), and whether the server answered anything since it was sent."""
+    """One request in flight: when sent, its deadline, whether the server answered since."""
 
     sent: float
     bound: asyncio.Timeout | None = None
@@ -261,7 +214,8 @@ class Ticket:
 
 
 class InFlight:
-    """The bound on requests in flight (module docstring); one per judge, one event loop."""
+    """The bound on requests in flight, halved when one times out while the server answered
+    another; a request behind others is cut at `timeout` only once it is the oldest (`Ticket`)."""
 
     def __init__(
         self,
@@ -278,7 +232,7 @@ class InFlight:
         self.last_answer = 0.0
         self.lowered_at = float("-inf")
         self.timeout = timeout
-        """`--timeout`: with it, deadlines follow the server's queue (module docstring)."""
+        """`--timeout`: with it, deadlines follow the server's queue (`InFlight`)."""
         self.tickets: list[Ticket] = []
         self.answers: list[float] = []
         """When the server's recent answers came (those of the last `timeout`)."""
@@ -325,8 +279,7 @@ class InFlight:
         return self.timeout * (self.tickets.index(ticket) + 2)
 
     def deadline(self, ticket: Ticket, oldest: bool) -> float | None:
-        """When `ticket`'s request is cut (`clock` time; None: not while older ones are in
-        flight), by the module docstring's rule."""
+        """When `ticket`'s request is cut (`clock` time; None: not while older ones wait)."""
         assert self.timeout is not None
         if not ticket.progressed:
             return ticket.sent + self.timeout
@@ -346,8 +299,7 @@ class InFlight:
                     ticket.bound.reschedule(when)
 
     def _paced(self, now: float) -> None:
-        """A request waited past `timeout` in the queue and was answered: bring the bound on
-        requests in flight down to the answers of the last `timeout` (at least 1)."""
+        """A request answered after `timeout` queued: bound to the last `timeout`'s answers."""
         served = max(1, len(self.answers))
         current = self.limit if self.limit is not None else self.peak
         if served < current:
