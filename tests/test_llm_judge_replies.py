@@ -178,6 +178,17 @@ def test_distribution_sums_spellings_and_ignores_other_tokens() -> None:
     assert reply.confidence == pytest.approx(0.6 / 0.9)
 
 
+def test_alternatives_that_are_not_strings_are_passed_over() -> None:
+    """A malformed alternative (a number, null, a list as its token) is no grade token."""
+    content = '{"grade": 2}'
+    offset = content.index("2}")
+    odd = [{"token": 2, "logprob": -0.1}, {"token": None}, {"token": ["2"], "logprob": -0.1}, 7]
+    hit = tok("2", 0.5, {"2": 0.5, "1": 0.3}) | {}
+    hit["top_logprobs"] = [*hit["top_logprobs"], *odd]
+    dist = grade_distribution({"content": [tok(content[:offset], 0.9), hit]}, content, offset)
+    assert dist == pytest.approx([0.0, 0.3 / 0.8, 0.5 / 0.8, 0.0])
+
+
 def test_distribution_adds_the_chosen_token_when_not_among_the_top() -> None:
     content = "Grade: 1"
     tokens = [tok("Grade:", 0.9), tok(" 1", 0.5, {" 2": 0.3})]
