@@ -30,12 +30,12 @@ from grader.models import Doc, Query
 from grader.prompts import load_prompt
 from grader.store import migrations as store_migrations
 from grader.store.busy import StoreBusyEvent, seconds_from_env
-from grader.store.journal import journal_path
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
 from tests.fakeserver import FakeServer
 from tests.grade_data import GradeFiles, write_grade_files
-from tests.helpers.judgments import FP, call_record, ok
+from tests.helpers.journals import journal_path
+from tests.helpers.judgments import FP, call_record, ok, stored_judgments
 from tests.helpers.store_lock import LockHolder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -234,7 +234,7 @@ def test_journal_of_a_killed_process_is_replayed_on_open(tmp_path: Path) -> None
     left = journal.read_bytes()
     with Store(path) as store:
         assert store.count(status="ok") == 2
-        assert sorted(j.key for j in store.iter_judgments()) == ["k1", "k2"]
+        assert sorted(j.key for j in stored_judgments(store)) == ["k1", "k2"]
         assert len(store.calls("k1")) == 1
         assert {(q, d) for q, d, _ in store.iter_pair_judgments()} == {("q1", "d1"), ("q2", "d1")}
     assert not journal.exists()

@@ -29,6 +29,7 @@ from grader.store.claims import ClaimBook, Outcome, pid_alive
 from grader.store.store import Store
 from tests.fakeserver import FakeServer, request_text
 from tests.grade_data import GradeFiles, write_grade_files
+from tests.helpers.judgments import stored_judgments as judgments_in
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -81,7 +82,7 @@ def query(store: Path, sql: str) -> list[tuple[Any, ...]]:
 
 def stored_judgments(store: Path) -> dict[str, Judgment]:
     with Store(store) as s:
-        return {j.key: j for j in s.iter_judgments()}
+        return {j.key: j for j in judgments_in(s)}
 
 
 def paid_per_pair(server: FakeServer) -> collections.Counter[str]:

@@ -26,11 +26,12 @@ import pytest
 from grader.cli.main import main
 from grader.io.judgments import read_judgments
 from grader.store.disk_full import StoreFullError, is_full
-from grader.store.journal import Journal, journal_path, journals, read_store_id
+from grader.store.journal import Journal, journals
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
 from tests.fakeserver import FakeServer
 from tests.grade_data import GradeFiles, write_grade_files
+from tests.helpers.journals import journal_path, read_store_id
 from tests.helpers.judgments import FP, ok
 from tests.helpers.store_lock import LockHolder
 

@@ -11,7 +11,6 @@ from typing import Any
 from grader.models import Doc, Judgment, Query
 from grader.store.judgment_rows import decode_key, encode_key, encode_keys, json_sql
 
-_FILTERS = {"status", "judge", "model", "prompt_name", "prompt_version", "prompt_sha"}
 _CHUNK = 500  # keys per `IN (...)` query, below SQLite's variable limit
 
 # The judgments whose keys are the 32-byte digests joined in ?1 (?2 of them).
@@ -68,17 +67,6 @@ class StoreReading:
             sql = "SELECT key, status FROM judgments WHERE key IN ({})"
             rows = select_in(self._conn, sql, map(encode_key, unique))
         return {decode_key(key): status for key, status in rows}
-
-    def iter_judgments(self, **where: str) -> Iterator[Judgment]:
-        """Stored judgments whose columns equal `where`, by (query_id, doc_id, judge)."""
-        if not set(where) <= _FILTERS:
-            raise ValueError(f"iter_judgments filters on {sorted(_FILTERS)}")
-        sql = "SELECT judgment FROM judgment_rows"
-        if where:
-            sql += " WHERE " + " AND ".join(f"{column} = ?" for column in where)
-        sql += " ORDER BY query_id, doc_id, judge, key"
-        for (text,) in self._conn.execute(sql, list(where.values())):
-            yield Judgment.model_validate_json(text)
 
     def iter_pair_judgments(self) -> Iterator[tuple[str, str, Judgment]]:
         """(query_id, doc_id, judgment) for every id pair and judgment stored under its keys, by
