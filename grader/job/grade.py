@@ -291,9 +291,7 @@ class GradeJob:
                     before_sending=judges.check_key,
                     **pipeline,
                 )
-            report.answers_by_server = judges.answers_by_server()
-            report.cached_reported = judges.cached_reported()
-            report.local = judges.local()
+            judges.report_servers(report)
         finally:
             if judges is not None:
                 await judges.aclose()

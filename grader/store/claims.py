@@ -219,9 +219,3 @@ class ClaimBook:
                     raise
                 return False
         return True
-
-    def held(self) -> list[str]:
-        """The keys this owner holds a lease on."""
-        with self._lock:
-            rows = self._conn.execute("SELECT key FROM claims WHERE owner = ?", (self.owner,))
-            return [key for (key,) in rows]

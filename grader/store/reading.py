@@ -101,6 +101,19 @@ class StoreReading:
         )
         return [int(n) for (n,) in rows if n]
 
+    def prompt_versions(self, name: str) -> dict[str, set[str]]:
+        """The versions of prompt `name` the stored judgments record, each with its sha256s."""
+        rows = self._conn.execute(
+            "SELECT DISTINCT prompt_version, prompt_sha FROM judgment_sources s"
+            " WHERE prompt_name = ? AND prompt_version IS NOT NULL AND prompt_sha != ''"
+            " AND EXISTS (SELECT 1 FROM judgments j WHERE j.source_id = s.id)",
+            (name,),
+        )
+        found: dict[str, set[str]] = {}
+        for version, sha in rows:
+            found.setdefault(str(version), set()).add(str(sha))
+        return found
+
     def count(self, *, status: str | None = None) -> int:
         """How many judgments are stored (with `status`, when given)."""
         sql = "SELECT COUNT(*) FROM judgments" + (" WHERE status = ?" if status else "")
