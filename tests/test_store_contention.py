@@ -30,6 +30,7 @@ from grader.store.store import Store
 from tests.fakeserver import FakeServer, request_text
 from tests.grade_data import GradeFiles, write_grade_files
 from tests.helpers.judgments import stored_judgments as judgments_in
+from tests.helpers.store_lock import leased
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -212,14 +213,6 @@ def test_first_ok_answer_is_final(tmp_path: Path) -> None:
         assert store.get_many(["e"])["e"].grade == 2
 
 
-def _held(path: Path, book: ClaimBook) -> list[str]:
-    """The keys `book`'s owner holds a lease on."""
-    with sqlite3.connect(path) as conn:
-        rows = conn.execute("SELECT key FROM claims WHERE owner = ?", (book.owner,)).fetchall()
-    conn.close()
-    return [key for (key,) in rows]
-
-
 @pytest.mark.slow
 def test_a_lease_is_held_released_on_store_and_taken_over_when_it_ends(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
@@ -230,7 +223,7 @@ def test_a_lease_is_held_released_on_store_and_taken_over_when_it_ends(tmp_path:
             assert mine.claim_many(["a"])["a"].outcome is Outcome.HELD
             # Storing the answer releases the lease in the same transaction.
             store.put_many([(_judgment("a", 3), None)])
-            assert _held(path, other) == ["b"]
+            assert leased(other) == ["b"]
             claim = mine.claim_many(["a"])["a"]
             assert claim.outcome is Outcome.STORED
             assert claim.judgment is not None and claim.judgment.grade == 3
@@ -243,10 +236,10 @@ def test_a_lease_is_held_released_on_store_and_taken_over_when_it_ends(tmp_path:
                 conn.execute("UPDATE claims SET host = 'elsewhere' WHERE key = 'b'")
             conn.close()
             assert mine.claim_many(["b"])["b"].outcome is Outcome.CLAIMED
-            assert mine.taken_over == 1 and _held(path, other) == []
+            assert mine.taken_over == 1 and leased(other) == []
             assert mine.renew() == 1
             mine.release_all()
-            assert _held(path, mine) == []
+            assert leased(mine) == []
         finally:
             mine.close()
             other.close()

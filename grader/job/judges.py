@@ -95,14 +95,6 @@ def run_prompt(options: Any, name: str) -> PromptSpec:
     return spec if getattr(options, "logprobs", True) else spec.without_logprobs()
 
 
-def lexical_settings_note(path: str | None, judge_id: str) -> str:
-    """Which settings file the lexical judge reads, and the judge id it stamps."""
-    from grader.judges.lexical.judge import JUDGE_ID
-
-    which = "the shipped default" if judge_id == JUDGE_ID else "not the shipped default"
-    return f"lexical judge settings: {path} ({which}; judgments say judge {judge_id})"
-
-
 class GradeJudges:
     """The judges of one run, built from its options and the one `Settings`."""
 
@@ -131,11 +123,15 @@ class GradeJudges:
         self.members = build_judges(options, base)
         self.secrets = self.settings.secrets if llm else []
         if options.judge == "lexical":
-            from grader.judges.lexical.judge import LexicalJudge
+            from grader.judges.lexical.judge import JUDGE_ID, LexicalJudge
 
-            for judge in self.members:
+            for judge in self.members:  # which settings it reads, and the judge id it stamps
                 if isinstance(judge, LexicalJudge):
-                    say(lexical_settings_note(judge.config.path, judge.judge_id))
+                    which = "the" if judge.judge_id == JUDGE_ID else "not the"
+                    say(
+                        f"lexical judge settings: {judge.config.path} ({which} shipped default;"
+                        f" judgments say judge {judge.judge_id})"
+                    )
         if options.verify_low:
             self.verifier = self._verifier()
 
