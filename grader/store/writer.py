@@ -49,7 +49,6 @@ class StoreWriter:
         self._lock = threading.Lock()
         self._flushing = threading.Lock()
         self._background: asyncio.Future[None] | None = None  # the flush queued on a thread
-        self.journaled = 0  # judgments this writer put in the journal (stored later)
         self.full: StoreFullError | None = None  # the store's disk was found full
         self.kept: dict[Path, int] = {}  # judgments in each journal while the disk is full
         self._unsaved = _Held()  # what no journal took either (the disk is full)
@@ -204,7 +203,5 @@ class StoreWriter:
                 journal.append(rows, sync=sync)
             except OSError:  # full too (or not writable): the next one
                 continue
-            if sync:
-                self.journaled += len(held.judgments)
             return journal.path
         return None
