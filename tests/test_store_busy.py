@@ -174,7 +174,8 @@ def test_writer_journals_a_long_wait_and_stores_everything(tmp_path: Path) -> No
     finally:
         for name in BUSY_ENV:
             del os.environ[name]
-    writer = StoreWriter(store, journal_after_s=0.3)
+    writer = StoreWriter(store)
+    writer.journal_after_s = 0.3
     holder = LockHolder(path)
     writer.add_group([(ok("k1"), FP)])
     writer.log_call(call_record("k1"))
@@ -212,7 +213,8 @@ def test_journal_of_a_killed_process_is_replayed_on_open(tmp_path: Path) -> None
         "from grader.store.writer import StoreWriter\n"
         "from tests.helpers.judgments import FP, call_record, ok\n"
         f"store = Store({str(path)!r})\n"
-        "writer = StoreWriter(store, journal_after_s=0)\n"
+        "writer = StoreWriter(store)\n"
+        "writer.journal_after_s = 0\n"
         "writer.add_group([(ok('k1'), FP)])\n"
         "writer.add_group([(ok('k2', qid='q2'), FP)])\n"
         "writer.log_call(call_record('k1'))\n"
@@ -268,7 +270,8 @@ def test_event_loop_keeps_turning_while_the_store_is_busy(
     finally:
         for name in BUSY_ENV:
             del os.environ[name]
-    writer = StoreWriter(store, journal_after_s=60)
+    writer = StoreWriter(store)
+    writer.journal_after_s = 60
     judge = LLMJudge(
         model="m",
         prompt=load_prompt("passage-v1"),

@@ -323,7 +323,8 @@ def test_a_busy_store_whose_journal_disk_is_full_journals_elsewhere(
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(store.journal, "append", no_room)
-    writer = StoreWriter(store, journal_after_s=0)
+    writer = StoreWriter(store)
+    writer.journal_after_s = 0
     writer.add_group([(ok("k1"), FP)])
     holder = LockHolder(path)
     flushing = threading.Thread(target=writer.flush)

@@ -37,14 +37,12 @@ class _Held:
 class StoreWriter:
     """Commits judgments and call records in small batches; thread-safe, one flush at a time."""
 
-    def __init__(
-        self, store: Store | None, *, journal_after_s: float | None = None, durable: bool = False
-    ) -> None:
+    def __init__(self, store: Store | None, *, durable: bool = False) -> None:
         self.store = store
         self.durable = durable and store is not None
-        if journal_after_s is None:
-            journal_after_s = seconds_from_env("RELGRADE_STORE_BUSY_JOURNAL_AFTER", JOURNAL_AFTER_S)
-        self.journal_after_s = journal_after_s
+        self.journal_after_s = seconds_from_env(
+            "RELGRADE_STORE_BUSY_JOURNAL_AFTER", JOURNAL_AFTER_S
+        )
         self._queue = _Held()
         self._lock = threading.Lock()
         self._flushing = threading.Lock()
