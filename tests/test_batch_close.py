@@ -25,6 +25,7 @@ from tests.fakeserver import FakeServer
 from tests.fakeserver_replies import default_grade
 from tests.grade_data import GradeFiles, write_grade_files
 from tests.helpers.batch_cli import MODEL, cli_export, cli_import, custom_ids
+from tests.helpers.judgments import stored_judgments
 
 
 @pytest.fixture
@@ -99,7 +100,7 @@ def test_close_after_an_engine_killed_between_files_grades_every_pair_once(
     assert all(s["state"] == "answered" for s in _status(db, capsys))
 
     with Store(db) as store:
-        ok = {j.key for j in store.iter_judgments(status="ok")}
+        ok = {j.key for j in stored_judgments(store, status="ok")}
     again = cli_export(files, db, tmp_path / "c")
     keys = [cid.split(":", 2)[2] for p in again for cid in custom_ids(p)]
     assert len(ok) == 9 and sorted(keys) == sorted(set(expected) - ok)  # exactly the 11 left
@@ -109,7 +110,7 @@ def test_close_after_an_engine_killed_between_files_grades_every_pair_once(
     assert cli_import(db, *results) == 0
     assert "11 ok, 0 failed, 0 missing" in capsys.readouterr().err
     with Store(db) as store:
-        graded = {j.key: j.grade for j in store.iter_judgments(status="ok")}
+        graded = {j.key: j.grade for j in stored_judgments(store, status="ok")}
         assert store.count() == 20
     assert graded == expected
 
@@ -132,7 +133,7 @@ def _late_answers_are_paid_twice_never_graded_twice(
     assert "0 ok, 0 failed, 0 missing (no results line) stored by this import; 8 already" in err
     assert "8 answers paid twice" in err
     with Store(db) as store:
-        assert {j.key: j.grade for j in store.iter_judgments(status="ok")} == expected
+        assert {j.key: j.grade for j in stored_judgments(store, status="ok")} == expected
     assert cli_import(db, *late) == 0
     assert "0 answers paid twice" in capsys.readouterr().err
 
@@ -153,7 +154,7 @@ def test_close_names_exports_by_file_or_folder_and_refuses_others(
     conn.close()
     assert outcomes == [("failed", 20)]
     with Store(db) as store:
-        errors = {j.error.type for j in store.iter_judgments(status="failed") if j.error}
+        errors = {j.error.type for j in stored_judgments(store, status="failed") if j.error}
     assert errors == {"Batch:missing"}
 
 
@@ -211,7 +212,7 @@ def test_two_engine_processes_one_killed_between_files_then_close(
     assert sum(len(custom_ids(p)) for p in again) == 5
     assert cli_import(db, *_engine(fake_server, again, tmp_path / "r2")) == 0
     with Store(db) as store:
-        assert {j.key: j.grade for j in store.iter_judgments(status="ok")} == expected
+        assert {j.key: j.grade for j in stored_judgments(store, status="ok")} == expected
         assert store.count() == 20
     fake_server.reset()
     args = ["--store", str(db), "--base-url", fake_server.base_url, *MODEL, "--quiet"]

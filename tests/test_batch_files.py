@@ -22,6 +22,7 @@ from tests.fakeserver import FakeServer, faults
 from tests.grade_data import GradeFiles, write_grade_files
 from tests.helpers.batch_cli import MODEL, cli_export, custom_ids, http_engine, with_a_copied_doc
 from tests.helpers.batch_import import engine_results, export_pairs
+from tests.helpers.judgments import stored_judgments
 
 
 def _judgments(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
@@ -71,7 +72,7 @@ def test_round_trip_equals_live_grading(
     assert "imported 19 lines of 3 files: 17 ok, 2 failed" in err
     assert "1 missing" in err and "last line cut short" in err
     with Store(db) as store:
-        failed = {j.error.type for j in store.iter_judgments(status="failed") if j.error}
+        failed = {j.error.type for j in stored_judgments(store, status="failed") if j.error}
         assert store.count(status="failed") == 3 and store.count(status="ok") == 17
     assert failed == {"Batch:http_400", "InvalidReply", "Batch:missing"}
     conn = sqlite3.connect(db)

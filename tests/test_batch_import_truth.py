@@ -19,6 +19,7 @@ from grader.store.store import Store
 from tests.fakeserver import FakeServer
 from tests.grade_data import GradeFiles, write_grade_files
 from tests.helpers.batch_cli import MODEL, cli_export, cli_import, custom_ids, http_engine
+from tests.helpers.judgments import stored_judgments
 
 
 @pytest.fixture
@@ -28,7 +29,7 @@ def files(tmp_path: Path) -> GradeFiles:
 
 def _grades(db: Path) -> dict[str, int]:
     with Store(db) as store:
-        return {j.key: j.grade for j in store.iter_judgments(status="ok") if j.grade is not None}
+        return {j.key: j.grade for j in stored_judgments(store, status="ok") if j.grade is not None}
 
 
 @pytest.mark.parametrize("content", ["hello\nworld\n", '{"custom_id": "relgrade:x'])

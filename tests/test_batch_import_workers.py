@@ -37,6 +37,7 @@ from tests.helpers.batch_import import (
     import_results,
     unreachable_judge,
 )
+from tests.helpers.judgments import stored_judgments
 
 
 def _rows(db: Path) -> list[tuple[Any, ...]]:
@@ -215,7 +216,7 @@ def test_a_secret_in_a_reply_is_masked_in_the_stored_judgment(tmp_path: Path) ->
         Importer(store, JobJudges(unreachable_judge).for_job, workers=0) as importer,
     ):
         summary = importer.run([out])
-        stored = {j.doc_id: j for j in store.iter_judgments()}
+        stored = {j.doc_id: j for j in stored_judgments(store)}
     assert summary.ok == 20
     assert stored["d3"].reason == "it says [redacted]"
     assert "sk-test-secret-123" not in db.read_bytes().decode("latin-1")
@@ -258,8 +259,8 @@ def test_lines_not_read_the_fast_way_are_read_whole(tmp_path: Path) -> None:
 
     assert judgments(tmp_path / "one.db") == judgments(tmp_path / "escaped.db")
     with Store(tmp_path / "one.db") as store:
-        assert {j.reason for j in store.iter_judgments(status="ok")} == {"très pertinent"}
-        failed = [j.error.type for j in store.iter_judgments(status="failed") if j.error]
+        assert {j.reason for j in stored_judgments(store, status="ok")} == {"très pertinent"}
+        failed = [j.error.type for j in stored_judgments(store, status="failed") if j.error]
     assert failed == ["Batch:missing"] * 2  # the two malformed lines' requests
 
 
@@ -302,7 +303,7 @@ def test_an_error_line_read_the_fast_way_is_worded_from_all_of_it(tmp_path: Path
     summary = import_results(db, [out], 0)
     assert (summary.ok, summary.failed) == (18, 2)
     with Store(db) as store:
-        failed = {j.doc_id: j for j in store.iter_judgments(status="failed")}
+        failed = {j.doc_id: j for j in stored_judgments(store, status="failed")}
     assert set(failed) == {"d3", "d4"} and all(j.grade is None for j in failed.values())
     errors = {d: j.error for d, j in failed.items()}
     assert errors["d3"] is not None and errors["d3"].type == "Batch:rate_limit_exceeded"

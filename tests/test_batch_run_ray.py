@@ -27,6 +27,7 @@ from tests.fakeserver import FakeServer, faults
 from tests.grade_data import GradeFiles, write_grade_files
 from tests.helpers.batch_cli import MODEL, cli_export, cli_import, custom_ids
 from tests.helpers.batch_run import ROOT, expected_grades, stored_grades, subprocess_env
+from tests.helpers.judgments import stored_judgments
 
 pytestmark = pytest.mark.slow
 
@@ -120,7 +121,7 @@ def test_export_run_import_on_two_nodes(
 
     assert cli_import(db, out) == 1  # the error line is stored failed, never a grade
     with Store(db) as store:
-        (failed,) = list(store.iter_judgments(status="failed"))
+        (failed,) = list(stored_judgments(store, status="failed"))
     assert failed.error is not None and failed.error.type == "Batch:invalid_reply"
     expected = expected_grades(requests)
     assert stored_grades(db) == {k: g for k, g in expected.items() if k != failed.key}
@@ -262,7 +263,7 @@ def test_the_driver_killed_mid_run_then_close_export_run_import(
     _settled(fake_server)  # the killed job's actors stopped (Ray ends a dead driver's workers)
     with Store(db) as store:
         answered = store.count()
-        stored = {j.key for j in store.iter_judgments(status="ok")}
+        stored = {j.key for j in stored_judgments(store, status="ok")}
     assert answered >= 4
     (run_logs,) = (out / SENT_DIR).iterdir()
     # Sent by the killed run, its answer never written: the logs name them (a request cut off
@@ -329,7 +330,7 @@ def test_ctrl_c_leaves_what_was_written_importable_and_a_rerun_completes(
 
     assert cli_import(db, out) in (0, 1)  # 1: the rest of a file it touched is missing
     with Store(db) as store:
-        assert len(list(store.iter_judgments(status="ok"))) == written
+        assert len(list(stored_judgments(store, status="ok"))) == written
     _settled(fake_server)
     capsys.readouterr()
     assert _run(db, address, out, fake_server.base_url) == 0  # the same command again

@@ -24,6 +24,7 @@ from grader.prompts import load_prompt
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
 from tests.fakeserver import FakeServer, default_grade
+from tests.helpers.judgments import stored_judgments
 
 KEY = "sk-test-concurrent-0123456789"
 
@@ -101,7 +102,7 @@ async def test_two_gradings_in_one_event_loop_keep_to_their_own_results(
             assert (report.graded, report.failed, report.pending, report.requests) == (n, 0, 0, n)
             got = {(j.query_id, j.doc_id): j.grade for j in report.judgments}
             assert got == run.expected_grades()
-            stored = list(run.store.iter_judgments())
+            stored = list(stored_judgments(run.store))
             assert len(stored) == n
             assert {(j.query_id, j.doc_id): j.grade for j in stored} == got
             assert {j.judge for j in stored} == {f"openai:model-{run.name}"}

@@ -16,6 +16,7 @@ from grader.prompts import load_prompt
 from grader.store.store import Store
 from tests.fakeserver import FakeServer
 from tests.grade_data import GradeFiles, write_grade_files
+from tests.helpers.judgments import stored_judgments
 
 PRICES = """\
 [models."judge-a"]
@@ -78,7 +79,7 @@ def test_dry_run_shows_the_expected_cost_and_the_ceiling_apart(
     assert main([*args, "--depth", "2"]) == 0
     capsys.readouterr()
     with Store(tmp_path / "s.db") as store:
-        stored = [j.usage.completion_tokens for j in store.iter_judgments(status="ok")]
+        stored = [j.usage.completion_tokens for j in stored_judgments(store, status="ok")]
     median = statistics.median(stored)
     assert main([*args, "--dry-run"]) == 0
     err = capsys.readouterr().err
@@ -170,7 +171,7 @@ def test_regrade_dry_run_shows_the_expected_cost_and_the_ceiling_apart(
     with Store(tmp_path / "s.db") as store:
         stored = [
             j.usage.completion_tokens
-            for j in store.iter_judgments(status="ok", judge="openai:judge-b")
+            for j in stored_judgments(store, status="ok", judge="openai:judge-b")
         ]
     assert main([*regrade, "--dry-run"]) == 0
     err = capsys.readouterr().err

@@ -37,6 +37,7 @@ from grader.store.store import Store
 from tests.batch_helpers import new_prompt, seed_store
 from tests.fakeserver import FakeServer, faults
 from tests.grade_data import GradeFiles, write_grade_files
+from tests.helpers.judgments import stored_judgments
 
 QUERY = Query(query_id="q1", text="how do cats purr")
 DOC = Doc(doc_id="d1", text="Cats purr by vibrating the muscles of the larynx.")
@@ -123,7 +124,7 @@ def test_grade_cli_trickle_with_timeout_1_fails_each_pair_after_its_attempts(
     assert code == 1, err
     assert server.counts["requests"] == files.n_pairs * 2  # 4 timeouts: below the threshold
     with Store(store) as s:
-        stored = list(s.iter_judgments())
+        stored = list(stored_judgments(s))
     assert len(stored) == files.n_pairs
     assert all(j.status == "failed" and j.grade is None for j in stored)
     assert {j.error.type for j in stored if j.error} == {"APITimeoutError"}
@@ -238,7 +239,7 @@ def test_server_dying_mid_run_keeps_the_answers_and_a_rerun_does_the_rest(
     first_run = server.counts["requests"]
     assert first_run <= answered + 16 + 8  # the threshold (16 at concurrency 8) and the workers
     with Store(store) as s:
-        judgments = list(s.iter_judgments())
+        judgments = list(stored_judgments(s))
     assert len(judgments) == answered, [
         (j.status, j.attempts, j.error) for j in judgments if j.status != "ok"
     ]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.store import schema8
+from grader.store import migrations as schema8
 from grader.store.migrations import EXPORT_STATEMENTS
 from grader.store.store import Store
 from tests.fakeserver import FakeServer

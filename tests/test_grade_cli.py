@@ -17,6 +17,7 @@ from grader.models import Doc, Query
 from grader.store.store import Store
 from tests.fakeserver import FakeServer, default_grade, faults
 from tests.grade_data import GradeFiles, write_grade_files
+from tests.helpers.judgments import stored_judgments
 
 
 @pytest.fixture
@@ -145,7 +146,7 @@ def test_changing_model_or_prompt_regrades_exactly_the_affected_pairs(
     with Store(store) as s:
         # Three judges' answers per pair, and the ensemble's combined judgment per pair.
         assert s.count() == 4 * n
-        stored = {j.key: j for j in s.iter_judgments()}
+        stored = {j.key: j for j in stored_judgments(s)}
         assert all(stored[j.key] == j for j in ensemble)
 
 
@@ -164,7 +165,7 @@ def test_failed_pairs_exit_1_stay_out_of_qrels_and_are_retried(
     assert "failed 2" in err and "rerunning the same command retries them" in err
     assert len(read_qrels(qrels)) == files.n_pairs - 2
     with Store(store) as s:
-        failed = list(s.iter_judgments(status="failed"))
+        failed = list(stored_judgments(s, status="failed"))
         assert len(failed) == 2 and all(j.grade is None for j in failed)
     assert main(args) == 0
     assert fake_server.counts["requests"] == files.n_pairs + 2
@@ -202,7 +203,7 @@ def test_max_cost_stops_before_spending_more(
     sent = fake_server.counts["requests"]
     assert 1 <= sent < files.n_pairs
     with Store(store) as s:
-        spent = sum(j.cost or 0.0 for j in s.iter_judgments())
+        spent = sum(j.cost or 0.0 for j in stored_judgments(s))
         assert s.count() == sent
     assert spent <= budget
 
@@ -298,7 +299,7 @@ def test_verify_low_with_a_failing_verifier_keeps_the_first_grade(
         assert second["error"] is not None and second["error"]["type"]
     assert len(read_qrels(qrels)) == files.n_pairs
     with Store(tmp_path / "s.db") as store:
-        failed = list(store.iter_judgments(status="failed"))
+        failed = list(stored_judgments(store, status="failed"))
     assert len(failed) == len(verified) and all(f.judge.endswith("gpt-4o") for f in failed)
 
 

@@ -24,6 +24,8 @@ from grader.store.store import Store
 from tests.batch_helpers import new_prompt, seed_store
 from tests.fakeserver import FakeServer
 from tests.grade_data import write_grade_files
+from tests.helpers.judgments import stored_judgments
+from tests.helpers.store_lock import leased
 
 
 @pytest.fixture
@@ -66,7 +68,7 @@ def test_a_key_held_by_a_hung_process_is_not_waited_for_forever(
     # The content key of one pair (keys do not depend on the store): from a run elsewhere.
     assert main(files.args("--judge", "lexical", "--store", tmp_path / "keys.db", "--quiet")) == 0
     with Store(tmp_path / "keys.db") as store:
-        key = next(store.iter_judgments()).key
+        key = next(stored_judgments(store)).key
     with Store(db):
         pass  # the schema, so the lease can be written before the run
     _hold(db, key, other_process)
@@ -104,8 +106,8 @@ def test_releasing_leases_under_a_held_write_lock_does_not_fail_the_run(
     assert book.release_all() is False
     other.execute("ROLLBACK")
     other.close()
-    assert book.held() == ["k1"]
-    assert book.release_all() is True and book.held() == []
+    assert leased(book) == ["k1"]
+    assert book.release_all() is True and leased(book) == []
     book.close()
 
 
@@ -127,7 +129,7 @@ def test_a_live_regrade_says_which_pending_pairs_another_process_holds(
         args += ["--base-url", server.base_url, "--quiet"]
         assert main([*args, "--store", str(copy)]) == 0  # learns the new keys elsewhere
         with Store(copy) as store:
-            key = next(j.key for j in store.iter_judgments() if j.prompt == prompt.ref())
+            key = next(j.key for j in stored_judgments(store) if j.prompt == prompt.ref())
         _hold(db, key, other_process)
         capsys.readouterr()
         assert main([*args, "--store", str(db), "--out", str(tmp_path / "o.jsonl")]) == 1

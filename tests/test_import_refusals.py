@@ -15,6 +15,7 @@ from tests import fake_engine
 from tests.fakeserver import FakeServer
 from tests.grade_data import GradeFiles, write_grade_files
 from tests.helpers.batch_cli import cli_export, custom_ids, http_engine, with_a_copied_doc
+from tests.helpers.judgments import stored_judgments
 
 
 @pytest.fixture
@@ -73,7 +74,7 @@ def test_lines_answered_by_another_model_fail_and_are_never_grades(
     err = capsys.readouterr().err
     assert "3 failed (ModelMismatch 3)" in err
     with Store(db) as store:
-        failed = {j.key: j for j in store.iter_judgments(status="failed")}
+        failed = {j.key: j for j in stored_judgments(store, status="failed")}
         ok = store.count(status="ok")
     assert len(failed) == 3 and ok == 17
     assert all(j.grade is None and j.error is not None for j in failed.values())

@@ -30,6 +30,7 @@ from grader.store.migrations import MIGRATIONS
 from grader.store.store import Store
 from tests.grade_data import write_grade_files
 from tests.helpers.hypothesis_scale import examples
+from tests.helpers.judgments import stored_judgments
 from tests.helpers.old_stores import write_old_store
 from tests.helpers.params import quick_first
 
@@ -295,13 +296,13 @@ def test_an_old_store_folds_into_one_payload_and_reads_back_equal_json(
     )
     with Store(new) as store:
         store.put_many([(failed, {"model": "m1"})])
-        expected = {j.key: j for j in store.iter_judgments()}
+        expected = {j.key: j for j in stored_judgments(store)}
     write_old_store(old, version, new)
     with Store(old) as store:
         assert store.schema_version == MIGRATIONS[-1].version
         texts = dict(store._conn.execute("SELECT key, judgment FROM judgment_rows"))
         payloads = store._conn.execute("SELECT payload FROM judgments ORDER BY rowid").fetchall()
-        got = {j.key: j for j in store.iter_judgments()}
+        got = {j.key: j for j in stored_judgments(store)}
     assert texts.keys() == expected.keys() and len(expected) == 7
     assert all(_equal_as_json(texts[k], j) for k, j in expected.items())
     assert got == expected

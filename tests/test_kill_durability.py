@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from grader.store.journal import journal_path
 from grader.store.store import Store
 from tests.fakeserver import FakeServer
 from tests.grade_data import GradeFiles, write_grade_files
+from tests.helpers.journals import journal_path
 
 ROOT = Path(__file__).resolve().parents[1]
 KILLS = 12

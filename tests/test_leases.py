@@ -13,6 +13,7 @@ import pytest
 from grader.grading.leases import AHEAD, FAST_JUDGE_S, Leases
 from grader.store.claims import Claim, ClaimBook, Outcome
 from grader.store.store import Store
+from tests.helpers.store_lock import leased
 
 
 class CountingBook(ClaimBook):
@@ -47,7 +48,7 @@ async def test_keys_asked_for_meanwhile_are_claimed_in_one_round(book: CountingB
     assert [c.outcome for c in claims] == [Outcome.CLAIMED] * 8
     # The first asks at once; the others, asking while it runs, share the next round.
     assert book.rounds == [["k0"], [f"k{i}" for i in range(1, 8)]]
-    assert sorted(book.held()) == sorted(f"k{i}" for i in range(8))
+    assert sorted(leased(book)) == sorted(f"k{i}" for i in range(8))
     book.close()
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from grader.judges.ensemble import lower_median
 from grader.store.store import Store
+from tests.helpers.judgments import stored_judgments
 from tests.helpers.scripted_judge import ScriptedJudge, by_doc, grade, make_pairs
 
 
@@ -95,7 +96,7 @@ async def test_output_judgments_are_stored_under_their_own_keys_and_reused(
     with Store(tmp_path / "s.db") as store:
         report = await grade(pairs, [a, b], store, verify_judge=verifier)
         out = {j.doc_id: j for j in report.judgments}
-        member_keys = {j.key for j in store.iter_judgments() if j.judges is None}
+        member_keys = {j.key for j in stored_judgments(store) if j.judges is None}
         assert all(j.key not in member_keys for j in report.judgments)
         verified = out["d0"]
         assert verified.grade == 3 and verified.verification is not None
@@ -109,12 +110,12 @@ async def test_output_judgments_are_stored_under_their_own_keys_and_reused(
         stored = store.get_many(j.key for j in report.judgments)
         assert [stored[j.key] for j in report.judgments] == report.judgments
         # A rerun sends nothing, writes nothing and gives the stored outputs back.
-        before = {j.key: j.created_at for j in store.iter_judgments()}
+        before = {j.key: j.created_at for j in stored_judgments(store)}
         again = [ScriptedJudge(n, by_doc({})) for n in ("a", "b", "v")]
         rerun = await grade(pairs, again[:2], store, verify_judge=again[2])
         assert all(j.calls == [] for j in again)
         assert rerun.judgments == report.judgments
-        assert {j.key: j.created_at for j in store.iter_judgments()} == before
+        assert {j.key: j.created_at for j in stored_judgments(store)} == before
 
 
 async def test_a_missing_output_judgment_is_rebuilt_without_requests(tmp_path: Path) -> None:

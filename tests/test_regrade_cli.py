@@ -18,6 +18,7 @@ from tests.batch_helpers import new_prompt, seed_store
 from tests.fake_batch import BatchPlan, FakeBatchAPI
 from tests.fakeserver import FakeServer
 from tests.helpers.batch_api import fresh_batch_api, prices_file
+from tests.helpers.judgments import stored_judgments
 
 
 @pytest.fixture
@@ -68,7 +69,7 @@ def test_concurrent_regrade_keeps_old_and_rerun_sends_nothing(
     assert len(new) == 6 and all(j.prompt and j.prompt.version == "2" for j in new)
     assert len(read_qrels(qrels)) == 6
     with Store(db) as store:
-        versions = {j.prompt.version for j in store.iter_judgments() if j.prompt}
+        versions = {j.prompt.version for j in stored_judgments(store) if j.prompt}
         assert versions == {"1", "2"} and store.count() == 12
     code, again = _regrade(capsys, db, prompt, url)
     assert code == 0 and again["sent"] == 0 and api.server.counts["requests"] == 6

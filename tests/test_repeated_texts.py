@@ -26,6 +26,7 @@ from grader.store.writing import text_rows
 from tests.fake_batch import BatchPlan, FakeBatchAPI
 from tests.fakeserver import FakeServer
 from tests.helpers.batch_api import fresh_batch_api
+from tests.helpers.judgments import stored_judgments
 from tests.helpers.repeated_texts import (
     CONTENTS,
     DOCS,
@@ -229,7 +230,7 @@ def test_an_older_store_is_migrated_and_a_grade_rerun_records_the_other_pairs(
     with Store(files.db) as store:
         assert store.schema_version >= 3
         # Readable: each judgment under the id pair its row names.
-        rows = {(j.query_id, j.doc_id) for j in store.iter_judgments()}
+        rows = {(j.query_id, j.doc_id) for j in stored_judgments(store)}
         assert {(q, d) for q, d, _ in store.iter_pair_judgments()} == rows
         assert len(rows) == 6
         assert len(select_candidates(store, [], {"judge": "x"})) == 6

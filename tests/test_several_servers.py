@@ -23,6 +23,7 @@ from grader.judges.llm.judge import LLMJudge
 from grader.store.store import Store
 from tests.fakeserver import FakeServer, faults
 from tests.grade_data import GradeFiles, write_grade_files
+from tests.helpers.judgments import stored_judgments
 
 
 @pytest.fixture
@@ -44,7 +45,7 @@ def files(tmp_path: Path) -> GradeFiles:
 
 def _stored(store: Path) -> list[tuple[str, int | None]]:
     with Store(store) as s:
-        return [(j.status, j.grade) for j in s.iter_judgments()]
+        return [(j.status, j.grade) for j in stored_judgments(s)]
 
 
 def _grade(files: GradeFiles, store: Path, *urls: str, extra: tuple[str, ...] = ()) -> list[str]:

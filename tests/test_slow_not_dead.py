@@ -19,6 +19,7 @@ from grader.judges.llm.transport import InFlight, ServerHealth
 from grader.store.store import Store
 from tests.fakeserver import FakeServer, faults
 from tests.grade_data import write_grade_files
+from tests.helpers.judgments import stored_judgments
 
 SERVICE_S = 0.3
 TIMEOUT_S = 0.9  # 8 x 0.3 = 2.4 s of queue > 0.9 s
@@ -45,7 +46,7 @@ def test_a_one_slot_server_is_slow_not_dead_and_no_answer_is_paid_twice(
     assert code == 0, err
     assert "not answering" not in err
     with Store(store) as s:
-        stored = list(s.iter_judgments())
+        stored = list(stored_judgments(s))
     assert len(stored) == files.n_pairs
     assert all(j.status == "ok" for j in stored)
     assert server.counts["completed"] == files.n_pairs  # every answer the server made is kept
@@ -67,7 +68,7 @@ def test_a_server_answering_500_to_everything_is_given_up_on(
     assert "keeps failing" in err and "HTTP 500" in err
     assert server.counts["requests"] < files.n_pairs  # 100 pairs x 4 attempts otherwise
     with Store(store) as s:
-        stored = list(s.iter_judgments())
+        stored = list(stored_judgments(s))
     assert all(j.status == "failed" and j.grade is None for j in stored)
     assert len(stored) < files.n_pairs
 

@@ -12,7 +12,7 @@ from grader.models import CallRecord, Doc, Query, Usage
 from grader.store import migrations as store_migrations
 from grader.store.store import Store
 from grader.store.writing import text_rows
-from tests.helpers.judgments import FP, failed, ok
+from tests.helpers.judgments import FP, failed, ok, stored_judgments
 
 
 def test_round_trip_keeps_every_field(tmp_path: Path) -> None:
@@ -25,8 +25,8 @@ def test_round_trip_keeps_every_field(tmp_path: Path) -> None:
         assert got == {"k1": j}
         assert store.fingerprint("k1") == FP
         assert store.count() == 1 and store.count(status="ok") == 1
-        assert list(store.iter_judgments(model="m", prompt_name="passage")) == [j]
-        assert list(store.iter_judgments(status="failed")) == []
+        assert list(stored_judgments(store, model="m", prompt_name="passage")) == [j]
+        assert list(stored_judgments(store, status="failed")) == []
 
 
 def test_texts_are_kept_for_regrading(tmp_path: Path) -> None:

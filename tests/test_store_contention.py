@@ -29,6 +29,8 @@ from grader.store.claims import ClaimBook, Outcome, pid_alive
 from grader.store.store import Store
 from tests.fakeserver import FakeServer, request_text
 from tests.grade_data import GradeFiles, write_grade_files
+from tests.helpers.judgments import stored_judgments as judgments_in
+from tests.helpers.store_lock import leased
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -81,7 +83,7 @@ def query(store: Path, sql: str) -> list[tuple[Any, ...]]:
 
 def stored_judgments(store: Path) -> dict[str, Judgment]:
     with Store(store) as s:
-        return {j.key: j for j in s.iter_judgments()}
+        return {j.key: j for j in judgments_in(s)}
 
 
 def paid_per_pair(server: FakeServer) -> collections.Counter[str]:
@@ -221,7 +223,7 @@ def test_a_lease_is_held_released_on_store_and_taken_over_when_it_ends(tmp_path:
             assert mine.claim_many(["a"])["a"].outcome is Outcome.HELD
             # Storing the answer releases the lease in the same transaction.
             store.put_many([(_judgment("a", 3), None)])
-            assert other.held() == ["b"]
+            assert leased(other) == ["b"]
             claim = mine.claim_many(["a"])["a"]
             assert claim.outcome is Outcome.STORED
             assert claim.judgment is not None and claim.judgment.grade == 3
@@ -234,10 +236,10 @@ def test_a_lease_is_held_released_on_store_and_taken_over_when_it_ends(tmp_path:
                 conn.execute("UPDATE claims SET host = 'elsewhere' WHERE key = 'b'")
             conn.close()
             assert mine.claim_many(["b"])["b"].outcome is Outcome.CLAIMED
-            assert mine.taken_over == 1 and other.held() == []
+            assert mine.taken_over == 1 and leased(other) == []
             assert mine.renew() == 1
             mine.release_all()
-            assert mine.held() == []
+            assert leased(mine) == []
         finally:
             mine.close()
             other.close()

@@ -26,11 +26,12 @@ import pytest
 from grader.cli.main import main
 from grader.io.judgments import read_judgments
 from grader.store.disk_full import StoreFullError, is_full
-from grader.store.journal import Journal, journal_path, journals, read_store_id
+from grader.store.journal import Journal, journals
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
 from tests.fakeserver import FakeServer
 from tests.grade_data import GradeFiles, write_grade_files
+from tests.helpers.journals import journal_path, read_store_id
 from tests.helpers.judgments import FP, ok
 from tests.helpers.store_lock import LockHolder
 
@@ -322,7 +323,8 @@ def test_a_busy_store_whose_journal_disk_is_full_journals_elsewhere(
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(store.journal, "append", no_room)
-    writer = StoreWriter(store, journal_after_s=0)
+    writer = StoreWriter(store)
+    writer.journal_after_s = 0
     writer.add_group([(ok("k1"), FP)])
     holder = LockHolder(path)
     flushing = threading.Thread(target=writer.flush)

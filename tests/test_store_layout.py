@@ -14,6 +14,7 @@ from grader.cli.main import main
 from grader.store.migrations import MIGRATIONS
 from grader.store.store import Store
 from tests.grade_data import write_grade_files
+from tests.helpers.judgments import stored_judgments
 from tests.helpers.old_stores import schema_store, write_old_store
 
 
@@ -23,7 +24,7 @@ def test_a_judges_fingerprint_is_stored_once(tmp_path: Path) -> None:
     assert main(files.args("--judge", "lexical", "--store", db, "--quiet")) == 0
     with Store(db) as store:
         assert store.count(status="ok") == 12
-        keys = [j.key for j in store.iter_judgments()]
+        keys = [j.key for j in stored_judgments(store)]
         fingerprints = [store.fingerprint(k) for k in keys]
     assert all(fp is not None and fp["judge"] == "lexical" for fp in fingerprints)
     assert all(fp == fingerprints[0] for fp in fingerprints)
@@ -46,7 +47,7 @@ def test_an_older_store_migrates_and_reads_back_every_judgment(
     new, old = tmp_path / "new.db", tmp_path / "old.db"
     assert main(files.args("--judge", "lexical", "--store", new, "--quiet")) == 0
     with Store(new) as store:
-        expected = {j.key: j for j in store.iter_judgments()}
+        expected = {j.key: j for j in stored_judgments(store)}
         expected_pairs = [(q, d, j.key) for q, d, j in store.iter_pair_judgments()]
         expected_fp = {k: store.fingerprint(k) for k in expected}
         expected_docs = store.docs()
@@ -58,7 +59,7 @@ def test_an_older_store_migrates_and_reads_back_every_judgment(
     conn.close()
     with Store(old) as store:
         assert store.schema_version == MIGRATIONS[-1].version >= 8
-        got = {j.key: j for j in store.iter_judgments()}
+        got = {j.key: j for j in stored_judgments(store)}
         assert got == expected
         assert store.get_many(expected) == expected
         assert [(q, d, j.key) for q, d, j in store.iter_pair_judgments()] == expected_pairs

@@ -33,6 +33,7 @@ from grader.prompts import load_prompt
 from grader.store.store import Store
 from tests.fakeserver import FakeServer, faults
 from tests.grade_data import write_grade_files
+from tests.helpers.judgments import stored_judgments
 
 QUERY = Query(query_id="q1", text="how do cats purr")
 DOC = Doc(doc_id="d1", text="Cats purr by vibrating the muscles of the larynx.")
@@ -78,7 +79,7 @@ def test_a_trickling_server_ends_a_one_pair_run_at_the_deadline(
     assert server.counts[f"models:{fault}"] == 1
     assert server.counts[fault] == 1  # one attempt, then the pair failed
     with Store(store) as s:
-        (judgment,) = list(s.iter_judgments())
+        (judgment,) = list(stored_judgments(s))
     assert judgment.status == "failed" and judgment.grade is None
     assert judgment.error is not None and judgment.error.type == "APITimeoutError"
 

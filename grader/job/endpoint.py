@@ -72,42 +72,25 @@ def flag_urls(given: str | list[str] | tuple[str, ...] | None) -> list[str]:
     return urls
 
 
-def read_environment() -> Environment:
-    """The environment, validated; a bad value is an InputError naming the variable."""
-    try:
-        return Environment()
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        name = ".".join(str(p) for p in first["loc"]) or "environment"
-        raise InputError(f"{name}: {first['msg']}", hint=f"fix or unset {name}") from None
-
-
 @dataclass
 class Settings:
     """One command's resolved endpoint, key, model, prices and limits (see module docstring)."""
 
     base_url: str | None
     env: Environment
-    more_urls: tuple[str, ...] = ()
-    """The servers after `base_url` when --base-url was repeated (requests are spread)."""
+    more_urls: tuple[str, ...] = ()  # the servers after `base_url` (--base-url repeated)
     model_default: str = defaults.MODEL
     prices_path: str | None = None
     rpm: float | None = None
     tpm: float | None = None
     timeout: float = defaults.TIMEOUT_S
     max_attempts: int = defaults.MAX_ATTEMPTS
-    concurrency: int = defaults.CONCURRENCY
-    """Workers at once; sets how many transport failures in a row stop a run (`dead_after_for`)."""
-    sending: bool = True
-    """False for a dry run: nothing is sent, so no key is needed."""
-    api_key_env: str | None = None
-    """--api-key-env: the variable holding the key to send, to any server."""
-    output_mode: str = defaults.OUTPUT_MODE
-    """--output-mode: the mode a run starts in."""
-    max_context: int | None = None
-    """--max-context: the server's context in tokens (None: ask its /v1/models)."""
-    notice: Callable[[str], None] | None = field(default=None, repr=False)
-    """Where the judges' notices about the server go (None: a RelgradeWarning)."""
+    concurrency: int = defaults.CONCURRENCY  # also how many failures in a row stop a run
+    sending: bool = True  # False for a dry run: nothing is sent, so no key is needed
+    api_key_env: str | None = None  # the variable holding the key to send, to any server
+    output_mode: str = defaults.OUTPUT_MODE  # the mode a run starts in
+    max_context: int | None = None  # the server's context in tokens (None: ask /v1/models)
+    notice: Callable[[str], None] | None = field(default=None, repr=False)  # else a warning
     _keys: dict[str | None, str] = field(default_factory=dict, repr=False)
     _prices: PriceTable | None = field(default=None, repr=False)
     _limiters: dict[tuple[str, str | None], RateLimiter] = field(default_factory=dict, repr=False)
@@ -116,7 +99,12 @@ class Settings:
     def from_args(cls, args: Any, env: Environment | None = None) -> Settings:
         """The settings of a command from its options (a Namespace, `GradeOptions`: those it
         lacks keep their defaults)."""
-        env = env if env is not None else read_environment()
+        try:  # a bad value is an InputError naming the variable
+            env = env if env is not None else Environment()
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            name = ".".join(str(p) for p in first["loc"]) or "environment"
+            raise InputError(f"{name}: {first['msg']}", hint=f"fix or unset {name}") from None
         urls = flag_urls(getattr(args, "base_url", None))
         flag_url = urls[0] if urls else None
         rpm, tpm = getattr(args, "rpm", None), getattr(args, "tpm", None)

@@ -135,34 +135,33 @@ def outcome_of(report: GradingReport) -> Outcome:
 
 def check_options(o: GradeOptions, also_judged: people.AlsoJudged) -> None:
     """Raise InputError for options that cannot go together or hold a bad value."""
-    if o.concurrency < 1:
-        raise InputError(f"{option('--concurrency', 'concurrency')} must be at least 1")
-    if o.max_attempts < 1:
-        raise InputError(f"{option('--max-attempts', 'max_attempts')} must be at least 1")
+    for name in ("concurrency", "max_attempts"):
+        if getattr(o, name) < 1:
+            raise InputError(f"{_flag(name)} must be at least 1")
     if o.max_cost is not None and o.max_cost < 0:
-        raise InputError(f"{option('--max-cost', 'max_cost')} must not be negative")
+        raise InputError(f"{_flag('max_cost')} must not be negative")
     check_judge_args(o)
     if o.output_mode not in OUTPUT_MODES:
-        raise InputError(f"{option('--output-mode', 'output_mode')}: no mode {o.output_mode!r}")
+        raise InputError(f"{_flag('output_mode')}: no mode {o.output_mode!r}")
     if (o.verify_prompt or o.verify_model) and not o.verify_low:
         raise InputError("--verify-prompt/--verify-model need --verify-low")
     _refuse_clashes(o, also_judged)
-    _check_folders(o)
-
-
-def _check_folders(o: GradeOptions) -> None:
-    """Fail before grading (and paying) when an output or the store could not be written."""
-    names = ["out", "qrels_out", "merged_out"] + ([] if o.dry_run else ["store"])
-    for name in names:  # a dry run never creates a store
-        if (value := getattr(o, name)) is None:
+    # Fail before grading (and paying) when an output or the store could not be written.
+    for name in ["out", "qrels_out", "merged_out"] + ([] if o.dry_run else ["store"]):
+        if (value := getattr(o, name)) is None:  # (a dry run never creates a store)
             continue
-        path, said = Path(value), option("--" + name.replace("_", "-"), name)
+        path = Path(value)
         if not (path.parent if str(path.parent) else Path(".")).is_dir():
             raise InputError(
-                f"{said}: the folder does not exist", path=path, hint="create it first"
+                f"{_flag(name)}: the folder does not exist", path=path, hint="create it first"
             )
         if path.is_dir():
-            raise InputError(f"{said}: is a folder, not a file", path=path)
+            raise InputError(f"{_flag(name)}: is a folder, not a file", path=path)
+
+
+def _flag(name: str) -> str:
+    """An option as the command or the API spells it (`--max-cost` or `max_cost`)."""
+    return option("--" + name.replace("_", "-"), name)
 
 
 def _refuse_clashes(o: GradeOptions, also_judged: people.AlsoJudged) -> None:
@@ -186,8 +185,13 @@ def _refuse_clashes(o: GradeOptions, also_judged: people.AlsoJudged) -> None:
     )
 
 
-def _texts(o: GradeOptions) -> tuple[Any, Any]:
-    """Where the queries and the documents come from: as given, else `dataset`'s."""
+def select_pairs(
+    o: GradeOptions, plan: people.Plan | None, say: Callable[[str], None]
+) -> tuple[PairSelection, dict[str, Any]]:
+    """The pairs the options select, and the docs the lexical judge needs (all of them). The
+    queries and documents are those given, else `dataset`'s."""
+    from grader.io.docs import all_docs, docs_of, queries_of
+
     queries, docs = o.queries, o.docs
     if (queries is None or docs is None) and o.dataset:
         from grader.io.datasets import load_dataset, require
@@ -206,16 +210,6 @@ def _texts(o: GradeOptions) -> tuple[Any, Any]:
                 "paths, dicts, DataFrames or an ir_datasets dataset",
             ),
         )
-    return queries, docs
-
-
-def select_pairs(
-    o: GradeOptions, plan: people.Plan | None, say: Callable[[str], None]
-) -> tuple[PairSelection, dict[str, Any]]:
-    """The pairs the options select, and the docs the lexical judge needs (all of them)."""
-    from grader.io.docs import all_docs, docs_of, queries_of
-
-    queries, docs = _texts(o)
     # The lexical judge's collection statistics need every document; an LLM judge needs only
     # those of the selected pairs, so a large docs file (or collection) is streamed and the
     # rest not kept.
@@ -272,8 +266,13 @@ class GradeJob:
             # An LLM's answers are paid: each is journaled as it arrives (a kill loses none).
             writer = StoreWriter(store, durable=judge_kind(o.judge).takes_model)
             judges = GradeJudges(o, self.docs, writer, tell.say, tell.notice)
-            if store is not None:
-                self._check_store(store, judges, tell.say)
+            if store is not None:  # keys masked, prompts checked, a full disk's --out read back
+                store.add_secrets(judges.secrets)
+                notes = prompt_notes(store, judges.prompts(), allow_changed=o.allow_changed_prompt)
+                for note in notes:
+                    tell.say(note)
+                if not o.dry_run and (found := read_back_unsaved(store, o.out)):
+                    tell.say(f"{found:,} paid answers a full disk left in {o.out} are now stored")
             # A full disk stops the run: paid answers no journal took go to --out (and are said).
             with saving_unsaved(o.out, writer, tell.say):
                 report = await grade_pairs(
@@ -291,9 +290,7 @@ class GradeJob:
                     before_sending=judges.check_key,
                     **pipeline,
                 )
-            report.answers_by_server = judges.answers_by_server()
-            report.cached_reported = judges.cached_reported()
-            report.local = judges.local()
+            judges.report_servers(report)
         finally:
             if judges is not None:
                 await judges.aclose()
@@ -304,13 +301,3 @@ class GradeJob:
             blocks = report.blocks()
             write_judgments_and_qrels(blocks, o.out, o.qrels_out, **people.writer_args(self.plan))
         return result
-
-    def _check_store(self, store: Store, judges: GradeJudges, say: Callable[[str], None]) -> None:
-        """The keys to mask, the prompts against the versions stored, and the paid answers a
-        full disk left in --out, read back."""
-        o = self.options
-        store.add_secrets(judges.secrets)
-        for note in prompt_notes(store, judges.prompts(), allow_changed=o.allow_changed_prompt):
-            say(note)
-        if not o.dry_run and (found := read_back_unsaved(store, o.out)):
-            say(f"{found:,} paid answers a full disk left in {o.out} are now stored")

@@ -6,20 +6,22 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from grader.errors import InputError
+from grader.errors import InputError, PromptError
 from grader.job.endpoint import Settings
 from grader.judges import registry
 from grader.judges.base import Judge
 from grader.judges.registry import JudgeSettings, build_judge, judge_kind, judge_names
 from grader.prompts import PromptSpec, load_prompt
-from grader.store.prompt_versions import check_prompt_version
+from grader.spelling import option
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
 
 if TYPE_CHECKING:
+    from grader.grading.report import GradingReport
     from grader.judges.llm.judge import LLMJudge
 
 
@@ -93,14 +95,6 @@ def run_prompt(options: Any, name: str) -> PromptSpec:
     return spec if getattr(options, "logprobs", True) else spec.without_logprobs()
 
 
-def lexical_settings_note(path: str | None, judge_id: str) -> str:
-    """Which settings file the lexical judge reads, and the judge id it stamps."""
-    from grader.judges.lexical.judge import JUDGE_ID
-
-    which = "the shipped default" if judge_id == JUDGE_ID else "not the shipped default"
-    return f"lexical judge settings: {path} ({which}; judgments say judge {judge_id})"
-
-
 class GradeJudges:
     """The judges of one run, built from its options and the one `Settings`."""
 
@@ -129,11 +123,15 @@ class GradeJudges:
         self.members = build_judges(options, base)
         self.secrets = self.settings.secrets if llm else []
         if options.judge == "lexical":
-            from grader.judges.lexical.judge import LexicalJudge
+            from grader.judges.lexical.judge import JUDGE_ID, LexicalJudge
 
-            for judge in self.members:
+            for judge in self.members:  # which settings it reads, and the judge id it stamps
                 if isinstance(judge, LexicalJudge):
-                    say(lexical_settings_note(judge.config.path, judge.judge_id))
+                    which = "the" if judge.judge_id == JUDGE_ID else "not the"
+                    say(
+                        f"lexical judge settings: {judge.config.path} ({which} shipped default;"
+                        f" judgments say judge {judge.judge_id})"
+                    )
         if options.verify_low:
             self.verifier = self._verifier()
 
@@ -169,48 +167,87 @@ class GradeJudges:
                 with contextlib.suppress(Exception):
                     await close()
 
-    def _said(self, name: str) -> list[Any]:
-        """What each judge that has the method `name` answers."""
-        return [m() for judge in self.every if (m := getattr(judge, name, None)) is not None]
-
-    def answers_by_server(self) -> dict[str, int]:
-        """Replies per server over every judge, when some judge spread its requests over
-        several servers (else empty)."""
-        counts: dict[str, int] = {}
-        said = self._said("answers_by_server")
-        for mine in said:
-            for url, n in mine.items():
-                counts[url] = counts.get(url, 0) + n
-        return counts if any(len(mine) > 1 for mine in said) else {}
-
-    def local(self) -> bool:
-        """Whether every judge that sends requests does so to this machine (loopback)."""
-        said = self._said("local")
-        return bool(said) and all(said)
-
-    def cached_reported(self) -> bool | None:
-        """Whether any reply this run said its cached prompt tokens; None when no judge sends
-        requests (nothing to report)."""
-        said = self._said("cached_reported")
-        return any(said) if said else None
+    def report_servers(self, report: GradingReport) -> None:
+        """Tell `report` what the LLM judges saw of their servers: replies per server (when one
+        spread its requests over several), whether all are this machine (loopback), and
+        whether any reply said its cached prompt tokens (None when no judge sends requests)."""
+        judges = self._llm()
+        spread = [judge.answers_by_server() for judge in judges]
+        counts: Counter[str] = Counter()
+        for mine in spread:
+            counts.update(mine)
+        report.answers_by_server = dict(counts) if any(len(m) > 1 for m in spread) else {}
+        report.local = bool(judges) and all(judge.local() for judge in judges)
+        report.cached_reported = any(j.cached_reported() for j in judges) if judges else None
 
     def check_key(self) -> None:
         """Raise the missing key's error: called when some pair is not stored (nothing sent)."""
         if self.missing_key is not None:
             raise self.missing_key
 
-    def prompts(self) -> list[PromptSpec]:
-        """The prompt files of the LLM judges. An LLM judge exists only once its module is
-        loaded: a lexical run does not import it (nor the openai SDK, ~1 s)."""
+    def _llm(self) -> list[LLMJudge]:
+        """The LLM judges. One exists only once its module is loaded: a lexical run does not
+        import it (nor the openai SDK, ~1 s)."""
         llm = sys.modules.get("grader.judges.llm.judge")
-        if llm is None:
-            return []
-        return [j.prompt for j in self.every if isinstance(j, llm.LLMJudge)]
+        return [] if llm is None else [j for j in self.every if isinstance(j, llm.LLMJudge)]
+
+    def prompts(self) -> list[PromptSpec]:
+        """The prompt files of the LLM judges."""
+        return [judge.prompt for judge in self._llm()]
 
 
 def prompt_notes(store: Store, specs: Iterable[PromptSpec], *, allow_changed: bool) -> list[str]:
-    """Check each distinct prompt against the versions the store holds (a PromptError when one
-    changed under the same name@version and that is not allowed); the notes to say."""
+    """Check each distinct prompt against the versions the store holds (`_prompt_note`); the
+    notes to say."""
     found = {spec.sha256: spec for spec in specs}.values()
-    notes = [check_prompt_version(store, s, allow_changed=allow_changed) for s in found]
+    notes = [_prompt_note(store, s, allow_changed=allow_changed) for s in found]
     return [note for note in notes if note]
+
+
+_NOT_REQUEST = ("name", "version", "sha256", "source", "description")
+"""PromptSpec fields that do not change what is sent (the rest makes the request)."""
+
+
+def _request_fields(spec: PromptSpec) -> dict[str, Any]:
+    return {k: v for k, v in dataclasses.asdict(spec).items() if k not in _NOT_REQUEST}
+
+
+def _same_request_as(spec: PromptSpec, version: str, shas: set[str]) -> bool:
+    """Whether a loadable prompt `spec.name@version` with one of `shas` asks what `spec` asks."""
+    try:
+        other = load_prompt(f"{spec.name}@{version}")
+    except PromptError:
+        return False  # not a shipped prompt: its text is not at hand to compare
+    return other.sha256 in shas and _request_fields(other) == _request_fields(spec)
+
+
+def _prompt_note(store: Store, spec: PromptSpec, *, allow_changed: bool) -> str | None:
+    """A prompt's `name@version` means one text: refuse `spec` (PromptError) when the store holds
+    its name@version with another sha256, unless `allow_changed`; else a note when it is allowed
+    or only bumps a version (identical requests)."""
+    versions = store.prompt_versions(spec.name)
+    stored = versions.get(spec.version, set())
+    allow = option("--allow-changed-prompt", "allow_changed_prompt=True")
+    if stored and spec.sha256 not in stored:
+        olds = ", ".join(sorted(s[:12] for s in stored))
+        detail = (
+            f"{spec.source} has sha256 {spec.sha256[:12]}, the judgments of {spec.id} in "
+            f"{store.path} have {olds}"
+        )
+        if not allow_changed:
+            raise PromptError(
+                f"prompt {spec.id} changed since it was used: bump its version ({detail}; set "
+                f"version in the file to a new value, or pass {allow} to store both texts under "
+                "one name@version)"
+            )
+        return f"prompt {spec.id} changed since it was used ({detail}); kept by {allow}"
+    if stored:
+        return None
+    for version, shas in sorted(versions.items()):
+        if _same_request_as(spec, version, shas):
+            return (
+                f"prompt {spec.id} asks exactly what {spec.name}@{version} (in the store) asked: "
+                "only its version changed, so nothing changed in what is sent; its grades will be "
+                "requested (and paid) again under the new version"
+            )
+    return None

@@ -6,14 +6,15 @@ written to --out and read back by the next run."""
 from __future__ import annotations
 
 import contextlib
+import itertools
+import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from grader.errors import InputError
-from grader.io.files import OutputSet, atomic_write, remove_stale_temp_files
-from grader.models import Judgment
+from grader.io.files import OutputSet, atomic_write, iter_lines, remove_stale_temp_files
 from grader.store.disk_full import StoreFullError
+from grader.store.journal import Rows
 from grader.store.lookup import Block
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
@@ -80,37 +81,25 @@ def write_judgments_and_qrels(
 def saving_unsaved(
     out: str | Path | None, writer: StoreWriter, say: Callable[[str], None]
 ) -> Iterator[None]:
-    """When a full disk stops the run in this block: `save_unsaved` of the writer's answers
-    no journal took to `out`, then the error goes on."""
+    """When a full disk stops the run in this block, the paid answers no journal took go to
+    `out` as judgments JSONL, each with the store's id and row (`journal_row`), so that the next
+    run on that store reads them back (`read_back_unsaved`) instead of paying again."""
     try:
         yield
     except StoreFullError:
-        store_id = writer.store.store_id if writer.store is not None else ""
-        save_unsaved(out, writer.unsaved(), writer.unsaved_rows(), store_id, say)
+        _save_unsaved(out, writer, say)
         raise
 
 
-def save_unsaved(
-    out: str | Path | None,
-    judgments: Sequence[Judgment],
-    rows: Sequence[tuple[Any, ...]],
-    store_id: str,
-    say: Callable[[str], None],
-) -> None:
-    """Paid answers that no store or journal took (every disk full), to `out` as judgments
-    JSONL with the store's id and each store row (`journal_row`), so that the next run on that
-    store reads them back (`read_back_unsaved`) instead of paying again."""
+def _save_unsaved(out: str | Path | None, writer: StoreWriter, say: Callable[[str], None]) -> None:
+    judgments = writer.unsaved()
     if not judgments:
         return
+    store_id = writer.store.store_id if writer.store is not None else ""
     if out:
-        import json
-
-        from grader.io.files import atomic_write
-
         try:
             with atomic_write(out) as fh:
-                given: list[tuple[Any, ...] | None] = list(rows) or [None] * len(judgments)
-                for judgment, row in zip(judgments, given, strict=True):
+                for judgment, row in itertools.zip_longest(judgments, writer.unsaved_rows()):
                     line = json.loads(judgment.model_dump_json())
                     if row is not None and store_id:
                         line.update(store_id=store_id, journal_row=list(row))
@@ -135,11 +124,6 @@ def read_back_unsaved(store: Store, out: str | Path | None) -> int:
     read further."""
     if not out or not Path(out).is_file():
         return 0
-    import json
-
-    from grader.io.files import iter_lines
-    from grader.store.journal import Rows
-
     rows = Rows()
     try:
         for number, text in iter_lines(out):

@@ -17,17 +17,6 @@ if TYPE_CHECKING:  # grader.judges.failures loads the openai SDK: only when a pa
 _EXAMPLE_CHARS = 200
 
 
-def _fmt_tokens(report: GradingReport) -> str:
-    u = report.usage
-    total = u.prompt_tokens + u.completion_tokens
-    said = report.cached_reported is not False or not total
-    cached = f"cached {u.cached_tokens:,}" if said else "cached not reported"
-    return (
-        f"tokens {total:,} (prompt {u.prompt_tokens:,}, completion {u.completion_tokens:,}, "
-        f"{cached})"
-    )
-
-
 def _by_judge(label: str, counts: dict[str, int]) -> str:
     """` (LABEL: judge-a 200, judge-b 0)`, judges in order, or "" when there are none."""
     listed = ", ".join(f"{judge} {n}" for judge, n in counts.items())
@@ -43,9 +32,14 @@ def summary_line(report: GradingReport) -> str:
         asked = _by_judge("answers asked", {j: report.asked_by_judge.get(j, 0) for j in judges})
         stored = _by_judge("answers stored", {j: report.stored_by_judge.get(j, 0) for j in judges})
     cost = spend_text(report.cost, report.unpriced, local=report.local)
+    u = report.usage
+    total = u.prompt_tokens + u.completion_tokens
+    said = report.cached_reported is not False or not total
+    cached = f"cached {u.cached_tokens:,}" if said else "cached not reported"
     line = (
         f"graded {report.graded}{asked}, cached {report.cached}{stored}, "
-        f"failed {report.failed}, {_fmt_tokens(report)}, cost {cost}"
+        f"failed {report.failed}, tokens {total:,} (prompt {u.prompt_tokens:,}, completion "
+        f"{u.completion_tokens:,}, {cached}), cost {cost}"
     )
     if report.pending:
         line += f", not done {report.pending}"

@@ -43,6 +43,11 @@ INSERT OR REPLACE INTO claims (key, owner, pid, pid_start, host, claimed_at, exp
 SELECT value, ?, ?, ?, ?, ?, ? FROM json_each(?)
 """
 
+# The JSON of each ok answer stored among keys; the lease on each key of a JSON array.
+_STORED_OK = "SELECT key, judgment FROM judgment_rows WHERE status = 'ok' AND stored_key IN ({})"
+_LEASES = """SELECT key, owner, pid, pid_start, host, expires_at FROM claims
+WHERE key IN (SELECT value FROM json_each(?))"""
+
 
 class Outcome(enum.Enum):
     """What claiming a key found."""
@@ -153,7 +158,9 @@ class ClaimBook:
             conn = self._conn
             conn.execute("BEGIN IMMEDIATE")
             try:
-                stored, leases = self._stored_ok(keys), self._leases(keys)
+                stored = dict(select_in(conn, _STORED_OK, map(encode_key, keys)))
+                rows = conn.execute(_LEASES, (json.dumps(keys),))
+                leases = {row[0]: row[1:] for row in rows}  # (owner, pid, start, host, expiry)
                 claimed: list[str] = []
                 for key in keys:
                     lease = leases.get(key)
@@ -178,20 +185,6 @@ class ClaimBook:
                 roll_back(conn, exc, self.path, "leasing keys before sending them")
                 raise
         return found
-
-    def _stored_ok(self, keys: list[str]) -> dict[str, str]:
-        """The JSON of the ok answer stored for each of `keys` that has one."""
-        sql = "SELECT key, judgment FROM judgment_rows WHERE status = 'ok' AND stored_key IN ({})"
-        return dict(select_in(self._conn, sql, map(encode_key, keys)))
-
-    def _leases(self, keys: list[str]) -> dict[str, tuple[str, int, str | None, str, float]]:
-        """The lease on each of `keys` that has one: (owner, pid, pid_start, host, expiry)."""
-        rows = self._conn.execute(
-            "SELECT key, owner, pid, pid_start, host, expires_at FROM claims"
-            " WHERE key IN (SELECT value FROM json_each(?))",
-            (json.dumps(keys),),
-        )
-        return {row[0]: row[1:] for row in rows}
 
     def renew(self) -> int:
         """Push the expiry of every lease this owner holds; how many it holds (0 when the
@@ -219,9 +212,3 @@ class ClaimBook:
                     raise
                 return False
         return True
-
-    def held(self) -> list[str]:
-        """The keys this owner holds a lease on."""
-        with self._lock:
-            rows = self._conn.execute("SELECT key FROM claims WHERE owner = ?", (self.owner,))
-            return [key for (key,) in rows]

@@ -56,19 +56,6 @@ def give_id(conn: sqlite3.Connection, now: str) -> str:
     return str(stored_id(conn))
 
 
-def read_store_id(path: Path) -> str | None:
-    """The id of the store file at `path` (read only), or None (no store, or no id yet)."""
-    if not path.is_file():
-        return None
-    try:
-        with contextlib.closing(
-            sqlite3.connect(f"file:{path.resolve()}?mode=ro", uri=True, timeout=30)
-        ) as conn:
-            return stored_id(conn)
-    except sqlite3.Error:
-        return None
-
-
 def journals(store_path: Path, store_id: str | None) -> list[Journal]:
     """The journal beside the store at `store_path`, then its rescue journals: named by its id, or
     as before ids (by the store's name, and its resolved path) when `store_id` is None."""
@@ -84,11 +71,6 @@ def journals(store_path: Path, store_id: str | None) -> list[Journal]:
     temp = Path(tempfile.gettempdir())
     rescues = [Path(state) / "relgrade" / "journals", temp / "relgrade-journals"]
     return [Journal(beside), *(Journal(folder / name) for folder in rescues)]
-
-
-def journal_path(store_path: Path) -> Path:
-    """Where the journal of the store at `store_path` lives (`journals`)."""
-    return journals(store_path, read_store_id(store_path))[0].path
 
 
 class Journal:

@@ -232,22 +232,16 @@ def judgment_json(judgment: Judgment) -> str:
     fields = vars(judgment)
     _, query_id, doc_id, status, grade, created_at, payload = encode(fields)
     prompt_json = _prompt_json(*prompt_columns(judgment.prompt))
+    # Each of NULL_FIELDS `encode` left out, back as null at the end (as `json_insert` does).
+    nulls = "".join(f',"{name}":null' for name in NULL_FIELDS if fields.get(name) is None)
+    if nulls:
+        payload = payload[:-1] + (nulls[1:] if payload == "{}" else nulls) + "}"
     return (
         f'{{"query_id":{id_json(query_id)},"doc_id":{id_json(doc_id)},'
         f'"grade":{"null" if grade is None else int(grade)},"status":"{status}",'
         f'"judge":{id_json(judgment.judge)},"prompt":{prompt_json},'
-        f'"key":{id_json(judgment.key)},"created_at":"{created_at}",'
-        f"{_nulls_back(payload, fields)[1:]}"
+        f'"key":{id_json(judgment.key)},"created_at":"{created_at}",{payload[1:]}'
     )
-
-
-def _nulls_back(payload: str, fields: Mapping[str, Any]) -> str:
-    """The `payload` `encode` made of `fields`, with each of NULL_FIELDS it left out put back
-    as null at its end, as `json_insert` in `json_sql` does."""
-    missing = "".join(f',"{name}":null' for name in NULL_FIELDS if fields.get(name) is None)
-    if not missing:
-        return payload
-    return payload[:-1] + (missing[1:] if payload == "{}" else missing) + "}"
 
 
 ROWS_VIEW = f"""CREATE VIEW judgment_rows AS

@@ -64,8 +64,11 @@ def look_up(path: str | Path, rows: Sequence[Row], *, listed: bool = True) -> Ke
         statuses = [hit[1] for hit in found.values()]
         lookup.stored_ok = statuses.count("ok")
         lookup.stored_failed = len(statuses) - lookup.stored_ok
-        if listed and maybe_unlisted:
-            lookup.unlisted = _unlisted(conn, rows, maybe_unlisted)
+        if listed and maybe_unlisted:  # those whose (key, query_id, doc_id) is not listed
+            sql = "SELECT 1 FROM judgment_pairs WHERE key = ? AND query_id = ? AND doc_id = ?"
+            lookup.unlisted = [
+                i for i in maybe_unlisted if not conn.execute(sql, rows[i]).fetchone()
+            ]
     finally:
         conn.close()
     return lookup
@@ -89,12 +92,6 @@ def _stored(conn: sqlite3.Connection, rows: Sequence[Row], scan: bool) -> dict[b
         for key, rowid, status, qid, did in conn.execute(sql)
         if key in wanted
     }
-
-
-def _unlisted(conn: sqlite3.Connection, rows: Sequence[Row], candidates: list[int]) -> list[int]:
-    """Of the rows `candidates`, those whose (key, query_id, doc_id) `judgment_pairs` lacks."""
-    sql = "SELECT 1 FROM judgment_pairs WHERE key = ? AND query_id = ? AND doc_id = ?"
-    return [i for i in candidates if conn.execute(sql, rows[i]).fetchone() is None]
 
 
 @dataclass(frozen=True)

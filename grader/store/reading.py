@@ -11,7 +11,6 @@ from typing import Any
 from grader.models import Doc, Judgment, Query
 from grader.store.judgment_rows import decode_key, encode_key, encode_keys, json_sql
 
-_FILTERS = {"status", "judge", "model", "prompt_name", "prompt_version", "prompt_sha"}
 _CHUNK = 500  # keys per `IN (...)` query, below SQLite's variable limit
 
 # The judgments whose keys are the 32-byte digests joined in ?1 (?2 of them).
@@ -69,17 +68,6 @@ class StoreReading:
             rows = select_in(self._conn, sql, map(encode_key, unique))
         return {decode_key(key): status for key, status in rows}
 
-    def iter_judgments(self, **where: str) -> Iterator[Judgment]:
-        """Stored judgments whose columns equal `where`, by (query_id, doc_id, judge)."""
-        if not set(where) <= _FILTERS:
-            raise ValueError(f"iter_judgments filters on {sorted(_FILTERS)}")
-        sql = "SELECT judgment FROM judgment_rows"
-        if where:
-            sql += " WHERE " + " AND ".join(f"{column} = ?" for column in where)
-        sql += " ORDER BY query_id, doc_id, judge, key"
-        for (text,) in self._conn.execute(sql, list(where.values())):
-            yield Judgment.model_validate_json(text)
-
     def iter_pair_judgments(self) -> Iterator[tuple[str, str, Judgment]]:
         """(query_id, doc_id, judgment) for every id pair and judgment stored under its keys, by
         (query_id, doc_id, judge); the judgment's own ids may be another pair's."""
@@ -112,6 +100,19 @@ class StoreReading:
             (judge, prompt_sha),
         )
         return [int(n) for (n,) in rows if n]
+
+    def prompt_versions(self, name: str) -> dict[str, set[str]]:
+        """The versions of prompt `name` the stored judgments record, each with its sha256s."""
+        rows = self._conn.execute(
+            "SELECT DISTINCT prompt_version, prompt_sha FROM judgment_sources s"
+            " WHERE prompt_name = ? AND prompt_version IS NOT NULL AND prompt_sha != ''"
+            " AND EXISTS (SELECT 1 FROM judgments j WHERE j.source_id = s.id)",
+            (name,),
+        )
+        found: dict[str, set[str]] = {}
+        for version, sha in rows:
+            found.setdefault(str(version), set()).add(str(sha))
+        return found
 
     def count(self, *, status: str | None = None) -> int:
         """How many judgments are stored (with `status`, when given)."""

@@ -37,19 +37,16 @@ class _Held:
 class StoreWriter:
     """Commits judgments and call records in small batches; thread-safe, one flush at a time."""
 
-    def __init__(
-        self, store: Store | None, *, journal_after_s: float | None = None, durable: bool = False
-    ) -> None:
+    def __init__(self, store: Store | None, *, durable: bool = False) -> None:
         self.store = store
         self.durable = durable and store is not None
-        if journal_after_s is None:
-            journal_after_s = seconds_from_env("RELGRADE_STORE_BUSY_JOURNAL_AFTER", JOURNAL_AFTER_S)
-        self.journal_after_s = journal_after_s
+        self.journal_after_s = seconds_from_env(
+            "RELGRADE_STORE_BUSY_JOURNAL_AFTER", JOURNAL_AFTER_S
+        )
         self._queue = _Held()
         self._lock = threading.Lock()
         self._flushing = threading.Lock()
         self._background: asyncio.Future[None] | None = None  # the flush queued on a thread
-        self.journaled = 0  # judgments this writer put in the journal (stored later)
         self.full: StoreFullError | None = None  # the store's disk was found full
         self.kept: dict[Path, int] = {}  # judgments in each journal while the disk is full
         self._unsaved = _Held()  # what no journal took either (the disk is full)
@@ -204,7 +201,5 @@ class StoreWriter:
                 journal.append(rows, sync=sync)
             except OSError:  # full too (or not writable): the next one
                 continue
-            if sync:
-                self.journaled += len(held.judgments)
             return journal.path
         return None

@@ -11,6 +11,7 @@ from pathlib import Path
 from grader.batch.files.exports import split_custom_id
 from grader.store.store import Store
 from tests.fakeserver_replies import default_grade
+from tests.helpers.judgments import stored_judgments
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -58,7 +59,7 @@ def expected_grades(requests: list[Path]) -> dict[str, int]:
 def stored_grades(db: Path) -> dict[str, int | None]:
     """The grade of each ok judgment of the store, by key."""
     with Store(db) as store:
-        return {j.key: j.grade for j in store.iter_judgments(status="ok")}
+        return {j.key: j.grade for j in stored_judgments(store, status="ok")}
 
 
 def subprocess_env(**extra: str) -> dict[str, str]:

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
+from collections.abc import Iterator
+
 from grader.models import CallRecord, Judgment, JudgmentError, PromptRef, Usage
+from grader.store.store import Store
 
 PROMPT = PromptRef(name="passage", version="1", sha256="sha256:abc")
 
@@ -56,3 +61,15 @@ def call_record(key: str) -> CallRecord:
         usage=Usage(),
         http_status=200,
     )
+
+
+def stored_judgments(store: Store, **where: str) -> Iterator[Judgment]:
+    """The judgments stored in `store` whose `judgment_rows` columns equal `where`, by
+    (query_id, doc_id, judge), read on a connection of their own."""
+    sql = "SELECT judgment FROM judgment_rows"
+    if where:
+        sql += " WHERE " + " AND ".join(f"{column} = ?" for column in where)
+    sql += " ORDER BY query_id, doc_id, judge, key"
+    with contextlib.closing(sqlite3.connect(store.path)) as conn:
+        texts = [text for (text,) in conn.execute(sql, list(where.values()))]
+    return iter([Judgment.model_validate_json(text) for text in texts])

@@ -1,9 +1,12 @@
-"""Another connection holding a store's write lock, as another process would."""
+"""Another connection holding a store's write lock, as another process would; the leases a
+`ClaimBook` holds, read as another process would."""
 
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+
+from grader.store.claims import ClaimBook
 
 
 class LockHolder:
@@ -16,3 +19,11 @@ class LockHolder:
     def release(self) -> None:
         self.conn.execute("COMMIT")
         self.conn.close()
+
+
+def leased(book: ClaimBook) -> list[str]:
+    """The keys `book`'s owner holds a lease on."""
+    with sqlite3.connect(book.path) as conn:
+        rows = conn.execute("SELECT key FROM claims WHERE owner = ?", (book.owner,)).fetchall()
+    conn.close()
+    return [key for (key,) in rows]
