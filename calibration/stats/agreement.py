@@ -17,19 +17,11 @@ from calibration.summary_model import PairFigures
 from grader.errors import InputError
 from grader.metrics import kappa as _kappa
 from grader.metrics.kappa import FloatArray, kappa
-from grader.metrics.kappa import check_weights as _weights
 from grader.metrics.kappa import ratio as _ratio
 from grader.models import GRADES
 
 K = len(GRADES)
 BINARY_THRESHOLDS: tuple[int, ...] = (1, 2, 3)
-
-
-def confusion_matrix(
-    human: npt.ArrayLike, llm: npt.ArrayLike, weights: npt.ArrayLike | None = None
-) -> FloatArray:
-    """The 4x4 matrix C[h, l]: (weighted) count of pairs graded h by people and l by the LLM."""
-    return _kappa.confusion_matrix(human, llm, K, weights)
 
 
 def grouped_confusion(
@@ -130,7 +122,7 @@ def agreement(
     """All agreement figures of paired grades, as `calibrate --format json` prints them;
     `weights` weight every figure (`n` stays the pair count, `weighted_n` the total weight)."""
     h = np.asarray(human, dtype=np.int64)
-    c = confusion_matrix(h, llm, weights)
+    c = _kappa.confusion_matrix(h, llm, K, weights)
     figures = scalar_figures(c)
     out: dict[str, Any] = {"n": int(h.shape[0]), "weighted": weights is not None}
     if weights is not None:
@@ -149,38 +141,6 @@ def agreement(
 
 def _count(value: float) -> float | int:
     return int(value) if float(value).is_integer() else float(value)
-
-
-def cohen_kappa(
-    human: npt.ArrayLike,
-    llm: npt.ArrayLike,
-    weights: npt.ArrayLike | None = None,
-    weighting: str = "none",
-) -> float:
-    """Cohen's kappa of two grade vectors (weighting: none, linear, quadratic); NaN if undefined."""
-    return _kappa.cohen_kappa(human, llm, K, weights, weighting)
-
-
-def alpha(
-    human: npt.ArrayLike,
-    llm: npt.ArrayLike,
-    weights: npt.ArrayLike | None = None,
-    level: str = "ordinal",
-) -> float:
-    """Krippendorff's alpha of two grade vectors (level: ordinal, interval); NaN if undefined."""
-    return float(krippendorff_alpha(confusion_matrix(human, llm, weights), level))
-
-
-def mean_bias(
-    human: npt.ArrayLike, llm: npt.ArrayLike, weights: npt.ArrayLike | None = None
-) -> float:
-    """Weighted mean of (LLM grade - human grade); positive means the LLM is lenient."""
-    h = np.asarray(human, dtype=np.float64)
-    m = np.asarray(llm, dtype=np.float64)
-    w = _weights(weights, h.shape[0])
-    if h.size == 0:
-        return float("nan")
-    return float(np.average(m - h, weights=w))
 
 
 DEFAULT_RESAMPLES = 1000
