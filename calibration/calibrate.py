@@ -1,6 +1,5 @@
 """One calibration as `relgrade calibrate` computes it; the command and `relgrade.calibrate` both
-load their inputs with `load_inputs` and call `calibrate_grades`, so they give the same summary.
-"""
+load their inputs with `load_inputs` and call `calibrate_grades`, so they give the same summary."""
 
 from __future__ import annotations
 

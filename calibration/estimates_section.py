@@ -50,9 +50,8 @@ def estimates_section(
     """The `estimates` section and its notes for people. `binary`: people graded 0/1, so a
     human 1 is relevant and there is no mean grade on the LLM's 0..3 scale."""
     share = relevant_share(paired, design, weights, threshold, 1 if binary else None, order=order)
-    out = Estimates(
-        threshold=threshold, design=Design.model_validate(design.to_json()), relevant_share=share
-    )
+    design_json = Design.model_validate(design, from_attributes=True)
+    out = Estimates(threshold=threshold, design=design_json, relevant_share=share)
     notes: list[str] = []
     if runs:
         by_measure: dict[str, dict[str, Estimate]] = {}
@@ -146,12 +145,6 @@ def _add_sequence(
         data["interval"] = f"normal, sequential design (Des Raj), first {seq.n} pairs"
 
 
-def _not_graded(paired: PairedGrades) -> npt.NDArray[np.bool_]:
-    """Which LLM-graded pairs (rows of `paired.llm`) people did not grade."""
-    graded = set(pair_keys(paired.frame))
-    return np.array([k not in graded for k in pair_keys(paired.llm)], dtype=bool)
-
-
 def _expected_grade(frame: pd.DataFrame, column: str) -> npt.NDArray[np.float64]:
     """The LLM's expected grade where the judge gave a grade distribution, else its grade."""
     out = frame[column].to_numpy(dtype=np.float64).copy()
@@ -207,7 +200,8 @@ def _pair_estimate(
     the graded part: a uniform sample graded in part uses its graded prefix, pi = t / N."""
     whole = design.kind == "whole-queries"
     part = None if whole else graded_part(paired, design, order)
-    only = _not_graded(paired)
+    graded = set(pair_keys(paired.frame))  # `only`: the LLM-graded pairs people did not grade
+    only = np.array([k not in graded for k in pair_keys(paired.llm)], dtype=bool)
     if part is not None and part.prefix is not None and part.t >= 2:
         inside = part.prefix
         unlabelled = np.concatenate([f_llm[only], f_both[~inside]])

@@ -1,8 +1,6 @@
 """Everything `relgrade calibrate` reports, as one `CalibrationSummary` (calibration.summary_model).
-
 System scores use the pairs graded by both for both label sets, so a change in ranking is the
-labels' doing; a sample of scattered pairs ranks no system (`systems.left_out` says why).
-"""
+labels' doing; a sample of scattered pairs ranks no system (`systems.left_out` says why)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """`grade --also-judged N`: N pairs people already judged, drawn at random (uniform, or stratified
 by human grade) to be graded too, and the manifest (`kind: "also-judged"`) that lets `calibrate`
-and `evaluate --fill` weight them back to the judged pool.
-"""
+and `evaluate --fill` weight them back to the judged pool."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """When people may stop grading, and what a sample graded in part stands for: one place for
 `calibrate` and the annotation page (`LiveStopping`), so both show the same numbers. Grades past a
-gap wait for it to be filled (a skipped hard pair would bias the share).
-"""
+gap wait for it to be filled (a skipped hard pair would bias the share)."""
 
 from __future__ import annotations
 

@@ -134,13 +134,9 @@ def agreement(
     out["binary_kappa"] = {
         str(t): to_float(figures[f"binary_kappa_{t}"]) for t in BINARY_THRESHOLDS
     }
-    out["confusion"] = [[_count(v) for v in row] for row in c]
+    out["confusion"] = [[int(v) if v.is_integer() else float(v) for v in row] for row in c]
     out["per_grade"] = per_grade(c)
     return out
-
-
-def _count(value: float) -> float | int:
-    return int(value) if float(value).is_integer() else float(value)
 
 
 DEFAULT_RESAMPLES = 1000

@@ -79,13 +79,9 @@ def regression_fixed(
     return coef[..., 0], np.sqrt(sse / max(t - 3, 1) / t)
 
 
-def _rho2(alpha: float, t_star: float) -> float:
-    return (-2.0 * math.log(alpha) + math.log(-2.0 * math.log(alpha) + 1.0)) / t_star
-
-
 def boundary(t: Any, alpha: float = ALPHA, t_star: float = T_STAR) -> Any:
     """The normal-mixture boundary per unit standard deviation after t terms."""
-    r2 = _rho2(alpha, t_star)
+    r2 = (-2.0 * math.log(alpha) + math.log(-2.0 * math.log(alpha) + 1.0)) / t_star
     t = np.asarray(t, dtype=np.float64)
     return np.sqrt(2.0 * (t * r2 + 1.0) / (t * t * r2) * np.log(np.sqrt(t * r2 + 1.0) / alpha))
 
