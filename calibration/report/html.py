@@ -227,7 +227,6 @@ def _lines(parts: list[str]) -> Markup:
 
 def render_report(s: CalibrationSummary, title: str = "relgrade calibration") -> str:
     """The whole report as an HTML string."""
-    c = s.counts
     weighted = " Every figure is weighted by the sample manifest (1/pi)." if s.weighted else ""
     if s.design_sample is not None and s.design_sample.outside:
         weighted = " " + cells.design_sample_sentence(s.design_sample)
@@ -238,9 +237,7 @@ def render_report(s: CalibrationSummary, title: str = "relgrade calibration") ->
         title=title,
         css=CSS,
         n=s.n,
-        queries=c.queries,
-        llm_only=c.llm_only,
-        human_only=c.human_only,
+        **s.counts.model_dump(include={"queries", "llm_only", "human_only"}),
         weighted=weighted,
         verdict=s.verdict.text,
         binary_scale=_binary_scale(s),

@@ -94,20 +94,17 @@ def scalar_figures(c: FloatArray) -> dict[str, FloatArray]:
 
 def per_grade(c: FloatArray) -> dict[str, dict[str, float | None]]:
     """Precision and recall of each LLM grade against the human one, with both supports."""
-    out: dict[str, dict[str, float | None]] = {}
-    diag = np.diag(c)
-    llm_total = c.sum(axis=0)
-    human_total = c.sum(axis=1)
-    precision = _ratio(diag, llm_total)
-    recall = _ratio(diag, human_total)
-    for g in GRADES:
-        out[str(g)] = {
+    llm_total, human_total = c.sum(axis=0), c.sum(axis=1)
+    precision, recall = _ratio(np.diag(c), llm_total), _ratio(np.diag(c), human_total)
+    return {
+        str(g): {
             "precision": to_float(precision[g]),
             "recall": to_float(recall[g]),
             "human_count": float(human_total[g]),
             "llm_count": float(llm_total[g]),
         }
-    return out
+        for g in GRADES
+    }
 
 
 def to_float(value: Any) -> float | None:
