@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from calibration.join import PairedGrades, pair_keys, relevance_prediction
+from calibration.join import PairedGrades, distribution_mean, pair_keys, relevance_prediction
 from calibration.spotcheck.stopping import DrawOrder, GradedPart, graded_part, stopping_figures
 from calibration.stats.ppi import FEW_QUERIES, SampleDesign, caution, ppi_mean
 from calibration.stats.ppi_clusters import crossfit_cluster_share
@@ -145,17 +145,6 @@ def _add_sequence(
         data["interval"] = f"normal, sequential design (Des Raj), first {seq.n} pairs"
 
 
-def _expected_grade(frame: pd.DataFrame, column: str) -> npt.NDArray[np.float64]:
-    """The LLM's expected grade where the judge gave a grade distribution, else its grade."""
-    out = frame[column].to_numpy(dtype=np.float64).copy()
-    cols = [f"p_grade_{g}" for g in range(4)]
-    if all(c in frame.columns for c in cols):
-        p = frame[cols].to_numpy(dtype=np.float64)
-        known = ~np.isnan(p).any(axis=1)
-        out[known] = p[known] @ np.arange(4.0)
-    return out
-
-
 def mean_grade(
     paired: PairedGrades, design: SampleDesign, weights: Weights, *, order: DrawOrder | None = None
 ) -> Estimate:
@@ -163,8 +152,9 @@ def mean_grade(
     relevant share's, and the pool's mean bias (mean LLM grade minus it) with its interval."""
     both, llm = paired.frame, paired.llm
     whole = design.kind == "whole-queries"
-    f_both = both["llm"].to_numpy(dtype=np.float64) if whole else _expected_grade(both, "llm")
-    f_llm = llm["grade"].to_numpy(dtype=np.float64) if whole else _expected_grade(llm, "grade")
+    grades = np.arange(4.0)  # the LLM's expected grade where the judge gave a distribution
+    f_both = distribution_mean(both["llm"], None if whole else both, grades)
+    f_llm = distribution_mean(llm["grade"], None if whole else llm, grades)
     y = both["human"].to_numpy(dtype=np.float64)
     data, part = _pair_estimate(paired, design, weights, order, y, f_both, f_llm, (0, 3))
     llm_mean = float(llm["grade"].to_numpy(dtype=np.float64).mean())

@@ -124,7 +124,7 @@ def summarize(
     f = paired.frame
     figures = _figures(paired, weights, n_bootstrap, seed)
     judged, binary_scale = _verdict(
-        paired, figures, figures["intervals"], weights, threshold, human_scale, n_bootstrap, seed
+        paired, figures, weights, threshold, human_scale, n_bootstrap, seed
     )
     notes: list[str] = []
     sections = _confidence(f)  # the sections that exist only with their inputs
@@ -179,7 +179,6 @@ def _figures(
 def _verdict(
     paired: PairedGrades,
     figures: dict[str, Any],
-    intervals: dict[str, Any],
     weights: npt.NDArray[np.float64] | None,
     threshold: int,
     human_scale: str | None,
@@ -190,16 +189,15 @@ def _verdict(
     inferred), whose verdict it is then."""
     f = paired.frame
     h, m = f["human"].to_numpy(), f["llm"].to_numpy()
-    w = np.ones(len(h)) if weights is None else weights
-    human_rel = float(np.average(h >= threshold, weights=w))
-    llm_rel = float(np.average(m >= threshold, weights=w))
+    human_rel = float(np.average(h >= threshold, weights=weights))
+    llm_rel = float(np.average(m >= threshold, weights=weights))
+    bias_ci = figures["intervals"].get("mean_bias")
     judged = Verdict.model_validate(
-        verdict(figures["mean_bias"], intervals.get("mean_bias"), human_rel, llm_rel, threshold)
+        verdict(figures["mean_bias"], bias_ci, human_rel, llm_rel, threshold)
     )
-    if human_scale is None:
-        binary_human = is_binary_against_graded(paired.human["grade"], m)  # people 0/1
-    else:
-        binary_human = human_scale == "binary"
+    binary_human = human_scale == "binary"
+    if human_scale is None:  # inferred: people graded 0/1
+        binary_human = is_binary_against_graded(paired.human["grade"], m)
     if not binary_human:
         return judged, None
     queries, codes = paired.query_index()
