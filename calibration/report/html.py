@@ -198,9 +198,8 @@ def _confidence(conf: Confidence | None) -> Markup:
 
 
 def _systems_sections(systems: list[Systems | None]) -> Markup:
-    """A "System ranking (MEASURE)" section per measure. The first keeps the plain ids
-    (`systems`, `systems-chart`, `kendall_tau`, ...); each further one adds `-MEASURE` to them
-    (`systems-P-rel-2-10`), so every id on the page is unique."""
+    """A "System ranking (MEASURE)" section per measure: the first with the plain ids (`systems`,
+    `kendall_tau`, ...), each further one adding `-MEASURE` (`systems-P-rel-2-10`) to them."""
     parts: list[str] = []
     used: set[str] = set()
     for i, sy in enumerate(systems):

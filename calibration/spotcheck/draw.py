@@ -50,11 +50,8 @@ class DrawnSample:
         counts = Counter(p.stratum for p in draw.pairs)
         if len(draw.strata) > 8:
             sizes = [int(info["size"]) for info in draw.strata.values()]
-            each = (
-                f"{min(sizes)} pairs each"
-                if min(sizes) == max(sizes)
-                else (f"{min(sizes)} to {max(sizes)} pairs")
-            )
+            low, high = min(sizes), max(sizes)
+            each = f"{low} pairs each" if low == high else f"{low} to {high} pairs"
             lines.append(
                 f"  {len(draw.strata)} strata of {each}; pairs drawn from {len(counts)} of them"
             )

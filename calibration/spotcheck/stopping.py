@@ -101,9 +101,8 @@ def stopping_figures(
 
 
 def more_within(seq: Sequence, target: float, population: int) -> tuple[int, str | None]:
-    """How many more grades likely bring the half-width to `target`, at most the pairs not yet
-    graded (`population - n`), and a note when the sequence would need more than that: then
-    grading every remaining pair (a census) is what gives the share."""
+    """How many more grades likely bring the half-width to `target`, at most the pairs left, and
+    a note when it would take more: then grading them all (a census) gives the share."""
     more = seq.more_for(target)
     left = max(population - seq.n, 0)
     if more <= left:

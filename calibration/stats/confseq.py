@@ -185,9 +185,8 @@ def share_sequence(
     f_all: npt.ArrayLike,
     variance_factor: float = 1.0,
 ) -> Sequence:
-    """The sequence after the grades `y` (0/1, in the sample's order), the LLM's `f` (0/1) of
-    those pairs, their draw probabilities `p`, and the LLM's f of all N pairs (`f_all`);
-    `variance_factor` is the design's (module docstring; the manifest records it)."""
+    """The sequence after the grades `y` (0/1, in the sample's order) with the LLM's `f` and draw
+    probabilities `p` of those pairs, `f_all` the LLM's f of all N pairs (module docstring)."""
     yy, ff, pp = (np.asarray(a, dtype=np.float64) for a in (y, f, p))
     fa = np.asarray(f_all, dtype=np.float64)
     if yy.size == 0 or yy.shape != ff.shape or yy.shape != pp.shape:
