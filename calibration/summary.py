@@ -31,7 +31,7 @@ from calibration.stats.bias import (
     is_binary_against_graded,
     scale_warning,
     scales_verdict,
-    spread_sentence,
+    spread_sentences,
     verdict,
 )
 from calibration.stats.ppi import SampleDesign, infer_design
@@ -138,7 +138,7 @@ def summarize(
             _run_sections(paired, runs, asked, design, weights, n_bootstrap, seed, notes)
         )
     if binary_scale is None:  # a bias across scales says nothing
-        judged.text += _spread_sentences(sections["bias_by_length"], sections.get("bias_by_rank"))
+        judged.text += spread_sentences(sections["bias_by_length"], sections.get("bias_by_rank"))
     if design is not None:
         binary = binary_scale is not None
         sections["estimates"], said = estimates_section(
@@ -212,18 +212,6 @@ def _verdict(
         seed=seed,
     )
     return Verdict.model_validate(scales_verdict(binary)), BinaryScale.model_validate(binary)
-
-
-def _spread_sentences(
-    by_length: list[dict[str, Any]] | None, by_rank: list[dict[str, Any]] | None
-) -> str:
-    """What the verdict adds on how the bias spreads over document lengths and ranks."""
-    text = ""
-    for rows, what, prefix in ((by_length, "document length", ""), (by_rank, "rank", "rank ")):
-        sentence = spread_sentence(rows or [], what, prefix)
-        if sentence:
-            text += " " + sentence
-    return text
 
 
 def _confidence(f: pd.DataFrame) -> dict[str, Any]:
