@@ -13,7 +13,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from calibration.join import pair_grades, pair_keys
-from calibration.summary_model import PairFigures
+from calibration.summary_model import HumanVsHuman
 from grader.errors import InputError
 from grader.metrics import kappa as _kappa
 from grader.metrics.kappa import FloatArray, kappa
@@ -185,7 +185,7 @@ def human_vs_human(
     second: pd.DataFrame,
     llm: pd.DataFrame,
     weights: Mapping[tuple[str, str], float] | None = None,
-) -> dict[str, Any]:
+) -> HumanVsHuman:
     """Human-vs-human agreement (`second` against `human`) beside the LLM's against `human`, on
     the pairs all three graded, weighted alike by `weights` ((query_id, doc_id) -> 1/pi)."""
     humans = pair_grades(second, human).frame  # "llm" column holds the second person's grades
@@ -209,11 +209,12 @@ def human_vs_human(
     first = three["human"].to_numpy(dtype=np.int64)
     between = agreement(first, three["llm"].to_numpy(dtype=np.int64), w)
     with_llm = agreement(first, three["grade"].to_numpy(dtype=np.int64), w)
-    keep = PairFigures.model_fields  # exact_agreement .. alpha ordinal, mean bias, confusion
-    return {
-        "n": len(three),
-        "second_only": int(len(second) - len(humans)),
-        "weighted": w is not None,
-        "humans": {k: between[k] for k in keep},
-        "llm": {k: with_llm[k] for k in keep},
-    }
+    return HumanVsHuman.model_validate(  # PairFigures keeps the headline figures
+        {
+            "n": len(three),
+            "second_only": int(len(second) - len(humans)),
+            "weighted": w is not None,
+            "humans": between,
+            "llm": with_llm,
+        }
+    )
