@@ -177,7 +177,7 @@ def graded_part(
 
 @dataclass
 class LiveStopping:
-    """Stopping figures for one sample and one population of LLM grades."""
+    """Stopping figures for one sample and one population of LLM grades (`target` in (0, 1))."""
 
     order: DrawOrder
     llm: Mapping[Pair, int]
@@ -185,10 +185,6 @@ class LiveStopping:
     threshold: int = 2
     target: float = TARGET
     predictions: Mapping[Pair, float] | None = None
-
-    def __post_init__(self) -> None:
-        if not 0 < self.target < 1:
-            raise ValueError(f"the target half-width must be in (0, 1), got {self.target}")
 
     @classmethod
     def from_frame(
