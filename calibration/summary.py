@@ -16,9 +16,9 @@ from calibration.join import PairedGrades, pair_grades
 from calibration.spotcheck.stopping import DrawOrder
 from calibration.stats.agreement import (
     DEFAULT_RESAMPLES,
+    K,
     agreement,
     agreement_intervals,
-    grouped_confusion,
     scalar_figures,
     to_float,
 )
@@ -38,6 +38,7 @@ from calibration.stats.ppi import SampleDesign, infer_design
 from calibration.stats.systems import compare_systems, rank_agreement_intervals
 from calibration.summary_model import BinaryScale, CalibrationSummary, Verdict
 from grader.metrics.evaluate import exact_mean
+from grader.metrics.kappa import grouped_confusion
 from grader.metrics.query_order import query_order
 
 DEFAULT_MEASURE = "nDCG@10"
@@ -164,7 +165,7 @@ def _figures(
     """The agreement figures, their query-bootstrap intervals, counts and distributions."""
     h, m = paired.frame["human"].to_numpy(), paired.frame["llm"].to_numpy()
     queries, codes = paired.query_index()
-    per_query_mats = grouped_confusion(codes, len(queries), h, m, weights)
+    per_query_mats = grouped_confusion(codes, len(queries), h, m, K, weights)
     counts = {"paired": paired.n, "llm_only": paired.llm_only, "human_only": paired.human_only}
     return {
         **agreement(h, m, weights),

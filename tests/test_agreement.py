@@ -12,13 +12,8 @@ import numpy.typing as npt
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from calibration.stats.agreement import (
-    agreement,
-    agreement_intervals,
-    grouped_confusion,
-    scalar_figures,
-)
-from grader.metrics.kappa import cohen_kappa
+from calibration.stats.agreement import agreement, agreement_intervals, scalar_figures
+from grader.metrics.kappa import cohen_kappa, grouped_confusion
 from grader.metrics.kappa import confusion_matrix as _confusion_matrix
 from tests.helpers.fill_data import DATA as SHARED_DL2019
 
@@ -146,7 +141,7 @@ def test_bootstrap_intervals_resample_queries_and_are_seeded() -> None:
     queries = rng.integers(0, 30, 900)
     human = rng.integers(0, 4, 900)
     llm = np.clip(human + rng.integers(-1, 2, 900), 0, 3)
-    per_query = grouped_confusion(queries, 30, human, llm)
+    per_query = grouped_confusion(queries, 30, human, llm, 4)
     point = agreement(human, llm)
     first = agreement_intervals(per_query, 500, seed=1)
     assert first == agreement_intervals(per_query, 500, seed=1)

@@ -24,17 +24,6 @@ K = len(GRADES)
 BINARY_THRESHOLDS: tuple[int, ...] = (1, 2, 3)
 
 
-def grouped_confusion(
-    groups: npt.ArrayLike,
-    n_groups: int,
-    human: npt.ArrayLike,
-    llm: npt.ArrayLike,
-    weights: npt.ArrayLike | None = None,
-) -> FloatArray:
-    """One confusion matrix per group (`groups`: each pair's index in 0..n_groups-1)."""
-    return _kappa.grouped_confusion(groups, n_groups, human, llm, K, weights)
-
-
 def binarise(c: FloatArray, threshold: int) -> FloatArray:
     """Collapse [..., 4, 4] to [..., 2, 2]: grade < threshold is 0, grade >= threshold is 1."""
     lo, hi = slice(0, threshold), slice(threshold, K)
