@@ -43,7 +43,7 @@ from calibration.estimates_section import mean_grade, relevant_share  # noqa: E4
 from calibration.join import PairedGrades  # noqa: E402
 from calibration.spotcheck.sequential import uniform_draw_probabilities  # noqa: E402
 from calibration.spotcheck.stopping import DrawOrder  # noqa: E402
-from calibration.stats.agreement import agreement_intervals, grouped_confusion  # noqa: E402
+from calibration.stats.agreement import agreement_intervals  # noqa: E402
 from calibration.stats.confseq import (  # noqa: E402
     TARGET,
     boundary,
@@ -53,6 +53,7 @@ from calibration.stats.confseq import (  # noqa: E402
     share_sequence,
 )
 from calibration.stats.ppi import SampleDesign, ppi_mean  # noqa: E402
+from grader.metrics.kappa import grouped_confusion  # noqa: E402
 from tests.helpers.spotcheck_sim import LABEL_SETS, LabelSets, load_label_sets  # noqa: E402
 
 Arr = npt.NDArray[np.float64]
@@ -215,6 +216,7 @@ def part_mean(sets: LabelSets, pop: npt.NDArray[np.int64], args: argparse.Namesp
                             int(codes.max()) + 1,
                             paired.frame["human"],
                             paired.frame["llm"],
+                            4,
                             w,
                         )
                         ci = agreement_intervals(mats, 200, world)["mean_bias"]

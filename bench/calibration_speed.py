@@ -25,7 +25,8 @@ import krippendorff
 import numpy as np
 from sklearn.metrics import cohen_kappa_score
 
-from calibration.stats.agreement import agreement, agreement_intervals, grouped_confusion
+from calibration.stats.agreement import agreement, agreement_intervals
+from grader.metrics.kappa import grouped_confusion
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"
 
@@ -63,7 +64,7 @@ def compare(name: str, q: np.ndarray, h: np.ndarray, m: np.ndarray) -> None:
     t_ours = best_of(lambda: agreement(h, m))
     t_peer = best_of(lambda: peer_figures(h, m), repeat=3)
     codes, uniques = np.unique(q, return_inverse=True)
-    per_query = grouped_confusion(uniques, len(codes), h, m)
+    per_query = grouped_confusion(uniques, len(codes), h, m, 4)
     t_boot = best_of(lambda: agreement_intervals(per_query, 1000, 0), repeat=3)
     rng = np.random.default_rng(0)
     groups = [np.flatnonzero(uniques == i) for i in range(len(codes))]

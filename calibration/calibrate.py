@@ -1,6 +1,5 @@
 """One calibration as `relgrade calibrate` computes it; the command and `relgrade.calibrate` both
-load their inputs with `load_inputs` and call `calibrate_grades`, so they give the same summary.
-"""
+load their inputs with `load_inputs` and call `calibrate_grades`, so they give the same summary."""
 
 from __future__ import annotations
 
@@ -20,7 +19,7 @@ from calibration.spotcheck.design_sample import (
     resolve_manifest,
     split_weights,
 )
-from calibration.summary_model import AGREEMENT_FIGURES, CalibrationSummary, DesignSample
+from calibration.summary_model import CalibrationSummary, DesignSample
 from grader.errors import InputError
 from grader.io.python_inputs import grades_table, is_path, llm_grades_table, on_scale, run_frames
 
@@ -114,14 +113,13 @@ def _design_sample(use: ManifestInUse, paired: PairedGrades, split: DesignSplit)
     rows = paired.frame[split.in_design]
     figures = agreement(rows["human"].to_numpy(), rows["llm"].to_numpy(), split.design_weights)
     m = use.manifest
-    return DesignSample.model_validate(
+    return DesignSample.model_validate(  # the model keeps the figures it names
         {
-            **{k: figures.get(k) for k in ("n", "weighted_n", *AGREEMENT_FIGURES)},
+            **figures,
             "outside": split.outside,
             "population": m.population,
             "strategy": m.strategy,
             "manifest": str(use.path),
-            "confusion": figures["confusion"],
         }
     )
 
@@ -196,7 +194,7 @@ def _add_inputs(
     weights: Any,
 ) -> None:
     """The inputs' names, a second person's agreement, and the notes on what reading left out."""
-    from calibration.summary_model import HumanVsHuman, Inputs
+    from calibration.summary_model import Inputs
 
     second = given.second_human
     if second is not None:
@@ -204,9 +202,7 @@ def _add_inputs(
 
         keys = pair_keys(paired.frame)
         pair_weights = None if weights is None else dict(zip(keys, weights, strict=True))
-        summary.human_vs_human = HumanVsHuman.model_validate(
-            human_vs_human(given.human, second, llm, pair_weights)
-        )
+        summary.human_vs_human = human_vs_human(given.human, second, llm, pair_weights)
     summary.manifest = None
     summary.inputs = Inputs(
         llm=given.llm_path or "(DataFrame)",

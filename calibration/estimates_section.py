@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from calibration.join import PairedGrades, pair_keys, relevance_prediction
+from calibration.join import PairedGrades, distribution_mean, pair_keys, relevance_prediction
 from calibration.spotcheck.stopping import DrawOrder, GradedPart, graded_part, stopping_figures
 from calibration.stats.ppi import FEW_QUERIES, SampleDesign, caution, ppi_mean
 from calibration.stats.ppi_clusters import crossfit_cluster_share
@@ -50,9 +50,8 @@ def estimates_section(
     """The `estimates` section and its notes for people. `binary`: people graded 0/1, so a
     human 1 is relevant and there is no mean grade on the LLM's 0..3 scale."""
     share = relevant_share(paired, design, weights, threshold, 1 if binary else None, order=order)
-    out = Estimates(
-        threshold=threshold, design=Design.model_validate(design.to_json()), relevant_share=share
-    )
+    design_json = Design.model_validate(design, from_attributes=True)
+    out = Estimates(threshold=threshold, design=design_json, relevant_share=share)
     notes: list[str] = []
     if runs:
         by_measure: dict[str, dict[str, Estimate]] = {}
@@ -146,23 +145,6 @@ def _add_sequence(
         data["interval"] = f"normal, sequential design (Des Raj), first {seq.n} pairs"
 
 
-def _not_graded(paired: PairedGrades) -> npt.NDArray[np.bool_]:
-    """Which LLM-graded pairs (rows of `paired.llm`) people did not grade."""
-    graded = set(pair_keys(paired.frame))
-    return np.array([k not in graded for k in pair_keys(paired.llm)], dtype=bool)
-
-
-def _expected_grade(frame: pd.DataFrame, column: str) -> npt.NDArray[np.float64]:
-    """The LLM's expected grade where the judge gave a grade distribution, else its grade."""
-    out = frame[column].to_numpy(dtype=np.float64).copy()
-    cols = [f"p_grade_{g}" for g in range(4)]
-    if all(c in frame.columns for c in cols):
-        p = frame[cols].to_numpy(dtype=np.float64)
-        known = ~np.isnan(p).any(axis=1)
-        out[known] = p[known] @ np.arange(4.0)
-    return out
-
-
 def mean_grade(
     paired: PairedGrades, design: SampleDesign, weights: Weights, *, order: DrawOrder | None = None
 ) -> Estimate:
@@ -170,8 +152,9 @@ def mean_grade(
     relevant share's, and the pool's mean bias (mean LLM grade minus it) with its interval."""
     both, llm = paired.frame, paired.llm
     whole = design.kind == "whole-queries"
-    f_both = both["llm"].to_numpy(dtype=np.float64) if whole else _expected_grade(both, "llm")
-    f_llm = llm["grade"].to_numpy(dtype=np.float64) if whole else _expected_grade(llm, "grade")
+    grades = np.arange(4.0)  # the LLM's expected grade where the judge gave a distribution
+    f_both = distribution_mean(both["llm"], None if whole else both, grades)
+    f_llm = distribution_mean(llm["grade"], None if whole else llm, grades)
     y = both["human"].to_numpy(dtype=np.float64)
     data, part = _pair_estimate(paired, design, weights, order, y, f_both, f_llm, (0, 3))
     llm_mean = float(llm["grade"].to_numpy(dtype=np.float64).mean())
@@ -207,7 +190,8 @@ def _pair_estimate(
     the graded part: a uniform sample graded in part uses its graded prefix, pi = t / N."""
     whole = design.kind == "whole-queries"
     part = None if whole else graded_part(paired, design, order)
-    only = _not_graded(paired)
+    graded = set(pair_keys(paired.frame))  # `only`: the LLM-graded pairs people did not grade
+    only = np.array([k not in graded for k in pair_keys(paired.llm)], dtype=bool)
     if part is not None and part.prefix is not None and part.t >= 2:
         inside = part.prefix
         unlabelled = np.concatenate([f_llm[only], f_both[~inside]])

@@ -82,19 +82,27 @@ def pair_grades(llm: pd.DataFrame, human: pd.DataFrame) -> PairedGrades:
     )
 
 
+def distribution_mean(
+    grades: pd.Series, distribution: pd.DataFrame | None, values: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
+    """Per pair, the mean of `values[g]` over the judge's grade distribution (the frame's
+    p_grade_0..3) where it gave one, else `values` at the pair's grade."""
+    at_grade = grades.to_numpy(dtype=np.int64)
+    out: npt.NDArray[np.float64] = np.asarray(values, dtype=np.float64)[at_grade]
+    cols = list(DISTRIBUTION_COLUMNS)
+    if distribution is not None and all(c in distribution.columns for c in cols):
+        p = distribution[cols].to_numpy(dtype=np.float64)
+        known = ~np.isnan(p).any(axis=1)
+        out[known] = p[known] @ values
+    return out
+
+
 def relevance_prediction(
     grades: pd.Series, distribution: pd.DataFrame | None, threshold: int
 ) -> npt.NDArray[np.float64]:
-    """The LLM's prediction of relevance per pair: P(grade >= threshold) from the grade
-    distribution where the judge gave one, else 1.0 or 0.0 from the grade. `distribution` is the
-    frame's p_grade_0..3 columns (None or missing columns: grades only)."""
-    out = (grades.to_numpy() >= threshold).astype(np.float64)
-    if distribution is None:
-        return out
-    cols = [f"p_grade_{g}" for g in range(threshold, 4)]
-    if not cols or any(c not in distribution.columns for c in cols):
-        return out
-    p = distribution[cols].to_numpy(dtype=np.float64).sum(axis=1)
-    known = ~np.isnan(p)
-    out[known] = np.clip(p[known], 0.0, 1.0)
+    """The LLM's P(grade >= threshold) per pair (`distribution_mean`): 1.0 or 0.0 from the grade
+    where the judge gave no distribution."""
+    relevant = (np.arange(4) >= threshold).astype(np.float64)
+    out = distribution_mean(grades, distribution, relevant)
+    np.clip(out, 0.0, 1.0, out=out)
     return out

@@ -63,7 +63,5 @@ def fit_and_write(
         "dropped": int((~keep).sum()),
         "thresholds": list(thresholds),
         "path": str(target),
-        "cohen_kappa": fitted["cohen_kappa"],
-        "weighted_kappa_quadratic": fitted["weighted_kappa_quadratic"],
-        "exact_agreement": fitted["exact_agreement"],
+        **{k: fitted[k] for k in ("cohen_kappa", "weighted_kappa_quadratic", "exact_agreement")},
     }

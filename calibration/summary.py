@@ -1,8 +1,6 @@
 """Everything `relgrade calibrate` reports, as one `CalibrationSummary` (calibration.summary_model).
-
 System scores use the pairs graded by both for both label sets, so a change in ranking is the
-labels' doing; a sample of scattered pairs ranks no system (`systems.left_out` says why).
-"""
+labels' doing; a sample of scattered pairs ranks no system (`systems.left_out` says why)."""
 
 from __future__ import annotations
 
@@ -18,9 +16,9 @@ from calibration.join import PairedGrades, pair_grades
 from calibration.spotcheck.stopping import DrawOrder
 from calibration.stats.agreement import (
     DEFAULT_RESAMPLES,
+    K,
     agreement,
     agreement_intervals,
-    grouped_confusion,
     scalar_figures,
     to_float,
 )
@@ -33,13 +31,14 @@ from calibration.stats.bias import (
     is_binary_against_graded,
     scale_warning,
     scales_verdict,
-    spread_sentence,
+    spread_sentences,
     verdict,
 )
 from calibration.stats.ppi import SampleDesign, infer_design
 from calibration.stats.systems import compare_systems, rank_agreement_intervals
 from calibration.summary_model import BinaryScale, CalibrationSummary, Verdict
 from grader.metrics.evaluate import exact_mean
+from grader.metrics.kappa import grouped_confusion
 from grader.metrics.query_order import query_order
 
 DEFAULT_MEASURE = "nDCG@10"
@@ -126,7 +125,7 @@ def summarize(
     f = paired.frame
     figures = _figures(paired, weights, n_bootstrap, seed)
     judged, binary_scale = _verdict(
-        paired, figures, figures["intervals"], weights, threshold, human_scale, n_bootstrap, seed
+        paired, figures, weights, threshold, human_scale, n_bootstrap, seed
     )
     notes: list[str] = []
     sections = _confidence(f)  # the sections that exist only with their inputs
@@ -140,7 +139,7 @@ def summarize(
             _run_sections(paired, runs, asked, design, weights, n_bootstrap, seed, notes)
         )
     if binary_scale is None:  # a bias across scales says nothing
-        judged.text += _spread_sentences(sections["bias_by_length"], sections.get("bias_by_rank"))
+        judged.text += spread_sentences(sections["bias_by_length"], sections.get("bias_by_rank"))
     if design is not None:
         binary = binary_scale is not None
         sections["estimates"], said = estimates_section(
@@ -166,7 +165,7 @@ def _figures(
     """The agreement figures, their query-bootstrap intervals, counts and distributions."""
     h, m = paired.frame["human"].to_numpy(), paired.frame["llm"].to_numpy()
     queries, codes = paired.query_index()
-    per_query_mats = grouped_confusion(codes, len(queries), h, m, weights)
+    per_query_mats = grouped_confusion(codes, len(queries), h, m, K, weights)
     counts = {"paired": paired.n, "llm_only": paired.llm_only, "human_only": paired.human_only}
     return {
         **agreement(h, m, weights),
@@ -181,7 +180,6 @@ def _figures(
 def _verdict(
     paired: PairedGrades,
     figures: dict[str, Any],
-    intervals: dict[str, Any],
     weights: npt.NDArray[np.float64] | None,
     threshold: int,
     human_scale: str | None,
@@ -192,16 +190,15 @@ def _verdict(
     inferred), whose verdict it is then."""
     f = paired.frame
     h, m = f["human"].to_numpy(), f["llm"].to_numpy()
-    w = np.ones(len(h)) if weights is None else weights
-    human_rel = float(np.average(h >= threshold, weights=w))
-    llm_rel = float(np.average(m >= threshold, weights=w))
+    human_rel = float(np.average(h >= threshold, weights=weights))
+    llm_rel = float(np.average(m >= threshold, weights=weights))
+    bias_ci = figures["intervals"].get("mean_bias")
     judged = Verdict.model_validate(
-        verdict(figures["mean_bias"], intervals.get("mean_bias"), human_rel, llm_rel, threshold)
+        verdict(figures["mean_bias"], bias_ci, human_rel, llm_rel, threshold)
     )
-    if human_scale is None:
-        binary_human = is_binary_against_graded(paired.human["grade"], m)  # people 0/1
-    else:
-        binary_human = human_scale == "binary"
+    binary_human = human_scale == "binary"
+    if human_scale is None:  # inferred: people graded 0/1
+        binary_human = is_binary_against_graded(paired.human["grade"], m)
     if not binary_human:
         return judged, None
     queries, codes = paired.query_index()
@@ -216,18 +213,6 @@ def _verdict(
         seed=seed,
     )
     return Verdict.model_validate(scales_verdict(binary)), BinaryScale.model_validate(binary)
-
-
-def _spread_sentences(
-    by_length: list[dict[str, Any]] | None, by_rank: list[dict[str, Any]] | None
-) -> str:
-    """What the verdict adds on how the bias spreads over document lengths and ranks."""
-    text = ""
-    for rows, what, prefix in ((by_length, "document length", ""), (by_rank, "rank", "rank ")):
-        sentence = spread_sentence(rows or [], what, prefix)
-        if sentence:
-            text += " " + sentence
-    return text
 
 
 def _confidence(f: pd.DataFrame) -> dict[str, Any]:

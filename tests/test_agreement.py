@@ -8,23 +8,30 @@ from typing import Literal
 
 import krippendorff
 import numpy as np
+import numpy.typing as npt
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from calibration.stats.agreement import (
-    agreement,
-    agreement_intervals,
-    alpha,
-    cohen_kappa,
-    confusion_matrix,
-    grouped_confusion,
-    mean_bias,
-    scalar_figures,
-)
+from calibration.stats.agreement import agreement, agreement_intervals, scalar_figures
+from grader.metrics.kappa import cohen_kappa, grouped_confusion
+from grader.metrics.kappa import confusion_matrix as _confusion_matrix
 from tests.helpers.fill_data import DATA as SHARED_DL2019
 
 DATA = SHARED_DL2019
 SK_WEIGHTS = {"none": None, "linear": "linear", "quadratic": "quadratic"}
+ALPHA_KEYS = {"ordinal": "krippendorff_alpha_ordinal", "interval": "krippendorff_alpha_interval"}
+KAPPA_KEYS = {
+    "none": "cohen_kappa",
+    "linear": "weighted_kappa_linear",
+    "quadratic": "weighted_kappa_quadratic",
+}
+
+
+def confusion_matrix(
+    human: npt.ArrayLike, llm: npt.ArrayLike, weights: npt.ArrayLike | None = None
+) -> np.ndarray:
+    """The 4x4 confusion matrix `agreement` builds its figures from."""
+    return _confusion_matrix(human, llm, 4, weights)
 
 
 def _random_grades(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -63,9 +70,11 @@ def test_kappa_matches_scikit_learn(seed: int, weighting: str) -> None:
     human, llm, w = _random_grades(seed)
     sk = SK_WEIGHTS[weighting]
     expected = cohen_kappa_score(human, llm, weights=sk, labels=[0, 1, 2, 3])
-    assert cohen_kappa(human, llm, weighting=weighting) == pytest.approx(expected, abs=1e-12)
+    got = agreement(human, llm)[KAPPA_KEYS[weighting]]
+    assert got == pytest.approx(expected, abs=1e-12)
+    assert cohen_kappa(human, llm, 4, weighting=weighting) == pytest.approx(expected, abs=1e-12)
     expected_w = cohen_kappa_score(human, llm, weights=sk, labels=[0, 1, 2, 3], sample_weight=w)
-    got_w = cohen_kappa(human, llm, weights=w, weighting=weighting)
+    got_w = agreement(human, llm, w)[KAPPA_KEYS[weighting]]
     assert got_w == pytest.approx(expected_w, abs=1e-12)
 
 
@@ -76,7 +85,7 @@ def test_alpha_matches_krippendorff_package(
 ) -> None:
     human, llm, _ = _random_grades(seed)
     expected = krippendorff.alpha(np.vstack([human, llm]), level_of_measurement=level)
-    assert alpha(human, llm, level=level) == pytest.approx(expected, abs=1e-12)
+    assert agreement(human, llm)[ALPHA_KEYS[level]] == pytest.approx(expected, abs=1e-12)
 
 
 def test_integer_weights_equal_repeating_pairs() -> None:
@@ -98,8 +107,7 @@ def test_weights_change_the_figures_towards_heavy_pairs() -> None:
     human = np.array([0, 0, 3, 3])
     llm = np.array([0, 0, 0, 0])
     heavy_disagreement = np.array([1.0, 1.0, 10.0, 10.0])
-    assert mean_bias(human, llm) == pytest.approx(-1.5)
-    assert mean_bias(human, llm, heavy_disagreement) == pytest.approx(-60 / 22)
+    assert agreement(human, llm)["mean_bias"] == pytest.approx(-1.5)
     assert agreement(human, llm, heavy_disagreement)["mean_bias"] == pytest.approx(-60 / 22)
 
 
@@ -133,7 +141,7 @@ def test_bootstrap_intervals_resample_queries_and_are_seeded() -> None:
     queries = rng.integers(0, 30, 900)
     human = rng.integers(0, 4, 900)
     llm = np.clip(human + rng.integers(-1, 2, 900), 0, 3)
-    per_query = grouped_confusion(queries, 30, human, llm)
+    per_query = grouped_confusion(queries, 30, human, llm, 4)
     point = agreement(human, llm)
     first = agreement_intervals(per_query, 500, seed=1)
     assert first == agreement_intervals(per_query, 500, seed=1)

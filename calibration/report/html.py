@@ -198,9 +198,8 @@ def _confidence(conf: Confidence | None) -> Markup:
 
 
 def _systems_sections(systems: list[Systems | None]) -> Markup:
-    """A "System ranking (MEASURE)" section per measure. The first keeps the plain ids
-    (`systems`, `systems-chart`, `kendall_tau`, ...); each further one adds `-MEASURE` to them
-    (`systems-P-rel-2-10`), so every id on the page is unique."""
+    """A "System ranking (MEASURE)" section per measure: the first with the plain ids (`systems`,
+    `kendall_tau`, ...), each further one adding `-MEASURE` (`systems-P-rel-2-10`) to them."""
     parts: list[str] = []
     used: set[str] = set()
     for i, sy in enumerate(systems):
@@ -227,7 +226,6 @@ def _lines(parts: list[str]) -> Markup:
 
 def render_report(s: CalibrationSummary, title: str = "relgrade calibration") -> str:
     """The whole report as an HTML string."""
-    c = s.counts
     weighted = " Every figure is weighted by the sample manifest (1/pi)." if s.weighted else ""
     if s.design_sample is not None and s.design_sample.outside:
         weighted = " " + cells.design_sample_sentence(s.design_sample)
@@ -238,9 +236,7 @@ def render_report(s: CalibrationSummary, title: str = "relgrade calibration") ->
         title=title,
         css=CSS,
         n=s.n,
-        queries=c.queries,
-        llm_only=c.llm_only,
-        human_only=c.human_only,
+        **s.counts.model_dump(include={"queries", "llm_only", "human_only"}),
         weighted=weighted,
         verdict=s.verdict.text,
         binary_scale=_binary_scale(s),

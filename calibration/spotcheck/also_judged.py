@@ -1,7 +1,6 @@
 """`grade --also-judged N`: N pairs people already judged, drawn at random (uniform, or stratified
 by human grade) to be graded too, and the manifest (`kind: "also-judged"`) that lets `calibrate`
-and `evaluate --fill` weight them back to the judged pool.
-"""
+and `evaluate --fill` weight them back to the judged pool."""
 
 from __future__ import annotations
 
@@ -91,9 +90,8 @@ def is_also_judged(manifest: Manifest) -> bool:
 def also_judged_weights(
     llm_path: str | Path | None, manifest: str | Path | None = None
 ) -> tuple[dict[tuple[str, str], float] | None, str]:
-    """1/pi of each also-judged pair and the manifest's path: `manifest` when given (any
-    manifest), else the also-judged manifest beside the LLM grades file `llm_path`; (None, "")
-    when there is none."""
+    """1/pi of each pair of `manifest` (any manifest), else of the also-judged manifest beside
+    `llm_path`, and the manifest's path; (None, "") when there is none."""
     from calibration.spotcheck.manifest import find_manifest, read_manifest
 
     path = manifest

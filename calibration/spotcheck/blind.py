@@ -1,7 +1,6 @@
 """Blind sample files for people: the CSV they grade (texts as the LLM saw them, nothing that
 reveals its grade, rows in the sample's random order), reading it back against the manifest,
-and the grade scale people see (meanings from a prompt file's `[scale]`, else neutral 0..3).
-"""
+and the grade scale people see (meanings from a prompt file's `[scale]`, else neutral 0..3)."""
 
 from __future__ import annotations
 
@@ -70,7 +69,11 @@ def blind_items(
         doc = docs[did]
         path = doc.metadata.get("path")
         spec = budgets.get((qid, did)) if budgets else None
-        text, cut = (doc.text, False) if spec is None else seen_text(spec, doc.text)
+        text, cut = doc.text, False
+        if spec is not None:  # as the prompt gave it to the LLM
+            text, cut = truncate(
+                doc.text.strip("\n"), spec.doc_budget_chars, spec.truncation_marker
+            )
         out.append(
             BlindItem(
                 query_id=qid,
@@ -83,11 +86,6 @@ def blind_items(
             )
         )
     return out
-
-
-def seen_text(spec: PromptSpec, text: str) -> tuple[str, bool]:
-    """A document's text as prompt `spec` gives it to the LLM, and whether it was cut."""
-    return truncate(text.strip("\n"), spec.doc_budget_chars, spec.truncation_marker)
 
 
 def write_blind_csv(path: str | Path, items: Sequence[BlindItem]) -> None:
@@ -179,8 +177,12 @@ def read_filled_csv(
     return out
 
 
-def write_human_csv(path: str | Path, grades: Sequence[HumanGrade]) -> None:
-    """Write human grades as `query_id,doc_id,grade[,annotator]` CSV (atomically)."""
+def write_human_grades(path: str | Path, grades: Sequence[HumanGrade]) -> None:
+    """Write human grades as TREC qrels when the name ends in .qrels or .txt (so they can stand in
+    calibrate's `--llm` slot), else as `query_id,doc_id,grade[,annotator]` CSV (atomically)."""
+    if Path(path).name.removesuffix(".gz").endswith((".qrels", ".txt")):
+        write_qrels(path, qrels_frame(grades))
+        return
     columns = ["query_id", "doc_id", "grade"] + (
         ["annotator"] if any(g.annotator for g in grades) else []
     )
@@ -188,16 +190,6 @@ def write_human_csv(path: str | Path, grades: Sequence[HumanGrade]) -> None:
         writer = csv.DictWriter(fh, columns, lineterminator="\n", extrasaction="ignore")
         writer.writeheader()
         writer.writerows({**asdict(g), "annotator": g.annotator or ""} for g in grades)
-
-
-def write_human_grades(path: str | Path, grades: Sequence[HumanGrade]) -> None:
-    """Write human grades as TREC qrels when the name ends in .qrels or .txt (so they can stand in
-    calibrate's `--llm` slot), else as CSV."""
-    name = Path(path).name.removesuffix(".gz")
-    if name.endswith((".qrels", ".txt")):
-        write_qrels(path, qrels_frame(grades))
-    else:
-        write_human_csv(path, grades)
 
 
 def _pair_rows(

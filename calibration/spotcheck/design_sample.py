@@ -1,7 +1,6 @@
 """Which pairs a sample manifest speaks for, whether it belongs to the grades at hand, and
 warnings when human grades do not cover their sample. Agreement uses every pair graded by both;
-the design sample (`design_sample`) only the manifest's pairs, weighted by 1/pi.
-"""
+the design sample (`design_sample`) only the manifest's pairs, weighted by 1/pi."""
 
 from __future__ import annotations
 

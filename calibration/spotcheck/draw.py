@@ -9,12 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from calibration.spotcheck.blind import BlindItem, blind_items, write_blind_csv
-from calibration.spotcheck.manifest import (
-    Manifest,
-    build_manifest,
-    manifest_path_for,
-    write_manifest,
-)
+from calibration.spotcheck.manifest import Manifest, build_manifest, copy_manifest_beside
 from calibration.spotcheck.sampling import SampleDraw, draw_sample
 from grader.errors import InputError
 from grader.models import Doc, Judgment, Query
@@ -40,9 +35,7 @@ class DrawnSample:
     def write(self, out: str | Path) -> Path:
         """The blind CSV at `out` and its manifest beside it (returned), both atomically."""
         write_blind_csv(out, self.items)
-        path = manifest_path_for(out)
-        write_manifest(path, self.manifest)
-        return path
+        return copy_manifest_beside(self.manifest, out)
 
     def summary_lines(self) -> list[str]:
         """What was drawn, as `relgrade sample` prints it."""
@@ -57,11 +50,8 @@ class DrawnSample:
         counts = Counter(p.stratum for p in draw.pairs)
         if len(draw.strata) > 8:
             sizes = [int(info["size"]) for info in draw.strata.values()]
-            each = (
-                f"{min(sizes)} pairs each"
-                if min(sizes) == max(sizes)
-                else (f"{min(sizes)} to {max(sizes)} pairs")
-            )
+            low, high = min(sizes), max(sizes)
+            each = f"{low} pairs each" if low == high else f"{low} to {high} pairs"
             lines.append(
                 f"  {len(draw.strata)} strata of {each}; pairs drawn from {len(counts)} of them"
             )

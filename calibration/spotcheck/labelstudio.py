@@ -1,11 +1,6 @@
 """Label Studio: tasks and their labeling config from a blind sample, and annotation exports
-(JSON, JSON-MIN, CSV, TSV, as Label Studio 1.x writes them) read back as human grades.
-
-Each choice's hotkey is its grade (Label Studio's default 1..4 would record 1 for the key "2").
-Reading: with `annotator` only that person's annotations count, else a pair graded by two people
-is an error; a person's latest annotation counts; a sampled pair without a grade is an error
-unless `allow_missing`.
-"""
+(JSON, JSON-MIN, CSV, TSV, as Label Studio 1.x writes them) read back as human grades: a
+person's latest annotation counts, and a pair two people graded needs `annotator`."""
 
 from __future__ import annotations
 
@@ -44,7 +39,6 @@ class _Annotation:
     person: str | None
     email: str | None
     when: str
-    order: int
     cancelled: bool = False
 
 
@@ -175,22 +169,18 @@ def _read_json(path: str | Path) -> tuple[str, list[_Annotation]]:
             full = True
             anns = rec.get("annotations", rec.get("completions")) or []
             if not anns:
-                out.append(_Annotation(where, None, key, None, None, None, "", len(out)))
+                out.append(_Annotation(where, None, key, None, None, None, ""))
             for ann in anns:
                 if not isinstance(ann, dict):
                     raise InputError(f"{where}: an annotation is not an object", path=path)
                 pid, email = _person(ann.get("completed_by"))
                 cancelled = bool(ann.get("was_cancelled") or ann.get("skipped"))
                 value = None if cancelled else _choice(ann.get("result"), where, path)
-                out.append(
-                    _Annotation(
-                        where, None, key, value, pid, email, _when(ann), len(out), cancelled
-                    )
-                )
+                out.append(_Annotation(where, None, key, value, pid, email, _when(ann), cancelled))
         else:
             value = _min_grade(rec.get(GRADE_FIELD), where, path)
             pid, email = _person(rec.get("annotator"))
-            out.append(_Annotation(where, None, key, value, pid, email, _when(rec), len(out)))
+            out.append(_Annotation(where, None, key, value, pid, email, _when(rec)))
     return ("JSON" if full else "JSON-MIN"), out
 
 
@@ -205,7 +195,7 @@ def _read_table(path: str | Path, delimiter: str) -> list[_Annotation]:
         value = get(GRADE_FIELD).strip() or None
         pid, email = _person(get("annotator"))
         when = get("updated_at").strip() or get("created_at").strip()
-        out.append(_Annotation(f"line {line}", line, key, value, pid, email, when, len(out)))
+        out.append(_Annotation(f"line {line}", line, key, value, pid, email, when))
     return out
 
 
@@ -274,7 +264,7 @@ def _one_grade_each(
             shared[key] = who
             continue
         regraded += len(done) > 1
-        latest = max(done, key=lambda a: (a.when, a.order))
+        latest = max(reversed(done), key=lambda a: a.when)  # the last of equal times
         where = f"{path} ({latest.where})" if latest.line is None else path
         grade = parse_grade(latest.value or "", path=where, line=latest.line)
         grades.append(HumanGrade(key[0], key[1], grade, people.label(latest)))
@@ -331,8 +321,8 @@ def _resolve(
 
 
 def labeling_config(scale: Sequence[tuple[int, str]] | None = None) -> str:
-    """The labeling config XML; `scale` ((grade, meaning), ...) becomes the choices' hints and a
-    legend above them. Each choice's hotkey is its grade."""
+    """The labeling config XML; `scale` ((grade, meaning), ...) gives hints and a legend. Each
+    choice's hotkey is its grade (Label Studio's default 1..4 would record 1 for the key "2")."""
     meanings = {g: m for g, m in (scale or []) if m}
     choices = "".join(
         f"    <Choice value={quoteattr(str(g))} hotkey={quoteattr(str(g))}"

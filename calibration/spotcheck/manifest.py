@@ -1,7 +1,6 @@
 """The manifest beside a spot-check sample (`SAMPLE.manifest.json`): how it was drawn and each
 pair's inclusion probability, copied beside imported grades for `calibrate`'s 1/pi weights.
-It is for calibration, never for graders.
-"""
+It is for calibration, never for graders."""
 
 from __future__ import annotations
 
@@ -91,12 +90,6 @@ def find_manifest(grades_path: str | Path) -> Path | None:
     return candidate if candidate.is_file() else None
 
 
-def file_sha256(path: str | Path) -> str:
-    """`sha256:<hex>` of a file's bytes."""
-    with open(path, "rb") as fh:
-        return "sha256:" + hashlib.file_digest(fh, "sha256").hexdigest()
-
-
 def build_manifest(
     draw: SampleDraw,
     *,
@@ -108,7 +101,9 @@ def build_manifest(
     """The manifest of a draw; `source` (the judgments file) is recorded with its sha256."""
     src = None
     if source is not None:
-        src = SourceFile(path=str(Path(source).resolve()), sha256=file_sha256(source))
+        with open(source, "rb") as fh:
+            sha = "sha256:" + hashlib.file_digest(fh, "sha256").hexdigest()
+        src = SourceFile(path=str(Path(source).resolve()), sha256=sha)
     copied = "strategy allocation seed population strata uncertainty_source uniform_share"
     copied += " threshold variance_factor"
     return Manifest(

@@ -49,9 +49,7 @@ def estimand_uncertainty(
 
 
 def active_weights(q: FloatArray, uniform_share: float = UNIFORM_SHARE) -> FloatArray:
-    """w = (1 - s) sqrt(q) / mean(sqrt(q)) + s; uniform when no pair is uncertain."""
-    if not 0 < uniform_share <= 1:
-        raise ValueError(f"the uniform share must be in (0, 1], got {uniform_share}")
+    """w = (1 - s) sqrt(q) / mean(sqrt(q)) + s (s in (0, 1]); uniform when no pair is uncertain."""
     root = np.sqrt(np.clip(q, 0.0, None))
     if not root.mean() > 0:
         return np.ones_like(root)

@@ -1,7 +1,6 @@
 """When people may stop grading, and what a sample graded in part stands for: one place for
 `calibrate` and the annotation page (`LiveStopping`), so both show the same numbers. Grades past a
-gap wait for it to be filled (a skipped hard pair would bias the share).
-"""
+gap wait for it to be filled (a skipped hard pair would bias the share)."""
 
 from __future__ import annotations
 
@@ -102,9 +101,8 @@ def stopping_figures(
 
 
 def more_within(seq: Sequence, target: float, population: int) -> tuple[int, str | None]:
-    """How many more grades likely bring the half-width to `target`, at most the pairs not yet
-    graded (`population - n`), and a note when the sequence would need more than that: then
-    grading every remaining pair (a census) is what gives the share."""
+    """How many more grades likely bring the half-width to `target`, at most the pairs left, and
+    a note when it would take more: then grading them all (a census) gives the share."""
     more = seq.more_for(target)
     left = max(population - seq.n, 0)
     if more <= left:
@@ -179,7 +177,7 @@ def graded_part(
 
 @dataclass
 class LiveStopping:
-    """Stopping figures for one sample and one population of LLM grades."""
+    """Stopping figures for one sample and one population of LLM grades (`target` in (0, 1))."""
 
     order: DrawOrder
     llm: Mapping[Pair, int]
@@ -187,10 +185,6 @@ class LiveStopping:
     threshold: int = 2
     target: float = TARGET
     predictions: Mapping[Pair, float] | None = None
-
-    def __post_init__(self) -> None:
-        if not 0 < self.target < 1:
-            raise ValueError(f"the target half-width must be in (0, 1), got {self.target}")
 
     @classmethod
     def from_frame(

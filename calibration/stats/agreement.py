@@ -13,34 +13,15 @@ import numpy.typing as npt
 import pandas as pd
 
 from calibration.join import pair_grades, pair_keys
-from calibration.summary_model import PairFigures
+from calibration.summary_model import HumanVsHuman
 from grader.errors import InputError
 from grader.metrics import kappa as _kappa
 from grader.metrics.kappa import FloatArray, kappa
-from grader.metrics.kappa import check_weights as _weights
 from grader.metrics.kappa import ratio as _ratio
 from grader.models import GRADES
 
 K = len(GRADES)
 BINARY_THRESHOLDS: tuple[int, ...] = (1, 2, 3)
-
-
-def confusion_matrix(
-    human: npt.ArrayLike, llm: npt.ArrayLike, weights: npt.ArrayLike | None = None
-) -> FloatArray:
-    """The 4x4 matrix C[h, l]: (weighted) count of pairs graded h by people and l by the LLM."""
-    return _kappa.confusion_matrix(human, llm, K, weights)
-
-
-def grouped_confusion(
-    groups: npt.ArrayLike,
-    n_groups: int,
-    human: npt.ArrayLike,
-    llm: npt.ArrayLike,
-    weights: npt.ArrayLike | None = None,
-) -> FloatArray:
-    """One confusion matrix per group (`groups`: each pair's index in 0..n_groups-1)."""
-    return _kappa.grouped_confusion(groups, n_groups, human, llm, K, weights)
 
 
 def binarise(c: FloatArray, threshold: int) -> FloatArray:
@@ -102,20 +83,17 @@ def scalar_figures(c: FloatArray) -> dict[str, FloatArray]:
 
 def per_grade(c: FloatArray) -> dict[str, dict[str, float | None]]:
     """Precision and recall of each LLM grade against the human one, with both supports."""
-    out: dict[str, dict[str, float | None]] = {}
-    diag = np.diag(c)
-    llm_total = c.sum(axis=0)
-    human_total = c.sum(axis=1)
-    precision = _ratio(diag, llm_total)
-    recall = _ratio(diag, human_total)
-    for g in GRADES:
-        out[str(g)] = {
+    llm_total, human_total = c.sum(axis=0), c.sum(axis=1)
+    precision, recall = _ratio(np.diag(c), llm_total), _ratio(np.diag(c), human_total)
+    return {
+        str(g): {
             "precision": to_float(precision[g]),
             "recall": to_float(recall[g]),
             "human_count": float(human_total[g]),
             "llm_count": float(llm_total[g]),
         }
-    return out
+        for g in GRADES
+    }
 
 
 def to_float(value: Any) -> float | None:
@@ -130,7 +108,7 @@ def agreement(
     """All agreement figures of paired grades, as `calibrate --format json` prints them;
     `weights` weight every figure (`n` stays the pair count, `weighted_n` the total weight)."""
     h = np.asarray(human, dtype=np.int64)
-    c = confusion_matrix(h, llm, weights)
+    c = _kappa.confusion_matrix(h, llm, K, weights)
     figures = scalar_figures(c)
     out: dict[str, Any] = {"n": int(h.shape[0]), "weighted": weights is not None}
     if weights is not None:
@@ -142,45 +120,9 @@ def agreement(
     out["binary_kappa"] = {
         str(t): to_float(figures[f"binary_kappa_{t}"]) for t in BINARY_THRESHOLDS
     }
-    out["confusion"] = [[_count(v) for v in row] for row in c]
+    out["confusion"] = [[int(v) if v.is_integer() else float(v) for v in row] for row in c]
     out["per_grade"] = per_grade(c)
     return out
-
-
-def _count(value: float) -> float | int:
-    return int(value) if float(value).is_integer() else float(value)
-
-
-def cohen_kappa(
-    human: npt.ArrayLike,
-    llm: npt.ArrayLike,
-    weights: npt.ArrayLike | None = None,
-    weighting: str = "none",
-) -> float:
-    """Cohen's kappa of two grade vectors (weighting: none, linear, quadratic); NaN if undefined."""
-    return _kappa.cohen_kappa(human, llm, K, weights, weighting)
-
-
-def alpha(
-    human: npt.ArrayLike,
-    llm: npt.ArrayLike,
-    weights: npt.ArrayLike | None = None,
-    level: str = "ordinal",
-) -> float:
-    """Krippendorff's alpha of two grade vectors (level: ordinal, interval); NaN if undefined."""
-    return float(krippendorff_alpha(confusion_matrix(human, llm, weights), level))
-
-
-def mean_bias(
-    human: npt.ArrayLike, llm: npt.ArrayLike, weights: npt.ArrayLike | None = None
-) -> float:
-    """Weighted mean of (LLM grade - human grade); positive means the LLM is lenient."""
-    h = np.asarray(human, dtype=np.float64)
-    m = np.asarray(llm, dtype=np.float64)
-    w = _weights(weights, h.shape[0])
-    if h.size == 0:
-        return float("nan")
-    return float(np.average(m - h, weights=w))
 
 
 DEFAULT_RESAMPLES = 1000
@@ -232,7 +174,7 @@ def human_vs_human(
     second: pd.DataFrame,
     llm: pd.DataFrame,
     weights: Mapping[tuple[str, str], float] | None = None,
-) -> dict[str, Any]:
+) -> HumanVsHuman:
     """Human-vs-human agreement (`second` against `human`) beside the LLM's against `human`, on
     the pairs all three graded, weighted alike by `weights` ((query_id, doc_id) -> 1/pi)."""
     humans = pair_grades(second, human).frame  # "llm" column holds the second person's grades
@@ -256,11 +198,12 @@ def human_vs_human(
     first = three["human"].to_numpy(dtype=np.int64)
     between = agreement(first, three["llm"].to_numpy(dtype=np.int64), w)
     with_llm = agreement(first, three["grade"].to_numpy(dtype=np.int64), w)
-    keep = PairFigures.model_fields  # exact_agreement .. alpha ordinal, mean bias, confusion
-    return {
-        "n": len(three),
-        "second_only": int(len(second) - len(humans)),
-        "weighted": w is not None,
-        "humans": {k: between[k] for k in keep},
-        "llm": {k: with_llm[k] for k in keep},
-    }
+    return HumanVsHuman.model_validate(  # PairFigures keeps the headline figures
+        {
+            "n": len(three),
+            "second_only": int(len(second) - len(humans)),
+            "weighted": w is not None,
+            "humans": between,
+            "llm": with_llm,
+        }
+    )

@@ -172,20 +172,24 @@ def verdict(
     return {"label": label, "text": text, "margin": LENIENCY_MARGIN}
 
 
-def spread_sentence(rows: list[dict[str, Any]], what: str, prefix: str = "") -> str | None:
-    """One sentence on how the bias moves across buckets, or None when its spread is under
-    LENIENCY_MARGIN."""
-    known = [r for r in rows if r["mean_bias"] is not None]
-    if len(known) < 2:
-        return None
-    lo = min(known, key=lambda r: r["mean_bias"])
-    hi = max(known, key=lambda r: r["mean_bias"])
-    if hi["mean_bias"] - lo["mean_bias"] < LENIENCY_MARGIN:
-        return None
-    return (
-        f"By {what}, the bias ranges from {lo['mean_bias']:+.2f} ({prefix}{lo['bucket']}) "
-        f"to {hi['mean_bias']:+.2f} ({prefix}{hi['bucket']})."
-    )
+def spread_sentences(
+    by_length: list[dict[str, Any]] | None, by_rank: list[dict[str, Any]] | None
+) -> str:
+    """What the verdict adds on how the bias moves across document lengths and ranks: a
+    sentence for each whose spread is LENIENCY_MARGIN or more."""
+    text = ""
+    for rows, what, prefix in ((by_length, "document length", ""), (by_rank, "rank", "rank ")):
+        known = [r for r in rows or [] if r["mean_bias"] is not None]
+        if len(known) < 2:
+            continue
+        lo = min(known, key=lambda r: r["mean_bias"])
+        hi = max(known, key=lambda r: r["mean_bias"])
+        if hi["mean_bias"] - lo["mean_bias"] >= LENIENCY_MARGIN:
+            text += (
+                f" By {what}, the bias ranges from {lo['mean_bias']:+.2f} ({prefix}{lo['bucket']}) "
+                f"to {hi['mean_bias']:+.2f} ({prefix}{hi['bucket']})."
+            )
+    return text
 
 
 def confidence_report(

@@ -79,13 +79,9 @@ def regression_fixed(
     return coef[..., 0], np.sqrt(sse / max(t - 3, 1) / t)
 
 
-def _rho2(alpha: float, t_star: float) -> float:
-    return (-2.0 * math.log(alpha) + math.log(-2.0 * math.log(alpha) + 1.0)) / t_star
-
-
 def boundary(t: Any, alpha: float = ALPHA, t_star: float = T_STAR) -> Any:
     """The normal-mixture boundary per unit standard deviation after t terms."""
-    r2 = _rho2(alpha, t_star)
+    r2 = (-2.0 * math.log(alpha) + math.log(-2.0 * math.log(alpha) + 1.0)) / t_star
     t = np.asarray(t, dtype=np.float64)
     return np.sqrt(2.0 * (t * r2 + 1.0) / (t * t * r2) * np.log(np.sqrt(t * r2 + 1.0) / alpha))
 
@@ -189,9 +185,8 @@ def share_sequence(
     f_all: npt.ArrayLike,
     variance_factor: float = 1.0,
 ) -> Sequence:
-    """The sequence after the grades `y` (0/1, in the sample's order), the LLM's `f` (0/1) of
-    those pairs, their draw probabilities `p`, and the LLM's f of all N pairs (`f_all`);
-    `variance_factor` is the design's (module docstring; the manifest records it)."""
+    """The sequence after the grades `y` (0/1, in the sample's order) with the LLM's `f` and draw
+    probabilities `p` of those pairs, `f_all` the LLM's f of all N pairs (module docstring)."""
     yy, ff, pp = (np.asarray(a, dtype=np.float64) for a in (y, f, p))
     fa = np.asarray(f_all, dtype=np.float64)
     if yy.size == 0 or yy.shape != ff.shape or yy.shape != pp.shape:

@@ -125,13 +125,6 @@ def _interval(
     return low, high
 
 
-def _multiplier(level: float, quantile: Quantile, clusters: int) -> tuple[float, int | None]:
-    if quantile == "normal":
-        return NormalDist().inv_cdf(0.5 + level / 2.0), None
-    df = clusters - 1
-    return (t_quantile(level, df), df) if df >= 1 else (float("nan"), df)
-
-
 def ppi_mean(
     y: npt.ArrayLike,
     f: npt.ArrayLike,
@@ -160,7 +153,10 @@ def ppi_mean(
     codes_l, codes_u = _shared_codes(groups, groups_unlabelled, n, n_u)
     labelled_units = _count(codes_l)
     clusters = None if groups is None else labelled_units
-    q, df = _multiplier(level, quantile, labelled_units)
+    q, df = NormalDist().inv_cdf(0.5 + level / 2.0), None
+    if quantile == "t":
+        df = labelled_units - 1
+        q = t_quantile(level, df) if df >= 1 else float("nan")
     f_all = np.concatenate([fl, fu])
     llm_only = float(f_all.mean())
     if population == "infinite":
@@ -291,10 +287,6 @@ class SampleDesign:
         if self.source == "manifest":
             return f"{what} ({self.strategy} sample, from the sample manifest)"
         return f"{what} (inferred, no sample manifest: {why})"
-
-    def to_json(self) -> dict[str, Any]:
-        """The `estimates.design` object of `calibrate --format json`."""
-        return {k: getattr(self, k) for k in ("kind", "source", "strategy", "text")}
 
 
 def design_of_strategy(strategy: str, sampled: int | None = None) -> SampleDesign:

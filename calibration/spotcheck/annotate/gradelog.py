@@ -1,6 +1,5 @@
 """The grades one person gave a sample: `SAMPLE.<annotator>.grades.jsonl`, one fsynced line per
-grade, so a crash loses nothing; the latest grade of a pair counts.
-"""
+grade, so a crash loses nothing; the latest grade of a pair counts."""
 
 from __future__ import annotations
 

@@ -64,11 +64,10 @@ class AnnotateServer:
         self.log = log
         self.scale = scale
         self.title = title
-        self.timeout = timeout
         self._known = {(i.query_id, i.doc_id) for i in items}
         self._graded = self._known.intersection(log.read())
         self._graded_lock = threading.Lock()
-        handler = _make_handler(self)
+        handler = type("Handler", (_AnnotateHandler,), {"app": self, "timeout": timeout})
         try:
             self._httpd = _BoundedHTTPServer((host, port), handler, max_connections, deadline)
         except OSError as exc:
@@ -213,14 +212,9 @@ class _BoundedHTTPServer(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
-def _make_handler(app: AnnotateServer) -> type[BaseHTTPRequestHandler]:
-    """The handler class of `app`: its routes, its timeout on every read and write of a
-    connection."""
-    return type("Handler", (_AnnotateHandler,), {"app": app, "timeout": app.timeout})
-
-
 class _AnnotateHandler(BaseHTTPRequestHandler):
-    """The page's routes for the server `app` (a subclass per server, `_make_handler`)."""
+    """The page's routes for the server `app` (a subclass per server, with its `timeout` on
+    every read and write of a connection)."""
 
     server_version = "relgrade-annotate"
     default_request_version = "HTTP/1.0"  # errors before the version is read get a status line
