@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
@@ -116,11 +116,7 @@ class BatchState(TablesBeside):
 
     def jobs(self, *, open_only: bool = False) -> list[Job]:
         """All jobs (or those not yet collected), oldest first."""
-        sql = (
-            "SELECT job_id, phase, batch_id, input_file_id, output_file_id, error_file_id,"
-            " remote_status, judge_config, n_requests, n_completed, n_failed, created_at,"
-            " updated_at, base_url FROM batch_jobs"
-        )
+        sql = f"SELECT {', '.join(f.name for f in fields(Job))} FROM batch_jobs"
         if open_only:
             sql += " WHERE phase != 'collected'"
         sql += " ORDER BY job_id"

@@ -36,7 +36,6 @@ from grader.batch.files.import_work import (
     read_in_worker,
     start_worker,
 )
-from grader.errors import InputError
 from grader.store.judgment_rows import StoredRow
 from grader.store.store import Store
 
@@ -119,15 +118,6 @@ class Importer(ImportFollowUp):
         files = jsonl_files(paths)
         refuse_request_files(files)
         empty = [p for p in files if p.stat().st_size <= 4096 and not p.read_bytes().strip()]
-        if files and len(empty) == len(files):
-            raise InputError(
-                "no results lines: "
-                + ("the file is" if len(files) == 1 else f"all {len(files)} files are")
-                + " empty; nothing was imported",
-                path=files[0] if len(files) == 1 else ", ".join(map(str, files)),
-                hint="check that the engine ran and wrote its output there "
-                "(vllm run-batch -i REQUESTS -o RESULTS), then import RESULTS",
-            )
         total = sum(p.stat().st_size for p in files) or 1
         summary = self._summary = ImportSummary(files=len(files), empty=[str(p) for p in empty])
         started = time.perf_counter()

@@ -202,34 +202,38 @@ def jsonl_files(paths: Sequence[str | Path], what: str = "results") -> list[Path
     return found
 
 
+def first_record(path: Path) -> tuple[int, Any]:
+    """(number, JSON value) of the first line of `path` that is not blank (None: not JSON)."""
+    with path.open("rb") as fh:
+        for number, raw in enumerate(iter(lambda: fh.readline(LINE_LIMIT), b""), 1):
+            if raw.strip():
+                try:
+                    return number, json.loads(raw)
+                except ValueError:
+                    return number, None
+    return 0, None
+
+
 def refuse_request_files(files: Sequence[Path]) -> None:
     """InputError when a file given as results is a request file (its first line has `method`,
     `url` and `body` and no `response` or `error`): nothing is imported, none of its
     requests is marked failed."""
     for path in files:
-        with path.open("rb") as fh:
-            for number, raw in enumerate(iter(lambda: fh.readline(LINE_LIMIT), b""), 1):
-                if not raw.strip():
-                    continue
-                try:
-                    line = json.loads(raw)
-                except ValueError:
-                    break  # not JSON: the import says so, line by line
-                if (
-                    isinstance(line, dict)
-                    and {"method", "url", "body"} <= line.keys()
-                    and not {"response", "error"} & line.keys()
-                ):
-                    raise InputError(
-                        "this is a request file (its lines have method, url and body, no "
-                        "response): batch import takes the results an engine wrote for it; "
-                        "nothing was imported",
-                        path=path,
-                        line=number,
-                        hint="run the engine on it first (vllm run-batch -i REQUESTS -o "
-                        "RESULTS), then import RESULTS",
-                    )
-                break
+        number, line = first_record(path)
+        if (
+            isinstance(line, dict)
+            and {"method", "url", "body"} <= line.keys()
+            and not {"response", "error"} & line.keys()
+        ):
+            raise InputError(
+                "this is a request file (its lines have method, url and body, no "
+                "response): batch import takes the results an engine wrote for it; "
+                "nothing was imported",
+                path=path,
+                line=number,
+                hint="run the engine on it first (vllm run-batch -i REQUESTS -o "
+                "RESULTS), then import RESULTS",
+            )
 
 
 def nothing_usable(files: list[Path], summary: ImportSummary) -> InputError:
@@ -243,10 +247,12 @@ def nothing_usable(files: list[Path], summary: ImportSummary) -> InputError:
         reasons.append(f"a last line is cut short ({', '.join(summary.truncated)})")
     if summary.empty:
         reasons.append(f"{len(summary.empty)} files are empty")
+    said = "no usable results line: " + ("; ".join(reasons) or "no line holds a result")
+    if len(summary.empty) == len(files):  # (the import does not start)
+        who = "the file is" if len(files) == 1 else f"all {len(files)} files are"
+        said = f"no results lines: {who} empty"
     return InputError(
-        "no usable results line: "
-        + ("; ".join(reasons) or "no line holds a result")
-        + "; nothing was imported",
+        said + "; nothing was imported",
         path=files[0] if len(files) == 1 else ", ".join(map(str, files)),
         hint="import the results an engine wrote for the request files of `relgrade batch "
         "export`, e.g. vllm run-batch -i REQUESTS -o RESULTS",
