@@ -11,13 +11,12 @@ import secrets
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from itertools import islice
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 from grader.batch.adapter import LLMBatchJudge
-from grader.batch.files.exports import ExportState, LineRow, custom_id
+from grader.batch.files.exports import ExportState, LineRow, batches, custom_id
 from grader.batch.files.request_files import (
     RequestFiles,
     RequestLines,
@@ -129,12 +128,6 @@ class ExportSummary:
     stale: int = 0  # temporary files a killed export left, removed
 
 
-def _chunks(pairs: Iterable[tuple[Query, Doc]], size: int) -> Iterator[list[tuple[Query, Doc]]]:
-    it = iter(pairs)
-    while chunk := list(islice(it, size)):
-        yield chunk
-
-
 def export_requests(
     store: Store,
     judge: LLMBatchJudge,
@@ -174,7 +167,7 @@ def export_requests(
         summary.stale = drop_stale(folder, state.unlisted)  # what a killed export left
         export = _Export(store, state, judge, files, batch_pairs, checkpoints)
         try:
-            for part in _chunks(pairs, chunk):
+            for part in batches(pairs, chunk):
                 export.add(part, summary)
                 if progress is not None:
                     done = summary.pairs + summary.stored + summary.pending

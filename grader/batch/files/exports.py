@@ -6,15 +6,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import groupby
+from itertools import groupby, islice
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from grader.batch.beside import TablesBeside
 from grader.errors import InputError
 from grader.store.writing import now_text
 
 CUSTOM_ID_PREFIX = "relgrade"
+T = TypeVar("T")
 
 
 def custom_id(export_id: str, key: str) -> str:
@@ -172,7 +173,8 @@ class ExportState(TablesBeside):
     def lines(self, export_id: str, keys: Iterable[str]) -> dict[str, Line]:
         """The lines of `export_id` among `keys`, by key."""
         found: dict[str, Line] = {}
-        for chunk, marks in _chunks(keys):
+        for chunk in batches(dict.fromkeys(keys), 500):
+            marks = ",".join("?" * len(chunk))
             for key, file_no, line_no, qid, did, outcome in self._conn.execute(
                 "SELECT key, file_no, line_no, query_id, doc_id, outcome FROM export_lines"
                 # by key: without statistics SQLite would scan the export's lines instead
@@ -335,12 +337,11 @@ class ExportState(TablesBeside):
         )
 
 
-def _chunks(keys: Iterable[str], size: int = 500) -> Iterator[tuple[list[str], str]]:
-    """The distinct `keys` in chunks, each with its `?` marks for `IN (...)`."""
-    unique = list(dict.fromkeys(keys))
-    for start in range(0, len(unique), size):
-        chunk = unique[start : start + size]
-        yield chunk, ",".join("?" * len(chunk))
+def batches(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """`items` in lists of `size` (the last shorter)."""
+    it = iter(items)
+    while chunk := list(islice(it, size)):
+        yield chunk
 
 
 def runs_of(places: Iterable[tuple[int, int, str]]) -> Iterator[tuple[int, int, int, str]]:

@@ -13,6 +13,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -173,9 +174,7 @@ class Importer(ImportFollowUp):
             while result.need_export is not None:
                 export_id, line = result.need_export
                 readers[export_id] = self.judge(export_id, task.path, line).replies
-                task = RangeTask(
-                    task.path, task.start, task.end, task.first_line, task.at_eof, dict(readers)
-                )
+                task = replace(task, readers=dict(readers))
                 result = submit(task)()
             self._take(result)
             self._done += 1
