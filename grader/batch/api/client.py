@@ -102,10 +102,6 @@ class BatchClient:
         policy = self.policy
         url = str(self.client.base_url)
 
-        async def bounded() -> T:
-            async with deadline(seconds, method, url):
-                return await fn()
-
         def wait(state: RetryCallState) -> float:
             exc = state.outcome.exception() if state.outcome else None
             return 0.0 if exc is None else retry_delay(exc, state.attempt_number, policy)
@@ -119,7 +115,8 @@ class BatchClient:
         try:
             async for attempt in retrying:
                 with attempt:
-                    return await bounded()
+                    async with deadline(seconds, method, url):
+                        return await fn()
         except openai.OpenAIError as exc:
             status = status_of(exc)
             if what in ("upload", "create") and status in NO_BATCH_API_STATUSES:

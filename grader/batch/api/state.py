@@ -4,7 +4,7 @@ change, so `batch status|collect` or a rerun can continue them."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
@@ -146,12 +146,7 @@ class BatchState(TablesBeside):
             )
         }
 
-    def keys_with_outcome(self, outcome: str, keys: Iterable[str] | None = None) -> set[str]:
+    def keys_with_outcome(self, outcome: str) -> set[str]:
         """Keys whose latest job ended with `outcome` ('batch' = graded at the batch price)."""
-        found = {
-            k
-            for (k,) in self._conn.execute(
-                "SELECT DISTINCT key FROM batch_items WHERE outcome = ?", (outcome,)
-            )
-        }
-        return found if keys is None else found & set(keys)
+        sql = "SELECT DISTINCT key FROM batch_items WHERE outcome = ?"
+        return {k for (k,) in self._conn.execute(sql, (outcome,))}

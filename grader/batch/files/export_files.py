@@ -37,24 +37,21 @@ CHUNK = 2000  # pairs per store lookup
 BATCH_PAIRS = 50_000  # id pairs whose texts, id pairs and lines are written in one transaction each
 CACHE_KIB = 32_768  # SQLite pages each of the export's connections keeps (2 MiB by default)
 
-DROPPED: dict[str, str] = {
-    "vllm_guided_json": (
-        "vLLM removed the guided_json request field (0.12): its run-batch takes the line, logs "
-        'that the field is removed ("output will NOT be constrained") and answers without '
-        "the schema; a batch has no refusal to fall back on"
-    ),
-    "ollama_format": (
-        "`format` is a field of Ollama's native /api/chat; a batch line goes to "
-        "/v1/chat/completions, where vLLM and Ollama ignore it, so the replies would not be "
-        "constrained"
-    ),
-}
-"""The output modes whose constraint batch engines drop (not refuse), and why."""
-
 
 def check_batch_mode(mode: OutputMode) -> None:
-    """InputError when batch engines would drop `mode`'s constraint (`DROPPED`)."""
-    why = DROPPED.get(mode)
+    """InputError when batch engines would drop (not refuse) `mode`'s constraint."""
+    why = {
+        "vllm_guided_json": (
+            "vLLM removed the guided_json request field (0.12): its run-batch takes the line, logs "
+            'that the field is removed ("output will NOT be constrained") and answers without '
+            "the schema; a batch has no refusal to fall back on"
+        ),
+        "ollama_format": (
+            "`format` is a field of Ollama's native /api/chat; a batch line goes to "
+            "/v1/chat/completions, where vLLM and Ollama ignore it, so the replies would not be "
+            "constrained"
+        ),
+    }.get(mode)
     if why is not None:
         raise InputError(
             f"--output-mode {mode} cannot be exported for a batch engine: {why}",
