@@ -8,7 +8,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader.batch.api.client import poll_delays
 from grader.batch.requests import request_line, split_requests
 from grader.errors import InputError
 
@@ -68,8 +67,3 @@ def test_split_keeps_every_request_once_in_order_within_limits(
     for keys, content in files:
         assert 1 <= len(keys) <= max_requests
         assert len(content) <= max_bytes
-
-
-def test_poll_delays_grow_to_the_cap() -> None:
-    gen = poll_delays(initial=2.0, factor=2.0, cap=10.0)
-    assert [next(gen) for _ in range(5)] == [2.0, 4.0, 8.0, 10.0, 10.0]

@@ -7,7 +7,7 @@ uploads get a second more per MiB, downloads one per 256 KiB received
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -27,14 +27,6 @@ T = TypeVar("T")
 
 TERMINAL_STATUSES = frozenset({"completed", "failed", "expired", "cancelled"})
 NO_BATCH_API_STATUSES = frozenset({404, 405, 501})  # an upload or create without a Batch API
-
-
-def poll_delays(initial: float = 5.0, factor: float = 1.5, cap: float = 120.0) -> Iterator[float]:
-    """Seconds to wait before each successive status check: initial, x factor, ..., never > cap."""
-    delay = initial
-    while True:
-        yield min(delay, cap)
-        delay = min(delay * factor, cap)
 
 
 @dataclass(frozen=True)

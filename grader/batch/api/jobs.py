@@ -14,7 +14,7 @@ from typing import Any
 
 from grader import defaults
 from grader.batch.adapter import LLMBatchJudge
-from grader.batch.api.client import TERMINAL_STATUSES, BatchClient, BatchInfo, poll_delays
+from grader.batch.api.client import TERMINAL_STATUSES, BatchClient, BatchInfo
 from grader.batch.api.state import BatchState, Item, Job
 from grader.batch.collect import (
     LineProblem,
@@ -167,10 +167,9 @@ class BatchRunner:
         """Drive open jobs (all, or `job_ids`): advance each, collect the finished ones; with
         `wait`, poll with growing delays until all are collected or `options.max_wait_s`."""
         summary = CollectSummary()
-        delays = poll_delays(
-            self.options.poll_initial, self.options.poll_factor, self.options.poll_cap
-        )
-        deadline = clock() + self.options.max_wait_s
+        options = self.options
+        delay = min(options.poll_initial, options.poll_cap)
+        deadline = clock() + options.max_wait_s
         while True:
             open_jobs = [
                 j for j in self.state.jobs(open_only=True) if job_ids is None or j.job_id in job_ids
@@ -189,7 +188,8 @@ class BatchRunner:
                 if clock() >= deadline:
                     summary.waited_out = True
                     break
-                await sleep(min(next(delays), max(0.0, deadline - clock())))
+                await sleep(min(delay, max(0.0, deadline - clock())))
+                delay = min(delay * options.poll_factor, options.poll_cap)
         return summary
 
     async def collect(self, job: Job, judge: BatchJudge) -> CollectSummary:
