@@ -77,8 +77,7 @@ class ResultsWriter:
 
     def __init__(self, out_dir: Path) -> None:
         self.out_dir = out_dir
-        self._files: dict[str, IO[bytes]] = {}
-        self._names: set[str] = set()
+        self._files: dict[str, IO[bytes]] = {}  # (closed ones too, for `paths`)
         self.written = 0
 
     def write(self, request_file: str, lines: list[str]) -> None:
@@ -88,19 +87,17 @@ class ResultsWriter:
             path = results_name(self.out_dir, request_file)
             trim_cut_line(path)
             fh = self._files[request_file] = path.open("ab")
-            self._names.add(request_file)
         fh.write("".join(line + "\n" for line in lines).encode("utf-8"))
         fh.flush()
         self.written += len(lines)
 
     def paths(self) -> list[Path]:
         """The results files written to, in request file order."""
-        return [results_name(self.out_dir, name) for name in sorted(self._names)]
+        return [results_name(self.out_dir, name) for name in sorted(self._files)]
 
     def close(self) -> None:
         for fh in self._files.values():
             fh.close()
-        self._files.clear()
 
 
 def node_share(files: Sequence[RequestFile], node: int, nodes: int) -> list[RequestFile]:

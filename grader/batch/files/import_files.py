@@ -188,7 +188,10 @@ class Importer(ImportFollowUp):
                 self._writes += 1
                 if self.freeze_gc and self._writes % COLLECT_WRITES == 0:
                     gc.collect()  # what the lines written made (`frozen_gc`)
-            self._report(started, done_bytes / total)
+            if self.progress is not None:
+                elapsed = time.perf_counter() - started
+                fraction = min(1.0, done_bytes / total)
+                self.progress(LineProgress(self._summary.lines, None, elapsed, fraction))
 
     def _take(self, result: RangeResult) -> None:
         """Decide each answer of a range, in file order, from what the worker read, unless this
@@ -276,11 +279,6 @@ class Importer(ImportFollowUp):
             known = self._known
             for key in keys:
                 known.pop(key, None)
-
-    def _report(self, started: float, fraction: float) -> None:
-        if self.progress is not None:
-            elapsed = time.perf_counter() - started
-            self.progress(LineProgress(self._summary.lines, None, elapsed, min(1.0, fraction)))
 
 
 def close_export(store: Store, judge_for: JudgeFor, export_id: str) -> CloseSummary:

@@ -143,26 +143,19 @@ class ImportFollowUp:
         already = sum(f.waiting for f in before) - summary.missing
         return CloseSummary(export_id, summary.missing, already, self.state.file_states(export_id))
 
-    def _not_permanent(self, lines: list[Line], summary: ImportSummary) -> list[Line]:
-        """The lines whose stored failure a new request may fix: a permanent one (past the
-        context, an unknown model) fails again, and may be paid again (`permanent`)."""
-        stored = self.store.get_many(x.key for x in lines)
-        kept = [
-            x
-            for x in lines
-            if x.key not in stored or failure_kind(stored[x.key].error) != "permanent"
-        ]
-        summary.permanent += len(lines) - len(kept)
-        return kept
-
     async def reask_failed(
         self, summary: ImportSummary, *, concurrency: int = defaults.CONCURRENCY
     ) -> None:
         """Ask live every failed request of the touched request files, through each export's
         judge, storing each answer as live grading does. A fatal JudgeError stops it; what was
-        answered is kept."""
+        answered is kept. A permanent failure (past the context, an unknown model) is left
+        alone: it would fail again, and may be paid again (`permanent`)."""
         for export_id, _, lines in self._open_lines(summary, "failed", limit=500):
-            items = texts_by_key(self.store, self._not_permanent(lines, summary))
+            stored = self.store.get_many(x.key for x in lines)
+            kind = {k: failure_kind(j.error) for k, j in stored.items()}
+            todo = [x for x in lines if kind.get(x.key) != "permanent"]
+            summary.permanent += len(lines) - len(todo)
+            items = texts_by_key(self.store, todo)
             answers = await retry_live(
                 items, items, self._judges[export_id], concurrency=concurrency
             )
