@@ -265,16 +265,6 @@ class ExportState(TablesBeside):
                 found[other] = int(count)
         return found
 
-    def files(self, export_id: str) -> list[tuple[int, str, int, int, str]]:
-        """(file_no, path, lines, bytes, sha256) of each request file of an export."""
-        return list(
-            self._conn.execute(
-                "SELECT file_no, path, lines, bytes, sha256 FROM export_files"
-                " WHERE export_id = ? ORDER BY file_no",
-                (export_id,),
-            )
-        )
-
     def unlisted(self, export_id: str, file_no: int) -> bool:
         """Whether request file `file_no` of `export_id`, an export of this store, is not listed."""
         listed = self._conn.execute(
@@ -299,7 +289,11 @@ class ExportState(TablesBeside):
 
     def file_states(self, export_id: str) -> list[FileState]:
         """Each request file of `export_id` with its lines by outcome, in file order."""
-        paths = {file_no: path for file_no, path, *_ in self.files(export_id)}
+        paths = dict(
+            self._conn.execute(
+                "SELECT file_no, path FROM export_files WHERE export_id = ?", (export_id,)
+            )
+        )
         rows = self._conn.execute(
             "SELECT file_no, COUNT(*), COUNT(CASE WHEN outcome = 'ok' THEN 1 END),"
             " COUNT(CASE WHEN outcome = 'failed' THEN 1 END) FROM export_lines"
