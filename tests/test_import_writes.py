@@ -187,8 +187,8 @@ def test_a_range_result_crosses_processes_whole() -> None:
     with Store(":memory:") as store:
         [row] = [from_journal_row(r) for r in store.rows([(ok(KEY_A), FP)]).judgments]
     answers = [
-        Answer(Line(KEY_A, 1, 1, "q1", "d1", None), "e1", None, "ok", None, row),
-        Answer(Line(KEY_B, 1, 2, "q1", "d2", "ok"), "e1", "ok"),
+        Answer(KEY_A, "e1", 1, 1, None, None, "ok", None, row),
+        Answer(KEY_B, "e1", 1, 2, "ok", "ok", None, None, None),
     ]
     result = RangeResult(answers=answers, truncated=["f:3"], n_malformed=1)
     back = pickle.loads(pickle.dumps(result))

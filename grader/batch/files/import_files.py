@@ -205,10 +205,9 @@ class Importer(ImportFollowUp):
         known = self._known
         answers = result.answers
         summary.lines += len(answers)
-        summary.touched.update({(a[1], a[0][1]) for a in answers})
+        summary.touched.update({(a[1], a[2]) for a in answers})
         rows, outcomes = pending.rows, pending.outcomes
-        for line, export_id, stored, status, error, row in answers:
-            key, file_no, line_no, _, _, outcome = line
+        for key, export_id, file_no, line_no, stored, outcome, status, error, row in answers:
             wrote = known.get(key)
             if wrote is not None:
                 stored, outcome = wrote[0], wrote[1].get(export_id, outcome)

@@ -49,15 +49,31 @@ class RangeTask:
 
 
 class Answer(NamedTuple):
-    """One results line: its export line (outcome as read), export, the key's stored status, and
-    the judgment's status, error type and row (None: stored ok already)."""
+    """One results line: key, export, place (file, line), the key's stored status and line
+    outcome as read, and the judgment's status, error type and row (None: stored ok already)."""
 
-    line: Line
+    key: str
     export_id: str
+    file_no: int
+    line_no: int
     stored: str | None
-    status: str | None = None
-    error_type: str | None = None
-    row: StoredRow | None = None
+    outcome: str | None
+    status: str | None
+    error_type: str | None
+    row: StoredRow | None
+
+    @classmethod
+    def of(
+        cls,
+        line: Line,
+        export_id: str,
+        stored: str | None,
+        status: str | None = None,
+        error_type: str | None = None,
+        row: StoredRow | None = None,
+    ) -> Answer:
+        key, file_no, line_no, _, _, outcome = line
+        return cls(key, export_id, file_no, line_no, stored, outcome, status, error_type, row)
 
 
 @dataclass
@@ -188,7 +204,7 @@ class RangeReader:
             stored = statuses.get(key)
             if stored == "ok":  # final: nothing to read but whether it was paid again
                 paid = "ok" if _answered(record) else None
-                answers[number] = Answer(line, export_id, stored, paid)
+                answers[number] = Answer.of(line, export_id, stored, paid)
                 continue
             other = None
             if isinstance(record, ResultLine):  # structs: a reply live grading accepts, or None
@@ -205,7 +221,7 @@ class RangeReader:
                 row = replies.ok_row(
                     self.store, reply, query_id, doc_id, cut[doc_id], key, created_at=now
                 )
-                answers[number] = Answer(line, export_id, stored, "ok", None, row)
+                answers[number] = Answer.of(line, export_id, stored, "ok", None, row)
                 continue
             rest.append((rec, line, stored, other))
         if rest:
@@ -264,7 +280,7 @@ class RangeReader:
         rows = self.store.stored_rows((j, replies.fingerprint) for _, _, _, j in judged)
         for (rec, line, stored, judgment), row in zip(judged, rows, strict=True):
             error = judgment.error.type if judgment.error else None
-            answers[rec.line] = Answer(line, export_id, stored, judgment.status, error, row)
+            answers[rec.line] = Answer.of(line, export_id, stored, judgment.status, error, row)
 
 
 def line_ranges(path: Path, block: int) -> Iterator[tuple[int, int, int, bool]]:
