@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import groupby, islice
+from itertools import islice
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
@@ -341,12 +341,13 @@ def batches(items: Iterable[T], size: int) -> Iterator[list[T]]:
 def runs_of(places: Iterable[tuple[int, int, str]]) -> Iterator[tuple[int, int, int, str]]:
     """(file, first line, last line, outcome) of each run of consecutive lines of one file
     with one outcome, for `places` (file, line, outcome) in file order."""
-    for (file_no, _, outcome), run in groupby(enumerate(places), _run_of):
-        lines = [line for _, (_, line, _) in run]
-        yield file_no, lines[0], lines[-1], outcome
-
-
-def _run_of(place: tuple[int, tuple[int, int, str]]) -> tuple[int, int, str]:
-    """What the lines of one run share: file, line number less place in `places`, outcome."""
-    i, (file_no, line_no, outcome) = place
-    return file_no, line_no - i, outcome
+    run: list[Any] | None = None
+    for file_no, line_no, outcome in places:
+        if run is not None and run[0] == file_no and run[2] + 1 == line_no and run[3] == outcome:
+            run[2] = line_no
+            continue
+        if run is not None:
+            yield run[0], run[1], run[2], run[3]
+        run = [file_no, line_no, line_no, outcome]
+    if run is not None:
+        yield run[0], run[1], run[2], run[3]
