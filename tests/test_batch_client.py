@@ -32,9 +32,9 @@ def _bodies(n: int) -> list[tuple[str, dict[str, object]]]:
 async def test_upload_create_poll_download(batch_api: FakeBatchAPI) -> None:
     client = BatchClient(base_url=batch_api.server.base_url, api_key="sk-test")
     batch_api.plan(BatchPlan(polls_in_progress=1, errors={2: (500, "server_error")}))
-    (request_file,) = split_requests(_bodies(3))
-    file_id = await client.upload(request_file.content(), filename="x.jsonl")
-    assert batch_api.contents[file_id] == request_file.content()
+    ((_, content),) = split_requests(_bodies(3))
+    file_id = await client.upload(content, filename="x.jsonl")
+    assert batch_api.contents[file_id] == content
     info = await client.create(file_id, metadata={"relgrade_job": "1"})
     assert info.status == "validating"
     assert batch_api.batches[info.id]["metadata"] == {"relgrade_job": "1"}  # sent with it

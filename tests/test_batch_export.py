@@ -44,7 +44,7 @@ def _expected_files(
         key = maker.key(query.text, doc.text)
         if key not in skip and custom_id(export_id, key) not in requests:
             requests[custom_id(export_id, key)] = judge.build_request(query, doc)
-    return [f.content() for f in split_requests(requests.items(), **kw)]
+    return [content for _, content in split_requests(requests.items(), **kw)]
 
 
 def _rows(db: Path, sql: str) -> list[tuple[Any, ...]]:

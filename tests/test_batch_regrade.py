@@ -244,3 +244,22 @@ async def test_waiting_for_a_batch_that_never_ends_has_an_end(setup: Setup) -> N
         assert summary.waited_out and summary.jobs == 0
         assert 3600.0 <= now[0] <= 3660.0 and len(slept) <= 61
         assert [j.phase for j in BatchState(store).jobs()] == ["submitted"]
+
+
+@pytest.mark.slow
+async def test_polls_wait_longer_each_time_up_to_the_cap(setup: Setup) -> None:
+    setup.api.plan(BatchPlan(polls_in_progress=10**6))
+    now = [0.0]
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        now[0] += seconds
+
+    with Store(setup.db) as store:
+        await setup.run(store, wait=False)
+        options = {"poll_initial": 2.0, "poll_factor": 2.0, "poll_cap": 10.0, "max_wait_s": 40.0}
+        runner = setup.runner(store, **options)
+        batch_judge = LLMBatchJudge(setup.judge)
+        await runner.run(lambda config: batch_judge, sleep=sleep, clock=lambda: now[0])
+    assert slept == [2.0, 4.0, 8.0, 10.0, 10.0, 6.0]  # the last cut to the time left

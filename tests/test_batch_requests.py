@@ -8,7 +8,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader.batch.api.client import poll_delays
 from grader.batch.requests import request_line, split_requests
 from grader.errors import InputError
 
@@ -31,16 +30,16 @@ def test_line_is_a_batch_api_request_keyed_by_content_key() -> None:
 
 def test_split_by_request_count() -> None:
     files = list(split_requests(((f"k{i}", _body(1)) for i in range(7)), max_requests=3))
-    assert [f.keys for f in files] == [["k0", "k1", "k2"], ["k3", "k4", "k5"], ["k6"]]
-    first = [json.loads(x)["custom_id"] for x in files[0].content().splitlines()]
+    assert [keys for keys, _ in files] == [["k0", "k1", "k2"], ["k3", "k4", "k5"], ["k6"]]
+    first = [json.loads(x)["custom_id"] for x in files[0][1].splitlines()]
     assert first == ["k0", "k1", "k2"]
 
 
 def test_split_by_bytes_never_exceeds_the_limit() -> None:
     one = len(request_line("k0", _body(100)))
     files = list(split_requests(((f"k{i}", _body(100)) for i in range(5)), max_bytes=2 * one + 1))
-    assert [len(f.keys) for f in files] == [2, 2, 1]
-    assert all(len(f.content()) <= 2 * one + 1 for f in files)
+    assert [len(keys) for keys, _ in files] == [2, 2, 1]
+    assert all(len(content) <= 2 * one + 1 for _, content in files)
 
 
 def test_request_too_big_for_any_file_is_an_error() -> None:
@@ -64,12 +63,7 @@ def test_split_keeps_every_request_once_in_order_within_limits(
     max_bytes = len(request_line("k00", _body(300))) + extra
     reqs = [(f"k{i:02d}", _body(n)) for i, n in enumerate(sizes)]
     files = list(split_requests(reqs, max_requests=max_requests, max_bytes=max_bytes))
-    assert [k for f in files for k in f.keys] == [k for k, _ in reqs]
-    for f in files:
-        assert 1 <= len(f.keys) <= max_requests
-        assert len(f.content()) <= max_bytes
-
-
-def test_poll_delays_grow_to_the_cap() -> None:
-    gen = poll_delays(initial=2.0, factor=2.0, cap=10.0)
-    assert [next(gen) for _ in range(5)] == [2.0, 4.0, 8.0, 10.0, 10.0]
+    assert [k for keys, _ in files for k in keys] == [k for k, _ in reqs]
+    for keys, content in files:
+        assert 1 <= len(keys) <= max_requests
+        assert len(content) <= max_bytes

@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from grader.batch.engines.http_requests import Requester, Servers
-from grader.batch.engines.ray_run import SentLog, count_sent
+from grader.batch.engines.ray_run import Requester, SentLog, Servers, count_sent
 from grader.batch.engines.request_dir import ResultsWriter, trim_cut_line
 from grader.cli.main import main
 from tests.fakeserver import FakeServer, faults

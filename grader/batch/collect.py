@@ -89,28 +89,20 @@ def parse_result_files(
     """Validate the lines of an output file and read an error file, for the keys in `items`
     (other lines were not asked for: ignored)."""
     result = ParsedFiles()
-    for number, raw in enumerate(errors.splitlines(), start=1):
-        record = _load(raw)
-        if record is None:
-            continue
-        key = str(record.get("custom_id"))
-        if key in items:
-            code, message = _error_text(record)
-            result.problems[key] = LineProblem(f"Batch:{code}", message or f"error line {number}")
-    for number, raw in enumerate(output.splitlines(), start=1):
-        record = _load(raw)
-        if record is None:
-            continue
-        key = str(record.get("custom_id"))
-        if key not in items or key in result.judgments:
-            continue
-        query, doc = items[key]
-        outcome = parse_output_record(record, query, doc, key, parse, where=f"output line {number}")
-        if isinstance(outcome, LineProblem):
-            result.problems[key] = outcome
-            continue
-        result.problems.pop(key, None)
-        result.judgments[key] = outcome
+    for what, data in (("error", errors), ("output", output)):  # an output line decides
+        for number, raw in enumerate(data.splitlines(), start=1):
+            record = _load(raw) or {}
+            key = str(record.get("custom_id"))
+            if key not in items or key in result.judgments:
+                continue
+            query, doc = items[key]
+            where = f"{what} line {number}"
+            outcome = parse_output_record(record, query, doc, key, parse, where=where)
+            if isinstance(outcome, LineProblem):
+                result.problems[key] = outcome
+            else:
+                result.problems.pop(key, None)
+                result.judgments[key] = outcome
     for key in items:
         if key not in result.judgments and key not in result.problems:
             result.problems[key] = LineProblem(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from grader.errors import InputError
@@ -32,36 +31,21 @@ def check_size(size: int, max_bytes: int) -> None:
         )
 
 
-@dataclass
-class RequestFile:
-    """The bytes of one input file and the content keys it asks for, in order."""
-
-    keys: list[str] = field(default_factory=list)
-    chunks: list[bytes] = field(default_factory=list)
-    size: int = 0
-
-    def add(self, key: str, line: bytes) -> None:
-        self.keys.append(key)
-        self.chunks.append(line)
-        self.size += len(line)
-
-    def content(self) -> bytes:
-        """The whole JSONL file."""
-        return b"".join(self.chunks)
-
-
 def split_requests(
     requests: Iterable[tuple[str, Mapping[str, Any]]],
     *,
     max_requests: int = MAX_REQUESTS_PER_FILE,
     max_bytes: int = MAX_BYTES_PER_FILE,
-) -> Iterator[RequestFile]:
+) -> Iterator[tuple[list[str], bytes]]:
     """Group (key, body) requests into files of at most `max_requests` lines and `max_bytes`
-    bytes; a repeated key or a request over `max_bytes` is an InputError."""
+    bytes, each its keys and JSONL content; a repeated key or a request over `max_bytes` is an
+    InputError."""
     if max_requests < 1 or max_bytes < 1:
         raise InputError("batch limits must be positive", hint="check --batch-max-requests/bytes")
     seen: set[str] = set()
-    current = RequestFile()
+    keys: list[str] = []
+    lines: list[bytes] = []
+    size = 0
     for key, body in requests:
         if key in seen:
             raise InputError(
@@ -70,11 +54,11 @@ def split_requests(
         seen.add(key)
         line = request_line(key, body)
         check_size(len(line), max_bytes)
-        if current.keys and (
-            len(current.keys) >= max_requests or current.size + len(line) > max_bytes
-        ):
-            yield current
-            current = RequestFile()
-        current.add(key, line)
-    if current.keys:
-        yield current
+        if keys and (len(keys) >= max_requests or size + len(line) > max_bytes):
+            yield keys, b"".join(lines)
+            keys, lines, size = [], [], 0
+        keys.append(key)
+        lines.append(line)
+        size += len(line)
+    if keys:
+        yield keys, b"".join(lines)

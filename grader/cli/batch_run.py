@@ -140,7 +140,7 @@ def run_ray(args: argparse.Namespace, files: list[RequestFile], out_dir: Path) -
 
 def run_vllm(args: argparse.Namespace, files: list[RequestFile], out_dir: Path) -> int:
     """Print, or run (--exec), vLLM run-batch per request file of this node's share."""
-    from grader.batch.engines import vllm_run
+    from grader.batch.engines import request_dir as vllm_run
 
     share = vllm_run.node_share(files, args.node, args.nodes)
     if args.base_url:

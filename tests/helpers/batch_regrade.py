@@ -48,7 +48,7 @@ class Setup:
             api_key="sk-test",
             policy=RetryPolicy(max_attempts=2, base_delay=0.001, max_delay=0.01),
         )
-        return BatchRunner(store, client, options=BatchOptions(poll_initial=0.0, **options))
+        return BatchRunner(store, client, options=BatchOptions(**{"poll_initial": 0.0, **options}))
 
     async def run(
         self, store: Store, select: tuple[str, ...] = ("all",), wait: bool = True, **options: Any

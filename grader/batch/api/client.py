@@ -7,7 +7,7 @@ uploads get a second more per MiB, downloads one per 256 KiB received
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -27,14 +27,6 @@ T = TypeVar("T")
 
 TERMINAL_STATUSES = frozenset({"completed", "failed", "expired", "cancelled"})
 NO_BATCH_API_STATUSES = frozenset({404, 405, 501})  # an upload or create without a Batch API
-
-
-def poll_delays(initial: float = 5.0, factor: float = 1.5, cap: float = 120.0) -> Iterator[float]:
-    """Seconds to wait before each successive status check: initial, x factor, ..., never > cap."""
-    delay = initial
-    while True:
-        yield min(delay, cap)
-        delay = min(delay * factor, cap)
 
 
 @dataclass(frozen=True)
@@ -102,10 +94,6 @@ class BatchClient:
         policy = self.policy
         url = str(self.client.base_url)
 
-        async def bounded() -> T:
-            async with deadline(seconds, method, url):
-                return await fn()
-
         def wait(state: RetryCallState) -> float:
             exc = state.outcome.exception() if state.outcome else None
             return 0.0 if exc is None else retry_delay(exc, state.attempt_number, policy)
@@ -119,7 +107,8 @@ class BatchClient:
         try:
             async for attempt in retrying:
                 with attempt:
-                    return await bounded()
+                    async with deadline(seconds, method, url):
+                        return await fn()
         except openai.OpenAIError as exc:
             status = status_of(exc)
             if what in ("upload", "create") and status in NO_BATCH_API_STATUSES:

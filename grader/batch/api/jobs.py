@@ -14,7 +14,7 @@ from typing import Any
 
 from grader import defaults
 from grader.batch.adapter import LLMBatchJudge
-from grader.batch.api.client import TERMINAL_STATUSES, BatchClient, BatchInfo, poll_delays
+from grader.batch.api.client import TERMINAL_STATUSES, BatchClient, BatchInfo
 from grader.batch.api.state import BatchState, Item, Job
 from grader.batch.collect import (
     LineProblem,
@@ -104,13 +104,13 @@ class BatchRunner:
             items.setdefault(key, []).append(Item(key, query.query_id, doc.doc_id))
         requests = ((k, judge.build_request(*first[k])) for k in first)
         job_ids: list[int] = []
-        for request_file in split_requests(
+        for keys, content in split_requests(
             requests, max_requests=self.options.max_requests, max_bytes=self.options.max_bytes
         ):
-            job_items = [item for key in request_file.keys for item in items[key]]
+            job_items = [item for key in keys for item in items[key]]
             job_id = self.state.add_job(config, job_items, base_url=self.client.base_url)
             try:
-                await self._upload(job_id, request_file.content())
+                await self._upload(job_id, content)
             except NoBatchAPI:
                 self.state.drop_prepared(job_id)  # nothing reached the server
                 raise
@@ -144,8 +144,8 @@ class BatchRunner:
             items = texts_by_key(self.store, self.state.items(job.job_id))
             judge = judge_for(job.judge_config)
             requests = [(k, judge.build_request(q, d)) for k, (q, d) in items.items()]
-            (request_file,) = split_requests(requests, max_requests=len(requests) or 1)
-            await self._upload(job.job_id, request_file.content())
+            ((_, content),) = split_requests(requests, max_requests=len(requests) or 1)
+            await self._upload(job.job_id, content)
             await self._create(self.state.job(job.job_id))
         elif job.phase == "uploaded":
             await self._create(job)
@@ -167,10 +167,9 @@ class BatchRunner:
         """Drive open jobs (all, or `job_ids`): advance each, collect the finished ones; with
         `wait`, poll with growing delays until all are collected or `options.max_wait_s`."""
         summary = CollectSummary()
-        delays = poll_delays(
-            self.options.poll_initial, self.options.poll_factor, self.options.poll_cap
-        )
-        deadline = clock() + self.options.max_wait_s
+        options = self.options
+        delay = min(options.poll_initial, options.poll_cap)
+        deadline = clock() + options.max_wait_s
         while True:
             open_jobs = [
                 j for j in self.state.jobs(open_only=True) if job_ids is None or j.job_id in job_ids
@@ -189,7 +188,8 @@ class BatchRunner:
                 if clock() >= deadline:
                     summary.waited_out = True
                     break
-                await sleep(min(next(delays), max(0.0, deadline - clock())))
+                await sleep(min(delay, max(0.0, deadline - clock())))
+                delay = min(delay * options.poll_factor, options.poll_cap)
         return summary
 
     async def collect(self, job: Job, judge: BatchJudge) -> CollectSummary:

@@ -4,8 +4,8 @@ change, so `batch status|collect` or a rerun can continue them."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
@@ -116,11 +116,7 @@ class BatchState(TablesBeside):
 
     def jobs(self, *, open_only: bool = False) -> list[Job]:
         """All jobs (or those not yet collected), oldest first."""
-        sql = (
-            "SELECT job_id, phase, batch_id, input_file_id, output_file_id, error_file_id,"
-            " remote_status, judge_config, n_requests, n_completed, n_failed, created_at,"
-            " updated_at, base_url FROM batch_jobs"
-        )
+        sql = f"SELECT {', '.join(f.name for f in fields(Job))} FROM batch_jobs"
         if open_only:
             sql += " WHERE phase != 'collected'"
         sql += " ORDER BY job_id"
@@ -150,12 +146,7 @@ class BatchState(TablesBeside):
             )
         }
 
-    def keys_with_outcome(self, outcome: str, keys: Iterable[str] | None = None) -> set[str]:
+    def keys_with_outcome(self, outcome: str) -> set[str]:
         """Keys whose latest job ended with `outcome` ('batch' = graded at the batch price)."""
-        found = {
-            k
-            for (k,) in self._conn.execute(
-                "SELECT DISTINCT key FROM batch_items WHERE outcome = ?", (outcome,)
-            )
-        }
-        return found if keys is None else found & set(keys)
+        sql = "SELECT DISTINCT key FROM batch_items WHERE outcome = ?"
+        return {k for (k,) in self._conn.execute(sql, (outcome,))}

@@ -1,23 +1,26 @@
 """`relgrade batch run --engine ray`: Ray Data reads the request files, actors answer their lines
-(`http_requests`), and this process appends each answer to its results file as it comes. Ray is
-imported only when a run starts. Ray is at-least-once: the actors log every request they send
-(`SentLog`: a line per request sent, a line per block started; Ray runs a block again when a
-worker dies), so the run reports how many were sent, and paid, more than once."""
+(`Requester`: over several servers, least in flight first; a non-JSON reply, a server error or a
+dropped connection is an error line, never a grade), and this process appends each answer to its
+results file as it comes. Ray is imported only when a run starts. Ray is at-least-once: actors log
+each request they send (`SentLog`; Ray runs a block again when a worker dies), so the run reports
+how many were sent, and paid, more than once."""
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import json
 import logging
 import os
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.batch.engines.http_requests import Requester, Servers
+import httpx2
+
 from grader.batch.engines.request_dir import ResultsWriter
 from grader.batch.files.export_files import LineProgress, Progress
 from grader.errors import InputError
@@ -28,6 +31,117 @@ BLOCK_BYTES = 128 * 1024
 # and exits before returning the answers (a worker that died: Ray runs the block again).
 DIE_ONCE_ENV = "RELGRADE_TEST_RAY_DIE_ONCE"
 SENT_DIR = ".sent"  # under the results folder (a folder: `batch import DIR` skips it)
+RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+ATTEMPTS = 3  # tries of a request with no answer, a 429 or a 5xx (each to the least busy server)
+
+
+class Servers:
+    """The servers requests go to: each request to the one with the fewest in flight (the
+    first given on a tie), avoiding the one that just failed it when there is another."""
+
+    def __init__(self, base_urls: Sequence[str]) -> None:
+        if not base_urls:
+            raise ValueError("no server")
+        self.urls = [u.rstrip("/") for u in base_urls]
+        self.in_flight = [0] * len(self.urls)
+
+    def pick(self, avoid: int | None = None) -> int:
+        """The index of the server to send the next request to."""
+        choices = [i for i in range(len(self.urls)) if i != avoid] or [0]
+        return min(choices, key=lambda i: (self.in_flight[i], i))
+
+
+def result_line(
+    custom_id: str, status: int, body: Any, error: dict[str, str] | None, request_id: str | None
+) -> str:
+    """One results line in run-batch's shape (`error` in the Batch API's {code, message})."""
+    rid = request_id or f"relgrade-{uuid.uuid4().hex}"
+    record = {
+        "id": f"relgrade-{uuid.uuid4().hex}",
+        "custom_id": custom_id,
+        "response": {"status_code": status, "request_id": rid, "body": body},
+        "error": error,
+    }
+    return json.dumps(record, ensure_ascii=False)
+
+
+def reply_line(custom_id: str, reply: httpx2.Response) -> str:
+    """The results line of an HTTP reply: its JSON body, or an error line when the body is
+    not a JSON object (the first 500 characters of what came, as the message)."""
+    rid = reply.headers.get("x-request-id")
+    try:
+        body = reply.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        return result_line(custom_id, reply.status_code, body, None, rid)
+    text = reply.text[:500]
+    message = f"HTTP {reply.status_code}: the reply is not a JSON object: {text!r}"
+    code = "invalid_reply" if reply.status_code == 200 else f"http_{reply.status_code}"
+    return result_line(custom_id, reply.status_code, None, {"code": code, "message": message}, rid)
+
+
+class Requester:
+    """Sends request lines' bodies with at most `limit` in flight, over `servers`."""
+
+    def __init__(
+        self,
+        servers: Servers,
+        limit: int,
+        *,
+        timeout_s: float = 600.0,
+        on_send: Callable[[str, int], None] | None = None,
+    ) -> None:
+        self.servers = servers
+        self.limit = asyncio.Semaphore(limit)
+        limits = httpx2.Limits(max_connections=limit, max_keepalive_connections=limit)
+        self.client = httpx2.AsyncClient(timeout=timeout_s, limits=limits)
+        self.on_send = on_send
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    async def answer_all(self, raw_lines: Sequence[str]) -> list[str]:
+        """The results line of each request line, in order; all sent concurrently."""
+        return list(await asyncio.gather(*(self.answer(raw) for raw in raw_lines)))
+
+    async def answer(self, raw: str) -> str:
+        """The results line of one request line (an error line when it cannot be answered)."""
+        try:
+            request = json.loads(raw)
+            custom_id = str(request["custom_id"])
+            body = request["body"]
+            path = str(request.get("url") or "/v1/chat/completions")
+        except (ValueError, KeyError, TypeError):
+            return ""  # not a request line: nothing to answer (import never asked it)
+        async with self.limit:
+            return await self._send(custom_id, path, body)
+
+    async def _send(self, custom_id: str, path: str, body: Any) -> str:
+        route = path.removeprefix("/v1")
+        failed: int | None = None
+        line = ""
+        for attempt in range(ATTEMPTS):
+            i = self.servers.pick(avoid=failed)
+            self.servers.in_flight[i] += 1
+            if self.on_send is not None:
+                self.on_send(custom_id, i)
+            try:
+                reply = await self.client.post(self.servers.urls[i] + route, json=body)
+            except httpx2.HTTPError as exc:
+                message = f"{type(exc).__name__}: {exc}"[:500]
+                error = {"code": "connection_error", "message": message}
+                line = result_line(custom_id, 0, None, error, None)
+            else:
+                line = reply_line(custom_id, reply)
+                if reply.status_code not in RETRY_STATUSES:
+                    return line
+            finally:
+                self.servers.in_flight[i] -= 1
+            failed = i
+            if attempt + 1 < ATTEMPTS:
+                await asyncio.sleep(0.5 * 2**attempt)
+        return line
 
 
 def import_ray() -> Any:
@@ -40,10 +154,6 @@ def import_ray() -> Any:
             f"--engine ray needs Ray Data, which is not installed ({exc})", hint=INSTALL_HINT
         ) from None
     return ray
-
-
-def run_log_dir(out_dir: Path, run_id: str) -> Path:
-    return out_dir / SENT_DIR / run_id
 
 
 class SentLog:
@@ -103,7 +213,7 @@ def sent_before(out_dir: Path, run_id: str) -> int:
     for log_dir in sorted(runs.iterdir()) if runs.is_dir() else []:
         if log_dir.name != run_id:
             earlier |= sent_keys(log_dir)
-    return len(sent_keys(run_log_dir(out_dir, run_id)) & earlier) if earlier else 0
+    return len(sent_keys(runs / run_id) & earlier) if earlier else 0
 
 
 def count_sent(log_dir: Path) -> SentCounts:
@@ -191,7 +301,7 @@ class RayRun:
 
     @property
     def log_dir(self) -> Path:
-        return run_log_dir(self.out_dir, self.run_id)
+        return self.out_dir / SENT_DIR / self.run_id
 
 
 @dataclass
@@ -232,7 +342,7 @@ def run_ray(run: RayRun, progress: Progress | None = None) -> RayOutcome:
         logging.getLogger("ray.data").setLevel(logging.WARNING)
         for path, lines in _results(ray, run, actors):
             writer.write(path, lines)
-            errors += sum(1 for line in lines if _is_error(line))
+            errors += sum(1 for line in lines if '"error": null' not in line)
             if progress is not None:
                 progress(LineProgress(writer.written, run.lines, time.monotonic() - started))
     except KeyboardInterrupt:
@@ -277,10 +387,6 @@ def _results(ray: Any, run: RayRun, actors: int) -> Any:
         for path, line in zip(batch["path"], batch["line"], strict=True):
             by_file.setdefault(str(path), []).append(str(line))
         yield from by_file.items()
-
-
-def _is_error(line: str) -> bool:
-    return '"error": null' not in line
 
 
 def check_paths(request_dir: Path, out_dir: Path, base_urls: Sequence[str]) -> None:

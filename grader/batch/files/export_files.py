@@ -11,13 +11,12 @@ import secrets
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from itertools import islice
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 from grader.batch.adapter import LLMBatchJudge
-from grader.batch.files.exports import ExportState, LineRow, custom_id
+from grader.batch.files.exports import ExportState, LineRow, batches, custom_id
 from grader.batch.files.request_files import (
     RequestFiles,
     RequestLines,
@@ -38,24 +37,21 @@ CHUNK = 2000  # pairs per store lookup
 BATCH_PAIRS = 50_000  # id pairs whose texts, id pairs and lines are written in one transaction each
 CACHE_KIB = 32_768  # SQLite pages each of the export's connections keeps (2 MiB by default)
 
-DROPPED: dict[str, str] = {
-    "vllm_guided_json": (
-        "vLLM removed the guided_json request field (0.12): its run-batch takes the line, logs "
-        'that the field is removed ("output will NOT be constrained") and answers without '
-        "the schema; a batch has no refusal to fall back on"
-    ),
-    "ollama_format": (
-        "`format` is a field of Ollama's native /api/chat; a batch line goes to "
-        "/v1/chat/completions, where vLLM and Ollama ignore it, so the replies would not be "
-        "constrained"
-    ),
-}
-"""The output modes whose constraint batch engines drop (not refuse), and why."""
-
 
 def check_batch_mode(mode: OutputMode) -> None:
-    """InputError when batch engines would drop `mode`'s constraint (`DROPPED`)."""
-    why = DROPPED.get(mode)
+    """InputError when batch engines would drop (not refuse) `mode`'s constraint."""
+    why = {
+        "vllm_guided_json": (
+            "vLLM removed the guided_json request field (0.12): its run-batch takes the line, logs "
+            'that the field is removed ("output will NOT be constrained") and answers without '
+            "the schema; a batch has no refusal to fall back on"
+        ),
+        "ollama_format": (
+            "`format` is a field of Ollama's native /api/chat; a batch line goes to "
+            "/v1/chat/completions, where vLLM and Ollama ignore it, so the replies would not be "
+            "constrained"
+        ),
+    }.get(mode)
     if why is not None:
         raise InputError(
             f"--output-mode {mode} cannot be exported for a batch engine: {why}",
@@ -129,12 +125,6 @@ class ExportSummary:
     stale: int = 0  # temporary files a killed export left, removed
 
 
-def _chunks(pairs: Iterable[tuple[Query, Doc]], size: int) -> Iterator[list[tuple[Query, Doc]]]:
-    it = iter(pairs)
-    while chunk := list(islice(it, size)):
-        yield chunk
-
-
 def export_requests(
     store: Store,
     judge: LLMBatchJudge,
@@ -174,7 +164,7 @@ def export_requests(
         summary.stale = drop_stale(folder, state.unlisted)  # what a killed export left
         export = _Export(store, state, judge, files, batch_pairs, checkpoints)
         try:
-            for part in _chunks(pairs, chunk):
+            for part in batches(pairs, chunk):
                 export.add(part, summary)
                 if progress is not None:
                     done = summary.pairs + summary.stored + summary.pending

@@ -6,14 +6,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from grader.batch.beside import TablesBeside
 from grader.errors import InputError
 from grader.store.writing import now_text
 
 CUSTOM_ID_PREFIX = "relgrade"
+T = TypeVar("T")
 
 
 def custom_id(export_id: str, key: str) -> str:
@@ -171,7 +173,8 @@ class ExportState(TablesBeside):
     def lines(self, export_id: str, keys: Iterable[str]) -> dict[str, Line]:
         """The lines of `export_id` among `keys`, by key."""
         found: dict[str, Line] = {}
-        for chunk, marks in _chunks(keys):
+        for chunk in batches(dict.fromkeys(keys), 500):
+            marks = ",".join("?" * len(chunk))
             for key, file_no, line_no, qid, did, outcome in self._conn.execute(
                 "SELECT key, file_no, line_no, query_id, doc_id, outcome FROM export_lines"
                 # by key: without statistics SQLite would scan the export's lines instead
@@ -262,16 +265,6 @@ class ExportState(TablesBeside):
                 found[other] = int(count)
         return found
 
-    def files(self, export_id: str) -> list[tuple[int, str, int, int, str]]:
-        """(file_no, path, lines, bytes, sha256) of each request file of an export."""
-        return list(
-            self._conn.execute(
-                "SELECT file_no, path, lines, bytes, sha256 FROM export_files"
-                " WHERE export_id = ? ORDER BY file_no",
-                (export_id,),
-            )
-        )
-
     def unlisted(self, export_id: str, file_no: int) -> bool:
         """Whether request file `file_no` of `export_id`, an export of this store, is not listed."""
         listed = self._conn.execute(
@@ -296,7 +289,11 @@ class ExportState(TablesBeside):
 
     def file_states(self, export_id: str) -> list[FileState]:
         """Each request file of `export_id` with its lines by outcome, in file order."""
-        paths = {file_no: path for file_no, path, *_ in self.files(export_id)}
+        paths = dict(
+            self._conn.execute(
+                "SELECT file_no, path FROM export_files WHERE export_id = ?", (export_id,)
+            )
+        )
         rows = self._conn.execute(
             "SELECT file_no, COUNT(*), COUNT(CASE WHEN outcome = 'ok' THEN 1 END),"
             " COUNT(CASE WHEN outcome = 'failed' THEN 1 END) FROM export_lines"
@@ -334,12 +331,11 @@ class ExportState(TablesBeside):
         )
 
 
-def _chunks(keys: Iterable[str], size: int = 500) -> Iterator[tuple[list[str], str]]:
-    """The distinct `keys` in chunks, each with its `?` marks for `IN (...)`."""
-    unique = list(dict.fromkeys(keys))
-    for start in range(0, len(unique), size):
-        chunk = unique[start : start + size]
-        yield chunk, ",".join("?" * len(chunk))
+def batches(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """`items` in lists of `size` (the last shorter)."""
+    it = iter(items)
+    while chunk := list(islice(it, size)):
+        yield chunk
 
 
 def runs_of(places: Iterable[tuple[int, int, str]]) -> Iterator[tuple[int, int, int, str]]:

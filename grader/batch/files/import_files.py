@@ -13,6 +13,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,6 @@ from grader.batch.files.import_work import (
     read_in_worker,
     start_worker,
 )
-from grader.errors import InputError
 from grader.store.judgment_rows import StoredRow
 from grader.store.store import Store
 
@@ -119,15 +119,6 @@ class Importer(ImportFollowUp):
         files = jsonl_files(paths)
         refuse_request_files(files)
         empty = [p for p in files if p.stat().st_size <= 4096 and not p.read_bytes().strip()]
-        if files and len(empty) == len(files):
-            raise InputError(
-                "no results lines: "
-                + ("the file is" if len(files) == 1 else f"all {len(files)} files are")
-                + " empty; nothing was imported",
-                path=files[0] if len(files) == 1 else ", ".join(map(str, files)),
-                hint="check that the engine ran and wrote its output there "
-                "(vllm run-batch -i REQUESTS -o RESULTS), then import RESULTS",
-            )
         total = sum(p.stat().st_size for p in files) or 1
         summary = self._summary = ImportSummary(files=len(files), empty=[str(p) for p in empty])
         started = time.perf_counter()
@@ -183,9 +174,7 @@ class Importer(ImportFollowUp):
             while result.need_export is not None:
                 export_id, line = result.need_export
                 readers[export_id] = self.judge(export_id, task.path, line).replies
-                task = RangeTask(
-                    task.path, task.start, task.end, task.first_line, task.at_eof, dict(readers)
-                )
+                task = replace(task, readers=dict(readers))
                 result = submit(task)()
             self._take(result)
             self._done += 1
@@ -199,7 +188,10 @@ class Importer(ImportFollowUp):
                 self._writes += 1
                 if self.freeze_gc and self._writes % COLLECT_WRITES == 0:
                     gc.collect()  # what the lines written made (`frozen_gc`)
-            self._report(started, done_bytes / total)
+            if self.progress is not None:
+                elapsed = time.perf_counter() - started
+                fraction = min(1.0, done_bytes / total)
+                self.progress(LineProgress(self._summary.lines, None, elapsed, fraction))
 
     def _take(self, result: RangeResult) -> None:
         """Decide each answer of a range, in file order, from what the worker read, unless this
@@ -286,11 +278,6 @@ class Importer(ImportFollowUp):
             known = self._known
             for key in keys:
                 known.pop(key, None)
-
-    def _report(self, started: float, fraction: float) -> None:
-        if self.progress is not None:
-            elapsed = time.perf_counter() - started
-            self.progress(LineProgress(self._summary.lines, None, elapsed, min(1.0, fraction)))
 
 
 def close_export(store: Store, judge_for: JudgeFor, export_id: str) -> CloseSummary:

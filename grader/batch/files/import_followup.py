@@ -143,26 +143,19 @@ class ImportFollowUp:
         already = sum(f.waiting for f in before) - summary.missing
         return CloseSummary(export_id, summary.missing, already, self.state.file_states(export_id))
 
-    def _not_permanent(self, lines: list[Line], summary: ImportSummary) -> list[Line]:
-        """The lines whose stored failure a new request may fix: a permanent one (past the
-        context, an unknown model) fails again, and may be paid again (`permanent`)."""
-        stored = self.store.get_many(x.key for x in lines)
-        kept = [
-            x
-            for x in lines
-            if x.key not in stored or failure_kind(stored[x.key].error) != "permanent"
-        ]
-        summary.permanent += len(lines) - len(kept)
-        return kept
-
     async def reask_failed(
         self, summary: ImportSummary, *, concurrency: int = defaults.CONCURRENCY
     ) -> None:
         """Ask live every failed request of the touched request files, through each export's
         judge, storing each answer as live grading does. A fatal JudgeError stops it; what was
-        answered is kept."""
+        answered is kept. A permanent failure (past the context, an unknown model) is left
+        alone: it would fail again, and may be paid again (`permanent`)."""
         for export_id, _, lines in self._open_lines(summary, "failed", limit=500):
-            items = texts_by_key(self.store, self._not_permanent(lines, summary))
+            stored = self.store.get_many(x.key for x in lines)
+            kind = {k: failure_kind(j.error) for k, j in stored.items()}
+            todo = [x for x in lines if kind.get(x.key) != "permanent"]
+            summary.permanent += len(lines) - len(todo)
+            items = texts_by_key(self.store, todo)
             answers = await retry_live(
                 items, items, self._judges[export_id], concurrency=concurrency
             )
@@ -202,34 +195,38 @@ def jsonl_files(paths: Sequence[str | Path], what: str = "results") -> list[Path
     return found
 
 
+def first_record(path: Path) -> tuple[int, Any]:
+    """(number, JSON value) of the first line of `path` that is not blank (None: not JSON)."""
+    with path.open("rb") as fh:
+        for number, raw in enumerate(iter(lambda: fh.readline(LINE_LIMIT), b""), 1):
+            if raw.strip():
+                try:
+                    return number, json.loads(raw)
+                except ValueError:
+                    return number, None
+    return 0, None
+
+
 def refuse_request_files(files: Sequence[Path]) -> None:
     """InputError when a file given as results is a request file (its first line has `method`,
     `url` and `body` and no `response` or `error`): nothing is imported, none of its
     requests is marked failed."""
     for path in files:
-        with path.open("rb") as fh:
-            for number, raw in enumerate(iter(lambda: fh.readline(LINE_LIMIT), b""), 1):
-                if not raw.strip():
-                    continue
-                try:
-                    line = json.loads(raw)
-                except ValueError:
-                    break  # not JSON: the import says so, line by line
-                if (
-                    isinstance(line, dict)
-                    and {"method", "url", "body"} <= line.keys()
-                    and not {"response", "error"} & line.keys()
-                ):
-                    raise InputError(
-                        "this is a request file (its lines have method, url and body, no "
-                        "response): batch import takes the results an engine wrote for it; "
-                        "nothing was imported",
-                        path=path,
-                        line=number,
-                        hint="run the engine on it first (vllm run-batch -i REQUESTS -o "
-                        "RESULTS), then import RESULTS",
-                    )
-                break
+        number, line = first_record(path)
+        if (
+            isinstance(line, dict)
+            and {"method", "url", "body"} <= line.keys()
+            and not {"response", "error"} & line.keys()
+        ):
+            raise InputError(
+                "this is a request file (its lines have method, url and body, no "
+                "response): batch import takes the results an engine wrote for it; "
+                "nothing was imported",
+                path=path,
+                line=number,
+                hint="run the engine on it first (vllm run-batch -i REQUESTS -o "
+                "RESULTS), then import RESULTS",
+            )
 
 
 def nothing_usable(files: list[Path], summary: ImportSummary) -> InputError:
@@ -243,10 +240,12 @@ def nothing_usable(files: list[Path], summary: ImportSummary) -> InputError:
         reasons.append(f"a last line is cut short ({', '.join(summary.truncated)})")
     if summary.empty:
         reasons.append(f"{len(summary.empty)} files are empty")
+    said = "no usable results line: " + ("; ".join(reasons) or "no line holds a result")
+    if len(summary.empty) == len(files):  # (the import does not start)
+        who = "the file is" if len(files) == 1 else f"all {len(files)} files are"
+        said = f"no results lines: {who} empty"
     return InputError(
-        "no usable results line: "
-        + ("; ".join(reasons) or "no line holds a result")
-        + "; nothing was imported",
+        said + "; nothing was imported",
         path=files[0] if len(files) == 1 else ", ".join(map(str, files)),
         hint="import the results an engine wrote for the request files of `relgrade batch "
         "export`, e.g. vllm run-batch -i REQUESTS -o RESULTS",
