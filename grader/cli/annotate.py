@@ -35,18 +35,13 @@ from calibration.spotcheck.manifest import (
     read_manifest,
 )
 from calibration.spotcheck.stopping import DrawOrder, LiveStopping
-from grader.cli.commands import COMMANDS
+from grader.cli.commands import add_command
 from grader.errors import InputError, RelgradeError
 from grader.job.path_clash import refuse_clashes
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser(
-        "annotate",
-        help=COMMANDS["annotate"],
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = add_command(sub, "annotate", __doc__)
     parser.add_argument("sample", metavar="SAMPLE.csv", help="blind sample from `relgrade sample`")
     parser.add_argument(
         "--annotator", help="who is grading (names the grades file; default: your login name)"

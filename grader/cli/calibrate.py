@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from grader.cli.commands import COMMANDS
+from grader.cli.commands import add_command
 from grader.cli.flags import add_measures, add_runs
 from grader.errors import InputError
 from grader.job.path_clash import refuse_clashes
@@ -25,12 +25,7 @@ KEYWORDS += ("no_manifest", "human_scale", "measures", "seed", "bootstrap", "thr
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "calibrate",
-        help=COMMANDS["calibrate"],
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(sub, "calibrate", __doc__)
     p.add_argument("--llm", help="LLM grades: judgments JSONL or TREC qrels")
     p.add_argument(
         "--human", required=True, help="human grades: CSV, TREC qrels or judgments JSONL"

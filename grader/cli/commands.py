@@ -3,6 +3,9 @@ command's own parser, so the two never differ."""
 
 from __future__ import annotations
 
+import argparse
+from typing import Any
+
 COMMANDS: dict[str, str] = {
     "evaluate": "score runs against qrels (nDCG, RR, P, R, AP, ...), identical to trec_eval",
     "grade": "grade run results 0-3 with an LLM or the lexical baseline",
@@ -13,3 +16,13 @@ COMMANDS: dict[str, str] = {
     "regrade": "regrade stored judgments with a new prompt or model; diff old vs new",
     "batch": "Batch API jobs (status, collect); batch files for any engine (export, import, close)",
 }
+
+
+def add_command(sub: Any, name: str, description: str, **kwargs: Any) -> argparse.ArgumentParser:
+    """The parser of command (or action) `name`, its help from COMMANDS unless given; an epilog
+    or a description of several lines is printed as written."""
+    kwargs.setdefault("help", COMMANDS.get(name))
+    if kwargs.get("epilog") or "\n" in description:
+        kwargs["formatter_class"] = argparse.RawDescriptionHelpFormatter
+    parser: argparse.ArgumentParser = sub.add_parser(name, description=description, **kwargs)
+    return parser

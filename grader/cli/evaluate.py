@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.cli import evaluate_baseline as baseline
-from grader.cli.commands import COMMANDS
+from grader.cli.commands import add_command
 from grader.cli.flags import add_measures
 from grader.errors import InputError
 from grader.evaluation.baseline import Comparisons, compare
@@ -114,13 +114,7 @@ DEPRECATED_SKIP_MISSING = (
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser(
-        "evaluate",
-        help=COMMANDS["evaluate"],
-        description=__doc__,
-        epilog=epilog(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = add_command(sub, "evaluate", __doc__, epilog=epilog())
     # QRELS and RUN are checked in `run`, not by argparse: `-m nDCG@10 QRELS RUN` (trec_eval's
     # order) makes -m take the files as measures, and only `run` can say so.
     parser.usage = "relgrade evaluate [options] QRELS RUN [RUN ...]"

@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 from grader import defaults
-from grader.cli.commands import COMMANDS
+from grader.cli.commands import add_command
 from grader.cli.flags import (
     add_allow_changed_prompt,
     add_judge_options,
@@ -69,12 +69,11 @@ interrupted by Ctrl-C. Outputs are written only when every pair is done (ok or f
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "grade",
-        help=COMMANDS["grade"],
         description="Grade the top --depth results of each run, reusing the store.",
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_pair_inputs(p, "graded", dataset=True)
     p.add_argument(

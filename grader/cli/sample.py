@@ -32,7 +32,7 @@ from calibration.spotcheck.manifest import (
 )
 from calibration.spotcheck.sampling import ALLOCATIONS, STRATEGIES
 from calibration.spotcheck.sequential import UNIFORM_SHARE
-from grader.cli.commands import COMMANDS
+from grader.cli.commands import add_command
 from grader.cli.flags import DEFAULT_STORE, add_store
 from grader.errors import InputError, RelgradeError
 from grader.job.path_clash import refuse_clashes
@@ -45,12 +45,7 @@ DESIGN += ("floor", "uniform_share", "threshold")
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser(
-        "sample",
-        help=COMMANDS["sample"],
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = add_command(sub, "sample", __doc__)
     parser.add_argument(
         "--judgments",
         metavar="J",
