@@ -7,12 +7,11 @@ or JSON: records {"run", "query_id", "measure", "value"}, query_id "all" for the
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 from typing import Any
 
-from grader.cli import evaluate_baseline as baseline
+from grader.cli import evaluate_output as output
 from grader.cli.commands import add_command
 from grader.cli.flags import add_measures
 from grader.errors import InputError
@@ -121,10 +120,7 @@ def register(sub: Any) -> None:
     _add_inputs(parser)
     add_measures(parser, "measures to compute (see below; default: the list at the end)")
     _add_options(parser)
-    from grader.cli.evaluate_fill import add_flags
-
-    add_flags(parser)
-    baseline.add_flags(parser)
+    output.add_flags(parser)
     # RUN ... may take no word (with --dataset): runs after an option come back as these
     parser.set_defaults(func=run, extra_positionals=[])
 
@@ -247,13 +243,11 @@ def _check_inputs(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     _check_inputs(args)
-    options = baseline.options(args)
+    options = output.options(args)
     if args.fill:
         if args.dataset:
             raise InputError("--fill reads people's qrels from QRELS, not from --dataset")
-        from grader.cli.evaluate_fill import run_fill
-
-        return run_fill(args, options)
+        return output.run_fill(args, options)
     if args.llm_scale or args.fill_manifest:
         raise InputError("--llm-scale and --fill-manifest go with --fill LLM_QRELS")
     judged, facts = _qrels(args)
@@ -279,7 +273,7 @@ def run(args: argparse.Namespace) -> int:
         notes = evaluation.notes
         _print_tables(evaluation.results, evaluation.measures, notes, args.per_query, comparisons)
     else:
-        baseline.print_records(records, args.format, baseline.csv_fields(records))
+        output.print_records(records, args.format, output.csv_fields(records))
         _print_notes(evaluation.notes, sys.stderr)
     _print_notes(evaluation.warnings, sys.stderr)
     return 0
@@ -290,10 +284,6 @@ def _print_notes(notes: list[str], stream: Any) -> None:
         print(note, file=stream)
 
 
-def _fmt(value: float, count: bool = False) -> str:
-    return "n/a" if math.isnan(value) else f"{value:.0f}" if count else f"{value:.4f}"
-
-
 def _print_tables(
     results: list[tuple[str, Scores]],
     names: list[str],
@@ -302,34 +292,30 @@ def _print_tables(
     comparisons: Comparisons | None = None,
 ) -> None:
     from rich.console import Console
-    from rich.table import Table
 
     console = Console(highlight=False)
     counts = {m for m in names if is_count(m)}
+
+    def cell(value: float, measure: str) -> str:
+        return output.fmt(value, ".0f" if measure in counts else ".4f")
+
     if per_query:
         for name, scores in results:
-            table = Table(title=f"{name}: per query", title_justify="left")
-            table.add_column("query")
-            for m in names:
-                table.add_column(m, justify="right")
+            table = output.table(f"{name}: per query", ("query", *names), ("query",))
             rows = scores.values[[scores.measures.index(m) for m in names]].T.tolist()
             for qid, row in zip(scores.query_ids, rows, strict=True):
-                table.add_row(qid, *(_fmt(v, m in counts) for m, v in zip(names, row, strict=True)))
+                table.add_row(qid, *(cell(v, m) for m, v in zip(names, row, strict=True)))
             console.print(table)
-    table = Table(title="mean over queries", title_justify="left")
-    table.add_column("measure")
-    for name, _ in results:
-        title = f"{name} (baseline)" if comparisons and name == comparisons.baseline else name
-        table.add_column(title, justify="right")
+    titles = [
+        f"{n} (baseline)" if comparisons and n == comparisons.baseline else n for n, _ in results
+    ]
+    table = output.table("mean over queries", ("measure", *titles), ("measure",))
     means = [(name, dict(scores.means())) for name, scores in results]
     for m in names:
-        cells = (
-            _fmt(float(c[m]), m in counts) + baseline.mark(comparisons, r, m) for r, c in means
-        )
-        table.add_row(m, *cells)
+        table.add_row(m, *(cell(float(c[m]), m) + output.mark(comparisons, r, m) for r, c in means))
     console.print(table)
     if comparisons:
-        baseline.print_comparisons(console, comparisons)
+        output.print_comparisons(console, comparisons)
     if counts:
         listed = ", ".join(m for m in names if m in counts)
         console.print(f"{listed}: summed over queries, not averaged (as trec_eval)", soft_wrap=True)
