@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,7 +16,7 @@ from grader.batch.api.jobs import BatchOptions, BatchRunner
 from grader.batch.api.state import BatchState, Job
 from grader.batch.files.export_files import LineProgress
 from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE
-from grader.cli.stderr import print_store_busy
+from grader.cli.stderr import print_store_busy, say
 from grader.errors import InputError
 from grader.job.endpoint import Settings
 from grader.job.judges import build_judges
@@ -130,7 +129,7 @@ def progress_printer(quiet: bool) -> Any:
             done = job.n_completed + job.n_failed
             status = job.remote_status or job.phase
             parts.append(f"job {job.job_id} {status} {done}/{job.n_requests}")
-        print("batch: " + "; ".join(parts), file=sys.stderr, flush=True)
+        say("batch: " + "; ".join(parts))
 
     return show
 
@@ -154,11 +153,7 @@ class Printer:
         if p.fraction is not None:
             of += f" ({p.fraction:.0%})"
         eta = f", ETA {p.eta:,.0f} s" if p.eta is not None else ""
-        print(
-            f"{self.what}: {p.lines:,}{of} lines, {p.per_second:,.0f} lines/s{eta}",
-            file=sys.stderr,
-            flush=True,
-        )
+        say(f"{self.what}: {p.lines:,}{of} lines, {p.per_second:,.0f} lines/s{eta}")
 
 
 def use_stored_base_url(args: argparse.Namespace, state: BatchState) -> None:
@@ -183,10 +178,7 @@ def use_stored_base_url(args: argparse.Namespace, state: BatchState) -> None:
         )
     (url,) = urls
     args.base_url = url
-    print(
-        f"endpoint {redact_url(url)} (stored with the batch jobs; --base-url to change)",
-        file=sys.stderr,
-    )
+    say(f"endpoint {redact_url(url)} (stored with the batch jobs; --base-url to change)")
 
 
 def batch_command(action: str, store: str, api_key_env: str | None = None) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 
 from grader.cli.commands import add_command
 from grader.cli.flags import add_measures, add_runs
+from grader.cli.stderr import say
 from grader.errors import InputError
 from grader.job.path_clash import refuse_clashes
 
@@ -102,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     given = {name: getattr(args, name) for name in KEYWORDS}
     summary = calibrate_grades(args.llm, args.human, runs=args.run, **given)
     for warning in summary.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        say(f"warning: {warning}")
     _write(args, summary)
     return 0
 

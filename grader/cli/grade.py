@@ -162,16 +162,16 @@ def run(args: argparse.Namespace) -> int:
         report = run_report(grading)
     result = results[0]
     if args.dry_run:
-        print(result.estimate_text(), file=sys.stderr, flush=True)
+        say(result.estimate_text())
         if args.verbose:
             sys.stdout.writelines(f"{q}\t{d}\t{judge}\n" for q, d, judge in report.to_send)
         return 0
     for line in (summary_line(report), result.holes_text(), result.causes_text()):
         if line:
-            print(line, file=sys.stderr)
+            say(line)
     text = result.outcome_text(resume_hint())
     if result.outcome is Outcome.BUDGET:
         raise BudgetError(text)
     if text:
-        print(text, file=sys.stderr)
+        say(text)
     return result.outcome.exit_code

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 from grader.cli.commands import add_command
+from grader.cli.stderr import say
 from grader.models import Doc, Query
 from grader.prompts import OUTPUT_MODES, list_prompts, load_prompt, render_messages
 
@@ -91,7 +91,7 @@ def run_render(args: argparse.Namespace) -> int:
     doc = Doc(doc_id="d", text=args.document, title=args.title, metadata=metadata)
     messages, truncated = render_messages(spec, query, doc, mode=args.mode)
     if truncated:  # on stderr, so stdout stays exactly the request
-        print(f"note: document truncated to {spec.doc_budget_chars} characters", file=sys.stderr)
+        say(f"note: document truncated to {spec.doc_budget_chars} characters")
     if args.messages_only:
         for message in messages:
             print(f"--- {message['role']} ---\n{message['content']}")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -210,11 +209,10 @@ def _regrade_store(
             return asyncio.run(_regrade(args, store, writer, spec, criteria))
     except KeyboardInterrupt:
         if args.batch:
-            print(
+            say(
                 "submitted batches keep running on the server and are recorded in the "
                 f"store: `relgrade batch collect --store {args.store}` (or this command "
-                "again) collects them",
-                file=sys.stderr,
+                "again) collects them"
             )
         raise
     finally:

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Sequence
 from typing import Any
 
 from grader.batch.api.state import BatchState, Job
 from grader.cli.batch_common import batch_command
+from grader.cli.stderr import say
 from grader.cost import usd_or_unknown
 from grader.errors import InputError
 from grader.grading.report import GradingReport
@@ -111,26 +111,25 @@ def print_outcome(args: argparse.Namespace, outcome: RegradeOutcome) -> int:
     else:
         print(render_table(outcome.diff, show=args.show))
     if not args.quiet:
-        print(_summary(outcome), file=sys.stderr)
+        say(_summary(outcome))
     if outcome.diff.failed:
         new = [p.new for p in outcome.pairs if p.new is not None]
-        print(failure_causes_text(new), file=sys.stderr)
+        say(failure_causes_text(new))
     if not outcome.diff.pending:
         return 1 if outcome.diff.failed else 0
     held = _held_elsewhere(outcome)
     if held:
         again = "rerun this same command once that process is done (or gone)"
-        print(f"{held_text(held, args.store)}; {again}", file=sys.stderr)
+        say(f"{held_text(held, args.store)}; {again}")
     if outcome.diff.pending > held:
-        print(
+        say(
             f"{outcome.diff.pending - held} pairs are waiting in batches; "
             f"`{batch_command('status', args.store, args.api_key_env)}` shows them, "
             f"`{batch_command('collect', args.store, args.api_key_env)}` "
-            "(or this command again) collects them",
-            file=sys.stderr,
+            "(or this command again) collects them"
         )
     if args.out or args.qrels_out:
-        print(OUTPUTS_PENDING, file=sys.stderr)
+        say(OUTPUTS_PENDING)
     return 1 if held else 0
 
 
@@ -184,7 +183,7 @@ def print_submitted(args: argparse.Namespace, outcome: RegradeOutcome) -> int:
     line += f"; follow with: {data['follow']}"
     print(line)
     if args.out or args.qrels_out:
-        print(OUTPUTS_PENDING, file=sys.stderr)
+        say(OUTPUTS_PENDING)
     return 0
 
 
@@ -271,7 +270,7 @@ def print_and_write(args: argparse.Namespace, outcomes: Sequence[RegradeOutcome]
         if not (args.out or args.qrels_out):
             continue
         if outcome.diff.pending:
-            print(OUTPUTS_PENDING, file=sys.stderr)
+            say(OUTPUTS_PENDING)
         else:
             write_outputs(args, outcome)
     return 1 if any(o.diff.failed for o in outcomes) else 0

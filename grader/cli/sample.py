@@ -9,7 +9,6 @@ manifest and writes them with the manifest beside, for `calibrate`'s weights.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ from calibration.spotcheck.sampling import ALLOCATIONS, STRATEGIES
 from calibration.spotcheck.sequential import UNIFORM_SHARE
 from grader.cli.commands import add_command
 from grader.cli.flags import DEFAULT_STORE, add_store
+from grader.cli.stderr import say
 from grader.errors import InputError, RelgradeError
 from grader.job.path_clash import refuse_clashes
 from grader.models import Doc, Query
@@ -214,7 +214,7 @@ def _scale(prompt: str | None) -> list[tuple[int, str]] | None:
     try:
         return prompt_scale(prompt)
     except RelgradeError as exc:
-        print(f"note: no scale meanings in the labeling config: {exc}", file=sys.stderr)
+        say(f"note: no scale meanings in the labeling config: {exc}")
         return None
 
 
@@ -246,17 +246,15 @@ def _import(args: argparse.Namespace) -> int:
         if args.annotator:
             source += f", annotator {args.annotator} (of {len(result.annotators)} in it)"
         if result.regraded:
-            print(
+            say(
                 f"note: {result.regraded} pair(s) were graded more than once by the same person; "
-                "the latest annotation counts",
-                file=sys.stderr,
+                "the latest annotation counts"
             )
         if not result.skips_visible and result.missing:
-            print(
+            say(
                 f"note: {result.format} exports leave skipped tasks out, so the "
                 f"{result.missing} pair(s) not graded are missing or skipped (the JSON export "
-                "tells them apart)",
-                file=sys.stderr,
+                "tells them apart)"
             )
     else:
         if args.annotator:
@@ -307,12 +305,11 @@ def sample_texts(
     store_path = args.store
     default = store_path == DEFAULT_STORE
     if default and Path(store_path).is_file():
-        print(f"texts taken from the store {DEFAULT_STORE}", file=sys.stderr)
+        say(f"texts taken from the store {DEFAULT_STORE}")
     if default and not Path(store_path).is_file():
-        print(
+        say(
             "warning: no texts for the sample (ids only): pass --queries Q --docs D or --store DB "
-            "so that people see the query and document",
-            file=sys.stderr,
+            "so that people see the query and document"
         )
         return {}, {}
     from grader.store.store import Store
