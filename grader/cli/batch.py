@@ -21,7 +21,6 @@ from grader.cli.batch_common import (
     add_batch_options,
     batch_command,
     make_runner,
-    open_store,
     progress_printer,
     use_stored_base_url,
 )
@@ -34,7 +33,7 @@ from grader.cli.regrade_output import (
     print_and_write,
     version_outcome,
 )
-from grader.cli.stderr import clean_outputs, say
+from grader.cli.stderr import clean_outputs, open_store, say
 from grader.errors import InputError
 from grader.job.endpoint import Settings
 from grader.store.store import Store

@@ -8,7 +8,6 @@ import argparse
 import shlex
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from grader.batch.adapter import JobJudges
@@ -16,7 +15,7 @@ from grader.batch.api.jobs import BatchOptions, BatchRunner
 from grader.batch.api.state import BatchState, Job
 from grader.batch.files.export_files import LineProgress
 from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE
-from grader.cli.stderr import print_store_busy, say
+from grader.cli.stderr import say
 from grader.errors import InputError
 from grader.job.endpoint import Settings
 from grader.job.judges import build_judges
@@ -27,14 +26,6 @@ from grader.prompts import PromptSpec
 from grader.redact import redact_url
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
-
-
-def open_store(path: str, by: str = "regrade", *, create: bool = False) -> Store:
-    """The store at `path`; without `create`, InputError when there is none (`by`: the
-    command that should have made it)."""
-    if not create and not Path(path).is_file():
-        raise InputError("no store here", path=path, hint=f"give the --store {by} used")
-    return Store(path, on_busy=print_store_busy)
 
 
 def add_batch_limits(p: argparse.ArgumentParser, per: str, note: str = "") -> None:

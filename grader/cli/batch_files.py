@@ -13,7 +13,7 @@ from grader.batch.files.export_files import check_batch_mode, export_requests
 from grader.batch.files.exports import ExportState
 from grader.batch.files.import_files import Importer
 from grader.batch.files.import_followup import ImportSummary
-from grader.cli.batch_common import JudgeFactory, Printer, add_batch_limits, open_store
+from grader.cli.batch_common import JudgeFactory, Printer, add_batch_limits
 from grader.cli.commands import add_command
 from grader.cli.flags import (
     add_api_key_env,
@@ -23,7 +23,7 @@ from grader.cli.flags import (
     add_server_flags,
     add_store,
 )
-from grader.cli.stderr import say
+from grader.cli.stderr import open_store, say
 from grader.errors import InputError
 from grader.job.endpoint import Settings
 from grader.job.judges import build_judges, check_judge_args

@@ -52,15 +52,10 @@ class Parser(argparse.ArgumentParser):
         self.register("action", "store", StoreOnce)
 
 
-DEFAULT_STORE = defaults.STORE
-"""Where every command keeps (or looks for) judgments, texts and batch jobs by default."""
-
-
 def add_store(p: argparse.ArgumentParser, what: str = "judgment store, SQLite") -> None:
-    """--store DB, default relgrade.db."""
-    p.add_argument(
-        "--store", default=DEFAULT_STORE, metavar="DB", help=f"{what} (default {DEFAULT_STORE})"
-    )
+    """--store DB, default relgrade.db: where every command keeps judgments, texts, batch jobs."""
+    store = defaults.STORE
+    p.add_argument("--store", default=store, metavar="DB", help=f"{what} (default {store})")
 
 
 def add_runs(
@@ -160,16 +155,16 @@ def add_allow_changed_prompt(p: argparse.ArgumentParser) -> None:
     )
 
 
-API_KEY_ENV_HELP = (
-    "send the key held in environment variable NAME, to any server (a local one included); "
-    "without this flag $OPENAI_API_KEY goes to OpenAI and any other server not on this machine, "
-    "and a loopback one (localhost, 127.0.0.0/8, ::1) gets no key (only a placeholder)"
-)
-
-
 def add_api_key_env(p: argparse.ArgumentParser) -> None:
     """The --api-key-env flag, with the help text saying which key goes where."""
-    p.add_argument("--api-key-env", metavar="NAME", help=API_KEY_ENV_HELP)
+    p.add_argument(
+        "--api-key-env",
+        metavar="NAME",
+        help="send the key held in environment variable NAME, to any server (a local one "
+        "included); without this flag $OPENAI_API_KEY goes to OpenAI and any other server not on "
+        "this machine, and a loopback one (localhost, 127.0.0.0/8, ::1) gets no key (only a "
+        "placeholder)",
+    )
 
 
 def add_llm_options(p: argparse.ArgumentParser, *, several_servers: bool = False) -> None:
@@ -213,20 +208,18 @@ def add_llm_options(p: argparse.ArgumentParser, *, several_servers: bool = False
     p.add_argument("--quiet", action="store_true", help="no progress output")
 
 
-OUTPUT_MODE_HELP = (
-    "the output mode to start in (json_schema): a server that refuses it moves the run, once, "
-    "along json_schema -> json_object_schema (llama.cpp) -> json_object -> text; "
-    "vllm_structured_outputs, vllm_guided_json and ollama_format send vLLM's or Ollama's own "
-    "request fields (see docs/servers.md)"
-)
-
-
 def add_server_flags(p: argparse.ArgumentParser) -> None:
     """--output-mode MODE and --max-context TOKENS."""
     from grader.prompts import OUTPUT_MODES  # pydantic: not for `evaluate`'s flags
 
     p.add_argument(
-        "--output-mode", choices=OUTPUT_MODES, default=defaults.OUTPUT_MODE, help=OUTPUT_MODE_HELP
+        "--output-mode",
+        choices=OUTPUT_MODES,
+        default=defaults.OUTPUT_MODE,
+        help="the output mode to start in (json_schema): a server that refuses it moves the run, "
+        "once, along json_schema -> json_object_schema (llama.cpp) -> json_object -> text; "
+        "vllm_structured_outputs, vllm_guided_json and ollama_format send vLLM's or Ollama's own "
+        "request fields (see docs/servers.md)",
     )
     p.add_argument(
         "--max-context",
@@ -235,15 +228,3 @@ def add_server_flags(p: argparse.ArgumentParser) -> None:
         help="the server's context in tokens (default: what its /v1/models says, if anything); "
         "documents are cut to fit it, with the truncation flag",
     )
-
-
-NO_LOGPROBS_HELP = (
-    "ask for no logprobs, whatever the prompt file says: the judgments then carry no grade "
-    "distribution (what `sample --strategy uncertainty` and `active` draw by), and each "
-    "judgment is cheaper (2.4x faster on llama-cpp-python's server; docs/servers.md)"
-)
-
-
-def add_logprobs_flag(p: argparse.ArgumentParser) -> None:
-    """--no-logprobs (option `logprobs`)."""
-    p.add_argument("--no-logprobs", dest="logprobs", action="store_false", help=NO_LOGPROBS_HELP)

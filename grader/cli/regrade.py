@@ -35,7 +35,7 @@ from grader.cli.regrade_output import (
 from grader.cli.stderr import (
     clean_outputs,
     interrupt_at_once,
-    print_store_busy,
+    open_store,
     report_interrupted,
     say,
 )
@@ -130,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
         ],
     )
     criteria = _checked_selection(args)
-    with Store(args.store, on_busy=print_store_busy) as store:
+    with open_store(args.store, "grade") as store:
         spec = settle_prompt_and_models(args, store, criteria)
         from grader.io.python_inputs import run_frames
 
@@ -181,8 +181,6 @@ def _checked_selection(args: argparse.Namespace) -> list[Criterion]:
         raise InputError("--concurrency must be at least 1")
     criteria = parse_selection(args.select)
     check_regrade_judge(args, defaults.PROMPT)
-    if not Path(args.store).is_file():
-        raise InputError("no store here", path=args.store, hint="grade into it first")
     if args.batch and len(args.model) > 1:
         raise InputError(
             "an ensemble (several --model) regrades live, not through the Batch API",

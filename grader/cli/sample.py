@@ -31,9 +31,10 @@ from calibration.spotcheck.manifest import (
 )
 from calibration.spotcheck.sampling import ALLOCATIONS, STRATEGIES
 from calibration.spotcheck.sequential import UNIFORM_SHARE
+from grader import defaults
 from grader.cli.commands import add_command
-from grader.cli.flags import DEFAULT_STORE, add_store
-from grader.cli.stderr import say
+from grader.cli.flags import add_store
+from grader.cli.stderr import open_store, say
 from grader.errors import InputError, RelgradeError
 from grader.job.path_clash import refuse_clashes
 from grader.models import Doc, Query
@@ -303,21 +304,14 @@ def sample_texts(
 
         return read_queries(args.queries), read_docs(args.docs, ids=dids)
     store_path = args.store
-    default = store_path == DEFAULT_STORE
+    default = store_path == defaults.STORE
     if default and Path(store_path).is_file():
-        say(f"texts taken from the store {DEFAULT_STORE}")
+        say(f"texts taken from the store {defaults.STORE}")
     if default and not Path(store_path).is_file():
         say(
             "warning: no texts for the sample (ids only): pass --queries Q --docs D or --store DB "
             "so that people see the query and document"
         )
         return {}, {}
-    from grader.store.store import Store
-
-    if not Path(store_path).is_file():
-        raise InputError("store not found", path=store_path, hint="the --store given to grade")
-    store = Store(store_path)
-    try:
+    with open_store(store_path, "grade") as store:
         return store.queries(qids), store.docs(dids)
-    finally:
-        store.close()
