@@ -34,7 +34,7 @@ from calibration.spotcheck.manifest import (
     read_manifest,
 )
 from calibration.spotcheck.stopping import DrawOrder, LiveStopping
-from grader.cli.commands import add_command
+from grader.cli.flags import add_command
 from grader.cli.stderr import say
 from grader.errors import InputError, RelgradeError
 from grader.job.path_clash import refuse_clashes

@@ -24,8 +24,7 @@ from grader.cli.batch_common import (
     progress_printer,
     use_stored_base_url,
 )
-from grader.cli.commands import add_command
-from grader.cli.flags import add_api_key_env, add_llm_options, add_store
+from grader.cli.flags import add_api_key_env, add_command, add_llm_options, add_store
 from grader.cli.regrade_output import (
     add_output_options,
     check_one_version,

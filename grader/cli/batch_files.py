@@ -14,9 +14,9 @@ from grader.batch.files.exports import ExportState
 from grader.batch.files.import_files import Importer
 from grader.batch.files.import_followup import ImportSummary
 from grader.cli.batch_common import JudgeFactory, Printer, add_batch_limits
-from grader.cli.commands import add_command
 from grader.cli.flags import (
     add_api_key_env,
+    add_command,
     add_judge_options,
     add_llm_options,
     add_pair_inputs,

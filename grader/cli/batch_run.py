@@ -11,8 +11,7 @@ from typing import Any
 
 from grader.batch.engines.request_dir import RequestFile, request_files
 from grader.cli.batch_common import Printer
-from grader.cli.commands import add_command
-from grader.cli.flags import add_store
+from grader.cli.flags import add_command, add_store
 from grader.cli.stderr import open_store, say
 from grader.errors import InputError
 

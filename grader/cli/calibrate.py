@@ -14,8 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from grader.cli.commands import add_command
-from grader.cli.flags import add_measures, add_runs
+from grader.cli.flags import add_command, add_measures, add_runs
 from grader.cli.stderr import say
 from grader.errors import InputError
 from grader.job.path_clash import refuse_clashes

@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.cli import evaluate_output as output
-from grader.cli.commands import add_command
-from grader.cli.flags import add_measures
+from grader.cli.flags import add_command, add_measures
 from grader.errors import InputError
 from grader.evaluation.baseline import Comparisons, compare
 from grader.evaluation.files import path_join, read_grades

@@ -1,6 +1,6 @@
-"""Flags that several commands share, defined once so each means one thing everywhere; a flag
-that keeps one value is an error when given twice (`StoreOnce`). The LLM server flags resolve
-to `grader.job.endpoint.Settings`."""
+"""The sub-commands (`COMMANDS`, `add_command`) and the flags that several share, defined once so
+each means one thing everywhere; a flag that keeps one value is an error when given twice
+(`StoreOnce`). The LLM server flags resolve to `grader.job.endpoint.Settings`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,27 @@ from collections.abc import Sequence
 from typing import Any
 
 from grader import defaults
+
+COMMANDS: dict[str, str] = {
+    "evaluate": "score runs against qrels (nDCG, RR, P, R, AP, ...), identical to trec_eval",
+    "grade": "grade run results 0-3 with an LLM or the lexical baseline",
+    "prompts": "list, show or render prompt files",
+    "calibrate": "agreement of LLM grades with human grades, bias, system ranking, estimates",
+    "sample": "draw a blind spot-check sample for people to grade, or import their grades",
+    "annotate": "grade a blind sample in a local web page (keys 0-3), or export the grades",
+    "regrade": "regrade stored judgments with a new prompt or model; diff old vs new",
+    "batch": "Batch API jobs (status, collect); batch files for any engine (export, import, close)",
+}
+
+
+def add_command(sub: Any, name: str, description: str, **kwargs: Any) -> argparse.ArgumentParser:
+    """The parser of command (or action) `name`, its help from COMMANDS unless given; an epilog
+    or a description of several lines is printed as written."""
+    kwargs.setdefault("help", COMMANDS.get(name))
+    if kwargs.get("epilog") or "\n" in description:
+        kwargs["formatter_class"] = argparse.RawDescriptionHelpFormatter
+    parser: argparse.ArgumentParser = sub.add_parser(name, description=description, **kwargs)
+    return parser
 
 
 class StoreOnce(argparse._StoreAction):

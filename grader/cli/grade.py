@@ -11,9 +11,9 @@ import sys
 from typing import Any
 
 from grader import defaults
-from grader.cli.commands import add_command
 from grader.cli.flags import (
     add_allow_changed_prompt,
+    add_command,
     add_judge_options,
     add_llm_options,
     add_pair_inputs,
@@ -31,33 +31,31 @@ PARSER_KEYS = ("command", "func")
 """What the parser adds to grade's options."""
 
 EPILOG = """\
-Models and endpoints: --model defaults to $RELGRADE_MODEL, else gpt-4o-mini. The endpoint is
---base-url, else $OPENAI_BASE_URL, else OpenAI. The key is never a flag and is written nowhere:
-$OPENAI_API_KEY goes to OpenAI and to any other server not on this machine; a loopback server
-(localhost, 127.0.0.0/8, ::1) gets no key unless --api-key-env NAME asks for the key in $NAME
-(sent to any server). A server other than api.openai.com needs no key (vLLM, Ollama, llama.cpp
-server, here or on another host): without one it gets a placeholder. Several --base-url (the
-same model on each): the requests go to the server with the fewest in flight, a dead one is
-dropped and its pairs go to the others, and the summary counts each server's answers.
+Models and endpoints: --model defaults to $RELGRADE_MODEL, else gpt-4o-mini; the endpoint is
+--base-url, else $OPENAI_BASE_URL, else OpenAI. The key is never a flag and is written nowhere
+(which key goes where: --api-key-env). A server other than api.openai.com needs no key (vLLM,
+Ollama, llama.cpp server, here or on another host): without one it gets a placeholder. Of several
+--base-url, a dead one is dropped and its pairs go to the others; the summary counts each
+server's answers.
 
 Several --model: an ensemble. Each model's answer is stored under its own key; the output
 records every model's grade, their disagreement (max - min) and the aggregate, the lower median
 (with an even count the lower middle grade, so never an invented grade). Models that failed on
 a pair are left out of its aggregate; the pair fails only when all of them failed.
 
---verify-low: pairs graded 0 or 1 are graded again by --verify-prompt and/or --verify-model
-(at least one must differ from the first judge). Both answers are kept in `verification`; the
-verifier's grade is final when it answered, else the first grade stands.
+--verify-low: --verify-prompt and/or --verify-model must differ from the first judge. Both
+answers are kept in `verification`; the verifier's grade is final when it answered, else the
+first grade stands.
 
 Store: answers are kept in --store (SQLite) by content key; a rerun reuses every ok answer
 (zero requests when nothing changed) and retries the failed ones. Kill the run at any moment
 and rerun the same command to finish it.
 
-Deadlines: --timeout bounds each whole request (a server trickling its reply is cut off there
-and the request retried as a timeout). After max(16, 2 x --concurrency) timeouts or failed
-connections in a row with no answer in between, the server counts as not answering: the run
-stops (exit 2) naming its URL; every answer received is stored, unfinished pairs are not marked
-failed, and rerunning the same command does them.
+Deadlines: a server trickling its reply is cut off at --timeout and the request retried as a
+timeout. After max(16, 2 x --concurrency) timeouts or failed connections in a row with no answer
+in between, the server counts as not answering: the run stops (exit 2) naming its URL; every
+answer received is stored, unfinished pairs are not marked failed, and rerunning the same
+command does them.
 
 Exit status: 0 every pair graded; 1 some pairs failed (the summary says how many and whether a
 rerun can help; they are left out of the qrels, and rerunning the same command retries them);
@@ -115,7 +113,9 @@ def register(sub: Any) -> None:
         "prompt's max_tokens) is reserved before it is sent, so a budget near --dry-run's "
         "expected cost stops early",
     )
-    p.add_argument("--verify-low", action="store_true", help="regrade 0-1 grades a second time")
+    p.add_argument(
+        "--verify-low", action="store_true", help="grade pairs graded 0 or 1 a second time"
+    )
     p.add_argument("--verify-prompt", metavar="NAME", help="prompt of the verifier")
     p.add_argument("--verify-model", metavar="M", help="model of the verifier")
     _add_people_flags(p)

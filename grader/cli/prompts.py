@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from grader.cli.commands import add_command
+from grader.cli.flags import add_command
 from grader.cli.stderr import say
 from grader.models import Doc, Query
 from grader.prompts import OUTPUT_MODES, list_prompts, load_prompt, render_messages

@@ -17,9 +17,9 @@ from grader.cli.batch_common import (
     make_runner,
     progress_printer,
 )
-from grader.cli.commands import add_command
 from grader.cli.flags import (
     add_allow_changed_prompt,
+    add_command,
     add_judge_options,
     add_llm_options,
     add_measures,

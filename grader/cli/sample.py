@@ -32,8 +32,7 @@ from calibration.spotcheck.manifest import (
 from calibration.spotcheck.sampling import ALLOCATIONS, STRATEGIES
 from calibration.spotcheck.sequential import UNIFORM_SHARE
 from grader import defaults
-from grader.cli.commands import add_command
-from grader.cli.flags import add_store
+from grader.cli.flags import add_command, add_store
 from grader.cli.stderr import open_store, say
 from grader.errors import InputError, RelgradeError
 from grader.job.path_clash import refuse_clashes
