@@ -28,8 +28,7 @@ from grader.metrics.measures import is_summed as is_count
 
 
 def epilog() -> str:
-    """The help's text after the flags; the measures are those registered
-    (`grader.metrics.registry`: built-in ones, and those of imported plugin modules)."""
+    """The help's text after the flags: the measures registered (built-in and plug-ins')."""
     known = registry.registered()
     return EPILOG.format(
         measures=registry.help_lines(),
@@ -268,19 +267,15 @@ def run(args: argparse.Namespace) -> int:
     if options:
         comparisons = compare(evaluation.results, options)
         comparisons.annotate(records)
+    notes = evaluation.notes  # below the tables; on stderr beside JSON or CSV
     if args.format == "table":
-        notes = evaluation.notes
         _print_tables(evaluation.results, evaluation.measures, notes, args.per_query, comparisons)
+        notes = []
     else:
         output.print_records(records, args.format, output.csv_fields(records))
-        _print_notes(evaluation.notes, sys.stderr)
-    _print_notes(evaluation.warnings, sys.stderr)
+    for note in notes + evaluation.warnings:
+        print(note, file=sys.stderr)
     return 0
-
-
-def _print_notes(notes: list[str], stream: Any) -> None:
-    for note in notes:
-        print(note, file=stream)
 
 
 def _print_tables(

@@ -27,9 +27,6 @@ from grader.job.grade import GradeJob, GradeResult, Outcome, Tell
 from grader.job.options import options_from
 from grader.job.summary import summary_line
 
-PARSER_KEYS = ("command", "func")
-"""What the parser adds to grade's options."""
-
 EPILOG = """\
 Models and endpoints: --model defaults to $RELGRADE_MODEL, else gpt-4o-mini; the endpoint is
 --base-url, else $OPENAI_BASE_URL, else OpenAI. The key is never a flag and is written nowhere
@@ -153,7 +150,7 @@ def _add_people_flags(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    given = {k: v for k, v in vars(args).items() if k not in PARSER_KEYS}
+    given = {k: v for k, v in vars(args).items() if k not in ("command", "func")}  # the parser's
     tell = Tell(say=say, notice=say, busy=print_store_busy)
     from calibration.spotcheck import also_judged
 

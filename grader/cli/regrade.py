@@ -168,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
             outcome.diff,
             title="relgrade regrade: what changed",
             old_label=", ".join(olds) or "stored judgments",
-            new_label=f"{spec.id} ({', '.join(_models(args) or [args.judge])})",
+            new_label=f"{spec.id} ({', '.join(args.model or [args.judge])})",
         )
     return print_outcome(args, outcome)
 
@@ -227,7 +227,7 @@ async def _regrade(
     offline = not judge_kind(args.judge).takes_model  # no endpoint, no key
     factory = JudgeFactory(args, writer, offline=offline)
     store.add_secrets(factory.secrets)
-    judges = factory.judges(spec, _models(args))
+    judges = factory.judges(spec, args.model)
     live = judges[0]
     try:
         if not args.batch:
@@ -274,7 +274,7 @@ def _dry_run(args: argparse.Namespace, store: Store, spec: Any, criteria: list[C
     from grader.regrade.run import estimate_regrade
 
     base = JudgeSettings(prompt=spec, endpoint=Settings.from_args(args))
-    judges = llm_judges(args, base, _models(args))
+    judges = llm_judges(args, base, args.model)
     est = estimate_regrade(store, judges, criteria)
     live = cost_range(est.expected_live_cost, est.live_cost)
     batch = cost_range(est.expected_batch_cost, est.batch_cost)
@@ -288,12 +288,6 @@ def _dry_run(args: argparse.Namespace, store: Store, spec: Any, criteria: list[C
     lines += [f"expected completion of {basis}" for basis in est.basis]
     say("\n".join(lines))
     return 0
-
-
-def _models(args: argparse.Namespace) -> list[str]:
-    """The --model values (`run` sets them to the selection's models when none is given; a
-    judge that takes no model has none)."""
-    return list(dict.fromkeys(args.model))
 
 
 def settle_prompt_and_models(args: Any, store: Store, criteria: list[Criterion]) -> PromptSpec:
@@ -313,6 +307,7 @@ def settle_prompt_and_models(args: Any, store: Store, criteria: list[Criterion])
         for note in prompt_notes(store, [spec], allow_changed=args.allow_changed_prompt):
             say(note)
     args.prompt = args.prompt or spec.source  # what batch jobs record to rebuild the judge
+    args.model = list(dict.fromkeys(args.model))  # each model once
     return spec
 
 

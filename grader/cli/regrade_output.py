@@ -28,8 +28,7 @@ from grader.store.store import Store
 
 
 def write_outputs(args: argparse.Namespace, outcome: RegradeOutcome) -> None:
-    """--out (the new judgments) and --qrels-out (their ok grades) of a regrade, by grade's
-    writer."""
+    """--out (the new judgments) and --qrels-out (their ok grades), by grade's writer."""
     new = [p.new for p in outcome.pairs if p.new is not None]
     blocks = GradingReport(judgments=new).blocks()
     write_judgments_and_qrels(blocks, args.out, args.qrels_out)
@@ -117,7 +116,10 @@ def print_outcome(args: argparse.Namespace, outcome: RegradeOutcome) -> int:
         say(failure_causes_text(new))
     if not outcome.diff.pending:
         return 1 if outcome.diff.failed else 0
-    held = _held_elsewhere(outcome)
+    report = outcome.report  # pairs held by another live process; the rest wait in batches
+    held = 0
+    if report and report.held_elsewhere:
+        held = max(0, outcome.diff.pending - outcome.waiting_in_batches)
     if held:
         again = "rerun this same command once that process is done (or gone)"
         say(f"{held_text(held, args.store)}; {again}")
@@ -131,15 +133,6 @@ def print_outcome(args: argparse.Namespace, outcome: RegradeOutcome) -> int:
     if args.out or args.qrels_out:
         say(OUTPUTS_PENDING)
     return 1 if held else 0
-
-
-def _held_elsewhere(outcome: RegradeOutcome) -> int:
-    """Pending pairs of a live regrade that wait on keys another live process holds (the
-    rest of the pending pairs wait in open batches)."""
-    report = outcome.report
-    if report is None or not report.held_elsewhere:
-        return 0
-    return max(0, outcome.diff.pending - outcome.waiting_in_batches)
 
 
 def submitted_json(args: argparse.Namespace, outcome: RegradeOutcome) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from grader.errors import InputError
 from grader.grading.report import GradingReport
 from grader.job import judgments_and_qrels
 from grader.job.grade import interrupted_text
-from grader.job.summary import busy_text
+from grader.job.summary import busy_text, summary_line
 from grader.store.busy import StoreBusyEvent
 from grader.store.store import Store
 
@@ -55,8 +55,6 @@ def report_interrupted(report: GradingReport, done: int, total: int, *, quiet: b
     """Print what an interrupted live run stored (its summary line too, unless `quiet`) and how
     to resume it; the exit code (130)."""
     if not quiet:
-        from grader.job.summary import summary_line
-
         print(summary_line(report), file=sys.stderr)
     print(interrupted_text(done, total, resume_hint()), file=sys.stderr)
     return 130
