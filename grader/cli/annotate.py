@@ -87,11 +87,6 @@ def default_annotator() -> str:
     return name or "annotator"
 
 
-def _manifest(sample: str) -> Manifest | None:
-    found = find_manifest(sample)
-    return read_manifest(found) if found else None
-
-
 def _scale(args: argparse.Namespace, manifest: Manifest | None) -> list[tuple[int, str]]:
     name = args.prompt or (manifest.prompt if manifest else None)
     if not name:
@@ -113,7 +108,8 @@ def run(args: argparse.Namespace) -> int:
     annotator = args.annotator or default_annotator()
     log = GradeLog(grade_log_path(args.sample, annotator), annotator)
     items = read_blind_csv(args.sample)
-    manifest = _manifest(args.sample)
+    found = find_manifest(args.sample)
+    manifest = read_manifest(found) if found else None
     if args.export:
         return _export(args, items, log, manifest)
     server = AnnotateServer(

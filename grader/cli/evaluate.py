@@ -86,19 +86,15 @@ queries:
   trec_eval 10); the file's rank column is ignored.
 
 fill (labels on top of people's; docs/filling-holes.md):
-  evaluate HUMAN_QRELS RUN ... --fill LLM_QRELS scores each run three ways: holes as
-  non-relevant, judged only (condensed lists), holes filled by the LLM; and the share of each
-  run's top k judged by people, filled by the LLM, unjudged. JSON records add "regime". With
-  pairs graded by both (grade --also-judged), the filled score gets a corrected value and a
-  95% interval.
+  --fill LLM_QRELS scores each run three ways (see --fill) and gives the share of its top k
+  judged by people, filled by the LLM, unjudged; JSON records add "regime". With pairs graded
+  by both (grade --also-judged), the filled score gets a corrected value and a 95% interval.
 
 baseline (docs/significance.md):
-  --baseline NAME compares every other run with NAME (a run's name as printed, or its path) on
-  each measure, over the queries both are scored on: diff (mean of the per-query differences),
-  p_value (--test t|randomization|bootstrap, paired, two-sided), p_adjusted (--correction
-  holm|bonferroni|none over every run x measure compared), diff_ci_low, diff_ci_high (95%).
-  JSON and CSV add them to the "all" records; the table marks with * the means that differ at
-  p_adjusted < 0.05.
+  --baseline NAME compares each other run with NAME over the queries both are scored on: diff
+  is the mean of the per-query differences (95% interval: diff_ci_low, diff_ci_high), p_value
+  that of --test, p_adjusted after --correction. JSON and CSV add them to the "all" records;
+  the table marks with * the means that differ at p_adjusted < 0.05.
 
 default measures: {defaults} (thresholds from QRELS, as above)
 """

@@ -273,8 +273,6 @@ def _import(args: argparse.Namespace) -> int:
         )
     if not grades:
         raise InputError("no graded pair to import", path=path)
-    if Path(args.out).resolve() == Path(path).resolve():
-        raise InputError("--out must differ from the imported file", path=args.out)
     write_human_grades(args.out, grades)
     beside = copy_manifest_beside(manifest, args.out)
     print(
@@ -291,7 +289,6 @@ def sample_texts(
     """Query and document texts for the sample: --queries/--docs, else --store, else the default
     store of `relgrade grade` (./relgrade.db) when present. With none of them the sample is still
     drawn (ids only) and a warning says how to add the texts."""
-    qids = {q for q, _ in pairs}
     dids = {d for _, d in pairs}
     if args.queries or args.docs:
         if not (args.queries and args.docs):
@@ -302,15 +299,13 @@ def sample_texts(
         from grader.io.docs import read_docs, read_queries
 
         return read_queries(args.queries), read_docs(args.docs, ids=dids)
-    store_path = args.store
-    default = store_path == defaults.STORE
-    if default and Path(store_path).is_file():
+    if args.store == defaults.STORE:
+        if not Path(args.store).is_file():
+            say(
+                "warning: no texts for the sample (ids only): pass --queries Q --docs D or --store"
+                " DB so that people see the query and document"
+            )
+            return {}, {}
         say(f"texts taken from the store {defaults.STORE}")
-    if default and not Path(store_path).is_file():
-        say(
-            "warning: no texts for the sample (ids only): pass --queries Q --docs D or --store DB "
-            "so that people see the query and document"
-        )
-        return {}, {}
-    with open_store(store_path, "grade") as store:
-        return store.queries(qids), store.docs(dids)
+    with open_store(args.store, "grade") as store:
+        return store.queries({q for q, _ in pairs}), store.docs(dids)
