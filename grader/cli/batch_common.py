@@ -95,8 +95,6 @@ class JudgeFactory(JobJudges):
 
 
 def make_runner(store: Store, args: argparse.Namespace, factory: JudgeFactory) -> BatchRunner:
-    if args.batch_max_requests < 1 or args.batch_max_bytes < 1:
-        raise InputError("--batch-max-requests and --batch-max-bytes must be positive")
     client = factory.settings.batch_client()
     options = BatchOptions(
         max_requests=args.batch_max_requests,

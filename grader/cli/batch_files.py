@@ -20,6 +20,7 @@ from grader.cli.flags import (
     add_judge_options,
     add_llm_options,
     add_pair_inputs,
+    add_select,
     add_server_flags,
     add_store,
 )
@@ -96,13 +97,7 @@ def _add_export(actions: Any) -> None:
     )
     add_store(ex)
     add_pair_inputs(ex, "exported")
-    ex.add_argument(
-        "--select",
-        nargs="+",
-        metavar="CRITERION",
-        help="stored pairs instead of --run: all | failed | grade<=N | sample FILE | "
-        "disagreement | prompt=OLD",
-    )
+    add_select(ex, "stored pairs instead of --run: ")
     ex.add_argument("--prompt", default="passage", help="prompt name or file (passage)")
     ex.add_argument("--model", metavar="M", help="model ($RELGRADE_MODEL, else gpt-4o-mini)")
     add_judge_options(ex, batch=True)

@@ -128,6 +128,16 @@ def add_pair_inputs(p: argparse.ArgumentParser, done: str, *, dataset: bool = Fa
     )
 
 
+def add_select(
+    p: argparse.ArgumentParser, what: str = "", default: list[str] | None = None
+) -> None:
+    """--select CRITERION ... (regrade's, and batch export's): which stored pairs."""
+    criteria = "all | failed | grade<=N | sample FILE | disagreement | prompt=OLD"
+    p.add_argument(
+        "--select", nargs="+", default=default, metavar="CRITERION", help=what + criteria
+    )
+
+
 def add_measures(p: argparse.ArgumentParser, what: str) -> None:
     """-m/--measure MEASURE [MEASURE ...], repeatable: every value is kept, in order (dest
     `measures`; an empty list when not given)."""

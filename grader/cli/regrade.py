@@ -24,6 +24,7 @@ from grader.cli.flags import (
     add_llm_options,
     add_measures,
     add_runs,
+    add_select,
     add_store,
 )
 from grader.cli.regrade_output import (
@@ -94,13 +95,7 @@ def register(sub: Any) -> None:
         "change only the prompt); several (--model A B or --model A --model B) make an "
         "ensemble, as in grade (live only, not with --batch)",
     )
-    p.add_argument(
-        "--select",
-        nargs="+",
-        default=["all"],
-        metavar="CRITERION",
-        help="all | failed | grade<=N | sample FILE | disagreement | prompt=OLD",
-    )
+    add_select(p, default=["all"])
     p.add_argument("--batch", action="store_true", help="through the Batch API (half price)")
     p.add_argument(
         "--no-wait", action="store_true", help="with --batch: submit and exit; collect later"
