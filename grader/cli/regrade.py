@@ -31,7 +31,6 @@ from grader.cli.regrade_output import (
     add_output_options,
     print_outcome,
     print_submitted,
-    write_outputs,
 )
 from grader.cli.stderr import (
     clean_outputs,
@@ -152,8 +151,6 @@ def run(args: argparse.Namespace) -> int:
 
         measures = args.measures or list(DEFAULT_MEASURES)
         outcome.diff.metric_deltas = metric_deltas(outcome.pairs, runs, measures)
-    if not outcome.diff.pending:
-        write_outputs(args, outcome)
     if args.report:
         from calibration.report.regrade_diff import write_diff_html
 

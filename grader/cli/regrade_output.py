@@ -26,14 +26,6 @@ from grader.regrade.run import RegradeOutcome
 from grader.regrade.selection import parse_selection, select_candidates, version_pairs
 from grader.store.store import Store
 
-
-def write_outputs(args: argparse.Namespace, outcome: RegradeOutcome) -> None:
-    """--out (the new judgments) and --qrels-out (their ok grades), by grade's writer."""
-    new = [p.new for p in outcome.pairs if p.new is not None]
-    blocks = GradingReport(judgments=new).blocks()
-    write_judgments_and_qrels(blocks, args.out, args.qrels_out)
-
-
 OUTPUTS_PENDING = (
     "--out/--qrels-out not written while pairs are pending (earlier files are left as they "
     "were); rerun this same command once they are graded to write them (it sends nothing "
@@ -103,19 +95,17 @@ def _one_line(text: str | None, width: int = 100) -> str:
 
 
 def print_outcome(args: argparse.Namespace, outcome: RegradeOutcome) -> int:
-    """Print the diff (--format), the summary, the causes of failures and what is pending;
-    the exit status: 1 when pairs failed or wait on another process, else 0."""
-    if args.format == "json":
-        print(json.dumps(diff_json(outcome), indent=2))
-    else:
-        print(render_table(outcome.diff, show=args.show))
+    """Print the diff and write the outputs (`print_and_write`), then the summary, the causes of
+    failures and what is pending; the exit status: 1 when pairs failed or wait on another
+    process, else 0."""
+    failed = print_and_write(args, [outcome])
     if not args.quiet:
         say(_summary(outcome))
     if outcome.diff.failed:
         new = [p.new for p in outcome.pairs if p.new is not None]
         say(failure_causes_text(new))
     if not outcome.diff.pending:
-        return 1 if outcome.diff.failed else 0
+        return failed
     report = outcome.report  # pairs held by another live process; the rest wait in batches
     held = 0
     if report and report.held_elsewhere:
@@ -130,8 +120,6 @@ def print_outcome(args: argparse.Namespace, outcome: RegradeOutcome) -> int:
             f"`{batch_command('collect', args.store, args.api_key_env)}` "
             "(or this command again) collects them"
         )
-    if args.out or args.qrels_out:
-        say(OUTPUTS_PENDING)
     return 1 if held else 0
 
 
@@ -252,8 +240,8 @@ def version_outcome(
 
 
 def print_and_write(args: argparse.Namespace, outcomes: Sequence[RegradeOutcome]) -> int:
-    """Print each version's diff (stdout) and write the outputs of a finished one; 1 when
-    some new judgment failed, else 0."""
+    """Print each version's diff (stdout) and write the outputs of a finished one (--out: the
+    new judgments, --qrels-out: their ok grades); 1 when some new judgment failed, else 0."""
     if args.format == "json":
         data = [diff_json(outcome) for outcome in outcomes]
         print(json.dumps(data[0] if len(data) == 1 else data, indent=2))
@@ -265,5 +253,7 @@ def print_and_write(args: argparse.Namespace, outcomes: Sequence[RegradeOutcome]
         if outcome.diff.pending:
             say(OUTPUTS_PENDING)
         else:
-            write_outputs(args, outcome)
+            new = [p.new for p in outcome.pairs if p.new is not None]
+            blocks = GradingReport(judgments=new).blocks()
+            write_judgments_and_qrels(blocks, args.out, args.qrels_out)
     return 1 if any(o.diff.failed for o in outcomes) else 0
