@@ -70,7 +70,6 @@ def register(sub: Any) -> None:
     batch_files.register(actions)
     _add_close(actions)
     batch_run.register(actions)
-    p.set_defaults(func=run_status)
 
 
 def _add_status(actions: Any) -> None:
@@ -111,10 +110,10 @@ def run_status(args: argparse.Namespace) -> int:
     with open_store(args.store) as store, BatchState(store) as state:
         with ExportState(store) as export_state:
             exports = export_state.exports()
-        if getattr(args, "files", False):
+        if args.files:
             print_files(store, exports, args.format)
             return 0
-        if getattr(args, "exports", False):
+        if args.exports:
             if args.format == "json":
                 print(json.dumps([export_json(e) for e in exports], indent=2))
             else:
