@@ -100,12 +100,6 @@ default measures: {defaults} (thresholds from QRELS, as above)
 """
 
 
-DEPRECATED_SKIP_MISSING = (
-    "note: evaluate --skip-missing is deprecated, use --trec-eval-missing (leave queries a run "
-    "does not answer out of its mean); --skip-missing belongs to grade (skip unknown ids)"
-)
-
-
 def register(sub: Any) -> None:
     parser = add_command(sub, "evaluate", __doc__, epilog=epilog())
     # QRELS and RUN are checked in `run`, not by argparse: `-m nDCG@10 QRELS RUN` (trec_eval's
@@ -213,7 +207,12 @@ def _check_files_given(args: argparse.Namespace) -> None:
 def _check_inputs(args: argparse.Namespace) -> None:
     """The positionals and flags checked together, before any file is read."""
     if args.old_skip_missing:
-        print(DEPRECATED_SKIP_MISSING, file=sys.stderr)
+        print(
+            "note: evaluate --skip-missing is deprecated, use --trec-eval-missing (leave queries"
+            " a run does not answer out of its mean); --skip-missing belongs to grade (skip"
+            " unknown ids)",
+            file=sys.stderr,
+        )
         args.skip_missing = True
     args.runs = [*args.runs, *args.extra_positionals]
     if args.dataset:

@@ -63,9 +63,8 @@ class StoreOnce(argparse._StoreAction):
 
 
 class Parser(argparse.ArgumentParser):
-    """The parser of `relgrade` and of each of its commands (sub-parsers take its class): an
-    option declared with no action, or `store`, keeps one value and refuses a second
-    (`StoreOnce`); repeatable options say so (`append`, `extend`)."""
+    """The parser of `relgrade` and of each command: an option with no action, or `store`, keeps
+    one value and refuses a second (`StoreOnce`); repeatable ones say so (`append`, `extend`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -199,8 +198,7 @@ def add_api_key_env(p: argparse.ArgumentParser) -> None:
 
 
 def add_llm_options(p: argparse.ArgumentParser, *, several_servers: bool = False) -> None:
-    """The flags of every command that sends requests to an LLM server (`grade`, `regrade`,
-    `batch collect`, `batch import`), with one help text and one default each;
+    """The flags of every command that sends requests to an LLM server, one help and default each;
     `several_servers`: --base-url may be repeated (a list; else one URL)."""
     if several_servers:
         p.add_argument(

@@ -308,21 +308,18 @@ def stored_models(store_path: Path, judges: list[str]) -> list[str]:
     order); else an InputError asking for --model."""
     from grader.regrade.selection import judge_models
 
-    models = {judge: judge_models(judge) for judge in judges}
     if not judges:
         raise InputError(
-            "no model to default to: nothing is selected",
-            path=store_path,
-            hint="give --model M",
+            "no model to default to: nothing is selected", path=store_path, hint="give --model M"
         )
-    if len(judges) > 1 or models[judges[0]] is None:
+    found = judge_models(judges[0]) if len(judges) == 1 else None
+    if found is None:
         what = f"judges {', '.join(judges)}" if len(judges) > 1 else f"judge {judges[0]}"
         raise InputError(
             f"the selected judgments were graded by {what}: no one model to default to",
             path=store_path,
             hint="give --model M (several make an ensemble), or narrow the selection",
         )
-    found = models[judges[0]] or []
     say(f"model {', '.join(found)} (from the selected judgments; --model to change it)")
     return found
 

@@ -124,10 +124,8 @@ def print_outcome(args: argparse.Namespace, outcome: RegradeOutcome) -> int:
 
 
 def submitted_json(args: argparse.Namespace, outcome: RegradeOutcome) -> dict[str, Any]:
-    """`regrade --batch --no-wait` in JSON: the usual keys (a diff of the pairs done so far:
-    `pending` says how many wait) plus `submitted` (requests, pairs, batches, files, jobs,
-    base_url) and the commands that follow it: `status` and `follow`
-    (docs/regrade-and-batch.md)."""
+    """`regrade --batch --no-wait` in JSON: the diff so far plus `submitted` and the commands
+    that follow it, `status` and `follow` (docs/regrade-and-batch.md)."""
     from grader.batch.api.state import public_base_url
 
     url = Settings.from_args(args).base_url or "https://api.openai.com/v1"

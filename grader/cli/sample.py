@@ -219,9 +219,7 @@ def _scale(prompt: str | None) -> list[tuple[int, str]] | None:
 
 
 def _import_manifest(args: argparse.Namespace) -> Manifest:
-    if args.manifest:
-        return read_manifest(args.manifest)
-    found = find_manifest(args.import_file)
+    found = args.manifest or find_manifest(args.import_file)
     if found is None:
         raise InputError(
             f"no manifest beside the file ({manifest_path_for(args.import_file).name})",
