@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -114,8 +113,7 @@ def _write(args: argparse.Namespace, summary: Any) -> None:
 
         write_report(args.report, summary)
     if args.format == "json":
-        json.dump(summary.to_json(), sys.stdout, indent=2, allow_nan=False)
-        sys.stdout.write("\n")
+        print(json.dumps(summary.to_json(), indent=2, allow_nan=False))
     else:
         from rich.console import Console
 
@@ -136,8 +134,7 @@ def _fit_lexical(args: argparse.Namespace) -> int:
 
     result = fit_and_write(args.human, args.queries, args.docs, args.lexical_out, clamp=args.clamp)
     if args.format == "json":
-        json.dump(result, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print(json.dumps(result, indent=2))
     else:
         print(f"lexical thresholds fitted on {result['n']} human-graded pairs:")
         for grade, value in zip((1, 2, 3), result["thresholds"], strict=True):

@@ -102,8 +102,7 @@ def print_records(records: list[dict[str, Any]], fmt: str, fields: list[str]) ->
     if fmt == "json":
         import json
 
-        json.dump(records, sys.stdout, indent=1)
-        sys.stdout.write("\n")
+        print(json.dumps(records, indent=1))
         return
     import csv
 
