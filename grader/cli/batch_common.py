@@ -8,10 +8,9 @@ import argparse
 import shlex
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from grader.batch.adapter import JobJudges
-from grader.batch.api.jobs import BatchOptions, BatchRunner
+from grader.batch.api.jobs import BatchOptions, BatchRunner, Progress
 from grader.batch.api.state import BatchState, Job
 from grader.batch.files.export_files import LineProgress
 from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE
@@ -107,20 +106,18 @@ def make_runner(store: Store, args: argparse.Namespace, factory: JudgeFactory) -
     return BatchRunner(store, client, options=options)
 
 
-def progress_printer(quiet: bool) -> Any:
-    """A callback printing one line per poll about the open jobs, on stderr."""
+def progress_printer(quiet: bool) -> Progress | None:
+    """A callback printing one line per poll about the open jobs, on stderr (None: `quiet`)."""
 
     def show(jobs: Sequence[Job]) -> None:
-        if quiet:
-            return
-        parts = []
-        for job in jobs:
-            done = job.n_completed + job.n_failed
-            status = job.remote_status or job.phase
-            parts.append(f"job {job.job_id} {status} {done}/{job.n_requests}")
+        parts = [
+            f"job {j.job_id} {j.remote_status or j.phase} {j.n_completed + j.n_failed}/"
+            f"{j.n_requests}"
+            for j in jobs
+        ]
         say("batch: " + "; ".join(parts))
 
-    return show
+    return None if quiet else show
 
 
 class Printer:
