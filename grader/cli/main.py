@@ -49,10 +49,8 @@ def _quick(command: str | None) -> Iterator[None]:
 
 def _command_in(argv: Sequence[str]) -> str | None:
     """The sub-command named in argv (the first word that is not an option), if any."""
-    for word in argv:
-        if not word.startswith("-"):
-            return word if word in COMMANDS else None
-    return None
+    first = next((word for word in argv if not word.startswith("-")), None)
+    return first if first in COMMANDS else None
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
