@@ -67,15 +67,19 @@ def test_live_figures_follow_each_grade_and_equal_calibrate(
 def test_annotate_without_the_llm_grades_serves_no_live_figures(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from calibration.spotcheck.manifest import find_manifest, read_manifest
     from grader.cli import annotate
 
     sample, judgments, _ = active_sample(tmp_path)
+    found = find_manifest(sample)
+    assert found is not None
+    manifest = read_manifest(found)
     judgments.rename(tmp_path / "moved.jsonl")
     args = annotate_args(sample)
-    assert annotate._live(args, annotate._manifest(str(sample))) is None
+    assert annotate._live(args, manifest) is None
     assert "pass --llm J" in capsys.readouterr().err
     args.llm = str(tmp_path / "moved.jsonl")
-    live = annotate._live(args, annotate._manifest(str(sample)))
+    live = annotate._live(args, manifest)
     assert live is not None and live.target == 0.05 and live.threshold == 2
     assert main(["annotate", str(sample), "--target", "1.5", "--no-browser"]) == 2
 

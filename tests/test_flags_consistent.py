@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from grader import defaults
-from grader.cli.commands import COMMANDS
+from grader.cli.flags import COMMANDS
 from grader.cli.main import build_parser, main
 from grader.grading.pipeline import grade_pairs
 from grader.io.judgments import read_judgments

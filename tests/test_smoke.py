@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from grader.cli.commands import COMMANDS
+from grader.cli.flags import COMMANDS
 from grader.cli.main import build_parser, main
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import getpass
 import re
-import sys
 import time
 import webbrowser
 from pathlib import Path
@@ -35,18 +34,14 @@ from calibration.spotcheck.manifest import (
     read_manifest,
 )
 from calibration.spotcheck.stopping import DrawOrder, LiveStopping
-from grader.cli.commands import COMMANDS
+from grader.cli.flags import add_command
+from grader.cli.stderr import say
 from grader.errors import InputError, RelgradeError
 from grader.job.path_clash import refuse_clashes
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser(
-        "annotate",
-        help=COMMANDS["annotate"],
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = add_command(sub, "annotate", __doc__)
     parser.add_argument("sample", metavar="SAMPLE.csv", help="blind sample from `relgrade sample`")
     parser.add_argument(
         "--annotator", help="who is grading (names the grades file; default: your login name)"
@@ -92,22 +87,17 @@ def default_annotator() -> str:
     return name or "annotator"
 
 
-def _manifest(sample: str) -> Manifest | None:
-    found = find_manifest(sample)
-    return read_manifest(found) if found else None
-
-
 def _scale(args: argparse.Namespace, manifest: Manifest | None) -> list[tuple[int, str]]:
     name = args.prompt or (manifest.prompt if manifest else None)
     if not name:
-        print("scale: no prompt named; showing plain 0..3 (pass --prompt NAME)", file=sys.stderr)
+        say("scale: no prompt named; showing plain 0..3 (pass --prompt NAME)")
         return neutral_scale()
     try:
         return prompt_scale(name)
     except RelgradeError as exc:
         if args.prompt:
             raise
-        print(f"scale: {exc}; showing plain 0..3 (pass --prompt NAME)", file=sys.stderr)
+        say(f"scale: {exc}; showing plain 0..3 (pass --prompt NAME)")
         return neutral_scale()
 
 
@@ -118,7 +108,8 @@ def run(args: argparse.Namespace) -> int:
     annotator = args.annotator or default_annotator()
     log = GradeLog(grade_log_path(args.sample, annotator), annotator)
     items = read_blind_csv(args.sample)
-    manifest = _manifest(args.sample)
+    found = find_manifest(args.sample)
+    manifest = read_manifest(found) if found else None
     if args.export:
         return _export(args, items, log, manifest)
     server = AnnotateServer(
@@ -135,10 +126,9 @@ def run(args: argparse.Namespace) -> int:
     # "open" line is out (before the loop below is reached) still stops the server cleanly.
     try:
         if server.address[0] not in ("127.0.0.1", "::1"):
-            print(
+            say(
                 f"warning: listening on {server.address[0]}: anyone who can reach this machine "
-                "can read the sample and grade it",
-                file=sys.stderr,
+                "can read the sample and grade it"
             )
         done = len({(i.query_id, i.doc_id) for i in items}.intersection(log.read()))
         print(f"grading {args.sample} as {annotator}: {done} of {len(items)} graded so far")
@@ -159,16 +149,13 @@ def _live(args: argparse.Namespace, manifest: Manifest | None) -> LiveStopping |
     """The live stopping figures, or None (with a line saying why) when they cannot be shown."""
     order = DrawOrder.from_manifest(manifest) if manifest is not None else None
     if order is None:
-        print(
-            "live figures: only for uniform and active samples (with a manifest)", file=sys.stderr
-        )
+        say("live figures: only for uniform and active samples (with a manifest)")
         return None
     path = args.llm or (manifest.source.path if manifest and manifest.source else None)
     if not path or not Path(path).is_file():
-        print(
+        say(
             f"live figures: the LLM grades are not at hand ({path or 'no path in the manifest'}); "
-            "pass --llm J",
-            file=sys.stderr,
+            "pass --llm J"
         )
         return None
     from grader.io.grades import read_llm_grades
@@ -198,10 +185,10 @@ def _export(
     write_human_grades(args.export, grades)
     print(f"wrote {len(grades)} of {len(items)} grades by {log.annotator} to {args.export}")
     if len(grades) < len(items):
-        print(f"note: {len(items) - len(grades)} item(s) are not graded yet", file=sys.stderr)
+        say(f"note: {len(items) - len(grades)} item(s) are not graded yet")
     if manifest is not None:
         beside = copy_manifest_beside(manifest, args.export)
         print(f"copied the sample manifest to {beside} (calibrate weights by it)")
     else:
-        print("note: no manifest beside the sample; calibrate will not weight", file=sys.stderr)
+        say("note: no manifest beside the sample; calibrate will not weight")
     return 0

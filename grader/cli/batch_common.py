@@ -6,18 +6,15 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
 from grader.batch.adapter import JobJudges
-from grader.batch.api.jobs import BatchOptions, BatchRunner
+from grader.batch.api.jobs import BatchOptions, BatchRunner, Progress
 from grader.batch.api.state import BatchState, Job
 from grader.batch.files.export_files import LineProgress
 from grader.batch.requests import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE
-from grader.cli.stderr import print_store_busy
+from grader.cli.stderr import say
 from grader.errors import InputError
 from grader.job.endpoint import Settings
 from grader.job.judges import build_judges
@@ -28,14 +25,6 @@ from grader.prompts import PromptSpec
 from grader.redact import redact_url
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
-
-
-def open_store(path: str, by: str = "regrade", *, create: bool = False) -> Store:
-    """The store at `path`; without `create`, InputError when there is none (`by`: the
-    command that should have made it)."""
-    if not create and not Path(path).is_file():
-        raise InputError("no store here", path=path, hint=f"give the --store {by} used")
-    return Store(path, on_busy=print_store_busy)
 
 
 def add_batch_limits(p: argparse.ArgumentParser, per: str, note: str = "") -> None:
@@ -105,8 +94,6 @@ class JudgeFactory(JobJudges):
 
 
 def make_runner(store: Store, args: argparse.Namespace, factory: JudgeFactory) -> BatchRunner:
-    if args.batch_max_requests < 1 or args.batch_max_bytes < 1:
-        raise InputError("--batch-max-requests and --batch-max-bytes must be positive")
     client = factory.settings.batch_client()
     options = BatchOptions(
         max_requests=args.batch_max_requests,
@@ -119,20 +106,18 @@ def make_runner(store: Store, args: argparse.Namespace, factory: JudgeFactory) -
     return BatchRunner(store, client, options=options)
 
 
-def progress_printer(quiet: bool) -> Any:
-    """A callback printing one line per poll about the open jobs, on stderr."""
+def progress_printer(quiet: bool) -> Progress | None:
+    """A callback printing one line per poll about the open jobs, on stderr (None: `quiet`)."""
 
     def show(jobs: Sequence[Job]) -> None:
-        if quiet:
-            return
-        parts = []
-        for job in jobs:
-            done = job.n_completed + job.n_failed
-            status = job.remote_status or job.phase
-            parts.append(f"job {job.job_id} {status} {done}/{job.n_requests}")
-        print("batch: " + "; ".join(parts), file=sys.stderr, flush=True)
+        parts = [
+            f"job {j.job_id} {j.remote_status or j.phase} {j.n_completed + j.n_failed}/"
+            f"{j.n_requests}"
+            for j in jobs
+        ]
+        say("batch: " + "; ".join(parts))
 
-    return show
+    return None if quiet else show
 
 
 class Printer:
@@ -154,11 +139,7 @@ class Printer:
         if p.fraction is not None:
             of += f" ({p.fraction:.0%})"
         eta = f", ETA {p.eta:,.0f} s" if p.eta is not None else ""
-        print(
-            f"{self.what}: {p.lines:,}{of} lines, {p.per_second:,.0f} lines/s{eta}",
-            file=sys.stderr,
-            flush=True,
-        )
+        say(f"{self.what}: {p.lines:,}{of} lines, {p.per_second:,.0f} lines/s{eta}")
 
 
 def use_stored_base_url(args: argparse.Namespace, state: BatchState) -> None:
@@ -183,10 +164,7 @@ def use_stored_base_url(args: argparse.Namespace, state: BatchState) -> None:
         )
     (url,) = urls
     args.base_url = url
-    print(
-        f"endpoint {redact_url(url)} (stored with the batch jobs; --base-url to change)",
-        file=sys.stderr,
-    )
+    say(f"endpoint {redact_url(url)} (stored with the batch jobs; --base-url to change)")
 
 
 def batch_command(action: str, store: str, api_key_env: str | None = None) -> str:

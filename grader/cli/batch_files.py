@@ -13,17 +13,18 @@ from grader.batch.files.export_files import check_batch_mode, export_requests
 from grader.batch.files.exports import ExportState
 from grader.batch.files.import_files import Importer
 from grader.batch.files.import_followup import ImportSummary
-from grader.cli.batch_common import JudgeFactory, Printer, add_batch_limits, open_store
-from grader.cli.batch_exports import left_out_text, pending_warning
+from grader.cli.batch_common import JudgeFactory, Printer, add_batch_limits
 from grader.cli.flags import (
     add_api_key_env,
+    add_command,
     add_judge_options,
     add_llm_options,
     add_pair_inputs,
+    add_select,
     add_server_flags,
     add_store,
 )
-from grader.cli.stderr import say
+from grader.cli.stderr import open_store, say
 from grader.errors import InputError
 from grader.job.endpoint import Settings
 from grader.job.judges import build_judges, check_judge_args
@@ -61,13 +62,13 @@ get only those, or --reask); 2 bad input.
 def register(actions: Any) -> None:
     """Add `export` and `import` to `relgrade batch`."""
     _add_export(actions)
-    im = actions.add_parser(
+    im = add_command(
+        actions,
         "import",
         help="import an engine's results files, validated as live replies",
         description="Import the results of `relgrade batch export` request files into the store, "
         "every line validated exactly as a live reply.",
         epilog=IMPORT_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_store(im)
     im.add_argument("results", nargs="+", metavar="RESULTS", help="results files or folders")
@@ -86,23 +87,17 @@ def register(actions: Any) -> None:
 
 
 def _add_export(actions: Any) -> None:
-    ex = actions.add_parser(
+    ex = add_command(
+        actions,
         "export",
         help="write request files in the OpenAI batch format for any inference engine",
         description="Write the requests of the selected pairs as OpenAI batch files (for vLLM "
         "run-batch, Ray Data or any engine that reads them), recorded in the store.",
         epilog=EXPORT_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_store(ex)
     add_pair_inputs(ex, "exported")
-    ex.add_argument(
-        "--select",
-        nargs="+",
-        metavar="CRITERION",
-        help="stored pairs instead of --run: all | failed | grade<=N | sample FILE | "
-        "disagreement | prompt=OLD",
-    )
+    add_select(ex, "stored pairs instead of --run: ")
     ex.add_argument("--prompt", default="passage", help="prompt name or file (passage)")
     ex.add_argument("--model", metavar="M", help="model ($RELGRADE_MODEL, else gpt-4o-mini)")
     add_judge_options(ex, batch=True)
@@ -299,3 +294,26 @@ async def _reask(
         await importer.reask_failed(summary, concurrency=concurrency)
     finally:
         await factory.aclose()
+
+
+def left_out_text(pending: int, exports: list[str], store: str) -> str:
+    """Why `batch export` left pairs out, and the way on in either case."""
+    named = ", ".join(exports)
+    return (
+        f"{pending:,} pairs left out: their requests wait in export {named}, whose results are"
+        " not imported yet (an engine run on both would be paid twice). If that engine is still"
+        " running, import its results when it is done; if it died, import what it wrote, then"
+        f" `relgrade batch close --store {store} {exports[0]}` marks the rest missing and this"
+        " command exports them. --include-pending exports them now anyway"
+    )
+
+
+def pending_warning(count: int, other: str, store: str) -> str:
+    """The warning of `batch export --include-pending` about requests also in `other`."""
+    return (
+        f"warning: {count:,} of these requests are also in export {other}, whose results are "
+        "not imported yet: --include-pending is for a first run still alive, and both runs "
+        f"are paid for them. If {other}'s engine died instead, `relgrade batch close --store "
+        f"{store} {other}` (after importing what it wrote) and export again: nothing is paid "
+        "twice"
+    )

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from grader.batch.engines.request_dir import RequestFile, request_files
-from grader.cli.batch_common import Printer, open_store
-from grader.cli.flags import add_store
-from grader.cli.stderr import say
+from grader.cli.batch_common import Printer
+from grader.cli.flags import add_command, add_store
+from grader.cli.stderr import open_store, say
 from grader.errors import InputError
 
 RUN_EPILOG = """\
@@ -34,13 +34,13 @@ Then: relgrade batch import --store DB DIR
 
 def register(actions: Any) -> None:
     """Add `run` to `relgrade batch`."""
-    p = actions.add_parser(
+    p = add_command(
+        actions,
         "run",
         help="answer exported request files with Ray Data or vLLM run-batch",
         description="Answer the request files of `relgrade batch export` with an engine: Ray "
         "Data against OpenAI-compatible servers, or vLLM run-batch on this node's share.",
         epilog=RUN_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "--engine",

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-from grader.cli.commands import COMMANDS
-from grader.cli.flags import add_measures, add_runs
+from grader.cli.flags import add_command, add_measures, add_runs
+from grader.cli.stderr import say
 from grader.errors import InputError
 from grader.job.path_clash import refuse_clashes
 
@@ -25,12 +24,7 @@ KEYWORDS += ("no_manifest", "human_scale", "measures", "seed", "bootstrap", "thr
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "calibrate",
-        help=COMMANDS["calibrate"],
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(sub, "calibrate", __doc__)
     p.add_argument("--llm", help="LLM grades: judgments JSONL or TREC qrels")
     p.add_argument(
         "--human", required=True, help="human grades: CSV, TREC qrels or judgments JSONL"
@@ -107,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     given = {name: getattr(args, name) for name in KEYWORDS}
     summary = calibrate_grades(args.llm, args.human, runs=args.run, **given)
     for warning in summary.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        say(f"warning: {warning}")
     _write(args, summary)
     return 0
 
@@ -119,8 +113,7 @@ def _write(args: argparse.Namespace, summary: Any) -> None:
 
         write_report(args.report, summary)
     if args.format == "json":
-        json.dump(summary.to_json(), sys.stdout, indent=2, allow_nan=False)
-        sys.stdout.write("\n")
+        print(json.dumps(summary.to_json(), indent=2, allow_nan=False))
     else:
         from rich.console import Console
 
@@ -141,8 +134,7 @@ def _fit_lexical(args: argparse.Namespace) -> int:
 
     result = fit_and_write(args.human, args.queries, args.docs, args.lexical_out, clamp=args.clamp)
     if args.format == "json":
-        json.dump(result, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print(json.dumps(result, indent=2))
     else:
         print(f"lexical thresholds fitted on {result['n']} human-graded pairs:")
         for grade, value in zip((1, 2, 3), result["thresholds"], strict=True):

@@ -7,14 +7,12 @@ or JSON: records {"run", "query_id", "measure", "value"}, query_id "all" for the
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 from typing import Any
 
-from grader.cli import evaluate_baseline as baseline
-from grader.cli.commands import COMMANDS
-from grader.cli.flags import add_measures
+from grader.cli import evaluate_output as output
+from grader.cli.flags import add_command, add_measures
 from grader.errors import InputError
 from grader.evaluation.baseline import Comparisons, compare
 from grader.evaluation.files import path_join, read_grades
@@ -30,8 +28,7 @@ from grader.metrics.measures import is_summed as is_count
 
 
 def epilog() -> str:
-    """The help's text after the flags; the measures are those registered
-    (`grader.metrics.registry`: built-in ones, and those of imported plugin modules)."""
+    """The help's text after the flags: the measures registered (built-in and plug-ins')."""
     known = registry.registered()
     return EPILOG.format(
         measures=registry.help_lines(),
@@ -89,48 +86,29 @@ queries:
   trec_eval 10); the file's rank column is ignored.
 
 fill (labels on top of people's; docs/filling-holes.md):
-  evaluate HUMAN_QRELS RUN ... --fill LLM_QRELS scores each run three ways: holes as
-  non-relevant, judged only (condensed lists), holes filled by the LLM; and the share of each
-  run's top k judged by people, filled by the LLM, unjudged. JSON records add "regime". With
-  pairs graded by both (grade --also-judged), the filled score gets a corrected value and a
-  95% interval.
+  --fill LLM_QRELS scores each run three ways (see --fill) and gives the share of its top k
+  judged by people, filled by the LLM, unjudged; JSON records add "regime". With pairs graded
+  by both (grade --also-judged), the filled score gets a corrected value and a 95% interval.
 
 baseline (docs/significance.md):
-  --baseline NAME compares every other run with NAME (a run's name as printed, or its path) on
-  each measure, over the queries both are scored on: diff (mean of the per-query differences),
-  p_value (--test t|randomization|bootstrap, paired, two-sided), p_adjusted (--correction
-  holm|bonferroni|none over every run x measure compared), diff_ci_low, diff_ci_high (95%).
-  JSON and CSV add them to the "all" records; the table marks with * the means that differ at
-  p_adjusted < 0.05.
+  --baseline NAME compares each other run with NAME over the queries both are scored on: diff
+  is the mean of the per-query differences (95% interval: diff_ci_low, diff_ci_high), p_value
+  that of --test, p_adjusted after --correction. JSON and CSV add them to the "all" records;
+  the table marks with * the means that differ at p_adjusted < 0.05.
 
 default measures: {defaults} (thresholds from QRELS, as above)
 """
 
 
-DEPRECATED_SKIP_MISSING = (
-    "note: evaluate --skip-missing is deprecated, use --trec-eval-missing (leave queries a run "
-    "does not answer out of its mean); --skip-missing belongs to grade (skip unknown ids)"
-)
-
-
 def register(sub: Any) -> None:
-    parser = sub.add_parser(
-        "evaluate",
-        help=COMMANDS["evaluate"],
-        description=__doc__,
-        epilog=epilog(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = add_command(sub, "evaluate", __doc__, epilog=epilog())
     # QRELS and RUN are checked in `run`, not by argparse: `-m nDCG@10 QRELS RUN` (trec_eval's
     # order) makes -m take the files as measures, and only `run` can say so.
     parser.usage = "relgrade evaluate [options] QRELS RUN [RUN ...]"
     _add_inputs(parser)
     add_measures(parser, "measures to compute (see below; default: the list at the end)")
     _add_options(parser)
-    from grader.cli.evaluate_fill import add_flags
-
-    add_flags(parser)
-    baseline.add_flags(parser)
+    output.add_flags(parser)
     # RUN ... may take no word (with --dataset): runs after an option come back as these
     parser.set_defaults(func=run, extra_positionals=[])
 
@@ -229,7 +207,12 @@ def _check_files_given(args: argparse.Namespace) -> None:
 def _check_inputs(args: argparse.Namespace) -> None:
     """The positionals and flags checked together, before any file is read."""
     if args.old_skip_missing:
-        print(DEPRECATED_SKIP_MISSING, file=sys.stderr)
+        print(
+            "note: evaluate --skip-missing is deprecated, use --trec-eval-missing (leave queries"
+            " a run does not answer out of its mean); --skip-missing belongs to grade (skip"
+            " unknown ids)",
+            file=sys.stderr,
+        )
         args.skip_missing = True
     args.runs = [*args.runs, *args.extra_positionals]
     if args.dataset:
@@ -253,13 +236,11 @@ def _check_inputs(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     _check_inputs(args)
-    options = baseline.options(args)
+    options = output.options(args)
     if args.fill:
         if args.dataset:
             raise InputError("--fill reads people's qrels from QRELS, not from --dataset")
-        from grader.cli.evaluate_fill import run_fill
-
-        return run_fill(args, options)
+        return output.run_fill(args, options)
     if args.llm_scale or args.fill_manifest:
         raise InputError("--llm-scale and --fill-manifest go with --fill LLM_QRELS")
     judged, facts = _qrels(args)
@@ -281,23 +262,15 @@ def run(args: argparse.Namespace) -> int:
     if options:
         comparisons = compare(evaluation.results, options)
         comparisons.annotate(records)
+    notes = evaluation.notes  # below the tables; on stderr beside JSON or CSV
     if args.format == "table":
-        notes = evaluation.notes
         _print_tables(evaluation.results, evaluation.measures, notes, args.per_query, comparisons)
+        notes = []
     else:
-        baseline.print_records(records, args.format, baseline.csv_fields(records))
-        _print_notes(evaluation.notes, sys.stderr)
-    _print_notes(evaluation.warnings, sys.stderr)
+        output.print_records(records, args.format, output.csv_fields(records))
+    for note in notes + evaluation.warnings:
+        print(note, file=sys.stderr)
     return 0
-
-
-def _print_notes(notes: list[str], stream: Any) -> None:
-    for note in notes:
-        print(note, file=stream)
-
-
-def _fmt(value: float, count: bool = False) -> str:
-    return "n/a" if math.isnan(value) else f"{value:.0f}" if count else f"{value:.4f}"
 
 
 def _print_tables(
@@ -308,34 +281,30 @@ def _print_tables(
     comparisons: Comparisons | None = None,
 ) -> None:
     from rich.console import Console
-    from rich.table import Table
 
     console = Console(highlight=False)
     counts = {m for m in names if is_count(m)}
+
+    def cell(value: float, measure: str) -> str:
+        return output.fmt(value, ".0f" if measure in counts else ".4f")
+
     if per_query:
         for name, scores in results:
-            table = Table(title=f"{name}: per query", title_justify="left")
-            table.add_column("query")
-            for m in names:
-                table.add_column(m, justify="right")
+            table = output.table(f"{name}: per query", ("query", *names), ("query",))
             rows = scores.values[[scores.measures.index(m) for m in names]].T.tolist()
             for qid, row in zip(scores.query_ids, rows, strict=True):
-                table.add_row(qid, *(_fmt(v, m in counts) for m, v in zip(names, row, strict=True)))
+                table.add_row(qid, *(cell(v, m) for m, v in zip(names, row, strict=True)))
             console.print(table)
-    table = Table(title="mean over queries", title_justify="left")
-    table.add_column("measure")
-    for name, _ in results:
-        title = f"{name} (baseline)" if comparisons and name == comparisons.baseline else name
-        table.add_column(title, justify="right")
+    titles = [
+        f"{n} (baseline)" if comparisons and n == comparisons.baseline else n for n, _ in results
+    ]
+    table = output.table("mean over queries", ("measure", *titles), ("measure",))
     means = [(name, dict(scores.means())) for name, scores in results]
     for m in names:
-        cells = (
-            _fmt(float(c[m]), m in counts) + baseline.mark(comparisons, r, m) for r, c in means
-        )
-        table.add_row(m, *cells)
+        table.add_row(m, *(cell(float(c[m]), m) + output.mark(comparisons, r, m) for r, c in means))
     console.print(table)
     if comparisons:
-        baseline.print_comparisons(console, comparisons)
+        output.print_comparisons(console, comparisons)
     if counts:
         listed = ", ".join(m for m in names if m in counts)
         console.print(f"{listed}: summed over queries, not averaged (as trec_eval)", soft_wrap=True)

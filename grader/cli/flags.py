@@ -1,6 +1,6 @@
-"""Flags that several commands share, defined once so each means one thing everywhere; a flag
-that keeps one value is an error when given twice (`StoreOnce`). The LLM server flags resolve
-to `grader.job.endpoint.Settings`."""
+"""The sub-commands (`COMMANDS`, `add_command`) and the flags that several share, defined once so
+each means one thing everywhere; a flag that keeps one value is an error when given twice
+(`StoreOnce`). The LLM server flags resolve to `grader.job.endpoint.Settings`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,27 @@ from collections.abc import Sequence
 from typing import Any
 
 from grader import defaults
+
+COMMANDS: dict[str, str] = {
+    "evaluate": "score runs against qrels (nDCG, RR, P, R, AP, ...), identical to trec_eval",
+    "grade": "grade run results 0-3 with an LLM or the lexical baseline",
+    "prompts": "list, show or render prompt files",
+    "calibrate": "agreement of LLM grades with human grades, bias, system ranking, estimates",
+    "sample": "draw a blind spot-check sample for people to grade, or import their grades",
+    "annotate": "grade a blind sample in a local web page (keys 0-3), or export the grades",
+    "regrade": "regrade stored judgments with a new prompt or model; diff old vs new",
+    "batch": "Batch API jobs (status, collect); batch files for any engine (export, import, close)",
+}
+
+
+def add_command(sub: Any, name: str, description: str, **kwargs: Any) -> argparse.ArgumentParser:
+    """The parser of command (or action) `name`, its help from COMMANDS unless given; an epilog
+    or a description of several lines is printed as written."""
+    kwargs.setdefault("help", COMMANDS.get(name))
+    if kwargs.get("epilog") or "\n" in description:
+        kwargs["formatter_class"] = argparse.RawDescriptionHelpFormatter
+    parser: argparse.ArgumentParser = sub.add_parser(name, description=description, **kwargs)
+    return parser
 
 
 class StoreOnce(argparse._StoreAction):
@@ -42,9 +63,8 @@ class StoreOnce(argparse._StoreAction):
 
 
 class Parser(argparse.ArgumentParser):
-    """The parser of `relgrade` and of each of its commands (sub-parsers take its class): an
-    option declared with no action, or `store`, keeps one value and refuses a second
-    (`StoreOnce`); repeatable options say so (`append`, `extend`)."""
+    """The parser of `relgrade` and of each command: an option with no action, or `store`, keeps
+    one value and refuses a second (`StoreOnce`); repeatable ones say so (`append`, `extend`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -52,15 +72,10 @@ class Parser(argparse.ArgumentParser):
         self.register("action", "store", StoreOnce)
 
 
-DEFAULT_STORE = defaults.STORE
-"""Where every command keeps (or looks for) judgments, texts and batch jobs by default."""
-
-
 def add_store(p: argparse.ArgumentParser, what: str = "judgment store, SQLite") -> None:
-    """--store DB, default relgrade.db."""
-    p.add_argument(
-        "--store", default=DEFAULT_STORE, metavar="DB", help=f"{what} (default {DEFAULT_STORE})"
-    )
+    """--store DB, default relgrade.db: where every command keeps judgments, texts, batch jobs."""
+    store = defaults.STORE
+    p.add_argument("--store", default=store, metavar="DB", help=f"{what} (default {store})")
 
 
 def add_runs(
@@ -112,6 +127,16 @@ def add_pair_inputs(p: argparse.ArgumentParser, done: str, *, dataset: bool = Fa
     )
 
 
+def add_select(
+    p: argparse.ArgumentParser, what: str = "", default: list[str] | None = None
+) -> None:
+    """--select CRITERION ... (regrade's, and batch export's): which stored pairs."""
+    criteria = "all | failed | grade<=N | sample FILE | disagreement | prompt=OLD"
+    p.add_argument(
+        "--select", nargs="+", default=default, metavar="CRITERION", help=what + criteria
+    )
+
+
 def add_measures(p: argparse.ArgumentParser, what: str) -> None:
     """-m/--measure MEASURE [MEASURE ...], repeatable: every value is kept, in order (dest
     `measures`; an empty list when not given)."""
@@ -160,21 +185,20 @@ def add_allow_changed_prompt(p: argparse.ArgumentParser) -> None:
     )
 
 
-API_KEY_ENV_HELP = (
-    "send the key held in environment variable NAME, to any server (a local one included); "
-    "without this flag $OPENAI_API_KEY goes to OpenAI and any other server not on this machine, "
-    "and a loopback one (localhost, 127.0.0.0/8, ::1) gets no key (only a placeholder)"
-)
-
-
 def add_api_key_env(p: argparse.ArgumentParser) -> None:
     """The --api-key-env flag, with the help text saying which key goes where."""
-    p.add_argument("--api-key-env", metavar="NAME", help=API_KEY_ENV_HELP)
+    p.add_argument(
+        "--api-key-env",
+        metavar="NAME",
+        help="send the key held in environment variable NAME, to any server (a local one "
+        "included); without this flag $OPENAI_API_KEY goes to OpenAI and any other server not on "
+        "this machine, and a loopback one (localhost, 127.0.0.0/8, ::1) gets no key (only a "
+        "placeholder)",
+    )
 
 
 def add_llm_options(p: argparse.ArgumentParser, *, several_servers: bool = False) -> None:
-    """The flags of every command that sends requests to an LLM server (`grade`, `regrade`,
-    `batch collect`, `batch import`), with one help text and one default each;
+    """The flags of every command that sends requests to an LLM server, one help and default each;
     `several_servers`: --base-url may be repeated (a list; else one URL)."""
     if several_servers:
         p.add_argument(
@@ -213,20 +237,18 @@ def add_llm_options(p: argparse.ArgumentParser, *, several_servers: bool = False
     p.add_argument("--quiet", action="store_true", help="no progress output")
 
 
-OUTPUT_MODE_HELP = (
-    "the output mode to start in (json_schema): a server that refuses it moves the run, once, "
-    "along json_schema -> json_object_schema (llama.cpp) -> json_object -> text; "
-    "vllm_structured_outputs, vllm_guided_json and ollama_format send vLLM's or Ollama's own "
-    "request fields (see docs/servers.md)"
-)
-
-
 def add_server_flags(p: argparse.ArgumentParser) -> None:
     """--output-mode MODE and --max-context TOKENS."""
     from grader.prompts import OUTPUT_MODES  # pydantic: not for `evaluate`'s flags
 
     p.add_argument(
-        "--output-mode", choices=OUTPUT_MODES, default=defaults.OUTPUT_MODE, help=OUTPUT_MODE_HELP
+        "--output-mode",
+        choices=OUTPUT_MODES,
+        default=defaults.OUTPUT_MODE,
+        help="the output mode to start in (json_schema): a server that refuses it moves the run, "
+        "once, along json_schema -> json_object_schema (llama.cpp) -> json_object -> text; "
+        "vllm_structured_outputs, vllm_guided_json and ollama_format send vLLM's or Ollama's own "
+        "request fields (see docs/servers.md)",
     )
     p.add_argument(
         "--max-context",
@@ -235,15 +257,3 @@ def add_server_flags(p: argparse.ArgumentParser) -> None:
         help="the server's context in tokens (default: what its /v1/models says, if anything); "
         "documents are cut to fit it, with the truncation flag",
     )
-
-
-NO_LOGPROBS_HELP = (
-    "ask for no logprobs, whatever the prompt file says: the judgments then carry no grade "
-    "distribution (what `sample --strategy uncertainty` and `active` draw by), and each "
-    "judgment is cheaper (2.4x faster on llama-cpp-python's server; docs/servers.md)"
-)
-
-
-def add_logprobs_flag(p: argparse.ArgumentParser) -> None:
-    """--no-logprobs (option `logprobs`)."""
-    p.add_argument("--no-logprobs", dest="logprobs", action="store_false", help=NO_LOGPROBS_HELP)

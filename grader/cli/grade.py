@@ -11,12 +11,11 @@ import sys
 from typing import Any
 
 from grader import defaults
-from grader.cli.commands import COMMANDS
 from grader.cli.flags import (
     add_allow_changed_prompt,
+    add_command,
     add_judge_options,
     add_llm_options,
-    add_logprobs_flag,
     add_pair_inputs,
     add_store,
 )
@@ -28,37 +27,32 @@ from grader.job.grade import GradeJob, GradeResult, Outcome, Tell
 from grader.job.options import options_from
 from grader.job.summary import summary_line
 
-PARSER_KEYS = ("command", "func")
-"""What the parser adds to grade's options."""
-
 EPILOG = """\
-Models and endpoints: --model defaults to $RELGRADE_MODEL, else gpt-4o-mini. The endpoint is
---base-url, else $OPENAI_BASE_URL, else OpenAI. The key is never a flag and is written nowhere:
-$OPENAI_API_KEY goes to OpenAI and to any other server not on this machine; a loopback server
-(localhost, 127.0.0.0/8, ::1) gets no key unless --api-key-env NAME asks for the key in $NAME
-(sent to any server). A server other than api.openai.com needs no key (vLLM, Ollama, llama.cpp
-server, here or on another host): without one it gets a placeholder. Several --base-url (the
-same model on each): the requests go to the server with the fewest in flight, a dead one is
-dropped and its pairs go to the others, and the summary counts each server's answers.
+Models and endpoints: --model defaults to $RELGRADE_MODEL, else gpt-4o-mini; the endpoint is
+--base-url, else $OPENAI_BASE_URL, else OpenAI. The key is never a flag and is written nowhere
+(which key goes where: --api-key-env). A server other than api.openai.com needs no key (vLLM,
+Ollama, llama.cpp server, here or on another host): without one it gets a placeholder. Of several
+--base-url, a dead one is dropped and its pairs go to the others; the summary counts each
+server's answers.
 
 Several --model: an ensemble. Each model's answer is stored under its own key; the output
 records every model's grade, their disagreement (max - min) and the aggregate, the lower median
 (with an even count the lower middle grade, so never an invented grade). Models that failed on
 a pair are left out of its aggregate; the pair fails only when all of them failed.
 
---verify-low: pairs graded 0 or 1 are graded again by --verify-prompt and/or --verify-model
-(at least one must differ from the first judge). Both answers are kept in `verification`; the
-verifier's grade is final when it answered, else the first grade stands.
+--verify-low: --verify-prompt and/or --verify-model must differ from the first judge. Both
+answers are kept in `verification`; the verifier's grade is final when it answered, else the
+first grade stands.
 
 Store: answers are kept in --store (SQLite) by content key; a rerun reuses every ok answer
 (zero requests when nothing changed) and retries the failed ones. Kill the run at any moment
 and rerun the same command to finish it.
 
-Deadlines: --timeout bounds each whole request (a server trickling its reply is cut off there
-and the request retried as a timeout). After max(16, 2 x --concurrency) timeouts or failed
-connections in a row with no answer in between, the server counts as not answering: the run
-stops (exit 2) naming its URL; every answer received is stored, unfinished pairs are not marked
-failed, and rerunning the same command does them.
+Deadlines: a server trickling its reply is cut off at --timeout and the request retried as a
+timeout. After max(16, 2 x --concurrency) timeouts or failed connections in a row with no answer
+in between, the server counts as not answering: the run stops (exit 2) naming its URL; every
+answer received is stored, unfinished pairs are not marked failed, and rerunning the same
+command does them.
 
 Exit status: 0 every pair graded; 1 some pairs failed (the summary says how many and whether a
 rerun can help; they are left out of the qrels, and rerunning the same command retries them);
@@ -69,12 +63,11 @@ interrupted by Ctrl-C. Outputs are written only when every pair is done (ok or f
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "grade",
-        help=COMMANDS["grade"],
         description="Grade the top --depth results of each run, reusing the store.",
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_pair_inputs(p, "graded", dataset=True)
     p.add_argument(
@@ -90,7 +83,14 @@ def register(sub: Any) -> None:
         help="model; several (--model A --model B, or --model A B) make an ensemble",
     )
     add_llm_options(p, several_servers=True)
-    add_logprobs_flag(p)
+    p.add_argument(
+        "--no-logprobs",
+        dest="logprobs",
+        action="store_false",
+        help="ask for no logprobs, whatever the prompt file says: the judgments then carry no "
+        "grade distribution (what `sample --strategy uncertainty` and `active` draw by), and "
+        "each judgment is cheaper (2.4x faster on llama-cpp-python's server; docs/servers.md)",
+    )
     add_judge_options(p)
     add_store(p)
     p.add_argument("--out", metavar="JUDGMENTS.jsonl", help="write judgments JSONL")
@@ -110,7 +110,9 @@ def register(sub: Any) -> None:
         "prompt's max_tokens) is reserved before it is sent, so a budget near --dry-run's "
         "expected cost stops early",
     )
-    p.add_argument("--verify-low", action="store_true", help="regrade 0-1 grades a second time")
+    p.add_argument(
+        "--verify-low", action="store_true", help="grade pairs graded 0 or 1 a second time"
+    )
     p.add_argument("--verify-prompt", metavar="NAME", help="prompt of the verifier")
     p.add_argument("--verify-model", metavar="M", help="model of the verifier")
     _add_people_flags(p)
@@ -148,7 +150,7 @@ def _add_people_flags(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    given = {k: v for k, v in vars(args).items() if k not in PARSER_KEYS}
+    given = {k: v for k, v in vars(args).items() if k not in ("command", "func")}  # the parser's
     tell = Tell(say=say, notice=say, busy=print_store_busy)
     from calibration.spotcheck import also_judged
 
@@ -163,16 +165,16 @@ def run(args: argparse.Namespace) -> int:
         report = run_report(grading)
     result = results[0]
     if args.dry_run:
-        print(result.estimate_text(), file=sys.stderr, flush=True)
+        say(result.estimate_text())
         if args.verbose:
             sys.stdout.writelines(f"{q}\t{d}\t{judge}\n" for q, d, judge in report.to_send)
         return 0
     for line in (summary_line(report), result.holes_text(), result.causes_text()):
         if line:
-            print(line, file=sys.stderr)
+            say(line)
     text = result.outcome_text(resume_hint())
     if result.outcome is Outcome.BUDGET:
         raise BudgetError(text)
     if text:
-        print(text, file=sys.stderr)
+        say(text)
     return result.outcome.exit_code

@@ -12,11 +12,10 @@ import os
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
-from typing import TextIO
+from typing import Any
 
 from grader import __version__
-from grader.cli.commands import COMMANDS
-from grader.cli.flags import Parser
+from grader.cli.flags import COMMANDS, Parser
 from grader.errors import RelgradeError, RelgradeWarning
 from grader.spelling import command_line
 
@@ -50,10 +49,8 @@ def _quick(command: str | None) -> Iterator[None]:
 
 def _command_in(argv: Sequence[str]) -> str | None:
     """The sub-command named in argv (the first word that is not an option), if any."""
-    for word in argv:
-        if not word.startswith("-"):
-            return word if word in COMMANDS else None
-    return None
+    first = next((word for word in argv if not word.startswith("-")), None)
+    return first if first in COMMANDS else None
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -121,18 +118,11 @@ def _warnings_as_lines() -> Iterator[None]:
     with warnings.catch_warnings():
         shown = warnings.showwarning
 
-        def show(
-            message: Warning | str,
-            category: type[Warning],
-            filename: str,
-            lineno: int,
-            file: TextIO | None = None,
-            line: str | None = None,
-        ) -> None:
+        def show(message: Warning | str, category: type[Warning], *rest: Any, **kw: Any) -> None:
             if issubclass(category, RelgradeWarning):
                 print(f"warning: {message}", file=sys.stderr)
             else:
-                shown(message, category, filename, lineno, file, line)
+                shown(message, category, *rest, **kw)
 
         warnings.showwarning = show
         yield

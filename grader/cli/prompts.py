@@ -8,25 +8,26 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-from grader.cli.commands import COMMANDS
+from grader.cli.flags import add_command
+from grader.cli.stderr import say
 from grader.models import Doc, Query
 from grader.prompts import OUTPUT_MODES, list_prompts, load_prompt, render_messages
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser(
+    parser = add_command(
+        sub,
         "prompts",
-        help=COMMANDS["prompts"],
         description="List the shipped prompts, show one file, or render the exact request.",
     )
     actions = parser.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
 
-    listing = actions.add_parser(
+    listing = add_command(
+        actions,
         "list",
         help="the shipped prompts: name@version, sha256, path",
         description="List the shipped prompt files, one per line: file stem, name@version, "
@@ -34,7 +35,8 @@ def register(sub: Any) -> None:
     )
     listing.set_defaults(func=run_list)
 
-    show = actions.add_parser(
+    show = add_command(
+        actions,
         "show",
         help="print a prompt file as it is on disk",
         description="Print a prompt file exactly as it is on disk, after a comment line with "
@@ -43,7 +45,8 @@ def register(sub: Any) -> None:
     show.add_argument("name", help="passage-v1, passage@1, passage (latest) or a .toml path")
     show.set_defaults(func=run_show)
 
-    render = actions.add_parser(
+    render = add_command(
+        actions,
         "render",
         help="print the request body one pair would send",
         description="Print the chat.completions request body (JSON) that grading one pair "
@@ -88,7 +91,7 @@ def run_render(args: argparse.Namespace) -> int:
     doc = Doc(doc_id="d", text=args.document, title=args.title, metadata=metadata)
     messages, truncated = render_messages(spec, query, doc, mode=args.mode)
     if truncated:  # on stderr, so stdout stays exactly the request
-        print(f"note: document truncated to {spec.doc_budget_chars} characters", file=sys.stderr)
+        say(f"note: document truncated to {spec.doc_budget_chars} characters")
     if args.messages_only:
         for message in messages:
             print(f"--- {message['role']} ---\n{message['content']}")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,37 +17,38 @@ from grader.cli.batch_common import (
     make_runner,
     progress_printer,
 )
-from grader.cli.commands import COMMANDS
 from grader.cli.flags import (
     add_allow_changed_prompt,
+    add_command,
     add_judge_options,
     add_llm_options,
     add_measures,
     add_runs,
+    add_select,
     add_store,
 )
-from grader.cli.regrade_defaults import settle_prompt_and_models
 from grader.cli.regrade_output import (
     add_output_options,
     print_outcome,
     print_submitted,
-    write_outputs,
 )
 from grader.cli.stderr import (
     clean_outputs,
     interrupt_at_once,
-    print_store_busy,
+    open_store,
     report_interrupted,
+    say,
 )
 from grader.cost import cost_range
 from grader.display.progress import GradingProgress
-from grader.errors import InputError
+from grader.errors import InputError, PromptError
 from grader.job.endpoint import Settings
-from grader.job.judges import check_regrade_judge, llm_judges
+from grader.job.judges import check_regrade_judge, llm_judges, prompt_notes
 from grader.job.path_clash import refuse_clashes
 from grader.judges.llm.judge import LLMJudge
 from grader.judges.registry import JudgeSettings, judge_kind
-from grader.prompts import PromptSpec
+from grader.models import PromptRef
+from grader.prompts import PromptSpec, load_prompt
 from grader.regrade.run import RegradeOutcome, regrade
 from grader.regrade.selection import Criterion, absolute_selection, parse_selection
 from grader.store.store import Store
@@ -71,12 +71,11 @@ to write them. Exit status: 0 done (or batches left waiting with --no-wait), 1 s
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "regrade",
-        help=COMMANDS["regrade"],
         description="Regrade the selected stored pairs and report what changed.",
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_store(p)
     p.add_argument(
@@ -95,13 +94,7 @@ def register(sub: Any) -> None:
         "change only the prompt); several (--model A B or --model A --model B) make an "
         "ensemble, as in grade (live only, not with --batch)",
     )
-    p.add_argument(
-        "--select",
-        nargs="+",
-        default=["all"],
-        metavar="CRITERION",
-        help="all | failed | grade<=N | sample FILE | disagreement | prompt=OLD",
-    )
+    add_select(p, default=["all"])
     p.add_argument("--batch", action="store_true", help="through the Batch API (half price)")
     p.add_argument(
         "--no-wait", action="store_true", help="with --batch: submit and exit; collect later"
@@ -120,21 +113,6 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _warn_pairs_without_texts(path: str) -> None:
-    """Say on stderr how many stored pairs the store cannot regrade (no text kept): they are
-    left out of every selection, not silently dropped."""
-    with Store(path, on_busy=print_store_busy) as store:
-        missing = store.pairs_without_texts()
-    if missing:
-        print(
-            f"note: {missing} stored pairs have no query or document text in the store and are"
-            " left out (graded by an early version, or stored without texts); run `relgrade"
-            " grade` once more with their --queries/--docs to record the texts (nothing is"
-            " re-sent for what is stored)",
-            file=sys.stderr,
-        )
-
-
 def run(args: argparse.Namespace) -> int:
     refuse_clashes(
         [("--run", args.run)],
@@ -146,14 +124,22 @@ def run(args: argparse.Namespace) -> int:
         ],
     )
     criteria = _checked_selection(args)
-    spec = settle_prompt_and_models(args, criteria)
-    from grader.io.python_inputs import run_frames
+    with open_store(args.store, "grade") as store:
+        spec = settle_prompt_and_models(args, store, criteria)
+        from grader.io.python_inputs import run_frames
 
-    runs = run_frames(args.run)
-    _warn_pairs_without_texts(args.store)
-    if args.dry_run:
-        return _dry_run(args, spec, criteria)
-    outcome = _regrade_store(args, spec, criteria)
+        runs = run_frames(args.run)
+        missing = store.pairs_without_texts()  # left out of every selection: said, not dropped
+        if missing:
+            say(
+                f"note: {missing} stored pairs have no query or document text in the store and"
+                " are left out (graded by an early version, or stored without texts); run"
+                " `relgrade grade` once more with their --queries/--docs to record the texts"
+                " (nothing is re-sent for what is stored)"
+            )
+        if args.dry_run:
+            return _dry_run(args, store, spec, criteria)
+        outcome = _regrade_store(args, store, spec, criteria)
     if outcome.report is not None and outcome.report.interrupted:  # live: no batch holds any
         done = outcome.diff.n - outcome.diff.pending
         return report_interrupted(outcome.report, done, outcome.diff.n, quiet=args.quiet)
@@ -165,8 +151,6 @@ def run(args: argparse.Namespace) -> int:
 
         measures = args.measures or list(DEFAULT_MEASURES)
         outcome.diff.metric_deltas = metric_deltas(outcome.pairs, runs, measures)
-    if not outcome.diff.pending:
-        write_outputs(args, outcome)
     if args.report:
         from calibration.report.regrade_diff import write_diff_html
 
@@ -176,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
             outcome.diff,
             title="relgrade regrade: what changed",
             old_label=", ".join(olds) or "stored judgments",
-            new_label=f"{spec.id} ({', '.join(_models(args) or [args.judge])})",
+            new_label=f"{spec.id} ({', '.join(args.model or [args.judge])})",
         )
     return print_outcome(args, outcome)
 
@@ -189,8 +173,6 @@ def _checked_selection(args: argparse.Namespace) -> list[Criterion]:
         raise InputError("--concurrency must be at least 1")
     criteria = parse_selection(args.select)
     check_regrade_judge(args, defaults.PROMPT)
-    if not Path(args.store).is_file():
-        raise InputError("no store here", path=args.store, hint="grade into it first")
     if args.batch and len(args.model) > 1:
         raise InputError(
             "an ensemble (several --model) regrades live, not through the Batch API",
@@ -205,28 +187,26 @@ def _checked_selection(args: argparse.Namespace) -> list[Criterion]:
 
 
 def _regrade_store(
-    args: argparse.Namespace, spec: PromptSpec, criteria: list[Criterion]
+    args: argparse.Namespace, store: Store, spec: PromptSpec, criteria: list[Criterion]
 ) -> RegradeOutcome:
     """Regrade the selection in the store (--out and --qrels-out cleaned first); on Ctrl-C
     with --batch, say how the submitted batches are collected."""
     clean_outputs([args.out, args.qrels_out])
-    with Store(args.store, on_busy=print_store_busy) as store:
-        # A live LLM's answers are paid: each is journaled as it arrives (a kill loses none).
-        writer = StoreWriter(store, durable=judge_kind(args.judge).takes_model)
-        try:
-            with interrupt_at_once():  # not only a cancelled task: start-up may be waiting
-                return asyncio.run(_regrade(args, store, writer, spec, criteria))
-        except KeyboardInterrupt:
-            if args.batch:
-                print(
-                    "submitted batches keep running on the server and are recorded in the "
-                    f"store: `relgrade batch collect --store {args.store}` (or this command "
-                    "again) collects them",
-                    file=sys.stderr,
-                )
-            raise
-        finally:
-            writer.flush()
+    # A live LLM's answers are paid: each is journaled as it arrives (a kill loses none).
+    writer = StoreWriter(store, durable=judge_kind(args.judge).takes_model)
+    try:
+        with interrupt_at_once():  # not only a cancelled task: start-up may be waiting
+            return asyncio.run(_regrade(args, store, writer, spec, criteria))
+    except KeyboardInterrupt:
+        if args.batch:
+            say(
+                "submitted batches keep running on the server and are recorded in the "
+                f"store: `relgrade batch collect --store {args.store}` (or this command "
+                "again) collects them"
+            )
+        raise
+    finally:
+        writer.flush()
 
 
 async def _regrade(
@@ -239,7 +219,7 @@ async def _regrade(
     offline = not judge_kind(args.judge).takes_model  # no endpoint, no key
     factory = JudgeFactory(args, writer, offline=offline)
     store.add_secrets(factory.secrets)
-    judges = factory.judges(spec, _models(args))
+    judges = factory.judges(spec, args.model)
     live = judges[0]
     try:
         if not args.batch:
@@ -281,15 +261,13 @@ async def _regrade(
         await factory.aclose()
 
 
-def _dry_run(args: argparse.Namespace, spec: Any, criteria: list[Criterion]) -> int:
+def _dry_run(args: argparse.Namespace, store: Store, spec: Any, criteria: list[Criterion]) -> int:
     """Print what a regrade would send and what it would cost, live and by batch."""
     from grader.regrade.run import estimate_regrade
 
     base = JudgeSettings(prompt=spec, endpoint=Settings.from_args(args))
-    judges = llm_judges(args, base, _models(args))
-    with Store(args.store, on_busy=print_store_busy) as store:
-        est = estimate_regrade(store, judges, criteria)
-
+    judges = llm_judges(args, base, args.model)
+    est = estimate_regrade(store, judges, criteria)
     live = cost_range(est.expected_live_cost, est.live_cost)
     batch = cost_range(est.expected_batch_cost, est.batch_cost)
     lines = [
@@ -300,11 +278,80 @@ def _dry_run(args: argparse.Namespace, spec: Any, criteria: list[Criterion]) -> 
     if est.live_cost is not None:
         lines.append("at most: every reply at the prompt's max_tokens (the ceiling)")
     lines += [f"expected completion of {basis}" for basis in est.basis]
-    print("\n".join(lines), file=sys.stderr)
+    say("\n".join(lines))
     return 0
 
 
-def _models(args: argparse.Namespace) -> list[str]:
-    """The --model values (`run` sets them to the selection's models when none is given; a
-    judge that takes no model has none)."""
-    return list(dict.fromkeys(args.model))
+def settle_prompt_and_models(args: Any, store: Store, criteria: list[Criterion]) -> PromptSpec:
+    """The new prompt: --prompt (checked against the store's record of it), else the prompt of
+    the selected judgments; --model, when not given, becomes the selection's models."""
+    from grader.regrade.selection import old_versions
+
+    takes_model = judge_kind(args.judge).takes_model
+    if args.prompt and (args.model or not takes_model):
+        spec = load_prompt(args.prompt)
+    else:
+        prompts, judges = old_versions(store, criteria)
+        spec = load_prompt(args.prompt) if args.prompt else stored_prompt(store.path, prompts)
+        if not args.model and takes_model:  # the selection's model, never a default one
+            args.model = stored_models(store.path, judges)
+    if args.prompt:  # a prompt from the store is the text it was graded with
+        for note in prompt_notes(store, [spec], allow_changed=args.allow_changed_prompt):
+            say(note)
+    args.prompt = args.prompt or spec.source  # what batch jobs record to rebuild the judge
+    args.model = list(dict.fromkeys(args.model))  # each model once
+    return spec
+
+
+def stored_models(store_path: Path, judges: list[str]) -> list[str]:
+    """The model(s) of the selected judgments, when they share them (an ensemble's members in
+    order); else an InputError asking for --model."""
+    from grader.regrade.selection import judge_models
+
+    if not judges:
+        raise InputError(
+            "no model to default to: nothing is selected", path=store_path, hint="give --model M"
+        )
+    found = judge_models(judges[0]) if len(judges) == 1 else None
+    if found is None:
+        what = f"judges {', '.join(judges)}" if len(judges) > 1 else f"judge {judges[0]}"
+        raise InputError(
+            f"the selected judgments were graded by {what}: no one model to default to",
+            path=store_path,
+            hint="give --model M (several make an ensemble), or narrow the selection",
+        )
+    say(f"model {', '.join(found)} (from the selected judgments; --model to change it)")
+    return found
+
+
+def stored_prompt(store_path: Path, found: list[PromptRef]) -> PromptSpec:
+    """The prompt of the selected judgments, when they share one and its file is at hand (a
+    shipped prompt of that name@version and sha256); else an InputError asking for --prompt."""
+    if not found:
+        raise InputError(
+            "no prompt to default to: the selected judgments record none (or nothing is selected)",
+            path=store_path,
+            hint="give --prompt NAME or FILE",
+        )
+    if len(found) > 1:
+        listed = ", ".join(f"{p} (sha256 {p.sha256[:12]})" for p in found)
+        raise InputError(
+            f"the selected judgments were graded with {len(found)} prompts: {listed}",
+            path=store_path,
+            hint="give --prompt NAME or FILE, or narrow the selection with --select prompt=OLD",
+        )
+    ref = found[0]
+    try:
+        spec = load_prompt(f"{ref.name}@{ref.version}")
+    except PromptError:
+        spec = None
+    if spec is None or spec.sha256 != ref.sha256:
+        where = "is not a shipped prompt" if spec is None else f"differs from {spec.source}"
+        raise InputError(
+            f"the selected judgments were graded with prompt {ref} (sha256 {ref.sha256[:12]}), "
+            f"which {where}",
+            path=store_path,
+            hint="give --prompt FILE with that prompt's file",
+        )
+    say(f"prompt {ref} (from the selected judgments; --prompt to change it)")
+    return spec

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Sequence
 from typing import Any
 
 from grader.batch.api.state import BatchState, Job
 from grader.cli.batch_common import batch_command
+from grader.cli.stderr import say
 from grader.cost import usd_or_unknown
 from grader.errors import InputError
 from grader.grading.report import GradingReport
@@ -25,15 +25,6 @@ from grader.regrade.diff import RegradeDiff, diff_versions
 from grader.regrade.run import RegradeOutcome
 from grader.regrade.selection import parse_selection, select_candidates, version_pairs
 from grader.store.store import Store
-
-
-def write_outputs(args: argparse.Namespace, outcome: RegradeOutcome) -> None:
-    """--out (the new judgments) and --qrels-out (their ok grades) of a regrade, by grade's
-    writer."""
-    new = [p.new for p in outcome.pairs if p.new is not None]
-    blocks = GradingReport(judgments=new).blocks()
-    write_judgments_and_qrels(blocks, args.out, args.qrels_out)
-
 
 OUTPUTS_PENDING = (
     "--out/--qrels-out not written while pairs are pending (earlier files are left as they "
@@ -104,50 +95,37 @@ def _one_line(text: str | None, width: int = 100) -> str:
 
 
 def print_outcome(args: argparse.Namespace, outcome: RegradeOutcome) -> int:
-    """Print the diff (--format), the summary, the causes of failures and what is pending;
-    the exit status: 1 when pairs failed or wait on another process, else 0."""
-    if args.format == "json":
-        print(json.dumps(diff_json(outcome), indent=2))
-    else:
-        print(render_table(outcome.diff, show=args.show))
+    """Print the diff and write the outputs (`print_and_write`), then the summary, the causes of
+    failures and what is pending; the exit status: 1 when pairs failed or wait on another
+    process, else 0."""
+    failed = print_and_write(args, [outcome])
     if not args.quiet:
-        print(_summary(outcome), file=sys.stderr)
+        say(_summary(outcome))
     if outcome.diff.failed:
         new = [p.new for p in outcome.pairs if p.new is not None]
-        print(failure_causes_text(new), file=sys.stderr)
+        say(failure_causes_text(new))
     if not outcome.diff.pending:
-        return 1 if outcome.diff.failed else 0
-    held = _held_elsewhere(outcome)
+        return failed
+    report = outcome.report  # pairs held by another live process; the rest wait in batches
+    held = 0
+    if report and report.held_elsewhere:
+        held = max(0, outcome.diff.pending - outcome.waiting_in_batches)
     if held:
         again = "rerun this same command once that process is done (or gone)"
-        print(f"{held_text(held, args.store)}; {again}", file=sys.stderr)
+        say(f"{held_text(held, args.store)}; {again}")
     if outcome.diff.pending > held:
-        print(
+        say(
             f"{outcome.diff.pending - held} pairs are waiting in batches; "
             f"`{batch_command('status', args.store, args.api_key_env)}` shows them, "
             f"`{batch_command('collect', args.store, args.api_key_env)}` "
-            "(or this command again) collects them",
-            file=sys.stderr,
+            "(or this command again) collects them"
         )
-    if args.out or args.qrels_out:
-        print(OUTPUTS_PENDING, file=sys.stderr)
     return 1 if held else 0
 
 
-def _held_elsewhere(outcome: RegradeOutcome) -> int:
-    """Pending pairs of a live regrade that wait on keys another live process holds (the
-    rest of the pending pairs wait in open batches)."""
-    report = outcome.report
-    if report is None or not report.held_elsewhere:
-        return 0
-    return max(0, outcome.diff.pending - outcome.waiting_in_batches)
-
-
 def submitted_json(args: argparse.Namespace, outcome: RegradeOutcome) -> dict[str, Any]:
-    """`regrade --batch --no-wait` in JSON: the usual keys (a diff of the pairs done so far:
-    `pending` says how many wait) plus `submitted` (requests, pairs, batches, files, jobs,
-    base_url) and the commands that follow it: `status` and `follow`
-    (docs/regrade-and-batch.md)."""
+    """`regrade --batch --no-wait` in JSON: the diff so far plus `submitted` and the commands
+    that follow it, `status` and `follow` (docs/regrade-and-batch.md)."""
     from grader.batch.api.state import public_base_url
 
     url = Settings.from_args(args).base_url or "https://api.openai.com/v1"
@@ -184,7 +162,7 @@ def print_submitted(args: argparse.Namespace, outcome: RegradeOutcome) -> int:
     line += f"; follow with: {data['follow']}"
     print(line)
     if args.out or args.qrels_out:
-        print(OUTPUTS_PENDING, file=sys.stderr)
+        say(OUTPUTS_PENDING)
     return 0
 
 
@@ -260,8 +238,8 @@ def version_outcome(
 
 
 def print_and_write(args: argparse.Namespace, outcomes: Sequence[RegradeOutcome]) -> int:
-    """Print each version's diff (stdout) and write the outputs of a finished one; 1 when
-    some new judgment failed, else 0."""
+    """Print each version's diff (stdout) and write the outputs of a finished one (--out: the
+    new judgments, --qrels-out: their ok grades); 1 when some new judgment failed, else 0."""
     if args.format == "json":
         data = [diff_json(outcome) for outcome in outcomes]
         print(json.dumps(data[0] if len(data) == 1 else data, indent=2))
@@ -271,7 +249,9 @@ def print_and_write(args: argparse.Namespace, outcomes: Sequence[RegradeOutcome]
         if not (args.out or args.qrels_out):
             continue
         if outcome.diff.pending:
-            print(OUTPUTS_PENDING, file=sys.stderr)
+            say(OUTPUTS_PENDING)
         else:
-            write_outputs(args, outcome)
+            new = [p.new for p in outcome.pairs if p.new is not None]
+            blocks = GradingReport(judgments=new).blocks()
+            write_judgments_and_qrels(blocks, args.out, args.qrels_out)
     return 1 if any(o.diff.failed for o in outcomes) else 0

@@ -9,7 +9,6 @@ manifest and writes them with the manifest beside, for `calibrate`'s weights.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +31,9 @@ from calibration.spotcheck.manifest import (
 )
 from calibration.spotcheck.sampling import ALLOCATIONS, STRATEGIES
 from calibration.spotcheck.sequential import UNIFORM_SHARE
-from grader.cli.commands import COMMANDS
-from grader.cli.flags import DEFAULT_STORE, add_store
+from grader import defaults
+from grader.cli.flags import add_command, add_store
+from grader.cli.stderr import open_store, say
 from grader.errors import InputError, RelgradeError
 from grader.job.path_clash import refuse_clashes
 from grader.models import Doc, Query
@@ -45,12 +45,7 @@ DESIGN += ("floor", "uniform_share", "threshold")
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser(
-        "sample",
-        help=COMMANDS["sample"],
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = add_command(sub, "sample", __doc__)
     parser.add_argument(
         "--judgments",
         metavar="J",
@@ -219,14 +214,12 @@ def _scale(prompt: str | None) -> list[tuple[int, str]] | None:
     try:
         return prompt_scale(prompt)
     except RelgradeError as exc:
-        print(f"note: no scale meanings in the labeling config: {exc}", file=sys.stderr)
+        say(f"note: no scale meanings in the labeling config: {exc}")
         return None
 
 
 def _import_manifest(args: argparse.Namespace) -> Manifest:
-    if args.manifest:
-        return read_manifest(args.manifest)
-    found = find_manifest(args.import_file)
+    found = args.manifest or find_manifest(args.import_file)
     if found is None:
         raise InputError(
             f"no manifest beside the file ({manifest_path_for(args.import_file).name})",
@@ -251,17 +244,15 @@ def _import(args: argparse.Namespace) -> int:
         if args.annotator:
             source += f", annotator {args.annotator} (of {len(result.annotators)} in it)"
         if result.regraded:
-            print(
+            say(
                 f"note: {result.regraded} pair(s) were graded more than once by the same person; "
-                "the latest annotation counts",
-                file=sys.stderr,
+                "the latest annotation counts"
             )
         if not result.skips_visible and result.missing:
-            print(
+            say(
                 f"note: {result.format} exports leave skipped tasks out, so the "
                 f"{result.missing} pair(s) not graded are missing or skipped (the JSON export "
-                "tells them apart)",
-                file=sys.stderr,
+                "tells them apart)"
             )
     else:
         if args.annotator:
@@ -280,8 +271,6 @@ def _import(args: argparse.Namespace) -> int:
         )
     if not grades:
         raise InputError("no graded pair to import", path=path)
-    if Path(args.out).resolve() == Path(path).resolve():
-        raise InputError("--out must differ from the imported file", path=args.out)
     write_human_grades(args.out, grades)
     beside = copy_manifest_beside(manifest, args.out)
     print(
@@ -298,7 +287,6 @@ def sample_texts(
     """Query and document texts for the sample: --queries/--docs, else --store, else the default
     store of `relgrade grade` (./relgrade.db) when present. With none of them the sample is still
     drawn (ids only) and a warning says how to add the texts."""
-    qids = {q for q, _ in pairs}
     dids = {d for _, d in pairs}
     if args.queries or args.docs:
         if not (args.queries and args.docs):
@@ -309,23 +297,13 @@ def sample_texts(
         from grader.io.docs import read_docs, read_queries
 
         return read_queries(args.queries), read_docs(args.docs, ids=dids)
-    store_path = args.store
-    default = store_path == DEFAULT_STORE
-    if default and Path(store_path).is_file():
-        print(f"texts taken from the store {DEFAULT_STORE}", file=sys.stderr)
-    if default and not Path(store_path).is_file():
-        print(
-            "warning: no texts for the sample (ids only): pass --queries Q --docs D or --store DB "
-            "so that people see the query and document",
-            file=sys.stderr,
-        )
-        return {}, {}
-    from grader.store.store import Store
-
-    if not Path(store_path).is_file():
-        raise InputError("store not found", path=store_path, hint="the --store given to grade")
-    store = Store(store_path)
-    try:
-        return store.queries(qids), store.docs(dids)
-    finally:
-        store.close()
+    if args.store == defaults.STORE:
+        if not Path(args.store).is_file():
+            say(
+                "warning: no texts for the sample (ids only): pass --queries Q --docs D or --store"
+                " DB so that people see the query and document"
+            )
+            return {}, {}
+        say(f"texts taken from the store {defaults.STORE}")
+    with open_store(args.store, "grade") as store:
+        return store.queries({q for q, _ in pairs}), store.docs(dids)

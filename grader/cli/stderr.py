@@ -1,6 +1,6 @@
-"""What the commands say on stderr beside their results: notes, the store's waits for its lock,
-what killed runs left beside the outputs; and Ctrl-C, raised at once (also inside `asyncio.run`),
-with the line that tells what an interrupted run stored and how to resume it."""
+"""What the commands say on stderr beside their results: notes, the store's waits for its lock
+(`open_store`), what killed runs left beside the outputs; and Ctrl-C, raised at once (also inside
+`asyncio.run`), with the line that tells what an interrupted run stored and how to resume it."""
 
 from __future__ import annotations
 
@@ -13,11 +13,13 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 
+from grader.errors import InputError
 from grader.grading.report import GradingReport
 from grader.job import judgments_and_qrels
 from grader.job.grade import interrupted_text
-from grader.job.summary import busy_text
+from grader.job.summary import busy_text, summary_line
 from grader.store.busy import StoreBusyEvent
+from grader.store.store import Store
 
 
 def say(text: str) -> None:
@@ -28,6 +30,14 @@ def say(text: str) -> None:
 def print_store_busy(event: StoreBusyEvent) -> None:
     """The store's `on_busy`: the wait for its lock, on stderr (also from the writer's thread)."""
     say(busy_text(event))
+
+
+def open_store(path: str, by: str = "regrade", *, create: bool = False) -> Store:
+    """The store at `path`; without `create`, InputError when there is none (`by`: the
+    command that should have made it)."""
+    if not create and not Path(path).is_file():
+        raise InputError("no store here", path=path, hint=f"give the --store {by} used")
+    return Store(path, on_busy=print_store_busy)
 
 
 def clean_outputs(paths: Sequence[str | Path | None]) -> None:
@@ -45,8 +55,6 @@ def report_interrupted(report: GradingReport, done: int, total: int, *, quiet: b
     """Print what an interrupted live run stored (its summary line too, unless `quiet`) and how
     to resume it; the exit code (130)."""
     if not quiet:
-        from grader.job.summary import summary_line
-
         print(summary_line(report), file=sys.stderr)
     print(interrupted_text(done, total, resume_hint()), file=sys.stderr)
     return 130
