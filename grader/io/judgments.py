@@ -11,7 +11,7 @@ import pandas as pd
 from pydantic import ValidationError
 
 from grader.errors import InputError
-from grader.io.files import atomic_write, content_lines, empty_file_error, parse_json_object
+from grader.io.files import content_lines, empty_file_error, parse_json_object
 from grader.models import Judgment
 
 _EXAMPLE = "one Judgment JSON object per line (as written by `relgrade grade --out`)"
@@ -71,14 +71,3 @@ def read_judgments(path: str | Path, *, clamp: bool = False) -> list[Judgment]:
     if not judgments:
         raise empty_file_error(path, "judgments", _EXAMPLE)
     return judgments
-
-
-def write_judgments(path: str | Path, judgments: Iterable[Judgment]) -> int:
-    """Write judgments as JSONL atomically (`.gz` when the name says so); returns the count."""
-    count = 0
-    with atomic_write(path) as out:
-        for judgment in judgments:
-            out.write(judgment.model_dump_json())
-            out.write("\n")
-            count += 1
-    return count
