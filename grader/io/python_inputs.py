@@ -203,10 +203,9 @@ def grades_table(value: Any, what: str = "qrels") -> pd.DataFrame:
         )
     kept = frame.loc[~absent].copy()
     values = grades[~absent].to_numpy(dtype=np.float64)
-    if len(values) and np.any(values != np.round(values)):
+    if np.any(values != np.round(values)):
         raise InputError(f"the {what} holds a grade that is not an integer", hint="round it")
-    if len(values):
-        _refuse(kept, np.abs(values) > LARGEST_GRADE, what, "is too large", LARGE_HINT)
+    _refuse(kept, np.abs(values) > LARGEST_GRADE, what, "is too large", LARGE_HINT)
     kept["query_id"] = id_text(kept["query_id"], what)
     kept["doc_id"] = id_text(kept["doc_id"], what)
     kept["grade"] = values.astype(np.int64)
