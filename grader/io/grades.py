@@ -212,6 +212,9 @@ def read_llm_grades(
     return frame
 
 
+_JUDGMENT_COLUMNS = ("query_id", "doc_id", "grade", "judge", "expected_grade", "confidence")
+
+
 def _judgment_rows(
     path: str | Path, clamp: bool, judge: str | None
 ) -> tuple[list[dict[str, Any]], int, int]:
@@ -238,17 +241,9 @@ def _judgment_rows(
         if j.status != "ok":
             failed += 1
             continue
-        rows.append(
-            {
-                "query_id": j.query_id,
-                "doc_id": j.doc_id,
-                "grade": j.grade,
-                "judge": j.judge,
-                "expected_grade": j.expected_grade,
-                "confidence": j.confidence,
-                **dict(zip(DISTRIBUTION_COLUMNS, j.distribution or [math.nan] * 4, strict=True)),
-            }
-        )
+        row = {name: getattr(j, name) for name in _JUDGMENT_COLUMNS}
+        row.update(zip(DISTRIBUTION_COLUMNS, j.distribution or [math.nan] * 4, strict=True))
+        rows.append(row)
     if judge is not None and judge not in judges:
         present = ", ".join(f"{name!r} ({count} lines)" for name, count in sorted(judges.items()))
         raise InputError(
