@@ -189,11 +189,8 @@ def grades_table(value: Any, what: str = "qrels") -> pd.DataFrame:
     frame = as_frame(value, "grade", what)
     grades = pd.to_numeric(frame["grade"], errors="coerce")
     absent = grades.isna().to_numpy()
-    failed = (
-        absent & (frame["status"].astype(str) == "failed").to_numpy()
-        if "status" in frame.columns
-        else np.zeros(len(frame), dtype=bool)
-    )
+    status = frame["status"].astype(str).to_numpy() if "status" in frame.columns else ""
+    failed = absent & (status == "failed")
     bad = absent & ~frame["grade"].isna().to_numpy()
     if bad.any():
         raise InputError(
