@@ -145,9 +145,9 @@ def read_qrels(qrels: Any) -> pd.DataFrame:
     0       q1     d1      2
     """
     if is_path(qrels):
-        from grader.io.grades import read_grades_file
+        from grader.io.grades import read_human_grades
 
-        return read_grades_file(qrels)
+        return read_human_grades(qrels, any_grade=True)
     return grades_table(qrels)
 
 

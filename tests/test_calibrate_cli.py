@@ -266,8 +266,8 @@ def test_missing_report_folder_is_an_input_error(
 def test_judgments_jsonl_with_logprobs_and_a_failure(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from grader.io.judgments import write_judgments
     from grader.models import Judgment, JudgmentError
+    from tests.helpers.judgments import write_judgments
 
     rng = np.random.default_rng(13)
     human, judgments = [], []

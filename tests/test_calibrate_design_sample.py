@@ -178,8 +178,8 @@ def test_drawn_pairs_the_llm_failed_on_are_allowed(
 ) -> None:
     """A judgments JSONL records its failures: that many drawn pairs without an LLM grade are
     failures, not another draw; a qrels file without those pairs records none, and is refused."""
-    from grader.io.judgments import write_judgments
     from grader.models import Judgment, JudgmentError
+    from tests.helpers.judgments import write_judgments
 
     w = _world(tmp_path)
     rows, drawn = w["llm_rows"], w["drawn"]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from grader.cli.main import main
-from grader.io.judgments import write_judgments
+from tests.helpers.judgments import write_judgments
 from tests.helpers.sampling import population
 
 

@@ -13,8 +13,8 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from grader.cli.main import main
-from grader.io.judgments import write_judgments
 from grader.models import Judgment, JudgmentError
+from tests.helpers.judgments import write_judgments
 
 Rows = list[tuple[str, str, int]]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from grader.cli.main import main
-from grader.io.judgments import write_judgments
+from tests.helpers.judgments import write_judgments
 from tests.helpers.sampling import population
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "code-search"

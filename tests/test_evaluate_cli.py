@@ -130,8 +130,8 @@ def test_a_run_answering_no_qrels_query_prints_n_a_or_null(
 def test_judgments_jsonl_as_qrels_leaves_failed_pairs_unjudged(
     files: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from grader.io.judgments import write_judgments
     from grader.models import Judgment, JudgmentError
+    from tests.helpers.judgments import write_judgments
 
     judgments = [
         Judgment(query_id="q1", doc_id="a", grade=3, status="ok", judge="j", key="k1"),
@@ -173,8 +173,8 @@ def test_human_grades_csv_as_qrels_gives_the_same_numbers(
 def test_clamped_and_ungraded_grades_are_noted_on_stderr(
     files: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from grader.io.judgments import write_judgments
     from grader.models import Judgment
+    from tests.helpers.judgments import write_judgments
 
     path = tmp_path / "judgments.jsonl"
     write_judgments(

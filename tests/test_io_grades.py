@@ -11,9 +11,9 @@ import pytest
 
 from grader.errors import InputError
 from grader.io.grades import read_human_grades, read_llm_grades
-from grader.io.judgments import write_judgments
 from grader.models import Judgment, JudgmentError
 from tests.helpers.fill_data import DATA as SHARED_DL2019
+from tests.helpers.judgments import write_judgments
 
 
 def write(path: Path, text: str) -> Path:

@@ -12,8 +12,9 @@ import pytest
 
 from grader.errors import InputError
 from grader.io.grades import read_llm_grades
-from grader.io.judgments import read_judgments, write_judgments
+from grader.io.judgments import read_judgments
 from grader.models import Judgment, JudgmentError, PromptRef, Usage
+from tests.helpers.judgments import write_judgments
 
 
 def ok(qid: str, did: str, grade: int, **extra: Any) -> Judgment:

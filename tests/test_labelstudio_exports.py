@@ -191,7 +191,7 @@ def test_a_filled_blind_csv_reports_graded_and_missing(
 
 
 def _sample_with_tasks(tmp_path: Path, *extra: str) -> ET.Element:
-    from grader.io.judgments import write_judgments
+    from tests.helpers.judgments import write_judgments
 
     judgments = tmp_path / "j.jsonl"
     write_judgments(judgments, population({0: 8, 1: 4, 2: 4, 3: 4}, queries=2))

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from grader.cli.main import main
-from grader.io.judgments import write_judgments
+from tests.helpers.judgments import write_judgments
 from tests.helpers.sampling import population
 
 pytestmark = pytest.mark.labelstudio

@@ -21,9 +21,9 @@ from calibration.spotcheck.annotate.gradelog import GradeLog, grade_log_path
 from calibration.spotcheck.annotate.server import AnnotateServer
 from calibration.spotcheck.blind import neutral_scale, read_blind_csv
 from grader.cli.main import main
-from grader.io.judgments import write_judgments
 from grader.models import PromptRef
 from grader.prompts import load_prompt
+from tests.helpers.judgments import write_judgments
 from tests.helpers.sampling import make_judgment
 
 LONG = 300_000

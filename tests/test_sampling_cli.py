@@ -11,8 +11,9 @@ import pytest
 
 from calibration.spotcheck.manifest import read_manifest
 from grader.cli.main import main
-from grader.io.judgments import read_judgments, write_judgments
+from grader.io.judgments import read_judgments
 from tests.helpers.fill_data import DATA as SHARED_DL2019
+from tests.helpers.judgments import write_judgments
 from tests.helpers.sampling import make_judgment, population
 
 

@@ -22,7 +22,7 @@ from calibration.spotcheck.sampling import draw_sample
 from calibration.stats import confseq
 from calibration.stats.ppi import ppi_mean
 from grader.cli.main import main
-from grader.io.judgments import write_judgments
+from tests.helpers.judgments import write_judgments
 from tests.helpers.sampling import population
 
 

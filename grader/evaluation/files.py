@@ -54,11 +54,12 @@ def read_grades(path: str, *, clamp: bool) -> tuple[DictJudgments | Judgments, d
     from grader.io.trec import read_qrels_columns
     from grader.metrics.join_arrow import judgments
 
-    qrels = read_qrels_columns(path, any_grade=True)
+    qrels, _ = read_qrels_columns(path, any_grade=True)  # any grade: never clamped
     if not len(qrels):
         raise _no_judgments(path)
-    facts = {"source": "trec", "top": int(qrels.grade.max()), "clamped": qrels.clamped}
-    return judgments(qrels.query_id, qrels.doc_id, qrels.grade), facts
+    grades = qrels["grade"].to_numpy()
+    facts = {"source": "trec", "top": int(grades.max()), "clamped": 0}
+    return judgments(qrels["query_id"], qrels["doc_id"], grades), facts
 
 
 def _no_judgments(path: str) -> InputError:

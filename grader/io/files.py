@@ -95,13 +95,6 @@ def read_text(path: str | Path) -> str:
     return text.removeprefix("\ufeff")
 
 
-def _default_file_mode() -> int:
-    """The mode a plain `open(path, "w")` would give (0o666 less the umask); mkstemp gives 0o600."""
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
-
-
 def host_tag() -> str:
     """This host's name, letters and digits only (part of temp file and marker names)."""
     import socket  # writers only: readers (`relgrade evaluate`) start without it
@@ -147,13 +140,6 @@ def remove_stale_temp_files(path: str | Path) -> list[Path]:
     return sorted(removed)
 
 
-def _pause_for_tests(target: Path) -> None:
-    """Lets a crash test kill the process while the temp file of `target` exists."""
-    name, _, seconds = os.environ.get(PAUSE_ENV, "").rpartition(":")
-    if name and name == target.name:
-        time.sleep(float(seconds))
-
-
 @contextlib.contextmanager
 def atomic_write(path: str | Path) -> Iterator[IO[str]]:
     """Open `path` for writing text (compressed as its name says); it appears only when the block
@@ -180,8 +166,12 @@ def atomic_write(path: str | Path) -> Iterator[IO[str]]:
                 binary.close()
             raw.flush()
             os.fsync(raw.fileno())
-        _pause_for_tests(target)
-        os.chmod(tmp, _default_file_mode())
+        name, _, seconds = os.environ.get(PAUSE_ENV, "").rpartition(":")
+        if name and name == target.name:  # a crash test kills the process meanwhile
+            time.sleep(float(seconds))
+        umask = os.umask(0)  # the mode `open(path, "w")` would give; mkstemp gives 0o600
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

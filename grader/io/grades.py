@@ -38,16 +38,19 @@ def _first_line(path: str | Path) -> str | None:
     return None
 
 
-def read_human_grades(path: str | Path, *, clamp: bool = False) -> pd.DataFrame:
+def read_human_grades(
+    path: str | Path, *, clamp: bool = False, any_grade: bool = False
+) -> pd.DataFrame:
     """Human grades from a CSV (`query_id,doc_id,grade`, more columns kept), TREC qrels or a
-    judgments JSONL (its ok judgments; `attrs["failed"]` counts the others, never grades)."""
+    judgments JSONL (its ok judgments; `attrs["failed"]` counts the others, never grades).
+    `any_grade=True` takes any integer qrels grade, as trec_eval and `evaluate` do."""
     first = _first_line(path)
     if first is None:
         raise empty_file_error(path, "grades", _HUMAN_EXAMPLE)
     if first.lstrip().startswith("{"):
         frame = read_llm_grades(path, clamp=clamp)[["query_id", "doc_id", "grade"]]
     elif looks_like_qrels(first):
-        frame = _qrels_frame(path, clamp)
+        frame = _qrels_frame(path, clamp, any_grade)
     else:
         delimiter = "\t" if "\t" in first and "," not in first else ","
         frame = _read_csv(path, clamp, delimiter)
@@ -55,8 +58,8 @@ def read_human_grades(path: str | Path, *, clamp: bool = False) -> pd.DataFrame:
     return frame
 
 
-def _qrels_frame(path: str | Path, clamp: bool) -> pd.DataFrame:
-    frame = read_qrels(path, clamp=clamp)  # a first data line: never empty
+def _qrels_frame(path: str | Path, clamp: bool, any_grade: bool = False) -> pd.DataFrame:
+    frame = read_qrels(path, clamp=clamp, any_grade=any_grade)  # a first data line: never empty
     frame.attrs.update(source="qrels", ungraded=0)
     return frame
 
@@ -209,6 +212,9 @@ def read_llm_grades(
     return frame
 
 
+_JUDGMENT_COLUMNS = ("query_id", "doc_id", "grade", "judge", "expected_grade", "confidence")
+
+
 def _judgment_rows(
     path: str | Path, clamp: bool, judge: str | None
 ) -> tuple[list[dict[str, Any]], int, int]:
@@ -235,17 +241,9 @@ def _judgment_rows(
         if j.status != "ok":
             failed += 1
             continue
-        rows.append(
-            {
-                "query_id": j.query_id,
-                "doc_id": j.doc_id,
-                "grade": j.grade,
-                "judge": j.judge,
-                "expected_grade": j.expected_grade,
-                "confidence": j.confidence,
-                **dict(zip(DISTRIBUTION_COLUMNS, j.distribution or [math.nan] * 4, strict=True)),
-            }
-        )
+        row = {name: getattr(j, name) for name in _JUDGMENT_COLUMNS}
+        row.update(zip(DISTRIBUTION_COLUMNS, j.distribution or [math.nan] * 4, strict=True))
+        rows.append(row)
     if judge is not None and judge not in judges:
         present = ", ".join(f"{name!r} ({count} lines)" for name, count in sorted(judges.items()))
         raise InputError(
@@ -254,24 +252,6 @@ def _judgment_rows(
             hint="give --judge one of these ids",
         )
     return rows, failed, clamped
-
-
-def read_grades_file(path: str | Path, *, clamp: bool = False) -> pd.DataFrame:
-    """Any grades file `relgrade evaluate` takes as QRELS: a judgments JSONL (ok judgments),
-    TREC qrels (any integer grade, as trec_eval) or a grades CSV, told apart by content."""
-    first = _first_line(path)
-    if first is not None and first.lstrip().startswith("{"):
-        return read_llm_grades(path, clamp=clamp)
-    if first is not None and looks_like_qrels(first):
-        frame = read_qrels(path, clamp=clamp, any_grade=True)
-        frame.attrs.update(source="trec", path=str(path))
-        return frame
-    return read_human_grades(path, clamp=clamp)
-
-
-def read_people_grades(path: str | Path) -> pd.DataFrame:
-    """[query_id, doc_id, grade] of `read_grades_file` (`grade --skip-judged`, `--fill`)."""
-    return read_grades_file(path)[["query_id", "doc_id", "grade"]]
 
 
 IDENTITY_SCALE = {g: g for g in GRADES}

@@ -11,7 +11,7 @@ import pandas as pd
 from pydantic import ValidationError
 
 from grader.errors import InputError
-from grader.io.files import atomic_write, content_lines, empty_file_error, parse_json_object
+from grader.io.files import content_lines, empty_file_error, parse_json_object
 from grader.models import Judgment
 
 _EXAMPLE = "one Judgment JSON object per line (as written by `relgrade grade --out`)"
@@ -35,18 +35,6 @@ def qrels_frame(graded: Iterable[Graded]) -> pd.DataFrame:
     return frame.astype({"query_id": str, "doc_id": str, "grade": "int64"})
 
 
-def validation_reason(exc: ValidationError) -> str:
-    """pydantic's errors in one line: `field.path: message; ...` (at most three)."""
-    parts = []
-    for err in exc.errors()[:3]:
-        loc = ".".join(str(p) for p in err["loc"]) or "(line)"
-        parts.append(f"{loc}: {err['msg']}")
-    more = len(exc.errors()) - 3
-    if more > 0:
-        parts.append(f"and {more} more")
-    return "; ".join(parts)
-
-
 def iter_judgments(
     path: str | Path, *, clamp: bool = False
 ) -> Iterator[tuple[int, Judgment, bool]]:
@@ -58,10 +46,12 @@ def iter_judgments(
             record["grade"] = min(3, max(0, grade))
         try:
             judgment = Judgment.model_validate(record)
-        except ValidationError as exc:
-            raise InputError(
-                f"not a valid judgment: {validation_reason(exc)}", path=path, line=n
-            ) from None
+        except ValidationError as exc:  # pydantic's errors in one line, at most three
+            errors = exc.errors()
+            parts = [f"{'.'.join(map(str, e['loc'])) or '(line)'}: {e['msg']}" for e in errors[:3]]
+            more = [f"and {len(errors) - 3} more"] if len(errors) > 3 else []
+            reason = "; ".join(parts + more)
+            raise InputError(f"not a valid judgment: {reason}", path=path, line=n) from None
         yield n, judgment, record.get("grade") != grade
 
 
@@ -71,14 +61,3 @@ def read_judgments(path: str | Path, *, clamp: bool = False) -> list[Judgment]:
     if not judgments:
         raise empty_file_error(path, "judgments", _EXAMPLE)
     return judgments
-
-
-def write_judgments(path: str | Path, judgments: Iterable[Judgment]) -> int:
-    """Write judgments as JSONL atomically (`.gz` when the name says so); returns the count."""
-    count = 0
-    with atomic_write(path) as out:
-        for judgment in judgments:
-            out.write(judgment.model_dump_json())
-            out.write("\n")
-            count += 1
-    return count

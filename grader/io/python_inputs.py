@@ -60,16 +60,13 @@ def check_ids(column: pd.Series, what: str) -> None:
             f"the {what}'s {column.name} column has an empty id (row {int(empty.argmax())})",
             hint="give every row an id",
         )
-    if pd.api.types.is_float_dtype(column.dtype):
-        decimal = column
-    elif column.dtype == object and kind != "string":
-        decimal = column[[isinstance(v, float | np.floating) for v in column]]
-    else:
+    if kind in ("integer", "empty", "string"):
         return
-    if len(decimal):
+    decimal = next((v for v in column if isinstance(v, float | np.floating)), None)
+    if decimal is not None:
         raise InputError(
             f"the {what}'s {column.name} column holds ids read as decimal numbers "
-            f'({decimal.iloc[0]!r}): as text they are not the ids of the files ("1" read '
+            f'({decimal!r}): as text they are not the ids of the files ("1" read '
             'as 1.0, "007" as 7.0)',
             hint=IDS_AS_TEXT,
         )
@@ -192,11 +189,8 @@ def grades_table(value: Any, what: str = "qrels") -> pd.DataFrame:
     frame = as_frame(value, "grade", what)
     grades = pd.to_numeric(frame["grade"], errors="coerce")
     absent = grades.isna().to_numpy()
-    failed = (
-        absent & (frame["status"].astype(str) == "failed").to_numpy()
-        if "status" in frame.columns
-        else np.zeros(len(frame), dtype=bool)
-    )
+    status = frame["status"].astype(str).to_numpy() if "status" in frame.columns else ""
+    failed = absent & (status == "failed")
     bad = absent & ~frame["grade"].isna().to_numpy()
     if bad.any():
         raise InputError(
@@ -206,10 +200,9 @@ def grades_table(value: Any, what: str = "qrels") -> pd.DataFrame:
         )
     kept = frame.loc[~absent].copy()
     values = grades[~absent].to_numpy(dtype=np.float64)
-    if len(values) and np.any(values != np.round(values)):
+    if np.any(values != np.round(values)):
         raise InputError(f"the {what} holds a grade that is not an integer", hint="round it")
-    if len(values):
-        _refuse(kept, np.abs(values) > LARGEST_GRADE, what, "is too large", LARGE_HINT)
+    _refuse(kept, np.abs(values) > LARGEST_GRADE, what, "is too large", LARGE_HINT)
     kept["query_id"] = id_text(kept["query_id"], what)
     kept["doc_id"] = id_text(kept["doc_id"], what)
     kept["grade"] = values.astype(np.int64)
@@ -308,24 +301,19 @@ def llm_grades_table(value: Any, *, clamp: bool = False) -> pd.DataFrame:
     out = frame[["query_id", "doc_id", "grade"]].copy()
     if "judge" in frame.columns:
         out["judge"] = frame["judge"].astype(str)
-    if "confidence" not in frame.columns and "distribution" in frame.columns:
-        frame = frame.assign(
-            confidence=[
-                float(d[g]) if isinstance(d, list | tuple) else np.nan
-                for d, g in zip(frame["distribution"], frame["grade"], strict=True)
-            ]
-        )
-    if "distribution" in frame.columns and not any(c in frame.columns for c in DISTRIBUTION):
+    if "distribution" in frame.columns:  # P(grade = 0..3), of which the grade's is the confidence
         given = [
-            d if isinstance(d, list | tuple) and len(d) == 4 else None
+            d if isinstance(d, list | tuple) and len(d) == 4 else [np.nan] * 4
             for d in frame["distribution"]
         ]
-        frame = frame.assign(
-            **{
-                c: [np.nan if d is None else float(d[g]) for d in given]
-                for g, c in enumerate(DISTRIBUTION)
-            }
-        )
+        if "confidence" not in frame.columns:
+            frame = frame.assign(
+                confidence=[float(d[g]) for d, g in zip(given, frame["grade"], strict=True)]
+            )
+        if not any(c in frame.columns for c in DISTRIBUTION):
+            frame = frame.assign(
+                **{c: [float(d[g]) for d in given] for g, c in enumerate(DISTRIBUTION)}
+            )
     for optional in ("expected_grade", "confidence", *DISTRIBUTION):
         if optional in frame.columns and not frame[optional].isna().all():
             out[optional] = frame[optional].astype("float64")

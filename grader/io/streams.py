@@ -88,31 +88,20 @@ def bounded_lines(fh: IO[bytes], name: str | Path, limit: int) -> Iterator[bytes
     pieces: list[bytes] = []  # the line not yet ended
     held = 0
     while data := fh.read(CHUNK):
-        if b"\n" not in data:
-            pieces.append(data)
-            held += len(data)
-            if held > limit:
-                raise line_too_long(name, done + 1, limit)
-            continue
-        lines = data.split(b"\n")
-        if pieces:
-            lines[0] = b"".join([*pieces, lines[0]])
-            pieces, held = [], 0
-        tail = lines.pop()
+        *lines, tail = data.split(b"\n")
         for line in lines:
+            if pieces:
+                line, pieces, held = b"".join([*pieces, line]), [], 0
             done += 1
             if len(line) > limit:
                 raise line_too_long(name, done, limit)
             yield line
-        if tail:
-            pieces, held = [tail], len(tail)
-            if held > limit:
-                raise line_too_long(name, done + 1, limit)
-    if pieces:
-        line = b"".join(pieces)
-        if len(line) > limit:
+        pieces.append(tail)
+        held += len(tail)
+        if held > limit:
             raise line_too_long(name, done + 1, limit)
-        yield line
+    if held:
+        yield b"".join(pieces)
 
 
 def guarded(inner: IO[bytes], name: str | Path, compression: str | None) -> IO[bytes]:

@@ -7,7 +7,6 @@ descending), never by their rank column."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -196,34 +195,20 @@ def ranked_frame(
     return frame
 
 
-@dataclass(frozen=True)
-class QrelsColumns:
-    """TREC qrels as columns (Arrow ids, int64 grades): `read_qrels` without a DataFrame."""
-
-    query_id: pa.ChunkedArray
-    doc_id: pa.ChunkedArray
-    grade: npt.NDArray[np.int64]
-    clamped: int
-
-    def __len__(self) -> int:
-        return len(self.grade)
-
-
 def read_qrels(path: str | Path, *, clamp: bool = False, any_grade: bool = False) -> pd.DataFrame:
     """TREC qrels as [query_id, doc_id, grade]: grades in 0..3 (`clamp=True` moves others to the
     nearest end), or with `any_grade=True` every integer as written, as trec_eval reads them."""
-    columns = read_qrels_columns(path, clamp=clamp, any_grade=any_grade)
-    ids = {"query_id": columns.query_id, "doc_id": columns.doc_id}
-    frame: pd.DataFrame = pa.table({**ids, "grade": columns.grade}).to_pandas()
-    frame.attrs["path"] = str(Path(path))
-    frame.attrs["clamped"] = columns.clamped
+    table, clamped = read_qrels_columns(path, clamp=clamp, any_grade=any_grade)
+    frame: pd.DataFrame = table.to_pandas()
+    frame.attrs.update(path=str(Path(path)), clamped=clamped)
     return frame
 
 
 def read_qrels_columns(
     path: str | Path, *, clamp: bool = False, any_grade: bool = False
-) -> QrelsColumns:
-    """`read_qrels` as columns, with the same checks and errors (no pandas)."""
+) -> tuple[pa.Table, int]:
+    """`read_qrels` as an Arrow table, with the same checks and errors (no pandas), and the
+    count of clamped grades."""
     p = Path(path)
     hint = "the 4th column of a qrels line is an integer grade " + (
         "(e.g. -2..4)" if any_grade else "0..3"
@@ -254,7 +239,8 @@ def read_qrels_columns(
             raise _grade_error(p, outside, why, clamp_hint())
         ints = np.clip(grades, MIN_GRADE, MAX_GRADE).astype(np.int64)
     _check_duplicates(p, table, query_codes(table["query_id"]), "qrels")
-    return QrelsColumns(table["query_id"], table["doc_id"], ints, int(outside.size))
+    ids = {"query_id": table["query_id"], "doc_id": table["doc_id"]}
+    return pa.table({**ids, "grade": ints}), int(outside.size)
 
 
 def _written(path: Path, rows: npt.NDArray[np.intp], column: int) -> tuple[int, str]:

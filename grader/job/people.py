@@ -22,7 +22,7 @@ from grader.grading.holes import (
 )
 from grader.grading.pairs import PairSelection
 from grader.grading.report import GradingReport
-from grader.io.grades import parse_llm_scale, read_people_grades
+from grader.io.grades import parse_llm_scale, read_human_grades
 from grader.io.python_inputs import is_path
 from grader.job.judgments_and_qrels import Merged
 from grader.job.options import GradeOptions
@@ -66,7 +66,7 @@ def plan(options: GradeOptions, tools: AlsoJudged) -> Plan | None:
     given = o.skip_judged[0]
     if o.also_judged is not None and not is_path(given):
         raise InputError("--also-judged needs --skip-judged as a file (its manifest names it)")
-    human = read_people_grades(given) if is_path(given) else given
+    human = read_human_grades(given, any_grade=True) if is_path(given) else given
     scale = parse_llm_scale(o.llm_scale or "0:0,1:1,2:2,3:3")
     keep = scale if o.merged_out or o.llm_scale else None
     return Plan(holes=Holes(human=human), scale=keep, options=o, tools=tools)

@@ -13,7 +13,7 @@ from calibration.spotcheck.manifest import read_manifest
 from calibration.spotcheck.stopping import DrawOrder, LiveStopping
 from grader.cli.main import main
 from grader.io.grades import read_llm_grades
-from grader.io.judgments import write_judgments
+from tests.helpers.judgments import write_judgments
 from tests.helpers.sampling import population
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from pathlib import Path
 
+from grader.io.files import atomic_write
 from grader.models import CallRecord, Judgment, JudgmentError, PromptRef, Usage
 from grader.store.store import Store
 
@@ -73,3 +75,14 @@ def stored_judgments(store: Store, **where: str) -> Iterator[Judgment]:
     with contextlib.closing(sqlite3.connect(store.path)) as conn:
         texts = [text for (text,) in conn.execute(sql, list(where.values()))]
     return iter([Judgment.model_validate_json(text) for text in texts])
+
+
+def write_judgments(path: str | Path, judgments: Iterable[Judgment]) -> int:
+    """Write judgments as JSONL atomically (`.gz` when the name says so); returns the count."""
+    count = 0
+    with atomic_write(path) as out:
+        for judgment in judgments:
+            out.write(judgment.model_dump_json())
+            out.write("\n")
+            count += 1
+    return count

@@ -33,10 +33,10 @@ def same_ranked(a: Ranked, b: Ranked) -> None:
 def arrow_index(path: Path) -> Judgments | str:
     """The Arrow reader's index of the qrels, or its error's text."""
     try:
-        cols = read_qrels_columns(path, any_grade=True)
+        cols, _ = read_qrels_columns(path, any_grade=True)
     except InputError as exc:
         return str(exc)
-    return judgments(cols.query_id, cols.doc_id, cols.grade)
+    return judgments(cols["query_id"], cols["doc_id"], cols["grade"].to_numpy())
 
 
 def arrow_run(path: Path, judged: Judgments, precision: str, depth: int | None) -> JudgedRun | str:

@@ -67,9 +67,9 @@ def people_grades(value: Any) -> pd.DataFrame:
     from grader.io.python_inputs import grades_table, is_path
 
     if is_path(value):
-        from grader.io.grades import read_people_grades
+        from grader.io.grades import read_human_grades
 
-        return read_people_grades(value)
+        return read_human_grades(value, any_grade=True)[["query_id", "doc_id", "grade"]]
     frame = grades_table(value, "human qrels")[["query_id", "doc_id", "grade"]]
     if frame.empty:
         raise InputError("the human qrels hold no grades", hint="give rows query_id, doc_id, grade")
