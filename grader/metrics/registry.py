@@ -126,9 +126,7 @@ def register(name: str, compute: Kernel, **fields: Any) -> MeasureDef:
 MODULES = (
     "ndcg",
     "binary",
-    "judged_at_k",
     "err",
-    "bpref",
     "counts",
 )
 
