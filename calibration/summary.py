@@ -40,7 +40,7 @@ from calibration.stats.ppi import SampleDesign, infer_design
 from calibration.stats.systems import compare_systems, rank_agreement_intervals
 from calibration.summary_model import BinaryScale, CalibrationSummary, Verdict
 from grader.metrics.evaluate import exact_mean
-from grader.metrics.query_order import query_order
+from grader.metrics.rank_order import query_order
 
 DEFAULT_MEASURE = "nDCG@10"
 DEFAULT_THRESHOLD = 2

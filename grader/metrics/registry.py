@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from grader.metrics import spellings
 from grader.plugins import load_entry_points
 
 if TYPE_CHECKING:
@@ -28,11 +27,19 @@ ValueError saying what is wrong."""
 
 Cutoff = Literal["optional", "required", "none"]
 
+Gains = tuple[tuple[int, int], ...]
+"""nDCG's custom gains, sorted by grade, identity entries dropped."""
+
 ENTRY_POINTS = "relgrade.measures"
 
 DEFAULT_THRESHOLD = 2
 MIN_THRESHOLD = 1
 GAINS = ("linear", "exp")
+
+
+def format_gains(gains: Gains) -> str:
+    """The map as ir_measures prints it: `{2:3,3:7}`."""
+    return "{" + ",".join(f"{g}:{v}" for g, v in gains) + "}"
 
 
 @dataclass(frozen=True, order=True)
@@ -45,7 +52,7 @@ class Measure:
     cutoff: int | None = None
     rel: int | None = None
     gain: str | None = None
-    gains: spellings.Gains = ()
+    gains: Gains = ()
     judged_only: bool = False
     params: tuple[tuple[str, Any], ...] = ()
 
@@ -56,7 +63,7 @@ class Measure:
         if self.gain == "exp":
             params.append("gain=exp")
         if self.gains:
-            params.append(f"gains={spellings.format_gains(self.gains)}")
+            params.append(f"gains={format_gains(self.gains)}")
         if self.judged_only:
             params.append("judged_only=True")
         params += [f"{key}={value}" for key, value in self.params if value is not None]
