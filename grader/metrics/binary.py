@@ -9,12 +9,18 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from grader.metrics._lists import Grades, hits, of_relevant, relevant_ranks, top
 from grader.metrics.foreign import parse_ties
-from grader.metrics.judged_rows import Float, Ranked, divide
+from grader.metrics.judged_rows import Float, Grades, Ranked, divide, hits, relevant_ranks, top
 from grader.metrics.measures import DEFAULT_THRESHOLD, Measure
 from grader.metrics.rank_order import ranks_within
 from grader.metrics.registry import register
+
+
+def _of_relevant(value: float, found: int, n_relevant: int) -> float:
+    """value / n_relevant (0 when the query has none), checking that the `found` relevant fit."""
+    if n_relevant < found:
+        raise ValueError(f"n_relevant={n_relevant} is less than the {found} relevant found")
+    return value / n_relevant if n_relevant else 0.0
 
 
 def reciprocal_rank(
@@ -86,7 +92,7 @@ def recall_at_k(
     """R@k = |{ i <= k : rel_i >= threshold }| / n_relevant, n_relevant the query's judged
     relevant documents; without k, trec_eval's set_recall."""
     found = hits(rels, threshold, k)
-    return of_relevant(found, found, n_relevant)
+    return _of_relevant(found, found, n_relevant)
 
 
 def _recall(measure: Measure, ranked: Ranked) -> Float:
@@ -112,7 +118,7 @@ def average_precision(
     """AP@k = (1 / n_relevant) * sum_{i <= k, rel_i >= threshold} P@i (trec_eval's map; AP@k,
     map_cut_k, keeps that denominator)."""
     ranks = relevant_ranks(rels, threshold, k)
-    return of_relevant(sum(n / i for n, i in enumerate(ranks, 1)), len(ranks), n_relevant)
+    return _of_relevant(sum(n / i for n, i in enumerate(ranks, 1)), len(ranks), n_relevant)
 
 
 def _ap(measure: Measure, ranked: Ranked) -> Float:

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.metrics._lists import Grades, hits
-from grader.metrics.judged_rows import Float, Ranked, divide
+from grader.metrics.judged_rows import Float, Grades, Ranked, divide, hits
 from grader.metrics.measures import DEFAULT_THRESHOLD, Measure
 from grader.metrics.rank_order import sum_before_within
 from grader.metrics.registry import register

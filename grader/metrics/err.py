@@ -13,8 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from grader.errors import InputError
-from grader.metrics._lists import Grades, top
-from grader.metrics.judged_rows import Float, Ranked
+from grader.metrics.judged_rows import Float, Grades, Ranked, top
 from grader.metrics.measures import Measure
 from grader.metrics.rank_order import sum_before_within
 from grader.metrics.registry import register

@@ -15,8 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from grader.metrics._lists import Grades, top
-from grader.metrics.judged_rows import Float, Int, Ranked, divide
+from grader.metrics.judged_rows import Float, Grades, Int, Ranked, divide, top
 from grader.metrics.measures import Measure
 from grader.metrics.rank_order import ranks_within
 from grader.metrics.registry import Gains, register
