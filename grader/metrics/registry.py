@@ -133,7 +133,6 @@ def register(name: str, compute: Kernel, **fields: Any) -> MeasureDef:
 MODULES = (
     "ndcg",
     "binary",
-    "err",
     "counts",
 )
 
