@@ -67,7 +67,8 @@ class Ranked:
 
     def relevant(self, threshold: int, k: int | None = None) -> npt.NDArray[np.bool_]:
         """The rows graded >= threshold, within the top k when k is given."""
-        return (self.grade >= threshold) & self.top(k)
+        sel = self.grade >= threshold
+        return sel if k is None else sel & (self.rank <= k)
 
     def condensed(self) -> Ranked:
         """judged_only=True's rows: without unjudged (or negatively graded) results, ranked 1..

@@ -1,4 +1,4 @@
-"""The measure registry: a measure is one module and one `register(...)` call, which says all
+"""The measure registry: a measure is one `register(...)` call, which says all
 the rest of relgrade knows of it; none of `parse_measure`, `evaluate` and the CLI names a measure.
 Built-in measures register the first time one is looked up (`MODULES`), installed packages
 through the entry points `relgrade.measures` (`grader.plugins`)."""
@@ -128,13 +128,9 @@ def register(name: str, compute: Kernel, **fields: Any) -> MeasureDef:
     return definition
 
 
-#: The measures relgrade ships, each a module of this package ending in one `register(...)`, in
-#: the order `relgrade evaluate --help` lists them.
-MODULES = (
-    "ndcg",
-    "binary",
-    "counts",
-)
+#: The modules of the measures relgrade ships (`register(...)` calls), in the order `relgrade
+#: evaluate --help` lists them.
+MODULES = ("ndcg", "binary", "counts")
 
 
 def _load_builtin() -> None:
