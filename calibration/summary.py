@@ -39,7 +39,7 @@ from calibration.stats.systems import compare_systems, rank_agreement_intervals
 from calibration.summary_model import BinaryScale, CalibrationSummary, Verdict
 from grader.metrics.evaluate import exact_mean
 from grader.metrics.kappa import grouped_confusion
-from grader.metrics.query_order import query_order
+from grader.metrics.rank_order import query_order
 
 DEFAULT_MEASURE = "nDCG@10"
 DEFAULT_THRESHOLD = 2

@@ -17,7 +17,7 @@ from ir_measures.providers.base import NOT_PROVIDED
 from grader.cli.main import main
 from grader.errors import InputError
 from grader.metrics import evaluate, parse_measure
-from grader.metrics.err import err
+from grader.metrics.counts import err
 from tests.helpers.ir_measures_ref import GAINS, Qrels, Run, irm_name, write_trec
 
 

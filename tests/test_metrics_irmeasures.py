@@ -28,8 +28,7 @@ import pytrec_eval
 from grader.io.trec import read_qrels, read_run
 from grader.metrics import evaluate, mean_scores, parse_measure
 from grader.metrics.binary import precision_at_k, reciprocal_rank
-from grader.metrics.bpref import bpref
-from grader.metrics.err import err
+from grader.metrics.counts import bpref, err
 from grader.metrics.ndcg import ndcg
 from tests.helpers.ir_measures_ref import GAINS, Qrels, Run, Values, frames, irm_name, write_trec
 from tests.helpers.params import quick_first

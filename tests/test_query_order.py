@@ -72,7 +72,7 @@ def test_report_and_evaluate_list_queries_in_one_order(
 
 
 def test_query_order_is_numeric_only_when_every_id_is_a_whole_number() -> None:
-    from grader.metrics.query_order import query_order
+    from grader.metrics.rank_order import query_order
 
     def sort_query_ids(ids: list[str]) -> list[str]:
         return [ids[i] for i in query_order(ids)]

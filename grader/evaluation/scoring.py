@@ -13,9 +13,9 @@ from typing import Any, Protocol
 import numpy as np
 
 from grader.metrics import DEFAULT_MEASURES, parse_measures
+from grader.metrics.binary import judged_of_returned
 from grader.metrics.evaluate import Missing, Scores, depth_needed, exact_mean, score
 from grader.metrics.foreign import TREC_EVAL_LEVEL
-from grader.metrics.judged_at_k import judged_of_returned
 from grader.metrics.judged_rows import JudgedRun, Ranked
 from grader.metrics.measures import (
     Measure,

@@ -1,7 +1,7 @@
 """The measures of binary relevance (a result is relevant when its grade reaches the threshold
 `rel=N`; unjudged is not): RR, P, R, AP, Rprec and Success, as trec_eval computes them. Each
 keeps trec_eval's denominator: P@k divides by k, R, AP and Rprec by the query's judged relevant
-documents, returned or not."""
+documents, returned or not. Judged@k, the share of the top k with any grade, closes the module."""
 
 from __future__ import annotations
 
@@ -9,12 +9,18 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from grader.metrics._lists import Grades, hits, of_relevant, relevant_ranks
 from grader.metrics.foreign import parse_ties
-from grader.metrics.judged_rows import Float, Ranked, divide
+from grader.metrics.judged_rows import Float, Grades, Ranked, divide, hits, relevant_ranks, top
 from grader.metrics.measures import DEFAULT_THRESHOLD, Measure
 from grader.metrics.rank_order import ranks_within
 from grader.metrics.registry import register
+
+
+def _of_relevant(value: float, found: int, n_relevant: int) -> float:
+    """value / n_relevant (0 when the query has none), checking that the `found` relevant fit."""
+    if n_relevant < found:
+        raise ValueError(f"n_relevant={n_relevant} is less than the {found} relevant found")
+    return value / n_relevant if n_relevant else 0.0
 
 
 def reciprocal_rank(
@@ -86,7 +92,7 @@ def recall_at_k(
     """R@k = |{ i <= k : rel_i >= threshold }| / n_relevant, n_relevant the query's judged
     relevant documents; without k, trec_eval's set_recall."""
     found = hits(rels, threshold, k)
-    return of_relevant(found, found, n_relevant)
+    return _of_relevant(found, found, n_relevant)
 
 
 def _recall(measure: Measure, ranked: Ranked) -> Float:
@@ -112,7 +118,7 @@ def average_precision(
     """AP@k = (1 / n_relevant) * sum_{i <= k, rel_i >= threshold} P@i (trec_eval's map; AP@k,
     map_cut_k, keeps that denominator)."""
     ranks = relevant_ranks(rels, threshold, k)
-    return of_relevant(sum(n / i for n, i in enumerate(ranks, 1)), len(ranks), n_relevant)
+    return _of_relevant(sum(n / i for n, i in enumerate(ranks, 1)), len(ranks), n_relevant)
 
 
 def _ap(measure: Measure, ranked: Ranked) -> Float:
@@ -180,4 +186,47 @@ register(
     judged_only=True,
     trec_eval="success",
     list_function=success_at_k,
+)
+
+
+def judged_at_k(rels: Grades, k: int | None = None, of: str | None = None) -> float:
+    """Judged@k = |{ i <= k : doc_i has a grade }| / k, of one list (unjudged documents None);
+    `of="returned"` divides by min(k, returned) as recent ir_measures does; no k: the whole list."""
+    shown = top(rels, k)
+    judged = sum(1 for g in shown if g is not None)
+    denominator = k if k is not None and of is None else len(shown)
+    return judged / denominator if denominator else 0.0
+
+
+def _of_returned(text: str) -> str | None:
+    """The parser of `of=`: `returned` divides by min(k, returned), `k` (the default) by k."""
+    if text not in ("k", "returned"):
+        raise ValueError("of= is k (the default) or returned (ir_measures' Judged@k)")
+    return "returned" if text == "returned" else None
+
+
+def _judged(measure: Measure, ranked: Ranked) -> Float:
+    k = measure.cutoff
+    if k is not None and measure.param("of") is None:
+        return ranked.per_query(ranked.top(k)) / k
+    return judged_of_returned(ranked, k)
+
+
+def judged_of_returned(ranked: Ranked, k: int | None) -> Float:
+    """Per query, the judged share of the top min(k, returned) (`Judged(of=returned)@k`)."""
+    returned = ranked.returned.astype(np.float64)
+    shown = returned if k is None else np.minimum(returned, float(k))
+    return divide(ranked.per_query(ranked.top(k)), shown)
+
+
+register(
+    "Judged",
+    _judged,
+    usage="Judged@k",
+    help="share of the top k that has any grade (where labels are still missing);\n"
+    "Judged(of=returned,ties=asc)@k: of min(k, returned), ties as ir_measures",
+    rel=False,
+    params={"of": _of_returned, "ties": parse_ties},
+    defaults={"of": None, "ties": None},
+    list_function=judged_at_k,
 )

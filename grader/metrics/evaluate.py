@@ -17,8 +17,7 @@ from grader.errors import RelgradeWarning
 from grader.metrics import registry
 from grader.metrics.judged_rows import Ranked
 from grader.metrics.measures import Measure, is_summed, resolve_thresholds
-from grader.metrics.query_order import query_order
-from grader.metrics.rank_order import Precision
+from grader.metrics.rank_order import Precision, query_order
 
 if TYPE_CHECKING:  # pandas only where a frame is asked for: `relgrade evaluate` never imports it
     import pandas as pd

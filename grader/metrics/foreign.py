@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from grader.metrics import registry, spellings
+from grader.metrics import registry
 
 TREC_EVAL_LEVEL = 1
 """trec_eval's default relevance level (`-l`)."""
@@ -105,7 +105,7 @@ def ir_measures_spelling(measure: Any) -> str | None:
 def _value(value: object) -> str:
     """A parameter value as relgrade's names write it (ir_measures' Python literals)."""
     if isinstance(value, dict):
-        return spellings.format_gains(tuple(sorted(value.items())))
+        return registry.format_gains(tuple(sorted(value.items())))
     if isinstance(value, str):
         return f"'{value}'"
     return str(value)

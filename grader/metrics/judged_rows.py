@@ -1,9 +1,11 @@
 """The judged rows every measure reads (`Ranked`), as plain numpy arrays: both qrels indexes
-(`join_arrow`, `join_dicts`) end here, so the kernels never know which one ran."""
+(`join_arrow`, `join_dicts`) end here, so the kernels never know which one ran. And the pieces
+the list functions share (`Grades`: one query's returned documents' grades, None unjudged)."""
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -14,6 +16,24 @@ from grader.metrics.rank_order import ranks_within
 
 Int = npt.NDArray[np.int64]
 Float = npt.NDArray[np.float64]
+Grades = Sequence[int | None]
+
+
+def top(rels: Grades, k: int | None) -> Grades:
+    """The first k grades (all of them when k is None); k is a positive integer or None."""
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+        raise ValueError(f"k must be a positive integer or None, got {k!r}")
+    return rels if k is None else rels[:k]
+
+
+def relevant_ranks(rels: Grades, threshold: int, k: int | None = None) -> list[int]:
+    """The 1-based ranks within the top k of the grades >= threshold (unjudged, None, is not)."""
+    return [i for i, g in enumerate(top(rels, k), 1) if g is not None and g >= threshold]
+
+
+def hits(rels: Grades, threshold: int, k: int | None = None) -> int:
+    """How many of the top k grades reach the threshold."""
+    return len(relevant_ranks(rels, threshold, k))
 
 
 @dataclass(frozen=True)
@@ -48,9 +68,7 @@ class Ranked:
     def relevant(self, threshold: int, k: int | None = None) -> npt.NDArray[np.bool_]:
         """The rows graded >= threshold, within the top k when k is given."""
         sel = self.grade >= threshold
-        if k is not None:
-            sel &= self.rank <= k
-        return sel
+        return sel if k is None else sel & (self.rank <= k)
 
     def condensed(self) -> Ranked:
         """judged_only=True's rows: without unjudged (or negatively graded) results, ranked 1..

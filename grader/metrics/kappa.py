@@ -51,11 +51,9 @@ def check_weights(weights: npt.ArrayLike | None, n: int) -> FloatArray | None:
 
 def ratio(num: npt.ArrayLike, den: npt.ArrayLike) -> FloatArray:
     """num / den elementwise, NaN where den is not positive."""
-    n = np.asarray(num, dtype=np.float64)
-    d = np.asarray(den, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.where(d > 0, n / np.where(d > 0, d, 1.0), np.nan)
-    return np.asarray(out, dtype=np.float64)
+    n, d = np.broadcast_arrays(np.asarray(num, dtype=np.float64), np.asarray(den, dtype=np.float64))
+    out: FloatArray = np.divide(n, d, out=np.full(n.shape, np.nan), where=d > 0)
+    return out
 
 
 def disagreement_weights(weighting: str, size: int) -> FloatArray:

@@ -15,12 +15,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from grader.metrics._lists import Grades, top
-from grader.metrics.judged_rows import Float, Int, Ranked, divide
+from grader.metrics.judged_rows import Float, Grades, Int, Ranked, divide, top
 from grader.metrics.measures import Measure
 from grader.metrics.rank_order import ranks_within
-from grader.metrics.registry import register
-from grader.metrics.spellings import Gains
+from grader.metrics.registry import Gains, register
 
 
 def _gain(grade: int | None, gain: str, gains: Gains) -> float:

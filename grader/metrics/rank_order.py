@@ -1,11 +1,14 @@
 """trec_eval's ranking order, vectorised: per query, score descending, ties by doc id descending;
-scores compare in float32 (trec_eval 9, pytrec_eval) or, `precision="float64"`, in double."""
+scores compare in float32 (trec_eval 9, pytrec_eval) or, `precision="float64"`, in double. And
+the one order query ids are listed in (`query_order`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
 import numpy as np
+import numpy.typing as npt
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -98,3 +101,15 @@ def sum_before_within(values: np.ndarray, query_codes: np.ndarray) -> np.ndarray
     first = np.arange(len(before)) - ranks_within(query_codes) + 1  # the query's first row
     out: np.ndarray = before - before[first]
     return out
+
+
+def query_order(query_ids: Sequence[str]) -> npt.NDArray[np.intp]:
+    """Positions that list `query_ids` in one stable order: by number when every id is a whole
+    number (2, 10, 100), else as text; ids equal as numbers (1, 01) fall back to text."""
+    ids = [str(q) for q in query_ids]
+    if ids and all(q.isascii() and q.isdigit() for q in ids):
+        keyed: list[tuple[int, str]] = [(int(q), q) for q in ids]
+        order = sorted(range(len(ids)), key=keyed.__getitem__)
+    else:
+        order = sorted(range(len(ids)), key=ids.__getitem__)
+    return np.asarray(order, dtype=np.intp)

@@ -1,4 +1,4 @@
-"""The measure registry: a measure is one module and one `register(...)` call, which says all
+"""The measure registry: a measure is one `register(...)` call, which says all
 the rest of relgrade knows of it; none of `parse_measure`, `evaluate` and the CLI names a measure.
 Built-in measures register the first time one is looked up (`MODULES`), installed packages
 through the entry points `relgrade.measures` (`grader.plugins`)."""
@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from grader.metrics import spellings
 from grader.plugins import load_entry_points
 
 if TYPE_CHECKING:
@@ -28,11 +27,19 @@ ValueError saying what is wrong."""
 
 Cutoff = Literal["optional", "required", "none"]
 
+Gains = tuple[tuple[int, int], ...]
+"""nDCG's custom gains, sorted by grade, identity entries dropped."""
+
 ENTRY_POINTS = "relgrade.measures"
 
 DEFAULT_THRESHOLD = 2
 MIN_THRESHOLD = 1
 GAINS = ("linear", "exp")
+
+
+def format_gains(gains: Gains) -> str:
+    """The map as ir_measures prints it: `{2:3,3:7}`."""
+    return "{" + ",".join(f"{g}:{v}" for g, v in gains) + "}"
 
 
 @dataclass(frozen=True, order=True)
@@ -45,7 +52,7 @@ class Measure:
     cutoff: int | None = None
     rel: int | None = None
     gain: str | None = None
-    gains: spellings.Gains = ()
+    gains: Gains = ()
     judged_only: bool = False
     params: tuple[tuple[str, Any], ...] = ()
 
@@ -56,7 +63,7 @@ class Measure:
         if self.gain == "exp":
             params.append("gain=exp")
         if self.gains:
-            params.append(f"gains={spellings.format_gains(self.gains)}")
+            params.append(f"gains={format_gains(self.gains)}")
         if self.judged_only:
             params.append("judged_only=True")
         params += [f"{key}={value}" for key, value in self.params if value is not None]
@@ -121,16 +128,9 @@ def register(name: str, compute: Kernel, **fields: Any) -> MeasureDef:
     return definition
 
 
-#: The measures relgrade ships, each a module of this package ending in one `register(...)`, in
-#: the order `relgrade evaluate --help` lists them.
-MODULES = (
-    "ndcg",
-    "binary",
-    "judged_at_k",
-    "err",
-    "bpref",
-    "counts",
-)
+#: The modules of the measures relgrade ships (`register(...)` calls), in the order `relgrade
+#: evaluate --help` lists them.
+MODULES = ("ndcg", "binary", "counts")
 
 
 def _load_builtin() -> None:

@@ -158,13 +158,9 @@ def fill_notes(
         notes.append(f"LLM grades mapped by --llm-scale {scale_text(scale)}")
     if result.interval_note:
         notes.append(result.interval_note)
-        if manifest and result.design == "holes":
-            notes.append(
-                f"the pairs graded by both are a sample of the holes people graded, weighted "
-                f"by 1/pi from {manifest}"
-            )
-        elif manifest:
-            notes.append(f"the pairs graded by both are weighted by 1/pi from {manifest}")
+        if manifest:
+            sample = " a sample of the holes people graded," if result.design == "holes" else ""
+            notes.append(f"the pairs graded by both are{sample} weighted by 1/pi from {manifest}")
     elif result.overlap == 0:
         notes.append(
             "no interval for the filled score: the LLM graded no pair people judged "
