@@ -163,11 +163,6 @@ class GradingProgress:
             "spend": spend_short(event.spend, event.cost_known),
         }
 
-    def refresh(self) -> None:
-        """Draw the bar now (rich otherwise redraws on its own thread)."""
-        if self._progress is not None and self._task is not None:
-            self._progress.refresh()
-
 
 class LineProgress:
     """`grading 12/40 · cached 3 · failed 0 · $0.0021`, rewritten in place on `file`."""
