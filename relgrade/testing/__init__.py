@@ -215,14 +215,14 @@ def check_judge(
     first, second = build_judges(kind, settings), build_judges(kind, settings)
     assert len(first) == len(second), f"judge {kind!r}: two builds made different numbers"
     for one, two in zip(first, second, strict=True):
-        _check_fingerprint(kind, one, two, query, doc)
+        _check_fingerprint(kind, one, two)
         key = content_key(one.fingerprint(), query.text, doc.text)
         judgment = asyncio.run(one.judge(query, doc, key=key))
         _check_answer(kind, one, judgment, key, query, doc)
 
 
-def _check_fingerprint(kind: str, one: Judge, two: Judge, query: Query, doc: Doc) -> None:
-    """The same settings, the same fingerprint, JSON-able, so the same content key."""
+def _check_fingerprint(kind: str, one: Judge, two: Judge) -> None:
+    """The same settings, the same fingerprint, JSON-able (so the same content key)."""
     try:
         text = canonical_json(one.fingerprint())
     except (TypeError, ValueError) as exc:
@@ -232,8 +232,6 @@ def _check_fingerprint(kind: str, one: Judge, two: Judge, query: Query, doc: Doc
         f"({text} and {canonical_json(two.fingerprint())}): every rerun would grade again"
     )
     assert one.fingerprint() == one.fingerprint(), f"judge {kind!r}: fingerprint() changes"
-    keys = {content_key(j.fingerprint(), query.text, doc.text) for j in (one, two)}
-    assert len(keys) == 1, f"judge {kind!r}: two builds give two content keys"
     assert one.judge_id == two.judge_id, f"judge {kind!r}: two builds have two judge ids"
 
 
