@@ -17,7 +17,7 @@ from grader.grading.events import ProgressCallback, ProgressEvent
 from grader.grading.leases import RunWaiting
 from grader.grading.pairs import Pair, PairState, Unit
 from grader.grading.report import GradingReport, OutputJudgments, StoredOutputs, for_pair
-from grader.judges.base import Judge
+from grader.judges.base import Judge, check_key, failed
 from grader.judges.ensemble import needs_verification
 from grader.keys import ContentKeys
 from grader.models import Judgment
@@ -310,8 +310,9 @@ class GradingRun(RunWaiting):
         unit.state.requested = True
         self.report.requests += 1
         started = time.perf_counter()
-        try:
-            judgment = await unit.ask()
+        judge, key, (query, doc) = unit.judge, unit.key, unit.state.pair
+        try:  # an answer under another key is a JudgeError (`check_key`)
+            judgment = check_key(judge, await judge.judge(query, doc, key=key), key)
             if self.leases is not None:
                 self.leases.answered(time.perf_counter() - started)
         except JudgeError as exc:
@@ -321,7 +322,7 @@ class GradingRun(RunWaiting):
         except (asyncio.CancelledError, KeyboardInterrupt):
             raise
         except Exception as exc:  # a judge bug must not lose the pair or invent a grade
-            judgment = unit.failure(exc)
+            judgment = failed(judge, query, doc, key=key, error=exc)
         judgment = _mask(judgment, self.secrets)
         self.report.pay(judgment.usage, judgment.cost)
         fingerprint = self.verify_fingerprint if unit.slot < 0 else self.fingerprints[unit.slot]
