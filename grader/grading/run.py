@@ -292,11 +292,6 @@ class GradingRun(RunWaiting):
             finally:
                 self.reserved -= reserved
 
-    def _adopt(self, unit: Unit, judgment: Judgment) -> None:
-        """Take the answer another process stored for the unit's key (this run pays nothing)."""
-        self.report.adopted += 1
-        self._answered(unit, judgment, None)
-
     def _answered(self, unit: Unit, judgment: Judgment, fp: dict[str, Any] | None) -> None:
         """Give the answer to the pairs waiting for its key; `fp` (of a paid one) stores it."""
         self.results[unit.key] = judgment
