@@ -1,17 +1,14 @@
-"""Conformance checks for plug-ins: the tests relgrade runs on its own measures and judges, for a
-plug-in author to run on theirs.
+"""Conformance checks for plug-ins: the tests relgrade runs on everything registered
+(tests/test_plugin_conformance.py), for a plug-in author to call from a test of theirs.
 
 >>> from relgrade.testing import check_judge, check_measure
 >>> check_measure("ToyRBP")          # doctest: +SKIP
 >>> check_judge("toylen")            # doctest: +SKIP
 
-Each raises AssertionError saying what the plug-in gets wrong (call them from a test of your
-package): `check_measure` on random graded lists (the list function equals the vectorised one,
-the cutoff is honoured, the names print back to themselves), `check_judge` on one pair (a stable
-fingerprint, answers under the key asked); their docstrings say more.
-
-relgrade's own suite runs both over everything registered (tests/test_plugin_conformance.py).
-Installed plug-ins load here as they do in the commands (`RELGRADE_LOAD_PLUGINS`).
+Each raises AssertionError saying what the plug-in gets wrong: `check_measure` on random graded
+lists (the list function equals the vectorised one, the cutoff is honoured, the names print back
+to themselves), `check_judge` on one pair (a stable fingerprint, answers under the key asked).
+Installed plug-ins load here as in the commands (`RELGRADE_LOAD_PLUGINS`).
 
 `check_measure` calls the list function by its parameters' names: `rels` (the grades in rank
 order, None for unjudged), `judged` or `ideal` (every judged grade of the query), `k` (the
