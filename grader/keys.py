@@ -36,14 +36,10 @@ class ContentKeys:
 
     def key(self, query_text: str, doc_text: str) -> str:
         """The content key of (query_text, doc_text) under this fingerprint."""
-        return "sha256:" + self._hash(query_text, doc_text).hexdigest()
+        return "sha256:" + self.digest(query_text, doc_text).hex()
 
     def digest(self, query_text: str, doc_text: str) -> bytes:
         """The 32 bytes of the content key (what the store keeps)."""
-        return self._hash(query_text, doc_text).digest()
-
-    def _hash(self, query_text: str, doc_text: str) -> hashlib._Hash:
-        """The sha256 of the pair's canonical JSON (a `hashlib` object)."""
         prefix = self._docs.get(doc_text)
         if prefix is None:
             prefix = hashlib.sha256(b'{"document":' + json_string(doc_text) + self._middle)
@@ -53,4 +49,4 @@ class ContentKeys:
             query = self._queries[query_text] = json_string(query_text) + b"}"
         whole = prefix.copy()
         whole.update(query)
-        return whole
+        return whole.digest()

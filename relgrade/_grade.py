@@ -21,6 +21,7 @@ from grader.io.python_inputs import (
     DOC_ID,
     QUERY_ID,
     check_texts,
+    find_columns,
     grades_table,
     id_text,
     is_path,
@@ -223,16 +224,8 @@ def pairs_from_table(pairs: pd.DataFrame, docs: Any = None) -> tuple[list[Pair],
             if pairs["text"].isna().any():
                 missing = pairs.loc[pairs["text"].isna(), did].iloc[0]
                 raise InputError(f"no text for doc {missing!r} in docs=", hint="give every doc")
-    found = {k: next((c for c in v if c in pairs.columns), None) for k, v in names.items()}
-    lacking = [k for k, v in found.items() if v is None]
-    if lacking:
-        raise InputError(
-            f"the pairs DataFrame has columns {', '.join(map(str, pairs.columns))}: it lacks "
-            f"{', '.join(lacking)}; expected query_id, doc_id, query, text (or PyTerrier's "
-            "qid, docno, query, text)",
-            hint="or give runs= with queries= and docs=",
-        )
-    cols = [str(found[k]) for k in names]
+    expected = "query_id, doc_id, query, text (or PyTerrier's qid, docno, query, text)"
+    cols = list(find_columns(pairs, names, "pairs DataFrame", expected).values())
     pairs = pairs.reset_index(drop=True)  # rows are named by their place
     pairs = pairs.assign(**{c: id_text(pairs[c], "pairs DataFrame") for c in cols[:2]})
     check_texts(pairs, cols[2:], "pairs DataFrame")

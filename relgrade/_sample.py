@@ -58,7 +58,6 @@ def _judgment(row: Mapping[Any, Any]) -> Judgment:
     grade = row.get("grade")
     ok = status == "ok" and grade is not None and not pd.isna(grade)
     distribution = row.get("distribution")
-    expected = row.get("expected_grade")
     return Judgment(
         query_id=str(row["query_id"]),
         doc_id=str(row["doc_id"]),
@@ -67,7 +66,7 @@ def _judgment(row: Mapping[Any, Any]) -> Judgment:
         judge=str(row.get("judge") or "frame"),
         key=str(row.get("key") or f"{row['query_id']} {row['doc_id']}"),
         distribution=list(distribution) if isinstance(distribution, list | tuple) else None,
-        expected_grade=None if expected is None or pd.isna(expected) else float(expected),
+        expected_grade=_number(row.get("expected_grade")),
         judges=row.get("judges") if isinstance(row.get("judges"), dict) else None,
         disagreement=_number(row.get("disagreement")),
         error=None if ok else JudgmentError(type="failed", message=str(row.get("error"))),

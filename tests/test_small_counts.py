@@ -119,7 +119,6 @@ def test_the_bar_shows_an_unknown_cost_as_unknown() -> None:
     with GradingProgress(enabled=True, file=buffer) as bar:
         bar(ProgressEvent(total=3, cached=0, done=1, cost_known=False))
         bar(ProgressEvent(total=3, cached=0, done=2, spend=0.25, cost_known=False))
-        bar.refresh()
     text = buffer.getvalue()
     assert "$0.2500+?" in text and "$0.0000" not in text
     assert spend_short(0.0, known=False) == "$?" and spend_short(0.5) == "$0.5000"

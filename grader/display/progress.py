@@ -163,11 +163,6 @@ class GradingProgress:
             "spend": spend_short(event.spend, event.cost_known),
         }
 
-    def refresh(self) -> None:
-        """Draw the bar now (rich otherwise redraws on its own thread)."""
-        if self._progress is not None and self._task is not None:
-            self._progress.refresh()
-
 
 class LineProgress:
     """`grading 12/40 · cached 3 · failed 0 · $0.0021`, rewritten in place on `file`."""
@@ -176,8 +171,7 @@ class LineProgress:
         self.file = file if file is not None else sys.stderr
         self.last: ProgressEvent | None = None
         self._shown = 0.0
-        self._bar: Any = None
-        self._tried = False
+        self._bar: Any = None  # tqdm's, made at the first event
 
     def __enter__(self) -> LineProgress:
         return self
@@ -193,6 +187,8 @@ class LineProgress:
 
     def __call__(self, event: ProgressEvent) -> None:
         first = self.last is None
+        if first:
+            self._bar = _tqdm(event.total, self.file)
         self.last = event
         now = time.monotonic()
         if first or now - self._shown >= EVERY_S or event.done == event.total:
@@ -200,9 +196,6 @@ class LineProgress:
             self._show(event)
 
     def _show(self, event: ProgressEvent) -> None:
-        if not self._tried:
-            self._tried = True
-            self._bar = _tqdm(event.total, self.file)
         spend = spend_short(event.spend, event.cost_known)
         text = f"cached {event.cached} · failed {event.failed} · {spend}"
         if self._bar is not None:

@@ -29,16 +29,9 @@ class Estimate:
     basis: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class ExpectedReply:
-    """The completion tokens one reply of a judge is expected to use, and why."""
-
-    tokens: int
-    basis: str
-
-
-def expected_reply(judge: Judge, store: Store | None) -> ExpectedReply | None:
-    """One reply's expected completion: the median stored for its prompt, else a guess."""
+def expected_reply(judge: Judge, store: Store | None) -> tuple[int, str] | None:
+    """One reply's expected completion tokens and why: the median stored for its prompt, else a
+    guess."""
     guess = getattr(judge, "expected_completion_tokens", None)
     prompt = getattr(judge, "prompt", None)
     if guess is None or not isinstance(prompt, PromptSpec):
@@ -48,13 +41,13 @@ def expected_reply(judge: Judge, store: Store | None) -> ExpectedReply | None:
         stored = store.completion_tokens(judge=judge.judge_id, prompt_sha=prompt.sha256)
     if stored:
         tokens = math.ceil(statistics.median(stored))
-        return ExpectedReply(
+        return (
             tokens,
             f"{judge.judge_id}: {tokens:,} tokens per reply, the median of {len(stored):,} stored "
             f"replies of {prompt.id}",
         )
     tokens = int(guess())
-    return ExpectedReply(
+    return (
         tokens,
         f"{judge.judge_id}: about {tokens:,} tokens per reply, a grade and a short reason as the "
         f"reply schema of {prompt.id} asks (no stored replies of it yet)",
@@ -65,8 +58,7 @@ def estimate_cost(judge: Judge, pair: Pair, **reply: Any) -> float | None:
     """The judge's estimated USD for one request (`reply`: its `completion_tokens`, `batch`): 0
     for a judge without `estimate_cost` (free), None when unpriced."""
     cost_fn = getattr(judge, "estimate_cost", None)
-    value: float | None = 0.0 if cost_fn is None else cost_fn(pair.query, pair.doc, **reply)
-    return value
+    return 0.0 if cost_fn is None else cost_fn(pair.query, pair.doc, **reply)
 
 
 def all_priced(judges: Sequence[Judge | None], pairs: Sequence[Pair]) -> bool:
@@ -91,7 +83,7 @@ def estimate_requests(
     count = prompt_tokens = completion_tokens = expected_tokens = 0
     cost: float | None = 0.0
     expected_cost: float | None = 0.0
-    expected: dict[int, ExpectedReply | None] = {}
+    expected: dict[int, tuple[int, str] | None] = {}
     for judge, pair in requests:
         count += 1
         one_cost = estimate_cost(judge, pair, **by_batch)
@@ -105,12 +97,12 @@ def estimate_requests(
             expected[id(judge)] = expected_reply(judge, store)
         reply = expected[id(judge)]
         if reply is not None:  # a judge that sends requests: its expected reply and cost
-            one_tokens = reply.tokens
-            one_cost = estimate_cost(judge, pair, completion_tokens=reply.tokens, **by_batch)
+            one_tokens = reply[0]
+            one_cost = estimate_cost(judge, pair, completion_tokens=one_tokens, **by_batch)
         expected_tokens += one_tokens
         if expected_cost is not None:
             expected_cost = None if one_cost is None else expected_cost + one_cost
-    basis = tuple(r.basis for r in expected.values() if r is not None)
+    basis = tuple(r[1] for r in expected.values() if r is not None)
     return Estimate(
         count, prompt_tokens, completion_tokens, cost, expected_tokens, expected_cost, basis
     )

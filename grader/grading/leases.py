@@ -113,7 +113,7 @@ class RunWaiting:
         self.hold_wait_s = hold_wait_s
         self.polling = False
 
-    _adopt: Callable[[Unit, Judgment], None]  # GradingRun's
+    _answered: Callable[[Unit, Judgment, None], None]  # GradingRun's
 
     async def _claimed(self, unit: Unit) -> bool:
         """Lease the unit's key: False when another process holds it or stored its answer."""
@@ -128,8 +128,9 @@ class RunWaiting:
         if claim.outcome is Outcome.CLAIMED:
             return True
         if claim.outcome is Outcome.STORED:
-            assert claim.judgment is not None
-            self._adopt(unit, claim.judgment)
+            assert claim.judgment is not None  # another process paid for it: this run adopts it
+            self.report.adopted += 1
+            self._answered(unit, claim.judgment, None)
         elif now - self.waiting_since.setdefault(unit.key, now) >= self.hold_wait_s:
             # Held this long elsewhere, unanswered: the pair stays not done (a rerun may).
             self.report.held_elsewhere += 1

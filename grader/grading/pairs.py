@@ -16,7 +16,7 @@ import pandas as pd
 from grader.errors import InputError
 from grader.io.grades import read_human_grades
 from grader.io.trec import read_run
-from grader.judges.base import Judge, check_key, failed
+from grader.judges.base import Judge
 from grader.metrics.rank_order import Precision
 from grader.models import Doc, Judgment, Query
 from grader.spelling import option
@@ -187,17 +187,6 @@ class Unit:
     slot: int  # member index, or -1 for the verifier
     judge: Judge
     key: str
-
-    async def ask(self) -> Judgment:
-        """The judge's answer; a JudgeError when it comes under another key (see `check_key`)."""
-        pair = self.state.pair
-        answer = await self.judge.judge(pair.query, pair.doc, key=self.key)
-        return check_key(self.judge, answer, self.key)
-
-    def failure(self, exc: BaseException) -> Judgment:
-        """The failed judgment of a call whose judge raised `exc` (never a grade)."""
-        pair = self.state.pair
-        return failed(self.judge, pair.query, pair.doc, key=self.key, error=exc)
 
 
 @dataclass

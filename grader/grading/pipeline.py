@@ -21,7 +21,6 @@ from grader.grading.pairs import Pair, PairState
 from grader.grading.report import GradingReport, read_back
 from grader.grading.run import GradingRun
 from grader.judges.base import Judge
-from grader.models import Doc, Query
 from grader.store.claims import RENEW_S, ClaimBook
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
@@ -126,7 +125,12 @@ async def _record_texts_and_pairs(
     store: Store, pairs: Sequence[Pair], states: Sequence[PairState], run: GradingRun
 ) -> None:
     """Store the run's texts and id pairs off the event loop; open its leases."""
-    await asyncio.to_thread(store.put_text_rows, *text_rows(*distinct_texts(pairs)))
+    # Each query and document once, by id (in C, not a Python step per pair).
+    queries = list(map(itemgetter(0), pairs))
+    docs = list(map(itemgetter(1), pairs))
+    by_qid = dict(zip(map(attrgetter("query_id"), queries), queries, strict=True))
+    by_did = dict(zip(map(attrgetter("doc_id"), docs), docs, strict=True))
+    await asyncio.to_thread(store.put_text_rows, *text_rows(by_qid.values(), by_did.values()))
     # Every id pair, also those answered under another pair's ids (same texts).
     ids = [k for state in states for k in state.id_keys()] + run.unlisted
     await asyncio.to_thread(store.put_pairs, ids)
@@ -246,15 +250,6 @@ async def _flush(writer: StoreWriter) -> None:
     except asyncio.CancelledError:
         writer.flush()
         raise
-
-
-def distinct_texts(pairs: Sequence[Pair]) -> tuple[list[Query], list[Doc]]:
-    """Each query and document of `pairs` once (by id; in C, not a Python step per pair)."""
-    queries = list(map(itemgetter(0), pairs))
-    docs = list(map(itemgetter(1), pairs))
-    by_qid = dict(zip(map(attrgetter("query_id"), queries), queries, strict=True))
-    by_did = dict(zip(map(attrgetter("doc_id"), docs), docs, strict=True))
-    return list(by_qid.values()), list(by_did.values())
 
 
 def _fill_dry_run(run: GradingRun) -> None:

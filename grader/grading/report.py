@@ -184,11 +184,9 @@ class OutputJudgments:
 
     def keys(self, pair: Pair) -> tuple[str | None, str | None]:
         """The pair's (combined key, verified key); None where the run has no such output."""
-        ensemble_key = final_key = None
-        if self.ensemble:
-            ensemble_key = self._ensemble_keys.key(pair.query.text, pair.doc.text)
-        if self._final_keys is not None:
-            final_key = self._final_keys.key(pair.query.text, pair.doc.text)
+        texts = pair.query.text, pair.doc.text
+        ensemble_key = self._ensemble_keys.key(*texts) if self.ensemble else None
+        final_key = self._final_keys.key(*texts) if self._final_keys is not None else None
         return ensemble_key, final_key
 
     def take_group(self) -> list[tuple[Judgment, dict[str, Any] | None]]:

@@ -17,7 +17,7 @@ from grader.grading.events import ProgressCallback, ProgressEvent
 from grader.grading.leases import RunWaiting
 from grader.grading.pairs import Pair, PairState, Unit
 from grader.grading.report import GradingReport, OutputJudgments, StoredOutputs, for_pair
-from grader.judges.base import Judge
+from grader.judges.base import Judge, check_key, failed
 from grader.judges.ensemble import needs_verification
 from grader.keys import ContentKeys
 from grader.models import Judgment
@@ -292,11 +292,6 @@ class GradingRun(RunWaiting):
             finally:
                 self.reserved -= reserved
 
-    def _adopt(self, unit: Unit, judgment: Judgment) -> None:
-        """Take the answer another process stored for the unit's key (this run pays nothing)."""
-        self.report.adopted += 1
-        self._answered(unit, judgment, None)
-
     def _answered(self, unit: Unit, judgment: Judgment, fp: dict[str, Any] | None) -> None:
         """Give the answer to the pairs waiting for its key; `fp` (of a paid one) stores it."""
         self.results[unit.key] = judgment
@@ -310,8 +305,9 @@ class GradingRun(RunWaiting):
         unit.state.requested = True
         self.report.requests += 1
         started = time.perf_counter()
-        try:
-            judgment = await unit.ask()
+        judge, key, (query, doc) = unit.judge, unit.key, unit.state.pair
+        try:  # an answer under another key is a JudgeError (`check_key`)
+            judgment = check_key(judge, await judge.judge(query, doc, key=key), key)
             if self.leases is not None:
                 self.leases.answered(time.perf_counter() - started)
         except JudgeError as exc:
@@ -321,7 +317,7 @@ class GradingRun(RunWaiting):
         except (asyncio.CancelledError, KeyboardInterrupt):
             raise
         except Exception as exc:  # a judge bug must not lose the pair or invent a grade
-            judgment = unit.failure(exc)
+            judgment = failed(judge, query, doc, key=key, error=exc)
         judgment = _mask(judgment, self.secrets)
         self.report.pay(judgment.usage, judgment.cost)
         fingerprint = self.verify_fingerprint if unit.slot < 0 else self.fingerprints[unit.slot]

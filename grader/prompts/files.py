@@ -237,9 +237,7 @@ def _spec_from(data: dict[str, Any], path: Path) -> PromptSpec:
 
 def _validate(spec: PromptSpec, path: Path) -> None:
     try:
-        user = placeholders(spec.user)
-        system = placeholders(spec.system)
-        reask = placeholders(spec.reask)
+        user, system, reask = map(placeholders, (spec.user, spec.system, spec.reask))
     except PromptError as exc:
         raise PromptError(f"{path}: {exc}") from None
     allowed = set(REQUIRED_USER) | set(OPTIONAL_FIELDS)
