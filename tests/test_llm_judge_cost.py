@@ -14,6 +14,8 @@ from grader.cost import (
     spend_text,
 )
 from grader.errors import InputError
+from grader.grading.budget import estimate_requests
+from grader.grading.pairs import Pair
 from grader.judges.llm.judge import LLMJudge
 from grader.models import Doc, Query, Usage
 
@@ -100,3 +102,17 @@ def test_judge_estimate_prices_the_rendered_request() -> None:
     assert judge.estimate_cost(query, doc, batch=True) == pytest.approx(
         0.5 * (table.cost("gpt-4o", usage) or 0)
     )
+
+
+def test_dry_run_counts_the_tokens_of_each_request() -> None:
+    """`estimate_requests` (grade's and regrade's --dry-run) sums each LLM request's prompt
+    tokens and its reply at the ceiling; a judge that sends nothing adds none."""
+    judge = LLMJudge(model="gpt-4o", prompt="passage-v1", base_url="http://127.0.0.1:9/v1")
+    query, doc = Query(query_id="q", text="cats"), Doc(doc_id="d", text="Cats purr. " * 50)
+    one = estimate_usage(judge.build_request(query, doc)["messages"], judge.prompt.max_tokens)
+    summed = estimate_requests([(judge, Pair(query, doc))] * 3)
+    assert (summed.prompt_tokens, summed.completion_tokens) == (
+        3 * one.prompt_tokens,
+        3 * judge.prompt.max_tokens,
+    )
+    assert one.prompt_tokens > 0

@@ -174,10 +174,16 @@ class LLMJudge:
         the reply at the prompt's `max_tokens` unless `completion_tokens` is given."""
         if self.prices is None:
             return None
+        usage = self.estimate(query, doc, completion_tokens=completion_tokens)
+        return self.prices.cost(self.model, usage, batch=batch)
+
+    def estimate(self, query: Query, doc: Doc, *, completion_tokens: int | None = None) -> Usage:
+        """The tokens of grading this pair once (--dry-run): the prompt's, and the reply at the
+        prompt's `max_tokens` unless `completion_tokens` is given."""
         usage = estimate_usage(self.build_request(query, doc)["messages"], self.prompt.max_tokens)
         if completion_tokens is not None:
             usage = usage.model_copy(update={"completion_tokens": completion_tokens})
-        return self.prices.cost(self.model, usage, batch=batch)
+        return usage
 
     def expected_completion_tokens(self) -> int:
         """The completion tokens of the reply the prompt's schema asks for, before any is stored."""
