@@ -1,6 +1,7 @@
 """The judgment store: SQLite (WAL) keyed by content key, with the texts and a call log (writing:
 `grader.store.writing`, reading: `grader.store.reading`). A write waits for the lock as long as it
-takes, telling `on_busy`; in a `no_wait()` block it raises StoreBusyError after one attempt."""
+takes, telling `on_busy`; in a `no_wait()` block it raises StoreBusyError after one attempt. For
+bulk writes, `checkpoints_beside` checkpoints the log on a thread of its own."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Protocol
 
 from grader.errors import NotAStore, StoreError
 from grader.spelling import option
@@ -17,10 +19,12 @@ from grader.store.busy import (
     BusyCallback,
     BusyWait,
     StoreBusyError,
+    full_error,
     is_busy,
+    is_full,
+    roll_back,
     seconds_from_env,
 )
-from grader.store.disk_full import full_error, is_full, roll_back
 from grader.store.journal import Journal, give_id, journals, stored_id
 from grader.store.judgment_rows import ROWS_VIEW, view_is_current
 from grader.store.migrations import MIGRATIONS, latest_version
@@ -250,3 +254,62 @@ class Store(StoreWriting, StoreReading, contextlib.AbstractContextManager["Store
 
             self._wait(drain, "replaying the journal")
         return count
+
+
+DEFAULT_AUTOCHECKPOINT = 1000  # pages: SQLite's default
+
+
+class Writer(Protocol):
+    """What holds a connection that writes (`Store`, `ExportState`)."""
+
+    def set_autocheckpoint(self, pages: int) -> None: ...
+
+
+class Checkpoints:
+    """The thread that checkpoints; `due()` asks for a checkpoint."""
+
+    def __init__(self, path: str | Path) -> None:
+        self._path = path
+        self._asked = threading.Event()
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name="relgrade-checkpoints", daemon=True)
+        self._thread.start()
+
+    def due(self) -> None:
+        """Ask for a checkpoint (one more after the one running, if any)."""
+        self._asked.set()
+
+    def stop(self) -> None:
+        """Checkpoint once more (what was committed before this call) and end the thread."""
+        self._stopping = True
+        self._asked.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+        with contextlib.closing(conn):
+            while True:
+                self._asked.wait()
+                self._asked.clear()
+                last = self._stopping  # (set before the event: read after clearing it)
+                # A failed checkpoint loses nothing: the log keeps every commit, and the
+                # writers' connections checkpoint again once this thread is stopped.
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                if last:
+                    return
+
+
+@contextlib.contextmanager
+def checkpoints_beside(path: str | Path, writers: Sequence[Writer]) -> Iterator[Checkpoints]:
+    """`writers` of the store at `path` stop checkpointing at commit; a thread does it, asked."""
+    for writer in writers:
+        writer.set_autocheckpoint(0)
+    checkpoints = Checkpoints(path)
+    try:
+        yield checkpoints
+    finally:
+        checkpoints.stop()
+        for writer in writers:
+            with contextlib.suppress(sqlite3.Error):
+                writer.set_autocheckpoint(DEFAULT_AUTOCHECKPOINT)

@@ -12,8 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from grader.models import CallRecord, Judgment
-from grader.store.busy import JOURNAL_AFTER_S, BusyWait, StoreBusyError, seconds_from_env
-from grader.store.disk_full import StoreFullError
+from grader.store.busy import (
+    JOURNAL_AFTER_S,
+    BusyWait,
+    StoreBusyError,
+    StoreFullError,
+    seconds_from_env,
+)
 from grader.store.store import Store
 
 FLUSH_SIZE = 64
