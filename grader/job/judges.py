@@ -37,10 +37,9 @@ def check_judge_args(args: Any) -> None:
 
 
 def check_regrade_judge(args: Any, default_prompt: str) -> None:
-    """`check_judge_args`, and what regrading asks more: the Batch API sends LLM requests only,
-    and the stored pairs are all the documents there are (no --docs to read a collection). A
-    judge that takes no model reads no prompt: it gets `default_prompt` when --prompt is not
-    given (the prompt of the stored judgments may not load)."""
+    """`check_judge_args`, and for regrading: the Batch API sends LLM requests only, no --docs
+    (the stored pairs are all the documents), and a judge taking no model gets `default_prompt`
+    when --prompt is not given (the stored judgments' prompt may not load)."""
     check_judge_args(args)
     kind = judge_kind(args.judge)
     if not kind.takes_model and not args.prompt:

@@ -1,7 +1,6 @@
-"""Waiting for a store whose write lock another process holds: a short SQLite busy timeout so a
-wait is reported soon, then retries with backoff as long as it takes, told to a `BusyCallback`.
-Tests set `RELGRADE_STORE_BUSY_TIMEOUT` and `RELGRADE_STORE_BUSY_JOURNAL_AFTER`. Also a full disk
-under the store (SQLITE_FULL, ENOSPC, EDQUOT): `StoreFullError`, naming the file system."""
+"""A store's two write failures: a lock another process holds (retried with backoff as long as it
+takes, told to a `BusyCallback`; tests set `RELGRADE_STORE_BUSY_*`), and a full disk
+(SQLITE_FULL, ENOSPC, EDQUOT: `StoreFullError`, naming the file system)."""
 
 from __future__ import annotations
 

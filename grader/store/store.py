@@ -1,7 +1,6 @@
 """The judgment store: SQLite (WAL) keyed by content key, with the texts and a call log (writing:
-`grader.store.writing`, reading: `grader.store.reading`). A write waits for the lock as long as it
-takes, telling `on_busy`; in a `no_wait()` block it raises StoreBusyError after one attempt. For
-bulk writes, `checkpoints_beside` checkpoints the log on a thread of its own."""
+`grader.store.writing`, reading: `grader.store.reading`). A write waits for the lock, telling
+`on_busy` (`no_wait()`: StoreBusyError); `checkpoints_beside` checkpoints on a thread of its own."""
 
 from __future__ import annotations
 
