@@ -17,7 +17,7 @@ from typing import Any
 from grader.cli.commands import COMMANDS
 from grader.cli.flags import add_measures, add_runs
 from grader.errors import InputError
-from grader.job.path_clash import refuse_clashes
+from grader.job.options import refuse_clashes
 
 KEYWORDS: tuple[str, ...] = ("second_human", "docs", "clamp", "judge", "manifest")
 KEYWORDS += ("no_manifest", "human_scale", "measures", "seed", "bootstrap", "threshold")

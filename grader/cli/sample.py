@@ -35,7 +35,7 @@ from calibration.spotcheck.sequential import UNIFORM_SHARE
 from grader.cli.commands import COMMANDS
 from grader.cli.flags import DEFAULT_STORE, add_store
 from grader.errors import InputError, RelgradeError
-from grader.job.path_clash import refuse_clashes
+from grader.job.options import refuse_clashes
 from grader.models import Doc, Query
 from grader.prompts.files import prompt_budgets
 

@@ -24,8 +24,7 @@ from grader.job.judgments_and_qrels import (
     saving_unsaved,
     write_judgments_and_qrels,
 )
-from grader.job.options import GradeOptions
-from grader.job.path_clash import refuse_clashes
+from grader.job.options import GradeOptions, refuse_clashes
 from grader.job.summary import dry_run_text, failed_pairs_text, failure_causes_text
 from grader.judges.registry import judge_kind
 from grader.prompts import OUTPUT_MODES
