@@ -24,7 +24,7 @@ from grader.models import Judgment
 from grader.redact import redact
 from grader.store.busy import StoreFullError
 from grader.store.judgment_rows import decode_key
-from grader.store.lookup import StoredRef, look_up
+from grader.store.reading import StoredRef, look_up
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
 

@@ -14,7 +14,7 @@ from grader.errors import InputError
 from grader.io.files import OutputSet, atomic_write, iter_lines, remove_stale_temp_files
 from grader.store.busy import StoreFullError
 from grader.store.journal import Rows
-from grader.store.lookup import Block
+from grader.store.reading import Block
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
 
