@@ -13,17 +13,7 @@ from typing import Protocol
 
 from grader.errors import NotAStore, StoreError
 from grader.spelling import option
-from grader.store.busy import (
-    BUSY_TIMEOUT_S,
-    BusyCallback,
-    BusyWait,
-    StoreBusyError,
-    full_error,
-    is_busy,
-    is_full,
-    roll_back,
-    seconds_from_env,
-)
+from grader.store import busy
 from grader.store.journal import Journal, give_id, journals, stored_id
 from grader.store.judgment_rows import ROWS_VIEW, view_is_current
 from grader.store.migrations import MIGRATIONS, latest_version
@@ -44,8 +34,8 @@ def connect_beside(
             conn.execute(f"PRAGMA {pragma}")
         conn.execute(f"SELECT 1 FROM {table} LIMIT 1")
     except sqlite3.DatabaseError as exc:
-        if is_full(exc, path):
-            raise full_error(path, f"opening the {what}") from None
+        if busy.is_full(exc, path):
+            raise busy.full_error(path, f"opening the {what}") from None
         raise StoreError(f"{path}: cannot read the {what} ({exc})") from None
     return conn
 
@@ -59,7 +49,7 @@ class Store(StoreWriting, StoreReading, contextlib.AbstractContextManager["Store
         path: str | Path,
         *,
         secrets: Sequence[str] = (),
-        on_busy: BusyCallback | None = None,
+        on_busy: busy.BusyCallback | None = None,
     ) -> None:
         self.path = Path(path)
         self._secrets = tuple(s for s in secrets if s)
@@ -69,7 +59,9 @@ class Store(StoreWriting, StoreReading, contextlib.AbstractContextManager["Store
         self.journal, *self.rescues = journals(self.path, None)
         self.legacy: list[Journal] = []  # journals named as before ids (a store from then)
         self.store_id = ""
-        self._busy_timeout_s = seconds_from_env("RELGRADE_STORE_BUSY_TIMEOUT", BUSY_TIMEOUT_S)
+        self._busy_timeout_s = busy.seconds_from_env(
+            "RELGRADE_STORE_BUSY_TIMEOUT", busy.BUSY_TIMEOUT_S
+        )
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
@@ -91,8 +83,8 @@ class Store(StoreWriting, StoreReading, contextlib.AbstractContextManager["Store
             self._identify(had_schema)
         except sqlite3.DatabaseError as exc:
             self.close()
-            if is_full(exc, self.path):
-                raise full_error(self.path, "opening the store") from None
+            if busy.is_full(exc, self.path):
+                raise busy.full_error(self.path, "opening the store") from None
             raise NotAStore(
                 f"not a usable relgrade store ({exc})",
                 path=self.path,
@@ -187,25 +179,25 @@ class Store(StoreWriting, StoreReading, contextlib.AbstractContextManager["Store
             yield
             self._conn.execute("COMMIT")
         except BaseException as exc:
-            roll_back(self._conn, exc, self.path, what)
+            busy.roll_back(self._conn, exc, self.path, what)
             raise
 
     def _wait(self, op: Callable[[], object], what: str) -> None:
         """Run `op` until no other connection's lock stops it (module docstring); in a
         `no_wait()` block, raise StoreBusyError after one attempt instead."""
-        wait: BusyWait | None = None
+        wait: busy.BusyWait | None = None
         while True:
             try:
                 op()
-            except (sqlite3.OperationalError, StoreBusyError) as exc:
-                if isinstance(exc, sqlite3.OperationalError) and not is_busy(exc):
+            except (sqlite3.OperationalError, busy.StoreBusyError) as exc:
+                if isinstance(exc, sqlite3.OperationalError) and not busy.is_busy(exc):
                     raise
                 if getattr(self._local, "no_wait", False):
-                    raise StoreBusyError(
+                    raise busy.StoreBusyError(
                         f"{self.path}: store busy (held by another process)"
                     ) from None
                 if wait is None:
-                    wait = BusyWait(self.path, what, self.on_busy)
+                    wait = busy.BusyWait(self.path, what, self.on_busy)
                 wait.failed()
                 continue
             if wait is not None:
