@@ -137,23 +137,19 @@ def is_full(exc: BaseException, path: str | Path | None = None) -> bool:
     return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
 
 
-def _mount_of(path: Path) -> tuple[str, str]:
-    """(mount point, type) of the last mount at the longest point holding `path` (/proc/mounts)."""
+def file_system(path: str | Path) -> str:
+    """The file system holding `path`, for a message: mount point (the last mount at the longest
+    point holding it in /proc/mounts), type and room left."""
+    folder = Path(path).resolve()
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
     try:
         with open("/proc/mounts", encoding="utf-8", errors="replace") as fh:
             mounts = [(f[1].replace("\\040", " "), f[2]) for f in map(str.split, fh) if len(f) > 2]
     except OSError:
         mounts = []
-    inside = [m for m in reversed(mounts) if path.is_relative_to(m[0])]
-    return max(inside, key=lambda m: len(m[0]), default=("/", "?"))
-
-
-def file_system(path: str | Path) -> str:
-    """The file system holding `path`, for a message: mount point, type and room left."""
-    folder = Path(path).resolve()
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
-    point, kind = _mount_of(folder)
+    inside = [m for m in reversed(mounts) if folder.is_relative_to(m[0])]
+    point, kind = max(inside, key=lambda m: len(m[0]), default=("/", "?"))
     try:
         stat = os.statvfs(folder)
         left, size = stat.f_bavail * stat.f_frsize / 1e6, stat.f_blocks * stat.f_frsize / 1e6
