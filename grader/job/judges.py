@@ -131,26 +131,20 @@ class GradeJudges:
                         f"lexical judge settings: {judge.config.path} ({which} shipped default;"
                         f" judgments say judge {judge.judge_id})"
                     )
-        if options.verify_low:
-            self.verifier = self._verifier()
-
-    def _verifier(self) -> Judge:
-        """The registry's `llm` judge of the verify model and prompt, whatever --judge is."""
-        o = self.options
-        settings = JudgeSettings(
-            model=self.settings.model(o.verify_model or (o.model or [None])[0]),
-            prompt=run_prompt(o, o.verify_prompt or o.prompt),
-            endpoint=self.settings,
-            on_call=self.writer.log_call,
-        )
-        verifier = build_judge("llm", settings)
-        self.secrets = self.settings.secrets
-        if any(verifier.fingerprint() == m.fingerprint() for m in self.members):
-            raise InputError(
-                "--verify-low would ask the same judge twice",
-                hint="give --verify-prompt or --verify-model different from the first judge",
+        if options.verify_low:  # the registry's `llm` judge of the verify model and prompt
+            verify = JudgeSettings(
+                model=self.settings.model(options.verify_model or (options.model or [None])[0]),
+                prompt=run_prompt(options, options.verify_prompt or options.prompt),
+                endpoint=self.settings,
+                on_call=writer.log_call,
             )
-        return verifier
+            verifier = self.verifier = build_judge("llm", verify)
+            self.secrets = self.settings.secrets
+            if any(verifier.fingerprint() == m.fingerprint() for m in self.members):
+                raise InputError(
+                    "--verify-low would ask the same judge twice",
+                    hint="give --verify-prompt or --verify-model different from the first judge",
+                )
 
     @property
     def every(self) -> list[Judge]:
