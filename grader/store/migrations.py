@@ -117,13 +117,12 @@ def upgrade_to_parts(conn: sqlite3.Connection) -> None:
                 ids = (judgment.key, judgment.query_id, judgment.doc_id)
                 if (*ids, judgment.status, judgment.grade) != (key, qid, did, status, grade):
                     raise ValueError(f"the judgment of {qid} {did} does not fit its columns")
-                head, tail, extra = (judgment.model_dump_json(include=p)[1:-1] for p in _PARTS)
+                head, tail, more = (judgment.model_dump_json(include=p)[1:-1] for p in _PARTS)
             except ValueError as exc:
                 message = f"the judgment of key {row[0]} is unreadable: {exc}"
                 raise sqlite3.DatabaseError(message) from None
-            extra = None if extra == DEFAULT_EXTRA else extra
             created = time_text(judgment.created_at)
-            columns = (status, grade, created, head, tail, extra)
+            columns = (status, grade, created, head, tail, None if more == DEFAULT_EXTRA else more)
             rows.append((encode_key(key), qid, did, source_id(conn, source, cache), *columns))
         conn.executemany(
             "INSERT INTO judgments (key, query_id, doc_id, source_id, status, grade,"
