@@ -1,5 +1,5 @@
 """The store's log checkpointed on a thread of its own during bulk writes
-(`grader.store.checkpoint_thread`): the writers' commits leave the log alone, a checkpoint asked
+(`grader.store.store`): the writers' commits leave the log alone, a checkpoint asked
 for copies it, leaving waits for a last one, and the connections checkpoint at commit again."""
 
 from __future__ import annotations
@@ -9,8 +9,7 @@ from pathlib import Path
 from grader.batch.adapter import job_config
 from grader.batch.files.export_files import export_requests
 from grader.batch.files.exports import ExportState
-from grader.store.checkpoint_thread import DEFAULT_AUTOCHECKPOINT, checkpoints_beside
-from grader.store.store import Store
+from grader.store.store import DEFAULT_AUTOCHECKPOINT, Store, checkpoints_beside
 from tests.helpers.batch_export import batch_judge, export_pairs
 
 DOCS = 600  # ~4,000 pages of text: well past SQLite's 1,000-page checkpoint at commit

@@ -20,7 +20,7 @@ SCRIPT = r"""
 import json, sys
 from datetime import UTC, datetime
 from grader.models import Judgment, Usage
-from grader.store.lookup import StoredReader, look_up
+from grader.store.reading import StoredReader, look_up
 from grader.store.store import Store
 
 path = sys.argv[1]

@@ -25,7 +25,7 @@ import pytest
 
 from grader.cli.main import main
 from grader.io.judgments import read_judgments
-from grader.store.disk_full import StoreFullError, is_full
+from grader.store.busy import StoreFullError, is_full
 from grader.store.journal import Journal, journals
 from grader.store.store import Store
 from grader.store.writer import StoreWriter

@@ -20,7 +20,7 @@ from grader.judges.lexical.config import load_lexical_config
 from grader.judges.lexical.judge import LexicalJudge
 from grader.keys import ContentKeys
 from grader.models import Doc, Judgment, Query
-from grader.store import lookup
+from grader.store import reading as lookup
 from grader.store.claims import ClaimBook
 from grader.store.store import Store
 from tests.helpers.scripted_judge import run_grading

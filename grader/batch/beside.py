@@ -9,7 +9,7 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Self
 
-from grader.store.disk_full import roll_back
+from grader.store.busy import roll_back
 from grader.store.store import Store, connect_beside
 
 Statements = Sequence[tuple[str, Iterable[Sequence[Any]]]]  # (SQL, rows), run in one transaction

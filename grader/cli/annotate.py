@@ -37,7 +37,7 @@ from calibration.spotcheck.stopping import DrawOrder, LiveStopping
 from grader.cli.flags import add_command
 from grader.cli.stderr import say
 from grader.errors import InputError, RelgradeError
-from grader.job.path_clash import refuse_clashes
+from grader.job.options import refuse_clashes
 
 
 def register(sub: Any) -> None:

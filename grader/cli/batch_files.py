@@ -28,7 +28,7 @@ from grader.cli.stderr import open_store, say
 from grader.errors import InputError
 from grader.job.endpoint import Settings
 from grader.job.judges import build_judges, check_judge_args
-from grader.job.path_clash import refuse_clashes
+from grader.job.options import refuse_clashes
 from grader.judges.llm.judge import LLMJudge
 from grader.judges.registry import JudgeSettings
 from grader.prompts import load_prompt

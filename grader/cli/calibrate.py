@@ -16,7 +16,7 @@ from typing import Any
 from grader.cli.flags import add_command, add_measures, add_runs
 from grader.cli.stderr import say
 from grader.errors import InputError
-from grader.job.path_clash import refuse_clashes
+from grader.job.options import refuse_clashes
 
 KEYWORDS: tuple[str, ...] = ("second_human", "docs", "clamp", "judge", "manifest")
 KEYWORDS += ("no_manifest", "human_scale", "measures", "seed", "bootstrap", "threshold")

@@ -222,7 +222,7 @@ def _check_inputs(args: argparse.Namespace) -> None:
     else:
         _check_files_given(args)
     check_measures(args.measures)  # a bad name fails before any file is read
-    from grader.job.path_clash import one_stdin
+    from grader.job.options import one_stdin
 
     one_stdin(
         [

@@ -44,7 +44,7 @@ from grader.display.progress import GradingProgress
 from grader.errors import InputError, PromptError
 from grader.job.endpoint import Settings
 from grader.job.judges import check_regrade_judge, llm_judges, prompt_notes
-from grader.job.path_clash import refuse_clashes
+from grader.job.options import refuse_clashes
 from grader.judges.llm.judge import LLMJudge
 from grader.judges.registry import JudgeSettings, judge_kind
 from grader.models import PromptRef

@@ -35,7 +35,7 @@ from grader import defaults
 from grader.cli.flags import add_command, add_store
 from grader.cli.stderr import open_store, say
 from grader.errors import InputError, RelgradeError
-from grader.job.path_clash import refuse_clashes
+from grader.job.options import refuse_clashes
 from grader.models import Doc, Query
 from grader.prompts.files import prompt_budgets
 

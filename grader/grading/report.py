@@ -15,7 +15,7 @@ from grader.judges.ensemble import AGGREGATE_RULE, VERIFY_RULE, apply_verificati
 from grader.keys import ContentKeys
 from grader.models import Judgment, Usage
 from grader.store.judgment_rows import judgment_json, time_text
-from grader.store.lookup import BLOCK, Block, StoredReader, StoredRef
+from grader.store.reading import BLOCK, Block, StoredReader, StoredRef
 from grader.store.store import Store
 
 

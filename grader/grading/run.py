@@ -22,9 +22,9 @@ from grader.judges.ensemble import needs_verification
 from grader.keys import ContentKeys
 from grader.models import Judgment
 from grader.redact import redact
-from grader.store.disk_full import StoreFullError
+from grader.store.busy import StoreFullError
 from grader.store.judgment_rows import decode_key
-from grader.store.lookup import StoredRef, look_up
+from grader.store.reading import StoredRef, look_up
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
 

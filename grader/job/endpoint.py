@@ -1,6 +1,5 @@
-"""The endpoint a command sends to, resolved once from its options and the environment
-(`Environment`: OPENAI_API_KEY, OPENAI_BASE_URL, RELGRADE_MODEL, RELGRADE_PRICES): base URLs, key,
-default model, prices, and one rate limiter per model and server that every judge of the run
+"""The endpoint a command sends to, resolved once from its options and `Environment`: base URLs,
+key, default model, prices, and one rate limiter per model and server that every judge of the run
 shares. Which key goes to which server is `grader.judges.llm.endpoint`'s rule."""
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
-"""The grade job, one path for `relgrade grade` and `relgrade.grade`: check the options once,
-select the pairs, build the judges, grade with the store, classify the outcome and write the
-outputs. It tells through callbacks (`Tell`) and never prints; each outcome has one wording,
-said by the command on stderr and by the API as a warning or an exception."""
+"""The grade job, one path for `relgrade grade` and `relgrade.grade`: options, pairs, judges,
+grading, outcome, outputs. It tells through callbacks (`Tell`) and never prints; each outcome has
+one wording, said by the command on stderr and by the API as a warning or an exception."""
 
 from __future__ import annotations
 
@@ -25,8 +24,7 @@ from grader.job.judgments_and_qrels import (
     saving_unsaved,
     write_judgments_and_qrels,
 )
-from grader.job.options import GradeOptions
-from grader.job.path_clash import refuse_clashes
+from grader.job.options import GradeOptions, refuse_clashes
 from grader.job.summary import dry_run_text, failed_pairs_text, failure_causes_text
 from grader.judges.registry import judge_kind
 from grader.prompts import OUTPUT_MODES

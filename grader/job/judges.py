@@ -37,10 +37,9 @@ def check_judge_args(args: Any) -> None:
 
 
 def check_regrade_judge(args: Any, default_prompt: str) -> None:
-    """`check_judge_args`, and what regrading asks more: the Batch API sends LLM requests only,
-    and the stored pairs are all the documents there are (no --docs to read a collection). A
-    judge that takes no model reads no prompt: it gets `default_prompt` when --prompt is not
-    given (the prompt of the stored judgments may not load)."""
+    """`check_judge_args`, and for regrading: the Batch API sends LLM requests only, no --docs
+    (the stored pairs are all the documents), and a judge taking no model gets `default_prompt`
+    when --prompt is not given (the stored judgments' prompt may not load)."""
     check_judge_args(args)
     kind = judge_kind(args.judge)
     if not kind.takes_model and not args.prompt:
@@ -132,26 +131,20 @@ class GradeJudges:
                         f"lexical judge settings: {judge.config.path} ({which} shipped default;"
                         f" judgments say judge {judge.judge_id})"
                     )
-        if options.verify_low:
-            self.verifier = self._verifier()
-
-    def _verifier(self) -> Judge:
-        """The registry's `llm` judge of the verify model and prompt, whatever --judge is."""
-        o = self.options
-        settings = JudgeSettings(
-            model=self.settings.model(o.verify_model or (o.model or [None])[0]),
-            prompt=run_prompt(o, o.verify_prompt or o.prompt),
-            endpoint=self.settings,
-            on_call=self.writer.log_call,
-        )
-        verifier = build_judge("llm", settings)
-        self.secrets = self.settings.secrets
-        if any(verifier.fingerprint() == m.fingerprint() for m in self.members):
-            raise InputError(
-                "--verify-low would ask the same judge twice",
-                hint="give --verify-prompt or --verify-model different from the first judge",
+        if options.verify_low:  # the registry's `llm` judge of the verify model and prompt
+            verify = JudgeSettings(
+                model=self.settings.model(options.verify_model or (options.model or [None])[0]),
+                prompt=run_prompt(options, options.verify_prompt or options.prompt),
+                endpoint=self.settings,
+                on_call=writer.log_call,
             )
-        return verifier
+            verifier = self.verifier = build_judge("llm", verify)
+            self.secrets = self.settings.secrets
+            if any(verifier.fingerprint() == m.fingerprint() for m in self.members):
+                raise InputError(
+                    "--verify-low would ask the same judge twice",
+                    hint="give --verify-prompt or --verify-model different from the first judge",
+                )
 
     @property
     def every(self) -> list[Judge]:

@@ -1,7 +1,6 @@
 """The one writer of `--out` (judgments JSONL) and `--qrels-out` (their ok grades), for `grade`
-and `regrade` alike: each file atomic, the set of them told to the next run when a kill
-falls between two (`grader.io.files.OutputSet`); and the paid answers a full disk left unstored,
-written to --out and read back by the next run."""
+and `regrade`: each file atomic, the set of them an `OutputSet`; and the paid answers a full disk
+left unstored, written to --out and read back by the next run."""
 
 from __future__ import annotations
 
@@ -13,9 +12,9 @@ from pathlib import Path
 
 from grader.errors import InputError
 from grader.io.files import OutputSet, atomic_write, iter_lines, remove_stale_temp_files
-from grader.store.disk_full import StoreFullError
+from grader.store.busy import StoreFullError
 from grader.store.journal import Rows
-from grader.store.lookup import Block
+from grader.store.reading import Block
 from grader.store.store import Store
 from grader.store.writer import StoreWriter
 
@@ -47,10 +46,9 @@ def write_judgments_and_qrels(
     lines: Callable[[str], str] | None = None,
     merged: Merged | None = None,
 ) -> None:
-    """Write `out` (each block's lines, through `lines` if given) and `qrels_out` in one pass
-    over `blocks`: a failed judgment has no grade, so it is unjudged in the qrels, never 0.
-    `first`: files written before them (each path with its writer), so that the outputs never
-    stand without them; `merged`: a file made from the qrels lines, written last."""
+    """Write `out` (each block's lines, through `lines`) and `qrels_out` in one pass over `blocks`
+    (a failed judgment is unjudged in the qrels, never 0). `first`: files written before them
+    (path: writer), so the outputs never stand without them; `merged`: from the qrels, last."""
     first = first or {}
     extra = [merged[0]] if merged else []
     outputs = OutputSet([*(p for p in (out, qrels_out) if p), *extra, *first])

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.models import Judgment
-from grader.store.busy import is_busy
-from grader.store.disk_full import is_full, roll_back
+from grader.store.busy import is_busy, is_full, roll_back
 from grader.store.judgment_rows import encode_key
 from grader.store.reading import select_in
 

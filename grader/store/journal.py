@@ -122,36 +122,32 @@ class Journal:
         with self._locked(create=False) as fd:
             if fd is None:
                 return 0
-            rows = self._read(fd)
+            os.lseek(fd, 0, os.SEEK_SET)
+            with open(fd, "rb", closefd=False) as fh:
+                lines = fh.read().split(b"\n")
+            rows = Rows()
+            for number, line in enumerate(lines, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    entry = json.loads(line)
+                    if "judgment" in entry:
+                        rows.judgments.append(tuple(entry["judgment"]))
+                    else:
+                        call = tuple(entry["call"])
+                        rows.calls.append(call if len(call) >= 12 else (*call, None))  # (no mode)
+                except (ValueError, TypeError, KeyError) as exc:
+                    if number == len(lines):  # a line cut short by a killed process: never fsync'd
+                        continue
+                    raise StoreError(
+                        f"{self.path}, line {number}: not a journal line ({exc}); move the file "
+                        "aside to open the store (its rows are answers not yet stored)"
+                    ) from None
             if len(rows):
                 write(rows)
             self.path.unlink()
             _fsync_dir(self.path.parent)
             return len(rows)
-
-    def _read(self, fd: int) -> Rows:
-        os.lseek(fd, 0, os.SEEK_SET)
-        with open(fd, "rb", closefd=False) as fh:
-            lines = fh.read().split(b"\n")
-        rows = Rows()
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                entry = json.loads(line)
-                if "judgment" in entry:
-                    rows.judgments.append(tuple(entry["judgment"]))
-                else:
-                    call = tuple(entry["call"])
-                    rows.calls.append(call if len(call) >= 12 else (*call, None))  # (no mode)
-            except (ValueError, TypeError, KeyError) as exc:
-                if number == len(lines):  # a line cut short by a killed process: never fsync'd
-                    continue
-                raise StoreError(
-                    f"{self.path}, line {number}: not a journal line ({exc}); move the file "
-                    "aside to open the store (its rows are answers not yet stored)"
-                ) from None
-        return rows
 
     @contextlib.contextmanager
     def _locked(self, *, create: bool) -> Iterator[int | None]:

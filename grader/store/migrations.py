@@ -6,11 +6,10 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from grader.models import Judgment
 from grader.store.claims import CLAIMS_TABLE
-from grader.store.judgment_rows import Source, encode_key, source_id, sources_for_columns, time_text
+from grader.store.judgment_rows import encode_key, source_id, sources_for_columns, time_text
 
 
 def judgments_table(name: str, fingerprint: str) -> str:
@@ -92,19 +91,6 @@ _PARTS = [
 columns (ids, grade, status), the source (judge, prompt), the key and `created_at`."""
 
 
-def _row_of(row: tuple[Any, ...]) -> tuple[tuple[Any, ...], Source]:
-    """A schema 7 row (columns, fingerprint, JSON) as schema 8 keeps it, and its source."""
-    key, qid, did, judge, model, name, version, sha, status, grade = row[:10]
-    source = sources_for_columns(judge, model, name, version, sha, row[11])
-    judgment = Judgment.model_validate_json(row[12])
-    written = (judgment.key, judgment.query_id, judgment.doc_id, judgment.status, judgment.grade)
-    if written != (key, qid, did, status, grade):
-        raise ValueError(f"the judgment of {qid} {did} does not fit its columns")
-    head, tail, extra = (judgment.model_dump_json(include=part)[1:-1] for part in _PARTS)
-    columns = (encode_key(key), qid, did, status, grade, time_text(judgment.created_at))
-    return (*columns, head, tail, None if extra == DEFAULT_EXTRA else extra), source
-
-
 _BATCH = 5000
 
 
@@ -123,13 +109,21 @@ def upgrade_to_parts(conn: sqlite3.Connection) -> None:
     )
     while batch := cursor.fetchmany(_BATCH):
         rows = []
-        for row in batch:
+        for row in batch:  # a schema 7 row (columns, fingerprint, JSON) as schema 8 keeps it
+            key, qid, did, judge, model, name, version, sha, status, grade = row[:10]
+            source = sources_for_columns(judge, model, name, version, sha, row[11])
             try:
-                columns, source = _row_of(row)
+                judgment = Judgment.model_validate_json(row[12])
+                ids = (judgment.key, judgment.query_id, judgment.doc_id)
+                if (*ids, judgment.status, judgment.grade) != (key, qid, did, status, grade):
+                    raise ValueError(f"the judgment of {qid} {did} does not fit its columns")
+                head, tail, more = (judgment.model_dump_json(include=p)[1:-1] for p in _PARTS)
             except ValueError as exc:
                 message = f"the judgment of key {row[0]} is unreadable: {exc}"
                 raise sqlite3.DatabaseError(message) from None
-            rows.append((*columns[:3], source_id(conn, source, cache), *columns[3:]))
+            created = time_text(judgment.created_at)
+            columns = (status, grade, created, head, tail, None if more == DEFAULT_EXTRA else more)
+            rows.append((encode_key(key), qid, did, source_id(conn, source, cache), *columns))
         conn.executemany(
             "INSERT INTO judgments (key, query_id, doc_id, source_id, status, grade,"
             " created_at, head, tail, extra) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

@@ -1,6 +1,6 @@
 """The judgment store: SQLite (WAL) keyed by content key, with the texts and a call log (writing:
-`grader.store.writing`, reading: `grader.store.reading`). A write waits for the lock as long as it
-takes, telling `on_busy`; in a `no_wait()` block it raises StoreBusyError after one attempt."""
+`grader.store.writing`, reading: `grader.store.reading`). A write waits for the lock, telling
+`on_busy` (`no_wait()`: StoreBusyError); `checkpoints_beside` checkpoints on a thread of its own."""
 
 from __future__ import annotations
 
@@ -9,18 +9,11 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Protocol
 
 from grader.errors import NotAStore, StoreError
 from grader.spelling import option
-from grader.store.busy import (
-    BUSY_TIMEOUT_S,
-    BusyCallback,
-    BusyWait,
-    StoreBusyError,
-    is_busy,
-    seconds_from_env,
-)
-from grader.store.disk_full import full_error, is_full, roll_back
+from grader.store import busy
 from grader.store.journal import Journal, give_id, journals, stored_id
 from grader.store.judgment_rows import ROWS_VIEW, view_is_current
 from grader.store.migrations import MIGRATIONS, latest_version
@@ -41,8 +34,8 @@ def connect_beside(
             conn.execute(f"PRAGMA {pragma}")
         conn.execute(f"SELECT 1 FROM {table} LIMIT 1")
     except sqlite3.DatabaseError as exc:
-        if is_full(exc, path):
-            raise full_error(path, f"opening the {what}") from None
+        if busy.is_full(exc, path):
+            raise busy.full_error(path, f"opening the {what}") from None
         raise StoreError(f"{path}: cannot read the {what} ({exc})") from None
     return conn
 
@@ -56,7 +49,7 @@ class Store(StoreWriting, StoreReading, contextlib.AbstractContextManager["Store
         path: str | Path,
         *,
         secrets: Sequence[str] = (),
-        on_busy: BusyCallback | None = None,
+        on_busy: busy.BusyCallback | None = None,
     ) -> None:
         self.path = Path(path)
         self._secrets = tuple(s for s in secrets if s)
@@ -66,7 +59,9 @@ class Store(StoreWriting, StoreReading, contextlib.AbstractContextManager["Store
         self.journal, *self.rescues = journals(self.path, None)
         self.legacy: list[Journal] = []  # journals named as before ids (a store from then)
         self.store_id = ""
-        self._busy_timeout_s = seconds_from_env("RELGRADE_STORE_BUSY_TIMEOUT", BUSY_TIMEOUT_S)
+        self._busy_timeout_s = busy.seconds_from_env(
+            "RELGRADE_STORE_BUSY_TIMEOUT", busy.BUSY_TIMEOUT_S
+        )
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
@@ -88,8 +83,8 @@ class Store(StoreWriting, StoreReading, contextlib.AbstractContextManager["Store
             self._identify(had_schema)
         except sqlite3.DatabaseError as exc:
             self.close()
-            if is_full(exc, self.path):
-                raise full_error(self.path, "opening the store") from None
+            if busy.is_full(exc, self.path):
+                raise busy.full_error(self.path, "opening the store") from None
             raise NotAStore(
                 f"not a usable relgrade store ({exc})",
                 path=self.path,
@@ -184,25 +179,25 @@ class Store(StoreWriting, StoreReading, contextlib.AbstractContextManager["Store
             yield
             self._conn.execute("COMMIT")
         except BaseException as exc:
-            roll_back(self._conn, exc, self.path, what)
+            busy.roll_back(self._conn, exc, self.path, what)
             raise
 
     def _wait(self, op: Callable[[], object], what: str) -> None:
         """Run `op` until no other connection's lock stops it (module docstring); in a
         `no_wait()` block, raise StoreBusyError after one attempt instead."""
-        wait: BusyWait | None = None
+        wait: busy.BusyWait | None = None
         while True:
             try:
                 op()
-            except (sqlite3.OperationalError, StoreBusyError) as exc:
-                if isinstance(exc, sqlite3.OperationalError) and not is_busy(exc):
+            except (sqlite3.OperationalError, busy.StoreBusyError) as exc:
+                if isinstance(exc, sqlite3.OperationalError) and not busy.is_busy(exc):
                     raise
                 if getattr(self._local, "no_wait", False):
-                    raise StoreBusyError(
+                    raise busy.StoreBusyError(
                         f"{self.path}: store busy (held by another process)"
                     ) from None
                 if wait is None:
-                    wait = BusyWait(self.path, what, self.on_busy)
+                    wait = busy.BusyWait(self.path, what, self.on_busy)
                 wait.failed()
                 continue
             if wait is not None:
@@ -250,3 +245,62 @@ class Store(StoreWriting, StoreReading, contextlib.AbstractContextManager["Store
 
             self._wait(drain, "replaying the journal")
         return count
+
+
+DEFAULT_AUTOCHECKPOINT = 1000  # pages: SQLite's default
+
+
+class Writer(Protocol):
+    """What holds a connection that writes (`Store`, `ExportState`)."""
+
+    def set_autocheckpoint(self, pages: int) -> None: ...
+
+
+class Checkpoints:
+    """The thread that checkpoints; `due()` asks for a checkpoint."""
+
+    def __init__(self, path: str | Path) -> None:
+        self._path = path
+        self._asked = threading.Event()
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name="relgrade-checkpoints", daemon=True)
+        self._thread.start()
+
+    def due(self) -> None:
+        """Ask for a checkpoint (one more after the one running, if any)."""
+        self._asked.set()
+
+    def stop(self) -> None:
+        """Checkpoint once more (what was committed before this call) and end the thread."""
+        self._stopping = True
+        self._asked.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+        with contextlib.closing(conn):
+            while True:
+                self._asked.wait()
+                self._asked.clear()
+                last = self._stopping  # (set before the event: read after clearing it)
+                # A failed checkpoint loses nothing: the log keeps every commit, and the
+                # writers' connections checkpoint again once this thread is stopped.
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                if last:
+                    return
+
+
+@contextlib.contextmanager
+def checkpoints_beside(path: str | Path, writers: Sequence[Writer]) -> Iterator[Checkpoints]:
+    """`writers` of the store at `path` stop checkpointing at commit; a thread does it, asked."""
+    for writer in writers:
+        writer.set_autocheckpoint(0)
+    checkpoints = Checkpoints(path)
+    try:
+        yield checkpoints
+    finally:
+        checkpoints.stop()
+        for writer in writers:
+            with contextlib.suppress(sqlite3.Error):
+                writer.set_autocheckpoint(DEFAULT_AUTOCHECKPOINT)

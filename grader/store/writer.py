@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.models import CallRecord, Judgment
-from grader.store.busy import JOURNAL_AFTER_S, BusyWait, StoreBusyError, seconds_from_env
-from grader.store.disk_full import StoreFullError
+from grader.store import busy
 from grader.store.store import Store
 
 FLUSH_SIZE = 64
@@ -40,14 +39,14 @@ class StoreWriter:
     def __init__(self, store: Store | None, *, durable: bool = False) -> None:
         self.store = store
         self.durable = durable and store is not None
-        self.journal_after_s = seconds_from_env(
-            "RELGRADE_STORE_BUSY_JOURNAL_AFTER", JOURNAL_AFTER_S
+        self.journal_after_s = busy.seconds_from_env(
+            "RELGRADE_STORE_BUSY_JOURNAL_AFTER", busy.JOURNAL_AFTER_S
         )
         self._queue = _Held()
         self._lock = threading.Lock()
         self._flushing = threading.Lock()
         self._background: asyncio.Future[None] | None = None  # the flush queued on a thread
-        self.full: StoreFullError | None = None  # the store's disk was found full
+        self.full: busy.StoreFullError | None = None  # the store's disk was found full
         self.kept: dict[Path, int] = {}  # judgments in each journal while the disk is full
         self._unsaved = _Held()  # what no journal took either (the disk is full)
 
@@ -98,7 +97,7 @@ class StoreWriter:
             store = self.store
             if store is None or not (held or store.journal_pending()):
                 return
-            wait: BusyWait | None = None
+            wait: busy.BusyWait | None = None
             journaled = 0
             while True:
                 try:
@@ -107,12 +106,12 @@ class StoreWriter:
                     if self.full is not None and not self._unsaved:
                         self.kept = {}  # room again: the journals were stored (`_write`)
                     break
-                except StoreFullError as exc:
+                except busy.StoreFullError as exc:
                     self._keep(store, held, exc)
                     break
-                except StoreBusyError:
+                except busy.StoreBusyError:
                     if wait is None:
-                        wait = BusyWait(store.path, "writing answers", store.on_busy)
+                        wait = busy.BusyWait(store.path, "writing answers", store.on_busy)
                     held.extend(self._take())
                     due = bool(held) and wait.waited_s >= self.journal_after_s
                     if due and self._journal(store, held) is not None:  # (else: still held)
@@ -151,7 +150,7 @@ class StoreWriter:
         if store.journal_pending():
             store.replay_journal()
 
-    def _keep(self, store: Store, held: _Held, exc: StoreFullError) -> None:
+    def _keep(self, store: Store, held: _Held, exc: busy.StoreFullError) -> None:
         """The store's disk is full: keep `held` in the first journal with room, else in memory."""
         self.full = exc
         if not held:
@@ -162,7 +161,7 @@ class StoreWriter:
         else:
             self.kept[path] = self.kept.get(path, 0) + len(held.judgments)
 
-    def full_error(self) -> StoreFullError | None:
+    def full_error(self) -> busy.StoreFullError | None:
         """The error telling where the answers a full disk left are (after the last flush)."""
         if self.full is None:
             return None
@@ -180,7 +179,7 @@ class StoreWriter:
                 f". {lost:,} paid answers could not be written anywhere (the journal beside "
                 f"the store and {tried} are on full or unwritable file systems)"
             )
-        return StoreFullError(text)
+        return busy.StoreFullError(text)
 
     def unsaved(self) -> list[Judgment]:
         """The judgments no store or journal took (the disk is full: `full_error`)."""

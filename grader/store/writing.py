@@ -8,6 +8,7 @@ import json
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import astuple
 from datetime import UTC, datetime
 from typing import Any
 
@@ -165,11 +166,7 @@ class StoreWriting:
             judgment.key,
             judgment.query_id,
             judgment.doc_id,
-            source.judge,
-            source.model,
-            source.prompt_name,
-            source.prompt_version,
-            source.prompt_sha,
+            *astuple(source)[:5],  # judge, model, prompt name, version, sha
             judgment.status,
             judgment.grade,
             judgment.created_at.isoformat(),

@@ -28,9 +28,8 @@ from grader.errors import DiskFullError, InputError
 from grader.keys import ContentKeys
 from grader.models import Doc, Query
 from grader.output_modes import OutputMode
-from grader.store.checkpoint_thread import Checkpoints, checkpoints_beside
-from grader.store.disk_full import file_system, is_full
-from grader.store.store import Store
+from grader.store.busy import file_system, is_full
+from grader.store.store import Checkpoints, Store, checkpoints_beside
 from grader.store.writing import DocRow, doc_row
 
 CHUNK = 2000  # pairs per store lookup
