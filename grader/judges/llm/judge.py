@@ -25,9 +25,8 @@ from grader.judges.llm.attempts import (
     EndpointPool,
     ModeRejected,
 )
-from grader.judges.llm.client import make_clients
+from grader.judges.llm.client import is_loopback, make_clients
 from grader.judges.llm.context import ContextFit, DocumentDoesNotFit, ServerInfo, learn_server
-from grader.judges.llm.endpoint import is_loopback
 from grader.judges.llm.replies import InvalidReply
 from grader.judges.llm.results import CallState, JudgmentRecorder
 from grader.judges.llm.retry import (
