@@ -26,7 +26,6 @@ PERMANENT_TYPES = frozenset(
         "ContextLengthExceeded",  # the prompt is past the server's context
     }
 )
-INVALID_TYPES = frozenset({"InvalidReply"})
 TRANSIENT_TYPES = frozenset(
     {
         "APITimeoutError",
@@ -36,11 +35,11 @@ TRANSIENT_TYPES = frozenset(
         "ConflictError",
         "ServerNotAnswering",
         "TimeoutError",
+        "Batch:missing",  # a batch request with no answer: its batch or engine stopped before it
+        "Batch:batch_expired",
+        "Batch:batch_cancelled",
     }
 )
-BATCH_TRANSIENT = frozenset({"Batch:missing", "Batch:batch_expired", "Batch:batch_cancelled"})
-"""A batch request with no answer: its batch or engine stopped before it (asked again, it may
-well be answered)."""
 _MEMBER = re.compile(r"(?:\(|; )[^:;()]+: ([A-Za-z_][A-Za-z0-9_]*): ")
 """A member's failure in an ensemble's message: "(judge: Type: message; judge: Type: ...)"."""
 
@@ -57,9 +56,9 @@ def failure_kind(error: JudgmentError | None) -> FailureKind:
 def _kind_of(kind: str, message: str) -> FailureKind:
     if kind in PERMANENT_TYPES or is_context_exceeded(message):
         return "permanent"
-    if kind in INVALID_TYPES:
+    if kind == "InvalidReply":
         return "invalid"
-    if kind in TRANSIENT_TYPES or kind in BATCH_TRANSIENT:
+    if kind in TRANSIENT_TYPES:
         return "transient"
     if kind == "APIStatusError":  # a status the SDK has no class for: 408, 413, 451, ...
         head = message.split(" ", 1)[0]
