@@ -48,9 +48,14 @@ def failure_kind(error: JudgmentError | None) -> FailureKind:
     """The kind of a failed judgment's `error` (module docstring); None counts as transient."""
     if error is None:
         return "transient"
-    if error.type == "EnsembleFailed":
-        return _ensemble_kind(error.message)
-    return _kind_of(error.type, error.message)
+    if error.type != "EnsembleFailed":
+        return _kind_of(error.type, error.message)
+    kinds = {_kind_of(t, "") for t in _MEMBER.findall(error.message)}  # its members' kinds
+    if "transient" in kinds:
+        return "transient"
+    if "invalid" in kinds:
+        return "invalid"
+    return "permanent" if kinds == {"permanent"} else "unknown"
 
 
 def _kind_of(kind: str, message: str) -> FailureKind:
@@ -75,15 +80,6 @@ def _status_kind(status: int) -> FailureKind:
     if status not in RETRY_STATUSES and 400 <= status < 500:
         return "permanent"
     return "transient"
-
-
-def _ensemble_kind(message: str) -> FailureKind:
-    kinds = {_kind_of(t, "") for t in _MEMBER.findall(message)}
-    if "transient" in kinds:
-        return "transient"
-    if "invalid" in kinds:
-        return "invalid"
-    return "permanent" if kinds == {"permanent"} else "unknown"
 
 
 def failure_cause(error: JudgmentError | None) -> str:
