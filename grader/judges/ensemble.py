@@ -104,13 +104,11 @@ def _summary(j: Judgment) -> dict[str, Any]:
     }
 
 
-def apply_verification(
-    primary: Judgment, verifier: Judgment, *, key: str | None = None
-) -> Judgment:
+def apply_verification(primary: Judgment, verifier: Judgment, *, key: str) -> Judgment:
     """The pair's final judgment once the verifier answered (module docstring), under `key`."""
     final_grade = verifier.grade if verifier.status == "ok" else primary.grade
     update: dict[str, Any] = {
-        "key": key or primary.key,
+        "key": key,
         "grade": final_grade,
         "judge": f"{primary.judge}+verify:{verifier.judge}",
         "attempts": primary.attempts + verifier.attempts,
