@@ -19,16 +19,13 @@ class Judge(Protocol):
     @property
     def judge_id(self) -> str:
         """A short stable id, e.g. `openai:gpt-4o-mini` or `lexical` (`Judgment.judge`)."""
-        ...
 
     def fingerprint(self) -> dict[str, Any]:
         """Everything besides query and document text that changes the grade: judge id, model,
         prompt sha, sampling params. Hashed into the content key (see `grader.keys`)."""
-        ...
 
     async def judge(self, query: Query, doc: Doc, *, key: str) -> Judgment:
         """Grade one pair: an ok or a failed Judgment carrying `key`, never a made-up grade."""
-        ...
 
 
 def ok(
