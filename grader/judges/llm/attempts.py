@@ -235,12 +235,10 @@ class AttemptSender:
         ):
             self.recorder.record(state, "retry", t0, Usage(), exc=exc)
             raise self.not_answering() from None
-        if should_retry(exc):
-            self.recorder.record(state, "retry", t0, Usage(), exc=exc)
-            if exc.status_code == 429:
-                self.limiter.pause(retry_delay(exc, state.transient + 1, self.policy))
-        else:
-            self.recorder.record(state, "error", t0, Usage(), exc=exc)
+        retry = should_retry(exc)
+        self.recorder.record(state, "retry" if retry else "error", t0, Usage(), exc=exc)
+        if retry and exc.status_code == 429:
+            self.limiter.pause(retry_delay(exc, state.transient + 1, self.policy))
 
 
 class EndpointPool:
