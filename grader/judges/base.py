@@ -2,8 +2,7 @@
 make its judgments.
 
 A judge returns a failed `Judgment` for a per-pair failure and raises `JudgeError` only for what
-dooms the run. It answers under the key it was asked with (`ok` and `failed` copy it; the pipeline's
-`check_key` refuses another, which no rerun would find).
+dooms the run. It answers under the key it was asked with (`ok` and `failed` copy it).
 """
 
 from __future__ import annotations

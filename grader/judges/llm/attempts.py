@@ -70,8 +70,7 @@ class AttemptSender:
     policy: RetryPolicy
     timeout: float
     cached_reported: bool = False
-    """Whether any reply said how many prompt tokens came from the server's cache (llama.cpp's
-    server does not): a summary says "cached not reported" rather than "cached 0"."""
+    """Whether any reply said its cached prompt tokens (llama.cpp's server does not)."""
     busy: int = 0
     """Attempts on this server now (sent, or waiting for a turn among its requests in flight)."""
     sent: int = 0

@@ -73,8 +73,7 @@ class ServerHealth:
         self.ever_answered = False
         self.connect_failures = 0
         self.unreachable: str | None = None  # the cause when the server was never reached
-        self.dropped: str | None = None
-        """A connection closed mid-reply before any answer: refusals after it mean a crash."""
+        self.dropped: str | None = None  # a connection closed mid-reply, before any answer
         self.quiet_s = quiet_s
         self.clock = clock
         self.last_answer = clock()
