@@ -14,7 +14,6 @@ import grader.judges.lexical.fit as lexical_fit
 import grader.regrade.diff as regrade_diff
 from grader.metrics.kappa import cohen_kappa, confusion_matrix, grouped_confusion, kappa
 from grader.models import Judgment
-from tests.helpers.lexical import grades_for
 
 
 @pytest.mark.slow
@@ -88,13 +87,13 @@ def test_lexical_fit_reaches_sklearns_best_quadratic_kappa() -> None:
     scores = rng.integers(0, 12, 60) / 4.0
     grades = np.clip((scores + rng.normal(scale=0.7, size=60)).round(), 0, 3).astype(int)
     fitted = lexical_fit.fit_lexical_thresholds(scores, grades)
-    got = cohen_kappa_score(grades, grades_for(scores, fitted), weights="quadratic")
+    got = cohen_kappa_score(grades, lexical_fit.grades_for(scores, fitted), weights="quadratic")
     cuts = np.append(np.unique(scores), np.inf)  # a cut above every score leaves a grade unused
     best = -1.0
     for i, t1 in enumerate(cuts):
         for j in range(i, len(cuts)):
             for t3 in cuts[j:]:
-                pred = grades_for(scores, (t1, cuts[j], t3))
+                pred = lexical_fit.grades_for(scores, (t1, cuts[j], t3))
                 if len(set(pred)) > 1:
                     k = cohen_kappa_score(grades, pred, weights="quadratic", labels=[0, 1, 2, 3])
                     best = max(best, k)

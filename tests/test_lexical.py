@@ -19,12 +19,11 @@ from grader.judges.lexical.config import (
     load_lexical_config,
     write_thresholds,
 )
-from grader.judges.lexical.fit import fit_lexical_thresholds
+from grader.judges.lexical.fit import fit_lexical_thresholds, grades_for
 from grader.judges.lexical.judge import LexicalJudge, lexical_scores, light_stem, tokenize
 from grader.keys import content_key
 from grader.models import Doc, Query
 from tests.grade_data import write_grade_files
-from tests.helpers.lexical import grades_for
 
 DOCS = [
     Doc(

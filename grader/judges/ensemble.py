@@ -104,11 +104,13 @@ def _summary(j: Judgment) -> dict[str, Any]:
     }
 
 
-def apply_verification(primary: Judgment, verifier: Judgment, *, key: str) -> Judgment:
+def apply_verification(
+    primary: Judgment, verifier: Judgment, *, key: str | None = None
+) -> Judgment:
     """The pair's final judgment once the verifier answered (module docstring), under `key`."""
     final_grade = verifier.grade if verifier.status == "ok" else primary.grade
     update: dict[str, Any] = {
-        "key": key,
+        "key": key or primary.key,
         "grade": final_grade,
         "judge": f"{primary.judge}+verify:{verifier.judge}",
         "attempts": primary.attempts + verifier.attempts,

@@ -84,3 +84,10 @@ def fit_lexical_thresholds(
         ):
             best_key, best = key, (i, int(j[pick]), int(k[pick]))
     return float(cuts[best[0]]), float(cuts[best[1]]), float(cuts[best[2]])
+
+
+def grades_for(scores: np.ndarray, thresholds: tuple[float, float, float]) -> np.ndarray:
+    """The grades the thresholds give to `scores` (how many thresholds each score reaches)."""
+    s = np.asarray(scores, dtype=np.float64)
+    out: np.ndarray = (s[..., None] >= np.asarray(thresholds)).sum(axis=-1).astype(np.int64)
+    return out
