@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from grader.cli.main import main
-from grader.judges.llm.client import PLACEHOLDER_KEY, is_loopback
+from grader.judges.llm.endpoint import PLACEHOLDER_KEY, is_loopback
 from grader.redact import MASK, redact_url, url_secrets
 from tests.fakeserver import FakeServer
 from tests.grade_data import write_grade_files

@@ -19,8 +19,8 @@ from grader.errors import InputError, JudgeError
 from grader.grading.run import _mask
 from grader.job.endpoint import Environment, Settings
 from grader.job.judges import GradeJudges
-from grader.judges.llm import client as llm_client
-from grader.judges.llm.client import PLACEHOLDER_KEY, api_key_for, is_loopback, is_openai
+from grader.judges.llm import endpoint
+from grader.judges.llm.endpoint import PLACEHOLDER_KEY, api_key_for, is_loopback, is_openai
 from grader.judges.llm.judge import LLMJudge
 from grader.models import Doc, Judgment, JudgmentError, Query
 from grader.prompts import load_prompt
@@ -116,7 +116,7 @@ def _own_name_on_loopback(monkeypatch: pytest.MonkeyPatch) -> str:
         address = socket.gethostbyname(name)
     except OSError:
         pytest.skip("the host name does not resolve")
-    monkeypatch.setattr(llm_client, "resolved", lambda host: [])
+    monkeypatch.setattr(endpoint, "resolved", lambda host: [])
     if address != "127.0.0.1" or is_loopback(f"http://{name}/") or "." in name:
         pytest.skip(f"the host name {name!r} does not serve as a remote-looking name here")
     return name

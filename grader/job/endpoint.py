@@ -1,7 +1,7 @@
 """The endpoint a command sends to, resolved once from its options and the environment
 (`Environment`: OPENAI_API_KEY, OPENAI_BASE_URL, RELGRADE_MODEL, RELGRADE_PRICES): base URLs, key,
 default model, prices, and one rate limiter per model and server that every judge of the run
-shares. Which key goes to which server is `grader.judges.llm.client`'s rule."""
+shares. Which key goes to which server is `grader.judges.llm.endpoint`'s rule."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from grader import defaults
 from grader.cost import PriceTable
 from grader.errors import InputError, JudgeError, RelgradeWarning
-from grader.judges.llm.client import KEY_ENV, PLACEHOLDER_KEY, api_key_for, env_key_for
+from grader.judges.llm.endpoint import KEY_ENV, PLACEHOLDER_KEY, api_key_for, env_key_for
 from grader.prompts import PromptSpec
 from grader.spelling import option
 

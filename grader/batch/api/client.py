@@ -17,14 +17,8 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 
 from grader import defaults
 from grader.errors import JudgeError, NoBatchAPI
-from grader.judges.llm.client import (
-    BASE_URL_ENV,
-    KEY_ENV,
-    UPLOAD_BYTES_PER_S,
-    BoundedHTTPClient,
-    api_key_for,
-    env_key_for,
-)
+from grader.judges.llm.client import UPLOAD_BYTES_PER_S, BoundedHTTPClient
+from grader.judges.llm.endpoint import BASE_URL_ENV, KEY_ENV, api_key_for, env_key_for
 from grader.judges.llm.retry import RetryPolicy, retry_delay, should_retry, status_of
 from grader.judges.llm.transport import deadline
 from grader.redact import redact_url

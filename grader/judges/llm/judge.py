@@ -25,8 +25,9 @@ from grader.judges.llm.attempts import (
     EndpointPool,
     ModeRejected,
 )
-from grader.judges.llm.client import is_loopback, make_clients
+from grader.judges.llm.client import make_clients
 from grader.judges.llm.context import ContextFit, DocumentDoesNotFit, ServerInfo, learn_server
+from grader.judges.llm.endpoint import is_loopback
 from grader.judges.llm.replies import InvalidReply
 from grader.judges.llm.results import CallState, JudgmentRecorder
 from grader.judges.llm.retry import (
@@ -135,11 +136,6 @@ class LLMJudge:
     def answers_by_server(self) -> dict[str, int]:
         """Replies (status 200) per server this run, by URL without credentials."""
         return {m.name: m.answers for m in self.pool.members}
-
-    def __repr__(self) -> str:
-        return (
-            f"LLMJudge(model={self.model!r}, prompt={self.prompt.id!r}, mode={self.server.mode!r})"
-        )
 
     @property
     def judge_id(self) -> str:
