@@ -23,13 +23,14 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import openai
 
 from grader.cli.main import main as relgrade
 from grader.io.docs import read_docs, read_queries
 from grader.io.trec import read_run
-from grader.judges.llm.attempts import sdk_arguments
+from grader.judges.llm.attempts import SDK_ARGS
 from grader.judges.llm.judge import LLMJudge
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "passages"
@@ -53,9 +54,14 @@ async def bare_loop(base_url: str, bodies_: list[dict[str, object]], concurrency
     client = openai.AsyncOpenAI(base_url=base_url, api_key="no-key-needed", timeout=600)
     gate = asyncio.Semaphore(concurrency)
 
-    async def one(body: dict[str, object]) -> None:
+    async def one(body: dict[str, Any]) -> None:
         async with gate:
-            reply = await client.chat.completions.create(**sdk_arguments(body))
+            extra = {k: v for k, v in body.items() if k not in SDK_ARGS}
+            reply = await client.chat.completions.create(
+                model=body["model"],
+                messages=body["messages"],
+                extra_body=extra,
+            )
             assert reply.choices
 
     started = time.perf_counter()

@@ -105,13 +105,13 @@ def test_lexical_statistics_are_counted_when_first_needed_and_equal_an_eager_cou
     for c in counts:
         doc_freq.update(c.keys())
     eager = LexicalJudge(docs, config)
-    assert eager.doc_freq == dict(doc_freq) and eager.n_docs == len(docs)  # counted first
+    assert eager.doc_freq == dict(doc_freq) and len(eager._counts) == len(docs)  # counted first
     assert eager.avg_length == sum(sum(c.values()) for c in counts) / len(docs)
     query = Query(query_id="q", text="cache eviction policy")
     lazy_grades = [asyncio.run(judge.judge(query, d, key="k")).grade for d in docs]
     eager_grades = [asyncio.run(eager.judge(query, d, key="k")).grade for d in docs]
     assert "_counts" in vars(judge)
-    assert judge.doc_freq == dict(doc_freq) and judge.n_docs == len(docs)
+    assert judge.doc_freq == dict(doc_freq) and len(judge._counts) == len(docs)
     assert judge.avg_length == eager.avg_length
     assert lazy_grades == eager_grades
     assert len(set(lazy_grades)) > 1  # the pairs span several grades

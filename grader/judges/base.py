@@ -2,8 +2,7 @@
 make its judgments.
 
 A judge returns a failed `Judgment` for a per-pair failure and raises `JudgeError` only for what
-dooms the run. It answers under the key it was asked with (`ok` and `failed` copy it; the pipeline's
-`check_key` refuses another, which no rerun would find).
+dooms the run. It answers under the key it was asked with (`ok` and `failed` copy it).
 """
 
 from __future__ import annotations
@@ -19,16 +18,13 @@ class Judge(Protocol):
     @property
     def judge_id(self) -> str:
         """A short stable id, e.g. `openai:gpt-4o-mini` or `lexical` (`Judgment.judge`)."""
-        ...
 
     def fingerprint(self) -> dict[str, Any]:
         """Everything besides query and document text that changes the grade: judge id, model,
         prompt sha, sampling params. Hashed into the content key (see `grader.keys`)."""
-        ...
 
     async def judge(self, query: Query, doc: Doc, *, key: str) -> Judgment:
         """Grade one pair: an ok or a failed Judgment carrying `key`, never a made-up grade."""
-        ...
 
 
 def ok(

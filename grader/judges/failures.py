@@ -26,7 +26,6 @@ PERMANENT_TYPES = frozenset(
         "ContextLengthExceeded",  # the prompt is past the server's context
     }
 )
-INVALID_TYPES = frozenset({"InvalidReply"})
 TRANSIENT_TYPES = frozenset(
     {
         "APITimeoutError",
@@ -36,11 +35,11 @@ TRANSIENT_TYPES = frozenset(
         "ConflictError",
         "ServerNotAnswering",
         "TimeoutError",
+        "Batch:missing",  # a batch request with no answer: its batch or engine stopped before it
+        "Batch:batch_expired",
+        "Batch:batch_cancelled",
     }
 )
-BATCH_TRANSIENT = frozenset({"Batch:missing", "Batch:batch_expired", "Batch:batch_cancelled"})
-"""A batch request with no answer: its batch or engine stopped before it (asked again, it may
-well be answered)."""
 _MEMBER = re.compile(r"(?:\(|; )[^:;()]+: ([A-Za-z_][A-Za-z0-9_]*): ")
 """A member's failure in an ensemble's message: "(judge: Type: message; judge: Type: ...)"."""
 
@@ -49,17 +48,22 @@ def failure_kind(error: JudgmentError | None) -> FailureKind:
     """The kind of a failed judgment's `error` (module docstring); None counts as transient."""
     if error is None:
         return "transient"
-    if error.type == "EnsembleFailed":
-        return _ensemble_kind(error.message)
-    return _kind_of(error.type, error.message)
+    if error.type != "EnsembleFailed":
+        return _kind_of(error.type, error.message)
+    kinds = {_kind_of(t, "") for t in _MEMBER.findall(error.message)}  # its members' kinds
+    if "transient" in kinds:
+        return "transient"
+    if "invalid" in kinds:
+        return "invalid"
+    return "permanent" if kinds == {"permanent"} else "unknown"
 
 
 def _kind_of(kind: str, message: str) -> FailureKind:
     if kind in PERMANENT_TYPES or is_context_exceeded(message):
         return "permanent"
-    if kind in INVALID_TYPES:
+    if kind == "InvalidReply":
         return "invalid"
-    if kind in TRANSIENT_TYPES or kind in BATCH_TRANSIENT:
+    if kind in TRANSIENT_TYPES:
         return "transient"
     if kind == "APIStatusError":  # a status the SDK has no class for: 408, 413, 451, ...
         head = message.split(" ", 1)[0]
@@ -76,15 +80,6 @@ def _status_kind(status: int) -> FailureKind:
     if status not in RETRY_STATUSES and 400 <= status < 500:
         return "permanent"
     return "transient"
-
-
-def _ensemble_kind(message: str) -> FailureKind:
-    kinds = {_kind_of(t, "") for t in _MEMBER.findall(message)}
-    if "transient" in kinds:
-        return "transient"
-    if "invalid" in kinds:
-        return "invalid"
-    return "permanent" if kinds == {"permanent"} else "unknown"
 
 
 def failure_cause(error: JudgmentError | None) -> str:

@@ -26,7 +26,6 @@ class Endpoint(Protocol):
 
     def model(self, flag: str | None = None) -> str:
         """`flag`, else the default model."""
-        ...
 
     def llm_judge(
         self,
@@ -35,7 +34,6 @@ class Endpoint(Protocol):
         on_call: Callable[[CallRecord], None] | None = None,
     ) -> Judge:
         """An LLM judge of `model` and `prompt` on this endpoint."""
-        ...
 
 
 @dataclass(frozen=True, kw_only=True)

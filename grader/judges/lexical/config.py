@@ -89,9 +89,8 @@ class LexicalConfig(BaseModel):
 
     @property
     def sha256(self) -> str:
-        """sha256 (bare hex, like an LLM prompt file's) of the canonical settings, so the same
-        settings give the same id anywhere. Provenance only: the content key hashes the settings
-        themselves (`LexicalJudge.fingerprint`), so this format never moved a key."""
+        """sha256 (bare hex) of the canonical settings: the same settings, the same id anywhere.
+        Provenance only: the content key hashes the settings themselves (`fingerprint`)."""
         text = json.dumps(self.settings(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
 

@@ -25,7 +25,10 @@ def _candidates(scores: np.ndarray, max_candidates: int) -> np.ndarray:
     return np.concatenate(([unique[0]], mids, [top]))
 
 
-def _check(scores: np.ndarray, grades: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def fit_lexical_thresholds(
+    scores: np.ndarray, grades: np.ndarray, *, max_candidates: int = 120
+) -> tuple[float, float, float]:
+    """Thresholds t1 <= t2 <= t3 maximising quadratic-weighted kappa against `grades` (0..3)."""
     s = np.asarray(scores, dtype=np.float64).ravel()
     g = np.asarray(grades).ravel()
     if s.size != g.size:
@@ -40,14 +43,7 @@ def _check(scores: np.ndarray, grades: np.ndarray) -> tuple[np.ndarray, np.ndarr
         raise InputError(f"grades must be integers {MIN_GRADE}..{MAX_GRADE}")
     if g.min() < MIN_GRADE or g.max() > MAX_GRADE:
         raise InputError(f"grades must lie in {MIN_GRADE}..{MAX_GRADE}")
-    return s, g.astype(np.int64)
-
-
-def fit_lexical_thresholds(
-    scores: np.ndarray, grades: np.ndarray, *, max_candidates: int = 120
-) -> tuple[float, float, float]:
-    """Thresholds t1 <= t2 <= t3 maximising quadratic-weighted kappa against `grades` (0..3)."""
-    s, g = _check(scores, grades)
+    g = g.astype(np.int64)
     cuts = _candidates(s, max_candidates)
     # below[c, h]: how many pairs with human grade h score below cut c.
     order = np.argsort(s, kind="stable")

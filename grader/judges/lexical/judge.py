@@ -114,13 +114,10 @@ class LexicalJudge:
         return {d: (c, sum(c.values())) for d, c in counted.items()}
 
     @cached_property
-    def n_docs(self) -> int:
-        return len(self._counts)
-
-    @cached_property
     def avg_length(self) -> float:
         """Mean scored length (tokens) of the collection's documents."""
-        return sum(n for _, n in self._counts.values()) / self.n_docs if self.n_docs else 0.0
+        lengths = [n for _, n in self._counts.values()]
+        return sum(lengths) / len(lengths) if lengths else 0.0
 
     @cached_property
     def doc_freq(self) -> dict[str, int]:
@@ -146,7 +143,7 @@ class LexicalJudge:
     def idf(self, term: str) -> float:
         """BM25's idf, always positive: ln(1 + (N - df + 0.5) / (df + 0.5))."""
         df = self.doc_freq.get(term, 0)
-        return math.log(1.0 + (self.n_docs - df + 0.5) / (df + 0.5))
+        return math.log(1.0 + (len(self._counts) - df + 0.5) / (df + 0.5))
 
     def _terms_of(self, text: str) -> tuple[str, ...]:
         return tuple(dict.fromkeys(tokenize(text, self.config)))

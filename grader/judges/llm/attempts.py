@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import openai
-from openai.types.chat.completion_create_params import CompletionCreateParamsBase
 
 from grader.cost import estimate_usage
 from grader.errors import JudgeError, ServerNotAnswering
@@ -44,18 +43,9 @@ RESEND_KINDS = frozenset({"not_json_body", "no_choice"})
 """Invalid replies that are the server's fault: resent after a backoff rather than re-asked."""
 
 
-OPENAI_FIELDS = frozenset(CompletionCreateParamsBase.__annotations__)
-"""Request fields the SDK's `chat.completions.create` takes as keywords; any other field of a
-body (vLLM's `structured_outputs`, llama.cpp's `repeat_penalty`, ...) goes in `extra_body`."""
-
-
-def sdk_arguments(body: dict[str, Any]) -> dict[str, Any]:
-    """`body` as `chat.completions.create` keywords: the fields outside OpenAI's in
-    `extra_body` (the SDK merges them into the JSON it sends, so the server gets `body`)."""
-    extra = {k: v for k, v in body.items() if k not in OPENAI_FIELDS}
-    if not extra:
-        return body
-    return {**{k: v for k, v in body.items() if k in OPENAI_FIELDS}, "extra_body": extra}
+SDK_ARGS = ("model", "messages")
+"""What `chat.completions.create` must be given; the rest of a body goes in `extra_body`, which
+the SDK merges into the JSON as is (vLLM's `structured_outputs`, llama.cpp's `repeat_penalty`)."""
 
 
 class ModeRejected(Exception):
@@ -80,8 +70,7 @@ class AttemptSender:
     policy: RetryPolicy
     timeout: float
     cached_reported: bool = False
-    """Whether any reply said how many prompt tokens came from the server's cache (llama.cpp's
-    server does not): a summary says "cached not reported" rather than "cached 0"."""
+    """Whether any reply said its cached prompt tokens (llama.cpp's server does not)."""
     busy: int = 0
     """Attempts on this server now (sent, or waiting for a turn among its requests in flight)."""
     sent: int = 0
@@ -129,7 +118,9 @@ class AttemptSender:
                     async with deadline(self.timeout, "POST", url) as bound:
                         ticket.bound = bound
                         raw = await self.client.chat.completions.with_raw_response.create(
-                            **sdk_arguments(body),
+                            model=body["model"],
+                            messages=body["messages"],
+                            extra_body={k: v for k, v in body.items() if k not in SDK_ARGS},
                             timeout=self.inflight.longest(ticket) or self.timeout,
                         )
                         text = raw.http_response.text
@@ -146,8 +137,10 @@ class AttemptSender:
             self.health.answered()
             await self._on_status_error(state, exc, body, t0)
             raise
-        except openai.APIError as exc:
-            self._on_transport_error(state, exc, t0)
+        except openai.APIError as exc:  # no HTTP answer: stop once the server is dead
+            self.recorder.record(state, "retry", t0, Usage(), exc=exc)
+            if self.health.transport_failed(exc, state.key):
+                raise self.not_answering() from exc
             raise
         self.health.answered(ok=True)
         return self._read(state, text, mode, estimated, t0)
@@ -214,12 +207,6 @@ class AttemptSender:
             "--timeout), then rerun the same command to do the rest"
         )
 
-    def _on_transport_error(self, state: CallState, exc: openai.APIError, t0: float) -> None:
-        """Record a failure without an HTTP answer; ServerNotAnswering once the server is dead."""
-        self.recorder.record(state, "retry", t0, Usage(), exc=exc)
-        if self.health.transport_failed(exc, state.key):
-            raise self.not_answering() from exc
-
     async def _on_status_error(
         self, state: CallState, exc: openai.APIStatusError, body: dict[str, Any], t0: float
     ) -> None:
@@ -247,12 +234,10 @@ class AttemptSender:
         ):
             self.recorder.record(state, "retry", t0, Usage(), exc=exc)
             raise self.not_answering() from None
-        if should_retry(exc):
-            self.recorder.record(state, "retry", t0, Usage(), exc=exc)
-            if exc.status_code == 429:
-                self.limiter.pause(retry_delay(exc, state.transient + 1, self.policy))
-        else:
-            self.recorder.record(state, "error", t0, Usage(), exc=exc)
+        retry = should_retry(exc)
+        self.recorder.record(state, "retry" if retry else "error", t0, Usage(), exc=exc)
+        if retry and exc.status_code == 429:
+            self.limiter.pause(retry_delay(exc, state.transient + 1, self.policy))
 
 
 class EndpointPool:

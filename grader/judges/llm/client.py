@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import httpx2
@@ -37,22 +36,17 @@ class ReplyTooLarge(httpx2.RequestError):
     """A reply body past its bound; the read stopped there."""
 
 
-@dataclass(frozen=True)
-class ReplyLimits:
-    """Bytes a reply body may hold (after decompression), by kind of request."""
-
-    chat: int = 8 * MiB
-    models: int = 1 * MiB
-    download: int = 4096 * MiB
-    other: int = 8 * MiB
+REPLY_BYTES = 8 * MiB
+REPLY_CAPS = {"/models": MiB, "/content": 4096 * MiB}
+"""Bytes a reply body may hold (after decompression) by its path's end; any other: `max_reply`."""
 
 
 class BoundedHTTPClient(openai.DefaultAsyncHttpxClient):
     """The SDK's default HTTP client with a whole-request deadline and a reply bound."""
 
-    def __init__(self, *, limits: ReplyLimits | None = None, **kwargs: Any) -> None:
+    def __init__(self, *, max_reply: int = REPLY_BYTES, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.reply_limits = limits or ReplyLimits()
+        self.max_reply = max_reply
 
     async def send(
         self, request: httpx2.Request, *, stream: bool = False, **kwargs: Any
@@ -63,13 +57,8 @@ class BoundedHTTPClient(openai.DefaultAsyncHttpxClient):
         seconds = float(seconds) if seconds is not None else DEFAULT_DEADLINE_S
         with contextlib.suppress(ValueError):
             seconds += int(request.headers.get("content-length") or 0) / UPLOAD_BYTES_PER_S
-        limits, path = self.reply_limits, request.url.path
-        kinds = {
-            "/chat/completions": limits.chat,
-            "/models": limits.models,
-            "/content": limits.download,
-        }
-        cap = next((cap for end, cap in kinds.items() if path.endswith(end)), limits.other)
+        path = request.url.path
+        cap = next((cap for end, cap in REPLY_CAPS.items() if path.endswith(end)), self.max_reply)
         grows = path.endswith("/content")
         started = asyncio.get_running_loop().time()
         try:
@@ -112,9 +101,9 @@ def make_clients(
     if not urls or len(keys) != len(urls) or (client is not None and len(urls) > 1):
         raise ValueError("give one api_key per base_url, and a client only with one server")
     if max_reply_bytes is None:
+        max_reply_bytes = REPLY_BYTES
         with contextlib.suppress(ValueError):
-            max_reply_bytes = int(os.environ.get(MAX_REPLY_ENV) or ReplyLimits.chat)
-    limits = ReplyLimits(chat=ReplyLimits.chat if max_reply_bytes is None else max_reply_bytes)
+            max_reply_bytes = int(os.environ.get(MAX_REPLY_ENV) or REPLY_BYTES)
     made = []
     for given_url, given_key in zip(urls, keys, strict=True):
         url = given_url or os.environ.get(BASE_URL_ENV) or None
@@ -126,7 +115,7 @@ def make_clients(
                 base_url=url,
                 timeout=timeout,
                 max_retries=0,
-                http_client=BoundedHTTPClient(limits=limits),
+                http_client=BoundedHTTPClient(max_reply=max_reply_bytes),
             )
         else:
             made_client = client.with_options(max_retries=0, timeout=timeout)

@@ -137,11 +137,6 @@ class LLMJudge:
         """Replies (status 200) per server this run, by URL without credentials."""
         return {m.name: m.answers for m in self.pool.members}
 
-    def __repr__(self) -> str:
-        return (
-            f"LLMJudge(model={self.model!r}, prompt={self.prompt.id!r}, mode={self.server.mode!r})"
-        )
-
     @property
     def judge_id(self) -> str:
         return f"openai:{self.model}"

@@ -46,7 +46,9 @@ class InvalidReply(Exception):
     """A reply that cannot be a grade. `kind` is one of: not_json_body, no_choice, refusal,
     length, content_filter, empty, malformed_json, schema, out_of_range, no_final_line."""
 
-    def __init__(self, kind: str, message: str, *, raw: str | None, usage: Usage | None = None):
+    def __init__(
+        self, kind: str, message: str, *, raw: str | None = None, usage: Usage | None = None
+    ):
         super().__init__(message)
         self.kind = kind
         self.message = message
@@ -124,15 +126,20 @@ def parse_completion(
     choice = choices[0]
     message = field(choice, "message")
     logprobs = field(choice, "logprobs")
-    return _graded(
-        field(message, "content"),
-        field(choice, "finish_reason"),
-        field(message, "refusal"),
-        logprobs if isinstance(logprobs, dict | Logprobs) else None,
-        usage,
-        mode,
-        spec,
-    )
+    content = field(message, "content")
+    try:
+        return _graded(
+            content,
+            field(choice, "finish_reason"),
+            field(message, "refusal"),
+            logprobs if isinstance(logprobs, dict | Logprobs) else None,
+            usage,
+            mode,
+            spec,
+        )
+    except InvalidReply as exc:  # every reason a reply is no grade keeps its content and usage
+        exc.usage, exc.raw = usage, content if exc.kind != "refusal" else exc.raw
+        raise
 
 
 def accepted_reply(
@@ -157,32 +164,28 @@ def _graded(
 ) -> GradeReply:
     """The grade of a reply's first choice, or InvalidReply."""
     if refusal:
-        raise InvalidReply("refusal", f"the model refused: {refusal}", raw=refusal, usage=usage)
+        raise InvalidReply("refusal", f"the model refused: {refusal}", raw=refusal)
     if finish == "length":
         raise InvalidReply(
             "length",
             "the reply was cut off at max_tokens before it was complete; keep the reason short",
-            raw=content,
-            usage=usage,
         )
     if finish == "content_filter":
-        raise InvalidReply(
-            "content_filter", "the reply was blocked by a content filter", raw=content, usage=usage
-        )
+        raise InvalidReply("content_filter", "the reply was blocked by a content filter")
     if not isinstance(content, str) or not content or content.isspace():  # (strip copied it)
-        raise InvalidReply("empty", "the reply has no content", raw=content, usage=usage)
+        raise InvalidReply("empty", "the reply has no content")
     notes: list[str] | None = None
     if mode == "text":
-        grade, reason, offset, notes = _parse_final_line(content, spec, usage)
+        grade, reason, offset, notes = _parse_final_line(content, spec)
     else:
-        grade, reason, notes = _parse_json(content, usage)
+        grade, reason, notes = _parse_json(content)
         # Where the grade is matters only to read its logprobs (a walk over the reply).
         offset = top_level_grade_offset(content) if logprobs is not None else None
         if offset is None and notes is not None and field(logprobs, "content"):
             notes = [*notes, LENIENT_LOGPROBS_NOTE]  # (notes: the lenient read's, only then)
     if grade not in GRADES:
         message = f"grade {grade} is outside 0..3; use 0, 1, 2 or 3"
-        raise InvalidReply("out_of_range", message, raw=content, usage=usage)
+        raise InvalidReply("out_of_range", message)
     distribution = grade_distribution(logprobs, content, offset, grade=grade)
     expected = confidence = None
     if isinstance(distribution, Absent):
@@ -210,7 +213,7 @@ _STRICT_JSON = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys)
 """What `json.loads(text, object_pairs_hook=_no_duplicate_keys)` uses, made once."""
 
 
-def _parse_json(content: str, usage: Usage) -> tuple[int, str | None, list[str] | None]:
+def _parse_json(content: str) -> tuple[int, str | None, list[str] | None]:
     notes: list[str] | None = None
     try:
         try:
@@ -225,21 +228,13 @@ def _parse_json(content: str, usage: Usage) -> tuple[int, str | None, list[str] 
             notes = [LENIENT_NOTE]
     except _DuplicateKey as dup:
         raise InvalidReply(
-            "schema",
-            f"the reply names {dup.key!r} more than once; give each field once",
-            raw=content,
-            usage=usage,
+            "schema", f"the reply names {dup.key!r} more than once; give each field once"
         ) from None
     except ValueError as exc:
-        raise InvalidReply(
-            "malformed_json", f"the reply is not valid JSON ({exc})", raw=content, usage=usage
-        ) from None
+        raise InvalidReply("malformed_json", f"the reply is not valid JSON ({exc})") from None
     if not isinstance(data, dict):
         raise InvalidReply(
-            "schema",
-            'the reply must be a JSON object {"reason": ..., "grade": ...}',
-            raw=content,
-            usage=usage,
+            "schema", 'the reply must be a JSON object {"reason": ..., "grade": ...}'
         )
     grade: Any = data.get("grade")
     reason: Any = data.get("reason")
@@ -249,12 +244,7 @@ def _parse_json(content: str, usage: Usage) -> tuple[int, str | None, list[str] 
     if reason is not None and type(reason) is not str:
         problems.append(f"reason must be a string, got {reason!r}")
     if problems:
-        raise InvalidReply(
-            "schema",
-            f"the reply does not match the schema ({'; '.join(problems)})",
-            raw=content,
-            usage=usage,
-        )
+        raise InvalidReply("schema", f"the reply does not match the schema ({'; '.join(problems)})")
     return grade, (reason or None), notes
 
 
@@ -285,7 +275,7 @@ BARE_GRADE_NOTE = "reply read leniently: the grade alone, without its final line
 
 
 def _parse_final_line(
-    content: str, spec: PromptSpec, usage: Usage
+    content: str, spec: PromptSpec
 ) -> tuple[int, str | None, int | None, list[str] | None]:
     """The grade of a text reply, its reason, the grade's offset, and notes; a bare number is
     that grade (small models answer `3` to `Grade: N`), read with a note, not asked again."""
@@ -296,16 +286,11 @@ def _parse_final_line(
     expected = spec.final_line.replace("$grade", "N")
     if match is None:
         raise InvalidReply(
-            "no_final_line",
-            f"the reply must end with a final line `{expected}` (N = 0, 1, 2 or 3)",
-            raw=content,
-            usage=usage,
+            "no_final_line", f"the reply must end with a final line `{expected}` (N = 0, 1, 2 or 3)"
         )
     written = match.group(1)
     if not re.fullmatch(r"-?[0-9]+", written):
-        raise InvalidReply(
-            "out_of_range", f"grade {written} is not one of 0, 1, 2, 3", raw=content, usage=usage
-        )
+        raise InvalidReply("out_of_range", f"grade {written} is not one of 0, 1, 2, 3")
     grade = int(written)
     line_start = len(content.rstrip()) - len(last)
     offset = line_start + last.rfind(written)

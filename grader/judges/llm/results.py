@@ -37,10 +37,8 @@ class CallState:
     transient: int = 0
     usage: Usage = field(default_factory=Usage)
     last_raw: str | None = None
-    invalid: InvalidReply | None = None
-    """The last invalid reply, kept when a later attempt fails otherwise (a timeout)."""
-    failed_on: str | None = None
-    """With several servers: the one whose last attempt failed (the next goes elsewhere)."""
+    invalid: InvalidReply | None = None  # the last invalid reply, should a later attempt time out
+    failed_on: str | None = None  # the server whose last attempt failed (the next goes elsewhere)
 
 
 @dataclass(frozen=True)

@@ -122,7 +122,8 @@ class ServerSettings:
         said = message.lower()
         async with self._lock:
             fields = [f for f in _FORMAT_FIELDS if f in body]
-            if fields and _refuses_format(said, fields, status):
+            refused = status != 500 or any(w in said for w in REFUSAL_WORDS)  # a 500 says so
+            if fields and refused and any(w in said for w in (*_FORMAT_WORDS, *fields)):
                 said_as = message if message.startswith(str(status)) else f"{status} {message}"
                 self.switch_mode(used, f"HTTP {said_as}")
                 return self.mode != used
@@ -166,11 +167,3 @@ class ServerSettings:
         self.switches.append(switch)
         if self.on_switch is not None:
             self.on_switch(switch)
-
-
-def _refuses_format(said: str, fields: list[str], status: int) -> bool:
-    """Whether an error's lower-cased message `said` refuses the output format a request sent
-    in `fields`: it names the format, and a 500 also says it is not taken."""
-    if not any(w in said for w in (*_FORMAT_WORDS, *fields)):
-        return False
-    return status != 500 or any(w in said for w in REFUSAL_WORDS)

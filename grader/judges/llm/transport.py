@@ -72,11 +72,8 @@ class ServerHealth:
         self.dead = False
         self.ever_answered = False
         self.connect_failures = 0
-        self.unreachable: str | None = None
-        """The cause (`connect_failure`'s text) when the server was never reached; else None."""
-        self.dropped: str | None = None
-        """How a connection was lost before any answer (the server closed it mid-reply), if one
-        was: then connections refused afterwards mean a server that stopped, not a wrong address."""
+        self.unreachable: str | None = None  # the cause when the server was never reached
+        self.dropped: str | None = None  # a connection closed mid-reply, before any answer
         self.quiet_s = quiet_s
         self.clock = clock
         self.last_answer = clock()
@@ -85,8 +82,7 @@ class ServerHealth:
         self.since = 0.0
         self.same = 0
         self.pairs: set[str] = set()
-        self.failing: str | None = None
-        """The cause (and its last message) when the same failure stopped the run; else None."""
+        self.failing: str | None = None  # the cause and its last message, once it stopped the run
 
     def same_failure(self, cause: str, key: str, message: str) -> bool:
         """An attempt of pair `key` failed with `cause`; True once that cause, `threshold` times in
@@ -228,14 +224,11 @@ class InFlight:
         self.active = 0
         self.peak = 0
         self.clock = clock
-        """The time a request is sent and answered at (`sent_at` of `timed_out`)."""
         self.last_answer = 0.0
         self.lowered_at = float("-inf")
-        self.timeout = timeout
-        """`--timeout`: with it, deadlines follow the server's queue (`InFlight`)."""
+        self.timeout = timeout  # with it, deadlines follow the server's queue
         self.tickets: list[Ticket] = []
-        self.answers: list[float] = []
-        """When the server's recent answers came (those of the last `timeout`)."""
+        self.answers: list[float] = []  # when the answers of the last `timeout` came
         self._on_notice = on_notice
         self._changed = asyncio.Condition()
 
@@ -265,8 +258,16 @@ class InFlight:
         if self.timeout is None:
             return
         self.answers = [t for t in self.answers if now - t <= self.timeout] + [now]
-        if ticket is not None and now - ticket.sent > self.timeout:
-            self._paced(now)
+        served = max(1, len(self.answers))
+        current = self.limit if self.limit is not None else self.peak
+        if ticket is not None and now - ticket.sent > self.timeout and served < current:
+            self._lower(  # answered after `timeout` queued: bound to the last `timeout`'s answers
+                served,
+                now,
+                f"the server queues requests and answers about {served} per --timeout: this "
+                f"run now keeps at most {served} in flight (start with --concurrency {served} "
+                "to skip this)",
+            )
         for other in self.tickets:
             other.progressed = other.progressed or other.sent < now
         if ticket is not None:
@@ -297,19 +298,6 @@ class InFlight:
             if ticket.bound is not None and not ticket.bound.expired():
                 with contextlib.suppress(RuntimeError):  # it is being left: nothing to move
                     ticket.bound.reschedule(when)
-
-    def _paced(self, now: float) -> None:
-        """A request answered after `timeout` queued: bound to the last `timeout`'s answers."""
-        served = max(1, len(self.answers))
-        current = self.limit if self.limit is not None else self.peak
-        if served < current:
-            self._lower(
-                served,
-                now,
-                f"the server queues requests and answers about {served} per --timeout: this "
-                f"run now keeps at most {served} in flight (start with --concurrency {served} "
-                "to skip this)",
-            )
 
     def timed_out(self, sent_at: float) -> bool:
         """A request sent at `sent_at` timed out; True when that lowered the bound (the server
