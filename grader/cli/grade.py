@@ -31,28 +31,28 @@ EPILOG = """\
 Models and endpoints: --model defaults to $RELGRADE_MODEL, else gpt-4o-mini; the endpoint is
 --base-url, else $OPENAI_BASE_URL, else OpenAI. The key is never a flag and is written nowhere
 (which key goes where: --api-key-env). A server other than api.openai.com needs no key (vLLM,
-Ollama, llama.cpp server, here or on another host): without one it gets a placeholder. Of several
---base-url, a dead one is dropped and its pairs go to the others; the summary counts each
-server's answers.
+Ollama, llama.cpp server, here or on another host): without one it gets a placeholder. Several
+--base-url (the same model on each): requests go to the server with the fewest in flight, a dead
+one is dropped and its pairs go to the others; the summary counts each server's answers.
 
 Several --model: an ensemble. Each model's answer is stored under its own key; the output
 records every model's grade, their disagreement (max - min) and the aggregate, the lower median
 (with an even count the lower middle grade, so never an invented grade). Models that failed on
 a pair are left out of its aggregate; the pair fails only when all of them failed.
 
---verify-low: --verify-prompt and/or --verify-model must differ from the first judge. Both
-answers are kept in `verification`; the verifier's grade is final when it answered, else the
-first grade stands.
+--verify-low: pairs graded 0 or 1 are graded again by --verify-prompt and/or --verify-model
+(at least one must differ from the first judge). Both answers are kept in `verification`; the
+verifier's grade is final when it answered, else the first grade stands.
 
 Store: answers are kept in --store (SQLite) by content key; a rerun reuses every ok answer
 (zero requests when nothing changed) and retries the failed ones. Kill the run at any moment
 and rerun the same command to finish it.
 
-Deadlines: a server trickling its reply is cut off at --timeout and the request retried as a
-timeout. After max(16, 2 x --concurrency) timeouts or failed connections in a row with no answer
-in between, the server counts as not answering: the run stops (exit 2) naming its URL; every
-answer received is stored, unfinished pairs are not marked failed, and rerunning the same
-command does them.
+Deadlines: --timeout bounds each whole request (a server trickling its reply is cut off there
+and the request retried as a timeout). After max(16, 2 x --concurrency) timeouts or failed
+connections in a row with no answer in between, the server counts as not answering: the run
+stops (exit 2) naming its URL; every answer received is stored, unfinished pairs are not marked
+failed, and rerunning the same command does them.
 
 Exit status: 0 every pair graded; 1 some pairs failed (the summary says how many and whether a
 rerun can help; they are left out of the qrels, and rerunning the same command retries them);

@@ -1,5 +1,5 @@
 """The grading pipeline: store lookup, `concurrency` workers, each answer stored within
-`flush_interval` (a killed run loses only the calls in flight); `max_cost` reserves each request's
+`FLUSH_INTERVAL_S` (a killed run loses only the calls in flight); `max_cost` reserves each request's
 upper estimate; Ctrl-C lets calls in flight finish for `grace_s`. State: `grader.grading.run`."""
 
 from __future__ import annotations
