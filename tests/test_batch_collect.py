@@ -60,3 +60,14 @@ def test_every_key_is_graded_or_has_a_problem() -> None:
     failed = failed_judgment("k4", query, doc, parsed.problems["k4"], judge_id="j", prompt=None)
     assert failed.status == "failed" and failed.grade is None
     assert failed.error is not None and failed.error.type == "Batch:missing"
+
+
+def test_an_error_file_line_is_never_a_grade() -> None:
+    """A line of the error file is a problem even when it carries a 200 body with a valid reply;
+    an output line for the same request still decides."""
+    errors = "\n".join([_out("k0", '{"grade": 3}'), _out("k1", '{"grade": 3}')]).encode()
+    output = _out("k1", '{"grade": 1}').encode()
+    parsed = parse_result_files(output, errors, items=_items(2), parse=_parse)
+    assert {k: j.grade for k, j in parsed.judgments.items()} == {"k1": 1}
+    assert parsed.problems["k0"].type.startswith("Batch:")
+    assert "error line 1" in parsed.problems["k0"].message

@@ -97,7 +97,13 @@ def parse_result_files(
                 continue
             query, doc = items[key]
             where = f"{what} line {number}"
-            outcome = parse_output_record(record, query, doc, key, parse, where=where)
+            if what == "error":  # never a grade, whatever body the line carries
+                code, message = _error_text(record)
+                outcome: Judgment | LineProblem = LineProblem(
+                    f"Batch:{code}", f"{where}: {message}" if message else where
+                )
+            else:
+                outcome = parse_output_record(record, query, doc, key, parse, where=where)
             if isinstance(outcome, LineProblem):
                 result.problems[key] = outcome
             else:
