@@ -66,6 +66,20 @@ def test_pair_lists_from_csv_run_and_two_columns(tmp_path: Path) -> None:
         read_pair_list(bad)
 
 
+def test_a_csv_row_with_extra_or_missing_cells_keeps_its_columns(tmp_path: Path) -> None:
+    """Extra cells (every row, or some) never shift the columns; a row short of doc_id is an
+    error naming its line, not a pair with doc_id "None"."""
+    every = tmp_path / "every.csv"
+    every.write_text("query_id,doc_id\nq1,d1,extra\nq2,d2,x\n", encoding="utf-8")
+    some = tmp_path / "some.csv"
+    some.write_text("query_id,doc_id\nq1,d1\nq2,d2,x\n", encoding="utf-8")
+    assert read_pair_list(every) == read_pair_list(some) == {("q1", "d1"), ("q2", "d2")}
+    short = tmp_path / "short.csv"
+    short.write_text("query_id,doc_id\nq1,d1\nq2\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"short.csv:3.*no doc_id"):
+        read_pair_list(short)
+
+
 def test_old_is_latest_non_new_version_and_prompt_filter_picks_it(tmp_path: Path) -> None:
     with Store(tmp_path / "s.db") as store:
         _put(store, "d1", 0, "1")

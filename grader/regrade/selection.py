@@ -4,18 +4,18 @@ of the new version is retried). Criteria (`--select`, all must hold): `all`, `fa
 
 from __future__ import annotations
 
+import csv
 import io
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from grader.errors import InputError
 from grader.grading.pairs import Pair
 from grader.grading.report import for_pair
 from grader.io.files import read_text
+from grader.io.streams import allow_long_csv_fields
 from grader.keys import content_key
 from grader.models import Doc, Judgment, PromptRef, Query
 from grader.regrade.diff import VersionPair
@@ -77,14 +77,25 @@ def read_pair_list(path: str | Path) -> frozenset[tuple[str, str]]:
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines:
         raise InputError("no pairs in the file", path=path, hint="a sample CSV or qrels")
-    if "," in lines[0]:
-        frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
-        qcol = next((c for c in ("query_id", "qid") if c in frame.columns), None)
-        dcol = next((c for c in ("doc_id", "docid") if c in frame.columns), None)
+    pairs: set[tuple[str, str]] = set()
+    if "," in lines[0]:  # (csv, not pandas: a row with extra cells must not shift the columns)
+        allow_long_csv_fields()
+        reader = csv.DictReader(io.StringIO(text))
+        fields = reader.fieldnames or []
+        qcol = next((c for c in ("query_id", "qid") if c in fields), None)
+        dcol = next((c for c in ("doc_id", "docid") if c in fields), None)
         if qcol is None or dcol is None:
             raise InputError("a CSV of pairs needs query_id and doc_id columns", path=path, line=1)
-        return frozenset(zip(frame[qcol].str.strip(), frame[dcol].str.strip(), strict=True))
-    pairs: set[tuple[str, str]] = set()
+        for row in reader:
+            qid, docid = row[qcol], row[dcol]
+            if qid is None or docid is None:
+                raise InputError(
+                    f"the row has no {qcol if qid is None else dcol}",
+                    path=path,
+                    line=reader.line_num,
+                )
+            pairs.add((qid.strip(), docid.strip()))
+        return frozenset(pairs)
     for number, line in enumerate(lines, start=1):
         parts = line.split()
         if len(parts) == 2:
