@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from grader.cli.main import main
+from grader.errors import StoreError
 from grader.store.migrations import MIGRATIONS
 from grader.store.store import Store
 from tests.grade_data import write_grade_files
@@ -90,3 +91,26 @@ def test_a_new_store_has_8k_pages_and_an_old_one_keeps_its_own(tmp_path: Path) -
         assert store.schema_version >= 8
     with sqlite3.connect(tmp_path / "old.db") as conn:
         assert conn.execute("PRAGMA page_size").fetchone()[0] == 4096
+
+
+def test_a_schema_7_judgment_whose_json_names_another_judge_stops_the_migration(
+    tmp_path: Path,
+) -> None:
+    """Migration 8 keeps one source per row, from its columns: a judgment whose JSON names
+    another judge or prompt is refused (the migration rolls back), never silently rewritten."""
+    from tests.helpers.old_stores import Row
+
+    files = write_grade_files(tmp_path, n_queries=1, depth=2)
+    new, old = tmp_path / "new.db", tmp_path / "old.db"
+    assert main(files.args("--judge", "lexical", "--store", new, "--quiet")) == 0
+
+    def other_judge(row: Row) -> Row:
+        return (*row[:3], "someone-else", *row[4:])
+
+    write_old_store(old, 7, new, edit=other_judge)
+    with pytest.raises(StoreError, match="does not fit its columns"):
+        Store(old)
+    with sqlite3.connect(old) as conn:  # rolled back: still schema 7, every row kept
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 7
+        assert conn.execute("SELECT COUNT(*) FROM judgments").fetchone()[0] == 2
+    conn.close()

@@ -115,7 +115,10 @@ def upgrade_to_parts(conn: sqlite3.Connection) -> None:
             try:
                 judgment = Judgment.model_validate_json(row[12])
                 ids = (judgment.key, judgment.query_id, judgment.doc_id)
-                if (*ids, judgment.status, judgment.grade) != (key, qid, did, status, grade):
+                kept = f'{{"judge":{source.judge_json},"prompt":{source.prompt_json}}}'
+                if (*ids, judgment.status, judgment.grade) != (key, qid, did, status, grade) or (
+                    judgment.model_dump_json(include={"judge", "prompt"}) != kept
+                ):  # the JSON's judge and prompt are dropped for the source's: they must agree
                     raise ValueError(f"the judgment of {qid} {did} does not fit its columns")
                 head, tail, more = (judgment.model_dump_json(include=p)[1:-1] for p in _PARTS)
             except ValueError as exc:
