@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -188,3 +189,14 @@ def test_ok_and_failed_fill_in_the_common_fields() -> None:
         "ValueError",
         "no text",
     )
+
+
+@pytest.mark.usefixtures("scratch_registries")
+def test_params_and_defaults_may_be_none_and_are_copied() -> None:
+    parse: dict[str, Any] = {"p": float}
+    rg.register_measure("NoneRBP", toy_rbp, usage="NoneRBP", help="?", params=None, defaults=None)
+    copied = rg.register_measure(
+        "CopyRBP", toy_rbp, usage="CopyRBP", help="?", params=parse, defaults={"p": 0.8}
+    )
+    parse["q"] = float  # the caller's dict changed after registering: the measure is not
+    assert dict(copied.params) == {"p": float}

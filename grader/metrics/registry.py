@@ -113,6 +113,8 @@ _loaded = {"builtin": False, "plugins": False}
 def register(name: str, compute: Kernel, **fields: Any) -> MeasureDef:
     """Register the measure family `name` (e.g. "P"), the other `MeasureDef` fields given by
     keyword, and return its definition. A name taken twice is a ValueError."""
+    for mapping in ("params", "defaults"):  # None as "none", and a copy of the caller's
+        fields[mapping] = dict(fields.get(mapping) or {})
     definition = MeasureDef(name, compute, **fields)
     unknown = set(definition.defaults) - set(definition.params)
     if unknown:
