@@ -85,8 +85,9 @@ def pair_grades(llm: pd.DataFrame, human: pd.DataFrame) -> PairedGrades:
 def distribution_mean(
     grades: pd.Series, distribution: pd.DataFrame | None, values: npt.NDArray[np.float64]
 ) -> npt.NDArray[np.float64]:
-    """Per pair, the mean of `values[g]` over the judge's grade distribution (the frame's
-    p_grade_0..3) where it gave one, else `values` at the pair's grade."""
+    """Per pair, the mean of `values[g]` over the judge's grade distribution where it gave one
+    (all four p_grade_0..3 columns, none NaN: relgrade writes them together), else `values` at
+    the pair's grade."""
     at_grade = grades.to_numpy(dtype=np.int64)
     out: npt.NDArray[np.float64] = np.asarray(values, dtype=np.float64)[at_grade]
     cols = list(DISTRIBUTION_COLUMNS)
